@@ -1,0 +1,64 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+# Convenience front end over CMake. `make demo` and `make check` are the two
+# commands the README opens with.
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+FUZZ_SECONDS ?= 10
+PREFIX ?= /usr/local
+CTEST_FLAGS ?= --output-on-failure -j $(JOBS)
+
+.PHONY: all build demo check test test-asan fuzz bench install clean deps
+
+all: build
+
+deps:
+	bash scripts/install-deps.sh
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=$(PREFIX)
+
+build: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+$(ASAN_BUILD)/CMakeCache.txt:
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DPFI_SANITIZE=ON
+
+test: build
+	cd $(BUILD) && ctest $(CTEST_FLAGS)
+
+test-asan: $(ASAN_BUILD)/CMakeCache.txt
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest $(CTEST_FLAGS)
+
+$(FUZZ_BUILD)/CMakeCache.txt:
+	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DPFI_FUZZ=ON -DPFI_TESTS=ON
+
+# Runs every libFuzzer target for FUZZ_SECONDS on its seed corpus.
+fuzz: $(FUZZ_BUILD)/CMakeCache.txt
+	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+	@set -e; for src in tests/fuzz/fuzz_*.c; do \
+	  name=$$(basename $$src .c); corpus=tests/fuzz/corpus/$${name#fuzz_}; \
+	  work=$(FUZZ_BUILD)/corpus-$${name#fuzz_}; mkdir -p $$work; \
+	  echo "fuzz: $$name for $(FUZZ_SECONDS) s"; \
+	  $(FUZZ_BUILD)/$$name -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
+	    -artifact_prefix=$(FUZZ_BUILD)/ -print_final_stats=0 $$work $$corpus 2>&1 | tail -n 2; \
+	done
+
+# Every test: normal build, sanitizer build, and a bounded fuzz run.
+check: test test-asan fuzz
+	@echo "make check: all test suites passed"
+
+demo: build
+	@bash scripts/demo.sh $(BUILD)
+
+bench: build
+	@set -e; for b in $(BUILD)/bench_*; do echo "== $$b"; $$b; done
+
+install: build
+	cmake --install $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) out

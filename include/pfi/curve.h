@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Power-throughput curves: one per job, read from a curves CSV.
+ *
+ * File format (header row, any column order, extra columns ignored):
+ *   required  job, cap_w, power_w, tokens_per_s
+ *   optional  gpus, power_sd_w, tokens_sd, runs
+ * `cap_w` is the per-GPU power cap (W); `power_w` the job's realized
+ * aggregate GPU power (W); `tokens_per_s` its steady-state throughput (any
+ * positive unit). The point with the highest cap is the job's uncapped
+ * reference (T_max, P_max).
+ */
+#ifndef PFI_CURVE_H
+#define PFI_CURVE_H
+
+#include <stddef.h>
+
+#include "pfi/error.h"
+
+struct pfi_point {
+  double cap_w;        /* per-GPU cap, W */
+  double power_w;      /* realized aggregate power, W */
+  double tokens_per_s; /* throughput, tokens/s (or the file's unit) */
+  double power_sd_w;   /* standard error of power_w, W; < 0 when unknown */
+  double tokens_sd;    /* standard error of tokens_per_s; < 0 when unknown */
+  int runs;            /* repeat runs behind the point; 0 when unknown */
+  long line;           /* input line (0 when not from a file) */
+};
+
+struct pfi_curve {
+  char *job;              /* owned */
+  int gpus;               /* GPU count; 0 when unknown */
+  size_t n, cap;          /* points, allocated */
+  struct pfi_point *pts;  /* sorted by cap_w ascending; owned */
+  long first_line;        /* line of the job's first row in the input */
+};
+
+struct pfi_curveset {
+  size_t n, cap;
+  struct pfi_curve *c;  /* in order of first appearance; owned */
+  char *source;         /* file name, for messages; owned, may be NULL */
+};
+
+/* Canonical column names, in the order used by --map. */
+enum pfi_curve_col {
+  PFI_COL_JOB,
+  PFI_COL_CAP_W,
+  PFI_COL_POWER_W,
+  PFI_COL_TOKENS_PER_S,
+  PFI_COL_GPUS,
+  PFI_COL_POWER_SD_W,
+  PFI_COL_TOKENS_SD,
+  PFI_COL_RUNS,
+  PFI_COL__COUNT
+};
+
+/* Name of a canonical column ("cap_w"). */
+const char *pfi_curve_col_name(enum pfi_curve_col col);
+
+/*
+ * Reads a curves CSV. `path` "-" reads standard input. `map` is NULL or a
+ * string "NAME=COLUMN,NAME=COLUMN" that reads canonical column NAME from the
+ * file's column COLUMN (e.g. "job=Workload,cap_w=GPU power cap").
+ * Validation, each a PFI_EPARSE with file:line:column: missing column,
+ * non-numeric/NaN/inf value, zero or negative cap, power or throughput,
+ * duplicate cap within a job, a job with fewer than 2 points. A bad --map
+ * gives PFI_EINVAL. On success the set is filled (points sorted by cap) and
+ * must be released with pfi_curveset_release(); on failure it is empty.
+ */
+int pfi_curveset_read(struct pfi_curveset *set, const char *path,
+                      const char *map, struct pfi_error *err);
+
+/* Same from memory; `name` is used in messages. */
+int pfi_curveset_read_mem(struct pfi_curveset *set, const char *name,
+                          const char *data, size_t len, const char *map,
+                          struct pfi_error *err);
+
+/* Initializes an empty set (no allocation). */
+void pfi_curveset_init(struct pfi_curveset *set);
+
+/* Appends a point to job `job` (created when new). Duplicate caps are
+ * PFI_EINVAL. Points are kept sorted by cap. */
+int pfi_curveset_add(struct pfi_curveset *set, const char *job,
+                     const struct pfi_point *pt, struct pfi_error *err);
+
+/* The curve of `job`, or NULL. Linear search: for lookups by name. */
+struct pfi_curve *pfi_curveset_find(const struct pfi_curveset *set,
+                                    const char *job);
+
+void pfi_curveset_release(struct pfi_curveset *set);
+
+/* The uncapped reference point (highest cap). Curve must have n >= 1. */
+static inline const struct pfi_point *
+pfi_curve_uncapped(const struct pfi_curve *c) {
+  return &c->pts[c->n - 1];
+}
+
+/*
+ * Throughput at aggregate power `power_w` by linear interpolation of the
+ * curve's (power, tokens) points ordered by power; clamped to the end points
+ * outside their range.
+ */
+double pfi_curve_tokens_at(const struct pfi_curve *c, double power_w);
+
+/*
+ * Per-GPU cap that realizes aggregate power `power_w`, by linear
+ * interpolation of the (power, cap) points; clamped to the end points.
+ */
+double pfi_curve_cap_at(const struct pfi_curve *c, double power_w);
+
+#endif

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * The Power Flexibility Index of one power-throughput curve, by the paper's
+ * three definitions (METHOD.md section 1):
+ *
+ *  ratio  PFI = mean over capped points i with T_i < T_max of
+ *               (1 - P_i/P_max) / (1 - T_i/T_max)
+ *  area   integral_0^1 (T/T_max) d(P/P_max) - 1/2, trapezoids over the
+ *         points sorted by power plus the boundary point (0, 0)
+ *  ce     1 - a, where log T = a log P + log k is fitted by least squares
+ *
+ * The uncapped reference (T_max, P_max) is the point with the highest cap.
+ * Capped points whose throughput did not fall (T_i >= T_max: the cap did not
+ * bind) are left out of the ratio and reported; nothing is divided by zero.
+ */
+#ifndef PFI_INDEX_H
+#define PFI_INDEX_H
+
+#include <stddef.h>
+
+#include "pfi/curve.h"
+#include "pfi/error.h"
+
+struct pfi_index {
+  double pfi;          /* ratio definition; meaningful only if pfi_defined */
+  int pfi_defined;     /* 0 when no capped point bound (nothing to average) */
+  double pfi_area;     /* area-between-curves definition */
+  double pfi_ce;       /* constant-elasticity definition */
+  int ce_defined;      /* 0 when all points share one power value */
+  size_t points_used;  /* capped points averaged by the ratio definition */
+  size_t n_excluded;   /* capped points left out (cap did not bind) */
+  double *excluded_caps; /* n_excluded caps in W; owned, free with
+                            pfi_index_release() */
+  double t_max, p_max; /* uncapped reference */
+};
+
+/*
+ * Computes all three definitions for curve `c` (n >= 2, positive values, as
+ * pfi_curveset_read() guarantees). Returns 0, PFI_EINVAL for a curve with
+ * fewer than 2 points, or PFI_ENOMEM. Release `out` with pfi_index_release().
+ */
+int pfi_index_compute(const struct pfi_curve *c, struct pfi_index *out,
+                      struct pfi_error *err);
+
+/* Frees out->excluded_caps. Safe on a zeroed struct. */
+void pfi_index_release(struct pfi_index *out);
+
+/*
+ * Ratio PFI of raw arrays (points in any order; the one with the highest cap
+ * is the reference). No allocation, for inner loops (Monte Carlo, oracle
+ * analysis). Returns 1 and sets *pfi when defined, 0 when no capped point
+ * bound, PFI_EINVAL when n < 2.
+ */
+int pfi_index_ratio(const double *cap_w, const double *power_w,
+                    const double *tokens, size_t n, double *pfi,
+                    size_t *points_used);
+
+/* Area definition on raw arrays; returns 0 or PFI_EINVAL (n < 2). */
+int pfi_index_area(const double *cap_w, const double *power_w,
+                   const double *tokens, size_t n, double *area);
+
+/* Constant-elasticity definition; returns 1 when defined, 0 when all powers
+ * are equal, PFI_EINVAL when n < 2 or a value is not positive. */
+int pfi_index_ce(const double *power_w, const double *tokens, size_t n,
+                 double *ce);
+
+#endif

@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pfi/csv.h"
+
+int pfi_cli_status(int code) {
+  switch (code) {
+  case PFI_OK:
+    return PFI_EXIT_OK;
+  case PFI_EPARSE:
+  case PFI_EINVAL:
+  case PFI_ERANGE:
+  case PFI_ENOTFOUND:
+  case PFI_EINFEASIBLE:
+    return PFI_EXIT_USAGE;
+  default:
+    return PFI_EXIT_FAIL;
+  }
+}
+
+int pfi_cli_fail(const struct pfi_error *err) {
+  char buf[PFI_ERROR_MSG_MAX + PFI_ERROR_FILE_MAX + 64];
+  pfi_error_format(err, buf, sizeof buf);
+  fprintf(stderr, "pfi: %s\n", buf);
+  return pfi_cli_status(err ? err->code : PFI_EINVAL);
+}
+
+int pfi_cli_usage(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "pfi %s: ", cmd);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "\nTry 'pfi %s --help'.\n", cmd);
+  return PFI_EXIT_USAGE;
+}
+
+int pfi_cli_format(const char *cmd, const char *s, unsigned allowed,
+                   enum pfi_format *out) {
+  if (strcmp(s, "table") == 0 && (allowed & PFI_FMT_ALLOW_TABLE))
+    *out = PFI_FMT_TABLE;
+  else if (strcmp(s, "csv") == 0 && (allowed & PFI_FMT_ALLOW_CSV))
+    *out = PFI_FMT_CSV;
+  else if (strcmp(s, "json") == 0 && (allowed & PFI_FMT_ALLOW_JSON))
+    *out = PFI_FMT_JSON;
+  else
+    return pfi_cli_usage(cmd, "--format: unknown format '%s' (expected %s%s%s)",
+                         s, (allowed & PFI_FMT_ALLOW_TABLE) ? "table " : "",
+                         (allowed & PFI_FMT_ALLOW_CSV) ? "csv " : "",
+                         (allowed & PFI_FMT_ALLOW_JSON) ? "json" : "");
+  return 0;
+}
+
+int pfi_cli_print_json(json_t *j) {
+  int rc = json_dumpf(j, stdout,
+                      JSON_INDENT(2) | JSON_PRESERVE_ORDER |
+                          JSON_REAL_PRECISION(12));
+  json_decref(j);
+  if (rc != 0 || fputc('\n', stdout) == EOF)
+    return PFI_EXIT_FAIL;
+  return 0;
+}
+
+int pfi_cli_parse_double(const char *s, double *out) {
+  return pfi_parse_double(s, out) == 0 ? 0 : PFI_EINVAL;
+}
+
+int pfi_cli_parse_ulong(const char *s, unsigned long *out) {
+  if (!s || !*s || *s == '-' || *s == '+')
+    return PFI_EINVAL;
+  char *end;
+  errno = 0;
+  unsigned long v = strtoul(s, &end, 10);
+  if (errno || *end)
+    return PFI_EINVAL;
+  *out = v;
+  return 0;
+}
+
+int pfi_cli_is_help(const char *s) {
+  return strcmp(s, "-h") == 0 || strcmp(s, "--help") == 0;
+}
+
+int pfi_cli_parse_numlist(const char *s, double **out, size_t *n,
+                          struct pfi_error *err) {
+  *out = NULL;
+  *n = 0;
+  if (!s || !*s)
+    return pfi_error_set(err, PFI_EINVAL, "empty list");
+  if (strchr(s, ':')) {
+    double lo, hi, step;
+    char a[64], b[64], c[64];
+    const char *p1 = strchr(s, ':');
+    const char *p2 = strchr(p1 + 1, ':');
+    if (!p2 || strchr(p2 + 1, ':') || (size_t)(p1 - s) >= sizeof a ||
+        (size_t)(p2 - p1 - 1) >= sizeof b || strlen(p2 + 1) >= sizeof c)
+      return pfi_error_set(err, PFI_EINVAL,
+                           "'%s': expected LO:HI:STEP (e.g. 200:700:100)", s);
+    memcpy(a, s, (size_t)(p1 - s));
+    a[p1 - s] = '\0';
+    memcpy(b, p1 + 1, (size_t)(p2 - p1 - 1));
+    b[p2 - p1 - 1] = '\0';
+    strcpy(c, p2 + 1);
+    if (pfi_parse_double(a, &lo) || pfi_parse_double(b, &hi) ||
+        pfi_parse_double(c, &step))
+      return pfi_error_set(err, PFI_EINVAL,
+                           "'%s': expected LO:HI:STEP with numbers", s);
+    if (!(step > 0) || hi < lo)
+      return pfi_error_set(err, PFI_EINVAL,
+                           "'%s': need STEP > 0 and HI >= LO", s);
+    double cnt = floor((hi - lo) / step + 1e-9) + 1;
+    if (cnt > 100000)
+      return pfi_error_set(err, PFI_EINVAL, "'%s': too many values", s);
+    size_t k = (size_t)cnt;
+    double *v = malloc(k * sizeof *v);
+    if (!v)
+      return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    for (size_t i = 0; i < k; i++)
+      v[i] = lo + step * (double)i;
+    *out = v;
+    *n = k;
+    return 0;
+  }
+  size_t k = 1;
+  for (const char *p = s; *p; p++)
+    if (*p == ',')
+      k++;
+  double *v = malloc(k * sizeof *v);
+  char *copy = strdup(s);
+  if (!v || !copy) {
+    free(v);
+    free(copy);
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  }
+  size_t i = 0;
+  char *p = copy;
+  for (;;) {
+    char *comma = strchr(p, ',');
+    if (comma)
+      *comma = '\0';
+    if (pfi_parse_double(p, &v[i]) != 0) {
+      int rc = pfi_error_set(err, PFI_EINVAL, "'%s': not a number in list '%s'",
+                             p, s);
+      free(v);
+      free(copy);
+      return rc;
+    }
+    i++;
+    if (!comma)
+      break;
+    p = comma + 1;
+  }
+  free(copy);
+  *out = v;
+  *n = i;
+  return 0;
+}
+
+int pfi_cli_parse_duration(const char *s, double *seconds,
+                           struct pfi_error *err) {
+  if (!s || !*s)
+    return pfi_error_set(err, PFI_EINVAL, "empty duration");
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (end == s || errno || !isfinite(v) || v < 0)
+    return pfi_error_set(err, PFI_EINVAL,
+                         "'%s': expected a duration like 30m, 5s, 1h, 250ms",
+                         s);
+  double mul;
+  if (*end == '\0' || strcmp(end, "s") == 0)
+    mul = 1;
+  else if (strcmp(end, "ms") == 0)
+    mul = 1e-3;
+  else if (strcmp(end, "m") == 0 || strcmp(end, "min") == 0)
+    mul = 60;
+  else if (strcmp(end, "h") == 0)
+    mul = 3600;
+  else
+    return pfi_error_set(err, PFI_EINVAL,
+                         "'%s': unknown unit '%s' (use ms, s, m or h)", s, end);
+  *seconds = v * mul;
+  return 0;
+}

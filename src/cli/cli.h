@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Shared helpers of the pfi command's subcommands. Only the CLI prints. */
+#ifndef PFI_CLI_H
+#define PFI_CLI_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "pfi/error.h"
+
+/* Exit statuses (DESIGN.md): 0 ok, 1 failure at run time, 2 bad usage or
+ * bad input. */
+enum { PFI_EXIT_OK = 0, PFI_EXIT_FAIL = 1, PFI_EXIT_USAGE = 2 };
+
+/* Every subcommand: argv[0] is its name. Returns the exit status. */
+#define PFI_CMD(name, help) int cmd_##name(int argc, char **argv);
+#include "commands.def"
+#undef PFI_CMD
+
+/* Prints "pfi: file:line:col: message" to stderr and returns the exit
+ * status for the error's class (2 for bad input/usage, 1 otherwise). */
+int pfi_cli_fail(const struct pfi_error *err);
+
+/* Exit status for an error code. */
+int pfi_cli_status(int code);
+
+/* Prints "pfi CMD: message" and "Try 'pfi CMD --help'." to stderr; returns 2. */
+int pfi_cli_usage(const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+enum pfi_format { PFI_FMT_TABLE, PFI_FMT_CSV, PFI_FMT_JSON };
+#define PFI_FMT_ALLOW_TABLE 1u
+#define PFI_FMT_ALLOW_CSV 2u
+#define PFI_FMT_ALLOW_JSON 4u
+
+/* Parses --format's value among the allowed ones; returns 0 or 2 after
+ * printing a usage error. */
+int pfi_cli_format(const char *cmd, const char *s, unsigned allowed,
+                   enum pfi_format *out);
+
+/* Prints `j` to stdout (indented, keys in insertion order, newline) and
+ * decrefs it. Returns 0, or 1 when writing failed. */
+int pfi_cli_print_json(json_t *j);
+
+/*
+ * Parses a list of numbers "200,500,600" or a range "LO:HI:STEP" (inclusive
+ * of HI when reached). On success *out is a malloc'd array (caller frees)
+ * of *n values. Returns 0 or PFI_EINVAL with a message in err.
+ */
+int pfi_cli_parse_numlist(const char *s, double **out, size_t *n,
+                          struct pfi_error *err);
+
+/* Parses a duration "30m", "5s", "1h", "250ms" or plain seconds "12.5" into
+ * seconds. Returns 0 or PFI_EINVAL. */
+int pfi_cli_parse_duration(const char *s, double *seconds,
+                           struct pfi_error *err);
+
+/* Parses a whole string as a finite double / a non-negative integer;
+ * returns 0 or PFI_EINVAL. */
+int pfi_cli_parse_double(const char *s, double *out);
+int pfi_cli_parse_ulong(const char *s, unsigned long *out);
+
+/* True when `s` is "-h" or "--help". */
+int pfi_cli_is_help(const char *s);
+
+#endif

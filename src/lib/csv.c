@@ -1,0 +1,445 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#include "pfi/csv.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int pfi_read_file(const char *path, char **out, size_t *len,
+                  struct pfi_error *err) {
+  int from_stdin = strcmp(path, "-") == 0;
+  FILE *fp = from_stdin ? stdin : fopen(path, "rb");
+  if (!fp)
+    return pfi_error_setloc(err, PFI_EIO, path, 0, 0, "cannot open: %s",
+                            strerror(errno));
+  size_t cap = 1 << 16, n = 0;
+  char *buf = malloc(cap);
+  if (!buf) {
+    if (!from_stdin)
+      fclose(fp);
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory reading %s", path);
+  }
+  for (;;) {
+    if (cap - n < 2) {
+      size_t ncap = cap * 2;
+      char *nb = realloc(buf, ncap);
+      if (!nb) {
+        free(buf);
+        if (!from_stdin)
+          fclose(fp);
+        return pfi_error_set(err, PFI_ENOMEM, "out of memory reading %s",
+                             path);
+      }
+      buf = nb;
+      cap = ncap;
+    }
+    size_t got = fread(buf + n, 1, cap - n - 1, fp);
+    n += got;
+    if (got == 0)
+      break;
+  }
+  int bad = ferror(fp);
+  if (!from_stdin)
+    fclose(fp);
+  if (bad) {
+    free(buf);
+    return pfi_error_setloc(err, PFI_EIO, path, 0, 0, "read error");
+  }
+  buf[n] = '\0';
+  *out = buf;
+  *len = n;
+  return 0;
+}
+
+static int is_blank(char c) { return c == ' ' || c == '\t'; }
+
+static int push_field(struct pfi_csv *csv, char *p, long line, long col,
+                      struct pfi_error *err) {
+  if (csv->nf == csv->fcap) {
+    size_t ncap = csv->fcap ? csv->fcap * 2 : 16;
+    char **nf = realloc(csv->f, ncap * sizeof *nf);
+    if (!nf)
+      return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    csv->f = nf;
+    long *nl = realloc(csv->fline, ncap * sizeof *nl);
+    if (!nl)
+      return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    csv->fline = nl;
+    long *nc = realloc(csv->fcol, ncap * sizeof *nc);
+    if (!nc)
+      return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    csv->fcol = nc;
+    csv->fcap = ncap;
+  }
+  csv->f[csv->nf] = p;
+  csv->fline[csv->nf] = line;
+  csv->fcol[csv->nf] = col;
+  csv->nf++;
+  return 0;
+}
+
+int pfi_csv_next(struct pfi_csv *csv, struct pfi_error *err) {
+  char *b = csv->buf;
+  size_t len = csv->len;
+  size_t i = csv->pos;
+  csv->nf = 0;
+  /* Skip blank lines (empty or only spaces). */
+  for (;;) {
+    size_t j = i;
+    while (j < len && is_blank(b[j]))
+      j++;
+    if (j >= len) {
+      csv->pos = len;
+      return 0;
+    }
+    if (b[j] == '\n' || (b[j] == '\r' && j + 1 < len && b[j + 1] == '\n') ||
+        b[j] == '\r') {
+      j += (b[j] == '\r' && j + 1 < len && b[j + 1] == '\n') ? 2 : 1;
+      csv->line++;
+      csv->linepos = (long)j;
+      i = j;
+      continue;
+    }
+    break;
+  }
+  csv->rec_line = csv->line;
+  for (;;) {
+    /* Start of a field. */
+    while (i < len && is_blank(b[i]))
+      i++;
+    long fline = csv->line, fcol = (long)i - csv->linepos + 1;
+    char *start;
+    if (i < len && b[i] == '"') {
+      size_t w = i + 1, r = i + 1;
+      start = b + w;
+      for (;;) {
+        if (r >= len)
+          return pfi_error_setloc(err, PFI_EPARSE, csv->name, fline, fcol,
+                                  "unterminated quoted field");
+        if (b[r] == '"') {
+          if (r + 1 < len && b[r + 1] == '"') {
+            b[w++] = '"';
+            r += 2;
+            continue;
+          }
+          r++;
+          break;
+        }
+        if (b[r] == '\n') {
+          csv->line++;
+          csv->linepos = (long)r + 1;
+        }
+        b[w++] = b[r++];
+      }
+      b[w] = '\0'; /* w < r, so this never clobbers unread input */
+      i = r;
+      while (i < len && is_blank(b[i]))
+        i++;
+      if (i < len && b[i] != ',' && b[i] != '\n' && b[i] != '\r')
+        return pfi_error_setloc(err, PFI_EPARSE, csv->name, csv->line,
+                                (long)i - csv->linepos + 1,
+                                "unexpected character after closing quote");
+    } else {
+      start = b + i;
+      while (i < len && b[i] != ',' && b[i] != '\n' && b[i] != '\r')
+        i++;
+      size_t e = i;
+      while (e > (size_t)(start - b) && is_blank(b[e - 1]))
+        e--;
+      if (i >= len) {
+        b[e] = '\0'; /* b[len] is the buffer's terminator */
+      } else if (e < i) {
+        b[e] = '\0';
+      }
+    }
+    int rc = push_field(csv, start, fline, fcol, err);
+    if (rc < 0)
+      return rc;
+    if (i >= len) {
+      csv->pos = len;
+      return 1;
+    }
+    char c = b[i];
+    b[i] = '\0';
+    if (c == ',') {
+      i++;
+      continue;
+    }
+    /* End of record. */
+    if (c == '\r' && i + 1 < len && b[i + 1] == '\n')
+      i++;
+    i++;
+    csv->line++;
+    csv->linepos = (long)i;
+    csv->pos = i;
+    return 1;
+  }
+}
+
+static int open_common(struct pfi_csv *csv, struct pfi_error *err) {
+  if (csv->len >= 3 && (unsigned char)csv->buf[0] == 0xEF &&
+      (unsigned char)csv->buf[1] == 0xBB && (unsigned char)csv->buf[2] == 0xBF)
+    csv->pos = 3;
+  csv->linepos = (long)csv->pos;
+  csv->line = 1;
+  int rc = pfi_csv_next(csv, err);
+  if (rc < 0)
+    return rc;
+  if (rc == 0)
+    return pfi_error_setloc(err, PFI_EPARSE, csv->name, 1, 1,
+                            "empty file: no header row");
+  csv->header = calloc(csv->nf, sizeof *csv->header);
+  if (!csv->header)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  csv->nheader = csv->nf;
+  for (size_t k = 0; k < csv->nf; k++) {
+    csv->header[k] = strdup(csv->f[k]);
+    if (!csv->header[k])
+      return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  }
+  return 0;
+}
+
+int pfi_csv_open(struct pfi_csv *csv, const char *path, struct pfi_error *err) {
+  memset(csv, 0, sizeof *csv);
+  csv->name = strdup(strcmp(path, "-") == 0 ? "<stdin>" : path);
+  if (!csv->name)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  int rc = pfi_read_file(path, &csv->buf, &csv->len, err);
+  if (rc == 0)
+    rc = open_common(csv, err);
+  if (rc < 0)
+    pfi_csv_close(csv);
+  return rc;
+}
+
+int pfi_csv_open_mem(struct pfi_csv *csv, const char *name, const char *data,
+                     size_t len, struct pfi_error *err) {
+  memset(csv, 0, sizeof *csv);
+  csv->name = strdup(name ? name : "<memory>");
+  csv->buf = malloc(len + 1);
+  if (!csv->name || !csv->buf) {
+    pfi_csv_close(csv);
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  }
+  if (len)
+    memcpy(csv->buf, data, len);
+  csv->buf[len] = '\0';
+  csv->len = len;
+  int rc = open_common(csv, err);
+  if (rc < 0)
+    pfi_csv_close(csv);
+  return rc;
+}
+
+void pfi_csv_close(struct pfi_csv *csv) {
+  if (!csv)
+    return;
+  for (size_t k = 0; k < csv->nheader; k++)
+    free(csv->header[k]);
+  free(csv->header);
+  free(csv->f);
+  free(csv->fline);
+  free(csv->fcol);
+  free(csv->buf);
+  free(csv->name);
+  memset(csv, 0, sizeof *csv);
+}
+
+int pfi_csv_find(const struct pfi_csv *csv, const char *name) {
+  for (size_t k = 0; k < csv->nheader; k++)
+    if (strcmp(csv->header[k], name) == 0)
+      return (int)k;
+  return -1;
+}
+
+const char *pfi_csv_field(const struct pfi_csv *csv, int idx) {
+  if (idx < 0 || (size_t)idx >= csv->nf)
+    return NULL;
+  return csv->f[idx];
+}
+
+int pfi_parse_double(const char *s, double *out) {
+  while (*s == ' ' || *s == '\t')
+    s++;
+  if (!*s)
+    return PFI_EPARSE;
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (end == s)
+    return PFI_EPARSE;
+  while (*end == ' ' || *end == '\t')
+    end++;
+  if (*end)
+    return PFI_EPARSE;
+  if (!isfinite(v))
+    return PFI_EPARSE;
+  *out = v;
+  return 0;
+}
+
+static int describe_double(const char *file, long line, long col,
+                           const char *what, const char *s, double *out,
+                           struct pfi_error *err) {
+  if (!s)
+    return pfi_error_setloc(err, PFI_EPARSE, file, line, col,
+                            "field '%s': missing (record too short)", what);
+  if (pfi_parse_double(s, out) == 0)
+    return 0;
+  const char *t = s;
+  while (*t == ' ' || *t == '\t')
+    t++;
+  if (!*t)
+    return pfi_error_setloc(err, PFI_EPARSE, file, line, col,
+                            "field '%s': empty value", what);
+  char *end;
+  double v = strtod(t, &end);
+  if (end != t && isnan(v))
+    return pfi_error_setloc(err, PFI_EPARSE, file, line, col,
+                            "field '%s': NaN is not allowed", what);
+  if (end != t && isinf(v))
+    return pfi_error_setloc(err, PFI_EPARSE, file, line, col,
+                            "field '%s': infinite value '%.40s'", what, t);
+  return pfi_error_setloc(err, PFI_EPARSE, file, line, col,
+                          "field '%s': not a number: '%.40s'", what, t);
+}
+
+int pfi_csv_double(const struct pfi_csv *csv, int idx, const char *what,
+                   double *out, struct pfi_error *err) {
+  if (idx >= 0 && (size_t)idx < csv->nf)
+    return describe_double(csv->name, csv->fline[idx], csv->fcol[idx], what,
+                           csv->f[idx], out, err);
+  /* Short record: point just past its last field. */
+  long line = csv->rec_line, col = 1;
+  if (csv->nf > 0) {
+    line = csv->fline[csv->nf - 1];
+    col = csv->fcol[csv->nf - 1] + (long)strlen(csv->f[csv->nf - 1]);
+  }
+  return describe_double(csv->name, line, col, what, NULL, out, err);
+}
+
+/* ---- table ---- */
+
+static int table_from_csv(struct pfi_table *t, struct pfi_csv *csv,
+                          struct pfi_error *err) {
+  memset(t, 0, sizeof *t);
+  t->name = csv->name;
+  csv->name = NULL;
+  t->ncols = csv->nheader;
+  t->header = csv->header;
+  csv->header = NULL;
+  csv->nheader = 0;
+  size_t cap = 0;
+  int rc;
+  while ((rc = pfi_csv_next(csv, err)) == 1) {
+    if (csv->nf > t->ncols) {
+      char *name = t->name;
+      rc = pfi_error_setloc(err, PFI_EPARSE, name, csv->fline[t->ncols],
+                            csv->fcol[t->ncols],
+                            "record has %zu fields, header has %zu",
+                            csv->nf, t->ncols);
+      return rc;
+    }
+    if (t->nrows == cap) {
+      size_t ncap = cap ? cap * 2 : 64;
+      char **nc = realloc(t->cells, ncap * t->ncols * sizeof *nc);
+      if (!nc)
+        return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+      t->cells = nc;
+      long *nl = realloc(t->line, ncap * sizeof *nl);
+      if (!nl)
+        return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+      t->line = nl;
+      long *ncol = realloc(t->col, ncap * t->ncols * sizeof *ncol);
+      if (!ncol)
+        return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+      t->col = ncol;
+      cap = ncap;
+    }
+    size_t r = t->nrows++;
+    t->line[r] = csv->rec_line;
+    for (size_t k = 0; k < t->ncols; k++) {
+      t->cells[r * t->ncols + k] = NULL;
+      t->col[r * t->ncols + k] = 0;
+    }
+    for (size_t k = 0; k < csv->nf; k++) {
+      char *s = strdup(csv->f[k]);
+      if (!s)
+        return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+      t->cells[r * t->ncols + k] = s;
+      t->col[r * t->ncols + k] = csv->fcol[k];
+    }
+  }
+  return rc;
+}
+
+int pfi_table_load(struct pfi_table *t, const char *path,
+                   struct pfi_error *err) {
+  struct pfi_csv csv;
+  memset(t, 0, sizeof *t);
+  int rc = pfi_csv_open(&csv, path, err);
+  if (rc < 0)
+    return rc;
+  rc = table_from_csv(t, &csv, err);
+  pfi_csv_close(&csv);
+  if (rc < 0)
+    pfi_table_release(t);
+  return rc < 0 ? rc : 0;
+}
+
+int pfi_table_load_mem(struct pfi_table *t, const char *name, const char *data,
+                       size_t len, struct pfi_error *err) {
+  struct pfi_csv csv;
+  memset(t, 0, sizeof *t);
+  int rc = pfi_csv_open_mem(&csv, name, data, len, err);
+  if (rc < 0)
+    return rc;
+  rc = table_from_csv(t, &csv, err);
+  pfi_csv_close(&csv);
+  if (rc < 0)
+    pfi_table_release(t);
+  return rc < 0 ? rc : 0;
+}
+
+int pfi_table_find(const struct pfi_table *t, const char *name) {
+  for (size_t k = 0; k < t->ncols; k++)
+    if (strcmp(t->header[k], name) == 0)
+      return (int)k;
+  return -1;
+}
+
+const char *pfi_table_cell(const struct pfi_table *t, size_t row, size_t col) {
+  if (row >= t->nrows || col >= t->ncols)
+    return NULL;
+  return t->cells[row * t->ncols + col];
+}
+
+int pfi_table_double(const struct pfi_table *t, size_t row, size_t col,
+                     double *out, struct pfi_error *err) {
+  const char *what = col < t->ncols ? t->header[col] : "?";
+  long line = row < t->nrows ? t->line[row] : 0;
+  long c = (row < t->nrows && col < t->ncols) ? t->col[row * t->ncols + col]
+                                              : 0;
+  return describe_double(t->name, line, c ? c : 1, what,
+                         pfi_table_cell(t, row, col), out, err);
+}
+
+void pfi_table_release(struct pfi_table *t) {
+  if (!t)
+    return;
+  if (t->cells)
+    for (size_t k = 0; k < t->nrows * t->ncols; k++)
+      free(t->cells[k]);
+  free(t->cells);
+  if (t->header)
+    for (size_t k = 0; k < t->ncols; k++)
+      free(t->header[k]);
+  free(t->header);
+  free(t->line);
+  free(t->col);
+  free(t->name);
+  memset(t, 0, sizeof *t);
+}

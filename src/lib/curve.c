@@ -1,0 +1,433 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#include "pfi/curve.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pfi/csv.h"
+
+static const char *const col_names[PFI_COL__COUNT] = {
+    "job", "cap_w", "power_w", "tokens_per_s",
+    "gpus", "power_sd_w", "tokens_sd", "runs"};
+
+const char *pfi_curve_col_name(enum pfi_curve_col col) {
+  return (unsigned)col < PFI_COL__COUNT ? col_names[col] : "?";
+}
+
+void pfi_curveset_init(struct pfi_curveset *set) {
+  memset(set, 0, sizeof *set);
+}
+
+void pfi_curveset_release(struct pfi_curveset *set) {
+  if (!set)
+    return;
+  for (size_t i = 0; i < set->n; i++) {
+    free(set->c[i].job);
+    free(set->c[i].pts);
+  }
+  free(set->c);
+  free(set->source);
+  memset(set, 0, sizeof *set);
+}
+
+struct pfi_curve *pfi_curveset_find(const struct pfi_curveset *set,
+                                    const char *job) {
+  for (size_t i = 0; i < set->n; i++)
+    if (strcmp(set->c[i].job, job) == 0)
+      return &set->c[i];
+  return NULL;
+}
+
+static struct pfi_curve *new_curve(struct pfi_curveset *set, const char *job,
+                                   struct pfi_error *err) {
+  if (set->n == set->cap) {
+    size_t ncap = set->cap ? set->cap * 2 : 16;
+    struct pfi_curve *nc = realloc(set->c, ncap * sizeof *nc);
+    if (!nc) {
+      pfi_error_set(err, PFI_ENOMEM, "out of memory");
+      return NULL;
+    }
+    set->c = nc;
+    set->cap = ncap;
+  }
+  struct pfi_curve *c = &set->c[set->n];
+  memset(c, 0, sizeof *c);
+  c->job = strdup(job);
+  if (!c->job) {
+    pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    return NULL;
+  }
+  set->n++;
+  return c;
+}
+
+/* Inserts keeping caps ascending. Returns 1 on a duplicate cap. */
+static int curve_insert(struct pfi_curve *c, const struct pfi_point *pt,
+                        struct pfi_error *err) {
+  if (c->n == c->cap) {
+    size_t ncap = c->cap ? c->cap * 2 : 8;
+    struct pfi_point *np = realloc(c->pts, ncap * sizeof *np);
+    if (!np)
+      return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    c->pts = np;
+    c->cap = ncap;
+  }
+  size_t k = c->n;
+  while (k > 0 && c->pts[k - 1].cap_w > pt->cap_w)
+    k--;
+  if (k > 0 && c->pts[k - 1].cap_w == pt->cap_w)
+    return 1;
+  memmove(&c->pts[k + 1], &c->pts[k], (c->n - k) * sizeof *c->pts);
+  c->pts[k] = *pt;
+  c->n++;
+  return 0;
+}
+
+int pfi_curveset_add(struct pfi_curveset *set, const char *job,
+                     const struct pfi_point *pt, struct pfi_error *err) {
+  struct pfi_curve *c = pfi_curveset_find(set, job);
+  if (!c) {
+    c = new_curve(set, job, err);
+    if (!c)
+      return PFI_ENOMEM;
+    c->first_line = pt->line;
+  }
+  int rc = curve_insert(c, pt, err);
+  if (rc == 1)
+    return pfi_error_set(err, PFI_EINVAL, "job '%s': duplicate cap %g W", job,
+                         pt->cap_w);
+  return rc;
+}
+
+/* ---- a small string -> index hash map for fast loading ---- */
+
+struct jobmap {
+  size_t cap; /* power of two */
+  size_t *slot; /* index + 1; 0 = empty */
+};
+
+static uint64_t hash_str(const char *s) {
+  uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+  for (; *s; s++) {
+    h ^= (unsigned char)*s;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+static int jobmap_grow(struct jobmap *m, const struct pfi_curveset *set) {
+  size_t ncap = m->cap ? m->cap * 2 : 1024;
+  size_t *ns = calloc(ncap, sizeof *ns);
+  if (!ns)
+    return PFI_ENOMEM;
+  for (size_t i = 0; i < set->n; i++) {
+    size_t h = (size_t)hash_str(set->c[i].job) & (ncap - 1);
+    while (ns[h])
+      h = (h + 1) & (ncap - 1);
+    ns[h] = i + 1;
+  }
+  free(m->slot);
+  m->slot = ns;
+  m->cap = ncap;
+  return 0;
+}
+
+/* Returns the curve index for `job`, or -1 when absent; *hslot gets the
+ * empty slot where it would go. */
+static long jobmap_get(const struct jobmap *m, const struct pfi_curveset *set,
+                       const char *job, size_t *hslot) {
+  size_t h = (size_t)hash_str(job) & (m->cap - 1);
+  while (m->slot[h]) {
+    size_t i = m->slot[h] - 1;
+    if (strcmp(set->c[i].job, job) == 0)
+      return (long)i;
+    h = (h + 1) & (m->cap - 1);
+  }
+  *hslot = h;
+  return -1;
+}
+
+/* ---- reading ---- */
+
+static int parse_map(const char *map, char *names[PFI_COL__COUNT],
+                     struct pfi_error *err) {
+  for (int k = 0; k < PFI_COL__COUNT; k++)
+    names[k] = NULL;
+  if (!map || !*map)
+    return 0;
+  char *copy = strdup(map);
+  if (!copy)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  int rc = 0;
+  char *save = NULL;
+  for (char *tok = strtok_r(copy, ",", &save); tok;
+       tok = strtok_r(NULL, ",", &save)) {
+    char *eq = strchr(tok, '=');
+    if (!eq || eq == tok || !eq[1]) {
+      rc = pfi_error_set(err, PFI_EINVAL,
+                         "--map: expected NAME=COLUMN, got '%s'", tok);
+      break;
+    }
+    *eq = '\0';
+    int which = -1;
+    for (int k = 0; k < PFI_COL__COUNT; k++)
+      if (strcmp(tok, col_names[k]) == 0)
+        which = k;
+    if (which < 0) {
+      rc = pfi_error_set(err, PFI_EINVAL,
+                         "--map: unknown column name '%s' (expected one of "
+                         "job, cap_w, power_w, tokens_per_s, gpus, power_sd_w, "
+                         "tokens_sd, runs)",
+                         tok);
+      break;
+    }
+    free(names[which]);
+    names[which] = strdup(eq + 1);
+    if (!names[which]) {
+      rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+      break;
+    }
+  }
+  free(copy);
+  if (rc < 0)
+    for (int k = 0; k < PFI_COL__COUNT; k++) {
+      free(names[k]);
+      names[k] = NULL;
+    }
+  return rc;
+}
+
+static int read_csv(struct pfi_curveset *set, struct pfi_csv *csv,
+                    const char *map, struct pfi_error *err) {
+  char *names[PFI_COL__COUNT];
+  int idx[PFI_COL__COUNT];
+  int rc = parse_map(map, names, err);
+  if (rc < 0)
+    return rc;
+  for (int k = 0; k < PFI_COL__COUNT; k++) {
+    const char *want = names[k] ? names[k] : col_names[k];
+    idx[k] = pfi_csv_find(csv, want);
+    if (idx[k] < 0 && (k <= PFI_COL_TOKENS_PER_S || names[k])) {
+      if (names[k])
+        rc = pfi_error_setloc(err, PFI_EPARSE, csv->name, 1, 1,
+                              "missing column '%s' (mapped to %s)", want,
+                              col_names[k]);
+      else
+        rc = pfi_error_setloc(err, PFI_EPARSE, csv->name, 1, 1,
+                              "missing column '%s'", want);
+      break;
+    }
+  }
+  for (int k = 0; k < PFI_COL__COUNT; k++)
+    free(names[k]);
+  if (rc < 0)
+    return rc;
+
+  set->source = strdup(csv->name);
+  if (!set->source)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  struct jobmap m = {0, NULL};
+  if (jobmap_grow(&m, set) < 0)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  while ((rc = pfi_csv_next(csv, err)) == 1) {
+    const char *job = pfi_csv_field(csv, idx[PFI_COL_JOB]);
+    if (!job || !*job) {
+      rc = pfi_error_setloc(err, PFI_EPARSE, csv->name, csv->rec_line,
+                            job ? csv->fcol[idx[PFI_COL_JOB]] : 1,
+                            "field 'job': empty");
+      break;
+    }
+    struct pfi_point pt = {0};
+    pt.power_sd_w = -1;
+    pt.tokens_sd = -1;
+    pt.line = csv->rec_line;
+    static const char *const what[] = {NULL, "cap_w", "power_w",
+                                       "tokens_per_s"};
+    double *dst[] = {NULL, &pt.cap_w, &pt.power_w, &pt.tokens_per_s};
+    for (int k = PFI_COL_CAP_W; k <= PFI_COL_TOKENS_PER_S; k++) {
+      rc = pfi_csv_double(csv, idx[k], what[k], dst[k], err);
+      if (rc < 0)
+        goto out;
+      if (*dst[k] <= 0) {
+        rc = pfi_error_setloc(err, PFI_EPARSE, csv->name,
+                              csv->fline[idx[k]], csv->fcol[idx[k]],
+                              "field '%s': must be positive, got %g", what[k],
+                              *dst[k]);
+        goto out;
+      }
+    }
+    double gpus = 0;
+    if (idx[PFI_COL_GPUS] >= 0) {
+      rc = pfi_csv_double(csv, idx[PFI_COL_GPUS], "gpus", &gpus, err);
+      if (rc < 0)
+        goto out;
+      if (gpus < 1 || gpus > 1e6 || gpus != (double)(long)gpus) {
+        rc = pfi_error_setloc(err, PFI_EPARSE, csv->name,
+                              csv->fline[idx[PFI_COL_GPUS]],
+                              csv->fcol[idx[PFI_COL_GPUS]],
+                              "field 'gpus': must be a positive integer, got %g",
+                              gpus);
+        goto out;
+      }
+    }
+    static const char *const owhat[] = {"power_sd_w", "tokens_sd", "runs"};
+    double *odst[3];
+    double runs = 0;
+    odst[0] = &pt.power_sd_w;
+    odst[1] = &pt.tokens_sd;
+    odst[2] = &runs;
+    for (int k = 0; k < 3; k++) {
+      int ci = idx[PFI_COL_POWER_SD_W + k];
+      const char *s = pfi_csv_field(csv, ci);
+      if (ci < 0 || !s || !*s)
+        continue; /* optional and blank: unknown */
+      rc = pfi_csv_double(csv, ci, owhat[k], odst[k], err);
+      if (rc < 0)
+        goto out;
+      if (*odst[k] < 0) {
+        rc = pfi_error_setloc(err, PFI_EPARSE, csv->name, csv->fline[ci],
+                              csv->fcol[ci],
+                              "field '%s': must not be negative, got %g",
+                              owhat[k], *odst[k]);
+        goto out;
+      }
+    }
+    pt.runs = runs > 1e9 ? 1000000000 : (int)runs;
+
+    size_t hslot = 0;
+    long ci = jobmap_get(&m, set, job, &hslot);
+    struct pfi_curve *c;
+    if (ci < 0) {
+      if ((set->n + 1) * 2 > m.cap) {
+        if (jobmap_grow(&m, set) < 0) {
+          rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+          goto out;
+        }
+        (void)jobmap_get(&m, set, job, &hslot);
+      }
+      c = new_curve(set, job, err);
+      if (!c) {
+        rc = PFI_ENOMEM;
+        goto out;
+      }
+      c->first_line = pt.line;
+      c->gpus = (int)gpus;
+      m.slot[hslot] = set->n;
+    } else {
+      c = &set->c[ci];
+    }
+    if (gpus > 0 && c->gpus > 0 && c->gpus != (int)gpus) {
+      rc = pfi_error_setloc(err, PFI_EPARSE, csv->name,
+                            csv->fline[idx[PFI_COL_GPUS]],
+                            csv->fcol[idx[PFI_COL_GPUS]],
+                            "field 'gpus': job '%s' has %d GPUs on line %ld "
+                            "but %g here",
+                            job, c->gpus, c->first_line, gpus);
+      goto out;
+    }
+    rc = curve_insert(c, &pt, err);
+    if (rc == 1) {
+      rc = pfi_error_setloc(err, PFI_EPARSE, csv->name,
+                            csv->fline[idx[PFI_COL_CAP_W]],
+                            csv->fcol[idx[PFI_COL_CAP_W]],
+                            "field 'cap_w': duplicate cap %g W for job '%s'",
+                            pt.cap_w, job);
+      goto out;
+    }
+    if (rc < 0)
+      goto out;
+  }
+  if (rc < 0)
+    goto out;
+  rc = 0;
+  for (size_t i = 0; i < set->n; i++)
+    if (set->c[i].n < 2) {
+      rc = pfi_error_setloc(err, PFI_EPARSE, csv->name, set->c[i].first_line,
+                            1, "job '%s': has %zu point, needs at least 2",
+                            set->c[i].job, set->c[i].n);
+      break;
+    }
+  if (rc == 0 && set->n == 0)
+    rc = pfi_error_setloc(err, PFI_EPARSE, csv->name, 2, 1,
+                          "no data rows");
+out:
+  free(m.slot);
+  return rc;
+}
+
+int pfi_curveset_read(struct pfi_curveset *set, const char *path,
+                      const char *map, struct pfi_error *err) {
+  struct pfi_csv csv;
+  pfi_curveset_init(set);
+  int rc = pfi_csv_open(&csv, path, err);
+  if (rc < 0)
+    return rc;
+  rc = read_csv(set, &csv, map, err);
+  pfi_csv_close(&csv);
+  if (rc < 0)
+    pfi_curveset_release(set);
+  return rc;
+}
+
+int pfi_curveset_read_mem(struct pfi_curveset *set, const char *name,
+                          const char *data, size_t len, const char *map,
+                          struct pfi_error *err) {
+  struct pfi_csv csv;
+  pfi_curveset_init(set);
+  int rc = pfi_csv_open_mem(&csv, name, data, len, err);
+  if (rc < 0)
+    return rc;
+  rc = read_csv(set, &csv, map, err);
+  pfi_csv_close(&csv);
+  if (rc < 0)
+    pfi_curveset_release(set);
+  return rc;
+}
+
+/* Interpolates y at x over points sorted by x (ties kept in cap order). */
+static double interp_by_power(const struct pfi_curve *c, double power_w,
+                              int want_cap) {
+  size_t n = c->n;
+  /* Sort indices by power (n is small: insertion sort). */
+  size_t stackidx[64];
+  size_t *ix = n <= 64 ? stackidx : malloc(n * sizeof *ix);
+  if (!ix)
+    return 0.0;
+  for (size_t i = 0; i < n; i++) {
+    size_t k = i;
+    while (k > 0 && c->pts[ix[k - 1]].power_w > c->pts[i].power_w) {
+      ix[k] = ix[k - 1];
+      k--;
+    }
+    ix[k] = i;
+  }
+#define Y(i) (want_cap ? c->pts[ix[i]].cap_w : c->pts[ix[i]].tokens_per_s)
+#define X(i) (c->pts[ix[i]].power_w)
+  double y;
+  if (power_w <= X(0)) {
+    y = Y(0);
+  } else if (power_w >= X(n - 1)) {
+    y = Y(n - 1);
+  } else {
+    size_t k = 1;
+    while (k < n - 1 && X(k) < power_w)
+      k++;
+    double x0 = X(k - 1), x1 = X(k);
+    y = x1 > x0 ? Y(k - 1) + (Y(k) - Y(k - 1)) * (power_w - x0) / (x1 - x0)
+                : Y(k);
+  }
+#undef X
+#undef Y
+  if (ix != stackidx)
+    free(ix);
+  return y;
+}
+
+double pfi_curve_tokens_at(const struct pfi_curve *c, double power_w) {
+  return interp_by_power(c, power_w, 0);
+}
+
+double pfi_curve_cap_at(const struct pfi_curve *c, double power_w) {
+  return interp_by_power(c, power_w, 1);
+}

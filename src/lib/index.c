@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#include "pfi/index.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static size_t ref_index(const double *cap_w, size_t n) {
+  size_t r = 0;
+  for (size_t i = 1; i < n; i++)
+    if (cap_w[i] > cap_w[r])
+      r = i;
+  return r;
+}
+
+int pfi_index_ratio(const double *cap_w, const double *power_w,
+                    const double *tokens, size_t n, double *pfi,
+                    size_t *points_used) {
+  if (n < 2)
+    return PFI_EINVAL;
+  size_t r = ref_index(cap_w, n);
+  double pmax = power_w[r], tmax = tokens[r];
+  double sum = 0.0;
+  size_t used = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (i == r || !(tokens[i] < tmax))
+      continue;
+    sum += (1.0 - power_w[i] / pmax) / (1.0 - tokens[i] / tmax);
+    used++;
+  }
+  if (points_used)
+    *points_used = used;
+  if (used == 0)
+    return 0;
+  *pfi = sum / (double)used;
+  return 1;
+}
+
+int pfi_index_area(const double *cap_w, const double *power_w,
+                   const double *tokens, size_t n, double *area) {
+  if (n < 2)
+    return PFI_EINVAL;
+  size_t r = ref_index(cap_w, n);
+  double pmax = power_w[r], tmax = tokens[r];
+  /* Sort normalized points by power; n is small (insertion sort). */
+  double xs[64], ys[64];
+  double *x = xs, *y = ys;
+  if (n > 64) {
+    x = malloc(n * sizeof *x);
+    y = malloc(n * sizeof *y);
+    if (!x || !y) {
+      free(x == xs ? NULL : x);
+      free(y == ys ? NULL : y);
+      return PFI_ENOMEM;
+    }
+  }
+  for (size_t i = 0; i < n; i++) {
+    double xi = power_w[i] / pmax, yi = tokens[i] / tmax;
+    size_t k = i;
+    while (k > 0 && x[k - 1] > xi) {
+      x[k] = x[k - 1];
+      y[k] = y[k - 1];
+      k--;
+    }
+    x[k] = xi;
+    y[k] = yi;
+  }
+  double s = 0.5 * x[0] * y[0]; /* from the boundary point (0, 0) */
+  for (size_t i = 1; i < n; i++)
+    s += 0.5 * (x[i] - x[i - 1]) * (y[i] + y[i - 1]);
+  if (x != xs) {
+    free(x);
+    free(y);
+  }
+  *area = s - 0.5;
+  return 0;
+}
+
+int pfi_index_ce(const double *power_w, const double *tokens, size_t n,
+                 double *ce) {
+  if (n < 2)
+    return PFI_EINVAL;
+  double mx = 0, my = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!(power_w[i] > 0) || !(tokens[i] > 0))
+      return PFI_EINVAL;
+    mx += log(power_w[i]);
+    my += log(tokens[i]);
+  }
+  mx /= (double)n;
+  my /= (double)n;
+  double sxx = 0, sxy = 0;
+  for (size_t i = 0; i < n; i++) {
+    double dx = log(power_w[i]) - mx, dy = log(tokens[i]) - my;
+    sxx += dx * dx;
+    sxy += dx * dy;
+  }
+  if (!(sxx > 1e-300))
+    return 0;
+  *ce = 1.0 - sxy / sxx;
+  return 1;
+}
+
+int pfi_index_compute(const struct pfi_curve *c, struct pfi_index *out,
+                      struct pfi_error *err) {
+  memset(out, 0, sizeof *out);
+  size_t n = c->n;
+  if (n < 2)
+    return pfi_error_set(err, PFI_EINVAL,
+                         "job '%s': needs at least 2 points, has %zu", c->job,
+                         n);
+  double *buf = malloc(3 * n * sizeof *buf);
+  if (!buf)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  double *cap = buf, *pw = buf + n, *tk = buf + 2 * n;
+  for (size_t i = 0; i < n; i++) {
+    cap[i] = c->pts[i].cap_w;
+    pw[i] = c->pts[i].power_w;
+    tk[i] = c->pts[i].tokens_per_s;
+  }
+  const struct pfi_point *ref = pfi_curve_uncapped(c);
+  out->t_max = ref->tokens_per_s;
+  out->p_max = ref->power_w;
+  int rc = pfi_index_ratio(cap, pw, tk, n, &out->pfi, &out->points_used);
+  out->pfi_defined = rc == 1;
+  if (!out->pfi_defined)
+    out->pfi = 0.0;
+  rc = pfi_index_area(cap, pw, tk, n, &out->pfi_area);
+  if (rc < 0) {
+    free(buf);
+    return pfi_error_set(err, rc, "out of memory");
+  }
+  rc = pfi_index_ce(pw, tk, n, &out->pfi_ce);
+  out->ce_defined = rc == 1;
+  if (!out->ce_defined)
+    out->pfi_ce = 0.0;
+  /* Capped points that did not bind. */
+  size_t nex = 0;
+  for (size_t i = 0; i + 1 < n; i++)
+    if (!(c->pts[i].tokens_per_s < ref->tokens_per_s))
+      nex++;
+  if (nex) {
+    out->excluded_caps = malloc(nex * sizeof *out->excluded_caps);
+    if (!out->excluded_caps) {
+      free(buf);
+      return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0, k = 0; i + 1 < n; i++)
+      if (!(c->pts[i].tokens_per_s < ref->tokens_per_s))
+        out->excluded_caps[k++] = c->pts[i].cap_w;
+  }
+  out->n_excluded = nex;
+  free(buf);
+  return 0;
+}
+
+void pfi_index_release(struct pfi_index *out) {
+  if (!out)
+    return;
+  free(out->excluded_caps);
+  out->excluded_caps = NULL;
+  out->n_excluded = 0;
+}

@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#include <string.h>
+
+#include "pfi/csv.h"
+#include "pfi/curve.h"
+#include "testutil.h"
+
+static void quoted_crlf_bom(void **state) {
+  (void)state;
+  const char in[] = "\xEF\xBB\xBF"
+                    "a, \"b,1\" ,c\r\n"
+                    "\"x\"\"y\",2,\"multi\nline\"\r\n"
+                    "\r\n"
+                    "  z ,3,\n";
+  struct pfi_csv csv;
+  struct pfi_error err;
+  assert_int_equal(pfi_csv_open_mem(&csv, "t.csv", in, sizeof in - 1, &err), 0);
+  assert_int_equal(csv.nheader, 3);
+  assert_string_equal(csv.header[0], "a");
+  assert_string_equal(csv.header[1], "b,1");
+  assert_int_equal(pfi_csv_find(&csv, "c"), 2);
+  assert_int_equal(pfi_csv_next(&csv, &err), 1);
+  assert_string_equal(csv.f[0], "x\"y");
+  assert_string_equal(csv.f[2], "multi\nline");
+  ASSERT_EQ_INT(csv.fline[2], 2);
+  assert_int_equal(pfi_csv_next(&csv, &err), 1);
+  assert_string_equal(csv.f[0], "z");
+  ASSERT_EQ_INT(csv.rec_line, 5); /* line 4 is blank */
+  ASSERT_EQ_INT(csv.fcol[1], 6);
+  assert_int_equal(csv.nf, 3);
+  assert_string_equal(csv.f[2], "");
+  assert_int_equal(pfi_csv_next(&csv, &err), 0);
+  pfi_csv_close(&csv);
+}
+
+static void unterminated_quote(void **state) {
+  (void)state;
+  const char in[] = "a,b\n1,\"oops\n";
+  struct pfi_csv csv;
+  struct pfi_error err;
+  assert_int_equal(pfi_csv_open_mem(&csv, "q.csv", in, sizeof in - 1, &err), 0);
+  assert_int_equal(pfi_csv_next(&csv, &err), PFI_EPARSE);
+  ASSERT_EQ_INT(err.line, 2);
+  ASSERT_EQ_INT(err.column, 3);
+  pfi_csv_close(&csv);
+}
+
+static void double_errors(void **state) {
+  (void)state;
+  const char in[] = "v\nnan\n1e999\nabc\n\n2.5\n";
+  struct pfi_csv csv;
+  struct pfi_error err;
+  double v;
+  assert_int_equal(pfi_csv_open_mem(&csv, "d.csv", in, sizeof in - 1, &err), 0);
+  assert_int_equal(pfi_csv_next(&csv, &err), 1);
+  assert_int_equal(pfi_csv_double(&csv, 0, "v", &v, &err), PFI_EPARSE);
+  assert_non_null(strstr(err.msg, "NaN"));
+  assert_int_equal(pfi_csv_next(&csv, &err), 1);
+  assert_int_equal(pfi_csv_double(&csv, 0, "v", &v, &err), PFI_EPARSE);
+  assert_non_null(strstr(err.msg, "infinite"));
+  ASSERT_EQ_INT(err.line, 3);
+  assert_int_equal(pfi_csv_next(&csv, &err), 1);
+  assert_int_equal(pfi_csv_double(&csv, 0, "v", &v, &err), PFI_EPARSE);
+  assert_non_null(strstr(err.msg, "not a number"));
+  assert_int_equal(pfi_csv_next(&csv, &err), 1);
+  assert_int_equal(pfi_csv_double(&csv, 0, "v", &v, &err), 0);
+  ASSERT_NEAR(v, 2.5, 0);
+  pfi_csv_close(&csv);
+}
+
+static void curves_sorted_and_validated(void **state) {
+  (void)state;
+  const char ok[] = "job,cap_w,power_w,tokens_per_s,extra\n"
+                    "b,700,5000,100,x\n"
+                    "a,300,2000,80,y\n"
+                    "b,300,2500,90,z\n"
+                    "a,700,4000,100,w\n";
+  struct pfi_curveset set;
+  struct pfi_error err;
+  assert_int_equal(pfi_curveset_read_mem(&set, "c.csv", ok, sizeof ok - 1,
+                                         NULL, &err), 0);
+  assert_int_equal(set.n, 2);
+  assert_string_equal(set.c[0].job, "b");
+  ASSERT_NEAR(set.c[0].pts[0].cap_w, 300, 0);
+  ASSERT_NEAR(pfi_curve_uncapped(&set.c[1])->power_w, 4000, 0);
+  /* Midway in power between (2000, 80) and (4000, 100): 90 by hand. */
+  ASSERT_NEAR(pfi_curve_tokens_at(&set.c[1], 3000), 90, 1e-12);
+  ASSERT_NEAR(pfi_curve_cap_at(&set.c[1], 3000), 500, 1e-12);
+  pfi_curveset_release(&set);
+
+  const char dup[] = "job,cap_w,power_w,tokens_per_s\na,300,1,1\na,300,2,2\n";
+  assert_int_equal(pfi_curveset_read_mem(&set, "d.csv", dup, sizeof dup - 1,
+                                         NULL, &err), PFI_EPARSE);
+  ASSERT_EQ_INT(err.line, 3);
+  ASSERT_EQ_INT(err.column, 3);
+  const char one[] = "job,cap_w,power_w,tokens_per_s\na,300,1,1\n";
+  assert_int_equal(pfi_curveset_read_mem(&set, "o.csv", one, sizeof one - 1,
+                                         NULL, &err), PFI_EPARSE);
+  assert_non_null(strstr(err.msg, "at least 2"));
+  const char neg[] = "job,cap_w,power_w,tokens_per_s\na,300,-1,1\n";
+  assert_int_equal(pfi_curveset_read_mem(&set, "n.csv", neg, sizeof neg - 1,
+                                         NULL, &err), PFI_EPARSE);
+  ASSERT_EQ_INT(err.column, 7); /* "a,300,-1": the 7th byte */
+  const char miss[] = "job,cap,power_w,tokens_per_s\na,300,1,1\n";
+  assert_int_equal(pfi_curveset_read_mem(&set, "m.csv", miss, sizeof miss - 1,
+                                         NULL, &err), PFI_EPARSE);
+  assert_non_null(strstr(err.msg, "missing column 'cap_w'"));
+  /* The same file read through --map. */
+  assert_int_equal(pfi_curveset_read_mem(&set, "m.csv", "job,cap,power_w,tokens_per_s\na,300,1,1\na,400,2,2\n", 47,
+                                         "cap_w=cap", &err), 0);
+  assert_int_equal(set.c[0].n, 2);
+  pfi_curveset_release(&set);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(quoted_crlf_bom),
+      cmocka_unit_test(unterminated_quote),
+      cmocka_unit_test(double_errors),
+      cmocka_unit_test(curves_sorted_and_validated),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
