@@ -106,8 +106,10 @@ static void curves_sorted_and_validated(void **state) {
                                          NULL, &err), PFI_EPARSE);
   assert_non_null(strstr(err.msg, "missing column 'cap_w'"));
   /* The same file read through --map. */
-  assert_int_equal(pfi_curveset_read_mem(&set, "m.csv", "job,cap,power_w,tokens_per_s\na,300,1,1\na,400,2,2\n", 47,
-                                         "cap_w=cap", &err), 0);
+  const char mapped[] = "job,cap,power_w,tokens_per_s\na,300,1,1\na,400,2,2\n";
+  assert_int_equal(pfi_curveset_read_mem(&set, "m.csv", mapped,
+                                         sizeof mapped - 1, "cap_w=cap", &err),
+                   0);
   assert_int_equal(set.c[0].n, 2);
   pfi_curveset_release(&set);
 }
