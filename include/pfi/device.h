@@ -97,9 +97,18 @@ struct pfi_device_ops {
                       struct pfi_error *err);
   int (*sample)(void *ctx, unsigned gpu, struct pfi_sample *s,
                 struct pfi_error *err);
+  /* The device clock in seconds: monotonic wall time on real GPUs, virtual
+   * time on the emulator in virtual-time mode. */
+  int (*now)(void *ctx, double *t_s, struct pfi_error *err);
+  /* Lets `seconds` pass on the device clock: sleeps on real GPUs (returns
+   * PFI_EINTR early when a signal arrives), advances virtual time on the
+   * emulator. Harnesses wait through this, never sleep directly, so the same
+   * code runs a 30-minute sweep in milliseconds on the emulator. */
+  int (*wait)(void *ctx, double seconds, struct pfi_error *err);
 };
 
-/* The static list of backends, NULL-terminated. */
+/* The static list of backends, NULL-terminated, generated from
+ * src/device/backends.def (one PFI_BACKEND(symbol) line per backend). */
 extern const struct pfi_device_ops *const pfi_device_backends[];
 
 /* Backend by name, or NULL. */
@@ -135,5 +144,8 @@ int pfi_device_enforced_cap(struct pfi_device *dev, unsigned gpu, uint32_t *mw,
                             struct pfi_error *err);
 int pfi_device_sample(struct pfi_device *dev, unsigned gpu,
                       struct pfi_sample *s, struct pfi_error *err);
+int pfi_device_now(struct pfi_device *dev, double *t_s, struct pfi_error *err);
+int pfi_device_wait(struct pfi_device *dev, double seconds,
+                    struct pfi_error *err);
 
 #endif

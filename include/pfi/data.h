@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Where pfi finds its data files (job library, published tables, real
+ * measurements): $PFI_DATA if set, else the source tree's data/ when it
+ * exists (running from a build tree), else the installed data directory.
+ */
+#ifndef PFI_DATA_H
+#define PFI_DATA_H
+
+#include <stddef.h>
+
+#include "pfi/error.h"
+
+/* The data directory in use (static storage). */
+const char *pfi_data_dir(void);
+
+/* Writes "<data dir>/<rel>" into buf. Returns 0, or PFI_ERANGE when it does
+ * not fit, or PFI_ENOTFOUND (with a message naming the path) when the file
+ * does not exist. */
+int pfi_data_path(const char *rel, char *buf, size_t n, struct pfi_error *err);
+
+#endif
