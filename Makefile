@@ -25,7 +25,7 @@ build: $(BUILD)/CMakeCache.txt
 $(ASAN_BUILD)/CMakeCache.txt:
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DPFI_SANITIZE=ON
 
-test: build
+test: deps build
 	cd $(BUILD) && ctest $(CTEST_FLAGS)
 
 test-asan: $(ASAN_BUILD)/CMakeCache.txt
@@ -48,10 +48,10 @@ fuzz: $(FUZZ_BUILD)/CMakeCache.txt
 	done
 
 # Every test: normal build, sanitizer build, and a bounded fuzz run.
-check: test test-asan fuzz
+check: deps test test-asan fuzz
 	@echo "make check: all test suites passed"
 
-demo: build
+demo: deps build
 	@bash scripts/demo.sh $(BUILD)
 
 bench: build
