@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * The trace store: one SQLite database (WAL mode) per campaign, holding the
+ * runs of a sweep, the telemetry samples of every GPU, the job's throughput
+ * steps, every cap change and restore, and the pfi version and seed. The
+ * schema is documented in docs/sweep.md.
+ *
+ * Writers batch rows between pfi_store_begin() and pfi_store_commit() (one
+ * transaction per sampling interval), so a run interrupted at any moment
+ * leaves a consistent store; readers (pfi trace ...) can open the database
+ * while a sweep writes it, because WAL lets readers and one writer coexist.
+ *
+ * The cap ledger is the hardware-safety record: before a sweep changes any
+ * cap it calls pfi_store_caps_record(), which commits every listed GPU's
+ * current cap. The ledger rows stay until the caps are restored, so a pfi
+ * killed with SIGKILL leaves behind exactly what the next invocation needs
+ * to put the GPUs back (see pfi_sweep_recover() in sweep.h).
+ */
+#ifndef PFI_STORE_H
+#define PFI_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pfi/device.h"
+#include "pfi/error.h"
+
+struct pfi_store;
+struct sqlite3;
+
+/* Flags of pfi_store_open(). */
+#define PFI_STORE_CREATE 1u   /* create the file and schema when absent */
+#define PFI_STORE_READONLY 2u /* open for reading only */
+
+/*
+ * Opens (and with PFI_STORE_CREATE creates) the store at `path`. Returns 0,
+ * PFI_EIO (cannot open), PFI_EDB (not a pfi store, or an SQLite error, with
+ * SQLite's message) or PFI_ENOMEM. Close with pfi_store_close().
+ */
+int pfi_store_open(struct pfi_store **st, const char *path, unsigned flags,
+                   struct pfi_error *err);
+/* Closes; rolls back an open transaction. Safe with NULL. */
+void pfi_store_close(struct pfi_store *st);
+
+/* The underlying connection, for read queries (owned by the store). */
+struct sqlite3 *pfi_store_db(struct pfi_store *st);
+/* The path the store was opened with (owned by the store). */
+const char *pfi_store_path(const struct pfi_store *st);
+
+/* Key/value metadata (pfi_version, seed, source, backend ...). `get`
+ * returns 1 when found (value copied into buf, truncated to n), 0 when
+ * absent, or PFI_EDB. */
+int pfi_store_meta_set(struct pfi_store *st, const char *key,
+                       const char *value, struct pfi_error *err);
+int pfi_store_meta_get(struct pfi_store *st, const char *key, char *buf,
+                       size_t n, struct pfi_error *err);
+
+/* Batches: every add below between begin and commit lands atomically. */
+int pfi_store_begin(struct pfi_store *st, struct pfi_error *err);
+int pfi_store_commit(struct pfi_store *st, struct pfi_error *err);
+int pfi_store_rollback(struct pfi_store *st);
+
+/* Provenance of a run's data. */
+#define PFI_SOURCE_EMULATED "emulated"
+#define PFI_SOURCE_MEASURED "measured"
+
+/* Run states. A run is "running" from begin to end; "complete" runs are
+ * skipped when a sweep is resumed; "failed" (job crashed, readback
+ * mismatch) and "interrupted" (signal, or found running after a crash) are
+ * run again. */
+#define PFI_RUN_RUNNING "running"
+#define PFI_RUN_COMPLETE "complete"
+#define PFI_RUN_FAILED "failed"
+#define PFI_RUN_INTERRUPTED "interrupted"
+
+struct pfi_run_info {
+  int64_t id;          /* assigned by pfi_store_run_begin() */
+  char job[128];       /* job name (group id, or the command's name) */
+  char arch[32];       /* "dense", "moe"; empty when unknown */
+  char task[32];       /* "pt", "ft"; empty when unknown */
+  double cap_w;        /* per-GPU cap of the run, W */
+  unsigned gpus;       /* GPU count of the job */
+  char source[16];     /* PFI_SOURCE_* */
+  char state[16];      /* PFI_RUN_* */
+  double t_start_s;    /* device clock at the start, s */
+  double t_end_s;      /* device clock at the end, s (0 while running) */
+  int exit_status;     /* the job's exit status; -1 when unknown */
+  char command[512];   /* the job's command line, for the record */
+};
+
+/* Inserts a run in state "running" (committed at once unless a batch is
+ * open); sets info->id. */
+int pfi_store_run_begin(struct pfi_store *st, struct pfi_run_info *info,
+                        struct pfi_error *err);
+/* Sets a run's final state, end time and exit status. */
+int pfi_store_run_end(struct pfi_store *st, int64_t run_id, const char *state,
+                      double t_end_s, int exit_status, struct pfi_error *err);
+/* Looks up the newest complete run of (job, cap_w within 1e-6 W). Returns
+ * 1 and sets *run_id when found, 0 when not, or PFI_EDB. */
+int pfi_store_run_find_complete(struct pfi_store *st, const char *job,
+                                double cap_w, int64_t *run_id,
+                                struct pfi_error *err);
+/* Marks every run still "running" as "interrupted" (after a crash). Returns
+ * how many, or PFI_EDB. */
+int pfi_store_runs_mark_interrupted(struct pfi_store *st,
+                                    struct pfi_error *err);
+
+/* Appends one GPU's telemetry sample (all fields, with the validity mask)
+ * to a run. */
+int pfi_store_add_sample(struct pfi_store *st, int64_t run_id, unsigned gpu,
+                         const struct pfi_sample *s, struct pfi_error *err);
+
+/* One throughput report of the job. Fields not reported are NaN. */
+struct pfi_step {
+  double t_s;          /* device clock when it was observed (aligned), s */
+  double job_t_s;      /* the job's own timestamp, s; NaN when absent */
+  double tokens;       /* cumulative tokens; NaN when absent */
+  double tokens_per_s; /* throughput, tokens/s; NaN when absent */
+  double step;         /* global step; NaN when absent */
+  double loss;         /* NaN when absent */
+  double mfu;          /* model FLOPs utilization 0..1; NaN when absent */
+};
+
+int pfi_store_add_step(struct pfi_store *st, int64_t run_id,
+                       const struct pfi_step *s, struct pfi_error *err);
+
+/* Cap events: "record" (cap found before the sweep), "set", "readback",
+ * "restore". `run_id` 0 when outside a run. */
+int pfi_store_cap_event(struct pfi_store *st, int64_t run_id, unsigned gpu,
+                        const char *action, uint32_t mw, double t_s,
+                        struct pfi_error *err);
+
+/* One row of the cap ledger: a GPU whose original cap must be restored. */
+struct pfi_saved_cap {
+  char backend[32];   /* backend name ("emu", "nvml") */
+  char params[256];   /* backend parameters the sweep opened it with */
+  unsigned gpu;       /* GPU index */
+  char uuid[96];      /* GPU UUID when known, to check it is the same GPU */
+  uint32_t cap_mw;    /* the cap before the sweep, mW */
+};
+
+/*
+ * Records the current caps of `n` GPUs in the ledger and commits (the
+ * function opens and commits its own transaction; it must not be called
+ * inside a batch). A GPU already in the ledger keeps its older entry: after
+ * a crash its present cap is a sweep's cap, not the original one.
+ */
+int pfi_store_caps_record(struct pfi_store *st, const struct pfi_saved_cap *caps,
+                          size_t n, struct pfi_error *err);
+/* The ledger: *out is a malloc'd array of *n rows (caller frees). */
+int pfi_store_caps_pending(struct pfi_store *st, struct pfi_saved_cap **out,
+                           size_t *n, struct pfi_error *err);
+/* Removes one GPU's ledger row once its cap is restored (and verified). */
+int pfi_store_caps_clear(struct pfi_store *st, const char *backend,
+                         unsigned gpu, struct pfi_error *err);
+
+#endif

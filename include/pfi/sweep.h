@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * The sweep harness: runs one job once per power cap and records everything
+ * in a trace store (store.h). For each cap, in order:
+ *   1. record every listed GPU's current cap in the store's ledger (a
+ *      committed transaction) before anything changes;
+ *   2. set the cap on every listed GPU, read back the enforced limit and
+ *      stop with PFI_EMISMATCH when it differs;
+ *   3. start the job: a command (fork/exec, no shell, its own process
+ *      group, PFI_CAP_W / PFI_RUN_ID / ... in its environment) or an
+ *      emulated job-library entry;
+ *   4. every interval, wait on the device clock, sample every GPU and
+ *      collect the job's throughput, one store transaction per interval;
+ *   5. end the job at the duration (SIGTERM, then SIGKILL after the grace
+ *      period), or earlier when it exits;
+ *   6. restore the recorded caps, verify them, clear the ledger;
+ *   7. wait the cooldown and until the GPUs' memory is released.
+ * Caps already complete in the store are skipped (resume). The harness
+ * waits only through the device's wait operation, so on the emulator in
+ * virtual time a 30-minute run takes milliseconds.
+ *
+ * Caps are restored on normal end, when the job fails, and when `*stop`
+ * becomes non-zero (the caller's signal handlers set it). After a SIGKILL,
+ * pfi_sweep_recover() restores them from the ledger.
+ */
+#ifndef PFI_SWEEP_H
+#define PFI_SWEEP_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pfi/error.h"
+#include "pfi/store.h"
+
+/* What the progress callback is told. */
+struct pfi_sweep_progress {
+  const char *job;
+  size_t cap_index;   /* 0-based index of the cap in progress */
+  size_t n_caps;
+  double cap_w;
+  double elapsed_s;   /* device seconds into the run */
+  double duration_s;
+  double power_w;     /* aggregate power of the listed GPUs, W (NaN: none) */
+  double tokens_per_s;/* newest throughput (NaN: none yet) */
+  const char *event;  /* "start", "sample", "end", "skip", "restore" */
+};
+
+struct pfi_sweep_opts {
+  const char *backend;        /* "emu" (default when NULL), "nvml" */
+  const char *backend_params; /* backend parameters; NULL for defaults */
+  const unsigned *gpus;       /* GPU indices; NULL = all of the device */
+  size_t n_gpus;
+  const double *caps_w;       /* per-GPU caps, W, run in this order */
+  size_t n_caps;
+  double duration_s;          /* run length (default 1800 when 0) */
+  double interval_s;          /* sampling interval (default 5 when 0) */
+  double cooldown_s;          /* pause after each run (default 60; <0: 0) */
+  double grace_s;             /* SIGTERM-to-SIGKILL grace (default 10) */
+  char *const *argv;          /* the job's command, NULL-terminated */
+  const char *throughput;     /* "jsonl:PATH" or "regex:PATTERN" */
+  const char *emulate;        /* job-library group to emulate instead */
+  const char *job;            /* job name in the store; default: the group,
+                                 or the command's base name */
+  const char *telemetry;      /* NULL/"device", or "dcgm-exporter:URL" */
+  int real_time;              /* emulated jobs at wall-clock pace */
+  uint64_t seed;              /* recorded; seeds emulated jobs */
+  int has_seed;               /* seed given explicitly */
+  /* Set by the caller's signal handlers; checked every interval. */
+  volatile sig_atomic_t *stop;
+  /* Optional progress callback (the CLI prints on stderr). */
+  void (*progress)(const struct pfi_sweep_progress *p, void *arg);
+  void *progress_arg;
+};
+
+/* Result counts of a sweep. */
+struct pfi_sweep_result {
+  size_t runs_done;    /* runs completed by this call */
+  size_t runs_skipped; /* caps already complete in the store */
+  size_t runs_failed;  /* runs whose job failed */
+};
+
+/*
+ * Runs the sweep into `st`. Returns 0 when every cap completed (or was
+ * skipped), PFI_EINTR when *stop interrupted it (caps restored),
+ * PFI_EMISMATCH when a read-back cap differed (caps restored),
+ * PFI_ECHILD when the job could not start, or a device/store error. Caps
+ * are restored on every path that changed them; if restoring itself fails
+ * the ledger keeps the rows and the error says so.
+ */
+int pfi_sweep_run(struct pfi_store *st, const struct pfi_sweep_opts *o,
+                  struct pfi_sweep_result *res, struct pfi_error *err);
+
+/*
+ * Restores the caps left in `st`'s ledger by a pfi that did not finish
+ * (SIGKILL, power loss), opening each recorded backend with its recorded
+ * parameters, and marks runs still "running" as interrupted. Does nothing
+ * while another live pfi holds the store's sweep lock (it owns the caps).
+ * Returns the number of GPUs restored (0 when nothing was pending), or an
+ * error; a GPU that cannot be restored stays in the ledger.
+ */
+int pfi_sweep_recover(struct pfi_store *st, struct pfi_error *err);
+
+/* The GPUs named "0,1,2" or "0-3,6" (or "all": *gpus = NULL). */
+int pfi_sweep_parse_gpus(const char *s, unsigned **gpus, size_t *n,
+                         struct pfi_error *err);
+
+#endif

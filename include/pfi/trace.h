@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * From a trace store to the files the analysis reads: curves.csv (one row
+ * per complete run: job, cap_w, power_w, tokens_per_s, gpus, power_sd_w,
+ * tokens_sd, runs, source) and features.csv (one row per job from its
+ * uncapped run, the columns of docs/sweep.md), and a CSV export of the raw
+ * samples.
+ *
+ * Each run is segmented into the paper's phases (include/pfi/phase.h):
+ * warmup (frame buffer under `warmup_fb_gib`), startup (loaded, utilization
+ * 0) and training (utilization >= `train_util_pct`); aggregates are the
+ * mean of the top `top_fraction` of training-phase samples.
+ */
+#ifndef PFI_TRACE_H
+#define PFI_TRACE_H
+
+#include <stdio.h>
+
+#include "pfi/error.h"
+#include "pfi/store.h"
+
+struct pfi_summary_opts {
+  double warmup_fb_gib;  /* default 10 GiB */
+  double train_util_pct; /* default 50 % */
+  double top_fraction;   /* default 0.10 */
+};
+
+/* Fills the paper's defaults. */
+void pfi_summary_opts_init(struct pfi_summary_opts *o);
+
+/*
+ * Writes `out_dir`/curves.csv and `out_dir`/features.csv (the directory is
+ * created when absent). Runs that are not complete are ignored; a job
+ * needs at least one complete run. Returns the number of jobs written,
+ * PFI_ENOTFOUND when the store holds no complete run, PFI_EIO, PFI_EDB.
+ */
+int pfi_trace_summarize(struct pfi_store *st, const char *out_dir,
+                        const struct pfi_summary_opts *o,
+                        struct pfi_error *err);
+
+/* Writes every sample as CSV (run_id, job, cap_w, gpu, t_s, then one
+ * column per field, empty when not valid) to `out`. Returns the row count
+ * or an error. */
+long pfi_trace_export(struct pfi_store *st, FILE *out, struct pfi_error *err);
+
+#endif
