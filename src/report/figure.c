@@ -1,0 +1,402 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Figures: a gnuplot script written from plain arrays, run by gnuplot as a
+ * child process, its SVG output rewritten to be embedded inline.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "pfi/report.h"
+
+/* A palette readable on white and by most colour-blind readers (the
+ * Okabe-Ito colours plus greys). Index 1.. in struct pfi_series.color. */
+static const char *const palette[] = {
+    "#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00",
+    "#56b4e9", "#000000", "#f0e442", "#999999", "#7f3c8d"};
+#define NPALETTE (sizeof palette / sizeof palette[0])
+
+void pfi_panel_init(struct pfi_panel *p) {
+  memset(p, 0, sizeof *p);
+  p->xmin = p->xmax = p->ymin = p->ymax = NAN;
+}
+
+/* Appends `s` as a gnuplot single-quoted string: '' stands for ', and
+ * control characters (which would end the command) become spaces. */
+static void gp_quote(struct pfi_html *b, const char *s) {
+  pfi_html_raw(b, "'", 1);
+  for (const char *p = s ? s : ""; *p; p++) {
+    if (*p == '\'')
+      pfi_html_raw(b, "''", 2);
+    else if ((unsigned char)*p < 0x20 || *p == 0x7f)
+      pfi_html_raw(b, " ", 1);
+    else
+      pfi_html_raw(b, p, 1);
+  }
+  pfi_html_raw(b, "'", 1);
+}
+
+static void gp_range(struct pfi_html *b, const char *axis, double lo,
+                     double hi) {
+  pfi_html_printf(b, "set %srange [", axis);
+  if (isfinite(lo))
+    pfi_html_printf(b, "%.17g", lo);
+  else
+    pfi_html_puts(b, "*");
+  pfi_html_puts(b, ":");
+  if (isfinite(hi))
+    pfi_html_printf(b, "%.17g", hi);
+  else
+    pfi_html_puts(b, "*");
+  pfi_html_puts(b, "]\n");
+}
+
+static int point_ok(const struct pfi_series *s, size_t i) {
+  if (!isfinite(s->x[i]) || !isfinite(s->y[i]))
+    return 0;
+  if (s->style == PFI_STYLE_ERRORBARS &&
+      (!s->ylo || !s->yhi || !isfinite(s->ylo[i]) || !isfinite(s->yhi[i])))
+    return 0;
+  return 1;
+}
+
+static size_t series_points(const struct pfi_series *s) {
+  size_t n = 0;
+  if (!s->x || !s->y)
+    return 0;
+  for (size_t i = 0; i < s->n; i++)
+    n += point_ok(s, i);
+  return n;
+}
+
+int pfi_figure_script(const struct pfi_figure *f, struct pfi_html *b,
+                      struct pfi_error *err) {
+  if (!f || f->npanels == 0 || f->rows < 1 || f->cols < 1 ||
+      (size_t)f->rows * (size_t)f->cols < f->npanels || f->width < 50 ||
+      f->height < 50)
+    return pfi_error_set(err, PFI_EINVAL, "figure: bad layout");
+  /* Plain text labels (noenhanced): a job name such as moe_ft must not be
+   * read as a subscript. The background is drawn so that the figure looks
+   * the same on any page colour. */
+  pfi_html_printf(b,
+                  "set terminal svg size %d,%d noenhanced font 'sans,10' "
+                  "background '#ffffff'\n"
+                  "set encoding utf8\nset output\n",
+                  f->width, f->height);
+  /* Data first, as inline data blocks: the script is one file. */
+  for (size_t p = 0; p < f->npanels; p++) {
+    const struct pfi_panel *pn = &f->panels[p];
+    for (size_t k = 0; k < pn->nseries; k++) {
+      const struct pfi_series *s = &pn->series[k];
+      if (series_points(s) == 0)
+        continue;
+      pfi_html_printf(b, "$d%zu_%zu << EOD\n", p, k);
+      for (size_t i = 0; i < s->n; i++) {
+        if (!point_ok(s, i))
+          continue;
+        pfi_html_printf(b, "%.17g %.17g", s->x[i], s->y[i]);
+        if (s->style == PFI_STYLE_ERRORBARS)
+          pfi_html_printf(b, " %.17g %.17g", s->ylo[i], s->yhi[i]);
+        pfi_html_puts(b, "\n");
+      }
+      pfi_html_puts(b, "EOD\n");
+    }
+  }
+  if (f->npanels > 1)
+    pfi_html_printf(b, "set multiplot layout %d,%d\n", f->rows, f->cols);
+  for (size_t p = 0; p < f->npanels; p++) {
+    const struct pfi_panel *pn = &f->panels[p];
+    pfi_html_puts(b, "reset\nset grid lc rgb '#dddddd'\nset border lc rgb "
+                     "'#444444'\nset tics nomirror\nset title ");
+    gp_quote(b, pn->title);
+    pfi_html_puts(b, "\nset xlabel ");
+    gp_quote(b, pn->xlabel);
+    pfi_html_puts(b, "\nset ylabel ");
+    gp_quote(b, pn->ylabel);
+    pfi_html_puts(b, "\n");
+    if (pn->key) {
+      pfi_html_printf(b, "set key %s opaque box lc rgb '#bbbbbb'\n",
+                      pn->key_pos ? pn->key_pos : "top right");
+      /* The key position is the caller's constant, never user text. */
+    } else {
+      pfi_html_puts(b, "unset key\n");
+    }
+    if (pn->nxtics && pn->xtic_pos && pn->xtic_label) {
+      pfi_html_puts(b, "set xtics (");
+      for (size_t i = 0; i < pn->nxtics; i++) {
+        if (i)
+          pfi_html_puts(b, ", ");
+        gp_quote(b, pn->xtic_label[i]);
+        pfi_html_printf(b, " %.17g", pn->xtic_pos[i]);
+      }
+      pfi_html_puts(b, ")\n");
+    }
+    size_t drawn = 0;
+    for (size_t k = 0; k < pn->nseries; k++)
+      drawn += series_points(&pn->series[k]) > 0;
+    if (drawn == 0) {
+      /* A panel with nothing to draw says so instead of failing the whole
+       * figure (gnuplot refuses to autoscale an empty plot). */
+      pfi_html_puts(b, "set xrange [0:1]\nset yrange [0:1]\nunset xtics\n"
+                       "unset ytics\nset label 1 'no data' at 0.5,0.5 center\n"
+                       "plot 2 notitle\n");
+      continue;
+    }
+    gp_range(b, "x", pn->xmin, pn->xmax);
+    gp_range(b, "y", pn->ymin, pn->ymax);
+    pfi_html_puts(b, "plot ");
+    size_t done = 0;
+    for (size_t k = 0; k < pn->nseries; k++) {
+      const struct pfi_series *s = &pn->series[k];
+      if (series_points(s) == 0)
+        continue;
+      if (done++)
+        pfi_html_puts(b, ", \\\n  ");
+      const char *with = "linespoints pt 7 ps 0.5 lw 1.5";
+      const char *use = "1:2";
+      switch (s->style) {
+      case PFI_STYLE_POINTS:
+        with = "points pt 7 ps 0.6";
+        break;
+      case PFI_STYLE_LINES:
+        with = "lines lw 1.5";
+        break;
+      case PFI_STYLE_ERRORBARS:
+        with = "yerrorbars pt 7 ps 0.6";
+        use = "1:2:3:4";
+        break;
+      default:
+        break;
+      }
+      pfi_html_printf(b, "$d%zu_%zu using %s with %s", p, k, use, with);
+      if (s->dashed)
+        pfi_html_puts(b, " dt 2");
+      if (s->color > 0)
+        pfi_html_printf(b, " lc rgb '%s'",
+                        palette[(size_t)(s->color - 1) % NPALETTE]);
+      if (s->title && *s->title) {
+        pfi_html_puts(b, " title ");
+        gp_quote(b, s->title);
+      } else {
+        pfi_html_puts(b, " notitle");
+      }
+    }
+    pfi_html_puts(b, "\n");
+  }
+  if (f->npanels > 1)
+    pfi_html_puts(b, "unset multiplot\n");
+  if (!pfi_html_ok(b))
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  return 0;
+}
+
+/* Length of the id-defining or id-referencing pattern at `p`, or 0. */
+static size_t id_pattern(const char *p, const char *start) {
+  static const char *const pats[] = {"id='", "id=\"", "href='#", "href=\"#",
+                                     "url(#"};
+  for (size_t i = 0; i < sizeof pats / sizeof pats[0]; i++) {
+    size_t n = strlen(pats[i]);
+    if (strncmp(p, pats[i], n) != 0)
+      continue;
+    /* "id=" must be a whole attribute name, not the end of another one. */
+    if (i < 2 && p > start && p[-1] != ' ' && p[-1] != '\t' && p[-1] != '\n')
+      continue;
+    return n;
+  }
+  return 0;
+}
+
+char *pfi_svg_inline(const char *in, size_t len, const char *prefix) {
+  const char *end = in + len;
+  const char *p = NULL;
+  for (const char *q = in; q + 4 <= end; q++)
+    if (memcmp(q, "<svg", 4) == 0) {
+      p = q;
+      break;
+    }
+  if (!p)
+    return NULL;
+  struct pfi_html b;
+  pfi_html_init(&b);
+  const char *start = p;
+  while (p < end) {
+    size_t n = (size_t)(end - p) >= 8 ? id_pattern(p, start) : 0;
+    if (n) {
+      pfi_html_raw(&b, p, n);
+      pfi_html_puts(&b, prefix);
+      p += n;
+    } else {
+      pfi_html_raw(&b, p, 1);
+      p++;
+    }
+  }
+  return pfi_html_detach(&b);
+}
+
+/* Reads the whole of fd into a buffer. */
+static int read_all(int fd, struct pfi_html *out) {
+  char buf[65536];
+  for (;;) {
+    ssize_t r = read(fd, buf, sizeof buf);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0)
+      return PFI_EIO;
+    if (r == 0)
+      return 0;
+    if (pfi_html_raw(out, buf, (size_t)r))
+      return PFI_ENOMEM;
+  }
+}
+
+static int write_all(int fd, const char *s, size_t n) {
+  while (n) {
+    ssize_t w = write(fd, s, n);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      return -1;
+    s += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+/* Makes a temporary file and returns its descriptor (path in `path`). */
+static int temp_file(char *path, size_t n) {
+  const char *dir = getenv("TMPDIR");
+  if (!dir || !*dir)
+    dir = "/tmp";
+  if (snprintf(path, n, "%s/pfi-plot-XXXXXX", dir) >= (int)n)
+    return -1;
+  return mkstemp(path);
+}
+
+int pfi_figure_svg(const struct pfi_figure *f, const char *id_prefix,
+                   char **svg, struct pfi_error *err) {
+  int rc = 0;
+  struct pfi_html script, out, diag;
+  char spath[4096] = "", epath[4096] = "";
+  int sfd = -1, efd = -1, pipefd[2] = {-1, -1};
+  pid_t pid = -1;
+  pfi_html_init(&script);
+  pfi_html_init(&out);
+  pfi_html_init(&diag);
+  *svg = NULL;
+  for (const char *c = id_prefix; c && *c; c++)
+    if (!(*c == '-' || *c == '_' || (*c >= '0' && *c <= '9') ||
+          (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z')))
+      return pfi_error_set(err, PFI_EINVAL, "figure: bad id prefix");
+  rc = pfi_figure_script(f, &script, err);
+  if (rc)
+    goto out;
+  sfd = temp_file(spath, sizeof spath);
+  if (sfd < 0) {
+    spath[0] = '\0';
+    rc = pfi_error_set(err, PFI_EIO, "temporary file: %s", strerror(errno));
+    goto out;
+  }
+  if (write_all(sfd, script.s, script.len) != 0) {
+    rc = pfi_error_set(err, PFI_EIO, "%s: %s", spath, strerror(errno));
+    goto out;
+  }
+  efd = temp_file(epath, sizeof epath);
+  if (efd < 0) {
+    epath[0] = '\0';
+    rc = pfi_error_set(err, PFI_EIO, "temporary file: %s", strerror(errno));
+    goto out;
+  }
+  if (pipe(pipefd) != 0) {
+    rc = pfi_error_set(err, PFI_EIO, "pipe: %s", strerror(errno));
+    goto out;
+  }
+  const char *prog = getenv("PFI_GNUPLOT");
+  if (!prog || !*prog)
+    prog = "gnuplot";
+  pid = fork();
+  if (pid < 0) {
+    rc = pfi_error_set(err, PFI_ECHILD, "fork: %s", strerror(errno));
+    goto out;
+  }
+  if (pid == 0) {
+    /* Child: standard output to the pipe, diagnostics to a file, no input.
+     * Only async-signal-safe calls until exec. */
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0)
+      dup2(devnull, 0);
+    dup2(pipefd[1], 1);
+    dup2(efd, 2);
+    close(pipefd[0]);
+    close(pipefd[1]);
+    char *const argv[] = {(char *)prog, spath, NULL};
+    execvp(prog, argv);
+    _exit(127);
+  }
+  close(pipefd[1]);
+  pipefd[1] = -1;
+  int rrc = read_all(pipefd[0], &out);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+    ;
+  pid = -1;
+  if (rrc) {
+    rc = pfi_error_set(err, rrc, "reading gnuplot's output failed");
+    goto out;
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && out.len == 0) {
+    rc = pfi_error_set(err, PFI_ENOTFOUND,
+                       "%s not found: figures need gnuplot (Debian package "
+                       "gnuplot-nox; or set PFI_GNUPLOT)",
+                       prog);
+    goto out;
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || out.len == 0) {
+    /* The first line of gnuplot's diagnostics says what went wrong. */
+    lseek(efd, 0, SEEK_SET);
+    read_all(efd, &diag);
+    char line[256] = "";
+    if (diag.s) {
+      const char *s = diag.s;
+      while (*s == '\n' || *s == ' ')
+        s++;
+      size_t n = strcspn(s, "\n");
+      if (n >= sizeof line)
+        n = sizeof line - 1;
+      memcpy(line, s, n);
+      line[n] = '\0';
+    }
+    rc = pfi_error_set(err, PFI_ECHILD, "gnuplot failed (%s%d)%s%s",
+                       WIFEXITED(status) ? "exit status " : "signal ",
+                       WIFEXITED(status) ? WEXITSTATUS(status)
+                                         : WTERMSIG(status),
+                       *line ? ": " : "", line);
+    goto out;
+  }
+  *svg = pfi_svg_inline(out.s, out.len, id_prefix ? id_prefix : "");
+  if (!*svg)
+    rc = pfi_error_set(err, PFI_ECHILD, "gnuplot wrote no SVG drawing");
+out:
+  if (pipefd[0] >= 0)
+    close(pipefd[0]);
+  if (pipefd[1] >= 0)
+    close(pipefd[1]);
+  if (sfd >= 0)
+    close(sfd);
+  if (efd >= 0)
+    close(efd);
+  if (spath[0])
+    unlink(spath);
+  if (epath[0])
+    unlink(epath);
+  pfi_html_release(&script);
+  pfi_html_release(&out);
+  pfi_html_release(&diag);
+  return rc;
+}
