@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Linear models of PFI on telemetry features (METHOD.md section 4):
+ * fitting, out-of-sample evaluation, JSON persistence, prediction.
+ *
+ * Out-of-sample R^2 is defined as 1 - SSE_out / SST, where SSE_out sums the
+ * squared errors of predictions made by models that did not see the row
+ * (leave-one-out: one row held out per fit; leave-one-cluster-out: one
+ * cluster), and SST = sum (y_i - mean(y))^2 over all rows with the mean of
+ * all rows. RMSE is sqrt(SSE_out / n); rho is Spearman's rank correlation
+ * of y and the out-of-sample predictions.
+ *
+ * Fits used for prediction center the predictors and solve least squares
+ * by the SVD with the minimum-norm solution when the design is rank
+ * deficient (singular values below max(n, k) * DBL_EPSILON * s_max are
+ * dropped), like NumPy's lstsq behind scikit-learn's LinearRegression, so
+ * out-of-sample fits with more predictors than rows still predict.
+ * Standard errors come from pfi_ols_fit() (stats.h) and exist only for a
+ * full-rank design with residual degrees of freedom.
+ */
+#ifndef PFI_MODEL_H
+#define PFI_MODEL_H
+
+#include <stddef.h>
+
+#include "pfi/error.h"
+#include "pfi/features.h"
+
+struct pfi_model {
+  size_t k;        /* predictors */
+  char **features; /* k feature expressions (features.h); owned */
+  double *coef;    /* k + 1: intercept, then one per feature; owned */
+  double *se;      /* k + 1 standard errors; owned; valid when has_se */
+  int has_se;
+  size_t n;        /* rows fitted */
+  double r2;       /* in-sample R^2 (NaN when y is constant) */
+  double rmse;     /* in-sample sqrt(SSE / n) */
+};
+
+/*
+ * Fits y = b0 + sum_j b_j x_j on n rows of k predictors (row-major x).
+ * `names` gives the k feature expressions (copied). Errors: PFI_EINVAL
+ * (n < 2, non-finite value), PFI_ENUMERIC, PFI_ENOMEM. Release with
+ * pfi_model_release().
+ */
+int pfi_model_fit(const double *x, size_t n, size_t k, const double *y,
+                  const char *const *names, struct pfi_model *m,
+                  struct pfi_error *err);
+
+void pfi_model_release(struct pfi_model *m);
+
+/* Prediction for one row of k predictors. */
+double pfi_model_predict(const struct pfi_model *m, const double *xrow);
+
+/* Out-of-sample evaluation. */
+struct pfi_eval {
+  int defined;     /* 0 when no fold could be fitted; see `why` */
+  double r2, rmse, rho;
+  int rho_defined; /* 0 when predictions or y are constant */
+  size_t nfolds;
+  char why[160];
+};
+
+/*
+ * Evaluates by holding out each fold in turn: fold[i] in 0..nfolds-1 is the
+ * fold of row i (fold[i] = i gives leave-one-out). Each held-out row is
+ * predicted by the minimum-norm fit on the other rows. A fold whose
+ * complement has fewer than 2 rows makes the evaluation undefined.
+ * `pred` (may be NULL) receives the n out-of-sample predictions.
+ * Errors: PFI_EINVAL, PFI_ENOMEM, PFI_ENUMERIC.
+ */
+int pfi_model_eval_folds(const double *x, size_t n, size_t k, const double *y,
+                         const size_t *fold, size_t nfolds,
+                         struct pfi_eval *out, double *pred,
+                         struct pfi_error *err);
+
+/*
+ * Fills x (n * k, caller-allocated) from the features rows rows[0..n-1] and
+ * the k expressions. Errors as pfi_features_value().
+ */
+int pfi_model_design(const struct pfi_features *f, const size_t *rows,
+                     size_t n, const char *const *exprs, size_t k, double *x,
+                     struct pfi_error *err);
+
+/*
+ * Saves to / loads from a JSON file: {"kind": "pfi-linear-model",
+ * "target": "pfi", "features": [...], "intercept": b0, "coefficients":
+ * [{"feature", "estimate", "se"}], "n", "r2_in"}. Loading checks every key
+ * and type (PFI_EPARSE with the file name and the key). `path` "-" is
+ * standard output / input.
+ */
+int pfi_model_save(const struct pfi_model *m, const char *path,
+                   struct pfi_error *err);
+int pfi_model_load(struct pfi_model *m, const char *path,
+                   struct pfi_error *err);
+int pfi_model_load_mem(struct pfi_model *m, const char *name,
+                       const char *data, size_t len, struct pfi_error *err);
+
+/* The paper's seven predictor sets (METHOD.md section 4). */
+struct pfi_predictor_set {
+  const char *id;       /* "i" .. "vii" */
+  const char *label;    /* "DRAM copy product", ... */
+  const char *features; /* comma-separated feature expressions */
+};
+extern const struct pfi_predictor_set pfi_ablation_sets[7];
+
+/* The 13 DCGM metrics of sets (vi) and (vii), comma-separated. */
+extern const char pfi_dcgm_metrics[];
+
+/* The default telemetry model's features: "dram_copy_product". */
+extern const char pfi_default_model_features[];
+
+/*
+ * Splits a comma-separated list into a NULL-terminated array of trimmed
+ * copies (*out; free with pfi_strlist_free). Empty items are PFI_EINVAL.
+ */
+int pfi_strlist_split(const char *s, char ***out, size_t *n,
+                      struct pfi_error *err);
+void pfi_strlist_free(char **list);
+
+#endif

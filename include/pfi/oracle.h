@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Allocation problems and the exact oracle (METHOD.md section 5).
+ *
+ * An allocation problem is a list of jobs, each with a throughput function
+ * of its aggregate power: the linear interpolation of its measured points
+ * (power W, tokens/s), restricted to the job's range [lo, hi] = [power at
+ * its lowest measured cap, uncapped power]. A budget B (W) must be met
+ * exactly: sum_i x_i = B with lo_i <= x_i <= hi_i.
+ *
+ * The oracle maximizes sum_i f_i(x_i) exactly (to a stated floating-point
+ * tolerance), also when a curve is not concave, by branch and bound on the
+ * concave envelopes; docs/predict-allocate.md proves why the answer is the
+ * true optimum. Concave instances are solved at the root in one pass
+ * (water-filling by segment slope, a weighted selection, linear time).
+ */
+#ifndef PFI_ORACLE_H
+#define PFI_ORACLE_H
+
+#include <stddef.h>
+
+#include "pfi/curve.h"
+#include "pfi/error.h"
+
+/*
+ * Jobs as piecewise-linear functions. Job i owns breakpoints
+ * off[i] .. off[i+1]-1 of x (power, W, strictly increasing) and y
+ * (tokens/s). x[off[i]] is the job's floor lo_i and x[off[i+1]-1] its
+ * ceiling hi_i; a job with one breakpoint has a fixed power. All arrays are
+ * owned by the struct.
+ */
+struct pfi_problem {
+  size_t njobs, jobs_cap;
+  size_t *off;    /* njobs + 1 offsets */
+  size_t npts, pts_cap;
+  double *x, *y;  /* npts breakpoints */
+};
+
+/* Initializes an empty problem (no allocation). */
+void pfi_problem_init(struct pfi_problem *p);
+
+/* Frees everything; safe on an initialized or zeroed struct. */
+void pfi_problem_release(struct pfi_problem *p);
+
+/* Removes every job but keeps the memory (for reuse in loops). */
+void pfi_problem_clear(struct pfi_problem *p);
+
+/*
+ * Appends a job from n raw breakpoints (power W, tokens/s) in any order,
+ * restricted to [lo_w, hi_w] (end points interpolated). Points with equal
+ * power keep the first one given. Errors: PFI_EINVAL (n == 0, a non-finite
+ * value, lo_w > hi_w, or the range outside the points' power span),
+ * PFI_ENOMEM.
+ */
+int pfi_problem_add(struct pfi_problem *p, const double *power_w,
+                    const double *tokens, size_t n, double lo_w, double hi_w,
+                    struct pfi_error *err);
+
+/*
+ * Appends a measured curve: its points ordered by power, range
+ * [power at the lowest cap, power at the highest (uncapped) cap] (the two
+ * swapped if realized power fell with the cap raised). Errors as
+ * pfi_problem_add().
+ */
+int pfi_problem_add_curve(struct pfi_problem *p, const struct pfi_curve *c,
+                          struct pfi_error *err);
+
+static inline double pfi_problem_lo(const struct pfi_problem *p, size_t i) {
+  return p->x[p->off[i]];
+}
+static inline double pfi_problem_hi(const struct pfi_problem *p, size_t i) {
+  return p->x[p->off[i + 1] - 1];
+}
+
+/* Throughput of job i at power_w (clamped to the job's range). */
+double pfi_problem_eval(const struct pfi_problem *p, size_t i, double power_w);
+
+/* Sum of the floors and of the ceilings (W). */
+void pfi_problem_bounds(const struct pfi_problem *p, double *sum_lo,
+                        double *sum_hi);
+
+/*
+ * Checks budget_w against the bounds, with a relative tolerance of 1e-9:
+ * returns 0, or PFI_EINFEASIBLE with "infeasible by X W" (X the watts the
+ * budget lies below the floors' sum or above the ceilings' sum).
+ */
+int pfi_problem_check_budget(const struct pfi_problem *p, double budget_w,
+                             struct pfi_error *err);
+
+struct pfi_oracle_stats {
+  size_t nodes;       /* branch-and-bound nodes evaluated (1: concave) */
+  double upper_bound; /* envelope bound at the root */
+};
+
+/*
+ * Maximizes sum_i f_i(x_i) subject to sum_i x_i = budget_w and each x_i in
+ * its range. Writes the powers to power_w[0..njobs-1] (caller-allocated)
+ * and the optimum to *total_tokens. The result is within an absolute
+ * 1e-9 * (sum of |max y_i|) of the true optimum. Errors: PFI_EINFEASIBLE
+ * (budget outside the bounds, message "infeasible by X W"), PFI_ENUMERIC
+ * (branch and bound exceeded 10,000,000 nodes: an adversarial non-concave
+ * instance; never an inexact answer), PFI_ENOMEM. `stats` may be NULL.
+ */
+int pfi_oracle_solve(const struct pfi_problem *p, double budget_w,
+                     double *power_w, double *total_tokens,
+                     struct pfi_oracle_stats *stats, struct pfi_error *err);
+
+#endif
