@@ -89,6 +89,19 @@ struct pfi_curve *pfi_curveset_find(const struct pfi_curveset *set,
 
 void pfi_curveset_release(struct pfi_curveset *set);
 
+/*
+ * Keeps, in every curve of `set`, only the points whose cap is one of
+ * caps[0..ncaps-1] (a cap matches within 1e-9 relative, so "200" matches
+ * 200.0): a grid-sensitivity study recomputes PFI on a coarser grid. The
+ * highest requested cap becomes each job's uncapped reference. Works in
+ * place. Errors (the set is left unchanged): PFI_EINVAL when fewer than 2
+ * distinct caps are requested or a cap is not finite and positive;
+ * PFI_EPARSE, located at the job's first line in set->source, when a job
+ * has no point at a requested cap.
+ */
+int pfi_curveset_restrict(struct pfi_curveset *set, const double *caps,
+                          size_t ncaps, struct pfi_error *err);
+
 /* The uncapped reference point (highest cap). Curve must have n >= 1. */
 static inline const struct pfi_point *
 pfi_curve_uncapped(const struct pfi_curve *c) {

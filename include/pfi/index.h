@@ -64,4 +64,32 @@ int pfi_index_area(const double *cap_w, const double *power_w,
 int pfi_index_ce(const double *power_w, const double *tokens, size_t n,
                  double *ce);
 
+/*
+ * Default relative noise of a point whose standard errors are unknown: the
+ * paper's median standard errors of the mean (METHOD.md section 1), 0.04 %
+ * of power and 0.05 % of throughput.
+ */
+#define PFI_INDEX_DEFAULT_REL_SD_POWER 0.0004
+#define PFI_INDEX_DEFAULT_REL_SD_TOKENS 0.0005
+
+/*
+ * Monte Carlo 95 % interval of the ratio PFI of curve `c`. Each of `draws`
+ * draws resamples every point's power and throughput independently from a
+ * normal centred on the measured value with standard deviation power_sd_w /
+ * tokens_sd, or default_rel_sd_power * power_w / default_rel_sd_tokens *
+ * tokens_per_s for a point whose column is unknown (< 0), then recomputes
+ * the ratio PFI (a draw where no capped point binds is left out). The
+ * interval is the 2.5 and 97.5 percentiles of the defined draws (GSL's
+ * quantile of the sorted sample, linear between order statistics).
+ * Random numbers: GSL's MT19937 seeded with `seed`; the same seed and curve
+ * give the same interval bit for bit, whatever other curves exist.
+ * Returns the number of draws that gave a defined PFI (> 0: *lo, *hi set;
+ * 0: no interval, *lo and *hi untouched), or PFI_EINVAL (draws == 0, a
+ * curve with fewer than 2 points, a negative or non-finite noise level),
+ * PFI_ENOMEM.
+ */
+int pfi_index_ci(const struct pfi_curve *c, size_t draws, unsigned long seed,
+                 double default_rel_sd_power, double default_rel_sd_tokens,
+                 double *lo, double *hi, struct pfi_error *err);
+
 #endif

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 #include "pfi/curve.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +98,73 @@ int pfi_curveset_add(struct pfi_curveset *set, const char *job,
   if (rc == 1)
     return pfi_error_set(err, PFI_EINVAL, "job '%s': duplicate cap %g W", job,
                          pt->cap_w);
+  return rc;
+}
+
+static int cap_match(double a, double b) {
+  double m = fabs(a) > fabs(b) ? fabs(a) : fabs(b);
+  return fabs(a - b) <= 1e-9 * (m > 1.0 ? m : 1.0);
+}
+
+/* Index of the first point of `c` whose cap matches `cap`, or -1. */
+static long find_cap(const struct pfi_curve *c, double cap) {
+  for (size_t i = 0; i < c->n; i++)
+    if (cap_match(c->pts[i].cap_w, cap))
+      return (long)i;
+  return -1;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+int pfi_curveset_restrict(struct pfi_curveset *set, const double *caps,
+                          size_t ncaps, struct pfi_error *err) {
+  for (size_t j = 0; j < ncaps; j++)
+    if (!isfinite(caps[j]) || !(caps[j] > 0))
+      return pfi_error_set(err, PFI_EINVAL,
+                           "--caps: cap %g is not a positive number", caps[j]);
+  double *u = malloc((ncaps ? ncaps : 1) * sizeof *u);
+  if (!u)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  if (ncaps)
+    memcpy(u, caps, ncaps * sizeof *u);
+  qsort(u, ncaps, sizeof *u, cmp_double);
+  size_t m = 0;
+  for (size_t j = 0; j < ncaps; j++)
+    if (m == 0 || !cap_match(u[m - 1], u[j]))
+      u[m++] = u[j];
+  int rc = 0;
+  if (m < 2) {
+    rc = pfi_error_set(err, PFI_EINVAL,
+                       "--caps: needs at least 2 distinct caps, got %zu", m);
+    goto out;
+  }
+  /* Check every job first, so that a failure leaves the set unchanged. */
+  for (size_t i = 0; i < set->n; i++)
+    for (size_t j = 0; j < m; j++)
+      if (find_cap(&set->c[i], u[j]) < 0) {
+        rc = pfi_error_setloc(err, PFI_EPARSE, set->source,
+                              set->c[i].first_line, 1,
+                              "job '%s' has no point at cap %g W requested "
+                              "by --caps",
+                              set->c[i].job, u[j]);
+        goto out;
+      }
+  for (size_t i = 0; i < set->n; i++) {
+    struct pfi_curve *c = &set->c[i];
+    size_t w = 0;
+    /* Points are sorted by cap, as are the requested caps, so the kept
+     * points stay sorted and their indices only grow. */
+    for (size_t j = 0; j < m; j++) {
+      long k = find_cap(c, u[j]);
+      c->pts[w++] = c->pts[k];
+    }
+    c->n = w;
+  }
+out:
+  free(u);
   return rc;
 }
 

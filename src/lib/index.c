@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 #include "pfi/index.h"
 
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,4 +164,63 @@ void pfi_index_release(struct pfi_index *out) {
   free(out->excluded_caps);
   out->excluded_caps = NULL;
   out->n_excluded = 0;
+}
+
+int pfi_index_ci(const struct pfi_curve *c, size_t draws, unsigned long seed,
+                 double default_rel_sd_power, double default_rel_sd_tokens,
+                 double *lo, double *hi, struct pfi_error *err) {
+  size_t n = c->n;
+  if (draws == 0)
+    return pfi_error_set(err, PFI_EINVAL, "--ci: needs at least 1 draw");
+  if (n < 2)
+    return pfi_error_set(err, PFI_EINVAL,
+                         "job '%s': needs at least 2 points, has %zu", c->job,
+                         n);
+  if (!isfinite(default_rel_sd_power) || default_rel_sd_power < 0 ||
+      !isfinite(default_rel_sd_tokens) || default_rel_sd_tokens < 0)
+    return pfi_error_set(err, PFI_EINVAL,
+                         "default relative noise must be finite and >= 0");
+  int rc = 0;
+  double *buf = malloc(5 * n * sizeof *buf);
+  double *sample = malloc(draws * sizeof *sample);
+  gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+  if (!buf || !sample || !rng) {
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  gsl_rng_set(rng, seed);
+  double *cap = buf, *sdp = buf + n, *sdt = buf + 2 * n, *pw = buf + 3 * n,
+         *tk = buf + 4 * n;
+  for (size_t i = 0; i < n; i++) {
+    const struct pfi_point *pt = &c->pts[i];
+    cap[i] = pt->cap_w;
+    sdp[i] = pt->power_sd_w >= 0 ? pt->power_sd_w
+                                 : default_rel_sd_power * pt->power_w;
+    sdt[i] = pt->tokens_sd >= 0 ? pt->tokens_sd
+                                : default_rel_sd_tokens * pt->tokens_per_s;
+  }
+  size_t ok = 0;
+  for (size_t d = 0; d < draws; d++) {
+    /* Power then throughput, point by point in cap order: the order of the
+     * random stream is part of the reproducibility contract. */
+    for (size_t i = 0; i < n; i++) {
+      pw[i] = c->pts[i].power_w + gsl_ran_gaussian(rng, sdp[i]);
+      tk[i] = c->pts[i].tokens_per_s + gsl_ran_gaussian(rng, sdt[i]);
+    }
+    double v;
+    if (pfi_index_ratio(cap, pw, tk, n, &v, NULL) == 1 && isfinite(v))
+      sample[ok++] = v;
+  }
+  if (ok > 0) {
+    gsl_sort(sample, 1, ok);
+    *lo = gsl_stats_quantile_from_sorted_data(sample, 1, ok, 0.025);
+    *hi = gsl_stats_quantile_from_sorted_data(sample, 1, ok, 0.975);
+  }
+  rc = (int)(ok > (size_t)2147483647 ? 2147483647 : ok);
+out:
+  free(buf);
+  free(sample);
+  if (rng)
+    gsl_rng_free(rng);
+  return rc;
 }

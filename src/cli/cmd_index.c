@@ -1,0 +1,424 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* `pfi index`: the Power Flexibility Index of every job of a curves file. */
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "pfi/curve.h"
+#include "pfi/index.h"
+
+static const char usage_text[] =
+    "usage: pfi index [options] FILE\n"
+    "\n"
+    "Computes the Power Flexibility Index of every job of a curves CSV\n"
+    "(FILE, or - for standard input): required columns job, cap_w, power_w,\n"
+    "tokens_per_s; optional gpus, power_sd_w, tokens_sd, runs. The point with\n"
+    "the highest cap is each job's uncapped reference (T_max, P_max).\n"
+    "\n"
+    "Definitions:\n"
+    "  ratio  mean over capped points of (1 - P/P_max) / (1 - T/T_max); capped\n"
+    "         points whose throughput did not fall are left out and listed\n"
+    "         in excluded_caps\n"
+    "  area   integral of T/T_max over P/P_max from (0,0), minus 1/2\n"
+    "  ce     1 - a, a the slope of log T on log P (least squares)\n"
+    "\n"
+    "Options:\n"
+    "  --definition D  ratio, area, ce or all (default all)\n"
+    "  --caps LIST     keep only these caps in every job, e.g. 200,500,600,700\n"
+    "                  or 200:700:100; a job lacking one is an error\n"
+    "  --ci N          95 %% interval of the ratio PFI from N Monte Carlo draws\n"
+    "                  (default 0: none; the paper uses 10000)\n"
+    "  --seed S        random seed of the draws (default 1); the same seed\n"
+    "                  gives the same output\n"
+    "  --noise P,T     relative noise, in %%, of points without power_sd_w /\n"
+    "                  tokens_sd (default 0.04,0.05: the paper's median\n"
+    "                  standard errors); the output states it when used\n"
+    "  --map NAME=COLUMN,...\n"
+    "                  read canonical column NAME from the file's COLUMN, e.g.\n"
+    "                  job=Workload,cap_w=GPU power cap,power_w=total GPU "
+    "power,tokens_per_s=throughput\n"
+    "  --format F      table (default), csv or json\n"
+    "  -h, --help      this text\n"
+    "\n"
+    "Undefined values (no capped point bound; all powers equal; no interval)\n"
+    "print as - in table and csv, null in JSON. Bad input (missing column,\n"
+    "non-numeric, NaN or infinite value, zero or negative power or\n"
+    "throughput, duplicate cap, a job with fewer than 2 points) is reported\n"
+    "as FILE:LINE:COLUMN with exit status 2.\n";
+
+enum { DEF_RATIO = 1, DEF_AREA = 2, DEF_CE = 4, DEF_ALL = 7 };
+
+struct row {
+  struct pfi_index ix;
+  int ci_n;        /* defined draws; 0 = no interval */
+  double ci_lo, ci_hi;
+  int used_default; /* a point's noise came from the default */
+};
+
+static void fmt_num(char *buf, size_t n, int defined, double v,
+                    const char *fmt) {
+  if (!defined || !isfinite(v))
+    snprintf(buf, n, "-");
+  else
+    snprintf(buf, n, fmt, v);
+}
+
+/* Caps joined by ';' (a character that needs no quoting in CSV). */
+static void fmt_caps(char *buf, size_t n, const struct pfi_index *ix) {
+  if (ix->n_excluded == 0) {
+    snprintf(buf, n, "-");
+    return;
+  }
+  size_t w = 0;
+  buf[0] = '\0';
+  for (size_t k = 0; k < ix->n_excluded && w + 1 < n; k++) {
+    int m = snprintf(buf + w, n - w, "%s%g", k ? ";" : "", ix->excluded_caps[k]);
+    if (m < 0 || (size_t)m >= n - w)
+      break;
+    w += (size_t)m;
+  }
+}
+
+/* CSV field: quoted when it holds a comma, quote or line break. */
+static void put_csv_field(FILE *fp, const char *s) {
+  if (!strpbrk(s, ",\"\r\n")) {
+    fputs(s, fp);
+    return;
+  }
+  fputc('"', fp);
+  for (; *s; s++) {
+    if (*s == '"')
+      fputc('"', fp);
+    fputc(*s, fp);
+  }
+  fputc('"', fp);
+}
+
+static json_t *num_or_null(int defined, double v) {
+  return defined && isfinite(v) ? json_real(v) : json_null();
+}
+
+int cmd_index(int argc, char **argv) {
+  static const struct option opts[] = {
+      {"definition", required_argument, NULL, 'd'},
+      {"caps", required_argument, NULL, 'c'},
+      {"ci", required_argument, NULL, 'n'},
+      {"seed", required_argument, NULL, 's'},
+      {"noise", required_argument, NULL, 'e'},
+      {"map", required_argument, NULL, 'm'},
+      {"format", required_argument, NULL, 'f'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  const char *cmd = "index";
+  int defs = DEF_ALL;
+  double *caps = NULL;
+  size_t ncaps = 0;
+  unsigned long draws = 0, seed = 1;
+  double noise_p = PFI_INDEX_DEFAULT_REL_SD_POWER,
+         noise_t = PFI_INDEX_DEFAULT_REL_SD_TOKENS;
+  const char *map = NULL;
+  enum pfi_format fmt = PFI_FMT_TABLE;
+  struct pfi_error err;
+  struct pfi_curveset set;
+  struct row *rows = NULL;
+  int status = 0;
+  pfi_error_clear(&err);
+  pfi_curveset_init(&set);
+
+  optind = 1;
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+    switch (c) {
+    case 'h':
+      fputs(usage_text, stdout);
+      goto out;
+    case 'd':
+      if (strcmp(optarg, "ratio") == 0)
+        defs = DEF_RATIO;
+      else if (strcmp(optarg, "area") == 0)
+        defs = DEF_AREA;
+      else if (strcmp(optarg, "ce") == 0)
+        defs = DEF_CE;
+      else if (strcmp(optarg, "all") == 0)
+        defs = DEF_ALL;
+      else {
+        status = pfi_cli_usage(cmd,
+                               "--definition: unknown '%s' (expected ratio, "
+                               "area, ce or all)",
+                               optarg);
+        goto out;
+      }
+      break;
+    case 'c':
+      free(caps);
+      caps = NULL;
+      if (pfi_cli_parse_numlist(optarg, &caps, &ncaps, &err) < 0) {
+        status = pfi_cli_usage(cmd, "--caps: %s", err.msg);
+        goto out;
+      }
+      break;
+    case 'n':
+      if (pfi_cli_parse_ulong(optarg, &draws) < 0 || draws > 100000000UL) {
+        status = pfi_cli_usage(
+            cmd, "--ci: expected a number of draws from 0 to 100000000, got '%s'",
+            optarg);
+        goto out;
+      }
+      break;
+    case 's':
+      if (pfi_cli_parse_ulong(optarg, &seed) < 0) {
+        status = pfi_cli_usage(
+            cmd, "--seed: expected a non-negative integer, got '%s'", optarg);
+        goto out;
+      }
+      break;
+    case 'e': {
+      double *v = NULL;
+      size_t nv = 0;
+      if (pfi_cli_parse_numlist(optarg, &v, &nv, &err) < 0 || nv != 2 ||
+          !(v[0] >= 0) || !(v[1] >= 0) || v[0] > 100 || v[1] > 100) {
+        free(v);
+        status = pfi_cli_usage(cmd,
+                               "--noise: expected P,T: two percentages from 0 "
+                               "to 100, got '%s'",
+                               optarg);
+        goto out;
+      }
+      noise_p = v[0] / 100.0;
+      noise_t = v[1] / 100.0;
+      free(v);
+      break;
+    }
+    case 'm':
+      map = optarg;
+      break;
+    case 'f':
+      status = pfi_cli_format(
+          cmd, optarg,
+          PFI_FMT_ALLOW_TABLE | PFI_FMT_ALLOW_CSV | PFI_FMT_ALLOW_JSON, &fmt);
+      if (status)
+        goto out;
+      break;
+    case ':':
+      status = pfi_cli_usage(cmd, "option '%s' needs a value", argv[optind - 1]);
+      goto out;
+    default:
+      status = pfi_cli_usage(cmd, "unknown option '%s'", argv[optind - 1]);
+      goto out;
+    }
+  }
+  if (optind >= argc) {
+    status = pfi_cli_usage(cmd, "missing FILE (use - for standard input)");
+    goto out;
+  }
+  if (optind + 1 < argc) {
+    status = pfi_cli_usage(cmd, "unexpected argument '%s'", argv[optind + 1]);
+    goto out;
+  }
+  const char *path = argv[optind];
+
+  int rc = pfi_curveset_read(&set, path, map, &err);
+  if (rc == 0 && caps)
+    rc = pfi_curveset_restrict(&set, caps, ncaps, &err);
+  if (rc < 0) {
+    status = pfi_cli_fail(&err);
+    goto out;
+  }
+  rows = calloc(set.n ? set.n : 1, sizeof *rows);
+  if (!rows) {
+    pfi_error_set(&err, PFI_ENOMEM, "out of memory");
+    status = pfi_cli_fail(&err);
+    goto out;
+  }
+  int progress = draws > 0 && isatty(STDERR_FILENO) &&
+                 (double)draws * (double)set.n > 1e6;
+  int any_default = 0;
+  for (size_t i = 0; i < set.n; i++) {
+    const struct pfi_curve *cv = &set.c[i];
+    rc = pfi_index_compute(cv, &rows[i].ix, &err);
+    if (rc == 0 && draws > 0) {
+      rc = pfi_index_ci(cv, draws, seed, noise_p, noise_t, &rows[i].ci_lo,
+                        &rows[i].ci_hi, &err);
+      if (rc >= 0) {
+        rows[i].ci_n = rc;
+        rc = 0;
+      }
+      for (size_t k = 0; k < cv->n; k++)
+        if (cv->pts[k].power_sd_w < 0 || cv->pts[k].tokens_sd < 0)
+          rows[i].used_default = 1;
+      any_default |= rows[i].used_default;
+    }
+    if (rc < 0) {
+      status = pfi_cli_fail(&err);
+      goto out;
+    }
+    if (progress && (i + 1) % 1000 == 0)
+      fprintf(stderr, "\rpfi index: %zu/%zu jobs", i + 1, set.n);
+  }
+  if (progress)
+    fprintf(stderr, "\rpfi index: %zu/%zu jobs\n", set.n, set.n);
+
+  char b_pfi[32], b_area[32], b_ce[32], b_lo[32], b_hi[32], b_t[32], b_p[32],
+      b_ex[256];
+  if (fmt == PFI_FMT_JSON) {
+    json_t *arr = json_array();
+    for (size_t i = 0; i < set.n && arr; i++) {
+      const struct pfi_index *ix = &rows[i].ix;
+      json_t *o = json_object();
+      json_object_set_new(o, "job", json_string(set.c[i].job));
+      if (defs & DEF_RATIO)
+        json_object_set_new(o, "pfi", num_or_null(ix->pfi_defined, ix->pfi));
+      if (defs & DEF_AREA)
+        json_object_set_new(o, "pfi_area", num_or_null(1, ix->pfi_area));
+      if (defs & DEF_CE)
+        json_object_set_new(o, "pfi_ce", num_or_null(ix->ce_defined, ix->pfi_ce));
+      if (defs & DEF_RATIO) {
+        json_t *ci = json_null();
+        if (rows[i].ci_n > 0 && isfinite(rows[i].ci_lo) &&
+            isfinite(rows[i].ci_hi))
+          ci = json_pack("[ff]", rows[i].ci_lo, rows[i].ci_hi);
+        json_object_set_new(o, "ci95", ci);
+      }
+      json_object_set_new(o, "points_used", json_integer((json_int_t)ix->points_used));
+      json_t *ex = json_array();
+      for (size_t k = 0; k < ix->n_excluded; k++)
+        json_array_append_new(ex, json_real(ix->excluded_caps[k]));
+      json_object_set_new(o, "excluded_caps", ex);
+      json_object_set_new(o, "t_max", json_real(ix->t_max));
+      json_object_set_new(o, "p_max", json_real(ix->p_max));
+      if (draws > 0 && (defs & DEF_RATIO)) {
+        json_object_set_new(o, "ci_draws", json_integer((json_int_t)draws));
+        json_object_set_new(o, "ci_seed", json_integer((json_int_t)seed));
+        json_object_set_new(
+            o, "ci_default_rel_sd",
+            rows[i].used_default
+                ? json_pack("{sfsf}", "power", noise_p, "tokens", noise_t)
+                : json_null());
+      }
+      json_array_append_new(arr, o);
+    }
+    if (!arr || pfi_cli_print_json(arr)) {
+      status = PFI_EXIT_FAIL;
+      goto out;
+    }
+    goto out;
+  }
+
+  int ci_cols = draws > 0 && (defs & DEF_RATIO);
+  if (fmt == PFI_FMT_CSV) {
+    fputs("job", stdout);
+    if (defs & DEF_RATIO)
+      fputs(",pfi", stdout);
+    if (defs & DEF_AREA)
+      fputs(",pfi_area", stdout);
+    if (defs & DEF_CE)
+      fputs(",pfi_ce", stdout);
+    if (ci_cols)
+      fputs(",ci95_lo,ci95_hi", stdout);
+    fputs(",points_used,excluded_caps,t_max,p_max", stdout);
+    if (ci_cols)
+      fputs(",ci_draws,ci_seed,ci_default_rel_sd_power,"
+            "ci_default_rel_sd_tokens",
+            stdout);
+    fputc('\n', stdout);
+    for (size_t i = 0; i < set.n; i++) {
+      const struct pfi_index *ix = &rows[i].ix;
+      put_csv_field(stdout, set.c[i].job);
+      fmt_num(b_pfi, sizeof b_pfi, ix->pfi_defined, ix->pfi, "%.10g");
+      fmt_num(b_area, sizeof b_area, 1, ix->pfi_area, "%.10g");
+      fmt_num(b_ce, sizeof b_ce, ix->ce_defined, ix->pfi_ce, "%.10g");
+      if (defs & DEF_RATIO)
+        printf(",%s", b_pfi);
+      if (defs & DEF_AREA)
+        printf(",%s", b_area);
+      if (defs & DEF_CE)
+        printf(",%s", b_ce);
+      if (ci_cols) {
+        fmt_num(b_lo, sizeof b_lo, rows[i].ci_n > 0, rows[i].ci_lo, "%.10g");
+        fmt_num(b_hi, sizeof b_hi, rows[i].ci_n > 0, rows[i].ci_hi, "%.10g");
+        printf(",%s,%s", b_lo, b_hi);
+      }
+      fmt_caps(b_ex, sizeof b_ex, ix);
+      printf(",%zu,%s,%.10g,%.10g", ix->points_used, b_ex, ix->t_max,
+             ix->p_max);
+      if (ci_cols) {
+        printf(",%lu,%lu", draws, seed);
+        if (rows[i].used_default)
+          printf(",%g,%g", noise_p, noise_t);
+        else
+          fputs(",-,-", stdout);
+      }
+      fputc('\n', stdout);
+    }
+  } else {
+    int wjob = 3;
+    for (size_t i = 0; i < set.n; i++) {
+      int l = (int)strlen(set.c[i].job);
+      if (l > wjob)
+        wjob = l > 60 ? 60 : l;
+    }
+    printf("%-*s", wjob, "job");
+    if (defs & DEF_RATIO)
+      printf("  %8s", "pfi");
+    if (ci_cols)
+      printf("  %-19s", "ci95");
+    if (defs & DEF_AREA)
+      printf("  %8s", "pfi_area");
+    if (defs & DEF_CE)
+      printf("  %8s", "pfi_ce");
+    printf("  %6s  %12s  %12s  %s\n", "points", "t_max", "p_max",
+           "excluded_caps");
+    for (size_t i = 0; i < set.n; i++) {
+      const struct pfi_index *ix = &rows[i].ix;
+      printf("%-*s", wjob, set.c[i].job);
+      fmt_num(b_pfi, sizeof b_pfi, ix->pfi_defined, ix->pfi, "%.4f");
+      if (defs & DEF_RATIO)
+        printf("  %8s", b_pfi);
+      if (ci_cols) {
+        char b_ci[64];
+        if (rows[i].ci_n > 0 && isfinite(rows[i].ci_lo) &&
+            isfinite(rows[i].ci_hi))
+          snprintf(b_ci, sizeof b_ci, "[%.4f, %.4f]", rows[i].ci_lo,
+                   rows[i].ci_hi);
+        else
+          snprintf(b_ci, sizeof b_ci, "-");
+        printf("  %-19s", b_ci);
+      }
+      fmt_num(b_area, sizeof b_area, 1, ix->pfi_area, "%.4f");
+      fmt_num(b_ce, sizeof b_ce, ix->ce_defined, ix->pfi_ce, "%.4f");
+      if (defs & DEF_AREA)
+        printf("  %8s", b_area);
+      if (defs & DEF_CE)
+        printf("  %8s", b_ce);
+      fmt_num(b_t, sizeof b_t, 1, ix->t_max, "%.6g");
+      fmt_num(b_p, sizeof b_p, 1, ix->p_max, "%.6g");
+      fmt_caps(b_ex, sizeof b_ex, ix);
+      printf("  %6zu  %12s  %12s  %s\n", ix->points_used, b_t, b_p, b_ex);
+    }
+    if (ci_cols) {
+      printf("\nci95: 2.5-97.5 percentiles of %lu Monte Carlo draws, seed "
+             "%lu.\n",
+             draws, seed);
+      if (any_default)
+        printf("Points without power_sd_w/tokens_sd used the default "
+               "relative noise: %g %% of power, %g %% of throughput.\n",
+               noise_p * 100.0, noise_t * 100.0);
+    }
+  }
+  if (fflush(stdout) != 0 || ferror(stdout))
+    status = PFI_EXIT_FAIL;
+out:
+  if (rows)
+    for (size_t i = 0; i < set.n; i++)
+      pfi_index_release(&rows[i].ix);
+  free(rows);
+  free(caps);
+  pfi_curveset_release(&set);
+  return status;
+}
