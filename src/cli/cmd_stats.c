@@ -1,0 +1,534 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* `pfi stats`: the paper's statistics on the columns of any CSV file. */
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "pfi/csv.h"
+#include "pfi/stats.h"
+
+static const char usage_text[] =
+    "usage: pfi stats spearman FILE --x COL --y COL [--format F]\n"
+    "       pfi stats pearson  FILE --x COL --y COL [--format F]\n"
+    "       pfi stats ols      FILE --y COL --x COL[,COL...] [--format F]\n"
+    "       pfi stats kruskal  FILE --group COL --value COL [--format F]\n"
+    "       pfi stats fdr      FILE --p COL [--format F]\n"
+    "\n"
+    "Statistics on the columns of a CSV file with a header row (FILE, or -\n"
+    "for standard input):\n"
+    "  spearman  rank correlation rho (ties get average ranks), two-sided p\n"
+    "            from the t approximation with n-2 degrees of freedom, n\n"
+    "  pearson   correlation r, two-sided p (t with n-2 degrees of freedom), n\n"
+    "  ols       least squares with an intercept: coef and se by name\n"
+    "            (intercept first), r2, adj_r2, rmse = sqrt(SSE/n), n, and\n"
+    "            each row's leverage (hat-matrix diagonal)\n"
+    "  kruskal   Kruskal-Wallis H (tie-corrected), df, p (chi-square); per\n"
+    "            group name, n, median, mean; Dunn's test for every pair\n"
+    "            (tie-corrected z, two-sided p, Holm-Bonferroni p_holm)\n"
+    "  fdr       Benjamini-Hochberg q-values of a column of p-values, in row\n"
+    "            order\n"
+    "\n"
+    "Options:\n"
+    "  --x COL, --y COL, --group COL, --value COL, --p COL\n"
+    "                  the columns used (ols: --x takes a comma-separated list)\n"
+    "  --format F      table (default) or json\n"
+    "  -h, --help      this text\n"
+    "\n"
+    "Every row is used. A row with an empty, non-numeric, NaN or infinite\n"
+    "value in a used column is an error (not skipped), reported as\n"
+    "FILE:LINE:COLUMN with exit status 2; so is a missing column. Undefined\n"
+    "results (r2 of a constant y) print as - or null.\n";
+
+enum sub { SUB_SPEARMAN, SUB_PEARSON, SUB_OLS, SUB_KRUSKAL, SUB_FDR };
+
+static json_t *jnum(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+static void print_num(const char *label, double v) {
+  if (isfinite(v))
+    printf("%-8s %.6g\n", label, v);
+  else
+    printf("%-8s -\n", label);
+}
+
+/* Column index of `name` or a located error. */
+static int need_col(const struct pfi_table *t, const char *name,
+                    struct pfi_error *err) {
+  int c = pfi_table_find(t, name);
+  if (c < 0)
+    return pfi_error_setloc(err, PFI_EPARSE, t->name, 1, 1,
+                            "missing column '%s'", name);
+  return c;
+}
+
+/* Reads column `col` of every row as finite doubles into a new array. */
+static int read_col(const struct pfi_table *t, int col, double **out,
+                    struct pfi_error *err) {
+  double *v = malloc((t->nrows ? t->nrows : 1) * sizeof *v);
+  if (!v)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  for (size_t r = 0; r < t->nrows; r++) {
+    int rc = pfi_table_double(t, r, (size_t)col, &v[r], err);
+    if (rc < 0) {
+      free(v);
+      return rc;
+    }
+  }
+  *out = v;
+  return 0;
+}
+
+/* Re-locates a statistics error at the file (whole-column problems such as
+ * too few rows or a constant column have no better location). */
+static int stat_fail(const struct pfi_table *t, struct pfi_error *err) {
+  char msg[PFI_ERROR_MSG_MAX];
+  snprintf(msg, sizeof msg, "%s", err->msg);
+  pfi_error_setloc(err, err->code, t->name, 0, 0, "%s", msg);
+  return pfi_cli_fail(err);
+}
+
+static int do_corr(const struct pfi_table *t, const char *xc, const char *yc,
+                   int spearman, enum pfi_format fmt, struct pfi_error *err) {
+  int ix = need_col(t, xc, err);
+  if (ix < 0)
+    return pfi_cli_fail(err);
+  int iy = need_col(t, yc, err);
+  if (iy < 0)
+    return pfi_cli_fail(err);
+  double *x = NULL, *y = NULL, r = 0, p = 0;
+  int status = 0;
+  if (read_col(t, ix, &x, err) < 0 || read_col(t, iy, &y, err) < 0) {
+    status = pfi_cli_fail(err);
+    goto out;
+  }
+  int rc = spearman ? pfi_stats_spearman(x, y, t->nrows, &r, &p, err)
+                    : pfi_stats_pearson(x, y, t->nrows, &r, &p, err);
+  if (rc < 0) {
+    status = stat_fail(t, err);
+    goto out;
+  }
+  const char *name = spearman ? "rho" : "r";
+  if (fmt == PFI_FMT_JSON) {
+    json_t *o = json_object();
+    json_object_set_new(o, name, jnum(r));
+    json_object_set_new(o, "p", jnum(p));
+    json_object_set_new(o, "n", json_integer((json_int_t)t->nrows));
+    status = pfi_cli_print_json(o);
+  } else {
+    print_num(name, r);
+    print_num("p", p);
+    printf("%-8s %zu\n", "n", t->nrows);
+  }
+out:
+  free(x);
+  free(y);
+  return status;
+}
+
+static int do_ols(const struct pfi_table *t, const char *ycol,
+                  const char *xlist, enum pfi_format fmt,
+                  struct pfi_error *err) {
+  int status = 0;
+  char *copy = strdup(xlist);
+  char **names = NULL;
+  int *cols = NULL;
+  double *X = NULL, *y = NULL, *col = NULL;
+  struct pfi_ols m;
+  memset(&m, 0, sizeof m);
+  size_t k = 1;
+  for (const char *s = xlist; *s; s++)
+    k += *s == ',';
+  names = calloc(k, sizeof *names);
+  cols = calloc(k, sizeof *cols);
+  if (!copy || !names || !cols) {
+    pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    status = pfi_cli_fail(err);
+    goto out;
+  }
+  char *p = copy;
+  for (size_t j = 0; j < k; j++) {
+    char *comma = strchr(p, ',');
+    if (comma)
+      *comma = '\0';
+    while (*p == ' ')
+      p++;
+    if (!*p) {
+      status = pfi_cli_usage("stats", "--x: empty column name in '%s'", xlist);
+      goto out;
+    }
+    names[j] = p;
+    for (size_t q = 0; q < j; q++)
+      if (strcmp(names[q], p) == 0) {
+        status = pfi_cli_usage("stats", "--x: column '%s' named twice", p);
+        goto out;
+      }
+    if (strcmp(p, "intercept") == 0) {
+      status = pfi_cli_usage("stats",
+                             "--x: 'intercept' is always fitted; it cannot "
+                             "be a column name");
+      goto out;
+    }
+    p = comma ? comma + 1 : p + strlen(p);
+  }
+  int iy = need_col(t, ycol, err);
+  if (iy < 0) {
+    status = pfi_cli_fail(err);
+    goto out;
+  }
+  for (size_t j = 0; j < k; j++) {
+    cols[j] = need_col(t, names[j], err);
+    if (cols[j] < 0) {
+      status = pfi_cli_fail(err);
+      goto out;
+    }
+  }
+  size_t n = t->nrows;
+  X = malloc((n * k > 0 ? n * k : 1) * sizeof *X);
+  if (!X) {
+    pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    status = pfi_cli_fail(err);
+    goto out;
+  }
+  if (read_col(t, iy, &y, err) < 0) {
+    status = pfi_cli_fail(err);
+    goto out;
+  }
+  for (size_t j = 0; j < k; j++) {
+    if (read_col(t, cols[j], &col, err) < 0) {
+      status = pfi_cli_fail(err);
+      goto out;
+    }
+    for (size_t i = 0; i < n; i++)
+      X[i * k + j] = col[i];
+    free(col);
+    col = NULL;
+  }
+  if (pfi_ols_fit(X, n, k, y, &m, err) < 0) {
+    status = stat_fail(t, err);
+    goto out;
+  }
+  if (fmt == PFI_FMT_JSON) {
+    json_t *o = json_object(), *coef = json_object(), *se = json_object(),
+           *lev = json_array();
+    json_object_set_new(coef, "intercept", jnum(m.coef[0]));
+    json_object_set_new(se, "intercept", jnum(m.se[0]));
+    for (size_t j = 0; j < k; j++) {
+      json_object_set_new(coef, names[j], jnum(m.coef[j + 1]));
+      json_object_set_new(se, names[j], jnum(m.se[j + 1]));
+    }
+    for (size_t i = 0; i < n; i++)
+      json_array_append_new(lev, jnum(m.leverage[i]));
+    json_object_set_new(o, "coef", coef);
+    json_object_set_new(o, "se", se);
+    json_object_set_new(o, "r2", jnum(m.r2));
+    json_object_set_new(o, "adj_r2", jnum(m.adj_r2));
+    json_object_set_new(o, "rmse", jnum(m.rmse));
+    json_object_set_new(o, "n", json_integer((json_int_t)n));
+    json_object_set_new(o, "leverage", lev);
+    status = pfi_cli_print_json(o);
+  } else {
+    int w = 9;
+    for (size_t j = 0; j < k; j++)
+      if ((int)strlen(names[j]) > w)
+        w = (int)strlen(names[j]) > 40 ? 40 : (int)strlen(names[j]);
+    printf("%-*s  %14s  %14s\n", w, "term", "coef", "se");
+    printf("%-*s  %14.6g  %14.6g\n", w, "intercept", m.coef[0], m.se[0]);
+    for (size_t j = 0; j < k; j++)
+      printf("%-*s  %14.6g  %14.6g\n", w, names[j], m.coef[j + 1],
+             m.se[j + 1]);
+    printf("\n");
+    print_num("r2", m.r2);
+    print_num("adj_r2", m.adj_r2);
+    print_num("rmse", m.rmse);
+    printf("%-8s %zu\n", "n", n);
+    printf("\n%-8s  %10s\n", "line", "leverage");
+    for (size_t i = 0; i < n; i++)
+      printf("%-8ld  %10.6f\n", t->line[i], m.leverage[i]);
+  }
+out:
+  pfi_ols_release(&m);
+  free(copy);
+  free(names);
+  free(cols);
+  free(X);
+  free(y);
+  free(col);
+  return status;
+}
+
+static int do_kruskal(const struct pfi_table *t, const char *gcol,
+                      const char *vcol, enum pfi_format fmt,
+                      struct pfi_error *err) {
+  int ig = need_col(t, gcol, err);
+  if (ig < 0)
+    return pfi_cli_fail(err);
+  int iv = need_col(t, vcol, err);
+  if (iv < 0)
+    return pfi_cli_fail(err);
+  int status = 0;
+  size_t n = t->nrows, ng = 0;
+  double *v = NULL;
+  size_t *grp = malloc((n ? n : 1) * sizeof *grp);
+  const char **gname = malloc((n ? n : 1) * sizeof *gname);
+  struct pfi_kruskal kw;
+  memset(&kw, 0, sizeof kw);
+  if (!grp || !gname) {
+    pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    status = pfi_cli_fail(err);
+    goto out;
+  }
+  if (read_col(t, iv, &v, err) < 0) {
+    status = pfi_cli_fail(err);
+    goto out;
+  }
+  /* Groups in order of first appearance. A linear search is fine: the
+   * paper's designs have a handful of groups. */
+  for (size_t r = 0; r < n; r++) {
+    const char *s = pfi_table_cell(t, r, (size_t)ig);
+    if (!s || !*s) {
+      long col = t->col[r * t->ncols + (size_t)ig];
+      pfi_error_setloc(err, PFI_EPARSE, t->name, t->line[r], col ? col : 1,
+                       "field '%s': empty group name", gcol);
+      status = pfi_cli_fail(err);
+      goto out;
+    }
+    size_t g = 0;
+    while (g < ng && strcmp(gname[g], s) != 0)
+      g++;
+    if (g == ng)
+      gname[ng++] = s;
+    grp[r] = g;
+  }
+  if (pfi_stats_kruskal(v, grp, n, ng, &kw, err) < 0) {
+    status = stat_fail(t, err);
+    goto out;
+  }
+  if (fmt == PFI_FMT_JSON) {
+    json_t *o = json_object(), *ga = json_array(), *da = json_array();
+    json_object_set_new(o, "H", jnum(kw.H));
+    json_object_set_new(o, "df", json_integer((json_int_t)kw.df));
+    json_object_set_new(o, "p", jnum(kw.p));
+    for (size_t g = 0; g < ng; g++)
+      json_array_append_new(
+          ga, json_pack("{sssIsoso}", "name", gname[g], "n",
+                        (json_int_t)kw.n[g], "median", jnum(kw.median[g]),
+                        "mean", jnum(kw.mean[g])));
+    for (size_t q = 0; q < kw.npairs; q++) {
+      const struct pfi_dunn_pair *pp = &kw.pairs[q];
+      json_array_append_new(
+          da, json_pack("{sssssososo}", "a", gname[pp->a], "b", gname[pp->b],
+                        "z", jnum(pp->z), "p", jnum(pp->p), "p_holm",
+                        jnum(pp->p_holm)));
+    }
+    json_object_set_new(o, "groups", ga);
+    json_object_set_new(o, "dunn", da);
+    status = pfi_cli_print_json(o);
+  } else {
+    print_num("H", kw.H);
+    printf("%-8s %g\n", "df", kw.df);
+    print_num("p", kw.p);
+    int w = 5;
+    for (size_t g = 0; g < ng; g++)
+      if ((int)strlen(gname[g]) > w)
+        w = (int)strlen(gname[g]) > 40 ? 40 : (int)strlen(gname[g]);
+    printf("\n%-*s  %6s  %12s  %12s\n", w, "group", "n", "median", "mean");
+    for (size_t g = 0; g < ng; g++)
+      printf("%-*s  %6zu  %12.6g  %12.6g\n", w, gname[g], kw.n[g],
+             kw.median[g], kw.mean[g]);
+    printf("\n%-*s  %-*s  %9s  %10s  %10s\n", w, "a", w, "b", "z", "p",
+           "p_holm");
+    for (size_t q = 0; q < kw.npairs; q++) {
+      const struct pfi_dunn_pair *pp = &kw.pairs[q];
+      printf("%-*s  %-*s  %9.4f  %10.4g  %10.4g\n", w, gname[pp->a], w,
+             gname[pp->b], pp->z, pp->p, pp->p_holm);
+    }
+  }
+out:
+  pfi_kruskal_release(&kw);
+  free(v);
+  free(grp);
+  free(gname);
+  return status;
+}
+
+static int do_fdr(const struct pfi_table *t, const char *pcol,
+                  enum pfi_format fmt, struct pfi_error *err) {
+  int ip = need_col(t, pcol, err);
+  if (ip < 0)
+    return pfi_cli_fail(err);
+  int status = 0;
+  double *p = NULL, *q = NULL;
+  if (read_col(t, ip, &p, err) < 0) {
+    status = pfi_cli_fail(err);
+    goto out;
+  }
+  /* A p-value outside [0, 1] is bad input at its cell. */
+  for (size_t r = 0; r < t->nrows; r++)
+    if (!(p[r] >= 0 && p[r] <= 1)) {
+      pfi_error_setloc(err, PFI_EPARSE, t->name, t->line[r],
+                       t->col[r * t->ncols + (size_t)ip],
+                       "field '%s': p-value %g outside [0, 1]", pcol, p[r]);
+      status = pfi_cli_fail(err);
+      goto out;
+    }
+  q = malloc((t->nrows ? t->nrows : 1) * sizeof *q);
+  if (!q) {
+    pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    status = pfi_cli_fail(err);
+    goto out;
+  }
+  if (pfi_stats_bh(p, t->nrows, q, err) < 0) {
+    status = stat_fail(t, err);
+    goto out;
+  }
+  if (fmt == PFI_FMT_JSON) {
+    json_t *o = json_object(), *qa = json_array();
+    for (size_t r = 0; r < t->nrows; r++)
+      json_array_append_new(qa, jnum(q[r]));
+    json_object_set_new(o, "q", qa);
+    status = pfi_cli_print_json(o);
+  } else {
+    printf("%-8s  %12s  %12s\n", "line", "p", "q");
+    for (size_t r = 0; r < t->nrows; r++)
+      printf("%-8ld  %12.6g  %12.6g\n", t->line[r], p[r], q[r]);
+  }
+out:
+  free(p);
+  free(q);
+  return status;
+}
+
+int cmd_stats(int argc, char **argv) {
+  static const struct option opts[] = {
+      {"x", required_argument, NULL, 'x'},
+      {"y", required_argument, NULL, 'y'},
+      {"group", required_argument, NULL, 'g'},
+      {"value", required_argument, NULL, 'v'},
+      {"p", required_argument, NULL, 'p'},
+      {"format", required_argument, NULL, 'f'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  const char *cmd = "stats";
+  const char *xc = NULL, *yc = NULL, *gc = NULL, *vc = NULL, *pc = NULL;
+  enum pfi_format fmt = PFI_FMT_TABLE;
+  struct pfi_error err;
+  struct pfi_table t;
+  memset(&t, 0, sizeof t);
+  pfi_error_clear(&err);
+  int status = 0;
+
+  optind = 1;
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+    switch (c) {
+    case 'h':
+      fputs(usage_text, stdout);
+      return 0;
+    case 'x':
+      xc = optarg;
+      break;
+    case 'y':
+      yc = optarg;
+      break;
+    case 'g':
+      gc = optarg;
+      break;
+    case 'v':
+      vc = optarg;
+      break;
+    case 'p':
+      pc = optarg;
+      break;
+    case 'f':
+      status = pfi_cli_format(cmd, optarg,
+                              PFI_FMT_ALLOW_TABLE | PFI_FMT_ALLOW_JSON, &fmt);
+      if (status)
+        return status;
+      break;
+    case ':':
+      return pfi_cli_usage(cmd, "option '%s' needs a value", argv[optind - 1]);
+    default:
+      return pfi_cli_usage(cmd, "unknown option '%s'", argv[optind - 1]);
+    }
+  }
+  if (optind >= argc)
+    return pfi_cli_usage(cmd, "missing test: spearman, pearson, ols, "
+                              "kruskal or fdr");
+  const char *name = argv[optind];
+  enum sub sub;
+  if (strcmp(name, "spearman") == 0)
+    sub = SUB_SPEARMAN;
+  else if (strcmp(name, "pearson") == 0)
+    sub = SUB_PEARSON;
+  else if (strcmp(name, "ols") == 0)
+    sub = SUB_OLS;
+  else if (strcmp(name, "kruskal") == 0)
+    sub = SUB_KRUSKAL;
+  else if (strcmp(name, "fdr") == 0)
+    sub = SUB_FDR;
+  else
+    return pfi_cli_usage(cmd,
+                         "unknown test '%s' (expected spearman, pearson, ols, "
+                         "kruskal or fdr)",
+                         name);
+  if (optind + 1 >= argc)
+    return pfi_cli_usage(cmd, "%s: missing FILE (use - for standard input)",
+                         name);
+  if (optind + 2 < argc)
+    return pfi_cli_usage(cmd, "unexpected argument '%s'", argv[optind + 2]);
+  const char *path = argv[optind + 1];
+  /* Options that belong to another test are a usage error: silently
+   * ignoring --group on a correlation would hide a typo'd command. */
+  const char *need1 = NULL, *need2 = NULL;
+  int ok_x = 0, ok_y = 0, ok_g = 0, ok_v = 0, ok_p = 0;
+  switch (sub) {
+  case SUB_SPEARMAN:
+  case SUB_PEARSON:
+  case SUB_OLS:
+    ok_x = ok_y = 1;
+    need1 = xc ? NULL : "--x";
+    need2 = yc ? NULL : "--y";
+    break;
+  case SUB_KRUSKAL:
+    ok_g = ok_v = 1;
+    need1 = gc ? NULL : "--group";
+    need2 = vc ? NULL : "--value";
+    break;
+  case SUB_FDR:
+    ok_p = 1;
+    need1 = pc ? NULL : "--p";
+    break;
+  }
+  if (need1 || need2)
+    return pfi_cli_usage(cmd, "%s: missing option %s", name,
+                         need1 ? need1 : need2);
+  if ((xc && !ok_x) || (yc && !ok_y) || (gc && !ok_g) || (vc && !ok_v) ||
+      (pc && !ok_p))
+    return pfi_cli_usage(cmd, "%s: an option given does not apply to this "
+                              "test",
+                         name);
+
+  if (pfi_table_load(&t, path, &err) < 0)
+    return pfi_cli_fail(&err);
+  switch (sub) {
+  case SUB_SPEARMAN:
+  case SUB_PEARSON:
+    status = do_corr(&t, xc, yc, sub == SUB_SPEARMAN, fmt, &err);
+    break;
+  case SUB_OLS:
+    status = do_ols(&t, yc, xc, fmt, &err);
+    break;
+  case SUB_KRUSKAL:
+    status = do_kruskal(&t, gc, vc, fmt, &err);
+    break;
+  case SUB_FDR:
+    status = do_fdr(&t, pc, fmt, &err);
+    break;
+  }
+  pfi_table_release(&t);
+  return status;
+}
