@@ -98,7 +98,7 @@ struct pfi_oracle_stats {
  * and the optimum to *total_tokens. The result is within an absolute
  * 1e-9 * (sum of |max y_i|) of the true optimum. Errors: PFI_EINFEASIBLE
  * (budget outside the bounds, message "infeasible by X W"), PFI_ENUMERIC
- * (branch and bound exceeded 10,000,000 nodes: an adversarial non-concave
+ * (branch and bound exceeded 2,000,000 nodes: an adversarial non-concave
  * instance; never an inexact answer), PFI_ENOMEM. `stats` may be NULL.
  */
 int pfi_oracle_solve(const struct pfi_problem *p, double budget_w,

@@ -1,0 +1,274 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Allocation strategies: proportional rules with floors, and pfi-curve. */
+#include "pfi/alloc.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const names[PFI_STRAT__COUNT] = {
+    "oracle", "equal", "moe-ft-weighted", "pfi-aware", "dram-copy",
+    "pfi-curve"};
+
+const char *pfi_strategy_name(enum pfi_strategy s) {
+  return (unsigned)s < PFI_STRAT__COUNT ? names[s] : "?";
+}
+
+int pfi_strategy_parse(const char *name) {
+  for (int i = 0; i < PFI_STRAT__COUNT; i++)
+    if (strcmp(name, names[i]) == 0)
+      return i;
+  return -1;
+}
+
+double pfi_alloc_total_tokens(const struct pfi_problem *p,
+                              const double *power_w) {
+  double t = 0;
+  for (size_t i = 0; i < p->njobs; i++)
+    t += pfi_problem_eval(p, i, power_w[i]);
+  return t;
+}
+
+struct ratio {
+  double r;
+  size_t i;
+};
+
+static int cmp_ratio(const void *a, const void *b) {
+  const struct ratio *x = a, *y = b;
+  if (x->r < y->r)
+    return -1;
+  if (x->r > y->r)
+    return 1;
+  return (x->i > y->i) - (x->i < y->i);
+}
+
+/*
+ * Cuts `C` watts: cut_i = min(room_i, t w_i) over jobs with w_i > 0 (others
+ * untouched). Adds to cut[]; returns the watts that could not be placed
+ * because every weighted job reached its floor.
+ */
+static double waterfill(size_t n, const double *room, const double *w,
+                        double C, double *cut, struct ratio *buf) {
+  size_t m = 0;
+  double W = 0;
+  for (size_t i = 0; i < n; i++)
+    if (w[i] > 0 && room[i] > 0) {
+      buf[m].r = room[i] / w[i];
+      buf[m].i = i;
+      m++;
+      W += w[i];
+    }
+  qsort(buf, m, sizeof *buf, cmp_ratio);
+  size_t k = 0;
+  /* Jobs whose room is below their proportional share hit the floor; the
+   * share they cannot take goes to the rest. */
+  while (k < m && C > 0 && W > 0 && buf[k].r * W <= C) {
+    size_t i = buf[k].i;
+    cut[i] += room[i];
+    C -= room[i];
+    W -= w[i];
+    k++;
+  }
+  if (k < m && C > 0 && W > 0) {
+    double t = C / W;
+    for (size_t q = k; q < m; q++) {
+      size_t i = buf[q].i;
+      double c = t * w[i];
+      if (c > room[i])
+        c = room[i];
+      cut[i] += c;
+    }
+    C = 0;
+  }
+  return C > 0 ? C : 0;
+}
+
+int pfi_alloc_proportional(const struct pfi_problem *p, double budget_w,
+                           const double *weight, double *power_w,
+                           struct pfi_error *err) {
+  int rc = pfi_problem_check_budget(p, budget_w, err);
+  if (rc < 0)
+    return rc;
+  size_t n = p->njobs;
+  for (size_t i = 0; i < n; i++)
+    if (!isfinite(weight[i]) || weight[i] < 0)
+      return pfi_error_set(err, PFI_EINVAL,
+                           "weight of job %zu is negative or not finite", i);
+  double *room = malloc((n + 1) * sizeof *room);
+  double *cut = calloc(n + 1, sizeof *cut);
+  double *w2 = calloc(n + 1, sizeof *w2);
+  struct ratio *buf = malloc((n + 1) * sizeof *buf);
+  if (!room || !cut || !w2 || !buf) {
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  double sum_hi = 0;
+  for (size_t i = 0; i < n; i++) {
+    room[i] = pfi_problem_hi(p, i) - pfi_problem_lo(p, i);
+    sum_hi += pfi_problem_hi(p, i);
+  }
+  double C = sum_hi - budget_w;
+  if (C < 0)
+    C = 0;
+  double left = waterfill(n, room, weight, C, cut, buf);
+  if (left > 0) {
+    /* Every weighted job is at its floor: the rest goes to the jobs with
+     * zero weight, in proportion to their uncapped power. */
+    for (size_t i = 0; i < n; i++) {
+      w2[i] = weight[i] > 0 ? 0 : pfi_problem_hi(p, i);
+      room[i] -= cut[i];
+    }
+    waterfill(n, room, w2, left, cut, buf);
+  }
+  for (size_t i = 0; i < n; i++)
+    power_w[i] = pfi_problem_hi(p, i) - cut[i];
+  rc = 0;
+out:
+  free(room);
+  free(cut);
+  free(w2);
+  free(buf);
+  return rc;
+}
+
+double pfi_curve_model_exponent(double pfi, double lo_w, double hi_w) {
+  if (!(hi_w > 0) || !(lo_w < hi_w) || !(pfi > 0) || !isfinite(pfi))
+    return pfi > 0 ? 1.0 : 0.05;
+  double um = (lo_w / hi_w + 1.0) / 2.0;
+  double g = 1.0 - log(pfi) / log(1.0 - um);
+  /* Keep the model finite and increasing whatever the estimate. */
+  if (!(g >= 0.05))
+    g = 0.05;
+  if (g > 50)
+    g = 50;
+  return g;
+}
+
+/* Points of the pfi-curve model per job: evenly spaced in the job's range,
+ * enough that the piecewise-linear model follows the smooth one closely. */
+#define MODEL_POINTS 9
+
+static int run_pfi_curve(const struct pfi_problem *p, double budget_w,
+                         const double *pfi, double *power_w,
+                         struct pfi_error *err) {
+  struct pfi_problem m;
+  pfi_problem_init(&m);
+  int rc = 0;
+  for (size_t i = 0; i < p->njobs; i++) {
+    double lo = pfi_problem_lo(p, i), hi = pfi_problem_hi(p, i);
+    double tmax = p->y[p->off[i + 1] - 1];
+    double g = pfi_curve_model_exponent(pfi[i], lo, hi);
+    double px[MODEL_POINTS], ty[MODEL_POINTS];
+    size_t k = lo < hi ? MODEL_POINTS : 1;
+    for (size_t j = 0; j < k; j++) {
+      double x = k > 1 ? lo + (hi - lo) * (double)j / (double)(k - 1) : hi;
+      double u = hi > 0 ? x / hi : 1.0;
+      if (u > 1)
+        u = 1;
+      px[j] = x;
+      ty[j] = tmax * (1.0 - pow(1.0 - u, g));
+    }
+    if ((rc = pfi_problem_add(&m, px, ty, k, lo, hi, err)) < 0)
+      goto out;
+  }
+  rc = pfi_oracle_solve(&m, budget_w, power_w, NULL, NULL, err);
+out:
+  pfi_problem_release(&m);
+  return rc;
+}
+
+int pfi_alloc_run(const struct pfi_problem *p, enum pfi_strategy s,
+                  double budget_w, const struct pfi_alloc_inputs *in,
+                  double *power_w, struct pfi_error *err) {
+  static const struct pfi_alloc_inputs none = {NULL, NULL, NULL};
+  if (!in)
+    in = &none;
+  size_t n = p->njobs;
+  if (s == PFI_STRAT_ORACLE)
+    return pfi_oracle_solve(p, budget_w, power_w, NULL, NULL, err);
+  if ((s == PFI_STRAT_PFI_AWARE || s == PFI_STRAT_PFI_CURVE) && !in->pfi)
+    return pfi_error_set(err, PFI_EINVAL, "strategy %s needs PFI estimates",
+                         names[s]);
+  if (s == PFI_STRAT_DRAM_COPY && !in->dram_copy)
+    return pfi_error_set(err, PFI_EINVAL,
+                         "strategy dram-copy needs the DRAM copy product");
+  if (s == PFI_STRAT_MOE_FT_WEIGHTED && !in->moe_ft)
+    return pfi_error_set(err, PFI_EINVAL,
+                         "strategy moe-ft-weighted needs each job's "
+                         "architecture and task");
+  if (s == PFI_STRAT_PFI_CURVE) {
+    int rc = pfi_problem_check_budget(p, budget_w, err);
+    if (rc < 0)
+      return rc;
+    return run_pfi_curve(p, budget_w, in->pfi, power_w, err);
+  }
+  if ((unsigned)s >= PFI_STRAT__COUNT)
+    return pfi_error_set(err, PFI_EINVAL, "unknown strategy %d", (int)s);
+  double *w = malloc((n + 1) * sizeof *w);
+  if (!w)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  for (size_t i = 0; i < n; i++) {
+    double pmax = pfi_problem_hi(p, i);
+    double tmax = p->y[p->off[i + 1] - 1];
+    switch (s) {
+    case PFI_STRAT_EQUAL:
+      w[i] = pmax;
+      break;
+    case PFI_STRAT_MOE_FT_WEIGHTED:
+      w[i] = pmax * (in->moe_ft[i] ? 2.0 : 1.0);
+      break;
+    case PFI_STRAT_PFI_AWARE:
+      /* The inverse of the job's linearized throughput lost per watt;
+       * a non-positive estimate (a linear model can give one) means the
+       * job should not be cut before the others. */
+      w[i] = (in->pfi[i] > 0 && tmax > 0) ? pmax * in->pfi[i] / tmax : 0.0;
+      break;
+    case PFI_STRAT_DRAM_COPY:
+      w[i] = in->dram_copy[i] > 0 ? in->dram_copy[i] : 0.0;
+      break;
+    default:
+      w[i] = pmax;
+      break;
+    }
+    if (!isfinite(w[i]))
+      w[i] = 0;
+  }
+  int rc = pfi_alloc_proportional(p, budget_w, w, power_w, err);
+  free(w);
+  return rc;
+}
+
+int pfi_cut_parse(const char *s, double *fraction, struct pfi_error *err) {
+  if (!s)
+    return pfi_error_set(err, PFI_EINVAL, "missing cut");
+  char *end;
+  double v = strtod(s, &end);
+  if (end == s)
+    return pfi_error_set(err, PFI_EINVAL,
+                         "cut '%s' is not a number (use 0.3 or 30%%)", s);
+  while (isspace((unsigned char)*end))
+    end++;
+  int pct = 0;
+  if (*end == '%') {
+    pct = 1;
+    end++;
+  }
+  while (isspace((unsigned char)*end))
+    end++;
+  if (*end != '\0' || !isfinite(v))
+    return pfi_error_set(err, PFI_EINVAL,
+                         "cut '%s' is not a number (use 0.3 or 30%%)", s);
+  if (pct)
+    v /= 100.0;
+  else if (v > 1)
+    return pfi_error_set(err, PFI_EINVAL,
+                         "cut '%s' above 1: write a percentage as '%g%%'", s,
+                         v);
+  if (v < 0 || v >= 1)
+    return pfi_error_set(err, PFI_EINVAL,
+                         "cut '%s' must be at least 0 and below 100%%", s);
+  *fraction = v;
+  return 0;
+}

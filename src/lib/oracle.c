@@ -1,0 +1,806 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Allocation problems and the exact oracle. The proof of exactness is in
+ * docs/predict-allocate.md ("Why the oracle is exact"); in short:
+ *
+ *  1. Replace every job's throughput f_i by its concave envelope g_i on the
+ *     job's current domain. The envelope problem is a fractional knapsack:
+ *     filling hull segments in order of decreasing slope is optimal, all
+ *     segments are full or empty except at most one, and its value is an
+ *     upper bound on the true problem over the same domains.
+ *  2. Every job whose segments are all full or empty sits on a hull vertex,
+ *     which is an original breakpoint, so g_i = f_i there. Only the one
+ *     partially filled job k can have g_k > f_k; the relaxation's point is
+ *     feasible, so (bound - gap_k) is a true objective value.
+ *  3. If the gap is zero the point is optimal. Otherwise job k lies strictly
+ *     inside a hull segment spanning original breakpoints u0 < ... < um;
+ *     its domain is split into [lo, u0], each original segment
+ *     [u_j, u_j+1] (on which f_k is linear), and [um, hi]. The pieces cover
+ *     the domain, so the best child is the optimum; each child strictly
+ *     shrinks k's domain, so the search is finite. A child whose bound does
+ *     not exceed the best value found (plus the tolerance) is pruned.
+ *
+ * Speed: hull segments are radix-sorted once by slope with prefix sums of
+ * lengths and gains, so a node that restricts s jobs is evaluated by a
+ * binary search costing O(s log M) for M segments, not O(M).
+ */
+#include "pfi/oracle.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_NODES 2000000u
+
+void pfi_problem_init(struct pfi_problem *p) { memset(p, 0, sizeof *p); }
+
+void pfi_problem_release(struct pfi_problem *p) {
+  if (!p)
+    return;
+  free(p->off);
+  free(p->x);
+  free(p->y);
+  memset(p, 0, sizeof *p);
+}
+
+void pfi_problem_clear(struct pfi_problem *p) {
+  p->njobs = 0;
+  p->npts = 0;
+  if (p->off)
+    p->off[0] = 0;
+}
+
+static int grow(struct pfi_problem *p, size_t addpts, struct pfi_error *err) {
+  if (p->njobs + 2 > p->jobs_cap) {
+    size_t nc = p->jobs_cap ? 2 * p->jobs_cap : 64;
+    while (nc < p->njobs + 2)
+      nc *= 2;
+    size_t *o = realloc(p->off, nc * sizeof *o);
+    if (!o)
+      return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    if (!p->off)
+      o[0] = 0;
+    p->off = o;
+    p->jobs_cap = nc;
+  }
+  if (p->npts + addpts > p->pts_cap) {
+    size_t nc = p->pts_cap ? 2 * p->pts_cap : 256;
+    while (nc < p->npts + addpts)
+      nc *= 2;
+    double *x = realloc(p->x, nc * sizeof *x);
+    if (!x)
+      return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    p->x = x;
+    double *y = realloc(p->y, nc * sizeof *y);
+    if (!y)
+      return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    p->y = y;
+    p->pts_cap = nc;
+  }
+  return 0;
+}
+
+/* Linear interpolation on sorted, strictly increasing xs; clamped. */
+static double interp(const double *xs, const double *ys, size_t n, double x) {
+  if (n == 1 || x <= xs[0])
+    return ys[0];
+  if (x >= xs[n - 1])
+    return ys[n - 1];
+  size_t lo = 0, hi = n - 1;
+  while (hi - lo > 1) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (xs[mid] <= x)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  double t = (x - xs[lo]) / (xs[hi] - xs[lo]);
+  return ys[lo] + t * (ys[hi] - ys[lo]);
+}
+
+int pfi_problem_add(struct pfi_problem *p, const double *power_w,
+                    const double *tokens, size_t n, double lo_w, double hi_w,
+                    struct pfi_error *err) {
+  if (n == 0)
+    return pfi_error_set(err, PFI_EINVAL, "a job needs at least one point");
+  if (!isfinite(lo_w) || !isfinite(hi_w) || lo_w > hi_w)
+    return pfi_error_set(err, PFI_EINVAL, "bad power range [%g, %g] W", lo_w,
+                         hi_w);
+  for (size_t i = 0; i < n; i++)
+    if (!isfinite(power_w[i]) || !isfinite(tokens[i]))
+      return pfi_error_set(err, PFI_EINVAL, "non-finite point %zu", i);
+  /* Sort a copy by power (insertion sort, stable: the first of equal
+   * powers stays first and the later ones are dropped). Curves have a
+   * handful of points. */
+  double sx[64], sy[64];
+  double *xs = n <= 64 ? sx : malloc(n * sizeof *xs);
+  double *ys = n <= 64 ? sy : malloc(n * sizeof *ys);
+  int rc = 0;
+  if (!xs || !ys) {
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++) {
+    size_t k = m;
+    int dup = 0;
+    for (size_t j = 0; j < m; j++)
+      if (xs[j] == power_w[i])
+        dup = 1;
+    if (dup)
+      continue;
+    while (k > 0 && xs[k - 1] > power_w[i]) {
+      xs[k] = xs[k - 1];
+      ys[k] = ys[k - 1];
+      k--;
+    }
+    xs[k] = power_w[i];
+    ys[k] = tokens[i];
+    m++;
+  }
+  double span = fabs(xs[m - 1]) + fabs(xs[0]) + 1.0;
+  if (lo_w < xs[0] - 1e-9 * span || hi_w > xs[m - 1] + 1e-9 * span) {
+    rc = pfi_error_set(err, PFI_EINVAL,
+                       "range [%g, %g] W outside the points' power span "
+                       "[%g, %g] W",
+                       lo_w, hi_w, xs[0], xs[m - 1]);
+    goto out;
+  }
+  if ((rc = grow(p, m + 2, err)) < 0)
+    goto out;
+  size_t w = p->npts;
+  p->x[w] = lo_w;
+  p->y[w] = interp(xs, ys, m, lo_w);
+  w++;
+  for (size_t i = 0; i < m; i++)
+    if (xs[i] > lo_w && xs[i] < hi_w) {
+      p->x[w] = xs[i];
+      p->y[w] = ys[i];
+      w++;
+    }
+  if (hi_w > lo_w) {
+    p->x[w] = hi_w;
+    p->y[w] = interp(xs, ys, m, hi_w);
+    w++;
+  }
+  p->npts = w;
+  p->njobs++;
+  p->off[p->njobs] = w;
+out:
+  if (xs && xs != sx)
+    free(xs);
+  if (ys && ys != sy)
+    free(ys);
+  return rc;
+}
+
+int pfi_problem_add_curve(struct pfi_problem *p, const struct pfi_curve *c,
+                          struct pfi_error *err) {
+  if (c->n == 0)
+    return pfi_error_set(err, PFI_EINVAL, "job %s has no points", c->job);
+  double px[64], ty[64];
+  size_t n = c->n > 64 ? 64 : c->n;
+  if (c->n > 64)
+    return pfi_error_set(err, PFI_EINVAL, "job %s has more than 64 points",
+                         c->job);
+  for (size_t i = 0; i < n; i++) {
+    px[i] = c->pts[i].power_w;
+    ty[i] = c->pts[i].tokens_per_s;
+  }
+  double lo = c->pts[0].power_w, hi = c->pts[c->n - 1].power_w;
+  if (lo > hi) {
+    double t = lo;
+    lo = hi;
+    hi = t;
+  }
+  return pfi_problem_add(p, px, ty, n, lo, hi, err);
+}
+
+double pfi_problem_eval(const struct pfi_problem *p, size_t i, double power_w) {
+  size_t a = p->off[i], b = p->off[i + 1];
+  return interp(p->x + a, p->y + a, b - a, power_w);
+}
+
+void pfi_problem_bounds(const struct pfi_problem *p, double *sum_lo,
+                        double *sum_hi) {
+  double lo = 0, hi = 0;
+  for (size_t i = 0; i < p->njobs; i++) {
+    lo += pfi_problem_lo(p, i);
+    hi += pfi_problem_hi(p, i);
+  }
+  *sum_lo = lo;
+  *sum_hi = hi;
+}
+
+static double power_tol(const struct pfi_problem *p) {
+  double s = 0;
+  for (size_t i = 0; i < p->njobs; i++)
+    s += fabs(pfi_problem_hi(p, i));
+  return 1e-9 * (s + 1.0);
+}
+
+int pfi_problem_check_budget(const struct pfi_problem *p, double budget_w,
+                             struct pfi_error *err) {
+  double lo, hi;
+  pfi_problem_bounds(p, &lo, &hi);
+  double tol = power_tol(p);
+  if (!isfinite(budget_w))
+    return pfi_error_set(err, PFI_EINVAL, "budget is not finite");
+  if (budget_w < lo - tol)
+    return pfi_error_set(err, PFI_EINFEASIBLE,
+                         "infeasible by %.3f W: budget %.3f W is below the "
+                         "jobs' floors (%.3f W in all)",
+                         lo - budget_w, budget_w, lo);
+  if (budget_w > hi + tol)
+    return pfi_error_set(err, PFI_EINFEASIBLE,
+                         "infeasible by %.3f W: budget %.3f W is above the "
+                         "jobs' uncapped power (%.3f W in all)",
+                         budget_w - hi, budget_w, hi);
+  return 0;
+}
+
+/* ---- the oracle ---- */
+
+/* A hull segment of one job between original breakpoints a < b (indices
+ * relative to the job). */
+struct seg {
+  double len, slope;
+  uint32_t a, b;
+  size_t job;
+};
+
+/* A branch-and-bound node: job `job` restricted to breakpoints [a, b]. */
+struct node {
+  size_t parent; /* SIZE_MAX at the root */
+  size_t job;
+  uint32_t a, b;
+};
+
+struct restr {
+  size_t job;
+  uint32_t a, b;
+  size_t nseg;   /* its segments in ctx->nseg_buf */
+  size_t segoff;
+};
+
+struct ctx {
+  const struct pfi_problem *p;
+  size_t M;          /* global hull segments, sorted by slope, descending */
+  struct seg *g;
+  double *lpre, *vpre; /* M + 1 prefix sums of lengths and of gains */
+  size_t *jseg;      /* njobs + 1 offsets into gpos */
+  size_t *gpos;      /* sorted position of each job's root hull segments */
+  double base_pow, base_val; /* sum of floors and of f at the floors */
+  double budget;
+  double tol_val, tol_pow;
+  unsigned char *mark; /* njobs flags: job restricted in this node */
+  /* scratch for one node */
+  struct restr *r;
+  size_t nr, rcap;
+  struct seg *ns;
+  size_t nns, nscap;
+};
+
+/* Upper concave hull of job breakpoints [a, b] (relative indices); appends
+ * its segments. Collinear points are dropped (the gap test below then sees
+ * no gap on them). */
+static int hull(const struct pfi_problem *p, size_t job, uint32_t a,
+                uint32_t b, struct seg **out, size_t *n, size_t *cap) {
+  const double *x = p->x + p->off[job], *y = p->y + p->off[job];
+  uint32_t st[130];
+  size_t top = 0;
+  if (b - a + 1 > 128)
+    return -1;
+  for (uint32_t i = a; i <= b; i++) {
+    while (top >= 2) {
+      uint32_t s0 = st[top - 2], s1 = st[top - 1];
+      double cr = (x[s1] - x[s0]) * (y[i] - y[s0]) -
+                  (y[s1] - y[s0]) * (x[i] - x[s0]);
+      if (cr >= 0)
+        top--;
+      else
+        break;
+    }
+    st[top++] = i;
+  }
+  for (size_t k = 0; k + 1 < top; k++) {
+    if (*n == *cap) {
+      size_t nc = *cap ? 2 * *cap : 64;
+      struct seg *s = realloc(*out, nc * sizeof *s);
+      if (!s)
+        return -1;
+      *out = s;
+      *cap = nc;
+    }
+    struct seg *s = &(*out)[(*n)++];
+    s->a = st[k];
+    s->b = st[k + 1];
+    s->len = x[s->b] - x[s->a];
+    s->slope = (y[s->b] - y[s->a]) / s->len;
+    s->job = job;
+  }
+  return 0;
+}
+
+/* Sortable key of a double: larger slope -> smaller key (descending). */
+static uint64_t desc_key(double d) {
+  uint64_t u;
+  memcpy(&u, &d, sizeof u);
+  u = (u >> 63) ? ~u : (u | 0x8000000000000000ULL);
+  return ~u;
+}
+
+/* LSD radix sort of segments by slope, descending; stable, so ties keep
+ * job order and the result is deterministic. */
+static int sort_segs(struct seg *s, size_t n) {
+  if (n < 2)
+    return 0;
+  struct seg *tmp = malloc(n * sizeof *tmp);
+  uint64_t *key = malloc(n * sizeof *key), *ktmp = malloc(n * sizeof *ktmp);
+  if (!tmp || !key || !ktmp) {
+    free(tmp);
+    free(key);
+    free(ktmp);
+    return -1;
+  }
+  for (size_t i = 0; i < n; i++)
+    key[i] = desc_key(s[i].slope);
+  for (int pass = 0; pass < 4; pass++) {
+    int shift = pass * 16;
+    size_t *cnt = calloc(65537, sizeof *cnt);
+    if (!cnt) {
+      free(tmp);
+      free(key);
+      free(ktmp);
+      return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+      cnt[((key[i] >> shift) & 0xFFFF) + 1]++;
+    for (size_t d = 0; d < 65536; d++)
+      cnt[d + 1] += cnt[d];
+    for (size_t i = 0; i < n; i++) {
+      size_t d = (key[i] >> shift) & 0xFFFF;
+      size_t at = cnt[d]++;
+      tmp[at] = s[i];
+      ktmp[at] = key[i];
+    }
+    memcpy(s, tmp, n * sizeof *s);
+    memcpy(key, ktmp, n * sizeof *key);
+    free(cnt);
+  }
+  free(tmp);
+  free(key);
+  free(ktmp);
+  return 0;
+}
+
+static double gslope(const struct ctx *c, long t) {
+  if (t < 0)
+    return INFINITY;
+  if ((size_t)t >= c->M)
+    return -INFINITY;
+  return c->g[t].slope;
+}
+
+static const struct restr *find_restr(const struct ctx *c, size_t job) {
+  for (size_t i = 0; i < c->nr; i++)
+    if (c->r[i].job == job)
+      return &c->r[i];
+  return NULL;
+}
+
+/* Collects the restrictions on the path from `id` to the root (deepest
+ * wins) and their hull segments. */
+static int gather(struct ctx *c, const struct node *nodes, size_t id) {
+  c->nr = 0;
+  c->nns = 0;
+  for (size_t k = id; k != SIZE_MAX; k = nodes[k].parent) {
+    if (nodes[k].job == SIZE_MAX || find_restr(c, nodes[k].job))
+      continue;
+    if (c->nr == c->rcap) {
+      size_t nc = c->rcap ? 2 * c->rcap : 16;
+      struct restr *r = realloc(c->r, nc * sizeof *r);
+      if (!r)
+        return -1;
+      c->r = r;
+      c->rcap = nc;
+    }
+    struct restr *r = &c->r[c->nr++];
+    r->job = nodes[k].job;
+    r->a = nodes[k].a;
+    r->b = nodes[k].b;
+    r->segoff = c->nns;
+    if (hull(c->p, r->job, r->a, r->b, &c->ns, &c->nns, &c->nscap) < 0)
+      return -1;
+    r->nseg = c->nns - r->segoff;
+  }
+  return 0;
+}
+
+/* Length and gain of the merged list before global position t. */
+static void merged_before(const struct ctx *c, long t, double *len,
+                          double *val) {
+  size_t tt = t < 0 ? 0 : (size_t)t;
+  double L = c->lpre[tt], V = c->vpre[tt];
+  double sl = gslope(c, t);
+  for (size_t i = 0; i < c->nr; i++) {
+    const struct restr *r = &c->r[i];
+    for (size_t k = c->jseg[r->job]; k < c->jseg[r->job + 1]; k++) {
+      size_t pos = c->gpos[k];
+      if (pos < tt) {
+        L -= c->g[pos].len;
+        V -= c->g[pos].len * c->g[pos].slope;
+      }
+    }
+    for (size_t k = 0; k < r->nseg; k++) {
+      const struct seg *s = &c->ns[r->segoff + k];
+      if (s->slope >= sl) {
+        L += s->len;
+        V += s->len * s->slope;
+      }
+    }
+  }
+  *len = L;
+  *val = V;
+}
+
+struct fill {
+  size_t job;
+  double amt;
+};
+
+struct nres {
+  int feasible;
+  double ub;     /* envelope bound */
+  double val;    /* true value of the relaxation's point */
+  double gap;    /* ub - val */
+  long tstar;    /* global items before this position are full */
+  int has_frac;  /* one segment is partially filled */
+  struct seg frac;
+  double frac_amt;
+  size_t nfill;  /* window fills (global item tstar and node segments) */
+  struct fill *fill;
+};
+
+static int cmp_seg_desc(const void *a, const void *b) {
+  const struct seg *x = *(const struct seg *const *)a,
+                   *y = *(const struct seg *const *)b;
+  if (x->slope > y->slope)
+    return -1;
+  if (x->slope < y->slope)
+    return 1;
+  return (x > y) - (x < y);
+}
+
+/* Evaluates the relaxation of the node whose restrictions are gathered;
+ * `fillbuf` has room for 1 + c->nns entries, `ptrbuf` for c->nns. */
+static void eval_node(const struct ctx *c, struct nres *o, struct fill *fillbuf,
+                      const struct seg **ptrbuf) {
+  const struct pfi_problem *p = c->p;
+  memset(o, 0, sizeof *o);
+  o->fill = fillbuf;
+  double bpow = c->base_pow, bval = c->base_val, total = c->lpre[c->M];
+  for (size_t i = 0; i < c->nr; i++) {
+    const struct restr *r = &c->r[i];
+    size_t o0 = p->off[r->job];
+    bpow += p->x[o0 + r->a] - p->x[o0];
+    bval += p->y[o0 + r->a] - p->y[o0];
+    for (size_t k = c->jseg[r->job]; k < c->jseg[r->job + 1]; k++)
+      total -= c->g[c->gpos[k]].len;
+    for (size_t k = 0; k < r->nseg; k++)
+      total += c->ns[r->segoff + k].len;
+  }
+  double R = c->budget - bpow;
+  if (R < -c->tol_pow || R > total + c->tol_pow)
+    return;
+  if (R < 0)
+    R = 0;
+  if (R > total)
+    R = total;
+  o->feasible = 1;
+  /* Largest t in [-1, M] with C(t) <= R, C the merged length before t. */
+  long lo = -1, hi = (long)c->M;
+  double L, V;
+  merged_before(c, hi, &L, &V);
+  if (L <= R) {
+    lo = hi;
+  } else {
+    while (hi - lo > 1) {
+      long mid = lo + (hi - lo) / 2;
+      merged_before(c, mid, &L, &V);
+      if (L <= R)
+        lo = mid;
+      else
+        hi = mid;
+    }
+  }
+  o->tstar = lo;
+  merged_before(c, lo, &L, &V);
+  double rem = R - L, val = bval + V;
+  /* The window: global item tstar (unless its job is restricted), then
+   * node segments with slope in [gslope(tstar + 1), gslope(tstar)). */
+  size_t nw = 0;
+  const struct seg **w = ptrbuf;
+  if (lo >= 0 && (size_t)lo < c->M && !c->mark[c->g[lo].job])
+    w[nw++] = &c->g[lo];
+  size_t first_node = nw;
+  double shi = gslope(c, lo), slo = gslope(c, lo + 1);
+  for (size_t k = 0; k < c->nns; k++)
+    if (c->ns[k].slope < shi && c->ns[k].slope >= slo)
+      w[nw++] = &c->ns[k];
+  qsort(w + first_node, nw - first_node, sizeof *w, cmp_seg_desc);
+  for (size_t k = 0; k < nw && rem > 0; k++) {
+    const struct seg *s = w[k];
+    double amt = rem >= s->len ? s->len : rem;
+    o->fill[o->nfill].job = s->job;
+    o->fill[o->nfill].amt = amt;
+    o->nfill++;
+    val += s->slope * amt;
+    rem -= amt;
+    if (amt < s->len) {
+      o->has_frac = 1;
+      o->frac = *s;
+      o->frac_amt = amt;
+    }
+  }
+  o->ub = val;
+  o->val = val;
+  if (o->has_frac && o->frac.b - o->frac.a > 1) {
+    size_t o0 = p->off[o->frac.job];
+    const double *x = p->x + o0 + o->frac.a, *y = p->y + o0 + o->frac.a;
+    size_t m = o->frac.b - o->frac.a + 1;
+    double at = x[0] + o->frac_amt;
+    double g = y[0] + o->frac.slope * o->frac_amt;
+    double f = interp(x, y, m, at);
+    if (g > f)
+      o->gap = g - f;
+    o->val = val - o->gap;
+  }
+}
+
+/* Writes the powers of the node's relaxation point. */
+static void materialize(const struct ctx *c, const struct nres *o,
+                        double *power) {
+  const struct pfi_problem *p = c->p;
+  for (size_t i = 0; i < p->njobs; i++)
+    power[i] = pfi_problem_lo(p, i);
+  size_t tt = o->tstar < 0 ? 0 : (size_t)o->tstar;
+  for (size_t pos = 0; pos < tt; pos++)
+    if (!c->mark[c->g[pos].job])
+      power[c->g[pos].job] += c->g[pos].len;
+  double sl = gslope(c, o->tstar);
+  for (size_t i = 0; i < c->nr; i++) {
+    const struct restr *r = &c->r[i];
+    double v = p->x[p->off[r->job] + r->a];
+    for (size_t k = 0; k < r->nseg; k++)
+      if (c->ns[r->segoff + k].slope >= sl)
+        v += c->ns[r->segoff + k].len;
+    power[r->job] = v;
+  }
+  for (size_t k = 0; k < o->nfill; k++)
+    power[o->fill[k].job] += o->fill[k].amt;
+  /* Rounding in the sums can leave a power an ulp outside its range. */
+  for (size_t i = 0; i < p->njobs; i++) {
+    if (power[i] < pfi_problem_lo(p, i))
+      power[i] = pfi_problem_lo(p, i);
+    if (power[i] > pfi_problem_hi(p, i))
+      power[i] = pfi_problem_hi(p, i);
+  }
+}
+
+static void ctx_free(struct ctx *c) {
+  free(c->g);
+  free(c->lpre);
+  free(c->vpre);
+  free(c->jseg);
+  free(c->gpos);
+  free(c->mark);
+  free(c->r);
+  free(c->ns);
+}
+
+static void set_marks(struct ctx *c, unsigned char v) {
+  for (size_t i = 0; i < c->nr; i++)
+    c->mark[c->r[i].job] = v;
+}
+
+int pfi_oracle_solve(const struct pfi_problem *p, double budget_w,
+                     double *power_w, double *total_tokens,
+                     struct pfi_oracle_stats *stats, struct pfi_error *err) {
+  int rc = pfi_problem_check_budget(p, budget_w, err);
+  if (rc < 0)
+    return rc;
+  struct ctx c;
+  memset(&c, 0, sizeof c);
+  c.p = p;
+  c.budget = budget_w;
+  c.tol_pow = power_tol(p);
+  struct node *nodes = NULL;
+  size_t nnodes = 0, nodes_cap = 0;
+  size_t *stack = NULL, nstack = 0, stack_cap = 0;
+  struct fill *fillbuf = NULL;
+  const struct seg **ptrbuf = NULL;
+  size_t fillcap = 0;
+  size_t njobs = p->njobs;
+  if (stats)
+    memset(stats, 0, sizeof *stats);
+
+  size_t cap = 0;
+  double yscale = 0;
+  for (size_t i = 0; i < njobs; i++) {
+    c.base_pow += pfi_problem_lo(p, i);
+    c.base_val += p->y[p->off[i]];
+    double ym = 0;
+    for (size_t k = p->off[i]; k < p->off[i + 1]; k++)
+      if (fabs(p->y[k]) > ym)
+        ym = fabs(p->y[k]);
+    yscale += ym;
+    size_t m = p->off[i + 1] - p->off[i];
+    if (m > 128) {
+      rc = pfi_error_set(err, PFI_EINVAL, "job %zu has more than 128 points",
+                         i);
+      goto out;
+    }
+    if (hull(p, i, 0, (uint32_t)(m - 1), &c.g, &c.M, &cap) < 0)
+      goto nomem;
+  }
+  c.tol_val = 1e-9 * (yscale + 1e-300);
+  if (sort_segs(c.g, c.M) < 0)
+    goto nomem;
+  c.lpre = malloc((c.M + 1) * sizeof *c.lpre);
+  c.vpre = malloc((c.M + 1) * sizeof *c.vpre);
+  c.jseg = calloc(njobs + 1, sizeof *c.jseg);
+  c.gpos = malloc((c.M + 1) * sizeof *c.gpos);
+  c.mark = calloc(njobs + 1, 1);
+  if (!c.lpre || !c.vpre || !c.jseg || !c.gpos || !c.mark)
+    goto nomem;
+  c.lpre[0] = c.vpre[0] = 0;
+  for (size_t t = 0; t < c.M; t++) {
+    c.lpre[t + 1] = c.lpre[t] + c.g[t].len;
+    c.vpre[t + 1] = c.vpre[t] + c.g[t].len * c.g[t].slope;
+    c.jseg[c.g[t].job + 1]++;
+  }
+  for (size_t i = 0; i < njobs; i++)
+    c.jseg[i + 1] += c.jseg[i];
+  {
+    size_t *fillpos = calloc(njobs + 1, sizeof *fillpos);
+    if (!fillpos)
+      goto nomem;
+    for (size_t t = 0; t < c.M; t++) {
+      size_t j = c.g[t].job;
+      c.gpos[c.jseg[j] + fillpos[j]++] = t;
+    }
+    free(fillpos);
+  }
+
+  /* Depth-first branch and bound from the root (no restriction). */
+  double best_val = -INFINITY;
+  size_t best = SIZE_MAX;
+  nodes_cap = 64;
+  nodes = malloc(nodes_cap * sizeof *nodes);
+  stack_cap = 64;
+  stack = malloc(stack_cap * sizeof *stack);
+  if (!nodes || !stack)
+    goto nomem;
+  nodes[0] = (struct node){SIZE_MAX, SIZE_MAX, 0, 0};
+  nnodes = 1;
+  stack[nstack++] = 0;
+  while (nstack > 0) {
+    size_t id = stack[--nstack];
+    if (gather(&c, nodes, id) < 0)
+      goto nomem;
+    if (c.nns + 1 > fillcap) {
+      fillcap = 2 * (c.nns + 1);
+      free(fillbuf);
+      free(ptrbuf);
+      fillbuf = malloc(fillcap * sizeof *fillbuf);
+      ptrbuf = malloc(fillcap * sizeof *ptrbuf);
+      if (!fillbuf || !ptrbuf)
+        goto nomem;
+    }
+    set_marks(&c, 1);
+    struct nres o;
+    eval_node(&c, &o, fillbuf, ptrbuf);
+    set_marks(&c, 0);
+    if (stats) {
+      stats->nodes++;
+      if (id == 0)
+        stats->upper_bound = o.ub;
+    }
+    if (!o.feasible || o.ub <= best_val + c.tol_val)
+      continue;
+    if (o.val > best_val) {
+      best_val = o.val;
+      best = id;
+    }
+    if (o.gap <= c.tol_val)
+      continue;
+    /* Branch on the partially filled job's domain. */
+    size_t k = o.frac.job;
+    const struct restr *r = find_restr(&c, k);
+    uint32_t ca = r ? r->a : 0,
+             cb = r ? r->b : (uint32_t)(p->off[k + 1] - p->off[k] - 1);
+    uint32_t pieces[130][2];
+    size_t np = 0;
+    if (o.frac.a > ca) {
+      pieces[np][0] = ca;
+      pieces[np++][1] = o.frac.a;
+    }
+    for (uint32_t j = o.frac.a; j < o.frac.b; j++) {
+      pieces[np][0] = j;
+      pieces[np++][1] = j + 1;
+    }
+    if (o.frac.b < cb) {
+      pieces[np][0] = o.frac.b;
+      pieces[np++][1] = cb;
+    }
+    if (nnodes + np > MAX_NODES) {
+      rc = pfi_error_set(err, PFI_ENUMERIC,
+                         "oracle: branch and bound exceeded %u nodes",
+                         MAX_NODES);
+      goto out;
+    }
+    if (nnodes + np > nodes_cap) {
+      while (nnodes + np > nodes_cap)
+        nodes_cap *= 2;
+      struct node *nn = realloc(nodes, nodes_cap * sizeof *nn);
+      if (!nn)
+        goto nomem;
+      nodes = nn;
+    }
+    if (nstack + np > stack_cap) {
+      while (nstack + np > stack_cap)
+        stack_cap *= 2;
+      size_t *ns = realloc(stack, stack_cap * sizeof *ns);
+      if (!ns)
+        goto nomem;
+      stack = ns;
+    }
+    for (size_t q = 0; q < np; q++) {
+      nodes[nnodes] = (struct node){id, k, pieces[q][0], pieces[q][1]};
+      stack[nstack++] = nnodes++;
+    }
+  }
+  if (best == SIZE_MAX) {
+    /* Cannot happen for a budget within the bounds: the root is feasible. */
+    rc = pfi_error_set(err, PFI_ENUMERIC, "oracle found no feasible point");
+    goto out;
+  }
+  if (gather(&c, nodes, best) < 0)
+    goto nomem;
+  if (c.nns + 1 > fillcap) {
+    fillcap = c.nns + 1;
+    free(fillbuf);
+    free(ptrbuf);
+    fillbuf = malloc(fillcap * sizeof *fillbuf);
+    ptrbuf = malloc(fillcap * sizeof *ptrbuf);
+    if (!fillbuf || !ptrbuf)
+      goto nomem;
+  }
+  {
+    set_marks(&c, 1);
+    struct nres o;
+    eval_node(&c, &o, fillbuf, ptrbuf);
+    materialize(&c, &o, power_w);
+    set_marks(&c, 0);
+  }
+  if (total_tokens) {
+    double t = 0;
+    for (size_t i = 0; i < njobs; i++)
+      t += pfi_problem_eval(p, i, power_w[i]);
+    *total_tokens = t;
+  }
+  rc = 0;
+  goto out;
+nomem:
+  rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+out:
+  ctx_free(&c);
+  free(nodes);
+  free(stack);
+  free(fillbuf);
+  free(ptrbuf);
+  return rc;
+}

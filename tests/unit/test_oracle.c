@@ -1,0 +1,399 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * The exact oracle against an independent solver (GLPK: an LP of segment
+ * variables for concave curves, a MILP of breakpoint weights with one
+ * binary per segment otherwise) on thousands of random small instances,
+ * and the allocation strategies' invariants: budget met, ranges kept, never
+ * above the oracle, equal = a uniform cut when no floor binds, floors
+ * redistributed as worked by hand.
+ */
+#include <glpk.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pfi/alloc.h"
+#include "pfi/oracle.h"
+#include "testutil.h"
+
+static unsigned long long rs = 0x2545F4914F6CDD1DULL;
+static double urand(void) {
+  rs ^= rs << 13;
+  rs ^= rs >> 7;
+  rs ^= rs << 17;
+  return (double)(rs >> 11) / 9007199254740992.0;
+}
+
+/* A random job: m points with increasing power; concave when asked
+ * (decreasing positive slopes), otherwise arbitrary throughputs. */
+static void random_job(struct pfi_problem *p, int concave) {
+  size_t m = 1 + (size_t)(urand() * 6);
+  double x[8], y[8];
+  x[0] = 50 + 400 * urand();
+  y[0] = 100 + 1000 * urand();
+  double slope = 5 * urand() + 0.5;
+  for (size_t j = 1; j < m; j++) {
+    x[j] = x[j - 1] + 1 + 200 * urand();
+    if (concave) {
+      slope *= urand();
+      y[j] = y[j - 1] + slope * (x[j] - x[j - 1]);
+    } else {
+      /* Mostly increasing, sometimes falling: noisy measured curves. */
+      y[j] = y[j - 1] + (urand() - 0.25) * 3 * (x[j] - x[j - 1]);
+    }
+  }
+  struct pfi_error err;
+  int rc = pfi_problem_add(p, x, y, m, x[0], x[m - 1], &err);
+  if (rc != 0)
+    fail_msg("pfi_problem_add: %s", err.msg);
+}
+
+/* GLPK, LP over segments; valid only for concave curves. */
+static double glpk_lp(const struct pfi_problem *p, double B) {
+  glp_prob *lp = glp_create_prob();
+  glp_set_obj_dir(lp, GLP_MAX);
+  glp_add_rows(lp, 1);
+  double base = 0, lo = 0;
+  for (size_t i = 0; i < p->njobs; i++) {
+    lo += p->x[p->off[i]];
+    base += p->y[p->off[i]];
+  }
+  glp_set_row_bnds(lp, 1, GLP_FX, B - lo, B - lo);
+  int nseg = 0;
+  for (size_t i = 0; i < p->njobs; i++)
+    nseg += (int)(p->off[i + 1] - p->off[i] - 1);
+  int *ind = malloc((nseg + 1) * sizeof *ind);
+  double *val = malloc((nseg + 1) * sizeof *val);
+  if (nseg > 0) {
+    glp_add_cols(lp, nseg);
+    int c = 1;
+    for (size_t i = 0; i < p->njobs; i++)
+      for (size_t k = p->off[i]; k + 1 < p->off[i + 1]; k++) {
+        double len = p->x[k + 1] - p->x[k];
+        glp_set_col_bnds(lp, c, GLP_DB, 0, len);
+        glp_set_obj_coef(lp, c, (p->y[k + 1] - p->y[k]) / len);
+        ind[c] = c;
+        val[c] = 1;
+        c++;
+      }
+    glp_set_mat_row(lp, 1, nseg, ind, val);
+  }
+  glp_smcp parm;
+  glp_init_smcp(&parm);
+  parm.msg_lev = GLP_MSG_OFF;
+  parm.presolve = GLP_ON;
+  int rc = glp_simplex(lp, &parm);
+  double obj = NAN;
+  if (nseg == 0)
+    obj = base;
+  else if (rc == 0 && glp_get_status(lp) == GLP_OPT)
+    obj = base + glp_get_obj_val(lp);
+  free(ind);
+  free(val);
+  glp_delete_prob(lp);
+  return obj;
+}
+
+/* GLPK, MILP: lambda_j weights of breakpoints, one binary per segment,
+ * lambda_j <= z_{j-1} + z_j (SOS2 by binaries). Exact for any curve. */
+static double glpk_milp(const struct pfi_problem *p, double B) {
+  glp_prob *mip = glp_create_prob();
+  glp_set_obj_dir(mip, GLP_MAX);
+  int ncol = 0;
+  for (size_t i = 0; i < p->njobs; i++) {
+    int m = (int)(p->off[i + 1] - p->off[i]);
+    ncol += m + (m > 1 ? m - 1 : 0);
+  }
+  glp_add_cols(mip, ncol);
+  int *ia = malloc((size_t)(8 * ncol + 16) * sizeof *ia);
+  int *ja = malloc((size_t)(8 * ncol + 16) * sizeof *ja);
+  double *ar = malloc((size_t)(8 * ncol + 16) * sizeof *ar);
+  int ne = 0, col = 1;
+  int budget_row = glp_add_rows(mip, 1);
+  glp_set_row_bnds(mip, budget_row, GLP_FX, B, B);
+  for (size_t i = 0; i < p->njobs; i++) {
+    int m = (int)(p->off[i + 1] - p->off[i]);
+    int lam = col, z = col + m;
+    for (int j = 0; j < m; j++) {
+      glp_set_col_bnds(mip, lam + j, GLP_DB, 0, 1);
+      glp_set_obj_coef(mip, lam + j, p->y[p->off[i] + j]);
+      ne++;
+      ia[ne] = budget_row;
+      ja[ne] = lam + j;
+      ar[ne] = p->x[p->off[i] + j];
+    }
+    int r = glp_add_rows(mip, 1); /* sum lambda = 1 */
+    glp_set_row_bnds(mip, r, GLP_FX, 1, 1);
+    for (int j = 0; j < m; j++) {
+      ne++;
+      ia[ne] = r;
+      ja[ne] = lam + j;
+      ar[ne] = 1;
+    }
+    if (m > 1) {
+      for (int s = 0; s < m - 1; s++) {
+        glp_set_col_kind(mip, z + s, GLP_BV);
+      }
+      int rz = glp_add_rows(mip, 1); /* sum z = 1 */
+      glp_set_row_bnds(mip, rz, GLP_FX, 1, 1);
+      for (int s = 0; s < m - 1; s++) {
+        ne++;
+        ia[ne] = rz;
+        ja[ne] = z + s;
+        ar[ne] = 1;
+      }
+      for (int j = 0; j < m; j++) { /* lambda_j - z_{j-1} - z_j <= 0 */
+        int rr = glp_add_rows(mip, 1);
+        glp_set_row_bnds(mip, rr, GLP_UP, 0, 0);
+        ne++;
+        ia[ne] = rr;
+        ja[ne] = lam + j;
+        ar[ne] = 1;
+        if (j > 0) {
+          ne++;
+          ia[ne] = rr;
+          ja[ne] = z + j - 1;
+          ar[ne] = -1;
+        }
+        if (j < m - 1) {
+          ne++;
+          ia[ne] = rr;
+          ja[ne] = z + j;
+          ar[ne] = -1;
+        }
+      }
+    }
+    col += m + (m > 1 ? m - 1 : 0);
+  }
+  glp_load_matrix(mip, ne, ia, ja, ar);
+  glp_iocp parm;
+  glp_init_iocp(&parm);
+  parm.msg_lev = GLP_MSG_OFF;
+  parm.presolve = GLP_ON;
+  int rc = glp_intopt(mip, &parm);
+  double obj = NAN;
+  if (rc == 0 && glp_mip_status(mip) == GLP_OPT)
+    obj = glp_mip_obj_val(mip);
+  free(ia);
+  free(ja);
+  free(ar);
+  glp_delete_prob(mip);
+  return obj;
+}
+
+static void check_feasible(const struct pfi_problem *p, const double *pw,
+                           double B, const char *what) {
+  double s = 0, scale = 1;
+  for (size_t i = 0; i < p->njobs; i++) {
+    double lo = pfi_problem_lo(p, i), hi = pfi_problem_hi(p, i);
+    /* Ranges: exact up to rounding of sums of a few hundred watts. */
+    if (pw[i] < lo - 1e-9 * hi || pw[i] > hi + 1e-9 * hi)
+      fail_msg("%s: job %zu power %.12g outside [%.12g, %.12g]", what, i,
+               pw[i], lo, hi);
+    s += pw[i];
+    scale += hi;
+  }
+  /* The budget is met up to rounding (relative 1e-9 of the total). */
+  if (fabs(s - B) > 1e-9 * scale)
+    fail_msg("%s: powers sum to %.12g, budget %.12g", what, s, B);
+}
+
+static void run_instances(int concave, int count) {
+  glp_term_out(GLP_OFF);
+  struct pfi_problem p;
+  pfi_problem_init(&p);
+  double pw[8], pw2[8], pfi[8], dram[8];
+  int moe_ft[8];
+  size_t total_nodes = 0, branched = 0;
+  for (int it = 0; it < count; it++) {
+    pfi_problem_clear(&p);
+    size_t n = 1 + (size_t)(urand() * 5);
+    for (size_t i = 0; i < n; i++)
+      random_job(&p, concave);
+    double lo, hi;
+    pfi_problem_bounds(&p, &lo, &hi);
+    double B = lo + (hi - lo) * urand();
+    struct pfi_error err;
+    double tot;
+    struct pfi_oracle_stats st;
+    int rc = pfi_oracle_solve(&p, B, pw, &tot, &st, &err);
+    if (rc != 0)
+      fail_msg("oracle failed on instance %d: %s", it, err.msg);
+    total_nodes += st.nodes;
+    branched += st.nodes > 1;
+    check_feasible(&p, pw, B, "oracle");
+    double ref = concave ? glpk_lp(&p, B) : glpk_milp(&p, B);
+    if (isnan(ref))
+      fail_msg("GLPK failed on instance %d", it);
+    /* GLPK's feasibility and integrality tolerances are about 1e-7
+     * relative; throughputs here are up to a few thousand per job. */
+    double tol = 1e-6 * (fabs(ref) + 1);
+    if (fabs(tot - ref) > tol)
+      fail_msg("instance %d (%s, %zu jobs, B=%.9g): oracle %.12g, GLPK "
+               "%.12g",
+               it, concave ? "concave" : "non-concave", n, B, tot, ref);
+    /* Every strategy is feasible and never beats the oracle. */
+    for (size_t i = 0; i < n; i++) {
+      pfi[i] = 0.5 + 2.5 * urand();
+      dram[i] = urand() < 0.2 ? 0.0 : urand();
+      moe_ft[i] = urand() < 0.5;
+    }
+    struct pfi_alloc_inputs in = {pfi, dram, moe_ft};
+    for (int s = 0; s < PFI_STRAT__COUNT; s++) {
+      rc = pfi_alloc_run(&p, (enum pfi_strategy)s, B, &in, pw2, &err);
+      if (rc != 0)
+        fail_msg("%s failed: %s", pfi_strategy_name(s), err.msg);
+      check_feasible(&p, pw2, B, pfi_strategy_name(s));
+      double t2 = pfi_alloc_total_tokens(&p, pw2);
+      if (t2 > tot + 1e-9 * (fabs(tot) + 1))
+        fail_msg("%s (%.12g) beats the oracle (%.12g) on instance %d",
+                 pfi_strategy_name(s), t2, tot, it);
+    }
+  }
+  /* The non-concave set must exercise branch and bound. */
+  if (!concave && branched == 0)
+    fail_msg("no non-concave instance needed branching");
+  print_message("%d %s instances, %zu branched, %zu nodes\n", count,
+                concave ? "concave" : "non-concave", branched, total_nodes);
+  pfi_problem_release(&p);
+}
+
+static void test_oracle_vs_glpk_concave(void **state) {
+  (void)state;
+  run_instances(1, 3000);
+}
+
+static void test_oracle_vs_glpk_nonconcave(void **state) {
+  (void)state;
+  run_instances(0, 3000);
+}
+
+/* A non-concave case worked by hand: two identical jobs, points (0,0),
+ * (10,0), (20,20) (convex), budget 20 W. Splitting 10/10 gives 0; giving
+ * one job 20 W gives 20, the optimum. */
+static void test_oracle_convex_by_hand(void **state) {
+  (void)state;
+  struct pfi_problem p;
+  pfi_problem_init(&p);
+  struct pfi_error err;
+  double x[] = {0, 10, 20}, y[] = {0, 0, 20};
+  assert_int_equal(pfi_problem_add(&p, x, y, 3, 0, 20, &err), 0);
+  assert_int_equal(pfi_problem_add(&p, x, y, 3, 0, 20, &err), 0);
+  double pw[2], tot;
+  assert_int_equal(pfi_oracle_solve(&p, 20, pw, &tot, NULL, &err), 0);
+  ASSERT_NEAR(tot, 20.0, 1e-12);
+  ASSERT_NEAR(fabs(pw[0] - pw[1]), 20.0, 1e-12);
+  /* Budget 30 W: one job at 20 (20 tok/s) and the other at 10 (0), or
+   * any split with one at 20: total 20; 15/15 would give 10. */
+  assert_int_equal(pfi_oracle_solve(&p, 30, pw, &tot, NULL, &err), 0);
+  ASSERT_NEAR(tot, 20.0, 1e-12);
+  /* Infeasible budget: 45 W above the 40 W of ceilings by 5 W. */
+  assert_int_equal(pfi_oracle_solve(&p, 45, pw, &tot, NULL, &err),
+                   PFI_EINFEASIBLE);
+  assert_non_null(strstr(err.msg, "infeasible by 5.000 W"));
+  pfi_problem_release(&p);
+}
+
+/* Equal weight with no floor binding is a uniform cut: each job keeps
+ * (1 - r) of its uncapped power. */
+static void test_equal_uniform(void **state) {
+  (void)state;
+  struct pfi_problem p;
+  pfi_problem_init(&p);
+  struct pfi_error err;
+  double x1[] = {400, 800}, y1[] = {50, 100};
+  double x2[] = {1000, 3000}, y2[] = {10, 30};
+  assert_int_equal(pfi_problem_add(&p, x1, y1, 2, 400, 800, &err), 0);
+  assert_int_equal(pfi_problem_add(&p, x2, y2, 2, 1000, 3000, &err), 0);
+  double pw[2];
+  double B = 0.8 * 3800; /* a 20 % cut: 640 + 2400 */
+  assert_int_equal(pfi_alloc_run(&p, PFI_STRAT_EQUAL, B, NULL, pw, &err), 0);
+  ASSERT_NEAR(pw[0], 640.0, 1e-9);
+  ASSERT_NEAR(pw[1], 2400.0, 1e-9);
+  pfi_problem_release(&p);
+}
+
+/* Floors bind: hi 100 and 100 W, floors 90 and 0 W, equal weights, cut
+ * 40 W. The proportional share is 20 W each; job 0 can give only 10, so
+ * job 1 gives 30: powers 90 and 70. */
+static void test_floor_redistributed(void **state) {
+  (void)state;
+  struct pfi_problem p;
+  pfi_problem_init(&p);
+  struct pfi_error err;
+  double xa[] = {90, 100}, ya[] = {9, 10};
+  double xb[] = {0, 100}, yb[] = {0, 10};
+  assert_int_equal(pfi_problem_add(&p, xa, ya, 2, 90, 100, &err), 0);
+  assert_int_equal(pfi_problem_add(&p, xb, yb, 2, 0, 100, &err), 0);
+  double pw[2], w[2] = {1, 1};
+  assert_int_equal(pfi_alloc_proportional(&p, 160, w, pw, &err), 0);
+  ASSERT_NEAR(pw[0], 90.0, 1e-12);
+  ASSERT_NEAR(pw[1], 70.0, 1e-12);
+  /* Zero weight on job 1: job 0 reaches its floor (10 W), the other 30 W
+   * fall back to job 1. */
+  double w0[2] = {1, 0};
+  assert_int_equal(pfi_alloc_proportional(&p, 160, w0, pw, &err), 0);
+  ASSERT_NEAR(pw[0], 90.0, 1e-12);
+  ASSERT_NEAR(pw[1], 70.0, 1e-12);
+  /* Infeasible: floors sum to 90 W, budget 80 W. */
+  assert_int_equal(pfi_alloc_proportional(&p, 80, w, pw, &err),
+                   PFI_EINFEASIBLE);
+  assert_non_null(strstr(err.msg, "infeasible by 10.000 W"));
+  pfi_problem_release(&p);
+}
+
+/* The range of a measured curve is [power at the lowest cap, uncapped
+ * power]; interior points outside it are dropped, end values interpolated.
+ */
+static void test_problem_range(void **state) {
+  (void)state;
+  struct pfi_problem p;
+  pfi_problem_init(&p);
+  struct pfi_error err;
+  double x[] = {300, 100, 200}, y[] = {30, 10, 25};
+  assert_int_equal(pfi_problem_add(&p, x, y, 3, 150, 300, &err), 0);
+  ASSERT_EQ_INT(p.off[1], 3); /* 150, 200, 300 */
+  ASSERT_NEAR(p.x[0], 150.0, 0);
+  ASSERT_NEAR(p.y[0], 17.5, 1e-12); /* halfway from 10 to 25 */
+  ASSERT_NEAR(pfi_problem_eval(&p, 0, 250), 27.5, 1e-12);
+  assert_int_equal(pfi_problem_add(&p, x, y, 3, 50, 300, &err), PFI_EINVAL);
+  pfi_problem_release(&p);
+}
+
+static void test_cut_parse(void **state) {
+  (void)state;
+  double f;
+  struct pfi_error err;
+  assert_int_equal(pfi_cut_parse("0.3", &f, &err), 0);
+  ASSERT_NEAR(f, 0.3, 0);
+  assert_int_equal(pfi_cut_parse("30%", &f, &err), 0);
+  ASSERT_NEAR(f, 0.3, 1e-15);
+  assert_int_equal(pfi_cut_parse("30", &f, &err), PFI_EINVAL);
+  assert_int_equal(pfi_cut_parse("100%", &f, &err), PFI_EINVAL);
+  assert_int_equal(pfi_cut_parse("-1%", &f, &err), PFI_EINVAL);
+  assert_int_equal(pfi_cut_parse("x", &f, &err), PFI_EINVAL);
+}
+
+/* The pfi-curve model reproduces the estimate: at the middle of the range
+ * the ratio (1 - u) / (1 - h(u)) equals the PFI it was built from. */
+static void test_curve_model(void **state) {
+  (void)state;
+  double lo = 400, hi = 1000, pfi = 1.8;
+  double g = pfi_curve_model_exponent(pfi, lo, hi);
+  double u = (lo / hi + 1) / 2;
+  double h = 1 - pow(1 - u, g);
+  ASSERT_NEAR((1 - u) / (1 - h), pfi, 1e-12);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_problem_range),
+      cmocka_unit_test(test_cut_parse),
+      cmocka_unit_test(test_curve_model),
+      cmocka_unit_test(test_oracle_convex_by_hand),
+      cmocka_unit_test(test_equal_uniform),
+      cmocka_unit_test(test_floor_redistributed),
+      cmocka_unit_test(test_oracle_vs_glpk_concave),
+      cmocka_unit_test(test_oracle_vs_glpk_nonconcave),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
