@@ -175,6 +175,7 @@ struct pfi_panel {
  * `width` x `height` pixels. */
 struct pfi_figure {
   int width, height;
+  int font_pt;              /* text size in points; 0 means 10 */
   int rows, cols;
   const struct pfi_panel *panels;
   size_t npanels;
@@ -214,5 +215,38 @@ int pfi_figure_svg(const struct pfi_figure *f, const char *id_prefix,
  * Exposed for tests.
  */
 char *pfi_svg_inline(const char *in, size_t len, const char *prefix);
+
+/* ---- the report ---------------------------------------------------------- */
+
+struct pfi_report_opts {
+  size_t ci_draws;        /* Monte Carlo draws per group; 0 means 10000 */
+  unsigned long seed;     /* seeds the intervals and the simulation */
+  int no_figures;         /* 1: tables only (no gnuplot needed) */
+  const char *what_ran;   /* plain text for the first screen saying what was
+                             run; NULL: described from the input alone */
+  size_t sim_workloads;   /* allocation simulation: workloads (0: 500) */
+  size_t sim_jobs;        /* jobs per workload (0: 100) */
+  /* Optional progress messages (the CLI prints them on stderr). */
+  void (*progress)(const char *msg, void *arg);
+  void *progress_arg;
+};
+
+/* Fills the defaults (10000 draws, seed 1, figures on). */
+void pfi_report_opts_init(struct pfi_report_opts *o);
+
+/*
+ * Analyses the campaign summarized in `in_dir` and writes every result
+ * table (NAME.csv and NAME.json) and report.html into `out_dir` (created
+ * when absent; may equal in_dir). Reads in_dir/curves.csv (required),
+ * in_dir/features.csv and in_dir/mechanism.csv (optional: the sections that
+ * need them say they are missing), and the published tables from pfi's data
+ * directory (data/paper/). The provenance shown on the first screen comes
+ * from curves.csv's `source` column (emulated / measured).
+ * Returns 0, or an error from reading the inputs (PFI_EPARSE with
+ * file:line:column, PFI_EIO, PFI_ENOTFOUND), from gnuplot (PFI_ENOTFOUND,
+ * PFI_ECHILD), PFI_ENOMEM.
+ */
+int pfi_report_build(const char *in_dir, const char *out_dir,
+                     const struct pfi_report_opts *o, struct pfi_error *err);
 
 #endif

@@ -86,10 +86,10 @@ int pfi_figure_script(const struct pfi_figure *f, struct pfi_html *b,
    * read as a subscript. The background is drawn so that the figure looks
    * the same on any page colour. */
   pfi_html_printf(b,
-                  "set terminal svg size %d,%d noenhanced font 'sans,10' "
+                  "set terminal svg size %d,%d noenhanced font 'sans,%d' "
                   "background '#ffffff'\n"
                   "set encoding utf8\nset output\n",
-                  f->width, f->height);
+                  f->width, f->height, f->font_pt > 0 ? f->font_pt : 10);
   /* Data first, as inline data blocks: the script is one file. */
   for (size_t p = 0; p < f->npanels; p++) {
     const struct pfi_panel *pn = &f->panels[p];

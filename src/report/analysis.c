@@ -1,0 +1,2035 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * The analysis behind the report (METHOD.md sections 1-5), on a summarized
+ * campaign: curves.csv, features.csv and mechanism.csv. Each section adds
+ * its result tables (written as CSV and JSON) and figures (inline SVG) to
+ * the page, beside the published values of data/paper/ where the paper has
+ * them. A section whose inputs are missing says what is missing.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "pfi/alloc.h"
+#include "pfi/csv.h"
+#include "pfi/curve.h"
+#include "pfi/data.h"
+#include "pfi/features.h"
+#include "pfi/index.h"
+#include "pfi/model.h"
+#include "pfi/oracle.h"
+#include "pfi/report.h"
+#include "pfi/sim.h"
+#include "pfi/stats.h"
+
+#include "report_int.h"
+
+enum { CAT_DENSE, CAT_MOE_PT, CAT_MOE_FT, CAT__N };
+static const char *const cat_key[CAT__N] = {"dense", "moe-pt", "moe-ft"};
+static const char *const cat_label[CAT__N] = {
+    "dense (PT and FT)", "MoE pretraining", "MoE fine-tuning"};
+
+/* The paper's noise when a point carries none: median standard errors of
+ * the mean of power (0.04 %) and throughput (0.05 %), METHOD.md section 1. */
+#define REL_SD_POWER 0.0004
+#define REL_SD_TOKENS 0.0005
+
+static const double coarse_caps[] = {200, 500, 600, 700};
+#define N_COARSE 4
+
+void pfi_report_opts_init(struct pfi_report_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->ci_draws = 10000;
+  o->seed = 1;
+}
+
+/* ---- helpers ------------------------------------------------------------ */
+
+void pfi__report_progress(struct pfi__report *r, const char *fmt, ...) {
+  if (!r->o->progress)
+    return;
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  r->o->progress(buf, r->o->progress_arg);
+}
+
+/* A new result table, kept by the report for writing and display. */
+struct pfi_rtable *pfi__report_table(struct pfi__report *r, const char *name,
+                                     const char *title, size_t ncols,
+                                     const char *const *cols) {
+  if (r->ntabs == sizeof r->tabs / sizeof r->tabs[0])
+    return NULL;
+  struct pfi_rtable *t = &r->tabs[r->ntabs];
+  if (pfi_rtable_init(t, name, title, ncols, cols))
+    return NULL;
+  r->ntabs++;
+  return t;
+}
+
+static int set_num(struct pfi_rtable *t, long row, const char *col, double v) {
+  long c = pfi_rtable_col(t, col);
+  return c < 0 ? PFI_EINVAL : pfi_rtable_set_num(t, (size_t)row, (size_t)c, v);
+}
+
+static int set_str(struct pfi_rtable *t, long row, const char *col,
+                   const char *s) {
+  long c = pfi_rtable_col(t, col);
+  return c < 0 ? PFI_EINVAL : pfi_rtable_set_str(t, (size_t)row, (size_t)c, s);
+}
+
+static void set_dec(struct pfi_rtable *t, const char *col, int d) {
+  long c = pfi_rtable_col(t, col);
+  if (c >= 0)
+    pfi_rtable_decimals(t, (size_t)c, d);
+}
+
+/* Difference ours - published, NaN when either is missing. */
+static double diff(double ours, double pub) {
+  return isfinite(ours) && isfinite(pub) ? ours - pub : NAN;
+}
+
+/* Appends a figure to the page (or a note when figures are off). */
+int pfi__report_figure(struct pfi__report *r, const struct pfi_figure *f,
+                       const char *caption) {
+  int no = ++r->nfigs;
+  struct pfi_html *b = &r->body;
+  if (r->o->no_figures) {
+    pfi_html_printf(b, "<p class=\"note\">Figure %d (", no);
+    pfi_html_text(b, caption);
+    pfi_html_puts(b, ") not drawn: figures were turned off.</p>\n");
+    return 0;
+  }
+  char prefix[32];
+  snprintf(prefix, sizeof prefix, "f%d-", no);
+  char *svg = NULL;
+  int rc = pfi_figure_svg(f, prefix, &svg, r->err);
+  if (rc)
+    return rc;
+  pfi_html_printf(b, "<figure class=\"fig\" id=\"fig-%d\">\n", no);
+  pfi_html_puts(b, svg);
+  pfi_html_printf(b, "<figcaption>Figure %d. ", no);
+  pfi_html_text(b, caption);
+  pfi_html_puts(b, "</figcaption>\n</figure>\n");
+  free(svg);
+  return pfi_html_ok(b) ? 0 : pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
+}
+
+static void para(struct pfi__report *r, const char *text) {
+  pfi_html_puts(&r->body, "<p>");
+  pfi_html_text(&r->body, text);
+  pfi_html_puts(&r->body, "</p>\n");
+}
+
+static void missing(struct pfi__report *r, const char *text) {
+  pfi_html_puts(&r->body, "<p class=\"missing\">Not available: ");
+  pfi_html_text(&r->body, text);
+  pfi_html_puts(&r->body, "</p>\n");
+}
+
+static void show_table(struct pfi__report *r, const struct pfi_rtable *t) {
+  pfi_html_puts(&r->body, "<div class=\"tabwrap\">");
+  pfi_rtable_html(t, &r->body);
+  pfi_html_puts(&r->body, "</div>\n");
+}
+
+/* Headline rows for the first screen: metric, ours, published, diff. */
+static void headline(struct pfi__report *r, const char *metric, double ours,
+                     double pub, int decimals) {
+  struct pfi_rtable *t = r->headline;
+  if (!t)
+    return;
+  long row = pfi_rtable_add_row(t);
+  if (row < 0)
+    return;
+  set_str(t, row, "metric", metric);
+  set_num(t, row, "ours", ours);
+  set_num(t, row, "published", pub);
+  set_num(t, row, "diff", diff(ours, pub));
+  (void)decimals;
+}
+
+/* ---- published tables --------------------------------------------------- */
+
+static int load_paper(struct pfi__report *r, const char *file,
+                      struct pfi_table *t, int *have) {
+  char rel[256], path[4096];
+  snprintf(rel, sizeof rel, "paper/%s", file);
+  *have = 0;
+  if (pfi_data_path(rel, path, sizeof path, NULL) != 0)
+    return 0; /* the page says the published values are missing */
+  int rc = pfi_table_load(t, path, r->err);
+  if (rc)
+    return rc;
+  *have = 1;
+  return 0;
+}
+
+/* Row of `key` in column `keycol` of a published table, or -1. */
+static long pub_row(const struct pfi_table *t, int have, const char *keycol,
+                    const char *key) {
+  if (!have)
+    return -1;
+  int c = pfi_table_find(t, keycol);
+  if (c < 0)
+    return -1;
+  for (size_t i = 0; i < t->nrows; i++) {
+    const char *v = pfi_table_cell(t, i, (size_t)c);
+    if (v && strcmp(v, key) == 0)
+      return (long)i;
+  }
+  return -1;
+}
+
+static double pub_num(const struct pfi_table *t, long row, const char *col) {
+  if (row < 0)
+    return NAN;
+  int c = pfi_table_find(t, col);
+  if (c < 0)
+    return NAN;
+  const char *v = pfi_table_cell(t, (size_t)row, (size_t)c);
+  double d;
+  if (!v || pfi_parse_double(v, &d) != 0)
+    return NAN;
+  return d;
+}
+
+/* ---- inputs --------------------------------------------------------------- */
+
+static int file_exists(const char *p) {
+  struct stat st;
+  return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* Provenance from curves.csv's `source` column. */
+static int read_source(struct pfi__report *r, const char *path) {
+  struct pfi_table t;
+  int rc = pfi_table_load(&t, path, r->err);
+  if (rc)
+    return rc;
+  int c = pfi_table_find(&t, "source");
+  int emu = 0, meas = 0, other = 0;
+  for (size_t i = 0; c >= 0 && i < t.nrows; i++) {
+    const char *v = pfi_table_cell(&t, i, (size_t)c);
+    if (v && strcmp(v, "emulated") == 0)
+      emu++;
+    else if (v && strcmp(v, "measured") == 0)
+      meas++;
+    else
+      other++;
+  }
+  pfi_table_release(&t);
+  if (c < 0 || (other && !emu && !meas))
+    snprintf(r->source, sizeof r->source, "unknown");
+  else if (emu && !meas && !other)
+    snprintf(r->source, sizeof r->source, "emulated");
+  else if (meas && !emu && !other)
+    snprintf(r->source, sizeof r->source, "measured");
+  else
+    snprintf(r->source, sizeof r->source, "mixed");
+  return 0;
+}
+
+static int load_inputs(struct pfi__report *r, const char *in_dir) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/curves.csv", in_dir);
+  if (!file_exists(path))
+    return pfi_error_set(r->err, PFI_ENOTFOUND,
+                         "%s: no curves.csv (run pfi trace summarize first, or "
+                         "give a trace store)",
+                         in_dir);
+  int rc = pfi_curveset_read(&r->cs, path, NULL, r->err);
+  if (rc)
+    return rc;
+  rc = read_source(r, path);
+  if (rc)
+    return rc;
+  snprintf(path, sizeof path, "%s/features.csv", in_dir);
+  if (file_exists(path)) {
+    rc = pfi_features_load(&r->feat, path, r->err);
+    if (rc)
+      return rc;
+    r->have_feat = 1;
+  }
+  snprintf(path, sizeof path, "%s/mechanism.csv", in_dir);
+  if (file_exists(path)) {
+    rc = pfi_table_load(&r->mech, path, r->err);
+    if (rc)
+      return rc;
+    r->have_mech = 1;
+  }
+  if ((rc = load_paper(r, "h200_headline_groups.csv", &r->pub_head,
+                       &r->have_pub_head)) ||
+      (rc = load_paper(r, "h200_heldout_groups.csv", &r->pub_held,
+                       &r->have_pub_held)) ||
+      (rc = load_paper(r, "h100_h200_matched_groups.csv", &r->pub_h100,
+                       &r->have_pub_h100)) ||
+      (rc = load_paper(r, "h200_grid_sensitivity.csv", &r->pub_grid,
+                       &r->have_pub_grid)) ||
+      (rc = load_paper(r, "h200_predictor_ablation.csv", &r->pub_abl,
+                       &r->have_pub_abl)))
+    return rc;
+  return 0;
+}
+
+/* ---- per-group indices ------------------------------------------------------ */
+
+/* Ratio PFI on the caps of `caps` only; NaN when a cap is missing. */
+static double pfi_on_caps(const struct pfi_curve *c, const double *caps,
+                          size_t ncaps) {
+  double cw[16], pw[16], tk[16];
+  if (ncaps > 16)
+    return NAN;
+  for (size_t k = 0; k < ncaps; k++) {
+    size_t i;
+    for (i = 0; i < c->n; i++)
+      if (fabs(c->pts[i].cap_w - caps[k]) < 1e-6)
+        break;
+    if (i == c->n)
+      return NAN;
+    cw[k] = c->pts[i].cap_w;
+    pw[k] = c->pts[i].power_w;
+    tk[k] = c->pts[i].tokens_per_s;
+  }
+  double v;
+  size_t used;
+  return pfi_index_ratio(cw, pw, tk, ncaps, &v, &used) == 1 ? v : NAN;
+}
+
+static int is_fine_grid(const struct pfi_curve *c) {
+  if (c->n != 6)
+    return 0;
+  for (size_t i = 0; i < 6; i++)
+    if (fabs(c->pts[i].cap_w - (200.0 + 100.0 * (double)i)) > 1e-6)
+      return 0;
+  return 1;
+}
+
+static int compute_groups(struct pfi__report *r) {
+  r->ng = r->cs.n;
+  r->g = calloc(r->ng ? r->ng : 1, sizeof *r->g);
+  if (!r->g)
+    return pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
+  size_t draws = r->o->ci_draws ? r->o->ci_draws : 10000;
+  for (size_t i = 0; i < r->ng; i++) {
+    struct pfi__group *g = &r->g[i];
+    g->c = &r->cs.c[i];
+    g->name = g->c->job;
+    snprintf(g->base, sizeof g->base, "%s", g->name);
+    char *at = strstr(g->base, "@h100");
+    if (at && at[5] == '\0') {
+      *at = '\0';
+      g->h100 = 1;
+    }
+    g->cat = -1;
+    g->feat = r->have_feat ? pfi_features_row(&r->feat, g->name) : -1;
+    if (g->feat >= 0) {
+      int moe, ft;
+      if (pfi_features_class(&r->feat, (size_t)g->feat, &moe, &ft, NULL) == 0)
+        g->cat = !moe ? CAT_DENSE : ft ? CAT_MOE_FT : CAT_MOE_PT;
+    }
+    long hr = pub_row(&r->pub_head, r->have_pub_head, "group", g->base);
+    long lr = pub_row(&r->pub_held, r->have_pub_held, "group", g->base);
+    if (g->cat < 0) {
+      /* Without features, a published group's class is the paper's. */
+      const struct pfi_table *t = hr >= 0 ? &r->pub_head : &r->pub_held;
+      long row = hr >= 0 ? hr : lr;
+      if (row >= 0) {
+        const char *a = pfi_table_cell(t, (size_t)row,
+                                       (size_t)pfi_table_find(t, "arch"));
+        const char *k = pfi_table_cell(t, (size_t)row,
+                                       (size_t)pfi_table_find(t, "task"));
+        if (a && k)
+          g->cat = strcmp(a, "moe") != 0 ? CAT_DENSE
+                   : strcmp(k, "ft") == 0 ? CAT_MOE_FT
+                                          : CAT_MOE_PT;
+      }
+    }
+    g->heldout = !g->h100 && lr >= 0;
+    if (!g->h100) {
+      g->pub = hr >= 0 ? pub_num(&r->pub_head, hr, "pfi")
+                       : pub_num(&r->pub_held, lr, "pfi");
+      g->pub_lo = pub_num(&r->pub_head, hr, "ci95_lo");
+      g->pub_hi = pub_num(&r->pub_head, hr, "ci95_hi");
+    } else {
+      long mr = pub_row(&r->pub_h100, r->have_pub_h100, "group", g->base);
+      g->pub = pub_num(&r->pub_h100, mr, "pfi_h100");
+      g->pub_lo = g->pub_hi = NAN;
+    }
+    struct pfi_index idx;
+    memset(&idx, 0, sizeof idx);
+    int rc = pfi_index_compute(g->c, &idx, r->err);
+    if (rc)
+      return rc;
+    g->pfi = idx.pfi_defined ? idx.pfi : NAN;
+    g->area = idx.pfi_area;
+    g->ce = idx.ce_defined ? idx.pfi_ce : NAN;
+    g->t_max = idx.t_max;
+    g->p_max = idx.p_max;
+    pfi_index_release(&idx);
+    double lo, hi;
+    /* Each group's stream is seeded from the run's seed and its position,
+     * so a group's interval does not depend on the draws of the others. */
+    rc = pfi_index_ci(g->c, draws, r->o->seed * 1000003ul + i, REL_SD_POWER,
+                      REL_SD_TOKENS, &lo, &hi, r->err);
+    if (rc < 0)
+      return rc;
+    g->lo = rc > 0 ? lo : NAN;
+    g->hi = rc > 0 ? hi : NAN;
+    g->fine = is_fine_grid(g->c);
+    g->coarse = g->fine ? pfi_on_caps(g->c, coarse_caps, N_COARSE) : NAN;
+    /* The screened set: H200 groups the models are fitted on. */
+    g->core = !g->h100 && !g->heldout;
+  }
+  return 0;
+}
+
+/* ---- section 1: characterization ------------------------------------------- */
+
+static int fig_raw_curves(struct pfi__report *r) {
+  size_t n = r->ng;
+  if (n == 0)
+    return 0;
+  struct pfi_panel *p = calloc(n, sizeof *p);
+  struct pfi_series *s = calloc(n, sizeof *s);
+  double *x = calloc(n * 16, sizeof *x), *y = calloc(n * 16, sizeof *y);
+  int rc = 0;
+  if (!p || !s || !x || !y) {
+    rc = pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  for (size_t i = 0; i < n; i++) {
+    const struct pfi_curve *c = r->g[i].c;
+    size_t m = c->n < 16 ? c->n : 16;
+    for (size_t k = 0; k < m; k++) {
+      x[i * 16 + k] = c->pts[k].power_w / 1000.0;
+      y[i * 16 + k] = c->pts[k].tokens_per_s / 1000.0;
+    }
+    s[i] = (struct pfi_series){.x = x + i * 16, .y = y + i * 16, .n = m,
+                               .color = r->g[i].cat >= 0 ? r->g[i].cat + 1 : 9};
+    pfi_panel_init(&p[i]);
+    p[i].title = r->g[i].name;
+    p[i].xlabel = "power (kW)";
+    p[i].ylabel = "k tokens/s";
+    p[i].series = &s[i];
+    p[i].nseries = 1;
+  }
+  int cols = 5;
+  int rows = (int)((n + (size_t)cols - 1) / (size_t)cols);
+  struct pfi_figure f = {.width = 1150, .height = 190 * rows + 20,
+                         .font_pt = 8, .rows = rows, .cols = cols,
+                         .panels = p, .npanels = n};
+  rc = pfi__report_figure(
+      r, &f,
+      "Raw power-throughput curves of every group: aggregate realized GPU "
+      "power against throughput, one point per cap (colour: blue dense, "
+      "orange MoE pretraining, green MoE fine-tuning, grey unknown).");
+out:
+  free(p);
+  free(s);
+  free(x);
+  free(y);
+  return rc;
+}
+
+static int fig_normalized(struct pfi__report *r) {
+  /* One panel per class (and one for H100 groups): P/P_max against
+   * T/T_max, with the proportional line T/T_max = P/P_max for reference. */
+  struct pfi_panel p[CAT__N + 1];
+  size_t n = r->ng;
+  struct pfi_series *s = calloc(n + CAT__N + 1, sizeof *s);
+  double *x = calloc(n * 16, sizeof *x), *y = calloc(n * 16, sizeof *y);
+  static const double diag[] = {0, 1};
+  int rc = 0;
+  if (!s || !x || !y) {
+    rc = pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  static const char *const titles[CAT__N + 1] = {
+      "dense (H200)", "MoE pretraining (H200)", "MoE fine-tuning (H200)",
+      "H100 groups"};
+  size_t ns = 0;
+  for (int c = 0; c <= CAT__N; c++) {
+    pfi_panel_init(&p[c]);
+    p[c].title = titles[c];
+    p[c].xlabel = "P / P_max";
+    p[c].ylabel = "T / T_max";
+    p[c].xmin = 0.2;
+    p[c].xmax = 1.02;
+    p[c].ymin = 0.2;
+    p[c].ymax = 1.02;
+    p[c].series = s + ns;
+    s[ns++] = (struct pfi_series){.x = diag, .y = diag, .n = 2,
+                                  .style = PFI_STYLE_LINES, .color = 9,
+                                  .dashed = 1};
+    for (size_t i = 0; i < n; i++) {
+      const struct pfi__group *g = &r->g[i];
+      int panel = g->h100 ? CAT__N : g->cat;
+      if (panel != c)
+        continue;
+      size_t m = g->c->n < 16 ? g->c->n : 16;
+      for (size_t k = 0; k < m; k++) {
+        x[i * 16 + k] = g->c->pts[k].power_w / g->p_max;
+        y[i * 16 + k] = g->c->pts[k].tokens_per_s / g->t_max;
+      }
+      s[ns++] = (struct pfi_series){.x = x + i * 16, .y = y + i * 16,
+                                    .n = m, .color = c + 1};
+    }
+    p[c].nseries = (size_t)(s + ns - p[c].series);
+  }
+  struct pfi_figure f = {.width = 1100, .height = 320, .rows = 1, .cols = 4,
+                         .panels = p, .npanels = CAT__N + 1};
+  rc = pfi__report_figure(
+      r, &f,
+      "Normalized curves: throughput and power as fractions of the uncapped "
+      "run. Points above the dashed proportional line lose less throughput "
+      "than power (PFI above 1). Groups of unknown class are left out.");
+out:
+  free(s);
+  free(x);
+  free(y);
+  return rc;
+}
+
+static int fig_categories(struct pfi__report *r) {
+  /* PFI of each H200 group by class, ours beside published (offset). */
+  size_t n = r->ng;
+  double *x = calloc(n + 1, sizeof *x), *y = calloc(n + 1, sizeof *y);
+  double *px = calloc(n + 1, sizeof *px), *py = calloc(n + 1, sizeof *py);
+  int rc = 0;
+  if (!x || !y || !px || !py) {
+    rc = pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  size_t m = 0, pm = 0, per[CAT__N] = {0};
+  for (size_t i = 0; i < n; i++) {
+    const struct pfi__group *g = &r->g[i];
+    if (g->h100 || g->cat < 0 || !isfinite(g->pfi))
+      continue;
+    /* Spread points of a class sideways so that equal values stay
+     * visible; deterministic (by order), no random jitter. */
+    double off = -0.25 + 0.03 * (double)(per[g->cat]++ % 8);
+    x[m] = g->cat + 1 + off;
+    y[m++] = g->pfi;
+    if (isfinite(g->pub)) {
+      px[pm] = g->cat + 1 + off + 0.3;
+      py[pm++] = g->pub;
+    }
+  }
+  struct pfi_series s[2] = {
+      {.title = "ours", .x = x, .y = y, .n = m, .style = PFI_STYLE_POINTS,
+       .color = 1},
+      {.title = "published", .x = px, .y = py, .n = pm,
+       .style = PFI_STYLE_POINTS, .color = 2}};
+  static const double tp[] = {1, 2, 3};
+  struct pfi_panel p;
+  pfi_panel_init(&p);
+  p.title = "PFI by architecture-task class (H200)";
+  p.ylabel = "PFI (ratio definition)";
+  p.xmin = 0.5;
+  p.xmax = 3.5;
+  p.series = s;
+  p.nseries = 2;
+  p.xtic_pos = tp;
+  p.xtic_label = cat_label;
+  p.nxtics = 3;
+  p.key = 1;
+  p.key_pos = "top left";
+  struct pfi_figure f = {.width = 700, .height = 380, .rows = 1, .cols = 1,
+                         .panels = &p, .npanels = 1};
+  rc = pfi__report_figure(r, &f,
+                          "PFI by class: each point one group (ours left, the "
+                          "published value of the same group right).");
+out:
+  free(x);
+  free(y);
+  free(px);
+  free(py);
+  return rc;
+}
+
+static int sec_characterization(struct pfi__report *r) {
+  pfi_html_puts(&r->body, "<section id=\"characterization\"><h2>1. "
+                          "Characterization: power-throughput curves and PFI"
+                          "</h2>\n");
+  para(r, "Every group's sweep gives one (power, throughput) point per cap. "
+          "The Power Flexibility Index (ratio definition) averages, over the "
+          "capped points, the fraction of power given up divided by the "
+          "fraction of throughput lost; 95 % intervals come from Monte Carlo "
+          "resampling of each point within its noise. The area and "
+          "constant-elasticity definitions are shown beside it.");
+  int rc = fig_raw_curves(r);
+  if (!rc)
+    rc = fig_normalized(r);
+  if (rc)
+    return rc;
+  static const char *const cols[] = {
+      "group", "gpu", "class", "gpus", "caps", "pfi", "ci95_lo", "ci95_hi",
+      "pfi_area", "pfi_ce", "pfi_published", "ci95_lo_published",
+      "ci95_hi_published", "diff"};
+  struct pfi_rtable *t = pfi__report_table(
+      r, "groups", "PFI of every group (ours) beside the published value", 14,
+      cols);
+  if (!t)
+    return pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
+  set_dec(t, "gpus", 0);
+  set_dec(t, "caps", 0);
+  set_dec(t, "ci95_lo", 3);
+  set_dec(t, "pfi_area", 4);
+  for (size_t i = 0; i < r->ng; i++) {
+    const struct pfi__group *g = &r->g[i];
+    long row = pfi_rtable_add_row(t);
+    if (row < 0)
+      return pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
+    set_str(t, row, "group", g->name);
+    set_str(t, row, "gpu", g->h100 ? "H100" : "H200");
+    set_str(t, row, "class", g->cat >= 0 ? cat_key[g->cat] : NULL);
+    set_num(t, row, "gpus", g->c->gpus > 0 ? g->c->gpus : NAN);
+    set_num(t, row, "caps", (double)g->c->n);
+    set_num(t, row, "pfi", g->pfi);
+    set_num(t, row, "ci95_lo", g->lo);
+    set_num(t, row, "ci95_hi", g->hi);
+    set_num(t, row, "pfi_area", g->area);
+    set_num(t, row, "pfi_ce", g->ce);
+    set_num(t, row, "pfi_published", g->pub);
+    set_num(t, row, "ci95_lo_published", g->pub_lo);
+    set_num(t, row, "ci95_hi_published", g->pub_hi);
+    set_num(t, row, "diff", diff(g->pfi, g->pub));
+  }
+  show_table(r, t);
+
+  /* Class medians and means over the H200 headline groups (core), ours
+   * and published (recomputed from the published per-group table). */
+  static const char *const ccols[] = {
+      "class", "n", "median", "mean", "min", "max", "median_published",
+      "mean_published", "diff_median", "diff_mean"};
+  struct pfi_rtable *ct = pfi__report_table(
+      r, "categories",
+      "PFI by class over the H200 headline groups (published: recomputed "
+      "from the paper's per-group table)",
+      10, ccols);
+  if (!ct)
+    return pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
+  set_dec(ct, "n", 0);
+  double all_min = INFINITY, all_max = -INFINITY;
+  double pub_min = INFINITY, pub_max = -INFINITY;
+  for (int c = 0; c < CAT__N; c++) {
+    double v[256], pv[256];
+    size_t n = 0, pn = 0;
+    for (size_t i = 0; i < r->ng && n < 256; i++) {
+      const struct pfi__group *g = &r->g[i];
+      if (!g->core || g->cat != c || !isfinite(g->pfi))
+        continue;
+      v[n++] = g->pfi;
+      all_min = fmin(all_min, g->pfi);
+      all_max = fmax(all_max, g->pfi);
+    }
+    if (r->have_pub_head) {
+      int ac = pfi_table_find(&r->pub_head, "arch");
+      int tc = pfi_table_find(&r->pub_head, "task");
+      for (size_t i = 0; i < r->pub_head.nrows && pn < 256; i++) {
+        const char *a = pfi_table_cell(&r->pub_head, i, (size_t)ac);
+        const char *k = pfi_table_cell(&r->pub_head, i, (size_t)tc);
+        int pc = (!a || strcmp(a, "moe") != 0) ? CAT_DENSE
+                 : (k && strcmp(k, "ft") == 0) ? CAT_MOE_FT
+                                               : CAT_MOE_PT;
+        double d = pub_num(&r->pub_head, (long)i, "pfi");
+        if (pc == c && isfinite(d)) {
+          pv[pn++] = d;
+          pub_min = fmin(pub_min, d);
+          pub_max = fmax(pub_max, d);
+        }
+      }
+    }
+    long row = pfi_rtable_add_row(ct);
+    if (row < 0)
+      return pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
+    double med = NAN, mean = NAN, mn = NAN, mx = NAN, pmed = NAN, pmean = NAN;
+    if (n) {
+      pfi_stats_median(v, n, &med, NULL);
+      double s = 0;
+      mn = INFINITY;
+      mx = -INFINITY;
+      for (size_t k = 0; k < n; k++) {
+        s += v[k];
+        mn = fmin(mn, v[k]);
+        mx = fmax(mx, v[k]);
+      }
+      mean = s / (double)n;
+    }
+    if (pn) {
+      pfi_stats_median(pv, pn, &pmed, NULL);
+      double s = 0;
+      for (size_t k = 0; k < pn; k++)
+        s += pv[k];
+      pmean = s / (double)pn;
+    }
+    set_str(ct, row, "class", cat_key[c]);
+    set_num(ct, row, "n", (double)n);
+    set_num(ct, row, "median", med);
+    set_num(ct, row, "mean", mean);
+    set_num(ct, row, "min", mn);
+    set_num(ct, row, "max", mx);
+    set_num(ct, row, "median_published", pmed);
+    set_num(ct, row, "mean_published", pmean);
+    set_num(ct, row, "diff_median", diff(med, pmed));
+    set_num(ct, row, "diff_mean", diff(mean, pmean));
+    char metric[64];
+    snprintf(metric, sizeof metric, "median PFI, %s", cat_label[c]);
+    headline(r, metric, med, pmed, 2);
+  }
+  headline(r, "lowest PFI (H200 headline groups)",
+           isfinite(all_min) ? all_min : NAN,
+           isfinite(pub_min) ? pub_min : NAN, 2);
+  headline(r, "highest PFI (H200 headline groups)",
+           isfinite(all_max) ? all_max : NAN,
+           isfinite(pub_max) ? pub_max : NAN, 2);
+  int rc2 = fig_categories(r);
+  if (rc2)
+    return rc2;
+  show_table(r, ct);
+  pfi_html_puts(&r->body, "</section>\n");
+  return 0;
+}
+
+/* ---- section 2: mechanism ---------------------------------------------------- */
+
+/* The H200 group of the same configuration as H100 group g: the same id,
+ * else the H200 id that the H100 id extends ("x8" and "x8-ep8"). */
+static const struct pfi__group *h200_twin(const struct pfi__report *r,
+                                          const struct pfi__group *g) {
+  const struct pfi__group *best = NULL;
+  for (size_t i = 0; i < r->ng; i++) {
+    const struct pfi__group *h = &r->g[i];
+    if (h->h100)
+      continue;
+    if (strcmp(h->name, g->base) == 0)
+      return h;
+    size_t n = strlen(h->name);
+    if (strncmp(h->name, g->base, n) == 0 && g->base[n] == '-' &&
+        (!best || strlen(best->name) < n))
+      best = h;
+  }
+  return best;
+}
+
+/* Spearman rho, NaN when undefined. */
+static double rho_of(const double *x, const double *y, size_t n) {
+  double rho;
+  if (n < 3 || pfi_stats_spearman(x, y, n, &rho, NULL, NULL) != 0)
+    return NAN;
+  return rho;
+}
+
+static int fig_mechanism(struct pfi__report *r) {
+  int jc = pfi_table_find(&r->mech, "job");
+  int cc = pfi_table_find(&r->mech, "cap_w");
+  int sc = pfi_table_find(&r->mech, "sm_clock_mhz");
+  int mc = pfi_table_find(&r->mech, "mem_clock_mhz");
+  if (jc < 0 || cc < 0 || sc < 0 || mc < 0) {
+    missing(r, "mechanism.csv lacks one of the columns job, cap_w, "
+               "sm_clock_mhz, mem_clock_mhz.");
+    return 0;
+  }
+  size_t n = r->ng;
+  struct pfi_series *s = calloc(2 * n + 2, sizeof *s);
+  double *x = calloc(n * 16, sizeof *x), *ys = calloc(n * 16, sizeof *ys),
+         *ym = calloc(n * 16, sizeof *ym);
+  int rc = 0;
+  if (!s || !x || !ys || !ym) {
+    rc = pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  size_t ns = 0;
+  for (size_t i = 0; i < n; i++) {
+    size_t m = 0;
+    for (size_t row = 0; row < r->mech.nrows && m < 16; row++) {
+      const char *j = pfi_table_cell(&r->mech, row, (size_t)jc);
+      double cap, sm, mem;
+      if (!j || strcmp(j, r->g[i].name) != 0)
+        continue;
+      if (pfi_table_double(&r->mech, row, (size_t)cc, &cap, NULL) ||
+          pfi_table_double(&r->mech, row, (size_t)sc, &sm, NULL) ||
+          pfi_table_double(&r->mech, row, (size_t)mc, &mem, NULL))
+        continue;
+      x[i * 16 + m] = cap;
+      ys[i * 16 + m] = sm;
+      ym[i * 16 + m] = mem;
+      m++;
+    }
+    if (m == 0)
+      continue;
+    int color = r->g[i].h100 ? 9 : r->g[i].cat >= 0 ? r->g[i].cat + 1 : 7;
+    s[ns] = (struct pfi_series){.x = x + i * 16, .y = ys + i * 16, .n = m,
+                                .color = color, .dashed = r->g[i].h100};
+    s[n + ns] = s[ns];
+    s[n + ns].y = ym + i * 16;
+    ns++;
+  }
+  struct pfi_panel p[2];
+  pfi_panel_init(&p[0]);
+  pfi_panel_init(&p[1]);
+  p[0].title = "SM clock against cap";
+  p[0].xlabel = "per-GPU power cap (W)";
+  p[0].ylabel = "SM clock (MHz)";
+  p[0].series = s;
+  p[0].nseries = ns;
+  p[1].title = "memory clock against cap";
+  p[1].xlabel = "per-GPU power cap (W)";
+  p[1].ylabel = "memory clock (MHz)";
+  p[1].ymin = 0;
+  p[1].series = s + n;
+  p[1].nseries = ns;
+  struct pfi_figure f = {.width = 1000, .height = 360, .rows = 1, .cols = 2,
+                         .panels = p, .npanels = 2};
+  rc = pfi__report_figure(
+      r, &f,
+      "Mechanism: steady-state SM and memory clocks of every run against its "
+      "cap (one line per group; colour by class, H100 groups dashed grey). "
+      "Under a cap the SM clock falls while the memory clock stays put.");
+out:
+  free(s);
+  free(x);
+  free(ys);
+  free(ym);
+  return rc;
+}
+
+static int sec_mechanism(struct pfi__report *r) {
+  pfi_html_puts(&r->body, "<section id=\"mechanism\"><h2>2. Mechanism: "
+                          "clocks under a cap, and H100 against H200</h2>\n");
+  para(r, "A capped GPU lowers its SM clock; the memory clock does not move. "
+          "Work bound by memory bandwidth therefore loses less throughput per "
+          "watt removed, which is why memory-heavy jobs have the higher PFI.");
+  int rc = 0;
+  if (r->have_mech)
+    rc = fig_mechanism(r);
+  else
+    missing(r, "mechanism.csv (per-run clocks) is not in the input; "
+               "`pfi report` on a trace store writes it.");
+  if (rc)
+    return rc;
+
+  static const char *const cols[] = {
+      "group", "pfi_h200", "pfi_h100", "pfi_h200_published",
+      "pfi_h100_published", "diff_h200", "diff_h100"};
+  struct pfi_rtable *t = pfi__report_table(
+      r, "h100_h200", "Matched H100 and H200 groups", 7, cols);
+  if (!t)
+    return pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
+  double a[64], b[64];
+  size_t n = 0;
+  for (size_t i = 0; i < r->ng; i++) {
+    const struct pfi__group *g = &r->g[i];
+    if (!g->h100)
+      continue;
+    const struct pfi__group *h = h200_twin(r, g);
+    long mr = pub_row(&r->pub_h100, r->have_pub_h100, "group", g->base);
+    long row = pfi_rtable_add_row(t);
+    if (row < 0)
+      return pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
+    double ph200 = pub_num(&r->pub_h100, mr, "pfi_h200");
+    set_str(t, row, "group", g->base);
+    set_num(t, row, "pfi_h200", h ? h->pfi : NAN);
+    set_num(t, row, "pfi_h100", g->pfi);
+    set_num(t, row, "pfi_h200_published", ph200);
+    set_num(t, row, "pfi_h100_published", g->pub);
+    set_num(t, row, "diff_h200", diff(h ? h->pfi : NAN, ph200));
+    set_num(t, row, "diff_h100", diff(g->pfi, g->pub));
+    if (h && isfinite(h->pfi) && isfinite(g->pfi) && n < 64) {
+      a[n] = h->pfi;
+      b[n++] = g->pfi;
+    }
+  }
+  if (t->nrows == 0) {
+    missing(r, "no H100 groups (ids ending in @h100) in the input.");
+  } else {
+    show_table(r, t);
+  }
+  r->rho_h100 = rho_of(a, b, n);
+  r->n_h100 = n;
+  /* The published rank correlation, recomputed from the published table. */
+  double pa[64], pb[64];
+  size_t pn = 0;
+  for (size_t i = 0; r->have_pub_h100 && i < r->pub_h100.nrows && pn < 64;
+       i++) {
+    double x = pub_num(&r->pub_h100, (long)i, "pfi_h200");
+    double y = pub_num(&r->pub_h100, (long)i, "pfi_h100");
+    if (isfinite(x) && isfinite(y)) {
+      pa[pn] = x;
+      pb[pn++] = y;
+    }
+  }
+  r->rho_h100_pub = rho_of(pa, pb, pn);
+  pfi_html_puts(&r->body, "</section>\n");
+  return 0;
+}
+
+/* ---- section 3: statistics ---------------------------------------------------- */
+
+static int is_meta_col(const char *name) {
+  static const char *const meta[] = {"job", "arch", "task", "gpus", "source",
+                                     "model", "variant", "grid", "gpu"};
+  for (size_t i = 0; i < sizeof meta / sizeof meta[0]; i++)
+    if (strcmp(name, meta[i]) == 0)
+      return 1;
+  return 0;
+}
+
+/* Values of features column `col` and PFI over the core groups; returns the
+ * count, 0 when a core group lacks a numeric value. */
+static size_t feature_column(struct pfi__report *r, const char *col,
+                             double *x, double *y, int *cls) {
+  size_t n = 0;
+  for (size_t i = 0; i < r->ng; i++) {
+    const struct pfi__group *g = &r->g[i];
+    if (!g->core || !isfinite(g->pfi))
+      continue;
+    double v;
+    if (g->feat < 0 ||
+        pfi_features_value(&r->feat, (size_t)g->feat, col, &v, NULL) != 0 ||
+        !isfinite(v))
+      return 0;
+    x[n] = v;
+    y[n] = g->pfi;
+    if (cls)
+      cls[n] = g->cat;
+    n++;
+  }
+  return n;
+}
+
+static int sec_kruskal(struct pfi__report *r) {
+  double v[512];
+  size_t grp[512], n = 0;
+  for (size_t i = 0; i < r->ng && n < 512; i++) {
+    const struct pfi__group *g = &r->g[i];
+    if (!g->core || g->cat < 0 || !isfinite(g->pfi))
+      continue;
+    v[n] = g->pfi;
+    grp[n++] = (size_t)g->cat;
+  }
+  struct pfi_kruskal k;
+  memset(&k, 0, sizeof k);
+  struct pfi_error e;
+  if (pfi_stats_kruskal(v, grp, n, CAT__N, &k, &e) != 0) {
+    char msg[700];
+    snprintf(msg, sizeof msg, "Kruskal-Wallis test over the classes: %s",
+             e.msg);
+    missing(r, msg);
+    return 0;
+  }
+  static const char *const cols[] = {"test", "n", "H", "df", "p"};
+  struct pfi_rtable *t = pfi__report_table(
+      r, "kruskal",
+      "Kruskal-Wallis H test of PFI across dense, MoE pretraining and MoE "
+      "fine-tuning (H200 headline groups; the paper's statistic is not in "
+      "data/paper)",
+      5, cols);
+  static const char *const dcols[] = {"a", "b", "z", "p", "p_holm"};
+  struct pfi_rtable *d = pfi__report_table(
+      r, "dunn", "Dunn's post-hoc test with Holm-Bonferroni correction", 5,
+      dcols);
+  if (!t || !d) {
+    pfi_kruskal_release(&k);
+    return pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
+  }
+  set_dec(t, "n", 0);
+  set_dec(t, "df", 0);
+  set_dec(t, "p", 5);
+  set_dec(d, "p", 5);
+  set_dec(d, "p_holm", 5);
+  long row = pfi_rtable_add_row(t);
+  set_str(t, row, "test", "Kruskal-Wallis");
+  set_num(t, row, "n", (double)n);
+  set_num(t, row, "H", k.H);
+  set_num(t, row, "df", k.df);
+  set_num(t, row, "p", k.p);
+  for (size_t i = 0; i < k.npairs; i++) {
+    row = pfi_rtable_add_row(d);
+    set_str(d, row, "a", cat_key[k.pairs[i].a]);
+    set_str(d, row, "b", cat_key[k.pairs[i].b]);
+    set_num(d, row, "z", k.pairs[i].z);
+    set_num(d, row, "p", k.pairs[i].p);
+    set_num(d, row, "p_holm", k.pairs[i].p_holm);
+  }
+  pfi_kruskal_release(&k);
+  show_table(r, t);
+  show_table(r, d);
+  return 0;
+}
+
+static int sec_grid(struct pfi__report *r) {
+  static const char *const cols[] = {
+      "group", "pfi_fine", "pfi_coarse", "pfi_fine_published",
+      "pfi_coarse_published", "diff_fine", "diff_coarse"};
+  struct pfi_rtable *t = pfi__report_table(
+      r, "grid_sensitivity",
+      "Grid sensitivity: 8-GPU groups on the fine grid (200..700 W, 6 caps) "
+      "and recomputed on the coarse grid (200, 500, 600, 700 W)",
+      7, cols);
+  if (!t)
+    return pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
+  double a[256], b[256];
+  size_t n = 0;
+  for (size_t i = 0; i < r->ng; i++) {
+    const struct pfi__group *g = &r->g[i];
+    if (!g->core || !g->fine)
+      continue;
+    long pr = pub_row(&r->pub_grid, r->have_pub_grid, "group", g->name);
+    double pf = pub_num(&r->pub_grid, pr, "pfi_fine_6caps");
+    double pc = pub_num(&r->pub_grid, pr, "pfi_coarse_4caps");
+    long row = pfi_rtable_add_row(t);
+    if (row < 0)
+      return pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
+    set_str(t, row, "group", g->name);
+    set_num(t, row, "pfi_fine", g->pfi);
+    set_num(t, row, "pfi_coarse", g->coarse);
+    set_num(t, row, "pfi_fine_published", pf);
+    set_num(t, row, "pfi_coarse_published", pc);
+    set_num(t, row, "diff_fine", diff(g->pfi, pf));
+    set_num(t, row, "diff_coarse", diff(g->coarse, pc));
+    if (isfinite(g->pfi) && isfinite(g->coarse) && n < 256) {
+      a[n] = g->pfi;
+      b[n++] = g->coarse;
+    }
+  }
+  r->rho_grid = rho_of(a, b, n);
+  r->n_grid = n;
+  double pa[256], pb[256];
+  size_t pn = 0;
+  for (size_t i = 0; r->have_pub_grid && i < r->pub_grid.nrows && pn < 256;
+       i++) {
+    double x = pub_num(&r->pub_grid, (long)i, "pfi_fine_6caps");
+    double y = pub_num(&r->pub_grid, (long)i, "pfi_coarse_4caps");
+    if (isfinite(x) && isfinite(y)) {
+      pa[pn] = x;
+      pb[pn++] = y;
+    }
+  }
+  r->rho_grid_pub = rho_of(pa, pb, pn);
+  if (t->nrows)
+    show_table(r, t);
+  else
+    missing(r, "no H200 group swept on the fine grid (200..700 W in 100 W "
+               "steps), so the grid comparison cannot be made.");
+  return 0;
+}
+
+static int sec_rank_table(struct pfi__report *r) {
+  static const char *const cols[] = {"comparison", "n", "rho",
+                                     "rho_published", "diff"};
+  struct pfi_rtable *t = pfi__report_table(
+      r, "rank_correlations",
+      "Rank stability: Spearman rho between PFI on the fine and coarse grid, "
+      "and between H100 and H200 (published: recomputed from data/paper)",
+      5, cols);
+  if (!t)
+    return pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
+  set_dec(t, "n", 0);
+  long row = pfi_rtable_add_row(t);
+  set_str(t, row, "comparison", "fine vs coarse grid (8-GPU H200 groups)");
+  set_num(t, row, "n", (double)r->n_grid);
+  set_num(t, row, "rho", r->rho_grid);
+  set_num(t, row, "rho_published", r->rho_grid_pub);
+  set_num(t, row, "diff", diff(r->rho_grid, r->rho_grid_pub));
+  row = pfi_rtable_add_row(t);
+  set_str(t, row, "comparison", "H100 vs H200 (matched groups)");
+  set_num(t, row, "n", (double)r->n_h100);
+  set_num(t, row, "rho", r->rho_h100);
+  set_num(t, row, "rho_published", r->rho_h100_pub);
+  set_num(t, row, "diff", diff(r->rho_h100, r->rho_h100_pub));
+  show_table(r, t);
+  headline(r, "rank correlation, fine vs coarse grid", r->rho_grid,
+           r->rho_grid_pub, 3);
+  headline(r, "rank correlation, H100 vs H200", r->rho_h100, r->rho_h100_pub,
+           3);
+  return 0;
+}
+
+static int sec_screening(struct pfi__report *r) {
+  if (!r->have_feat) {
+    missing(r, "features.csv is not in the input, so telemetry screening, "
+               "leverage analysis and prediction are skipped.");
+    return 0;
+  }
+  const struct pfi_table *ft = &r->feat.t;
+  size_t ncol = ft->ncols;
+  double *rho = calloc(ncol, sizeof *rho), *p = calloc(ncol, sizeof *p);
+  double *q = calloc(ncol, sizeof *q);
+  size_t *nn = calloc(ncol, sizeof *nn), *which = calloc(ncol, sizeof *which);
+  double *x = calloc(r->ng + 1, sizeof *x), *y = calloc(r->ng + 1, sizeof *y);
+  int *cls = calloc(r->ng + 1, sizeof *cls);
+  struct pfi_panel *pn = calloc(ncol, sizeof *pn);
+  struct pfi_series *ser = calloc(ncol * CAT__N, sizeof *ser);
+  double *xs = calloc(ncol * (r->ng + 1), sizeof *xs);
+  double *ysv = calloc(ncol * (r->ng + 1), sizeof *ysv);
+  char(*titles)[96] = calloc(ncol, sizeof *titles);
+  int rc = 0;
+  if (!rho || !p || !q || !nn || !which || !x || !y || !cls || !pn || !ser ||
+      !xs || !ysv || !titles) {
+    rc = pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  size_t m = 0;
+  for (size_t c = 0; c < ncol; c++) {
+    const char *name = ft->header[c];
+    if (is_meta_col(name))
+      continue;
+    size_t n = feature_column(r, name, x, y, cls);
+    double rh, pv;
+    if (n < 4 || pfi_stats_spearman(x, y, n, &rh, &pv, NULL) != 0)
+      continue;
+    which[m] = c;
+    rho[m] = rh;
+    p[m] = pv;
+    nn[m] = n;
+    /* The scatter panel: PFI against the feature, one series per class,
+     * points laid out class after class in this panel's slice. */
+    double *px = xs + m * (r->ng + 1), *py = ysv + m * (r->ng + 1);
+    size_t off = 0;
+    for (int k = 0; k < CAT__N; k++) {
+      size_t start = off;
+      for (size_t i = 0; i < n; i++)
+        if (cls[i] == k) {
+          px[off] = x[i];
+          py[off++] = y[i];
+        }
+      ser[m * CAT__N + (size_t)k] =
+          (struct pfi_series){.x = px + start, .y = py + start,
+                              .n = off - start, .style = PFI_STYLE_POINTS,
+                              .color = k + 1};
+    }
+    snprintf(titles[m], sizeof titles[m], "%s (rho = %.2f)", name, rh);
+    pfi_panel_init(&pn[m]);
+    pn[m].title = titles[m];
+    pn[m].xlabel = name;
+    pn[m].ylabel = "PFI";
+    pn[m].series = &ser[m * CAT__N];
+    pn[m].nseries = CAT__N;
+    m++;
+  }
+  if (m == 0) {
+    missing(r, "no numeric telemetry column in features.csv covers every "
+               "H200 headline group.");
+    goto out;
+  }
+  if ((rc = pfi_stats_bh(p, m, q, r->err)) != 0)
+    goto out;
+  static const char *const cols[] = {"feature", "n", "rho", "p", "q"};
+  struct pfi_rtable *t = pfi__report_table(
+      r, "screening",
+      "Telemetry screening: Spearman rho of PFI against each feature of the "
+      "uncapped run, Benjamini-Hochberg q-values (the paper quotes rho about "
+      "0.5 for the DRAM copy product; per-feature values are not in "
+      "data/paper)",
+      5, cols);
+  if (!t) {
+    rc = pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  set_dec(t, "n", 0);
+  set_dec(t, "p", 4);
+  set_dec(t, "q", 4);
+  for (size_t i = 0; i < m; i++) {
+    long row = pfi_rtable_add_row(t);
+    set_str(t, row, "feature", ft->header[which[i]]);
+    set_num(t, row, "n", (double)nn[i]);
+    set_num(t, row, "rho", rho[i]);
+    set_num(t, row, "p", p[i]);
+    set_num(t, row, "q", q[i]);
+    if (strcmp(ft->header[which[i]], "dram_copy_product") == 0)
+      headline(r, "Spearman rho, PFI vs DRAM copy product", rho[i], NAN, 3);
+  }
+  int cols_n = 4;
+  int rows_n = (int)((m + 3) / 4);
+  struct pfi_figure f = {.width = 1100, .height = 230 * rows_n + 20,
+                         .font_pt = 8, .rows = rows_n, .cols = cols_n,
+                         .panels = pn, .npanels = m};
+  rc = pfi__report_figure(
+      r, &f,
+      "PFI against each telemetry feature of the uncapped run, H200 headline "
+      "groups (blue dense, orange MoE pretraining, green MoE fine-tuning), "
+      "with Spearman rho in each title.");
+  if (!rc)
+    show_table(r, t);
+out:
+  free(rho);
+  free(p);
+  free(q);
+  free(nn);
+  free(which);
+  free(x);
+  free(y);
+  free(cls);
+  free(pn);
+  free(ser);
+  free(xs);
+  free(ysv);
+  free(titles);
+  return rc;
+}
+
+static int sec_leverage(struct pfi__report *r) {
+  if (!r->have_feat)
+    return 0;
+  const char *feat = pfi_default_model_features;
+  size_t n0 = r->ng;
+  double *x = calloc(n0 + 1, sizeof *x), *y = calloc(n0 + 1, sizeof *y);
+  size_t *idx = calloc(n0 + 1, sizeof *idx);
+  int rc = 0;
+  if (!x || !y || !idx) {
+    rc = pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  size_t n = 0;
+  for (size_t i = 0; i < r->ng; i++) {
+    const struct pfi__group *g = &r->g[i];
+    double v;
+    if (!g->core || !isfinite(g->pfi) || g->feat < 0 ||
+        pfi_features_value(&r->feat, (size_t)g->feat, feat, &v, NULL) != 0)
+      continue;
+    x[n] = v;
+    y[n] = g->pfi;
+    idx[n++] = i;
+  }
+  if (n < 6) {
+    missing(r, "leverage analysis needs the DRAM copy product of at least 6 "
+               "H200 headline groups.");
+    goto out;
+  }
+  static const char *const cols[] = {"step", "dropped_group", "leverage", "n",
+                                     "slope", "rho"};
+  struct pfi_rtable *t = pfi__report_table(
+      r, "leverage",
+      "Leverage analysis of the chosen predictor (DRAM copy product): the "
+      "highest-leverage group dropped one at a time, rho recomputed",
+      6, cols);
+  if (!t) {
+    rc = pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  set_dec(t, "step", 0);
+  set_dec(t, "n", 0);
+  /* Step 0 fits every group; each later step first finds the group with
+   * the highest leverage in the current fit, drops it and refits. */
+  const char *dropped = NULL;
+  double lev = NAN;
+  for (int step = 0; step <= 5 && n >= 4; step++) {
+    struct pfi_ols ols;
+    memset(&ols, 0, sizeof ols);
+    if (pfi_ols_fit(x, n, 1, y, &ols, NULL) != 0)
+      break;
+    long row = pfi_rtable_add_row(t);
+    if (row < 0) {
+      pfi_ols_release(&ols);
+      rc = pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
+      goto out;
+    }
+    set_num(t, row, "step", step);
+    set_str(t, row, "dropped_group", dropped);
+    set_num(t, row, "leverage", lev);
+    set_num(t, row, "n", (double)n);
+    set_num(t, row, "slope", ols.coef[1]);
+    set_num(t, row, "rho", rho_of(x, y, n));
+    size_t worst = 0;
+    for (size_t i = 1; i < n; i++)
+      if (ols.leverage[i] > ols.leverage[worst])
+        worst = i;
+    lev = ols.leverage[worst];
+    dropped = r->g[idx[worst]].name;
+    pfi_ols_release(&ols);
+    /* Remove the point, keeping the others' order (ties in leverage then
+     * resolve the same way on every run). */
+    memmove(x + worst, x + worst + 1, (n - worst - 1) * sizeof *x);
+    memmove(y + worst, y + worst + 1, (n - worst - 1) * sizeof *y);
+    memmove(idx + worst, idx + worst + 1, (n - worst - 1) * sizeof *idx);
+    n--;
+  }
+  show_table(r, t);
+out:
+  free(x);
+  free(y);
+  free(idx);
+  return rc;
+}
+
+/* ---- section 4: prediction ------------------------------------------------------ */
+
+/* Published values quoted in the paper's text (data/paper/
+ * published_headlines.md), shown beside ours only. */
+#define PUB_HELDOUT_R2 0.28
+#define PUB_H100_TRANSFER_R2 0.56
+#define PUB_GAP_CLOSED_PCT 63.0
+#define PUB_TOKENS_OVER_EQUAL 1500.0
+
+/* Core rows with a finite PFI and a features row: rows (features rows),
+ * y, fold by class for LOCO, and the group index. */
+struct core_set {
+  size_t n;
+  size_t *rows, *gi, *cls;
+  double *y;
+};
+
+static void core_release(struct core_set *c) {
+  free(c->rows);
+  free(c->gi);
+  free(c->cls);
+  free(c->y);
+  memset(c, 0, sizeof *c);
+}
+
+static int core_build(struct pfi__report *r, struct core_set *c) {
+  memset(c, 0, sizeof *c);
+  size_t cap = r->ng + 1;
+  c->rows = calloc(cap, sizeof *c->rows);
+  c->gi = calloc(cap, sizeof *c->gi);
+  c->cls = calloc(cap, sizeof *c->cls);
+  c->y = calloc(cap, sizeof *c->y);
+  if (!c->rows || !c->gi || !c->cls || !c->y)
+    return PFI_ENOMEM;
+  for (size_t i = 0; i < r->ng; i++) {
+    const struct pfi__group *g = &r->g[i];
+    if (!g->core || !isfinite(g->pfi) || g->feat < 0 || g->cat < 0)
+      continue;
+    c->rows[c->n] = (size_t)g->feat;
+    c->gi[c->n] = i;
+    c->cls[c->n] = (size_t)g->cat;
+    c->y[c->n++] = g->pfi;
+  }
+  return 0;
+}
+
+/* Fits `exprs` on the core set; in-sample, LOO and LOCO. `pred_loo` (may be
+ * NULL) receives the LOO predictions. Returns 0, 1 when a feature is
+ * absent, or an error. */
+static int eval_set(struct pfi__report *r, const struct core_set *cs,
+                    char **exprs, size_t k, double *r2_in,
+                    struct pfi_eval *loo, struct pfi_eval *loco,
+                    double *pred_loo) {
+  for (size_t j = 0; j < k; j++)
+    if (!pfi_features_has(&r->feat, exprs[j]))
+      return 1;
+  int rc = 0;
+  double *x = calloc(cs->n * k + 1, sizeof *x);
+  size_t *fold = calloc(cs->n + 1, sizeof *fold);
+  size_t *cfold = calloc(cs->n + 1, sizeof *cfold);
+  struct pfi_model m;
+  memset(&m, 0, sizeof m);
+  if (!x || !fold || !cfold) {
+    rc = pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  rc = pfi_model_design(&r->feat, cs->rows, cs->n, (const char *const *)exprs,
+                        k, x, r->err);
+  if (rc)
+    goto out;
+  rc = pfi_model_fit(x, cs->n, k, cs->y, (const char *const *)exprs, &m,
+                     r->err);
+  if (rc)
+    goto out;
+  *r2_in = m.r2;
+  for (size_t i = 0; i < cs->n; i++)
+    fold[i] = i;
+  rc = pfi_model_eval_folds(x, cs->n, k, cs->y, fold, cs->n, loo, pred_loo,
+                            r->err);
+  if (rc)
+    goto out;
+  /* LOCO folds: the classes present, renumbered 0..nf-1. */
+  size_t map[CAT__N] = {0}, nf = 0;
+  int seen[CAT__N] = {0};
+  for (size_t i = 0; i < cs->n; i++)
+    if (!seen[cs->cls[i]]) {
+      seen[cs->cls[i]] = 1;
+      map[cs->cls[i]] = nf++;
+    }
+  for (size_t i = 0; i < cs->n; i++)
+    cfold[i] = map[cs->cls[i]];
+  rc = pfi_model_eval_folds(x, cs->n, k, cs->y, cfold, nf, loco, NULL, r->err);
+out:
+  pfi_model_release(&m);
+  free(x);
+  free(fold);
+  free(cfold);
+  return rc;
+}
+
+static int sec_ablation(struct pfi__report *r, const struct core_set *cs) {
+  static const char *const cols[] = {
+      "set", "predictors", "p", "r2_in", "loo_r2", "loo_rmse", "loo_rho",
+      "loco_r2", "loco_rmse", "loco_rho", "r2_in_published",
+      "loo_r2_published", "loo_rho_published", "loco_r2_published",
+      "loco_rho_published", "diff_loo_r2", "diff_loco_r2"};
+  struct pfi_rtable *t = pfi__report_table(
+      r, "ablation",
+      "Predictor ablation: seven predictor sets, in-sample, leave-one-out "
+      "(LOO) and leave-one-cluster-out (LOCO); R^2 out of sample is "
+      "1 - SSE_out/SST",
+      17, cols);
+  if (!t)
+    return pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
+  set_dec(t, "p", 0);
+  for (size_t s = 0; s < 7; s++) {
+    const struct pfi_predictor_set *ps = &pfi_ablation_sets[s];
+    char **exprs = NULL;
+    size_t k = 0;
+    int rc = pfi_strlist_split(ps->features, &exprs, &k, r->err);
+    if (rc)
+      return rc;
+    double r2_in = NAN;
+    struct pfi_eval loo, loco;
+    memset(&loo, 0, sizeof loo);
+    memset(&loco, 0, sizeof loco);
+    double *pred = calloc(cs->n + 1, sizeof *pred);
+    if (!pred) {
+      pfi_strlist_free(exprs);
+      return pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
+    }
+    rc = eval_set(r, cs, exprs, k, &r2_in, &loo, &loco, pred);
+    pfi_strlist_free(exprs);
+    if (rc < 0) {
+      /* A set that cannot be fitted (too few rows for its predictors) is
+       * reported as such; the others still stand. */
+      pfi_error_clear(r->err);
+    }
+    if (rc == 0 && s == 0)
+      for (size_t i = 0; i < cs->n; i++)
+        r->g[cs->gi[i]].pred_loo = pred[i];
+    free(pred);
+    long row = pfi_rtable_add_row(t);
+    if (row < 0)
+      return pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
+    long pr = pub_row(&r->pub_abl, r->have_pub_abl, "set", ps->id);
+    set_str(t, row, "set", ps->id);
+    set_str(t, row, "predictors",
+            rc == 1 ? "(features absent)" : ps->label);
+    set_num(t, row, "p", (double)k);
+    int ok = rc == 0;
+    set_num(t, row, "r2_in", ok ? r2_in : NAN);
+    set_num(t, row, "loo_r2", ok && loo.defined ? loo.r2 : NAN);
+    set_num(t, row, "loo_rmse", ok && loo.defined ? loo.rmse : NAN);
+    set_num(t, row, "loo_rho",
+            ok && loo.defined && loo.rho_defined ? loo.rho : NAN);
+    set_num(t, row, "loco_r2", ok && loco.defined ? loco.r2 : NAN);
+    set_num(t, row, "loco_rmse", ok && loco.defined ? loco.rmse : NAN);
+    set_num(t, row, "loco_rho",
+            ok && loco.defined && loco.rho_defined ? loco.rho : NAN);
+    double p_in = pub_num(&r->pub_abl, pr, "r2_in");
+    double p_loo = pub_num(&r->pub_abl, pr, "loo_r2");
+    double p_loco = pub_num(&r->pub_abl, pr, "loco_r2");
+    set_num(t, row, "r2_in_published", p_in);
+    set_num(t, row, "loo_r2_published", p_loo);
+    set_num(t, row, "loo_rho_published", pub_num(&r->pub_abl, pr, "loo_rho"));
+    set_num(t, row, "loco_r2_published", p_loco);
+    set_num(t, row, "loco_rho_published",
+            pub_num(&r->pub_abl, pr, "loco_rho"));
+    set_num(t, row, "diff_loo_r2",
+            diff(ok && loo.defined ? loo.r2 : NAN, p_loo));
+    set_num(t, row, "diff_loco_r2",
+            diff(ok && loco.defined ? loco.r2 : NAN, p_loco));
+    if (s == 0)
+      headline(r, "LOO R^2, DRAM-copy-product model",
+               ok && loo.defined ? loo.r2 : NAN, p_loo, 3);
+  }
+  show_table(r, t);
+  return 0;
+}
+
+static int sec_heldout(struct pfi__report *r, const struct core_set *cs) {
+  char **exprs = NULL;
+  size_t k = 0;
+  int rc = pfi_strlist_split(pfi_default_model_features, &exprs, &k, r->err);
+  if (rc)
+    return rc;
+  struct pfi_model m;
+  memset(&m, 0, sizeof m);
+  double *x = calloc(cs->n * k + 1, sizeof *x);
+  double xr[16];
+  if (!x || k > 16) {
+    rc = pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  for (size_t j = 0; j < k; j++)
+    if (!pfi_features_has(&r->feat, exprs[j])) {
+      missing(r, "the chosen model's feature is absent from features.csv.");
+      goto out;
+    }
+  if ((rc = pfi_model_design(&r->feat, cs->rows, cs->n,
+                             (const char *const *)exprs, k, x, r->err)) ||
+      (rc = pfi_model_fit(x, cs->n, k, cs->y, (const char *const *)exprs, &m,
+                          r->err)))
+    goto out;
+  r->model_k = k;
+  static const char *const cols[] = {"group", "gpu", "pfi", "predicted",
+                                     "error", "pfi_published"};
+  struct pfi_rtable *t = pfi__report_table(
+      r, "heldout",
+      "The chosen model (PFI on DRAM copy product, fitted on the H200 "
+      "headline groups) applied to the held-out H200 groups and the H100 "
+      "groups",
+      6, cols);
+  if (!t) {
+    rc = pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  double sse[2] = {0}, sum[2] = {0}, sum2[2] = {0};
+  size_t cnt[2] = {0};
+  for (size_t i = 0; i < r->ng; i++) {
+    struct pfi__group *g = &r->g[i];
+    g->pred_out = NAN;
+    if (g->core || g->feat < 0 || !isfinite(g->pfi))
+      continue;
+    int bad = 0;
+    for (size_t j = 0; j < k; j++)
+      bad |= pfi_features_value(&r->feat, (size_t)g->feat, exprs[j], &xr[j],
+                                NULL) != 0;
+    if (bad)
+      continue;
+    double pr = pfi_model_predict(&m, xr);
+    g->pred_out = pr;
+    long row = pfi_rtable_add_row(t);
+    set_str(t, row, "group", g->name);
+    set_str(t, row, "gpu", g->h100 ? "H100" : "H200");
+    set_num(t, row, "pfi", g->pfi);
+    set_num(t, row, "predicted", pr);
+    set_num(t, row, "error", pr - g->pfi);
+    set_num(t, row, "pfi_published", g->pub);
+    int s = g->h100;
+    sse[s] += (pr - g->pfi) * (pr - g->pfi);
+    sum[s] += g->pfi;
+    sum2[s] += g->pfi * g->pfi;
+    cnt[s]++;
+  }
+  static const char *const vcols[] = {"groups", "n", "r2", "rmse",
+                                      "r2_published", "diff"};
+  struct pfi_rtable *v = pfi__report_table(
+      r, "validation",
+      "Out-of-sample fit of the chosen model: R^2 = 1 - SSE/SST over each "
+      "set (published: the paper's text, data/paper/published_headlines.md)",
+      6, vcols);
+  if (!v) {
+    rc = pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  set_dec(v, "n", 0);
+  static const char *const names[2] = {"H200 held-out groups",
+                                       "H100 groups (H200 model transferred)"};
+  static const double pubs[2] = {PUB_HELDOUT_R2, PUB_H100_TRANSFER_R2};
+  for (int s = 0; s < 2; s++) {
+    double r2 = NAN, rmse = NAN;
+    if (cnt[s] >= 2) {
+      double sst = sum2[s] - sum[s] * sum[s] / (double)cnt[s];
+      r2 = sst > 0 ? 1.0 - sse[s] / sst : NAN;
+      rmse = sqrt(sse[s] / (double)cnt[s]);
+    }
+    long row = pfi_rtable_add_row(v);
+    set_str(v, row, "groups", names[s]);
+    set_num(v, row, "n", (double)cnt[s]);
+    set_num(v, row, "r2", r2);
+    set_num(v, row, "rmse", rmse);
+    set_num(v, row, "r2_published", pubs[s]);
+    set_num(v, row, "diff", diff(r2, pubs[s]));
+    headline(r, s ? "R^2 of the H200 model on H100 groups"
+                  : "R^2 on the held-out H200 groups",
+             r2, pubs[s], 3);
+  }
+  if (t->nrows)
+    show_table(r, t);
+  else
+    missing(r, "no held-out or H100 group with features in the input.");
+  show_table(r, v);
+out:
+  pfi_model_release(&m);
+  pfi_strlist_free(exprs);
+  free(x);
+  return rc;
+}
+
+static int fig_predicted(struct pfi__report *r) {
+  size_t n = r->ng;
+  double *x = calloc(3 * n + 3, sizeof *x), *y = calloc(3 * n + 3, sizeof *y);
+  if (!x || !y) {
+    free(x);
+    free(y);
+    return pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
+  }
+  size_t m[3] = {0};
+  double lo = INFINITY, hi = -INFINITY;
+  for (size_t i = 0; i < n; i++) {
+    const struct pfi__group *g = &r->g[i];
+    int s = g->core ? 0 : g->h100 ? 2 : 1;
+    double pr = g->core ? g->pred_loo : g->pred_out;
+    if (!isfinite(pr) || !isfinite(g->pfi))
+      continue;
+    x[s * (n + 1) + m[s]] = g->pfi;
+    y[s * (n + 1) + m[s]++] = pr;
+    lo = fmin(lo, fmin(pr, g->pfi));
+    hi = fmax(hi, fmax(pr, g->pfi));
+  }
+  double diag[2] = {isfinite(lo) ? lo : 1, isfinite(hi) ? hi : 2};
+  struct pfi_series s[4] = {
+      {.title = "H200 headline (leave-one-out)", .x = x, .y = y, .n = m[0],
+       .style = PFI_STYLE_POINTS, .color = 1},
+      {.title = "H200 held out", .x = x + (n + 1), .y = y + (n + 1),
+       .n = m[1], .style = PFI_STYLE_POINTS, .color = 2},
+      {.title = "H100 (transfer)", .x = x + 2 * (n + 1), .y = y + 2 * (n + 1),
+       .n = m[2], .style = PFI_STYLE_POINTS, .color = 3},
+      {.title = "predicted = actual", .x = diag, .y = diag, .n = 2,
+       .style = PFI_STYLE_LINES, .color = 9, .dashed = 1}};
+  struct pfi_panel p;
+  pfi_panel_init(&p);
+  p.title = "Predicted against actual PFI (DRAM-copy-product model)";
+  p.xlabel = "actual PFI";
+  p.ylabel = "predicted PFI";
+  p.series = s;
+  p.nseries = 4;
+  p.key = 1;
+  p.key_pos = "top left";
+  struct pfi_figure f = {.width = 640, .height = 460, .rows = 1, .cols = 1,
+                         .panels = &p, .npanels = 1};
+  int rc = pfi__report_figure(
+      r, &f,
+      "Predicted against actual PFI: headline groups predicted by models "
+      "that did not see them (leave-one-out), held-out and H100 groups by "
+      "the model fitted on all headline groups.");
+  free(x);
+  free(y);
+  return rc;
+}
+
+static int sec_prediction(struct pfi__report *r) {
+  pfi_html_puts(&r->body, "<section id=\"prediction\"><h2>4. Predicting PFI "
+                          "from telemetry</h2>\n");
+  para(r, "Linear models of PFI on features of the uncapped run, compared "
+          "in and out of sample. The chosen model is the paper's single "
+          "feature, the DRAM copy product (DRAM activity times memory-copy "
+          "utilization); it is then applied to groups no model saw.");
+  int rc = 0;
+  if (!r->have_feat) {
+    missing(r, "features.csv is not in the input.");
+    goto done;
+  }
+  struct core_set cs;
+  if (core_build(r, &cs)) {
+    core_release(&cs);
+    return pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
+  }
+  for (size_t i = 0; i < r->ng; i++)
+    r->g[i].pred_loo = r->g[i].pred_out = NAN;
+  if (cs.n < 5) {
+    missing(r, "fewer than 5 H200 headline groups with features and a "
+               "defined PFI.");
+  } else {
+    rc = sec_ablation(r, &cs);
+    if (!rc)
+      rc = sec_heldout(r, &cs);
+    if (!rc)
+      rc = fig_predicted(r);
+  }
+  core_release(&cs);
+done:
+  pfi_html_puts(&r->body, "</section>\n");
+  return rc;
+}
+
+/* ---- section 3 wrapper ---------------------------------------------------------- */
+
+static int sec_statistics(struct pfi__report *r) {
+  pfi_html_puts(&r->body, "<section id=\"statistics\"><h2>3. Statistics: "
+                          "classes, grid, telemetry</h2>\n");
+  para(r, "Do the classes differ (Kruskal-Wallis, Dunn with Holm)? Is the "
+          "rank order robust to the cap grid and to the GPU generation? "
+          "Which telemetry of the uncapped run goes with PFI (Spearman, "
+          "Benjamini-Hochberg), and does the chosen predictor's correlation "
+          "rest on a few high-leverage groups?");
+  int rc = sec_kruskal(r);
+  if (!rc)
+    rc = sec_grid(r);
+  if (!rc)
+    rc = sec_rank_table(r);
+  if (!rc)
+    rc = sec_screening(r);
+  if (!rc)
+    rc = sec_leverage(r);
+  pfi_html_puts(&r->body, "</section>\n");
+  return rc;
+}
+
+/* ---- section 5: allocation ---------------------------------------------------------- */
+
+static const double sim_cuts[] = {0.0,  0.05, 0.10, 0.15, 0.20,
+                                  0.25, 0.30, 0.35, 0.40};
+#define N_SIM_CUTS (sizeof sim_cuts / sizeof sim_cuts[0])
+
+struct sim_lib {
+  struct pfi_problem prob;
+  size_t n;
+  double *pfi_in, *pfi_loo, *dcp, *weight_prod;
+  int *moe_ft, *is_ft, *gpus;
+};
+
+static void sim_lib_release(struct sim_lib *l) {
+  pfi_problem_release(&l->prob);
+  free(l->pfi_in);
+  free(l->pfi_loo);
+  free(l->dcp);
+  free(l->weight_prod);
+  free(l->moe_ft);
+  free(l->is_ft);
+  free(l->gpus);
+  memset(l, 0, sizeof *l);
+}
+
+static void sim_progress(size_t done, size_t total, void *arg) {
+  struct pfi__report *r = arg;
+  if (done == total || done % 100 == 0)
+    pfi__report_progress(r, "allocation simulation: workload %zu of %zu",
+                         done, total);
+}
+
+/* Adds the rows of one simulation to the allocation table. */
+static int sim_rows(struct pfi__report *r, struct pfi_rtable *t,
+                    const char *mix, const char *est,
+                    const struct pfi_sim_result *res, unsigned strategies,
+                    double *closed30, double *gain30) {
+  for (size_t c = 0; c < N_SIM_CUTS; c++)
+    for (int s = 0; s < PFI_STRAT__COUNT; s++) {
+      if (!(strategies & (1u << s)) || !res->cell[s])
+        continue;
+      const struct pfi_sim_cell *cell = &res->cell[s][c];
+      long row = pfi_rtable_add_row(t);
+      if (row < 0)
+        return pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
+      int pub_row30 = strcmp(mix, "production") == 0 &&
+                      strcmp(est, "in-sample") == 0 &&
+                      s == PFI_STRAT_PFI_AWARE && fabs(sim_cuts[c] - 0.3) < 1e-9;
+      set_str(t, row, "mix", mix);
+      set_str(t, row, "pfi_estimate", est);
+      set_num(t, row, "cut_pct", 100.0 * sim_cuts[c]);
+      set_str(t, row, "strategy", pfi_strategy_name((enum pfi_strategy)s));
+      set_num(t, row, "gap_tokens_per_s_per_job", cell->gap_mean);
+      set_num(t, row, "gap_ci95_lo", cell->gap_lo);
+      set_num(t, row, "gap_ci95_hi", cell->gap_hi);
+      set_num(t, row, "gap_closed_pct",
+              cell->closed_defined ? cell->closed_pct : NAN);
+      set_num(t, row, "vs_pfi_aware",
+              cell->vs_aware_defined ? cell->vs_aware_mean : NAN);
+      set_num(t, row, "vs_pfi_aware_lo",
+              cell->vs_aware_defined ? cell->vs_aware_lo : NAN);
+      set_num(t, row, "vs_pfi_aware_hi",
+              cell->vs_aware_defined ? cell->vs_aware_hi : NAN);
+      set_num(t, row, "gap_closed_pct_published",
+              pub_row30 ? PUB_GAP_CLOSED_PCT : NAN);
+      set_num(t, row, "diff",
+              pub_row30 && cell->closed_defined
+                  ? cell->closed_pct - PUB_GAP_CLOSED_PCT
+                  : NAN);
+      if (pub_row30) {
+        *closed30 = cell->closed_defined ? cell->closed_pct : NAN;
+        if (res->cell[PFI_STRAT_EQUAL])
+          *gain30 = res->cell[PFI_STRAT_EQUAL][c].gap_mean - cell->gap_mean;
+      }
+    }
+  return 0;
+}
+
+static int fig_allocation(struct pfi__report *r,
+                          const struct pfi_sim_result *res, int nres,
+                          const char *const *mixes) {
+  struct pfi_panel p[2];
+  struct pfi_series s[2][PFI_STRAT__COUNT];
+  double x[N_SIM_CUTS], y[2][PFI_STRAT__COUNT][N_SIM_CUTS];
+  for (size_t c = 0; c < N_SIM_CUTS; c++)
+    x[c] = 100.0 * sim_cuts[c];
+  for (int m = 0; m < nres; m++) {
+    size_t ns = 0;
+    for (int st = 0; st < PFI_STRAT__COUNT; st++) {
+      if (st == PFI_STRAT_ORACLE || !res[m].cell[st])
+        continue;
+      for (size_t c = 0; c < N_SIM_CUTS; c++)
+        y[m][st][c] = res[m].cell[st][c].gap_mean;
+      s[m][ns++] = (struct pfi_series){
+          .title = pfi_strategy_name((enum pfi_strategy)st), .x = x,
+          .y = y[m][st], .n = N_SIM_CUTS, .color = st};
+    }
+    pfi_panel_init(&p[m]);
+    p[m].title = mixes[m];
+    p[m].xlabel = "cluster power cut (%)";
+    p[m].ylabel = "gap to oracle (tokens/s per job)";
+    p[m].series = s[m];
+    p[m].nseries = ns;
+    p[m].key = 1;
+    p[m].key_pos = "top left";
+  }
+  struct pfi_figure f = {.width = 1000, .height = 400, .rows = 1,
+                         .cols = nres, .panels = p, .npanels = (size_t)nres};
+  return pfi__report_figure(
+      r, &f,
+      "Throughput gap to the oracle against the cluster-wide power cut, per "
+      "mix and strategy (mean over workloads; PFI estimated in sample by the "
+      "DRAM-copy-product model).");
+}
+
+static int sec_allocation(struct pfi__report *r) {
+  pfi_html_puts(&r->body, "<section id=\"allocation\"><h2>5. Allocating a "
+                          "power cut across jobs</h2>\n");
+  para(r, "Synthetic workloads of jobs drawn with replacement from the H200 "
+          "headline groups, each scored at cluster-wide cuts of 0 to 40 % by "
+          "every strategy against the exact oracle. PFI-aware uses PFI "
+          "estimated by the telemetry model; pfi-curve (ours) turns that "
+          "estimate into a whole curve. The out-of-sample rows estimate each "
+          "job's PFI with a model that did not see the job (leave-one-out "
+          "and leave-one-cluster-out are the same model family).");
+  int rc = 0;
+  struct sim_lib L;
+  memset(&L, 0, sizeof L);
+  struct pfi_sim_result res[2], res_loo[2];
+  memset(res, 0, sizeof res);
+  memset(res_loo, 0, sizeof res_loo);
+  if (!r->have_feat) {
+    missing(r, "features.csv is not in the input (the strategies need the "
+               "telemetry of each job).");
+    goto done;
+  }
+  pfi_problem_init(&L.prob);
+  size_t cap = r->ng + 1;
+  L.pfi_in = calloc(cap, sizeof(double));
+  L.pfi_loo = calloc(cap, sizeof(double));
+  L.dcp = calloc(cap, sizeof(double));
+  L.weight_prod = calloc(cap, sizeof(double));
+  L.moe_ft = calloc(cap, sizeof(int));
+  L.is_ft = calloc(cap, sizeof(int));
+  L.gpus = calloc(cap, sizeof(int));
+  if (!L.pfi_in || !L.pfi_loo || !L.dcp || !L.weight_prod || !L.moe_ft ||
+      !L.is_ft || !L.gpus) {
+    rc = pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
+    goto done;
+  }
+  /* The in-sample estimate: the chosen model fitted on all library jobs. */
+  struct core_set cs;
+  if (core_build(r, &cs)) {
+    core_release(&cs);
+    rc = pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
+    goto done;
+  }
+  double *x = calloc(cs.n + 1, sizeof *x);
+  struct pfi_model m;
+  memset(&m, 0, sizeof m);
+  const char *fname = pfi_default_model_features;
+  const char *names[1] = {fname};
+  if (!x || !pfi_features_has(&r->feat, fname) || cs.n < 5 ||
+      pfi_model_design(&r->feat, cs.rows, cs.n, names, 1, x, NULL) != 0 ||
+      pfi_model_fit(x, cs.n, 1, cs.y, names, &m, NULL) != 0) {
+    missing(r, "the telemetry model (PFI on the DRAM copy product) could not "
+               "be fitted on the headline groups.");
+    free(x);
+    core_release(&cs);
+    goto done;
+  }
+  for (size_t i = 0; i < cs.n; i++) {
+    const struct pfi__group *g = &r->g[cs.gi[i]];
+    if ((rc = pfi_problem_add_curve(&L.prob, g->c, r->err)) != 0)
+      break;
+    L.pfi_in[L.n] = pfi_model_predict(&m, &x[i]);
+    L.pfi_loo[L.n] = isfinite(g->pred_loo) ? g->pred_loo : L.pfi_in[L.n];
+    L.dcp[L.n] = x[i];
+    L.moe_ft[L.n] = g->cat == CAT_MOE_FT;
+    L.is_ft[L.n] = g->cat == CAT_MOE_FT ||
+                   (g->cat == CAT_DENSE &&
+                    pfi_features_text(&r->feat, (size_t)g->feat, "task") &&
+                    strcmp(pfi_features_text(&r->feat, (size_t)g->feat,
+                                             "task"),
+                           "ft") == 0);
+    L.gpus[L.n] = g->c->gpus > 0 ? g->c->gpus : 8;
+    L.n++;
+  }
+  pfi_model_release(&m);
+  free(x);
+  core_release(&cs);
+  if (rc)
+    goto done;
+
+  char mixpath[4096];
+  int have_prod = pfi_data_path("mixes/production.csv", mixpath,
+                                sizeof mixpath, NULL) == 0;
+  size_t fallbacks = 0;
+  if (have_prod &&
+      pfi_mix_weights(mixpath, L.is_ft, L.gpus, L.n, L.weight_prod,
+                      &fallbacks, NULL) != 0)
+    have_prod = 0;
+  static const char *const mixes[2] = {"random", "production"};
+  int nmix = have_prod ? 2 : 1;
+  unsigned all = 0;
+  for (int s = 0; s < PFI_STRAT__COUNT; s++)
+    all |= 1u << s;
+  unsigned est_only = (1u << PFI_STRAT_ORACLE) | (1u << PFI_STRAT_EQUAL) |
+                      (1u << PFI_STRAT_PFI_AWARE) |
+                      (1u << PFI_STRAT_PFI_CURVE);
+  for (int mi = 0; mi < nmix; mi++) {
+    struct pfi_sim_config cfg = {
+        .workloads = r->o->sim_workloads ? r->o->sim_workloads : 500,
+        .size = r->o->sim_jobs ? r->o->sim_jobs : 100,
+        .cuts = sim_cuts,
+        .ncuts = N_SIM_CUTS,
+        .strategies = all,
+        .seed = r->o->seed,
+        .sample_weight = mi == 1 ? L.weight_prod : NULL,
+        .progress = sim_progress,
+        .progress_arg = r};
+    struct pfi_alloc_inputs in = {.pfi = L.pfi_in, .dram_copy = L.dcp,
+                                  .moe_ft = L.moe_ft};
+    pfi__report_progress(r, "allocation simulation: %s mix", mixes[mi]);
+    if ((rc = pfi_sim_run(&L.prob, &in, &cfg, &res[mi], r->err)) != 0)
+      goto done;
+    in.pfi = L.pfi_loo;
+    cfg.strategies = est_only;
+    pfi__report_progress(r, "allocation simulation: %s mix, out of sample",
+                         mixes[mi]);
+    if ((rc = pfi_sim_run(&L.prob, &in, &cfg, &res_loo[mi], r->err)) != 0)
+      goto done;
+  }
+  if ((rc = fig_allocation(r, res, nmix, mixes)) != 0)
+    goto done;
+  static const char *const cols[] = {
+      "mix", "pfi_estimate", "cut_pct", "strategy",
+      "gap_tokens_per_s_per_job", "gap_ci95_lo", "gap_ci95_hi",
+      "gap_closed_pct", "vs_pfi_aware", "vs_pfi_aware_lo", "vs_pfi_aware_hi",
+      "gap_closed_pct_published", "diff"};
+  struct pfi_rtable *t = pfi__report_table(
+      r, "allocation",
+      "Allocation simulation: gap to the oracle (tokens/s per job, 95 % "
+      "interval), share of the equal-weight gap closed, and the difference "
+      "to pfi-aware (positive: better); published: the paper's 63 % at a "
+      "30 % cut, production mix",
+      13, cols);
+  if (!t) {
+    rc = pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
+    goto done;
+  }
+  set_dec(t, "cut_pct", 0);
+  set_dec(t, "gap_tokens_per_s_per_job", 1);
+  set_dec(t, "gap_ci95_lo", 1);
+  set_dec(t, "gap_ci95_hi", 1);
+  set_dec(t, "gap_closed_pct", 1);
+  set_dec(t, "vs_pfi_aware", 1);
+  set_dec(t, "vs_pfi_aware_lo", 1);
+  set_dec(t, "vs_pfi_aware_hi", 1);
+  set_dec(t, "gap_closed_pct_published", 1);
+  set_dec(t, "diff", 1);
+  double closed30 = NAN, gain30 = NAN, d1 = NAN, d2 = NAN;
+  for (int mi = 0; mi < nmix && !rc; mi++) {
+    rc = sim_rows(r, t, mixes[mi], "in-sample", &res[mi], all, &closed30,
+                  &gain30);
+    if (!rc)
+      rc = sim_rows(r, t, mixes[mi], "leave-one-out", &res_loo[mi],
+                    (1u << PFI_STRAT_PFI_AWARE) | (1u << PFI_STRAT_PFI_CURVE),
+                    &d1, &d2);
+  }
+  if (rc)
+    goto done;
+  if (!have_prod)
+    missing(r, "data/mixes/production.csv was not found or did not apply, "
+               "so only the random mix was simulated.");
+  show_table(r, t);
+  headline(r, "production mix, 30 % cut: share of the equal-to-oracle gap "
+              "closed by PFI-aware (%)",
+           closed30, PUB_GAP_CLOSED_PCT, 1);
+  headline(r, "production mix, 30 % cut: PFI-aware over equal weight "
+              "(tokens/s per job)",
+           gain30, PUB_TOKENS_OVER_EQUAL, 0);
+  r->have_sim = 1;
+done:
+  for (int i = 0; i < 2; i++) {
+    pfi_sim_result_release(&res[i]);
+    pfi_sim_result_release(&res_loo[i]);
+  }
+  sim_lib_release(&L);
+  pfi_html_puts(&r->body, "</section>\n");
+  return rc;
+}
+
+/* ---- the whole report -------------------------------------------------------------- */
+
+static int make_dir(const char *dir, struct pfi_error *err) {
+  if (mkdir(dir, 0777) == 0 || errno == EEXIST)
+    return 0;
+  return pfi_error_set(err, PFI_EIO, "%s: %s", dir, strerror(errno));
+}
+
+int pfi_report_build(const char *in_dir, const char *out_dir,
+                     const struct pfi_report_opts *o, struct pfi_error *err) {
+  struct pfi_report_opts defaults;
+  if (!o) {
+    pfi_report_opts_init(&defaults);
+    o = &defaults;
+  }
+  struct pfi__report r;
+  memset(&r, 0, sizeof r);
+  r.o = o;
+  r.err = err;
+  pfi_curveset_init(&r.cs);
+  pfi_html_init(&r.body);
+  int rc = make_dir(out_dir, err);
+  if (rc)
+    goto out;
+  pfi__report_progress(&r, "report: reading %s", in_dir);
+  if ((rc = load_inputs(&r, in_dir)) != 0)
+    goto out;
+  pfi__report_progress(&r, "report: PFI and 95 %% intervals of %zu groups",
+                       r.cs.n);
+  if ((rc = compute_groups(&r)) != 0)
+    goto out;
+  static const char *const hcols[] = {"metric", "ours", "published", "diff"};
+  r.headline = pfi__report_table(
+      &r, "headline", "Headline numbers: ours beside the paper's", 4, hcols);
+  if (!r.headline) {
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  pfi__report_progress(&r, "report: characterization");
+  if ((rc = sec_characterization(&r)) != 0)
+    goto out;
+  pfi__report_progress(&r, "report: mechanism");
+  if ((rc = sec_mechanism(&r)) != 0)
+    goto out;
+  pfi__report_progress(&r, "report: statistics");
+  if ((rc = sec_statistics(&r)) != 0)
+    goto out;
+  pfi__report_progress(&r, "report: prediction");
+  if ((rc = sec_prediction(&r)) != 0)
+    goto out;
+  pfi__report_progress(&r, "report: allocation");
+  if ((rc = sec_allocation(&r)) != 0)
+    goto out;
+  for (size_t i = 0; i < r.ntabs; i++)
+    if ((rc = pfi_rtable_write(&r.tabs[i], out_dir, err)) != 0)
+      goto out;
+  pfi__report_progress(&r, "report: writing %s/report.html", out_dir);
+  rc = pfi__report_page(&r, out_dir);
+out:
+  for (size_t i = 0; i < r.ntabs; i++)
+    pfi_rtable_release(&r.tabs[i]);
+  free(r.g);
+  pfi_curveset_release(&r.cs);
+  if (r.have_feat)
+    pfi_features_release(&r.feat);
+  if (r.have_mech)
+    pfi_table_release(&r.mech);
+  if (r.have_pub_head)
+    pfi_table_release(&r.pub_head);
+  if (r.have_pub_held)
+    pfi_table_release(&r.pub_held);
+  if (r.have_pub_h100)
+    pfi_table_release(&r.pub_h100);
+  if (r.have_pub_grid)
+    pfi_table_release(&r.pub_grid);
+  if (r.have_pub_abl)
+    pfi_table_release(&r.pub_abl);
+  pfi_html_release(&r.body);
+  return rc;
+}
