@@ -78,13 +78,15 @@ int pfi_index_ce(const double *power_w, const double *tokens, size_t n,
  * normal centred on the measured value with standard deviation power_sd_w /
  * tokens_sd, or default_rel_sd_power * power_w / default_rel_sd_tokens *
  * tokens_per_s for a point whose column is unknown (< 0), then recomputes
- * the ratio PFI (a draw where no capped point binds is left out). The
+ * the ratio PFI over the capped points the measured curve binds at (the
+ * same points as pfi_index_compute() averages; a draw that divides by zero
+ * is left out). The
  * interval is the 2.5 and 97.5 percentiles of the defined draws (GSL's
  * quantile of the sorted sample, linear between order statistics).
  * Random numbers: GSL's MT19937 seeded with `seed`; the same seed and curve
  * give the same interval bit for bit, whatever other curves exist.
- * Returns the number of draws that gave a defined PFI (> 0: *lo, *hi set;
- * 0: no interval, *lo and *hi untouched), or PFI_EINVAL (draws == 0, a
+ * Returns the number of draws that gave a finite PFI (> 0: *lo, *hi set;
+ * 0: no interval, *lo and *hi untouched, as when no capped point binds), or PFI_EINVAL (draws == 0, a
  * curve with fewer than 2 points, a negative or non-finite noise level),
  * PFI_ENOMEM.
  */

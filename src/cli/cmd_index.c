@@ -228,6 +228,10 @@ int cmd_index(int argc, char **argv) {
     rc = pfi_curveset_restrict(&set, caps, ncaps, &err);
   if (rc < 0) {
     status = pfi_cli_fail(&err);
+    /* A file that cannot be read is bad input to this command, like a
+     * malformed one: exit status 2. */
+    if (err.code == PFI_EIO)
+      status = PFI_EXIT_USAGE;
     goto out;
   }
   rows = calloc(set.n ? set.n : 1, sizeof *rows);

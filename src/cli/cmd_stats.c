@@ -512,8 +512,12 @@ int cmd_stats(int argc, char **argv) {
                               "test",
                          name);
 
-  if (pfi_table_load(&t, path, &err) < 0)
-    return pfi_cli_fail(&err);
+  if (pfi_table_load(&t, path, &err) < 0) {
+    status = pfi_cli_fail(&err);
+    /* A file that cannot be read is bad input to this command, like a
+     * malformed one: exit status 2. */
+    return err.code == PFI_EIO ? PFI_EXIT_USAGE : status;
+  }
   switch (sub) {
   case SUB_SPEARMAN:
   case SUB_PEARSON:

@@ -181,7 +181,7 @@ int pfi_index_ci(const struct pfi_curve *c, size_t draws, unsigned long seed,
     return pfi_error_set(err, PFI_EINVAL,
                          "default relative noise must be finite and >= 0");
   int rc = 0;
-  double *buf = malloc(5 * n * sizeof *buf);
+  double *buf = malloc(4 * n * sizeof *buf);
   double *sample = malloc(draws * sizeof *sample);
   gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
   if (!buf || !sample || !rng) {
@@ -189,26 +189,40 @@ int pfi_index_ci(const struct pfi_curve *c, size_t draws, unsigned long seed,
     goto out;
   }
   gsl_rng_set(rng, seed);
-  double *cap = buf, *sdp = buf + n, *sdt = buf + 2 * n, *pw = buf + 3 * n,
-         *tk = buf + 4 * n;
+  double *sdp = buf, *sdt = buf + n, *pw = buf + 2 * n, *tk = buf + 3 * n;
   for (size_t i = 0; i < n; i++) {
     const struct pfi_point *pt = &c->pts[i];
-    cap[i] = pt->cap_w;
     sdp[i] = pt->power_sd_w >= 0 ? pt->power_sd_w
                                  : default_rel_sd_power * pt->power_w;
     sdt[i] = pt->tokens_sd >= 0 ? pt->tokens_sd
                                 : default_rel_sd_tokens * pt->tokens_per_s;
   }
+  /* The points averaged are those the measured curve binds at (T_i below
+   * T_max); the draws keep that choice fixed. Re-deciding it per draw would
+   * let a cap that did not bind (T_i = T_max) enter about half of the draws
+   * with a denominator near zero, and the interval would describe that
+   * artefact instead of the measurement noise of the estimate. */
+  const struct pfi_point *ref = pfi_curve_uncapped(c);
+  size_t nused = 0;
+  for (size_t i = 0; i + 1 < n; i++)
+    if (c->pts[i].tokens_per_s < ref->tokens_per_s)
+      nused++;
   size_t ok = 0;
-  for (size_t d = 0; d < draws; d++) {
+  for (size_t d = 0; d < draws && nused > 0; d++) {
     /* Power then throughput, point by point in cap order: the order of the
      * random stream is part of the reproducibility contract. */
     for (size_t i = 0; i < n; i++) {
       pw[i] = c->pts[i].power_w + gsl_ran_gaussian(rng, sdp[i]);
       tk[i] = c->pts[i].tokens_per_s + gsl_ran_gaussian(rng, sdt[i]);
     }
-    double v;
-    if (pfi_index_ratio(cap, pw, tk, n, &v, NULL) == 1 && isfinite(v))
+    double pmax = pw[n - 1], tmax = tk[n - 1], sum = 0;
+    for (size_t i = 0; i + 1 < n; i++)
+      if (c->pts[i].tokens_per_s < ref->tokens_per_s)
+        sum += (1.0 - pw[i] / pmax) / (1.0 - tk[i] / tmax);
+    double v = sum / (double)nused;
+    /* A draw whose throughput lands exactly on T_max divides by zero; it
+     * is dropped (it has probability zero unless the noise is zero). */
+    if (isfinite(v))
       sample[ok++] = v;
   }
   if (ok > 0) {

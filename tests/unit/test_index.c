@@ -275,6 +275,30 @@ static void ci_default_noise(void **state) {
   pfi_curveset_release(&set);
 }
 
+static void ci_keeps_measured_exclusions(void **state) {
+  (void)state;
+  /* The 600 W cap did not bind (T = T_max). Noise would put its throughput
+   * below T_max in about half of the draws; it must stay out of every draw,
+   * as it is out of the estimate, or its near-zero denominator would
+   * dominate the interval. Only the 300 W point counts: PFI 2 with the
+   * default noise, whose interval is a few % wide at most (by the delta
+   * method: sd about 2 * 0.0005 * sqrt(2) * 0.8/0.2 ~ 0.006). */
+  const char csv[] = "job,cap_w,power_w,tokens_per_s\n"
+                     "a,700,1000,100\n"
+                     "a,600,990,100\n"
+                     "a,300,600,80\n";
+  struct pfi_curveset set = load(csv, NULL);
+  double lo, hi;
+  assert_int_equal(pfi_index_ci(&set.c[0], 2000, 1,
+                                PFI_INDEX_DEFAULT_REL_SD_POWER,
+                                PFI_INDEX_DEFAULT_REL_SD_TOKENS, &lo, &hi,
+                                NULL),
+                   2000);
+  assert_true(lo > 1.95 && lo < 2.0);
+  assert_true(hi > 2.0 && hi < 2.05);
+  pfi_curveset_release(&set);
+}
+
 static void restrict_caps(void **state) {
   (void)state;
   struct pfi_curveset set = load(two_jobs, NULL);
@@ -358,6 +382,7 @@ int main(void) {
       cmocka_unit_test(row_order_invariance),
       cmocka_unit_test(ci_linear_case_closed_form),
       cmocka_unit_test(ci_default_noise),
+      cmocka_unit_test(ci_keeps_measured_exclusions),
       cmocka_unit_test(restrict_caps),
       cmocka_unit_test(real_sweep_mapped),
   };

@@ -1,0 +1,206 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
+# `pfi index`: values on hand-made files, output formats, options, and every
+# class of bad input (one-line error with file:line:column, exit status 2).
+set -u
+PFI=${PFI:?PFI must name the pfi binary}
+cd "${PFI_SOURCE_DIR:-.}"
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fails=0
+
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+
+# near A B TOL: |A - B| <= TOL (awk does the arithmetic).
+near() {
+  awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }' ||
+    fail "$4: got $1, expected $2 (tolerance $3)"
+}
+
+# expect_err PATTERN ARGS...: exit status 2, exactly one line on stderr,
+# matching the extended regex PATTERN, nothing on stdout.
+expect_err() {
+  local pat=$1
+  shift
+  "$PFI" "$@" >"$T/out" 2>"$T/err"
+  local rc=$?
+  [ "$rc" -eq 2 ] || fail "pfi $*: exit status $rc, expected 2"
+  [ "$(wc -l <"$T/err")" -eq 1 ] || fail "pfi $*: stderr is not one line: $(cat "$T/err")"
+  grep -Eq -- "$pat" "$T/err" || fail "pfi $*: stderr '$(cat "$T/err")' does not match '$pat'"
+  [ ! -s "$T/out" ] || fail "pfi $*: wrote to stdout on error"
+}
+
+# expect_usage PATTERN ARGS...: exit status 2, first stderr line matching
+# PATTERN (usage errors add a "Try 'pfi index --help'." line).
+expect_usage() {
+  local pat=$1
+  shift
+  "$PFI" "$@" >"$T/out" 2>"$T/err"
+  local rc=$?
+  [ "$rc" -eq 2 ] || fail "pfi $*: exit status $rc, expected 2"
+  head -1 "$T/err" | grep -Eq -- "$pat" || fail "pfi $*: stderr '$(cat "$T/err")' does not match '$pat'"
+  [ ! -s "$T/out" ] || fail "pfi $*: wrote to stdout on error"
+}
+
+# ---- values worked by hand ----
+# Caps 300/500/700 W, P 600/800/1000 W, T 80/95/100:
+# ratio = mean((1-0.8)/(1-0.95), (1-0.6)/(1-0.8)) = mean(4, 2) = 3;
+# area = 0.24 + 0.175 + 0.195 - 0.5 = 0.11 (trapezoids from (0,0)).
+cat >"$T/three.csv" <<'EOF'
+job,cap_w,power_w,tokens_per_s,note
+a,700,1000,100,uncapped
+a,500,800,95,
+a,300,600,80,
+EOF
+"$PFI" index "$T/three.csv" --format csv >"$T/out" || fail "index three.csv"
+head -1 "$T/out" | grep -qx 'job,pfi,pfi_area,pfi_ce,points_used,excluded_caps,t_max,p_max' ||
+  fail "csv header: $(head -1 "$T/out")"
+IFS=, read -r job pfi area ce used ex tmax pmax < <(sed -n 2p "$T/out")
+[ "$job" = a ] || fail "job name '$job'"
+near "$pfi" 3 1e-9 "ratio PFI"
+near "$area" 0.11 1e-9 "area PFI"
+# CE: 1 - slope of log T on log P, computed here by awk.
+ce_ref=$(awk 'BEGIN { u[1]=log(600); u[2]=log(800); u[3]=log(1000);
+  v[1]=log(80); v[2]=log(95); v[3]=log(100);
+  for (i=1;i<=3;i++) { mu+=u[i]/3; mv+=v[i]/3 }
+  for (i=1;i<=3;i++) { sxy+=(u[i]-mu)*(v[i]-mv); sxx+=(u[i]-mu)^2 }
+  printf "%.12f", 1 - sxy/sxx }')
+near "$ce" "$ce_ref" 1e-8 "CE PFI"
+[ "$used" = 2 ] && [ "$ex" = - ] && [ "$tmax" = 100 ] && [ "$pmax" = 1000 ] ||
+  fail "points_used/excluded/t_max/p_max: $used $ex $tmax $pmax"
+
+# Standard input, and the same bytes as from the file.
+"$PFI" index - --format csv <"$T/three.csv" >"$T/out2" || fail "index from stdin"
+cmp -s "$T/out" "$T/out2" || fail "stdin output differs from file output"
+
+# --definition ratio: only the ratio column.
+"$PFI" index "$T/three.csv" --definition ratio --format csv | head -1 |
+  grep -qx 'job,pfi,points_used,excluded_caps,t_max,p_max' || fail "--definition ratio columns"
+"$PFI" index "$T/three.csv" --definition area --format json >"$T/out" || fail "json area"
+grep -q '"pfi_area"' "$T/out" && ! grep -q '"pfi":' "$T/out" || fail "--definition area json keys"
+
+# ---- excluded caps, undefined values, quoting ----
+cat >"$T/excl.csv" <<'EOF'
+job,cap_w,power_w,tokens_per_s
+"x,y",700,1000,100
+"x,y",600,990,100
+"x,y",300,600,80
+flat,700,1000,100
+flat,500,900,100
+EOF
+"$PFI" index "$T/excl.csv" --format csv --ci 50 >"$T/out" || fail "index excl.csv"
+grep -q '^"x,y",2,' "$T/out" || fail "quoted job or ratio 2: $(cat "$T/out")"
+grep -q '^"x,y",.*,1,600,100,1000,' "$T/out" || fail "excluded cap 600: $(cat "$T/out")"
+grep -q '^flat,-,' "$T/out" || fail "undefined ratio printed as -: $(cat "$T/out")"
+grep -qi 'nan' "$T/out" && fail "NaN in csv output"
+"$PFI" index "$T/excl.csv" --format json --ci 50 >"$T/out" || fail "json excl.csv"
+grep -qi 'nan' "$T/out" && fail "NaN in json output"
+tr -d ' \n' <"$T/out" | grep -q '"job":"flat","pfi":null,.*"ci95":null' ||
+  fail "flat job json: $(cat "$T/out")"
+tr -d ' \n' <"$T/out" | grep -q '"excluded_caps":\[600.0\]' || fail "excluded_caps json"
+"$PFI" index "$T/excl.csv" >"$T/out" || fail "table excl.csv"
+grep -Eq '^flat +- ' "$T/out" || fail "table: undefined as -"
+
+# ---- the real A100 sweep through --map: all 8 workloads ----
+MAP='job=Workload,cap_w=GPU power cap,power_w=total GPU power,tokens_per_s=throughput'
+"$PFI" index data/real/dvfs_sweep.csv --map "$MAP" --format csv >"$T/out" ||
+  fail "real sweep"
+[ "$(tail -n +2 "$T/out" | wc -l)" -eq 8 ] || fail "real sweep: not 8 workloads"
+tail -n +2 "$T/out" | cut -d, -f2 | grep -q '^-$' && fail "real sweep: undefined PFI"
+
+# ---- intervals: same seed same bytes, default noise stated ----
+"$PFI" index data/real/dvfs_sweep.csv --map "$MAP" --ci 2000 --seed 5 >"$T/a" || fail "ci run 1"
+"$PFI" index data/real/dvfs_sweep.csv --map "$MAP" --ci 2000 --seed 5 >"$T/b" || fail "ci run 2"
+"$PFI" index data/real/dvfs_sweep.csv --map "$MAP" --ci 2000 --seed 6 >"$T/c" || fail "ci run 3"
+cmp -s "$T/a" "$T/b" || fail "same seed gave different output"
+cmp -s "$T/a" "$T/c" && fail "different seeds gave the same intervals"
+grep -q 'default relative noise: 0.04 % of power, 0.05 % of throughput' "$T/a" ||
+  fail "default noise not stated: $(tail -2 "$T/a")"
+"$PFI" index data/real/dvfs_sweep.csv --map "$MAP" --ci 500 --format json >"$T/out"
+tr -d ' \n' <"$T/out" | grep -q '"ci95":\[[0-9.]*,[0-9.]*\]' || fail "json ci95 pair"
+tr -d ' \n' <"$T/out" | grep -q '"ci_default_rel_sd":{"power":0.0004,"tokens":0.0005}' ||
+  fail "json default noise"
+"$PFI" index data/real/dvfs_sweep.csv --map "$MAP" --format json | tr -d ' \n' |
+  grep -q '"ci95":null' || fail "ci95 null without --ci"
+# Every interval contains its point estimate (noise of 0.05 % cannot move
+# the ratio PFI of these curves by more than a few %).
+"$PFI" index data/real/dvfs_sweep.csv --map "$MAP" --ci 2000 --format csv |
+  awk -F, 'NR > 1 && !($5 <= $2 && $2 <= $6) { bad = 1 } END { exit bad }' ||
+  fail "a point estimate lies outside its interval"
+
+# Measured noise columns are used instead of the default: zero noise gives
+# a degenerate interval at the estimate, and no default-noise statement.
+cat >"$T/sd.csv" <<'EOF'
+job,cap_w,power_w,tokens_per_s,power_sd_w,tokens_sd
+a,700,1000,100,0,0
+a,300,600,80,0,0
+EOF
+"$PFI" index "$T/sd.csv" --ci 100 --format csv >"$T/out" || fail "sd.csv"
+IFS=, read -r _ pfi _ _ lo hi _ < <(sed -n 2p "$T/out")
+[ "$lo" = 2 ] && [ "$hi" = 2 ] && [ "$pfi" = 2 ] || fail "zero-noise interval: $(cat "$T/out")"
+grep -q ',-,-$' "$T/out" || fail "default noise reported for measured sd"
+
+# ---- --caps ----
+cat >"$T/grid.csv" <<'EOF'
+job,cap_w,power_w,tokens_per_s
+a,200,3000,600
+a,400,4200,800
+a,500,4800,900
+a,700,5600,1000
+b,200,2000,300
+b,500,4000,700
+b,700,5000,1000
+EOF
+# On 200,500,700: a = mean((1-4800/5600)/(1-0.9), (1-3000/5600)/(1-0.6)).
+"$PFI" index "$T/grid.csv" --caps 200,500,700 --definition ratio --format csv >"$T/out" ||
+  fail "--caps"
+ref=$(awk 'BEGIN { printf "%.12f", ((1-4800/5600)/0.1 + (1-3000/5600)/0.4)/2 }')
+near "$(sed -n 2p "$T/out" | cut -d, -f2)" "$ref" 1e-9 "--caps ratio PFI"
+expect_err "grid.csv:6:1: job 'b' has no point at cap 400 W" index "$T/grid.csv" --caps 200:400:200
+expect_usage "--caps: 'abc': not a number" index "$T/grid.csv" --caps 200,abc
+
+# ---- bad input: each class gives file:line:column and exit 2 ----
+printf 'job,cap_w,tokens_per_s\na,700,100\na,500,90\n' >"$T/nocol.csv"
+expect_err "nocol.csv:1:1: missing column 'power_w'" index "$T/nocol.csv"
+printf 'job,cap_w,power_w,tokens_per_s\na,700,1000,100\na,500,abc,90\n' >"$T/nonnum.csv"
+expect_err "nonnum.csv:3:7: field 'power_w': not a number" index "$T/nonnum.csv"
+printf 'job,cap_w,power_w,tokens_per_s\na,700,1000,100\na,500,800,NaN\n' >"$T/nan.csv"
+expect_err "nan.csv:3:11: field 'tokens_per_s': NaN" index "$T/nan.csv"
+printf 'job,cap_w,power_w,tokens_per_s\na,700,inf,100\na,500,800,90\n' >"$T/inf.csv"
+expect_err "inf.csv:2:7: field 'power_w': infinite" index "$T/inf.csv"
+printf 'job,cap_w,power_w,tokens_per_s\na,700,1000,100\na,500,0,90\n' >"$T/zero.csv"
+expect_err "zero.csv:3:7: field 'power_w': must be positive" index "$T/zero.csv"
+printf 'job,cap_w,power_w,tokens_per_s\na,700,1000,100\na,500,800,-5\n' >"$T/neg.csv"
+expect_err "neg.csv:3:11: field 'tokens_per_s': must be positive" index "$T/neg.csv"
+printf 'job,cap_w,power_w,tokens_per_s\na,700,1000,100\na,700,800,90\n' >"$T/dup.csv"
+expect_err "dup.csv:3:3: field 'cap_w': duplicate cap 700 W" index "$T/dup.csv"
+printf 'job,cap_w,power_w,tokens_per_s\na,700,1000,100\nb,700,1000,100\nb,500,800,90\n' >"$T/one.csv"
+expect_err "one.csv:2:1: job 'a': has 1 point, needs at least 2" index "$T/one.csv"
+printf 'job,cap_w,power_w,tokens_per_s\na,700,1000,100\na,500,"80\n' >"$T/quote.csv"
+expect_err "quote.csv:3:7: unterminated quoted field" index "$T/quote.csv"
+printf 'job,cap_w,power_w,tokens_per_s\n' >"$T/empty.csv"
+expect_err "empty.csv:2:1: no data rows" index "$T/empty.csv"
+printf 'job,cap_w,power_w,tokens_per_s\na,700,1000\na,500,800,90\n' >"$T/short.csv"
+expect_err "short.csv:2:.*: field 'tokens_per_s': missing" index "$T/short.csv"
+expect_err "dvfs_sweep.csv:1:1: missing column 'Throughput' \\(mapped to tokens_per_s\\)" \
+  index data/real/dvfs_sweep.csv --map 'job=Workload,cap_w=GPU power cap,power_w=total GPU power,tokens_per_s=Throughput'
+expect_err "--map: unknown column name 'watts'" index "$T/three.csv" --map watts=power_w
+expect_err "--map: expected NAME=COLUMN" index "$T/three.csv" --map power_w
+expect_err "nope.csv: cannot open" index "$T/nope.csv"
+
+# ---- usage ----
+"$PFI" index --help >"$T/out" && grep -q '^usage: pfi index' "$T/out" || fail "--help"
+"$PFI" index "$T/three.csv" --format xml >/dev/null 2>&1
+[ $? -eq 2 ] || fail "bad --format exit status"
+"$PFI" index "$T/three.csv" --definition median >/dev/null 2>&1
+[ $? -eq 2 ] || fail "bad --definition exit status"
+"$PFI" index >/dev/null 2>&1
+[ $? -eq 2 ] || fail "missing FILE exit status"
+"$PFI" index "$T/three.csv" --ci -3 >/dev/null 2>&1
+[ $? -eq 2 ] || fail "negative --ci exit status"
+
+if [ "$fails" -ne 0 ]; then
+  echo "$fails check(s) failed" >&2
+  exit 1
+fi
+echo "test_index: all checks passed"
