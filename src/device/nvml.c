@@ -253,6 +253,7 @@ struct ctx {
   struct nvml_fns f;
   unsigned n;
   struct gpu *gpus;
+  double gpm_min_window_s; /* see GPM_MIN_WINDOW_S */
   char path[512];
 };
 
@@ -407,7 +408,7 @@ static void nvml_close(void *vctx) {
   free(c);
 }
 
-/* Parses "lib=PATH" from the open parameters into c->path. */
+/* Parses the open parameters "lib=PATH,gpm_min_window=SECONDS". */
 static int parse_params(struct ctx *c, const char *params,
                         struct pfi_error *err) {
   const char *env = getenv("PFI_NVML_LIB");
@@ -420,9 +421,23 @@ static int parse_params(struct ctx *c, const char *params,
     if (len > 4 && strncmp(p, "lib=", 4) == 0) {
       lib = p + 4;
       liblen = len - 4;
+    } else if (len > 15 && strncmp(p, "gpm_min_window=", 15) == 0) {
+      char num[32];
+      char *endp = NULL;
+      size_t nl = len - 15 < sizeof num - 1 ? len - 15 : sizeof num - 1;
+      memcpy(num, p + 15, nl);
+      num[nl] = '\0';
+      double v = strtod(num, &endp);
+      if (endp == num || *endp || !(v >= 0.0) || v > 3600.0)
+        return pfi_error_set(err, PFI_EINVAL,
+                             "nvml: gpm_min_window '%s' is not a number of "
+                             "seconds in 0..3600",
+                             num);
+      c->gpm_min_window_s = v;
     } else if (len > 0) {
       return pfi_error_set(err, PFI_EINVAL,
-                           "nvml: unknown parameter '%.*s' (expected lib=PATH)",
+                           "nvml: unknown parameter '%.*s' (expected lib=PATH "
+                           "or gpm_min_window=SECONDS)",
                            (int)len, p);
     }
     p = end ? end + 1 : NULL;
@@ -467,6 +482,7 @@ static int nvml_open(void **out, const char *params, struct pfi_error *err) {
   *out = NULL;
   if (!c)
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  c->gpm_min_window_s = GPM_MIN_WINDOW_S;
   rc = parse_params(c, params, err);
   if (rc < 0)
     goto out;
@@ -708,7 +724,7 @@ static int sample_gpm(struct ctx *c, unsigned gpu, struct pfi_sample *s,
   struct gpu *g = &c->gpus[gpu];
   nvmlReturn_t r;
   double t = mono_s();
-  if (t - g->prev_t < GPM_MIN_WINDOW_S)
+  if (t - g->prev_t < c->gpm_min_window_s)
     return 0; /* keep the baseline; the next sample gets a longer window */
   CHECK(c->f.gpm_sample_get(g->h, g->cur), "taking a GPM sample");
   if (r != NVML_SUCCESS)

@@ -1,0 +1,283 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* `pfi cap`: the operator's own power-limit changes, all GPUs or none. */
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cli_device.h"
+
+static const char usage_text[] =
+    "usage: pfi cap [--backend emu|nvml] [--params P] [--gpus LIST]\n"
+    "               (--set W | --reset) [--dry-run] [--format F]\n"
+    "\n"
+    "Sets the power limit of GPUs (--set W, in watts) or returns it to each\n"
+    "GPU's default (--reset), and prints old -> new for each GPU.\n"
+    "\n"
+    "All or none: every GPU's target is checked against its own limit range\n"
+    "before anything changes; if setting one GPU then fails (or reads back a\n"
+    "different value), the GPUs already changed are restored to their old\n"
+    "limits. On real GPUs (nvml) setting a limit needs root or\n"
+    "CAP_SYS_ADMIN; a limit set this way lasts until changed or the driver\n"
+    "reloads. On emu the limits are those of emulated GPUs, kept in the\n"
+    "emulator's state directory ($PFI_EMU_STATE).\n"
+    "\n"
+    "Options:\n"
+    "  --backend B   nvml or emu (default: nvml when it finds a GPU, else emu)\n"
+    "  --params P    backend parameters, e.g. for emu profile=h100,gpus=4\n"
+    "  --gpus LIST   GPU indices: all (default), 0,2,5 or ranges 0-3\n"
+    "  --set W       the new limit in watts (e.g. 500 or 412.5)\n"
+    "  --reset       the GPUs' default limits\n"
+    "  --dry-run     check and print the changes without making them\n"
+    "  --format F    table (default), csv or json\n"
+    "  -h, --help    this text\n"
+    "\n"
+    "JSON is an array with one object per GPU: index, uuid, old_cap_w,\n"
+    "new_cap_w, enforced_cap_w, changed, backend, emulated. Exit status: 0\n"
+    "ok, 1 a device error (no permission, GPU lost; the message says which\n"
+    "GPUs were restored), 2 bad usage or a target outside a GPU's range.\n";
+
+struct item {
+  unsigned gpu;
+  char uuid[128];
+  struct pfi_power_limits lim;
+  uint32_t old_mw, new_mw, enforced_mw;
+  int have_enforced;
+  int changed; /* set by us (and, on failure, to be restored) */
+};
+
+/* Restores items[0..k) that were changed, newest first; reports each
+ * failure on stderr. Returns the number that could not be restored. */
+static int restore(struct pfi_device *dev, struct item *items, size_t k) {
+  int bad = 0;
+  for (size_t j = k; j-- > 0;) {
+    struct item *it = &items[j];
+    if (!it->changed)
+      continue;
+    struct pfi_error e;
+    pfi_error_clear(&e);
+    if (pfi_device_set_cap(dev, it->gpu, it->old_mw, &e) < 0) {
+      char buf[PFI_ERROR_MSG_MAX + 64];
+      fprintf(stderr,
+              "pfi cap: GPU %u could NOT be restored to %.3f W: %s\n",
+              it->gpu, it->old_mw / 1000.0, pfi_error_format(&e, buf, sizeof buf));
+      bad++;
+    } else {
+      fprintf(stderr, "pfi cap: GPU %u restored to %.3f W\n", it->gpu,
+              it->old_mw / 1000.0);
+      it->changed = 0;
+    }
+  }
+  return bad;
+}
+
+int cmd_cap(int argc, char **argv) {
+  static const struct option opts[] = {{"backend", required_argument, 0, 'b'},
+                                       {"params", required_argument, 0, 'p'},
+                                       {"gpus", required_argument, 0, 'g'},
+                                       {"set", required_argument, 0, 's'},
+                                       {"reset", no_argument, 0, 'r'},
+                                       {"dry-run", no_argument, 0, 'n'},
+                                       {"format", required_argument, 0, 'f'},
+                                       {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
+  const char *backend = NULL, *params = NULL, *chosen = NULL;
+  const char *gpus_arg = "all", *set_arg = NULL;
+  int reset = 0, dry = 0, status = 0, c, rc = 0;
+  enum pfi_format format = PFI_FMT_TABLE;
+  struct pfi_device *dev = NULL;
+  struct pfi_error err;
+  unsigned *gpus = NULL;
+  struct item *items = NULL;
+  size_t n = 0;
+  unsigned count = 0;
+  uint32_t set_mw = 0;
+  pfi_error_clear(&err);
+  optind = 1;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+    switch (c) {
+    case 'b':
+      backend = optarg;
+      break;
+    case 'p':
+      params = optarg;
+      break;
+    case 'g':
+      gpus_arg = optarg;
+      break;
+    case 's':
+      set_arg = optarg;
+      break;
+    case 'r':
+      reset = 1;
+      break;
+    case 'n':
+      dry = 1;
+      break;
+    case 'f':
+      if ((status = pfi_cli_format("cap", optarg,
+                                   PFI_FMT_ALLOW_TABLE | PFI_FMT_ALLOW_CSV |
+                                       PFI_FMT_ALLOW_JSON,
+                                   &format)))
+        return status;
+      break;
+    case 'h':
+      fputs(usage_text, stdout);
+      return 0;
+    case ':':
+      return pfi_cli_usage("cap", "option '%s' needs a value", argv[optind - 1]);
+    default:
+      return pfi_cli_usage("cap", "unknown option '%s'", argv[optind - 1]);
+    }
+  }
+  if (optind < argc)
+    return pfi_cli_usage("cap", "unexpected argument '%s'", argv[optind]);
+  if (!!set_arg + reset != 1)
+    return pfi_cli_usage("cap", "give exactly one of --set W and --reset");
+  if (params && !backend)
+    return pfi_cli_usage("cap", "--params needs --backend");
+  if (set_arg) {
+    double w;
+    /* Watts to integer milliwatts; 10 kW is far above any GPU's limit and
+     * keeps the conversion exact in 32 bits. */
+    if (pfi_cli_parse_double(set_arg, &w) != 0 || !(w > 0.0) || w > 10000.0)
+      return pfi_cli_usage("cap",
+                           "--set: '%s' is not a power in watts (0 < W <= "
+                           "10000)",
+                           set_arg);
+    set_mw = (uint32_t)llround(w * 1000.0);
+  }
+
+  rc = pfi__cli_open_device("cap", backend, params, &dev, &chosen, &err);
+  if (rc == 0)
+    rc = pfi_device_count(dev, &count, &err);
+  if (rc == 0)
+    rc = pfi__cli_parse_gpus(gpus_arg, count, &gpus, &n, &err);
+  if (rc < 0)
+    goto fail;
+  items = calloc(n, sizeof *items);
+  if (!items) {
+    rc = pfi_error_set(&err, PFI_ENOMEM, "out of memory");
+    goto fail;
+  }
+
+  /* Check every GPU before changing any. */
+  for (size_t k = 0; k < n; k++) {
+    struct item *it = &items[k];
+    it->gpu = gpus[k];
+    snprintf(it->uuid, sizeof it->uuid, "-");
+    rc = pfi_device_uuid(dev, it->gpu, it->uuid, sizeof it->uuid, &err);
+    if (rc == PFI_ENOTSUP)
+      rc = 0;
+    if (rc == 0)
+      rc = pfi_device_limits(dev, it->gpu, &it->lim, &err);
+    if (rc == 0)
+      rc = pfi_device_get_cap(dev, it->gpu, &it->old_mw, &err);
+    if (rc < 0)
+      goto fail;
+    it->new_mw = reset ? it->lim.default_mw : set_mw;
+    if (it->new_mw < it->lim.min_mw || it->new_mw > it->lim.max_mw) {
+      rc = pfi_error_set(&err, PFI_ERANGE,
+                         "%s %.3f W is outside GPU %u's power-limit range "
+                         "%.3f..%.3f W; nothing was changed",
+                         reset ? "the default limit" : "--set", it->new_mw / 1000.0,
+                         it->gpu, it->lim.min_mw / 1000.0,
+                         it->lim.max_mw / 1000.0);
+      goto fail;
+    }
+  }
+
+  /* Apply, verifying each by reading it back. */
+  for (size_t k = 0; k < n && !dry; k++) {
+    struct item *it = &items[k];
+    if (it->new_mw == it->old_mw)
+      continue;
+    uint32_t back = 0;
+    rc = pfi_device_set_cap(dev, it->gpu, it->new_mw, &err);
+    /* A rejected set changed nothing on that GPU; once accepted, the GPU
+     * counts as changed even if reading it back fails. */
+    it->changed = rc == 0;
+    if (rc == 0)
+      rc = pfi_device_get_cap(dev, it->gpu, &back, &err);
+    if (rc == 0 && back != it->new_mw)
+      rc = pfi_error_set(&err, PFI_EMISMATCH,
+                         "GPU %u reads back %.3f W after setting %.3f W",
+                         it->gpu, back / 1000.0, it->new_mw / 1000.0);
+    if (rc < 0) {
+      status = pfi_cli_fail(&err);
+      int bad = restore(dev, items, k + 1);
+      if (bad)
+        fprintf(stderr, "pfi cap: %d GPU%s left at a changed limit; check "
+                        "with 'pfi devices'\n",
+                bad, bad == 1 ? "" : "s");
+      goto out;
+    }
+  }
+  for (size_t k = 0; k < n; k++) {
+    struct item *it = &items[k];
+    uint32_t mw;
+    struct pfi_error e;
+    if (pfi_device_enforced_cap(dev, it->gpu, &mw, &e) == 0) {
+      it->enforced_mw = mw;
+      it->have_enforced = 1;
+    }
+  }
+
+  int emulated = strcmp(chosen, "emu") == 0;
+  if (format == PFI_FMT_JSON) {
+    json_t *arr = json_array();
+    for (size_t k = 0; k < n; k++) {
+      const struct item *it = &items[k];
+      json_t *o = json_object();
+      json_object_set_new(o, "index", json_integer(it->gpu));
+      json_object_set_new(o, "uuid", json_string(it->uuid));
+      json_object_set_new(o, "old_cap_w", json_real(it->old_mw / 1000.0));
+      json_object_set_new(o, "new_cap_w", json_real(it->new_mw / 1000.0));
+      json_object_set_new(o, "enforced_cap_w",
+                          it->have_enforced ? json_real(it->enforced_mw / 1000.0)
+                                            : json_null());
+      json_object_set_new(o, "changed",
+                          json_boolean(!dry && it->new_mw != it->old_mw));
+      json_object_set_new(o, "dry_run", json_boolean(dry));
+      json_object_set_new(o, "backend", json_string(chosen));
+      json_object_set_new(o, "emulated", json_boolean(emulated));
+      json_array_append_new(arr, o);
+    }
+    status = pfi_cli_print_json(arr);
+    goto out;
+  }
+  if (format == PFI_FMT_CSV)
+    printf("index,uuid,old_cap_w,new_cap_w,enforced_cap_w,changed,dry_run,"
+           "backend,emulated\n");
+  for (size_t k = 0; k < n; k++) {
+    const struct item *it = &items[k];
+    char enf[32] = "-";
+    if (it->have_enforced)
+      snprintf(enf, sizeof enf, "%.3f", it->enforced_mw / 1000.0);
+    int changed = !dry && it->new_mw != it->old_mw;
+    if (format == PFI_FMT_CSV)
+      printf("%u,%s,%.3f,%.3f,%s,%s,%s,%s,%s\n", it->gpu, it->uuid,
+             it->old_mw / 1000.0, it->new_mw / 1000.0, enf,
+             changed ? "true" : "false", dry ? "true" : "false", chosen,
+             emulated ? "true" : "false");
+    else
+      printf("GPU %u: %.1f W -> %.1f W%s%s\n", it->gpu, it->old_mw / 1000.0,
+             it->new_mw / 1000.0,
+             dry ? " (dry run)" : changed ? "" : " (unchanged)",
+             emulated ? " [emulated]" : "");
+  }
+  if (fflush(stdout) != 0)
+    status = PFI_EXIT_FAIL;
+  goto out;
+fail:
+  status = pfi_cli_fail(&err);
+out:
+  free(items);
+  free(gpus);
+  pfi_device_close(dev);
+  return status;
+}

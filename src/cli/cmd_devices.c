@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* `pfi devices`: the GPUs of a backend, their power limits and power. */
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cli_device.h"
+
+static const char usage_text[] =
+    "usage: pfi devices [--backend emu|nvml] [--params P] [--format F]\n"
+    "\n"
+    "Lists the GPUs of a device backend: name, UUID, power-limit range\n"
+    "(min_cap_w..max_cap_w), default limit, current and enforced limit, and\n"
+    "one telemetry sample (power, SM and memory clocks, temperature, frame\n"
+    "buffer used). Reading needs no privileges.\n"
+    "\n"
+    "Options:\n"
+    "  --backend B   nvml (NVIDIA GPUs through libnvidia-ml.so.1; $PFI_NVML_LIB\n"
+    "                overrides the library path) or emu (emulated H200/H100\n"
+    "                GPUs). Default: nvml when it loads and finds a GPU, else\n"
+    "                emu; the choice is said on stderr.\n"
+    "  --params P    backend parameters, e.g. for emu profile=h100,gpus=4\n"
+    "                (see docs/nvml.md and docs/emulator.md)\n"
+    "  --format F    table (default), csv or json\n"
+    "  -h, --help    this text\n"
+    "\n"
+    "JSON is an array with one object per GPU: index, name, uuid, min_cap_w,\n"
+    "max_cap_w, default_cap_w, cap_w, enforced_cap_w, power_w, sm_clock_mhz,\n"
+    "mem_clock_mhz, gpu_temp_c, fb_used_mib, backend, emulated. A value the\n"
+    "GPU or backend does not provide is null in JSON and - in table and csv.\n"
+    "Exit status: 0 ok, 1 a device error (GPU lost, permission), 2 bad usage\n"
+    "or a backend that cannot be loaded (no libnvidia-ml.so.1).\n";
+
+/* One GPU's row; NAN marks "not available". */
+struct row {
+  unsigned index;
+  char name[128];
+  char uuid[128];
+  double min_w, max_w, def_w, cap_w, enf_w;
+  double power_w, sm_mhz, mem_mhz, temp_c, fb_mib;
+};
+
+/* An unsupported read is a missing value; anything else ends the command. */
+static int soft(int rc, struct pfi_error *err) {
+  if (rc == PFI_ENOTSUP) {
+    pfi_error_clear(err);
+    return 0;
+  }
+  return rc;
+}
+
+static int read_row(struct pfi_device *dev, unsigned i, struct row *r,
+                    struct pfi_error *err) {
+  int rc;
+  struct pfi_power_limits lim;
+  struct pfi_sample s;
+  uint32_t mw;
+  memset(r, 0, sizeof *r);
+  r->index = i;
+  r->min_w = r->max_w = r->def_w = r->cap_w = r->enf_w = NAN;
+  r->power_w = r->sm_mhz = r->mem_mhz = r->temp_c = r->fb_mib = NAN;
+  snprintf(r->name, sizeof r->name, "-");
+  snprintf(r->uuid, sizeof r->uuid, "-");
+  if ((rc = soft(pfi_device_name(dev, i, r->name, sizeof r->name, err), err)))
+    return rc;
+  if ((rc = soft(pfi_device_uuid(dev, i, r->uuid, sizeof r->uuid, err), err)))
+    return rc;
+  rc = pfi_device_limits(dev, i, &lim, err);
+  if (rc == 0) {
+    r->min_w = lim.min_mw / 1000.0;
+    r->max_w = lim.max_mw / 1000.0;
+    r->def_w = lim.default_mw / 1000.0;
+  } else if ((rc = soft(rc, err))) {
+    return rc;
+  }
+  rc = pfi_device_get_cap(dev, i, &mw, err);
+  if (rc == 0)
+    r->cap_w = mw / 1000.0;
+  else if ((rc = soft(rc, err)))
+    return rc;
+  rc = pfi_device_enforced_cap(dev, i, &mw, err);
+  if (rc == 0)
+    r->enf_w = mw / 1000.0;
+  else if ((rc = soft(rc, err)))
+    return rc;
+  rc = pfi_device_sample(dev, i, &s, err);
+  if (rc == 0) {
+    if (pfi_sample_has(&s, PFI_FIELD_POWER))
+      r->power_w = s.v[PFI_FIELD_POWER];
+    if (pfi_sample_has(&s, PFI_FIELD_SM_CLOCK))
+      r->sm_mhz = s.v[PFI_FIELD_SM_CLOCK];
+    if (pfi_sample_has(&s, PFI_FIELD_MEM_CLOCK))
+      r->mem_mhz = s.v[PFI_FIELD_MEM_CLOCK];
+    if (pfi_sample_has(&s, PFI_FIELD_TEMP))
+      r->temp_c = s.v[PFI_FIELD_TEMP];
+    if (pfi_sample_has(&s, PFI_FIELD_FB_USED))
+      r->fb_mib = s.v[PFI_FIELD_FB_USED];
+  } else if ((rc = soft(rc, err))) {
+    return rc;
+  }
+  return 0;
+}
+
+static void fmt(char *buf, size_t n, double v, const char *f) {
+  if (isfinite(v))
+    snprintf(buf, n, f, v);
+  else
+    snprintf(buf, n, "-");
+}
+
+static json_t *jnum(double v) {
+  return isfinite(v) ? json_real(v) : json_null();
+}
+
+/* Quotes a CSV field when it needs it (names may hold commas). */
+static void csv_field(const char *s) {
+  if (!strpbrk(s, ",\"\n\r")) {
+    fputs(s, stdout);
+    return;
+  }
+  putchar('"');
+  for (; *s; s++) {
+    if (*s == '"')
+      putchar('"');
+    putchar(*s);
+  }
+  putchar('"');
+}
+
+int cmd_devices(int argc, char **argv) {
+  static const struct option opts[] = {{"backend", required_argument, 0, 'b'},
+                                       {"params", required_argument, 0, 'p'},
+                                       {"format", required_argument, 0, 'f'},
+                                       {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
+  const char *backend = NULL, *params = NULL, *chosen = NULL;
+  enum pfi_format format = PFI_FMT_TABLE;
+  struct pfi_device *dev = NULL;
+  struct row *rows = NULL;
+  struct pfi_error err;
+  int status = 0, c, rc;
+  unsigned n = 0;
+  pfi_error_clear(&err);
+  optind = 1;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+    switch (c) {
+    case 'b':
+      backend = optarg;
+      break;
+    case 'p':
+      params = optarg;
+      break;
+    case 'f':
+      if ((status = pfi_cli_format("devices", optarg,
+                                   PFI_FMT_ALLOW_TABLE | PFI_FMT_ALLOW_CSV |
+                                       PFI_FMT_ALLOW_JSON,
+                                   &format)))
+        return status;
+      break;
+    case 'h':
+      fputs(usage_text, stdout);
+      return 0;
+    case ':':
+      return pfi_cli_usage("devices", "option '%s' needs a value",
+                           argv[optind - 1]);
+    default:
+      return pfi_cli_usage("devices", "unknown option '%s'", argv[optind - 1]);
+    }
+  }
+  if (optind < argc)
+    return pfi_cli_usage("devices", "unexpected argument '%s'", argv[optind]);
+  if (params && !backend)
+    return pfi_cli_usage("devices", "--params needs --backend");
+
+  rc = pfi__cli_open_device("devices", backend, params, &dev, &chosen, &err);
+  if (rc == 0)
+    rc = pfi_device_count(dev, &n, &err);
+  if (rc < 0)
+    goto fail;
+  rows = calloc(n ? n : 1, sizeof *rows);
+  if (!rows) {
+    rc = pfi_error_set(&err, PFI_ENOMEM, "out of memory");
+    goto fail;
+  }
+  for (unsigned i = 0; i < n; i++)
+    if ((rc = read_row(dev, i, &rows[i], &err)) < 0)
+      goto fail;
+
+  int emulated = strcmp(chosen, "emu") == 0;
+  if (format == PFI_FMT_JSON) {
+    json_t *arr = json_array();
+    for (unsigned i = 0; i < n; i++) {
+      const struct row *r = &rows[i];
+      json_t *o = json_object();
+      json_object_set_new(o, "index", json_integer(r->index));
+      json_object_set_new(o, "name", json_string(r->name));
+      json_object_set_new(o, "uuid", json_string(r->uuid));
+      json_object_set_new(o, "min_cap_w", jnum(r->min_w));
+      json_object_set_new(o, "max_cap_w", jnum(r->max_w));
+      json_object_set_new(o, "default_cap_w", jnum(r->def_w));
+      json_object_set_new(o, "cap_w", jnum(r->cap_w));
+      json_object_set_new(o, "enforced_cap_w", jnum(r->enf_w));
+      json_object_set_new(o, "power_w", jnum(r->power_w));
+      json_object_set_new(o, "sm_clock_mhz", jnum(r->sm_mhz));
+      json_object_set_new(o, "mem_clock_mhz", jnum(r->mem_mhz));
+      json_object_set_new(o, "gpu_temp_c", jnum(r->temp_c));
+      json_object_set_new(o, "fb_used_mib", jnum(r->fb_mib));
+      json_object_set_new(o, "backend", json_string(chosen));
+      json_object_set_new(o, "emulated", json_boolean(emulated));
+      json_array_append_new(arr, o);
+    }
+    status = pfi_cli_print_json(arr);
+    goto out;
+  }
+  if (format == PFI_FMT_CSV) {
+    printf("index,name,uuid,min_cap_w,max_cap_w,default_cap_w,cap_w,"
+           "enforced_cap_w,power_w,sm_clock_mhz,mem_clock_mhz,gpu_temp_c,"
+           "fb_used_mib,backend,emulated\n");
+  } else {
+    printf("%-5s %-26s %-40s %8s %8s %8s %8s %8s %8s %7s %7s %5s\n", "index",
+           "name", "uuid", "min_w", "max_w", "def_w", "cap_w", "enf_w",
+           "power_w", "sm_mhz", "mem_mhz", "temp");
+  }
+  for (unsigned i = 0; i < n; i++) {
+    const struct row *r = &rows[i];
+    char b[11][32];
+    fmt(b[0], 32, r->min_w, "%.1f");
+    fmt(b[1], 32, r->max_w, "%.1f");
+    fmt(b[2], 32, r->def_w, "%.1f");
+    fmt(b[3], 32, r->cap_w, "%.1f");
+    fmt(b[4], 32, r->enf_w, "%.1f");
+    fmt(b[5], 32, r->power_w, "%.1f");
+    fmt(b[6], 32, r->sm_mhz, "%.0f");
+    fmt(b[7], 32, r->mem_mhz, "%.0f");
+    fmt(b[8], 32, r->temp_c, "%.0f");
+    fmt(b[9], 32, r->fb_mib, "%.0f");
+    if (format == PFI_FMT_CSV) {
+      printf("%u,", r->index);
+      csv_field(r->name);
+      putchar(',');
+      csv_field(r->uuid);
+      printf(",%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", b[0], b[1], b[2], b[3],
+             b[4], b[5], b[6], b[7], b[8], b[9], chosen,
+             emulated ? "true" : "false");
+    } else {
+      printf("%-5u %-26s %-40s %8s %8s %8s %8s %8s %8s %7s %7s %5s\n",
+             r->index, r->name, r->uuid, b[0], b[1], b[2], b[3], b[4], b[5],
+             b[6], b[7], b[8]);
+    }
+  }
+  if (format == PFI_FMT_TABLE && emulated)
+    printf("(emulated GPUs of the emu backend; not a measurement)\n");
+  if (fflush(stdout) != 0)
+    status = PFI_EXIT_FAIL;
+  goto out;
+fail:
+  status = pfi_cli_fail(&err);
+out:
+  free(rows);
+  pfi_device_close(dev);
+  return status;
+}
