@@ -326,8 +326,10 @@ int pfi_csv_double(const struct pfi_csv *csv, int idx, const char *what,
 static int table_from_csv(struct pfi_table *t, struct pfi_csv *csv,
                           struct pfi_error *err) {
   memset(t, 0, sizeof *t);
-  t->name = csv->name;
-  csv->name = NULL;
+  /* A copy: the reader still needs its name for errors further down. */
+  t->name = strdup(csv->name);
+  if (!t->name)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
   t->ncols = csv->nheader;
   t->header = csv->header;
   csv->header = NULL;
