@@ -22,6 +22,7 @@
 struct pfi_features {
   struct pfi_table t; /* owned */
   int job_col;
+  size_t *by_job;     /* row indices sorted by job id, for lookups; owned */
 };
 
 /*
@@ -35,7 +36,7 @@ int pfi_features_load_mem(struct pfi_features *f, const char *name,
                           const char *data, size_t len, struct pfi_error *err);
 void pfi_features_release(struct pfi_features *f);
 
-/* Row of job `job`, or -1. */
+/* Row of job `job`, or -1 (binary search). */
 long pfi_features_row(const struct pfi_features *f, const char *job);
 
 /* Job id of row r. */

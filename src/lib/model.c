@@ -1,0 +1,484 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Linear PFI models: fit, out-of-sample evaluation, JSON, prediction. */
+#include "pfi/model.h"
+
+#include <ctype.h>
+#include <float.h>
+#include <gsl/gsl_linalg.h>
+#include <gsl/gsl_matrix.h>
+#include <gsl/gsl_vector.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pfi/csv.h"
+#include "pfi/stats.h"
+
+const char pfi_dcgm_metrics[] =
+    "dram_active,mem_copy_util,sm_active,tensor_active,nvlink_tx_gbps,"
+    "nvlink_rx_gbps,pcie_tx_gbps,pcie_rx_gbps,power_w,sm_clock_mhz,gpu_util,"
+    "fb_used_gib,gpu_temp_c";
+
+const char pfi_default_model_features[] = "dram_copy_product";
+
+#define META "arch=moe,task=ft,log2(gpus)"
+#define DCGM                                                                   \
+  "dram_active,mem_copy_util,sm_active,tensor_active,nvlink_tx_gbps,"          \
+  "nvlink_rx_gbps,pcie_tx_gbps,pcie_rx_gbps,power_w,sm_clock_mhz,gpu_util,"   \
+  "fb_used_gib,gpu_temp_c"
+
+const struct pfi_predictor_set pfi_ablation_sets[7] = {
+    {"i", "DRAM copy product", "dram_copy_product"},
+    {"ii", "Arithmetic intensity", "arithmetic_intensity"},
+    {"iii", "(i) + (ii)", "dram_copy_product,arithmetic_intensity"},
+    {"iv", "Job metadata (architecture; task; log2 GPU count)", META},
+    {"v", "(i) + (iv)", "dram_copy_product," META},
+    {"vi", "All DCGM metrics", DCGM},
+    {"vii", "All DCGM metrics + (iv)", DCGM "," META},
+};
+
+int pfi_strlist_split(const char *s, char ***out, size_t *n,
+                      struct pfi_error *err) {
+  size_t cap = 1;
+  for (const char *q = s; *q; q++)
+    cap += *q == ',';
+  char **list = calloc(cap + 1, sizeof *list);
+  if (!list)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  size_t k = 0;
+  const char *p = s;
+  for (;;) {
+    const char *e = strchr(p, ',');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    while (len > 0 && isspace((unsigned char)*p)) {
+      p++;
+      len--;
+    }
+    while (len > 0 && isspace((unsigned char)p[len - 1]))
+      len--;
+    if (len == 0) {
+      pfi_strlist_free(list);
+      return pfi_error_set(err, PFI_EINVAL, "empty item in list '%s'", s);
+    }
+    list[k] = strndup(p, len);
+    if (!list[k]) {
+      pfi_strlist_free(list);
+      return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    }
+    k++;
+    if (!e)
+      break;
+    p = e + 1;
+  }
+  *out = list;
+  *n = k;
+  return 0;
+}
+
+void pfi_strlist_free(char **list) {
+  if (!list)
+    return;
+  for (char **p = list; *p; p++)
+    free(*p);
+  free(list);
+}
+
+/*
+ * Minimum-norm least squares with an intercept: centers x and y, solves
+ * the centered system by the SVD dropping singular values below
+ * max(n, k) * DBL_EPSILON * s_max, writes k + 1 coefficients.
+ */
+static int lstsq_minnorm(const double *x, size_t n, size_t k, const double *y,
+                         double *coef) {
+  double ym = 0;
+  for (size_t i = 0; i < n; i++)
+    ym += y[i];
+  ym /= (double)n;
+  if (k == 0) {
+    coef[0] = ym;
+    return 0;
+  }
+  double *xm = calloc(k, sizeof *xm);
+  if (!xm)
+    return PFI_ENOMEM;
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = 0; j < k; j++)
+      xm[j] += x[i * k + j];
+  for (size_t j = 0; j < k; j++)
+    xm[j] /= (double)n;
+  int tall = n >= k;
+  size_t M = tall ? n : k, N = tall ? k : n;
+  gsl_matrix *A = gsl_matrix_alloc(M, N);
+  gsl_matrix *V = gsl_matrix_alloc(N, N);
+  gsl_vector *S = gsl_vector_alloc(N);
+  gsl_vector *w = gsl_vector_alloc(N);
+  int rc = 0;
+  if (!A || !V || !S || !w) {
+    rc = PFI_ENOMEM;
+    goto out;
+  }
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = 0; j < k; j++) {
+      double v = x[i * k + j] - xm[j];
+      if (tall)
+        gsl_matrix_set(A, i, j, v);
+      else
+        gsl_matrix_set(A, j, i, v);
+    }
+  if (gsl_linalg_SV_decomp(A, V, S, w) != 0) {
+    rc = PFI_ENUMERIC;
+    goto out;
+  }
+  double smax = gsl_vector_get(S, 0);
+  double cut = (double)(n > k ? n : k) * DBL_EPSILON * smax;
+  for (size_t j = 0; j < k; j++)
+    coef[1 + j] = 0;
+  /* tall:  Xc = U S V^T, beta = V S^+ U^T yc (U = A, n x k).
+   * wide:  Xc^T = U S V^T, so Xc = V S U^T, beta = U S^+ V^T yc. */
+  for (size_t s = 0; s < N; s++) {
+    double sv = gsl_vector_get(S, s);
+    if (!(sv > cut) || sv == 0)
+      continue;
+    double dot = 0;
+    for (size_t i = 0; i < n; i++) {
+      double u = tall ? gsl_matrix_get(A, i, s) : gsl_matrix_get(V, i, s);
+      dot += u * (y[i] - ym);
+    }
+    dot /= sv;
+    for (size_t j = 0; j < k; j++) {
+      double v = tall ? gsl_matrix_get(V, j, s) : gsl_matrix_get(A, j, s);
+      coef[1 + j] += v * dot;
+    }
+  }
+  coef[0] = ym;
+  for (size_t j = 0; j < k; j++)
+    coef[0] -= coef[1 + j] * xm[j];
+out:
+  free(xm);
+  gsl_matrix_free(A);
+  gsl_matrix_free(V);
+  gsl_vector_free(S);
+  gsl_vector_free(w);
+  return rc;
+}
+
+static double predict_coef(const double *coef, size_t k, const double *row) {
+  double v = coef[0];
+  for (size_t j = 0; j < k; j++)
+    v += coef[1 + j] * row[j];
+  return v;
+}
+
+void pfi_model_release(struct pfi_model *m) {
+  if (!m)
+    return;
+  if (m->features)
+    for (size_t j = 0; j < m->k; j++)
+      free(m->features[j]);
+  free(m->features);
+  free(m->coef);
+  free(m->se);
+  memset(m, 0, sizeof *m);
+}
+
+static int model_alloc(struct pfi_model *m, size_t k) {
+  memset(m, 0, sizeof *m);
+  m->k = k;
+  m->features = calloc(k + 1, sizeof *m->features);
+  m->coef = calloc(k + 1, sizeof *m->coef);
+  m->se = calloc(k + 1, sizeof *m->se);
+  return (m->features && m->coef && m->se) ? 0 : PFI_ENOMEM;
+}
+
+int pfi_model_fit(const double *x, size_t n, size_t k, const double *y,
+                  const char *const *names, struct pfi_model *m,
+                  struct pfi_error *err) {
+  if (n < 2)
+    return pfi_error_set(err, PFI_EINVAL, "a fit needs at least 2 rows");
+  for (size_t i = 0; i < n * k; i++)
+    if (!isfinite(x[i]))
+      return pfi_error_set(err, PFI_EINVAL, "non-finite feature value");
+  for (size_t i = 0; i < n; i++)
+    if (!isfinite(y[i]))
+      return pfi_error_set(err, PFI_EINVAL, "non-finite PFI value");
+  if (model_alloc(m, k) < 0)
+    goto nomem;
+  for (size_t j = 0; j < k; j++)
+    if (!(m->features[j] = strdup(names[j])))
+      goto nomem;
+  m->n = n;
+  struct pfi_ols ols;
+  memset(&ols, 0, sizeof ols);
+  struct pfi_error e2;
+  if (n > k + 1 && pfi_ols_fit(x, n, k, y, &ols, &e2) == 0) {
+    memcpy(m->coef, ols.coef, (k + 1) * sizeof *m->coef);
+    memcpy(m->se, ols.se, (k + 1) * sizeof *m->se);
+    m->has_se = 1;
+    pfi_ols_release(&ols);
+  } else {
+    /* Rank-deficient or no residual degrees of freedom: the minimum-norm
+     * solution still predicts; standard errors do not exist. */
+    int rc = lstsq_minnorm(x, n, k, y, m->coef);
+    if (rc < 0) {
+      pfi_model_release(m);
+      return pfi_error_set(err, rc, "least squares failed");
+    }
+    for (size_t j = 0; j <= k; j++)
+      m->se[j] = NAN;
+  }
+  double ym = 0, sse = 0, sst = 0;
+  for (size_t i = 0; i < n; i++)
+    ym += y[i];
+  ym /= (double)n;
+  for (size_t i = 0; i < n; i++) {
+    double r = y[i] - predict_coef(m->coef, k, x + i * k);
+    sse += r * r;
+    sst += (y[i] - ym) * (y[i] - ym);
+  }
+  m->r2 = sst > 0 ? 1 - sse / sst : NAN;
+  m->rmse = sqrt(sse / (double)n);
+  return 0;
+nomem:
+  pfi_model_release(m);
+  return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+}
+
+double pfi_model_predict(const struct pfi_model *m, const double *xrow) {
+  return predict_coef(m->coef, m->k, xrow);
+}
+
+int pfi_model_eval_folds(const double *x, size_t n, size_t k, const double *y,
+                         const size_t *fold, size_t nfolds,
+                         struct pfi_eval *out, double *pred,
+                         struct pfi_error *err) {
+  memset(out, 0, sizeof *out);
+  out->nfolds = nfolds;
+  if (n < 3) {
+    snprintf(out->why, sizeof out->why, "fewer than 3 rows");
+    return 0;
+  }
+  double *xt = malloc((n * k + 1) * sizeof *xt);
+  double *yt = malloc(n * sizeof *yt);
+  double *pr = malloc(n * sizeof *pr);
+  double *coef = malloc((k + 1) * sizeof *coef);
+  int rc = 0;
+  if (!xt || !yt || !pr || !coef) {
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  for (size_t f = 0; f < nfolds; f++) {
+    size_t nt = 0, nheld = 0;
+    for (size_t i = 0; i < n; i++) {
+      if (fold[i] == f) {
+        nheld++;
+        continue;
+      }
+      memcpy(xt + nt * k, x + i * k, k * sizeof *xt);
+      yt[nt] = y[i];
+      nt++;
+    }
+    if (nheld == 0)
+      continue;
+    if (nt < 2) {
+      snprintf(out->why, sizeof out->why,
+               "holding out fold %zu leaves %zu rows", f, nt);
+      goto out;
+    }
+    int r = lstsq_minnorm(xt, nt, k, yt, coef);
+    if (r < 0) {
+      rc = pfi_error_set(err, r, "least squares failed");
+      goto out;
+    }
+    for (size_t i = 0; i < n; i++)
+      if (fold[i] == f)
+        pr[i] = predict_coef(coef, k, x + i * k);
+  }
+  double ym = 0, sse = 0, sst = 0;
+  for (size_t i = 0; i < n; i++)
+    ym += y[i];
+  ym /= (double)n;
+  for (size_t i = 0; i < n; i++) {
+    sse += (y[i] - pr[i]) * (y[i] - pr[i]);
+    sst += (y[i] - ym) * (y[i] - ym);
+  }
+  if (!(sst > 0)) {
+    snprintf(out->why, sizeof out->why, "PFI is constant (SST = 0)");
+    goto out;
+  }
+  out->defined = 1;
+  out->r2 = 1 - sse / sst;
+  out->rmse = sqrt(sse / (double)n);
+  double rho;
+  struct pfi_error e2;
+  if (pfi_stats_spearman(y, pr, n, &rho, NULL, &e2) == 0 && isfinite(rho)) {
+    out->rho = rho;
+    out->rho_defined = 1;
+  }
+  if (pred)
+    memcpy(pred, pr, n * sizeof *pred);
+out:
+  free(xt);
+  free(yt);
+  free(pr);
+  free(coef);
+  return rc;
+}
+
+int pfi_model_design(const struct pfi_features *f, const size_t *rows,
+                     size_t n, const char *const *exprs, size_t k, double *x,
+                     struct pfi_error *err) {
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = 0; j < k; j++) {
+      int rc = pfi_features_value(f, rows[i], exprs[j], &x[i * k + j], err);
+      if (rc < 0)
+        return rc;
+    }
+  return 0;
+}
+
+/* ---- JSON ---- */
+
+static json_t *num_or_null(double v) {
+  return isfinite(v) ? json_real(v) : json_null();
+}
+
+int pfi_model_save(const struct pfi_model *m, const char *path,
+                   struct pfi_error *err) {
+  json_t *j = json_object();
+  json_t *feats = json_array(), *coefs = json_array();
+  json_object_set_new(j, "kind", json_string("pfi-linear-model"));
+  json_object_set_new(j, "target", json_string("pfi"));
+  for (size_t q = 0; q < m->k; q++) {
+    json_array_append_new(feats, json_string(m->features[q]));
+    json_t *c = json_object();
+    json_object_set_new(c, "feature", json_string(m->features[q]));
+    json_object_set_new(c, "estimate", json_real(m->coef[1 + q]));
+    json_object_set_new(c, "se", m->has_se ? num_or_null(m->se[1 + q])
+                                           : json_null());
+    json_array_append_new(coefs, c);
+  }
+  json_object_set_new(j, "features", feats);
+  json_object_set_new(j, "intercept", json_real(m->coef[0]));
+  json_object_set_new(j, "intercept_se",
+                      m->has_se ? num_or_null(m->se[0]) : json_null());
+  json_object_set_new(j, "coefficients", coefs);
+  json_object_set_new(j, "n", json_integer((json_int_t)m->n));
+  json_object_set_new(j, "r2_in", num_or_null(m->r2));
+  int rc = 0;
+  int flags = JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17);
+  if (strcmp(path, "-") == 0) {
+    if (json_dumpf(j, stdout, flags) != 0 || fputc('\n', stdout) == EOF)
+      rc = pfi_error_set(err, PFI_EIO, "cannot write the model");
+  } else {
+    FILE *fp = fopen(path, "w");
+    if (!fp) {
+      rc = pfi_error_set(err, PFI_EIO, "cannot write %s", path);
+    } else {
+      if (json_dumpf(j, fp, flags) != 0)
+        rc = pfi_error_set(err, PFI_EIO, "cannot write %s", path);
+      fputc('\n', fp);
+      if (fclose(fp) != 0 && rc == 0)
+        rc = pfi_error_set(err, PFI_EIO, "cannot write %s", path);
+    }
+  }
+  json_decref(j);
+  return rc;
+}
+
+static int bad(struct pfi_error *err, const char *name, const char *what) {
+  return pfi_error_setloc(err, PFI_EPARSE, name, 0, 0, "model: %s", what);
+}
+
+int pfi_model_load_mem(struct pfi_model *m, const char *name,
+                       const char *data, size_t len, struct pfi_error *err) {
+  memset(m, 0, sizeof *m);
+  json_error_t je;
+  json_t *j = json_loadb(data, len, 0, &je);
+  if (!j)
+    return pfi_error_setloc(err, PFI_EPARSE, name, je.line > 0 ? je.line : 0,
+                            je.column > 0 ? je.column : 0, "%s", je.text);
+  int rc = 0;
+  json_t *kind = json_object_get(j, "kind");
+  json_t *feats = json_object_get(j, "features");
+  json_t *icpt = json_object_get(j, "intercept");
+  json_t *coefs = json_object_get(j, "coefficients");
+  if (!json_is_object(j)) {
+    rc = bad(err, name, "not a JSON object");
+    goto out;
+  }
+  if (!json_is_string(kind) ||
+      strcmp(json_string_value(kind), "pfi-linear-model") != 0) {
+    rc = bad(err, name, "key \"kind\" must be \"pfi-linear-model\"");
+    goto out;
+  }
+  if (!json_is_array(feats) || !json_is_array(coefs) ||
+      json_array_size(feats) != json_array_size(coefs)) {
+    rc = bad(err, name,
+             "keys \"features\" and \"coefficients\" must be arrays of equal "
+             "length");
+    goto out;
+  }
+  if (!json_is_number(icpt) || !isfinite(json_number_value(icpt))) {
+    rc = bad(err, name, "key \"intercept\" must be a finite number");
+    goto out;
+  }
+  size_t k = json_array_size(feats);
+  if (model_alloc(m, k) < 0) {
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  m->coef[0] = json_number_value(icpt);
+  m->se[0] = NAN;
+  for (size_t q = 0; q < k; q++) {
+    json_t *f = json_array_get(feats, q), *c = json_array_get(coefs, q);
+    json_t *est = json_is_object(c) ? json_object_get(c, "estimate") : NULL;
+    json_t *cf = json_is_object(c) ? json_object_get(c, "feature") : NULL;
+    if (!json_is_string(f) || !*json_string_value(f)) {
+      rc = bad(err, name, "\"features\" must hold non-empty strings");
+      goto out;
+    }
+    if (!est || !json_is_number(est) || !isfinite(json_number_value(est))) {
+      rc = bad(err, name,
+               "each coefficient needs a finite number \"estimate\"");
+      goto out;
+    }
+    if (cf && (!json_is_string(cf) ||
+               strcmp(json_string_value(cf), json_string_value(f)) != 0)) {
+      rc = bad(err, name, "coefficient \"feature\" differs from \"features\"");
+      goto out;
+    }
+    if (!(m->features[q] = strdup(json_string_value(f)))) {
+      rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+      goto out;
+    }
+    m->coef[1 + q] = json_number_value(est);
+    m->se[1 + q] = NAN;
+  }
+  json_t *n = json_object_get(j, "n");
+  if (json_is_integer(n) && json_integer_value(n) >= 0)
+    m->n = (size_t)json_integer_value(n);
+  json_t *r2 = json_object_get(j, "r2_in");
+  m->r2 = json_is_number(r2) ? json_number_value(r2) : NAN;
+  m->rmse = NAN;
+out:
+  if (rc < 0)
+    pfi_model_release(m);
+  json_decref(j);
+  return rc;
+}
+
+int pfi_model_load(struct pfi_model *m, const char *path,
+                   struct pfi_error *err) {
+  char *buf;
+  size_t len;
+  memset(m, 0, sizeof *m);
+  int rc = pfi_read_file(path, &buf, &len, err);
+  if (rc < 0)
+    return rc;
+  rc = pfi_model_load_mem(m, strcmp(path, "-") == 0 ? "<stdin>" : path, buf,
+                          len, err);
+  free(buf);
+  return rc;
+}
