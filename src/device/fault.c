@@ -22,22 +22,21 @@
  *   inner_params=...      the wrapped backend's own parameters
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "params.h"
 #include "pfi/fault.h"
 
-enum { OP_SET, OP_GET, OP_SAMPLE, OP_ANY, OP__COUNT };
-static const char *const op_names[OP__COUNT] = {"set_cap", "get_cap", "sample",
-                                                "operation"};
+enum { OP_SET, OP_GET, OP_SAMPLE, OP_ANY };
+static const char *const op_names[PFI__FAULT_OPS] = {"set_cap", "get_cap",
+                                                     "sample", "operation"};
 
 struct fctx {
   struct pfi_device *inner;
-  long after[OP__COUNT]; /* -1: never */
-  long calls[OP__COUNT];
-  int persistent;
-  int code;
-  long gpu; /* -1: all */
+  struct pfi__fault_conf conf;
+  long calls[PFI__FAULT_OPS];
 };
 
 static const struct {
@@ -73,21 +72,17 @@ static void fault_close(void *vctx) {
   free(c);
 }
 
-static int fault_open(void **out, const char *params, struct pfi_error *err) {
-  int rc = 0;
-  char inner[32] = "emu";
-  const char *inner_params = NULL;
-  struct fctx *c = calloc(1, sizeof *c);
-  *out = NULL;
-  if (!c)
-    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
-  for (int i = 0; i < OP__COUNT; i++)
-    c->after[i] = -1;
-  c->code = PFI_EIO;
-  c->gpu = -1;
+int pfi__fault_parse_params(const char *params, struct pfi__fault_conf *cf,
+                            struct pfi_error *err) {
+  memset(cf, 0, sizeof *cf);
+  snprintf(cf->inner, sizeof cf->inner, "emu");
+  for (int i = 0; i < PFI__FAULT_OPS; i++)
+    cf->after[i] = -1;
+  cf->code = PFI_EIO;
+  cf->gpu = -1;
   for (const char *p = params; p && *p;) {
     if (strncmp(p, "inner_params=", 13) == 0) {
-      inner_params = p + 13;
+      cf->inner_params = p + 13;
       break;
     }
     const char *end = strchr(p, ',');
@@ -100,26 +95,26 @@ static int fault_open(void **out, const char *params, struct pfi_error *err) {
 #define KEY(k) (klen == strlen(k) && strncmp(p, k, klen) == 0)
     if (!ok) {
     } else if (KEY("inner")) {
-      ok = vlen > 0 && vlen < sizeof inner;
+      ok = vlen > 0 && vlen < sizeof cf->inner;
       if (ok) {
-        memcpy(inner, v, vlen);
-        inner[vlen] = '\0';
+        memcpy(cf->inner, v, vlen);
+        cf->inner[vlen] = '\0';
       }
     } else if (KEY("fail_set_after")) {
-      ok = parse_long(v, vlen, &c->after[OP_SET]) == 0;
+      ok = parse_long(v, vlen, &cf->after[OP_SET]) == 0;
     } else if (KEY("fail_get_after")) {
-      ok = parse_long(v, vlen, &c->after[OP_GET]) == 0;
+      ok = parse_long(v, vlen, &cf->after[OP_GET]) == 0;
     } else if (KEY("fail_sample_after")) {
-      ok = parse_long(v, vlen, &c->after[OP_SAMPLE]) == 0;
+      ok = parse_long(v, vlen, &cf->after[OP_SAMPLE]) == 0;
     } else if (KEY("fail_any_after")) {
-      ok = parse_long(v, vlen, &c->after[OP_ANY]) == 0;
+      ok = parse_long(v, vlen, &cf->after[OP_ANY]) == 0;
     } else if (KEY("gpu")) {
-      ok = parse_long(v, vlen, &c->gpu) == 0;
+      ok = parse_long(v, vlen, &cf->gpu) == 0;
     } else if (KEY("mode")) {
       if (vlen == 9 && strncmp(v, "transient", 9) == 0)
-        c->persistent = 0;
+        cf->persistent = 0;
       else if (vlen == 10 && strncmp(v, "persistent", 10) == 0)
-        c->persistent = 1;
+        cf->persistent = 1;
       else
         ok = 0;
     } else if (KEY("code")) {
@@ -127,28 +122,38 @@ static int fault_open(void **out, const char *params, struct pfi_error *err) {
       for (size_t k = 0; k < sizeof codes / sizeof codes[0]; k++)
         if (vlen == strlen(codes[k].name) &&
             strncmp(v, codes[k].name, vlen) == 0) {
-          c->code = codes[k].code;
+          cf->code = codes[k].code;
           ok = 1;
         }
     } else {
       ok = 0;
     }
 #undef KEY
-    if (!ok) {
-      rc = pfi_error_set(err, PFI_EINVAL,
-                         "fault: bad parameter '%.*s' (see docs/nvml.md, "
-                         "\"The fault backend\")",
-                         (int)len, p);
-      goto out;
-    }
+    if (!ok)
+      return pfi_error_set(err, PFI_EINVAL,
+                           "fault: bad parameter '%.*s' (see docs/nvml.md, "
+                           "\"The fault backend\")",
+                           (int)len, p);
     p = end ? end + 1 : NULL;
   }
-  if (strcmp(inner, "fault") == 0) {
-    rc = pfi_error_set(err, PFI_EINVAL, "fault: cannot wrap itself");
+  if (strcmp(cf->inner, "fault") == 0)
+    return pfi_error_set(err, PFI_EINVAL, "fault: cannot wrap itself");
+  return 0;
+}
+
+static int fault_open(void **out, const char *params, struct pfi_error *err) {
+  int rc = 0;
+  struct fctx *c = calloc(1, sizeof *c);
+  *out = NULL;
+  if (!c)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  rc = pfi__fault_parse_params(params, &c->conf, err);
+  if (rc < 0)
     goto out;
-  }
-  rc = pfi_device_open(&c->inner, inner,
-                       inner_params && *inner_params ? inner_params : NULL, err);
+  const char *ip = c->conf.inner_params;
+  rc = pfi_device_open(&c->inner, c->conf.inner, ip && *ip ? ip : NULL, err);
+  /* The inner parameters pointed into `params`, which the caller owns. */
+  c->conf.inner_params = NULL;
   if (rc < 0)
     goto out;
   *out = c;
@@ -160,21 +165,22 @@ out:
 
 /* Counts a call of kind `op` on `gpu` and says whether it fails. */
 static int inject(struct fctx *c, int op, unsigned gpu, struct pfi_error *err) {
-  if (c->gpu >= 0 && (unsigned long)c->gpu != gpu)
+  const struct pfi__fault_conf *cf = &c->conf;
+  if (cf->gpu >= 0 && (unsigned long)cf->gpu != gpu)
     return 0;
   int kinds[2] = {op, OP_ANY};
   for (int k = 0; k < (op == OP_ANY ? 1 : 2); k++) {
     int o = kinds[k];
     long n = ++c->calls[o];
-    if (c->after[o] < 0 || n <= c->after[o])
+    if (cf->after[o] < 0 || n <= cf->after[o])
       continue;
-    if (!c->persistent && n != c->after[o] + 1)
+    if (!cf->persistent && n != cf->after[o] + 1)
       continue;
-    return pfi_error_set(err, c->code,
+    return pfi_error_set(err, cf->code,
                          "fault: injected %s on %s call %ld (GPU %u): %s",
-                         c->persistent ? "persistent failure"
-                                       : "transient failure",
-                         op_names[op], n, gpu, pfi_strerror(c->code));
+                         cf->persistent ? "persistent failure"
+                                        : "transient failure",
+                         op_names[op], n, gpu, pfi_strerror(cf->code));
   }
   return 0;
 }

@@ -30,6 +30,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "params.h"
 #include "pfi/device.h"
 
 /* ---- NVML declarations (nvml.h) ---------------------------------------- */
@@ -408,9 +409,8 @@ static void nvml_close(void *vctx) {
   free(c);
 }
 
-/* Parses the open parameters "lib=PATH,gpm_min_window=SECONDS". */
-static int parse_params(struct ctx *c, const char *params,
-                        struct pfi_error *err) {
+int pfi__nvml_parse_params(const char *params, char *path, size_t pathsz,
+                           double *gpm_min_window_s, struct pfi_error *err) {
   const char *env = getenv("PFI_NVML_LIB");
   const char *lib = env && *env ? env : "libnvidia-ml.so.1";
   size_t liblen = strlen(lib);
@@ -433,8 +433,8 @@ static int parse_params(struct ctx *c, const char *params,
                              "nvml: gpm_min_window '%s' is not a number of "
                              "seconds in 0..3600",
                              num);
-      c->gpm_min_window_s = v;
-    } else if (len > 0) {
+      *gpm_min_window_s = v;
+    } else {
       return pfi_error_set(err, PFI_EINVAL,
                            "nvml: unknown parameter '%.*s' (expected lib=PATH "
                            "or gpm_min_window=SECONDS)",
@@ -442,10 +442,10 @@ static int parse_params(struct ctx *c, const char *params,
     }
     p = end ? end + 1 : NULL;
   }
-  if (liblen >= sizeof c->path)
+  if (liblen >= pathsz)
     return pfi_error_set(err, PFI_EINVAL, "nvml: library path too long");
-  memcpy(c->path, lib, liblen);
-  c->path[liblen] = '\0';
+  memcpy(path, lib, liblen);
+  path[liblen] = '\0';
   return 0;
 }
 
@@ -483,7 +483,8 @@ static int nvml_open(void **out, const char *params, struct pfi_error *err) {
   if (!c)
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
   c->gpm_min_window_s = GPM_MIN_WINDOW_S;
-  rc = parse_params(c, params, err);
+  rc = pfi__nvml_parse_params(params, c->path, sizeof c->path,
+                              &c->gpm_min_window_s, err);
   if (rc < 0)
     goto out;
   /* RTLD_LOCAL keeps NVML's symbols out of the global namespace, so a
