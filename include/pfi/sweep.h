@@ -71,6 +71,12 @@ struct pfi_sweep_opts {
   /* Optional progress callback (the CLI prints on stderr). */
   void (*progress)(const struct pfi_sweep_progress *p, void *arg);
   void *progress_arg;
+  /* Optional: called at each stage of each run ("recorded" once the caps
+   * are in the ledger, "set" once every GPU is capped, "sample" after each
+   * interval, "restoring" after the first GPU is restored, "restored"),
+   * for fault-injection tests that kill pfi at a chosen point. */
+  void (*stage_hook)(const char *stage, size_t cap_index, void *arg);
+  void *stage_arg;
 };
 
 /* Result counts of a sweep. */
@@ -94,10 +100,11 @@ int pfi_sweep_run(struct pfi_store *st, const struct pfi_sweep_opts *o,
 /*
  * Restores the caps left in `st`'s ledger by a pfi that did not finish
  * (SIGKILL, power loss), opening each recorded backend with its recorded
- * parameters, and marks runs still "running" as interrupted. Does nothing
- * while another live pfi holds the store's sweep lock (it owns the caps).
- * Returns the number of GPUs restored (0 when nothing was pending), or an
- * error; a GPU that cannot be restored stays in the ledger.
+ * parameters, and marks runs still "running" as interrupted. Returns the
+ * number of GPUs restored (0 when nothing was pending), PFI_EBUSY while
+ * another live pfi holds the store's sweep lock (it owns the caps and will
+ * restore them itself), or an error; a GPU that cannot be restored stays
+ * in the ledger.
  */
 int pfi_sweep_recover(struct pfi_store *st, struct pfi_error *err);
 

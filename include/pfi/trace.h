@@ -23,6 +23,11 @@ struct pfi_summary_opts {
   double warmup_fb_gib;  /* default 10 GiB */
   double train_util_pct; /* default 50 % */
   double top_fraction;   /* default 0.10 */
+  /* Optional outputs (NULL when not wanted): complete runs left out for
+   * want of training-phase samples or throughput, and jobs left out of
+   * curves.csv for having fewer than two usable runs. */
+  long *runs_skipped;
+  long *jobs_without_curve;
 };
 
 /* Fills the paper's defaults. */

@@ -1,0 +1,424 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* `pfi trace`: summarize a trace store, export its samples, import saved
+ * dcgm-exporter scrapes. */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "pfi/csv.h"
+#include "pfi/prom.h"
+#include "pfi/store.h"
+#include "pfi/sweep.h"
+#include "pfi/trace.h"
+
+static const char usage_text[] =
+    "usage: pfi trace summarize DB --out DIR [--warmup-fb-gib G]\n"
+    "                 [--train-util PCT] [--top-fraction F]\n"
+    "       pfi trace export DB [--out FILE]\n"
+    "       pfi trace import-prom FILE... --db DB [--job NAME] [--cap W]\n"
+    "                 [--interval 5s] [--strict]\n"
+    "\n"
+    "summarize   Segments every complete run of the store into the paper's\n"
+    "            phases (warmup: frame buffer under G GiB, default 10;\n"
+    "            training: GPU utilization >= PCT %, default 50) and writes\n"
+    "            DIR/curves.csv (job, cap_w, power_w, tokens_per_s, gpus,\n"
+    "            power_sd_w, tokens_sd, runs, source; readable by pfi index)\n"
+    "            and DIR/features.csv (one row per job from its uncapped\n"
+    "            run; columns in docs/sweep.md). Aggregates are the mean of\n"
+    "            the top F (default 0.10) of the training-phase samples.\n"
+    "export      Writes every telemetry sample as CSV (run_id, job, cap_w,\n"
+    "            source, gpu, t_s, then one column per field; empty when a\n"
+    "            field is not valid) to FILE or standard output.\n"
+    "import-prom Reads saved Prometheus scrapes of dcgm-exporter (one scrape\n"
+    "            per FILE, FILEs in time order, --interval apart unless the\n"
+    "            lines carry timestamps) into DB as one complete run of job\n"
+    "            NAME (default: the first file's base name) at cap W (default\n"
+    "            0: unknown). Unknown metrics are skipped; malformed lines\n"
+    "            are reported with their line numbers and skipped, or with\n"
+    "            --strict make the import fail (exit 2) and store nothing.\n"
+    "            GPUs of several hosts are stored as 256*host+gpu, hosts\n"
+    "            numbered in order of appearance.\n"
+    "\n"
+    "Opening a store first restores any GPU caps a killed sweep left behind\n"
+    "(see pfi restore). Exit status: 0 ok, 1 run-time failure, 2 bad usage or\n"
+    "input.\n";
+
+/* A store that a killed sweep left with caps to restore is put right by
+ * whichever pfi opens it next. */
+static void recover_quietly(const char *cmd, struct pfi_store *st) {
+  struct pfi_error e;
+  pfi_error_clear(&e);
+  int r = pfi_sweep_recover(st, &e);
+  if (r > 0)
+    fprintf(stderr,
+            "pfi %s: restored the caps of %d GPU(s) left by an interrupted "
+            "sweep\n",
+            cmd, r);
+  else if (r < 0 && r != PFI_EBUSY) {
+    char buf[PFI_ERROR_MSG_MAX + 300];
+    fprintf(stderr, "pfi %s: warning: could not restore caps left by an "
+                    "interrupted sweep: %s\n",
+            cmd, pfi_error_format(&e, buf, sizeof buf));
+  }
+}
+
+static int open_store(const char *cmd, const char *path, unsigned flags,
+                      struct pfi_store **st) {
+  struct pfi_error err;
+  pfi_error_clear(&err);
+  int rc = pfi_store_open(st, path, flags, &err);
+  if (rc < 0) {
+    /* A missing or foreign file is bad input. */
+    if (rc == PFI_EIO || rc == PFI_EDB)
+      err.code = PFI_EPARSE;
+    return pfi_cli_fail(&err);
+  }
+  recover_quietly(cmd, *st);
+  return 0;
+}
+
+static int summarize(int argc, char **argv) {
+  static const struct option opts[] = {
+      {"out", required_argument, NULL, 'o'},
+      {"warmup-fb-gib", required_argument, NULL, 'w'},
+      {"train-util", required_argument, NULL, 'u'},
+      {"top-fraction", required_argument, NULL, 't'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  struct pfi_summary_opts so;
+  pfi_summary_opts_init(&so);
+  long skipped = 0, nocurve = 0;
+  so.runs_skipped = &skipped;
+  so.jobs_without_curve = &nocurve;
+  const char *out = NULL;
+  int c;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+    double v;
+    switch (c) {
+    case 'o':
+      out = optarg;
+      break;
+    case 'w':
+    case 'u':
+    case 't':
+      if (pfi_cli_parse_double(optarg, &v) != 0)
+        return pfi_cli_usage("trace", "%s: '%s' is not a number",
+                             c == 'w'   ? "--warmup-fb-gib"
+                             : c == 'u' ? "--train-util"
+                                        : "--top-fraction",
+                             optarg);
+      if (c == 'w')
+        so.warmup_fb_gib = v;
+      else if (c == 'u')
+        so.train_util_pct = v;
+      else
+        so.top_fraction = v;
+      break;
+    case 'h':
+      fputs(usage_text, stdout);
+      return 0;
+    default:
+      return pfi_cli_usage("trace", "bad option");
+    }
+  }
+  if (optind + 1 != argc)
+    return pfi_cli_usage("trace", "summarize takes one DB");
+  if (!out)
+    return pfi_cli_usage("trace", "summarize needs --out DIR");
+  if (!(so.warmup_fb_gib >= 0) || !(so.train_util_pct >= 0 && so.train_util_pct <= 100) ||
+      !(so.top_fraction > 0 && so.top_fraction <= 1))
+    return pfi_cli_usage("trace",
+                         "thresholds: --warmup-fb-gib >= 0, --train-util "
+                         "0..100, --top-fraction in (0, 1]");
+  struct pfi_store *st = NULL;
+  int rc = open_store("trace", argv[optind], 0, &st);
+  if (rc)
+    return rc;
+  struct pfi_error err;
+  pfi_error_clear(&err);
+  int n = pfi_trace_summarize(st, out, &so, &err);
+  pfi_store_close(st);
+  if (n < 0) {
+    if (n == PFI_ENOTFOUND)
+      err.code = PFI_EPARSE; /* nothing usable in the input: bad input */
+    return pfi_cli_fail(&err);
+  }
+  fprintf(stderr,
+          "pfi trace: %d job(s) -> %s/curves.csv, %s/features.csv", n, out,
+          out);
+  if (skipped)
+    fprintf(stderr, "; %ld run(s) without training-phase data or "
+                    "throughput left out",
+            skipped);
+  if (nocurve)
+    fprintf(stderr, "; %ld job(s) with fewer than 2 usable runs have no "
+                    "curve",
+            nocurve);
+  fputc('\n', stderr);
+  return 0;
+}
+
+static int export_cmd(int argc, char **argv) {
+  static const struct option opts[] = {{"out", required_argument, NULL, 'o'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
+  const char *out = NULL;
+  int c;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+    if (c == 'o')
+      out = optarg;
+    else if (c == 'h') {
+      fputs(usage_text, stdout);
+      return 0;
+    } else
+      return pfi_cli_usage("trace", "bad option");
+  }
+  if (optind + 1 != argc)
+    return pfi_cli_usage("trace", "export takes one DB");
+  struct pfi_store *st = NULL;
+  int rc = open_store("trace", argv[optind], 0, &st);
+  if (rc)
+    return rc;
+  FILE *fp = stdout;
+  if (out && strcmp(out, "-") != 0) {
+    fp = fopen(out, "w");
+    if (!fp) {
+      pfi_store_close(st);
+      perror(out);
+      return PFI_EXIT_FAIL;
+    }
+  }
+  struct pfi_error err;
+  pfi_error_clear(&err);
+  long n = pfi_trace_export(st, fp, &err);
+  pfi_store_close(st);
+  if (fp != stdout && fclose(fp) != 0 && n >= 0)
+    n = pfi_error_set(&err, PFI_EIO, "%s: write failed", out);
+  if (n < 0)
+    return pfi_cli_fail(&err);
+  fprintf(stderr, "pfi trace: %ld sample row(s)\n", n);
+  return 0;
+}
+
+/* Store GPU number of (host, gpu): hosts numbered in order of appearance. */
+struct hosts {
+  char (*name)[128];
+  size_t n;
+};
+
+static int host_rank(struct hosts *h, const char *name) {
+  for (size_t i = 0; i < h->n; i++)
+    if (strcmp(h->name[i], name) == 0)
+      return (int)i;
+  char(*nv)[128] = realloc(h->name, (h->n + 1) * sizeof *nv);
+  if (!nv)
+    return -1;
+  h->name = nv;
+  snprintf(h->name[h->n], sizeof h->name[h->n], "%s", name);
+  return (int)h->n++;
+}
+
+static int import_prom(int argc, char **argv) {
+  static const struct option opts[] = {
+      {"db", required_argument, NULL, 'd'},
+      {"job", required_argument, NULL, 'j'},
+      {"cap", required_argument, NULL, 'c'},
+      {"interval", required_argument, NULL, 'i'},
+      {"strict", no_argument, NULL, 's'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  const char *db = NULL, *job = NULL;
+  double cap = 0, interval = 5;
+  int strict = 0, c;
+  struct pfi_error err;
+  pfi_error_clear(&err);
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    switch (c) {
+    case 'd':
+      db = optarg;
+      break;
+    case 'j':
+      job = optarg;
+      break;
+    case 'c':
+      if (pfi_cli_parse_double(optarg, &cap) != 0 || cap < 0)
+        return pfi_cli_usage("trace", "--cap: '%s' is not a cap in W", optarg);
+      break;
+    case 'i':
+      if (pfi_cli_parse_duration(optarg, &interval, &err) != 0 ||
+          !(interval > 0))
+        return pfi_cli_usage("trace", "--interval: '%s' is not a duration",
+                             optarg);
+      break;
+    case 's':
+      strict = 1;
+      break;
+    case 'h':
+      fputs(usage_text, stdout);
+      return 0;
+    default:
+      return pfi_cli_usage("trace", "bad option");
+    }
+  }
+  if (optind >= argc)
+    return pfi_cli_usage("trace", "import-prom needs at least one FILE");
+  if (!db)
+    return pfi_cli_usage("trace", "import-prom needs --db DB");
+  int nfiles = argc - optind;
+  char **texts = calloc((size_t)nfiles, sizeof *texts);
+  size_t *lens = calloc((size_t)nfiles, sizeof *lens);
+  struct pfi_prom_gpu **gpus = calloc((size_t)nfiles, sizeof *gpus);
+  int *ngpus = calloc((size_t)nfiles, sizeof *ngpus);
+  struct hosts hosts = {0};
+  struct pfi_store *st = NULL;
+  int status = 0, in_batch = 0;
+  long malformed = 0, samples = 0;
+  if (!texts || !lens || !gpus || !ngpus) {
+    pfi_error_set(&err, PFI_ENOMEM, "out of memory");
+    status = pfi_cli_fail(&err);
+    goto out;
+  }
+  /* Parse everything first: with --strict nothing is stored on a bad
+   * line, and a missing file stores nothing either. */
+  for (int i = 0; i < nfiles; i++) {
+    const char *path = argv[optind + i];
+    if (pfi_read_file(path, &texts[i], &lens[i], &err) < 0) {
+      err.code = PFI_EPARSE;
+      status = pfi_cli_fail(&err);
+      goto out;
+    }
+    struct pfi_prom_stats ps;
+    int n = pfi_prom_parse(path, texts[i], lens[i], &gpus[i], &ps, &err);
+    if (n < 0) {
+      status = pfi_cli_fail(&err);
+      goto out;
+    }
+    ngpus[i] = n;
+    malformed += ps.malformed;
+    for (int k = 0; k < ps.nbad; k++) {
+      struct pfi_error be;
+      char buf[PFI_ERROR_MSG_MAX + 300];
+      pfi_prom_bad_error(&ps, k, path, &be);
+      fprintf(stderr, "pfi: %s%s\n", pfi_error_format(&be, buf, sizeof buf),
+              strict ? "" : " (line skipped)");
+    }
+    if (ps.malformed > ps.nbad)
+      fprintf(stderr, "pfi: %s: %ld more malformed line(s)\n", path,
+              ps.malformed - ps.nbad);
+    if (n == 0)
+      fprintf(stderr,
+              "pfi trace: warning: %s: no DCGM field with a gpu label "
+              "(%ld sample line(s), %ld unknown metric(s))\n",
+              path, ps.samples, ps.unknown);
+  }
+  if (strict && malformed) {
+    fprintf(stderr, "pfi trace: %ld malformed line(s); nothing imported "
+                    "(--strict)\n",
+            malformed);
+    status = PFI_EXIT_USAGE;
+    goto out;
+  }
+  if ((status = open_store("trace", db, PFI_STORE_CREATE, &st)) != 0)
+    goto out;
+  struct pfi_run_info ri;
+  memset(&ri, 0, sizeof ri);
+  if (job) {
+    snprintf(ri.job, sizeof ri.job, "%s", job);
+  } else {
+    const char *p = argv[optind], *b = strrchr(p, '/');
+    snprintf(ri.job, sizeof ri.job, "%s", b ? b + 1 : p);
+    char *dot = strrchr(ri.job, '.');
+    if (dot && dot != ri.job)
+      *dot = 0;
+  }
+  ri.cap_w = cap;
+  snprintf(ri.source, sizeof ri.source, "%s", PFI_SOURCE_MEASURED);
+  snprintf(ri.command, sizeof ri.command, "import-prom");
+  ri.exit_status = -1;
+  {
+    unsigned maxg = 0;
+    for (int i = 0; i < nfiles; i++)
+      if ((unsigned)ngpus[i] > maxg)
+        maxg = (unsigned)ngpus[i];
+    ri.gpus = maxg;
+  }
+  if (pfi_store_begin(st, &err) < 0)
+    goto dbfail;
+  in_batch = 1;
+  if (pfi_store_run_begin(st, &ri, &err) < 0)
+    goto dbfail;
+  double t_end = 0;
+  for (int i = 0; i < nfiles; i++) {
+    for (int k = 0; k < ngpus[i]; k++) {
+      struct pfi_prom_gpu *g = &gpus[i][k];
+      int h = host_rank(&hosts, g->host);
+      if (h < 0 || g->gpu > 255 || h > 1000) {
+        fprintf(stderr, "pfi trace: GPU %d of host '%s' skipped (more than "
+                        "256 GPUs per host or 1000 hosts)\n",
+                g->gpu, g->host);
+        continue;
+      }
+      struct pfi_sample s = g->s;
+      if (!(s.t_s > 0))
+        s.t_s = i * interval;
+      if (s.t_s > t_end)
+        t_end = s.t_s;
+      if (pfi_store_add_sample(st, ri.id, (unsigned)(256 * h + g->gpu), &s,
+                               &err) < 0)
+        goto dbfail;
+      samples++;
+    }
+  }
+  if (pfi_store_run_end(st, ri.id, PFI_RUN_COMPLETE, t_end, -1, &err) < 0 ||
+      pfi_store_commit(st, &err) < 0)
+    goto dbfail;
+  in_batch = 0;
+  fprintf(stderr,
+          "pfi trace: imported %d scrape(s), %ld GPU sample(s) as run %lld "
+          "of job %s%s\n",
+          nfiles, samples, (long long)ri.id, ri.job,
+          malformed ? " (malformed lines skipped)" : "");
+  goto out;
+dbfail:
+  status = pfi_cli_fail(&err);
+out:
+  if (in_batch)
+    pfi_store_rollback(st);
+  pfi_store_close(st);
+  for (int i = 0; texts && i < nfiles; i++) {
+    free(texts[i]);
+    if (gpus)
+      free(gpus[i]);
+  }
+  free(texts);
+  free(lens);
+  free(gpus);
+  free(ngpus);
+  free(hosts.name);
+  return status;
+}
+
+int cmd_trace(int argc, char **argv) {
+  if (argc < 2) {
+    fputs(usage_text, stderr);
+    return PFI_EXIT_USAGE;
+  }
+  if (pfi_cli_is_help(argv[1])) {
+    fputs(usage_text, stdout);
+    return 0;
+  }
+  const char *sub = argv[1];
+  if (strcmp(sub, "summarize") == 0)
+    return summarize(argc - 1, argv + 1);
+  if (strcmp(sub, "export") == 0)
+    return export_cmd(argc - 1, argv + 1);
+  if (strcmp(sub, "import-prom") == 0)
+    return import_prom(argc - 1, argv + 1);
+  return pfi_cli_usage("trace", "unknown subcommand '%s'", sub);
+}

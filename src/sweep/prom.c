@@ -1,0 +1,457 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Prometheus text exposition (dcgm-exporter) to per-GPU samples. */
+#include "pfi/prom.h"
+
+#include <curl/curl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* DCGM metric names, old and new spellings, and the factor from the
+ * exporter's unit to ours (device.h). */
+static const struct {
+  const char *name;
+  enum pfi_field field;
+  double scale;
+} dcgm_map[] = {
+    {"DCGM_FI_DEV_POWER_USAGE", PFI_FIELD_POWER, 1},
+    {"DCGM_FI_DEV_BOARD_POWER_WATTS", PFI_FIELD_POWER, 1},
+    {"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", PFI_FIELD_ENERGY, 1e-3},
+    {"DCGM_FI_DEV_SM_CLOCK", PFI_FIELD_SM_CLOCK, 1},
+    {"DCGM_FI_DEV_MEM_CLOCK", PFI_FIELD_MEM_CLOCK, 1},
+    {"DCGM_FI_DEV_GPU_UTIL", PFI_FIELD_GPU_UTIL, 1},
+    {"DCGM_FI_PROF_SM_ACTIVE", PFI_FIELD_SM_ACTIVE, 1},
+    {"DCGM_FI_PROF_SM_OCCUPANCY", PFI_FIELD_SM_OCCUPANCY, 1},
+    {"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", PFI_FIELD_TENSOR_ACTIVE, 1},
+    {"DCGM_FI_PROF_DRAM_ACTIVE", PFI_FIELD_DRAM_ACTIVE, 1},
+    {"DCGM_FI_DEV_MEM_COPY_UTIL", PFI_FIELD_MEM_COPY_UTIL, 1},
+    {"DCGM_FI_PROF_NVLINK_TX_BYTES", PFI_FIELD_NVLINK_TX, 1},
+    {"DCGM_FI_PROF_NVLINK_RX_BYTES", PFI_FIELD_NVLINK_RX, 1},
+    {"DCGM_FI_PROF_PCIE_TX_BYTES", PFI_FIELD_PCIE_TX, 1},
+    {"DCGM_FI_PROF_PCIE_RX_BYTES", PFI_FIELD_PCIE_RX, 1},
+    /* The pre-profiling PCIe counters report KB/s. */
+    {"DCGM_FI_DEV_PCIE_TX_THROUGHPUT", PFI_FIELD_PCIE_TX, 1024},
+    {"DCGM_FI_DEV_PCIE_RX_THROUGHPUT", PFI_FIELD_PCIE_RX, 1024},
+    {"DCGM_FI_DEV_FB_USED", PFI_FIELD_FB_USED, 1},
+    {"DCGM_FI_DEV_GPU_TEMP", PFI_FIELD_TEMP, 1},
+    /* Cumulative time throttled by the power cap, in microseconds. */
+    {"DCGM_FI_DEV_POWER_VIOLATION", PFI_FIELD_THROTTLE_POWER, 1e-6},
+};
+
+int pfi_prom_field(const char *metric, size_t len, double *scale) {
+  for (size_t i = 0; i < sizeof dcgm_map / sizeof dcgm_map[0]; i++)
+    if (strlen(dcgm_map[i].name) == len &&
+        memcmp(dcgm_map[i].name, metric, len) == 0) {
+      if (scale)
+        *scale = dcgm_map[i].scale;
+      return (int)dcgm_map[i].field;
+    }
+  return -1;
+}
+
+struct gpuset {
+  struct pfi_prom_gpu *v;
+  size_t n, cap;
+  size_t last; /* the GPU of the previous line: most lines repeat it */
+};
+
+static int is_name_start(int c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+         c == ':';
+}
+static int is_name_char(int c) {
+  return is_name_start(c) || (c >= '0' && c <= '9');
+}
+
+static void bad(struct pfi_prom_stats *st, long line, long col,
+                const char *msg) {
+  st->malformed++;
+  if (st->nbad < PFI_PROM_BAD_MAX) {
+    st->bad[st->nbad].line = line;
+    st->bad[st->nbad].column = col;
+    snprintf(st->bad[st->nbad].msg, sizeof st->bad[st->nbad].msg, "%s", msg);
+    st->nbad++;
+  }
+}
+
+/* Parses a float token [p, e) the way Prometheus writes them. */
+static int parse_value(const char *p, const char *e, double *out) {
+  char buf[64];
+  size_t n = (size_t)(e - p);
+  if (n == 0 || n >= sizeof buf)
+    return -1;
+  memcpy(buf, p, n);
+  buf[n] = 0;
+  if (strcmp(buf, "NaN") == 0) {
+    *out = NAN;
+    return 0;
+  }
+  if (strcmp(buf, "+Inf") == 0 || strcmp(buf, "Inf") == 0) {
+    *out = INFINITY;
+    return 0;
+  }
+  if (strcmp(buf, "-Inf") == 0) {
+    *out = -INFINITY;
+    return 0;
+  }
+  /* strtod would accept "nan(...)", "infinity" and hex; the format
+   * does not. */
+  for (size_t i = 0; i < n; i++) {
+    char c = buf[i];
+    if (!((c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' ||
+          c == '+' || c == '-'))
+      return -1;
+  }
+  char *end;
+  *out = strtod(buf, &end);
+  return *end == 0 ? 0 : -1;
+}
+
+struct labels {
+  char host[128], uuid[96], model[96];
+  int gpu;
+  int has_gpu;
+};
+
+/* Copies an unescaped label value into dst (truncated to n). */
+static void copy_unescaped(char *dst, size_t n, const char *p, const char *e) {
+  size_t k = 0;
+  while (p < e && k + 1 < n) {
+    char c = *p++;
+    if (c == '\\' && p < e) {
+      c = *p++;
+      if (c == 'n')
+        c = '\n';
+    }
+    dst[k++] = c;
+  }
+  dst[k] = 0;
+}
+
+/* Parses `{...}` starting at *pp (which points at '{'). Returns 0 or -1
+ * with *msg and *pp at the fault. */
+static int parse_labels(const char **pp, const char *e, struct labels *lb,
+                        const char **msg) {
+  const char *p = *pp + 1;
+  for (;;) {
+    while (p < e && (*p == ' ' || *p == '\t'))
+      p++;
+    if (p < e && *p == '}') {
+      *pp = p + 1;
+      return 0;
+    }
+    const char *ns = p;
+    if (p >= e || !is_name_start((unsigned char)*p)) {
+      *msg = "expected a label name or '}'";
+      goto fail;
+    }
+    while (p < e && is_name_char((unsigned char)*p))
+      p++;
+    size_t nlen = (size_t)(p - ns);
+    while (p < e && (*p == ' ' || *p == '\t'))
+      p++;
+    if (p >= e || *p != '=') {
+      *msg = "expected '=' after the label name";
+      goto fail;
+    }
+    p++;
+    while (p < e && (*p == ' ' || *p == '\t'))
+      p++;
+    if (p >= e || *p != '"') {
+      *msg = "expected a quoted label value";
+      goto fail;
+    }
+    const char *vs = ++p;
+    while (p < e && *p != '"') {
+      if (*p == '\\') {
+        if (p + 1 >= e) {
+          p++;
+          break;
+        }
+        char c = p[1];
+        if (c != '\\' && c != '"' && c != 'n') {
+          *msg = "bad escape in a label value";
+          goto fail;
+        }
+        p += 2;
+        continue;
+      }
+      p++;
+    }
+    if (p >= e) {
+      *msg = "unterminated label value";
+      goto fail;
+    }
+    const char *ve = p++;
+#define LABEL_IS(s) (nlen == sizeof(s) - 1 && memcmp(ns, s, nlen) == 0)
+    if (LABEL_IS("gpu")) {
+      char tmp[16];
+      copy_unescaped(tmp, sizeof tmp, vs, ve);
+      char *end;
+      long g = strtol(tmp, &end, 10);
+      if (*tmp && *end == 0 && g >= 0 && g < 1000000 && ve - vs < 15) {
+        lb->gpu = (int)g;
+        lb->has_gpu = 1;
+      }
+    } else if (LABEL_IS("Hostname") || LABEL_IS("hostname")) {
+      copy_unescaped(lb->host, sizeof lb->host, vs, ve);
+    } else if (LABEL_IS("UUID")) {
+      copy_unescaped(lb->uuid, sizeof lb->uuid, vs, ve);
+    } else if (LABEL_IS("modelName")) {
+      copy_unescaped(lb->model, sizeof lb->model, vs, ve);
+    }
+#undef LABEL_IS
+    while (p < e && (*p == ' ' || *p == '\t'))
+      p++;
+    if (p < e && *p == ',') {
+      p++;
+      continue;
+    }
+    if (p < e && *p == '}') {
+      *pp = p + 1;
+      return 0;
+    }
+    *msg = "expected ',' or '}' after a label";
+    goto fail;
+  }
+fail:
+  *pp = p;
+  return -1;
+}
+
+static struct pfi_prom_gpu *gpu_slot(struct gpuset *gs, const struct labels *lb) {
+  if (gs->n && gs->last < gs->n) {
+    struct pfi_prom_gpu *g = &gs->v[gs->last];
+    if (g->gpu == lb->gpu && strcmp(g->host, lb->host) == 0)
+      return g;
+  }
+  for (size_t i = 0; i < gs->n; i++)
+    if (gs->v[i].gpu == lb->gpu && strcmp(gs->v[i].host, lb->host) == 0) {
+      gs->last = i;
+      return &gs->v[i];
+    }
+  if (gs->n == gs->cap) {
+    size_t nc = gs->cap ? 2 * gs->cap : 8;
+    struct pfi_prom_gpu *nv = realloc(gs->v, nc * sizeof *nv);
+    if (!nv)
+      return NULL;
+    gs->v = nv;
+    gs->cap = nc;
+  }
+  struct pfi_prom_gpu *g = &gs->v[gs->n];
+  memset(g, 0, sizeof *g);
+  snprintf(g->host, sizeof g->host, "%s", lb->host);
+  g->gpu = lb->gpu;
+  gs->last = gs->n++;
+  return g;
+}
+
+static int cmp_gpu(const void *a, const void *b) {
+  const struct pfi_prom_gpu *x = a, *y = b;
+  int c = strcmp(x->host, y->host);
+  if (c)
+    return c;
+  return (x->gpu > y->gpu) - (x->gpu < y->gpu);
+}
+
+int pfi_prom_parse(const char *name, const char *text, size_t len,
+                   struct pfi_prom_gpu **gpus, struct pfi_prom_stats *stats,
+                   struct pfi_error *err) {
+  struct pfi_prom_stats local;
+  struct pfi_prom_stats *st = stats ? stats : &local;
+  struct gpuset gs = {0};
+  int rc = 0;
+  memset(st, 0, sizeof *st);
+  *gpus = NULL;
+  const char *p = text, *end = text + len;
+  long line = 0;
+  while (p < end) {
+    const char *ls = p;
+    const char *le = memchr(p, '\n', (size_t)(end - p));
+    if (!le)
+      le = end;
+    p = le < end ? le + 1 : end;
+    line++;
+    st->lines++;
+    const char *nul = memchr(ls, '\0', (size_t)(le - ls));
+    if (nul) {
+      rc = pfi_error_setloc(err, PFI_EPARSE, name, line, (long)(nul - ls) + 1,
+                            "NUL byte: not Prometheus text");
+      goto out;
+    }
+    const char *e = le;
+    if (e > ls && e[-1] == '\r')
+      e--;
+    const char *q = ls;
+    while (q < e && (*q == ' ' || *q == '\t'))
+      q++;
+    if (q == e || *q == '#')
+      continue;
+    /* metric name */
+    if (!is_name_start((unsigned char)*q)) {
+      bad(st, line, (long)(q - ls) + 1, "expected a metric name");
+      continue;
+    }
+    const char *ms = q;
+    while (q < e && is_name_char((unsigned char)*q))
+      q++;
+    size_t mlen = (size_t)(q - ms);
+    struct labels lb = {.gpu = -1};
+    if (q < e && *q == '{') {
+      const char *msg = NULL;
+      if (parse_labels(&q, e, &lb, &msg) < 0) {
+        bad(st, line, (long)(q - ls) + 1, msg);
+        continue;
+      }
+    }
+    if (q >= e || (*q != ' ' && *q != '\t')) {
+      bad(st, line, (long)(q - ls) + 1, "expected a space before the value");
+      continue;
+    }
+    while (q < e && (*q == ' ' || *q == '\t'))
+      q++;
+    const char *vs = q;
+    while (q < e && *q != ' ' && *q != '\t')
+      q++;
+    double v;
+    if (parse_value(vs, q, &v) < 0) {
+      bad(st, line, (long)(vs - ls) + 1, "value is not a number");
+      continue;
+    }
+    while (q < e && (*q == ' ' || *q == '\t'))
+      q++;
+    double ts_s = NAN;
+    if (q < e) {
+      const char *ts = q;
+      while (q < e && *q != ' ' && *q != '\t')
+        q++;
+      double tsv;
+      int ok = parse_value(ts, q, &tsv) == 0 && isfinite(tsv);
+      while (q < e && (*q == ' ' || *q == '\t'))
+        q++;
+      if (!ok || q < e) {
+        bad(st, line, (long)(ts - ls) + 1,
+            ok ? "trailing text after the timestamp"
+               : "timestamp is not a number");
+        continue;
+      }
+      ts_s = tsv / 1000.0; /* Prometheus timestamps are milliseconds */
+    }
+    st->samples++;
+    double scale = 1;
+    int f = pfi_prom_field(ms, mlen, &scale);
+    if (f < 0) {
+      st->unknown++;
+      continue;
+    }
+    st->mapped++;
+    if (!lb.has_gpu) {
+      st->nogpu++;
+      continue;
+    }
+    struct pfi_prom_gpu *g = gpu_slot(&gs, &lb);
+    if (!g) {
+      rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+      goto out;
+    }
+    if (!g->uuid[0] && lb.uuid[0])
+      snprintf(g->uuid, sizeof g->uuid, "%s", lb.uuid);
+    if (!g->model[0] && lb.model[0])
+      snprintf(g->model, sizeof g->model, "%s", lb.model);
+    if (isfinite(ts_s) && ts_s > g->s.t_s)
+      g->s.t_s = ts_s;
+    /* NaN or infinite readings are "not valid", as DCGM's blank values. */
+    if (isfinite(v)) {
+      g->s.v[f] = v * scale;
+      g->s.valid |= 1u << f;
+      if (f == PFI_FIELD_POWER && v >= 0 && v < 4.0e6)
+        g->s.power_mw = (uint32_t)llround(v * 1000.0);
+      if (f == PFI_FIELD_ENERGY && v >= 0 && v < 1.8e19)
+        g->s.energy_mj = (uint64_t)v;
+    }
+  }
+  if (gs.n > 1)
+    qsort(gs.v, gs.n, sizeof *gs.v, cmp_gpu);
+  *gpus = gs.v;
+  gs.v = NULL;
+  rc = (int)gs.n;
+out:
+  free(gs.v);
+  return rc;
+}
+
+int pfi_prom_bad_error(const struct pfi_prom_stats *stats, int i,
+                       const char *name, struct pfi_error *err) {
+  if (i < 0 || i >= stats->nbad)
+    return pfi_error_set(err, PFI_EINVAL, "no malformed line %d", i);
+  return pfi_error_setloc(err, PFI_EPARSE, name, stats->bad[i].line,
+                          stats->bad[i].column, "%s", stats->bad[i].msg);
+}
+
+struct body {
+  char *p;
+  size_t n, cap;
+  int overflow;
+};
+
+/* A scrape of a node is tens of kB; 64 MiB bounds a broken endpoint. */
+#define BODY_MAX (64u << 20)
+
+static size_t on_data(char *ptr, size_t size, size_t nmemb, void *arg) {
+  struct body *b = arg;
+  size_t n = size * nmemb;
+  if (b->n + n + 1 > BODY_MAX) {
+    b->overflow = 1;
+    return 0;
+  }
+  if (b->n + n + 1 > b->cap) {
+    size_t nc = b->cap ? b->cap : 65536;
+    while (nc < b->n + n + 1)
+      nc *= 2;
+    char *np = realloc(b->p, nc);
+    if (!np)
+      return 0;
+    b->p = np;
+    b->cap = nc;
+  }
+  memcpy(b->p + b->n, ptr, n);
+  b->n += n;
+  b->p[b->n] = 0;
+  return n;
+}
+
+int pfi_prom_scrape(const char *url, double timeout_s,
+                    struct pfi_prom_gpu **gpus, struct pfi_prom_stats *stats,
+                    struct pfi_error *err) {
+  struct body b = {0};
+  char ebuf[CURL_ERROR_SIZE] = "";
+  int rc;
+  *gpus = NULL;
+  CURL *c = curl_easy_init();
+  if (!c)
+    return pfi_error_set(err, PFI_ENOMEM, "cannot start libcurl");
+  curl_easy_setopt(c, CURLOPT_URL, url);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, ebuf);
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(c, CURLOPT_FAILONERROR, 1L);
+  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+  long ms = timeout_s > 0 ? (long)(timeout_s * 1000) : 5000;
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, ms);
+  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, ms);
+  CURLcode cc = curl_easy_perform(c);
+  if (cc != CURLE_OK) {
+    rc = pfi_error_set(err, PFI_EIO, "%s: %s", url,
+                       b.overflow ? "response larger than 64 MiB"
+                       : ebuf[0]  ? ebuf
+                                  : curl_easy_strerror(cc));
+    goto out;
+  }
+  rc = pfi_prom_parse(url, b.p ? b.p : "", b.n, gpus, stats, err);
+out:
+  curl_easy_cleanup(c);
+  free(b.p);
+  return rc;
+}

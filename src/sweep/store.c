@@ -1,0 +1,620 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* The trace store: SQLite in WAL mode, prepared statements, batches. */
+#include "pfi/store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "pfi/version.h"
+
+/* Bumped when the schema changes incompatibly. */
+#define PFI_STORE_SCHEMA 1
+
+enum {
+  ST_SAMPLE,
+  ST_STEP,
+  ST_EVENT,
+  ST_RUN_BEGIN,
+  ST_RUN_END,
+  ST__COUNT
+};
+
+struct pfi_store {
+  sqlite3 *db;
+  char *path;
+  int in_batch;
+  int lock_fd;
+  sqlite3_stmt *stmt[ST__COUNT];
+};
+
+static const char *const schema_sql =
+    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT "
+    "NULL);"
+    "CREATE TABLE IF NOT EXISTS runs(id INTEGER PRIMARY KEY, job TEXT NOT "
+    "NULL, arch TEXT, task TEXT, cap_w REAL NOT NULL, gpus INTEGER NOT NULL,"
+    " source TEXT NOT NULL, state TEXT NOT NULL, t_start_s REAL, t_end_s "
+    "REAL, exit_status INTEGER, command TEXT, started_utc TEXT);"
+    "CREATE INDEX IF NOT EXISTS runs_job_cap ON runs(job, cap_w);"
+    "CREATE TABLE IF NOT EXISTS steps(run_id INTEGER NOT NULL, t_s REAL NOT "
+    "NULL, job_t_s REAL, tokens REAL, tokens_per_s REAL, step REAL, loss "
+    "REAL, mfu REAL);"
+    "CREATE INDEX IF NOT EXISTS steps_run ON steps(run_id, t_s);"
+    "CREATE TABLE IF NOT EXISTS cap_events(id INTEGER PRIMARY KEY, run_id "
+    "INTEGER, gpu INTEGER NOT NULL, action TEXT NOT NULL, mw INTEGER NOT "
+    "NULL, t_s REAL, utc TEXT NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS cap_ledger(backend TEXT NOT NULL, gpu "
+    "INTEGER NOT NULL, params TEXT NOT NULL, uuid TEXT NOT NULL, cap_mw "
+    "INTEGER NOT NULL, recorded_utc TEXT NOT NULL, PRIMARY KEY(backend, "
+    "gpu));";
+
+static void utc_now(char *buf, size_t n) {
+  time_t t = time(NULL);
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+int pfi__store_dberr(struct pfi_store *st, struct pfi_error *err,
+                     const char *what) {
+  return pfi_error_set(err, PFI_EDB, "%s: %s: %s", st && st->path ? st->path : "store",
+                       what, st && st->db ? sqlite3_errmsg(st->db) : "no database");
+}
+
+static int exec_sql(struct pfi_store *st, const char *sql,
+                    struct pfi_error *err) {
+  char *msg = NULL;
+  if (sqlite3_exec(st->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+    int rc = pfi_error_set(err, PFI_EDB, "%s: %s", st->path,
+                           msg ? msg : sqlite3_errmsg(st->db));
+    sqlite3_free(msg);
+    return rc;
+  }
+  return 0;
+}
+
+/* The samples table has one column per telemetry field, generated from
+ * PFI_FIELD_MAP so that a new field gets a column. A row per GPU and
+ * instant with a validity bitmask is several times faster to write than a
+ * row per field, and a field never valid costs one NULL. */
+static char *samples_ddl(void) {
+  size_t cap = 4096;
+  char *s = malloc(cap);
+  if (!s)
+    return NULL;
+  size_t o = (size_t)snprintf(s, cap,
+                              "CREATE TABLE IF NOT EXISTS samples(run_id "
+                              "INTEGER NOT NULL, gpu INTEGER NOT NULL, t_s "
+                              "REAL NOT NULL, valid INTEGER NOT NULL");
+  for (int f = 0; f < PFI_FIELD__COUNT; f++)
+    o += (size_t)snprintf(s + o, cap - o, ", %s REAL", pfi_field_name(f));
+  snprintf(s + o, cap - o,
+           ", PRIMARY KEY(run_id, t_s, gpu)) WITHOUT ROWID;");
+  return s;
+}
+
+static char *samples_insert_sql(void) {
+  size_t cap = 4096;
+  char *s = malloc(cap);
+  if (!s)
+    return NULL;
+  size_t o = (size_t)snprintf(
+      s, cap, "INSERT OR REPLACE INTO samples(run_id, gpu, t_s, valid");
+  for (int f = 0; f < PFI_FIELD__COUNT; f++)
+    o += (size_t)snprintf(s + o, cap - o, ", %s", pfi_field_name(f));
+  o += (size_t)snprintf(s + o, cap - o, ") VALUES(?,?,?,?");
+  for (int f = 0; f < PFI_FIELD__COUNT; f++)
+    o += (size_t)snprintf(s + o, cap - o, ",?");
+  snprintf(s + o, cap - o, ")");
+  return s;
+}
+
+static int prepare(struct pfi_store *st, int which, const char *sql,
+                   struct pfi_error *err) {
+  if (sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT,
+                         &st->stmt[which], NULL) != SQLITE_OK)
+    return pfi__store_dberr(st, err, "prepare");
+  return 0;
+}
+
+int pfi_store_open(struct pfi_store **out, const char *path, unsigned flags,
+                   struct pfi_error *err) {
+  int rc = 0;
+  char *ddl = NULL, *ins = NULL;
+  *out = NULL;
+  struct pfi_store *st = calloc(1, sizeof *st);
+  if (!st)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  st->lock_fd = -1;
+  st->path = strdup(path);
+  if (!st->path) {
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  int oflags = (flags & PFI_STORE_READONLY)
+                   ? SQLITE_OPEN_READONLY
+                   : SQLITE_OPEN_READWRITE |
+                         ((flags & PFI_STORE_CREATE) ? SQLITE_OPEN_CREATE : 0);
+  if (!(flags & PFI_STORE_CREATE)) {
+    struct stat sb;
+    if (stat(path, &sb) != 0) {
+      rc = pfi_error_set(err, PFI_EIO, "%s: %s", path, strerror(errno));
+      goto out;
+    }
+  }
+  if (sqlite3_open_v2(path, &st->db, oflags, NULL) != SQLITE_OK) {
+    rc = pfi_error_set(err, PFI_EIO, "%s: cannot open: %s", path,
+                       st->db ? sqlite3_errmsg(st->db) : "out of memory");
+    goto out;
+  }
+  sqlite3_busy_timeout(st->db, 10000);
+  sqlite3_extended_result_codes(st->db, 0);
+  /* A file that is not a database fails on the first read. */
+  {
+    sqlite3_stmt *q = NULL;
+    int src = sqlite3_prepare_v2(
+        st->db, "SELECT count(*) FROM sqlite_master", -1, &q, NULL);
+    if (src == SQLITE_OK)
+      src = sqlite3_step(q);
+    sqlite3_finalize(q);
+    if (src != SQLITE_ROW) {
+      rc = pfi_error_set(err, PFI_EDB, "%s: not a trace store: %s", path,
+                         sqlite3_errmsg(st->db));
+      goto out;
+    }
+  }
+  if (!(flags & PFI_STORE_READONLY)) {
+    ddl = samples_ddl();
+    ins = samples_insert_sql();
+    if (!ddl || !ins) {
+      rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+      goto out;
+    }
+    /* WAL lets `pfi trace` read while a sweep writes; synchronous=NORMAL
+     * keeps every commit atomic and consistent across a crash of pfi (only
+     * a power loss can drop the newest commits). */
+    if ((rc = exec_sql(st, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+                       err)) < 0 ||
+        (rc = exec_sql(st, "BEGIN IMMEDIATE;", err)) < 0)
+      goto out;
+    if ((rc = exec_sql(st, schema_sql, err)) < 0 ||
+        (rc = exec_sql(st, ddl, err)) < 0) {
+      exec_sql(st, "ROLLBACK;", NULL);
+      goto out;
+    }
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "INSERT OR IGNORE INTO meta VALUES('schema','%d');"
+             "INSERT OR IGNORE INTO meta VALUES('pfi_version','%s');",
+             PFI_STORE_SCHEMA, PFI_VERSION_STRING);
+    if ((rc = exec_sql(st, sql, err)) < 0) {
+      exec_sql(st, "ROLLBACK;", NULL);
+      goto out;
+    }
+    char created[32];
+    utc_now(created, sizeof created);
+    snprintf(sql, sizeof sql,
+             "INSERT OR IGNORE INTO meta VALUES('created_utc','%s');", created);
+    if ((rc = exec_sql(st, sql, err)) < 0 ||
+        (rc = exec_sql(st, "COMMIT;", err)) < 0) {
+      exec_sql(st, "ROLLBACK;", NULL);
+      goto out;
+    }
+    if ((rc = prepare(st, ST_SAMPLE, ins, err)) < 0 ||
+        (rc = prepare(st, ST_STEP,
+                      "INSERT INTO steps VALUES(?,?,?,?,?,?,?,?)", err)) < 0 ||
+        (rc = prepare(st, ST_EVENT,
+                      "INSERT INTO cap_events(run_id,gpu,action,mw,t_s,utc) "
+                      "VALUES(?,?,?,?,?,?)",
+                      err)) < 0 ||
+        (rc = prepare(st, ST_RUN_BEGIN,
+                      "INSERT INTO runs(job,arch,task,cap_w,gpus,source,state,"
+                      "t_start_s,t_end_s,exit_status,command,started_utc) "
+                      "VALUES(?,?,?,?,?,?,?,?,NULL,NULL,?,?)",
+                      err)) < 0 ||
+        (rc = prepare(st, ST_RUN_END,
+                      "UPDATE runs SET state=?, t_end_s=?, exit_status=? "
+                      "WHERE id=?",
+                      err)) < 0)
+      goto out;
+  }
+  /* A schema check that also rejects SQLite files of other programs. */
+  {
+    char v[16];
+    int g = pfi_store_meta_get(st, "schema", v, sizeof v, err);
+    if (g < 0) {
+      rc = pfi_error_set(err, PFI_EDB, "%s: not a pfi trace store", path);
+      goto out;
+    }
+    if (g == 0 || atoi(v) != PFI_STORE_SCHEMA) {
+      rc = pfi_error_set(err, PFI_EDB,
+                         "%s: not a pfi trace store (schema %s, expected %d)",
+                         path, g ? v : "missing", PFI_STORE_SCHEMA);
+      goto out;
+    }
+  }
+  *out = st;
+  st = NULL;
+out:
+  free(ddl);
+  free(ins);
+  pfi_store_close(st);
+  return rc;
+}
+
+void pfi_store_close(struct pfi_store *st) {
+  if (!st)
+    return;
+  if (st->in_batch)
+    pfi_store_rollback(st);
+  for (int i = 0; i < ST__COUNT; i++)
+    sqlite3_finalize(st->stmt[i]);
+  sqlite3_close(st->db);
+  pfi__store_unlock(st);
+  free(st->path);
+  free(st);
+}
+
+struct sqlite3 *pfi_store_db(struct pfi_store *st) { return st->db; }
+const char *pfi_store_path(const struct pfi_store *st) { return st->path; }
+
+int pfi__store_lock(struct pfi_store *st, struct pfi_error *err) {
+  if (st->lock_fd >= 0)
+    return 0;
+  int fd = open(st->path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return pfi_error_set(err, PFI_EIO, "%s: %s", st->path, strerror(errno));
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    int e = errno;
+    close(fd);
+    if (e == EWOULDBLOCK)
+      return pfi_error_set(err, PFI_EBUSY,
+                           "%s: another pfi is sweeping with this store",
+                           st->path);
+    return pfi_error_set(err, PFI_EIO, "%s: lock: %s", st->path, strerror(e));
+  }
+  st->lock_fd = fd;
+  return 0;
+}
+
+void pfi__store_unlock(struct pfi_store *st) {
+  if (st->lock_fd >= 0) {
+    close(st->lock_fd); /* closing the descriptor drops the flock */
+    st->lock_fd = -1;
+  }
+}
+
+int pfi__store_locked(const struct pfi_store *st) { return st->lock_fd >= 0; }
+
+int pfi_store_meta_set(struct pfi_store *st, const char *key,
+                       const char *value, struct pfi_error *err) {
+  sqlite3_stmt *q = NULL;
+  int rc = 0;
+  if (sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO meta VALUES(?,?)", -1,
+                         &q, NULL) != SQLITE_OK ||
+      sqlite3_bind_text(q, 1, key, -1, SQLITE_TRANSIENT) != SQLITE_OK ||
+      sqlite3_bind_text(q, 2, value, -1, SQLITE_TRANSIENT) != SQLITE_OK ||
+      sqlite3_step(q) != SQLITE_DONE)
+    rc = pfi__store_dberr(st, err, "meta");
+  sqlite3_finalize(q);
+  return rc;
+}
+
+int pfi_store_meta_get(struct pfi_store *st, const char *key, char *buf,
+                       size_t n, struct pfi_error *err) {
+  sqlite3_stmt *q = NULL;
+  int rc;
+  if (sqlite3_prepare_v2(st->db, "SELECT value FROM meta WHERE key=?", -1, &q,
+                         NULL) != SQLITE_OK ||
+      sqlite3_bind_text(q, 1, key, -1, SQLITE_TRANSIENT) != SQLITE_OK) {
+    rc = pfi__store_dberr(st, err, "meta");
+    goto out;
+  }
+  int s = sqlite3_step(q);
+  if (s == SQLITE_ROW) {
+    const unsigned char *v = sqlite3_column_text(q, 0);
+    if (n)
+      snprintf(buf, n, "%s", v ? (const char *)v : "");
+    rc = 1;
+  } else if (s == SQLITE_DONE) {
+    rc = 0;
+  } else {
+    rc = pfi__store_dberr(st, err, "meta");
+  }
+out:
+  sqlite3_finalize(q);
+  return rc;
+}
+
+int pfi_store_begin(struct pfi_store *st, struct pfi_error *err) {
+  if (st->in_batch)
+    return pfi_error_set(err, PFI_ESTATE, "%s: batch already open", st->path);
+  int rc = exec_sql(st, "BEGIN IMMEDIATE;", err);
+  if (rc == 0)
+    st->in_batch = 1;
+  return rc;
+}
+
+int pfi_store_commit(struct pfi_store *st, struct pfi_error *err) {
+  if (!st->in_batch)
+    return 0;
+  int rc = exec_sql(st, "COMMIT;", err);
+  if (rc == 0)
+    st->in_batch = 0;
+  return rc;
+}
+
+int pfi_store_rollback(struct pfi_store *st) {
+  if (!st->in_batch)
+    return 0;
+  st->in_batch = 0;
+  return exec_sql(st, "ROLLBACK;", NULL);
+}
+
+static int step_done(struct pfi_store *st, sqlite3_stmt *q,
+                     struct pfi_error *err, const char *what) {
+  int s = sqlite3_step(q);
+  int rc = s == SQLITE_DONE ? 0 : pfi__store_dberr(st, err, what);
+  sqlite3_reset(q);
+  sqlite3_clear_bindings(q);
+  return rc;
+}
+
+static void bind_opt(sqlite3_stmt *q, int i, double v) {
+  if (isfinite(v))
+    sqlite3_bind_double(q, i, v);
+  else
+    sqlite3_bind_null(q, i);
+}
+
+int pfi_store_run_begin(struct pfi_store *st, struct pfi_run_info *in,
+                        struct pfi_error *err) {
+  sqlite3_stmt *q = st->stmt[ST_RUN_BEGIN];
+  if (!q)
+    return pfi_error_set(err, PFI_ESTATE, "%s: opened read-only", st->path);
+  char utc[32];
+  utc_now(utc, sizeof utc);
+  sqlite3_bind_text(q, 1, in->job, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(q, 2, in->arch, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(q, 3, in->task, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_double(q, 4, in->cap_w);
+  sqlite3_bind_int(q, 5, (int)in->gpus);
+  sqlite3_bind_text(q, 6, in->source, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(q, 7, PFI_RUN_RUNNING, -1, SQLITE_STATIC);
+  sqlite3_bind_double(q, 8, in->t_start_s);
+  sqlite3_bind_text(q, 9, in->command, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(q, 10, utc, -1, SQLITE_TRANSIENT);
+  int rc = step_done(st, q, err, "run");
+  if (rc == 0) {
+    in->id = sqlite3_last_insert_rowid(st->db);
+    snprintf(in->state, sizeof in->state, "%s", PFI_RUN_RUNNING);
+  }
+  return rc;
+}
+
+int pfi_store_run_end(struct pfi_store *st, int64_t run_id, const char *state,
+                      double t_end_s, int exit_status, struct pfi_error *err) {
+  sqlite3_stmt *q = st->stmt[ST_RUN_END];
+  if (!q)
+    return pfi_error_set(err, PFI_ESTATE, "%s: opened read-only", st->path);
+  sqlite3_bind_text(q, 1, state, -1, SQLITE_TRANSIENT);
+  bind_opt(q, 2, t_end_s);
+  if (exit_status == -1)
+    sqlite3_bind_null(q, 3);
+  else
+    sqlite3_bind_int(q, 3, exit_status);
+  sqlite3_bind_int64(q, 4, run_id);
+  return step_done(st, q, err, "run");
+}
+
+int pfi_store_run_find_complete(struct pfi_store *st, const char *job,
+                                double cap_w, int64_t *run_id,
+                                struct pfi_error *err) {
+  sqlite3_stmt *q = NULL;
+  int rc;
+  if (sqlite3_prepare_v2(st->db,
+                         "SELECT id FROM runs WHERE job=? AND abs(cap_w-?)<1e-6"
+                         " AND state='complete' ORDER BY id DESC LIMIT 1",
+                         -1, &q, NULL) != SQLITE_OK) {
+    rc = pfi__store_dberr(st, err, "runs");
+    goto out;
+  }
+  sqlite3_bind_text(q, 1, job, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_double(q, 2, cap_w);
+  int s = sqlite3_step(q);
+  if (s == SQLITE_ROW) {
+    *run_id = sqlite3_column_int64(q, 0);
+    rc = 1;
+  } else if (s == SQLITE_DONE) {
+    rc = 0;
+  } else {
+    rc = pfi__store_dberr(st, err, "runs");
+  }
+out:
+  sqlite3_finalize(q);
+  return rc;
+}
+
+int pfi_store_runs_mark_interrupted(struct pfi_store *st,
+                                    struct pfi_error *err) {
+  int rc = exec_sql(st,
+                    "UPDATE runs SET state='interrupted' WHERE "
+                    "state='running';",
+                    err);
+  return rc < 0 ? rc : sqlite3_changes(st->db);
+}
+
+int pfi_store_add_sample(struct pfi_store *st, int64_t run_id, unsigned gpu,
+                         const struct pfi_sample *s, struct pfi_error *err) {
+  sqlite3_stmt *q = st->stmt[ST_SAMPLE];
+  if (!q)
+    return pfi_error_set(err, PFI_ESTATE, "%s: opened read-only", st->path);
+  sqlite3_bind_int64(q, 1, run_id);
+  sqlite3_bind_int(q, 2, (int)gpu);
+  sqlite3_bind_double(q, 3, s->t_s);
+  uint32_t valid = 0;
+  for (int f = 0; f < PFI_FIELD__COUNT; f++) {
+    /* A field flagged valid but not finite is stored as not valid: the
+     * store never holds NaN. */
+    if (pfi_sample_has(s, (enum pfi_field)f) && isfinite(s->v[f])) {
+      sqlite3_bind_double(q, 5 + f, s->v[f]);
+      valid |= 1u << f;
+    } else {
+      sqlite3_bind_null(q, 5 + f);
+    }
+  }
+  sqlite3_bind_int64(q, 4, valid);
+  return step_done(st, q, err, "sample");
+}
+
+int pfi_store_add_step(struct pfi_store *st, int64_t run_id,
+                       const struct pfi_step *s, struct pfi_error *err) {
+  sqlite3_stmt *q = st->stmt[ST_STEP];
+  if (!q)
+    return pfi_error_set(err, PFI_ESTATE, "%s: opened read-only", st->path);
+  sqlite3_bind_int64(q, 1, run_id);
+  sqlite3_bind_double(q, 2, isfinite(s->t_s) ? s->t_s : 0);
+  bind_opt(q, 3, s->job_t_s);
+  bind_opt(q, 4, s->tokens);
+  bind_opt(q, 5, s->tokens_per_s);
+  bind_opt(q, 6, s->step);
+  bind_opt(q, 7, s->loss);
+  bind_opt(q, 8, s->mfu);
+  return step_done(st, q, err, "step");
+}
+
+int pfi_store_cap_event(struct pfi_store *st, int64_t run_id, unsigned gpu,
+                        const char *action, uint32_t mw, double t_s,
+                        struct pfi_error *err) {
+  sqlite3_stmt *q = st->stmt[ST_EVENT];
+  if (!q)
+    return pfi_error_set(err, PFI_ESTATE, "%s: opened read-only", st->path);
+  char utc[32];
+  utc_now(utc, sizeof utc);
+  if (run_id > 0)
+    sqlite3_bind_int64(q, 1, run_id);
+  else
+    sqlite3_bind_null(q, 1);
+  sqlite3_bind_int(q, 2, (int)gpu);
+  sqlite3_bind_text(q, 3, action, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int64(q, 4, mw);
+  bind_opt(q, 5, t_s);
+  sqlite3_bind_text(q, 6, utc, -1, SQLITE_TRANSIENT);
+  return step_done(st, q, err, "cap event");
+}
+
+int pfi_store_caps_record(struct pfi_store *st, const struct pfi_saved_cap *caps,
+                          size_t n, struct pfi_error *err) {
+  if (st->in_batch)
+    return pfi_error_set(err, PFI_ESTATE,
+                         "%s: caps must be recorded outside a batch", st->path);
+  sqlite3_stmt *q = NULL;
+  int rc = pfi_store_begin(st, err);
+  if (rc < 0)
+    return rc;
+  char utc[32];
+  utc_now(utc, sizeof utc);
+  if (sqlite3_prepare_v2(st->db,
+                         "INSERT OR IGNORE INTO cap_ledger VALUES(?,?,?,?,?,?)",
+                         -1, &q, NULL) != SQLITE_OK) {
+    rc = pfi__store_dberr(st, err, "cap ledger");
+    goto out;
+  }
+  for (size_t i = 0; i < n; i++) {
+    sqlite3_bind_text(q, 1, caps[i].backend, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(q, 2, (int)caps[i].gpu);
+    sqlite3_bind_text(q, 3, caps[i].params, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(q, 4, caps[i].uuid, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(q, 5, caps[i].cap_mw);
+    sqlite3_bind_text(q, 6, utc, -1, SQLITE_TRANSIENT);
+    if ((rc = step_done(st, q, err, "cap ledger")) < 0)
+      goto out;
+    /* Only a newly recorded cap is an event; an older entry wins. */
+    if (sqlite3_changes(st->db) > 0 &&
+        (rc = pfi_store_cap_event(st, 0, caps[i].gpu, "record", caps[i].cap_mw,
+                                  NAN, err)) < 0)
+      goto out;
+  }
+  rc = pfi_store_commit(st, err);
+out:
+  sqlite3_finalize(q);
+  if (rc < 0)
+    pfi_store_rollback(st);
+  return rc;
+}
+
+int pfi_store_caps_pending(struct pfi_store *st, struct pfi_saved_cap **out,
+                           size_t *n, struct pfi_error *err) {
+  sqlite3_stmt *q = NULL;
+  struct pfi_saved_cap *v = NULL;
+  size_t k = 0, cap = 0;
+  int rc = 0;
+  *out = NULL;
+  *n = 0;
+  if (sqlite3_prepare_v2(st->db,
+                         "SELECT backend, gpu, params, uuid, cap_mw FROM "
+                         "cap_ledger ORDER BY backend, gpu",
+                         -1, &q, NULL) != SQLITE_OK) {
+    rc = pfi__store_dberr(st, err, "cap ledger");
+    goto out;
+  }
+  int s;
+  while ((s = sqlite3_step(q)) == SQLITE_ROW) {
+    if (k == cap) {
+      size_t nc = cap ? 2 * cap : 8;
+      struct pfi_saved_cap *nv = realloc(v, nc * sizeof *nv);
+      if (!nv) {
+        rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+        goto out;
+      }
+      v = nv;
+      cap = nc;
+    }
+    struct pfi_saved_cap *c = &v[k++];
+    memset(c, 0, sizeof *c);
+    const unsigned char *t;
+    if ((t = sqlite3_column_text(q, 0)))
+      snprintf(c->backend, sizeof c->backend, "%s", (const char *)t);
+    c->gpu = (unsigned)sqlite3_column_int(q, 1);
+    if ((t = sqlite3_column_text(q, 2)))
+      snprintf(c->params, sizeof c->params, "%s", (const char *)t);
+    if ((t = sqlite3_column_text(q, 3)))
+      snprintf(c->uuid, sizeof c->uuid, "%s", (const char *)t);
+    c->cap_mw = (uint32_t)sqlite3_column_int64(q, 4);
+  }
+  if (s != SQLITE_DONE) {
+    rc = pfi__store_dberr(st, err, "cap ledger");
+    goto out;
+  }
+  *out = v;
+  *n = k;
+  v = NULL;
+out:
+  free(v);
+  sqlite3_finalize(q);
+  return rc;
+}
+
+int pfi_store_caps_clear(struct pfi_store *st, const char *backend,
+                         unsigned gpu, struct pfi_error *err) {
+  sqlite3_stmt *q = NULL;
+  int rc = 0;
+  if (sqlite3_prepare_v2(st->db,
+                         "DELETE FROM cap_ledger WHERE backend=? AND gpu=?", -1,
+                         &q, NULL) != SQLITE_OK ||
+      sqlite3_bind_text(q, 1, backend, -1, SQLITE_TRANSIENT) != SQLITE_OK ||
+      sqlite3_bind_int(q, 2, (int)gpu) != SQLITE_OK ||
+      sqlite3_step(q) != SQLITE_DONE)
+    rc = pfi__store_dberr(st, err, "cap ledger");
+  sqlite3_finalize(q);
+  return rc;
+}

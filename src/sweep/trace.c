@@ -1,0 +1,635 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Trace store to curves.csv, features.csv and a samples CSV. */
+#include "pfi/trace.h"
+
+#include <errno.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "internal.h"
+#include "pfi/device.h"
+#include "pfi/phase.h"
+
+void pfi_summary_opts_init(struct pfi_summary_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->warmup_fb_gib = 10;
+  o->train_util_pct = 50;
+  o->top_fraction = 0.10;
+}
+
+/* The columns of features.csv after job, arch, task, gpus (issue 4 item
+ * 6), in this order. */
+enum feat {
+  F_DRAM_ACTIVE,
+  F_MEM_COPY_UTIL,
+  F_DRAM_COPY_PRODUCT,
+  F_SM_ACTIVE,
+  F_TENSOR_ACTIVE,
+  F_TENSOR_SM_RATIO,
+  F_DRAM_SM_RATIO,
+  F_ARITHMETIC_INTENSITY,
+  F_NVLINK_TX_GBPS,
+  F_NVLINK_RX_GBPS,
+  F_PCIE_TX_GBPS,
+  F_PCIE_RX_GBPS,
+  F_POWER_W,
+  F_SM_CLOCK_MHZ,
+  F_CLOCK_FRACTION,
+  F_GPU_UTIL,
+  F_FB_USED_GIB,
+  F_GPU_TEMP_C,
+  F__COUNT
+};
+static const char *const feat_names[F__COUNT] = {
+    "dram_active",      "mem_copy_util",   "dram_copy_product",
+    "sm_active",        "tensor_active",   "tensor_sm_ratio",
+    "dram_sm_ratio",    "arithmetic_intensity", "nvlink_tx_gbps",
+    "nvlink_rx_gbps",   "pcie_tx_gbps",    "pcie_rx_gbps",
+    "power_w",          "sm_clock_mhz",    "clock_fraction",
+    "gpu_util",         "fb_used_gib",     "gpu_temp_c"};
+
+/* One run's series, one entry per sampling instant. */
+struct series {
+  size_t n, cap;
+  double *t, *power, *fb0, *util0;
+  double *mean[PFI_FIELD__COUNT]; /* mean over the run's GPUs, NaN if none */
+  enum pfi_phase *ph;
+};
+
+static void series_free(struct series *s) {
+  free(s->t);
+  free(s->power);
+  free(s->fb0);
+  free(s->util0);
+  for (int f = 0; f < PFI_FIELD__COUNT; f++)
+    free(s->mean[f]);
+  free(s->ph);
+  memset(s, 0, sizeof *s);
+}
+
+static int series_grow(struct series *s) {
+  if (s->n < s->cap)
+    return 0;
+  size_t nc = s->cap ? 2 * s->cap : 512;
+  double **arrs[] = {&s->t, &s->power, &s->fb0, &s->util0};
+  for (size_t i = 0; i < 4; i++) {
+    double *p = realloc(*arrs[i], nc * sizeof *p);
+    if (!p)
+      return PFI_ENOMEM;
+    *arrs[i] = p;
+  }
+  for (int f = 0; f < PFI_FIELD__COUNT; f++) {
+    double *p = realloc(s->mean[f], nc * sizeof *p);
+    if (!p)
+      return PFI_ENOMEM;
+    s->mean[f] = p;
+  }
+  enum pfi_phase *ph = realloc(s->ph, nc * sizeof *ph);
+  if (!ph)
+    return PFI_ENOMEM;
+  s->ph = ph;
+  s->cap = nc;
+  return 0;
+}
+
+/* Reads a run's samples into per-instant series. The phases follow the
+ * lowest-numbered GPU of the run (the paper read its traces from local
+ * rank 0); power is the sum over the GPUs; other fields their mean. */
+static int load_series(struct pfi_store *st, int64_t run_id, struct series *s,
+                       struct pfi_error *err) {
+  sqlite3 *db = pfi_store_db(st);
+  sqlite3_stmt *q = NULL;
+  char sql[2048];
+  size_t o = (size_t)snprintf(sql, sizeof sql, "SELECT gpu, t_s, valid");
+  for (int f = 0; f < PFI_FIELD__COUNT; f++)
+    o += (size_t)snprintf(sql + o, sizeof sql - o, ", %s", pfi_field_name(f));
+  snprintf(sql + o, sizeof sql - o,
+           " FROM samples WHERE run_id=? ORDER BY t_s, gpu");
+  int rc = 0;
+  if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK) {
+    rc = pfi__store_dberr(st, err, "samples");
+    goto out;
+  }
+  sqlite3_bind_int64(q, 1, run_id);
+  int rank0 = -1, r;
+  double sum[PFI_FIELD__COUNT];
+  int cnt[PFI_FIELD__COUNT];
+  int have_power = 0;
+  double cur_t = NAN;
+  while ((r = sqlite3_step(q)) == SQLITE_ROW) {
+    int gpu = sqlite3_column_int(q, 0);
+    double t = sqlite3_column_double(q, 1);
+    uint32_t valid = (uint32_t)sqlite3_column_int64(q, 2);
+    if (rank0 < 0 || gpu < rank0)
+      rank0 = gpu; /* rows of the first instant come lowest GPU first */
+    if (!(t == cur_t)) {
+      if (s->n > 0 || !isnan(cur_t)) {
+        /* close the previous instant */
+        size_t k = s->n - 1;
+        for (int f = 0; f < PFI_FIELD__COUNT; f++)
+          s->mean[f][k] = cnt[f] ? sum[f] / cnt[f] : NAN;
+        s->power[k] = have_power ? sum[PFI_FIELD_POWER] : NAN;
+      }
+      if ((rc = series_grow(s)) < 0) {
+        pfi_error_set(err, rc, "out of memory");
+        goto out;
+      }
+      size_t k = s->n++;
+      s->t[k] = t;
+      s->fb0[k] = s->util0[k] = NAN;
+      memset(sum, 0, sizeof sum);
+      memset(cnt, 0, sizeof cnt);
+      have_power = 0;
+      cur_t = t;
+    }
+    size_t k = s->n - 1;
+    for (int f = 0; f < PFI_FIELD__COUNT; f++)
+      if ((valid >> f) & 1u && sqlite3_column_type(q, 3 + f) != SQLITE_NULL) {
+        double v = sqlite3_column_double(q, 3 + f);
+        sum[f] += v;
+        cnt[f]++;
+        if (f == PFI_FIELD_POWER)
+          have_power = 1;
+        if (gpu == rank0 && f == PFI_FIELD_FB_USED)
+          s->fb0[k] = v;
+        if (gpu == rank0 && f == PFI_FIELD_GPU_UTIL)
+          s->util0[k] = v;
+      }
+  }
+  if (r != SQLITE_DONE) {
+    rc = pfi__store_dberr(st, err, "samples");
+    goto out;
+  }
+  if (s->n) {
+    size_t k = s->n - 1;
+    for (int f = 0; f < PFI_FIELD__COUNT; f++)
+      s->mean[f][k] = cnt[f] ? sum[f] / cnt[f] : NAN;
+    s->power[k] = have_power ? sum[PFI_FIELD_POWER] : NAN;
+  }
+out:
+  sqlite3_finalize(q);
+  return rc;
+}
+
+/* Throughput reports of a run, each labelled with the phase of the latest
+ * sampling instant at or before it. */
+static int load_steps(struct pfi_store *st, int64_t run_id,
+                      const struct series *s, double **vals,
+                      enum pfi_phase **phs, size_t *n, struct pfi_error *err) {
+  sqlite3_stmt *q = NULL;
+  size_t k = 0, cap = 0;
+  double *v = NULL;
+  enum pfi_phase *p = NULL;
+  int rc = 0, r;
+  if (sqlite3_prepare_v2(pfi_store_db(st),
+                         "SELECT t_s, tokens_per_s FROM steps WHERE run_id=? "
+                         "AND tokens_per_s IS NOT NULL ORDER BY t_s",
+                         -1, &q, NULL) != SQLITE_OK) {
+    rc = pfi__store_dberr(st, err, "steps");
+    goto out;
+  }
+  sqlite3_bind_int64(q, 1, run_id);
+  size_t j = 0;
+  while ((r = sqlite3_step(q)) == SQLITE_ROW) {
+    double t = sqlite3_column_double(q, 0);
+    double rate = sqlite3_column_double(q, 1);
+    while (j + 1 < s->n && s->t[j + 1] <= t)
+      j++;
+    if (s->n == 0 || t < s->t[0])
+      continue; /* before the first sample: no phase known */
+    if (k == cap) {
+      size_t nc = cap ? 2 * cap : 512;
+      double *nv = realloc(v, nc * sizeof *nv);
+      if (!nv) {
+        rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+        goto out;
+      }
+      v = nv;
+      enum pfi_phase *np = realloc(p, nc * sizeof *np);
+      if (!np) {
+        rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+        goto out;
+      }
+      p = np;
+      cap = nc;
+    }
+    v[k] = rate;
+    p[k] = s->ph[j];
+    k++;
+  }
+  if (r != SQLITE_DONE) {
+    rc = pfi__store_dberr(st, err, "steps");
+    goto out;
+  }
+  *vals = v;
+  *phs = p;
+  *n = k;
+  v = NULL;
+  p = NULL;
+out:
+  free(v);
+  free(p);
+  sqlite3_finalize(q);
+  return rc;
+}
+
+/* Standard error of the mean of the training-phase values. */
+static double train_sem(const double *v, const enum pfi_phase *ph, size_t n) {
+  double s = 0, s2 = 0;
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++)
+    if (ph[i] == PFI_PHASE_TRAINING && isfinite(v[i])) {
+      s += v[i];
+      s2 += v[i] * v[i];
+      m++;
+    }
+  if (m < 2)
+    return -1;
+  double var = (s2 - s * s / (double)m) / (double)(m - 1);
+  return sqrt(var > 0 ? var : 0) / sqrt((double)m);
+}
+
+struct run_row {
+  int64_t id;
+  char job[128], arch[32], task[32], source[16];
+  double cap_w;
+  int gpus;
+  /* results */
+  int ok;       /* power and throughput: a curve point */
+  int ok_feat;  /* training-phase telemetry: a features row */
+  double power_w, tokens, power_sd, tokens_sd;
+  double feat[F__COUNT];
+};
+
+static void put_num(FILE *fp, double v) {
+  if (isfinite(v))
+    fprintf(fp, ",%.10g", v);
+  else
+    fputs(",", fp);
+}
+
+/* A CSV cell: quoted when it holds a comma, quote or newline. */
+static void put_text(FILE *fp, const char *s, int first) {
+  if (!first)
+    fputc(',', fp);
+  if (strpbrk(s, ",\"\n\r")) {
+    fputc('"', fp);
+    for (; *s; s++) {
+      if (*s == '"')
+        fputc('"', fp);
+      fputc(*s, fp);
+    }
+    fputc('"', fp);
+  } else {
+    fputs(s, fp);
+  }
+}
+
+static double ratio(double a, double b) {
+  return isfinite(a) && isfinite(b) && b > 0 ? a / b : NAN;
+}
+
+static int top_mean(const double *v, const enum pfi_phase *ph, size_t n,
+                    const struct pfi_phase_params *pp, double *out) {
+  struct pfi_error e;
+  size_t used = 0;
+  if (pfi_phase_top_mean(v, ph, n, pp, out, &used, &e) < 0 || used == 0) {
+    *out = NAN;
+    return -1;
+  }
+  return 0;
+}
+
+static int summarize_run(struct pfi_store *st, struct run_row *rr,
+                         const struct pfi_phase_params *pp, double clock_max,
+                         struct pfi_error *err) {
+  struct series s;
+  double *tv = NULL;
+  enum pfi_phase *tph = NULL;
+  size_t nt = 0;
+  int rc;
+  memset(&s, 0, sizeof s);
+  rr->ok = 0;
+  if ((rc = load_series(st, rr->id, &s, err)) < 0)
+    goto out;
+  if (s.n == 0)
+    goto out;
+  if ((rc = pfi_phase_segment(s.fb0, s.util0, s.n, pp, s.ph, err)) < 0)
+    goto out;
+  if ((rc = load_steps(st, rr->id, &s, &tv, &tph, &nt, err)) < 0)
+    goto out;
+  rc = 0;
+  {
+    size_t ntrain = 0;
+    for (size_t k = 0; k < s.n; k++)
+      ntrain += s.ph[k] == PFI_PHASE_TRAINING;
+    if (ntrain == 0)
+      goto out;
+  }
+  rr->ok_feat = 1;
+  if (top_mean(s.power, s.ph, s.n, pp, &rr->power_w) == 0 &&
+      top_mean(tv, tph, nt, pp, &rr->tokens) == 0 && rr->tokens > 0 &&
+      rr->power_w > 0) {
+    rr->ok = 1;
+    rr->power_sd = train_sem(s.power, s.ph, s.n);
+    rr->tokens_sd = train_sem(tv, tph, nt);
+  }
+  double m[PFI_FIELD__COUNT];
+  for (int f = 0; f < PFI_FIELD__COUNT; f++)
+    top_mean(s.mean[f], s.ph, s.n, pp, &m[f]);
+  double *F = rr->feat;
+  F[F_DRAM_ACTIVE] = m[PFI_FIELD_DRAM_ACTIVE];
+  F[F_MEM_COPY_UTIL] = m[PFI_FIELD_MEM_COPY_UTIL];
+  F[F_DRAM_COPY_PRODUCT] = m[PFI_FIELD_DRAM_ACTIVE] * m[PFI_FIELD_MEM_COPY_UTIL];
+  F[F_SM_ACTIVE] = m[PFI_FIELD_SM_ACTIVE];
+  F[F_TENSOR_ACTIVE] = m[PFI_FIELD_TENSOR_ACTIVE];
+  F[F_TENSOR_SM_RATIO] = ratio(m[PFI_FIELD_TENSOR_ACTIVE], m[PFI_FIELD_SM_ACTIVE]);
+  F[F_DRAM_SM_RATIO] = ratio(m[PFI_FIELD_DRAM_ACTIVE], m[PFI_FIELD_SM_ACTIVE]);
+  F[F_ARITHMETIC_INTENSITY] =
+      ratio(m[PFI_FIELD_TENSOR_ACTIVE], m[PFI_FIELD_DRAM_ACTIVE]);
+  F[F_NVLINK_TX_GBPS] = m[PFI_FIELD_NVLINK_TX] * 1e-9;
+  F[F_NVLINK_RX_GBPS] = m[PFI_FIELD_NVLINK_RX] * 1e-9;
+  F[F_PCIE_TX_GBPS] = m[PFI_FIELD_PCIE_TX] * 1e-9;
+  F[F_PCIE_RX_GBPS] = m[PFI_FIELD_PCIE_RX] * 1e-9;
+  F[F_POWER_W] = m[PFI_FIELD_POWER];
+  F[F_SM_CLOCK_MHZ] = m[PFI_FIELD_SM_CLOCK];
+  F[F_CLOCK_FRACTION] = ratio(m[PFI_FIELD_SM_CLOCK], clock_max);
+  F[F_GPU_UTIL] = m[PFI_FIELD_GPU_UTIL];
+  F[F_FB_USED_GIB] = m[PFI_FIELD_FB_USED] / 1024.0;
+  F[F_GPU_TEMP_C] = m[PFI_FIELD_TEMP];
+out:
+  series_free(&s);
+  free(tv);
+  free(tph);
+  return rc;
+}
+
+/* The SM clock that 1.0 of clock_fraction stands for: the store's record
+ * of the GPU's maximum when the sweep knew it, else the highest SM clock
+ * any sample of the store shows. */
+static double clock_max_of(struct pfi_store *st) {
+  char v[64];
+  double c = NAN;
+  if (pfi_store_meta_get(st, "sm_clock_max_mhz", v, sizeof v, NULL) == 1) {
+    char *end;
+    c = strtod(v, &end);
+    if (*end || !(c > 0))
+      c = NAN;
+  }
+  if (isfinite(c))
+    return c;
+  sqlite3_stmt *q = NULL;
+  if (sqlite3_prepare_v2(pfi_store_db(st),
+                         "SELECT max(sm_clock_mhz) FROM samples", -1, &q,
+                         NULL) == SQLITE_OK &&
+      sqlite3_step(q) == SQLITE_ROW &&
+      sqlite3_column_type(q, 0) != SQLITE_NULL)
+    c = sqlite3_column_double(q, 0);
+  sqlite3_finalize(q);
+  return c > 0 ? c : NAN;
+}
+
+static int open_out(const char *dir, const char *name, char *tmp, size_t n,
+                    FILE **fp, struct pfi_error *err) {
+  snprintf(tmp, n, "%s/%s.tmp", dir, name);
+  *fp = fopen(tmp, "w");
+  if (!*fp)
+    return pfi_error_set(err, PFI_EIO, "%s: %s", tmp, strerror(errno));
+  return 0;
+}
+
+static int close_out(const char *dir, const char *name, const char *tmp,
+                     FILE *fp, struct pfi_error *err) {
+  char final[4096];
+  int bad = ferror(fp);
+  if (fclose(fp) != 0 || bad) {
+    remove(tmp);
+    return pfi_error_set(err, PFI_EIO, "%s: write failed", tmp);
+  }
+  snprintf(final, sizeof final, "%s/%s", dir, name);
+  if (rename(tmp, final) != 0)
+    return pfi_error_set(err, PFI_EIO, "%s: %s", final, strerror(errno));
+  return 0;
+}
+
+int pfi_trace_summarize(struct pfi_store *st, const char *out_dir,
+                        const struct pfi_summary_opts *o,
+                        struct pfi_error *err) {
+  struct pfi_summary_opts def;
+  if (!o) {
+    pfi_summary_opts_init(&def);
+    o = &def;
+  }
+  struct pfi_phase_params pp;
+  pfi_phase_params_init(&pp);
+  pp.loaded_mib = o->warmup_fb_gib * 1024.0;
+  pp.train_util = o->train_util_pct;
+  pp.top_frac = o->top_fraction;
+  if (!(o->warmup_fb_gib >= 0 && o->warmup_fb_gib < 1e6) ||
+      !(o->train_util_pct >= 0 && o->train_util_pct <= 100) ||
+      !(o->top_fraction > 0 && o->top_fraction <= 1))
+    return pfi_error_set(err, PFI_EINVAL,
+                         "summary thresholds out of range (frame buffer "
+                         "%g GiB, utilization %g %%, top fraction %g)",
+                         o->warmup_fb_gib, o->train_util_pct, o->top_fraction);
+  struct run_row *rows = NULL;
+  size_t nr = 0, cr = 0;
+  sqlite3_stmt *q = NULL;
+  FILE *fc = NULL, *ff = NULL;
+  char tc[4096], tf[4096];
+  int rc = 0, r;
+  long skipped = 0, nocurve = 0, jobs = 0;
+  /* The newest complete run of each (job, cap). */
+  if (sqlite3_prepare_v2(
+          pfi_store_db(st),
+          "SELECT id, job, coalesce(arch,''), coalesce(task,''), cap_w, gpus,"
+          " source FROM runs WHERE state='complete' AND id IN (SELECT max(id) "
+          "FROM runs WHERE state='complete' GROUP BY job, cap_w) ORDER BY "
+          "job, cap_w",
+          -1, &q, NULL) != SQLITE_OK) {
+    rc = pfi__store_dberr(st, err, "runs");
+    goto out;
+  }
+  while ((r = sqlite3_step(q)) == SQLITE_ROW) {
+    if (nr == cr) {
+      size_t nc = cr ? 2 * cr : 32;
+      struct run_row *nv = realloc(rows, nc * sizeof *nv);
+      if (!nv) {
+        rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+        goto out;
+      }
+      rows = nv;
+      cr = nc;
+    }
+    struct run_row *rr = &rows[nr++];
+    memset(rr, 0, sizeof *rr);
+    rr->id = sqlite3_column_int64(q, 0);
+    snprintf(rr->job, sizeof rr->job, "%s", sqlite3_column_text(q, 1));
+    snprintf(rr->arch, sizeof rr->arch, "%s", sqlite3_column_text(q, 2));
+    snprintf(rr->task, sizeof rr->task, "%s", sqlite3_column_text(q, 3));
+    rr->cap_w = sqlite3_column_double(q, 4);
+    rr->gpus = sqlite3_column_int(q, 5);
+    const unsigned char *src = sqlite3_column_text(q, 6);
+    snprintf(rr->source, sizeof rr->source, "%s", src ? (const char *)src : "");
+  }
+  if (r != SQLITE_DONE) {
+    rc = pfi__store_dberr(st, err, "runs");
+    goto out;
+  }
+  if (nr == 0) {
+    rc = pfi_error_set(err, PFI_ENOTFOUND, "%s: no complete run to summarize",
+                       pfi_store_path(st));
+    goto out;
+  }
+  double clock_max = clock_max_of(st);
+  for (size_t i = 0; i < nr; i++) {
+    if ((rc = summarize_run(st, &rows[i], &pp, clock_max, err)) < 0)
+      goto out;
+    if (!rows[i].ok)
+      skipped++;
+  }
+  if (mkdir(out_dir, 0777) != 0 && errno != EEXIST) {
+    rc = pfi_error_set(err, PFI_EIO, "%s: %s", out_dir, strerror(errno));
+    goto out;
+  }
+  if ((rc = open_out(out_dir, "curves.csv", tc, sizeof tc, &fc, err)) < 0 ||
+      (rc = open_out(out_dir, "features.csv", tf, sizeof tf, &ff, err)) < 0)
+    goto out;
+  fputs("job,cap_w,power_w,tokens_per_s,gpus,power_sd_w,tokens_sd,runs,source\n",
+        fc);
+  fputs("job,arch,task,gpus", ff);
+  for (int f = 0; f < F__COUNT; f++)
+    fprintf(ff, ",%s", feat_names[f]);
+  fputs(",source\n", ff);
+  for (size_t i = 0; i < nr;) {
+    size_t j = i;
+    while (j < nr && strcmp(rows[j].job, rows[i].job) == 0)
+      j++;
+    size_t good = 0;
+    const struct run_row *top = NULL;
+    for (size_t k = i; k < j; k++) {
+      good += rows[k].ok != 0;
+      if (rows[k].ok_feat)
+        top = &rows[k]; /* rows are ordered by cap: the last is uncapped */
+    }
+    if (good >= 2) {
+      for (size_t k = i; k < j; k++) {
+        const struct run_row *rr = &rows[k];
+        if (!rr->ok)
+          continue;
+        put_text(fc, rr->job, 1);
+        put_num(fc, rr->cap_w);
+        put_num(fc, rr->power_w);
+        put_num(fc, rr->tokens);
+        fprintf(fc, ",%d", rr->gpus);
+        put_num(fc, rr->power_sd);
+        put_num(fc, rr->tokens_sd);
+        fputs(",1", fc);
+        put_text(fc, rr->source, 0);
+        fputc('\n', fc);
+      }
+    } else {
+      nocurve++;
+    }
+    if (top) {
+      put_text(ff, top->job, 1);
+      put_text(ff, top->arch, 0);
+      put_text(ff, top->task, 0);
+      fprintf(ff, ",%d", top->gpus);
+      for (int f = 0; f < F__COUNT; f++)
+        put_num(ff, top->feat[f]);
+      put_text(ff, top->source, 0);
+      fputc('\n', ff);
+      jobs++;
+    }
+    i = j;
+  }
+  rc = close_out(out_dir, "curves.csv", tc, fc, err);
+  fc = NULL;
+  if (rc == 0)
+    rc = close_out(out_dir, "features.csv", tf, ff, err);
+  else
+    fclose(ff);
+  ff = NULL;
+  if (rc < 0)
+    goto out;
+  if (jobs == 0) {
+    rc = pfi_error_set(err, PFI_ENOTFOUND,
+                       "%s: no complete run has training-phase samples and "
+                       "throughput",
+                       pfi_store_path(st));
+    goto out;
+  }
+  rc = (int)jobs;
+out:
+  if (fc) {
+    fclose(fc);
+    remove(tc);
+  }
+  if (ff) {
+    fclose(ff);
+    remove(tf);
+  }
+  if (o->runs_skipped)
+    *o->runs_skipped = skipped;
+  if (o->jobs_without_curve)
+    *o->jobs_without_curve = nocurve;
+  sqlite3_finalize(q);
+  free(rows);
+  return rc;
+}
+
+long pfi_trace_export(struct pfi_store *st, FILE *out, struct pfi_error *err) {
+  char sql[2048];
+  size_t o = (size_t)snprintf(
+      sql, sizeof sql,
+      "SELECT s.run_id, r.job, r.cap_w, r.source, s.gpu, s.t_s, s.valid");
+  for (int f = 0; f < PFI_FIELD__COUNT; f++)
+    o += (size_t)snprintf(sql + o, sizeof sql - o, ", s.%s", pfi_field_name(f));
+  snprintf(sql + o, sizeof sql - o,
+           " FROM samples s JOIN runs r ON r.id = s.run_id ORDER BY s.run_id,"
+           " s.t_s, s.gpu");
+  sqlite3_stmt *q = NULL;
+  long rows = 0;
+  int r;
+  if (sqlite3_prepare_v2(pfi_store_db(st), sql, -1, &q, NULL) != SQLITE_OK) {
+    rows = pfi__store_dberr(st, err, "samples");
+    goto out;
+  }
+  fputs("run_id,job,cap_w,source,gpu,t_s", out);
+  for (int f = 0; f < PFI_FIELD__COUNT; f++)
+    fprintf(out, ",%s", pfi_field_name(f));
+  fputc('\n', out);
+  while ((r = sqlite3_step(q)) == SQLITE_ROW) {
+    fprintf(out, "%lld", (long long)sqlite3_column_int64(q, 0));
+    const unsigned char *job = sqlite3_column_text(q, 1);
+    put_text(out, job ? (const char *)job : "", 0);
+    put_num(out, sqlite3_column_double(q, 2));
+    const unsigned char *src = sqlite3_column_text(q, 3);
+    put_text(out, src ? (const char *)src : "", 0);
+    fprintf(out, ",%d", sqlite3_column_int(q, 4));
+    put_num(out, sqlite3_column_double(q, 5));
+    uint32_t valid = (uint32_t)sqlite3_column_int64(q, 6);
+    for (int f = 0; f < PFI_FIELD__COUNT; f++) {
+      if ((valid >> f) & 1u && sqlite3_column_type(q, 7 + f) != SQLITE_NULL)
+        put_num(out, sqlite3_column_double(q, 7 + f));
+      else
+        fputc(',', out);
+    }
+    fputc('\n', out);
+    rows++;
+  }
+  if (r != SQLITE_DONE) {
+    rows = pfi__store_dberr(st, err, "samples");
+    goto out;
+  }
+  if (fflush(out) != 0 || ferror(out))
+    rows = pfi_error_set(err, PFI_EIO, "writing the export failed");
+out:
+  sqlite3_finalize(q);
+  return rows;
+}
