@@ -1,0 +1,274 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* `pfi allocate`: split a cluster-wide power cut across jobs. */
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "jobdata.h"
+#include "pfi/alloc.h"
+#include "pfi/oracle.h"
+
+static const char usage_text[] =
+    "usage: pfi allocate --curves FILE --cut R [--strategy S]\n"
+    "                    [--features FILE] [--model MODEL.json | --true-pfi]\n"
+    "                    [--pfi-features LIST] [--map MAP] [--format F]\n"
+    "\n"
+    "Splits a power cut across jobs. R is a fraction (0.3) or a percentage\n"
+    "(30%) of the jobs' total uncapped power; the budget is (1 - R) times\n"
+    "that total, met exactly. Each job stays within [power at its lowest\n"
+    "measured cap, uncapped power]; a job that reaches its floor keeps it\n"
+    "and the rest of its share goes to the others. A cut below the floors\n"
+    "fails with 'infeasible by X W'.\n"
+    "\n"
+    "Strategies:\n"
+    "  oracle           the exact maximum of total throughput (default)\n"
+    "  equal            every job loses the same fraction of its power\n"
+    "  moe-ft-weighted  equal, but MoE fine-tuning jobs give twice as much\n"
+    "                   (needs features with arch and task)\n"
+    "  pfi-aware        reduction ~ P_max * PFI / T_max (PFI estimated)\n"
+    "  dram-copy        reduction ~ DRAM copy product (uncalibrated)\n"
+    "  pfi-curve        estimated PFI -> whole-curve model -> water-filling\n"
+    "                   by marginal throughput per watt\n"
+    "\n"
+    "PFI estimates (pfi-aware, pfi-curve): from --model, else from a linear\n"
+    "model on --pfi-features (default dram_copy_product) fitted on the\n"
+    "given jobs' own PFI, as the paper does; --true-pfi uses the PFI of the\n"
+    "curves themselves (for analysis).\n"
+    "\n"
+    "Options:\n"
+    "  --curves FILE      curves CSV (job, cap_w, power_w, tokens_per_s)\n"
+    "  --features FILE    features CSV with a job column\n"
+    "  --cut R            the cut: 0.3 or 30%\n"
+    "  --strategy S       one of the strategies above\n"
+    "  --model FILE       a model saved by pfi fit --output\n"
+    "  --true-pfi         use the curves' own PFI\n"
+    "  --pfi-features L   features of the fitted model (comma-separated)\n"
+    "  --map MAP          curves column mapping NAME=COLUMN,...\n"
+    "  --format F         table (default), csv or json\n"
+    "  -h, --help         this text\n"
+    "\n"
+    "Output: per job its power (W), the per-GPU cap that realizes it (W, by\n"
+    "inverse interpolation of its cap-to-power points) and its throughput\n"
+    "read off its curve; then totals. JSON keys: strategy, cut, budget_w,\n"
+    "total_power_w, total_tokens_per_s, jobs [{job, power_w, cap_w,\n"
+    "tokens_per_s}]. Exit status 0 ok, 1 run-time failure, 2 bad usage,\n"
+    "bad input or an infeasible cut.\n";
+
+int cmd_allocate(int argc, char **argv) {
+  static const struct option opts[] = {
+      {"curves", required_argument, 0, 'c'},
+      {"features", required_argument, 0, 'f'},
+      {"cut", required_argument, 0, 'r'},
+      {"strategy", required_argument, 0, 's'},
+      {"model", required_argument, 0, 'm'},
+      {"true-pfi", no_argument, 0, 't'},
+      {"pfi-features", required_argument, 0, 'P'},
+      {"map", required_argument, 0, 'M'},
+      {"format", required_argument, 0, 'F'},
+      {"help", no_argument, 0, 'h'},
+      {0, 0, 0, 0}};
+  const char *curves = NULL, *features = NULL, *cut_s = NULL,
+             *strat_s = "oracle", *model_path = NULL, *pfeat = NULL,
+             *map = NULL;
+  int true_pfi = 0;
+  enum pfi_format fmt = PFI_FMT_TABLE;
+  optind = 0;
+  opterr = 0;
+  int o;
+  while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    switch (o) {
+    case 'c': curves = optarg; break;
+    case 'f': features = optarg; break;
+    case 'r': cut_s = optarg; break;
+    case 's': strat_s = optarg; break;
+    case 'm': model_path = optarg; break;
+    case 't': true_pfi = 1; break;
+    case 'P': pfeat = optarg; break;
+    case 'M': map = optarg; break;
+    case 'F':
+      if (pfi_cli_format("allocate", optarg,
+                         PFI_FMT_ALLOW_TABLE | PFI_FMT_ALLOW_CSV |
+                             PFI_FMT_ALLOW_JSON,
+                         &fmt))
+        return PFI_EXIT_USAGE;
+      break;
+    case 'h': fputs(usage_text, stdout); return PFI_EXIT_OK;
+    default:
+      return pfi_cli_usage("allocate", "unknown or incomplete option '%s'",
+                           argv[optind - 1]);
+    }
+  }
+  if (optind < argc)
+    return pfi_cli_usage("allocate", "unexpected argument '%s'", argv[optind]);
+  if (!curves)
+    return pfi_cli_usage("allocate", "--curves FILE is required");
+  if (!cut_s)
+    return pfi_cli_usage("allocate", "--cut R is required (0.3 or 30%%)");
+  int s = pfi_strategy_parse(strat_s);
+  if (s < 0)
+    return pfi_cli_usage("allocate", "unknown strategy '%s'", strat_s);
+  if (model_path && true_pfi)
+    return pfi_cli_usage("allocate", "--model and --true-pfi exclude each "
+                                     "other");
+  struct pfi_error err;
+  pfi_error_clear(&err);
+  double cut;
+  if (pfi_cut_parse(cut_s, &cut, &err) < 0)
+    return pfi_cli_usage("allocate", "%s", err.msg);
+
+  int status = PFI_EXIT_OK;
+  struct jobdata d;
+  struct pfi_problem p;
+  struct pfi_model model;
+  int have_model = 0;
+  pfi_problem_init(&p);
+  double *pw = NULL, *est = NULL, *dram = NULL;
+  int *moe = NULL;
+  if (jobdata_load(&d, curves, map, features, &err) < 0)
+    return pfi_cli_fail(&err);
+  size_t n = d.cs.n;
+  pw = calloc(n + 1, sizeof *pw);
+  if (!pw) {
+    pfi_error_set(&err, PFI_ENOMEM, "out of memory");
+    goto fail;
+  }
+  for (size_t i = 0; i < n; i++)
+    if (pfi_problem_add_curve(&p, &d.cs.c[i], &err) < 0)
+      goto fail;
+  struct pfi_alloc_inputs in = {NULL, NULL, NULL};
+  if (s == PFI_STRAT_PFI_AWARE || s == PFI_STRAT_PFI_CURVE) {
+    est = calloc(n + 1, sizeof *est);
+    if (!est) {
+      pfi_error_set(&err, PFI_ENOMEM, "out of memory");
+      goto fail;
+    }
+    if (true_pfi) {
+      for (size_t i = 0; i < n; i++) {
+        if (!d.pfi_ok[i]) {
+          pfi_error_setloc(&err, PFI_EPARSE, d.cs.source,
+                           d.cs.c[i].first_line, 0,
+                           "job %s: PFI undefined (no capped point lowered "
+                           "throughput)",
+                           d.cs.c[i].job);
+          goto fail;
+        }
+        est[i] = d.true_pfi[i];
+      }
+    } else {
+      if (jobdata_require_features(&d, "PFI estimation", &err) < 0)
+        goto fail;
+      if (model_path) {
+        if (pfi_model_load(&model, model_path, &err) < 0)
+          goto fail;
+        have_model = 1;
+      }
+      if (jobdata_estimate_pfi(&d, have_model ? &model : NULL, pfeat, 0, est,
+                               &err) < 0)
+        goto fail;
+    }
+    in.pfi = est;
+  }
+  if (s == PFI_STRAT_DRAM_COPY) {
+    if (jobdata_require_features(&d, "strategy dram-copy", &err) < 0)
+      goto fail;
+    dram = calloc(n + 1, sizeof *dram);
+    if (!dram) {
+      pfi_error_set(&err, PFI_ENOMEM, "out of memory");
+      goto fail;
+    }
+    for (size_t i = 0; i < n; i++)
+      if (pfi_features_value(&d.f, (size_t)d.frow[i], "dram_copy_product",
+                             &dram[i], &err) < 0)
+        goto fail;
+    in.dram_copy = dram;
+  }
+  if (s == PFI_STRAT_MOE_FT_WEIGHTED) {
+    if (jobdata_require_features(&d, "strategy moe-ft-weighted", &err) < 0)
+      goto fail;
+    moe = calloc(n + 1, sizeof *moe);
+    if (!moe) {
+      pfi_error_set(&err, PFI_ENOMEM, "out of memory");
+      goto fail;
+    }
+    for (size_t i = 0; i < n; i++) {
+      int m, f;
+      if (pfi_features_class(&d.f, (size_t)d.frow[i], &m, &f, &err) < 0)
+        goto fail;
+      moe[i] = m && f;
+    }
+    in.moe_ft = moe;
+  }
+  double lo, hi;
+  pfi_problem_bounds(&p, &lo, &hi);
+  double budget = (1 - cut) * hi;
+  if (pfi_alloc_run(&p, (enum pfi_strategy)s, budget, &in, pw, &err) < 0) {
+    if (err.code == PFI_EINFEASIBLE) {
+      fprintf(stderr, "pfi allocate: cut %g%% is %s\n", 100 * cut, err.msg);
+      status = PFI_EXIT_USAGE;
+      goto out;
+    }
+    goto fail;
+  }
+  double tot_p = 0, tot_t = 0;
+  for (size_t i = 0; i < n; i++) {
+    tot_p += pw[i];
+    tot_t += pfi_problem_eval(&p, i, pw[i]);
+  }
+  if (fmt == PFI_FMT_JSON) {
+    json_t *j = json_object(), *arr = json_array();
+    json_object_set_new(j, "strategy", json_string(pfi_strategy_name(s)));
+    json_object_set_new(j, "cut", json_real(cut));
+    json_object_set_new(j, "budget_w", json_real(budget));
+    json_object_set_new(j, "total_power_w", json_real(tot_p));
+    json_object_set_new(j, "total_tokens_per_s", json_real(tot_t));
+    for (size_t i = 0; i < n; i++) {
+      json_t *e = json_object();
+      json_object_set_new(e, "job", json_string(d.cs.c[i].job));
+      json_object_set_new(e, "power_w", json_real(pw[i]));
+      json_object_set_new(e, "cap_w",
+                          json_real(pfi_curve_cap_at(&d.cs.c[i], pw[i])));
+      json_object_set_new(e, "tokens_per_s",
+                          json_real(pfi_problem_eval(&p, i, pw[i])));
+      json_array_append_new(arr, e);
+    }
+    json_object_set_new(j, "jobs", arr);
+    if (pfi_cli_print_json(j))
+      status = PFI_EXIT_FAIL;
+  } else if (fmt == PFI_FMT_CSV) {
+    printf("job,power_w,cap_w,tokens_per_s\n");
+    for (size_t i = 0; i < n; i++)
+      printf("%s,%.6f,%.6f,%.6f\n", d.cs.c[i].job, pw[i],
+             pfi_curve_cap_at(&d.cs.c[i], pw[i]),
+             pfi_problem_eval(&p, i, pw[i]));
+    printf("TOTAL,%.6f,,%.6f\n", tot_p, tot_t);
+  } else {
+    printf("strategy %s, cut %.4g %% of %.1f W uncapped, budget %.1f W\n",
+           pfi_strategy_name(s), 100 * cut, hi, budget);
+    printf("%-40s %12s %10s %14s\n", "job", "power_w", "cap_w",
+           "tokens_per_s");
+    for (size_t i = 0; i < n; i++)
+      printf("%-40s %12.1f %10.1f %14.1f\n", d.cs.c[i].job, pw[i],
+             pfi_curve_cap_at(&d.cs.c[i], pw[i]),
+             pfi_problem_eval(&p, i, pw[i]));
+    printf("%-40s %12.1f %10s %14.1f\n", "total", tot_p, "", tot_t);
+  }
+  if (fflush(stdout) != 0)
+    status = PFI_EXIT_FAIL;
+  goto out;
+fail:
+  status = pfi_cli_fail(&err);
+out:
+  if (have_model)
+    pfi_model_release(&model);
+  jobdata_release(&d);
+  pfi_problem_release(&p);
+  free(pw);
+  free(est);
+  free(dram);
+  free(moe);
+  return status;
+}

@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Curves joined with features, true PFI, and PFI estimates. */
+#include "jobdata.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pfi/data.h"
+#include "pfi/index.h"
+
+int jobdata_load(struct jobdata *d, const char *cpath, const char *map,
+                 const char *fpath, struct pfi_error *err) {
+  memset(d, 0, sizeof *d);
+  int rc = pfi_curveset_read(&d->cs, cpath, map, err);
+  if (rc < 0)
+    return rc;
+  size_t n = d->cs.n;
+  d->frow = calloc(n + 1, sizeof *d->frow);
+  d->true_pfi = calloc(n + 1, sizeof *d->true_pfi);
+  d->pfi_ok = calloc(n + 1, sizeof *d->pfi_ok);
+  if (!d->frow || !d->true_pfi || !d->pfi_ok) {
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    goto fail;
+  }
+  for (size_t i = 0; i < n; i++) {
+    double cap[64], pw[64], tk[64];
+    const struct pfi_curve *c = &d->cs.c[i];
+    size_t m = c->n < 64 ? c->n : 64;
+    for (size_t k = 0; k < m; k++) {
+      cap[k] = c->pts[k].cap_w;
+      pw[k] = c->pts[k].power_w;
+      tk[k] = c->pts[k].tokens_per_s;
+    }
+    double v;
+    if (pfi_index_ratio(cap, pw, tk, m, &v, NULL) == 1) {
+      d->true_pfi[i] = v;
+      d->pfi_ok[i] = 1;
+    }
+    d->frow[i] = -1;
+  }
+  if (fpath) {
+    if ((rc = pfi_features_load(&d->f, fpath, err)) < 0)
+      goto fail;
+    d->have_features = 1;
+    for (size_t i = 0; i < n; i++) {
+      d->frow[i] = pfi_features_row(&d->f, d->cs.c[i].job);
+      d->nmissing += d->frow[i] < 0;
+    }
+  } else {
+    d->nmissing = n;
+  }
+  return 0;
+fail:
+  jobdata_release(d);
+  return rc;
+}
+
+void jobdata_release(struct jobdata *d) {
+  pfi_curveset_release(&d->cs);
+  if (d->have_features)
+    pfi_features_release(&d->f);
+  free(d->frow);
+  free(d->true_pfi);
+  free(d->pfi_ok);
+  memset(d, 0, sizeof *d);
+}
+
+int jobdata_require_features(const struct jobdata *d, const char *why,
+                             struct pfi_error *err) {
+  if (!d->have_features)
+    return pfi_error_set(err, PFI_EINVAL, "%s needs --features FILE", why);
+  if (d->nmissing == 0)
+    return 0;
+  char list[256] = "";
+  size_t shown = 0;
+  for (size_t i = 0; i < d->cs.n && shown < 5; i++)
+    if (d->frow[i] < 0) {
+      size_t l = strlen(list);
+      snprintf(list + l, sizeof list - l, "%s%s", shown ? ", " : "",
+               d->cs.c[i].job);
+      shown++;
+    }
+  return pfi_error_setloc(err, PFI_EPARSE, d->f.t.name, 0, 0,
+                          "%zu of %zu jobs of %s have no row here (%s%s); %s "
+                          "needs features for every job",
+                          d->nmissing, d->cs.n, d->cs.source ? d->cs.source : "the curves",
+                          list, d->nmissing > shown ? ", ..." : "", why);
+}
+
+int jobdata_estimate_pfi(const struct jobdata *d, const struct pfi_model *model,
+                         const char *feature_list, int holdout, double *est,
+                         struct pfi_error *err) {
+  size_t n = d->cs.n;
+  int rc = 0;
+  char **names = NULL;
+  size_t k = 0;
+  double *x = NULL, *y = NULL, *pred = NULL;
+  size_t *rows = NULL, *fold = NULL, *map = NULL;
+  if (model) {
+    names = NULL;
+    k = model->k;
+  } else {
+    if ((rc = pfi_strlist_split(feature_list ? feature_list
+                                             : pfi_default_model_features,
+                                &names, &k, err)) < 0)
+      return rc;
+  }
+  const char *const *exprs =
+      model ? (const char *const *)model->features : (const char *const *)names;
+  rows = malloc((n + 1) * sizeof *rows);
+  x = malloc((n * k + 1) * sizeof *x);
+  y = malloc((n + 1) * sizeof *y);
+  pred = malloc((n + 1) * sizeof *pred);
+  fold = malloc((n + 1) * sizeof *fold);
+  map = malloc((n + 1) * sizeof *map);
+  if (!rows || !x || !y || !pred || !fold || !map) {
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  for (size_t i = 0; i < n; i++)
+    rows[i] = (size_t)d->frow[i];
+  if ((rc = pfi_model_design(&d->f, rows, n, exprs, k, x, err)) < 0)
+    goto out;
+  if (model) {
+    for (size_t i = 0; i < n; i++)
+      est[i] = pfi_model_predict(model, x + i * k);
+    goto out;
+  }
+  /* Fit on the jobs whose PFI is defined (compact copies). */
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++)
+    if (d->pfi_ok[i]) {
+      memmove(x + m * k, x + i * k, k * sizeof *x);
+      y[m] = d->true_pfi[i];
+      map[m] = i;
+      m++;
+    }
+  if (m < 3) {
+    rc = pfi_error_set(err, PFI_EINVAL,
+                       "only %zu jobs have a defined PFI: too few to fit the "
+                       "telemetry model",
+                       m);
+    goto out;
+  }
+  /* Design rows of every job (again, in curve order) for prediction. */
+  double *xall = malloc((n * k + 1) * sizeof *xall);
+  if (!xall) {
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  if ((rc = pfi_model_design(&d->f, rows, n, exprs, k, xall, err)) < 0) {
+    free(xall);
+    goto out;
+  }
+  struct pfi_model fit;
+  if ((rc = pfi_model_fit(x, m, k, y, (const char *const *)names, &fit, err)) <
+      0) {
+    free(xall);
+    goto out;
+  }
+  for (size_t i = 0; i < n; i++)
+    est[i] = pfi_model_predict(&fit, xall + i * k);
+  pfi_model_release(&fit);
+  if (holdout) {
+    /* Out-of-sample estimates for the fitted jobs: each predicted by a
+     * model that never saw it (or its cluster). */
+    const char *cl[4] = {"dense", "moe-pt", "moe-ft", NULL};
+    size_t nf = m;
+    for (size_t q = 0; q < m; q++) {
+      if (holdout == 1) {
+        fold[q] = q;
+      } else {
+        const char *c = pfi_features_cluster(&d->f, rows[map[q]], err);
+        if (!c) {
+          rc = PFI_ENOTFOUND;
+          free(xall);
+          goto out;
+        }
+        fold[q] = strcmp(c, cl[0]) == 0 ? 0 : strcmp(c, cl[1]) == 0 ? 1 : 2;
+        nf = 3;
+      }
+    }
+    struct pfi_eval ev;
+    if ((rc = pfi_model_eval_folds(x, m, k, y, fold, nf, &ev, pred, err)) <
+        0) {
+      free(xall);
+      goto out;
+    }
+    if (!ev.defined) {
+      rc = pfi_error_set(err, PFI_EINVAL, "hold-out estimates undefined: %s",
+                         ev.why);
+      free(xall);
+      goto out;
+    }
+    for (size_t q = 0; q < m; q++)
+      est[map[q]] = pred[q];
+  }
+  free(xall);
+out:
+  pfi_strlist_free(names);
+  free(rows);
+  free(x);
+  free(y);
+  free(pred);
+  free(fold);
+  free(map);
+  return rc;
+}
+
+const char *jobdata_default(const char *rel, char *buf, size_t n) {
+  struct pfi_error e;
+  if (pfi_data_path(rel, buf, n, &e) < 0)
+    return NULL;
+  return access(buf, R_OK) == 0 ? buf : NULL;
+}

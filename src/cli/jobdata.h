@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Shared by fit, predict, allocate and simulate: a curves file joined with a
+ * features file by job id, each job's true PFI, and PFI estimates from a
+ * telemetry model.
+ */
+#ifndef PFI_CLI_JOBDATA_H
+#define PFI_CLI_JOBDATA_H
+
+#include <stddef.h>
+
+#include "pfi/curve.h"
+#include "pfi/error.h"
+#include "pfi/features.h"
+#include "pfi/model.h"
+
+struct jobdata {
+  struct pfi_curveset cs;  /* curves, one per job */
+  int have_features;
+  struct pfi_features f;   /* valid when have_features */
+  long *frow;              /* cs.n: features row of each curve, -1 if none */
+  size_t nmissing;         /* curves without a features row */
+  double *true_pfi;        /* cs.n: ratio PFI of each curve */
+  int *pfi_ok;             /* cs.n: 1 when the ratio PFI is defined */
+};
+
+/* Loads curves (with optional --map) and, when fpath is not NULL, a
+ * features file. Returns 0 or an error (bad input: file:line:column). */
+int jobdata_load(struct jobdata *d, const char *cpath, const char *map,
+                 const char *fpath, struct pfi_error *err);
+void jobdata_release(struct jobdata *d);
+
+/* Fails (PFI_EPARSE, exit 2) when a job lacks features, naming the first
+ * ones and the count. `why` says what needs them. */
+int jobdata_require_features(const struct jobdata *d, const char *why,
+                             struct pfi_error *err);
+
+/*
+ * PFI estimates for every curve job into est[cs.n]: from `model` when not
+ * NULL, else from a model on `feature_list` (default
+ * pfi_default_model_features) fitted on the jobs' true PFI. With `holdout`
+ * 1 each job is predicted by a fit without it, with 2 by a fit without its
+ * cluster (architecture x task, dense pooled). Needs features for every
+ * job. Returns 0 or an error.
+ */
+int jobdata_estimate_pfi(const struct jobdata *d, const struct pfi_model *model,
+                         const char *feature_list, int holdout, double *est,
+                         struct pfi_error *err);
+
+/* Path of a data file (data/REL), for defaults; NULL when absent. */
+const char *jobdata_default(const char *rel, char *buf, size_t n);
+
+#endif

@@ -1,0 +1,299 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Workload simulation: strategies against the oracle over sampled mixes. */
+#include "pfi/sim.h"
+
+#include <gsl/gsl_cdf.h>
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "pfi/csv.h"
+
+void pfi_sim_result_release(struct pfi_sim_result *r) {
+  if (!r)
+    return;
+  for (int s = 0; s < PFI_STRAT__COUNT; s++)
+    free(r->cell[s]);
+  memset(r, 0, sizeof *r);
+}
+
+/* Appends library job j to workload problem w (a copy of its breakpoints). */
+static int copy_job(struct pfi_problem *w, const struct pfi_problem *lib,
+                    size_t j, struct pfi_error *err) {
+  size_t a = lib->off[j], b = lib->off[j + 1];
+  return pfi_problem_add(w, lib->x + a, lib->y + a, b - a, lib->x[a],
+                         lib->x[b - 1], err);
+}
+
+/* Mean and 95 % t-interval of v[0..n-1], n >= 2. */
+static void mean_ci(const double *v, size_t n, double *mean, double *lo,
+                    double *hi) {
+  double m = 0;
+  for (size_t i = 0; i < n; i++)
+    m += v[i];
+  m /= (double)n;
+  double ss = 0;
+  for (size_t i = 0; i < n; i++)
+    ss += (v[i] - m) * (v[i] - m);
+  double sd = sqrt(ss / (double)(n - 1));
+  double h = gsl_cdf_tdist_Pinv(0.975, (double)(n - 1)) * sd / sqrt((double)n);
+  *mean = m;
+  *lo = m - h;
+  *hi = m + h;
+}
+
+int pfi_sim_run(const struct pfi_problem *lib,
+                const struct pfi_alloc_inputs *in,
+                const struct pfi_sim_config *cfg, struct pfi_sim_result *out,
+                struct pfi_error *err) {
+  memset(out, 0, sizeof *out);
+  size_t L = lib->njobs, W = cfg->workloads, S = cfg->size, C = cfg->ncuts;
+  if (L == 0)
+    return pfi_error_set(err, PFI_EINVAL, "the job library is empty");
+  if (W < 2)
+    return pfi_error_set(err, PFI_EINVAL,
+                         "at least 2 workloads are needed for an interval");
+  if (S == 0 || C == 0)
+    return pfi_error_set(err, PFI_EINVAL, "workload size and cuts must be "
+                                          "non-empty");
+  for (size_t c = 0; c < C; c++)
+    if (!(cfg->cuts[c] >= 0 && cfg->cuts[c] < 1))
+      return pfi_error_set(err, PFI_EINVAL, "cut %g outside [0, 1)",
+                           cfg->cuts[c]);
+  unsigned want = cfg->strategies;
+  unsigned run = want | (1u << PFI_STRAT_ORACLE) | (1u << PFI_STRAT_EQUAL);
+  if (in && in->pfi)
+    run |= 1u << PFI_STRAT_PFI_AWARE;
+  int rc = 0;
+  gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+  gsl_ran_discrete_t *disc = NULL;
+  struct pfi_problem wp;
+  pfi_problem_init(&wp);
+  size_t *pick = malloc(S * sizeof *pick);
+  double *pw = malloc(S * sizeof *pw);
+  double *wpfi = malloc(S * sizeof *wpfi), *wdram = malloc(S * sizeof *wdram);
+  int *wmoe = malloc(S * sizeof *wmoe);
+  /* tot[s][c * W + w]: tokens/s per job of strategy s. */
+  double *tot[PFI_STRAT__COUNT] = {0};
+  double *tmp = malloc(W * sizeof *tmp);
+  if (!rng || !pick || !pw || !wpfi || !wdram || !wmoe || !tmp)
+    goto nomem;
+  for (int s = 0; s < PFI_STRAT__COUNT; s++)
+    if (run & (1u << s))
+      if (!(tot[s] = malloc(C * W * sizeof *tot[s])))
+        goto nomem;
+  gsl_rng_set(rng, cfg->seed);
+  if (cfg->sample_weight) {
+    double sum = 0;
+    for (size_t j = 0; j < L; j++) {
+      if (!(cfg->sample_weight[j] >= 0) || !isfinite(cfg->sample_weight[j])) {
+        rc = pfi_error_set(err, PFI_EINVAL, "bad sampling weight of job %zu",
+                           j);
+        goto out;
+      }
+      sum += cfg->sample_weight[j];
+    }
+    if (!(sum > 0)) {
+      rc = pfi_error_set(err, PFI_EINVAL, "every sampling weight is zero");
+      goto out;
+    }
+    if (!(disc = gsl_ran_discrete_preproc(L, cfg->sample_weight)))
+      goto nomem;
+  }
+  struct pfi_alloc_inputs win = {in && in->pfi ? wpfi : NULL,
+                                 in && in->dram_copy ? wdram : NULL,
+                                 in && in->moe_ft ? wmoe : NULL};
+  for (size_t w = 0; w < W; w++) {
+    pfi_problem_clear(&wp);
+    for (size_t i = 0; i < S; i++) {
+      size_t j = disc ? gsl_ran_discrete(rng, disc)
+                      : (size_t)gsl_rng_uniform_int(rng, L);
+      pick[i] = j;
+      if ((rc = copy_job(&wp, lib, j, err)) < 0)
+        goto out;
+      wpfi[i] = in && in->pfi ? in->pfi[j] : 0;
+      wdram[i] = in && in->dram_copy ? in->dram_copy[j] : 0;
+      wmoe[i] = in && in->moe_ft ? in->moe_ft[j] : 0;
+    }
+    double lo, hi;
+    pfi_problem_bounds(&wp, &lo, &hi);
+    for (size_t c = 0; c < C; c++) {
+      double B = (1 - cfg->cuts[c]) * hi;
+      if (B < lo) {
+        rc = pfi_error_set(err, PFI_EINFEASIBLE,
+                           "cut %g%% is infeasible by %.3f W in workload %zu: "
+                           "the sampled jobs' floors sum to %.3f W",
+                           100 * cfg->cuts[c], lo - B, w + 1, lo);
+        goto out;
+      }
+      for (int s = 0; s < PFI_STRAT__COUNT; s++) {
+        if (!(run & (1u << s)))
+          continue;
+        if ((rc = pfi_alloc_run(&wp, (enum pfi_strategy)s, B, &win, pw,
+                                err)) < 0)
+          goto out;
+        tot[s][c * W + w] = pfi_alloc_total_tokens(&wp, pw) / (double)S;
+      }
+    }
+    if (cfg->progress)
+      cfg->progress(w + 1, W, cfg->progress_arg);
+  }
+  out->ncuts = C;
+  for (int s = 0; s < PFI_STRAT__COUNT; s++) {
+    if (!(want & (1u << s)))
+      continue;
+    if (!(out->cell[s] = calloc(C, sizeof *out->cell[s])))
+      goto nomem;
+    for (size_t c = 0; c < C; c++) {
+      struct pfi_sim_cell *cell = &out->cell[s][c];
+      const double *o = tot[PFI_STRAT_ORACLE] + c * W, *v = tot[s] + c * W;
+      for (size_t w = 0; w < W; w++)
+        tmp[w] = o[w] - v[w];
+      mean_ci(tmp, W, &cell->gap_mean, &cell->gap_lo, &cell->gap_hi);
+      double geq = 0, omean = 0;
+      for (size_t w = 0; w < W; w++) {
+        geq += o[w] - tot[PFI_STRAT_EQUAL][c * W + w];
+        omean += o[w];
+      }
+      geq /= (double)W;
+      omean /= (double)W;
+      /* The share of a zero gap is undefined (no cut, or equal optimal). */
+      if (geq > 1e-9 * (fabs(omean) + 1e-300)) {
+        cell->closed_defined = 1;
+        cell->closed_pct = 100 * (geq - cell->gap_mean) / geq;
+      } else {
+        cell->closed_pct = NAN;
+      }
+      if (tot[PFI_STRAT_PFI_AWARE]) {
+        const double *a = tot[PFI_STRAT_PFI_AWARE] + c * W;
+        for (size_t w = 0; w < W; w++)
+          tmp[w] = v[w] - a[w];
+        mean_ci(tmp, W, &cell->vs_aware_mean, &cell->vs_aware_lo,
+                &cell->vs_aware_hi);
+        cell->vs_aware_defined = 1;
+      }
+    }
+  }
+  rc = 0;
+  goto out;
+nomem:
+  rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+out:
+  if (rc < 0)
+    pfi_sim_result_release(out);
+  for (int s = 0; s < PFI_STRAT__COUNT; s++)
+    free(tot[s]);
+  gsl_rng_free(rng);
+  if (disc)
+    gsl_ran_discrete_free(disc);
+  pfi_problem_release(&wp);
+  free(pick);
+  free(pw);
+  free(wpfi);
+  free(wdram);
+  free(wmoe);
+  free(tmp);
+  return rc;
+}
+
+int pfi_mix_weights(const char *mix_path, const int *is_ft, const int *gpus,
+                    size_t njobs, double *weight, size_t *fallbacks,
+                    struct pfi_error *err) {
+  struct pfi_table t;
+  int rc = pfi_table_load(&t, mix_path, err);
+  if (rc < 0)
+    return rc;
+  static const char *const cols[] = {"task", "min_gpus", "max_gpus", "share"};
+  int ci[4];
+  for (int k = 0; k < 4; k++)
+    if ((ci[k] = pfi_table_find(&t, cols[k])) < 0) {
+      rc = pfi_error_setloc(err, PFI_EPARSE, t.name, 1, 1,
+                            "mix file has no '%s' column", cols[k]);
+      goto out;
+    }
+  size_t nr = t.nrows;
+  size_t *count = calloc(nr + 1, sizeof *count);
+  int *row_of = malloc((njobs + 1) * sizeof *row_of);
+  double *lo = malloc((nr + 1) * sizeof *lo), *hi = malloc((nr + 1) * sizeof *hi),
+         *share = malloc((nr + 1) * sizeof *share);
+  int *ft = malloc((nr + 1) * sizeof *ft);
+  if (!count || !row_of || !lo || !hi || !share || !ft) {
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    goto out2;
+  }
+  for (size_t r = 0; r < nr; r++) {
+    const char *task = pfi_table_cell(&t, r, (size_t)ci[0]);
+    if (task && strcasecmp(task, "ft") == 0)
+      ft[r] = 1;
+    else if (task && strcasecmp(task, "pt") == 0)
+      ft[r] = 0;
+    else {
+      rc = pfi_error_setloc(err, PFI_EPARSE, t.name, t.line[r],
+                            t.col[r * t.ncols + ci[0]] ? t.col[r * t.ncols + ci[0]] : 1,
+                            "task must be 'pt' or 'ft'");
+      goto out2;
+    }
+    if ((rc = pfi_table_double(&t, r, (size_t)ci[1], &lo[r], err)) < 0 ||
+        (rc = pfi_table_double(&t, r, (size_t)ci[2], &hi[r], err)) < 0 ||
+        (rc = pfi_table_double(&t, r, (size_t)ci[3], &share[r], err)) < 0)
+      goto out2;
+    if (share[r] < 0 || lo[r] > hi[r]) {
+      rc = pfi_error_setloc(err, PFI_EPARSE, t.name, t.line[r],
+                            t.col[r * t.ncols + ci[3]],
+                            "share must be >= 0 and min_gpus <= max_gpus");
+      goto out2;
+    }
+  }
+  for (size_t j = 0; j < njobs; j++) {
+    row_of[j] = -1;
+    for (size_t r = 0; r < nr; r++)
+      if (ft[r] == (is_ft[j] != 0) && gpus[j] >= lo[r] && gpus[j] <= hi[r]) {
+        row_of[j] = (int)r;
+        count[r]++;
+        break;
+      }
+    weight[j] = 0;
+  }
+  size_t fb = 0;
+  for (size_t r = 0; r < nr; r++) {
+    if (share[r] == 0)
+      continue;
+    if (count[r] > 0) {
+      for (size_t j = 0; j < njobs; j++)
+        if (row_of[j] == (int)r)
+          weight[j] += share[r] / (double)count[r];
+      continue;
+    }
+    /* No job in the row's GPU range: its share goes to every job of the
+     * task class. */
+    size_t m = 0;
+    for (size_t j = 0; j < njobs; j++)
+      m += (is_ft[j] != 0) == ft[r];
+    if (m == 0) {
+      rc = pfi_error_setloc(err, PFI_EINVAL, t.name, t.line[r], 1,
+                            "the library has no %s job for this row",
+                            ft[r] ? "fine-tuning" : "pretraining");
+      goto out2;
+    }
+    for (size_t j = 0; j < njobs; j++)
+      if ((is_ft[j] != 0) == ft[r])
+        weight[j] += share[r] / (double)m;
+    fb++;
+  }
+  if (fallbacks)
+    *fallbacks = fb;
+  rc = 0;
+out2:
+  free(count);
+  free(row_of);
+  free(lo);
+  free(hi);
+  free(share);
+  free(ft);
+out:
+  pfi_table_release(&t);
+  return rc;
+}
