@@ -70,6 +70,7 @@ enum pfi_cell_kind { PFI_CELL_NULL, PFI_CELL_NUM, PFI_CELL_STR };
 struct pfi_cell {
   enum pfi_cell_kind kind;
   double v;  /* PFI_CELL_NUM; always finite (non-finite values become NULL) */
+  int dec;   /* decimals of this cell; -1: the column's */
   char *s;   /* PFI_CELL_STR; owned */
 };
 
@@ -111,6 +112,11 @@ int pfi_rtable_set_num(struct pfi_rtable *t, size_t row, size_t col,
                        double v);
 int pfi_rtable_set_str(struct pfi_rtable *t, size_t row, size_t col,
                        const char *s);
+
+/* Sets a number with its own decimals (0..12), for tables whose rows hold
+ * different quantities (the headline numbers). */
+int pfi_rtable_set_num_dec(struct pfi_rtable *t, size_t row, size_t col,
+                           double v, int decimals);
 
 /* The index of column `name`, or -1. */
 long pfi_rtable_col(const struct pfi_rtable *t, const char *name);
@@ -248,5 +254,20 @@ void pfi_report_opts_init(struct pfi_report_opts *o);
  */
 int pfi_report_build(const char *in_dir, const char *out_dir,
                      const struct pfi_report_opts *o, struct pfi_error *err);
+
+struct pfi_store;
+
+/*
+ * Writes `path` (CSV: job, cap_w, sm_clock_mhz, mem_clock_mhz, power_w,
+ * source) from the complete runs of a trace store: for the newest complete
+ * run of each (job, cap), the steady-state value of each clock on the
+ * run's first recorded GPU (the paper samples local rank 0), by the same
+ * phase segmentation and top-10 % mean as the summaries (phase.h). A clock
+ * without any valid training-phase sample is left empty. Rows are sorted by
+ * job, then cap. Returns the number of rows, or PFI_EDB, PFI_EIO,
+ * PFI_ENOMEM.
+ */
+int pfi_report_mechanism(struct pfi_store *st, const char *path,
+                         struct pfi_error *err);
 
 #endif

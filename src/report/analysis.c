@@ -148,10 +148,9 @@ static void headline(struct pfi__report *r, const char *metric, double ours,
   if (row < 0)
     return;
   set_str(t, row, "metric", metric);
-  set_num(t, row, "ours", ours);
-  set_num(t, row, "published", pub);
-  set_num(t, row, "diff", diff(ours, pub));
-  (void)decimals;
+  pfi_rtable_set_num_dec(t, (size_t)row, 1, ours, decimals);
+  pfi_rtable_set_num_dec(t, (size_t)row, 2, pub, decimals);
+  pfi_rtable_set_num_dec(t, (size_t)row, 3, diff(ours, pub), decimals);
 }
 
 /* ---- published tables --------------------------------------------------- */

@@ -21,7 +21,8 @@ static const char style[] =
     ".measured{border-color:#009e73;background:#eefaf5}\n"
     "table.res{border-collapse:collapse;margin:8px 0 18px;font-size:"
     "0.85em}\n"
-    "table.res caption{text-align:left;font-weight:bold;padding:4px 0}\n"
+    "table.res caption{text-align:left;font-weight:bold;padding:4px 0;"
+    "width:max-content;max-width:min(1100px,95vw)}\n"
     "table.res th,table.res td{border:1px solid #ccc;padding:2px 6px}\n"
     "table.res th{background:#f0f0f0}td.num{text-align:right;font-variant-"
     "numeric:tabular-nums}\n"
@@ -89,9 +90,11 @@ static void notice(struct pfi__report *r, struct pfi_html *b) {
            "numbers appear only beside ours, labelled published.</div>\n");
     return;
   }
-  pfi_html_puts(b, "<div class=\"notice\" id=\"provenance\"><strong>Unknown "
-                   "provenance.</strong> curves.csv has no source column "
-                   "saying whether its data is emulated or measured.</div>\n");
+  pfi_html_puts(b, "<div class=\"notice\" id=\"provenance\"><strong>"
+                   "Provenance not stated.</strong> curves.csv's source "
+                   "column is absent or does not say emulated or measured "
+                   "(this input is neither an emulated campaign nor a "
+                   "recorded sweep as far as pfi can tell).</div>\n");
 }
 
 int pfi__report_page(struct pfi__report *r, const char *out_dir) {

@@ -65,6 +65,8 @@ long pfi_rtable_add_row(struct pfi_rtable *t) {
     t->rows_cap = cap;
   }
   memset(t->cells + t->nrows * t->ncols, 0, t->ncols * sizeof *t->cells);
+  for (size_t j = 0; j < t->ncols; j++)
+    t->cells[t->nrows * t->ncols + j].dec = -1;
   return (long)t->nrows++;
 }
 
@@ -82,6 +84,7 @@ int pfi_rtable_set_num(struct pfi_rtable *t, size_t row, size_t col,
     return PFI_EINVAL;
   free(c->s);
   c->s = NULL;
+  c->dec = -1;
   if (isfinite(v)) {
     c->kind = PFI_CELL_NUM;
     c->v = v;
@@ -89,6 +92,20 @@ int pfi_rtable_set_num(struct pfi_rtable *t, size_t row, size_t col,
     c->kind = PFI_CELL_NULL;
   }
   return 0;
+}
+
+int pfi_rtable_set_num_dec(struct pfi_rtable *t, size_t row, size_t col,
+                           double v, int decimals) {
+  int rc = pfi_rtable_set_num(t, row, col, v);
+  if (rc == 0 && decimals >= 0 && decimals <= 12)
+    cell(t, row, col)->dec = decimals;
+  return rc;
+}
+
+/* Decimals a number cell is shown with. */
+static int cell_dec(const struct pfi_rtable *t, const struct pfi_cell *c,
+                    size_t col) {
+  return c->dec >= 0 ? c->dec : t->decimals[col];
 }
 
 int pfi_rtable_set_str(struct pfi_rtable *t, size_t row, size_t col,
@@ -140,7 +157,8 @@ char *pfi_rtable_format(const struct pfi_rtable *t, size_t row, size_t col,
   if (!c)
     return buf;
   if (c->kind == PFI_CELL_NUM)
-    snprintf(buf, n, "%.*f", t->decimals[col], shown(c->v, t->decimals[col]));
+    snprintf(buf, n, "%.*f", cell_dec(t, c, col),
+             shown(c->v, cell_dec(t, c, col)));
   else if (c->kind == PFI_CELL_STR)
     snprintf(buf, n, "%s", c->s);
   return buf;
@@ -201,9 +219,9 @@ static int write_json(const struct pfi_rtable *t, const char *path,
       const struct pfi_cell *c = cell(t, i, j);
       json_t *v;
       if (c->kind == PFI_CELL_NUM)
-        v = t->decimals[j] == 0
+        v = cell_dec(t, c, j) == 0
                 ? json_integer((json_int_t)shown(c->v, 0))
-                : json_real(shown(c->v, t->decimals[j]));
+                : json_real(shown(c->v, cell_dec(t, c, j)));
       else if (c->kind == PFI_CELL_STR)
         v = json_string(c->s);
       else
