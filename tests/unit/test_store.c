@@ -1,0 +1,239 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* The trace store, its cap ledger, and summaries of hand-made traces. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pfi/csv.h"
+#include "pfi/curve.h"
+#include "pfi/store.h"
+#include "pfi/trace.h"
+#include "testutil.h"
+
+static char dir[64];
+
+static int setup(void **state) {
+  (void)state;
+  snprintf(dir, sizeof dir, "/tmp/pfi-test-store-XXXXXX");
+  return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+static void path_of(char *buf, size_t n, const char *name) {
+  snprintf(buf, n, "%s/%s", dir, name);
+}
+
+static void ledger(void **state) {
+  (void)state;
+  char p[128];
+  path_of(p, sizeof p, "ledger.db");
+  struct pfi_store *st;
+  struct pfi_error err;
+  assert_int_equal(pfi_store_open(&st, p, PFI_STORE_CREATE, &err), 0);
+  struct pfi_saved_cap c[2];
+  memset(c, 0, sizeof c);
+  for (int i = 0; i < 2; i++) {
+    snprintf(c[i].backend, sizeof c[i].backend, "emu");
+    c[i].gpu = (unsigned)i;
+    c[i].cap_mw = 700000 - 1000 * i;
+  }
+  assert_int_equal(pfi_store_caps_record(st, c, 2, &err), 0);
+  /* A second record (as after a crash, when the GPU holds a sweep cap)
+   * keeps the first, original cap. */
+  c[0].cap_mw = 200000;
+  assert_int_equal(pfi_store_caps_record(st, c, 1, &err), 0);
+  pfi_store_close(st);
+  assert_int_equal(pfi_store_open(&st, p, 0, &err), 0);
+  struct pfi_saved_cap *got;
+  size_t n;
+  assert_int_equal(pfi_store_caps_pending(st, &got, &n, &err), 0);
+  ASSERT_EQ_INT(n, 2);
+  ASSERT_EQ_INT(got[0].cap_mw, 700000);
+  ASSERT_EQ_INT(got[1].cap_mw, 699000);
+  free(got);
+  assert_int_equal(pfi_store_caps_clear(st, "emu", 0, &err), 0);
+  assert_int_equal(pfi_store_caps_pending(st, &got, &n, &err), 0);
+  ASSERT_EQ_INT(n, 1);
+  ASSERT_EQ_INT(got[0].gpu, 1);
+  free(got);
+  /* Runs: find complete, mark running as interrupted. */
+  struct pfi_run_info ri;
+  memset(&ri, 0, sizeof ri);
+  snprintf(ri.job, sizeof ri.job, "j");
+  snprintf(ri.source, sizeof ri.source, "emulated");
+  ri.cap_w = 300;
+  ri.gpus = 1;
+  assert_int_equal(pfi_store_run_begin(st, &ri, &err), 0);
+  int64_t id;
+  assert_int_equal(pfi_store_run_find_complete(st, "j", 300, &id, &err), 0);
+  assert_int_equal(pfi_store_run_end(st, ri.id, PFI_RUN_COMPLETE, 10, 0, &err),
+                   0);
+  assert_int_equal(pfi_store_run_find_complete(st, "j", 300, &id, &err), 1);
+  ASSERT_EQ_INT(id, ri.id);
+  assert_int_equal(pfi_store_run_begin(st, &ri, &err), 0);
+  assert_int_equal(pfi_store_runs_mark_interrupted(st, &err), 1);
+  char v[32];
+  assert_int_equal(pfi_store_meta_get(st, "schema", v, sizeof v, &err), 1);
+  assert_string_equal(v, "1");
+  pfi_store_close(st);
+  /* Not a store: a text file and a missing file. */
+  path_of(p, sizeof p, "text.db");
+  FILE *fp = fopen(p, "w");
+  fputs("job,cap_w\nx,1\n", fp);
+  fclose(fp);
+  assert_int_equal(pfi_store_open(&st, p, PFI_STORE_CREATE, &err), PFI_EDB);
+  path_of(p, sizeof p, "missing.db");
+  assert_int_equal(pfi_store_open(&st, p, 0, &err), PFI_EIO);
+}
+
+/*
+ * Two runs of one 1-GPU job, 20 samples a second apart:
+ *   t = 1, 2     frame buffer 5000 MiB (warmup)
+ *   t = 3, 4     loaded, utilization 0 (startup)
+ *   t = 5..20    utilization 90 (training), except t = 10 at 10 % (pause)
+ * Training samples: t = 5..9, 11..20, m = 15; top 10 % = ceil(1.5) = 2
+ * samples, t = 19 and 20. Power = base + t, throughput = rate + t, so the
+ * summaries are base + 19.5 and rate + 19.5, computed by hand.
+ */
+static void add_run(struct pfi_store *st, double cap, double base,
+                    double rate) {
+  struct pfi_error err;
+  struct pfi_run_info ri;
+  memset(&ri, 0, sizeof ri);
+  snprintf(ri.job, sizeof ri.job, "hand");
+  snprintf(ri.arch, sizeof ri.arch, "moe");
+  snprintf(ri.task, sizeof ri.task, "ft");
+  snprintf(ri.source, sizeof ri.source, "emulated");
+  ri.cap_w = cap;
+  ri.gpus = 1;
+  assert_int_equal(pfi_store_run_begin(st, &ri, &err), 0);
+  assert_int_equal(pfi_store_begin(st, &err), 0);
+  for (int t = 1; t <= 20; t++) {
+    struct pfi_sample s;
+    memset(&s, 0, sizeof s);
+    s.t_s = t;
+    s.v[PFI_FIELD_FB_USED] = t <= 2 ? 5000 : 20000;
+    s.v[PFI_FIELD_GPU_UTIL] = t <= 4 ? 0 : t == 10 ? 10 : 90;
+    s.v[PFI_FIELD_POWER] = base + t;
+    s.v[PFI_FIELD_DRAM_ACTIVE] = 0.5;
+    s.v[PFI_FIELD_MEM_COPY_UTIL] = 40;
+    s.v[PFI_FIELD_SM_ACTIVE] = 0.8;
+    s.v[PFI_FIELD_TENSOR_ACTIVE] = 0.4;
+    s.v[PFI_FIELD_SM_CLOCK] = 1500;
+    s.v[PFI_FIELD_NVLINK_TX] = 2e9;
+    s.valid = (1u << PFI_FIELD_FB_USED) | (1u << PFI_FIELD_GPU_UTIL) |
+              (1u << PFI_FIELD_POWER) | (1u << PFI_FIELD_DRAM_ACTIVE) |
+              (1u << PFI_FIELD_MEM_COPY_UTIL) | (1u << PFI_FIELD_SM_ACTIVE) |
+              (1u << PFI_FIELD_TENSOR_ACTIVE) | (1u << PFI_FIELD_SM_CLOCK) |
+              (1u << PFI_FIELD_NVLINK_TX);
+    assert_int_equal(pfi_store_add_sample(st, ri.id, 0, &s, &err), 0);
+    struct pfi_step sp = {.t_s = t, .job_t_s = NAN, .tokens = NAN,
+                          .tokens_per_s = rate + t, .step = t, .loss = NAN,
+                          .mfu = NAN};
+    assert_int_equal(pfi_store_add_step(st, ri.id, &sp, &err), 0);
+  }
+  assert_int_equal(pfi_store_commit(st, &err), 0);
+  assert_int_equal(pfi_store_run_end(st, ri.id, PFI_RUN_COMPLETE, 20, 0, &err),
+                   0);
+}
+
+static void summarize_by_hand(void **state) {
+  (void)state;
+  char p[128], out[128], f[160];
+  path_of(p, sizeof p, "sum.db");
+  path_of(out, sizeof out, "out");
+  struct pfi_store *st;
+  struct pfi_error err;
+  assert_int_equal(pfi_store_open(&st, p, PFI_STORE_CREATE, &err), 0);
+  add_run(st, 700, 100, 1000);
+  add_run(st, 300, 50, 500);
+  assert_int_equal(pfi_store_meta_set(st, "sm_clock_max_mhz", "2000", &err), 0);
+  long skipped = -1, nocurve = -1;
+  struct pfi_summary_opts so;
+  pfi_summary_opts_init(&so);
+  so.runs_skipped = &skipped;
+  so.jobs_without_curve = &nocurve;
+  assert_int_equal(pfi_trace_summarize(st, out, &so, &err), 1);
+  ASSERT_EQ_INT(skipped, 0);
+  ASSERT_EQ_INT(nocurve, 0);
+  snprintf(f, sizeof f, "%s/curves.csv", out);
+  struct pfi_curveset cs;
+  assert_int_equal(pfi_curveset_read(&cs, f, NULL, &err), 0);
+  ASSERT_EQ_INT(cs.n, 1);
+  ASSERT_EQ_INT(cs.c[0].n, 2);
+  /* Exact to print precision (%.10g of numbers < 1e4). */
+  ASSERT_NEAR(cs.c[0].pts[0].power_w, 69.5, 1e-9);
+  ASSERT_NEAR(cs.c[0].pts[0].tokens_per_s, 519.5, 1e-9);
+  ASSERT_NEAR(cs.c[0].pts[1].power_w, 119.5, 1e-9);
+  ASSERT_NEAR(cs.c[0].pts[1].tokens_per_s, 1019.5, 1e-9);
+  /* Standard error of 15 values 105..120 without 110: by hand,
+   * mean 112.6667, sample sd 4.87950, sem 1.259882 (statistics.stdev). */
+  ASSERT_NEAR(cs.c[0].pts[1].power_sd_w, 1.259882, 1e-6);
+  pfi_curveset_release(&cs);
+  snprintf(f, sizeof f, "%s/features.csv", out);
+  struct pfi_table t;
+  assert_int_equal(pfi_table_load(&t, f, &err), 0);
+  static const char *const cols[] = {
+      "job", "arch", "task", "gpus", "dram_active", "mem_copy_util",
+      "dram_copy_product", "sm_active", "tensor_active", "tensor_sm_ratio",
+      "dram_sm_ratio", "arithmetic_intensity", "nvlink_tx_gbps",
+      "nvlink_rx_gbps", "pcie_tx_gbps", "pcie_rx_gbps", "power_w",
+      "sm_clock_mhz", "clock_fraction", "gpu_util", "fb_used_gib",
+      "gpu_temp_c", "source"};
+  ASSERT_EQ_INT(t.ncols, sizeof cols / sizeof cols[0]);
+  for (size_t i = 0; i < t.ncols; i++)
+    assert_string_equal(t.header[i], cols[i]);
+  ASSERT_EQ_INT(t.nrows, 1);
+  assert_string_equal(pfi_table_cell(&t, 0, 0), "hand");
+  assert_string_equal(pfi_table_cell(&t, 0, 1), "moe");
+  double v;
+#define COL(name, want, tol)                                                   \
+  do {                                                                         \
+    assert_int_equal(pfi_table_double(&t, 0, pfi_table_find(&t, name), &v,     \
+                                      &err),                                   \
+                     0);                                                       \
+    ASSERT_NEAR(v, want, tol);                                                 \
+  } while (0)
+  COL("dram_copy_product", 20, 1e-9);      /* 0.5 x 40 */
+  COL("tensor_sm_ratio", 0.5, 1e-9);       /* 0.4 / 0.8 */
+  COL("dram_sm_ratio", 0.625, 1e-9);       /* 0.5 / 0.8 */
+  COL("arithmetic_intensity", 0.8, 1e-9);  /* 0.4 / 0.5 */
+  COL("nvlink_tx_gbps", 2, 1e-9);          /* 2e9 B/s */
+  COL("power_w", 119.5, 1e-9);             /* uncapped run, top 2 */
+  COL("clock_fraction", 0.75, 1e-9);       /* 1500 / 2000 */
+  COL("fb_used_gib", 20000.0 / 1024, 1e-9);
+  COL("gpu_util", 90, 1e-9);
+#undef COL
+  /* Fields never valid are empty, not 0. */
+  assert_string_equal(pfi_table_cell(&t, 0, pfi_table_find(&t, "gpu_temp_c")),
+                      "");
+  assert_string_equal(pfi_table_cell(&t, 0, pfi_table_find(&t, "source")),
+                      "emulated");
+  pfi_table_release(&t);
+  /* Export: 40 rows. */
+  snprintf(f, sizeof f, "%s/export.csv", out);
+  FILE *fp = fopen(f, "w");
+  ASSERT_EQ_INT(pfi_trace_export(st, fp, &err), 40);
+  fclose(fp);
+  /* Thresholds move the phases: at 95 % nothing is training. */
+  so.train_util_pct = 95;
+  assert_int_equal(pfi_trace_summarize(st, out, &so, &err), PFI_ENOTFOUND);
+  ASSERT_EQ_INT(skipped, 2);
+  pfi_store_close(st);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(ledger),
+      cmocka_unit_test(summarize_by_hand),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* JSONL and regex throughput reports. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pfi/throughput.h"
+#include "testutil.h"
+
+static int parse(const char *s, struct pfi_step *st, int *el,
+                 struct pfi_error *err) {
+  return pfi_jsonl_parse_line("t.jsonl", 7, s, strlen(s), st, el, err);
+}
+
+static void jsonl_lines(void **state) {
+  (void)state;
+  struct pfi_step st;
+  struct pfi_error err;
+  int el;
+  assert_int_equal(parse("{\"t\": 10.5, \"tokens\": 1000, \"step\": 3, "
+                         "\"loss\": -0.5, \"mfu\": 0.4}",
+                         &st, &el, &err),
+                   1);
+  ASSERT_NEAR(st.job_t_s, 10.5, 0);
+  ASSERT_NEAR(st.tokens, 1000, 0);
+  ASSERT_NEAR(st.step, 3, 0);
+  ASSERT_NEAR(st.loss, -0.5, 0);
+  ASSERT_NEAR(st.mfu, 0.4, 0);
+  assert_true(isnan(st.tokens_per_s));
+  assert_int_equal(el, 0);
+  assert_int_equal(parse("{\"elapsed_s\": 2, \"tokens_per_s\": 5}", &st, &el,
+                         &err),
+                   1);
+  assert_int_equal(el, 1);
+  ASSERT_NEAR(st.tokens_per_s, 5, 0);
+  assert_int_equal(parse("   ", &st, &el, &err), 0);
+  /* Errors, each located at line 7. */
+  assert_int_equal(parse("{\"t\": 1", &st, &el, &err), PFI_EPARSE);
+  ASSERT_EQ_INT(err.line, 7);
+  assert_string_equal(err.file, "t.jsonl");
+  assert_int_equal(parse("[1,2]", &st, &el, &err), PFI_EPARSE);
+  assert_int_equal(parse("{\"t\": 1}", &st, &el, &err), PFI_EPARSE);
+  assert_non_null(strstr(err.msg, "tokens"));
+  assert_int_equal(parse("{\"tokens\": 5}", &st, &el, &err), PFI_EPARSE);
+  assert_non_null(strstr(err.msg, "timestamp"));
+  assert_int_equal(parse("{\"t\": 1, \"tokens\": -5}", &st, &el, &err),
+                   PFI_EPARSE);
+  assert_int_equal(parse("{\"t\": 1, \"tokens\": \"5\"}", &st, &el, &err),
+                   PFI_EPARSE);
+  assert_int_equal(parse("{\"t\": 1, \"t\": 2, \"tokens\": 5}", &st, &el, &err),
+                   PFI_EPARSE);
+}
+
+/* Cumulative tokens give rates by difference: (3000-1000)/(12-10) = 1000
+ * and (3500-3000)/(12.5-12) = 1000 tokens/s exactly. */
+static void jsonl_collector(void **state) {
+  (void)state;
+  char path[] = "/tmp/pfi-test-tput-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  close(fd);
+  char spec[64];
+  snprintf(spec, sizeof spec, "jsonl:%s", path);
+  struct pfi_tput *tp;
+  struct pfi_error err;
+  assert_int_equal(pfi_tput_open(&tp, spec, &err), 0);
+  /* Device clock 100 s at job start, wall clock 10 s. */
+  assert_int_equal(pfi_tput_start(tp, 100, 10, &err), 0);
+  FILE *fp = fopen(path, "a");
+  fputs("{\"t\": 10, \"tokens\": 1000}\n{\"t\": 12, \"tokens\": 3000}\n"
+        "garbage\n{\"t\": 12.5, \"tok",
+        fp);
+  fclose(fp);
+  assert_int_equal(pfi_tput_poll(tp, 103, 0, &err), 0);
+  const struct pfi_step *s;
+  size_t n = pfi_tput_take(tp, &s);
+  ASSERT_EQ_INT(n, 2);
+  ASSERT_NEAR(s[0].t_s, 100, 1e-9);
+  assert_true(isnan(s[0].tokens_per_s));
+  ASSERT_NEAR(s[1].t_s, 102, 1e-9);
+  ASSERT_NEAR(s[1].tokens_per_s, 1000, 1e-9);
+  /* The partial line completes on the next poll. */
+  fp = fopen(path, "a");
+  fputs("ens\": 3500}\n", fp);
+  fclose(fp);
+  assert_int_equal(pfi_tput_poll(tp, 104, 1, &err), 0);
+  n = pfi_tput_take(tp, &s);
+  ASSERT_EQ_INT(n, 1);
+  ASSERT_NEAR(s[0].tokens_per_s, 1000, 1e-9);
+  ASSERT_NEAR(pfi_tput_last_rate(tp), 1000, 1e-9);
+  struct pfi_error first;
+  ASSERT_EQ_INT(pfi_tput_bad_lines(tp, &first), 1);
+  ASSERT_EQ_INT(first.line, 3);
+  pfi_tput_close(tp);
+  unlink(path);
+}
+
+static void regex_collector(void **state) {
+  (void)state;
+  struct pfi_tput *tp;
+  struct pfi_error err;
+  assert_int_equal(pfi_tput_open(&tp, "regex:tok/s=([0-9.]+)", &err), 0);
+  assert_int_equal(pfi_tput_start(tp, 0, 0, &err), 0);
+  const char out[] = "step 1 tok/s=1234.5 loss 2\nno match\nstep 2 tok/s=1";
+  pfi_tput_feed(tp, out, sizeof out - 1, 50);
+  const struct pfi_step *s;
+  size_t n = pfi_tput_take(tp, &s);
+  ASSERT_EQ_INT(n, 1);
+  ASSERT_NEAR(s[0].tokens_per_s, 1234.5, 0);
+  ASSERT_NEAR(s[0].t_s, 50, 0);
+  pfi_tput_feed(tp, "00\n", 3, 55);
+  n = pfi_tput_take(tp, &s);
+  ASSERT_EQ_INT(n, 1);
+  ASSERT_NEAR(s[0].tokens_per_s, 100, 0);
+  pfi_tput_close(tp);
+  /* Bad specs. */
+  assert_int_equal(pfi_tput_open(&tp, "regex:([", &err), PFI_EINVAL);
+  assert_int_equal(pfi_tput_open(&tp, "regex:no group", &err), PFI_EINVAL);
+  assert_int_equal(pfi_tput_open(&tp, "csv:x", &err), PFI_EINVAL);
+  assert_int_equal(pfi_tput_open(&tp, "jsonl:", &err), PFI_EINVAL);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(jsonl_lines),
+      cmocka_unit_test(jsonl_collector),
+      cmocka_unit_test(regex_collector),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
