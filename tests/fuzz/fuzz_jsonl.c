@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Fuzz target: JSONL throughput lines and the collector's line splitting
+ * (through the regex source, which shares it). Every accepted report must
+ * carry finite, non-negative throughput when it carries any. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pfi/throughput.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  const char *s = (const char *)data;
+  size_t i = 0;
+  long line = 0;
+  while (i < size) {
+    const char *nl = memchr(s + i, '\n', size - i);
+    size_t n = nl ? (size_t)(nl - (s + i)) : size - i;
+    struct pfi_step st;
+    struct pfi_error err;
+    int r = pfi_jsonl_parse_line("fuzz", ++line, s + i, n, &st, NULL, &err);
+    if (r == 1 && isfinite(st.tokens_per_s) && st.tokens_per_s < 0)
+      abort();
+    if (r < 0 && (err.line != line || err.column < 1))
+      abort();
+    i += n + (nl != NULL);
+  }
+  struct pfi_tput *tp;
+  struct pfi_error err;
+  if (pfi_tput_open(&tp, "regex:tokens_per_s[\"=: ]+([-0-9.eE+]+)", &err) == 0) {
+    pfi_tput_start(tp, 0, 0, &err);
+    /* Two feeds split mid-way, as pipe reads are. */
+    pfi_tput_feed(tp, s, size / 2, 1);
+    pfi_tput_feed(tp, s + size / 2, size - size / 2, 2);
+    pfi_tput_feed(tp, NULL, 0, 3);
+    const struct pfi_step *steps;
+    size_t k = pfi_tput_take(tp, &steps);
+    for (size_t j = 0; j < k; j++)
+      if (!(steps[j].tokens_per_s >= 0) || !isfinite(steps[j].tokens_per_s))
+        abort();
+    pfi_tput_close(tp);
+  }
+  return 0;
+}
