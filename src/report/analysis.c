@@ -1062,6 +1062,8 @@ static int sec_screening(struct pfi__report *r) {
   double *rho = calloc(ncol, sizeof *rho), *p = calloc(ncol, sizeof *p);
   double *q = calloc(ncol, sizeof *q);
   size_t *nn = calloc(ncol, sizeof *nn), *which = calloc(ncol, sizeof *which);
+  size_t *skipped = calloc(ncol, sizeof *skipped), nskip = 0;
+  int *skip_few = calloc(ncol, sizeof *skip_few);
   double *x = calloc(r->ng + 1, sizeof *x), *y = calloc(r->ng + 1, sizeof *y);
   int *cls = calloc(r->ng + 1, sizeof *cls);
   struct pfi_panel *pn = calloc(ncol, sizeof *pn);
@@ -1070,7 +1072,8 @@ static int sec_screening(struct pfi__report *r) {
   double *ysv = calloc(ncol * (r->ng + 1), sizeof *ysv);
   char(*titles)[96] = calloc(ncol, sizeof *titles);
   int rc = 0;
-  if (!rho || !p || !q || !nn || !which || !x || !y || !cls || !pn || !ser ||
+  if (!rho || !p || !q || !nn || !which || !skipped || !skip_few || !x || !y || !cls ||
+      !pn || !ser ||
       !xs || !ysv || !titles) {
     rc = pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
     goto out;
@@ -1082,8 +1085,16 @@ static int sec_screening(struct pfi__report *r) {
       continue;
     size_t n = feature_column(r, name, x, y, cls);
     double rh, pv;
-    if (n < 4 || pfi_stats_spearman(x, y, n, &rh, &pv, NULL) != 0)
+    if (n == 0)
+      continue; /* not numeric for every group: not a telemetry column */
+    if (n < 4 || pfi_stats_spearman(x, y, n, &rh, &pv, NULL) != 0) {
+      /* Listed with the reason, left out of the FDR family. */
+      if (nskip < ncol) {
+        skip_few[nskip] = n < 4;
+        skipped[nskip++] = c;
+      }
       continue;
+    }
     which[m] = c;
     rho[m] = rh;
     p[m] = pv;
@@ -1120,14 +1131,15 @@ static int sec_screening(struct pfi__report *r) {
   }
   if ((rc = pfi_stats_bh(p, m, q, r->err)) != 0)
     goto out;
-  static const char *const cols[] = {"feature", "n", "rho", "p", "q"};
+  static const char *const cols[] = {"feature", "n", "rho", "p", "q",
+                                     "note"};
   struct pfi_rtable *t = pfi__report_table(
       r, "screening",
       "Telemetry screening: Spearman rho of PFI against each feature of the "
       "uncapped run, Benjamini-Hochberg q-values (the paper quotes rho about "
       "0.5 for the DRAM copy product; per-feature values are not in "
       "data/paper)",
-      5, cols);
+      6, cols);
   if (!t) {
     rc = pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
     goto out;
@@ -1135,6 +1147,13 @@ static int sec_screening(struct pfi__report *r) {
   set_dec(t, "n", 0);
   set_dec(t, "p", 4);
   set_dec(t, "q", 4);
+  for (size_t i = 0; i < nskip; i++) {
+    long row = pfi_rtable_add_row(t);
+    set_str(t, row, "feature", ft->header[skipped[i]]);
+    set_str(t, row, "note",
+            skip_few[i] ? "fewer than 4 groups: not screened"
+                        : "constant over the groups: rho undefined");
+  }
   for (size_t i = 0; i < m; i++) {
     long row = pfi_rtable_add_row(t);
     set_str(t, row, "feature", ft->header[which[i]]);
@@ -1163,6 +1182,8 @@ out:
   free(q);
   free(nn);
   free(which);
+  free(skipped);
+  free(skip_few);
   free(x);
   free(y);
   free(cls);

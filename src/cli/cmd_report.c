@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* `pfi report`: the HTML report and result tables of a campaign. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "pfi/report.h"
+#include "pfi/store.h"
+#include "pfi/trace.h"
+
+static const char usage_text[] =
+    "usage: pfi report [options] DB-or-DIR\n"
+    "\n"
+    "Builds report.html (one self-contained page: figures inline, no network)\n"
+    "and every result table as NAME.csv and NAME.json, from\n"
+    "  DIR  a directory holding curves.csv (required), features.csv and\n"
+    "       mechanism.csv (optional: sections needing them say so), as\n"
+    "       `pfi trace summarize` and `pfi reproduce` write them; or\n"
+    "  DB   a trace store (pfi sweep --db): summarized first into the output\n"
+    "       directory (curves.csv, features.csv, mechanism.csv).\n"
+    "Works for emulated campaigns and for a user's own sweeps on real GPUs;\n"
+    "the first screen says which (curves.csv's source column).\n"
+    "\n"
+    "Options:\n"
+    "  --out DIR          output directory (default: DIR itself; for a DB,\n"
+    "                     its path without .db plus -report)\n"
+    "  --seed S           seed of the intervals and the simulation (default 1);\n"
+    "                     the same seed gives the same bytes\n"
+    "  --draws N          Monte Carlo draws per group for the 95 %% intervals\n"
+    "                     (default 10000)\n"
+    "  --workloads N      allocation simulation workloads (default 500)\n"
+    "  --jobs-per-workload N\n"
+    "                     jobs per workload (default 100)\n"
+    "  --no-figures       tables only (figures need gnuplot)\n"
+    "  -q, --quiet        no progress on stderr\n"
+    "  -h, --help         this text\n"
+    "\n"
+    "Exit status: 0 ok, 1 run-time failure (gnuplot missing or failing),\n"
+    "2 bad usage or bad input (FILE:LINE:COLUMN).\n";
+
+static void progress(const char *msg, void *arg) {
+  (void)arg;
+  fprintf(stderr, "pfi: %s\n", msg);
+}
+
+int cmd_report(int argc, char **argv) {
+  static const struct option opts[] = {
+      {"out", required_argument, NULL, 'o'},
+      {"seed", required_argument, NULL, 's'},
+      {"draws", required_argument, NULL, 'd'},
+      {"workloads", required_argument, NULL, 'w'},
+      {"jobs-per-workload", required_argument, NULL, 'j'},
+      {"no-figures", no_argument, NULL, 'n'},
+      {"quiet", no_argument, NULL, 'q'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  const char *cmd = "report";
+  const char *out = NULL;
+  int quiet = 0;
+  struct pfi_report_opts o;
+  pfi_report_opts_init(&o);
+  optind = 1;
+  opterr = 0;
+  int c;
+  unsigned long u;
+  while ((c = getopt_long(argc, argv, ":o:qh", opts, NULL)) != -1) {
+    switch (c) {
+    case 'o':
+      out = optarg;
+      break;
+    case 's':
+      if (pfi_cli_parse_ulong(optarg, &u))
+        return pfi_cli_usage(cmd, "--seed: not a non-negative integer: '%s'",
+                             optarg);
+      o.seed = u;
+      break;
+    case 'd':
+      if (pfi_cli_parse_ulong(optarg, &u) || u == 0 || u > 10000000)
+        return pfi_cli_usage(cmd, "--draws: expected 1..10000000, got '%s'",
+                             optarg);
+      o.ci_draws = u;
+      break;
+    case 'w':
+      if (pfi_cli_parse_ulong(optarg, &u) || u < 2 || u > 1000000)
+        return pfi_cli_usage(cmd,
+                             "--workloads: expected 2..1000000, got '%s'",
+                             optarg);
+      o.sim_workloads = u;
+      break;
+    case 'j':
+      if (pfi_cli_parse_ulong(optarg, &u) || u == 0 || u > 1000000)
+        return pfi_cli_usage(
+            cmd, "--jobs-per-workload: expected 1..1000000, got '%s'", optarg);
+      o.sim_jobs = u;
+      break;
+    case 'n':
+      o.no_figures = 1;
+      break;
+    case 'q':
+      quiet = 1;
+      break;
+    case 'h':
+      fputs(usage_text, stdout);
+      return 0;
+    case ':':
+      return pfi_cli_usage(cmd, "option '%s' needs a value", argv[optind - 1]);
+    default:
+      return pfi_cli_usage(cmd, "unknown option '%s'", argv[optind - 1]);
+    }
+  }
+  if (optind != argc - 1)
+    return pfi_cli_usage(cmd, "expected one DB-or-DIR argument");
+  const char *in = argv[optind];
+  if (!quiet)
+    o.progress = progress;
+
+  struct pfi_error err;
+  pfi_error_clear(&err);
+  struct stat stbuf;
+  if (stat(in, &stbuf) != 0) {
+    pfi_error_set(&err, PFI_ENOTFOUND, "%s: no such file or directory", in);
+    return pfi_cli_fail(&err);
+  }
+  int rc;
+  if (S_ISDIR(stbuf.st_mode)) {
+    rc = pfi_report_build(in, out ? out : in, &o, &err);
+  } else {
+    /* A trace store: summarize into the output directory first. */
+    char defout[4096];
+    if (!out) {
+      size_t n = strlen(in);
+      if (n > 3 && strcmp(in + n - 3, ".db") == 0)
+        n -= 3;
+      if (n + 8 > sizeof defout)
+        return pfi_cli_usage(cmd, "path too long");
+      snprintf(defout, sizeof defout, "%.*s-report", (int)n, in);
+      out = defout;
+    }
+    struct pfi_store *st = NULL;
+    rc = pfi_store_open(&st, in, PFI_STORE_READONLY, &err);
+    if (rc < 0) {
+      /* A file that is not a trace store is bad input, not a failure. */
+      if (err.code == PFI_EDB)
+        err.code = PFI_EPARSE;
+      return pfi_cli_fail(&err);
+    }
+    {
+      if (!quiet)
+        fprintf(stderr, "pfi: summarizing %s into %s\n", in, out);
+      struct pfi_summary_opts so;
+      pfi_summary_opts_init(&so);
+      rc = pfi_trace_summarize(st, out, &so, &err);
+      if (rc >= 0) {
+        char path[8192];
+        snprintf(path, sizeof path, "%s/mechanism.csv", out);
+        rc = pfi_report_mechanism(st, path, &err);
+      }
+      pfi_store_close(st);
+    }
+    if (rc >= 0)
+      rc = pfi_report_build(out, out, &o, &err);
+  }
+  if (rc < 0)
+    return pfi_cli_fail(&err);
+  printf("%s/report.html\n", out ? out : in);
+  return 0;
+}

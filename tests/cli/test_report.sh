@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
+# `pfi report DIR` on a synthetic campaign whose every number is known in
+# closed form (tests/cli/data/report/README.md), and its bad-input errors.
+set -euo pipefail
+: "${PFI:?}" "${PFI_SOURCE_DIR:?}"
+data="$PFI_SOURCE_DIR/tests/cli/data/report"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# Field of the row whose first column is KEY, by column name.
+field() { # file key column
+  awk -F, -v key="$2" -v col="$3" 'NR==1{for(i=1;i<=NF;i++) if($i==col) c=i; next}
+    $1==key{print $c; exit}' "$1"
+}
+expect() { # file key column value
+  local got; got=$(field "$1" "$2" "$3")
+  [ "$got" = "$4" ] || fail "$(basename "$1") $2 $3: got '$got', expected '$4'"
+}
+
+"$PFI" report --help | grep -q "usage: pfi report" || fail "--help"
+
+# Small draws and simulation keep the test fast; the checked numbers do not
+# depend on them.
+"$PFI" report --out "$tmp/r" --draws 200 --workloads 4 --jobs-per-workload 5 \
+  --quiet "$data" > "$tmp/stdout"
+[ "$(cat "$tmp/stdout")" = "$tmp/r/report.html" ] || fail "printed path"
+
+# Ratio PFI is k exactly by construction; 3 decimals shown.
+expect "$tmp/r/groups.csv" dense-a pfi 1.100
+expect "$tmp/r/groups.csv" dense-c pfi 1.300
+expect "$tmp/r/groups.csv" moeft-c pfi 2.200
+expect "$tmp/r/groups.csv" moe-ft-qwen30ba3b-x8 pfi 2.100
+expect "$tmp/r/groups.csv" moe-ft-qwen30ba3b-x8 pfi_published 2.000
+expect "$tmp/r/groups.csv" moe-ft-qwen30ba3b-x8 diff 0.100
+expect "$tmp/r/groups.csv" dense-a pfi_published ""
+# The interval brackets the exact value (noise 0.04 %/0.05 % of each point).
+awk -F, 'NR>1{ if (!($7 <= $6 && $6 <= $8)) { print "bad interval " $0; exit 1 } }' \
+  "$tmp/r/groups.csv" || fail "interval does not bracket PFI"
+
+# Class medians and means: 1.2, 1.5, 2.1 by hand.
+expect "$tmp/r/categories.csv" dense median 1.200
+expect "$tmp/r/categories.csv" moe-pt median 1.500
+expect "$tmp/r/categories.csv" moe-ft mean 2.100
+# Kruskal-Wallis on three fully separated groups of 3: rank sums 6, 15, 24,
+# H = 12/(9*10) * (36+225+576)/3 - 3*10 = 7.2; p = exp(-7.2/2) = 0.02732
+# (chi-square with 2 degrees of freedom).
+expect "$tmp/r/kruskal.csv" Kruskal-Wallis H 7.200
+expect "$tmp/r/kruskal.csv" Kruskal-Wallis p 0.02732
+# The DRAM copy product rises with PFI: Spearman rho exactly 1.
+expect "$tmp/r/screening.csv" dram_copy_product rho 1.000
+
+# JSON mirrors CSV, keys as the columns.
+grep -q '"group": "moe-ft-qwen30ba3b-x8"' "$tmp/r/groups.json" || fail "groups.json"
+grep -q '"pfi": 2.1,' "$tmp/r/groups.json" || fail "groups.json pfi"
+for t in groups categories kruskal dunn grid_sensitivity rank_correlations \
+         screening leverage ablation headline; do
+  [ -s "$tmp/r/$t.csv" ] && [ -s "$tmp/r/$t.json" ] || fail "missing table $t"
+done
+# The page: self-contained (no external reference), provenance stated.
+html="$tmp/r/report.html"
+grep -q 'id="provenance"' "$html" || fail "no provenance notice"
+if grep -Eq '(src|href)="(https?:)?//' "$html"; then fail "external reference"; fi
+[ "$(grep -c '<figure class="fig"' "$html")" -ge 6 ] || fail "figures missing"
+
+# Same seed, same bytes.
+"$PFI" report --out "$tmp/r2" --draws 200 --workloads 4 --jobs-per-workload 5 \
+  --quiet "$data" > /dev/null
+for f in "$tmp"/r/*.csv "$tmp"/r/*.json "$tmp"/r/report.html; do
+  cmp -s "$f" "$tmp/r2/$(basename "$f")" || fail "not reproducible: $(basename "$f")"
+done
+
+# Bad input: exit status 2 with a located one-line message.
+set +e
+"$PFI" report --quiet "$tmp/nonexistent" 2> "$tmp/err"; st=$?
+[ $st -eq 2 ] || fail "missing input: status $st"
+mkdir "$tmp/bad"
+printf 'job,cap_w,power_w,tokens_per_s\na,200,100,50\na,700,nan,80\n' > "$tmp/bad/curves.csv"
+"$PFI" report --quiet --no-figures "$tmp/bad" 2> "$tmp/err"; st=$?
+[ $st -eq 2 ] || fail "NaN power: status $st"
+grep -q 'curves.csv:3:' "$tmp/err" || fail "NaN power: message $(cat "$tmp/err")"
+printf 'not a database\n' > "$tmp/x.db"
+"$PFI" report --quiet "$tmp/x.db" 2> "$tmp/err"; st=$?
+[ $st -eq 2 ] || fail "not a store: status $st"
+"$PFI" report --draws 0 "$data" 2> /dev/null; st=$?
+[ $st -eq 2 ] || fail "--draws 0: status $st"
+set -e
+echo "test_report: ok"
