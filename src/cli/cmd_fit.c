@@ -1,0 +1,648 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* `pfi fit`: a linear model of PFI on telemetry features, evaluated out of
+ * sample; `--ablation` runs the paper's seven predictor sets. */
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "jobdata.h"
+#include "pfi/csv.h"
+#include "pfi/features.h"
+#include "pfi/model.h"
+
+static const char usage_text[] =
+    "usage: pfi fit FEATURES.csv (--curves CURVES.csv | --pfi-column COL)\n"
+    "               [--features COL[,COL...]] [--eval loo,loco]\n"
+    "               [--cluster COL] [--output MODEL.json] [--ablation]\n"
+    "               [--map MAP] [--format F]\n"
+    "\n"
+    "Fits PFI = b0 + sum b_j x_j by least squares on feature columns of the\n"
+    "uncapped runs (FEATURES.csv, one row per job, a job column). PFI comes\n"
+    "from each job's curve (--curves; ratio definition) or from a column.\n"
+    "Prints coefficients with standard errors, the in-sample R^2 and the\n"
+    "out-of-sample R^2, RMSE and Spearman rho of leave-one-out (LOO) and\n"
+    "leave-one-cluster-out (LOCO) predictions. Out-of-sample R^2 is\n"
+    "1 - SSE_out/SST: SSE_out sums squared errors of predictions by fits\n"
+    "that did not see the row, SST the squared deviations from the mean of\n"
+    "all rows. Out-of-sample fits use the minimum-norm least-squares\n"
+    "solution, so they exist even with more predictors than rows.\n"
+    "\n"
+    "Features: column names, COL=VALUE indicators (arch=moe, task=ft) and\n"
+    "log2(COL). Default: dram_copy_product.\n"
+    "Clusters (LOCO): --cluster COL groups by that column; default the\n"
+    "paper's architecture x task clusters with dense pooled (dense, moe-pt,\n"
+    "moe-ft), from the arch and task columns.\n"
+    "\n"
+    "--ablation: the paper's seven predictor sets (i) DRAM copy product,\n"
+    "(ii) arithmetic intensity, (iii) both, (iv) job metadata (arch=moe,\n"
+    "task=ft, log2(gpus)), (v) (i)+(iv), (vi) the 13 DCGM metrics\n"
+    "dram_active, mem_copy_util, sm_active, tensor_active, nvlink_tx_gbps,\n"
+    "nvlink_rx_gbps, pcie_tx_gbps, pcie_rx_gbps, power_w, sm_clock_mhz,\n"
+    "gpu_util, fb_used_gib, gpu_temp_c, (vii) (vi)+(iv); each beside the\n"
+    "paper's published values. A set whose columns are absent is reported\n"
+    "as absent, naming them.\n"
+    "\n"
+    "Options:\n"
+    "  --curves FILE     curves CSV; PFI of each job from its curve\n"
+    "  --pfi-column COL  read PFI from this column of FEATURES.csv instead\n"
+    "  --features LIST   predictors (comma-separated)\n"
+    "  --eval LIST       loo, loco or both (default loo,loco)\n"
+    "  --cluster COL     cluster column for LOCO\n"
+    "  --output FILE     save the model as JSON (pfi predict reads it)\n"
+    "  --ablation        the seven-set table instead of one model\n"
+    "  --map MAP         curves column mapping NAME=COLUMN,...\n"
+    "  --format F        table (default), csv or json\n"
+    "  -h, --help        this text\n";
+
+struct rows {
+  size_t n;
+  size_t *row;   /* features rows */
+  double *y;     /* PFI */
+  size_t *fold;  /* LOCO fold of each row */
+  size_t nfolds;
+  char **fold_name; /* nfolds names (point into the table) */
+  size_t *fold_n;
+  char loco_why[160];
+  int emulated;
+};
+
+static void rows_free(struct rows *r) {
+  free(r->row);
+  free(r->y);
+  free(r->fold);
+  free(r->fold_name);
+  free(r->fold_n);
+}
+
+/* True when a provenance-like column says the rows are emulated. */
+static int is_emulated(const struct pfi_features *f) {
+  static const char *const cols[] = {"provenance", "source", "origin", NULL};
+  for (size_t k = 0; cols[k]; k++)
+    for (size_t r = 0; r < f->t.nrows; r++) {
+      const char *s = pfi_features_text(f, r, cols[k]);
+      if (s && strstr(s, "emulated"))
+        return 1;
+    }
+  return 0;
+}
+
+static int build_rows(struct jobdata *d, const char *pfi_col,
+                      const char *cluster_col, struct rows *r,
+                      struct pfi_error *err) {
+  memset(r, 0, sizeof *r);
+  const struct pfi_features *f = &d->f;
+  size_t cap = f->t.nrows + 1;
+  r->row = malloc(cap * sizeof *r->row);
+  r->y = malloc(cap * sizeof *r->y);
+  r->fold = malloc(cap * sizeof *r->fold);
+  r->fold_name = calloc(cap, sizeof *r->fold_name);
+  r->fold_n = calloc(cap, sizeof *r->fold_n);
+  if (!r->row || !r->y || !r->fold || !r->fold_name || !r->fold_n)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  r->emulated = is_emulated(f);
+  if (pfi_col) {
+    int c = pfi_table_find(&f->t, pfi_col);
+    if (c < 0)
+      return pfi_error_setloc(err, PFI_EPARSE, f->t.name, 1, 1,
+                              "no column '%s'", pfi_col);
+    for (size_t i = 0; i < f->t.nrows; i++) {
+      int rc = pfi_table_double(&f->t, i, (size_t)c, &r->y[r->n], err);
+      if (rc < 0)
+        return rc;
+      r->row[r->n++] = i;
+    }
+  } else {
+    size_t nofeat = 0, undef = 0;
+    for (size_t i = 0; i < d->cs.n; i++) {
+      if (d->frow[i] < 0) {
+        if (nofeat++ < 5)
+          fprintf(stderr, "pfi fit: job %s has a curve but no features row\n",
+                  d->cs.c[i].job);
+        continue;
+      }
+      if (!d->pfi_ok[i]) {
+        fprintf(stderr,
+                "pfi fit: job %s left out: PFI undefined (no capped point "
+                "lowered throughput)\n",
+                d->cs.c[i].job);
+        undef++;
+        continue;
+      }
+      r->row[r->n] = (size_t)d->frow[i];
+      r->y[r->n] = d->true_pfi[i];
+      r->n++;
+    }
+    if (nofeat)
+      fprintf(stderr, "pfi fit: %zu job(s) of %s have no features row and "
+                      "are left out\n",
+              nofeat, d->cs.source ? d->cs.source : "the curves");
+    size_t nocurve = 0;
+    for (size_t q = 0; q < f->t.nrows; q++) {
+      int found = 0;
+      for (size_t i = 0; i < d->cs.n && !found; i++)
+        found = d->frow[i] == (long)q;
+      nocurve += !found;
+    }
+    if (nocurve)
+      fprintf(stderr, "pfi fit: %zu features row(s) have no curve and are "
+                      "left out\n",
+              nocurve);
+  }
+  /* LOCO folds. */
+  for (size_t i = 0; i < r->n; i++) {
+    const char *name;
+    if (cluster_col) {
+      if (pfi_table_find(&f->t, cluster_col) < 0) {
+        snprintf(r->loco_why, sizeof r->loco_why, "no column '%s'",
+                 cluster_col);
+        r->nfolds = 0;
+        return 0;
+      }
+      name = pfi_features_text(f, r->row[i], cluster_col);
+      if (!name)
+        name = "";
+    } else {
+      struct pfi_error e2;
+      name = pfi_features_cluster(f, r->row[i], &e2);
+      if (!name) {
+        snprintf(r->loco_why, sizeof r->loco_why,
+                 "no arch and task columns (use --cluster COL)");
+        r->nfolds = 0;
+        return 0;
+      }
+    }
+    size_t k = 0;
+    while (k < r->nfolds && strcmp(r->fold_name[k], name) != 0)
+      k++;
+    if (k == r->nfolds)
+      r->fold_name[r->nfolds++] = (char *)name;
+    r->fold[i] = k;
+    r->fold_n[k]++;
+  }
+  if (r->nfolds < 2)
+    snprintf(r->loco_why, sizeof r->loco_why, "fewer than 2 clusters");
+  return 0;
+}
+
+struct result {
+  int ok;
+  char absent[300];
+  struct pfi_model m;
+  struct pfi_eval loo, loco;
+};
+
+static int run_one(const struct pfi_features *f, const struct rows *r,
+                   char **exprs, size_t k, int do_loo, int do_loco,
+                   struct result *res, struct pfi_error *err) {
+  memset(res, 0, sizeof *res);
+  for (size_t j = 0; j < k; j++)
+    if (!pfi_features_has(f, exprs[j])) {
+      size_t l = strlen(res->absent);
+      snprintf(res->absent + l, sizeof res->absent - l, "%s%s", l ? ", " : "",
+               exprs[j]);
+    }
+  if (res->absent[0])
+    return 0;
+  double *x = malloc((r->n * k + 1) * sizeof *x);
+  size_t *loo = malloc((r->n + 1) * sizeof *loo);
+  int rc = 0;
+  if (!x || !loo) {
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  if ((rc = pfi_model_design(f, r->row, r->n, (const char *const *)exprs, k, x,
+                             err)) < 0)
+    goto out;
+  if ((rc = pfi_model_fit(x, r->n, k, r->y, (const char *const *)exprs,
+                          &res->m, err)) < 0)
+    goto out;
+  res->ok = 1;
+  for (size_t i = 0; i < r->n; i++)
+    loo[i] = i;
+  if (do_loo &&
+      (rc = pfi_model_eval_folds(x, r->n, k, r->y, loo, r->n, &res->loo, NULL,
+                                 err)) < 0)
+    goto out;
+  if (!do_loo)
+    snprintf(res->loo.why, sizeof res->loo.why, "not requested");
+  if (do_loco && r->nfolds >= 2) {
+    if ((rc = pfi_model_eval_folds(x, r->n, k, r->y, r->fold, r->nfolds,
+                                   &res->loco, NULL, err)) < 0)
+      goto out;
+  } else {
+    snprintf(res->loco.why, sizeof res->loco.why, "%s",
+             do_loco ? r->loco_why : "not requested");
+  }
+out:
+  free(x);
+  free(loo);
+  return rc;
+}
+
+static json_t *jnum(double v, int ok) {
+  return ok && isfinite(v) ? json_real(v) : json_null();
+}
+
+static json_t *eval_json(const struct pfi_eval *e) {
+  if (!e->defined)
+    return json_null();
+  json_t *j = json_object();
+  json_object_set_new(j, "r2", json_real(e->r2));
+  json_object_set_new(j, "rmse", json_real(e->rmse));
+  json_object_set_new(j, "rho", jnum(e->rho, e->rho_defined));
+  json_object_set_new(j, "folds", json_integer((json_int_t)e->nfolds));
+  return j;
+}
+
+static void fmt_num(char *buf, size_t n, double v, int ok) {
+  if (ok && isfinite(v))
+    snprintf(buf, n, "%.3f", v);
+  else
+    snprintf(buf, n, "n/a");
+}
+
+/* Published ablation rows (data/paper/h200_predictor_ablation.csv). */
+struct published {
+  int have;
+  struct pfi_table t;
+};
+
+static void published_load(struct published *p) {
+  char path[4096];
+  struct pfi_error e;
+  memset(p, 0, sizeof *p);
+  if (!jobdata_default("paper/h200_predictor_ablation.csv", path, sizeof path))
+    return;
+  if (pfi_table_load(&p->t, path, &e) == 0)
+    p->have = 1;
+}
+
+static const char *pub_cell(const struct published *p, const char *set,
+                            const char *col) {
+  if (!p->have)
+    return NULL;
+  int cs = pfi_table_find(&p->t, "set"), cc = pfi_table_find(&p->t, col);
+  if (cs < 0 || cc < 0)
+    return NULL;
+  for (size_t r = 0; r < p->t.nrows; r++) {
+    const char *s = pfi_table_cell(&p->t, r, (size_t)cs);
+    if (s && strcmp(s, set) == 0)
+      return pfi_table_cell(&p->t, r, (size_t)cc);
+  }
+  return NULL;
+}
+
+static const char *const pub_cols[] = {"r2_in",    "loo_r2",    "loo_rmse",
+                                       "loo_rho",  "loco_r2",   "loco_rmse",
+                                       "loco_rho"};
+
+static int ablation(const struct pfi_features *f, const struct rows *r,
+                    enum pfi_format fmt, struct pfi_error *err) {
+  struct published pub;
+  published_load(&pub);
+  struct result res[7];
+  size_t ks[7];
+  int rc = 0;
+  memset(res, 0, sizeof res);
+  for (int s = 0; s < 7; s++) {
+    char **ex;
+    if ((rc = pfi_strlist_split(pfi_ablation_sets[s].features, &ex, &ks[s],
+                                err)) < 0)
+      goto out;
+    rc = run_one(f, r, ex, ks[s], 1, 1, &res[s], err);
+    pfi_strlist_free(ex);
+    if (rc < 0)
+      goto out;
+  }
+  const char *label = r->emulated ? "emulated" : "this data";
+  if (fmt == PFI_FMT_JSON) {
+    json_t *arr = json_array();
+    for (int s = 0; s < 7; s++) {
+      json_t *o = json_object();
+      json_object_set_new(o, "set", json_string(pfi_ablation_sets[s].id));
+      json_object_set_new(o, "predictors",
+                          json_string(pfi_ablation_sets[s].label));
+      json_object_set_new(o, "features",
+                          json_string(pfi_ablation_sets[s].features));
+      json_object_set_new(o, "p", json_integer((json_int_t)ks[s]));
+      json_object_set_new(o, "n", json_integer((json_int_t)r->n));
+      json_object_set_new(o, "data", json_string(label));
+      if (res[s].ok) {
+        json_object_set_new(o, "absent", json_null());
+        json_object_set_new(o, "r2_in", jnum(res[s].m.r2, 1));
+        json_object_set_new(o, "loo", eval_json(&res[s].loo));
+        json_object_set_new(o, "loco", eval_json(&res[s].loco));
+      } else {
+        json_object_set_new(o, "absent", json_string(res[s].absent));
+      }
+      json_t *pj = json_object();
+      for (int c = 0; c < 7; c++) {
+        const char *v = pub_cell(&pub, pfi_ablation_sets[s].id, pub_cols[c]);
+        double d;
+        json_object_set_new(pj, pub_cols[c],
+                            v && pfi_parse_double(v, &d) == 0 ? json_real(d)
+                                                              : json_null());
+      }
+      json_object_set_new(o, "published", pub.have ? pj : json_null());
+      if (!pub.have)
+        json_decref(pj);
+      json_array_append_new(arr, o);
+    }
+    if (pfi_cli_print_json(arr))
+      rc = PFI_EIO;
+    goto out;
+  }
+  int csv = fmt == PFI_FMT_CSV;
+  if (csv)
+    printf("set,source,p,r2_in,loo_r2,loo_rmse,loo_rho,loco_r2,loco_rmse,"
+           "loco_rho,absent\n");
+  else
+    printf("Predictor ablation, n = %zu jobs (%s) beside the paper's "
+           "published values (n = 25)\n"
+           "%-4s %-10s %3s %7s %7s %8s %7s %8s %9s %8s\n",
+           r->n, label, "set", "source", "p", "r2_in", "loo_r2", "loo_rmse",
+           "loo_rho", "loco_r2", "loco_rmse", "loco_rho");
+  for (int s = 0; s < 7; s++) {
+    char v[7][32];
+    const struct result *q = &res[s];
+    fmt_num(v[0], 32, q->m.r2, q->ok);
+    fmt_num(v[1], 32, q->loo.r2, q->ok && q->loo.defined);
+    fmt_num(v[2], 32, q->loo.rmse, q->ok && q->loo.defined);
+    fmt_num(v[3], 32, q->loo.rho, q->ok && q->loo.defined && q->loo.rho_defined);
+    fmt_num(v[4], 32, q->loco.r2, q->ok && q->loco.defined);
+    fmt_num(v[5], 32, q->loco.rmse, q->ok && q->loco.defined);
+    fmt_num(v[6], 32, q->loco.rho,
+            q->ok && q->loco.defined && q->loco.rho_defined);
+    if (csv) {
+      printf("%s,%s,%zu", pfi_ablation_sets[s].id, label, ks[s]);
+      for (int c = 0; c < 7; c++)
+        printf(",%s", q->ok ? v[c] : "");
+      printf(",\"%s\"\n", q->absent);
+    } else if (q->ok) {
+      printf("%-4s %-10s %3zu %7s %7s %8s %7s %8s %9s %8s\n",
+             pfi_ablation_sets[s].id, label, ks[s], v[0], v[1], v[2], v[3],
+             v[4], v[5], v[6]);
+    } else {
+      printf("%-4s %-10s %3zu absent from the features file: %s\n",
+             pfi_ablation_sets[s].id, label, ks[s], q->absent);
+    }
+    if (pub.have) {
+      if (csv) {
+        printf("%s,published,%zu", pfi_ablation_sets[s].id, ks[s]);
+        for (int c = 0; c < 7; c++) {
+          const char *pv = pub_cell(&pub, pfi_ablation_sets[s].id, pub_cols[c]);
+          printf(",%s", pv ? pv : "");
+        }
+        printf(",\n");
+      } else {
+        const char *pv[7];
+        for (int c = 0; c < 7; c++) {
+          pv[c] = pub_cell(&pub, pfi_ablation_sets[s].id, pub_cols[c]);
+          if (!pv[c])
+            pv[c] = "-";
+        }
+        printf("%-4s %-10s %3zu %7s %7s %8s %7s %8s %9s %8s\n", "",
+               "published", ks[s], pv[0], pv[1], pv[2], pv[3], pv[4], pv[5],
+               pv[6]);
+      }
+    }
+  }
+  if (!csv) {
+    printf("\nSets: ");
+    for (int s = 0; s < 7; s++)
+      printf("(%s) %s%s", pfi_ablation_sets[s].id, pfi_ablation_sets[s].label,
+             s < 6 ? "; " : ".\n");
+    printf("DCGM metrics of (vi): %s.\n", pfi_dcgm_metrics);
+    if (r->nfolds >= 2) {
+      printf("LOCO clusters:");
+      for (size_t k = 0; k < r->nfolds; k++)
+        printf(" %s (%zu)", r->fold_name[k], r->fold_n[k]);
+      printf(".\n");
+    } else {
+      printf("LOCO: %s.\n", r->loco_why);
+    }
+    printf("n/a: an evaluation that does not exist for these rows (for "
+           "example a constant prediction has no rank correlation).\n");
+  }
+out:
+  for (int s = 0; s < 7; s++)
+    if (res[s].ok)
+      pfi_model_release(&res[s].m);
+  if (pub.have)
+    pfi_table_release(&pub.t);
+  return rc;
+}
+
+int cmd_fit(int argc, char **argv) {
+  static const struct option opts[] = {
+      {"curves", required_argument, 0, 'c'},
+      {"pfi-column", required_argument, 0, 'p'},
+      {"features", required_argument, 0, 'f'},
+      {"eval", required_argument, 0, 'e'},
+      {"cluster", required_argument, 0, 'C'},
+      {"output", required_argument, 0, 'o'},
+      {"ablation", no_argument, 0, 'a'},
+      {"map", required_argument, 0, 'M'},
+      {"format", required_argument, 0, 'F'},
+      {"help", no_argument, 0, 'h'},
+      {0, 0, 0, 0}};
+  const char *curves = NULL, *pfi_col = NULL, *feats = NULL,
+             *evals = "loo,loco", *cluster = NULL, *output = NULL, *map = NULL;
+  int abl = 0;
+  enum pfi_format fmt = PFI_FMT_TABLE;
+  optind = 0;
+  opterr = 0;
+  int o;
+  while ((o = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+    switch (o) {
+    case 'c': curves = optarg; break;
+    case 'p': pfi_col = optarg; break;
+    case 'f': feats = optarg; break;
+    case 'e': evals = optarg; break;
+    case 'C': cluster = optarg; break;
+    case 'o': output = optarg; break;
+    case 'a': abl = 1; break;
+    case 'M': map = optarg; break;
+    case 'F':
+      if (pfi_cli_format("fit", optarg,
+                         PFI_FMT_ALLOW_TABLE | PFI_FMT_ALLOW_CSV |
+                             PFI_FMT_ALLOW_JSON,
+                         &fmt))
+        return PFI_EXIT_USAGE;
+      break;
+    case 'h': fputs(usage_text, stdout); return PFI_EXIT_OK;
+    default:
+      return pfi_cli_usage("fit", "unknown or incomplete option '%s'",
+                           argv[optind - 1]);
+    }
+  }
+  if (optind + 1 != argc)
+    return pfi_cli_usage("fit", "expected one FEATURES.csv argument");
+  const char *fpath = argv[optind];
+  if (!curves == !pfi_col)
+    return pfi_cli_usage("fit", "give exactly one of --curves FILE and "
+                                "--pfi-column COL");
+  if (abl && feats)
+    return pfi_cli_usage("fit", "--ablation fits its own predictor sets; "
+                                "drop --features");
+  int do_loo = 0, do_loco = 0;
+  {
+    char **ev;
+    size_t ne;
+    struct pfi_error e;
+    if (pfi_strlist_split(evals, &ev, &ne, &e) < 0)
+      return pfi_cli_usage("fit", "%s", e.msg);
+    for (size_t i = 0; i < ne; i++) {
+      if (strcmp(ev[i], "loo") == 0)
+        do_loo = 1;
+      else if (strcmp(ev[i], "loco") == 0)
+        do_loco = 1;
+      else {
+        pfi_cli_usage("fit", "--eval takes loo and/or loco, not '%s'", ev[i]);
+        pfi_strlist_free(ev);
+        return PFI_EXIT_USAGE;
+      }
+    }
+    pfi_strlist_free(ev);
+  }
+  struct pfi_error err;
+  pfi_error_clear(&err);
+  struct jobdata d;
+  memset(&d, 0, sizeof d);
+  int status = PFI_EXIT_OK;
+  struct rows r;
+  memset(&r, 0, sizeof r);
+  char **ex = NULL;
+  size_t k = 0;
+  struct result res;
+  memset(&res, 0, sizeof res);
+  if (curves) {
+    if (jobdata_load(&d, curves, map, fpath, &err) < 0)
+      return pfi_cli_fail(&err);
+  } else {
+    if (pfi_features_load(&d.f, fpath, &err) < 0)
+      return pfi_cli_fail(&err);
+    d.have_features = 1;
+  }
+  if (build_rows(&d, pfi_col, cluster, &r, &err) < 0)
+    goto fail;
+  if (r.n < 3) {
+    pfi_error_set(&err, PFI_EINVAL,
+                  "only %zu jobs with both PFI and features: a fit needs at "
+                  "least 3",
+                  r.n);
+    goto fail;
+  }
+  if (abl) {
+    if (ablation(&d.f, &r, fmt, &err) < 0)
+      goto fail;
+    goto out;
+  }
+  if (pfi_strlist_split(feats ? feats : pfi_default_model_features, &ex, &k,
+                        &err) < 0)
+    goto fail;
+  if (run_one(&d.f, &r, ex, k, do_loo, do_loco, &res, &err) < 0)
+    goto fail;
+  if (!res.ok) {
+    pfi_error_setloc(&err, PFI_EPARSE, d.f.t.name, 1, 0,
+                     "features absent from the file: %s", res.absent);
+    goto fail;
+  }
+  if (output && pfi_model_save(&res.m, output, &err) < 0)
+    goto fail;
+  const char *label = r.emulated ? "emulated" : "this data";
+  if (fmt == PFI_FMT_JSON) {
+    json_t *j = json_object(), *co = json_array(), *fe = json_array();
+    json_object_set_new(j, "n", json_integer((json_int_t)r.n));
+    json_object_set_new(j, "data", json_string(label));
+    for (size_t q = 0; q < k; q++) {
+      json_array_append_new(fe, json_string(ex[q]));
+      json_t *c = json_object();
+      json_object_set_new(c, "feature", json_string(ex[q]));
+      json_object_set_new(c, "estimate", json_real(res.m.coef[1 + q]));
+      json_object_set_new(c, "se", jnum(res.m.se[1 + q], res.m.has_se));
+      json_array_append_new(co, c);
+    }
+    json_object_set_new(j, "features", fe);
+    json_object_set_new(j, "intercept", json_real(res.m.coef[0]));
+    json_object_set_new(j, "intercept_se", jnum(res.m.se[0], res.m.has_se));
+    json_object_set_new(j, "coefficients", co);
+    json_object_set_new(j, "r2_in", jnum(res.m.r2, 1));
+    json_object_set_new(j, "loo", eval_json(&res.loo));
+    json_t *lo = eval_json(&res.loco);
+    if (json_is_object(lo)) {
+      json_t *cl = json_object();
+      for (size_t q = 0; q < r.nfolds; q++)
+        json_object_set_new(cl, r.fold_name[q],
+                            json_integer((json_int_t)r.fold_n[q]));
+      json_object_set_new(lo, "clusters", cl);
+    }
+    json_object_set_new(j, "loco", lo);
+    if (pfi_cli_print_json(j))
+      status = PFI_EXIT_FAIL;
+  } else if (fmt == PFI_FMT_CSV) {
+    char a[32], b[32], c[32];
+    printf("term,estimate,se,r2,rmse,rho\n");
+    fmt_num(a, 32, res.m.se[0], res.m.has_se);
+    printf("(intercept),%.9g,%s,,,\n", res.m.coef[0], a);
+    for (size_t q = 0; q < k; q++) {
+      fmt_num(a, 32, res.m.se[1 + q], res.m.has_se);
+      printf("%s,%.9g,%s,,,\n", ex[q], res.m.coef[1 + q], a);
+    }
+    fmt_num(a, 32, res.m.r2, 1);
+    printf("in-sample,,,%s,%.6f,\n", a, res.m.rmse);
+    const struct pfi_eval *evs[2] = {&res.loo, &res.loco};
+    for (int q = 0; q < 2; q++) {
+      fmt_num(a, 32, evs[q]->r2, evs[q]->defined);
+      fmt_num(b, 32, evs[q]->rmse, evs[q]->defined);
+      fmt_num(c, 32, evs[q]->rho, evs[q]->defined && evs[q]->rho_defined);
+      printf("%s,,,%s,%s,%s\n", q ? "loco" : "loo", a, b, c);
+    }
+  } else {
+    char a[32], b[32], c[32];
+    printf("PFI model on %zu jobs (%s)\n", r.n, label);
+    printf("%-28s %12s %12s\n", "term", "estimate", "se");
+    fmt_num(a, 32, res.m.se[0], res.m.has_se);
+    printf("%-28s %12.6g %12s\n", "(intercept)", res.m.coef[0], a);
+    for (size_t q = 0; q < k; q++) {
+      fmt_num(a, 32, res.m.se[1 + q], res.m.has_se);
+      printf("%-28s %12.6g %12s\n", ex[q], res.m.coef[1 + q], a);
+    }
+    fmt_num(a, 32, res.m.r2, 1);
+    printf("\n%-10s %8s %8s %8s\n", "", "R^2", "RMSE", "rho");
+    printf("%-10s %8s %8.3f %8s\n", "in-sample", a, res.m.rmse, "");
+    const struct pfi_eval *evs[2] = {&res.loo, &res.loco};
+    for (int q = 0; q < 2; q++) {
+      if (!evs[q]->defined) {
+        printf("%-10s n/a: %s\n", q ? "LOCO" : "LOO", evs[q]->why);
+        continue;
+      }
+      fmt_num(a, 32, evs[q]->r2, 1);
+      fmt_num(b, 32, evs[q]->rmse, 1);
+      fmt_num(c, 32, evs[q]->rho, evs[q]->rho_defined);
+      printf("%-10s %8s %8s %8s\n", q ? "LOCO" : "LOO", a, b, c);
+    }
+    if (res.loco.defined) {
+      printf("LOCO clusters:");
+      for (size_t q = 0; q < r.nfolds; q++)
+        printf(" %s (%zu)", r.fold_name[q], r.fold_n[q]);
+      printf("\n");
+    }
+    if (output)
+      printf("model saved to %s\n", output);
+  }
+  goto out;
+fail:
+  status = pfi_cli_fail(&err);
+out:
+  if (res.ok)
+    pfi_model_release(&res.m);
+  pfi_strlist_free(ex);
+  rows_free(&r);
+  jobdata_release(&d);
+  return status;
+}
