@@ -86,6 +86,14 @@ static void test_table(void **state) {
   unlink(path);
   rmdir(dir);
 
+  /* A cell's own decimals override the column's: 1500 with 0 decimals. */
+  r = pfi_rtable_add_row(&t);
+  pfi_rtable_set_num_dec(&t, 2, 1, 1499.6, 0);
+  char fb[64];
+  assert_string_equal(pfi_rtable_format(&t, 2, 1, fb, sizeof fb), "1500");
+  pfi_rtable_set_num(&t, 2, 1, 1499.6); /* back to the column's 2 */
+  assert_string_equal(pfi_rtable_format(&t, 2, 1, fb, sizeof fb), "1499.60");
+
   struct pfi_html b;
   pfi_html_init(&b);
   assert_int_equal(pfi_rtable_html(&t, &b), 0);
