@@ -338,11 +338,10 @@ static int compute_groups(struct pfi__report *r) {
       /* Without features, a published group's class is the paper's. */
       const struct pfi_table *t = hr >= 0 ? &r->pub_head : &r->pub_held;
       long row = hr >= 0 ? hr : lr;
-      if (row >= 0) {
-        const char *a = pfi_table_cell(t, (size_t)row,
-                                       (size_t)pfi_table_find(t, "arch"));
-        const char *k = pfi_table_cell(t, (size_t)row,
-                                       (size_t)pfi_table_find(t, "task"));
+      int ac = pfi_table_find(t, "arch"), tc = pfi_table_find(t, "task");
+      if (row >= 0 && ac >= 0 && tc >= 0) {
+        const char *a = pfi_table_cell(t, (size_t)row, (size_t)ac);
+        const char *k = pfi_table_cell(t, (size_t)row, (size_t)tc);
         if (a && k)
           g->cat = strcmp(a, "moe") != 0 ? CAT_DENSE
                    : strcmp(k, "ft") == 0 ? CAT_MOE_FT
@@ -628,9 +627,9 @@ static int sec_characterization(struct pfi__report *r) {
       all_min = fmin(all_min, g->pfi);
       all_max = fmax(all_max, g->pfi);
     }
-    if (r->have_pub_head) {
-      int ac = pfi_table_find(&r->pub_head, "arch");
-      int tc = pfi_table_find(&r->pub_head, "task");
+    int ac = r->have_pub_head ? pfi_table_find(&r->pub_head, "arch") : -1;
+    int tc = r->have_pub_head ? pfi_table_find(&r->pub_head, "task") : -1;
+    if (ac >= 0 && tc >= 0) {
       for (size_t i = 0; i < r->pub_head.nrows && pn < 256; i++) {
         const char *a = pfi_table_cell(&r->pub_head, i, (size_t)ac);
         const char *k = pfi_table_cell(&r->pub_head, i, (size_t)tc);
