@@ -296,6 +296,9 @@ static int read_csv(struct pfi_curveset *set, struct pfi_csv *csv,
   if (!set->source)
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
   struct jobmap m = {0, NULL};
+  /* Rows of one job usually follow each other: remembering the last job
+   * skips the hash lookup (and its cache miss in a large table) for them. */
+  long last = -1;
   if (jobmap_grow(&m, set) < 0)
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
   while ((rc = pfi_csv_next(csv, err)) == 1) {
@@ -364,7 +367,9 @@ static int read_csv(struct pfi_curveset *set, struct pfi_csv *csv,
     pt.runs = runs > 1e9 ? 1000000000 : (int)runs;
 
     size_t hslot = 0;
-    long ci = jobmap_get(&m, set, job, &hslot);
+    long ci = (last >= 0 && strcmp(set->c[last].job, job) == 0)
+                  ? last
+                  : jobmap_get(&m, set, job, &hslot);
     struct pfi_curve *c;
     if (ci < 0) {
       if ((set->n + 1) * 2 > m.cap) {
@@ -385,6 +390,7 @@ static int read_csv(struct pfi_curveset *set, struct pfi_csv *csv,
     } else {
       c = &set->c[ci];
     }
+    last = (long)(c - set->c);
     if (gpus > 0 && c->gpus > 0 && c->gpus != (int)gpus) {
       rc = pfi_error_setloc(err, PFI_EPARSE, csv->name,
                             csv->fline[idx[PFI_COL_GPUS]],
