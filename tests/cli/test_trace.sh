@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
+# `pfi trace` and `pfi restore` without a sweep: importing the real
+# dcgm-exporter sample, exporting it, malformed scrapes, bad stores.
+set -u
+PFI=${PFI:?PFI must name the pfi binary}
+cd "${PFI_SOURCE_DIR:-.}"
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+
+"$PFI" trace --help >"$T/out" || fail "trace --help exit status"
+grep -q "summarize" "$T/out" || fail "trace --help text"
+"$PFI" restore --help >/dev/null || fail "restore --help exit status"
+
+# The real scrape: two GPUs of one host, values read off the file.
+"$PFI" trace import-prom data/dcgm/h100-idle-eks.prom --db "$T/p.db" --job idle \
+  2>"$T/err" || fail "import-prom exit status: $(cat "$T/err")"
+grep -q "2 GPU sample" "$T/err" || fail "import-prom summary: $(cat "$T/err")"
+"$PFI" trace export "$T/p.db" >"$T/x.csv" 2>/dev/null || fail "export exit status"
+[ "$(head -1 "$T/x.csv" | cut -d, -f1-8)" = "run_id,job,cap_w,source,gpu,t_s,power_w,energy_j" ] ||
+  fail "export header: $(head -1 "$T/x.csv")"
+[ "$(wc -l <"$T/x.csv")" -eq 3 ] || fail "export rows: $(cat "$T/x.csv")"
+# GPU 0: power 67.351 W, utilization 0 (valid), temperature 26 C; GPU 1 has
+# no utilization line: empty, not 0.
+awk -F, 'NR==2 { if ($5 != 0 || $7 != 67.351 || $11 != 0 || $22 != 26) exit 1 }
+         NR==3 { if ($5 != 1 || $7 != 67.746 || $11 != "" || $22 != 28) exit 1 }' "$T/x.csv" ||
+  fail "export values: $(cat "$T/x.csv")"
+grep -q ",measured," "$T/x.csv" || fail "imported data not labelled measured"
+
+# An idle node has no training phase: nothing to summarize (bad input, 2).
+"$PFI" trace summarize "$T/p.db" --out "$T/s" >/dev/null 2>"$T/err"
+[ $? -eq 2 ] || fail "summarize of an idle trace: exit status"
+grep -q "training" "$T/err" || fail "summarize message: $(cat "$T/err")"
+
+# Malformed lines: reported with file:line:column, skipped; --strict fails.
+printf 'DCGM_FI_DEV_GPU_TEMP{gpu="0"} 30\nDCGM_FI_DEV_GPU_TEMP{gpu="1" 31\nDCGM_FI_DEV_POWER_USAGE{gpu="0"} x\n' >"$T/bad.prom"
+"$PFI" trace import-prom "$T/bad.prom" --db "$T/b.db" 2>"$T/err" || fail "tolerant import exit status"
+grep -Eq "bad.prom:2:[0-9]+: " "$T/err" || fail "line 2 not reported: $(cat "$T/err")"
+grep -Eq "bad.prom:3:34: value is not a number" "$T/err" || fail "line 3 not reported: $(cat "$T/err")"
+"$PFI" trace import-prom "$T/bad.prom" --db "$T/c.db" --strict 2>"$T/err"
+[ $? -eq 2 ] || fail "--strict exit status"
+[ ! -e "$T/c.db" ] || fail "--strict stored something"
+"$PFI" trace import-prom "$T/none.prom" --db "$T/c.db" 2>"$T/err"
+[ $? -eq 2 ] || fail "missing scrape: exit status"
+
+# Bad stores: missing, not SQLite, a foreign SQLite file.
+for db in "$T/missing.db" data/dcgm/README.md; do
+  "$PFI" trace export "$db" >/dev/null 2>"$T/err"
+  [ $? -eq 2 ] || fail "export $db: exit status"
+  [ "$(wc -l <"$T/err")" -eq 1 ] || fail "export $db: $(cat "$T/err")"
+  "$PFI" restore --db "$db" >/dev/null 2>&1
+  [ $? -eq 2 ] || fail "restore $db: exit status"
+done
+"$PFI" trace summarize "$T/p.db" 2>/dev/null
+[ $? -eq 2 ] || fail "summarize without --out"
+"$PFI" trace frobnicate 2>/dev/null
+[ $? -eq 2 ] || fail "unknown subcommand"
+
+# Nothing pending: restore says so.
+"$PFI" restore --db "$T/p.db" >"$T/out" 2>&1 || fail "restore exit status"
+grep -q "nothing to restore" "$T/out" || fail "restore output: $(cat "$T/out")"
+"$PFI" restore --db "$T/p.db" --format json >"$T/out" || fail "restore json"
+[ "$(tr -d ' \n' <"$T/out")" = "[]" ] || fail "restore json output: $(cat "$T/out")"
+
+[ "$fails" -eq 0 ] && echo "test_trace: all passed"
+exit $((fails > 0))
