@@ -20,8 +20,9 @@
  *   pfi-curve        ours: each job's estimated PFI becomes a whole curve
  *                    model T/T_max = 1 - (1 - u)^g (u = P/P_max), g chosen
  *                    so that the ratio PFI at the middle of the job's range
- *                    equals the estimate; the exact oracle then allocates on
- *                    the model curves (marginal throughput per watt)
+ *                    equals the estimate (g >= 1: concave); the exact oracle
+ *                    then allocates on the model curves, i.e. water-filling
+ *                    by marginal throughput per watt
  *   oracle           the exact optimum on the true curves (oracle.h)
  */
 #ifndef PFI_ALLOC_H
@@ -71,7 +72,9 @@ int pfi_alloc_proportional(const struct pfi_problem *p, double budget_w,
 /*
  * The model curve of pfi-curve for one job: exponent g of
  * T/T_max = 1 - (1 - u)^g such that (1 - u_m) / (1 - T(u_m)/T_max) = pfi at
- * u_m = (lo/hi + 1) / 2. Returns g (> 0) for pfi > 0 and lo < hi, else 1.
+ * u_m = (lo/hi + 1) / 2, limited to [1, 50]: g = 1 (a straight line, ratio
+ * PFI 1) for estimates at or below 1, so that every model curve is concave.
+ * Returns 1 when pfi is not positive or lo >= hi.
  */
 double pfi_curve_model_exponent(double pfi, double lo_w, double hi_w);
 

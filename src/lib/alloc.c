@@ -135,12 +135,15 @@ out:
 
 double pfi_curve_model_exponent(double pfi, double lo_w, double hi_w) {
   if (!(hi_w > 0) || !(lo_w < hi_w) || !(pfi > 0) || !isfinite(pfi))
-    return pfi > 0 ? 1.0 : 0.05;
+    return 1.0;
   double um = (lo_w / hi_w + 1.0) / 2.0;
   double g = 1.0 - log(pfi) / log(1.0 - um);
-  /* Keep the model finite and increasing whatever the estimate. */
-  if (!(g >= 0.05))
-    g = 0.05;
+  /* g >= 1 keeps the model concave, so water-filling on it is exact and
+   * takes one pass: an estimate below 1 (throughput falling faster than
+   * power, never measured in the paper) is modeled as 1, a straight line.
+   * The upper bound keeps pow() finite. */
+  if (!(g >= 1.0))
+    g = 1.0;
   if (g > 50)
     g = 50;
   return g;

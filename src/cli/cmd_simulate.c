@@ -1,0 +1,536 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* `pfi simulate`: strategies against the oracle over sampled workloads. */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "jobdata.h"
+#include "pfi/alloc.h"
+#include "pfi/sim.h"
+
+static const char usage_text[] =
+    "usage: pfi simulate [--curves FILE] [--features FILE] [--workloads 500]\n"
+    "                    [--size 100] [--mix random|production|FILE.csv]\n"
+    "                    [--cuts 0,5,10,15,20,25,30,35,40] [--strategies L]\n"
+    "                    [--seed S] [--holdout[=job|cluster]]\n"
+    "                    [--model MODEL.json | --true-pfi]\n"
+    "                    [--pfi-features L] [--plot FILE.svg|.png]\n"
+    "                    [--map MAP] [--format F]\n"
+    "\n"
+    "Builds WORKLOADS workloads of SIZE jobs each, sampled with replacement\n"
+    "from the library (the jobs of the curves file, joined with the features\n"
+    "file by job id), cuts each workload's total uncapped power by every\n"
+    "percentage of --cuts, and scores every strategy against the exact\n"
+    "oracle: the throughput gap to the oracle in tokens/s per job (mean\n"
+    "over workloads and its 95 % t-interval) and the share of the\n"
+    "equal-to-oracle gap each strategy closes. Beside pfi-aware, each\n"
+    "strategy's paired difference to pfi-aware (tokens/s per job, 95 %\n"
+    "interval; positive = better than pfi-aware).\n"
+    "\n"
+    "Mixes: random draws every job alike; production draws pretraining and\n"
+    "fine-tuning jobs by the proportions of Hu et al., NSDI 2024 (rule and\n"
+    "source in data/mixes/README.md); FILE.csv is a mix file of the same\n"
+    "columns.\n"
+    "\n"
+    "PFI for pfi-aware and pfi-curve: the telemetry model (--pfi-features,\n"
+    "default dram_copy_product) fitted on the library's own PFI, as in the\n"
+    "paper; --holdout predicts each job with a fit that did not see it\n"
+    "(job, the default) or its architecture x task cluster (cluster);\n"
+    "--model uses a saved model; --true-pfi the curves' own PFI.\n"
+    "\n"
+    "Options:\n"
+    "  --curves FILE       curves CSV (default data/jobs/curves.csv)\n"
+    "  --features FILE     features CSV (default data/jobs/features.csv)\n"
+    "  --workloads N       workloads (default 500)\n"
+    "  --size N            jobs per workload (default 100)\n"
+    "  --mix M             random (default), production or a mix file\n"
+    "  --cuts LIST         reductions in percent (default 0,5,...,40)\n"
+    "  --strategies LIST   default: oracle,equal,moe-ft-weighted,pfi-aware,\n"
+    "                      dram-copy,pfi-curve\n"
+    "  --seed S            random seed (default 1); same seed, same bytes\n"
+    "  --plot FILE         draw the gap chart with gnuplot (.svg or .png)\n"
+    "  --format F          table (default), csv or json\n"
+    "  -h, --help          this text\n"
+    "\n"
+    "JSON keys: cuts, workloads, size, mix, seed, strategies (object by\n"
+    "name: gap_tokens_per_s_per_job, gap_ci95 [[lo, hi]...], gap_closed_pct\n"
+    "(null where the equal-to-oracle gap is zero), vs_pfi_aware_tokens_per_s\n"
+    "_per_job, vs_pfi_aware_ci95).\n";
+
+static void progress(size_t done, size_t total, void *arg) {
+  (void)arg;
+  if (done == total || done % 50 == 0)
+    fprintf(stderr, "\rsimulate: workload %zu/%zu%s", done, total,
+            done == total ? "\n" : "");
+}
+
+static int plot(const char *path, const double *cuts, size_t nc,
+                const struct pfi_sim_result *res, unsigned mask,
+                const char *title, struct pfi_error *err) {
+  const char *ext = strrchr(path, '.');
+  const char *term;
+  if (ext && strcmp(ext, ".svg") == 0)
+    term = "svg size 800,500 dynamic font 'sans,12'";
+  else if (ext && strcmp(ext, ".png") == 0)
+    term = "pngcairo size 1000,620 font 'sans,11'";
+  else
+    return pfi_error_set(err, PFI_EINVAL,
+                         "--plot: file name must end in .svg or .png");
+  const char *gp = getenv("PFI_GNUPLOT");
+  if (!gp || !*gp)
+    gp = "gnuplot";
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "%s 2>&1 >/dev/null", gp);
+  if (strchr(path, '\'') || strchr(path, '\n'))
+    return pfi_error_set(err, PFI_EINVAL, "--plot: unusable file name");
+  FILE *fp = popen(cmd, "w");
+  if (!fp)
+    return pfi_error_set(err, PFI_ECHILD, "cannot start gnuplot: %s",
+                         strerror(errno));
+  fprintf(fp, "set terminal %s\nset output '%s'\n", term, path);
+  fprintf(fp, "set title \"%s\" noenhanced\n", title);
+  fprintf(fp, "set xlabel 'Cluster power reduction (%%)'\n"
+              "set ylabel 'Throughput gap to oracle (tokens/s per job)'\n"
+              "set key top left\nset grid\nset xrange [%g:%g]\n",
+          cuts[0] - 1, cuts[nc - 1] + 1);
+  int first = 1;
+  for (int s = 0; s < PFI_STRAT__COUNT; s++) {
+    if (!(mask & (1u << s)) || s == PFI_STRAT_ORACLE || !res->cell[s])
+      continue;
+    fprintf(fp, "$d%d << EOD\n", s);
+    for (size_t c = 0; c < nc; c++)
+      fprintf(fp, "%.6g %.9g %.9g %.9g\n", cuts[c], res->cell[s][c].gap_mean,
+              res->cell[s][c].gap_lo, res->cell[s][c].gap_hi);
+    fprintf(fp, "EOD\n");
+  }
+  fprintf(fp, "plot ");
+  for (int s = 0; s < PFI_STRAT__COUNT; s++) {
+    if (!(mask & (1u << s)) || s == PFI_STRAT_ORACLE || !res->cell[s])
+      continue;
+    fprintf(fp, "%s$d%d using 1:2:3:4 with yerrorlines lw 2 title '%s'",
+            first ? "" : ", ", s, pfi_strategy_name(s));
+    first = 0;
+  }
+  if (first)
+    fprintf(fp, "0 title 'no strategy to plot'");
+  fprintf(fp, "\n");
+  int st = pclose(fp);
+  if (st == -1 || !WIFEXITED(st))
+    return pfi_error_set(err, PFI_ECHILD, "gnuplot did not finish");
+  if (WEXITSTATUS(st) == 127)
+    return pfi_error_set(err, PFI_ECHILD,
+                         "gnuplot not found (install gnuplot-nox, or set "
+                         "PFI_GNUPLOT)");
+  if (WEXITSTATUS(st) != 0)
+    return pfi_error_set(err, PFI_ECHILD, "gnuplot failed (status %d)",
+                         WEXITSTATUS(st));
+  return 0;
+}
+
+static int is_emulated(const struct pfi_features *f) {
+  for (size_t r = 0; r < f->t.nrows; r++) {
+    const char *s = pfi_features_text(f, r, "provenance");
+    if (s && strstr(s, "emulated"))
+      return 1;
+  }
+  return 0;
+}
+
+int cmd_simulate(int argc, char **argv) {
+  static const struct option opts[] = {
+      {"curves", required_argument, 0, 'c'},
+      {"features", required_argument, 0, 'f'},
+      {"workloads", required_argument, 0, 'w'},
+      {"size", required_argument, 0, 'n'},
+      {"mix", required_argument, 0, 'x'},
+      {"cuts", required_argument, 0, 'r'},
+      {"strategies", required_argument, 0, 's'},
+      {"seed", required_argument, 0, 'S'},
+      {"holdout", optional_argument, 0, 'H'},
+      {"model", required_argument, 0, 'm'},
+      {"true-pfi", no_argument, 0, 't'},
+      {"pfi-features", required_argument, 0, 'P'},
+      {"plot", required_argument, 0, 'p'},
+      {"map", required_argument, 0, 'M'},
+      {"format", required_argument, 0, 'F'},
+      {"help", no_argument, 0, 'h'},
+      {0, 0, 0, 0}};
+  const char *curves = NULL, *features = NULL, *mix = "random",
+             *cuts_s = "0,5,10,15,20,25,30,35,40",
+             *strat_s = "oracle,equal,moe-ft-weighted,pfi-aware,dram-copy,"
+                        "pfi-curve",
+             *model_path = NULL, *pfeat = NULL, *plot_path = NULL, *map = NULL;
+  unsigned long workloads = 500, size = 100, seed = 1;
+  int holdout = 0, true_pfi = 0;
+  enum pfi_format fmt = PFI_FMT_TABLE;
+  optind = 0;
+  opterr = 0;
+  int o;
+  while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    switch (o) {
+    case 'c': curves = optarg; break;
+    case 'f': features = optarg; break;
+    case 'w':
+      if (pfi_cli_parse_ulong(optarg, &workloads) || workloads < 2 ||
+          workloads > 10000000)
+        return pfi_cli_usage("simulate", "--workloads must be 2..10000000");
+      break;
+    case 'n':
+      if (pfi_cli_parse_ulong(optarg, &size) || size < 1 || size > 10000000)
+        return pfi_cli_usage("simulate", "--size must be 1..10000000");
+      break;
+    case 'x': mix = optarg; break;
+    case 'r': cuts_s = optarg; break;
+    case 's': strat_s = optarg; break;
+    case 'S':
+      if (pfi_cli_parse_ulong(optarg, &seed))
+        return pfi_cli_usage("simulate", "--seed must be a non-negative "
+                                         "integer");
+      break;
+    case 'H':
+      if (!optarg || strcmp(optarg, "job") == 0)
+        holdout = 1;
+      else if (strcmp(optarg, "cluster") == 0)
+        holdout = 2;
+      else
+        return pfi_cli_usage("simulate", "--holdout takes job or cluster");
+      break;
+    case 'm': model_path = optarg; break;
+    case 't': true_pfi = 1; break;
+    case 'P': pfeat = optarg; break;
+    case 'p': plot_path = optarg; break;
+    case 'M': map = optarg; break;
+    case 'F':
+      if (pfi_cli_format("simulate", optarg,
+                         PFI_FMT_ALLOW_TABLE | PFI_FMT_ALLOW_CSV |
+                             PFI_FMT_ALLOW_JSON,
+                         &fmt))
+        return PFI_EXIT_USAGE;
+      break;
+    case 'h': fputs(usage_text, stdout); return PFI_EXIT_OK;
+    default:
+      return pfi_cli_usage("simulate", "unknown or incomplete option '%s'",
+                           argv[optind - 1]);
+    }
+  }
+  if (optind < argc)
+    return pfi_cli_usage("simulate", "unexpected argument '%s'", argv[optind]);
+  if ((model_path != NULL) + true_pfi + (holdout != 0) > 1)
+    return pfi_cli_usage("simulate", "--model, --true-pfi and --holdout "
+                                     "exclude each other");
+  char cbuf[4096], fbuf[4096], mbuf[4096];
+  if (!curves && !(curves = jobdata_default("jobs/curves.csv", cbuf,
+                                            sizeof cbuf)))
+    return pfi_cli_usage("simulate", "--curves FILE is required (no "
+                                     "data/jobs/curves.csv found)");
+  if (!features && !(features = jobdata_default("jobs/features.csv", fbuf,
+                                                sizeof fbuf)))
+    return pfi_cli_usage("simulate", "--features FILE is required (no "
+                                     "data/jobs/features.csv found)");
+  struct pfi_error err;
+  pfi_error_clear(&err);
+  double *cuts = NULL;
+  size_t nc = 0;
+  if (pfi_cli_parse_numlist(cuts_s, &cuts, &nc, &err) < 0)
+    return pfi_cli_usage("simulate", "--cuts: %s", err.msg);
+  for (size_t c = 0; c < nc; c++)
+    if (!(cuts[c] >= 0 && cuts[c] < 100)) {
+      free(cuts);
+      return pfi_cli_usage("simulate", "--cuts are percentages in [0, 100)");
+    }
+  unsigned mask = 0;
+  {
+    char **list;
+    size_t ns;
+    if (pfi_strlist_split(strat_s, &list, &ns, &err) < 0) {
+      free(cuts);
+      return pfi_cli_usage("simulate", "--strategies: %s", err.msg);
+    }
+    for (size_t i = 0; i < ns; i++) {
+      int s = pfi_strategy_parse(list[i]);
+      if (s < 0) {
+        pfi_cli_usage("simulate", "unknown strategy '%s'", list[i]);
+        pfi_strlist_free(list);
+        free(cuts);
+        return PFI_EXIT_USAGE;
+      }
+      mask |= 1u << s;
+    }
+    pfi_strlist_free(list);
+  }
+  const char *mix_path = NULL;
+  if (strcmp(mix, "production") == 0) {
+    if (!(mix_path = jobdata_default("mixes/production.csv", mbuf,
+                                     sizeof mbuf))) {
+      free(cuts);
+      return pfi_cli_usage("simulate", "data/mixes/production.csv not found "
+                                       "(set PFI_DATA)");
+    }
+  } else if (strcmp(mix, "random") != 0) {
+    mix_path = mix;
+  }
+
+  int status = PFI_EXIT_OK;
+  struct jobdata d;
+  struct pfi_problem lib;
+  struct pfi_model model;
+  int have_model = 0;
+  struct pfi_sim_result res;
+  memset(&res, 0, sizeof res);
+  pfi_problem_init(&lib);
+  double *est = NULL, *dram = NULL, *weight = NULL, *fcuts = NULL;
+  int *moe = NULL, *isft = NULL, *gpus = NULL;
+  if (jobdata_load(&d, curves, map, features, &err) < 0) {
+    free(cuts);
+    return pfi_cli_fail(&err);
+  }
+  size_t n = d.cs.n;
+  if (jobdata_require_features(&d, "pfi simulate", &err) < 0)
+    goto fail;
+  est = calloc(n + 1, sizeof *est);
+  dram = calloc(n + 1, sizeof *dram);
+  weight = calloc(n + 1, sizeof *weight);
+  fcuts = calloc(nc + 1, sizeof *fcuts);
+  moe = calloc(n + 1, sizeof *moe);
+  isft = calloc(n + 1, sizeof *isft);
+  gpus = calloc(n + 1, sizeof *gpus);
+  if (!est || !dram || !weight || !fcuts || !moe || !isft || !gpus) {
+    pfi_error_set(&err, PFI_ENOMEM, "out of memory");
+    goto fail;
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (pfi_problem_add_curve(&lib, &d.cs.c[i], &err) < 0)
+      goto fail;
+    size_t r = (size_t)d.frow[i];
+    int m, f;
+    if (pfi_features_class(&d.f, r, &m, &f, &err) < 0)
+      goto fail;
+    moe[i] = m && f;
+    isft[i] = f;
+    if ((mask & (1u << PFI_STRAT_DRAM_COPY)) &&
+        pfi_features_value(&d.f, r, "dram_copy_product", &dram[i], &err) < 0)
+      goto fail;
+    if (mix_path) {
+      double g;
+      if (pfi_features_value(&d.f, r, "gpus", &g, &err) < 0)
+        goto fail;
+      gpus[i] = (int)g;
+    }
+  }
+  if (true_pfi) {
+    for (size_t i = 0; i < n; i++) {
+      if (!d.pfi_ok[i]) {
+        pfi_error_setloc(&err, PFI_EPARSE, d.cs.source, d.cs.c[i].first_line,
+                         0, "job %s: PFI undefined", d.cs.c[i].job);
+        goto fail;
+      }
+      est[i] = d.true_pfi[i];
+    }
+  } else {
+    if (model_path) {
+      if (pfi_model_load(&model, model_path, &err) < 0)
+        goto fail;
+      have_model = 1;
+    }
+    if (jobdata_estimate_pfi(&d, have_model ? &model : NULL, pfeat, holdout,
+                             est, &err) < 0)
+      goto fail;
+  }
+  size_t fallbacks = 0;
+  if (mix_path &&
+      pfi_mix_weights(mix_path, isft, gpus, n, weight, &fallbacks, &err) < 0)
+    goto fail;
+  if (fallbacks)
+    fprintf(stderr,
+            "pfi simulate: %zu row(s) of mix %s matched no job by GPU count; "
+            "their share went to every job of their task\n",
+            fallbacks, mix_path);
+  for (size_t c = 0; c < nc; c++)
+    fcuts[c] = cuts[c] / 100.0;
+  struct pfi_alloc_inputs in = {est, (mask & (1u << PFI_STRAT_DRAM_COPY)) ? dram : NULL,
+                                moe};
+  struct pfi_sim_config cfg = {
+      .workloads = workloads,
+      .size = size,
+      .cuts = fcuts,
+      .ncuts = nc,
+      .strategies = mask,
+      .seed = seed,
+      .sample_weight = mix_path ? weight : NULL,
+      .progress = isatty(2) ? progress : NULL,
+      .progress_arg = NULL};
+  if (pfi_sim_run(&lib, &in, &cfg, &res, &err) < 0) {
+    if (err.code == PFI_EINFEASIBLE) {
+      fprintf(stderr, "pfi simulate: %s\n", err.msg);
+      status = PFI_EXIT_USAGE;
+      goto out;
+    }
+    goto fail;
+  }
+  int emulated = is_emulated(&d.f);
+  const char *pfi_src = true_pfi ? "true PFI of the curves"
+                        : have_model ? "saved model"
+                        : holdout == 1 ? "telemetry model, held out by job"
+                        : holdout == 2 ? "telemetry model, held out by cluster"
+                                       : "telemetry model fitted on the library";
+  if (fmt == PFI_FMT_JSON) {
+    json_t *j = json_object(), *jc = json_array(), *js = json_object();
+    for (size_t c = 0; c < nc; c++)
+      json_array_append_new(jc, json_real(cuts[c]));
+    json_object_set_new(j, "cuts", jc);
+    json_object_set_new(j, "workloads", json_integer((json_int_t)workloads));
+    json_object_set_new(j, "size", json_integer((json_int_t)size));
+    json_object_set_new(j, "mix", json_string(mix));
+    json_object_set_new(j, "seed", json_integer((json_int_t)seed));
+    for (int s = 0; s < PFI_STRAT__COUNT; s++) {
+      if (!res.cell[s])
+        continue;
+      json_t *o2 = json_object(), *g = json_array(), *ci = json_array(),
+             *cl = json_array(), *va = json_array(), *vci = json_array();
+      for (size_t c = 0; c < nc; c++) {
+        const struct pfi_sim_cell *e = &res.cell[s][c];
+        json_array_append_new(g, json_real(e->gap_mean));
+        json_array_append_new(ci, json_pack("[f,f]", e->gap_lo, e->gap_hi));
+        json_array_append_new(cl, e->closed_defined ? json_real(e->closed_pct)
+                                                    : json_null());
+        if (e->vs_aware_defined) {
+          json_array_append_new(va, json_real(e->vs_aware_mean));
+          json_array_append_new(
+              vci, json_pack("[f,f]", e->vs_aware_lo, e->vs_aware_hi));
+        } else {
+          json_array_append_new(va, json_null());
+          json_array_append_new(vci, json_null());
+        }
+      }
+      json_object_set_new(o2, "gap_tokens_per_s_per_job", g);
+      json_object_set_new(o2, "gap_ci95", ci);
+      json_object_set_new(o2, "gap_closed_pct", cl);
+      json_object_set_new(o2, "vs_pfi_aware_tokens_per_s_per_job", va);
+      json_object_set_new(o2, "vs_pfi_aware_ci95", vci);
+      json_object_set_new(js, pfi_strategy_name(s), o2);
+    }
+    json_object_set_new(j, "strategies", js);
+    if (pfi_cli_print_json(j))
+      status = PFI_EXIT_FAIL;
+  } else if (fmt == PFI_FMT_CSV) {
+    printf("strategy,cut_pct,gap_tokens_per_s_per_job,gap_ci95_lo,"
+           "gap_ci95_hi,gap_closed_pct,vs_pfi_aware,vs_pfi_aware_lo,"
+           "vs_pfi_aware_hi\n");
+    for (int s = 0; s < PFI_STRAT__COUNT; s++) {
+      if (!res.cell[s])
+        continue;
+      for (size_t c = 0; c < nc; c++) {
+        const struct pfi_sim_cell *e = &res.cell[s][c];
+        printf("%s,%g,%.6f,%.6f,%.6f,", pfi_strategy_name(s), cuts[c],
+               e->gap_mean, e->gap_lo, e->gap_hi);
+        if (e->closed_defined)
+          printf("%.4f", e->closed_pct);
+        if (e->vs_aware_defined)
+          printf(",%.6f,%.6f,%.6f\n", e->vs_aware_mean, e->vs_aware_lo,
+                 e->vs_aware_hi);
+        else
+          printf(",,,\n");
+      }
+    }
+  } else {
+    printf("Simulation: %lu workloads x %lu jobs, mix %s, seed %lu; library "
+           "%zu jobs (%s)\nPFI estimates: %s\n",
+           workloads, size, mix, seed, n,
+           emulated ? "emulated" : "from the given files", pfi_src);
+    printf("\nThroughput gap to the oracle, tokens/s per job: mean "
+           "[95 %% interval]\n%-16s", "strategy");
+    for (size_t c = 0; c < nc; c++)
+      printf(" %22.4g%%", cuts[c]);
+    printf("\n");
+    for (int s = 0; s < PFI_STRAT__COUNT; s++) {
+      if (!res.cell[s])
+        continue;
+      printf("%-16s", pfi_strategy_name(s));
+      for (size_t c = 0; c < nc; c++) {
+        char b[64];
+        const struct pfi_sim_cell *e = &res.cell[s][c];
+        snprintf(b, sizeof b, "%.1f [%.1f, %.1f]", e->gap_mean, e->gap_lo,
+                 e->gap_hi);
+        printf(" %23s", b);
+      }
+      printf("\n");
+    }
+    printf("\nShare of the equal-to-oracle gap closed, %%\n%-16s", "strategy");
+    for (size_t c = 0; c < nc; c++)
+      printf(" %8.4g%%", cuts[c]);
+    printf("\n");
+    for (int s = 0; s < PFI_STRAT__COUNT; s++) {
+      if (!res.cell[s])
+        continue;
+      printf("%-16s", pfi_strategy_name(s));
+      for (size_t c = 0; c < nc; c++) {
+        const struct pfi_sim_cell *e = &res.cell[s][c];
+        if (e->closed_defined)
+          printf(" %9.1f", e->closed_pct);
+        else
+          printf(" %9s", "-");
+      }
+      printf("\n");
+    }
+    if (res.cell[PFI_STRAT__COUNT - 1] || res.cell[PFI_STRAT_ORACLE]) {
+      printf("\nDifference to pfi-aware, tokens/s per job (positive: better "
+             "than pfi-aware): mean [95 %% paired interval]\n%-16s",
+             "strategy");
+      for (size_t c = 0; c < nc; c++)
+        printf(" %22.4g%%", cuts[c]);
+      printf("\n");
+      for (int s = 0; s < PFI_STRAT__COUNT; s++) {
+        if (!res.cell[s] || s == PFI_STRAT_PFI_AWARE)
+          continue;
+        printf("%-16s", pfi_strategy_name(s));
+        for (size_t c = 0; c < nc; c++) {
+          char b[64];
+          const struct pfi_sim_cell *e = &res.cell[s][c];
+          if (e->vs_aware_defined)
+            snprintf(b, sizeof b, "%.1f [%.1f, %.1f]", e->vs_aware_mean,
+                     e->vs_aware_lo, e->vs_aware_hi);
+          else
+            snprintf(b, sizeof b, "-");
+          printf(" %23s", b);
+        }
+        printf("\n");
+      }
+    }
+    printf("\n'-': undefined (no gap to close at this cut).\n");
+  }
+  if (fflush(stdout) != 0)
+    status = PFI_EXIT_FAIL;
+  if (plot_path) {
+    char title[256];
+    snprintf(title, sizeof title, "Gap to oracle, %s mix, %lu x %lu jobs%s",
+             mix_path && strcmp(mix, "production") != 0 ? "custom" : mix,
+             workloads, size, emulated ? " (emulated library)" : "");
+    if (plot(plot_path, cuts, nc, &res, mask, title, &err) < 0)
+      goto fail;
+  }
+  goto out;
+fail:
+  status = pfi_cli_fail(&err);
+out:
+  pfi_sim_result_release(&res);
+  if (have_model)
+    pfi_model_release(&model);
+  jobdata_release(&d);
+  pfi_problem_release(&lib);
+  free(cuts);
+  free(est);
+  free(dram);
+  free(weight);
+  free(fcuts);
+  free(moe);
+  free(isft);
+  free(gpus);
+  return status;
+}
