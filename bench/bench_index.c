@@ -9,9 +9,9 @@
  * the end; a FILE given is kept), then times reading it with
  * pfi_curveset_read() and computing all three PFI definitions of every job
  * with pfi_index_compute(). Prints MB/s and jobs/s measured with
- * CLOCK_MONOTONIC. The curves are synthetic (a power-
- * throughput model, throughput ~ cap^alpha, with per-job variation): they exercise the code, they
- * are not measurements.
+ * CLOCK_MONOTONIC. The curves are synthetic (throughput ~ cap^alpha with
+ * per-job alpha, scale and noise): they exercise the code, they are not
+ * measurements.
  */
 #include <math.h>
 #include <stdio.h>
@@ -74,7 +74,8 @@ int main(int argc, char **argv) {
   const char *path = NULL;
   int remove_after = 0;
   long jobs = 1000000;
-  if (argc > 1 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+  if (argc > 1 &&
+      (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
     printf("usage: bench_index [FILE [JOBS]]\n");
     return 0;
   }
@@ -138,8 +139,7 @@ int main(int argc, char **argv) {
   if (remove_after)
     unlink(path);
 
-  printf("bench_index: %zu jobs x 6 caps, %.1f MB (synthetic curves)\n", n,
-         mb);
+  printf("bench_index: %zu jobs x 6 caps, %.1f MB (synthetic curves)\n", n, mb);
   printf("  parse:          %7.3f s  %8.1f MB/s  %10.0f jobs/s\n", t1 - t0,
          mb / (t1 - t0), (double)n / (t1 - t0));
   printf("  index:          %7.3f s  %8s       %10.0f jobs/s\n", t2 - t1, "",

@@ -78,18 +78,19 @@ int pfi_parse_double(const char *s, double *out);
 
 /* A whole CSV file in memory: every cell a NUL-terminated copy. */
 struct pfi_table {
-  char *name;     /* owned */
-  size_t ncols;   /* header width */
-  size_t nrows;   /* data rows */
-  char **header;  /* ncols names; owned */
-  char **cells;   /* nrows * ncols; NULL where a record was short; owned */
-  long *line;     /* nrows: input line of each row */
-  long *col;      /* nrows * ncols: input column of each cell (0 if absent) */
+  char *name;    /* owned */
+  size_t ncols;  /* header width */
+  size_t nrows;  /* data rows */
+  char **header; /* ncols names; owned */
+  char **cells;  /* nrows * ncols; NULL where a record was short; owned */
+  long *line;    /* nrows: input line of each row */
+  long *col;     /* nrows * ncols: input column of each cell (0 if absent) */
 };
 
 /* Loads `path` ("-" = standard input). Records longer than the header are an
  * error (PFI_EPARSE at the extra field). Release with pfi_table_release(). */
-int pfi_table_load(struct pfi_table *t, const char *path, struct pfi_error *err);
+int pfi_table_load(struct pfi_table *t, const char *path,
+                   struct pfi_error *err);
 
 /* Same from memory. */
 int pfi_table_load_mem(struct pfi_table *t, const char *name, const char *data,

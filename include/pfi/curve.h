@@ -28,17 +28,17 @@ struct pfi_point {
 };
 
 struct pfi_curve {
-  char *job;              /* owned */
-  int gpus;               /* GPU count; 0 when unknown */
-  size_t n, cap;          /* points, allocated */
-  struct pfi_point *pts;  /* sorted by cap_w ascending; owned */
-  long first_line;        /* line of the job's first row in the input */
+  char *job;             /* owned */
+  int gpus;              /* GPU count; 0 when unknown */
+  size_t n, cap;         /* points, allocated */
+  struct pfi_point *pts; /* sorted by cap_w ascending; owned */
+  long first_line;       /* line of the job's first row in the input */
 };
 
 struct pfi_curveset {
   size_t n, cap;
-  struct pfi_curve *c;  /* in order of first appearance; owned */
-  char *source;         /* file name, for messages; owned, may be NULL */
+  struct pfi_curve *c; /* in order of first appearance; owned */
+  char *source;        /* file name, for messages; owned, may be NULL */
 };
 
 /* Canonical column names, in the order used by --map. */

@@ -22,16 +22,16 @@
 #include "pfi/error.h"
 
 struct pfi_index {
-  double pfi;          /* ratio definition; meaningful only if pfi_defined */
-  int pfi_defined;     /* 0 when no capped point bound (nothing to average) */
-  double pfi_area;     /* area-between-curves definition */
-  double pfi_ce;       /* constant-elasticity definition */
-  int ce_defined;      /* 0 when all points share one power value */
-  size_t points_used;  /* capped points averaged by the ratio definition */
-  size_t n_excluded;   /* capped points left out (cap did not bind) */
+  double pfi;            /* ratio definition; meaningful only if pfi_defined */
+  int pfi_defined;       /* 0 when no capped point bound (nothing to average) */
+  double pfi_area;       /* area-between-curves definition */
+  double pfi_ce;         /* constant-elasticity definition */
+  int ce_defined;        /* 0 when all points share one power value */
+  size_t points_used;    /* capped points averaged by the ratio definition */
+  size_t n_excluded;     /* capped points left out (cap did not bind) */
   double *excluded_caps; /* n_excluded caps in W; owned, free with
                             pfi_index_release() */
-  double t_max, p_max; /* uncapped reference */
+  double t_max, p_max;   /* uncapped reference */
 };
 
 /*
@@ -86,9 +86,9 @@ int pfi_index_ce(const double *power_w, const double *tokens, size_t n,
  * Random numbers: GSL's MT19937 seeded with `seed`; the same seed and curve
  * give the same interval bit for bit, whatever other curves exist.
  * Returns the number of draws that gave a finite PFI (> 0: *lo, *hi set;
- * 0: no interval, *lo and *hi untouched, as when no capped point binds), or PFI_EINVAL (draws == 0, a
- * curve with fewer than 2 points, a negative or non-finite noise level),
- * PFI_ENOMEM.
+ * 0: no interval, *lo and *hi untouched, as when no capped point binds), or
+ * PFI_EINVAL (draws == 0, a curve with fewer than 2 points, a negative or
+ * non-finite noise level), PFI_ENOMEM.
  */
 int pfi_index_ci(const struct pfi_curve *c, size_t draws, unsigned long seed,
                  double default_rel_sd_power, double default_rel_sd_tokens,

@@ -49,8 +49,8 @@ int pfi_stats_pearson(const double *x, const double *y, size_t n, double *r,
  * Errors as pfi_stats_pearson() (a constant column has undefined rho),
  * plus PFI_ENOMEM.
  */
-int pfi_stats_spearman(const double *x, const double *y, size_t n,
-                       double *rho, double *p, struct pfi_error *err);
+int pfi_stats_spearman(const double *x, const double *y, size_t n, double *rho,
+                       double *p, struct pfi_error *err);
 
 /* Two-sided p-value of a t statistic with `df` degrees of freedom. */
 double pfi_stats_t_p(double t, double df);
@@ -70,19 +70,19 @@ int pfi_stats_median(const double *x, size_t n, double *median,
  * by the struct and freed by pfi_ols_release().
  */
 struct pfi_ols {
-  size_t n;          /* rows used */
-  size_t k;          /* predictors, not counting the intercept */
-  double *coef;      /* k + 1 coefficients: coef[0] intercept, coef[j] x_j */
-  double *se;        /* k + 1 standard errors, sqrt(s^2 (X'X)^-1 diagonal) */
-  double *cov;       /* (k+1) x (k+1) row-major covariance, s^2 (X'X)^-1 */
-  double *fitted;    /* n fitted values */
-  double *resid;     /* n residuals y - fitted */
-  double *leverage;  /* n diagonal entries of the hat matrix X (X'X)^-1 X' */
-  double r2;         /* 1 - SSE/SST */
-  double adj_r2;     /* 1 - (1 - r2) (n - 1)/(n - k - 1) */
-  double rmse;       /* sqrt(SSE / n): root mean square of the residuals */
-  double sigma;      /* sqrt(SSE / (n - k - 1)): residual standard error */
-  double sse, sst;   /* residual and total sums of squares */
+  size_t n;         /* rows used */
+  size_t k;         /* predictors, not counting the intercept */
+  double *coef;     /* k + 1 coefficients: coef[0] intercept, coef[j] x_j */
+  double *se;       /* k + 1 standard errors, sqrt(s^2 (X'X)^-1 diagonal) */
+  double *cov;      /* (k+1) x (k+1) row-major covariance, s^2 (X'X)^-1 */
+  double *fitted;   /* n fitted values */
+  double *resid;    /* n residuals y - fitted */
+  double *leverage; /* n diagonal entries of the hat matrix X (X'X)^-1 X' */
+  double r2;        /* 1 - SSE/SST */
+  double adj_r2;    /* 1 - (1 - r2) (n - 1)/(n - k - 1) */
+  double rmse;      /* sqrt(SSE / n): root mean square of the residuals */
+  double sigma;     /* sqrt(SSE / (n - k - 1)): residual standard error */
+  double sse, sst;  /* residual and total sums of squares */
 };
 
 /*
@@ -121,14 +121,14 @@ struct pfi_dunn_pair {
  */
 struct pfi_kruskal {
   size_t ngroups;
-  size_t *n;          /* per group: observations */
-  double *median;     /* per group: median value */
-  double *mean;       /* per group: mean value */
-  double *mean_rank;  /* per group: mean of the pooled average ranks */
-  double H;           /* tie-corrected statistic */
-  double df;          /* ngroups - 1 */
-  double p;           /* upper tail of chi-square(df) at H */
-  size_t npairs;      /* ngroups (ngroups - 1) / 2 */
+  size_t *n;                   /* per group: observations */
+  double *median;              /* per group: median value */
+  double *mean;                /* per group: mean value */
+  double *mean_rank;           /* per group: mean of the pooled average ranks */
+  double H;                    /* tie-corrected statistic */
+  double df;                   /* ngroups - 1 */
+  double p;                    /* upper tail of chi-square(df) at H */
+  size_t npairs;               /* ngroups (ngroups - 1) / 2 */
   struct pfi_dunn_pair *pairs; /* in order (0,1), (0,2), ..., (1,2), ... */
 };
 

@@ -21,7 +21,8 @@ static const char usage_text[] =
     "the highest cap is each job's uncapped reference (T_max, P_max).\n"
     "\n"
     "Definitions:\n"
-    "  ratio  mean over capped points of (1 - P/P_max) / (1 - T/T_max); capped\n"
+    "  ratio  mean over capped points of (1 - P/P_max) / (1 - T/T_max); "
+    "capped\n"
     "         points whose throughput did not fall are left out and listed\n"
     "         in excluded_caps\n"
     "  area   integral of T/T_max over P/P_max from (0,0), minus 1/2\n"
@@ -29,9 +30,11 @@ static const char usage_text[] =
     "\n"
     "Options:\n"
     "  --definition D  ratio, area, ce or all (default all)\n"
-    "  --caps LIST     keep only these caps in every job, e.g. 200,500,600,700\n"
+    "  --caps LIST     keep only these caps in every job, e.g. "
+    "200,500,600,700\n"
     "                  or 200:700:100; a job lacking one is an error\n"
-    "  --ci N          95 %% interval of the ratio PFI from N Monte Carlo draws\n"
+    "  --ci N          95 %% interval of the ratio PFI from N Monte Carlo "
+    "draws\n"
     "                  (default 0: none; the paper uses 10000)\n"
     "  --seed S        random seed of the draws (default 1); the same seed\n"
     "                  gives the same output\n"
@@ -39,7 +42,8 @@ static const char usage_text[] =
     "                  tokens_sd (default 0.04,0.05: the paper's median\n"
     "                  standard errors); the output states it when used\n"
     "  --map NAME=COLUMN,...\n"
-    "                  read canonical column NAME from the file's COLUMN, e.g.\n"
+    "                  read canonical column NAME from the file's COLUMN, "
+    "e.g.\n"
     "                  job=Workload,cap_w=GPU power cap,power_w=total GPU "
     "power,tokens_per_s=throughput\n"
     "  --format F      table (default), csv or json\n"
@@ -55,7 +59,7 @@ enum { DEF_RATIO = 1, DEF_AREA = 2, DEF_CE = 4, DEF_ALL = 7 };
 
 struct row {
   struct pfi_index ix;
-  int ci_n;        /* defined draws; 0 = no interval */
+  int ci_n; /* defined draws; 0 = no interval */
   double ci_lo, ci_hi;
   int used_default; /* a point's noise came from the default */
 };
@@ -77,7 +81,8 @@ static void fmt_caps(char *buf, size_t n, const struct pfi_index *ix) {
   size_t w = 0;
   buf[0] = '\0';
   for (size_t k = 0; k < ix->n_excluded && w + 1 < n; k++) {
-    int m = snprintf(buf + w, n - w, "%s%g", k ? ";" : "", ix->excluded_caps[k]);
+    int m =
+        snprintf(buf + w, n - w, "%s%g", k ? ";" : "", ix->excluded_caps[k]);
     if (m < 0 || (size_t)m >= n - w)
       break;
     w += (size_t)m;
@@ -166,7 +171,8 @@ int cmd_index(int argc, char **argv) {
     case 'n':
       if (pfi_cli_parse_ulong(optarg, &draws) < 0 || draws > 100000000UL) {
         status = pfi_cli_usage(
-            cmd, "--ci: expected a number of draws from 0 to 100000000, got '%s'",
+            cmd,
+            "--ci: expected a number of draws from 0 to 100000000, got '%s'",
             optarg);
         goto out;
       }
@@ -206,7 +212,8 @@ int cmd_index(int argc, char **argv) {
         goto out;
       break;
     case ':':
-      status = pfi_cli_usage(cmd, "option '%s' needs a value", argv[optind - 1]);
+      status =
+          pfi_cli_usage(cmd, "option '%s' needs a value", argv[optind - 1]);
       goto out;
     default:
       status = pfi_cli_usage(cmd, "unknown option '%s'", argv[optind - 1]);
@@ -240,8 +247,8 @@ int cmd_index(int argc, char **argv) {
     status = pfi_cli_fail(&err);
     goto out;
   }
-  int progress = draws > 0 && isatty(STDERR_FILENO) &&
-                 (double)draws * (double)set.n > 1e6;
+  int progress =
+      draws > 0 && isatty(STDERR_FILENO) && (double)draws * (double)set.n > 1e6;
   int any_default = 0;
   for (size_t i = 0; i < set.n; i++) {
     const struct pfi_curve *cv = &set.c[i];
@@ -281,7 +288,8 @@ int cmd_index(int argc, char **argv) {
       if (defs & DEF_AREA)
         json_object_set_new(o, "pfi_area", num_or_null(1, ix->pfi_area));
       if (defs & DEF_CE)
-        json_object_set_new(o, "pfi_ce", num_or_null(ix->ce_defined, ix->pfi_ce));
+        json_object_set_new(o, "pfi_ce",
+                            num_or_null(ix->ce_defined, ix->pfi_ce));
       if (defs & DEF_RATIO) {
         json_t *ci = json_null();
         if (rows[i].ci_n > 0 && isfinite(rows[i].ci_lo) &&
@@ -289,7 +297,8 @@ int cmd_index(int argc, char **argv) {
           ci = json_pack("[ff]", rows[i].ci_lo, rows[i].ci_hi);
         json_object_set_new(o, "ci95", ci);
       }
-      json_object_set_new(o, "points_used", json_integer((json_int_t)ix->points_used));
+      json_object_set_new(o, "points_used",
+                          json_integer((json_int_t)ix->points_used));
       json_t *ex = json_array();
       for (size_t k = 0; k < ix->n_excluded; k++)
         json_array_append_new(ex, json_real(ix->excluded_caps[k]));

@@ -22,7 +22,8 @@ static const char usage_text[] =
     "for standard input):\n"
     "  spearman  rank correlation rho (ties get average ranks), two-sided p\n"
     "            from the t approximation with n-2 degrees of freedom, n\n"
-    "  pearson   correlation r, two-sided p (t with n-2 degrees of freedom), n\n"
+    "  pearson   correlation r, two-sided p (t with n-2 degrees of freedom), "
+    "n\n"
     "  ols       least squares with an intercept: coef and se by name\n"
     "            (intercept first), r2, adj_r2, rmse = sqrt(SSE/n), n, and\n"
     "            each row's leverage (hat-matrix diagonal)\n"
@@ -34,7 +35,8 @@ static const char usage_text[] =
     "\n"
     "Options:\n"
     "  --x COL, --y COL, --group COL, --value COL, --p COL\n"
-    "                  the columns used (ols: --x takes a comma-separated list)\n"
+    "                  the columns used (ols: --x takes a comma-separated "
+    "list)\n"
     "  --format F      table (default) or json\n"
     "  -h, --help      this text\n"
     "\n"
@@ -45,7 +47,9 @@ static const char usage_text[] =
 
 enum sub { SUB_SPEARMAN, SUB_PEARSON, SUB_OLS, SUB_KRUSKAL, SUB_FDR };
 
-static json_t *jnum(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+static json_t *jnum(double v) {
+  return isfinite(v) ? json_real(v) : json_null();
+}
 
 static void print_num(const char *label, double v) {
   if (isfinite(v))
@@ -166,9 +170,9 @@ static int do_ols(const struct pfi_table *t, const char *ycol,
         goto out;
       }
     if (strcmp(p, "intercept") == 0) {
-      status = pfi_cli_usage("stats",
-                             "--x: 'intercept' is always fitted; it cannot "
-                             "be a column name");
+      status =
+          pfi_cli_usage("stats", "--x: 'intercept' is always fitted; it cannot "
+                                 "be a column name");
       goto out;
     }
     p = comma ? comma + 1 : p + strlen(p);
@@ -237,8 +241,7 @@ static int do_ols(const struct pfi_table *t, const char *ycol,
     printf("%-*s  %14s  %14s\n", w, "term", "coef", "se");
     printf("%-*s  %14.6g  %14.6g\n", w, "intercept", m.coef[0], m.se[0]);
     for (size_t j = 0; j < k; j++)
-      printf("%-*s  %14.6g  %14.6g\n", w, names[j], m.coef[j + 1],
-             m.se[j + 1]);
+      printf("%-*s  %14.6g  %14.6g\n", w, names[j], m.coef[j + 1], m.se[j + 1]);
     printf("\n");
     print_num("r2", m.r2);
     print_num("adj_r2", m.adj_r2);
@@ -312,16 +315,16 @@ static int do_kruskal(const struct pfi_table *t, const char *gcol,
     json_object_set_new(o, "df", json_integer((json_int_t)kw.df));
     json_object_set_new(o, "p", jnum(kw.p));
     for (size_t g = 0; g < ng; g++)
-      json_array_append_new(
-          ga, json_pack("{sssIsoso}", "name", gname[g], "n",
-                        (json_int_t)kw.n[g], "median", jnum(kw.median[g]),
-                        "mean", jnum(kw.mean[g])));
+      json_array_append_new(ga, json_pack("{sssIsoso}", "name", gname[g], "n",
+                                          (json_int_t)kw.n[g], "median",
+                                          jnum(kw.median[g]), "mean",
+                                          jnum(kw.mean[g])));
     for (size_t q = 0; q < kw.npairs; q++) {
       const struct pfi_dunn_pair *pp = &kw.pairs[q];
-      json_array_append_new(
-          da, json_pack("{sssssososo}", "a", gname[pp->a], "b", gname[pp->b],
-                        "z", jnum(pp->z), "p", jnum(pp->p), "p_holm",
-                        jnum(pp->p_holm)));
+      json_array_append_new(da,
+                            json_pack("{sssssososo}", "a", gname[pp->a], "b",
+                                      gname[pp->b], "z", jnum(pp->z), "p",
+                                      jnum(pp->p), "p_holm", jnum(pp->p_holm)));
     }
     json_object_set_new(o, "groups", ga);
     json_object_set_new(o, "dunn", da);
@@ -336,8 +339,8 @@ static int do_kruskal(const struct pfi_table *t, const char *gcol,
         w = (int)strlen(gname[g]) > 40 ? 40 : (int)strlen(gname[g]);
     printf("\n%-*s  %6s  %12s  %12s\n", w, "group", "n", "median", "mean");
     for (size_t g = 0; g < ng; g++)
-      printf("%-*s  %6zu  %12.6g  %12.6g\n", w, gname[g], kw.n[g],
-             kw.median[g], kw.mean[g]);
+      printf("%-*s  %6zu  %12.6g  %12.6g\n", w, gname[g], kw.n[g], kw.median[g],
+             kw.mean[g]);
     printf("\n%-*s  %-*s  %9s  %10s  %10s\n", w, "a", w, "b", "z", "p",
            "p_holm");
     for (size_t q = 0; q < kw.npairs; q++) {
@@ -402,15 +405,14 @@ out:
 }
 
 int cmd_stats(int argc, char **argv) {
-  static const struct option opts[] = {
-      {"x", required_argument, NULL, 'x'},
-      {"y", required_argument, NULL, 'y'},
-      {"group", required_argument, NULL, 'g'},
-      {"value", required_argument, NULL, 'v'},
-      {"p", required_argument, NULL, 'p'},
-      {"format", required_argument, NULL, 'f'},
-      {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0}};
+  static const struct option opts[] = {{"x", required_argument, NULL, 'x'},
+                                       {"y", required_argument, NULL, 'y'},
+                                       {"group", required_argument, NULL, 'g'},
+                                       {"value", required_argument, NULL, 'v'},
+                                       {"p", required_argument, NULL, 'p'},
+                                       {"format", required_argument, NULL, 'f'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
   const char *cmd = "stats";
   const char *xc = NULL, *yc = NULL, *gc = NULL, *vc = NULL, *pc = NULL;
   enum pfi_format fmt = PFI_FMT_TABLE;
@@ -508,8 +510,9 @@ int cmd_stats(int argc, char **argv) {
                          need1 ? need1 : need2);
   if ((xc && !ok_x) || (yc && !ok_y) || (gc && !ok_g) || (vc && !ok_v) ||
       (pc && !ok_p))
-    return pfi_cli_usage(cmd, "%s: an option given does not apply to this "
-                              "test",
+    return pfi_cli_usage(cmd,
+                         "%s: an option given does not apply to this "
+                         "test",
                          name);
 
   if (pfi_table_load(&t, path, &err) < 0) {

@@ -37,8 +37,7 @@ int pfi_read_file(const char *path, char **out, size_t *len,
         free(buf);
         if (!from_stdin)
           fclose(fp);
-        return pfi_error_set(err, PFI_ENOMEM, "out of memory reading %s",
-                             path);
+        return pfi_error_set(err, PFI_ENOMEM, "out of memory reading %s", path);
       }
       buf = nb;
       cap = ncap;
@@ -424,10 +423,9 @@ static int table_from_csv(struct pfi_table *t, struct pfi_csv *csv,
   while ((rc = pfi_csv_next(csv, err)) == 1) {
     if (csv->nf > t->ncols) {
       char *name = t->name;
-      rc = pfi_error_setloc(err, PFI_EPARSE, name, csv->fline[t->ncols],
-                            csv->fcol[t->ncols],
-                            "record has %zu fields, header has %zu",
-                            csv->nf, t->ncols);
+      rc = pfi_error_setloc(
+          err, PFI_EPARSE, name, csv->fline[t->ncols], csv->fcol[t->ncols],
+          "record has %zu fields, header has %zu", csv->nf, t->ncols);
       return rc;
     }
     if (t->nrows == cap) {
@@ -508,8 +506,8 @@ int pfi_table_double(const struct pfi_table *t, size_t row, size_t col,
                      double *out, struct pfi_error *err) {
   const char *what = col < t->ncols ? t->header[col] : "?";
   long line = row < t->nrows ? t->line[row] : 0;
-  long c = (row < t->nrows && col < t->ncols) ? t->col[row * t->ncols + col]
-                                              : 0;
+  long c =
+      (row < t->nrows && col < t->ncols) ? t->col[row * t->ncols + col] : 0;
   return describe_double(t->name, line, c ? c : 1, what,
                          pfi_table_cell(t, row, col), out, err);
 }

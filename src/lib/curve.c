@@ -9,7 +9,7 @@
 #include "pfi/csv.h"
 
 static const char *const col_names[PFI_COL__COUNT] = {
-    "job", "cap_w", "power_w", "tokens_per_s",
+    "job",  "cap_w",      "power_w",   "tokens_per_s",
     "gpus", "power_sd_w", "tokens_sd", "runs"};
 
 const char *pfi_curve_col_name(enum pfi_curve_col col) {
@@ -171,7 +171,7 @@ out:
 /* ---- a small string -> index hash map for fast loading ---- */
 
 struct jobmap {
-  size_t cap; /* power of two */
+  size_t cap;   /* power of two */
   size_t *slot; /* index + 1; 0 = empty */
 };
 
@@ -321,10 +321,9 @@ static int read_csv(struct pfi_curveset *set, struct pfi_csv *csv,
       if (rc < 0)
         goto out;
       if (*dst[k] <= 0) {
-        rc = pfi_error_setloc(err, PFI_EPARSE, csv->name,
-                              csv->fline[idx[k]], csv->fcol[idx[k]],
-                              "field '%s': must be positive, got %g", what[k],
-                              *dst[k]);
+        rc = pfi_error_setloc(
+            err, PFI_EPARSE, csv->name, csv->fline[idx[k]], csv->fcol[idx[k]],
+            "field '%s': must be positive, got %g", what[k], *dst[k]);
         goto out;
       }
     }
@@ -334,11 +333,10 @@ static int read_csv(struct pfi_curveset *set, struct pfi_csv *csv,
       if (rc < 0)
         goto out;
       if (gpus < 1 || gpus > 1e6 || gpus != (double)(long)gpus) {
-        rc = pfi_error_setloc(err, PFI_EPARSE, csv->name,
-                              csv->fline[idx[PFI_COL_GPUS]],
-                              csv->fcol[idx[PFI_COL_GPUS]],
-                              "field 'gpus': must be a positive integer, got %g",
-                              gpus);
+        rc = pfi_error_setloc(
+            err, PFI_EPARSE, csv->name, csv->fline[idx[PFI_COL_GPUS]],
+            csv->fcol[idx[PFI_COL_GPUS]],
+            "field 'gpus': must be a positive integer, got %g", gpus);
         goto out;
       }
     }
@@ -357,10 +355,9 @@ static int read_csv(struct pfi_curveset *set, struct pfi_csv *csv,
       if (rc < 0)
         goto out;
       if (*odst[k] < 0) {
-        rc = pfi_error_setloc(err, PFI_EPARSE, csv->name, csv->fline[ci],
-                              csv->fcol[ci],
-                              "field '%s': must not be negative, got %g",
-                              owhat[k], *odst[k]);
+        rc = pfi_error_setloc(
+            err, PFI_EPARSE, csv->name, csv->fline[ci], csv->fcol[ci],
+            "field '%s': must not be negative, got %g", owhat[k], *odst[k]);
         goto out;
       }
     }
@@ -402,11 +399,10 @@ static int read_csv(struct pfi_curveset *set, struct pfi_csv *csv,
     }
     rc = curve_insert(c, &pt, err);
     if (rc == 1) {
-      rc = pfi_error_setloc(err, PFI_EPARSE, csv->name,
-                            csv->fline[idx[PFI_COL_CAP_W]],
-                            csv->fcol[idx[PFI_COL_CAP_W]],
-                            "field 'cap_w': duplicate cap %g W for job '%s'",
-                            pt.cap_w, job);
+      rc = pfi_error_setloc(
+          err, PFI_EPARSE, csv->name, csv->fline[idx[PFI_COL_CAP_W]],
+          csv->fcol[idx[PFI_COL_CAP_W]],
+          "field 'cap_w': duplicate cap %g W for job '%s'", pt.cap_w, job);
       goto out;
     }
     if (rc < 0)
@@ -417,14 +413,13 @@ static int read_csv(struct pfi_curveset *set, struct pfi_csv *csv,
   rc = 0;
   for (size_t i = 0; i < set->n; i++)
     if (set->c[i].n < 2) {
-      rc = pfi_error_setloc(err, PFI_EPARSE, csv->name, set->c[i].first_line,
-                            1, "job '%s': has %zu point, needs at least 2",
+      rc = pfi_error_setloc(err, PFI_EPARSE, csv->name, set->c[i].first_line, 1,
+                            "job '%s': has %zu point, needs at least 2",
                             set->c[i].job, set->c[i].n);
       break;
     }
   if (rc == 0 && set->n == 0)
-    rc = pfi_error_setloc(err, PFI_EPARSE, csv->name, 2, 1,
-                          "no data rows");
+    rc = pfi_error_setloc(err, PFI_EPARSE, csv->name, 2, 1, "no data rows");
 out:
   free(m.slot);
   return rc;

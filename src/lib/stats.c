@@ -92,8 +92,8 @@ int pfi_stats_ranks(const double *x, size_t n, double *ranks, double *tie_sum,
 static int check_pair(const double *x, const double *y, size_t n,
                       const char *what, struct pfi_error *err) {
   if (n < 3)
-    return pfi_error_set(err, PFI_EINVAL,
-                         "%s: needs at least 3 pairs, got %zu", what, n);
+    return pfi_error_set(err, PFI_EINVAL, "%s: needs at least 3 pairs, got %zu",
+                         what, n);
   if (!all_finite(x, n) || !all_finite(y, n))
     return pfi_error_set(err, PFI_EINVAL, "%s: value is not finite", what);
   if (is_constant(x, n, 1))
@@ -106,8 +106,8 @@ static int check_pair(const double *x, const double *y, size_t n,
 }
 
 /* Pearson r of arrays already checked; p from t with n - 2 df. */
-static void pearson_core(const double *x, const double *y, size_t n,
-                         double *r, double *p) {
+static void pearson_core(const double *x, const double *y, size_t n, double *r,
+                         double *p) {
   double mx = 0, my = 0;
   for (size_t i = 0; i < n; i++) {
     mx += x[i];
@@ -145,8 +145,8 @@ int pfi_stats_pearson(const double *x, const double *y, size_t n, double *r,
   return 0;
 }
 
-int pfi_stats_spearman(const double *x, const double *y, size_t n,
-                       double *rho, double *p, struct pfi_error *err) {
+int pfi_stats_spearman(const double *x, const double *y, size_t n, double *rho,
+                       double *p, struct pfi_error *err) {
   int rc = check_pair(x, y, n, "spearman", err);
   if (rc < 0)
     return rc;
@@ -453,8 +453,8 @@ static int check_p(const double *p, size_t m, const char *what,
   for (size_t i = 0; i < m; i++)
     if (!(p[i] >= 0.0 && p[i] <= 1.0))
       return pfi_error_set(err, PFI_EINVAL,
-                           "%s: p-value %zu is %g, outside [0, 1]", what,
-                           i + 1, p[i]);
+                           "%s: p-value %zu is %g, outside [0, 1]", what, i + 1,
+                           p[i]);
   return 0;
 }
 

@@ -27,8 +27,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   size_t clen = size - (size_t)(csv - s);
   struct pfi_error err;
   struct pfi_curveset set;
-  if (pfi_curveset_read_mem(&set, "fuzz", csv, clen, *map ? map : NULL,
-                            &err) == 0) {
+  if (pfi_curveset_read_mem(&set, "fuzz", csv, clen, *map ? map : NULL, &err) ==
+      0) {
     if (set.n > 0) {
       const struct pfi_curve *c0 = &set.c[0];
       double caps[2] = {c0->pts[0].cap_w, c0->pts[c0->n - 1].cap_w};

@@ -128,9 +128,8 @@ static void excluded_caps_listed(void **state) {
                        "f,700,1000,100,0,0\n"
                        "f,500,900,100,0,0\n";
   struct pfi_curveset s0 = load(flat0, NULL);
-  assert_int_equal(pfi_index_ci(&s0.c[0], 100, 1, 0.0004, 0.0005, &lo, &hi,
-                                NULL),
-                   0);
+  assert_int_equal(
+      pfi_index_ci(&s0.c[0], 100, 1, 0.0004, 0.0005, &lo, &hi, NULL), 0);
   ASSERT_NEAR(lo, -1, 0);
   pfi_curveset_release(&s0);
   pfi_index_release(&ix);
@@ -200,9 +199,8 @@ static void row_order_invariance(void **state) {
   assert_same_indices(&a, &b, 0);
   /* The interval too: it depends on the seed and the curve only. */
   double lo1, hi1, lo2, hi2;
-  assert_int_equal(pfi_index_ci(&a.c[0], 500, 7, 0.0004, 0.0005, &lo1, &hi1,
-                                NULL),
-                   500);
+  assert_int_equal(
+      pfi_index_ci(&a.c[0], 500, 7, 0.0004, 0.0005, &lo1, &hi1, NULL), 500);
   assert_int_equal(pfi_index_ci(pfi_curveset_find(&b, "a"), 500, 7, 0.0004,
                                 0.0005, &lo2, &hi2, NULL),
                    500);
@@ -289,11 +287,10 @@ static void ci_keeps_measured_exclusions(void **state) {
                      "a,300,600,80\n";
   struct pfi_curveset set = load(csv, NULL);
   double lo, hi;
-  assert_int_equal(pfi_index_ci(&set.c[0], 2000, 1,
-                                PFI_INDEX_DEFAULT_REL_SD_POWER,
-                                PFI_INDEX_DEFAULT_REL_SD_TOKENS, &lo, &hi,
-                                NULL),
-                   2000);
+  assert_int_equal(
+      pfi_index_ci(&set.c[0], 2000, 1, PFI_INDEX_DEFAULT_REL_SD_POWER,
+                   PFI_INDEX_DEFAULT_REL_SD_TOKENS, &lo, &hi, NULL),
+      2000);
   assert_true(lo > 1.95 && lo < 2.0);
   assert_true(hi > 2.0 && hi < 2.05);
   pfi_curveset_release(&set);
