@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
+# `pfi fit`, `pfi predict`, `pfi allocate`, `pfi simulate`: values worked by
+# hand, JSON keys, reproducibility, and bad input (one line naming the file,
+# exit status 2).
+set -u
+PFI=${PFI:?PFI must name the pfi binary}
+cd "${PFI_SOURCE_DIR:-.}"
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+near() {
+  awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }' ||
+    fail "$4: got $1, expected $2 (tolerance $3)"
+}
+expect_err() {
+  local pat=$1
+  shift
+  "$PFI" "$@" >"$T/out" 2>"$T/err"
+  local rc=$?
+  [ "$rc" -eq 2 ] || fail "pfi $*: exit status $rc, expected 2"
+  [ "$(wc -l <"$T/err")" -eq 1 ] || fail "pfi $*: stderr is not one line: $(cat "$T/err")"
+  grep -Eq -- "$pat" "$T/err" || fail "pfi $*: stderr '$(cat "$T/err")' does not match '$pat'"
+}
+# expect_usage PATTERN ARGS...: exit status 2, the usage error on the first
+# line of stderr (a "Try 'pfi CMD --help'." line follows).
+expect_usage() {
+  local pat=$1
+  shift
+  "$PFI" "$@" >"$T/out" 2>"$T/err"
+  local rc=$?
+  [ "$rc" -eq 2 ] || fail "pfi $*: exit status $rc, expected 2"
+  head -n 1 "$T/err" | grep -Eq -- "$pat" || fail "pfi $*: stderr '$(cat "$T/err")' does not match '$pat'"
+}
+# json_num KEY FILE: the first number after "KEY": in FILE.
+json_num() { sed -n "s/.*\"$1\": \(-\{0,1\}[0-9.e+-]*\).*/\1/p" "$2" | head -n 1; }
+
+for c in fit predict allocate simulate; do
+  "$PFI" "$c" --help >"$T/h" 2>&1 || fail "pfi $c --help: non-zero exit"
+  grep -q "^usage: pfi $c" "$T/h" || fail "pfi $c --help: no usage line"
+done
+
+# Two jobs worked by hand.
+cat >"$T/c.csv" <<'CSV'
+job,cap_w,power_w,tokens_per_s
+a,200,1500,800
+a,400,2900,950
+a,700,4200,1000
+b,200,1550,500
+b,400,3000,800
+b,700,4400,1000
+CSV
+cat >"$T/f.csv" <<'CSV'
+job,arch,task,gpus,dram_copy_product
+a,moe,ft,8,0.4
+b,dense,pt,8,0.1
+CSV
+# Oracle, 30 % of 8600 W: budget 6020 W, 2970 W above the floors (3050 W).
+# Segments by slope: b 1550->3000 (300/1450), b 3000->4400 (200/1400),
+# a 1500->2900 (150/1400), a 2900->4200 (50/1300). Filling: b to 4400
+# (2850 W), the last 120 W to a: a = 1620 W, 800 + 120*150/1400 tokens/s.
+"$PFI" allocate --curves "$T/c.csv" --cut 30% --format json >"$T/o.json" || fail "oracle run"
+near "$(json_num budget_w "$T/o.json")" 6020 1e-6 "oracle budget"
+near "$(json_num total_power_w "$T/o.json")" 6020 1e-6 "oracle total power"
+near "$(json_num total_tokens_per_s "$T/o.json")" "$(awk 'BEGIN{printf "%.10f", 800+120*150/1400+1000}')" 1e-6 "oracle tokens"
+near "$(json_num power_w "$T/o.json")" 1620 1e-6 "oracle power of a"
+# The cap realizing 1620 W on a: between caps 200 (1500 W) and 400 (2900 W).
+near "$(json_num cap_w "$T/o.json")" "$(awk 'BEGIN{printf "%.10f", 200+200*120/1400}')" 1e-6 "oracle cap of a"
+# Top-level keys, exactly and in order.
+keys=$(sed -n 's/^  "\([a-z_]*\)":.*/\1/p' "$T/o.json" | tr '\n' ' ')
+[ "$keys" = "strategy cut budget_w total_power_w total_tokens_per_s jobs " ] || fail "allocate JSON keys: $keys"
+# Equal: no floor binds, so each job keeps 70 % of its uncapped power.
+"$PFI" allocate --curves "$T/c.csv" --cut 0.3 --strategy equal --format csv >"$T/e.csv" || fail "equal run"
+near "$(awk -F, '$1=="a"{print $2}' "$T/e.csv")" 2940 1e-6 "equal a"
+near "$(awk -F, '$1=="b"{print $2}' "$T/e.csv")" 3080 1e-6 "equal b"
+# moe-ft-weighted: a (MoE FT) has weight 2*4200, b 4400: cut 2580 W split
+# 8400:4400 -> a gives 1693.125 W.
+"$PFI" allocate --curves "$T/c.csv" --features "$T/f.csv" --cut 0.3 --strategy moe-ft-weighted --format csv >"$T/m.csv" || fail "moe-ft run"
+near "$(awk -F, '$1=="a"{print $2}' "$T/m.csv")" "$(awk 'BEGIN{printf "%.10f", 4200-2580*8400/12800}')" 1e-6 "moe-ft a"
+# Every strategy meets the budget.
+for s in oracle equal moe-ft-weighted pfi-aware dram-copy pfi-curve; do
+  extra=""
+  [ "$s" = pfi-aware ] || [ "$s" = pfi-curve ] && extra="--true-pfi"
+  "$PFI" allocate --curves "$T/c.csv" --features "$T/f.csv" --cut 25% --strategy $s $extra --format csv >"$T/s.csv" ||
+    fail "strategy $s"
+  near "$(awk -F, '$1=="TOTAL"{print $2}' "$T/s.csv")" 6450 1e-6 "$s budget"
+done
+# Infeasible: floors 3050 W, a 70 % cut leaves 2580 W.
+expect_err "infeasible by 470.000 W" allocate --curves "$T/c.csv" --cut 70%
+expect_err "needs --features" allocate --curves "$T/c.csv" --cut 10% --strategy dram-copy
+head -n 2 "$T/f.csv" >"$T/f1.csv"
+expect_err "f1.csv: 1 of 2 jobs .*\(b\)" allocate --curves "$T/c.csv" --features "$T/f1.csv" --cut 10% --strategy dram-copy
+expect_usage "above 1" allocate --curves "$T/c.csv" --cut 30
+printf 'job,cap_w,power_w,tokens_per_s\na,200,abc,1\na,700,2,2\n' >"$T/bad.csv"
+expect_err "bad.csv:2:" allocate --curves "$T/bad.csv" --cut 10%
+
+# fit / predict on the synthetic fixture.
+F=tests/data/predict
+"$PFI" fit $F/features.csv --curves $F/curves.csv --output "$T/model.json" --format json >"$T/fit.json" || fail "fit"
+grep -q '"loo": {' "$T/fit.json" || fail "fit: no LOO"
+grep -q '"clusters"' "$T/fit.json" || fail "fit: no LOCO clusters"
+"$PFI" predict "$T/model.json" $F/features.csv --format csv >"$T/pred.csv" || fail "predict"
+b0=$(json_num intercept "$T/model.json")
+b1=$(json_num estimate "$T/model.json")
+x=$(awk -F, 'NR==2{print $7}' $F/features.csv)
+near "$(awk -F, 'NR==2{print $2}' "$T/pred.csv")" "$(awk -v a="$b0" -v b="$b1" -v x="$x" 'BEGIN{printf "%.10f", a+b*x}')" 1e-5 "predict = b0 + b1 x"
+"$PFI" fit $F/features.csv --curves $F/curves.csv --ablation >"$T/abl.txt" || fail "ablation"
+[ "$(grep -cE '^(i|ii|iii|iv|v|vi|vii) ' "$T/abl.txt")" -eq 7 ] || fail "ablation: not seven rows"
+cut -d, -f1-4 $F/features.csv >"$T/few.csv"
+"$PFI" fit "$T/few.csv" --curves $F/curves.csv --ablation >"$T/abl2.txt" || fail "ablation with few columns"
+grep -q "absent from the features file: dram_copy_product" "$T/abl2.txt" || fail "ablation: absent set not reported"
+expect_err "features absent" fit "$T/few.csv" --curves $F/curves.csv
+expect_usage "exactly one of" fit $F/features.csv
+printf '{"kind": "pfi-linear-model", "features": ["x"], "intercept": 1}\n' >"$T/bad.json"
+expect_err "bad.json: model:" predict "$T/bad.json" $F/features.csv
+
+# simulate: same seed, same bytes; another seed differs; JSON keys.
+S="simulate --curves $F/curves.csv --features $F/features.csv --workloads 40 --size 20"
+"$PFI" $S --seed 7 --format json >"$T/s1.json" || fail "simulate"
+"$PFI" $S --seed 7 --format json >"$T/s2.json" || fail "simulate again"
+cmp -s "$T/s1.json" "$T/s2.json" || fail "simulate is not reproducible from its seed"
+"$PFI" $S --seed 8 --format json >"$T/s3.json" || fail "simulate seed 8"
+cmp -s "$T/s1.json" "$T/s3.json" && fail "different seeds gave the same output"
+keys=$(sed -n 's/^  "\([a-z_]*\)":.*/\1/p' "$T/s1.json" | tr '\n' ' ')
+[ "$keys" = "cuts workloads size mix seed strategies " ] || fail "simulate JSON keys: $keys"
+"$PFI" $S --mix production --holdout --format csv >"$T/p.csv" || fail "production mix, holdout"
+# The oracle's own gap is zero at every cut.
+awk -F, '$1=="oracle" && $3 != 0 {exit 1}' "$T/p.csv" || fail "oracle gap not zero"
+# No strategy beats the oracle (gap >= 0).
+awk -F, 'NR>1 && $3 < 0 {exit 1}' "$T/p.csv" || fail "a strategy beat the oracle"
+if command -v gnuplot >/dev/null; then
+  "$PFI" $S --plot "$T/g.svg" >/dev/null || fail "plot"
+  grep -q "<svg" "$T/g.svg" || fail "plot: no SVG written"
+fi
+PFI_GNUPLOT=/nonexistent/gnuplot "$PFI" $S --plot "$T/g2.svg" >/dev/null 2>"$T/err"
+[ $? -eq 1 ] || fail "missing gnuplot: exit status not 1"
+grep -q "gnuplot not found" "$T/err" || fail "missing gnuplot: message '$(cat "$T/err")'"
+expect_err "infeasible" $S --cuts 90
+expect_usage "unknown strategy" $S --strategies equal,best
+
+[ "$fails" -eq 0 ] && echo "all passed"
+exit $((fails > 0))
