@@ -4,7 +4,8 @@
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev
       libgsl-dev libjansson-dev libsqlite3-dev libcurl4-openssl-dev
-      libcmocka-dev libglpk-dev glpk-utils gnuplot-nox chromium sqlite3)
+      libcmocka-dev libglpk-dev glpk-utils gnuplot-nox chromium sqlite3
+      python3)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
