@@ -140,6 +140,15 @@ IFS=, read -r _ pfi _ _ lo hi _ < <(sed -n 2p "$T/out")
 [ "$lo" = 2 ] && [ "$hi" = 2 ] && [ "$pfi" = 2 ] || fail "zero-noise interval: $(cat "$T/out")"
 grep -q ',-,-$' "$T/out" || fail "default noise reported for measured sd"
 
+# --noise sets the default relative noise: 0,0 gives a degenerate interval
+# at the estimate (3 for three.csv) and the statement says so.
+"$PFI" index "$T/three.csv" --ci 20 --noise 0,0 >"$T/out" || fail "--noise 0,0"
+grep -Eq '^a +3.0000  \[3.0000, 3.0000\]' "$T/out" || fail "--noise 0,0 interval: $(cat "$T/out")"
+grep -q 'default relative noise: 0 % of power, 0 % of throughput' "$T/out" ||
+  fail "--noise statement: $(cat "$T/out")"
+expect_usage "--noise" index "$T/three.csv" --ci 20 --noise 5
+"$PFI" help index | grep -q '^usage: pfi index' || fail "pfi help index"
+
 # ---- --caps ----
 cat >"$T/grid.csv" <<'EOF'
 job,cap_w,power_w,tokens_per_s
