@@ -12,9 +12,10 @@
  * 1 - mem_share - comm_share; its time scales with 1/f_SM), memory-bound
  * work (mem_share; clock independent down to a knee clock) and
  * communication/host work (comm_share; clock independent). Each segment
- * draws static + HBM power (with its DRAM activity) + SM dynamic power
- * sm_power_w * (SM weight of the segment) * x * v(x)^2, x = f/f_max, with
- * the voltage v rising linearly with the clock. Under a cap the GPU runs
+ * draws static power (leakage, proportional to the voltage) + HBM power
+ * (with its DRAM activity) + SM dynamic power sm_power_w * (SM weight of
+ * the segment) * x * v(x)^2, x = f/f_max, with the voltage v flat at its
+ * floor for low clocks and rising linearly with the clock above. Under a cap the GPU runs
  * each segment at the highest SM clock whose power fits under the cap (less
  * a 1 % regulation margin); the memory clock never moves. GPUs of a job
  * differ by a seeded manufacturing spread; a synchronous job runs at its
@@ -50,9 +51,12 @@ struct pfi_emu_profile {
   double sm_clock_idle_mhz;  /* idle / lowest SM clock, MHz */
   double mem_clock_mhz;      /* HBM clock, fixed, MHz */
   double idle_w;             /* power with no context, W */
-  double static_w;           /* static power under load (leakage, board), W */
+  double static_w;           /* static power (leakage, board) at the top
+                                voltage, W; scales with the voltage */
   double mem_w;              /* HBM power at DRAM activity 1, W */
-  double volt_floor;         /* v(0) / v(f_max) of the linear V-f line */
+  double volt_zero;          /* V-f line: v(x) = max(volt_min, volt_zero +
+                                (1 - volt_zero) x), relative to v(f_max) */
+  double volt_min;           /* the voltage floor, relative to v(f_max) */
   double mem_knee;           /* SM clock ratio below which memory work slows */
   double fb_total_mib;       /* frame buffer, MiB */
   double peak_tflops;        /* dense BF16 tensor peak, TFLOP/s */
@@ -214,6 +218,33 @@ int pfi_emu_sweep_pfi(const struct pfi_emu_job *job, const double *caps,
 /* The fine (200..700 step 100) and coarse (200,500,600,700) grids. */
 extern const double pfi_emu_grid_fine[6];
 extern const double pfi_emu_grid_coarse[4];
+
+/* Result of calibrating one job. */
+struct pfi_emu_calib {
+  double pfi;         /* emulated ratio PFI on the job's own grid */
+  double pfi_coarse;  /* on the coarse grid (8-GPU fine-grid jobs), or NaN */
+  double uncapped_w;  /* per-GPU power at the 700 W cap, W */
+  double tmax;        /* uncapped throughput, tokens/s (noise free) */
+  double mfu;         /* nominal model FLOPs utilization */
+  int evals;          /* model sweeps the search ran */
+};
+
+/*
+ * Fits job->mem_share, comm_share and sm_power_w so that the emulated
+ * sweep at `seed` reproduces job->pfi_published on the job's own grid and,
+ * when given, job->pfi_coarse_published on the coarse grid, with per-GPU
+ * uncapped power kept in 450..650 W. Deterministic: a fixed grid of
+ * starting points, then GSL's Nelder-Mead simplex, with a weak pull toward
+ * the architecture/task prior so that equally good fits resolve the same
+ * way every time. Returns 0 (also when a target is missed: compare
+ * `out`), PFI_EINVAL when the job has no target.
+ */
+int pfi_emu_calibrate(struct pfi_emu_job *job, unsigned long seed,
+                      struct pfi_emu_calib *out, struct pfi_error *err);
+
+/* Evaluates the current parameters of `job` like pfi_emu_calibrate(). */
+int pfi_emu_evaluate(const struct pfi_emu_job *job, unsigned long seed,
+                     struct pfi_emu_calib *out, struct pfi_error *err);
 
 /* ---- the `emu` device backend ------------------------------------------
  * Open params, comma-separated key=value (all optional):

@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Phase segmentation and the top-10 % steady-state aggregate. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "pfi/phase.h"
+
+void pfi_phase_params_init(struct pfi_phase_params *p) {
+  p->loaded_mib = 10240.0; /* 10 GiB, the paper's warmup threshold */
+  p->train_util = 50.0;
+  p->top_frac = 0.10;
+}
+
+const char *pfi_phase_name(enum pfi_phase ph) {
+  switch (ph) {
+  case PFI_PHASE_WARMUP:
+    return "warmup";
+  case PFI_PHASE_STARTUP:
+    return "startup";
+  case PFI_PHASE_TRAINING:
+    return "training";
+  case PFI_PHASE_PAUSE:
+    return "pause";
+  }
+  return NULL;
+}
+
+static int check_params(const struct pfi_phase_params *p,
+                        struct pfi_error *err) {
+  if (!(p->loaded_mib >= 0) || !isfinite(p->loaded_mib))
+    return pfi_error_set(err, PFI_EINVAL, "loaded frame-buffer threshold %g MiB "
+                         "is not a finite non-negative value", p->loaded_mib);
+  if (!(p->train_util > 0 && p->train_util <= 100))
+    return pfi_error_set(err, PFI_EINVAL,
+                         "training utilization threshold %g %% is outside "
+                         "(0, 100]", p->train_util);
+  if (!(p->top_frac > 0 && p->top_frac <= 1))
+    return pfi_error_set(err, PFI_EINVAL,
+                         "top fraction %g is outside (0, 1]", p->top_frac);
+  return 0;
+}
+
+int pfi_phase_segment(const double *fb_used_mib, const double *gpu_util,
+                      size_t n, const struct pfi_phase_params *p,
+                      enum pfi_phase *out, struct pfi_error *err) {
+  struct pfi_phase_params def;
+  if (!p) {
+    pfi_phase_params_init(&def);
+    p = &def;
+  }
+  int rc = check_params(p, err);
+  if (rc < 0)
+    return rc;
+  if (n > 0 && (!gpu_util || !out))
+    return pfi_error_set(err, PFI_EINVAL, "no utilization series to segment");
+  int loaded = 0, training = 0;
+  for (size_t i = 0; i < n; i++) {
+    double fb = fb_used_mib ? fb_used_mib[i] : NAN;
+    double u = gpu_util[i];
+    /* A missing frame-buffer reading cannot show warmup; count it loaded.
+     * Loading is latched: a run does not unload its weights mid-way. */
+    if (!loaded && (isnan(fb) || fb >= p->loaded_mib))
+      loaded = 1;
+    int busy = !isnan(u) && u >= p->train_util;
+    if (!loaded && !busy)
+      out[i] = PFI_PHASE_WARMUP;
+    else if (!training && !busy)
+      out[i] = PFI_PHASE_STARTUP;
+    else if (busy) {
+      training = loaded = 1;
+      out[i] = PFI_PHASE_TRAINING;
+    } else
+      out[i] = PFI_PHASE_PAUSE;
+  }
+  return 0;
+}
+
+static int cmp_desc(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x < y) - (x > y);
+}
+
+int pfi_phase_top_mean(const double *values, const enum pfi_phase *phase,
+                       size_t n, const struct pfi_phase_params *p,
+                       double *mean, size_t *used, struct pfi_error *err) {
+  struct pfi_phase_params def;
+  double *buf = NULL;
+  size_t m = 0;
+  int rc = 0;
+  if (!p) {
+    pfi_phase_params_init(&def);
+    p = &def;
+  }
+  if ((rc = check_params(p, err)) < 0)
+    return rc;
+  if (!mean || (n > 0 && (!values || !phase)))
+    return pfi_error_set(err, PFI_EINVAL, "no series to aggregate");
+  if (used)
+    *used = 0;
+  buf = malloc((n ? n : 1) * sizeof *buf);
+  if (!buf)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  for (size_t i = 0; i < n; i++)
+    if (phase[i] == PFI_PHASE_TRAINING && isfinite(values[i]))
+      buf[m++] = values[i];
+  if (m == 0) {
+    rc = pfi_error_set(err, PFI_ENOTFOUND,
+                       "no training-phase sample (GPU utilization never "
+                       "reached %g %%)", p->train_util);
+    goto out;
+  }
+  qsort(buf, m, sizeof *buf, cmp_desc);
+  size_t k = (size_t)ceil(p->top_frac * (double)m - 1e-9);
+  if (k < 1)
+    k = 1;
+  if (k > m)
+    k = m;
+  /* Summed in ascending order of magnitude within the top k, from the
+   * smallest, to keep the result independent of input order. */
+  double s = 0;
+  for (size_t i = k; i-- > 0;)
+    s += buf[i];
+  *mean = s / (double)k;
+  if (used)
+    *used = k;
+out:
+  free(buf);
+  return rc;
+}
