@@ -109,7 +109,8 @@ int pfi_table_double(const struct pfi_table *t, size_t row, size_t col,
 void pfi_table_release(struct pfi_table *t);
 
 /* Reads a whole file ("-" = standard input) into a NUL-terminated heap
- * buffer the caller frees with free(). Returns 0, PFI_EIO or PFI_ENOMEM. */
+ * buffer the caller frees with free(). Returns 0, PFI_ENOTFOUND (cannot
+ * open), PFI_EIO (read error) or PFI_ENOMEM. */
 int pfi_read_file(const char *path, char **out, size_t *len,
                   struct pfi_error *err);
 

@@ -14,7 +14,9 @@ int pfi_read_file(const char *path, char **out, size_t *len,
   int from_stdin = strcmp(path, "-") == 0;
   FILE *fp = from_stdin ? stdin : fopen(path, "rb");
   if (!fp)
-    return pfi_error_setloc(err, PFI_EIO, path, 0, 0, "cannot open: %s",
+    /* An input that cannot be opened is bad input (exit status 2), not a
+     * run-time failure: PFI_ENOTFOUND, with the system's reason. */
+    return pfi_error_setloc(err, PFI_ENOTFOUND, path, 0, 0, "cannot open: %s",
                             strerror(errno));
   size_t cap = 1 << 16, n = 0;
   /* A regular file's size is known: one allocation of the right size
