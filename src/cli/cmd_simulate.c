@@ -22,6 +22,7 @@ static const char usage_text[] =
     "                    [--seed S] [--holdout[=job|cluster]]\n"
     "                    [--model MODEL.json | --true-pfi]\n"
     "                    [--pfi-features L] [--plot FILE.svg|.png]\n"
+    "                    [--test-curves FILE --test-features FILE]\n"
     "                    [--map MAP] [--format F]\n"
     "\n"
     "Builds WORKLOADS workloads of SIZE jobs each, sampled with replacement\n"
@@ -44,6 +45,10 @@ static const char usage_text[] =
     "paper; --holdout predicts each job with a fit that did not see it\n"
     "(job, the default) or its architecture x task cluster (cluster);\n"
     "--model uses a saved model; --true-pfi the curves' own PFI.\n"
+    "--test-curves/--test-features (beyond the paper): workloads are drawn\n"
+    "from these jobs instead, whose PFI the model fitted on the library\n"
+    "predicts from their features: jobs the model never saw (for example\n"
+    "emulated jobs outside the published library).\n"
     "\n"
     "Options:\n"
     "  --curves FILE       curves CSV (default data/jobs/curves.csv)\n"
@@ -158,6 +163,8 @@ int cmd_simulate(int argc, char **argv) {
       {"true-pfi", no_argument, 0, 't'},
       {"pfi-features", required_argument, 0, 'P'},
       {"plot", required_argument, 0, 'p'},
+      {"test-curves", required_argument, 0, 'T'},
+      {"test-features", required_argument, 0, 'U'},
       {"map", required_argument, 0, 'M'},
       {"format", required_argument, 0, 'F'},
       {"help", no_argument, 0, 'h'},
@@ -166,7 +173,8 @@ int cmd_simulate(int argc, char **argv) {
              *cuts_s = "0,5,10,15,20,25,30,35,40",
              *strat_s = "oracle,equal,moe-ft-weighted,pfi-aware,dram-copy,"
                         "pfi-curve",
-             *model_path = NULL, *pfeat = NULL, *plot_path = NULL, *map = NULL;
+             *model_path = NULL, *pfeat = NULL, *plot_path = NULL, *map = NULL,
+             *tcurves = NULL, *tfeatures = NULL;
   unsigned long workloads = 500, size = 100, seed = 1;
   int holdout = 0, true_pfi = 0;
   enum pfi_format fmt = PFI_FMT_TABLE;
@@ -206,6 +214,8 @@ int cmd_simulate(int argc, char **argv) {
     case 't': true_pfi = 1; break;
     case 'P': pfeat = optarg; break;
     case 'p': plot_path = optarg; break;
+    case 'T': tcurves = optarg; break;
+    case 'U': tfeatures = optarg; break;
     case 'M': map = optarg; break;
     case 'F':
       if (pfi_cli_format("simulate", optarg,
@@ -225,6 +235,12 @@ int cmd_simulate(int argc, char **argv) {
   if ((model_path != NULL) + true_pfi + (holdout != 0) > 1)
     return pfi_cli_usage("simulate", "--model, --true-pfi and --holdout "
                                      "exclude each other");
+  if (!tcurves != !tfeatures)
+    return pfi_cli_usage("simulate", "--test-curves and --test-features go "
+                                     "together");
+  if (tcurves && (holdout || true_pfi))
+    return pfi_cli_usage("simulate", "test jobs are out of sample already: "
+                                     "drop --holdout and --true-pfi");
   char cbuf[4096], fbuf[4096], mbuf[4096];
   if (!curves && !(curves = jobdata_default("jobs/curves.csv", cbuf,
                                             sizeof cbuf)))
@@ -278,7 +294,9 @@ int cmd_simulate(int argc, char **argv) {
   }
 
   int status = PFI_EXIT_OK;
-  struct jobdata d;
+  struct jobdata d, td;
+  struct jobdata *sd = &d; /* the jobs workloads are drawn from */
+  int have_test = 0;
   struct pfi_problem lib;
   struct pfi_model model;
   int have_model = 0;
@@ -291,9 +309,24 @@ int cmd_simulate(int argc, char **argv) {
     free(cuts);
     return pfi_cli_fail(&err);
   }
-  size_t n = d.cs.n;
   if (jobdata_require_features(&d, "pfi simulate", &err) < 0)
     goto fail;
+  if (tcurves) {
+    /* Out-of-sample jobs: the telemetry model is fitted on the library and
+     * predicts the test jobs, which the workloads are drawn from. */
+    if (jobdata_load(&td, tcurves, map, tfeatures, &err) < 0)
+      goto fail;
+    have_test = 1;
+    sd = &td;
+    if (jobdata_require_features(&td, "pfi simulate", &err) < 0)
+      goto fail;
+    if (!model_path) {
+      if (jobdata_fit_model(&d, pfeat, &model, &err) < 0)
+        goto fail;
+      have_model = 1;
+    }
+  }
+  size_t n = sd->cs.n;
   est = calloc(n + 1, sizeof *est);
   dram = calloc(n + 1, sizeof *dram);
   weight = calloc(n + 1, sizeof *weight);
@@ -306,32 +339,32 @@ int cmd_simulate(int argc, char **argv) {
     goto fail;
   }
   for (size_t i = 0; i < n; i++) {
-    if (pfi_problem_add_curve(&lib, &d.cs.c[i], &err) < 0)
+    if (pfi_problem_add_curve(&lib, &sd->cs.c[i], &err) < 0)
       goto fail;
-    size_t r = (size_t)d.frow[i];
+    size_t r = (size_t)sd->frow[i];
     int m, f;
-    if (pfi_features_class(&d.f, r, &m, &f, &err) < 0)
+    if (pfi_features_class(&sd->f, r, &m, &f, &err) < 0)
       goto fail;
     moe[i] = m && f;
     isft[i] = f;
     if ((mask & (1u << PFI_STRAT_DRAM_COPY)) &&
-        pfi_features_value(&d.f, r, "dram_copy_product", &dram[i], &err) < 0)
+        pfi_features_value(&sd->f, r, "dram_copy_product", &dram[i], &err) < 0)
       goto fail;
     if (mix_path) {
       double g;
-      if (pfi_features_value(&d.f, r, "gpus", &g, &err) < 0)
+      if (pfi_features_value(&sd->f, r, "gpus", &g, &err) < 0)
         goto fail;
       gpus[i] = (int)g;
     }
   }
   if (true_pfi) {
     for (size_t i = 0; i < n; i++) {
-      if (!d.pfi_ok[i]) {
-        pfi_error_setloc(&err, PFI_EPARSE, d.cs.source, d.cs.c[i].first_line,
-                         0, "job %s: PFI undefined", d.cs.c[i].job);
+      if (!sd->pfi_ok[i]) {
+        pfi_error_setloc(&err, PFI_EPARSE, sd->cs.source, sd->cs.c[i].first_line,
+                         0, "job %s: PFI undefined", sd->cs.c[i].job);
         goto fail;
       }
-      est[i] = d.true_pfi[i];
+      est[i] = sd->true_pfi[i];
     }
   } else {
     if (model_path) {
@@ -339,7 +372,7 @@ int cmd_simulate(int argc, char **argv) {
         goto fail;
       have_model = 1;
     }
-    if (jobdata_estimate_pfi(&d, have_model ? &model : NULL, pfeat, holdout,
+    if (jobdata_estimate_pfi(sd, have_model ? &model : NULL, pfeat, holdout,
                              est, &err) < 0)
       goto fail;
   }
@@ -374,8 +407,10 @@ int cmd_simulate(int argc, char **argv) {
     }
     goto fail;
   }
-  int emulated = is_emulated(&d.f);
-  const char *pfi_src = true_pfi ? "true PFI of the curves"
+  int emulated = is_emulated(&d.f) || is_emulated(&sd->f);
+  const char *pfi_src = have_test ? "telemetry model fitted on the library, "
+                                    "applied to the test jobs"
+                        : true_pfi ? "true PFI of the curves"
                         : have_model ? "saved model"
                         : holdout == 1 ? "telemetry model, held out by job"
                         : holdout == 2 ? "telemetry model, held out by cluster"
@@ -441,8 +476,8 @@ int cmd_simulate(int argc, char **argv) {
     }
   } else {
     printf("Simulation: %lu workloads x %lu jobs, mix %s, seed %lu; library "
-           "%zu jobs (%s)\nPFI estimates: %s\n",
-           workloads, size, mix, seed, n,
+           "%zu jobs%s (%s)\nPFI estimates: %s\n",
+           workloads, size, mix, seed, n, have_test ? " (test jobs)" : "",
            emulated ? "emulated" : "from the given files", pfi_src);
     printf("\nThroughput gap to the oracle, tokens/s per job: mean "
            "[95 %% interval]\n%-16s", "strategy");
@@ -523,6 +558,8 @@ out:
   if (have_model)
     pfi_model_release(&model);
   jobdata_release(&d);
+  if (have_test)
+    jobdata_release(&td);
   pfi_problem_release(&lib);
   free(cuts);
   free(est);

@@ -215,3 +215,43 @@ const char *jobdata_default(const char *rel, char *buf, size_t n) {
     return NULL;
   return access(buf, R_OK) == 0 ? buf : NULL;
 }
+
+int jobdata_fit_model(const struct jobdata *d, const char *feature_list,
+                      struct pfi_model *m, struct pfi_error *err) {
+  char **names = NULL;
+  size_t k = 0, n = d->cs.n, q = 0;
+  int rc = pfi_strlist_split(
+      feature_list ? feature_list : pfi_default_model_features, &names, &k,
+      err);
+  if (rc < 0)
+    return rc;
+  size_t *rows = malloc((n + 1) * sizeof *rows);
+  double *x = malloc((n * k + 1) * sizeof *x), *y = malloc((n + 1) * sizeof *y);
+  if (!rows || !x || !y) {
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  for (size_t i = 0; i < n; i++)
+    if (d->pfi_ok[i] && d->frow[i] >= 0) {
+      rows[q] = (size_t)d->frow[i];
+      y[q] = d->true_pfi[i];
+      q++;
+    }
+  if (q < 3) {
+    rc = pfi_error_set(err, PFI_EINVAL,
+                       "only %zu library jobs have a defined PFI and "
+                       "features: too few to fit the telemetry model",
+                       q);
+    goto out;
+  }
+  if ((rc = pfi_model_design(&d->f, rows, q, (const char *const *)names, k, x,
+                             err)) < 0)
+    goto out;
+  rc = pfi_model_fit(x, q, k, y, (const char *const *)names, m, err);
+out:
+  pfi_strlist_free(names);
+  free(rows);
+  free(x);
+  free(y);
+  return rc;
+}

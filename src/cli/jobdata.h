@@ -47,6 +47,12 @@ int jobdata_estimate_pfi(const struct jobdata *d, const struct pfi_model *model,
                          const char *feature_list, int holdout, double *est,
                          struct pfi_error *err);
 
+/* Fits a model on `feature_list` (NULL: the default) to the jobs' true PFI
+ * (jobs with a defined PFI; features needed for every job). Release `m`
+ * with pfi_model_release(). */
+int jobdata_fit_model(const struct jobdata *d, const char *feature_list,
+                      struct pfi_model *m, struct pfi_error *err);
+
 /* Path of a data file (data/REL), for defaults; NULL when absent. */
 const char *jobdata_default(const char *rel, char *buf, size_t n);
 

@@ -129,6 +129,14 @@ keys=$(sed -n 's/^  "\([a-z_]*\)":.*/\1/p' "$T/s1.json" | tr '\n' ' ')
 awk -F, '$1=="oracle" && $3 != 0 {exit 1}' "$T/p.csv" || fail "oracle gap not zero"
 # No strategy beats the oracle (gap >= 0).
 awk -F, 'NR>1 && $3 < 0 {exit 1}' "$T/p.csv" || fail "a strategy beat the oracle"
+# Out-of-sample jobs: the model is fitted on the first 6 jobs, workloads
+# drawn from the other 6.
+head -n 31 $F/curves.csv >"$T/lib.csv"
+{ head -n 1 $F/curves.csv; tail -n 30 $F/curves.csv; } >"$T/test.csv"
+"$PFI" simulate --curves "$T/lib.csv" --features $F/features.csv --test-curves "$T/test.csv" \
+  --test-features $F/features.csv --workloads 20 --size 10 >"$T/oos.txt" || fail "test jobs"
+grep -q "library 6 jobs (test jobs)" "$T/oos.txt" || fail "test jobs: not drawn from the test set"
+expect_usage "go together" $S --test-curves "$T/test.csv"
 if command -v gnuplot >/dev/null; then
   "$PFI" $S --plot "$T/g.svg" >/dev/null || fail "plot"
   grep -q "<svg" "$T/g.svg" || fail "plot: no SVG written"
