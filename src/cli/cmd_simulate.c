@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -95,10 +96,15 @@ static int plot(const char *path, const double *cuts, size_t nc,
   snprintf(cmd, sizeof cmd, "%s 2>&1 >/dev/null", gp);
   if (strchr(path, '\'') || strchr(path, '\n'))
     return pfi_error_set(err, PFI_EINVAL, "--plot: unusable file name");
+  /* gnuplot may exit before reading its script (not installed, bad
+   * terminal): writing must fail with EPIPE, not kill pfi with SIGPIPE. */
+  void (*old_pipe)(int) = signal(SIGPIPE, SIG_IGN);
   FILE *fp = popen(cmd, "w");
-  if (!fp)
+  if (!fp) {
+    signal(SIGPIPE, old_pipe);
     return pfi_error_set(err, PFI_ECHILD, "cannot start gnuplot: %s",
                          strerror(errno));
+  }
   fprintf(fp, "set terminal %s\nset output '%s'\n", term, path);
   fprintf(fp, "set title \"%s\" noenhanced\n", title);
   fprintf(fp, "set xlabel 'Cluster power reduction (%%)'\n"
@@ -127,6 +133,7 @@ static int plot(const char *path, const double *cuts, size_t nc,
     fprintf(fp, "0 title 'no strategy to plot'");
   fprintf(fp, "\n");
   int st = pclose(fp);
+  signal(SIGPIPE, old_pipe);
   if (st == -1 || !WIFEXITED(st))
     return pfi_error_set(err, PFI_ECHILD, "gnuplot did not finish");
   if (WEXITSTATUS(st) == 127)
