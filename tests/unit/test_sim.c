@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Simulation: gaps on a two-job library worked by hand, reproducibility
+ * from the seed, and the production-mix sampling weights.
+ */
+#include <gsl/gsl_cdf.h>
+#include <gsl/gsl_rng.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pfi/sim.h"
+#include "testutil.h"
+
+/*
+ * Job A: (100 W, 100), (200 W, 150): one slope 0.5. Job B: (100, 100),
+ * (150, 140), (200, 160): slopes 0.8 then 0.4. A 20 % cut of two jobs
+ * leaves 320 W of 400, 120 W above the floors.
+ *  AA: oracle = equal = 200 + 0.5 * 120 = 260, gap 0.
+ *  BB: oracle 200 + 0.8 * 100 + 0.4 * 20 = 288; equal, 160 W each,
+ *      2 * (140 + 0.4 * 10) = 288: gap 0.
+ *  AB: oracle fills B's 0.8 segment (50 W) and 70 W of A's 0.5:
+ *      200 + 40 + 35 = 275; equal gives A 130 and B 144 = 274: gap 1,
+ *      0.5 tokens/s per job.
+ */
+static void make_lib(struct pfi_problem *lib) {
+  struct pfi_error err;
+  double xa[] = {100, 200}, ya[] = {100, 150};
+  double xb[] = {100, 150, 200}, yb[] = {100, 140, 160};
+  pfi_problem_init(lib);
+  assert_int_equal(pfi_problem_add(lib, xa, ya, 2, 100, 200, &err), 0);
+  assert_int_equal(pfi_problem_add(lib, xb, yb, 3, 100, 200, &err), 0);
+}
+
+static void test_gaps_by_hand(void **state) {
+  (void)state;
+  struct pfi_problem lib;
+  make_lib(&lib);
+  double cuts[] = {0.0, 0.2};
+  struct pfi_sim_config cfg = {.workloads = 1000,
+                               .size = 2,
+                               .cuts = cuts,
+                               .ncuts = 2,
+                               .strategies = (1u << PFI_STRAT_ORACLE) |
+                                             (1u << PFI_STRAT_EQUAL),
+                               .seed = 42};
+  struct pfi_sim_result res;
+  struct pfi_error err;
+  assert_int_equal(pfi_sim_run(&lib, NULL, &cfg, &res, &err), 0);
+  /* The same draws as the simulation: MT19937 seeded 42, uniform over the
+   * two jobs, two per workload, in order. */
+  gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+  gsl_rng_set(r, 42);
+  size_t mixed = 0;
+  for (size_t w = 0; w < 1000; w++) {
+    unsigned long a = gsl_rng_uniform_int(r, 2), b = gsl_rng_uniform_int(r, 2);
+    mixed += a != b;
+  }
+  gsl_rng_free(r);
+  double p = mixed / 1000.0, mean = 0.5 * p;
+  /* Sample sd of values 0.5 (mixed) and 0: 0.5 sqrt(p (1 - p) n/(n - 1)). */
+  double sd = 0.5 * sqrt(p * (1 - p) * 1000.0 / 999.0);
+  double h = gsl_cdf_tdist_Pinv(0.975, 999) * sd / sqrt(1000.0);
+  const struct pfi_sim_cell *eq = res.cell[PFI_STRAT_EQUAL];
+  /* Tolerance: sums of a thousand values of a few hundred tokens/s. */
+  ASSERT_NEAR(eq[1].gap_mean, mean, 1e-9);
+  ASSERT_NEAR(eq[1].gap_lo, mean - h, 1e-9);
+  ASSERT_NEAR(eq[1].gap_hi, mean + h, 1e-9);
+  assert_true(eq[1].closed_defined);
+  ASSERT_NEAR(eq[1].closed_pct, 0.0, 1e-9);
+  ASSERT_NEAR(res.cell[PFI_STRAT_ORACLE][1].closed_pct, 100.0, 1e-9);
+  /* No cut: no gap, and no share of it to close. */
+  ASSERT_NEAR(eq[0].gap_mean, 0.0, 0);
+  assert_false(eq[0].closed_defined);
+  /* Only the requested strategies come back. */
+  assert_null(res.cell[PFI_STRAT_PFI_AWARE]);
+  pfi_sim_result_release(&res);
+
+  /* Same seed, same numbers, bit for bit; another seed differs. */
+  struct pfi_sim_result r1, r2;
+  assert_int_equal(pfi_sim_run(&lib, NULL, &cfg, &r1, &err), 0);
+  assert_int_equal(pfi_sim_run(&lib, NULL, &cfg, &r2, &err), 0);
+  assert_memory_equal(r1.cell[PFI_STRAT_EQUAL], r2.cell[PFI_STRAT_EQUAL],
+                      2 * sizeof(struct pfi_sim_cell));
+  pfi_sim_result_release(&r2);
+  cfg.seed = 43;
+  assert_int_equal(pfi_sim_run(&lib, NULL, &cfg, &r2, &err), 0);
+  assert_true(r1.cell[PFI_STRAT_EQUAL][1].gap_mean !=
+              r2.cell[PFI_STRAT_EQUAL][1].gap_mean);
+  pfi_sim_result_release(&r1);
+  pfi_sim_result_release(&r2);
+
+  /* A cut below the floors: 60 % leaves 160 W under 200 W of floors. */
+  double deep[] = {0.6};
+  cfg.cuts = deep;
+  cfg.ncuts = 1;
+  assert_int_equal(pfi_sim_run(&lib, NULL, &cfg, &res, &err),
+                   PFI_EINFEASIBLE);
+  assert_non_null(strstr(err.msg, "infeasible by 40.000 W"));
+  pfi_problem_release(&lib);
+}
+
+/* Mix weights by hand: pt share 0.06 over pretraining jobs with >= 16
+ * GPUs, ft 0.94 over fine-tuning jobs with <= 8 GPUs. */
+static void test_mix_weights(void **state) {
+  (void)state;
+  char path[] = "/tmp/pfi-test-mix-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  static const char mix[] = "task,min_gpus,max_gpus,share\n"
+                            "pt,16,1000,0.06\nft,1,8,0.94\n";
+  assert_int_equal(write(fd, mix, strlen(mix)), (int)strlen(mix));
+  close(fd);
+  /* jobs: pt x8, pt x16, pt x32, ft x8, ft x8, ft x16 */
+  int ft[] = {0, 0, 0, 1, 1, 1}, gpus[] = {8, 16, 32, 8, 8, 16};
+  double w[6];
+  size_t fb;
+  struct pfi_error err;
+  assert_int_equal(pfi_mix_weights(path, ft, gpus, 6, w, &fb, &err), 0);
+  ASSERT_NEAR(w[0], 0.0, 0);
+  ASSERT_NEAR(w[1], 0.03, 1e-15);
+  ASSERT_NEAR(w[2], 0.03, 1e-15);
+  ASSERT_NEAR(w[3], 0.47, 1e-15);
+  ASSERT_NEAR(w[4], 0.47, 1e-15);
+  ASSERT_NEAR(w[5], 0.0, 0);
+  ASSERT_EQ_INT(fb, 0);
+  /* No pretraining job with 16+ GPUs: its share falls back to every
+   * pretraining job. */
+  int g2[] = {8, 8, 8, 8, 8, 16};
+  assert_int_equal(pfi_mix_weights(path, ft, g2, 6, w, &fb, &err), 0);
+  ASSERT_NEAR(w[0], 0.02, 1e-15);
+  ASSERT_EQ_INT(fb, 1);
+  /* No fine-tuning job at all: an error. */
+  int none[] = {0, 0, 0, 0, 0, 0};
+  assert_int_equal(pfi_mix_weights(path, none, gpus, 6, w, &fb, &err),
+                   PFI_EINVAL);
+  unlink(path);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_gaps_by_hand),
+      cmocka_unit_test(test_mix_weights),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
