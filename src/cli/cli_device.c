@@ -2,6 +2,7 @@
 #include "cli_device.h"
 
 #include "../device/params.h"
+#include "pfi/fault.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -60,4 +61,12 @@ int pfi__cli_open_device(const char *cmd, const char *backend,
 int pfi__cli_parse_gpus(const char *s, unsigned count, unsigned **out,
                         size_t *n, struct pfi_error *err) {
   return pfi__parse_gpu_list(s, count, out, n, err);
+}
+
+int pfi__cli_emulated(struct pfi_device *dev, const char *gpu_name) {
+  struct pfi_device *inner = pfi_fault_inner(dev);
+  const struct pfi_device_ops *ops = pfi_device_ops_of(inner ? inner : dev);
+  if (ops && strcmp(ops->name, "emu") == 0)
+    return 1;
+  return gpu_name && strstr(gpu_name, "(emulated)") != NULL;
 }

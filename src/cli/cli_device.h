@@ -21,6 +21,14 @@ int pfi__cli_open_device(const char *cmd, const char *backend,
                          const char **chosen, struct pfi_error *err);
 
 /*
+ * Whether the session's GPUs are emulated: the emu backend, a fault
+ * wrapper around it, or a GPU whose name says "(emulated)" (the emulator
+ * behind another interface, as with the test NVML library). `gpu_name` may
+ * be NULL.
+ */
+int pfi__cli_emulated(struct pfi_device *dev, const char *gpu_name);
+
+/*
  * Parses a GPU list "all", "0,2,5", "0-3" or a mix ("0-1,4") for a session
  * with `count` GPUs. *out is a malloc'd array (caller frees) of *n distinct
  * indices in the order given. Returns 0, PFI_EINVAL (malformed, duplicate)

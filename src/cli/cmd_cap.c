@@ -43,6 +43,7 @@ static const char usage_text[] =
 struct item {
   unsigned gpu;
   char uuid[128];
+  char name[128];
   struct pfi_power_limits lim;
   uint32_t old_mw, new_mw, enforced_mw;
   int have_enforced;
@@ -170,7 +171,12 @@ int cmd_cap(int argc, char **argv) {
     struct item *it = &items[k];
     it->gpu = gpus[k];
     snprintf(it->uuid, sizeof it->uuid, "-");
+    snprintf(it->name, sizeof it->name, "-");
     rc = pfi_device_uuid(dev, it->gpu, it->uuid, sizeof it->uuid, &err);
+    if (rc == PFI_ENOTSUP)
+      rc = 0;
+    if (rc == 0)
+      rc = pfi_device_name(dev, it->gpu, it->name, sizeof it->name, &err);
     if (rc == PFI_ENOTSUP)
       rc = 0;
     if (rc == 0)
@@ -227,11 +233,11 @@ int cmd_cap(int argc, char **argv) {
     }
   }
 
-  int emulated = strcmp(chosen, "emu") == 0;
   if (format == PFI_FMT_JSON) {
     json_t *arr = json_array();
     for (size_t k = 0; k < n; k++) {
       const struct item *it = &items[k];
+      int emulated = pfi__cli_emulated(dev, it->name);
       json_t *o = json_object();
       json_object_set_new(o, "index", json_integer(it->gpu));
       json_object_set_new(o, "uuid", json_string(it->uuid));
@@ -255,6 +261,7 @@ int cmd_cap(int argc, char **argv) {
            "backend,emulated\n");
   for (size_t k = 0; k < n; k++) {
     const struct item *it = &items[k];
+    int emulated = pfi__cli_emulated(dev, it->name);
     char enf[32] = "-";
     if (it->have_enforced)
       snprintf(enf, sizeof enf, "%.3f", it->enforced_mw / 1000.0);

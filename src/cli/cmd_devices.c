@@ -191,7 +191,7 @@ int cmd_devices(int argc, char **argv) {
     if ((rc = read_row(dev, i, &rows[i], &err)) < 0)
       goto fail;
 
-  int emulated = strcmp(chosen, "emu") == 0;
+  int any_emulated = 0;
   if (format == PFI_FMT_JSON) {
     json_t *arr = json_array();
     for (unsigned i = 0; i < n; i++) {
@@ -211,7 +211,8 @@ int cmd_devices(int argc, char **argv) {
       json_object_set_new(o, "gpu_temp_c", jnum(r->temp_c));
       json_object_set_new(o, "fb_used_mib", jnum(r->fb_mib));
       json_object_set_new(o, "backend", json_string(chosen));
-      json_object_set_new(o, "emulated", json_boolean(emulated));
+      json_object_set_new(o, "emulated",
+                          json_boolean(pfi__cli_emulated(dev, r->name)));
       json_array_append_new(arr, o);
     }
     status = pfi_cli_print_json(arr);
@@ -228,6 +229,8 @@ int cmd_devices(int argc, char **argv) {
   }
   for (unsigned i = 0; i < n; i++) {
     const struct row *r = &rows[i];
+    int emulated = pfi__cli_emulated(dev, r->name);
+    any_emulated |= emulated;
     char b[11][32];
     fmt(b[0], 32, r->min_w, "%.1f");
     fmt(b[1], 32, r->max_w, "%.1f");
@@ -253,8 +256,8 @@ int cmd_devices(int argc, char **argv) {
              b[6], b[7], b[8]);
     }
   }
-  if (format == PFI_FMT_TABLE && emulated)
-    printf("(emulated GPUs of the emu backend; not a measurement)\n");
+  if (format == PFI_FMT_TABLE && any_emulated)
+    printf("(emulated GPUs; not a measurement)\n");
   if (fflush(stdout) != 0)
     status = PFI_EXIT_FAIL;
   goto out;

@@ -64,6 +64,8 @@ check "cap_w" 700.0 "$(csv_get "$tmp/d.csv" 0 cap_w)"
 check "enforced_cap_w" 700.0 "$(csv_get "$tmp/d.csv" 0 enforced_cap_w)"
 check "mem_clock_mhz" 3201 "$(csv_get "$tmp/d.csv" 0 mem_clock_mhz)"
 check "backend column" nvml "$(csv_get "$tmp/d.csv" 0 backend)"
+# The fake's GPUs are the emulator's, and are labelled so.
+check "emulated column" true "$(csv_get "$tmp/d.csv" 0 emulated)"
 
 "$PFI" devices --backend nvml --format json >"$tmp/d.json" 2>/dev/null
 check "devices json exit" 0 $?
@@ -87,7 +89,7 @@ contains "nvml missing message" "$tmp/err" "/nonexistent/libnvidia-ml.so.1"
 # Caps through NVML persist in the emulator's state.
 "$PFI" cap --backend nvml --gpus 0,1 --set 500 >"$tmp/out" 2>"$tmp/err"
 check "cap set exit" 0 $?
-contains "cap prints old -> new" "$tmp/out" "GPU 0: 700.0 W -> 500.0 W"
+contains "cap prints old -> new" "$tmp/out" "GPU 0: 700.0 W -> 500.0 W [emulated]"
 contains "cap prints GPU 1" "$tmp/out" "GPU 1: 700.0 W -> 500.0 W"
 check "caps after set" "500.0 500.0 700.0 700.0" "$(caps)"
 "$PFI" cap --backend nvml --gpus 1-3 --set 412.5 --format json >"$tmp/out"

@@ -72,15 +72,16 @@ static int test_setup(void **state) {
 
 /*
  * A job library of one job, written by the test so that it does not depend
- * on the calibrated library: a dense 4-GPU pretraining job with a third of
- * its step memory-bound. Only its telemetry's transport is under test.
+ * on the calibrated library: a dense 4-GPU pretraining job with 30 % of its
+ * step memory-bound. Only its telemetry's transport is under test. (A
+ * loader ignores columns it does not know.)
  */
 static const char jobs_csv[] =
     "id,source,profile,arch,task,model,variant,gpus,grid,caps,params_b,"
     "active_b,seq_len,tokens_per_step,fb_gib,mem_share,comm_share,"
-    "sm_power_w,pfi_published,pfi_coarse_published\n"
+    "sm_power_w,mem_sm_weight,pfi_published,pfi_coarse_published\n"
     "nvml-test-job,emulated,h200,dense,pt,test-8b,v1,4,fine,"
-    "200;300;400;500;600;700,8,8,4096,1048576,60,0.3,0.1,400,,\n";
+    "200;300;400;500;600;700,8,8,4096,1048576,60,0.3,0.1,400,0.3,,\n";
 
 static void pick_job(void) {
   FILE *f = fopen(jobs_path, "w");
