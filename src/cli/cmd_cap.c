@@ -26,7 +26,8 @@ static const char usage_text[] =
     "emulator's state directory ($PFI_EMU_STATE).\n"
     "\n"
     "Options:\n"
-    "  --backend B   nvml or emu (default: nvml when it finds a GPU, else emu)\n"
+    "  --backend B   nvml or emu (default: nvml when it finds a GPU, else "
+    "emu)\n"
     "  --params P    backend parameters, e.g. for emu profile=h100,gpus=4\n"
     "  --gpus LIST   GPU indices: all (default), 0,2,5 or ranges 0-3\n"
     "  --set W       the new limit in watts (e.g. 500 or 412.5)\n"
@@ -62,9 +63,9 @@ static int restore(struct pfi_device *dev, struct item *items, size_t k) {
     pfi_error_clear(&e);
     if (pfi_device_set_cap(dev, it->gpu, it->old_mw, &e) < 0) {
       char buf[PFI_ERROR_MSG_MAX + 64];
-      fprintf(stderr,
-              "pfi cap: GPU %u could NOT be restored to %.3f W: %s\n",
-              it->gpu, it->old_mw / 1000.0, pfi_error_format(&e, buf, sizeof buf));
+      fprintf(stderr, "pfi cap: GPU %u could NOT be restored to %.3f W: %s\n",
+              it->gpu, it->old_mw / 1000.0,
+              pfi_error_format(&e, buf, sizeof buf));
       bad++;
     } else {
       fprintf(stderr, "pfi cap: GPU %u restored to %.3f W\n", it->gpu,
@@ -130,7 +131,8 @@ int cmd_cap(int argc, char **argv) {
       fputs(usage_text, stdout);
       return 0;
     case ':':
-      return pfi_cli_usage("cap", "option '%s' needs a value", argv[optind - 1]);
+      return pfi_cli_usage("cap", "option '%s' needs a value",
+                           argv[optind - 1]);
     default:
       return pfi_cli_usage("cap", "unknown option '%s'", argv[optind - 1]);
     }
@@ -190,8 +192,8 @@ int cmd_cap(int argc, char **argv) {
       rc = pfi_error_set(&err, PFI_ERANGE,
                          "%s %.3f W is outside GPU %u's power-limit range "
                          "%.3f..%.3f W; nothing was changed",
-                         reset ? "the default limit" : "--set", it->new_mw / 1000.0,
-                         it->gpu, it->lim.min_mw / 1000.0,
+                         reset ? "the default limit" : "--set",
+                         it->new_mw / 1000.0, it->gpu, it->lim.min_mw / 1000.0,
                          it->lim.max_mw / 1000.0);
       goto fail;
     }
@@ -217,8 +219,9 @@ int cmd_cap(int argc, char **argv) {
       status = pfi_cli_fail(&err);
       int bad = restore(dev, items, k + 1);
       if (bad)
-        fprintf(stderr, "pfi cap: %d GPU%s left at a changed limit; check "
-                        "with 'pfi devices'\n",
+        fprintf(stderr,
+                "pfi cap: %d GPU%s left at a changed limit; check "
+                "with 'pfi devices'\n",
                 bad, bad == 1 ? "" : "s");
       goto out;
     }
@@ -244,8 +247,9 @@ int cmd_cap(int argc, char **argv) {
       json_object_set_new(o, "old_cap_w", json_real(it->old_mw / 1000.0));
       json_object_set_new(o, "new_cap_w", json_real(it->new_mw / 1000.0));
       json_object_set_new(o, "enforced_cap_w",
-                          it->have_enforced ? json_real(it->enforced_mw / 1000.0)
-                                            : json_null());
+                          it->have_enforced
+                              ? json_real(it->enforced_mw / 1000.0)
+                              : json_null());
       json_object_set_new(o, "changed",
                           json_boolean(!dry && it->new_mw != it->old_mw));
       json_object_set_new(o, "dry_run", json_boolean(dry));
@@ -274,7 +278,9 @@ int cmd_cap(int argc, char **argv) {
     else
       printf("GPU %u: %.1f W -> %.1f W%s%s\n", it->gpu, it->old_mw / 1000.0,
              it->new_mw / 1000.0,
-             dry ? " (dry run)" : changed ? "" : " (unchanged)",
+             dry       ? " (dry run)"
+             : changed ? ""
+                       : " (unchanged)",
              emulated ? " [emulated]" : "");
   }
   if (fflush(stdout) != 0)

@@ -19,7 +19,8 @@ static const char usage_text[] =
     "buffer used). Reading needs no privileges.\n"
     "\n"
     "Options:\n"
-    "  --backend B   nvml (NVIDIA GPUs through libnvidia-ml.so.1; $PFI_NVML_LIB\n"
+    "  --backend B   nvml (NVIDIA GPUs through libnvidia-ml.so.1; "
+    "$PFI_NVML_LIB\n"
     "                overrides the library path) or emu (emulated H200/H100\n"
     "                GPUs). Default: nvml when it loads and finds a GPU, else\n"
     "                emu; the choice is said on stderr.\n"
@@ -251,9 +252,9 @@ int cmd_devices(int argc, char **argv) {
              b[4], b[5], b[6], b[7], b[8], b[9], chosen,
              emulated ? "true" : "false");
     } else {
-      printf("%-5u %-26s %-40s %8s %8s %8s %8s %8s %8s %7s %7s %5s\n",
-             r->index, r->name, r->uuid, b[0], b[1], b[2], b[3], b[4], b[5],
-             b[6], b[7], b[8]);
+      printf("%-5u %-26s %-40s %8s %8s %8s %8s %8s %8s %7s %7s %5s\n", r->index,
+             r->name, r->uuid, b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
+             b[8]);
     }
   }
   if (format == PFI_FMT_TABLE && any_emulated)

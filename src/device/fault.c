@@ -176,11 +176,10 @@ static int inject(struct fctx *c, int op, unsigned gpu, struct pfi_error *err) {
       continue;
     if (!cf->persistent && n != cf->after[o] + 1)
       continue;
-    return pfi_error_set(err, cf->code,
-                         "fault: injected %s on %s call %ld (GPU %u): %s",
-                         cf->persistent ? "persistent failure"
-                                        : "transient failure",
-                         op_names[op], n, gpu, pfi_strerror(cf->code));
+    return pfi_error_set(
+        err, cf->code, "fault: injected %s on %s call %ld (GPU %u): %s",
+        cf->persistent ? "persistent failure" : "transient failure",
+        op_names[op], n, gpu, pfi_strerror(cf->code));
   }
   return 0;
 }

@@ -114,12 +114,12 @@ typedef struct {
 typedef struct nvmlGpmSample_st *nvmlGpmSample_t;
 
 enum {
-  NVML_GPM_METRIC_SM_UTIL = 2,           /* percent of SMs busy */
-  NVML_GPM_METRIC_SM_OCCUPANCY = 3,      /* percent of warps resident */
-  NVML_GPM_METRIC_ANY_TENSOR_UTIL = 5,   /* percent, any tensor pipe */
-  NVML_GPM_METRIC_DRAM_BW_UTIL = 10,     /* percent of peak DRAM bandwidth */
-  NVML_GPM_METRIC_PCIE_TX_PER_SEC = 20,  /* MiB/s */
-  NVML_GPM_METRIC_PCIE_RX_PER_SEC = 21,  /* MiB/s */
+  NVML_GPM_METRIC_SM_UTIL = 2,          /* percent of SMs busy */
+  NVML_GPM_METRIC_SM_OCCUPANCY = 3,     /* percent of warps resident */
+  NVML_GPM_METRIC_ANY_TENSOR_UTIL = 5,  /* percent, any tensor pipe */
+  NVML_GPM_METRIC_DRAM_BW_UTIL = 10,    /* percent of peak DRAM bandwidth */
+  NVML_GPM_METRIC_PCIE_TX_PER_SEC = 20, /* MiB/s */
+  NVML_GPM_METRIC_PCIE_RX_PER_SEC = 21, /* MiB/s */
   NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC = 60, /* MiB/s */
   NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC = 61  /* MiB/s */
 };
@@ -162,9 +162,7 @@ typedef struct {
 
 /* ---- the entry points ---------------------------------------------------- */
 
-/* X(member, return/argument types, symbol names newest first). Required
- * entry points make open fail when missing; the others make the operation
- * or field unsupported. */
+/* The entry points, resolved with dlsym when a session opens. */
 struct nvml_fns {
   nvmlReturn_t (*init)(void);
   nvmlReturn_t (*shutdown)(void);
@@ -196,9 +194,12 @@ struct nvml_fns {
   nvmlReturn_t (*gpm_metrics_get)(nvmlGpmMetricsGet_t *);
 };
 
+/* Symbol names of each entry point, newest first. Required entry points
+ * make open fail when missing; the others make the operation or field
+ * unsupported. */
 struct sym {
-  size_t off;          /* offset of the member in struct nvml_fns */
-  int required;        /* open fails without it */
+  size_t off;           /* offset of the member in struct nvml_fns */
+  int required;         /* open fails without it */
   const char *names[3]; /* newest first, NULL-terminated */
 };
 
@@ -242,10 +243,10 @@ static const struct sym syms[] = {
 
 struct gpu {
   nvmlDevice_t h;
-  int gpm;                 /* GPM samples usable */
-  nvmlGpmSample_t prev;    /* baseline sample, taken at prev_t */
-  nvmlGpmSample_t cur;     /* scratch for the next sample */
-  double prev_t;           /* monotonic seconds */
+  int gpm;              /* GPM samples usable */
+  nvmlGpmSample_t prev; /* baseline sample, taken at prev_t */
+  nvmlGpmSample_t cur;  /* scratch for the next sample */
+  double prev_t;        /* monotonic seconds */
 };
 
 struct ctx {
@@ -270,32 +271,54 @@ static double mono_s(void) {
 
 static const char *nvml_name(nvmlReturn_t r) {
   switch (r) {
-  case NVML_SUCCESS: return "NVML_SUCCESS";
-  case NVML_ERROR_UNINITIALIZED: return "NVML_ERROR_UNINITIALIZED";
-  case NVML_ERROR_INVALID_ARGUMENT: return "NVML_ERROR_INVALID_ARGUMENT";
-  case NVML_ERROR_NOT_SUPPORTED: return "NVML_ERROR_NOT_SUPPORTED";
-  case NVML_ERROR_NO_PERMISSION: return "NVML_ERROR_NO_PERMISSION";
-  case NVML_ERROR_NOT_FOUND: return "NVML_ERROR_NOT_FOUND";
-  case NVML_ERROR_INSUFFICIENT_SIZE: return "NVML_ERROR_INSUFFICIENT_SIZE";
-  case NVML_ERROR_INSUFFICIENT_POWER: return "NVML_ERROR_INSUFFICIENT_POWER";
-  case NVML_ERROR_DRIVER_NOT_LOADED: return "NVML_ERROR_DRIVER_NOT_LOADED";
-  case NVML_ERROR_TIMEOUT: return "NVML_ERROR_TIMEOUT";
-  case NVML_ERROR_LIBRARY_NOT_FOUND: return "NVML_ERROR_LIBRARY_NOT_FOUND";
-  case NVML_ERROR_FUNCTION_NOT_FOUND: return "NVML_ERROR_FUNCTION_NOT_FOUND";
-  case NVML_ERROR_GPU_IS_LOST: return "NVML_ERROR_GPU_IS_LOST";
-  case NVML_ERROR_RESET_REQUIRED: return "NVML_ERROR_RESET_REQUIRED";
+  case NVML_SUCCESS:
+    return "NVML_SUCCESS";
+  case NVML_ERROR_UNINITIALIZED:
+    return "NVML_ERROR_UNINITIALIZED";
+  case NVML_ERROR_INVALID_ARGUMENT:
+    return "NVML_ERROR_INVALID_ARGUMENT";
+  case NVML_ERROR_NOT_SUPPORTED:
+    return "NVML_ERROR_NOT_SUPPORTED";
+  case NVML_ERROR_NO_PERMISSION:
+    return "NVML_ERROR_NO_PERMISSION";
+  case NVML_ERROR_NOT_FOUND:
+    return "NVML_ERROR_NOT_FOUND";
+  case NVML_ERROR_INSUFFICIENT_SIZE:
+    return "NVML_ERROR_INSUFFICIENT_SIZE";
+  case NVML_ERROR_INSUFFICIENT_POWER:
+    return "NVML_ERROR_INSUFFICIENT_POWER";
+  case NVML_ERROR_DRIVER_NOT_LOADED:
+    return "NVML_ERROR_DRIVER_NOT_LOADED";
+  case NVML_ERROR_TIMEOUT:
+    return "NVML_ERROR_TIMEOUT";
+  case NVML_ERROR_LIBRARY_NOT_FOUND:
+    return "NVML_ERROR_LIBRARY_NOT_FOUND";
+  case NVML_ERROR_FUNCTION_NOT_FOUND:
+    return "NVML_ERROR_FUNCTION_NOT_FOUND";
+  case NVML_ERROR_GPU_IS_LOST:
+    return "NVML_ERROR_GPU_IS_LOST";
+  case NVML_ERROR_RESET_REQUIRED:
+    return "NVML_ERROR_RESET_REQUIRED";
   case NVML_ERROR_LIB_RM_VERSION_MISMATCH:
     return "NVML_ERROR_LIB_RM_VERSION_MISMATCH";
-  case NVML_ERROR_IN_USE: return "NVML_ERROR_IN_USE";
-  case NVML_ERROR_MEMORY: return "NVML_ERROR_MEMORY";
-  case NVML_ERROR_NO_DATA: return "NVML_ERROR_NO_DATA";
+  case NVML_ERROR_IN_USE:
+    return "NVML_ERROR_IN_USE";
+  case NVML_ERROR_MEMORY:
+    return "NVML_ERROR_MEMORY";
+  case NVML_ERROR_NO_DATA:
+    return "NVML_ERROR_NO_DATA";
   case NVML_ERROR_ARGUMENT_VERSION_MISMATCH:
     return "NVML_ERROR_ARGUMENT_VERSION_MISMATCH";
-  case NVML_ERROR_DEPRECATED: return "NVML_ERROR_DEPRECATED";
-  case NVML_ERROR_NOT_READY: return "NVML_ERROR_NOT_READY";
-  case NVML_ERROR_GPU_NOT_FOUND: return "NVML_ERROR_GPU_NOT_FOUND";
-  case NVML_ERROR_INVALID_STATE: return "NVML_ERROR_INVALID_STATE";
-  default: return "NVML error";
+  case NVML_ERROR_DEPRECATED:
+    return "NVML_ERROR_DEPRECATED";
+  case NVML_ERROR_NOT_READY:
+    return "NVML_ERROR_NOT_READY";
+  case NVML_ERROR_GPU_NOT_FOUND:
+    return "NVML_ERROR_GPU_NOT_FOUND";
+  case NVML_ERROR_INVALID_STATE:
+    return "NVML_ERROR_INVALID_STATE";
+  default:
+    return "NVML error";
   }
 }
 
@@ -371,14 +394,15 @@ static int fail(const struct ctx *c, nvmlReturn_t r, const char *what,
     hint = ": the NVIDIA kernel driver is not loaded";
   else if (r == NVML_ERROR_NOT_SUPPORTED)
     hint = ": not supported on this GPU";
-  return pfi_error_set(err, code, "nvml: %s%s failed (%s, %d)%s", what,
-                       where, nvml_text(c, r), r, hint);
+  return pfi_error_set(err, code, "nvml: %s%s failed (%s, %d)%s", what, where,
+                       nvml_text(c, r), r, hint);
 }
 
 static int gpu_ok(struct ctx *c, unsigned gpu, struct pfi_error *err) {
   if (gpu >= c->n)
-    return pfi_error_set(err, PFI_ERANGE, "nvml: GPU %u does not exist (%u GPU%s)",
-                         gpu, c->n, c->n == 1 ? "" : "s");
+    return pfi_error_set(err, PFI_ERANGE,
+                         "nvml: GPU %u does not exist (%u GPU%s)", gpu, c->n,
+                         c->n == 1 ? "" : "s");
   return 0;
 }
 

@@ -23,12 +23,12 @@ int pfi__nvml_parse_params(const char *params, char *path, size_t pathsz,
 /* The fault backend's parameters (see fault.c). */
 #define PFI__FAULT_OPS 4 /* set, get, sample, any */
 struct pfi__fault_conf {
-  char inner[32];           /* wrapped backend, default "emu" */
-  const char *inner_params; /* points into the parsed string, or NULL */
+  char inner[32];             /* wrapped backend, default "emu" */
+  const char *inner_params;   /* points into the parsed string, or NULL */
   long after[PFI__FAULT_OPS]; /* fail after this many calls; -1: never */
-  int persistent;           /* every call after N fails, not just N+1 */
-  int code;                 /* PFI_E* returned */
-  long gpu;                 /* only this GPU; -1: all */
+  int persistent;             /* every call after N fails, not just N+1 */
+  int code;                   /* PFI_E* returned */
+  long gpu;                   /* only this GPU; -1: all */
 };
 int pfi__fault_parse_params(const char *params, struct pfi__fault_conf *conf,
                             struct pfi_error *err);

@@ -133,7 +133,7 @@ static struct {
   long lost_after; /* -1: never */
   long device_calls;
   int no_gpm;
-  long max_mw; /* -1: the emulator's */
+  long max_mw;              /* -1: the emulator's */
   struct pfi_emu_jobs jobs; /* the attached job lives in here */
 } g = {.lost_after = -1, .max_mw = -1};
 
@@ -275,7 +275,8 @@ static int attach_job(const char *id) {
     gpus[i] = i;
   if (pfi_emu_attach(g.dev, gpus, g.n, j, PFI_EMU_DEFAULT_SEED, &err) < 0)
     return -1;
-  return pfi_device_wait(g.dev, (double)env_long("PFI_FAKE_NVML_AT", 300), &err);
+  return pfi_device_wait(g.dev, (double)env_long("PFI_FAKE_NVML_AT", 300),
+                         &err);
 }
 
 static nvmlReturn_t do_init(const char *entry) {
@@ -292,8 +293,8 @@ static nvmlReturn_t do_init(const char *entry) {
   g.max_mw = env_long("PFI_FAKE_NVML_MAX_MW", -1);
   struct pfi_error err;
   const char *params = getenv("PFI_FAKE_NVML_EMU");
-  int rc = pfi_device_open(&g.dev, "emu", params && *params ? params : NULL,
-                           &err);
+  int rc =
+      pfi_device_open(&g.dev, "emu", params && *params ? params : NULL, &err);
   unsigned n = 0;
   if (rc == 0)
     rc = pfi_device_count(g.dev, &n, &err);
@@ -339,15 +340,24 @@ EXPORT nvmlReturn_t nvmlShutdown(void) {
 
 EXPORT const char *nvmlErrorString(nvmlReturn_t r) {
   switch (r) {
-  case NVML_SUCCESS: return "Success";
-  case NVML_ERROR_UNINITIALIZED: return "Uninitialized";
-  case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
-  case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
-  case NVML_ERROR_NO_PERMISSION: return "Insufficient Permissions";
-  case NVML_ERROR_NOT_FOUND: return "Not Found";
-  case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
-  case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
-  default: return "Unknown Error";
+  case NVML_SUCCESS:
+    return "Success";
+  case NVML_ERROR_UNINITIALIZED:
+    return "Uninitialized";
+  case NVML_ERROR_INVALID_ARGUMENT:
+    return "Invalid Argument";
+  case NVML_ERROR_NOT_SUPPORTED:
+    return "Not Supported";
+  case NVML_ERROR_NO_PERMISSION:
+    return "Insufficient Permissions";
+  case NVML_ERROR_NOT_FOUND:
+    return "Not Found";
+  case NVML_ERROR_DRIVER_NOT_LOADED:
+    return "Driver Not Loaded";
+  case NVML_ERROR_GPU_IS_LOST:
+    return "GPU is lost";
+  default:
+    return "Unknown Error";
   }
 }
 
@@ -432,9 +442,8 @@ EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char *buf,
 
 /* ---- power limits -------------------------------------------------------- */
 
-EXPORT nvmlReturn_t
-nvmlDeviceGetPowerManagementLimitConstraints(nvmlDevice_t d, unsigned int *mn,
-                                             unsigned int *mx) {
+EXPORT nvmlReturn_t nvmlDeviceGetPowerManagementLimitConstraints(
+    nvmlDevice_t d, unsigned int *mn, unsigned int *mx) {
   unsigned gpu;
   nvmlReturn_t r =
       enter("nvmlDeviceGetPowerManagementLimitConstraints", d, &gpu);
@@ -538,14 +547,15 @@ EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t d, unsigned int *mw) {
   struct pfi_sample s;
   if (!mw)
     return NVML_ERROR_INVALID_ARGUMENT;
-  nvmlReturn_t r = read_field("nvmlDeviceGetPowerUsage", d, PFI_FIELD_POWER, &s);
+  nvmlReturn_t r =
+      read_field("nvmlDeviceGetPowerUsage", d, PFI_FIELD_POWER, &s);
   if (r == NVML_SUCCESS)
     *mw = s.power_mw;
   return r;
 }
 
-EXPORT nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t d,
-                                                        unsigned long long *mj) {
+EXPORT nvmlReturn_t
+nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t d, unsigned long long *mj) {
   struct pfi_sample s;
   if (!mj)
     return NVML_ERROR_INVALID_ARGUMENT;
@@ -648,7 +658,8 @@ EXPORT nvmlReturn_t nvmlDeviceGetTemperatureV(nvmlDevice_t d,
   }
   if (t->sensorType != 0)
     return NVML_ERROR_INVALID_ARGUMENT;
-  nvmlReturn_t r = read_field("nvmlDeviceGetTemperatureV", d, PFI_FIELD_TEMP, &s);
+  nvmlReturn_t r =
+      read_field("nvmlDeviceGetTemperatureV", d, PFI_FIELD_TEMP, &s);
   if (r == NVML_SUCCESS)
     t->temperature = (int)lround(s.v[PFI_FIELD_TEMP]);
   return r;
@@ -660,7 +671,8 @@ EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t d, int sensor,
   struct pfi_sample s;
   if (!deg || sensor != 0)
     return NVML_ERROR_INVALID_ARGUMENT;
-  nvmlReturn_t r = read_field("nvmlDeviceGetTemperature", d, PFI_FIELD_TEMP, &s);
+  nvmlReturn_t r =
+      read_field("nvmlDeviceGetTemperature", d, PFI_FIELD_TEMP, &s);
   if (r == NVML_SUCCESS)
     *deg = (unsigned)lround(s.v[PFI_FIELD_TEMP]);
   return r;
@@ -775,8 +787,8 @@ EXPORT nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *mg) {
   if (r != NVML_SUCCESS)
     return r;
   nvmlGpmSample_t a = mg->sample1, b = mg->sample2;
-  if (!a || !b || a->magic != MAGIC_GPM || b->magic != MAGIC_GPM ||
-      !a->taken || !b->taken || a->gpu != b->gpu || mg->numMetrics > 98)
+  if (!a || !b || a->magic != MAGIC_GPM || b->magic != MAGIC_GPM || !a->taken ||
+      !b->taken || a->gpu != b->gpu || mg->numMetrics > 98)
     return NVML_ERROR_INVALID_ARGUMENT;
   const struct pfi_sample *s = &b->s;
   for (unsigned i = 0; i < mg->numMetrics; i++) {
@@ -784,14 +796,38 @@ EXPORT nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *mg) {
     enum pfi_field f;
     double scale;
     switch (m->metricId) {
-    case 2: f = PFI_FIELD_SM_ACTIVE; scale = 100.0; break;
-    case 3: f = PFI_FIELD_SM_OCCUPANCY; scale = 100.0; break;
-    case 5: f = PFI_FIELD_TENSOR_ACTIVE; scale = 100.0; break;
-    case 10: f = PFI_FIELD_DRAM_ACTIVE; scale = 100.0; break;
-    case 20: f = PFI_FIELD_PCIE_TX; scale = 1.0 / 1048576.0; break;
-    case 21: f = PFI_FIELD_PCIE_RX; scale = 1.0 / 1048576.0; break;
-    case 60: f = PFI_FIELD_NVLINK_RX; scale = 1.0 / 1048576.0; break;
-    case 61: f = PFI_FIELD_NVLINK_TX; scale = 1.0 / 1048576.0; break;
+    case 2:
+      f = PFI_FIELD_SM_ACTIVE;
+      scale = 100.0;
+      break;
+    case 3:
+      f = PFI_FIELD_SM_OCCUPANCY;
+      scale = 100.0;
+      break;
+    case 5:
+      f = PFI_FIELD_TENSOR_ACTIVE;
+      scale = 100.0;
+      break;
+    case 10:
+      f = PFI_FIELD_DRAM_ACTIVE;
+      scale = 100.0;
+      break;
+    case 20:
+      f = PFI_FIELD_PCIE_TX;
+      scale = 1.0 / 1048576.0;
+      break;
+    case 21:
+      f = PFI_FIELD_PCIE_RX;
+      scale = 1.0 / 1048576.0;
+      break;
+    case 60:
+      f = PFI_FIELD_NVLINK_RX;
+      scale = 1.0 / 1048576.0;
+      break;
+    case 61:
+      f = PFI_FIELD_NVLINK_TX;
+      scale = 1.0 / 1048576.0;
+      break;
     default:
       m->nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
       m->value = 0.0;

@@ -97,7 +97,8 @@ static void test_any(void **state) {
   uint32_t mw;
   assert_int_equal(pfi_device_name(dev, 0, name, sizeof name, &err), 0); /* 1 */
   assert_int_equal(pfi_device_get_cap(dev, 0, &mw, &err), 0);            /* 2 */
-  assert_int_equal(pfi_device_set_cap(dev, 0, 600000, &err), PFI_EBUSY); /* 3,4 */
+  assert_int_equal(pfi_device_set_cap(dev, 0, 600000, &err),
+                   PFI_EBUSY); /* 3,4 */
   assert_non_null(strstr(err.msg, "call 4"));
   assert_int_equal(pfi_device_get_cap(dev, 0, &mw, &err), 0); /* 5 */
   ASSERT_EQ_INT(mw, 700000); /* the failed set changed nothing */
@@ -105,7 +106,8 @@ static void test_any(void **state) {
 }
 
 static void test_inner(void **state) {
-  struct pfi_device *dev = open_fault("inner=emu,inner_params=profile=h100,gpus=2");
+  struct pfi_device *dev =
+      open_fault("inner=emu,inner_params=profile=h100,gpus=2");
   struct pfi_error err;
   unsigned n = 0;
   char name[128];
@@ -138,9 +140,12 @@ static void test_bad_params(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_transient_set), cmocka_unit_test(test_persistent_get),
-      cmocka_unit_test(test_gpu_filter),    cmocka_unit_test(test_any),
-      cmocka_unit_test(test_inner),         cmocka_unit_test(test_bad_params),
+      cmocka_unit_test(test_transient_set),
+      cmocka_unit_test(test_persistent_get),
+      cmocka_unit_test(test_gpu_filter),
+      cmocka_unit_test(test_any),
+      cmocka_unit_test(test_inner),
+      cmocka_unit_test(test_bad_params),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

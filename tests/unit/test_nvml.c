@@ -115,7 +115,8 @@ static long calls(const char *lib, const char *entry) {
   void *h = dlopen(lib, RTLD_NOW | RTLD_NOLOAD);
   if (!h)
     fail_msg("%s is not loaded", lib);
-  long (*fn)(const char *) = (long (*)(const char *))dlsym(h, "fake_nvml_calls");
+  long (*fn)(const char *) =
+      (long (*)(const char *))dlsym(h, "fake_nvml_calls");
   if (!fn)
     fail_msg("no fake_nvml_calls in %s", lib);
   long n = fn(entry);
@@ -290,8 +291,8 @@ static void test_telemetry_matches_emulator(void **state) {
   assert_non_null(j);
   struct pfi_device *emu = open_emu();
   unsigned gpus[NGPU] = {0, 1, 2, 3};
-  assert_int_equal(pfi_emu_attach(emu, gpus, NGPU, j, PFI_EMU_DEFAULT_SEED, &err),
-                   0);
+  assert_int_equal(
+      pfi_emu_attach(emu, gpus, NGPU, j, PFI_EMU_DEFAULT_SEED, &err), 0);
   assert_int_equal(pfi_device_wait(emu, 300, &err), 0);
   assert_int_equal(pfi_device_sample(emu, 1, &e, &err), 0);
 
@@ -305,10 +306,10 @@ static void test_telemetry_matches_emulator(void **state) {
     enum pfi_field f;
     double tol;
   } close_fields[] = {
-      {PFI_FIELD_SM_CLOCK, 0.5},      {PFI_FIELD_MEM_CLOCK, 0.5},
-      {PFI_FIELD_GPU_UTIL, 0.5},      {PFI_FIELD_MEM_COPY_UTIL, 0.5},
-      {PFI_FIELD_FB_USED, 0.5},       {PFI_FIELD_TEMP, 0.5},
-      {PFI_FIELD_SM_ACTIVE, 1e-9},    {PFI_FIELD_SM_OCCUPANCY, 1e-9},
+      {PFI_FIELD_SM_CLOCK, 0.5},       {PFI_FIELD_MEM_CLOCK, 0.5},
+      {PFI_FIELD_GPU_UTIL, 0.5},       {PFI_FIELD_MEM_COPY_UTIL, 0.5},
+      {PFI_FIELD_FB_USED, 0.5},        {PFI_FIELD_TEMP, 0.5},
+      {PFI_FIELD_SM_ACTIVE, 1e-9},     {PFI_FIELD_SM_OCCUPANCY, 1e-9},
       {PFI_FIELD_TENSOR_ACTIVE, 1e-9}, {PFI_FIELD_DRAM_ACTIVE, 1e-9},
   };
   for (size_t i = 0; i < sizeof close_fields / sizeof close_fields[0]; i++) {
@@ -372,7 +373,8 @@ static void test_no_gpm(void **state) {
  * not valid and the sample still succeeds. */
 static void test_unsupported_reads(void **state) {
   setenv("PFI_FAKE_NVML_FAIL",
-         "nvmlGpmQueryDeviceSupport=3,nvmlDeviceGetTotalEnergyConsumption=3", 1);
+         "nvmlGpmQueryDeviceSupport=3,nvmlDeviceGetTotalEnergyConsumption=3",
+         1);
   struct pfi_device *dev = open_nvml("gpm_min_window=0");
   struct pfi_error err;
   struct pfi_sample s;
