@@ -85,6 +85,8 @@ struct pfi_emu_job {
   double mem_share;    /* memory-bound share of the uncapped step, 0..1 */
   double comm_share;   /* communication/host share of the uncapped step */
   double sm_power_w;   /* SM dynamic power of the compute segment at f_max */
+  double mem_sm_weight; /* SM dynamic power of the memory-bound segment,
+                           relative to the compute segment's (0..1) */
   /* Published targets (NaN when none). */
   double pfi_published;        /* on the group's own grid */
   double pfi_coarse_published; /* 8-GPU groups on the coarse grid */
@@ -106,6 +108,9 @@ struct pfi_emu_jobs {
  */
 int pfi_emu_jobs_load(struct pfi_emu_jobs *jobs, const char *path,
                       struct pfi_error *err);
+/* Same from memory (`name` for messages). */
+int pfi_emu_jobs_load_mem(struct pfi_emu_jobs *jobs, const char *name,
+                          const char *data, size_t len, struct pfi_error *err);
 void pfi_emu_jobs_release(struct pfi_emu_jobs *jobs);
 /* Entry by id, or NULL. */
 const struct pfi_emu_job *pfi_emu_job_find(const struct pfi_emu_jobs *jobs,
@@ -134,7 +139,9 @@ struct pfi_emu_steady {
 
 /*
  * Steady state of `job` on its own GPU count with per-GPU caps `cap_w`
- * (job->gpus values, W). `seed` sets the GPUs' manufacturing spread.
+ * (job->gpus values, W). The GPUs' manufacturing spread is fixed per
+ * profile and rank (the same emulated hardware for every seed); `seed` is
+ * accepted for symmetry and does not change the noise-free steady state.
  * Returns 0 or PFI_EINVAL (unknown profile, cap outside the limits).
  */
 int pfi_emu_steady(const struct pfi_emu_job *job, const double *cap_w,
@@ -230,7 +237,7 @@ struct pfi_emu_calib {
 };
 
 /*
- * Fits job->mem_share, comm_share and sm_power_w so that the emulated
+ * Fits job->mem_share, comm_share, sm_power_w and mem_sm_weight so that the emulated
  * sweep at `seed` reproduces job->pfi_published on the job's own grid and,
  * when given, job->pfi_coarse_published on the coarse grid, with per-GPU
  * uncapped power kept in 450..650 W. Deterministic: a fixed grid of

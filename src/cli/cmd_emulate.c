@@ -179,6 +179,7 @@ static int do_jobs(const struct opts *o) {
       json_object_set_new(x, "mem_share", json_real(j->mem_share));
       json_object_set_new(x, "comm_share", json_real(j->comm_share));
       json_object_set_new(x, "sm_power_w", json_real(j->sm_power_w));
+      json_object_set_new(x, "mem_sm_weight", json_real(j->mem_sm_weight));
       json_object_set_new(x, "pfi_published",
                           isnan(j->pfi_published) ? json_null()
                                                   : json_real(j->pfi_published));
@@ -604,19 +605,19 @@ static int do_calibrate(const struct opts *o) {
   }
   fprintf(fp, "id,source,profile,arch,task,model,variant,gpus,grid,caps,"
               "params_b,active_b,seq_len,tokens_per_step,fb_gib,mem_share,"
-              "comm_share,sm_power_w,pfi_published,pfi_coarse_published,"
-              "pfi_emulated,pfi_coarse_emulated,uncapped_power_w,"
+              "comm_share,sm_power_w,mem_sm_weight,pfi_published,"
+              "pfi_coarse_published,pfi_emulated,pfi_coarse_emulated,uncapped_power_w,"
               "tmax_tokens_per_s,mfu,calibration_seed\n");
   for (size_t i = 0; i < n; i++) {
     const struct pfi_emu_job *j = &v[i];
     char caps[128];
     caps_str(j, caps, sizeof caps);
     fprintf(fp, "%s,emulated,%s,%s,%s,%s,%s,%u,%s,%s,%g,%g,%g,%g,%g,%.6f,%.6f,"
-                "%.3f,%.2f,",
+                "%.3f,%.6f,%.2f,",
             j->id, j->profile, j->arch, j->task, j->model, j->variant, j->gpus,
             j->grid, caps, j->params_b, j->active_b, j->seq_len,
             j->tokens_per_step, j->fb_gib, j->mem_share, j->comm_share,
-            j->sm_power_w, j->pfi_published);
+            j->sm_power_w, j->mem_sm_weight, j->pfi_published);
     if (!isnan(j->pfi_coarse_published))
       fprintf(fp, "%.2f", j->pfi_coarse_published);
     fprintf(fp, ",%.4f,", res[i].pfi);

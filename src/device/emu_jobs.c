@@ -13,11 +13,12 @@
  * calibration for readers) are ignored. */
 enum { C_ID, C_SOURCE, C_PROFILE, C_ARCH, C_TASK, C_MODEL, C_VARIANT, C_GPUS,
        C_GRID, C_CAPS, C_PARAMS, C_ACTIVE, C_SEQ, C_TPS, C_FB, C_MEM, C_COMM,
-       C_SMP, C_PFI, C_PFIC, C__N };
+       C_SMP, C_MSW, C_PFI, C_PFIC, C__N };
 static const char *const colname[C__N] = {
     "id", "source", "profile", "arch", "task", "model", "variant", "gpus",
     "grid", "caps", "params_b", "active_b", "seq_len", "tokens_per_step",
-    "fb_gib", "mem_share", "comm_share", "sm_power_w", "pfi_published",
+    "fb_gib", "mem_share", "comm_share", "sm_power_w", "mem_sm_weight",
+    "pfi_published",
     "pfi_coarse_published"};
 
 static int copy_str(char *dst, size_t n, const char *s, const struct pfi_table *t,
@@ -93,21 +94,11 @@ static int parse_caps(const struct pfi_table *t, size_t row, int col,
   return 0;
 }
 
-int pfi_emu_jobs_load(struct pfi_emu_jobs *jobs, const char *path,
+/* Validates the loaded table `t` into `jobs`; releases `t`. */
+static int from_table(struct pfi_emu_jobs *jobs, struct pfi_table *tp,
                       struct pfi_error *err) {
-  struct pfi_table t;
-  char buf[4096];
+  struct pfi_table t = *tp;
   int idx[C__N], rc = 0;
-  memset(&t, 0, sizeof t);
-  jobs->job = NULL;
-  jobs->n = 0;
-  if (!path) {
-    if ((rc = pfi_data_path("jobs/jobs.csv", buf, sizeof buf, err)) < 0)
-      return rc;
-    path = buf;
-  }
-  if ((rc = pfi_table_load(&t, path, err)) < 0)
-    return rc;
   for (int c = 0; c < C__N; c++) {
     idx[c] = pfi_table_find(&t, colname[c]);
     if (idx[c] < 0) {
@@ -188,7 +179,8 @@ int pfi_emu_jobs_load(struct pfi_emu_jobs *jobs, const char *path,
     NUM(fb_gib, C_FB, 1, 1024)
     NUM(mem_share, C_MEM, 0, 0.95)
     NUM(comm_share, C_COMM, 0, 0.5)
-    NUM(sm_power_w, C_SMP, 10, 2000)
+    NUM(sm_power_w, C_SMP, 10, 3000)
+    NUM(mem_sm_weight, C_MSW, 0, 1)
 #undef NUM
     if (j->active_b > j->params_b) {
       rc = pfi_error_setloc(err, PFI_ERANGE, t.name, line,
@@ -217,6 +209,35 @@ out:
   if (rc < 0)
     pfi_emu_jobs_release(jobs);
   return rc;
+}
+
+int pfi_emu_jobs_load(struct pfi_emu_jobs *jobs, const char *path,
+                      struct pfi_error *err) {
+  struct pfi_table t;
+  char buf[4096];
+  int rc;
+  jobs->job = NULL;
+  jobs->n = 0;
+  if (!path) {
+    if ((rc = pfi_data_path("jobs/jobs.csv", buf, sizeof buf, err)) < 0)
+      return rc;
+    path = buf;
+  }
+  if ((rc = pfi_table_load(&t, path, err)) < 0)
+    return rc;
+  return from_table(jobs, &t, err);
+}
+
+int pfi_emu_jobs_load_mem(struct pfi_emu_jobs *jobs, const char *name,
+                          const char *data, size_t len,
+                          struct pfi_error *err) {
+  struct pfi_table t;
+  int rc;
+  jobs->job = NULL;
+  jobs->n = 0;
+  if ((rc = pfi_table_load_mem(&t, name, data, len, err)) < 0)
+    return rc;
+  return from_table(jobs, &t, err);
 }
 
 void pfi_emu_jobs_release(struct pfi_emu_jobs *jobs) {

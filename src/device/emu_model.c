@@ -117,7 +117,7 @@ static void job_segments(const struct pfi_emu_job *job, struct segment sg[]) {
                                      1.0, 0.92, 0.45, moe ? 0.42 : 0.62,
                                      moe ? 0.32 : 0.22, moe ? 0.40 : 0.30,
                                      1.0, 0.02, 1e8, 1};
-  sg[SEG_MEMORY] = (struct segment){job->mem_share, 0.30, 0.55, 0.30, 0.03,
+  sg[SEG_MEMORY] = (struct segment){job->mem_share, job->mem_sm_weight, 0.55, 0.30, 0.03,
                                     0.85, 0.85, 1.0, 0.02, 1e8, 2};
   /* A quarter of communication/host time is host work with no kernel. */
   sg[SEG_COMM] = (struct segment){job->comm_share, 0.10, 0.15, 0.08, 0.0,
@@ -144,12 +144,17 @@ struct gpu_phys {
   double dyn_f, stat_f; /* manufacturing spread factors */
 };
 
-static void gpu_spread(const struct pfi_emu_profile *p, unsigned long seed,
-                       unsigned rank, struct gpu_phys *g) {
-  g->dyn_f = 1.0 + SPREAD_DYN * normal_of(key5(seed, prof_key(p), rank,
+/* The manufacturing spread is a property of the emulated hardware, not of
+ * a run: it depends on the profile and the GPU's position only, so that
+ * different seeds are different runs on the same GPUs. */
+#define HARDWARE_KEY 0x48323030ull
+
+static void gpu_spread(const struct pfi_emu_profile *p, unsigned rank,
+                       struct gpu_phys *g) {
+  g->dyn_f = 1.0 + SPREAD_DYN * normal_of(key5(HARDWARE_KEY, prof_key(p), rank,
                                                 TAG_SPREAD_DYN, 0));
-  g->stat_f = 1.0 + SPREAD_STAT * normal_of(key5(seed, prof_key(p), rank,
-                                                  TAG_SPREAD_STAT, 0));
+  g->stat_f = 1.0 + SPREAD_STAT * normal_of(key5(HARDWARE_KEY, prof_key(p),
+                                                  rank, TAG_SPREAD_STAT, 0));
   /* Keep the spread physical (no negative power) even for extreme draws. */
   if (g->dyn_f < 0.85) g->dyn_f = 0.85;
   if (g->dyn_f > 1.15) g->dyn_f = 1.15;
@@ -245,7 +250,7 @@ int pfi_emu_steady(const struct pfi_emu_job *job, const double *cap_w,
                            "cap %g W of GPU %u is outside %g..%g W", c, r,
                            p->min_mw / 1000.0, p->max_mw / 1000.0);
     struct gpu_phys g;
-    gpu_spread(p, seed, r, &g);
+    gpu_spread(p, r, &g);
     busy[r] = 0;
     for (int k = 0; k < SEG__N; k++) {
       run_segment(p, job, &g, &sg[k], c, &sr[r][k]);
