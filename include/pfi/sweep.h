@@ -84,6 +84,8 @@ struct pfi_sweep_result {
   size_t runs_done;    /* runs completed by this call */
   size_t runs_skipped; /* caps already complete in the store */
   size_t runs_failed;  /* runs whose job failed */
+  long tput_bad_lines; /* malformed throughput lines, all runs */
+  struct pfi_error tput_first_bad; /* the first of them, located */
 };
 
 /*

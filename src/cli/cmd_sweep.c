@@ -1,0 +1,355 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* `pfi sweep`: run a job once per power cap and record everything. */
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "pfi/emu.h"
+#include "pfi/store.h"
+#include "pfi/sweep.h"
+
+static const char usage_text[] =
+    "usage: pfi sweep --backend emu|nvml --caps LIST|LO:HI:STEP [options]\n"
+    "                 -- COMMAND [ARGS...]\n"
+    "       pfi sweep [--backend emu] --emulate GROUP --caps LIST [options]\n"
+    "\n"
+    "Runs a training job once per per-GPU power cap and records telemetry,\n"
+    "throughput and every cap change in a trace store (SQLite). For each cap:\n"
+    "records the GPUs' current caps in the store, sets the cap on every\n"
+    "listed GPU and checks the enforced limit, starts the job (fork/exec, no\n"
+    "shell; PFI_CAP_W, PFI_RUN_ID, PFI_JOB, PFI_DURATION_S, PFI_GPUS,\n"
+    "PFI_SEED in its environment), samples every interval, ends the job at\n"
+    "the duration (SIGTERM, SIGKILL after the grace period), restores the\n"
+    "recorded caps, then waits the cooldown and until GPU memory is freed.\n"
+    "Caps already complete in the store are skipped (resume). Caps are\n"
+    "restored on SIGINT/SIGTERM/SIGHUP and when the job fails; after a\n"
+    "SIGKILL of pfi, by the next pfi that opens the store or pfi restore.\n"
+    "\n"
+    "Options:\n"
+    "  --backend B      emu or nvml (required with a COMMAND; emu with\n"
+    "                   --emulate)\n"
+    "  --params P       backend parameters (docs/emulator.md, docs/nvml.md)\n"
+    "  --gpus LIST      GPUs to cap and sample: all (default), 0,1 or 0-3\n"
+    "  --caps LIST      per-GPU caps in W: 200,500,700 or 200:700:100\n"
+    "  --duration D     run length (default 30m; 30s, 1h, 250ms also work)\n"
+    "  --interval D     telemetry interval (default 5s)\n"
+    "  --cooldown D     pause after each run (default 60s)\n"
+    "  --grace D        SIGTERM-to-SIGKILL grace for the job (default 10s)\n"
+    "  --db FILE        trace store (default sweep.db), created when absent\n"
+    "  --throughput S   jsonl:PATH (the job appends JSON lines; see\n"
+    "                   docs/throughput-protocol.md) or regex:PATTERN on the\n"
+    "                   job's stdout (first capture group = tokens/s)\n"
+    "  --telemetry S    device (default) or dcgm-exporter:URL (scraped every\n"
+    "                   interval)\n"
+    "  --emulate GROUP  run a job-library entry on the emulator (pfi emulate\n"
+    "                   list); with a COMMAND, the group is the GPUs' load\n"
+    "                   and the command is the job process\n"
+    "  --job NAME       job name in the store (default: the group, or the\n"
+    "                   command's base name)\n"
+    "  --real-time      emulator at wall-clock pace (default: virtual time,\n"
+    "                   a 30-minute run takes milliseconds)\n"
+    "  --seed N         seed of the emulator, recorded in the store (default 1)\n"
+    "  --quiet          no progress on stderr\n"
+    "  -h, --help       this text\n"
+    "\n"
+    "Data from the emu backend is labelled emulated in the store and in\n"
+    "every summary. Exit status: 0 ok, 1 run-time failure (job failed, cap\n"
+    "read-back mismatch, interrupted: caps restored), 2 bad usage or input.\n";
+
+static volatile sig_atomic_t stop_flag;
+
+static void on_signal(int sig) {
+  (void)sig;
+  stop_flag = 1;
+}
+
+struct prog {
+  int quiet;
+  struct timespec last;
+  struct timespec start;
+};
+
+static double since(const struct timespec *a) {
+  struct timespec b;
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  return (double)(b.tv_sec - a->tv_sec) + (b.tv_nsec - a->tv_nsec) * 1e-9;
+}
+
+static void fmt_mmss(double s, char *buf, size_t n) {
+  if (!isfinite(s) || s < 0)
+    s = 0;
+  long t = (long)(s + 0.5);
+  snprintf(buf, n, "%ld:%02ld", t / 60, t % 60);
+}
+
+/* Progress on stderr: every event but samples, and samples at most once a
+ * second of wall time. */
+static void on_progress(const struct pfi_sweep_progress *p, void *arg) {
+  struct prog *pr = arg;
+  if (pr->quiet)
+    return;
+  if (strcmp(p->event, "sample") == 0) {
+    if (since(&pr->last) < 1.0)
+      return;
+  }
+  clock_gettime(CLOCK_MONOTONIC, &pr->last);
+  char el[32], du[32];
+  fmt_mmss(p->elapsed_s, el, sizeof el);
+  fmt_mmss(p->duration_s, du, sizeof du);
+  fprintf(stderr, "pfi sweep: %s cap %zu of %zu (%g W): ", p->job,
+          p->cap_index + 1, p->n_caps, p->cap_w);
+  if (strcmp(p->event, "skip") == 0)
+    fprintf(stderr, "already complete, skipped\n");
+  else if (strcmp(p->event, "start") == 0)
+    fprintf(stderr, "caps set, job started\n");
+  else if (strcmp(p->event, "restore") == 0)
+    fprintf(stderr, "caps restored\n");
+  else if (strcmp(p->event, "end") == 0)
+    fprintf(stderr, "run ended at %s (wall clock %.1f s since start)\n",
+            el, since(&pr->start));
+  else {
+    fprintf(stderr, "%s / %s", el, du);
+    if (isfinite(p->power_w))
+      fprintf(stderr, ", power %.0f W", p->power_w);
+    if (isfinite(p->tokens_per_s))
+      fprintf(stderr, ", %.0f tokens/s", p->tokens_per_s);
+    fputc('\n', stderr);
+  }
+}
+
+/* Fault injection for the restore tests: PFI_SWEEP_KILL_AT=STAGE[:CAP[:N]]
+ * makes pfi kill itself with SIGKILL at the N-th (default 1st) time stage
+ * STAGE is reached during cap index CAP (0-based; default any). */
+struct killer {
+  char stage[64];
+  long cap, nth, seen;
+};
+
+static void stage_hook(const char *stage, size_t ci, void *arg) {
+  struct killer *k = arg;
+  if (strcmp(stage, k->stage) != 0 || (k->cap >= 0 && (long)ci != k->cap))
+    return;
+  if (++k->seen >= k->nth) {
+    fflush(NULL);
+    raise(SIGKILL);
+  }
+}
+
+int cmd_sweep(int argc, char **argv) {
+  enum {
+    O_BACKEND = 256, O_PARAMS, O_GPUS, O_CAPS, O_DURATION, O_INTERVAL,
+    O_COOLDOWN, O_GRACE, O_DB, O_TPUT, O_TELEMETRY, O_EMULATE, O_JOB,
+    O_REALTIME, O_SEED, O_QUIET
+  };
+  static const struct option opts[] = {
+      {"backend", required_argument, NULL, O_BACKEND},
+      {"params", required_argument, NULL, O_PARAMS},
+      {"gpus", required_argument, NULL, O_GPUS},
+      {"caps", required_argument, NULL, O_CAPS},
+      {"duration", required_argument, NULL, O_DURATION},
+      {"interval", required_argument, NULL, O_INTERVAL},
+      {"cooldown", required_argument, NULL, O_COOLDOWN},
+      {"grace", required_argument, NULL, O_GRACE},
+      {"db", required_argument, NULL, O_DB},
+      {"throughput", required_argument, NULL, O_TPUT},
+      {"telemetry", required_argument, NULL, O_TELEMETRY},
+      {"emulate", required_argument, NULL, O_EMULATE},
+      {"job", required_argument, NULL, O_JOB},
+      {"real-time", no_argument, NULL, O_REALTIME},
+      {"seed", required_argument, NULL, O_SEED},
+      {"quiet", no_argument, NULL, O_QUIET},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  struct pfi_sweep_opts o;
+  memset(&o, 0, sizeof o);
+  o.duration_s = 1800;
+  o.interval_s = 5;
+  o.cooldown_s = 60;
+  o.grace_s = 10;
+  o.seed = PFI_EMU_DEFAULT_SEED;
+  const char *db = "sweep.db", *gpus_s = NULL, *caps_s = NULL;
+  double *caps = NULL;
+  size_t ncaps = 0;
+  unsigned *gpus = NULL;
+  size_t ngpus = 0;
+  struct prog pr = {0};
+  struct pfi_error err;
+  pfi_error_clear(&err);
+  int c, status = 0;
+  optind = 1;
+  /* "+": options end at the first non-option, the COMMAND. */
+  while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+    double d;
+    unsigned long ul;
+    switch (c) {
+    case O_BACKEND:
+      o.backend = optarg;
+      break;
+    case O_PARAMS:
+      o.backend_params = optarg;
+      break;
+    case O_GPUS:
+      gpus_s = optarg;
+      break;
+    case O_CAPS:
+      caps_s = optarg;
+      break;
+    case O_DURATION:
+    case O_INTERVAL:
+    case O_COOLDOWN:
+    case O_GRACE:
+      if (pfi_cli_parse_duration(optarg, &d, &err) != 0 || d < 0 ||
+          (c != O_COOLDOWN && !(d > 0)))
+        return pfi_cli_usage("sweep", "'%s' is not a valid duration here",
+                             optarg);
+      if (c == O_DURATION)
+        o.duration_s = d;
+      else if (c == O_INTERVAL)
+        o.interval_s = d;
+      else if (c == O_COOLDOWN)
+        o.cooldown_s = d > 0 ? d : -1; /* 0 means none; the library's 0 is
+                                          "default" */
+      else
+        o.grace_s = d;
+      break;
+    case O_DB:
+      db = optarg;
+      break;
+    case O_TPUT:
+      o.throughput = optarg;
+      break;
+    case O_TELEMETRY:
+      o.telemetry = optarg;
+      break;
+    case O_EMULATE:
+      o.emulate = optarg;
+      break;
+    case O_JOB:
+      o.job = optarg;
+      break;
+    case O_REALTIME:
+      o.real_time = 1;
+      break;
+    case O_SEED:
+      if (pfi_cli_parse_ulong(optarg, &ul) != 0)
+        return pfi_cli_usage("sweep", "--seed: '%s' is not a non-negative "
+                                      "integer",
+                             optarg);
+      o.seed = ul;
+      o.has_seed = 1;
+      break;
+    case O_QUIET:
+      pr.quiet = 1;
+      break;
+    case 'h':
+      fputs(usage_text, stdout);
+      return 0;
+    default:
+      return pfi_cli_usage("sweep", "bad option");
+    }
+  }
+  if (optind < argc && strcmp(argv[optind], "--") == 0)
+    optind++;
+  if (optind < argc)
+    o.argv = argv + optind;
+  if (!o.argv && !o.emulate)
+    return pfi_cli_usage("sweep", "give -- COMMAND [ARGS...] or --emulate "
+                                  "GROUP");
+  if (o.argv && !o.backend)
+    return pfi_cli_usage("sweep", "--backend emu|nvml is required with a "
+                                  "command (it changes GPU power limits)");
+  if (!o.backend)
+    o.backend = "emu";
+  if (!caps_s)
+    return pfi_cli_usage("sweep", "--caps LIST is required");
+  if (o.interval_s > o.duration_s)
+    return pfi_cli_usage("sweep", "--interval is longer than --duration");
+  if (pfi_cli_parse_numlist(caps_s, &caps, &ncaps, &err) != 0)
+    return pfi_cli_usage("sweep", "--caps: %s", err.msg);
+  for (size_t i = 0; i < ncaps; i++)
+    for (size_t j = 0; j < i; j++)
+      if (caps[i] == caps[j]) {
+        free(caps);
+        return pfi_cli_usage("sweep", "--caps: %g W appears twice", caps[i]);
+      }
+  if (gpus_s && pfi_sweep_parse_gpus(gpus_s, &gpus, &ngpus, &err) != 0) {
+    free(caps);
+    return pfi_cli_usage("sweep", "%s", err.msg);
+  }
+  o.caps_w = caps;
+  o.n_caps = ncaps;
+  o.gpus = gpus;
+  o.n_gpus = ngpus;
+
+  struct killer k = {.cap = -1, .nth = 1};
+  const char *ka = getenv("PFI_SWEEP_KILL_AT");
+  if (ka && *ka) {
+    char tmp[64];
+    snprintf(tmp, sizeof tmp, "%s", ka);
+    char *c1 = strchr(tmp, ':');
+    if (c1) {
+      *c1++ = 0;
+      char *c2 = strchr(c1, ':');
+      if (c2) {
+        *c2++ = 0;
+        k.nth = atol(c2) > 0 ? atol(c2) : 1;
+      }
+      k.cap = *c1 ? atol(c1) : -1;
+    }
+    snprintf(k.stage, sizeof k.stage, "%s", tmp);
+    o.stage_hook = stage_hook;
+    o.stage_arg = &k;
+  }
+
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  /* No SA_RESTART: a sleeping device wait returns early on a signal. */
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGHUP, &sa, NULL);
+  o.stop = &stop_flag;
+  o.progress = on_progress;
+  o.progress_arg = &pr;
+  clock_gettime(CLOCK_MONOTONIC, &pr.start);
+
+  struct pfi_store *st = NULL;
+  if (pfi_store_open(&st, db, PFI_STORE_CREATE, &err) < 0) {
+    if (err.code == PFI_EDB)
+      err.code = PFI_EPARSE; /* a file that is not a store: bad input */
+    status = pfi_cli_fail(&err);
+    goto out;
+  }
+  struct pfi_sweep_result res;
+  int rc = pfi_sweep_run(st, &o, &res, &err);
+  pfi_store_close(st);
+  if (res.tput_bad_lines) {
+    char buf[PFI_ERROR_MSG_MAX + 300];
+    fprintf(stderr,
+            "pfi sweep: warning: %ld malformed throughput line(s) skipped; "
+            "the first: %s\n",
+            res.tput_bad_lines,
+            pfi_error_format(&res.tput_first_bad, buf, sizeof buf));
+  }
+  if (rc < 0) {
+    /* Bad requests found by the library are usage errors. */
+    if (rc == PFI_EINVAL || rc == PFI_ENOTFOUND || rc == PFI_ERANGE)
+      err.code = PFI_EINVAL;
+    status = pfi_cli_fail(&err);
+    goto out;
+  }
+  if (!pr.quiet)
+    fprintf(stderr, "pfi sweep: %zu run(s) done, %zu skipped (already "
+                    "complete); store %s\n",
+            res.runs_done, res.runs_skipped, db);
+out:
+  free(caps);
+  free(gpus);
+  return status;
+}

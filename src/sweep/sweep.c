@@ -1,0 +1,981 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* The sweep harness: caps, job, telemetry, throughput, restore. */
+#include "pfi/sweep.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+#include "internal.h"
+#include "pfi/device.h"
+#include "pfi/emu.h"
+#include "pfi/prom.h"
+#include "pfi/throughput.h"
+#include "pfi/version.h"
+
+extern char **environ;
+
+/* GPU memory counts as released below this, MiB: a driver context alone
+ * holds a few hundred MiB. */
+#define FB_RELEASED_MIB 1024.0
+/* Longest extra wait for memory to be released after the cooldown, s. */
+#define FB_RELEASE_MAX_S 600.0
+/* In virtual time a command is real: the harness waits (real time, up to
+ * this many ms without news) for it to report progress up to the device
+ * clock before advancing the clock further. */
+#define LOCKSTEP_IDLE_MS 5000
+
+struct job {
+  /* command */
+  pid_t pid;
+  int out_fd;            /* the job's stdout (regex kind), else -1 */
+  int exited;
+  int status;            /* waitpid status */
+  /* emulated load */
+  int attached;
+  double last_rate;
+  double last_job_t;     /* newest job time reported, device clock */
+};
+
+struct sweep {
+  struct pfi_store *st;
+  const struct pfi_sweep_opts *o;
+  struct pfi_device *dev;
+  char backend[32];
+  char params[256];
+  unsigned *gpus;
+  size_t n;
+  struct pfi_emu_jobs lib;
+  const struct pfi_emu_job *ej;
+  struct pfi_tput *tp;
+  char job_name[128];
+  char command[512];
+  int virtual_time;
+  struct pfi_sample *samples;
+};
+
+static double wall_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static double mono_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int stopped(const struct pfi_sweep_opts *o) {
+  return o->stop && *o->stop;
+}
+
+static void stage(const struct sweep *sw, const char *what, size_t i) {
+  if (sw->o->stage_hook)
+    sw->o->stage_hook(what, i, sw->o->stage_arg);
+}
+
+static void progress(const struct sweep *sw, const char *event, size_t i,
+                     double cap, double elapsed, double power, double rate) {
+  if (!sw->o->progress)
+    return;
+  struct pfi_sweep_progress p = {
+      .job = sw->job_name, .cap_index = i, .n_caps = sw->o->n_caps,
+      .cap_w = cap, .elapsed_s = elapsed, .duration_s = sw->o->duration_s > 0 ? sw->o->duration_s : 1800,
+      .power_w = power, .tokens_per_s = rate, .event = event};
+  sw->o->progress(&p, sw->o->progress_arg);
+}
+
+int pfi_sweep_parse_gpus(const char *s, unsigned **gpus, size_t *n,
+                         struct pfi_error *err) {
+  *gpus = NULL;
+  *n = 0;
+  if (!s || strcmp(s, "all") == 0)
+    return 0;
+  unsigned *v = NULL;
+  size_t k = 0, cap = 0;
+  const char *p = s;
+  int rc = 0;
+  while (*p) {
+    char *end;
+    errno = 0;
+    unsigned long a = strtoul(p, &end, 10);
+    if (end == p || errno || a > 1023 || *p == '-' || *p == '+') {
+      rc = pfi_error_set(err, PFI_EINVAL, "--gpus '%s': bad GPU index at '%s'",
+                         s, p);
+      goto out;
+    }
+    unsigned long b = a;
+    p = end;
+    if (*p == '-') {
+      p++;
+      errno = 0;
+      b = strtoul(p, &end, 10);
+      if (end == p || errno || b > 1023 || b < a || *p == '+') {
+        rc = pfi_error_set(err, PFI_EINVAL, "--gpus '%s': bad range", s);
+        goto out;
+      }
+      p = end;
+    }
+    for (unsigned long g = a; g <= b; g++) {
+      for (size_t j = 0; j < k; j++)
+        if (v[j] == g) {
+          rc = pfi_error_set(err, PFI_EINVAL, "--gpus '%s': GPU %lu twice", s,
+                             g);
+          goto out;
+        }
+      if (k == cap) {
+        size_t nc = cap ? 2 * cap : 8;
+        unsigned *nv = realloc(v, nc * sizeof *nv);
+        if (!nv) {
+          rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+          goto out;
+        }
+        v = nv;
+        cap = nc;
+      }
+      v[k++] = (unsigned)g;
+    }
+    if (*p == ',')
+      p++;
+    else if (*p) {
+      rc = pfi_error_set(err, PFI_EINVAL, "--gpus '%s': unexpected '%c'", s,
+                         *p);
+      goto out;
+    }
+  }
+  if (k == 0) {
+    rc = pfi_error_set(err, PFI_EINVAL, "--gpus '%s': no GPU", s);
+    goto out;
+  }
+  *gpus = v;
+  *n = k;
+  v = NULL;
+out:
+  free(v);
+  return rc;
+}
+
+/* ---- the job ------------------------------------------------------------- */
+
+static void append_env(char ***envp, size_t *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void append_env(char ***envp, size_t *n, const char *fmt, ...) {
+  char *s = NULL;
+  va_list ap;
+  va_start(ap, fmt);
+  if (vasprintf(&s, fmt, ap) < 0)
+    s = NULL;
+  va_end(ap);
+  if (s)
+    (*envp)[(*n)++] = s;
+}
+
+/* Starts the command: fork/exec without a shell, in its own process group,
+ * with the run's parameters in its environment. A CLOEXEC pipe carries an
+ * exec failure's errno back, so "command not found" is an error here and
+ * not a mysterious exit status 127 later. */
+static int start_command(struct sweep *sw, struct job *jb, double cap_w,
+                         int64_t run_id, struct pfi_error *err) {
+  const struct pfi_sweep_opts *o = sw->o;
+  int errpipe[2] = {-1, -1}, outpipe[2] = {-1, -1};
+  char **envp = NULL;
+  size_t nenv = 0, base = 0;
+  int rc = 0;
+  while (environ && environ[base])
+    base++;
+  envp = calloc(base + 16, sizeof *envp);
+  if (!envp)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  /* Our variables first: the child's getenv() finds the first match. */
+  append_env(&envp, &nenv, "PFI_CAP_W=%g", cap_w);
+  append_env(&envp, &nenv, "PFI_RUN_ID=%lld", (long long)run_id);
+  append_env(&envp, &nenv, "PFI_JOB=%s", sw->job_name);
+  append_env(&envp, &nenv, "PFI_DURATION_S=%g",
+             o->duration_s > 0 ? o->duration_s : 1800);
+  append_env(&envp, &nenv, "PFI_SEED=%llu", (unsigned long long)o->seed);
+  append_env(&envp, &nenv, "PFI_SWEEP_DB=%s", pfi_store_path(sw->st));
+  if (o->emulate)
+    append_env(&envp, &nenv, "PFI_EMULATE=%s", o->emulate);
+  if (sw->tp && pfi_tput_path(sw->tp))
+    append_env(&envp, &nenv, "PFI_THROUGHPUT_JSONL=%s", pfi_tput_path(sw->tp));
+  {
+    char list[1024] = "";
+    size_t off = 0;
+    for (size_t i = 0; i < sw->n && off + 12 < sizeof list; i++)
+      off += (size_t)snprintf(list + off, sizeof list - off, "%s%u",
+                              i ? "," : "", sw->gpus[i]);
+    append_env(&envp, &nenv, "PFI_GPUS=%s", list);
+  }
+  size_t ours = nenv;
+  for (size_t i = 0; i < base; i++)
+    envp[nenv++] = environ[i];
+  envp[nenv] = NULL;
+
+  if (pipe2(errpipe, O_CLOEXEC) != 0 ||
+      (sw->tp && pfi_tput_kind(sw->tp) == PFI_TPUT_REGEX &&
+       pipe2(outpipe, O_CLOEXEC) != 0)) {
+    rc = pfi_error_set(err, PFI_EIO, "pipe: %s", strerror(errno));
+    goto out;
+  }
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid < 0) {
+    rc = pfi_error_set(err, PFI_ECHILD, "fork: %s", strerror(errno));
+    goto out;
+  }
+  if (pid == 0) {
+    setpgid(0, 0);
+#ifdef __linux__
+    /* If pfi dies the job is told to stop too: it must not run on under a
+     * cap that the next pfi is about to restore. */
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+#endif
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    signal(SIGPIPE, SIG_DFL);
+    if (outpipe[1] >= 0)
+      dup2(outpipe[1], STDOUT_FILENO);
+    execvpe(o->argv[0], o->argv, envp);
+    int e = errno;
+    if (write(errpipe[1], &e, sizeof e) < 0) {
+    }
+    _exit(127);
+  }
+  setpgid(pid, pid); /* also here, so the group exists before we signal it */
+  close(errpipe[1]);
+  errpipe[1] = -1;
+  if (outpipe[1] >= 0) {
+    close(outpipe[1]);
+    outpipe[1] = -1;
+  }
+  int e = 0;
+  ssize_t r;
+  do
+    r = read(errpipe[0], &e, sizeof e);
+  while (r < 0 && errno == EINTR);
+  if (r == (ssize_t)sizeof e) {
+    waitpid(pid, NULL, 0);
+    rc = pfi_error_set(err, PFI_ECHILD, "cannot run '%s': %s", o->argv[0],
+                       strerror(e));
+    goto out;
+  }
+  jb->pid = pid;
+  jb->out_fd = outpipe[0];
+  outpipe[0] = -1;
+  if (jb->out_fd >= 0)
+    fcntl(jb->out_fd, F_SETFL, fcntl(jb->out_fd, F_GETFL) | O_NONBLOCK);
+out:
+  for (int i = 0; i < 2; i++) {
+    if (errpipe[i] >= 0)
+      close(errpipe[i]);
+    if (outpipe[i] >= 0)
+      close(outpipe[i]);
+  }
+  for (size_t i = 0; i < ours; i++)
+    free(envp[i]);
+  free(envp);
+  return rc;
+}
+
+/* Reads what the job wrote to stdout (regex kind). */
+static void drain_stdout(struct sweep *sw, struct job *jb, double now,
+                         int final) {
+  if (jb->out_fd < 0)
+    return;
+  char buf[8192];
+  for (;;) {
+    ssize_t r = read(jb->out_fd, buf, sizeof buf);
+    if (r > 0) {
+      pfi_tput_feed(sw->tp, buf, (size_t)r, now);
+      continue;
+    }
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r == 0 || final) {
+      if (final)
+        pfi_tput_feed(sw->tp, NULL, 0, now);
+    }
+    break;
+  }
+}
+
+static int reap(struct job *jb, int block) {
+  if (jb->pid <= 0 || jb->exited)
+    return jb->exited;
+  int status;
+  pid_t r;
+  do
+    r = waitpid(jb->pid, &status, block ? 0 : WNOHANG);
+  while (r < 0 && errno == EINTR);
+  if (r == jb->pid) {
+    jb->exited = 1;
+    jb->status = status;
+  } else if (r < 0) {
+    jb->exited = 1;
+    jb->status = 0;
+  }
+  return jb->exited;
+}
+
+/* Real-time pause for child bookkeeping (never for the device clock). */
+static void pause_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+/* Ends the command: SIGTERM to its process group, SIGKILL after the
+ * grace period (real seconds: the job is a real process). */
+static void stop_command(struct job *jb, double grace_s) {
+  if (jb->pid <= 0 || reap(jb, 0))
+    return;
+  kill(-jb->pid, SIGTERM);
+  long waited = 0, limit = (long)(grace_s * 1000);
+  while (!reap(jb, 0) && waited < limit) {
+    pause_ms(10);
+    waited += 10;
+  }
+  if (!jb->exited) {
+    kill(-jb->pid, SIGKILL);
+    reap(jb, 1);
+  }
+}
+
+/* Collects the job's throughput reports and stores them. */
+static int collect(struct sweep *sw, struct job *jb, int64_t run_id,
+                   double now, int final, struct pfi_error *err) {
+  int rc = 0;
+  if (jb->attached) {
+    double rate = NAN;
+    if ((rc = pfi_emu_progress(sw->dev, NULL, &rate, NULL, err)) < 0)
+      return rc;
+    if (!sw->tp) {
+      struct pfi_step s = {.t_s = now, .job_t_s = NAN, .tokens = NAN,
+                           .tokens_per_s = rate, .step = NAN, .loss = NAN,
+                           .mfu = NAN};
+      jb->last_rate = rate;
+      jb->last_job_t = now;
+      return pfi_store_add_step(sw->st, run_id, &s, err);
+    }
+  }
+  if (!sw->tp)
+    return 0;
+  drain_stdout(sw, jb, now, final);
+  if ((rc = pfi_tput_poll(sw->tp, now, final, err)) < 0)
+    return rc;
+  const struct pfi_step *steps;
+  size_t n = pfi_tput_take(sw->tp, &steps);
+  for (size_t i = 0; i < n; i++) {
+    if ((rc = pfi_store_add_step(sw->st, run_id, &steps[i], err)) < 0)
+      return rc;
+    if (steps[i].t_s > jb->last_job_t || !isfinite(jb->last_job_t))
+      jb->last_job_t = steps[i].t_s;
+  }
+  double r = pfi_tput_last_rate(sw->tp);
+  if (isfinite(r))
+    jb->last_rate = r;
+  return 0;
+}
+
+/* ---- telemetry ----------------------------------------------------------- */
+
+static int sample_all(struct sweep *sw, int64_t run_id, double now,
+                      double *power, struct pfi_error *err) {
+  const struct pfi_sweep_opts *o = sw->o;
+  *power = NAN;
+  double sum = 0;
+  int any = 0, rc;
+  if (o->telemetry && strncmp(o->telemetry, "dcgm-exporter:", 14) == 0) {
+    struct pfi_prom_gpu *g = NULL;
+    struct pfi_prom_stats ps;
+    struct pfi_error e;
+    int n = pfi_prom_scrape(o->telemetry + 14,
+                            o->interval_s > 0 ? o->interval_s : 5, &g, &ps, &e);
+    /* A failed scrape loses one interval of telemetry, not the run. */
+    for (int k = 0; k < n; k++) {
+      for (size_t i = 0; i < sw->n; i++) {
+        if ((unsigned)g[k].gpu != sw->gpus[i])
+          continue;
+        struct pfi_sample s = g[k].s;
+        s.t_s = now;
+        if ((rc = pfi_store_add_sample(sw->st, run_id, sw->gpus[i], &s, err)) < 0) {
+          free(g);
+          return rc;
+        }
+        if (pfi_sample_has(&s, PFI_FIELD_POWER)) {
+          sum += s.v[PFI_FIELD_POWER];
+          any = 1;
+        }
+      }
+    }
+    free(g);
+  } else {
+    for (size_t i = 0; i < sw->n; i++) {
+      struct pfi_sample *s = &sw->samples[i];
+      memset(s, 0, sizeof *s);
+      if ((rc = pfi_device_sample(sw->dev, sw->gpus[i], s, err)) < 0)
+        return rc;
+      s->t_s = now;
+      if ((rc = pfi_store_add_sample(sw->st, run_id, sw->gpus[i], s, err)) < 0)
+        return rc;
+      if (pfi_sample_has(s, PFI_FIELD_POWER)) {
+        sum += s->v[PFI_FIELD_POWER];
+        any = 1;
+      }
+    }
+  }
+  if (any)
+    *power = sum;
+  return 0;
+}
+
+struct stage_arg {
+  const struct sweep *sw;
+  size_t ci;
+};
+
+static void after_first_restore(void *arg) {
+  struct stage_arg *sa = arg;
+  stage(sa->sw, "restoring", sa->ci);
+}
+
+/* ---- one run --------------------------------------------------------------*/
+
+/* Sets every GPU's cap and checks the enforced limit. */
+static int set_caps(struct sweep *sw, int64_t run_id, uint32_t mw,
+                    struct pfi_error *err) {
+  for (size_t i = 0; i < sw->n; i++) {
+    double t = NAN;
+    pfi_device_now(sw->dev, &t, NULL);
+    int rc = pfi_device_set_cap(sw->dev, sw->gpus[i], mw, err);
+    if (rc < 0)
+      return rc;
+    if ((rc = pfi_store_cap_event(sw->st, run_id, sw->gpus[i], "set", mw, t,
+                                  err)) < 0)
+      return rc;
+    uint32_t got = 0;
+    if ((rc = pfi_device_enforced_cap(sw->dev, sw->gpus[i], &got, err)) < 0)
+      return rc;
+    if ((rc = pfi_store_cap_event(sw->st, run_id, sw->gpus[i], "readback", got,
+                                  t, err)) < 0)
+      return rc;
+    if (got != mw)
+      return pfi_error_set(err, PFI_EMISMATCH,
+                           "GPU %u: set a cap of %u mW but the enforced limit "
+                           "reads %u mW; stopping",
+                           sw->gpus[i], mw, got);
+  }
+  return 0;
+}
+
+static int record_caps(struct sweep *sw, struct pfi_error *err) {
+  struct pfi_saved_cap *caps = calloc(sw->n, sizeof *caps);
+  if (!caps)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  int rc = 0;
+  for (size_t i = 0; i < sw->n; i++) {
+    snprintf(caps[i].backend, sizeof caps[i].backend, "%s", sw->backend);
+    snprintf(caps[i].params, sizeof caps[i].params, "%s", sw->params);
+    caps[i].gpu = sw->gpus[i];
+    if ((rc = pfi_device_get_cap(sw->dev, sw->gpus[i], &caps[i].cap_mw, err)) < 0)
+      goto out;
+    struct pfi_error e;
+    if (pfi_device_uuid(sw->dev, sw->gpus[i], caps[i].uuid,
+                        sizeof caps[i].uuid, &e) < 0)
+      caps[i].uuid[0] = 0; /* a backend without UUIDs: no identity check */
+  }
+  rc = pfi_store_caps_record(sw->st, caps, sw->n, err);
+out:
+  free(caps);
+  return rc;
+}
+
+/* Waits `seconds` on the device clock in slices of at most `slice`, so a
+ * stop request is noticed. Returns 0, PFI_EINTR or a device error. */
+static int dev_wait(struct sweep *sw, double seconds, double slice,
+                    struct pfi_error *err) {
+  while (seconds > 1e-9) {
+    if (stopped(sw->o))
+      return pfi_error_set(err, PFI_EINTR, "interrupted");
+    double d = seconds < slice ? seconds : slice;
+    int rc = pfi_device_wait(sw->dev, d, err);
+    if (rc == PFI_EINTR && stopped(sw->o))
+      return rc;
+    if (rc < 0 && rc != PFI_EINTR)
+      return rc;
+    seconds -= d;
+  }
+  return stopped(sw->o) ? pfi_error_set(err, PFI_EINTR, "interrupted") : 0;
+}
+
+/* In virtual time, lets a live command catch up with the device clock. */
+static void lockstep(struct sweep *sw, struct job *jb, int64_t run_id,
+                     double now, struct pfi_error *err) {
+  if (!sw->virtual_time || jb->pid <= 0 || !sw->tp)
+    return;
+  int idle = 0;
+  while (!reap(jb, 0) && !stopped(sw->o) &&
+         !(isfinite(jb->last_job_t) && jb->last_job_t >= now) &&
+         idle < LOCKSTEP_IDLE_MS) {
+    double before = jb->last_job_t;
+    if (jb->out_fd >= 0) {
+      struct pollfd pf = {jb->out_fd, POLLIN, 0};
+      poll(&pf, 1, 5);
+    } else {
+      pause_ms(2);
+    }
+    if (collect(sw, jb, run_id, now, 0, err) < 0)
+      return;
+    if (jb->last_job_t != before && !(isnan(before) && isnan(jb->last_job_t)))
+      idle = 0;
+    else
+      idle += 5;
+  }
+}
+
+static int cooldown(struct sweep *sw, struct pfi_error *err) {
+  const struct pfi_sweep_opts *o = sw->o;
+  double cd = o->cooldown_s < 0 ? 0 : (o->cooldown_s > 0 ? o->cooldown_s : 60);
+  double iv = o->interval_s > 0 ? o->interval_s : 5;
+  int rc = dev_wait(sw, cd, iv, err);
+  if (rc < 0)
+    return rc;
+  /* Then until the job's memory is gone (a process that outlives its
+   * SIGKILL briefly, or a driver that is slow to free it). */
+  for (double waited = 0; waited < FB_RELEASE_MAX_S; waited += iv) {
+    int busy = 0;
+    for (size_t i = 0; i < sw->n; i++) {
+      struct pfi_sample s;
+      memset(&s, 0, sizeof s);
+      if (pfi_device_sample(sw->dev, sw->gpus[i], &s, NULL) == 0 &&
+          pfi_sample_has(&s, PFI_FIELD_FB_USED) &&
+          s.v[PFI_FIELD_FB_USED] >= FB_RELEASED_MIB)
+        busy = 1;
+    }
+    if (!busy)
+      return 0;
+    if ((rc = dev_wait(sw, iv, iv, err)) < 0)
+      return rc;
+  }
+  return 0;
+}
+
+static int one_run(struct sweep *sw, size_t ci, struct pfi_sweep_result *res,
+                   struct pfi_error *err) {
+  const struct pfi_sweep_opts *o = sw->o;
+  double cap_w = o->caps_w[ci];
+  double duration = o->duration_s > 0 ? o->duration_s : 1800;
+  double iv = o->interval_s > 0 ? o->interval_s : 5;
+  double grace = o->grace_s > 0 ? o->grace_s : 10;
+  uint32_t mw = (uint32_t)llround(cap_w * 1000.0);
+  struct job jb = {.pid = -1, .out_fd = -1, .last_rate = NAN,
+                   .last_job_t = NAN};
+  struct pfi_run_info ri;
+  int rc = 0, recorded = 0, in_batch = 0;
+  double batch_t0 = 0;
+  const char *final_state = PFI_RUN_FAILED;
+  int exit_status = -1;
+  double t0 = 0, now = 0;
+
+  /* Check the cap against every GPU's limits before changing anything. */
+  for (size_t i = 0; i < sw->n; i++) {
+    struct pfi_power_limits lim;
+    if ((rc = pfi_device_limits(sw->dev, sw->gpus[i], &lim, err)) < 0)
+      return rc;
+    if (mw < lim.min_mw || mw > lim.max_mw)
+      return pfi_error_set(err, PFI_ERANGE,
+                           "cap %g W is outside GPU %u's range %.0f..%.0f W",
+                           cap_w, sw->gpus[i], lim.min_mw / 1000.0,
+                           lim.max_mw / 1000.0);
+  }
+  memset(&ri, 0, sizeof ri);
+  snprintf(ri.job, sizeof ri.job, "%s", sw->job_name);
+  if (sw->ej) {
+    snprintf(ri.arch, sizeof ri.arch, "%s", sw->ej->arch);
+    snprintf(ri.task, sizeof ri.task, "%s", sw->ej->task);
+  }
+  ri.cap_w = cap_w;
+  ri.gpus = sw->ej ? sw->ej->gpus : (unsigned)sw->n;
+  snprintf(ri.source, sizeof ri.source, "%s",
+           strcmp(sw->backend, "emu") == 0 ? PFI_SOURCE_EMULATED
+                                           : PFI_SOURCE_MEASURED);
+  snprintf(ri.command, sizeof ri.command, "%s", sw->command);
+  if ((rc = pfi_device_now(sw->dev, &t0, err)) < 0)
+    goto out;
+  ri.t_start_s = t0;
+  ri.exit_status = -1;
+  if ((rc = pfi_store_run_begin(sw->st, &ri, err)) < 0)
+    goto out;
+  if ((rc = record_caps(sw, err)) < 0)
+    goto out;
+  recorded = 1;
+  stage(sw, "recorded", ci);
+
+  if ((rc = set_caps(sw, ri.id, mw, err)) < 0)
+    goto out;
+  stage(sw, "set", ci);
+  progress(sw, "start", ci, cap_w, 0, NAN, NAN);
+
+  /* Start the job. */
+  if (sw->ej) {
+    if ((rc = pfi_emu_attach(sw->dev, sw->gpus, sw->n, sw->ej,
+                             (unsigned long)o->seed, err)) < 0)
+      goto out;
+    jb.attached = 1;
+  }
+  if (sw->tp &&
+      (rc = pfi_tput_start(sw->tp, t0, wall_now(), err)) < 0)
+    goto out;
+  if (o->argv && o->argv[0] &&
+      (rc = start_command(sw, &jb, cap_w, ri.id, err)) < 0)
+    goto out;
+
+  /* Sample until the duration, the job's exit or a stop request. */
+  double elapsed = 0;
+  for (;;) {
+    if ((rc = dev_wait(sw, iv, iv, err)) < 0)
+      goto out;
+    if ((rc = pfi_device_now(sw->dev, &now, err)) < 0)
+      goto out;
+    elapsed = now - t0;
+    if (!in_batch) {
+      if ((rc = pfi_store_begin(sw->st, err)) < 0)
+        goto out;
+      in_batch = 1;
+      batch_t0 = mono_now();
+    }
+    double power;
+    if ((rc = sample_all(sw, ri.id, now, &power, err)) < 0)
+      goto out;
+    lockstep(sw, &jb, ri.id, now, err);
+    if ((rc = collect(sw, &jb, ri.id, now, 0, err)) < 0)
+      goto out;
+    /* One transaction per interval at wall-clock pace; in virtual time,
+     * where intervals pass in microseconds, one per quarter second of wall
+     * time (a commit costs far more than an interval's rows). */
+    if (!sw->virtual_time || mono_now() - batch_t0 >= 0.25) {
+      if ((rc = pfi_store_commit(sw->st, err)) < 0)
+        goto out;
+      in_batch = 0;
+    }
+    progress(sw, "sample", ci, cap_w, elapsed, power, jb.last_rate);
+    stage(sw, "sample", ci);
+    if (elapsed >= duration - 1e-9)
+      break;
+    /* A command that exits ends the run once the device clock has
+     * reached the last throughput it reported. */
+    if (jb.pid > 0 && reap(&jb, 0) &&
+        !(isfinite(jb.last_job_t) && jb.last_job_t > now))
+      break;
+  }
+  rc = 0;
+out:
+  if (in_batch) {
+    /* Keep what was sampled: the batch is consistent on its own. */
+    struct pfi_error e2;
+    if (pfi_store_commit(sw->st, &e2) < 0)
+      pfi_store_rollback(sw->st);
+  }
+  if (jb.pid > 0) {
+    int was_running = !reap(&jb, 0);
+    stop_command(&jb, grace);
+    struct pfi_error e2;
+    pfi_error_clear(&e2);
+    collect(sw, &jb, ri.id, now, 1, &e2);
+    if (jb.out_fd >= 0)
+      close(jb.out_fd);
+    if (WIFEXITED(jb.status))
+      exit_status = WEXITSTATUS(jb.status);
+    else if (WIFSIGNALED(jb.status))
+      exit_status = 128 + WTERMSIG(jb.status);
+    /* The harness ended a running job: that is the normal end of a run.
+     * A job that ended by itself must have succeeded. */
+    if (rc == 0 && !was_running && exit_status != 0) {
+      rc = pfi_error_set(err, PFI_ECHILD,
+                         "the job exited with status %d at %g W; caps "
+                         "restored",
+                         exit_status, cap_w);
+      res->runs_failed++;
+    }
+    if (sw->tp) {
+      struct pfi_error first;
+      long bad = pfi_tput_bad_lines(sw->tp, &first);
+      if (bad && !res->tput_bad_lines)
+        res->tput_first_bad = first;
+      res->tput_bad_lines += bad;
+    }
+  }
+  if (jb.attached)
+    pfi_emu_detach(sw->dev);
+  if (recorded) {
+    struct pfi_error e2;
+    pfi_error_clear(&e2);
+    struct stage_arg sa = {sw, ci};
+    int r = pfi__restore_ledger(sw->st, sw->dev, sw->backend, sw->params,
+                                after_first_restore, &sa, &e2);
+    if (r < 0 && rc == 0) {
+      rc = r;
+      *err = e2;
+    } else if (r < 0) {
+      /* Keep the first error but say that restoring failed too. */
+      char buf[PFI_ERROR_MSG_MAX];
+      pfi_error_format(&e2, buf, sizeof buf);
+      size_t l = strlen(err->msg);
+      snprintf(err->msg + l, sizeof err->msg - l,
+               "; restoring caps also failed: %s", buf);
+    }
+    stage(sw, "restored", ci);
+    progress(sw, "restore", ci, cap_w, now - t0, NAN, NAN);
+  }
+  if (ri.id > 0) {
+    if (rc == 0)
+      final_state = PFI_RUN_COMPLETE;
+    else if (rc == PFI_EINTR)
+      final_state = PFI_RUN_INTERRUPTED;
+    struct pfi_error e2;
+    if (pfi_store_run_end(sw->st, ri.id, final_state, now, exit_status, &e2) <
+            0 &&
+        rc == 0) {
+      rc = PFI_EDB;
+      *err = e2;
+    }
+  }
+  progress(sw, "end", ci, cap_w, now - t0, NAN, jb.last_rate);
+  return rc;
+}
+
+/* ---- the sweep ------------------------------------------------------------*/
+
+static int has_param(const char *params, const char *key) {
+  size_t kl = strlen(key);
+  for (const char *p = params; p && *p;) {
+    if (strncmp(p, key, kl) == 0 && p[kl] == '=')
+      return 1;
+    p = strchr(p, ',');
+    if (p)
+      p++;
+  }
+  return 0;
+}
+
+static void add_param(char *buf, size_t n, const char *kv) {
+  size_t l = strlen(buf);
+  snprintf(buf + l, n - l, "%s%s", l ? "," : "", kv);
+}
+
+int pfi_sweep_run(struct pfi_store *st, const struct pfi_sweep_opts *o,
+                  struct pfi_sweep_result *res, struct pfi_error *err) {
+  struct sweep sw;
+  struct pfi_sweep_result local;
+  int rc = 0;
+  memset(&sw, 0, sizeof sw);
+  if (!res)
+    res = &local;
+  memset(res, 0, sizeof *res);
+  sw.st = st;
+  sw.o = o;
+  snprintf(sw.backend, sizeof sw.backend, "%s", o->backend ? o->backend : "emu");
+  snprintf(sw.params, sizeof sw.params, "%s",
+           o->backend_params ? o->backend_params : "");
+  int has_cmd = o->argv && o->argv[0];
+  if (!has_cmd && !o->emulate)
+    return pfi_error_set(err, PFI_EINVAL, "nothing to run: give a command or "
+                                          "an emulated job");
+  if (o->n_caps == 0)
+    return pfi_error_set(err, PFI_EINVAL, "no caps to sweep");
+  for (size_t i = 0; i < o->n_caps; i++)
+    if (!(o->caps_w[i] > 0 && o->caps_w[i] < 1e5))
+      return pfi_error_set(err, PFI_EINVAL, "cap %g W is not a valid cap",
+                           o->caps_w[i]);
+  if (o->telemetry && strcmp(o->telemetry, "device") != 0 &&
+      (strncmp(o->telemetry, "dcgm-exporter:", 14) != 0 || !o->telemetry[14]))
+    return pfi_error_set(err, PFI_EINVAL,
+                         "--telemetry '%s': expected device or "
+                         "dcgm-exporter:URL",
+                         o->telemetry);
+  if ((rc = pfi__store_lock(st, err)) < 0)
+    return rc;
+
+  if (o->emulate) {
+    if (strcmp(sw.backend, "emu") != 0) {
+      rc = pfi_error_set(err, PFI_EINVAL,
+                         "an emulated job runs on the emu backend only");
+      goto out;
+    }
+    if ((rc = pfi_emu_jobs_load(&sw.lib, NULL, err)) < 0)
+      goto out;
+    sw.ej = pfi_emu_job_find(&sw.lib, o->emulate);
+    if (!sw.ej) {
+      rc = pfi_error_set(err, PFI_ENOTFOUND,
+                         "no job '%s' in the job library (pfi emulate list)",
+                         o->emulate);
+      goto out;
+    }
+    /* The emulated node gets the job's GPU count unless told otherwise, so
+     * that the summed power is the job's aggregate power. */
+    if (!has_param(sw.params, "gpus")) {
+      char kv[32];
+      snprintf(kv, sizeof kv, "gpus=%u", sw.ej->gpus);
+      add_param(sw.params, sizeof sw.params, kv);
+    }
+    if (!has_param(sw.params, "profile")) {
+      char kv[32];
+      snprintf(kv, sizeof kv, "profile=%s", sw.ej->profile);
+      add_param(sw.params, sizeof sw.params, kv);
+    }
+  }
+  if (strcmp(sw.backend, "emu") == 0) {
+    if (!has_param(sw.params, "seed")) {
+      char kv[48];
+      snprintf(kv, sizeof kv, "seed=%llu", (unsigned long long)o->seed);
+      add_param(sw.params, sizeof sw.params, kv);
+    }
+    if (o->real_time && !has_param(sw.params, "realtime"))
+      add_param(sw.params, sizeof sw.params, "realtime=1");
+    const char *rt = getenv("PFI_EMU_REALTIME");
+    sw.virtual_time = !(strstr(sw.params, "realtime=1") ||
+                        (rt && strcmp(rt, "1") == 0));
+  }
+  if (o->job && *o->job)
+    snprintf(sw.job_name, sizeof sw.job_name, "%s", o->job);
+  else if (sw.ej)
+    snprintf(sw.job_name, sizeof sw.job_name, "%s", sw.ej->id);
+  else {
+    const char *b = strrchr(o->argv[0], '/');
+    snprintf(sw.job_name, sizeof sw.job_name, "%s", b ? b + 1 : o->argv[0]);
+  }
+  if (has_cmd) {
+    size_t off = 0;
+    for (size_t i = 0; o->argv[i] && off + 2 < sizeof sw.command; i++)
+      off += (size_t)snprintf(sw.command + off, sizeof sw.command - off, "%s%s",
+                              i ? " " : "", o->argv[i]);
+  } else {
+    snprintf(sw.command, sizeof sw.command, "emulate %s", o->emulate);
+  }
+  if (o->throughput && *o->throughput) {
+    if (!has_cmd) {
+      rc = pfi_error_set(err, PFI_EINVAL,
+                         "--throughput needs a command to read it from");
+      goto out;
+    }
+    if ((rc = pfi_tput_open(&sw.tp, o->throughput, err)) < 0)
+      goto out;
+  }
+  /* Put back whatever a crashed pfi left capped before touching anything. */
+  if ((rc = pfi_sweep_recover(st, err)) < 0)
+    goto out;
+  if ((rc = pfi_device_open(&sw.dev, sw.backend,
+                            sw.params[0] ? sw.params : NULL, err)) < 0)
+    goto out;
+  unsigned count = 0;
+  if ((rc = pfi_device_count(sw.dev, &count, err)) < 0)
+    goto out;
+  if (o->gpus && o->n_gpus) {
+    sw.gpus = malloc(o->n_gpus * sizeof *sw.gpus);
+    if (!sw.gpus) {
+      rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+      goto out;
+    }
+    for (size_t i = 0; i < o->n_gpus; i++) {
+      if (o->gpus[i] >= count) {
+        rc = pfi_error_set(err, PFI_ERANGE,
+                           "GPU %u does not exist (the device has %u)",
+                           o->gpus[i], count);
+        goto out;
+      }
+      sw.gpus[i] = o->gpus[i];
+    }
+    sw.n = o->n_gpus;
+  } else {
+    sw.gpus = malloc((count ? count : 1) * sizeof *sw.gpus);
+    if (!sw.gpus) {
+      rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+      goto out;
+    }
+    for (unsigned i = 0; i < count; i++)
+      sw.gpus[i] = i;
+    sw.n = count;
+  }
+  if (sw.n == 0) {
+    rc = pfi_error_set(err, PFI_ENOTFOUND, "no GPU to sweep");
+    goto out;
+  }
+  sw.samples = calloc(sw.n, sizeof *sw.samples);
+  if (!sw.samples) {
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  {
+    char seed[32];
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)o->seed);
+    if ((rc = pfi_store_meta_set(st, "seed", seed, err)) < 0 ||
+        (rc = pfi_store_meta_set(st, "backend", sw.backend, err)) < 0 ||
+        (rc = pfi_store_meta_set(st, "source",
+                                 strcmp(sw.backend, "emu") == 0
+                                     ? PFI_SOURCE_EMULATED
+                                     : PFI_SOURCE_MEASURED,
+                                 err)) < 0 ||
+        (rc = pfi_store_meta_set(st, "pfi_version_last", PFI_VERSION_STRING,
+                                 err)) < 0)
+      goto out;
+    const struct pfi_emu_profile *prof =
+        sw.ej ? pfi_emu_profile_find(sw.ej->profile) : NULL;
+    if (prof) {
+      char clk[32];
+      snprintf(clk, sizeof clk, "%g", prof->sm_clock_max_mhz);
+      if ((rc = pfi_store_meta_set(st, "sm_clock_max_mhz", clk, err)) < 0)
+        goto out;
+    }
+  }
+  for (size_t ci = 0; ci < o->n_caps; ci++) {
+    if (stopped(o)) {
+      rc = pfi_error_set(err, PFI_EINTR, "interrupted");
+      goto out;
+    }
+    int64_t done_id;
+    int f = pfi_store_run_find_complete(st, sw.job_name, o->caps_w[ci],
+                                        &done_id, err);
+    if (f < 0) {
+      rc = f;
+      goto out;
+    }
+    if (f) {
+      res->runs_skipped++;
+      progress(&sw, "skip", ci, o->caps_w[ci], 0, NAN, NAN);
+      continue;
+    }
+    if ((rc = one_run(&sw, ci, res, err)) < 0)
+      goto out;
+    res->runs_done++;
+    if (ci + 1 < o->n_caps && (rc = cooldown(&sw, err)) < 0)
+      goto out;
+  }
+out:
+  if (rc == PFI_EINTR)
+    pfi_error_set(err, PFI_EINTR, "interrupted; caps restored");
+  pfi_device_close(sw.dev);
+  pfi_tput_close(sw.tp);
+  pfi_emu_jobs_release(&sw.lib);
+  free(sw.gpus);
+  free(sw.samples);
+  pfi__store_unlock(st);
+  return rc;
+}
