@@ -25,7 +25,7 @@
 #define K_LO 250.0
 #define K_HI 2200.0
 #define W_LO 0.05
-#define W_HI 0.80
+#define W_HI 1.00
 
 struct prior {
   double m, o, k, w;
@@ -200,8 +200,8 @@ int pfi_emu_calibrate(struct pfi_emu_job *job, unsigned long seed,
   static const double gm[] = {0.05, 0.25, 0.45, 0.65, 0.8};
   static const double go[] = {0.05, 0.15};
   static const double gk[] = {500, 900, 1300, 1700};
-  static const double gw[] = {0.1, 0.3, 0.6};
-  enum { NS = 5 * 2 * 4 * 3 };
+  static const double gw[] = {0.1, 0.3, 0.6, 0.9};
+  enum { NS = 5 * 2 * 4 * 4 };
   gsl_vector *z = gsl_vector_alloc(4);
   gsl_vector *step = gsl_vector_alloc(4);
   gsl_multimin_fminimizer *mm =
@@ -216,7 +216,7 @@ int pfi_emu_calibrate(struct pfi_emu_job *job, unsigned long seed,
   for (size_t a = 0; a < 5; a++)
     for (size_t b = 0; b < 2; b++)
       for (size_t k = 0; k < 4; k++)
-        for (size_t w = 0; w < 3; w++) {
+        for (size_t w = 0; w < 4; w++) {
           starts[ns][0] = unsquash(gm[a], M_LO, M_HI);
           starts[ns][1] = unsquash(go[b], O_LO, O_HI);
           starts[ns][2] = unsquash(gk[k], K_LO, K_HI);

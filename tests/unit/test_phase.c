@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Phase segmentation and the top-10 % aggregate, on series worked by hand. */
+#include "testutil.h"
+
+#include "pfi/phase.h"
+
+static void test_segment_by_hand(void **state) {
+  (void)state;
+  /* Two samples below 10 GiB (warmup), two loaded at 0 % (startup), then
+   * training at 80 and 90 %, a checkpoint dip to 10 % (pause) and training
+   * again. */
+  const double fb[] = {100, 5000, 12000, 12000, 12000, 12000, 12000, 12000};
+  const double util[] = {0, 0, 0, 0, 80, 90, 10, 95};
+  const enum pfi_phase want[] = {PFI_PHASE_WARMUP,   PFI_PHASE_WARMUP,
+                                 PFI_PHASE_STARTUP,  PFI_PHASE_STARTUP,
+                                 PFI_PHASE_TRAINING, PFI_PHASE_TRAINING,
+                                 PFI_PHASE_PAUSE,    PFI_PHASE_TRAINING};
+  enum pfi_phase ph[8];
+  struct pfi_error e;
+  assert_int_equal(pfi_phase_segment(fb, util, 8, NULL, ph, &e), 0);
+  for (int i = 0; i < 8; i++)
+    ASSERT_EQ_INT(ph[i], want[i]);
+  /* Training values 10, 20, 40: the top 10 % of 3 samples is ceil(0.3) = 1
+   * sample, 40; with top_frac 0.5 it is ceil(1.5) = 2 samples, (40+20)/2. */
+  const double v[] = {999, 999, 999, 999, 10, 20, 30, 40};
+  double m;
+  size_t used;
+  assert_int_equal(pfi_phase_top_mean(v, ph, 8, NULL, &m, &used, &e), 0);
+  ASSERT_NEAR(m, 40.0, 0);
+  ASSERT_EQ_INT(used, 1);
+  struct pfi_phase_params p;
+  pfi_phase_params_init(&p);
+  p.top_frac = 0.5;
+  assert_int_equal(pfi_phase_top_mean(v, ph, 8, &p, &m, &used, &e), 0);
+  ASSERT_NEAR(m, 30.0, 1e-12);
+  ASSERT_EQ_INT(used, 2);
+}
+
+static void test_defaults_and_thresholds(void **state) {
+  (void)state;
+  struct pfi_phase_params p;
+  pfi_phase_params_init(&p);
+  ASSERT_NEAR(p.loaded_mib, 10240, 0);
+  ASSERT_NEAR(p.train_util, 50, 0);
+  ASSERT_NEAR(p.top_frac, 0.10, 0);
+  /* Exactly 10 GiB is loaded; exactly 50 % is training. */
+  const double fb[] = {10239.9, 10240, 10240};
+  const double util[] = {0, 0, 50};
+  enum pfi_phase ph[3];
+  struct pfi_error e;
+  assert_int_equal(pfi_phase_segment(fb, util, 3, &p, ph, &e), 0);
+  ASSERT_EQ_INT(ph[0], PFI_PHASE_WARMUP);
+  ASSERT_EQ_INT(ph[1], PFI_PHASE_STARTUP);
+  ASSERT_EQ_INT(ph[2], PFI_PHASE_TRAINING);
+  assert_string_equal(pfi_phase_name(PFI_PHASE_PAUSE), "pause");
+}
+
+static void test_missing_values(void **state) {
+  (void)state;
+  /* No frame-buffer series: every sample counts as loaded. NaN utilization
+   * is not training; NaN values are skipped by the aggregate. */
+  const double util[] = {NAN, 0, 70, 60, 65};
+  const double v[] = {1, 2, NAN, 5, 7};
+  enum pfi_phase ph[5];
+  struct pfi_error e;
+  assert_int_equal(pfi_phase_segment(NULL, util, 5, NULL, ph, &e), 0);
+  ASSERT_EQ_INT(ph[0], PFI_PHASE_STARTUP);
+  ASSERT_EQ_INT(ph[2], PFI_PHASE_TRAINING);
+  double m;
+  size_t used;
+  assert_int_equal(pfi_phase_top_mean(v, ph, 5, NULL, &m, &used, &e), 0);
+  ASSERT_NEAR(m, 7.0, 0);
+  /* No training sample at all. */
+  const double idle[] = {0, 0, 0};
+  assert_int_equal(pfi_phase_segment(NULL, idle, 3, NULL, ph, &e), 0);
+  assert_int_equal(pfi_phase_top_mean(v, ph, 3, NULL, &m, &used, &e),
+                   PFI_ENOTFOUND);
+}
+
+static void test_bad_params(void **state) {
+  (void)state;
+  struct pfi_phase_params p;
+  enum pfi_phase ph[1];
+  const double u[] = {60};
+  double m;
+  struct pfi_error e;
+  pfi_phase_params_init(&p);
+  p.top_frac = 0;
+  assert_int_equal(pfi_phase_segment(NULL, u, 1, &p, ph, &e), PFI_EINVAL);
+  pfi_phase_params_init(&p);
+  p.train_util = NAN;
+  assert_int_equal(pfi_phase_top_mean(u, ph, 1, &p, &m, NULL, &e), PFI_EINVAL);
+  assert_int_equal(pfi_phase_segment(NULL, NULL, 1, NULL, ph, &e), PFI_EINVAL);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_segment_by_hand),
+      cmocka_unit_test(test_defaults_and_thresholds),
+      cmocka_unit_test(test_missing_values),
+      cmocka_unit_test(test_bad_params),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
