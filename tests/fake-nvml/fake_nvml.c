@@ -26,10 +26,12 @@
  *                            job starts (default 300: in training)
  *   PFI_FAKE_NVML_JOBS       the job library file (default: pfi's own)
  *
- * Built twice: libnvidia-ml.so.1 with the versioned (_v2, V) entry points
- * and, with FAKE_NVML_V1_ONLY, a library that has only the original ones,
- * as old drivers do. fake_nvml_calls(name) reports how often an entry point
- * was called, so tests can check which versions the backend chose.
+ * Built three times: libnvidia-ml.so.1 with the versioned (_v2, V) entry
+ * points; with FAKE_NVML_V1_ONLY, a library that has only the original
+ * ones, as old drivers do; with FAKE_NVML_MINIMAL, one without the optional
+ * entry points (error strings, setting limits, energy, throttle time, GPM).
+ * fake_nvml_calls(name) reports how often an entry point was called, so tests
+ * can check which versions the backend chose.
  */
 #include <limits.h>
 #include <math.h>
@@ -338,6 +340,7 @@ EXPORT nvmlReturn_t nvmlShutdown(void) {
   return NVML_SUCCESS;
 }
 
+#ifndef FAKE_NVML_MINIMAL
 EXPORT const char *nvmlErrorString(nvmlReturn_t r) {
   switch (r) {
   case NVML_SUCCESS:
@@ -360,6 +363,7 @@ EXPORT const char *nvmlErrorString(nvmlReturn_t r) {
     return "Unknown Error";
   }
 }
+#endif
 
 static nvmlReturn_t do_count(const char *entry, unsigned int *n) {
   count_call(entry);
@@ -493,6 +497,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetPowerManagementLimit(nvmlDevice_t d,
   return r;
 }
 
+#ifndef FAKE_NVML_MINIMAL
 /* As the driver does, rejects a value outside the GPU's real constraints
  * with NVML_ERROR_INVALID_ARGUMENT. */
 EXPORT nvmlReturn_t nvmlDeviceSetPowerManagementLimit(nvmlDevice_t d,
@@ -510,6 +515,7 @@ EXPORT nvmlReturn_t nvmlDeviceSetPowerManagementLimit(nvmlDevice_t d,
     return NVML_ERROR_INVALID_ARGUMENT;
   return from_pfi(pfi_device_set_cap(g.dev, gpu, mw, &err));
 }
+#endif
 
 EXPORT nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t d,
                                                     unsigned int *mw) {
@@ -554,6 +560,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t d, unsigned int *mw) {
   return r;
 }
 
+#ifndef FAKE_NVML_MINIMAL
 EXPORT nvmlReturn_t
 nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t d, unsigned long long *mj) {
   struct pfi_sample s;
@@ -565,6 +572,7 @@ nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t d, unsigned long long *mj) {
     *mj = s.energy_mj;
   return r;
 }
+#endif
 
 EXPORT nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t d, int type,
                                            unsigned int *mhz) {
@@ -696,6 +704,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t d, int counter,
   return r;
 }
 
+#ifndef FAKE_NVML_MINIMAL
 EXPORT nvmlReturn_t nvmlDeviceGetViolationStatus(nvmlDevice_t d, int policy,
                                                  nvmlViolationTime_t *v) {
   struct pfi_sample s;
@@ -843,3 +852,4 @@ EXPORT nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *mg) {
   }
   return NVML_SUCCESS;
 }
+#endif

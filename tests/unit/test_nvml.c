@@ -19,7 +19,7 @@
 #include "pfi/emu.h"
 #include "testutil.h"
 
-static char fake_v2[1024], fake_v1[1024], jobs_path[1100];
+static char fake_v2[1024], fake_v1[1024], fake_min[1024], jobs_path[1100];
 static char state_dir[] = "/tmp/pfi-test-nvml-XXXXXX";
 
 /* Emulated node of every test: 4 H200 GPUs. */
@@ -48,6 +48,7 @@ static int group_setup(void **state) {
   }
   snprintf(fake_v2, sizeof fake_v2, "%s/fake-nvml/libnvidia-ml.so.1", b);
   snprintf(fake_v1, sizeof fake_v1, "%s/fake-nvml-v1/libnvidia-ml.so.1", b);
+  snprintf(fake_min, sizeof fake_min, "%s/fake-nvml-min/libnvidia-ml.so.1", b);
   if (!mkdtemp(state_dir))
     return -1;
   char emu_state[1100];
@@ -230,6 +231,51 @@ static void test_v1_fallback(void **state) {
   assert_true(pfi_sample_has(&s, PFI_FIELD_FB_USED));
   assert_true(pfi_sample_has(&s, PFI_FIELD_TEMP));
   pfi_device_close(dev);
+}
+
+/*
+ * A library without the optional entry points: the session opens, reading
+ * works, setting a limit is "not supported" naming the missing symbol,
+ * fields without an entry point are "not valid", and messages fall back to
+ * NVML's symbolic names without nvmlErrorString.
+ */
+static void test_minimal_library(void **state) {
+  setenv("PFI_NVML_LIB", fake_min, 1);
+  setenv("PFI_FAKE_NVML_FAIL", "nvmlDeviceGetEnforcedPowerLimit=4", 1);
+  pick_job();
+  setenv("PFI_FAKE_NVML_JOB", job_id, 1);
+  struct pfi_device *dev = open_nvml("gpm_min_window=0");
+  struct pfi_error err;
+  struct pfi_power_limits lim;
+  struct pfi_sample s;
+  uint32_t mw = 0;
+  assert_int_equal(pfi_device_limits(dev, 0, &lim, &err), 0);
+  ASSERT_EQ_INT(lim.max_mw, 700000);
+  assert_int_equal(pfi_device_set_cap(dev, 0, 500000, &err), PFI_ENOTSUP);
+  assert_non_null(strstr(err.msg, "nvmlDeviceSetPowerManagementLimit"));
+  assert_int_equal(pfi_device_get_cap(dev, 0, &mw, &err), 0);
+  ASSERT_EQ_INT(mw, 700000);
+  assert_int_equal(pfi_device_enforced_cap(dev, 0, &mw, &err), PFI_ENOPERM);
+  assert_non_null(strstr(err.msg, "NVML_ERROR_NO_PERMISSION"));
+  assert_int_equal(pfi_device_sample(dev, 0, &s, &err), 0);
+  assert_true(pfi_sample_has(&s, PFI_FIELD_POWER));
+  assert_true(pfi_sample_has(&s, PFI_FIELD_PCIE_TX)); /* instantaneous */
+  assert_false(pfi_sample_has(&s, PFI_FIELD_ENERGY));
+  assert_false(pfi_sample_has(&s, PFI_FIELD_THROTTLE_POWER));
+  assert_false(pfi_sample_has(&s, PFI_FIELD_SM_ACTIVE));
+  assert_false(pfi_sample_has(&s, PFI_FIELD_NVLINK_RX));
+  pfi_device_close(dev);
+}
+
+/* A library that loads but is not NVML (the C math library, which every
+ * pfi process has loaded already) fails the open, naming what is missing. */
+static void test_not_nvml(void **state) {
+  struct pfi_device *dev = NULL;
+  struct pfi_error err;
+  setenv("PFI_NVML_LIB", "libm.so.6", 1);
+  assert_int_equal(pfi_device_open(&dev, "nvml", NULL, &err), PFI_ENOTSUP);
+  assert_non_null(strstr(err.msg, "nvmlInit_v2"));
+  assert_null(dev);
 }
 
 /* The lib= parameter wins over $PFI_NVML_LIB; unknown parameters fail. */
@@ -476,6 +522,8 @@ int main(void) {
       cmocka_unit_test_setup(test_set_get_persists, test_setup),
       cmocka_unit_test_setup(test_v2_entry_points_first, test_setup),
       cmocka_unit_test_setup(test_v1_fallback, test_setup),
+      cmocka_unit_test_setup(test_minimal_library, test_setup),
+      cmocka_unit_test_setup(test_not_nvml, test_setup),
       cmocka_unit_test_setup(test_params, test_setup),
       cmocka_unit_test_setup(test_missing_library, test_setup),
       cmocka_unit_test_setup(test_init_failure, test_setup),
