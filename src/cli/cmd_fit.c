@@ -259,7 +259,11 @@ static json_t *eval_json(const struct pfi_eval *e) {
 }
 
 static void fmt_num(char *buf, size_t n, double v, int ok) {
-  if (ok && isfinite(v))
+  /* Collapsed out-of-sample fits can reach huge values: keep the column
+   * width with three significant digits. */
+  if (ok && isfinite(v) && fabs(v) >= 1e5)
+    snprintf(buf, n, "%.3g", v);
+  else if (ok && isfinite(v))
     snprintf(buf, n, "%.3f", v);
   else
     snprintf(buf, n, "n/a");

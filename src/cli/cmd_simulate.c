@@ -146,12 +146,16 @@ static int plot(const char *path, const double *cuts, size_t nc,
   return 0;
 }
 
+/* True when a provenance column (provenance, source or origin, as
+ * `pfi trace summarize` writes) says the rows are emulated. */
 static int is_emulated(const struct pfi_features *f) {
-  for (size_t r = 0; r < f->t.nrows; r++) {
-    const char *s = pfi_features_text(f, r, "provenance");
-    if (s && strstr(s, "emulated"))
-      return 1;
-  }
+  static const char *const cols[] = {"provenance", "source", "origin", NULL};
+  for (size_t k = 0; cols[k]; k++)
+    for (size_t r = 0; r < f->t.nrows; r++) {
+      const char *s = pfi_features_text(f, r, cols[k]);
+      if (s && strstr(s, "emulated"))
+        return 1;
+    }
   return 0;
 }
 

@@ -108,6 +108,22 @@ static int lstsq_minnorm(const double *x, size_t n, size_t k, const double *y,
       xm[j] += x[i * k + j];
   for (size_t j = 0; j < k; j++)
     xm[j] /= (double)n;
+  /* Columns are scaled to unit standard deviation so that the rank cut-off
+   * does not depend on units (watts next to fractions); a column that is
+   * constant in these rows carries no information and gets coefficient 0. */
+  double *xs = calloc(k, sizeof *xs);
+  if (!xs) {
+    free(xm);
+    return PFI_ENOMEM;
+  }
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = 0; j < k; j++)
+      xs[j] += (x[i * k + j] - xm[j]) * (x[i * k + j] - xm[j]);
+  for (size_t j = 0; j < k; j++) {
+    xs[j] = sqrt(xs[j] / (double)n);
+    if (!(xs[j] > 1e-12 * (fabs(xm[j]) + 1e-300)))
+      xs[j] = 0;
+  }
   int tall = n >= k;
   size_t M = tall ? n : k, N = tall ? k : n;
   gsl_matrix *A = gsl_matrix_alloc(M, N);
@@ -121,7 +137,7 @@ static int lstsq_minnorm(const double *x, size_t n, size_t k, const double *y,
   }
   for (size_t i = 0; i < n; i++)
     for (size_t j = 0; j < k; j++) {
-      double v = x[i * k + j] - xm[j];
+      double v = xs[j] > 0 ? (x[i * k + j] - xm[j]) / xs[j] : 0.0;
       if (tall)
         gsl_matrix_set(A, i, j, v);
       else
@@ -152,11 +168,14 @@ static int lstsq_minnorm(const double *x, size_t n, size_t k, const double *y,
       coef[1 + j] += v * dot;
     }
   }
+  for (size_t j = 0; j < k; j++)
+    coef[1 + j] = xs[j] > 0 ? coef[1 + j] / xs[j] : 0.0;
   coef[0] = ym;
   for (size_t j = 0; j < k; j++)
     coef[0] -= coef[1 + j] * xm[j];
 out:
   free(xm);
+  free(xs);
   gsl_matrix_free(A);
   gsl_matrix_free(V);
   gsl_vector_free(S);

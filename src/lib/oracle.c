@@ -276,6 +276,10 @@ struct ctx {
   double budget;
   double tol_val, tol_pow;
   unsigned char *mark; /* njobs flags: job restricted in this node */
+  /* Identical jobs (same breakpoints) form a group, members in index
+   * order: grp_mem[grp_start[g] .. grp_start[g + 1]), job i is member
+   * grp_pos[i] of group grp_of[i]. */
+  size_t *grp_start, *grp_mem, *grp_of, *grp_pos;
   /* scratch for one node */
   struct restr *r;
   size_t nr, rcap;
@@ -332,65 +336,53 @@ static uint64_t desc_key(double d) {
   return ~u;
 }
 
-/* Slope descending, ties in job then segment order (what a stable sort
- * of the segments as built gives). */
-static int cmp_seg(const void *a, const void *b) {
-  const struct seg *x = a, *y = b;
-  if (x->slope > y->slope)
-    return -1;
-  if (x->slope < y->slope)
-    return 1;
-  if (x->job != y->job)
-    return x->job < y->job ? -1 : 1;
-  return (x->a > y->a) - (x->a < y->a);
-}
+struct kix {
+  uint64_t k;
+  size_t i;
+};
 
-/* Sorts segments by slope, descending, ties in build order: qsort for small
- * inputs, an LSD radix sort (stable, linear) for large ones, where its
- * fixed cost of 4 x 65536 counters pays off. */
+/* Sorts segments by slope, descending, ties in build order (job, then
+ * segment): a stable LSD radix sort of (key, index) pairs, 11 bits per pass,
+ * passes whose digit is the same for every key skipped, then one
+ * permutation of the segments. Linear time; deterministic. */
 static int sort_segs(struct seg *s, size_t n) {
   if (n < 2)
     return 0;
-  if (n < 65536) {
-    qsort(s, n, sizeof *s, cmp_seg);
-    return 0;
-  }
+  struct kix *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
   struct seg *tmp = malloc(n * sizeof *tmp);
-  uint64_t *key = malloc(n * sizeof *key), *ktmp = malloc(n * sizeof *ktmp);
-  if (!tmp || !key || !ktmp) {
+  size_t *cnt = malloc(2049 * sizeof *cnt);
+  if (!a || !b || !tmp || !cnt) {
+    free(a);
+    free(b);
     free(tmp);
-    free(key);
-    free(ktmp);
+    free(cnt);
     return -1;
   }
-  for (size_t i = 0; i < n; i++)
-    key[i] = desc_key(s[i].slope);
-  for (int pass = 0; pass < 4; pass++) {
-    int shift = pass * 16;
-    size_t *cnt = calloc(65537, sizeof *cnt);
-    if (!cnt) {
-      free(tmp);
-      free(key);
-      free(ktmp);
-      return -1;
-    }
-    for (size_t i = 0; i < n; i++)
-      cnt[((key[i] >> shift) & 0xFFFF) + 1]++;
-    for (size_t d = 0; d < 65536; d++)
-      cnt[d + 1] += cnt[d];
-    for (size_t i = 0; i < n; i++) {
-      size_t d = (key[i] >> shift) & 0xFFFF;
-      size_t at = cnt[d]++;
-      tmp[at] = s[i];
-      ktmp[at] = key[i];
-    }
-    memcpy(s, tmp, n * sizeof *s);
-    memcpy(key, ktmp, n * sizeof *key);
-    free(cnt);
+  for (size_t i = 0; i < n; i++) {
+    a[i].k = desc_key(s[i].slope);
+    a[i].i = i;
   }
+  for (int shift = 0; shift < 64; shift += 11) {
+    memset(cnt, 0, 2049 * sizeof *cnt);
+    for (size_t i = 0; i < n; i++)
+      cnt[((a[i].k >> shift) & 0x7FF) + 1]++;
+    if (cnt[((a[0].k >> shift) & 0x7FF) + 1] == n)
+      continue; /* one digit for all: the order stays */
+    for (size_t d = 0; d < 2048; d++)
+      cnt[d + 1] += cnt[d];
+    for (size_t i = 0; i < n; i++)
+      b[cnt[(a[i].k >> shift) & 0x7FF]++] = a[i];
+    struct kix *t = a;
+    a = b;
+    b = t;
+  }
+  for (size_t i = 0; i < n; i++)
+    tmp[i] = s[a[i].i];
+  memcpy(s, tmp, n * sizeof *s);
+  free(a);
+  free(b);
   free(tmp);
-  free(key);
-  free(ktmp);
+  free(cnt);
   return 0;
 }
 
@@ -409,26 +401,41 @@ static const struct restr *find_restr(const struct ctx *c, size_t job) {
   return NULL;
 }
 
-/* Collects the restrictions on the path from `id` to the root (deepest
- * wins) and their hull segments. */
+/* Collects the restrictions on the path from `id` to the root, intersecting
+ * those on the same job, and computes their hull segments. Returns 0, 1
+ * when a job's domain became empty (the node is infeasible), or -1 (out of
+ * memory). */
 static int gather(struct ctx *c, const struct node *nodes, size_t id) {
   c->nr = 0;
   c->nns = 0;
   for (size_t k = id; k != SIZE_MAX; k = nodes[k].parent) {
-    if (nodes[k].job == SIZE_MAX || find_restr(c, nodes[k].job))
+    if (nodes[k].job == SIZE_MAX)
       continue;
+    struct restr *r = (struct restr *)find_restr(c, nodes[k].job);
+    if (r) {
+      if (nodes[k].a > r->a)
+        r->a = nodes[k].a;
+      if (nodes[k].b < r->b)
+        r->b = nodes[k].b;
+      continue;
+    }
     if (c->nr == c->rcap) {
       size_t nc = c->rcap ? 2 * c->rcap : 16;
-      struct restr *r = realloc(c->r, nc * sizeof *r);
-      if (!r)
+      struct restr *nr = realloc(c->r, nc * sizeof *nr);
+      if (!nr)
         return -1;
-      c->r = r;
+      c->r = nr;
       c->rcap = nc;
     }
-    struct restr *r = &c->r[c->nr++];
+    r = &c->r[c->nr++];
     r->job = nodes[k].job;
     r->a = nodes[k].a;
     r->b = nodes[k].b;
+  }
+  for (size_t i = 0; i < c->nr; i++) {
+    struct restr *r = &c->r[i];
+    if (r->a > r->b)
+      return 1;
     r->segoff = c->nns;
     if (hull(c->p, r->job, r->a, r->b, &c->ns, &c->nns, &c->nscap) < 0)
       return -1;
@@ -615,8 +622,72 @@ static void ctx_free(struct ctx *c) {
   free(c->jseg);
   free(c->gpos);
   free(c->mark);
+  free(c->grp_start);
+  free(c->grp_mem);
+  free(c->grp_of);
+  free(c->grp_pos);
   free(c->r);
   free(c->ns);
+}
+
+struct hjob {
+  uint64_t h;
+  size_t i;
+};
+
+static int cmp_hjob(const void *a, const void *b) {
+  const struct hjob *x = a, *y = b;
+  if (x->h != y->h)
+    return x->h < y->h ? -1 : 1;
+  return (x->i > y->i) - (x->i < y->i);
+}
+
+static int same_job(const struct pfi_problem *p, size_t i, size_t j) {
+  size_t ni = p->off[i + 1] - p->off[i], nj = p->off[j + 1] - p->off[j];
+  return ni == nj &&
+         memcmp(p->x + p->off[i], p->x + p->off[j], ni * sizeof *p->x) == 0 &&
+         memcmp(p->y + p->off[i], p->y + p->off[j], ni * sizeof *p->y) == 0;
+}
+
+/* Groups identical jobs (workloads sampled with replacement repeat them). */
+static int build_groups(struct ctx *c) {
+  const struct pfi_problem *p = c->p;
+  size_t n = p->njobs;
+  struct hjob *h = malloc((n + 1) * sizeof *h);
+  c->grp_start = malloc((n + 2) * sizeof *c->grp_start);
+  c->grp_mem = malloc((n + 1) * sizeof *c->grp_mem);
+  c->grp_of = malloc((n + 1) * sizeof *c->grp_of);
+  c->grp_pos = malloc((n + 1) * sizeof *c->grp_pos);
+  if (!h || !c->grp_start || !c->grp_mem || !c->grp_of || !c->grp_pos) {
+    free(h);
+    return -1;
+  }
+  for (size_t i = 0; i < n; i++) {
+    uint64_t v = 1469598103934665603ULL; /* FNV-1a over the bytes */
+    const unsigned char *b = (const unsigned char *)(p->x + p->off[i]);
+    size_t len = (p->off[i + 1] - p->off[i]) * sizeof *p->x;
+    for (size_t q = 0; q < len; q++)
+      v = (v ^ b[q]) * 1099511628211ULL;
+    b = (const unsigned char *)(p->y + p->off[i]);
+    for (size_t q = 0; q < len; q++)
+      v = (v ^ b[q]) * 1099511628211ULL;
+    h[i].h = v;
+    h[i].i = i;
+  }
+  qsort(h, n, sizeof *h, cmp_hjob);
+  size_t ng = 0;
+  for (size_t q = 0; q < n; q++) {
+    size_t i = h[q].i;
+    if (q == 0 || h[q].h != h[q - 1].h ||
+        !same_job(p, c->grp_mem[c->grp_start[ng - 1]], i))
+      c->grp_start[ng++] = q;
+    c->grp_mem[q] = i;
+    c->grp_of[i] = ng - 1;
+    c->grp_pos[i] = q - c->grp_start[ng - 1];
+  }
+  c->grp_start[ng] = n;
+  free(h);
+  return 0;
 }
 
 static void set_marks(struct ctx *c, unsigned char v) {
@@ -674,6 +745,8 @@ int pfi_oracle_solve(const struct pfi_problem *p, double budget_w,
   c.mark = calloc(njobs + 1, 1);
   if (!c.lpre || !c.vpre || !c.jseg || !c.gpos || !c.mark)
     goto nomem;
+  if (build_groups(&c) < 0)
+    goto nomem;
   c.lpre[0] = c.vpre[0] = 0;
   for (size_t t = 0; t < c.M; t++) {
     c.lpre[t + 1] = c.lpre[t] + c.g[t].len;
@@ -707,8 +780,14 @@ int pfi_oracle_solve(const struct pfi_problem *p, double budget_w,
   stack[nstack++] = 0;
   while (nstack > 0) {
     size_t id = stack[--nstack];
-    if (gather(&c, nodes, id) < 0)
+    int gr = gather(&c, nodes, id);
+    if (gr < 0)
       goto nomem;
+    if (gr > 0) {
+      if (stats)
+        stats->nodes++;
+      continue;
+    }
     if (c.nns + 1 > fillcap) {
       fillcap = 2 * (c.nns + 1);
       free(fillbuf);
@@ -754,14 +833,20 @@ int pfi_oracle_solve(const struct pfi_problem *p, double budget_w,
       pieces[np][0] = o.frac.b;
       pieces[np++][1] = cb;
     }
-    if (nnodes + np > MAX_NODES) {
+    /* Identical jobs are interchangeable, so some optimum has their powers
+     * non-increasing in index order; each child adds what that order
+     * implies for the other members of k's group (x >= the piece's start
+     * for earlier members, <= its end for later ones). */
+    size_t g = c.grp_of[k], g0 = c.grp_start[g], g1 = c.grp_start[g + 1];
+    size_t per = 1 + (g1 - g0 - 1);
+    if (nnodes + np * per > MAX_NODES) {
       rc = pfi_error_set(err, PFI_ENUMERIC,
                          "oracle: branch and bound exceeded %u nodes",
                          MAX_NODES);
       goto out;
     }
-    if (nnodes + np > nodes_cap) {
-      while (nnodes + np > nodes_cap)
+    if (nnodes + np * per > nodes_cap) {
+      while (nnodes + np * per > nodes_cap)
         nodes_cap *= 2;
       struct node *nn = realloc(nodes, nodes_cap * sizeof *nn);
       if (!nn)
@@ -776,9 +861,24 @@ int pfi_oracle_solve(const struct pfi_problem *p, double budget_w,
         goto nomem;
       stack = ns;
     }
+    uint32_t last = (uint32_t)(p->off[k + 1] - p->off[k] - 1);
     for (size_t q = 0; q < np; q++) {
-      nodes[nnodes] = (struct node){id, k, pieces[q][0], pieces[q][1]};
-      stack[nstack++] = nnodes++;
+      size_t parent = id;
+      nodes[nnodes] = (struct node){parent, k, pieces[q][0], pieces[q][1]};
+      parent = nnodes++;
+      for (size_t m = g0; m < g1; m++) {
+        size_t o2 = c.grp_mem[m];
+        if (o2 == k)
+          continue;
+        if (c.grp_pos[o2] < c.grp_pos[k] && pieces[q][0] > 0)
+          nodes[nnodes] = (struct node){parent, o2, pieces[q][0], last};
+        else if (c.grp_pos[o2] > c.grp_pos[k] && pieces[q][1] < last)
+          nodes[nnodes] = (struct node){parent, o2, 0, pieces[q][1]};
+        else
+          continue;
+        parent = nnodes++;
+      }
+      stack[nstack++] = parent;
     }
   }
   if (best == SIZE_MAX) {
@@ -786,8 +886,8 @@ int pfi_oracle_solve(const struct pfi_problem *p, double budget_w,
     rc = pfi_error_set(err, PFI_ENUMERIC, "oracle found no feasible point");
     goto out;
   }
-  if (gather(&c, nodes, best) < 0)
-    goto nomem;
+  if (gather(&c, nodes, best) != 0)
+    goto nomem; /* the best node was feasible when evaluated */
   if (c.nns + 1 > fillcap) {
     fillcap = c.nns + 1;
     free(fillbuf);

@@ -197,18 +197,30 @@ static void check_feasible(const struct pfi_problem *p, const double *pw,
     fail_msg("%s: powers sum to %.12g, budget %.12g", what, s, B);
 }
 
-static void run_instances(int concave, int count) {
+static void run_instances(int concave, int count, size_t maxn, double pcopy) {
   glp_term_out(GLP_OFF);
   struct pfi_problem p;
   pfi_problem_init(&p);
-  double pw[8], pw2[8], pfi[8], dram[8];
-  int moe_ft[8];
+  double pw[16], pw2[16], pfi[16], dram[16];
+  int moe_ft[16];
   size_t total_nodes = 0, branched = 0;
   for (int it = 0; it < count; it++) {
     pfi_problem_clear(&p);
-    size_t n = 1 + (size_t)(urand() * 5);
-    for (size_t i = 0; i < n; i++)
-      random_job(&p, concave);
+    size_t n = 1 + (size_t)(urand() * maxn);
+    for (size_t i = 0; i < n; i++) {
+      /* Often a copy of an earlier job: workloads sampled with replacement
+       * repeat jobs, and the oracle breaks that symmetry. */
+      if (i > 0 && urand() < pcopy) {
+        size_t j = (size_t)(urand() * i);
+        size_t a = p.off[j], b = p.off[j + 1];
+        struct pfi_error e2;
+        if (pfi_problem_add(&p, p.x + a, p.y + a, b - a, p.x[a], p.x[b - 1],
+                            &e2) != 0)
+          fail_msg("copy: %s", e2.msg);
+      } else {
+        random_job(&p, concave);
+      }
+    }
     double lo, hi;
     pfi_problem_bounds(&p, &lo, &hi);
     double B = lo + (hi - lo) * urand();
@@ -259,12 +271,19 @@ static void run_instances(int concave, int count) {
 
 static void test_oracle_vs_glpk_concave(void **state) {
   (void)state;
-  run_instances(1, 3000);
+  run_instances(1, 3000, 5, 0.4);
 }
 
 static void test_oracle_vs_glpk_nonconcave(void **state) {
   (void)state;
-  run_instances(0, 3000);
+  run_instances(0, 3000, 5, 0.4);
+}
+
+/* Larger workloads made mostly of copies of a few jobs, as sampled
+ * workloads are: exercises the symmetry breaking between identical jobs. */
+static void test_oracle_vs_glpk_copies(void **state) {
+  (void)state;
+  run_instances(0, 400, 10, 0.75);
 }
 
 /* A non-concave case worked by hand: two identical jobs, points (0,0),
@@ -394,6 +413,7 @@ int main(void) {
       cmocka_unit_test(test_floor_redistributed),
       cmocka_unit_test(test_oracle_vs_glpk_concave),
       cmocka_unit_test(test_oracle_vs_glpk_nonconcave),
+      cmocka_unit_test(test_oracle_vs_glpk_copies),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
