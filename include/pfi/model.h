@@ -10,10 +10,11 @@
  * all rows. RMSE is sqrt(SSE_out / n); rho is Spearman's rank correlation
  * of y and the out-of-sample predictions.
  *
- * Fits used for prediction center the predictors and solve least squares
- * by the SVD with the minimum-norm solution when the design is rank
- * deficient (singular values below max(n, k) * DBL_EPSILON * s_max are
- * dropped), like NumPy's lstsq behind scikit-learn's LinearRegression, so
+ * Fits used for prediction center the predictors, scale them to unit
+ * standard deviation (a column constant in the rows gets coefficient 0) and
+ * solve least squares by the SVD with the minimum-norm solution when the
+ * design is rank deficient (singular values below max(n, k) * DBL_EPSILON *
+ * s_max are dropped), like NumPy's lstsq with its default cut-off, so
  * out-of-sample fits with more predictors than rows still predict.
  * Standard errors come from pfi_ols_fit() (stats.h) and exist only for a
  * full-rank design with residual degrees of freedom.
