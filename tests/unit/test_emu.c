@@ -379,6 +379,20 @@ static void test_backend_caps_persist(void **state) {
   assert_int_equal(strncmp(uuid, "GPU-", 4), 0);
   pfi_device_close(a);
   pfi_device_close(b);
+  /* Virtual time moves only by wait(); real time at least by the wait
+   * (nanosleep never returns early without a signal). */
+  struct pfi_device *v = open_emu(NULL), *rt = open_emu("realtime=1");
+  double t0, t1;
+  assert_int_equal(pfi_device_now(v, &t0, &e), 0);
+  assert_int_equal(pfi_device_wait(v, 1800, &e), 0);
+  assert_int_equal(pfi_device_now(v, &t1, &e), 0);
+  ASSERT_NEAR(t1 - t0, 1800, 1e-9);
+  assert_int_equal(pfi_device_now(rt, &t0, &e), 0);
+  assert_int_equal(pfi_device_wait(rt, 0.02, &e), 0);
+  assert_int_equal(pfi_device_now(rt, &t1, &e), 0);
+  assert_true(t1 - t0 >= 0.02);
+  pfi_device_close(v);
+  pfi_device_close(rt);
   /* Bad parameters are refused with a message. */
   struct pfi_device *d = NULL;
   assert_int_equal(pfi_device_open(&d, "emu", "profile=h300", &e), PFI_EINVAL);
