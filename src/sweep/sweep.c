@@ -793,6 +793,11 @@ int pfi_sweep_run(struct pfi_store *st, const struct pfi_sweep_opts *o,
   sw.st = st;
   sw.o = o;
   snprintf(sw.backend, sizeof sw.backend, "%s", o->backend ? o->backend : "emu");
+  /* The parameters are recorded in the cap ledger to reopen the backend
+   * after a crash: they must fit whole, with room for what is added. */
+  if (o->backend_params && strlen(o->backend_params) > 160)
+    return pfi_error_set(err, PFI_EINVAL,
+                         "backend parameters longer than 160 characters");
   snprintf(sw.params, sizeof sw.params, "%s",
            o->backend_params ? o->backend_params : "");
   int has_cmd = o->argv && o->argv[0];

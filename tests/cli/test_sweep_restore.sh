@@ -86,6 +86,17 @@ caps_are 650 "killed after a restore"
 "$PFI" restore --db "$T/r.db" >"$T/out" 2>&1
 grep -q "nothing to restore" "$T/out" || fail "after-restore kill: $(cat "$T/out")"
 
+# A cap that fails to set on the 4th GPU (the fault backend wrapping emu):
+# the sweep stops with the device's error and the 3 GPUs already capped
+# are restored.
+"$PFI" sweep --backend fault --params "fail_set_after=3,inner_params=gpus=8" --caps 300 \
+  --db "$T/f.db" --throughput "jsonl:$T/f.jsonl" -- "$TRAINER" --group $G >/dev/null 2>"$T/err"
+[ $? -eq 1 ] || fail "failed set: exit status"
+caps_are 650 "after a failed set"
+"$PFI" restore --db "$T/f.db" >"$T/out" 2>&1
+grep -q "nothing to restore" "$T/out" || fail "failed set left caps to restore: $(cat "$T/out")"
+[ "$(sqlite3 "$T/f.db" "select state from runs")" = "failed" ] || fail "failed-set run state"
+
 # SIGTERM in real time, with a job that would run forever: the job is
 # stopped, caps restored, run interrupted, exit status 1.
 "$PFI" sweep $EMU --emulate $G --caps 400 --db "$T/t.db" --real-time --duration 60s \
