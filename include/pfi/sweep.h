@@ -86,6 +86,8 @@ struct pfi_sweep_result {
   size_t runs_failed;  /* runs whose job failed */
   long tput_bad_lines; /* malformed throughput lines, all runs */
   struct pfi_error tput_first_bad; /* the first of them, located */
+  long telemetry_failures; /* dcgm-exporter scrapes that failed */
+  struct pfi_error telemetry_first; /* the first failure */
 };
 
 /*

@@ -337,6 +337,14 @@ int cmd_sweep(int argc, char **argv) {
             res.tput_bad_lines,
             pfi_error_format(&res.tput_first_bad, buf, sizeof buf));
   }
+  if (res.telemetry_failures) {
+    char buf[PFI_ERROR_MSG_MAX + 300];
+    fprintf(stderr,
+            "pfi sweep: warning: %ld telemetry scrape(s) failed; the first: "
+            "%s\n",
+            res.telemetry_failures,
+            pfi_error_format(&res.telemetry_first, buf, sizeof buf));
+  }
   if (rc < 0) {
     /* Bad requests found by the library are usage errors. */
     if (rc == PFI_EINVAL || rc == PFI_ENOTFOUND || rc == PFI_ERANGE)

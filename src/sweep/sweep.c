@@ -66,6 +66,7 @@ struct sweep {
   char command[512];
   int virtual_time;
   struct pfi_sample *samples;
+  struct pfi_sweep_result *res;
 };
 
 static double wall_now(void) {
@@ -409,6 +410,10 @@ static int sample_all(struct sweep *sw, int64_t run_id, double now,
     struct pfi_error e;
     int n = pfi_prom_scrape(o->telemetry + 14,
                             o->interval_s > 0 ? o->interval_s : 5, &g, &ps, &e);
+    if (n < 0) {
+      if (sw->res->telemetry_failures++ == 0)
+        sw->res->telemetry_first = e;
+    }
     /* A failed scrape loses one interval of telemetry, not the run. */
     for (int k = 0; k < n; k++) {
       for (size_t i = 0; i < sw->n; i++) {
@@ -792,6 +797,7 @@ int pfi_sweep_run(struct pfi_store *st, const struct pfi_sweep_opts *o,
   memset(res, 0, sizeof *res);
   sw.st = st;
   sw.o = o;
+  sw.res = res;
   snprintf(sw.backend, sizeof sw.backend, "%s", o->backend ? o->backend : "emu");
   /* The parameters are recorded in the cap ledger to reopen the backend
    * after a crash: they must fit whole, with room for what is added. */
@@ -830,7 +836,7 @@ int pfi_sweep_run(struct pfi_store *st, const struct pfi_sweep_opts *o,
     sw.ej = pfi_emu_job_find(&sw.lib, o->emulate);
     if (!sw.ej) {
       rc = pfi_error_set(err, PFI_ENOTFOUND,
-                         "no job '%s' in the job library (pfi emulate list)",
+                         "no job '%s' in the job library (pfi emulate jobs)",
                          o->emulate);
       goto out;
     }

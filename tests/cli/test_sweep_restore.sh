@@ -148,6 +148,12 @@ timeout 60 "$PFI" sweep --emulate $G --caps 700 --duration 30s --interval 5s --d
 kill "$SERVER" 2>/dev/null
 wait "$SERVER" 2>/dev/null
 SERVER=
+# An endpoint that does not answer loses those intervals, not the run.
+timeout 60 "$PFI" sweep --emulate $G --caps 700 --duration 10s --interval 5s --db "$T/e.db" \
+  --telemetry "dcgm-exporter:http://127.0.0.1:$port/metrics" --quiet 2>"$T/err" ||
+  fail "sweep with a dead endpoint: $(cat "$T/err")"
+grep -q "2 telemetry scrape(s) failed" "$T/err" || fail "dead endpoint warning: $(cat "$T/err")"
+caps_are 650 "after the dead endpoint"
 
 [ "$fails" -eq 0 ] && echo "test_sweep_restore: all passed"
 exit $((fails > 0))
