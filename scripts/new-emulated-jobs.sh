@@ -10,7 +10,7 @@
 # Each new job is drawn from the emulator's parameter space: two calibrated
 # H200 library jobs of the same architecture and task are picked at random,
 # and every numeric parameter of the new job (memory-bound and
-# communication shares, SM power, model size, sequence length, tokens per
+# communication shares, SM power and its memory-segment weight, model size, sequence length, tokens per
 # step, frame buffer) is the same random convex combination of theirs, so it
 # stays inside the region the calibration populated. GPU count and cap grid
 # come from the first parent. The new jobs are swept on the emulator through
@@ -45,8 +45,13 @@ src, dst, n, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 rows = list(csv.DictReader(open(src, newline="")))
 fields = list(rows[0].keys())
 lib = [r for r in rows if r["profile"] == "h200"]
-mix = ["params_b", "active_b", "seq_len", "tokens_per_step", "fb_gib",
-       "mem_share", "comm_share", "sm_power_w"]
+mix = [f for f in ["params_b", "active_b", "seq_len", "tokens_per_step",
+                   "fb_gib", "mem_share", "comm_share", "sm_power_w",
+                   "mem_sm_weight"] if f in fields]
+# Columns the calibration wrote about the parent (its emulated PFI, power,
+# throughput...) do not describe the new job: left empty.
+derived = [f for f in fields if f in ("pfi_emulated", "pfi_coarse_emulated",
+           "uncapped_power_w", "tmax_tokens_per_s", "mfu", "calibration_seed")]
 classes = sorted({(r["arch"], r["task"]) for r in lib})
 rng = random.Random(seed)
 new = []
@@ -62,6 +67,8 @@ for k in range(n):
     r["source"] = "emulated"
     r["model"] = "new (%s/%s)" % (a["model"], b["model"])
     r["variant"] = "new job, weight %.3f" % w
+    for f in derived:
+        r[f] = ""
     r["pfi_published"] = ""
     r["pfi_coarse_published"] = ""
     new.append(r)

@@ -68,11 +68,21 @@ int pfi_features_class(const struct pfi_features *f, size_t r, int *is_moe,
                        int *is_ft, struct pfi_error *err);
 
 /*
- * The paper's clusters (METHOD.md section 4): "dense" (pretraining and
- * fine-tuning pooled), "moe-pt", "moe-ft". Returns a static string, or NULL
- * with err set when arch or task is absent.
+ * The three architecture-task groups of the paper's Kruskal-Wallis test
+ * (METHOD.md section 4): "dense" (pretraining and fine-tuning pooled),
+ * "moe-pt", "moe-ft". Returns a static string, or NULL with err set when
+ * arch or task is absent.
  */
 const char *pfi_features_cluster(const struct pfi_features *f, size_t r,
                                  struct pfi_error *err);
+
+/*
+ * The four architecture x task clusters: "dense-pt", "dense-ft", "moe-pt",
+ * "moe-ft" (the paper's leave-one-cluster-out clusters; see
+ * docs/predict-allocate.md). Returns a static string, or NULL with err set
+ * when arch or task is absent.
+ */
+const char *pfi_features_archtask(const struct pfi_features *f, size_t r,
+                                  struct pfi_error *err);
 
 #endif

@@ -33,9 +33,11 @@ static const char usage_text[] =
     "\n"
     "Features: column names, COL=VALUE indicators (arch=moe, task=ft) and\n"
     "log2(COL). Default: dram_copy_product.\n"
-    "Clusters (LOCO): --cluster COL groups by that column; default the\n"
-    "paper's architecture x task clusters with dense pooled (dense, moe-pt,\n"
-    "moe-ft), from the arch and task columns.\n"
+    "Clusters (LOCO): by default the four architecture x task clusters\n"
+    "(dense-pt, dense-ft, moe-pt, moe-ft) from the arch and task columns,\n"
+    "the paper's leave-one-cluster-out; --cluster pooled pools dense\n"
+    "pretraining and fine-tuning (the paper's three Kruskal-Wallis groups);\n"
+    "--cluster COL groups by any column.\n"
     "\n"
     "--ablation: the paper's seven predictor sets (i) DRAM copy product,\n"
     "(ii) arithmetic intensity, (iii) both, (iv) job metadata (arch=moe,\n"
@@ -51,7 +53,7 @@ static const char usage_text[] =
     "  --pfi-column COL  read PFI from this column of FEATURES.csv instead\n"
     "  --features LIST   predictors (comma-separated)\n"
     "  --eval LIST       loo, loco or both (default loo,loco)\n"
-    "  --cluster COL     cluster column for LOCO\n"
+    "  --cluster C       LOCO clusters: pooled, or a column name\n"
     "  --output FILE     save the model as JSON (pfi predict reads it)\n"
     "  --ablation        the seven-set table instead of one model\n"
     "  --map MAP         curves column mapping NAME=COLUMN,...\n"
@@ -155,7 +157,7 @@ static int build_rows(struct jobdata *d, const char *pfi_col,
   /* LOCO folds. */
   for (size_t i = 0; i < r->n; i++) {
     const char *name;
-    if (cluster_col) {
+    if (cluster_col && strcmp(cluster_col, "pooled") != 0) {
       if (pfi_table_find(&f->t, cluster_col) < 0) {
         snprintf(r->loco_why, sizeof r->loco_why, "no column '%s'",
                  cluster_col);
@@ -167,7 +169,8 @@ static int build_rows(struct jobdata *d, const char *pfi_col,
         name = "";
     } else {
       struct pfi_error e2;
-      name = pfi_features_cluster(f, r->row[i], &e2);
+      name = cluster_col ? pfi_features_cluster(f, r->row[i], &e2)
+                         : pfi_features_archtask(f, r->row[i], &e2);
       if (!name) {
         snprintf(r->loco_why, sizeof r->loco_why,
                  "no arch and task columns (use --cluster COL)");

@@ -166,20 +166,23 @@ int jobdata_estimate_pfi(const struct jobdata *d, const struct pfi_model *model,
   if (holdout) {
     /* Out-of-sample estimates for the fitted jobs: each predicted by a
      * model that never saw it (or its cluster). */
-    const char *cl[4] = {"dense", "moe-pt", "moe-ft", NULL};
+    const char *cl[4] = {"dense-pt", "dense-ft", "moe-pt", "moe-ft"};
     size_t nf = m;
     for (size_t q = 0; q < m; q++) {
       if (holdout == 1) {
         fold[q] = q;
       } else {
-        const char *c = pfi_features_cluster(&d->f, rows[map[q]], err);
+        const char *c = pfi_features_archtask(&d->f, rows[map[q]], err);
         if (!c) {
           rc = PFI_ENOTFOUND;
           free(xall);
           goto out;
         }
-        fold[q] = strcmp(c, cl[0]) == 0 ? 0 : strcmp(c, cl[1]) == 0 ? 1 : 2;
-        nf = 3;
+        fold[q] = 0;
+        for (size_t z = 0; z < 4; z++)
+          if (strcmp(c, cl[z]) == 0)
+            fold[q] = z;
+        nf = 4;
       }
     }
     struct pfi_eval ev;

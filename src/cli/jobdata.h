@@ -40,7 +40,7 @@ int jobdata_require_features(const struct jobdata *d, const char *why,
  * NULL, else from a model on `feature_list` (default
  * pfi_default_model_features) fitted on the jobs' true PFI. With `holdout`
  * 1 each job is predicted by a fit without it, with 2 by a fit without its
- * cluster (architecture x task, dense pooled). Needs features for every
+ * architecture x task cluster. Needs features for every
  * job. Returns 0 or an error.
  */
 int jobdata_estimate_pfi(const struct jobdata *d, const struct pfi_model *model,

@@ -234,3 +234,13 @@ const char *pfi_features_cluster(const struct pfi_features *f, size_t r,
     return "dense";
   return ftk ? "moe-ft" : "moe-pt";
 }
+
+const char *pfi_features_archtask(const struct pfi_features *f, size_t r,
+                                  struct pfi_error *err) {
+  int moe, ftk;
+  if (pfi_features_class(f, r, &moe, &ftk, err) < 0)
+    return NULL;
+  if (!moe)
+    return ftk ? "dense-ft" : "dense-pt";
+  return ftk ? "moe-ft" : "moe-pt";
+}

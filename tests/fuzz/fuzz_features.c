@@ -24,6 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (size_t k = 0; k < sizeof exprs / sizeof *exprs; k++)
       (void)pfi_features_value(&f, r, exprs[k], &v, &err);
     (void)pfi_features_cluster(&f, r, &err);
+    (void)pfi_features_archtask(&f, r, &err);
     (void)pfi_features_row(&f, pfi_features_job(&f, r));
     if (pfi_features_value(&f, r, "gpus", &x[m], &err) == 0 &&
         pfi_features_value(&f, r, "pfi", &y[m], &err) == 0) {

@@ -143,6 +143,8 @@ static void test_features(void **state) {
   assert_string_equal(pfi_features_cluster(&f, 0, &err), "dense");
   assert_string_equal(pfi_features_cluster(&f, 1, &err), "moe-ft");
   assert_string_equal(pfi_features_cluster(&f, 2, &err), "moe-pt");
+  assert_string_equal(pfi_features_archtask(&f, 0, &err), "dense-pt");
+  assert_string_equal(pfi_features_archtask(&f, 1, &err), "moe-ft");
   pfi_features_release(&f);
   static const char dup[] = "job,x\na,1\nb,2\na,3\n";
   assert_int_equal(pfi_features_load_mem(&f, "d.csv", dup, strlen(dup), &err),
