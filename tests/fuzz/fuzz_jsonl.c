@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* Fuzz target: JSONL throughput lines and the collector's line splitting
- * (through the regex source, which shares it). Every accepted report must
- * carry finite, non-negative throughput when it carries any. */
+ * (through the regex source, which shares it), and the sweep's GPU-list
+ * parser on the input's first bytes. Every accepted report must carry
+ * finite, non-negative throughput when it carries any. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "pfi/sweep.h"
 #include "pfi/throughput.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -27,6 +29,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   struct pfi_tput *tp;
   struct pfi_error err;
+  {
+    char list[65];
+    size_t k = size < 64 ? size : 64;
+    memcpy(list, s, k);
+    list[k] = 0;
+    unsigned *g = NULL;
+    size_t ng = 0;
+    if (pfi_sweep_parse_gpus(list, &g, &ng, &err) == 0)
+      for (size_t j = 0; j < ng; j++)
+        if (g[j] > 1023)
+          abort();
+    free(g);
+  }
   if (pfi_tput_open(&tp, "regex:tokens_per_s[\"=: ]+([-0-9.eE+]+)", &err) == 0) {
     pfi_tput_start(tp, 0, 0, &err);
     /* Two feeds split mid-way, as pipe reads are. */
