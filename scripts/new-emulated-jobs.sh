@@ -80,10 +80,12 @@ for r in new:
     caps = r["caps"].replace(";", ",").replace(" ", ",").strip(",")
     print(r["id"], caps)
 PY
-rm -f "$out/new.db"
+rm -f "$out/new.db" "$out/sweep.log"
 while read -r id caps; do
   PFI_DATA="$out/data" "$PFI" sweep --emulate "$id" --caps "$caps" \
-    --db "$out/new.db" --seed "$seed" >/dev/null
+    --db "$out/new.db" --seed "$seed" >/dev/null 2>>"$out/sweep.log" ||
+    { tail -n 5 "$out/sweep.log" >&2; exit 1; }
 done <"$out/new-jobs.txt"
-PFI_DATA="$out/data" "$PFI" trace summarize "$out/new.db" --out "$out" >/dev/null
+PFI_DATA="$out/data" "$PFI" trace summarize "$out/new.db" --out "$out" \
+  >/dev/null 2>>"$out/sweep.log" || { tail -n 5 "$out/sweep.log" >&2; exit 1; }
 echo "$0: $(wc -l <"$out/new-jobs.txt") emulated jobs: $out/curves.csv, $out/features.csv"
