@@ -70,6 +70,10 @@ static const char usage_text[] =
     "(null where the equal-to-oracle gap is zero), vs_pfi_aware_tokens_per_s\n"
     "_per_job, vs_pfi_aware_ci95).\n";
 
+/* A value for a one-decimal table: rounding noise of either sign around
+ * zero prints as 0.0, not -0.0. */
+static double t1(double v) { return fabs(v) < 0.05 ? 0.0 : v; }
+
 static void progress(size_t done, size_t total, void *arg) {
   (void)arg;
   if (done == total || done % 50 == 0)
@@ -502,8 +506,8 @@ int cmd_simulate(int argc, char **argv) {
       for (size_t c = 0; c < nc; c++) {
         char b[64];
         const struct pfi_sim_cell *e = &res.cell[s][c];
-        snprintf(b, sizeof b, "%.1f [%.1f, %.1f]", e->gap_mean, e->gap_lo,
-                 e->gap_hi);
+        snprintf(b, sizeof b, "%.1f [%.1f, %.1f]", t1(e->gap_mean),
+                 t1(e->gap_lo), t1(e->gap_hi));
         printf(" %23s", b);
       }
       printf("\n");
@@ -519,7 +523,7 @@ int cmd_simulate(int argc, char **argv) {
       for (size_t c = 0; c < nc; c++) {
         const struct pfi_sim_cell *e = &res.cell[s][c];
         if (e->closed_defined)
-          printf(" %9.1f", e->closed_pct);
+          printf(" %9.1f", t1(e->closed_pct));
         else
           printf(" %9s", "-");
       }
@@ -540,8 +544,8 @@ int cmd_simulate(int argc, char **argv) {
           char b[64];
           const struct pfi_sim_cell *e = &res.cell[s][c];
           if (e->vs_aware_defined)
-            snprintf(b, sizeof b, "%.1f [%.1f, %.1f]", e->vs_aware_mean,
-                     e->vs_aware_lo, e->vs_aware_hi);
+            snprintf(b, sizeof b, "%.1f [%.1f, %.1f]", t1(e->vs_aware_mean),
+                     t1(e->vs_aware_lo), t1(e->vs_aware_hi));
           else
             snprintf(b, sizeof b, "-");
           printf(" %23s", b);
