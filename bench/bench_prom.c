@@ -13,16 +13,26 @@
 
 #include "pfi/prom.h"
 
-static const char *const metrics[] = {
-    "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_MEM_CLOCK", "DCGM_FI_DEV_GPU_TEMP",
-    "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
-    "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_MEM_COPY_UTIL", "DCGM_FI_DEV_FB_USED",
-    "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_XID_ERRORS",
-    "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_PROF_SM_ACTIVE",
-    "DCGM_FI_PROF_SM_OCCUPANCY", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
-    "DCGM_FI_PROF_DRAM_ACTIVE", "DCGM_FI_PROF_PCIE_TX_BYTES",
-    "DCGM_FI_PROF_PCIE_RX_BYTES", "DCGM_FI_PROF_NVLINK_TX_BYTES",
-    "DCGM_FI_PROF_NVLINK_RX_BYTES", "DCGM_FI_DEV_POWER_VIOLATION"};
+static const char *const metrics[] = {"DCGM_FI_DEV_SM_CLOCK",
+                                      "DCGM_FI_DEV_MEM_CLOCK",
+                                      "DCGM_FI_DEV_GPU_TEMP",
+                                      "DCGM_FI_DEV_POWER_USAGE",
+                                      "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+                                      "DCGM_FI_DEV_GPU_UTIL",
+                                      "DCGM_FI_DEV_MEM_COPY_UTIL",
+                                      "DCGM_FI_DEV_FB_USED",
+                                      "DCGM_FI_DEV_FB_FREE",
+                                      "DCGM_FI_DEV_XID_ERRORS",
+                                      "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+                                      "DCGM_FI_PROF_SM_ACTIVE",
+                                      "DCGM_FI_PROF_SM_OCCUPANCY",
+                                      "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+                                      "DCGM_FI_PROF_DRAM_ACTIVE",
+                                      "DCGM_FI_PROF_PCIE_TX_BYTES",
+                                      "DCGM_FI_PROF_PCIE_RX_BYTES",
+                                      "DCGM_FI_PROF_NVLINK_TX_BYTES",
+                                      "DCGM_FI_PROF_NVLINK_RX_BYTES",
+                                      "DCGM_FI_DEV_POWER_VIOLATION"};
 
 static double now_s(void) {
   struct timespec ts;

@@ -30,10 +30,10 @@ int pfi_prom_field(const char *metric, size_t len, double *scale);
 
 /* One GPU of one scrape: its identity and the fields found for it. */
 struct pfi_prom_gpu {
-  char host[128];    /* Hostname/hostname label; empty when absent */
-  int gpu;           /* gpu label (index) */
-  char uuid[96];     /* UUID label; empty when absent */
-  char model[96];    /* modelName label; empty when absent */
+  char host[128];      /* Hostname/hostname label; empty when absent */
+  int gpu;             /* gpu label (index) */
+  char uuid[96];       /* UUID label; empty when absent */
+  char model[96];      /* modelName label; empty when absent */
   struct pfi_sample s; /* fields with their validity bits; t_s from the
                           line timestamps when present, else 0 */
 };

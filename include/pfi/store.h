@@ -50,8 +50,8 @@ const char *pfi_store_path(const struct pfi_store *st);
 /* Key/value metadata (pfi_version, seed, source, backend ...). `get`
  * returns 1 when found (value copied into buf, truncated to n), 0 when
  * absent, or PFI_EDB. */
-int pfi_store_meta_set(struct pfi_store *st, const char *key,
-                       const char *value, struct pfi_error *err);
+int pfi_store_meta_set(struct pfi_store *st, const char *key, const char *value,
+                       struct pfi_error *err);
 int pfi_store_meta_get(struct pfi_store *st, const char *key, char *buf,
                        size_t n, struct pfi_error *err);
 
@@ -74,18 +74,18 @@ int pfi_store_rollback(struct pfi_store *st);
 #define PFI_RUN_INTERRUPTED "interrupted"
 
 struct pfi_run_info {
-  int64_t id;          /* assigned by pfi_store_run_begin() */
-  char job[128];       /* job name (group id, or the command's name) */
-  char arch[32];       /* "dense", "moe"; empty when unknown */
-  char task[32];       /* "pt", "ft"; empty when unknown */
-  double cap_w;        /* per-GPU cap of the run, W */
-  unsigned gpus;       /* GPU count of the job */
-  char source[16];     /* PFI_SOURCE_* */
-  char state[16];      /* PFI_RUN_* */
-  double t_start_s;    /* device clock at the start, s */
-  double t_end_s;      /* device clock at the end, s (0 while running) */
-  int exit_status;     /* the job's exit status; -1 when unknown */
-  char command[512];   /* the job's command line, for the record */
+  int64_t id;        /* assigned by pfi_store_run_begin() */
+  char job[128];     /* job name (group id, or the command's name) */
+  char arch[32];     /* "dense", "moe"; empty when unknown */
+  char task[32];     /* "pt", "ft"; empty when unknown */
+  double cap_w;      /* per-GPU cap of the run, W */
+  unsigned gpus;     /* GPU count of the job */
+  char source[16];   /* PFI_SOURCE_* */
+  char state[16];    /* PFI_RUN_* */
+  double t_start_s;  /* device clock at the start, s */
+  double t_end_s;    /* device clock at the end, s (0 while running) */
+  int exit_status;   /* the job's exit status; -1 when unknown */
+  char command[512]; /* the job's command line, for the record */
 };
 
 /* Inserts a run in state "running" (committed at once unless a batch is
@@ -132,11 +132,11 @@ int pfi_store_cap_event(struct pfi_store *st, int64_t run_id, unsigned gpu,
 
 /* One row of the cap ledger: a GPU whose original cap must be restored. */
 struct pfi_saved_cap {
-  char backend[32];   /* backend name ("emu", "nvml") */
-  char params[256];   /* backend parameters the sweep opened it with */
-  unsigned gpu;       /* GPU index */
-  char uuid[96];      /* GPU UUID when known, to check it is the same GPU */
-  uint32_t cap_mw;    /* the cap before the sweep, mW */
+  char backend[32]; /* backend name ("emu", "nvml") */
+  char params[256]; /* backend parameters the sweep opened it with */
+  unsigned gpu;     /* GPU index */
+  char uuid[96];    /* GPU UUID when known, to check it is the same GPU */
+  uint32_t cap_mw;  /* the cap before the sweep, mW */
 };
 
 /*
@@ -145,8 +145,9 @@ struct pfi_saved_cap {
  * inside a batch). A GPU already in the ledger keeps its older entry: after
  * a crash its present cap is a sweep's cap, not the original one.
  */
-int pfi_store_caps_record(struct pfi_store *st, const struct pfi_saved_cap *caps,
-                          size_t n, struct pfi_error *err);
+int pfi_store_caps_record(struct pfi_store *st,
+                          const struct pfi_saved_cap *caps, size_t n,
+                          struct pfi_error *err);
 /* The ledger: *out is a malloc'd array of *n rows (caller frees). */
 int pfi_store_caps_pending(struct pfi_store *st, struct pfi_saved_cap **out,
                            size_t *n, struct pfi_error *err);

@@ -36,14 +36,14 @@
 /* What the progress callback is told. */
 struct pfi_sweep_progress {
   const char *job;
-  size_t cap_index;   /* 0-based index of the cap in progress */
+  size_t cap_index; /* 0-based index of the cap in progress */
   size_t n_caps;
   double cap_w;
-  double elapsed_s;   /* device seconds into the run */
+  double elapsed_s; /* device seconds into the run */
   double duration_s;
-  double power_w;     /* aggregate power of the listed GPUs, W (NaN: none) */
-  double tokens_per_s;/* newest throughput (NaN: none yet) */
-  const char *event;  /* "start", "sample", "end", "skip", "restore" */
+  double power_w;      /* aggregate power of the listed GPUs, W (NaN: none) */
+  double tokens_per_s; /* newest throughput (NaN: none yet) */
+  const char *event;   /* "start", "sample", "end", "skip", "restore" */
 };
 
 struct pfi_sweep_opts {
@@ -51,21 +51,21 @@ struct pfi_sweep_opts {
   const char *backend_params; /* backend parameters; NULL for defaults */
   const unsigned *gpus;       /* GPU indices; NULL = all of the device */
   size_t n_gpus;
-  const double *caps_w;       /* per-GPU caps, W, run in this order */
+  const double *caps_w; /* per-GPU caps, W, run in this order */
   size_t n_caps;
-  double duration_s;          /* run length (default 1800 when 0) */
-  double interval_s;          /* sampling interval (default 5 when 0) */
-  double cooldown_s;          /* pause after each run (default 60; <0: 0) */
-  double grace_s;             /* SIGTERM-to-SIGKILL grace (default 10) */
-  char *const *argv;          /* the job's command, NULL-terminated */
-  const char *throughput;     /* "jsonl:PATH" or "regex:PATTERN" */
-  const char *emulate;        /* job-library group to emulate instead */
-  const char *job;            /* job name in the store; default: the group,
-                                 or the command's base name */
-  const char *telemetry;      /* NULL/"device", or "dcgm-exporter:URL" */
-  int real_time;              /* emulated jobs at wall-clock pace */
-  uint64_t seed;              /* recorded; seeds emulated jobs */
-  int has_seed;               /* seed given explicitly */
+  double duration_s;      /* run length (default 1800 when 0) */
+  double interval_s;      /* sampling interval (default 5 when 0) */
+  double cooldown_s;      /* pause after each run (default 60; <0: 0) */
+  double grace_s;         /* SIGTERM-to-SIGKILL grace (default 10) */
+  char *const *argv;      /* the job's command, NULL-terminated */
+  const char *throughput; /* "jsonl:PATH" or "regex:PATTERN" */
+  const char *emulate;    /* job-library group to emulate instead */
+  const char *job;        /* job name in the store; default: the group,
+                             or the command's base name */
+  const char *telemetry;  /* NULL/"device", or "dcgm-exporter:URL" */
+  int real_time;          /* emulated jobs at wall-clock pace */
+  uint64_t seed;          /* recorded; seeds emulated jobs */
+  int has_seed;           /* seed given explicitly */
   /* Set by the caller's signal handlers; checked every interval. */
   volatile sig_atomic_t *stop;
   /* Optional progress callback (the CLI prints on stderr). */
@@ -81,12 +81,12 @@ struct pfi_sweep_opts {
 
 /* Result counts of a sweep. */
 struct pfi_sweep_result {
-  size_t runs_done;    /* runs completed by this call */
-  size_t runs_skipped; /* caps already complete in the store */
-  size_t runs_failed;  /* runs whose job failed */
-  long tput_bad_lines; /* malformed throughput lines, all runs */
-  struct pfi_error tput_first_bad; /* the first of them, located */
-  long telemetry_failures; /* dcgm-exporter scrapes that failed */
+  size_t runs_done;                 /* runs completed by this call */
+  size_t runs_skipped;              /* caps already complete in the store */
+  size_t runs_failed;               /* runs whose job failed */
+  long tput_bad_lines;              /* malformed throughput lines, all runs */
+  struct pfi_error tput_first_bad;  /* the first of them, located */
+  long telemetry_failures;          /* dcgm-exporter scrapes that failed */
   struct pfi_error telemetry_first; /* the first failure */
 };
 

@@ -61,8 +61,7 @@ int pfi_tput_start(struct pfi_tput *tp, double dev_t0, double wall_t0,
 
 /* Regex kind: feeds bytes of the job's standard output; complete lines are
  * matched and stamped with device time `now_s`. Other kinds ignore it. */
-int pfi_tput_feed(struct pfi_tput *tp, const char *buf, size_t n,
-                  double now_s);
+int pfi_tput_feed(struct pfi_tput *tp, const char *buf, size_t n, double now_s);
 /* JSONL kind: reads the lines appended since the last poll (a final line
  * without newline waits for the next poll unless `final`). Lines without
  * a timestamp are stamped `now_s`. */
@@ -75,7 +74,6 @@ size_t pfi_tput_take(struct pfi_tput *tp, const struct pfi_step **steps);
 /* The newest throughput seen, tokens/s, or NaN. */
 double pfi_tput_last_rate(const struct pfi_tput *tp);
 /* Malformed lines seen in this run, and the first as a located error. */
-long pfi_tput_bad_lines(const struct pfi_tput *tp,
-                        struct pfi_error *first);
+long pfi_tput_bad_lines(const struct pfi_tput *tp, struct pfi_error *first);
 
 #endif

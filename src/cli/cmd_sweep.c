@@ -53,7 +53,8 @@ static const char usage_text[] =
     "                   command's base name)\n"
     "  --real-time      emulator at wall-clock pace (default: virtual time,\n"
     "                   a 30-minute run takes milliseconds)\n"
-    "  --seed N         seed of the emulator, recorded in the store (default 1)\n"
+    "  --seed N         seed of the emulator, recorded in the store (default "
+    "1)\n"
     "  --quiet          no progress on stderr\n"
     "  -h, --help       this text\n"
     "\n"
@@ -110,8 +111,8 @@ static void on_progress(const struct pfi_sweep_progress *p, void *arg) {
   else if (strcmp(p->event, "restore") == 0)
     fprintf(stderr, "caps restored\n");
   else if (strcmp(p->event, "end") == 0)
-    fprintf(stderr, "run ended at %s (wall clock %.1f s since start)\n",
-            el, since(&pr->start));
+    fprintf(stderr, "run ended at %s (wall clock %.1f s since start)\n", el,
+            since(&pr->start));
   else {
     fprintf(stderr, "%s / %s", el, du);
     if (isfinite(p->power_w))
@@ -142,9 +143,22 @@ static void stage_hook(const char *stage, size_t ci, void *arg) {
 
 int cmd_sweep(int argc, char **argv) {
   enum {
-    O_BACKEND = 256, O_PARAMS, O_GPUS, O_CAPS, O_DURATION, O_INTERVAL,
-    O_COOLDOWN, O_GRACE, O_DB, O_TPUT, O_TELEMETRY, O_EMULATE, O_JOB,
-    O_REALTIME, O_SEED, O_QUIET
+    O_BACKEND = 256,
+    O_PARAMS,
+    O_GPUS,
+    O_CAPS,
+    O_DURATION,
+    O_INTERVAL,
+    O_COOLDOWN,
+    O_GRACE,
+    O_DB,
+    O_TPUT,
+    O_TELEMETRY,
+    O_EMULATE,
+    O_JOB,
+    O_REALTIME,
+    O_SEED,
+    O_QUIET
   };
   static const struct option opts[] = {
       {"backend", required_argument, NULL, O_BACKEND},
@@ -237,8 +251,9 @@ int cmd_sweep(int argc, char **argv) {
       break;
     case O_SEED:
       if (pfi_cli_parse_ulong(optarg, &ul) != 0)
-        return pfi_cli_usage("sweep", "--seed: '%s' is not a non-negative "
-                                      "integer",
+        return pfi_cli_usage("sweep",
+                             "--seed: '%s' is not a non-negative "
+                             "integer",
                              optarg);
       o.seed = ul;
       o.has_seed = 1;
@@ -353,8 +368,9 @@ int cmd_sweep(int argc, char **argv) {
     goto out;
   }
   if (!pr.quiet)
-    fprintf(stderr, "pfi sweep: %zu run(s) done, %zu skipped (already "
-                    "complete); store %s\n",
+    fprintf(stderr,
+            "pfi sweep: %zu run(s) done, %zu skipped (already "
+            "complete); store %s\n",
             res.runs_done, res.runs_skipped, db);
 out:
   free(caps);

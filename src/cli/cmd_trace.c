@@ -59,8 +59,9 @@ static void recover_quietly(const char *cmd, struct pfi_store *st) {
             cmd, r);
   else if (r < 0 && r != PFI_EBUSY) {
     char buf[PFI_ERROR_MSG_MAX + 300];
-    fprintf(stderr, "pfi %s: warning: could not restore caps left by an "
-                    "interrupted sweep: %s\n",
+    fprintf(stderr,
+            "pfi %s: warning: could not restore caps left by an "
+            "interrupted sweep: %s\n",
             cmd, pfi_error_format(&e, buf, sizeof buf));
   }
 }
@@ -129,7 +130,8 @@ static int summarize(int argc, char **argv) {
     return pfi_cli_usage("trace", "summarize takes one DB");
   if (!out)
     return pfi_cli_usage("trace", "summarize needs --out DIR");
-  if (!(so.warmup_fb_gib >= 0) || !(so.train_util_pct >= 0 && so.train_util_pct <= 100) ||
+  if (!(so.warmup_fb_gib >= 0) ||
+      !(so.train_util_pct >= 0 && so.train_util_pct <= 100) ||
       !(so.top_fraction > 0 && so.top_fraction <= 1))
     return pfi_cli_usage("trace",
                          "thresholds: --warmup-fb-gib >= 0, --train-util "
@@ -147,16 +149,17 @@ static int summarize(int argc, char **argv) {
       err.code = PFI_EPARSE; /* nothing usable in the input: bad input */
     return pfi_cli_fail(&err);
   }
-  fprintf(stderr,
-          "pfi trace: %d job(s) -> %s/curves.csv, %s/features.csv", n, out,
-          out);
+  fprintf(stderr, "pfi trace: %d job(s) -> %s/curves.csv, %s/features.csv", n,
+          out, out);
   if (skipped)
-    fprintf(stderr, "; %ld run(s) without training-phase data or "
-                    "throughput left out",
+    fprintf(stderr,
+            "; %ld run(s) without training-phase data or "
+            "throughput left out",
             skipped);
   if (nocurve)
-    fprintf(stderr, "; %ld job(s) with fewer than 2 usable runs have no "
-                    "curve",
+    fprintf(stderr,
+            "; %ld job(s) with fewer than 2 usable runs have no "
+            "curve",
             nocurve);
   fputc('\n', stderr);
   return 0;
@@ -318,8 +321,9 @@ static int import_prom(int argc, char **argv) {
               path, ps.samples, ps.unknown);
   }
   if (strict && malformed) {
-    fprintf(stderr, "pfi trace: %ld malformed line(s); nothing imported "
-                    "(--strict)\n",
+    fprintf(stderr,
+            "pfi trace: %ld malformed line(s); nothing imported "
+            "(--strict)\n",
             malformed);
     status = PFI_EXIT_USAGE;
     goto out;
@@ -359,8 +363,9 @@ static int import_prom(int argc, char **argv) {
       struct pfi_prom_gpu *g = &gpus[i][k];
       int h = host_rank(&hosts, g->host);
       if (h < 0 || g->gpu > 255 || h > 1000) {
-        fprintf(stderr, "pfi trace: GPU %d of host '%s' skipped (more than "
-                        "256 GPUs per host or 1000 hosts)\n",
+        fprintf(stderr,
+                "pfi trace: GPU %d of host '%s' skipped (more than "
+                "256 GPUs per host or 1000 hosts)\n",
                 g->gpu, g->host);
         continue;
       }

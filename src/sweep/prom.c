@@ -220,7 +220,8 @@ fail:
   return -1;
 }
 
-static struct pfi_prom_gpu *gpu_slot(struct gpuset *gs, const struct labels *lb) {
+static struct pfi_prom_gpu *gpu_slot(struct gpuset *gs,
+                                     const struct labels *lb) {
   if (gs->n && gs->last < gs->n) {
     struct pfi_prom_gpu *g = &gs->v[gs->last];
     if (g->gpu == lb->gpu && strcmp(g->host, lb->host) == 0)

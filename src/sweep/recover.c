@@ -34,7 +34,8 @@ int pfi__restore_ledger(struct pfi_store *st, struct pfi_device *dev,
     pfi_error_clear(&e);
     int r = 0;
     char uuid[96] = "";
-    if (c->uuid[0] && pfi_device_uuid(dev, c->gpu, uuid, sizeof uuid, &e) == 0 &&
+    if (c->uuid[0] &&
+        pfi_device_uuid(dev, c->gpu, uuid, sizeof uuid, &e) == 0 &&
         strcmp(uuid, c->uuid) != 0) {
       r = pfi_error_set(&e, PFI_ESTATE,
                         "GPU %u is now %s, not %s as recorded: not restoring "
@@ -128,4 +129,3 @@ out:
     pfi__store_unlock(st);
   return rc;
 }
-

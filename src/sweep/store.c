@@ -20,14 +20,7 @@
 /* Bumped when the schema changes incompatibly. */
 #define PFI_STORE_SCHEMA 1
 
-enum {
-  ST_SAMPLE,
-  ST_STEP,
-  ST_EVENT,
-  ST_RUN_BEGIN,
-  ST_RUN_END,
-  ST__COUNT
-};
+enum { ST_SAMPLE, ST_STEP, ST_EVENT, ST_RUN_BEGIN, ST_RUN_END, ST__COUNT };
 
 struct pfi_store {
   sqlite3 *db;
@@ -66,8 +59,9 @@ static void utc_now(char *buf, size_t n) {
 
 int pfi__store_dberr(struct pfi_store *st, struct pfi_error *err,
                      const char *what) {
-  return pfi_error_set(err, PFI_EDB, "%s: %s: %s", st && st->path ? st->path : "store",
-                       what, st && st->db ? sqlite3_errmsg(st->db) : "no database");
+  return pfi_error_set(err, PFI_EDB, "%s: %s: %s",
+                       st && st->path ? st->path : "store", what,
+                       st && st->db ? sqlite3_errmsg(st->db) : "no database");
 }
 
 static int exec_sql(struct pfi_store *st, const char *sql,
@@ -97,8 +91,7 @@ static char *samples_ddl(void) {
                               "REAL NOT NULL, valid INTEGER NOT NULL");
   for (int f = 0; f < PFI_FIELD__COUNT; f++)
     o += (size_t)snprintf(s + o, cap - o, ", %s REAL", pfi_field_name(f));
-  snprintf(s + o, cap - o,
-           ", PRIMARY KEY(run_id, t_s, gpu)) WITHOUT ROWID;");
+  snprintf(s + o, cap - o, ", PRIMARY KEY(run_id, t_s, gpu)) WITHOUT ROWID;");
   return s;
 }
 
@@ -161,8 +154,8 @@ int pfi_store_open(struct pfi_store **out, const char *path, unsigned flags,
   /* A file that is not a database fails on the first read. */
   {
     sqlite3_stmt *q = NULL;
-    int src = sqlite3_prepare_v2(
-        st->db, "SELECT count(*) FROM sqlite_master", -1, &q, NULL);
+    int src = sqlite3_prepare_v2(st->db, "SELECT count(*) FROM sqlite_master",
+                                 -1, &q, NULL);
     if (src == SQLITE_OK)
       src = sqlite3_step(q);
     sqlite3_finalize(q);
@@ -182,8 +175,9 @@ int pfi_store_open(struct pfi_store **out, const char *path, unsigned flags,
     /* WAL lets `pfi trace` read while a sweep writes; synchronous=NORMAL
      * keeps every commit atomic and consistent across a crash of pfi (only
      * a power loss can drop the newest commits). */
-    if ((rc = exec_sql(st, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-                       err)) < 0 ||
+    if ((rc =
+             exec_sql(st, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+                      err)) < 0 ||
         (rc = exec_sql(st, "BEGIN IMMEDIATE;", err)) < 0)
       goto out;
     if ((rc = exec_sql(st, schema_sql, err)) < 0 ||
@@ -210,8 +204,8 @@ int pfi_store_open(struct pfi_store **out, const char *path, unsigned flags,
       goto out;
     }
     if ((rc = prepare(st, ST_SAMPLE, ins, err)) < 0 ||
-        (rc = prepare(st, ST_STEP,
-                      "INSERT INTO steps VALUES(?,?,?,?,?,?,?,?)", err)) < 0 ||
+        (rc = prepare(st, ST_STEP, "INSERT INTO steps VALUES(?,?,?,?,?,?,?,?)",
+                      err)) < 0 ||
         (rc = prepare(st, ST_EVENT,
                       "INSERT INTO cap_events(run_id,gpu,action,mw,t_s,utc) "
                       "VALUES(?,?,?,?,?,?)",
@@ -264,7 +258,9 @@ void pfi_store_close(struct pfi_store *st) {
   free(st);
 }
 
-struct sqlite3 *pfi_store_db(struct pfi_store *st) { return st->db; }
+struct sqlite3 *pfi_store_db(struct pfi_store *st) {
+  return st->db;
+}
 const char *pfi_store_path(const struct pfi_store *st) { return st->path; }
 
 int pfi__store_lock(struct pfi_store *st, struct pfi_error *err) {
@@ -295,8 +291,8 @@ void pfi__store_unlock(struct pfi_store *st) {
 
 int pfi__store_locked(const struct pfi_store *st) { return st->lock_fd >= 0; }
 
-int pfi_store_meta_set(struct pfi_store *st, const char *key,
-                       const char *value, struct pfi_error *err) {
+int pfi_store_meta_set(struct pfi_store *st, const char *key, const char *value,
+                       struct pfi_error *err) {
   sqlite3_stmt *q = NULL;
   int rc = 0;
   if (sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO meta VALUES(?,?)", -1,
@@ -512,8 +508,9 @@ int pfi_store_cap_event(struct pfi_store *st, int64_t run_id, unsigned gpu,
   return step_done(st, q, err, "cap event");
 }
 
-int pfi_store_caps_record(struct pfi_store *st, const struct pfi_saved_cap *caps,
-                          size_t n, struct pfi_error *err) {
+int pfi_store_caps_record(struct pfi_store *st,
+                          const struct pfi_saved_cap *caps, size_t n,
+                          struct pfi_error *err) {
   if (st->in_batch)
     return pfi_error_set(err, PFI_ESTATE,
                          "%s: caps must be recorded outside a batch", st->path);

@@ -42,13 +42,13 @@ extern char **environ;
 struct job {
   /* command */
   pid_t pid;
-  int out_fd;            /* the job's stdout (regex kind), else -1 */
+  int out_fd; /* the job's stdout (regex kind), else -1 */
   int exited;
-  int status;            /* waitpid status */
+  int status; /* waitpid status */
   /* emulated load */
   int attached;
   double last_rate;
-  double last_job_t;     /* newest job time reported, device clock */
+  double last_job_t; /* newest job time reported, device clock */
 };
 
 struct sweep {
@@ -95,9 +95,15 @@ static void progress(const struct sweep *sw, const char *event, size_t i,
   if (!sw->o->progress)
     return;
   struct pfi_sweep_progress p = {
-      .job = sw->job_name, .cap_index = i, .n_caps = sw->o->n_caps,
-      .cap_w = cap, .elapsed_s = elapsed, .duration_s = sw->o->duration_s > 0 ? sw->o->duration_s : 1800,
-      .power_w = power, .tokens_per_s = rate, .event = event};
+      .job = sw->job_name,
+      .cap_index = i,
+      .n_caps = sw->o->n_caps,
+      .cap_w = cap,
+      .elapsed_s = elapsed,
+      .duration_s = sw->o->duration_s > 0 ? sw->o->duration_s : 1800,
+      .power_w = power,
+      .tokens_per_s = rate,
+      .event = event};
   sw->o->progress(&p, sw->o->progress_arg);
 }
 
@@ -154,8 +160,8 @@ int pfi_sweep_parse_gpus(const char *s, unsigned **gpus, size_t *n,
     if (*p == ',')
       p++;
     else if (*p) {
-      rc = pfi_error_set(err, PFI_EINVAL, "--gpus '%s': unexpected '%c'", s,
-                         *p);
+      rc =
+          pfi_error_set(err, PFI_EINVAL, "--gpus '%s': unexpected '%c'", s, *p);
       goto out;
     }
   }
@@ -361,16 +367,20 @@ static void stop_command(struct job *jb, double grace_s) {
 }
 
 /* Collects the job's throughput reports and stores them. */
-static int collect(struct sweep *sw, struct job *jb, int64_t run_id,
-                   double now, int final, struct pfi_error *err) {
+static int collect(struct sweep *sw, struct job *jb, int64_t run_id, double now,
+                   int final, struct pfi_error *err) {
   int rc = 0;
   if (jb->attached) {
     double rate = NAN;
     if ((rc = pfi_emu_progress(sw->dev, NULL, &rate, NULL, err)) < 0)
       return rc;
     if (!sw->tp) {
-      struct pfi_step s = {.t_s = now, .job_t_s = NAN, .tokens = NAN,
-                           .tokens_per_s = rate, .step = NAN, .loss = NAN,
+      struct pfi_step s = {.t_s = now,
+                           .job_t_s = NAN,
+                           .tokens = NAN,
+                           .tokens_per_s = rate,
+                           .step = NAN,
+                           .loss = NAN,
                            .mfu = NAN};
       jb->last_rate = rate;
       jb->last_job_t = now;
@@ -421,7 +431,8 @@ static int sample_all(struct sweep *sw, int64_t run_id, double now,
           continue;
         struct pfi_sample s = g[k].s;
         s.t_s = now;
-        if ((rc = pfi_store_add_sample(sw->st, run_id, sw->gpus[i], &s, err)) < 0) {
+        if ((rc = pfi_store_add_sample(sw->st, run_id, sw->gpus[i], &s, err)) <
+            0) {
           free(g);
           return rc;
         }
@@ -500,11 +511,12 @@ static int record_caps(struct sweep *sw, struct pfi_error *err) {
     snprintf(caps[i].backend, sizeof caps[i].backend, "%s", sw->backend);
     snprintf(caps[i].params, sizeof caps[i].params, "%s", sw->params);
     caps[i].gpu = sw->gpus[i];
-    if ((rc = pfi_device_get_cap(sw->dev, sw->gpus[i], &caps[i].cap_mw, err)) < 0)
+    if ((rc = pfi_device_get_cap(sw->dev, sw->gpus[i], &caps[i].cap_mw, err)) <
+        0)
       goto out;
     struct pfi_error e;
-    if (pfi_device_uuid(sw->dev, sw->gpus[i], caps[i].uuid,
-                        sizeof caps[i].uuid, &e) < 0)
+    if (pfi_device_uuid(sw->dev, sw->gpus[i], caps[i].uuid, sizeof caps[i].uuid,
+                        &e) < 0)
       caps[i].uuid[0] = 0; /* a backend without UUIDs: no identity check */
   }
   rc = pfi_store_caps_record(sw->st, caps, sw->n, err);
@@ -591,8 +603,8 @@ static int one_run(struct sweep *sw, size_t ci, struct pfi_sweep_result *res,
   double iv = o->interval_s > 0 ? o->interval_s : 5;
   double grace = o->grace_s > 0 ? o->grace_s : 10;
   uint32_t mw = (uint32_t)llround(cap_w * 1000.0);
-  struct job jb = {.pid = -1, .out_fd = -1, .last_rate = NAN,
-                   .last_job_t = NAN};
+  struct job jb = {
+      .pid = -1, .out_fd = -1, .last_rate = NAN, .last_job_t = NAN};
   struct pfi_run_info ri;
   int rc = 0, recorded = 0, in_batch = 0;
   double batch_t0 = 0;
@@ -606,10 +618,9 @@ static int one_run(struct sweep *sw, size_t ci, struct pfi_sweep_result *res,
     if ((rc = pfi_device_limits(sw->dev, sw->gpus[i], &lim, err)) < 0)
       return rc;
     if (mw < lim.min_mw || mw > lim.max_mw)
-      return pfi_error_set(err, PFI_ERANGE,
-                           "cap %g W is outside GPU %u's range %.0f..%.0f W",
-                           cap_w, sw->gpus[i], lim.min_mw / 1000.0,
-                           lim.max_mw / 1000.0);
+      return pfi_error_set(
+          err, PFI_ERANGE, "cap %g W is outside GPU %u's range %.0f..%.0f W",
+          cap_w, sw->gpus[i], lim.min_mw / 1000.0, lim.max_mw / 1000.0);
   }
   memset(&ri, 0, sizeof ri);
   snprintf(ri.job, sizeof ri.job, "%s", sw->job_name);
@@ -646,8 +657,7 @@ static int one_run(struct sweep *sw, size_t ci, struct pfi_sweep_result *res,
       goto out;
     jb.attached = 1;
   }
-  if (sw->tp &&
-      (rc = pfi_tput_start(sw->tp, t0, wall_now(), err)) < 0)
+  if (sw->tp && (rc = pfi_tput_start(sw->tp, t0, wall_now(), err)) < 0)
     goto out;
   if (o->argv && o->argv[0] &&
       (rc = start_command(sw, &jb, cap_w, ri.id, err)) < 0)
@@ -798,7 +808,8 @@ int pfi_sweep_run(struct pfi_store *st, const struct pfi_sweep_opts *o,
   sw.st = st;
   sw.o = o;
   sw.res = res;
-  snprintf(sw.backend, sizeof sw.backend, "%s", o->backend ? o->backend : "emu");
+  snprintf(sw.backend, sizeof sw.backend, "%s",
+           o->backend ? o->backend : "emu");
   /* The parameters are recorded in the cap ledger to reopen the backend
    * after a crash: they must fit whole, with room for what is added. */
   if (o->backend_params && strlen(o->backend_params) > 160)
@@ -808,8 +819,9 @@ int pfi_sweep_run(struct pfi_store *st, const struct pfi_sweep_opts *o,
            o->backend_params ? o->backend_params : "");
   int has_cmd = o->argv && o->argv[0];
   if (!has_cmd && !o->emulate)
-    return pfi_error_set(err, PFI_EINVAL, "nothing to run: give a command or "
-                                          "an emulated job");
+    return pfi_error_set(err, PFI_EINVAL,
+                         "nothing to run: give a command or "
+                         "an emulated job");
   if (o->n_caps == 0)
     return pfi_error_set(err, PFI_EINVAL, "no caps to sweep");
   for (size_t i = 0; i < o->n_caps; i++)
@@ -862,8 +874,8 @@ int pfi_sweep_run(struct pfi_store *st, const struct pfi_sweep_opts *o,
     if (o->real_time && !has_param(sw.params, "realtime"))
       add_param(sw.params, sizeof sw.params, "realtime=1");
     const char *rt = getenv("PFI_EMU_REALTIME");
-    sw.virtual_time = !(strstr(sw.params, "realtime=1") ||
-                        (rt && strcmp(rt, "1") == 0));
+    sw.virtual_time =
+        !(strstr(sw.params, "realtime=1") || (rt && strcmp(rt, "1") == 0));
   }
   if (o->job && *o->job)
     snprintf(sw.job_name, sizeof sw.job_name, "%s", o->job);

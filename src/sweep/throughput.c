@@ -20,14 +20,14 @@
 
 struct pfi_tput {
   enum pfi_tput_kind kind;
-  char *path;          /* jsonl */
-  regex_t re;          /* regex */
+  char *path; /* jsonl */
+  regex_t re; /* regex */
   int re_ok;
-  off_t off;           /* jsonl: bytes consumed */
-  char *part;          /* partial line */
+  off_t off;  /* jsonl: bytes consumed */
+  char *part; /* partial line */
   size_t npart, cpart;
   int part_overflow;
-  long line;           /* lines seen in this run */
+  long line; /* lines seen in this run */
   double dev_t0, wall_t0;
   double prev_tokens, prev_t; /* rate base (job clock) */
   struct pfi_step *steps;
@@ -70,8 +70,7 @@ int pfi_jsonl_parse_line(const char *name, long line, const char *text,
   if (i == len)
     return 0;
   json_error_t je;
-  o = json_loadb(text, len, JSON_REJECT_DUPLICATES,
-                 &je);
+  o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
   if (!o) {
     rc = pfi_error_setloc(err, PFI_EPARSE, name, line,
                           je.column > 0 ? je.column : 1, "%s", je.text);
@@ -247,10 +246,9 @@ static int handle_line(struct pfi_tput *tp, const char *s, size_t n,
         st.tokens_per_s = v;
         rc = push_step(tp, &st);
       } else {
-        pfi_error_setloc(&e, PFI_EPARSE, "<stdout>", tp->line,
-                         (long)m[1].rm_so + 1,
-                         "captured '%s' is not a non-negative number",
-                         tmp + m[1].rm_so);
+        pfi_error_setloc(
+            &e, PFI_EPARSE, "<stdout>", tp->line, (long)m[1].rm_so + 1,
+            "captured '%s' is not a non-negative number", tmp + m[1].rm_so);
         note_bad(tp, &e);
       }
       tmp[m[1].rm_eo] = save;
@@ -267,14 +265,15 @@ static int handle_line(struct pfi_tput *tp, const char *s, size_t n,
   if (r == 0)
     return 0;
   if (isfinite(st.job_t_s))
-    st.t_s = el ? tp->dev_t0 + st.job_t_s
-                : tp->dev_t0 + (st.job_t_s - tp->wall_t0);
+    st.t_s =
+        el ? tp->dev_t0 + st.job_t_s : tp->dev_t0 + (st.job_t_s - tp->wall_t0);
   else
     st.t_s = now_s;
   if (!isfinite(st.tokens_per_s) && isfinite(st.tokens)) {
     if (isfinite(tp->prev_tokens) && st.job_t_s > tp->prev_t &&
         st.tokens >= tp->prev_tokens)
-      st.tokens_per_s = (st.tokens - tp->prev_tokens) / (st.job_t_s - tp->prev_t);
+      st.tokens_per_s =
+          (st.tokens - tp->prev_tokens) / (st.job_t_s - tp->prev_t);
   }
   if (isfinite(st.tokens) && isfinite(st.job_t_s)) {
     tp->prev_tokens = st.tokens;
@@ -284,8 +283,8 @@ static int handle_line(struct pfi_tput *tp, const char *s, size_t n,
 }
 
 /* Splits buf into lines, keeping a trailing partial line. */
-static int consume(struct pfi_tput *tp, const char *buf, size_t n,
-                   double now_s, int final) {
+static int consume(struct pfi_tput *tp, const char *buf, size_t n, double now_s,
+                   int final) {
   size_t i = 0;
   while (i < n) {
     const char *nl = memchr(buf + i, '\n', n - i);
@@ -314,10 +313,9 @@ static int consume(struct pfi_tput *tp, const char *buf, size_t n,
       if (tp->part_overflow) {
         struct pfi_error e;
         tp->line++;
-        pfi_error_setloc(&e, PFI_EPARSE,
-                         tp->kind == PFI_TPUT_JSONL ? tp->path : "<stdout>",
-                         tp->line, 1, "line longer than %d bytes",
-                         LINE_MAX_BYTES);
+        pfi_error_setloc(
+            &e, PFI_EPARSE, tp->kind == PFI_TPUT_JSONL ? tp->path : "<stdout>",
+            tp->line, 1, "line longer than %d bytes", LINE_MAX_BYTES);
         note_bad(tp, &e);
       } else {
         rc = handle_line(tp, tp->part ? tp->part : "", tp->npart, now_s);
@@ -329,7 +327,8 @@ static int consume(struct pfi_tput *tp, const char *buf, size_t n,
     }
   }
   if (final && (tp->npart || tp->part_overflow)) {
-    int rc = tp->part_overflow ? 0 : handle_line(tp, tp->part, tp->npart, now_s);
+    int rc =
+        tp->part_overflow ? 0 : handle_line(tp, tp->part, tp->npart, now_s);
     tp->npart = 0;
     tp->part_overflow = 0;
     return rc;

@@ -45,12 +45,12 @@ enum feat {
   F__COUNT
 };
 static const char *const feat_names[F__COUNT] = {
-    "dram_active",      "mem_copy_util",   "dram_copy_product",
-    "sm_active",        "tensor_active",   "tensor_sm_ratio",
-    "dram_sm_ratio",    "arithmetic_intensity", "nvlink_tx_gbps",
-    "nvlink_rx_gbps",   "pcie_tx_gbps",    "pcie_rx_gbps",
-    "power_w",          "sm_clock_mhz",    "clock_fraction",
-    "gpu_util",         "fb_used_gib",     "gpu_temp_c"};
+    "dram_active",    "mem_copy_util",        "dram_copy_product",
+    "sm_active",      "tensor_active",        "tensor_sm_ratio",
+    "dram_sm_ratio",  "arithmetic_intensity", "nvlink_tx_gbps",
+    "nvlink_rx_gbps", "pcie_tx_gbps",         "pcie_rx_gbps",
+    "power_w",        "sm_clock_mhz",         "clock_fraction",
+    "gpu_util",       "fb_used_gib",          "gpu_temp_c"};
 
 /* One run's series, one entry per sampling instant. */
 struct series {
@@ -259,8 +259,8 @@ struct run_row {
   double cap_w;
   int gpus;
   /* results */
-  int ok;       /* power and throughput: a curve point */
-  int ok_feat;  /* training-phase telemetry: a features row */
+  int ok;      /* power and throughput: a curve point */
+  int ok_feat; /* training-phase telemetry: a features row */
   double power_w, tokens, power_sd, tokens_sd;
   double feat[F__COUNT];
 };
@@ -344,10 +344,12 @@ static int summarize_run(struct pfi_store *st, struct run_row *rr,
   double *F = rr->feat;
   F[F_DRAM_ACTIVE] = m[PFI_FIELD_DRAM_ACTIVE];
   F[F_MEM_COPY_UTIL] = m[PFI_FIELD_MEM_COPY_UTIL];
-  F[F_DRAM_COPY_PRODUCT] = m[PFI_FIELD_DRAM_ACTIVE] * m[PFI_FIELD_MEM_COPY_UTIL];
+  F[F_DRAM_COPY_PRODUCT] =
+      m[PFI_FIELD_DRAM_ACTIVE] * m[PFI_FIELD_MEM_COPY_UTIL];
   F[F_SM_ACTIVE] = m[PFI_FIELD_SM_ACTIVE];
   F[F_TENSOR_ACTIVE] = m[PFI_FIELD_TENSOR_ACTIVE];
-  F[F_TENSOR_SM_RATIO] = ratio(m[PFI_FIELD_TENSOR_ACTIVE], m[PFI_FIELD_SM_ACTIVE]);
+  F[F_TENSOR_SM_RATIO] =
+      ratio(m[PFI_FIELD_TENSOR_ACTIVE], m[PFI_FIELD_SM_ACTIVE]);
   F[F_DRAM_SM_RATIO] = ratio(m[PFI_FIELD_DRAM_ACTIVE], m[PFI_FIELD_SM_ACTIVE]);
   F[F_ARITHMETIC_INTENSITY] =
       ratio(m[PFI_FIELD_TENSOR_ACTIVE], m[PFI_FIELD_DRAM_ACTIVE]);
@@ -386,8 +388,7 @@ static double clock_max_of(struct pfi_store *st) {
   if (sqlite3_prepare_v2(pfi_store_db(st),
                          "SELECT max(sm_clock_mhz) FROM samples", -1, &q,
                          NULL) == SQLITE_OK &&
-      sqlite3_step(q) == SQLITE_ROW &&
-      sqlite3_column_type(q, 0) != SQLITE_NULL)
+      sqlite3_step(q) == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL)
     c = sqlite3_column_double(q, 0);
   sqlite3_finalize(q);
   return c > 0 ? c : NAN;
@@ -499,8 +500,9 @@ int pfi_trace_summarize(struct pfi_store *st, const char *out_dir,
   if ((rc = open_out(out_dir, "curves.csv", tc, sizeof tc, &fc, err)) < 0 ||
       (rc = open_out(out_dir, "features.csv", tf, sizeof tf, &ff, err)) < 0)
     goto out;
-  fputs("job,cap_w,power_w,tokens_per_s,gpus,power_sd_w,tokens_sd,runs,source\n",
-        fc);
+  fputs(
+      "job,cap_w,power_w,tokens_per_s,gpus,power_sd_w,tokens_sd,runs,source\n",
+      fc);
   fputs("job,arch,task,gpus", ff);
   for (int f = 0; f < F__COUNT; f++)
     fprintf(ff, ",%s", feat_names[f]);

@@ -42,7 +42,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
           abort();
     free(g);
   }
-  if (pfi_tput_open(&tp, "regex:tokens_per_s[\"=: ]+([-0-9.eE+]+)", &err) == 0) {
+  if (pfi_tput_open(&tp, "regex:tokens_per_s[\"=: ]+([-0-9.eE+]+)", &err) ==
+      0) {
     pfi_tput_start(tp, 0, 0, &err);
     /* Two feeds split mid-way, as pipe reads are. */
     pfi_tput_feed(tp, s, size / 2, 1);

@@ -69,7 +69,8 @@ int main(int argc, char **argv) {
   }
   double cap = atof(cap_s);
   double duration = dur_s ? atof(dur_s) : 1800;
-  unsigned long seed = seed_s ? strtoul(seed_s, NULL, 10) : PFI_EMU_DEFAULT_SEED;
+  unsigned long seed =
+      seed_s ? strtoul(seed_s, NULL, 10) : PFI_EMU_DEFAULT_SEED;
   struct pfi_emu_jobs lib;
   struct pfi_error err;
   if (pfi_emu_jobs_load(&lib, NULL, &err) < 0) {

@@ -51,7 +51,8 @@ static void aliases_units_hosts(void **state) {
   (void)state;
   const char in[] =
       "# TYPE DCGM_FI_DEV_BOARD_POWER_WATTS gauge\n"
-      "DCGM_FI_DEV_BOARD_POWER_WATTS{gpu=\"3\",hostname=\"b\"} 512.5 1700000000123\n"
+      "DCGM_FI_DEV_BOARD_POWER_WATTS{gpu=\"3\",hostname=\"b\"} 512.5 "
+      "1700000000123\n"
       "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu=\"3\",hostname=\"b\"} 2500\n"
       "DCGM_FI_DEV_POWER_VIOLATION{gpu=\"3\",hostname=\"b\"} 1500000\n"
       "DCGM_FI_PROF_DRAM_ACTIVE{gpu=\"3\",hostname=\"b\"} 0.42\n"
@@ -89,14 +90,13 @@ static void aliases_units_hosts(void **state) {
 /* Malformed lines are counted with line and column, and skipped. */
 static void malformed_lines(void **state) {
   (void)state;
-  const char in[] =
-      "DCGM_FI_DEV_GPU_TEMP{gpu=\"0\"} 30\n"          /* 1 ok */
-      "DCGM_FI_DEV_GPU_TEMP{gpu=\"1\" 30\n"           /* 2 no } */
-      "DCGM_FI_DEV_GPU_TEMP{gpu=\"2\"} abc\n"         /* 3 value */
-      "9metric 1\n"                                  /* 4 name */
-      "DCGM_FI_DEV_GPU_TEMP{gpu=2} 1\n"               /* 5 unquoted */
-      "DCGM_FI_DEV_GPU_TEMP{gpu=\"3\"} 1 2 3\n"       /* 6 trailing */
-      "DCGM_FI_DEV_GPU_TEMP{gpu=\"4\",} 31\r\n";      /* 7 ok, CRLF */
+  const char in[] = "DCGM_FI_DEV_GPU_TEMP{gpu=\"0\"} 30\n"     /* 1 ok */
+                    "DCGM_FI_DEV_GPU_TEMP{gpu=\"1\" 30\n"      /* 2 no } */
+                    "DCGM_FI_DEV_GPU_TEMP{gpu=\"2\"} abc\n"    /* 3 value */
+                    "9metric 1\n"                              /* 4 name */
+                    "DCGM_FI_DEV_GPU_TEMP{gpu=2} 1\n"          /* 5 unquoted */
+                    "DCGM_FI_DEV_GPU_TEMP{gpu=\"3\"} 1 2 3\n"  /* 6 trailing */
+                    "DCGM_FI_DEV_GPU_TEMP{gpu=\"4\",} 31\r\n"; /* 7 ok, CRLF */
   struct pfi_prom_gpu *g = NULL;
   struct pfi_prom_stats st;
   struct pfi_error err;
@@ -106,7 +106,8 @@ static void malformed_lines(void **state) {
   ASSERT_EQ_INT(st.nbad, 5);
   ASSERT_EQ_INT(st.bad[0].line, 2);
   ASSERT_EQ_INT(st.bad[1].line, 3);
-  ASSERT_EQ_INT(st.bad[1].column, 31); /* 20-char name, 9-char labels, a space */
+  ASSERT_EQ_INT(st.bad[1].column,
+                31); /* 20-char name, 9-char labels, a space */
   ASSERT_EQ_INT(st.bad[2].line, 4);
   ASSERT_EQ_INT(st.bad[2].column, 1);
   ASSERT_EQ_INT(st.bad[3].line, 5);

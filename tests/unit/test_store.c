@@ -135,8 +135,12 @@ static void add_run(struct pfi_store *st, double cap, double base,
               (1u << PFI_FIELD_TENSOR_ACTIVE) | (1u << PFI_FIELD_SM_CLOCK) |
               (1u << PFI_FIELD_NVLINK_TX);
     assert_int_equal(pfi_store_add_sample(st, ri.id, 0, &s, &err), 0);
-    struct pfi_step sp = {.t_s = t, .job_t_s = NAN, .tokens = NAN,
-                          .tokens_per_s = rate + t, .step = t, .loss = NAN,
+    struct pfi_step sp = {.t_s = t,
+                          .job_t_s = NAN,
+                          .tokens = NAN,
+                          .tokens_per_s = rate + t,
+                          .step = t,
+                          .loss = NAN,
                           .mfu = NAN};
     assert_int_equal(pfi_store_add_step(st, ri.id, &sp, &err), 0);
   }
@@ -181,13 +185,29 @@ static void summarize_by_hand(void **state) {
   snprintf(f, sizeof f, "%s/features.csv", out);
   struct pfi_table t;
   assert_int_equal(pfi_table_load(&t, f, &err), 0);
-  static const char *const cols[] = {
-      "job", "arch", "task", "gpus", "dram_active", "mem_copy_util",
-      "dram_copy_product", "sm_active", "tensor_active", "tensor_sm_ratio",
-      "dram_sm_ratio", "arithmetic_intensity", "nvlink_tx_gbps",
-      "nvlink_rx_gbps", "pcie_tx_gbps", "pcie_rx_gbps", "power_w",
-      "sm_clock_mhz", "clock_fraction", "gpu_util", "fb_used_gib",
-      "gpu_temp_c", "source"};
+  static const char *const cols[] = {"job",
+                                     "arch",
+                                     "task",
+                                     "gpus",
+                                     "dram_active",
+                                     "mem_copy_util",
+                                     "dram_copy_product",
+                                     "sm_active",
+                                     "tensor_active",
+                                     "tensor_sm_ratio",
+                                     "dram_sm_ratio",
+                                     "arithmetic_intensity",
+                                     "nvlink_tx_gbps",
+                                     "nvlink_rx_gbps",
+                                     "pcie_tx_gbps",
+                                     "pcie_rx_gbps",
+                                     "power_w",
+                                     "sm_clock_mhz",
+                                     "clock_fraction",
+                                     "gpu_util",
+                                     "fb_used_gib",
+                                     "gpu_temp_c",
+                                     "source"};
   ASSERT_EQ_INT(t.ncols, sizeof cols / sizeof cols[0]);
   for (size_t i = 0; i < t.ncols; i++)
     assert_string_equal(t.header[i], cols[i]);
@@ -197,18 +217,17 @@ static void summarize_by_hand(void **state) {
   double v;
 #define COL(name, want, tol)                                                   \
   do {                                                                         \
-    assert_int_equal(pfi_table_double(&t, 0, pfi_table_find(&t, name), &v,     \
-                                      &err),                                   \
-                     0);                                                       \
+    assert_int_equal(                                                          \
+        pfi_table_double(&t, 0, pfi_table_find(&t, name), &v, &err), 0);       \
     ASSERT_NEAR(v, want, tol);                                                 \
   } while (0)
-  COL("dram_copy_product", 20, 1e-9);      /* 0.5 x 40 */
-  COL("tensor_sm_ratio", 0.5, 1e-9);       /* 0.4 / 0.8 */
-  COL("dram_sm_ratio", 0.625, 1e-9);       /* 0.5 / 0.8 */
-  COL("arithmetic_intensity", 0.8, 1e-9);  /* 0.4 / 0.5 */
-  COL("nvlink_tx_gbps", 2, 1e-9);          /* 2e9 B/s */
-  COL("power_w", 119.5, 1e-9);             /* uncapped run, top 2 */
-  COL("clock_fraction", 0.75, 1e-9);       /* 1500 / 2000 */
+  COL("dram_copy_product", 20, 1e-9);     /* 0.5 x 40 */
+  COL("tensor_sm_ratio", 0.5, 1e-9);      /* 0.4 / 0.8 */
+  COL("dram_sm_ratio", 0.625, 1e-9);      /* 0.5 / 0.8 */
+  COL("arithmetic_intensity", 0.8, 1e-9); /* 0.4 / 0.5 */
+  COL("nvlink_tx_gbps", 2, 1e-9);         /* 2e9 B/s */
+  COL("power_w", 119.5, 1e-9);            /* uncapped run, top 2 */
+  COL("clock_fraction", 0.75, 1e-9);      /* 1500 / 2000 */
   COL("fb_used_gib", 20000.0 / 1024, 1e-9);
   COL("gpu_util", 90, 1e-9);
 #undef COL

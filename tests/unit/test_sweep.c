@@ -69,8 +69,7 @@ static void on_progress(const struct pfi_sweep_progress *p, void *arg) {
   w->samples[p->cap_index]++;
   if (p->cap_index == 0 && p->elapsed_s > 1000)
     w->power_at_300 = p->power_w;
-  if (p->cap_index == 1 && w->stop_after >= 0 &&
-      w->samples[1] >= w->stop_after)
+  if (p->cap_index == 1 && w->stop_after >= 0 && w->samples[1] >= w->stop_after)
     w->stop = 1; /* as a SIGINT handler would */
 }
 
@@ -113,13 +112,20 @@ static void stop_restore_resume(void **state) {
   /* An 8-GPU job capped at 300 W draws at most 8 x 300 W. */
   assert_true(w.power_at_300 > 0 && w.power_at_300 <= 2400 + 1e-9);
   assert_all(650000);
-  ASSERT_EQ_INT(count(st, "select count(*) from runs where state='complete'"), 1);
-  ASSERT_EQ_INT(count(st, "select count(*) from runs where state='interrupted'"), 1);
+  ASSERT_EQ_INT(count(st, "select count(*) from runs where state='complete'"),
+                1);
+  ASSERT_EQ_INT(
+      count(st, "select count(*) from runs where state='interrupted'"), 1);
   ASSERT_EQ_INT(count(st, "select count(*) from cap_ledger"), 0);
   /* Each run: 8 caps recorded, set, read back and restored. */
-  ASSERT_EQ_INT(count(st, "select count(*) from cap_events where action='restore' and mw=650000"), 16);
-  ASSERT_EQ_INT(count(st, "select count(*) from cap_events where action='readback' and mw=300000"), 8);
-  ASSERT_EQ_INT(count(st, "select count(*) from samples where run_id=1"), 360 * 8);
+  ASSERT_EQ_INT(count(st, "select count(*) from cap_events where "
+                          "action='restore' and mw=650000"),
+                16);
+  ASSERT_EQ_INT(count(st, "select count(*) from cap_events where "
+                          "action='readback' and mw=300000"),
+                8);
+  ASSERT_EQ_INT(count(st, "select count(*) from samples where run_id=1"),
+                360 * 8);
   ASSERT_EQ_INT(count(st, "select count(*) from steps where run_id=1"), 360);
   /* Resume: the complete 300 W run is skipped. */
   w.stop = 0;
@@ -173,8 +179,8 @@ static void gpu_lists(void **state) {
   free(g);
   assert_int_equal(pfi_sweep_parse_gpus("all", &g, &n, &err), 0);
   assert_null(g);
-  static const char *const bad[] = {"", "1,,2", "3-1", "1,1", "a", "-1",
-                                    "1-", "0-99999", "1;2"};
+  static const char *const bad[] = {"",   "1,,2", "3-1",     "1,1", "a",
+                                    "-1", "1-",   "0-99999", "1;2"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
     assert_int_equal(pfi_sweep_parse_gpus(bad[i], &g, &n, &err), PFI_EINVAL);
 }

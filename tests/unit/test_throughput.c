@@ -30,9 +30,8 @@ static void jsonl_lines(void **state) {
   ASSERT_NEAR(st.mfu, 0.4, 0);
   assert_true(isnan(st.tokens_per_s));
   assert_int_equal(el, 0);
-  assert_int_equal(parse("{\"elapsed_s\": 2, \"tokens_per_s\": 5}", &st, &el,
-                         &err),
-                   1);
+  assert_int_equal(
+      parse("{\"elapsed_s\": 2, \"tokens_per_s\": 5}", &st, &el, &err), 1);
   assert_int_equal(el, 1);
   ASSERT_NEAR(st.tokens_per_s, 5, 0);
   assert_int_equal(parse("   ", &st, &el, &err), 0);
