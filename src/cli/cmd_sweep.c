@@ -12,6 +12,7 @@
 #include "pfi/emu.h"
 #include "pfi/store.h"
 #include "pfi/sweep.h"
+#include "pfi/throughput.h"
 
 static const char usage_text[] =
     "usage: pfi sweep --backend emu|nvml --caps LIST|LO:HI:STEP [options]\n"
@@ -289,8 +290,9 @@ int cmd_sweep(int argc, char **argv) {
   for (size_t i = 0; i < ncaps; i++)
     for (size_t j = 0; j < i; j++)
       if (caps[i] == caps[j]) {
+        double dup = caps[i];
         free(caps);
-        return pfi_cli_usage("sweep", "--caps: %g W appears twice", caps[i]);
+        return pfi_cli_usage("sweep", "--caps: %g W appears twice", dup);
       }
   if (gpus_s && pfi_sweep_parse_gpus(gpus_s, &gpus, &ngpus, &err) != 0) {
     free(caps);
@@ -298,6 +300,45 @@ int cmd_sweep(int argc, char **argv) {
   }
   o.caps_w = caps;
   o.n_caps = ncaps;
+  /* Requests that can be checked without a device are checked before the
+   * store is created, so that a typo leaves no file behind. */
+  if (o.telemetry && strcmp(o.telemetry, "device") != 0 &&
+      (strncmp(o.telemetry, "dcgm-exporter:", 14) != 0 || !o.telemetry[14])) {
+    status = pfi_cli_usage("sweep",
+                           "--telemetry '%s': expected device or "
+                           "dcgm-exporter:URL",
+                           o.telemetry);
+    goto out;
+  }
+  if (o.throughput) {
+    struct pfi_tput *tp = NULL;
+    if (!o.argv) {
+      status = pfi_cli_usage("sweep", "--throughput needs a command to read "
+                                      "it from");
+      goto out;
+    }
+    if (pfi_tput_open(&tp, o.throughput, &err) < 0) {
+      status = pfi_cli_usage("sweep", "%s", err.msg);
+      goto out;
+    }
+    pfi_tput_close(tp);
+  }
+  if (o.emulate) {
+    struct pfi_emu_jobs lib;
+    if (pfi_emu_jobs_load(&lib, NULL, &err) < 0) {
+      status = pfi_cli_fail(&err);
+      goto out;
+    }
+    int found = pfi_emu_job_find(&lib, o.emulate) != NULL;
+    pfi_emu_jobs_release(&lib);
+    if (!found) {
+      status = pfi_cli_usage("sweep",
+                             "--emulate: no job '%s' in the job "
+                             "library (pfi emulate jobs)",
+                             o.emulate);
+      goto out;
+    }
+  }
   o.gpus = gpus;
   o.n_gpus = ngpus;
 
