@@ -120,8 +120,12 @@ caps_are 650 "after a crashing job"
 [ $? -eq 2 ] || fail "cap below the minimum: exit status"
 grep -q "outside" "$T/err" || fail "range message: $(cat "$T/err")"
 caps_are 650 "after a refused cap"
-"$PFI" sweep --emulate no-such-group --caps 700 --db "$T/b.db" >/dev/null 2>&1
+"$PFI" sweep --emulate no-such-group --caps 700 --db "$T/b2.db" >/dev/null 2>&1
 [ $? -eq 2 ] || fail "unknown group: exit status"
+[ ! -e "$T/b2.db" ] || fail "a refused request created the store"
+"$PFI" sweep --emulate $G --caps 700,500,700 --db "$T/b.db" >/dev/null 2>"$T/err"
+[ $? -eq 2 ] || fail "duplicate cap: exit status"
+grep -q -- "--caps: 700 W appears twice" "$T/err" || fail "duplicate cap message: $(cat "$T/err")"
 "$PFI" sweep --emulate $G --db "$T/b.db" >/dev/null 2>&1
 [ $? -eq 2 ] || fail "missing --caps: exit status"
 "$PFI" sweep --caps 700 --db "$T/b.db" -- true >/dev/null 2>&1
