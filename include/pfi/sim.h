@@ -80,4 +80,10 @@ int pfi_mix_weights(const char *mix_path, const int *is_ft, const int *gpus,
                     size_t njobs, double *weight, size_t *fallbacks,
                     struct pfi_error *err);
 
+/* Same from `len` bytes of memory; `name` is used in messages. */
+int pfi_mix_weights_mem(const char *name, const char *data, size_t len,
+                        const int *is_ft, const int *gpus, size_t njobs,
+                        double *weight, size_t *fallbacks,
+                        struct pfi_error *err);
+
 #endif

@@ -204,6 +204,10 @@ out:
   return rc;
 }
 
+static int mix_weights(struct pfi_table *tp, const int *is_ft,
+                       const int *gpus, size_t njobs, double *weight,
+                       size_t *fallbacks, struct pfi_error *err);
+
 int pfi_mix_weights(const char *mix_path, const int *is_ft, const int *gpus,
                     size_t njobs, double *weight, size_t *fallbacks,
                     struct pfi_error *err) {
@@ -211,6 +215,26 @@ int pfi_mix_weights(const char *mix_path, const int *is_ft, const int *gpus,
   int rc = pfi_table_load(&t, mix_path, err);
   if (rc < 0)
     return rc;
+  return mix_weights(&t, is_ft, gpus, njobs, weight, fallbacks, err);
+}
+
+int pfi_mix_weights_mem(const char *name, const char *data, size_t len,
+                        const int *is_ft, const int *gpus, size_t njobs,
+                        double *weight, size_t *fallbacks,
+                        struct pfi_error *err) {
+  struct pfi_table t;
+  int rc = pfi_table_load_mem(&t, name, data, len, err);
+  if (rc < 0)
+    return rc;
+  return mix_weights(&t, is_ft, gpus, njobs, weight, fallbacks, err);
+}
+
+/* Computes the weights from a loaded mix table, then releases it. */
+static int mix_weights(struct pfi_table *tp, const int *is_ft,
+                       const int *gpus, size_t njobs, double *weight,
+                       size_t *fallbacks, struct pfi_error *err) {
+  struct pfi_table t = *tp;
+  int rc = 0;
   static const char *const cols[] = {"task", "min_gpus", "max_gpus", "share"};
   int ci[4];
   for (int k = 0; k < 4; k++)
@@ -245,10 +269,12 @@ int pfi_mix_weights(const char *mix_path, const int *is_ft, const int *gpus,
         (rc = pfi_table_double(&t, r, (size_t)ci[2], &hi[r], err)) < 0 ||
         (rc = pfi_table_double(&t, r, (size_t)ci[3], &share[r], err)) < 0)
       goto out2;
-    if (share[r] < 0 || lo[r] > hi[r]) {
+    /* Shares are proportions: the bound keeps sums of them finite. */
+    if (share[r] < 0 || share[r] > 1e12 || lo[r] > hi[r]) {
       rc = pfi_error_setloc(err, PFI_EPARSE, t.name, t.line[r],
                             t.col[r * t.ncols + ci[3]],
-                            "share must be >= 0 and min_gpus <= max_gpus");
+                            "share must be in [0, 1e12] and min_gpus <= "
+                            "max_gpus");
       goto out2;
     }
   }
