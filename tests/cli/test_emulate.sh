@@ -74,6 +74,25 @@ cmp -s "$T/s1.csv" "$T/s3.csv" && fail "sweep identical for different seeds"
 "$PFI" emulate trace --job moe-ft-qwen30ba3b-x8 --cap 300 --gpu 0 >"$T/t2.csv"
 cmp -s "$T/t1.csv" "$T/t2.csv" || fail "trace not byte-identical for the same seed"
 
+# The generic path agrees: `pfi sweep --emulate` (device backend, trace
+# store) then `pfi trace summarize` give the same steady-state power and
+# throughput as `pfi emulate sweep`, to the printed precision (4 decimals).
+if "$PFI" sweep --help >/dev/null 2>&1 && "$PFI" trace --help >/dev/null 2>&1; then
+  PFI_EMU_STATE="$T/emu" "$PFI" sweep --emulate dense-pt-mistral24b-x8 --caps 200,450,700 \
+    --db "$T/s.db" >/dev/null 2>&1 || fail "pfi sweep --emulate"
+  "$PFI" trace summarize "$T/s.db" --out "$T/sum" >/dev/null 2>&1 || fail "pfi trace summarize"
+  "$PFI" emulate sweep --job dense-pt-mistral24b-x8 --caps 200,450,700 >"$T/e.csv"
+  awk -F, 'FNR == 1 { for (i = 1; i <= NF; i++) h[$i] = i; next }
+    FILENAME == ARGV[1] { p[$h["cap_w"]] = $h["power_w"]; t[$h["cap_w"]] = $h["tokens_per_s"]; next }
+    { c = $h["cap_w"]; n++
+      if (!(c in p)) { print "cap " c " missing"; bad = 1; next }
+      dp = p[c] - $h["power_w"]; dt = t[c] - $h["tokens_per_s"]
+      if (dp < 0) dp = -dp; if (dt < 0) dt = -dt
+      if (dp > 1e-3 || dt > 1e-3) { print "cap " c ": " p[c] " " $h["power_w"] " " t[c] " " $h["tokens_per_s"]; bad = 1 } }
+    END { exit bad || n != 3 }' "$T/sum/curves.csv" "$T/e.csv" ||
+    fail "pfi sweep + pfi trace summarize disagree with pfi emulate sweep"
+fi
+
 # Trace: the required columns, 361 samples of a 30-minute run at 5 s, the
 # four phases in order, no power reading above the cap, source emulated.
 for col in t_s gpu power_w sm_clock_mhz mem_clock_mhz gpu_util sm_active \
