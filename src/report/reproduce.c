@@ -114,8 +114,15 @@ int pfi_reproduce_run(const struct pfi_reproduce_opts *o,
       (rc = pfi_store_meta_set(st, "campaign", "pfi reproduce", err)) != 0)
     goto out;
   /* The emulated GPUs keep their caps in a state directory of their own,
-   * so a campaign never touches another session's emulated devices. */
+   * so a campaign never touches another session's emulated devices. It is
+   * thrown away at the end, so a memory file system is preferred: the
+   * emulator writes its cap file durably (fsync) at every cap change, a
+   * cost that buys nothing for a throwaway directory. */
   const char *tmp = getenv("TMPDIR");
+  struct stat sb;
+  if (stat("/dev/shm", &sb) == 0 && S_ISDIR(sb.st_mode) &&
+      access("/dev/shm", W_OK) == 0)
+    tmp = "/dev/shm";
   snprintf(state, sizeof state, "%s/pfi-reproduce-XXXXXX",
            tmp && *tmp ? tmp : "/tmp");
   if (!mkdtemp(state)) {

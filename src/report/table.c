@@ -281,15 +281,18 @@ static const char *col_class(const char *name) {
 
 int pfi_rtable_html(const struct pfi_rtable *t, struct pfi_html *b) {
   char buf[1024];
-  pfi_html_printf(b, "<table class=\"res\" id=\"tab-");
-  pfi_html_text(b, t->name);
-  pfi_html_puts(b, "\">\n<caption>");
+  /* The caption is a paragraph above the table rather than a <caption>:
+   * a long caption must wrap at the page's width, not widen a narrow
+   * table. */
+  pfi_html_puts(b, "<p class=\"tabcap\">");
   pfi_html_text(b, t->title);
   pfi_html_puts(b, " <span class=\"file\">(");
   pfi_html_text(b, t->name);
   pfi_html_puts(b, ".csv, ");
   pfi_html_text(b, t->name);
-  pfi_html_puts(b, ".json)</span></caption>\n<thead><tr>");
+  pfi_html_puts(b, ".json)</span></p>\n<table class=\"res\" id=\"tab-");
+  pfi_html_text(b, t->name);
+  pfi_html_puts(b, "\">\n<thead><tr>");
   for (size_t j = 0; j < t->ncols; j++) {
     const char *cls = col_class(t->cols[j]);
     pfi_html_printf(b, cls ? "<th class=\"%s\">" : "<th>", cls);
