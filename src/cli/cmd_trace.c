@@ -32,9 +32,11 @@ static const char usage_text[] =
     "export      Writes every telemetry sample as CSV (run_id, job, cap_w,\n"
     "            source, gpu, t_s, then one column per field; empty when a\n"
     "            field is not valid) to FILE or standard output.\n"
-    "import-prom Reads saved Prometheus scrapes of dcgm-exporter (one scrape\n"
-    "            per FILE, FILEs in time order, --interval apart unless the\n"
-    "            lines carry timestamps) into DB as one complete run of job\n"
+    "import-prom Reads saved Prometheus scrapes of dcgm-exporter (FILEs in\n"
+    "            time order; a file may hold several scrapes appended, each\n"
+    "            starting with the file's first comment line; scrapes are\n"
+    "            --interval apart unless the lines carry timestamps) into DB\n"
+    "            as one complete run of job\n"
     "            NAME (default: the first file's base name) at cap W (default\n"
     "            0: unknown). Unknown metrics are skipped; malformed lines\n"
     "            are reported with their line numbers and skipped, or with\n"
@@ -208,6 +210,12 @@ static int export_cmd(int argc, char **argv) {
   return 0;
 }
 
+/* One scrape's GPUs. */
+struct scrape {
+  struct pfi_prom_gpu *g;
+  int n;
+};
+
 /* Store GPU number of (host, gpu): hosts numbered in order of appearance. */
 struct hosts {
   char (*name)[128];
@@ -276,13 +284,13 @@ static int import_prom(int argc, char **argv) {
   int nfiles = argc - optind;
   char **texts = calloc((size_t)nfiles, sizeof *texts);
   size_t *lens = calloc((size_t)nfiles, sizeof *lens);
-  struct pfi_prom_gpu **gpus = calloc((size_t)nfiles, sizeof *gpus);
-  int *ngpus = calloc((size_t)nfiles, sizeof *ngpus);
+  struct scrape *sc = NULL;
+  size_t nsc = 0, csc = 0;
   struct hosts hosts = {0};
   struct pfi_store *st = NULL;
   int status = 0, in_batch = 0;
   long malformed = 0, samples = 0;
-  if (!texts || !lens || !gpus || !ngpus) {
+  if (!texts || !lens) {
     pfi_error_set(&err, PFI_ENOMEM, "out of memory");
     status = pfi_cli_fail(&err);
     goto out;
@@ -296,29 +304,77 @@ static int import_prom(int argc, char **argv) {
       status = pfi_cli_fail(&err);
       goto out;
     }
-    struct pfi_prom_stats ps;
-    int n = pfi_prom_parse(path, texts[i], lens[i], &gpus[i], &ps, &err);
-    if (n < 0) {
-      status = pfi_cli_fail(&err);
-      goto out;
+    /* A file may hold several scrapes appended one after the other: a new
+     * one starts where the file's first comment line comes again. */
+    const char *t = texts[i], *end = t + lens[i];
+    const char *first = NULL;
+    size_t first_len = 0;
+    for (const char *q = t; q < end;) {
+      const char *nl = memchr(q, '\n', (size_t)(end - q));
+      size_t l = (size_t)((nl ? nl : end) - q);
+      if (l > 1 && q[0] == '#') {
+        first = q;
+        first_len = l;
+        break;
+      }
+      q = nl ? nl + 1 : end;
     }
-    ngpus[i] = n;
-    malformed += ps.malformed;
-    for (int k = 0; k < ps.nbad; k++) {
-      struct pfi_error be;
-      char buf[PFI_ERROR_MSG_MAX + 300];
-      pfi_prom_bad_error(&ps, k, path, &be);
-      fprintf(stderr, "pfi: %s%s\n", pfi_error_format(&be, buf, sizeof buf),
-              strict ? "" : " (line skipped)");
+    const char *start = t;
+    long line0 = 0, line = 0;
+    for (const char *q = t;;) {
+      const char *nl = q < end ? memchr(q, '\n', (size_t)(end - q)) : NULL;
+      size_t l = (size_t)((nl ? nl : end) - q);
+      int split =
+          q > first && first && l == first_len && memcmp(q, first, l) == 0;
+      if (split || q >= end) {
+        struct pfi_prom_stats ps;
+        if (nsc == csc) {
+          size_t nc = csc ? 2 * csc : 8;
+          struct scrape *nv = realloc(sc, nc * sizeof *nv);
+          if (!nv) {
+            pfi_error_set(&err, PFI_ENOMEM, "out of memory");
+            status = pfi_cli_fail(&err);
+            goto out;
+          }
+          sc = nv;
+          csc = nc;
+        }
+        struct scrape *cur = &sc[nsc];
+        cur->g = NULL;
+        int n = pfi_prom_parse(path, start, (size_t)(q - start), &cur->g, &ps,
+                               &err);
+        if (n < 0) {
+          err.line += line0;
+          status = pfi_cli_fail(&err);
+          goto out;
+        }
+        cur->n = n;
+        nsc++;
+        malformed += ps.malformed;
+        for (int k = 0; k < ps.nbad; k++) {
+          struct pfi_error be;
+          char buf[PFI_ERROR_MSG_MAX + 300];
+          pfi_error_setloc(&be, PFI_EPARSE, path, ps.bad[k].line + line0,
+                           ps.bad[k].column, "%s", ps.bad[k].msg);
+          fprintf(stderr, "pfi: %s%s\n", pfi_error_format(&be, buf, sizeof buf),
+                  strict ? "" : " (line skipped)");
+        }
+        if (ps.malformed > ps.nbad)
+          fprintf(stderr, "pfi: %s: %ld more malformed line(s)\n", path,
+                  ps.malformed - ps.nbad);
+        if (n == 0)
+          fprintf(stderr,
+                  "pfi trace: warning: %s: a scrape with no DCGM field with a "
+                  "gpu label (%ld sample line(s), %ld unknown metric(s))\n",
+                  path, ps.samples, ps.unknown);
+        start = q;
+        line0 = line;
+        if (q >= end)
+          break;
+      }
+      line++;
+      q = nl ? nl + 1 : end;
     }
-    if (ps.malformed > ps.nbad)
-      fprintf(stderr, "pfi: %s: %ld more malformed line(s)\n", path,
-              ps.malformed - ps.nbad);
-    if (n == 0)
-      fprintf(stderr,
-              "pfi trace: warning: %s: no DCGM field with a gpu label "
-              "(%ld sample line(s), %ld unknown metric(s))\n",
-              path, ps.samples, ps.unknown);
   }
   if (strict && malformed) {
     fprintf(stderr,
@@ -346,11 +402,11 @@ static int import_prom(int argc, char **argv) {
   snprintf(ri.command, sizeof ri.command, "import-prom");
   ri.exit_status = -1;
   {
-    unsigned maxg = 0;
-    for (int i = 0; i < nfiles; i++)
-      if ((unsigned)ngpus[i] > maxg)
-        maxg = (unsigned)ngpus[i];
-    ri.gpus = maxg;
+    int maxg = 0;
+    for (size_t i = 0; i < nsc; i++)
+      if (sc[i].n > maxg)
+        maxg = sc[i].n;
+    ri.gpus = (unsigned)maxg;
   }
   if (pfi_store_begin(st, &err) < 0)
     goto dbfail;
@@ -358,9 +414,9 @@ static int import_prom(int argc, char **argv) {
   if (pfi_store_run_begin(st, &ri, &err) < 0)
     goto dbfail;
   double t_end = 0;
-  for (int i = 0; i < nfiles; i++) {
-    for (int k = 0; k < ngpus[i]; k++) {
-      struct pfi_prom_gpu *g = &gpus[i][k];
+  for (size_t i = 0; i < nsc; i++) {
+    for (int k = 0; k < sc[i].n; k++) {
+      struct pfi_prom_gpu *g = &sc[i].g[k];
       int h = host_rank(&hosts, g->host);
       if (h < 0 || g->gpu > 255 || h > 1000) {
         fprintf(stderr,
@@ -371,7 +427,7 @@ static int import_prom(int argc, char **argv) {
       }
       struct pfi_sample s = g->s;
       if (!(s.t_s > 0))
-        s.t_s = i * interval;
+        s.t_s = (double)i * interval;
       if (s.t_s > t_end)
         t_end = s.t_s;
       if (pfi_store_add_sample(st, ri.id, (unsigned)(256 * h + g->gpu), &s,
@@ -385,9 +441,9 @@ static int import_prom(int argc, char **argv) {
     goto dbfail;
   in_batch = 0;
   fprintf(stderr,
-          "pfi trace: imported %d scrape(s), %ld GPU sample(s) as run %lld "
+          "pfi trace: imported %zu scrape(s), %ld GPU sample(s) as run %lld "
           "of job %s%s\n",
-          nfiles, samples, (long long)ri.id, ri.job,
+          nsc, samples, (long long)ri.id, ri.job,
           malformed ? " (malformed lines skipped)" : "");
   goto out;
 dbfail:
@@ -396,15 +452,13 @@ out:
   if (in_batch)
     pfi_store_rollback(st);
   pfi_store_close(st);
-  for (int i = 0; texts && i < nfiles; i++) {
+  for (int i = 0; texts && i < nfiles; i++)
     free(texts[i]);
-    if (gpus)
-      free(gpus[i]);
-  }
+  for (size_t i = 0; i < nsc; i++)
+    free(sc[i].g);
+  free(sc);
   free(texts);
   free(lens);
-  free(gpus);
-  free(ngpus);
   free(hosts.name);
   return status;
 }

@@ -29,6 +29,19 @@ awk -F, 'NR==2 { if ($5 != 0 || $7 != 67.351 || $11 != 0 || $22 != 26) exit 1 }
   fail "export values: $(cat "$T/x.csv")"
 grep -q ",measured," "$T/x.csv" || fail "imported data not labelled measured"
 
+# Two scrapes appended in one file (as `curl >> file` every 5 s leaves
+# them), the second with a malformed line 17 (line 3 of the second scrape):
+# two instants 5 s apart, the error located in the file.
+{ cat data/dcgm/h100-idle-eks.prom
+  head -2 data/dcgm/h100-idle-eks.prom
+  echo 'DCGM_FI_DEV_GPU_TEMP{gpu="0" 27'
+  tail -n +3 data/dcgm/h100-idle-eks.prom; } >"$T/two.prom"
+"$PFI" trace import-prom "$T/two.prom" --db "$T/two.db" 2>"$T/err" || fail "two scrapes: exit status"
+grep -q "imported 2 scrape(s), 4 GPU sample(s)" "$T/err" || fail "two scrapes: $(cat "$T/err")"
+grep -Eq "two.prom:17:[0-9]+: " "$T/err" || fail "two scrapes: error line: $(cat "$T/err")"
+"$PFI" trace export "$T/two.db" 2>/dev/null | awk -F, 'NR > 1 { print $5 ":" $6 }' | tr '\n' ' ' >"$T/out"
+[ "$(cat "$T/out")" = "0:0 1:0 0:5 1:5 " ] || fail "two scrapes: instants $(cat "$T/out")"
+
 # An idle node has no training phase: nothing to summarize (bad input, 2).
 "$PFI" trace summarize "$T/p.db" --out "$T/s" >/dev/null 2>"$T/err"
 [ $? -eq 2 ] || fail "summarize of an idle trace: exit status"
