@@ -25,7 +25,7 @@ static const char usage_text[] =
     "published per-group PFI values only; not measurements).\n"
     "\n"
     "Actions:\n"
-    "  jobs       list the job library (data/jobs/jobs.csv)\n"
+    "  jobs       list the job library (data/jobs/jobs.csv); alias: list\n"
     "  sweep      emulate a power-cap sweep of one job; writes a curves CSV\n"
     "             that `pfi index` reads\n"
     "  trace      emulate one 30-minute run's telemetry time series (CSV)\n"
@@ -198,7 +198,7 @@ static int do_jobs(const struct opts *o) {
            "comm_share,sm_power_w,pfi_published,pfi_coarse_published,source\n");
   else
     printf("# job library: %s\n%-36s %-5s %-5s %-3s %4s %-6s %6s %6s %7s %9s\n",
-           NOTICE, "id", "gpu", "arch", "task", "gpus", "grid", "mem", "comm",
+           NOTICE, "id", "prof", "arch", "task", "gpus", "grid", "mem", "comm",
            "sm_w", "pfi(pub)");
   for (size_t i = 0; i < jobs.n; i++) {
     const struct pfi_emu_job *j = &jobs.job[i];
@@ -668,7 +668,7 @@ int cmd_emulate(int argc, char **argv) {
     return 0; /* --help */
   if (st > 0)
     return st;
-  if (strcmp(act, "jobs") == 0)
+  if (strcmp(act, "jobs") == 0 || strcmp(act, "list") == 0)
     return do_jobs(&o);
   if (strcmp(act, "sweep") == 0)
     return do_sweep(&o);
