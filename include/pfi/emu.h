@@ -15,10 +15,10 @@
  * draws static power (leakage, proportional to the voltage) + HBM power
  * (with its DRAM activity) + SM dynamic power sm_power_w * (SM weight of
  * the segment) * x * v(x)^2, x = f/f_max, with the voltage v flat at its
- * floor for low clocks and rising linearly with the clock above. Under a cap the GPU runs
- * each segment at the highest SM clock whose power fits under the cap (less
- * a 1 % regulation margin); the memory clock never moves. GPUs of a job
- * differ by a seeded manufacturing spread; a synchronous job runs at its
+ * floor for low clocks and rising linearly with the clock above. Under a cap
+ * the GPU runs each segment at the highest SM clock whose power fits under the
+ * cap (less a 1 % regulation margin); the memory clock never moves. GPUs of a
+ * job differ by a seeded manufacturing spread; a synchronous job runs at its
  * slowest GPU's pace and the others wait at low power.
  *
  * Randomness is a pure function of (seed, job id, cap, GPU, time), so every
@@ -44,23 +44,23 @@
  * exist (limits, clocks, memory, peak), the model's own choice otherwise
  * (power split); docs/emulator.md gives each one's provenance. */
 struct pfi_emu_profile {
-  const char *name;          /* "h200", "h100" */
-  const char *gpu_name;      /* "NVIDIA H200 (emulated)" */
+  const char *name;                    /* "h200", "h100" */
+  const char *gpu_name;                /* "NVIDIA H200 (emulated)" */
   uint32_t min_mw, max_mw, default_mw; /* power-limit range, mW */
-  double sm_clock_max_mhz;   /* highest SM clock, MHz */
-  double sm_clock_idle_mhz;  /* idle / lowest SM clock, MHz */
-  double mem_clock_mhz;      /* HBM clock, fixed, MHz */
-  double idle_w;             /* power with no context, W */
-  double static_w;           /* static power (leakage, board) at the top
-                                voltage, W; scales with the voltage */
-  double mem_w;              /* HBM power at DRAM activity 1, W */
-  double volt_zero;          /* V-f line: v(x) = max(volt_min, volt_zero +
-                                (1 - volt_zero) x), relative to v(f_max) */
-  double volt_min;           /* the voltage floor, relative to v(f_max) */
-  double mem_knee;           /* SM clock ratio below which memory work slows */
-  double fb_total_mib;       /* frame buffer, MiB */
-  double peak_tflops;        /* dense BF16 tensor peak, TFLOP/s */
-  double nvlink_gbps;        /* NVLink bandwidth per direction, GB/s */
+  double sm_clock_max_mhz;             /* highest SM clock, MHz */
+  double sm_clock_idle_mhz;            /* idle / lowest SM clock, MHz */
+  double mem_clock_mhz;                /* HBM clock, fixed, MHz */
+  double idle_w;                       /* power with no context, W */
+  double static_w;     /* static power (leakage, board) at the top
+                          voltage, W; scales with the voltage */
+  double mem_w;        /* HBM power at DRAM activity 1, W */
+  double volt_zero;    /* V-f line: v(x) = max(volt_min, volt_zero +
+                          (1 - volt_zero) x), relative to v(f_max) */
+  double volt_min;     /* the voltage floor, relative to v(f_max) */
+  double mem_knee;     /* SM clock ratio below which memory work slows */
+  double fb_total_mib; /* frame buffer, MiB */
+  double peak_tflops;  /* dense BF16 tensor peak, TFLOP/s */
+  double nvlink_gbps;  /* NVLink bandwidth per direction, GB/s */
 };
 
 /* Profile by name ("h200", "h100"), or NULL. */
@@ -68,31 +68,31 @@ const struct pfi_emu_profile *pfi_emu_profile_find(const char *name);
 
 /* One job-library entry (one published sweep group). */
 struct pfi_emu_job {
-  char id[96];         /* the published group; H100 entries end in "@h100" */
-  char profile[8];     /* "h200" or "h100" */
-  char arch[8];        /* "dense" or "moe" */
-  char task[8];        /* "pt" or "ft" */
+  char id[96];     /* the published group; H100 entries end in "@h100" */
+  char profile[8]; /* "h200" or "h100" */
+  char arch[8];    /* "dense" or "moe" */
+  char task[8];    /* "pt" or "ft" */
   char model[64];
   char variant[48];
-  char grid[8];        /* the published grid: "fine" or "coarse" */
+  char grid[8]; /* the published grid: "fine" or "coarse" */
   unsigned gpus;
-  double params_b;     /* total parameters, billions */
-  double active_b;     /* active parameters per token, billions */
-  double seq_len;      /* tokens per sequence */
+  double params_b;        /* total parameters, billions */
+  double active_b;        /* active parameters per token, billions */
+  double seq_len;         /* tokens per sequence */
   double tokens_per_step; /* global tokens per optimizer step */
-  double fb_gib;       /* frame buffer used while training, GiB per GPU */
+  double fb_gib;          /* frame buffer used while training, GiB per GPU */
   /* Calibrated parameters. */
-  double mem_share;    /* memory-bound share of the uncapped step, 0..1 */
-  double comm_share;   /* communication/host share of the uncapped step */
-  double sm_power_w;   /* SM dynamic power of the compute segment at f_max */
+  double mem_share;     /* memory-bound share of the uncapped step, 0..1 */
+  double comm_share;    /* communication/host share of the uncapped step */
+  double sm_power_w;    /* SM dynamic power of the compute segment at f_max */
   double mem_sm_weight; /* SM dynamic power of the memory-bound segment,
                            relative to the compute segment's (0..1) */
   /* Published targets (NaN when none). */
   double pfi_published;        /* on the group's own grid */
   double pfi_coarse_published; /* 8-GPU groups on the coarse grid */
-  double caps[8];      /* the group's published cap grid, W */
+  double caps[8];              /* the group's published cap grid, W */
   size_t n_caps;
-  long line;           /* line in the library file */
+  long line; /* line in the library file */
 };
 
 struct pfi_emu_jobs {
@@ -118,11 +118,11 @@ const struct pfi_emu_job *pfi_emu_job_find(const struct pfi_emu_jobs *jobs,
 
 /* Steady state of one GPU in a training step (time-weighted means). */
 struct pfi_emu_gpu {
-  double power_w;       /* mean power, W (<= the GPU's cap) */
-  double sm_clock_mhz;  /* mean SM clock over busy time, MHz */
-  double gpu_util;      /* % */
+  double power_w;      /* mean power, W (<= the GPU's cap) */
+  double sm_clock_mhz; /* mean SM clock over busy time, MHz */
+  double gpu_util;     /* % */
   double sm_active, sm_occupancy, tensor_active, dram_active; /* 0..1 */
-  double mem_copy_util; /* % */
+  double mem_copy_util;                                       /* % */
   double nvlink_bps;    /* per direction, B/s */
   double pcie_bps;      /* per direction, B/s */
   double throttle_frac; /* share of time the cap held the clock down */
@@ -131,9 +131,9 @@ struct pfi_emu_gpu {
 /* Steady state of a whole job under given caps (no noise). */
 struct pfi_emu_steady {
   unsigned gpus;
-  double step_s;        /* seconds per optimizer step */
-  double tokens_per_s;  /* job throughput */
-  double power_w;       /* sum over the job's GPUs, W */
+  double step_s;       /* seconds per optimizer step */
+  double tokens_per_s; /* job throughput */
+  double power_w;      /* sum over the job's GPUs, W */
   struct pfi_emu_gpu gpu[PFI_EMU_MAX_GPUS];
 };
 
@@ -159,11 +159,11 @@ int pfi_emu_run_rate(const struct pfi_emu_job *job, double cap_w,
 
 /* The timeline of an emulated run, seconds from the run's start. */
 struct pfi_emu_timeline {
-  double warmup_s;   /* frame buffer below 10 GiB until then */
-  double startup_s;  /* loaded, utilization 0, until then */
-  double eval_at_s, eval_s;  /* evaluation: start, length */
-  double ckpt_at_s, ckpt_s;  /* checkpoint write: start, length */
-  double duration_s; /* end of the run */
+  double warmup_s;          /* frame buffer below 10 GiB until then */
+  double startup_s;         /* loaded, utilization 0, until then */
+  double eval_at_s, eval_s; /* evaluation: start, length */
+  double ckpt_at_s, ckpt_s; /* checkpoint write: start, length */
+  double duration_s;        /* end of the run */
 };
 /* The paper's protocol: 30 min, eval at 10 min, checkpoint at 20 min. */
 void pfi_emu_timeline_init(struct pfi_emu_timeline *tl,
@@ -228,18 +228,18 @@ extern const double pfi_emu_grid_coarse[4];
 
 /* Result of calibrating one job. */
 struct pfi_emu_calib {
-  double pfi;         /* emulated ratio PFI on the job's own grid */
-  double pfi_coarse;  /* on the coarse grid (8-GPU fine-grid jobs), or NaN */
-  double uncapped_w;  /* per-GPU power at the 700 W cap, W */
-  double tmax;        /* uncapped throughput, tokens/s (noise free) */
-  double mfu;         /* nominal model FLOPs utilization */
-  int evals;          /* model sweeps the search ran */
+  double pfi;        /* emulated ratio PFI on the job's own grid */
+  double pfi_coarse; /* on the coarse grid (8-GPU fine-grid jobs), or NaN */
+  double uncapped_w; /* per-GPU power at the 700 W cap, W */
+  double tmax;       /* uncapped throughput, tokens/s (noise free) */
+  double mfu;        /* nominal model FLOPs utilization */
+  int evals;         /* model sweeps the search ran */
 };
 
 /*
- * Fits job->mem_share, comm_share, sm_power_w and mem_sm_weight so that the emulated
- * sweep at `seed` reproduces job->pfi_published on the job's own grid and,
- * when given, job->pfi_coarse_published on the coarse grid, with per-GPU
+ * Fits job->mem_share, comm_share, sm_power_w and mem_sm_weight so that the
+ * emulated sweep at `seed` reproduces job->pfi_published on the job's own grid
+ * and, when given, job->pfi_coarse_published on the coarse grid, with per-GPU
  * uncapped power kept in 450..650 W. Deterministic: a fixed grid of
  * starting points, then GSL's Nelder-Mead simplex, with a weak pull toward
  * the architecture/task prior so that equally good fits resolve the same

@@ -70,7 +70,7 @@ int pfi_phase_segment(const double *fb_used_mib, const double *gpu_util,
  * for bad arguments, PFI_ENOMEM.
  */
 int pfi_phase_top_mean(const double *values, const enum pfi_phase *phase,
-                       size_t n, const struct pfi_phase_params *p,
-                       double *mean, size_t *used, struct pfi_error *err);
+                       size_t n, const struct pfi_phase_params *p, double *mean,
+                       size_t *used, struct pfi_error *err);
 
 #endif

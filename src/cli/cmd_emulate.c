@@ -54,13 +54,17 @@ struct opts {
 };
 
 static int parse_opts(int argc, char **argv, struct opts *o) {
-  static const struct option lo[] = {
-      {"job", required_argument, 0, 'j'},  {"caps", required_argument, 0, 'c'},
-      {"cap", required_argument, 0, 'C'},  {"seed", required_argument, 0, 's'},
-      {"interval", required_argument, 0, 'i'},
-      {"gpu", required_argument, 0, 'g'},  {"jobs", required_argument, 0, 'J'},
-      {"out", required_argument, 0, 'o'},  {"format", required_argument, 0, 'f'},
-      {"help", no_argument, 0, 'h'},       {0, 0, 0, 0}};
+  static const struct option lo[] = {{"job", required_argument, 0, 'j'},
+                                     {"caps", required_argument, 0, 'c'},
+                                     {"cap", required_argument, 0, 'C'},
+                                     {"seed", required_argument, 0, 's'},
+                                     {"interval", required_argument, 0, 'i'},
+                                     {"gpu", required_argument, 0, 'g'},
+                                     {"jobs", required_argument, 0, 'J'},
+                                     {"out", required_argument, 0, 'o'},
+                                     {"format", required_argument, 0, 'f'},
+                                     {"help", no_argument, 0, 'h'},
+                                     {0, 0, 0, 0}};
   memset(o, 0, sizeof *o);
   o->cap_w = 700;
   o->interval_s = 5;
@@ -72,19 +76,31 @@ static int parse_opts(int argc, char **argv, struct opts *o) {
   struct pfi_error e;
   while ((c = getopt_long(argc, argv, "+h", lo, NULL)) != -1) {
     switch (c) {
-    case 'j': o->job = optarg; break;
-    case 'c': o->caps = optarg; break;
-    case 'J': o->jobs = optarg; break;
-    case 'o': o->out = optarg; break;
-    case 'f': o->format = optarg; break;
+    case 'j':
+      o->job = optarg;
+      break;
+    case 'c':
+      o->caps = optarg;
+      break;
+    case 'J':
+      o->jobs = optarg;
+      break;
+    case 'o':
+      o->out = optarg;
+      break;
+    case 'f':
+      o->format = optarg;
+      break;
     case 'C':
       if (pfi_cli_parse_double(optarg, &o->cap_w) < 0)
         return pfi_cli_usage("emulate", "--cap: '%s' is not a number", optarg);
       break;
     case 's':
       if (pfi_cli_parse_ulong(optarg, &o->seed) < 0)
-        return pfi_cli_usage("emulate", "--seed: '%s' is not a non-negative "
-                             "integer", optarg);
+        return pfi_cli_usage("emulate",
+                             "--seed: '%s' is not a non-negative "
+                             "integer",
+                             optarg);
       break;
     case 'i':
       if (pfi_cli_parse_duration(optarg, &o->interval_s, &e) < 0)
@@ -96,8 +112,10 @@ static int parse_opts(int argc, char **argv, struct opts *o) {
     case 'g': {
       unsigned long g;
       if (pfi_cli_parse_ulong(optarg, &g) < 0 || g >= PFI_EMU_MAX_GPUS)
-        return pfi_cli_usage("emulate", "--gpu: '%s' is not a GPU rank "
-                             "(0..%d)", optarg, PFI_EMU_MAX_GPUS - 1);
+        return pfi_cli_usage("emulate",
+                             "--gpu: '%s' is not a GPU rank "
+                             "(0..%d)",
+                             optarg, PFI_EMU_MAX_GPUS - 1);
       o->gpu = (long)g;
       break;
     }
@@ -122,18 +140,19 @@ static int load_jobs(const struct opts *o, struct pfi_emu_jobs *jobs) {
   return 0;
 }
 
-static const struct pfi_emu_job *need_job(const struct opts *o,
-                                          const struct pfi_emu_jobs *jobs,
-                                          int *st) {
+static const struct pfi_emu_job *
+need_job(const struct opts *o, const struct pfi_emu_jobs *jobs, int *st) {
   if (!o->job) {
     *st = pfi_cli_usage("emulate", "--job GROUP is required (see 'pfi "
-                        "emulate jobs')");
+                                   "emulate jobs')");
     return NULL;
   }
   const struct pfi_emu_job *j = pfi_emu_job_find(jobs, o->job);
   if (!j) {
-    fprintf(stderr, "pfi: emulate: no job '%s' in the library (see 'pfi "
-                    "emulate jobs')\n", o->job);
+    fprintf(stderr,
+            "pfi: emulate: no job '%s' in the library (see 'pfi "
+            "emulate jobs')\n",
+            o->job);
     *st = PFI_EXIT_USAGE;
   }
   return j;
@@ -152,9 +171,11 @@ static int do_jobs(const struct opts *o) {
   struct pfi_emu_jobs jobs = {0};
   enum pfi_format fmt = PFI_FMT_TABLE;
   int st;
-  if (o->format && (st = pfi_cli_format("emulate", o->format,
-                                        PFI_FMT_ALLOW_TABLE | PFI_FMT_ALLOW_CSV |
-                                            PFI_FMT_ALLOW_JSON, &fmt)) != 0)
+  if (o->format &&
+      (st = pfi_cli_format("emulate", o->format,
+                           PFI_FMT_ALLOW_TABLE | PFI_FMT_ALLOW_CSV |
+                               PFI_FMT_ALLOW_JSON,
+                           &fmt)) != 0)
     return st;
   if ((st = load_jobs(o, &jobs)) != 0)
     return st;
@@ -180,9 +201,9 @@ static int do_jobs(const struct opts *o) {
       json_object_set_new(x, "comm_share", json_real(j->comm_share));
       json_object_set_new(x, "sm_power_w", json_real(j->sm_power_w));
       json_object_set_new(x, "mem_sm_weight", json_real(j->mem_sm_weight));
-      json_object_set_new(x, "pfi_published",
-                          isnan(j->pfi_published) ? json_null()
-                                                  : json_real(j->pfi_published));
+      json_object_set_new(
+          x, "pfi_published",
+          isnan(j->pfi_published) ? json_null() : json_real(j->pfi_published));
       json_object_set_new(x, "pfi_coarse_published",
                           isnan(j->pfi_coarse_published)
                               ? json_null()
@@ -234,9 +255,11 @@ static int do_sweep(const struct opts *o) {
   struct pfi_error e;
   int st;
   pfi_error_clear(&e);
-  if (o->format && (st = pfi_cli_format("emulate", o->format,
-                                        PFI_FMT_ALLOW_TABLE | PFI_FMT_ALLOW_CSV |
-                                            PFI_FMT_ALLOW_JSON, &fmt)) != 0)
+  if (o->format &&
+      (st = pfi_cli_format("emulate", o->format,
+                           PFI_FMT_ALLOW_TABLE | PFI_FMT_ALLOW_CSV |
+                               PFI_FMT_ALLOW_JSON,
+                           &fmt)) != 0)
     return st;
   if ((st = load_jobs(o, &jobs)) != 0)
     return st;
@@ -254,8 +277,10 @@ static int do_sweep(const struct opts *o) {
     }
     for (size_t i = 0; i < n; i++)
       if (!(caps[i] >= 200 && caps[i] <= 700)) {
-        st = pfi_cli_usage("emulate", "--caps: %g W is outside the GPU's "
-                           "limits 200..700 W", caps[i]);
+        st = pfi_cli_usage("emulate",
+                           "--caps: %g W is outside the GPU's "
+                           "limits 200..700 W",
+                           caps[i]);
         goto out;
       }
   } else {
@@ -299,8 +324,8 @@ static int do_sweep(const struct opts *o) {
   }
   if (fmt == PFI_FMT_TABLE)
     printf("# sweep of %s, seed %lu: %s\n%8s %12s %14s %10s %10s\n", j->id,
-           o->seed, NOTICE, "cap_w", "power_w", "tokens_per_s",
-           "sm_mhz", "mem_mhz");
+           o->seed, NOTICE, "cap_w", "power_w", "tokens_per_s", "sm_mhz",
+           "mem_mhz");
   else
     printf("job,cap_w,power_w,tokens_per_s,gpus,power_sd_w,tokens_sd,runs,"
            "sm_clock_mhz,mem_clock_mhz,seed,source\n");
@@ -334,8 +359,10 @@ static int do_trace(const struct opts *o) {
     return pfi_cli_usage("emulate", "trace writes CSV only, not '%s'",
                          o->format);
   if (!(o->cap_w >= 200 && o->cap_w <= 700))
-    return pfi_cli_usage("emulate", "--cap: %g W is outside the GPU's limits "
-                         "200..700 W", o->cap_w);
+    return pfi_cli_usage("emulate",
+                         "--cap: %g W is outside the GPU's limits "
+                         "200..700 W",
+                         o->cap_w);
   if ((st = load_jobs(o, &jobs)) != 0)
     return st;
   const struct pfi_emu_job *j = need_job(o, &jobs, &st);
@@ -437,8 +464,8 @@ static double fb_estimate(const char *task, double params_b, double active_b,
   return round(fb * 10) / 10;
 }
 
-static int add_jobs_from(const char *rel, const char *profile, const char *pfi_col,
-                         const struct pfi_table *models,
+static int add_jobs_from(const char *rel, const char *profile,
+                         const char *pfi_col, const struct pfi_table *models,
                          const struct pfi_table *sens, struct pfi_emu_job **v,
                          size_t *n, struct pfi_error *e) {
   char path[4096];
@@ -456,7 +483,8 @@ static int add_jobs_from(const char *rel, const char *profile, const char *pfi_c
   if (cg < 0 || ca < 0 || ct < 0 || cm < 0 || cn < 0 || cp < 0) {
     rc = pfi_error_setloc(e, PFI_EPARSE, t.name, 1, 0,
                           "missing one of the columns group, arch, task, "
-                          "model, gpus, %s", pfi_col);
+                          "model, gpus, %s",
+                          pfi_col);
     goto out;
   }
   const struct pfi_emu_profile *prof = pfi_emu_profile_find(profile);
@@ -510,11 +538,13 @@ static int add_jobs_from(const char *rel, const char *profile, const char *pfi_c
           sc = pfi_table_find(sens, "pfi_coarse_4caps");
       for (size_t q = 0; sg >= 0 && sc >= 0 && q < sens->nrows; q++)
         if (strcmp(pfi_table_cell(sens, q, sg), g) == 0 &&
-            (rc = pfi_table_double(sens, q, sc, &j->pfi_coarse_published, e)) < 0)
+            (rc = pfi_table_double(sens, q, sc, &j->pfi_coarse_published, e)) <
+                0)
           goto out;
     }
     int found = 0;
-    int mm = pfi_table_find(models, "model"), mp = pfi_table_find(models, "params_b"),
+    int mm = pfi_table_find(models, "model"),
+        mp = pfi_table_find(models, "params_b"),
         ma = pfi_table_find(models, "active_b");
     for (size_t q = 0; q < models->nrows; q++)
       if (strcmp(pfi_table_cell(models, q, mm), j->model) == 0) {
@@ -532,8 +562,8 @@ static int add_jobs_from(const char *rel, const char *profile, const char *pfi_c
     parse_variant(j->variant, &seq, &bs);
     j->seq_len = seq;
     j->tokens_per_step = seq * bs * j->gpus;
-    j->fb_gib = fb_estimate(j->task, j->params_b, j->active_b, j->gpus, seq,
-                            bs, prof->fb_total_mib / 1024.0);
+    j->fb_gib = fb_estimate(j->task, j->params_b, j->active_b, j->gpus, seq, bs,
+                            prof->fb_total_mib / 1024.0);
     j->line = t.line[r];
     (*n)++;
   }
@@ -603,17 +633,20 @@ static int do_calibrate(const struct opts *o) {
     st = PFI_EXIT_FAIL;
     goto out;
   }
-  fprintf(fp, "id,source,profile,arch,task,model,variant,gpus,grid,caps,"
-              "params_b,active_b,seq_len,tokens_per_step,fb_gib,mem_share,"
-              "comm_share,sm_power_w,mem_sm_weight,pfi_published,"
-              "pfi_coarse_published,pfi_emulated,pfi_coarse_emulated,uncapped_power_w,"
-              "tmax_tokens_per_s,mfu,calibration_seed\n");
+  fprintf(
+      fp,
+      "id,source,profile,arch,task,model,variant,gpus,grid,caps,"
+      "params_b,active_b,seq_len,tokens_per_step,fb_gib,mem_share,"
+      "comm_share,sm_power_w,mem_sm_weight,pfi_published,"
+      "pfi_coarse_published,pfi_emulated,pfi_coarse_emulated,uncapped_power_w,"
+      "tmax_tokens_per_s,mfu,calibration_seed\n");
   for (size_t i = 0; i < n; i++) {
     const struct pfi_emu_job *j = &v[i];
     char caps[128];
     caps_str(j, caps, sizeof caps);
-    fprintf(fp, "%s,emulated,%s,%s,%s,%s,%s,%u,%s,%s,%g,%g,%g,%g,%g,%.6f,%.6f,"
-                "%.3f,%.6f,%.2f,",
+    fprintf(fp,
+            "%s,emulated,%s,%s,%s,%s,%s,%u,%s,%s,%g,%g,%g,%g,%g,%.6f,%.6f,"
+            "%.3f,%.6f,%.2f,",
             j->id, j->profile, j->arch, j->task, j->model, j->variant, j->gpus,
             j->grid, caps, j->params_b, j->active_b, j->seq_len,
             j->tokens_per_step, j->fb_gib, j->mem_share, j->comm_share,
@@ -676,6 +709,8 @@ int cmd_emulate(int argc, char **argv) {
     return do_trace(&o);
   if (strcmp(act, "calibrate") == 0)
     return do_calibrate(&o);
-  return pfi_cli_usage("emulate", "unknown action '%s' (jobs, sweep, trace, "
-                       "calibrate)", act);
+  return pfi_cli_usage("emulate",
+                       "unknown action '%s' (jobs, sweep, trace, "
+                       "calibrate)",
+                       act);
 }

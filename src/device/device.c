@@ -112,7 +112,8 @@ void *pfi_device_ctx(const struct pfi_device *dev) {
 
 static int notsup(const struct pfi_device *dev, const char *what,
                   struct pfi_error *err) {
-  return pfi_error_set(err, PFI_ENOTSUP, "device backend '%s' does not support %s",
+  return pfi_error_set(err, PFI_ENOTSUP,
+                       "device backend '%s' does not support %s",
                        dev->ops->name, what);
 }
 

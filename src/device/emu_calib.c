@@ -122,9 +122,10 @@ int pfi_emu_evaluate(const struct pfi_emu_job *job, unsigned long seed,
     return pfi_error_set(err, PFI_ENUMERIC,
                          "job %s: no cap bound, the ratio PFI is undefined",
                          job->id);
-  if (coarse && subset_pfi(pts, n, pfi_emu_grid_coarse, 4, &out->pfi_coarse) < 0)
-    return pfi_error_set(err, PFI_ENUMERIC,
-                         "job %s: no coarse cap bound", job->id);
+  if (coarse &&
+      subset_pfi(pts, n, pfi_emu_grid_coarse, 4, &out->pfi_coarse) < 0)
+    return pfi_error_set(err, PFI_ENUMERIC, "job %s: no coarse cap bound",
+                         job->id);
   st = malloc(sizeof *st);
   if (!st)
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
@@ -176,7 +177,8 @@ static double objective(const gsl_vector *z, void *arg) {
   if (f < c->best_f) {
     c->best_f = f;
     c->best_miss = (r.uncapped_w >= P_LO - 0.5 && r.uncapped_w <= P_HI + 0.5)
-                       ? miss : INFINITY;
+                       ? miss
+                       : INFINITY;
     memcpy(c->best_z, z->data, sizeof c->best_z);
   }
   return f;

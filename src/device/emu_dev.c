@@ -64,8 +64,8 @@ static int mkdirs(const char *dir, struct pfi_error *err) {
       continue;
     *p = 0;
     if (mkdir(buf, 0700) != 0 && errno != EEXIST)
-      return pfi_error_set(err, PFI_EIO, "%s: cannot create directory: %s",
-                           buf, strerror(errno));
+      return pfi_error_set(err, PFI_EIO, "%s: cannot create directory: %s", buf,
+                           strerror(errno));
     *p = '/';
   }
   if (mkdir(buf, 0700) != 0 && errno != EEXIST)
@@ -203,7 +203,8 @@ static int parse_params(struct emu_ctx *c, const char *params,
     return pfi_error_set(err, PFI_EINVAL, "emu parameters too long");
   strcpy(buf, params);
   char *save = NULL;
-  for (char *kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+  for (char *kv = strtok_r(buf, ",", &save); kv;
+       kv = strtok_r(NULL, ",", &save)) {
     char *eq = strchr(kv, '=');
     if (!eq)
       return pfi_error_set(err, PFI_EINVAL,
@@ -242,7 +243,8 @@ static int parse_params(struct emu_ctx *c, const char *params,
     } else {
       return pfi_error_set(err, PFI_EINVAL,
                            "unknown emu parameter '%s' (profile, gpus, seed, "
-                           "state, realtime)", k);
+                           "state, realtime)",
+                           k);
     }
   }
   return 0;
@@ -253,8 +255,7 @@ static int emu_open(void **ctx, const char *params, struct pfi_error *err) {
   int rc;
   if (!c)
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
-  if ((rc = parse_params(c, params, err)) < 0 ||
-      (rc = mkdirs(c->dir, err)) < 0)
+  if ((rc = parse_params(c, params, err)) < 0 || (rc = mkdirs(c->dir, err)) < 0)
     goto fail;
   snprintf(c->caps_path, sizeof c->caps_path, "%s/caps-%s.txt", c->dir,
            c->prof->name);
@@ -519,9 +520,8 @@ int pfi_emu_attach(struct pfi_device *dev, const unsigned *gpus, size_t n,
     return pfi_error_set(err, PFI_EBUSY, "job %s is already attached",
                          c->job.id);
   if (!job || !gpus || n < 1 || n > job->gpus)
-    return pfi_error_set(err, PFI_EINVAL,
-                         "attach needs 1..%u GPUs for job %s", job ? job->gpus : 0,
-                         job ? job->id : "(none)");
+    return pfi_error_set(err, PFI_EINVAL, "attach needs 1..%u GPUs for job %s",
+                         job ? job->gpus : 0, job ? job->id : "(none)");
   if (strcmp(job->profile, c->prof->name) != 0)
     return pfi_error_set(err, PFI_EINVAL,
                          "job %s is for the %s profile, the device emulates %s",

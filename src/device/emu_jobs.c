@@ -11,26 +11,61 @@
 
 /* Columns the loader needs; the others (derived figures written by the
  * calibration for readers) are ignored. */
-enum { C_ID, C_SOURCE, C_PROFILE, C_ARCH, C_TASK, C_MODEL, C_VARIANT, C_GPUS,
-       C_GRID, C_CAPS, C_PARAMS, C_ACTIVE, C_SEQ, C_TPS, C_FB, C_MEM, C_COMM,
-       C_SMP, C_MSW, C_PFI, C_PFIC, C__N };
-static const char *const colname[C__N] = {
-    "id", "source", "profile", "arch", "task", "model", "variant", "gpus",
-    "grid", "caps", "params_b", "active_b", "seq_len", "tokens_per_step",
-    "fb_gib", "mem_share", "comm_share", "sm_power_w", "mem_sm_weight",
-    "pfi_published",
-    "pfi_coarse_published"};
+enum {
+  C_ID,
+  C_SOURCE,
+  C_PROFILE,
+  C_ARCH,
+  C_TASK,
+  C_MODEL,
+  C_VARIANT,
+  C_GPUS,
+  C_GRID,
+  C_CAPS,
+  C_PARAMS,
+  C_ACTIVE,
+  C_SEQ,
+  C_TPS,
+  C_FB,
+  C_MEM,
+  C_COMM,
+  C_SMP,
+  C_MSW,
+  C_PFI,
+  C_PFIC,
+  C__N
+};
+static const char *const colname[C__N] = {"id",
+                                          "source",
+                                          "profile",
+                                          "arch",
+                                          "task",
+                                          "model",
+                                          "variant",
+                                          "gpus",
+                                          "grid",
+                                          "caps",
+                                          "params_b",
+                                          "active_b",
+                                          "seq_len",
+                                          "tokens_per_step",
+                                          "fb_gib",
+                                          "mem_share",
+                                          "comm_share",
+                                          "sm_power_w",
+                                          "mem_sm_weight",
+                                          "pfi_published",
+                                          "pfi_coarse_published"};
 
-static int copy_str(char *dst, size_t n, const char *s, const struct pfi_table *t,
-                    size_t row, int col, const char *what,
-                    struct pfi_error *err) {
+static int copy_str(char *dst, size_t n, const char *s,
+                    const struct pfi_table *t, size_t row, int col,
+                    const char *what, struct pfi_error *err) {
   if (!s)
     s = "";
   if (strlen(s) >= n)
-    return pfi_error_setloc(err, PFI_EPARSE, t->name, t->line[row],
-                            t->col[row * t->ncols + col],
-                            "field '%s': longer than %zu characters", what,
-                            n - 1);
+    return pfi_error_setloc(
+        err, PFI_EPARSE, t->name, t->line[row], t->col[row * t->ncols + col],
+        "field '%s': longer than %zu characters", what, n - 1);
   strcpy(dst, s);
   return 0;
 }
@@ -41,10 +76,9 @@ static int num(const struct pfi_table *t, size_t row, int col, const char *what,
   if (rc < 0)
     return rc;
   if (!(*out >= lo && *out <= hi))
-    return pfi_error_setloc(err, PFI_ERANGE, t->name, t->line[row],
-                            t->col[row * t->ncols + col],
-                            "field '%s': %g is outside %g..%g", what, *out, lo,
-                            hi);
+    return pfi_error_setloc(
+        err, PFI_ERANGE, t->name, t->line[row], t->col[row * t->ncols + col],
+        "field '%s': %g is outside %g..%g", what, *out, lo, hi);
   return 0;
 }
 
@@ -75,7 +109,8 @@ static int parse_caps(const struct pfi_table *t, size_t row, int col,
         (j->n_caps > 0 && v <= j->caps[j->n_caps - 1]))
       return pfi_error_setloc(err, PFI_EPARSE, t->name, line, c,
                               "field 'caps': expected ascending caps in "
-                              "200..700 W separated by ';', got '%s'", s);
+                              "200..700 W separated by ';', got '%s'",
+                              s);
     if (j->n_caps == sizeof j->caps / sizeof j->caps[0])
       return pfi_error_setloc(err, PFI_EPARSE, t->name, line, c,
                               "field 'caps': more than %zu caps",
@@ -158,7 +193,8 @@ static int from_table(struct pfi_emu_jobs *jobs, struct pfi_table *tp,
     if (strcmp(j->grid, "fine") && strcmp(j->grid, "coarse"))
       BAD(C_GRID, "field 'grid': '%s' is not fine or coarse", j->grid);
 #undef BAD
-    if ((rc = num(&t, r, idx[C_GPUS], "gpus", 1, PFI_EMU_MAX_GPUS, &v, err)) < 0)
+    if ((rc = num(&t, r, idx[C_GPUS], "gpus", 1, PFI_EMU_MAX_GPUS, &v, err)) <
+        0)
       goto out;
     if (v != floor(v)) {
       rc = pfi_error_setloc(err, PFI_EPARSE, t.name, line,
@@ -183,10 +219,9 @@ static int from_table(struct pfi_emu_jobs *jobs, struct pfi_table *tp,
     NUM(mem_sm_weight, C_MSW, 0, 1)
 #undef NUM
     if (j->active_b > j->params_b) {
-      rc = pfi_error_setloc(err, PFI_ERANGE, t.name, line,
-                            t.col[r * t.ncols + idx[C_ACTIVE]],
-                            "field 'active_b': %g exceeds params_b %g",
-                            j->active_b, j->params_b);
+      rc = pfi_error_setloc(
+          err, PFI_ERANGE, t.name, line, t.col[r * t.ncols + idx[C_ACTIVE]],
+          "field 'active_b': %g exceeds params_b %g", j->active_b, j->params_b);
       goto out;
     }
     if (j->mem_share + j->comm_share > 0.95) {
@@ -229,8 +264,7 @@ int pfi_emu_jobs_load(struct pfi_emu_jobs *jobs, const char *path,
 }
 
 int pfi_emu_jobs_load_mem(struct pfi_emu_jobs *jobs, const char *name,
-                          const char *data, size_t len,
-                          struct pfi_error *err) {
+                          const char *data, size_t len, struct pfi_error *err) {
   struct pfi_table t;
   int rc;
   jobs->job = NULL;

@@ -22,9 +22,8 @@ const double pfi_emu_grid_coarse[4] = {200, 500, 600, 700};
 static const struct pfi_emu_profile profiles[] = {
     {"h200", "NVIDIA H200 (emulated)", 200000, 700000, 700000, 1980.0, 345.0,
      3201.0, 70.0, 100.0, 90.0, 0.10, 0.70, 0.35, 143771.0, 989.4, 450.0},
-    {"h100", "NVIDIA H100 80GB HBM3 (emulated)", 200000, 700000, 700000,
-     1980.0, 345.0, 2619.0, 65.0, 95.0, 75.0, 0.10, 0.70, 0.35, 81559.0, 989.4,
-     450.0},
+    {"h100", "NVIDIA H100 80GB HBM3 (emulated)", 200000, 700000, 700000, 1980.0,
+     345.0, 2619.0, 65.0, 95.0, 75.0, 0.10, 0.70, 0.35, 81559.0, 989.4, 450.0},
 };
 
 const struct pfi_emu_profile *pfi_emu_profile_find(const char *name) {
@@ -72,8 +71,17 @@ static double normal_of(uint64_t key) {
 }
 
 /* Noise tags, so each stream is independent of the others. */
-enum { TAG_SPREAD_DYN = 1, TAG_SPREAD_STAT, TAG_RUN_POWER, TAG_RUN_TOKENS,
-       TAG_S_POWER, TAG_S_TOKENS, TAG_S_CLOCK, TAG_S_ACT, TAG_S_TEMP };
+enum {
+  TAG_SPREAD_DYN = 1,
+  TAG_SPREAD_STAT,
+  TAG_RUN_POWER,
+  TAG_RUN_TOKENS,
+  TAG_S_POWER,
+  TAG_S_TOKENS,
+  TAG_S_CLOCK,
+  TAG_S_ACT,
+  TAG_S_TEMP
+};
 
 /* Relative noise at the paper's level (METHOD.md section 1): run-to-run
  * CV 0.4 % (power) and 0.5 % (tokens/s); sample-to-sample spread chosen so
@@ -97,11 +105,11 @@ static uint64_t prof_key(const struct pfi_emu_profile *p) {
 
 /* Activity of the three step segments and of waiting at a barrier. */
 struct segment {
-  double share;   /* share of the uncapped step (0 for wait) */
-  double sm_w;    /* SM dynamic power weight relative to compute */
+  double share; /* share of the uncapped step (0 for wait) */
+  double sm_w;  /* SM dynamic power weight relative to compute */
   double sm_act, occ, tensor, dram, copy; /* activities (0..1) */
-  double util;    /* GPU utilization (0..1) */
-  double nvlink;  /* share of NVLink bandwidth used */
+  double util;                            /* GPU utilization (0..1) */
+  double nvlink;                          /* share of NVLink bandwidth used */
   double pcie_bps;
   int clock_bound; /* 1: time scales with 1/f; 2: memory knee; 0: none */
 };
@@ -114,16 +122,32 @@ static void job_segments(const struct pfi_emu_job *job, struct segment sg[]) {
   /* Dense GEMM-heavy compute keeps the tensor pipes busier and DRAM less
    * busy than MoE compute (expert routing, grouped GEMMs). */
   sg[SEG_COMPUTE] = (struct segment){1.0 - job->mem_share - job->comm_share,
-                                     1.0, 0.92, 0.45, moe ? 0.42 : 0.62,
-                                     moe ? 0.32 : 0.22, moe ? 0.40 : 0.30,
-                                     1.0, 0.02, 1e8, 1};
-  sg[SEG_MEMORY] = (struct segment){job->mem_share, job->mem_sm_weight, 0.55, 0.30, 0.03,
-                                    0.85, 0.85, 1.0, 0.02, 1e8, 2};
+                                     1.0,
+                                     0.92,
+                                     0.45,
+                                     moe ? 0.42 : 0.62,
+                                     moe ? 0.32 : 0.22,
+                                     moe ? 0.40 : 0.30,
+                                     1.0,
+                                     0.02,
+                                     1e8,
+                                     1};
+  sg[SEG_MEMORY] = (struct segment){job->mem_share,
+                                    job->mem_sm_weight,
+                                    0.55,
+                                    0.30,
+                                    0.03,
+                                    0.85,
+                                    0.85,
+                                    1.0,
+                                    0.02,
+                                    1e8,
+                                    2};
   /* A quarter of communication/host time is host work with no kernel. */
-  sg[SEG_COMM] = (struct segment){job->comm_share, 0.10, 0.15, 0.08, 0.0,
-                                  0.10, 0.10, 0.75, 0.55, 2e9, 0};
-  sg[SEG_WAIT] = (struct segment){0.0, 0.05, 0.10, 0.05, 0.0, 0.02, 0.02,
-                                  1.0, 0.02, 1e8, 0};
+  sg[SEG_COMM] = (struct segment){
+      job->comm_share, 0.10, 0.15, 0.08, 0.0, 0.10, 0.10, 0.75, 0.55, 2e9, 0};
+  sg[SEG_WAIT] = (struct segment){0.0,  0.05, 0.10, 0.05, 0.0, 0.02,
+                                  0.02, 1.0,  0.02, 1e8,  0};
 }
 
 /* Relative voltage at clock ratio x: flat at the floor, then linear. */
@@ -152,14 +176,18 @@ struct gpu_phys {
 static void gpu_spread(const struct pfi_emu_profile *p, unsigned rank,
                        struct gpu_phys *g) {
   g->dyn_f = 1.0 + SPREAD_DYN * normal_of(key5(HARDWARE_KEY, prof_key(p), rank,
-                                                TAG_SPREAD_DYN, 0));
+                                               TAG_SPREAD_DYN, 0));
   g->stat_f = 1.0 + SPREAD_STAT * normal_of(key5(HARDWARE_KEY, prof_key(p),
-                                                  rank, TAG_SPREAD_STAT, 0));
+                                                 rank, TAG_SPREAD_STAT, 0));
   /* Keep the spread physical (no negative power) even for extreme draws. */
-  if (g->dyn_f < 0.85) g->dyn_f = 0.85;
-  if (g->dyn_f > 1.15) g->dyn_f = 1.15;
-  if (g->stat_f < 0.8) g->stat_f = 0.8;
-  if (g->stat_f > 1.2) g->stat_f = 1.2;
+  if (g->dyn_f < 0.85)
+    g->dyn_f = 0.85;
+  if (g->dyn_f > 1.15)
+    g->dyn_f = 1.15;
+  if (g->stat_f < 0.8)
+    g->stat_f = 0.8;
+  if (g->stat_f > 1.2)
+    g->stat_f = 1.2;
 }
 
 /* Result of running one segment under a cap. */
@@ -268,7 +296,8 @@ int pfi_emu_steady(const struct pfi_emu_job *job, const double *cap_w,
     /* Time-weighted means over the step: each segment's stretched time,
      * plus the wait for the slowest GPU. */
     for (int k = 0; k < SEG__N; k++) {
-      double t = k == SEG_WAIT ? step_rel - busy[r] : sg[k].share * sr[r][k].slow;
+      double t =
+          k == SEG_WAIT ? step_rel - busy[r] : sg[k].share * sr[r][k].slow;
       if (t <= 0)
         continue;
       const struct segment *s = &sg[k];
@@ -298,8 +327,8 @@ int pfi_emu_steady(const struct pfi_emu_job *job, const double *cap_w,
     o->nvlink_bps /= T;
     o->pcie_bps /= T;
     o->throttle_frac = thr / T;
-    o->sm_clock_mhz = busy_t > 0 ? p->sm_clock_max_mhz * clk / busy_t
-                                 : p->sm_clock_idle_mhz;
+    o->sm_clock_mhz =
+        busy_t > 0 ? p->sm_clock_max_mhz * clk / busy_t : p->sm_clock_idle_mhz;
     /* Never above the cap: every segment is, so their mean is too; the
      * clamp only removes rounding. */
     if (o->power_w > cap_w[r])
@@ -309,15 +338,17 @@ int pfi_emu_steady(const struct pfi_emu_job *job, const double *cap_w,
   return 0;
 }
 
-static uint64_t cap_key(double cap_w) { return (uint64_t)llround(cap_w * 1000.0); }
+static uint64_t cap_key(double cap_w) {
+  return (uint64_t)llround(cap_w * 1000.0);
+}
 
 static void run_factors(const struct pfi_emu_job *job, double cap_w,
                         unsigned long seed, double *pf, double *tf) {
   uint64_t j = hash_str(job->id);
-  *pf = 1.0 + RUN_CV_POWER * normal_of(key5(seed, j, cap_key(cap_w),
-                                             TAG_RUN_POWER, 0));
-  *tf = 1.0 + RUN_CV_TOKENS * normal_of(key5(seed, j, cap_key(cap_w),
-                                              TAG_RUN_TOKENS, 0));
+  *pf = 1.0 + RUN_CV_POWER *
+                  normal_of(key5(seed, j, cap_key(cap_w), TAG_RUN_POWER, 0));
+  *tf = 1.0 + RUN_CV_TOKENS *
+                  normal_of(key5(seed, j, cap_key(cap_w), TAG_RUN_TOKENS, 0));
 }
 
 int pfi_emu_run_rate(const struct pfi_emu_job *job, double cap_w,
@@ -402,15 +433,15 @@ static void sample_core(const struct pfi_emu_run *run, unsigned rank,
   uint64_t j = hash_str(job->id), ck = cap_key(run->cap_w[rank]);
   uint64_t tk = (uint64_t)llround(t_s * 1000.0);
   double zp = normal_of(key5(run->seed, j, ck, TAG_S_POWER, tk * 64 + rank));
-  double zt = tokens_per_s ? normal_of(key5(run->seed, j, ck, TAG_S_TOKENS, tk))
-                           : 0;
-  double zc = full ? normal_of(key5(run->seed, j, ck, TAG_S_CLOCK,
-                                    tk * 64 + rank)) : 0;
-  double za = full ? normal_of(key5(run->seed, j, ck, TAG_S_ACT,
-                                    tk * 64 + rank)) : 0;
+  double zt =
+      tokens_per_s ? normal_of(key5(run->seed, j, ck, TAG_S_TOKENS, tk)) : 0;
+  double zc =
+      full ? normal_of(key5(run->seed, j, ck, TAG_S_CLOCK, tk * 64 + rank)) : 0;
+  double za =
+      full ? normal_of(key5(run->seed, j, ck, TAG_S_ACT, tk * 64 + rank)) : 0;
   double cap = run->cap_w[rank];
-  double fb_full = clamp(job->fb_gib * 1024.0, 10240.0 + 512.0,
-                         0.95 * p->fb_total_mib);
+  double fb_full =
+      clamp(job->fb_gib * 1024.0, 10240.0 + 512.0, 0.95 * p->fb_total_mib);
   double power, clock, util, sm, occ, ten, dram, copy, nvl, pcie, fb, tok;
   enum pfi_phase ph;
   memset(s, 0, sizeof *s);
@@ -492,8 +523,8 @@ static void sample_core(const struct pfi_emu_run *run, unsigned rank,
   /* Temperature follows power: 30 C at rest, ~0.065 C per watt. */
   set(s, PFI_FIELD_TEMP,
       30.0 + 0.065 * power +
-          (full ? 0.3 * normal_of(key5(run->seed, j, ck, TAG_S_TEMP,
-                                       tk * 64 + rank))
+          (full ? 0.3 * normal_of(
+                            key5(run->seed, j, ck, TAG_S_TEMP, tk * 64 + rank))
                 : 0));
   if (ph == PFI_PHASE_TRAINING) {
     double tt = t_s - tl->startup_s;
@@ -569,7 +600,8 @@ int pfi_emu_sweep(const struct pfi_emu_job *job, const double *caps, size_t n,
       goto out;
     struct pfi_emu_point *pt = &out[i];
     pt->cap_w = caps[i];
-    if ((rc = pfi_phase_top_mean(pw, ph, ns, NULL, &pt->power_w, NULL, err)) < 0)
+    if ((rc = pfi_phase_top_mean(pw, ph, ns, NULL, &pt->power_w, NULL, err)) <
+        0)
       goto out;
     if ((rc = pfi_phase_top_mean(tok, ph, ns, NULL, &pt->tokens_per_s, NULL,
                                  err)) < 0)
@@ -584,7 +616,8 @@ int pfi_emu_sweep(const struct pfi_emu_job *job, const double *caps, size_t n,
         m++;
       }
     if (m > 1) {
-      double vp = (sp2 - sp * sp / m) / (m - 1), vt = (st2 - st * st / m) / (m - 1);
+      double vp = (sp2 - sp * sp / m) / (m - 1),
+             vt = (st2 - st * st / m) / (m - 1);
       pt->power_sd_w = sqrt(vp > 0 ? vp : 0) / sqrt((double)m);
       pt->tokens_sd = sqrt(vt > 0 ? vt : 0) / sqrt((double)m);
     } else {
@@ -609,7 +642,8 @@ int pfi_emu_sweep_pfi(const struct pfi_emu_job *job, const double *caps,
   struct pfi_emu_point pts[16];
   double c[16], pw[16], tk[16];
   if (n < 2 || n > 16)
-    return pfi_error_set(err, PFI_EINVAL, "a sweep needs 2..16 caps, not %zu", n);
+    return pfi_error_set(err, PFI_EINVAL, "a sweep needs 2..16 caps, not %zu",
+                         n);
   int rc = pfi_emu_sweep(job, caps, n, seed, 5.0, pts, err);
   if (rc < 0)
     return rc;

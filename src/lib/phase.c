@@ -28,15 +28,18 @@ const char *pfi_phase_name(enum pfi_phase ph) {
 static int check_params(const struct pfi_phase_params *p,
                         struct pfi_error *err) {
   if (!(p->loaded_mib >= 0) || !isfinite(p->loaded_mib))
-    return pfi_error_set(err, PFI_EINVAL, "loaded frame-buffer threshold %g MiB "
-                         "is not a finite non-negative value", p->loaded_mib);
+    return pfi_error_set(err, PFI_EINVAL,
+                         "loaded frame-buffer threshold %g MiB "
+                         "is not a finite non-negative value",
+                         p->loaded_mib);
   if (!(p->train_util > 0 && p->train_util <= 100))
     return pfi_error_set(err, PFI_EINVAL,
                          "training utilization threshold %g %% is outside "
-                         "(0, 100]", p->train_util);
+                         "(0, 100]",
+                         p->train_util);
   if (!(p->top_frac > 0 && p->top_frac <= 1))
-    return pfi_error_set(err, PFI_EINVAL,
-                         "top fraction %g is outside (0, 1]", p->top_frac);
+    return pfi_error_set(err, PFI_EINVAL, "top fraction %g is outside (0, 1]",
+                         p->top_frac);
   return 0;
 }
 
@@ -81,8 +84,8 @@ static int cmp_desc(const void *a, const void *b) {
 }
 
 int pfi_phase_top_mean(const double *values, const enum pfi_phase *phase,
-                       size_t n, const struct pfi_phase_params *p,
-                       double *mean, size_t *used, struct pfi_error *err) {
+                       size_t n, const struct pfi_phase_params *p, double *mean,
+                       size_t *used, struct pfi_error *err) {
   struct pfi_phase_params def;
   double *buf = NULL;
   size_t m = 0;
@@ -106,7 +109,8 @@ int pfi_phase_top_mean(const double *values, const enum pfi_phase *phase,
   if (m == 0) {
     rc = pfi_error_set(err, PFI_ENOTFOUND,
                        "no training-phase sample (GPU utilization never "
-                       "reached %g %%)", p->train_util);
+                       "reached %g %%)",
+                       p->train_util);
     goto out;
   }
   qsort(buf, m, sizeof *buf, cmp_desc);

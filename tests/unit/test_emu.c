@@ -156,10 +156,9 @@ static double mean_clock(const struct pfi_emu_steady *st) {
  * uncapped one and no power reading exceeds the cap. */
 static void test_mechanism(void **state) {
   (void)state;
-  const char *ids[] = {"dense-pt-llama70b-x8-compile",
-                       "moe-ft-gptoss20b-x8-seq4096-bs8",
-                       "dense-pt-qwen32b-x32-seq8192-bs4",
-                       "moe-pt-deepseekv2lite-x8-ep8@h100"};
+  const char *ids[] = {
+      "dense-pt-llama70b-x8-compile", "moe-ft-gptoss20b-x8-seq4096-bs8",
+      "dense-pt-qwen32b-x32-seq8192-bs4", "moe-pt-deepseekv2lite-x8-ep8@h100"};
   struct pfi_emu_steady *prev = malloc(sizeof *prev), *st = malloc(sizeof *st);
   struct pfi_emu_run *run = malloc(sizeof *run);
   assert_non_null(prev);
@@ -245,8 +244,8 @@ static void test_limits(void **state) {
       j.comm_share = o;
       double p = steady_pfi(&j);
       if (!(p > base))
-        fail_msg("m=%g o=%g: PFI %.4f is not above the compute-only %.4f", m,
-                 o, p, base);
+        fail_msg("m=%g o=%g: PFI %.4f is not above the compute-only %.4f", m, o,
+                 p, base);
     }
   struct pfi_emu_job k = *job("moe-ft-qwen30ba3b-x8");
   k.mem_share = 0.85;
@@ -273,8 +272,8 @@ static void test_repeatability(void **state) {
   double sp = 0, sp2 = 0, st = 0, st2 = 0;
   const int n = 24;
   for (int s = 1; s <= n; s++) {
-    assert_int_equal(pfi_emu_sweep(j, &cap, 1, (unsigned long)s * 7919, 5, &a,
-                                   &e), 0);
+    assert_int_equal(
+        pfi_emu_sweep(j, &cap, 1, (unsigned long)s * 7919, 5, &a, &e), 0);
     sp += a.power_w, sp2 += a.power_w * a.power_w;
     st += a.tokens_per_s, st2 += a.tokens_per_s * a.tokens_per_s;
   }
