@@ -72,6 +72,7 @@ static void on_signal(int sig) {
 
 struct prog {
   int quiet;
+  const char *label; /* " on emulated GPUs" on the emu backend */
   struct timespec last;
   struct timespec start;
 };
@@ -108,7 +109,7 @@ static void on_progress(const struct pfi_sweep_progress *p, void *arg) {
   if (strcmp(p->event, "skip") == 0)
     fprintf(stderr, "already complete, skipped\n");
   else if (strcmp(p->event, "start") == 0)
-    fprintf(stderr, "caps set, job started\n");
+    fprintf(stderr, "caps set, job started%s\n", pr->label);
   else if (strcmp(p->event, "restore") == 0)
     fprintf(stderr, "caps restored\n");
   else if (strcmp(p->event, "end") == 0)
@@ -370,6 +371,7 @@ int cmd_sweep(int argc, char **argv) {
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
   sigaction(SIGHUP, &sa, NULL);
+  pr.label = strcmp(o.backend, "emu") == 0 ? " on emulated GPUs" : "";
   o.stop = &stop_flag;
   o.progress = on_progress;
   o.progress_arg = &pr;
@@ -411,8 +413,9 @@ int cmd_sweep(int argc, char **argv) {
   if (!pr.quiet)
     fprintf(stderr,
             "pfi sweep: %zu run(s) done, %zu skipped (already "
-            "complete); store %s\n",
-            res.runs_done, res.runs_skipped, db);
+            "complete); store %s%s\n",
+            res.runs_done, res.runs_skipped, db,
+            strcmp(o.backend, "emu") == 0 ? " (data labelled emulated)" : "");
 out:
   free(caps);
   free(gpus);
