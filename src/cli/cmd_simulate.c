@@ -129,8 +129,14 @@ static int plot(const char *path, const double *cuts, size_t nc,
   for (int s = 0; s < PFI_STRAT__COUNT; s++) {
     if (!(mask & (1u << s)) || s == PFI_STRAT_ORACLE || !res->cell[s])
       continue;
-    fprintf(fp, "%s$d%d using 1:2:3:4 with yerrorlines lw 2 title '%s'",
-            first ? "" : ", ", s, pfi_strategy_name(s));
+    /* One fixed, distinguishable colour per strategy (colour-blind safe
+     * Dark2 palette), so charts of different runs compare. */
+    static const char *const colour[PFI_STRAT__COUNT] = {
+        "#000000", "#666666", "#1b9e77", "#d95f02", "#7570b3", "#e7298a"};
+    fprintf(fp,
+            "%s$d%d using 1:2:3:4 with yerrorlines lw 2 lc rgb '%s' "
+            "title '%s'",
+            first ? "" : ", ", s, colour[s], pfi_strategy_name(s));
     first = 0;
   }
   if (first)
@@ -260,11 +266,13 @@ int cmd_simulate(int argc, char **argv) {
   if (!curves && !(curves = jobdata_default("jobs/curves.csv", cbuf,
                                             sizeof cbuf)))
     return pfi_cli_usage("simulate", "--curves FILE is required (no "
-                                     "data/jobs/curves.csv found)");
+                                     "data/jobs/curves.csv; 'pfi reproduce' "
+                                     "writes OUT/curves.csv)");
   if (!features && !(features = jobdata_default("jobs/features.csv", fbuf,
                                                 sizeof fbuf)))
     return pfi_cli_usage("simulate", "--features FILE is required (no "
-                                     "data/jobs/features.csv found)");
+                                     "data/jobs/features.csv; 'pfi "
+                                     "reproduce' writes OUT/features.csv)");
   struct pfi_error err;
   pfi_error_clear(&err);
   double *cuts = NULL;

@@ -378,6 +378,54 @@ static void test_problem_range(void **state) {
   pfi_problem_release(&p);
 }
 
+/* pfi-aware by hand: job 0 P_max 1000 W, T_max 100, PFI 2 -> weight
+ * 1000 * 2 / 100 = 20; job 1 P_max 1000 W, T_max 50, PFI 1 -> weight
+ * 1000 * 1 / 50 = 20. Equal weights: a 400 W cut is 200 W each. With
+ * PFI 3 for job 0 its weight is 30: cuts 240 and 160 W. dram-copy with
+ * products 0.3 and 0.1 cuts 300 and 100 W. moe-ft-weighted with job 1 MoE
+ * FT: weights 1000 and 2000, cuts 133.3 and 266.7 W. */
+static void test_weights_by_hand(void **state) {
+  (void)state;
+  struct pfi_problem p;
+  pfi_problem_init(&p);
+  struct pfi_error err;
+  double x[] = {0, 1000}, y0[] = {0, 100}, y1[] = {0, 50};
+  assert_int_equal(pfi_problem_add(&p, x, y0, 2, 0, 1000, &err), 0);
+  assert_int_equal(pfi_problem_add(&p, x, y1, 2, 0, 1000, &err), 0);
+  double pw[2], pfi[2] = {2, 1}, dram[2] = {0.3, 0.1};
+  int moe[2] = {0, 1};
+  struct pfi_alloc_inputs in = {pfi, dram, moe};
+  assert_int_equal(pfi_alloc_run(&p, PFI_STRAT_PFI_AWARE, 1600, &in, pw, &err),
+                   0);
+  ASSERT_NEAR(pw[0], 800, 1e-9);
+  ASSERT_NEAR(pw[1], 800, 1e-9);
+  pfi[0] = 3;
+  assert_int_equal(pfi_alloc_run(&p, PFI_STRAT_PFI_AWARE, 1600, &in, pw, &err),
+                   0);
+  ASSERT_NEAR(pw[0], 760, 1e-9);
+  ASSERT_NEAR(pw[1], 840, 1e-9);
+  assert_int_equal(pfi_alloc_run(&p, PFI_STRAT_DRAM_COPY, 1600, &in, pw, &err),
+                   0);
+  ASSERT_NEAR(pw[0], 700, 1e-9);
+  ASSERT_NEAR(pw[1], 900, 1e-9);
+  assert_int_equal(
+      pfi_alloc_run(&p, PFI_STRAT_MOE_FT_WEIGHTED, 1600, &in, pw, &err), 0);
+  ASSERT_NEAR(pw[0], 1000 - 400.0 / 3, 1e-9);
+  ASSERT_NEAR(pw[1], 1000 - 800.0 / 3, 1e-9);
+  /* Both curves are straight lines: the oracle cuts the flatter job 1
+   * (0.05 tokens/s per W) first, all 400 W. */
+  assert_int_equal(pfi_alloc_run(&p, PFI_STRAT_ORACLE, 1600, &in, pw, &err), 0);
+  ASSERT_NEAR(pw[0], 1000, 1e-9);
+  ASSERT_NEAR(pw[1], 600, 1e-9);
+  /* A strategy without its input fails and says what is missing. */
+  struct pfi_alloc_inputs none = {NULL, NULL, NULL};
+  assert_int_equal(
+      pfi_alloc_run(&p, PFI_STRAT_PFI_AWARE, 1600, &none, pw, &err),
+      PFI_EINVAL);
+  assert_non_null(strstr(err.msg, "PFI estimates"));
+  pfi_problem_release(&p);
+}
+
 static void test_cut_parse(void **state) {
   (void)state;
   double f;
@@ -411,6 +459,7 @@ int main(void) {
       cmocka_unit_test(test_oracle_convex_by_hand),
       cmocka_unit_test(test_equal_uniform),
       cmocka_unit_test(test_floor_redistributed),
+      cmocka_unit_test(test_weights_by_hand),
       cmocka_unit_test(test_oracle_vs_glpk_concave),
       cmocka_unit_test(test_oracle_vs_glpk_nonconcave),
       cmocka_unit_test(test_oracle_vs_glpk_copies),
