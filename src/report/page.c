@@ -121,14 +121,26 @@ int pfi__report_page(struct pfi__report *r, const char *out_dir) {
     n_held += r->g[i].heldout;
     pts += r->g[i].c->n;
   }
+  if (!r->o->what_ran)
+    pfi_html_printf(&b,
+                    "The input holds %zu groups (%zu H200 or unlabelled, of "
+                    "which %zu are the paper's held-out groups; %zu H100) "
+                    "with %zu runs in all.",
+                    r->ng, n_h200, n_held, n_h100, pts);
   pfi_html_printf(&b,
-                  " The input holds %zu groups (%zu H200 or unlabelled, of "
-                  "which %zu are the paper's held-out groups; %zu H100) with "
-                  "%zu runs in all. Intervals: %zu Monte Carlo draws per "
-                  "group, seed %lu.</p>\n",
-                  r->ng, n_h200, n_held, n_h100, pts,
+                  " Intervals: %zu Monte Carlo draws per group; seed %lu."
+                  "</p>\n",
                   r->o->ci_draws ? r->o->ci_draws : (size_t)10000,
                   r->o->seed);
+  if (strcmp(r->source, "emulated") == 0)
+    pfi_html_puts(
+        &b, "<p id=\"calibration-note\"><strong>Read the PFI rows with "
+            "care.</strong> The emulated groups' PFI values agree with the "
+            "published ones by construction: the emulator's per-job "
+            "parameters were calibrated to them. Everything else below "
+            "(intervals, statistics, telemetry correlations, prediction, "
+            "allocation) was not calibrated and is what the method gives on "
+            "the emulated data.</p>\n");
   if (r->headline && r->headline->nrows)
     pfi_rtable_html(r->headline, &b);
   pfi_html_puts(&b, "<nav><ol>\n"
