@@ -421,6 +421,13 @@ static int advance_to(struct emu_ctx *c, double t, struct pfi_error *err) {
   uint32_t caps[PFI_EMU_MAX_GPUS];
   if (t <= c->last_t)
     return 0;
+  if (!c->attached) {
+    /* Idle GPUs draw constant power: one step, however long the wait. */
+    for (unsigned g = 0; g < c->n; g++)
+      c->energy_j[g] += c->prof->idle_w * (t - c->last_t);
+    c->last_t = t;
+    return 0;
+  }
   int rc = load_caps(c, caps, err);
   if (rc < 0)
     return rc;

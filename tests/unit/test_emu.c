@@ -386,6 +386,12 @@ static void test_backend_caps_persist(void **state) {
   assert_int_equal(pfi_device_wait(v, 1800, &e), 0);
   assert_int_equal(pfi_device_now(v, &t1, &e), 0);
   ASSERT_NEAR(t1 - t0, 1800, 1e-9);
+  /* An idle H200 draws its 70 W idle power: 70 W x 1800 s = 126 kJ. */
+  struct pfi_sample smp;
+  assert_int_equal(pfi_device_sample(v, 0, &smp, &e), 0);
+  assert_true(pfi_sample_has(&smp, PFI_FIELD_ENERGY));
+  ASSERT_NEAR(smp.v[PFI_FIELD_ENERGY], 126000.0, 1e-6);
+  ASSERT_NEAR(smp.v[PFI_FIELD_POWER], 70.0, 0);
   assert_int_equal(pfi_device_now(rt, &t0, &e), 0);
   assert_int_equal(pfi_device_wait(rt, 0.02, &e), 0);
   assert_int_equal(pfi_device_now(rt, &t1, &e), 0);
