@@ -246,8 +246,9 @@ int cmd_allocate(int argc, char **argv) {
              pfi_problem_eval(&p, i, pw[i]));
     printf("TOTAL,%.6f,,%.6f\n", tot_p, tot_t);
   } else {
-    printf("strategy %s, cut %.4g %% of %.1f W uncapped, budget %.1f W\n",
-           pfi_strategy_name(s), 100 * cut, hi, budget);
+    printf("strategy %s, cut %.4g %% of %.1f W uncapped, budget %.1f W%s\n",
+           pfi_strategy_name(s), 100 * cut, hi, budget,
+           jobdata_emulated(&d, curves) ? " (emulated data)" : "");
     printf("%-40s %12s %10s %14s\n", "job", "power_w", "cap_w",
            "tokens_per_s");
     for (size_t i = 0; i < n; i++)

@@ -430,7 +430,9 @@ int cmd_simulate(int argc, char **argv) {
     }
     goto fail;
   }
-  int emulated = is_emulated(&d.f) || is_emulated(&sd->f);
+  int emulated = is_emulated(&d.f) || is_emulated(&sd->f) ||
+                 jobdata_emulated(&d, curves) ||
+                 (have_test && jobdata_emulated(&td, tcurves));
   const char *pfi_src = have_test ? "telemetry model fitted on the library, "
                                     "applied to the test jobs"
                         : true_pfi ? "true PFI of the curves"

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "pfi/csv.h"
 #include "pfi/data.h"
 #include "pfi/index.h"
 
@@ -257,4 +258,43 @@ out:
   free(x);
   free(y);
   return rc;
+}
+
+static int col_says_emulated(const struct pfi_table *t) {
+  static const char *const cols[] = {"provenance", "source", "origin", NULL};
+  for (size_t k = 0; cols[k]; k++) {
+    int c = pfi_table_find(t, cols[k]);
+    if (c < 0)
+      continue;
+    for (size_t r = 0; r < t->nrows; r++) {
+      const char *v = pfi_table_cell(t, r, (size_t)c);
+      if (v && strstr(v, "emulated"))
+        return 1;
+    }
+  }
+  return 0;
+}
+
+int jobdata_emulated(const struct jobdata *d, const char *cpath) {
+  if (d->have_features && col_says_emulated(&d->f.t))
+    return 1;
+  if (!cpath || strcmp(cpath, "-") == 0)
+    return 0;
+  FILE *fp = fopen(cpath, "rb");
+  if (!fp)
+    return 0;
+  char buf[65536];
+  size_t n = fread(buf, 1, sizeof buf, fp);
+  fclose(fp);
+  /* The header and the first complete rows only. */
+  size_t end = n;
+  while (end > 0 && buf[end - 1] != '\n')
+    end--;
+  struct pfi_table t;
+  struct pfi_error e;
+  if (end == 0 || pfi_table_load_mem(&t, cpath, buf, end, &e) < 0)
+    return 0;
+  int em = col_says_emulated(&t);
+  pfi_table_release(&t);
+  return em;
 }

@@ -53,6 +53,11 @@ int jobdata_estimate_pfi(const struct jobdata *d, const struct pfi_model *model,
 int jobdata_fit_model(const struct jobdata *d, const char *feature_list,
                       struct pfi_model *m, struct pfi_error *err);
 
+/* 1 when the data are emulated: a provenance column (provenance, source
+ * or origin) of the features, or of the first row of the curves file at
+ * `cpath` (only its first 64 KiB are read), contains "emulated". */
+int jobdata_emulated(const struct jobdata *d, const char *cpath);
+
 /* Path of a data file (data/REL), for defaults; NULL when absent. */
 const char *jobdata_default(const char *rel, char *buf, size_t n);
 
