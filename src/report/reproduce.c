@@ -44,15 +44,16 @@ static void say(const struct pfi_reproduce_opts *o, const char *fmt, ...) {
   o->progress(buf, o->progress_arg);
 }
 
-/* One line per finished run: enough to follow a campaign of ~190 runs
- * without flooding the terminal with every sample. */
+/* One line per finished group: enough to follow a campaign of ~190 runs
+ * without flooding the terminal with every run or sample. */
 static void sweep_progress(const struct pfi_sweep_progress *p, void *arg) {
   struct ctx *c = arg;
   if (strcmp(p->event, "end") != 0 && strcmp(p->event, "skip") != 0)
     return;
-  say(c->o, "campaign: group %zu of %zu, %s: cap %zu of %zu (%.0f W) %s",
-      c->job_i + 1, c->njobs, p->job, p->cap_index + 1, p->n_caps, p->cap_w,
-      strcmp(p->event, "skip") == 0 ? "already complete" : "done");
+  if (p->cap_index + 1 != p->n_caps)
+    return;
+  say(c->o, "campaign: group %zu of %zu done: %s (%zu caps)", c->job_i + 1,
+      c->njobs, p->job, p->n_caps);
 }
 
 /* Removes a file, ignoring "does not exist". */

@@ -71,6 +71,17 @@ for f in "$tmp"/r/*.csv "$tmp"/r/*.json "$tmp"/r/report.html; do
   cmp -s "$f" "$tmp/r2/$(basename "$f")" || fail "not reproducible: $(basename "$f")"
 done
 
+# Without gnuplot: a clear run-time failure, or tables only on request.
+set +e
+PFI_GNUPLOT=/nonexistent/gnuplot "$PFI" report -q --out "$tmp/ng" --draws 50 \
+  --workloads 2 --jobs-per-workload 2 "$data" > /dev/null 2> "$tmp/err"; st=$?
+set -e
+[ $st -eq 1 ] || fail "gnuplot missing: status $st"
+grep -q "gnuplot" "$tmp/err" || fail "gnuplot missing: message $(cat "$tmp/err")"
+PFI_GNUPLOT=/nonexistent/gnuplot "$PFI" report -q --no-figures --out "$tmp/nf" \
+  --draws 50 --workloads 2 --jobs-per-workload 2 "$data" > /dev/null
+grep -q "not drawn: figures were turned off" "$tmp/nf/report.html" || fail "--no-figures note"
+
 # Bad input: exit status 2 with a located one-line message.
 set +e
 "$PFI" report --quiet "$tmp/nonexistent" 2> "$tmp/err"; st=$?
