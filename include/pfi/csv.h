@@ -38,8 +38,9 @@ struct pfi_csv {
 
 /*
  * Opens `path` ("-" reads standard input) and reads its header row.
- * Returns 0, or PFI_EIO (cannot read), PFI_EPARSE (no header / bad quote),
- * PFI_ENOMEM. On failure nothing needs releasing.
+ * Returns 0, or PFI_ENOTFOUND (cannot open), PFI_EIO (cannot read),
+ * PFI_EPARSE (no header, bad quote, a NUL byte anywhere in the input: a
+ * binary file), PFI_ENOMEM. On failure nothing needs releasing.
  */
 int pfi_csv_open(struct pfi_csv *csv, const char *path, struct pfi_error *err);
 

@@ -61,9 +61,11 @@ const char *pfi_curve_col_name(enum pfi_curve_col col);
  * Reads a curves CSV. `path` "-" reads standard input. `map` is NULL or a
  * string "NAME=COLUMN,NAME=COLUMN" that reads canonical column NAME from the
  * file's column COLUMN (e.g. "job=Workload,cap_w=GPU power cap").
- * Validation, each a PFI_EPARSE with file:line:column: missing column,
- * non-numeric/NaN/inf value, zero or negative cap, power or throughput,
- * duplicate cap within a job, a job with fewer than 2 points. A bad --map
+ * Validation, each a PFI_EPARSE with file:line:column: missing column, a
+ * used column named twice in the header, a record with more fields than
+ * the header, non-numeric/NaN/inf value, zero or negative cap, power or
+ * throughput, duplicate cap within a job, a job with fewer than 2 points,
+ * a NUL byte (binary input). A bad --map
  * gives PFI_EINVAL. On success the set is filled (points sorted by cap) and
  * must be released with pfi_curveset_release(); on failure it is empty.
  */

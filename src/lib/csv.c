@@ -187,12 +187,38 @@ int pfi_csv_next(struct pfi_csv *csv, struct pfi_error *err) {
   }
 }
 
+/*
+ * Fields are NUL-terminated strings inside the buffer, so a NUL byte in the
+ * input would silently cut a field short ("12<NUL>34" read as 12). Text CSV
+ * never holds one; a file that does is binary or corrupt, and is refused
+ * where the byte is (line and column as the parser counts them).
+ */
+static int check_nul(const struct pfi_csv *csv, struct pfi_error *err) {
+  const char *b = csv->buf;
+  const char *z = memchr(b + csv->pos, '\0', csv->len - csv->pos);
+  if (!z)
+    return 0;
+  long line = 1;
+  size_t start = csv->pos;
+  for (size_t i = csv->pos; i < (size_t)(z - b); i++)
+    if (b[i] == '\n' || (b[i] == '\r' && b[i + 1] != '\n')) {
+      line++;
+      start = i + 1;
+    }
+  return pfi_error_setloc(err, PFI_EPARSE, csv->name, line,
+                          (long)((size_t)(z - b) - start) + 1,
+                          "NUL byte in the input (a binary file?)");
+}
+
 static int open_common(struct pfi_csv *csv, struct pfi_error *err) {
   if (csv->len >= 3 && (unsigned char)csv->buf[0] == 0xEF &&
       (unsigned char)csv->buf[1] == 0xBB && (unsigned char)csv->buf[2] == 0xBF)
     csv->pos = 3;
   csv->linepos = (long)csv->pos;
   csv->line = 1;
+  int nrc = check_nul(csv, err);
+  if (nrc < 0)
+    return nrc;
   int rc = pfi_csv_next(csv, err);
   if (rc < 0)
     return rc;

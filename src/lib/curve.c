@@ -287,6 +287,21 @@ static int read_csv(struct pfi_curveset *set, struct pfi_csv *csv,
       break;
     }
   }
+  /* A column used under a name the header holds twice is ambiguous: say so
+   * rather than read whichever comes first. The header record's fields are
+   * still the current record (nothing was read since the open). */
+  for (int k = 0; k < PFI_COL__COUNT && rc == 0; k++) {
+    if (idx[k] < 0)
+      continue;
+    for (size_t h = (size_t)idx[k] + 1; h < csv->nheader; h++)
+      if (strcmp(csv->header[h], csv->header[idx[k]]) == 0) {
+        rc = pfi_error_setloc(
+            err, PFI_EPARSE, csv->name, 1, h < csv->nf ? csv->fcol[h] : 1,
+            "column '%s' appears twice in the header (columns %d and %zu)",
+            csv->header[h], idx[k] + 1, h + 1);
+        break;
+      }
+  }
   for (int k = 0; k < PFI_COL__COUNT; k++)
     free(names[k]);
   if (rc < 0)
@@ -302,6 +317,16 @@ static int read_csv(struct pfi_curveset *set, struct pfi_csv *csv,
   if (jobmap_grow(&m, set) < 0)
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
   while ((rc = pfi_csv_next(csv, err)) == 1) {
+    /* More fields than the header names means the columns are shifted
+     * (an unquoted comma in a job name, say): every value of the row would
+     * be read from the wrong column. */
+    if (csv->nf > csv->nheader) {
+      rc = pfi_error_setloc(err, PFI_EPARSE, csv->name,
+                            csv->fline[csv->nheader], csv->fcol[csv->nheader],
+                            "record has %zu fields, header has %zu", csv->nf,
+                            csv->nheader);
+      break;
+    }
     const char *job = pfi_csv_field(csv, idx[PFI_COL_JOB]);
     if (!job || !*job) {
       rc = pfi_error_setloc(err, PFI_EPARSE, csv->name, csv->rec_line,

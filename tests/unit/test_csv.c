@@ -77,8 +77,8 @@ static void curves_sorted_and_validated(void **state) {
                     "a,700,4000,100,w\n";
   struct pfi_curveset set;
   struct pfi_error err;
-  assert_int_equal(pfi_curveset_read_mem(&set, "c.csv", ok, sizeof ok - 1,
-                                         NULL, &err), 0);
+  assert_int_equal(
+      pfi_curveset_read_mem(&set, "c.csv", ok, sizeof ok - 1, NULL, &err), 0);
   assert_int_equal(set.n, 2);
   assert_string_equal(set.c[0].job, "b");
   ASSERT_NEAR(set.c[0].pts[0].cap_w, 300, 0);
@@ -89,21 +89,25 @@ static void curves_sorted_and_validated(void **state) {
   pfi_curveset_release(&set);
 
   const char dup[] = "job,cap_w,power_w,tokens_per_s\na,300,1,1\na,300,2,2\n";
-  assert_int_equal(pfi_curveset_read_mem(&set, "d.csv", dup, sizeof dup - 1,
-                                         NULL, &err), PFI_EPARSE);
+  assert_int_equal(
+      pfi_curveset_read_mem(&set, "d.csv", dup, sizeof dup - 1, NULL, &err),
+      PFI_EPARSE);
   ASSERT_EQ_INT(err.line, 3);
   ASSERT_EQ_INT(err.column, 3);
   const char one[] = "job,cap_w,power_w,tokens_per_s\na,300,1,1\n";
-  assert_int_equal(pfi_curveset_read_mem(&set, "o.csv", one, sizeof one - 1,
-                                         NULL, &err), PFI_EPARSE);
+  assert_int_equal(
+      pfi_curveset_read_mem(&set, "o.csv", one, sizeof one - 1, NULL, &err),
+      PFI_EPARSE);
   assert_non_null(strstr(err.msg, "at least 2"));
   const char neg[] = "job,cap_w,power_w,tokens_per_s\na,300,-1,1\n";
-  assert_int_equal(pfi_curveset_read_mem(&set, "n.csv", neg, sizeof neg - 1,
-                                         NULL, &err), PFI_EPARSE);
+  assert_int_equal(
+      pfi_curveset_read_mem(&set, "n.csv", neg, sizeof neg - 1, NULL, &err),
+      PFI_EPARSE);
   ASSERT_EQ_INT(err.column, 7); /* "a,300,-1": the 7th byte */
   const char miss[] = "job,cap,power_w,tokens_per_s\na,300,1,1\n";
-  assert_int_equal(pfi_curveset_read_mem(&set, "m.csv", miss, sizeof miss - 1,
-                                         NULL, &err), PFI_EPARSE);
+  assert_int_equal(
+      pfi_curveset_read_mem(&set, "m.csv", miss, sizeof miss - 1, NULL, &err),
+      PFI_EPARSE);
   assert_non_null(strstr(err.msg, "missing column 'cap_w'"));
   /* The same file read through --map. */
   const char mapped[] = "job,cap,power_w,tokens_per_s\na,300,1,1\na,400,2,2\n";
@@ -114,12 +118,73 @@ static void curves_sorted_and_validated(void **state) {
   pfi_curveset_release(&set);
 }
 
+/* A NUL byte would end a field early ("1<NUL>9" read as 1): refused where
+ * it is, in a field, a header or a quoted field alike. */
+static void nul_byte_refused(void **state) {
+  (void)state;
+  struct pfi_csv csv;
+  struct pfi_error err;
+  const char in[] = "a,b\r\n1,2\n3,4\0005\n";
+  assert_int_equal(pfi_csv_open_mem(&csv, "z.csv", in, sizeof in - 1, &err),
+                   PFI_EPARSE);
+  ASSERT_EQ_INT(err.line, 3);
+  ASSERT_EQ_INT(err.column, 4);
+  assert_non_null(strstr(err.msg, "NUL byte"));
+  const char hdr[] = "\xEF\xBB\xBF"
+                     "a\000,b\n";
+  assert_int_equal(pfi_csv_open_mem(&csv, "h.csv", hdr, sizeof hdr - 1, &err),
+                   PFI_EPARSE);
+  ASSERT_EQ_INT(err.line, 1);
+  ASSERT_EQ_INT(err.column, 2); /* the BOM is not a column, as in fields */
+  struct pfi_table t;
+  assert_int_equal(pfi_table_load_mem(&t, "z.csv", in, sizeof in - 1, &err),
+                   PFI_EPARSE);
+}
+
+/* Curves: a used column named twice, and a record longer than the header
+ * (its values would be read from shifted columns). */
+static void curves_ambiguous_columns(void **state) {
+  (void)state;
+  struct pfi_curveset set;
+  struct pfi_error err;
+  const char dup[] = "job,cap_w,power_w,tokens_per_s,power_w\n"
+                     "a,100,1,1,5\na,200,2,3,6\n";
+  assert_int_equal(
+      pfi_curveset_read_mem(&set, "d.csv", dup, sizeof dup - 1, NULL, &err),
+      PFI_EPARSE);
+  ASSERT_EQ_INT(err.line, 1);
+  ASSERT_EQ_INT(err.column, 32);
+  assert_non_null(strstr(err.msg, "'power_w' appears twice"));
+  /* Through --map the mapped name is the one that must be unique. */
+  const char dupm[] = "job,cap,P,tokens_per_s,P\na,100,1,1,5\na,200,2,3,6\n";
+  assert_int_equal(pfi_curveset_read_mem(&set, "m.csv", dupm, sizeof dupm - 1,
+                                         "cap_w=cap,power_w=P", &err),
+                   PFI_EPARSE);
+  assert_non_null(strstr(err.msg, "'P' appears twice"));
+  const char unused[] = "job,cap_w,power_w,tokens_per_s,x,x\n"
+                        "a,100,1,1,5,5\na,200,2,3,6,6\n";
+  assert_int_equal(pfi_curveset_read_mem(&set, "u.csv", unused,
+                                         sizeof unused - 1, NULL, &err),
+                   0);
+  pfi_curveset_release(&set);
+  const char lng[] = "cap_w,power_w,tokens_per_s,job\n"
+                     "100,1,1,llama,8b\n200,2,3,llama,8b\n";
+  assert_int_equal(
+      pfi_curveset_read_mem(&set, "l.csv", lng, sizeof lng - 1, NULL, &err),
+      PFI_EPARSE);
+  ASSERT_EQ_INT(err.line, 2);
+  ASSERT_EQ_INT(err.column, 15);
+  assert_non_null(strstr(err.msg, "5 fields, header has 4"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(quoted_crlf_bom),
       cmocka_unit_test(unterminated_quote),
       cmocka_unit_test(double_errors),
       cmocka_unit_test(curves_sorted_and_validated),
+      cmocka_unit_test(nul_byte_refused),
+      cmocka_unit_test(curves_ambiguous_columns),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
