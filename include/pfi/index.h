@@ -37,7 +37,10 @@ struct pfi_index {
 /*
  * Computes all three definitions for curve `c` (n >= 2, positive values, as
  * pfi_curveset_read() guarantees). Returns 0, PFI_EINVAL for a curve with
- * fewer than 2 points, or PFI_ENOMEM. Release `out` with pfi_index_release().
+ * fewer than 2 points, PFI_ERANGE when a defined index is not a finite
+ * number (values so far apart that a ratio overflows, e.g. a capped power
+ * 1e300 times P_max), or PFI_ENOMEM. Release `out` with pfi_index_release()
+ * (on an error there is nothing to release).
  */
 int pfi_index_compute(const struct pfi_curve *c, struct pfi_index *out,
                       struct pfi_error *err);

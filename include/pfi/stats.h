@@ -92,10 +92,12 @@ struct pfi_ols {
  * Errors (PFI_EINVAL, message says which): n <= k + 1 (no residual degree of
  * freedom), a non-finite value, a singular design (a constant or collinear
  * predictor: the design's rank is below k + 1; the message names the
- * offending predictor index when it is a constant column); PFI_ENOMEM.
- * When y is constant, SST = 0 and r2 and adj_r2 are set to NaN: callers
- * that print must check (isnan). On failure `out` holds nothing to release
- * (but pfi_ols_release() is safe on it).
+ * offending predictor index when it is a constant column); PFI_ERANGE when
+ * finite input overflows (a coefficient, standard error, fitted value,
+ * leverage or the rmse is not finite: values near the double range);
+ * PFI_ENOMEM. When y is constant, SST = 0 and r2 and adj_r2 are set to NaN:
+ * callers that print must check (isnan). On failure `out` holds nothing to
+ * release (but pfi_ols_release() is safe on it).
  */
 int pfi_ols_fit(const double *x, size_t n, size_t k, const double *y,
                 struct pfi_ols *out, struct pfi_error *err);

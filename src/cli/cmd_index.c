@@ -266,6 +266,13 @@ int cmd_index(int argc, char **argv) {
       any_default |= rows[i].used_default;
     }
     if (rc < 0) {
+      /* The library names the job; the user also needs where it is. */
+      if (err.line == 0) {
+        char msg[PFI_ERROR_MSG_MAX];
+        snprintf(msg, sizeof msg, "%s", err.msg);
+        pfi_error_setloc(&err, err.code, set.source, cv->first_line, 1, "%s",
+                         msg);
+      }
       status = pfi_cli_fail(&err);
       goto out;
     }

@@ -65,6 +65,14 @@ static int need_col(const struct pfi_table *t, const char *name,
   if (c < 0)
     return pfi_error_setloc(err, PFI_EPARSE, t->name, 1, 1,
                             "missing column '%s'", name);
+  /* A name the header holds twice is ambiguous: reading the first would
+   * silently pick one of two columns. */
+  for (size_t k = (size_t)c + 1; k < t->ncols; k++)
+    if (strcmp(t->header[k], name) == 0)
+      return pfi_error_setloc(err, PFI_EPARSE, t->name, 1, 1,
+                              "column '%s' appears twice in the header "
+                              "(columns %d and %zu)",
+                              name, c + 1, k + 1);
   return c;
 }
 
@@ -396,7 +404,7 @@ static int do_fdr(const struct pfi_table *t, const char *pcol,
   } else {
     printf("%-8s  %12s  %12s\n", "line", "p", "q");
     for (size_t r = 0; r < t->nrows; r++)
-      printf("%-8ld  %12.6g  %12.6g\n", t->line[r], p[r], q[r]);
+      printf("%-8ld  %12.6g  %12.6g\n", t->line[r], p[r] + 0.0, q[r]);
   }
 out:
   free(p);

@@ -138,6 +138,21 @@ int pfi_index_compute(const struct pfi_curve *c, struct pfi_index *out,
   out->ce_defined = rc == 1;
   if (!out->ce_defined)
     out->pfi_ce = 0.0;
+  /* Valid input (positive, finite) can still overflow: a power 1e300 times
+   * P_max makes P/P_max infinite. A non-finite index is no index; it must
+   * not pass for "undefined" or reach a table as inf or nan. */
+  const char *bad = (out->pfi_defined && !isfinite(out->pfi))     ? "ratio"
+                    : !isfinite(out->pfi_area)                    ? "area"
+                    : (out->ce_defined && !isfinite(out->pfi_ce)) ? "ce"
+                                                                  : NULL;
+  if (bad) {
+    free(buf);
+    return pfi_error_set(err, PFI_ERANGE,
+                         "job '%s': the %s PFI is not a finite number (the "
+                         "power or throughput values span more than a "
+                         "double's range)",
+                         c->job, bad);
+  }
   /* Capped points that did not bind. */
   size_t nex = 0;
   for (size_t i = 0; i + 1 < n; i++)

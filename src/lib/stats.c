@@ -45,6 +45,31 @@ double pfi_stats_z_p(double z) {
   return p > 1.0 ? 1.0 : p;
 }
 
+/* Median of sorted finite data. GSL's (a + b) / 2 of the middle pair is
+ * infinite when both are near the largest double; a/2 + b/2 is then the
+ * same midpoint without the overflow. */
+static double median_sorted(const double *c, size_t n) {
+  if (n % 2)
+    return c[n / 2];
+  double a = c[n / 2 - 1], b = c[n / 2];
+  double m = (a + b) / 2.0;
+  return isfinite(m) ? m : a / 2.0 + b / 2.0;
+}
+
+/* Mean of finite data; the plain sum when it is finite, else the sum of
+ * x/n, which cannot overflow (|x/n| summed n times is at most max |x|). */
+static double mean_of(const double *x, size_t n) {
+  double s = 0;
+  for (size_t i = 0; i < n; i++)
+    s += x[i];
+  if (isfinite(s))
+    return s / (double)n;
+  s = 0;
+  for (size_t i = 0; i < n; i++)
+    s += x[i] / (double)n;
+  return s;
+}
+
 int pfi_stats_median(const double *x, size_t n, double *median,
                      struct pfi_error *err) {
   if (n == 0)
@@ -54,7 +79,7 @@ int pfi_stats_median(const double *x, size_t n, double *median,
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
   memcpy(c, x, n * sizeof *c);
   gsl_sort(c, 1, n);
-  *median = gsl_stats_median_from_sorted_data(c, 1, n);
+  *median = median_sorted(c, n);
   free(c);
   return 0;
 }
@@ -105,19 +130,38 @@ static int check_pair(const double *x, const double *y, size_t n,
   return 0;
 }
 
+/*
+ * The power of two that brings the largest |x[i]| near 1. r is invariant
+ * under scaling either variable, and scaling by a power of two is exact, so
+ * r of normal-range data is bit for bit what it was unscaled; but sums of
+ * squares of values near 1e300 (or 1e-300) no longer overflow to infinity
+ * (or underflow to 0), which gave r = 0 or r = 1 for such data.
+ */
+static int scale_exp(const double *x, size_t n) {
+  double m = 0;
+  for (size_t i = 0; i < n; i++)
+    if (fabs(x[i]) > m)
+      m = fabs(x[i]);
+  int e = 0;
+  if (m > 0)
+    frexp(m, &e);
+  return e;
+}
+
 /* Pearson r of arrays already checked; p from t with n - 2 df. */
 static void pearson_core(const double *x, const double *y, size_t n, double *r,
                          double *p) {
+  int ex = scale_exp(x, n), ey = scale_exp(y, n);
   double mx = 0, my = 0;
   for (size_t i = 0; i < n; i++) {
-    mx += x[i];
-    my += y[i];
+    mx += ldexp(x[i], -ex);
+    my += ldexp(y[i], -ey);
   }
   mx /= (double)n;
   my /= (double)n;
   double sxx = 0, syy = 0, sxy = 0;
   for (size_t i = 0; i < n; i++) {
-    double dx = x[i] - mx, dy = y[i] - my;
+    double dx = ldexp(x[i], -ex) - mx, dy = ldexp(y[i], -ey) - my;
     sxx += dx * dx;
     syy += dy * dy;
     sxy += dx * dy;
@@ -314,6 +358,26 @@ int pfi_ols_fit(const double *x, size_t n, size_t k, const double *y,
     out->r2 = NAN;
     out->adj_r2 = NAN;
   }
+  /* Finite input can still overflow (y near 1e308: its squares, or a
+   * coefficient beyond the double range). A fit with an infinite or NaN
+   * coefficient, standard error, leverage or rmse is no fit. */
+  for (size_t j = 0; j < p && rc == 0; j++)
+    if (!isfinite(out->coef[j]) || !isfinite(out->se[j]))
+      rc = pfi_error_set(err, PFI_ERANGE,
+                         "ols: the %s%.0zu coefficient or its standard error "
+                         "is not a finite number (values too large or too "
+                         "small)",
+                         j ? "predictor " : "intercept", j);
+  for (size_t i = 0; i < n && rc == 0; i++)
+    if (!isfinite(out->leverage[i]) || !isfinite(out->fitted[i]))
+      rc = pfi_error_set(err, PFI_ERANGE,
+                         "ols: row %zu's fit is not a finite number (values "
+                         "too large or too small)",
+                         i + 1);
+  if (rc == 0 && !isfinite(out->rmse))
+    rc = pfi_error_set(err, PFI_ERANGE,
+                       "ols: the residuals' rmse is not a finite number "
+                       "(values too large)");
 out:
   gsl_matrix_free(X);
   gsl_matrix_free(U);
@@ -392,16 +456,15 @@ int pfi_stats_kruskal(const double *value, const size_t *group, size_t n,
   }
   for (size_t g = 0; g < ngroups; g++) {
     size_t m = 0;
-    double sum = 0, rsum = 0;
+    double rsum = 0;
     for (size_t i = 0; i < n; i++)
       if (group[i] == g) {
         buf[m++] = value[i];
-        sum += value[i];
         rsum += ranks[i];
       }
+    out->mean[g] = mean_of(buf, m);
     gsl_sort(buf, 1, m);
-    out->median[g] = gsl_stats_median_from_sorted_data(buf, 1, m);
-    out->mean[g] = sum / (double)m;
+    out->median[g] = median_sorted(buf, m);
     out->mean_rank[g] = rsum / (double)m;
   }
   double h = 0;
@@ -478,7 +541,7 @@ int pfi_stats_holm(const double *p, size_t m, double *adj,
       v = 1.0;
     if (v > run)
       run = v;
-    tmp[ix[j]] = run;
+    tmp[ix[j]] = run + 0.0; /* a p-value of -0 adjusts to 0, not -0 */
   }
   memcpy(adj, tmp, m * sizeof *adj);
   free(ix);
@@ -503,7 +566,7 @@ int pfi_stats_bh(const double *p, size_t m, double *q, struct pfi_error *err) {
     double v = (double)m * p[ix[j]] / (double)(j + 1);
     if (v < run)
       run = v;
-    tmp[ix[j]] = run;
+    tmp[ix[j]] = run + 0.0; /* a p-value of -0 gives q = 0, not -0 */
   }
   memcpy(q, tmp, m * sizeof *q);
   free(ix);

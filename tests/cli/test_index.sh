@@ -196,6 +196,25 @@ expect_err "dvfs_sweep.csv:1:1: missing column 'Throughput' \\(mapped to tokens_
 expect_err "--map: unknown column name 'watts'" index "$T/three.csv" --map watts=power_w
 expect_err "--map: expected NAME=COLUMN" index "$T/three.csv" --map power_w
 expect_err "nope.csv: cannot open" index "$T/nope.csv"
+# A NUL byte would cut "1<NUL>9" short to 1; it is refused where it is.
+printf 'job,cap_w,power_w,tokens_per_s\na,100,1\0009,1\na,200,2,3\n' >"$T/nul.csv"
+expect_err "nul.csv:2:8: NUL byte" index "$T/nul.csv"
+# A used column named twice: which one is meant is unknown.
+printf 'job,cap_w,power_w,tokens_per_s,power_w\na,100,1,1,5\na,200,2,3,6\n' >"$T/dupcol.csv"
+expect_err "dupcol.csv:1:32: column 'power_w' appears twice" index "$T/dupcol.csv"
+# An unused duplicate is an extra column like any other.
+printf 'job,cap_w,power_w,tokens_per_s,x,x\na,100,1,1,5,5\na,200,2,3,6,6\n' >"$T/dupx.csv"
+"$PFI" index "$T/dupx.csv" --format csv --definition ratio >"$T/out" || fail "unused duplicate column"
+grep -q '^a,0.75,1,' "$T/out" || fail "unused duplicate column: $(cat "$T/out")"
+# An unquoted comma in a job name shifts the columns: refused, not misread.
+printf 'cap_w,power_w,tokens_per_s,job\n100,1,1,llama,8b\n200,2,3,llama,8b\n' >"$T/long.csv"
+expect_err "long.csv:2:15: record has 5 fields, header has 4" index "$T/long.csv"
+# Positive finite values whose ratio overflows: an error, never inf or nan
+# (nor "-", which means "undefined").
+printf 'job,cap_w,power_w,tokens_per_s\na,100,1e308,1\na,200,1e-300,2\n' >"$T/ovf.csv"
+expect_err "ovf.csv:2:1: job 'a': the ratio PFI is not a finite number" index "$T/ovf.csv"
+printf 'job,cap_w,power_w,tokens_per_s\na,100,1,1e308\na,200,2,1e-308\n' >"$T/ovf2.csv"
+expect_err "ovf2.csv:2:1: job 'a': the area PFI is not a finite number" index "$T/ovf2.csv"
 
 # ---- usage ----
 "$PFI" index --help >"$T/out" && grep -q '^usage: pfi index' "$T/out" || fail "--help"

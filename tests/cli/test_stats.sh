@@ -138,6 +138,33 @@ expect_err "onegrp.csv: kruskal: needs at least 2 groups" stats kruskal "$T/oneg
 printf 'x,y\n1,2\n2,"3\n' >"$T/quote.csv"
 expect_err "quote.csv:3:3: unterminated quoted field" stats pearson "$T/quote.csv" --x x --y y
 expect_err "nope.csv: cannot open" stats pearson "$T/nope.csv" --x x --y y
+printf 'x,y,x\n1,1,9\n2,2,8\n3,4,7\n' >"$T/dupcol.csv"
+expect_err "dupcol.csv:1:1: column 'x' appears twice in the header \\(columns 1 and 3\\)" \
+  stats pearson "$T/dupcol.csv" --x x --y y
+printf 'x,y\n1,1\n2,2\n3,4\0005\n' >"$T/nul.csv"
+expect_err "nul.csv:4:4: NUL byte" stats pearson "$T/nul.csv" --x x --y y
+# y near the double's limit: the fit overflows; an error, not inf or nan.
+printf 'x,y\n1,1e308\n2,-1e308\n3,1e308\n4,3\n' >"$T/ovf.csv"
+expect_err "ovf.csv: ols: the intercept coefficient or its standard error is not a finite" \
+  stats ols "$T/ovf.csv" --x x --y y
+
+# ---- values near the double's limits give the numbers small ones give ----
+# r is invariant under scaling x; x = (1, -1, 1, 0), y = (1, 2, 4, 3) by
+# hand: Sxy = 0.5, Sxx = 2.75, Syy = 5, r = 0.5 / sqrt(13.75) = 0.1348399725.
+# Scaled by 1e308 the sums of squares overflowed and r read 0.
+printf 'x,y\n1e308,1\n-1e308,2\n1e308,4\n0,3\n' >"$T/big.csv"
+"$PFI" stats pearson "$T/big.csv" --x x --y y --format json >"$T/out" || fail "pearson big"
+near "$(json_num r "$T/out")" 0.134839972493 1e-11 "pearson r of values near 1e308"
+# x = (1, 2, 3, 0) e-300, y as above: Sxy = 2, Sxx = Syy = 5, r = 0.4 (the
+# squares underflowed to 0 and r read 1).
+printf 'x,y\n1e-300,1\n2e-300,2\n3e-300,4\n0,3\n' >"$T/tiny.csv"
+"$PFI" stats pearson "$T/tiny.csv" --x x --y y --format json >"$T/out" || fail "pearson tiny"
+near "$(json_num r "$T/out")" 0.4 1e-12 "pearson r of values near 1e-300"
+# Group a = (1e308, 1e308): mean and median 1e308, not inf.
+printf 'g,v\na,1e308\na,1e308\nb,1\nb,2\n' >"$T/kbig.csv"
+"$PFI" stats kruskal "$T/kbig.csv" --group g --value v --format json >"$T/out" || fail "kruskal big"
+tr -d ' \n' <"$T/out" | grep -q '"name":"a","n":2,"median":1e308,"mean":1e308' ||
+  fail "kruskal mean/median near 1e308: $(tr -d ' \n' <"$T/out")"
 
 # ---- usage ----
 "$PFI" stats --help | grep -q '^usage: pfi stats spearman' || fail "--help"

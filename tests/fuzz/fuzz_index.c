@@ -6,6 +6,7 @@
  * first job's lowest and highest, so that restriction both succeeds and
  * fails (a job lacking them) on generated inputs.
  */
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -36,11 +37,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     for (size_t i = 0; i < set.n; i++) {
       struct pfi_index ix;
-      if (pfi_index_compute(&set.c[i], &ix, &err) == 0)
+      if (pfi_index_compute(&set.c[i], &ix, &err) == 0) {
+        /* A computed index is finite, or it is an error: never inf/nan. */
+        if ((ix.pfi_defined && !isfinite(ix.pfi)) || !isfinite(ix.pfi_area) ||
+            (ix.ce_defined && !isfinite(ix.pfi_ce)))
+          abort();
         pfi_index_release(&ix);
+      }
       double lo, hi;
-      (void)pfi_index_ci(&set.c[i], 8, 1, PFI_INDEX_DEFAULT_REL_SD_POWER,
-                         PFI_INDEX_DEFAULT_REL_SD_TOKENS, &lo, &hi, &err);
+      if (pfi_index_ci(&set.c[i], 8, 1, PFI_INDEX_DEFAULT_REL_SD_POWER,
+                       PFI_INDEX_DEFAULT_REL_SD_TOKENS, &lo, &hi, &err) > 0 &&
+          (!isfinite(lo) || !isfinite(hi) || lo > hi))
+        abort();
     }
     pfi_curveset_release(&set);
   }

@@ -37,17 +37,41 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       k++;
     g[m] = k < m ? g[k] : ng++;
   }
+  /* Invariants of every successful result: what `pfi stats` prints is a
+   * finite number in its range, never inf or nan. */
   double r, p;
-  (void)pfi_stats_spearman(x, y, m, &r, &p, &err);
-  (void)pfi_stats_pearson(x, y, m, &r, &p, &err);
+  if (pfi_stats_spearman(x, y, m, &r, &p, &err) == 0 &&
+      !(r >= -1 && r <= 1 && p >= 0 && p <= 1))
+    abort();
+  if (pfi_stats_pearson(x, y, m, &r, &p, &err) == 0 &&
+      !(r >= -1 && r <= 1 && p >= 0 && p <= 1))
+    abort();
   struct pfi_ols o;
   if (pfi_ols_fit(x, m, 1, y, &o, &err) == 0) {
+    for (size_t j = 0; j < 2; j++)
+      if (!isfinite(o.coef[j]) || !isfinite(o.se[j]))
+        abort();
+    for (size_t i = 0; i < m; i++)
+      if (!isfinite(o.leverage[i]))
+        abort();
+    if (!isfinite(o.rmse))
+      abort();
     (void)pfi_ols_predict(&o, x);
     pfi_ols_release(&o);
   }
   struct pfi_kruskal kw;
-  if (m > 0 && pfi_stats_kruskal(y, g, m, ng, &kw, &err) == 0)
+  if (m > 0 && pfi_stats_kruskal(y, g, m, ng, &kw, &err) == 0) {
+    if (!isfinite(kw.H) || !(kw.p >= 0 && kw.p <= 1))
+      abort();
+    for (size_t k = 0; k < kw.ngroups; k++)
+      if (!isfinite(kw.mean[k]) || !isfinite(kw.median[k]))
+        abort();
+    for (size_t k = 0; k < kw.npairs; k++)
+      if (!isfinite(kw.pairs[k].z) ||
+          !(kw.pairs[k].p_holm >= 0 && kw.pairs[k].p_holm <= 1))
+        abort();
     pfi_kruskal_release(&kw);
+  }
   for (size_t i = 0; i < m; i++)
     q[i] = fabs(x[i]) <= 1 ? fabs(x[i]) : 0.5;
   if (m > 0)

@@ -369,6 +369,43 @@ static void real_sweep_mapped(void **state) {
   pfi_curveset_release(&set);
 }
 
+/* Positive finite values whose ratios overflow: an error, never an index
+ * of inf or nan (nor "undefined"). */
+static void overflow_is_an_error(void **state) {
+  (void)state;
+  struct pfi_index ix;
+  struct pfi_error err;
+  /* P_max = 1e-300 and a capped power of 1e308: P/P_max = inf, and the
+   * ratio term 1 - inf is -inf. */
+  const char r[] = "job,cap_w,power_w,tokens_per_s\n"
+                   "a,100,1e308,1\n"
+                   "a,200,1e-300,2\n";
+  struct pfi_curveset set = load(r, NULL);
+  assert_int_equal(pfi_index_compute(&set.c[0], &ix, &err), PFI_ERANGE);
+  assert_non_null(strstr(err.msg, "job 'a': the ratio PFI is not a finite"));
+  assert_null(ix.excluded_caps);
+  pfi_curveset_release(&set);
+  /* T_max = 1e-308 and a capped throughput of 1e308: the cap did not bind
+   * (left out of the ratio) but T/T_max = inf makes the area nan. */
+  const char a[] = "job,cap_w,power_w,tokens_per_s\n"
+                   "a,100,1,1e308\n"
+                   "a,200,2,1e-308\n";
+  set = load(a, NULL);
+  assert_int_equal(pfi_index_compute(&set.c[0], &ix, &err), PFI_ERANGE);
+  assert_non_null(strstr(err.msg, "the area PFI is not a finite"));
+  pfi_curveset_release(&set);
+  /* Large but representable ratios are fine: 1e300 and 1e-300 W (P/P_max
+   * = 1e-300 is finite), T/T_max = 1/2: ratio (1 - 1e-300)/(1/2) = 2. */
+  const char ok[] = "job,cap_w,power_w,tokens_per_s\n"
+                    "a,100,1e-300,1\n"
+                    "a,200,1e300,2\n";
+  set = load(ok, NULL);
+  assert_int_equal(pfi_index_compute(&set.c[0], &ix, &err), 0);
+  ASSERT_NEAR(ix.pfi, 2.0, 1e-15);
+  pfi_index_release(&ix);
+  pfi_curveset_release(&set);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(ratio_area_ce_by_hand),
@@ -382,6 +419,7 @@ int main(void) {
       cmocka_unit_test(ci_keeps_measured_exclusions),
       cmocka_unit_test(restrict_caps),
       cmocka_unit_test(real_sweep_mapped),
+      cmocka_unit_test(overflow_is_an_error),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

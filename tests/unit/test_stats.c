@@ -387,6 +387,61 @@ static void median_and_tails(void **state) {
   ASSERT_NEAR(pfi_stats_t_p(INFINITY, 3.0), 0.0, 0);
 }
 
+/* Values near the double's limits give the numbers their scaled-down
+ * copies give (r is invariant under scaling); the sums of squares used to
+ * overflow (r read 0) or underflow (r read 1). */
+static void extreme_magnitudes(void **state) {
+  (void)state;
+  struct pfi_error err;
+  double r, p, r1, p1;
+  /* x = (1, -1, 1, 0), y = (1, 2, 4, 3): means 0.25 and 2.5, Sxy = 0.5,
+   * Sxx = 2.75, Syy = 5, so r = 0.5 / sqrt(13.75). */
+  const double x[] = {1, -1, 1, 0}, y[] = {1, 2, 4, 3};
+  const double xb[] = {1e308, -1e308, 1e308, 0};
+  assert_int_equal(pfi_stats_pearson(x, y, 4, &r1, &p1, &err), 0);
+  ASSERT_NEAR(r1, 0.5 / sqrt(13.75), 1e-15);
+  assert_int_equal(pfi_stats_pearson(xb, y, 4, &r, &p, &err), 0);
+  ASSERT_NEAR(r, 0.5 / sqrt(13.75), 1e-15);
+  ASSERT_NEAR(p, p1, 1e-15);
+  /* x = (1, 2, 3, 0) e-300: Sxy = 2, Sxx = Syy = 5, r = 0.4. */
+  const double xt[] = {1e-300, 2e-300, 3e-300, 0};
+  assert_int_equal(pfi_stats_pearson(xt, y, 4, &r, &p, &err), 0);
+  ASSERT_NEAR(r, 0.4, 1e-15);
+  /* Spearman ranks first, so only Pearson's sums needed the scaling; both
+   * arguments scaled at once as a check of the y side. */
+  const double yb[] = {1e-310, 2e-310, 4e-310, 3e-310};
+  assert_int_equal(pfi_stats_pearson(xb, yb, 4, &r, &p, &err), 0);
+  ASSERT_NEAR(r, 0.5 / sqrt(13.75), 1e-15);
+
+  /* Group means and medians of values near DBL_MAX: 1e308, not inf. */
+  const double v[] = {1e308, 1e308, 1, 2, -1e308, 1e308};
+  const size_t g[] = {0, 0, 1, 1, 2, 2};
+  struct pfi_kruskal k;
+  assert_int_equal(pfi_stats_kruskal(v, g, 6, 3, &k, &err), 0);
+  ASSERT_NEAR(k.mean[0], 1e308, 0);
+  ASSERT_NEAR(k.median[0], 1e308, 0);
+  ASSERT_NEAR(k.mean[2], 0, 0);
+  ASSERT_NEAR(k.median[2], 0, 0);
+  pfi_kruskal_release(&k);
+  double m;
+  assert_int_equal(pfi_stats_median(xb, 4, &m, &err), 0);
+  ASSERT_NEAR(m, 5e307, 0); /* sorted -1e308, 0, 1e308, 1e308 */
+
+  /* y near the limit overflows the fit: an error, not inf coefficients. */
+  const double ox[] = {1, 2, 3, 4}, oy[] = {1e308, -1e308, 1e308, 3};
+  struct pfi_ols o;
+  assert_int_equal(pfi_ols_fit(ox, 4, 1, oy, &o, &err), PFI_ERANGE);
+  assert_non_null(strstr(err.msg, "not a finite number"));
+
+  /* A p-value of -0 (a valid input) adjusts to +0, not -0. */
+  const double pz[] = {-0.0, 0.5};
+  double q[2];
+  assert_int_equal(pfi_stats_bh(pz, 2, q, &err), 0);
+  assert_false(signbit(q[0]));
+  assert_int_equal(pfi_stats_holm(pz, 2, q, &err), 0);
+  assert_false(signbit(q[0]));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(ranks_average_ties),
@@ -403,6 +458,7 @@ int main(void) {
       cmocka_unit_test(bh_published_and_brute_force),
       cmocka_unit_test(holm_hand),
       cmocka_unit_test(median_and_tails),
+      cmocka_unit_test(extreme_magnitudes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
