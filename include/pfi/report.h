@@ -206,9 +206,9 @@ int pfi_figure_script(const struct pfi_figure *f, struct pfi_html *script,
  * figures can live in one HTML page without their ids clashing.
  * The gnuplot program is $PFI_GNUPLOT when set, else "gnuplot" on PATH; it
  * runs as a child process reading a temporary script file, its diagnostics
- * collected for the error message. Errors: PFI_ENOTFOUND (gnuplot missing:
- * install gnuplot-nox), PFI_ECHILD (gnuplot failed; message carries its
- * first line of diagnostics), PFI_EIO, PFI_ENOMEM, PFI_EINVAL.
+ * collected for the error message. Errors: PFI_ECHILD (gnuplot missing,
+ * the message says to install gnuplot-nox; or gnuplot failed, the message
+ * carries its first line of diagnostics), PFI_EIO, PFI_ENOMEM, PFI_EINVAL.
  */
 int pfi_figure_svg(const struct pfi_figure *f, const char *id_prefix,
                    char **svg, struct pfi_error *err);
@@ -249,8 +249,8 @@ void pfi_report_opts_init(struct pfi_report_opts *o);
  * directory (data/paper/). The provenance shown on the first screen comes
  * from curves.csv's `source` column (emulated / measured).
  * Returns 0, or an error from reading the inputs (PFI_EPARSE with
- * file:line:column, PFI_EIO, PFI_ENOTFOUND), from gnuplot (PFI_ENOTFOUND,
- * PFI_ECHILD), PFI_ENOMEM.
+ * file:line:column, PFI_EIO, PFI_ENOTFOUND), from gnuplot (PFI_ECHILD),
+ * PFI_ENOMEM.
  */
 int pfi_report_build(const char *in_dir, const char *out_dir,
                      const struct pfi_report_opts *o, struct pfi_error *err);

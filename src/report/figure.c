@@ -351,7 +351,9 @@ int pfi_figure_svg(const struct pfi_figure *f, const char *id_prefix,
     goto out;
   }
   if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && out.len == 0) {
-    rc = pfi_error_set(err, PFI_ENOTFOUND,
+    /* A missing program is a run-time failure of the environment (exit
+     * status 1), not bad input. */
+    rc = pfi_error_set(err, PFI_ECHILD,
                        "%s not found: figures need gnuplot (Debian package "
                        "gnuplot-nox; or set PFI_GNUPLOT)",
                        prog);

@@ -186,7 +186,8 @@ static void test_figure_svg(void **state) {
   setenv("PFI_GNUPLOT", "/nonexistent/gnuplot", 1);
   rc = pfi_figure_svg(&f, "x", &svg, &err);
   unsetenv("PFI_GNUPLOT");
-  assert_int_equal(rc, PFI_ENOTFOUND);
+  assert_int_equal(rc, PFI_ECHILD);
+  assert_non_null(strstr(err.msg, "gnuplot-nox"));
   assert_null(svg);
 }
 
