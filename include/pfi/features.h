@@ -22,7 +22,7 @@
 struct pfi_features {
   struct pfi_table t; /* owned */
   int job_col;
-  size_t *by_job;     /* row indices sorted by job id, for lookups; owned */
+  size_t *by_job; /* row indices sorted by job id, for lookups; owned */
 };
 
 /*
@@ -51,8 +51,8 @@ int pfi_features_has(const struct pfi_features *f, const char *expr);
  * file:line:column), PFI_EINVAL (bad expression, log2 of a value <= 0,
  * located at the cell).
  */
-int pfi_features_value(const struct pfi_features *f, size_t r,
-                       const char *expr, double *out, struct pfi_error *err);
+int pfi_features_value(const struct pfi_features *f, size_t r, const char *expr,
+                       double *out, struct pfi_error *err);
 
 /* Text of column `col` in row r, or NULL when the column or cell is absent. */
 const char *pfi_features_text(const struct pfi_features *f, size_t r,

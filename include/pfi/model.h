@@ -33,9 +33,9 @@ struct pfi_model {
   double *coef;    /* k + 1: intercept, then one per feature; owned */
   double *se;      /* k + 1 standard errors; owned; valid when has_se */
   int has_se;
-  size_t n;        /* rows fitted */
-  double r2;       /* in-sample R^2 (NaN when y is constant) */
-  double rmse;     /* in-sample sqrt(SSE / n) */
+  size_t n;    /* rows fitted */
+  double r2;   /* in-sample R^2 (NaN when y is constant) */
+  double rmse; /* in-sample sqrt(SSE / n) */
 };
 
 /*
@@ -55,7 +55,7 @@ double pfi_model_predict(const struct pfi_model *m, const double *xrow);
 
 /* Out-of-sample evaluation. */
 struct pfi_eval {
-  int defined;     /* 0 when no fold could be fitted; see `why` */
+  int defined; /* 0 when no fold could be fitted; see `why` */
   double r2, rmse, rho;
   int rho_defined; /* 0 when predictions or y are constant */
   size_t nfolds;
@@ -79,8 +79,8 @@ int pfi_model_eval_folds(const double *x, size_t n, size_t k, const double *y,
  * Fills x (n * k, caller-allocated) from the features rows rows[0..n-1] and
  * the k expressions. Errors as pfi_features_value().
  */
-int pfi_model_design(const struct pfi_features *f, const size_t *rows,
-                     size_t n, const char *const *exprs, size_t k, double *x,
+int pfi_model_design(const struct pfi_features *f, const size_t *rows, size_t n,
+                     const char *const *exprs, size_t k, double *x,
                      struct pfi_error *err);
 
 /*
@@ -94,8 +94,8 @@ int pfi_model_save(const struct pfi_model *m, const char *path,
                    struct pfi_error *err);
 int pfi_model_load(struct pfi_model *m, const char *path,
                    struct pfi_error *err);
-int pfi_model_load_mem(struct pfi_model *m, const char *name,
-                       const char *data, size_t len, struct pfi_error *err);
+int pfi_model_load_mem(struct pfi_model *m, const char *name, const char *data,
+                       size_t len, struct pfi_error *err);
 
 /* The paper's seven predictor sets (METHOD.md section 4). */
 struct pfi_predictor_set {

@@ -31,9 +31,9 @@
  */
 struct pfi_problem {
   size_t njobs, jobs_cap;
-  size_t *off;    /* njobs + 1 offsets */
+  size_t *off; /* njobs + 1 offsets */
   size_t npts, pts_cap;
-  double *x, *y;  /* npts breakpoints */
+  double *x, *y; /* npts breakpoints */
 };
 
 /* Initializes an empty problem (no allocation). */

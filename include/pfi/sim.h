@@ -18,11 +18,11 @@
 #include "pfi/oracle.h"
 
 struct pfi_sim_config {
-  size_t workloads;     /* number of workloads (500) */
-  size_t size;          /* jobs per workload (100) */
-  const double *cuts;   /* ncuts fractions in [0, 1) */
+  size_t workloads;   /* number of workloads (500) */
+  size_t size;        /* jobs per workload (100) */
+  const double *cuts; /* ncuts fractions in [0, 1) */
   size_t ncuts;
-  unsigned strategies;  /* bit (1u << s) for each enum pfi_strategy */
+  unsigned strategies; /* bit (1u << s) for each enum pfi_strategy */
   unsigned long seed;
   /* Sampling weight of each library job (NULL: uniform); need not sum to
    * one; zero excludes a job. */
@@ -35,15 +35,15 @@ struct pfi_sim_config {
 /* Per strategy and cut. Values the metric does not define (the share of a
  * zero equal-to-oracle gap) are NaN and flagged. */
 struct pfi_sim_cell {
-  double gap_mean;        /* mean over workloads of (oracle - strategy)
-                             tokens/s per job */
-  double gap_lo, gap_hi;  /* 95 % t-interval of that mean */
-  double closed_pct;      /* 100 (gap_equal - gap) / gap_equal of the means */
+  double gap_mean;       /* mean over workloads of (oracle - strategy)
+                            tokens/s per job */
+  double gap_lo, gap_hi; /* 95 % t-interval of that mean */
+  double closed_pct;     /* 100 (gap_equal - gap) / gap_equal of the means */
   int closed_defined;
-  double vs_aware_mean;   /* mean of (strategy - pfi-aware) tokens/s per job
-                             (positive: better than pfi-aware) */
+  double vs_aware_mean; /* mean of (strategy - pfi-aware) tokens/s per job
+                           (positive: better than pfi-aware) */
   double vs_aware_lo, vs_aware_hi; /* its paired 95 % t-interval */
-  int vs_aware_defined;   /* pfi-aware simulated and more than 1 workload */
+  int vs_aware_defined; /* pfi-aware simulated and more than 1 workload */
 };
 
 struct pfi_sim_result {

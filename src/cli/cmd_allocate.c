@@ -81,14 +81,30 @@ int cmd_allocate(int argc, char **argv) {
   int o;
   while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch (o) {
-    case 'c': curves = optarg; break;
-    case 'f': features = optarg; break;
-    case 'r': cut_s = optarg; break;
-    case 's': strat_s = optarg; break;
-    case 'm': model_path = optarg; break;
-    case 't': true_pfi = 1; break;
-    case 'P': pfeat = optarg; break;
-    case 'M': map = optarg; break;
+    case 'c':
+      curves = optarg;
+      break;
+    case 'f':
+      features = optarg;
+      break;
+    case 'r':
+      cut_s = optarg;
+      break;
+    case 's':
+      strat_s = optarg;
+      break;
+    case 'm':
+      model_path = optarg;
+      break;
+    case 't':
+      true_pfi = 1;
+      break;
+    case 'P':
+      pfeat = optarg;
+      break;
+    case 'M':
+      map = optarg;
+      break;
     case 'F':
       if (pfi_cli_format("allocate", optarg,
                          PFI_FMT_ALLOW_TABLE | PFI_FMT_ALLOW_CSV |
@@ -96,7 +112,9 @@ int cmd_allocate(int argc, char **argv) {
                          &fmt))
         return PFI_EXIT_USAGE;
       break;
-    case 'h': fputs(usage_text, stdout); return PFI_EXIT_OK;
+    case 'h':
+      fputs(usage_text, stdout);
+      return PFI_EXIT_OK;
     default:
       return pfi_cli_usage("allocate", "unknown or incomplete option '%s'",
                            argv[optind - 1]);
@@ -149,8 +167,8 @@ int cmd_allocate(int argc, char **argv) {
     if (true_pfi) {
       for (size_t i = 0; i < n; i++) {
         if (!d.pfi_ok[i]) {
-          pfi_error_setloc(&err, PFI_EPARSE, d.cs.source,
-                           d.cs.c[i].first_line, 0,
+          pfi_error_setloc(&err, PFI_EPARSE, d.cs.source, d.cs.c[i].first_line,
+                           0,
                            "job %s: PFI undefined (no capped point lowered "
                            "throughput)",
                            d.cs.c[i].job);
@@ -249,8 +267,7 @@ int cmd_allocate(int argc, char **argv) {
     printf("strategy %s, cut %.4g %% of %.1f W uncapped, budget %.1f W%s\n",
            pfi_strategy_name(s), 100 * cut, hi, budget,
            jobdata_emulated(&d, curves) ? " (emulated data)" : "");
-    printf("%-40s %12s %10s %14s\n", "job", "power_w", "cap_w",
-           "tokens_per_s");
+    printf("%-40s %12s %10s %14s\n", "job", "power_w", "cap_w", "tokens_per_s");
     for (size_t i = 0; i < n; i++)
       printf("%-40s %12.1f %10.1f %14.1f\n", d.cs.c[i].job, pw[i],
              pfi_curve_cap_at(&d.cs.c[i], pw[i]),

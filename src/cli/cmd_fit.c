@@ -62,9 +62,9 @@ static const char usage_text[] =
 
 struct rows {
   size_t n;
-  size_t *row;   /* features rows */
-  double *y;     /* PFI */
-  size_t *fold;  /* LOCO fold of each row */
+  size_t *row;  /* features rows */
+  double *y;    /* PFI */
+  size_t *fold; /* LOCO fold of each row */
   size_t nfolds;
   char **fold_name; /* nfolds names (point into the table) */
   size_t *fold_n;
@@ -139,8 +139,9 @@ static int build_rows(struct jobdata *d, const char *pfi_col,
       r->n++;
     }
     if (nofeat)
-      fprintf(stderr, "pfi fit: %zu job(s) of %s have no features row and "
-                      "are left out\n",
+      fprintf(stderr,
+              "pfi fit: %zu job(s) of %s have no features row and "
+              "are left out\n",
               nofeat, d->cs.source ? d->cs.source : "the curves");
     size_t nocurve = 0;
     for (size_t q = 0; q < f->t.nrows; q++) {
@@ -150,8 +151,9 @@ static int build_rows(struct jobdata *d, const char *pfi_col,
       nocurve += !found;
     }
     if (nocurve)
-      fprintf(stderr, "pfi fit: %zu features row(s) have no curve and are "
-                      "left out\n",
+      fprintf(stderr,
+              "pfi fit: %zu features row(s) have no curve and are "
+              "left out\n",
               nocurve);
   }
   /* LOCO folds. */
@@ -220,15 +222,14 @@ static int run_one(const struct pfi_features *f, const struct rows *r,
   if ((rc = pfi_model_design(f, r->row, r->n, (const char *const *)exprs, k, x,
                              err)) < 0)
     goto out;
-  if ((rc = pfi_model_fit(x, r->n, k, r->y, (const char *const *)exprs,
-                          &res->m, err)) < 0)
+  if ((rc = pfi_model_fit(x, r->n, k, r->y, (const char *const *)exprs, &res->m,
+                          err)) < 0)
     goto out;
   res->ok = 1;
   for (size_t i = 0; i < r->n; i++)
     loo[i] = i;
-  if (do_loo &&
-      (rc = pfi_model_eval_folds(x, r->n, k, r->y, loo, r->n, &res->loo, NULL,
-                                 err)) < 0)
+  if (do_loo && (rc = pfi_model_eval_folds(x, r->n, k, r->y, loo, r->n,
+                                           &res->loo, NULL, err)) < 0)
     goto out;
   if (!do_loo)
     snprintf(res->loo.why, sizeof res->loo.why, "not requested");
@@ -303,8 +304,8 @@ static const char *pub_cell(const struct published *p, const char *set,
   return NULL;
 }
 
-static const char *const pub_cols[] = {"r2_in",    "loo_r2",    "loo_rmse",
-                                       "loo_rho",  "loco_r2",   "loco_rmse",
+static const char *const pub_cols[] = {"r2_in",   "loo_r2",  "loo_rmse",
+                                       "loo_rho", "loco_r2", "loco_rmse",
                                        "loco_rho"};
 
 static int ablation(const struct pfi_features *f, const struct rows *r,
@@ -379,7 +380,8 @@ static int ablation(const struct pfi_features *f, const struct rows *r,
     fmt_num(v[0], 32, q->m.r2, q->ok);
     fmt_num(v[1], 32, q->loo.r2, q->ok && q->loo.defined);
     fmt_num(v[2], 32, q->loo.rmse, q->ok && q->loo.defined);
-    fmt_num(v[3], 32, q->loo.rho, q->ok && q->loo.defined && q->loo.rho_defined);
+    fmt_num(v[3], 32, q->loo.rho,
+            q->ok && q->loo.defined && q->loo.rho_defined);
     fmt_num(v[4], 32, q->loco.r2, q->ok && q->loco.defined);
     fmt_num(v[5], 32, q->loco.rmse, q->ok && q->loco.defined);
     fmt_num(v[6], 32, q->loco.rho,
@@ -412,9 +414,8 @@ static int ablation(const struct pfi_features *f, const struct rows *r,
           if (!pv[c])
             pv[c] = "-";
         }
-        printf("%-4s %-10s %3zu %7s %7s %8s %7s %8s %9s %8s\n", "",
-               "published", ks[s], pv[0], pv[1], pv[2], pv[3], pv[4], pv[5],
-               pv[6]);
+        printf("%-4s %-10s %3zu %7s %7s %8s %7s %8s %9s %8s\n", "", "published",
+               ks[s], pv[0], pv[1], pv[2], pv[3], pv[4], pv[5], pv[6]);
       }
     }
   }
@@ -466,14 +467,30 @@ int cmd_fit(int argc, char **argv) {
   int o;
   while ((o = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
     switch (o) {
-    case 'c': curves = optarg; break;
-    case 'p': pfi_col = optarg; break;
-    case 'f': feats = optarg; break;
-    case 'e': evals = optarg; break;
-    case 'C': cluster = optarg; break;
-    case 'o': output = optarg; break;
-    case 'a': abl = 1; break;
-    case 'M': map = optarg; break;
+    case 'c':
+      curves = optarg;
+      break;
+    case 'p':
+      pfi_col = optarg;
+      break;
+    case 'f':
+      feats = optarg;
+      break;
+    case 'e':
+      evals = optarg;
+      break;
+    case 'C':
+      cluster = optarg;
+      break;
+    case 'o':
+      output = optarg;
+      break;
+    case 'a':
+      abl = 1;
+      break;
+    case 'M':
+      map = optarg;
+      break;
     case 'F':
       if (pfi_cli_format("fit", optarg,
                          PFI_FMT_ALLOW_TABLE | PFI_FMT_ALLOW_CSV |
@@ -481,7 +498,9 @@ int cmd_fit(int argc, char **argv) {
                          &fmt))
         return PFI_EXIT_USAGE;
       break;
-    case 'h': fputs(usage_text, stdout); return PFI_EXIT_OK;
+    case 'h':
+      fputs(usage_text, stdout);
+      return PFI_EXIT_OK;
     default:
       return pfi_cli_usage("fit", "unknown or incomplete option '%s'",
                            argv[optind - 1]);

@@ -40,7 +40,9 @@ int cmd_predict(int argc, char **argv) {
                          &fmt))
         return PFI_EXIT_USAGE;
       break;
-    case 'h': fputs(usage_text, stdout); return PFI_EXIT_OK;
+    case 'h':
+      fputs(usage_text, stdout);
+      return PFI_EXIT_OK;
     default:
       return pfi_cli_usage("predict", "unknown or incomplete option '%s'",
                            argv[optind - 1]);

@@ -4,10 +4,10 @@
 #include <getopt.h>
 #include <jansson.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -111,9 +111,10 @@ static int plot(const char *path, const double *cuts, size_t nc,
   }
   fprintf(fp, "set terminal %s\nset output '%s'\n", term, path);
   fprintf(fp, "set title \"%s\" noenhanced\n", title);
-  fprintf(fp, "set xlabel 'Cluster power reduction (%%)'\n"
-              "set ylabel 'Throughput gap to oracle (tokens/s per job)'\n"
-              "set key top left\nset grid\nset xrange [%g:%g]\n",
+  fprintf(fp,
+          "set xlabel 'Cluster power reduction (%%)'\n"
+          "set ylabel 'Throughput gap to oracle (tokens/s per job)'\n"
+          "set key top left\nset grid\nset xrange [%g:%g]\n",
           cuts[0] - 1, cuts[nc - 1] + 1);
   int first = 1;
   for (int s = 0; s < PFI_STRAT__COUNT; s++) {
@@ -204,8 +205,12 @@ int cmd_simulate(int argc, char **argv) {
   int o;
   while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch (o) {
-    case 'c': curves = optarg; break;
-    case 'f': features = optarg; break;
+    case 'c':
+      curves = optarg;
+      break;
+    case 'f':
+      features = optarg;
+      break;
     case 'w':
       if (pfi_cli_parse_ulong(optarg, &workloads) || workloads < 2 ||
           workloads > 10000000)
@@ -215,9 +220,15 @@ int cmd_simulate(int argc, char **argv) {
       if (pfi_cli_parse_ulong(optarg, &size) || size < 1 || size > 10000000)
         return pfi_cli_usage("simulate", "--size must be 1..10000000");
       break;
-    case 'x': mix = optarg; break;
-    case 'r': cuts_s = optarg; break;
-    case 's': strat_s = optarg; break;
+    case 'x':
+      mix = optarg;
+      break;
+    case 'r':
+      cuts_s = optarg;
+      break;
+    case 's':
+      strat_s = optarg;
+      break;
     case 'S':
       if (pfi_cli_parse_ulong(optarg, &seed))
         return pfi_cli_usage("simulate", "--seed must be a non-negative "
@@ -231,13 +242,27 @@ int cmd_simulate(int argc, char **argv) {
       else
         return pfi_cli_usage("simulate", "--holdout takes job or cluster");
       break;
-    case 'm': model_path = optarg; break;
-    case 't': true_pfi = 1; break;
-    case 'P': pfeat = optarg; break;
-    case 'p': plot_path = optarg; break;
-    case 'T': tcurves = optarg; break;
-    case 'U': tfeatures = optarg; break;
-    case 'M': map = optarg; break;
+    case 'm':
+      model_path = optarg;
+      break;
+    case 't':
+      true_pfi = 1;
+      break;
+    case 'P':
+      pfeat = optarg;
+      break;
+    case 'p':
+      plot_path = optarg;
+      break;
+    case 'T':
+      tcurves = optarg;
+      break;
+    case 'U':
+      tfeatures = optarg;
+      break;
+    case 'M':
+      map = optarg;
+      break;
     case 'F':
       if (pfi_cli_format("simulate", optarg,
                          PFI_FMT_ALLOW_TABLE | PFI_FMT_ALLOW_CSV |
@@ -245,7 +270,9 @@ int cmd_simulate(int argc, char **argv) {
                          &fmt))
         return PFI_EXIT_USAGE;
       break;
-    case 'h': fputs(usage_text, stdout); return PFI_EXIT_OK;
+    case 'h':
+      fputs(usage_text, stdout);
+      return PFI_EXIT_OK;
     default:
       return pfi_cli_usage("simulate", "unknown or incomplete option '%s'",
                            argv[optind - 1]);
@@ -263,13 +290,13 @@ int cmd_simulate(int argc, char **argv) {
     return pfi_cli_usage("simulate", "test jobs are out of sample already: "
                                      "drop --holdout and --true-pfi");
   char cbuf[4096], fbuf[4096], mbuf[4096];
-  if (!curves && !(curves = jobdata_default("jobs/curves.csv", cbuf,
-                                            sizeof cbuf)))
+  if (!curves &&
+      !(curves = jobdata_default("jobs/curves.csv", cbuf, sizeof cbuf)))
     return pfi_cli_usage("simulate", "--curves FILE is required (no "
                                      "data/jobs/curves.csv; 'pfi reproduce' "
                                      "writes OUT/curves.csv)");
-  if (!features && !(features = jobdata_default("jobs/features.csv", fbuf,
-                                                sizeof fbuf)))
+  if (!features &&
+      !(features = jobdata_default("jobs/features.csv", fbuf, sizeof fbuf)))
     return pfi_cli_usage("simulate", "--features FILE is required (no "
                                      "data/jobs/features.csv; 'pfi "
                                      "reproduce' writes OUT/features.csv)");
@@ -306,8 +333,8 @@ int cmd_simulate(int argc, char **argv) {
   }
   const char *mix_path = NULL;
   if (strcmp(mix, "production") == 0) {
-    if (!(mix_path = jobdata_default("mixes/production.csv", mbuf,
-                                     sizeof mbuf))) {
+    if (!(mix_path =
+              jobdata_default("mixes/production.csv", mbuf, sizeof mbuf))) {
       free(cuts);
       return pfi_cli_usage("simulate", "data/mixes/production.csv not found "
                                        "(set PFI_DATA)");
@@ -383,8 +410,9 @@ int cmd_simulate(int argc, char **argv) {
   if (true_pfi) {
     for (size_t i = 0; i < n; i++) {
       if (!sd->pfi_ok[i]) {
-        pfi_error_setloc(&err, PFI_EPARSE, sd->cs.source, sd->cs.c[i].first_line,
-                         0, "job %s: PFI undefined", sd->cs.c[i].job);
+        pfi_error_setloc(&err, PFI_EPARSE, sd->cs.source,
+                         sd->cs.c[i].first_line, 0, "job %s: PFI undefined",
+                         sd->cs.c[i].job);
         goto fail;
       }
       est[i] = sd->true_pfi[i];
@@ -410,18 +438,17 @@ int cmd_simulate(int argc, char **argv) {
             fallbacks, mix_path);
   for (size_t c = 0; c < nc; c++)
     fcuts[c] = cuts[c] / 100.0;
-  struct pfi_alloc_inputs in = {est, (mask & (1u << PFI_STRAT_DRAM_COPY)) ? dram : NULL,
-                                moe};
-  struct pfi_sim_config cfg = {
-      .workloads = workloads,
-      .size = size,
-      .cuts = fcuts,
-      .ncuts = nc,
-      .strategies = mask,
-      .seed = seed,
-      .sample_weight = mix_path ? weight : NULL,
-      .progress = isatty(2) ? progress : NULL,
-      .progress_arg = NULL};
+  struct pfi_alloc_inputs in = {
+      est, (mask & (1u << PFI_STRAT_DRAM_COPY)) ? dram : NULL, moe};
+  struct pfi_sim_config cfg = {.workloads = workloads,
+                               .size = size,
+                               .cuts = fcuts,
+                               .ncuts = nc,
+                               .strategies = mask,
+                               .seed = seed,
+                               .sample_weight = mix_path ? weight : NULL,
+                               .progress = isatty(2) ? progress : NULL,
+                               .progress_arg = NULL};
   if (pfi_sim_run(&lib, &in, &cfg, &res, &err) < 0) {
     if (err.code == PFI_EINFEASIBLE) {
       fprintf(stderr, "pfi simulate: %s\n", err.msg);
@@ -433,13 +460,14 @@ int cmd_simulate(int argc, char **argv) {
   int emulated = is_emulated(&d.f) || is_emulated(&sd->f) ||
                  jobdata_emulated(&d, curves) ||
                  (have_test && jobdata_emulated(&td, tcurves));
-  const char *pfi_src = have_test ? "telemetry model fitted on the library, "
-                                    "applied to the test jobs"
-                        : true_pfi ? "true PFI of the curves"
+  const char *pfi_src = have_test    ? "telemetry model fitted on the library, "
+                                       "applied to the test jobs"
+                        : true_pfi   ? "true PFI of the curves"
                         : have_model ? "saved model"
                         : holdout == 1 ? "telemetry model, held out by job"
-                        : holdout == 2 ? "telemetry model, held out by cluster"
-                                       : "telemetry model fitted on the library";
+                        : holdout == 2
+                            ? "telemetry model, held out by cluster"
+                            : "telemetry model fitted on the library";
   if (fmt == PFI_FMT_JSON) {
     json_t *j = json_object(), *jc = json_array(), *js = json_object();
     for (size_t c = 0; c < nc; c++)
@@ -505,7 +533,8 @@ int cmd_simulate(int argc, char **argv) {
            workloads, size, mix, seed, n, have_test ? " (test jobs)" : "",
            emulated ? "emulated" : "from the given files", pfi_src);
     printf("\nThroughput gap to the oracle, tokens/s per job: mean "
-           "[95 %% interval]\n%-16s", "strategy");
+           "[95 %% interval]\n%-16s",
+           "strategy");
     for (size_t c = 0; c < nc; c++)
       printf(" %22.4g%%", cuts[c]);
     printf("\n");
@@ -574,7 +603,8 @@ int cmd_simulate(int argc, char **argv) {
         printf("\nProduction mix, 30 %% cut: pfi-aware recovers %.0f tokens/s "
                "per job over equal, %.0f %% of the gap (%s); published "
                "(paper, Figure 8): about 1,500 tokens/s per job, 63 %%.\n",
-               e->gap_mean - a->gap_mean, a->closed_defined ? a->closed_pct : 0.0,
+               e->gap_mean - a->gap_mean,
+               a->closed_defined ? a->closed_pct : 0.0,
                emulated ? "emulated" : "these data");
       }
   }

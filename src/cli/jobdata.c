@@ -86,8 +86,9 @@ int jobdata_require_features(const struct jobdata *d, const char *why,
   return pfi_error_setloc(err, PFI_EPARSE, d->f.t.name, 0, 0,
                           "%zu of %zu jobs of %s have no row here (%s%s); %s "
                           "needs features for every job",
-                          d->nmissing, d->cs.n, d->cs.source ? d->cs.source : "the curves",
-                          list, d->nmissing > shown ? ", ..." : "", why);
+                          d->nmissing, d->cs.n,
+                          d->cs.source ? d->cs.source : "the curves", list,
+                          d->nmissing > shown ? ", ..." : "", why);
 }
 
 int jobdata_estimate_pfi(const struct jobdata *d, const struct pfi_model *model,
@@ -187,8 +188,7 @@ int jobdata_estimate_pfi(const struct jobdata *d, const struct pfi_model *model,
       }
     }
     struct pfi_eval ev;
-    if ((rc = pfi_model_eval_folds(x, m, k, y, fold, nf, &ev, pred, err)) <
-        0) {
+    if ((rc = pfi_model_eval_folds(x, m, k, y, fold, nf, &ev, pred, err)) < 0) {
       free(xall);
       goto out;
     }
@@ -224,9 +224,9 @@ int jobdata_fit_model(const struct jobdata *d, const char *feature_list,
                       struct pfi_model *m, struct pfi_error *err) {
   char **names = NULL;
   size_t k = 0, n = d->cs.n, q = 0;
-  int rc = pfi_strlist_split(
-      feature_list ? feature_list : pfi_default_model_features, &names, &k,
-      err);
+  int rc = pfi_strlist_split(feature_list ? feature_list
+                                          : pfi_default_model_features,
+                             &names, &k, err);
   if (rc < 0)
     return rc;
   size_t *rows = malloc((n + 1) * sizeof *rows);

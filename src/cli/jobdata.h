@@ -15,13 +15,13 @@
 #include "pfi/model.h"
 
 struct jobdata {
-  struct pfi_curveset cs;  /* curves, one per job */
+  struct pfi_curveset cs; /* curves, one per job */
   int have_features;
-  struct pfi_features f;   /* valid when have_features */
-  long *frow;              /* cs.n: features row of each curve, -1 if none */
-  size_t nmissing;         /* curves without a features row */
-  double *true_pfi;        /* cs.n: ratio PFI of each curve */
-  int *pfi_ok;             /* cs.n: 1 when the ratio PFI is defined */
+  struct pfi_features f; /* valid when have_features */
+  long *frow;            /* cs.n: features row of each curve, -1 if none */
+  size_t nmissing;       /* curves without a features row */
+  double *true_pfi;      /* cs.n: ratio PFI of each curve */
+  int *pfi_ok;           /* cs.n: 1 when the ratio PFI is defined */
 };
 
 /* Loads curves (with optional --map) and, when fpath is not NULL, a

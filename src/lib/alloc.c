@@ -8,8 +8,8 @@
 #include <string.h>
 
 static const char *const names[PFI_STRAT__COUNT] = {
-    "oracle", "equal", "moe-ft-weighted", "pfi-aware", "dram-copy",
-    "pfi-curve"};
+    "oracle",    "equal",     "moe-ft-weighted",
+    "pfi-aware", "dram-copy", "pfi-curve"};
 
 const char *pfi_strategy_name(enum pfi_strategy s) {
   return (unsigned)s < PFI_STRAT__COUNT ? names[s] : "?";
@@ -49,8 +49,8 @@ static int cmp_ratio(const void *a, const void *b) {
  * untouched). Adds to cut[]; returns the watts that could not be placed
  * because every weighted job reached its floor.
  */
-static double waterfill(size_t n, const double *room, const double *w,
-                        double C, double *cut, struct ratio *buf) {
+static double waterfill(size_t n, const double *room, const double *w, double C,
+                        double *cut, struct ratio *buf) {
   size_t m = 0;
   double W = 0;
   for (size_t i = 0; i < n; i++)

@@ -41,7 +41,8 @@ static int check_jobs(struct pfi_features *f, struct pfi_error *err) {
   }
   for (size_t w = 1; w < n; w *= 2) {
     for (size_t lo = 0; lo < n; lo += 2 * w) {
-      size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+      size_t mid = lo + w < n ? lo + w : n,
+             hi = lo + 2 * w < n ? lo + 2 * w : n;
       size_t a = lo, b = mid, k = lo;
       while (a < mid && b < hi) {
         const char *sa = pfi_table_cell(&ff->t, ix[a], (size_t)ff->job_col);
@@ -89,8 +90,7 @@ int pfi_features_load(struct pfi_features *f, const char *path,
 }
 
 int pfi_features_load_mem(struct pfi_features *f, const char *name,
-                          const char *data, size_t len,
-                          struct pfi_error *err) {
+                          const char *data, size_t len, struct pfi_error *err) {
   memset(f, 0, sizeof *f);
   int rc = pfi_table_load_mem(&f->t, name, data, len, err);
   if (rc < 0)
@@ -165,8 +165,8 @@ int pfi_features_has(const struct pfi_features *f, const char *expr) {
   return pfi_table_find(&f->t, col) >= 0;
 }
 
-int pfi_features_value(const struct pfi_features *f, size_t r,
-                       const char *expr, double *out, struct pfi_error *err) {
+int pfi_features_value(const struct pfi_features *f, size_t r, const char *expr,
+                       double *out, struct pfi_error *err) {
   char col[256];
   const char *val;
   int kind = parse_expr(expr, col, sizeof col, &val);
@@ -176,8 +176,8 @@ int pfi_features_value(const struct pfi_features *f, size_t r,
                          expr);
   int c = pfi_table_find(&f->t, col);
   if (c < 0)
-    return pfi_error_set(err, PFI_ENOTFOUND, "features file %s has no column '%s'",
-                         f->t.name, col);
+    return pfi_error_set(err, PFI_ENOTFOUND,
+                         "features file %s has no column '%s'", f->t.name, col);
   if (kind == 1) {
     const char *s = pfi_table_cell(&f->t, r, (size_t)c);
     *out = (s && strcasecmp(s, val) == 0) ? 1.0 : 0.0;
@@ -216,8 +216,8 @@ int pfi_features_class(const struct pfi_features *f, size_t r, int *is_moe,
                          "features file %s needs 'arch' and 'task' columns",
                          f->t.name);
   *is_moe = a && strcasecmp(a, "moe") == 0;
-  static const char *const ft[] = {"ft", "sft", "lora", "finetune",
-                                   "fine-tuning", NULL};
+  static const char *const ft[] = {"ft",       "sft",         "lora",
+                                   "finetune", "fine-tuning", NULL};
   *is_ft = 0;
   for (size_t k = 0; t && ft[k]; k++)
     if (strcasecmp(t, ft[k]) == 0)

@@ -26,7 +26,7 @@ const char pfi_default_model_features[] = "dram_copy_product";
 #define META "arch=moe,task=ft,log2(gpus)"
 #define DCGM                                                                   \
   "dram_active,mem_copy_util,sm_active,tensor_active,nvlink_tx_gbps,"          \
-  "nvlink_rx_gbps,pcie_tx_gbps,pcie_rx_gbps,power_w,sm_clock_mhz,gpu_util,"   \
+  "nvlink_rx_gbps,pcie_tx_gbps,pcie_rx_gbps,power_w,sm_clock_mhz,gpu_util,"    \
   "fb_used_gib,gpu_temp_c"
 
 const struct pfi_predictor_set pfi_ablation_sets[7] = {
@@ -345,8 +345,8 @@ out:
   return rc;
 }
 
-int pfi_model_design(const struct pfi_features *f, const size_t *rows,
-                     size_t n, const char *const *exprs, size_t k, double *x,
+int pfi_model_design(const struct pfi_features *f, const size_t *rows, size_t n,
+                     const char *const *exprs, size_t k, double *x,
                      struct pfi_error *err) {
   for (size_t i = 0; i < n; i++)
     for (size_t j = 0; j < k; j++) {
@@ -374,8 +374,8 @@ int pfi_model_save(const struct pfi_model *m, const char *path,
     json_t *c = json_object();
     json_object_set_new(c, "feature", json_string(m->features[q]));
     json_object_set_new(c, "estimate", json_real(m->coef[1 + q]));
-    json_object_set_new(c, "se", m->has_se ? num_or_null(m->se[1 + q])
-                                           : json_null());
+    json_object_set_new(c, "se",
+                        m->has_se ? num_or_null(m->se[1 + q]) : json_null());
     json_array_append_new(coefs, c);
   }
   json_object_set_new(j, "features", feats);
@@ -410,8 +410,8 @@ static int bad(struct pfi_error *err, const char *name, const char *what) {
   return pfi_error_setloc(err, PFI_EPARSE, name, 0, 0, "model: %s", what);
 }
 
-int pfi_model_load_mem(struct pfi_model *m, const char *name,
-                       const char *data, size_t len, struct pfi_error *err) {
+int pfi_model_load_mem(struct pfi_model *m, const char *name, const char *data,
+                       size_t len, struct pfi_error *err) {
   memset(m, 0, sizeof *m);
   json_error_t je;
   json_t *j = json_loadb(data, len, 0, &je);
@@ -459,8 +459,8 @@ int pfi_model_load_mem(struct pfi_model *m, const char *name,
       goto out;
     }
     if (!est || !json_is_number(est) || !isfinite(json_number_value(est))) {
-      rc = bad(err, name,
-               "each coefficient needs a finite number \"estimate\"");
+      rc =
+          bad(err, name, "each coefficient needs a finite number \"estimate\"");
       goto out;
     }
     if (cf && (!json_is_string(cf) ||

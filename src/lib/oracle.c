@@ -261,17 +261,17 @@ struct node {
 struct restr {
   size_t job;
   uint32_t a, b;
-  size_t nseg;   /* its segments in ctx->nseg_buf */
+  size_t nseg; /* its segments in ctx->nseg_buf */
   size_t segoff;
 };
 
 struct ctx {
   const struct pfi_problem *p;
-  size_t M;          /* global hull segments, sorted by slope, descending */
+  size_t M; /* global hull segments, sorted by slope, descending */
   struct seg *g;
   double *lpre, *vpre; /* M + 1 prefix sums of lengths and of gains */
-  size_t *jseg;      /* njobs + 1 offsets into gpos */
-  size_t *gpos;      /* sorted position of each job's root hull segments */
+  size_t *jseg;        /* njobs + 1 offsets into gpos */
+  size_t *gpos;        /* sorted position of each job's root hull segments */
   double base_pow, base_val; /* sum of floors and of f at the floors */
   double budget;
   double tol_val, tol_pow;
@@ -290,8 +290,8 @@ struct ctx {
 /* Upper concave hull of job breakpoints [a, b] (relative indices); appends
  * its segments. Collinear points are dropped (the gap test below then sees
  * no gap on them). */
-static int hull(const struct pfi_problem *p, size_t job, uint32_t a,
-                uint32_t b, struct seg **out, size_t *n, size_t *cap) {
+static int hull(const struct pfi_problem *p, size_t job, uint32_t a, uint32_t b,
+                struct seg **out, size_t *n, size_t *cap) {
   const double *x = p->x + p->off[job], *y = p->y + p->off[job];
   uint32_t st[130];
   size_t top = 0;
@@ -300,8 +300,8 @@ static int hull(const struct pfi_problem *p, size_t job, uint32_t a,
   for (uint32_t i = a; i <= b; i++) {
     while (top >= 2) {
       uint32_t s0 = st[top - 2], s1 = st[top - 1];
-      double cr = (x[s1] - x[s0]) * (y[i] - y[s0]) -
-                  (y[s1] - y[s0]) * (x[i] - x[s0]);
+      double cr =
+          (x[s1] - x[s0]) * (y[i] - y[s0]) - (y[s1] - y[s0]) * (x[i] - x[s0]);
       if (cr >= 0)
         top--;
       else
@@ -478,14 +478,14 @@ struct fill {
 
 struct nres {
   int feasible;
-  double ub;     /* envelope bound */
-  double val;    /* true value of the relaxation's point */
-  double gap;    /* ub - val */
-  long tstar;    /* global items before this position are full */
-  int has_frac;  /* one segment is partially filled */
+  double ub;    /* envelope bound */
+  double val;   /* true value of the relaxation's point */
+  double gap;   /* ub - val */
+  long tstar;   /* global items before this position are full */
+  int has_frac; /* one segment is partially filled */
   struct seg frac;
   double frac_amt;
-  size_t nfill;  /* window fills (global item tstar and node segments) */
+  size_t nfill; /* window fills (global item tstar and node segments) */
   struct fill *fill;
 };
 
@@ -728,8 +728,8 @@ int pfi_oracle_solve(const struct pfi_problem *p, double budget_w,
     yscale += ym;
     size_t m = p->off[i + 1] - p->off[i];
     if (m > 128) {
-      rc = pfi_error_set(err, PFI_EINVAL, "job %zu has more than 128 points",
-                         i);
+      rc =
+          pfi_error_set(err, PFI_EINVAL, "job %zu has more than 128 points", i);
       goto out;
     }
     if (hull(p, i, 0, (uint32_t)(m - 1), &c.g, &c.M, &cap) < 0)

@@ -57,8 +57,9 @@ int pfi_sim_run(const struct pfi_problem *lib,
     return pfi_error_set(err, PFI_EINVAL,
                          "at least 2 workloads are needed for an interval");
   if (S == 0 || C == 0)
-    return pfi_error_set(err, PFI_EINVAL, "workload size and cuts must be "
-                                          "non-empty");
+    return pfi_error_set(err, PFI_EINVAL,
+                         "workload size and cuts must be "
+                         "non-empty");
   for (size_t c = 0; c < C; c++)
     if (!(cfg->cuts[c] >= 0 && cfg->cuts[c] < 1))
       return pfi_error_set(err, PFI_EINVAL, "cut %g outside [0, 1)",
@@ -90,8 +91,8 @@ int pfi_sim_run(const struct pfi_problem *lib,
     double sum = 0;
     for (size_t j = 0; j < L; j++) {
       if (!(cfg->sample_weight[j] >= 0) || !isfinite(cfg->sample_weight[j])) {
-        rc = pfi_error_set(err, PFI_EINVAL, "bad sampling weight of job %zu",
-                           j);
+        rc =
+            pfi_error_set(err, PFI_EINVAL, "bad sampling weight of job %zu", j);
         goto out;
       }
       sum += cfg->sample_weight[j];
@@ -132,8 +133,8 @@ int pfi_sim_run(const struct pfi_problem *lib,
       for (int s = 0; s < PFI_STRAT__COUNT; s++) {
         if (!(run & (1u << s)))
           continue;
-        if ((rc = pfi_alloc_run(&wp, (enum pfi_strategy)s, B, &win, pw,
-                                err)) < 0)
+        if ((rc = pfi_alloc_run(&wp, (enum pfi_strategy)s, B, &win, pw, err)) <
+            0)
           goto out;
         tot[s][c * W + w] = pfi_alloc_total_tokens(&wp, pw) / (double)S;
       }
@@ -204,9 +205,9 @@ out:
   return rc;
 }
 
-static int mix_weights(struct pfi_table *tp, const int *is_ft,
-                       const int *gpus, size_t njobs, double *weight,
-                       size_t *fallbacks, struct pfi_error *err);
+static int mix_weights(struct pfi_table *tp, const int *is_ft, const int *gpus,
+                       size_t njobs, double *weight, size_t *fallbacks,
+                       struct pfi_error *err);
 
 int pfi_mix_weights(const char *mix_path, const int *is_ft, const int *gpus,
                     size_t njobs, double *weight, size_t *fallbacks,
@@ -230,9 +231,9 @@ int pfi_mix_weights_mem(const char *name, const char *data, size_t len,
 }
 
 /* Computes the weights from a loaded mix table, then releases it. */
-static int mix_weights(struct pfi_table *tp, const int *is_ft,
-                       const int *gpus, size_t njobs, double *weight,
-                       size_t *fallbacks, struct pfi_error *err) {
+static int mix_weights(struct pfi_table *tp, const int *is_ft, const int *gpus,
+                       size_t njobs, double *weight, size_t *fallbacks,
+                       struct pfi_error *err) {
   struct pfi_table t = *tp;
   int rc = 0;
   static const char *const cols[] = {"task", "min_gpus", "max_gpus", "share"};
@@ -246,7 +247,8 @@ static int mix_weights(struct pfi_table *tp, const int *is_ft,
   size_t nr = t.nrows;
   size_t *count = calloc(nr + 1, sizeof *count);
   int *row_of = malloc((njobs + 1) * sizeof *row_of);
-  double *lo = malloc((nr + 1) * sizeof *lo), *hi = malloc((nr + 1) * sizeof *hi),
+  double *lo = malloc((nr + 1) * sizeof *lo),
+         *hi = malloc((nr + 1) * sizeof *hi),
          *share = malloc((nr + 1) * sizeof *share);
   int *ft = malloc((nr + 1) * sizeof *ft);
   if (!count || !row_of || !lo || !hi || !share || !ft) {
@@ -260,9 +262,10 @@ static int mix_weights(struct pfi_table *tp, const int *is_ft,
     else if (task && strcasecmp(task, "pt") == 0)
       ft[r] = 0;
     else {
-      rc = pfi_error_setloc(err, PFI_EPARSE, t.name, t.line[r],
-                            t.col[r * t.ncols + ci[0]] ? t.col[r * t.ncols + ci[0]] : 1,
-                            "task must be 'pt' or 'ft'");
+      rc = pfi_error_setloc(
+          err, PFI_EPARSE, t.name, t.line[r],
+          t.col[r * t.ncols + ci[0]] ? t.col[r * t.ncols + ci[0]] : 1,
+          "task must be 'pt' or 'ft'");
       goto out2;
     }
     if ((rc = pfi_table_double(&t, r, (size_t)ci[1], &lo[r], err)) < 0 ||

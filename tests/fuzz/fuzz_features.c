@@ -13,9 +13,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   struct pfi_features f;
   if (pfi_features_load_mem(&f, "fuzz", (const char *)data, size, &err) != 0)
     return 0;
-  static const char *const exprs[] = {"dram_copy_product", "arch=moe",
-                                      "task=ft", "log2(gpus)", "x=", "log2()",
-                                      "=a", "gpus"};
+  static const char *const exprs[] = {"dram_copy_product",
+                                      "arch=moe",
+                                      "task=ft",
+                                      "log2(gpus)",
+                                      "x=",
+                                      "log2()",
+                                      "=a",
+                                      "gpus"};
   size_t n = f.t.nrows < 64 ? f.t.nrows : 64;
   double x[64], y[64];
   size_t rows[64], fold[64], m = 0;

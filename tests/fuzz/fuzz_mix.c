@@ -15,8 +15,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   double w[7];
   size_t fb;
   struct pfi_error err;
-  if (pfi_mix_weights_mem("fuzz", (const char *)data, size, ft, gpus, 7, w,
-                          &fb, &err) == 0)
+  if (pfi_mix_weights_mem("fuzz", (const char *)data, size, ft, gpus, 7, w, &fb,
+                          &err) == 0)
     for (int i = 0; i < 7; i++)
       if (!(w[i] >= 0) || !isfinite(w[i]))
         abort();

@@ -82,8 +82,7 @@ static void test_loco_by_hand(void **state) {
   ASSERT_NEAR(ev.rho, 0.8, 1e-12);
   /* A fold leaving fewer than 2 training rows is undefined, not a crash. */
   size_t f2[] = {0, 0, 0, 1};
-  assert_int_equal(pfi_model_eval_folds(X, 4, 1, Y, f2, 2, &ev, NULL, &err),
-                   0);
+  assert_int_equal(pfi_model_eval_folds(X, 4, 1, Y, f2, 2, &ev, NULL, &err), 0);
   assert_false(ev.defined);
 }
 

@@ -187,8 +187,8 @@ static void check_feasible(const struct pfi_problem *p, const double *pw,
     double lo = pfi_problem_lo(p, i), hi = pfi_problem_hi(p, i);
     /* Ranges: exact up to rounding of sums of a few hundred watts. */
     if (pw[i] < lo - 1e-9 * hi || pw[i] > hi + 1e-9 * hi)
-      fail_msg("%s: job %zu power %.12g outside [%.12g, %.12g]", what, i,
-               pw[i], lo, hi);
+      fail_msg("%s: job %zu power %.12g outside [%.12g, %.12g]", what, i, pw[i],
+               lo, hi);
     s += pw[i];
     scale += hi;
   }

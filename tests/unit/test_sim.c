@@ -94,8 +94,7 @@ static void test_gaps_by_hand(void **state) {
   double deep[] = {0.6};
   cfg.cuts = deep;
   cfg.ncuts = 1;
-  assert_int_equal(pfi_sim_run(&lib, NULL, &cfg, &res, &err),
-                   PFI_EINFEASIBLE);
+  assert_int_equal(pfi_sim_run(&lib, NULL, &cfg, &res, &err), PFI_EINFEASIBLE);
   assert_non_null(strstr(err.msg, "infeasible by 40.000 W"));
   pfi_problem_release(&lib);
 }
