@@ -72,7 +72,9 @@ int pfi_cli_parse_double(const char *s, double *out) {
 }
 
 int pfi_cli_parse_ulong(const char *s, unsigned long *out) {
-  if (!s || !*s || *s == '-' || *s == '+')
+  /* strtoul() skips leading space and then accepts a sign: " -1" would
+   * read as ULONG_MAX. Only digits are a non-negative integer. */
+  if (!s || !(*s >= '0' && *s <= '9'))
     return PFI_EINVAL;
   char *end;
   errno = 0;
@@ -112,8 +114,8 @@ int pfi_cli_parse_numlist(const char *s, double **out, size_t *n,
       return pfi_error_set(err, PFI_EINVAL,
                            "'%s': expected LO:HI:STEP with numbers", s);
     if (!(step > 0) || hi < lo)
-      return pfi_error_set(err, PFI_EINVAL,
-                           "'%s': need STEP > 0 and HI >= LO", s);
+      return pfi_error_set(err, PFI_EINVAL, "'%s': need STEP > 0 and HI >= LO",
+                           s);
     double cnt = floor((hi - lo) / step + 1e-9) + 1;
     if (cnt > 100000)
       return pfi_error_set(err, PFI_EINVAL, "'%s': too many values", s);

@@ -72,21 +72,16 @@ static void fmt_num(char *buf, size_t n, int defined, double v,
     snprintf(buf, n, fmt, v);
 }
 
-/* Caps joined by ';' (a character that needs no quoting in CSV). */
-static void fmt_caps(char *buf, size_t n, const struct pfi_index *ix) {
+/* Caps joined by ';' (a character that needs no quoting in CSV), every one
+ * of them and to 10 significant digits: a fixed buffer cut long lists
+ * short and %g rounded 1234567 W to 1.23457e+06. */
+static void put_caps(FILE *fp, const struct pfi_index *ix) {
   if (ix->n_excluded == 0) {
-    snprintf(buf, n, "-");
+    fputc('-', fp);
     return;
   }
-  size_t w = 0;
-  buf[0] = '\0';
-  for (size_t k = 0; k < ix->n_excluded && w + 1 < n; k++) {
-    int m =
-        snprintf(buf + w, n - w, "%s%g", k ? ";" : "", ix->excluded_caps[k]);
-    if (m < 0 || (size_t)m >= n - w)
-      break;
-    w += (size_t)m;
-  }
+  for (size_t k = 0; k < ix->n_excluded; k++)
+    fprintf(fp, "%s%.10g", k ? ";" : "", ix->excluded_caps[k]);
 }
 
 /* CSV field: quoted when it holds a comma, quote or line break. */
@@ -282,8 +277,7 @@ int cmd_index(int argc, char **argv) {
   if (progress)
     fprintf(stderr, "\rpfi index: %zu/%zu jobs\n", set.n, set.n);
 
-  char b_pfi[32], b_area[32], b_ce[32], b_lo[32], b_hi[32], b_t[32], b_p[32],
-      b_ex[256];
+  char b_pfi[32], b_area[32], b_ce[32], b_lo[32], b_hi[32], b_t[32], b_p[32];
   if (fmt == PFI_FMT_JSON) {
     json_t *arr = json_array();
     for (size_t i = 0; i < set.n && arr; i++) {
@@ -364,9 +358,9 @@ int cmd_index(int argc, char **argv) {
         fmt_num(b_hi, sizeof b_hi, rows[i].ci_n > 0, rows[i].ci_hi, "%.10g");
         printf(",%s,%s", b_lo, b_hi);
       }
-      fmt_caps(b_ex, sizeof b_ex, ix);
-      printf(",%zu,%s,%.10g,%.10g", ix->points_used, b_ex, ix->t_max,
-             ix->p_max);
+      printf(",%zu,", ix->points_used);
+      put_caps(stdout, ix);
+      printf(",%.10g,%.10g", ix->t_max, ix->p_max);
       if (ci_cols) {
         printf(",%lu,%lu", draws, seed);
         if (rows[i].used_default)
@@ -418,8 +412,9 @@ int cmd_index(int argc, char **argv) {
         printf("  %8s", b_ce);
       fmt_num(b_t, sizeof b_t, 1, ix->t_max, "%.6g");
       fmt_num(b_p, sizeof b_p, 1, ix->p_max, "%.6g");
-      fmt_caps(b_ex, sizeof b_ex, ix);
-      printf("  %6zu  %12s  %12s  %s\n", ix->points_used, b_t, b_p, b_ex);
+      printf("  %6zu  %12s  %12s  ", ix->points_used, b_t, b_p);
+      put_caps(stdout, ix);
+      fputc('\n', stdout);
     }
     if (ci_cols) {
       printf("\nci95: 2.5-97.5 percentiles of %lu Monte Carlo draws, seed "

@@ -49,12 +49,14 @@ int pfi_read_file(const char *path, char **out, size_t *len,
     if (got == 0)
       break;
   }
-  int bad = ferror(fp);
+  int bad = ferror(fp), saved = errno;
   if (!from_stdin)
     fclose(fp);
   if (bad) {
     free(buf);
-    return pfi_error_setloc(err, PFI_EIO, path, 0, 0, "read error");
+    /* A directory opens but does not read (EISDIR): say why. */
+    return pfi_error_setloc(err, PFI_EIO, path, 0, 0, "read error: %s",
+                            strerror(saved));
   }
   buf[n] = '\0';
   *out = buf;
