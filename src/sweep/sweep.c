@@ -67,6 +67,7 @@ struct sweep {
   int virtual_time;
   struct pfi_sample *samples;
   struct pfi_sweep_result *res;
+  int emulated; /* the GPUs are the emulator's, behind any backend */
 };
 
 static double wall_now(void) {
@@ -631,8 +632,7 @@ static int one_run(struct sweep *sw, size_t ci, struct pfi_sweep_result *res,
   ri.cap_w = cap_w;
   ri.gpus = sw->ej ? sw->ej->gpus : (unsigned)sw->n;
   snprintf(ri.source, sizeof ri.source, "%s",
-           strcmp(sw->backend, "emu") == 0 ? PFI_SOURCE_EMULATED
-                                           : PFI_SOURCE_MEASURED);
+           sw->emulated ? PFI_SOURCE_EMULATED : PFI_SOURCE_MEASURED);
   snprintf(ri.command, sizeof ri.command, "%s", sw->command);
   if ((rc = pfi_device_now(sw->dev, &t0, err)) < 0)
     goto out;
@@ -941,6 +941,16 @@ int pfi_sweep_run(struct pfi_store *st, const struct pfi_sweep_opts *o,
     rc = pfi_error_set(err, PFI_ENOTFOUND, "no GPU to sweep");
     goto out;
   }
+  /* Data is emulated on the emu backend and on any backend whose GPUs say
+   * so in their name (the fault wrapper, the test NVML library). */
+  sw.emulated = strcmp(sw.backend, "emu") == 0;
+  for (size_t i = 0; i < sw.n && !sw.emulated; i++) {
+    char name[128];
+    struct pfi_error e;
+    if (pfi_device_name(sw.dev, sw.gpus[i], name, sizeof name, &e) == 0 &&
+        strstr(name, "(emulated)"))
+      sw.emulated = 1;
+  }
   sw.samples = calloc(sw.n, sizeof *sw.samples);
   if (!sw.samples) {
     rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
@@ -951,11 +961,10 @@ int pfi_sweep_run(struct pfi_store *st, const struct pfi_sweep_opts *o,
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)o->seed);
     if ((rc = pfi_store_meta_set(st, "seed", seed, err)) < 0 ||
         (rc = pfi_store_meta_set(st, "backend", sw.backend, err)) < 0 ||
-        (rc = pfi_store_meta_set(st, "source",
-                                 strcmp(sw.backend, "emu") == 0
-                                     ? PFI_SOURCE_EMULATED
-                                     : PFI_SOURCE_MEASURED,
-                                 err)) < 0 ||
+        (rc = pfi_store_meta_set(
+             st, "source",
+             sw.emulated ? PFI_SOURCE_EMULATED : PFI_SOURCE_MEASURED, err)) <
+            0 ||
         (rc = pfi_store_meta_set(st, "pfi_version_last", PFI_VERSION_STRING,
                                  err)) < 0)
       goto out;

@@ -95,7 +95,8 @@ grep -q "nothing to restore" "$T/out" || fail "after-restore kill: $(cat "$T/out
 caps_are 650 "after a failed set"
 "$PFI" restore --db "$T/f.db" >"$T/out" 2>&1
 grep -q "nothing to restore" "$T/out" || fail "failed set left caps to restore: $(cat "$T/out")"
-[ "$(sqlite3 "$T/f.db" "select state from runs")" = "failed" ] || fail "failed-set run state"
+[ "$(sqlite3 "$T/f.db" "select state||':'||source from runs")" = "failed:emulated" ] ||
+  fail "failed-set run: $(sqlite3 "$T/f.db" "select state, source from runs")"
 
 # SIGTERM in real time, with a job that would run forever: the job is
 # stopped, caps restored, run interrupted, exit status 1.
