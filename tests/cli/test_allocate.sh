@@ -100,6 +100,16 @@ F=tests/data/predict
 "$PFI" fit $F/features.csv --curves $F/curves.csv --output "$T/model.json" --format json >"$T/fit.json" || fail "fit"
 grep -q '"loo": {' "$T/fit.json" || fail "fit: no LOO"
 grep -q '"clusters"' "$T/fit.json" || fail "fit: no LOCO clusters"
+grep -q '"dense-pt": 3' "$T/fit.json" || fail "fit: LOCO is not over the four arch x task clusters"
+"$PFI" fit $F/features.csv --curves $F/curves.csv --cluster pooled --format json >"$T/fitp.json" || fail "fit pooled"
+grep -q '"dense": 6' "$T/fitp.json" || fail "fit --cluster pooled: no pooled dense cluster"
+# Emulated data are labelled: a source column saying so.
+sed 's/synthetic test fixture/emulated/' $F/features.csv >"$T/emu.csv"
+"$PFI" allocate --curves $F/curves.csv --features "$T/emu.csv" --cut 10% | head -n 1 | grep -q "(emulated data)" ||
+  fail "allocate: emulated data not labelled"
+"$PFI" allocate --curves $F/curves.csv --features $F/features.csv --cut 10% | head -n 1 | grep -q "emulated" &&
+  fail "allocate: synthetic data labelled emulated"
+"$PFI" fit "$T/emu.csv" --curves $F/curves.csv | head -n 1 | grep -q "(emulated)" || fail "fit: emulated data not labelled"
 "$PFI" predict "$T/model.json" $F/features.csv --format csv >"$T/pred.csv" || fail "predict"
 b0=$(json_num intercept "$T/model.json")
 b1=$(json_num estimate "$T/model.json")
