@@ -389,8 +389,12 @@ static int compute_groups(struct pfi__report *r) {
 
 /* ---- section 1: characterization ------------------------------------------- */
 
+/* Small multiples stay readable up to about this many panels; a larger
+ * campaign shows its first groups and says so. */
+#define MAX_RAW_PANELS 60
+
 static int fig_raw_curves(struct pfi__report *r) {
-  size_t n = r->ng;
+  size_t n = r->ng < MAX_RAW_PANELS ? r->ng : MAX_RAW_PANELS;
   if (n == 0)
     return 0;
   struct pfi_panel *p = calloc(n, sizeof *p);
@@ -422,11 +426,14 @@ static int fig_raw_curves(struct pfi__report *r) {
   struct pfi_figure f = {.width = 1150, .height = 190 * rows + 20,
                          .font_pt = 8, .rows = rows, .cols = cols,
                          .panels = p, .npanels = n};
-  rc = pfi__report_figure(
-      r, &f,
-      "Raw power-throughput curves of every group: aggregate realized GPU "
-      "power against throughput, one point per cap (colour: blue dense, "
-      "orange MoE pretraining, green MoE fine-tuning, grey unknown).");
+  char caption[512];
+  snprintf(caption, sizeof caption,
+           "Raw power-throughput curves of %s: aggregate realized GPU power "
+           "against throughput, one point per cap (colour: blue dense, orange "
+           "MoE pretraining, green MoE fine-tuning, grey unknown).",
+           n == r->ng ? "every group" : "the first 60 groups (see groups.csv "
+                                        "for all)");
+  rc = pfi__report_figure(r, &f, caption);
 out:
   free(p);
   free(s);

@@ -71,6 +71,15 @@ for f in "$tmp"/r/*.csv "$tmp"/r/*.json "$tmp"/r/report.html; do
   cmp -s "$f" "$tmp/r2/$(basename "$f")" || fail "not reproducible: $(basename "$f")"
 done
 
+# A user's own measured sweeps: the page says measured, not emulated.
+mkdir "$tmp/meas"
+sed 's/synthetic$/measured/' "$data/curves.csv" > "$tmp/meas/curves.csv"
+"$PFI" report -q --no-figures --draws 50 --workloads 2 --jobs-per-workload 2 \
+  "$tmp/meas" > /dev/null
+grep -q "<strong>Measured data.</strong>" "$tmp/meas/report.html" || fail "measured notice"
+if grep -q "EMULATED" "$tmp/meas/report.html"; then fail "measured data called emulated"; fi
+grep -q "features.csv is not in the input" "$tmp/meas/report.html" || fail "missing features note"
+
 # Without gnuplot: a clear run-time failure, or tables only on request.
 set +e
 PFI_GNUPLOT=/nonexistent/gnuplot "$PFI" report -q --out "$tmp/ng" --draws 50 \
