@@ -48,6 +48,11 @@ expect "$tmp/r/categories.csv" moe-ft mean 2.100
 # (chi-square with 2 degrees of freedom).
 expect "$tmp/r/kruskal.csv" Kruskal-Wallis H 7.200
 expect "$tmp/r/kruskal.csv" Kruskal-Wallis p 0.02732
+# Dunn: mean ranks 2, 5, 8; SE = sqrt(9*10/12 * (1/3 + 1/3)) = sqrt(5), so
+# z(dense, moe-pt) = -3/sqrt(5) = -1.342, p = 2(1 - Phi(1.342)) = 0.17971;
+# z(dense, moe-ft) = -6/sqrt(5) = -2.683, p = 0.00729, Holm x3 = 0.02187.
+awk -F, '$1=="dense" && $2=="moe-pt" {print $3, $4}' "$tmp/r/dunn.csv" | grep -qx -- "-1.342 0.17971" || fail "dunn dense/moe-pt: $(cat "$tmp/r/dunn.csv")"
+awk -F, '$1=="dense" && $2=="moe-ft" {print $3, $4, $5}' "$tmp/r/dunn.csv" | grep -qx -- "-2.683 0.00729 0.02187" || fail "dunn dense/moe-ft"
 # The DRAM copy product rises with PFI: Spearman rho exactly 1.
 expect "$tmp/r/screening.csv" dram_copy_product rho 1.000
 
