@@ -165,6 +165,28 @@ int pfi_store_open(struct pfi_store **out, const char *path, unsigned flags,
       goto out;
     }
   }
+  /* Another program's database is never touched: tables without pfi's
+   * meta table mean it is not ours. */
+  {
+    sqlite3_stmt *q = NULL;
+    int tables = 0, has_meta = 0;
+    if (sqlite3_prepare_v2(st->db,
+                           "SELECT count(*), coalesce(sum(name='meta'),0) FROM "
+                           "sqlite_master WHERE type='table'",
+                           -1, &q, NULL) == SQLITE_OK &&
+        sqlite3_step(q) == SQLITE_ROW) {
+      tables = sqlite3_column_int(q, 0);
+      has_meta = sqlite3_column_int(q, 1);
+    }
+    sqlite3_finalize(q);
+    if (tables > 0 && !has_meta) {
+      rc = pfi_error_set(err, PFI_EDB,
+                         "%s: an SQLite database of another program, not a "
+                         "pfi trace store",
+                         path);
+      goto out;
+    }
+  }
   if (!(flags & PFI_STORE_READONLY)) {
     ddl = samples_ddl();
     ins = samples_insert_sql();

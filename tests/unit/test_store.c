@@ -6,6 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "pfi/csv.h"
 #include "pfi/curve.h"
 #include "pfi/store.h"
@@ -92,6 +94,24 @@ static void ledger(void **state) {
   assert_int_equal(pfi_store_open(&st, p, PFI_STORE_CREATE, &err), PFI_EDB);
   path_of(p, sizeof p, "missing.db");
   assert_int_equal(pfi_store_open(&st, p, 0, &err), PFI_EIO);
+  /* Another program's SQLite file is refused and left as it was. */
+  path_of(p, sizeof p, "other.db");
+  sqlite3 *db;
+  assert_int_equal(sqlite3_open(p, &db), SQLITE_OK);
+  assert_int_equal(sqlite3_exec(db, "CREATE TABLE foo(x)", NULL, NULL, NULL),
+                   SQLITE_OK);
+  sqlite3_close(db);
+  assert_int_equal(pfi_store_open(&st, p, PFI_STORE_CREATE, &err), PFI_EDB);
+  assert_non_null(strstr(err.msg, "another program"));
+  assert_int_equal(sqlite3_open(p, &db), SQLITE_OK);
+  sqlite3_stmt *q;
+  assert_int_equal(sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master",
+                                      -1, &q, NULL),
+                   SQLITE_OK);
+  assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+  ASSERT_EQ_INT(sqlite3_column_int(q, 0), 1);
+  sqlite3_finalize(q);
+  sqlite3_close(db);
 }
 
 /*
