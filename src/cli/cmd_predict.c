@@ -8,25 +8,40 @@
 #include <string.h>
 
 #include "cli.h"
+#include "pfi/curve.h"
 #include "pfi/features.h"
+#include "pfi/index.h"
 #include "pfi/model.h"
+#include "pfi/stats.h"
 
 static const char usage_text[] =
-    "usage: pfi predict MODEL.json FEATURES.csv [--format F]\n"
+    "usage: pfi predict MODEL.json FEATURES.csv [--curves CURVES.csv]\n"
+    "                   [--map MAP] [--format F]\n"
     "\n"
     "Predicts each job's PFI with a model saved by 'pfi fit --output' from\n"
     "the features of its uncapped run (FEATURES.csv: a job column and the\n"
     "model's feature columns). A missing column or a bad cell is an error\n"
     "naming the file, line and column.\n"
     "\n"
+    "With --curves (for example the held-out validation groups), each job\n"
+    "that has a curve also gets its true ratio PFI (pfi_true), and the table\n"
+    "ends with the validation R^2 = 1 - SSE/SST (SST around the mean of\n"
+    "those jobs' PFI), RMSE and Spearman rho.\n"
+    "\n"
     "Options:\n"
-    "  --format F   table (default), csv or json (an array of {job, pfi})\n"
-    "  -h, --help   this text\n";
+    "  --curves FILE  curves of (some of) the jobs, for validation\n"
+    "  --map MAP      curves column mapping NAME=COLUMN,...\n"
+    "  --format F     table (default), csv or json (an array of {job, pfi\n"
+    "                 [, pfi_true]})\n"
+    "  -h, --help     this text\n";
 
 int cmd_predict(int argc, char **argv) {
   static const struct option opts[] = {{"format", required_argument, 0, 'F'},
+                                       {"curves", required_argument, 0, 'c'},
+                                       {"map", required_argument, 0, 'M'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
+  const char *curves = NULL, *map = NULL;
   enum pfi_format fmt = PFI_FMT_TABLE;
   optind = 0;
   opterr = 0;
@@ -39,6 +54,12 @@ int cmd_predict(int argc, char **argv) {
                              PFI_FMT_ALLOW_JSON,
                          &fmt))
         return PFI_EXIT_USAGE;
+      break;
+    case 'c':
+      curves = optarg;
+      break;
+    case 'M':
+      map = optarg;
       break;
     case 'h':
       fputs(usage_text, stdout);
@@ -64,7 +85,11 @@ int cmd_predict(int argc, char **argv) {
   size_t n = f.t.nrows;
   double *x = malloc((m.k + 1) * sizeof *x);
   double *pred = malloc((n + 1) * sizeof *pred);
-  if (!x || !pred) {
+  double *truth = malloc((n + 1) * sizeof *truth);
+  int *has = calloc(n + 1, sizeof *has);
+  struct pfi_curveset cs;
+  int have_cs = 0;
+  if (!x || !pred || !truth || !has) {
     pfi_error_set(&err, PFI_ENOMEM, "out of memory");
     goto fail;
   }
@@ -77,24 +102,105 @@ int cmd_predict(int argc, char **argv) {
     }
     pred[r] = pfi_model_predict(&m, x);
   }
+  size_t nv = 0;
+  if (curves) {
+    if (pfi_curveset_read(&cs, curves, map, &err) < 0)
+      goto fail;
+    have_cs = 1;
+    for (size_t r = 0; r < n; r++) {
+      const struct pfi_curve *c =
+          pfi_curveset_find(&cs, pfi_features_job(&f, r));
+      struct pfi_index ix;
+      if (!c || pfi_index_compute(c, &ix, &err) < 0)
+        continue;
+      if (ix.pfi_defined) {
+        truth[r] = ix.pfi;
+        has[r] = 1;
+        nv++;
+      }
+      pfi_index_release(&ix);
+    }
+  }
   if (fmt == PFI_FMT_JSON) {
     json_t *a = json_array();
     for (size_t r = 0; r < n; r++) {
       json_t *e = json_object();
       json_object_set_new(e, "job", json_string(pfi_features_job(&f, r)));
       json_object_set_new(e, "pfi", json_real(pred[r]));
+      if (curves)
+        json_object_set_new(e, "pfi_true",
+                            has[r] ? json_real(truth[r]) : json_null());
       json_array_append_new(a, e);
     }
     if (pfi_cli_print_json(a))
       status = PFI_EXIT_FAIL;
   } else if (fmt == PFI_FMT_CSV) {
-    printf("job,pfi\n");
-    for (size_t r = 0; r < n; r++)
-      printf("%s,%.6f\n", pfi_features_job(&f, r), pred[r]);
+    printf(curves ? "job,pfi,pfi_true\n" : "job,pfi\n");
+    for (size_t r = 0; r < n; r++) {
+      printf("%s,%.6f", pfi_features_job(&f, r), pred[r]);
+      if (curves && has[r])
+        printf(",%.6f", truth[r]);
+      else if (curves)
+        printf(",");
+      printf("\n");
+    }
   } else {
-    printf("%-40s %10s\n", "job", "pfi");
-    for (size_t r = 0; r < n; r++)
-      printf("%-40s %10.3f\n", pfi_features_job(&f, r), pred[r]);
+    printf("%-40s %10s%s\n", "job", "pfi", curves ? "   pfi_true" : "");
+    for (size_t r = 0; r < n; r++) {
+      printf("%-40s %10.3f", pfi_features_job(&f, r), pred[r]);
+      if (curves && has[r])
+        printf(" %10.3f", truth[r]);
+      else if (curves)
+        printf(" %10s", "-");
+      printf("\n");
+    }
+    if (curves) {
+      /* Validation on the jobs with a curve: R^2 around their own mean. */
+      double *yt = malloc((nv + 1) * sizeof *yt),
+             *yp = malloc((nv + 1) * sizeof *yp);
+      if (!yt || !yp) {
+        free(yt);
+        free(yp);
+        pfi_error_set(&err, PFI_ENOMEM, "out of memory");
+        goto fail;
+      }
+      size_t q = 0;
+      double mean = 0, sse = 0, sst = 0;
+      for (size_t r = 0; r < n; r++)
+        if (has[r]) {
+          yt[q] = truth[r];
+          yp[q] = pred[r];
+          mean += truth[r];
+          q++;
+        }
+      if (nv >= 2) {
+        mean /= (double)nv;
+        for (size_t i = 0; i < nv; i++) {
+          sse += (yt[i] - yp[i]) * (yt[i] - yp[i]);
+          sst += (yt[i] - mean) * (yt[i] - mean);
+        }
+        double rho;
+        struct pfi_error e2;
+        int rho_ok =
+            nv >= 3 && pfi_stats_spearman(yt, yp, nv, &rho, NULL, &e2) == 0;
+        printf("\nvalidation on %zu jobs with curves: ", nv);
+        if (sst > 0)
+          printf("R^2 %.3f, ", 1 - sse / sst);
+        else
+          printf("R^2 n/a (constant PFI), ");
+        printf("RMSE %.3f, rho ", sqrt(sse / (double)nv));
+        if (rho_ok)
+          printf("%.3f\n", rho);
+        else
+          printf("n/a\n");
+      } else {
+        printf("\nvalidation: %zu job(s) with a curve and a defined PFI, "
+               "too few\n",
+               nv);
+      }
+      free(yt);
+      free(yp);
+    }
   }
   goto out;
 fail:
@@ -102,6 +208,10 @@ fail:
 out:
   free(x);
   free(pred);
+  free(truth);
+  free(has);
+  if (have_cs)
+    pfi_curveset_release(&cs);
   pfi_model_release(&m);
   pfi_features_release(&f);
   return status;

@@ -115,6 +115,12 @@ b0=$(json_num intercept "$T/model.json")
 b1=$(json_num estimate "$T/model.json")
 x=$(awk -F, 'NR==2{print $7}' $F/features.csv)
 near "$(awk -F, 'NR==2{print $2}' "$T/pred.csv")" "$(awk -v a="$b0" -v b="$b1" -v x="$x" 'BEGIN{printf "%.10f", a+b*x}')" 1e-5 "predict = b0 + b1 x"
+# Validation on the training jobs themselves is the in-sample fit: the same
+# R^2 as fit's r2_in (both 1 - SSE/SST around these jobs' mean); the
+# table prints 3 decimals, hence the tolerance.
+"$PFI" predict "$T/model.json" $F/features.csv --curves $F/curves.csv >"$T/val.txt" || fail "predict --curves"
+r2v=$(sed -n 's/^validation on 12 jobs with curves: R^2 \([-0-9.]*\),.*/\1/p' "$T/val.txt")
+near "${r2v:-nan}" "$(json_num r2_in "$T/fit.json")" 0.0006 "validation R^2 on the training jobs"
 "$PFI" fit $F/features.csv --curves $F/curves.csv --ablation >"$T/abl.txt" || fail "ablation"
 [ "$(grep -cE '^(i|ii|iii|iv|v|vi|vii) ' "$T/abl.txt")" -eq 7 ] || fail "ablation: not seven rows"
 cut -d, -f1-4 $F/features.csv >"$T/few.csv"
