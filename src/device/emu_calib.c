@@ -29,6 +29,7 @@
 
 struct prior {
   double m, o, k, w;
+  double m_lo, m_hi; /* bounds of the memory-bound share */
 };
 
 /* The pull of the search: dense compute-heavy, MoE fine-tuning
@@ -41,6 +42,10 @@ static struct prior prior_of(const struct pfi_emu_job *j) {
   p.o = 0.06 + 0.04 * log2((double)j->gpus / 8.0 > 1 ? j->gpus / 8.0 : 1.0);
   p.k = !moe ? 1100.0 : 800.0;
   p.w = 0.30;
+  /* Keep the categories physical: dense work compute-heavy, MoE
+   * fine-tuning memory-heavy, MoE pretraining between. */
+  p.m_lo = !moe ? 0.0 : ft ? 0.35 : 0.10;
+  p.m_hi = !moe ? 0.35 : ft ? 0.85 : 0.65;
   return p;
 }
 
@@ -68,7 +73,7 @@ static double unsquash(double v, double lo, double hi) {
 }
 
 static void apply(struct ctx *c, const double *z) {
-  c->job.mem_share = squash(z[0], M_LO, M_HI);
+  c->job.mem_share = squash(z[0], c->pr.m_lo, c->pr.m_hi);
   c->job.comm_share = squash(z[1], O_LO, O_HI);
   if (c->job.mem_share + c->job.comm_share > 0.92)
     c->job.comm_share = 0.92 - c->job.mem_share;
@@ -219,7 +224,9 @@ int pfi_emu_calibrate(struct pfi_emu_job *job, unsigned long seed,
     for (size_t b = 0; b < 2; b++)
       for (size_t k = 0; k < 4; k++)
         for (size_t w = 0; w < 4; w++) {
-          starts[ns][0] = unsquash(gm[a], M_LO, M_HI);
+          starts[ns][0] =
+              unsquash(c.pr.m_lo + gm[a] / 0.85 * (c.pr.m_hi - c.pr.m_lo),
+                       c.pr.m_lo, c.pr.m_hi);
           starts[ns][1] = unsquash(go[b], O_LO, O_HI);
           starts[ns][2] = unsquash(gk[k], K_LO, K_HI);
           starts[ns][3] = unsquash(gw[w], W_LO, W_HI);
