@@ -254,6 +254,10 @@ int cmd_allocate(int argc, char **argv) {
       json_array_append_new(arr, e);
     }
     json_object_set_new(j, "jobs", arr);
+    /* Provenance beside the required keys: emulated data say so. */
+    json_object_set_new(j, "source",
+                        json_string(jobdata_emulated(&d, curves) ? "emulated"
+                                                                 : "input"));
     if (pfi_cli_print_json(j))
       status = PFI_EXIT_FAIL;
   } else if (fmt == PFI_FMT_CSV) {

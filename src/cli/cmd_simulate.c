@@ -505,6 +505,9 @@ int cmd_simulate(int argc, char **argv) {
       json_object_set_new(js, pfi_strategy_name(s), o2);
     }
     json_object_set_new(j, "strategies", js);
+    /* Provenance beside the required keys: emulated data say so. */
+    json_object_set_new(j, "source",
+                        json_string(emulated ? "emulated" : "input"));
     if (pfi_cli_print_json(j))
       status = PFI_EXIT_FAIL;
   } else if (fmt == PFI_FMT_CSV) {

@@ -69,7 +69,7 @@ near "$(json_num power_w "$T/o.json")" 1620 1e-6 "oracle power of a"
 near "$(json_num cap_w "$T/o.json")" "$(awk 'BEGIN{printf "%.10f", 200+200*120/1400}')" 1e-6 "oracle cap of a"
 # Top-level keys, exactly and in order.
 keys=$(sed -n 's/^  "\([a-z_]*\)":.*/\1/p' "$T/o.json" | tr '\n' ' ')
-[ "$keys" = "strategy cut budget_w total_power_w total_tokens_per_s jobs " ] || fail "allocate JSON keys: $keys"
+[ "$keys" = "strategy cut budget_w total_power_w total_tokens_per_s jobs source " ] || fail "allocate JSON keys: $keys"
 # Equal: no floor binds, so each job keeps 70 % of its uncapped power.
 "$PFI" allocate --curves "$T/c.csv" --cut 0.3 --strategy equal --format csv >"$T/e.csv" || fail "equal run"
 near "$(awk -F, '$1=="a"{print $2}' "$T/e.csv")" 2940 1e-6 "equal a"
@@ -139,7 +139,7 @@ cmp -s "$T/s1.json" "$T/s2.json" || fail "simulate is not reproducible from its 
 "$PFI" $S --seed 8 --format json >"$T/s3.json" || fail "simulate seed 8"
 cmp -s "$T/s1.json" "$T/s3.json" && fail "different seeds gave the same output"
 keys=$(sed -n 's/^  "\([a-z_]*\)":.*/\1/p' "$T/s1.json" | tr '\n' ' ')
-[ "$keys" = "cuts workloads size mix seed strategies " ] || fail "simulate JSON keys: $keys"
+[ "$keys" = "cuts workloads size mix seed strategies source " ] || fail "simulate JSON keys: $keys"
 "$PFI" $S --mix production --holdout --format csv >"$T/p.csv" || fail "production mix, holdout"
 # The oracle's own gap is zero at every cut.
 awk -F, '$1=="oracle" && $3 != 0 {exit 1}' "$T/p.csv" || fail "oracle gap not zero"
