@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -371,9 +372,13 @@ static int compute_groups(struct pfi__report *r) {
     g->p_max = idx.p_max;
     pfi_index_release(&idx);
     double lo, hi;
-    /* Each group's stream is seeded from the run's seed and its position,
-     * so a group's interval does not depend on the draws of the others. */
-    rc = pfi_index_ci(g->c, draws, r->o->seed * 1000003ul + i, REL_SD_POWER,
+    /* Each group's stream is seeded from the run's seed and the group's id
+     * (FNV-1a), so a group's interval depends neither on the draws of the
+     * others nor on the order of the input. */
+    uint64_t h = 14695981039346656037u;
+    for (const char *p = g->name; *p; p++)
+      h = (h ^ (unsigned char)*p) * 1099511628211u;
+    rc = pfi_index_ci(g->c, draws, (unsigned long)(h ^ r->o->seed), REL_SD_POWER,
                       REL_SD_TOKENS, &lo, &hi, r->err);
     if (rc < 0)
       return rc;
@@ -1883,12 +1888,9 @@ static int sec_allocation(struct pfi__report *r) {
     L.pfi_loo[L.n] = isfinite(g->pred_loo) ? g->pred_loo : L.pfi_in[L.n];
     L.dcp[L.n] = x[i];
     L.moe_ft[L.n] = g->cat == CAT_MOE_FT;
-    L.is_ft[L.n] = g->cat == CAT_MOE_FT ||
-                   (g->cat == CAT_DENSE &&
-                    pfi_features_text(&r->feat, (size_t)g->feat, "task") &&
-                    strcmp(pfi_features_text(&r->feat, (size_t)g->feat,
-                                             "task"),
-                           "ft") == 0);
+    int moe = 0, ft = 0;
+    pfi_features_class(&r->feat, (size_t)g->feat, &moe, &ft, NULL);
+    L.is_ft[L.n] = ft;
     L.gpus[L.n] = g->c->gpus > 0 ? g->c->gpus : 8;
     L.n++;
   }
