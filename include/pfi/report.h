@@ -27,10 +27,10 @@
  * end with pfi_html_ok().
  */
 struct pfi_html {
-  char *s;     /* owned; NULL until the first append */
-  size_t len;  /* bytes, without the NUL */
-  size_t cap;  /* allocated bytes */
-  int failed;  /* an append ran out of memory */
+  char *s;    /* owned; NULL until the first append */
+  size_t len; /* bytes, without the NUL */
+  size_t cap; /* allocated bytes */
+  int failed; /* an append ran out of memory */
 };
 
 /* Initializes an empty buffer (no allocation). */
@@ -69,9 +69,9 @@ enum pfi_cell_kind { PFI_CELL_NULL, PFI_CELL_NUM, PFI_CELL_STR };
 
 struct pfi_cell {
   enum pfi_cell_kind kind;
-  double v;  /* PFI_CELL_NUM; always finite (non-finite values become NULL) */
-  int dec;   /* decimals of this cell; -1: the column's */
-  char *s;   /* PFI_CELL_STR; owned */
+  double v; /* PFI_CELL_NUM; always finite (non-finite values become NULL) */
+  int dec;  /* decimals of this cell; -1: the column's */
+  char *s;  /* PFI_CELL_STR; owned */
 };
 
 /*
@@ -82,11 +82,11 @@ struct pfi_cell {
  * objects keyed by column name, null for NULL).
  */
 struct pfi_rtable {
-  char *name;      /* file stem, e.g. "groups"; owned */
-  char *title;     /* caption in the report; owned */
+  char *name;  /* file stem, e.g. "groups"; owned */
+  char *title; /* caption in the report; owned */
   size_t ncols;
-  char **cols;     /* column names; owned */
-  int *decimals;   /* per column, for numbers; owned */
+  char **cols;   /* column names; owned */
+  int *decimals; /* per column, for numbers; owned */
   size_t nrows, rows_cap;
   struct pfi_cell *cells; /* nrows * ncols, row-major; owned */
 };
@@ -108,8 +108,7 @@ long pfi_rtable_add_row(struct pfi_rtable *t);
 /* Set a cell of an existing row. A NaN or infinite number becomes NULL.
  * pfi_rtable_set_str copies `s` (NULL sets NULL). Return 0 or PFI_ENOMEM /
  * PFI_EINVAL (index out of range). */
-int pfi_rtable_set_num(struct pfi_rtable *t, size_t row, size_t col,
-                       double v);
+int pfi_rtable_set_num(struct pfi_rtable *t, size_t row, size_t col, double v);
 int pfi_rtable_set_str(struct pfi_rtable *t, size_t row, size_t col,
                        const char *s);
 
@@ -153,13 +152,13 @@ enum pfi_series_style {
 /* One data series of a panel. Arrays are borrowed for the duration of the
  * pfi_figure_svg() call. Points with a non-finite x or y are skipped. */
 struct pfi_series {
-  const char *title;        /* legend entry; NULL or "" for none */
+  const char *title; /* legend entry; NULL or "" for none */
   const double *x, *y;
-  const double *ylo, *yhi;  /* PFI_STYLE_ERRORBARS only */
+  const double *ylo, *yhi; /* PFI_STYLE_ERRORBARS only */
   size_t n;
   enum pfi_series_style style;
-  int color;                /* 0: gnuplot's default sequence; else 1.. */
-  int dashed;               /* draw the line dashed */
+  int color;  /* 0: gnuplot's default sequence; else 1.. */
+  int dashed; /* draw the line dashed */
 };
 
 /* One plot panel. Axis limits NaN mean automatic. `xtics` is NULL or a list
@@ -172,16 +171,16 @@ struct pfi_panel {
   const double *xtic_pos;
   const char *const *xtic_label;
   size_t nxtics;
-  int key;                  /* 1: show the legend (top right, inside) */
-  const char *key_pos;      /* NULL or gnuplot placement words, e.g.
-                               "bottom right" */
+  int key;             /* 1: show the legend (top right, inside) */
+  const char *key_pos; /* NULL or gnuplot placement words, e.g.
+                          "bottom right" */
 };
 
 /* A figure: `rows` x `cols` panels (multiplot when more than one), drawn
  * `width` x `height` pixels. */
 struct pfi_figure {
   int width, height;
-  int font_pt;              /* text size in points; 0 means 10 */
+  int font_pt; /* text size in points; 0 means 10 */
   int rows, cols;
   const struct pfi_panel *panels;
   size_t npanels;
@@ -225,13 +224,13 @@ char *pfi_svg_inline(const char *in, size_t len, const char *prefix);
 /* ---- the report ---------------------------------------------------------- */
 
 struct pfi_report_opts {
-  size_t ci_draws;        /* Monte Carlo draws per group; 0 means 10000 */
-  unsigned long seed;     /* seeds the intervals and the simulation */
-  int no_figures;         /* 1: tables only (no gnuplot needed) */
-  const char *what_ran;   /* plain text for the first screen saying what was
-                             run; NULL: described from the input alone */
-  size_t sim_workloads;   /* allocation simulation: workloads (0: 500) */
-  size_t sim_jobs;        /* jobs per workload (0: 100) */
+  size_t ci_draws;      /* Monte Carlo draws per group; 0 means 10000 */
+  unsigned long seed;   /* seeds the intervals and the simulation */
+  int no_figures;       /* 1: tables only (no gnuplot needed) */
+  const char *what_ran; /* plain text for the first screen saying what was
+                           run; NULL: described from the input alone */
+  size_t sim_workloads; /* allocation simulation: workloads (0: 500) */
+  size_t sim_jobs;      /* jobs per workload (0: 100) */
   /* Optional progress messages (the CLI prints them on stderr). */
   void (*progress)(const char *msg, void *arg);
   void *progress_arg;

@@ -22,11 +22,11 @@
 #include "pfi/report.h"
 
 struct pfi_reproduce_opts {
-  const char *out_dir;    /* output directory (created); default "out" */
-  unsigned long seed;     /* campaign seed (emulator, intervals, simulation) */
-  const char *jobs_path;  /* job library; NULL: data/jobs/jobs.csv */
-  double duration_s;      /* per run, device seconds; 0: 1800 (the paper's) */
-  double interval_s;      /* sampling interval; 0: 5 s (the paper's) */
+  const char *out_dir;   /* output directory (created); default "out" */
+  unsigned long seed;    /* campaign seed (emulator, intervals, simulation) */
+  const char *jobs_path; /* job library; NULL: data/jobs/jobs.csv */
+  double duration_s;     /* per run, device seconds; 0: 1800 (the paper's) */
+  double interval_s;     /* sampling interval; 0: 5 s (the paper's) */
   struct pfi_report_opts report; /* report options; its seed is set from
                                     `seed` and progress from below */
   /* Optional progress messages (the CLI prints them on stderr). */

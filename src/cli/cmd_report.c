@@ -27,7 +27,8 @@ static const char usage_text[] =
     "Options:\n"
     "  --out DIR          output directory (default: DIR itself; for a DB,\n"
     "                     its path without .db plus -report)\n"
-    "  --seed S           seed of the intervals and the simulation (default 1);\n"
+    "  --seed S           seed of the intervals and the simulation (default "
+    "1);\n"
     "                     the same seed gives the same bytes\n"
     "  --draws N          Monte Carlo draws per group for the 95 %% intervals\n"
     "                     (default 10000)\n"
@@ -85,8 +86,7 @@ int cmd_report(int argc, char **argv) {
       break;
     case 'w':
       if (pfi_cli_parse_ulong(optarg, &u) || u < 2 || u > 1000000)
-        return pfi_cli_usage(cmd,
-                             "--workloads: expected 2..1000000, got '%s'",
+        return pfi_cli_usage(cmd, "--workloads: expected 2..1000000, got '%s'",
                              optarg);
       o.sim_workloads = u;
       break;

@@ -119,8 +119,7 @@ int cmd_reproduce(int argc, char **argv) {
       break;
     case 'w':
       if (pfi_cli_parse_ulong(optarg, &u) || u < 2 || u > 1000000)
-        return pfi_cli_usage(cmd,
-                             "--workloads: expected 2..1000000, got '%s'",
+        return pfi_cli_usage(cmd, "--workloads: expected 2..1000000, got '%s'",
                              optarg);
       o.report.sim_workloads = u;
       break;

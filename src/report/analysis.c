@@ -118,7 +118,8 @@ int pfi__report_figure(struct pfi__report *r, const struct pfi_figure *f,
   pfi_html_text(b, caption);
   pfi_html_puts(b, "</figcaption>\n</figure>\n");
   free(svg);
-  return pfi_html_ok(b) ? 0 : pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
+  return pfi_html_ok(b) ? 0
+                        : pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
 }
 
 static void para(struct pfi__report *r, const char *text) {
@@ -199,7 +200,8 @@ static double pub_num(const struct pfi_table *t, long row, const char *col) {
   return d;
 }
 
-/* ---- inputs --------------------------------------------------------------- */
+/* ---- inputs ---------------------------------------------------------------
+ */
 
 static int file_exists(const char *p) {
   struct stat st;
@@ -277,7 +279,8 @@ static int load_inputs(struct pfi__report *r, const char *in_dir) {
   return 0;
 }
 
-/* ---- per-group indices ------------------------------------------------------ */
+/* ---- per-group indices ------------------------------------------------------
+ */
 
 /* Ratio PFI on the caps of `caps` only; NaN when a cap is missing. */
 static double pfi_on_caps(const struct pfi_curve *c, const double *caps,
@@ -344,7 +347,7 @@ static int compute_groups(struct pfi__report *r) {
         const char *a = pfi_table_cell(t, (size_t)row, (size_t)ac);
         const char *k = pfi_table_cell(t, (size_t)row, (size_t)tc);
         if (a && k)
-          g->cat = strcmp(a, "moe") != 0 ? CAT_DENSE
+          g->cat = strcmp(a, "moe") != 0  ? CAT_DENSE
                    : strcmp(k, "ft") == 0 ? CAT_MOE_FT
                                           : CAT_MOE_PT;
       }
@@ -378,8 +381,8 @@ static int compute_groups(struct pfi__report *r) {
     uint64_t h = 14695981039346656037u;
     for (const char *p = g->name; *p; p++)
       h = (h ^ (unsigned char)*p) * 1099511628211u;
-    rc = pfi_index_ci(g->c, draws, (unsigned long)(h ^ r->o->seed), REL_SD_POWER,
-                      REL_SD_TOKENS, &lo, &hi, r->err);
+    rc = pfi_index_ci(g->c, draws, (unsigned long)(h ^ r->o->seed),
+                      REL_SD_POWER, REL_SD_TOKENS, &lo, &hi, r->err);
     if (rc < 0)
       return rc;
     g->lo = rc > 0 ? lo : NAN;
@@ -392,7 +395,8 @@ static int compute_groups(struct pfi__report *r) {
   return 0;
 }
 
-/* ---- section 1: characterization ------------------------------------------- */
+/* ---- section 1: characterization -------------------------------------------
+ */
 
 /* Small multiples stay readable up to about this many panels; a larger
  * campaign shows its first groups and says so. */
@@ -417,7 +421,9 @@ static int fig_raw_curves(struct pfi__report *r) {
       x[i * 16 + k] = c->pts[k].power_w / 1000.0;
       y[i * 16 + k] = c->pts[k].tokens_per_s / 1000.0;
     }
-    s[i] = (struct pfi_series){.x = x + i * 16, .y = y + i * 16, .n = m,
+    s[i] = (struct pfi_series){.x = x + i * 16,
+                               .y = y + i * 16,
+                               .n = m,
                                .color = r->g[i].cat >= 0 ? r->g[i].cat + 1 : 9};
     pfi_panel_init(&p[i]);
     p[i].title = r->g[i].name;
@@ -428,16 +434,21 @@ static int fig_raw_curves(struct pfi__report *r) {
   }
   int cols = 5;
   int rows = (int)((n + (size_t)cols - 1) / (size_t)cols);
-  struct pfi_figure f = {.width = 1150, .height = 190 * rows + 20,
-                         .font_pt = 8, .rows = rows, .cols = cols,
-                         .panels = p, .npanels = n};
+  struct pfi_figure f = {.width = 1150,
+                         .height = 190 * rows + 20,
+                         .font_pt = 8,
+                         .rows = rows,
+                         .cols = cols,
+                         .panels = p,
+                         .npanels = n};
   char caption[512];
   snprintf(caption, sizeof caption,
            "Raw power-throughput curves of %s: aggregate realized GPU power "
            "against throughput, one point per cap (colour: blue dense, orange "
            "MoE pretraining, green MoE fine-tuning, grey unknown).",
-           n == r->ng ? "every group" : "the first 60 groups (see groups.csv "
-                                        "for all)");
+           n == r->ng ? "every group"
+                      : "the first 60 groups (see groups.csv "
+                        "for all)");
   rc = pfi__report_figure(r, &f, caption);
 out:
   free(p);
@@ -474,8 +485,11 @@ static int fig_normalized(struct pfi__report *r) {
     p[c].ymin = 0.2;
     p[c].ymax = 1.02;
     p[c].series = s + ns;
-    s[ns++] = (struct pfi_series){.x = diag, .y = diag, .n = 2,
-                                  .style = PFI_STYLE_LINES, .color = 9,
+    s[ns++] = (struct pfi_series){.x = diag,
+                                  .y = diag,
+                                  .n = 2,
+                                  .style = PFI_STYLE_LINES,
+                                  .color = 9,
                                   .dashed = 1};
     for (size_t i = 0; i < n; i++) {
       const struct pfi__group *g = &r->g[i];
@@ -487,13 +501,17 @@ static int fig_normalized(struct pfi__report *r) {
         x[i * 16 + k] = g->c->pts[k].power_w / g->p_max;
         y[i * 16 + k] = g->c->pts[k].tokens_per_s / g->t_max;
       }
-      s[ns++] = (struct pfi_series){.x = x + i * 16, .y = y + i * 16,
-                                    .n = m, .color = c + 1};
+      s[ns++] = (struct pfi_series){
+          .x = x + i * 16, .y = y + i * 16, .n = m, .color = c + 1};
     }
     p[c].nseries = (size_t)(s + ns - p[c].series);
   }
-  struct pfi_figure f = {.width = 1100, .height = 320, .rows = 1, .cols = 4,
-                         .panels = p, .npanels = CAT__N + 1};
+  struct pfi_figure f = {.width = 1100,
+                         .height = 320,
+                         .rows = 1,
+                         .cols = 4,
+                         .panels = p,
+                         .npanels = CAT__N + 1};
   rc = pfi__report_figure(
       r, &f,
       "Normalized curves: throughput and power as fractions of the uncapped "
@@ -531,11 +549,18 @@ static int fig_categories(struct pfi__report *r) {
       py[pm++] = g->pub;
     }
   }
-  struct pfi_series s[2] = {
-      {.title = "ours", .x = x, .y = y, .n = m, .style = PFI_STYLE_POINTS,
-       .color = 1},
-      {.title = "published", .x = px, .y = py, .n = pm,
-       .style = PFI_STYLE_POINTS, .color = 2}};
+  struct pfi_series s[2] = {{.title = "ours",
+                             .x = x,
+                             .y = y,
+                             .n = m,
+                             .style = PFI_STYLE_POINTS,
+                             .color = 1},
+                            {.title = "published",
+                             .x = px,
+                             .y = py,
+                             .n = pm,
+                             .style = PFI_STYLE_POINTS,
+                             .color = 2}};
   static const double tp[] = {1, 2, 3};
   struct pfi_panel p;
   pfi_panel_init(&p);
@@ -550,8 +575,12 @@ static int fig_categories(struct pfi__report *r) {
   p.nxtics = 3;
   p.key = 1;
   p.key_pos = "top left";
-  struct pfi_figure f = {.width = 700, .height = 380, .rows = 1, .cols = 1,
-                         .panels = &p, .npanels = 1};
+  struct pfi_figure f = {.width = 700,
+                         .height = 380,
+                         .rows = 1,
+                         .cols = 1,
+                         .panels = &p,
+                         .npanels = 1};
   rc = pfi__report_figure(r, &f,
                           "PFI by class: each point one group (ours left, the "
                           "published value of the same group right).");
@@ -578,10 +607,20 @@ static int sec_characterization(struct pfi__report *r) {
     rc = fig_normalized(r);
   if (rc)
     return rc;
-  static const char *const cols[] = {
-      "group", "gpu", "class", "gpus", "caps", "pfi", "ci95_lo", "ci95_hi",
-      "pfi_area", "pfi_ce", "pfi_published", "ci95_lo_published",
-      "ci95_hi_published", "diff"};
+  static const char *const cols[] = {"group",
+                                     "gpu",
+                                     "class",
+                                     "gpus",
+                                     "caps",
+                                     "pfi",
+                                     "ci95_lo",
+                                     "ci95_hi",
+                                     "pfi_area",
+                                     "pfi_ce",
+                                     "pfi_published",
+                                     "ci95_lo_published",
+                                     "ci95_hi_published",
+                                     "diff"};
   struct pfi_rtable *t = pfi__report_table(
       r, "groups", "PFI of every group (ours) beside the published value", 14,
       cols);
@@ -616,8 +655,9 @@ static int sec_characterization(struct pfi__report *r) {
   /* Class medians and means over the H200 headline groups (core), ours
    * and published (recomputed from the published per-group table). */
   static const char *const ccols[] = {
-      "class", "n", "median", "mean", "min", "max", "median_published",
-      "mean_published", "diff_median", "diff_mean"};
+      "class",       "n",        "median",           "mean",
+      "min",         "max",      "median_published", "mean_published",
+      "diff_median", "diff_mean"};
   struct pfi_rtable *ct = pfi__report_table(
       r, "categories",
       "PFI by class over the H200 headline groups (published: recomputed "
@@ -694,11 +734,11 @@ static int sec_characterization(struct pfi__report *r) {
     headline(r, metric, med, pmed, 2);
   }
   headline(r, "lowest PFI (H200 headline groups)",
-           isfinite(all_min) ? all_min : NAN,
-           isfinite(pub_min) ? pub_min : NAN, 2);
+           isfinite(all_min) ? all_min : NAN, isfinite(pub_min) ? pub_min : NAN,
+           2);
   headline(r, "highest PFI (H200 headline groups)",
-           isfinite(all_max) ? all_max : NAN,
-           isfinite(pub_max) ? pub_max : NAN, 2);
+           isfinite(all_max) ? all_max : NAN, isfinite(pub_max) ? pub_max : NAN,
+           2);
   int rc2 = fig_categories(r);
   if (rc2)
     return rc2;
@@ -707,7 +747,8 @@ static int sec_characterization(struct pfi__report *r) {
   return 0;
 }
 
-/* ---- section 2: mechanism ---------------------------------------------------- */
+/* ---- section 2: mechanism
+ * ---------------------------------------------------- */
 
 /* The H200 group of the same configuration as H100 group g. Candidates
  * share the id, or one id extends the other ("x8" and "x8-ep8", "x8" and
@@ -789,8 +830,11 @@ static int fig_mechanism(struct pfi__report *r) {
     if (m == 0)
       continue;
     int color = r->g[i].h100 ? 9 : r->g[i].cat >= 0 ? r->g[i].cat + 1 : 7;
-    s[ns] = (struct pfi_series){.x = x + i * 16, .y = ys + i * 16, .n = m,
-                                .color = color, .dashed = r->g[i].h100};
+    s[ns] = (struct pfi_series){.x = x + i * 16,
+                                .y = ys + i * 16,
+                                .n = m,
+                                .color = color,
+                                .dashed = r->g[i].h100};
     s[n + ns] = s[ns];
     s[n + ns].y = ym + i * 16;
     ns++;
@@ -809,8 +853,12 @@ static int fig_mechanism(struct pfi__report *r) {
   p[1].ymin = 0;
   p[1].series = s + n;
   p[1].nseries = ns;
-  struct pfi_figure f = {.width = 1000, .height = 360, .rows = 1, .cols = 2,
-                         .panels = p, .npanels = 2};
+  struct pfi_figure f = {.width = 1000,
+                         .height = 360,
+                         .rows = 1,
+                         .cols = 2,
+                         .panels = p,
+                         .npanels = 2};
   rc = pfi__report_figure(
       r, &f,
       "Mechanism: steady-state SM and memory clocks of every run against its "
@@ -840,8 +888,9 @@ static int sec_mechanism(struct pfi__report *r) {
     return rc;
 
   static const char *const cols[] = {
-      "group", "h200_group", "pfi_h200", "pfi_h100", "pfi_h200_published",
-      "pfi_h100_published", "diff_h200", "diff_h100"};
+      "group",     "h200_group",         "pfi_h200",
+      "pfi_h100",  "pfi_h200_published", "pfi_h100_published",
+      "diff_h200", "diff_h100"};
   struct pfi_rtable *t = pfi__report_table(
       r, "h100_h200",
       "Matched H100 and H200 groups (the H200 group of each pair as the "
@@ -898,11 +947,13 @@ static int sec_mechanism(struct pfi__report *r) {
   return 0;
 }
 
-/* ---- section 3: statistics ---------------------------------------------------- */
+/* ---- section 3: statistics
+ * ---------------------------------------------------- */
 
 static int is_meta_col(const char *name) {
-  static const char *const meta[] = {"job", "arch", "task", "gpus", "source",
-                                     "model", "variant", "grid", "gpu"};
+  static const char *const meta[] = {"job",     "arch",   "task",
+                                     "gpus",    "source", "model",
+                                     "variant", "grid",   "gpu"};
   for (size_t i = 0; i < sizeof meta / sizeof meta[0]; i++)
     if (strcmp(name, meta[i]) == 0)
       return 1;
@@ -911,8 +962,8 @@ static int is_meta_col(const char *name) {
 
 /* Values of features column `col` and PFI over the core groups; returns the
  * count, 0 when a core group lacks a numeric value. */
-static size_t feature_column(struct pfi__report *r, const char *col,
-                             double *x, double *y, int *cls) {
+static size_t feature_column(struct pfi__report *r, const char *col, double *x,
+                             double *y, int *cls) {
   size_t n = 0;
   for (size_t i = 0; i < r->ng; i++) {
     const struct pfi__group *g = &r->g[i];
@@ -993,9 +1044,13 @@ static int sec_kruskal(struct pfi__report *r) {
 }
 
 static int sec_grid(struct pfi__report *r) {
-  static const char *const cols[] = {
-      "group", "pfi_fine", "pfi_coarse", "pfi_fine_published",
-      "pfi_coarse_published", "diff_fine", "diff_coarse"};
+  static const char *const cols[] = {"group",
+                                     "pfi_fine",
+                                     "pfi_coarse",
+                                     "pfi_fine_published",
+                                     "pfi_coarse_published",
+                                     "diff_fine",
+                                     "diff_coarse"};
   struct pfi_rtable *t = pfi__report_table(
       r, "grid_sensitivity",
       "Grid sensitivity: 8-GPU groups on the fine grid (200..700 W, 6 caps) "
@@ -1050,8 +1105,8 @@ static int sec_grid(struct pfi__report *r) {
 }
 
 static int sec_rank_table(struct pfi__report *r) {
-  static const char *const cols[] = {"comparison", "n", "rho",
-                                     "rho_published", "diff"};
+  static const char *const cols[] = {"comparison", "n", "rho", "rho_published",
+                                     "diff"};
   struct pfi_rtable *t = pfi__report_table(
       r, "rank_correlations",
       "Rank stability: Spearman rho between PFI on the fine and coarse grid, "
@@ -1101,9 +1156,8 @@ static int sec_screening(struct pfi__report *r) {
   double *ysv = calloc(ncol * (r->ng + 1), sizeof *ysv);
   char(*titles)[96] = calloc(ncol, sizeof *titles);
   int rc = 0;
-  if (!rho || !p || !q || !nn || !which || !skipped || !skip_few || !x || !y || !cls ||
-      !pn || !ser ||
-      !xs || !ysv || !titles) {
+  if (!rho || !p || !q || !nn || !which || !skipped || !skip_few || !x || !y ||
+      !cls || !pn || !ser || !xs || !ysv || !titles) {
     rc = pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
     goto out;
   }
@@ -1140,8 +1194,10 @@ static int sec_screening(struct pfi__report *r) {
           py[off++] = y[i];
         }
       ser[m * CAT__N + (size_t)k] =
-          (struct pfi_series){.x = px + start, .y = py + start,
-                              .n = off - start, .style = PFI_STYLE_POINTS,
+          (struct pfi_series){.x = px + start,
+                              .y = py + start,
+                              .n = off - start,
+                              .style = PFI_STYLE_POINTS,
                               .color = k + 1};
     }
     snprintf(titles[m], sizeof titles[m], "%s (rho = %.2f)", name, rh);
@@ -1160,8 +1216,7 @@ static int sec_screening(struct pfi__report *r) {
   }
   if ((rc = pfi_stats_bh(p, m, q, r->err)) != 0)
     goto out;
-  static const char *const cols[] = {"feature", "n", "rho", "p", "q",
-                                     "note"};
+  static const char *const cols[] = {"feature", "n", "rho", "p", "q", "note"};
   struct pfi_rtable *t = pfi__report_table(
       r, "screening",
       "Telemetry screening: Spearman rho of PFI against each feature of the "
@@ -1195,9 +1250,13 @@ static int sec_screening(struct pfi__report *r) {
   }
   int cols_n = 4;
   int rows_n = (int)((m + 3) / 4);
-  struct pfi_figure f = {.width = 1100, .height = 230 * rows_n + 20,
-                         .font_pt = 8, .rows = rows_n, .cols = cols_n,
-                         .panels = pn, .npanels = m};
+  struct pfi_figure f = {.width = 1100,
+                         .height = 230 * rows_n + 20,
+                         .font_pt = 8,
+                         .rows = rows_n,
+                         .cols = cols_n,
+                         .panels = pn,
+                         .npanels = m};
   rc = pfi__report_figure(
       r, &f,
       "PFI against each telemetry feature of the uncapped run, H200 headline "
@@ -1252,8 +1311,8 @@ static int sec_leverage(struct pfi__report *r) {
                "H200 headline groups.");
     goto out;
   }
-  static const char *const cols[] = {"step", "dropped_group", "leverage", "n",
-                                     "slope", "rho"};
+  static const char *const cols[] = {"step", "dropped_group", "leverage",
+                                     "n",    "slope",         "rho"};
   struct pfi_rtable *t = pfi__report_table(
       r, "leverage",
       "Leverage analysis of the chosen predictor (DRAM copy product): the "
@@ -1308,7 +1367,8 @@ out:
   return rc;
 }
 
-/* ---- section 4: prediction ------------------------------------------------------ */
+/* ---- section 4: prediction
+ * ------------------------------------------------------ */
 
 /* Published values quoted in the paper's text (data/paper/
  * published_headlines.md), shown beside ours only. */
@@ -1358,9 +1418,8 @@ static int core_build(struct pfi__report *r, struct core_set *c) {
  * NULL) receives the LOO predictions. Returns 0, 1 when a feature is
  * absent, or an error. */
 static int eval_set(struct pfi__report *r, const struct core_set *cs,
-                    char **exprs, size_t k, double *r2_in,
-                    struct pfi_eval *loo, struct pfi_eval *loco,
-                    double *pred_loo) {
+                    char **exprs, size_t k, double *r2_in, struct pfi_eval *loo,
+                    struct pfi_eval *loco, double *pred_loo) {
   for (size_t j = 0; j < k; j++)
     if (!pfi_features_has(&r->feat, exprs[j]))
       return 1;
@@ -1378,8 +1437,8 @@ static int eval_set(struct pfi__report *r, const struct core_set *cs,
                         k, x, r->err);
   if (rc)
     goto out;
-  rc = pfi_model_fit(x, cs->n, k, cs->y, (const char *const *)exprs, &m,
-                     r->err);
+  rc =
+      pfi_model_fit(x, cs->n, k, cs->y, (const char *const *)exprs, &m, r->err);
   if (rc)
     goto out;
   *r2_in = m.r2;
@@ -1409,11 +1468,23 @@ out:
 }
 
 static int sec_ablation(struct pfi__report *r, const struct core_set *cs) {
-  static const char *const cols[] = {
-      "set", "predictors", "p", "r2_in", "loo_r2", "loo_rmse", "loo_rho",
-      "loco_r2", "loco_rmse", "loco_rho", "r2_in_published",
-      "loo_r2_published", "loo_rho_published", "loco_r2_published",
-      "loco_rho_published", "diff_loo_r2", "diff_loco_r2"};
+  static const char *const cols[] = {"set",
+                                     "predictors",
+                                     "p",
+                                     "r2_in",
+                                     "loo_r2",
+                                     "loo_rmse",
+                                     "loo_rho",
+                                     "loco_r2",
+                                     "loco_rmse",
+                                     "loco_rho",
+                                     "r2_in_published",
+                                     "loo_r2_published",
+                                     "loo_rho_published",
+                                     "loco_r2_published",
+                                     "loco_rho_published",
+                                     "diff_loo_r2",
+                                     "diff_loco_r2"};
   struct pfi_rtable *t = pfi__report_table(
       r, "ablation",
       "Predictor ablation: seven predictor sets, in-sample, leave-one-out "
@@ -1455,8 +1526,7 @@ static int sec_ablation(struct pfi__report *r, const struct core_set *cs) {
       return pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
     long pr = pub_row(&r->pub_abl, r->have_pub_abl, "set", ps->id);
     set_str(t, row, "set", ps->id);
-    set_str(t, row, "predictors",
-            rc == 1 ? "(features absent)" : ps->label);
+    set_str(t, row, "predictors", rc == 1 ? "(features absent)" : ps->label);
     set_num(t, row, "p", (double)k);
     int ok = rc == 0;
     set_num(t, row, "r2_in", ok ? r2_in : NAN);
@@ -1475,8 +1545,7 @@ static int sec_ablation(struct pfi__report *r, const struct core_set *cs) {
     set_num(t, row, "loo_r2_published", p_loo);
     set_num(t, row, "loo_rho_published", pub_num(&r->pub_abl, pr, "loo_rho"));
     set_num(t, row, "loco_r2_published", p_loco);
-    set_num(t, row, "loco_rho_published",
-            pub_num(&r->pub_abl, pr, "loco_rho"));
+    set_num(t, row, "loco_rho_published", pub_num(&r->pub_abl, pr, "loco_rho"));
     set_num(t, row, "diff_loo_r2",
             diff(ok && loo.defined ? loo.r2 : NAN, p_loo));
     set_num(t, row, "diff_loco_r2",
@@ -1514,8 +1583,8 @@ static int sec_heldout(struct pfi__report *r, const struct core_set *cs) {
                           r->err)))
     goto out;
   r->model_k = k;
-  static const char *const cols[] = {"group", "gpu", "pfi", "predicted",
-                                     "error", "pfi_published"};
+  static const char *const cols[] = {"group",     "gpu",   "pfi",
+                                     "predicted", "error", "pfi_published"};
   struct pfi_rtable *t = pfi__report_table(
       r, "heldout",
       "The chosen model (PFI on DRAM copy product, fitted on the H200 "
@@ -1554,7 +1623,7 @@ static int sec_heldout(struct pfi__report *r, const struct core_set *cs) {
     sum2[s] += g->pfi * g->pfi;
     cnt[s]++;
   }
-  static const char *const vcols[] = {"groups", "n", "r2", "rmse",
+  static const char *const vcols[] = {"groups",       "n",   "r2", "rmse",
                                       "r2_published", "diff"};
   struct pfi_rtable *v = pfi__report_table(
       r, "validation",
@@ -1583,8 +1652,9 @@ static int sec_heldout(struct pfi__report *r, const struct core_set *cs) {
     set_num(v, row, "rmse", rmse);
     set_num(v, row, "r2_published", pubs[s]);
     set_num(v, row, "diff", diff(r2, pubs[s]));
-    headline(r, s ? "R^2 of the H200 model on H100 groups"
-                  : "R^2 on the held-out H200 groups",
+    headline(r,
+             s ? "R^2 of the H200 model on H100 groups"
+               : "R^2 on the held-out H200 groups",
              r2, pubs[s], 3);
   }
   if (t->nrows)
@@ -1621,15 +1691,31 @@ static int fig_predicted(struct pfi__report *r) {
     hi = fmax(hi, fmax(pr, g->pfi));
   }
   double diag[2] = {isfinite(lo) ? lo : 1, isfinite(hi) ? hi : 2};
-  struct pfi_series s[4] = {
-      {.title = "H200 headline (leave-one-out)", .x = x, .y = y, .n = m[0],
-       .style = PFI_STYLE_POINTS, .color = 1},
-      {.title = "H200 held out", .x = x + (n + 1), .y = y + (n + 1),
-       .n = m[1], .style = PFI_STYLE_POINTS, .color = 2},
-      {.title = "H100 (transfer)", .x = x + 2 * (n + 1), .y = y + 2 * (n + 1),
-       .n = m[2], .style = PFI_STYLE_POINTS, .color = 3},
-      {.title = "predicted = actual", .x = diag, .y = diag, .n = 2,
-       .style = PFI_STYLE_LINES, .color = 9, .dashed = 1}};
+  struct pfi_series s[4] = {{.title = "H200 headline (leave-one-out)",
+                             .x = x,
+                             .y = y,
+                             .n = m[0],
+                             .style = PFI_STYLE_POINTS,
+                             .color = 1},
+                            {.title = "H200 held out",
+                             .x = x + (n + 1),
+                             .y = y + (n + 1),
+                             .n = m[1],
+                             .style = PFI_STYLE_POINTS,
+                             .color = 2},
+                            {.title = "H100 (transfer)",
+                             .x = x + 2 * (n + 1),
+                             .y = y + 2 * (n + 1),
+                             .n = m[2],
+                             .style = PFI_STYLE_POINTS,
+                             .color = 3},
+                            {.title = "predicted = actual",
+                             .x = diag,
+                             .y = diag,
+                             .n = 2,
+                             .style = PFI_STYLE_LINES,
+                             .color = 9,
+                             .dashed = 1}};
   struct pfi_panel p;
   pfi_panel_init(&p);
   p.title = "Predicted against actual PFI (DRAM-copy-product model)";
@@ -1639,8 +1725,12 @@ static int fig_predicted(struct pfi__report *r) {
   p.nseries = 4;
   p.key = 1;
   p.key_pos = "top left";
-  struct pfi_figure f = {.width = 640, .height = 460, .rows = 1, .cols = 1,
-                         .panels = &p, .npanels = 1};
+  struct pfi_figure f = {.width = 640,
+                         .height = 460,
+                         .rows = 1,
+                         .cols = 1,
+                         .panels = &p,
+                         .npanels = 1};
   int rc = pfi__report_figure(
       r, &f,
       "Predicted against actual PFI: headline groups predicted by models "
@@ -1686,7 +1776,8 @@ done:
   return rc;
 }
 
-/* ---- section 3 wrapper ---------------------------------------------------------- */
+/* ---- section 3 wrapper
+ * ---------------------------------------------------------- */
 
 static int sec_statistics(struct pfi__report *r) {
   pfi_html_puts(&r->body, "<section id=\"statistics\"><h2>3. Statistics: "
@@ -1709,7 +1800,8 @@ static int sec_statistics(struct pfi__report *r) {
   return rc;
 }
 
-/* ---- section 5: allocation ---------------------------------------------------------- */
+/* ---- section 5: allocation
+ * ---------------------------------------------------------- */
 
 static const double sim_cuts[] = {0.0,  0.05, 0.10, 0.15, 0.20,
                                   0.25, 0.30, 0.35, 0.40};
@@ -1737,8 +1829,8 @@ static void sim_lib_release(struct sim_lib *l) {
 static void sim_progress(size_t done, size_t total, void *arg) {
   struct pfi__report *r = arg;
   if (done == total || done % 100 == 0)
-    pfi__report_progress(r, "allocation simulation: workload %zu of %zu",
-                         done, total);
+    pfi__report_progress(r, "allocation simulation: workload %zu of %zu", done,
+                         total);
 }
 
 /* Adds the rows of one simulation to the allocation table. */
@@ -1754,9 +1846,9 @@ static int sim_rows(struct pfi__report *r, struct pfi_rtable *t,
       long row = pfi_rtable_add_row(t);
       if (row < 0)
         return pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
-      int pub_row30 = strcmp(mix, "production") == 0 &&
-                      strcmp(est, "in-sample") == 0 &&
-                      s == PFI_STRAT_PFI_AWARE && fabs(sim_cuts[c] - 0.3) < 1e-9;
+      int pub_row30 =
+          strcmp(mix, "production") == 0 && strcmp(est, "in-sample") == 0 &&
+          s == PFI_STRAT_PFI_AWARE && fabs(sim_cuts[c] - 0.3) < 1e-9;
       set_str(t, row, "mix", mix);
       set_str(t, row, "pfi_estimate", est);
       set_num(t, row, "cut_pct", 100.0 * sim_cuts[c]);
@@ -1802,9 +1894,12 @@ static int fig_allocation(struct pfi__report *r,
         continue;
       for (size_t c = 0; c < N_SIM_CUTS; c++)
         y[m][st][c] = res[m].cell[st][c].gap_mean;
-      s[m][ns++] = (struct pfi_series){
-          .title = pfi_strategy_name((enum pfi_strategy)st), .x = x,
-          .y = y[m][st], .n = N_SIM_CUTS, .color = st};
+      s[m][ns++] =
+          (struct pfi_series){.title = pfi_strategy_name((enum pfi_strategy)st),
+                              .x = x,
+                              .y = y[m][st],
+                              .n = N_SIM_CUTS,
+                              .color = st};
     }
     pfi_panel_init(&p[m]);
     p[m].title = mixes[m];
@@ -1815,8 +1910,12 @@ static int fig_allocation(struct pfi__report *r,
     p[m].key = 1;
     p[m].key_pos = "top left";
   }
-  struct pfi_figure f = {.width = 1000, .height = 400, .rows = 1,
-                         .cols = nres, .panels = p, .npanels = (size_t)nres};
+  struct pfi_figure f = {.width = 1000,
+                         .height = 400,
+                         .rows = 1,
+                         .cols = nres,
+                         .panels = p,
+                         .npanels = (size_t)nres};
   return pfi__report_figure(
       r, &f,
       "Throughput gap to the oracle against the cluster-wide power cut, per "
@@ -1901,12 +2000,11 @@ static int sec_allocation(struct pfi__report *r) {
     goto done;
 
   char mixpath[4096];
-  int have_prod = pfi_data_path("mixes/production.csv", mixpath,
-                                sizeof mixpath, NULL) == 0;
+  int have_prod =
+      pfi_data_path("mixes/production.csv", mixpath, sizeof mixpath, NULL) == 0;
   size_t fallbacks = 0;
-  if (have_prod &&
-      pfi_mix_weights(mixpath, L.is_ft, L.gpus, L.n, L.weight_prod,
-                      &fallbacks, NULL) != 0)
+  if (have_prod && pfi_mix_weights(mixpath, L.is_ft, L.gpus, L.n, L.weight_prod,
+                                   &fallbacks, NULL) != 0)
     have_prod = 0;
   static const char *const mixes[2] = {"random", "production"};
   int nmix = have_prod ? 2 : 1;
@@ -1914,8 +2012,7 @@ static int sec_allocation(struct pfi__report *r) {
   for (int s = 0; s < PFI_STRAT__COUNT; s++)
     all |= 1u << s;
   unsigned est_only = (1u << PFI_STRAT_ORACLE) | (1u << PFI_STRAT_EQUAL) |
-                      (1u << PFI_STRAT_PFI_AWARE) |
-                      (1u << PFI_STRAT_PFI_CURVE);
+                      (1u << PFI_STRAT_PFI_AWARE) | (1u << PFI_STRAT_PFI_CURVE);
   for (int mi = 0; mi < nmix; mi++) {
     struct pfi_sim_config cfg = {
         .workloads = r->o->sim_workloads ? r->o->sim_workloads : 500,
@@ -1927,8 +2024,8 @@ static int sec_allocation(struct pfi__report *r) {
         .sample_weight = mi == 1 ? L.weight_prod : NULL,
         .progress = sim_progress,
         .progress_arg = r};
-    struct pfi_alloc_inputs in = {.pfi = L.pfi_in, .dram_copy = L.dcp,
-                                  .moe_ft = L.moe_ft};
+    struct pfi_alloc_inputs in = {
+        .pfi = L.pfi_in, .dram_copy = L.dcp, .moe_ft = L.moe_ft};
     pfi__report_progress(r, "allocation simulation: %s mix", mixes[mi]);
     rc = pfi_sim_run(&L.prob, &in, &cfg, &res[mi], r->err);
     if (rc == 0) {
@@ -1945,8 +2042,10 @@ static int sec_allocation(struct pfi__report *r) {
        * page and the progress output say so, and the rest of the report
        * stands; no partial numbers are shown. */
       char msg[PFI_ERROR_MSG_MAX + 128];
-      snprintf(msg, sizeof msg, "the allocation simulation (%s mix) failed: "
-               "%s", mixes[mi], r->err->msg);
+      snprintf(msg, sizeof msg,
+               "the allocation simulation (%s mix) failed: "
+               "%s",
+               mixes[mi], r->err->msg);
       pfi__report_progress(r, "warning: %s", msg);
       missing(r, msg);
       pfi_error_clear(r->err);
@@ -1956,11 +2055,19 @@ static int sec_allocation(struct pfi__report *r) {
   }
   if ((rc = fig_allocation(r, res, nmix, mixes)) != 0)
     goto done;
-  static const char *const cols[] = {
-      "mix", "pfi_estimate", "cut_pct", "strategy",
-      "gap_tokens_per_s_per_job", "gap_ci95_lo", "gap_ci95_hi",
-      "gap_closed_pct", "vs_pfi_aware", "vs_pfi_aware_lo", "vs_pfi_aware_hi",
-      "gap_closed_pct_published", "diff"};
+  static const char *const cols[] = {"mix",
+                                     "pfi_estimate",
+                                     "cut_pct",
+                                     "strategy",
+                                     "gap_tokens_per_s_per_job",
+                                     "gap_ci95_lo",
+                                     "gap_ci95_hi",
+                                     "gap_closed_pct",
+                                     "vs_pfi_aware",
+                                     "vs_pfi_aware_lo",
+                                     "vs_pfi_aware_hi",
+                                     "gap_closed_pct_published",
+                                     "diff"};
   struct pfi_rtable *t = pfi__report_table(
       r, "allocation",
       "Allocation simulation: gap to the oracle (tokens/s per job, 95 % "
@@ -1997,11 +2104,13 @@ static int sec_allocation(struct pfi__report *r) {
     missing(r, "data/mixes/production.csv was not found or did not apply, "
                "so only the random mix was simulated.");
   show_table(r, t);
-  headline(r, "production mix, 30 % cut: share of the equal-to-oracle gap "
-              "closed by PFI-aware (%)",
+  headline(r,
+           "production mix, 30 % cut: share of the equal-to-oracle gap "
+           "closed by PFI-aware (%)",
            closed30, PUB_GAP_CLOSED_PCT, 1);
-  headline(r, "production mix, 30 % cut: PFI-aware over equal weight "
-              "(tokens/s per job)",
+  headline(r,
+           "production mix, 30 % cut: PFI-aware over equal weight "
+           "(tokens/s per job)",
            gain30, PUB_TOKENS_OVER_EQUAL, 0);
   r->have_sim = 1;
 done:
@@ -2014,7 +2123,8 @@ done:
   return rc;
 }
 
-/* ---- the whole report -------------------------------------------------------------- */
+/* ---- the whole report
+ * -------------------------------------------------------------- */
 
 static int make_dir(const char *dir, struct pfi_error *err) {
   if (mkdir(dir, 0777) == 0 || errno == EEXIST)

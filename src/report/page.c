@@ -23,7 +23,9 @@ static const char style[] =
     "0.85em}\n"
     "p.tabcap{font-weight:bold;margin:14px 0 4px}\n"
     "table.res th,table.res td{border:1px solid #ccc;padding:2px 6px}\n"
-    "table.res th{background:#f0f0f0;position:sticky;top:0}td.num{text-align:right;font-variant-"
+    "table.res "
+    "th{background:#f0f0f0;position:sticky;top:0}td.num{text-align:right;font-"
+    "variant-"
     "numeric:tabular-nums}\n"
     "th.pub,td.pub{background:#f3f0fa}th.diff,td.diff{background:#fdf8e6}\n"
     ".file{font-weight:normal;color:#777;font-size:0.9em}\n"
@@ -130,8 +132,7 @@ int pfi__report_page(struct pfi__report *r, const char *out_dir) {
   pfi_html_printf(&b,
                   " Intervals: %zu Monte Carlo draws per group; seed %lu."
                   "</p>\n",
-                  r->o->ci_draws ? r->o->ci_draws : (size_t)10000,
-                  r->o->seed);
+                  r->o->ci_draws ? r->o->ci_draws : (size_t)10000, r->o->seed);
   if (strcmp(r->source, "emulated") == 0)
     pfi_html_puts(
         &b, "<p id=\"calibration-note\"><strong>Read the PFI rows with "

@@ -12,21 +12,21 @@
 
 struct pfi__group {
   const struct pfi_curve *c;
-  const char *name;    /* the curve's job id (borrowed) */
-  char base[160];      /* the id without an "@h100" suffix */
-  int h100;            /* an H100 group */
-  int cat;             /* class 0 dense, 1 MoE PT, 2 MoE FT; -1 unknown */
-  long feat;           /* row in features.csv, -1 when absent */
-  int heldout;         /* one of the paper's held-out validation groups */
-  int core;            /* H200, not held out: the set models are fitted on */
-  double pfi, lo, hi;  /* ratio PFI and its 95 % interval (NaN: undefined) */
-  double area, ce;     /* the other two definitions */
-  double coarse;       /* ratio PFI on the coarse grid; NaN when not fine */
-  int fine;            /* swept on the fine grid 200..700 W */
+  const char *name;   /* the curve's job id (borrowed) */
+  char base[160];     /* the id without an "@h100" suffix */
+  int h100;           /* an H100 group */
+  int cat;            /* class 0 dense, 1 MoE PT, 2 MoE FT; -1 unknown */
+  long feat;          /* row in features.csv, -1 when absent */
+  int heldout;        /* one of the paper's held-out validation groups */
+  int core;           /* H200, not held out: the set models are fitted on */
+  double pfi, lo, hi; /* ratio PFI and its 95 % interval (NaN: undefined) */
+  double area, ce;    /* the other two definitions */
+  double coarse;      /* ratio PFI on the coarse grid; NaN when not fine */
+  int fine;           /* swept on the fine grid 200..700 W */
   double t_max, p_max;
   double pub, pub_lo, pub_hi; /* published PFI and interval (NaN: none) */
-  double pred_loo;     /* LOO prediction of the chosen model (core) */
-  double pred_out;     /* prediction of the model fitted on the core */
+  double pred_loo;            /* LOO prediction of the chosen model (core) */
+  double pred_out;            /* prediction of the model fitted on the core */
 };
 
 struct pfi__report {
@@ -38,9 +38,8 @@ struct pfi__report {
   struct pfi_table mech;
   int have_mech;
   struct pfi_table pub_head, pub_held, pub_h100, pub_grid, pub_abl;
-  int have_pub_head, have_pub_held, have_pub_h100, have_pub_grid,
-      have_pub_abl;
-  char source[16];     /* emulated, measured, mixed, unknown */
+  int have_pub_head, have_pub_held, have_pub_h100, have_pub_grid, have_pub_abl;
+  char source[16]; /* emulated, measured, mixed, unknown */
   struct pfi__group *g;
   size_t ng;
   struct pfi_rtable tabs[32];
@@ -51,7 +50,7 @@ struct pfi__report {
   double rho_grid, rho_grid_pub, rho_h100, rho_h100_pub;
   size_t n_grid, n_h100;
   size_t model_k;
-  int have_sim;                /* the allocation section ran */
+  int have_sim; /* the allocation section ran */
 };
 
 void pfi__report_progress(struct pfi__report *r, const char *fmt, ...)

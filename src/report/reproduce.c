@@ -134,8 +134,9 @@ int pfi_reproduce_run(const struct pfi_reproduce_opts *o,
   size_t runs = 0;
   for (size_t i = 0; i < jobs.n; i++)
     runs += jobs.job[i].n_caps;
-  say(o, "campaign: %zu groups, %zu runs on the emulator (virtual time), "
-         "seed %lu",
+  say(o,
+      "campaign: %zu groups, %zu runs on the emulator (virtual time), "
+      "seed %lu",
       jobs.n, runs, o->seed);
   for (size_t i = 0; i < jobs.n; i++) {
     const struct pfi_emu_job *j = &jobs.job[i];
@@ -163,8 +164,8 @@ int pfi_reproduce_run(const struct pfi_reproduce_opts *o,
     if ((rc = pfi_sweep_run(st, &so, &res, err)) != 0)
       goto out;
     if (res.runs_failed) {
-      rc = pfi_error_set(err, PFI_ECHILD, "%s: %zu emulated runs failed",
-                         j->id, res.runs_failed);
+      rc = pfi_error_set(err, PFI_ECHILD, "%s: %zu emulated runs failed", j->id,
+                         res.runs_failed);
       goto out;
     }
   }

@@ -77,8 +77,7 @@ static struct pfi_cell *cell(const struct pfi_rtable *t, size_t row,
   return &t->cells[row * t->ncols + col];
 }
 
-int pfi_rtable_set_num(struct pfi_rtable *t, size_t row, size_t col,
-                       double v) {
+int pfi_rtable_set_num(struct pfi_rtable *t, size_t row, size_t col, double v) {
   struct pfi_cell *c = cell(t, row, col);
   if (!c)
     return PFI_EINVAL;
@@ -219,9 +218,8 @@ static int write_json(const struct pfi_rtable *t, const char *path,
       const struct pfi_cell *c = cell(t, i, j);
       json_t *v;
       if (c->kind == PFI_CELL_NUM)
-        v = cell_dec(t, c, j) == 0
-                ? json_integer((json_int_t)shown(c->v, 0))
-                : json_real(shown(c->v, cell_dec(t, c, j)));
+        v = cell_dec(t, c, j) == 0 ? json_integer((json_int_t)shown(c->v, 0))
+                                   : json_real(shown(c->v, cell_dec(t, c, j)));
       else if (c->kind == PFI_CELL_STR)
         v = json_string(c->s);
       else

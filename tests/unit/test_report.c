@@ -52,7 +52,7 @@ static void test_table(void **state) {
   assert_int_equal(r, 0);
   pfi_rtable_set_str(&t, 0, 0, "a,\"b\"");
   pfi_rtable_set_num(&t, 0, 1, 1.2345);
-  pfi_rtable_set_num(&t, 0, 2, NAN); /* non-finite becomes NULL */
+  pfi_rtable_set_num(&t, 0, 2, NAN);     /* non-finite becomes NULL */
   pfi_rtable_set_num(&t, 0, 3, -0.0001); /* rounds to zero, not "-0.000" */
   pfi_rtable_set_num(&t, 0, 4, 25);
   r = pfi_rtable_add_row(&t);
@@ -129,8 +129,12 @@ static void test_script_quotes(void **state) {
   p.title = "a\nb";
   p.series = &s;
   p.nseries = 1;
-  struct pfi_figure f = {.width = 300, .height = 200, .rows = 1, .cols = 1,
-                         .panels = &p, .npanels = 1};
+  struct pfi_figure f = {.width = 300,
+                         .height = 200,
+                         .rows = 1,
+                         .cols = 1,
+                         .panels = &p,
+                         .npanels = 1};
   struct pfi_html b;
   pfi_html_init(&b);
   struct pfi_error err;
@@ -157,8 +161,8 @@ static void test_figure_svg(void **state) {
     return;
   }
   double x[] = {200, 300, 400}, y[] = {1, 2, 2.5};
-  struct pfi_series s = {.title = "a_b <c>", .x = x, .y = y, .n = 3,
-                         .color = 2};
+  struct pfi_series s = {
+      .title = "a_b <c>", .x = x, .y = y, .n = 3, .color = 2};
   struct pfi_panel p[2];
   pfi_panel_init(&p[0]);
   pfi_panel_init(&p[1]);
@@ -166,8 +170,12 @@ static void test_figure_svg(void **state) {
   p[0].nseries = 1;
   p[0].key = 1;
   p[1].nseries = 0; /* an empty panel says "no data" */
-  struct pfi_figure f = {.width = 500, .height = 300, .rows = 1, .cols = 2,
-                         .panels = p, .npanels = 2};
+  struct pfi_figure f = {.width = 500,
+                         .height = 300,
+                         .rows = 1,
+                         .cols = 2,
+                         .panels = p,
+                         .npanels = 2};
   char *svg = NULL;
   struct pfi_error err;
   int rc = pfi_figure_svg(&f, "fig7-", &svg, &err);
@@ -193,10 +201,8 @@ static void test_figure_svg(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_escape),
-      cmocka_unit_test(test_table),
-      cmocka_unit_test(test_svg_inline),
-      cmocka_unit_test(test_script_quotes),
+      cmocka_unit_test(test_escape),     cmocka_unit_test(test_table),
+      cmocka_unit_test(test_svg_inline), cmocka_unit_test(test_script_quotes),
       cmocka_unit_test(test_figure_svg),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
