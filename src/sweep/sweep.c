@@ -37,7 +37,7 @@ extern char **environ;
 /* In virtual time a command is real: the harness waits (real time, up to
  * this many ms without news) for it to report progress up to the device
  * clock before advancing the clock further. */
-#define LOCKSTEP_IDLE_MS 5000
+#define LOCKSTEP_IDLE_MS 2000
 
 struct job {
   /* command */
@@ -49,6 +49,7 @@ struct job {
   int attached;
   double last_rate;
   double last_job_t; /* newest job time reported, device clock */
+  int lockstep_off;  /* the job fell silent: stop waiting for it */
 };
 
 struct sweep {
@@ -544,15 +545,22 @@ static int dev_wait(struct sweep *sw, double seconds, double slice,
   return stopped(sw->o) ? pfi_error_set(err, PFI_EINTR, "interrupted") : 0;
 }
 
-/* In virtual time, lets a live command catch up with the device clock. */
+/* In virtual time, lets a live command catch up with the device clock: waits
+ * (real time) while it reports progress, until its job time reaches `now`,
+ * it exits, or it has been silent for LOCKSTEP_IDLE_MS. A job that fell
+ * silent once (finished reporting, or never reports job time) is not waited
+ * for again in this run, so it costs one timeout, not one per interval. */
 static void lockstep(struct sweep *sw, struct job *jb, int64_t run_id,
                      double now, struct pfi_error *err) {
-  if (!sw->virtual_time || jb->pid <= 0 || !sw->tp)
+  if (!sw->virtual_time || jb->pid <= 0 || !sw->tp || jb->lockstep_off)
     return;
-  int idle = 0;
+  double quiet_since = mono_now();
   while (!reap(jb, 0) && !stopped(sw->o) &&
-         !(isfinite(jb->last_job_t) && jb->last_job_t >= now) &&
-         idle < LOCKSTEP_IDLE_MS) {
+         !(isfinite(jb->last_job_t) && jb->last_job_t >= now)) {
+    if ((mono_now() - quiet_since) * 1000.0 >= LOCKSTEP_IDLE_MS) {
+      jb->lockstep_off = 1;
+      return;
+    }
     double before = jb->last_job_t;
     if (jb->out_fd >= 0) {
       struct pollfd pf = {jb->out_fd, POLLIN, 0};
@@ -562,10 +570,9 @@ static void lockstep(struct sweep *sw, struct job *jb, int64_t run_id,
     }
     if (collect(sw, jb, run_id, now, 0, err) < 0)
       return;
-    if (jb->last_job_t != before && !(isnan(before) && isnan(jb->last_job_t)))
-      idle = 0;
-    else
-      idle += 5;
+    if (!(jb->last_job_t == before) &&
+        !(isnan(before) && isnan(jb->last_job_t)))
+      quiet_since = mono_now();
   }
 }
 
