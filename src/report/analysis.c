@@ -7,6 +7,10 @@
  * them. A section whose inputs are missing says what is missing.
  */
 #include <errno.h>
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -313,6 +317,66 @@ static int is_fine_grid(const struct pfi_curve *c) {
   return 1;
 }
 
+/*
+ * 95 % Monte Carlo intervals of the area and constant-elasticity
+ * definitions, by the same noise model as pfi_index_ci() (each point's power
+ * and throughput drawn from a normal with its standard error, or the
+ * paper's median relative noise when the curve has none): the paper reports
+ * intervals for the ratio definition only; these show how the other two
+ * move under the same noise. NaN when no draw gave a value.
+ */
+static int ci_area_ce(const struct pfi_curve *c, size_t draws,
+                      unsigned long seed, double *alo, double *ahi, double *clo,
+                      double *chi, struct pfi_error *err) {
+  size_t n = c->n;
+  *alo = *ahi = *clo = *chi = NAN;
+  double *buf = malloc(3 * n * sizeof *buf);
+  double *sa = malloc(draws * sizeof *sa), *sc = malloc(draws * sizeof *sc);
+  gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+  int rc = 0;
+  if (!buf || !sa || !sc || !rng) {
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  gsl_rng_set(rng, seed);
+  double *cap = buf, *pw = buf + n, *tk = buf + 2 * n;
+  size_t na = 0, nc = 0;
+  for (size_t d = 0; d < draws; d++) {
+    for (size_t i = 0; i < n; i++) {
+      const struct pfi_point *pt = &c->pts[i];
+      double sdp =
+          pt->power_sd_w >= 0 ? pt->power_sd_w : REL_SD_POWER * pt->power_w;
+      double sdt =
+          pt->tokens_sd >= 0 ? pt->tokens_sd : REL_SD_TOKENS * pt->tokens_per_s;
+      cap[i] = pt->cap_w;
+      pw[i] = pt->power_w + gsl_ran_gaussian(rng, sdp);
+      tk[i] = pt->tokens_per_s + gsl_ran_gaussian(rng, sdt);
+    }
+    double v;
+    if (pfi_index_area(cap, pw, tk, n, &v) == 0 && isfinite(v))
+      sa[na++] = v;
+    if (pfi_index_ce(pw, tk, n, &v) == 1 && isfinite(v))
+      sc[nc++] = v;
+  }
+  if (na) {
+    gsl_sort(sa, 1, na);
+    *alo = gsl_stats_quantile_from_sorted_data(sa, 1, na, 0.025);
+    *ahi = gsl_stats_quantile_from_sorted_data(sa, 1, na, 0.975);
+  }
+  if (nc) {
+    gsl_sort(sc, 1, nc);
+    *clo = gsl_stats_quantile_from_sorted_data(sc, 1, nc, 0.025);
+    *chi = gsl_stats_quantile_from_sorted_data(sc, 1, nc, 0.975);
+  }
+out:
+  free(buf);
+  free(sa);
+  free(sc);
+  if (rng)
+    gsl_rng_free(rng);
+  return rc;
+}
+
 static int compute_groups(struct pfi__report *r) {
   r->ng = r->cs.n;
   r->g = calloc(r->ng ? r->ng : 1, sizeof *r->g);
@@ -387,6 +451,12 @@ static int compute_groups(struct pfi__report *r) {
       return rc;
     g->lo = rc > 0 ? lo : NAN;
     g->hi = rc > 0 ? hi : NAN;
+    /* A stream of its own (the id hash with the seed's bits inverted), so
+     * these draws do not repeat the ratio interval's. */
+    rc = ci_area_ce(g->c, draws, (unsigned long)(h ^ ~(uint64_t)r->o->seed),
+                    &g->area_lo, &g->area_hi, &g->ce_lo, &g->ce_hi, r->err);
+    if (rc < 0)
+      return rc;
     g->fine = is_fine_grid(g->c);
     g->coarse = g->fine ? pfi_on_caps(g->c, coarse_caps, N_COARSE) : NAN;
     /* The screened set: H200 groups the models are fitted on. */
@@ -616,20 +686,28 @@ static int sec_characterization(struct pfi__report *r) {
                                      "ci95_lo",
                                      "ci95_hi",
                                      "pfi_area",
+                                     "pfi_area_ci95_lo",
+                                     "pfi_area_ci95_hi",
                                      "pfi_ce",
+                                     "pfi_ce_ci95_lo",
+                                     "pfi_ce_ci95_hi",
                                      "pfi_published",
                                      "ci95_lo_published",
                                      "ci95_hi_published",
                                      "diff"};
   struct pfi_rtable *t = pfi__report_table(
-      r, "groups", "PFI of every group (ours) beside the published value", 14,
-      cols);
+      r, "groups",
+      "PFI of every group (ours, all three definitions with 95 % intervals) "
+      "beside the published value (ratio definition)",
+      18, cols);
   if (!t)
     return pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
   set_dec(t, "gpus", 0);
   set_dec(t, "caps", 0);
   set_dec(t, "ci95_lo", 3);
   set_dec(t, "pfi_area", 4);
+  set_dec(t, "pfi_area_ci95_lo", 4);
+  set_dec(t, "pfi_area_ci95_hi", 4);
   for (size_t i = 0; i < r->ng; i++) {
     const struct pfi__group *g = &r->g[i];
     long row = pfi_rtable_add_row(t);
@@ -644,7 +722,11 @@ static int sec_characterization(struct pfi__report *r) {
     set_num(t, row, "ci95_lo", g->lo);
     set_num(t, row, "ci95_hi", g->hi);
     set_num(t, row, "pfi_area", g->area);
+    set_num(t, row, "pfi_area_ci95_lo", g->area_lo);
+    set_num(t, row, "pfi_area_ci95_hi", g->area_hi);
     set_num(t, row, "pfi_ce", g->ce);
+    set_num(t, row, "pfi_ce_ci95_lo", g->ce_lo);
+    set_num(t, row, "pfi_ce_ci95_hi", g->ce_hi);
     set_num(t, row, "pfi_published", g->pub);
     set_num(t, row, "ci95_lo_published", g->pub_lo);
     set_num(t, row, "ci95_hi_published", g->pub_hi);

@@ -21,8 +21,9 @@ struct pfi__group {
   int core;           /* H200, not held out: the set models are fitted on */
   double pfi, lo, hi; /* ratio PFI and its 95 % interval (NaN: undefined) */
   double area, ce;    /* the other two definitions */
-  double coarse;      /* ratio PFI on the coarse grid; NaN when not fine */
-  int fine;           /* swept on the fine grid 200..700 W */
+  double area_lo, area_hi, ce_lo, ce_hi; /* their 95 % intervals */
+  double coarse; /* ratio PFI on the coarse grid; NaN when not fine */
+  int fine;      /* swept on the fine grid 200..700 W */
   double t_max, p_max;
   double pub, pub_lo, pub_hi; /* published PFI and interval (NaN: none) */
   double pred_loo;            /* LOO prediction of the chosen model (core) */

@@ -36,8 +36,13 @@ expect "$tmp/r/groups.csv" moe-ft-qwen30ba3b-x8 pfi_published 2.000
 expect "$tmp/r/groups.csv" moe-ft-qwen30ba3b-x8 diff 0.100
 expect "$tmp/r/groups.csv" dense-a pfi_published ""
 # The interval brackets the exact value (noise 0.04 %/0.05 % of each point).
-awk -F, 'NR>1{ if (!($7 <= $6 && $6 <= $8)) { print "bad interval " $0; exit 1 } }' \
-  "$tmp/r/groups.csv" || fail "interval does not bracket PFI"
+# So do the intervals of the area and constant-elasticity definitions.
+head -1 "$tmp/r/groups.csv" | grep -q '^group,gpu,class,gpus,caps,pfi,ci95_lo,ci95_hi,pfi_area,pfi_area_ci95_lo,pfi_area_ci95_hi,pfi_ce,pfi_ce_ci95_lo,pfi_ce_ci95_hi,' ||
+  fail "groups.csv columns: $(head -1 "$tmp/r/groups.csv")"
+awk -F, 'NR>1{ if (!($7 <= $6 && $6 <= $8 && $10 <= $9 && $9 <= $11 &&
+                    $13 <= $12 && $12 <= $14 && $7 < $8 && $10 < $11 && $13 < $14)) {
+                 print "bad interval " $0; exit 1 } }' \
+  "$tmp/r/groups.csv" || fail "an interval does not bracket its value"
 
 # Class medians and means: 1.2, 1.5, 2.1 by hand.
 expect "$tmp/r/categories.csv" dense median 1.200
