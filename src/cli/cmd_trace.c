@@ -3,6 +3,7 @@
  * dcgm-exporter scrapes. */
 #include <getopt.h>
 #include <math.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@ static const char usage_text[] =
     "usage: pfi trace summarize DB --out DIR [--warmup-fb-gib G]\n"
     "                 [--train-util PCT] [--top-fraction F]\n"
     "       pfi trace export DB [--out FILE]\n"
+    "       pfi trace runs DB [--format table|csv|json]\n"
     "       pfi trace import-prom FILE... --db DB [--job NAME] [--cap W]\n"
     "                 [--interval 5s] [--strict]\n"
     "\n"
@@ -32,6 +34,11 @@ static const char usage_text[] =
     "export      Writes every telemetry sample as CSV (run_id, job, cap_w,\n"
     "            source, gpu, t_s, then one column per field; empty when a\n"
     "            field is not valid) to FILE or standard output.\n"
+    "runs        Lists the runs of the store: id, job, cap_w, gpus, state\n"
+    "            (running, complete, failed, interrupted), source (emulated "
+    "or\n"
+    "            measured), exit_status, samples, steps, t_start_s, t_end_s\n"
+    "            (device clock); JSON keys are these names.\n"
     "import-prom Reads saved Prometheus scrapes of dcgm-exporter (FILEs in\n"
     "            time order; a file may hold several scrapes appended, each\n"
     "            starting with the file's first comment line; scrapes are\n"
@@ -463,6 +470,139 @@ out:
   return status;
 }
 
+/* `pfi trace runs`: one row per run, with its sample and step counts. */
+static int runs_cmd(int argc, char **argv) {
+  static const struct option opts[] = {{"format", required_argument, NULL, 'f'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
+  enum pfi_format fmt = PFI_FMT_TABLE;
+  int c;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    if (c == 'f') {
+      if (pfi_cli_format("trace", optarg,
+                         PFI_FMT_ALLOW_TABLE | PFI_FMT_ALLOW_CSV |
+                             PFI_FMT_ALLOW_JSON,
+                         &fmt) != 0)
+        return PFI_EXIT_USAGE;
+    } else if (c == 'h') {
+      fputs(usage_text, stdout);
+      return 0;
+    } else {
+      return pfi_cli_usage("trace", "bad option");
+    }
+  }
+  if (optind + 1 != argc)
+    return pfi_cli_usage("trace", "runs takes one DB");
+  struct pfi_store *st = NULL;
+  int rc = open_store("trace", argv[optind], 0, &st);
+  if (rc)
+    return rc;
+  sqlite3_stmt *q = NULL;
+  int status = 0;
+  if (sqlite3_prepare_v2(
+          pfi_store_db(st),
+          "SELECT r.id, r.job, r.cap_w, r.gpus, r.state, r.source, "
+          "r.exit_status, (SELECT count(*) FROM samples s WHERE "
+          "s.run_id=r.id), (SELECT count(*) FROM steps p WHERE "
+          "p.run_id=r.id), r.t_start_s, r.t_end_s FROM runs r ORDER BY r.id",
+          -1, &q, NULL) != SQLITE_OK) {
+    struct pfi_error err;
+    pfi_error_set(&err, PFI_EDB, "%s: %s", argv[optind],
+                  sqlite3_errmsg(pfi_store_db(st)));
+    pfi_store_close(st);
+    return pfi_cli_fail(&err);
+  }
+  json_t *arr = fmt == PFI_FMT_JSON ? json_array() : NULL;
+  if (fmt == PFI_FMT_CSV)
+    printf("id,job,cap_w,gpus,state,source,exit_status,samples,steps,"
+           "t_start_s,t_end_s\n");
+  else if (fmt == PFI_FMT_TABLE)
+    printf("%4s  %-36s %7s %4s  %-11s %-8s %4s %8s %7s %10s %10s\n", "id",
+           "job", "cap_w", "gpus", "state", "source", "exit", "samples",
+           "steps", "t_start_s", "t_end_s");
+  int r;
+  while ((r = sqlite3_step(q)) == SQLITE_ROW) {
+    long long id = sqlite3_column_int64(q, 0);
+    const char *job = (const char *)sqlite3_column_text(q, 1);
+    double cap = sqlite3_column_double(q, 2);
+    int gpus = sqlite3_column_int(q, 3);
+    const char *state = (const char *)sqlite3_column_text(q, 4);
+    const char *src = (const char *)sqlite3_column_text(q, 5);
+    int has_exit = sqlite3_column_type(q, 6) != SQLITE_NULL;
+    int ex = sqlite3_column_int(q, 6);
+    long long ns = sqlite3_column_int64(q, 7), np = sqlite3_column_int64(q, 8);
+    int has_t0 = sqlite3_column_type(q, 9) != SQLITE_NULL;
+    int has_t1 = sqlite3_column_type(q, 10) != SQLITE_NULL;
+    double t0 = sqlite3_column_double(q, 9), t1 = sqlite3_column_double(q, 10);
+    job = job ? job : "";
+    state = state ? state : "";
+    src = src ? src : "";
+    if (fmt == PFI_FMT_JSON) {
+      json_t *o = json_object();
+      json_object_set_new(o, "id", json_integer(id));
+      json_object_set_new(o, "job", json_string(job));
+      json_object_set_new(o, "cap_w", json_real(cap));
+      json_object_set_new(o, "gpus", json_integer(gpus));
+      json_object_set_new(o, "state", json_string(state));
+      json_object_set_new(o, "source", json_string(src));
+      json_object_set_new(o, "exit_status",
+                          has_exit ? json_integer(ex) : json_null());
+      json_object_set_new(o, "samples", json_integer(ns));
+      json_object_set_new(o, "steps", json_integer(np));
+      json_object_set_new(o, "t_start_s", has_t0 ? json_real(t0) : json_null());
+      json_object_set_new(o, "t_end_s", has_t1 ? json_real(t1) : json_null());
+      json_array_append_new(arr, o);
+    } else if (fmt == PFI_FMT_CSV) {
+      /* Job names are the user's: quoted when they need it. */
+      printf("%lld,", id);
+      if (strpbrk(job, ",\"\n\r")) {
+        putchar('"');
+        for (const char *p = job; *p; p++) {
+          if (*p == '"')
+            putchar('"');
+          putchar(*p);
+        }
+        putchar('"');
+      } else {
+        fputs(job, stdout);
+      }
+      printf(",%g,%d,%s,%s,", cap, gpus, state, src);
+      if (has_exit)
+        printf("%d", ex);
+      printf(",%lld,%lld,", ns, np);
+      if (has_t0)
+        printf("%.6f", t0);
+      putchar(',');
+      if (has_t1)
+        printf("%.6f", t1);
+      putchar('\n');
+    } else {
+      char exs[16] = "-", t0s[32] = "-", t1s[32] = "-";
+      if (has_exit)
+        snprintf(exs, sizeof exs, "%d", ex);
+      if (has_t0)
+        snprintf(t0s, sizeof t0s, "%.1f", t0);
+      if (has_t1)
+        snprintf(t1s, sizeof t1s, "%.1f", t1);
+      printf("%4lld  %-36s %7g %4d  %-11s %-8s %4s %8lld %7lld %10s %10s\n", id,
+             job, cap, gpus, state, src, exs, ns, np, t0s, t1s);
+    }
+  }
+  if (r != SQLITE_DONE) {
+    struct pfi_error err;
+    pfi_error_set(&err, PFI_EDB, "%s: %s", argv[optind],
+                  sqlite3_errmsg(pfi_store_db(st)));
+    status = pfi_cli_fail(&err);
+    json_decref(arr);
+  } else if (arr && pfi_cli_print_json(arr) != 0) {
+    status = PFI_EXIT_FAIL;
+  }
+  sqlite3_finalize(q);
+  pfi_store_close(st);
+  return status;
+}
+
 int cmd_trace(int argc, char **argv) {
   if (argc < 2) {
     fputs(usage_text, stderr);
@@ -479,5 +619,7 @@ int cmd_trace(int argc, char **argv) {
     return export_cmd(argc - 1, argv + 1);
   if (strcmp(sub, "import-prom") == 0)
     return import_prom(argc - 1, argv + 1);
+  if (strcmp(sub, "runs") == 0)
+    return runs_cmd(argc - 1, argv + 1);
   return pfi_cli_usage("trace", "unknown subcommand '%s'", sub);
 }

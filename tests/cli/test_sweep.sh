@@ -107,7 +107,11 @@ done
 [ $? -eq 1 ] || fail "crashing job: exit status"
 grep -q "status 3" "$T/err" || fail "crash message: $(cat "$T/err")"
 caps_are 650 "after a crashing job"
-[ "$(sqlite3 "$T/c.db" "select state from runs")" = "failed" ] || fail "crashed run state"
+"$PFI" trace runs "$T/c.db" --format csv >"$T/runs.csv" || fail "trace runs"
+# id,job,cap_w,gpus,state,source,exit_status,...: the 300 W run failed with
+# the trainer's status 3 and the sweep stopped there.
+[ "$(cut -d, -f2-7 "$T/runs.csv" | tail -n +2)" = "crash,300,8,failed,emulated,3" ] ||
+  fail "crashed run: $(cat "$T/runs.csv")"
 # A job that ignores SIGTERM is killed after the grace period.
 "$PFI" sweep $EMU --emulate $G --caps 700 --db "$T/h.db" --job hang --grace 0.2s \
   --throughput "jsonl:$T/h.jsonl" -- "$TRAINER" --ignore-term >/dev/null 2>"$T/err" ||

@@ -28,6 +28,17 @@ awk -F, 'NR==2 { if ($5 != 0 || $7 != 67.351 || $11 != 0 || $22 != 26) exit 1 }
          NR==3 { if ($5 != 1 || $7 != 67.746 || $11 != "" || $22 != 28) exit 1 }' "$T/x.csv" ||
   fail "export values: $(cat "$T/x.csv")"
 grep -q ",measured," "$T/x.csv" || fail "imported data not labelled measured"
+"$PFI" trace runs "$T/p.db" --format json >"$T/runs.json" || fail "trace runs exit status"
+python3 - "$T/runs.json" <<'PY' || fail "trace runs: $(cat "$T/runs.json")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+ok = (len(r) == 1 and r[0]["job"] == "idle" and r[0]["state"] == "complete"
+      and r[0]["source"] == "measured" and r[0]["samples"] == 2
+      and r[0]["steps"] == 0 and r[0]["exit_status"] is None and r[0]["gpus"] == 2)
+sys.exit(0 if ok else 1)
+PY
+"$PFI" trace runs "$T/p.db" --format xml >/dev/null 2>&1
+[ $? -eq 2 ] || fail "trace runs --format xml: exit status"
 
 # Two scrapes appended in one file (as `curl >> file` every 5 s leaves
 # them), the second with a malformed line 17 (line 3 of the second scrape):
