@@ -121,6 +121,11 @@ struct pfi_dunn_pair {
  * Result of pfi_stats_kruskal(). Arrays owned, freed by
  * pfi_kruskal_release().
  */
+/* Most groups pfi_stats_kruskal() compares. Dunn's test has g(g-1)/2 pairs:
+ * 32640 at this bound; an identifier column given as the group (one group
+ * per row) would otherwise ask for billions of pairs. */
+#define PFI_STATS_KRUSKAL_MAX_GROUPS 256
+
 struct pfi_kruskal {
   size_t ngroups;
   size_t *n;                   /* per group: observations */
@@ -141,9 +146,9 @@ struct pfi_kruskal {
  * ngroups - 1 degrees of freedom. Dunn's test compares every pair with
  * z = (R_a - R_b) / sqrt((N(N+1)/12 - sum(t^3 - t)/(12(N-1)))
  *                       (1/n_a + 1/n_b)).
- * Errors (PFI_EINVAL): ngroups < 2, an empty group, a group index out of
- * range, a non-finite value, or every value equal (H undefined);
- * PFI_ENOMEM.
+ * Errors (PFI_EINVAL): ngroups < 2 or above PFI_STATS_KRUSKAL_MAX_GROUPS,
+ * an empty group, a group index out of range, a non-finite value, or every
+ * value equal (H undefined); PFI_ENOMEM.
  */
 int pfi_stats_kruskal(const double *value, const size_t *group, size_t n,
                       size_t ngroups, struct pfi_kruskal *out,

@@ -309,6 +309,18 @@ static int do_kruskal(const struct pfi_table *t, const char *gcol,
     size_t g = 0;
     while (g < ng && strcmp(gname[g], s) != 0)
       g++;
+    if (g == ng && ng == PFI_STATS_KRUSKAL_MAX_GROUPS) {
+      /* Checked here, where the row is known: one group per row (an
+       * identifier column) would otherwise cost n^2 comparisons here and
+       * n^2/2 Dunn pairs after. */
+      long col = t->col[r * t->ncols + (size_t)ig];
+      pfi_error_setloc(err, PFI_EPARSE, t->name, t->line[r], col ? col : 1,
+                       "field '%s': more than %d distinct groups (is it an "
+                       "identifier column?)",
+                       gcol, PFI_STATS_KRUSKAL_MAX_GROUPS);
+      status = pfi_cli_fail(err);
+      goto out;
+    }
     if (g == ng)
       gname[ng++] = s;
     grp[r] = g;

@@ -414,6 +414,11 @@ int pfi_stats_kruskal(const double *value, const size_t *group, size_t n,
   if (ngroups < 2)
     return pfi_error_set(err, PFI_EINVAL,
                          "kruskal: needs at least 2 groups, got %zu", ngroups);
+  if (ngroups > PFI_STATS_KRUSKAL_MAX_GROUPS)
+    return pfi_error_set(err, PFI_EINVAL,
+                         "kruskal: %zu groups, at most %d (Dunn's test "
+                         "compares every pair)",
+                         ngroups, PFI_STATS_KRUSKAL_MAX_GROUPS);
   if (!all_finite(value, n))
     return pfi_error_set(err, PFI_EINVAL, "kruskal: value is not finite");
   for (size_t i = 0; i < n; i++)

@@ -148,6 +148,17 @@ printf 'x,y\n1,1e308\n2,-1e308\n3,1e308\n4,3\n' >"$T/ovf.csv"
 expect_err "ovf.csv: ols: the intercept coefficient or its standard error is not a finite" \
   stats ols "$T/ovf.csv" --x x --y y
 
+# One group per row (an identifier column) asked for n^2/2 Dunn pairs and
+# ran for minutes on 20000 rows: at most 256 groups, located at the row of
+# the 257th.
+awk 'BEGIN { print "g,v"; for (i = 1; i <= 20000; i++) print "id" i "," i }' >"$T/ids.csv"
+expect_err "ids.csv:258:1: field 'g': more than 256 distinct groups" \
+  stats kruskal "$T/ids.csv" --group g --value v
+awk 'BEGIN { print "g,v"; for (i = 1; i <= 512; i++) print "g" (i % 256) "," i }' >"$T/g256.csv"
+"$PFI" stats kruskal "$T/g256.csv" --group g --value v --format json >"$T/out" ||
+  fail "kruskal with 256 groups"
+[ "$(grep -c '"p_holm"' "$T/out")" -eq 32640 ] || fail "kruskal 256 groups: not 32640 Dunn pairs"
+
 # ---- values near the double's limits give the numbers small ones give ----
 # r is invariant under scaling x; x = (1, -1, 1, 0), y = (1, 2, 4, 3) by
 # hand: Sxy = 0.5, Sxx = 2.75, Syy = 5, r = 0.5 / sqrt(13.75) = 0.1348399725.

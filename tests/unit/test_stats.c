@@ -304,6 +304,19 @@ static void kruskal_errors(void **state) {
   assert_int_equal(pfi_stats_kruskal(w, g, 4, 3, &k, &err), PFI_EINVAL);
   assert_non_null(strstr(err.msg, "empty"));
   assert_int_equal(pfi_stats_kruskal(w, g, 4, 1, &k, &err), PFI_EINVAL);
+  /* One group more than the bound: refused before any pair is allocated. */
+  enum { NG = PFI_STATS_KRUSKAL_MAX_GROUPS + 1 };
+  static double vv[NG];
+  static size_t gg[NG];
+  for (size_t i = 0; i < NG; i++) {
+    vv[i] = (double)i;
+    gg[i] = i;
+  }
+  assert_int_equal(pfi_stats_kruskal(vv, gg, NG, NG, &k, &err), PFI_EINVAL);
+  assert_non_null(strstr(err.msg, "at most 256"));
+  assert_int_equal(pfi_stats_kruskal(vv, gg, NG - 1, NG - 1, &k, &err), 0);
+  ASSERT_EQ_INT(k.npairs, 256 * 255 / 2);
+  pfi_kruskal_release(&k);
 }
 
 /* Benjamini-Hochberg by its definition, O(m^2): q_i is the least
