@@ -1496,12 +1496,13 @@ static int core_build(struct pfi__report *r, struct core_set *c) {
   return 0;
 }
 
-/* Fits `exprs` on the core set; in-sample, LOO and LOCO. `pred_loo` (may be
- * NULL) receives the LOO predictions. Returns 0, 1 when a feature is
- * absent, or an error. */
+/* Fits `exprs` on the core set; in-sample, LOO and LOCO. `pred_loo` and
+ * `pred_loco` (may be NULL) receive the out-of-sample predictions. Returns
+ * 0, 1 when a feature is absent, or an error. */
 static int eval_set(struct pfi__report *r, const struct core_set *cs,
                     char **exprs, size_t k, double *r2_in, struct pfi_eval *loo,
-                    struct pfi_eval *loco, double *pred_loo) {
+                    struct pfi_eval *loco, double *pred_loo,
+                    double *pred_loco) {
   for (size_t j = 0; j < k; j++)
     if (!pfi_features_has(&r->feat, exprs[j]))
       return 1;
@@ -1540,7 +1541,8 @@ static int eval_set(struct pfi__report *r, const struct core_set *cs,
     }
   for (size_t i = 0; i < cs->n; i++)
     cfold[i] = map[cs->cls[i]];
-  rc = pfi_model_eval_folds(x, cs->n, k, cs->y, cfold, nf, loco, NULL, r->err);
+  rc = pfi_model_eval_folds(x, cs->n, k, cs->y, cfold, nf, loco, pred_loco,
+                            r->err);
 out:
   pfi_model_release(&m);
   free(x);
@@ -1587,12 +1589,13 @@ static int sec_ablation(struct pfi__report *r, const struct core_set *cs) {
     struct pfi_eval loo, loco;
     memset(&loo, 0, sizeof loo);
     memset(&loco, 0, sizeof loco);
-    double *pred = calloc(cs->n + 1, sizeof *pred);
+    double *pred = calloc(2 * (cs->n + 1), sizeof *pred);
     if (!pred) {
       pfi_strlist_free(exprs);
       return pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
     }
-    rc = eval_set(r, cs, exprs, k, &r2_in, &loo, &loco, pred);
+    double *pred_c = pred + cs->n + 1;
+    rc = eval_set(r, cs, exprs, k, &r2_in, &loo, &loco, pred, pred_c);
     pfi_strlist_free(exprs);
     if (rc < 0) {
       /* A set that cannot be fitted (too few rows for its predictors) is
@@ -1600,8 +1603,10 @@ static int sec_ablation(struct pfi__report *r, const struct core_set *cs) {
       pfi_error_clear(r->err);
     }
     if (rc == 0 && s == 0)
-      for (size_t i = 0; i < cs->n; i++)
+      for (size_t i = 0; i < cs->n; i++) {
         r->g[cs->gi[i]].pred_loo = pred[i];
+        r->g[cs->gi[i]].pred_loco = loco.defined ? pred_c[i] : NAN;
+      }
     free(pred);
     long row = pfi_rtable_add_row(t);
     if (row < 0)
@@ -1841,7 +1846,7 @@ static int sec_prediction(struct pfi__report *r) {
     return pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
   }
   for (size_t i = 0; i < r->ng; i++)
-    r->g[i].pred_loo = r->g[i].pred_out = NAN;
+    r->g[i].pred_loo = r->g[i].pred_loco = r->g[i].pred_out = NAN;
   if (cs.n < 5) {
     missing(r, "fewer than 5 H200 headline groups with features and a "
                "defined PFI.");
@@ -1892,7 +1897,7 @@ static const double sim_cuts[] = {0.0,  0.05, 0.10, 0.15, 0.20,
 struct sim_lib {
   struct pfi_problem prob;
   size_t n;
-  double *pfi_in, *pfi_loo, *dcp, *weight_prod;
+  double *pfi_in, *pfi_loo, *pfi_loco, *dcp, *weight_prod;
   int *moe_ft, *is_ft, *gpus;
 };
 
@@ -1900,6 +1905,7 @@ static void sim_lib_release(struct sim_lib *l) {
   pfi_problem_release(&l->prob);
   free(l->pfi_in);
   free(l->pfi_loo);
+  free(l->pfi_loco);
   free(l->dcp);
   free(l->weight_prod);
   free(l->moe_ft);
@@ -2018,9 +2024,10 @@ static int sec_allocation(struct pfi__report *r) {
   int rc = 0;
   struct sim_lib L;
   memset(&L, 0, sizeof L);
-  struct pfi_sim_result res[2], res_loo[2];
+  struct pfi_sim_result res[2], res_loo[2], res_loco[2];
   memset(res, 0, sizeof res);
   memset(res_loo, 0, sizeof res_loo);
+  memset(res_loco, 0, sizeof res_loco);
   if (!r->have_feat) {
     missing(r, "features.csv is not in the input (the strategies need the "
                "telemetry of each job).");
@@ -2030,13 +2037,14 @@ static int sec_allocation(struct pfi__report *r) {
   size_t cap = r->ng + 1;
   L.pfi_in = calloc(cap, sizeof(double));
   L.pfi_loo = calloc(cap, sizeof(double));
+  L.pfi_loco = calloc(cap, sizeof(double));
   L.dcp = calloc(cap, sizeof(double));
   L.weight_prod = calloc(cap, sizeof(double));
   L.moe_ft = calloc(cap, sizeof(int));
   L.is_ft = calloc(cap, sizeof(int));
   L.gpus = calloc(cap, sizeof(int));
-  if (!L.pfi_in || !L.pfi_loo || !L.dcp || !L.weight_prod || !L.moe_ft ||
-      !L.is_ft || !L.gpus) {
+  if (!L.pfi_in || !L.pfi_loo || !L.pfi_loco || !L.dcp || !L.weight_prod ||
+      !L.moe_ft || !L.is_ft || !L.gpus) {
     rc = pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
     goto done;
   }
@@ -2061,12 +2069,20 @@ static int sec_allocation(struct pfi__report *r) {
     core_release(&cs);
     goto done;
   }
+  /* The out-of-sample estimates exist when the prediction section could
+   * fit the chosen model leaving each job (or its cluster) out. */
+  int have_loo = 1, have_loco = 1;
   for (size_t i = 0; i < cs.n; i++) {
     const struct pfi__group *g = &r->g[cs.gi[i]];
     if ((rc = pfi_problem_add_curve(&L.prob, g->c, r->err)) != 0)
       break;
     L.pfi_in[L.n] = pfi_model_predict(&m, &x[i]);
-    L.pfi_loo[L.n] = isfinite(g->pred_loo) ? g->pred_loo : L.pfi_in[L.n];
+    L.pfi_loo[L.n] = g->pred_loo;
+    L.pfi_loco[L.n] = g->pred_loco;
+    if (!isfinite(g->pred_loo))
+      have_loo = 0;
+    if (!isfinite(g->pred_loco))
+      have_loco = 0;
     L.dcp[L.n] = x[i];
     L.moe_ft[L.n] = g->cat == CAT_MOE_FT;
     int moe = 0, ft = 0;
@@ -2110,12 +2126,23 @@ static int sec_allocation(struct pfi__report *r) {
         .pfi = L.pfi_in, .dram_copy = L.dcp, .moe_ft = L.moe_ft};
     pfi__report_progress(r, "allocation simulation: %s mix", mixes[mi]);
     rc = pfi_sim_run(&L.prob, &in, &cfg, &res[mi], r->err);
-    if (rc == 0) {
+    /* Out of sample: each job's PFI estimated by a model that did not see
+     * the job (leave-one-out) or its architecture-task cluster (LOCO).
+     * Only the strategies that read the estimate change. */
+    cfg.strategies = est_only;
+    if (rc == 0 && have_loo) {
       in.pfi = L.pfi_loo;
-      cfg.strategies = est_only;
-      pfi__report_progress(r, "allocation simulation: %s mix, out of sample",
-                           mixes[mi]);
+      pfi__report_progress(
+          r, "allocation simulation: %s mix, leave-one-out estimates",
+          mixes[mi]);
       rc = pfi_sim_run(&L.prob, &in, &cfg, &res_loo[mi], r->err);
+    }
+    if (rc == 0 && have_loco) {
+      in.pfi = L.pfi_loco;
+      pfi__report_progress(
+          r, "allocation simulation: %s mix, leave-one-cluster-out estimates",
+          mixes[mi]);
+      rc = pfi_sim_run(&L.prob, &in, &cfg, &res_loco[mi], r->err);
     }
     if (rc == PFI_ENOMEM)
       goto done;
@@ -2179,7 +2206,15 @@ static int sec_allocation(struct pfi__report *r) {
       rc = sim_rows(r, t, mixes[mi], "leave-one-out", &res_loo[mi],
                     (1u << PFI_STRAT_PFI_AWARE) | (1u << PFI_STRAT_PFI_CURVE),
                     &d1, &d2);
+    if (!rc)
+      rc = sim_rows(r, t, mixes[mi], "leave-one-cluster-out", &res_loco[mi],
+                    (1u << PFI_STRAT_PFI_AWARE) | (1u << PFI_STRAT_PFI_CURVE),
+                    &d1, &d2);
   }
+  if (!have_loo || !have_loco)
+    missing(r, "out-of-sample rows: the chosen model could not be evaluated "
+               "leaving one job or one cluster out (see the prediction "
+               "section), so those rows are absent.");
   if (rc)
     goto done;
   if (!have_prod)
@@ -2199,6 +2234,7 @@ done:
   for (int i = 0; i < 2; i++) {
     pfi_sim_result_release(&res[i]);
     pfi_sim_result_release(&res_loo[i]);
+    pfi_sim_result_release(&res_loco[i]);
   }
   sim_lib_release(&L);
   pfi_html_puts(&r->body, "</section>\n");

@@ -27,6 +27,7 @@ struct pfi__group {
   double t_max, p_max;
   double pub, pub_lo, pub_hi; /* published PFI and interval (NaN: none) */
   double pred_loo;            /* LOO prediction of the chosen model (core) */
+  double pred_loco;           /* LOCO prediction of the chosen model (core) */
   double pred_out;            /* prediction of the model fitted on the core */
 };
 
