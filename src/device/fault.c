@@ -169,9 +169,14 @@ static int inject(struct fctx *c, int op, unsigned gpu, struct pfi_error *err) {
   if (cf->gpu >= 0 && (unsigned long)cf->gpu != gpu)
     return 0;
   int kinds[2] = {op, OP_ANY};
-  for (int k = 0; k < (op == OP_ANY ? 1 : 2); k++) {
+  int nk = op == OP_ANY ? 1 : 2;
+  /* Every call counts toward fail_any_after, also one that the rule of its
+   * own kind fails: count all kinds first, then decide. */
+  for (int k = 0; k < nk; k++)
+    ++c->calls[kinds[k]];
+  for (int k = 0; k < nk; k++) {
     int o = kinds[k];
-    long n = ++c->calls[o];
+    long n = c->calls[o];
     if (cf->after[o] < 0 || n <= cf->after[o])
       continue;
     if (!cf->persistent && n != cf->after[o] + 1)

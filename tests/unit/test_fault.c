@@ -105,6 +105,22 @@ static void test_any(void **state) {
   pfi_device_close(dev);
 }
 
+/* A call that its own kind's rule fails still counts toward
+ * fail_any_after. set_cap is two operations (the limits check, then the
+ * set): any-calls 1 and 2, the set failing as set call 1; the name is
+ * any-call 3, past fail_any_after=2. */
+static void test_any_counts_failed_calls(void **state) {
+  struct pfi_device *dev =
+      open_fault("fail_set_after=0,fail_any_after=2,code=busy");
+  struct pfi_error err;
+  char name[128];
+  assert_int_equal(pfi_device_set_cap(dev, 0, 600000, &err), PFI_EBUSY);
+  assert_non_null(strstr(err.msg, "set_cap call 1"));
+  assert_int_equal(pfi_device_name(dev, 0, name, sizeof name, &err), PFI_EBUSY);
+  assert_non_null(strstr(err.msg, "call 3"));
+  pfi_device_close(dev);
+}
+
 static void test_inner(void **state) {
   struct pfi_device *dev =
       open_fault("inner=emu,inner_params=profile=h100,gpus=2");
@@ -144,6 +160,7 @@ int main(void) {
       cmocka_unit_test(test_persistent_get),
       cmocka_unit_test(test_gpu_filter),
       cmocka_unit_test(test_any),
+      cmocka_unit_test(test_any_counts_failed_calls),
       cmocka_unit_test(test_inner),
       cmocka_unit_test(test_bad_params),
   };
