@@ -85,8 +85,10 @@ struct pfi_rtable {
   char *name;  /* file stem, e.g. "groups"; owned */
   char *title; /* caption in the report; owned */
   size_t ncols;
-  char **cols;   /* column names; owned */
-  int *decimals; /* per column, for numbers; owned */
+  char **cols;     /* column names; owned */
+  int *decimals;   /* per column, for numbers; owned */
+  long hidden_col; /* a column left out of the HTML rendering (its value is
+                      said elsewhere on the page), -1 for none */
   size_t nrows, rows_cap;
   struct pfi_cell *cells; /* nrows * ncols, row-major; owned */
 };

@@ -70,9 +70,19 @@ struct pfi_rtable *pfi__report_table(struct pfi__report *r, const char *name,
                                      const char *const *cols) {
   if (r->ntabs == sizeof r->tabs / sizeof r->tabs[0])
     return NULL;
-  struct pfi_rtable *t = &r->tabs[r->ntabs];
-  if (pfi_rtable_init(t, name, title, ncols, cols))
+  /* Every table ends with a `source` column (emulated, measured...) so
+   * that a CSV or JSON file taken alone still says where its numbers come
+   * from; the page says it once, on its first screen. */
+  const char *all[40];
+  if (ncols + 1 > sizeof all / sizeof all[0])
     return NULL;
+  for (size_t i = 0; i < ncols; i++)
+    all[i] = cols[i];
+  all[ncols] = "source";
+  struct pfi_rtable *t = &r->tabs[r->ntabs];
+  if (pfi_rtable_init(t, name, title, ncols + 1, all))
+    return NULL;
+  t->hidden_col = (long)ncols;
   r->ntabs++;
   return t;
 }
@@ -2295,9 +2305,16 @@ int pfi_report_build(const char *in_dir, const char *out_dir,
   pfi__report_progress(&r, "report: allocation");
   if ((rc = sec_allocation(&r)) != 0)
     goto out;
-  for (size_t i = 0; i < r.ntabs; i++)
-    if ((rc = pfi_rtable_write(&r.tabs[i], out_dir, err)) != 0)
+  for (size_t i = 0; i < r.ntabs; i++) {
+    struct pfi_rtable *t = &r.tabs[i];
+    for (size_t row = 0; row < t->nrows; row++)
+      if (pfi_rtable_set_str(t, row, t->ncols - 1, r.source) != 0) {
+        rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+        goto out;
+      }
+    if ((rc = pfi_rtable_write(t, out_dir, err)) != 0)
       goto out;
+  }
   pfi__report_progress(&r, "report: writing %s/report.html", out_dir);
   rc = pfi__report_page(&r, out_dir);
 out:

@@ -23,6 +23,7 @@ int pfi_rtable_init(struct pfi_rtable *t, const char *name, const char *title,
   if (!t->name || !t->title || !t->cols || !t->decimals)
     goto fail;
   t->ncols = ncols;
+  t->hidden_col = -1;
   for (size_t i = 0; i < ncols; i++) {
     t->cols[i] = strdup(cols[i]);
     if (!t->cols[i])
@@ -292,6 +293,8 @@ int pfi_rtable_html(const struct pfi_rtable *t, struct pfi_html *b) {
   pfi_html_text(b, t->name);
   pfi_html_puts(b, "\">\n<thead><tr>");
   for (size_t j = 0; j < t->ncols; j++) {
+    if ((long)j == t->hidden_col)
+      continue;
     const char *cls = col_class(t->cols[j]);
     pfi_html_printf(b, cls ? "<th class=\"%s\">" : "<th>", cls);
     pfi_html_text(b, t->cols[j]);
@@ -301,6 +304,8 @@ int pfi_rtable_html(const struct pfi_rtable *t, struct pfi_html *b) {
   for (size_t i = 0; i < t->nrows; i++) {
     pfi_html_puts(b, "<tr>");
     for (size_t j = 0; j < t->ncols; j++) {
+      if ((long)j == t->hidden_col)
+        continue;
       const struct pfi_cell *c = cell(t, i, j);
       const char *cls = col_class(t->cols[j]);
       const char *num = c->kind == PFI_CELL_NUM ? "num" : NULL;

@@ -34,6 +34,12 @@ awk -F, 'NR==1{for(i=1;i<=NF;i++) if($i=="source") c=i; next}
 awk -F, 'NR==1{for(i=1;i<=NF;i++) if($i=="source") c=i; next}
   $c != "emulated" {exit 1}' "$tmp/a/features.csv" || fail "features.csv not all emulated"
 grep -q "EMULATED DATA, NOT MEASUREMENTS" "$tmp/a/report.html" || fail "no notice"
+# So is every row of every result table (a `source` column), CSV and JSON.
+for t in $tables; do
+  awk -F, 'NR==1{ if ($NF != "source") exit 1; next } $NF != "emulated" {exit 1}' \
+    "$tmp/a/$t.csv" || fail "$t.csv: rows not labelled emulated"
+  grep -q '"source": "emulated"' "$tmp/a/$t.json" || fail "$t.json not labelled"
+done
 # The memory clock does not move with the cap (the mechanism), SM clock does.
 awk -F, 'NR>1 && $1=="moe-ft-qwen30ba3b-x8" {sm[$2]=$3; mem[$2]=$4}
   END { if (!(sm[200] < sm[700])) exit 1; if (mem[200] != mem[700]) exit 1 }' \

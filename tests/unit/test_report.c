@@ -101,6 +101,15 @@ static void test_table(void **state) {
   assert_non_null(strstr(b.s, "<th class=\"pub\">pfi_published</th>"));
   assert_non_null(strstr(b.s, "<td class=\"pub\">&ndash;</td>"));
   pfi_html_release(&b);
+
+  /* A hidden column stays in the files but not on the page. */
+  t.hidden_col = 0;
+  pfi_html_init(&b);
+  assert_int_equal(pfi_rtable_html(&t, &b), 0);
+  assert_null(strstr(b.s, "<th>group</th>"));
+  assert_null(strstr(b.s, "&lt;x&gt;"));
+  assert_non_null(strstr(b.s, "<th>pfi</th>"));
+  pfi_html_release(&b);
   pfi_rtable_release(&t);
 }
 
