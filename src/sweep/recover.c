@@ -42,8 +42,12 @@ int pfi__restore_ledger(struct pfi_store *st, struct pfi_device *dev,
                         "its cap",
                         c->gpu, uuid, c->uuid);
     }
-    uint32_t got = 0;
-    if (r == 0)
+    uint32_t got = 0, cur = 0;
+    /* A GPU whose cap never changed (its set failed, or pfi died before
+     * reaching it) is left alone: no write is the safest write. */
+    int same = r == 0 && pfi_device_get_cap(dev, c->gpu, &cur, NULL) == 0 &&
+               cur == c->cap_mw;
+    if (r == 0 && !same)
       r = pfi_device_set_cap(dev, c->gpu, c->cap_mw, &e);
     if (r == 0)
       r = pfi_device_enforced_cap(dev, c->gpu, &got, &e);

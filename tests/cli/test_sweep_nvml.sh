@@ -39,6 +39,17 @@ caps_are 650.0 "after the nvml sweep"
 [ "$(sqlite3 "$T/n.db" "select group_concat(state||':'||source) from runs")" = "complete:emulated,complete:emulated" ] ||
   fail "nvml runs: $(sqlite3 "$T/n.db" "select state, source from runs")"
 
+# Setting the third GPU's limit is refused (NVML_ERROR_NO_PERMISSION, as
+# for a user without root): the sweep stops with that error, exit 1, and
+# the two GPUs already capped are restored.
+PFI_FAKE_NVML_FAIL='nvmlDeviceSetPowerManagementLimit@2=4' "$PFI" "${SW[@]}" --caps 300 \
+  --db "$T/p.db" -- "$TRAINER" --group $G --hang >/dev/null 2>"$T/err"
+[ $? -eq 1 ] || fail "refused set: exit status"
+grep -qi "permission" "$T/err" || fail "refused set message: $(cat "$T/err")"
+caps_are 650.0 "after a refused set"
+"$PFI" restore --db "$T/p.db" >"$T/out" 2>&1
+grep -q "nothing to restore" "$T/out" || fail "refused set left caps: $(cat "$T/out")"
+
 # Killed with the caps set; pfi restore reopens nvml from the ledger.
 rc=$( (PFI_SWEEP_KILL_AT=set:0 "$PFI" "${SW[@]}" --caps 400 --db "$T/k.db" -- "$TRAINER" --group $G --hang \
   >/dev/null 2>&1; echo $?) 2>/dev/null)
