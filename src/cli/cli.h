@@ -25,7 +25,8 @@ int pfi_cli_fail(const struct pfi_error *err);
 /* Exit status for an error code. */
 int pfi_cli_status(int code);
 
-/* Prints "pfi CMD: message" and "Try 'pfi CMD --help'." to stderr; returns 2. */
+/* Prints "pfi CMD: message" and "Try 'pfi CMD --help'." to stderr; returns 2.
+ */
 int pfi_cli_usage(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
@@ -42,6 +43,15 @@ int pfi_cli_format(const char *cmd, const char *s, unsigned allowed,
 /* Prints `j` to stdout (indented, keys in insertion order, newline) and
  * decrefs it. Returns 0, or 1 when writing failed. */
 int pfi_cli_print_json(json_t *j);
+
+/*
+ * A JSON string of `s` that is never NULL: json_string() refuses text that
+ * is not UTF-8, and json_object_set_new() then silently leaves the key
+ * out. Bytes that do not start a well-formed UTF-8 sequence become U+FFFD
+ * (the replacement character); valid text is unchanged. Returns a new
+ * reference (json_null() only when out of memory).
+ */
+json_t *pfi_cli_json_str(const char *s);
 
 /*
  * Parses a list of numbers "200,500,600" or a range "LO:HI:STEP" (inclusive

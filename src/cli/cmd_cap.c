@@ -243,7 +243,7 @@ int cmd_cap(int argc, char **argv) {
       int emulated = pfi__cli_emulated(dev, it->name);
       json_t *o = json_object();
       json_object_set_new(o, "index", json_integer(it->gpu));
-      json_object_set_new(o, "uuid", json_string(it->uuid));
+      json_object_set_new(o, "uuid", pfi_cli_json_str(it->uuid));
       json_object_set_new(o, "old_cap_w", json_real(it->old_mw / 1000.0));
       json_object_set_new(o, "new_cap_w", json_real(it->new_mw / 1000.0));
       json_object_set_new(o, "enforced_cap_w",

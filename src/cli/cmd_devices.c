@@ -199,8 +199,8 @@ int cmd_devices(int argc, char **argv) {
       const struct row *r = &rows[i];
       json_t *o = json_object();
       json_object_set_new(o, "index", json_integer(r->index));
-      json_object_set_new(o, "name", json_string(r->name));
-      json_object_set_new(o, "uuid", json_string(r->uuid));
+      json_object_set_new(o, "name", pfi_cli_json_str(r->name));
+      json_object_set_new(o, "uuid", pfi_cli_json_str(r->uuid));
       json_object_set_new(o, "min_cap_w", jnum(r->min_w));
       json_object_set_new(o, "max_cap_w", jnum(r->max_w));
       json_object_set_new(o, "default_cap_w", jnum(r->def_w));

@@ -283,7 +283,7 @@ int cmd_index(int argc, char **argv) {
     for (size_t i = 0; i < set.n && arr; i++) {
       const struct pfi_index *ix = &rows[i].ix;
       json_t *o = json_object();
-      json_object_set_new(o, "job", json_string(set.c[i].job));
+      json_object_set_new(o, "job", pfi_cli_json_str(set.c[i].job));
       if (defs & DEF_RATIO)
         json_object_set_new(o, "pfi", num_or_null(ix->pfi_defined, ix->pfi));
       if (defs & DEF_AREA)

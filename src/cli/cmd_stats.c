@@ -228,8 +228,12 @@ static int do_ols(const struct pfi_table *t, const char *ycol,
     json_object_set_new(coef, "intercept", jnum(m.coef[0]));
     json_object_set_new(se, "intercept", jnum(m.se[0]));
     for (size_t j = 0; j < k; j++) {
-      json_object_set_new(coef, names[j], jnum(m.coef[j + 1]));
-      json_object_set_new(se, names[j], jnum(m.se[j + 1]));
+      /* Keys must be UTF-8 too, or the coefficient silently goes missing. */
+      json_t *key = pfi_cli_json_str(names[j]);
+      const char *ks = json_is_string(key) ? json_string_value(key) : "?";
+      json_object_set_new(coef, ks, jnum(m.coef[j + 1]));
+      json_object_set_new(se, ks, jnum(m.se[j + 1]));
+      json_decref(key);
     }
     for (size_t i = 0; i < n; i++)
       json_array_append_new(lev, jnum(m.leverage[i]));
@@ -335,16 +339,16 @@ static int do_kruskal(const struct pfi_table *t, const char *gcol,
     json_object_set_new(o, "df", json_integer((json_int_t)kw.df));
     json_object_set_new(o, "p", jnum(kw.p));
     for (size_t g = 0; g < ng; g++)
-      json_array_append_new(ga, json_pack("{sssIsoso}", "name", gname[g], "n",
-                                          (json_int_t)kw.n[g], "median",
-                                          jnum(kw.median[g]), "mean",
-                                          jnum(kw.mean[g])));
+      json_array_append_new(
+          ga, json_pack("{sosIsoso}", "name", pfi_cli_json_str(gname[g]), "n",
+                        (json_int_t)kw.n[g], "median", jnum(kw.median[g]),
+                        "mean", jnum(kw.mean[g])));
     for (size_t q = 0; q < kw.npairs; q++) {
       const struct pfi_dunn_pair *pp = &kw.pairs[q];
-      json_array_append_new(da,
-                            json_pack("{sssssososo}", "a", gname[pp->a], "b",
-                                      gname[pp->b], "z", jnum(pp->z), "p",
-                                      jnum(pp->p), "p_holm", jnum(pp->p_holm)));
+      json_array_append_new(
+          da, json_pack("{sososososo}", "a", pfi_cli_json_str(gname[pp->a]),
+                        "b", pfi_cli_json_str(gname[pp->b]), "z", jnum(pp->z),
+                        "p", jnum(pp->p), "p_holm", jnum(pp->p_holm)));
     }
     json_object_set_new(o, "groups", ga);
     json_object_set_new(o, "dunn", da);

@@ -227,6 +227,13 @@ echo "$ex" | grep -q '^100;101;.*;198;1234560$' || fail "excluded caps list: $ex
 "$PFI" index "$T/many.csv" --ci 10 --seed " -1" >/dev/null 2>&1
 [ $? -eq 2 ] || fail "--seed ' -1' accepted"
 expect_err "$T: read error: Is a directory" index "$T"
+# A job name that is not UTF-8 (a Latin-1 file) kept its JSON object but
+# lost its "job" key (jansson refuses such strings): each such byte is now
+# U+FFFD, as in "\xff\xfeab" -> "\ufffd\ufffdab".
+printf 'job,cap_w,power_w,tokens_per_s\n\xff\xfeab,100,1,1\n\xff\xfeab,200,2,3\n' >"$T/latin1.csv"
+"$PFI" index "$T/latin1.csv" --format json >"$T/out" || fail "non-UTF-8 job"
+LC_ALL=C grep -q "\"job\": \"$(printf '\357\277\275\357\277\275')ab\"" "$T/out" ||
+  fail "non-UTF-8 job name in JSON: $(cat "$T/out")"
 # Positive finite values whose ratio overflows: an error, never inf or nan
 # (nor "-", which means "undefined").
 printf 'job,cap_w,power_w,tokens_per_s\na,100,1e308,1\na,200,1e-300,2\n' >"$T/ovf.csv"

@@ -159,6 +159,21 @@ awk 'BEGIN { print "g,v"; for (i = 1; i <= 512; i++) print "g" (i % 256) "," i }
   fail "kruskal with 256 groups"
 [ "$(grep -c '"p_holm"' "$T/out")" -eq 32640 ] || fail "kruskal 256 groups: not 32640 Dunn pairs"
 
+# Group and column names that are not UTF-8: the group and the coefficient
+# used to vanish from the JSON; each bad byte is now U+FFFD.
+R=$(printf '\357\277\275')
+printf 'g,v\n\xffa,1\n\xffa,2\nb,3\nb,4\n' >"$T/latin1.csv"
+"$PFI" stats kruskal "$T/latin1.csv" --group g --value v --format json >"$T/out" ||
+  fail "kruskal non-UTF-8 group"
+[ "$(LC_ALL=C grep -c "\"name\": \"${R}a\"" "$T/out")" -eq 1 ] ||
+  fail "kruskal non-UTF-8 group missing: $(cat "$T/out")"
+LC_ALL=C grep -q "\"a\": \"${R}a\"" "$T/out" || fail "dunn non-UTF-8 group missing"
+printf 'y,\xffx\n1,2\n2,3\n3,5\n4,4\n' >"$T/latin1x.csv"
+"$PFI" stats ols "$T/latin1x.csv" --y y --x "$(printf '\377x')" --format json >"$T/out" ||
+  fail "ols non-UTF-8 column"
+[ "$(LC_ALL=C grep -c "\"${R}x\": " "$T/out")" -eq 2 ] ||
+  fail "ols non-UTF-8 coefficient missing: $(cat "$T/out")"
+
 # ---- values near the double's limits give the numbers small ones give ----
 # r is invariant under scaling x; x = (1, -1, 1, 0), y = (1, 2, 4, 3) by
 # hand: Sxy = 0.5, Sxx = 2.75, Syy = 5, r = 0.5 / sqrt(13.75) = 0.1348399725.
