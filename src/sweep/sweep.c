@@ -964,8 +964,22 @@ int pfi_sweep_run(struct pfi_store *st, const struct pfi_sweep_opts *o,
     goto out;
   }
   {
-    char seed[32];
+    char seed[32], had[32];
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)o->seed);
+    /* One campaign, one seed: runs of another seed in the same store
+     * would break "same seed, same bytes" of its summaries. */
+    int g = pfi_store_meta_get(st, "seed", had, sizeof had, err);
+    if (g < 0) {
+      rc = g;
+      goto out;
+    }
+    if (g == 1 && strcmp(had, seed) != 0) {
+      rc = pfi_error_set(err, PFI_EINVAL,
+                         "%s holds a campaign with seed %s: resume it with "
+                         "--seed %s, or use another store for seed %s",
+                         pfi_store_path(st), had, had, seed);
+      goto out;
+    }
     if ((rc = pfi_store_meta_set(st, "seed", seed, err)) < 0 ||
         (rc = pfi_store_meta_set(st, "backend", sw.backend, err)) < 0 ||
         (rc = pfi_store_meta_set(

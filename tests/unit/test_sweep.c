@@ -137,6 +137,10 @@ static void stop_restore_resume(void **state) {
   ASSERT_EQ_INT(w.samples[0], 0);
   ASSERT_EQ_INT(w.samples[1], 360);
   assert_all(650000);
+  /* Another seed in the same store is refused before anything changes. */
+  o.seed = 2;
+  assert_int_equal(pfi_sweep_run(st, &o, &res, &err), PFI_EINVAL);
+  assert_non_null(strstr(err.msg, "seed 1"));
   pfi_store_close(st);
 }
 
