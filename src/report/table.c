@@ -285,11 +285,16 @@ int pfi_rtable_html(const struct pfi_rtable *t, struct pfi_html *b) {
    * table. */
   pfi_html_puts(b, "<p class=\"tabcap\">");
   pfi_html_text(b, t->title);
-  pfi_html_puts(b, " <span class=\"file\">(");
+  /* Relative links to the files beside the page (no network). */
+  pfi_html_puts(b, " <span class=\"file\">(<a href=\"");
   pfi_html_text(b, t->name);
-  pfi_html_puts(b, ".csv, ");
+  pfi_html_puts(b, ".csv\">");
   pfi_html_text(b, t->name);
-  pfi_html_puts(b, ".json)</span></p>\n<table class=\"res\" id=\"tab-");
+  pfi_html_puts(b, ".csv</a>, <a href=\"");
+  pfi_html_text(b, t->name);
+  pfi_html_puts(b, ".json\">");
+  pfi_html_text(b, t->name);
+  pfi_html_puts(b, ".json</a>)</span></p>\n<table class=\"res\" id=\"tab-");
   pfi_html_text(b, t->name);
   pfi_html_puts(b, "\">\n<thead><tr>");
   for (size_t j = 0; j < t->ncols; j++) {
