@@ -2255,9 +2255,12 @@ done:
  * -------------------------------------------------------------- */
 
 static int make_dir(const char *dir, struct pfi_error *err) {
-  if (mkdir(dir, 0777) == 0 || errno == EEXIST)
-    return 0;
-  return pfi_error_set(err, PFI_EIO, "%s: %s", dir, strerror(errno));
+  struct stat st;
+  if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+    return pfi_error_set(err, PFI_EIO, "%s: %s", dir, strerror(errno));
+  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+    return pfi_error_set(err, PFI_EINVAL, "%s: not a directory", dir);
+  return 0;
 }
 
 int pfi_report_build(const char *in_dir, const char *out_dir,

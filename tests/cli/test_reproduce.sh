@@ -76,5 +76,9 @@ grep -q "jobs.csv:3:" "$tmp/err" || fail "bad job library: message $(cat "$tmp/e
 [ $st -eq 2 ] || fail "--duration 0: status $st"
 "$PFI" reproduce stray 2> /dev/null; st=$?
 [ $st -eq 2 ] || fail "stray argument: status $st"
+touch "$tmp/file"
+"$PFI" reproduce --out "$tmp/file" 2> "$tmp/err"; st=$?
+[ $st -eq 2 ] || fail "--out a file: status $st"
+grep -q "not a directory" "$tmp/err" || fail "--out a file: $(cat "$tmp/err")"
 set -e
 echo "test_reproduce: ok"
