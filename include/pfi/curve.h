@@ -112,14 +112,16 @@ pfi_curve_uncapped(const struct pfi_curve *c) {
 
 /*
  * Throughput at aggregate power `power_w` by linear interpolation of the
- * curve's (power, tokens) points ordered by power; clamped to the end points
- * outside their range.
+ * curve's (power, tokens) points ordered by power (points of equal power
+ * in cap order); clamped to the end points outside their range. Allocates
+ * nothing; NAN for a curve without points.
  */
 double pfi_curve_tokens_at(const struct pfi_curve *c, double power_w);
 
 /*
  * Per-GPU cap that realizes aggregate power `power_w`, by linear
  * interpolation of the (power, cap) points; clamped to the end points.
+ * Same order, ties and errors as pfi_curve_tokens_at().
  */
 double pfi_curve_cap_at(const struct pfi_curve *c, double power_w);
 

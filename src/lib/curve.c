@@ -479,42 +479,52 @@ int pfi_curveset_read_mem(struct pfi_curveset *set, const char *name,
   return rc;
 }
 
-/* Interpolates y at x over points sorted by x (ties kept in cap order). */
+/* Whether point a comes before point b in the order by power, ties in cap
+ * order (the points are stored by cap, so by index). */
+static int before(const struct pfi_curve *c, size_t a, size_t b) {
+  return c->pts[a].power_w < c->pts[b].power_w ||
+         (c->pts[a].power_w == c->pts[b].power_w && a < b);
+}
+
+/*
+ * Interpolates y at power_w over the points ordered by power (ties in cap
+ * order). The two points around power_w are found in one pass: `hi` is the
+ * first point in that order with power >= power_w, `lo` the last one with
+ * power < power_w. No sorted copy is made, so there is no allocation that
+ * could fail (a failed one used to return 0 as if it were the answer).
+ * A curve without points has no value: NAN.
+ */
 static double interp_by_power(const struct pfi_curve *c, double power_w,
                               int want_cap) {
   size_t n = c->n;
-  /* Sort indices by power (n is small: insertion sort). */
-  size_t stackidx[64];
-  size_t *ix = n <= 64 ? stackidx : malloc(n * sizeof *ix);
-  if (!ix)
-    return 0.0;
+  if (n == 0)
+    return NAN;
+#define Y(i) (want_cap ? c->pts[i].cap_w : c->pts[i].tokens_per_s)
+  size_t first = 0, last = 0;
+  long lo = -1, hi = -1;
   for (size_t i = 0; i < n; i++) {
-    size_t k = i;
-    while (k > 0 && c->pts[ix[k - 1]].power_w > c->pts[i].power_w) {
-      ix[k] = ix[k - 1];
-      k--;
+    if (before(c, i, first))
+      first = i;
+    if (before(c, last, i))
+      last = i;
+    if (c->pts[i].power_w < power_w) {
+      if (lo < 0 || before(c, (size_t)lo, i))
+        lo = (long)i;
+    } else if (hi < 0 || before(c, i, (size_t)hi)) {
+      hi = (long)i;
     }
-    ix[k] = i;
   }
-#define Y(i) (want_cap ? c->pts[ix[i]].cap_w : c->pts[ix[i]].tokens_per_s)
-#define X(i) (c->pts[ix[i]].power_w)
   double y;
-  if (power_w <= X(0)) {
-    y = Y(0);
-  } else if (power_w >= X(n - 1)) {
-    y = Y(n - 1);
-  } else {
-    size_t k = 1;
-    while (k < n - 1 && X(k) < power_w)
-      k++;
-    double x0 = X(k - 1), x1 = X(k);
-    y = x1 > x0 ? Y(k - 1) + (Y(k) - Y(k - 1)) * (power_w - x0) / (x1 - x0)
-                : Y(k);
+  if (power_w <= c->pts[first].power_w)
+    y = Y(first);
+  else if (power_w >= c->pts[last].power_w)
+    y = Y(last);
+  else {
+    /* Here both exist: power_w lies strictly inside the power range. */
+    double x0 = c->pts[lo].power_w, x1 = c->pts[hi].power_w;
+    y = x1 > x0 ? Y(lo) + (Y(hi) - Y(lo)) * (power_w - x0) / (x1 - x0) : Y(hi);
   }
-#undef X
 #undef Y
-  if (ix != stackidx)
-    free(ix);
   return y;
 }
 

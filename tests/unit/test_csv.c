@@ -177,6 +177,57 @@ static void curves_ambiguous_columns(void **state) {
   assert_non_null(strstr(err.msg, "5 fields, header has 4"));
 }
 
+/* Interpolation by power on a long curve (more than the 64 points the old
+ * code sorted on the stack: it allocated beyond that and returned 0 when
+ * the allocation failed) and with ties in power. */
+static void curve_interpolation(void **state) {
+  (void)state;
+  struct pfi_curve c;
+  struct pfi_point pts[70];
+  memset(&c, 0, sizeof c);
+  /* Point i (cap 10 i W) has power 10 i W and throughput i: both lines. */
+  for (int i = 0; i < 70; i++) {
+    memset(&pts[i], 0, sizeof pts[i]);
+    pts[i].cap_w = 10.0 * (i + 1);
+    pts[i].power_w = 10.0 * (i + 1);
+    pts[i].tokens_per_s = i + 1;
+  }
+  c.job = "long";
+  c.pts = pts;
+  c.n = 70;
+  ASSERT_NEAR(pfi_curve_tokens_at(&c, 155), 15.5, 1e-12);
+  ASSERT_NEAR(pfi_curve_cap_at(&c, 155), 155, 1e-12);
+  ASSERT_NEAR(pfi_curve_tokens_at(&c, 5), 1, 0);    /* clamped low */
+  ASSERT_NEAR(pfi_curve_tokens_at(&c, 1e6), 70, 0); /* clamped high */
+  ASSERT_NEAR(pfi_curve_tokens_at(&c, 700), 70, 0);
+  /* Ties: caps 100 and 200 both draw 50 W (T 5 and 6), cap 300 draws
+   * 100 W (T 10). Equal powers keep cap order, so at 50 W and below the
+   * curve starts at the 100 W cap's point (T 5); between 50 and 100 W it
+   * runs from the 200 W cap's point: at 75 W, 6 + (10 - 6) 25/50 = 8. */
+  struct pfi_point tie[3] = {
+      {.cap_w = 100, .power_w = 50, .tokens_per_s = 5},
+      {.cap_w = 200, .power_w = 50, .tokens_per_s = 6},
+      {.cap_w = 300, .power_w = 100, .tokens_per_s = 10}};
+  c.pts = tie;
+  c.n = 3;
+  ASSERT_NEAR(pfi_curve_tokens_at(&c, 50), 5, 0);
+  ASSERT_NEAR(pfi_curve_tokens_at(&c, 40), 5, 0);
+  ASSERT_NEAR(pfi_curve_tokens_at(&c, 75), 8, 1e-12);
+  ASSERT_NEAR(pfi_curve_cap_at(&c, 75), 250, 1e-12);
+  ASSERT_NEAR(pfi_curve_tokens_at(&c, 100), 10, 0);
+  /* Points out of power order (power fell as the cap rose: noise). */
+  struct pfi_point mix[3] = {
+      {.cap_w = 100, .power_w = 80, .tokens_per_s = 8},
+      {.cap_w = 200, .power_w = 60, .tokens_per_s = 6},
+      {.cap_w = 300, .power_w = 100, .tokens_per_s = 10}};
+  c.pts = mix;
+  ASSERT_NEAR(pfi_curve_tokens_at(&c, 70), 7, 1e-12);
+  ASSERT_NEAR(pfi_curve_cap_at(&c, 70), 150, 1e-12);
+  ASSERT_NEAR(pfi_curve_cap_at(&c, 90), 200, 1e-12);
+  c.n = 0;
+  assert_true(isnan(pfi_curve_tokens_at(&c, 70)));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(quoted_crlf_bom),
@@ -185,6 +236,7 @@ int main(void) {
       cmocka_unit_test(curves_sorted_and_validated),
       cmocka_unit_test(nul_byte_refused),
       cmocka_unit_test(curves_ambiguous_columns),
+      cmocka_unit_test(curve_interpolation),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
