@@ -129,6 +129,14 @@ json_t *pfi_cli_json_str(const char *s) {
   return j ? j : json_null();
 }
 
+void pfi_cli_put_name(FILE *fp, const char *s, int width) {
+  int w = 0;
+  for (; *s; s++, w++)
+    fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, fp);
+  for (; w < width; w++)
+    fputc(' ', fp);
+}
+
 int pfi_cli_parse_double(const char *s, double *out) {
   return pfi_parse_double(s, out) == 0 ? 0 : PFI_EINVAL;
 }

@@ -54,6 +54,14 @@ int pfi_cli_print_json(json_t *j);
 json_t *pfi_cli_json_str(const char *s);
 
 /*
+ * Prints name `s` in a table cell left-aligned to `width` bytes. A control
+ * character (a line break in a quoted CSV field, a tab) would break the
+ * table's rows and columns, so each prints as '?'; CSV and JSON output
+ * carry the name exactly.
+ */
+void pfi_cli_put_name(FILE *fp, const char *s, int width);
+
+/*
  * Parses a list of numbers "200,500,600" or a range "LO:HI:STEP" (inclusive
  * of HI when reached). On success *out is a malloc'd array (caller frees)
  * of *n values. Returns 0 or PFI_EINVAL with a message in err.

@@ -390,7 +390,7 @@ int cmd_index(int argc, char **argv) {
            "excluded_caps");
     for (size_t i = 0; i < set.n; i++) {
       const struct pfi_index *ix = &rows[i].ix;
-      printf("%-*s", wjob, set.c[i].job);
+      pfi_cli_put_name(stdout, set.c[i].job, wjob);
       fmt_num(b_pfi, sizeof b_pfi, ix->pfi_defined, ix->pfi, "%.4f");
       if (defs & DEF_RATIO)
         printf("  %8s", b_pfi);

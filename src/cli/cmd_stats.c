@@ -252,8 +252,10 @@ static int do_ols(const struct pfi_table *t, const char *ycol,
         w = (int)strlen(names[j]) > 40 ? 40 : (int)strlen(names[j]);
     printf("%-*s  %14s  %14s\n", w, "term", "coef", "se");
     printf("%-*s  %14.6g  %14.6g\n", w, "intercept", m.coef[0], m.se[0]);
-    for (size_t j = 0; j < k; j++)
-      printf("%-*s  %14.6g  %14.6g\n", w, names[j], m.coef[j + 1], m.se[j + 1]);
+    for (size_t j = 0; j < k; j++) {
+      pfi_cli_put_name(stdout, names[j], w);
+      printf("  %14.6g  %14.6g\n", m.coef[j + 1], m.se[j + 1]);
+    }
     printf("\n");
     print_num("r2", m.r2);
     print_num("adj_r2", m.adj_r2);
@@ -362,15 +364,18 @@ static int do_kruskal(const struct pfi_table *t, const char *gcol,
       if ((int)strlen(gname[g]) > w)
         w = (int)strlen(gname[g]) > 40 ? 40 : (int)strlen(gname[g]);
     printf("\n%-*s  %6s  %12s  %12s\n", w, "group", "n", "median", "mean");
-    for (size_t g = 0; g < ng; g++)
-      printf("%-*s  %6zu  %12.6g  %12.6g\n", w, gname[g], kw.n[g], kw.median[g],
-             kw.mean[g]);
+    for (size_t g = 0; g < ng; g++) {
+      pfi_cli_put_name(stdout, gname[g], w);
+      printf("  %6zu  %12.6g  %12.6g\n", kw.n[g], kw.median[g], kw.mean[g]);
+    }
     printf("\n%-*s  %-*s  %9s  %10s  %10s\n", w, "a", w, "b", "z", "p",
            "p_holm");
     for (size_t q = 0; q < kw.npairs; q++) {
       const struct pfi_dunn_pair *pp = &kw.pairs[q];
-      printf("%-*s  %-*s  %9.4f  %10.4g  %10.4g\n", w, gname[pp->a], w,
-             gname[pp->b], pp->z, pp->p, pp->p_holm);
+      pfi_cli_put_name(stdout, gname[pp->a], w);
+      fputs("  ", stdout);
+      pfi_cli_put_name(stdout, gname[pp->b], w);
+      printf("  %9.4f  %10.4g  %10.4g\n", pp->z, pp->p, pp->p_holm);
     }
   }
 out:

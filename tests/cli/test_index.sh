@@ -234,6 +234,12 @@ printf 'job,cap_w,power_w,tokens_per_s\n\xff\xfeab,100,1,1\n\xff\xfeab,200,2,3\n
 "$PFI" index "$T/latin1.csv" --format json >"$T/out" || fail "non-UTF-8 job"
 LC_ALL=C grep -q "\"job\": \"$(printf '\357\277\275\357\277\275')ab\"" "$T/out" ||
   fail "non-UTF-8 job name in JSON: $(cat "$T/out")"
+# A quoted job name holding a line break split its table row in two; the
+# table shows it as '?' (CSV keeps it, quoted).
+printf 'job,cap_w,power_w,tokens_per_s\n"a\nb",100,1,1\n"a\nb",200,2,3\n' >"$T/nl.csv"
+[ "$("$PFI" index "$T/nl.csv" | wc -l)" -eq 2 ] || fail "table row split: $("$PFI" index "$T/nl.csv")"
+"$PFI" index "$T/nl.csv" | tail -1 | grep -q '^a?b ' || fail "table name with a line break"
+"$PFI" index "$T/nl.csv" --format csv | tail -2 | head -1 | grep -q '^"a$' || fail "CSV name with a line break"
 # Positive finite values whose ratio overflows: an error, never inf or nan
 # (nor "-", which means "undefined").
 printf 'job,cap_w,power_w,tokens_per_s\na,100,1e308,1\na,200,1e-300,2\n' >"$T/ovf.csv"

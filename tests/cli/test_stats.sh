@@ -174,6 +174,12 @@ printf 'y,\xffx\n1,2\n2,3\n3,5\n4,4\n' >"$T/latin1x.csv"
 [ "$(LC_ALL=C grep -c "\"${R}x\": " "$T/out")" -eq 2 ] ||
   fail "ols non-UTF-8 coefficient missing: $(cat "$T/out")"
 
+# Group names with a line break or a tab keep the table's rows and columns.
+printf 'g,v\n"x\ny",1\n"x\ny",2\n"p\tq",3\n"p\tq",4\n' >"$T/ctl.csv"
+"$PFI" stats kruskal "$T/ctl.csv" --group g --value v >"$T/out" || fail "kruskal control characters"
+grep -q '^x?y  *2  ' "$T/out" || fail "kruskal table group x?y: $(cat "$T/out")"
+grep -q '^x?y    p?q  *-1.5492 ' "$T/out" || fail "kruskal table pair: $(cat "$T/out")"
+
 # ---- values near the double's limits give the numbers small ones give ----
 # r is invariant under scaling x; x = (1, -1, 1, 0), y = (1, 2, 4, 3) by
 # hand: Sxy = 0.5, Sxx = 2.75, Syy = 5, r = 0.5 / sqrt(13.75) = 0.1348399725.
