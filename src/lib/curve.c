@@ -353,7 +353,9 @@ static int read_csv(struct pfi_curveset *set, struct pfi_csv *csv,
       }
     }
     double gpus = 0;
-    if (idx[PFI_COL_GPUS] >= 0) {
+    const char *gs = pfi_csv_field(csv, idx[PFI_COL_GPUS]);
+    /* Like every optional column, gpus may be blank in a row: unknown. */
+    if (idx[PFI_COL_GPUS] >= 0 && gs && *gs) {
       rc = pfi_csv_double(csv, idx[PFI_COL_GPUS], "gpus", &gpus, err);
       if (rc < 0)
         goto out;
@@ -417,11 +419,13 @@ static int read_csv(struct pfi_curveset *set, struct pfi_csv *csv,
       rc = pfi_error_setloc(err, PFI_EPARSE, csv->name,
                             csv->fline[idx[PFI_COL_GPUS]],
                             csv->fcol[idx[PFI_COL_GPUS]],
-                            "field 'gpus': job '%s' has %d GPUs on line %ld "
-                            "but %g here",
-                            job, c->gpus, c->first_line, gpus);
+                            "field 'gpus': job '%s' has %d GPUs on an earlier "
+                            "row but %g here",
+                            job, c->gpus, gpus);
       goto out;
     }
+    if (gpus > 0 && c->gpus == 0)
+      c->gpus = (int)gpus; /* the first row that says */
     rc = curve_insert(c, &pt, err);
     if (rc == 1) {
       rc = pfi_error_setloc(

@@ -141,6 +141,34 @@ static void nul_byte_refused(void **state) {
                    PFI_EPARSE);
 }
 
+/* gpus, like every optional column, may be blank (unknown); the count is
+ * the one the job's rows that give it agree on. */
+static void curves_blank_gpus(void **state) {
+  (void)state;
+  struct pfi_curveset set;
+  struct pfi_error err;
+  const char in[] = "job,cap_w,power_w,tokens_per_s,gpus\n"
+                    "a,100,1,1,\n"
+                    "a,200,2,3,8\n"
+                    "b,100,1,1,\n"
+                    "b,200,2,3,\n";
+  assert_int_equal(
+      pfi_curveset_read_mem(&set, "g.csv", in, sizeof in - 1, NULL, &err), 0);
+  ASSERT_EQ_INT(set.c[0].gpus, 8);
+  ASSERT_EQ_INT(set.c[1].gpus, 0);
+  pfi_curveset_release(&set);
+  const char bad[] = "job,cap_w,power_w,tokens_per_s,gpus\n"
+                     "a,100,1,1,\n"
+                     "a,200,2,3,8\n"
+                     "a,300,3,4,4\n";
+  assert_int_equal(
+      pfi_curveset_read_mem(&set, "g.csv", bad, sizeof bad - 1, NULL, &err),
+      PFI_EPARSE);
+  ASSERT_EQ_INT(err.line, 4);
+  ASSERT_EQ_INT(err.column, 11);
+  assert_non_null(strstr(err.msg, "has 8 GPUs on an earlier row but 4"));
+}
+
 /* Curves: a used column named twice, and a record longer than the header
  * (its values would be read from shifted columns). */
 static void curves_ambiguous_columns(void **state) {
@@ -236,6 +264,7 @@ int main(void) {
       cmocka_unit_test(curves_sorted_and_validated),
       cmocka_unit_test(nul_byte_refused),
       cmocka_unit_test(curves_ambiguous_columns),
+      cmocka_unit_test(curves_blank_gpus),
       cmocka_unit_test(curve_interpolation),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
