@@ -388,6 +388,15 @@ static int read_csv(struct pfi_curveset *set, struct pfi_csv *csv,
         goto out;
       }
     }
+    if (runs != floor(runs)) {
+      int ci = idx[PFI_COL_RUNS];
+      rc = pfi_error_setloc(err, PFI_EPARSE, csv->name, csv->fline[ci],
+                            csv->fcol[ci],
+                            "field 'runs': must be a whole number of runs, "
+                            "got %g",
+                            runs);
+      goto out;
+    }
     pt.runs = runs > 1e9 ? 1000000000 : (int)runs;
 
     size_t hslot = 0;

@@ -167,6 +167,16 @@ static void curves_blank_gpus(void **state) {
   ASSERT_EQ_INT(err.line, 4);
   ASSERT_EQ_INT(err.column, 11);
   assert_non_null(strstr(err.msg, "has 8 GPUs on an earlier row but 4"));
+  /* runs counts runs: 2.5 was silently read as 2. */
+  const char frac[] = "job,cap_w,power_w,tokens_per_s,runs\n"
+                      "a,100,1,1,3\n"
+                      "a,200,2,3,2.5\n";
+  assert_int_equal(
+      pfi_curveset_read_mem(&set, "r.csv", frac, sizeof frac - 1, NULL, &err),
+      PFI_EPARSE);
+  ASSERT_EQ_INT(err.line, 3);
+  ASSERT_EQ_INT(err.column, 11);
+  assert_non_null(strstr(err.msg, "whole number"));
 }
 
 /* Curves: a used column named twice, and a record longer than the header
