@@ -89,7 +89,10 @@ struct pfi_table {
 };
 
 /* Loads `path` ("-" = standard input). Records longer than the header are an
- * error (PFI_EPARSE at the extra field). Release with pfi_table_release(). */
+ * error (PFI_EPARSE at the extra field), and so is a table of short records
+ * under a wide header that would need far more memory than the input
+ * (more than (4 len + 2^20) / ncols rows; no file of full records has that
+ * many). Release with pfi_table_release(). */
 int pfi_table_load(struct pfi_table *t, const char *path,
                    struct pfi_error *err);
 

@@ -460,6 +460,21 @@ static int table_from_csv(struct pfi_table *t, struct pfi_csv *csv,
     }
     if (t->nrows == cap) {
       size_t ncap = cap ? cap * 2 : 64;
+      /* Every row takes ncols cells, even a record of one field. Full
+       * records give at most one cell per input byte (16 bytes of cells);
+       * a wide header over many short records (100 kB of commas, then
+       * lines of one character) would ask for gigabytes from kilobytes.
+       * Rows are bounded by 4 cells per input byte plus 1 M cells, which
+       * no file of full records reaches; growth stops at that bound. */
+      double maxrows = (4.0 * (double)csv->len + 1048576.0) / (double)t->ncols;
+      if ((double)t->nrows + 1 > maxrows)
+        return pfi_error_setloc(
+            err, PFI_EPARSE, t->name, csv->rec_line, 1,
+            "more than %.0f rows of a %zu-column header, most of them "
+            "short, in %zu bytes: refused (the table would not fit)",
+            floor(maxrows), t->ncols, csv->len);
+      if ((double)ncap > maxrows)
+        ncap = (size_t)maxrows;
       char **nc = realloc(t->cells, ncap * t->ncols * sizeof *nc);
       if (!nc)
         return pfi_error_set(err, PFI_ENOMEM, "out of memory");

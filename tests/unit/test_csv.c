@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
+#include <stdlib.h>
 #include <string.h>
 
 #include "pfi/csv.h"
@@ -141,6 +142,43 @@ static void nul_byte_refused(void **state) {
                    PFI_EPARSE);
 }
 
+/* A header of 100000 (empty) names over one-character records: each row
+ * took 100000 cells (1.6 MB), 320 MB from 100 kB of input at 200 rows. The
+ * bound is (4 len + 2^20) / ncols rows: (4 * 100400 + 1048576) / 100000 =
+ * 14.5, so row 15 (line 16) is refused. A file of full records of the same
+ * width is read. */
+static void table_wide_header_short_rows(void **state) {
+  (void)state;
+  enum { NC = 100000, NR = 200 };
+  char *in = malloc((size_t)NC * 3 + 2 * NR + 1);
+  assert_non_null(in);
+  size_t w = 0;
+  for (int k = 0; k < NC - 1; k++)
+    in[w++] = ',';
+  in[w++] = '\n';
+  for (int r = 0; r < NR; r++) {
+    in[w++] = '1';
+    in[w++] = '\n';
+  }
+  struct pfi_table t;
+  struct pfi_error err;
+  assert_int_equal(pfi_table_load_mem(&t, "w.csv", in, w, &err), PFI_EPARSE);
+  ASSERT_EQ_INT(err.line, 16);
+  assert_non_null(strstr(err.msg, "more than 14 rows"));
+  /* Two full rows of 100000 fields each. */
+  w = NC;
+  for (int r = 0; r < 2; r++) {
+    for (int k = 0; k < NC - 1; k++)
+      in[w++] = ',';
+    in[w++] = '\n';
+  }
+  assert_int_equal(pfi_table_load_mem(&t, "f.csv", in, w, &err), 0);
+  ASSERT_EQ_INT(t.nrows, 2);
+  ASSERT_EQ_INT(t.ncols, NC);
+  pfi_table_release(&t);
+  free(in);
+}
+
 /* gpus, like every optional column, may be blank (unknown); the count is
  * the one the job's rows that give it agree on. */
 static void curves_blank_gpus(void **state) {
@@ -275,6 +313,7 @@ int main(void) {
       cmocka_unit_test(nul_byte_refused),
       cmocka_unit_test(curves_ambiguous_columns),
       cmocka_unit_test(curves_blank_gpus),
+      cmocka_unit_test(table_wide_header_short_rows),
       cmocka_unit_test(curve_interpolation),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
