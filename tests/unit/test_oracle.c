@@ -451,6 +451,249 @@ static void test_curve_model(void **state) {
   ASSERT_NEAR((1 - u) / (1 - h), pfi, 1e-12);
 }
 
+
+/* ---- adversarial instances against exhaustive enumeration ----
+ *
+ * The reference: some optimum has every job but at most one at a
+ * breakpoint of its own curve. (If two jobs i, j sit strictly inside
+ * linear pieces, moving t watts from j to i changes the objective by
+ * (s_i - s_j) t, linear in t; moving in the direction that does not lower
+ * it until one of them reaches a breakpoint keeps the budget and the
+ * ranges, and repeating ends with at most one such job.) So trying every
+ * choice of a free job k and breakpoints for the others, with x_k = B minus
+ * their sum, finds the optimum exactly. The reference builds each job's
+ * breakpoints from the raw points itself (sort, drop repeated powers keeping
+ * the first, clip to the range), independently of pfi_problem_add. */
+struct ref_job {
+  size_t m;
+  double x[16], y[16];
+};
+
+static double ref_interp(const double *x, const double *y, size_t n,
+                         double v) {
+  if (v <= x[0])
+    return y[0];
+  for (size_t j = 1; j < n; j++)
+    if (v <= x[j])
+      return y[j - 1] + (y[j] - y[j - 1]) * (v - x[j - 1]) / (x[j] - x[j - 1]);
+  return y[n - 1];
+}
+
+static void ref_build(struct ref_job *r, const double *px, const double *ty,
+                      size_t n, double lo, double hi) {
+  double xs[16], ys[16];
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++) {
+    int dup = 0;
+    for (size_t j = 0; j < m; j++)
+      dup |= xs[j] == px[i];
+    if (!dup) {
+      xs[m] = px[i];
+      ys[m++] = ty[i];
+    }
+  }
+  for (size_t i = 1; i < m; i++) /* insertion sort by power */
+    for (size_t j = i; j > 0 && xs[j - 1] > xs[j]; j--) {
+      double t = xs[j];
+      xs[j] = xs[j - 1];
+      xs[j - 1] = t;
+      t = ys[j];
+      ys[j] = ys[j - 1];
+      ys[j - 1] = t;
+    }
+  r->m = 0;
+  r->x[r->m] = lo;
+  r->y[r->m++] = ref_interp(xs, ys, m, lo);
+  for (size_t i = 0; i < m; i++)
+    if (xs[i] > lo && xs[i] < hi) {
+      r->x[r->m] = xs[i];
+      r->y[r->m++] = ys[i];
+    }
+  if (hi > lo) {
+    r->x[r->m] = hi;
+    r->y[r->m++] = ref_interp(xs, ys, m, hi);
+  }
+}
+
+static double ref_best;
+
+static void ref_enum(const struct ref_job *J, size_t n, size_t k, size_t i,
+                     double used, double val, double B, double ptol) {
+  if (i == n) {
+    const struct ref_job *f = &J[k];
+    double xk = B - used;
+    if (xk < f->x[0] - ptol || xk > f->x[f->m - 1] + ptol)
+      return;
+    double v = val + ref_interp(f->x, f->y, f->m, xk);
+    if (v > ref_best)
+      ref_best = v;
+    return;
+  }
+  if (i == k) {
+    ref_enum(J, n, k, i + 1, used, val, B, ptol);
+    return;
+  }
+  for (size_t j = 0; j < J[i].m; j++)
+    ref_enum(J, n, k, i + 1, used + J[i].x[j], val + J[i].y[j], B, ptol);
+}
+
+static double ref_solve(const struct ref_job *J, size_t n, double B,
+                        double ptol) {
+  ref_best = -INFINITY;
+  for (size_t k = 0; k < n; k++)
+    ref_enum(J, n, k, 0, 0, 0, B, ptol);
+  return ref_best;
+}
+
+/* Kinds of adversarial job: small integers (ties of slopes, collinear and
+ * repeated powers, flat and falling pieces), throughput falling with power
+ * with jumps, and near-identical slopes with dents (a weak bound). Ranges
+ * are the points' span, a random sub-range, or zero width. */
+static void adv_job(int kind, double *px, double *ty, size_t *np, double *lo,
+                    double *hi) {
+  size_t m = 1 + (size_t)(urand() * 6);
+  for (size_t j = 0; j < m; j++) {
+    if (kind == 0) {
+      px[j] = (double)(int)(urand() * 6);
+      ty[j] = (double)(int)(urand() * 5);
+    } else if (kind == 1) {
+      px[j] = j == 0 ? 100 * urand() : px[j - 1] + 1 + 50 * urand();
+      ty[j] = j == 0 ? 1000 * urand()
+                     : ty[j - 1] - 10 * urand() * (px[j] - px[j - 1]) +
+                           (urand() < 0.3 ? 300 * urand() : 0);
+    } else {
+      px[j] = j == 0 ? 0 : px[j - 1] + 1 + 10 * urand();
+      ty[j] = px[j] * (1 + 1e-6 * urand()) - (urand() < 0.5 ? 0.5 * urand() : 0);
+    }
+  }
+  double mn = px[0], mx = px[0];
+  for (size_t j = 1; j < m; j++) {
+    mn = px[j] < mn ? px[j] : mn;
+    mx = px[j] > mx ? px[j] : mx;
+  }
+  double r = urand();
+  *lo = mn;
+  *hi = mx;
+  if (r < 0.2) {
+    *lo = mn + (mx - mn) * urand();
+    *hi = *lo + (mx - *lo) * urand();
+  } else if (r < 0.3) {
+    *lo = *hi = mn + (mx - mn) * urand();
+  } else if (r < 0.35 && kind == 0) {
+    *lo = *hi = (double)(int)(mn + (mx - mn) * urand());
+  }
+  *np = m;
+}
+
+static void test_oracle_adversarial(void **state) {
+  (void)state;
+  struct pfi_problem p;
+  pfi_problem_init(&p);
+  struct ref_job J[6];
+  double pw[6], pw2[6], pfi[6], dram[6];
+  int moe_ft[6];
+  size_t total_nodes = 0;
+  for (int it = 0; it < 3000; it++) {
+    int kind = it % 3;
+    pfi_problem_clear(&p);
+    size_t n = 1 + (size_t)(urand() * 5);
+    for (size_t i = 0; i < n; i++) {
+      double px[8], ty[8], lo, hi;
+      size_t m;
+      struct pfi_error err;
+      if (i > 0 && urand() < 0.3) {
+        J[i] = J[(size_t)(urand() * i)]; /* a copy of an earlier job */
+        m = J[i].m;
+        memcpy(px, J[i].x, m * sizeof *px);
+        memcpy(ty, J[i].y, m * sizeof *ty);
+        lo = px[0];
+        hi = px[m - 1];
+      } else {
+        adv_job(kind, px, ty, &m, &lo, &hi);
+        ref_build(&J[i], px, ty, m, lo, hi);
+      }
+      if (pfi_problem_add(&p, px, ty, m, lo, hi, &err) != 0)
+        fail_msg("instance %d: pfi_problem_add: %s", it, err.msg);
+    }
+    double lo = 0, hi = 0, scale = 1;
+    for (size_t i = 0; i < n; i++) {
+      lo += J[i].x[0];
+      hi += J[i].x[J[i].m - 1];
+      for (size_t j = 0; j < J[i].m; j++)
+        scale += fabs(J[i].y[j]);
+    }
+    /* Budgets at the floors, at the ceilings, on whole watts (ties with
+     * breakpoints of the integer kind) or anywhere between. */
+    double u = urand(), B;
+    if (u < 0.15)
+      B = lo;
+    else if (u < 0.3)
+      B = hi;
+    else if (u < 0.55)
+      B = fmin(hi, fmax(lo, floor(lo + (hi - lo) * urand())));
+    else
+      B = lo + (hi - lo) * urand();
+    struct pfi_error err;
+    double tot;
+    struct pfi_oracle_stats st;
+    int rc = pfi_oracle_solve(&p, B, pw, &tot, &st, &err);
+    if (rc != 0)
+      fail_msg("oracle failed on adversarial instance %d: %s", it, err.msg);
+    total_nodes += st.nodes;
+    check_feasible(&p, pw, B, "oracle");
+    double ref = ref_solve(J, n, B, 1e-9 * (hi + 1));
+    /* Both are exact; the difference is rounding in sums of a few values
+     * (relative 1e-12) and the oracle's stated tolerance, 1e-9 of the sum
+     * of the largest |throughput| per job. */
+    if (!(fabs(tot - ref) <= 1e-9 * scale))
+      fail_msg("adversarial instance %d (kind %d, %zu jobs, B=%.17g): "
+               "oracle %.15g, enumeration %.15g",
+               it, kind, n, B, tot, ref);
+    for (size_t i = 0; i < n; i++) {
+      pfi[i] = urand() < 0.1 ? -0.5 : 0.5 + 2.5 * urand();
+      dram[i] = urand() < 0.2 ? 0.0 : urand();
+      moe_ft[i] = urand() < 0.5;
+    }
+    struct pfi_alloc_inputs in = {pfi, dram, moe_ft};
+    for (int s = 0; s < PFI_STRAT__COUNT; s++) {
+      rc = pfi_alloc_run(&p, (enum pfi_strategy)s, B, &in, pw2, &err);
+      if (rc != 0)
+        fail_msg("%s failed on adversarial instance %d: %s",
+                 pfi_strategy_name(s), it, err.msg);
+      check_feasible(&p, pw2, B, pfi_strategy_name(s));
+      double t2 = pfi_alloc_total_tokens(&p, pw2);
+      if (t2 > tot + 1e-9 * scale)
+        fail_msg("%s (%.12g) beats the oracle (%.12g) on adversarial "
+                 "instance %d",
+                 pfi_strategy_name(s), t2, tot, it);
+    }
+  }
+  print_message("3000 adversarial instances, %zu nodes\n", total_nodes);
+  pfi_problem_release(&p);
+}
+
+/* Two identical jobs, points (0,0), (1,0.9), (2,0.9), (3,3): the concave
+ * envelope is the chord from (0,0) to (3,3), so all of (0,3) is a
+ * non-concave region. With a 2 W budget the candidates are x and 2 - x:
+ * f(x) + f(2 - x) is 1.8 at x = 1 and 0.9 at x = 0 or 2 (worked by hand),
+ * so the optimum puts BOTH jobs strictly inside their non-concave region:
+ * an exact method may not assume that at most one job is. */
+static void test_oracle_two_inside_dents(void **state) {
+  (void)state;
+  struct pfi_problem p;
+  pfi_problem_init(&p);
+  struct pfi_error err;
+  double x[] = {0, 1, 2, 3}, y[] = {0, 0.9, 0.9, 3};
+  assert_int_equal(pfi_problem_add(&p, x, y, 4, 0, 3, &err), 0);
+  assert_int_equal(pfi_problem_add(&p, x, y, 4, 0, 3, &err), 0);
+  double pw[2], tot;
+  assert_int_equal(pfi_oracle_solve(&p, 2, pw, &tot, NULL, &err), 0);
+  ASSERT_NEAR(tot, 1.8, 1e-12);
+  ASSERT_NEAR(pw[0], 1.0, 1e-12);
+  ASSERT_NEAR(pw[1], 1.0, 1e-12);
+  pfi_problem_release(&p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_problem_range),
@@ -463,6 +706,8 @@ int main(void) {
       cmocka_unit_test(test_oracle_vs_glpk_concave),
       cmocka_unit_test(test_oracle_vs_glpk_nonconcave),
       cmocka_unit_test(test_oracle_vs_glpk_copies),
+      cmocka_unit_test(test_oracle_two_inside_dents),
+      cmocka_unit_test(test_oracle_adversarial),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
