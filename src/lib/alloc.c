@@ -112,12 +112,26 @@ int pfi_alloc_proportional(const struct pfi_problem *p, double budget_w,
   double C = sum_hi - budget_w;
   if (C < 0)
     C = 0;
-  double left = waterfill(n, room, weight, C, cut, buf);
+  /* Water-filling on weights scaled to a largest weight of 1: the rule
+   * depends only on their ratios, and raw weights near DBL_MAX (their sum
+   * overflows) or subnormal (room / w overflows, C / W overflows) would
+   * otherwise cut too little or too much, silently missing the budget. */
+  double wmax = 0;
+  for (size_t i = 0; i < n; i++)
+    if (weight[i] > wmax)
+      wmax = weight[i];
+  for (size_t i = 0; i < n; i++)
+    w2[i] = wmax > 0 ? weight[i] / wmax : 0.0;
+  double left = waterfill(n, room, w2, C, cut, buf);
   if (left > 0) {
     /* Every weighted job is at its floor: the rest goes to the jobs with
      * zero weight, in proportion to their uncapped power. */
+    double hmax = 0;
+    for (size_t i = 0; i < n; i++)
+      if (pfi_problem_hi(p, i) > hmax)
+        hmax = pfi_problem_hi(p, i);
     for (size_t i = 0; i < n; i++) {
-      w2[i] = weight[i] > 0 ? 0 : pfi_problem_hi(p, i);
+      w2[i] = weight[i] > 0 || !(hmax > 0) ? 0 : pfi_problem_hi(p, i) / hmax;
       room[i] -= cut[i];
     }
     waterfill(n, room, w2, left, cut, buf);

@@ -426,6 +426,34 @@ static void test_weights_by_hand(void **state) {
   pfi_problem_release(&p);
 }
 
+/* Only the ratios of the weights matter: weights near DBL_MAX (their sum
+ * overflows) and subnormal ones (room / w and C / W overflow) give the
+ * same cut as weights 1 and 1, and 1e308 against 1e-320 cuts only the
+ * first job. Two jobs of 1000 W, floors 0, budget 1000 W: 500 W each. */
+static void test_weights_extreme(void **state) {
+  (void)state;
+  struct pfi_problem p;
+  pfi_problem_init(&p);
+  struct pfi_error err;
+  double x[] = {0, 1000}, y[] = {0, 100};
+  assert_int_equal(pfi_problem_add(&p, x, y, 2, 0, 1000, &err), 0);
+  assert_int_equal(pfi_problem_add(&p, x, y, 2, 0, 1000, &err), 0);
+  double pw[2];
+  double big[2] = {1e308, 1e308}, tiny[2] = {1e-320, 1e-320};
+  double mixed[2] = {1e308, 1e-320};
+  assert_int_equal(pfi_alloc_proportional(&p, 1000, big, pw, &err), 0);
+  ASSERT_NEAR(pw[0], 500, 1e-9);
+  ASSERT_NEAR(pw[1], 500, 1e-9);
+  assert_int_equal(pfi_alloc_proportional(&p, 1000, tiny, pw, &err), 0);
+  ASSERT_NEAR(pw[0], 500, 1e-9);
+  ASSERT_NEAR(pw[1], 500, 1e-9);
+  /* Job 1's share is 1e-628 of job 0's: below one ulp of 1000 W. */
+  assert_int_equal(pfi_alloc_proportional(&p, 1500, mixed, pw, &err), 0);
+  ASSERT_NEAR(pw[0], 500, 1e-9);
+  ASSERT_NEAR(pw[1], 1000, 1e-9);
+  pfi_problem_release(&p);
+}
+
 static void test_cut_parse(void **state) {
   (void)state;
   double f;
@@ -703,6 +731,7 @@ int main(void) {
       cmocka_unit_test(test_equal_uniform),
       cmocka_unit_test(test_floor_redistributed),
       cmocka_unit_test(test_weights_by_hand),
+      cmocka_unit_test(test_weights_extreme),
       cmocka_unit_test(test_oracle_vs_glpk_concave),
       cmocka_unit_test(test_oracle_vs_glpk_nonconcave),
       cmocka_unit_test(test_oracle_vs_glpk_copies),
