@@ -371,6 +371,15 @@ int cmd_sweep(int argc, char **argv) {
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
   sigaction(SIGHUP, &sa, NULL);
+  /* Signals whose default action would kill pfi with the GPUs capped are
+   * turned into failed writes that take the ordinary error path (which
+   * restores the caps): SIGPIPE when stderr is a pipe whose reader has gone
+   * (`pfi sweep ... 2>&1 | tee log` and a dropped SSH session), SIGXFSZ
+   * when the store outgrows the file size limit. The job gets the default
+   * actions back before exec. */
+  sa.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &sa, NULL);
+  sigaction(SIGXFSZ, &sa, NULL);
   pr.label = strcmp(o.backend, "emu") == 0 ? " on emulated GPUs" : "";
   o.stop = &stop_flag;
   o.progress = on_progress;

@@ -261,6 +261,7 @@ static int start_command(struct sweep *sw, struct job *jb, double cap_w,
     signal(SIGTERM, SIG_DFL);
     signal(SIGHUP, SIG_DFL);
     signal(SIGPIPE, SIG_DFL);
+    signal(SIGXFSZ, SIG_DFL);
     if (outpipe[1] >= 0)
       dup2(outpipe[1], STDOUT_FILENO);
     execvpe(o->argv[0], o->argv, envp);

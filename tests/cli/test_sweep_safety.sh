@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
+# Ways a sweep can end that the stage-by-stage kill tests do not cover:
+# its stderr (progress) going to a pipe whose reader has gone, as when
+# `pfi sweep ... 2>&1 | tee log` loses tee to a dropped SSH session. Every
+# case checks the caps on the device afterwards.
+set -u
+PFI=${PFI:?PFI must name the pfi binary}
+cd "${PFI_SOURCE_DIR:-.}"
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+export PFI_EMU_STATE=$T/emu
+unset PFI_EMU_REALTIME PFI_SWEEP_KILL_AT
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+G=moe-ft-qwen30ba3b-x8
+EMU="--backend emu --params gpus=2"
+
+# caps_are W WHAT: both GPUs' caps read W watts from the device.
+caps_are() {
+  got=$("$PFI" devices $EMU --format csv 2>/dev/null | python3 -c '
+import csv, sys
+r = list(csv.DictReader(sys.stdin))
+print(",".join("%g" % float(g["cap_w"]) for g in r))')
+  [ "$got" = "$1,$1" ] || fail "$2: caps are '$got', expected $1 on both GPUs"
+}
+
+"$PFI" cap $EMU --set 650 >/dev/null 2>&1 || fail "pfi cap --set 650"
+caps_are 650 "before"
+
+# Progress to a pipe nobody reads: the first write would raise SIGPIPE,
+# whose default action kills pfi with the GPUs capped. The sweep must run
+# to its end (losing only its progress lines) and restore the caps.
+rc=$(python3 - "$PFI" "$T/p.db" $G <<'PY'
+import os, subprocess, sys
+r, w = os.pipe()
+os.close(r)  # the reader is gone before pfi writes anything
+p = subprocess.run([sys.argv[1], "sweep", "--backend", "emu", "--params", "gpus=2",
+                    "--emulate", sys.argv[3], "--caps", "300,400", "--duration", "5m",
+                    "--cooldown", "0", "--db", sys.argv[2]],
+                   stdout=subprocess.DEVNULL, stderr=w)
+print(p.returncode)
+PY
+)
+[ "$rc" = 0 ] || fail "sweep with a broken stderr pipe: exit status $rc, expected 0"
+caps_are 650 "after a sweep whose stderr pipe broke"
+n=$(sqlite3 "$T/p.db" "select count(*) from runs where state='complete'" 2>/dev/null)
+[ "$n" = 2 ] || fail "broken stderr pipe: $n complete runs, expected 2"
+n=$(sqlite3 "$T/p.db" "select count(*) from cap_ledger" 2>/dev/null)
+[ "$n" = 0 ] || fail "broken stderr pipe: $n caps left in the ledger"
+
+[ "$fails" -eq 0 ] && echo "test_sweep_safety: all passed"
+exit $((fails > 0))
