@@ -28,6 +28,14 @@ struct emu_ctx {
   char dir[PATH_MAX_EMU];
   char caps_path[PATH_MAX_EMU + 32];
   char lock_path[PATH_MAX_EMU + 32];
+  /* The caps as last read, valid while the lock file's generation counter
+   * and the caps file's identity are unchanged (see load_caps). */
+  int lock_fd;
+  int cache_ok;
+  uint64_t cache_gen;
+  struct stat cache_st;
+  int cache_absent;
+  uint32_t cache[PFI_EMU_MAX_GPUS];
   double t0_mono; /* real-time mode: monotonic clock at open */
   double vt;      /* the device clock, s */
   double last_t;  /* integrated up to this time */
@@ -74,26 +82,59 @@ static int mkdirs(const char *dir, struct pfi_error *err) {
   return 0;
 }
 
-static int lock_open(struct emu_ctx *c, int op, struct pfi_error *err) {
-  int fd = open(c->lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0)
-    return pfi_error_set(err, PFI_EIO, "%s: cannot open: %s", c->lock_path,
-                         strerror(errno));
-  while (flock(fd, op) != 0) {
+/* Takes the state lock (LOCK_SH or LOCK_EX) on the session's descriptor
+ * of the lock file; unlock() releases it. */
+static int lock_take(struct emu_ctx *c, int op, struct pfi_error *err) {
+  while (flock(c->lock_fd, op) != 0) {
     if (errno == EINTR)
       continue;
-    int e = errno;
-    close(fd);
     return pfi_error_set(err, PFI_EIO, "%s: cannot lock: %s", c->lock_path,
-                         strerror(e));
+                         strerror(errno));
   }
-  return fd;
+  return 0;
 }
 
-/* Reads the caps file into caps[0..n) (TDP where absent). The caller holds
- * the lock. A malformed line is an error naming the file and line. */
+static void unlock(struct emu_ctx *c) { flock(c->lock_fd, LOCK_UN); }
+
+/* The state's generation: a counter in the first 8 bytes of the lock file
+ * that every writer increments, under the exclusive lock, after replacing
+ * the caps file. An empty lock file (a new state directory) is 0. */
+static uint64_t read_gen(const struct emu_ctx *c) {
+  uint64_t g = 0;
+  if (pread(c->lock_fd, &g, sizeof g, 0) != (ssize_t)sizeof g)
+    g = 0;
+  return g;
+}
+
+/* The caps file's identity; *absent when there is none. */
+static int caps_stat(const struct emu_ctx *c, struct stat *sb, int *absent,
+                     struct pfi_error *err) {
+  *absent = 0;
+  if (stat(c->caps_path, sb) == 0)
+    return 0;
+  memset(sb, 0, sizeof *sb);
+  if (errno == ENOENT) {
+    *absent = 1;
+    return 0;
+  }
+  return pfi_error_set(err, PFI_EIO, "%s: %s", c->caps_path, strerror(errno));
+}
+
+static int same_file(const struct stat *a, const struct stat *b) {
+  return a->st_dev == b->st_dev && a->st_ino == b->st_ino &&
+         a->st_size == b->st_size && a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
+         a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+         a->st_ctim.tv_sec == b->st_ctim.tv_sec &&
+         a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+/* Reads the caps file into caps[0..PFI_EMU_MAX_GPUS) (TDP where absent):
+ * every GPU of the file, not only this session's c->n, so that a session
+ * of fewer GPUs that rewrites the file keeps the caps of the others. The
+ * caller holds the lock. A malformed line is an error naming the file and
+ * line. */
 static int read_caps(struct emu_ctx *c, uint32_t *caps, struct pfi_error *err) {
-  for (unsigned i = 0; i < c->n; i++)
+  for (unsigned i = 0; i < PFI_EMU_MAX_GPUS; i++)
     caps[i] = c->prof->default_mw;
   FILE *fp = fopen(c->caps_path, "r");
   if (!fp) {
@@ -120,20 +161,52 @@ static int read_caps(struct emu_ctx *c, uint32_t *caps, struct pfi_error *err) {
                             "reset the emulated GPUs");
       break;
     }
-    if (g < c->n)
+    if (g < PFI_EMU_MAX_GPUS)
       caps[g] = (uint32_t)mw;
   }
   fclose(fp);
   return rc;
 }
 
+/* The caps as every process sees them. Reading the file under the shared
+ * lock on every call costs an open, a lock and a parse per sample; instead
+ * the last read is kept and reused while (a) the generation counter that
+ * every writer bumps is unchanged and (b) the caps file is the same file
+ * (device, inode, size, modification and change times), which also catches
+ * a file edited or deleted by hand. A writer replaces the file and then
+ * bumps the counter before it drops its lock, so a reader that sees the old
+ * counter reads while that set_cap has not yet returned; once it has
+ * returned, every reader sees the new counter and rereads. The reread takes
+ * the shared lock, so counter, file and parse are one consistent state. */
 static int load_caps(struct emu_ctx *c, uint32_t *caps, struct pfi_error *err) {
-  int fd = lock_open(c, LOCK_SH, err);
-  if (fd < 0)
-    return fd;
-  int rc = read_caps(c, caps, err);
-  close(fd); /* releases the lock */
-  return rc;
+  struct stat sb;
+  int absent, rc;
+  if (c->cache_ok) {
+    uint64_t g = read_gen(c);
+    if ((rc = caps_stat(c, &sb, &absent, err)) < 0)
+      return rc;
+    if (g == c->cache_gen && absent == c->cache_absent &&
+        (absent || same_file(&sb, &c->cache_st))) {
+      memcpy(caps, c->cache, sizeof c->cache);
+      return 0;
+    }
+  }
+  c->cache_ok = 0;
+  if ((rc = lock_take(c, LOCK_SH, err)) < 0)
+    return rc;
+  uint64_t g = read_gen(c);
+  rc = caps_stat(c, &sb, &absent, err);
+  if (rc == 0)
+    rc = read_caps(c, caps, err);
+  unlock(c);
+  if (rc < 0)
+    return rc;
+  memcpy(c->cache, caps, sizeof c->cache);
+  c->cache_gen = g;
+  c->cache_st = sb;
+  c->cache_absent = absent;
+  c->cache_ok = 1;
+  return 0;
 }
 
 /* Read-modify-write of one GPU's cap under the exclusive lock; the new
@@ -141,17 +214,21 @@ static int load_caps(struct emu_ctx *c, uint32_t *caps, struct pfi_error *err) {
 static int store_cap(struct emu_ctx *c, unsigned gpu, uint32_t mw,
                      struct pfi_error *err) {
   uint32_t all[PFI_EMU_MAX_GPUS];
-  uint32_t file_caps[PFI_EMU_MAX_GPUS];
   char tmp[PATH_MAX_EMU + 64];
-  int fd = lock_open(c, LOCK_EX, err);
-  if (fd < 0)
-    return fd;
-  int rc = read_caps(c, file_caps, err);
   FILE *fp = NULL;
+  int rc = lock_take(c, LOCK_EX, err);
   if (rc < 0)
+    return rc;
+  c->cache_ok = 0;
+  if ((rc = read_caps(c, all, err)) < 0)
     goto out;
-  memcpy(all, file_caps, sizeof(uint32_t) * c->n);
   all[gpu] = mw;
+  /* Every GPU this session has, and any other GPU whose cap is not the
+   * default (set by a session of more GPUs). */
+  unsigned nw = c->n;
+  for (unsigned i = c->n; i < PFI_EMU_MAX_GPUS; i++)
+    if (all[i] != c->prof->default_mw)
+      nw = i + 1;
   snprintf(tmp, sizeof tmp, "%s.tmp.%ld", c->caps_path, (long)getpid());
   fp = fopen(tmp, "w");
   if (!fp) {
@@ -161,23 +238,34 @@ static int store_cap(struct emu_ctx *c, unsigned gpu, uint32_t mw,
   }
   fprintf(fp, "# pfi emulated GPU state (%s): GPU power limit in mW\n",
           c->prof->name);
-  for (unsigned i = 0; i < c->n; i++)
+  for (unsigned i = 0; i < nw; i++)
     fprintf(fp, "%u %u\n", i, all[i]);
-  if (fflush(fp) != 0 || fsync(fileno(fp)) != 0) {
+  /* No fsync: the rename makes the change atomic for every process, and
+   * the state need not outlive the machine, as a real GPU's power limit
+   * does not outlive a reboot (a file lost to a power cut reads as "every
+   * GPU at its default limit"). An fsync per cap change was most of the
+   * time of an emulated sweep. */
+  int bad = ferror(fp);
+  if (fclose(fp) != 0 || bad) {
     rc = pfi_error_set(err, PFI_EIO, "%s: write failed: %s", tmp,
-                       strerror(errno));
-    fclose(fp);
+                       strerror(errno ? errno : EIO));
     unlink(tmp);
     goto out;
   }
-  fclose(fp);
   if (rename(tmp, c->caps_path) != 0) {
     rc = pfi_error_set(err, PFI_EIO, "%s: cannot replace: %s", c->caps_path,
                        strerror(errno));
     unlink(tmp);
+    goto out;
+  }
+  {
+    uint64_t g = read_gen(c) + 1;
+    if (pwrite(c->lock_fd, &g, sizeof g, 0) != (ssize_t)sizeof g)
+      rc = pfi_error_set(err, PFI_EIO, "%s: cannot write: %s", c->lock_path,
+                         strerror(errno));
   }
 out:
-  close(fd);
+  unlock(c);
   return rc;
 }
 
@@ -255,11 +343,18 @@ static int emu_open(void **ctx, const char *params, struct pfi_error *err) {
   int rc;
   if (!c)
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  c->lock_fd = -1;
   if ((rc = parse_params(c, params, err)) < 0 || (rc = mkdirs(c->dir, err)) < 0)
     goto fail;
   snprintf(c->caps_path, sizeof c->caps_path, "%s/caps-%s.txt", c->dir,
            c->prof->name);
   snprintf(c->lock_path, sizeof c->lock_path, "%s/lock", c->dir);
+  c->lock_fd = open(c->lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (c->lock_fd < 0) {
+    rc = pfi_error_set(err, PFI_EIO, "%s: cannot open: %s", c->lock_path,
+                       strerror(errno));
+    goto fail;
+  }
   /* Fail early on an unreadable or corrupt state. */
   uint32_t caps[PFI_EMU_MAX_GPUS];
   if ((rc = load_caps(c, caps, err)) < 0)
@@ -268,6 +363,8 @@ static int emu_open(void **ctx, const char *params, struct pfi_error *err) {
   *ctx = c;
   return 0;
 fail:
+  if (c->lock_fd >= 0)
+    close(c->lock_fd);
   free(c);
   return rc;
 }
@@ -276,6 +373,8 @@ static void emu_close(void *ctx) {
   struct emu_ctx *c = ctx;
   if (!c)
     return;
+  if (c->lock_fd >= 0)
+    close(c->lock_fd);
   free(c->run);
   free(c);
 }

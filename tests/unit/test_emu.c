@@ -456,6 +456,59 @@ static void test_backend_concurrent_writers(void **state) {
   rm_state();
 }
 
+/* The state is one device whatever a session's GPU count: a session of 2
+ * GPUs that sets a cap keeps the caps a session of 8 set on GPUs 2..7.
+ * A long-lived session sees every change made elsewhere: by another
+ * session, by another process, by a hand edit and by deleting the file
+ * (every GPU back to its default limit). */
+static void test_backend_state_shared(void **state) {
+  (void)state;
+  fresh_state();
+  struct pfi_device *eight = open_emu("gpus=8"), *two = open_emu("gpus=2");
+  struct pfi_error e;
+  uint32_t mw;
+  assert_int_equal(pfi_device_set_cap(eight, 5, 300000, &e), 0);
+  assert_int_equal(pfi_device_set_cap(two, 0, 400000, &e), 0);
+  assert_int_equal(pfi_device_get_cap(eight, 5, &mw, &e), 0);
+  ASSERT_EQ_INT(mw, 300000);
+  assert_int_equal(pfi_device_get_cap(eight, 0, &mw, &e), 0);
+  ASSERT_EQ_INT(mw, 400000);
+  /* Read in a loop, as a sweep samples: each read must see the change
+   * made just before it, here by a child process. */
+  for (unsigned i = 0; i < 5; i++) {
+    assert_int_equal(pfi_device_get_cap(two, 1, &mw, &e), 0);
+    pid_t k = fork();
+    assert_true(k >= 0);
+    if (k == 0) {
+      struct pfi_device *d = open_emu("gpus=8");
+      _exit(pfi_device_set_cap(d, 1, 250000 + 1000 * i, &e) == 0 ? 0 : 1);
+    }
+    int st;
+    assert_int_equal(waitpid(k, &st, 0), k);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_int_equal(pfi_device_get_cap(two, 1, &mw, &e), 0);
+    ASSERT_EQ_INT(mw, 250000 + 1000 * i);
+  }
+  char p[512];
+  snprintf(p, sizeof p, "%s/caps-h200.txt", statedir);
+  FILE *fp = fopen(p, "w");
+  assert_non_null(fp);
+  fputs("0 610000\n1 620000\n5 630000\n", fp);
+  fclose(fp);
+  assert_int_equal(pfi_device_get_cap(two, 1, &mw, &e), 0);
+  ASSERT_EQ_INT(mw, 620000);
+  assert_int_equal(pfi_device_get_cap(eight, 5, &mw, &e), 0);
+  ASSERT_EQ_INT(mw, 630000);
+  assert_int_equal(unlink(p), 0);
+  assert_int_equal(pfi_device_get_cap(two, 0, &mw, &e), 0);
+  ASSERT_EQ_INT(mw, 700000);
+  assert_int_equal(pfi_device_get_cap(eight, 5, &mw, &e), 0);
+  ASSERT_EQ_INT(mw, 700000);
+  pfi_device_close(eight);
+  pfi_device_close(two);
+  rm_state();
+}
+
 /* A job attached to the device: virtual time runs a 30-minute job; the
  * phases follow the timeline, samples reflect the cap, and the cumulative
  * tokens match the run rate times the training time (minus evaluation and
@@ -511,6 +564,7 @@ int main(void) {
       cmocka_unit_test(test_paths_agree),
       cmocka_unit_test(test_backend_caps_persist),
       cmocka_unit_test(test_backend_concurrent_writers),
+      cmocka_unit_test(test_backend_state_shared),
       cmocka_unit_test(test_backend_attach),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
