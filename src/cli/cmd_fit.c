@@ -33,11 +33,13 @@ static const char usage_text[] =
     "\n"
     "Features: column names, COL=VALUE indicators (arch=moe, task=ft) and\n"
     "log2(COL). Default: dram_copy_product.\n"
-    "Clusters (LOCO): by default the four architecture x task clusters\n"
-    "(dense-pt, dense-ft, moe-pt, moe-ft) from the arch and task columns,\n"
-    "the paper's leave-one-cluster-out; --cluster pooled pools dense\n"
-    "pretraining and fine-tuning (the paper's three Kruskal-Wallis groups);\n"
-    "--cluster COL groups by any column.\n"
+    "Clusters (LOCO), from the arch and task columns. The method holds out\n"
+    "one architecture x task cluster at a time; the paper's text also\n"
+    "describes the clusters with dense pretraining and fine-tuning pooled.\n"
+    "Both are offered: by default the four clusters dense-pt, dense-ft,\n"
+    "moe-pt, moe-ft; --cluster pooled gives the three clusters dense,\n"
+    "moe-pt, moe-ft (the paper's Kruskal-Wallis groups). --cluster COL\n"
+    "groups by any column.\n"
     "\n"
     "--ablation: the paper's seven predictor sets (i) DRAM copy product,\n"
     "(ii) arithmetic intensity, (iii) both, (iv) job metadata (arch=moe,\n"
@@ -53,7 +55,8 @@ static const char usage_text[] =
     "  --pfi-column COL  read PFI from this column of FEATURES.csv instead\n"
     "  --features LIST   predictors (comma-separated)\n"
     "  --eval LIST       loo, loco or both (default loo,loco)\n"
-    "  --cluster C       LOCO clusters: pooled, or a column name\n"
+    "  --cluster C       LOCO clusters: pooled (3), or a column name\n"
+    "                    (default: the 4 arch x task clusters)\n"
     "  --output FILE     save the model as JSON (pfi predict reads it)\n"
     "  --ablation        the seven-set table instead of one model\n"
     "  --map MAP         curves column mapping NAME=COLUMN,...\n"
@@ -255,8 +258,10 @@ static json_t *eval_json(const struct pfi_eval *e) {
   if (!e->defined)
     return json_null();
   json_t *j = json_object();
-  json_object_set_new(j, "r2", json_real(e->r2));
-  json_object_set_new(j, "rmse", json_real(e->rmse));
+  /* A collapsed out-of-sample fit can overflow SSE: null, never a key that
+   * jansson silently drops (json_real refuses non-finite values). */
+  json_object_set_new(j, "r2", jnum(e->r2, 1));
+  json_object_set_new(j, "rmse", jnum(e->rmse, 1));
   json_object_set_new(j, "rho", jnum(e->rho, e->rho_defined));
   json_object_set_new(j, "folds", json_integer((json_int_t)e->nfolds));
   return j;
@@ -269,6 +274,16 @@ static void fmt_num(char *buf, size_t n, double v, int ok) {
     snprintf(buf, n, "%.3g", v);
   else if (ok && isfinite(v))
     snprintf(buf, n, "%.3f", v);
+  else
+    snprintf(buf, n, "n/a");
+}
+
+/* Standard errors with significant digits: a coefficient of a column in
+ * large units (watts, MHz) has an SE below 0.0005, which %.3f would print
+ * as 0.000. `prec` is 3 for the table, 9 for CSV. */
+static void fmt_se(char *buf, size_t n, double v, int ok, int prec) {
+  if (ok && isfinite(v))
+    snprintf(buf, n, "%.*g", prec, v);
   else
     snprintf(buf, n, "n/a");
 }
@@ -613,10 +628,10 @@ int cmd_fit(int argc, char **argv) {
   } else if (fmt == PFI_FMT_CSV) {
     char a[32], b[32], c[32];
     printf("term,estimate,se,r2,rmse,rho\n");
-    fmt_num(a, 32, res.m.se[0], res.m.has_se);
+    fmt_se(a, 32, res.m.se[0], res.m.has_se, 9);
     printf("(intercept),%.9g,%s,,,\n", res.m.coef[0], a);
     for (size_t q = 0; q < k; q++) {
-      fmt_num(a, 32, res.m.se[1 + q], res.m.has_se);
+      fmt_se(a, 32, res.m.se[1 + q], res.m.has_se, 9);
       printf("%s,%.9g,%s,,,\n", ex[q], res.m.coef[1 + q], a);
     }
     fmt_num(a, 32, res.m.r2, 1);
@@ -632,10 +647,10 @@ int cmd_fit(int argc, char **argv) {
     char a[32], b[32], c[32];
     printf("PFI model on %zu jobs (%s)\n", r.n, label);
     printf("%-28s %12s %12s\n", "term", "estimate", "se");
-    fmt_num(a, 32, res.m.se[0], res.m.has_se);
+    fmt_se(a, 32, res.m.se[0], res.m.has_se, 3);
     printf("%-28s %12.6g %12s\n", "(intercept)", res.m.coef[0], a);
     for (size_t q = 0; q < k; q++) {
-      fmt_num(a, 32, res.m.se[1 + q], res.m.has_se);
+      fmt_se(a, 32, res.m.se[1 + q], res.m.has_se, 3);
       printf("%-28s %12.6g %12s\n", ex[q], res.m.coef[1 + q], a);
     }
     fmt_num(a, 32, res.m.r2, 1);

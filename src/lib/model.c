@@ -86,6 +86,27 @@ void pfi_strlist_free(char **list) {
 }
 
 /*
+ * Power-of-two scale of each column: s_j = 2^-e with max_i |x_ij| in
+ * [2^(e-1), 2^e), or 1 for a zero column. Least squares is invariant to
+ * column scaling in exact arithmetic, but sums of squares of values near
+ * 1e200 overflow and those near 1e-200 underflow; on columns scaled to at
+ * most 1 in magnitude neither happens. Scaling by a power of two is exact,
+ * so data of ordinary magnitude give the same coefficients to the last bit.
+ */
+static void col_scales(const double *x, size_t n, size_t k, double *sc) {
+  for (size_t j = 0; j < k; j++) {
+    double mx = 0;
+    for (size_t i = 0; i < n; i++)
+      if (fabs(x[i * k + j]) > mx)
+        mx = fabs(x[i * k + j]);
+    int e = 0;
+    if (mx > 0 && isfinite(mx))
+      (void)frexp(mx, &e);
+    sc[j] = ldexp(1.0, -e);
+  }
+}
+
+/*
  * Minimum-norm least squares with an intercept: centers x and y, solves
  * the centered system by the SVD dropping singular values below
  * max(n, k) * DBL_EPSILON * s_max, writes k + 1 coefficients.
@@ -101,11 +122,18 @@ static int lstsq_minnorm(const double *x, size_t n, size_t k, const double *y,
     return 0;
   }
   double *xm = calloc(k, sizeof *xm);
-  if (!xm)
+  double *sc = malloc(k * sizeof *sc);
+  if (!xm || !sc) {
+    free(xm);
+    free(sc);
     return PFI_ENOMEM;
+  }
+  /* Below, x'_ij = x_ij * sc[j]; the solution for x' is scaled back at the
+   * end. */
+  col_scales(x, n, k, sc);
   for (size_t i = 0; i < n; i++)
     for (size_t j = 0; j < k; j++)
-      xm[j] += x[i * k + j];
+      xm[j] += x[i * k + j] * sc[j];
   for (size_t j = 0; j < k; j++)
     xm[j] /= (double)n;
   /* Columns are scaled to unit standard deviation so that the rank cut-off
@@ -114,11 +142,14 @@ static int lstsq_minnorm(const double *x, size_t n, size_t k, const double *y,
   double *xs = calloc(k, sizeof *xs);
   if (!xs) {
     free(xm);
+    free(sc);
     return PFI_ENOMEM;
   }
   for (size_t i = 0; i < n; i++)
-    for (size_t j = 0; j < k; j++)
-      xs[j] += (x[i * k + j] - xm[j]) * (x[i * k + j] - xm[j]);
+    for (size_t j = 0; j < k; j++) {
+      double d = x[i * k + j] * sc[j] - xm[j];
+      xs[j] += d * d;
+    }
   for (size_t j = 0; j < k; j++) {
     xs[j] = sqrt(xs[j] / (double)n);
     if (!(xs[j] > 1e-12 * (fabs(xm[j]) + 1e-300)))
@@ -137,7 +168,7 @@ static int lstsq_minnorm(const double *x, size_t n, size_t k, const double *y,
   }
   for (size_t i = 0; i < n; i++)
     for (size_t j = 0; j < k; j++) {
-      double v = xs[j] > 0 ? (x[i * k + j] - xm[j]) / xs[j] : 0.0;
+      double v = xs[j] > 0 ? (x[i * k + j] * sc[j] - xm[j]) / xs[j] : 0.0;
       if (tall)
         gsl_matrix_set(A, i, j, v);
       else
@@ -171,10 +202,13 @@ static int lstsq_minnorm(const double *x, size_t n, size_t k, const double *y,
   for (size_t j = 0; j < k; j++)
     coef[1 + j] = xs[j] > 0 ? coef[1 + j] / xs[j] : 0.0;
   coef[0] = ym;
-  for (size_t j = 0; j < k; j++)
+  for (size_t j = 0; j < k; j++) {
     coef[0] -= coef[1 + j] * xm[j];
+    coef[1 + j] *= sc[j];
+  }
 out:
   free(xm);
+  free(sc);
   free(xs);
   gsl_matrix_free(A);
   gsl_matrix_free(V);
@@ -231,12 +265,33 @@ int pfi_model_fit(const double *x, size_t n, size_t k, const double *y,
   struct pfi_ols ols;
   memset(&ols, 0, sizeof ols);
   struct pfi_error e2;
-  if (n > k + 1 && pfi_ols_fit(x, n, k, y, &ols, &e2) == 0) {
+  /* OLS on power-of-two scaled columns (see col_scales), coefficients and
+   * standard errors scaled back. */
+  double *xsc = malloc((n * k + 1) * sizeof *xsc);
+  double *sc = malloc((k + 1) * sizeof *sc);
+  if (!xsc || !sc) {
+    free(xsc);
+    free(sc);
+    goto nomem;
+  }
+  col_scales(x, n, k, sc);
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = 0; j < k; j++)
+      xsc[i * k + j] = x[i * k + j] * sc[j];
+  int ols_ok = n > k + 1 && pfi_ols_fit(xsc, n, k, y, &ols, &e2) == 0;
+  free(xsc);
+  if (ols_ok) {
     memcpy(m->coef, ols.coef, (k + 1) * sizeof *m->coef);
     memcpy(m->se, ols.se, (k + 1) * sizeof *m->se);
+    for (size_t j = 0; j < k; j++) {
+      m->coef[1 + j] *= sc[j];
+      m->se[1 + j] *= sc[j];
+    }
     m->has_se = 1;
     pfi_ols_release(&ols);
+    free(sc);
   } else {
+    free(sc);
     /* Rank-deficient or no residual degrees of freedom: the minimum-norm
      * solution still predicts; standard errors do not exist. */
     int rc = lstsq_minnorm(x, n, k, y, m->coef);

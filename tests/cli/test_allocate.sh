@@ -127,6 +127,14 @@ cut -d, -f1-4 $F/features.csv >"$T/few.csv"
 "$PFI" fit "$T/few.csv" --curves $F/curves.csv --ablation >"$T/abl2.txt" || fail "ablation with few columns"
 grep -q "absent from the features file: dram_copy_product" "$T/abl2.txt" || fail "ablation: absent set not reported"
 expect_err "features absent" fit "$T/few.csv" --curves $F/curves.csv
+# Standard errors keep their digits for a predictor in large units: x = 0,
+# 1000, 2000, 3000 W, PFI 1, 3, 2, 5: slope 0.0011, SE sqrt(0.27)/1000 =
+# 0.000519615 (worked by hand in test_model.c with x / 1000), which three
+# decimals would print as 0.001.
+printf 'job,watts,pfi\na,0,1\nb,1000,3\nc,2000,2\nd,3000,5\n' >"$T/w.csv"
+"$PFI" fit "$T/w.csv" --pfi-column pfi --features watts --eval loo --format csv >"$T/w.out" || fail "fit in watts"
+near "$(awk -F, '$1=="watts"{print $2}' "$T/w.out")" 0.0011 1e-12 "slope in watts"
+near "$(awk -F, '$1=="watts"{print $3}' "$T/w.out")" "$(awk 'BEGIN{printf "%.12f", sqrt(0.27)/1000}')" 1e-11 "SE in watts"
 expect_usage "exactly one of" fit $F/features.csv
 printf '{"kind": "pfi-linear-model", "features": ["x"], "intercept": 1}\n' >"$T/bad.json"
 expect_err "bad.json: model:" predict "$T/bad.json" $F/features.csv

@@ -36,6 +36,40 @@ static void test_fit_in_sample(void **state) {
   pfi_model_release(&m);
 }
 
+/* Least squares does not depend on a column's units: the hand-worked data
+ * with x multiplied by 1e200 (squares overflow) or 1e-200 (squares
+ * underflow) give the same fit, slope 1.1 divided by the factor, the same
+ * standard error relative to it, and the same out-of-sample predictions.
+ * Tolerance: relative 1e-12, a few ulps of the solution. */
+static void test_fit_extreme_scale(void **state) {
+  (void)state;
+  const double f[] = {1e200, 1e-200};
+  for (int q = 0; q < 2; q++) {
+    double xs[4];
+    for (int i = 0; i < 4; i++)
+      xs[i] = X[i] * f[q];
+    struct pfi_model m;
+    struct pfi_error err;
+    const char *names[] = {"x"};
+    assert_int_equal(pfi_model_fit(xs, 4, 1, Y, names, &m, &err), 0);
+    ASSERT_NEAR(m.coef[1] * f[q], 1.1, 1e-12);
+    ASSERT_NEAR(m.coef[0], 1.1, 1e-12);
+    assert_true(m.has_se);
+    ASSERT_NEAR(m.se[1] * f[q], sqrt(0.27), 1e-12);
+    ASSERT_NEAR(m.r2, 1 - 2.7 / 8.75, 1e-12);
+    pfi_model_release(&m);
+    size_t fold[] = {0, 1, 2, 3};
+    struct pfi_eval ev;
+    double pred[4];
+    assert_int_equal(
+        pfi_model_eval_folds(xs, 4, 1, Y, fold, 4, &ev, pred, &err), 0);
+    assert_true(ev.defined);
+    ASSERT_NEAR(pred[0], 4.0 / 3, 1e-12);
+    ASSERT_NEAR(pred[1], 13.0 / 7, 1e-12);
+    ASSERT_NEAR(ev.r2, 1 - 3910.0 / 441 / 8.75, 1e-12);
+  }
+}
+
 static void test_loo_by_hand(void **state) {
   (void)state;
   size_t fold[] = {0, 1, 2, 3};
@@ -191,6 +225,7 @@ static void test_model_json(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fit_in_sample),
+      cmocka_unit_test(test_fit_extreme_scale),
       cmocka_unit_test(test_loo_by_hand),
       cmocka_unit_test(test_loco_by_hand),
       cmocka_unit_test(test_rank_deficient),
