@@ -62,6 +62,18 @@ int pfi__restore_ledger(struct pfi_store *st, struct pfi_device *dev,
       r = pfi_store_cap_event(st, 0, c->gpu, "restore", c->cap_mw, t, &e);
       if (r == 0)
         r = pfi_store_caps_clear(st, c->backend, c->gpu, &e);
+      if (r < 0) {
+        /* The GPU is back at its cap; only the record of it failed (a full
+         * or read-only disk). Say so: the operator's first question is
+         * whether the GPU is still capped. */
+        char why[PFI_ERROR_MSG_MAX];
+        snprintf(why, sizeof why, "%s", e.msg);
+        r = pfi_error_set(&e, r,
+                          "GPU %u is restored to %u mW (read back), but the "
+                          "store could not record it: %s; pfi restore "
+                          "clears the record once the store is writable",
+                          c->gpu, c->cap_mw, why);
+      }
     }
     if (r < 0) {
       if (!first) {

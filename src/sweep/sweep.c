@@ -712,10 +712,18 @@ static int one_run(struct sweep *sw, size_t ci, struct pfi_sweep_result *res,
   rc = 0;
 out:
   if (in_batch) {
-    /* Keep what was sampled: the batch is consistent on its own. */
+    /* Keep what was sampled: the batch is consistent on its own. A batch
+     * that cannot be committed fails the run (in virtual time one batch
+     * can hold the whole run): it must not be marked complete without its
+     * samples. */
     struct pfi_error e2;
-    if (pfi_store_commit(sw->st, &e2) < 0)
+    if (pfi_store_commit(sw->st, &e2) < 0) {
       pfi_store_rollback(sw->st);
+      if (rc == 0) {
+        rc = e2.code ? e2.code : PFI_EDB;
+        *err = e2;
+      }
+    }
   }
   if (jb.pid > 0) {
     int was_running = !reap(&jb, 0);

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 # Ways a sweep can end that the stage-by-stage kill tests do not cover:
 # its stderr (progress) going to a pipe whose reader has gone, as when
-# `pfi sweep ... 2>&1 | tee log` loses tee to a dropped SSH session. Every
-# case checks the caps on the device afterwards.
+# `pfi sweep ... 2>&1 | tee log` loses tee to a dropped SSH session, and a
+# store that fills its disk. Every case checks the caps on the device.
 set -u
 PFI=${PFI:?PFI must name the pfi binary}
 cd "${PFI_SOURCE_DIR:-.}"
@@ -48,6 +48,23 @@ n=$(sqlite3 "$T/p.db" "select count(*) from runs where state='complete'" 2>/dev/
 [ "$n" = 2 ] || fail "broken stderr pipe: $n complete runs, expected 2"
 n=$(sqlite3 "$T/p.db" "select count(*) from cap_ledger" 2>/dev/null)
 [ "$n" = 0 ] || fail "broken stderr pipe: $n caps left in the ledger"
+
+# The store on a full disk (here: a file size limit, which also raises
+# SIGXFSZ): the sweep fails with exit status 1 and the device is back at
+# its caps whatever write failed; pfi restore, with room again, clears
+# what is left in the ledger; no run is complete without its samples.
+rc=$( (ulimit -f 200; "$PFI" sweep $EMU --emulate $G --caps 300,400 --cooldown 0 --db "$T/f.db" \
+  --quiet >/dev/null 2>"$T/err"; echo $?) 2>/dev/null)
+[ "$rc" = 1 ] || fail "full store: exit status $rc, expected 1: $(cat "$T/err")"
+grep -q "disk\|full\|I/O" "$T/err" || fail "full store: message: $(cat "$T/err")"
+caps_are 650 "after a sweep whose store filled up"
+"$PFI" restore --db "$T/f.db" >/dev/null 2>"$T/err" || fail "restore after a full store: $(cat "$T/err")"
+n=$(sqlite3 "$T/f.db" "select count(*) from cap_ledger")
+[ "$n" = 0 ] || fail "full store: $n caps left in the ledger after pfi restore"
+n=$(sqlite3 "$T/f.db" "select count(*) from runs r where state='complete' and
+  (select count(*) from samples s where s.run_id=r.id) < 2*360")
+[ "$n" = 0 ] || fail "full store: $n complete run(s) without their samples"
+caps_are 650 "after pfi restore of a full store"
 
 [ "$fails" -eq 0 ] && echo "test_sweep_safety: all passed"
 exit $((fails > 0))
