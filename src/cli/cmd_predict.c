@@ -101,6 +101,17 @@ int cmd_predict(int argc, char **argv) {
       goto fail;
     }
     pred[r] = pfi_model_predict(&m, x);
+    /* Coefficients times features can overflow (a model of huge
+     * coefficients, features in the wrong units): an error, never inf or
+     * NaN in the output. */
+    if (!isfinite(pred[r])) {
+      pfi_error_setloc(&err, PFI_EPARSE, f.t.name, f.t.line ? f.t.line[r] : 0,
+                       0,
+                       "job %s: the model's PFI estimate is not finite (its "
+                       "terms overflow)",
+                       pfi_features_job(&f, r));
+      goto fail;
+    }
   }
   size_t nv = 0;
   if (curves) {

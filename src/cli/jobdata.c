@@ -2,6 +2,7 @@
 /* Curves joined with features, true PFI, and PFI estimates. */
 #include "jobdata.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -203,6 +204,18 @@ int jobdata_estimate_pfi(const struct jobdata *d, const struct pfi_model *model,
   }
   free(xall);
 out:
+  /* Coefficients times features can overflow: an estimate of inf or NaN
+   * would silently become weight 0 (or a straight-line curve) in the
+   * strategies, so it is bad input. */
+  for (size_t i = 0; rc == 0 && i < n; i++)
+    if (!isfinite(est[i])) {
+      long fr = d->frow[i];
+      rc = pfi_error_setloc(
+          err, PFI_EPARSE, d->f.t.name,
+          fr >= 0 && d->f.t.line ? d->f.t.line[fr] : 0, 0,
+          "job %s: the model's PFI estimate is not finite (its terms overflow)",
+          d->cs.c[i].job);
+    }
   pfi_strlist_free(names);
   free(rows);
   free(x);

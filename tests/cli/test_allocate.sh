@@ -138,6 +138,12 @@ near "$(awk -F, '$1=="watts"{print $3}' "$T/w.out")" "$(awk 'BEGIN{printf "%.12f
 expect_usage "exactly one of" fit $F/features.csv
 printf '{"kind": "pfi-linear-model", "features": ["x"], "intercept": 1}\n' >"$T/bad.json"
 expect_err "bad.json: model:" predict "$T/bad.json" $F/features.csv
+# A model whose terms overflow: 1.5e308 + 1e308 * 0.4 is above DBL_MAX for
+# job a (line 2 of f.csv), so its estimate is inf: an error, never inf in
+# the output or a silent weight of 0.
+printf '{"kind": "pfi-linear-model", "target": "pfi", "features": ["dram_copy_product"], "intercept": 1.5e308, "intercept_se": null, "coefficients": [{"feature": "dram_copy_product", "estimate": 1e308, "se": null}], "n": 10, "r2_in": 0.5}\n' >"$T/ovf.json"
+expect_err "f.csv:2: job a: .*not finite" predict "$T/ovf.json" "$T/f.csv"
+expect_err "f.csv:2: job a: .*not finite" allocate --curves "$T/c.csv" --features "$T/f.csv" --model "$T/ovf.json" --cut 10% --strategy pfi-aware
 
 # simulate: same seed, same bytes; another seed differs; JSON keys.
 S="simulate --curves $F/curves.csv --features $F/features.csv --workloads 40 --size 20"
