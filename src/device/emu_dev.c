@@ -25,6 +25,9 @@ struct emu_ctx {
   unsigned n;
   unsigned long seed;
   int realtime;
+  /* An out-of-band limit (as a node's BMC sets), mW; 0: none. The limit
+   * enforced is the lower of it and the cap set through the backend. */
+  uint32_t ext_mw;
   char dir[PATH_MAX_EMU];
   char caps_path[PATH_MAX_EMU + 32];
   char lock_path[PATH_MAX_EMU + 32];
@@ -323,6 +326,12 @@ static int parse_params(struct emu_ctx *c, const char *params,
         return pfi_error_set(err, PFI_EINVAL,
                              "emu parameter state=: expected a directory");
       snprintf(c->dir, sizeof c->dir, "%s", v);
+    } else if (strcmp(k, "ext_cap_w") == 0) {
+      double w = strtod(v, &end);
+      if (!*v || *end || !(w >= 1 && w <= 100000))
+        return pfi_error_set(err, PFI_EINVAL,
+                             "emu parameter ext_cap_w=%s: expected watts", v);
+      c->ext_mw = (uint32_t)llround(w * 1000.0);
     } else if (strcmp(k, "realtime") == 0) {
       if (strcmp(v, "0") && strcmp(v, "1"))
         return pfi_error_set(err, PFI_EINVAL,
@@ -331,7 +340,7 @@ static int parse_params(struct emu_ctx *c, const char *params,
     } else {
       return pfi_error_set(err, PFI_EINVAL,
                            "unknown emu parameter '%s' (profile, gpus, seed, "
-                           "state, realtime)",
+                           "state, realtime, ext_cap_w)",
                            k);
     }
   }
@@ -453,6 +462,8 @@ static int sync_run(struct emu_ctx *c, const uint32_t *caps,
   int same = c->run != NULL;
   for (unsigned r = 0; r < c->job.gpus; r++) {
     want[r] = caps[c->rank_gpu[r % c->n_attached]];
+    if (c->ext_mw && c->ext_mw < want[r])
+      want[r] = c->ext_mw;
     capw[r] = want[r] / 1000.0;
     if (same && want[r] != c->run_caps[r])
       same = 0;
@@ -566,8 +577,13 @@ static int emu_sample(void *ctx, unsigned gpu, struct pfi_sample *s,
 
 static int emu_enforced(void *ctx, unsigned gpu, uint32_t *mw,
                         struct pfi_error *err) {
-  /* The emulated firmware applies a limit at once: enforced == requested. */
-  return emu_get_cap(ctx, gpu, mw, err);
+  /* The emulated firmware applies a limit at once: enforced == requested,
+   * unless an out-of-band limit is lower. */
+  struct emu_ctx *c = ctx;
+  int rc = emu_get_cap(ctx, gpu, mw, err);
+  if (rc == 0 && c->ext_mw && c->ext_mw < *mw)
+    *mw = c->ext_mw;
+  return rc;
 }
 
 static int emu_now(void *ctx, double *t, struct pfi_error *err) {

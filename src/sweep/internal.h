@@ -23,7 +23,7 @@ int pfi__store_dberr(struct pfi_store *st, struct pfi_error *err,
 
 /*
  * Restores the ledger rows of backend `backend` (and `params` unless NULL)
- * on the open device `dev`: sets each recorded cap, checks the enforced
+ * on the open device `dev`: sets each recorded cap, checks the power
  * limit, logs a "restore" event and removes the row. `after_first` (may be
  * NULL) is called once the first GPU is restored (a fault-injection point).
  * Returns the number restored or the first error; the other GPUs are still

@@ -49,11 +49,15 @@ int pfi__restore_ledger(struct pfi_store *st, struct pfi_device *dev,
                cur == c->cap_mw;
     if (r == 0 && !same)
       r = pfi_device_set_cap(dev, c->gpu, c->cap_mw, &e);
+    /* Checked against the limit read back, not the enforced limit: that is
+     * the lower of every limiter (an out-of-band limit a node's BMC holds,
+     * say) and may have been below the recorded cap before the sweep too;
+     * checking it would fail this restore, and every later one, for ever. */
     if (r == 0)
-      r = pfi_device_enforced_cap(dev, c->gpu, &got, &e);
+      r = pfi_device_get_cap(dev, c->gpu, &got, &e);
     if (r == 0 && got != c->cap_mw)
       r = pfi_error_set(&e, PFI_EMISMATCH,
-                        "GPU %u: restored cap %u mW but the enforced limit "
+                        "GPU %u: restored cap %u mW but the power limit "
                         "reads %u mW",
                         c->gpu, c->cap_mw, got);
     if (r == 0) {

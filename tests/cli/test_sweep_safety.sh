@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 # Ways a sweep can end that the stage-by-stage kill tests do not cover:
 # its stderr (progress) going to a pipe whose reader has gone, as when
-# `pfi sweep ... 2>&1 | tee log` loses tee to a dropped SSH session, and a
-# store that fills its disk. Every case checks the caps on the device.
+# `pfi sweep ... 2>&1 | tee log` loses tee to a dropped SSH session; a
+# store that fills its disk; a node with an out-of-band power limit below
+# the operator's cap. Every case checks the caps on the device.
 set -u
 PFI=${PFI:?PFI must name the pfi binary}
 cd "${PFI_SOURCE_DIR:-.}"
@@ -65,6 +66,26 @@ n=$(sqlite3 "$T/f.db" "select count(*) from runs r where state='complete' and
   (select count(*) from samples s where s.run_id=r.id) < 2*360")
 [ "$n" = 0 ] || fail "full store: $n complete run(s) without their samples"
 caps_are 650 "after pfi restore of a full store"
+
+# A node whose BMC holds an out-of-band limit (600 W) below the operator's
+# cap (650 W): before the sweep the enforced limit is already 600 W, so a
+# restore is checked against the cap it sets, not the enforced limit, or
+# it fails forever and every later sweep on the store refuses to start.
+X="--backend emu --params gpus=2,ext_cap_w=600"
+"$PFI" sweep $X --emulate $G --caps 300 --cooldown 0 --db "$T/x.db" --quiet 2>"$T/err" ||
+  fail "sweep under an out-of-band limit: $(cat "$T/err")"
+caps_are 650 "after a sweep under an out-of-band limit"
+n=$(sqlite3 "$T/x.db" "select count(*) from cap_ledger")
+[ "$n" = 0 ] || fail "out-of-band limit: $n caps left in the ledger"
+enf=$("$PFI" devices $X --format csv | awk -F, 'NR > 1 { printf "%s ", $8 }')
+[ "$enf" = "600.0 600.0 " ] || fail "out-of-band limit: enforced '$enf', expected 600 W"
+# A cap above it cannot be enforced: the sweep stops, caps restored.
+"$PFI" sweep $X --emulate $G --caps 700 --cooldown 0 --db "$T/x.db" --quiet 2>"$T/err"
+[ $? = 1 ] || fail "cap above an out-of-band limit: exit status"
+grep -q "enforced limit reads 600000 mW" "$T/err" || fail "cap above an out-of-band limit: $(cat "$T/err")"
+caps_are 650 "after a cap above an out-of-band limit"
+n=$(sqlite3 "$T/x.db" "select count(*) from cap_ledger")
+[ "$n" = 0 ] || fail "cap above an out-of-band limit: $n caps left in the ledger"
 
 [ "$fails" -eq 0 ] && echo "test_sweep_safety: all passed"
 exit $((fails > 0))
