@@ -140,6 +140,10 @@ int pfi_problem_add(struct pfi_problem *p, const double *power_w,
     ys[k] = tokens[i];
     m++;
   }
+  if (m == 0) { /* cannot happen (n > 0), but keeps the reads in bounds */
+    rc = pfi_error_set(err, PFI_EINVAL, "a job needs at least one point");
+    goto out;
+  }
   double span = fabs(xs[m - 1]) + fabs(xs[0]) + 1.0;
   if (lo_w < xs[0] - 1e-9 * span || hi_w > xs[m - 1] + 1e-9 * span) {
     rc = pfi_error_set(err, PFI_EINVAL,
@@ -226,6 +230,10 @@ int pfi_problem_check_budget(const struct pfi_problem *p, double budget_w,
   double lo, hi;
   pfi_problem_bounds(p, &lo, &hi);
   double tol = power_tol(p);
+  if (!isfinite(lo) || !isfinite(hi))
+    return pfi_error_set(err, PFI_EINVAL,
+                         "the jobs' powers sum beyond the floating-point "
+                         "range");
   if (!isfinite(budget_w))
     return pfi_error_set(err, PFI_EINVAL, "budget is not finite");
   if (budget_w < lo - tol)
@@ -734,6 +742,14 @@ int pfi_oracle_solve(const struct pfi_problem *p, double budget_w,
     }
     if (hull(p, i, 0, (uint32_t)(m - 1), &c.g, &c.M, &cap) < 0)
       goto nomem;
+  }
+  /* The sum of throughputs must be finite: the tolerance and every bound
+   * are measured on it, and an overflowed bound would prune blindly. */
+  if (!isfinite(yscale)) {
+    rc = pfi_error_set(err, PFI_EINVAL,
+                       "the jobs' throughputs sum beyond the floating-point "
+                       "range");
+    goto out;
   }
   c.tol_val = 1e-9 * (yscale + 1e-300);
   if (sort_segs(c.g, c.M) < 0)

@@ -94,6 +94,12 @@ expect_err "f1.csv: 1 of 2 jobs .*\(b\)" allocate --curves "$T/c.csv" --features
 expect_usage "above 1" allocate --curves "$T/c.csv" --cut 30
 printf 'job,cap_w,power_w,tokens_per_s\na,200,abc,1\na,700,2,2\n' >"$T/bad.csv"
 expect_err "bad.csv:2:" allocate --curves "$T/bad.csv" --cut 10%
+# Totals beyond DBL_MAX (1e308 + 1.7e308 tokens/s; 9e307 + 9e307 W): bad
+# input, never inf in the totals.
+printf 'job,cap_w,power_w,tokens_per_s\na,200,1000,1e308\na,400,2000,1.5e308\nb,200,1000,1e308\nb,700,2000,1.7e308\n' >"$T/big.csv"
+expect_err "big.csv: the jobs' total throughput exceeds" allocate --curves "$T/big.csv" --cut 10% --format json
+printf 'job,cap_w,power_w,tokens_per_s\na,200,1e307,800\na,400,9e307,950\nb,200,1e307,500\nb,700,9e307,1000\n' >"$T/bigw.csv"
+expect_err "bigw.csv: the jobs' total uncapped power exceeds" allocate --curves "$T/bigw.csv" --cut 10%
 
 # fit / predict on the synthetic fixture.
 F=tests/data/predict

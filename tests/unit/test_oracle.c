@@ -454,6 +454,31 @@ static void test_weights_extreme(void **state) {
   pfi_problem_release(&p);
 }
 
+/* Sums beyond DBL_MAX: two jobs of throughput 1e308 (the oracle's bound and
+ * tolerance are measured on the sum) and two of power 1e308 (the budget's
+ * bounds) are refused, never answered from overflowed sums. */
+static void test_overflow_refused(void **state) {
+  (void)state;
+  struct pfi_problem p;
+  pfi_problem_init(&p);
+  struct pfi_error err;
+  double x[] = {1000, 2000}, y[] = {1e308, 1.5e308};
+  assert_int_equal(pfi_problem_add(&p, x, y, 2, 1000, 2000, &err), 0);
+  assert_int_equal(pfi_problem_add(&p, x, y, 2, 1000, 2000, &err), 0);
+  double pw[2], tot;
+  assert_int_equal(pfi_oracle_solve(&p, 3000, pw, &tot, NULL, &err),
+                   PFI_EINVAL);
+  assert_non_null(strstr(err.msg, "throughputs sum beyond"));
+  pfi_problem_clear(&p);
+  double xb[] = {1e307, 1e308}, yb[] = {1, 2};
+  assert_int_equal(pfi_problem_add(&p, xb, yb, 2, 1e307, 1e308, &err), 0);
+  assert_int_equal(pfi_problem_add(&p, xb, yb, 2, 1e307, 1e308, &err), 0);
+  assert_int_equal(pfi_oracle_solve(&p, 1e308, pw, &tot, NULL, &err),
+                   PFI_EINVAL);
+  assert_non_null(strstr(err.msg, "powers sum beyond"));
+  pfi_problem_release(&p);
+}
+
 static void test_cut_parse(void **state) {
   (void)state;
   double f;
@@ -732,6 +757,7 @@ int main(void) {
       cmocka_unit_test(test_floor_redistributed),
       cmocka_unit_test(test_weights_by_hand),
       cmocka_unit_test(test_weights_extreme),
+      cmocka_unit_test(test_overflow_refused),
       cmocka_unit_test(test_oracle_vs_glpk_concave),
       cmocka_unit_test(test_oracle_vs_glpk_nonconcave),
       cmocka_unit_test(test_oracle_vs_glpk_copies),
