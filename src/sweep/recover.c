@@ -47,7 +47,9 @@ int pfi__restore_ledger(struct pfi_store *st, struct pfi_device *dev,
      * reaching it) is left alone: no write is the safest write. */
     int same = r == 0 && pfi_device_get_cap(dev, c->gpu, &cur, NULL) == 0 &&
                cur == c->cap_mw;
-    if (r == 0 && !same)
+    /* A second try: a transient failure (a busy driver) must not leave
+     * the GPU capped until someone runs pfi restore. */
+    if (r == 0 && !same && pfi_device_set_cap(dev, c->gpu, c->cap_mw, &e) < 0)
       r = pfi_device_set_cap(dev, c->gpu, c->cap_mw, &e);
     /* Checked against the limit read back, not the enforced limit: that is
      * the lower of every limiter (an out-of-band limit a node's BMC holds,

@@ -773,6 +773,14 @@ out:
       snprintf(err->msg + l, sizeof err->msg - l,
                "; restoring caps also failed: %s", buf);
     }
+    if (r < 0) {
+      /* The operator must learn that GPUs may still be capped, and how to
+       * put them back. */
+      size_t l = strlen(err->msg);
+      snprintf(err->msg + l, sizeof err->msg - l,
+               "; caps not restored stay recorded: run pfi restore --db %s",
+               pfi_store_path(sw->st));
+    }
     stage(sw, "restored", ci);
     progress(sw, "restore", ci, cap_w, now - t0, NAN, NAN);
   }

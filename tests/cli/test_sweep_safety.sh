@@ -8,6 +8,7 @@
 set -u
 PFI=${PFI:?PFI must name the pfi binary}
 cd "${PFI_SOURCE_DIR:-.}"
+TRAINER=${PFI_BUILD_DIR:-build}/pfi-test-trainer
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 export PFI_EMU_STATE=$T/emu
@@ -86,6 +87,24 @@ grep -q "enforced limit reads 600000 mW" "$T/err" || fail "cap above an out-of-b
 caps_are 650 "after a cap above an out-of-band limit"
 n=$(sqlite3 "$T/x.db" "select count(*) from cap_ledger")
 [ "$n" = 0 ] || fail "cap above an out-of-band limit: $n caps left in the ledger"
+
+# A restore whose set fails once (a transient driver error, injected by
+# the fault backend on set_cap call 3, GPU 0's restore) is tried again.
+"$PFI" cap $EMU --set 650 >/dev/null 2>&1
+F="--backend fault --params fail_set_after=2,inner_params=gpus=2"
+"$PFI" sweep $F --caps 300 --db "$T/t1.db" --quiet --throughput "jsonl:$T/t1.jsonl" \
+  -- "$TRAINER" --group $G 2>"$T/err" ||
+  fail "transient restore failure: $(cat "$T/err")"
+caps_are 650 "after a transient restore failure"
+# A restore that keeps failing: exit status 1, and the message says how
+# to put the caps back; pfi restore then does.
+F="--backend fault --params fail_set_after=2,mode=persistent,inner_params=gpus=2"
+"$PFI" sweep $F --caps 300 --db "$T/t2.db" --quiet --throughput "jsonl:$T/t2.jsonl" \
+  -- "$TRAINER" --group $G 2>"$T/err"
+[ $? = 1 ] || fail "persistent restore failure: exit status"
+grep -q "pfi restore --db $T/t2.db" "$T/err" || fail "persistent restore failure: message: $(cat "$T/err")"
+"$PFI" restore --db "$T/t2.db" >/dev/null 2>"$T/err" || fail "restore after a persistent failure: $(cat "$T/err")"
+caps_are 650 "after pfi restore of a persistent restore failure"
 
 [ "$fails" -eq 0 ] && echo "test_sweep_safety: all passed"
 exit $((fails > 0))
