@@ -242,6 +242,7 @@ static int start_command(struct sweep *sw, struct job *jb, double cap_w,
     goto out;
   }
   fflush(NULL);
+  pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) {
     rc = pfi_error_set(err, PFI_ECHILD, "fork: %s", strerror(errno));
@@ -253,6 +254,10 @@ static int start_command(struct sweep *sw, struct job *jb, double cap_w,
     /* If pfi dies the job is told to stop too: it must not run on under a
      * cap that the next pfi is about to restore. */
     prctl(PR_SET_PDEATHSIG, SIGTERM);
+    /* pfi may have died between fork and prctl: then nobody would stop
+     * the job (nor restore its caps before the next pfi does). */
+    if (getppid() != parent)
+      _exit(127);
 #endif
     sigset_t none;
     sigemptyset(&none);
