@@ -97,9 +97,18 @@ static int plot(const char *path, const double *cuts, size_t nc,
   if (!gp || !*gp)
     gp = "gnuplot";
   char cmd[512];
-  snprintf(cmd, sizeof cmd, "%s 2>&1 >/dev/null", gp);
+  /* gnuplot's own messages go to standard error, never into the table or
+   * JSON on standard output. */
+  snprintf(cmd, sizeof cmd, "%s >/dev/null", gp);
   if (strchr(path, '\'') || strchr(path, '\n'))
     return pfi_error_set(err, PFI_EINVAL, "--plot: unusable file name");
+  /* An unwritable output is named here, with the reason, rather than as
+   * "gnuplot failed". */
+  FILE *probe = fopen(path, "w");
+  if (!probe)
+    return pfi_error_set(err, PFI_EIO, "--plot: cannot write %s: %s", path,
+                         strerror(errno));
+  fclose(probe);
   /* gnuplot may exit before reading its script (not installed, bad
    * terminal): writing must fail with EPIPE, not kill pfi with SIGPIPE. */
   void (*old_pipe)(int) = signal(SIGPIPE, SIG_IGN);

@@ -180,6 +180,13 @@ fi
 PFI_GNUPLOT=/nonexistent/gnuplot "$PFI" $S --plot "$T/g2.svg" >/dev/null 2>"$T/err"
 [ $? -eq 1 ] || fail "missing gnuplot: exit status not 1"
 grep -q "gnuplot not found" "$T/err" || fail "missing gnuplot: message '$(cat "$T/err")'"
+# An unwritable plot: named on stderr; gnuplot's messages never reach the
+# JSON on stdout.
+"$PFI" $S --format json --plot "$T/no/such/dir/g.svg" >"$T/pj.out" 2>"$T/pj.err"
+[ $? -ne 0 ] || fail "unwritable plot: exit status 0"
+grep -q "cannot write .*g.svg" "$T/pj.err" || fail "unwritable plot: message '$(cat "$T/pj.err")'"
+grep -q "gnuplot>" "$T/pj.out" && fail "gnuplot messages in the JSON output"
+[ "$(tail -n 1 "$T/pj.out")" = "}" ] || fail "unwritable plot: JSON output does not end with }"
 expect_err "infeasible" $S --cuts 90
 expect_usage "unknown strategy" $S --strategies equal,best
 
