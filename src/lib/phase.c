@@ -125,6 +125,14 @@ int pfi_phase_top_mean(const double *values, const enum pfi_phase *phase,
   for (size_t i = k; i-- > 0;)
     s += buf[i];
   *mean = s / (double)k;
+  if (!isfinite(*mean)) {
+    /* The sum overflowed (finite values near DBL_MAX, as a job that
+     * reports nonsense can log): the mean of the scaled values cannot. */
+    s = 0;
+    for (size_t i = k; i-- > 0;)
+      s += buf[i] / (double)k;
+    *mean = s;
+  }
   if (used)
     *used = k;
 out:

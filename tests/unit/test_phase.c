@@ -77,6 +77,27 @@ static void test_missing_values(void **state) {
                    PFI_ENOTFOUND);
 }
 
+/* Values near DBL_MAX (a job reporting nonsense): the top mean of 1.5e308
+ * and 1.7e308 is 1.6e308, not an overflowed sum; exact to one rounding of
+ * each halved value (relative 1e-15). */
+static void test_top_mean_huge(void **state) {
+  (void)state;
+  const double v[] = {1.5e308, 1.7e308, 1.0, 2.0, 3.0, 4.0,
+                      5.0,     6.0,     7.0, 8.0, 9.0, 10.0,
+                      11.0,    12.0,    13.0, 14.0, 15.0, 16.0,
+                      17.0,    18.0};
+  enum pfi_phase ph[20];
+  for (int i = 0; i < 20; i++)
+    ph[i] = PFI_PHASE_TRAINING;
+  double m;
+  size_t used;
+  struct pfi_error e;
+  assert_int_equal(pfi_phase_top_mean(v, ph, 20, NULL, &m, &used, &e), 0);
+  ASSERT_EQ_INT(used, 2);
+  assert_true(isfinite(m));
+  ASSERT_NEAR(m / 1.6e308, 1.0, 1e-15);
+}
+
 static void test_bad_params(void **state) {
   (void)state;
   struct pfi_phase_params p;
@@ -98,6 +119,7 @@ int main(void) {
       cmocka_unit_test(test_segment_by_hand),
       cmocka_unit_test(test_defaults_and_thresholds),
       cmocka_unit_test(test_missing_values),
+      cmocka_unit_test(test_top_mean_huge),
       cmocka_unit_test(test_bad_params),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
