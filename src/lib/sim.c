@@ -6,6 +6,7 @@
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -60,6 +61,12 @@ int pfi_sim_run(const struct pfi_problem *lib,
     return pfi_error_set(err, PFI_EINVAL,
                          "workload size and cuts must be "
                          "non-empty");
+  /* The result arrays hold C x W doubles per strategy: a count whose byte
+   * size wraps around would allocate too little. */
+  if (W > SIZE_MAX / sizeof(double) / C || S > SIZE_MAX / sizeof(double))
+    return pfi_error_set(err, PFI_EINVAL,
+                         "%zu workloads x %zu cuts (or %zu jobs) is too large",
+                         W, C, S);
   for (size_t c = 0; c < C; c++)
     if (!(cfg->cuts[c] >= 0 && cfg->cuts[c] < 1))
       return pfi_error_set(err, PFI_EINVAL, "cut %g outside [0, 1)",

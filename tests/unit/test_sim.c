@@ -90,6 +90,14 @@ static void test_gaps_by_hand(void **state) {
   pfi_sim_result_release(&r1);
   pfi_sim_result_release(&r2);
 
+  /* A workload count whose byte size wraps around (2^61 + 1 doubles are 8
+   * bytes modulo 2^64) is refused before anything is allocated. */
+  struct pfi_sim_config huge = cfg;
+  huge.workloads = SIZE_MAX / sizeof(double) + 2;
+  huge.ncuts = 1;
+  assert_int_equal(pfi_sim_run(&lib, NULL, &huge, &res, &err), PFI_EINVAL);
+  assert_non_null(strstr(err.msg, "too large"));
+
   /* A cut below the floors: 60 % leaves 160 W under 200 W of floors. */
   double deep[] = {0.6};
   cfg.cuts = deep;
