@@ -63,6 +63,15 @@ int cmd_restore(int argc, char **argv) {
   struct pfi_store *st = NULL;
   int rc = pfi_store_open(&st, db, 0, &err);
   if (rc < 0) {
+    /* A disk remounted read-only after errors must not keep the GPUs
+     * capped: restore them from the ledger as read, and say that the
+     * record could not be cleared. */
+    struct pfi_error e2;
+    pfi_error_clear(&e2);
+    if (pfi_store_open(&st, db, PFI_STORE_READONLY, &e2) == 0)
+      rc = 0;
+  }
+  if (rc < 0) {
     if (rc == PFI_EIO || rc == PFI_EDB)
       err.code = PFI_EPARSE;
     return pfi_cli_fail(&err);

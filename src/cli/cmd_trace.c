@@ -80,6 +80,14 @@ static int open_store(const char *cmd, const char *path, unsigned flags,
   struct pfi_error err;
   pfi_error_clear(&err);
   int rc = pfi_store_open(st, path, flags, &err);
+  if (rc < 0 && !(flags & PFI_STORE_CREATE)) {
+    /* A store on read-only storage (an archived campaign, another user's
+     * files) is still readable: read it without writing. */
+    struct pfi_error e2;
+    pfi_error_clear(&e2);
+    if (pfi_store_open(st, path, PFI_STORE_READONLY, &e2) == 0)
+      return 0;
+  }
   if (rc < 0) {
     /* A missing or foreign file is bad input. */
     if (rc == PFI_EIO || rc == PFI_EDB)

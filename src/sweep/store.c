@@ -119,6 +119,46 @@ static int prepare(struct pfi_store *st, int which, const char *sql,
   return 0;
 }
 
+static int first_read(sqlite3 *db) {
+  sqlite3_stmt *q = NULL;
+  int src =
+      sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master", -1, &q, NULL);
+  if (src == SQLITE_OK)
+    src = sqlite3_step(q);
+  sqlite3_finalize(q);
+  return src;
+}
+
+static int wal_empty(const char *path) {
+  char *w = malloc(strlen(path) + 5);
+  if (!w)
+    return 0;
+  sprintf(w, "%s-wal", path);
+  struct stat sb;
+  int r = stat(w, &sb);
+  int e = errno;
+  free(w);
+  return (r == 0 && sb.st_size == 0) || (r != 0 && e == ENOENT);
+}
+
+/* "file:PATH?immutable=1" with the URI's special characters escaped.
+ * Returns a malloc'd string or NULL. */
+static char *immutable_uri(const char *path) {
+  size_t n = strlen(path);
+  char *u = malloc(3 * n + 32);
+  if (!u)
+    return NULL;
+  size_t k = (size_t)sprintf(u, "file:");
+  for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+    if (*p == '%' || *p == '?' || *p == '#' || *p < 0x20)
+      k += (size_t)sprintf(u + k, "%%%02X", *p);
+    else
+      u[k++] = (char)*p;
+  }
+  strcpy(u + k, "?immutable=1");
+  return u;
+}
+
 int pfi_store_open(struct pfi_store **out, const char *path, unsigned flags,
                    struct pfi_error *err) {
   int rc = 0;
@@ -153,12 +193,27 @@ int pfi_store_open(struct pfi_store **out, const char *path, unsigned flags,
   sqlite3_extended_result_codes(st->db, 0);
   /* A file that is not a database fails on the first read. */
   {
-    sqlite3_stmt *q = NULL;
-    int src = sqlite3_prepare_v2(st->db, "SELECT count(*) FROM sqlite_master",
-                                 -1, &q, NULL);
-    if (src == SQLITE_OK)
-      src = sqlite3_step(q);
-    sqlite3_finalize(q);
+    int src = first_read(st->db);
+    if (src != SQLITE_ROW && (flags & PFI_STORE_READONLY) &&
+        (src == SQLITE_READONLY || src == SQLITE_CANTOPEN)) {
+      /* A WAL store on read-only storage: SQLite cannot create the -shm
+       * file it reads through. Nothing can write such a store, so it is
+       * read as immutable, but only without a -wal file: immutable reads
+       * ignore the log, and commits not yet checkpointed into the database
+       * (the cap ledger of a killed sweep) would be silently missed. */
+      char *uri = wal_empty(path) ? immutable_uri(path) : NULL;
+      sqlite3 *db2 = NULL;
+      if (uri &&
+          sqlite3_open_v2(uri, &db2, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI,
+                          NULL) == SQLITE_OK &&
+          (src = first_read(db2)) == SQLITE_ROW) {
+        sqlite3_close(st->db);
+        st->db = db2;
+        db2 = NULL;
+      }
+      sqlite3_close(db2);
+      free(uri);
+    }
     if (src != SQLITE_ROW) {
       rc = pfi_error_set(err, PFI_EDB, "%s: not a trace store: %s", path,
                          sqlite3_errmsg(st->db));

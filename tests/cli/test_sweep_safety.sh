@@ -4,7 +4,8 @@
 # its stderr (progress) going to a pipe whose reader has gone, as when
 # `pfi sweep ... 2>&1 | tee log` loses tee to a dropped SSH session; a
 # store that fills its disk; a node with an out-of-band power limit below
-# the operator's cap. Every case checks the caps on the device.
+# the operator's cap; a transient and a persistent failure to restore; a
+# store on read-only storage. Every case checks the caps on the device.
 set -u
 PFI=${PFI:?PFI must name the pfi binary}
 cd "${PFI_SOURCE_DIR:-.}"
@@ -105,6 +106,43 @@ F="--backend fault --params fail_set_after=2,mode=persistent,inner_params=gpus=2
 grep -q "pfi restore --db $T/t2.db" "$T/err" || fail "persistent restore failure: message: $(cat "$T/err")"
 "$PFI" restore --db "$T/t2.db" >/dev/null 2>"$T/err" || fail "restore after a persistent failure: $(cat "$T/err")"
 caps_are 650 "after pfi restore of a persistent restore failure"
+
+# A store on a disk remounted read-only (after errors) while its sweep
+# was killed: pfi restore still puts the GPUs back from the ledger it can
+# read, fails (exit 1) saying the record could not be cleared, and clears
+# it once the store is writable again. Run as an unprivileged user, for
+# whom the permission bits hold.
+AS=
+[ "$(id -u)" = 0 ] && AS="runuser -u nobody --"
+if [ -z "$AS" ] || command -v runuser >/dev/null; then
+  R=$T/ro
+  mkdir -p "$R/emu" "$R/s"
+  chmod 755 "$T"
+  [ -n "$AS" ] && chown -R nobody "$R"
+  RE="env PFI_EMU_STATE=$R/emu $PFI"
+  $AS $RE cap $EMU --set 650 >/dev/null 2>&1 || fail "read-only store: pfi cap"
+  rc=$( ($AS env PFI_SWEEP_KILL_AT=set:0 $RE sweep $EMU --emulate $G --caps 300 --db "$R/s/r.db" \
+    --quiet >/dev/null 2>&1; echo $?) 2>/dev/null)
+  [ "$rc" = 137 ] || fail "read-only store: sweep exit status $rc, expected 137"
+  chmod 555 "$R/s"
+  chmod 444 "$R/s/r.db"
+  $AS $RE restore --db "$R/s/r.db" >/dev/null 2>"$T/err"
+  [ $? = 1 ] || fail "read-only store: pfi restore exit status"
+  grep -q "is restored to 650000 mW" "$T/err" || fail "read-only store: message: $(cat "$T/err")"
+  got=$($AS $RE devices $EMU --format csv | awk -F, 'NR > 1 { printf "%s ", $7 }')
+  [ "$got" = "650.0 650.0 " ] || fail "read-only store: caps after pfi restore '$got'"
+  chmod 755 "$R/s"
+  chmod 644 "$R/s/r.db"
+  $AS $RE restore --db "$R/s/r.db" >/dev/null 2>"$T/err" || fail "read-only store, writable again: $(cat "$T/err")"
+  n=$(sqlite3 "$R/s/r.db" "select count(*) from cap_ledger")
+  [ "$n" = 0 ] || fail "read-only store: $n caps left in the ledger"
+  # A store closed cleanly, then archived read-only, is still readable.
+  chmod 555 "$R/s"
+  chmod 444 "$R/s/r.db"
+  $AS $RE trace runs "$R/s/r.db" --format csv >"$T/out" 2>"$T/err" || fail "read-only store: trace runs: $(cat "$T/err")"
+  grep -q ",interrupted," "$T/out" || fail "read-only store: trace runs: $(cat "$T/out")"
+  chmod 755 "$R/s"
+fi
 
 [ "$fails" -eq 0 ] && echo "test_sweep_safety: all passed"
 exit $((fails > 0))
