@@ -413,6 +413,17 @@ int cmd_simulate(int argc, char **argv) {
       double g;
       if (pfi_features_value(&sd->f, r, "gpus", &g, &err) < 0)
         goto fail;
+      /* A GPU count is a positive whole number; converting a value beyond
+       * INT_MAX to int is undefined behaviour. */
+      if (!(g >= 1 && g <= 1e9) || g != floor(g)) {
+        int gc = pfi_table_find(&sd->f.t, "gpus");
+        pfi_error_setloc(&err, PFI_EPARSE, sd->f.t.name, sd->f.t.line[r],
+                         gc >= 0 ? sd->f.t.col[r * sd->f.t.ncols + (size_t)gc]
+                                 : 0,
+                         "gpus must be a whole number from 1 to 1e9, not %g",
+                         g);
+        goto fail;
+      }
       gpus[i] = (int)g;
     }
   }

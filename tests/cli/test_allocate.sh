@@ -188,6 +188,12 @@ grep -q "cannot write .*g.svg" "$T/pj.err" || fail "unwritable plot: message '$(
 grep -q "gnuplot>" "$T/pj.out" && fail "gnuplot messages in the JSON output"
 [ "$(tail -n 1 "$T/pj.out")" = "}" ] || fail "unwritable plot: JSON output does not end with }"
 expect_err "infeasible" $S --cuts 90
+# The production mix needs whole GPU counts: 1e300 (beyond int) and -8 are
+# bad input at their cell (line 2, column 18 of the fixture's gpus).
+for g in 1e300 -8 2.5; do
+  awk -F, -v g="$g" 'BEGIN { OFS = "," } NR == 2 { $4 = g } { print }' $F/features.csv >"$T/g.csv"
+  expect_err "g.csv:2:[0-9]+: gpus must be a whole number" simulate --curves $F/curves.csv --features "$T/g.csv" --workloads 4 --size 4 --mix production
+done
 expect_usage "unknown strategy" $S --strategies equal,best
 
 [ "$fails" -eq 0 ] && echo "all passed"
