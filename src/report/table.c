@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +60,10 @@ void pfi_rtable_decimals(struct pfi_rtable *t, size_t col, int decimals) {
 long pfi_rtable_add_row(struct pfi_rtable *t) {
   if (t->nrows == t->rows_cap) {
     size_t cap = t->rows_cap ? t->rows_cap * 2 : 16;
+    /* The cell array's byte size must not wrap around. */
+    if (cap < t->rows_cap ||
+        cap > SIZE_MAX / t->ncols / sizeof(struct pfi_cell))
+      return PFI_ENOMEM;
     struct pfi_cell *c = realloc(t->cells, cap * t->ncols * sizeof *c);
     if (!c)
       return PFI_ENOMEM;
