@@ -427,7 +427,14 @@ int cmd_simulate(int argc, char **argv) {
       gpus[i] = (int)g;
     }
   }
-  if (true_pfi) {
+  /* PFI estimates only where a requested strategy uses them (pfi-aware,
+   * pfi-curve; the paired differences to pfi-aware come with them): a
+   * library too small for the telemetry model still compares the others. */
+  int need_pfi = (mask & ((1u << PFI_STRAT_PFI_AWARE) |
+                          (1u << PFI_STRAT_PFI_CURVE))) != 0;
+  if (!need_pfi) {
+    /* nothing to estimate */
+  } else if (true_pfi) {
     for (size_t i = 0; i < n; i++) {
       if (!sd->pfi_ok[i]) {
         pfi_error_setloc(&err, PFI_EPARSE, sd->cs.source,
@@ -459,7 +466,8 @@ int cmd_simulate(int argc, char **argv) {
   for (size_t c = 0; c < nc; c++)
     fcuts[c] = cuts[c] / 100.0;
   struct pfi_alloc_inputs in = {
-      est, (mask & (1u << PFI_STRAT_DRAM_COPY)) ? dram : NULL, moe};
+      need_pfi ? est : NULL,
+      (mask & (1u << PFI_STRAT_DRAM_COPY)) ? dram : NULL, moe};
   struct pfi_sim_config cfg = {.workloads = workloads,
                                .size = size,
                                .cuts = fcuts,
@@ -591,7 +599,7 @@ int cmd_simulate(int argc, char **argv) {
       }
       printf("\n");
     }
-    if (res.cell[PFI_STRAT__COUNT - 1] || res.cell[PFI_STRAT_ORACLE]) {
+    if (need_pfi) {
       printf("\nDifference to pfi-aware, tokens/s per job (positive: better "
              "than pfi-aware): mean [95 %% paired interval]\n%-16s",
              "strategy");

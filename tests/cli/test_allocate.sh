@@ -188,6 +188,15 @@ grep -q "cannot write .*g.svg" "$T/pj.err" || fail "unwritable plot: message '$(
 grep -q "gnuplot>" "$T/pj.out" && fail "gnuplot messages in the JSON output"
 [ "$(tail -n 1 "$T/pj.out")" = "}" ] || fail "unwritable plot: JSON output does not end with }"
 expect_err "infeasible" $S --cuts 90
+# A library of one job is too small for the telemetry model, but strategies
+# that need no PFI still compare: copies of one concave job, so splitting
+# equally is optimal and equal's gap is zero (no share to close).
+head -n 4 "$T/c.csv" >"$T/one.csv"
+"$PFI" simulate --curves "$T/one.csv" --features "$T/f.csv" --workloads 5 --size 3 --strategies equal \
+  --cuts 0,20 --format csv >"$T/one.out" || fail "one-job library, equal only"
+near "$(awk -F, '$1=="equal" && $2==20 {print $3}' "$T/one.out")" 0 1e-9 "one-job library: equal gap"
+[ "$(awk -F, '$1=="equal" && $2==20 {print $6}' "$T/one.out")" = "" ] || fail "one-job library: share defined"
+expect_err "too few to fit" simulate --curves "$T/one.csv" --features "$T/f.csv" --workloads 5 --size 3 --strategies pfi-aware
 # The production mix needs whole GPU counts: 1e300 (beyond int) and -8 are
 # bad input at their cell (line 2, column 18 of the fixture's gpus).
 for g in 1e300 -8 2.5; do
