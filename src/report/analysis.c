@@ -478,6 +478,16 @@ static int compute_groups(struct pfi__report *r) {
 /* ---- section 1: characterization -------------------------------------------
  */
 
+/* Most points of any group's curve: the stride of the per-group slices of
+ * the figures' coordinate arrays (so that no point is left out). */
+static size_t max_points(const struct pfi__report *r) {
+  size_t m = 1;
+  for (size_t i = 0; i < r->ng; i++)
+    if (r->g[i].c->n > m)
+      m = r->g[i].c->n;
+  return m;
+}
+
 /* Small multiples stay readable up to about this many panels; a larger
  * campaign shows its first groups and says so. */
 #define MAX_RAW_PANELS 60
@@ -488,7 +498,8 @@ static int fig_raw_curves(struct pfi__report *r) {
     return 0;
   struct pfi_panel *p = calloc(n, sizeof *p);
   struct pfi_series *s = calloc(n, sizeof *s);
-  double *x = calloc(n * 16, sizeof *x), *y = calloc(n * 16, sizeof *y);
+  size_t st = max_points(r);
+  double *x = calloc(n * st, sizeof *x), *y = calloc(n * st, sizeof *y);
   int rc = 0;
   if (!p || !s || !x || !y) {
     rc = pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
@@ -496,13 +507,13 @@ static int fig_raw_curves(struct pfi__report *r) {
   }
   for (size_t i = 0; i < n; i++) {
     const struct pfi_curve *c = r->g[i].c;
-    size_t m = c->n < 16 ? c->n : 16;
+    size_t m = c->n;
     for (size_t k = 0; k < m; k++) {
-      x[i * 16 + k] = c->pts[k].power_w / 1000.0;
-      y[i * 16 + k] = c->pts[k].tokens_per_s / 1000.0;
+      x[i * st + k] = c->pts[k].power_w / 1000.0;
+      y[i * st + k] = c->pts[k].tokens_per_s / 1000.0;
     }
-    s[i] = (struct pfi_series){.x = x + i * 16,
-                               .y = y + i * 16,
+    s[i] = (struct pfi_series){.x = x + i * st,
+                               .y = y + i * st,
                                .n = m,
                                .color = r->g[i].cat >= 0 ? r->g[i].cat + 1 : 9};
     pfi_panel_init(&p[i]);
@@ -544,7 +555,8 @@ static int fig_normalized(struct pfi__report *r) {
   struct pfi_panel p[CAT__N + 1];
   size_t n = r->ng;
   struct pfi_series *s = calloc(n + CAT__N + 1, sizeof *s);
-  double *x = calloc(n * 16, sizeof *x), *y = calloc(n * 16, sizeof *y);
+  size_t st = max_points(r);
+  double *x = calloc(n * st, sizeof *x), *y = calloc(n * st, sizeof *y);
   static const double diag[] = {0, 1};
   int rc = 0;
   if (!s || !x || !y) {
@@ -576,13 +588,13 @@ static int fig_normalized(struct pfi__report *r) {
       int panel = g->h100 ? CAT__N : g->cat;
       if (panel != c)
         continue;
-      size_t m = g->c->n < 16 ? g->c->n : 16;
+      size_t m = g->c->n;
       for (size_t k = 0; k < m; k++) {
-        x[i * 16 + k] = g->c->pts[k].power_w / g->p_max;
-        y[i * 16 + k] = g->c->pts[k].tokens_per_s / g->t_max;
+        x[i * st + k] = g->c->pts[k].power_w / g->p_max;
+        y[i * st + k] = g->c->pts[k].tokens_per_s / g->t_max;
       }
       s[ns++] = (struct pfi_series){
-          .x = x + i * 16, .y = y + i * 16, .n = m, .color = c + 1};
+          .x = x + i * st, .y = y + i * st, .n = m, .color = c + 1};
     }
     p[c].nseries = (size_t)(s + ns - p[c].series);
   }
@@ -895,8 +907,19 @@ static int fig_mechanism(struct pfi__report *r) {
   }
   size_t n = r->ng;
   struct pfi_series *s = calloc(2 * n + 2, sizeof *s);
-  double *x = calloc(n * 16, sizeof *x), *ys = calloc(n * 16, sizeof *ys),
-         *ym = calloc(n * 16, sizeof *ym);
+  /* The stride: the most rows any group has in mechanism.csv. */
+  size_t st = 1;
+  for (size_t i = 0; i < n; i++) {
+    size_t cnt = 0;
+    for (size_t row = 0; row < r->mech.nrows; row++) {
+      const char *j = pfi_table_cell(&r->mech, row, (size_t)jc);
+      cnt += j && strcmp(j, r->g[i].name) == 0;
+    }
+    if (cnt > st)
+      st = cnt;
+  }
+  double *x = calloc(n * st, sizeof *x), *ys = calloc(n * st, sizeof *ys),
+         *ym = calloc(n * st, sizeof *ym);
   int rc = 0;
   if (!s || !x || !ys || !ym) {
     rc = pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
@@ -905,7 +928,7 @@ static int fig_mechanism(struct pfi__report *r) {
   size_t ns = 0;
   for (size_t i = 0; i < n; i++) {
     size_t m = 0;
-    for (size_t row = 0; row < r->mech.nrows && m < 16; row++) {
+    for (size_t row = 0; row < r->mech.nrows && m < st; row++) {
       const char *j = pfi_table_cell(&r->mech, row, (size_t)jc);
       double cap, sm, mem;
       if (!j || strcmp(j, r->g[i].name) != 0)
@@ -914,21 +937,21 @@ static int fig_mechanism(struct pfi__report *r) {
           pfi_table_double(&r->mech, row, (size_t)sc, &sm, NULL) ||
           pfi_table_double(&r->mech, row, (size_t)mc, &mem, NULL))
         continue;
-      x[i * 16 + m] = cap;
-      ys[i * 16 + m] = sm;
-      ym[i * 16 + m] = mem;
+      x[i * st + m] = cap;
+      ys[i * st + m] = sm;
+      ym[i * st + m] = mem;
       m++;
     }
     if (m == 0)
       continue;
     int color = r->g[i].h100 ? 9 : r->g[i].cat >= 0 ? r->g[i].cat + 1 : 7;
-    s[ns] = (struct pfi_series){.x = x + i * 16,
-                                .y = ys + i * 16,
+    s[ns] = (struct pfi_series){.x = x + i * st,
+                                .y = ys + i * st,
                                 .n = m,
                                 .color = color,
                                 .dashed = r->g[i].h100};
     s[n + ns] = s[ns];
-    s[n + ns].y = ym + i * 16;
+    s[n + ns].y = ym + i * st;
     ns++;
   }
   struct pfi_panel p[2];
