@@ -773,9 +773,10 @@ static int sec_characterization(struct pfi__report *r) {
   double all_min = INFINITY, all_max = -INFINITY;
   double pub_min = INFINITY, pub_max = -INFINITY;
   for (int c = 0; c < CAT__N; c++) {
-    double v[256], pv[256];
+    /* Scratch arrays sized for every group and every published row. */
+    double *v = r->sa, *pv = r->sb;
     size_t n = 0, pn = 0;
-    for (size_t i = 0; i < r->ng && n < 256; i++) {
+    for (size_t i = 0; i < r->ng; i++) {
       const struct pfi__group *g = &r->g[i];
       if (!g->core || g->cat != c || !isfinite(g->pfi))
         continue;
@@ -786,7 +787,7 @@ static int sec_characterization(struct pfi__report *r) {
     int ac = r->have_pub_head ? pfi_table_find(&r->pub_head, "arch") : -1;
     int tc = r->have_pub_head ? pfi_table_find(&r->pub_head, "task") : -1;
     if (ac >= 0 && tc >= 0) {
-      for (size_t i = 0; i < r->pub_head.nrows && pn < 256; i++) {
+      for (size_t i = 0; i < r->pub_head.nrows; i++) {
         const char *a = pfi_table_cell(&r->pub_head, i, (size_t)ac);
         const char *k = pfi_table_cell(&r->pub_head, i, (size_t)tc);
         int pc = (!a || strcmp(a, "moe") != 0) ? CAT_DENSE
@@ -1013,7 +1014,7 @@ static int sec_mechanism(struct pfi__report *r) {
       8, cols);
   if (!t)
     return pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
-  double a[64], b[64];
+  double *a = r->sa, *b = r->sb;
   size_t n = 0;
   for (size_t i = 0; i < r->ng; i++) {
     const struct pfi__group *g = &r->g[i];
@@ -1033,7 +1034,7 @@ static int sec_mechanism(struct pfi__report *r) {
     set_num(t, row, "pfi_h100_published", g->pub);
     set_num(t, row, "diff_h200", diff(h ? h->pfi : NAN, ph200));
     set_num(t, row, "diff_h100", diff(g->pfi, g->pub));
-    if (h && isfinite(h->pfi) && isfinite(g->pfi) && n < 64) {
+    if (h && isfinite(h->pfi) && isfinite(g->pfi)) {
       a[n] = h->pfi;
       b[n++] = g->pfi;
     }
@@ -1046,10 +1047,9 @@ static int sec_mechanism(struct pfi__report *r) {
   r->rho_h100 = rho_of(a, b, n);
   r->n_h100 = n;
   /* The published rank correlation, recomputed from the published table. */
-  double pa[64], pb[64];
+  double *pa = r->sc, *pb = r->sd;
   size_t pn = 0;
-  for (size_t i = 0; r->have_pub_h100 && i < r->pub_h100.nrows && pn < 64;
-       i++) {
+  for (size_t i = 0; r->have_pub_h100 && i < r->pub_h100.nrows; i++) {
     double x = pub_num(&r->pub_h100, (long)i, "pfi_h200");
     double y = pub_num(&r->pub_h100, (long)i, "pfi_h100");
     if (isfinite(x) && isfinite(y)) {
@@ -1099,9 +1099,9 @@ static size_t feature_column(struct pfi__report *r, const char *col, double *x,
 }
 
 static int sec_kruskal(struct pfi__report *r) {
-  double v[512];
-  size_t grp[512], n = 0;
-  for (size_t i = 0; i < r->ng && n < 512; i++) {
+  double *v = r->sa;
+  size_t *grp = r->sg, n = 0;
+  for (size_t i = 0; i < r->ng; i++) {
     const struct pfi__group *g = &r->g[i];
     if (!g->core || g->cat < 0 || !isfinite(g->pfi))
       continue;
@@ -1173,7 +1173,7 @@ static int sec_grid(struct pfi__report *r) {
       7, cols);
   if (!t)
     return pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
-  double a[256], b[256];
+  double *a = r->sa, *b = r->sb;
   size_t n = 0;
   for (size_t i = 0; i < r->ng; i++) {
     const struct pfi__group *g = &r->g[i];
@@ -1192,17 +1192,16 @@ static int sec_grid(struct pfi__report *r) {
     set_num(t, row, "pfi_coarse_published", pc);
     set_num(t, row, "diff_fine", diff(g->pfi, pf));
     set_num(t, row, "diff_coarse", diff(g->coarse, pc));
-    if (isfinite(g->pfi) && isfinite(g->coarse) && n < 256) {
+    if (isfinite(g->pfi) && isfinite(g->coarse)) {
       a[n] = g->pfi;
       b[n++] = g->coarse;
     }
   }
   r->rho_grid = rho_of(a, b, n);
   r->n_grid = n;
-  double pa[256], pb[256];
+  double *pa = r->sc, *pb = r->sd;
   size_t pn = 0;
-  for (size_t i = 0; r->have_pub_grid && i < r->pub_grid.nrows && pn < 256;
-       i++) {
+  for (size_t i = 0; r->have_pub_grid && i < r->pub_grid.nrows; i++) {
     double x = pub_num(&r->pub_grid, (long)i, "pfi_fine_6caps");
     double y = pub_num(&r->pub_grid, (long)i, "pfi_coarse_4caps");
     if (isfinite(x) && isfinite(y)) {
@@ -2309,6 +2308,24 @@ int pfi_report_build(const char *in_dir, const char *out_dir,
                        r.cs.n);
   if ((rc = compute_groups(&r)) != 0)
     goto out;
+  /* Scratch arrays of the sections: one slot per group or published row,
+   * whichever is more. */
+  size_t scap = r.ng;
+  const struct pfi_table *pubs[] = {&r.pub_head, &r.pub_held, &r.pub_h100,
+                                    &r.pub_grid, &r.pub_abl};
+  for (size_t i = 0; i < sizeof pubs / sizeof pubs[0]; i++)
+    if (pubs[i]->nrows > scap)
+      scap = pubs[i]->nrows;
+  scap++;
+  r.sa = calloc(scap, sizeof *r.sa);
+  r.sb = calloc(scap, sizeof *r.sb);
+  r.sc = calloc(scap, sizeof *r.sc);
+  r.sd = calloc(scap, sizeof *r.sd);
+  r.sg = calloc(scap, sizeof *r.sg);
+  if (!r.sa || !r.sb || !r.sc || !r.sd || !r.sg) {
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
   static const char *const hcols[] = {"metric", "ours", "published", "diff"};
   r.headline = pfi__report_table(
       &r, "headline", "Headline numbers: ours beside the paper's", 4, hcols);
@@ -2347,6 +2364,11 @@ out:
   for (size_t i = 0; i < r.ntabs; i++)
     pfi_rtable_release(&r.tabs[i]);
   free(r.g);
+  free(r.sa);
+  free(r.sb);
+  free(r.sc);
+  free(r.sd);
+  free(r.sg);
   pfi_curveset_release(&r.cs);
   if (r.have_feat)
     pfi_features_release(&r.feat);

@@ -49,6 +49,11 @@ struct pfi__report {
   struct pfi_rtable *headline; /* first-screen numbers */
   struct pfi_html body;        /* the sections */
   int nfigs;
+  /* Scratch arrays for the sections, each with room for every group and
+   * every published row (never more at once than a section's pair of
+   * ours and published columns). */
+  double *sa, *sb, *sc, *sd;
+  size_t *sg;
   double rho_grid, rho_grid_pub, rho_h100, rho_h100_pub;
   size_t n_grid, n_h100;
   size_t model_k;
