@@ -38,6 +38,8 @@ extern char **environ;
  * this many ms without news) for it to report progress up to the device
  * clock before advancing the clock further. */
 #define LOCKSTEP_IDLE_MS 2000
+/* Longest wait for a job to die after SIGKILL, ms. */
+#define KILL_WAIT_MS 30000
 
 struct job {
   /* command */
@@ -370,7 +372,19 @@ static void stop_command(struct job *jb, double grace_s) {
   }
   if (!jb->exited) {
     kill(-jb->pid, SIGKILL);
-    reap(jb, 1);
+    /* Bounded: a process stuck in the GPU driver (uninterruptible sleep
+     * after a GPU fault) outlives SIGKILL, and waiting for it without end
+     * would keep the GPUs capped. The caps are restored without it; it is
+     * left to init once pfi exits. */
+    waited = 0;
+    while (!reap(jb, 0) && waited < KILL_WAIT_MS) {
+      pause_ms(10);
+      waited += 10;
+    }
+    if (!jb->exited) {
+      jb->exited = 1;
+      jb->status = SIGKILL; /* as waitpid reports a SIGKILLed process */
+    }
   }
 }
 
