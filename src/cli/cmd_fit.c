@@ -163,12 +163,11 @@ static int build_rows(struct jobdata *d, const char *pfi_col,
   for (size_t i = 0; i < r->n; i++) {
     const char *name;
     if (cluster_col && strcmp(cluster_col, "pooled") != 0) {
-      if (pfi_table_find(&f->t, cluster_col) < 0) {
-        snprintf(r->loco_why, sizeof r->loco_why, "no column '%s'",
-                 cluster_col);
-        r->nfolds = 0;
-        return 0;
-      }
+      /* A --cluster column asked for by name and missing is a mistake to
+       * report, not a LOCO row of n/a. */
+      if (pfi_table_find(&f->t, cluster_col) < 0)
+        return pfi_error_setloc(err, PFI_EPARSE, f->t.name, 1, 1,
+                                "--cluster: no column '%s'", cluster_col);
       name = pfi_features_text(f, r->row[i], cluster_col);
       if (!name)
         name = "";
@@ -176,6 +175,10 @@ static int build_rows(struct jobdata *d, const char *pfi_col,
       struct pfi_error e2;
       name = cluster_col ? pfi_features_cluster(f, r->row[i], &e2)
                          : pfi_features_archtask(f, r->row[i], &e2);
+      if (!name && cluster_col)
+        return pfi_error_setloc(err, PFI_EPARSE, f->t.name, 1, 1,
+                                "--cluster pooled needs arch and task "
+                                "columns");
       if (!name) {
         snprintf(r->loco_why, sizeof r->loco_why,
                  "no arch and task columns (use --cluster COL)");

@@ -142,6 +142,11 @@ printf 'job,watts,pfi\na,0,1\nb,1000,3\nc,2000,2\nd,3000,5\n' >"$T/w.csv"
 near "$(awk -F, '$1=="watts"{print $2}' "$T/w.out")" 0.0011 1e-12 "slope in watts"
 near "$(awk -F, '$1=="watts"{print $3}' "$T/w.out")" "$(awk 'BEGIN{printf "%.12f", sqrt(0.27)/1000}')" 1e-11 "SE in watts"
 expect_usage "exactly one of" fit $F/features.csv
+# A cluster column asked for by name must exist (a typo is not a LOCO row
+# of n/a); so must arch and task for the pooled clusters.
+expect_err "features.csv:1:1: --cluster: no column 'nosuch'" fit $F/features.csv --curves $F/curves.csv --cluster nosuch
+cut -d, -f1,4,7 $F/features.csv >"$T/noat.csv"
+expect_err "noat.csv:1:1: --cluster pooled needs arch and task" fit "$T/noat.csv" --pfi-column gpus --features dram_copy_product --cluster pooled
 printf '{"kind": "pfi-linear-model", "features": ["x"], "intercept": 1}\n' >"$T/bad.json"
 expect_err "bad.json: model:" predict "$T/bad.json" $F/features.csv
 # A model whose terms overflow: 1.5e308 + 1e308 * 0.4 is above DBL_MAX for
