@@ -283,6 +283,13 @@ static int do_sweep(const struct opts *o) {
                            caps[i]);
         goto out;
       }
+    /* A cap twice would write a curve that pfi index refuses. */
+    for (size_t i = 0; i < n; i++)
+      for (size_t k = 0; k < i; k++)
+        if (caps[i] == caps[k]) {
+          st = pfi_cli_usage("emulate", "--caps: %g W appears twice", caps[i]);
+          goto out;
+        }
   } else {
     n = j->n_caps;
     caps = malloc(n * sizeof *caps);

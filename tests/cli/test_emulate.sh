@@ -121,6 +121,7 @@ expect_status 2 "--job GROUP is required" emulate sweep
 expect_status 2 "no job 'nope'" emulate sweep --job nope
 expect_status 2 "outside the GPU's limits" emulate sweep --job dense-pt-mistral24b-x8 --caps 100,700
 expect_status 2 "outside the GPU's limits" emulate trace --job dense-pt-mistral24b-x8 --cap 900
+expect_status 2 "700 W appears twice" emulate sweep --job dense-pt-mistral24b-x8 --caps 300,700,700
 expect_status 2 "unknown action" emulate frobnicate
 expect_status 2 "unknown or incomplete option" emulate sweep --bogus
 printf 'id,source\nx,emulated\n' >"$T/bad1.csv"
