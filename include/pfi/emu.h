@@ -282,6 +282,14 @@ int pfi_emu_progress(struct pfi_device *dev, double *cum_tokens,
                      double *tokens_per_s, enum pfi_phase *phase,
                      struct pfi_error *err);
 
+/*
+ * The state directory of an emu device session (where its caps persist),
+ * copied into buf (n bytes, NUL-terminated). Returns 0, PFI_EINVAL when
+ * `dev` is not an emu session, PFI_ERANGE when buf is too small.
+ */
+int pfi_emu_state_dir(struct pfi_device *dev, char *buf, size_t n,
+                      struct pfi_error *err);
+
 /* Stops the attached job (no-op when none). */
 void pfi_emu_detach(struct pfi_device *dev);
 

@@ -709,3 +709,14 @@ void pfi_emu_detach(struct pfi_device *dev) {
   free(c->run);
   c->run = NULL;
 }
+
+int pfi_emu_state_dir(struct pfi_device *dev, char *buf, size_t n,
+                      struct pfi_error *err) {
+  struct emu_ctx *c = emu_ctx_of(dev, err);
+  if (!c)
+    return PFI_EINVAL;
+  if (strlen(c->dir) >= n)
+    return pfi_error_set(err, PFI_ERANGE, "state directory name too long");
+  memcpy(buf, c->dir, strlen(c->dir) + 1);
+  return 0;
+}

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/time.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -71,6 +72,7 @@ struct sweep {
   struct pfi_sample *samples;
   struct pfi_sweep_result *res;
   int emulated; /* the GPUs are the emulator's, behind any backend */
+  int *gpu_lock; /* per-GPU lock descriptors (see lock_gpus), -1 if none */
 };
 
 static double wall_now(void) {
@@ -820,6 +822,73 @@ out:
   return rc;
 }
 
+/* ---- one sweep per GPU ----------------------------------------------------*/
+
+/* The directory of the per-GPU sweep locks: $PFI_LOCK_DIR; for emulated
+ * GPUs the emulator's state directory (their UUIDs are the same in every
+ * state directory, which are separate devices); else /run/lock when
+ * writable, else /tmp. */
+static void lock_dir(const struct sweep *sw, char *buf, size_t n) {
+  const char *e;
+  struct pfi_error err;
+  if ((e = getenv("PFI_LOCK_DIR")) && *e)
+    snprintf(buf, n, "%s", e);
+  else if (strcmp(sw->backend, "emu") == 0 &&
+           pfi_emu_state_dir(sw->dev, buf, n, &err) == 0)
+    return;
+  else if (sw->emulated && (e = getenv("PFI_EMU_STATE")) && *e)
+    snprintf(buf, n, "%s", e);
+  else if (sw->emulated && (e = getenv("XDG_RUNTIME_DIR")) && *e)
+    snprintf(buf, n, "%s/pfi-emu", e);
+  else if (sw->emulated)
+    snprintf(buf, n, "/tmp/pfi-emu-%ld", (long)getuid());
+  else if (access("/run/lock", W_OK) == 0)
+    snprintf(buf, n, "/run/lock");
+  else
+    snprintf(buf, n, "/tmp");
+}
+
+/* Takes an exclusive flock per GPU (by UUID) for the whole sweep. Two
+ * sweeps on one GPU through different stores would each record the other's
+ * cap as the one to restore, and the GPU could end at a sweep cap for
+ * good. A GPU without a UUID is not locked. */
+static int lock_gpus(struct sweep *sw, struct pfi_error *err) {
+  char dir[512];
+  lock_dir(sw, dir, sizeof dir);
+  sw->gpu_lock = malloc(sw->n * sizeof *sw->gpu_lock);
+  if (!sw->gpu_lock)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  for (size_t i = 0; i < sw->n; i++)
+    sw->gpu_lock[i] = -1;
+  for (size_t i = 0; i < sw->n; i++) {
+    char uuid[96], path[700];
+    struct pfi_error e;
+    if (pfi_device_uuid(sw->dev, sw->gpus[i], uuid, sizeof uuid, &e) < 0 ||
+        !uuid[0] || strchr(uuid, '/'))
+      continue;
+    snprintf(path, sizeof path, "%s/pfi-sweep-%s.lock", dir, uuid);
+    int fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+      return pfi_error_set(err, PFI_EIO,
+                           "%s: cannot create the GPU's sweep lock: %s (set "
+                           "PFI_LOCK_DIR to a writable directory)",
+                           path, strerror(errno));
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      int e2 = errno;
+      close(fd);
+      if (e2 == EWOULDBLOCK)
+        return pfi_error_set(err, PFI_EBUSY,
+                             "GPU %u (%s) is being swept by another pfi: two "
+                             "sweeps on one GPU would each restore the "
+                             "other's cap",
+                             sw->gpus[i], uuid);
+      return pfi_error_set(err, PFI_EIO, "%s: lock: %s", path, strerror(e2));
+    }
+    sw->gpu_lock[i] = fd;
+  }
+  return 0;
+}
+
 /* ---- the sweep ------------------------------------------------------------*/
 
 static int has_param(const char *params, const char *key) {
@@ -994,6 +1063,8 @@ int pfi_sweep_run(struct pfi_store *st, const struct pfi_sweep_opts *o,
         strstr(name, "(emulated)"))
       sw.emulated = 1;
   }
+  if ((rc = lock_gpus(&sw, err)) < 0)
+    goto out;
   sw.samples = calloc(sw.n, sizeof *sw.samples);
   if (!sw.samples) {
     rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
@@ -1061,6 +1132,10 @@ out:
   if (rc == PFI_EINTR)
     pfi_error_set(err, PFI_EINTR, "interrupted; caps restored");
   pfi_device_close(sw.dev);
+  for (size_t i = 0; sw.gpu_lock && i < sw.n; i++)
+    if (sw.gpu_lock[i] >= 0)
+      close(sw.gpu_lock[i]);
+  free(sw.gpu_lock);
   pfi_tput_close(sw.tp);
   pfi_emu_jobs_release(&sw.lib);
   free(sw.gpus);

@@ -5,7 +5,8 @@
 # `pfi sweep ... 2>&1 | tee log` loses tee to a dropped SSH session; a
 # store that fills its disk; a node with an out-of-band power limit below
 # the operator's cap; a transient and a persistent failure to restore; a
-# store on read-only storage. Every case checks the caps on the device.
+# store on read-only storage; a second sweep on GPUs a sweep holds. Every
+# case checks the caps on the device.
 set -u
 PFI=${PFI:?PFI must name the pfi binary}
 cd "${PFI_SOURCE_DIR:-.}"
@@ -106,6 +107,27 @@ F="--backend fault --params fail_set_after=2,mode=persistent,inner_params=gpus=2
 grep -q "pfi restore --db $T/t2.db" "$T/err" || fail "persistent restore failure: message: $(cat "$T/err")"
 "$PFI" restore --db "$T/t2.db" >/dev/null 2>"$T/err" || fail "restore after a persistent failure: $(cat "$T/err")"
 caps_are 650 "after pfi restore of a persistent restore failure"
+
+# Two sweeps on the same GPUs through different stores would each record
+# the other's cap as the one to restore: the second is refused before it
+# changes anything, and the first ends as usual.
+"$PFI" cap $EMU --set 650 >/dev/null 2>&1
+"$PFI" sweep $EMU --emulate $G --caps 400 --db "$T/l1.db" --real-time --duration 60s \
+  --interval 0.2s --job one --throughput "jsonl:$T/l1.jsonl" -- "$TRAINER" --out "$T/l1.jsonl" --hang \
+  >/dev/null 2>"$T/l1.err" &
+pid=$!
+for _ in $(seq 100); do grep -q "job started" "$T/l1.err" && break; sleep 0.1; done
+grep -q "job started" "$T/l1.err" || fail "first sweep did not start: $(cat "$T/l1.err")"
+"$PFI" sweep $EMU --emulate $G --caps 300 --db "$T/l2.db" --quiet 2>"$T/err"
+[ $? = 1 ] || fail "second sweep on the same GPUs: exit status"
+grep -q "being swept by another pfi" "$T/err" || fail "second sweep: message: $(cat "$T/err")"
+caps_are 400 "the first sweep's cap while a second was refused"
+kill -TERM $pid
+wait $pid
+caps_are 650 "after the first sweep ended"
+# Another emulator state directory is another device: no conflict.
+PFI_EMU_STATE=$T/emu-other "$PFI" sweep $EMU --emulate $G --caps 300 --db "$T/l3.db" --quiet 2>"$T/err" ||
+  fail "sweep on another emulated device: $(cat "$T/err")"
 
 # A store on a disk remounted read-only (after errors) while its sweep
 # was killed: pfi restore still puts the GPUs back from the ledger it can
