@@ -184,11 +184,16 @@ int pfi_problem_add_curve(struct pfi_problem *p, const struct pfi_curve *c,
                           struct pfi_error *err) {
   if (c->n == 0)
     return pfi_error_set(err, PFI_EINVAL, "job %s has no points", c->job);
-  double px[64], ty[64];
-  size_t n = c->n > 64 ? 64 : c->n;
-  if (c->n > 64)
-    return pfi_error_set(err, PFI_EINVAL, "job %s has more than 64 points",
-                         c->job);
+  /* Any number of points: a sweep in 5 W steps has a hundred. */
+  double sx[64], sy[64];
+  size_t n = c->n;
+  double *px = n <= 64 ? sx : malloc(n * sizeof *px);
+  double *ty = n <= 64 ? sy : malloc(n * sizeof *ty);
+  int rc;
+  if (!px || !ty) {
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
   for (size_t i = 0; i < n; i++) {
     px[i] = c->pts[i].power_w;
     ty[i] = c->pts[i].tokens_per_s;
@@ -199,7 +204,13 @@ int pfi_problem_add_curve(struct pfi_problem *p, const struct pfi_curve *c,
     lo = hi;
     hi = t;
   }
-  return pfi_problem_add(p, px, ty, n, lo, hi, err);
+  rc = pfi_problem_add(p, px, ty, n, lo, hi, err);
+out:
+  if (px && px != sx)
+    free(px);
+  if (ty && ty != sy)
+    free(ty);
+  return rc;
 }
 
 double pfi_problem_eval(const struct pfi_problem *p, size_t i, double power_w) {
@@ -295,22 +306,39 @@ struct ctx {
   size_t nns, nscap;
 };
 
+/* Slope of the chord between breakpoints a < b, computed exactly as a hull
+ * segment's slope is. */
+static double chord(const double *x, const double *y, uint32_t a, uint32_t b) {
+  return (y[b] - y[a]) / (x[b] - x[a]);
+}
+
 /* Upper concave hull of job breakpoints [a, b] (relative indices); appends
  * its segments. Collinear points are dropped (the gap test below then sees
- * no gap on them). */
+ * no gap on them).
+ *
+ * A point is kept only when the computed slopes of its two segments
+ * strictly decrease, compared as the very numbers stored in the segments.
+ * The greedy fill relies on it: a job's segments must come out of the
+ * sort in hull order. (An exact cross-product test can keep a vertex of
+ * nearly collinear points whose two rounded slopes come out equal or in
+ * the wrong order; the sort then filled a later segment first, the job's
+ * power no longer matched the point whose value was computed, and an
+ * overestimated value pruned the true optimum.) Dropping such a vertex
+ * moves the envelope by a rounding error only, far below the tolerance. */
 static int hull(const struct pfi_problem *p, size_t job, uint32_t a, uint32_t b,
                 struct seg **out, size_t *n, size_t *cap) {
   const double *x = p->x + p->off[job], *y = p->y + p->off[job];
-  uint32_t st[130];
+  /* The hull's stack: on the C stack for curves of up to 128 points (all
+   * measured ones), else on the heap. */
+  uint32_t sbuf[130];
+  uint32_t *st = b - a + 1 <= 128 ? sbuf : malloc((b - a + 2) * sizeof *st);
   size_t top = 0;
-  if (b - a + 1 > 128)
+  if (!st)
     return -1;
   for (uint32_t i = a; i <= b; i++) {
     while (top >= 2) {
       uint32_t s0 = st[top - 2], s1 = st[top - 1];
-      double cr =
-          (x[s1] - x[s0]) * (y[i] - y[s0]) - (y[s1] - y[s0]) * (x[i] - x[s0]);
-      if (cr >= 0)
+      if (!(chord(x, y, s0, s1) > chord(x, y, s1, i)))
         top--;
       else
         break;
@@ -321,8 +349,11 @@ static int hull(const struct pfi_problem *p, size_t job, uint32_t a, uint32_t b,
     if (*n == *cap) {
       size_t nc = *cap ? 2 * *cap : 64;
       struct seg *s = realloc(*out, nc * sizeof *s);
-      if (!s)
+      if (!s) {
+        if (st != sbuf)
+          free(st);
         return -1;
+      }
       *out = s;
       *cap = nc;
     }
@@ -333,6 +364,8 @@ static int hull(const struct pfi_problem *p, size_t job, uint32_t a, uint32_t b,
     s->slope = (y[s->b] - y[s->a]) / s->len;
     s->job = job;
   }
+  if (st != sbuf)
+    free(st);
   return 0;
 }
 
@@ -720,6 +753,8 @@ int pfi_oracle_solve(const struct pfi_problem *p, double budget_w,
   struct fill *fillbuf = NULL;
   const struct seg **ptrbuf = NULL;
   size_t fillcap = 0;
+  uint32_t(*pieces)[2] = NULL; /* one branching's children */
+  size_t pieces_cap = 0;
   size_t njobs = p->njobs;
   if (stats)
     memset(stats, 0, sizeof *stats);
@@ -735,9 +770,8 @@ int pfi_oracle_solve(const struct pfi_problem *p, double budget_w,
         ym = fabs(p->y[k]);
     yscale += ym;
     size_t m = p->off[i + 1] - p->off[i];
-    if (m > 128) {
-      rc =
-          pfi_error_set(err, PFI_EINVAL, "job %zu has more than 128 points", i);
+    if (m > UINT32_MAX / 2) { /* breakpoint indices are 32-bit */
+      rc = pfi_error_set(err, PFI_EINVAL, "job %zu has too many points", i);
       goto out;
     }
     if (hull(p, i, 0, (uint32_t)(m - 1), &c.g, &c.M, &cap) < 0)
@@ -835,8 +869,14 @@ int pfi_oracle_solve(const struct pfi_problem *p, double budget_w,
     const struct restr *r = find_restr(&c, k);
     uint32_t ca = r ? r->a : 0,
              cb = r ? r->b : (uint32_t)(p->off[k + 1] - p->off[k] - 1);
-    uint32_t pieces[130][2];
-    size_t np = 0;
+    size_t np = 0, npmax = (size_t)(o.frac.b - o.frac.a) + 2;
+    if (npmax > pieces_cap) {
+      uint32_t(*pn)[2] = realloc(pieces, npmax * sizeof *pn);
+      if (!pn)
+        goto nomem;
+      pieces = pn;
+      pieces_cap = npmax;
+    }
     if (o.frac.a > ca) {
       pieces[np][0] = ca;
       pieces[np++][1] = o.frac.a;
@@ -936,5 +976,6 @@ out:
   free(stack);
   free(fillbuf);
   free(ptrbuf);
+  free(pieces);
   return rc;
 }

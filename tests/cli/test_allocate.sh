@@ -94,6 +94,16 @@ expect_err "f1.csv: 1 of 2 jobs .*\(b\)" allocate --curves "$T/c.csv" --features
 expect_usage "above 1" allocate --curves "$T/c.csv" --cut 30
 printf 'job,cap_w,power_w,tokens_per_s\na,200,abc,1\na,700,2,2\n' >"$T/bad.csv"
 expect_err "bad.csv:2:" allocate --curves "$T/bad.csv" --cut 10%
+# A curve of 101 points (caps in 5 W steps): job a on the line from
+# (1000 W, 100) to (2000 W, 1100) tokens/s, slope 1; job b slope 0.5. A
+# 25 % cut of 4000 W leaves 1000 W above the 2000 W of floors: all to a,
+# 1100 + 100 tokens/s in total.
+{ echo "job,cap_w,power_w,tokens_per_s"
+  awk 'BEGIN { for (i = 0; i <= 100; i++) printf "a,%d,%d,%d\n", 200 + 5 * i, 1000 + 10 * i, 100 + 10 * i }'
+  printf 'b,200,1000,100\nb,700,2000,600\n'; } >"$T/fine.csv"
+"$PFI" allocate --curves "$T/fine.csv" --cut 25% --format csv >"$T/fine.out" || fail "101-point curve"
+near "$(awk -F, '$1=="TOTAL"{print $4}' "$T/fine.out")" 1200 1e-6 "101-point curve: oracle tokens"
+near "$(awk -F, '$1=="a"{print $2}' "$T/fine.out")" 2000 1e-6 "101-point curve: power of a"
 # Totals beyond DBL_MAX (1e308 + 1.7e308 tokens/s; 9e307 + 9e307 W): bad
 # input, never inf in the totals.
 printf 'job,cap_w,power_w,tokens_per_s\na,200,1000,1e308\na,400,2000,1.5e308\nb,200,1000,1e308\nb,700,2000,1.7e308\n' >"$T/big.csv"

@@ -747,6 +747,82 @@ static void test_oracle_two_inside_dents(void **state) {
   pfi_problem_release(&p);
 }
 
+/* Long curves (a sweep in fine cap steps), two jobs: A has NA points on a
+ * slightly concave line with every third point 5 tokens/s low, B has NB
+ * points on y = 1.7 x with every odd point up to 4 low (the even ones
+ * nearly collinear after rounding: an exact cross-product hull test kept
+ * vertices whose rounded slopes were out of order, and the oracle returned
+ * 1188.09 where 1189.37 is reachable, for NA = 30, NB = 120, the fourth
+ * budget). Checked against enumeration over one job's breakpoints with the
+ * other job's power fixed by the budget. */
+static double lin(const double *x, const double *y, size_t n, double v) {
+  if (v <= x[0])
+    return y[0];
+  for (size_t j = 1; j < n; j++)
+    if (v <= x[j])
+      return y[j - 1] + (y[j] - y[j - 1]) * (v - x[j - 1]) / (x[j] - x[j - 1]);
+  return y[n - 1];
+}
+
+static void many_points(size_t NA, size_t NB) {
+  unsigned long long st = 0x2545F4914F6CDD1DULL; /* own stream: repeatable */
+#define LRAND()                                                                \
+  (st ^= st << 13, st ^= st >> 7, st ^= st << 17,                              \
+   (double)(st >> 11) / 9007199254740992.0)
+  double *xa = malloc(NA * sizeof *xa), *ya = malloc(NA * sizeof *ya);
+  double *xb = malloc(NB * sizeof *xb), *yb = malloc(NB * sizeof *yb);
+  assert_non_null(xa && ya && xb && yb);
+  for (size_t j = 0; j < NA; j++) {
+    xa[j] = 100 + 2.0 * (double)j;
+    ya[j] = 2 * xa[j] - (j % 3 == 1 ? 5 : 0) - 0.001 * xa[j] * xa[j] / 100;
+  }
+  for (size_t j = 0; j < NB; j++) {
+    xb[j] = 200 + 3.0 * (double)j;
+    yb[j] = 1.7 * xb[j] - (j % 2 == 1 ? 4 * LRAND() : 0);
+  }
+  struct pfi_problem p;
+  pfi_problem_init(&p);
+  struct pfi_error err;
+  assert_int_equal(pfi_problem_add(&p, xa, ya, NA, xa[0], xa[NA - 1], &err), 0);
+  assert_int_equal(pfi_problem_add(&p, xb, yb, NB, xb[0], xb[NB - 1], &err), 0);
+  double lo = xa[0] + xb[0], hi = xa[NA - 1] + xb[NB - 1];
+  for (int it = 0; it < 60; it++) {
+    double B = lo + (hi - lo) * LRAND();
+    double pw[2], tot;
+    assert_int_equal(pfi_oracle_solve(&p, B, pw, &tot, NULL, &err), 0);
+    check_feasible(&p, pw, B, "oracle, many points");
+    double best = -INFINITY;
+    for (size_t j = 0; j < NB; j++) { /* B at a breakpoint, A free */
+      double a = B - xb[j];
+      if (a >= xa[0] - 1e-9 && a <= xa[NA - 1] + 1e-9)
+        best = fmax(best, yb[j] + lin(xa, ya, NA, a));
+    }
+    for (size_t j = 0; j < NA; j++) { /* A at a breakpoint, B free */
+      double b = B - xa[j];
+      if (b >= xb[0] - 1e-9 && b <= xb[NB - 1] + 1e-9)
+        best = fmax(best, ya[j] + lin(xb, yb, NB, b));
+    }
+    /* Tolerance: the oracle's 1e-9 of the throughput scale (~2,000). */
+    if (!(fabs(tot - best) <= 3e-6))
+      fail_msg("NA %zu, NB %zu, budget %d (%.9g W): oracle %.9g, "
+               "enumeration %.9g",
+               NA, NB, it, B, tot, best);
+  }
+#undef LRAND
+  pfi_problem_release(&p);
+  free(xa);
+  free(ya);
+  free(xb);
+  free(yb);
+}
+
+static void test_oracle_many_points(void **state) {
+  (void)state;
+  many_points(30, 120);
+  many_points(126, 126);
+  many_points(300, 150);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_problem_range),
@@ -763,6 +839,7 @@ int main(void) {
       cmocka_unit_test(test_oracle_vs_glpk_copies),
       cmocka_unit_test(test_oracle_two_inside_dents),
       cmocka_unit_test(test_oracle_adversarial),
+      cmocka_unit_test(test_oracle_many_points),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
