@@ -136,7 +136,10 @@ PFI_EMU_STATE=$T/emu-other "$PFI" sweep $EMU --emulate $G --caps 300 --db "$T/l3
 # whom the permission bits hold.
 AS=
 [ "$(id -u)" = 0 ] && AS="runuser -u nobody --"
-if [ -z "$AS" ] || command -v runuser >/dev/null; then
+chmod 755 "$T"
+# Skipped where root cannot run pfi as nobody (no runuser, or a build
+# tree nobody can reach).
+if [ -z "$AS" ] || { command -v runuser >/dev/null && $AS "$PFI" --version >/dev/null 2>&1; }; then
   R=$T/ro
   mkdir -p "$R/emu" "$R/s"
   chmod 755 "$T"
