@@ -97,6 +97,28 @@ int pfi__restore_ledger(struct pfi_store *st, struct pfi_device *dev,
   return first ? first : done;
 }
 
+/* A store is data, and any pfi that opens one restores its ledger: a
+ * crafted store naming a library to load ("lib=PATH", also inside a fault
+ * backend's inner parameters) would make that pfi, often root on a GPU
+ * node, run the library's code. A library named in the ledger is loaded
+ * only when the environment names the same one ($PFI_NVML_LIB). Returns 0
+ * when the parameters may be used. */
+static int check_ledger_lib(const char *params, struct pfi_error *err) {
+  const char *env = getenv("PFI_NVML_LIB");
+  for (const char *p = params; p && (p = strstr(p, "lib=")) != NULL; p += 4) {
+    const char *v = p + 4;
+    size_t len = strcspn(v, ",");
+    if (env && *env && strlen(env) == len && strncmp(env, v, len) == 0)
+      continue;
+    return pfi_error_set(err, PFI_ENOPERM,
+                         "the store's cap ledger names the library %.*s: "
+                         "not loaded from a store; to restore with it, run "
+                         "pfi restore with PFI_NVML_LIB=%.*s",
+                         (int)len, v, (int)len, v);
+  }
+  return 0;
+}
+
 int pfi_sweep_recover(struct pfi_store *st, struct pfi_error *err) {
   struct pfi_saved_cap *caps = NULL;
   size_t n = 0;
@@ -122,8 +144,10 @@ int pfi_sweep_recover(struct pfi_store *st, struct pfi_error *err) {
     struct pfi_device *dev = NULL;
     struct pfi_error e;
     pfi_error_clear(&e);
-    int r = pfi_device_open(&dev, caps[i].backend,
-                            caps[i].params[0] ? caps[i].params : NULL, &e);
+    int r = check_ledger_lib(caps[i].params, &e);
+    if (r == 0)
+      r = pfi_device_open(&dev, caps[i].backend,
+                          caps[i].params[0] ? caps[i].params : NULL, &e);
     if (r == 0)
       r = pfi__restore_ledger(st, dev, caps[i].backend, caps[i].params, NULL,
                               NULL, &e);

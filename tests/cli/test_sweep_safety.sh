@@ -5,8 +5,8 @@
 # `pfi sweep ... 2>&1 | tee log` loses tee to a dropped SSH session; a
 # store that fills its disk; a node with an out-of-band power limit below
 # the operator's cap; a transient and a persistent failure to restore; a
-# store on read-only storage; a second sweep on GPUs a sweep holds. Every
-# case checks the caps on the device.
+# store on read-only storage; a second sweep on GPUs a sweep holds; a
+# crafted store. Every case checks the caps on the device.
 set -u
 PFI=${PFI:?PFI must name the pfi binary}
 cd "${PFI_SOURCE_DIR:-.}"
@@ -128,6 +128,28 @@ caps_are 650 "after the first sweep ended"
 # Another emulator state directory is another device: no conflict.
 PFI_EMU_STATE=$T/emu-other "$PFI" sweep $EMU --emulate $G --caps 300 --db "$T/l3.db" --quiet 2>"$T/err" ||
   fail "sweep on another emulated device: $(cat "$T/err")"
+
+# A store is data: a crafted cap ledger naming a library to load must not
+# make the pfi that opens the store (often root) run that library's code.
+# The library here writes a marker file when loaded.
+if command -v cc >/dev/null; then
+  printf '#include <stdio.h>\n__attribute__((constructor)) static void f(void) { FILE *f = fopen("%s/pwned", "w"); if (f) fclose(f); }\n' "$T" >"$T/evil.c"
+  cc -shared -fPIC -o "$T/evil.so" "$T/evil.c" || fail "cannot build the test library"
+  rc=$( (PFI_SWEEP_KILL_AT=set:0 "$PFI" sweep $EMU --emulate $G --caps 300 --db "$T/e.db" \
+    --quiet >/dev/null 2>&1; echo $?) 2>/dev/null)
+  [ "$rc" = 137 ] || fail "crafted ledger: sweep exit status $rc"
+  sqlite3 "$T/e.db" "update cap_ledger set backend='nvml', params='lib=$T/evil.so'"
+  "$PFI" trace runs "$T/e.db" >/dev/null 2>"$T/err"
+  grep -q "names the library" "$T/err" || fail "crafted ledger, pfi trace: $(cat "$T/err")"
+  "$PFI" restore --db "$T/e.db" >/dev/null 2>"$T/err"
+  [ $? = 1 ] || fail "crafted ledger: pfi restore exit status"
+  grep -q "PFI_NVML_LIB=$T/evil.so" "$T/err" || fail "crafted ledger, pfi restore: $(cat "$T/err")"
+  [ -e "$T/pwned" ] && fail "a library named in a store was loaded"
+  # Named by the operator too, it is used (here it is no NVML: an error).
+  PFI_NVML_LIB=$T/evil.so "$PFI" restore --db "$T/e.db" >/dev/null 2>&1
+  [ -e "$T/pwned" ] || fail "a library the operator names was not loaded"
+  "$PFI" cap $EMU --set 650 >/dev/null 2>&1
+fi
 
 # A store on a disk remounted read-only (after errors) while its sweep
 # was killed: pfi restore still puts the GPUs back from the ledger it can
