@@ -26,10 +26,24 @@ int jobdata_load(struct jobdata *d, const char *cpath, const char *map,
     rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
     goto fail;
   }
+  size_t mmax = 1;
+  for (size_t i = 0; i < n; i++)
+    if (d->cs.c[i].n > mmax)
+      mmax = d->cs.c[i].n;
+  /* Every point of every curve: the PFI's reference is the highest cap,
+   * which a truncated copy (the first 64 points) would miss. */
+  double *cap = malloc(mmax * sizeof *cap), *pw = malloc(mmax * sizeof *pw),
+         *tk = malloc(mmax * sizeof *tk);
+  if (!cap || !pw || !tk) {
+    free(cap);
+    free(pw);
+    free(tk);
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    goto fail;
+  }
   for (size_t i = 0; i < n; i++) {
-    double cap[64], pw[64], tk[64];
     const struct pfi_curve *c = &d->cs.c[i];
-    size_t m = c->n < 64 ? c->n : 64;
+    size_t m = c->n;
     for (size_t k = 0; k < m; k++) {
       cap[k] = c->pts[k].cap_w;
       pw[k] = c->pts[k].power_w;
@@ -42,6 +56,9 @@ int jobdata_load(struct jobdata *d, const char *cpath, const char *map,
     }
     d->frow[i] = -1;
   }
+  free(cap);
+  free(pw);
+  free(tk);
   if (fpath) {
     if ((rc = pfi_features_load(&d->f, fpath, err)) < 0)
       goto fail;

@@ -104,6 +104,15 @@ expect_err "bad.csv:2:" allocate --curves "$T/bad.csv" --cut 10%
 "$PFI" allocate --curves "$T/fine.csv" --cut 25% --format csv >"$T/fine.out" || fail "101-point curve"
 near "$(awk -F, '$1=="TOTAL"{print $4}' "$T/fine.out")" 1200 1e-6 "101-point curve: oracle tokens"
 near "$(awk -F, '$1=="a"{print $2}' "$T/fine.out")" 2000 1e-6 "101-point curve: power of a"
+# Its PFI comes from all 101 points (the reference is the highest cap):
+# pfi index gives 0.55 for a and 0.6 for b, so pfi-aware weights are
+# 2000 * 0.55 / 1100 = 1 and 2000 * 0.6 / 600 = 2, and a gives a third of
+# the 1000 W cut.
+"$PFI" index "$T/fine.csv" --format csv >"$T/fine.idx" || fail "index of the 101-point curve"
+near "$(awk -F, '$1=="a"{print $2}' "$T/fine.idx")" 0.55 1e-9 "101-point curve: PFI of a"
+"$PFI" allocate --curves "$T/fine.csv" --cut 25% --true-pfi --strategy pfi-aware --format csv >"$T/fine2.out" ||
+  fail "101-point curve, pfi-aware"
+near "$(awk -F, '$1=="a"{print $2}' "$T/fine2.out")" "$(awk 'BEGIN{printf "%.10f", 2000-1000/3}')" 1e-6 "101-point curve: pfi-aware power of a"
 # Totals beyond DBL_MAX (1e308 + 1.7e308 tokens/s; 9e307 + 9e307 W): bad
 # input, never inf in the totals.
 printf 'job,cap_w,power_w,tokens_per_s\na,200,1000,1e308\na,400,2000,1.5e308\nb,200,1000,1e308\nb,700,2000,1.7e308\n' >"$T/big.csv"
