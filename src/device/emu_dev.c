@@ -87,6 +87,27 @@ static int mkdirs(const char *dir, struct pfi_error *err) {
 
 /* Takes the state lock (LOCK_SH or LOCK_EX) on the session's descriptor
  * of the lock file; unlock() releases it. */
+/* The state directory must be this user's own: the default one sits in
+ * /tmp, where another user could create it first and plant links named
+ * like the state files, through which a root pfi would write. */
+static int check_dir(const char *dir, struct pfi_error *err) {
+  struct stat sb;
+  if (lstat(dir, &sb) != 0)
+    return pfi_error_set(err, PFI_EIO, "%s: %s", dir, strerror(errno));
+  if (!S_ISDIR(sb.st_mode))
+    return pfi_error_set(err, PFI_EIO,
+                         "%s: the emulator's state directory is not a "
+                         "directory (a symbolic link?)",
+                         dir);
+  if (sb.st_uid != geteuid() || (sb.st_mode & S_IWOTH))
+    return pfi_error_set(err, PFI_ENOPERM,
+                         "%s: the emulator's state directory belongs to "
+                         "another user or is writable by all; use one of "
+                         "your own (PFI_EMU_STATE)",
+                         dir);
+  return 0;
+}
+
 static int lock_take(struct emu_ctx *c, int op, struct pfi_error *err) {
   while (flock(c->lock_fd, op) != 0) {
     if (errno == EINTR)
@@ -233,7 +254,14 @@ static int store_cap(struct emu_ctx *c, unsigned gpu, uint32_t mw,
     if (all[i] != c->prof->default_mw)
       nw = i + 1;
   snprintf(tmp, sizeof tmp, "%s.tmp.%ld", c->caps_path, (long)getpid());
-  fp = fopen(tmp, "w");
+  /* A new file, never through a link: a stale one of a dead process of the
+   * same pid is removed first (unlink removes a link, not its target). */
+  unlink(tmp);
+  int tfd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                 0600);
+  fp = tfd >= 0 ? fdopen(tfd, "w") : NULL;
+  if (!fp && tfd >= 0)
+    close(tfd);
   if (!fp) {
     rc = pfi_error_set(err, PFI_EIO, "%s: cannot write: %s", tmp,
                        strerror(errno));
@@ -353,12 +381,14 @@ static int emu_open(void **ctx, const char *params, struct pfi_error *err) {
   if (!c)
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
   c->lock_fd = -1;
-  if ((rc = parse_params(c, params, err)) < 0 || (rc = mkdirs(c->dir, err)) < 0)
+  if ((rc = parse_params(c, params, err)) < 0 ||
+      (rc = mkdirs(c->dir, err)) < 0 || (rc = check_dir(c->dir, err)) < 0)
     goto fail;
   snprintf(c->caps_path, sizeof c->caps_path, "%s/caps-%s.txt", c->dir,
            c->prof->name);
   snprintf(c->lock_path, sizeof c->lock_path, "%s/lock", c->dir);
-  c->lock_fd = open(c->lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  c->lock_fd =
+      open(c->lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (c->lock_fd < 0) {
     rc = pfi_error_set(err, PFI_EIO, "%s: cannot open: %s", c->lock_path,
                        strerror(errno));

@@ -6,7 +6,8 @@
 # store that fills its disk; a node with an out-of-band power limit below
 # the operator's cap; a transient and a persistent failure to restore; a
 # store on read-only storage; a second sweep on GPUs a sweep holds; a
-# crafted store. Every case checks the caps on the device.
+# crafted store; a state directory with planted links. Every case checks
+# the caps on the device.
 set -u
 PFI=${PFI:?PFI must name the pfi binary}
 cd "${PFI_SOURCE_DIR:-.}"
@@ -149,6 +150,24 @@ if command -v cc >/dev/null; then
   PFI_NVML_LIB=$T/evil.so "$PFI" restore --db "$T/e.db" >/dev/null 2>&1
   [ -e "$T/pwned" ] || fail "a library the operator names was not loaded"
   "$PFI" cap $EMU --set 650 >/dev/null 2>&1
+fi
+
+# The emulator's state directory (by default in /tmp) must be the user's
+# own: a link planted in it is never written through, and a directory
+# writable by all, or another user's, is refused.
+mkdir "$T/st"
+echo "precious" >"$T/victim"
+ln -s "$T/victim" "$T/st/lock"
+PFI_EMU_STATE=$T/st "$PFI" cap $EMU --set 500 >/dev/null 2>"$T/err" && fail "a state directory with a planted link was used"
+[ "$(cat "$T/victim")" = precious ] || fail "the emulator wrote through a planted link"
+mkdir "$T/st2"
+chmod 777 "$T/st2"
+PFI_EMU_STATE=$T/st2 "$PFI" devices $EMU >/dev/null 2>"$T/err" && fail "a state directory writable by all was used"
+grep -q "writable by all" "$T/err" || fail "world-writable state directory: $(cat "$T/err")"
+if [ "$(id -u)" = 0 ]; then
+  mkdir "$T/st3"
+  chown nobody "$T/st3"
+  PFI_EMU_STATE=$T/st3 "$PFI" devices $EMU >/dev/null 2>"$T/err" && fail "another user's state directory was used"
 fi
 
 # A store on a disk remounted read-only (after errors) while its sweep
