@@ -867,7 +867,7 @@ static int lock_gpus(struct sweep *sw, struct pfi_error *err) {
         !uuid[0] || strchr(uuid, '/'))
       continue;
     snprintf(path, sizeof path, "%s/pfi-sweep-%s.lock", dir, uuid);
-    int fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
+    int fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0)
       return pfi_error_set(err, PFI_EIO,
                            "%s: cannot create the GPU's sweep lock: %s (set "
