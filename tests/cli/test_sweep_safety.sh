@@ -170,6 +170,16 @@ if [ "$(id -u)" = 0 ]; then
   PFI_EMU_STATE=$T/st3 "$PFI" devices $EMU >/dev/null 2>"$T/err" && fail "another user's state directory was used"
 fi
 
+# Runs whose metadata is NULL (a store another tool wrote): empty fields
+# in features.csv, never printf's "(null)".
+"$PFI" sweep $EMU --emulate $G --caps 300,700 --cooldown 0 --db "$T/n.db" --quiet 2>"$T/err" ||
+  fail "sweep for the NULL-metadata case: $(cat "$T/err")"
+sqlite3 "$T/n.db" "update runs set arch=NULL, task=NULL"
+"$PFI" trace summarize "$T/n.db" --out "$T/ns" >/dev/null 2>"$T/err" || fail "summarize with NULL metadata: $(cat "$T/err")"
+grep -q "null" "$T/ns/features.csv" && fail "NULL metadata printed: $(cat "$T/ns/features.csv")"
+[ "$(awk -F, 'NR == 2 { print $1 "|" $2 "|" $3 }' "$T/ns/features.csv")" = "$G||" ] ||
+  fail "NULL metadata row: $(sed -n 2p "$T/ns/features.csv")"
+
 # A store on a disk remounted read-only (after errors) while its sweep
 # was killed: pfi restore still puts the GPUs back from the ledger it can
 # read, fails (exit 1) saying the record could not be cleared, and clears
