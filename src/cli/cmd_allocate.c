@@ -262,7 +262,7 @@ int cmd_allocate(int argc, char **argv) {
     json_object_set_new(j, "total_tokens_per_s", json_real(tot_t));
     for (size_t i = 0; i < n; i++) {
       json_t *e = json_object();
-      json_object_set_new(e, "job", json_string(d.cs.c[i].job));
+      json_object_set_new(e, "job", pfi_cli_json_str(d.cs.c[i].job));
       json_object_set_new(e, "power_w", json_real(pw[i]));
       json_object_set_new(e, "cap_w",
                           json_real(pfi_curve_cap_at(&d.cs.c[i], pw[i])));

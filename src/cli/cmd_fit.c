@@ -604,9 +604,9 @@ int cmd_fit(int argc, char **argv) {
     json_object_set_new(j, "n", json_integer((json_int_t)r.n));
     json_object_set_new(j, "data", json_string(label));
     for (size_t q = 0; q < k; q++) {
-      json_array_append_new(fe, json_string(ex[q]));
+      json_array_append_new(fe, pfi_cli_json_str(ex[q]));
       json_t *c = json_object();
-      json_object_set_new(c, "feature", json_string(ex[q]));
+      json_object_set_new(c, "feature", pfi_cli_json_str(ex[q]));
       json_object_set_new(c, "estimate", json_real(res.m.coef[1 + q]));
       json_object_set_new(c, "se", jnum(res.m.se[1 + q], res.m.has_se));
       json_array_append_new(co, c);

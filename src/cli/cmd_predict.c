@@ -136,7 +136,7 @@ int cmd_predict(int argc, char **argv) {
     json_t *a = json_array();
     for (size_t r = 0; r < n; r++) {
       json_t *e = json_object();
-      json_object_set_new(e, "job", json_string(pfi_features_job(&f, r)));
+      json_object_set_new(e, "job", pfi_cli_json_str(pfi_features_job(&f, r)));
       json_object_set_new(e, "pfi", json_real(pred[r]));
       if (curves)
         json_object_set_new(e, "pfi_true",

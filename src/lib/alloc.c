@@ -96,7 +96,7 @@ int pfi_alloc_proportional(const struct pfi_problem *p, double budget_w,
     if (!isfinite(weight[i]) || weight[i] < 0)
       return pfi_error_set(err, PFI_EINVAL,
                            "weight of job %zu is negative or not finite", i);
-  double *room = malloc((n + 1) * sizeof *room);
+  double *room = calloc(n + 1, sizeof *room);
   double *cut = calloc(n + 1, sizeof *cut);
   double *w2 = calloc(n + 1, sizeof *w2);
   struct ratio *buf = malloc((n + 1) * sizeof *buf);
