@@ -1,0 +1,560 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* `pfi replay`: a grid event's power target replayed against a set of jobs,
+ * step by step, by several allocation strategies and the exact oracle. */
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "jobdata.h"
+#include "pfi/alloc.h"
+#include "pfi/oracle.h"
+#include "pfi/replay.h"
+
+static const char usage_text[] =
+    "usage: pfi replay --curves FILE --target TRACE [--features FILE]\n"
+    "                  [--time-col NAME] [--power-col NAME]\n"
+    "                  [--baseline W|auto] [--strategies LIST]\n"
+    "                  [--model MODEL.json | --true-pfi] [--pfi-features L]\n"
+    "                  [--map MAP] [--show summary|series|jobs]\n"
+    "                  [--format table|csv|json]\n"
+    "\n"
+    "Replays a grid event: TRACE gives the cluster's power over time; the\n"
+    "cut at each step is max(0, 1 - target / baseline), and each strategy\n"
+    "splits that cut of the jobs' total uncapped power across the jobs, as\n"
+    "pfi allocate does, at every step. A step whose cut goes below the\n"
+    "jobs' floors is infeasible: every job runs at its floor and the watts\n"
+    "above the budget are reported. The exact oracle always runs, for the\n"
+    "gap to it.\n"
+    "\n"
+    "Options:\n"
+    "  --curves FILE      curves CSV (job, cap_w, power_w, tokens_per_s)\n"
+    "  --target TRACE     power trace CSV: a time and a power column\n"
+    "  --time-col NAME    time column (default: timestamp, time or t)\n"
+    "  --power-col NAME   power column in W (default: total, power_w or\n"
+    "                     power)\n"
+    "  --baseline W|auto  the pre-event power in W; auto (default): the\n"
+    "                     median of the samples of the first 15 minutes\n"
+    "  --strategies LIST  comma-separated (default oracle,equal): oracle,\n"
+    "                     equal, moe-ft-weighted, pfi-aware, dram-copy,\n"
+    "                     pfi-curve, or all\n"
+    "  --features FILE    features CSV (for strategies that need them)\n"
+    "  --model FILE       PFI model saved by pfi fit --output\n"
+    "  --true-pfi         pfi-aware/pfi-curve use the curves' own PFI\n"
+    "  --pfi-features L   features of the fitted PFI model\n"
+    "  --map MAP          curves column mapping NAME=COLUMN,...\n"
+    "  --event-min-cut R  least cut of an event step (default 5%): steps\n"
+    "                     closer to the baseline are not the event's\n"
+    "  --show WHAT        table and CSV output: summary (default; totals per\n"
+    "                     strategy and per job), series (the time series)\n"
+    "                     or jobs (per job and strategy)\n"
+    "  --format F         table (default), csv or json (everything)\n"
+    "  -h, --help         this text\n"
+    "\n"
+    "Timestamps: 2025-05-04 14:40:00-07:00 (date, time, optional offset),\n"
+    "14:00 or 14:00:30 (time of day), or seconds; one form per file, in\n"
+    "strictly increasing order. Each sample holds until the next; the last\n"
+    "one for the interval before it.\n"
+    "\n"
+    "Totals per strategy: retained = sum(dt * tokens/s) / sum(dt * uncapped\n"
+    "tokens/s) over the trace, retained_event the same over the event steps\n"
+    "(cut >= --event-min-cut), energy, max and mean cut, infeasible steps and the\n"
+    "largest excess (W), gap to the oracle in percentage points.\n"
+    "JSON keys: target, source, baseline_w, baseline_rule, steps,\n"
+    "event_steps, uncapped_w, floor_w, max_cut, mean_cut, infeasible_steps,\n"
+    "infeasible_max_w, jobs, strategies [{strategy, retained,\n"
+    "retained_event, gap_to_oracle_pp, gap_to_oracle_event_pp, energy_kwh,\n"
+    "mean_power_w, infeasible_steps, infeasible_max_w, jobs [{job,\n"
+    "retained, retained_event, mean_power_w}], series [{time, t_s, cut,\n"
+    "budget_w, power_w, tokens_per_s, normalized, feasible, short_w}]}].\n"
+    "Exit status 0 ok, 1 run-time failure, 2 bad usage or bad input.\n";
+
+enum show { SHOW_SUMMARY, SHOW_SERIES, SHOW_JOBS };
+
+/* Parses --strategies into a bit set; oracle is always added (for the
+ * gap) but printed only when asked for. */
+static int parse_strategies(const char *s, unsigned *asked) {
+  *asked = 0;
+  if (strcmp(s, "all") == 0) {
+    *asked = (1u << PFI_STRAT__COUNT) - 1;
+    return 0;
+  }
+  char buf[512];
+  if (strlen(s) >= sizeof buf)
+    return pfi_cli_usage("replay", "--strategies: list too long");
+  strcpy(buf, s);
+  char *save = NULL;
+  for (char *tok = strtok_r(buf, ",", &save); tok;
+       tok = strtok_r(NULL, ",", &save)) {
+    while (*tok == ' ')
+      tok++;
+    size_t l = strlen(tok);
+    while (l > 0 && tok[l - 1] == ' ')
+      tok[--l] = '\0';
+    int k = pfi_strategy_parse(tok);
+    if (k < 0)
+      return pfi_cli_usage("replay", "unknown strategy '%s'", tok);
+    *asked |= 1u << k;
+  }
+  if (!*asked)
+    return pfi_cli_usage("replay", "--strategies: empty list");
+  return 0;
+}
+
+int cmd_replay(int argc, char **argv) {
+  static const struct option opts[] = {
+      {"curves", required_argument, 0, 'c'},
+      {"features", required_argument, 0, 'f'},
+      {"target", required_argument, 0, 'T'},
+      {"time-col", required_argument, 0, 'x'},
+      {"power-col", required_argument, 0, 'y'},
+      {"baseline", required_argument, 0, 'b'},
+      {"strategies", required_argument, 0, 's'},
+      {"model", required_argument, 0, 'm'},
+      {"true-pfi", no_argument, 0, 't'},
+      {"pfi-features", required_argument, 0, 'P'},
+      {"map", required_argument, 0, 'M'},
+      {"show", required_argument, 0, 'S'},
+      {"event-min-cut", required_argument, 0, 'e'},
+      {"format", required_argument, 0, 'F'},
+      {"help", no_argument, 0, 'h'},
+      {0, 0, 0, 0}};
+  const char *curves = NULL, *features = NULL, *target = NULL,
+             *time_col = NULL, *power_col = NULL, *base_s = "auto",
+             *strat_s = "oracle,equal", *model_path = NULL, *pfeat = NULL,
+             *map = NULL;
+  int true_pfi = 0;
+  double event_min = PFI_REPLAY_EVENT_MIN_CUT;
+  enum show show = SHOW_SUMMARY;
+  enum pfi_format fmt = PFI_FMT_TABLE;
+  optind = 0;
+  opterr = 0;
+  int o;
+  while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    switch (o) {
+    case 'c':
+      curves = optarg;
+      break;
+    case 'f':
+      features = optarg;
+      break;
+    case 'T':
+      target = optarg;
+      break;
+    case 'x':
+      time_col = optarg;
+      break;
+    case 'y':
+      power_col = optarg;
+      break;
+    case 'b':
+      base_s = optarg;
+      break;
+    case 's':
+      strat_s = optarg;
+      break;
+    case 'm':
+      model_path = optarg;
+      break;
+    case 't':
+      true_pfi = 1;
+      break;
+    case 'P':
+      pfeat = optarg;
+      break;
+    case 'M':
+      map = optarg;
+      break;
+    case 'e': {
+      struct pfi_error e2;
+      if (pfi_cut_parse(optarg, &event_min, &e2) < 0 || !(event_min > 0))
+        return pfi_cli_usage("replay",
+                             "--event-min-cut: expected a cut in (0, 1) such "
+                             "as 0.05 or 5%%, got '%s'",
+                             optarg);
+      break;
+    }
+    case 'S':
+      if (strcmp(optarg, "summary") == 0)
+        show = SHOW_SUMMARY;
+      else if (strcmp(optarg, "series") == 0)
+        show = SHOW_SERIES;
+      else if (strcmp(optarg, "jobs") == 0)
+        show = SHOW_JOBS;
+      else
+        return pfi_cli_usage("replay",
+                             "--show: expected summary, series or jobs, "
+                             "got '%s'",
+                             optarg);
+      break;
+    case 'F':
+      if (pfi_cli_format("replay", optarg,
+                         PFI_FMT_ALLOW_TABLE | PFI_FMT_ALLOW_CSV |
+                             PFI_FMT_ALLOW_JSON,
+                         &fmt))
+        return PFI_EXIT_USAGE;
+      break;
+    case 'h':
+      fputs(usage_text, stdout);
+      return PFI_EXIT_OK;
+    default:
+      return pfi_cli_usage("replay", "unknown or incomplete option '%s'",
+                           argv[optind - 1]);
+    }
+  }
+  if (optind < argc)
+    return pfi_cli_usage("replay", "unexpected argument '%s'", argv[optind]);
+  if (!curves)
+    return pfi_cli_usage("replay", "--curves FILE is required");
+  if (!target)
+    return pfi_cli_usage("replay", "--target TRACE is required");
+  if (model_path && true_pfi)
+    return pfi_cli_usage("replay", "--model and --true-pfi exclude each other");
+  unsigned asked;
+  if (parse_strategies(strat_s, &asked))
+    return PFI_EXIT_USAGE;
+  double base_given = 0;
+  int base_auto = strcmp(base_s, "auto") == 0;
+  if (!base_auto &&
+      (pfi_cli_parse_double(base_s, &base_given) < 0 || !(base_given > 0)))
+    return pfi_cli_usage("replay",
+                         "--baseline: expected a positive power in W or "
+                         "auto, got '%s'",
+                         base_s);
+
+  int status = PFI_EXIT_OK;
+  struct pfi_error err;
+  pfi_error_clear(&err);
+  struct jobdata d;
+  struct pfi_problem p;
+  struct pfi_target tg;
+  struct pfi_model model;
+  struct pfi_replay rep[PFI_STRAT__COUNT];
+  int have_model = 0;
+  memset(rep, 0, sizeof rep);
+  memset(&tg, 0, sizeof tg);
+  pfi_problem_init(&p);
+  double *est = NULL, *dram = NULL;
+  int *moe = NULL;
+  if (jobdata_load(&d, curves, map, features, &err) < 0)
+    return pfi_cli_fail(&err);
+  size_t n = d.cs.n;
+  if (pfi_target_load(&tg, target, time_col, power_col, &err) < 0)
+    goto fail;
+  for (size_t i = 0; i < n; i++)
+    if (pfi_problem_add_curve(&p, &d.cs.c[i], &err) < 0)
+      goto fail;
+  double sum_lo, sum_hi;
+  pfi_problem_bounds(&p, &sum_lo, &sum_hi);
+  {
+    /* Totals beyond the floating-point range are bad input, named here,
+     * rather than inf in the output. */
+    double st = 0;
+    for (size_t q = 0; q < p.npts; q++)
+      st += fabs(p.y[q]);
+    if (!isfinite(sum_hi) || !isfinite(st)) {
+      pfi_error_setloc(&err, PFI_EPARSE, d.cs.source ? d.cs.source : curves,
+                       0, 0,
+                       "the jobs' total %s exceeds the floating-point range",
+                       isfinite(sum_hi) ? "throughput" : "uncapped power");
+      goto fail;
+    }
+  }
+  double baseline = base_auto ? pfi_target_baseline_auto(&tg) : base_given;
+  if (!(baseline > 0) || !isfinite(baseline)) {
+    pfi_error_setloc(&err, PFI_EPARSE, tg.name, tg.line[0], 0,
+                     "the baseline (median of the first 15 minutes) is %g "
+                     "W; give --baseline W",
+                     baseline);
+    goto fail;
+  }
+  struct pfi_alloc_inputs in = {NULL, NULL, NULL};
+  if (asked & ((1u << PFI_STRAT_PFI_AWARE) | (1u << PFI_STRAT_PFI_CURVE))) {
+    est = calloc(n + 1, sizeof *est);
+    if (!est) {
+      pfi_error_set(&err, PFI_ENOMEM, "out of memory");
+      goto fail;
+    }
+    if (true_pfi) {
+      for (size_t i = 0; i < n; i++) {
+        if (!d.pfi_ok[i]) {
+          pfi_error_setloc(&err, PFI_EPARSE, d.cs.source, d.cs.c[i].first_line,
+                           0,
+                           "job %s: PFI undefined (no capped point lowered "
+                           "throughput)",
+                           d.cs.c[i].job);
+          goto fail;
+        }
+        est[i] = d.true_pfi[i];
+      }
+    } else {
+      if (jobdata_require_features(&d, "PFI estimation", &err) < 0)
+        goto fail;
+      if (model_path) {
+        if (pfi_model_load(&model, model_path, &err) < 0)
+          goto fail;
+        have_model = 1;
+      }
+      if (jobdata_estimate_pfi(&d, have_model ? &model : NULL, pfeat, 0, est,
+                               &err) < 0)
+        goto fail;
+    }
+    in.pfi = est;
+  }
+  if (asked & (1u << PFI_STRAT_DRAM_COPY)) {
+    if (jobdata_require_features(&d, "strategy dram-copy", &err) < 0)
+      goto fail;
+    dram = calloc(n + 1, sizeof *dram);
+    if (!dram) {
+      pfi_error_set(&err, PFI_ENOMEM, "out of memory");
+      goto fail;
+    }
+    for (size_t i = 0; i < n; i++)
+      if (pfi_features_value(&d.f, (size_t)d.frow[i], "dram_copy_product",
+                             &dram[i], &err) < 0)
+        goto fail;
+    in.dram_copy = dram;
+  }
+  if (asked & (1u << PFI_STRAT_MOE_FT_WEIGHTED)) {
+    if (jobdata_require_features(&d, "strategy moe-ft-weighted", &err) < 0)
+      goto fail;
+    moe = calloc(n + 1, sizeof *moe);
+    if (!moe) {
+      pfi_error_set(&err, PFI_ENOMEM, "out of memory");
+      goto fail;
+    }
+    for (size_t i = 0; i < n; i++) {
+      int m, f;
+      if (pfi_features_class(&d.f, (size_t)d.frow[i], &m, &f, &err) < 0)
+        goto fail;
+      moe[i] = m && f;
+    }
+    in.moe_ft = moe;
+  }
+  unsigned run = asked | (1u << PFI_STRAT_ORACLE);
+  for (int s = 0; s < PFI_STRAT__COUNT; s++) {
+    if (!(run & (1u << s)))
+      continue;
+    if (pfi_replay_run(&p, (enum pfi_strategy)s, &in, &tg, baseline, event_min,
+                       &rep[s], &err) < 0)
+      goto fail;
+  }
+  const struct pfi_replay *orc = &rep[PFI_STRAT_ORACLE];
+  int emulated = jobdata_emulated(&d, curves);
+  const char *rule = base_auto ? "median of the first 15 minutes" : "given";
+
+  /* The trace's duration, for mean powers (positive: at least two samples
+   * in strictly increasing time order). */
+  double tot_dt = 0;
+  for (size_t k = 0; k < tg.n; k++)
+    tot_dt += pfi_target_dt(&tg, k);
+  if (fmt == PFI_FMT_JSON) {
+    json_t *j = json_object();
+    json_object_set_new(j, "target", pfi_cli_json_str(tg.name));
+    json_object_set_new(j, "source",
+                        json_string(emulated ? "emulated" : "input"));
+    json_object_set_new(j, "baseline_w", json_real(baseline));
+    json_object_set_new(j, "baseline_rule", json_string(rule));
+    json_object_set_new(j, "steps", json_integer((json_int_t)tg.n));
+    json_object_set_new(j, "event_steps",
+                        json_integer((json_int_t)orc->event_steps));
+    json_object_set_new(j, "uncapped_w", json_real(sum_hi));
+    json_object_set_new(j, "floor_w", json_real(sum_lo));
+    json_object_set_new(j, "max_cut", json_real(orc->max_cut));
+    json_object_set_new(j, "mean_cut", json_real(orc->mean_cut));
+    json_object_set_new(j, "infeasible_steps",
+                        json_integer((json_int_t)orc->infeasible_steps));
+    json_object_set_new(j, "infeasible_max_w",
+                        json_real(orc->infeasible_max_w));
+    json_t *jobs = json_array();
+    for (size_t i = 0; i < n; i++)
+      json_array_append_new(jobs, pfi_cli_json_str(d.cs.c[i].job));
+    json_object_set_new(j, "jobs", jobs);
+    json_t *sa = json_array();
+    for (int s = 0; s < PFI_STRAT__COUNT; s++) {
+      if (!(asked & (1u << s)))
+        continue;
+      const struct pfi_replay *r = &rep[s];
+      json_t *e = json_object();
+      json_object_set_new(e, "strategy", json_string(pfi_strategy_name(s)));
+      json_object_set_new(e, "retained", json_real(r->retained));
+      json_object_set_new(e, "retained_event", json_real(r->retained_event));
+      json_object_set_new(e, "gap_to_oracle_pp",
+                          json_real(100 * (orc->retained - r->retained)));
+      json_object_set_new(
+          e, "gap_to_oracle_event_pp",
+          json_real(100 * (orc->retained_event - r->retained_event)));
+      json_object_set_new(e, "energy_kwh", json_real(r->energy_j / 3.6e6));
+      json_object_set_new(e, "mean_power_w", json_real(r->energy_j / tot_dt));
+      json_object_set_new(e, "infeasible_steps",
+                          json_integer((json_int_t)r->infeasible_steps));
+      json_object_set_new(e, "infeasible_max_w",
+                          json_real(r->infeasible_max_w));
+      json_t *ja = json_array();
+      for (size_t i = 0; i < n; i++) {
+        json_t *o2 = json_object();
+        json_object_set_new(o2, "job", pfi_cli_json_str(d.cs.c[i].job));
+        json_object_set_new(o2, "retained", json_real(r->job_retained[i]));
+        json_object_set_new(o2, "retained_event",
+                            json_real(r->job_retained_event[i]));
+        json_object_set_new(o2, "mean_power_w",
+                            json_real(r->job_mean_power_w[i]));
+        json_array_append_new(ja, o2);
+      }
+      json_object_set_new(e, "jobs", ja);
+      json_t *se = json_array();
+      for (size_t k = 0; k < tg.n; k++) {
+        json_t *o2 = json_object();
+        json_object_set_new(o2, "time", pfi_cli_json_str(tg.label[k]));
+        json_object_set_new(o2, "t_s", json_real(tg.t_s[k] - tg.t_s[0]));
+        json_object_set_new(o2, "cut", json_real(r->cut[k]));
+        json_object_set_new(o2, "budget_w", json_real(r->budget_w[k]));
+        json_object_set_new(o2, "power_w", json_real(r->power_w[k]));
+        json_object_set_new(o2, "tokens_per_s",
+                            json_real(r->tokens_per_s[k]));
+        json_object_set_new(o2, "normalized", json_real(r->normalized[k]));
+        json_object_set_new(o2, "feasible", json_boolean(r->feasible[k]));
+        json_object_set_new(o2, "short_w", json_real(r->short_w[k]));
+        json_array_append_new(se, o2);
+      }
+      json_object_set_new(e, "series", se);
+      json_array_append_new(sa, e);
+    }
+    json_object_set_new(j, "strategies", sa);
+    if (pfi_cli_print_json(j))
+      status = PFI_EXIT_FAIL;
+    goto done;
+  }
+
+  if (fmt == PFI_FMT_CSV) {
+    if (show == SHOW_SERIES) {
+      printf("strategy,time,t_s,cut,budget_w,power_w,tokens_per_s,"
+             "normalized,feasible,short_w\n");
+      for (int s = 0; s < PFI_STRAT__COUNT; s++) {
+        if (!(asked & (1u << s)))
+          continue;
+        const struct pfi_replay *r = &rep[s];
+        for (size_t k = 0; k < tg.n; k++) {
+          /* Timestamps with a comma would break the row: quoted. */
+          printf("%s,\"%s\",%.3f,%.6f,%.6f,%.6f,%.6f,%.6f,%d,%.6f\n",
+                 pfi_strategy_name(s), tg.label[k], tg.t_s[k] - tg.t_s[0],
+                 r->cut[k], r->budget_w[k], r->power_w[k], r->tokens_per_s[k],
+                 r->normalized[k], r->feasible[k], r->short_w[k]);
+        }
+      }
+    } else if (show == SHOW_JOBS) {
+      printf("strategy,job,retained,retained_event,mean_power_w\n");
+      for (int s = 0; s < PFI_STRAT__COUNT; s++) {
+        if (!(asked & (1u << s)))
+          continue;
+        const struct pfi_replay *r = &rep[s];
+        for (size_t i = 0; i < n; i++)
+          printf("%s,%s,%.6f,%.6f,%.6f\n", pfi_strategy_name(s),
+                 d.cs.c[i].job, r->job_retained[i], r->job_retained_event[i],
+                 r->job_mean_power_w[i]);
+      }
+    } else {
+      printf("strategy,retained,retained_event,gap_to_oracle_pp,"
+             "gap_to_oracle_event_pp,energy_kwh,mean_power_w,max_cut,"
+             "mean_cut,event_steps,infeasible_steps,infeasible_max_w\n");
+      for (int s = 0; s < PFI_STRAT__COUNT; s++) {
+        if (!(asked & (1u << s)))
+          continue;
+        const struct pfi_replay *r = &rep[s];
+        printf("%s,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%zu,%zu,%.6f\n",
+               pfi_strategy_name(s), r->retained, r->retained_event,
+               100 * (orc->retained - r->retained),
+               100 * (orc->retained_event - r->retained_event),
+               r->energy_j / 3.6e6, r->energy_j / tot_dt, r->max_cut,
+               r->mean_cut, r->event_steps, r->infeasible_steps,
+               r->infeasible_max_w);
+      }
+    }
+    goto done;
+  }
+
+  /* Table. */
+  printf("replay of %s: %zu steps, %s .. %s; baseline %.1f W (%s)%s\n",
+         tg.name, tg.n, tg.label[0], tg.label[tg.n - 1], baseline, rule,
+         emulated ? " (emulated data)" : "");
+  printf("%zu jobs: uncapped %.1f W, floors %.1f W (largest feasible cut "
+         "%.1f %%)\n",
+         n, sum_hi, sum_lo, sum_hi > 0 ? 100 * (1 - sum_lo / sum_hi) : 0.0);
+  printf("cut: max %.1f %%, mean %.1f %% over %zu event steps (cut >= %.3g %%); "
+         "infeasible steps: %zu",
+         100 * orc->max_cut, 100 * orc->mean_cut, orc->event_steps,
+         100 * event_min,
+         orc->infeasible_steps);
+  if (orc->infeasible_steps)
+    printf(" (jobs at their floors, up to %.1f W above the target)",
+           orc->infeasible_max_w);
+  printf("\n\n");
+  if (show == SHOW_SERIES) {
+    for (int s = 0; s < PFI_STRAT__COUNT; s++) {
+      if (!(asked & (1u << s)))
+        continue;
+      const struct pfi_replay *r = &rep[s];
+      printf("%s\n%-26s %8s %12s %12s %14s %10s %10s\n", pfi_strategy_name(s),
+             "time", "cut_%", "budget_w", "power_w", "tokens_per_s",
+             "normalized", "short_w");
+      for (size_t k = 0; k < tg.n; k++) {
+        pfi_cli_put_name(stdout, tg.label[k], 26);
+        printf(" %8.2f %12.1f %12.1f %14.4f %10.4f %10.1f\n", 100 * r->cut[k],
+               r->budget_w[k], r->power_w[k], r->tokens_per_s[k],
+               r->normalized[k], r->short_w[k]);
+      }
+      printf("\n");
+    }
+    goto done;
+  }
+  if (show == SHOW_SUMMARY) {
+    printf("%-16s %10s %12s %9s %11s %12s %12s %10s\n", "strategy",
+           "retained_%", "in_event_%", "gap_pp", "gap_ev_pp", "energy_kwh",
+           "mean_power_w", "infeasible");
+    for (int s = 0; s < PFI_STRAT__COUNT; s++) {
+      if (!(asked & (1u << s)))
+        continue;
+      const struct pfi_replay *r = &rep[s];
+      printf("%-16s %10.3f %12.3f %9.3f %11.3f %12.3f %12.1f %10zu\n",
+             pfi_strategy_name(s), 100 * r->retained, 100 * r->retained_event,
+             100 * (orc->retained - r->retained),
+             100 * (orc->retained_event - r->retained_event),
+             r->energy_j / 3.6e6, r->energy_j / tot_dt, r->infeasible_steps);
+    }
+    printf("\n");
+  }
+  printf("throughput retained during the event (%% of uncapped), per job\n");
+  printf("%-32s", "job");
+  for (int s = 0; s < PFI_STRAT__COUNT; s++)
+    if (asked & (1u << s))
+      printf(" %16s", pfi_strategy_name(s));
+  printf("\n");
+  for (size_t i = 0; i < n; i++) {
+    pfi_cli_put_name(stdout, d.cs.c[i].job, 32);
+    for (int s = 0; s < PFI_STRAT__COUNT; s++)
+      if (asked & (1u << s))
+        printf(" %16.2f", 100 * rep[s].job_retained_event[i]);
+    printf("\n");
+  }
+done:
+  if (fflush(stdout) != 0)
+    status = PFI_EXIT_FAIL;
+  goto out;
+fail:
+  status = pfi_cli_fail(&err);
+out:
+  for (int s = 0; s < PFI_STRAT__COUNT; s++)
+    pfi_replay_release(&rep[s]);
+  if (have_model)
+    pfi_model_release(&model);
+  jobdata_release(&d);
+  pfi_target_release(&tg);
+  pfi_problem_release(&p);
+  free(est);
+  free(dram);
+  free(moe);
+  return status;
+}
