@@ -77,8 +77,12 @@ static int days_in_month(long y, long m) {
 /* HH:MM[:SS[.fff]] at s[*i]; hours of 1 or 2 digits when `loose_hour`. */
 static int clock_part(const char *s, size_t *i, int loose_hour, double *sec,
                       const char **why) {
+  /* A value out of range is reported at its first digit. */
+  size_t at = *i;
   long h = loose_hour ? digits_upto(s, i, 2) : digits_n(s, i, 2);
   if (h < 0 || h > 23) {
+    if (h > 23)
+      *i = at;
     *why = "an hour 00-23";
     return -1;
   }
@@ -87,8 +91,11 @@ static int clock_part(const char *s, size_t *i, int loose_hour, double *sec,
     return -1;
   }
   (*i)++;
+  at = *i;
   long mi = digits_n(s, i, 2);
   if (mi < 0 || mi > 59) {
+    if (mi > 59)
+      *i = at;
     *why = "minutes 00-59";
     return -1;
   }
@@ -96,8 +103,11 @@ static int clock_part(const char *s, size_t *i, int loose_hour, double *sec,
   double frac = 0;
   if (s[*i] == ':') {
     (*i)++;
+    at = *i;
     se = digits_n(s, i, 2);
     if (se < 0 || se > 59) {
+      if (se > 59)
+        *i = at;
       *why = "seconds 00-59";
       return -1;
     }
@@ -129,8 +139,11 @@ int pfi_time_parse(const char *s, enum pfi_time_kind *kind, double *seconds,
   if (s[j] == '-' && j - i == 4) {
     long y = digits_n(s, &i, 4);
     i++; /* '-' */
+    size_t at = i;
     long mo = digits_n(s, &i, 2);
     if (mo < 1 || mo > 12) {
+      if (mo >= 0)
+        i = at;
       why = "a month 01-12";
       goto bad;
     }
@@ -139,8 +152,11 @@ int pfi_time_parse(const char *s, enum pfi_time_kind *kind, double *seconds,
       goto bad;
     }
     i++;
+    at = i;
     long d = digits_n(s, &i, 2);
     if (d < 1 || d > days_in_month(y, mo)) {
+      if (d >= 0)
+        i = at;
       why = "a day of that month";
       goto bad;
     }
@@ -158,8 +174,11 @@ int pfi_time_parse(const char *s, enum pfi_time_kind *kind, double *seconds,
     } else if (s[i] == '+' || s[i] == '-') {
       int sign = s[i] == '-' ? -1 : 1;
       i++;
+      at = i;
       long oh = digits_n(s, &i, 2);
       if (oh < 0 || oh > 23) {
+        if (oh > 23)
+          i = at;
         why = "an offset hour 00-23";
         goto bad;
       }
@@ -167,8 +186,11 @@ int pfi_time_parse(const char *s, enum pfi_time_kind *kind, double *seconds,
       if (s[i] == ':')
         i++;
       if (is_digit(s[i])) {
+        at = i;
         om = digits_n(s, &i, 2);
         if (om < 0 || om > 59) {
+          if (om > 59)
+            i = at;
           why = "offset minutes 00-59";
           goto bad;
         }
@@ -354,7 +376,8 @@ static int target_read(struct pfi_target *tg, struct pfi_csv *csv,
   if (rc < 0)
     return rc;
   if (tg->n < 2)
-    return pfi_error_setloc(err, PFI_EPARSE, csv->name, csv->line, 0,
+    return pfi_error_setloc(err, PFI_EPARSE, csv->name,
+                            tg->n ? tg->line[tg->n - 1] : 1, 0,
                             "a target trace needs at least 2 samples, "
                             "found %zu",
                             tg->n);
