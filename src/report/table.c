@@ -208,6 +208,60 @@ static int write_csv(const struct pfi_rtable *t, const char *path,
   return 0;
 }
 
+/* Length of the well-formed UTF-8 sequence at `p` (1..4), or 0. */
+static size_t utf8_seq(const unsigned char *p) {
+  if (p[0] < 0x80)
+    return 1;
+  if (p[0] >= 0xc2 && p[0] <= 0xdf)
+    return (p[1] & 0xc0) == 0x80 ? 2 : 0;
+  if (p[0] >= 0xe0 && p[0] <= 0xef) {
+    /* No overlong forms (E0 80..9F) and no surrogates (ED A0..BF). */
+    unsigned lo = p[0] == 0xe0 ? 0xa0 : 0x80, hi = p[0] == 0xed ? 0x9f : 0xbf;
+    return p[1] >= lo && p[1] <= hi && (p[2] & 0xc0) == 0x80 ? 3 : 0;
+  }
+  if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+    unsigned lo = p[0] == 0xf0 ? 0x90 : 0x80, hi = p[0] == 0xf4 ? 0x8f : 0xbf;
+    return p[1] >= lo && p[1] <= hi && (p[2] & 0xc0) == 0x80 &&
+                   (p[3] & 0xc0) == 0x80
+               ? 4
+               : 0;
+  }
+  return 0;
+}
+
+/* A JSON string of `s`: json_string() refuses text that is not UTF-8, so
+ * each byte that does not start a well-formed sequence becomes U+FFFD (the
+ * replacement character); valid text is unchanged. NULL when out of
+ * memory. */
+static json_t *json_text(const char *s) {
+  json_t *j = json_string(s);
+  if (j)
+    return j;
+  size_t n = strlen(s);
+  if (n > (SIZE_MAX - 1) / 3)
+    return NULL;
+  char *buf = malloc(3 * n + 1), *o = buf;
+  if (!buf)
+    return NULL;
+  const unsigned char *p = (const unsigned char *)s;
+  while (*p) {
+    size_t k = utf8_seq(p);
+    if (k) {
+      memcpy(o, p, k);
+      o += k;
+      p += k;
+    } else {
+      memcpy(o, "\xef\xbf\xbd", 3);
+      o += 3;
+      p++;
+    }
+  }
+  *o = '\0';
+  j = json_string(buf);
+  free(buf);
+  return j;
+}
+
 static int write_json(const struct pfi_rtable *t, const char *path,
                       struct pfi_error *err) {
   int rc = 0;
@@ -227,13 +281,13 @@ static int write_json(const struct pfi_rtable *t, const char *path,
         v = cell_dec(t, c, j) == 0 ? json_integer((json_int_t)shown(c->v, 0))
                                    : json_real(shown(c->v, cell_dec(t, c, j)));
       else if (c->kind == PFI_CELL_STR)
-        v = json_string(c->s);
+        v = json_text(c->s);
       else
         v = json_null();
-      /* json_string fails on invalid UTF-8; such a name is stored as null
-       * rather than failing the whole report. */
-      if (!v)
-        v = json_null();
+      if (!v) {
+        rc = PFI_ENOMEM;
+        break;
+      }
       if (json_object_set_new(o, t->cols[j], v)) {
         rc = PFI_ENOMEM;
         break;

@@ -57,6 +57,9 @@ static void test_table(void **state) {
   pfi_rtable_set_num(&t, 0, 4, 25);
   r = pfi_rtable_add_row(&t);
   pfi_rtable_set_str(&t, 1, 0, "<x>");
+  /* Not UTF-8 (a Latin-1 e-acute, then a truncated sequence): each bad byte
+   * becomes U+FFFD in JSON; the CSV keeps the bytes. */
+  pfi_rtable_set_str(&t, 1, 3, "caf\xe9 \xe2\x82");
   pfi_rtable_set_num(&t, 1, 1, 2.0049);
   assert_int_equal(pfi_rtable_col(&t, "diff"), 3);
   assert_int_equal(pfi_rtable_col(&t, "nope"), -1);
@@ -72,7 +75,7 @@ static void test_table(void **state) {
   /* 2.0049 rounds to 2.00 at two decimals. */
   assert_string_equal(csv, "group,pfi,pfi_published,diff,n\n"
                            "\"a,\"\"b\"\"\",1.23,,0.000,25\n"
-                           "<x>,2.00,,,\n");
+                           "<x>,2.00,,caf\xe9 \xe2\x82,\n");
   free(csv);
   unlink(path);
   snprintf(path, sizeof path, "%s/demo.json", dir);
@@ -82,6 +85,8 @@ static void test_table(void **state) {
   assert_non_null(strstr(json, "\"pfi\": 1.23,"));
   assert_non_null(strstr(json, "\"pfi_published\": null"));
   assert_non_null(strstr(json, "\"n\": 25"));
+  assert_non_null(
+      strstr(json, "\"diff\": \"caf\xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd\""));
   free(json);
   unlink(path);
   rmdir(dir);
