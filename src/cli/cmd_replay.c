@@ -489,7 +489,7 @@ int cmd_replay(int argc, char **argv) {
          100 * event_min,
          orc->infeasible_steps);
   if (orc->infeasible_steps)
-    printf(" (jobs at their floors, up to %.1f W above the target)",
+    printf(" (jobs at their floors, up to %.1f W above the budget)",
            orc->infeasible_max_w);
   printf("\n\n");
   if (show == SHOW_SERIES) {
