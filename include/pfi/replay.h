@@ -48,8 +48,8 @@ int pfi_time_parse(const char *s, enum pfi_time_kind *kind, double *seconds,
 
 /* A power target: n samples in strictly increasing time order. */
 struct pfi_target {
-  char *name;      /* file name for messages; owned */
-  size_t n;        /* samples (at least 2) */
+  char *name; /* file name for messages; owned */
+  size_t n;   /* samples (at least 2) */
   enum pfi_time_kind kind;
   double *t_s;     /* n times (s, as parsed) */
   double *power_w; /* n target powers (W, >= 0) */
@@ -103,15 +103,15 @@ struct pfi_replay {
   double *short_w;      /* n: power - budget at infeasible steps, else 0 */
   double *job_power_w;  /* n * njobs, row-major by step */
   /* Totals (time-weighted with pfi_target_dt()). */
-  double retained;       /* sum dt * tokens / sum dt * uncapped tokens */
-  double retained_event; /* the same over the event steps (cut >=
-                            event_min_cut); 1 when there is none */
-  size_t event_steps;    /* steps with cut >= event_min_cut */
-  double energy_j;       /* sum dt * power_w */
+  double retained;          /* sum dt * tokens / sum dt * uncapped tokens */
+  double retained_event;    /* the same over the event steps (cut >=
+                               event_min_cut); 1 when there is none */
+  size_t event_steps;       /* steps with cut >= event_min_cut */
+  double energy_j;          /* sum dt * power_w */
   double max_cut, mean_cut; /* max over steps; time-weighted mean over the
                                event steps (0 when none) */
   size_t infeasible_steps;
-  double infeasible_max_w; /* largest short_w */
+  double infeasible_max_w;    /* largest short_w */
   double *job_retained;       /* njobs: sum dt T_i / sum dt T_i,max */
   double *job_retained_event; /* njobs: the same over the event steps */
   double *job_mean_power_w;   /* njobs: time-weighted mean power */
@@ -128,7 +128,8 @@ struct pfi_replay {
  * event_min_cut (in (0, 1]) are the event's. `in` as for pfi_alloc_run()
  * (may be NULL for oracle and equal). Errors: PFI_EINVAL (no job, baseline
  * not positive and finite, an input the strategy needs missing),
- * event_min_cut outside (0, 1], PFI_ENUMERIC (oracle), PFI_ENOMEM. Release with pfi_replay_release().
+ * event_min_cut outside (0, 1], PFI_ENUMERIC (oracle), PFI_ENOMEM. Release with
+ * pfi_replay_release().
  */
 int pfi_replay_run(const struct pfi_problem *p, enum pfi_strategy s,
                    const struct pfi_alloc_inputs *in,

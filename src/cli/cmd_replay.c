@@ -61,7 +61,8 @@ static const char usage_text[] =
     "\n"
     "Totals per strategy: retained = sum(dt * tokens/s) / sum(dt * uncapped\n"
     "tokens/s) over the trace, retained_event the same over the event steps\n"
-    "(cut >= --event-min-cut), energy, max and mean cut, infeasible steps and the\n"
+    "(cut >= --event-min-cut), energy, max and mean cut, infeasible steps and "
+    "the\n"
     "largest excess (W), gap to the oracle in percentage points.\n"
     "JSON keys: target, source, baseline_w, baseline_rule, steps,\n"
     "event_steps, uncapped_w, floor_w, max_cut, mean_cut, infeasible_steps,\n"
@@ -122,10 +123,9 @@ int cmd_replay(int argc, char **argv) {
       {"format", required_argument, 0, 'F'},
       {"help", no_argument, 0, 'h'},
       {0, 0, 0, 0}};
-  const char *curves = NULL, *features = NULL, *target = NULL,
-             *time_col = NULL, *power_col = NULL, *base_s = "auto",
-             *strat_s = "oracle,equal", *model_path = NULL, *pfeat = NULL,
-             *map = NULL;
+  const char *curves = NULL, *features = NULL, *target = NULL, *time_col = NULL,
+             *power_col = NULL, *base_s = "auto", *strat_s = "oracle,equal",
+             *model_path = NULL, *pfeat = NULL, *map = NULL;
   int true_pfi = 0;
   double event_min = PFI_REPLAY_EVENT_MIN_CUT;
   enum show show = SHOW_SUMMARY;
@@ -256,9 +256,8 @@ int cmd_replay(int argc, char **argv) {
     for (size_t q = 0; q < p.npts; q++)
       st += fabs(p.y[q]);
     if (!isfinite(sum_hi) || !isfinite(st)) {
-      pfi_error_setloc(&err, PFI_EPARSE, d.cs.source ? d.cs.source : curves,
-                       0, 0,
-                       "the jobs' total %s exceeds the floating-point range",
+      pfi_error_setloc(&err, PFI_EPARSE, d.cs.source ? d.cs.source : curves, 0,
+                       0, "the jobs' total %s exceeds the floating-point range",
                        isfinite(sum_hi) ? "throughput" : "uncapped power");
       goto fail;
     }
@@ -413,8 +412,7 @@ int cmd_replay(int argc, char **argv) {
         json_object_set_new(o2, "cut", json_real(r->cut[k]));
         json_object_set_new(o2, "budget_w", json_real(r->budget_w[k]));
         json_object_set_new(o2, "power_w", json_real(r->power_w[k]));
-        json_object_set_new(o2, "tokens_per_s",
-                            json_real(r->tokens_per_s[k]));
+        json_object_set_new(o2, "tokens_per_s", json_real(r->tokens_per_s[k]));
         json_object_set_new(o2, "normalized", json_real(r->normalized[k]));
         json_object_set_new(o2, "feasible", json_boolean(r->feasible[k]));
         json_object_set_new(o2, "short_w", json_real(r->short_w[k]));
@@ -452,8 +450,8 @@ int cmd_replay(int argc, char **argv) {
           continue;
         const struct pfi_replay *r = &rep[s];
         for (size_t i = 0; i < n; i++)
-          printf("%s,%s,%.6f,%.6f,%.6f\n", pfi_strategy_name(s),
-                 d.cs.c[i].job, r->job_retained[i], r->job_retained_event[i],
+          printf("%s,%s,%.6f,%.6f,%.6f\n", pfi_strategy_name(s), d.cs.c[i].job,
+                 r->job_retained[i], r->job_retained_event[i],
                  r->job_mean_power_w[i]);
       }
     } else {
@@ -477,17 +475,17 @@ int cmd_replay(int argc, char **argv) {
   }
 
   /* Table. */
-  printf("replay of %s: %zu steps, %s .. %s; baseline %.1f W (%s)%s\n",
-         tg.name, tg.n, tg.label[0], tg.label[tg.n - 1], baseline, rule,
+  printf("replay of %s: %zu steps, %s .. %s; baseline %.1f W (%s)%s\n", tg.name,
+         tg.n, tg.label[0], tg.label[tg.n - 1], baseline, rule,
          emulated ? " (emulated data)" : "");
   printf("%zu jobs: uncapped %.1f W, floors %.1f W (largest feasible cut "
          "%.1f %%)\n",
          n, sum_hi, sum_lo, sum_hi > 0 ? 100 * (1 - sum_lo / sum_hi) : 0.0);
-  printf("cut: max %.1f %%, mean %.1f %% over %zu event steps (cut >= %.3g %%); "
-         "infeasible steps: %zu",
-         100 * orc->max_cut, 100 * orc->mean_cut, orc->event_steps,
-         100 * event_min,
-         orc->infeasible_steps);
+  printf(
+      "cut: max %.1f %%, mean %.1f %% over %zu event steps (cut >= %.3g %%); "
+      "infeasible steps: %zu",
+      100 * orc->max_cut, 100 * orc->mean_cut, orc->event_steps,
+      100 * event_min, orc->infeasible_steps);
   if (orc->infeasible_steps)
     printf(" (jobs at their floors, up to %.1f W above the budget)",
            orc->infeasible_max_w);

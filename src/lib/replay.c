@@ -584,8 +584,8 @@ int pfi_replay_run(const struct pfi_problem *p, enum pfi_strategy s,
   }
   /* Ratios with a zero denominator (jobs whose uncapped throughput is 0,
    * or no event step) are defined as 1: nothing could be lost. */
-  out->retained = dt_all > 0 && tmax_tot > 0 ? tok_num / (dt_all * tmax_tot)
-                                             : 1;
+  out->retained =
+      dt_all > 0 && tmax_tot > 0 ? tok_num / (dt_all * tmax_tot) : 1;
   out->retained_event =
       dt_ev > 0 && tmax_tot > 0 ? tok_num_ev / (dt_ev * tmax_tot) : 1;
   out->mean_cut = dt_ev > 0 ? cut_ev / dt_ev : 0;

@@ -60,11 +60,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       pfi_problem_add(&p, xb, yb, 3, 100, 200, &err) < 0 || !(base > 0) ||
       !isfinite(base))
     goto out;
-  if (pfi_replay_run(&p, PFI_STRAT_ORACLE, NULL, &tg, base, 0.05, &o,
-                     &err) == 0) {
+  if (pfi_replay_run(&p, PFI_STRAT_ORACLE, NULL, &tg, base, 0.05, &o, &err) ==
+      0) {
     check(&o);
-    if (pfi_replay_run(&p, PFI_STRAT_EQUAL, NULL, &tg, base, 0.05, &e,
-                       &err) == 0) {
+    if (pfi_replay_run(&p, PFI_STRAT_EQUAL, NULL, &tg, base, 0.05, &e, &err) ==
+        0) {
       check(&e);
       for (size_t k = 0; k < o.n; k++)
         if (e.tokens_per_s[k] > o.tokens_per_s[k] + 1e-6)

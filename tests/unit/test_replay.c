@@ -23,16 +23,15 @@ static void test_time_forms(void **state) {
   assert_int_equal(k, PFI_TIME_DATETIME);
   ASSERT_NEAR(t, 1746394800.0, 0);
   /* The same instant written in UTC and with a compact offset. */
-  assert_int_equal(pfi_time_parse("2025-05-04T21:40Z", &k, &t, &bad, &err),
-                   0);
+  assert_int_equal(pfi_time_parse("2025-05-04T21:40Z", &k, &t, &bad, &err), 0);
   ASSERT_NEAR(t, 1746394800.0, 0);
   assert_int_equal(
       pfi_time_parse(" 2025-05-05 03:10+0530 ", &k, &t, &bad, &err), 0);
   ASSERT_NEAR(t, 1746394800.0, 0);
   /* `date -u -d "2000-02-29 06:30:15.5" +%s.%N` = 951805815.5 (a leap
    * day). */
-  assert_int_equal(
-      pfi_time_parse("2000-02-29 06:30:15.5", &k, &t, &bad, &err), 0);
+  assert_int_equal(pfi_time_parse("2000-02-29 06:30:15.5", &k, &t, &bad, &err),
+                   0);
   ASSERT_NEAR(t, 951805815.5, 1e-6);
   assert_int_equal(pfi_time_parse("14:00", &k, &t, &bad, &err), 0);
   assert_int_equal(k, PFI_TIME_CLOCK);
@@ -55,18 +54,18 @@ static void test_time_errors(void **state) {
     const char *s;
     size_t at;
   } cases[] = {
-      {"2025-02-29 00:00", 8},   /* not a leap year */
-      {"2025-13-01 00:00", 5},   /* month */
-      {"2025-05-04 24:00", 11},  /* hour */
-      {"2025-05-04 14:60", 14},  /* minutes */
-      {"2025-05-04", 10},        /* no time of day */
+      {"2025-02-29 00:00", 8},       /* not a leap year */
+      {"2025-13-01 00:00", 5},       /* month */
+      {"2025-05-04 24:00", 11},      /* hour */
+      {"2025-05-04 14:60", 14},      /* minutes */
+      {"2025-05-04", 10},            /* no time of day */
       {"2025-05-04 14:40:00-7", 21}, /* offset needs two digits */
-      {"14:00x", 5},             /* trailing garbage */
-      {"1.", 2},                 /* no digits after '.' */
-      {"-5", 0},                 /* negative seconds */
+      {"14:00x", 5},                 /* trailing garbage */
+      {"1.", 2},                     /* no digits after '.' */
+      {"-5", 0},                     /* negative seconds */
       {"", 0},
       {"1234567890123456", 15}, /* too many digits */
-      {"14:5", 4}, /* minutes need two digits: the missing one */
+      {"14:5", 4},              /* minutes need two digits: the missing one */
   };
   for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
     bad = 999;
@@ -83,8 +82,8 @@ static void expect_load_error(const char *csv, long line, long col,
   struct pfi_target tg;
   struct pfi_error err;
   pfi_error_clear(&err);
-  int rc = pfi_target_load_mem(&tg, "t.csv", csv, strlen(csv), NULL, NULL,
-                               &err);
+  int rc =
+      pfi_target_load_mem(&tg, "t.csv", csv, strlen(csv), NULL, NULL, &err);
   if (rc != PFI_EPARSE)
     fail_msg("'%s': rc %d, expected PFI_EPARSE", csv, rc);
   if (err.line != line || err.column != col)
@@ -138,8 +137,7 @@ static void test_replay_by_hand(void **state) {
   const char *csv = "t,power_w\n0,1000\n60,800\n180,400\n";
   struct pfi_target tg;
   assert_int_equal(
-      pfi_target_load_mem(&tg, "t.csv", csv, strlen(csv), NULL, NULL, &err),
-      0);
+      pfi_target_load_mem(&tg, "t.csv", csv, strlen(csv), NULL, NULL, &err), 0);
   assert_int_equal(tg.n, 3);
   /* All three samples lie in the first 15 minutes: median 800. */
   ASSERT_NEAR(pfi_target_baseline_auto(&tg), 800, 0);
@@ -185,15 +183,15 @@ static void test_replay_by_hand(void **state) {
 
   /* Bad arguments. */
   struct pfi_replay r;
-  assert_int_equal(pfi_replay_run(&p, PFI_STRAT_ORACLE, NULL, &tg, 0, 0.05,
-                                  &r, &err),
-                   PFI_EINVAL);
-  assert_int_equal(pfi_replay_run(&p, PFI_STRAT_ORACLE, NULL, &tg, 1000, 0,
-                                  &r, &err),
-                   PFI_EINVAL);
-  assert_int_equal(pfi_replay_run(&p, PFI_STRAT_PFI_AWARE, NULL, &tg, 1000,
-                                  0.05, &r, &err),
-                   PFI_EINVAL);
+  assert_int_equal(
+      pfi_replay_run(&p, PFI_STRAT_ORACLE, NULL, &tg, 0, 0.05, &r, &err),
+      PFI_EINVAL);
+  assert_int_equal(
+      pfi_replay_run(&p, PFI_STRAT_ORACLE, NULL, &tg, 1000, 0, &r, &err),
+      PFI_EINVAL);
+  assert_int_equal(
+      pfi_replay_run(&p, PFI_STRAT_PFI_AWARE, NULL, &tg, 1000, 0.05, &r, &err),
+      PFI_EINVAL);
   pfi_replay_release(&o);
   pfi_replay_release(&e);
   pfi_target_release(&tg);
