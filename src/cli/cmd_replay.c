@@ -75,6 +75,23 @@ static const char usage_text[] =
 
 enum show { SHOW_SUMMARY, SHOW_SERIES, SHOW_JOBS };
 
+/* A CSV field: quoted (with "" for ") when it holds a comma, a quote or a
+ * line break, so that a job name from a quoted input field keeps the row
+ * intact. */
+static void put_csv(const char *s) {
+  if (!strpbrk(s, ",\"\r\n")) {
+    fputs(s, stdout);
+    return;
+  }
+  putchar('"');
+  for (; *s; s++) {
+    if (*s == '"')
+      putchar('"');
+    putchar(*s);
+  }
+  putchar('"');
+}
+
 /* Parses --strategies into a bit set; oracle is always added (for the
  * gap) but printed only when asked for. */
 static int parse_strategies(const char *s, unsigned *asked) {
@@ -449,10 +466,12 @@ int cmd_replay(int argc, char **argv) {
         if (!(asked & (1u << s)))
           continue;
         const struct pfi_replay *r = &rep[s];
-        for (size_t i = 0; i < n; i++)
-          printf("%s,%s,%.6f,%.6f,%.6f\n", pfi_strategy_name(s), d.cs.c[i].job,
-                 r->job_retained[i], r->job_retained_event[i],
-                 r->job_mean_power_w[i]);
+        for (size_t i = 0; i < n; i++) {
+          printf("%s,", pfi_strategy_name(s));
+          put_csv(d.cs.c[i].job);
+          printf(",%.6f,%.6f,%.6f\n", r->job_retained[i],
+                 r->job_retained_event[i], r->job_mean_power_w[i]);
+        }
       }
     } else {
       printf("strategy,retained,retained_event,gap_to_oracle_pp,"

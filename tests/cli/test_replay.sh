@@ -82,6 +82,15 @@ grep -q '^equal,"14:03",180.000,0.600000,160.000000,200.000000,200.000000,0.6451
   --format csv --show jobs >"$T/j.csv" || fail "hand jobs: exit $?"
 # A in the event under the oracle: (120*135 + 120*100)/(240*150) = 0.783333.
 grep -q '^oracle,A,.*,0.783333,' "$T/j.csv" || fail "oracle job A: $(grep '^oracle,A' "$T/j.csv")"
+# A job name with a comma stays one CSV field. One job (100 W, 100),
+# (200 W, 150); samples 10 and 8 W: auto baseline 9 W (their median), cuts
+# 0 and 1/9, budget 200 * 8/9 = 177.78 W, throughput 100 + 0.5 * 77.78 =
+# 138.89 = 0.925926 of 150 in the event.
+printf 'job,cap_w,power_w,tokens_per_s\n"A,x",100,100,100\n"A,x",200,200,150\n' >"$T/cq.csv"
+printf 't,power\n0,10\n60,8\n' >"$T/tq.csv"
+"$PFI" replay --curves "$T/cq.csv" --target "$T/tq.csv" --format csv --show jobs >"$T/jq.csv" ||
+  fail "quoted job: exit $?"
+grep -q '^oracle,"A,x",[0-9.]*,0.925926,' "$T/jq.csv" || fail "quoted job: $(cat "$T/jq.csv")"
 # The automatic baseline: all three samples lie in the first 15 minutes,
 # median 800 W; the first step's cut is then 0 (clamped), the second 0.
 "$PFI" replay --curves "$T/c.csv" --target "$T/t.csv" --format json >"$T/j.json" ||
