@@ -19,7 +19,7 @@ static const char usage_text[] =
     "                  [--time-col NAME] [--power-col NAME]\n"
     "                  [--baseline W|auto] [--strategies LIST]\n"
     "                  [--model MODEL.json | --true-pfi] [--pfi-features L]\n"
-    "                  [--map MAP] [--show summary|series|jobs]\n"
+    "                  [--map MAP] [--show summary|series|jobs|caps]\n"
     "                  [--format table|csv|json]\n"
     "\n"
     "Replays a grid event: TRACE gives the cluster's power over time; the\n"
@@ -50,7 +50,8 @@ static const char usage_text[] =
     "                     closer to the baseline are not the event's\n"
     "  --show WHAT        table and CSV output: summary (default; totals per\n"
     "                     strategy and per job), series (the time series)\n"
-    "                     or jobs (per job and strategy)\n"
+    "                     jobs (per job and strategy) or caps (each job's\n"
+    "                     power and per-GPU cap at each step)\n"
     "  --format F         table (default), csv or json (everything)\n"
     "  -h, --help         this text\n"
     "\n"
@@ -70,10 +71,17 @@ static const char usage_text[] =
     "retained_event, gap_to_oracle_pp, gap_to_oracle_event_pp, energy_kwh,\n"
     "mean_power_w, infeasible_steps, infeasible_max_w, jobs [{job,\n"
     "retained, retained_event, mean_power_w}], series [{time, t_s, cut,\n"
-    "budget_w, power_w, tokens_per_s, normalized, feasible, short_w}]}].\n"
+    "budget_w, power_w, tokens_per_s, normalized, feasible, short_w,\n"
+    "job_power_w [..], job_cap_w [..] (in the order of jobs)}]}].\n"
     "Exit status 0 ok, 1 run-time failure, 2 bad usage or bad input.\n";
 
-enum show { SHOW_SUMMARY, SHOW_SERIES, SHOW_JOBS };
+enum show { SHOW_SUMMARY, SHOW_SERIES, SHOW_JOBS, SHOW_CAPS };
+
+/* Width of a job's column in the caps table. */
+static int colw(const char *job) {
+  size_t l = strlen(job);
+  return l < 12 ? 12 : l > 64 ? 64 : (int)l;
+}
 
 /* A CSV field: quoted (with "" for ") when it holds a comma, a quote or a
  * line break, so that a job name from a quoted input field keeps the row
@@ -201,9 +209,11 @@ int cmd_replay(int argc, char **argv) {
         show = SHOW_SERIES;
       else if (strcmp(optarg, "jobs") == 0)
         show = SHOW_JOBS;
+      else if (strcmp(optarg, "caps") == 0)
+        show = SHOW_CAPS;
       else
         return pfi_cli_usage("replay",
-                             "--show: expected summary, series or jobs, "
+                             "--show: expected summary, series, jobs or caps, "
                              "got '%s'",
                              optarg);
       break;
@@ -433,6 +443,14 @@ int cmd_replay(int argc, char **argv) {
         json_object_set_new(o2, "normalized", json_real(r->normalized[k]));
         json_object_set_new(o2, "feasible", json_boolean(r->feasible[k]));
         json_object_set_new(o2, "short_w", json_real(r->short_w[k]));
+        json_t *jp = json_array(), *jc = json_array();
+        for (size_t i = 0; i < n; i++) {
+          double x = r->job_power_w[k * n + i];
+          json_array_append_new(jp, json_real(x));
+          json_array_append_new(jc, json_real(pfi_curve_cap_at(&d.cs.c[i], x)));
+        }
+        json_object_set_new(o2, "job_power_w", jp);
+        json_object_set_new(o2, "job_cap_w", jc);
         json_array_append_new(se, o2);
       }
       json_object_set_new(e, "series", se);
@@ -459,6 +477,22 @@ int cmd_replay(int argc, char **argv) {
                  r->cut[k], r->budget_w[k], r->power_w[k], r->tokens_per_s[k],
                  r->normalized[k], r->feasible[k], r->short_w[k]);
         }
+      }
+    } else if (show == SHOW_CAPS) {
+      printf("strategy,time,t_s,job,power_w,cap_w,tokens_per_s\n");
+      for (int s = 0; s < PFI_STRAT__COUNT; s++) {
+        if (!(asked & (1u << s)))
+          continue;
+        const struct pfi_replay *r = &rep[s];
+        for (size_t k = 0; k < tg.n; k++)
+          for (size_t i = 0; i < n; i++) {
+            double x = r->job_power_w[k * n + i];
+            printf("%s,\"%s\",%.3f,", pfi_strategy_name(s), tg.label[k],
+                   tg.t_s[k] - tg.t_s[0]);
+            put_csv(d.cs.c[i].job);
+            printf(",%.6f,%.6f,%.6f\n", x, pfi_curve_cap_at(&d.cs.c[i], x),
+                   pfi_problem_eval(&p, i, x));
+          }
       }
     } else if (show == SHOW_JOBS) {
       printf("strategy,job,retained,retained_event,mean_power_w\n");
@@ -509,6 +543,31 @@ int cmd_replay(int argc, char **argv) {
     printf(" (jobs at their floors, up to %.1f W above the budget)",
            orc->infeasible_max_w);
   printf("\n\n");
+  if (show == SHOW_CAPS) {
+    /* The per-GPU cap of each job at each step: what a controller sets. */
+    for (int s = 0; s < PFI_STRAT__COUNT; s++) {
+      if (!(asked & (1u << s)))
+        continue;
+      const struct pfi_replay *r = &rep[s];
+      printf("%s: per-GPU cap (W) of each job\n%-26s", pfi_strategy_name(s),
+             "time");
+      /* Each column as wide as its job's name (at least 12). */
+      for (size_t i = 0; i < n; i++) {
+        putchar(' ');
+        pfi_cli_put_name(stdout, d.cs.c[i].job, colw(d.cs.c[i].job));
+      }
+      printf("\n");
+      for (size_t k = 0; k < tg.n; k++) {
+        pfi_cli_put_name(stdout, tg.label[k], 26);
+        for (size_t i = 0; i < n; i++)
+          printf(" %-*.1f", colw(d.cs.c[i].job),
+                 pfi_curve_cap_at(&d.cs.c[i], r->job_power_w[k * n + i]));
+        printf("\n");
+      }
+      printf("\n");
+    }
+    goto done;
+  }
   if (show == SHOW_SERIES) {
     for (int s = 0; s < PFI_STRAT__COUNT; s++) {
       if (!(asked & (1u << s)))

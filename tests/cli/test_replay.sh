@@ -99,7 +99,8 @@ grep -q '"baseline_w": 800' "$T/j.json" || fail "auto baseline is not 800 W"
 grep -q '"baseline_rule": "median of the first 15 minutes"' "$T/j.json" || fail "baseline rule missing"
 for k in target source baseline_w steps event_steps uncapped_w floor_w max_cut mean_cut \
   infeasible_steps infeasible_max_w strategies retained retained_event gap_to_oracle_pp \
-  energy_kwh series time t_s cut budget_w power_w tokens_per_s normalized feasible short_w; do
+  energy_kwh series time t_s cut budget_w power_w tokens_per_s normalized feasible short_w \
+  job_power_w job_cap_w; do
   grep -q "\"$k\":" "$T/j.json" || fail "JSON key $k missing"
 done
 
@@ -120,6 +121,16 @@ awk -F, 'NR > 1 { if ($9 != 1) { bad++; next }
   d = $6 - $5; if (d < 0) d = -d; if (d > 1e-3 + 1e-9 * $5) bad++
   if ($8 <= 0 || $8 > 1 + 1e-12) bad++ }
   END { exit bad > 0 }' "$T/real.csv" || fail "real replay: budget not met or throughput out of (0, 1]"
+# The caps a controller would set: 8 jobs x 400 steps, each within the
+# sweep's caps (100..400 W); at the first step (cut 0) every job uncapped.
+"$PFI" replay --curves data/real/dvfs_sweep.csv --map "$M" \
+  --target data/real/SRP_total_power.csv --format csv --show caps >"$T/caps.csv" ||
+  fail "real caps: exit $?"
+[ "$(wc -l <"$T/caps.csv")" -eq $((2 * 8 * 400 + 1)) ] || fail "real caps: $(wc -l <"$T/caps.csv") lines"
+awk -F, 'NR > 1 && ($6 < 100 - 1e-6 || $6 > 400 + 1e-6) { bad++ } END { exit bad > 0 }' "$T/caps.csv" ||
+  fail "real caps: a cap outside 100..400 W"
+[ "$(grep -c '^oracle,"2025-05-04 14:40:00-07:00",0.000,[a-z0-9_]*,[0-9.]*,400.000000,' "$T/caps.csv")" -eq 8 ] ||
+  fail "real caps: not every job at 400 W at the first step"
 "$PFI" replay --curves data/real/dvfs_sweep.csv --map "$M" \
   --target data/real/SRP_total_power.csv --strategies all --true-pfi --format csv \
   >/dev/null 2>"$T/err"
