@@ -73,4 +73,15 @@ int pfi_phase_top_mean(const double *values, const enum pfi_phase *phase,
                        size_t n, const struct pfi_phase_params *p, double *mean,
                        size_t *used, struct pfi_error *err);
 
+/*
+ * Standard error of that aggregate: the sample standard deviation of the
+ * same top ceil(top_frac * m) training-phase values divided by the square
+ * root of their count (the intra-run variation the paper's Monte Carlo
+ * intervals resample). *sem is -1 (unknown) when fewer than 2 values are
+ * averaged. Returns 0 or the errors of pfi_phase_top_mean().
+ */
+int pfi_phase_top_sem(const double *values, const enum pfi_phase *phase,
+                      size_t n, const struct pfi_phase_params *p, double *sem,
+                      struct pfi_error *err);
+
 #endif

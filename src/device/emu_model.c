@@ -606,23 +606,12 @@ int pfi_emu_sweep(const struct pfi_emu_job *job, const double *caps, size_t n,
     if ((rc = pfi_phase_top_mean(tok, ph, ns, NULL, &pt->tokens_per_s, NULL,
                                  err)) < 0)
       goto out;
-    /* Standard errors of the training-phase means (tokens logged). */
-    double sp = 0, sp2 = 0, st = 0, st2 = 0;
-    size_t m = 0;
-    for (size_t k = 0; k < ns; k++)
-      if (ph[k] == PFI_PHASE_TRAINING && tok[k] > 0) {
-        sp += pw[k], sp2 += pw[k] * pw[k];
-        st += tok[k], st2 += tok[k] * tok[k];
-        m++;
-      }
-    if (m > 1) {
-      double vp = (sp2 - sp * sp / m) / (m - 1),
-             vt = (st2 - st * st / m) / (m - 1);
-      pt->power_sd_w = sqrt(vp > 0 ? vp : 0) / sqrt((double)m);
-      pt->tokens_sd = sqrt(vt > 0 ? vt : 0) / sqrt((double)m);
-    } else {
-      pt->power_sd_w = pt->tokens_sd = -1;
-    }
+    /* Standard errors of the aggregates themselves (the top 10 % of
+     * training-phase samples), as pfi trace summarize computes them. */
+    if ((rc = pfi_phase_top_sem(pw, ph, ns, NULL, &pt->power_sd_w, err)) < 0)
+      goto out;
+    if ((rc = pfi_phase_top_sem(tok, ph, ns, NULL, &pt->tokens_sd, err)) < 0)
+      goto out;
     pt->sm_clock_mhz = nclk ? clk / nclk : run->st.gpu[0].sm_clock_mhz;
     pt->mem_clock_mhz = run->prof->mem_clock_mhz;
   }

@@ -83,35 +83,26 @@ static int cmp_desc(const void *a, const void *b) {
   return (x < y) - (x > y);
 }
 
-int pfi_phase_top_mean(const double *values, const enum pfi_phase *phase,
-                       size_t n, const struct pfi_phase_params *p, double *mean,
-                       size_t *used, struct pfi_error *err) {
-  struct pfi_phase_params def;
-  double *buf = NULL;
+/* Selects the training-phase samples of `values` and sorts them in
+ * descending order into a new buffer *out (caller frees); *m gets their
+ * count and *k the size of the top fraction. */
+static int top_select(const double *values, const enum pfi_phase *phase,
+                      size_t n, const struct pfi_phase_params *p, double **out,
+                      size_t *m_out, size_t *k_out, struct pfi_error *err) {
   size_t m = 0;
-  int rc = 0;
-  if (!p) {
-    pfi_phase_params_init(&def);
-    p = &def;
-  }
-  if ((rc = check_params(p, err)) < 0)
-    return rc;
-  if (!mean || (n > 0 && (!values || !phase)))
-    return pfi_error_set(err, PFI_EINVAL, "no series to aggregate");
-  if (used)
-    *used = 0;
-  buf = malloc((n ? n : 1) * sizeof *buf);
+  double *buf = malloc((n ? n : 1) * sizeof *buf);
+  *out = NULL;
   if (!buf)
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
   for (size_t i = 0; i < n; i++)
     if (phase[i] == PFI_PHASE_TRAINING && isfinite(values[i]))
       buf[m++] = values[i];
   if (m == 0) {
-    rc = pfi_error_set(err, PFI_ENOTFOUND,
-                       "no training-phase sample (GPU utilization never "
-                       "reached %g %%)",
-                       p->train_util);
-    goto out;
+    free(buf);
+    return pfi_error_set(err, PFI_ENOTFOUND,
+                         "no training-phase sample (GPU utilization never "
+                         "reached %g %%)",
+                         p->train_util);
   }
   qsort(buf, m, sizeof *buf, cmp_desc);
   size_t k = (size_t)ceil(p->top_frac * (double)m - 1e-9);
@@ -119,23 +110,88 @@ int pfi_phase_top_mean(const double *values, const enum pfi_phase *phase,
     k = 1;
   if (k > m)
     k = m;
-  /* Summed in ascending order of magnitude within the top k, from the
-   * smallest, to keep the result independent of input order. */
+  *out = buf;
+  *m_out = m;
+  *k_out = k;
+  return 0;
+}
+
+/* Mean of buf[0..k), summed from the smallest so that the result does not
+ * depend on input order. */
+static double mean_of(const double *buf, size_t k) {
   double s = 0;
   for (size_t i = k; i-- > 0;)
     s += buf[i];
-  *mean = s / (double)k;
-  if (!isfinite(*mean)) {
+  double mean = s / (double)k;
+  if (!isfinite(mean)) {
     /* The sum overflowed (finite values near DBL_MAX, as a job that
      * reports nonsense can log): the mean of the scaled values cannot. */
     s = 0;
     for (size_t i = k; i-- > 0;)
       s += buf[i] / (double)k;
-    *mean = s;
+    mean = s;
   }
+  return mean;
+}
+
+static int check_args(const double *values, const enum pfi_phase *phase,
+                      size_t n, const struct pfi_phase_params **p,
+                      struct pfi_phase_params *def, const void *outp,
+                      struct pfi_error *err) {
+  if (!*p) {
+    pfi_phase_params_init(def);
+    *p = def;
+  }
+  int rc = check_params(*p, err);
+  if (rc < 0)
+    return rc;
+  if (!outp || (n > 0 && (!values || !phase)))
+    return pfi_error_set(err, PFI_EINVAL, "no series to aggregate");
+  return 0;
+}
+
+int pfi_phase_top_mean(const double *values, const enum pfi_phase *phase,
+                       size_t n, const struct pfi_phase_params *p, double *mean,
+                       size_t *used, struct pfi_error *err) {
+  struct pfi_phase_params def;
+  double *buf = NULL;
+  size_t m = 0, k = 0;
+  int rc = check_args(values, phase, n, &p, &def, mean, err);
+  if (rc < 0)
+    return rc;
+  if (used)
+    *used = 0;
+  if ((rc = top_select(values, phase, n, p, &buf, &m, &k, err)) < 0)
+    return rc;
+  *mean = mean_of(buf, k);
   if (used)
     *used = k;
-out:
   free(buf);
-  return rc;
+  return 0;
+}
+
+int pfi_phase_top_sem(const double *values, const enum pfi_phase *phase,
+                      size_t n, const struct pfi_phase_params *p, double *sem,
+                      struct pfi_error *err) {
+  struct pfi_phase_params def;
+  double *buf = NULL;
+  size_t m = 0, k = 0;
+  int rc = check_args(values, phase, n, &p, &def, sem, err);
+  if (rc < 0)
+    return rc;
+  if ((rc = top_select(values, phase, n, p, &buf, &m, &k, err)) < 0)
+    return rc;
+  *sem = -1;
+  if (k >= 2) {
+    double mean = mean_of(buf, k), ss = 0;
+    for (size_t i = 0; i < k; i++) {
+      double d = buf[i] - mean;
+      ss += d * d;
+    }
+    double v = sqrt(ss / (double)(k - 1)) / sqrt((double)k);
+    if (isfinite(v))
+      *sem = v;
+  }
+  free(buf);
+  return 0;
 }

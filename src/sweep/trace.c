@@ -238,21 +238,6 @@ out:
 }
 
 /* Standard error of the mean of the training-phase values. */
-static double train_sem(const double *v, const enum pfi_phase *ph, size_t n) {
-  double s = 0, s2 = 0;
-  size_t m = 0;
-  for (size_t i = 0; i < n; i++)
-    if (ph[i] == PFI_PHASE_TRAINING && isfinite(v[i])) {
-      s += v[i];
-      s2 += v[i] * v[i];
-      m++;
-    }
-  if (m < 2)
-    return -1;
-  double var = (s2 - s * s / (double)m) / (double)(m - 1);
-  return sqrt(var > 0 ? var : 0) / sqrt((double)m);
-}
-
 struct run_row {
   int64_t id;
   char job[128], arch[32], task[32], source[16];
@@ -335,8 +320,13 @@ static int summarize_run(struct pfi_store *st, struct run_row *rr,
       top_mean(tv, tph, nt, pp, &rr->tokens) == 0 && rr->tokens > 0 &&
       rr->power_w > 0) {
     rr->ok = 1;
-    rr->power_sd = train_sem(s.power, s.ph, s.n);
-    rr->tokens_sd = train_sem(tv, tph, nt);
+    /* Standard errors of the aggregates themselves (the top 10 % of
+     * training-phase samples), as the Monte Carlo intervals need. */
+    struct pfi_error e2;
+    if (pfi_phase_top_sem(s.power, s.ph, s.n, pp, &rr->power_sd, &e2) < 0)
+      rr->power_sd = -1;
+    if (pfi_phase_top_sem(tv, tph, nt, pp, &rr->tokens_sd, &e2) < 0)
+      rr->tokens_sd = -1;
   }
   double m[PFI_FIELD__COUNT];
   for (int f = 0; f < PFI_FIELD__COUNT; f++)
@@ -528,8 +518,8 @@ int pfi_trace_summarize(struct pfi_store *st, const char *out_dir,
         put_num(fc, rr->power_w);
         put_num(fc, rr->tokens);
         fprintf(fc, ",%d", rr->gpus);
-        put_num(fc, rr->power_sd);
-        put_num(fc, rr->tokens_sd);
+        put_num(fc, rr->power_sd >= 0 ? rr->power_sd : NAN); /* unknown: blank */
+        put_num(fc, rr->tokens_sd >= 0 ? rr->tokens_sd : NAN);
         fputs(",1", fc);
         put_text(fc, rr->source, 0);
         fputc('\n', fc);

@@ -98,6 +98,38 @@ static void test_top_mean_huge(void **state) {
   ASSERT_NEAR(m / 1.6e308, 1.0, 1e-15);
 }
 
+static void test_top_sem_by_hand(void **state) {
+  (void)state;
+  /* 20 training samples 1..20 and two non-training ones that must be
+   * ignored: the top ceil(0.1 * 20) = 2 are 20 and 19, mean 19.5, sample
+   * sd sqrt(((0.5)^2 + (0.5)^2) / 1) = 0.70711, sem = 0.70711 / sqrt(2) =
+   * 0.5 (by hand). With top_frac 0.25, the top 5 are 16..20: sd of
+   * 16..20 is sqrt(2.5) = 1.58114, sem 1.58114 / sqrt(5) = 0.70711. */
+  double v[22];
+  enum pfi_phase ph[22];
+  for (int i = 0; i < 20; i++) {
+    v[i] = i + 1;
+    ph[i] = PFI_PHASE_TRAINING;
+  }
+  v[20] = 1000, ph[20] = PFI_PHASE_STARTUP;
+  v[21] = 2000, ph[21] = PFI_PHASE_WARMUP;
+  double sem = 0;
+  struct pfi_error e;
+  assert_int_equal(pfi_phase_top_sem(v, ph, 22, NULL, &sem, &e), 0);
+  ASSERT_NEAR(sem, 0.5, 1e-12);
+  struct pfi_phase_params p;
+  pfi_phase_params_init(&p);
+  p.top_frac = 0.25;
+  assert_int_equal(pfi_phase_top_sem(v, ph, 22, &p, &sem, &e), 0);
+  ASSERT_NEAR(sem, sqrt(2.5) / sqrt(5.0), 1e-12);
+  /* One training sample: the aggregate has no standard error (-1). */
+  assert_int_equal(pfi_phase_top_sem(v, ph, 1, NULL, &sem, &e), 0);
+  ASSERT_NEAR(sem, -1, 0);
+  /* No training sample at all: the same error as the mean. */
+  assert_int_equal(pfi_phase_top_sem(v + 20, ph + 20, 2, NULL, &sem, &e),
+                   PFI_ENOTFOUND);
+}
+
 static void test_bad_params(void **state) {
   (void)state;
   struct pfi_phase_params p;
@@ -120,6 +152,7 @@ int main(void) {
       cmocka_unit_test(test_defaults_and_thresholds),
       cmocka_unit_test(test_missing_values),
       cmocka_unit_test(test_top_mean_huge),
+      cmocka_unit_test(test_top_sem_by_hand),
       cmocka_unit_test(test_bad_params),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
