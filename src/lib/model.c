@@ -278,8 +278,15 @@ int pfi_model_fit(const double *x, size_t n, size_t k, const double *y,
   for (size_t i = 0; i < n; i++)
     for (size_t j = 0; j < k; j++)
       xsc[i * k + j] = x[i * k + j] * sc[j];
-  int ols_ok = n > k + 1 && pfi_ols_fit(xsc, n, k, y, &ols, &e2) == 0;
+  int ols_rc = n > k + 1 ? pfi_ols_fit(xsc, n, k, y, &ols, &e2) : PFI_EINVAL;
   free(xsc);
+  /* Out of memory is not a rank-deficient design: falling back would
+   * return a model without standard errors. */
+  if (ols_rc == PFI_ENOMEM) {
+    free(sc);
+    goto nomem;
+  }
+  int ols_ok = ols_rc == 0;
   if (ols_ok) {
     memcpy(m->coef, ols.coef, (k + 1) * sizeof *m->coef);
     memcpy(m->se, ols.se, (k + 1) * sizeof *m->se);
