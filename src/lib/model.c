@@ -388,12 +388,19 @@ int pfi_model_eval_folds(const double *x, size_t n, size_t k, const double *y,
     snprintf(out->why, sizeof out->why, "PFI is constant (SST = 0)");
     goto out;
   }
+  double rho;
+  struct pfi_error e2;
+  int rho_rc = pfi_stats_spearman(y, pr, n, &rho, NULL, &e2);
+  /* Constant predictions leave rho undefined; out of memory is an error,
+   * not an undefined rho. */
+  if (rho_rc == PFI_ENOMEM) {
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
   out->defined = 1;
   out->r2 = 1 - sse / sst;
   out->rmse = sqrt(sse / (double)n);
-  double rho;
-  struct pfi_error e2;
-  if (pfi_stats_spearman(y, pr, n, &rho, NULL, &e2) == 0 && isfinite(rho)) {
+  if (rho_rc == 0 && isfinite(rho)) {
     out->rho = rho;
     out->rho_defined = 1;
   }
