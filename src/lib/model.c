@@ -483,7 +483,13 @@ int pfi_model_load_mem(struct pfi_model *m, const char *name, const char *data,
                        size_t len, struct pfi_error *err) {
   memset(m, 0, sizeof *m);
   json_error_t je;
+  memset(&je, 0, sizeof je);
   json_t *j = json_loadb(data, len, 0, &je);
+  /* jansson says out of memory by its error code, or, when its first
+   * buffer cannot be allocated, by returning with no message at all. */
+  if (!j && (json_error_code(&je) == json_error_out_of_memory ||
+             je.text[0] == '\0'))
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
   if (!j)
     return pfi_error_setloc(err, PFI_EPARSE, name, je.line > 0 ? je.line : 0,
                             je.column > 0 ? je.column : 0, "%s", je.text);

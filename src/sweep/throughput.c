@@ -70,7 +70,15 @@ int pfi_jsonl_parse_line(const char *name, long line, const char *text,
   if (i == len)
     return 0;
   json_error_t je;
+  memset(&je, 0, sizeof je);
   o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+  /* jansson says out of memory by its error code, or, when its first
+   * buffer cannot be allocated, by returning with no message at all. */
+  if (!o && (json_error_code(&je) == json_error_out_of_memory ||
+             je.text[0] == '\0')) {
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
   if (!o) {
     rc = pfi_error_setloc(err, PFI_EPARSE, name, line,
                           je.column > 0 ? je.column : 1, "%s", je.text);
