@@ -9,10 +9,11 @@
 
 #include "cli.h"
 #include "cli_device.h"
+#include "pfi/gpulock.h"
 
 static const char usage_text[] =
     "usage: pfi cap [--backend emu|nvml] [--params P] [--gpus LIST]\n"
-    "               (--set W | --reset) [--dry-run] [--format F]\n"
+    "               (--set W | --reset) [--dry-run] [--force] [--format F]\n"
     "\n"
     "Sets the power limit of GPUs (--set W, in watts) or returns it to each\n"
     "GPU's default (--reset), and prints old -> new for each GPU.\n"
@@ -25,6 +26,13 @@ static const char usage_text[] =
     "reloads. On emu the limits are those of emulated GPUs, kept in the\n"
     "emulator's state directory ($PFI_EMU_STATE).\n"
     "\n"
+    "A GPU that a running pfi sweep holds is not changed: the sweep restores\n"
+    "the limit it found at its start when it ends (undoing this one), and a\n"
+    "limit changed under it corrupts its measurement. pfi cap takes the same\n"
+    "per-GPU locks as the sweep (in $PFI_LOCK_DIR, see docs/sweep.md) before\n"
+    "changing anything, and exits 1 naming the GPU and the sweep's store if\n"
+    "one is held; --force changes it anyway, with a warning.\n"
+    "\n"
     "Options:\n"
     "  --backend B   nvml or emu (default: nvml when it finds a GPU, else "
     "emu)\n"
@@ -33,13 +41,15 @@ static const char usage_text[] =
     "  --set W       the new limit in watts (e.g. 500 or 412.5)\n"
     "  --reset       the GPUs' default limits\n"
     "  --dry-run     check and print the changes without making them\n"
+    "  --force       change GPUs a running sweep holds (the sweep will still\n"
+    "                restore its own starting limit when it ends)\n"
     "  --format F    table (default), csv or json\n"
     "  -h, --help    this text\n"
     "\n"
     "JSON is an array with one object per GPU: index, uuid, old_cap_w,\n"
     "new_cap_w, enforced_cap_w, changed, backend, emulated. Exit status: 0\n"
     "ok, 1 a device error (no permission, GPU lost; the message says which\n"
-    "GPUs were restored), 2 bad usage or a target outside a GPU's range.\n";
+    "GPUs were restored) or a GPU held by a running sweep, 2 bad usage or a target outside a GPU's range.\n";
 
 struct item {
   unsigned gpu;
@@ -49,7 +59,54 @@ struct item {
   uint32_t old_mw, new_mw, enforced_mw;
   int have_enforced;
   int changed; /* set by us (and, on failure, to be restored) */
+  int lock_fd;  /* the GPU's lock (pfi/gpulock.h), -1 when not held */
 };
+
+/* Takes the per-GPU lock of each item before anything changes, so that a
+ * running sweep's GPUs are left alone and no sweep starts on a GPU while
+ * its limit is being set. A held GPU stops the command (exit 1) unless
+ * `force`, which warns and goes on without that GPU's lock. A GPU without
+ * a UUID cannot be locked, as in the sweep. */
+static int lock_items(struct pfi_device *dev, struct item *items, size_t n,
+                      int force, struct pfi_error *err) {
+  char dir[512];
+  if (n == 0)
+    return 0;
+  pfi_gpu_lock_dir(dev, pfi__cli_emulated(dev, items[0].name), dir,
+                   sizeof dir);
+  for (size_t k = 0; k < n; k++) {
+    struct item *it = &items[k];
+    struct pfi_gpu_lock_holder h;
+    char who[700];
+    if (!strcmp(it->uuid, "-") || !it->uuid[0] || strchr(it->uuid, '/'))
+      continue;
+    int fd = pfi_gpu_lock_take(dir, it->uuid, "cap", NULL, &h, err);
+    if (fd == PFI_EBUSY) {
+      pfi_gpu_lock_holder_str(&h, who, sizeof who);
+      int sweep = strcmp(h.cmd, "sweep") == 0;
+      if (!force)
+        return pfi_error_set(err, PFI_EBUSY,
+                             "GPU %u (%s) is held by %s%s: nothing was "
+                             "changed (%s; --force changes it anyway)",
+                             it->gpu, it->uuid, sweep ? "a running " : "", who,
+                             sweep ? "the sweep restores its own starting "
+                                     "limit when it ends"
+                                   : "try again when it ends");
+      fprintf(stderr,
+              "pfi cap: warning: GPU %u (%s) is held by %s%s; changing it "
+              "anyway (--force)%s\n",
+              it->gpu, it->uuid, sweep ? "a running " : "", who,
+              sweep ? ": the sweep's measurement at its cap is disturbed, "
+                      "and it restores its own starting limit when it ends"
+                    : "");
+      continue;
+    }
+    if (fd < 0)
+      return fd;
+    it->lock_fd = fd;
+  }
+  return 0;
+}
 
 /* Restores items[0..k) that were changed, newest first; reports each
  * failure on stderr. Returns the number that could not be restored. */
@@ -83,12 +140,13 @@ int cmd_cap(int argc, char **argv) {
                                        {"set", required_argument, 0, 's'},
                                        {"reset", no_argument, 0, 'r'},
                                        {"dry-run", no_argument, 0, 'n'},
+                                       {"force", no_argument, 0, 'F'},
                                        {"format", required_argument, 0, 'f'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
   const char *backend = NULL, *params = NULL, *chosen = NULL;
   const char *gpus_arg = "all", *set_arg = NULL;
-  int reset = 0, dry = 0, status = 0, c, rc = 0;
+  int reset = 0, dry = 0, force = 0, status = 0, c, rc = 0;
   enum pfi_format format = PFI_FMT_TABLE;
   struct pfi_device *dev = NULL;
   struct pfi_error err;
@@ -119,6 +177,9 @@ int cmd_cap(int argc, char **argv) {
       break;
     case 'n':
       dry = 1;
+      break;
+    case 'F':
+      force = 1;
       break;
     case 'f':
       if ((status = pfi_cli_format("cap", optarg,
@@ -167,6 +228,8 @@ int cmd_cap(int argc, char **argv) {
     rc = pfi_error_set(&err, PFI_ENOMEM, "out of memory");
     goto fail;
   }
+  for (size_t k = 0; k < n; k++)
+    items[k].lock_fd = -1;
 
   /* Check every GPU before changing any. */
   for (size_t k = 0; k < n; k++) {
@@ -198,6 +261,11 @@ int cmd_cap(int argc, char **argv) {
       goto fail;
     }
   }
+
+  /* A dry run takes the locks too: it says what the real command would do,
+   * and that would be refused. */
+  if ((rc = lock_items(dev, items, n, force, &err)) < 0)
+    goto fail;
 
   /* Apply, verifying each by reading it back. */
   for (size_t k = 0; k < n && !dry; k++) {
@@ -289,6 +357,8 @@ int cmd_cap(int argc, char **argv) {
 fail:
   status = pfi_cli_fail(&err);
 out:
+  for (size_t k = 0; items && k < n; k++)
+    pfi_gpu_lock_release(items[k].lock_fd);
   free(items);
   free(gpus);
   pfi_device_close(dev);

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/time.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -24,6 +23,7 @@
 #include "internal.h"
 #include "pfi/device.h"
 #include "pfi/emu.h"
+#include "pfi/gpulock.h"
 #include "pfi/prom.h"
 #include "pfi/throughput.h"
 #include "pfi/version.h"
@@ -824,66 +824,44 @@ out:
 
 /* ---- one sweep per GPU ----------------------------------------------------*/
 
-/* The directory of the per-GPU sweep locks: $PFI_LOCK_DIR; for emulated
- * GPUs the emulator's state directory (their UUIDs are the same in every
- * state directory, which are separate devices); else /run/lock when
- * writable, else /tmp. */
-static void lock_dir(const struct sweep *sw, char *buf, size_t n) {
-  const char *e;
-  struct pfi_error err;
-  if ((e = getenv("PFI_LOCK_DIR")) && *e)
-    snprintf(buf, n, "%s", e);
-  else if (strcmp(sw->backend, "emu") == 0 &&
-           pfi_emu_state_dir(sw->dev, buf, n, &err) == 0)
-    return;
-  else if (sw->emulated && (e = getenv("PFI_EMU_STATE")) && *e)
-    snprintf(buf, n, "%s", e);
-  else if (sw->emulated && (e = getenv("XDG_RUNTIME_DIR")) && *e)
-    snprintf(buf, n, "%s/pfi-emu", e);
-  else if (sw->emulated)
-    snprintf(buf, n, "/tmp/pfi-emu-%ld", (long)getuid());
-  else if (access("/run/lock", W_OK) == 0)
-    snprintf(buf, n, "/run/lock");
-  else
-    snprintf(buf, n, "/tmp");
-}
-
-/* Takes an exclusive flock per GPU (by UUID) for the whole sweep. Two
- * sweeps on one GPU through different stores would each record the other's
- * cap as the one to restore, and the GPU could end at a sweep cap for
- * good. A GPU without a UUID is not locked. */
+/* Takes the per-GPU lock (include/pfi/gpulock.h) of each GPU, by UUID,
+ * for the whole sweep. Two sweeps on one GPU through different stores
+ * would each record the other's cap as the one to restore, and the GPU
+ * could end at a sweep cap for good; an operator's pfi cap would be undone
+ * by the restore, or would corrupt the measurement. A GPU without a UUID
+ * is not locked. */
 static int lock_gpus(struct sweep *sw, struct pfi_error *err) {
   char dir[512];
-  lock_dir(sw, dir, sizeof dir);
+  pfi_gpu_lock_dir(sw->dev, sw->emulated, dir, sizeof dir);
   sw->gpu_lock = malloc(sw->n * sizeof *sw->gpu_lock);
   if (!sw->gpu_lock)
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
   for (size_t i = 0; i < sw->n; i++)
     sw->gpu_lock[i] = -1;
   for (size_t i = 0; i < sw->n; i++) {
-    char uuid[96], path[700];
+    char uuid[96], who[700];
     struct pfi_error e;
+    struct pfi_gpu_lock_holder h;
     if (pfi_device_uuid(sw->dev, sw->gpus[i], uuid, sizeof uuid, &e) < 0 ||
         !uuid[0] || strchr(uuid, '/'))
       continue;
-    snprintf(path, sizeof path, "%s/pfi-sweep-%s.lock", dir, uuid);
-    int fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd < 0)
-      return pfi_error_set(err, PFI_EIO,
-                           "%s: cannot create the GPU's sweep lock: %s (set "
-                           "PFI_LOCK_DIR to a writable directory)",
-                           path, strerror(errno));
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-      int e2 = errno;
-      close(fd);
-      if (e2 == EWOULDBLOCK)
+    int fd = pfi_gpu_lock_take(dir, uuid, "sweep", pfi_store_path(sw->st),
+                               &h, err);
+    if (fd == PFI_EBUSY) {
+      pfi_gpu_lock_holder_str(&h, who, sizeof who);
+      if (!h.cmd[0] || strcmp(h.cmd, "sweep") == 0)
         return pfi_error_set(err, PFI_EBUSY,
-                             "GPU %u (%s) is being swept by another pfi: two "
-                             "sweeps on one GPU would each restore the "
+                             "GPU %u (%s) is being swept by another pfi (%s): "
+                             "two sweeps on one GPU would each restore the "
                              "other's cap",
-                             sw->gpus[i], uuid);
-      return pfi_error_set(err, PFI_EIO, "%s: lock: %s", path, strerror(e2));
+                             sw->gpus[i], uuid, who);
+      return pfi_error_set(err, PFI_EBUSY,
+                           "GPU %u (%s) is held by %s: nothing was changed; "
+                           "try again when it ends",
+                           sw->gpus[i], uuid, who);
     }
+    if (fd < 0)
+      return fd;
     sw->gpu_lock[i] = fd;
   }
   return 0;
@@ -1133,8 +1111,7 @@ out:
     pfi_error_set(err, PFI_EINTR, "interrupted; caps restored");
   pfi_device_close(sw.dev);
   for (size_t i = 0; sw.gpu_lock && i < sw.n; i++)
-    if (sw.gpu_lock[i] >= 0)
-      close(sw.gpu_lock[i]);
+    pfi_gpu_lock_release(sw.gpu_lock[i]);
   free(sw.gpu_lock);
   pfi_tput_close(sw.tp);
   pfi_emu_jobs_release(&sw.lib);
