@@ -266,6 +266,8 @@ static int handle_line(struct pfi_tput *tp, const char *s, size_t n,
   }
   int el = 0;
   int r = pfi_jsonl_parse_line(tp->path, tp->line, s, n, &st, &el, &e);
+  if (r == PFI_ENOMEM) /* not the line's fault: it must not be dropped */
+    return r;
   if (r < 0) {
     note_bad(tp, &e);
     return 0;
