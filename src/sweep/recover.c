@@ -9,6 +9,7 @@
 
 #include "internal.h"
 #include "pfi/device.h"
+#include "pfi/gpulock.h"
 
 /* ---- restoring caps ------------------------------------------------------ */
 
@@ -119,6 +120,58 @@ static int check_ledger_lib(const char *params, struct pfi_error *err) {
   return 0;
 }
 
+/* Takes the per-GPU locks (pfi/gpulock.h) of the ledger rows of one
+ * device (backend, params) before their caps are restored: a live sweep
+ * through another store may hold one of these GPUs (it recorded this
+ * store's leftover cap as the one to restore, and restores it when it
+ * ends); setting the cap under it would corrupt its measurement. The rows
+ * then stay until that sweep ends. *fds (caller releases each and frees)
+ * gets one descriptor per locked row. Returns 0, PFI_EBUSY naming the GPU
+ * and its holder, or another error. */
+static int lock_ledger_gpus(struct pfi_store *st, struct pfi_device *dev,
+                            const struct pfi_saved_cap *caps, size_t n,
+                            const char *backend, const char *params,
+                            int **fds, size_t *nf, struct pfi_error *err) {
+  int emulated = strcmp(backend, "emu") == 0;
+  char dir[512];
+  *nf = 0;
+  *fds = malloc((n ? n : 1) * sizeof **fds);
+  if (!*fds)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  /* The same directory the sweep chose: emulated GPUs by their names, as
+   * in pfi_sweep_run. */
+  for (size_t i = 0; i < n && !emulated; i++) {
+    char name[128];
+    if (strcmp(caps[i].backend, backend) == 0 &&
+        strcmp(caps[i].params, params) == 0 &&
+        pfi_device_name(dev, caps[i].gpu, name, sizeof name, NULL) == 0 &&
+        strstr(name, "(emulated)"))
+      emulated = 1;
+  }
+  pfi_gpu_lock_dir(dev, emulated, dir, sizeof dir);
+  for (size_t i = 0; i < n; i++) {
+    const struct pfi_saved_cap *c = &caps[i];
+    struct pfi_gpu_lock_holder h;
+    char who[700];
+    if (strcmp(c->backend, backend) != 0 || strcmp(c->params, params) != 0 ||
+        !c->uuid[0] || strchr(c->uuid, '/'))
+      continue;
+    int fd = pfi_gpu_lock_take(dir, c->uuid, "restore", pfi_store_path(st), &h,
+                               err);
+    if (fd == PFI_EBUSY)
+      return pfi_error_set(
+          err, PFI_EBUSY,
+          "GPU %u (%s) is held by %s: its cap recorded in %s (%u mW) is not "
+          "restored under it; run pfi restore --db %s when it has ended",
+          c->gpu, c->uuid, pfi_gpu_lock_holder_str(&h, who, sizeof who),
+          pfi_store_path(st), c->cap_mw, pfi_store_path(st));
+    if (fd < 0)
+      return fd;
+    (*fds)[(*nf)++] = fd;
+  }
+  return 0;
+}
+
 int pfi_sweep_recover(struct pfi_store *st, struct pfi_error *err) {
   struct pfi_saved_cap *caps = NULL;
   size_t n = 0;
@@ -143,14 +196,22 @@ int pfi_sweep_recover(struct pfi_store *st, struct pfi_error *err) {
       continue;
     struct pfi_device *dev = NULL;
     struct pfi_error e;
+    int *fds = NULL;
+    size_t nf = 0;
     pfi_error_clear(&e);
     int r = check_ledger_lib(caps[i].params, &e);
     if (r == 0)
       r = pfi_device_open(&dev, caps[i].backend,
                           caps[i].params[0] ? caps[i].params : NULL, &e);
     if (r == 0)
+      r = lock_ledger_gpus(st, dev, caps, n, caps[i].backend, caps[i].params,
+                           &fds, &nf, &e);
+    if (r == 0)
       r = pfi__restore_ledger(st, dev, caps[i].backend, caps[i].params, NULL,
                               NULL, &e);
+    for (size_t k = 0; k < nf; k++)
+      pfi_gpu_lock_release(fds[k]);
+    free(fds);
     pfi_device_close(dev);
     if (r < 0) {
       if (!first) {

@@ -107,6 +107,14 @@ import csv, sys
 print(list(csv.DictReader(sys.stdin))[1]["uuid"])')
 lock=$PFI_LOCK_DIR/pfi-sweep-$uuid.lock
 [ -e "$lock" ] || fail "no lock file $lock (the sweep and pfi cap disagree on the directory?)"
+# A sweep killed (SIGKILL) after setting its cap leaves the caps in its
+# store's ledger for the next pfi to restore; while the GPU's lock is held
+# by a live sweep (through another store), that restore waits.
+orig=$(caps)
+PFI_SWEEP_KILL_AT=set:0 "$PFI" sweep $EMU --emulate $G --caps 300 --db "$T/c.db" --quiet >/dev/null 2>&1
+[ "$(caps)" = "300,300" ] || fail "killed sweep: caps are $(caps), expected 300,300"
+[ "$(sqlite3 "$T/c.db" "select count(*) from cap_ledger" 2>/dev/null)" = 2 ] ||
+  fail "killed sweep: ledger rows: $(sqlite3 "$T/c.db" "select * from cap_ledger" 2>&1)"
 printf 'pid=4242\ncmd=sweep\nstore=/data/a.db\n' >"$lock"
 # The holder is one process (a forked child would keep the lock after
 # it is killed); it says when it holds the lock.
@@ -129,6 +137,13 @@ before=$(caps)
 grep -q "GPU 1 ($uuid) is held by a running pfi sweep (pid 4242, store /data/a.db)" "$T/err" ||
   fail "held GPU: message: $(cat "$T/err")"
 [ "$(caps)" = "$before" ] || fail "pfi cap on a held GPU changed GPU 0 (all or none)"
+"$PFI" restore --db "$T/c.db" >/dev/null 2>"$T/err"
+[ $? = 1 ] || fail "pfi restore under a held GPU: exit status"
+grep -q "GPU 1 ($uuid) is held by pfi sweep (pid 4242, store /data/a.db): its cap recorded in .*/c\.db" "$T/err" ||
+  fail "pfi restore under a held GPU: message: $(cat "$T/err")"
+[ "$(caps)" = "300,300" ] || fail "pfi restore under a held GPU changed a cap: $(caps)"
+[ "$(sqlite3 "$T/c.db" "select count(*) from cap_ledger" 2>/dev/null)" = 2 ] ||
+  fail "pfi restore under a held GPU cleared ledger rows"
 # A record without a command: "another pfi".
 : >"$lock"
 "$PFI" cap $EMU --gpus 1 --set 300 >/dev/null 2>"$T/err"
@@ -141,6 +156,8 @@ grep -q "GPU 1 ($uuid) is being swept by another pfi" "$T/err" || fail "sweep on
 [ "$(caps)" = "$before" ] || fail "a refused sweep changed a cap"
 kill -KILL "$holder"
 wait "$holder" 2>/dev/null
+"$PFI" restore --db "$T/c.db" >/dev/null 2>"$T/err" || fail "pfi restore after the holder died: $(cat "$T/err")"
+[ "$(caps)" = "$orig" ] || fail "pfi restore after the holder died: caps are $(caps), expected $orig"
 "$PFI" cap $EMU --gpus 1 --set 300 >/dev/null 2>"$T/err" || fail "pfi cap after the holder died: $(cat "$T/err")"
 # pfi cap's own record names it while it holds the lock; after it, the
 # lock is free (the next command succeeds).
