@@ -89,6 +89,8 @@ struct pfi_rtable {
   int *decimals;   /* per column, for numbers; owned */
   long hidden_col; /* a column left out of the HTML rendering (its value is
                       said elsewhere on the page), -1 for none */
+  int failed;      /* a row or a string could not be allocated: writing the
+                      table then fails with PFI_ENOMEM */
   size_t nrows, rows_cap;
   struct pfi_cell *cells; /* nrows * ncols, row-major; owned */
 };
@@ -131,7 +133,9 @@ int pfi_rtable_get_num(const struct pfi_rtable *t, size_t row, size_t col,
 char *pfi_rtable_format(const struct pfi_rtable *t, size_t row, size_t col,
                         char *buf, size_t n);
 
-/* Writes DIR/NAME.csv and DIR/NAME.json. Returns 0 or PFI_EIO/PFI_ENOMEM. */
+/* Writes DIR/NAME.csv and DIR/NAME.json. Returns 0 or PFI_EIO/PFI_ENOMEM
+ * (also when an earlier add or set on the table ran out of memory, so that
+ * a table missing a row or a cell is never written). */
 int pfi_rtable_write(const struct pfi_rtable *t, const char *dir,
                      struct pfi_error *err);
 

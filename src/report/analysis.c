@@ -169,6 +169,15 @@ static void headline(struct pfi__report *r, const char *metric, double ours,
   pfi_rtable_set_num_dec(t, (size_t)row, 3, diff(ours, pub), decimals);
 }
 
+/* Records an out-of-memory failure that a section otherwise treats as
+ * "not available": the report then fails with PFI_ENOMEM instead of
+ * presenting a page with a section missing for lack of memory. Returns rc. */
+static int note_oom(struct pfi__report *r, int rc) {
+  if (rc == PFI_ENOMEM)
+    r->nomem = 1;
+  return rc;
+}
+
 /* ---- published tables --------------------------------------------------- */
 
 static int load_paper(struct pfi__report *r, const char *file,
@@ -806,7 +815,7 @@ static int sec_characterization(struct pfi__report *r) {
       return pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
     double med = NAN, mean = NAN, mn = NAN, mx = NAN, pmed = NAN, pmean = NAN;
     if (n) {
-      pfi_stats_median(v, n, &med, NULL);
+      note_oom(r, pfi_stats_median(v, n, &med, NULL));
       double s = 0;
       mn = INFINITY;
       mx = -INFINITY;
@@ -818,7 +827,7 @@ static int sec_characterization(struct pfi__report *r) {
       mean = s / (double)n;
     }
     if (pn) {
-      pfi_stats_median(pv, pn, &pmed, NULL);
+      note_oom(r, pfi_stats_median(pv, pn, &pmed, NULL));
       double s = 0;
       for (size_t k = 0; k < pn; k++)
         s += pv[k];
@@ -889,9 +898,10 @@ static const struct pfi__group *h200_twin(const struct pfi__report *r,
 }
 
 /* Spearman rho, NaN when undefined. */
-static double rho_of(const double *x, const double *y, size_t n) {
+static double rho_of(struct pfi__report *r, const double *x, const double *y,
+                     size_t n) {
   double rho;
-  if (n < 3 || pfi_stats_spearman(x, y, n, &rho, NULL, NULL) != 0)
+  if (n < 3 || note_oom(r, pfi_stats_spearman(x, y, n, &rho, NULL, NULL)) != 0)
     return NAN;
   return rho;
 }
@@ -1044,7 +1054,7 @@ static int sec_mechanism(struct pfi__report *r) {
   } else {
     show_table(r, t);
   }
-  r->rho_h100 = rho_of(a, b, n);
+  r->rho_h100 = rho_of(r, a, b, n);
   r->n_h100 = n;
   /* The published rank correlation, recomputed from the published table. */
   double *pa = r->sc, *pb = r->sd;
@@ -1057,7 +1067,7 @@ static int sec_mechanism(struct pfi__report *r) {
       pb[pn++] = y;
     }
   }
-  r->rho_h100_pub = rho_of(pa, pb, pn);
+  r->rho_h100_pub = rho_of(r, pa, pb, pn);
   pfi_html_puts(&r->body, "</section>\n");
   return 0;
 }
@@ -1111,7 +1121,7 @@ static int sec_kruskal(struct pfi__report *r) {
   struct pfi_kruskal k;
   memset(&k, 0, sizeof k);
   struct pfi_error e;
-  if (pfi_stats_kruskal(v, grp, n, CAT__N, &k, &e) != 0) {
+  if (note_oom(r, pfi_stats_kruskal(v, grp, n, CAT__N, &k, &e)) != 0) {
     char msg[700];
     snprintf(msg, sizeof msg, "Kruskal-Wallis test over the classes: %s",
              e.msg);
@@ -1197,7 +1207,7 @@ static int sec_grid(struct pfi__report *r) {
       b[n++] = g->coarse;
     }
   }
-  r->rho_grid = rho_of(a, b, n);
+  r->rho_grid = rho_of(r, a, b, n);
   r->n_grid = n;
   double *pa = r->sc, *pb = r->sd;
   size_t pn = 0;
@@ -1209,7 +1219,7 @@ static int sec_grid(struct pfi__report *r) {
       pb[pn++] = y;
     }
   }
-  r->rho_grid_pub = rho_of(pa, pb, pn);
+  r->rho_grid_pub = rho_of(r, pa, pb, pn);
   if (t->nrows)
     show_table(r, t);
   else
@@ -1284,7 +1294,8 @@ static int sec_screening(struct pfi__report *r) {
     double rh, pv;
     if (n == 0)
       continue; /* not numeric for every group: not a telemetry column */
-    if (n < 4 || pfi_stats_spearman(x, y, n, &rh, &pv, NULL) != 0) {
+    if (n < 4 ||
+        note_oom(r, pfi_stats_spearman(x, y, n, &rh, &pv, NULL)) != 0) {
       /* Listed with the reason, left out of the FDR family. */
       if (nskip < ncol) {
         skip_few[nskip] = n < 4;
@@ -1445,7 +1456,7 @@ static int sec_leverage(struct pfi__report *r) {
   for (int step = 0; step <= 5 && n >= 4; step++) {
     struct pfi_ols ols;
     memset(&ols, 0, sizeof ols);
-    if (pfi_ols_fit(x, n, 1, y, &ols, NULL) != 0)
+    if (note_oom(r, pfi_ols_fit(x, n, 1, y, &ols, NULL)) != 0)
       break;
     long row = pfi_rtable_add_row(t);
     if (row < 0) {
@@ -1458,7 +1469,7 @@ static int sec_leverage(struct pfi__report *r) {
     set_num(t, row, "leverage", lev);
     set_num(t, row, "n", (double)n);
     set_num(t, row, "slope", ols.coef[1]);
-    set_num(t, row, "rho", rho_of(x, y, n));
+    set_num(t, row, "rho", rho_of(r, x, y, n));
     size_t worst = 0;
     for (size_t i = 1; i < n; i++)
       if (ols.leverage[i] > ols.leverage[worst])
@@ -1629,6 +1640,10 @@ static int sec_ablation(struct pfi__report *r, const struct core_set *cs) {
     double *pred_c = pred + cs->n + 1;
     rc = eval_set(r, cs, exprs, k, &r2_in, &loo, &loco, pred, pred_c);
     pfi_strlist_free(exprs);
+    if (rc == PFI_ENOMEM) {
+      free(pred);
+      return rc;
+    }
     if (rc < 0) {
       /* A set that cannot be fitted (too few rows for its predictors) is
        * reported as such; the others still stand. */
@@ -2092,9 +2107,12 @@ static int sec_allocation(struct pfi__report *r) {
   memset(&m, 0, sizeof m);
   const char *fname = pfi_default_model_features;
   const char *names[1] = {fname};
+  if (!x)
+    r->nomem = 1;
   if (!x || !pfi_features_has(&r->feat, fname) || cs.n < 5 ||
-      pfi_model_design(&r->feat, cs.rows, cs.n, names, 1, x, NULL) != 0 ||
-      pfi_model_fit(x, cs.n, 1, cs.y, names, &m, NULL) != 0) {
+      note_oom(r, pfi_model_design(&r->feat, cs.rows, cs.n, names, 1, x,
+                                   NULL)) != 0 ||
+      note_oom(r, pfi_model_fit(x, cs.n, 1, cs.y, names, &m, NULL)) != 0) {
     missing(r, "the telemetry model (PFI on the DRAM copy product) could not "
                "be fitted on the headline groups.");
     free(x);
@@ -2133,8 +2151,9 @@ static int sec_allocation(struct pfi__report *r) {
   int have_prod =
       pfi_data_path("mixes/production.csv", mixpath, sizeof mixpath, NULL) == 0;
   size_t fallbacks = 0;
-  if (have_prod && pfi_mix_weights(mixpath, L.is_ft, L.gpus, L.n, L.weight_prod,
-                                   &fallbacks, NULL) != 0)
+  if (have_prod &&
+      note_oom(r, pfi_mix_weights(mixpath, L.is_ft, L.gpus, L.n, L.weight_prod,
+                                  &fallbacks, NULL)) != 0)
     have_prod = 0;
   static const char *const mixes[2] = {"random", "production"};
   int nmix = have_prod ? 2 : 1;
@@ -2348,6 +2367,12 @@ int pfi_report_build(const char *in_dir, const char *out_dir,
   pfi__report_progress(&r, "report: allocation");
   if ((rc = sec_allocation(&r)) != 0)
     goto out;
+  /* A section that lost an allocation must not pass for one without data:
+   * the whole report fails instead. */
+  if (r.nomem || !pfi_html_ok(&r.body)) {
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
   for (size_t i = 0; i < r.ntabs; i++) {
     struct pfi_rtable *t = &r.tabs[i];
     for (size_t row = 0; row < t->nrows; row++)

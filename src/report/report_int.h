@@ -49,6 +49,7 @@ struct pfi__report {
   struct pfi_rtable *headline; /* first-screen numbers */
   struct pfi_html body;        /* the sections */
   int nfigs;
+  int nomem; /* an allocation failed where a section would degrade */
   /* Scratch arrays for the sections, each with room for every group and
    * every published row (never more at once than a section's pair of
    * ours and published columns). */

@@ -62,11 +62,15 @@ long pfi_rtable_add_row(struct pfi_rtable *t) {
     size_t cap = t->rows_cap ? t->rows_cap * 2 : 16;
     /* The cell array's byte size must not wrap around. */
     if (cap < t->rows_cap ||
-        cap > SIZE_MAX / t->ncols / sizeof(struct pfi_cell))
+        cap > SIZE_MAX / t->ncols / sizeof(struct pfi_cell)) {
+      t->failed = 1;
       return PFI_ENOMEM;
+    }
     struct pfi_cell *c = realloc(t->cells, cap * t->ncols * sizeof *c);
-    if (!c)
+    if (!c) {
+      t->failed = 1;
       return PFI_ENOMEM;
+    }
     t->cells = c;
     t->rows_cap = cap;
   }
@@ -119,8 +123,10 @@ int pfi_rtable_set_str(struct pfi_rtable *t, size_t row, size_t col,
   if (!c)
     return PFI_EINVAL;
   char *copy = NULL;
-  if (s && !(copy = strdup(s)))
+  if (s && !(copy = strdup(s))) {
+    t->failed = 1;
     return PFI_ENOMEM;
+  }
   free(c->s);
   c->s = copy;
   c->kind = s ? PFI_CELL_STR : PFI_CELL_NULL;
@@ -316,6 +322,8 @@ static int write_json(const struct pfi_rtable *t, const char *path,
 
 int pfi_rtable_write(const struct pfi_rtable *t, const char *dir,
                      struct pfi_error *err) {
+  if (t->failed)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
   char path[4096];
   int w = snprintf(path, sizeof path, "%s/%s.csv", dir, t->name);
   if (w < 0 || (size_t)w >= sizeof path)
