@@ -60,6 +60,17 @@ int pfi_gpu_lock_take(const char *dir, const char *uuid, const char *cmd,
 void pfi_gpu_lock_release(int fd);
 
 /*
+ * Parses a lock file's record (`n` bytes of `buf`, not NUL-terminated):
+ * lines pid=N, cmd=WORD, store=PATH, in any order, others ignored; a field
+ * missing or malformed (a pid not a positive decimal) is left empty, and
+ * control characters in cmd or store become '?', so that a record can
+ * never put a second line into a message. Never fails: the record is only
+ * advisory.
+ */
+void pfi_gpu_lock_holder_parse(const char *buf, size_t n,
+                               struct pfi_gpu_lock_holder *h);
+
+/*
  * Describes `h` in words into buf: "pfi sweep (pid 123, store /x/t.db)",
  * "pfi cap (pid 9)", or "another pfi" when the record was empty. Returns
  * buf.

@@ -231,7 +231,7 @@ int cmd_cap(int argc, char **argv) {
   for (size_t k = 0; k < n; k++)
     items[k].lock_fd = -1;
 
-  /* Check every GPU before changing any. */
+  /* Which GPUs: their UUIDs name their locks. */
   for (size_t k = 0; k < n; k++) {
     struct item *it = &items[k];
     it->gpu = gpus[k];
@@ -244,8 +244,21 @@ int cmd_cap(int argc, char **argv) {
       rc = pfi_device_name(dev, it->gpu, it->name, sizeof it->name, &err);
     if (rc == PFI_ENOTSUP)
       rc = 0;
-    if (rc == 0)
-      rc = pfi_device_limits(dev, it->gpu, &it->lim, &err);
+    if (rc < 0)
+      goto fail;
+  }
+
+  /* The locks before the limits are read, so that the old limits (printed,
+   * and restored on a failure) are not another pfi's passing ones. A dry
+   * run takes them too: it says what the real command would do, and that
+   * would be refused. */
+  if ((rc = lock_items(dev, items, n, force, &err)) < 0)
+    goto fail;
+
+  /* Check every GPU before changing any. */
+  for (size_t k = 0; k < n; k++) {
+    struct item *it = &items[k];
+    rc = pfi_device_limits(dev, it->gpu, &it->lim, &err);
     if (rc == 0)
       rc = pfi_device_get_cap(dev, it->gpu, &it->old_mw, &err);
     if (rc < 0)
@@ -261,11 +274,6 @@ int cmd_cap(int argc, char **argv) {
       goto fail;
     }
   }
-
-  /* A dry run takes the locks too: it says what the real command would do,
-   * and that would be refused. */
-  if ((rc = lock_items(dev, items, n, force, &err)) < 0)
-    goto fail;
 
   /* Apply, verifying each by reading it back. */
   for (size_t k = 0; k < n && !dry; k++) {

@@ -43,22 +43,26 @@ static void clean_copy(char *dst, size_t n, const char *s) {
     dst[i] = '\0';
 }
 
-/* Reads the holder's record from the lock file: lines key=value. */
-static void read_holder(int fd, struct pfi_gpu_lock_holder *h) {
+void pfi_gpu_lock_holder_parse(const char *data, size_t n,
+                               struct pfi_gpu_lock_holder *h) {
   char buf[1024];
-  ssize_t got = pread(fd, buf, sizeof buf - 1, 0);
   memset(h, 0, sizeof *h);
-  if (got <= 0)
-    return;
-  buf[got] = '\0';
+  /* A record is a few hundred bytes; the rest of a larger file is not a
+   * record this pfi wrote. */
+  if (n > sizeof buf - 1)
+    n = sizeof buf - 1;
+  memcpy(buf, data, n);
+  buf[n] = '\0';
   for (char *line = buf, *next; line && *line; line = next) {
     next = strchr(line, '\n');
     if (next)
       *next++ = '\0';
     if (strncmp(line, "pid=", 4) == 0) {
       char *end;
+      errno = 0;
       long v = strtol(line + 4, &end, 10);
-      if (end != line + 4 && *end == '\0' && v > 0)
+      if (end != line + 4 && *end == '\0' && v > 0 && errno == 0 &&
+          line[4] >= '0' && line[4] <= '9')
         h->pid = v;
     } else if (strncmp(line, "cmd=", 4) == 0) {
       clean_copy(h->cmd, sizeof h->cmd, line + 4);
@@ -66,6 +70,13 @@ static void read_holder(int fd, struct pfi_gpu_lock_holder *h) {
       clean_copy(h->store, sizeof h->store, line + 6);
     }
   }
+}
+
+/* Reads the holder's record from the lock file. */
+static void read_holder(int fd, struct pfi_gpu_lock_holder *h) {
+  char buf[1024];
+  ssize_t got = pread(fd, buf, sizeof buf, 0);
+  pfi_gpu_lock_holder_parse(buf, got > 0 ? (size_t)got : 0, h);
 }
 
 /* Replaces the record with this process's. Best effort: the lock is what
