@@ -1083,6 +1083,83 @@ static void test_replay_strategies(void **state) {
   }
 }
 
+static int case_oracle_nonconcave(struct pfi_error *err) {
+  /* Job A is convex: 100 W -> 0, 150 W -> 10, 200 W -> 100 tokens/s (its
+   * concave envelope is the line of slope 1 from 100 to 200 W); job B the
+   * line 100 W -> 80, 200 W -> 100 (slope 0.2). At 250 W the envelope puts
+   * the 50 W above the floors into A (bound 50 + 80 = 130), where A truly
+   * gives 10: the solver must branch. On A = 100 + t, B = 150 - t
+   * (0 <= t <= 50) the true total is 0.2 t + 80 + 0.2 (50 - t) = 90 for
+   * every t, so the optimum is 90 tokens/s. */
+  static const double ax[] = {100, 150, 200}, ay[] = {0, 10, 100};
+  struct pfi_problem p;
+  struct pfi_oracle_stats st;
+  struct pfi_error e2;
+  double pw[2], total = 0;
+  pfi_problem_init(&p);
+  assert_int_equal(pfi_problem_add(&p, ax, ay, 3, 100, 200, &e2), 0);
+  assert_int_equal(pfi_problem_add(&p, pb_x, pb_y, 2, 100, 200, &e2), 0);
+  oom_on();
+  int rc = pfi_oracle_solve(&p, 250, pw, &total, &st, err);
+  oom_off();
+  if (rc == 0) {
+    ASSERT_NEAR(total, 90, 1e-9);
+    ASSERT_NEAR(pw[0] + pw[1], 250, 1e-6);
+    assert_true(st.nodes > 1); /* it did branch */
+  }
+  pfi_problem_release(&p);
+  return rc;
+}
+OOM_TEST(oracle_nonconcave)
+
+static int case_curves_file(struct pfi_error *err) {
+  /* The file reader (pfi_read_file) in front of the same parser. */
+  char path[] = "/tmp/pfi-oom-curves-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, curves_text, strlen(curves_text)),
+                   (ssize_t)strlen(curves_text));
+  close(fd);
+  struct pfi_curveset set;
+  oom_on();
+  int rc = pfi_curveset_read(&set, path, NULL, err);
+  oom_off();
+  unlink(path);
+  if (rc < 0)
+    return rc;
+  assert_int_equal((int)set.n, 2);
+  assert_int_equal(set.c[1].gpus, 1);
+  pfi_curveset_release(&set);
+  return rc;
+}
+OOM_TEST(curves_file)
+
+static int case_prom_many(struct pfi_error *err) {
+  /* 40 GPUs, listed from the highest index down, so the GPU table grows
+   * and is sorted; GPU i draws 100 + i W. */
+  char text[40 * 96];
+  size_t len = 0;
+  for (int i = 39; i >= 0; i--)
+    len += (size_t)snprintf(text + len, sizeof text - len,
+                            "DCGM_FI_DEV_POWER_USAGE{gpu=\"%d\",UUID=\"GPU-%d\"}"
+                            " %d\n",
+                            i, i, 100 + i);
+  struct pfi_prom_gpu *g = NULL;
+  oom_on();
+  int rc = pfi_prom_parse("p.txt", text, len, &g, NULL, err);
+  oom_off();
+  if (rc >= 0) {
+    assert_int_equal(rc, 40);
+    for (int i = 0; i < 40; i++) {
+      assert_int_equal(g[i].gpu, i);
+      ASSERT_NEAR(g[i].s.v[PFI_FIELD_POWER], 100 + i, 0);
+    }
+  }
+  free(g);
+  return rc < 0 ? rc : 0;
+}
+OOM_TEST(prom_many)
+
 int main(void) {
 #ifdef PFI_OOM_WRAP
   json_set_alloc_funcs(oom_json_malloc, free);
@@ -1128,6 +1205,8 @@ int main(void) {
       cmocka_unit_test(test_index_excluded), cmocka_unit_test(test_restrict),
       cmocka_unit_test(test_sim_weighted), cmocka_unit_test(test_tput_jsonl),
       cmocka_unit_test(test_replay_strategies),
+      cmocka_unit_test(test_oracle_nonconcave),
+      cmocka_unit_test(test_curves_file), cmocka_unit_test(test_prom_many),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   free(model_json);
