@@ -19,12 +19,15 @@ static const char usage_text[] =
     "Runs left \"running\" are marked \"interrupted\" so that a resumed sweep\n"
     "runs them again. Any pfi command that opens the store does the same;\n"
     "this one says what it did. Nothing is changed while the sweep that owns\n"
-    "the store is still running (it restores its own caps).\n"
+    "the store is still running (it restores its own caps), nor while a\n"
+    "running sweep through another store holds one of the recorded GPUs\n"
+    "(the message names the GPU and that sweep's store): run pfi restore\n"
+    "again when it has ended.\n"
     "\n"
     "Output: the GPUs still pending before the restore (backend, gpu, uuid,\n"
     "cap_w). Exit status: 0 ok (also when nothing was pending), 1 a cap\n"
-    "could not be restored or a live sweep owns the store, 2 bad usage or\n"
-    "not a trace store.\n";
+    "could not be restored, a live sweep owns the store or holds one of its\n"
+    "GPUs, 2 bad usage or not a trace store.\n";
 
 int cmd_restore(int argc, char **argv) {
   static const struct option opts[] = {{"db", required_argument, NULL, 'd'},
