@@ -32,6 +32,7 @@
 #include "pfi/error.h"
 #include "pfi/index.h"
 #include "pfi/alloc.h"
+#include "pfi/emu.h"
 #include "pfi/features.h"
 #include "pfi/model.h"
 #include "pfi/oracle.h"
@@ -1160,6 +1161,56 @@ static int case_prom_many(struct pfi_error *err) {
 }
 OOM_TEST(prom_many)
 
+/* ---- the emulator's job library and sweep ---- */
+
+static char *jobs_text; /* header and first 3 jobs of data/jobs/jobs.csv */
+static size_t jobs_len;
+
+static int case_emu_jobs(struct pfi_error *err) {
+  struct pfi_emu_jobs jobs;
+  memset(&jobs, 0, sizeof jobs);
+  oom_on();
+  int rc = pfi_emu_jobs_load_mem(&jobs, "jobs.csv", jobs_text, jobs_len, err);
+  oom_off();
+  if (rc == 0) {
+    /* The first job's id is the text before the first comma of line 2. */
+    const char *l2 = strchr(jobs_text, '\n') + 1;
+    size_t idlen = (size_t)(strchr(l2, ',') - l2);
+    assert_int_equal((int)jobs.n, 3);
+    assert_int_equal((int)strlen(jobs.job[0].id), (int)idlen);
+    assert_memory_equal(jobs.job[0].id, l2, idlen);
+    pfi_emu_jobs_release(&jobs);
+  }
+  return rc;
+}
+OOM_TEST(emu_jobs)
+
+static struct pfi_emu_point emu_ref[2]; /* an unarmed sweep, made in main */
+static const double emu_caps[] = {300, 700};
+
+static int case_emu_sweep(struct pfi_error *err) {
+  struct pfi_emu_jobs jobs;
+  struct pfi_emu_point pt[2];
+  struct pfi_error e2;
+  assert_int_equal(
+      pfi_emu_jobs_load_mem(&jobs, "jobs.csv", jobs_text, jobs_len, &e2), 0);
+  oom_on();
+  int rc = pfi_emu_sweep(&jobs.job[0], emu_caps, 2, 1, 30, pt, err);
+  oom_off();
+  if (rc == 0) {
+    /* The emulator is deterministic (same seed, same bytes), so a sweep
+     * that met no failure equals the one made before anything was armed;
+     * the emulator's own values are checked in test_emu. */
+    for (int i = 0; i < 2; i++) {
+      ASSERT_NEAR(pt[i].power_w, emu_ref[i].power_w, 0);
+      ASSERT_NEAR(pt[i].tokens_per_s, emu_ref[i].tokens_per_s, 0);
+    }
+  }
+  pfi_emu_jobs_release(&jobs);
+  return rc;
+}
+OOM_TEST(emu_sweep)
+
 int main(void) {
 #ifdef PFI_OOM_WRAP
   json_set_alloc_funcs(oom_json_malloc, free);
@@ -1185,6 +1236,31 @@ int main(void) {
     unlink(path);
     free(feat);
   }
+  /* The emulator's first three jobs, and a sweep of the first, unarmed.
+   * ctest runs the test from the source directory. */
+  {
+    struct pfi_error err;
+    char *all = NULL;
+    size_t len = 0;
+    if (pfi_read_file("data/jobs/jobs.csv", &all, &len, &err) != 0) {
+      fprintf(stderr, "test_oom: data/jobs/jobs.csv: %s (run from the "
+                      "source directory)\n", err.msg);
+      return 1;
+    }
+    char *p = all;
+    for (int i = 0; i < 4 && p; i++)
+      if ((p = strchr(p, '\n')))
+        p++;
+    jobs_len = p ? (size_t)(p - all) : len;
+    jobs_text = all;
+    struct pfi_emu_jobs jobs;
+    if (pfi_emu_jobs_load_mem(&jobs, "jobs.csv", jobs_text, jobs_len, &err) ||
+        pfi_emu_sweep(&jobs.job[0], emu_caps, 2, 1, 30, emu_ref, &err)) {
+      fprintf(stderr, "test_oom: emulator: %s\n", err.msg);
+      return 1;
+    }
+    pfi_emu_jobs_release(&jobs);
+  }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_csv_stream), cmocka_unit_test(test_table),
       cmocka_unit_test(test_curves),     cmocka_unit_test(test_curves_map),
@@ -1207,8 +1283,10 @@ int main(void) {
       cmocka_unit_test(test_replay_strategies),
       cmocka_unit_test(test_oracle_nonconcave),
       cmocka_unit_test(test_curves_file), cmocka_unit_test(test_prom_many),
+      cmocka_unit_test(test_emu_jobs),   cmocka_unit_test(test_emu_sweep),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   free(model_json);
+  free(jobs_text);
   return rc;
 }
