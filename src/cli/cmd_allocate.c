@@ -181,30 +181,11 @@ int cmd_allocate(int argc, char **argv) {
       pfi_error_set(&err, PFI_ENOMEM, "out of memory");
       goto fail;
     }
-    if (true_pfi) {
-      for (size_t i = 0; i < n; i++) {
-        if (!d.pfi_ok[i]) {
-          pfi_error_setloc(&err, PFI_EPARSE, d.cs.source, d.cs.c[i].first_line,
-                           0,
-                           "job %s: PFI undefined (no capped point lowered "
-                           "throughput)",
-                           d.cs.c[i].job);
-          goto fail;
-        }
-        est[i] = d.true_pfi[i];
-      }
-    } else {
-      if (jobdata_require_features(&d, "PFI estimation", &err) < 0)
-        goto fail;
-      if (model_path) {
-        if (pfi_model_load(&model, model_path, &err) < 0)
-          goto fail;
-        have_model = 1;
-      }
-      if (jobdata_estimate_pfi(&d, have_model ? &model : NULL, pfeat, 0, est,
-                               &err) < 0)
-        goto fail;
-    }
+    if (jobdata_pfi_estimates(&d, true_pfi,
+                              " (no capped point lowered throughput)",
+                              model_path, pfeat, 0, &model, &have_model, est,
+                              &err) < 0)
+      goto fail;
     in.pfi = est;
   }
   if (s == PFI_STRAT_DRAM_COPY) {

@@ -432,28 +432,10 @@ int cmd_simulate(int argc, char **argv) {
    * library too small for the telemetry model still compares the others. */
   int need_pfi = (mask & ((1u << PFI_STRAT_PFI_AWARE) |
                           (1u << PFI_STRAT_PFI_CURVE))) != 0;
-  if (!need_pfi) {
-    /* nothing to estimate */
-  } else if (true_pfi) {
-    for (size_t i = 0; i < n; i++) {
-      if (!sd->pfi_ok[i]) {
-        pfi_error_setloc(&err, PFI_EPARSE, sd->cs.source,
-                         sd->cs.c[i].first_line, 0, "job %s: PFI undefined",
-                         sd->cs.c[i].job);
-        goto fail;
-      }
-      est[i] = sd->true_pfi[i];
-    }
-  } else {
-    if (model_path) {
-      if (pfi_model_load(&model, model_path, &err) < 0)
-        goto fail;
-      have_model = 1;
-    }
-    if (jobdata_estimate_pfi(sd, have_model ? &model : NULL, pfeat, holdout,
-                             est, &err) < 0)
-      goto fail;
-  }
+  if (need_pfi &&
+      jobdata_pfi_estimates(sd, true_pfi, "", model_path, pfeat, holdout,
+                            &model, &have_model, est, &err) < 0)
+    goto fail;
   size_t fallbacks = 0;
   if (mix_path &&
       pfi_mix_weights(mix_path, isft, gpus, n, weight, &fallbacks, &err) < 0)

@@ -250,6 +250,34 @@ const char *jobdata_default(const char *rel, char *buf, size_t n) {
   return access(buf, R_OK) == 0 ? buf : NULL;
 }
 
+int jobdata_pfi_estimates(const struct jobdata *d, int true_pfi,
+                          const char *undefined_note, const char *model_path,
+                          const char *feature_list, int holdout,
+                          struct pfi_model *model, int *have_model, double *est,
+                          struct pfi_error *err) {
+  int rc;
+  if (true_pfi) {
+    for (size_t i = 0; i < d->cs.n; i++) {
+      if (!d->pfi_ok[i])
+        return pfi_error_setloc(err, PFI_EPARSE, d->cs.source,
+                                d->cs.c[i].first_line, 0,
+                                "job %s: PFI undefined%s", d->cs.c[i].job,
+                                undefined_note);
+      est[i] = d->true_pfi[i];
+    }
+    return 0;
+  }
+  if ((rc = jobdata_require_features(d, "PFI estimation", err)) < 0)
+    return rc;
+  if (model_path) {
+    if ((rc = pfi_model_load(model, model_path, err)) < 0)
+      return rc;
+    *have_model = 1;
+  }
+  return jobdata_estimate_pfi(d, *have_model ? model : NULL, feature_list,
+                              holdout, est, err);
+}
+
 int jobdata_fit_model(const struct jobdata *d, const char *feature_list,
                       struct pfi_model *m, struct pfi_error *err) {
   char **names = NULL;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * Shared by fit, predict, allocate and simulate: a curves file joined with a
+ * Shared by fit, predict, allocate, replay and simulate: a curves file joined with a
  * features file by job id, each job's true PFI, and PFI estimates from a
  * telemetry model.
  */
@@ -46,6 +46,24 @@ int jobdata_require_features(const struct jobdata *d, const char *why,
 int jobdata_estimate_pfi(const struct jobdata *d, const struct pfi_model *model,
                          const char *feature_list, int holdout, double *est,
                          struct pfi_error *err);
+
+/*
+ * The PFI that allocate, replay and simulate give the PFI-based strategies,
+ * into est[cs.n]. With `true_pfi` the curves' own ratio PFI; a job whose PFI
+ * is undefined is an error (PFI_EPARSE at its first curves line, "job J: PFI
+ * undefined" followed by `undefined_note`, which may be ""). Otherwise
+ * estimates from the telemetry model (features needed for every job): the
+ * model saved at `model_path` when not NULL (loaded into `model`, *have_model
+ * set to 1; release it with pfi_model_release()), else `model` when
+ * *have_model is already 1, else a model on `feature_list` fitted on the
+ * jobs' true PFI, with `holdout` as for jobdata_estimate_pfi(). Returns 0 or
+ * an error.
+ */
+int jobdata_pfi_estimates(const struct jobdata *d, int true_pfi,
+                          const char *undefined_note, const char *model_path,
+                          const char *feature_list, int holdout,
+                          struct pfi_model *model, int *have_model, double *est,
+                          struct pfi_error *err);
 
 /* Fits a model on `feature_list` (NULL: the default) to the jobs' true PFI
  * (jobs with a defined PFI; features needed for every job). Release `m`
