@@ -517,9 +517,20 @@ static int fig_raw_curves(struct pfi__report *r) {
   for (size_t i = 0; i < n; i++) {
     const struct pfi_curve *c = r->g[i].c;
     size_t m = c->n;
+    /* Thousands only where the values reach them: a user's throughput in
+     * samples or steps per second would otherwise read 0.0001 k tokens/s. */
+    double pmax = 0, tmax = 0;
     for (size_t k = 0; k < m; k++) {
-      x[i * st + k] = c->pts[k].power_w / 1000.0;
-      y[i * st + k] = c->pts[k].tokens_per_s / 1000.0;
+      if (c->pts[k].power_w > pmax)
+        pmax = c->pts[k].power_w;
+      if (c->pts[k].tokens_per_s > tmax)
+        tmax = c->pts[k].tokens_per_s;
+    }
+    double px = pmax >= 1000.0 ? 1000.0 : 1.0;
+    double ty = tmax >= 1000.0 ? 1000.0 : 1.0;
+    for (size_t k = 0; k < m; k++) {
+      x[i * st + k] = c->pts[k].power_w / px;
+      y[i * st + k] = c->pts[k].tokens_per_s / ty;
     }
     s[i] = (struct pfi_series){.x = x + i * st,
                                .y = y + i * st,
@@ -527,8 +538,8 @@ static int fig_raw_curves(struct pfi__report *r) {
                                .color = r->g[i].cat >= 0 ? r->g[i].cat + 1 : 9};
     pfi_panel_init(&p[i]);
     p[i].title = r->g[i].name;
-    p[i].xlabel = "power (kW)";
-    p[i].ylabel = "k tokens/s";
+    p[i].xlabel = px > 1.0 ? "power (kW)" : "power (W)";
+    p[i].ylabel = ty > 1.0 ? "k tokens/s" : "tokens/s";
     p[i].series = &s[i];
     p[i].nseries = 1;
   }
@@ -559,11 +570,15 @@ out:
 }
 
 static int fig_normalized(struct pfi__report *r) {
-  /* One panel per class (and one for H100 groups): P/P_max against
-   * T/T_max, with the proportional line T/T_max = P/P_max for reference. */
-  struct pfi_panel p[CAT__N + 1];
+  /* One panel per class, one for H100 groups and one for groups of no known
+   * class (a user's own jobs): P/P_max against T/T_max, with the
+   * proportional line T/T_max = P/P_max for reference. Panels without a
+   * group are left out, so that a user's own sweeps do not show four empty
+   * frames. */
+  enum { NPANEL = CAT__N + 2, PANEL_H100 = CAT__N, PANEL_OTHER = CAT__N + 1 };
+  struct pfi_panel p[NPANEL];
   size_t n = r->ng;
-  struct pfi_series *s = calloc(n + CAT__N + 1, sizeof *s);
+  struct pfi_series *s = calloc(n + NPANEL, sizeof *s);
   size_t st = max_points(r);
   double *x = calloc(n * st, sizeof *x), *y = calloc(n * st, sizeof *y);
   static const double diag[] = {0, 1};
@@ -572,20 +587,39 @@ static int fig_normalized(struct pfi__report *r) {
     rc = pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
     goto out;
   }
-  static const char *const titles[CAT__N + 1] = {
+  static const char *const titles[NPANEL] = {
       "dense (H200)", "MoE pretraining (H200)", "MoE fine-tuning (H200)",
-      "H100 groups"};
-  size_t ns = 0;
-  for (int c = 0; c <= CAT__N; c++) {
-    pfi_panel_init(&p[c]);
-    p[c].title = titles[c];
-    p[c].xlabel = "P / P_max";
-    p[c].ylabel = "T / T_max";
-    p[c].xmin = 0.2;
-    p[c].xmax = 1.02;
-    p[c].ymin = 0.2;
-    p[c].ymax = 1.02;
-    p[c].series = s + ns;
+      "H100 groups", "other groups (no known class)"};
+  /* The axes start at 0.2 (the paper's lowest cap over its highest) unless
+   * a point lies below, so that no point of a user's wider grid is cut. */
+  double lo = 0.2;
+  for (size_t i = 0; i < n; i++) {
+    const struct pfi__group *g = &r->g[i];
+    for (size_t k = 0; k < g->c->n; k++) {
+      double px = g->c->pts[k].power_w / g->p_max;
+      double ty = g->c->pts[k].tokens_per_s / g->t_max;
+      if (isfinite(px) && px < lo)
+        lo = px;
+      if (isfinite(ty) && ty < lo)
+        lo = ty;
+    }
+  }
+  lo = lo < 0.2 ? floor(lo * 10.0) / 10.0 : 0.2;
+  if (lo < 0)
+    lo = 0;
+  size_t ns = 0, np = 0;
+  for (int c = 0; c < NPANEL; c++) {
+    struct pfi_panel *pc = &p[np];
+    pfi_panel_init(pc);
+    pc->title = titles[c];
+    pc->xlabel = "P / P_max";
+    pc->ylabel = "T / T_max";
+    pc->xmin = lo;
+    pc->xmax = 1.02;
+    pc->ymin = lo;
+    pc->ymax = 1.02;
+    pc->series = s + ns;
+    size_t first = ns;
     s[ns++] = (struct pfi_series){.x = diag,
                                   .y = diag,
                                   .n = 2,
@@ -594,7 +628,7 @@ static int fig_normalized(struct pfi__report *r) {
                                   .dashed = 1};
     for (size_t i = 0; i < n; i++) {
       const struct pfi__group *g = &r->g[i];
-      int panel = g->h100 ? CAT__N : g->cat;
+      int panel = g->h100 ? PANEL_H100 : g->cat >= 0 ? g->cat : PANEL_OTHER;
       if (panel != c)
         continue;
       size_t m = g->c->n;
@@ -602,22 +636,33 @@ static int fig_normalized(struct pfi__report *r) {
         x[i * st + k] = g->c->pts[k].power_w / g->p_max;
         y[i * st + k] = g->c->pts[k].tokens_per_s / g->t_max;
       }
-      s[ns++] = (struct pfi_series){
-          .x = x + i * st, .y = y + i * st, .n = m, .color = c + 1};
+      s[ns++] = (struct pfi_series){.x = x + i * st,
+                                    .y = y + i * st,
+                                    .n = m,
+                                    .color = c < CAT__N ? c + 1
+                                             : c == PANEL_H100 ? 4
+                                                               : 9};
     }
-    p[c].nseries = (size_t)(s + ns - p[c].series);
+    pc->nseries = ns - first;
+    if (pc->nseries > 1)
+      np++;
+    else
+      ns = first; /* No group in this panel: drop it. */
   }
-  struct pfi_figure f = {.width = 1100,
+  if (np == 0)
+    goto out;
+  struct pfi_figure f = {.width = 40 + 275 * (int)np,
                          .height = 320,
                          .rows = 1,
-                         .cols = 4,
+                         .cols = (int)np,
                          .panels = p,
-                         .npanels = CAT__N + 1};
+                         .npanels = np};
   rc = pfi__report_figure(
       r, &f,
       "Normalized curves: throughput and power as fractions of the uncapped "
-      "run. Points above the dashed proportional line lose less throughput "
-      "than power (PFI above 1). Groups of unknown class are left out.");
+      "run, one panel per class (panels without a group are left out). "
+      "Points above the dashed proportional line lose less throughput than "
+      "power (PFI above 1).");
 out:
   free(s);
   free(x);
@@ -1117,6 +1162,22 @@ static int sec_kruskal(struct pfi__report *r) {
       continue;
     v[n] = g->pfi;
     grp[n++] = (size_t)g->cat;
+  }
+  /* A class without a group (a user's own jobs are often of one class, or
+   * of none the library knows) is said in the reader's terms rather than
+   * with the statistics module's message about an empty group. */
+  size_t per[CAT__N] = {0};
+  for (size_t i = 0; i < n; i++)
+    per[grp[i]]++;
+  if (per[CAT_DENSE] == 0 || per[CAT_MOE_PT] == 0 || per[CAT_MOE_FT] == 0) {
+    char msg[400];
+    snprintf(msg, sizeof msg,
+             "the Kruskal-Wallis and Dunn tests need H200 headline groups of "
+             "all three classes with a PFI; the input has %zu dense, %zu MoE "
+             "pretraining and %zu MoE fine-tuning.",
+             per[CAT_DENSE], per[CAT_MOE_PT], per[CAT_MOE_FT]);
+    missing(r, msg);
+    return 0;
   }
   struct pfi_kruskal k;
   memset(&k, 0, sizeof k);
