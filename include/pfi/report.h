@@ -242,6 +242,15 @@ struct pfi_report_opts {
   void *progress_arg;
 };
 
+/*
+ * Creates the directory `dir` and any missing parent (like mkdir -p), so
+ * that an output directory may be given as a new path several levels
+ * deep. Returns 0 (also when it exists), PFI_EIO (with the path and the
+ * system's reason) or PFI_EINVAL (a component is not a directory, or the
+ * name is empty or longer than 4095 bytes) with the message in `err`.
+ */
+int pfi_report_mkdirs(const char *dir, struct pfi_error *err);
+
 /* Fills the defaults (10000 draws, seed 1, figures on). */
 void pfi_report_opts_init(struct pfi_report_opts *o);
 

@@ -25,8 +25,9 @@ static const char usage_text[] =
     "the first screen says which (curves.csv's source column).\n"
     "\n"
     "Options:\n"
-    "  --out DIR          output directory (default: DIR itself; for a DB,\n"
-    "                     its path without .db plus -report)\n"
+    "  --out DIR          output directory, created with its parents when\n"
+    "                     absent (default: DIR itself; for a DB, its path\n"
+    "                     without .db plus -report)\n"
     "  --seed S           seed of the intervals and the simulation (default "
     "1);\n"
     "                     the same seed gives the same bytes\n"
@@ -141,6 +142,10 @@ int cmd_report(int argc, char **argv) {
     }
     struct pfi_store *st = NULL;
     rc = pfi_store_open(&st, in, PFI_STORE_READONLY, &err);
+    if (rc >= 0 && (rc = pfi_report_mkdirs(out, &err)) < 0) {
+      pfi_store_close(st);
+      return pfi_cli_fail(&err);
+    }
     if (rc < 0) {
       /* A file that is not a trace store is bad input, not a failure. */
       if (err.code == PFI_EDB)

@@ -2356,10 +2356,24 @@ done:
 /* ---- the whole report
  * -------------------------------------------------------------- */
 
-static int make_dir(const char *dir, struct pfi_error *err) {
+int pfi_report_mkdirs(const char *dir, struct pfi_error *err) {
+  /* Like mkdir -p: `--out results/today` works when results/ is absent
+   * too. Each prefix ending before a '/' is created in turn. */
+  char path[4096];
+  size_t n = strlen(dir);
+  if (n == 0 || n >= sizeof path)
+    return pfi_error_set(err, PFI_EINVAL, "%s: bad directory name", dir);
+  memcpy(path, dir, n + 1);
+  for (size_t i = 1; i <= n; i++) {
+    if (path[i] != '/' && path[i] != '\0')
+      continue;
+    char saved = path[i];
+    path[i] = '\0';
+    if (mkdir(path, 0777) != 0 && errno != EEXIST)
+      return pfi_error_set(err, PFI_EIO, "%s: %s", path, strerror(errno));
+    path[i] = saved;
+  }
   struct stat st;
-  if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-    return pfi_error_set(err, PFI_EIO, "%s: %s", dir, strerror(errno));
   if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
     return pfi_error_set(err, PFI_EINVAL, "%s: not a directory", dir);
   return 0;
@@ -2378,7 +2392,7 @@ int pfi_report_build(const char *in_dir, const char *out_dir,
   r.err = err;
   pfi_curveset_init(&r.cs);
   pfi_html_init(&r.body);
-  int rc = make_dir(out_dir, err);
+  int rc = pfi_report_mkdirs(out_dir, err);
   if (rc)
     goto out;
   pfi__report_progress(&r, "report: reading %s", in_dir);

@@ -92,11 +92,8 @@ int pfi_reproduce_run(const struct pfi_reproduce_opts *o,
   const char *out = o->out_dir ? o->out_dir : "out";
   struct ctx c = {.o = o};
 
-  struct stat ost;
-  if (mkdir(out, 0777) != 0 && errno != EEXIST)
-    return pfi_error_set(err, PFI_EIO, "%s: %s", out, strerror(errno));
-  if (stat(out, &ost) != 0 || !S_ISDIR(ost.st_mode))
-    return pfi_error_set(err, PFI_EINVAL, "--out %s: not a directory", out);
+  if ((rc = pfi_report_mkdirs(out, err)) != 0)
+    return rc;
   if ((rc = pfi_emu_jobs_load(&jobs, o->jobs_path, err)) != 0)
     return rc;
   c.njobs = jobs.n;

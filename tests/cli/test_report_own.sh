@@ -58,6 +58,18 @@ grep -q "the input has 0 dense, 0 MoE pretraining and 1 MoE fine-tuning" \
   "$tmp/s-report/report.html" || fail "store: Kruskal note"
 [ -s "$tmp/s-report/mechanism.csv" ] || fail "store: mechanism.csv"
 
+# An output directory several levels deep that does not exist yet is
+# created, for a directory and for a store; a file in the way is an error.
+"$PFI" report "${fast[@]}" --out "$tmp/new/a/b" "$tmp/real" > /dev/null
+[ -s "$tmp/new/a/b/report.html" ] || fail "nested --out for a directory"
+"$PFI" report "${fast[@]}" --out "$tmp/new/c/d" "$tmp/s.db" > /dev/null
+[ -s "$tmp/new/c/d/report.html" ] || fail "nested --out for a store"
+set +e
+"$PFI" report "${fast[@]}" --out "$tmp/real/curves.csv/x" "$tmp/real" 2> "$tmp/err"; st=$?
+set -e
+[ $st -ne 0 ] || fail "--out under a file accepted"
+grep -q "curves.csv" "$tmp/err" || fail "--out under a file: message $(cat "$tmp/err")"
+
 # Job names are text, never markup: escaped in tables and figure titles.
 mkdir "$tmp/x"
 printf '%s\n' 'job,cap_w,power_w,tokens_per_s' \
