@@ -3,17 +3,7 @@
 # `pfi fit`, `pfi predict`, `pfi allocate`, `pfi simulate`: values worked by
 # hand, JSON keys, reproducibility, and bad input (one line naming the file,
 # exit status 2).
-set -u
-PFI=${PFI:?PFI must name the pfi binary}
-cd "${PFI_SOURCE_DIR:-.}"
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-near() {
-  awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }' ||
-    fail "$4: got $1, expected $2 (tolerance $3)"
-}
+. "$(dirname "$0")/lib.sh"
 expect_err() {
   local pat=$1
   shift

@@ -9,10 +9,7 @@
 # lock held by hand with a crafted record checks how the holder is named.
 # Every check reads the caps back from the device. Nothing waits a fixed
 # time: the test polls (bounded) for the sweep to hold its cap.
-set -u
-PFI=${PFI:?PFI must name the pfi binary}
-cd "${PFI_SOURCE_DIR:-.}"
-T=$(mktemp -d)
+. "$(dirname "$0")/lib.sh"
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
@@ -23,8 +20,6 @@ trap cleanup EXIT
 export PFI_EMU_STATE=$T/emu PFI_LOCK_DIR=$T/locks
 mkdir -p "$PFI_LOCK_DIR"
 unset PFI_EMU_REALTIME PFI_SWEEP_KILL_AT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 G=moe-ft-qwen30ba3b-x8
 EMU="--backend emu --params gpus=2"
 

@@ -4,19 +4,7 @@
 # pfi index -` gives the published PFI within 0.02 for every group of the
 # published tables), trace columns and phases, repeatability to the byte,
 # the "emulated" label, and bad input.
-set -u
-PFI=${PFI:?PFI must name the pfi binary}
-cd "${PFI_SOURCE_DIR:-.}"
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fails=0
-
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-
-near() {
-  awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }' ||
-    fail "$4: got $1, expected $2 (tolerance $3)"
-}
+. "$(dirname "$0")/lib.sh"
 
 # expect_status N PATTERN ARGS...: exit status N, stderr matching PATTERN.
 expect_status() {

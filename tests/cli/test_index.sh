@@ -2,20 +2,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 # `pfi index`: values on hand-made files, output formats, options, and every
 # class of bad input (one-line error with file:line:column, exit status 2).
-set -u
-PFI=${PFI:?PFI must name the pfi binary}
-cd "${PFI_SOURCE_DIR:-.}"
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fails=0
-
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-
-# near A B TOL: |A - B| <= TOL (awk does the arithmetic).
-near() {
-  awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }' ||
-    fail "$4: got $1, expected $2 (tolerance $3)"
-}
+. "$(dirname "$0")/lib.sh"
 
 # expect_err PATTERN ARGS...: exit status 2, exactly one line on stderr,
 # matching the extended regex PATTERN, nothing on stdout.

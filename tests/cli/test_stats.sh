@@ -3,19 +3,7 @@
 # `pfi stats`: each test on a file with a known answer (published or worked
 # by hand, see tests/unit/test_stats.c for the derivations), JSON keys, and
 # bad input (one-line error with file:line:column, exit status 2).
-set -u
-PFI=${PFI:?PFI must name the pfi binary}
-cd "${PFI_SOURCE_DIR:-.}"
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fails=0
-
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-
-near() {
-  awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }' ||
-    fail "$4: got $1, expected $2 (tolerance $3)"
-}
+. "$(dirname "$0")/lib.sh"
 
 # json_num KEY FILE: the first number after "KEY": in a JSON file.
 json_num() {

@@ -4,16 +4,10 @@
 # state directory: sweep + summarize agrees with `pfi emulate sweep`; the
 # test trainer as a real job (JSONL and regex throughput); a crashing job;
 # resume; and bad usage that must change no cap.
-set -u
-PFI=${PFI:?PFI must name the pfi binary}
-cd "${PFI_SOURCE_DIR:-.}"
+. "$(dirname "$0")/lib.sh"
 TRAINER=${PFI_BUILD_DIR:-build}/pfi-test-trainer
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
 export PFI_EMU_STATE=$T/emu
 unset PFI_EMU_REALTIME PFI_SWEEP_KILL_AT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 G=moe-ft-qwen30ba3b-x8
 EMU="--backend emu --params gpus=8"
 

@@ -4,21 +4,15 @@
 # the emulator (never a real NVML): caps set and read back through NVML,
 # restored at the end and, after a SIGKILL, by `pfi restore` reopening the
 # recorded backend. Real time, so the runs are a second long.
-set -u
-PFI=${PFI:?PFI must name the pfi binary}
-cd "${PFI_SOURCE_DIR:-.}"
+. "$(dirname "$0")/lib.sh"
 B=${PFI_BUILD_DIR:-build}
 TRAINER=$B/pfi-test-trainer
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
 export PFI_EMU_STATE=$T/emu
 export PFI_NVML_LIB=$B/fake-nvml/libnvidia-ml.so.1
 export PFI_FAKE_NVML_EMU="profile=h200,gpus=4"
 unset PFI_FAKE_NVML_FAIL PFI_FAKE_NVML_LOST_AFTER PFI_FAKE_NVML_NO_GPM \
   PFI_FAKE_NVML_MAX_MW PFI_FAKE_NVML_INIT PFI_FAKE_NVML_JOB PFI_FAKE_NVML_AT \
   PFI_SWEEP_KILL_AT PFI_EMU_REALTIME
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 G=moe-ft-qwen30ba3b-x8
 
 caps_are() {

@@ -5,11 +5,8 @@
 # restoring), then `pfi restore` or the next pfi that opens the store puts
 # every GPU back, verified by reading the device; the sweep then resumes.
 # Also SIGTERM in real time, and a dcgm-exporter endpoint as telemetry.
-set -u
-PFI=${PFI:?PFI must name the pfi binary}
-cd "${PFI_SOURCE_DIR:-.}"
+. "$(dirname "$0")/lib.sh"
 TRAINER=${PFI_BUILD_DIR:-build}/pfi-test-trainer
-T=$(mktemp -d)
 SERVER=
 cleanup() {
   [ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null
@@ -18,8 +15,6 @@ cleanup() {
 trap cleanup EXIT
 export PFI_EMU_STATE=$T/emu
 unset PFI_EMU_REALTIME PFI_SWEEP_KILL_AT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 G=moe-ft-qwen30ba3b-x8
 # Two emulated GPUs (the other ranks of the 8-GPU job run "on other
 # nodes"): every cap change is an fsync of the emulator's state, so fewer

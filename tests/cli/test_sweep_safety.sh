@@ -8,16 +8,10 @@
 # store on read-only storage; a second sweep on GPUs a sweep holds; a
 # crafted store; a state directory with planted links. Every case checks
 # the caps on the device.
-set -u
-PFI=${PFI:?PFI must name the pfi binary}
-cd "${PFI_SOURCE_DIR:-.}"
+. "$(dirname "$0")/lib.sh"
 TRAINER=${PFI_BUILD_DIR:-build}/pfi-test-trainer
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
 export PFI_EMU_STATE=$T/emu
 unset PFI_EMU_REALTIME PFI_SWEEP_KILL_AT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 G=moe-ft-qwen30ba3b-x8
 EMU="--backend emu --params gpus=2"
 

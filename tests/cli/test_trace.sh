@@ -2,13 +2,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 # `pfi trace` and `pfi restore` without a sweep: importing the real
 # dcgm-exporter sample, exporting it, malformed scrapes, bad stores.
-set -u
-PFI=${PFI:?PFI must name the pfi binary}
-cd "${PFI_SOURCE_DIR:-.}"
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+. "$(dirname "$0")/lib.sh"
 
 "$PFI" trace --help >"$T/out" || fail "trace --help exit status"
 grep -q "summarize" "$T/out" || fail "trace --help text"
