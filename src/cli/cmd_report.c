@@ -126,11 +126,13 @@ int cmd_report(int argc, char **argv) {
     return pfi_cli_fail(&err);
   }
   int rc;
+  /* The default output directory for a store; at function scope because
+   * `out` points into it until the path is printed at the end. */
+  char defout[4096];
   if (S_ISDIR(stbuf.st_mode)) {
     rc = pfi_report_build(in, out ? out : in, &o, &err);
   } else {
     /* A trace store: summarize into the output directory first. */
-    char defout[4096];
     if (!out) {
       size_t n = strlen(in);
       if (n > 3 && strcmp(in + n - 3, ".db") == 0)
