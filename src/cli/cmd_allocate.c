@@ -157,23 +157,8 @@ int cmd_allocate(int argc, char **argv) {
   for (size_t i = 0; i < n; i++)
     if (pfi_problem_add_curve(&p, &d.cs.c[i], &err) < 0)
       goto fail;
-  {
-    /* Totals of values near DBL_MAX overflow: bad input, named here,
-     * rather than inf in the totals or a missing JSON key. */
-    double sp = 0, st = 0;
-    for (size_t i = 0; i < p.njobs; i++) {
-      sp += pfi_problem_hi(&p, i);
-      for (size_t q = p.off[i]; q < p.off[i + 1]; q++)
-        st += fabs(p.y[q]);
-    }
-    if (!isfinite(sp) || !isfinite(st)) {
-      pfi_error_setloc(&err, PFI_EPARSE, d.cs.source ? d.cs.source : curves,
-                       0, 0,
-                       "the jobs' total %s exceeds the floating-point range",
-                       isfinite(sp) ? "throughput" : "uncapped power");
-      goto fail;
-    }
-  }
+  if (jobdata_check_totals(&d, curves, &p, &err) < 0)
+    goto fail;
   struct pfi_alloc_inputs in = {NULL, NULL, NULL};
   if (s == PFI_STRAT_PFI_AWARE || s == PFI_STRAT_PFI_CURVE) {
     est = calloc(n + 1, sizeof *est);

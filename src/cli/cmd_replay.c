@@ -276,19 +276,8 @@ int cmd_replay(int argc, char **argv) {
       goto fail;
   double sum_lo, sum_hi;
   pfi_problem_bounds(&p, &sum_lo, &sum_hi);
-  {
-    /* Totals beyond the floating-point range are bad input, named here,
-     * rather than inf in the output. */
-    double st = 0;
-    for (size_t q = 0; q < p.npts; q++)
-      st += fabs(p.y[q]);
-    if (!isfinite(sum_hi) || !isfinite(st)) {
-      pfi_error_setloc(&err, PFI_EPARSE, d.cs.source ? d.cs.source : curves, 0,
-                       0, "the jobs' total %s exceeds the floating-point range",
-                       isfinite(sum_hi) ? "throughput" : "uncapped power");
-      goto fail;
-    }
-  }
+  if (jobdata_check_totals(&d, curves, &p, &err) < 0)
+    goto fail;
   double baseline = base_auto ? pfi_target_baseline_auto(&tg) : base_given;
   if (!(baseline > 0) || !isfinite(baseline)) {
     pfi_error_setloc(&err, PFI_EPARSE, tg.name, tg.line[0], 0,

@@ -278,6 +278,20 @@ int jobdata_pfi_estimates(const struct jobdata *d, int true_pfi,
                               holdout, est, err);
 }
 
+int jobdata_check_totals(const struct jobdata *d, const char *cpath,
+                         const struct pfi_problem *p, struct pfi_error *err) {
+  double sum_lo, sum_hi, st = 0;
+  pfi_problem_bounds(p, &sum_lo, &sum_hi);
+  for (size_t q = 0; q < p->npts; q++)
+    st += fabs(p->y[q]);
+  if (isfinite(sum_hi) && isfinite(st))
+    return 0;
+  return pfi_error_setloc(err, PFI_EPARSE, d->cs.source ? d->cs.source : cpath,
+                          0, 0,
+                          "the jobs' total %s exceeds the floating-point range",
+                          isfinite(sum_hi) ? "throughput" : "uncapped power");
+}
+
 int jobdata_fit_model(const struct jobdata *d, const char *feature_list,
                       struct pfi_model *m, struct pfi_error *err) {
   char **names = NULL;

@@ -13,6 +13,7 @@
 #include "pfi/error.h"
 #include "pfi/features.h"
 #include "pfi/model.h"
+#include "pfi/oracle.h"
 
 struct jobdata {
   struct pfi_curveset cs; /* curves, one per job */
@@ -64,6 +65,14 @@ int jobdata_pfi_estimates(const struct jobdata *d, int true_pfi,
                           const char *feature_list, int holdout,
                           struct pfi_model *model, int *have_model, double *est,
                           struct pfi_error *err);
+
+/* Fails (PFI_EPARSE, naming the curves file: d->cs.source, else `cpath`)
+ * when the jobs' uncapped powers or their throughputs, summed over the
+ * allocation problem `p` built from d's curves, exceed the floating-point
+ * range: values near DBL_MAX are bad input, named here rather than inf in
+ * the totals or a missing JSON key. Returns 0 or the error. */
+int jobdata_check_totals(const struct jobdata *d, const char *cpath,
+                         const struct pfi_problem *p, struct pfi_error *err);
 
 /* Fits a model on `feature_list` (NULL: the default) to the jobs' true PFI
  * (jobs with a defined PFI; features needed for every job). Release `m`
