@@ -695,6 +695,14 @@ static int fig_categories(struct pfi__report *r) {
       py[pm++] = g->pub;
     }
   }
+  if (m == 0) {
+    /* An empty frame would look like a failed drawing; say why instead. */
+    missing(r, "PFI by class: no H200 group of a known class with a defined "
+               "PFI (a group's class comes from the architecture and task "
+               "columns of features.csv, or from the paper's table for the "
+               "paper's own groups).");
+    goto out;
+  }
   struct pfi_series s[2] = {{.title = "ours",
                              .x = x,
                              .y = y,

@@ -40,6 +40,10 @@ lo=$(awk -F, 'NR>1{ if ($4 > t[$1]) t[$1] = $4; if ($3 > p[$1]) p[$1] = $3;
 awk '/<svg/{b=""; on=1} on{b=b $0 "\n"} /<\/svg>/{on=0; if (b ~ /other groups/) print b}' \
   "$html" > "$tmp/norm.svg"
 grep -q "> $lo</text>" "$tmp/norm.svg" || fail "normalized axis does not reach $lo"
+# Every figure on the page has data: PFI by class has no classed group
+# here, so it is replaced by a note instead of an empty frame.
+grep -q "PFI by class: no H200 group of a known class" "$html" || fail "class figure note"
+[ "$(grep -c '<figure class="fig"' "$html")" -eq 2 ] || fail "expected 2 figures (raw, normalized)"
 # Sections that need missing inputs say so, in the reader's terms.
 grep -q "mechanism.csv (per-run clocks) is not in the input" "$html" || fail "mechanism note"
 grep -q "features.csv is not in the input" "$html" || fail "features note"
