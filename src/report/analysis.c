@@ -746,6 +746,19 @@ out:
   return rc;
 }
 
+/* The GPU of a group as the tables show it. Ids ending in @h100 are H100
+ * groups; the others are H200 only where that is known: an emulated
+ * campaign (the emulator's H200) or one of the paper's own groups. A
+ * user's own sweep on another GPU is not called H200; its cell is empty. */
+static const char *gpu_name(const struct pfi__report *r,
+                            const struct pfi__group *g) {
+  if (g->h100)
+    return "H100";
+  if (strcmp(r->source, "emulated") == 0 || isfinite(g->pub) || g->heldout)
+    return "H200";
+  return NULL;
+}
+
 static int sec_characterization(struct pfi__report *r) {
   pfi_html_puts(&r->body, "<section id=\"characterization\"><h2>1. "
                           "Characterization: power-throughput curves and PFI"
@@ -798,7 +811,7 @@ static int sec_characterization(struct pfi__report *r) {
     if (row < 0)
       return pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
     set_str(t, row, "group", g->name);
-    set_str(t, row, "gpu", g->h100 ? "H100" : "H200");
+    set_str(t, row, "gpu", gpu_name(r, g));
     set_str(t, row, "class", g->cat >= 0 ? cat_key[g->cat] : NULL);
     set_num(t, row, "gpus", g->c->gpus > 0 ? g->c->gpus : NAN);
     set_num(t, row, "caps", (double)g->c->n);
@@ -1815,7 +1828,7 @@ static int sec_heldout(struct pfi__report *r, const struct core_set *cs) {
     g->pred_out = pr;
     long row = pfi_rtable_add_row(t);
     set_str(t, row, "group", g->name);
-    set_str(t, row, "gpu", g->h100 ? "H100" : "H200");
+    set_str(t, row, "gpu", gpu_name(r, g));
     set_num(t, row, "pfi", g->pfi);
     set_num(t, row, "predicted", pr);
     set_num(t, row, "error", pr - g->pfi);

@@ -125,7 +125,7 @@ int pfi__report_page(struct pfi__report *r, const char *out_dir) {
   }
   if (!r->o->what_ran)
     pfi_html_printf(&b,
-                    "The input holds %zu groups (%zu H200 or unlabelled, of "
+                    "The input holds %zu groups (%zu without an @h100 suffix, of "
                     "which %zu are the paper's held-out groups; %zu H100) "
                     "with %zu runs in all.",
                     r->ng, n_h200, n_held, n_h100, pts);

@@ -40,6 +40,9 @@ lo=$(awk -F, 'NR>1{ if ($4 > t[$1]) t[$1] = $4; if ($3 > p[$1]) p[$1] = $3;
 awk '/<svg/{b=""; on=1} on{b=b $0 "\n"} /<\/svg>/{on=0; if (b ~ /other groups/) print b}' \
   "$html" > "$tmp/norm.svg"
 grep -q "> $lo</text>" "$tmp/norm.svg" || fail "normalized axis does not reach $lo"
+# The A100 jobs are not called H200: the gpu column is empty (not stated).
+awk -F, 'NR>1 && $2 != "" {exit 1}' "$tmp/real/groups.csv" || fail "user's groups called H200"
+grep -q '"gpu": null' "$tmp/real/groups.json" || fail "gpu not null in groups.json"
 # Every figure on the page has data: PFI by class has no classed group
 # here, so it is replaced by a note instead of an empty frame.
 grep -q "PFI by class: no H200 group of a known class" "$html" || fail "class figure note"
@@ -61,6 +64,8 @@ grep -q "EMULATED DATA, NOT MEASUREMENTS" "$tmp/s-report/report.html" || fail "s
 grep -q "the input has 0 dense, 0 MoE pretraining and 1 MoE fine-tuning" \
   "$tmp/s-report/report.html" || fail "store: Kruskal note"
 [ -s "$tmp/s-report/mechanism.csv" ] || fail "store: mechanism.csv"
+# An emulated group is on the emulator's H200.
+[ "$(awk -F, 'NR==2{print $2}' "$tmp/s-report/groups.csv")" = H200 ] || fail "store: gpu H200"
 
 # An output directory several levels deep that does not exist yet is
 # created, for a directory and for a store; a file in the way is an error.
