@@ -129,6 +129,20 @@ json_t *pfi_cli_json_str(const char *s) {
   return j ? j : json_null();
 }
 
+void pfi_cli_put_csv_field(FILE *fp, const char *s) {
+  if (!strpbrk(s, ",\"\r\n")) {
+    fputs(s, fp);
+    return;
+  }
+  fputc('"', fp);
+  for (; *s; s++) {
+    if (*s == '"')
+      fputc('"', fp);
+    fputc(*s, fp);
+  }
+  fputc('"', fp);
+}
+
 void pfi_cli_put_name(FILE *fp, const char *s, int width) {
   int w = 0;
   for (; *s; s++, w++)

@@ -62,6 +62,13 @@ json_t *pfi_cli_json_str(const char *s);
 void pfi_cli_put_name(FILE *fp, const char *s, int width);
 
 /*
+ * Prints `s` as one CSV field: as it is, or, when it holds a comma, a quote
+ * or a line break (a job or device name is the user's), in quotes with each
+ * quote doubled, so that the row stays intact.
+ */
+void pfi_cli_put_csv_field(FILE *fp, const char *s);
+
+/*
  * Parses a list of numbers "200,500,600" or a range "LO:HI:STEP" (inclusive
  * of HI when reached). On success *out is a malloc'd array (caller frees)
  * of *n values. Returns 0 or PFI_EINVAL with a message in err.

@@ -117,21 +117,6 @@ static json_t *jnum(double v) {
   return isfinite(v) ? json_real(v) : json_null();
 }
 
-/* Quotes a CSV field when it needs it (names may hold commas). */
-static void csv_field(const char *s) {
-  if (!strpbrk(s, ",\"\n\r")) {
-    fputs(s, stdout);
-    return;
-  }
-  putchar('"');
-  for (; *s; s++) {
-    if (*s == '"')
-      putchar('"');
-    putchar(*s);
-  }
-  putchar('"');
-}
-
 int cmd_devices(int argc, char **argv) {
   static const struct option opts[] = {{"backend", required_argument, 0, 'b'},
                                        {"params", required_argument, 0, 'p'},
@@ -245,9 +230,9 @@ int cmd_devices(int argc, char **argv) {
     fmt(b[9], 32, r->fb_mib, "%.0f");
     if (format == PFI_FMT_CSV) {
       printf("%u,", r->index);
-      csv_field(r->name);
+      pfi_cli_put_csv_field(stdout, r->name);
       putchar(',');
-      csv_field(r->uuid);
+      pfi_cli_put_csv_field(stdout, r->uuid);
       printf(",%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", b[0], b[1], b[2], b[3],
              b[4], b[5], b[6], b[7], b[8], b[9], chosen,
              emulated ? "true" : "false");

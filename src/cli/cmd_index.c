@@ -84,21 +84,6 @@ static void put_caps(FILE *fp, const struct pfi_index *ix) {
     fprintf(fp, "%s%.10g", k ? ";" : "", ix->excluded_caps[k]);
 }
 
-/* CSV field: quoted when it holds a comma, quote or line break. */
-static void put_csv_field(FILE *fp, const char *s) {
-  if (!strpbrk(s, ",\"\r\n")) {
-    fputs(s, fp);
-    return;
-  }
-  fputc('"', fp);
-  for (; *s; s++) {
-    if (*s == '"')
-      fputc('"', fp);
-    fputc(*s, fp);
-  }
-  fputc('"', fp);
-}
-
 static json_t *num_or_null(int defined, double v) {
   return defined && isfinite(v) ? json_real(v) : json_null();
 }
@@ -343,7 +328,7 @@ int cmd_index(int argc, char **argv) {
     fputc('\n', stdout);
     for (size_t i = 0; i < set.n; i++) {
       const struct pfi_index *ix = &rows[i].ix;
-      put_csv_field(stdout, set.c[i].job);
+      pfi_cli_put_csv_field(stdout, set.c[i].job);
       fmt_num(b_pfi, sizeof b_pfi, ix->pfi_defined, ix->pfi, "%.10g");
       fmt_num(b_area, sizeof b_area, 1, ix->pfi_area, "%.10g");
       fmt_num(b_ce, sizeof b_ce, ix->ce_defined, ix->pfi_ce, "%.10g");

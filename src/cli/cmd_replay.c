@@ -83,23 +83,6 @@ static int colw(const char *job) {
   return l < 12 ? 12 : l > 64 ? 64 : (int)l;
 }
 
-/* A CSV field: quoted (with "" for ") when it holds a comma, a quote or a
- * line break, so that a job name from a quoted input field keeps the row
- * intact. */
-static void put_csv(const char *s) {
-  if (!strpbrk(s, ",\"\r\n")) {
-    fputs(s, stdout);
-    return;
-  }
-  putchar('"');
-  for (; *s; s++) {
-    if (*s == '"')
-      putchar('"');
-    putchar(*s);
-  }
-  putchar('"');
-}
-
 /* Parses --strategies into a bit set; oracle is always added (for the
  * gap) but printed only when asked for. */
 static int parse_strategies(const char *s, unsigned *asked) {
@@ -459,7 +442,7 @@ int cmd_replay(int argc, char **argv) {
             double x = r->job_power_w[k * n + i];
             printf("%s,\"%s\",%.3f,", pfi_strategy_name(s), tg.label[k],
                    tg.t_s[k] - tg.t_s[0]);
-            put_csv(d.cs.c[i].job);
+            pfi_cli_put_csv_field(stdout, d.cs.c[i].job);
             printf(",%.6f,%.6f,%.6f\n", x, pfi_curve_cap_at(&d.cs.c[i], x),
                    pfi_problem_eval(&p, i, x));
           }
@@ -472,7 +455,7 @@ int cmd_replay(int argc, char **argv) {
         const struct pfi_replay *r = &rep[s];
         for (size_t i = 0; i < n; i++) {
           printf("%s,", pfi_strategy_name(s));
-          put_csv(d.cs.c[i].job);
+          pfi_cli_put_csv_field(stdout, d.cs.c[i].job);
           printf(",%.6f,%.6f,%.6f\n", r->job_retained[i],
                  r->job_retained_event[i], r->job_mean_power_w[i]);
         }

@@ -564,17 +564,7 @@ static int runs_cmd(int argc, char **argv) {
     } else if (fmt == PFI_FMT_CSV) {
       /* Job names are the user's: quoted when they need it. */
       printf("%lld,", id);
-      if (strpbrk(job, ",\"\n\r")) {
-        putchar('"');
-        for (const char *p = job; *p; p++) {
-          if (*p == '"')
-            putchar('"');
-          putchar(*p);
-        }
-        putchar('"');
-      } else {
-        fputs(job, stdout);
-      }
+      pfi_cli_put_csv_field(stdout, job);
       printf(",%g,%d,%s,%s,", cap, gpus, state, src);
       if (has_exit)
         printf("%d", ex);
