@@ -167,7 +167,13 @@ char *pfi_rtable_format(const struct pfi_rtable *t, size_t row, size_t col,
   buf[0] = '\0';
   if (!c)
     return buf;
-  if (c->kind == PFI_CELL_NUM)
+  if (c->kind == PFI_CELL_NUM && fabs(c->v) >= 1e9)
+    /* A magnitude of a billion or more (an out-of-sample R^2 of a model
+     * extrapolating far, say) in fixed notation is a row of digits nobody
+     * reads and may not fit a small buffer; four significant digits say
+     * what matters. */
+    snprintf(buf, n, "%.3e", c->v);
+  else if (c->kind == PFI_CELL_NUM)
     snprintf(buf, n, "%.*f", cell_dec(t, c, col),
              shown(c->v, cell_dec(t, c, col)));
   else if (c->kind == PFI_CELL_STR)

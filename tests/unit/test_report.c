@@ -98,6 +98,16 @@ static void test_table(void **state) {
   assert_string_equal(pfi_rtable_format(&t, 2, 1, fb, sizeof fb), "1500");
   pfi_rtable_set_num(&t, 2, 1, 1499.6); /* back to the column's 2 */
   assert_string_equal(pfi_rtable_format(&t, 2, 1, fb, sizeof fb), "1499.60");
+  /* From a billion on, scientific notation with 4 significant digits:
+   * -4940464674914.18 would be 16 digits in fixed notation, and 1e300 with
+   * 2 decimals would not fit the 64-byte buffer at all. */
+  pfi_rtable_set_num(&t, 2, 1, -4940464674914.18);
+  assert_string_equal(pfi_rtable_format(&t, 2, 1, fb, sizeof fb), "-4.940e+12");
+  pfi_rtable_set_num(&t, 2, 1, 1e300);
+  assert_string_equal(pfi_rtable_format(&t, 2, 1, fb, sizeof fb), "1.000e+300");
+  pfi_rtable_set_num(&t, 2, 1, 999999999.0); /* just below: fixed */
+  assert_string_equal(pfi_rtable_format(&t, 2, 1, fb, sizeof fb), "999999999.00");
+  pfi_rtable_set_num(&t, 2, 1, 1499.6);
 
   struct pfi_html b;
   pfi_html_init(&b);
