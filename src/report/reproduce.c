@@ -184,7 +184,14 @@ int pfi_reproduce_run(const struct pfi_reproduce_opts *o,
   ro.seed = o->seed;
   ro.progress = o->progress;
   ro.progress_arg = o->progress_arg;
-  char what[1024];
+  char what[1024], dur[64];
+  double dur_s = o->duration_s > 0 ? o->duration_s : 1800;
+  /* Whole minutes read as minutes; anything else (a 90 s test run) in
+   * seconds, so that the first screen never rounds a run to "0-minute". */
+  if (fmod(dur_s, 60.0) == 0.0)
+    snprintf(dur, sizeof dur, "%g-minute", dur_s / 60.0);
+  else
+    snprintf(dur, sizeof dur, "%g-second", dur_s);
   size_t n100 = 0;
   for (size_t i = 0; i < jobs.n; i++)
     n100 += strcmp(jobs.job[i].profile, "h100") == 0;
@@ -193,12 +200,12 @@ int pfi_reproduce_run(const struct pfi_reproduce_opts *o,
            "an emulated H200, %zu on an emulated H100) through the sweep "
            "harness on the emu backend in virtual time: each group on its "
            "published cap grid (fine: 200 to 700 W in 100 W steps; coarse: "
-           "200, 500, 600, 700 W), %.0f-minute runs sampled every %g s, "
+           "200, 500, 600, 700 W), %s runs sampled every %g s, "
            "%zu runs in all, seed %lu, into one trace store (campaign.db), "
            "then summarized (top 10 %% of training-phase samples) and "
            "analysed as below.",
            jobs.n, jobs.n - n100, n100,
-           (o->duration_s > 0 ? o->duration_s : 1800) / 60.0,
+           dur,
            o->interval_s > 0 ? o->interval_s : 5, runs, o->seed);
   ro.what_ran = what;
   rc = pfi_report_build(out, out, &ro, err);

@@ -64,6 +64,14 @@ for t in $tables; do
   cmp -s "$tmp/a/$t.csv" "$tmp/r/$t.csv" || fail "pfi report on the store differs: $t.csv"
 done
 
+# The first screen states the run length as given: whole minutes in
+# minutes, anything else in seconds (never rounded to "0-minute" or "4-minute").
+grep -q "5-minute runs sampled every 30 s" "$tmp/a/report.html" || fail "what ran: 5 minutes"
+head -2 "$PFI_SOURCE_DIR/data/jobs/jobs.csv" > "$tmp/one.csv"
+"$PFI" reproduce --out "$tmp/one" --jobs "$tmp/one.csv" --duration 270s --interval 30s \
+  --draws 50 --workloads 2 --jobs-per-workload 2 -q > /dev/null
+grep -q "270-second runs sampled every 30 s" "$tmp/one/report.html" || fail "what ran: 270 s"
+
 # Bad input: a job library with a bad number, exit 2 and file:line:column.
 head -3 "$PFI_SOURCE_DIR/data/jobs/jobs.csv" | sed '3s/,8,fine,/,eight,fine,/' > "$tmp/jobs.csv"
 set +e
