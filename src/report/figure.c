@@ -342,6 +342,12 @@ int pfi_figure_svg(const struct pfi_figure *f, const char *id_prefix,
   close(pipefd[1]);
   pipefd[1] = -1;
   int rrc = read_all(pipefd[0], &out);
+  /* Closed before waiting: when reading stopped early (no memory for the
+   * output), gnuplot may still be writing, and with the read end open it
+   * would block on the full pipe while we wait for it, for ever. Closed,
+   * its writes fail and it exits. */
+  close(pipefd[0]);
+  pipefd[0] = -1;
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
     ;
@@ -382,8 +388,16 @@ int pfi_figure_svg(const struct pfi_figure *f, const char *id_prefix,
     goto out;
   }
   *svg = pfi_svg_inline(out.s, out.len, id_prefix ? id_prefix : "");
-  if (!*svg)
-    rc = pfi_error_set(err, PFI_ECHILD, "gnuplot wrote no SVG drawing");
+  if (!*svg) {
+    /* NULL means either no drawing or no memory; only the first is
+     * gnuplot's fault. */
+    int has_svg = 0;
+    for (size_t i = 0; i + 4 <= out.len && !has_svg; i++)
+      has_svg = memcmp(out.s + i, "<svg", 4) == 0;
+    rc = has_svg ? pfi_error_set(err, PFI_ENOMEM, "out of memory")
+                 : pfi_error_set(err, PFI_ECHILD,
+                                 "gnuplot wrote no SVG drawing");
+  }
 out:
   if (pipefd[0] >= 0)
     close(pipefd[0]);

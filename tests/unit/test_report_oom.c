@@ -254,6 +254,71 @@ static int case_report(struct pfi_error *err) {
   return rc;
 }
 
+/* A figure whose SVG is far larger than a pipe holds (64 KiB): with the
+ * Nth allocation failing while gnuplot's output is read, the call must
+ * return PFI_ENOMEM, and must return at all: gnuplot, still writing, is
+ * not to be left blocked on a pipe nobody reads while it is waited for. */
+#define FIG_POINTS 6000
+static double fig_x[FIG_POINTS], fig_y[FIG_POINTS];
+
+static int case_figure(struct pfi_error *err) {
+  for (size_t i = 0; i < FIG_POINTS; i++) {
+    fig_x[i] = (double)i;
+    fig_y[i] = (double)(i % 97);
+  }
+  struct pfi_series sr = {.x = fig_x, .y = fig_y, .n = FIG_POINTS,
+                          .style = PFI_STYLE_POINTS, .color = 1};
+  struct pfi_panel p;
+  pfi_panel_init(&p);
+  p.series = &sr;
+  p.nseries = 1;
+  struct pfi_figure f = {
+      .width = 400, .height = 300, .rows = 1, .cols = 1, .panels = &p,
+      .npanels = 1};
+  char *svg = NULL;
+  oom_on();
+  int rc = pfi_figure_svg(&f, "f-", &svg, err);
+  oom_off();
+  if (rc == 0) {
+    assert_non_null(svg);
+    /* Large enough that gnuplot blocks on a full pipe if it is not read. */
+    assert_true(strlen(svg) > 4 * 65536);
+  }
+  free(svg);
+  return rc;
+}
+
+static void test_figure(void **state) {
+  (void)state;
+#ifdef PFI_OOM_WRAP
+  if (system("gnuplot --version >/dev/null 2>&1") != 0) {
+    skip();
+    return;
+  }
+  /* The allocations of one complete call, then each of the last ones
+   * failing in turn: the reads of gnuplot's output and the inlining of the
+   * SVG come last (the script's allocations before them are the same code
+   * as in the tables and need no gnuplot run each). */
+  struct pfi_error err;
+  pfi_error_clear(&err);
+  oom_target = -1;
+  assert_int_equal(case_figure(&err), 0);
+  long total = oom_count;
+  for (long n = total > 24 ? total - 24 : 1; n <= total; n++) {
+    pfi_error_clear(&err);
+    oom_target = n;
+    int rc = case_figure(&err);
+    if (!oom_hit)
+      fail_msg("figure: allocation %ld of %ld not reached", n, total);
+    if (rc != PFI_ENOMEM || err.code != PFI_ENOMEM)
+      fail_msg("figure: allocation %ld failed: returned %s, err %s \"%s\"", n,
+               pfi_err_name(rc), pfi_err_name(err.code), err.msg);
+  }
+#else
+  skip();
+#endif
+}
+
 static void test_rtable(void **state) {
   (void)state;
   oom_run("rtable", case_rtable, 200000, 1);
@@ -270,7 +335,8 @@ int main(void) {
   if (!mkdtemp(outdir))
     return 1;
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_rtable),
-                                     cmocka_unit_test(test_report)};
+                                     cmocka_unit_test(test_report),
+                                     cmocka_unit_test(test_figure)};
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[160];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", outdir);
