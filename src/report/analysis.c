@@ -287,6 +287,18 @@ static int load_inputs(struct pfi__report *r, const char *in_dir) {
     if (rc)
       return rc;
     r->have_mech = 1;
+    /* Every clock row must be numbers: a bad cell is bad input (file:line:
+     * column, exit status 2), not a run quietly left out of the figure.
+     * Without these columns the section says so instead. */
+    static const char *const mcols[] = {"cap_w", "sm_clock_mhz",
+                                        "mem_clock_mhz"};
+    for (size_t k = 0; k < 3; k++) {
+      int col = pfi_table_find(&r->mech, mcols[k]);
+      double v;
+      for (size_t row = 0; col >= 0 && row < r->mech.nrows; row++)
+        if ((rc = pfi_table_double(&r->mech, row, (size_t)col, &v, r->err)))
+          return rc;
+    }
   }
   if ((rc = load_paper(r, "h200_headline_groups.csv", &r->pub_head,
                        &r->have_pub_head)) ||

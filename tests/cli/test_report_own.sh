@@ -79,6 +79,17 @@ set -e
 [ $st -ne 0 ] || fail "--out under a file accepted"
 grep -q "curves.csv" "$tmp/err" || fail "--out under a file: message $(cat "$tmp/err")"
 
+# A bad clock in mechanism.csv is bad input, located, not a run left out.
+mkdir "$tmp/m"
+cp "$tmp/s-report/curves.csv" "$tmp/m/"
+awk -F, -v OFS=, 'NR==1{for(i=1;i<=NF;i++) if($i=="sm_clock_mhz") c=i}
+  NR==3{$c="fast"} {print}' "$tmp/s-report/mechanism.csv" > "$tmp/m/mechanism.csv"
+set +e
+"$PFI" report "${fast[@]}" --no-figures "$tmp/m" 2> "$tmp/err"; st=$?
+set -e
+[ $st -eq 2 ] || fail "bad mechanism.csv: status $st"
+grep -q "mechanism.csv:3:" "$tmp/err" || fail "bad mechanism.csv: message $(cat "$tmp/err")"
+
 # Job names are text, never markup: escaped in tables and figure titles.
 mkdir "$tmp/x"
 printf '%s\n' 'job,cap_w,power_w,tokens_per_s' \

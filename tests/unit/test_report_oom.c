@@ -296,7 +296,7 @@ static void test_figure(void **state) {
     return;
   }
   /* The allocations of one complete call, then each of the last ones
-   * failing in turn: the reads of gnuplot's output and the inlining of the
+   * failing in turn (the count is that of one run): the reads of gnuplot's output and the inlining of the
    * SVG come last (the script's allocations before them are the same code
    * as in the tables and need no gnuplot run each). */
   struct pfi_error err;
@@ -308,8 +308,15 @@ static void test_figure(void **state) {
     pfi_error_clear(&err);
     oom_target = n;
     int rc = case_figure(&err);
-    if (!oom_hit)
-      fail_msg("figure: allocation %ld of %ld not reached", n, total);
+    /* How gnuplot's output arrives in reads (and so how often the buffer
+     * grows) varies from run to run: a run may need fewer allocations than
+     * the counted one, and then it must simply succeed. */
+    if (!oom_hit) {
+      if (rc != 0)
+        fail_msg("figure: failed (%s: %s) with no allocation failing",
+                 pfi_err_name(rc), err.msg);
+      continue;
+    }
     if (rc != PFI_ENOMEM || err.code != PFI_ENOMEM)
       fail_msg("figure: allocation %ld failed: returned %s, err %s \"%s\"", n,
                pfi_err_name(rc), pfi_err_name(err.code), err.msg);
