@@ -172,8 +172,20 @@ int pfi_reproduce_run(const struct pfi_reproduce_opts *o,
   say(o, "campaign: summarizing the trace store into %s", out);
   struct pfi_summary_opts sum;
   pfi_summary_opts_init(&sum);
-  if ((rc = pfi_trace_summarize(st, out, &sum, err)) < 0)
+  if ((rc = pfi_trace_summarize(st, out, &sum, err)) < 0) {
+    /* Short runs end before the emulated jobs leave their warm-up, so no
+     * run has a training phase to summarize; name the option that did it. */
+    double d = o->duration_s > 0 ? o->duration_s : 1800;
+    if (rc != PFI_ENOMEM && rc != PFI_EIO && d < 300) {
+      char msg[sizeof err->msg];
+      snprintf(msg, sizeof msg, "%s", err->msg);
+      rc = pfi_error_set(err, rc,
+                         "%s (--duration %gs is shorter than the emulated "
+                         "jobs' warm-up; use 5m or more)",
+                         msg, d);
+    }
     goto out;
+  }
   snprintf(path, sizeof path, "%s/mechanism.csv", out);
   if ((rc = pfi_report_mechanism(st, path, err)) < 0)
     goto out;

@@ -82,6 +82,12 @@ grep -q "jobs.csv:3:" "$tmp/err" || fail "bad job library: message $(cat "$tmp/e
 [ $st -eq 2 ] || fail "--seed -1: status $st"
 "$PFI" reproduce --duration 0 2> /dev/null; st=$?
 [ $st -eq 2 ] || fail "--duration 0: status $st"
+# Runs too short for the emulated warm-up: exit 2, naming --duration.
+"$PFI" reproduce --out "$tmp/short" --jobs "$tmp/one.csv" --duration 90s --no-figures \
+  --draws 20 --workloads 2 --jobs-per-workload 2 -q > /dev/null 2> "$tmp/err"; st=$?
+[ $st -eq 2 ] || fail "--duration 90s: status $st"
+grep -q -- "--duration 90s is shorter than the emulated jobs' warm-up" "$tmp/err" ||
+  fail "--duration 90s: message $(cat "$tmp/err")"
 "$PFI" reproduce stray 2> /dev/null; st=$?
 [ $st -eq 2 ] || fail "stray argument: status $st"
 touch "$tmp/file"
