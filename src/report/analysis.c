@@ -984,6 +984,25 @@ static double rho_of(struct pfi__report *r, const double *x, const double *y,
   return rho;
 }
 
+/* Spearman rho between two columns of a published table (rows where both
+ * are numbers), recomputed from the paper's values; NAN when absent. Uses
+ * the report's scratch arrays r->sc and r->sd. */
+static double pub_rho(struct pfi__report *r, int have,
+                      const struct pfi_table *t, const char *colx,
+                      const char *coly) {
+  double *pa = r->sc, *pb = r->sd;
+  size_t pn = 0;
+  for (size_t i = 0; have && i < t->nrows; i++) {
+    double x = pub_num(t, (long)i, colx);
+    double y = pub_num(t, (long)i, coly);
+    if (isfinite(x) && isfinite(y)) {
+      pa[pn] = x;
+      pb[pn++] = y;
+    }
+  }
+  return rho_of(r, pa, pb, pn);
+}
+
 static int fig_mechanism(struct pfi__report *r) {
   int jc = pfi_table_find(&r->mech, "job");
   int cc = pfi_table_find(&r->mech, "cap_w");
@@ -1135,17 +1154,8 @@ static int sec_mechanism(struct pfi__report *r) {
   r->rho_h100 = rho_of(r, a, b, n);
   r->n_h100 = n;
   /* The published rank correlation, recomputed from the published table. */
-  double *pa = r->sc, *pb = r->sd;
-  size_t pn = 0;
-  for (size_t i = 0; r->have_pub_h100 && i < r->pub_h100.nrows; i++) {
-    double x = pub_num(&r->pub_h100, (long)i, "pfi_h200");
-    double y = pub_num(&r->pub_h100, (long)i, "pfi_h100");
-    if (isfinite(x) && isfinite(y)) {
-      pa[pn] = x;
-      pb[pn++] = y;
-    }
-  }
-  r->rho_h100_pub = rho_of(r, pa, pb, pn);
+  r->rho_h100_pub =
+      pub_rho(r, r->have_pub_h100, &r->pub_h100, "pfi_h200", "pfi_h100");
   pfi_html_puts(&r->body, "</section>\n");
   return 0;
 }
@@ -1303,17 +1313,8 @@ static int sec_grid(struct pfi__report *r) {
   }
   r->rho_grid = rho_of(r, a, b, n);
   r->n_grid = n;
-  double *pa = r->sc, *pb = r->sd;
-  size_t pn = 0;
-  for (size_t i = 0; r->have_pub_grid && i < r->pub_grid.nrows; i++) {
-    double x = pub_num(&r->pub_grid, (long)i, "pfi_fine_6caps");
-    double y = pub_num(&r->pub_grid, (long)i, "pfi_coarse_4caps");
-    if (isfinite(x) && isfinite(y)) {
-      pa[pn] = x;
-      pb[pn++] = y;
-    }
-  }
-  r->rho_grid_pub = rho_of(r, pa, pb, pn);
+  r->rho_grid_pub = pub_rho(r, r->have_pub_grid, &r->pub_grid,
+                            "pfi_fine_6caps", "pfi_coarse_4caps");
   if (t->nrows)
     show_table(r, t);
   else
