@@ -39,6 +39,8 @@ struct pfi_curveset {
   size_t n, cap;
   struct pfi_curve *c; /* in order of first appearance; owned */
   char *source;        /* file name, for messages; owned, may be NULL */
+  char *unit;          /* throughput unit as read: "tokens/s", the mapped
+                          column's name, or "K/COLUMN"; owned, may be NULL */
 };
 
 /* Canonical column names, in the order used by --map. */
@@ -60,7 +62,12 @@ const char *pfi_curve_col_name(enum pfi_curve_col col);
 /*
  * Reads a curves CSV. `path` "-" reads standard input. `map` is NULL or a
  * string "NAME=COLUMN,NAME=COLUMN" that reads canonical column NAME from the
- * file's column COLUMN (e.g. "job=Workload,cap_w=GPU power cap").
+ * file's column COLUMN (e.g. "job=Workload,cap_w=GPU power cap"). Two
+ * more forms, used when the whole COLUMN names no column of the file:
+ * `job=A+B+C` builds the job name from columns A, B, C joined by '/'
+ * (at most 8); `NAME=K/COLUMN` for a number column reads K divided by the
+ * column, e.g. `tokens_per_s=1/time_per_epoch` (throughput given as time
+ * per unit of work; K a positive number). set->unit records the unit.
  * Validation, each a PFI_EPARSE with file:line:column: missing column, a
  * used column named twice in the header, a record with more fields than
  * the header, non-numeric/NaN/inf value, zero or negative cap, power or

@@ -10,8 +10,22 @@
  *  ce     1 - a, where log T = a log P + log k is fitted by least squares
  *
  * The uncapped reference (T_max, P_max) is the point with the highest cap.
- * Capped points whose throughput did not fall (T_i >= T_max: the cap did not
- * bind) are left out of the ratio and reported; nothing is divided by zero.
+ *
+ * Which capped points enter the ratio (the noise rule, docs/index-and-stats.md;
+ * the same in every function here). Point i enters only when its cap bound
+ * beyond the noise, on both axes:
+ *   loss_i = 1 - T_i/T_max > max(z s_T,i, R_T)  and
+ *   save_i = 1 - P_i/P_max > max(z s_P,i, R_P)
+ * with z = PFI_INDEX_NOISE_Z (2), s_T,i the standard error of T_i/T_max
+ * ((T_i/T_max) sqrt(r_i^2 + r_max^2), r the points' relative standard
+ * errors, from tokens_sd or the default 0.05 %), s_P,i the same for power
+ * (default 0.04 %), and R_T, R_P the curve's own noise floor: the largest
+ * rise of throughput (power) from any cap to a lower one, relative to
+ * T_max (P_max); 0 on a monotone curve. A cap cannot speed a job up, so a
+ * rise measures the noise of the curve. Points left out are reported with
+ * the reason (enum pfi_index_why); nothing is divided by zero or by a loss
+ * that is only noise. On the paper's grids every capped point binds by far
+ * more than the noise and the rule leaves the paper's ratio unchanged.
  */
 #ifndef PFI_INDEX_H
 #define PFI_INDEX_H
@@ -32,7 +46,24 @@ struct pfi_index {
   double *excluded_caps; /* n_excluded caps in W; owned, free with
                             pfi_index_release() */
   double t_max, p_max;   /* uncapped reference */
+  int *excluded_why;     /* n_excluded reasons (enum pfi_index_why); owned */
+  double loss_floor;     /* R_T of the rule: largest throughput reversal */
+  double power_floor;    /* R_P: largest power reversal */
 };
+
+#define PFI_INDEX_NOISE_Z 2.0
+
+/* Why a capped point is left out of the ratio PFI. */
+enum pfi_index_why {
+  PFI_WHY_USED = 0,
+  PFI_WHY_NOT_SLOWER,     /* T_i >= T_max: the cap did not bind */
+  PFI_WHY_LOSS_IN_NOISE,  /* 0 < loss within the noise (z s_T or R_T) */
+  PFI_WHY_POWER_IN_NOISE, /* the power saved is within the noise */
+  PFI_WHY_REFERENCE       /* the uncapped reference itself */
+};
+
+/* "used", "no-loss", "loss-in-noise", "power-in-noise", "reference". */
+const char *pfi_index_why_name(int why);
 
 /*
  * Computes all three definitions for curve `c` (n >= 2, positive values, as
@@ -45,12 +76,13 @@ struct pfi_index {
 int pfi_index_compute(const struct pfi_curve *c, struct pfi_index *out,
                       struct pfi_error *err);
 
-/* Frees out->excluded_caps. Safe on a zeroed struct. */
+/* Frees out->excluded_caps and excluded_why. Safe on a zeroed struct. */
 void pfi_index_release(struct pfi_index *out);
 
 /*
  * Ratio PFI of raw arrays (points in any order; the one with the highest cap
- * is the reference). No allocation, for inner loops (Monte Carlo, oracle
+ * is the reference), by the noise rule above with the default noise for
+ * every point. No allocation, for inner loops (Monte Carlo, oracle
  * analysis). Returns 1 and sets *pfi when defined, 0 when no capped point
  * bound, PFI_EINVAL when n < 2.
  */

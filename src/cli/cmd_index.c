@@ -21,10 +21,12 @@ static const char usage_text[] =
     "the highest cap is each job's uncapped reference (T_max, P_max).\n"
     "\n"
     "Definitions:\n"
-    "  ratio  mean over capped points of (1 - P/P_max) / (1 - T/T_max); "
-    "capped\n"
-    "         points whose throughput did not fall are left out and listed\n"
-    "         in excluded_caps\n"
+    "  ratio  mean over capped points of (1 - P/P_max) / (1 - T/T_max); a\n"
+    "         capped point enters only when its throughput loss and its\n"
+    "         power saving both exceed the noise: twice their standard\n"
+    "         error, and the curve's largest rise from a cap to a lower\n"
+    "         one. The others are listed in excluded_caps, the reason in\n"
+    "         excluded_why: no-loss, loss-in-noise, power-in-noise\n"
     "  area   integral of T/T_max over P/P_max from (0,0), minus 1/2\n"
     "  ce     1 - a, a the slope of log T on log P (least squares)\n"
     "\n"
@@ -82,6 +84,20 @@ static void put_caps(FILE *fp, const struct pfi_index *ix) {
   }
   for (size_t k = 0; k < ix->n_excluded; k++)
     fprintf(fp, "%s%.10g", k ? ";" : "", ix->excluded_caps[k]);
+}
+
+/* The reasons of put_caps' caps, in the same order (pfi_index_why_name). */
+static void put_why(FILE *fp, const struct pfi_index *ix, int with_caps) {
+  if (ix->n_excluded == 0) {
+    fputc('-', fp);
+    return;
+  }
+  for (size_t k = 0; k < ix->n_excluded; k++) {
+    fputs(k ? ";" : "", fp);
+    if (with_caps)
+      fprintf(fp, "%.10g:", ix->excluded_caps[k]);
+    fputs(pfi_index_why_name(ix->excluded_why[k]), fp);
+  }
 }
 
 static json_t *num_or_null(int defined, double v) {
@@ -289,6 +305,11 @@ int cmd_index(int argc, char **argv) {
       for (size_t k = 0; k < ix->n_excluded; k++)
         json_array_append_new(ex, json_real(ix->excluded_caps[k]));
       json_object_set_new(o, "excluded_caps", ex);
+      json_t *wy = json_array();
+      for (size_t k = 0; k < ix->n_excluded; k++)
+        json_array_append_new(
+            wy, json_string(pfi_index_why_name(ix->excluded_why[k])));
+      json_object_set_new(o, "excluded_why", wy);
       json_object_set_new(o, "t_max", json_real(ix->t_max));
       json_object_set_new(o, "p_max", json_real(ix->p_max));
       if (draws > 0 && (defs & DEF_RATIO)) {
@@ -325,7 +346,7 @@ int cmd_index(int argc, char **argv) {
       fputs(",ci_draws,ci_seed,ci_default_rel_sd_power,"
             "ci_default_rel_sd_tokens",
             stdout);
-    fputc('\n', stdout);
+    fputs(",excluded_why\n", stdout);
     for (size_t i = 0; i < set.n; i++) {
       const struct pfi_index *ix = &rows[i].ix;
       pfi_cli_put_csv_field(stdout, set.c[i].job);
@@ -353,6 +374,8 @@ int cmd_index(int argc, char **argv) {
         else
           fputs(",-,-", stdout);
       }
+      fputc(',', stdout);
+      put_why(stdout, ix, 0);
       fputc('\n', stdout);
     }
   } else {
@@ -372,7 +395,7 @@ int cmd_index(int argc, char **argv) {
     if (defs & DEF_CE)
       printf("  %8s", "pfi_ce");
     printf("  %6s  %12s  %12s  %s\n", "points", "t_max", "p_max",
-           "excluded_caps");
+           "excluded (cap:why)");
     for (size_t i = 0; i < set.n; i++) {
       const struct pfi_index *ix = &rows[i].ix;
       pfi_cli_put_name(stdout, set.c[i].job, wjob);
@@ -398,7 +421,7 @@ int cmd_index(int argc, char **argv) {
       fmt_num(b_t, sizeof b_t, 1, ix->t_max, "%.6g");
       fmt_num(b_p, sizeof b_p, 1, ix->p_max, "%.6g");
       printf("  %6zu  %12s  %12s  ", ix->points_used, b_t, b_p);
-      put_caps(stdout, ix);
+      put_why(stdout, ix, 1);
       fputc('\n', stdout);
     }
     if (ci_cols) {

@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +30,7 @@ void pfi_curveset_release(struct pfi_curveset *set) {
   }
   free(set->c);
   free(set->source);
+  free(set->unit);
   memset(set, 0, sizeof *set);
 }
 
@@ -218,10 +220,32 @@ static long jobmap_get(const struct jobmap *m, const struct pfi_curveset *set,
 
 /* ---- reading ---- */
 
-static int parse_map(const char *map, char *names[PFI_COL__COUNT],
+/*
+ * A --map entry beyond NAME=COLUMN: `job=A+B+C` builds the job name from
+ * several columns (joined by '/'), and `NUM=K/COLUMN` for a number column
+ * reads K divided by the column (throughput from a time per unit of work:
+ * tokens_per_s=1/time_per_epoch). A whole entry that names a column of the
+ * file is always read as that column.
+ */
+#define MAP_MAX_PARTS 8
+
+struct colmap {
+  char *name[PFI_COL__COUNT]; /* mapped column name, or NULL */
+  double num[PFI_COL__COUNT]; /* K of K/COLUMN; 0 when plain */
+  int nparts;                 /* job columns when composite (>= 2), else 0 */
+  int part[MAP_MAX_PARTS];    /* their indices */
+};
+
+static void colmap_free(struct colmap *m) {
+  for (int k = 0; k < PFI_COL__COUNT; k++) {
+    free(m->name[k]);
+    m->name[k] = NULL;
+  }
+}
+
+static int parse_map(const char *map, struct colmap *cm,
                      struct pfi_error *err) {
-  for (int k = 0; k < PFI_COL__COUNT; k++)
-    names[k] = NULL;
+  memset(cm, 0, sizeof *cm);
   if (!map || !*map)
     return 0;
   char *copy = strdup(map);
@@ -250,32 +274,148 @@ static int parse_map(const char *map, char *names[PFI_COL__COUNT],
                          tok);
       break;
     }
-    free(names[which]);
-    names[which] = strdup(eq + 1);
-    if (!names[which]) {
+    free(cm->name[which]);
+    cm->name[which] = strdup(eq + 1);
+    cm->num[which] = 0;
+    if (!cm->name[which]) {
       rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
       break;
     }
   }
   free(copy);
   if (rc < 0)
-    for (int k = 0; k < PFI_COL__COUNT; k++) {
-      free(names[k]);
-      names[k] = NULL;
-    }
+    colmap_free(cm);
   return rc;
+}
+
+/* Resolves the mapped names against the header: K/COLUMN and A+B+C forms
+ * where the whole entry is no column of the file. */
+static int resolve_forms(struct colmap *cm, const struct pfi_csv *csv,
+                         int idx[PFI_COL__COUNT], struct pfi_error *err) {
+  for (int k = 0; k < PFI_COL__COUNT; k++) {
+    const char *nm = cm->name[k];
+    if (!nm || idx[k] >= 0)
+      continue;
+    const char *slash = strchr(nm, '/');
+    if (k != PFI_COL_JOB && slash && slash > nm && slash[1]) {
+      char numbuf[64];
+      size_t nl = (size_t)(slash - nm);
+      double K = 0;
+      if (nl < sizeof numbuf) {
+        memcpy(numbuf, nm, nl);
+        numbuf[nl] = '\0';
+        if (pfi_parse_double(numbuf, &K) < 0)
+          K = 0;
+      }
+      if (!(K > 0) || !isfinite(K))
+        return pfi_error_set(err, PFI_EINVAL,
+                             "--map: %s=%s: the numerator of K/COLUMN must "
+                             "be a positive number",
+                             col_names[k], nm);
+      int ci = pfi_csv_find(csv, slash + 1);
+      if (ci < 0)
+        return pfi_error_setloc(err, PFI_EPARSE, csv->name, 1, 1,
+                                "missing column '%s' (mapped to %s as %s)",
+                                slash + 1, col_names[k], nm);
+      idx[k] = ci;
+      cm->num[k] = K;
+      /* From here on the column is known by its plain name (messages and
+       * the duplicate-header check). */
+      memmove(cm->name[k], slash + 1, strlen(slash + 1) + 1);
+    } else if (k == PFI_COL_JOB && strchr(nm, '+')) {
+      char *dup = strdup(nm);
+      if (!dup)
+        return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+      int n = 0, rc = 0;
+      char *save = NULL;
+      for (char *t = strtok_r(dup, "+", &save); t;
+           t = strtok_r(NULL, "+", &save)) {
+        if (n == MAP_MAX_PARTS) {
+          rc = pfi_error_set(err, PFI_EINVAL,
+                             "--map: job=%s: at most %d columns", nm,
+                             MAP_MAX_PARTS);
+          break;
+        }
+        int ci = pfi_csv_find(csv, t);
+        if (ci < 0) {
+          rc = pfi_error_setloc(err, PFI_EPARSE, csv->name, 1, 1,
+                                "missing column '%s' (mapped to job as %s)", t,
+                                nm);
+          break;
+        }
+        cm->part[n++] = ci;
+      }
+      free(dup);
+      if (rc < 0)
+        return rc;
+      if (n < 2)
+        return pfi_error_set(err, PFI_EINVAL,
+                             "--map: job=%s: expected COLUMN+COLUMN", nm);
+      cm->nparts = n;
+      idx[k] = cm->part[0];
+    }
+  }
+  return 0;
+}
+
+/* The job name of the current record (composite when mapped so), in *buf
+ * (grown as needed). NULL with *bad set to the column of an empty or
+ * absent part. */
+static const char *record_job(const struct pfi_csv *csv,
+                              const struct colmap *cm, int jidx, char **buf,
+                              size_t *bufcap, int *bad, int *oom) {
+  *bad = -1;
+  *oom = 0;
+  if (cm->nparts == 0) {
+    const char *j = pfi_csv_field(csv, jidx);
+    if (!j || !*j)
+      *bad = jidx;
+    return (j && *j) ? j : NULL;
+  }
+  size_t need = 1;
+  for (int p = 0; p < cm->nparts; p++) {
+    const char *f = pfi_csv_field(csv, cm->part[p]);
+    if (!f || !*f) {
+      *bad = cm->part[p];
+      return NULL;
+    }
+    need += strlen(f) + 1;
+  }
+  if (need > *bufcap) {
+    char *nb = realloc(*buf, need);
+    if (!nb) {
+      *oom = 1;
+      return NULL;
+    }
+    *buf = nb;
+    *bufcap = need;
+  }
+  size_t w = 0;
+  for (int p = 0; p < cm->nparts; p++) {
+    const char *f = pfi_csv_field(csv, cm->part[p]);
+    size_t l = strlen(f);
+    if (p)
+      (*buf)[w++] = '/';
+    memcpy(*buf + w, f, l);
+    w += l;
+  }
+  (*buf)[w] = '\0';
+  return *buf;
 }
 
 static int read_csv(struct pfi_curveset *set, struct pfi_csv *csv,
                     const char *map, struct pfi_error *err) {
-  char *names[PFI_COL__COUNT];
+  struct colmap cm;
+  char **names = cm.name;
   int idx[PFI_COL__COUNT];
-  int rc = parse_map(map, names, err);
+  int rc = parse_map(map, &cm, err);
   if (rc < 0)
     return rc;
-  for (int k = 0; k < PFI_COL__COUNT; k++) {
+  for (int k = 0; k < PFI_COL__COUNT; k++)
+    idx[k] = pfi_csv_find(csv, names[k] ? names[k] : col_names[k]);
+  rc = resolve_forms(&cm, csv, idx, err);
+  for (int k = 0; k < PFI_COL__COUNT && rc == 0; k++) {
     const char *want = names[k] ? names[k] : col_names[k];
-    idx[k] = pfi_csv_find(csv, want);
     if (idx[k] < 0 && (k <= PFI_COL_TOKENS_PER_S || names[k])) {
       if (names[k])
         rc = pfi_error_setloc(err, PFI_EPARSE, csv->name, 1, 1,
@@ -302,14 +442,28 @@ static int read_csv(struct pfi_curveset *set, struct pfi_csv *csv,
         break;
       }
   }
-  for (int k = 0; k < PFI_COL__COUNT; k++)
-    free(names[k]);
+  if (rc == 0) {
+    /* The throughput's unit: tokens/s unless the column is mapped. */
+    char ubuf[160];
+    if (cm.num[PFI_COL_TOKENS_PER_S] > 0)
+      snprintf(ubuf, sizeof ubuf, "%g/%s", cm.num[PFI_COL_TOKENS_PER_S],
+               names[PFI_COL_TOKENS_PER_S]);
+    else
+      snprintf(ubuf, sizeof ubuf, "%s",
+               names[PFI_COL_TOKENS_PER_S] ? names[PFI_COL_TOKENS_PER_S]
+                                           : "tokens/s");
+    set->unit = strdup(ubuf);
+    set->source = strdup(csv->name);
+    if (!set->unit || !set->source)
+      rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  }
+  double num[PFI_COL__COUNT];
+  memcpy(num, cm.num, sizeof num);
+  colmap_free(&cm);
   if (rc < 0)
     return rc;
-
-  set->source = strdup(csv->name);
-  if (!set->source)
-    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  char *jbuf = NULL;
+  size_t jcap = 0;
   struct jobmap m = {0, NULL};
   /* Rows of one job usually follow each other: remembering the last job
    * skips the hash lookup (and its cache miss in a large table) for them. */
@@ -327,10 +481,16 @@ static int read_csv(struct pfi_curveset *set, struct pfi_csv *csv,
                             csv->nheader);
       break;
     }
-    const char *job = pfi_csv_field(csv, idx[PFI_COL_JOB]);
-    if (!job || !*job) {
+    int bad, oom;
+    const char *job =
+        record_job(csv, &cm, idx[PFI_COL_JOB], &jbuf, &jcap, &bad, &oom);
+    if (oom) {
+      rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+      break;
+    }
+    if (!job) {
       rc = pfi_error_setloc(err, PFI_EPARSE, csv->name, csv->rec_line,
-                            job ? csv->fcol[idx[PFI_COL_JOB]] : 1,
+                            pfi_csv_field(csv, bad) ? csv->fcol[bad] : 1,
                             "field 'job': empty");
       break;
     }
@@ -345,6 +505,17 @@ static int read_csv(struct pfi_curveset *set, struct pfi_csv *csv,
       rc = pfi_csv_double(csv, idx[k], what[k], dst[k], err);
       if (rc < 0)
         goto out;
+      if (num[k] > 0 && *dst[k] > 0) {
+        *dst[k] = num[k] / *dst[k]; /* K/COLUMN */
+        if (!isfinite(*dst[k]) || !(*dst[k] > 0)) {
+          rc = pfi_error_setloc(err, PFI_EPARSE, csv->name, csv->fline[idx[k]],
+                                csv->fcol[idx[k]],
+                                "field '%s': %g/%s is not a finite positive "
+                                "number",
+                                what[k], num[k], pfi_csv_field(csv, idx[k]));
+          goto out;
+        }
+      }
       if (*dst[k] <= 0) {
         rc = pfi_error_setloc(
             err, PFI_EPARSE, csv->name, csv->fline[idx[k]], csv->fcol[idx[k]],
@@ -460,6 +631,7 @@ static int read_csv(struct pfi_curveset *set, struct pfi_csv *csv,
     rc = pfi_error_setloc(err, PFI_EPARSE, csv->name, 2, 1, "no data rows");
 out:
   free(m.slot);
+  free(jbuf);
   return rc;
 }
 

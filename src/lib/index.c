@@ -17,6 +17,72 @@ static size_t ref_index(const double *cap_w, size_t n) {
   return r;
 }
 
+/*
+ * The rule that decides which capped points enter the ratio (index.h): the
+ * largest rise of y from a higher cap to a lower one (0 on a monotone
+ * curve), relative to the reference value.
+ */
+static double reversal(const double *cap_w, const double *y, size_t n,
+                       double ref) {
+  double worst = 0;
+  for (size_t a = 0; a < n; a++)
+    for (size_t b = 0; b < n; b++)
+      if (cap_w[a] < cap_w[b] && y[a] - y[b] > worst * ref)
+        worst = (y[a] - y[b]) / ref;
+  return worst;
+}
+
+/* Why point i is left out (enum pfi_index_why), 0 when it enters. rsp/rst:
+ * relative standard errors of every point's power and throughput. */
+static int point_why(const double *power_w, const double *tokens,
+                     const double *rsp, const double *rst, size_t r, size_t i,
+                     double rev_t, double rev_p) {
+  double pmax = power_w[r], tmax = tokens[r];
+  double loss = 1.0 - tokens[i] / tmax, save = 1.0 - power_w[i] / pmax;
+  if (!(loss > 0))
+    return PFI_WHY_NOT_SLOWER;
+  double sl = PFI_INDEX_NOISE_Z * (tokens[i] / tmax) *
+              sqrt(rst[i] * rst[i] + rst[r] * rst[r]);
+  double sp = PFI_INDEX_NOISE_Z * (power_w[i] / pmax) *
+              sqrt(rsp[i] * rsp[i] + rsp[r] * rsp[r]);
+  if (!(loss > sl) || !(loss > rev_t))
+    return PFI_WHY_LOSS_IN_NOISE;
+  if (!(save > sp) || !(save > rev_p))
+    return PFI_WHY_POWER_IN_NOISE;
+  return 0;
+}
+
+/* Fills why[0..n-1] (0: used; the reference gets PFI_WHY_REFERENCE) and
+ * returns the number of points used. */
+static size_t classify(const double *cap_w, const double *power_w,
+                       const double *tokens, const double *rsp,
+                       const double *rst, size_t n, size_t r, int *why) {
+  double rev_t = reversal(cap_w, tokens, n, tokens[r]);
+  double rev_p = reversal(cap_w, power_w, n, power_w[r]);
+  size_t used = 0;
+  for (size_t i = 0; i < n; i++) {
+    why[i] = i == r ? PFI_WHY_REFERENCE
+                    : point_why(power_w, tokens, rsp, rst, r, i, rev_t, rev_p);
+    used += why[i] == 0;
+  }
+  return used;
+}
+
+const char *pfi_index_why_name(int why) {
+  switch (why) {
+  case PFI_WHY_NOT_SLOWER:
+    return "no-loss";
+  case PFI_WHY_LOSS_IN_NOISE:
+    return "loss-in-noise";
+  case PFI_WHY_POWER_IN_NOISE:
+    return "power-in-noise";
+  case PFI_WHY_REFERENCE:
+    return "reference";
+  default:
+    return "used";
+  }
+}
+
 int pfi_index_ratio(const double *cap_w, const double *power_w,
                     const double *tokens, size_t n, double *pfi,
                     size_t *points_used) {
@@ -26,8 +92,19 @@ int pfi_index_ratio(const double *cap_w, const double *power_w,
   double pmax = power_w[r], tmax = tokens[r];
   double sum = 0.0;
   size_t used = 0;
+  double rev_t = reversal(cap_w, tokens, n, tmax);
+  double rev_p = reversal(cap_w, power_w, n, pmax);
+  double rsp[2] = {PFI_INDEX_DEFAULT_REL_SD_POWER,
+                   PFI_INDEX_DEFAULT_REL_SD_POWER};
+  double rst[2] = {PFI_INDEX_DEFAULT_REL_SD_TOKENS,
+                   PFI_INDEX_DEFAULT_REL_SD_TOKENS};
   for (size_t i = 0; i < n; i++) {
-    if (i == r || !(tokens[i] < tmax))
+    if (i == r)
+      continue;
+    /* Every point has the default noise: indices 0 and 1 of the two-entry
+     * arrays stand for point i and the reference. */
+    double p2[2] = {power_w[i], pmax}, t2[2] = {tokens[i], tmax};
+    if (point_why(p2, t2, rsp, rst, 1, 0, rev_t, rev_p) != 0)
       continue;
     sum += (1.0 - power_w[i] / pmax) / (1.0 - tokens[i] / tmax);
     used++;
@@ -113,25 +190,43 @@ int pfi_index_compute(const struct pfi_curve *c, struct pfi_index *out,
     return pfi_error_set(err, PFI_EINVAL,
                          "job '%s': needs at least 2 points, has %zu", c->job,
                          n);
-  double *buf = malloc(3 * n * sizeof *buf);
-  if (!buf)
+  double *buf = malloc(5 * n * sizeof *buf);
+  int *why = malloc(n * sizeof *why);
+  if (!buf || !why) {
+    free(buf);
+    free(why);
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
-  double *cap = buf, *pw = buf + n, *tk = buf + 2 * n;
+  }
+  double *cap = buf, *pw = buf + n, *tk = buf + 2 * n, *rsp = buf + 3 * n,
+         *rst = buf + 4 * n;
   for (size_t i = 0; i < n; i++) {
-    cap[i] = c->pts[i].cap_w;
-    pw[i] = c->pts[i].power_w;
-    tk[i] = c->pts[i].tokens_per_s;
+    const struct pfi_point *pt = &c->pts[i];
+    cap[i] = pt->cap_w;
+    pw[i] = pt->power_w;
+    tk[i] = pt->tokens_per_s;
+    rsp[i] = pt->power_sd_w >= 0 ? pt->power_sd_w / pt->power_w
+                                 : PFI_INDEX_DEFAULT_REL_SD_POWER;
+    rst[i] = pt->tokens_sd >= 0 ? pt->tokens_sd / pt->tokens_per_s
+                                : PFI_INDEX_DEFAULT_REL_SD_TOKENS;
   }
   const struct pfi_point *ref = pfi_curve_uncapped(c);
   out->t_max = ref->tokens_per_s;
   out->p_max = ref->power_w;
-  int rc = pfi_index_ratio(cap, pw, tk, n, &out->pfi, &out->points_used);
-  out->pfi_defined = rc == 1;
-  if (!out->pfi_defined)
-    out->pfi = 0.0;
+  out->loss_floor = reversal(cap, tk, n, tk[n - 1]);
+  out->power_floor = reversal(cap, pw, n, pw[n - 1]);
+  size_t used = classify(cap, pw, tk, rsp, rst, n, n - 1, why);
+  double sum = 0;
+  for (size_t i = 0; i + 1 < n; i++)
+    if (why[i] == 0)
+      sum += (1.0 - pw[i] / out->p_max) / (1.0 - tk[i] / out->t_max);
+  out->points_used = used;
+  out->pfi_defined = used > 0;
+  out->pfi = used ? sum / (double)used : 0.0;
+  int rc;
   rc = pfi_index_area(cap, pw, tk, n, &out->pfi_area);
   if (rc < 0) {
     free(buf);
+    free(why);
     return pfi_error_set(err, rc, "out of memory");
   }
   rc = pfi_index_ce(pw, tk, n, &out->pfi_ce);
@@ -147,29 +242,35 @@ int pfi_index_compute(const struct pfi_curve *c, struct pfi_index *out,
                                                                   : NULL;
   if (bad) {
     free(buf);
+    free(why);
     return pfi_error_set(err, PFI_ERANGE,
                          "job '%s': the %s PFI is not a finite number (the "
                          "power or throughput values span more than a "
                          "double's range)",
                          c->job, bad);
   }
-  /* Capped points that did not bind. */
+  /* Capped points left out, with the reason. */
   size_t nex = 0;
   for (size_t i = 0; i + 1 < n; i++)
-    if (!(c->pts[i].tokens_per_s < ref->tokens_per_s))
-      nex++;
+    nex += why[i] != 0;
   if (nex) {
     out->excluded_caps = malloc(nex * sizeof *out->excluded_caps);
-    if (!out->excluded_caps) {
+    out->excluded_why = malloc(nex * sizeof *out->excluded_why);
+    if (!out->excluded_caps || !out->excluded_why) {
       free(buf);
+      free(why);
+      pfi_index_release(out);
       return pfi_error_set(err, PFI_ENOMEM, "out of memory");
     }
     for (size_t i = 0, k = 0; i + 1 < n; i++)
-      if (!(c->pts[i].tokens_per_s < ref->tokens_per_s))
+      if (why[i] != 0) {
+        out->excluded_why[k] = why[i];
         out->excluded_caps[k++] = c->pts[i].cap_w;
+      }
   }
   out->n_excluded = nex;
   free(buf);
+  free(why);
   return 0;
 }
 
@@ -178,6 +279,8 @@ void pfi_index_release(struct pfi_index *out) {
     return;
   free(out->excluded_caps);
   out->excluded_caps = NULL;
+  free(out->excluded_why);
+  out->excluded_why = NULL;
   out->n_excluded = 0;
 }
 
@@ -196,6 +299,7 @@ int pfi_index_ci(const struct pfi_curve *c, size_t draws, unsigned long seed,
     return pfi_error_set(err, PFI_EINVAL,
                          "default relative noise must be finite and >= 0");
   int rc = 0;
+  int *why = NULL;
   double *buf = malloc(4 * n * sizeof *buf);
   double *sample = malloc(draws * sizeof *sample);
   gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
@@ -212,16 +316,33 @@ int pfi_index_ci(const struct pfi_curve *c, size_t draws, unsigned long seed,
     sdt[i] = pt->tokens_sd >= 0 ? pt->tokens_sd
                                 : default_rel_sd_tokens * pt->tokens_per_s;
   }
-  /* The points averaged are those the measured curve binds at (T_i below
-   * T_max); the draws keep that choice fixed. Re-deciding it per draw would
+  /* The points averaged are those pfi_index_compute() averages (the rule
+   * in index.h, with the points' own standard errors or the default
+   * noise); the draws keep that choice fixed. Re-deciding it per draw would
    * let a cap that did not bind (T_i = T_max) enter about half of the draws
    * with a denominator near zero, and the interval would describe that
    * artefact instead of the measurement noise of the estimate. */
   const struct pfi_point *ref = pfi_curve_uncapped(c);
-  size_t nused = 0;
-  for (size_t i = 0; i + 1 < n; i++)
-    if (c->pts[i].tokens_per_s < ref->tokens_per_s)
-      nused++;
+  why = malloc(n * sizeof *why);
+  double *cw = malloc(3 * n * sizeof *cw);
+  if (!why || !cw) {
+    free(cw);
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  for (size_t i = 0; i < n; i++) {
+    const struct pfi_point *pt = &c->pts[i];
+    cw[i] = pt->cap_w;
+    pw[i] = pt->power_w;
+    tk[i] = pt->tokens_per_s;
+    cw[n + i] = pt->power_sd_w >= 0 ? pt->power_sd_w / pt->power_w
+                                    : PFI_INDEX_DEFAULT_REL_SD_POWER;
+    cw[2 * n + i] = pt->tokens_sd >= 0 ? pt->tokens_sd / pt->tokens_per_s
+                                       : PFI_INDEX_DEFAULT_REL_SD_TOKENS;
+  }
+  size_t nused = classify(cw, pw, tk, cw + n, cw + 2 * n, n, n - 1, why);
+  free(cw);
+  (void)ref;
   size_t ok = 0;
   for (size_t d = 0; d < draws && nused > 0; d++) {
     /* Power then throughput, point by point in cap order: the order of the
@@ -232,7 +353,7 @@ int pfi_index_ci(const struct pfi_curve *c, size_t draws, unsigned long seed,
     }
     double pmax = pw[n - 1], tmax = tk[n - 1], sum = 0;
     for (size_t i = 0; i + 1 < n; i++)
-      if (c->pts[i].tokens_per_s < ref->tokens_per_s)
+      if (why[i] == 0)
         sum += (1.0 - pw[i] / pmax) / (1.0 - tk[i] / tmax);
     double v = sum / (double)nused;
     /* A draw whose throughput lands exactly on T_max divides by zero; it
@@ -247,6 +368,7 @@ int pfi_index_ci(const struct pfi_curve *c, size_t draws, unsigned long seed,
   }
   rc = (int)(ok > (size_t)2147483647 ? 2147483647 : ok);
 out:
+  free(why);
   free(buf);
   free(sample);
   if (rng)

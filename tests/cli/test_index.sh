@@ -40,9 +40,9 @@ a,500,800,95,
 a,300,600,80,
 EOF
 "$PFI" index "$T/three.csv" --format csv >"$T/out" || fail "index three.csv"
-head -1 "$T/out" | grep -qx 'job,pfi,pfi_area,pfi_ce,points_used,excluded_caps,t_max,p_max' ||
+head -1 "$T/out" | grep -qx 'job,pfi,pfi_area,pfi_ce,points_used,excluded_caps,t_max,p_max,excluded_why' ||
   fail "csv header: $(head -1 "$T/out")"
-IFS=, read -r job pfi area ce used ex tmax pmax < <(sed -n 2p "$T/out")
+IFS=, read -r job pfi area ce used ex tmax pmax why < <(sed -n 2p "$T/out")
 [ "$job" = a ] || fail "job name '$job'"
 near "$pfi" 3 1e-9 "ratio PFI"
 near "$area" 0.11 1e-9 "area PFI"
@@ -62,7 +62,7 @@ cmp -s "$T/out" "$T/out2" || fail "stdin output differs from file output"
 
 # --definition ratio: only the ratio column.
 "$PFI" index "$T/three.csv" --definition ratio --format csv | head -1 |
-  grep -qx 'job,pfi,points_used,excluded_caps,t_max,p_max' || fail "--definition ratio columns"
+  grep -qx 'job,pfi,points_used,excluded_caps,t_max,p_max,excluded_why' || fail "--definition ratio columns"
 "$PFI" index "$T/three.csv" --definition area --format json >"$T/out" || fail "json area"
 grep -q '"pfi_area"' "$T/out" && ! grep -q '"pfi":' "$T/out" || fail "--definition area json keys"
 
@@ -208,7 +208,7 @@ expect_err "long.csv:2:15: record has 5 fields, header has 4" index "$T/long.csv
 ex=$(tail -1 "$T/out" | cut -d, -f6)
 [ "$(echo "$ex" | tr ';' '\n' | wc -l)" -eq 100 ] || fail "excluded caps not all listed: $ex"
 echo "$ex" | grep -q '^100;101;.*;198;1234560$' || fail "excluded caps list: $ex"
-"$PFI" index "$T/many.csv" | tail -1 | grep -q ';198;1234560$' || fail "table excluded caps: $("$PFI" index "$T/many.csv" | tail -1)"
+"$PFI" index "$T/many.csv" | tail -1 | grep -q ';198:no-loss;1234560:no-loss$' || fail "table excluded caps: $("$PFI" index "$T/many.csv" | tail -1)"
 # A sign after a space is not a non-negative seed (strtoul read " -1" as
 # 2^64 - 1).
 "$PFI" index "$T/many.csv" --ci 10 --seed " -1" >/dev/null 2>&1
@@ -230,7 +230,7 @@ printf 'job,cap_w,power_w,tokens_per_s\n"a\nb",100,1,1\n"a\nb",200,2,3\n' >"$T/n
 # Positive finite values whose ratio overflows: an error, never inf or nan
 # (nor "-", which means "undefined").
 printf 'job,cap_w,power_w,tokens_per_s\na,100,1e308,1\na,200,1e-300,2\n' >"$T/ovf.csv"
-expect_err "ovf.csv:2:1: job 'a': the ratio PFI is not a finite number" index "$T/ovf.csv"
+expect_err "ovf.csv:2:1: job 'a': the area PFI is not a finite number" index "$T/ovf.csv"
 printf 'job,cap_w,power_w,tokens_per_s\na,100,1,1e308\na,200,2,1e-308\n' >"$T/ovf2.csv"
 expect_err "ovf2.csv:2:1: job 'a': the area PFI is not a finite number" index "$T/ovf2.csv"
 

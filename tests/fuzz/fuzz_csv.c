@@ -22,5 +22,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     pfi_curveset_release(&set);
   }
+  /* The --map forms: a job from several columns, throughput as K/COLUMN. */
+  if (pfi_curveset_read_mem(&set, "fuzz", (const char *)data, size,
+                            "job=dataset+network+batch_size,cap_w=power_limit,"
+                            "power_w=average_power,tokens_per_s=1/"
+                            "time_per_epoch",
+                            &err) == 0) {
+    for (size_t i = 0; i < set.n; i++) {
+      struct pfi_index ix;
+      if (pfi_index_compute(&set.c[i], &ix, &err) == 0)
+        pfi_index_release(&ix);
+    }
+    pfi_curveset_release(&set);
+  }
   return 0;
 }

@@ -375,14 +375,16 @@ static void overflow_is_an_error(void **state) {
   (void)state;
   struct pfi_index ix;
   struct pfi_error err;
-  /* P_max = 1e-300 and a capped power of 1e308: P/P_max = inf, and the
-   * ratio term 1 - inf is -inf. */
+  /* P_max = 1e-300 and a capped power of 1e308: P/P_max = inf. The ratio
+   * leaves the point out (its power rose above P_max: power-in-noise), but
+   * the area integrates P/P_max = inf. With the noise rule no ratio term
+   * can overflow (loss and saving are at most 1 and above 2e-16). */
   const char r[] = "job,cap_w,power_w,tokens_per_s\n"
                    "a,100,1e308,1\n"
                    "a,200,1e-300,2\n";
   struct pfi_curveset set = load(r, NULL);
   assert_int_equal(pfi_index_compute(&set.c[0], &ix, &err), PFI_ERANGE);
-  assert_non_null(strstr(err.msg, "job 'a': the ratio PFI is not a finite"));
+  assert_non_null(strstr(err.msg, "job 'a': the area PFI is not a finite"));
   assert_null(ix.excluded_caps);
   pfi_curveset_release(&set);
   /* T_max = 1e-308 and a capped throughput of 1e308: the cap did not bind
