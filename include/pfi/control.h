@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * The power controller: one call per control period takes the grid target,
+ * per-GPU telemetry and per-job throughput and returns per-GPU caps and the
+ * records of its decisions. No I/O of its own: `pfi control --emulate`
+ * drives it against the emulated cluster (cluster.h), `pfid` against a
+ * fleet. docs/control.md describes the algorithm and every rule.
+ *
+ * In one paragraph. Each job has a belief about its power-throughput curve
+ * (aggregate realized power W -> tokens/s): a prior from its estimated PFI
+ * (the telemetry model) and its uncapped operating point, replaced where
+ * the job's own settled cap changes have produced (power, throughput)
+ * points. During an event the exact oracle (oracle.h) allocates the power
+ * budget on the believed curves (protected jobs valued by a lower
+ * confidence bound), within each job's floor (minimum cap, tier). A
+ * feedback loop on realized cluster power keeps the draw below the target
+ * by a margin; caps change in two phases (decreases first, increases only
+ * once the decreases show in the realized draw), increases ramp-limited. A
+ * protected job losing more than believed gets its power back (rollback);
+ * a job slower than its curve at its realized power for a reason other
+ * than the cap is flagged as an anomaly and not learned from. At the end
+ * of the event caps return in a seeded random order, ramp-limited, so that
+ * cluster power stays at or below the pre-event baseline.
+ *
+ * Units: watts, seconds, tokens/s. API stability: fields and functions are
+ * only ever appended; PFI_CTL_API_VERSION counts the additions.
+ */
+#ifndef PFI_CONTROL_H
+#define PFI_CONTROL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pfi/error.h"
+#include "pfi/phase.h"
+
+#define PFI_CTL_API_VERSION 1
+
+/* Why a job's caps changed (or why a record was written without a
+ * change). Append only: values are stored in records databases. */
+enum pfi_ctl_reason {
+  PFI_CTL_CUT = 0,        /* allocation lowered the job's caps */
+  PFI_CTL_RAISE = 1,      /* allocation raised them during an event */
+  PFI_CTL_ROLLBACK = 2,   /* protected job steeper than believed */
+  PFI_CTL_FLOOR = 3,      /* held at its floor (minimum cap or tier) */
+  PFI_CTL_RECOVERY = 4,   /* returned toward the pre-event cap */
+  PFI_CTL_ANOMALY = 5,    /* slower than its curve, not the cap: flagged */
+  PFI_CTL_INFEASIBLE = 6, /* floors above the target: shortfall recorded */
+  PFI_CTL_REASON__COUNT
+};
+
+/* "cut", "raise", "rollback", "floor", "recovery", "anomaly",
+ * "infeasible"; "?" for anything else. */
+const char *pfi_ctl_reason_name(int reason);
+/* Reason by name, or -1. */
+int pfi_ctl_reason_parse(const char *name);
+
+/* Tunables. pfi_ctl_config_init() sets the documented defaults. */
+struct pfi_ctl_config {
+  double period_s;      /* control period, s (default 1) */
+  double margin;        /* aim this share below the target (0.004) */
+  double ramp_up_w_s;   /* most a GPU's cap rises per second, W/s (50) */
+  double ramp_down_w_s; /* most it falls per second, W/s; 0: no limit (0) */
+  double settle_s;      /* after a job's cap change, seconds before its
+                           points are learned or judged (3) */
+  double learn_s;       /* seconds of settled samples averaged into one
+                           learned point (5) */
+  double rollback_z;    /* rollback when a protected job's throughput is
+                           this many standard errors below its predicted
+                           value (4) */
+  double anomaly_frac;  /* anomaly when throughput is this share below the
+                           believed curve at the realized power with no
+                           cap change to explain it (0.05) */
+  double tokens_cv;     /* run-to-run noise of throughput, share (0.005) */
+  double recovery_s;    /* length of the staggered recovery, s (120) */
+  unsigned long seed;   /* randomized recovery order (1) */
+};
+
+void pfi_ctl_config_init(struct pfi_ctl_config *c);
+
+/* A job as the controller is told about it (all strings copied). */
+struct pfi_ctl_job {
+  const char *id;     /* unique among the controller's jobs */
+  const char *family; /* model family ("Llama-3.1-70B"), may be NULL */
+  size_t ngpus;       /* 1.. */
+  const size_t *gpu;  /* its GPUs: indices 0..ngpus_cluster-1 */
+  double pfi;         /* estimated PFI (telemetry model); NaN unknown */
+  double pfi_lo;      /* lower end of its interval; NaN unknown */
+  double pfi_hi;      /* upper end; NaN unknown */
+  double max_loss;    /* tier: largest tolerated throughput loss, 0..1
+                         (Flex 0 / 10 / 25 / 50 % = 0, .1, .25, .5) */
+  double min_cap_w;   /* floor: lowest cap per GPU, W (0: the GPU's) */
+  int protect;        /* 1: valued by a lower confidence bound and
+                         subject to the rollback rule */
+  double pmax_w;      /* uncapped realized power of the whole job, W, as
+                         its uncapped telemetry showed; NaN: learned
+                         from the job's own uncapped periods */
+  double tmax;        /* uncapped throughput, tokens/s; NaN: learned */
+};
+
+/* One GPU's observation over the last period. */
+struct pfi_ctl_gpu_obs {
+  int valid;      /* 0: no telemetry this period (node silent) */
+  double power_w; /* mean realized power over the period, W */
+  double cap_w;   /* enforced cap read back, W */
+};
+
+/* One job's observation over the last period. */
+struct pfi_ctl_job_obs {
+  int valid;           /* 0: no throughput report this period */
+  double tokens_per_s; /* mean throughput over the period */
+  int phase;           /* enum pfi_phase, or -1 unknown; evaluation and
+                          checkpoints are PFI_PHASE_PAUSE */
+};
+
+/* Input of one period. Arrays are borrowed for the call. */
+struct pfi_ctl_input {
+  double t_s;           /* time at the end of the period, s */
+  int event;            /* nonzero while a grid event asks for less */
+  const char *event_id; /* name of the event (records), may be NULL */
+  double target_w;      /* the cluster's GPU power target, W (event) */
+  const struct pfi_ctl_gpu_obs *gpu; /* pfi_ctl_ngpus() entries */
+  const struct pfi_ctl_job_obs *job; /* pfi_ctl_nslots() entries, by slot;
+                                        unused slots are ignored */
+};
+
+/* One decision about one job. Written before its caps are applied (the
+ * *_after fields NaN) and completed in a later period (complete = 1). */
+struct pfi_ctl_record {
+  uint64_t seq;    /* unique per controller, from 1 */
+  double t_s;      /* decision time */
+  char event[64];  /* "" outside an event */
+  double target_w; /* the target at the decision, NaN when none */
+  char job[96];
+  char family[64];            /* "" when unknown */
+  char phase[16];             /* training phase when known ("training"), "" */
+  double cap_req_w;           /* requested cap (mean over the job's GPUs) */
+  double cap_enf_w;           /* enforced cap read back after (NaN pending) */
+  double draw_w;              /* the job's realized draw after (NaN pending) */
+  double pfi, pfi_lo, pfi_hi; /* belief: PFI on the job's current range */
+  double tput_before;         /* tokens/s before the decision */
+  double tput_pred;           /* predicted by the belief at the new caps */
+  double tput_after;          /* observed after settling (NaN pending) */
+  int reason;                 /* enum pfi_ctl_reason */
+  double max_loss;            /* the job's tier */
+  int protect;
+  double shortfall_w; /* infeasible: watts the floors exceed the
+                         target by; 0 otherwise */
+  int complete;
+};
+
+/* Output of one period. Arrays are the controller's, valid until the next
+ * call of pfi_ctl_step() or pfi_ctl_close(). */
+struct pfi_ctl_output {
+  const double *cap_w;              /* pfi_ctl_ngpus() caps to apply, W */
+  const struct pfi_ctl_record *rec; /* decisions of this period */
+  size_t nrec;
+  const struct pfi_ctl_record *done; /* earlier decisions now complete */
+  size_t ndone;
+  double aim_w;       /* the power the loop aims at, W (NaN: no event) */
+  double budget_w;    /* what the oracle allocated, W */
+  int infeasible;     /* 1: the floors exceed the target */
+  double shortfall_w; /* by how many watts */
+  double pred_tokens; /* believed total throughput at the new caps */
+  int recovering;     /* 1 while the staggered recovery runs */
+};
+
+struct pfi_ctl;
+
+/*
+ * Creates a controller for a cluster of `ngpus` GPUs with power-limit
+ * ranges min_w[g]..max_w[g] (W; copied). `cfg` NULL means the defaults.
+ * Errors: PFI_EINVAL (a bad range or tunable, named), PFI_ENOMEM. Close
+ * with pfi_ctl_close().
+ */
+int pfi_ctl_open(struct pfi_ctl **ctl, const struct pfi_ctl_config *cfg,
+                 size_t ngpus, const double *min_w, const double *max_w,
+                 struct pfi_error *err);
+void pfi_ctl_close(struct pfi_ctl *ctl);
+
+size_t pfi_ctl_ngpus(const struct pfi_ctl *ctl);
+/* Number of job slots (the length of pfi_ctl_input.job). */
+size_t pfi_ctl_nslots(const struct pfi_ctl *ctl);
+
+/*
+ * Adds a job; returns its slot (>= 0), stable until the job is removed, or
+ * PFI_EINVAL (duplicate id, GPU out of range or already in a job, bad
+ * tier or PFI), PFI_ENOMEM. Slots of removed jobs are reused.
+ */
+int pfi_ctl_job_add(struct pfi_ctl *ctl, const struct pfi_ctl_job *job,
+                    struct pfi_error *err);
+/* Removes the job in `slot` (finished); its GPUs become free. Returns 0 or
+ * PFI_ENOTFOUND. */
+int pfi_ctl_job_remove(struct pfi_ctl *ctl, int slot, struct pfi_error *err);
+/* Slot of job `id`, or PFI_ENOTFOUND. */
+int pfi_ctl_job_find(const struct pfi_ctl *ctl, const char *id);
+
+/*
+ * One control period. Reads `in` (its arrays sized as above), updates the
+ * beliefs and writes `out`. Outside an event the caps are the ones read
+ * back (nothing changes) until an event has ended, when the staggered
+ * recovery returns every GPU to the cap it had before the event. Errors:
+ * PFI_EINVAL (time not increasing, non-finite target or observation),
+ * PFI_ENUMERIC, PFI_ENOMEM; on error the caps in `out` are the current
+ * ones (no change).
+ */
+int pfi_ctl_step(struct pfi_ctl *ctl, const struct pfi_ctl_input *in,
+                 struct pfi_ctl_output *out, struct pfi_error *err);
+
+/* What the controller believes about one job (for tests, the CLI). */
+struct pfi_ctl_belief {
+  double pmax_w;    /* uncapped realized power, W (NaN unknown yet) */
+  double tmax;      /* uncapped throughput (NaN unknown yet) */
+  double floor_w;   /* current floor, W */
+  double pfi;       /* believed PFI over the job's range */
+  size_t npoints;   /* learned (power, throughput) points */
+  int anomaly;      /* 1 while flagged */
+  size_t anomalies; /* periods flagged so far */
+  size_t rollbacks; /* rollbacks so far */
+  double cap_w;     /* current requested cap (mean over its GPUs) */
+};
+
+/* Belief of the job in `slot`; returns 0 or PFI_ENOTFOUND. */
+int pfi_ctl_job_belief(const struct pfi_ctl *ctl, int slot,
+                       struct pfi_ctl_belief *b, struct pfi_error *err);
+
+/* Believed throughput of the job in `slot` at aggregate power `power_w`
+ * (NaN when unknown). */
+double pfi_ctl_job_predict(const struct pfi_ctl *ctl, int slot, double power_w);
+
+#endif

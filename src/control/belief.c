@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * What the controller believes about one job's power-throughput curve
+ * (docs/control.md "Beliefs"): the prior from the estimated PFI, the
+ * uncapped point, and the settled points the job's own cap changes made.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "ctl_int.h"
+#include "pfi/alloc.h"
+
+/* The prior when the telemetry model gave no estimate: a moderately
+ * inelastic job, with a wide interval. */
+#define PRIOR_PFI 1.5
+#define PRIOR_PFI_LO 1.0
+
+double pfi__ctl_cap_hi(const struct pfi_ctl *c, const struct pfi__ctl_job *j) {
+  double hi = INFINITY;
+  for (size_t k = 0; k < j->ngpus; k++) {
+    size_t g = j->gpu[k];
+    double v = c->in_event || c->recovering ? c->pre[g] : c->max_w[g];
+    if (v < hi)
+      hi = v;
+  }
+  double lo = pfi__ctl_cap_lo(c, j);
+  return hi < lo ? lo : hi;
+}
+
+double pfi__ctl_cap_lo(const struct pfi_ctl *c, const struct pfi__ctl_job *j) {
+  double lo = j->min_cap_w;
+  for (size_t k = 0; k < j->ngpus; k++)
+    if (c->min_w[j->gpu[k]] > lo)
+      lo = c->min_w[j->gpu[k]];
+  return lo;
+}
+
+double pfi__ctl_draw_at(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
+                        double cap_w) {
+  double p = j->ratio * (double)j->ngpus * cap_w;
+  if (isfinite(j->pmax) && p > j->pmax)
+    p = j->pmax;
+  return p;
+}
+
+double pfi__ctl_cap_for(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
+                        double p) {
+  double hi = pfi__ctl_cap_hi(c, j), lo = pfi__ctl_cap_lo(c, j);
+  if (isfinite(j->pmax) && p >= j->pmax * 0.999)
+    return hi;
+  double cap = p / (j->ratio * (double)j->ngpus);
+  return cap < lo ? lo : cap > hi ? hi : cap;
+}
+
+/* The prior's shape T/T_max = 1 - (1 - u)^g on u = P/P_max (alloc.h's
+ * pfi-curve model), its exponent from the PFI on the job's range. */
+static double prior_frac(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
+                         double p, int lcb) {
+  double pfi = lcb ? j->pfi_lo : j->pfi;
+  if (!isfinite(pfi))
+    pfi = lcb ? PRIOR_PFI_LO : PRIOR_PFI;
+  double lo = j->ratio * (double)j->ngpus * pfi__ctl_cap_lo(c, j);
+  double g = pfi_curve_model_exponent(pfi, lo, j->pmax);
+  double u = p / j->pmax;
+  if (u >= 1)
+    return 1;
+  if (u <= 0)
+    return 0;
+  return 1.0 - pow(1.0 - u, g);
+}
+
+static double pt_se(const struct pfi__ctl_pt *q) {
+  double sd = q->n > 1 ? sqrt(q->m2 / (q->n - 1)) : 0;
+  double se = sd / sqrt(q->n > 0 ? q->n : 1);
+  /* Never claim more precision than the run-to-run floor allows. */
+  double floor = 0.002 * fabs(q->tokens);
+  return se > floor ? se : floor;
+}
+
+double pfi__ctl_believe(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
+                        double p, int lcb) {
+  if (!isfinite(j->pmax) || !isfinite(j->tmax) || j->pmax <= 0)
+    return NAN;
+  if (p >= j->pmax)
+    return j->tmax;
+  /* Anchors: learned points below P_max by power, then (P_max, T_max);
+   * throughput made non-increasing toward lower power. */
+  double ax[PFI__CTL_MAXPTS + 1], ay[PFI__CTL_MAXPTS + 1];
+  size_t n = 0;
+  for (size_t i = 0; i < j->npts; i++) {
+    const struct pfi__ctl_pt *q = &j->pts[i];
+    if (!(q->power_w < j->pmax * 0.998))
+      continue;
+    double y = q->tokens - (lcb ? 2.0 * pt_se(q) : 0);
+    size_t k = n;
+    while (k > 0 && ax[k - 1] > q->power_w) {
+      ax[k] = ax[k - 1];
+      ay[k] = ay[k - 1];
+      k--;
+    }
+    ax[k] = q->power_w;
+    ay[k] = y;
+    n++;
+  }
+  ax[n] = j->pmax;
+  ay[n] = j->tmax;
+  for (size_t i = n; i-- > 0;)
+    if (ay[i] > ay[i + 1])
+      ay[i] = ay[i + 1];
+  if (n == 0 || p <= ax[0]) {
+    /* Below every learned point: the prior's shape through the lowest
+     * anchor. */
+    double f0 = prior_frac(c, j, ax[0], lcb), f = prior_frac(c, j, p, lcb);
+    double y = f0 > 0 ? ay[0] * f / f0 : j->tmax * f;
+    return y > 0 ? y : 0;
+  }
+  size_t i = 0;
+  while (i + 1 < n && ax[i + 1] < p)
+    i++;
+  double w = (p - ax[i]) / (ax[i + 1] - ax[i]);
+  return ay[i] + w * (ay[i + 1] - ay[i]);
+}
+
+double pfi__ctl_floor(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
+                      int tiers) {
+  double lo = pfi__ctl_draw_at(c, j, pfi__ctl_cap_lo(c, j));
+  double hi = pfi__ctl_draw_at(c, j, pfi__ctl_cap_hi(c, j));
+  double f = lo;
+  if (tiers && j->max_loss < 1 && isfinite(j->tmax) && isfinite(j->pmax)) {
+    double want = (1.0 - j->max_loss) * j->tmax;
+    if (pfi__ctl_believe(c, j, lo, j->protect) < want) {
+      /* Bisection on a non-decreasing function: 50 halvings. */
+      double a = lo, b = hi;
+      for (int k = 0; k < 50; k++) {
+        double m = 0.5 * (a + b);
+        if (pfi__ctl_believe(c, j, m, j->protect) >= want)
+          b = m;
+        else
+          a = m;
+      }
+      f = b;
+    }
+  }
+  if (j->rollback_floor > f)
+    f = j->rollback_floor;
+  return f > hi ? hi : f;
+}
+
+/* Least concave majorant of points sorted by x (upper hull), in place. */
+static size_t concave_hull(double *x, double *y, size_t n) {
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++) {
+    while (m >= 2) {
+      double cross = (x[m - 1] - x[m - 2]) * (y[i] - y[m - 2]) -
+                     (y[m - 1] - y[m - 2]) * (x[i] - x[m - 2]);
+      if (cross >= 0)
+        m--; /* the middle point lies on or below the chord */
+      else
+        break;
+    }
+    x[m] = x[i];
+    y[m] = y[i];
+    m++;
+  }
+  return m;
+}
+
+size_t pfi__ctl_curve(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
+                      double lo, double hi, double *x, double *y, size_t max) {
+  /* Six evenly spaced breakpoints plus every learned power inside. */
+  size_t n = 0;
+  int lcb = j->protect;
+  if (hi <= lo) {
+    x[0] = lo;
+    y[0] = pfi__ctl_believe(c, j, lo, lcb);
+    return 1;
+  }
+  for (int k = 0; k <= 5 && n < max; k++) {
+    x[n] = lo + (hi - lo) * k / 5.0;
+    n++;
+  }
+  for (size_t i = 0; i < j->npts && n < max; i++) {
+    double p = j->pts[i].power_w;
+    if (p <= lo || p >= hi)
+      continue;
+    size_t k = n;
+    while (k > 0 && x[k - 1] > p) {
+      x[k] = x[k - 1];
+      k--;
+    }
+    x[k] = p;
+    n++;
+  }
+  /* Drop duplicates (a learned point on the grid). */
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++)
+    if (m == 0 || x[i] > x[m - 1] + 1e-9)
+      x[m++] = x[i];
+  for (size_t i = 0; i < m; i++)
+    y[i] = pfi__ctl_believe(c, j, x[i], lcb);
+  return concave_hull(x, y, m);
+}
+
+void pfi__ctl_learn(struct pfi__ctl_job *j, double cap_w, double power_w,
+                    double tokens, double n, double m2) {
+  size_t i;
+  for (i = 0; i < j->npts; i++)
+    if (fabs(j->pts[i].cap_w - cap_w) < 1.0)
+      break;
+  if (i == j->npts) {
+    if (j->npts == PFI__CTL_MAXPTS) {
+      /* Full: replace the point measured least. */
+      size_t w = 0;
+      for (size_t k = 1; k < j->npts; k++)
+        if (j->pts[k].n < j->pts[w].n)
+          w = k;
+      i = w;
+    } else {
+      j->npts++;
+    }
+    j->pts[i] = (struct pfi__ctl_pt){cap_w, power_w, tokens, n, m2};
+    return;
+  }
+  /* Merge two groups of periods (Chan's parallel variance). */
+  struct pfi__ctl_pt *q = &j->pts[i];
+  double nt = q->n + n, d = tokens - q->tokens;
+  q->m2 += m2 + d * d * q->n * n / nt;
+  q->tokens += d * n / nt;
+  q->power_w += (power_w - q->power_w) * n / nt;
+  q->n = nt;
+}
+
+double pfi__ctl_belief_pfi(const struct pfi_ctl *c,
+                           const struct pfi__ctl_job *j) {
+  if (!isfinite(j->pmax) || !isfinite(j->tmax))
+    return NAN;
+  double lo = pfi__ctl_draw_at(c, j, pfi__ctl_cap_lo(c, j));
+  double s = 0;
+  int n = 0;
+  for (int k = 0; k < 5; k++) {
+    double p = lo + (j->pmax - lo) * k / 5.0;
+    double t = pfi__ctl_believe(c, j, p, 0);
+    if (!(p < j->pmax) || !(t < j->tmax))
+      continue;
+    s += (1.0 - p / j->pmax) / (1.0 - t / j->tmax);
+    n++;
+  }
+  return n ? s / n : NAN;
+}

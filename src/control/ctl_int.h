@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Internal state of the controller (control.h), shared by controller.c
+ * (the period) and belief.c (the curve a job is believed to have). */
+#ifndef PFI_CTL_INT_H
+#define PFI_CTL_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pfi/control.h"
+#include "pfi/oracle.h"
+
+/* Learned points per job: one per distinct cap (1 W bins), at most. */
+#define PFI__CTL_MAXPTS 24
+
+struct pfi__ctl_pt {
+  double cap_w;   /* per-GPU cap the point was measured at */
+  double power_w; /* mean aggregate realized power */
+  double tokens;  /* mean throughput */
+  double n;       /* periods averaged */
+  double m2;      /* sum of squared deviations of tokens (Welford) */
+};
+
+struct pfi__ctl_job {
+  int used;
+  char id[96], family[64];
+  size_t ngpus;
+  size_t *gpu; /* owned */
+  double pfi, pfi_lo, pfi_hi, max_loss, min_cap_w;
+  int protect;
+  /* Uncapped operating point: hint, then running means of uncapped
+   * training periods. */
+  double pmax, tmax;
+  double nmax; /* periods in the running means (0: only the hint) */
+  int pmax_hint, tmax_hint;
+  double ratio; /* realized draw / (GPUs x cap) when cap-bound */
+  double cap;   /* requested cap, mean over the job's GPUs */
+  double last_change_t;
+  double win_cap; /* cap at the start of the window being settled */
+  /* The settled window being accumulated. */
+  double acc_p, acc_t, acc_t2, acc_n, acc_cap;
+  int acc_after_change; /* 1: first window after a cap change */
+  struct pfi__ctl_pt pts[PFI__CTL_MAXPTS];
+  size_t npts;
+  int anomaly, anom_run, clear_run;
+  size_t anomalies, rollbacks;
+  double rollback_floor;  /* aggregate power floor set by a rollback, W */
+  double draw_before_cut; /* the job's draw before its last decrease, W */
+  int rollback_now;       /* 1: a rollback fired this period */
+  /* Last period. */
+  double draw, tput;
+  int tput_valid, phase, blind;
+  double pred_at_change; /* belief at the caps of the last change */
+  double tput_before_change;
+  /* The pending record (index in the controller's pending list + 1). */
+  size_t pending;
+};
+
+struct pfi_ctl {
+  struct pfi_ctl_config cfg;
+  size_t ngpus;
+  double *min_w, *max_w, *cap, *pre, *draw;
+  int *slot;     /* job slot of each GPU, -1 free */
+  int *pend_dec; /* 1: a decrease not yet seen in the realized draw */
+  double *out_cap;
+  struct pfi__ctl_job *job;
+  size_t nslots, slots_cap;
+  double t_last;
+  int started;
+  /* Event state. */
+  int in_event, recovering;
+  char event[64];
+  double baseline;  /* median realized power before the event, W */
+  double hist[300]; /* realized totals of the last periods before it */
+  size_t nhist, hist_pos;
+  double bias; /* realized minus modelled power, W (feedback) */
+  int *order;  /* recovery order of slots */
+  size_t norder, order_pos;
+  double recovery_t0;
+  int was_infeasible;
+  /* Records. */
+  uint64_t seq;
+  struct pfi_ctl_record *rec, *done, *pend;
+  size_t nrec, rec_cap, ndone, done_cap, npend, pend_cap;
+  /* Oracle scratch. */
+  struct pfi_problem prob;
+  int *pslot; /* job slot of each problem row */
+  double *px, *py, *palloc;
+  size_t pcap;
+};
+
+/* Belief (belief.c). Tokens/s of job j at aggregate power p under the
+ * belief; `lcb` 1 gives the lower confidence bound. NaN when Pmax or Tmax
+ * is unknown. */
+double pfi__ctl_believe(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
+                        double p, int lcb);
+/* The job's floor in aggregate power, W: its minimum cap, its tier
+ * (believed power where it keeps 1 - max_loss of T_max; the LCB for a
+ * protected job) and any rollback floor; `tiers` 0 leaves the tier out. */
+double pfi__ctl_floor(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
+                      int tiers);
+/* Aggregate power the job draws in training at per-GPU cap `cap_w`. */
+double pfi__ctl_draw_at(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
+                        double cap_w);
+/* Per-GPU cap that makes the job draw `p` W in training. */
+double pfi__ctl_cap_for(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
+                        double p);
+/* Ceiling (highest cap the controller may give the job), W per GPU. */
+double pfi__ctl_cap_hi(const struct pfi_ctl *c, const struct pfi__ctl_job *j);
+double pfi__ctl_cap_lo(const struct pfi_ctl *c, const struct pfi__ctl_job *j);
+/* Writes up to `max` breakpoints of the believed curve on [lo, hi];
+ * returns how many. */
+size_t pfi__ctl_curve(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
+                      double lo, double hi, double *x, double *y, size_t max);
+/* Adds a settled point to the job's belief. */
+void pfi__ctl_learn(struct pfi__ctl_job *j, double cap_w, double power_w,
+                    double tokens, double n, double m2);
+/* Believed PFI of the job over its range (ratio definition at the
+ * breakpoints); NaN when unknown. */
+double pfi__ctl_belief_pfi(const struct pfi_ctl *c,
+                           const struct pfi__ctl_job *j);
+
+/* Records (controller.c). pfi__ctl_decide() writes a decision record for
+ * job j at new cap `cap_w` (completing its previous one first) and makes it
+ * the job's pending record; pfi__ctl_complete() completes the pending one
+ * with the observed draw and throughput. Both return 0 or PFI_ENOMEM. */
+int pfi__ctl_decide(struct pfi_ctl *c, struct pfi__ctl_job *j,
+                    const struct pfi_ctl_input *in, double cap_w, int reason,
+                    double shortfall_w);
+int pfi__ctl_complete(struct pfi_ctl *c, struct pfi__ctl_job *j,
+                      const struct pfi_ctl_input *in, double draw, double tput);
+
+#endif

@@ -1,0 +1,607 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * One control period (pfi_ctl_step, control.h): observe, learn, judge
+ * (anomaly, rollback), allocate on the believed curves with feedback on
+ * realized power, change caps in two phases, recover staggered.
+ * docs/control.md states each rule.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl_int.h"
+
+/* The largest overshoot above the target, as a share of it, that a job
+ * resuming full draw after a pause may cause before the next period cuts
+ * it back: 0.7 % (the acceptance band is 1 %). */
+#define RESUME_ALLOW 0.007
+/* Caps are not moved by less than this, W (keeps records and the cap
+ * change rate down; the feedback loop absorbs the remainder). */
+#define DEADBAND_W 1.0
+/* A decrease counts as seen when the GPU draws at most this share above
+ * its new cap. */
+#define CONFIRM_TOL 0.005
+/* A cap move smaller than this, W, does not restart the settling. */
+#define SMALL_W 5.0
+
+static uint64_t mix64(uint64_t z) {
+  z += 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static double median(const double *v, size_t n) {
+  double tmp[300];
+  if (n == 0)
+    return NAN;
+  memcpy(tmp, v, n * sizeof *tmp);
+  qsort(tmp, n, sizeof *tmp, cmp_double);
+  return n % 2 ? tmp[n / 2] : 0.5 * (tmp[n / 2 - 1] + tmp[n / 2]);
+}
+
+static int check_input(const struct pfi_ctl *c, const struct pfi_ctl_input *in,
+                       struct pfi_error *err) {
+  if (!isfinite(in->t_s) || (c->started && !(in->t_s > c->t_last)))
+    return pfi_error_set(err, PFI_EINVAL,
+                         "control period at t = %g s: time must increase",
+                         in->t_s);
+  if (in->event && !(isfinite(in->target_w) && in->target_w > 0))
+    return pfi_error_set(err, PFI_EINVAL, "target %g W is not positive",
+                         in->target_w);
+  for (size_t g = 0; g < c->ngpus; g++) {
+    const struct pfi_ctl_gpu_obs *o = &in->gpu[g];
+    if (o->valid && !(isfinite(o->power_w) && o->power_w >= 0 &&
+                      isfinite(o->cap_w) && o->cap_w > 0))
+      return pfi_error_set(err, PFI_EINVAL,
+                           "GPU %zu: power %g W or cap %g W not valid", g,
+                           o->power_w, o->cap_w);
+  }
+  for (size_t s = 0; s < c->nslots; s++) {
+    const struct pfi_ctl_job_obs *o = &in->job[s];
+    if (c->job[s].used && o->valid &&
+        !(isfinite(o->tokens_per_s) && o->tokens_per_s >= 0))
+      return pfi_error_set(err, PFI_EINVAL, "job %s: throughput %g not valid",
+                           c->job[s].id, o->tokens_per_s);
+  }
+  return 0;
+}
+
+static int is_training(const struct pfi__ctl_job *j) {
+  return j->phase == PFI_PHASE_TRAINING || (j->phase < 0 && j->tput > 0);
+}
+
+/* Observation, learning, anomaly and rollback rules for one job. */
+static int observe(struct pfi_ctl *c, struct pfi__ctl_job *j,
+                   const struct pfi_ctl_input *in) {
+  const struct pfi_ctl_config *cf = &c->cfg;
+  const struct pfi_ctl_job_obs *o = &in->job[j - c->job];
+  double draw = 0;
+  j->blind = 0;
+  for (size_t k = 0; k < j->ngpus; k++) {
+    const struct pfi_ctl_gpu_obs *g = &in->gpu[j->gpu[k]];
+    if (!g->valid)
+      j->blind = 1;
+    draw += c->draw[j->gpu[k]];
+  }
+  j->draw = draw;
+  j->tput_valid = o->valid;
+  j->tput = o->valid ? o->tokens_per_s : NAN;
+  j->phase = o->valid ? o->phase : -1;
+  int train = o->valid && is_training(j) && !j->blind;
+  int settled = in->t_s - j->last_change_t >= cf->settle_s;
+  double hi = pfi__ctl_cap_hi(c, j);
+  int uncapped = !c->in_event && !c->recovering && j->cap >= hi - 0.5;
+  if (!train || !settled) {
+    j->acc_n = j->acc_p = j->acc_t = j->acc_t2 = 0;
+    j->anom_run = 0;
+    return 0;
+  }
+  if (uncapped && o->tokens_per_s > 0 && !j->anomaly) {
+    /* Running means of the uncapped point (capped at 600 periods, so it
+     * follows slow drift). */
+    double w = j->nmax < 600 ? j->nmax : 600;
+    if (!j->pmax_hint || j->nmax > 0 || !isfinite(j->pmax))
+      j->pmax = j->nmax > 0 ? (j->pmax * w + draw) / (w + 1) : draw;
+    if (!j->tmax_hint || j->nmax > 0 || !isfinite(j->tmax))
+      j->tmax = j->nmax > 0 ? (j->tmax * w + o->tokens_per_s) / (w + 1)
+                            : o->tokens_per_s;
+    j->nmax++;
+    j->pmax_hint = j->tmax_hint = 0;
+  }
+  if (!isfinite(j->pmax) || !isfinite(j->tmax))
+    return 0;
+  /* Anomaly: slower than the curve at the realized power with no cap
+   * change to explain it. */
+  double pred = pfi__ctl_believe(c, j, draw, 0);
+  double full = pfi__ctl_draw_at(c, j, j->cap);
+  double pfull = pfi__ctl_believe(c, j, full, 0);
+  double thr = 1.0 - cf->anomaly_frac;
+  /* (a) slower than the curve at its realized power, outside the first
+   * window after a cap change (there a gap is news about the curve);
+   * (b) drawing well under what its caps allow and slower than the curve
+   * at its caps: something other than the cap holds it back. */
+  int slow =
+      (!j->acc_after_change && pred > 0 && o->tokens_per_s < pred * thr) ||
+      (draw < 0.9 * full && pfull > 0 && o->tokens_per_s < pfull * thr);
+  int rc = 0;
+  if (!j->anomaly) {
+    j->anom_run = slow ? j->anom_run + 1 : 0;
+    if (j->anom_run >= 3) {
+      j->anomaly = 1;
+      j->clear_run = 0;
+      j->acc_n = j->acc_p = j->acc_t = j->acc_t2 = 0;
+      rc = pfi__ctl_decide(c, j, in, j->cap, PFI_CTL_ANOMALY, 0);
+    }
+  } else {
+    int ok = !slow && o->tokens_per_s >= pred * (1.0 - 0.5 * cf->anomaly_frac);
+    j->clear_run = ok ? j->clear_run + 1 : 0;
+    if (j->clear_run >= 10)
+      j->anomaly = 0;
+  }
+  if (j->anomaly || slow) {
+    /* Not learned from: a window with a slow period is dropped. */
+    if (j->anomaly)
+      j->anomalies++;
+    j->acc_n = j->acc_p = j->acc_t = j->acc_t2 = 0;
+    return rc;
+  }
+  /* Draw per cap while the cap binds. */
+  if (!uncapped && draw < j->pmax * 0.98 && j->cap > 0) {
+    double r = draw / ((double)j->ngpus * j->cap);
+    if (r > 0.5 && r <= 1.0)
+      j->ratio += 0.2 * (r - j->ratio);
+  }
+
+  /* Learning: a settled window of learn_s seconds becomes a point. */
+  j->acc_n += 1;
+  j->acc_cap += (j->cap - j->acc_cap) / j->acc_n;
+  j->acc_p += draw;
+  j->acc_t += o->tokens_per_s;
+  j->acc_t2 += o->tokens_per_s * o->tokens_per_s;
+  if (j->acc_n * cf->period_s + 1e-9 < cf->learn_s)
+    return rc;
+  double n = j->acc_n, mp = j->acc_p / n, mt = j->acc_t / n;
+  double m2 = j->acc_t2 - n * mt * mt;
+  if (m2 < 0)
+    m2 = 0;
+  j->acc_n = j->acc_p = j->acc_t = j->acc_t2 = 0;
+  if (j->acc_after_change && j->protect && c->in_event) {
+    /* Rollback: lost more than believed, beyond noise. */
+    double p0 = j->pred_at_change;
+    double se = sqrt(m2 / (n > 1 ? n - 1 : 1) / n +
+                     pow(cf->tokens_cv * (isfinite(p0) ? p0 : mt), 2));
+    if (isfinite(p0) && mt < p0 - cf->rollback_z * se) {
+      /* Its power back: the floor becomes the draw before the cut. */
+      double back = j->draw_before_cut;
+      if (back > j->rollback_floor)
+        j->rollback_floor = back;
+      j->rollbacks++;
+      j->rollback_now = 1;
+    }
+  }
+  j->acc_after_change = 0;
+  if (mp < j->pmax * 0.998)
+    pfi__ctl_learn(j, j->acc_cap, mp, mt, n, m2);
+  if (j->pending && rc == 0)
+    rc = pfi__ctl_complete(c, j, in, mp, mt);
+  return rc;
+}
+
+/* The job's contribution to cluster power and whether the allocation may
+ * move it this period. */
+struct jstate {
+  double model; /* modelled draw at its current caps, W */
+  double jump;  /* rise if it resumed full draw now, W */
+  int movable;  /* 1: in the allocation */
+};
+
+static void classify(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
+                     struct jstate *s) {
+  double full = pfi__ctl_draw_at(c, j, j->cap);
+  s->jump = 0;
+  s->movable = 0;
+  if (j->blind) {
+    /* No telemetry: assume it draws its caps. */
+    s->model = (double)j->ngpus * j->cap;
+    return;
+  }
+  if (!isfinite(j->pmax) || !isfinite(j->tmax) || j->anomaly ||
+      !(j->tput_valid && is_training(j))) {
+    /* Paused, starting, flagged or silent about throughput: held at its
+     * caps, counted at its draw, and its resumption kept in reserve. */
+    double cap_draw = isfinite(j->pmax) ? full : (double)j->ngpus * j->cap;
+    s->model = j->draw;
+    s->jump = cap_draw > j->draw ? cap_draw - j->draw : 0;
+    return;
+  }
+  s->model = full;
+  s->movable = 1;
+}
+
+static int grow_scratch(struct pfi_ctl *c, size_t njobs, size_t npts) {
+  if (njobs + npts <= c->pcap)
+    return 0;
+  size_t nc = 2 * (njobs + npts);
+  int *ps = realloc(c->pslot, nc * sizeof *ps);
+  if (!ps)
+    return PFI_ENOMEM;
+  c->pslot = ps;
+  double *a = realloc(c->px, nc * sizeof *a);
+  if (!a)
+    return PFI_ENOMEM;
+  c->px = a;
+  a = realloc(c->py, nc * sizeof *a);
+  if (!a)
+    return PFI_ENOMEM;
+  c->py = a;
+  a = realloc(c->palloc, nc * sizeof *a);
+  if (!a)
+    return PFI_ENOMEM;
+  c->palloc = a;
+  c->pcap = nc;
+  return 0;
+}
+
+/* Sets job j's requested cap, recording the decision when it moves. */
+static int set_job_cap(struct pfi_ctl *c, struct pfi__ctl_job *j,
+                       const struct pfi_ctl_input *in, double cap, int reason,
+                       double shortfall) {
+  double lo = pfi__ctl_cap_lo(c, j), hi = pfi__ctl_cap_hi(c, j);
+  if (cap < lo)
+    cap = lo;
+  if (cap > hi)
+    cap = hi;
+  if (fabs(cap - j->cap) < 1e-9)
+    return 0;
+  if (cap < j->cap)
+    j->draw_before_cut = j->draw;
+  int rc = pfi__ctl_decide(c, j, in, cap, reason, shortfall);
+  if (rc < 0)
+    return rc;
+  for (size_t k = 0; k < j->ngpus; k++) {
+    size_t g = j->gpu[k];
+    if (cap < c->cap[g])
+      c->pend_dec[g] = 1;
+    c->cap[g] = cap;
+  }
+  j->cap = cap;
+  /* Small moves (the feedback trimming) keep the window being learned;
+   * a move of SMALL_W or more from where the window started restarts the
+   * settling. */
+  if (fabs(cap - j->win_cap) >= SMALL_W) {
+    j->win_cap = cap;
+    j->last_change_t = in->t_s;
+    j->acc_after_change = 1;
+    j->acc_n = j->acc_p = j->acc_t = j->acc_t2 = 0;
+  }
+  return 0;
+}
+
+/* The event's allocation: feedback on realized power, oracle on believed
+ * curves, two-phase application. */
+static int allocate(struct pfi_ctl *c, const struct pfi_ctl_input *in,
+                    double realized, struct pfi_ctl_output *out,
+                    struct pfi_error *err) {
+  const struct pfi_ctl_config *cf = &c->cfg;
+  double target = in->target_w, aim = target * (1.0 - cf->margin);
+  struct jstate *st = NULL;
+  int rc = 0;
+  if (c->nslots && !(st = calloc(c->nslots, sizeof *st)))
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  /* Free GPUs: held at their lowest cap so that a job starting on them
+   * during the event starts low. */
+  double free_draw = 0, model = 0, maxjump = 0;
+  for (size_t g = 0; g < c->ngpus; g++)
+    if (c->slot[g] < 0) {
+      free_draw += in->gpu[g].valid ? c->draw[g] : c->cap[g];
+      c->cap[g] = c->min_w[g];
+    }
+  size_t nmov = 0, npts = 0;
+  for (size_t s = 0; s < c->nslots; s++) {
+    if (!c->job[s].used)
+      continue;
+    classify(c, &c->job[s], &st[s]);
+    model += st[s].model;
+    if (st[s].jump > maxjump)
+      maxjump = st[s].jump;
+    if (st[s].movable) {
+      nmov++;
+      npts += 6 + c->job[s].npts + 2;
+    }
+  }
+  model += free_draw;
+  /* Feedback: the model's error on the last period, taken at once when it
+   * under-predicted, followed slowly when it over-predicted. */
+  double resid = realized - model;
+  if (resid > c->bias)
+    c->bias = resid;
+  else
+    c->bias += 0.2 * (resid - c->bias);
+  double reserve = maxjump - (target * (1.0 + RESUME_ALLOW) - aim);
+  if (reserve < 0)
+    reserve = 0;
+  double fixed = free_draw;
+  for (size_t s = 0; s < c->nslots; s++)
+    if (c->job[s].used && !st[s].movable)
+      fixed += st[s].model;
+  double budget = aim - c->bias - reserve - fixed;
+  out->aim_w = aim;
+  /* Bounds of the movable jobs. */
+  if ((rc = grow_scratch(c, nmov, npts)) < 0) {
+    rc = pfi_error_set(err, rc, "out of memory");
+    goto out;
+  }
+  double sum_lo = 0, sum_lo_hw = 0, sum_hi = 0;
+  for (size_t s = 0; s < c->nslots; s++) {
+    if (!c->job[s].used || !st[s].movable)
+      continue;
+    struct pfi__ctl_job *j = &c->job[s];
+    sum_lo += pfi__ctl_floor(c, j, 1);
+    sum_lo_hw += pfi__ctl_floor(c, j, 0);
+    sum_hi += pfi__ctl_draw_at(c, j, pfi__ctl_cap_hi(c, j));
+  }
+  int tiers = 1, infeasible = 0;
+  double shortfall = 0;
+  if (budget < sum_lo) {
+    tiers = 0; /* the target wins over tiers */
+    if (budget < sum_lo_hw) {
+      infeasible = 1; /* floors win over the target */
+      shortfall = sum_lo_hw - budget;
+    }
+  }
+  out->infeasible = infeasible;
+  out->shortfall_w = shortfall;
+  out->budget_w = budget;
+  pfi_problem_clear(&c->prob);
+  size_t row = 0;
+  for (size_t s = 0; s < c->nslots; s++) {
+    if (!c->job[s].used || !st[s].movable)
+      continue;
+    struct pfi__ctl_job *j = &c->job[s];
+    double lo = pfi__ctl_floor(c, j, tiers);
+    double hi = pfi__ctl_draw_at(c, j, pfi__ctl_cap_hi(c, j));
+    if (lo > hi)
+      lo = hi;
+    double x[PFI__CTL_MAXPTS + 8], y[PFI__CTL_MAXPTS + 8];
+    size_t n = pfi__ctl_curve(c, j, lo, hi, x, y, PFI__CTL_MAXPTS + 8);
+    if ((rc = pfi_problem_add(&c->prob, x, y, n, x[0], x[n - 1], err)) < 0)
+      goto out;
+    c->pslot[row++] = (int)s;
+  }
+  double *alloc = c->palloc;
+  if (row > 0) {
+    double plo, phi;
+    pfi_problem_bounds(&c->prob, &plo, &phi);
+    double b = budget < plo ? plo : budget > phi ? phi : budget;
+    double tot;
+    if ((rc = pfi_oracle_solve(&c->prob, b, alloc, &tot, NULL, err)) < 0)
+      goto out;
+    out->pred_tokens = tot;
+  }
+  /* Desired caps; decreases now, increases once every decrease has shown
+   * in the realized draw (two phases), ramp-limited. */
+  int pending = 0;
+  for (size_t g = 0; g < c->ngpus; g++)
+    if (c->pend_dec[g])
+      pending = 1;
+  int above = realized > aim + 0.001 * target;
+  double up = cf->ramp_up_w_s * cf->period_s;
+  double down =
+      cf->ramp_down_w_s > 0 ? cf->ramp_down_w_s * cf->period_s : INFINITY;
+  for (size_t r = 0; r < row; r++) {
+    struct pfi__ctl_job *j = &c->job[c->pslot[r]];
+    double want = pfi__ctl_cap_for(c, j, alloc[r]);
+    double lo_t = pfi__ctl_floor(c, j, tiers);
+    int reason = infeasible                      ? PFI_CTL_INFEASIBLE
+                 : j->rollback_now               ? PFI_CTL_ROLLBACK
+                 : alloc[r] <= lo_t * (1 + 1e-9) ? PFI_CTL_FLOOR
+                 : want < j->cap                 ? PFI_CTL_CUT
+                                                 : PFI_CTL_RAISE;
+    double d = want - j->cap;
+    if (d < 0) {
+      if (-d < DEADBAND_W && !above && !infeasible)
+        continue;
+      if (-d > down)
+        want = j->cap - down;
+    } else {
+      if (d < DEADBAND_W || pending || above)
+        continue;
+      if (d > up)
+        want = j->cap + up;
+    }
+    if ((rc = set_job_cap(c, j, in, want, reason, shortfall)) < 0) {
+      rc = pfi_error_set(err, rc, "out of memory");
+      goto out;
+    }
+  }
+  if (infeasible && !c->was_infeasible) {
+    /* Report the shortfall once per infeasible spell on every job held. */
+    for (size_t s = 0; s < c->nslots; s++)
+      if (c->job[s].used && c->job[s].last_change_t != in->t_s &&
+          (rc = pfi__ctl_decide(c, &c->job[s], in, c->job[s].cap,
+                                PFI_CTL_INFEASIBLE, shortfall)) < 0) {
+        rc = pfi_error_set(err, rc, "out of memory");
+        goto out;
+      }
+  }
+  c->was_infeasible = infeasible;
+  for (size_t s = 0; s < c->nslots; s++)
+    if (c->job[s].used)
+      c->job[s].rollback_now = 0;
+out:
+  free(st);
+  return rc;
+}
+
+/* The staggered recovery: jobs in a seeded random order, each raised by at
+ * most the ramp per period, only while the cluster stays under the
+ * pre-event baseline counting every paused job at its full draw. */
+static int recover(struct pfi_ctl *c, const struct pfi_ctl_input *in,
+                   double realized, struct pfi_error *err) {
+  const struct pfi_ctl_config *cf = &c->cfg;
+  double ceil = realized;
+  for (size_t s = 0; s < c->nslots; s++) {
+    if (!c->job[s].used)
+      continue;
+    struct jstate st;
+    classify(c, &c->job[s], &st);
+    ceil += st.jump;
+  }
+  double allow = c->baseline * (1.0 - cf->margin) - ceil;
+  int late = in->t_s - c->recovery_t0 > cf->recovery_s;
+  double up = cf->ramp_up_w_s * cf->period_s;
+  int all_done = 1, raised = 0;
+  for (size_t k = 0; k < c->norder; k++) {
+    int s = c->order[k];
+    if ((size_t)s >= c->nslots || !c->job[s].used)
+      continue;
+    struct pfi__ctl_job *j = &c->job[s];
+    double hi = pfi__ctl_cap_hi(c, j);
+    if (j->cap >= hi - 1e-9)
+      continue;
+    all_done = 0;
+    double want = j->cap + up < hi ? j->cap + up : hi;
+    double dp = pfi__ctl_draw_at(c, j, want) - pfi__ctl_draw_at(c, j, j->cap);
+    if (!isfinite(dp))
+      dp = (double)j->ngpus * (want - j->cap);
+    if (dp > allow && !(late && !raised))
+      break; /* keep the order: the next job waits its turn */
+    allow -= dp;
+    raised = 1;
+    int rc = set_job_cap(c, j, in, want, PFI_CTL_RECOVERY, 0);
+    if (rc < 0)
+      return pfi_error_set(err, rc, "out of memory");
+  }
+  /* Jobs that started during the event are not in the order. */
+  for (size_t s = 0; s < c->nslots; s++) {
+    struct pfi__ctl_job *j = &c->job[s];
+    if (j->used && j->cap < pfi__ctl_cap_hi(c, j) - 1e-9) {
+      int listed = 0;
+      for (size_t k = 0; k < c->norder; k++)
+        if (c->order[k] == (int)s)
+          listed = 1;
+      if (!listed)
+        all_done = 0;
+    }
+  }
+  if (all_done) {
+    for (size_t g = 0; g < c->ngpus; g++)
+      c->cap[g] = c->pre[g];
+    c->recovering = 0;
+  }
+  return 0;
+}
+
+static int start_recovery(struct pfi_ctl *c) {
+  free(c->order);
+  c->order = NULL;
+  c->norder = 0;
+  if (c->nslots && !(c->order = malloc(c->nslots * sizeof *c->order)))
+    return PFI_ENOMEM;
+  for (size_t s = 0; s < c->nslots; s++)
+    if (c->job[s].used)
+      c->order[c->norder++] = (int)s;
+  /* Fisher-Yates with a seeded splitmix64 stream. */
+  uint64_t z = mix64(c->cfg.seed ^ 0x7265636f76657279ull);
+  for (size_t i = c->norder; i > 1; i--) {
+    z = mix64(z);
+    size_t k = (size_t)(z % i);
+    int t = c->order[i - 1];
+    c->order[i - 1] = c->order[k];
+    c->order[k] = t;
+  }
+  for (size_t s = 0; s < c->nslots; s++)
+    c->job[s].rollback_floor = 0;
+  return 0;
+}
+
+int pfi_ctl_step(struct pfi_ctl *c, const struct pfi_ctl_input *in,
+                 struct pfi_ctl_output *out, struct pfi_error *err) {
+  memset(out, 0, sizeof *out);
+  out->cap_w = c->out_cap;
+  out->aim_w = out->budget_w = NAN;
+  c->nrec = c->ndone = 0;
+  int rc = check_input(c, in, err);
+  if (rc < 0)
+    return rc;
+  double realized = 0;
+  int all_valid = 1;
+  for (size_t g = 0; g < c->ngpus; g++) {
+    const struct pfi_ctl_gpu_obs *o = &in->gpu[g];
+    if (o->valid) {
+      c->draw[g] = o->power_w;
+      if (c->pend_dec[g] && o->power_w <= c->cap[g] * (1.0 + CONFIRM_TOL))
+        c->pend_dec[g] = 0;
+      realized += o->power_w;
+    } else {
+      all_valid = 0;
+      realized += c->cap[g]; /* silent: assume it draws its cap */
+    }
+    if (!c->in_event && !c->recovering && o->valid)
+      c->cap[g] = o->cap_w;
+  }
+  for (size_t s = 0; s < c->nslots; s++) {
+    struct pfi__ctl_job *j = &c->job[s];
+    if (!j->used)
+      continue;
+    if (!c->in_event && !c->recovering) {
+      double sum = 0;
+      for (size_t k = 0; k < j->ngpus; k++)
+        sum += c->cap[j->gpu[k]];
+      double cap = sum / (double)j->ngpus;
+      if (fabs(cap - j->cap) > 1e-9)
+        j->last_change_t = in->t_s;
+      j->cap = cap;
+    }
+    if ((rc = observe(c, j, in)) < 0) {
+      rc = pfi_error_set(err, rc, "out of memory");
+      goto out;
+    }
+  }
+  if (in->event && !c->in_event) {
+    c->in_event = 1;
+    c->recovering = 0;
+    c->was_infeasible = 0;
+    snprintf(c->event, sizeof c->event, "%s",
+             in->event_id ? in->event_id : "event");
+    c->baseline = c->nhist ? median(c->hist, c->nhist) : realized;
+    for (size_t g = 0; g < c->ngpus; g++)
+      c->pre[g] = c->cap[g];
+    c->bias = 0;
+  } else if (!in->event && c->in_event) {
+    c->in_event = 0;
+    c->recovering = 1;
+    c->recovery_t0 = in->t_s;
+    if ((rc = start_recovery(c)) < 0) {
+      rc = pfi_error_set(err, rc, "out of memory");
+      goto out;
+    }
+  }
+  if (!c->in_event && !c->recovering && all_valid) {
+    c->hist[c->hist_pos] = realized;
+    c->hist_pos = (c->hist_pos + 1) % 300;
+    if (c->nhist < 300)
+      c->nhist++;
+  }
+  if (c->in_event)
+    rc = allocate(c, in, realized, out, err);
+  else if (c->recovering)
+    rc = recover(c, in, realized, err);
+  out->recovering = c->recovering;
+out:
+  c->t_last = in->t_s;
+  c->started = 1;
+  memcpy(c->out_cap, c->cap, c->ngpus * sizeof *c->cap);
+  out->rec = c->rec;
+  out->nrec = c->nrec;
+  out->done = c->done;
+  out->ndone = c->ndone;
+  return rc;
+}

@@ -1,0 +1,359 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * The controller (control.h) against a plant written here, independent of
+ * the emulated cluster: jobs with closed-form curves T = T_max (1 - (1 -
+ * u)^g), u = P / P_max, whose GPUs draw min(P_max / n, 0.99 cap) at once.
+ * Tests: tracking from below with the margin; infeasible target with the
+ * shortfall worked by hand; a stalled job flagged and not learned from; a
+ * protected job steeper than believed rolled back; the same inputs giving
+ * the same records; recovery under the baseline.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pfi/control.h"
+#include "testutil.h"
+
+#define NJ 4
+#define GPJ 8
+#define NG (NJ * GPJ)
+
+struct plant {
+  double pmax[NJ], tmax[NJ], g[NJ];
+  double stall[NJ]; /* throughput and busy factor (1: none) */
+  double cap[NG];
+};
+
+static void plant_init(struct plant *p) {
+  memset(p, 0, sizeof *p);
+  for (int j = 0; j < NJ; j++) {
+    p->pmax[j] = GPJ * (500.0 + 30.0 * j);
+    p->tmax[j] = 1000.0 * (j + 1);
+    p->g[j] = 1.5 + j; /* PFI-like steepness varies */
+    p->stall[j] = 1;
+  }
+  for (int g = 0; g < NG; g++)
+    p->cap[g] = 700;
+}
+
+static double gpu_draw(const struct plant *p, int g) {
+  int j = g / GPJ;
+  double d = 0.99 * p->cap[g], u = p->pmax[j] / GPJ;
+  if (d > u)
+    d = u;
+  /* A stall idles the GPU part of the time: 100 W while idle. */
+  return p->stall[j] * d + (1 - p->stall[j]) * 100.0;
+}
+
+static double job_tput(const struct plant *p, int j) {
+  double pw = 0;
+  for (int k = 0; k < GPJ; k++) {
+    double d = 0.99 * p->cap[j * GPJ + k], u = p->pmax[j] / GPJ;
+    pw += d < u ? d : u;
+  }
+  double x = pw / p->pmax[j];
+  return p->stall[j] * p->tmax[j] * (1 - pow(1 - x, p->g[j]));
+}
+
+struct run {
+  struct pfi_ctl *ctl;
+  struct plant pl;
+  int slot[NJ];
+  struct pfi_ctl_gpu_obs go[NG];
+  struct pfi_ctl_job_obs jo[NJ];
+  struct pfi_ctl_output out;
+  FILE *log; /* records, for the determinism test */
+};
+
+static void run_open(struct run *r, const double *pfi_prior, int protect0) {
+  struct pfi_error err;
+  double mn[NG], mx[NG];
+  memset(r, 0, sizeof *r);
+  plant_init(&r->pl);
+  for (int g = 0; g < NG; g++) {
+    mn[g] = 200;
+    mx[g] = 700;
+  }
+  assert_int_equal(pfi_ctl_open(&r->ctl, NULL, NG, mn, mx, &err), 0);
+  for (int j = 0; j < NJ; j++) {
+    size_t gpus[GPJ];
+    char id[16];
+    for (int k = 0; k < GPJ; k++)
+      gpus[k] = (size_t)(j * GPJ + k);
+    snprintf(id, sizeof id, "job%d", j);
+    struct pfi_ctl_job jb = {.id = id,
+                             .family = "test",
+                             .ngpus = GPJ,
+                             .gpu = gpus,
+                             .pfi = pfi_prior ? pfi_prior[j] : NAN,
+                             .pfi_lo = NAN,
+                             .pfi_hi = NAN,
+                             .max_loss = 1.0,
+                             .min_cap_w = 0,
+                             .protect = j == 0 && protect0,
+                             .pmax_w = NAN,
+                             .tmax = NAN};
+    r->slot[j] = pfi_ctl_job_add(r->ctl, &jb, &err);
+    assert_int_equal(r->slot[j], j);
+  }
+}
+
+static void dump(FILE *f, const struct pfi_ctl_record *x) {
+  fprintf(f, "%llu %.17g %s %.17g %s %s %.17g %.17g %.17g %.17g %.17g %d\n",
+          (unsigned long long)x->seq, x->t_s, x->job, x->target_w, x->phase,
+          pfi_ctl_reason_name(x->reason), x->cap_req_w, x->cap_enf_w, x->draw_w,
+          x->tput_pred, x->tput_after, x->complete);
+}
+
+/* One period at time t; returns realized power over it. */
+static double run_step(struct run *r, double t, int event, double target) {
+  struct pfi_error err;
+  double total = 0;
+  for (int g = 0; g < NG; g++) {
+    r->go[g].valid = 1;
+    r->go[g].power_w = gpu_draw(&r->pl, g);
+    r->go[g].cap_w = r->pl.cap[g];
+    total += r->go[g].power_w;
+  }
+  for (int j = 0; j < NJ; j++) {
+    r->jo[j].valid = 1;
+    r->jo[j].tokens_per_s = job_tput(&r->pl, j);
+    r->jo[j].phase = PFI_PHASE_TRAINING;
+  }
+  struct pfi_ctl_input in = {t, event, "test-event", target, r->go, r->jo};
+  int rc = pfi_ctl_step(r->ctl, &in, &r->out, &err);
+  if (rc != 0)
+    fail_msg("step at %g: %s", t, err.msg);
+  for (int g = 0; g < NG; g++)
+    r->pl.cap[g] = r->out.cap_w[g];
+  if (r->log) {
+    for (size_t i = 0; i < r->out.nrec; i++)
+      dump(r->log, &r->out.rec[i]);
+    for (size_t i = 0; i < r->out.ndone; i++)
+      dump(r->log, &r->out.done[i]);
+  }
+  return total;
+}
+
+static double baseline_w(void) {
+  struct plant p;
+  plant_init(&p);
+  double s = 0;
+  for (int j = 0; j < NJ; j++)
+    s += p.pmax[j];
+  return s;
+}
+
+/* Tracking from below: 25 % under the baseline, after 30 s realized power
+ * stays within 1 % of the target and never above it. */
+static void test_tracking(void **state) {
+  (void)state;
+  struct run r;
+  run_open(&r, NULL, 0);
+  double base = baseline_w(), target = 0.75 * base;
+  for (int t = 1; t <= 60; t++)
+    run_step(&r, t, 0, NAN);
+  for (int t = 61; t <= 400; t++) {
+    double p = run_step(&r, t, 1, target);
+    if (t > 62 && p > target * 1.0)
+      fail_msg("t = %d: realized %g W above target %g W", t, p, target);
+    if (t > 90 && fabs(p - target) > 0.01 * target)
+      fail_msg("t = %d: realized %g W not within 1 %% of %g W", t, p, target);
+  }
+  /* Every job learned points from its own cap changes. */
+  for (int j = 0; j < NJ; j++) {
+    struct pfi_ctl_belief b;
+    assert_int_equal(pfi_ctl_job_belief(r.ctl, j, &b, NULL), 0);
+    ASSERT_NEAR(b.pmax_w, r.pl.pmax[j], 1e-6 * r.pl.pmax[j]);
+    ASSERT_NEAR(b.tmax, r.pl.tmax[j], 1e-6 * r.pl.tmax[j]);
+  }
+  /* Recovery: caps return, never above the baseline. */
+  for (int t = 401; t <= 1200; t++) {
+    double p = run_step(&r, t, 0, NAN);
+    if (p > base * (1 + 1e-9))
+      fail_msg("t = %d: recovery at %g W above baseline %g W", t, p, base);
+  }
+  assert_int_equal(r.out.recovering, 0);
+  for (int g = 0; g < NG; g++)
+    ASSERT_NEAR(r.pl.cap[g], 700, 1e-9);
+  pfi_ctl_close(r.ctl);
+}
+
+/* Infeasible: the floors (200 W x 0.99 per GPU, 32 GPUs = 6336 W, by
+ * hand) exceed a 5,000 W target: reported with the shortfall, and no cap
+ * goes below its floor. */
+static void test_infeasible(void **state) {
+  (void)state;
+  struct run r;
+  run_open(&r, NULL, 0);
+  double target = 5000;
+  for (int t = 1; t <= 30; t++)
+    run_step(&r, t, 0, NAN);
+  int seen = 0;
+  for (int t = 31; t <= 90; t++) {
+    run_step(&r, t, 1, target);
+    for (size_t i = 0; i < r.out.nrec; i++)
+      if (r.out.rec[i].reason == PFI_CTL_INFEASIBLE)
+        seen = 1;
+  }
+  assert_int_equal(r.out.infeasible, 1);
+  assert_true(seen);
+  double floors = NG * 200.0 * 0.99, aim = target * (1 - 0.004);
+  /* Tolerance: the learned draw/cap ratio converges to 0.99 within 0.1 %. */
+  ASSERT_NEAR(r.out.shortfall_w, floors - aim, 0.002 * floors);
+  for (int g = 0; g < NG; g++)
+    assert_true(r.pl.cap[g] >= 200 - 1e-9);
+  pfi_ctl_close(r.ctl);
+}
+
+/* A data-loader stall on job 2 (throughput x0.5, GPUs idle half the time)
+ * with no cap change: flagged, and no point learned while it lasts. */
+static void test_stall(void **state) {
+  (void)state;
+  struct run r;
+  run_open(&r, NULL, 0);
+  double target = 0.8 * baseline_w();
+  for (int t = 1; t <= 30; t++)
+    run_step(&r, t, 0, NAN);
+  for (int t = 31; t <= 300; t++)
+    run_step(&r, t, 1, target);
+  struct pfi_ctl_belief b0, b1;
+  pfi_ctl_job_belief(r.ctl, 2, &b0, NULL);
+  assert_int_equal(b0.anomaly, 0);
+  double pred0[3];
+  for (int k = 0; k < 3; k++)
+    pred0[k] = pfi_ctl_job_predict(r.ctl, 2, r.pl.pmax[2] * (0.5 + 0.2 * k));
+  r.pl.stall[2] = 0.5;
+  int flagged = 0;
+  for (int t = 301; t <= 400; t++) {
+    run_step(&r, t, 1, target);
+    for (size_t i = 0; i < r.out.nrec; i++)
+      if (r.out.rec[i].reason == PFI_CTL_ANOMALY &&
+          strcmp(r.out.rec[i].job, "job2") == 0)
+        flagged = 1;
+  }
+  pfi_ctl_job_belief(r.ctl, 2, &b1, NULL);
+  assert_true(flagged);
+  assert_int_equal(b1.anomaly, 1);
+  assert_true(b1.anomalies > 0);
+  /* Nothing learned during the stall: same points, same belief. */
+  assert_int_equal(b1.npoints, b0.npoints);
+  ASSERT_NEAR(b1.pfi, b0.pfi, 1e-12);
+  for (int k = 0; k < 3; k++)
+    ASSERT_NEAR(pfi_ctl_job_predict(r.ctl, 2, r.pl.pmax[2] * (0.5 + 0.2 * k)),
+                pred0[k], 1e-12);
+  pfi_ctl_close(r.ctl);
+}
+
+/* Job 0 is protected and its prior says PFI 5 (nearly flat), but its true
+ * curve is steep (g = 1.5: ratio PFI about 1.3): its first settled point
+ * after the cut is far below the prediction, and the rollback returns its
+ * power. */
+static void test_rollback(void **state) {
+  (void)state;
+  struct run r;
+  double prior[NJ] = {5.0, 1.5, 1.5, 1.5};
+  run_open(&r, prior, 1);
+  double target = 0.8 * baseline_w();
+  for (int t = 1; t <= 30; t++)
+    run_step(&r, t, 0, NAN);
+  int rolled = 0;
+  double cap_cut = 700, cap_after = 0;
+  for (int t = 31; t <= 200; t++) {
+    run_step(&r, t, 1, target);
+    for (size_t i = 0; i < r.out.nrec; i++) {
+      const struct pfi_ctl_record *x = &r.out.rec[i];
+      if (strcmp(x->job, "job0"))
+        continue;
+      if (!rolled && x->cap_req_w < cap_cut)
+        cap_cut = x->cap_req_w;
+      if (x->reason == PFI_CTL_ROLLBACK)
+        rolled = 1;
+    }
+  }
+  struct pfi_ctl_belief b;
+  pfi_ctl_job_belief(r.ctl, 0, &b, NULL);
+  cap_after = b.cap_w;
+  assert_true(rolled);
+  assert_true(b.rollbacks >= 1);
+  if (!(cap_after > cap_cut + 1))
+    fail_msg("cap after rollback %g W not above the cut %g W", cap_after,
+             cap_cut);
+  pfi_ctl_close(r.ctl);
+}
+
+/* Same inputs, same records, byte for byte. */
+static void test_deterministic(void **state) {
+  (void)state;
+  char *buf[2];
+  size_t len[2];
+  for (int k = 0; k < 2; k++) {
+    struct run r;
+    run_open(&r, NULL, 1);
+    r.log = open_memstream(&buf[k], &len[k]);
+    double target = 0.7 * baseline_w();
+    for (int t = 1; t <= 500; t++)
+      run_step(&r, t, t > 20 && t < 300, target);
+    fclose(r.log);
+    pfi_ctl_close(r.ctl);
+  }
+  assert_true(len[0] > 1000);
+  assert_int_equal(len[0], len[1]);
+  assert_memory_equal(buf[0], buf[1], len[0]);
+  free(buf[0]);
+  free(buf[1]);
+}
+
+static void test_bad_input(void **state) {
+  (void)state;
+  struct pfi_ctl *ctl;
+  struct pfi_error err;
+  double mn[2] = {200, 200}, mx[2] = {700, 100};
+  assert_int_equal(pfi_ctl_open(&ctl, NULL, 2, mn, mx, &err), PFI_EINVAL);
+  mx[1] = 700;
+  struct pfi_ctl_config cfg;
+  pfi_ctl_config_init(&cfg);
+  cfg.margin = -1;
+  assert_int_equal(pfi_ctl_open(&ctl, &cfg, 2, mn, mx, &err), PFI_EINVAL);
+  assert_non_null(strstr(err.msg, "margin"));
+  assert_int_equal(pfi_ctl_open(&ctl, NULL, 2, mn, mx, &err), 0);
+  size_t g[2] = {0, 0};
+  struct pfi_ctl_job jb = {.id = "a",
+                           .ngpus = 2,
+                           .gpu = g,
+                           .pfi = NAN,
+                           .pfi_lo = NAN,
+                           .pfi_hi = NAN,
+                           .max_loss = 0.1,
+                           .pmax_w = NAN,
+                           .tmax = NAN};
+  assert_int_equal(pfi_ctl_job_add(ctl, &jb, &err), PFI_EINVAL);
+  g[1] = 1;
+  assert_int_equal(pfi_ctl_job_add(ctl, &jb, &err), 0);
+  assert_int_equal(pfi_ctl_job_add(ctl, &jb, &err), PFI_EINVAL);
+  struct pfi_ctl_gpu_obs go[2] = {{1, 300, 700}, {1, NAN, 700}};
+  struct pfi_ctl_job_obs jo[1] = {{1, 100, PFI_PHASE_TRAINING}};
+  struct pfi_ctl_input in = {1.0, 0, NULL, NAN, go, jo};
+  struct pfi_ctl_output out;
+  assert_int_equal(pfi_ctl_step(ctl, &in, &out, &err), PFI_EINVAL);
+  go[1].power_w = 300;
+  assert_int_equal(pfi_ctl_step(ctl, &in, &out, &err), 0);
+  assert_int_equal(pfi_ctl_step(ctl, &in, &out, &err), PFI_EINVAL); /* time */
+  in.t_s = 2;
+  in.event = 1;
+  assert_int_equal(pfi_ctl_step(ctl, &in, &out, &err), PFI_EINVAL); /* NaN */
+  assert_int_equal(pfi_ctl_job_remove(ctl, 0, &err), 0);
+  assert_int_equal(pfi_ctl_job_remove(ctl, 0, &err), PFI_ENOTFOUND);
+  assert_string_equal(pfi_ctl_reason_name(PFI_CTL_ROLLBACK), "rollback");
+  assert_int_equal(pfi_ctl_reason_parse("recovery"), PFI_CTL_RECOVERY);
+  pfi_ctl_close(ctl);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_tracking),      cmocka_unit_test(test_infeasible),
+      cmocka_unit_test(test_stall),         cmocka_unit_test(test_rollback),
+      cmocka_unit_test(test_deterministic), cmocka_unit_test(test_bad_input),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
