@@ -9,48 +9,111 @@
  * the sweep's measurement). The kernel drops a lock when its holder dies,
  * even by SIGKILL, so a crashed holder never blocks anyone.
  *
- * The holder writes who it is into the file (pid, command, store), which a
- * refused pfi reads to name it. The record is advisory: it may be empty
- * for a moment after the lock is taken, or when the file is not writable
- * by the holder (a lock file created by another user).
+ * The lock file is also the machine's own record of a change in progress:
+ * its holder writes who it is (pid, command, store) and, before it changes
+ * the GPU's limit, the limit it found (orig_mw), which stays in the file
+ * until that limit is back. A crafted or copied store cannot change this
+ * record, so a restore from a store checks the store's cap against it, and
+ * the next pfi that takes a dead holder's lock finds what to put back even
+ * when the store is lost.
  *
- * DIR is $PFI_LOCK_DIR when set; for emulated GPUs the emulator's state
- * directory (their UUIDs are the same in every state directory, which are
- * separate devices); else /run/lock when writable, else /tmp. Everything
- * that takes the locks must agree on DIR, so all use pfi_gpu_lock_dir().
+ * The directories (pfi_gpu_lock_dirs) are fixed per machine, so that no
+ * environment variable can split the exclusion: for emulated GPUs the
+ * emulator's state directory (that directory is the emulated machine:
+ * tests run many side by side); for real GPUs /run/lock when writable and
+ * /tmp, the lock taken in each (a process that cannot write /run/lock is
+ * still excluded through /tmp). $PFI_LOCK_DIR adds a directory for real
+ * GPUs (e.g. one shared by containers that see the same GPUs) and never
+ * replaces the fixed ones; emulated GPUs ignore it.
  */
 #ifndef PFI_GPULOCK_H
 #define PFI_GPULOCK_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "pfi/device.h"
 #include "pfi/error.h"
 
-/* Who holds a GPU's lock, as its record says; empty fields when unknown. */
+/* Who holds (or last held) a GPU's lock, as its record says; empty fields
+ * when unknown. */
 struct pfi_gpu_lock_holder {
   long pid;        /* 0 when unknown */
   char cmd[32];    /* "sweep", "cap", "restore" or "" */
   char store[512]; /* the holder's trace store, "" when none or unknown */
+  /* A change not yet undone: the GPU's limit before it, mW. Only set from a
+   * file owned by this user or root (another user's file is not trusted). */
+  int pending;
+  uint32_t orig_mw;
+  /* The change is kept on purpose (`pfi cap --db`): only `pfi restore --db
+   * STORE` undoes it; others refuse to touch the GPU, naming STORE. */
+  int kept;
+};
+
+/* The directories a GPU's lock is taken in (see above). */
+#define PFI_GPU_LOCK_DIRS_MAX 3
+struct pfi_gpu_lock_dirs {
+  size_t n;
+  char dir[PFI_GPU_LOCK_DIRS_MAX][512];
 };
 
 /*
- * The lock directory for GPUs of the open session `dev` (may be NULL), into
- * buf (n bytes). `emulated`: the GPUs are the emulator's (behind any
- * backend). Never fails; a path longer than buf is truncated.
+ * The lock directories for GPUs of the open session `dev` (may be NULL).
+ * `emulated`: the GPUs are the emulator's (behind any backend): the emu
+ * session's state directory, or for another backend's emulated GPUs (the
+ * test NVML library, the fault wrapper) the emulator's default state
+ * directory. Never fails; a path longer than 511 bytes is truncated.
  */
-void pfi_gpu_lock_dir(struct pfi_device *dev, int emulated, char *buf,
-                      size_t n);
+void pfi_gpu_lock_dirs(struct pfi_device *dev, int emulated,
+                       struct pfi_gpu_lock_dirs *d);
+
+/* One GPU's lock, held in every directory of a pfi_gpu_lock_dirs. */
+struct pfi_gpu_lock {
+  int fd[PFI_GPU_LOCK_DIRS_MAX];
+  size_t n;
+  char uuid[96];
+  /* The record found when the lock was taken: its last holder's (dead or
+   * finished), with any change it left pending. */
+  struct pfi_gpu_lock_holder prev;
+};
 
 /*
- * Takes the exclusive lock of the GPU with UUID `uuid` in directory `dir`
- * without waiting, and records `cmd` (e.g. "sweep"), this process's pid and
- * `store` (may be NULL) in it. Returns the lock's descriptor (>= 0; release
- * with pfi_gpu_lock_release), PFI_EBUSY when another process holds it (with
- * `holder`, when not NULL, filled from its record, and `err` saying so),
- * PFI_EINVAL for a UUID that cannot be a file name (empty, or with '/'),
- * or PFI_EIO when the lock file cannot be opened (the message suggests
- * PFI_LOCK_DIR).
+ * Takes the lock of the GPU with UUID `uuid` in every directory of `d`
+ * without waiting; records nothing (pfi_gpu_lock_note does, once the
+ * caller has dealt with l->prev). Returns 0, PFI_EBUSY when another
+ * process holds it (`holder`, when not NULL, filled from its record, and
+ * `err` naming it), PFI_EINVAL for a UUID that cannot name a file (empty,
+ * or with '/'), or PFI_EIO when a lock file cannot be opened. On failure
+ * nothing stays held. `l` must be released with pfi_gpu_lock_drop.
+ */
+int pfi_gpu_lock_acquire(struct pfi_gpu_lock *l,
+                         const struct pfi_gpu_lock_dirs *d, const char *uuid,
+                         struct pfi_gpu_lock_holder *holder,
+                         struct pfi_error *err);
+
+/*
+ * Replaces the record of a held lock: this process's pid, `cmd`, `store`
+ * (may be NULL) and, when `pending`, the limit to put back (`orig_mw`) and
+ * whether the change is kept (`kept`). Returns 0 or PFI_EIO when no
+ * directory's file could be written (the caller must then not change the
+ * GPU: nothing on the machine would say how to put it back).
+ */
+int pfi_gpu_lock_note(struct pfi_gpu_lock *l, const char *cmd,
+                      const char *store, int pending, uint32_t orig_mw,
+                      int kept, struct pfi_error *err);
+
+/* Releases the lock (records stay as last written); safe on a lock never
+ * taken if it was zeroed or failed to acquire. */
+void pfi_gpu_lock_drop(struct pfi_gpu_lock *l);
+
+/* Sets every descriptor of `l` to -1 (a lock not held). */
+void pfi_gpu_lock_init(struct pfi_gpu_lock *l);
+
+/*
+ * Single-directory form: takes the lock of `uuid` in `dir` and records
+ * `cmd`, this process's pid and `store` (nothing pending). Returns the
+ * descriptor (>= 0; release with pfi_gpu_lock_release), PFI_EBUSY (with
+ * `holder` and `err`), PFI_EINVAL or PFI_EIO, as pfi_gpu_lock_acquire.
  */
 int pfi_gpu_lock_take(const char *dir, const char *uuid, const char *cmd,
                       const char *store, struct pfi_gpu_lock_holder *holder,
@@ -61,11 +124,12 @@ void pfi_gpu_lock_release(int fd);
 
 /*
  * Parses a lock file's record (`n` bytes of `buf`, not NUL-terminated):
- * lines pid=N, cmd=WORD, store=PATH, in any order, others ignored; a field
- * missing or malformed (a pid not a positive decimal) is left empty, and
- * control characters in cmd or store become '?', so that a record can
- * never put a second line into a message. Never fails: the record is only
- * advisory.
+ * lines pid=N, cmd=WORD, store=PATH, orig_mw=N, kept=1, in any order,
+ * others ignored; a field missing or malformed (a pid not a positive
+ * decimal, an orig_mw not a decimal below 2^32) is left empty (pending 0
+ * without a valid orig_mw), and control characters in cmd or store become
+ * '?', so that a record can never put a second line into a message. Never
+ * fails: a record is only as good as the file it came from.
  */
 void pfi_gpu_lock_holder_parse(const char *buf, size_t n,
                                struct pfi_gpu_lock_holder *h);

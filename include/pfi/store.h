@@ -142,8 +142,10 @@ struct pfi_saved_cap {
 /*
  * Records the current caps of `n` GPUs in the ledger and commits (the
  * function opens and commits its own transaction; it must not be called
- * inside a batch). A GPU already in the ledger keeps its older entry: after
- * a crash its present cap is a sweep's cap, not the original one.
+ * inside a batch), with synchronous=FULL, then checkpoints the ledger into
+ * the main database file (pfi_store_caps_sync). A GPU already in the ledger
+ * keeps its older entry: after a crash its present cap is a sweep's cap, not
+ * the original one.
  */
 int pfi_store_caps_record(struct pfi_store *st,
                           const struct pfi_saved_cap *caps, size_t n,
@@ -154,5 +156,11 @@ int pfi_store_caps_pending(struct pfi_store *st, struct pfi_saved_cap **out,
 /* Removes one GPU's ledger row once its cap is restored (and verified). */
 int pfi_store_caps_clear(struct pfi_store *st, const char *backend,
                          unsigned gpu, struct pfi_error *err);
+/* Checkpoints the ledger as it is now into the main database file (a full
+ * WAL checkpoint, synced), so that a copy of that file alone holds it.
+ * pfi_store_caps_record does it itself; call it after clearing rows.
+ * Returns 0, or PFI_EDB when a reader's old snapshot kept the checkpoint
+ * from completing (the ledger is still committed in the -wal). */
+int pfi_store_caps_sync(struct pfi_store *st, struct pfi_error *err);
 
 #endif

@@ -9,11 +9,14 @@
 
 #include "cli.h"
 #include "cli_device.h"
+#include "pfi/capset.h"
 #include "pfi/gpulock.h"
+#include "pfi/store.h"
 
 static const char usage_text[] =
     "usage: pfi cap [--backend emu|nvml] [--params P] [--gpus LIST]\n"
-    "               (--set W | --reset) [--dry-run] [--force] [--format F]\n"
+    "               (--set W | --reset) [--db FILE] [--dry-run] [--force]\n"
+    "               [--format F]\n"
     "\n"
     "Sets the power limit of GPUs (--set W, in watts) or returns it to each\n"
     "GPU's default (--reset), and prints old -> new for each GPU.\n"
@@ -26,12 +29,22 @@ static const char usage_text[] =
     "reloads. On emu the limits are those of emulated GPUs, kept in the\n"
     "emulator's state directory ($PFI_EMU_STATE).\n"
     "\n"
+    "With --db FILE the change is recorded like a sweep's: each GPU's limit\n"
+    "before it goes into FILE's cap ledger (created when absent) and into the\n"
+    "machine's lock record before anything changes, and stays there after\n"
+    "pfi cap exits: pfi restore --db FILE puts every GPU back to the limit\n"
+    "it had before (also after pfi cap was killed in the middle). A later\n"
+    "pfi cap --db FILE keeps the first limits as the ones to restore; other\n"
+    "sweeps and caps refuse these GPUs until they are restored. Without\n"
+    "--db, a pfi cap killed in the middle is undone by the next pfi that\n"
+    "takes these GPUs' locks.\n"
+    "\n"
     "A GPU that a running pfi sweep holds is not changed: the sweep restores\n"
     "the limit it found at its start when it ends (undoing this one), and a\n"
     "limit changed under it corrupts its measurement. pfi cap takes the same\n"
-    "per-GPU locks as the sweep (in $PFI_LOCK_DIR, see docs/sweep.md) before\n"
-    "changing anything, and exits 1 naming the GPU and the sweep's store if\n"
-    "one is held; --force changes it anyway, with a warning.\n"
+    "per-GPU locks as the sweep (docs/sweep.md) before changing anything, and\n"
+    "exits 1 naming the GPU and the sweep's store if one is held; --force\n"
+    "changes it anyway, with a warning.\n"
     "\n"
     "Options:\n"
     "  --backend B   nvml or emu (default: nvml when it finds a GPU, else "
@@ -40,6 +53,7 @@ static const char usage_text[] =
     "  --gpus LIST   GPU indices: all (default), 0,2,5 or ranges 0-3\n"
     "  --set W       the new limit in watts (e.g. 500 or 412.5)\n"
     "  --reset       the GPUs' default limits\n"
+    "  --db FILE     record the change in FILE for pfi restore --db FILE\n"
     "  --dry-run     check and print the changes without making them\n"
     "  --force       change GPUs a running sweep holds (the sweep will still\n"
     "                restore its own starting limit when it ends)\n"
@@ -49,7 +63,8 @@ static const char usage_text[] =
     "JSON is an array with one object per GPU: index, uuid, old_cap_w,\n"
     "new_cap_w, enforced_cap_w, changed, backend, emulated. Exit status: 0\n"
     "ok, 1 a device error (no permission, GPU lost; the message says which\n"
-    "GPUs were restored) or a GPU held by a running sweep, 2 bad usage or a target outside a GPU's range.\n";
+    "GPUs were restored) or a GPU held by a running sweep, 2 bad usage or a "
+    "target outside a GPU's range.\n";
 
 struct item {
   unsigned gpu;
@@ -58,79 +73,26 @@ struct item {
   struct pfi_power_limits lim;
   uint32_t old_mw, new_mw, enforced_mw;
   int have_enforced;
-  int changed; /* set by us (and, on failure, to be restored) */
-  int lock_fd;  /* the GPU's lock (pfi/gpulock.h), -1 when not held */
 };
 
-/* Takes the per-GPU lock of each item before anything changes, so that a
- * running sweep's GPUs are left alone and no sweep starts on a GPU while
- * its limit is being set. A held GPU stops the command (exit 1) unless
- * `force`, which warns and goes on without that GPU's lock. A GPU without
- * a UUID cannot be locked, as in the sweep. */
-static int lock_items(struct pfi_device *dev, struct item *items, size_t n,
-                      int force, struct pfi_error *err) {
-  char dir[512];
-  if (n == 0)
-    return 0;
-  pfi_gpu_lock_dir(dev, pfi__cli_emulated(dev, items[0].name), dir,
-                   sizeof dir);
+/* Warns about each GPU changed without its lock (--force). */
+static void warn_forced(const struct pfi_capset *cs, const struct item *items,
+                        size_t n) {
   for (size_t k = 0; k < n; k++) {
-    struct item *it = &items[k];
     struct pfi_gpu_lock_holder h;
     char who[700];
-    if (!strcmp(it->uuid, "-") || !it->uuid[0] || strchr(it->uuid, '/'))
+    if (!pfi_capset_forced(cs, k, &h))
       continue;
-    int fd = pfi_gpu_lock_take(dir, it->uuid, "cap", NULL, &h, err);
-    if (fd == PFI_EBUSY) {
-      pfi_gpu_lock_holder_str(&h, who, sizeof who);
-      int sweep = strcmp(h.cmd, "sweep") == 0;
-      if (!force)
-        return pfi_error_set(err, PFI_EBUSY,
-                             "GPU %u (%s) is held by %s%s: nothing was "
-                             "changed (%s; --force changes it anyway)",
-                             it->gpu, it->uuid, sweep ? "a running " : "", who,
-                             sweep ? "the sweep restores its own starting "
-                                     "limit when it ends"
-                                   : "try again when it ends");
-      fprintf(stderr,
-              "pfi cap: warning: GPU %u (%s) is held by %s%s; changing it "
-              "anyway (--force)%s\n",
-              it->gpu, it->uuid, sweep ? "a running " : "", who,
-              sweep ? ": the sweep's measurement at its cap is disturbed, "
-                      "and it restores its own starting limit when it ends"
-                    : "");
-      continue;
-    }
-    if (fd < 0)
-      return fd;
-    it->lock_fd = fd;
+    int sweep = strcmp(h.cmd, "sweep") == 0;
+    fprintf(stderr,
+            "pfi cap: warning: GPU %u (%s) is held by %s%s; changing it "
+            "anyway (--force)%s\n",
+            items[k].gpu, items[k].uuid, sweep ? "a running " : "",
+            pfi_gpu_lock_holder_str(&h, who, sizeof who),
+            sweep ? ": the sweep's measurement at its cap is disturbed, "
+                    "and it restores its own starting limit when it ends"
+                  : "");
   }
-  return 0;
-}
-
-/* Restores items[0..k) that were changed, newest first; reports each
- * failure on stderr. Returns the number that could not be restored. */
-static int restore(struct pfi_device *dev, struct item *items, size_t k) {
-  int bad = 0;
-  for (size_t j = k; j-- > 0;) {
-    struct item *it = &items[j];
-    if (!it->changed)
-      continue;
-    struct pfi_error e;
-    pfi_error_clear(&e);
-    if (pfi_device_set_cap(dev, it->gpu, it->old_mw, &e) < 0) {
-      char buf[PFI_ERROR_MSG_MAX + 64];
-      fprintf(stderr, "pfi cap: GPU %u could NOT be restored to %.3f W: %s\n",
-              it->gpu, it->old_mw / 1000.0,
-              pfi_error_format(&e, buf, sizeof buf));
-      bad++;
-    } else {
-      fprintf(stderr, "pfi cap: GPU %u restored to %.3f W\n", it->gpu,
-              it->old_mw / 1000.0);
-      it->changed = 0;
-    }
-  }
-  return bad;
 }
 
 int cmd_cap(int argc, char **argv) {
@@ -141,17 +103,21 @@ int cmd_cap(int argc, char **argv) {
                                        {"reset", no_argument, 0, 'r'},
                                        {"dry-run", no_argument, 0, 'n'},
                                        {"force", no_argument, 0, 'F'},
+                                       {"db", required_argument, 0, 'd'},
                                        {"format", required_argument, 0, 'f'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
   const char *backend = NULL, *params = NULL, *chosen = NULL;
-  const char *gpus_arg = "all", *set_arg = NULL;
+  const char *gpus_arg = "all", *set_arg = NULL, *db = NULL;
   int reset = 0, dry = 0, force = 0, status = 0, c, rc = 0;
   enum pfi_format format = PFI_FMT_TABLE;
   struct pfi_device *dev = NULL;
   struct pfi_error err;
   unsigned *gpus = NULL;
   struct item *items = NULL;
+  struct pfi_store *st = NULL;
+  struct pfi_capset *cs = NULL;
+  uint32_t *target = NULL;
   size_t n = 0;
   unsigned count = 0;
   uint32_t set_mw = 0;
@@ -180,6 +146,9 @@ int cmd_cap(int argc, char **argv) {
       break;
     case 'F':
       force = 1;
+      break;
+    case 'd':
+      db = optarg;
       break;
     case 'f':
       if ((status = pfi_cli_format("cap", optarg,
@@ -223,13 +192,12 @@ int cmd_cap(int argc, char **argv) {
     rc = pfi__cli_parse_gpus(gpus_arg, count, &gpus, &n, &err);
   if (rc < 0)
     goto fail;
-  items = calloc(n, sizeof *items);
-  if (!items) {
+  items = calloc(n ? n : 1, sizeof *items);
+  target = calloc(n ? n : 1, sizeof *target);
+  if (!items || !target) {
     rc = pfi_error_set(&err, PFI_ENOMEM, "out of memory");
     goto fail;
   }
-  for (size_t k = 0; k < n; k++)
-    items[k].lock_fd = -1;
 
   /* Which GPUs: their UUIDs name their locks. */
   for (size_t k = 0; k < n; k++) {
@@ -238,12 +206,15 @@ int cmd_cap(int argc, char **argv) {
     snprintf(it->uuid, sizeof it->uuid, "-");
     snprintf(it->name, sizeof it->name, "-");
     rc = pfi_device_uuid(dev, it->gpu, it->uuid, sizeof it->uuid, &err);
-    if (rc == PFI_ENOTSUP)
-      rc = 0;
     if (rc == 0)
       rc = pfi_device_name(dev, it->gpu, it->name, sizeof it->name, &err);
     if (rc == PFI_ENOTSUP)
       rc = 0;
+    if (rc < 0)
+      goto fail;
+  }
+  if (db && !dry) {
+    rc = pfi_store_open(&st, db, PFI_STORE_CREATE, &err);
     if (rc < 0)
       goto fail;
   }
@@ -252,8 +223,16 @@ int cmd_cap(int argc, char **argv) {
    * and restored on a failure) are not another pfi's passing ones. A dry
    * run takes them too: it says what the real command would do, and that
    * would be refused. */
-  if ((rc = lock_items(dev, items, n, force, &err)) < 0)
+  rc = pfi_capset_open(
+      &cs, st, dev, chosen, params, gpus, n, "cap",
+      (force ? PFI_CAPSET_FORCE : 0u) | (st ? PFI_CAPSET_KEEP : 0u), &err);
+  if (rc == PFI_EBUSY && !strstr(err.msg, "pfi restore --db")) {
+    size_t l = strlen(err.msg);
+    snprintf(err.msg + l, sizeof err.msg - l, "; --force changes it anyway");
+  }
+  if (rc < 0)
     goto fail;
+  warn_forced(cs, items, n);
 
   /* Check every GPU before changing any. */
   for (size_t k = 0; k < n; k++) {
@@ -264,6 +243,7 @@ int cmd_cap(int argc, char **argv) {
     if (rc < 0)
       goto fail;
     it->new_mw = reset ? it->lim.default_mw : set_mw;
+    target[k] = it->new_mw;
     if (it->new_mw < it->lim.min_mw || it->new_mw > it->lim.max_mw) {
       rc = pfi_error_set(&err, PFI_ERANGE,
                          "%s %.3f W is outside GPU %u's power-limit range "
@@ -275,32 +255,34 @@ int cmd_cap(int argc, char **argv) {
     }
   }
 
-  /* Apply, verifying each by reading it back. */
-  for (size_t k = 0; k < n && !dry; k++) {
-    struct item *it = &items[k];
-    if (it->new_mw == it->old_mw)
-      continue;
-    uint32_t back = 0;
-    rc = pfi_device_set_cap(dev, it->gpu, it->new_mw, &err);
-    /* A rejected set changed nothing on that GPU; once accepted, the GPU
-     * counts as changed even if reading it back fails. */
-    it->changed = rc == 0;
-    if (rc == 0)
-      rc = pfi_device_get_cap(dev, it->gpu, &back, &err);
-    if (rc == 0 && back != it->new_mw)
-      rc = pfi_error_set(&err, PFI_EMISMATCH,
-                         "GPU %u reads back %.3f W after setting %.3f W",
-                         it->gpu, back / 1000.0, it->new_mw / 1000.0);
+  /* Apply, all or none, each read back (pfi/capset.h). */
+  if (!dry) {
+    rc = pfi_capset_apply(cs, target, &err);
     if (rc < 0) {
       status = pfi_cli_fail(&err);
-      int bad = restore(dev, items, k + 1);
+      int bad = 0;
+      for (size_t k = n; k-- > 0;) {
+        int u = pfi_capset_undone(cs, k);
+        if (u > 0)
+          fprintf(stderr, "pfi cap: GPU %u restored to %.3f W\n", items[k].gpu,
+                  items[k].old_mw / 1000.0);
+        else if (u < 0) {
+          fprintf(stderr, "pfi cap: GPU %u could NOT be restored to %.3f W\n",
+                  items[k].gpu, items[k].old_mw / 1000.0);
+          bad++;
+        }
+      }
       if (bad)
         fprintf(stderr,
                 "pfi cap: %d GPU%s left at a changed limit; check "
-                "with 'pfi devices'\n",
-                bad, bad == 1 ? "" : "s");
+                "with 'pfi devices'%s\n",
+                bad, bad == 1 ? "" : "s",
+                st ? "" : " (the next pfi that takes its lock restores it)");
       goto out;
     }
+    /* Without a store the new limits are simply the GPUs' limits now. */
+    if (!st && (rc = pfi_capset_commit(cs, &err)) < 0)
+      goto fail;
   }
   for (size_t k = 0; k < n; k++) {
     struct item *it = &items[k];
@@ -365,8 +347,9 @@ int cmd_cap(int argc, char **argv) {
 fail:
   status = pfi_cli_fail(&err);
 out:
-  for (size_t k = 0; items && k < n; k++)
-    pfi_gpu_lock_release(items[k].lock_fd);
+  pfi_capset_close(cs);
+  pfi_store_close(st);
+  free(target);
   free(items);
   free(gpus);
   pfi_device_close(dev);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "pfi/capset.h"
 #include "pfi/store.h"
 #include "pfi/sweep.h"
 
@@ -17,17 +18,23 @@ static const char usage_text[] =
     "a crash, a power loss): each recorded GPU gets its pre-sweep cap back,\n"
     "the enforced limit is read back to check it, and the record is cleared.\n"
     "Runs left \"running\" are marked \"interrupted\" so that a resumed sweep\n"
-    "runs them again. Any pfi command that opens the store does the same;\n"
-    "this one says what it did. Nothing is changed while the sweep that owns\n"
-    "the store is still running (it restores its own caps), nor while a\n"
-    "running sweep through another store holds one of the recorded GPUs\n"
-    "(the message names the GPU and that sweep's store): run pfi restore\n"
-    "again when it has ended.\n"
+    "runs them again. Reading a store (pfi trace) never does this; a sweep or\n"
+    "pfi cap that needs these GPUs does it first. Each row is checked before\n"
+    "anything is set: its GPU UUID must be the GPU's, its cap within the GPU's\n"
+    "range and equal to the limit this machine recorded before the change (a\n"
+    "row the machine has no change pending for is only cleared, when the GPU\n"
+    "already reads it); a row that does not check out is refused and kept.\n"
+    "Nothing is changed while the sweep that owns the store is still running\n"
+    "(it restores its own caps), nor on a GPU that a running sweep through\n"
+    "another store holds (the message names the GPU and that sweep's store):\n"
+    "run pfi restore again when it has ended.\n"
     "\n"
-    "Output: the GPUs still pending before the restore (backend, gpu, uuid,\n"
-    "cap_w). Exit status: 0 ok (also when nothing was pending), 1 a cap\n"
-    "could not be restored, a live sweep owns the store or holds one of its\n"
-    "GPUs, 2 bad usage or not a trace store.\n";
+    "Output: the rows pending before the restore (backend, gpu, uuid, cap_w),\n"
+    "whether each GPU's limit now reads its recorded cap (restored) and\n"
+    "whether the row was cleared (a read-only store keeps it). Exit status: 0\n"
+    "ok (also when nothing was pending), 1 a cap not restored or a row not\n"
+    "cleared, a live sweep owns the store or holds one of its GPUs, 2 bad\n"
+    "usage or not a trace store (an empty file is not one, and stays empty).\n";
 
 int cmd_restore(int argc, char **argv) {
   static const struct option opts[] = {{"db", required_argument, NULL, 'd'},
@@ -79,64 +86,54 @@ int cmd_restore(int argc, char **argv) {
       err.code = PFI_EPARSE;
     return pfi_cli_fail(&err);
   }
-  struct pfi_saved_cap *caps = NULL;
+  struct pfi_restore_row *rows = NULL;
   size_t n = 0;
-  if ((rc = pfi_store_caps_pending(st, &caps, &n, &err)) < 0) {
-    pfi_store_close(st);
-    return pfi_cli_fail(&err);
-  }
-  rc = pfi_sweep_recover(st, &err);
-  int status = 0;
-  if (rc < 0)
-    status = pfi_cli_fail(&err);
-  /* What is still in the ledger afterwards was not restored. */
-  struct pfi_saved_cap *left = NULL;
-  size_t nleft = 0;
-  struct pfi_error e2;
-  if (pfi_store_caps_pending(st, &left, &nleft, &e2) < 0) {
-    left = NULL;
-    nleft = n; /* unknown: report none as restored */
-  }
+  rc = pfi_ledger_restore(st, &rows, &n, &err);
   pfi_store_close(st);
-  int *done = calloc(n ? n : 1, sizeof *done);
-  for (size_t i = 0; done && i < n; i++) {
-    done[i] = left || nleft == 0;
-    for (size_t j = 0; left && j < nleft; j++)
-      if (strcmp(left[j].backend, caps[i].backend) == 0 &&
-          left[j].gpu == caps[i].gpu)
-        done[i] = 0;
-  }
-  free(left);
-  if (!done) {
-    free(caps);
-    return PFI_EXIT_FAIL;
+  int status = 0;
+  if (rc < 0) {
+    /* Every row that failed says why (the first is err). */
+    for (size_t i = 0; i < n; i++)
+      if (rows[i].err.code && strcmp(rows[i].err.msg, err.msg) != 0) {
+        char buf[PFI_ERROR_MSG_MAX + 64];
+        fprintf(stderr, "pfi: %s\n",
+                pfi_error_format(&rows[i].err, buf, sizeof buf));
+      }
+    status = pfi_cli_fail(&err);
+    if (status == PFI_EXIT_USAGE)
+      status = PFI_EXIT_FAIL; /* a store that opened: a restore failure */
   }
   if (fmt == PFI_FMT_JSON) {
     json_t *a = json_array();
     for (size_t i = 0; i < n; i++)
       json_array_append_new(
-          a, json_pack("{s:s, s:i, s:s, s:f, s:b}", "backend", caps[i].backend,
-                       "gpu", (int)caps[i].gpu, "uuid", caps[i].uuid, "cap_w",
-                       caps[i].cap_mw / 1000.0, "restored", done[i]));
+          a,
+          json_pack("{s:s, s:i, s:s, s:f, s:b, s:b}", "backend",
+                    rows[i].cap.backend, "gpu", (int)rows[i].cap.gpu, "uuid",
+                    rows[i].cap.uuid, "cap_w", rows[i].cap.cap_mw / 1000.0,
+                    "restored", rows[i].restored, "cleared", rows[i].cleared));
     if (pfi_cli_print_json(a) != 0 && status == 0)
       status = PFI_EXIT_FAIL;
   } else if (fmt == PFI_FMT_CSV) {
-    printf("backend,gpu,uuid,cap_w,restored\n");
+    printf("backend,gpu,uuid,cap_w,restored,cleared\n");
     for (size_t i = 0; i < n; i++)
-      printf("%s,%u,%s,%.3f,%d\n", caps[i].backend, caps[i].gpu, caps[i].uuid,
-             caps[i].cap_mw / 1000.0, done[i]);
+      printf("%s,%u,%s,%.3f,%d,%d\n", rows[i].cap.backend, rows[i].cap.gpu,
+             rows[i].cap.uuid, rows[i].cap.cap_mw / 1000.0, rows[i].restored,
+             rows[i].cleared);
   } else {
-    if (n == 0)
+    if (n == 0 && rc >= 0)
       printf("nothing to restore\n");
-    else
-      printf("%-8s %4s  %-44s %9s  %s\n", "backend", "gpu", "uuid", "cap_w",
-             "restored");
+    else if (n > 0)
+      printf("%-8s %4s  %-44s %9s  %-8s %s\n", "backend", "gpu", "uuid",
+             "cap_w", "restored", "record");
     for (size_t i = 0; i < n; i++)
-      printf("%-8s %4u  %-44s %9.3f  %s\n", caps[i].backend, caps[i].gpu,
-             caps[i].uuid[0] ? caps[i].uuid : "-", caps[i].cap_mw / 1000.0,
-             done[i] ? "yes" : "no");
+      printf("%-8s %4u  %-44s %9.3f  %-8s %s\n", rows[i].cap.backend,
+             rows[i].cap.gpu, rows[i].cap.uuid[0] ? rows[i].cap.uuid : "-",
+             rows[i].cap.cap_mw / 1000.0, rows[i].restored ? "yes" : "no",
+             rows[i].cleared ? "cleared" : "kept");
   }
-  free(caps);
-  free(done);
+  if (fflush(stdout) != 0 && status == 0)
+    status = PFI_EXIT_FAIL;
+  free(rows);
   return status;
 }

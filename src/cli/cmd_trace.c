@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "pfi/capset.h"
 #include "pfi/csv.h"
 #include "pfi/prom.h"
 #include "pfi/store.h"
@@ -51,28 +52,27 @@ static const char usage_text[] =
     "            GPUs of several hosts are stored as 256*host+gpu, hosts\n"
     "            numbered in order of appearance.\n"
     "\n"
-    "Opening a store first restores any GPU caps a killed sweep left behind\n"
-    "(see pfi restore). Exit status: 0 ok, 1 run-time failure, 2 bad usage or\n"
-    "input.\n";
+    "Reading a store never changes a device: caps that a killed sweep left\n"
+    "recorded are reported on stderr (pfi restore puts them back). Exit\n"
+    "status: 0 ok, 1 run-time failure, 2 bad usage or input.\n";
 
-/* A store that a killed sweep left with caps to restore is put right by
- * whichever pfi opens it next. */
-static void recover_quietly(const char *cmd, struct pfi_store *st) {
+/* Reading a store never changes a device: a ledger that a killed sweep
+ * left is only reported (pfi restore, or a sweep or pfi cap that needs
+ * those GPUs, puts them back). */
+static void warn_pending(const char *cmd, struct pfi_store *st) {
   struct pfi_error e;
-  pfi_error_clear(&e);
-  int r = pfi_sweep_recover(st, &e);
-  if (r > 0)
+  struct pfi_saved_cap *caps = NULL;
+  size_t n = 0;
+  /* A live sweep's ledger is its own business. */
+  if (pfi_ledger_owned(st))
+    return;
+  if (pfi_store_caps_pending(st, &caps, &n, &e) == 0 && n > 0)
     fprintf(stderr,
-            "pfi %s: restored the caps of %d GPU(s) left by an interrupted "
-            "sweep\n",
-            cmd, r);
-  else if (r < 0 && r != PFI_EBUSY) {
-    char buf[PFI_ERROR_MSG_MAX + 300];
-    fprintf(stderr,
-            "pfi %s: warning: could not restore caps left by an "
-            "interrupted sweep: %s\n",
-            cmd, pfi_error_format(&e, buf, sizeof buf));
-  }
+            "pfi %s: warning: %s holds the caps of %zu GPU(s) to put back "
+            "(a sweep that did not finish, or pfi cap --db); pfi restore "
+            "--db %s puts them back\n",
+            cmd, pfi_store_path(st), n, pfi_store_path(st));
+  free(caps);
 }
 
 static int open_store(const char *cmd, const char *path, unsigned flags,
@@ -94,7 +94,7 @@ static int open_store(const char *cmd, const char *path, unsigned flags,
       err.code = PFI_EPARSE;
     return pfi_cli_fail(&err);
   }
-  recover_quietly(cmd, *st);
+  warn_pending(cmd, *st);
   return 0;
 }
 

@@ -5,32 +5,43 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "pfi/emu.h"
 
-void pfi_gpu_lock_dir(struct pfi_device *dev, int emulated, char *buf,
-                      size_t n) {
+void pfi_gpu_lock_dirs(struct pfi_device *dev, int emulated,
+                       struct pfi_gpu_lock_dirs *d) {
   const char *e;
   struct pfi_error err;
-  if ((e = getenv("PFI_LOCK_DIR")) && *e)
-    snprintf(buf, n, "%s", e);
-  else if (dev && pfi_emu_state_dir(dev, buf, n, &err) == 0)
+  memset(d, 0, sizeof *d);
+  if (dev && pfi_emu_state_dir(dev, d->dir[0], sizeof d->dir[0], &err) == 0) {
+    d->n = 1;
     return;
-  else if (emulated && (e = getenv("PFI_EMU_STATE")) && *e)
-    snprintf(buf, n, "%s", e);
-  else if (emulated && (e = getenv("XDG_RUNTIME_DIR")) && *e)
-    snprintf(buf, n, "%s/pfi-emu", e);
-  else if (emulated)
-    snprintf(buf, n, "/tmp/pfi-emu-%ld", (long)getuid());
-  else if (access("/run/lock", W_OK) == 0)
-    snprintf(buf, n, "/run/lock");
-  else
-    snprintf(buf, n, "/tmp");
+  }
+  if (emulated) {
+    /* Another backend's emulated GPUs live in the emulator's default
+     * state directory, chosen as the emu backend chooses it. */
+    if ((e = getenv("PFI_EMU_STATE")) && *e)
+      snprintf(d->dir[0], sizeof d->dir[0], "%s", e);
+    else if ((e = getenv("XDG_RUNTIME_DIR")) && *e)
+      snprintf(d->dir[0], sizeof d->dir[0], "%s/pfi-emu", e);
+    else
+      snprintf(d->dir[0], sizeof d->dir[0], "/tmp/pfi-emu-%ld", (long)getuid());
+    d->n = 1;
+    return;
+  }
+  if (access("/run/lock", W_OK) == 0)
+    snprintf(d->dir[d->n++], sizeof d->dir[0], "/run/lock");
+  snprintf(d->dir[d->n++], sizeof d->dir[0], "/tmp");
+  if ((e = getenv("PFI_LOCK_DIR")) && *e && strcmp(e, "/run/lock") != 0 &&
+      strcmp(e, "/tmp") != 0)
+    snprintf(d->dir[d->n++], sizeof d->dir[0], "%s", e);
 }
 
 /* Copies s into dst (n bytes) with control characters replaced, so that a
@@ -46,6 +57,7 @@ static void clean_copy(char *dst, size_t n, const char *s) {
 void pfi_gpu_lock_holder_parse(const char *data, size_t n,
                                struct pfi_gpu_lock_holder *h) {
   char buf[1024];
+  int kept = 0;
   memset(h, 0, sizeof *h);
   /* A record is a few hundred bytes; the rest of a larger file is not a
    * record this pfi wrote. */
@@ -68,84 +80,186 @@ void pfi_gpu_lock_holder_parse(const char *data, size_t n,
       clean_copy(h->cmd, sizeof h->cmd, line + 4);
     } else if (strncmp(line, "store=", 6) == 0) {
       clean_copy(h->store, sizeof h->store, line + 6);
+    } else if (strncmp(line, "orig_mw=", 8) == 0) {
+      char *end;
+      errno = 0;
+      unsigned long long v = strtoull(line + 8, &end, 10);
+      if (end != line + 8 && *end == '\0' && errno == 0 && line[8] >= '0' &&
+          line[8] <= '9' && v <= UINT32_MAX) {
+        h->orig_mw = (uint32_t)v;
+        h->pending = 1;
+      }
+    } else if (strcmp(line, "kept=1") == 0) {
+      kept = 1;
     }
   }
+  h->kept = h->pending && kept;
 }
 
-/* Reads the holder's record from the lock file. */
+/* Reads the holder's record from the lock file. A pending change is
+ * believed only from a file of this user or root: another user could
+ * have created the file first (in /tmp) with a limit of their choosing. */
 static void read_holder(int fd, struct pfi_gpu_lock_holder *h) {
   char buf[1024];
   ssize_t got = pread(fd, buf, sizeof buf, 0);
+  struct stat sb;
   pfi_gpu_lock_holder_parse(buf, got > 0 ? (size_t)got : 0, h);
-}
-
-/* Replaces the record with this process's. Best effort: the lock is what
- * matters, the record only names its holder. */
-static void write_holder(int fd, const char *cmd, const char *store) {
-  char rec[1200], c[32], s[512] = "", abs[PATH_MAX];
-  clean_copy(c, sizeof c, cmd ? cmd : "");
-  if (store && *store)
-    clean_copy(s, sizeof s, realpath(store, abs) ? abs : store);
-  int len = snprintf(rec, sizeof rec, "pid=%ld\ncmd=%s\nstore=%s\n",
-                     (long)getpid(), c, s);
-  if (len <= 0 || (size_t)len >= sizeof rec || ftruncate(fd, 0) != 0)
-    return;
-  if (pwrite(fd, rec, (size_t)len, 0) != len) {
-    /* A partial record would name a wrong store: leave none. */
-    if (ftruncate(fd, 0) != 0)
-      return;
+  if (fstat(fd, &sb) != 0 || (sb.st_uid != 0 && sb.st_uid != geteuid())) {
+    h->pending = 0;
+    h->orig_mw = 0;
+    h->kept = 0;
   }
 }
 
-int pfi_gpu_lock_take(const char *dir, const char *uuid, const char *cmd,
-                      const char *store, struct pfi_gpu_lock_holder *holder,
-                      struct pfi_error *err) {
+/* Replaces the record with this process's. Returns 0 or -1 when the
+ * record could not be written whole. */
+static int write_holder(int fd, const char *cmd, const char *store, int pending,
+                        uint32_t orig_mw, int kept) {
+  char rec[1200], c[32], s[512] = "", abs[PATH_MAX], extra[64] = "";
+  clean_copy(c, sizeof c, cmd ? cmd : "");
+  if (store && *store)
+    clean_copy(s, sizeof s, realpath(store, abs) ? abs : store);
+  if (pending)
+    snprintf(extra, sizeof extra, "orig_mw=%lu\n%s", (unsigned long)orig_mw,
+             kept ? "kept=1\n" : "");
+  int len = snprintf(rec, sizeof rec, "pid=%ld\ncmd=%s\nstore=%s\n%s",
+                     (long)getpid(), c, s, extra);
+  if (len <= 0 || (size_t)len >= sizeof rec || ftruncate(fd, 0) != 0)
+    return -1;
+  if (pwrite(fd, rec, (size_t)len, 0) != len) {
+    /* A partial record would name a wrong store: leave none. */
+    if (ftruncate(fd, 0) != 0)
+      return -1;
+    return -1;
+  }
+  return 0;
+}
+
+/* Opens and locks one lock file. Returns the descriptor, PFI_EBUSY (with
+ * *h from the holder's record), or another error; *writable says whether
+ * the record can be written. */
+static int lock_one(const char *dir, const char *uuid, int *writable,
+                    struct pfi_gpu_lock_holder *h, struct pfi_error *err) {
   char path[PATH_MAX];
-  if (holder)
-    memset(holder, 0, sizeof *holder);
-  if (!uuid || !uuid[0] || strchr(uuid, '/'))
-    return pfi_error_set(err, PFI_EINVAL, "GPU UUID '%s' cannot name a lock",
-                         uuid ? uuid : "");
+  memset(h, 0, sizeof *h);
   if ((size_t)snprintf(path, sizeof path, "%s/pfi-sweep-%s.lock", dir, uuid) >=
       sizeof path)
-    return pfi_error_set(err, PFI_EIO, "%s: lock directory path too long",
-                         dir);
-  int writable = 1;
+    return pfi_error_set(err, PFI_EIO, "%s: lock directory path too long", dir);
+  *writable = 1;
   int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0 && (errno == EACCES || errno == EPERM)) {
     /* A lock file another user created (0644): a read-only descriptor
      * locks it just as well, only without a record of the holder. */
     fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    writable = 0;
+    *writable = 0;
   }
   if (fd < 0)
-    return pfi_error_set(err, PFI_EIO,
-                         "%s: cannot create the GPU's lock: %s (set "
-                         "PFI_LOCK_DIR to a writable directory)",
+    return pfi_error_set(err, PFI_EIO, "%s: cannot create the GPU's lock: %s",
                          path, strerror(errno));
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     int e = errno;
     if (e == EWOULDBLOCK) {
-      struct pfi_gpu_lock_holder h;
       char who[700];
-      read_holder(fd, &h);
+      read_holder(fd, h);
       close(fd);
-      if (holder)
-        *holder = h;
       return pfi_error_set(err, PFI_EBUSY, "GPU %s is held by %s", uuid,
-                           pfi_gpu_lock_holder_str(&h, who, sizeof who));
+                           pfi_gpu_lock_holder_str(h, who, sizeof who));
     }
     close(fd);
     return pfi_error_set(err, PFI_EIO, "%s: lock: %s", path, strerror(e));
   }
-  if (writable)
-    write_holder(fd, cmd, store);
+  read_holder(fd, h);
+  return fd;
+}
+
+int pfi_gpu_lock_take(const char *dir, const char *uuid, const char *cmd,
+                      const char *store, struct pfi_gpu_lock_holder *holder,
+                      struct pfi_error *err) {
+  struct pfi_gpu_lock_holder h;
+  int writable;
+  if (holder)
+    memset(holder, 0, sizeof *holder);
+  if (!uuid || !uuid[0] || strchr(uuid, '/'))
+    return pfi_error_set(err, PFI_EINVAL, "GPU UUID '%s' cannot name a lock",
+                         uuid ? uuid : "");
+  int fd = lock_one(dir, uuid, &writable, &h, err);
+  if (fd == PFI_EBUSY && holder)
+    *holder = h;
+  if (fd >= 0 && writable)
+    write_holder(fd, cmd, store, 0, 0, 0);
   return fd;
 }
 
 void pfi_gpu_lock_release(int fd) {
   if (fd >= 0)
     close(fd); /* closing the only descriptor drops the flock */
+}
+
+void pfi_gpu_lock_init(struct pfi_gpu_lock *l) {
+  memset(l, 0, sizeof *l);
+  for (size_t i = 0; i < PFI_GPU_LOCK_DIRS_MAX; i++)
+    l->fd[i] = -1;
+}
+
+void pfi_gpu_lock_drop(struct pfi_gpu_lock *l) {
+  for (size_t i = 0; i < PFI_GPU_LOCK_DIRS_MAX; i++) {
+    pfi_gpu_lock_release(l->fd[i]);
+    l->fd[i] = -1;
+  }
+  l->n = 0;
+}
+
+int pfi_gpu_lock_acquire(struct pfi_gpu_lock *l,
+                         const struct pfi_gpu_lock_dirs *d, const char *uuid,
+                         struct pfi_gpu_lock_holder *holder,
+                         struct pfi_error *err) {
+  pfi_gpu_lock_init(l);
+  if (holder)
+    memset(holder, 0, sizeof *holder);
+  if (!uuid || !uuid[0] || strchr(uuid, '/') || strlen(uuid) >= sizeof l->uuid)
+    return pfi_error_set(err, PFI_EINVAL, "GPU UUID '%s' cannot name a lock",
+                         uuid ? uuid : "");
+  snprintf(l->uuid, sizeof l->uuid, "%s", uuid);
+  int got_prev = 0;
+  for (size_t i = 0; i < d->n; i++) {
+    struct pfi_gpu_lock_holder h;
+    int writable;
+    int fd = lock_one(d->dir[i], uuid, &writable, &h, err);
+    if (fd < 0) {
+      if (fd == PFI_EBUSY && holder)
+        *holder = h;
+      pfi_gpu_lock_drop(l);
+      return fd;
+    }
+    l->fd[l->n++] = fd;
+    /* The record of the first directory that has one; a pending change
+     * wherever one is recorded. */
+    if ((!got_prev && (h.pid || h.cmd[0])) || (h.pending && !l->prev.pending)) {
+      l->prev = h;
+      got_prev = 1;
+    }
+  }
+  return 0;
+}
+
+int pfi_gpu_lock_note(struct pfi_gpu_lock *l, const char *cmd,
+                      const char *store, int pending, uint32_t orig_mw,
+                      int kept, struct pfi_error *err) {
+  int ok = 0;
+  for (size_t i = 0; i < l->n; i++) {
+    struct stat sb;
+    /* Only a record that a later read believes counts (see read_holder). */
+    if (l->fd[i] >= 0 &&
+        write_holder(l->fd[i], cmd, store, pending, orig_mw, kept) == 0 &&
+        fstat(l->fd[i], &sb) == 0 && (sb.st_uid == 0 || sb.st_uid == geteuid()))
+      ok++;
+  }
+  if (ok == 0 && l->n > 0)
+    return pfi_error_set(err, PFI_EIO,
+                         "GPU %s: cannot write the lock's record of the "
+                         "limit to put back (a lock file of another user?)",
+                         l->uuid);
+  return 0;
 }
 
 char *pfi_gpu_lock_holder_str(const struct pfi_gpu_lock_holder *h, char *buf,
@@ -158,8 +272,7 @@ char *pfi_gpu_lock_holder_str(const struct pfi_gpu_lock_holder *h, char *buf,
   if (w < 0 || (size_t)w >= n)
     return buf;
   if (h->pid && h->store[0])
-    snprintf(buf + w, n - (size_t)w, " (pid %ld, store %s)", h->pid,
-             h->store);
+    snprintf(buf + w, n - (size_t)w, " (pid %ld, store %s)", h->pid, h->store);
   else if (h->pid)
     snprintf(buf + w, n - (size_t)w, " (pid %ld)", h->pid);
   else if (h->store[0])

@@ -3,6 +3,8 @@
 #ifndef PFI_SWEEP_INTERNAL_H
 #define PFI_SWEEP_INTERNAL_H
 
+#include <stdint.h>
+
 #include "pfi/error.h"
 #include "pfi/store.h"
 
@@ -22,17 +24,16 @@ int pfi__store_dberr(struct pfi_store *st, struct pfi_error *err,
                      const char *what);
 
 /*
- * Restores the ledger rows of backend `backend` (and `params` unless NULL)
- * on the open device `dev`: sets each recorded cap, checks the power
- * limit, logs a "restore" event and removes the row. `after_first` (may be
- * NULL) is called once the first GPU is restored (a fault-injection point).
- * Returns the number restored or the first error; the other GPUs are still
- * tried and a GPU that failed keeps its row.
+ * Puts GPU `gpu` of `dev` back to `mw`, checked: the GPU's UUID must be
+ * `uuid` (non-empty), `mw` within its range; a GPU already at `mw` is not
+ * written; the set is tried twice and read back. *restored says whether
+ * the limit now reads `mw`. With a store, logs a "restore" event and
+ * removes the (backend, gpu) ledger row (an error then says the GPU is
+ * back and only the record failed).
  */
 struct pfi_device;
-int pfi__restore_ledger(struct pfi_store *st, struct pfi_device *dev,
-                        const char *backend, const char *params,
-                        void (*after_first)(void *), void *arg,
-                        struct pfi_error *err);
+int pfi__restore_gpu(struct pfi_store *st, struct pfi_device *dev,
+                     const char *backend, unsigned gpu, const char *uuid,
+                     uint32_t mw, int *restored, struct pfi_error *err);
 
 #endif

@@ -1,104 +1,19 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* Restoring the caps recorded in a store's ledger. */
+/* Restoring the caps recorded in a store's ledger (pfi restore). */
+#include "pfi/capset.h"
 #include "pfi/sweep.h"
 
-#include <math.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "internal.h"
 #include "pfi/device.h"
 #include "pfi/gpulock.h"
 
-/* ---- restoring caps ------------------------------------------------------ */
-
-/* Restores the ledger rows of one open device; rows of other backends are
- * left alone. Returns the number restored or the first error (the other
- * GPUs are still tried). */
-int pfi__restore_ledger(struct pfi_store *st, struct pfi_device *dev,
-                        const char *backend, const char *params,
-                        void (*after_first)(void *), void *arg,
-                        struct pfi_error *err) {
-  struct pfi_saved_cap *caps = NULL;
-  size_t n = 0;
-  int rc = pfi_store_caps_pending(st, &caps, &n, err);
-  if (rc < 0)
-    return rc;
-  int done = 0, first = 0;
-  for (size_t i = 0; i < n; i++) {
-    struct pfi_saved_cap *c = &caps[i];
-    if (strcmp(c->backend, backend) != 0 ||
-        (params && strcmp(c->params, params) != 0))
-      continue;
-    struct pfi_error e;
-    pfi_error_clear(&e);
-    int r = 0;
-    char uuid[96] = "";
-    if (c->uuid[0] &&
-        pfi_device_uuid(dev, c->gpu, uuid, sizeof uuid, &e) == 0 &&
-        strcmp(uuid, c->uuid) != 0) {
-      r = pfi_error_set(&e, PFI_ESTATE,
-                        "GPU %u is now %s, not %s as recorded: not restoring "
-                        "its cap",
-                        c->gpu, uuid, c->uuid);
-    }
-    uint32_t got = 0, cur = 0;
-    /* A GPU whose cap never changed (its set failed, or pfi died before
-     * reaching it) is left alone: no write is the safest write. */
-    int same = r == 0 && pfi_device_get_cap(dev, c->gpu, &cur, NULL) == 0 &&
-               cur == c->cap_mw;
-    /* A second try: a transient failure (a busy driver) must not leave
-     * the GPU capped until someone runs pfi restore. */
-    if (r == 0 && !same && pfi_device_set_cap(dev, c->gpu, c->cap_mw, &e) < 0)
-      r = pfi_device_set_cap(dev, c->gpu, c->cap_mw, &e);
-    /* Checked against the limit read back, not the enforced limit: that is
-     * the lower of every limiter (an out-of-band limit a node's BMC holds,
-     * say) and may have been below the recorded cap before the sweep too;
-     * checking it would fail this restore, and every later one, for ever. */
-    if (r == 0)
-      r = pfi_device_get_cap(dev, c->gpu, &got, &e);
-    if (r == 0 && got != c->cap_mw)
-      r = pfi_error_set(&e, PFI_EMISMATCH,
-                        "GPU %u: restored cap %u mW but the power limit "
-                        "reads %u mW",
-                        c->gpu, c->cap_mw, got);
-    if (r == 0) {
-      double t = NAN;
-      pfi_device_now(dev, &t, NULL);
-      r = pfi_store_cap_event(st, 0, c->gpu, "restore", c->cap_mw, t, &e);
-      if (r == 0)
-        r = pfi_store_caps_clear(st, c->backend, c->gpu, &e);
-      if (r < 0) {
-        /* The GPU is back at its cap; only the record of it failed (a full
-         * or read-only disk). Say so: the operator's first question is
-         * whether the GPU is still capped. */
-        char why[PFI_ERROR_MSG_MAX];
-        snprintf(why, sizeof why, "%s", e.msg);
-        r = pfi_error_set(&e, r,
-                          "GPU %u is restored to %u mW (read back), but the "
-                          "store could not record it: %s; pfi restore "
-                          "clears the record once the store is writable",
-                          c->gpu, c->cap_mw, why);
-      }
-    }
-    if (r < 0) {
-      if (!first) {
-        first = r;
-        if (err)
-          *err = e;
-      }
-      continue;
-    }
-    done++;
-    if (after_first && done == 1)
-      after_first(arg);
-  }
-  free(caps);
-  return first ? first : done;
-}
-
-/* A store is data, and any pfi that opens one restores its ledger: a
+/* A store is data, and restoring its ledger opens the backend it names: a
  * crafted store naming a library to load ("lib=PATH", also inside a fault
  * backend's inner parameters) would make that pfi, often root on a GPU
  * node, run the library's code. A library named in the ledger is loaded
@@ -120,62 +35,170 @@ static int check_ledger_lib(const char *params, struct pfi_error *err) {
   return 0;
 }
 
-/* Takes the per-GPU locks (pfi/gpulock.h) of the ledger rows of one
- * device (backend, params) before their caps are restored: a live sweep
- * through another store may hold one of these GPUs (it recorded this
- * store's leftover cap as the one to restore, and restores it when it
- * ends); setting the cap under it would corrupt its measurement. The rows
- * then stay until that sweep ends. *fds (caller releases each and frees)
- * gets one descriptor per locked row. Returns 0, PFI_EBUSY naming the GPU
- * and its holder, or another error. */
-static int lock_ledger_gpus(struct pfi_store *st, struct pfi_device *dev,
-                            const struct pfi_saved_cap *caps, size_t n,
-                            const char *backend, const char *params,
-                            int **fds, size_t *nf, struct pfi_error *err) {
-  int emulated = strcmp(backend, "emu") == 0;
-  char dir[512];
-  *nf = 0;
-  *fds = malloc((n ? n : 1) * sizeof **fds);
-  if (!*fds)
-    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
-  /* The same directory the sweep chose: emulated GPUs by their names, as
-   * in pfi_sweep_run. */
-  for (size_t i = 0; i < n && !emulated; i++) {
-    char name[128];
-    if (strcmp(caps[i].backend, backend) == 0 &&
-        strcmp(caps[i].params, params) == 0 &&
-        pfi_device_name(dev, caps[i].gpu, name, sizeof name, NULL) == 0 &&
-        strstr(name, "(emulated)"))
-      emulated = 1;
-  }
-  pfi_gpu_lock_dir(dev, emulated, dir, sizeof dir);
-  for (size_t i = 0; i < n; i++) {
-    const struct pfi_saved_cap *c = &caps[i];
-    struct pfi_gpu_lock_holder h;
-    char who[700];
-    if (strcmp(c->backend, backend) != 0 || strcmp(c->params, params) != 0 ||
-        !c->uuid[0] || strchr(c->uuid, '/'))
+/* Nor does a store create files: an emulator state directory named in it
+ * ("state=DIR") is opened only when it exists (the emulator would create
+ * it, and its files, wherever the store says; a state that does not exist
+ * holds no changed cap). */
+static int check_ledger_state(const char *params, struct pfi_error *err) {
+  for (const char *p = params; p && (p = strstr(p, "state=")) != NULL; p += 6) {
+    if (p != params && p[-1] != ',' && p[-1] != '=')
       continue;
-    int fd = pfi_gpu_lock_take(dir, c->uuid, "restore", pfi_store_path(st), &h,
-                               err);
-    if (fd == PFI_EBUSY)
-      return pfi_error_set(
-          err, PFI_EBUSY,
-          "GPU %u (%s) is held by %s: its cap recorded in %s (%u mW) is not "
-          "restored under it; run pfi restore --db %s when it has ended",
-          c->gpu, c->uuid, pfi_gpu_lock_holder_str(&h, who, sizeof who),
-          pfi_store_path(st), c->cap_mw, pfi_store_path(st));
-    if (fd < 0)
-      return fd;
-    (*fds)[(*nf)++] = fd;
+    const char *v = p + 6;
+    size_t len = strcspn(v, ",");
+    char dir[PATH_MAX];
+    struct stat sb;
+    if (len == 0 || len >= sizeof dir)
+      return pfi_error_set(err, PFI_EINVAL,
+                           "the store's cap ledger names an unusable "
+                           "emulator state directory");
+    memcpy(dir, v, len);
+    dir[len] = '\0';
+    if (lstat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+      return pfi_error_set(err, PFI_ESTATE,
+                           "the store's cap ledger names the emulator state "
+                           "directory %s, which does not exist: not created "
+                           "from a store, nothing restored there",
+                           dir);
   }
   return 0;
 }
 
-int pfi_sweep_recover(struct pfi_store *st, struct pfi_error *err) {
+/* Checks a ledger row against the machine's record of the GPU's lock,
+ * held in `l`: a row that the machine did not record (a crafted store,
+ * a copy whose change is long undone) is not acted on, unless the GPU
+ * already reads its cap (then there is nothing to write, only a row to
+ * clear). Returns 0 when the row may be restored. */
+static int check_row(struct pfi_device *dev, const struct pfi_saved_cap *c,
+                     const struct pfi_gpu_lock *l, struct pfi_error *err) {
+  const struct pfi_gpu_lock_holder *p = &l->prev;
+  if (p->pending) {
+    if (p->orig_mw == c->cap_mw)
+      return 0;
+    return pfi_error_set(
+        err, PFI_ESTATE,
+        "GPU %u (%s): the store records %.3f W to restore, but this "
+        "machine recorded %.3f W before the change (store %s): not "
+        "restored",
+        c->gpu, c->uuid, c->cap_mw / 1000.0, p->orig_mw / 1000.0,
+        p->store[0] ? p->store : "unknown");
+  }
+  uint32_t cur = 0;
+  int rc = pfi_device_get_cap(dev, c->gpu, &cur, err);
+  if (rc < 0)
+    return rc;
+  if (cur == c->cap_mw)
+    return 0;
+  return pfi_error_set(err, PFI_ESTATE,
+                       "GPU %u (%s): the store records %.3f W to restore, but "
+                       "this machine has no change of that GPU pending (its "
+                       "limit is %.3f W): the row is stale or not of this "
+                       "machine; not restored (pfi cap --set sets a limit "
+                       "by hand)",
+                       c->gpu, c->uuid, c->cap_mw / 1000.0, cur / 1000.0);
+}
+
+/* Restores the rows of one device (backend, params); others are left. */
+static int restore_device(struct pfi_store *st, struct pfi_restore_row *rows,
+                          size_t n, const char *backend, const char *params,
+                          struct pfi_error *err) {
+  struct pfi_device *dev = NULL;
+  int rc = check_ledger_lib(params, err), first = 0, done = 0;
+  if (rc == 0)
+    rc = check_ledger_state(params, err);
+  if (rc == 0)
+    rc = pfi_device_open(&dev, backend, params[0] ? params : NULL, err);
+  if (rc < 0) {
+    for (size_t i = 0; i < n; i++)
+      if (strcmp(rows[i].cap.backend, backend) == 0 &&
+          strcmp(rows[i].cap.params, params) == 0)
+        rows[i].err = *err;
+    return rc;
+  }
+  int emulated = strcmp(backend, "emu") == 0;
+  for (size_t i = 0; i < n && !emulated; i++) {
+    char name[128];
+    if (strcmp(rows[i].cap.backend, backend) == 0 &&
+        strcmp(rows[i].cap.params, params) == 0 &&
+        pfi_device_name(dev, rows[i].cap.gpu, name, sizeof name, NULL) == 0 &&
+        strstr(name, "(emulated)"))
+      emulated = 1;
+  }
+  struct pfi_gpu_lock_dirs dirs;
+  pfi_gpu_lock_dirs(dev, emulated, &dirs);
+  for (size_t i = 0; i < n; i++) {
+    struct pfi_restore_row *r = &rows[i];
+    const struct pfi_saved_cap *c = &r->cap;
+    if (strcmp(c->backend, backend) != 0 || strcmp(c->params, params) != 0)
+      continue;
+    struct pfi_gpu_lock l;
+    struct pfi_gpu_lock_holder h;
+    char who[700];
+    int x = 0;
+    pfi_error_clear(&r->err);
+    if (!c->uuid[0])
+      x = pfi_error_set(&r->err, PFI_ESTATE,
+                        "GPU %u: the store's ledger names no GPU UUID: not "
+                        "restoring a cap that cannot be checked against the "
+                        "GPU",
+                        c->gpu);
+    if (x == 0) {
+      x = pfi_gpu_lock_acquire(&l, &dirs, c->uuid, &h, &r->err);
+      if (x == PFI_EBUSY)
+        x = pfi_error_set(
+            &r->err, PFI_EBUSY,
+            "GPU %u (%s) is held by %s: its cap recorded in %s (%u mW) is "
+            "not restored under it; run pfi restore --db %s when it has "
+            "ended",
+            c->gpu, c->uuid, pfi_gpu_lock_holder_str(&h, who, sizeof who),
+            pfi_store_path(st), c->cap_mw, pfi_store_path(st));
+      if (x == 0) {
+        char uuid[96] = "";
+        /* The identity first: the machine's record is of that UUID. */
+        if (pfi_device_uuid(dev, c->gpu, uuid, sizeof uuid, &r->err) == 0 &&
+            strcmp(uuid, c->uuid) != 0)
+          x = pfi_error_set(&r->err, PFI_ESTATE,
+                            "GPU %u is now %s, not %s as recorded: not "
+                            "restoring its cap",
+                            c->gpu, uuid, c->uuid);
+        if (x == 0)
+          x = check_row(dev, c, &l, &r->err);
+        if (x == 0)
+          x = pfi__restore_gpu(st, dev, backend, c->gpu, c->uuid, c->cap_mw,
+                               &r->restored, &r->err);
+        if (r->restored)
+          pfi_gpu_lock_note(&l, "restore", pfi_store_path(st), 0, 0, 0, NULL);
+        r->cleared = x == 0;
+        pfi_gpu_lock_drop(&l);
+      }
+    }
+    if (x < 0) {
+      if (!first) {
+        first = x;
+        *err = r->err;
+      }
+      continue;
+    }
+    done++;
+  }
+  {
+    struct pfi_error e;
+    pfi_store_caps_sync(st, &e);
+  }
+  pfi_device_close(dev);
+  return first ? first : done;
+}
+
+int pfi_ledger_restore(struct pfi_store *st, struct pfi_restore_row **out,
+                       size_t *nout, struct pfi_error *err) {
   struct pfi_saved_cap *caps = NULL;
+  struct pfi_restore_row *rows = NULL;
   size_t n = 0;
   int rc, held = pfi__store_locked(st), total = 0, first = 0;
+  struct pfi_error firsterr;
+  if (out)
+    *out = NULL;
+  if (nout)
+    *nout = 0;
   if (!held) {
     /* PFI_EBUSY: a live pfi owns these caps and will restore them. */
     rc = pfi__store_lock(st, err);
@@ -185,6 +208,13 @@ int pfi_sweep_recover(struct pfi_store *st, struct pfi_error *err) {
   rc = pfi_store_caps_pending(st, &caps, &n, err);
   if (rc < 0)
     goto out;
+  rows = calloc(n ? n : 1, sizeof *rows);
+  if (!rows) {
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  for (size_t i = 0; i < n; i++)
+    rows[i].cap = caps[i];
   for (size_t i = 0; i < n; i++) {
     /* Every distinct (backend, params) once. */
     int seen = 0;
@@ -194,30 +224,13 @@ int pfi_sweep_recover(struct pfi_store *st, struct pfi_error *err) {
         seen = 1;
     if (seen)
       continue;
-    struct pfi_device *dev = NULL;
     struct pfi_error e;
-    int *fds = NULL;
-    size_t nf = 0;
     pfi_error_clear(&e);
-    int r = check_ledger_lib(caps[i].params, &e);
-    if (r == 0)
-      r = pfi_device_open(&dev, caps[i].backend,
-                          caps[i].params[0] ? caps[i].params : NULL, &e);
-    if (r == 0)
-      r = lock_ledger_gpus(st, dev, caps, n, caps[i].backend, caps[i].params,
-                           &fds, &nf, &e);
-    if (r == 0)
-      r = pfi__restore_ledger(st, dev, caps[i].backend, caps[i].params, NULL,
-                              NULL, &e);
-    for (size_t k = 0; k < nf; k++)
-      pfi_gpu_lock_release(fds[k]);
-    free(fds);
-    pfi_device_close(dev);
+    int r = restore_device(st, rows, n, caps[i].backend, caps[i].params, &e);
     if (r < 0) {
       if (!first) {
         first = r;
-        if (err)
-          *err = e;
+        firsterr = e;
       }
     } else {
       total += r;
@@ -225,14 +238,37 @@ int pfi_sweep_recover(struct pfi_store *st, struct pfi_error *err) {
   }
   if (first) {
     rc = first;
-    goto out;
+    if (err)
+      *err = firsterr;
+  } else {
+    rc = pfi_store_runs_mark_interrupted(st, err);
+    if (rc >= 0)
+      rc = total;
   }
-  rc = pfi_store_runs_mark_interrupted(st, err);
-  if (rc >= 0)
-    rc = total;
+  if (out) {
+    *out = rows;
+    rows = NULL;
+    if (nout)
+      *nout = n;
+  }
 out:
+  free(rows);
   free(caps);
   if (!held)
     pfi__store_unlock(st);
   return rc;
+}
+
+int pfi_sweep_recover(struct pfi_store *st, struct pfi_error *err) {
+  return pfi_ledger_restore(st, NULL, NULL, err);
+}
+
+int pfi_ledger_owned(struct pfi_store *st) {
+  if (pfi__store_locked(st))
+    return 0;
+  struct pfi_error e;
+  if (pfi__store_lock(st, &e) == PFI_EBUSY)
+    return 1;
+  pfi__store_unlock(st);
+  return 0;
 }

@@ -64,11 +64,28 @@ int pfi__store_dberr(struct pfi_store *st, struct pfi_error *err,
                        st && st->db ? sqlite3_errmsg(st->db) : "no database");
 }
 
+/* A failure of the storage (no room, an I/O error, no permission) is a
+ * run-time failure, PFI_EIO; anything else SQLite says is PFI_EDB (not a
+ * store, a corrupt one). */
+static int sqlite_code(int src) {
+  switch (src & 0xff) {
+  case SQLITE_FULL:
+  case SQLITE_IOERR:
+  case SQLITE_CANTOPEN:
+  case SQLITE_READONLY:
+  case SQLITE_PERM:
+    return PFI_EIO;
+  default:
+    return PFI_EDB;
+  }
+}
+
 static int exec_sql(struct pfi_store *st, const char *sql,
                     struct pfi_error *err) {
   char *msg = NULL;
-  if (sqlite3_exec(st->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-    int rc = pfi_error_set(err, PFI_EDB, "%s: %s", st->path,
+  int src = sqlite3_exec(st->db, sql, NULL, NULL, &msg);
+  if (src != SQLITE_OK) {
+    int rc = pfi_error_set(err, sqlite_code(src), "%s: %s", st->path,
                            msg ? msg : sqlite3_errmsg(st->db));
     sqlite3_free(msg);
     return rc;
@@ -121,8 +138,8 @@ static int prepare(struct pfi_store *st, int which, const char *sql,
 
 static int first_read(sqlite3 *db) {
   sqlite3_stmt *q = NULL;
-  int src =
-      sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master", -1, &q, NULL);
+  int src = sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master", -1, &q,
+                               NULL);
   if (src == SQLITE_OK)
     src = sqlite3_step(q);
   sqlite3_finalize(q);
@@ -215,8 +232,8 @@ int pfi_store_open(struct pfi_store **out, const char *path, unsigned flags,
       free(uri);
     }
     if (src != SQLITE_ROW) {
-      rc = pfi_error_set(err, PFI_EDB, "%s: not a trace store: %s", path,
-                         sqlite3_errmsg(st->db));
+      rc = pfi_error_set(err, sqlite_code(src), "%s: not a trace store: %s",
+                         path, sqlite3_errmsg(st->db));
       goto out;
     }
   }
@@ -234,6 +251,15 @@ int pfi_store_open(struct pfi_store **out, const char *path, unsigned flags,
       has_meta = sqlite3_column_int(q, 1);
     }
     sqlite3_finalize(q);
+    if (tables == 0 && !(flags & PFI_STORE_CREATE)) {
+      /* An empty file (or an empty database) is not a store, and a command
+       * that only opens stores must not make it one. */
+      rc = pfi_error_set(err, PFI_EDB,
+                         "%s: not a pfi trace store (an empty file or "
+                         "database)",
+                         path);
+      goto out;
+    }
     if (tables > 0 && !has_meta) {
       rc = pfi_error_set(err, PFI_EDB,
                          "%s: an SQLite database of another program, not a "
@@ -618,12 +644,42 @@ int pfi_store_caps_record(struct pfi_store *st,
                                   NAN, err)) < 0)
       goto out;
   }
+  /* The ledger is what puts a GPU back after a crash or a power loss: its
+   * commit is synced (whatever the samples use), then checkpointed into
+   * the main database file, so that a copy of that file without its -wal
+   * has the ledger too. */
+  exec_sql(st, "PRAGMA synchronous=FULL;", NULL);
   rc = pfi_store_commit(st, err);
+  exec_sql(st, "PRAGMA synchronous=NORMAL;", NULL);
+  /* A reader's old snapshot can keep the checkpoint from completing:
+   * the ledger is then committed, synced, in the -wal only, and the next
+   * ledger write or pfi_store_caps_sync checkpoints it. */
+  if (rc == 0)
+    pfi_store_caps_sync(st, NULL);
 out:
   sqlite3_finalize(q);
   if (rc < 0)
     pfi_store_rollback(st);
   return rc;
+}
+
+int pfi_store_caps_sync(struct pfi_store *st, struct pfi_error *err) {
+  if (st->in_batch)
+    return pfi_error_set(err, PFI_ESTATE,
+                         "%s: the ledger is synced outside a batch", st->path);
+  int log = -1, done = -1;
+  int src = sqlite3_wal_checkpoint_v2(st->db, NULL, SQLITE_CHECKPOINT_FULL,
+                                      &log, &done);
+  if (src == SQLITE_OK && log >= 0 && done < log)
+    src = SQLITE_BUSY;
+  if (src != SQLITE_OK)
+    return pfi_error_set(err, PFI_EDB,
+                         "%s: cannot checkpoint the cap ledger into the "
+                         "database file: %s",
+                         st->path,
+                         src == SQLITE_BUSY ? "a reader holds an old snapshot"
+                                            : sqlite3_errmsg(st->db));
+  return 0;
 }
 
 int pfi_store_caps_pending(struct pfi_store *st, struct pfi_saved_cap **out,

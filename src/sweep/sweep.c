@@ -21,9 +21,9 @@
 #endif
 
 #include "internal.h"
+#include "pfi/capset.h"
 #include "pfi/device.h"
 #include "pfi/emu.h"
-#include "pfi/gpulock.h"
 #include "pfi/prom.h"
 #include "pfi/throughput.h"
 #include "pfi/version.h"
@@ -71,8 +71,8 @@ struct sweep {
   int virtual_time;
   struct pfi_sample *samples;
   struct pfi_sweep_result *res;
-  int emulated; /* the GPUs are the emulator's, behind any backend */
-  int *gpu_lock; /* per-GPU lock descriptors (see lock_gpus), -1 if none */
+  int emulated;          /* the GPUs are the emulator's, behind any backend */
+  struct pfi_capset *cs; /* the GPUs' locks and records (pfi/capset.h) */
 };
 
 static double wall_now(void) {
@@ -526,27 +526,10 @@ static int set_caps(struct sweep *sw, int64_t run_id, uint32_t mw,
   return 0;
 }
 
+/* Records every GPU's cap before the run changes it: on the machine (the
+ * GPU's lock record) and in the store's ledger (pfi/capset.h). */
 static int record_caps(struct sweep *sw, struct pfi_error *err) {
-  struct pfi_saved_cap *caps = calloc(sw->n, sizeof *caps);
-  if (!caps)
-    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
-  int rc = 0;
-  for (size_t i = 0; i < sw->n; i++) {
-    snprintf(caps[i].backend, sizeof caps[i].backend, "%s", sw->backend);
-    snprintf(caps[i].params, sizeof caps[i].params, "%s", sw->params);
-    caps[i].gpu = sw->gpus[i];
-    if ((rc = pfi_device_get_cap(sw->dev, sw->gpus[i], &caps[i].cap_mw, err)) <
-        0)
-      goto out;
-    struct pfi_error e;
-    if (pfi_device_uuid(sw->dev, sw->gpus[i], caps[i].uuid, sizeof caps[i].uuid,
-                        &e) < 0)
-      caps[i].uuid[0] = 0; /* a backend without UUIDs: no identity check */
-  }
-  rc = pfi_store_caps_record(sw->st, caps, sw->n, err);
-out:
-  free(caps);
-  return rc;
+  return pfi_capset_record(sw->cs, err);
 }
 
 /* Waits `seconds` on the device clock in slices of at most `slice`, so a
@@ -781,8 +764,7 @@ out:
     struct pfi_error e2;
     pfi_error_clear(&e2);
     struct stage_arg sa = {sw, ci};
-    int r = pfi__restore_ledger(sw->st, sw->dev, sw->backend, sw->params,
-                                after_first_restore, &sa, &e2);
+    int r = pfi_capset_restore(sw->cs, after_first_restore, &sa, &e2);
     if (r < 0 && rc == 0) {
       rc = r;
       *err = e2;
@@ -825,46 +807,14 @@ out:
 /* ---- one sweep per GPU ----------------------------------------------------*/
 
 /* Takes the per-GPU lock (include/pfi/gpulock.h) of each GPU, by UUID,
- * for the whole sweep. Two sweeps on one GPU through different stores
+ * for the whole sweep, and puts back first what a dead pfi left changed
+ * on them (pfi/capset.h). Two sweeps on one GPU through different stores
  * would each record the other's cap as the one to restore, and the GPU
  * could end at a sweep cap for good; an operator's pfi cap would be undone
- * by the restore, or would corrupt the measurement. A GPU without a UUID
- * is not locked. */
+ * by the restore, or would corrupt the measurement. */
 static int lock_gpus(struct sweep *sw, struct pfi_error *err) {
-  char dir[512];
-  pfi_gpu_lock_dir(sw->dev, sw->emulated, dir, sizeof dir);
-  sw->gpu_lock = malloc(sw->n * sizeof *sw->gpu_lock);
-  if (!sw->gpu_lock)
-    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
-  for (size_t i = 0; i < sw->n; i++)
-    sw->gpu_lock[i] = -1;
-  for (size_t i = 0; i < sw->n; i++) {
-    char uuid[96], who[700];
-    struct pfi_error e;
-    struct pfi_gpu_lock_holder h;
-    if (pfi_device_uuid(sw->dev, sw->gpus[i], uuid, sizeof uuid, &e) < 0 ||
-        !uuid[0] || strchr(uuid, '/'))
-      continue;
-    int fd = pfi_gpu_lock_take(dir, uuid, "sweep", pfi_store_path(sw->st),
-                               &h, err);
-    if (fd == PFI_EBUSY) {
-      pfi_gpu_lock_holder_str(&h, who, sizeof who);
-      if (!h.cmd[0] || strcmp(h.cmd, "sweep") == 0)
-        return pfi_error_set(err, PFI_EBUSY,
-                             "GPU %u (%s) is being swept by another pfi (%s): "
-                             "two sweeps on one GPU would each restore the "
-                             "other's cap",
-                             sw->gpus[i], uuid, who);
-      return pfi_error_set(err, PFI_EBUSY,
-                           "GPU %u (%s) is held by %s: nothing was changed; "
-                           "try again when it ends",
-                           sw->gpus[i], uuid, who);
-    }
-    if (fd < 0)
-      return fd;
-    sw->gpu_lock[i] = fd;
-  }
-  return 0;
+  return pfi_capset_open(&sw->cs, sw->st, sw->dev, sw->backend, sw->params,
+                         sw->gpus, sw->n, "sweep", 0, err);
 }
 
 /* ---- the sweep ------------------------------------------------------------*/
@@ -1109,10 +1059,8 @@ int pfi_sweep_run(struct pfi_store *st, const struct pfi_sweep_opts *o,
 out:
   if (rc == PFI_EINTR)
     pfi_error_set(err, PFI_EINTR, "interrupted; caps restored");
+  pfi_capset_close(sw.cs);
   pfi_device_close(sw.dev);
-  for (size_t i = 0; sw.gpu_lock && i < sw.n; i++)
-    pfi_gpu_lock_release(sw.gpu_lock[i]);
-  free(sw.gpu_lock);
   pfi_tput_close(sw.tp);
   pfi_emu_jobs_release(&sw.lib);
   free(sw.gpus);

@@ -17,9 +17,8 @@ cleanup() {
   rm -rf "$T"
 }
 trap cleanup EXIT
-export PFI_EMU_STATE=$T/emu PFI_LOCK_DIR=$T/locks
-mkdir -p "$PFI_LOCK_DIR"
-unset PFI_EMU_REALTIME PFI_SWEEP_KILL_AT
+export PFI_EMU_STATE=$T/emu
+unset PFI_EMU_REALTIME PFI_SWEEP_KILL_AT PFI_LOCK_DIR
 G=moe-ft-qwen30ba3b-x8
 EMU="--backend emu --params gpus=2"
 
@@ -100,7 +99,8 @@ caps_are 650,500 "pfi cap after the sweep"
 uuid=$("$PFI" devices $EMU --format csv 2>/dev/null | python3 -c '
 import csv, sys
 print(list(csv.DictReader(sys.stdin))[1]["uuid"])')
-lock=$PFI_LOCK_DIR/pfi-sweep-$uuid.lock
+# Emulated GPUs' locks live in the emulator's state directory.
+lock=$PFI_EMU_STATE/pfi-sweep-$uuid.lock
 [ -e "$lock" ] || fail "no lock file $lock (the sweep and pfi cap disagree on the directory?)"
 # A sweep killed (SIGKILL) after setting its cap leaves the caps in its
 # store's ledger for the next pfi to restore; while the GPU's lock is held
@@ -110,7 +110,12 @@ PFI_SWEEP_KILL_AT=set:0 "$PFI" sweep $EMU --emulate $G --caps 300 --db "$T/c.db"
 [ "$(caps)" = "300,300" ] || fail "killed sweep: caps are $(caps), expected 300,300"
 [ "$(sqlite3 "$T/c.db" "select count(*) from cap_ledger" 2>/dev/null)" = 2 ] ||
   fail "killed sweep: ledger rows: $(sqlite3 "$T/c.db" "select * from cap_ledger" 2>&1)"
-printf 'pid=4242\ncmd=sweep\nstore=/data/a.db\n' >"$lock"
+# The lock file also holds the machine's record of the killed sweep's
+# change (the limit before it); the crafted record keeps that line.
+orig_mw=$(grep "^orig_mw=" "$lock")
+[ "$orig_mw" = "orig_mw=$(sqlite3 "$T/c.db" "select cap_mw from cap_ledger where gpu=1")" ] ||
+  fail "killed sweep: lock record: $(cat "$lock")"
+printf 'pid=4242\ncmd=sweep\nstore=/data/a.db\n%s\n' "$orig_mw" >"$lock"
 # The holder is one process (a forked child would keep the lock after
 # it is killed); it says when it holds the lock.
 python3 -c '
@@ -136,11 +141,13 @@ grep -q "GPU 1 ($uuid) is held by a running pfi sweep (pid 4242, store /data/a.d
 [ $? = 1 ] || fail "pfi restore under a held GPU: exit status"
 grep -q "GPU 1 ($uuid) is held by pfi sweep (pid 4242, store /data/a.db): its cap recorded in .*/c\.db" "$T/err" ||
   fail "pfi restore under a held GPU: message: $(cat "$T/err")"
-[ "$(caps)" = "300,300" ] || fail "pfi restore under a held GPU changed a cap: $(caps)"
-[ "$(sqlite3 "$T/c.db" "select count(*) from cap_ledger" 2>/dev/null)" = 2 ] ||
-  fail "pfi restore under a held GPU cleared ledger rows"
+# The GPU that is not held is restored; the held one keeps its cap and row.
+[ "$(caps)" = "${orig%,*},300" ] || fail "pfi restore under a held GPU: caps $(caps)"
+[ "$(sqlite3 "$T/c.db" "select gpu from cap_ledger" 2>/dev/null)" = 1 ] ||
+  fail "pfi restore under a held GPU: ledger rows $(sqlite3 "$T/c.db" "select gpu from cap_ledger")"
+before=$(caps)
 # A record without a command: "another pfi".
-: >"$lock"
+printf '%s\n' "$orig_mw" >"$lock"
 "$PFI" cap $EMU --gpus 1 --set 300 >/dev/null 2>"$T/err"
 [ $? = 1 ] || fail "pfi cap on a GPU held without a record: exit status"
 grep -q "GPU 1 ($uuid) is held by another pfi" "$T/err" || fail "no record: message: $(cat "$T/err")"

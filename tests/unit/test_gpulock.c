@@ -27,8 +27,8 @@ static void test_parse(void **state) {
   assert_string_equal(h.cmd, "cap");
   assert_string_equal(h.store, "/s");
   /* Not a positive decimal: no pid. */
-  const char *bad[] = {"pid=-5", "pid=0", "pid=12abc", "pid= 12", "pid=",
-                       "pid=99999999999999999999999"};
+  const char *bad[] = {"pid=-5",  "pid=0", "pid=12abc",
+                       "pid= 12", "pid=",  "pid=99999999999999999999999"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     parse(bad[i], &h);
     ASSERT_EQ_INT(h.pid, 0);
@@ -42,6 +42,21 @@ static void test_parse(void **state) {
   parse("cmd=0123456789012345678901234567890123456789\n", &h);
   ASSERT_EQ_INT(strlen(h.cmd), 31);
   /* Empty, and a NUL ending the record early. */
+  /* A pending change: orig_mw a decimal below 2^32; kept only with it. */
+  parse("pid=9\norig_mw=650000\nkept=1\n", &h);
+  assert_true(h.pending);
+  assert_true(h.kept);
+  ASSERT_EQ_INT(h.orig_mw, 650000);
+  const char *bad_mw[] = {"orig_mw=",   "orig_mw=-1", "orig_mw=4294967296",
+                          "orig_mw=1x", "orig_mw= 5", "kept=1"};
+  for (size_t i = 0; i < sizeof bad_mw / sizeof *bad_mw; i++) {
+    parse(bad_mw[i], &h);
+    assert_false(h.pending);
+    assert_false(h.kept);
+  }
+  parse("orig_mw=4294967295", &h);
+  assert_true(h.pending);
+  ASSERT_EQ_INT(h.orig_mw, 4294967295u);
   parse("", &h);
   ASSERT_EQ_INT(h.pid, 0);
   assert_string_equal(h.cmd, "");
@@ -83,8 +98,8 @@ static void test_take_release(void **state) {
   assert_non_null(mkdtemp(dir));
   struct pfi_error err;
   struct pfi_gpu_lock_holder h;
-  int fd = pfi_gpu_lock_take(dir, "GPU-x", "sweep", "/nonexistent/t.db", &h,
-                             &err);
+  int fd =
+      pfi_gpu_lock_take(dir, "GPU-x", "sweep", "/nonexistent/t.db", &h, &err);
   assert_true(fd >= 0);
   /* The record: this pid, the command, the store as given (it has no real
    * path to resolve). */
@@ -130,7 +145,6 @@ static void test_take_release(void **state) {
   snprintf(missing, sizeof missing, "%s/none", dir);
   ASSERT_EQ_INT(pfi_gpu_lock_take(missing, "GPU-x", "cap", NULL, NULL, &err),
                 PFI_EIO);
-  assert_non_null(strstr(err.msg, "PFI_LOCK_DIR"));
   unlink(path);
   snprintf(path, sizeof path, "%s/pfi-sweep-GPU-y.lock", dir);
   unlink(path);
@@ -139,27 +153,86 @@ static void test_take_release(void **state) {
 
 static void test_dir(void **state) {
   (void)state;
-  char buf[512];
+  struct pfi_gpu_lock_dirs d;
+  /* Emulated GPUs: the emulator's state directory only; PFI_LOCK_DIR can
+   * neither replace nor add to it. */
   setenv("PFI_LOCK_DIR", "/x/locks", 1);
-  pfi_gpu_lock_dir(NULL, 1, buf, sizeof buf);
-  assert_string_equal(buf, "/x/locks");
-  unsetenv("PFI_LOCK_DIR");
   setenv("PFI_EMU_STATE", "/e/state", 1);
-  pfi_gpu_lock_dir(NULL, 1, buf, sizeof buf);
-  assert_string_equal(buf, "/e/state");
-  /* Real GPUs: /run/lock when writable, else /tmp. */
-  pfi_gpu_lock_dir(NULL, 0, buf, sizeof buf);
-  assert_string_equal(buf, access("/run/lock", W_OK) == 0 ? "/run/lock"
-                                                           : "/tmp");
+  pfi_gpu_lock_dirs(NULL, 1, &d);
+  ASSERT_EQ_INT(d.n, 1);
+  assert_string_equal(d.dir[0], "/e/state");
+  /* Real GPUs: /run/lock when writable and /tmp, always; PFI_LOCK_DIR
+   * only adds a directory. */
+  pfi_gpu_lock_dirs(NULL, 0, &d);
+  int run = access("/run/lock", W_OK) == 0;
+  ASSERT_EQ_INT(d.n, (size_t)(run ? 3 : 2));
+  if (run)
+    assert_string_equal(d.dir[0], "/run/lock");
+  assert_string_equal(d.dir[run ? 1 : 0], "/tmp");
+  assert_string_equal(d.dir[run ? 2 : 1], "/x/locks");
+  unsetenv("PFI_LOCK_DIR");
+  pfi_gpu_lock_dirs(NULL, 0, &d);
+  ASSERT_EQ_INT(d.n, (size_t)(run ? 2 : 1));
   unsetenv("PFI_EMU_STATE");
+}
+
+/* The record of a pending change: written by pfi_gpu_lock_note, found by
+ * the next holder in `prev`, in every directory. */
+static void test_pending(void **state) {
+  (void)state;
+  char a[] = "/tmp/pfi-test-lockXXXXXX", b[] = "/tmp/pfi-test-lockXXXXXX";
+  assert_non_null(mkdtemp(a));
+  assert_non_null(mkdtemp(b));
+  struct pfi_gpu_lock_dirs d = {.n = 2};
+  snprintf(d.dir[0], sizeof d.dir[0], "%s", a);
+  snprintf(d.dir[1], sizeof d.dir[1], "%s", b);
+  struct pfi_gpu_lock l, l2;
+  struct pfi_gpu_lock_holder h;
+  struct pfi_error err;
+  ASSERT_EQ_INT(pfi_gpu_lock_acquire(&l, &d, "GPU-p", &h, &err), 0);
+  assert_false(l.prev.pending);
+  ASSERT_EQ_INT(pfi_gpu_lock_note(&l, "sweep", "/s/a.db", 1, 650000, 0, &err),
+                0);
+  /* Held in both directories: a second taker is refused. */
+  ASSERT_EQ_INT(pfi_gpu_lock_acquire(&l2, &d, "GPU-p", &h, &err), PFI_EBUSY);
+  assert_string_equal(h.cmd, "sweep");
+  assert_true(h.pending);
+  ASSERT_EQ_INT(h.orig_mw, 650000);
+  struct pfi_gpu_lock_dirs only_b = {.n = 1};
+  snprintf(only_b.dir[0], sizeof only_b.dir[0], "%s", b);
+  ASSERT_EQ_INT(pfi_gpu_lock_acquire(&l2, &only_b, "GPU-p", &h, &err),
+                PFI_EBUSY);
+  pfi_gpu_lock_drop(&l);
+  /* The holder died: the next one finds its pending change. */
+  ASSERT_EQ_INT(pfi_gpu_lock_acquire(&l, &d, "GPU-p", &h, &err), 0);
+  assert_true(l.prev.pending);
+  assert_false(l.prev.kept);
+  ASSERT_EQ_INT(l.prev.orig_mw, 650000);
+  assert_string_equal(l.prev.store, "/s/a.db");
+  ASSERT_EQ_INT(pfi_gpu_lock_note(&l, "cap", "/s/b.db", 1, 300000, 1, &err), 0);
+  pfi_gpu_lock_drop(&l);
+  ASSERT_EQ_INT(pfi_gpu_lock_acquire(&l, &only_b, "GPU-p", &h, &err), 0);
+  assert_true(l.prev.kept);
+  ASSERT_EQ_INT(l.prev.orig_mw, 300000);
+  ASSERT_EQ_INT(pfi_gpu_lock_note(&l, "restore", NULL, 0, 0, 0, &err), 0);
+  pfi_gpu_lock_drop(&l);
+  ASSERT_EQ_INT(pfi_gpu_lock_acquire(&l, &only_b, "GPU-p", &h, &err), 0);
+  assert_false(l.prev.pending);
+  pfi_gpu_lock_drop(&l);
+  char path[600];
+  snprintf(path, sizeof path, "%s/pfi-sweep-GPU-p.lock", a);
+  unlink(path);
+  snprintf(path, sizeof path, "%s/pfi-sweep-GPU-p.lock", b);
+  unlink(path);
+  rmdir(a);
+  rmdir(b);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_parse),
-      cmocka_unit_test(test_describe),
-      cmocka_unit_test(test_take_release),
-      cmocka_unit_test(test_dir),
+      cmocka_unit_test(test_parse),        cmocka_unit_test(test_describe),
+      cmocka_unit_test(test_take_release), cmocka_unit_test(test_dir),
+      cmocka_unit_test(test_pending),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
