@@ -1,0 +1,377 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* `pfi capacity`: how much power the jobs can shed for how much throughput
+ * lost, by strategy and the exact oracle (capacity.h). */
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "opsdata.h"
+#include "pfi/capacity.h"
+#include "pfi/report.h"
+
+static const char usage_text[] =
+    "usage: pfi capacity --curves FILE [--true-pfi] [--strategy LIST]\n"
+    "                    [--normalize] [--steps N] [--ci N] [--seed S]\n"
+    "                    [--map MAP] [--unit NAME] [--plot FILE.svg]\n"
+    "                    [--format F]\n"
+    "\n"
+    "The flexibility capacity of the jobs of a curves file: the power the\n"
+    "cluster sheds (W and % of the jobs' total uncapped power) against the\n"
+    "throughput it loses (absolute and %), from no cut to the largest\n"
+    "feasible one (every job at its lowest measured cap), for each strategy;\n"
+    "and the quote for a utility: the power shed at <= 1, 2, 5, 10, 20 %\n"
+    "throughput loss (the largest shed below which the loss never exceeds\n"
+    "it). Strategies as in pfi allocate; default oracle,equal, and with\n"
+    "--true-pfi also pfi-aware,pfi-curve.\n"
+    "\n"
+    "Options:\n"
+    "  --curves FILE     curves CSV (job, cap_w, power_w, tokens_per_s)\n"
+    "  --true-pfi        PFI of pfi-aware / pfi-curve: each curve's own ratio\n"
+    "                    PFI, with its Monte Carlo 95 % interval propagated:\n"
+    "                    the loss and the quote are given as the range over\n"
+    "                    runs with every PFI at its interval's ends. A job\n"
+    "                    without a ratio PFI (no cap bound beyond noise)\n"
+    "                    gets PFI 0: nothing is taken from it first.\n"
+    "  --strategy LIST   comma-separated strategies (oracle, equal, "
+    "pfi-aware,\n"
+    "                    pfi-curve)\n"
+    "  --normalize       count each job's throughput as the fraction of its\n"
+    "                    own uncapped throughput (for jobs whose units of\n"
+    "                    work differ); the loss is then in job-equivalents\n"
+    "  --steps N         ladder steps from no cut to the largest (default 20)\n"
+    "  --ci N            Monte Carlo draws of the PFI interval (default 2000)\n"
+    "  --seed S          seed of the draws (default 1)\n"
+    "  --map MAP         curves column mapping (docs/formats.md)\n"
+    "  --unit NAME       the throughput's unit in the output (default: as\n"
+    "                    read, e.g. tokens/s or 1/time_per_epoch)\n"
+    "  --plot FILE.svg   draw loss against shed (needs gnuplot)\n"
+    "  --format F        table (default), csv or json\n"
+    "  -h, --help        this text\n"
+    "\n"
+    "Exit status 0 ok, 1 run-time failure, 2 bad usage or bad input.\n";
+
+#define MAXS PFI_STRAT__COUNT
+
+/* A percentage for the table: no "-0.00" for a loss of -1e-12. */
+static double pct(double frac) {
+  double v = 100 * frac;
+  return fabs(v) < 5e-7 ? 0.0 : v;
+}
+
+static int plot(const char *path, const struct pfi_capacity *cap, size_t ns,
+                const char *unit, int normalize, struct pfi_error *err) {
+  struct pfi_series ser[2 * MAXS];
+  double *buf = malloc(ns * cap[0].n * 4 * sizeof *buf + 1);
+  if (!buf)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  size_t nser = 0;
+  for (size_t s = 0; s < ns; s++) {
+    size_t n = cap[s].n;
+    double *x = buf + s * n * 4, *y = x + n, *lo = y + n, *hi = lo + n;
+    for (size_t k = 0; k < n; k++) {
+      x[k] = 100 * cap[s].pts[k].shed_frac;
+      y[k] = 100 * cap[s].pts[k].loss_frac;
+      lo[k] = 100 * cap[s].pts[k].loss_lo_frac;
+      hi[k] = 100 * cap[s].pts[k].loss_hi_frac;
+    }
+    memset(&ser[nser], 0, sizeof ser[nser]);
+    ser[nser].title = pfi_strategy_name(cap[s].strategy);
+    ser[nser].x = x;
+    ser[nser].y = y;
+    ser[nser].n = n;
+    ser[nser].style = PFI_STYLE_LINESPOINTS;
+    ser[nser].color = (int)s + 1;
+    nser++;
+    if (cap[s].has_interval) {
+      memset(&ser[nser], 0, sizeof ser[nser]);
+      ser[nser].x = x;
+      ser[nser].y = y;
+      ser[nser].ylo = lo;
+      ser[nser].yhi = hi;
+      ser[nser].n = n;
+      ser[nser].style = PFI_STYLE_ERRORBARS;
+      ser[nser].color = (int)s + 1;
+      nser++;
+    }
+  }
+  char ylabel[200];
+  snprintf(ylabel, sizeof ylabel, "throughput lost, %% (%s)",
+           normalize ? "job-equivalents" : unit);
+  struct pfi_panel pan;
+  pfi_panel_init(&pan);
+  pan.title = "Flexibility capacity";
+  pan.xlabel = "power shed, % of uncapped";
+  pan.ylabel = ylabel;
+  pan.series = ser;
+  pan.nseries = nser;
+  pan.key = 1;
+  pan.key_pos = "top left";
+  struct pfi_figure f = {720, 440, 0, 1, 1, &pan, 1};
+  char *svg = NULL;
+  int rc = pfi_figure_svg(&f, "cap", &svg, err);
+  free(buf);
+  if (rc < 0)
+    return rc;
+  FILE *fp = fopen(path, "wb");
+  if (!fp || fputs(svg, fp) < 0) {
+    if (fp)
+      fclose(fp);
+    free(svg);
+    return pfi_error_set(err, PFI_EIO, "%s: cannot write", path);
+  }
+  free(svg);
+  if (fclose(fp) != 0)
+    return pfi_error_set(err, PFI_EIO, "%s: cannot write", path);
+  return 0;
+}
+
+int cmd_capacity(int argc, char **argv) {
+  static const struct option opts[] = {{"curves", required_argument, 0, 'c'},
+                                       {"true-pfi", no_argument, 0, 't'},
+                                       {"strategy", required_argument, 0, 's'},
+                                       {"normalize", no_argument, 0, 'N'},
+                                       {"steps", required_argument, 0, 'n'},
+                                       {"ci", required_argument, 0, 'i'},
+                                       {"seed", required_argument, 0, 'S'},
+                                       {"map", required_argument, 0, 'M'},
+                                       {"unit", required_argument, 0, 'u'},
+                                       {"plot", required_argument, 0, 'p'},
+                                       {"format", required_argument, 0, 'F'},
+                                       {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
+  const char *curves = NULL, *strat_s = NULL, *map = NULL, *unit = NULL,
+             *plot_path = NULL;
+  int true_pfi = 0, normalize = 0;
+  unsigned long steps = 20, draws = 2000, seed = 1;
+  enum pfi_format fmt = PFI_FMT_TABLE;
+  optind = 0;
+  opterr = 0;
+  int o;
+  while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    switch (o) {
+    case 'c':
+      curves = optarg;
+      break;
+    case 't':
+      true_pfi = 1;
+      break;
+    case 's':
+      strat_s = optarg;
+      break;
+    case 'N':
+      normalize = 1;
+      break;
+    case 'n':
+      if (pfi_cli_parse_ulong(optarg, &steps) < 0 || steps < 1 || steps > 10000)
+        return pfi_cli_usage("capacity", "--steps: expected 1..10000, got '%s'",
+                             optarg);
+      break;
+    case 'i':
+      if (pfi_cli_parse_ulong(optarg, &draws) < 0 || draws < 1 ||
+          draws > 1000000)
+        return pfi_cli_usage("capacity", "--ci: expected 1..1000000, got '%s'",
+                             optarg);
+      break;
+    case 'S':
+      if (pfi_cli_parse_ulong(optarg, &seed) < 0)
+        return pfi_cli_usage("capacity", "--seed: not a number: '%s'", optarg);
+      break;
+    case 'M':
+      map = optarg;
+      break;
+    case 'u':
+      unit = optarg;
+      break;
+    case 'p':
+      plot_path = optarg;
+      break;
+    case 'F':
+      if (pfi_cli_format("capacity", optarg,
+                         PFI_FMT_ALLOW_TABLE | PFI_FMT_ALLOW_CSV |
+                             PFI_FMT_ALLOW_JSON,
+                         &fmt))
+        return PFI_EXIT_USAGE;
+      break;
+    case 'h':
+      fputs(usage_text, stdout);
+      return PFI_EXIT_OK;
+    default:
+      return pfi_cli_usage("capacity", "unknown or incomplete option '%s'",
+                           argv[optind - 1]);
+    }
+  }
+  if (optind < argc)
+    return pfi_cli_usage("capacity", "unexpected argument '%s'", argv[optind]);
+  if (!curves)
+    return pfi_cli_usage("capacity", "--curves FILE is required");
+  int strat[MAXS];
+  size_t ns = 0;
+  if (ops_parse_strategies(strat_s, true_pfi, strat, &ns, "capacity") < 0)
+    return PFI_EXIT_USAGE;
+  for (size_t k = 0; k < ns; k++)
+    if ((strat[k] == PFI_STRAT_PFI_AWARE || strat[k] == PFI_STRAT_PFI_CURVE) &&
+        !true_pfi)
+      return pfi_cli_usage("capacity",
+                           "strategy %s needs each job's PFI: add --true-pfi "
+                           "to use the curves' own PFI",
+                           pfi_strategy_name(strat[k]));
+    else if (strat[k] == PFI_STRAT_DRAM_COPY ||
+             strat[k] == PFI_STRAT_MOE_FT_WEIGHTED)
+      return pfi_cli_usage("capacity",
+                           "strategy %s needs a features file, which "
+                           "pfi capacity does not read; use pfi allocate",
+                           pfi_strategy_name(strat[k]));
+
+  struct pfi_error err;
+  pfi_error_clear(&err);
+  int status = PFI_EXIT_OK;
+  struct ops_jobs d;
+  struct pfi_problem p;
+  struct pfi_capacity cap[MAXS];
+  memset(cap, 0, sizeof cap);
+  pfi_problem_init(&p);
+  if (ops_jobs_load(&d, curves, map, true_pfi, draws, seed, &err) < 0) {
+    status = pfi_cli_fail(&err);
+    goto out;
+  }
+  if (!unit)
+    unit = d.cs.unit ? d.cs.unit : "tokens/s";
+  if (pfi_capacity_problem(&d.cs, normalize, &p, &err) < 0)
+    goto fail;
+  struct pfi_alloc_inputs in = {d.pfi, NULL, NULL};
+  for (size_t k = 0; k < ns; k++)
+    if (pfi_capacity_compute(&p, (enum pfi_strategy)strat[k], &in, d.pfi_lo,
+                             d.pfi_hi, steps, &cap[k], &err) < 0)
+      goto fail;
+  if (plot_path && plot(plot_path, cap, ns, unit, normalize, &err) < 0)
+    goto fail;
+  const char *tunit = normalize ? "job-equivalents" : unit;
+  const char *prov = ops_provenance(&d);
+  if (fmt == PFI_FMT_JSON) {
+    json_t *j = json_object(), *arr = json_array();
+    json_object_set_new(j, "curves", pfi_cli_json_str(curves));
+    json_object_set_new(j, "source", json_string(prov));
+    json_object_set_new(j, "jobs", json_integer((json_int_t)d.cs.n));
+    json_object_set_new(j, "unit", pfi_cli_json_str(tunit));
+    json_object_set_new(j, "normalized", json_boolean(normalize));
+    json_object_set_new(j, "uncapped_w", json_real(cap[0].uncapped_w));
+    json_object_set_new(j, "floor_w", json_real(cap[0].floor_w));
+    json_object_set_new(j, "uncapped_tokens",
+                        json_real(cap[0].uncapped_tokens));
+    json_object_set_new(j, "pfi_undefined",
+                        json_integer((json_int_t)d.n_undefined));
+    for (size_t k = 0; k < ns; k++) {
+      json_t *e = json_object(), *lad = json_array(), *q = json_array();
+      json_object_set_new(e, "strategy",
+                          json_string(pfi_strategy_name(cap[k].strategy)));
+      json_object_set_new(e, "interval", json_boolean(cap[k].has_interval));
+      for (size_t i = 0; i < cap[k].n; i++) {
+        const struct pfi_capacity_point *pt = &cap[k].pts[i];
+        json_array_append_new(
+            lad,
+            json_pack("{sfsfsfsfsfsfsf}", "shed_w", pt->shed_w, "shed_frac",
+                      pt->shed_frac, "tokens", pt->tokens, "loss", pt->loss,
+                      "loss_frac", pt->loss_frac, "loss_lo_frac",
+                      pt->loss_lo_frac, "loss_hi_frac", pt->loss_hi_frac));
+      }
+      for (int i = 0; i < PFI_CAPACITY_NQUOTE; i++)
+        json_array_append_new(q, json_pack("{sfsfsfsf}", "max_loss_frac",
+                                           pfi_capacity_quotes[i], "shed_w",
+                                           cap[k].quote_w[i], "shed_lo_w",
+                                           cap[k].quote_lo_w[i], "shed_hi_w",
+                                           cap[k].quote_hi_w[i]));
+      json_object_set_new(e, "ladder", lad);
+      json_object_set_new(e, "quotes", q);
+      json_array_append_new(arr, e);
+    }
+    json_object_set_new(j, "strategies", arr);
+    if (pfi_cli_print_json(j))
+      status = PFI_EXIT_FAIL;
+  } else if (fmt == PFI_FMT_CSV) {
+    printf("kind,strategy,shed_w,shed_frac,loss,loss_frac,loss_lo_frac,"
+           "loss_hi_frac,shed_lo_w,shed_hi_w\n");
+    for (size_t k = 0; k < ns; k++) {
+      const char *sn = pfi_strategy_name(cap[k].strategy);
+      for (size_t i = 0; i < cap[k].n; i++) {
+        const struct pfi_capacity_point *pt = &cap[k].pts[i];
+        printf("ladder,%s,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,,\n", sn,
+               pt->shed_w, pt->shed_frac, pt->loss, pt->loss_frac,
+               pt->loss_lo_frac, pt->loss_hi_frac);
+      }
+      for (int i = 0; i < PFI_CAPACITY_NQUOTE; i++)
+        printf("quote,%s,%.10g,%.10g,,%.10g,,,%.10g,%.10g\n", sn,
+               cap[k].quote_w[i], cap[k].quote_w[i] / cap[k].uncapped_w,
+               pfi_capacity_quotes[i], cap[k].quote_lo_w[i],
+               cap[k].quote_hi_w[i]);
+    }
+  } else {
+    printf("capacity of %zu jobs (%s, %s): uncapped %.1f W, floor %.1f W "
+           "(largest cut %.1f %%)\n",
+           d.cs.n, curves, prov, cap[0].uncapped_w, cap[0].floor_w,
+           100 * (1 - cap[0].floor_w / cap[0].uncapped_w));
+    printf("throughput %.6g %s uncapped%s\n", cap[0].uncapped_tokens, tunit,
+           normalize ? " (each job 1 at its uncapped throughput)" : "");
+    if (true_pfi && d.n_undefined)
+      printf("%zu jobs have no ratio PFI (no cap bound beyond noise): PFI 0 "
+             "for pfi-aware and pfi-curve\n",
+             d.n_undefined);
+    printf("\npower shed at <= Y %% throughput loss");
+    if (true_pfi)
+      printf(" [range over the PFI intervals]");
+    printf("\n%-7s", "Y");
+    for (size_t k = 0; k < ns; k++)
+      printf("  %-26s", pfi_strategy_name(cap[k].strategy));
+    printf("\n");
+    for (int i = 0; i < PFI_CAPACITY_NQUOTE; i++) {
+      char yb[16];
+      snprintf(yb, sizeof yb, "%g %%", 100 * pfi_capacity_quotes[i]);
+      printf("%-7s", yb);
+      for (size_t k = 0; k < ns; k++) {
+        char b[64];
+        if (cap[k].has_interval)
+          snprintf(b, sizeof b, "%.1f W [%.1f, %.1f]", cap[k].quote_w[i],
+                   cap[k].quote_lo_w[i], cap[k].quote_hi_w[i]);
+        else
+          snprintf(b, sizeof b, "%.1f W (%.1f %%)", cap[k].quote_w[i],
+                   100 * cap[k].quote_w[i] / cap[k].uncapped_w);
+        printf("  %-26s", b);
+      }
+      printf("\n");
+    }
+    printf("\nthroughput lost, %% of uncapped, by power shed\n%-18s", "shed");
+    for (size_t k = 0; k < ns; k++)
+      printf("  %-22s", pfi_strategy_name(cap[k].strategy));
+    printf("\n");
+    for (size_t i = 0; i < cap[0].n; i++) {
+      char b[64];
+      snprintf(b, sizeof b, "%.1f W (%.1f %%)", cap[0].pts[i].shed_w,
+               100 * cap[0].pts[i].shed_frac);
+      printf("%-18s", b);
+      for (size_t k = 0; k < ns; k++) {
+        const struct pfi_capacity_point *pt = &cap[k].pts[i];
+        if (cap[k].has_interval)
+          snprintf(b, sizeof b, "%.2f [%.2f, %.2f]", pct(pt->loss_frac),
+                   pct(pt->loss_lo_frac), pct(pt->loss_hi_frac));
+        else
+          snprintf(b, sizeof b, "%.2f", pct(pt->loss_frac));
+        printf("  %-22s", b);
+      }
+      printf("\n");
+    }
+  }
+  if (fflush(stdout) != 0)
+    status = PFI_EXIT_FAIL;
+  goto out;
+fail:
+  status = pfi_cli_fail(&err);
+out:
+  for (size_t k = 0; k < MAXS; k++)
+    pfi_capacity_release(&cap[k]);
+  pfi_problem_release(&p);
+  ops_jobs_release(&d);
+  return status;
+}

@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#include "opsdata.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "pfi/alloc.h"
+#include "pfi/csv.h"
+#include "pfi/index.h"
+
+void ops_jobs_release(struct ops_jobs *d) {
+  pfi_curveset_release(&d->cs);
+  free(d->pfi);
+  free(d->pfi_ok);
+  memset(d, 0, sizeof *d);
+}
+
+/* The `source` (or `provenance`) column of the curves file, when it has
+ * one: rows saying "emulated" label the data emulated, rows saying
+ * "measured" measured. */
+static void provenance(struct ops_jobs *d, const char *path) {
+  if (!path || strcmp(path, "-") == 0)
+    return;
+  struct pfi_table t;
+  struct pfi_error e;
+  if (pfi_table_load(&t, path, &e) < 0)
+    return;
+  static const char *const cols[] = {"source", "provenance"};
+  for (int c = 0; c < 2; c++) {
+    int k = pfi_table_find(&t, cols[c]);
+    if (k < 0)
+      continue;
+    for (size_t r = 0; r < t.nrows; r++) {
+      const char *v = pfi_table_cell(&t, r, (size_t)k);
+      if (v && strstr(v, "emulated"))
+        d->emulated = 1;
+      else if (v && strcmp(v, "measured") == 0)
+        d->measured = 1;
+    }
+  }
+  pfi_table_release(&t);
+}
+
+const char *ops_provenance(const struct ops_jobs *d) {
+  return d->emulated ? "emulated" : d->measured ? "measured" : "input";
+}
+
+int ops_jobs_load(struct ops_jobs *d, const char *path, const char *map,
+                  int with_pfi, unsigned long draws, unsigned long seed,
+                  struct pfi_error *err) {
+  memset(d, 0, sizeof *d);
+  int rc = pfi_curveset_read(&d->cs, path, map, err);
+  if (rc < 0)
+    return rc;
+  provenance(d, path);
+  if (!with_pfi)
+    return 0;
+  size_t n = d->cs.n;
+  d->pfi = calloc(3 * n + 1, sizeof *d->pfi);
+  d->pfi_ok = calloc(n + 1, sizeof *d->pfi_ok);
+  if (!d->pfi || !d->pfi_ok)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  d->pfi_lo = d->pfi + n;
+  d->pfi_hi = d->pfi + 2 * n;
+  for (size_t i = 0; i < n; i++) {
+    struct pfi_index ix;
+    rc = pfi_index_compute(&d->cs.c[i], &ix, err);
+    if (rc < 0)
+      return rc;
+    int ok = ix.pfi_defined;
+    d->pfi[i] = ok ? ix.pfi : 0;
+    pfi_index_release(&ix);
+    d->pfi_ok[i] = ok;
+    d->pfi_lo[i] = d->pfi_hi[i] = d->pfi[i];
+    if (!ok) {
+      d->n_undefined++;
+      continue;
+    }
+    double lo, hi;
+    rc = pfi_index_ci(&d->cs.c[i], draws, seed, PFI_INDEX_DEFAULT_REL_SD_POWER,
+                      PFI_INDEX_DEFAULT_REL_SD_TOKENS, &lo, &hi, err);
+    if (rc < 0)
+      return rc;
+    if (rc > 0) {
+      d->pfi_lo[i] = lo;
+      d->pfi_hi[i] = hi;
+    }
+  }
+  return 0;
+}
+
+int ops_parse_strategies(const char *s, int have_pfi, int *strat, size_t *n,
+                         const char *cmd) {
+  *n = 0;
+  if (!s) {
+    strat[(*n)++] = PFI_STRAT_ORACLE;
+    strat[(*n)++] = PFI_STRAT_EQUAL;
+    if (have_pfi) {
+      strat[(*n)++] = PFI_STRAT_PFI_AWARE;
+      strat[(*n)++] = PFI_STRAT_PFI_CURVE;
+    }
+    return 0;
+  }
+  char *dup = strdup(s);
+  if (!dup) {
+    fprintf(stderr, "pfi %s: out of memory\n", cmd);
+    return -1;
+  }
+  char *save = NULL;
+  for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    int k = pfi_strategy_parse(t);
+    if (k < 0) {
+      pfi_cli_usage(cmd, "unknown strategy '%s'", t);
+      free(dup);
+      return -1;
+    }
+    int seen = 0;
+    for (size_t j = 0; j < *n; j++)
+      seen |= strat[j] == k;
+    if (!seen)
+      strat[(*n)++] = k;
+  }
+  free(dup);
+  if (*n == 0) {
+    pfi_cli_usage(cmd, "--strategy: no strategy given");
+    return -1;
+  }
+  return 0;
+}

@@ -1,0 +1,157 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-3.0-or-later
+# pfi capacity: the loss-against-shed ladder and the utility quote, checked
+# against reference implementations written here: the oracle on concave
+# curves (greedy by segment slope), and the equal strategy (water-filling
+# on the uncapped power) on the shipped Zeus V100 traces.
+. "$(dirname "$0")/lib.sh"
+
+M="job=dataset+network+batch_size+optimizer,cap_w=power_limit,power_w=average_power,tokens_per_s=1/time_per_epoch"
+Z=data/real/zeus-nsdi23/summary_power_v100.csv
+
+# Three concave jobs (throughput per watt falls with power).
+cat >"$T/c.csv" <<'CSV'
+job,cap_w,power_w,tokens_per_s
+a,100,100,60
+a,200,200,90
+a,300,300,100
+b,100,200,50
+b,200,400,80
+b,300,600,90
+c,150,150,30
+c,300,300,58
+CSV
+"$PFI" capacity --curves "$T/c.csv" --steps 8 --format csv >"$T/cap.csv" || fail "capacity c.csv"
+python3 - "$T/cap.csv" <<'PY' || fail "capacity: oracle/equal differ from the reference"
+import csv, sys
+jobs = {"a": [(100, 60), (200, 90), (300, 100)], "b": [(200, 50), (400, 80), (600, 90)],
+        "c": [(150, 30), (300, 58)]}
+lo = {k: v[0][0] for k, v in jobs.items()}; hi = {k: v[-1][0] for k, v in jobs.items()}
+H, F0 = sum(hi.values()), sum(lo.values()); T0 = sum(v[-1][1] for v in jobs.values())
+def f(k, x):
+    p = jobs[k]
+    x = min(max(x, p[0][0]), p[-1][0])
+    for (x0, y0), (x1, y1) in zip(p, p[1:]):
+        if x0 <= x <= x1:
+            return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+def oracle(B):  # concave: fill segments by slope from the floors
+    segs = sorted(((y1 - y0) / (x1 - x0), x1 - x0) for p in jobs.values()
+                  for (x0, y0), (x1, y1) in zip(p, p[1:]))[::-1]
+    tot, left = sum(p[0][1] for p in jobs.values()), B - F0
+    for s, w in segs:
+        u = min(w, left); tot += s * u; left -= u
+    return tot
+def equal(B):  # water-filling: x_i = hi_i - min(hi_i - lo_i, t hi_i)
+    a, b = 0.0, 1.0
+    for _ in range(200):
+        t = (a + b) / 2
+        if sum(hi[k] - min(hi[k] - lo[k], t * hi[k]) for k in jobs) > B: a = t
+        else: b = t
+    return sum(f(k, hi[k] - min(hi[k] - lo[k], b * hi[k])) for k in jobs)
+ref = {"oracle": oracle, "equal": equal}
+bad = 0
+rows = list(csv.DictReader(open(sys.argv[1])))
+for r in rows:
+    g = ref[r["strategy"]]
+    if r["kind"] == "ladder":
+        S = float(r["shed_w"]); want = (T0 - g(H - S)) / T0
+        if abs(float(r["loss_frac"]) - want) > 1e-9: print(r, want); bad += 1
+    else:
+        Y = float(r["loss_frac"]); a, b = 0.0, H - F0   # loss is monotone here
+        if (T0 - g(F0)) / T0 <= Y: want = H - F0
+        else:
+            for _ in range(200):
+                m = (a + b) / 2
+                if (T0 - g(H - m)) / T0 > Y: b = m
+                else: a = m
+            want = a
+        if abs(float(r["shed_w"]) - want) > 1e-6 * H: print(r, want); bad += 1
+n = sum(r["kind"] == "ladder" for r in rows)
+if n != 18: print("ladder rows", n); bad += 1
+sys.exit(1 if bad else 0)
+PY
+# The quote for the largest loss: shed H - floors = 1200 - 450 = 750 W is
+# 62.5 % of 1200 W; at the largest cut the oracle and equal coincide.
+grep -q '^ladder,oracle,750,0.625,' "$T/cap.csv" || fail "largest cut: $(grep ladder,oracle "$T/cap.csv" | tail -1)"
+
+# The shipped Zeus V100 traces, normalized: the equal strategy against the
+# reference, and the oracle never worse than equal (it is the optimum).
+"$PFI" capacity --curves "$Z" --map "$M" --normalize --steps 10 --format csv >"$T/z.csv" ||
+  fail "capacity on Zeus V100"
+python3 - "$Z" "$T/z.csv" <<'PY' || fail "Zeus V100: capacity differs from the reference"
+import csv, sys
+from collections import defaultdict
+raw = defaultdict(list)
+for r in csv.DictReader(open(sys.argv[1])):
+    k = (r["dataset"], r["network"], r["batch_size"], r["optimizer"])
+    raw[k].append((float(r["power_limit"]), float(r["average_power"]), 1 / float(r["time_per_epoch"])))
+jobs = {}
+for k, v in raw.items():
+    v.sort()
+    tmax = v[-1][2]
+    lo, hi = sorted((v[0][1], v[-1][1]))
+    pts = []
+    for c, p, t in sorted(v, key=lambda q: q[1]):   # by power, ties in cap order
+        if not pts or p != pts[-1][0]:
+            pts.append((p, t / tmax))
+    jobs[k] = (lo, hi, pts)
+def f(k, x):
+    lo, hi, p = jobs[k]
+    x = min(max(x, lo), hi)
+    if x <= p[0][0]: return p[0][1]
+    if x >= p[-1][0]: return p[-1][1]
+    for (x0, y0), (x1, y1) in zip(p, p[1:]):
+        if x0 <= x <= x1:
+            return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+H = sum(j[1] for j in jobs.values()); F0 = sum(j[0] for j in jobs.values())
+T0 = sum(f(k, jobs[k][1]) for k in jobs)
+def equal(B):
+    a, b = 0.0, 1.0
+    for _ in range(200):
+        t = (a + b) / 2
+        if sum(j[1] - min(j[1] - j[0], t * j[1]) for j in jobs.values()) > B: a = t
+        else: b = t
+    return sum(f(k, j[1] - min(j[1] - j[0], b * j[1])) for k, j in jobs.items())
+rows = list(csv.DictReader(open(sys.argv[2])))
+bad = 0
+lad = {}
+for r in rows:
+    if r["kind"] != "ladder": continue
+    lad[(r["strategy"], round(float(r["shed_w"]), 3))] = float(r["loss_frac"])
+    if r["strategy"] == "equal":
+        want = (T0 - equal(H - float(r["shed_w"]))) / T0
+        if abs(float(r["loss_frac"]) - want) > 1e-7: print(r, want); bad += 1
+for (s, S), v in lad.items():
+    if s == "oracle" and v > lad[("equal", S)] + 1e-9: print("oracle worse than equal at", S); bad += 1
+if abs(max(float(r["shed_w"]) for r in rows if r["kind"] == "ladder") - (H - F0)) > 1e-6: bad += 1
+sys.exit(1 if bad else 0)
+PY
+
+# --true-pfi: strategies that read PFI carry an interval; the table says
+# which jobs have none.
+"$PFI" capacity --curves "$Z" --map "$M" --normalize --true-pfi --steps 4 --ci 200 >"$T/t.txt" ||
+  fail "capacity --true-pfi"
+grep -q '^22 jobs have no ratio PFI' "$T/t.txt" || fail "undefined PFI not stated: $(head -5 "$T/t.txt")"
+grep -q 'pfi-aware' "$T/t.txt" || fail "pfi-aware missing"
+grep -qi 'nan\|inf' "$T/t.txt" && fail "nan or inf in output"
+"$PFI" capacity --curves "$Z" --map "$M" --unit epochs/s --steps 2 --format json >"$T/j.json" || fail "json"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["unit"]=="epochs/s" and len(d["strategies"][0]["quotes"])==5' "$T/j.json" ||
+  fail "json unit/quotes"
+"$PFI" capacity --curves "$Z" --map "$M" --steps 2 --format json | grep -q '"unit": "1/time_per_epoch"' ||
+  fail "unit as read"
+
+# The figure, and emulated data labelled so.
+"$PFI" capacity --curves "$T/c.csv" --steps 4 --plot "$T/cap.svg" >/dev/null || fail "--plot"
+grep -q '<svg' "$T/cap.svg" || fail "--plot wrote no SVG"
+awk -F, 'NR == 1 { print $0 ",source"; next } { print $0 ",emulated-h200" }' "$T/c.csv" >"$T/e.csv"
+"$PFI" capacity --curves "$T/e.csv" --steps 2 | head -1 | grep -q ', emulated)' ||
+  fail "emulated data not labelled: $("$PFI" capacity --curves "$T/e.csv" --steps 2 | head -1)"
+
+# Usage errors.
+"$PFI" capacity --curves "$T/c.csv" --strategy pfi-aware >/dev/null 2>"$T/err"
+[ $? -eq 2 ] && grep -q 'add --true-pfi' "$T/err" || fail "pfi-aware without PFI: $(cat "$T/err")"
+"$PFI" capacity --curves "$T/c.csv" --steps 0 >/dev/null 2>&1
+[ $? -eq 2 ] || fail "--steps 0 accepted"
+"$PFI" capacity >/dev/null 2>&1
+[ $? -eq 2 ] || fail "no --curves accepted"
+exit $((fails > 0))
