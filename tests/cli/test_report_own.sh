@@ -8,6 +8,9 @@ set -euo pipefail
 : "${PFI:?}" "${PFI_SOURCE_DIR:?}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# A private emulator state: sweeps of other tests running at the same time
+# hold the default one.
+export PFI_EMU_STATE="$tmp/emu.state"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 fast=(-q --draws 50 --workloads 2 --jobs-per-workload 2)
 
