@@ -237,6 +237,10 @@ struct pfi_report_opts {
                            run; NULL: described from the input alone */
   size_t sim_workloads; /* allocation simulation: workloads (0: 500) */
   size_t sim_jobs;      /* jobs per workload (0: 100) */
+  /* Leave-one-cluster-out clusters by name (pfi_clusters_parse(), jobset.h):
+   * NULL is "archtask", the paper's four architecture x task clusters;
+   * "pooled" the three classes. */
+  const char *clusters;
   /* Optional progress messages (the CLI prints them on stderr). */
   void (*progress)(const char *msg, void *arg);
   void *progress_arg;

@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "cli.h"
-#include "jobdata.h"
 #include "pfi/alloc.h"
+#include "pfi/jobset.h"
 #include "pfi/oracle.h"
 
 static const char usage_text[] =
@@ -139,74 +139,41 @@ int cmd_allocate(int argc, char **argv) {
     return pfi_cli_usage("allocate", "%s", err.msg);
 
   int status = PFI_EXIT_OK;
-  struct jobdata d;
-  struct pfi_problem p;
+  struct pfi_jobset d;
+  struct pfi_jobset_inputs ai;
   struct pfi_model model;
   int have_model = 0;
-  pfi_problem_init(&p);
-  double *pw = NULL, *est = NULL, *dram = NULL;
-  int *moe = NULL;
-  if (jobdata_load(&d, curves, map, features, &err) < 0)
+  memset(&ai, 0, sizeof ai);
+  pfi_problem_init(&ai.prob);
+  double *pw = NULL;
+  if (pfi_jobset_load(&d, curves, map, features, &err) < 0)
     return pfi_cli_fail(&err);
   size_t n = d.cs.n;
+  const struct pfi_problem *pp = &ai.prob;
   pw = calloc(n + 1, sizeof *pw);
   if (!pw) {
     pfi_error_set(&err, PFI_ENOMEM, "out of memory");
     goto fail;
   }
-  for (size_t i = 0; i < n; i++)
-    if (pfi_problem_add_curve(&p, &d.cs.c[i], &err) < 0)
+  struct pfi_estimate_opts eo;
+  pfi_estimate_opts_init(&eo);
+  eo.true_pfi = true_pfi;
+  eo.features = pfeat;
+  eo.undefined_note = " (no capped point lowered throughput)";
+  if ((s == PFI_STRAT_PFI_AWARE || s == PFI_STRAT_PFI_CURVE) && model_path) {
+    if (pfi_jobset_require_features(&d, "PFI estimation", &err) < 0 ||
+        pfi_model_load(&model, model_path, &err) < 0)
       goto fail;
-  if (jobdata_check_totals(&d, curves, &p, &err) < 0)
+    have_model = 1;
+    eo.model = &model;
+  }
+  if (pfi_jobset_inputs_build(&d, 1u << s, 0, &eo, &ai, &err) < 0)
     goto fail;
-  struct pfi_alloc_inputs in = {NULL, NULL, NULL};
-  if (s == PFI_STRAT_PFI_AWARE || s == PFI_STRAT_PFI_CURVE) {
-    est = calloc(n + 1, sizeof *est);
-    if (!est) {
-      pfi_error_set(&err, PFI_ENOMEM, "out of memory");
-      goto fail;
-    }
-    if (jobdata_pfi_estimates(&d, true_pfi,
-                              " (no capped point lowered throughput)",
-                              model_path, pfeat, 0, &model, &have_model, est,
-                              &err) < 0)
-      goto fail;
-    in.pfi = est;
-  }
-  if (s == PFI_STRAT_DRAM_COPY) {
-    if (jobdata_require_features(&d, "strategy dram-copy", &err) < 0)
-      goto fail;
-    dram = calloc(n + 1, sizeof *dram);
-    if (!dram) {
-      pfi_error_set(&err, PFI_ENOMEM, "out of memory");
-      goto fail;
-    }
-    for (size_t i = 0; i < n; i++)
-      if (pfi_features_value(&d.f, (size_t)d.frow[i], "dram_copy_product",
-                             &dram[i], &err) < 0)
-        goto fail;
-    in.dram_copy = dram;
-  }
-  if (s == PFI_STRAT_MOE_FT_WEIGHTED) {
-    if (jobdata_require_features(&d, "strategy moe-ft-weighted", &err) < 0)
-      goto fail;
-    moe = calloc(n + 1, sizeof *moe);
-    if (!moe) {
-      pfi_error_set(&err, PFI_ENOMEM, "out of memory");
-      goto fail;
-    }
-    for (size_t i = 0; i < n; i++) {
-      int m, f;
-      if (pfi_features_class(&d.f, (size_t)d.frow[i], &m, &f, &err) < 0)
-        goto fail;
-      moe[i] = m && f;
-    }
-    in.moe_ft = moe;
-  }
+  const struct pfi_alloc_inputs in = ai.in;
   double lo, hi;
-  pfi_problem_bounds(&p, &lo, &hi);
+  pfi_problem_bounds(pp, &lo, &hi);
   double budget = (1 - cut) * hi;
-  if (pfi_alloc_run(&p, (enum pfi_strategy)s, budget, &in, pw, &err) < 0) {
+  if (pfi_alloc_run(pp, (enum pfi_strategy)s, budget, &in, pw, &err) < 0) {
     if (err.code == PFI_EINFEASIBLE) {
       fprintf(stderr, "pfi allocate: cut %g%% is %s\n", 100 * cut, err.msg);
       status = PFI_EXIT_USAGE;
@@ -217,7 +184,7 @@ int cmd_allocate(int argc, char **argv) {
   double tot_p = 0, tot_t = 0;
   for (size_t i = 0; i < n; i++) {
     tot_p += pw[i];
-    tot_t += pfi_problem_eval(&p, i, pw[i]);
+    tot_t += pfi_problem_eval(pp, i, pw[i]);
   }
   if (fmt == PFI_FMT_JSON) {
     json_t *j = json_object(), *arr = json_array();
@@ -233,14 +200,13 @@ int cmd_allocate(int argc, char **argv) {
       json_object_set_new(e, "cap_w",
                           json_real(pfi_curve_cap_at(&d.cs.c[i], pw[i])));
       json_object_set_new(e, "tokens_per_s",
-                          json_real(pfi_problem_eval(&p, i, pw[i])));
+                          json_real(pfi_problem_eval(pp, i, pw[i])));
       json_array_append_new(arr, e);
     }
     json_object_set_new(j, "jobs", arr);
     /* Provenance beside the required keys: emulated data say so. */
     json_object_set_new(j, "source",
-                        json_string(jobdata_emulated(&d, curves) ? "emulated"
-                                                                 : "input"));
+                        json_string(d.any_emulated ? "emulated" : "input"));
     if (pfi_cli_print_json(j))
       status = PFI_EXIT_FAIL;
   } else if (fmt == PFI_FMT_CSV) {
@@ -248,17 +214,17 @@ int cmd_allocate(int argc, char **argv) {
     for (size_t i = 0; i < n; i++)
       printf("%s,%.6f,%.6f,%.6f\n", d.cs.c[i].job, pw[i],
              pfi_curve_cap_at(&d.cs.c[i], pw[i]),
-             pfi_problem_eval(&p, i, pw[i]));
+             pfi_problem_eval(pp, i, pw[i]));
     printf("TOTAL,%.6f,,%.6f\n", tot_p, tot_t);
   } else {
     printf("strategy %s, cut %.4g %% of %.1f W uncapped, budget %.1f W%s\n",
            pfi_strategy_name(s), 100 * cut, hi, budget,
-           jobdata_emulated(&d, curves) ? " (emulated data)" : "");
+           d.any_emulated ? " (emulated data)" : "");
     printf("%-40s %12s %10s %14s\n", "job", "power_w", "cap_w", "tokens_per_s");
     for (size_t i = 0; i < n; i++)
       printf("%-40s %12.1f %10.1f %14.1f\n", d.cs.c[i].job, pw[i],
              pfi_curve_cap_at(&d.cs.c[i], pw[i]),
-             pfi_problem_eval(&p, i, pw[i]));
+             pfi_problem_eval(pp, i, pw[i]));
     printf("%-40s %12.1f %10s %14.1f\n", "total", tot_p, "", tot_t);
   }
   if (fflush(stdout) != 0)
@@ -269,11 +235,8 @@ fail:
 out:
   if (have_model)
     pfi_model_release(&model);
-  jobdata_release(&d);
-  pfi_problem_release(&p);
+  pfi_jobset_release(&d);
+  pfi_jobset_inputs_release(&ai);
   free(pw);
-  free(est);
-  free(dram);
-  free(moe);
   return status;
 }

@@ -9,9 +9,9 @@
 #include <string.h>
 
 #include "cli.h"
-#include "jobdata.h"
 #include "pfi/csv.h"
 #include "pfi/features.h"
+#include "pfi/jobset.h"
 #include "pfi/model.h"
 
 static const char usage_text[] =
@@ -36,10 +36,11 @@ static const char usage_text[] =
     "Clusters (LOCO), from the arch and task columns. The method holds out\n"
     "one architecture x task cluster at a time; the paper's text also\n"
     "describes the clusters with dense pretraining and fine-tuning pooled.\n"
-    "Both are offered: by default the four clusters dense-pt, dense-ft,\n"
-    "moe-pt, moe-ft; --cluster pooled gives the three clusters dense,\n"
-    "moe-pt, moe-ft (the paper's Kruskal-Wallis groups). --cluster COL\n"
-    "groups by any column.\n"
+    "Both are offered: by default (archtask) the four clusters dense-pt,\n"
+    "dense-ft, moe-pt, moe-ft; --cluster pooled gives the three clusters\n"
+    "dense, moe-pt, moe-ft (the paper's Kruskal-Wallis groups). --cluster\n"
+    "COL groups by any column. The same definition is used by pfi simulate\n"
+    "--holdout=cluster and pfi report, and every table names it.\n"
     "\n"
     "--ablation: the paper's seven predictor sets (i) DRAM copy product,\n"
     "(ii) arithmetic intensity, (iii) both, (iv) job metadata (arch=moe,\n"
@@ -47,211 +48,23 @@ static const char usage_text[] =
     "dram_active, mem_copy_util, sm_active, tensor_active, nvlink_tx_gbps,\n"
     "nvlink_rx_gbps, pcie_tx_gbps, pcie_rx_gbps, power_w, sm_clock_mhz,\n"
     "gpu_util, fb_used_gib, gpu_temp_c, (vii) (vi)+(iv); each beside the\n"
-    "paper's published values. A set whose columns are absent is reported\n"
-    "as absent, naming them.\n"
+    "paper's published values when the rows are the paper's population\n"
+    "(its 25 H200 headline groups; the first line says which population\n"
+    "was used). A set whose columns are absent is reported as absent,\n"
+    "naming them.\n"
     "\n"
     "Options:\n"
     "  --curves FILE     curves CSV; PFI of each job from its curve\n"
     "  --pfi-column COL  read PFI from this column of FEATURES.csv instead\n"
     "  --features LIST   predictors (comma-separated)\n"
     "  --eval LIST       loo, loco or both (default loo,loco)\n"
-    "  --cluster C       LOCO clusters: pooled (3), or a column name\n"
-    "                    (default: the 4 arch x task clusters)\n"
+    "  --cluster C       LOCO clusters: archtask (default, the 4 arch x\n"
+    "                    task clusters), pooled (3), or a column name\n"
     "  --output FILE     save the model as JSON (pfi predict reads it)\n"
     "  --ablation        the seven-set table instead of one model\n"
     "  --map MAP         curves column mapping NAME=COLUMN,...\n"
     "  --format F        table (default), csv or json\n"
     "  -h, --help        this text\n";
-
-struct rows {
-  size_t n;
-  size_t *row;  /* features rows */
-  double *y;    /* PFI */
-  size_t *fold; /* LOCO fold of each row */
-  size_t nfolds;
-  char **fold_name; /* nfolds names (point into the table) */
-  size_t *fold_n;
-  char loco_why[160];
-  int emulated;
-};
-
-static void rows_free(struct rows *r) {
-  free(r->row);
-  free(r->y);
-  free(r->fold);
-  free(r->fold_name);
-  free(r->fold_n);
-}
-
-/* True when a provenance-like column says the rows are emulated. */
-static int is_emulated(const struct pfi_features *f) {
-  static const char *const cols[] = {"provenance", "source", "origin", NULL};
-  for (size_t k = 0; cols[k]; k++)
-    for (size_t r = 0; r < f->t.nrows; r++) {
-      const char *s = pfi_features_text(f, r, cols[k]);
-      if (s && strstr(s, "emulated"))
-        return 1;
-    }
-  return 0;
-}
-
-static int build_rows(struct jobdata *d, const char *pfi_col,
-                      const char *cluster_col, struct rows *r,
-                      struct pfi_error *err) {
-  memset(r, 0, sizeof *r);
-  const struct pfi_features *f = &d->f;
-  size_t cap = f->t.nrows + 1;
-  r->row = malloc(cap * sizeof *r->row);
-  r->y = malloc(cap * sizeof *r->y);
-  r->fold = malloc(cap * sizeof *r->fold);
-  r->fold_name = calloc(cap, sizeof *r->fold_name);
-  r->fold_n = calloc(cap, sizeof *r->fold_n);
-  if (!r->row || !r->y || !r->fold || !r->fold_name || !r->fold_n)
-    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
-  r->emulated = is_emulated(f);
-  if (pfi_col) {
-    int c = pfi_table_find(&f->t, pfi_col);
-    if (c < 0)
-      return pfi_error_setloc(err, PFI_EPARSE, f->t.name, 1, 1,
-                              "no column '%s'", pfi_col);
-    for (size_t i = 0; i < f->t.nrows; i++) {
-      int rc = pfi_table_double(&f->t, i, (size_t)c, &r->y[r->n], err);
-      if (rc < 0)
-        return rc;
-      r->row[r->n++] = i;
-    }
-  } else {
-    size_t nofeat = 0, undef = 0;
-    for (size_t i = 0; i < d->cs.n; i++) {
-      if (d->frow[i] < 0) {
-        if (nofeat++ < 5)
-          fprintf(stderr, "pfi fit: job %s has a curve but no features row\n",
-                  d->cs.c[i].job);
-        continue;
-      }
-      if (!d->pfi_ok[i]) {
-        fprintf(stderr,
-                "pfi fit: job %s left out: PFI undefined (no capped point "
-                "lowered throughput)\n",
-                d->cs.c[i].job);
-        undef++;
-        continue;
-      }
-      r->row[r->n] = (size_t)d->frow[i];
-      r->y[r->n] = d->true_pfi[i];
-      r->n++;
-    }
-    if (nofeat)
-      fprintf(stderr,
-              "pfi fit: %zu job(s) of %s have no features row and "
-              "are left out\n",
-              nofeat, d->cs.source ? d->cs.source : "the curves");
-    size_t nocurve = 0;
-    for (size_t q = 0; q < f->t.nrows; q++) {
-      int found = 0;
-      for (size_t i = 0; i < d->cs.n && !found; i++)
-        found = d->frow[i] == (long)q;
-      nocurve += !found;
-    }
-    if (nocurve)
-      fprintf(stderr,
-              "pfi fit: %zu features row(s) have no curve and are "
-              "left out\n",
-              nocurve);
-  }
-  /* LOCO folds. */
-  for (size_t i = 0; i < r->n; i++) {
-    const char *name;
-    if (cluster_col && strcmp(cluster_col, "pooled") != 0) {
-      /* A --cluster column asked for by name and missing is a mistake to
-       * report, not a LOCO row of n/a. */
-      if (pfi_table_find(&f->t, cluster_col) < 0)
-        return pfi_error_setloc(err, PFI_EPARSE, f->t.name, 1, 1,
-                                "--cluster: no column '%s'", cluster_col);
-      name = pfi_features_text(f, r->row[i], cluster_col);
-      if (!name)
-        name = "";
-    } else {
-      struct pfi_error e2;
-      name = cluster_col ? pfi_features_cluster(f, r->row[i], &e2)
-                         : pfi_features_archtask(f, r->row[i], &e2);
-      if (!name && cluster_col)
-        return pfi_error_setloc(err, PFI_EPARSE, f->t.name, 1, 1,
-                                "--cluster pooled needs arch and task "
-                                "columns");
-      if (!name) {
-        snprintf(r->loco_why, sizeof r->loco_why,
-                 "no arch and task columns (use --cluster COL)");
-        r->nfolds = 0;
-        return 0;
-      }
-    }
-    size_t k = 0;
-    while (k < r->nfolds && strcmp(r->fold_name[k], name) != 0)
-      k++;
-    if (k == r->nfolds)
-      r->fold_name[r->nfolds++] = (char *)name;
-    r->fold[i] = k;
-    r->fold_n[k]++;
-  }
-  if (r->nfolds < 2)
-    snprintf(r->loco_why, sizeof r->loco_why, "fewer than 2 clusters");
-  return 0;
-}
-
-struct result {
-  int ok;
-  char absent[300];
-  struct pfi_model m;
-  struct pfi_eval loo, loco;
-};
-
-static int run_one(const struct pfi_features *f, const struct rows *r,
-                   char **exprs, size_t k, int do_loo, int do_loco,
-                   struct result *res, struct pfi_error *err) {
-  memset(res, 0, sizeof *res);
-  for (size_t j = 0; j < k; j++)
-    if (!pfi_features_has(f, exprs[j])) {
-      size_t l = strlen(res->absent);
-      snprintf(res->absent + l, sizeof res->absent - l, "%s%s", l ? ", " : "",
-               exprs[j]);
-    }
-  if (res->absent[0])
-    return 0;
-  double *x = malloc((r->n * k + 1) * sizeof *x);
-  size_t *loo = malloc((r->n + 1) * sizeof *loo);
-  int rc = 0;
-  if (!x || !loo) {
-    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
-    goto out;
-  }
-  if ((rc = pfi_model_design(f, r->row, r->n, (const char *const *)exprs, k, x,
-                             err)) < 0)
-    goto out;
-  if ((rc = pfi_model_fit(x, r->n, k, r->y, (const char *const *)exprs, &res->m,
-                          err)) < 0)
-    goto out;
-  res->ok = 1;
-  for (size_t i = 0; i < r->n; i++)
-    loo[i] = i;
-  if (do_loo && (rc = pfi_model_eval_folds(x, r->n, k, r->y, loo, r->n,
-                                           &res->loo, NULL, err)) < 0)
-    goto out;
-  if (!do_loo)
-    snprintf(res->loo.why, sizeof res->loo.why, "not requested");
-  if (do_loco && r->nfolds >= 2) {
-    if ((rc = pfi_model_eval_folds(x, r->n, k, r->y, r->fold, r->nfolds,
-                                   &res->loco, NULL, err)) < 0)
-      goto out;
-  } else {
-    snprintf(res->loco.why, sizeof res->loco.why, "%s",
-             do_loco ? r->loco_why : "not requested");
-  }
-out:
-  free(x);
-  free(loo);
-  return rc;
-}
 
 static json_t *jnum(double v, int ok) {
   return ok && isfinite(v) ? json_real(v) : json_null();
@@ -301,7 +114,7 @@ static void published_load(struct published *p) {
   char path[4096];
   struct pfi_error e;
   memset(p, 0, sizeof *p);
-  if (!jobdata_default("paper/h200_predictor_ablation.csv", path, sizeof path))
+  if (!pfi_data_default("paper/h200_predictor_ablation.csv", path, sizeof path))
     return;
   if (pfi_table_load(&p->t, path, &e) == 0)
     p->have = 1;
@@ -326,11 +139,12 @@ static const char *const pub_cols[] = {"r2_in",   "loo_r2",  "loo_rmse",
                                        "loo_rho", "loco_r2", "loco_rmse",
                                        "loco_rho"};
 
-static int ablation(const struct pfi_features *f, const struct rows *r,
+static int ablation(const struct pfi_features *f, const struct pfi_fitrows *r,
+                    const char *label, const struct pfi_population *pop,
                     enum pfi_format fmt, struct pfi_error *err) {
   struct published pub;
   published_load(&pub);
-  struct result res[7];
+  struct pfi_fit_result res[7];
   size_t ks[7];
   int rc = 0;
   memset(res, 0, sizeof res);
@@ -339,12 +153,18 @@ static int ablation(const struct pfi_features *f, const struct rows *r,
     if ((rc = pfi_strlist_split(pfi_ablation_sets[s].features, &ex, &ks[s],
                                 err)) < 0)
       goto out;
-    rc = run_one(f, r, ex, ks[s], 1, 1, &res[s], err);
+    rc = pfi_fitrows_evaluate(f, r, (const char *const *)ex, ks[s],
+                              PFI_EVAL_LOO | PFI_EVAL_LOCO, &res[s], NULL, NULL,
+                              err);
     pfi_strlist_free(ex);
     if (rc < 0)
       goto out;
   }
-  const char *label = r->emulated ? "emulated" : "this data";
+  /* Published values only beside ours on the paper's population. */
+  int show_pub = pub.have && pop->paper;
+  char pop_desc[160], cl_desc[96];
+  pfi_population_describe(pop, pop_desc, sizeof pop_desc);
+  pfi_clusters_describe(&r->clusters, cl_desc, sizeof cl_desc);
   if (fmt == PFI_FMT_JSON) {
     json_t *arr = json_array();
     for (int s = 0; s < 7; s++) {
@@ -373,8 +193,11 @@ static int ablation(const struct pfi_features *f, const struct rows *r,
                             v && pfi_parse_double(v, &d) == 0 ? json_real(d)
                                                               : json_null());
       }
-      json_object_set_new(o, "published", pub.have ? pj : json_null());
-      if (!pub.have)
+      json_object_set_new(o, "population", json_string(pop_desc));
+      json_object_set_new(o, "clusters",
+                          json_string(pfi_clusters_name(&r->clusters)));
+      json_object_set_new(o, "published", show_pub ? pj : json_null());
+      if (!show_pub)
         json_decref(pj);
       json_array_append_new(arr, o);
     }
@@ -387,14 +210,20 @@ static int ablation(const struct pfi_features *f, const struct rows *r,
     printf("set,source,p,r2_in,loo_r2,loo_rmse,loo_rho,loco_r2,loco_rmse,"
            "loco_rho,absent\n");
   else
-    printf("Predictor ablation, n = %zu jobs (%s) beside the paper's "
-           "published values (n = 25)\n"
+    printf("Predictor ablation, n = %zu jobs (%s): %s\n"
+           "LOCO clusters: %s\n%s"
            "%-4s %-10s %3s %7s %7s %8s %7s %8s %9s %8s\n",
-           r->n, label, "set", "source", "p", "r2_in", "loo_r2", "loo_rmse",
-           "loo_rho", "loco_r2", "loco_rmse", "loco_rho");
+           r->n, label, pop_desc, cl_desc,
+           show_pub   ? "Beside the paper's published values (the same "
+                        "population).\n"
+           : pub.have ? "The paper's published values are not shown: they "
+                        "are over its 25 H200 headline groups.\n"
+                      : "",
+           "set", "source", "p", "r2_in", "loo_r2", "loo_rmse", "loo_rho",
+           "loco_r2", "loco_rmse", "loco_rho");
   for (int s = 0; s < 7; s++) {
     char v[7][32];
-    const struct result *q = &res[s];
+    const struct pfi_fit_result *q = &res[s];
     fmt_num(v[0], 32, q->m.r2, q->ok);
     fmt_num(v[1], 32, q->loo.r2, q->ok && q->loo.defined);
     fmt_num(v[2], 32, q->loo.rmse, q->ok && q->loo.defined);
@@ -417,7 +246,7 @@ static int ablation(const struct pfi_features *f, const struct rows *r,
       printf("%-4s %-10s %3zu absent from the features file: %s\n",
              pfi_ablation_sets[s].id, label, ks[s], q->absent);
     }
-    if (pub.have) {
+    if (show_pub) {
       if (csv) {
         printf("%s,published,%zu", pfi_ablation_sets[s].id, ks[s]);
         for (int c = 0; c < 7; c++) {
@@ -444,7 +273,7 @@ static int ablation(const struct pfi_features *f, const struct rows *r,
              s < 6 ? "; " : ".\n");
     printf("DCGM metrics of (vi): %s.\n", pfi_dcgm_metrics);
     if (r->nfolds >= 2) {
-      printf("LOCO clusters:");
+      printf("LOCO clusters (%s):", pfi_clusters_name(&r->clusters));
       for (size_t k = 0; k < r->nfolds; k++)
         printf(" %s (%zu)", r->fold_name[k], r->fold_n[k]);
       printf(".\n");
@@ -456,8 +285,7 @@ static int ablation(const struct pfi_features *f, const struct rows *r,
   }
 out:
   for (int s = 0; s < 7; s++)
-    if (res[s].ok)
-      pfi_model_release(&res[s].m);
+    pfi_fit_result_release(&res[s]);
   if (pub.have)
     pfi_table_release(&pub.t);
   return rc;
@@ -555,25 +383,45 @@ int cmd_fit(int argc, char **argv) {
   }
   struct pfi_error err;
   pfi_error_clear(&err);
-  struct jobdata d;
-  memset(&d, 0, sizeof d);
+  struct pfi_jobset d;
   int status = PFI_EXIT_OK;
-  struct rows r;
+  struct pfi_fitrows r;
   memset(&r, 0, sizeof r);
   char **ex = NULL;
   size_t k = 0;
-  struct result res;
+  struct pfi_fit_result res;
   memset(&res, 0, sizeof res);
-  if (curves) {
-    if (jobdata_load(&d, curves, map, fpath, &err) < 0)
-      return pfi_cli_fail(&err);
-  } else {
-    if (pfi_features_load(&d.f, fpath, &err) < 0)
-      return pfi_cli_fail(&err);
-    d.have_features = 1;
-  }
-  if (build_rows(&d, pfi_col, cluster, &r, &err) < 0)
+  if (pfi_jobset_load(&d, curves, map, fpath, &err) < 0)
+    return pfi_cli_fail(&err);
+  struct pfi_clusters cl;
+  pfi_clusters_parse(&cl, cluster);
+  if (pfi_fitrows_build(&d, pfi_col, NULL, &cl, &r, &err) < 0)
     goto fail;
+  if (!pfi_col) {
+    size_t shown = 0;
+    for (size_t i = 0; i < d.cs.n; i++) {
+      if (d.frow[i] < 0) {
+        if (shown++ < 5)
+          fprintf(stderr, "pfi fit: job %s has a curve but no features row\n",
+                  d.cs.c[i].job);
+      } else if (!d.pfi_ok[i]) {
+        fprintf(stderr,
+                "pfi fit: job %s left out: PFI undefined (no capped point "
+                "lowered throughput)\n",
+                d.cs.c[i].job);
+      }
+    }
+    if (r.no_features)
+      fprintf(stderr,
+              "pfi fit: %zu job(s) of %s have no features row and "
+              "are left out\n",
+              r.no_features, d.cs.source ? d.cs.source : "the curves");
+    if (r.no_curve)
+      fprintf(stderr,
+              "pfi fit: %zu features row(s) have no curve and are "
+              "left out\n",
+              r.no_curve);
+  }
   if (r.n < 3) {
     pfi_error_set(&err, PFI_EINVAL,
                   "only %zu jobs with both PFI and features: a fit needs at "
@@ -581,15 +429,37 @@ int cmd_fit(int argc, char **argv) {
                   r.n);
     goto fail;
   }
+  const char *label = d.any_emulated ? "emulated" : "this data";
+  struct pfi_population pop;
+  {
+    /* The population the rows are: the jobs fitted on. */
+    const char **ids = malloc((r.n + 1) * sizeof *ids);
+    struct pfi_error pe;
+    if (!ids) {
+      pfi_error_set(&err, PFI_ENOMEM, "out of memory");
+      goto fail;
+    }
+    for (size_t i = 0; i < r.n; i++)
+      ids[i] = pfi_features_job(&d.f, r.row[i]);
+    int prc = pfi_population_of(ids, r.n, &pop, &pe);
+    free(ids);
+    if (prc == PFI_ENOMEM) {
+      err = pe;
+      goto fail;
+    }
+  }
   if (abl) {
-    if (ablation(&d.f, &r, fmt, &err) < 0)
+    if (ablation(&d.f, &r, label, &pop, fmt, &err) < 0)
       goto fail;
     goto out;
   }
   if (pfi_strlist_split(feats ? feats : pfi_default_model_features, &ex, &k,
                         &err) < 0)
     goto fail;
-  if (run_one(&d.f, &r, ex, k, do_loo, do_loco, &res, &err) < 0)
+  if (pfi_fitrows_evaluate(&d.f, &r, (const char *const *)ex, k,
+                           (do_loo ? PFI_EVAL_LOO : 0) |
+                               (do_loco ? PFI_EVAL_LOCO : 0),
+                           &res, NULL, NULL, &err) < 0)
     goto fail;
   if (!res.ok) {
     pfi_error_setloc(&err, PFI_EPARSE, d.f.t.name, 1, 0,
@@ -598,7 +468,6 @@ int cmd_fit(int argc, char **argv) {
   }
   if (output && pfi_model_save(&res.m, output, &err) < 0)
     goto fail;
-  const char *label = r.emulated ? "emulated" : "this data";
   if (fmt == PFI_FMT_JSON) {
     json_t *j = json_object(), *co = json_array(), *fe = json_array();
     json_object_set_new(j, "n", json_integer((json_int_t)r.n));
@@ -624,6 +493,8 @@ int cmd_fit(int argc, char **argv) {
         json_object_set_new(cl, r.fold_name[q],
                             json_integer((json_int_t)r.fold_n[q]));
       json_object_set_new(lo, "clusters", cl);
+      json_object_set_new(lo, "cluster_definition",
+                          json_string(pfi_clusters_name(&r.clusters)));
     }
     json_object_set_new(j, "loco", lo);
     if (pfi_cli_print_json(j))
@@ -671,7 +542,7 @@ int cmd_fit(int argc, char **argv) {
       printf("%-10s %8s %8s %8s\n", q ? "LOCO" : "LOO", a, b, c);
     }
     if (res.loco.defined) {
-      printf("LOCO clusters:");
+      printf("LOCO clusters (%s):", pfi_clusters_name(&r.clusters));
       for (size_t q = 0; q < r.nfolds; q++)
         printf(" %s (%zu)", r.fold_name[q], r.fold_n[q]);
       printf("\n");
@@ -683,10 +554,9 @@ int cmd_fit(int argc, char **argv) {
 fail:
   status = pfi_cli_fail(&err);
 out:
-  if (res.ok)
-    pfi_model_release(&res.m);
+  pfi_fit_result_release(&res);
   pfi_strlist_free(ex);
-  rows_free(&r);
-  jobdata_release(&d);
+  pfi_fitrows_release(&r);
+  pfi_jobset_release(&d);
   return status;
 }

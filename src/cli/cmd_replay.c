@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "cli.h"
-#include "jobdata.h"
 #include "pfi/alloc.h"
+#include "pfi/jobset.h"
 #include "pfi/oracle.h"
 #include "pfi/replay.h"
 
@@ -238,29 +238,39 @@ int cmd_replay(int argc, char **argv) {
   int status = PFI_EXIT_OK;
   struct pfi_error err;
   pfi_error_clear(&err);
-  struct jobdata d;
-  struct pfi_problem p;
+  struct pfi_jobset d;
+  struct pfi_jobset_inputs ai;
   struct pfi_target tg;
   struct pfi_model model;
   struct pfi_replay rep[PFI_STRAT__COUNT];
   int have_model = 0;
   memset(rep, 0, sizeof rep);
   memset(&tg, 0, sizeof tg);
-  pfi_problem_init(&p);
-  double *est = NULL, *dram = NULL;
-  int *moe = NULL;
-  if (jobdata_load(&d, curves, map, features, &err) < 0)
+  memset(&ai, 0, sizeof ai);
+  pfi_problem_init(&ai.prob);
+  if (pfi_jobset_load(&d, curves, map, features, &err) < 0)
     return pfi_cli_fail(&err);
   size_t n = d.cs.n;
+  const struct pfi_problem *pp = &ai.prob;
   if (pfi_target_load(&tg, target, time_col, power_col, &err) < 0)
     goto fail;
-  for (size_t i = 0; i < n; i++)
-    if (pfi_problem_add_curve(&p, &d.cs.c[i], &err) < 0)
+  struct pfi_estimate_opts eo;
+  pfi_estimate_opts_init(&eo);
+  eo.true_pfi = true_pfi;
+  eo.features = pfeat;
+  eo.undefined_note = " (no capped point lowered throughput)";
+  if ((asked & ((1u << PFI_STRAT_PFI_AWARE) | (1u << PFI_STRAT_PFI_CURVE))) &&
+      model_path) {
+    if (pfi_jobset_require_features(&d, "PFI estimation", &err) < 0 ||
+        pfi_model_load(&model, model_path, &err) < 0)
       goto fail;
-  double sum_lo, sum_hi;
-  pfi_problem_bounds(&p, &sum_lo, &sum_hi);
-  if (jobdata_check_totals(&d, curves, &p, &err) < 0)
+    have_model = 1;
+    eo.model = &model;
+  }
+  if (pfi_jobset_inputs_build(&d, asked, 0, &eo, &ai, &err) < 0)
     goto fail;
+  double sum_lo, sum_hi;
+  pfi_problem_bounds(pp, &sum_lo, &sum_hi);
   double baseline = base_auto ? pfi_target_baseline_auto(&tg) : base_given;
   if (!(baseline > 0) || !isfinite(baseline)) {
     pfi_error_setloc(&err, PFI_EPARSE, tg.name, tg.line[0], 0,
@@ -269,60 +279,17 @@ int cmd_replay(int argc, char **argv) {
                      baseline);
     goto fail;
   }
-  struct pfi_alloc_inputs in = {NULL, NULL, NULL};
-  if (asked & ((1u << PFI_STRAT_PFI_AWARE) | (1u << PFI_STRAT_PFI_CURVE))) {
-    est = calloc(n + 1, sizeof *est);
-    if (!est) {
-      pfi_error_set(&err, PFI_ENOMEM, "out of memory");
-      goto fail;
-    }
-    if (jobdata_pfi_estimates(&d, true_pfi,
-                              " (no capped point lowered throughput)",
-                              model_path, pfeat, 0, &model, &have_model, est,
-                              &err) < 0)
-      goto fail;
-    in.pfi = est;
-  }
-  if (asked & (1u << PFI_STRAT_DRAM_COPY)) {
-    if (jobdata_require_features(&d, "strategy dram-copy", &err) < 0)
-      goto fail;
-    dram = calloc(n + 1, sizeof *dram);
-    if (!dram) {
-      pfi_error_set(&err, PFI_ENOMEM, "out of memory");
-      goto fail;
-    }
-    for (size_t i = 0; i < n; i++)
-      if (pfi_features_value(&d.f, (size_t)d.frow[i], "dram_copy_product",
-                             &dram[i], &err) < 0)
-        goto fail;
-    in.dram_copy = dram;
-  }
-  if (asked & (1u << PFI_STRAT_MOE_FT_WEIGHTED)) {
-    if (jobdata_require_features(&d, "strategy moe-ft-weighted", &err) < 0)
-      goto fail;
-    moe = calloc(n + 1, sizeof *moe);
-    if (!moe) {
-      pfi_error_set(&err, PFI_ENOMEM, "out of memory");
-      goto fail;
-    }
-    for (size_t i = 0; i < n; i++) {
-      int m, f;
-      if (pfi_features_class(&d.f, (size_t)d.frow[i], &m, &f, &err) < 0)
-        goto fail;
-      moe[i] = m && f;
-    }
-    in.moe_ft = moe;
-  }
+  const struct pfi_alloc_inputs in = ai.in;
   unsigned run = asked | (1u << PFI_STRAT_ORACLE);
   for (int s = 0; s < PFI_STRAT__COUNT; s++) {
     if (!(run & (1u << s)))
       continue;
-    if (pfi_replay_run(&p, (enum pfi_strategy)s, &in, &tg, baseline, event_min,
+    if (pfi_replay_run(pp, (enum pfi_strategy)s, &in, &tg, baseline, event_min,
                        &rep[s], &err) < 0)
       goto fail;
   }
   const struct pfi_replay *orc = &rep[PFI_STRAT_ORACLE];
-  int emulated = jobdata_emulated(&d, curves);
+  int emulated = d.any_emulated;
   const char *rule = base_auto ? "median of the first 15 minutes" : "given";
 
   /* The trace's duration, for mean powers (positive: at least two samples
@@ -444,7 +411,7 @@ int cmd_replay(int argc, char **argv) {
                    tg.t_s[k] - tg.t_s[0]);
             pfi_cli_put_csv_field(stdout, d.cs.c[i].job);
             printf(",%.6f,%.6f,%.6f\n", x, pfi_curve_cap_at(&d.cs.c[i], x),
-                   pfi_problem_eval(&p, i, x));
+                   pfi_problem_eval(pp, i, x));
           }
       }
     } else if (show == SHOW_JOBS) {
@@ -579,11 +546,8 @@ out:
     pfi_replay_release(&rep[s]);
   if (have_model)
     pfi_model_release(&model);
-  jobdata_release(&d);
+  pfi_jobset_release(&d);
+  pfi_jobset_inputs_release(&ai);
   pfi_target_release(&tg);
-  pfi_problem_release(&p);
-  free(est);
-  free(dram);
-  free(moe);
   return status;
 }

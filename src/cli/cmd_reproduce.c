@@ -42,6 +42,10 @@ static const char usage_text[] =
     "  --workloads N      simulation workloads (default 500)\n"
     "  --jobs-per-workload N\n"
     "                     jobs per workload (default 100)\n"
+    "  --cluster C        leave-one-cluster-out clusters: archtask (default,\n"
+    "                     the paper's 4 architecture x task clusters) or\n"
+    "                     pooled (3 classes, dense pretraining and\n"
+    "                     fine-tuning pooled)\n"
     "  --no-figures       tables only (figures need gnuplot)\n"
     "  -q, --quiet        no progress on stderr\n"
     "  -h, --help         this text\n"
@@ -71,6 +75,7 @@ int cmd_reproduce(int argc, char **argv) {
       {"draws", required_argument, NULL, 'd'},
       {"workloads", required_argument, NULL, 'w'},
       {"jobs-per-workload", required_argument, NULL, 'j'},
+      {"cluster", required_argument, NULL, 'C'},
       {"no-figures", no_argument, NULL, 'n'},
       {"quiet", no_argument, NULL, 'q'},
       {"help", no_argument, NULL, 'h'},
@@ -128,6 +133,14 @@ int cmd_reproduce(int argc, char **argv) {
         return pfi_cli_usage(
             cmd, "--jobs-per-workload: expected 1..1000000, got '%s'", optarg);
       o.report.sim_jobs = u;
+      break;
+    case 'C':
+      if (strcmp(optarg, "archtask") != 0 && strcmp(optarg, "pooled") != 0)
+        return pfi_cli_usage(cmd,
+                             "--cluster takes archtask or pooled, not "
+                             "'%s'",
+                             optarg);
+      o.report.clusters = optarg;
       break;
     case 'n':
       o.report.no_figures = 1;

@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "jobdata.h"
 #include "pfi/alloc.h"
+#include "pfi/jobset.h"
 #include "pfi/sim.h"
 
 static const char usage_text[] =
@@ -21,6 +21,7 @@ static const char usage_text[] =
     "                    [--size 100] [--mix random|production|FILE.csv]\n"
     "                    [--cuts 0,5,10,15,20,25,30,35,40] [--strategies L]\n"
     "                    [--seed S] [--holdout[=job|cluster]]\n"
+    "                    [--cluster archtask|pooled]\n"
     "                    [--model MODEL.json | --true-pfi]\n"
     "                    [--pfi-features L] [--plot FILE.svg|.png]\n"
     "                    [--test-curves FILE --test-features FILE]\n"
@@ -44,7 +45,10 @@ static const char usage_text[] =
     "PFI for pfi-aware and pfi-curve: the telemetry model (--pfi-features,\n"
     "default dram_copy_product) fitted on the library's own PFI, as in the\n"
     "paper; --holdout predicts each job with a fit that did not see it\n"
-    "(job, the default) or its architecture x task cluster (cluster);\n"
+    "(job, the default) or its cluster (cluster; --cluster archtask, the\n"
+    "default and the paper's definition: the four architecture x task\n"
+    "clusters dense-pt, dense-ft, moe-pt, moe-ft; --cluster pooled: the\n"
+    "three classes dense, moe-pt, moe-ft);\n"
     "--model uses a saved model; --true-pfi the curves' own PFI.\n"
     "--test-curves/--test-features (beyond the paper): workloads are drawn\n"
     "from these jobs instead, whose PFI the model fitted on the library\n"
@@ -166,19 +170,6 @@ static int plot(const char *path, const double *cuts, size_t nc,
   return 0;
 }
 
-/* True when a provenance column (provenance, source or origin, as
- * `pfi trace summarize` writes) says the rows are emulated. */
-static int is_emulated(const struct pfi_features *f) {
-  static const char *const cols[] = {"provenance", "source", "origin", NULL};
-  for (size_t k = 0; cols[k]; k++)
-    for (size_t r = 0; r < f->t.nrows; r++) {
-      const char *s = pfi_features_text(f, r, cols[k]);
-      if (s && strstr(s, "emulated"))
-        return 1;
-    }
-  return 0;
-}
-
 int cmd_simulate(int argc, char **argv) {
   static const struct option opts[] = {
       {"curves", required_argument, 0, 'c'},
@@ -190,6 +181,7 @@ int cmd_simulate(int argc, char **argv) {
       {"strategies", required_argument, 0, 's'},
       {"seed", required_argument, 0, 'S'},
       {"holdout", optional_argument, 0, 'H'},
+      {"cluster", required_argument, 0, 'C'},
       {"model", required_argument, 0, 'm'},
       {"true-pfi", no_argument, 0, 't'},
       {"pfi-features", required_argument, 0, 'P'},
@@ -205,7 +197,7 @@ int cmd_simulate(int argc, char **argv) {
              *strat_s = "oracle,equal,moe-ft-weighted,pfi-aware,dram-copy,"
                         "pfi-curve",
              *model_path = NULL, *pfeat = NULL, *plot_path = NULL, *map = NULL,
-             *tcurves = NULL, *tfeatures = NULL;
+             *tcurves = NULL, *tfeatures = NULL, *cluster_s = NULL;
   unsigned long workloads = 500, size = 100, seed = 1;
   int holdout = 0, true_pfi = 0;
   enum pfi_format fmt = PFI_FMT_TABLE;
@@ -251,6 +243,11 @@ int cmd_simulate(int argc, char **argv) {
       else
         return pfi_cli_usage("simulate", "--holdout takes job or cluster");
       break;
+    case 'C':
+      if (strcmp(optarg, "archtask") != 0 && strcmp(optarg, "pooled") != 0)
+        return pfi_cli_usage("simulate", "--cluster takes archtask or pooled");
+      cluster_s = optarg;
+      break;
     case 'm':
       model_path = optarg;
       break;
@@ -295,17 +292,19 @@ int cmd_simulate(int argc, char **argv) {
   if (!tcurves != !tfeatures)
     return pfi_cli_usage("simulate", "--test-curves and --test-features go "
                                      "together");
+  if (cluster_s && holdout != 2)
+    return pfi_cli_usage("simulate", "--cluster goes with --holdout=cluster");
   if (tcurves && (holdout || true_pfi))
     return pfi_cli_usage("simulate", "test jobs are out of sample already: "
                                      "drop --holdout and --true-pfi");
   char cbuf[4096], fbuf[4096], mbuf[4096];
   if (!curves &&
-      !(curves = jobdata_default("jobs/curves.csv", cbuf, sizeof cbuf)))
+      !(curves = pfi_data_default("jobs/curves.csv", cbuf, sizeof cbuf)))
     return pfi_cli_usage("simulate", "--curves FILE is required (no "
                                      "data/jobs/curves.csv; 'pfi reproduce' "
                                      "writes OUT/curves.csv)");
   if (!features &&
-      !(features = jobdata_default("jobs/features.csv", fbuf, sizeof fbuf)))
+      !(features = pfi_data_default("jobs/features.csv", fbuf, sizeof fbuf)))
     return pfi_cli_usage("simulate", "--features FILE is required (no "
                                      "data/jobs/features.csv; 'pfi "
                                      "reproduce' writes OUT/features.csv)");
@@ -343,7 +342,7 @@ int cmd_simulate(int argc, char **argv) {
   const char *mix_path = NULL;
   if (strcmp(mix, "production") == 0) {
     if (!(mix_path =
-              jobdata_default("mixes/production.csv", mbuf, sizeof mbuf))) {
+              pfi_data_default("mixes/production.csv", mbuf, sizeof mbuf))) {
       free(cuts);
       return pfi_cli_usage("simulate", "data/mixes/production.csv not found "
                                        "(set PFI_DATA)");
@@ -353,92 +352,74 @@ int cmd_simulate(int argc, char **argv) {
   }
 
   int status = PFI_EXIT_OK;
-  struct jobdata d, td;
-  struct jobdata *sd = &d; /* the jobs workloads are drawn from */
+  struct pfi_jobset d, td;
+  struct pfi_jobset *sd = &d; /* the jobs workloads are drawn from */
   int have_test = 0;
-  struct pfi_problem lib;
+  struct pfi_jobset_inputs ai;
   struct pfi_model model;
   int have_model = 0;
   struct pfi_sim_result res;
   memset(&res, 0, sizeof res);
-  pfi_problem_init(&lib);
-  double *est = NULL, *dram = NULL, *weight = NULL, *fcuts = NULL;
-  int *moe = NULL, *isft = NULL, *gpus = NULL;
-  if (jobdata_load(&d, curves, map, features, &err) < 0) {
+  memset(&ai, 0, sizeof ai);
+  pfi_problem_init(&ai.prob);
+  double *weight = NULL, *fcuts = NULL;
+  if (pfi_jobset_load(&d, curves, map, features, &err) < 0) {
     free(cuts);
     return pfi_cli_fail(&err);
   }
-  if (jobdata_require_features(&d, "pfi simulate", &err) < 0)
+  if (pfi_jobset_require_features(&d, "pfi simulate", &err) < 0)
     goto fail;
   if (tcurves) {
     /* Out-of-sample jobs: the telemetry model is fitted on the library and
      * predicts the test jobs, which the workloads are drawn from. */
-    if (jobdata_load(&td, tcurves, map, tfeatures, &err) < 0)
+    if (pfi_jobset_load(&td, tcurves, map, tfeatures, &err) < 0)
       goto fail;
     have_test = 1;
     sd = &td;
-    if (jobdata_require_features(&td, "pfi simulate", &err) < 0)
+    if (pfi_jobset_require_features(&td, "pfi simulate", &err) < 0)
       goto fail;
     if (!model_path) {
-      if (jobdata_fit_model(&d, pfeat, &model, &err) < 0)
+      if (pfi_jobset_fit_model(&d, pfeat, &model, &err) < 0)
         goto fail;
       have_model = 1;
     }
   }
   size_t n = sd->cs.n;
-  est = calloc(n + 1, sizeof *est);
-  dram = calloc(n + 1, sizeof *dram);
   weight = calloc(n + 1, sizeof *weight);
   fcuts = calloc(nc + 1, sizeof *fcuts);
-  moe = calloc(n + 1, sizeof *moe);
-  isft = calloc(n + 1, sizeof *isft);
-  gpus = calloc(n + 1, sizeof *gpus);
-  if (!est || !dram || !weight || !fcuts || !moe || !isft || !gpus) {
+  if (!weight || !fcuts) {
     pfi_error_set(&err, PFI_ENOMEM, "out of memory");
     goto fail;
-  }
-  for (size_t i = 0; i < n; i++) {
-    if (pfi_problem_add_curve(&lib, &sd->cs.c[i], &err) < 0)
-      goto fail;
-    size_t r = (size_t)sd->frow[i];
-    int m, f;
-    if (pfi_features_class(&sd->f, r, &m, &f, &err) < 0)
-      goto fail;
-    moe[i] = m && f;
-    isft[i] = f;
-    if ((mask & (1u << PFI_STRAT_DRAM_COPY)) &&
-        pfi_features_value(&sd->f, r, "dram_copy_product", &dram[i], &err) < 0)
-      goto fail;
-    if (mix_path) {
-      double g;
-      if (pfi_features_value(&sd->f, r, "gpus", &g, &err) < 0)
-        goto fail;
-      /* A GPU count is a positive whole number; converting a value beyond
-       * INT_MAX to int is undefined behaviour. */
-      if (!(g >= 1 && g <= 1e9) || g != floor(g)) {
-        int gc = pfi_table_find(&sd->f.t, "gpus");
-        pfi_error_setloc(&err, PFI_EPARSE, sd->f.t.name, sd->f.t.line[r],
-                         gc >= 0 ? sd->f.t.col[r * sd->f.t.ncols + (size_t)gc]
-                                 : 0,
-                         "gpus must be a whole number from 1 to 1e9, not %g",
-                         g);
-        goto fail;
-      }
-      gpus[i] = (int)g;
-    }
   }
   /* PFI estimates only where a requested strategy uses them (pfi-aware,
    * pfi-curve; the paired differences to pfi-aware come with them): a
    * library too small for the telemetry model still compares the others. */
-  int need_pfi = (mask & ((1u << PFI_STRAT_PFI_AWARE) |
-                          (1u << PFI_STRAT_PFI_CURVE))) != 0;
-  if (need_pfi &&
-      jobdata_pfi_estimates(sd, true_pfi, "", model_path, pfeat, holdout,
-                            &model, &have_model, est, &err) < 0)
+  int need_pfi =
+      (mask & ((1u << PFI_STRAT_PFI_AWARE) | (1u << PFI_STRAT_PFI_CURVE))) != 0;
+  struct pfi_estimate_opts eo;
+  pfi_estimate_opts_init(&eo);
+  eo.true_pfi = true_pfi;
+  eo.features = pfeat;
+  eo.holdout = holdout;
+  pfi_clusters_parse(&eo.clusters, cluster_s);
+  if (need_pfi && model_path) {
+    if (pfi_model_load(&model, model_path, &err) < 0)
+      goto fail;
+    have_model = 1;
+  }
+  if (have_model)
+    eo.model = &model;
+  /* Everything the strategies read (moe-ft-weighted, the production mix
+   * and the telemetry model need the features read for every job). */
+  if (pfi_jobset_inputs_build(sd,
+                              need_pfi ? mask
+                                       : mask & ~((1u << PFI_STRAT_PFI_AWARE) |
+                                                  (1u << PFI_STRAT_PFI_CURVE)),
+                              mix_path != NULL, &eo, &ai, &err) < 0)
     goto fail;
   size_t fallbacks = 0;
-  if (mix_path &&
-      pfi_mix_weights(mix_path, isft, gpus, n, weight, &fallbacks, &err) < 0)
+  if (mix_path && pfi_mix_weights(mix_path, ai.is_ft, ai.gpus, n, weight,
+                                  &fallbacks, &err) < 0)
     goto fail;
   if (fallbacks)
     fprintf(stderr,
@@ -447,9 +428,7 @@ int cmd_simulate(int argc, char **argv) {
             fallbacks, mix_path);
   for (size_t c = 0; c < nc; c++)
     fcuts[c] = cuts[c] / 100.0;
-  struct pfi_alloc_inputs in = {
-      need_pfi ? est : NULL,
-      (mask & (1u << PFI_STRAT_DRAM_COPY)) ? dram : NULL, moe};
+  const struct pfi_alloc_inputs in = ai.in;
   struct pfi_sim_config cfg = {.workloads = workloads,
                                .size = size,
                                .cuts = fcuts,
@@ -459,7 +438,7 @@ int cmd_simulate(int argc, char **argv) {
                                .sample_weight = mix_path ? weight : NULL,
                                .progress = isatty(2) ? progress : NULL,
                                .progress_arg = NULL};
-  if (pfi_sim_run(&lib, &in, &cfg, &res, &err) < 0) {
+  if (pfi_sim_run(&ai.prob, &in, &cfg, &res, &err) < 0) {
     if (err.code == PFI_EINFEASIBLE) {
       fprintf(stderr, "pfi simulate: %s\n", err.msg);
       status = PFI_EXIT_USAGE;
@@ -467,9 +446,7 @@ int cmd_simulate(int argc, char **argv) {
     }
     goto fail;
   }
-  int emulated = is_emulated(&d.f) || is_emulated(&sd->f) ||
-                 jobdata_emulated(&d, curves) ||
-                 (have_test && jobdata_emulated(&td, tcurves));
+  int emulated = d.any_emulated || (have_test && td.any_emulated);
   const char *pfi_src = have_test    ? "telemetry model fitted on the library, "
                                        "applied to the test jobs"
                         : true_pfi   ? "true PFI of the curves"
@@ -478,6 +455,22 @@ int cmd_simulate(int argc, char **argv) {
                         : holdout == 2
                             ? "telemetry model, held out by cluster"
                             : "telemetry model fitted on the library";
+  char cl_desc[96] = "";
+  if (holdout == 2 && !have_test && !true_pfi && !have_model) {
+    char d2[80];
+    snprintf(cl_desc, sizeof cl_desc, " (%s)",
+             pfi_clusters_describe(&eo.clusters, d2, sizeof d2));
+  }
+  /* The paper's published figure is over its 25 H200 headline groups:
+   * shown beside ours only on that population. */
+  struct pfi_population pop;
+  struct pfi_error perr;
+  if (pfi_jobset_population(sd, &pop, &perr) < 0 && perr.code == PFI_ENOMEM) {
+    err = perr;
+    goto fail;
+  }
+  char pop_desc[160];
+  pfi_population_describe(&pop, pop_desc, sizeof pop_desc);
   if (fmt == PFI_FMT_JSON) {
     json_t *j = json_object(), *jc = json_array(), *js = json_object();
     for (size_t c = 0; c < nc; c++)
@@ -542,9 +535,10 @@ int cmd_simulate(int argc, char **argv) {
     }
   } else {
     printf("Simulation: %lu workloads x %lu jobs, mix %s, seed %lu; library "
-           "%zu jobs%s (%s)\nPFI estimates: %s\n",
+           "%zu jobs%s (%s)\nPopulation: %s\nPFI estimates: %s%s\n",
            workloads, size, mix, seed, n, have_test ? " (test jobs)" : "",
-           emulated ? "emulated" : "from the given files", pfi_src);
+           emulated ? "emulated" : "from the given files", pop_desc, pfi_src,
+           cl_desc);
     printf("\nThroughput gap to the oracle, tokens/s per job: mean "
            "[95 %% interval]\n%-16s",
            "strategy");
@@ -607,18 +601,26 @@ int cmd_simulate(int argc, char **argv) {
     }
     printf("\n'-': undefined (no gap to close at this cut).\n");
     /* The paper's one published simulation figure (Figure 8), beside ours
-     * when this run has the same setting. */
+     * when this run has the same setting and the same population. */
     for (size_t c = 0; c < nc; c++)
       if (strcmp(mix, "production") == 0 && cuts[c] == 30 &&
           res.cell[PFI_STRAT_PFI_AWARE] && res.cell[PFI_STRAT_EQUAL]) {
         const struct pfi_sim_cell *a = &res.cell[PFI_STRAT_PFI_AWARE][c],
                                   *e = &res.cell[PFI_STRAT_EQUAL][c];
         printf("\nProduction mix, 30 %% cut: pfi-aware recovers %.0f tokens/s "
-               "per job over equal, %.0f %% of the gap (%s); published "
-               "(paper, Figure 8): about 1,500 tokens/s per job, 63 %%.\n",
+               "per job over equal, %.0f %% of the gap (%s).\n",
                e->gap_mean - a->gap_mean,
                a->closed_defined ? a->closed_pct : 0.0,
                emulated ? "emulated" : "these data");
+        if (pop.paper)
+          printf("Published (paper, Figure 8, the same %zu groups): about "
+                 "1,500 tokens/s per job, 63 %%.\n",
+                 pop.n);
+        else
+          printf("Published value not shown: the paper's figure is over its "
+                 "%zu H200 headline groups; this library is %s.\n",
+                 pop.headline_total ? pop.headline_total : (size_t)25,
+                 pop_desc);
       }
   }
   if (fflush(stdout) != 0)
@@ -638,17 +640,12 @@ out:
   pfi_sim_result_release(&res);
   if (have_model)
     pfi_model_release(&model);
-  jobdata_release(&d);
+  pfi_jobset_release(&d);
   if (have_test)
-    jobdata_release(&td);
-  pfi_problem_release(&lib);
+    pfi_jobset_release(&td);
+  pfi_jobset_inputs_release(&ai);
   free(cuts);
-  free(est);
-  free(dram);
   free(weight);
   free(fcuts);
-  free(moe);
-  free(isft);
-  free(gpus);
   return status;
 }

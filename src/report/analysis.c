@@ -231,56 +231,21 @@ static int file_exists(const char *p) {
   return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-/* Provenance from curves.csv's `source` column. */
-static int read_source(struct pfi__report *r, const char *path) {
-  struct pfi_table t;
-  int rc = pfi_table_load(&t, path, r->err);
-  if (rc)
-    return rc;
-  int c = pfi_table_find(&t, "source");
-  int emu = 0, meas = 0, other = 0;
-  for (size_t i = 0; c >= 0 && i < t.nrows; i++) {
-    const char *v = pfi_table_cell(&t, i, (size_t)c);
-    if (v && strcmp(v, "emulated") == 0)
-      emu++;
-    else if (v && strcmp(v, "measured") == 0)
-      meas++;
-    else
-      other++;
-  }
-  pfi_table_release(&t);
-  if (c < 0 || (other && !emu && !meas))
-    snprintf(r->source, sizeof r->source, "unknown");
-  else if (emu && !meas && !other)
-    snprintf(r->source, sizeof r->source, "emulated");
-  else if (meas && !emu && !other)
-    snprintf(r->source, sizeof r->source, "measured");
-  else
-    snprintf(r->source, sizeof r->source, "mixed");
-  return 0;
-}
-
 static int load_inputs(struct pfi__report *r, const char *in_dir) {
-  char path[4096];
+  char path[4096], fpath[4096];
   snprintf(path, sizeof path, "%s/curves.csv", in_dir);
   if (!file_exists(path))
     return pfi_error_set(r->err, PFI_ENOTFOUND,
                          "%s: no curves.csv (run pfi trace summarize first, or "
                          "give a trace store)",
                          in_dir);
-  int rc = pfi_curveset_read(&r->cs, path, NULL, r->err);
+  snprintf(fpath, sizeof fpath, "%s/features.csv", in_dir);
+  /* Curves and features joined, and their provenance, by the job set. */
+  int rc = pfi_jobset_load(&r->js, path, NULL,
+                           file_exists(fpath) ? fpath : NULL, r->err);
   if (rc)
     return rc;
-  rc = read_source(r, path);
-  if (rc)
-    return rc;
-  snprintf(path, sizeof path, "%s/features.csv", in_dir);
-  if (file_exists(path)) {
-    rc = pfi_features_load(&r->feat, path, r->err);
-    if (rc)
-      return rc;
-    r->have_feat = 1;
-  }
+  snprintf(r->source, sizeof r->source, "%s", pfi_jobset_provenance(&r->js));
   snprintf(path, sizeof path, "%s/mechanism.csv", in_dir);
   if (file_exists(path)) {
     rc = pfi_table_load(&r->mech, path, r->err);
@@ -409,14 +374,14 @@ out:
 }
 
 static int compute_groups(struct pfi__report *r) {
-  r->ng = r->cs.n;
+  r->ng = r->js.cs.n;
   r->g = calloc(r->ng ? r->ng : 1, sizeof *r->g);
   if (!r->g)
     return pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
   size_t draws = r->o->ci_draws ? r->o->ci_draws : 10000;
   for (size_t i = 0; i < r->ng; i++) {
     struct pfi__group *g = &r->g[i];
-    g->c = &r->cs.c[i];
+    g->c = &r->js.cs.c[i];
     g->name = g->c->job;
     snprintf(g->base, sizeof g->base, "%s", g->name);
     char *at = strstr(g->base, "@h100");
@@ -425,10 +390,10 @@ static int compute_groups(struct pfi__report *r) {
       g->h100 = 1;
     }
     g->cat = -1;
-    g->feat = r->have_feat ? pfi_features_row(&r->feat, g->name) : -1;
+    g->feat = r->js.have_features ? pfi_features_row(&r->js.f, g->name) : -1;
     if (g->feat >= 0) {
       int moe, ft;
-      if (pfi_features_class(&r->feat, (size_t)g->feat, &moe, &ft, NULL) == 0)
+      if (pfi_features_class(&r->js.f, (size_t)g->feat, &moe, &ft, NULL) == 0)
         g->cat = !moe ? CAT_DENSE : ft ? CAT_MOE_FT : CAT_MOE_PT;
     }
     long hr = pub_row(&r->pub_head, r->have_pub_head, "group", g->base);
@@ -651,7 +616,7 @@ static int fig_normalized(struct pfi__report *r) {
       s[ns++] = (struct pfi_series){.x = x + i * st,
                                     .y = y + i * st,
                                     .n = m,
-                                    .color = c < CAT__N ? c + 1
+                                    .color = c < CAT__N        ? c + 1
                                              : c == PANEL_H100 ? 4
                                                                : 9};
     }
@@ -1184,7 +1149,7 @@ static size_t feature_column(struct pfi__report *r, const char *col, double *x,
       continue;
     double v;
     if (g->feat < 0 ||
-        pfi_features_value(&r->feat, (size_t)g->feat, col, &v, NULL) != 0 ||
+        pfi_features_value(&r->js.f, (size_t)g->feat, col, &v, NULL) != 0 ||
         !isfinite(v))
       return 0;
     x[n] = v;
@@ -1313,8 +1278,8 @@ static int sec_grid(struct pfi__report *r) {
   }
   r->rho_grid = rho_of(r, a, b, n);
   r->n_grid = n;
-  r->rho_grid_pub = pub_rho(r, r->have_pub_grid, &r->pub_grid,
-                            "pfi_fine_6caps", "pfi_coarse_4caps");
+  r->rho_grid_pub = pub_rho(r, r->have_pub_grid, &r->pub_grid, "pfi_fine_6caps",
+                            "pfi_coarse_4caps");
   if (t->nrows)
     show_table(r, t);
   else
@@ -1355,12 +1320,12 @@ static int sec_rank_table(struct pfi__report *r) {
 }
 
 static int sec_screening(struct pfi__report *r) {
-  if (!r->have_feat) {
+  if (!r->js.have_features) {
     missing(r, "features.csv is not in the input, so telemetry screening, "
                "leverage analysis and prediction are skipped.");
     return 0;
   }
-  const struct pfi_table *ft = &r->feat.t;
+  const struct pfi_table *ft = &r->js.f.t;
   size_t ncol = ft->ncols;
   double *rho = calloc(ncol, sizeof *rho), *p = calloc(ncol, sizeof *p);
   double *q = calloc(ncol, sizeof *q);
@@ -1504,7 +1469,7 @@ out:
 }
 
 static int sec_leverage(struct pfi__report *r) {
-  if (!r->have_feat)
+  if (!r->js.have_features)
     return 0;
   const char *feat = pfi_default_model_features;
   size_t n0 = r->ng;
@@ -1520,7 +1485,7 @@ static int sec_leverage(struct pfi__report *r) {
     const struct pfi__group *g = &r->g[i];
     double v;
     if (!g->core || !isfinite(g->pfi) || g->feat < 0 ||
-        pfi_features_value(&r->feat, (size_t)g->feat, feat, &v, NULL) != 0)
+        pfi_features_value(&r->js.f, (size_t)g->feat, feat, &v, NULL) != 0)
       continue;
     x[n] = v;
     y[n] = g->pfi;
@@ -1597,19 +1562,25 @@ out:
 #define PUB_GAP_CLOSED_PCT 63.0
 #define PUB_TOKENS_OVER_EQUAL 1500.0
 
-/* Core rows with a finite PFI and a features row: rows (features rows),
- * y, fold by class for LOCO, and the group index. */
+/* The H200 headline groups with a finite PFI, a features row and a class:
+ * the job set the models are fitted on (js, a subset of the report's),
+ * their features rows, PFI and group index, and the fit rows with their
+ * LOCO clusters (the report's cluster definition). */
 struct core_set {
   size_t n;
-  size_t *rows, *gi, *cls;
+  size_t *rows, *gi;
   double *y;
+  struct pfi_jobset js;
+  struct pfi_fitrows fr;
+  int have_fr;
 };
 
 static void core_release(struct core_set *c) {
   free(c->rows);
   free(c->gi);
-  free(c->cls);
   free(c->y);
+  pfi_jobset_release(&c->js);
+  pfi_fitrows_release(&c->fr);
   memset(c, 0, sizeof *c);
 }
 
@@ -1618,19 +1589,32 @@ static int core_build(struct pfi__report *r, struct core_set *c) {
   size_t cap = r->ng + 1;
   c->rows = calloc(cap, sizeof *c->rows);
   c->gi = calloc(cap, sizeof *c->gi);
-  c->cls = calloc(cap, sizeof *c->cls);
   c->y = calloc(cap, sizeof *c->y);
-  if (!c->rows || !c->gi || !c->cls || !c->y)
+  unsigned char *keep = calloc(cap, 1);
+  if (!c->rows || !c->gi || !c->y || !keep) {
+    free(keep);
     return PFI_ENOMEM;
+  }
   for (size_t i = 0; i < r->ng; i++) {
     const struct pfi__group *g = &r->g[i];
     if (!g->core || !isfinite(g->pfi) || g->feat < 0 || g->cat < 0)
       continue;
+    keep[i] = 1;
     c->rows[c->n] = (size_t)g->feat;
     c->gi[c->n] = i;
-    c->cls[c->n] = (size_t)g->cat;
     c->y[c->n++] = g->pfi;
   }
+  int rc = pfi_jobset_subset(&r->js, keep, &c->js, NULL);
+  free(keep);
+  if (rc)
+    return rc;
+  struct pfi_clusters cl;
+  pfi_clusters_parse(&cl, r->o->clusters);
+  struct pfi_error e;
+  rc = pfi_fitrows_build(&c->js, NULL, NULL, &cl, &c->fr, &e);
+  if (rc == PFI_ENOMEM)
+    return rc;
+  c->have_fr = rc == 0 && c->fr.n == c->n;
   return 0;
 }
 
@@ -1641,51 +1625,20 @@ static int eval_set(struct pfi__report *r, const struct core_set *cs,
                     char **exprs, size_t k, double *r2_in, struct pfi_eval *loo,
                     struct pfi_eval *loco, double *pred_loo,
                     double *pred_loco) {
-  for (size_t j = 0; j < k; j++)
-    if (!pfi_features_has(&r->feat, exprs[j]))
-      return 1;
-  int rc = 0;
-  double *x = calloc(cs->n * k + 1, sizeof *x);
-  size_t *fold = calloc(cs->n + 1, sizeof *fold);
-  size_t *cfold = calloc(cs->n + 1, sizeof *cfold);
-  struct pfi_model m;
-  memset(&m, 0, sizeof m);
-  if (!x || !fold || !cfold) {
-    rc = pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
-    goto out;
+  if (!cs->have_fr)
+    return pfi_error_set(r->err, PFI_EINVAL, "no fit rows");
+  struct pfi_fit_result res;
+  int rc = pfi_fitrows_evaluate(&r->js.f, &cs->fr, (const char *const *)exprs,
+                                k, PFI_EVAL_LOO | PFI_EVAL_LOCO, &res, pred_loo,
+                                pred_loco, r->err);
+  if (rc == 0 && !res.ok)
+    rc = 1;
+  if (rc == 0) {
+    *r2_in = res.m.r2;
+    *loo = res.loo;
+    *loco = res.loco;
   }
-  rc = pfi_model_design(&r->feat, cs->rows, cs->n, (const char *const *)exprs,
-                        k, x, r->err);
-  if (rc)
-    goto out;
-  rc =
-      pfi_model_fit(x, cs->n, k, cs->y, (const char *const *)exprs, &m, r->err);
-  if (rc)
-    goto out;
-  *r2_in = m.r2;
-  for (size_t i = 0; i < cs->n; i++)
-    fold[i] = i;
-  rc = pfi_model_eval_folds(x, cs->n, k, cs->y, fold, cs->n, loo, pred_loo,
-                            r->err);
-  if (rc)
-    goto out;
-  /* LOCO folds: the classes present, renumbered 0..nf-1. */
-  size_t map[CAT__N] = {0}, nf = 0;
-  int seen[CAT__N] = {0};
-  for (size_t i = 0; i < cs->n; i++)
-    if (!seen[cs->cls[i]]) {
-      seen[cs->cls[i]] = 1;
-      map[cs->cls[i]] = nf++;
-    }
-  for (size_t i = 0; i < cs->n; i++)
-    cfold[i] = map[cs->cls[i]];
-  rc = pfi_model_eval_folds(x, cs->n, k, cs->y, cfold, nf, loco, pred_loco,
-                            r->err);
-out:
-  pfi_model_release(&m);
-  free(x);
-  free(fold);
-  free(cfold);
+  pfi_fit_result_release(&res);
   return rc;
 }
 
@@ -1707,12 +1660,13 @@ static int sec_ablation(struct pfi__report *r, const struct core_set *cs) {
                                      "loco_rho_published",
                                      "diff_loo_r2",
                                      "diff_loco_r2"};
-  struct pfi_rtable *t = pfi__report_table(
-      r, "ablation",
-      "Predictor ablation: seven predictor sets, in-sample, leave-one-out "
-      "(LOO) and leave-one-cluster-out (LOCO); R^2 out of sample is "
-      "1 - SSE_out/SST",
-      17, cols);
+  char title[400], cdesc[96];
+  snprintf(title, sizeof title,
+           "Predictor ablation: seven predictor sets, in-sample, "
+           "leave-one-out (LOO) and leave-one-cluster-out (LOCO; clusters "
+           "%s); R^2 out of sample is 1 - SSE_out/SST",
+           pfi_clusters_describe(&cs->fr.clusters, cdesc, sizeof cdesc));
+  struct pfi_rtable *t = pfi__report_table(r, "ablation", title, 17, cols);
   if (!t)
     return pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
   set_dec(t, "p", 0);
@@ -1802,11 +1756,11 @@ static int sec_heldout(struct pfi__report *r, const struct core_set *cs) {
     goto out;
   }
   for (size_t j = 0; j < k; j++)
-    if (!pfi_features_has(&r->feat, exprs[j])) {
+    if (!pfi_features_has(&r->js.f, exprs[j])) {
       missing(r, "the chosen model's feature is absent from features.csv.");
       goto out;
     }
-  if ((rc = pfi_model_design(&r->feat, cs->rows, cs->n,
+  if ((rc = pfi_model_design(&r->js.f, cs->rows, cs->n,
                              (const char *const *)exprs, k, x, r->err)) ||
       (rc = pfi_model_fit(x, cs->n, k, cs->y, (const char *const *)exprs, &m,
                           r->err)))
@@ -1833,7 +1787,7 @@ static int sec_heldout(struct pfi__report *r, const struct core_set *cs) {
       continue;
     int bad = 0;
     for (size_t j = 0; j < k; j++)
-      bad |= pfi_features_value(&r->feat, (size_t)g->feat, exprs[j], &xr[j],
+      bad |= pfi_features_value(&r->js.f, (size_t)g->feat, exprs[j], &xr[j],
                                 NULL) != 0;
     if (bad)
       continue;
@@ -1978,7 +1932,7 @@ static int sec_prediction(struct pfi__report *r) {
           "feature, the DRAM copy product (DRAM activity times memory-copy "
           "utilization); it is then applied to groups no model saw.");
   int rc = 0;
-  if (!r->have_feat) {
+  if (!r->js.have_features) {
     missing(r, "features.csv is not in the input.");
     goto done;
   }
@@ -2035,26 +1989,6 @@ static int sec_statistics(struct pfi__report *r) {
 static const double sim_cuts[] = {0.0,  0.05, 0.10, 0.15, 0.20,
                                   0.25, 0.30, 0.35, 0.40};
 #define N_SIM_CUTS (sizeof sim_cuts / sizeof sim_cuts[0])
-
-struct sim_lib {
-  struct pfi_problem prob;
-  size_t n;
-  double *pfi_in, *pfi_loo, *pfi_loco, *dcp, *weight_prod;
-  int *moe_ft, *is_ft, *gpus;
-};
-
-static void sim_lib_release(struct sim_lib *l) {
-  pfi_problem_release(&l->prob);
-  free(l->pfi_in);
-  free(l->pfi_loo);
-  free(l->pfi_loco);
-  free(l->dcp);
-  free(l->weight_prod);
-  free(l->moe_ft);
-  free(l->is_ft);
-  free(l->gpus);
-  memset(l, 0, sizeof *l);
-}
 
 static void sim_progress(size_t done, size_t total, void *arg) {
   struct pfi__report *r = arg;
@@ -2164,97 +2098,82 @@ static int sec_allocation(struct pfi__report *r) {
           "job's PFI with a model that did not see the job (leave-one-out "
           "and leave-one-cluster-out are the same model family).");
   int rc = 0;
-  struct sim_lib L;
-  memset(&L, 0, sizeof L);
+  struct core_set cs;
+  memset(&cs, 0, sizeof cs);
+  struct pfi_jobset_inputs ai;
+  memset(&ai, 0, sizeof ai);
+  pfi_problem_init(&ai.prob);
+  double *pfi_loo = NULL, *pfi_loco = NULL, *weight_prod = NULL;
   struct pfi_sim_result res[2], res_loo[2], res_loco[2];
   memset(res, 0, sizeof res);
   memset(res_loo, 0, sizeof res_loo);
   memset(res_loco, 0, sizeof res_loco);
-  if (!r->have_feat) {
+  char loco_label[64];
+  struct pfi_clusters cl;
+  pfi_clusters_parse(&cl, r->o->clusters);
+  snprintf(loco_label, sizeof loco_label, "leave-one-cluster-out (%s)",
+           pfi_clusters_name(&cl));
+  if (!r->js.have_features) {
     missing(r, "features.csv is not in the input (the strategies need the "
                "telemetry of each job).");
     goto done;
   }
-  pfi_problem_init(&L.prob);
-  size_t cap = r->ng + 1;
-  L.pfi_in = calloc(cap, sizeof(double));
-  L.pfi_loo = calloc(cap, sizeof(double));
-  L.pfi_loco = calloc(cap, sizeof(double));
-  L.dcp = calloc(cap, sizeof(double));
-  L.weight_prod = calloc(cap, sizeof(double));
-  L.moe_ft = calloc(cap, sizeof(int));
-  L.is_ft = calloc(cap, sizeof(int));
-  L.gpus = calloc(cap, sizeof(int));
-  if (!L.pfi_in || !L.pfi_loo || !L.pfi_loco || !L.dcp || !L.weight_prod ||
-      !L.moe_ft || !L.is_ft || !L.gpus) {
-    rc = pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
-    goto done;
-  }
-  /* The in-sample estimate: the chosen model fitted on all library jobs. */
-  struct core_set cs;
   if (core_build(r, &cs)) {
-    core_release(&cs);
     rc = pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
     goto done;
   }
-  double *x = calloc(cs.n + 1, sizeof *x);
-  struct pfi_model m;
-  memset(&m, 0, sizeof m);
-  const char *fname = pfi_default_model_features;
-  const char *names[1] = {fname};
-  if (!x)
-    r->nomem = 1;
-  if (!x || !pfi_features_has(&r->feat, fname) || cs.n < 5 ||
-      note_oom(r, pfi_model_design(&r->feat, cs.rows, cs.n, names, 1, x,
-                                   NULL)) != 0 ||
-      note_oom(r, pfi_model_fit(x, cs.n, 1, cs.y, names, &m, NULL)) != 0) {
-    missing(r, "the telemetry model (PFI on the DRAM copy product) could not "
-               "be fitted on the headline groups.");
-    free(x);
-    core_release(&cs);
+  size_t cap = cs.n + 1;
+  pfi_loo = calloc(cap, sizeof *pfi_loo);
+  pfi_loco = calloc(cap, sizeof *pfi_loco);
+  weight_prod = calloc(cap, sizeof *weight_prod);
+  if (!pfi_loo || !pfi_loco || !weight_prod) {
+    rc = pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
     goto done;
   }
-  /* The out-of-sample estimates exist when the prediction section could
-   * fit the chosen model leaving each job (or its cluster) out. */
-  int have_loo = 1, have_loco = 1;
-  for (size_t i = 0; i < cs.n; i++) {
-    const struct pfi__group *g = &r->g[cs.gi[i]];
-    if ((rc = pfi_problem_add_curve(&L.prob, g->c, r->err)) != 0)
-      break;
-    L.pfi_in[L.n] = pfi_model_predict(&m, &x[i]);
-    L.pfi_loo[L.n] = g->pred_loo;
-    L.pfi_loco[L.n] = g->pred_loco;
-    if (!isfinite(g->pred_loo))
-      have_loo = 0;
-    if (!isfinite(g->pred_loco))
-      have_loco = 0;
-    L.dcp[L.n] = x[i];
-    L.moe_ft[L.n] = g->cat == CAT_MOE_FT;
-    int moe = 0, ft = 0;
-    pfi_features_class(&r->feat, (size_t)g->feat, &moe, &ft, NULL);
-    L.is_ft[L.n] = ft;
-    L.gpus[L.n] = g->c->gpus > 0 ? g->c->gpus : 8;
-    L.n++;
-  }
-  pfi_model_release(&m);
-  free(x);
-  core_release(&cs);
-  if (rc)
-    goto done;
-
   char mixpath[4096];
   int have_prod =
       pfi_data_path("mixes/production.csv", mixpath, sizeof mixpath, NULL) == 0;
+  unsigned all = 0;
+  for (int s = 0; s < PFI_STRAT__COUNT; s++)
+    all |= 1u << s;
+  /* The in-sample estimate: the chosen model fitted on all library jobs;
+   * the inputs as `pfi simulate` builds them from the same job set. */
+  struct pfi_estimate_opts eo;
+  pfi_estimate_opts_init(&eo);
+  eo.clusters = cl;
+  struct pfi_error e;
+  if (cs.n < 5 || !pfi_features_has(&r->js.f, pfi_default_model_features)) {
+    missing(r, "the telemetry model (PFI on the DRAM copy product) could not "
+               "be fitted on the headline groups.");
+    goto done;
+  }
+  if (note_oom(r, pfi_jobset_inputs_build(&cs.js, all, have_prod, &eo, &ai,
+                                          &e)) != 0) {
+    char msg[PFI_ERROR_MSG_MAX + 128];
+    snprintf(msg, sizeof msg,
+             "the allocation inputs could not be built from the headline "
+             "groups: %s",
+             e.msg);
+    missing(r, msg);
+    goto done;
+  }
+  /* Out of sample: each job's PFI estimated by a model that did not see
+   * it (leave-one-out) or its cluster (leave-one-cluster-out). */
+  eo.holdout = PFI_HOLDOUT_JOB;
+  int have_loo =
+      note_oom(r, pfi_jobset_estimate(&cs.js, &eo, pfi_loo, &e)) == 0;
+  eo.holdout = PFI_HOLDOUT_CLUSTER;
+  int have_loco =
+      note_oom(r, pfi_jobset_estimate(&cs.js, &eo, pfi_loco, &e)) == 0;
+  if (r->nomem)
+    goto done;
   size_t fallbacks = 0;
   if (have_prod &&
-      note_oom(r, pfi_mix_weights(mixpath, L.is_ft, L.gpus, L.n, L.weight_prod,
+      note_oom(r, pfi_mix_weights(mixpath, ai.is_ft, ai.gpus, cs.n, weight_prod,
                                   &fallbacks, NULL)) != 0)
     have_prod = 0;
   static const char *const mixes[2] = {"random", "production"};
   int nmix = have_prod ? 2 : 1;
-  unsigned all = 0;
-  for (int s = 0; s < PFI_STRAT__COUNT; s++)
-    all |= 1u << s;
   unsigned est_only = (1u << PFI_STRAT_ORACLE) | (1u << PFI_STRAT_EQUAL) |
                       (1u << PFI_STRAT_PFI_AWARE) | (1u << PFI_STRAT_PFI_CURVE);
   for (int mi = 0; mi < nmix; mi++) {
@@ -2265,30 +2184,29 @@ static int sec_allocation(struct pfi__report *r) {
         .ncuts = N_SIM_CUTS,
         .strategies = all,
         .seed = r->o->seed,
-        .sample_weight = mi == 1 ? L.weight_prod : NULL,
+        .sample_weight = mi == 1 ? weight_prod : NULL,
         .progress = sim_progress,
         .progress_arg = r};
-    struct pfi_alloc_inputs in = {
-        .pfi = L.pfi_in, .dram_copy = L.dcp, .moe_ft = L.moe_ft};
+    struct pfi_alloc_inputs in = ai.in;
     pfi__report_progress(r, "allocation simulation: %s mix", mixes[mi]);
-    rc = pfi_sim_run(&L.prob, &in, &cfg, &res[mi], r->err);
+    rc = pfi_sim_run(&ai.prob, &in, &cfg, &res[mi], r->err);
     /* Out of sample: each job's PFI estimated by a model that did not see
      * the job (leave-one-out) or its architecture-task cluster (LOCO).
      * Only the strategies that read the estimate change. */
     cfg.strategies = est_only;
     if (rc == 0 && have_loo) {
-      in.pfi = L.pfi_loo;
+      in.pfi = pfi_loo;
       pfi__report_progress(
           r, "allocation simulation: %s mix, leave-one-out estimates",
           mixes[mi]);
-      rc = pfi_sim_run(&L.prob, &in, &cfg, &res_loo[mi], r->err);
+      rc = pfi_sim_run(&ai.prob, &in, &cfg, &res_loo[mi], r->err);
     }
     if (rc == 0 && have_loco) {
-      in.pfi = L.pfi_loco;
+      in.pfi = pfi_loco;
       pfi__report_progress(
           r, "allocation simulation: %s mix, leave-one-cluster-out estimates",
           mixes[mi]);
-      rc = pfi_sim_run(&L.prob, &in, &cfg, &res_loco[mi], r->err);
+      rc = pfi_sim_run(&ai.prob, &in, &cfg, &res_loco[mi], r->err);
     }
     if (rc == PFI_ENOMEM)
       goto done;
@@ -2323,13 +2241,15 @@ static int sec_allocation(struct pfi__report *r) {
                                      "vs_pfi_aware_hi",
                                      "gap_closed_pct_published",
                                      "diff"};
-  struct pfi_rtable *t = pfi__report_table(
-      r, "allocation",
-      "Allocation simulation: gap to the oracle (tokens/s per job, 95 % "
-      "interval), share of the equal-weight gap closed, and the difference "
-      "to pfi-aware (positive: better); published: the paper's 63 % at a "
-      "30 % cut, production mix",
-      13, cols);
+  char title[512], cdesc[96];
+  snprintf(title, sizeof title,
+           "Allocation simulation: gap to the oracle (tokens/s per job, 95 %% "
+           "interval), share of the equal-weight gap closed, and the "
+           "difference to pfi-aware (positive: better); leave-one-cluster-out "
+           "clusters %s; published: the paper's 63 %% at a 30 %% cut, "
+           "production mix",
+           pfi_clusters_describe(&cl, cdesc, sizeof cdesc));
+  struct pfi_rtable *t = pfi__report_table(r, "allocation", title, 13, cols);
   if (!t) {
     rc = pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
     goto done;
@@ -2353,7 +2273,7 @@ static int sec_allocation(struct pfi__report *r) {
                     (1u << PFI_STRAT_PFI_AWARE) | (1u << PFI_STRAT_PFI_CURVE),
                     &d1, &d2);
     if (!rc)
-      rc = sim_rows(r, t, mixes[mi], "leave-one-cluster-out", &res_loco[mi],
+      rc = sim_rows(r, t, mixes[mi], loco_label, &res_loco[mi],
                     (1u << PFI_STRAT_PFI_AWARE) | (1u << PFI_STRAT_PFI_CURVE),
                     &d1, &d2);
   }
@@ -2382,7 +2302,11 @@ done:
     pfi_sim_result_release(&res_loo[i]);
     pfi_sim_result_release(&res_loco[i]);
   }
-  sim_lib_release(&L);
+  core_release(&cs);
+  pfi_jobset_inputs_release(&ai);
+  free(pfi_loo);
+  free(pfi_loco);
+  free(weight_prod);
   pfi_html_puts(&r->body, "</section>\n");
   return rc;
 }
@@ -2424,7 +2348,6 @@ int pfi_report_build(const char *in_dir, const char *out_dir,
   memset(&r, 0, sizeof r);
   r.o = o;
   r.err = err;
-  pfi_curveset_init(&r.cs);
   pfi_html_init(&r.body);
   int rc = pfi_report_mkdirs(out_dir, err);
   if (rc)
@@ -2433,7 +2356,7 @@ int pfi_report_build(const char *in_dir, const char *out_dir,
   if ((rc = load_inputs(&r, in_dir)) != 0)
     goto out;
   pfi__report_progress(&r, "report: PFI and 95 %% intervals of %zu groups",
-                       r.cs.n);
+                       r.js.cs.n);
   if ((rc = compute_groups(&r)) != 0)
     goto out;
   /* Scratch arrays of the sections: one slot per group or published row,
@@ -2503,9 +2426,7 @@ out:
   free(r.sc);
   free(r.sd);
   free(r.sg);
-  pfi_curveset_release(&r.cs);
-  if (r.have_feat)
-    pfi_features_release(&r.feat);
+  pfi_jobset_release(&r.js);
   if (r.have_mech)
     pfi_table_release(&r.mech);
   if (r.have_pub_head)

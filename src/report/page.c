@@ -75,13 +75,15 @@ static void notice(struct pfi__report *r, struct pfi_html *b) {
                      "shown beside them, labelled published.</div>\n");
     return;
   }
-  if (strcmp(r->source, "emulated") == 0 || strcmp(r->source, "mixed") == 0) {
+  int mixed_emu = strcmp(r->source, "mixed") == 0 && r->js.any_emulated;
+  if (strcmp(r->source, "emulated") == 0 || mixed_emu) {
     pfi_html_puts(
         b, "<div class=\"notice\" id=\"provenance\"><strong>EMULATED DATA, "
            "NOT MEASUREMENTS.</strong> ");
-    if (strcmp(r->source, "mixed") == 0)
-      pfi_html_puts(b, "Some curves in this report are emulated and some "
-                       "measured (see the source column of curves.csv). ");
+    if (mixed_emu)
+      pfi_html_puts(b, "Some rows of this report's input are emulated and "
+                       "some are not (see the source columns of curves.csv "
+                       "and features.csv). ");
     pfi_html_puts(
         b, "The emulated curves and telemetry come from pfi's physical model "
            "of H200 and H100 GPUs under a power cap, whose per-job parameters "
@@ -124,11 +126,12 @@ int pfi__report_page(struct pfi__report *r, const char *out_dir) {
     pts += r->g[i].c->n;
   }
   if (!r->o->what_ran)
-    pfi_html_printf(&b,
-                    "The input holds %zu groups (%zu without an @h100 suffix, of "
-                    "which %zu are the paper's held-out groups; %zu H100) "
-                    "with %zu runs in all.",
-                    r->ng, n_h200, n_held, n_h100, pts);
+    pfi_html_printf(
+        &b,
+        "The input holds %zu groups (%zu without an @h100 suffix, of "
+        "which %zu are the paper's held-out groups; %zu H100) "
+        "with %zu runs in all.",
+        r->ng, n_h200, n_held, n_h100, pts);
   pfi_html_printf(&b,
                   " Intervals: %zu Monte Carlo draws per group; seed %lu."
                   "</p>\n",

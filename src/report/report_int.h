@@ -8,6 +8,7 @@
 #include "pfi/csv.h"
 #include "pfi/curve.h"
 #include "pfi/features.h"
+#include "pfi/jobset.h"
 #include "pfi/report.h"
 
 struct pfi__group {
@@ -34,14 +35,12 @@ struct pfi__group {
 struct pfi__report {
   const struct pfi_report_opts *o;
   struct pfi_error *err;
-  struct pfi_curveset cs;
-  struct pfi_features feat;
-  int have_feat;
+  struct pfi_jobset js; /* curves.csv joined with features.csv */
   struct pfi_table mech;
   int have_mech;
   struct pfi_table pub_head, pub_held, pub_h100, pub_grid, pub_abl;
   int have_pub_head, have_pub_held, have_pub_h100, have_pub_grid, have_pub_abl;
-  char source[16]; /* emulated, measured, mixed, unknown */
+  char source[16]; /* pfi_provenance_name() of the job set */
   struct pfi__group *g;
   size_t ng;
   struct pfi_rtable tabs[32];

@@ -1,0 +1,906 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* A job set: curves joined with features, true PFI, provenance, PFI
+ * estimates, clusters, allocation inputs (jobset.h). */
+#include "pfi/jobset.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "pfi/csv.h"
+#include "pfi/data.h"
+#include "pfi/index.h"
+
+/* ---- provenance ---------------------------------------------------------- */
+
+const char *pfi_provenance_name(enum pfi_provenance p) {
+  switch (p) {
+  case PFI_PROV_MEASURED:
+    return "measured";
+  case PFI_PROV_EMULATED:
+    return "emulated";
+  case PFI_PROV_PUBLISHED:
+    return "published";
+  case PFI_PROV_MIXED:
+    return "mixed";
+  default:
+    return "unstated";
+  }
+}
+
+/* Counts of each kind of cell: emulated, measured, published, other. */
+static void prov_count(const struct pfi_table *t, size_t cnt[4]) {
+  static const char *const cols[] = {"provenance", "source", "origin", NULL};
+  for (size_t k = 0; cols[k]; k++) {
+    int c = pfi_table_find(t, cols[k]);
+    if (c < 0)
+      continue;
+    for (size_t r = 0; r < t->nrows; r++) {
+      const char *v = pfi_table_cell(t, r, (size_t)c);
+      if (v && strstr(v, "emulated"))
+        cnt[0]++;
+      else if (v && strcasecmp(v, "measured") == 0)
+        cnt[1]++;
+      else if (v && strcasecmp(v, "published") == 0)
+        cnt[2]++;
+      else
+        cnt[3]++;
+    }
+  }
+}
+
+static enum pfi_provenance prov_of_counts(const size_t cnt[4]) {
+  static const enum pfi_provenance kind[3] = {
+      PFI_PROV_EMULATED, PFI_PROV_MEASURED, PFI_PROV_PUBLISHED};
+  size_t known = 0;
+  int which = -1;
+  for (int i = 0; i < 3; i++)
+    if (cnt[i]) {
+      known++;
+      which = i;
+    }
+  if (known == 0)
+    return PFI_PROV_UNSTATED;
+  if (known == 1 && cnt[3] == 0)
+    return kind[which];
+  return PFI_PROV_MIXED;
+}
+
+enum pfi_provenance pfi_table_provenance(const struct pfi_table *t,
+                                         int *any_emulated) {
+  size_t cnt[4] = {0};
+  prov_count(t, cnt);
+  if (any_emulated)
+    *any_emulated = cnt[0] > 0;
+  return prov_of_counts(cnt);
+}
+
+/* Two files together: one that states nothing defers to the other. */
+static enum pfi_provenance prov_join(enum pfi_provenance a,
+                                     enum pfi_provenance b) {
+  if (a == PFI_PROV_UNSTATED)
+    return b;
+  if (b == PFI_PROV_UNSTATED || a == b)
+    return a;
+  return PFI_PROV_MIXED;
+}
+
+const char *pfi_jobset_provenance(const struct pfi_jobset *js) {
+  return pfi_provenance_name(js->prov);
+}
+
+/* ---- clusters ------------------------------------------------------------ */
+
+void pfi_clusters_init(struct pfi_clusters *c) {
+  c->kind = PFI_CLUSTERS_ARCHTASK;
+  c->column = NULL;
+}
+
+void pfi_clusters_parse(struct pfi_clusters *c, const char *s) {
+  pfi_clusters_init(c);
+  if (!s || !*s || strcmp(s, "archtask") == 0)
+    return;
+  if (strcmp(s, "pooled") == 0) {
+    c->kind = PFI_CLUSTERS_POOLED;
+    return;
+  }
+  c->kind = PFI_CLUSTERS_COLUMN;
+  c->column = s;
+}
+
+const char *pfi_clusters_name(const struct pfi_clusters *c) {
+  switch (c->kind) {
+  case PFI_CLUSTERS_POOLED:
+    return "pooled";
+  case PFI_CLUSTERS_COLUMN:
+    return c->column ? c->column : "";
+  default:
+    return "archtask";
+  }
+}
+
+const char *pfi_clusters_describe(const struct pfi_clusters *c, char *buf,
+                                  size_t n) {
+  switch (c->kind) {
+  case PFI_CLUSTERS_POOLED:
+    snprintf(buf, n,
+             "pooled: 3 classes, dense pretraining and fine-tuning "
+             "pooled");
+    break;
+  case PFI_CLUSTERS_COLUMN:
+    snprintf(buf, n, "column %s", c->column ? c->column : "");
+    break;
+  default:
+    snprintf(buf, n, "archtask: 4 architecture x task clusters");
+  }
+  return buf;
+}
+
+const char *pfi_clusters_of(const struct pfi_clusters *c,
+                            const struct pfi_features *f, size_t r,
+                            struct pfi_error *err) {
+  if (c->kind == PFI_CLUSTERS_COLUMN) {
+    if (!c->column || pfi_table_find(&f->t, c->column) < 0) {
+      pfi_error_set(err, PFI_ENOTFOUND, "features file %s has no column %s",
+                    f->t.name, c->column ? c->column : "");
+      return NULL;
+    }
+    const char *s = pfi_features_text(f, r, c->column);
+    return s ? s : "";
+  }
+  return c->kind == PFI_CLUSTERS_POOLED ? pfi_features_cluster(f, r, err)
+                                        : pfi_features_archtask(f, r, err);
+}
+
+/* ---- loading ------------------------------------------------------------- */
+
+/* Ratio PFI of every curve, on every point (the PFI's reference is the
+ * highest cap, which a truncated copy would miss). */
+static int true_pfi_all(struct pfi_jobset *js, struct pfi_error *err) {
+  size_t n = js->cs.n, mmax = 1;
+  for (size_t i = 0; i < n; i++)
+    if (js->cs.c[i].n > mmax)
+      mmax = js->cs.c[i].n;
+  double *cap = malloc(mmax * sizeof *cap), *pw = malloc(mmax * sizeof *pw),
+         *tk = malloc(mmax * sizeof *tk);
+  int rc = 0;
+  if (!cap || !pw || !tk) {
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  for (size_t i = 0; i < n; i++) {
+    const struct pfi_curve *c = &js->cs.c[i];
+    for (size_t k = 0; k < c->n; k++) {
+      cap[k] = c->pts[k].cap_w;
+      pw[k] = c->pts[k].power_w;
+      tk[k] = c->pts[k].tokens_per_s;
+    }
+    double v;
+    if (pfi_index_ratio(cap, pw, tk, c->n, &v, NULL) == 1) {
+      js->true_pfi[i] = v;
+      js->pfi_ok[i] = 1;
+    }
+  }
+out:
+  free(cap);
+  free(pw);
+  free(tk);
+  return rc;
+}
+
+/* Provenance of the curves file (read again as a table: the curves reader
+ * keeps no provenance column). Standard input cannot be read twice: its
+ * provenance is unstated. */
+static int curves_provenance(struct pfi_jobset *js, const char *cpath,
+                             struct pfi_error *err) {
+  if (!cpath || strcmp(cpath, "-") == 0)
+    return 0;
+  struct pfi_table t;
+  int rc = pfi_table_load(&t, cpath, err);
+  if (rc < 0)
+    return rc;
+  int em = 0;
+  js->prov = pfi_table_provenance(&t, &em);
+  js->any_emulated |= em;
+  pfi_table_release(&t);
+  return 0;
+}
+
+int pfi_jobset_load(struct pfi_jobset *js, const char *cpath, const char *map,
+                    const char *fpath, struct pfi_error *err) {
+  memset(js, 0, sizeof *js);
+  pfi_curveset_init(&js->cs);
+  int rc = 0;
+  if (cpath) {
+    if ((rc = pfi_curveset_read(&js->cs, cpath, map, err)) < 0)
+      return rc;
+    js->have_curves = 1;
+  }
+  size_t n = js->cs.n;
+  js->frow = calloc(n + 1, sizeof *js->frow);
+  js->true_pfi = calloc(n + 1, sizeof *js->true_pfi);
+  js->pfi_ok = calloc(n + 1, sizeof *js->pfi_ok);
+  if (!js->frow || !js->true_pfi || !js->pfi_ok) {
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    goto fail;
+  }
+  for (size_t i = 0; i < n; i++)
+    js->frow[i] = -1;
+  if ((rc = true_pfi_all(js, err)) < 0)
+    goto fail;
+  if ((rc = curves_provenance(js, cpath, err)) < 0)
+    goto fail;
+  js->nmissing = n;
+  if (fpath) {
+    if ((rc = pfi_features_load(&js->f, fpath, err)) < 0)
+      goto fail;
+    js->have_features = 1;
+    js->nmissing = 0;
+    for (size_t i = 0; i < n; i++) {
+      js->frow[i] = pfi_features_row(&js->f, js->cs.c[i].job);
+      js->nmissing += js->frow[i] < 0;
+    }
+    int em = 0;
+    js->prov = prov_join(js->prov, pfi_table_provenance(&js->f.t, &em));
+    js->any_emulated |= em;
+  }
+  return 0;
+fail:
+  pfi_jobset_release(js);
+  return rc;
+}
+
+int pfi_jobset_subset(const struct pfi_jobset *src, const unsigned char *keep,
+                      struct pfi_jobset *dst, struct pfi_error *err) {
+  memset(dst, 0, sizeof *dst);
+  pfi_curveset_init(&dst->cs);
+  size_t n = 0;
+  for (size_t i = 0; i < src->cs.n; i++)
+    n += keep[i] != 0;
+  dst->cs.c = calloc(n + 1, sizeof *dst->cs.c);
+  dst->cs.cap = n + 1;
+  dst->frow = calloc(n + 1, sizeof *dst->frow);
+  dst->true_pfi = calloc(n + 1, sizeof *dst->true_pfi);
+  dst->pfi_ok = calloc(n + 1, sizeof *dst->pfi_ok);
+  if (src->cs.source)
+    dst->cs.source = strdup(src->cs.source);
+  if (!dst->cs.c || !dst->frow || !dst->true_pfi || !dst->pfi_ok ||
+      (src->cs.source && !dst->cs.source))
+    goto nomem;
+  for (size_t i = 0; i < src->cs.n; i++) {
+    if (!keep[i])
+      continue;
+    const struct pfi_curve *c = &src->cs.c[i];
+    struct pfi_curve *d = &dst->cs.c[dst->cs.n];
+    *d = *c;
+    d->job = strdup(c->job);
+    d->pts = malloc((c->n + 1) * sizeof *d->pts);
+    d->cap = c->n + 1;
+    if (!d->job || !d->pts) {
+      free(d->job);
+      free(d->pts);
+      memset(d, 0, sizeof *d);
+      goto nomem;
+    }
+    memcpy(d->pts, c->pts, c->n * sizeof *d->pts);
+    size_t j = dst->cs.n++;
+    dst->frow[j] = src->frow[i];
+    dst->true_pfi[j] = src->true_pfi[i];
+    dst->pfi_ok[j] = src->pfi_ok[i];
+    dst->nmissing += src->frow[i] < 0;
+  }
+  dst->have_curves = src->have_curves;
+  dst->have_features = src->have_features;
+  if (src->have_features) {
+    dst->f = src->f;
+    dst->features_borrowed = 1;
+  } else {
+    dst->nmissing = dst->cs.n;
+  }
+  dst->prov = src->prov;
+  dst->any_emulated = src->any_emulated;
+  return 0;
+nomem:
+  pfi_jobset_release(dst);
+  return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+}
+
+void pfi_jobset_release(struct pfi_jobset *js) {
+  pfi_curveset_release(&js->cs);
+  if (js->have_features && !js->features_borrowed)
+    pfi_features_release(&js->f);
+  free(js->frow);
+  free(js->true_pfi);
+  free(js->pfi_ok);
+  memset(js, 0, sizeof *js);
+}
+
+int pfi_jobset_require_features(const struct pfi_jobset *js, const char *why,
+                                struct pfi_error *err) {
+  if (!js->have_features)
+    return pfi_error_set(err, PFI_EINVAL, "%s needs --features FILE", why);
+  if (js->nmissing == 0)
+    return 0;
+  char list[256] = "";
+  size_t shown = 0;
+  for (size_t i = 0; i < js->cs.n && shown < 5; i++)
+    if (js->frow[i] < 0) {
+      size_t l = strlen(list);
+      snprintf(list + l, sizeof list - l, "%s%s", shown ? ", " : "",
+               js->cs.c[i].job);
+      shown++;
+    }
+  return pfi_error_setloc(err, PFI_EPARSE, js->f.t.name, 0, 0,
+                          "%zu of %zu jobs of %s have no row here (%s%s); %s "
+                          "needs features for every job",
+                          js->nmissing, js->cs.n,
+                          js->cs.source ? js->cs.source : "the curves", list,
+                          js->nmissing > shown ? ", ..." : "", why);
+}
+
+int pfi_jobset_gpus(const struct pfi_jobset *js, size_t i, int *gpus,
+                    struct pfi_error *err) {
+  long r = js->have_features ? js->frow[i] : -1;
+  int gc = js->have_features ? pfi_table_find(&js->f.t, "gpus") : -1;
+  if (r >= 0 && gc >= 0) {
+    double g;
+    int rc = pfi_features_value(&js->f, (size_t)r, "gpus", &g, err);
+    if (rc < 0)
+      return rc;
+    /* A GPU count is a positive whole number; converting a value beyond
+     * INT_MAX to int is undefined behaviour. */
+    if (!(g >= 1 && g <= 1e9) || g != floor(g))
+      return pfi_error_setloc(
+          err, PFI_EPARSE, js->f.t.name, js->f.t.line[r],
+          js->f.t.col[(size_t)r * js->f.t.ncols + (size_t)gc],
+          "gpus must be a whole number from 1 to 1e9, "
+          "not %g",
+          g);
+    *gpus = (int)g;
+    return 0;
+  }
+  /* The curves reader accepts whole numbers from 1 to 1e6 only. */
+  if (js->cs.c[i].gpus > 0) {
+    *gpus = js->cs.c[i].gpus;
+    return 0;
+  }
+  return pfi_error_set(err, PFI_ENOTFOUND,
+                       "job %s: no GPU count (a gpus column in the features "
+                       "or the curves)",
+                       js->cs.c[i].job);
+}
+
+/* ---- estimates ----------------------------------------------------------- */
+
+void pfi_estimate_opts_init(struct pfi_estimate_opts *o) {
+  memset(o, 0, sizeof *o);
+  pfi_clusters_init(&o->clusters);
+}
+
+/* Out-of-sample estimates for the m fitted jobs (design rows x, targets y,
+ * curve indices map) into est. */
+static int holdout_estimates(const struct pfi_jobset *js,
+                             const struct pfi_estimate_opts *o, const double *x,
+                             size_t m, size_t k, const double *y,
+                             const size_t *map, double *est,
+                             struct pfi_error *err) {
+  size_t *fold = malloc((m + 1) * sizeof *fold);
+  const char **names = malloc((m + 1) * sizeof *names);
+  double *pred = malloc((m + 1) * sizeof *pred);
+  int rc = 0;
+  if (!fold || !names || !pred) {
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  size_t nf = 0;
+  for (size_t q = 0; q < m; q++) {
+    if (o->holdout == PFI_HOLDOUT_JOB) {
+      fold[q] = q;
+      nf = m;
+      continue;
+    }
+    const char *c =
+        pfi_clusters_of(&o->clusters, &js->f, (size_t)js->frow[map[q]], err);
+    if (!c) {
+      rc = err ? err->code : PFI_ENOTFOUND;
+      goto out;
+    }
+    size_t z = 0;
+    while (z < nf && strcmp(names[z], c) != 0)
+      z++;
+    if (z == nf)
+      names[nf++] = c;
+    fold[q] = z;
+  }
+  struct pfi_eval ev;
+  if ((rc = pfi_model_eval_folds(x, m, k, y, fold, nf, &ev, pred, err)) < 0)
+    goto out;
+  if (!ev.defined) {
+    rc = pfi_error_set(err, PFI_EINVAL, "hold-out estimates undefined: %s",
+                       ev.why);
+    goto out;
+  }
+  for (size_t q = 0; q < m; q++)
+    est[map[q]] = pred[q];
+out:
+  free(fold);
+  free(names);
+  free(pred);
+  return rc;
+}
+
+static int estimate_model(const struct pfi_jobset *js,
+                          const struct pfi_estimate_opts *o, double *est,
+                          struct pfi_error *err) {
+  size_t n = js->cs.n, k = 0;
+  int rc = 0;
+  char **names = NULL;
+  double *x = NULL, *xfit = NULL, *y = NULL;
+  size_t *rows = NULL, *map = NULL;
+  if (o->model) {
+    k = o->model->k;
+  } else if ((rc = pfi_strlist_split(o->features ? o->features
+                                                 : pfi_default_model_features,
+                                     &names, &k, err)) < 0) {
+    return rc;
+  }
+  const char *const *exprs = o->model ? (const char *const *)o->model->features
+                                      : (const char *const *)names;
+  rows = malloc((n + 1) * sizeof *rows);
+  map = malloc((n + 1) * sizeof *map);
+  x = malloc((n * k + 1) * sizeof *x);
+  xfit = malloc((n * k + 1) * sizeof *xfit);
+  y = malloc((n + 1) * sizeof *y);
+  if (!rows || !map || !x || !xfit || !y) {
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  for (size_t i = 0; i < n; i++)
+    rows[i] = (size_t)js->frow[i];
+  if ((rc = pfi_model_design(&js->f, rows, n, exprs, k, x, err)) < 0)
+    goto out;
+  if (o->model) {
+    for (size_t i = 0; i < n; i++)
+      est[i] = pfi_model_predict(o->model, x + i * k);
+    goto out;
+  }
+  /* Fit on the selected jobs whose PFI is defined (compact copies). */
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++)
+    if (js->pfi_ok[i] && (!o->fit_on || o->fit_on[i])) {
+      memcpy(xfit + m * k, x + i * k, k * sizeof *x);
+      y[m] = js->true_pfi[i];
+      map[m++] = i;
+    }
+  if (m < 3) {
+    rc = pfi_error_set(err, PFI_EINVAL,
+                       "only %zu jobs have a defined PFI: too few to fit the "
+                       "telemetry model",
+                       m);
+    goto out;
+  }
+  struct pfi_model fit;
+  if ((rc = pfi_model_fit(xfit, m, k, y, exprs, &fit, err)) < 0)
+    goto out;
+  for (size_t i = 0; i < n; i++)
+    est[i] = pfi_model_predict(&fit, x + i * k);
+  pfi_model_release(&fit);
+  if (o->holdout != PFI_HOLDOUT_NONE)
+    rc = holdout_estimates(js, o, xfit, m, k, y, map, est, err);
+out:
+  /* Coefficients times features can overflow: an estimate of inf or NaN
+   * would silently become weight 0 (or a straight-line curve) in the
+   * strategies, so it is bad input. */
+  for (size_t i = 0; rc == 0 && i < n; i++)
+    if (!isfinite(est[i])) {
+      long fr = js->frow[i];
+      rc = pfi_error_setloc(
+          err, PFI_EPARSE, js->f.t.name,
+          fr >= 0 && js->f.t.line ? js->f.t.line[fr] : 0, 0,
+          "job %s: the model's PFI estimate is not finite (its terms overflow)",
+          js->cs.c[i].job);
+    }
+  pfi_strlist_free(names);
+  free(rows);
+  free(map);
+  free(x);
+  free(xfit);
+  free(y);
+  return rc;
+}
+
+int pfi_jobset_estimate(const struct pfi_jobset *js,
+                        const struct pfi_estimate_opts *o, double *est,
+                        struct pfi_error *err) {
+  if (o->true_pfi) {
+    for (size_t i = 0; i < js->cs.n; i++) {
+      if (!js->pfi_ok[i])
+        return pfi_error_setloc(err, PFI_EPARSE, js->cs.source,
+                                js->cs.c[i].first_line, 0,
+                                "job %s: PFI undefined%s", js->cs.c[i].job,
+                                o->undefined_note ? o->undefined_note : "");
+      est[i] = js->true_pfi[i];
+    }
+    return 0;
+  }
+  int rc = pfi_jobset_require_features(js, "PFI estimation", err);
+  if (rc < 0)
+    return rc;
+  return estimate_model(js, o, est, err);
+}
+
+int pfi_jobset_fit_model(const struct pfi_jobset *js, const char *features,
+                         struct pfi_model *m, struct pfi_error *err) {
+  char **names = NULL;
+  size_t k = 0, n = js->cs.n, q = 0;
+  int rc = pfi_strlist_split(features ? features : pfi_default_model_features,
+                             &names, &k, err);
+  if (rc < 0)
+    return rc;
+  size_t *rows = malloc((n + 1) * sizeof *rows);
+  double *x = malloc((n * k + 1) * sizeof *x), *y = malloc((n + 1) * sizeof *y);
+  if (!rows || !x || !y) {
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  for (size_t i = 0; i < n; i++)
+    if (js->pfi_ok[i] && js->frow[i] >= 0) {
+      rows[q] = (size_t)js->frow[i];
+      y[q] = js->true_pfi[i];
+      q++;
+    }
+  if (q < 3) {
+    rc = pfi_error_set(err, PFI_EINVAL,
+                       "only %zu library jobs have a defined PFI and "
+                       "features: too few to fit the telemetry model",
+                       q);
+    goto out;
+  }
+  if ((rc = pfi_model_design(&js->f, rows, q, (const char *const *)names, k, x,
+                             err)) < 0)
+    goto out;
+  rc = pfi_model_fit(x, q, k, y, (const char *const *)names, m, err);
+out:
+  pfi_strlist_free(names);
+  free(rows);
+  free(x);
+  free(y);
+  return rc;
+}
+
+/* ---- fit rows ------------------------------------------------------------ */
+
+void pfi_fitrows_release(struct pfi_fitrows *r) {
+  free(r->row);
+  free(r->job);
+  free(r->y);
+  free(r->fold);
+  free(r->fold_name);
+  free(r->fold_n);
+  memset(r, 0, sizeof *r);
+}
+
+static int fitrows_folds(const struct pfi_features *f, struct pfi_fitrows *r,
+                         struct pfi_error *err) {
+  const struct pfi_clusters *cl = &r->clusters;
+  if (cl->kind == PFI_CLUSTERS_COLUMN &&
+      (!cl->column || pfi_table_find(&f->t, cl->column) < 0))
+    /* A cluster column asked for by name and missing is a mistake to
+     * report, not a LOCO row of n/a. */
+    return pfi_error_setloc(err, PFI_EPARSE, f->t.name, 1, 1,
+                            "--cluster: no column '%s'",
+                            cl->column ? cl->column : "");
+  for (size_t i = 0; i < r->n; i++) {
+    struct pfi_error e2;
+    const char *name = pfi_clusters_of(cl, f, r->row[i], &e2);
+    if (!name && cl->kind == PFI_CLUSTERS_POOLED)
+      return pfi_error_setloc(err, PFI_EPARSE, f->t.name, 1, 1,
+                              "--cluster pooled needs arch and task columns");
+    if (!name) {
+      snprintf(r->loco_why, sizeof r->loco_why,
+               "no arch and task columns (use --cluster COL)");
+      r->nfolds = 0;
+      return 0;
+    }
+    size_t k = 0;
+    while (k < r->nfolds && strcmp(r->fold_name[k], name) != 0)
+      k++;
+    if (k == r->nfolds)
+      r->fold_name[r->nfolds++] = name;
+    r->fold[i] = k;
+    r->fold_n[k]++;
+  }
+  if (r->nfolds < 2)
+    snprintf(r->loco_why, sizeof r->loco_why, "fewer than 2 clusters");
+  return 0;
+}
+
+int pfi_fitrows_build(const struct pfi_jobset *js, const char *pfi_column,
+                      const unsigned char *select,
+                      const struct pfi_clusters *clusters,
+                      struct pfi_fitrows *r, struct pfi_error *err) {
+  memset(r, 0, sizeof *r);
+  if (clusters)
+    r->clusters = *clusters;
+  else
+    pfi_clusters_init(&r->clusters);
+  if (!js->have_features)
+    return pfi_error_set(err, PFI_EINVAL, "a fit needs a features file");
+  const struct pfi_features *f = &js->f;
+  size_t cap = f->t.nrows + js->cs.n + 1;
+  r->row = malloc(cap * sizeof *r->row);
+  r->job = malloc(cap * sizeof *r->job);
+  r->y = malloc(cap * sizeof *r->y);
+  r->fold = calloc(cap, sizeof *r->fold);
+  r->fold_name = calloc(cap, sizeof *r->fold_name);
+  r->fold_n = calloc(cap, sizeof *r->fold_n);
+  if (!r->row || !r->job || !r->y || !r->fold || !r->fold_name || !r->fold_n)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  if (pfi_column) {
+    int c = pfi_table_find(&f->t, pfi_column);
+    if (c < 0)
+      return pfi_error_setloc(err, PFI_EPARSE, f->t.name, 1, 1,
+                              "no column '%s'", pfi_column);
+    for (size_t i = 0; i < f->t.nrows; i++) {
+      int rc = pfi_table_double(&f->t, i, (size_t)c, &r->y[r->n], err);
+      if (rc < 0)
+        return rc;
+      r->job[r->n] = (size_t)-1;
+      r->row[r->n++] = i;
+    }
+  } else {
+    for (size_t i = 0; i < js->cs.n; i++) {
+      if (select && !select[i])
+        continue;
+      if (js->frow[i] < 0) {
+        r->no_features++;
+        continue;
+      }
+      if (!js->pfi_ok[i]) {
+        r->undefined++;
+        continue;
+      }
+      r->row[r->n] = (size_t)js->frow[i];
+      r->job[r->n] = i;
+      r->y[r->n++] = js->true_pfi[i];
+    }
+    for (size_t q = 0; q < f->t.nrows; q++) {
+      int found = 0;
+      for (size_t i = 0; i < js->cs.n && !found; i++)
+        found = js->frow[i] == (long)q;
+      r->no_curve += !found;
+    }
+  }
+  return fitrows_folds(f, r, err);
+}
+
+void pfi_fit_result_release(struct pfi_fit_result *res) {
+  if (res->ok)
+    pfi_model_release(&res->m);
+  memset(res, 0, sizeof *res);
+}
+
+int pfi_fitrows_evaluate(const struct pfi_features *f,
+                         const struct pfi_fitrows *r, const char *const *exprs,
+                         size_t k, unsigned what, struct pfi_fit_result *res,
+                         double *pred_loo, double *pred_loco,
+                         struct pfi_error *err) {
+  memset(res, 0, sizeof *res);
+  for (size_t j = 0; j < k; j++)
+    if (!pfi_features_has(f, exprs[j])) {
+      size_t l = strlen(res->absent);
+      snprintf(res->absent + l, sizeof res->absent - l, "%s%s", l ? ", " : "",
+               exprs[j]);
+    }
+  if (res->absent[0])
+    return 0;
+  double *x = malloc((r->n * k + 1) * sizeof *x);
+  size_t *loo = malloc((r->n + 1) * sizeof *loo);
+  int rc = 0;
+  if (!x || !loo) {
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  if ((rc = pfi_model_design(f, r->row, r->n, exprs, k, x, err)) < 0)
+    goto out;
+  if ((rc = pfi_model_fit(x, r->n, k, r->y, exprs, &res->m, err)) < 0)
+    goto out;
+  res->ok = 1;
+  for (size_t i = 0; i < r->n; i++)
+    loo[i] = i;
+  if ((what & PFI_EVAL_LOO) &&
+      (rc = pfi_model_eval_folds(x, r->n, k, r->y, loo, r->n, &res->loo,
+                                 pred_loo, err)) < 0)
+    goto out;
+  if (!(what & PFI_EVAL_LOO))
+    snprintf(res->loo.why, sizeof res->loo.why, "not requested");
+  if ((what & PFI_EVAL_LOCO) && r->nfolds >= 2) {
+    if ((rc = pfi_model_eval_folds(x, r->n, k, r->y, r->fold, r->nfolds,
+                                   &res->loco, pred_loco, err)) < 0)
+      goto out;
+  } else {
+    snprintf(res->loco.why, sizeof res->loco.why, "%s",
+             (what & PFI_EVAL_LOCO) ? r->loco_why : "not requested");
+  }
+out:
+  free(x);
+  free(loo);
+  return rc;
+}
+
+/* ---- allocation inputs --------------------------------------------------- */
+
+void pfi_jobset_inputs_release(struct pfi_jobset_inputs *a) {
+  pfi_problem_release(&a->prob);
+  free(a->pfi);
+  free(a->dram_copy);
+  free(a->moe_ft);
+  free(a->is_ft);
+  free(a->gpus);
+  memset(a, 0, sizeof *a);
+}
+
+int pfi_jobset_check_totals(const struct pfi_jobset *js,
+                            const struct pfi_problem *p,
+                            struct pfi_error *err) {
+  double sum_lo, sum_hi, st = 0;
+  pfi_problem_bounds(p, &sum_lo, &sum_hi);
+  for (size_t q = 0; q < p->npts; q++)
+    st += fabs(p->y[q]);
+  if (isfinite(sum_hi) && isfinite(st))
+    return 0;
+  return pfi_error_setloc(err, PFI_EPARSE,
+                          js->cs.source ? js->cs.source : "the curves", 0, 0,
+                          "the jobs' total %s exceeds the floating-point range",
+                          isfinite(sum_hi) ? "throughput" : "uncapped power");
+}
+
+#define BIT(s) (1u << (s))
+
+int pfi_jobset_inputs_build(const struct pfi_jobset *js, unsigned strategies,
+                            int need_mix, const struct pfi_estimate_opts *est,
+                            struct pfi_jobset_inputs *a,
+                            struct pfi_error *err) {
+  memset(a, 0, sizeof *a);
+  pfi_problem_init(&a->prob);
+  size_t n = js->cs.n;
+  int rc;
+  for (size_t i = 0; i < n; i++)
+    if ((rc = pfi_problem_add_curve(&a->prob, &js->cs.c[i], err)) < 0)
+      return rc;
+  if ((rc = pfi_jobset_check_totals(js, &a->prob, err)) < 0)
+    return rc;
+  int need_pfi =
+      (strategies & (BIT(PFI_STRAT_PFI_AWARE) | BIT(PFI_STRAT_PFI_CURVE))) != 0;
+  int need_dram = (strategies & BIT(PFI_STRAT_DRAM_COPY)) != 0;
+  int need_moe = (strategies & BIT(PFI_STRAT_MOE_FT_WEIGHTED)) != 0;
+  if (need_pfi && !(a->pfi = calloc(n + 1, sizeof *a->pfi)))
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  if (need_dram && !(a->dram_copy = calloc(n + 1, sizeof *a->dram_copy)))
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  if (need_moe && !(a->moe_ft = calloc(n + 1, sizeof *a->moe_ft)))
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  if (need_mix && (!(a->is_ft = calloc(n + 1, sizeof *a->is_ft)) ||
+                   !(a->gpus = calloc(n + 1, sizeof *a->gpus))))
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  if (need_pfi) {
+    struct pfi_estimate_opts dflt;
+    if (!est) {
+      pfi_estimate_opts_init(&dflt);
+      est = &dflt;
+    }
+    if ((rc = pfi_jobset_estimate(js, est, a->pfi, err)) < 0)
+      return rc;
+  }
+  if (need_dram &&
+      (rc = pfi_jobset_require_features(js, "strategy dram-copy", err)) < 0)
+    return rc;
+  if (need_moe && (rc = pfi_jobset_require_features(
+                       js, "strategy moe-ft-weighted", err)) < 0)
+    return rc;
+  if (need_mix &&
+      (rc = pfi_jobset_require_features(js, "the production mix", err)) < 0)
+    return rc;
+  for (size_t i = 0; i < n; i++) {
+    size_t r = (size_t)js->frow[i];
+    if (need_dram && (rc = pfi_features_value(&js->f, r, "dram_copy_product",
+                                              &a->dram_copy[i], err)) < 0)
+      return rc;
+    if (need_moe || need_mix) {
+      int m, f;
+      if ((rc = pfi_features_class(&js->f, r, &m, &f, err)) < 0)
+        return rc;
+      if (need_moe)
+        a->moe_ft[i] = m && f;
+      if (need_mix)
+        a->is_ft[i] = f;
+    }
+    if (need_mix && (rc = pfi_jobset_gpus(js, i, &a->gpus[i], err)) < 0)
+      return rc;
+  }
+  a->in.pfi = a->pfi;
+  a->in.dram_copy = a->dram_copy;
+  a->in.moe_ft = a->moe_ft;
+  return 0;
+}
+
+/* ---- population ---------------------------------------------------------- */
+
+int pfi_population_of(const char *const *jobs, size_t n,
+                      struct pfi_population *p, struct pfi_error *err) {
+  memset(p, 0, sizeof *p);
+  p->n = n;
+  p->other = n;
+  char path[4096];
+  if (pfi_data_path("paper/h200_headline_groups.csv", path, sizeof path, err) <
+      0)
+    return PFI_ENOTFOUND;
+  struct pfi_table t;
+  int rc = pfi_table_load(&t, path, err);
+  if (rc < 0)
+    return rc;
+  int gc = pfi_table_find(&t, "group");
+  unsigned char *seen = calloc(t.nrows + 1, 1);
+  if (!seen) {
+    pfi_table_release(&t);
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  }
+  size_t dup = 0;
+  p->headline_total = gc >= 0 ? t.nrows : 0;
+  for (size_t i = 0; gc >= 0 && i < n; i++)
+    for (size_t r = 0; r < t.nrows; r++) {
+      const char *g = pfi_table_cell(&t, r, (size_t)gc);
+      if (g && jobs[i] && strcmp(g, jobs[i]) == 0) {
+        dup += seen[r];
+        seen[r] = 1;
+        p->headline++;
+        break;
+      }
+    }
+  p->other = n - p->headline;
+  p->paper = p->headline_total > 0 && p->other == 0 && dup == 0 &&
+             p->headline == p->headline_total;
+  free(seen);
+  pfi_table_release(&t);
+  return 0;
+}
+
+int pfi_jobset_population(const struct pfi_jobset *js, struct pfi_population *p,
+                          struct pfi_error *err) {
+  const char **ids = malloc((js->cs.n + 1) * sizeof *ids);
+  if (!ids)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  for (size_t i = 0; i < js->cs.n; i++)
+    ids[i] = js->cs.c[i].job;
+  int rc = pfi_population_of(ids, js->cs.n, p, err);
+  free(ids);
+  return rc;
+}
+
+const char *pfi_population_describe(const struct pfi_population *p, char *buf,
+                                    size_t n) {
+  if (p->paper)
+    snprintf(buf, n, "the paper's %zu H200 headline groups", p->n);
+  else if (p->headline_total == 0)
+    snprintf(buf, n, "%zu jobs (the paper's headline groups are not installed)",
+             p->n);
+  else if (p->other == 0)
+    snprintf(buf, n, "%zu jobs, %zu of the paper's %zu H200 headline groups",
+             p->n, p->headline, p->headline_total);
+  else
+    snprintf(buf, n,
+             "%zu jobs, %zu of them not among the paper's %zu H200 headline "
+             "groups",
+             p->n, p->other, p->headline_total);
+  return buf;
+}
+
+const char *pfi_data_default(const char *rel, char *buf, size_t n) {
+  struct pfi_error e;
+  if (pfi_data_path(rel, buf, n, &e) < 0)
+    return NULL;
+  return access(buf, R_OK) == 0 ? buf : NULL;
+}
