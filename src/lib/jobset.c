@@ -157,38 +157,26 @@ const char *pfi_clusters_of(const struct pfi_clusters *c,
 
 /* ---- loading ------------------------------------------------------------- */
 
-/* Ratio PFI of every curve, on every point (the PFI's reference is the
- * highest cap, which a truncated copy would miss). */
+/* Ratio PFI of every curve by pfi_index_compute(), the definition `pfi
+ * index` prints and the report shows: every point, each with its own noise
+ * (standard errors where the curve has them). A curve whose PFI is not
+ * defined or not finite has pfi_ok 0. */
 static int true_pfi_all(struct pfi_jobset *js, struct pfi_error *err) {
-  size_t n = js->cs.n, mmax = 1;
-  for (size_t i = 0; i < n; i++)
-    if (js->cs.c[i].n > mmax)
-      mmax = js->cs.c[i].n;
-  double *cap = malloc(mmax * sizeof *cap), *pw = malloc(mmax * sizeof *pw),
-         *tk = malloc(mmax * sizeof *tk);
-  int rc = 0;
-  if (!cap || !pw || !tk) {
-    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
-    goto out;
-  }
-  for (size_t i = 0; i < n; i++) {
-    const struct pfi_curve *c = &js->cs.c[i];
-    for (size_t k = 0; k < c->n; k++) {
-      cap[k] = c->pts[k].cap_w;
-      pw[k] = c->pts[k].power_w;
-      tk[k] = c->pts[k].tokens_per_s;
-    }
-    double v;
-    if (pfi_index_ratio(cap, pw, tk, c->n, &v, NULL) == 1) {
-      js->true_pfi[i] = v;
+  for (size_t i = 0; i < js->cs.n; i++) {
+    struct pfi_index idx;
+    struct pfi_error e;
+    memset(&idx, 0, sizeof idx);
+    int rc = pfi_index_compute(&js->cs.c[i], &idx, &e);
+    if (rc == PFI_ENOMEM)
+      return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    if (rc == 0 && idx.pfi_defined && isfinite(idx.pfi)) {
+      js->true_pfi[i] = idx.pfi;
       js->pfi_ok[i] = 1;
     }
+    if (rc == 0)
+      pfi_index_release(&idx);
   }
-out:
-  free(cap);
-  free(pw);
-  free(tk);
-  return rc;
+  return 0;
 }
 
 /* Provenance of the curves file (read again as a table: the curves reader
