@@ -87,6 +87,27 @@ int pfi_alloc_run(const struct pfi_problem *p, enum pfi_strategy s,
                   double budget_w, const struct pfi_alloc_inputs *in,
                   double *power_w, struct pfi_error *err);
 
+/*
+ * Strategy s prepared for problem p, to be run at many budgets: the work
+ * that does not depend on the budget (the oracle's hulls, sort and prefix
+ * sums; pfi-curve's model curves; a proportional rule's weights and the
+ * order of its water-filling) is done once by pfi_alloc_plan_new().
+ * pfi_alloc_plan_run() then writes bit for bit what pfi_alloc_run() writes
+ * for the same problem, strategy, inputs and budget, and returns the same
+ * errors. p and `in` must not change while the plan lives. new returns 0
+ * or PFI_ENOMEM (other errors come from each run); free with
+ * pfi_alloc_plan_free() (NULL is fine). A plan is not for two threads at
+ * once.
+ */
+struct pfi_alloc_plan;
+int pfi_alloc_plan_new(struct pfi_alloc_plan **out,
+                       const struct pfi_problem *p, enum pfi_strategy s,
+                       const struct pfi_alloc_inputs *in,
+                       struct pfi_error *err);
+int pfi_alloc_plan_run(struct pfi_alloc_plan *pl, double budget_w,
+                       double *power_w, struct pfi_error *err);
+void pfi_alloc_plan_free(struct pfi_alloc_plan *pl);
+
 /* Sum over jobs of pfi_problem_eval(p, i, power_w[i]). */
 double pfi_alloc_total_tokens(const struct pfi_problem *p,
                               const double *power_w);

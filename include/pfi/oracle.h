@@ -105,4 +105,25 @@ int pfi_oracle_solve(const struct pfi_problem *p, double budget_w,
                      double *power_w, double *total_tokens,
                      struct pfi_oracle_stats *stats, struct pfi_error *err);
 
+/*
+ * The oracle for many budgets on one problem: pfi_oracle_prepare() does
+ * the work that does not depend on the budget (each job's concave hull,
+ * one sort of all hull segments by slope, their prefix sums, the groups of
+ * identical jobs) once; each pfi_oracle_run() then costs a binary search
+ * and one pass (plus the branch and bound of non-concave instances).
+ * pfi_oracle_run() gives bit for bit what pfi_oracle_solve() gives for the
+ * same problem and budget, errors included (an error met while preparing
+ * is returned by each run, after the budget's own check). The problem must
+ * not change while prepared. prepare returns 0 or PFI_ENOMEM; free with
+ * pfi_oracle_free() (NULL is fine). One prepared oracle is not for two
+ * threads at once.
+ */
+struct pfi_oracle;
+int pfi_oracle_prepare(struct pfi_oracle **out, const struct pfi_problem *p,
+                       struct pfi_error *err);
+int pfi_oracle_run(struct pfi_oracle *o, double budget_w, double *power_w,
+                   double *total_tokens, struct pfi_oracle_stats *stats,
+                   struct pfi_error *err);
+void pfi_oracle_free(struct pfi_oracle *o);
+
 #endif

@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "pfi/curve.h"
+#include "pfi/fmt.h"
 #include "pfi/index.h"
 
 static const char usage_text[] =
@@ -74,18 +75,6 @@ static void fmt_num(char *buf, size_t n, int defined, double v,
     snprintf(buf, n, fmt, v);
 }
 
-/* Caps joined by ';' (a character that needs no quoting in CSV), every one
- * of them and to 10 significant digits: a fixed buffer cut long lists
- * short and %g rounded 1234567 W to 1.23457e+06. */
-static void put_caps(FILE *fp, const struct pfi_index *ix) {
-  if (ix->n_excluded == 0) {
-    fputc('-', fp);
-    return;
-  }
-  for (size_t k = 0; k < ix->n_excluded; k++)
-    fprintf(fp, "%s%.10g", k ? ";" : "", ix->excluded_caps[k]);
-}
-
 /* The reasons of put_caps' caps, in the same order (pfi_index_why_name). */
 static void put_why(FILE *fp, const struct pfi_index *ix, int with_caps) {
   if (ix->n_excluded == 0) {
@@ -102,6 +91,110 @@ static void put_why(FILE *fp, const struct pfi_index *ix, int with_caps) {
 
 static json_t *num_or_null(int defined, double v) {
   return defined && isfinite(v) ? json_real(v) : json_null();
+}
+
+/* Appends "%.10g" of v, or "-" when undefined, as fmt_num does. */
+static char *put_g10(char *p, int defined, double v) {
+  if (!defined || !isfinite(v)) {
+    *p++ = '-';
+    return p;
+  }
+  return p + pfi_fmt_g(p, v, 10);
+}
+
+/* One CSV row, built in memory and written with one call: the bytes are
+ * those the printf calls of the table and JSON paths' conventions give
+ * ("%.10g" via pfi_fmt_g, which is printf's text exactly). Returns 0 or
+ * PFI_ENOMEM. */
+static int put_csv_row(FILE *fp, const char *job, const struct row *rw,
+                       int defs, int ci_cols, unsigned long draws,
+                       unsigned long seed, double noise_p, double noise_t) {
+  const struct pfi_index *ix = &rw->ix;
+  size_t jl = strlen(job);
+  size_t need = 2 * jl + 3 + (ix->n_excluded + 16) * (PFI_FMT_MAX + 1) + 64;
+  for (size_t k = 0; k < ix->n_excluded; k++)
+    need += strlen(pfi_index_why_name(ix->excluded_why[k])) + 1;
+  char stack[1024], *buf = need <= sizeof stack ? stack : malloc(need);
+  if (!buf)
+    return PFI_ENOMEM;
+  char *p = buf;
+  if (strpbrk(job, ",\"\r\n")) {
+    *p++ = '"';
+    for (const char *s = job; *s; s++) {
+      if (*s == '"')
+        *p++ = '"';
+      *p++ = *s;
+    }
+    *p++ = '"';
+  } else {
+    memcpy(p, job, jl);
+    p += jl;
+  }
+  if (defs & DEF_RATIO) {
+    *p++ = ',';
+    p = put_g10(p, ix->pfi_defined, ix->pfi);
+  }
+  if (defs & DEF_AREA) {
+    *p++ = ',';
+    p = put_g10(p, 1, ix->pfi_area);
+  }
+  if (defs & DEF_CE) {
+    *p++ = ',';
+    p = put_g10(p, ix->ce_defined, ix->pfi_ce);
+  }
+  if (ci_cols) {
+    *p++ = ',';
+    p = put_g10(p, rw->ci_n > 0, rw->ci_lo);
+    *p++ = ',';
+    p = put_g10(p, rw->ci_n > 0, rw->ci_hi);
+  }
+  *p++ = ',';
+  char digits[24];
+  int nd = 0;
+  size_t u = ix->points_used;
+  do {
+    digits[nd++] = (char)('0' + u % 10);
+    u /= 10;
+  } while (u);
+  while (nd)
+    *p++ = digits[--nd];
+  *p++ = ',';
+  if (ix->n_excluded == 0)
+    *p++ = '-';
+  for (size_t k = 0; k < ix->n_excluded; k++) {
+    if (k)
+      *p++ = ';';
+    p += pfi_fmt_g(p, ix->excluded_caps[k], 10);
+  }
+  *p++ = ',';
+  p += pfi_fmt_g(p, ix->t_max, 10);
+  *p++ = ',';
+  p += pfi_fmt_g(p, ix->p_max, 10);
+  if (ci_cols) {
+    p += sprintf(p, ",%lu,%lu", draws, seed);
+    if (rw->used_default)
+      p += sprintf(p, ",%g,%g", noise_p, noise_t);
+    else {
+      memcpy(p, ",-,-", 4);
+      p += 4;
+    }
+  }
+  *p++ = ',';
+  if (ix->n_excluded == 0)
+    *p++ = '-';
+  for (size_t k = 0; k < ix->n_excluded; k++) {
+    const char *why = pfi_index_why_name(ix->excluded_why[k]);
+    size_t wl = strlen(why);
+    if (k)
+      *p++ = ';';
+    memcpy(p, why, wl);
+    p += wl;
+  }
+  *p++ = '\n';
+  fwrite_unlocked(buf, 1, (size_t)(p - buf), fp);
+  if (buf != stack)
+    free(buf);
+  return 0;
 }
 
 int cmd_index(int argc, char **argv) {
@@ -278,7 +371,7 @@ int cmd_index(int argc, char **argv) {
   if (progress)
     fprintf(stderr, "\rpfi index: %zu/%zu jobs\n", set.n, set.n);
 
-  char b_pfi[32], b_area[32], b_ce[32], b_lo[32], b_hi[32], b_t[32], b_p[32];
+  char b_pfi[32], b_area[32], b_ce[32], b_t[32], b_p[32];
   if (fmt == PFI_FMT_JSON) {
     json_t *arr = json_array();
     for (size_t i = 0; i < set.n && arr; i++) {
@@ -347,37 +440,13 @@ int cmd_index(int argc, char **argv) {
             "ci_default_rel_sd_tokens",
             stdout);
     fputs(",excluded_why\n", stdout);
-    for (size_t i = 0; i < set.n; i++) {
-      const struct pfi_index *ix = &rows[i].ix;
-      pfi_cli_put_csv_field(stdout, set.c[i].job);
-      fmt_num(b_pfi, sizeof b_pfi, ix->pfi_defined, ix->pfi, "%.10g");
-      fmt_num(b_area, sizeof b_area, 1, ix->pfi_area, "%.10g");
-      fmt_num(b_ce, sizeof b_ce, ix->ce_defined, ix->pfi_ce, "%.10g");
-      if (defs & DEF_RATIO)
-        printf(",%s", b_pfi);
-      if (defs & DEF_AREA)
-        printf(",%s", b_area);
-      if (defs & DEF_CE)
-        printf(",%s", b_ce);
-      if (ci_cols) {
-        fmt_num(b_lo, sizeof b_lo, rows[i].ci_n > 0, rows[i].ci_lo, "%.10g");
-        fmt_num(b_hi, sizeof b_hi, rows[i].ci_n > 0, rows[i].ci_hi, "%.10g");
-        printf(",%s,%s", b_lo, b_hi);
+    for (size_t i = 0; i < set.n; i++)
+      if (put_csv_row(stdout, set.c[i].job, &rows[i], defs, ci_cols, draws,
+                      seed, noise_p, noise_t) < 0) {
+        pfi_error_set(&err, PFI_ENOMEM, "out of memory");
+        status = pfi_cli_fail(&err);
+        goto out;
       }
-      printf(",%zu,", ix->points_used);
-      put_caps(stdout, ix);
-      printf(",%.10g,%.10g", ix->t_max, ix->p_max);
-      if (ci_cols) {
-        printf(",%lu,%lu", draws, seed);
-        if (rows[i].used_default)
-          printf(",%g,%g", noise_p, noise_t);
-        else
-          fputs(",-,-", stdout);
-      }
-      fputc(',', stdout);
-      put_why(stdout, ix, 0);
-      fputc('\n', stdout);
-    }
   } else {
     int wjob = 3;
     for (size_t i = 0; i < set.n; i++) {

@@ -167,11 +167,9 @@ double pfi_curve_model_exponent(double pfi, double lo_w, double hi_w) {
  * enough that the piecewise-linear model follows the smooth one closely. */
 #define MODEL_POINTS 9
 
-static int run_pfi_curve(const struct pfi_problem *p, double budget_w,
-                         const double *pfi, double *power_w,
-                         struct pfi_error *err) {
-  struct pfi_problem m;
-  pfi_problem_init(&m);
+/* The pfi-curve model problem of p: one concave model curve per job. */
+static int curve_model(const struct pfi_problem *p, const double *pfi,
+                       struct pfi_problem *m, struct pfi_error *err) {
   int rc = 0;
   for (size_t i = 0; i < p->njobs; i++) {
     double lo = pfi_problem_lo(p, i), hi = pfi_problem_hi(p, i);
@@ -187,24 +185,27 @@ static int run_pfi_curve(const struct pfi_problem *p, double budget_w,
       px[j] = x;
       ty[j] = tmax * (1.0 - pow(1.0 - u, g));
     }
-    if ((rc = pfi_problem_add(&m, px, ty, k, lo, hi, err)) < 0)
-      goto out;
+    if ((rc = pfi_problem_add(m, px, ty, k, lo, hi, err)) < 0)
+      return rc;
   }
-  rc = pfi_oracle_solve(&m, budget_w, power_w, NULL, NULL, err);
-out:
+  return 0;
+}
+
+static int run_pfi_curve(const struct pfi_problem *p, double budget_w,
+                         const double *pfi, double *power_w,
+                         struct pfi_error *err) {
+  struct pfi_problem m;
+  pfi_problem_init(&m);
+  int rc = curve_model(p, pfi, &m, err);
+  if (rc == 0)
+    rc = pfi_oracle_solve(&m, budget_w, power_w, NULL, NULL, err);
   pfi_problem_release(&m);
   return rc;
 }
 
-int pfi_alloc_run(const struct pfi_problem *p, enum pfi_strategy s,
-                  double budget_w, const struct pfi_alloc_inputs *in,
-                  double *power_w, struct pfi_error *err) {
-  static const struct pfi_alloc_inputs none = {NULL, NULL, NULL};
-  if (!in)
-    in = &none;
-  size_t n = p->njobs;
-  if (s == PFI_STRAT_ORACLE)
-    return pfi_oracle_solve(p, budget_w, power_w, NULL, NULL, err);
+/* The inputs strategy s needs: 0 or PFI_EINVAL naming what is missing. */
+static int check_inputs(enum pfi_strategy s, const struct pfi_alloc_inputs *in,
+                        struct pfi_error *err) {
   if ((s == PFI_STRAT_PFI_AWARE || s == PFI_STRAT_PFI_CURVE) && !in->pfi)
     return pfi_error_set(err, PFI_EINVAL, "strategy %s needs PFI estimates",
                          names[s]);
@@ -215,18 +216,13 @@ int pfi_alloc_run(const struct pfi_problem *p, enum pfi_strategy s,
     return pfi_error_set(err, PFI_EINVAL,
                          "strategy moe-ft-weighted needs each job's "
                          "architecture and task");
-  if (s == PFI_STRAT_PFI_CURVE) {
-    int rc = pfi_problem_check_budget(p, budget_w, err);
-    if (rc < 0)
-      return rc;
-    return run_pfi_curve(p, budget_w, in->pfi, power_w, err);
-  }
-  if ((unsigned)s >= PFI_STRAT__COUNT)
-    return pfi_error_set(err, PFI_EINVAL, "unknown strategy %d", (int)s);
-  double *w = malloc((n + 1) * sizeof *w);
-  if (!w)
-    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
-  for (size_t i = 0; i < n; i++) {
+  return 0;
+}
+
+/* The weights of proportional strategy s into w[0..njobs-1]. */
+static void strategy_weights(const struct pfi_problem *p, enum pfi_strategy s,
+                             const struct pfi_alloc_inputs *in, double *w) {
+  for (size_t i = 0; i < p->njobs; i++) {
     double pmax = pfi_problem_hi(p, i);
     double tmax = p->y[p->off[i + 1] - 1];
     switch (s) {
@@ -252,7 +248,33 @@ int pfi_alloc_run(const struct pfi_problem *p, enum pfi_strategy s,
     if (!isfinite(w[i]))
       w[i] = 0;
   }
-  int rc = pfi_alloc_proportional(p, budget_w, w, power_w, err);
+}
+
+int pfi_alloc_run(const struct pfi_problem *p, enum pfi_strategy s,
+                  double budget_w, const struct pfi_alloc_inputs *in,
+                  double *power_w, struct pfi_error *err) {
+  static const struct pfi_alloc_inputs none = {NULL, NULL, NULL};
+  if (!in)
+    in = &none;
+  size_t n = p->njobs;
+  if (s == PFI_STRAT_ORACLE)
+    return pfi_oracle_solve(p, budget_w, power_w, NULL, NULL, err);
+  int rc = check_inputs(s, in, err);
+  if (rc < 0)
+    return rc;
+  if (s == PFI_STRAT_PFI_CURVE) {
+    rc = pfi_problem_check_budget(p, budget_w, err);
+    if (rc < 0)
+      return rc;
+    return run_pfi_curve(p, budget_w, in->pfi, power_w, err);
+  }
+  if ((unsigned)s >= PFI_STRAT__COUNT)
+    return pfi_error_set(err, PFI_EINVAL, "unknown strategy %d", (int)s);
+  double *w = malloc((n + 1) * sizeof *w);
+  if (!w)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  strategy_weights(p, s, in, w);
+  rc = pfi_alloc_proportional(p, budget_w, w, power_w, err);
   free(w);
   return rc;
 }
@@ -287,5 +309,203 @@ int pfi_cut_parse(const char *s, double *fraction, struct pfi_error *err) {
     return pfi_error_set(err, PFI_EINVAL,
                          "cut '%s' must be at least 0 and below 100%%", s);
   *fraction = v;
+  return 0;
+}
+
+/* ---- a strategy prepared for many budgets ---- */
+
+struct pfi_alloc_plan {
+  const struct pfi_problem *p;
+  enum pfi_strategy s;
+  int rc;               /* an error every run returns (after the budget's
+                           check where pfi_alloc_run checks it first) */
+  int rc_first;         /* 1: rc comes before the budget's check */
+  struct pfi_error err; /* rc's message */
+  struct pfi_oracle *oracle; /* oracle, pfi-curve */
+  struct pfi_problem model;  /* pfi-curve */
+  /* Proportional: the first water-filling's sorted ratios, m of them, and
+   * the sum of their weights; room, scaled weights; scratch. */
+  size_t n, m;
+  double W0;
+  struct ratio *buf, *buf2;
+  double *room, *w2, *cut, *room2, *w3, *weight;
+};
+
+void pfi_alloc_plan_free(struct pfi_alloc_plan *pl) {
+  if (!pl)
+    return;
+  pfi_oracle_free(pl->oracle);
+  pfi_problem_release(&pl->model);
+  free(pl->buf);
+  free(pl->buf2);
+  free(pl->room);
+  free(pl->w2);
+  free(pl->cut);
+  free(pl->room2);
+  free(pl->w3);
+  free(pl->weight);
+  free(pl);
+}
+
+/* The part of pfi_alloc_proportional that does not depend on the budget. */
+static int plan_proportional(struct pfi_alloc_plan *pl, struct pfi_error *err) {
+  const struct pfi_problem *p = pl->p;
+  size_t n = p->njobs;
+  const double *weight = pl->weight;
+  for (size_t i = 0; i < n; i++)
+    if (!isfinite(weight[i]) || weight[i] < 0)
+      return pfi_error_set(err, PFI_EINVAL,
+                           "weight of job %zu is negative or not finite", i);
+  pl->room = calloc(n + 1, sizeof *pl->room);
+  pl->cut = calloc(n + 1, sizeof *pl->cut);
+  pl->w2 = calloc(n + 1, sizeof *pl->w2);
+  pl->room2 = calloc(n + 1, sizeof *pl->room2);
+  pl->w3 = calloc(n + 1, sizeof *pl->w3);
+  pl->buf = malloc((n + 1) * sizeof *pl->buf);
+  pl->buf2 = malloc((n + 1) * sizeof *pl->buf2);
+  if (!pl->room || !pl->cut || !pl->w2 || !pl->room2 || !pl->w3 || !pl->buf ||
+      !pl->buf2)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  for (size_t i = 0; i < n; i++)
+    pl->room[i] = pfi_problem_hi(p, i) - pfi_problem_lo(p, i);
+  double wmax = 0;
+  for (size_t i = 0; i < n; i++)
+    if (weight[i] > wmax)
+      wmax = weight[i];
+  for (size_t i = 0; i < n; i++)
+    pl->w2[i] = wmax > 0 ? weight[i] / wmax : 0.0;
+  size_t m = 0;
+  double W = 0;
+  for (size_t i = 0; i < n; i++)
+    if (pl->w2[i] > 0 && pl->room[i] > 0) {
+      pl->buf[m].r = pl->room[i] / pl->w2[i];
+      pl->buf[m].i = i;
+      m++;
+      W += pl->w2[i];
+    }
+  qsort(pl->buf, m, sizeof *pl->buf, cmp_ratio);
+  pl->m = m;
+  pl->W0 = W;
+  return 0;
+}
+
+int pfi_alloc_plan_new(struct pfi_alloc_plan **out,
+                       const struct pfi_problem *p, enum pfi_strategy s,
+                       const struct pfi_alloc_inputs *in,
+                       struct pfi_error *err) {
+  static const struct pfi_alloc_inputs none = {NULL, NULL, NULL};
+  if (!in)
+    in = &none;
+  *out = NULL;
+  struct pfi_alloc_plan *pl = calloc(1, sizeof *pl);
+  if (!pl)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  pl->p = p;
+  pl->s = s;
+  pl->n = p->njobs;
+  pfi_problem_init(&pl->model);
+  pfi_error_clear(&pl->err);
+  int rc = 0;
+  if (s == PFI_STRAT_ORACLE) {
+    rc = pfi_oracle_prepare(&pl->oracle, p, &pl->err);
+  } else if ((rc = check_inputs(s, in, &pl->err)) < 0 ||
+             (unsigned)s >= PFI_STRAT__COUNT) {
+    if (rc == 0)
+      rc = pfi_error_set(&pl->err, PFI_EINVAL, "unknown strategy %d", (int)s);
+    pl->rc_first = 1;
+  } else if (s == PFI_STRAT_PFI_CURVE) {
+    rc = curve_model(p, in->pfi, &pl->model, &pl->err);
+    if (rc == 0)
+      rc = pfi_oracle_prepare(&pl->oracle, &pl->model, &pl->err);
+  } else if (!(pl->weight = malloc((pl->n + 1) * sizeof *pl->weight))) {
+    rc = pfi_error_set(&pl->err, PFI_ENOMEM, "out of memory");
+  } else {
+    strategy_weights(p, s, in, pl->weight);
+    rc = plan_proportional(pl, &pl->err);
+  }
+  if (rc == PFI_ENOMEM) {
+    if (err)
+      *err = pl->err;
+    pfi_alloc_plan_free(pl);
+    return rc;
+  }
+  pl->rc = rc;
+  *out = pl;
+  return 0;
+}
+
+/* pfi_alloc_proportional's budget-dependent part, on the plan. */
+static void run_proportional(struct pfi_alloc_plan *pl, double budget_w,
+                             double *power_w) {
+  const struct pfi_problem *p = pl->p;
+  size_t n = pl->n;
+  double *room = pl->room, *w2 = pl->w2, *cut = pl->cut;
+  double sum_hi = 0;
+  for (size_t i = 0; i < n; i++)
+    sum_hi += pfi_problem_hi(p, i);
+  double C = sum_hi - budget_w;
+  if (C < 0)
+    C = 0;
+  memset(cut, 0, n * sizeof *cut);
+  /* waterfill() from its sorted ratios on. */
+  size_t k = 0, m = pl->m;
+  double W = pl->W0;
+  const struct ratio *buf = pl->buf;
+  while (k < m && C > 0 && W > 0 && buf[k].r * W <= C) {
+    size_t i = buf[k].i;
+    cut[i] += room[i];
+    C -= room[i];
+    W -= w2[i];
+    k++;
+  }
+  if (k < m && C > 0 && W > 0) {
+    double t = C / W;
+    for (size_t q = k; q < m; q++) {
+      size_t i = buf[q].i;
+      double c = t * w2[i];
+      if (c > room[i])
+        c = room[i];
+      cut[i] += c;
+    }
+    C = 0;
+  }
+  double left = C > 0 ? C : 0;
+  if (left > 0) {
+    /* As pfi_alloc_proportional, on copies: the plan stays as it was. */
+    const double *weight = pl->weight;
+    double hmax = 0;
+    for (size_t i = 0; i < n; i++)
+      if (pfi_problem_hi(p, i) > hmax)
+        hmax = pfi_problem_hi(p, i);
+    for (size_t i = 0; i < n; i++) {
+      pl->w3[i] = weight[i] > 0 || !(hmax > 0) ? 0 : pfi_problem_hi(p, i) / hmax;
+      pl->room2[i] = room[i] - cut[i];
+    }
+    waterfill(n, pl->room2, pl->w3, left, cut, pl->buf2);
+  }
+  for (size_t i = 0; i < n; i++)
+    power_w[i] = pfi_problem_hi(p, i) - cut[i];
+}
+
+int pfi_alloc_plan_run(struct pfi_alloc_plan *pl, double budget_w,
+                       double *power_w, struct pfi_error *err) {
+  if (pl->s == PFI_STRAT_ORACLE)
+    return pfi_oracle_run(pl->oracle, budget_w, power_w, NULL, NULL, err);
+  if (pl->rc < 0 && pl->rc_first) {
+    if (err)
+      *err = pl->err;
+    return pl->rc;
+  }
+  int rc = pfi_problem_check_budget(pl->p, budget_w, err);
+  if (rc < 0)
+    return rc;
+  if (pl->rc < 0) {
+    if (err)
+      *err = pl->err;
+    return pl->rc;
+  }
+  if (pl->s == PFI_STRAT_PFI_CURVE)
+    return pfi_oracle_run(pl->oracle, budget_w, power_w, NULL, NULL, err);
+  run_proportional(pl, budget_w, power_w);
   return 0;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "pfi/csv.h"
+#include "pfi/fmt.h"
 
 static const char *const col_names[PFI_COL__COUNT] = {
     "job",  "cap_w",      "power_w",   "tokens_per_s",
@@ -172,30 +173,59 @@ out:
 
 /* ---- a small string -> index hash map for fast loading ---- */
 
-struct jobmap {
-  size_t cap;   /* power of two */
-  size_t *slot; /* index + 1; 0 = empty */
+/* A slot holds the curve index + 1 (0 = empty) and the upper 32 bits of
+ * the name's hash: a probe compares names only when the tags agree, so a
+ * lookup in a large table touches one slot per probe, not the curves. */
+struct jobslot {
+  uint32_t idx1, tag;
 };
 
+struct jobmap {
+  size_t cap; /* power of two */
+  struct jobslot *slot;
+  uint64_t *hv;  /* hash of each curve's name, so growing rehashes nothing */
+  size_t hv_cap; /* entries allocated in hv */
+};
+
+/* Eight bytes at a time, each word mixed by a multiply-xorshift; the
+ * length seeds the state so that names differing only in trailing zero
+ * bytes (which cannot occur: they are C strings) stay apart. */
 static uint64_t hash_str(const char *s) {
-  uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-  for (; *s; s++) {
-    h ^= (unsigned char)*s;
-    h *= 1099511628211ULL;
+  size_t n = strlen(s);
+  uint64_t h = 0x9E3779B97F4A7C15ULL ^ (n * 0xC2B2AE3D27D4EB4FULL);
+  while (n >= 8) {
+    uint64_t w;
+    memcpy(&w, s, 8);
+    h = (h ^ w) * 0xFF51AFD7ED558CCDULL;
+    h ^= h >> 32;
+    s += 8;
+    n -= 8;
   }
+  if (n) {
+    uint64_t w = 0;
+    memcpy(&w, s, n);
+    h = (h ^ w) * 0xFF51AFD7ED558CCDULL;
+    h ^= h >> 32;
+  }
+  h *= 0xC4CEB9FE1A85EC53ULL;
+  h ^= h >> 29;
   return h;
 }
 
 static int jobmap_grow(struct jobmap *m, const struct pfi_curveset *set) {
   size_t ncap = m->cap ? m->cap * 2 : 1024;
-  size_t *ns = calloc(ncap, sizeof *ns);
+  if (ncap > (size_t)UINT32_MAX)
+    return PFI_ENOMEM;
+  struct jobslot *ns = calloc(ncap, sizeof *ns);
   if (!ns)
     return PFI_ENOMEM;
   for (size_t i = 0; i < set->n; i++) {
-    size_t h = (size_t)hash_str(set->c[i].job) & (ncap - 1);
-    while (ns[h])
+    uint64_t hv = m->hv[i];
+    size_t h = (size_t)hv & (ncap - 1);
+    while (ns[h].idx1)
       h = (h + 1) & (ncap - 1);
-    ns[h] = i + 1;
+    ns[h].idx1 = (uint32_t)(i + 1);
+    ns[h].tag = (uint32_t)(hv >> 32);
   }
   free(m->slot);
   m->slot = ns;
@@ -204,17 +234,20 @@ static int jobmap_grow(struct jobmap *m, const struct pfi_curveset *set) {
 }
 
 /* Returns the curve index for `job`, or -1 when absent; *hslot gets the
- * empty slot where it would go. */
+ * empty slot where it would go and *hash the name's hash. */
 static long jobmap_get(const struct jobmap *m, const struct pfi_curveset *set,
-                       const char *job, size_t *hslot) {
-  size_t h = (size_t)hash_str(job) & (m->cap - 1);
-  while (m->slot[h]) {
-    size_t i = m->slot[h] - 1;
-    if (strcmp(set->c[i].job, job) == 0)
+                       const char *job, size_t *hslot, uint64_t *hash) {
+  uint64_t hv = hash_str(job);
+  uint32_t t = (uint32_t)(hv >> 32);
+  size_t h = (size_t)hv & (m->cap - 1);
+  while (m->slot[h].idx1) {
+    size_t i = m->slot[h].idx1 - 1;
+    if (m->slot[h].tag == t && strcmp(set->c[i].job, job) == 0)
       return (long)i;
     h = (h + 1) & (m->cap - 1);
   }
   *hslot = h;
+  *hash = hv;
   return -1;
 }
 
@@ -464,9 +497,12 @@ static int read_csv(struct pfi_curveset *set, struct pfi_csv *csv,
     return rc;
   char *jbuf = NULL;
   size_t jcap = 0;
-  struct jobmap m = {0, NULL};
-  /* Rows of one job usually follow each other: remembering the last job
-   * skips the hash lookup (and its cache miss in a large table) for them. */
+  struct jobmap m = {0, NULL, NULL, 0};
+  /* Rows of one job usually follow each other, or (a telemetry export
+   * sorted by time) the jobs follow each other in the same order at every
+   * timestamp or cap: trying the last job's curve and the next one in
+   * order of first appearance skips the hash lookup, and its cache misses
+   * in a large table, for both layouts. */
   long last = -1;
   if (jobmap_grow(&m, set) < 0)
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
@@ -502,9 +538,14 @@ static int read_csv(struct pfi_curveset *set, struct pfi_csv *csv,
                                        "tokens_per_s"};
     double *dst[] = {NULL, &pt.cap_w, &pt.power_w, &pt.tokens_per_s};
     for (int k = PFI_COL_CAP_W; k <= PFI_COL_TOKENS_PER_S; k++) {
-      rc = pfi_csv_double(csv, idx[k], what[k], dst[k], err);
-      if (rc < 0)
-        goto out;
+      /* Plain decimals, nearly every field of a curves file, are read
+       * in place; anything else (and every error) by pfi_csv_double. */
+      const char *fs = pfi_csv_field(csv, idx[k]);
+      if (!fs || !pfi_scan_decimal(fs, dst[k])) {
+        rc = pfi_csv_double(csv, idx[k], what[k], dst[k], err);
+        if (rc < 0)
+          goto out;
+      }
       if (num[k] > 0 && *dst[k] > 0) {
         *dst[k] = num[k] / *dst[k]; /* K/COLUMN */
         if (!isfinite(*dst[k]) || !(*dst[k] > 0)) {
@@ -571,17 +612,34 @@ static int read_csv(struct pfi_curveset *set, struct pfi_csv *csv,
     pt.runs = runs > 1e9 ? 1000000000 : (int)runs;
 
     size_t hslot = 0;
-    long ci = (last >= 0 && strcmp(set->c[last].job, job) == 0)
-                  ? last
-                  : jobmap_get(&m, set, job, &hslot);
+    uint64_t hv = 0;
+    long ci = -1;
+    if (last >= 0 && strcmp(set->c[last].job, job) == 0)
+      ci = last;
+    else if (last >= 0 && (size_t)last + 1 < set->n &&
+             strcmp(set->c[last + 1].job, job) == 0)
+      ci = last + 1;
+    else
+      ci = jobmap_get(&m, set, job, &hslot, &hv);
     struct pfi_curve *c;
     if (ci < 0) {
+      if (set->n == m.hv_cap) {
+        size_t ncap = m.hv_cap ? 2 * m.hv_cap : 1024;
+        uint64_t *nh = realloc(m.hv, ncap * sizeof *nh);
+        if (!nh) {
+          rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+          goto out;
+        }
+        m.hv = nh;
+        m.hv_cap = ncap;
+      }
+      m.hv[set->n] = hv;
       if ((set->n + 1) * 2 > m.cap) {
         if (jobmap_grow(&m, set) < 0) {
           rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
           goto out;
         }
-        (void)jobmap_get(&m, set, job, &hslot);
+        (void)jobmap_get(&m, set, job, &hslot, &hv);
       }
       c = new_curve(set, job, err);
       if (!c) {
@@ -590,7 +648,8 @@ static int read_csv(struct pfi_curveset *set, struct pfi_csv *csv,
       }
       c->first_line = pt.line;
       c->gpus = (int)gpus;
-      m.slot[hslot] = set->n;
+      m.slot[hslot].idx1 = (uint32_t)set->n;
+      m.slot[hslot].tag = (uint32_t)(hv >> 32);
     } else {
       c = &set->c[ci];
     }
@@ -632,6 +691,7 @@ static int read_csv(struct pfi_curveset *set, struct pfi_csv *csv,
 out:
   free(m.slot);
   free(jbuf);
+  free(m.hv);
   return rc;
 }
 

@@ -34,55 +34,8 @@
 
 #define MAX_NODES 2000000u
 
-void pfi_problem_init(struct pfi_problem *p) { memset(p, 0, sizeof *p); }
-
-void pfi_problem_release(struct pfi_problem *p) {
-  if (!p)
-    return;
-  free(p->off);
-  free(p->x);
-  free(p->y);
-  memset(p, 0, sizeof *p);
-}
-
-void pfi_problem_clear(struct pfi_problem *p) {
-  p->njobs = 0;
-  p->npts = 0;
-  if (p->off)
-    p->off[0] = 0;
-}
-
-static int grow(struct pfi_problem *p, size_t addpts, struct pfi_error *err) {
-  if (p->njobs + 2 > p->jobs_cap) {
-    size_t nc = p->jobs_cap ? 2 * p->jobs_cap : 64;
-    while (nc < p->njobs + 2)
-      nc *= 2;
-    size_t *o = realloc(p->off, nc * sizeof *o);
-    if (!o)
-      return pfi_error_set(err, PFI_ENOMEM, "out of memory");
-    if (!p->off)
-      o[0] = 0;
-    p->off = o;
-    p->jobs_cap = nc;
-  }
-  if (p->npts + addpts > p->pts_cap) {
-    size_t nc = p->pts_cap ? 2 * p->pts_cap : 256;
-    while (nc < p->npts + addpts)
-      nc *= 2;
-    double *x = realloc(p->x, nc * sizeof *x);
-    if (!x)
-      return pfi_error_set(err, PFI_ENOMEM, "out of memory");
-    p->x = x;
-    double *y = realloc(p->y, nc * sizeof *y);
-    if (!y)
-      return pfi_error_set(err, PFI_ENOMEM, "out of memory");
-    p->y = y;
-    p->pts_cap = nc;
-  }
-  return 0;
-}
-
-/* Linear interpolation on sorted, strictly increasing xs; clamped. */
+/* Linear interpolation on sorted, strictly increasing xs; clamped (the
+ * same function as problem.c's, for the relaxation's gap). */
 static double interp(const double *xs, const double *ys, size_t n, double x) {
   if (n == 1 || x <= xs[0])
     return ys[0];
@@ -100,164 +53,11 @@ static double interp(const double *xs, const double *ys, size_t n, double x) {
   return ys[lo] + t * (ys[hi] - ys[lo]);
 }
 
-int pfi_problem_add(struct pfi_problem *p, const double *power_w,
-                    const double *tokens, size_t n, double lo_w, double hi_w,
-                    struct pfi_error *err) {
-  if (n == 0)
-    return pfi_error_set(err, PFI_EINVAL, "a job needs at least one point");
-  if (!isfinite(lo_w) || !isfinite(hi_w) || lo_w > hi_w)
-    return pfi_error_set(err, PFI_EINVAL, "bad power range [%g, %g] W", lo_w,
-                         hi_w);
-  for (size_t i = 0; i < n; i++)
-    if (!isfinite(power_w[i]) || !isfinite(tokens[i]))
-      return pfi_error_set(err, PFI_EINVAL, "non-finite point %zu", i);
-  /* Sort a copy by power (insertion sort, stable: the first of equal
-   * powers stays first and the later ones are dropped). Curves have a
-   * handful of points. */
-  double sx[64], sy[64];
-  double *xs = n <= 64 ? sx : malloc(n * sizeof *xs);
-  double *ys = n <= 64 ? sy : malloc(n * sizeof *ys);
-  int rc = 0;
-  if (!xs || !ys) {
-    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
-    goto out;
-  }
-  size_t m = 0;
-  for (size_t i = 0; i < n; i++) {
-    size_t k = m;
-    int dup = 0;
-    for (size_t j = 0; j < m; j++)
-      if (xs[j] == power_w[i])
-        dup = 1;
-    if (dup)
-      continue;
-    while (k > 0 && xs[k - 1] > power_w[i]) {
-      xs[k] = xs[k - 1];
-      ys[k] = ys[k - 1];
-      k--;
-    }
-    xs[k] = power_w[i];
-    ys[k] = tokens[i];
-    m++;
-  }
-  if (m == 0) { /* cannot happen (n > 0), but keeps the reads in bounds */
-    rc = pfi_error_set(err, PFI_EINVAL, "a job needs at least one point");
-    goto out;
-  }
-  double span = fabs(xs[m - 1]) + fabs(xs[0]) + 1.0;
-  if (lo_w < xs[0] - 1e-9 * span || hi_w > xs[m - 1] + 1e-9 * span) {
-    rc = pfi_error_set(err, PFI_EINVAL,
-                       "range [%g, %g] W outside the points' power span "
-                       "[%g, %g] W",
-                       lo_w, hi_w, xs[0], xs[m - 1]);
-    goto out;
-  }
-  if ((rc = grow(p, m + 2, err)) < 0)
-    goto out;
-  size_t w = p->npts;
-  p->x[w] = lo_w;
-  p->y[w] = interp(xs, ys, m, lo_w);
-  w++;
-  for (size_t i = 0; i < m; i++)
-    if (xs[i] > lo_w && xs[i] < hi_w) {
-      p->x[w] = xs[i];
-      p->y[w] = ys[i];
-      w++;
-    }
-  if (hi_w > lo_w) {
-    p->x[w] = hi_w;
-    p->y[w] = interp(xs, ys, m, hi_w);
-    w++;
-  }
-  p->npts = w;
-  p->njobs++;
-  p->off[p->njobs] = w;
-out:
-  if (xs && xs != sx)
-    free(xs);
-  if (ys && ys != sy)
-    free(ys);
-  return rc;
-}
-
-int pfi_problem_add_curve(struct pfi_problem *p, const struct pfi_curve *c,
-                          struct pfi_error *err) {
-  if (c->n == 0)
-    return pfi_error_set(err, PFI_EINVAL, "job %s has no points", c->job);
-  /* Any number of points: a sweep in 5 W steps has a hundred. */
-  double sx[64], sy[64];
-  size_t n = c->n;
-  double *px = n <= 64 ? sx : malloc(n * sizeof *px);
-  double *ty = n <= 64 ? sy : malloc(n * sizeof *ty);
-  int rc;
-  if (!px || !ty) {
-    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
-    goto out;
-  }
-  for (size_t i = 0; i < n; i++) {
-    px[i] = c->pts[i].power_w;
-    ty[i] = c->pts[i].tokens_per_s;
-  }
-  double lo = c->pts[0].power_w, hi = c->pts[c->n - 1].power_w;
-  if (lo > hi) {
-    double t = lo;
-    lo = hi;
-    hi = t;
-  }
-  rc = pfi_problem_add(p, px, ty, n, lo, hi, err);
-out:
-  if (px && px != sx)
-    free(px);
-  if (ty && ty != sy)
-    free(ty);
-  return rc;
-}
-
-double pfi_problem_eval(const struct pfi_problem *p, size_t i, double power_w) {
-  size_t a = p->off[i], b = p->off[i + 1];
-  return interp(p->x + a, p->y + a, b - a, power_w);
-}
-
-void pfi_problem_bounds(const struct pfi_problem *p, double *sum_lo,
-                        double *sum_hi) {
-  double lo = 0, hi = 0;
-  for (size_t i = 0; i < p->njobs; i++) {
-    lo += pfi_problem_lo(p, i);
-    hi += pfi_problem_hi(p, i);
-  }
-  *sum_lo = lo;
-  *sum_hi = hi;
-}
-
 static double power_tol(const struct pfi_problem *p) {
   double s = 0;
   for (size_t i = 0; i < p->njobs; i++)
     s += fabs(pfi_problem_hi(p, i));
   return 1e-9 * (s + 1.0);
-}
-
-int pfi_problem_check_budget(const struct pfi_problem *p, double budget_w,
-                             struct pfi_error *err) {
-  double lo, hi;
-  pfi_problem_bounds(p, &lo, &hi);
-  double tol = power_tol(p);
-  if (!isfinite(lo) || !isfinite(hi))
-    return pfi_error_set(err, PFI_EINVAL,
-                         "the jobs' powers sum beyond the floating-point "
-                         "range");
-  if (!isfinite(budget_w))
-    return pfi_error_set(err, PFI_EINVAL, "budget is not finite");
-  if (budget_w < lo - tol)
-    return pfi_error_set(err, PFI_EINFEASIBLE,
-                         "infeasible by %.3f W: budget %.3f W is below the "
-                         "jobs' floors (%.3f W in all)",
-                         lo - budget_w, budget_w, lo);
-  if (budget_w > hi + tol)
-    return pfi_error_set(err, PFI_EINFEASIBLE,
-                         "infeasible by %.3f W: budget %.3f W is above the "
-                         "jobs' uncapped power (%.3f W in all)",
-                         budget_w - hi, budget_w, hi);
-  return 0;
 }
 
 /* ---- the oracle ---- */
@@ -736,29 +536,42 @@ static void set_marks(struct ctx *c, unsigned char v) {
     c->mark[c->r[i].job] = v;
 }
 
-int pfi_oracle_solve(const struct pfi_problem *p, double budget_w,
-                     double *power_w, double *total_tokens,
-                     struct pfi_oracle_stats *stats, struct pfi_error *err) {
-  int rc = pfi_problem_check_budget(p, budget_w, err);
-  if (rc < 0)
-    return rc;
+/* A problem prepared for the oracle: everything that does not depend on
+ * the budget (hulls, their sort, prefix sums, groups of identical jobs),
+ * and the search's buffers, kept from one budget to the next. */
+struct pfi_oracle {
   struct ctx c;
-  memset(&c, 0, sizeof c);
-  c.p = p;
-  c.budget = budget_w;
-  c.tol_pow = power_tol(p);
-  struct node *nodes = NULL;
-  size_t nnodes = 0, nodes_cap = 0;
-  size_t *stack = NULL, nstack = 0, stack_cap = 0;
-  struct fill *fillbuf = NULL;
-  const struct seg **ptrbuf = NULL;
-  size_t fillcap = 0;
-  uint32_t(*pieces)[2] = NULL; /* one branching's children */
-  size_t pieces_cap = 0;
-  size_t njobs = p->njobs;
-  if (stats)
-    memset(stats, 0, sizeof *stats);
+  int rc;                 /* 0, or the error the preparation met */
+  struct pfi_error err;   /* its message */
+  struct node *nodes;
+  size_t nodes_cap;
+  size_t *stack, stack_cap;
+  struct fill *fillbuf;
+  const struct seg **ptrbuf;
+  size_t fillcap;
+  uint32_t (*pieces)[2]; /* one branching's children */
+  size_t pieces_cap;
+};
 
+void pfi_oracle_free(struct pfi_oracle *o) {
+  if (!o)
+    return;
+  ctx_free(&o->c);
+  free(o->nodes);
+  free(o->stack);
+  free(o->fillbuf);
+  free(o->ptrbuf);
+  free(o->pieces);
+  free(o);
+}
+
+/* Builds the budget-independent part; returns 0 or an error (kept in o). */
+static int prepare(struct pfi_oracle *o, struct pfi_error *err) {
+  struct ctx *cp = &o->c;
+  struct ctx c = *cp;
+  const struct pfi_problem *p = c.p;
+  int rc = 0;
+  size_t njobs = p->njobs;
   size_t cap = 0;
   double yscale = 0;
   for (size_t i = 0; i < njobs; i++) {
@@ -795,8 +608,12 @@ int pfi_oracle_solve(const struct pfi_problem *p, double budget_w,
   c.mark = calloc(njobs + 1, 1);
   if (!c.lpre || !c.vpre || !c.jseg || !c.gpos || !c.mark)
     goto nomem;
-  if (build_groups(&c) < 0)
+  *cp = c; /* build_groups fills the struct's own fields */
+  if (build_groups(cp) < 0) {
+    c = *cp;
     goto nomem;
+  }
+  c = *cp;
   c.lpre[0] = c.vpre[0] = 0;
   for (size_t t = 0; t < c.M; t++) {
     c.lpre[t + 1] = c.lpre[t] + c.g[t].len;
@@ -815,16 +632,56 @@ int pfi_oracle_solve(const struct pfi_problem *p, double budget_w,
     }
     free(fillpos);
   }
+  o->nodes_cap = 64;
+  o->nodes = malloc(o->nodes_cap * sizeof *o->nodes);
+  o->stack_cap = 64;
+  o->stack = malloc(o->stack_cap * sizeof *o->stack);
+  if (!o->nodes || !o->stack)
+    goto nomem;
+  goto out;
+nomem:
+  rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+out:
+  *cp = c;
+  return rc;
+}
 
+int pfi_oracle_prepare(struct pfi_oracle **out, const struct pfi_problem *p,
+                       struct pfi_error *err) {
+  *out = NULL;
+  struct pfi_oracle *o = calloc(1, sizeof *o);
+  if (!o)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  o->c.p = p;
+  o->c.tol_pow = power_tol(p);
+  pfi_error_clear(&o->err);
+  o->rc = prepare(o, &o->err);
+  *out = o;
+  return 0;
+}
+
+/* The branch and bound for one budget on a prepared problem. */
+static int solve(struct pfi_oracle *orc, double budget_w, double *power_w,
+                 double *total_tokens, struct pfi_oracle_stats *stats,
+                 struct pfi_error *err) {
+  struct ctx *cp = &orc->c;
+  const struct pfi_problem *p = cp->p;
+  int rc = 0;
+  size_t njobs = p->njobs;
+  cp->budget = budget_w;
+#define c (*cp)
+  struct node *nodes = orc->nodes;
+  size_t nodes_cap = orc->nodes_cap;
+  size_t *stack = orc->stack, stack_cap = orc->stack_cap;
+  struct fill *fillbuf = orc->fillbuf;
+  const struct seg **ptrbuf = orc->ptrbuf;
+  size_t fillcap = orc->fillcap;
+  uint32_t(*pieces)[2] = orc->pieces;
+  size_t pieces_cap = orc->pieces_cap;
+  size_t nnodes = 0, nstack = 0;
   /* Depth-first branch and bound from the root (no restriction). */
   double best_val = -INFINITY;
   size_t best = SIZE_MAX;
-  nodes_cap = 64;
-  nodes = malloc(nodes_cap * sizeof *nodes);
-  stack_cap = 64;
-  stack = malloc(stack_cap * sizeof *stack);
-  if (!nodes || !stack)
-    goto nomem;
   nodes[0] = (struct node){SIZE_MAX, SIZE_MAX, 0, 0};
   nnodes = 1;
   stack[nstack++] = 0;
@@ -971,11 +828,56 @@ int pfi_oracle_solve(const struct pfi_problem *p, double budget_w,
 nomem:
   rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
 out:
-  ctx_free(&c);
-  free(nodes);
-  free(stack);
-  free(fillbuf);
-  free(ptrbuf);
-  free(pieces);
+  /* The buffers (grown or not) serve the next budget, which starts from a
+   * clean scratch state. */
+  if (!fillbuf || !ptrbuf)
+    fillcap = 0;
+  /* A failed allocation can leave a capacity above what is allocated: the
+   * prepared oracle is then out of service, as out of memory. */
+  if (rc == PFI_ENOMEM)
+    orc->rc = pfi_error_set(&orc->err, PFI_ENOMEM, "out of memory");
+  orc->nodes = nodes;
+  orc->nodes_cap = nodes_cap;
+  orc->stack = stack;
+  orc->stack_cap = stack_cap;
+  orc->fillbuf = fillbuf;
+  orc->ptrbuf = ptrbuf;
+  orc->fillcap = fillcap;
+  orc->pieces = pieces;
+  orc->pieces_cap = pieces_cap;
+  set_marks(cp, 0);
+  cp->nr = 0;
+  cp->nns = 0;
+  return rc;
+#undef c
+}
+
+int pfi_oracle_run(struct pfi_oracle *o, double budget_w, double *power_w,
+                   double *total_tokens, struct pfi_oracle_stats *stats,
+                   struct pfi_error *err) {
+  int rc = pfi_problem_check_budget(o->c.p, budget_w, err);
+  if (rc < 0)
+    return rc;
+  if (stats)
+    memset(stats, 0, sizeof *stats);
+  if (o->rc < 0) {
+    if (err)
+      *err = o->err;
+    return o->rc;
+  }
+  return solve(o, budget_w, power_w, total_tokens, stats, err);
+}
+
+int pfi_oracle_solve(const struct pfi_problem *p, double budget_w,
+                     double *power_w, double *total_tokens,
+                     struct pfi_oracle_stats *stats, struct pfi_error *err) {
+  int rc = pfi_problem_check_budget(p, budget_w, err);
+  if (rc < 0)
+    return rc;
+  struct pfi_oracle *o;
+  if ((rc = pfi_oracle_prepare(&o, p, err)) < 0)
+    return rc;
+  rc = pfi_oracle_run(o, budget_w, power_w, total_tokens, stats, err);
+  pfi_oracle_free(o);
   return rc;
 }

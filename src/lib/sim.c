@@ -86,6 +86,7 @@ int pfi_sim_run(const struct pfi_problem *lib,
   int *wmoe = malloc(S * sizeof *wmoe);
   /* tot[s][c * W + w]: tokens/s per job of strategy s. */
   double *tot[PFI_STRAT__COUNT] = {0};
+  struct pfi_alloc_plan *plan[PFI_STRAT__COUNT] = {0};
   double *tmp = malloc(W * sizeof *tmp);
   if (!rng || !pick || !pw || !wpfi || !wdram || !wmoe || !tmp)
     goto nomem;
@@ -128,6 +129,16 @@ int pfi_sim_run(const struct pfi_problem *lib,
     }
     double lo, hi;
     pfi_problem_bounds(&wp, &lo, &hi);
+    /* Each strategy prepared once for the workload, run at every cut: the
+     * results are pfi_alloc_run's, bit for bit (alloc.h). */
+    for (int s = 0; s < PFI_STRAT__COUNT; s++) {
+      pfi_alloc_plan_free(plan[s]);
+      plan[s] = NULL;
+      if ((run & (1u << s)) &&
+          (rc = pfi_alloc_plan_new(&plan[s], &wp, (enum pfi_strategy)s, &win,
+                                   err)) < 0)
+        goto out;
+    }
     for (size_t c = 0; c < C; c++) {
       double B = (1 - cfg->cuts[c]) * hi;
       if (B < lo) {
@@ -140,8 +151,7 @@ int pfi_sim_run(const struct pfi_problem *lib,
       for (int s = 0; s < PFI_STRAT__COUNT; s++) {
         if (!(run & (1u << s)))
           continue;
-        if ((rc = pfi_alloc_run(&wp, (enum pfi_strategy)s, B, &win, pw, err)) <
-            0)
+        if ((rc = pfi_alloc_plan_run(plan[s], B, pw, err)) < 0)
           goto out;
         tot[s][c * W + w] = pfi_alloc_total_tokens(&wp, pw) / (double)S;
       }
@@ -197,8 +207,10 @@ nomem:
 out:
   if (rc < 0)
     pfi_sim_result_release(out);
-  for (int s = 0; s < PFI_STRAT__COUNT; s++)
+  for (int s = 0; s < PFI_STRAT__COUNT; s++) {
     free(tot[s]);
+    pfi_alloc_plan_free(plan[s]);
+  }
   gsl_rng_free(rng);
   if (disc)
     gsl_ran_discrete_free(disc);
