@@ -100,9 +100,8 @@ int pfi_alloc_run(const struct pfi_problem *p, enum pfi_strategy s,
  * once.
  */
 struct pfi_alloc_plan;
-int pfi_alloc_plan_new(struct pfi_alloc_plan **out,
-                       const struct pfi_problem *p, enum pfi_strategy s,
-                       const struct pfi_alloc_inputs *in,
+int pfi_alloc_plan_new(struct pfi_alloc_plan **out, const struct pfi_problem *p,
+                       enum pfi_strategy s, const struct pfi_alloc_inputs *in,
                        struct pfi_error *err);
 int pfi_alloc_plan_run(struct pfi_alloc_plan *pl, double budget_w,
                        double *power_w, struct pfi_error *err);

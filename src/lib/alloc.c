@@ -317,10 +317,10 @@ int pfi_cut_parse(const char *s, double *fraction, struct pfi_error *err) {
 struct pfi_alloc_plan {
   const struct pfi_problem *p;
   enum pfi_strategy s;
-  int rc;               /* an error every run returns (after the budget's
-                           check where pfi_alloc_run checks it first) */
-  int rc_first;         /* 1: rc comes before the budget's check */
-  struct pfi_error err; /* rc's message */
+  int rc;                    /* an error every run returns (after the budget's
+                                check where pfi_alloc_run checks it first) */
+  int rc_first;              /* 1: rc comes before the budget's check */
+  struct pfi_error err;      /* rc's message */
   struct pfi_oracle *oracle; /* oracle, pfi-curve */
   struct pfi_problem model;  /* pfi-curve */
   /* Proportional: the first water-filling's sorted ratios, m of them, and
@@ -389,9 +389,8 @@ static int plan_proportional(struct pfi_alloc_plan *pl, struct pfi_error *err) {
   return 0;
 }
 
-int pfi_alloc_plan_new(struct pfi_alloc_plan **out,
-                       const struct pfi_problem *p, enum pfi_strategy s,
-                       const struct pfi_alloc_inputs *in,
+int pfi_alloc_plan_new(struct pfi_alloc_plan **out, const struct pfi_problem *p,
+                       enum pfi_strategy s, const struct pfi_alloc_inputs *in,
                        struct pfi_error *err) {
   static const struct pfi_alloc_inputs none = {NULL, NULL, NULL};
   if (!in)
@@ -478,7 +477,8 @@ static void run_proportional(struct pfi_alloc_plan *pl, double budget_w,
       if (pfi_problem_hi(p, i) > hmax)
         hmax = pfi_problem_hi(p, i);
     for (size_t i = 0; i < n; i++) {
-      pl->w3[i] = weight[i] > 0 || !(hmax > 0) ? 0 : pfi_problem_hi(p, i) / hmax;
+      pl->w3[i] =
+          weight[i] > 0 || !(hmax > 0) ? 0 : pfi_problem_hi(p, i) / hmax;
       pl->room2[i] = room[i] - cut[i];
     }
     waterfill(n, pl->room2, pl->w3, left, cut, pl->buf2);

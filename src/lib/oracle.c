@@ -541,8 +541,8 @@ static void set_marks(struct ctx *c, unsigned char v) {
  * and the search's buffers, kept from one budget to the next. */
 struct pfi_oracle {
   struct ctx c;
-  int rc;                 /* 0, or the error the preparation met */
-  struct pfi_error err;   /* its message */
+  int rc;               /* 0, or the error the preparation met */
+  struct pfi_error err; /* its message */
   struct node *nodes;
   size_t nodes_cap;
   size_t *stack, stack_cap;

@@ -1,0 +1,401 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * The fast paths against their references:
+ *  - pfi_fmt_g() against glibc's printf("%.*g") byte for byte, every
+ *    precision 1..17, on a million random doubles (random bit patterns,
+ *    decimals of a few digits, values near powers of ten and two, halfway
+ *    cases);
+ *  - pfi_fmt_shortest(): reads back (strtod) as the same double, and equals
+ *    printf's "%.*g" at the smallest precision that reads back, except at
+ *    powers of two where it may be shorter (never longer);
+ *  - pfi_scan_decimal() against strtod on random plain decimals, and its
+ *    refusals;
+ *  - the curves reader's job-name table: rows of thousands of jobs in
+ *    adjacent, interleaved and shuffled order give the same curves;
+ *  - a prepared oracle (pfi_oracle_prepare + run) and an allocation plan
+ *    against pfi_oracle_solve / pfi_alloc_run from scratch, bit for bit, on
+ *    random concave and non-concave instances at many budgets.
+ */
+#include <float.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pfi/alloc.h"
+#include "pfi/curve.h"
+#include "pfi/fmt.h"
+#include "pfi/oracle.h"
+#include "testutil.h"
+
+/* Random doubles per test: a million in the normal build, a tenth under
+ * the sanitizers (each printf call there costs ten times as much). */
+#if defined(__SANITIZE_ADDRESS__)
+#define NDOUBLES 100000
+#else
+#define NDOUBLES 1000000
+#endif
+
+static uint64_t rs = 0x9E3779B97F4A7C15ULL;
+static uint64_t rnd(void) {
+  rs ^= rs << 13;
+  rs ^= rs >> 7;
+  rs ^= rs << 17;
+  return rs;
+}
+static double urand(void) { return (double)(rnd() >> 11) / 9007199254740992.0; }
+
+/* A random double of one of several kinds. */
+static double random_double(long i) {
+  double v;
+  uint64_t u = rnd();
+  switch (i % 6) {
+  case 0: /* any bit pattern (nan and inf included) */
+    memcpy(&v, &u, sizeof v);
+    break;
+  case 1: /* uniform mantissa, decimal exponent -20..25 */
+    v = urand() * pow(10, (int)(rnd() % 46) - 20);
+    break;
+  case 2: /* a decimal of up to 8 digits */
+    v = (double)(rnd() % 100000000) / pow(10, (int)(rnd() % 9));
+    break;
+  case 3: /* powers of two and their neighbours */
+    v = ldexp(1.0, (int)(rnd() % 2100) - 1074);
+    if (rnd() & 1)
+      v = nextafter(v, (rnd() & 1) ? 0 : INFINITY);
+    break;
+  case 4: /* near a power of ten: carries into the next decade */
+    v = pow(10, (int)(rnd() % 40) - 15) *
+        (1 - ldexp((double)(rnd() % 64), -50));
+    break;
+  default: /* an exact halfway case of some precision: k + 1/2 */
+    v = (double)(rnd() % 100000000) + 0.5;
+    v = ldexp(v, (int)(rnd() % 20) - 10);
+    break;
+  }
+  return (rnd() & 1) ? -v : v;
+}
+
+static void test_fmt_g_vs_printf(void **state) {
+  (void)state;
+  char a[64], b[64];
+  long bad = 0;
+  for (long i = 0; i < NDOUBLES; i++) {
+    double v = random_double(i);
+    /* %.10g (the tables' format) and %.17g always, one other precision
+     * in turn. */
+    int precs[3] = {10, 17, 1 + (int)(i % 17)};
+    for (int k = 0; k < 3; k++) {
+      snprintf(a, sizeof a, "%.*g", precs[k], v);
+      size_t n = pfi_fmt_g(b, v, precs[k]);
+      if (strcmp(a, b) != 0 || n != strlen(a)) {
+        if (bad++ < 5)
+          print_error("%%.%dg of %a: printf '%s', pfi_fmt_g '%s'\n", precs[k],
+                      v, a, b);
+      }
+    }
+  }
+  ASSERT_EQ_INT(bad, 0);
+}
+
+static void test_fmt_shortest(void **state) {
+  (void)state;
+  char a[64], b[64];
+  long bad = 0, shorter = 0;
+  for (long i = 0; i < NDOUBLES / 2; i++) {
+    double v = random_double(i);
+    pfi_fmt_shortest(b, v);
+    if (!isfinite(v)) {
+      snprintf(a, sizeof a, "%.17g", v);
+      if (strcmp(a, b) != 0 && bad++ < 5)
+        print_error("%a: '%s', expected '%s'\n", v, b, a);
+      continue;
+    }
+    /* %.17g always reads back; the shortest must too. */
+    snprintf(a, sizeof a, "%.17g", v);
+    assert_true(strtod(a, NULL) == v);
+    if (strtod(b, NULL) != v) {
+      if (bad++ < 5)
+        print_error("%a: '%s' reads back as %a\n", v, b, strtod(b, NULL));
+      continue;
+    }
+    int pmin = 17;
+    for (int p = 1; p <= 17; p++) {
+      snprintf(a, sizeof a, "%.*g", p, v);
+      if (strtod(a, NULL) == v) {
+        pmin = p;
+        break;
+      }
+    }
+    snprintf(a, sizeof a, "%.*g", pmin, v);
+    if (strcmp(a, b) == 0)
+      continue;
+    /* Only a power of two (lower neighbour twice as near) may be shorter. */
+    int e;
+    double fr = frexp(fabs(v), &e);
+    size_t da = strcspn(a + (a[0] == '-'), "e"),
+           db = strcspn(b + (b[0] == '-'), "e");
+    if (fr == 0.5 && db < da) {
+      shorter++;
+      continue;
+    }
+    if (bad++ < 5)
+      print_error("%a: shortest '%s', printf's shortest '%s'\n", v, b, a);
+  }
+  ASSERT_EQ_INT(bad, 0);
+  /* Values worked by hand. */
+  pfi_fmt_shortest(b, 0.1);
+  assert_string_equal(b, "0.1");
+  pfi_fmt_shortest(b, 1e23);
+  assert_string_equal(b, "1e+23");
+  pfi_fmt_shortest(b, 5e-324);
+  assert_string_equal(b, "5e-324");
+  pfi_fmt_shortest(b, -0.0);
+  assert_string_equal(b, "-0");
+  pfi_fmt_shortest(b, 123456.0);
+  assert_string_equal(b, "123456");
+  /* Exact binary halves round to even, as printf does. */
+  pfi_fmt_g(b, 2.5, 1);
+  assert_string_equal(b, "2");
+  pfi_fmt_g(b, 3.5, 1);
+  assert_string_equal(b, "4");
+  pfi_fmt_g(b, 0.125, 2);
+  assert_string_equal(b, "0.12");
+  pfi_fmt_g(b, 1234.5678, 10);
+  assert_string_equal(b, "1234.5678");
+  pfi_fmt_g(b, 9999999999.5, 10);
+  assert_string_equal(b, "1e+10");
+}
+
+static void test_scan_decimal(void **state) {
+  (void)state;
+  char s[64];
+  long bad = 0;
+  for (long i = 0; i < NDOUBLES / 4; i++) {
+    int ip = (int)(rnd() % 12), fp = (int)(rnd() % 12);
+    size_t n = 0;
+    if (rnd() % 4 == 0)
+      s[n++] = '-';
+    for (int k = 0; k < ip; k++)
+      s[n++] = (char)('0' + rnd() % 10);
+    if (fp > 0 || rnd() % 8 == 0) {
+      s[n++] = '.';
+      for (int k = 0; k < fp; k++)
+        s[n++] = (char)('0' + rnd() % 10);
+    }
+    s[n] = '\0';
+    double v = 0, ref = strtod(s, NULL);
+    int ok = pfi_scan_decimal(s, &v);
+    if (ip + fp == 0) {
+      if (ok && bad++ < 5)
+        print_error("'%s' accepted\n", s);
+      continue;
+    }
+    /* 22 digits at most: some are refused (too long), none is wrong. */
+    if (ok && memcmp(&v, &ref, sizeof v) != 0 && bad++ < 5)
+      print_error("'%s': %a, strtod %a\n", s, v, ref);
+    if (!ok && ip + fp <= 15 && bad++ < 5)
+      print_error("'%s' refused\n", s);
+  }
+  ASSERT_EQ_INT(bad, 0);
+  double v;
+  static const char *const refused[] = {
+      "",    "-",   ".",   "+1",    "1e3", " 1",  "1 ",
+      "0x1", "nan", "inf", "1.2.3", "--1", "1,5", "12345678901234567890"};
+  for (size_t k = 0; k < sizeof refused / sizeof *refused; k++)
+    if (pfi_scan_decimal(refused[k], &v))
+      fail_msg("'%s' accepted", refused[k]);
+  assert_int_equal(pfi_scan_decimal("9007199254740993", &v), 0); /* > 2^53 */
+  assert_int_equal(pfi_scan_decimal("0.1", &v), 1);
+  assert_true(v == 0.1);
+  assert_int_equal(pfi_scan_decimal("-2.5", &v), 1);
+  assert_true(v == -2.5);
+}
+
+/* Curves of `jobs` jobs x 3 caps, rows in `order` (0 adjacent, 1 grouped
+ * by cap, 2 shuffled); names of varied length around the 8-byte words. */
+static char *curves_text(int jobs, int order, size_t *len) {
+  size_t cap = (size_t)jobs * 3 * 96 + 64, n = 0;
+  char *t = malloc(cap);
+  n += (size_t)sprintf(t, "job,cap_w,power_w,tokens_per_s\n");
+  int total = jobs * 3;
+  int *row = malloc((size_t)total * sizeof *row);
+  for (int r = 0; r < total; r++)
+    row[r] = order == 0 ? r : (r % jobs) * 3 + r / jobs;
+  if (order == 2)
+    for (int r = total - 1; r > 0; r--) {
+      int k = (int)(rnd() % (uint64_t)(r + 1)), tmp = row[r];
+      row[r] = row[k];
+      row[k] = tmp;
+    }
+  for (int r = 0; r < total; r++) {
+    int j = row[r] / 3, c = row[r] % 3;
+    /* A name of 1 + j % 23 characters: "j" then the number padded. */
+    char name[40];
+    int w = 1 + j % 23;
+    snprintf(name, sizeof name, "%0*d", w > 12 ? 12 : w, j);
+    char full[64];
+    snprintf(full, sizeof full, "%.*s%s", w > 12 ? w - 12 : 0,
+             "abcdefghijklmnop", name);
+    n += (size_t)sprintf(t + n, "%s,%d,%d.5,%d.25\n", full, 200 + 100 * c,
+                         1000 + j + 100 * c, 50 + j + 10 * c);
+  }
+  free(row);
+  *len = n;
+  return t;
+}
+
+static void test_job_table(void **state) {
+  (void)state;
+  const int jobs = 5000;
+  struct pfi_curveset ref;
+  struct pfi_error err;
+  size_t len;
+  char *t = curves_text(jobs, 0, &len);
+  assert_int_equal(pfi_curveset_read_mem(&ref, "adjacent", t, len, NULL, &err),
+                   0);
+  free(t);
+  ASSERT_EQ_INT(ref.n, jobs);
+  for (int order = 1; order <= 2; order++) {
+    struct pfi_curveset s;
+    t = curves_text(jobs, order, &len);
+    if (pfi_curveset_read_mem(&s, "other", t, len, NULL, &err) != 0)
+      fail_msg("%s", err.msg);
+    free(t);
+    ASSERT_EQ_INT(s.n, jobs);
+    for (size_t i = 0; i < s.n; i++) {
+      const struct pfi_curve *a = &s.c[i];
+      const struct pfi_curve *b = pfi_curveset_find(&ref, a->job);
+      assert_non_null(b);
+      ASSERT_EQ_INT(a->n, 3);
+      ASSERT_EQ_INT(b->n, 3);
+      /* The points worked out from the job's number: j + 1000.5 W at the
+       * lowest cap. */
+      int j = atoi(a->job + strspn(a->job, "abcdefghijklmnop"));
+      for (size_t k = 0; k < 3; k++) {
+        assert_true(a->pts[k].cap_w == 200 + 100 * (double)k);
+        assert_true(a->pts[k].power_w == 1000 + j + 100 * (double)k + 0.5);
+        assert_true(a->pts[k].tokens_per_s == b->pts[k].tokens_per_s);
+      }
+    }
+    /* Order of first appearance: grouped by cap, the jobs in index order. */
+    if (order == 1)
+      for (size_t i = 0; i < s.n; i++)
+        ASSERT_EQ_INT(atoi(s.c[i].job + strspn(s.c[i].job, "abcdefghijklmnop")),
+                      i);
+    pfi_curveset_release(&s);
+  }
+  pfi_curveset_release(&ref);
+}
+
+/* A random job of 1..7 points; concave or not; drawn from `lib` copies. */
+static void random_job(double *x, double *y, size_t *m, int concave) {
+  *m = 1 + (size_t)(urand() * 7);
+  x[0] = 50 + 400 * urand();
+  y[0] = 100 + 1000 * urand();
+  double slope = 5 * urand() + 0.5;
+  for (size_t j = 1; j < *m; j++) {
+    x[j] = x[j - 1] + 1 + 200 * urand();
+    if (concave) {
+      slope *= urand();
+      y[j] = y[j - 1] + slope * (x[j] - x[j - 1]);
+    } else {
+      y[j] = y[j - 1] + (urand() - 0.25) * 3 * (x[j] - x[j - 1]);
+    }
+  }
+}
+
+static void test_prepared_vs_scratch(void **state) {
+  (void)state;
+  struct pfi_error e1, e2;
+  for (int inst = 0; inst < 400; inst++) {
+    int concave = inst % 2 == 0;
+    size_t nlib = 1 + rnd() % 8, n = 1 + rnd() % 40;
+    double lx[8][8], ly[8][8];
+    size_t lm[8];
+    for (size_t j = 0; j < nlib; j++)
+      random_job(lx[j], ly[j], &lm[j], concave);
+    struct pfi_problem p;
+    pfi_problem_init(&p);
+    double *pfi = malloc(n * sizeof *pfi), *dram = malloc(n * sizeof *dram);
+    int *moe = malloc(n * sizeof *moe);
+    for (size_t i = 0; i < n; i++) {
+      size_t j = rnd() % nlib; /* copies, as sampled workloads have */
+      assert_int_equal(pfi_problem_add(&p, lx[j], ly[j], lm[j], lx[j][0],
+                                       lx[j][lm[j] - 1], &e1),
+                       0);
+      pfi[i] = urand() < 0.1 ? -1 : 0.5 + 2 * urand();
+      dram[i] = urand();
+      moe[i] = (int)(rnd() & 1);
+    }
+    struct pfi_alloc_inputs in = {pfi, dram, moe};
+    double lo, hi;
+    pfi_problem_bounds(&p, &lo, &hi);
+    struct pfi_alloc_plan *plan[PFI_STRAT__COUNT];
+    for (int s = 0; s < PFI_STRAT__COUNT; s++)
+      assert_int_equal(
+          pfi_alloc_plan_new(&plan[s], &p, (enum pfi_strategy)s, &in, &e1), 0);
+    struct pfi_oracle *o;
+    assert_int_equal(pfi_oracle_prepare(&o, &p, &e1), 0);
+    double *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+    for (int k = 0; k < 12; k++) {
+      /* Budgets inside, at and just outside the bounds. */
+      double B = k == 0   ? lo
+                 : k == 1 ? hi
+                 : k == 2 ? lo - 1
+                 : k == 3 ? hi + 1
+                          : lo + (hi - lo) * urand();
+      double ta = 0, tb = 0;
+      struct pfi_oracle_stats sa, sb;
+      int ra = pfi_oracle_solve(&p, B, a, &ta, &sa, &e1);
+      int rb = pfi_oracle_run(o, B, b, &tb, &sb, &e2);
+      ASSERT_EQ_INT(rb, ra);
+      if (ra == 0) {
+        assert_memory_equal(a, b, n * sizeof *a);
+        assert_memory_equal(&ta, &tb, sizeof ta);
+        ASSERT_EQ_INT(sb.nodes, sa.nodes);
+      } else {
+        assert_string_equal(e2.msg, e1.msg);
+      }
+      for (int s = 0; s < PFI_STRAT__COUNT; s++) {
+        memset(a, 0, n * sizeof *a);
+        memset(b, 0xff, n * sizeof *b);
+        ra = pfi_alloc_run(&p, (enum pfi_strategy)s, B, &in, a, &e1);
+        rb = pfi_alloc_plan_run(plan[s], B, b, &e2);
+        ASSERT_EQ_INT(rb, ra);
+        if (ra == 0)
+          assert_memory_equal(a, b, n * sizeof *a);
+        else
+          assert_string_equal(e2.msg, e1.msg);
+      }
+    }
+    /* Inputs missing: the same error from a plan as from a run. */
+    struct pfi_alloc_inputs none = {NULL, NULL, NULL};
+    struct pfi_alloc_plan *pl;
+    assert_int_equal(
+        pfi_alloc_plan_new(&pl, &p, PFI_STRAT_PFI_AWARE, &none, &e1), 0);
+    ASSERT_EQ_INT(
+        pfi_alloc_plan_run(pl, lo - 1e6, a, &e2),
+        pfi_alloc_run(&p, PFI_STRAT_PFI_AWARE, lo - 1e6, &none, b, &e1));
+    assert_string_equal(e2.msg, e1.msg);
+    pfi_alloc_plan_free(pl);
+    for (int s = 0; s < PFI_STRAT__COUNT; s++)
+      pfi_alloc_plan_free(plan[s]);
+    pfi_oracle_free(o);
+    pfi_problem_release(&p);
+    free(a);
+    free(b);
+    free(pfi);
+    free(dram);
+    free(moe);
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_fmt_g_vs_printf),
+      cmocka_unit_test(test_fmt_shortest),
+      cmocka_unit_test(test_scan_decimal),
+      cmocka_unit_test(test_job_table),
+      cmocka_unit_test(test_prepared_vs_scratch),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
