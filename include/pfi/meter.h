@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Power at the meter: GPU board power -> node power -> facility power.
+ *
+ * A utility pays for what its meter shows, not for GPU board power. The
+ * chain, per node i (docs/grid.md):
+ *
+ *   node_dc_i   = gpu_i + other_i
+ *                 other_i measured (RAPL package + DRAM, or the BMC's DCMI
+ *                 reading minus the GPUs) or, when not measured, the
+ *                 configured per-node baseline `node_other_w`;
+ *   node_wall_i = node_dc_i / eff(node_dc_i / psu_rated_w)
+ *                 eff: the power supplies' efficiency curve, piecewise
+ *                 linear in the load fraction, flat beyond its ends;
+ *   facility    = pue * sum_i node_wall_i + facility_other_w
+ *                 (or a facility meter reading, when the site has one).
+ *
+ * A limit stated at the node or meter level becomes a GPU-level limit for
+ * the controller by inverting this chain at the current state
+ * (pfi_meter_gpu_limit): GPU power is assumed to change in proportion on
+ * every node, other_i to stay as measured. Every function is pure; the
+ * readers (RAPL through Linux powercap, DCMI through ipmitool or freeipmi)
+ * are separate.
+ */
+#ifndef PFI_METER_H
+#define PFI_METER_H
+
+#include <stddef.h>
+
+#include "pfi/error.h"
+#include "pfi/timeline.h"
+
+#define PFI_PSU_POINTS_MAX 16
+
+struct pfi_meter_config {
+  double node_other_w; /* non-GPU DC power of a node when not measured, W */
+  double psu_rated_w;  /* rated output of a node's supplies, W (0: the
+                          efficiency is eff[0] at every load) */
+  size_t psu_n;        /* points of the efficiency curve (>= 1) */
+  double psu_load[PFI_PSU_POINTS_MAX]; /* load fractions, increasing, > 0 */
+  double psu_eff[PFI_PSU_POINTS_MAX];  /* efficiencies in (0, 1] */
+  double pue;                          /* facility / IT power, >= 1 */
+  double facility_other_w;             /* constant facility loads, W */
+};
+
+/* Defaults: nothing assumed. node_other_w 0, one efficiency point 1.0,
+ * PUE 1.0, no facility loads: meter power equals node power until the site
+ * configures its own figures. */
+void pfi_meter_config_init(struct pfi_meter_config *cfg);
+
+/*
+ * Reads a meter configuration: "key = value" lines, '#' comments. Keys:
+ * node_other_w, psu_rated_w, psu_curve ("LOAD:EFF,LOAD:EFF,...", e.g.
+ * "0.1:0.90,0.2:0.94,0.5:0.96,1.0:0.91"), pue, facility_other_w. Unknown
+ * keys, bad numbers, a curve that is not increasing in load or has an
+ * efficiency outside (0, 1], a PUE below 1: PFI_EPARSE with file, line and
+ * column. `cfg` is initialized by the call.
+ */
+int pfi_meter_config_load_mem(const char *name, const char *data, size_t len,
+                              struct pfi_meter_config *cfg,
+                              struct pfi_error *err);
+int pfi_meter_config_load(const char *path, struct pfi_meter_config *cfg,
+                          struct pfi_error *err);
+
+/* Efficiency at `load` (fraction of rated output). */
+double pfi_meter_psu_eff(const struct pfi_meter_config *cfg, double load);
+
+/* Wall (AC) power of a node drawing `dc_w` W DC. */
+double pfi_meter_node_wall_w(const struct pfi_meter_config *cfg, double dc_w);
+
+/*
+ * Power of `n` nodes at each level. gpu_w[i] is node i's GPU power; other_w
+ * (may be NULL) node i's measured non-GPU power, NAN where not measured
+ * (then node_other_w). Outputs (any may be NULL): total GPU, node DC and
+ * facility power, W. PFI_EINVAL for a negative or non-finite input.
+ */
+int pfi_meter_levels(const struct pfi_meter_config *cfg, const double *gpu_w,
+                     const double *other_w, size_t n, double *gpu_total,
+                     double *node_total, double *facility,
+                     struct pfi_error *err);
+
+/*
+ * The total GPU power that meets `limit_w` stated at `level` (enum
+ * pfi_power_level) at the current state. Returns 0 and *gpu_limit_w >= 0,
+ * or PFI_EINFEASIBLE when even zero GPU power exceeds the limit (the
+ * message gives the shortfall in W at that level; *gpu_limit_w = 0).
+ */
+int pfi_meter_gpu_limit(const struct pfi_meter_config *cfg,
+                        const double *gpu_w, const double *other_w, size_t n,
+                        int level, double limit_w, double *gpu_limit_w,
+                        struct pfi_error *err);
+
+/* ---- readers ----------------------------------------------------------- */
+
+#define PFI_RAPL_MAX 32
+
+/* Energy counters of Linux powercap RAPL zones. */
+struct pfi_rapl {
+  size_t n;
+  struct {
+    char name[64];   /* "package-0", "dram", ... */
+    char path[512];  /* the zone's energy_uj */
+    double max_uj;   /* max_energy_range_uj: the counter wraps there */
+    int top;         /* 1 for a top-level zone (intel-rapl:N) */
+  } zone[PFI_RAPL_MAX];
+};
+
+/*
+ * Finds the RAPL zones under `root` (NULL: /sys/class/powercap): every
+ * intel-rapl:N (package, psys) and intel-rapl:N:M (core, uncore, dram)
+ * directory with readable energy_uj. Returns the number of zones (0 when
+ * there is none: not an error) or a negative code.
+ */
+int pfi_rapl_open(const char *root, struct pfi_rapl *r, struct pfi_error *err);
+
+/* Reads every zone's counter into uj[0..n-1]. */
+int pfi_rapl_read(const struct pfi_rapl *r, double *uj, struct pfi_error *err);
+
+/*
+ * Package + DRAM power over an interval from two readings dt_s apart,
+ * counters that wrapped corrected with max_uj. psys zones are left out
+ * (they contain the packages). Returns W, or NAN when there is no package
+ * zone or dt_s <= 0.
+ */
+double pfi_rapl_power_w(const struct pfi_rapl *r, const double *uj0,
+                        const double *uj1, double dt_s);
+
+/*
+ * Parses the power reading of a BMC as printed by `ipmitool dcmi power
+ * reading` ("Instantaneous power reading: 220 Watts") or freeipmi's
+ * `ipmi-dcmi --get-system-power-statistics` ("Current Power : 220 Watts").
+ * Returns 0 and *w, or PFI_EPARSE (no reading found), PFI_ENOTSUP (the
+ * BMC says power measurement is not active).
+ */
+int pfi_dcmi_parse(const char *text, size_t len, double *w,
+                   struct pfi_error *err);
+
+#endif

@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * OpenADR 3.1 (the OpenADR Alliance's REST API, openadr3.yaml 3.1.0): the
+ * VEN side. Decodes events into power-target spans (include/pfi/timeline.h)
+ * and talks to a VTN over HTTP(S): OAuth2 client credentials, programs,
+ * events (polled, or announced by webhook subscriptions), reports.
+ *
+ * Payload types acted on, and how each becomes a limit (docs/grid.md):
+ *   IMPORT_CAPACITY_LIMIT        the value is the site's import limit:
+ *                                limit = value x unit, at the meter level
+ *                                unless the config says otherwise;
+ *   DISPATCH_SETPOINT            absolute consumption: limit = value x unit;
+ *   DISPATCH_SETPOINT_RELATIVE   a decrease from the baseline:
+ *                                limit = baseline - value x unit, or with
+ *                                units PERCENT, baseline x (1 - value/100);
+ *   SIMPLE                       level 0-3 mapped by the config to a
+ *                                fraction of the baseline (level 0: no
+ *                                limit).
+ * Units come from the event's (or program's) payloadDescriptors: W, KW, MW
+ * (case-insensitive), PERCENT for the relative type; none means the
+ * config's default unit. Other payload types in an event are ignored (and
+ * counted); an event with none of these types yields no span.
+ */
+#ifndef PFI_OPENADR_H
+#define PFI_OPENADR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pfi/error.h"
+#include "pfi/timeline.h"
+
+/* Largest body the VEN reads from a VTN, bytes: larger is an error. */
+#define PFI_OADR_MAX_BODY (8u << 20)
+
+struct pfi_oadr_config {
+  double baseline_w;       /* for relative and SIMPLE payloads; 0 = unknown */
+  double simple_frac[4];   /* SIMPLE level -> limit as fraction of baseline;
+                              NAN for "no limit" (default level 0) */
+  double default_unit_w;   /* watts per payload unit when none is given */
+  int capacity_level;      /* level of IMPORT_CAPACITY_LIMIT (meter) */
+  int setpoint_level;      /* level of the DISPATCH_SETPOINT types (meter) */
+  int64_t now_s;           /* "now" for 'do it now' events, Unix s */
+  uint64_t seed;           /* randomizeStart draws: same seed, same shift */
+  int64_t horizon_s;       /* events without end are cut here (now + 1 y) */
+};
+
+/* Defaults: baseline unknown; SIMPLE levels 0/1/2/3 -> no limit / 0.90 /
+ * 0.75 / 0.50 of the baseline; a payload without units is in kW (as
+ * OpenADR programs usually state power); both levels meter; seed 1; horizon
+ * now + 365 days. */
+void pfi_oadr_config_init(struct pfi_oadr_config *cfg, int64_t now_s);
+
+/* What decoding found beyond the spans. */
+struct pfi_oadr_stats {
+  size_t events;         /* event objects read */
+  size_t spans;          /* spans added */
+  size_t ignored_types;  /* payloads of other types */
+  size_t expired;        /* events wholly in the past */
+};
+
+/*
+ * Decodes a JSON array of OpenADR 3 event objects (the body of GET /events)
+ * and appends one span per interval (and per sub-interval of a multi-valued
+ * payload) to `out`, with source PFI_SRC_OPENADR. Each event must have an
+ * `id` and a `programID`; `priority` defaults to the lowest priority;
+ * `scheduled_s` is its modificationDateTime (else createdDateTime, else 0).
+ * Bad input: PFI_EPARSE naming the field path ("events[2].intervals[0].
+ * payloads[0].values[0]: expected a number >= 0") and, for JSON syntax,
+ * line and column in `name`. Intervals are bounded (10,000 per event). On
+ * error nothing is appended. Returns the number of spans added.
+ */
+int pfi_oadr_decode_events(const char *name, const char *json, size_t len,
+                           const struct pfi_oadr_config *cfg,
+                           struct pfi_timeline *out,
+                           struct pfi_oadr_stats *stats,
+                           struct pfi_error *err);
+
+/*
+ * Decodes a webhook notification body (OpenADR 3 `notification`:
+ * objectType, operation, object). For an EVENT object with operation CREATE
+ * or UPDATE, appends its spans as pfi_oadr_decode_events() would and sets
+ * *event_id (the caller drops that event's earlier spans first); for DELETE
+ * sets *deleted = 1 and *event_id. READ and other object types return 0
+ * and change nothing. event_id must hold PFI_TIMELINE_ID_MAX bytes.
+ */
+int pfi_oadr_decode_notification(const char *json, size_t len,
+                                 const struct pfi_oadr_config *cfg,
+                                 struct pfi_timeline *out, char *event_id,
+                                 int *deleted, struct pfi_error *err);
+
+/* ---- the VEN client ----------------------------------------------------- */
+
+struct pfi_ven_config {
+  const char *vtn_url;       /* base URL, e.g. http://127.0.0.1:8080/openadr3 */
+  const char *client_id;     /* OAuth2 client credentials */
+  const char *client_secret;
+  const char *program_name;  /* the program whose events are acted on */
+  const char *ven_name;      /* clientName in reports */
+  long timeout_ms;           /* per request (default 5000) */
+};
+
+struct pfi_ven;
+
+/* Opens a client (no network traffic yet). Copies the strings. */
+int pfi_ven_open(const struct pfi_ven_config *cfg, struct pfi_ven **out,
+                 struct pfi_error *err);
+void pfi_ven_close(struct pfi_ven *v);
+
+/*
+ * Gets a token when none is held or it expires within 30 s (GET
+ * /auth/server for the token URL, then POST it with grant_type
+ * client_credentials), finds the program by name (GET /programs), and reads
+ * its events (GET /events?programID=..., pages of 50). A 401 answer drops
+ * the token and retries once with a new one. The events' spans are
+ * appended to `out`. Errors: PFI_EIO (network, HTTP status; the message
+ * names the path and status), PFI_ENOPERM (credentials refused),
+ * PFI_ENOTFOUND (no such program), PFI_EPARSE (a malformed answer, naming
+ * the field). On error `out` is unchanged.
+ */
+int pfi_ven_poll(struct pfi_ven *v, const struct pfi_oadr_config *cfg,
+                 struct pfi_timeline *out, struct pfi_oadr_stats *stats,
+                 struct pfi_error *err);
+
+/* The program id found by the last successful poll ("" before). */
+const char *pfi_ven_program_id(const struct pfi_ven *v);
+
+/* One value of a report. */
+struct pfi_ven_report_value {
+  const char *type;   /* USAGE (Wh), DEMAND (W), BASELINE (W),
+                         LOAD_SHED_DELTA_AVAILABLE (W) */
+  double value;
+  const char *units;  /* "WH", "W"... */
+  const char *reading_type; /* e.g. "MEAN", "DIRECT_READ", "FORECAST" */
+};
+
+/* A report for one interval of one event, as POST /reports takes it. */
+struct pfi_ven_report {
+  const char *event_id;
+  const char *report_name;
+  const char *resource_name; /* "AGGREGATED_REPORT" when NULL */
+  int64_t start_s;
+  double duration_s;
+  const struct pfi_ven_report_value *values;
+  size_t nvalues;
+};
+
+/* Builds the JSON body of a report (caller frees with free()). Non-finite
+ * values are PFI_EINVAL. */
+int pfi_ven_report_json(const struct pfi_ven_report *r, const char *ven_name,
+                        const char *program_id, char **out,
+                        struct pfi_error *err);
+
+/* POSTs a report (token handling as pfi_ven_poll). */
+int pfi_ven_send_report(struct pfi_ven *v, const struct pfi_ven_report *r,
+                        struct pfi_error *err);
+
+/* Subscribes to events of the program (POST /subscriptions) with a webhook
+ * at callback_url; the VTN then POSTs notifications there, which
+ * pfi_oadr_decode_notification() reads. */
+int pfi_ven_subscribe(struct pfi_ven *v, const char *callback_url,
+                      const char *bearer, struct pfi_error *err);
+
+#endif

@@ -1,0 +1,473 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* The OpenADR 3.1 VEN client over libcurl: OAuth2 client credentials,
+ * programs, events, reports, subscriptions. See include/pfi/openadr.h. */
+#include "pfi/openadr.h"
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+struct pfi_ven {
+  char *base, *client_id, *secret, *program, *ven_name;
+  long timeout_ms;
+  char token[4097];
+  int64_t token_expiry; /* Unix s; 0 = unknown (valid until a 401) */
+  char program_id[PFI_TIMELINE_ID_MAX];
+};
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static void curl_init_once(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
+
+struct body {
+  char *buf;
+  size_t len;
+  int overflow;
+};
+
+static size_t on_data(char *p, size_t sz, size_t n, void *ud) {
+  struct body *b = ud;
+  size_t k = sz * n;
+  if (b->len + k > PFI_OADR_MAX_BODY) {
+    b->overflow = 1;
+    return 0;
+  }
+  char *nb = realloc(b->buf, b->len + k + 1);
+  if (!nb)
+    return 0;
+  memcpy(nb + b->len, p, k);
+  b->len += k;
+  nb[b->len] = 0;
+  b->buf = nb;
+  return k;
+}
+
+static char *dup(const char *s) { return s ? strdup(s) : strdup(""); }
+
+int pfi_ven_open(const struct pfi_ven_config *cfg, struct pfi_ven **out,
+                 struct pfi_error *err) {
+  if (!cfg->vtn_url || !*cfg->vtn_url || !cfg->client_id ||
+      !cfg->client_secret || !cfg->program_name)
+    return pfi_error_set(err, PFI_EINVAL,
+                         "VEN: the VTN URL, client id, secret and program "
+                         "name are required");
+  if (strncmp(cfg->vtn_url, "http://", 7) != 0 &&
+      strncmp(cfg->vtn_url, "https://", 8) != 0)
+    return pfi_error_set(err, PFI_EINVAL,
+                         "VEN: VTN URL '%.200s' is not http:// or https://",
+                         cfg->vtn_url);
+  pthread_once(&curl_once, curl_init_once);
+  struct pfi_ven *v = calloc(1, sizeof *v);
+  if (!v)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  v->base = dup(cfg->vtn_url);
+  v->client_id = dup(cfg->client_id);
+  v->secret = dup(cfg->client_secret);
+  v->program = dup(cfg->program_name);
+  v->ven_name = dup(cfg->ven_name ? cfg->ven_name : "pfid");
+  v->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 5000;
+  if (!v->base || !v->client_id || !v->secret || !v->program ||
+      !v->ven_name) {
+    pfi_ven_close(v);
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  }
+  size_t bl = strlen(v->base);
+  while (bl > 0 && v->base[bl - 1] == '/')
+    v->base[--bl] = 0;
+  *out = v;
+  return 0;
+}
+
+void pfi_ven_close(struct pfi_ven *v) {
+  if (!v)
+    return;
+  free(v->base);
+  free(v->client_id);
+  if (v->secret)
+    memset(v->secret, 0, strlen(v->secret));
+  free(v->secret);
+  free(v->program);
+  free(v->ven_name);
+  memset(v->token, 0, sizeof v->token);
+  free(v);
+}
+
+const char *pfi_ven_program_id(const struct pfi_ven *v) {
+  return v->program_id;
+}
+
+/* One HTTP exchange. `url` is absolute. Returns 0 with *status set, or
+ * PFI_EIO / PFI_ENOMEM. The caller frees b->buf. */
+static int http(struct pfi_ven *v, const char *method, const char *url,
+                const char *body, const char *ctype, int auth, long *status,
+                struct body *b, struct pfi_error *err) {
+  CURL *c = curl_easy_init();
+  if (!c)
+    return pfi_error_set(err, PFI_ENOMEM, "VEN: cannot start a request");
+  memset(b, 0, sizeof *b);
+  struct curl_slist *h = NULL;
+  char hdr[4200];
+  int rc = 0;
+  if (ctype) {
+    snprintf(hdr, sizeof hdr, "Content-Type: %s", ctype);
+    h = curl_slist_append(h, hdr);
+  }
+  h = curl_slist_append(h, "Accept: application/json");
+  if (auth) {
+    snprintf(hdr, sizeof hdr, "Authorization: Bearer %s", v->token);
+    h = curl_slist_append(h, hdr);
+  }
+  curl_easy_setopt(c, CURLOPT_URL, url);
+  curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, v->timeout_ms);
+  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, v->timeout_ms);
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, b);
+  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+  if (body)
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+  CURLcode cr = curl_easy_perform(c);
+  if (cr != CURLE_OK) {
+    rc = pfi_error_set(err, PFI_EIO, "VEN: %s %.300s: %s", method, url,
+                       b->overflow ? "answer larger than 8 MiB"
+                                   : curl_easy_strerror(cr));
+    free(b->buf);
+    b->buf = NULL;
+  } else
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+  curl_slist_free_all(h);
+  curl_easy_cleanup(c);
+  return rc;
+}
+
+static int fetch_token(struct pfi_ven *v, struct pfi_error *err) {
+  char url[9000], token_url[8100];
+  long st = 0;
+  struct body b;
+  snprintf(url, sizeof url, "%s/auth/server", v->base);
+  snprintf(token_url, sizeof token_url, "%s/auth/token", v->base);
+  if (http(v, "GET", url, NULL, NULL, 0, &st, &b, NULL) == 0 && st == 200) {
+    json_t *j = json_loadb(b.buf ? b.buf : "", b.len, 0, NULL);
+    json_t *tu = json_object_get(j, "tokenURL");
+    if (json_is_string(tu)) {
+      const char *s = json_string_value(tu);
+      if (strncmp(s, "http://", 7) == 0 || strncmp(s, "https://", 8) == 0)
+        snprintf(token_url, sizeof token_url, "%s", s);
+      else if (s[0] == '/') { /* relative to the VTN's origin */
+        const char *p = strstr(v->base, "://");
+        const char *slash = p ? strchr(p + 3, '/') : NULL;
+        int ol = slash ? (int)(slash - v->base) : (int)strlen(v->base);
+        snprintf(token_url, sizeof token_url, "%.*s%s", ol, v->base, s);
+      }
+    }
+    json_decref(j);
+  }
+  free(b.buf);
+  CURL *esc = curl_easy_init();
+  if (!esc)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  char *id = curl_easy_escape(esc, v->client_id, 0);
+  char *sec = curl_easy_escape(esc, v->secret, 0);
+  char *form = NULL;
+  int rc = 0;
+  if (!id || !sec ||
+      asprintf(&form, "grant_type=client_credentials&client_id=%s&"
+                      "client_secret=%s",
+               id, sec) < 0) {
+    form = NULL;
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  }
+  curl_free(id);
+  curl_free(sec);
+  curl_easy_cleanup(esc);
+  if (rc < 0)
+    return rc;
+  rc = http(v, "POST", token_url, form, "application/x-www-form-urlencoded",
+            0, &st, &b, err);
+  memset(form, 0, strlen(form));
+  free(form);
+  if (rc < 0)
+    return rc;
+  if (st == 400 || st == 401 || st == 403) {
+    free(b.buf);
+    return pfi_error_set(err, PFI_ENOPERM,
+                         "VEN: token endpoint %.300s refused the client "
+                         "credentials (HTTP %ld)",
+                         token_url, st);
+  }
+  if (st != 200) {
+    free(b.buf);
+    return pfi_error_set(err, PFI_EIO, "VEN: token endpoint %.300s: HTTP %ld",
+                         token_url, st);
+  }
+  json_error_t je;
+  json_t *j = json_loadb(b.buf ? b.buf : "", b.len, 0, &je);
+  free(b.buf);
+  json_t *at = json_object_get(j, "access_token");
+  json_t *tt = json_object_get(j, "token_type");
+  json_t *ex = json_object_get(j, "expires_in");
+  if (!json_is_string(at) || !*json_string_value(at) ||
+      strlen(json_string_value(at)) > 4096 || !json_is_string(tt) ||
+      strcasecmp(json_string_value(tt), "Bearer") != 0 ||
+      (ex && !json_is_null(ex) && !json_is_integer(ex))) {
+    json_decref(j);
+    return pfi_error_set(err, PFI_EPARSE,
+                         "VEN: token answer: expected access_token (string), "
+                         "token_type Bearer and an integer expires_in");
+  }
+  snprintf(v->token, sizeof v->token, "%s", json_string_value(at));
+  v->token_expiry = 0;
+  if (json_is_integer(ex)) {
+    json_int_t s = json_integer_value(ex);
+    v->token_expiry = (int64_t)time(NULL) + (s > 0 ? s : 0);
+  }
+  json_decref(j);
+  return 0;
+}
+
+/* A request to the VTN's API with the token; a 401 fetches a new token and
+ * tries once more. Non-2xx answers are PFI_EIO naming path and status. */
+static int api(struct pfi_ven *v, const char *method, const char *path,
+               const char *body, struct body *b, struct pfi_error *err) {
+  char url[9000];
+  snprintf(url, sizeof url, "%s%s", v->base, path);
+  for (int attempt = 0; attempt < 2; attempt++) {
+    int64_t now = (int64_t)time(NULL);
+    if (!v->token[0] || (v->token_expiry && v->token_expiry - 30 <= now)) {
+      int rc = fetch_token(v, err);
+      if (rc < 0)
+        return rc;
+    }
+    long st = 0;
+    int rc = http(v, method, url, body, body ? "application/json" : NULL, 1,
+                  &st, b, err);
+    if (rc < 0)
+      return rc;
+    if (st == 401 && attempt == 0) {
+      free(b->buf);
+      b->buf = NULL;
+      v->token[0] = 0;
+      continue;
+    }
+    if (st == 401 || st == 403) {
+      free(b->buf);
+      b->buf = NULL;
+      return pfi_error_set(err, PFI_ENOPERM, "VEN: %s %s: HTTP %ld (%s)",
+                           method, path, st,
+                           st == 401 ? "token refused" : "forbidden");
+    }
+    if (st < 200 || st > 299) {
+      free(b->buf);
+      b->buf = NULL;
+      return pfi_error_set(err, PFI_EIO, "VEN: %s %s: HTTP %ld", method,
+                           path, st);
+    }
+    return 0;
+  }
+  return pfi_error_set(err, PFI_ENOPERM, "VEN: %s %s: token refused",
+                       method, path);
+}
+
+static int find_program(struct pfi_ven *v, struct pfi_error *err) {
+  for (int skip = 0; skip < 100000; skip += 50) {
+    char path[128];
+    snprintf(path, sizeof path, "/programs?skip=%d&limit=50", skip);
+    struct body b;
+    int rc = api(v, "GET", path, NULL, &b, err);
+    if (rc < 0)
+      return rc;
+    json_error_t je;
+    json_t *j = json_loadb(b.buf ? b.buf : "", b.len, 0, &je);
+    free(b.buf);
+    if (!json_is_array(j)) {
+      json_decref(j);
+      return pfi_error_set(err, PFI_EPARSE,
+                           "VEN: GET /programs: expected an array of "
+                           "programs");
+    }
+    size_t i, n = json_array_size(j);
+    json_t *p;
+    json_array_foreach(j, i, p) {
+      json_t *nm = json_object_get(p, "programName");
+      json_t *id = json_object_get(p, "id");
+      if (json_is_string(nm) && strcmp(json_string_value(nm), v->program) == 0) {
+        if (!json_is_string(id) ||
+            strlen(json_string_value(id)) >= sizeof v->program_id) {
+          json_decref(j);
+          return pfi_error_set(err, PFI_EPARSE,
+                               "VEN: GET /programs: programs[%zu].id: "
+                               "expected a string",
+                               i);
+        }
+        snprintf(v->program_id, sizeof v->program_id, "%s",
+                 json_string_value(id));
+        json_decref(j);
+        return 0;
+      }
+    }
+    json_decref(j);
+    if (n < 50)
+      break;
+  }
+  return pfi_error_set(err, PFI_ENOTFOUND, "VEN: the VTN has no program '%s'",
+                       v->program);
+}
+
+int pfi_ven_poll(struct pfi_ven *v, const struct pfi_oadr_config *cfg,
+                 struct pfi_timeline *out, struct pfi_oadr_stats *stats,
+                 struct pfi_error *err) {
+  int rc = find_program(v, err);
+  if (rc < 0)
+    return rc;
+  struct pfi_timeline tmp;
+  pfi_timeline_init(&tmp);
+  struct pfi_oadr_stats all;
+  memset(&all, 0, sizeof all);
+  CURL *esc = curl_easy_init();
+  char *pid = esc ? curl_easy_escape(esc, v->program_id, 0) : NULL;
+  if (!pid) {
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  for (int skip = 0; skip < 100000; skip += 50) {
+    char path[512];
+    snprintf(path, sizeof path, "/events?programID=%s&skip=%d&limit=50", pid,
+             skip);
+    struct body b;
+    if ((rc = api(v, "GET", path, NULL, &b, err)) < 0)
+      goto out;
+    json_t *j = json_loadb(b.buf ? b.buf : "", b.len, 0, NULL);
+    size_t n = json_array_size(j);
+    json_decref(j);
+    struct pfi_oadr_stats st;
+    char name[600];
+    snprintf(name, sizeof name, "GET %s", path);
+    rc = pfi_oadr_decode_events(name, b.buf ? b.buf : "", b.len, cfg, &tmp,
+                                &st, err);
+    free(b.buf);
+    if (rc < 0)
+      goto out;
+    all.events += st.events;
+    all.spans += st.spans;
+    all.ignored_types += st.ignored_types;
+    all.expired += st.expired;
+    if (n < 50)
+      break;
+  }
+  {
+    size_t n0 = out->n;
+    for (size_t i = 0; i < tmp.n; i++)
+      if ((rc = pfi_timeline_add(out, &tmp.spans[i], err)) < 0) {
+        out->n = n0;
+        goto out;
+      }
+  }
+  if (stats)
+    *stats = all;
+  rc = (int)tmp.n;
+out:
+  curl_free(pid);
+  if (esc)
+    curl_easy_cleanup(esc);
+  pfi_timeline_release(&tmp);
+  return rc;
+}
+
+int pfi_ven_report_json(const struct pfi_ven_report *r, const char *ven_name,
+                        const char *program_id, char **out,
+                        struct pfi_error *err) {
+  if (!r->event_id || !*r->event_id || r->nvalues == 0 ||
+      !(r->duration_s >= 0) || !isfinite(r->duration_s))
+    return pfi_error_set(err, PFI_EINVAL,
+                         "report: needs an event id, a duration and values");
+  for (size_t i = 0; i < r->nvalues; i++)
+    if (!r->values[i].type || !isfinite(r->values[i].value))
+      return pfi_error_set(err, PFI_EINVAL,
+                           "report: value %zu (%s) is not finite", i,
+                           r->values[i].type ? r->values[i].type : "?");
+  char start[32], dur[64];
+  pfi_time_format_rfc3339(r->start_s, start, sizeof start);
+  snprintf(dur, sizeof dur, "PT%.0fS", r->duration_s);
+  json_t *descs = json_array(), *pls = json_array();
+  for (size_t i = 0; i < r->nvalues; i++) {
+    const struct pfi_ven_report_value *x = &r->values[i];
+    json_t *d = json_pack("{s:s,s:s}", "objectType",
+                          "REPORT_PAYLOAD_DESCRIPTOR", "payloadType", x->type);
+    if (x->units)
+      json_object_set_new(d, "units", json_string(x->units));
+    if (x->reading_type)
+      json_object_set_new(d, "readingType", json_string(x->reading_type));
+    json_array_append_new(descs, d);
+    json_array_append_new(
+        pls, json_pack("{s:s,s:[f]}", "type", x->type, "values", x->value));
+  }
+  json_t *res = json_pack(
+      "{s:s,s:{s:s,s:s},s:[{s:i,s:o}]}", "resourceName",
+      r->resource_name ? r->resource_name : "AGGREGATED_REPORT",
+      "intervalPeriod", "start", start, "duration", dur, "intervals", "id", 0,
+      "payloads", pls);
+  (void)program_id; /* 3.1 reports name the event, not the program */
+  json_t *rep = json_pack("{s:s,s:s,s:o,s:[o]}", "eventID",
+                          r->event_id, "clientName",
+                          ven_name ? ven_name : "pfid", "payloadDescriptors",
+                          descs, "resources", res);
+  if (rep && r->report_name)
+    json_object_set_new(rep, "reportName", json_string(r->report_name));
+  char *s = rep ? json_dumps(rep, JSON_COMPACT | JSON_REAL_PRECISION(12))
+                : NULL;
+  json_decref(rep);
+  if (!s)
+    return pfi_error_set(err, PFI_ENOMEM, "report: cannot build JSON");
+  *out = s;
+  return 0;
+}
+
+int pfi_ven_send_report(struct pfi_ven *v, const struct pfi_ven_report *r,
+                        struct pfi_error *err) {
+  char *body;
+  int rc = pfi_ven_report_json(r, v->ven_name, v->program_id, &body, err);
+  if (rc < 0)
+    return rc;
+  struct body b;
+  rc = api(v, "POST", "/reports", body, &b, err);
+  free(body);
+  if (rc == 0)
+    free(b.buf);
+  return rc;
+}
+
+int pfi_ven_subscribe(struct pfi_ven *v, const char *callback_url,
+                      const char *bearer, struct pfi_error *err) {
+  if (!v->program_id[0]) {
+    int rc = find_program(v, err);
+    if (rc < 0)
+      return rc;
+  }
+  json_t *j = json_pack(
+      "{s:s,s:s,s:[{s:[s],s:[s,s,s],s:s}]}", "clientName", v->ven_name,
+      "programID", v->program_id, "objectOperations", "objects", "EVENT",
+      "operations", "CREATE", "UPDATE", "DELETE", "callbackUrl",
+      callback_url);
+  if (j && bearer)
+    json_object_set_new(json_array_get(json_object_get(j, "objectOperations"),
+                                       0),
+                        "bearerToken", json_string(bearer));
+  char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+  json_decref(j);
+  if (!s)
+    return pfi_error_set(err, PFI_ENOMEM, "subscription: cannot build JSON");
+  struct body b;
+  int rc = api(v, "POST", "/subscriptions", s, &b, err);
+  free(s);
+  if (rc == 0)
+    free(b.buf);
+  return rc;
+}
