@@ -100,6 +100,18 @@ int pfi_meter_gpu_limit(const struct pfi_meter_config *cfg,
   }
   if (n == 0)
     return pfi_error_set(err, PFI_EINVAL, "no nodes");
+  if (level == PFI_LEVEL_NODE) { /* linear: exact */
+    double other = 0;
+    for (size_t i = 0; i < n; i++)
+      other += other_w && !isnan(other_w[i]) ? other_w[i] : cfg->node_other_w;
+    if (other > limit_w)
+      return pfi_error_set(err, PFI_EINFEASIBLE,
+                           "the node limit %.1f W is below the %.1f W drawn "
+                           "with no GPU power at all: short by %.1f W",
+                           limit_w, other, other - limit_w);
+    *gpu_limit_w = limit_w - other;
+    return 0;
+  }
   double f0 = at_gpu(cfg, gpu_w, other_w, n, now, level, 0);
   if (f0 > limit_w)
     return pfi_error_set(err, PFI_EINFEASIBLE,
@@ -286,7 +298,7 @@ int pfi_rapl_open(const char *root, struct pfi_rapl *r, struct pfi_error *err) {
     if (strncmp(e->d_name, "intel-rapl:", 11) != 0 ||
         strlen(e->d_name) >= sizeof names[0])
       continue;
-    snprintf(names[nn++], sizeof names[0], "%s", e->d_name);
+    snprintf(names[nn++], sizeof names[0], "%.63s", e->d_name);
   }
   closedir(d);
   qsort(names, nn, sizeof names[0], cmp_zone);

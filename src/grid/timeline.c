@@ -396,6 +396,8 @@ static int parse_limit(const struct pfi_table *t, size_t r, size_t c,
     return pfi_error_setloc(err, PFI_EPARSE, t->name, line, col,
                             "limit: '%.40s' is not a power >= 0", s);
   double mul = 1;
+  while (*end == ' ')
+    end++;
   if (*end == 0 || strcasecmp(end, "W") == 0)
     mul = 1;
   else if (strcasecmp(end, "kW") == 0)

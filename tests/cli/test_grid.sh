@@ -1,0 +1,195 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
+# pfi grid against the mock OpenADR 3.1 VTN (tests/mock-vtn/mock_vtn.py) on
+# loopback: OAuth2, programs, events of every acted-on payload type,
+# overlap rules, randomizeStart, a token the VTN stops honouring, refused
+# credentials, a malformed event, an infeasible limit, reports and a
+# subscription; then schedule files and the meter chain. Expected values are
+# worked by hand beside each check.
+. "$(dirname "$0")/lib.sh"
+
+command -v python3 >/dev/null || { echo "python3 missing"; exit 1; }
+python3 tests/mock-vtn/mock_vtn.py --port-file "$T/port" --lifetime 120 \
+  --ven ven1:ven-secret --bl bl1:bl-secret &
+VTN_PID=$!
+trap 'kill $VTN_PID 2>/dev/null; rm -rf "$T"' EXIT
+for _ in $(seq 100); do [ -s "$T/port" ] && break; sleep 0.1; done
+[ -s "$T/port" ] || { echo "mock VTN did not start"; exit 1; }
+BASE="http://127.0.0.1:$(cat "$T/port")/openadr3"
+CURL=(curl -sS --max-time 5)
+
+# The business logic (BL) side: a token, a program, events. The mock numbers
+# every object from one counter: programs 1-2, events A=3 B=4 C=5 D=6 X=7
+# R=8.
+BL=$("${CURL[@]}" -d grant_type=client_credentials -d client_id=bl1 \
+  -d client_secret=bl-secret "$BASE/auth/token" |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["access_token"])')
+post() { "${CURL[@]}" -H "Authorization: Bearer $BL" -H 'Content-Type: application/json' -d "$2" "$BASE/$1"; }
+PID=$(post programs '{"programName":"site-flex"}' |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+post programs '{"programName":"other"}' >/dev/null
+
+KW='"payloadDescriptors":[{"objectType":"EVENT_PAYLOAD_DESCRIPTOR","payloadType":"IMPORT_CAPACITY_LIMIT","units":"KW"}]'
+# A: 800 kW 2030-01-01 01:00-03:00, priority 1.
+post events '{"programID":"'"$PID"'","eventName":"A","priority":1,'"$KW"',"intervalPeriod":{"start":"2030-01-01T01:00:00Z","duration":"PT2H"},"intervals":[{"id":0,"payloads":[{"type":"IMPORT_CAPACITY_LIMIT","values":[800]}]}]}' >/dev/null
+sleep 0.01
+# B, created later, same priority: 900 kW 02:00-04:00 -> wins 02:00-03:00.
+post events '{"programID":"'"$PID"'","eventName":"B","priority":1,'"$KW"',"intervalPeriod":{"start":"2030-01-01T02:00:00Z","duration":"PT2H"},"intervals":[{"id":0,"payloads":[{"type":"IMPORT_CAPACITY_LIMIT","values":[900]}]}]}' >/dev/null
+# C, created last but priority 5 (lower): 500 kW 03:30-03:45 -> B keeps it.
+post events '{"programID":"'"$PID"'","eventName":"C","priority":5,'"$KW"',"intervalPeriod":{"start":"2030-01-01T03:30:00Z","duration":"PT15M"},"intervals":[{"id":0,"payloads":[{"type":"IMPORT_CAPACITY_LIMIT","values":[500]}]}]}' >/dev/null
+# D: SIMPLE level 2 (0.75 x 1 MW) 05:00-05:30, then DISPATCH_SETPOINT_RELATIVE
+# 20 PERCENT (0.8 MW) for 30 min after it; and a PRICE payload ignored.
+post events '{"programID":"'"$PID"'","eventName":"D","payloadDescriptors":[{"objectType":"EVENT_PAYLOAD_DESCRIPTOR","payloadType":"DISPATCH_SETPOINT_RELATIVE","units":"PERCENT"}],"intervalPeriod":{"start":"2030-01-01T05:00:00Z","duration":"PT30M"},"intervals":[{"id":0,"payloads":[{"type":"SIMPLE","values":[2]},{"type":"PRICE","values":[0.3]}]},{"id":1,"payloads":[{"type":"DISPATCH_SETPOINT_RELATIVE","values":[20]}]}]}' >/dev/null
+# An event of another program is not ours.
+OPID=$(("$PID" + 1))
+post events '{"programID":"'"$OPID"'","eventName":"X","intervalPeriod":{"start":"2030-01-01T00:00:00Z","duration":"PT1H"},"intervals":[{"id":0,"payloads":[{"type":"IMPORT_CAPACITY_LIMIT","values":[1]}]}]}' >/dev/null
+
+printf 'ven-secret\n' >"$T/secret"
+chmod 600 "$T/secret"
+VEN=(--vtn "$BASE" --client-id ven1 --client-secret-file "$T/secret" --program site-flex --baseline 1000000 --now 2030-01-01T00:00:00Z)
+
+"$PFI" grid timeline "${VEN[@]}" --format csv >"$T/tl.csv" 2>"$T/err" ||
+  fail "timeline exit $? ($(cat "$T/err"))"
+cat >"$T/want.csv" <<'EOF'
+start,end,limit_w,level,source,event,type,infeasible_by_w
+2030-01-01T01:00:00Z,2030-01-01T02:00:00Z,800000.000000,meter,openadr,3,IMPORT_CAPACITY_LIMIT,0.000000
+2030-01-01T02:00:00Z,2030-01-01T04:00:00Z,900000.000000,meter,openadr,4,IMPORT_CAPACITY_LIMIT,0.000000
+2030-01-01T05:00:00Z,2030-01-01T05:30:00Z,750000.000000,meter,openadr,6,SIMPLE,0.000000
+2030-01-01T05:30:00Z,2030-01-01T06:00:00Z,800000.000000,meter,openadr,6,DISPATCH_SETPOINT_RELATIVE,0.000000
+EOF
+diff -u "$T/want.csv" "$T/tl.csv" >&2 || fail "VTN timeline differs from the hand-worked one"
+
+# A schedule file merged in: 850 kW 01:30-02:30 at the meter is lower than
+# A's 800? no: higher than 800 during 01:30-02:00 (800 stays) and lower than
+# B's 900 during 02:00-02:30 (850 wins there).
+printf 'start,end,limit,level\n2030-01-01T01:30:00Z,2030-01-01T02:30:00Z,850kW,meter\n' >"$T/sched.csv"
+"$PFI" grid timeline "${VEN[@]}" --schedule "$T/sched.csv" --format csv 2>/dev/null |
+  sed -n 3,4p >"$T/m.csv"
+grep -q '^2030-01-01T02:00:00Z,2030-01-01T02:30:00Z,850000.000000,meter,schedule,' "$T/m.csv" ||
+  fail "schedule's 850 kW should win 02:00-02:30: $(cat "$T/m.csv")"
+grep -q '^2030-01-01T02:30:00Z,2030-01-01T04:00:00Z,900000.000000' "$T/m.csv" ||
+  fail "B should resume at 02:30: $(cat "$T/m.csv")"
+
+# An infeasible limit: with a floor of 850 kW, A's 800 kW is 50 kW short.
+"$PFI" grid timeline "${VEN[@]}" --floor 850000 --format json 2>/dev/null >"$T/f.json"
+python3 - "$T/f.json" <<'EOF' || fail "infeasible_by_w of A"
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert abs(s[0]["infeasible_by_w"] - 50000) < 1e-6, s[0]
+assert s[1]["infeasible_by_w"] == 0, s[1]
+EOF
+
+# A token the VTN stops honouring (401 on the next request): the VEN gets a
+# new token and succeeds; the log shows two token requests.
+"${CURL[@]}" -d '{"status":401,"count":1}' "$BASE/../_mock/fail-next" >/dev/null
+"$PFI" grid timeline "${VEN[@]}" --format csv >"$T/tl2.csv" 2>"$T/err" ||
+  fail "retry after 401: exit $? ($(cat "$T/err"))"
+diff -q "$T/want.csv" "$T/tl2.csv" >/dev/null || fail "timeline after a refused token differs"
+n=$("${CURL[@]}" "$BASE/../_mock/log" | python3 -c 'import json,sys; print(sum(1 for r in json.load(sys.stdin) if r["path"].endswith("/auth/token")))')
+# 1 (BL) + 1 (first timeline) + 1 (schedule) + 1 (floor) + 2 (retry) = 6
+[ "$n" = 6 ] || fail "token requests: $n, expected 6"
+
+# Refused credentials: exit 1, the message says so; nothing printed.
+printf 'wrong\n' >"$T/bad"
+chmod 600 "$T/bad"
+"$PFI" grid timeline --vtn "$BASE" --client-id ven1 --client-secret-file "$T/bad" \
+  --program site-flex --format csv >"$T/out" 2>"$T/err"
+rc=$?
+[ $rc = 1 ] || fail "wrong secret: exit $rc, expected 1"
+grep -q "refused the client credentials" "$T/err" || fail "wrong secret message: $(cat "$T/err")"
+[ -s "$T/out" ] && fail "wrong secret printed a timeline"
+# A secret file others can read is refused before any request.
+chmod 644 "$T/bad"
+"$PFI" grid timeline --vtn "$BASE" --client-id ven1 --client-secret-file "$T/bad" \
+  --program site-flex 2>"$T/err" >/dev/null
+[ $? = 2 ] && grep -q "readable by others" "$T/err" || fail "world-readable secret accepted"
+# An unknown program: exit 1 naming it.
+"$PFI" grid timeline --vtn "$BASE" --client-id ven1 --client-secret-file "$T/secret" \
+  --program nope 2>"$T/err" >/dev/null
+[ $? = 1 ] && grep -q "no program 'nope'" "$T/err" || fail "unknown program: $(cat "$T/err")"
+
+# randomizeStart PT10M: shifted within [-600, 600] s, the same for the same
+# seed, intervals still back to back.
+post events '{"programID":"'"$PID"'","eventName":"R","intervalPeriod":{"start":"2030-01-02T00:00:00Z","duration":"PT1H","randomizeStart":"PT10M"},"intervals":[{"id":0,"payloads":[{"type":"SIMPLE","values":[1]}]},{"id":1,"payloads":[{"type":"SIMPLE","values":[3]}]}]}' >/dev/null
+for s in 1 1 2; do
+  "$PFI" grid timeline "${VEN[@]}" --seed $s --format json 2>/dev/null |
+    python3 -c '
+import json, sys
+s = [x for x in json.load(sys.stdin) if x["event"] == "8"]
+t0 = 1893542400  # 2030-01-02T00:00:00Z
+d = s[0]["start_s"] - t0
+assert -600 <= d <= 600, d
+assert s[0]["end_s"] == s[1]["start_s"] and s[0]["end_s"] - s[0]["start_s"] == 3600
+assert abs(s[0]["limit_w"] - 900000) < 1e-6 and abs(s[1]["limit_w"] - 500000) < 1e-6
+print(d)' >>"$T/shifts" || fail "randomizeStart with seed $s"
+done
+[ "$(sed -n 1p "$T/shifts")" = "$(sed -n 2p "$T/shifts")" ] || fail "same seed, different shifts: $(cat "$T/shifts")"
+
+"${CURL[@]}" -H "Authorization: Bearer $BL" "$BASE/events?programID=$PID&limit=3" >"$T/ev.json"
+
+# A malformed event from the VTN: exit 2 naming the request and the field;
+# nothing printed.
+"${CURL[@]}" -d '{"id":"bad","programID":"'"$PID"'","intervalPeriod":{"start":"2030-01-01T00:00:00Z","duration":"PT1H"},"intervals":[{"id":0,"payloads":[{"type":"IMPORT_CAPACITY_LIMIT","values":["lots"]}]}]}' \
+  "$BASE/../_mock/raw-event" >/dev/null
+"$PFI" grid timeline "${VEN[@]}" --format csv >"$T/out" 2>"$T/err"
+rc=$?
+[ $rc = 2 ] || fail "malformed event: exit $rc, expected 2"
+grep -q "GET /events?programID=$PID&skip=0&limit=50: events\[5\].intervals\[0\].payloads\[0\].values\[0\]: expected a number" "$T/err" ||
+  fail "malformed event message: $(cat "$T/err")"
+[ -s "$T/out" ] && fail "malformed event printed a timeline"
+
+# A report: the VTN stores it with the spec's shape.
+"$PFI" grid report --vtn "$BASE" --client-id ven1 --client-secret-file "$T/secret" \
+  --program site-flex --event 1 --start 2030-01-01T01:00:00Z --duration 15m \
+  --usage 200000 --demand 800000 --baseline-w 1000000 --shed-available 150000 >/dev/null 2>"$T/err" ||
+  fail "report: $(cat "$T/err")"
+"${CURL[@]}" -H "Authorization: Bearer $BL" "$BASE/reports" | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+assert len(r) == 1, r
+r = r[0]
+assert r["eventID"] == "1" and r["clientName"] == "ven1", r
+res = r["resources"][0]
+assert res["resourceName"] == "AGGREGATED_REPORT"
+assert res["intervalPeriod"] == {"start": "2030-01-01T01:00:00Z", "duration": "PT900S"}
+vals = {p["type"]: p["values"][0] for p in res["intervals"][0]["payloads"]}
+assert vals == {"USAGE": 200000, "DEMAND": 800000, "BASELINE": 1000000,
+                "LOAD_SHED_DELTA_AVAILABLE": 150000}, vals
+types = [d["payloadType"] for d in r["payloadDescriptors"]]
+assert types == ["USAGE", "DEMAND", "BASELINE", "LOAD_SHED_DELTA_AVAILABLE"], types
+' || fail "stored report"
+
+# A subscription for webhook notifications.
+"$PFI" grid subscribe --vtn "$BASE" --client-id ven1 --client-secret-file "$T/secret" \
+  --program site-flex --callback http://127.0.0.1:9/hook >/dev/null 2>"$T/err" ||
+  fail "subscribe: $(cat "$T/err")"
+
+# Offline: an events file (read before the malformed event below) and bad
+# schedule input.
+"$PFI" grid timeline --events "$T/ev.json" --baseline 1000000 --now 2030-01-01T00:00:00Z --format csv >"$T/off.csv" ||
+  fail "events file"
+diff -u <(sed -n 1,3p "$T/want.csv") "$T/off.csv" >&2 || fail "events file timeline"
+printf 'start,end,limit\n2030-01-01T00:00:00Z,2030-01-01T01:00:00Z,9 parsecs\n' >"$T/bad.csv"
+"$PFI" grid timeline --schedule "$T/bad.csv" 2>"$T/err" >/dev/null
+[ $? = 2 ] && grep -q "bad.csv:2:45: limit: unknown unit .parsecs." "$T/err" || fail "bad schedule: $(cat "$T/err")"
+"$PFI" grid timeline 2>/dev/null
+[ $? = 2 ] || fail "timeline without a source should exit 2"
+
+# The meter chain: 2 nodes, GPU 4000 and 2000 W, other 600 W and unmeasured
+# (node_other_w 1000); PSU curve and PUE 1.25 as in test_grid.c:
+# facility = 1.25 (4600/0.954 + 3000/0.93) = 10059.5 W.
+printf 'node_other_w = 1000\npsu_rated_w = 10000\npsu_curve = 0.1:0.90,0.5:0.96,1.0:0.91\npue = 1.25\n' >"$T/m.conf"
+out=$("$PFI" grid meter --config "$T/m.conf" --gpu-w 4000,2000 --other-w 600,nan --format json 2>&1) ||
+  true
+# "nan" is not a power: refused.
+echo "$out" | grep -q "expected one power" || fail "--other-w nan accepted: $out"
+j=$("$PFI" grid meter --config "$T/m.conf" --gpu-w 4000,2000 --format json)
+m=$(echo "$j" | python3 -c 'import json,sys; print(json.load(sys.stdin)["meter_w"])')
+# other unmeasured on both nodes: DC 5000 and 3000; loads 0.5, 0.3; eff
+# 0.96 and 0.93: 1.25 (5208.3333 + 3225.8065) = 10542.6747 W.
+near "$m" 10542.67473 1e-3 "meter power"
+printf 'pue = 0.5\n' >"$T/bad.conf"
+"$PFI" grid meter --config "$T/bad.conf" 2>"$T/err" >/dev/null
+[ $? = 2 ] && grep -q "bad.conf:1:7" "$T/err" || fail "bad meter config: $(cat "$T/err")"
+
+exit $((fails > 0))
