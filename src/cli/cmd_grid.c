@@ -14,6 +14,8 @@
 
 #include "cli.h"
 #include "pfi/csv.h"
+#include "pfi/curve.h"
+#include "pfi/flexcap.h"
 #include "pfi/meter.h"
 #include "pfi/openadr.h"
 #include "pfi/timeline.h"
@@ -24,6 +26,9 @@ static const char usage_text[] =
     "                       --event ID --start TIME --duration D VALUES\n"
     "       pfi grid subscribe --vtn URL --client-id ID --program NAME\n"
     "                          --callback URL\n"
+    "       pfi grid capacity --curves FILE --tiers FILE\n"
+    "                         (--contract FILE | --tier NAME)\n"
+    "                         [--duration D]... [--notice D]\n"
     "       pfi grid meter [--config FILE] [--gpu-w W[,W...]]\n"
     "                      [--other-w W[,W...]] [--powercap DIR]\n"
     "                      [--interval D] [--limit W --level node|meter]\n"
@@ -61,6 +66,16 @@ static const char usage_text[] =
     "report: POSTs one interval's report for an event: any of --usage WH,\n"
     "--demand W, --baseline-w W, --shed-available W (OpenADR USAGE, DEMAND,\n"
     "BASELINE, LOAD_SHED_DELTA_AVAILABLE); --duration in seconds or 15m.\n"
+    "\n"
+    "capacity: the power the jobs could shed at <= 1, 2, 5, 10, 20 %\n"
+    "throughput loss with every job kept within its tier (--tiers: CSV\n"
+    "tier,max_loss[,max_event_s][,notice_s]; --contract: CSV job,tier, or\n"
+    "--tier for all), for each event length --duration (default 15m, 1h,\n"
+    "2h, 4h) and the notice given (--notice, default 0): a job whose tier's\n"
+    "longest event is shorter, or needs more notice, is not cut. With the\n"
+    "curves' standard errors (tokens_sd), the quotes come with the range\n"
+    "over the curves' 95 %% intervals. The number to bid, and to report as\n"
+    "LOAD_SHED_DELTA_AVAILABLE.\n"
     "\n"
     "subscribe: asks the VTN to POST event notifications (CREATE, UPDATE,\n"
     "DELETE) to --callback, with --client-id's secret as the bearer token\n"
@@ -202,7 +217,8 @@ enum {
   O_VTN = 256, O_EVENTS, O_SCHEDULE, O_ID, O_SECRET, O_PROGRAM, O_BASELINE,
   O_SIMPLE, O_UNIT, O_LEVEL, O_NOW, O_SEED, O_FORMAT, O_EVENT, O_START,
   O_DURATION, O_USAGE, O_DEMAND, O_BASEW, O_SHED, O_CONFIG, O_GPUW, O_OTHERW,
-  O_POWERCAP, O_INTERVAL, O_LIMIT, O_FLOOR, O_CALLBACK
+  O_POWERCAP, O_INTERVAL, O_LIMIT, O_FLOOR, O_CALLBACK, O_CURVES, O_MAP, O_TIERS, O_CONTRACT, O_TIER,
+  O_NOTICE
 };
 
 struct opts {
@@ -216,6 +232,9 @@ struct opts {
   enum pfi_format fmt;
   double duration, usage, demand, basew, shed;
   const char *config, *gpuw, *otherw, *powercap, *callback;
+  const char *curves, *map, *tiers, *contract, *tier;
+  double durations[16], notice;
+  size_t ndur;
   double interval, limit, floor;
 };
 
@@ -249,6 +268,12 @@ static int parse(int argc, char **argv, struct opts *o) {
       {"limit", required_argument, NULL, O_LIMIT},
       {"floor", required_argument, NULL, O_FLOOR},
       {"callback", required_argument, NULL, O_CALLBACK},
+      {"curves", required_argument, NULL, O_CURVES},
+      {"map", required_argument, NULL, O_MAP},
+      {"tiers", required_argument, NULL, O_TIERS},
+      {"contract", required_argument, NULL, O_CONTRACT},
+      {"tier", required_argument, NULL, O_TIER},
+      {"notice", required_argument, NULL, O_NOTICE},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   int c;
@@ -285,6 +310,26 @@ static int parse(int argc, char **argv, struct opts *o) {
       break;
     case O_CALLBACK:
       o->callback = optarg;
+      break;
+    case O_CURVES:
+      o->curves = optarg;
+      break;
+    case O_MAP:
+      o->map = optarg;
+      break;
+    case O_TIERS:
+      o->tiers = optarg;
+      break;
+    case O_CONTRACT:
+      o->contract = optarg;
+      break;
+    case O_TIER:
+      o->tier = optarg;
+      break;
+    case O_NOTICE:
+      if (pfi_cli_parse_duration(optarg, &o->notice, &err) < 0 ||
+          !(o->notice >= 0) || o->notice > 366 * 86400.0)
+        return usage("--notice: expected a duration (30m), got '%s'", optarg);
       break;
     case O_GPUW:
       o->gpuw = optarg;
@@ -360,6 +405,11 @@ static int parse(int argc, char **argv, struct opts *o) {
         return usage("expected a duration (15m, 1s; at most 600 s for "
                      "--interval, a year for --duration), got '%s'",
                      optarg);
+      if (c == O_DURATION) {
+        if (o->ndur == 16)
+          return usage("at most 16 --duration values%s", "");
+        o->durations[o->ndur++] = o->duration;
+      }
       break;
     case O_FORMAT:
       if (pfi_cli_format("grid", optarg,
@@ -536,6 +586,191 @@ static int grid_subscribe(const struct opts *o) {
   return 0;
 }
 
+/* The jobs of a curves file with their tiers, points sorted by power. */
+struct capjobs {
+  struct pfi_curveset cs;
+  struct pfi_tier *tiers;
+  size_t ntiers, n;
+  struct pfi_flex_job *jobs;
+  double *buf;
+  int has_sd;
+};
+
+static void capjobs_release(struct capjobs *c) {
+  pfi_curveset_release(&c->cs);
+  free(c->tiers);
+  free(c->jobs);
+  free(c->buf);
+}
+
+static int cmp_point_power(const void *a, const void *b) {
+  const struct pfi_point *x = a, *y = b;
+  return (x->power_w > y->power_w) - (x->power_w < y->power_w);
+}
+
+static int load_capjobs(const struct opts *o, struct capjobs *c,
+                        struct pfi_error *err) {
+  memset(c, 0, sizeof *c);
+  pfi_curveset_init(&c->cs);
+  int rc;
+  struct pfi_table ct;
+  memset(&ct, 0, sizeof ct);
+  if ((rc = pfi_curveset_read(&c->cs, o->curves, o->map, err)) < 0 ||
+      (rc = pfi_tiers_load(o->tiers, &c->tiers, &c->ntiers, err)) < 0)
+    return rc;
+  if (o->contract && (rc = pfi_table_load(&ct, o->contract, err)) < 0)
+    return rc;
+  int cj = o->contract ? pfi_table_find(&ct, "job") : -1,
+      ctr = o->contract ? pfi_table_find(&ct, "tier") : -1;
+  if (o->contract && (cj < 0 || ctr < 0)) {
+    rc = pfi_error_setloc(err, PFI_EPARSE, o->contract, 1, 1,
+                          "contract: the header must name job and tier");
+    goto out;
+  }
+  size_t npts = 0;
+  for (size_t i = 0; i < c->cs.n; i++)
+    npts += c->cs.c[i].n;
+  c->n = c->cs.n;
+  c->jobs = calloc(c->n ? c->n : 1, sizeof *c->jobs);
+  c->buf = malloc((4 * npts + 1) * sizeof *c->buf);
+  if (!c->jobs || !c->buf) {
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  c->has_sd = 1;
+  for (size_t i = 0; i < c->cs.n; i++)
+    for (size_t k = 0; k < c->cs.c[i].n; k++)
+      if (!(c->cs.c[i].pts[k].tokens_sd >= 0))
+        c->has_sd = 0;
+  double *b = c->buf;
+  for (size_t i = 0; i < c->cs.n; i++) {
+    struct pfi_curve *cv = &c->cs.c[i];
+    struct pfi_flex_job *j = &c->jobs[i];
+    const char *tn = o->tier;
+    for (size_t r = 0; o->contract && r < ct.nrows; r++) {
+      const char *jn = pfi_table_cell(&ct, r, (size_t)cj);
+      if (jn && strcmp(jn, cv->job) == 0)
+        tn = pfi_table_cell(&ct, r, (size_t)ctr);
+    }
+    if (!tn) {
+      rc = pfi_error_set(err, PFI_EPARSE,
+                         "job %s: no tier (not in %s; --tier sets one for "
+                         "all jobs)",
+                         cv->job, o->contract ? o->contract : "a contract");
+      goto out;
+    }
+    for (size_t k = 0; k < c->ntiers; k++)
+      if (strcmp(c->tiers[k].name, tn) == 0)
+        j->tier = &c->tiers[k];
+    if (!j->tier) {
+      rc = pfi_error_set(err, PFI_EPARSE, "job %s: tier '%s' is not in %s",
+                         cv->job, tn, o->tiers);
+      goto out;
+    }
+    /* Sorted by realized power; equal powers keep the first. */
+    struct pfi_point *pts = malloc(cv->n * sizeof *pts);
+    if (!pts) {
+      rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+      goto out;
+    }
+    memcpy(pts, cv->pts, cv->n * sizeof *pts);
+    qsort(pts, cv->n, sizeof *pts, cmp_point_power);
+    size_t m = 0;
+    double *pw = b, *t = b + cv->n, *lo = b + 2 * cv->n, *hi = b + 3 * cv->n;
+    for (size_t k = 0; k < cv->n; k++) {
+      if (m > 0 && !(pts[k].power_w > pw[m - 1]))
+        continue;
+      pw[m] = pts[k].power_w;
+      t[m] = pts[k].tokens_per_s;
+      lo[m] = fmax(0, t[m] - 1.96 * pts[k].tokens_sd);
+      hi[m] = t[m] + 1.96 * pts[k].tokens_sd;
+      m++;
+    }
+    free(pts);
+    j->job = cv->job;
+    j->power_w = pw;
+    j->tput = t;
+    j->tput_lo = c->has_sd ? lo : NULL;
+    j->tput_hi = c->has_sd ? hi : NULL;
+    j->n = m;
+    b += 4 * cv->n;
+  }
+  rc = 0;
+out:
+  pfi_table_release(&ct);
+  return rc;
+}
+
+static int grid_capacity(const struct opts *o) {
+  if (!o->curves || !o->tiers || (!o->contract && !o->tier))
+    return usage("capacity: --curves, --tiers and --contract or --tier are "
+                 "required%s",
+                 "");
+  static const double dflt[] = {900, 3600, 7200, 14400};
+  const double *dur = o->ndur ? o->durations : dflt;
+  size_t nd = o->ndur ? o->ndur : 4;
+  struct capjobs cj;
+  struct pfi_error err;
+  pfi_error_clear(&err);
+  int rc = load_capjobs(o, &cj, &err), status = 0;
+  json_t *arr = json_array();
+  if (rc < 0) {
+    status = fail(&err);
+    goto out;
+  }
+  if (o->fmt == PFI_FMT_CSV)
+    puts("duration_s,jobs_eligible,loss_pct,shed_w,shed_lo_w,shed_hi_w");
+  else if (o->fmt == PFI_FMT_TABLE)
+    printf("%-10s  %4s  %s\n", "event", "jobs",
+           "shed W at <= 1 / 2 / 5 / 10 / 20 % throughput loss");
+  for (size_t d = 0; d < nd; d++) {
+    struct pfi_flexcap fc;
+    if ((rc = pfi_flexcap_compute(cj.jobs, cj.n, dur[d], o->notice, 400, &fc,
+                                  &err)) < 0) {
+      status = fail(&err);
+      goto out;
+    }
+    json_t *q = json_array();
+    for (size_t k = 0; k < PFI_CAPACITY_NQUOTE; k++) {
+      double pct = 100 * pfi_capacity_quotes[k];
+      if (o->fmt == PFI_FMT_CSV)
+        printf("%.0f,%zu,%g,%.3f,%.3f,%.3f\n", dur[d], fc.eligible, pct,
+               fc.quote_w[k], fc.quote_lo_w[k], fc.quote_hi_w[k]);
+      json_array_append_new(q, json_pack("{s:f,s:f,s:f,s:f}", "loss_pct", pct,
+                                         "shed_w", fc.quote_w[k], "shed_lo_w",
+                                         fc.quote_lo_w[k], "shed_hi_w",
+                                         fc.quote_hi_w[k]));
+    }
+    if (o->fmt == PFI_FMT_TABLE) {
+      printf("%-10.0f  %4zu ", dur[d], fc.eligible);
+      for (size_t k = 0; k < PFI_CAPACITY_NQUOTE; k++)
+        if (fc.has_interval)
+          printf(" %.0f [%.0f, %.0f]", fc.quote_w[k], fc.quote_lo_w[k],
+                 fc.quote_hi_w[k]);
+        else
+          printf(" %10.1f", fc.quote_w[k]);
+      putchar('\n');
+    }
+    json_array_append_new(
+        arr, json_pack("{s:f,s:i,s:f,s:f,s:b,s:o}", "duration_s", dur[d],
+                       "jobs_eligible", (int)fc.eligible, "uncapped_w",
+                       fc.uncapped_w, "floor_w", fc.floor_w, "interval",
+                       fc.has_interval, "quotes", q));
+  }
+  if (o->fmt == PFI_FMT_TABLE)
+    printf("(event length in s; %zu job(s); %s)\n", cj.n,
+           cj.has_sd ? "ranges over the curves' 95 % intervals"
+                     : "no standard errors in the curves: no ranges");
+  if (o->fmt == PFI_FMT_JSON) {
+    status = pfi_cli_print_json(arr);
+    arr = NULL;
+  }
+out:
+  json_decref(arr);
+  capjobs_release(&cj);
+  return status;
+}
+
 /* "W,W,..." -> array (caller frees). */
 static int numlist(const char *s, double **out, size_t *n) {
   struct pfi_error err;
@@ -680,6 +915,9 @@ int cmd_grid(int argc, char **argv) {
     return grid_meter(&o);
   if (strcmp(sub, "subscribe") == 0)
     return grid_subscribe(&o);
-  return usage("unknown subcommand '%s' (timeline, report, subscribe, meter)",
+  if (strcmp(sub, "capacity") == 0)
+    return grid_capacity(&o);
+  return usage("unknown subcommand '%s' (timeline, report, subscribe, "
+               "capacity, meter)",
                sub);
 }

@@ -192,4 +192,25 @@ printf 'pue = 0.5\n' >"$T/bad.conf"
 "$PFI" grid meter --config "$T/bad.conf" 2>"$T/err" >/dev/null
 [ $? = 2 ] && grep -q "bad.conf:1:7" "$T/err" || fail "bad meter config: $(cat "$T/err")"
 
+# Flexible capacity under tiers (the case worked in test_grid.c's
+# test_flexcap): a (slope 0.1/W, flex10: floor 600 W) and b (0.02/W, flex25,
+# longest event 1 h). 30 min: 100, 200, 500, 600, 600 W; 2 h (b not cut):
+# 20, 40, 100, 100, 100 W.
+printf 'tier,max_loss,max_event_s\nflex10,10%%,\nflex25,0.25,3600\n' >"$T/tiers.csv"
+printf 'job,tier\na,flex10\nb,flex25\n' >"$T/contract.csv"
+printf 'job,cap_w,power_w,tokens_per_s\na,200,200,50\na,700,700,100\nb,200,200,90\nb,700,700,100\n' >"$T/cv.csv"
+"$PFI" grid capacity --curves "$T/cv.csv" --tiers "$T/tiers.csv" --contract "$T/contract.csv" \
+  --duration 30m --duration 2h --format csv >"$T/cap.csv" || fail "capacity"
+for want in "1800,2,1,100" "1800,2,5,500" "1800,2,10,600" "7200,1,1,20" "7200,1,20,100"; do
+  IFS=, read -r d e l w <<<"$want"
+  got=$(awk -F, -v d="$d" -v l="$l" '$1 == d && $3 == l { print $2 "," $4 }' "$T/cap.csv")
+  [ "${got%%,*}" = "$e" ] || fail "capacity $d s: eligible ${got%%,*}, expected $e"
+  near "${got#*,}" "$w" 1e-3 "capacity at $l % for $d s"
+done
+printf 'tier,max_loss\nflex,150%%\n' >"$T/badt.csv"
+"$PFI" grid capacity --curves "$T/cv.csv" --tiers "$T/badt.csv" --tier flex 2>"$T/err" >/dev/null
+[ $? = 2 ] && grep -q "badt.csv:2:6: max_loss" "$T/err" || fail "bad tiers: $(cat "$T/err")"
+"$PFI" grid capacity --curves "$T/cv.csv" --tiers "$T/tiers.csv" --tier gold 2>"$T/err" >/dev/null
+[ $? = 2 ] && grep -q "tier 'gold' is not in" "$T/err" || fail "unknown tier: $(cat "$T/err")"
+
 exit $((fails > 0))

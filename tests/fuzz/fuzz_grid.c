@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pfi/flexcap.h"
 #include "pfi/meter.h"
 #include "pfi/openadr.h"
 #include "pfi/timeline.h"
@@ -58,6 +59,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                             &err) == 0 &&
         !(isfinite(lim) && lim >= 0))
       abort();
+  }
+  struct pfi_tier *tiers;
+  size_t nt;
+  rc = pfi_tiers_load_mem("fuzz.csv", s, size, &tiers, &nt, &err);
+  if (rc == PFI_EPARSE && (err.line < 1 || err.column < 1))
+    abort();
+  if (rc == 0) {
+    for (size_t i = 0; i < nt; i++)
+      if (!(tiers[i].max_loss >= 0 && tiers[i].max_loss <= 1))
+        abort();
+    free(tiers);
   }
   double w;
   if (pfi_dcmi_parse(s, size, &w, &err) == 0 && !(isfinite(w) && w >= 0))

@@ -11,6 +11,7 @@
 #include "testutil.h"
 
 #include "pfi/compliance.h"
+#include "pfi/flexcap.h"
 #include "pfi/meter.h"
 #include "pfi/openadr.h"
 #include "pfi/timeline.h"
@@ -637,6 +638,67 @@ static void test_compliance(void **state) {
   assert_non_null(strstr(err.msg, "job c: unknown tier"));
 }
 
+static void test_flexcap(void **state) {
+  (void)state;
+  /* a: T = 50 + 0.1 (P - 200) on [200, 700], tier flex10: floor where
+   * T = 90, P = 600. b: T = 90 + 0.02 (P - 200), tier flex25 (1 h longest
+   * event): 75 is below its lowest point, floor 200. T0 = 200. The oracle
+   * sheds from b first (0.02/W) then a (0.1/W): loss 0.02 S up to 500 W,
+   * then 10 + 0.1 (S - 500) up to the largest cut, 600 W. Quotes at 1, 2,
+   * 5, 10, 20 % (2, 4, 10, 20, 40 tokens): 100, 200, 500, 600, 600 W. */
+  struct pfi_tier tiers[] = {{"flex10", 0.10, INFINITY, 0},
+                             {"flex25", 0.25, 3600, 0}};
+  double p[] = {200, 700}, ta[] = {50, 100}, tb[] = {90, 100};
+  double tb_lo[] = {85, 100}, tb_hi[] = {95, 100};
+  struct pfi_flex_job jobs[] = {{"a", p, ta, NULL, NULL, 2, &tiers[0]},
+                                {"b", p, tb, NULL, NULL, 2, &tiers[1]}};
+  struct pfi_flexcap fc;
+  struct pfi_error err;
+  double fl;
+  assert_int_equal(pfi_flex_floor(&jobs[0], 600, 0, NULL, &fl, &err), 0);
+  ASSERT_NEAR(fl, 600, 1e-9);
+  assert_int_equal(pfi_flexcap_compute(jobs, 2, 1800, 0, 400, &fc, &err), 0);
+  double want[] = {100, 200, 500, 600, 600};
+  for (int k = 0; k < 5; k++)
+    ASSERT_NEAR(fc.quote_w[k], want[k], 1e-3);
+  ASSERT_NEAR(fc.floor_w, 800, 1e-9);
+  assert_int_equal(fc.eligible, 2);
+  /* A 2-hour event: b's tier allows 1 h, so only a: loss 0.1 S up to 100 W:
+   * quotes 20, 40, 100, 100, 100 W. */
+  assert_int_equal(pfi_flexcap_compute(jobs, 2, 7200, 0, 400, &fc, &err), 0);
+  double want2[] = {20, 40, 100, 100, 100};
+  for (int k = 0; k < 5; k++)
+    ASSERT_NEAR(fc.quote_w[k], want2[k], 1e-3);
+  assert_int_equal(fc.eligible, 1);
+  /* Intervals on both jobs (a's exact): b's slope 0.03 (lo) or 0.01 (hi)
+   * per W: the 1 % quote (2 tokens) ranges over 2/0.03 = 66.67 .. 200 W. */
+  jobs[0].tput_lo = jobs[0].tput_hi = ta;
+  jobs[1].tput_lo = tb_lo;
+  jobs[1].tput_hi = tb_hi;
+  assert_int_equal(pfi_flexcap_compute(jobs, 2, 1800, 0, 400, &fc, &err), 0);
+  ASSERT_NEAR(fc.quote_w[0], 100, 1e-3);
+  ASSERT_NEAR(fc.quote_lo_w[0], 200.0 / 3, 1e-3);
+  ASSERT_NEAR(fc.quote_hi_w[0], 200, 1e-3);
+  /* Tier files. */
+  const char *tf = "tier,max_loss,max_event_s,notice_s\nflex0,0,,\n"
+                   "flex25,25%,14400,3600\n";
+  struct pfi_tier *tv;
+  size_t nt;
+  assert_int_equal(pfi_tiers_load_mem("t.csv", tf, strlen(tf), &tv, &nt, &err),
+                   0);
+  assert_int_equal(nt, 2);
+  ASSERT_NEAR(tv[1].max_loss, 0.25, 1e-15);
+  ASSERT_NEAR(tv[1].max_event_s, 14400, 0);
+  assert_true(isinf(tv[0].max_event_s));
+  free(tv);
+  const char *bad = "tier,max_loss\nflex,1.5\n";
+  assert_int_equal(pfi_tiers_load_mem("b.csv", bad, strlen(bad), &tv, &nt,
+                                      &err),
+                   PFI_EPARSE);
+  ASSERT_EQ_INT(err.line, 2);
+  ASSERT_EQ_INT(err.column, 6);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_rfc3339),     cmocka_unit_test(test_duration),
@@ -645,7 +707,7 @@ int main(void) {
       cmocka_unit_test(test_oadr_bad),    cmocka_unit_test(test_notification),
       cmocka_unit_test(test_report_json), cmocka_unit_test(test_meter),
       cmocka_unit_test(test_rapl),        cmocka_unit_test(test_dcmi),
-      cmocka_unit_test(test_compliance),
+      cmocka_unit_test(test_compliance),  cmocka_unit_test(test_flexcap),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

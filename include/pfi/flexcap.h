@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Live flexible capacity under the tier contract: how much power the
+ * cluster could shed now at <= 1, 2, 5, 10, 20 % throughput loss, for an
+ * event of a given length, with every job kept within its tier
+ * (include/pfi/compliance.h). This is the number an operator quotes in a
+ * bid and the VEN reports as LOAD_SHED_DELTA_AVAILABLE.
+ *
+ * Each job brings its power-throughput curve (the controller's belief, or
+ * a measured curve) and, optionally, the low and high ends of the curve's
+ * interval (throughput at the same powers). For an event of `duration_s`:
+ *   - a job whose tier's longest event is shorter than duration_s, or whose
+ *     notice is longer than `notice_s`, cannot be cut: its floor is its
+ *     uncapped power;
+ *   - otherwise its floor is the least power at which its throughput stays
+ *     >= (1 - max_loss) x uncapped, on its curve (linear between points),
+ *     and no lower than its own lowest point.
+ * The capacity is then the exact oracle's (include/pfi/capacity.h) over
+ * these ranges; with intervals, it is computed on the low and on the high
+ * curves too, and the quote is given as that range.
+ */
+#ifndef PFI_FLEXCAP_H
+#define PFI_FLEXCAP_H
+
+#include <stddef.h>
+
+#include "pfi/capacity.h"
+#include "pfi/compliance.h"
+#include "pfi/error.h"
+
+struct pfi_flex_job {
+  const char *job;
+  const double *power_w; /* n points, increasing power */
+  const double *tput;    /* throughput at each point; the last is uncapped */
+  const double *tput_lo, *tput_hi; /* the interval's ends, or both NULL */
+  size_t n;
+  const struct pfi_tier *tier;
+};
+
+struct pfi_flexcap {
+  double duration_s;
+  size_t eligible;      /* jobs that may be cut for this duration */
+  double uncapped_w;    /* every job uncapped */
+  double floor_w;       /* every job at its tier floor */
+  double quote_w[PFI_CAPACITY_NQUOTE];
+  double quote_lo_w[PFI_CAPACITY_NQUOTE], quote_hi_w[PFI_CAPACITY_NQUOTE];
+  int has_interval;
+};
+
+/*
+ * The tier floor of one job (W), as defined above. PFI_EINVAL for a curve
+ * with fewer than 2 points, powers not increasing, or a value not finite
+ * and >= 0.
+ */
+int pfi_flex_floor(const struct pfi_flex_job *j, double duration_s,
+                   double notice_s, const double *tput, double *floor_w,
+                   struct pfi_error *err);
+
+/* Capacity for one event length. `steps` as pfi_capacity_compute (e.g.
+ * 200). */
+int pfi_flexcap_compute(const struct pfi_flex_job *jobs, size_t nj,
+                        double duration_s, double notice_s, size_t steps,
+                        struct pfi_flexcap *out, struct pfi_error *err);
+
+/*
+ * Tiers from CSV: header `tier,max_loss` and optional `max_event_s`
+ * (default no bound) and `notice_s` (default 0); max_loss a fraction in
+ * [0, 1] or a percentage ("25%"). Located errors (file:line:column),
+ * PFI_EPARSE. *out is malloc'd (caller frees), *n tiers.
+ */
+int pfi_tiers_load_mem(const char *name, const char *data, size_t len,
+                       struct pfi_tier **out, size_t *n,
+                       struct pfi_error *err);
+int pfi_tiers_load(const char *path, struct pfi_tier **out, size_t *n,
+                   struct pfi_error *err);
+
+#endif

@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Flexible capacity under the tier contract; tier files. See
+ * include/pfi/flexcap.h. */
+#include "pfi/flexcap.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pfi/csv.h"
+#include "pfi/oracle.h"
+
+static int check_curve(const struct pfi_flex_job *j, const double *t,
+                       struct pfi_error *err) {
+  if (j->n < 2)
+    return pfi_error_set(err, PFI_EINVAL, "job %s: a curve needs 2 points",
+                         j->job);
+  for (size_t i = 0; i < j->n; i++) {
+    if (!isfinite(j->power_w[i]) || j->power_w[i] < 0 || !isfinite(t[i]) ||
+        t[i] < 0)
+      return pfi_error_set(err, PFI_EINVAL,
+                           "job %s: point %zu is not finite and >= 0", j->job,
+                           i + 1);
+    if (i > 0 && !(j->power_w[i] > j->power_w[i - 1]))
+      return pfi_error_set(err, PFI_EINVAL,
+                           "job %s: powers must increase (point %zu)", j->job,
+                           i + 1);
+  }
+  if (!(t[j->n - 1] > 0))
+    return pfi_error_set(err, PFI_EINVAL,
+                         "job %s: uncapped throughput must be > 0", j->job);
+  return 0;
+}
+
+int pfi_flex_floor(const struct pfi_flex_job *j, double duration_s,
+                   double notice_s, const double *tput, double *floor_w,
+                   struct pfi_error *err) {
+  if (!tput)
+    tput = j->tput;
+  int rc = check_curve(j, tput, err);
+  if (rc < 0)
+    return rc;
+  if (!j->tier)
+    return pfi_error_set(err, PFI_EINVAL, "job %s: no tier", j->job);
+  size_t n = j->n;
+  const double *p = j->power_w;
+  if (duration_s > j->tier->max_event_s || notice_s < j->tier->notice_s) {
+    *floor_w = p[n - 1];
+    return 0;
+  }
+  double thr = (1 - j->tier->max_loss) * tput[n - 1];
+  /* Down from the top: the first segment whose lower end falls below the
+   * threshold holds the floor (throughput must stay above it all the way
+   * down from uncapped, since caps come down continuously). */
+  for (size_t k = n - 1; k > 0; k--) {
+    double t0 = tput[k - 1], t1 = tput[k];
+    if (t0 >= thr)
+      continue;
+    if (t1 <= thr) { /* a dip at the top (noise): no lower than here */
+      *floor_w = p[k];
+      return 0;
+    }
+    *floor_w = p[k - 1] + (thr - t0) * (p[k] - p[k - 1]) / (t1 - t0);
+    return 0;
+  }
+  *floor_w = p[0];
+  return 0;
+}
+
+/* The oracle's quotes over jobs' [floor, uncapped] with throughput `which`
+ * (0 mid, 1 lo, 2 hi). */
+static int quotes(const struct pfi_flex_job *jobs, size_t nj,
+                  double duration_s, double notice_s, size_t steps, int which,
+                  struct pfi_flexcap *out, double *q, struct pfi_error *err) {
+  struct pfi_problem pr;
+  pfi_problem_init(&pr);
+  int rc = 0;
+  out->eligible = 0;
+  out->uncapped_w = out->floor_w = 0;
+  for (size_t i = 0; i < nj && rc >= 0; i++) {
+    const struct pfi_flex_job *j = &jobs[i];
+    const double *t = which == 1 ? j->tput_lo : which == 2 ? j->tput_hi
+                                                            : j->tput;
+    double fl;
+    if ((rc = pfi_flex_floor(j, duration_s, notice_s, t, &fl, err)) < 0)
+      break;
+    double top = j->power_w[j->n - 1];
+    out->uncapped_w += top;
+    out->floor_w += fl;
+    out->eligible += fl < top;
+    rc = pfi_problem_add(&pr, j->power_w, t, j->n, fl, top, err);
+  }
+  if (rc >= 0) {
+    struct pfi_capacity cap;
+    memset(&cap, 0, sizeof cap);
+    if (out->uncapped_w - out->floor_w <= 1e-9 * out->uncapped_w) {
+      for (size_t k = 0; k < PFI_CAPACITY_NQUOTE; k++)
+        q[k] = 0; /* nothing may be cut for this event */
+    } else if ((rc = pfi_capacity_compute(&pr, PFI_STRAT_ORACLE, NULL, NULL,
+                                          NULL, steps, &cap, err)) >= 0) {
+      for (size_t k = 0; k < PFI_CAPACITY_NQUOTE; k++)
+        q[k] = cap.quote_w[k];
+    }
+    pfi_capacity_release(&cap);
+  }
+  pfi_problem_release(&pr);
+  return rc < 0 ? rc : 0;
+}
+
+int pfi_flexcap_compute(const struct pfi_flex_job *jobs, size_t nj,
+                        double duration_s, double notice_s, size_t steps,
+                        struct pfi_flexcap *out, struct pfi_error *err) {
+  memset(out, 0, sizeof *out);
+  out->duration_s = duration_s;
+  if (nj == 0)
+    return pfi_error_set(err, PFI_EINVAL, "flexible capacity: no jobs");
+  int has_iv = jobs[0].tput_lo && jobs[0].tput_hi;
+  for (size_t i = 0; i < nj; i++)
+    if ((jobs[i].tput_lo && jobs[i].tput_hi) != has_iv)
+      return pfi_error_set(err, PFI_EINVAL,
+                           "flexible capacity: job %s: intervals for every "
+                           "job or for none",
+                           jobs[i].job);
+  int rc = quotes(jobs, nj, duration_s, notice_s, steps, 0, out, out->quote_w,
+                  err);
+  if (rc < 0)
+    return rc;
+  struct pfi_flexcap mid = *out;
+  if (has_iv) {
+    struct pfi_flexcap tmp;
+    double lo[PFI_CAPACITY_NQUOTE], hi[PFI_CAPACITY_NQUOTE];
+    if ((rc = quotes(jobs, nj, duration_s, notice_s, steps, 1, &tmp, lo,
+                     err)) < 0 ||
+        (rc = quotes(jobs, nj, duration_s, notice_s, steps, 2, &tmp, hi,
+                     err)) < 0)
+      return rc;
+    for (size_t k = 0; k < PFI_CAPACITY_NQUOTE; k++) {
+      double a = fmin(lo[k], hi[k]), b = fmax(lo[k], hi[k]);
+      mid.quote_lo_w[k] = fmin(a, mid.quote_w[k]);
+      mid.quote_hi_w[k] = fmax(b, mid.quote_w[k]);
+    }
+    mid.has_interval = 1;
+  } else
+    for (size_t k = 0; k < PFI_CAPACITY_NQUOTE; k++)
+      mid.quote_lo_w[k] = mid.quote_hi_w[k] = mid.quote_w[k];
+  *out = mid;
+  return 0;
+}
+
+/* ---- tier files -------------------------------------------------------- */
+
+static int cell_num(const struct pfi_table *t, size_t r, int c, double lo,
+                    double hi, int pct, double *out, struct pfi_error *err) {
+  const char *s = pfi_table_cell(t, r, (size_t)c);
+  long col = t->col[r * t->ncols + (size_t)c];
+  if (col <= 0)
+    col = 1;
+  if (!s || !*s)
+    return pfi_error_setloc(err, PFI_EPARSE, t->name, t->line[r], col,
+                            "%s: empty", t->header[c]);
+  char *end;
+  double v = strtod(s, &end);
+  if (pct && *end == '%') {
+    v /= 100;
+    end++;
+  }
+  if (end == s || *end || !isfinite(v) || v < lo || v > hi)
+    return pfi_error_setloc(err, PFI_EPARSE, t->name, t->line[r], col,
+                            "%s: '%.40s' is not a number in [%g, %g]%s",
+                            t->header[c], s, lo, hi,
+                            pct ? " (or a percentage)" : "");
+  *out = v;
+  return 0;
+}
+
+int pfi_tiers_load_mem(const char *name, const char *data, size_t len,
+                       struct pfi_tier **out, size_t *n,
+                       struct pfi_error *err) {
+  *out = NULL;
+  *n = 0;
+  struct pfi_table t;
+  int rc = pfi_table_load_mem(&t, name, data, len, err);
+  if (rc < 0)
+    return rc;
+  int ct = pfi_table_find(&t, "tier"), cl = pfi_table_find(&t, "max_loss"),
+      ce = pfi_table_find(&t, "max_event_s"),
+      cn = pfi_table_find(&t, "notice_s");
+  struct pfi_tier *v = NULL;
+  if (ct < 0 || cl < 0) {
+    rc = pfi_error_setloc(err, PFI_EPARSE, name, 1, 1,
+                          "tiers: the header must name tier and max_loss "
+                          "(optional: max_event_s, notice_s)");
+    goto out;
+  }
+  v = calloc(t.nrows ? t.nrows : 1, sizeof *v);
+  if (!v) {
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  for (size_t r = 0; r < t.nrows; r++) {
+    const char *nm = pfi_table_cell(&t, r, (size_t)ct);
+    if (!nm || !*nm || strlen(nm) >= PFI_NAME_MAX) {
+      rc = pfi_error_setloc(err, PFI_EPARSE, name, t.line[r], 1,
+                            "tier: expected a name of 1-63 bytes");
+      goto out;
+    }
+    for (size_t q = 0; q < r; q++)
+      if (strcmp(v[q].name, nm) == 0) {
+        rc = pfi_error_setloc(err, PFI_EPARSE, name, t.line[r], 1,
+                              "tier: '%s' is defined twice", nm);
+        goto out;
+      }
+    snprintf(v[r].name, sizeof v[r].name, "%s", nm);
+    v[r].max_event_s = INFINITY;
+    if ((rc = cell_num(&t, r, cl, 0, 1, 1, &v[r].max_loss, err)) < 0)
+      goto out;
+    const char *e = ce >= 0 ? pfi_table_cell(&t, r, (size_t)ce) : NULL;
+    if (e && *e && (rc = cell_num(&t, r, ce, 0, 1e9, 0, &v[r].max_event_s,
+                                  err)) < 0)
+      goto out;
+    const char *no = cn >= 0 ? pfi_table_cell(&t, r, (size_t)cn) : NULL;
+    if (no && *no &&
+        (rc = cell_num(&t, r, cn, 0, 1e9, 0, &v[r].notice_s, err)) < 0)
+      goto out;
+  }
+  *out = v;
+  *n = t.nrows;
+  v = NULL;
+  rc = 0;
+out:
+  free(v);
+  pfi_table_release(&t);
+  return rc;
+}
+
+int pfi_tiers_load(const char *path, struct pfi_tier **out, size_t *n,
+                   struct pfi_error *err) {
+  char *buf;
+  size_t len;
+  int rc = pfi_read_file(path, &buf, &len, err);
+  if (rc < 0)
+    return rc;
+  rc = pfi_tiers_load_mem(path, buf, len, out, n, err);
+  free(buf);
+  return rc;
+}
