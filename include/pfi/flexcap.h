@@ -39,9 +39,9 @@ struct pfi_flex_job {
 
 struct pfi_flexcap {
   double duration_s;
-  size_t eligible;      /* jobs that may be cut for this duration */
-  double uncapped_w;    /* every job uncapped */
-  double floor_w;       /* every job at its tier floor */
+  size_t eligible;   /* jobs that may be cut for this duration */
+  double uncapped_w; /* every job uncapped */
+  double floor_w;    /* every job at its tier floor */
   double quote_w[PFI_CAPACITY_NQUOTE];
   double quote_lo_w[PFI_CAPACITY_NQUOTE], quote_hi_w[PFI_CAPACITY_NQUOTE];
   int has_interval;
@@ -69,8 +69,7 @@ int pfi_flexcap_compute(const struct pfi_flex_job *jobs, size_t nj,
  * PFI_EPARSE. *out is malloc'd (caller frees), *n tiers.
  */
 int pfi_tiers_load_mem(const char *name, const char *data, size_t len,
-                       struct pfi_tier **out, size_t *n,
-                       struct pfi_error *err);
+                       struct pfi_tier **out, size_t *n, struct pfi_error *err);
 int pfi_tiers_load(const char *path, struct pfi_tier **out, size_t *n,
                    struct pfi_error *err);
 

@@ -85,10 +85,23 @@ int pfi_meter_levels(const struct pfi_meter_config *cfg, const double *gpu_w,
  * or PFI_EINFEASIBLE when even zero GPU power exceeds the limit (the
  * message gives the shortfall in W at that level; *gpu_limit_w = 0).
  */
-int pfi_meter_gpu_limit(const struct pfi_meter_config *cfg,
-                        const double *gpu_w, const double *other_w, size_t n,
-                        int level, double limit_w, double *gpu_limit_w,
+int pfi_meter_gpu_limit(const struct pfi_meter_config *cfg, const double *gpu_w,
+                        const double *other_w, size_t n, int level,
+                        double limit_w, double *gpu_limit_w,
                         struct pfi_error *err);
+
+/*
+ * The power of a job's nodes at `level` when its GPUs draw gpu_w in all,
+ * spread evenly over `nodes` nodes (each with the configured non-GPU power
+ * node_other_w): at PFI_LEVEL_NODE nodes x (gpu_w / nodes + other), at
+ * PFI_LEVEL_METER each node through the supplies' curve, times the PUE
+ * (facility_other_w is the site's, not a job's, and is left out). A curve
+ * whose power_w is converted point by point this way gives PFI over the
+ * broader power signal (Eq. 1 with node or meter power): `pfi grid
+ * curves`. Returns W; NAN for nodes == 0 or a negative or non-finite gpu_w.
+ */
+double pfi_meter_job_power_w(const struct pfi_meter_config *cfg, double gpu_w,
+                             unsigned nodes, int level);
 
 /* ---- readers ----------------------------------------------------------- */
 
@@ -98,10 +111,10 @@ int pfi_meter_gpu_limit(const struct pfi_meter_config *cfg,
 struct pfi_rapl {
   size_t n;
   struct {
-    char name[64];   /* "package-0", "dram", ... */
-    char path[512];  /* the zone's energy_uj */
-    double max_uj;   /* max_energy_range_uj: the counter wraps there */
-    int top;         /* 1 for a top-level zone (intel-rapl:N) */
+    char name[64];  /* "package-0", "dram", ... */
+    char path[512]; /* the zone's energy_uj */
+    double max_uj;  /* max_energy_range_uj: the counter wraps there */
+    int top;        /* 1 for a top-level zone (intel-rapl:N) */
   } zone[PFI_RAPL_MAX];
 };
 

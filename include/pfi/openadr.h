@@ -34,15 +34,15 @@
 #define PFI_OADR_MAX_BODY (8u << 20)
 
 struct pfi_oadr_config {
-  double baseline_w;       /* for relative and SIMPLE payloads; 0 = unknown */
-  double simple_frac[4];   /* SIMPLE level -> limit as fraction of baseline;
-                              NAN for "no limit" (default level 0) */
-  double default_unit_w;   /* watts per payload unit when none is given */
-  int capacity_level;      /* level of IMPORT_CAPACITY_LIMIT (meter) */
-  int setpoint_level;      /* level of the DISPATCH_SETPOINT types (meter) */
-  int64_t now_s;           /* "now" for 'do it now' events, Unix s */
-  uint64_t seed;           /* randomizeStart draws: same seed, same shift */
-  int64_t horizon_s;       /* events without end are cut here (now + 1 y) */
+  double baseline_w;     /* for relative and SIMPLE payloads; 0 = unknown */
+  double simple_frac[4]; /* SIMPLE level -> limit as fraction of baseline;
+                            NAN for "no limit" (default level 0) */
+  double default_unit_w; /* watts per payload unit when none is given */
+  int capacity_level;    /* level of IMPORT_CAPACITY_LIMIT (meter) */
+  int setpoint_level;    /* level of the DISPATCH_SETPOINT types (meter) */
+  int64_t now_s;         /* "now" for 'do it now' events, Unix s */
+  uint64_t seed;         /* randomizeStart draws: same seed, same shift */
+  int64_t horizon_s;     /* events without end are cut here (now + 1 y) */
 };
 
 /* Defaults: baseline unknown; SIMPLE levels 0/1/2/3 -> no limit / 0.90 /
@@ -53,10 +53,10 @@ void pfi_oadr_config_init(struct pfi_oadr_config *cfg, int64_t now_s);
 
 /* What decoding found beyond the spans. */
 struct pfi_oadr_stats {
-  size_t events;         /* event objects read */
-  size_t spans;          /* spans added */
-  size_t ignored_types;  /* payloads of other types */
-  size_t expired;        /* events wholly in the past */
+  size_t events;        /* event objects read */
+  size_t spans;         /* spans added */
+  size_t ignored_types; /* payloads of other types */
+  size_t expired;       /* events wholly in the past */
 };
 
 /*
@@ -73,8 +73,7 @@ struct pfi_oadr_stats {
 int pfi_oadr_decode_events(const char *name, const char *json, size_t len,
                            const struct pfi_oadr_config *cfg,
                            struct pfi_timeline *out,
-                           struct pfi_oadr_stats *stats,
-                           struct pfi_error *err);
+                           struct pfi_oadr_stats *stats, struct pfi_error *err);
 
 /*
  * Decodes a webhook notification body (OpenADR 3 `notification`:
@@ -92,12 +91,12 @@ int pfi_oadr_decode_notification(const char *json, size_t len,
 /* ---- the VEN client ----------------------------------------------------- */
 
 struct pfi_ven_config {
-  const char *vtn_url;       /* base URL, e.g. http://127.0.0.1:8080/openadr3 */
-  const char *client_id;     /* OAuth2 client credentials */
+  const char *vtn_url;   /* base URL, e.g. http://127.0.0.1:8080/openadr3 */
+  const char *client_id; /* OAuth2 client credentials */
   const char *client_secret;
-  const char *program_name;  /* the program whose events are acted on */
-  const char *ven_name;      /* clientName in reports */
-  long timeout_ms;           /* per request (default 5000) */
+  const char *program_name; /* the program whose events are acted on */
+  const char *ven_name;     /* clientName in reports */
+  long timeout_ms;          /* per request (default 5000) */
 };
 
 struct pfi_ven;
@@ -127,10 +126,10 @@ const char *pfi_ven_program_id(const struct pfi_ven *v);
 
 /* One value of a report. */
 struct pfi_ven_report_value {
-  const char *type;   /* USAGE (Wh), DEMAND (W), BASELINE (W),
-                         LOAD_SHED_DELTA_AVAILABLE (W) */
+  const char *type; /* USAGE (Wh), DEMAND (W), BASELINE (W),
+                       LOAD_SHED_DELTA_AVAILABLE (W) */
   double value;
-  const char *units;  /* "WH", "W"... */
+  const char *units;        /* "WH", "W"... */
   const char *reading_type; /* e.g. "MEAN", "DIRECT_READ", "FORECAST" */
 };
 

@@ -48,13 +48,13 @@ enum pfi_target_source {
 #define PFI_TIMELINE_ID_MAX 128
 
 struct pfi_target_span {
-  int64_t start_s; /* inclusive, Unix seconds (UTC) */
-  int64_t end_s;   /* exclusive; PFI_TIME_FOREVER for no end */
-  double limit_w;  /* power limit at `level`, W, finite and >= 0 */
-  int level;       /* enum pfi_power_level */
-  int source;      /* enum pfi_target_source */
-  int priority;    /* lower number = higher priority (OpenADR 3 sec. 7.1) */
-  int64_t scheduled_s;             /* when the event was created/modified */
+  int64_t start_s;     /* inclusive, Unix seconds (UTC) */
+  int64_t end_s;       /* exclusive; PFI_TIME_FOREVER for no end */
+  double limit_w;      /* power limit at `level`, W, finite and >= 0 */
+  int level;           /* enum pfi_power_level */
+  int source;          /* enum pfi_target_source */
+  int priority;        /* lower number = higher priority (OpenADR 3 sec. 7.1) */
+  int64_t scheduled_s; /* when the event was created/modified */
   char event[PFI_TIMELINE_ID_MAX]; /* event id (or schedule file:line) */
   char kind[32]; /* payload type that set it, e.g. IMPORT_CAPACITY_LIMIT */
 };

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cmd_grid.h"
 #include "pfi/csv.h"
 #include "pfi/curve.h"
 #include "pfi/flexcap.h"
@@ -29,13 +30,16 @@ static const char usage_text[] =
     "       pfi grid capacity --curves FILE --tiers FILE\n"
     "                         (--contract FILE | --tier NAME)\n"
     "                         [--duration D]... [--notice D]\n"
+    "       pfi grid curves --curves FILE --config FILE --level node|meter\n"
+    "                       [--gpus-per-node N]\n"
     "       pfi grid meter [--config FILE] [--gpu-w W[,W...]]\n"
     "                      [--other-w W[,W...]] [--powercap DIR]\n"
     "                      [--interval D] [--limit W --level node|meter]\n"
     "\n"
     "timeline: the power limits the site must keep, from every source, merged\n"
     "by one rule (docs/grid.md): within a source the event of higher priority\n"
-    "(lower OpenADR priority number) wins an overlap, then the later-scheduled\n"
+    "(lower OpenADR priority number) wins an overlap, then the "
+    "later-scheduled\n"
     "one; across sources the lowest limit wins at every instant.\n"
     "  Sources (any number; at least one):\n"
     "    --vtn URL              poll an OpenADR 3.1 VTN (with --client-id,\n"
@@ -77,6 +81,11 @@ static const char usage_text[] =
     "over the curves' 95 %% intervals. The number to bid, and to report as\n"
     "LOAD_SHED_DELTA_AVAILABLE.\n"
     "\n"
+    "curves: rewrites a curves file with each point's power at the node or\n"
+    "meter level (the job's GPUs spread over ceil(gpus / --gpus-per-node,\n"
+    "default 8) nodes, each with the configured node_other_w; docs/grid.md),\n"
+    "so that pfi index computes PFI over the broader power signal.\n"
+    "\n"
     "subscribe: asks the VTN to POST event notifications (CREATE, UPDATE,\n"
     "DELETE) to --callback, with --client-id's secret as the bearer token\n"
     "the callback must check.\n"
@@ -91,7 +100,7 @@ static const char usage_text[] =
     "credentials), 2 bad usage or bad input (file:line:column or the JSON\n"
     "field).\n";
 
-static int usage(const char *fmt, const char *arg) {
+int pfi__grid_usage(const char *fmt, const char *arg) {
   return pfi_cli_usage("grid", fmt, arg);
 }
 
@@ -146,7 +155,7 @@ static int read_secret(const char *path, char *buf, size_t n) {
   return 0;
 }
 
-static const char *level_name(int l) {
+const char *pfi__grid_level_name(int l) {
   return l == PFI_LEVEL_GPU ? "gpu" : l == PFI_LEVEL_NODE ? "node" : "meter";
 }
 
@@ -171,7 +180,8 @@ static int print_timeline(const struct pfi_timeline *tl, enum pfi_format fmt,
       json_object_set_new(o, "start_s", json_integer(s->start_s));
       json_object_set_new(o, "end_s", json_integer(s->end_s));
       json_object_set_new(o, "limit_w", json_real(s->limit_w));
-      json_object_set_new(o, "level", json_string(level_name(s->level)));
+      json_object_set_new(o, "level",
+                          json_string(pfi__grid_level_name(s->level)));
       json_object_set_new(o, "source", json_string(source_name(s->source)));
       json_object_set_new(o, "event", pfi_cli_json_str(s->event));
       json_object_set_new(o, "type", pfi_cli_json_str(s->kind));
@@ -192,15 +202,15 @@ static int print_timeline(const struct pfi_timeline *tl, enum pfi_format fmt,
     pfi_time_format_rfc3339(s->start_s, a, sizeof a);
     pfi_time_format_rfc3339(s->end_s, b, sizeof b);
     if (fmt == PFI_FMT_CSV) {
-      printf("%s,%s,%.6f,%s,%s,", a, b, s->limit_w, level_name(s->level),
-             source_name(s->source));
+      printf("%s,%s,%.6f,%s,%s,", a, b, s->limit_w,
+             pfi__grid_level_name(s->level), source_name(s->source));
       pfi_cli_put_csv_field(stdout, s->event);
       putchar(',');
       pfi_cli_put_csv_field(stdout, s->kind);
       printf(",%.6f\n", floor_w > s->limit_w ? floor_w - s->limit_w : 0.0);
     } else {
       printf("%-20s  %-20s  %14.1f  %-5s  %-8s  ", a, b, s->limit_w,
-             level_name(s->level), source_name(s->source));
+             pfi__grid_level_name(s->level), source_name(s->source));
       pfi_cli_put_name(stdout, s->event, 24);
       printf("  %s", s->kind);
       if (floor_w > s->limit_w)
@@ -212,31 +222,6 @@ static int print_timeline(const struct pfi_timeline *tl, enum pfi_format fmt,
     puts("(no limit in force now or later)");
   return ferror(stdout) ? PFI_EXIT_FAIL : 0;
 }
-
-enum {
-  O_VTN = 256, O_EVENTS, O_SCHEDULE, O_ID, O_SECRET, O_PROGRAM, O_BASELINE,
-  O_SIMPLE, O_UNIT, O_LEVEL, O_NOW, O_SEED, O_FORMAT, O_EVENT, O_START,
-  O_DURATION, O_USAGE, O_DEMAND, O_BASEW, O_SHED, O_CONFIG, O_GPUW, O_OTHERW,
-  O_POWERCAP, O_INTERVAL, O_LIMIT, O_FLOOR, O_CALLBACK, O_CURVES, O_MAP, O_TIERS, O_CONTRACT, O_TIER,
-  O_NOTICE
-};
-
-struct opts {
-  const char *vtn, *id, *secret_file, *program, *event;
-  const char *events[16], *schedules[16];
-  size_t nevents, nschedules;
-  double baseline, simple[3], unit;
-  int level, have_simple;
-  int64_t now, start;
-  unsigned long seed;
-  enum pfi_format fmt;
-  double duration, usage, demand, basew, shed;
-  const char *config, *gpuw, *otherw, *powercap, *callback;
-  const char *curves, *map, *tiers, *contract, *tier;
-  double durations[16], notice;
-  size_t ndur;
-  double interval, limit, floor;
-};
 
 static int parse(int argc, char **argv, struct opts *o) {
   static const struct option lo[] = {
@@ -274,6 +259,7 @@ static int parse(int argc, char **argv, struct opts *o) {
       {"contract", required_argument, NULL, O_CONTRACT},
       {"tier", required_argument, NULL, O_TIER},
       {"notice", required_argument, NULL, O_NOTICE},
+      {"gpus-per-node", required_argument, NULL, O_GPN},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   int c;
@@ -288,8 +274,8 @@ static int parse(int argc, char **argv, struct opts *o) {
     case O_SCHEDULE: {
       size_t *n = c == O_EVENTS ? &o->nevents : &o->nschedules;
       if (*n == 16)
-        return usage("at most 16 %s files", c == O_EVENTS ? "--events"
-                                                          : "--schedule");
+        return pfi__grid_usage("at most 16 %s files",
+                               c == O_EVENTS ? "--events" : "--schedule");
       (c == O_EVENTS ? o->events : o->schedules)[(*n)++] = optarg;
       break;
     }
@@ -326,10 +312,17 @@ static int parse(int argc, char **argv, struct opts *o) {
     case O_TIER:
       o->tier = optarg;
       break;
+    case O_GPN:
+      if (pfi_cli_parse_ulong(optarg, &o->gpn) < 0 || o->gpn == 0 ||
+          o->gpn > 1024)
+        return pfi__grid_usage("--gpus-per-node: expected 1-1024, got '%s'",
+                               optarg);
+      break;
     case O_NOTICE:
       if (pfi_cli_parse_duration(optarg, &o->notice, &err) < 0 ||
           !(o->notice >= 0) || o->notice > 366 * 86400.0)
-        return usage("--notice: expected a duration (30m), got '%s'", optarg);
+        return pfi__grid_usage("--notice: expected a duration (30m), got '%s'",
+                               optarg);
       break;
     case O_GPUW:
       o->gpuw = optarg;
@@ -367,11 +360,12 @@ static int parse(int argc, char **argv, struct opts *o) {
     case O_SIMPLE:
       if (sscanf(optarg, "%lf,%lf,%lf", &o->simple[0], &o->simple[1],
                  &o->simple[2]) != 3)
-        return usage("--simple: expected three fractions F1,F2,F3, got '%s'",
-                     optarg);
+        return pfi__grid_usage(
+            "--simple: expected three fractions F1,F2,F3, got '%s'", optarg);
       for (int i = 0; i < 3; i++)
         if (!(o->simple[i] >= 0 && o->simple[i] <= 1))
-          return usage("--simple: fractions must be in [0, 1]: '%s'", optarg);
+          return pfi__grid_usage("--simple: fractions must be in [0, 1]: '%s'",
+                                 optarg);
       o->have_simple = 1;
       break;
     case O_LEVEL:
@@ -382,17 +376,18 @@ static int parse(int argc, char **argv, struct opts *o) {
       else if (strcmp(optarg, "meter") == 0)
         o->level = PFI_LEVEL_METER;
       else
-        return usage("--level: expected gpu, node or meter, got '%s'", optarg);
+        return pfi__grid_usage("--level: expected gpu, node or meter, got '%s'",
+                               optarg);
       break;
     case O_NOW:
     case O_START:
       if (parse_time(optarg, c == O_NOW ? &o->now : &o->start) < 0)
-        return usage("expected an RFC 3339 time or Unix seconds, got '%s'",
-                     optarg);
+        return pfi__grid_usage(
+            "expected an RFC 3339 time or Unix seconds, got '%s'", optarg);
       break;
     case O_SEED:
       if (pfi_cli_parse_ulong(optarg, &o->seed) < 0)
-        return usage("--seed: expected an integer, got '%s'", optarg);
+        return pfi__grid_usage("--seed: expected an integer, got '%s'", optarg);
       break;
     case O_DURATION:
     case O_INTERVAL:
@@ -402,12 +397,13 @@ static int parse(int argc, char **argv, struct opts *o) {
           !((c == O_DURATION ? o->duration : o->interval) > 0) ||
           (c == O_INTERVAL && o->interval > 600) ||
           (c == O_DURATION && o->duration > 366 * 86400.0))
-        return usage("expected a duration (15m, 1s; at most 600 s for "
-                     "--interval, a year for --duration), got '%s'",
-                     optarg);
+        return pfi__grid_usage(
+            "expected a duration (15m, 1s; at most 600 s for "
+            "--interval, a year for --duration), got '%s'",
+            optarg);
       if (c == O_DURATION) {
         if (o->ndur == 16)
-          return usage("at most 16 --duration values%s", "");
+          return pfi__grid_usage("at most 16 --duration values%s", "");
         o->durations[o->ndur++] = o->duration;
       }
       break;
@@ -426,14 +422,15 @@ static int parse(int argc, char **argv, struct opts *o) {
     }
     if (dst && (pfi_cli_parse_double(optarg, dst) < 0 || !isfinite(*dst) ||
                 *dst < 0 || *dst > 1e12))
-      return usage("expected a number in [0, 1e12], got '%s'", optarg);
+      return pfi__grid_usage("expected a number in [0, 1e12], got '%s'",
+                             optarg);
   }
   if (optind != argc)
-    return usage("unexpected argument '%s'", argv[optind]);
+    return pfi__grid_usage("unexpected argument '%s'", argv[optind]);
   return 0;
 }
 
-static int fail(const struct pfi_error *err) {
+int pfi__grid_fail(const struct pfi_error *err) {
   char buf[PFI_ERROR_MSG_MAX + PFI_ERROR_FILE_MAX + 64];
   pfi_error_format(err, buf, sizeof buf);
   fprintf(stderr, "pfi grid: %s\n", buf);
@@ -445,7 +442,7 @@ static int fail(const struct pfi_error *err) {
 
 static int open_ven(const struct opts *o, struct pfi_ven **v) {
   if (!o->id || !o->program)
-    return usage("--vtn needs --client-id and --program%s", "");
+    return pfi__grid_usage("--vtn needs --client-id and --program%s", "");
   char secret[4097];
   int rc = read_secret(o->secret_file, secret, sizeof secret);
   if (rc)
@@ -459,7 +456,7 @@ static int open_ven(const struct opts *o, struct pfi_ven **v) {
   pfi_error_clear(&err);
   rc = pfi_ven_open(&vc, v, &err);
   memset(secret, 0, sizeof secret);
-  return rc < 0 ? fail(&err) : 0;
+  return rc < 0 ? pfi__grid_fail(&err) : 0;
 }
 
 static void oadr_config(const struct opts *o, struct pfi_oadr_config *cfg) {
@@ -476,9 +473,10 @@ static void oadr_config(const struct opts *o, struct pfi_oadr_config *cfg) {
 
 static int grid_timeline(const struct opts *o) {
   if (!o->vtn && o->nevents == 0 && o->nschedules == 0)
-    return usage("timeline: give at least one source (--vtn, --events, "
-                 "--schedule)%s",
-                 "");
+    return pfi__grid_usage(
+        "timeline: give at least one source (--vtn, --events, "
+        "--schedule)%s",
+        "");
   struct pfi_oadr_config cfg;
   oadr_config(o, &cfg);
   struct pfi_timeline all, res;
@@ -492,8 +490,7 @@ static int grid_timeline(const struct opts *o) {
     size_t len;
     if ((rc = pfi_read_file(o->events[i], &buf, &len, &err)) < 0)
       break;
-    rc = pfi_oadr_decode_events(o->events[i], buf, len, &cfg, &all, NULL,
-                                &err);
+    rc = pfi_oadr_decode_events(o->events[i], buf, len, &cfg, &all, NULL, &err);
     free(buf);
   }
   for (size_t i = 0; i < o->nschedules && rc >= 0; i++)
@@ -514,7 +511,7 @@ static int grid_timeline(const struct opts *o) {
   if (rc >= 0)
     rc = pfi_timeline_resolve(&all, &res, &err);
   if (rc < 0)
-    status = fail(&err);
+    status = pfi__grid_fail(&err);
   else
     status = print_timeline(&res, o->fmt, o->floor);
 out:
@@ -525,26 +522,26 @@ out:
 
 static int grid_report(const struct opts *o) {
   if (!o->vtn || !o->event || !(o->duration > 0) || o->start == 0)
-    return usage("report: --vtn, --event, --start and --duration are "
-                 "required%s",
-                 "");
+    return pfi__grid_usage("report: --vtn, --event, --start and --duration are "
+                           "required%s",
+                           "");
   struct pfi_ven_report_value v[4];
   size_t n = 0;
   if (o->usage > 0)
-    v[n++] = (struct pfi_ven_report_value){"USAGE", o->usage, "WH",
-                                           "DIRECT_READ"};
+    v[n++] =
+        (struct pfi_ven_report_value){"USAGE", o->usage, "WH", "DIRECT_READ"};
   if (o->demand > 0)
     v[n++] = (struct pfi_ven_report_value){"DEMAND", o->demand, "W", "MEAN"};
   if (o->basew > 0)
-    v[n++] = (struct pfi_ven_report_value){"BASELINE", o->basew, "W",
-                                           "BASELINE"};
+    v[n++] =
+        (struct pfi_ven_report_value){"BASELINE", o->basew, "W", "BASELINE"};
   if (o->shed > 0)
-    v[n++] = (struct pfi_ven_report_value){"LOAD_SHED_DELTA_AVAILABLE",
-                                           o->shed, "W", "FORECAST"};
+    v[n++] = (struct pfi_ven_report_value){"LOAD_SHED_DELTA_AVAILABLE", o->shed,
+                                           "W", "FORECAST"};
   if (n == 0)
-    return usage("report: give at least one of --usage, --demand, "
-                 "--baseline-w, --shed-available%s",
-                 "");
+    return pfi__grid_usage("report: give at least one of --usage, --demand, "
+                           "--baseline-w, --shed-available%s",
+                           "");
   struct pfi_ven *ven = NULL;
   int status = open_ven(o, &ven);
   if (status)
@@ -560,17 +557,19 @@ static int grid_report(const struct opts *o) {
   int rc = pfi_ven_send_report(ven, &r, &err);
   pfi_ven_close(ven);
   if (rc < 0)
-    return fail(&err);
+    return pfi__grid_fail(&err);
   printf("report for event %s sent (%zu value(s))\n", o->event, n);
   return 0;
 }
 
 static int grid_subscribe(const struct opts *o) {
   if (!o->vtn || !o->callback)
-    return usage("subscribe: --vtn and --callback are required%s", "");
+    return pfi__grid_usage("subscribe: --vtn and --callback are required%s",
+                           "");
   if (strncmp(o->callback, "http://", 7) != 0 &&
       strncmp(o->callback, "https://", 8) != 0)
-    return usage("--callback: '%s' is not an http(s) URL", o->callback);
+    return pfi__grid_usage("--callback: '%s' is not an http(s) URL",
+                           o->callback);
   struct pfi_ven *ven = NULL;
   int status = open_ven(o, &ven);
   if (status)
@@ -580,314 +579,10 @@ static int grid_subscribe(const struct opts *o) {
   int rc = pfi_ven_subscribe(ven, o->callback, NULL, &err);
   pfi_ven_close(ven);
   if (rc < 0)
-    return fail(&err);
+    return pfi__grid_fail(&err);
   printf("subscribed %s to the events of program %s\n", o->callback,
          o->program);
   return 0;
-}
-
-/* The jobs of a curves file with their tiers, points sorted by power. */
-struct capjobs {
-  struct pfi_curveset cs;
-  struct pfi_tier *tiers;
-  size_t ntiers, n;
-  struct pfi_flex_job *jobs;
-  double *buf;
-  int has_sd;
-};
-
-static void capjobs_release(struct capjobs *c) {
-  pfi_curveset_release(&c->cs);
-  free(c->tiers);
-  free(c->jobs);
-  free(c->buf);
-}
-
-static int cmp_point_power(const void *a, const void *b) {
-  const struct pfi_point *x = a, *y = b;
-  return (x->power_w > y->power_w) - (x->power_w < y->power_w);
-}
-
-static int load_capjobs(const struct opts *o, struct capjobs *c,
-                        struct pfi_error *err) {
-  memset(c, 0, sizeof *c);
-  pfi_curveset_init(&c->cs);
-  int rc;
-  struct pfi_table ct;
-  memset(&ct, 0, sizeof ct);
-  if ((rc = pfi_curveset_read(&c->cs, o->curves, o->map, err)) < 0 ||
-      (rc = pfi_tiers_load(o->tiers, &c->tiers, &c->ntiers, err)) < 0)
-    return rc;
-  if (o->contract && (rc = pfi_table_load(&ct, o->contract, err)) < 0)
-    return rc;
-  int cj = o->contract ? pfi_table_find(&ct, "job") : -1,
-      ctr = o->contract ? pfi_table_find(&ct, "tier") : -1;
-  if (o->contract && (cj < 0 || ctr < 0)) {
-    rc = pfi_error_setloc(err, PFI_EPARSE, o->contract, 1, 1,
-                          "contract: the header must name job and tier");
-    goto out;
-  }
-  size_t npts = 0;
-  for (size_t i = 0; i < c->cs.n; i++)
-    npts += c->cs.c[i].n;
-  c->n = c->cs.n;
-  c->jobs = calloc(c->n ? c->n : 1, sizeof *c->jobs);
-  c->buf = malloc((4 * npts + 1) * sizeof *c->buf);
-  if (!c->jobs || !c->buf) {
-    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
-    goto out;
-  }
-  c->has_sd = 1;
-  for (size_t i = 0; i < c->cs.n; i++)
-    for (size_t k = 0; k < c->cs.c[i].n; k++)
-      if (!(c->cs.c[i].pts[k].tokens_sd >= 0))
-        c->has_sd = 0;
-  double *b = c->buf;
-  for (size_t i = 0; i < c->cs.n; i++) {
-    struct pfi_curve *cv = &c->cs.c[i];
-    struct pfi_flex_job *j = &c->jobs[i];
-    const char *tn = o->tier;
-    for (size_t r = 0; o->contract && r < ct.nrows; r++) {
-      const char *jn = pfi_table_cell(&ct, r, (size_t)cj);
-      if (jn && strcmp(jn, cv->job) == 0)
-        tn = pfi_table_cell(&ct, r, (size_t)ctr);
-    }
-    if (!tn) {
-      rc = pfi_error_set(err, PFI_EPARSE,
-                         "job %s: no tier (not in %s; --tier sets one for "
-                         "all jobs)",
-                         cv->job, o->contract ? o->contract : "a contract");
-      goto out;
-    }
-    for (size_t k = 0; k < c->ntiers; k++)
-      if (strcmp(c->tiers[k].name, tn) == 0)
-        j->tier = &c->tiers[k];
-    if (!j->tier) {
-      rc = pfi_error_set(err, PFI_EPARSE, "job %s: tier '%s' is not in %s",
-                         cv->job, tn, o->tiers);
-      goto out;
-    }
-    /* Sorted by realized power; equal powers keep the first. */
-    struct pfi_point *pts = malloc(cv->n * sizeof *pts);
-    if (!pts) {
-      rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
-      goto out;
-    }
-    memcpy(pts, cv->pts, cv->n * sizeof *pts);
-    qsort(pts, cv->n, sizeof *pts, cmp_point_power);
-    size_t m = 0;
-    double *pw = b, *t = b + cv->n, *lo = b + 2 * cv->n, *hi = b + 3 * cv->n;
-    for (size_t k = 0; k < cv->n; k++) {
-      if (m > 0 && !(pts[k].power_w > pw[m - 1]))
-        continue;
-      pw[m] = pts[k].power_w;
-      t[m] = pts[k].tokens_per_s;
-      lo[m] = fmax(0, t[m] - 1.96 * pts[k].tokens_sd);
-      hi[m] = t[m] + 1.96 * pts[k].tokens_sd;
-      m++;
-    }
-    free(pts);
-    j->job = cv->job;
-    j->power_w = pw;
-    j->tput = t;
-    j->tput_lo = c->has_sd ? lo : NULL;
-    j->tput_hi = c->has_sd ? hi : NULL;
-    j->n = m;
-    b += 4 * cv->n;
-  }
-  rc = 0;
-out:
-  pfi_table_release(&ct);
-  return rc;
-}
-
-static int grid_capacity(const struct opts *o) {
-  if (!o->curves || !o->tiers || (!o->contract && !o->tier))
-    return usage("capacity: --curves, --tiers and --contract or --tier are "
-                 "required%s",
-                 "");
-  static const double dflt[] = {900, 3600, 7200, 14400};
-  const double *dur = o->ndur ? o->durations : dflt;
-  size_t nd = o->ndur ? o->ndur : 4;
-  struct capjobs cj;
-  struct pfi_error err;
-  pfi_error_clear(&err);
-  int rc = load_capjobs(o, &cj, &err), status = 0;
-  json_t *arr = json_array();
-  if (rc < 0) {
-    status = fail(&err);
-    goto out;
-  }
-  if (o->fmt == PFI_FMT_CSV)
-    puts("duration_s,jobs_eligible,loss_pct,shed_w,shed_lo_w,shed_hi_w");
-  else if (o->fmt == PFI_FMT_TABLE)
-    printf("%-10s  %4s  %s\n", "event", "jobs",
-           "shed W at <= 1 / 2 / 5 / 10 / 20 % throughput loss");
-  for (size_t d = 0; d < nd; d++) {
-    struct pfi_flexcap fc;
-    if ((rc = pfi_flexcap_compute(cj.jobs, cj.n, dur[d], o->notice, 400, &fc,
-                                  &err)) < 0) {
-      status = fail(&err);
-      goto out;
-    }
-    json_t *q = json_array();
-    for (size_t k = 0; k < PFI_CAPACITY_NQUOTE; k++) {
-      double pct = 100 * pfi_capacity_quotes[k];
-      if (o->fmt == PFI_FMT_CSV)
-        printf("%.0f,%zu,%g,%.3f,%.3f,%.3f\n", dur[d], fc.eligible, pct,
-               fc.quote_w[k], fc.quote_lo_w[k], fc.quote_hi_w[k]);
-      json_array_append_new(q, json_pack("{s:f,s:f,s:f,s:f}", "loss_pct", pct,
-                                         "shed_w", fc.quote_w[k], "shed_lo_w",
-                                         fc.quote_lo_w[k], "shed_hi_w",
-                                         fc.quote_hi_w[k]));
-    }
-    if (o->fmt == PFI_FMT_TABLE) {
-      printf("%-10.0f  %4zu ", dur[d], fc.eligible);
-      for (size_t k = 0; k < PFI_CAPACITY_NQUOTE; k++)
-        if (fc.has_interval)
-          printf(" %.0f [%.0f, %.0f]", fc.quote_w[k], fc.quote_lo_w[k],
-                 fc.quote_hi_w[k]);
-        else
-          printf(" %10.1f", fc.quote_w[k]);
-      putchar('\n');
-    }
-    json_array_append_new(
-        arr, json_pack("{s:f,s:i,s:f,s:f,s:b,s:o}", "duration_s", dur[d],
-                       "jobs_eligible", (int)fc.eligible, "uncapped_w",
-                       fc.uncapped_w, "floor_w", fc.floor_w, "interval",
-                       fc.has_interval, "quotes", q));
-  }
-  if (o->fmt == PFI_FMT_TABLE)
-    printf("(event length in s; %zu job(s); %s)\n", cj.n,
-           cj.has_sd ? "ranges over the curves' 95 % intervals"
-                     : "no standard errors in the curves: no ranges");
-  if (o->fmt == PFI_FMT_JSON) {
-    status = pfi_cli_print_json(arr);
-    arr = NULL;
-  }
-out:
-  json_decref(arr);
-  capjobs_release(&cj);
-  return status;
-}
-
-/* "W,W,..." -> array (caller frees). */
-static int numlist(const char *s, double **out, size_t *n) {
-  struct pfi_error err;
-  if (pfi_cli_parse_numlist(s, out, n, &err) < 0)
-    return -1;
-  for (size_t i = 0; i < *n; i++)
-    if (!isfinite((*out)[i]) || (*out)[i] < 0 || (*out)[i] > 1e9) {
-      free(*out);
-      return -1;
-    }
-  return 0;
-}
-
-static int grid_meter(const struct opts *o) {
-  struct pfi_meter_config cfg;
-  struct pfi_error err;
-  pfi_error_clear(&err);
-  if (o->config) {
-    if (pfi_meter_config_load(o->config, &cfg, &err) < 0)
-      return fail(&err);
-  } else
-    pfi_meter_config_init(&cfg);
-  struct pfi_rapl r;
-  pfi_rapl_open(o->powercap, &r, &err);
-  double rapl_w = NAN;
-  if (r.n > 0) {
-    double e0[PFI_RAPL_MAX], e1[PFI_RAPL_MAX];
-    double dt = o->interval > 0 ? o->interval : 1;
-    struct timespec a, b;
-    clock_gettime(CLOCK_MONOTONIC, &a);
-    if (pfi_rapl_read(&r, e0, &err) == 0) {
-      struct timespec ts = {(time_t)dt, (long)((dt - floor(dt)) * 1e9)};
-      nanosleep(&ts, NULL);
-      clock_gettime(CLOCK_MONOTONIC, &b);
-      if (pfi_rapl_read(&r, e1, &err) == 0)
-        rapl_w = pfi_rapl_power_w(&r, e0, e1,
-                                  (double)(b.tv_sec - a.tv_sec) +
-                                      (double)(b.tv_nsec - a.tv_nsec) / 1e9);
-    }
-  }
-  json_t *j = json_object();
-  json_t *zones = json_array();
-  for (size_t i = 0; i < r.n; i++)
-    json_array_append_new(zones, json_pack("{s:s,s:s}", "name", r.zone[i].name,
-                                           "counter", r.zone[i].path));
-  json_object_set_new(j, "rapl_zones", zones);
-  json_object_set_new(j, "rapl_package_dram_w",
-                      isfinite(rapl_w) ? json_real(rapl_w) : json_null());
-  int status = 0;
-  double *g = NULL, *ot = NULL;
-  size_t ng = 0, no = 0;
-  if (o->gpuw) {
-    if (numlist(o->gpuw, &g, &ng) < 0 ||
-        (o->otherw && (numlist(o->otherw, &ot, &no) < 0 || no != ng))) {
-      json_decref(j);
-      free(g);
-      return usage("--gpu-w / --other-w: expected one power >= 0 per node "
-                   "(the same count in both), got '%s'",
-                   o->gpuw);
-    }
-    double gt, nt, fac;
-    if (pfi_meter_levels(&cfg, g, ot, ng, &gt, &nt, &fac, &err) < 0) {
-      status = fail(&err);
-      goto out;
-    }
-    json_object_set_new(j, "nodes", json_integer((json_int_t)ng));
-    json_object_set_new(j, "gpu_w", json_real(gt));
-    json_object_set_new(j, "node_w", json_real(nt));
-    json_object_set_new(j, "meter_w", json_real(fac));
-    if (o->limit > 0) {
-      double gl;
-      int rc = pfi_meter_gpu_limit(&cfg, g, ot, ng, o->level, o->limit, &gl,
-                                   &err);
-      if (rc < 0 && rc != PFI_EINFEASIBLE) {
-        status = fail(&err);
-        goto out;
-      }
-      json_object_set_new(j, "limit_w", json_real(o->limit));
-      json_object_set_new(j, "limit_level",
-                          json_string(level_name(o->level)));
-      json_object_set_new(j, "gpu_limit_w", json_real(gl));
-      json_object_set_new(j, "feasible", json_boolean(rc == 0));
-      if (rc < 0)
-        json_object_set_new(j, "why", json_string(err.msg));
-    }
-  }
-  if (o->fmt == PFI_FMT_JSON) {
-    status = pfi_cli_print_json(j);
-    j = NULL;
-  } else {
-    if (r.n == 0)
-      printf("RAPL: no readable powercap zone on this machine (%s); node "
-             "power beyond the GPUs is the configured node_other_w = %.1f W\n",
-             o->powercap ? o->powercap : "/sys/class/powercap",
-             cfg.node_other_w);
-    else
-      printf("RAPL: %zu zone(s); package + DRAM power %.1f W\n", r.n, rapl_w);
-    json_t *v;
-    if ((v = json_object_get(j, "gpu_w")))
-      printf("nodes %zu: GPU %.1f W, node %.1f W, meter %.1f W (PUE %.3g)\n",
-             ng, json_real_value(v),
-             json_real_value(json_object_get(j, "node_w")),
-             json_real_value(json_object_get(j, "meter_w")), cfg.pue);
-    if ((v = json_object_get(j, "gpu_limit_w")))
-      printf("a %s limit of %.1f W leaves the GPUs %.1f W%s%s\n",
-             level_name(o->level), o->limit, json_real_value(v),
-             json_is_true(json_object_get(j, "feasible")) ? ""
-                                                          : ": infeasible, ",
-             json_is_true(json_object_get(j, "feasible"))
-                 ? ""
-                 : json_string_value(json_object_get(j, "why")));
-  }
-out:
-  json_decref(j);
-  free(g);
-  free(ot);
-  return status;
 }
 
 int cmd_grid(int argc, char **argv) {
@@ -912,12 +607,15 @@ int cmd_grid(int argc, char **argv) {
   if (strcmp(sub, "report") == 0)
     return grid_report(&o);
   if (strcmp(sub, "meter") == 0)
-    return grid_meter(&o);
+    return pfi__grid_meter(&o);
   if (strcmp(sub, "subscribe") == 0)
     return grid_subscribe(&o);
   if (strcmp(sub, "capacity") == 0)
-    return grid_capacity(&o);
-  return usage("unknown subcommand '%s' (timeline, report, subscribe, "
-               "capacity, meter)",
-               sub);
+    return pfi__grid_capacity(&o);
+  if (strcmp(sub, "curves") == 0)
+    return pfi__grid_curves(&o);
+  return pfi__grid_usage(
+      "unknown subcommand '%s' (timeline, report, subscribe, "
+      "capacity, curves, meter)",
+      sub);
 }

@@ -62,9 +62,9 @@ int pfi_compliance_compute(const struct pfi_compliance_input *in,
       if (cj->tier && strcmp(in->tiers[k].name, cj->tier) == 0)
         tier = &in->tiers[k];
     if (!tier || !(cj->baseline_tput > 0) || !isfinite(cj->baseline_tput)) {
-      int code = pfi_error_set(err, PFI_EINVAL,
-                               "compliance: job %s: %s", cj->job,
-                               !tier ? "unknown tier" : "baseline <= 0");
+      int code =
+          pfi_error_set(err, PFI_EINVAL, "compliance: job %s: %s", cj->job,
+                        !tier ? "unknown tier" : "baseline <= 0");
       pfi_compliance_release(out);
       return code;
     }
@@ -95,8 +95,8 @@ int pfi_compliance_compute(const struct pfi_compliance_input *in,
     r->violation = 1;                                                          \
   } while (0)
     if (r->loss > tier->max_loss + tol)
-      WHY("lost %.1f %% of throughput, tier %s allows %.1f %%",
-          100 * r->loss, tier->name, 100 * tier->max_loss);
+      WHY("lost %.1f %% of throughput, tier %s allows %.1f %%", 100 * r->loss,
+          tier->name, 100 * tier->max_loss);
     if (in->event_s > tier->max_event_s)
       WHY("event of %.0f s, tier %s allows %.0f s", in->event_s, tier->name,
           tier->max_event_s);

@@ -70,8 +70,8 @@ int pfi_flex_floor(const struct pfi_flex_job *j, double duration_s,
 
 /* The oracle's quotes over jobs' [floor, uncapped] with throughput `which`
  * (0 mid, 1 lo, 2 hi). */
-static int quotes(const struct pfi_flex_job *jobs, size_t nj,
-                  double duration_s, double notice_s, size_t steps, int which,
+static int quotes(const struct pfi_flex_job *jobs, size_t nj, double duration_s,
+                  double notice_s, size_t steps, int which,
                   struct pfi_flexcap *out, double *q, struct pfi_error *err) {
   struct pfi_problem pr;
   pfi_problem_init(&pr);
@@ -80,8 +80,9 @@ static int quotes(const struct pfi_flex_job *jobs, size_t nj,
   out->uncapped_w = out->floor_w = 0;
   for (size_t i = 0; i < nj && rc >= 0; i++) {
     const struct pfi_flex_job *j = &jobs[i];
-    const double *t = which == 1 ? j->tput_lo : which == 2 ? j->tput_hi
-                                                            : j->tput;
+    const double *t = which == 1   ? j->tput_lo
+                      : which == 2 ? j->tput_hi
+                                   : j->tput;
     double fl;
     if ((rc = pfi_flex_floor(j, duration_s, notice_s, t, &fl, err)) < 0)
       break;
@@ -122,18 +123,18 @@ int pfi_flexcap_compute(const struct pfi_flex_job *jobs, size_t nj,
                            "flexible capacity: job %s: intervals for every "
                            "job or for none",
                            jobs[i].job);
-  int rc = quotes(jobs, nj, duration_s, notice_s, steps, 0, out, out->quote_w,
-                  err);
+  int rc =
+      quotes(jobs, nj, duration_s, notice_s, steps, 0, out, out->quote_w, err);
   if (rc < 0)
     return rc;
   struct pfi_flexcap mid = *out;
   if (has_iv) {
     struct pfi_flexcap tmp;
     double lo[PFI_CAPACITY_NQUOTE], hi[PFI_CAPACITY_NQUOTE];
-    if ((rc = quotes(jobs, nj, duration_s, notice_s, steps, 1, &tmp, lo,
-                     err)) < 0 ||
-        (rc = quotes(jobs, nj, duration_s, notice_s, steps, 2, &tmp, hi,
-                     err)) < 0)
+    if ((rc = quotes(jobs, nj, duration_s, notice_s, steps, 1, &tmp, lo, err)) <
+            0 ||
+        (rc = quotes(jobs, nj, duration_s, notice_s, steps, 2, &tmp, hi, err)) <
+            0)
       return rc;
     for (size_t k = 0; k < PFI_CAPACITY_NQUOTE; k++) {
       double a = fmin(lo[k], hi[k]), b = fmax(lo[k], hi[k]);
@@ -216,8 +217,8 @@ int pfi_tiers_load_mem(const char *name, const char *data, size_t len,
     if ((rc = cell_num(&t, r, cl, 0, 1, 1, &v[r].max_loss, err)) < 0)
       goto out;
     const char *e = ce >= 0 ? pfi_table_cell(&t, r, (size_t)ce) : NULL;
-    if (e && *e && (rc = cell_num(&t, r, ce, 0, 1e9, 0, &v[r].max_event_s,
-                                  err)) < 0)
+    if (e && *e &&
+        (rc = cell_num(&t, r, ce, 0, 1e9, 0, &v[r].max_event_s, err)) < 0)
       goto out;
     const char *no = cn >= 0 ? pfi_table_cell(&t, r, (size_t)cn) : NULL;
     if (no && *no &&

@@ -82,9 +82,9 @@ static double at_gpu(const struct pfi_meter_config *cfg, const double *gpu_w,
   return level == PFI_LEVEL_NODE ? dc : cfg->pue * wall + cfg->facility_other_w;
 }
 
-int pfi_meter_gpu_limit(const struct pfi_meter_config *cfg,
-                        const double *gpu_w, const double *other_w, size_t n,
-                        int level, double limit_w, double *gpu_limit_w,
+int pfi_meter_gpu_limit(const struct pfi_meter_config *cfg, const double *gpu_w,
+                        const double *other_w, size_t n, int level,
+                        double limit_w, double *gpu_limit_w,
                         struct pfi_error *err) {
   *gpu_limit_w = 0;
   if (!isfinite(limit_w) || limit_w < 0)
@@ -135,10 +135,22 @@ int pfi_meter_gpu_limit(const struct pfi_meter_config *cfg,
   return 0;
 }
 
+double pfi_meter_job_power_w(const struct pfi_meter_config *cfg, double gpu_w,
+                             unsigned nodes, int level) {
+  if (nodes == 0 || !isfinite(gpu_w) || gpu_w < 0)
+    return NAN;
+  double per = gpu_w / nodes + cfg->node_other_w;
+  if (level == PFI_LEVEL_GPU)
+    return gpu_w;
+  if (level == PFI_LEVEL_NODE)
+    return nodes * per;
+  return cfg->pue * nodes * pfi_meter_node_wall_w(cfg, per);
+}
+
 /* ---- configuration ----------------------------------------------------- */
 
-static int num(const char *name, long line, long col, const char *s,
-               double lo, double hi, double *out, struct pfi_error *err) {
+static int num(const char *name, long line, long col, const char *s, double lo,
+               double hi, double *out, struct pfi_error *err) {
   char *end;
   double v = strtod(s, &end);
   while (*end == ' ' || *end == '\t')
@@ -211,10 +223,9 @@ int pfi_meter_config_load_mem(const char *name, const char *data, size_t len,
       char *p = v;
       while (*p) {
         if (np == PFI_PSU_POINTS_MAX)
-          return pfi_error_setloc(err, PFI_EPARSE, name, line,
-                                  (long)(p - buf) + 1,
-                                  "psu_curve: more than %d points",
-                                  PFI_PSU_POINTS_MAX);
+          return pfi_error_setloc(
+              err, PFI_EPARSE, name, line, (long)(p - buf) + 1,
+              "psu_curve: more than %d points", PFI_PSU_POINTS_MAX);
         char *c = strchr(p, ',');
         if (c)
           *c = 0;
@@ -226,8 +237,8 @@ int pfi_meter_config_load_mem(const char *name, const char *data, size_t len,
         *colon = 0;
         double ld, ef;
         if ((rc = num(name, line, pcol, p, 1e-6, 10, &ld, err)) < 0 ||
-            (rc = num(name, line, (long)(colon + 1 - buf) + 1, colon + 1,
-                      1e-3, 1, &ef, err)) < 0)
+            (rc = num(name, line, (long)(colon + 1 - buf) + 1, colon + 1, 1e-3,
+                      1, &ef, err)) < 0)
           return rc;
         if (np > 0 && !(ld > cfg->psu_load[np - 1]))
           return pfi_error_setloc(err, PFI_EPARSE, name, line, pcol,

@@ -104,8 +104,8 @@ static int get_time(struct ctx *c, json_t *o, const char *key, int64_t *out,
   return 0;
 }
 
-static int get_duration(struct ctx *c, json_t *o, const char *key,
-                        double *out, int *forever, int *present) {
+static int get_duration(struct ctx *c, json_t *o, const char *key, double *out,
+                        int *forever, int *present) {
   json_t *v = json_object_get(o, key);
   *present = 0;
   *forever = 0;
@@ -126,8 +126,8 @@ static int get_duration(struct ctx *c, json_t *o, const char *key,
 
 /* Watts per payload unit for `type`, from the descriptors (event's first,
  * then none -> config default). *percent for PERCENT. */
-static int unit_of(struct ctx *c, json_t *descs, const char *type,
-                   double *w, int *percent) {
+static int unit_of(struct ctx *c, json_t *descs, const char *type, double *w,
+                   int *percent) {
   *w = c->cfg->default_unit_w;
   *percent = 0;
   if (!json_is_array(descs))
@@ -153,8 +153,9 @@ static int unit_of(struct ctx *c, json_t *descs, const char *type,
     else if (strcasecmp(s, "PERCENT") == 0)
       *percent = 1;
     else
-      return bad(c, "payloadDescriptors: units not a power (W, KW, MW, "
-                    "PERCENT): ",
+      return bad(c,
+                 "payloadDescriptors: units not a power (W, KW, MW, "
+                 "PERCENT): ",
                  s);
     return 0;
   }
@@ -272,8 +273,7 @@ static int decode_event(struct ctx *c, json_t *ev, struct pfi_timeline *tmp,
   }
   double evd = 0;
   int has_evd = 0, evd_forever = 0;
-  if ((rc = get_duration(c, ev, "duration", &evd, &evd_forever, &has_evd)) <
-      0)
+  if ((rc = get_duration(c, ev, "duration", &evd, &evd_forever, &has_evd)) < 0)
     return rc;
   json_t *ivs = json_object_get(ev, "intervals");
   if (!ivs || json_is_null(ivs))
@@ -330,8 +330,9 @@ static int decode_event(struct ctx *c, json_t *ev, struct pfi_timeline *tmp,
     if (i == 0)
       first_start = start;
     if (!has_dur)
-      return bad(c, "no duration (neither the interval nor the event "
-                    "gives one)",
+      return bad(c,
+                 "no duration (neither the interval nor the event "
+                 "gives one)",
                  NULL);
     if (!(dur > 0) && !iforever) {
       cursor = start;
@@ -425,8 +426,7 @@ static int decode_event(struct ctx *c, json_t *ev, struct pfi_timeline *tmp,
         if ((rc = pfi_timeline_add(tmp, &s, c->err)) < 0)
           return rc;
         if (tmp->n - first_span > MAX_INTERVALS)
-          return bad(c, "duration: repeats into more than 10,000 spans",
-                     NULL);
+          return bad(c, "duration: repeats into more than 10,000 spans", NULL);
       }
     size_t w = first_span;
     for (size_t q = first_span; q < tmp->n; q++) {

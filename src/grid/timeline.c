@@ -34,8 +34,8 @@ int pfi_timeline_add(struct pfi_timeline *tl, const struct pfi_target_span *s,
                          "span %s: power limit must be finite and >= 0",
                          s->event);
   if (s->level < PFI_LEVEL_GPU || s->level > PFI_LEVEL_METER)
-    return pfi_error_set(err, PFI_EINVAL, "span %s: unknown level %d",
-                         s->event, s->level);
+    return pfi_error_set(err, PFI_EINVAL, "span %s: unknown level %d", s->event,
+                         s->level);
   if (tl->n >= TIMELINE_MAX)
     return pfi_error_set(err, PFI_ERANGE, "more than %d target spans",
                          TIMELINE_MAX);
@@ -80,9 +80,8 @@ int pfi_timeline_resolve(const struct pfi_timeline *in,
       return pfi_error_set(err, PFI_EINVAL,
                            "targets at two levels (%s from %s, %s from %s): "
                            "convert them to one level first",
-                           level_name(in->spans[0].level),
-                           in->spans[0].event, level_name(in->spans[i].level),
-                           in->spans[i].event);
+                           level_name(in->spans[0].level), in->spans[0].event,
+                           level_name(in->spans[i].level), in->spans[i].event);
   size_t nb = 2 * in->n;
   int64_t *b = malloc(nb * sizeof *b);
   if (!b)
@@ -178,8 +177,7 @@ static int digits(const char *s, size_t *p, int n, int *out) {
   return 0;
 }
 
-int pfi_time_parse_rfc3339(const char *s, int64_t *out,
-                           struct pfi_error *err) {
+int pfi_time_parse_rfc3339(const char *s, int64_t *out, struct pfi_error *err) {
   static const int mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
   size_t p = 0;
   int y, mo, d, h = 0, mi = 0, se = 0;
@@ -200,8 +198,7 @@ int pfi_time_parse_rfc3339(const char *s, int64_t *out,
   int64_t off = 0;
   if (s[p] == 'T' || s[p] == 't' || s[p] == ' ') {
     p++;
-    if (digits(s, &p, 2, &h) < 0 || s[p++] != ':' ||
-        digits(s, &p, 2, &mi) < 0)
+    if (digits(s, &p, 2, &h) < 0 || s[p++] != ':' || digits(s, &p, 2, &mi) < 0)
       BAD(PFI_EPARSE, "date-time '%.40s': expected HH:MM[:SS]", s);
     if (s[p] == ':') {
       p++;
@@ -368,8 +365,7 @@ static int parse_when(const struct pfi_table *t, size_t r, size_t c,
   if (*end == 0 && end != s && isdigit((unsigned char)s[0])) {
     if (!(v >= 0 && v < (double)PFI_TIME_FOREVER))
       return pfi_error_setloc(err, PFI_ERANGE, t->name, line, col,
-                              "%s: Unix time %s out of range", t->header[c],
-                              s);
+                              "%s: Unix time %s out of range", t->header[c], s);
     *out = (int64_t)floor(v);
     return 0;
   }
@@ -383,8 +379,7 @@ static int parse_when(const struct pfi_table *t, size_t r, size_t c,
 }
 
 static int parse_limit(const struct pfi_table *t, size_t r, size_t c,
-                       double baseline_w, double *out,
-                       struct pfi_error *err) {
+                       double baseline_w, double *out, struct pfi_error *err) {
   const char *s = pfi_table_cell(t, r, c);
   long line = t->line[r], col = cell_col(t, r, c);
   if (!s || !*s)
@@ -411,10 +406,9 @@ static int parse_limit(const struct pfi_table *t, size_t r, size_t c,
                               "(--baseline W)");
     mul = baseline_w / 100;
   } else
-    return pfi_error_setloc(err, PFI_EPARSE, t->name, line,
-                            col + (long)(end - s),
-                            "limit: unknown unit '%.20s' (W, kW, MW or %%)",
-                            end);
+    return pfi_error_setloc(
+        err, PFI_EPARSE, t->name, line, col + (long)(end - s),
+        "limit: unknown unit '%.20s' (W, kW, MW or %%)", end);
   *out = v * mul;
   if (!isfinite(*out) || *out > 1e12)
     return pfi_error_setloc(err, PFI_ERANGE, t->name, line, col,
@@ -444,13 +438,12 @@ int pfi_schedule_load_mem(const char *name, const char *data, size_t len,
     long line = t.line[r];
     if ((rc = parse_when(&t, r, (size_t)cs, &s.start_s, err)) < 0 ||
         (rc = parse_when(&t, r, (size_t)ce, &s.end_s, err)) < 0 ||
-        (rc = parse_limit(&t, r, (size_t)cl, baseline_w, &s.limit_w, err)) <
-            0)
+        (rc = parse_limit(&t, r, (size_t)cl, baseline_w, &s.limit_w, err)) < 0)
       goto out;
     if (s.end_s <= s.start_s) {
-      rc = pfi_error_setloc(err, PFI_EPARSE, name, line,
-                            cell_col(&t, r, (size_t)ce),
-                            "end: not after start");
+      rc =
+          pfi_error_setloc(err, PFI_EPARSE, name, line,
+                           cell_col(&t, r, (size_t)ce), "end: not after start");
       goto out;
     }
     s.level = PFI_LEVEL_GPU;

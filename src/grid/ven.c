@@ -71,8 +71,7 @@ int pfi_ven_open(const struct pfi_ven_config *cfg, struct pfi_ven **out,
   v->program = dup(cfg->program_name);
   v->ven_name = dup(cfg->ven_name ? cfg->ven_name : "pfid");
   v->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 5000;
-  if (!v->base || !v->client_id || !v->secret || !v->program ||
-      !v->ven_name) {
+  if (!v->base || !v->client_id || !v->secret || !v->program || !v->ven_name) {
     pfi_ven_close(v);
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
   }
@@ -179,8 +178,9 @@ static int fetch_token(struct pfi_ven *v, struct pfi_error *err) {
   char *form = NULL;
   int rc = 0;
   if (!id || !sec ||
-      asprintf(&form, "grant_type=client_credentials&client_id=%s&"
-                      "client_secret=%s",
+      asprintf(&form,
+               "grant_type=client_credentials&client_id=%s&"
+               "client_secret=%s",
                id, sec) < 0) {
     form = NULL;
     rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
@@ -190,8 +190,8 @@ static int fetch_token(struct pfi_ven *v, struct pfi_error *err) {
   curl_easy_cleanup(esc);
   if (rc < 0)
     return rc;
-  rc = http(v, "POST", token_url, form, "application/x-www-form-urlencoded",
-            0, &st, &b, err);
+  rc = http(v, "POST", token_url, form, "application/x-www-form-urlencoded", 0,
+            &st, &b, err);
   memset(form, 0, strlen(form));
   free(form);
   if (rc < 0)
@@ -267,13 +267,13 @@ static int api(struct pfi_ven *v, const char *method, const char *path,
     if (st < 200 || st > 299) {
       free(b->buf);
       b->buf = NULL;
-      return pfi_error_set(err, PFI_EIO, "VEN: %s %s: HTTP %ld", method,
-                           path, st);
+      return pfi_error_set(err, PFI_EIO, "VEN: %s %s: HTTP %ld", method, path,
+                           st);
     }
     return 0;
   }
-  return pfi_error_set(err, PFI_ENOPERM, "VEN: %s %s: token refused",
-                       method, path);
+  return pfi_error_set(err, PFI_ENOPERM, "VEN: %s %s: token refused", method,
+                       path);
 }
 
 static int find_program(struct pfi_ven *v, struct pfi_error *err) {
@@ -298,7 +298,8 @@ static int find_program(struct pfi_ven *v, struct pfi_error *err) {
     json_array_foreach(j, i, p) {
       json_t *nm = json_object_get(p, "programName");
       json_t *id = json_object_get(p, "id");
-      if (json_is_string(nm) && strcmp(json_string_value(nm), v->program) == 0) {
+      if (json_is_string(nm) &&
+          strcmp(json_string_value(nm), v->program) == 0) {
         if (!json_is_string(id) ||
             strlen(json_string_value(id)) >= sizeof v->program_id) {
           json_decref(j);
@@ -350,8 +351,8 @@ int pfi_ven_poll(struct pfi_ven *v, const struct pfi_oadr_config *cfg,
     struct pfi_oadr_stats st;
     char name[600];
     snprintf(name, sizeof name, "GET %s", path);
-    rc = pfi_oadr_decode_events(name, b.buf ? b.buf : "", b.len, cfg, &tmp,
-                                &st, err);
+    rc = pfi_oadr_decode_events(name, b.buf ? b.buf : "", b.len, cfg, &tmp, &st,
+                                err);
     free(b.buf);
     if (rc < 0)
       goto out;
@@ -409,20 +410,19 @@ int pfi_ven_report_json(const struct pfi_ven_report *r, const char *ven_name,
     json_array_append_new(
         pls, json_pack("{s:s,s:[f]}", "type", x->type, "values", x->value));
   }
-  json_t *res = json_pack(
-      "{s:s,s:{s:s,s:s},s:[{s:i,s:o}]}", "resourceName",
-      r->resource_name ? r->resource_name : "AGGREGATED_REPORT",
-      "intervalPeriod", "start", start, "duration", dur, "intervals", "id", 0,
-      "payloads", pls);
+  json_t *res =
+      json_pack("{s:s,s:{s:s,s:s},s:[{s:i,s:o}]}", "resourceName",
+                r->resource_name ? r->resource_name : "AGGREGATED_REPORT",
+                "intervalPeriod", "start", start, "duration", dur, "intervals",
+                "id", 0, "payloads", pls);
   (void)program_id; /* 3.1 reports name the event, not the program */
-  json_t *rep = json_pack("{s:s,s:s,s:o,s:[o]}", "eventID",
-                          r->event_id, "clientName",
-                          ven_name ? ven_name : "pfid", "payloadDescriptors",
-                          descs, "resources", res);
+  json_t *rep = json_pack("{s:s,s:s,s:o,s:[o]}", "eventID", r->event_id,
+                          "clientName", ven_name ? ven_name : "pfid",
+                          "payloadDescriptors", descs, "resources", res);
   if (rep && r->report_name)
     json_object_set_new(rep, "reportName", json_string(r->report_name));
-  char *s = rep ? json_dumps(rep, JSON_COMPACT | JSON_REAL_PRECISION(12))
-                : NULL;
+  char *s =
+      rep ? json_dumps(rep, JSON_COMPACT | JSON_REAL_PRECISION(12)) : NULL;
   json_decref(rep);
   if (!s)
     return pfi_error_set(err, PFI_ENOMEM, "report: cannot build JSON");
@@ -454,12 +454,11 @@ int pfi_ven_subscribe(struct pfi_ven *v, const char *callback_url,
   json_t *j = json_pack(
       "{s:s,s:s,s:[{s:[s],s:[s,s,s],s:s}]}", "clientName", v->ven_name,
       "programID", v->program_id, "objectOperations", "objects", "EVENT",
-      "operations", "CREATE", "UPDATE", "DELETE", "callbackUrl",
-      callback_url);
+      "operations", "CREATE", "UPDATE", "DELETE", "callbackUrl", callback_url);
   if (j && bearer)
-    json_object_set_new(json_array_get(json_object_get(j, "objectOperations"),
-                                       0),
-                        "bearerToken", json_string(bearer));
+    json_object_set_new(
+        json_array_get(json_object_get(j, "objectOperations"), 0),
+        "bearerToken", json_string(bearer));
   char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
   json_decref(j);
   if (!s)

@@ -213,4 +213,21 @@ printf 'tier,max_loss\nflex,150%%\n' >"$T/badt.csv"
 "$PFI" grid capacity --curves "$T/cv.csv" --tiers "$T/tiers.csv" --tier gold 2>"$T/err" >/dev/null
 [ $? = 2 ] && grep -q "tier 'gold' is not in" "$T/err" || fail "unknown tier: $(cat "$T/err")"
 
+# PFI over node power: one 8-GPU job (one node), points 2400 W -> 80 and
+# 5600 W -> 100 tokens/s; node_other_w 800: node power 3200 and 6400 W.
+# Ratio PFI (power saved over throughput lost, Eq. 1) at the GPU:
+# (1 - 2400/5600) / (1 - 0.8) = 2.857143; at the node: (1 - 3200/6400) /
+# 0.2 = 2.5. At the meter with PUE 1.5 and efficiency 1
+# the ratio is the node's (a constant factor cancels).
+printf 'job,gpus,cap_w,power_w,tokens_per_s\nx,8,300,2400,80\nx,8,700,5600,100\n' >"$T/x.csv"
+printf 'node_other_w = 800\npue = 1.5\n' >"$T/n.conf"
+"$PFI" grid curves --curves "$T/x.csv" --config "$T/n.conf" --level node >"$T/xn.csv" || fail "grid curves"
+near "$(awk -F, 'NR == 2 { print $3 }' "$T/xn.csv")" 3200 1e-9 "node power of the capped point"
+p=$("$PFI" index "$T/xn.csv" --definition ratio --format csv | awk -F, 'NR == 2 { print $2 }')
+near "$p" 2.5 1e-9 "PFI over node power"
+p=$("$PFI" index "$T/x.csv" --definition ratio --format csv | awk -F, 'NR == 2 { print $2 }')
+near "$p" 2.857142857 1e-9 "PFI over GPU power"
+"$PFI" grid curves --curves "$T/x.csv" --config "$T/n.conf" --level meter >"$T/xm.csv"
+near "$(awk -F, 'NR == 3 { print $3 }' "$T/xm.csv")" 9600 1e-9 "meter power of the uncapped point"
+
 exit $((fails > 0))

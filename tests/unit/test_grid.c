@@ -23,9 +23,8 @@ static void test_rfc3339(void **state) {
   /* 2025-05-04T16:10:00-07:00 = 23:10:00Z. Days 1970-01-01..2025-05-04:
    * 55 years with 14 leap days = 20089 days to 2025-01-01, + 31+28+31+30+3
    * = 123 -> 20212 days; 20212 * 86400 + 23*3600 + 600 = 1746400200. */
-  assert_int_equal(pfi_time_parse_rfc3339("2025-05-04T16:10:00-07:00", &t,
-                                          &err),
-                   0);
+  assert_int_equal(
+      pfi_time_parse_rfc3339("2025-05-04T16:10:00-07:00", &t, &err), 0);
   ASSERT_EQ_INT(t, 1746400200);
   assert_int_equal(pfi_time_parse_rfc3339("2025-05-04T23:10:00.75Z", &t, &err),
                    0);
@@ -38,8 +37,7 @@ static void test_rfc3339(void **state) {
   char buf[32];
   assert_string_equal(pfi_time_format_rfc3339(1746400200, buf, sizeof buf),
                       "2025-05-04T23:10:00Z");
-  assert_int_equal(pfi_time_parse_rfc3339("2025-02-29", &t, &err),
-                   PFI_ERANGE);
+  assert_int_equal(pfi_time_parse_rfc3339("2025-02-29", &t, &err), PFI_ERANGE);
   assert_int_equal(pfi_time_parse_rfc3339("2024-02-29T24:00:00Z", &t, &err),
                    PFI_ERANGE);
   assert_int_equal(pfi_time_parse_rfc3339("2025-05-04T10:00Zx", &t, &err),
@@ -62,14 +60,13 @@ static void test_duration(void **state) {
   ASSERT_NEAR(s, 14 * 86400, 0);
   assert_int_equal(pfi_duration_parse_iso8601("-PT5M", &s, &forever, &err), 0);
   ASSERT_NEAR(s, -300, 0);
-  assert_int_equal(pfi_duration_parse_iso8601("P9999Y", &s, &forever, &err),
-                   0);
+  assert_int_equal(pfi_duration_parse_iso8601("P9999Y", &s, &forever, &err), 0);
   assert_int_equal(forever, 1);
   assert_int_equal(pfi_duration_parse_iso8601("PT0S", &s, &forever, &err), 0);
   ASSERT_NEAR(s, 0, 0);
   assert_int_equal(forever, 0);
-  const char *bad[] = {"P", "PT", "1H", "PT1.5M", "P1D2Y", "P1W1D", "PTH",
-                       "P1DT", "PT1H1H"};
+  const char *bad[] = {"P",     "PT",  "1H",   "PT1.5M", "P1D2Y",
+                       "P1W1D", "PTH", "P1DT", "PT1H1H"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
     if (pfi_duration_parse_iso8601(bad[i], &s, &forever, &err) != PFI_EPARSE)
       fail_msg("'%s' accepted as %g s", bad[i], s);
@@ -149,9 +146,8 @@ static void test_schedule(void **state) {
   const char *ok = "start,end,limit,level\n"
                    "2025-05-04T23:10:00Z,2025-05-05T02:30:00Z,750kW,meter\n"
                    "100,200,75%,gpu\n";
-  assert_int_equal(pfi_schedule_load_mem("s.csv", ok, strlen(ok), 1000, &tl,
-                                         &err),
-                   0);
+  assert_int_equal(
+      pfi_schedule_load_mem("s.csv", ok, strlen(ok), 1000, &tl, &err), 0);
   assert_int_equal(tl.n, 2);
   ASSERT_EQ_INT(tl.spans[0].start_s, 1746400200);
   ASSERT_EQ_INT(tl.spans[0].end_s, 1746400200 + 3 * 3600 + 20 * 60);
@@ -161,15 +157,15 @@ static void test_schedule(void **state) {
   assert_string_equal(tl.spans[1].event, "s.csv:3");
   tl.n = 0;
   const char *bad = "start,end,limit\n100,200,5 kWh\n";
-  assert_int_equal(pfi_schedule_load_mem("b.csv", bad, strlen(bad), 0, &tl,
-                                         &err),
-                   PFI_EPARSE);
+  assert_int_equal(
+      pfi_schedule_load_mem("b.csv", bad, strlen(bad), 0, &tl, &err),
+      PFI_EPARSE);
   ASSERT_EQ_INT(err.line, 2);
   assert_non_null(strstr(err.msg, "unit"));
   const char *rev = "start,end,limit\n200,100,5\n";
-  assert_int_equal(pfi_schedule_load_mem("r.csv", rev, strlen(rev), 0, &tl,
-                                         &err),
-                   PFI_EPARSE);
+  assert_int_equal(
+      pfi_schedule_load_mem("r.csv", rev, strlen(rev), 0, &tl, &err),
+      PFI_EPARSE);
   ASSERT_EQ_INT(err.line, 2);
   ASSERT_EQ_INT(err.column, 5);
   pfi_timeline_release(&tl);
@@ -300,9 +296,8 @@ static void test_oadr_timing(void **state) {
   cfg.baseline_w = 100;
   struct pfi_oadr_stats st;
   tl.n = 0;
-  assert_int_equal(pfi_oadr_decode_events("x", past, strlen(past), &cfg, &tl,
-                                          &st, &err),
-                   0);
+  assert_int_equal(
+      pfi_oadr_decode_events("x", past, strlen(past), &cfg, &tl, &st, &err), 0);
   assert_int_equal(st.expired, 1);
   /* randomizeStart PT10M: every start shifted by the same draw within
    * [-600, 600]; the same seed gives the same shift, and 200 event ids give
@@ -400,17 +395,15 @@ static void test_notification(void **state) {
       "\"2026-01-01T00:00:00Z\",\"duration\":\"PT1H\"},\"intervals\":[{"
       "\"id\":0,\"payloads\":[{\"type\":\"IMPORT_CAPACITY_LIMIT\","
       "\"values\":[2]}]}]}}";
-  assert_int_equal(pfi_oadr_decode_notification(n, strlen(n), &cfg, &tl, id,
-                                                &del, &err),
-                   1);
+  assert_int_equal(
+      pfi_oadr_decode_notification(n, strlen(n), &cfg, &tl, id, &del, &err), 1);
   assert_string_equal(id, "9");
   assert_int_equal(del, 0);
   ASSERT_NEAR(tl.spans[0].limit_w, 2000, 0);
   const char *d = "{\"objectType\":\"EVENT\",\"operation\":\"DELETE\","
                   "\"object\":{\"id\":\"9\"}}";
-  assert_int_equal(pfi_oadr_decode_notification(d, strlen(d), &cfg, &tl, id,
-                                                &del, &err),
-                   0);
+  assert_int_equal(
+      pfi_oadr_decode_notification(d, strlen(d), &cfg, &tl, id, &del, &err), 0);
   assert_int_equal(del, 1);
   pfi_timeline_release(&tl);
 }
@@ -447,9 +440,8 @@ static void test_meter(void **state) {
   struct pfi_error err;
   const char *conf = "# site\nnode_other_w = 1000\npsu_rated_w = 10000\n"
                      "psu_curve = 0.1:0.90, 0.5:0.96, 1.0:0.91\npue = 1.25\n";
-  assert_int_equal(pfi_meter_config_load_mem("m.conf", conf, strlen(conf),
-                                             &cfg, &err),
-                   0);
+  assert_int_equal(
+      pfi_meter_config_load_mem("m.conf", conf, strlen(conf), &cfg, &err), 0);
   /* load 0.3: between 0.1 (0.90) and 0.5 (0.96): 0.90 + 0.06*0.2/0.4
    * = 0.93. */
   ASSERT_NEAR(pfi_meter_psu_eff(&cfg, 0.3), 0.93, 1e-12);
@@ -467,9 +459,9 @@ static void test_meter(void **state) {
   ASSERT_NEAR(fac, want, 1e-9);
   /* Node-level limit 7000 W: GPUs get 7000 - 1600 = 5400 W. */
   double gl;
-  assert_int_equal(pfi_meter_gpu_limit(&cfg, gpu, other, 2, PFI_LEVEL_NODE,
-                                       7000, &gl, &err),
-                   0);
+  assert_int_equal(
+      pfi_meter_gpu_limit(&cfg, gpu, other, 2, PFI_LEVEL_NODE, 7000, &gl, &err),
+      0);
   ASSERT_NEAR(gl, 5400, 1e-2);
   /* Meter-level limit: the GPU total whose facility power equals it;
    * checked by evaluating the chain at the answer (scaled shares). */
@@ -477,8 +469,7 @@ static void test_meter(void **state) {
                                        8000, &gl, &err),
                    0);
   double g2[] = {gl * 4000 / 6000, gl * 2000 / 6000};
-  assert_int_equal(pfi_meter_levels(&cfg, g2, other, 2, NULL, NULL, &fac,
-                                    &err),
+  assert_int_equal(pfi_meter_levels(&cfg, g2, other, 2, NULL, NULL, &fac, &err),
                    0);
   ASSERT_NEAR(fac, 8000, 0.01);
   /* Below the no-GPU draw: 1.25 * (600/0.90 + 1000/0.90) = 2222.2 W. */
@@ -488,8 +479,7 @@ static void test_meter(void **state) {
   assert_non_null(strstr(err.msg, "short by 222.2 W"));
   /* Bad configurations name the line and column. */
   const char *bad[] = {"pue = 0.9\n", "psu_curve = 0.5:0.9,0.4:0.9\n",
-                       "x = 1\n", "node_other_w 5\n",
-                       "psu_curve = 0.5:1.2\n"};
+                       "x = 1\n", "node_other_w 5\n", "psu_curve = 0.5:1.2\n"};
   long col[] = {7, 21, 1, 1, 17};
   for (size_t i = 0; i < 5; i++) {
     pfi_error_clear(&err);
@@ -692,9 +682,9 @@ static void test_flexcap(void **state) {
   assert_true(isinf(tv[0].max_event_s));
   free(tv);
   const char *bad = "tier,max_loss\nflex,1.5\n";
-  assert_int_equal(pfi_tiers_load_mem("b.csv", bad, strlen(bad), &tv, &nt,
-                                      &err),
-                   PFI_EPARSE);
+  assert_int_equal(
+      pfi_tiers_load_mem("b.csv", bad, strlen(bad), &tv, &nt, &err),
+      PFI_EPARSE);
   ASSERT_EQ_INT(err.line, 2);
   ASSERT_EQ_INT(err.column, 6);
 }

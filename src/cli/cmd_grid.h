@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Shared by the files of `pfi grid`: its options and message helpers. */
+#ifndef PFI_CMD_GRID_H
+#define PFI_CMD_GRID_H
+
+#include <stdint.h>
+
+#include "cli.h"
+#include "pfi/error.h"
+
+enum {
+  O_VTN = 256,
+  O_EVENTS,
+  O_SCHEDULE,
+  O_ID,
+  O_SECRET,
+  O_PROGRAM,
+  O_BASELINE,
+  O_SIMPLE,
+  O_UNIT,
+  O_LEVEL,
+  O_NOW,
+  O_SEED,
+  O_FORMAT,
+  O_EVENT,
+  O_START,
+  O_DURATION,
+  O_USAGE,
+  O_DEMAND,
+  O_BASEW,
+  O_SHED,
+  O_CONFIG,
+  O_GPUW,
+  O_OTHERW,
+  O_POWERCAP,
+  O_INTERVAL,
+  O_LIMIT,
+  O_FLOOR,
+  O_CALLBACK,
+  O_CURVES,
+  O_MAP,
+  O_TIERS,
+  O_CONTRACT,
+  O_TIER,
+  O_NOTICE,
+  O_GPN
+};
+
+struct opts {
+  const char *vtn, *id, *secret_file, *program, *event;
+  const char *events[16], *schedules[16];
+  size_t nevents, nschedules;
+  double baseline, simple[3], unit;
+  int level, have_simple;
+  int64_t now, start;
+  unsigned long seed;
+  enum pfi_format fmt;
+  double duration, usage, demand, basew, shed;
+  const char *config, *gpuw, *otherw, *powercap, *callback;
+  const char *curves, *map, *tiers, *contract, *tier;
+  double durations[16], notice;
+  size_t ndur;
+  unsigned long gpn;
+  double interval, limit, floor;
+};
+
+int pfi__grid_usage(const char *fmt, const char *arg);
+int pfi__grid_fail(const struct pfi_error *err);
+const char *pfi__grid_level_name(int l);
+
+/* The subcommands in cmd_grid_power.c. */
+int pfi__grid_capacity(const struct opts *o);
+int pfi__grid_curves(const struct opts *o);
+int pfi__grid_meter(const struct opts *o);
+
+#endif

@@ -1,0 +1,356 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* `pfi grid capacity`, `pfi grid curves` and `pfi grid meter`: flexible
+ * capacity under the tiers and power at the meter. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "cmd_grid.h"
+#include "pfi/csv.h"
+#include "pfi/curve.h"
+#include "pfi/flexcap.h"
+#include "pfi/meter.h"
+#include "pfi/timeline.h"
+
+/* The jobs of a curves file with their tiers, points sorted by power. */
+struct capjobs {
+  struct pfi_curveset cs;
+  struct pfi_tier *tiers;
+  size_t ntiers, n;
+  struct pfi_flex_job *jobs;
+  double *buf;
+  int has_sd;
+};
+
+static void capjobs_release(struct capjobs *c) {
+  pfi_curveset_release(&c->cs);
+  free(c->tiers);
+  free(c->jobs);
+  free(c->buf);
+}
+
+static int cmp_point_power(const void *a, const void *b) {
+  const struct pfi_point *x = a, *y = b;
+  return (x->power_w > y->power_w) - (x->power_w < y->power_w);
+}
+
+static int load_capjobs(const struct opts *o, struct capjobs *c,
+                        struct pfi_error *err) {
+  memset(c, 0, sizeof *c);
+  pfi_curveset_init(&c->cs);
+  int rc;
+  struct pfi_table ct;
+  memset(&ct, 0, sizeof ct);
+  if ((rc = pfi_curveset_read(&c->cs, o->curves, o->map, err)) < 0 ||
+      (rc = pfi_tiers_load(o->tiers, &c->tiers, &c->ntiers, err)) < 0)
+    return rc;
+  if (o->contract && (rc = pfi_table_load(&ct, o->contract, err)) < 0)
+    return rc;
+  int cj = o->contract ? pfi_table_find(&ct, "job") : -1,
+      ctr = o->contract ? pfi_table_find(&ct, "tier") : -1;
+  if (o->contract && (cj < 0 || ctr < 0)) {
+    rc = pfi_error_setloc(err, PFI_EPARSE, o->contract, 1, 1,
+                          "contract: the header must name job and tier");
+    goto out;
+  }
+  size_t npts = 0;
+  for (size_t i = 0; i < c->cs.n; i++)
+    npts += c->cs.c[i].n;
+  c->n = c->cs.n;
+  c->jobs = calloc(c->n ? c->n : 1, sizeof *c->jobs);
+  c->buf = malloc((4 * npts + 1) * sizeof *c->buf);
+  if (!c->jobs || !c->buf) {
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  c->has_sd = 1;
+  for (size_t i = 0; i < c->cs.n; i++)
+    for (size_t k = 0; k < c->cs.c[i].n; k++)
+      if (!(c->cs.c[i].pts[k].tokens_sd >= 0))
+        c->has_sd = 0;
+  double *b = c->buf;
+  for (size_t i = 0; i < c->cs.n; i++) {
+    struct pfi_curve *cv = &c->cs.c[i];
+    struct pfi_flex_job *j = &c->jobs[i];
+    const char *tn = o->tier;
+    for (size_t r = 0; o->contract && r < ct.nrows; r++) {
+      const char *jn = pfi_table_cell(&ct, r, (size_t)cj);
+      if (jn && strcmp(jn, cv->job) == 0)
+        tn = pfi_table_cell(&ct, r, (size_t)ctr);
+    }
+    if (!tn) {
+      rc = pfi_error_set(err, PFI_EPARSE,
+                         "job %s: no tier (not in %s; --tier sets one for "
+                         "all jobs)",
+                         cv->job, o->contract ? o->contract : "a contract");
+      goto out;
+    }
+    for (size_t k = 0; k < c->ntiers; k++)
+      if (strcmp(c->tiers[k].name, tn) == 0)
+        j->tier = &c->tiers[k];
+    if (!j->tier) {
+      rc = pfi_error_set(err, PFI_EPARSE, "job %s: tier '%s' is not in %s",
+                         cv->job, tn, o->tiers);
+      goto out;
+    }
+    /* Sorted by realized power; equal powers keep the first. */
+    struct pfi_point *pts = malloc(cv->n * sizeof *pts);
+    if (!pts) {
+      rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+      goto out;
+    }
+    memcpy(pts, cv->pts, cv->n * sizeof *pts);
+    qsort(pts, cv->n, sizeof *pts, cmp_point_power);
+    size_t m = 0;
+    double *pw = b, *t = b + cv->n, *lo = b + 2 * cv->n, *hi = b + 3 * cv->n;
+    for (size_t k = 0; k < cv->n; k++) {
+      if (m > 0 && !(pts[k].power_w > pw[m - 1]))
+        continue;
+      pw[m] = pts[k].power_w;
+      t[m] = pts[k].tokens_per_s;
+      lo[m] = fmax(0, t[m] - 1.96 * pts[k].tokens_sd);
+      hi[m] = t[m] + 1.96 * pts[k].tokens_sd;
+      m++;
+    }
+    free(pts);
+    j->job = cv->job;
+    j->power_w = pw;
+    j->tput = t;
+    j->tput_lo = c->has_sd ? lo : NULL;
+    j->tput_hi = c->has_sd ? hi : NULL;
+    j->n = m;
+    b += 4 * cv->n;
+  }
+  rc = 0;
+out:
+  pfi_table_release(&ct);
+  return rc;
+}
+
+int pfi__grid_capacity(const struct opts *o) {
+  if (!o->curves || !o->tiers || (!o->contract && !o->tier))
+    return pfi__grid_usage(
+        "capacity: --curves, --tiers and --contract or --tier are "
+        "required%s",
+        "");
+  static const double dflt[] = {900, 3600, 7200, 14400};
+  const double *dur = o->ndur ? o->durations : dflt;
+  size_t nd = o->ndur ? o->ndur : 4;
+  struct capjobs cj;
+  struct pfi_error err;
+  pfi_error_clear(&err);
+  int rc = load_capjobs(o, &cj, &err), status = 0;
+  json_t *arr = json_array();
+  if (rc < 0) {
+    status = pfi__grid_fail(&err);
+    goto out;
+  }
+  if (o->fmt == PFI_FMT_CSV)
+    puts("duration_s,jobs_eligible,loss_pct,shed_w,shed_lo_w,shed_hi_w");
+  else if (o->fmt == PFI_FMT_TABLE)
+    printf("%-10s  %4s  %s\n", "event", "jobs",
+           "shed W at <= 1 / 2 / 5 / 10 / 20 % throughput loss");
+  for (size_t d = 0; d < nd; d++) {
+    struct pfi_flexcap fc;
+    if ((rc = pfi_flexcap_compute(cj.jobs, cj.n, dur[d], o->notice, 400, &fc,
+                                  &err)) < 0) {
+      status = pfi__grid_fail(&err);
+      goto out;
+    }
+    json_t *q = json_array();
+    for (size_t k = 0; k < PFI_CAPACITY_NQUOTE; k++) {
+      double pct = 100 * pfi_capacity_quotes[k];
+      if (o->fmt == PFI_FMT_CSV)
+        printf("%.0f,%zu,%g,%.3f,%.3f,%.3f\n", dur[d], fc.eligible, pct,
+               fc.quote_w[k], fc.quote_lo_w[k], fc.quote_hi_w[k]);
+      json_array_append_new(q, json_pack("{s:f,s:f,s:f,s:f}", "loss_pct", pct,
+                                         "shed_w", fc.quote_w[k], "shed_lo_w",
+                                         fc.quote_lo_w[k], "shed_hi_w",
+                                         fc.quote_hi_w[k]));
+    }
+    if (o->fmt == PFI_FMT_TABLE) {
+      printf("%-10.0f  %4zu ", dur[d], fc.eligible);
+      for (size_t k = 0; k < PFI_CAPACITY_NQUOTE; k++)
+        if (fc.has_interval)
+          printf(" %.0f [%.0f, %.0f]", fc.quote_w[k], fc.quote_lo_w[k],
+                 fc.quote_hi_w[k]);
+        else
+          printf(" %10.1f", fc.quote_w[k]);
+      putchar('\n');
+    }
+    json_array_append_new(
+        arr, json_pack("{s:f,s:i,s:f,s:f,s:b,s:o}", "duration_s", dur[d],
+                       "jobs_eligible", (int)fc.eligible, "uncapped_w",
+                       fc.uncapped_w, "floor_w", fc.floor_w, "interval",
+                       fc.has_interval, "quotes", q));
+  }
+  if (o->fmt == PFI_FMT_TABLE)
+    printf("(event length in s; %zu job(s); %s)\n", cj.n,
+           cj.has_sd ? "ranges over the curves' 95 % intervals"
+                     : "no standard errors in the curves: no ranges");
+  if (o->fmt == PFI_FMT_JSON) {
+    status = pfi_cli_print_json(arr);
+    arr = NULL;
+  }
+out:
+  json_decref(arr);
+  capjobs_release(&cj);
+  return status;
+}
+
+int pfi__grid_curves(const struct opts *o) {
+  if (!o->curves || !o->config || o->level == PFI_LEVEL_GPU)
+    return pfi__grid_usage(
+        "curves: --curves, --config and --level node|meter are "
+        "required%s",
+        "");
+  struct pfi_meter_config cfg;
+  struct pfi_curveset cs;
+  pfi_curveset_init(&cs);
+  struct pfi_error err;
+  pfi_error_clear(&err);
+  if (pfi_meter_config_load(o->config, &cfg, &err) < 0 ||
+      pfi_curveset_read(&cs, o->curves, o->map, &err) < 0) {
+    pfi_curveset_release(&cs);
+    return pfi__grid_fail(&err);
+  }
+  unsigned long gpn = o->gpn ? o->gpn : 8;
+  printf("job,cap_w,power_w,tokens_per_s,gpu_power_w\n");
+  for (size_t i = 0; i < cs.n; i++) {
+    const struct pfi_curve *c = &cs.c[i];
+    unsigned gpus = c->gpus > 0 ? (unsigned)c->gpus : 1;
+    unsigned nodes = (unsigned)((gpus + gpn - 1) / gpn);
+    for (size_t k = 0; k < c->n; k++) {
+      double pw =
+          pfi_meter_job_power_w(&cfg, c->pts[k].power_w, nodes, o->level);
+      pfi_cli_put_csv_field(stdout, c->job);
+      printf(",%.17g,%.17g,%.17g,%.17g\n", c->pts[k].cap_w, pw,
+             c->pts[k].tokens_per_s, c->pts[k].power_w);
+    }
+  }
+  pfi_curveset_release(&cs);
+  return ferror(stdout) ? PFI_EXIT_FAIL : 0;
+}
+
+/* "W,W,..." -> array (caller frees). */
+static int numlist(const char *s, double **out, size_t *n) {
+  struct pfi_error err;
+  if (pfi_cli_parse_numlist(s, out, n, &err) < 0)
+    return -1;
+  for (size_t i = 0; i < *n; i++)
+    if (!isfinite((*out)[i]) || (*out)[i] < 0 || (*out)[i] > 1e9) {
+      free(*out);
+      return -1;
+    }
+  return 0;
+}
+
+int pfi__grid_meter(const struct opts *o) {
+  struct pfi_meter_config cfg;
+  struct pfi_error err;
+  pfi_error_clear(&err);
+  if (o->config) {
+    if (pfi_meter_config_load(o->config, &cfg, &err) < 0)
+      return pfi__grid_fail(&err);
+  } else
+    pfi_meter_config_init(&cfg);
+  struct pfi_rapl r;
+  pfi_rapl_open(o->powercap, &r, &err);
+  double rapl_w = NAN;
+  if (r.n > 0) {
+    double e0[PFI_RAPL_MAX], e1[PFI_RAPL_MAX];
+    double dt = o->interval > 0 ? o->interval : 1;
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    if (pfi_rapl_read(&r, e0, &err) == 0) {
+      struct timespec ts = {(time_t)dt, (long)((dt - floor(dt)) * 1e9)};
+      nanosleep(&ts, NULL);
+      clock_gettime(CLOCK_MONOTONIC, &b);
+      if (pfi_rapl_read(&r, e1, &err) == 0)
+        rapl_w = pfi_rapl_power_w(&r, e0, e1,
+                                  (double)(b.tv_sec - a.tv_sec) +
+                                      (double)(b.tv_nsec - a.tv_nsec) / 1e9);
+    }
+  }
+  json_t *j = json_object();
+  json_t *zones = json_array();
+  for (size_t i = 0; i < r.n; i++)
+    json_array_append_new(zones, json_pack("{s:s,s:s}", "name", r.zone[i].name,
+                                           "counter", r.zone[i].path));
+  json_object_set_new(j, "rapl_zones", zones);
+  json_object_set_new(j, "rapl_package_dram_w",
+                      isfinite(rapl_w) ? json_real(rapl_w) : json_null());
+  int status = 0;
+  double *g = NULL, *ot = NULL;
+  size_t ng = 0, no = 0;
+  if (o->gpuw) {
+    if (numlist(o->gpuw, &g, &ng) < 0 ||
+        (o->otherw && (numlist(o->otherw, &ot, &no) < 0 || no != ng))) {
+      json_decref(j);
+      free(g);
+      return pfi__grid_usage(
+          "--gpu-w / --other-w: expected one power >= 0 per node "
+          "(the same count in both), got '%s'",
+          o->gpuw);
+    }
+    double gt, nt, fac;
+    if (pfi_meter_levels(&cfg, g, ot, ng, &gt, &nt, &fac, &err) < 0) {
+      status = pfi__grid_fail(&err);
+      goto out;
+    }
+    json_object_set_new(j, "nodes", json_integer((json_int_t)ng));
+    json_object_set_new(j, "gpu_w", json_real(gt));
+    json_object_set_new(j, "node_w", json_real(nt));
+    json_object_set_new(j, "meter_w", json_real(fac));
+    if (o->limit > 0) {
+      double gl;
+      int rc =
+          pfi_meter_gpu_limit(&cfg, g, ot, ng, o->level, o->limit, &gl, &err);
+      if (rc < 0 && rc != PFI_EINFEASIBLE) {
+        status = pfi__grid_fail(&err);
+        goto out;
+      }
+      json_object_set_new(j, "limit_w", json_real(o->limit));
+      json_object_set_new(j, "limit_level",
+                          json_string(pfi__grid_level_name(o->level)));
+      json_object_set_new(j, "gpu_limit_w", json_real(gl));
+      json_object_set_new(j, "feasible", json_boolean(rc == 0));
+      if (rc < 0)
+        json_object_set_new(j, "why", json_string(err.msg));
+    }
+  }
+  if (o->fmt == PFI_FMT_JSON) {
+    status = pfi_cli_print_json(j);
+    j = NULL;
+  } else {
+    if (r.n == 0)
+      printf("RAPL: no readable powercap zone on this machine (%s); node "
+             "power beyond the GPUs is the configured node_other_w = %.1f W\n",
+             o->powercap ? o->powercap : "/sys/class/powercap",
+             cfg.node_other_w);
+    else
+      printf("RAPL: %zu zone(s); package + DRAM power %.1f W\n", r.n, rapl_w);
+    json_t *v;
+    if ((v = json_object_get(j, "gpu_w")))
+      printf("nodes %zu: GPU %.1f W, node %.1f W, meter %.1f W (PUE %.3g)\n",
+             ng, json_real_value(v),
+             json_real_value(json_object_get(j, "node_w")),
+             json_real_value(json_object_get(j, "meter_w")), cfg.pue);
+    if ((v = json_object_get(j, "gpu_limit_w")))
+      printf("a %s limit of %.1f W leaves the GPUs %.1f W%s%s\n",
+             pfi__grid_level_name(o->level), o->limit, json_real_value(v),
+             json_is_true(json_object_get(j, "feasible")) ? ""
+                                                          : ": infeasible, ",
+             json_is_true(json_object_get(j, "feasible"))
+                 ? ""
+                 : json_string_value(json_object_get(j, "why")));
+  }
+out:
+  json_decref(j);
+  free(g);
+  free(ot);
+  return status;
+}
