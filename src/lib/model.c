@@ -106,13 +106,60 @@ static void col_scales(const double *x, size_t n, size_t k, double *sc) {
   }
 }
 
+/* Significant decimal digits of the shortest representation of v that
+ * reads back as v (1..17): the precision the value was printed with. */
+static int sig_digits(double v) {
+  int lo = 1, hi = 17;
+  char buf[40];
+  while (lo < hi) {
+    int mid = (lo + hi) / 2;
+    snprintf(buf, sizeof buf, "%.*g", mid, v);
+    if (strtod(buf, NULL) == v)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return lo;
+}
+
 /*
- * Minimum-norm least squares with an intercept: centers x and y, solves
- * the centered system by the SVD dropping singular values below
- * max(n, k) * DBL_EPSILON * s_max, writes k + 1 coefficients.
+ * The relative rounding unit of each column of x as the input gives it:
+ * 0.5 * 10^(1 - D), D the most significant digits any of its values needs
+ * to read back exactly, so a column printed with 10 digits gives 5e-10
+ * and computed values (17 digits) about DBL_EPSILON. A column whose values
+ * all fit in PFI_MODEL_EXACT_DIGITS digits (whole numbers, indicators,
+ * settings such as 0.25 or 1e200) is taken at face value: 0.
+ */
+static void col_rounding(const double *x, size_t n, size_t k, double *u) {
+  for (size_t j = 0; j < k; j++) {
+    int d = 1;
+    for (size_t i = 0; i < n && d < 17; i++) {
+      double v = x[i * k + j];
+      int q = v == 0 || !isfinite(v) ? 1 : sig_digits(v);
+      if (q > d)
+        d = q;
+    }
+    u[j] = d <= PFI_MODEL_EXACT_DIGITS ? 0.0 : 0.5 * pow(10.0, 1.0 - d);
+  }
+}
+
+/*
+ * Minimum-norm least squares with an intercept: centers x and y, scales
+ * the columns to unit standard deviation, solves the system by the SVD and
+ * writes k + 1 coefficients. The rank rule (model.h): a singular value is
+ * dropped when it is at most max(n, k) * DBL_EPSILON * s_max (the
+ * arithmetic's own noise) or at most the size of the input's rounding in
+ * the standardized design, 2 sqrt(sum_ij (u_j x_ij / sd_j)^2) with u_j the
+ * column's rounding unit (`u`, from col_rounding(); NULL: computed here):
+ * the Frobenius norm of the largest change rounding the inputs can make
+ * to the centered, scaled matrix (the factor 2 covers the mean's share),
+ * which bounds how far any singular value can move. A direction below it
+ * is decided by the rounding of the inputs, not by the data.
  */
 static int lstsq_minnorm(const double *x, size_t n, size_t k, const double *y,
-                         double *coef) {
+                         const double *u, double *coef, size_t *dropped) {
+  if (dropped)
+    *dropped = 0;
   double ym = 0;
   for (size_t i = 0; i < n; i++)
     ym += y[i];
@@ -155,6 +202,25 @@ static int lstsq_minnorm(const double *x, size_t n, size_t k, const double *y,
     if (!(xs[j] > 1e-12 * (fabs(xm[j]) + 1e-300)))
       xs[j] = 0;
   }
+  double *uc = malloc((k + 1) * sizeof *uc);
+  if (!uc) {
+    free(xm);
+    free(sc);
+    free(xs);
+    return PFI_ENOMEM;
+  }
+  if (u)
+    memcpy(uc, u, k * sizeof *uc);
+  else
+    col_rounding(x, n, k, uc);
+  double round2 = 0;
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = 0; j < k; j++)
+      if (xs[j] > 0 && uc[j] > 0) {
+        double e = uc[j] * fabs(x[i * k + j] * sc[j]) / xs[j];
+        round2 += e * e;
+      }
+  free(uc);
   int tall = n >= k;
   size_t M = tall ? n : k, N = tall ? k : n;
   gsl_matrix *A = gsl_matrix_alloc(M, N);
@@ -180,14 +246,19 @@ static int lstsq_minnorm(const double *x, size_t n, size_t k, const double *y,
   }
   double smax = gsl_vector_get(S, 0);
   double cut = (double)(n > k ? n : k) * DBL_EPSILON * smax;
+  if (2.0 * sqrt(round2) > cut)
+    cut = 2.0 * sqrt(round2);
   for (size_t j = 0; j < k; j++)
     coef[1 + j] = 0;
   /* tall:  Xc = U S V^T, beta = V S^+ U^T yc (U = A, n x k).
    * wide:  Xc^T = U S V^T, so Xc = V S U^T, beta = U S^+ V^T yc. */
   for (size_t s = 0; s < N; s++) {
     double sv = gsl_vector_get(S, s);
-    if (!(sv > cut) || sv == 0)
+    if (!(sv > cut) || sv == 0) {
+      if (dropped)
+        (*dropped)++;
       continue;
+    }
     double dot = 0;
     for (size_t i = 0; i < n; i++) {
       double u = tall ? gsl_matrix_get(A, i, s) : gsl_matrix_get(V, i, s);
@@ -278,7 +349,21 @@ int pfi_model_fit(const double *x, size_t n, size_t k, const double *y,
   for (size_t i = 0; i < n; i++)
     for (size_t j = 0; j < k; j++)
       xsc[i * k + j] = x[i * k + j] * sc[j];
-  int ols_rc = n > k + 1 ? pfi_ols_fit(xsc, n, k, y, &ols, &e2) : PFI_EINVAL;
+  /* The rank rule first (lstsq_minnorm): a design with a direction at the
+   * level of the input's rounding is rank deficient, whatever the
+   * factorization of pfi_ols_fit() would make of it; its minimum-norm
+   * solution does not depend on that rounding. */
+  size_t dropped = 0;
+  int mrc = lstsq_minnorm(x, n, k, y, NULL, m->coef, &dropped);
+  if (mrc < 0) {
+    free(xsc);
+    free(sc);
+    pfi_model_release(m);
+    return pfi_error_set(
+        err, mrc, mrc == PFI_ENOMEM ? "out of memory" : "least squares failed");
+  }
+  int ols_rc = n > k + 1 && dropped == 0 ? pfi_ols_fit(xsc, n, k, y, &ols, &e2)
+                                         : PFI_EINVAL;
   free(xsc);
   /* Out of memory is not a rank-deficient design: falling back would
    * return a model without standard errors. */
@@ -300,12 +385,8 @@ int pfi_model_fit(const double *x, size_t n, size_t k, const double *y,
   } else {
     free(sc);
     /* Rank-deficient or no residual degrees of freedom: the minimum-norm
-     * solution still predicts; standard errors do not exist. */
-    int rc = lstsq_minnorm(x, n, k, y, m->coef);
-    if (rc < 0) {
-      pfi_model_release(m);
-      return pfi_error_set(err, rc, "least squares failed");
-    }
+     * solution (computed above) still predicts; standard errors do not
+     * exist. */
     for (size_t j = 0; j <= k; j++)
       m->se[j] = NAN;
   }
@@ -344,11 +425,15 @@ int pfi_model_eval_folds(const double *x, size_t n, size_t k, const double *y,
   double *yt = malloc(n * sizeof *yt);
   double *pr = malloc(n * sizeof *pr);
   double *coef = malloc((k + 1) * sizeof *coef);
+  double *u = malloc((k + 1) * sizeof *u);
   int rc = 0;
-  if (!xt || !yt || !pr || !coef) {
+  if (!xt || !yt || !pr || !coef || !u) {
     rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
     goto out;
   }
+  /* The rounding of the inputs, once for every fold: the precision of a
+   * column is that of the whole input. */
+  col_rounding(x, n, k, u);
   for (size_t f = 0; f < nfolds; f++) {
     size_t nt = 0, nheld = 0;
     for (size_t i = 0; i < n; i++) {
@@ -367,7 +452,7 @@ int pfi_model_eval_folds(const double *x, size_t n, size_t k, const double *y,
                "holding out fold %zu leaves %zu rows", f, nt);
       goto out;
     }
-    int r = lstsq_minnorm(xt, nt, k, yt, coef);
+    int r = lstsq_minnorm(xt, nt, k, yt, u, coef, NULL);
     if (r < 0) {
       rc = pfi_error_set(err, r, "least squares failed");
       goto out;
@@ -411,6 +496,7 @@ out:
   free(yt);
   free(pr);
   free(coef);
+  free(u);
   return rc;
 }
 
@@ -487,8 +573,8 @@ int pfi_model_load_mem(struct pfi_model *m, const char *name, const char *data,
   json_t *j = json_loadb(data, len, 0, &je);
   /* jansson says out of memory by its error code, or, when its first
    * buffer cannot be allocated, by returning with no message at all. */
-  if (!j && (json_error_code(&je) == json_error_out_of_memory ||
-             je.text[0] == '\0'))
+  if (!j &&
+      (json_error_code(&je) == json_error_out_of_memory || je.text[0] == '\0'))
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
   if (!j)
     return pfi_error_setloc(err, PFI_EPARSE, name, je.line > 0 ? je.line : 0,
