@@ -273,19 +273,4 @@ void pfi_report_opts_init(struct pfi_report_opts *o);
 int pfi_report_build(const char *in_dir, const char *out_dir,
                      const struct pfi_report_opts *o, struct pfi_error *err);
 
-struct pfi_store;
-
-/*
- * Writes `path` (CSV: job, cap_w, sm_clock_mhz, mem_clock_mhz, power_w,
- * source) from the complete runs of a trace store: for the newest complete
- * run of each (job, cap), the steady-state value of each clock on the
- * run's first recorded GPU (the paper samples local rank 0), by the same
- * phase segmentation and top-10 % mean as the summaries (phase.h). A clock
- * without any valid training-phase sample is left empty. Rows are sorted by
- * job, then cap. Returns the number of rows, or PFI_EDB, PFI_EIO,
- * PFI_ENOMEM.
- */
-int pfi_report_mechanism(struct pfi_store *st, const char *path,
-                         struct pfi_error *err);
-
 #endif

@@ -3,9 +3,10 @@
  * `pfi reproduce` as a library call: the paper's whole campaign on the
  * emulator, end to end. Every job-library group is swept through the real
  * sweep harness (sweep.h) on the `emu` backend in virtual time into one
- * trace store, the store is summarized (trace.h) into curves and features,
- * the per-run clocks are extracted (pfi_report_mechanism), and the report
- * with every table is built (pfi_report_build).
+ * trace store, the store is summarized (trace.h: curves, features and the
+ * per-run clocks of mechanism.csv) and the report with every table is
+ * built (pfi_report_build), both through pfi_campaign_report() (campaign.h,
+ * the one module that joins the stages).
  *
  * Everything it produces is EMULATED and labelled so. The same options and
  * seed give the same bytes in every table and in report.html; the trace

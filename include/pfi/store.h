@@ -26,7 +26,6 @@
 #include "pfi/error.h"
 
 struct pfi_store;
-struct sqlite3;
 
 /* Flags of pfi_store_open(). */
 #define PFI_STORE_CREATE 1u   /* create the file and schema when absent */
@@ -42,8 +41,6 @@ int pfi_store_open(struct pfi_store **st, const char *path, unsigned flags,
 /* Closes; rolls back an open transaction. Safe with NULL. */
 void pfi_store_close(struct pfi_store *st);
 
-/* The underlying connection, for read queries (owned by the store). */
-struct sqlite3 *pfi_store_db(struct pfi_store *st);
 /* The path the store was opened with (owned by the store). */
 const char *pfi_store_path(const struct pfi_store *st);
 
@@ -162,5 +159,78 @@ int pfi_store_caps_clear(struct pfi_store *st, const char *backend,
  * Returns 0, or PFI_EDB when a reader's old snapshot kept the checkpoint
  * from completing (the ledger is still committed in the -wal). */
 int pfi_store_caps_sync(struct pfi_store *st, struct pfi_error *err);
+
+/* ---- reading: iterators over runs, samples and steps ----------------------
+ *
+ * The only way to read a store: no SQL outside the store's source. An
+ * iterator is opened, stepped with its _next function (1: a row in *out,
+ * 0: no more rows, or PFI_EDB / PFI_EIO with the message) and closed with
+ * pfi_store_iter_close() (safe with NULL). Strings in a row belong to the
+ * iterator and stay valid until its next step. Iterators may be nested
+ * (the samples of each run while the runs are stepped).
+ */
+struct pfi_store_iter;
+
+struct pfi_store_run {
+  int64_t id;
+  const char *job, *arch, *task, *state, *source; /* "" when absent */
+  double cap_w;
+  int gpus;
+  int has_exit, exit_status;
+  int has_t_start, has_t_end;
+  double t_start_s, t_end_s;
+  long long samples, steps; /* rows of the run (with PFI_RUNS_COUNTS) */
+};
+
+/* Which runs: every run by id, or the newest complete run of each (job,
+ * cap) by job then cap (the runs the summaries use: a resumed sweep's
+ * repeat replaces the earlier one). PFI_RUNS_COUNTS adds the counts. */
+#define PFI_RUNS_ALL 0u
+#define PFI_RUNS_NEWEST_COMPLETE 1u
+#define PFI_RUNS_COUNTS 0x100u
+
+int pfi_store_runs_open(struct pfi_store *st, unsigned which,
+                        struct pfi_store_iter **it, struct pfi_error *err);
+int pfi_store_runs_next(struct pfi_store_iter *it, struct pfi_store_run *out,
+                        struct pfi_error *err);
+
+/* A sample: bit f of `valid` is set when field f was read and stored (an
+ * unsupported or failed reading is not valid, never 0); v[f] is NaN where
+ * the bit is clear. */
+struct pfi_store_sample {
+  int64_t run_id;
+  unsigned gpu;
+  double t_s;
+  uint32_t valid;
+  double v[PFI_FIELD__COUNT];
+};
+
+/* The run's lowest-numbered GPU only (its local rank 0). */
+#define PFI_STORE_FIRST_GPU (-1)
+/* Every GPU of the run. */
+#define PFI_STORE_ALL_GPUS (-2)
+
+/* Samples of run `run_id` ordered by time, then GPU; `gpu` a GPU index or
+ * one of the two constants above. */
+int pfi_store_samples_open(struct pfi_store *st, int64_t run_id, int gpu,
+                           struct pfi_store_iter **it, struct pfi_error *err);
+int pfi_store_samples_next(struct pfi_store_iter *it,
+                           struct pfi_store_sample *out, struct pfi_error *err);
+
+/* Throughput reports of run `run_id` that carry a rate, by time. */
+struct pfi_store_step {
+  double t_s;
+  double tokens_per_s;
+};
+int pfi_store_steps_open(struct pfi_store *st, int64_t run_id,
+                         struct pfi_store_iter **it, struct pfi_error *err);
+int pfi_store_steps_next(struct pfi_store_iter *it, struct pfi_store_step *out,
+                         struct pfi_error *err);
+
+void pfi_store_iter_close(struct pfi_store_iter *it);
+
+/* The largest stored value of field `f` over every sample, or NaN when
+ * there is none. */
+double pfi_store_field_max(struct pfi_store *st, enum pfi_field f);
 
 #endif

@@ -34,10 +34,11 @@ struct pfi_summary_opts {
 void pfi_summary_opts_init(struct pfi_summary_opts *o);
 
 /*
- * Writes `out_dir`/curves.csv and `out_dir`/features.csv (the directory is
- * created when absent). Runs that are not complete are ignored; a job
- * needs at least one complete run. Returns the number of jobs written,
- * PFI_ENOTFOUND when the store holds no complete run, PFI_EIO, PFI_EDB.
+ * Writes the summaries of a store into `out_dir` (created when absent):
+ * curves.csv, features.csv and mechanism.csv (pfi_trace_mechanism()). Runs
+ * that are not complete are ignored; a job needs at least one complete
+ * run. Returns the number of jobs written, PFI_ENOTFOUND when the store
+ * holds no complete run, PFI_EIO, PFI_EDB.
  */
 int pfi_trace_summarize(struct pfi_store *st, const char *out_dir,
                         const struct pfi_summary_opts *o,
@@ -47,5 +48,18 @@ int pfi_trace_summarize(struct pfi_store *st, const char *out_dir,
  * column per field, empty when not valid) to `out`. Returns the row count
  * or an error. */
 long pfi_trace_export(struct pfi_store *st, FILE *out, struct pfi_error *err);
+
+/*
+ * Writes `path` (CSV: job, cap_w, sm_clock_mhz, mem_clock_mhz, power_w,
+ * source) from the complete runs of a trace store: for the newest complete
+ * run of each (job, cap), the steady-state value of each clock on the
+ * run's first recorded GPU (the paper samples local rank 0), by the same
+ * phase segmentation and top-10 % mean as the summaries (phase.h). A clock
+ * without any valid training-phase sample is left empty. Rows are sorted by
+ * job, then cap. Returns the number of rows, or PFI_EDB, PFI_EIO,
+ * PFI_ENOMEM.
+ */
+int pfi_trace_mechanism(struct pfi_store *st, const char *path,
+                        struct pfi_error *err);
 
 #endif

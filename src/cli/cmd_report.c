@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "pfi/campaign.h"
 #include "pfi/report.h"
 #include "pfi/store.h"
 #include "pfi/trace.h"
@@ -167,21 +168,10 @@ int cmd_report(int argc, char **argv) {
         err.code = PFI_EPARSE;
       return pfi_cli_fail(&err);
     }
-    {
-      if (!quiet)
-        fprintf(stderr, "pfi: summarizing %s into %s\n", in, out);
-      struct pfi_summary_opts so;
-      pfi_summary_opts_init(&so);
-      rc = pfi_trace_summarize(st, out, &so, &err);
-      if (rc >= 0) {
-        char path[8192];
-        snprintf(path, sizeof path, "%s/mechanism.csv", out);
-        rc = pfi_report_mechanism(st, path, &err);
-      }
-      pfi_store_close(st);
-    }
-    if (rc >= 0)
-      rc = pfi_report_build(out, out, &o, &err);
+    if (!quiet)
+      fprintf(stderr, "pfi: summarizing %s into %s\n", in, out);
+    rc = pfi_campaign_report(st, out, &o, NULL, &err);
+    pfi_store_close(st);
   }
   if (rc < 0)
     return pfi_cli_fail(&err);

@@ -3,7 +3,6 @@
  * dcgm-exporter scrapes. */
 #include <getopt.h>
 #include <math.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,10 +27,13 @@ static const char usage_text[] =
     "            phases (warmup: frame buffer under G GiB, default 10;\n"
     "            training: GPU utilization >= PCT %, default 50) and writes\n"
     "            DIR/curves.csv (job, cap_w, power_w, tokens_per_s, gpus,\n"
-    "            power_sd_w, tokens_sd, runs, source; readable by pfi index)\n"
-    "            and DIR/features.csv (one row per job from its uncapped\n"
-    "            run; columns in docs/sweep.md). Aggregates are the mean of\n"
-    "            the top F (default 0.10) of the training-phase samples.\n"
+    "            power_sd_w, tokens_sd, runs, source; readable by pfi index),\n"
+    "            DIR/features.csv (one row per job from its uncapped run;\n"
+    "            columns in docs/sweep.md) and DIR/mechanism.csv (job,\n"
+    "            cap_w, sm_clock_mhz, mem_clock_mhz, power_w, source: the\n"
+    "            steady clocks of each run's first GPU). Aggregates are the\n"
+    "            mean of the top F (default 0.10) of the training-phase\n"
+    "            samples.\n"
     "export      Writes every telemetry sample as CSV (run_id, job, cap_w,\n"
     "            source, gpu, t_s, then one column per field; empty when a\n"
     "            field is not valid) to FILE or standard output.\n"
@@ -166,8 +168,10 @@ static int summarize(int argc, char **argv) {
       err.code = PFI_EPARSE; /* nothing usable in the input: bad input */
     return pfi_cli_fail(&err);
   }
-  fprintf(stderr, "pfi trace: %d job(s) -> %s/curves.csv, %s/features.csv", n,
-          out, out);
+  fprintf(stderr,
+          "pfi trace: %d job(s) -> %s/curves.csv, %s/features.csv, "
+          "%s/mechanism.csv",
+          n, out, out, out);
   if (skipped)
     fprintf(stderr,
             "; %ld run(s) without training-phase data or "
@@ -506,18 +510,10 @@ static int runs_cmd(int argc, char **argv) {
   int rc = open_store("trace", argv[optind], 0, &st);
   if (rc)
     return rc;
-  sqlite3_stmt *q = NULL;
+  struct pfi_store_iter *q = NULL;
   int status = 0;
-  if (sqlite3_prepare_v2(
-          pfi_store_db(st),
-          "SELECT r.id, r.job, r.cap_w, r.gpus, r.state, r.source, "
-          "r.exit_status, (SELECT count(*) FROM samples s WHERE "
-          "s.run_id=r.id), (SELECT count(*) FROM steps p WHERE "
-          "p.run_id=r.id), r.t_start_s, r.t_end_s FROM runs r ORDER BY r.id",
-          -1, &q, NULL) != SQLITE_OK) {
-    struct pfi_error err;
-    pfi_error_set(&err, PFI_EDB, "%s: %s", argv[optind],
-                  sqlite3_errmsg(pfi_store_db(st)));
+  struct pfi_error err;
+  if (pfi_store_runs_open(st, PFI_RUNS_ALL | PFI_RUNS_COUNTS, &q, &err) < 0) {
     pfi_store_close(st);
     return pfi_cli_fail(&err);
   }
@@ -530,22 +526,16 @@ static int runs_cmd(int argc, char **argv) {
            "job", "cap_w", "gpus", "state", "source", "exit", "samples",
            "steps", "t_start_s", "t_end_s");
   int r;
-  while ((r = sqlite3_step(q)) == SQLITE_ROW) {
-    long long id = sqlite3_column_int64(q, 0);
-    const char *job = (const char *)sqlite3_column_text(q, 1);
-    double cap = sqlite3_column_double(q, 2);
-    int gpus = sqlite3_column_int(q, 3);
-    const char *state = (const char *)sqlite3_column_text(q, 4);
-    const char *src = (const char *)sqlite3_column_text(q, 5);
-    int has_exit = sqlite3_column_type(q, 6) != SQLITE_NULL;
-    int ex = sqlite3_column_int(q, 6);
-    long long ns = sqlite3_column_int64(q, 7), np = sqlite3_column_int64(q, 8);
-    int has_t0 = sqlite3_column_type(q, 9) != SQLITE_NULL;
-    int has_t1 = sqlite3_column_type(q, 10) != SQLITE_NULL;
-    double t0 = sqlite3_column_double(q, 9), t1 = sqlite3_column_double(q, 10);
-    job = job ? job : "";
-    state = state ? state : "";
-    src = src ? src : "";
+  struct pfi_store_run run;
+  while ((r = pfi_store_runs_next(q, &run, &err)) == 1) {
+    long long id = run.id;
+    const char *job = run.job, *state = run.state, *src = run.source;
+    double cap = run.cap_w;
+    int gpus = run.gpus;
+    int has_exit = run.has_exit, ex = run.exit_status;
+    long long ns = run.samples, np = run.steps;
+    int has_t0 = run.has_t_start, has_t1 = run.has_t_end;
+    double t0 = run.t_start_s, t1 = run.t_end_s;
     if (fmt == PFI_FMT_JSON) {
       json_t *o = json_object();
       json_object_set_new(o, "id", json_integer(id));
@@ -587,16 +577,13 @@ static int runs_cmd(int argc, char **argv) {
              job, cap, gpus, state, src, exs, ns, np, t0s, t1s);
     }
   }
-  if (r != SQLITE_DONE) {
-    struct pfi_error err;
-    pfi_error_set(&err, PFI_EDB, "%s: %s", argv[optind],
-                  sqlite3_errmsg(pfi_store_db(st)));
+  if (r < 0) {
     status = pfi_cli_fail(&err);
     json_decref(arr);
   } else if (arr && pfi_cli_print_json(arr) != 0) {
     status = PFI_EXIT_FAIL;
   }
-  sqlite3_finalize(q);
+  pfi_store_iter_close(q);
   pfi_store_close(st);
   return status;
 }

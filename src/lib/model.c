@@ -110,7 +110,7 @@ static void col_scales(const double *x, size_t n, size_t k, double *sc) {
  * reads back as v (1..17): the precision the value was printed with. */
 static int sig_digits(double v) {
   int lo = 1, hi = 17;
-  char buf[40];
+  char buf[330]; /* %g of any double with up to 17 digits fits */
   while (lo < hi) {
     int mid = (lo + hi) / 2;
     snprintf(buf, sizeof buf, "%.*g", mid, v);

@@ -361,9 +361,6 @@ void pfi_store_close(struct pfi_store *st) {
   free(st);
 }
 
-struct sqlite3 *pfi_store_db(struct pfi_store *st) {
-  return st->db;
-}
 const char *pfi_store_path(const struct pfi_store *st) { return st->path; }
 
 int pfi__store_lock(struct pfi_store *st, struct pfi_error *err) {
@@ -747,4 +744,184 @@ int pfi_store_caps_clear(struct pfi_store *st, const char *backend,
     rc = pfi__store_dberr(st, err, "cap ledger");
   sqlite3_finalize(q);
   return rc;
+}
+
+/* ---- reading ------------------------------------------------------------ */
+
+enum { IT_RUNS, IT_SAMPLES, IT_STEPS };
+
+struct pfi_store_iter {
+  struct pfi_store *st;
+  sqlite3_stmt *q;
+  int kind;
+  unsigned flags;
+  const char *what;
+};
+
+static int iter_open(struct pfi_store *st, int kind, const char *sql,
+                     const char *what, struct pfi_store_iter **it,
+                     struct pfi_error *err) {
+  *it = calloc(1, sizeof **it);
+  if (!*it)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  (*it)->st = st;
+  (*it)->kind = kind;
+  (*it)->what = what;
+  if (sqlite3_prepare_v2(st->db, sql, -1, &(*it)->q, NULL) != SQLITE_OK) {
+    int rc = pfi__store_dberr(st, err, what);
+    pfi_store_iter_close(*it);
+    *it = NULL;
+    return rc;
+  }
+  return 0;
+}
+
+void pfi_store_iter_close(struct pfi_store_iter *it) {
+  if (!it)
+    return;
+  sqlite3_finalize(it->q);
+  free(it);
+}
+
+/* One step: 1 with a row, 0 at the end, or the error. */
+static int iter_step(struct pfi_store_iter *it, struct pfi_error *err) {
+  int r = sqlite3_step(it->q);
+  if (r == SQLITE_ROW)
+    return 1;
+  if (r == SQLITE_DONE)
+    return 0;
+  return pfi__store_dberr(it->st, err, it->what);
+}
+
+static const char *text_or_empty(sqlite3_stmt *q, int col) {
+  const unsigned char *t = sqlite3_column_text(q, col);
+  return t ? (const char *)t : "";
+}
+
+int pfi_store_runs_open(struct pfi_store *st, unsigned which,
+                        struct pfi_store_iter **it, struct pfi_error *err) {
+  char sql[1024];
+  const char *counts =
+      (which & PFI_RUNS_COUNTS)
+          ? "(SELECT count(*) FROM samples s WHERE s.run_id = r.id), "
+            "(SELECT count(*) FROM steps p WHERE p.run_id = r.id)"
+          : "0, 0";
+  snprintf(sql, sizeof sql,
+           "SELECT r.id, r.job, coalesce(r.arch, ''), coalesce(r.task, ''), "
+           "r.cap_w, r.gpus, r.source, r.state, r.exit_status, r.t_start_s, "
+           "r.t_end_s, %s FROM runs r %s",
+           counts,
+           (which & 0xffu) == PFI_RUNS_NEWEST_COMPLETE
+               ? "WHERE r.state = 'complete' AND r.id IN (SELECT max(id) FROM "
+                 "runs WHERE state = 'complete' GROUP BY job, cap_w) ORDER BY "
+                 "r.job, r.cap_w"
+               : "ORDER BY r.id");
+  int rc = iter_open(st, IT_RUNS, sql, "runs", it, err);
+  if (rc == 0)
+    (*it)->flags = which;
+  return rc;
+}
+
+int pfi_store_runs_next(struct pfi_store_iter *it, struct pfi_store_run *out,
+                        struct pfi_error *err) {
+  int rc = iter_step(it, err);
+  if (rc <= 0)
+    return rc;
+  sqlite3_stmt *q = it->q;
+  memset(out, 0, sizeof *out);
+  out->id = sqlite3_column_int64(q, 0);
+  out->job = text_or_empty(q, 1);
+  out->arch = text_or_empty(q, 2);
+  out->task = text_or_empty(q, 3);
+  out->cap_w = sqlite3_column_double(q, 4);
+  out->gpus = sqlite3_column_int(q, 5);
+  out->source = text_or_empty(q, 6);
+  out->state = text_or_empty(q, 7);
+  out->has_exit = sqlite3_column_type(q, 8) != SQLITE_NULL;
+  out->exit_status = sqlite3_column_int(q, 8);
+  out->has_t_start = sqlite3_column_type(q, 9) != SQLITE_NULL;
+  out->t_start_s = sqlite3_column_double(q, 9);
+  out->has_t_end = sqlite3_column_type(q, 10) != SQLITE_NULL;
+  out->t_end_s = sqlite3_column_double(q, 10);
+  out->samples = sqlite3_column_int64(q, 11);
+  out->steps = sqlite3_column_int64(q, 12);
+  return 1;
+}
+
+int pfi_store_samples_open(struct pfi_store *st, int64_t run_id, int gpu,
+                           struct pfi_store_iter **it, struct pfi_error *err) {
+  char sql[2048], where[160];
+  if (gpu == PFI_STORE_FIRST_GPU)
+    snprintf(where, sizeof where,
+             "run_id = ?1 AND gpu = (SELECT min(gpu) FROM samples WHERE "
+             "run_id = ?1)");
+  else if (gpu >= 0)
+    snprintf(where, sizeof where, "run_id = ?1 AND gpu = %d", gpu);
+  else
+    snprintf(where, sizeof where, "run_id = ?1");
+  size_t o =
+      (size_t)snprintf(sql, sizeof sql, "SELECT run_id, gpu, t_s, valid");
+  for (int f = 0; f < PFI_FIELD__COUNT; f++)
+    o += (size_t)snprintf(sql + o, sizeof sql - o, ", %s",
+                          pfi_field_name((enum pfi_field)f));
+  snprintf(sql + o, sizeof sql - o, " FROM samples WHERE %s ORDER BY t_s, gpu",
+           where);
+  int rc = iter_open(st, IT_SAMPLES, sql, "samples", it, err);
+  if (rc == 0)
+    sqlite3_bind_int64((*it)->q, 1, run_id);
+  return rc;
+}
+
+int pfi_store_samples_next(struct pfi_store_iter *it,
+                           struct pfi_store_sample *out,
+                           struct pfi_error *err) {
+  int rc = iter_step(it, err);
+  if (rc <= 0)
+    return rc;
+  sqlite3_stmt *q = it->q;
+  out->run_id = sqlite3_column_int64(q, 0);
+  out->gpu = (unsigned)sqlite3_column_int(q, 1);
+  out->t_s = sqlite3_column_double(q, 2);
+  uint32_t valid = (uint32_t)sqlite3_column_int64(q, 3);
+  out->valid = 0;
+  for (int f = 0; f < PFI_FIELD__COUNT; f++) {
+    int ok = (valid >> f) & 1u && sqlite3_column_type(q, 4 + f) != SQLITE_NULL;
+    out->v[f] = ok ? sqlite3_column_double(q, 4 + f) : NAN;
+    if (ok)
+      out->valid |= 1u << f;
+  }
+  return 1;
+}
+
+int pfi_store_steps_open(struct pfi_store *st, int64_t run_id,
+                         struct pfi_store_iter **it, struct pfi_error *err) {
+  int rc = iter_open(st, IT_STEPS,
+                     "SELECT t_s, tokens_per_s FROM steps WHERE run_id = ? AND "
+                     "tokens_per_s IS NOT NULL ORDER BY t_s",
+                     "steps", it, err);
+  if (rc == 0)
+    sqlite3_bind_int64((*it)->q, 1, run_id);
+  return rc;
+}
+
+int pfi_store_steps_next(struct pfi_store_iter *it, struct pfi_store_step *out,
+                         struct pfi_error *err) {
+  int rc = iter_step(it, err);
+  if (rc <= 0)
+    return rc;
+  out->t_s = sqlite3_column_double(it->q, 0);
+  out->tokens_per_s = sqlite3_column_double(it->q, 1);
+  return 1;
+}
+
+double pfi_store_field_max(struct pfi_store *st, enum pfi_field f) {
+  char sql[128];
+  snprintf(sql, sizeof sql, "SELECT max(%s) FROM samples", pfi_field_name(f));
+  sqlite3_stmt *q = NULL;
+  double c = NAN;
+  if (sqlite3_prepare_v2(st->db, sql, -1, &q, NULL) == SQLITE_OK &&
+      sqlite3_step(q) == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL)
+    c = sqlite3_column_double(q, 0);
+  sqlite3_finalize(q);
+  return c;
 }

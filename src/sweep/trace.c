@@ -4,7 +4,6 @@
 
 #include <errno.h>
 #include <math.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,29 +100,19 @@ static int series_grow(struct series *s) {
  * rank 0); power is the sum over the GPUs; other fields their mean. */
 static int load_series(struct pfi_store *st, int64_t run_id, struct series *s,
                        struct pfi_error *err) {
-  sqlite3 *db = pfi_store_db(st);
-  sqlite3_stmt *q = NULL;
-  char sql[2048];
-  size_t o = (size_t)snprintf(sql, sizeof sql, "SELECT gpu, t_s, valid");
-  for (int f = 0; f < PFI_FIELD__COUNT; f++)
-    o += (size_t)snprintf(sql + o, sizeof sql - o, ", %s", pfi_field_name(f));
-  snprintf(sql + o, sizeof sql - o,
-           " FROM samples WHERE run_id=? ORDER BY t_s, gpu");
-  int rc = 0;
-  if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK) {
-    rc = pfi__store_dberr(st, err, "samples");
-    goto out;
-  }
-  sqlite3_bind_int64(q, 1, run_id);
+  struct pfi_store_iter *it = NULL;
+  int rc = pfi_store_samples_open(st, run_id, PFI_STORE_ALL_GPUS, &it, err);
+  if (rc < 0)
+    return rc;
   int rank0 = -1, r;
   double sum[PFI_FIELD__COUNT];
   int cnt[PFI_FIELD__COUNT];
   int have_power = 0;
   double cur_t = NAN;
-  while ((r = sqlite3_step(q)) == SQLITE_ROW) {
-    int gpu = sqlite3_column_int(q, 0);
-    double t = sqlite3_column_double(q, 1);
-    uint32_t valid = (uint32_t)sqlite3_column_int64(q, 2);
+  struct pfi_store_sample smp;
+  while ((r = pfi_store_samples_next(it, &smp, err)) == 1) {
+    int gpu = (int)smp.gpu;
+    double t = smp.t_s;
     if (rank0 < 0 || gpu < rank0)
       rank0 = gpu; /* rows of the first instant come lowest GPU first */
     if (!(t == cur_t)) {
@@ -148,8 +137,8 @@ static int load_series(struct pfi_store *st, int64_t run_id, struct series *s,
     }
     size_t k = s->n - 1;
     for (int f = 0; f < PFI_FIELD__COUNT; f++)
-      if ((valid >> f) & 1u && sqlite3_column_type(q, 3 + f) != SQLITE_NULL) {
-        double v = sqlite3_column_double(q, 3 + f);
+      if ((smp.valid >> f) & 1u) {
+        double v = smp.v[f];
         sum[f] += v;
         cnt[f]++;
         if (f == PFI_FIELD_POWER)
@@ -160,8 +149,8 @@ static int load_series(struct pfi_store *st, int64_t run_id, struct series *s,
           s->util0[k] = v;
       }
   }
-  if (r != SQLITE_DONE) {
-    rc = pfi__store_dberr(st, err, "samples");
+  if (r < 0) {
+    rc = r;
     goto out;
   }
   if (s->n) {
@@ -171,7 +160,7 @@ static int load_series(struct pfi_store *st, int64_t run_id, struct series *s,
     s->power[k] = have_power ? sum[PFI_FIELD_POWER] : NAN;
   }
 out:
-  sqlite3_finalize(q);
+  pfi_store_iter_close(it);
   return rc;
 }
 
@@ -180,23 +169,18 @@ out:
 static int load_steps(struct pfi_store *st, int64_t run_id,
                       const struct series *s, double **vals,
                       enum pfi_phase **phs, size_t *n, struct pfi_error *err) {
-  sqlite3_stmt *q = NULL;
+  struct pfi_store_iter *q = NULL;
   size_t k = 0, cap = 0;
   double *v = NULL;
   enum pfi_phase *p = NULL;
   int rc = 0, r;
-  if (sqlite3_prepare_v2(pfi_store_db(st),
-                         "SELECT t_s, tokens_per_s FROM steps WHERE run_id=? "
-                         "AND tokens_per_s IS NOT NULL ORDER BY t_s",
-                         -1, &q, NULL) != SQLITE_OK) {
-    rc = pfi__store_dberr(st, err, "steps");
+  if ((rc = pfi_store_steps_open(st, run_id, &q, err)) < 0)
     goto out;
-  }
-  sqlite3_bind_int64(q, 1, run_id);
   size_t j = 0;
-  while ((r = sqlite3_step(q)) == SQLITE_ROW) {
-    double t = sqlite3_column_double(q, 0);
-    double rate = sqlite3_column_double(q, 1);
+  struct pfi_store_step stp;
+  while ((r = pfi_store_steps_next(q, &stp, err)) == 1) {
+    double t = stp.t_s;
+    double rate = stp.tokens_per_s;
     while (j + 1 < s->n && s->t[j + 1] <= t)
       j++;
     if (s->n == 0 || t < s->t[0])
@@ -221,8 +205,8 @@ static int load_steps(struct pfi_store *st, int64_t run_id,
     p[k] = s->ph[j];
     k++;
   }
-  if (r != SQLITE_DONE) {
-    rc = pfi__store_dberr(st, err, "steps");
+  if (r < 0) {
+    rc = r;
     goto out;
   }
   *vals = v;
@@ -233,7 +217,7 @@ static int load_steps(struct pfi_store *st, int64_t run_id,
 out:
   free(v);
   free(p);
-  sqlite3_finalize(q);
+  pfi_store_iter_close(q);
   return rc;
 }
 
@@ -374,13 +358,7 @@ static double clock_max_of(struct pfi_store *st) {
   }
   if (isfinite(c))
     return c;
-  sqlite3_stmt *q = NULL;
-  if (sqlite3_prepare_v2(pfi_store_db(st),
-                         "SELECT max(sm_clock_mhz) FROM samples", -1, &q,
-                         NULL) == SQLITE_OK &&
-      sqlite3_step(q) == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL)
-    c = sqlite3_column_double(q, 0);
-  sqlite3_finalize(q);
+  c = pfi_store_field_max(st, PFI_FIELD_SM_CLOCK);
   return c > 0 ? c : NAN;
 }
 
@@ -429,23 +407,16 @@ int pfi_trace_summarize(struct pfi_store *st, const char *out_dir,
                          o->warmup_fb_gib, o->train_util_pct, o->top_fraction);
   struct run_row *rows = NULL;
   size_t nr = 0, cr = 0;
-  sqlite3_stmt *q = NULL;
+  struct pfi_store_iter *q = NULL;
   FILE *fc = NULL, *ff = NULL;
   char tc[4096], tf[4096];
   int rc = 0, r;
   long skipped = 0, nocurve = 0, jobs = 0;
   /* The newest complete run of each (job, cap). */
-  if (sqlite3_prepare_v2(
-          pfi_store_db(st),
-          "SELECT id, job, coalesce(arch,''), coalesce(task,''), cap_w, gpus,"
-          " source FROM runs WHERE state='complete' AND id IN (SELECT max(id) "
-          "FROM runs WHERE state='complete' GROUP BY job, cap_w) ORDER BY "
-          "job, cap_w",
-          -1, &q, NULL) != SQLITE_OK) {
-    rc = pfi__store_dberr(st, err, "runs");
+  if ((rc = pfi_store_runs_open(st, PFI_RUNS_NEWEST_COMPLETE, &q, err)) < 0)
     goto out;
-  }
-  while ((r = sqlite3_step(q)) == SQLITE_ROW) {
+  struct pfi_store_run run;
+  while ((r = pfi_store_runs_next(q, &run, err)) == 1) {
     if (nr == cr) {
       size_t nc = cr ? 2 * cr : 32;
       struct run_row *nv = realloc(rows, nc * sizeof *nv);
@@ -458,17 +429,16 @@ int pfi_trace_summarize(struct pfi_store *st, const char *out_dir,
     }
     struct run_row *rr = &rows[nr++];
     memset(rr, 0, sizeof *rr);
-    rr->id = sqlite3_column_int64(q, 0);
-    snprintf(rr->job, sizeof rr->job, "%s", sqlite3_column_text(q, 1));
-    snprintf(rr->arch, sizeof rr->arch, "%s", sqlite3_column_text(q, 2));
-    snprintf(rr->task, sizeof rr->task, "%s", sqlite3_column_text(q, 3));
-    rr->cap_w = sqlite3_column_double(q, 4);
-    rr->gpus = sqlite3_column_int(q, 5);
-    const unsigned char *src = sqlite3_column_text(q, 6);
-    snprintf(rr->source, sizeof rr->source, "%s", src ? (const char *)src : "");
+    rr->id = run.id;
+    snprintf(rr->job, sizeof rr->job, "%s", run.job);
+    snprintf(rr->arch, sizeof rr->arch, "%s", run.arch);
+    snprintf(rr->task, sizeof rr->task, "%s", run.task);
+    rr->cap_w = run.cap_w;
+    rr->gpus = run.gpus;
+    snprintf(rr->source, sizeof rr->source, "%s", run.source);
   }
-  if (r != SQLITE_DONE) {
-    rc = pfi__store_dberr(st, err, "runs");
+  if (r < 0) {
+    rc = r;
     goto out;
   }
   if (nr == 0) {
@@ -518,7 +488,8 @@ int pfi_trace_summarize(struct pfi_store *st, const char *out_dir,
         put_num(fc, rr->power_w);
         put_num(fc, rr->tokens);
         fprintf(fc, ",%d", rr->gpus);
-        put_num(fc, rr->power_sd >= 0 ? rr->power_sd : NAN); /* unknown: blank */
+        put_num(fc,
+                rr->power_sd >= 0 ? rr->power_sd : NAN); /* unknown: blank */
         put_num(fc, rr->tokens_sd >= 0 ? rr->tokens_sd : NAN);
         fputs(",1", fc);
         put_text(fc, rr->source, 0);
@@ -556,6 +527,21 @@ int pfi_trace_summarize(struct pfi_store *st, const char *out_dir,
                        pfi_store_path(st));
     goto out;
   }
+  /* The mechanism summary: the steady-state clocks of every run. */
+  {
+    char tm[4096], fm[4096];
+    snprintf(tm, sizeof tm, "%s/mechanism.csv.tmp", out_dir);
+    snprintf(fm, sizeof fm, "%s/mechanism.csv", out_dir);
+    if ((rc = pfi_trace_mechanism(st, tm, err)) < 0) {
+      remove(tm);
+      goto out;
+    }
+    if (rename(tm, fm) != 0) {
+      rc = pfi_error_set(err, PFI_EIO, "%s: %s", fm, strerror(errno));
+      remove(tm);
+      goto out;
+    }
+  }
   rc = (int)jobs;
 out:
   if (fc) {
@@ -570,58 +556,61 @@ out:
     *o->runs_skipped = skipped;
   if (o->jobs_without_curve)
     *o->jobs_without_curve = nocurve;
-  sqlite3_finalize(q);
+  pfi_store_iter_close(q);
   free(rows);
   return rc;
 }
 
 long pfi_trace_export(struct pfi_store *st, FILE *out, struct pfi_error *err) {
-  char sql[2048];
-  size_t o = (size_t)snprintf(
-      sql, sizeof sql,
-      "SELECT s.run_id, r.job, r.cap_w, r.source, s.gpu, s.t_s, s.valid");
-  for (int f = 0; f < PFI_FIELD__COUNT; f++)
-    o += (size_t)snprintf(sql + o, sizeof sql - o, ", s.%s", pfi_field_name(f));
-  snprintf(sql + o, sizeof sql - o,
-           " FROM samples s JOIN runs r ON r.id = s.run_id ORDER BY s.run_id,"
-           " s.t_s, s.gpu");
-  sqlite3_stmt *q = NULL;
+  struct pfi_store_iter *runs = NULL, *q = NULL;
   long rows = 0;
-  int r;
-  if (sqlite3_prepare_v2(pfi_store_db(st), sql, -1, &q, NULL) != SQLITE_OK) {
-    rows = pfi__store_dberr(st, err, "samples");
+  int r, rs;
+  /* Every run by id and its samples by time, then GPU. */
+  if ((rows = pfi_store_runs_open(st, PFI_RUNS_ALL, &runs, err)) < 0)
     goto out;
-  }
   fputs("run_id,job,cap_w,source,gpu,t_s", out);
   for (int f = 0; f < PFI_FIELD__COUNT; f++)
     fprintf(out, ",%s", pfi_field_name(f));
   fputc('\n', out);
-  while ((r = sqlite3_step(q)) == SQLITE_ROW) {
-    fprintf(out, "%lld", (long long)sqlite3_column_int64(q, 0));
-    const unsigned char *job = sqlite3_column_text(q, 1);
-    put_text(out, job ? (const char *)job : "", 0);
-    put_num(out, sqlite3_column_double(q, 2));
-    const unsigned char *src = sqlite3_column_text(q, 3);
-    put_text(out, src ? (const char *)src : "", 0);
-    fprintf(out, ",%d", sqlite3_column_int(q, 4));
-    put_num(out, sqlite3_column_double(q, 5));
-    uint32_t valid = (uint32_t)sqlite3_column_int64(q, 6);
-    for (int f = 0; f < PFI_FIELD__COUNT; f++) {
-      if ((valid >> f) & 1u && sqlite3_column_type(q, 7 + f) != SQLITE_NULL)
-        put_num(out, sqlite3_column_double(q, 7 + f));
-      else
-        fputc(',', out);
+  struct pfi_store_run run;
+  while ((rs = pfi_store_runs_next(runs, &run, err)) == 1) {
+    if ((r = pfi_store_samples_open(st, run.id, PFI_STORE_ALL_GPUS, &q, err)) <
+        0) {
+      rows = r;
+      goto out;
     }
-    fputc('\n', out);
-    rows++;
+    struct pfi_store_sample smp;
+    while ((r = pfi_store_samples_next(q, &smp, err)) == 1) {
+      fprintf(out, "%lld", (long long)smp.run_id);
+      put_text(out, run.job, 0);
+      put_num(out, run.cap_w);
+      put_text(out, run.source, 0);
+      fprintf(out, ",%d", (int)smp.gpu);
+      put_num(out, smp.t_s);
+      for (int f = 0; f < PFI_FIELD__COUNT; f++) {
+        if ((smp.valid >> f) & 1u)
+          put_num(out, smp.v[f]);
+        else
+          fputc(',', out);
+      }
+      fputc('\n', out);
+      rows++;
+    }
+    pfi_store_iter_close(q);
+    q = NULL;
+    if (r < 0) {
+      rows = r;
+      goto out;
+    }
   }
-  if (r != SQLITE_DONE) {
-    rows = pfi__store_dberr(st, err, "samples");
+  if (rs < 0) {
+    rows = rs;
     goto out;
   }
   if (fflush(out) != 0 || ferror(out))
     rows = pfi_error_set(err, PFI_EIO, "writing the export failed");
 out:
-  sqlite3_finalize(q);
+  pfi_store_iter_close(q);
+  pfi_store_iter_close(runs);
   return rows;
 }

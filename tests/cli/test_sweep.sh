@@ -45,6 +45,15 @@ grep -q ",emulated$" "$T/s/curves.csv" || fail "curves not labelled emulated"
 head -1 "$T/s/features.csv" | grep -q "^job,arch,task,gpus,dram_active,mem_copy_util,dram_copy_product,sm_active,tensor_active,tensor_sm_ratio,dram_sm_ratio,arithmetic_intensity,nvlink_tx_gbps,nvlink_rx_gbps,pcie_tx_gbps,pcie_rx_gbps,power_w,sm_clock_mhz,clock_fraction,gpu_util,fb_used_gib,gpu_temp_c" ||
   fail "features header: $(head -1 "$T/s/features.csv")"
 grep -q "^$G,moe,ft,8," "$T/s/features.csv" || fail "features row: $(cat "$T/s/features.csv")"
+# The mechanism is one more summary: the clocks of every run.
+[ "$(head -1 "$T/s/mechanism.csv")" = "job,cap_w,sm_clock_mhz,mem_clock_mhz,power_w,source" ] ||
+  fail "mechanism header: $(head -1 "$T/s/mechanism.csv")"
+[ "$(grep -c "^$G,.*,emulated$" "$T/s/mechanism.csv")" -eq 6 ] ||
+  fail "mechanism rows: $(cat "$T/s/mechanism.csv")"
+# Under a cap the SM clock falls and the memory clock stays.
+awk -F, 'NR > 1 { sm[$2] = $3; mem[$2] = $4 }
+  END { exit !(sm[200] < sm[700] && mem[200] == mem[700]) }' "$T/s/mechanism.csv" ||
+  fail "mechanism clocks: $(cat "$T/s/mechanism.csv")"
 "$PFI" emulate sweep --job $G --caps 200:700:100 --format csv >"$T/ref.csv" 2>/dev/null ||
   fail "pfi emulate sweep"
 a=$(pfi_of "$T/s/curves.csv")

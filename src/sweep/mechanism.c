@@ -1,50 +1,41 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * Per-run clocks from a trace store, for the report's mechanism figure: the
- * SM clock falls under a cap while the memory clock stays (METHOD.md
- * section 3). The summaries (curves.csv, features.csv) keep only power,
- * throughput and the uncapped run's telemetry, so the clocks of every run
- * are read from the samples here.
+ * The mechanism summary of a trace store (mechanism.csv, one of the
+ * summaries `pfi trace summarize` writes): the steady-state clocks of every
+ * run, for the report's mechanism figure: the SM clock falls under a cap
+ * while the memory clock stays (the method's section 3). curves.csv and
+ * features.csv keep only power, throughput and the uncapped run's
+ * telemetry, so the clocks of every run are read from its samples here.
  */
 #include <errno.h>
 #include <math.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "pfi/device.h"
 #include "pfi/phase.h"
-#include "pfi/report.h"
 #include "pfi/store.h"
-
-static int dberr(sqlite3 *db, struct pfi_error *err, const char *what) {
-  return pfi_error_set(err, PFI_EDB, "trace store: %s: %s", what,
-                       sqlite3_errmsg(db));
-}
+#include "pfi/trace.h"
 
 /* Steady-state values of one run's first GPU: SM clock, memory clock and
  * power (NaN when no valid training-phase sample). */
-static int run_clocks(sqlite3 *db, sqlite3_int64 run, double out[3],
+static int run_clocks(struct pfi_store *st, int64_t run, double out[3],
                       struct pfi_error *err) {
-  static const char sql[] =
-      "SELECT valid, fb_used_mib, gpu_util, sm_clock_mhz, mem_clock_mhz, "
-      "power_w FROM samples WHERE run_id = ?1 AND gpu = (SELECT min(gpu) "
-      "FROM samples WHERE run_id = ?1) ORDER BY t_s";
   static const int fields[5] = {PFI_FIELD_FB_USED, PFI_FIELD_GPU_UTIL,
                                 PFI_FIELD_SM_CLOCK, PFI_FIELD_MEM_CLOCK,
                                 PFI_FIELD_POWER};
-  sqlite3_stmt *q = NULL;
+  struct pfi_store_iter *q = NULL;
   double *v[5] = {NULL};
   enum pfi_phase *ph = NULL;
   size_t n = 0, cap = 0;
   int rc = 0;
   out[0] = out[1] = out[2] = NAN;
-  if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK)
-    return dberr(db, err, "reading samples");
-  sqlite3_bind_int64(q, 1, run);
+  if ((rc = pfi_store_samples_open(st, run, PFI_STORE_FIRST_GPU, &q, err)) < 0)
+    return rc;
   int src;
-  while ((src = sqlite3_step(q)) == SQLITE_ROW) {
+  struct pfi_store_sample smp;
+  while ((src = pfi_store_samples_next(q, &smp, err)) == 1) {
     if (n == cap) {
       cap = cap ? 2 * cap : 512;
       for (int k = 0; k < 5; k++) {
@@ -56,17 +47,13 @@ static int run_clocks(sqlite3 *db, sqlite3_int64 run, double out[3],
         v[k] = p;
       }
     }
-    sqlite3_int64 valid = sqlite3_column_int64(q, 0);
-    for (int k = 0; k < 5; k++) {
-      /* An invalid or NULL reading is "not valid", never zero. */
-      int ok = (valid >> fields[k]) & 1 &&
-               sqlite3_column_type(q, k + 1) != SQLITE_NULL;
-      v[k][n] = ok ? sqlite3_column_double(q, k + 1) : NAN;
-    }
+    /* An invalid or NULL reading is "not valid", never zero. */
+    for (int k = 0; k < 5; k++)
+      v[k][n] = (smp.valid >> fields[k]) & 1u ? smp.v[fields[k]] : NAN;
     n++;
   }
-  if (src != SQLITE_DONE) {
-    rc = dberr(db, err, "reading samples");
+  if (src < 0) {
+    rc = src;
     goto out;
   }
   if (n == 0)
@@ -90,7 +77,7 @@ static int run_clocks(sqlite3 *db, sqlite3_int64 run, double out[3],
   }
   pfi_error_clear(err);
 out:
-  sqlite3_finalize(q);
+  pfi_store_iter_close(q);
   for (int k = 0; k < 5; k++)
     free(v[k]);
   free(ph);
@@ -102,19 +89,15 @@ static void put_num(FILE *fp, double v) {
     fprintf(fp, "%.6g", v);
 }
 
-int pfi_report_mechanism(struct pfi_store *st, const char *path,
-                         struct pfi_error *err) {
-  sqlite3 *db = pfi_store_db(st);
+int pfi_trace_mechanism(struct pfi_store *st, const char *path,
+                        struct pfi_error *err) {
   /* The newest complete run of each (job, cap): the one a resumed sweep
    * kept, as the summaries use. */
-  static const char sql[] =
-      "SELECT max(id), job, cap_w, source FROM runs WHERE state = "
-      "'complete' GROUP BY job, cap_w ORDER BY job, cap_w";
-  sqlite3_stmt *q = NULL;
+  struct pfi_store_iter *q = NULL;
   FILE *fp = NULL;
   int rc = 0, rows = 0;
-  if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK)
-    return dberr(db, err, "reading runs");
+  if ((rc = pfi_store_runs_open(st, PFI_RUNS_NEWEST_COMPLETE, &q, err)) < 0)
+    return rc;
   fp = fopen(path, "w");
   if (!fp) {
     rc = pfi_error_set(err, PFI_EIO, "%s: %s", path, strerror(errno));
@@ -122,16 +105,14 @@ int pfi_report_mechanism(struct pfi_store *st, const char *path,
   }
   fputs("job,cap_w,sm_clock_mhz,mem_clock_mhz,power_w,source\n", fp);
   int src;
-  while ((src = sqlite3_step(q)) == SQLITE_ROW) {
-    sqlite3_int64 id = sqlite3_column_int64(q, 0);
-    const char *job = (const char *)sqlite3_column_text(q, 1);
-    double cap = sqlite3_column_double(q, 2);
-    const char *source = (const char *)sqlite3_column_text(q, 3);
+  struct pfi_store_run run;
+  while ((src = pfi_store_runs_next(q, &run, err)) == 1) {
+    double cap = run.cap_w;
     char jobbuf[256], srcbuf[32];
-    snprintf(jobbuf, sizeof jobbuf, "%s", job ? job : "");
-    snprintf(srcbuf, sizeof srcbuf, "%s", source ? source : "");
+    snprintf(jobbuf, sizeof jobbuf, "%s", run.job);
+    snprintf(srcbuf, sizeof srcbuf, "%s", run.source);
     double c[3];
-    if ((rc = run_clocks(db, id, c, err)) != 0)
+    if ((rc = run_clocks(st, run.id, c, err)) != 0)
       goto out;
     /* Job ids come from the store: quote them when CSV needs it. */
     if (strpbrk(jobbuf, ",\"\r\n")) {
@@ -154,12 +135,12 @@ int pfi_report_mechanism(struct pfi_store *st, const char *path,
     fprintf(fp, ",%s\n", strpbrk(srcbuf, ",\"\r\n") ? "" : srcbuf);
     rows++;
   }
-  if (src != SQLITE_DONE) {
-    rc = dberr(db, err, "reading runs");
+  if (src < 0) {
+    rc = src;
     goto out;
   }
 out:
-  sqlite3_finalize(q);
+  pfi_store_iter_close(q);
   if (fp && fclose(fp) != 0 && rc == 0)
     rc = pfi_error_set(err, PFI_EIO, "%s: write failed", path);
   return rc ? rc : rows;

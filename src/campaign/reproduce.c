@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "pfi/campaign.h"
 #include "pfi/emu.h"
 #include "pfi/report.h"
 #include "pfi/reproduce.h"
@@ -169,29 +170,6 @@ int pfi_reproduce_run(const struct pfi_reproduce_opts *o,
       goto out;
     }
   }
-  say(o, "campaign: summarizing the trace store into %s", out);
-  struct pfi_summary_opts sum;
-  pfi_summary_opts_init(&sum);
-  if ((rc = pfi_trace_summarize(st, out, &sum, err)) < 0) {
-    /* Short runs end before the emulated jobs leave their warm-up, so no
-     * run has a training phase to summarize; name the option that did it. */
-    double d = o->duration_s > 0 ? o->duration_s : 1800;
-    if (rc != PFI_ENOMEM && rc != PFI_EIO && d < 300) {
-      char msg[sizeof err->msg];
-      snprintf(msg, sizeof msg, "%s", err->msg);
-      rc = pfi_error_set(err, rc,
-                         "%s (--duration %gs is shorter than the emulated "
-                         "jobs' warm-up; use 5m or more)",
-                         msg, d);
-    }
-    goto out;
-  }
-  snprintf(path, sizeof path, "%s/mechanism.csv", out);
-  if ((rc = pfi_report_mechanism(st, path, err)) < 0)
-    goto out;
-  pfi_store_close(st);
-  st = NULL;
-
   struct pfi_report_opts ro = o->report;
   ro.seed = o->seed;
   ro.progress = o->progress;
@@ -216,11 +194,26 @@ int pfi_reproduce_run(const struct pfi_reproduce_opts *o,
            "%zu runs in all, seed %lu, into one trace store (campaign.db), "
            "then summarized (top 10 %% of training-phase samples) and "
            "analysed as below.",
-           jobs.n, jobs.n - n100, n100,
-           dur,
+           jobs.n, jobs.n - n100, n100, dur,
            o->interval_s > 0 ? o->interval_s : 5, runs, o->seed);
   ro.what_ran = what;
-  rc = pfi_report_build(out, out, &ro, err);
+  say(o, "campaign: summarizing the trace store into %s", out);
+  enum pfi_campaign_stage stage;
+  if ((rc = pfi_campaign_report(st, out, &ro, &stage, err)) < 0) {
+    /* Short runs end before the emulated jobs leave their warm-up, so no
+     * run has a training phase to summarize; name the option that did it. */
+    double d = o->duration_s > 0 ? o->duration_s : 1800;
+    if (stage == PFI_STAGE_SUMMARIZE && rc != PFI_ENOMEM && rc != PFI_EIO &&
+        d < 300) {
+      char msg[sizeof err->msg];
+      snprintf(msg, sizeof msg, "%s", err->msg);
+      rc = pfi_error_set(err, rc,
+                         "%s (--duration %gs is shorter than the emulated "
+                         "jobs' warm-up; use 5m or more)",
+                         msg, d);
+    }
+    goto out;
+  }
 out:
   pfi_store_close(st);
   if (state[0])

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* Per-run clocks from a hand-made trace store (pfi_report_mechanism). */
+/* Per-run clocks from a hand-made trace store (pfi_trace_mechanism). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,7 +7,7 @@
 
 #include "testutil.h"
 
-#include "pfi/report.h"
+#include "pfi/trace.h"
 #include "pfi/store.h"
 
 /* Adds a run of `job` at `cap` with 20 samples per GPU: 2 warmup (frame
@@ -67,9 +67,9 @@ static void test_mechanism(void **state) {
   add_run(st, "j", 700, PFI_RUN_COMPLETE, 1500, 0);
   add_run(st, "j", 700, PFI_RUN_COMPLETE, 1600, 0); /* newer: kept */
   add_run(st, "j", 500, PFI_RUN_FAILED, 1200, 0);   /* not complete */
-  int rows = pfi_report_mechanism(st, csv, &err);
+  int rows = pfi_trace_mechanism(st, csv, &err);
   if (rows < 0)
-    fail_msg("pfi_report_mechanism: %s", err.msg);
+    fail_msg("pfi_trace_mechanism: %s", err.msg);
   assert_int_equal(rows, 2);
   pfi_store_close(st);
 
