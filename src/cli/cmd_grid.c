@@ -30,6 +30,9 @@ static const char usage_text[] =
     "       pfi grid capacity --curves FILE --tiers FILE\n"
     "                         (--contract FILE | --tier NAME)\n"
     "                         [--duration D]... [--notice D]\n"
+    "       pfi grid bridge --pfid URL --pfid-token-file FILE [SOURCES]\n"
+    "                       [--config FILE] [--interval D] [--report D]\n"
+    "                       [--overlap D] [--once]\n"
     "       pfi grid curves --curves FILE --config FILE --level node|meter\n"
     "                       [--gpus-per-node N]\n"
     "       pfi grid meter [--config FILE] [--gpu-w W[,W...]]\n"
@@ -70,6 +73,18 @@ static const char usage_text[] =
     "report: POSTs one interval's report for an event: any of --usage WH,\n"
     "--demand W, --baseline-w W, --shed-available W (OpenADR USAGE, DEMAND,\n"
     "BASELINE, LOAD_SHED_DELTA_AVAILABLE); --duration in seconds or 15m.\n"
+    "\n"
+    "bridge: keeps pfid's events in step with the timeline of SOURCES (as\n"
+    "for timeline): every --interval (default 30s) and at every span's start\n"
+    "and end, limits at the node or meter level are converted to GPU power at\n"
+    "the fleet's current draw (GET /v1/nodes, the --config chain), each span\n"
+    "is posted as a pfid event (back-to-back spans overlap by --overlap,\n"
+    "default 2s, so caps are never released between two intervals), changed\n"
+    "spans are posted again and withdrawn ones cancelled. With --vtn, reports\n"
+    "USAGE, DEMAND (the fleet's GPU power) and BASELINE every --report\n"
+    "(default 15m) during an event. A VTN that cannot be reached leaves the\n"
+    "last timeline in force. SIGTERM stops the bridge; pfid keeps its events.\n"
+    "--once: one sync, then exit.\n"
     "\n"
     "capacity: the power the jobs could shed at <= 1, 2, 5, 10, 20 %\n"
     "throughput loss with every job kept within its tier (--tiers: CSV\n"
@@ -260,6 +275,11 @@ static int parse(int argc, char **argv, struct opts *o) {
       {"tier", required_argument, NULL, O_TIER},
       {"notice", required_argument, NULL, O_NOTICE},
       {"gpus-per-node", required_argument, NULL, O_GPN},
+      {"pfid", required_argument, NULL, O_PFID},
+      {"pfid-token-file", required_argument, NULL, O_PFID_TOKEN},
+      {"overlap", required_argument, NULL, O_OVERLAP},
+      {"report", required_argument, NULL, O_REPORT},
+      {"once", no_argument, NULL, O_ONCE},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   int c;
@@ -312,6 +332,24 @@ static int parse(int argc, char **argv, struct opts *o) {
     case O_TIER:
       o->tier = optarg;
       break;
+    case O_PFID:
+      o->pfid = optarg;
+      break;
+    case O_PFID_TOKEN:
+      o->pfid_token = optarg;
+      break;
+    case O_ONCE:
+      o->once = 1;
+      break;
+    case O_OVERLAP:
+    case O_REPORT: {
+      double *d = c == O_OVERLAP ? &o->overlap : &o->report_s;
+      if (pfi_cli_parse_duration(optarg, d, &err) < 0 || !(*d >= 0) ||
+          *d > 86400)
+        return pfi__grid_usage("expected a duration up to a day, got '%s'",
+                               optarg);
+      break;
+    }
     case O_GPN:
       if (pfi_cli_parse_ulong(optarg, &o->gpn) < 0 || o->gpn == 0 ||
           o->gpn > 1024)
@@ -596,6 +634,7 @@ int cmd_grid(int argc, char **argv) {
   o.now = (int64_t)time(NULL);
   o.seed = 1;
   o.level = PFI_LEVEL_METER;
+  o.overlap = -1;
   optind = 1;
   int rc = parse(argc - 1, argv + 1, &o);
   if (rc < 0)
@@ -614,6 +653,14 @@ int cmd_grid(int argc, char **argv) {
     return pfi__grid_capacity(&o);
   if (strcmp(sub, "curves") == 0)
     return pfi__grid_curves(&o);
+  if (strcmp(sub, "bridge") == 0) {
+    struct pfi_ven *ven = NULL;
+    if (o.vtn && (rc = open_ven(&o, &ven)) != 0)
+      return rc;
+    rc = pfi__grid_bridge(&o, ven);
+    pfi_ven_close(ven);
+    return rc;
+  }
   return pfi__grid_usage(
       "unknown subcommand '%s' (timeline, report, subscribe, "
       "capacity, curves, meter)",

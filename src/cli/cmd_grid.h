@@ -43,7 +43,12 @@ enum {
   O_CONTRACT,
   O_TIER,
   O_NOTICE,
-  O_GPN
+  O_GPN,
+  O_PFID,
+  O_PFID_TOKEN,
+  O_OVERLAP,
+  O_REPORT,
+  O_ONCE
 };
 
 struct opts {
@@ -61,6 +66,9 @@ struct opts {
   double durations[16], notice;
   size_t ndur;
   unsigned long gpn;
+  const char *pfid, *pfid_token;
+  double overlap, report_s;
+  int once;
   double interval, limit, floor;
 };
 
@@ -72,5 +80,8 @@ const char *pfi__grid_level_name(int l);
 int pfi__grid_capacity(const struct opts *o);
 int pfi__grid_curves(const struct opts *o);
 int pfi__grid_meter(const struct opts *o);
+struct pfi_ven;
+/* cmd_grid_bridge.c; ven may be NULL (no VTN). */
+int pfi__grid_bridge(const struct opts *o, struct pfi_ven *ven);
 
 #endif

@@ -10,6 +10,7 @@
 
 #include "testutil.h"
 
+#include "pfi/bridge.h"
 #include "pfi/compliance.h"
 #include "pfi/flexcap.h"
 #include "pfi/meter.h"
@@ -689,6 +690,72 @@ static void test_flexcap(void **state) {
   ASSERT_EQ_INT(err.column, 6);
 }
 
+static void test_bridge(void **state) {
+  (void)state;
+  struct pfi_timeline in, gpu, res;
+  pfi_timeline_init(&in);
+  pfi_timeline_init(&gpu);
+  pfi_timeline_init(&res);
+  struct pfi_error err;
+  /* Two back-to-back meter-level spans and one GPU-level span later. The
+   * fleet: 2 nodes drawing 4000 and 2000 W of GPU power, node_other_w 1000,
+   * PUE 2, efficiency 1: meter = 2 (gpu + 2000). A 14000 W meter limit
+   * leaves 5000 W of GPU power; 3000 W at the meter is below the 4000 W
+   * drawn with no GPU power: infeasible, 1 mW. */
+  struct pfi_target_span s[] = {
+      span(100, 200, 14000, PFI_SRC_OPENADR, 0, 0, "ev-a"),
+      span(200, 300, 3000, PFI_SRC_OPENADR, 0, 0, "ev-b"),
+      span(400, 500, 4500, PFI_SRC_SCHEDULE, 0, 0, "sched")};
+  s[0].level = s[1].level = PFI_LEVEL_METER;
+  for (int i = 0; i < 3; i++)
+    pfi_timeline_add(&in, &s[i], &err);
+  struct pfi_meter_config cfg;
+  pfi_meter_config_init(&cfg);
+  cfg.node_other_w = 1000;
+  cfg.pue = 2;
+  double g[] = {4000, 2000};
+  size_t inf;
+  assert_int_equal(pfi_bridge_to_gpu(&in, &cfg, g, NULL, 2, &gpu, &inf, &err),
+                   0);
+  assert_int_equal(inf, 1);
+  ASSERT_NEAR(gpu.spans[0].limit_w, 5000, 0.01);
+  ASSERT_NEAR(gpu.spans[1].limit_w, 1e-3, 0);
+  ASSERT_NEAR(gpu.spans[2].limit_w, 4500, 0);
+  assert_int_equal(pfi_timeline_resolve(&gpu, &res, &err), 3);
+  /* At now = 150: all three ahead; the first ends 2 s into the second. */
+  struct pfi_bridge_event ev[8];
+  assert_int_equal(pfi_bridge_plan(&res, 150, 2, ev, 8, &err), 3);
+  ASSERT_NEAR(ev[0].end_s, 202, 0);
+  ASSERT_NEAR(ev[1].end_s, 300, 0);
+  assert_true(strncmp(ev[0].id, "oadr-100-", 9) == 0);
+  assert_int_equal(strlen(ev[0].id), 17);
+  /* pfid has: ev[0] as planned, ev[1] with another target, an old span the
+   * VTN withdrew (live), one over already, an operator's event. Post ev[1]
+   * and ev[2]; cancel only the withdrawn one. */
+  struct pfi_bridge_event have[5];
+  have[0] = ev[0];
+  have[1] = ev[1];
+  have[1].target_w = 99;
+  memset(&have[2], 0, sizeof have[2]);
+  snprintf(have[2].id, sizeof have[2].id, "oadr-50-deadbeef");
+  have[2].end_s = 1000;
+  have[3] = have[2];
+  snprintf(have[3].id, sizeof have[3].id, "oadr-10-00000000");
+  have[3].end_s = 120;
+  have[4] = have[2];
+  snprintf(have[4].id, sizeof have[4].id, "manual-1");
+  struct pfi_bridge_diff d;
+  pfi_bridge_diff(ev, 3, have, 5, 150, &d);
+  assert_int_equal(d.npost, 2);
+  assert_int_equal(d.post[0], 1);
+  assert_int_equal(d.post[1], 2);
+  assert_int_equal(d.ncancel, 1);
+  assert_int_equal(d.cancel[0], 2);
+  pfi_timeline_release(&in);
+  pfi_timeline_release(&gpu);
+  pfi_timeline_release(&res);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_rfc3339),     cmocka_unit_test(test_duration),
@@ -698,6 +765,7 @@ int main(void) {
       cmocka_unit_test(test_report_json), cmocka_unit_test(test_meter),
       cmocka_unit_test(test_rapl),        cmocka_unit_test(test_dcmi),
       cmocka_unit_test(test_compliance),  cmocka_unit_test(test_flexcap),
+      cmocka_unit_test(test_bridge),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

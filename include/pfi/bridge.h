@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * The bridge from the grid to pfid: the merged power-target timeline
+ * (include/pfi/timeline.h: OpenADR 3 VTN, schedule files) becomes pfid
+ * events (POST /v1/events), kept in step with it (a span that the VTN
+ * changed is posted again, one it withdrew is cancelled), and pfid's
+ * realized power goes back to the VTN as reports (docs/grid.md).
+ *
+ * pfid controls GPU power, so a limit stated at the node or meter level is
+ * converted at every sync from the fleet's current GPU power per node
+ * (GET /v1/nodes) through the meter chain (include/pfi/meter.h). Each
+ * resolved span becomes one pfid event named "oadr-<span start>-<hash>";
+ * pfid runs, of the events in force, the one that started last, so a span
+ * is posted to end `overlap_s` after the next one starts when they are
+ * back to back: the fleet is never without a target in between, and caps
+ * are never released between two intervals of one grid event.
+ */
+#ifndef PFI_BRIDGE_H
+#define PFI_BRIDGE_H
+
+#include <stddef.h>
+
+#include "pfi/error.h"
+#include "pfi/meter.h"
+#include "pfi/timeline.h"
+
+#define PFI_BRIDGE_ID_MAX 64
+#define PFI_BRIDGE_MAX_EVENTS 256
+#define PFI_BRIDGE_MAX_NODES 4096
+
+struct pfi_bridge_event {
+  char id[PFI_BRIDGE_ID_MAX];
+  double start_s, end_s, target_w; /* GPU-level target, W (> 0) */
+  int cancelled;
+  char source[PFI_TIMELINE_ID_MAX]; /* the span's event (not sent) */
+};
+
+/*
+ * Converts every span of `in` to the GPU level at the fleet's current
+ * state (gpu_w[i], node i's GPU power; other_w may be NULL) and appends it
+ * to `out`. A limit that even zero GPU power cannot meet becomes a GPU
+ * target of 1 mW (every job at its floor: the controller reports the
+ * shortfall) and *infeasible counts it.
+ */
+int pfi_bridge_to_gpu(const struct pfi_timeline *in,
+                      const struct pfi_meter_config *cfg, const double *gpu_w,
+                      const double *other_w, size_t nodes,
+                      struct pfi_timeline *out, size_t *infeasible,
+                      struct pfi_error *err);
+
+/*
+ * The pfid events for a resolved GPU-level timeline: spans that end after
+ * `now`, in order, back-to-back ones overlapping by overlap_s. Returns the
+ * number written (at most max) or PFI_ERANGE when more are needed.
+ */
+int pfi_bridge_plan(const struct pfi_timeline *gpu, double now,
+                    double overlap_s, struct pfi_bridge_event *out, size_t max,
+                    struct pfi_error *err);
+
+/* What a sync changes: `post` the events of `want` that pfid lacks or has
+ * with another start, end or target; `cancel` pfid's "oadr-" events that
+ * are neither cancelled nor over at `now` and that `want` no longer has.
+ * Indices into want and have. */
+struct pfi_bridge_diff {
+  size_t npost, ncancel;
+  size_t post[PFI_BRIDGE_MAX_EVENTS], cancel[PFI_BRIDGE_MAX_EVENTS];
+};
+void pfi_bridge_diff(const struct pfi_bridge_event *want, size_t nwant,
+                     const struct pfi_bridge_event *have, size_t nhave,
+                     double now, struct pfi_bridge_diff *d);
+
+/* ---- pfid's API over HTTP ---------------------------------------------- */
+
+struct pfi_pfid_client;
+
+/* `url` "http://127.0.0.1:8470"; token (may be NULL: read-only). */
+int pfi_pfid_client_open(const char *url, const char *token,
+                         struct pfi_pfid_client **out, struct pfi_error *err);
+void pfi_pfid_client_close(struct pfi_pfid_client *c);
+
+/* GPU power per node (GET /v1/nodes; stale nodes left out): gpu_w gets up
+ * to max entries. Returns the number of nodes. */
+int pfi_pfid_client_nodes(struct pfi_pfid_client *c, double *gpu_w, size_t max,
+                          struct pfi_error *err);
+/* The fleet's realized GPU power and target now (GET /v1/status). */
+int pfi_pfid_client_status(struct pfi_pfid_client *c, double *power_w,
+                           double *target_w, struct pfi_error *err);
+/* pfid's events (GET /v1/events). Returns the number (<= max). */
+int pfi_pfid_client_events(struct pfi_pfid_client *c,
+                           struct pfi_bridge_event *out, size_t max,
+                           struct pfi_error *err);
+/* POST /v1/events; DELETE /v1/events/ID. */
+int pfi_pfid_client_post(struct pfi_pfid_client *c,
+                         const struct pfi_bridge_event *e,
+                         struct pfi_error *err);
+int pfi_pfid_client_cancel(struct pfi_pfid_client *c, const char *id,
+                           struct pfi_error *err);
+
+/* One sync: nodes -> GPU-level conversion -> resolve -> plan -> diff ->
+ * post and cancel. `targets` is every source's spans (any levels). Counts
+ * of posted and cancelled events in *posted, *cancelled. */
+int pfi_bridge_sync(struct pfi_pfid_client *c,
+                    const struct pfi_timeline *targets,
+                    const struct pfi_meter_config *cfg, double now,
+                    double overlap_s, size_t *posted, size_t *cancelled,
+                    size_t *infeasible, struct pfi_error *err);
+
+#endif

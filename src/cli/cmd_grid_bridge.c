@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* `pfi grid bridge`: keeps pfid's events in step with the grid's timeline
+ * (OpenADR 3 VTN, event and schedule files) and reports the fleet's power
+ * back to the VTN. The work is libpfi's (include/pfi/bridge.h); this file
+ * is the loop. */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "cli.h"
+#include "cmd_grid.h"
+#include "pfi/bridge.h"
+#include "pfi/csv.h"
+#include "pfi/meter.h"
+#include "pfi/openadr.h"
+#include "pfi/timeline.h"
+
+static volatile sig_atomic_t stop;
+static void on_signal(int sig) {
+  (void)sig;
+  stop = 1;
+}
+
+static int read_token(const char *path, char *buf, size_t n) {
+  struct stat st;
+  FILE *f = fopen(path, "re");
+  if (!f || fstat(fileno(f), &st) < 0 || (st.st_mode & 077)) {
+    fprintf(stderr, "pfi grid: %s: %s\n", path,
+            !f ? "cannot read the pfid token"
+               : "the pfid token is readable by others: chmod 600 it");
+    if (f)
+      fclose(f);
+    return PFI_EXIT_USAGE;
+  }
+  if (!fgets(buf, (int)n, f))
+    buf[0] = 0;
+  fclose(f);
+  buf[strcspn(buf, "\r\n")] = 0;
+  if (!buf[0]) {
+    fprintf(stderr, "pfi grid: %s: empty token\n", path);
+    return PFI_EXIT_USAGE;
+  }
+  return 0;
+}
+
+static double wall(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Sleeps up to s seconds, waking at once on a signal. */
+static void nap(double s) {
+  while (s > 0 && !stop) {
+    double d = s > 0.2 ? 0.2 : s;
+    struct timespec ts = {(time_t)d, (long)((d - floor(d)) * 1e9)};
+    nanosleep(&ts, NULL);
+    s -= d;
+  }
+}
+
+/* Reads every file source into `tl` (replacing its content). */
+static int read_files(const struct opts *o, const struct pfi_oadr_config *cfg,
+                      struct pfi_timeline *tl, struct pfi_error *err) {
+  tl->n = 0;
+  for (size_t i = 0; i < o->nevents; i++) {
+    char *buf;
+    size_t len;
+    int rc = pfi_read_file(o->events[i], &buf, &len, err);
+    if (rc < 0)
+      return rc;
+    rc = pfi_oadr_decode_events(o->events[i], buf, len, cfg, tl, NULL, err);
+    free(buf);
+    if (rc < 0)
+      return rc;
+  }
+  for (size_t i = 0; i < o->nschedules; i++) {
+    int rc = pfi_schedule_load(o->schedules[i], o->baseline, tl, err);
+    if (rc < 0)
+      return rc;
+  }
+  return 0;
+}
+
+int pfi__grid_bridge(const struct opts *o, struct pfi_ven *ven) {
+  if (!o->pfid)
+    return pfi__grid_usage("bridge: --pfid URL is required%s", "");
+  char token[600];
+  int status = 0;
+  if (!o->pfid_token ||
+      (status = read_token(o->pfid_token, token, sizeof token)) != 0)
+    return status ? status
+                  : pfi__grid_usage("bridge: --pfid-token-file FILE is "
+                                    "required%s",
+                                    "");
+  struct pfi_meter_config mc;
+  struct pfi_error err;
+  pfi_error_clear(&err);
+  if (o->config) {
+    if (pfi_meter_config_load(o->config, &mc, &err) < 0)
+      return pfi__grid_fail(&err);
+  } else
+    pfi_meter_config_init(&mc);
+  struct pfi_pfid_client *pc = NULL;
+  if (pfi_pfid_client_open(o->pfid, token, &pc, &err) < 0)
+    return pfi__grid_fail(&err);
+  memset(token, 0, sizeof token);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  struct pfi_timeline vtn, files, all;
+  pfi_timeline_init(&vtn);
+  pfi_timeline_init(&files);
+  pfi_timeline_init(&all);
+  double poll = o->interval > 0 ? o->interval : 30;
+  double next_report = wall() + (o->report_s > 0 ? o->report_s : 900);
+  double e_wh = 0, last_t = wall(), p_sum = 0;
+  size_t p_n = 0;
+  int have_vtn = 0;
+  while (!stop) {
+    double now = wall();
+    struct pfi_oadr_config cfg;
+    pfi_oadr_config_init(&cfg, (int64_t)now);
+    cfg.baseline_w = o->baseline;
+    cfg.capacity_level = cfg.setpoint_level = o->level;
+    cfg.seed = o->seed;
+    if (o->have_simple)
+      for (int i = 0; i < 3; i++)
+        cfg.simple_frac[i + 1] = o->simple[i];
+    if (read_files(o, &cfg, &files, &err) < 0) {
+      status = pfi__grid_fail(&err);
+      break;
+    }
+    if (ven) {
+      struct pfi_timeline fresh;
+      pfi_timeline_init(&fresh);
+      if (pfi_ven_poll(ven, &cfg, &fresh, NULL, &err) < 0) {
+        /* Keep acting on what the VTN said last; say why. */
+        char b[PFI_ERROR_MSG_MAX + 64];
+        fprintf(stderr, "pfi grid bridge: %s (keeping the last %zu span(s))\n",
+                pfi_error_format(&err, b, sizeof b), vtn.n);
+        pfi_timeline_release(&fresh);
+      } else {
+        pfi_timeline_release(&vtn);
+        vtn = fresh;
+        have_vtn = 1;
+      }
+    }
+    all.n = 0;
+    for (size_t i = 0; i < vtn.n; i++)
+      pfi_timeline_add(&all, &vtn.spans[i], NULL);
+    for (size_t i = 0; i < files.n; i++)
+      pfi_timeline_add(&all, &files.spans[i], NULL);
+    size_t posted, cancelled, infeasible = 0;
+    if (pfi_bridge_sync(pc, &all, &mc, now, o->overlap >= 0 ? o->overlap : 2,
+                        &posted, &cancelled, &infeasible, &err) < 0) {
+      char b[PFI_ERROR_MSG_MAX + 64];
+      fprintf(stderr, "pfi grid bridge: %s\n",
+              pfi_error_format(&err, b, sizeof b));
+    } else if (posted || cancelled || infeasible)
+      printf("bridge: %zu event(s) posted, %zu cancelled%s\n", posted,
+             cancelled,
+             infeasible ? ", infeasible target(s) posted at the "
+                          "floors"
+                        : "");
+    fflush(stdout);
+    /* Fleet power for the reports, integrated per poll. */
+    double pw, tw;
+    if (pfi_pfid_client_status(pc, &pw, &tw, &err) == 0) {
+      double t = wall();
+      e_wh += pw * (t - last_t) / 3600;
+      last_t = t;
+      p_sum += pw;
+      p_n++;
+    }
+    if (ven && have_vtn && wall() >= next_report && p_n > 0) {
+      const struct pfi_target_span *s = pfi_timeline_at(&vtn, (int64_t)now);
+      if (s) {
+        double dur = o->report_s > 0 ? o->report_s : 900;
+        struct pfi_ven_report_value v[3] = {
+            {"USAGE", e_wh, "WH", "DIRECT_READ"},
+            {"DEMAND", p_sum / p_n, "W", "MEAN"},
+            {"BASELINE", o->baseline, "W", "BASELINE"}};
+        struct pfi_ven_report r = {.event_id = s->event,
+                                   .report_name = "pfi-gpu-power",
+                                   .resource_name = NULL,
+                                   .start_s = (int64_t)(now - dur),
+                                   .duration_s = dur,
+                                   .values = v,
+                                   .nvalues = o->baseline > 0 ? 3 : 2};
+        if (pfi_ven_send_report(ven, &r, &err) < 0) {
+          char b[PFI_ERROR_MSG_MAX + 64];
+          fprintf(stderr, "pfi grid bridge: report: %s\n",
+                  pfi_error_format(&err, b, sizeof b));
+        }
+      }
+      next_report = wall() + (o->report_s > 0 ? o->report_s : 900);
+      e_wh = p_sum = 0;
+      p_n = 0;
+    }
+    if (o->once)
+      break;
+    /* Wake at the next span boundary if it comes before the next poll. */
+    double wake = now + poll;
+    for (size_t i = 0; i < all.n; i++) {
+      if (all.spans[i].start_s > now && all.spans[i].start_s < wake)
+        wake = (double)all.spans[i].start_s;
+      if (all.spans[i].end_s > now && all.spans[i].end_s < wake)
+        wake = (double)all.spans[i].end_s;
+    }
+    nap(wake - wall());
+  }
+  pfi_timeline_release(&vtn);
+  pfi_timeline_release(&files);
+  pfi_timeline_release(&all);
+  pfi_pfid_client_close(pc);
+  return status;
+}

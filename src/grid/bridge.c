@@ -1,0 +1,364 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Grid timeline -> pfid events, and pfid's API over HTTP. See
+ * include/pfi/bridge.h. */
+#include "pfi/bridge.h"
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int pfi_bridge_to_gpu(const struct pfi_timeline *in,
+                      const struct pfi_meter_config *cfg, const double *gpu_w,
+                      const double *other_w, size_t nodes,
+                      struct pfi_timeline *out, size_t *infeasible,
+                      struct pfi_error *err) {
+  if (infeasible)
+    *infeasible = 0;
+  for (size_t i = 0; i < in->n; i++) {
+    struct pfi_target_span s = in->spans[i];
+    if (s.level != PFI_LEVEL_GPU) {
+      double g;
+      struct pfi_error e2;
+      pfi_error_clear(&e2);
+      int rc = nodes == 0 ? PFI_EINFEASIBLE
+                          : pfi_meter_gpu_limit(cfg, gpu_w, other_w, nodes,
+                                                s.level, s.limit_w, &g, &e2);
+      if (rc == PFI_EINFEASIBLE) {
+        g = 1e-3;
+        if (infeasible)
+          (*infeasible)++;
+      } else if (rc < 0) {
+        *err = e2;
+        return rc;
+      }
+      s.limit_w = g;
+      s.level = PFI_LEVEL_GPU;
+    }
+    if (s.limit_w < 1e-3)
+      s.limit_w = 1e-3;
+    int rc = pfi_timeline_add(out, &s, err);
+    if (rc < 0)
+      return rc;
+  }
+  return 0;
+}
+
+static uint64_t fnv(const char *s) {
+  uint64_t h = 1469598103934665603ULL;
+  for (; *s; s++)
+    h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+  return h;
+}
+
+int pfi_bridge_plan(const struct pfi_timeline *gpu, double now,
+                    double overlap_s, struct pfi_bridge_event *out, size_t max,
+                    struct pfi_error *err) {
+  size_t n = 0;
+  for (size_t i = 0; i < gpu->n; i++) {
+    const struct pfi_target_span *s = &gpu->spans[i];
+    if ((double)s->end_s <= now)
+      continue;
+    if (n == max)
+      return pfi_error_set(err, PFI_ERANGE, "more than %zu target spans ahead",
+                           max);
+    struct pfi_bridge_event *e = &out[n++];
+    memset(e, 0, sizeof *e);
+    snprintf(e->id, sizeof e->id, "oadr-%lld-%08llx", (long long)s->start_s,
+             (unsigned long long)(fnv(s->event) & 0xffffffffULL));
+    e->start_s = (double)s->start_s;
+    e->end_s = (double)s->end_s;
+    if (i + 1 < gpu->n && gpu->spans[i + 1].start_s == s->end_s)
+      e->end_s += overlap_s;
+    e->target_w = s->limit_w;
+    snprintf(e->source, sizeof e->source, "%s", s->event);
+  }
+  return (int)n;
+}
+
+void pfi_bridge_diff(const struct pfi_bridge_event *want, size_t nwant,
+                     const struct pfi_bridge_event *have, size_t nhave,
+                     double now, struct pfi_bridge_diff *d) {
+  memset(d, 0, sizeof *d);
+  for (size_t i = 0; i < nwant && d->npost < PFI_BRIDGE_MAX_EVENTS; i++) {
+    int same = 0;
+    for (size_t k = 0; k < nhave; k++)
+      if (strcmp(have[k].id, want[i].id) == 0 && !have[k].cancelled &&
+          fabs(have[k].start_s - want[i].start_s) < 1e-3 &&
+          fabs(have[k].end_s - want[i].end_s) < 1e-3 &&
+          fabs(have[k].target_w - want[i].target_w) <=
+              1e-9 * fmax(1, want[i].target_w))
+        same = 1;
+    if (!same)
+      d->post[d->npost++] = i;
+  }
+  for (size_t k = 0; k < nhave && d->ncancel < PFI_BRIDGE_MAX_EVENTS; k++) {
+    if (have[k].cancelled || have[k].end_s <= now ||
+        strncmp(have[k].id, "oadr-", 5) != 0)
+      continue;
+    int wanted = 0;
+    for (size_t i = 0; i < nwant; i++)
+      if (strcmp(have[k].id, want[i].id) == 0)
+        wanted = 1;
+    if (!wanted)
+      d->cancel[d->ncancel++] = k;
+  }
+}
+
+/* ---- HTTP client ------------------------------------------------------- */
+
+struct pfi_pfid_client {
+  char *url, *token;
+};
+
+int pfi_pfid_client_open(const char *url, const char *token,
+                         struct pfi_pfid_client **out, struct pfi_error *err) {
+  if (!url ||
+      (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0))
+    return pfi_error_set(err, PFI_EINVAL, "pfid URL '%.200s' is not http(s)",
+                         url ? url : "");
+  struct pfi_pfid_client *c = calloc(1, sizeof *c);
+  if (!c || !(c->url = strdup(url)) || (token && !(c->token = strdup(token)))) {
+    pfi_pfid_client_close(c);
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  }
+  size_t l = strlen(c->url);
+  while (l > 0 && c->url[l - 1] == '/')
+    c->url[--l] = 0;
+  *out = c;
+  return 0;
+}
+
+void pfi_pfid_client_close(struct pfi_pfid_client *c) {
+  if (!c)
+    return;
+  free(c->url);
+  if (c->token)
+    memset(c->token, 0, strlen(c->token));
+  free(c->token);
+  free(c);
+}
+
+struct buf {
+  char *p;
+  size_t n;
+};
+
+static size_t on_data(char *p, size_t sz, size_t n, void *ud) {
+  struct buf *b = ud;
+  size_t k = sz * n;
+  if (b->n + k > (4u << 20))
+    return 0;
+  char *q = realloc(b->p, b->n + k + 1);
+  if (!q)
+    return 0;
+  memcpy(q + b->n, p, k);
+  b->n += k;
+  q[b->n] = 0;
+  b->p = q;
+  return k;
+}
+
+/* method path [body] -> parsed JSON answer (2xx only). */
+static int call(struct pfi_pfid_client *c, const char *method, const char *path,
+                const char *body, json_t **out, struct pfi_error *err) {
+  char url[1024], auth[600];
+  snprintf(url, sizeof url, "%s%s", c->url, path);
+  CURL *h = curl_easy_init();
+  if (!h)
+    return pfi_error_set(err, PFI_ENOMEM, "pfid: cannot start a request");
+  struct buf b = {0};
+  struct curl_slist *hd = curl_slist_append(NULL, "Accept: application/json");
+  if (body)
+    hd = curl_slist_append(hd, "Content-Type: application/json");
+  if (c->token) {
+    snprintf(auth, sizeof auth, "Authorization: Bearer %.500s", c->token);
+    hd = curl_slist_append(hd, auth);
+  }
+  curl_easy_setopt(h, CURLOPT_URL, url);
+  curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 5000L);
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+  if (body)
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+  CURLcode cr = curl_easy_perform(h);
+  long st = 0;
+  int rc = 0;
+  if (cr != CURLE_OK)
+    rc = pfi_error_set(err, PFI_EIO, "pfid: %s %s: %s", method, path,
+                       curl_easy_strerror(cr));
+  else {
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
+    if (st == 401 || st == 403)
+      rc = pfi_error_set(err, PFI_ENOPERM, "pfid: %s %s: HTTP %ld (token)",
+                         method, path, st);
+    else if (st < 200 || st > 299)
+      rc = pfi_error_set(err, PFI_EIO, "pfid: %s %s: HTTP %ld%s%.200s", method,
+                         path, st, b.p ? ": " : "", b.p ? b.p : "");
+  }
+  if (rc == 0 && out) {
+    *out = json_loadb(b.p ? b.p : "", b.n, 0, NULL);
+    if (!*out)
+      rc = pfi_error_set(err, PFI_EPARSE, "pfid: %s %s: answer is not JSON",
+                         method, path);
+  }
+  free(b.p);
+  curl_slist_free_all(hd);
+  curl_easy_cleanup(h);
+  return rc;
+}
+
+int pfi_pfid_client_nodes(struct pfi_pfid_client *c, double *gpu_w, size_t max,
+                          struct pfi_error *err) {
+  json_t *j;
+  int rc = call(c, "GET", "/v1/nodes", NULL, &j, err);
+  if (rc < 0)
+    return rc;
+  if (!json_is_array(j)) {
+    json_decref(j);
+    return pfi_error_set(err, PFI_EPARSE, "pfid: /v1/nodes: not an array");
+  }
+  size_t n = 0, i;
+  json_t *node;
+  json_array_foreach(j, i, node) {
+    if (n == max)
+      break;
+    if (json_is_true(json_object_get(node, "stale")))
+      continue;
+    double w = 0;
+    size_t k;
+    json_t *g;
+    json_array_foreach(json_object_get(node, "gpus"), k, g) {
+      json_t *p = json_object_get(g, "power_w");
+      if (json_is_number(p) && isfinite(json_number_value(p)) &&
+          json_number_value(p) >= 0)
+        w += json_number_value(p);
+    }
+    gpu_w[n++] = w;
+  }
+  json_decref(j);
+  return (int)n;
+}
+
+int pfi_pfid_client_status(struct pfi_pfid_client *c, double *power_w,
+                           double *target_w, struct pfi_error *err) {
+  json_t *j;
+  int rc = call(c, "GET", "/v1/status", NULL, &j, err);
+  if (rc < 0)
+    return rc;
+  json_t *p = json_object_get(j, "power_w"),
+         *t = json_object_get(j, "target_w");
+  if (!json_is_number(p) || !json_is_number(t)) {
+    json_decref(j);
+    return pfi_error_set(err, PFI_EPARSE,
+                         "pfid: /v1/status: expected power_w and target_w");
+  }
+  *power_w = json_number_value(p);
+  *target_w = json_number_value(t);
+  json_decref(j);
+  return 0;
+}
+
+int pfi_pfid_client_events(struct pfi_pfid_client *c,
+                           struct pfi_bridge_event *out, size_t max,
+                           struct pfi_error *err) {
+  json_t *j;
+  int rc = call(c, "GET", "/v1/events", NULL, &j, err);
+  if (rc < 0)
+    return rc;
+  size_t n = 0, i;
+  json_t *e;
+  json_array_foreach(j, i, e) {
+    if (n == max)
+      break;
+    json_t *id = json_object_get(e, "id");
+    if (!json_is_string(id))
+      continue;
+    struct pfi_bridge_event *o = &out[n++];
+    memset(o, 0, sizeof *o);
+    snprintf(o->id, sizeof o->id, "%s", json_string_value(id));
+    o->start_s = json_number_value(json_object_get(e, "start"));
+    o->end_s = json_number_value(json_object_get(e, "end"));
+    o->target_w = json_number_value(json_object_get(e, "target_w"));
+    o->cancelled = json_is_true(json_object_get(e, "cancelled"));
+  }
+  json_decref(j);
+  return (int)n;
+}
+
+int pfi_pfid_client_post(struct pfi_pfid_client *c,
+                         const struct pfi_bridge_event *e,
+                         struct pfi_error *err) {
+  char body[512];
+  snprintf(body, sizeof body,
+           "{\"id\":\"%s\",\"start\":%.3f,\"end\":%.3f,\"target_w\":%.17g}",
+           e->id, e->start_s, e->end_s, e->target_w);
+  return call(c, "POST", "/v1/events", body, NULL, err);
+}
+
+int pfi_pfid_client_cancel(struct pfi_pfid_client *c, const char *id,
+                           struct pfi_error *err) {
+  char path[128];
+  snprintf(path, sizeof path, "/v1/events/%.100s", id);
+  return call(c, "DELETE", path, NULL, NULL, err);
+}
+
+int pfi_bridge_sync(struct pfi_pfid_client *c,
+                    const struct pfi_timeline *targets,
+                    const struct pfi_meter_config *cfg, double now,
+                    double overlap_s, size_t *posted, size_t *cancelled,
+                    size_t *infeasible, struct pfi_error *err) {
+  *posted = *cancelled = 0;
+  double *gpu_w = malloc(PFI_BRIDGE_MAX_NODES * sizeof *gpu_w);
+  struct pfi_bridge_event *want = malloc(PFI_BRIDGE_MAX_EVENTS * sizeof *want);
+  struct pfi_bridge_event *have = malloc(PFI_BRIDGE_MAX_EVENTS * sizeof *have);
+  struct pfi_bridge_diff *d = malloc(sizeof *d);
+  struct pfi_timeline gpu, res;
+  pfi_timeline_init(&gpu);
+  pfi_timeline_init(&res);
+  int rc;
+  if (!gpu_w || !want || !have || !d) {
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  int nn = pfi_pfid_client_nodes(c, gpu_w, PFI_BRIDGE_MAX_NODES, err);
+  if ((rc = nn) < 0)
+    goto out;
+  if ((rc = pfi_bridge_to_gpu(targets, cfg, gpu_w, NULL, (size_t)nn, &gpu,
+                              infeasible, err)) < 0 ||
+      (rc = pfi_timeline_resolve(&gpu, &res, err)) < 0)
+    goto out;
+  int nw =
+      pfi_bridge_plan(&res, now, overlap_s, want, PFI_BRIDGE_MAX_EVENTS, err);
+  if ((rc = nw) < 0)
+    goto out;
+  int nh = pfi_pfid_client_events(c, have, PFI_BRIDGE_MAX_EVENTS, err);
+  if ((rc = nh) < 0)
+    goto out;
+  pfi_bridge_diff(want, (size_t)nw, have, (size_t)nh, now, d);
+  /* Posts first: a changed target never leaves the fleet without one. */
+  for (size_t i = 0; i < d->npost; i++) {
+    if ((rc = pfi_pfid_client_post(c, &want[d->post[i]], err)) < 0)
+      goto out;
+    (*posted)++;
+  }
+  for (size_t i = 0; i < d->ncancel; i++) {
+    if ((rc = pfi_pfid_client_cancel(c, have[d->cancel[i]].id, err)) < 0)
+      goto out;
+    (*cancelled)++;
+  }
+  rc = 0;
+out:
+  free(gpu_w);
+  free(want);
+  free(have);
+  free(d);
+  pfi_timeline_release(&gpu);
+  pfi_timeline_release(&res);
+  return rc;
+}
