@@ -112,9 +112,15 @@ int pfi_table_double(const struct pfi_table *t, size_t row, size_t col,
 
 void pfi_table_release(struct pfi_table *t);
 
+/* Longest line pfi_read_file() accepts, bytes (without its line end). */
+#define PFI_LINE_MAX (1 << 20)
+
 /* Reads a whole file ("-" = standard input) into a NUL-terminated heap
- * buffer the caller frees with free(). Returns 0, PFI_ENOTFOUND (cannot
- * open), PFI_EIO (read error) or PFI_ENOMEM. */
+ * buffer the caller frees with free(). A NUL byte or a line longer than
+ * PFI_LINE_MAX is refused as soon as it is read (PFI_EPARSE located at its
+ * line and column), so an endless input such as /dev/zero costs bounded
+ * memory. Returns 0, PFI_ENOTFOUND (cannot open), PFI_EIO (read error),
+ * PFI_EPARSE or PFI_ENOMEM. */
 int pfi_read_file(const char *path, char **out, size_t *len,
                   struct pfi_error *err);
 

@@ -36,6 +36,8 @@ struct pfi_prom_gpu {
   char model[96];      /* modelName label; empty when absent */
   struct pfi_sample s; /* fields with their validity bits; t_s from the
                           line timestamps when present, else 0 */
+  long order;          /* 0-based rank of the GPU's first sample line in
+                          the text (the order of appearance) */
 };
 
 #define PFI_PROM_BAD_MAX 16
@@ -58,7 +60,8 @@ struct pfi_prom_stats {
  * Parses `len` bytes of exposition text (need not be NUL-terminated). `name`
  * names the input in messages. On success returns the number of GPUs found
  * and sets *gpus to a malloc'd array of them (caller frees with free();
- * NULL when 0), sorted by (host, gpu). Malformed lines are counted in
+ * NULL when 0), sorted by (host, gpu); each GPU's `order` says where it
+ * first appeared. Malformed lines are counted in
  * *stats (which may be NULL) and are not errors. Returns PFI_ENOMEM, or
  * PFI_EPARSE only for input that is not text at all (a NUL byte), located
  * at its line and column.

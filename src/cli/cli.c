@@ -250,27 +250,5 @@ int pfi_cli_parse_numlist(const char *s, double **out, size_t *n,
 
 int pfi_cli_parse_duration(const char *s, double *seconds,
                            struct pfi_error *err) {
-  if (!s || !*s)
-    return pfi_error_set(err, PFI_EINVAL, "empty duration");
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (end == s || errno || !isfinite(v) || v < 0)
-    return pfi_error_set(err, PFI_EINVAL,
-                         "'%s': expected a duration like 30m, 5s, 1h, 250ms",
-                         s);
-  double mul;
-  if (*end == '\0' || strcmp(end, "s") == 0)
-    mul = 1;
-  else if (strcmp(end, "ms") == 0)
-    mul = 1e-3;
-  else if (strcmp(end, "m") == 0 || strcmp(end, "min") == 0)
-    mul = 60;
-  else if (strcmp(end, "h") == 0)
-    mul = 3600;
-  else
-    return pfi_error_set(err, PFI_EINVAL,
-                         "'%s': unknown unit '%s' (use ms, s, m or h)", s, end);
-  *seconds = v * mul;
-  return 0;
+  return pfi_parse_duration(s, PFI_DUR_ANY, seconds, err);
 }

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "pfi/duration.h" /* durations: pfi_parse_duration() */
 #include "pfi/error.h"
 
 /* Exit statuses (DESIGN.md): 0 ok, 1 failure at run time, 2 bad usage or
@@ -76,8 +77,9 @@ void pfi_cli_put_csv_field(FILE *fp, const char *s);
 int pfi_cli_parse_numlist(const char *s, double **out, size_t *n,
                           struct pfi_error *err);
 
-/* Parses a duration "30m", "5s", "1h", "250ms" or plain seconds "12.5" into
- * seconds. Returns 0 or PFI_EINVAL. */
+/* A finite non-negative duration without bounds, for an option with bounds
+ * of its own; pfi_parse_duration(s, PFI_DUR_ANY, ...). Options of the kinds
+ * in pfi/duration.h (interval, duration, cooldown, grace) use those. */
 int pfi_cli_parse_duration(const char *s, double *seconds,
                            struct pfi_error *err);
 

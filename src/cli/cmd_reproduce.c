@@ -36,8 +36,8 @@ static const char usage_text[] =
     "  --seed S           seed of the emulator, intervals and simulation\n"
     "                     (default 1)\n"
     "  --jobs FILE        job library (default data/jobs/jobs.csv)\n"
-    "  --duration D       run length in device time, e.g. 30m (default 30m)\n"
-    "  --interval D       sampling interval, e.g. 5s (default 5s)\n"
+    "  --duration D       run length in device time, 1s..24h (default 30m)\n"
+    "  --interval D       sampling interval, 0.1s..10m (default 5s)\n"
     "  --draws N          Monte Carlo draws per group (default 10000)\n"
     "  --workloads N      simulation workloads (default 500)\n"
     "  --jobs-per-workload N\n"
@@ -105,16 +105,12 @@ int cmd_reproduce(int argc, char **argv) {
       o.jobs_path = optarg;
       break;
     case 'D':
-      if (pfi_cli_parse_duration(optarg, &o.duration_s, &err) ||
-          o.duration_s < 60 || o.duration_s > 86400)
-        return pfi_cli_usage(cmd, "--duration: expected 1m..24h, got '%s'",
-                             optarg);
+      if (pfi_parse_duration(optarg, PFI_DUR_DURATION, &o.duration_s, &err))
+        return pfi_cli_usage(cmd, "--duration: %s", err.msg);
       break;
     case 'I':
-      if (pfi_cli_parse_duration(optarg, &o.interval_s, &err) ||
-          o.interval_s < 0.1 || o.interval_s > 600)
-        return pfi_cli_usage(cmd, "--interval: expected 0.1s..10m, got '%s'",
-                             optarg);
+      if (pfi_parse_duration(optarg, PFI_DUR_INTERVAL, &o.interval_s, &err))
+        return pfi_cli_usage(cmd, "--interval: %s", err.msg);
       break;
     case 'd':
       if (pfi_cli_parse_ulong(optarg, &u) || u == 0 || u > 10000000)

@@ -37,10 +37,12 @@ static const char usage_text[] =
     "  --params P       backend parameters (docs/emulator.md, docs/nvml.md)\n"
     "  --gpus LIST      GPUs to cap and sample: all (default), 0,1 or 0-3\n"
     "  --caps LIST      per-GPU caps in W: 200,500,700 or 200:700:100\n"
-    "  --duration D     run length (default 30m; 30s, 1h, 250ms also work)\n"
-    "  --interval D     telemetry interval (default 5s)\n"
-    "  --cooldown D     pause after each run (default 60s)\n"
-    "  --grace D        SIGTERM-to-SIGKILL grace for the job (default 10s)\n"
+    "  --duration D     run length, 1s..24h (default 30m; 30s, 1h, 250ms also\n"
+    "                   work)\n"
+    "  --interval D     telemetry interval, 0.1s..10m (default 5s)\n"
+    "  --cooldown D     pause after each run, 0..1h (default 60s)\n"
+    "  --grace D        SIGTERM-to-SIGKILL grace for the job, 0.1s..10m\n"
+    "                   (default 10s)\n"
     "  --db FILE        trace store (default sweep.db), created when absent\n"
     "  --throughput S   jsonl:PATH (the job appends JSON lines; see\n"
     "                   docs/throughput-protocol.md) or regex:PATTERN on the\n"
@@ -219,10 +221,18 @@ int cmd_sweep(int argc, char **argv) {
     case O_INTERVAL:
     case O_COOLDOWN:
     case O_GRACE:
-      if (pfi_cli_parse_duration(optarg, &d, &err) != 0 || d < 0 ||
-          (c != O_COOLDOWN && !(d > 0)))
-        return pfi_cli_usage("sweep", "'%s' is not a valid duration here",
-                             optarg);
+      if (pfi_parse_duration(optarg,
+                             c == O_DURATION   ? PFI_DUR_DURATION
+                             : c == O_INTERVAL ? PFI_DUR_INTERVAL
+                             : c == O_COOLDOWN ? PFI_DUR_COOLDOWN
+                                               : PFI_DUR_GRACE,
+                             &d, &err) != 0)
+        return pfi_cli_usage("sweep", "--%s: %s",
+                             c == O_DURATION   ? "duration"
+                             : c == O_INTERVAL ? "interval"
+                             : c == O_COOLDOWN ? "cooldown"
+                                               : "grace",
+                             err.msg);
       if (c == O_DURATION)
         o.duration_s = d;
       else if (c == O_INTERVAL)

@@ -3,6 +3,7 @@
  * dcgm-exporter scrapes. */
 #include <getopt.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,8 +46,8 @@ static const char usage_text[] =
     "import-prom Reads saved Prometheus scrapes of dcgm-exporter (FILEs in\n"
     "            time order; a file may hold several scrapes appended, each\n"
     "            starting with the file's first comment line; scrapes are\n"
-    "            --interval apart unless the lines carry timestamps) into DB\n"
-    "            as one complete run of job\n"
+    "            --interval apart, 0.1s..10m, unless the lines carry\n"
+    "            timestamps) into DB as one complete run of job\n"
     "            NAME (default: the first file's base name) at cap W (default\n"
     "            0: unknown). Unknown metrics are skipped; malformed lines\n"
     "            are reported with their line numbers and skipped, or with\n"
@@ -233,24 +234,113 @@ static int export_cmd(int argc, char **argv) {
 struct scrape {
   struct pfi_prom_gpu *g;
   int n;
+  const char *path; /* file, and the line the scrape starts at (1-based) */
+  long line;
 };
 
-/* Store GPU number of (host, gpu): hosts numbered in order of appearance. */
+/* Store GPU number of (host, gpu) is 256 * host + gpu, hosts numbered in
+ * order of appearance; the number must fit the store's 32-bit column. */
+#define HOSTS_MAX (1 << 23)
+
+static uint64_t fnv(const void *p, size_t n, uint64_t x) {
+  for (size_t i = 0; i < n; i++)
+    x = (x ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
+  return x;
+}
+#define FNV0 1469598103934665603ull
+
+/* Host names -> rank, an open-addressing hash (slot: rank + 1, 0 empty). */
 struct hosts {
   char (*name)[128];
-  size_t n;
+  size_t n, cap;
+  size_t *h, hcap; /* hcap a power of two, at least 2 n */
 };
 
-static int host_rank(struct hosts *h, const char *name) {
-  for (size_t i = 0; i < h->n; i++)
-    if (strcmp(h->name[i], name) == 0)
-      return (int)i;
-  char(*nv)[128] = realloc(h->name, (h->n + 1) * sizeof *nv);
-  if (!nv)
+static int hosts_grow(struct hosts *hs) {
+  size_t ncap = hs->hcap ? 2 * hs->hcap : 64;
+  size_t *nh = calloc(ncap, sizeof *nh);
+  if (!nh)
     return -1;
-  h->name = nv;
-  snprintf(h->name[h->n], sizeof h->name[h->n], "%s", name);
-  return (int)h->n++;
+  for (size_t i = 0; i < hs->n; i++) {
+    size_t k = fnv(hs->name[i], strlen(hs->name[i]), FNV0) & (ncap - 1);
+    while (nh[k])
+      k = (k + 1) & (ncap - 1);
+    nh[k] = i + 1;
+  }
+  free(hs->h);
+  hs->h = nh;
+  hs->hcap = ncap;
+  return 0;
+}
+
+/* The rank of `name`, a new one when first seen; -1 when out of memory. */
+static long host_rank(struct hosts *hs, const char *name) {
+  if (2 * (hs->n + 1) > hs->hcap && hosts_grow(hs) < 0)
+    return -1;
+  size_t k = fnv(name, strlen(name), FNV0) & (hs->hcap - 1);
+  for (; hs->h[k]; k = (k + 1) & (hs->hcap - 1))
+    if (strcmp(hs->name[hs->h[k] - 1], name) == 0)
+      return (long)hs->h[k] - 1;
+  if (hs->n == hs->cap) {
+    size_t nc = hs->cap ? 2 * hs->cap : 16;
+    char(*nv)[128] = realloc(hs->name, nc * sizeof *nv);
+    if (!nv)
+      return -1;
+    hs->name = nv;
+    hs->cap = nc;
+  }
+  snprintf(hs->name[hs->n], sizeof hs->name[hs->n], "%s", name);
+  hs->h[k] = hs->n + 1;
+  return (long)hs->n++;
+}
+
+/* (store GPU, t_s) pairs already stored: two scrapes with one timestamp
+ * would otherwise overwrite each other's row (the store keys samples by
+ * run, time and GPU) while both were counted. */
+struct seen {
+  struct seen_key {
+    double t;
+    unsigned gpu;
+    int used;
+  } * k;
+  size_t n, cap; /* cap a power of two, at least 2 n */
+};
+
+/* 1 when (gpu, t) was seen before, 0 when new (now recorded), -1 ENOMEM. */
+static int seen_add(struct seen *s, unsigned gpu, double t) {
+  if (2 * (s->n + 1) > s->cap) {
+    size_t nc = s->cap ? 2 * s->cap : 1024;
+    struct seen_key *nk = calloc(nc, sizeof *nk);
+    if (!nk)
+      return -1;
+    for (size_t i = 0; i < s->cap; i++)
+      if (s->k[i].used) {
+        size_t j = fnv(&s->k[i].t, sizeof s->k[i].t,
+                       fnv(&s->k[i].gpu, sizeof s->k[i].gpu, FNV0)) &
+                   (nc - 1);
+        while (nk[j].used)
+          j = (j + 1) & (nc - 1);
+        nk[j] = s->k[i];
+      }
+    free(s->k);
+    s->k = nk;
+    s->cap = nc;
+  }
+  if (t == 0)
+    t = 0; /* -0.0 and 0.0 are one time */
+  size_t j = fnv(&t, sizeof t, fnv(&gpu, sizeof gpu, FNV0)) & (s->cap - 1);
+  for (; s->k[j].used; j = (j + 1) & (s->cap - 1))
+    if (s->k[j].gpu == gpu && s->k[j].t == t)
+      return 1;
+  s->k[j] = (struct seen_key){t, gpu, 1};
+  s->n++;
+  return 0;
+}
+
+static int cmp_order(const void *a, const void *b) {
+  const struct pfi_prom_gpu *x = *(const struct pfi_prom_gpu *const *)a;
+  const struct pfi_prom_gpu *y = *(const struct pfi_prom_gpu *const *)b;
+  return (x->order > y->order) - (x->order < y->order);
 }
 
 static int import_prom(int argc, char **argv) {
@@ -281,10 +371,8 @@ static int import_prom(int argc, char **argv) {
         return pfi_cli_usage("trace", "--cap: '%s' is not a cap in W", optarg);
       break;
     case 'i':
-      if (pfi_cli_parse_duration(optarg, &interval, &err) != 0 ||
-          !(interval > 0))
-        return pfi_cli_usage("trace", "--interval: '%s' is not a duration",
-                             optarg);
+      if (pfi_parse_duration(optarg, PFI_DUR_INTERVAL, &interval, &err) != 0)
+        return pfi_cli_usage("trace", "--interval: %s", err.msg);
       break;
     case 's':
       strict = 1;
@@ -306,6 +394,9 @@ static int import_prom(int argc, char **argv) {
   struct scrape *sc = NULL;
   size_t nsc = 0, csc = 0;
   struct hosts hosts = {0};
+  struct seen seen = {0};
+  struct pfi_prom_gpu **byorder = NULL;
+  long duplicates = 0, skipped = 0;
   struct pfi_store *st = NULL;
   int status = 0, in_batch = 0;
   long malformed = 0, samples = 0;
@@ -360,6 +451,8 @@ static int import_prom(int argc, char **argv) {
         }
         struct scrape *cur = &sc[nsc];
         cur->g = NULL;
+        cur->path = path;
+        cur->line = line0 + 1;
         int n = pfi_prom_parse(path, start, (size_t)(q - start), &cur->g, &ps,
                                &err);
         if (n < 0) {
@@ -434,35 +527,74 @@ static int import_prom(int argc, char **argv) {
     goto dbfail;
   double t_end = 0;
   for (size_t i = 0; i < nsc; i++) {
+    /* In order of appearance, so that hosts are numbered as they come. */
+    free(byorder);
+    byorder = malloc((sc[i].n ? (size_t)sc[i].n : 1) * sizeof *byorder);
+    if (!byorder) {
+      pfi_error_set(&err, PFI_ENOMEM, "out of memory");
+      goto dbfail;
+    }
+    for (int k = 0; k < sc[i].n; k++)
+      byorder[k] = &sc[i].g[k];
+    qsort(byorder, (size_t)sc[i].n, sizeof *byorder, cmp_order);
+    long dups = 0;
+    double dup_t = 0;
     for (int k = 0; k < sc[i].n; k++) {
-      struct pfi_prom_gpu *g = &sc[i].g[k];
-      int h = host_rank(&hosts, g->host);
-      if (h < 0 || g->gpu > 255 || h > 1000) {
+      struct pfi_prom_gpu *g = byorder[k];
+      long h = host_rank(&hosts, g->host);
+      if (h < 0) {
+        pfi_error_set(&err, PFI_ENOMEM, "out of memory");
+        goto dbfail;
+      }
+      if (g->gpu > 255 || h >= HOSTS_MAX) {
         fprintf(stderr,
                 "pfi trace: GPU %d of host '%s' skipped (more than "
-                "256 GPUs per host or 1000 hosts)\n",
-                g->gpu, g->host);
+                "256 GPUs per host or %d hosts)\n",
+                g->gpu, g->host, HOSTS_MAX);
+        skipped++;
         continue;
       }
+      unsigned gid = (unsigned)(256 * h + g->gpu);
       struct pfi_sample s = g->s;
       if (!(s.t_s > 0))
         s.t_s = (double)i * interval;
+      int r = seen_add(&seen, gid, s.t_s);
+      if (r < 0) {
+        pfi_error_set(&err, PFI_ENOMEM, "out of memory");
+        goto dbfail;
+      }
+      if (r > 0) {
+        if (dups++ == 0)
+          dup_t = s.t_s;
+        continue;
+      }
       if (s.t_s > t_end)
         t_end = s.t_s;
-      if (pfi_store_add_sample(st, ri.id, (unsigned)(256 * h + g->gpu), &s,
-                               &err) < 0)
+      if (pfi_store_add_sample(st, ri.id, gid, &s, &err) < 0)
         goto dbfail;
       samples++;
+    }
+    if (dups) {
+      fprintf(stderr,
+              "pfi trace: warning: %s:%ld: the scrape starting here repeats "
+              "the time %.3f s of an earlier one for %ld GPU sample(s); the "
+              "earlier kept\n",
+              sc[i].path, sc[i].line, dup_t, dups);
+      duplicates += dups;
     }
   }
   if (pfi_store_run_end(st, ri.id, PFI_RUN_COMPLETE, t_end, -1, &err) < 0 ||
       pfi_store_commit(st, &err) < 0)
     goto dbfail;
   in_batch = 0;
+  char extra[128] = "";
+  if (duplicates || skipped)
+    snprintf(extra, sizeof extra, " (%ld repeated, %ld out of range skipped)",
+             duplicates, skipped);
   fprintf(stderr,
           "pfi trace: imported %zu scrape(s), %ld GPU sample(s) as run %lld "
-          "of job %s%s\n",
-          nsc, samples, (long long)ri.id, ri.job,
+          "of job %s%s%s\n",
+          nsc, samples, (long long)ri.id, ri.job, extra,
           malformed ? " (malformed lines skipped)" : "");
   goto out;
 dbfail:
@@ -479,6 +611,9 @@ out:
   free(texts);
   free(lens);
   free(hosts.name);
+  free(hosts.h);
+  free(seen.k);
+  free(byorder);
   return status;
 }
 

@@ -9,9 +9,52 @@
 #include <string.h>
 #include <sys/stat.h>
 
+/* Line and column (1-based) of byte `at` in buf, counting "\n", "\r\n" and
+ * a lone "\r" as line ends, as the CSV reader does; a UTF-8 byte-order mark
+ * at the start is not a column. */
+static void locate(const char *b, size_t at, long *line, long *col) {
+  size_t i = 0, start = 0;
+  if (at >= 3 && (unsigned char)b[0] == 0xEF && (unsigned char)b[1] == 0xBB &&
+      (unsigned char)b[2] == 0xBF)
+    i = start = 3;
+  long l = 1;
+  for (; i < at; i++)
+    if (b[i] == '\n' || (b[i] == '\r' && b[i + 1] != '\n')) {
+      l++;
+      start = i + 1;
+    }
+  *line = l;
+  *col = (long)(at - start) + 1;
+}
+
+/* Walks the line ends in b[from, to) from a line that starts at *start;
+ * returns the start of a line longer than PFI_LINE_MAX bytes (a lone "\r"
+ * ends a line too), or (size_t)-1, leaving *start at the last line's start.
+ * memchr on "\n" keeps it fast; "\r" is only looked for in a long line. */
+static size_t long_line(const char *b, size_t *start, size_t from, size_t to) {
+  size_t s = *start, i = from;
+  for (;;) {
+    const char *nl = memchr(b + i, '\n', to - i);
+    size_t end = nl ? (size_t)(nl - b) : to;
+    while (end - s > PFI_LINE_MAX) {
+      const char *cr = memchr(b + s, '\r', end - s);
+      if (!cr || (size_t)(cr - b) - s > PFI_LINE_MAX)
+        return s;
+      s = (size_t)(cr - b) + 1;
+    }
+    if (!nl)
+      break;
+    s = end + 1;
+    i = end + 1;
+  }
+  *start = s;
+  return (size_t)-1;
+}
+
 int pfi_read_file(const char *path, char **out, size_t *len,
                   struct pfi_error *err) {
   int from_stdin = strcmp(path, "-") == 0;
+  const char *name = from_stdin ? "<stdin>" : path;
   FILE *fp = from_stdin ? stdin : fopen(path, "rb");
   if (!fp)
     /* An input that cannot be opened is bad input (exit status 2), not a
@@ -26,42 +69,63 @@ int pfi_read_file(const char *path, char **out, size_t *len,
       (unsigned long long)sb.st_size < (unsigned long long)SIZE_MAX / 2)
     cap = (size_t)sb.st_size + 2;
   char *buf = malloc(cap);
+  int rc = 0;
   if (!buf) {
-    if (!from_stdin)
-      fclose(fp);
-    return pfi_error_set(err, PFI_ENOMEM, "out of memory reading %s", path);
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory reading %s", path);
+    goto out;
   }
+  /* Start of the line being read: a NUL byte or a line longer than
+   * PFI_LINE_MAX is refused as soon as it has been read, so an endless
+   * input (/dev/zero, a stream without line ends) costs bounded memory. */
+  size_t line_start = 0;
   for (;;) {
     if (cap - n < 2) {
       size_t ncap = cap * 2;
       char *nb = realloc(buf, ncap);
       if (!nb) {
-        free(buf);
-        if (!from_stdin)
-          fclose(fp);
-        return pfi_error_set(err, PFI_ENOMEM, "out of memory reading %s", path);
+        rc = pfi_error_set(err, PFI_ENOMEM, "out of memory reading %s", path);
+        goto out;
       }
       buf = nb;
       cap = ncap;
     }
     size_t got = fread(buf + n, 1, cap - n - 1, fp);
-    n += got;
     if (got == 0)
       break;
+    buf[n + got] = '\0';
+    const char *z = memchr(buf + n, '\0', got);
+    long line, col;
+    if (z) {
+      locate(buf, (size_t)(z - buf), &line, &col);
+      rc = pfi_error_setloc(err, PFI_EPARSE, name, line, col,
+                            "NUL byte in the input (a binary file?)");
+      goto out;
+    }
+    size_t from = n;
+    n += got;
+    size_t at = long_line(buf, &line_start, from, n);
+    if (at != (size_t)-1) {
+      locate(buf, at, &line, &col);
+      rc = pfi_error_setloc(err, PFI_EPARSE, name, line, 1,
+                            "line longer than %d bytes", PFI_LINE_MAX);
+      goto out;
+    }
   }
-  int bad = ferror(fp), saved = errno;
-  if (!from_stdin)
-    fclose(fp);
-  if (bad) {
-    free(buf);
+  if (ferror(fp)) {
     /* A directory opens but does not read (EISDIR): say why. */
-    return pfi_error_setloc(err, PFI_EIO, path, 0, 0, "read error: %s",
-                            strerror(saved));
+    rc = pfi_error_setloc(err, PFI_EIO, path, 0, 0, "read error: %s",
+                          strerror(errno));
+    goto out;
   }
   buf[n] = '\0';
   *out = buf;
   *len = n;
-  return 0;
+  buf = NULL;
+out:
+  free(buf);
+  if (!from_stdin)
+    fclose(fp);
+  return rc;
 }
 
 static int is_blank(char c) { return c == ' ' || c == '\t'; }

@@ -135,10 +135,16 @@ int pfi_curveset_restrict(struct pfi_curveset *set, const double *caps,
     memcpy(u, caps, ncaps * sizeof *u);
   qsort(u, ncaps, sizeof *u, cmp_double);
   size_t m = 0;
-  for (size_t j = 0; j < ncaps; j++)
-    if (m == 0 || !cap_match(u[m - 1], u[j]))
-      u[m++] = u[j];
   int rc = 0;
+  for (size_t j = 0; j < ncaps; j++) {
+    if (m > 0 && cap_match(u[m - 1], u[j])) {
+      /* A cap listed twice is a typo for another cap, not a request. */
+      rc = pfi_error_set(err, PFI_EINVAL, "--caps: cap %g W is listed twice",
+                         u[j]);
+      goto out;
+    }
+    u[m++] = u[j];
+  }
   if (m < 2) {
     rc = pfi_error_set(err, PFI_EINVAL,
                        "--caps: needs at least 2 distinct caps, got %zu", m);
@@ -307,7 +313,17 @@ static int parse_map(const char *map, struct colmap *cm,
                          tok);
       break;
     }
-    free(cm->name[which]);
+    if (cm->name[which]) {
+      rc = pfi_error_set(err, PFI_EINVAL, "--map: '%s' is mapped twice", tok);
+      break;
+    }
+    for (int k = 0; k < PFI_COL__COUNT && rc == 0; k++)
+      if (cm->name[k] && strcmp(cm->name[k], eq + 1) == 0)
+        rc = pfi_error_set(err, PFI_EINVAL,
+                           "--map: column '%s' is mapped to both %s and %s",
+                           eq + 1, col_names[k], tok);
+    if (rc < 0)
+      break;
     cm->name[which] = strdup(eq + 1);
     cm->num[which] = 0;
     if (!cm->name[which]) {

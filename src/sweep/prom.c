@@ -54,7 +54,35 @@ struct gpuset {
   struct pfi_prom_gpu *v;
   size_t n, cap;
   size_t last; /* the GPU of the previous line: most lines repeat it */
+  /* Open-addressing hash of (host, gpu) -> index + 1 into v (0: empty),
+   * hcap a power of two at least twice n: a scrape of many hosts costs a
+   * hash probe per line, not a scan of every GPU seen so far. */
+  size_t *h, hcap;
 };
+
+static size_t gpu_hash(const char *host, int gpu) {
+  uint64_t x = 1469598103934665603ull; /* FNV-1a */
+  for (const unsigned char *c = (const unsigned char *)host; *c; c++)
+    x = (x ^ *c) * 1099511628211ull;
+  x = (x ^ (uint64_t)(unsigned)gpu) * 1099511628211ull;
+  return (size_t)(x ^ (x >> 29));
+}
+
+static int gpuset_rehash(struct gpuset *gs, size_t ncap) {
+  size_t *nh = calloc(ncap, sizeof *nh);
+  if (!nh)
+    return -1;
+  for (size_t i = 0; i < gs->n; i++) {
+    size_t k = gpu_hash(gs->v[i].host, gs->v[i].gpu) & (ncap - 1);
+    while (nh[k])
+      k = (k + 1) & (ncap - 1);
+    nh[k] = i + 1;
+  }
+  free(gs->h);
+  gs->h = nh;
+  gs->hcap = ncap;
+  return 0;
+}
 
 static int is_name_start(int c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
@@ -227,11 +255,24 @@ static struct pfi_prom_gpu *gpu_slot(struct gpuset *gs,
     if (g->gpu == lb->gpu && strcmp(g->host, lb->host) == 0)
       return g;
   }
-  for (size_t i = 0; i < gs->n; i++)
-    if (gs->v[i].gpu == lb->gpu && strcmp(gs->v[i].host, lb->host) == 0) {
-      gs->last = i;
-      return &gs->v[i];
+  size_t k = 0;
+  if (gs->hcap) {
+    k = gpu_hash(lb->host, lb->gpu) & (gs->hcap - 1);
+    for (; gs->h[k]; k = (k + 1) & (gs->hcap - 1)) {
+      size_t i = gs->h[k] - 1;
+      if (gs->v[i].gpu == lb->gpu && strcmp(gs->v[i].host, lb->host) == 0) {
+        gs->last = i;
+        return &gs->v[i];
+      }
     }
+  }
+  if (2 * (gs->n + 1) > gs->hcap) {
+    if (gpuset_rehash(gs, gs->hcap ? 2 * gs->hcap : 16) < 0)
+      return NULL;
+    k = gpu_hash(lb->host, lb->gpu) & (gs->hcap - 1);
+    while (gs->h[k])
+      k = (k + 1) & (gs->hcap - 1);
+  }
   if (gs->n == gs->cap) {
     size_t nc = gs->cap ? 2 * gs->cap : 8;
     struct pfi_prom_gpu *nv = realloc(gs->v, nc * sizeof *nv);
@@ -244,6 +285,8 @@ static struct pfi_prom_gpu *gpu_slot(struct gpuset *gs,
   memset(g, 0, sizeof *g);
   snprintf(g->host, sizeof g->host, "%s", lb->host);
   g->gpu = lb->gpu;
+  g->order = (long)gs->n;
+  gs->h[k] = gs->n + 1;
   gs->last = gs->n++;
   return g;
 }
@@ -379,6 +422,7 @@ int pfi_prom_parse(const char *name, const char *text, size_t len,
   rc = (int)gs.n;
 out:
   free(gs.v);
+  free(gs.h);
   return rc;
 }
 

@@ -23,6 +23,7 @@
 #include "internal.h"
 #include "pfi/capset.h"
 #include "pfi/device.h"
+#include "pfi/duration.h"
 #include "pfi/emu.h"
 #include "pfi/prom.h"
 #include "pfi/throughput.h"
@@ -868,6 +869,17 @@ int pfi_sweep_run(struct pfi_store *st, const struct pfi_sweep_opts *o,
     if (!(o->caps_w[i] > 0 && o->caps_w[i] < 1e5))
       return pfi_error_set(err, PFI_EINVAL, "cap %g W is not a valid cap",
                            o->caps_w[i]);
+  /* The same bounds as the command line's (0: the default; a negative
+   * cooldown: none). */
+  if ((o->duration_s != 0 && pfi_duration_check(PFI_DUR_DURATION, o->duration_s,
+                                                "duration", err) < 0) ||
+      (o->interval_s != 0 && pfi_duration_check(PFI_DUR_INTERVAL, o->interval_s,
+                                                "interval", err) < 0) ||
+      (o->cooldown_s > 0 && pfi_duration_check(PFI_DUR_COOLDOWN, o->cooldown_s,
+                                               "cooldown", err) < 0) ||
+      (o->grace_s != 0 &&
+       pfi_duration_check(PFI_DUR_GRACE, o->grace_s, "grace", err) < 0))
+    return PFI_EINVAL;
   if (o->telemetry && strcmp(o->telemetry, "device") != 0 &&
       (strncmp(o->telemetry, "dcgm-exporter:", 14) != 0 || !o->telemetry[14]))
     return pfi_error_set(err, PFI_EINVAL,

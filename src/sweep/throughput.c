@@ -69,6 +69,12 @@ int pfi_jsonl_parse_line(const char *name, long line, const char *text,
     i++;
   if (i == len)
     return 0;
+  /* jansson stops at a raw NUL byte as at the end of the text and would
+   * accept what precedes it: a line holding one is corrupt. */
+  const char *z = memchr(text, '\0', len);
+  if (z)
+    return pfi_error_setloc(err, PFI_EPARSE, name, line, (long)(z - text) + 1,
+                            "NUL byte in the line");
   json_error_t je;
   memset(&je, 0, sizeof je);
   o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);

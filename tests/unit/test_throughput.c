@@ -50,6 +50,20 @@ static void jsonl_lines(void **state) {
                    PFI_EPARSE);
   assert_int_equal(parse("{\"t\": 1, \"t\": 2, \"tokens\": 5}", &st, &el, &err),
                    PFI_EPARSE);
+  /* A raw NUL byte, after a complete object or inside one, is refused at
+   * its column (1-based: byte 22 of the first, 19 of the
+   * second, which jansson alone takes for a whole object). */
+  static const char nul1[] = "{\"tokens_per_s\": 5}  \0 junk";
+  static const char nul2[] = "{\"tokens_per_s\": 5\0}"; /* jansson: ok */
+  assert_int_equal(
+      pfi_jsonl_parse_line("t.jsonl", 7, nul1, sizeof nul1 - 1, &st, &el, &err),
+      PFI_EPARSE);
+  ASSERT_EQ_INT(err.column, 22);
+  assert_non_null(strstr(err.msg, "NUL"));
+  assert_int_equal(
+      pfi_jsonl_parse_line("t.jsonl", 7, nul2, sizeof nul2 - 1, &st, &el, &err),
+      PFI_EPARSE);
+  ASSERT_EQ_INT(err.column, 19);
 }
 
 /* Cumulative tokens give rates by difference: (3000-1000)/(12-10) = 1000
