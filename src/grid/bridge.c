@@ -3,6 +3,8 @@
  * include/pfi/bridge.h. */
 #include "pfi/bridge.h"
 
+#include "grid_int.h"
+
 #include <curl/curl.h>
 #include <jansson.h>
 #include <math.h>
@@ -141,26 +143,6 @@ void pfi_pfid_client_close(struct pfi_pfid_client *c) {
   free(c);
 }
 
-struct buf {
-  char *p;
-  size_t n;
-};
-
-static size_t on_data(char *p, size_t sz, size_t n, void *ud) {
-  struct buf *b = ud;
-  size_t k = sz * n;
-  if (b->n + k > (4u << 20))
-    return 0;
-  char *q = realloc(b->p, b->n + k + 1);
-  if (!q)
-    return 0;
-  memcpy(q + b->n, p, k);
-  b->n += k;
-  q[b->n] = 0;
-  b->p = q;
-  return k;
-}
-
 /* method path [body] -> parsed JSON answer (2xx only). */
 static int call(struct pfi_pfid_client *c, const char *method, const char *path,
                 const char *body, json_t **out, struct pfi_error *err) {
@@ -169,7 +151,7 @@ static int call(struct pfi_pfid_client *c, const char *method, const char *path,
   CURL *h = curl_easy_init();
   if (!h)
     return pfi_error_set(err, PFI_ENOMEM, "pfid: cannot start a request");
-  struct buf b = {0};
+  struct pfi__http_body b = {.max = 4u << 20};
   struct curl_slist *hd = curl_slist_append(NULL, "Accept: application/json");
   if (body)
     hd = curl_slist_append(hd, "Content-Type: application/json");
@@ -182,7 +164,7 @@ static int call(struct pfi_pfid_client *c, const char *method, const char *path,
   curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
   curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 5000L);
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, pfi__http_body_write);
   curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
   if (body)
     curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
@@ -199,15 +181,15 @@ static int call(struct pfi_pfid_client *c, const char *method, const char *path,
                          method, path, st);
     else if (st < 200 || st > 299)
       rc = pfi_error_set(err, PFI_EIO, "pfid: %s %s: HTTP %ld%s%.200s", method,
-                         path, st, b.p ? ": " : "", b.p ? b.p : "");
+                         path, st, b.buf ? ": " : "", b.buf ? b.buf : "");
   }
   if (rc == 0 && out) {
-    *out = json_loadb(b.p ? b.p : "", b.n, 0, NULL);
+    *out = json_loadb(b.buf ? b.buf : "", b.len, 0, NULL);
     if (!*out)
       rc = pfi_error_set(err, PFI_EPARSE, "pfid: %s %s: answer is not JSON",
                          method, path);
   }
-  free(b.p);
+  free(b.buf);
   curl_slist_free_all(hd);
   curl_easy_cleanup(h);
   return rc;

@@ -3,6 +3,8 @@
  * programs, events, reports, subscriptions. See include/pfi/openadr.h. */
 #include "pfi/openadr.h"
 
+#include "grid_int.h"
+
 #include <curl/curl.h>
 #include <jansson.h>
 #include <math.h>
@@ -24,16 +26,12 @@ struct pfi_ven {
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static void curl_init_once(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
 
-struct body {
-  char *buf;
-  size_t len;
-  int overflow;
-};
+#define body pfi__http_body
 
-static size_t on_data(char *p, size_t sz, size_t n, void *ud) {
-  struct body *b = ud;
+size_t pfi__http_body_write(char *p, size_t sz, size_t n, void *ud) {
+  struct pfi__http_body *b = ud;
   size_t k = sz * n;
-  if (b->len + k > PFI_OADR_MAX_BODY) {
+  if (b->len + k > b->max) {
     b->overflow = 1;
     return 0;
   }
@@ -109,6 +107,7 @@ static int http(struct pfi_ven *v, const char *method, const char *url,
   if (!c)
     return pfi_error_set(err, PFI_ENOMEM, "VEN: cannot start a request");
   memset(b, 0, sizeof *b);
+  b->max = PFI_OADR_MAX_BODY;
   struct curl_slist *h = NULL;
   char hdr[4200];
   int rc = 0;
@@ -127,7 +126,7 @@ static int http(struct pfi_ven *v, const char *method, const char *url,
   curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, v->timeout_ms);
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, v->timeout_ms);
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, pfi__http_body_write);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, b);
   curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
