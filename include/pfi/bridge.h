@@ -89,6 +89,11 @@ int pfi_pfid_client_status(struct pfi_pfid_client *c, double *power_w,
 int pfi_pfid_client_events(struct pfi_pfid_client *c,
                            struct pfi_bridge_event *out, size_t max,
                            struct pfi_error *err);
+/* Every job's throughput (GET /v1/jobs; a job on several nodes counted
+ * once, as its first node reports it): names copied into name[i] (64
+ * bytes each), throughput into tput[i]. Returns the number of jobs. */
+int pfi_pfid_client_jobs(struct pfi_pfid_client *c, char (*name)[64],
+                         double *tput, size_t max, struct pfi_error *err);
 /* POST /v1/events; DELETE /v1/events/ID. */
 int pfi_pfid_client_post(struct pfi_pfid_client *c,
                          const struct pfi_bridge_event *e,

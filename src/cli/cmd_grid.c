@@ -33,6 +33,8 @@ static const char usage_text[] =
     "       pfi grid bridge --pfid URL --pfid-token-file FILE [SOURCES]\n"
     "                       [--config FILE] [--interval D] [--report D]\n"
     "                       [--overlap D] [--once]\n"
+    "       pfi grid event-report --log DIR --contract FILE --tiers FILE\n"
+    "                             --out DIR [--config FILE] [--nodes N]\n"
     "       pfi grid curves --curves FILE --config FILE --level node|meter\n"
     "                       [--gpus-per-node N]\n"
     "       pfi grid meter [--config FILE] [--gpu-w W[,W...]]\n"
@@ -84,7 +86,15 @@ static const char usage_text[] =
     "USAGE, DEMAND (the fleet's GPU power) and BASELINE every --report\n"
     "(default 15m) during an event. A VTN that cannot be reached leaves the\n"
     "last timeline in force. SIGTERM stops the bridge; pfid keeps its events.\n"
-    "--once: one sync, then exit.\n"
+    "--once: one sync, then exit. --log DIR appends the fleet's target and\n"
+    "power (series.csv) and each job's throughput (jobs.csv) every sync.\n"
+    "\n"
+    "event-report: one logged event against the contract (--contract: CSV\n"
+    "job,tier[,tenant][,deadline_tput]): per job and tenant the throughput\n"
+    "lost against the tier's allowance and any violation with its reason,\n"
+    "requested and realized cut, time above target, energy shed at the meter\n"
+    "(GPU power spread over --nodes nodes through the --config chain); writes\n"
+    "compliance.csv and event.html into --out and prints a JSON summary.\n"
     "\n"
     "capacity: the power the jobs could shed at <= 1, 2, 5, 10, 20 %\n"
     "throughput loss with every job kept within its tier (--tiers: CSV\n"
@@ -280,6 +290,9 @@ static int parse(int argc, char **argv, struct opts *o) {
       {"overlap", required_argument, NULL, O_OVERLAP},
       {"report", required_argument, NULL, O_REPORT},
       {"once", no_argument, NULL, O_ONCE},
+      {"log", required_argument, NULL, O_LOG},
+      {"out", required_argument, NULL, O_OUT},
+      {"nodes", required_argument, NULL, O_NODES},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   int c;
@@ -340,6 +353,17 @@ static int parse(int argc, char **argv, struct opts *o) {
       break;
     case O_ONCE:
       o->once = 1;
+      break;
+    case O_LOG:
+      o->logdir = optarg;
+      break;
+    case O_OUT:
+      o->outdir = optarg;
+      break;
+    case O_NODES:
+      if (pfi_cli_parse_ulong(optarg, &o->nodes) < 0 || o->nodes == 0 ||
+          o->nodes > 1000000)
+        return pfi__grid_usage("--nodes: expected 1-1000000, got '%s'", optarg);
       break;
     case O_OVERLAP:
     case O_REPORT: {
@@ -653,6 +677,8 @@ int cmd_grid(int argc, char **argv) {
     return pfi__grid_capacity(&o);
   if (strcmp(sub, "curves") == 0)
     return pfi__grid_curves(&o);
+  if (strcmp(sub, "event-report") == 0)
+    return pfi__grid_event_report(&o);
   if (strcmp(sub, "bridge") == 0) {
     struct pfi_ven *ven = NULL;
     if (o.vtn && (rc = open_ven(&o, &ven)) != 0)

@@ -48,7 +48,10 @@ enum {
   O_PFID_TOKEN,
   O_OVERLAP,
   O_REPORT,
-  O_ONCE
+  O_ONCE,
+  O_LOG,
+  O_OUT,
+  O_NODES
 };
 
 struct opts {
@@ -69,6 +72,8 @@ struct opts {
   const char *pfid, *pfid_token;
   double overlap, report_s;
   int once;
+  const char *logdir, *outdir;
+  unsigned long nodes;
   double interval, limit, floor;
 };
 
@@ -83,5 +88,7 @@ int pfi__grid_meter(const struct opts *o);
 struct pfi_ven;
 /* cmd_grid_bridge.c; ven may be NULL (no VTN). */
 int pfi__grid_bridge(const struct opts *o, struct pfi_ven *ven);
+/* cmd_grid_event.c */
+int pfi__grid_event_report(const struct opts *o);
 
 #endif

@@ -87,6 +87,38 @@ static int read_files(const struct opts *o, const struct pfi_oadr_config *cfg,
   return 0;
 }
 
+/* Appends one sample to DIR/series.csv and DIR/jobs.csv (headers when new). */
+static void log_sample(const char *dir, struct pfi_pfid_client *pc, double t,
+                       double target_w, double power_w) {
+  char p[4200];
+  snprintf(p, sizeof p, "%s/series.csv", dir);
+  struct stat st;
+  int fresh = stat(p, &st) != 0;
+  FILE *f = fopen(p, "ae");
+  if (f) {
+    if (fresh)
+      fputs("t_s,target_w,power_w\n", f);
+    fprintf(f, "%.3f,%.6f,%.6f\n", t, target_w, power_w);
+    fclose(f);
+  }
+  static char name[512][64];
+  static double tput[512];
+  struct pfi_error e;
+  int n = pfi_pfid_client_jobs(pc, name, tput, 512, &e);
+  snprintf(p, sizeof p, "%s/jobs.csv", dir);
+  fresh = stat(p, &st) != 0;
+  if (n < 0 || !(f = fopen(p, "ae")))
+    return;
+  if (fresh)
+    fputs("t_s,job,tokens_per_s\n", f);
+  for (int i = 0; i < n; i++) {
+    fprintf(f, "%.3f,", t);
+    pfi_cli_put_csv_field(f, name[i]);
+    fprintf(f, ",%.9g\n", tput[i]);
+  }
+  fclose(f);
+}
+
 int pfi__grid_bridge(const struct opts *o, struct pfi_ven *ven) {
   if (!o->pfid)
     return pfi__grid_usage("bridge: --pfid URL is required%s", "");
@@ -106,6 +138,10 @@ int pfi__grid_bridge(const struct opts *o, struct pfi_ven *ven) {
       return pfi__grid_fail(&err);
   } else
     pfi_meter_config_init(&mc);
+  if (o->logdir && mkdir(o->logdir, 0755) < 0 && errno != EEXIST) {
+    fprintf(stderr, "pfi grid: %s: %s\n", o->logdir, strerror(errno));
+    return PFI_EXIT_FAIL;
+  }
   struct pfi_pfid_client *pc = NULL;
   if (pfi_pfid_client_open(o->pfid, token, &pc, &err) < 0)
     return pfi__grid_fail(&err);
@@ -174,6 +210,8 @@ int pfi__grid_bridge(const struct opts *o, struct pfi_ven *ven) {
     /* Fleet power for the reports, integrated per poll. */
     double pw, tw;
     if (pfi_pfid_client_status(pc, &pw, &tw, &err) == 0) {
+      if (o->logdir)
+        log_sample(o->logdir, pc, wall(), tw, pw);
       double t = wall();
       e_wh += pw * (t - last_t) / 3600;
       last_t = t;

@@ -273,6 +273,32 @@ int pfi_pfid_client_events(struct pfi_pfid_client *c,
   return (int)n;
 }
 
+int pfi_pfid_client_jobs(struct pfi_pfid_client *c, char (*name)[64],
+                         double *tput, size_t max, struct pfi_error *err) {
+  json_t *j;
+  int rc = call(c, "GET", "/v1/jobs", NULL, &j, err);
+  if (rc < 0)
+    return rc;
+  size_t n = 0, i;
+  json_t *e;
+  json_array_foreach(j, i, e) {
+    json_t *id = json_object_get(e, "job"),
+           *t = json_object_get(e, "tokens_per_s");
+    if (!json_is_string(id) || !json_is_number(t) ||
+        !isfinite(json_number_value(t)) || json_number_value(t) < 0)
+      continue;
+    size_t k = 0;
+    while (k < n && strcmp(name[k], json_string_value(id)) != 0)
+      k++;
+    if (k < n || n == max)
+      continue;
+    snprintf(name[n], 64, "%s", json_string_value(id));
+    tput[n++] = json_number_value(t);
+  }
+  json_decref(j);
+  return (int)n;
+}
+
 int pfi_pfid_client_post(struct pfi_pfid_client *c,
                          const struct pfi_bridge_event *e,
                          struct pfi_error *err) {

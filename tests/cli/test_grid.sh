@@ -230,4 +230,39 @@ near "$p" 2.857142857 1e-9 "PFI over GPU power"
 "$PFI" grid curves --curves "$T/x.csv" --config "$T/n.conf" --level meter >"$T/xm.csv"
 near "$(awk -F, 'NR == 3 { print $3 }' "$T/xm.csv")" 9600 1e-9 "meter power of the uncapped point"
 
+# An event report from a log: 2 samples before the event at 1000 W (the
+# baseline), 4 at a 750 W target, realized 740, 760, 745, 750 W, one sample a
+# minute. Meter = 1.3 x GPU power (one node, no other power, PUE 1.3):
+# energy shed = (4 x 1300 - 1.3 x 2995) x 60 / 3600 = 21.775 Wh. 760 W is
+# over 750 x 1.01: 60 s above target, worst +10 W. Job a 100 -> 95 (5 %,
+# flex10: fine); b 300 -> 210 (30 %, flex25: a violation); tenant t1 holds
+# both: 1 - 305/400 = 23.75 %.
+mkdir -p "$T/ev"
+printf 't_s,target_w,power_w\n0,0,1000\n60,0,1000\n120,750,740\n180,750,760\n240,750,745\n300,750,750\n' >"$T/ev/series.csv"
+{
+  echo "t_s,job,tokens_per_s"
+  for t in 0 60; do echo "$t,a,100"; echo "$t,b,300"; done
+  for t in 120 180 240 300; do echo "$t,a,95"; echo "$t,b,210"; done
+} >"$T/ev/jobs.csv"
+printf 'job,tier,tenant\na,flex10,t1\nb,flex25,t1\n' >"$T/ev/contract.csv"
+printf 'tier,max_loss\nflex10,0.10\nflex25,0.25\n' >"$T/ev/tiers.csv"
+printf 'pue = 1.3\n' >"$T/ev/m.conf"
+"$PFI" grid event-report --log "$T/ev" --contract "$T/ev/contract.csv" --tiers "$T/ev/tiers.csv" \
+  --config "$T/ev/m.conf" --out "$T/ev/out" >"$T/ev/s.json" 2>"$T/err" || fail "event-report: $(cat "$T/err")"
+python3 - "$T/ev/s.json" <<'EOF2' || fail "event-report summary"
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert abs(s["energy_shed_wh"] - 21.775) < 1e-9, s
+assert abs(s["requested_cut_w"] - 250) < 1e-9 and abs(s["realized_cut_w"] - 251.25) < 1e-9, s
+assert s["above_target_s"] == 60 and abs(s["worst_over_w"] - 10) < 1e-9, s
+assert s["violations"] == 1 and s["event_s"] == 240, s
+assert abs(s["tenants"][0]["loss"] - 0.2375) < 1e-12, s
+EOF2
+grep -q '^b,t1,flex25,300,210,0.300000,0.250000,1,"lost 30.0 % of throughput, tier flex25 allows 25.0 %"$' "$T/ev/out/compliance.csv" ||
+  fail "compliance.csv: $(cat "$T/ev/out/compliance.csv")"
+grep -q "<svg" "$T/ev/out/event.html" || fail "event.html has no figure"
+printf 'job,tier\na,flex10\n' >"$T/ev/c2.csv"
+"$PFI" grid event-report --log "$T/ev" --contract "$T/ev/c2.csv" --tiers "$T/ev/tiers.csv" --out "$T/ev/o2" 2>"$T/err" >/dev/null
+[ $? = 2 ] && grep -q "job b is in the log but not in the contract" "$T/err" || fail "job missing from the contract: $(cat "$T/err")"
+
 exit $((fails > 0))

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pfi/eventlog.h"
 #include "pfi/flexcap.h"
 #include "pfi/meter.h"
 #include "pfi/openadr.h"
@@ -70,6 +71,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       if (!(tiers[i].max_loss >= 0 && tiers[i].max_loss <= 1))
         abort();
     free(tiers);
+  }
+  /* An event log: series before the first '|', jobs after it. */
+  const char *bar = memchr(s, '|', size);
+  if (bar) {
+    struct pfi_eventlog log;
+    if (pfi_eventlog_load_mem(&log, s, (size_t)(bar - s), bar + 1,
+                              size - (size_t)(bar - s) - 1, &err) == 0) {
+      if (!(log.ev0 > 0 && log.ev1 > log.ev0 && log.ev1 <= log.n) ||
+          !isfinite(log.baseline_w))
+        abort();
+      pfi_eventlog_release(&log);
+    }
   }
   double w;
   if (pfi_dcmi_parse(s, size, &w, &err) == 0 && !(isfinite(w) && w >= 0))

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * One grid event as recorded (by `pfi grid bridge --log DIR`, or written by
+ * hand): the fleet's target and realized GPU power over time, and every
+ * job's throughput, read into the compliance record of
+ * include/pfi/compliance.h.
+ *
+ *   series.csv   t_s,target_w,power_w     (target_w 0: no event in force)
+ *   jobs.csv     t_s,job,tokens_per_s     (one row per job per sample)
+ *
+ * The event is the longest run of samples with target_w > 0. Baselines come
+ * from the samples before it: the fleet's median power and each job's mean
+ * throughput (an error when there are none, or a job has none). Throughput
+ * samples are matched to series samples by time (the last job sample at or
+ * before each series sample; a job with no sample yet in the event is an
+ * error naming it).
+ */
+#ifndef PFI_EVENTLOG_H
+#define PFI_EVENTLOG_H
+
+#include <stddef.h>
+
+#include "pfi/compliance.h"
+#include "pfi/error.h"
+#include "pfi/meter.h"
+
+struct pfi_eventlog {
+  size_t n;                   /* series samples */
+  double *t, *target, *power; /* n each, owned */
+  size_t ev0, ev1;            /* the event: samples [ev0, ev1) */
+  double baseline_w;          /* median power before the event */
+  size_t nj;
+  char **job;       /* nj names, owned */
+  double *job_base; /* nj: mean throughput before the event */
+  double *tput;     /* (ev1 - ev0) x nj, row per event sample */
+};
+
+/* Reads the two files (paths; located errors, PFI_EPARSE). */
+int pfi_eventlog_load(struct pfi_eventlog *log, const char *series_csv,
+                      const char *jobs_csv, struct pfi_error *err);
+/* The same from memory (names series.csv and jobs.csv in messages). */
+int pfi_eventlog_load_mem(struct pfi_eventlog *log, const char *series,
+                          size_t slen, const char *jobs, size_t jlen,
+                          struct pfi_error *err);
+void pfi_eventlog_release(struct pfi_eventlog *log);
+
+/*
+ * Fills `in` (and the arrays it points to, in *meter_w, nt = ev1 - ev0,
+ * caller frees) from the log: dt = median sample spacing; meter power of
+ * each sample from the GPU power spread over `nodes` nodes through the
+ * meter chain; jobs matched to `contract` (every logged job must be in it,
+ * PFI_EINVAL naming it); event length = duration of [ev0, ev1).
+ */
+int pfi_eventlog_compliance(const struct pfi_eventlog *log,
+                            const struct pfi_meter_config *cfg, unsigned nodes,
+                            const struct pfi_contract_job *contract, size_t nc,
+                            const struct pfi_tier *tiers, size_t ntiers,
+                            double notice_s, struct pfi_compliance_input *in,
+                            double **meter_w, struct pfi_contract_job **jobs,
+                            struct pfi_error *err);
+
+#endif

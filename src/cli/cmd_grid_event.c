@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* `pfi grid event-report`: one recorded grid event against the tier
+ * contract: per job and per tenant compliance, energy shed at the meter,
+ * and a page with the target against realized power. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "cmd_grid.h"
+#include "pfi/compliance.h"
+#include "pfi/csv.h"
+#include "pfi/eventlog.h"
+#include "pfi/flexcap.h"
+#include "pfi/meter.h"
+#include "pfi/report.h"
+
+static int load_contract(const char *path, struct pfi_table *t,
+                         struct pfi_contract_job **out, size_t *n,
+                         struct pfi_error *err) {
+  int rc = pfi_table_load(t, path, err);
+  if (rc < 0)
+    return rc;
+  int cj = pfi_table_find(t, "job"), ct = pfi_table_find(t, "tier"),
+      cn = pfi_table_find(t, "tenant"), cd = pfi_table_find(t, "deadline_tput");
+  if (cj < 0 || ct < 0)
+    return pfi_error_setloc(err, PFI_EPARSE, path, 1, 1,
+                            "contract: the header must name job and tier "
+                            "(optional: tenant, deadline_tput)");
+  struct pfi_contract_job *v = calloc(t->nrows + 1, sizeof *v);
+  if (!v)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  for (size_t r = 0; r < t->nrows; r++) {
+    v[r].job = pfi_table_cell(t, r, (size_t)cj);
+    v[r].tier = pfi_table_cell(t, r, (size_t)ct);
+    v[r].tenant = cn >= 0 ? pfi_table_cell(t, r, (size_t)cn) : NULL;
+    v[r].deadline_tput = NAN;
+    const char *d = cd >= 0 ? pfi_table_cell(t, r, (size_t)cd) : NULL;
+    if (d && *d &&
+        (rc = pfi_table_double(t, r, (size_t)cd, &v[r].deadline_tput, err)) <
+            0) {
+      free(v);
+      return rc;
+    }
+    if (!v[r].job || !*v[r].job || !v[r].tier || !*v[r].tier) {
+      free(v);
+      return pfi_error_setloc(err, PFI_EPARSE, path, t->line[r], 1,
+                              "contract: job and tier must not be empty");
+    }
+  }
+  *out = v;
+  *n = t->nrows;
+  return 0;
+}
+
+static int write_page(const char *dir, const struct pfi_eventlog *log,
+                      const double *meter_w, const struct pfi_compliance *c,
+                      const struct pfi_compliance_input *in,
+                      struct pfi_error *err) {
+  size_t ne = log->ev1 - log->ev0;
+  double *x = malloc((ne + 1) * sizeof *x);
+  if (!x)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  for (size_t q = 0; q < ne; q++)
+    x[q] = (log->t[log->ev0 + q] - log->t[log->ev0]) / 60;
+  struct pfi_series s[3] = {{.title = "target (GPU)",
+                             .x = x,
+                             .y = in->target_w,
+                             .n = ne,
+                             .style = PFI_STYLE_LINES,
+                             .color = 1,
+                             .dashed = 1},
+                            {.title = "realized GPU power",
+                             .x = x,
+                             .y = in->realized_w,
+                             .n = ne,
+                             .style = PFI_STYLE_LINES,
+                             .color = 2},
+                            {.title = "power at the meter",
+                             .x = x,
+                             .y = meter_w,
+                             .n = ne,
+                             .style = PFI_STYLE_LINES,
+                             .color = 3}};
+  struct pfi_panel p;
+  pfi_panel_init(&p);
+  p.title = "Target against realized power";
+  p.xlabel = "minutes into the event";
+  p.ylabel = "W";
+  p.series = s;
+  p.nseries = 3;
+  p.key = 1;
+  p.key_pos = "bottom right";
+  struct pfi_figure f = {.width = 900,
+                         .height = 420,
+                         .rows = 1,
+                         .cols = 1,
+                         .panels = &p,
+                         .npanels = 1};
+  char *svg = NULL;
+  int rc = pfi_figure_svg(&f, "ev-", &svg, err);
+  free(x);
+  struct pfi_html h;
+  pfi_html_init(&h);
+  pfi_html_puts(&h, "<!DOCTYPE html><html><head><meta charset='utf-8'>"
+                    "<title>Grid event report</title><style>body{font-family:"
+                    "sans-serif;margin:2em}table{border-collapse:collapse}"
+                    "td,th{border:1px solid #ccc;padding:2px 8px}.bad{color:"
+                    "#b00}</style></head><body><h1>Grid event report</h1>");
+  pfi_html_textf(&h,
+                 "Event of %.0f s; requested cut %.1f W, realized %.1f W "
+                 "(GPU level); %.1f s above target (worst %+.1f W); energy "
+                 "shed at the meter %.3f Wh; %d job(s) in violation.",
+                 in->event_s, c->requested_cut_w, c->realized_cut_w,
+                 c->above_target_s, c->worst_over_w, c->energy_shed_wh,
+                 c->violations);
+  if (rc == 0 && svg) {
+    pfi_html_puts(&h, "<div>");
+    pfi_html_puts(&h, svg);
+    pfi_html_puts(&h, "</div>");
+  } else if (rc < 0) {
+    pfi_html_puts(&h, "<p>(figure not drawn: ");
+    pfi_html_text(&h, err->msg);
+    pfi_html_puts(&h, ")</p>");
+    rc = 0;
+  }
+  free(svg);
+  pfi_html_puts(&h, "<h2>Jobs</h2><table><tr><th>job</th><th>tenant</th>"
+                    "<th>tier</th><th>throughput lost</th><th>allowed</th>"
+                    "<th>violation</th></tr>");
+  for (size_t k = 0; k < c->nj; k++) {
+    pfi_html_puts(&h, "<tr><td>");
+    pfi_html_text(&h, in->jobs[k].job);
+    pfi_html_puts(&h, "</td><td>");
+    pfi_html_text(&h, in->jobs[k].tenant ? in->jobs[k].tenant : "");
+    pfi_html_puts(&h, "</td><td>");
+    pfi_html_text(&h, in->jobs[k].tier);
+    pfi_html_printf(&h, "</td><td>%.2f %%</td><td>%.1f %%</td><td%s>",
+                    100 * c->job[k].loss, 100 * c->job[k].allowance,
+                    c->job[k].violation ? " class='bad'" : "");
+    pfi_html_text(&h, c->job[k].violation ? c->job[k].why : "none");
+    pfi_html_puts(&h, "</td></tr>");
+  }
+  pfi_html_puts(&h, "</table><h2>Tenants</h2><table><tr><th>tenant</th>"
+                    "<th>jobs</th><th>throughput lost</th><th>violations"
+                    "</th></tr>");
+  for (size_t k = 0; k < c->ntenant; k++) {
+    pfi_html_puts(&h, "<tr><td>");
+    pfi_html_text(&h, c->tenant[k].tenant);
+    pfi_html_printf(&h, "</td><td>%zu</td><td>%.2f %%</td><td>%d</td></tr>",
+                    c->tenant[k].jobs, 100 * c->tenant[k].loss,
+                    c->tenant[k].violations);
+  }
+  pfi_html_puts(&h, "</table><p>Provenance: the power and throughput "
+                    "recorded by the bridge from the fleet (emulated GPUs "
+                    "when the fleet runs the emulator).</p></body></html>\n");
+  if (!pfi_html_ok(&h)) {
+    pfi_html_release(&h);
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  }
+  char path[4200];
+  snprintf(path, sizeof path, "%s/event.html", dir);
+  FILE *fp = fopen(path, "we");
+  char *page = pfi_html_detach(&h);
+  if (!fp || fputs(page, fp) == EOF || fclose(fp) != 0) {
+    free(page);
+    return pfi_error_set(err, PFI_EIO, "%s: cannot write: %s", path,
+                         strerror(errno));
+  }
+  free(page);
+  return rc;
+}
+
+int pfi__grid_event_report(const struct opts *o) {
+  if (!o->logdir || !o->contract || !o->tiers || !o->outdir)
+    return pfi__grid_usage("event-report: --log DIR, --contract FILE, "
+                           "--tiers FILE and --out DIR are required%s",
+                           "");
+  struct pfi_error err;
+  pfi_error_clear(&err);
+  struct pfi_meter_config mc;
+  if (o->config) {
+    if (pfi_meter_config_load(o->config, &mc, &err) < 0)
+      return pfi__grid_fail(&err);
+  } else
+    pfi_meter_config_init(&mc);
+  char sp[4200], jp[4200];
+  snprintf(sp, sizeof sp, "%s/series.csv", o->logdir);
+  snprintf(jp, sizeof jp, "%s/jobs.csv", o->logdir);
+  struct pfi_eventlog log;
+  struct pfi_table ct;
+  memset(&ct, 0, sizeof ct);
+  struct pfi_contract_job *contract = NULL, *jobs = NULL;
+  struct pfi_tier *tiers = NULL;
+  size_t nc = 0, nt = 0;
+  double *meter = NULL;
+  struct pfi_compliance c;
+  memset(&c, 0, sizeof c);
+  struct pfi_compliance_input in;
+  int status = 0;
+  memset(&log, 0, sizeof log);
+  if (pfi_eventlog_load(&log, sp, jp, &err) < 0 ||
+      load_contract(o->contract, &ct, &contract, &nc, &err) < 0 ||
+      pfi_tiers_load(o->tiers, &tiers, &nt, &err) < 0 ||
+      pfi_eventlog_compliance(&log, &mc, o->nodes ? (unsigned)o->nodes : 1,
+                              contract, nc, tiers, nt, o->notice, &in, &meter,
+                              &jobs, &err) < 0 ||
+      pfi_compliance_compute(&in, &c, &err) < 0) {
+    status = pfi__grid_fail(&err);
+    goto out;
+  }
+  if (mkdir(o->outdir, 0755) < 0 && errno != EEXIST) {
+    fprintf(stderr, "pfi grid: %s: %s\n", o->outdir, strerror(errno));
+    status = PFI_EXIT_FAIL;
+    goto out;
+  }
+  char path[4200];
+  snprintf(path, sizeof path, "%s/compliance.csv", o->outdir);
+  FILE *fp = fopen(path, "we");
+  if (fp) {
+    fputs("job,tenant,tier,baseline_tput,mean_tput,loss,allowance,violation,"
+          "why\n",
+          fp);
+    for (size_t k = 0; k < c.nj; k++) {
+      pfi_cli_put_csv_field(fp, in.jobs[k].job);
+      fputc(',', fp);
+      pfi_cli_put_csv_field(fp, in.jobs[k].tenant ? in.jobs[k].tenant : "");
+      fputc(',', fp);
+      pfi_cli_put_csv_field(fp, in.jobs[k].tier);
+      fprintf(fp, ",%.9g,%.9g,%.6f,%.6f,%d,", in.jobs[k].baseline_tput,
+              c.job[k].mean_tput, c.job[k].loss, c.job[k].allowance,
+              c.job[k].violation);
+      pfi_cli_put_csv_field(fp, c.job[k].why);
+      fputc('\n', fp);
+    }
+  }
+  if (!fp || fclose(fp) != 0) {
+    fprintf(stderr, "pfi grid: %s: cannot write\n", path);
+    status = PFI_EXIT_FAIL;
+    goto out;
+  }
+  if (write_page(o->outdir, &log, meter, &c, &in, &err) < 0) {
+    status = pfi__grid_fail(&err);
+    goto out;
+  }
+  json_t *t = json_array();
+  for (size_t k = 0; k < c.ntenant; k++)
+    json_array_append_new(
+        t, json_pack("{s:s,s:i,s:f,s:i}", "tenant", c.tenant[k].tenant, "jobs",
+                     (int)c.tenant[k].jobs, "loss", c.tenant[k].loss,
+                     "violations", c.tenant[k].violations));
+  json_t *j = json_pack(
+      "{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:i,s:o,s:s}", "event_s", in.event_s,
+      "baseline_w", in.baseline_w, "requested_cut_w", c.requested_cut_w,
+      "realized_cut_w", c.realized_cut_w, "above_target_s", c.above_target_s,
+      "worst_over_w", c.worst_over_w, "energy_shed_wh", c.energy_shed_wh,
+      "violations", c.violations, "tenants", t, "page", "event.html");
+  status = pfi_cli_print_json(j);
+out:
+  pfi_compliance_release(&c);
+  pfi_eventlog_release(&log);
+  pfi_table_release(&ct);
+  free(contract);
+  free(jobs);
+  free(tiers);
+  free(meter);
+  return status;
+}

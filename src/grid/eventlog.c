@@ -1,0 +1,309 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* A recorded grid event -> the compliance record. See
+ * include/pfi/eventlog.h. */
+#include "pfi/eventlog.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pfi/csv.h"
+
+void pfi_eventlog_release(struct pfi_eventlog *log) {
+  if (!log)
+    return;
+  free(log->t);
+  free(log->target);
+  free(log->power);
+  for (size_t i = 0; i < log->nj; i++)
+    free(log->job[i]);
+  free(log->job);
+  free(log->job_base);
+  free(log->tput);
+  memset(log, 0, sizeof *log);
+}
+
+static int cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double *v, size_t n) {
+  qsort(v, n, sizeof *v, cmp_d);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static int col(const struct pfi_table *t, const char *name,
+               struct pfi_error *err) {
+  int c = pfi_table_find(t, name);
+  if (c < 0)
+    pfi_error_setloc(err, PFI_EPARSE, t->name, 1, 1,
+                     "no column '%s' in the header", name);
+  return c;
+}
+
+static int load_tables(struct pfi_eventlog *log, struct pfi_table *sp,
+                       struct pfi_table *jp, struct pfi_error *err);
+
+int pfi_eventlog_load(struct pfi_eventlog *log, const char *series_csv,
+                      const char *jobs_csv, struct pfi_error *err) {
+  memset(log, 0, sizeof *log);
+  struct pfi_table s, j;
+  int rc = pfi_table_load(&s, series_csv, err);
+  if (rc < 0)
+    return rc;
+  if ((rc = pfi_table_load(&j, jobs_csv, err)) < 0) {
+    pfi_table_release(&s);
+    return rc;
+  }
+  return load_tables(log, &s, &j, err);
+}
+
+int pfi_eventlog_load_mem(struct pfi_eventlog *log, const char *series,
+                          size_t slen, const char *jobs, size_t jlen,
+                          struct pfi_error *err) {
+  memset(log, 0, sizeof *log);
+  struct pfi_table s, j;
+  int rc = pfi_table_load_mem(&s, "series.csv", series, slen, err);
+  if (rc < 0)
+    return rc;
+  if ((rc = pfi_table_load_mem(&j, "jobs.csv", jobs, jlen, err)) < 0) {
+    pfi_table_release(&s);
+    return rc;
+  }
+  return load_tables(log, &s, &j, err);
+}
+
+/* Takes ownership of both tables. */
+static int load_tables(struct pfi_eventlog *log, struct pfi_table *sp,
+                       struct pfi_table *jp, struct pfi_error *err) {
+  struct pfi_table s = *sp, j = *jp;
+  const char *series_csv = s.name, *jobs_csv = j.name;
+  int rc = 0;
+  double *tmp = NULL;
+  size_t *last = NULL;
+  int ct = col(&s, "t_s", err), cg = col(&s, "target_w", err),
+      cp = col(&s, "power_w", err);
+  int jt = col(&j, "t_s", err), jj = col(&j, "job", err),
+      jv = col(&j, "tokens_per_s", err);
+  if (ct < 0 || cg < 0 || cp < 0 || jt < 0 || jj < 0 || jv < 0) {
+    rc = PFI_EPARSE;
+    goto out;
+  }
+  size_t n = s.nrows;
+  log->n = n;
+  log->t = malloc((n + 1) * sizeof *log->t);
+  log->target = malloc((n + 1) * sizeof *log->target);
+  log->power = malloc((n + 1) * sizeof *log->power);
+  tmp = malloc((n + 1) * sizeof *tmp);
+  if (!log->t || !log->target || !log->power || !tmp) {
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  for (size_t r = 0; r < n; r++) {
+    if ((rc = pfi_table_double(&s, r, (size_t)ct, &log->t[r], err)) < 0 ||
+        (rc = pfi_table_double(&s, r, (size_t)cg, &log->target[r], err)) < 0 ||
+        (rc = pfi_table_double(&s, r, (size_t)cp, &log->power[r], err)) < 0)
+      goto out;
+    if (log->target[r] < 0 || log->power[r] < 0 ||
+        (r > 0 && !(log->t[r] > log->t[r - 1]))) {
+      rc = pfi_error_setloc(err, PFI_EPARSE, s.name, s.line[r], 1, "%s",
+                            r > 0 && !(log->t[r] > log->t[r - 1])
+                                ? "t_s: times must increase"
+                                : "negative power");
+      goto out;
+    }
+  }
+  /* The event: the longest run of target > 0. */
+  size_t best0 = 0, best1 = 0;
+  for (size_t r = 0; r < n;) {
+    if (!(log->target[r] > 0)) {
+      r++;
+      continue;
+    }
+    size_t a = r;
+    while (r < n && log->target[r] > 0)
+      r++;
+    if (r - a > best1 - best0) {
+      best0 = a;
+      best1 = r;
+    }
+  }
+  if (best1 == best0 || best0 == 0) {
+    rc = pfi_error_set(err, PFI_EINVAL, "%s: %s", series_csv,
+                       best1 == best0 ? "no event (no sample with target_w > 0)"
+                                      : "no sample before the event to take "
+                                        "the baseline from");
+    goto out;
+  }
+  log->ev0 = best0;
+  log->ev1 = best1;
+  memcpy(tmp, log->power, best0 * sizeof *tmp);
+  log->baseline_w = median(tmp, best0);
+  /* Jobs, in order of appearance. */
+  log->job = calloc(j.nrows + 1, sizeof *log->job);
+  if (!log->job) {
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  for (size_t r = 0; r < j.nrows; r++) {
+    const char *nm = pfi_table_cell(&j, r, (size_t)jj);
+    if (!nm || !*nm) {
+      rc =
+          pfi_error_setloc(err, PFI_EPARSE, j.name, j.line[r], 1, "job: empty");
+      goto out;
+    }
+    size_t k = 0;
+    while (k < log->nj && strcmp(log->job[k], nm) != 0)
+      k++;
+    if (k == log->nj && !(log->job[log->nj++] = strdup(nm))) {
+      rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+      goto out;
+    }
+  }
+  size_t ne = best1 - best0, nj = log->nj;
+  log->job_base = calloc(nj + 1, sizeof *log->job_base);
+  log->tput = malloc((ne * nj + 1) * sizeof *log->tput);
+  last = calloc(nj + 1, sizeof *last);
+  double *cnt = calloc(nj + 1, sizeof *cnt), *cur = calloc(nj + 1, sizeof *cur);
+  if (!log->job_base || !log->tput || !last || !cnt || !cur) {
+    free(cnt);
+    free(cur);
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  for (size_t k = 0; k < nj; k++)
+    cur[k] = NAN;
+  /* Walk the job rows in time order with the series. */
+  size_t r = 0;
+  double prev_t = -INFINITY;
+  for (size_t q = 0; q <= n && rc >= 0; q++) {
+    double until = q < n ? log->t[q] : INFINITY;
+    for (; r < j.nrows && rc >= 0; r++) {
+      double t, v;
+      if ((rc = pfi_table_double(&j, r, (size_t)jt, &t, err)) < 0 ||
+          (rc = pfi_table_double(&j, r, (size_t)jv, &v, err)) < 0)
+        break;
+      if (t < prev_t || v < 0) {
+        rc = pfi_error_setloc(err, PFI_EPARSE, j.name, j.line[r], 1, "%s",
+                              v < 0 ? "negative throughput"
+                                    : "t_s: times must not decrease");
+        break;
+      }
+      if (t > until)
+        break;
+      prev_t = t;
+      const char *nm = pfi_table_cell(&j, r, (size_t)jj);
+      size_t k = 0;
+      while (strcmp(log->job[k], nm) != 0)
+        k++;
+      cur[k] = v;
+      if (q < best0 || (q == best0 && t < log->t[best0])) {
+        log->job_base[k] += v;
+        cnt[k]++;
+      }
+    }
+    if (rc < 0 || q >= n)
+      break;
+    if (q >= best0 && q < best1)
+      for (size_t k = 0; k < nj; k++) {
+        if (isnan(cur[k])) {
+          rc = pfi_error_set(err, PFI_EINVAL,
+                             "%s: job %s has no throughput sample by t_s = "
+                             "%.3f",
+                             jobs_csv, log->job[k], log->t[q]);
+          break;
+        }
+        log->tput[(q - best0) * nj + k] = cur[k];
+      }
+  }
+  for (size_t k = 0; rc >= 0 && k < nj; k++) {
+    if (cnt[k] == 0) {
+      rc = pfi_error_set(err, PFI_EINVAL,
+                         "%s: job %s has no sample before the event (its "
+                         "baseline)",
+                         jobs_csv, log->job[k]);
+      break;
+    }
+    log->job_base[k] /= cnt[k];
+  }
+  free(cnt);
+  free(cur);
+  if (rc >= 0)
+    rc = 0;
+out:
+  free(tmp);
+  free(last);
+  pfi_table_release(&s);
+  pfi_table_release(&j);
+  if (rc < 0)
+    pfi_eventlog_release(log);
+  return rc;
+}
+
+int pfi_eventlog_compliance(const struct pfi_eventlog *log,
+                            const struct pfi_meter_config *cfg, unsigned nodes,
+                            const struct pfi_contract_job *contract, size_t nc,
+                            const struct pfi_tier *tiers, size_t ntiers,
+                            double notice_s, struct pfi_compliance_input *in,
+                            double **meter_w, struct pfi_contract_job **jobs,
+                            struct pfi_error *err) {
+  memset(in, 0, sizeof *in);
+  *meter_w = NULL;
+  *jobs = NULL;
+  if (nodes == 0)
+    return pfi_error_set(err, PFI_EINVAL, "nodes must be >= 1");
+  size_t ne = log->ev1 - log->ev0;
+  double *m = malloc((ne + 1) * sizeof *m);
+  double *dts = malloc((log->n + 1) * sizeof *dts);
+  struct pfi_contract_job *cj = calloc(log->nj + 1, sizeof *cj);
+  if (!m || !dts || !cj) {
+    free(m);
+    free(dts);
+    free(cj);
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  }
+  for (size_t q = 0; q < ne; q++)
+    m[q] = pfi_meter_job_power_w(cfg, log->power[log->ev0 + q], nodes,
+                                 PFI_LEVEL_METER);
+  size_t nd = 0;
+  for (size_t q = 1; q < log->n; q++)
+    dts[nd++] = log->t[q] - log->t[q - 1];
+  double dt = nd ? median(dts, nd) : 1;
+  free(dts);
+  for (size_t k = 0; k < log->nj; k++) {
+    size_t c = 0;
+    while (c < nc && strcmp(contract[c].job, log->job[k]) != 0)
+      c++;
+    if (c == nc) {
+      free(m);
+      free(cj);
+      return pfi_error_set(err, PFI_EINVAL,
+                           "job %s is in the log but not in the contract",
+                           log->job[k]);
+    }
+    cj[k] = contract[c];
+    cj[k].job = log->job[k];
+    cj[k].baseline_tput = log->job_base[k];
+  }
+  in->nt = ne;
+  in->dt_s = dt;
+  in->target_w = log->target + log->ev0;
+  in->realized_w = log->power + log->ev0;
+  in->meter_w = m;
+  in->baseline_w = log->baseline_w;
+  in->baseline_meter_w =
+      pfi_meter_job_power_w(cfg, log->baseline_w, nodes, PFI_LEVEL_METER);
+  in->nj = log->nj;
+  in->jobs = cj;
+  in->tput = log->tput;
+  in->ntier = ntiers;
+  in->tiers = tiers;
+  in->event_s = (double)ne * dt;
+  in->notice_s = notice_s;
+  in->tol = 0.01;
+  *meter_w = m;
+  *jobs = cj;
+  return 0;
+}
