@@ -88,6 +88,12 @@ struct pfi_sweep_result {
   struct pfi_error tput_first_bad;  /* the first of them, located */
   long telemetry_failures;          /* dcgm-exporter scrapes that failed */
   struct pfi_error telemetry_first; /* the first failure */
+  /* Runs some of whose throughput reports were lost (bad lines: malformed,
+   * over-long or not matched in time), each marked in the store (meta key
+   * run.ID.tput_lost). */
+  size_t runs_tput_lost;
+  long tput_resets;                  /* cumulative counter resets, all runs */
+  struct pfi_error tput_first_reset; /* the first of them, located */
 };
 
 /*

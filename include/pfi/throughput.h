@@ -75,5 +75,37 @@ size_t pfi_tput_take(struct pfi_tput *tp, const struct pfi_step **steps);
 double pfi_tput_last_rate(const struct pfi_tput *tp);
 /* Malformed lines seen in this run, and the first as a located error. */
 long pfi_tput_bad_lines(const struct pfi_tput *tp, struct pfi_error *first);
+/*
+ * Regex kind: drains `fd` (the job's stdout, read end of a pipe) from now
+ * on in a reader thread, and matches its lines in a matcher thread, so the
+ * job never blocks on a full pipe and the caller's loop never waits for the
+ * matcher. Lines are stamped with the device clock of pfi_tput_clock(). A
+ * matcher that falls more than 8 MiB behind loses lines, counted as bad
+ * lines. Takes ownership of fd. Returns 0, PFI_EINVAL (not an idle regex
+ * collector), PFI_EIO or PFI_ENOMEM.
+ */
+int pfi_tput_attach(struct pfi_tput *tp, int fd, struct pfi_error *err);
+
+/* Sets the device clock the threads stamp lines with: `dev_now_s` now, and,
+ * when `advancing`, moving on with the real (monotonic) clock. */
+void pfi_tput_clock(struct pfi_tput *tp, double dev_now_s, int advancing);
+
+/*
+ * Ends an attached stream: waits at most `timeout_s` real seconds for the
+ * job's output to end and every line to be matched, then stops the threads
+ * (lines not yet matched count as bad lines) and closes fd. Returns 0, or
+ * PFI_EBUSY when the matcher is stuck in one line: the collector is then
+ * unusable (its matcher thread is left running; pfi_tput_close() leaves
+ * the collector to the process's end).
+ */
+int pfi_tput_detach(struct pfi_tput *tp, double timeout_s,
+                    struct pfi_error *err);
+
+/* Resets of a cumulative "tokens" counter seen in this run (the counter
+ * went down), and the first, located. The line of a reset has no rate; when
+ * the next line resumes above the value before the drop, its rate runs from
+ * that value (a glitch, not a jump of tokens), else from the dropped value
+ * (a restarted counter). */
+long pfi_tput_resets(const struct pfi_tput *tp, struct pfi_error *first);
 
 #endif

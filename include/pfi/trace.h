@@ -28,6 +28,10 @@ struct pfi_summary_opts {
    * curves.csv for having fewer than two usable runs. */
   long *runs_skipped;
   long *jobs_without_curve;
+  /* Summarized runs marked as having lost throughput reports (meta key
+   * run.ID.tput_lost, written by the sweep), and the first such run's id. */
+  long *runs_tput_lost;
+  long long *first_tput_lost;
 };
 
 /* Fills the paper's defaults. */

@@ -409,10 +409,19 @@ int cmd_sweep(int argc, char **argv) {
   if (res.tput_bad_lines) {
     char buf[PFI_ERROR_MSG_MAX + 300];
     fprintf(stderr,
-            "pfi sweep: warning: %ld malformed throughput line(s) skipped; "
+            "pfi sweep: warning: %ld throughput line(s) lost (malformed, "
+            "over-long or not matched) in %zu run(s), marked in the store; "
             "the first: %s\n",
-            res.tput_bad_lines,
+            res.tput_bad_lines, res.runs_tput_lost,
             pfi_error_format(&res.tput_first_bad, buf, sizeof buf));
+  }
+  if (res.tput_resets) {
+    char buf[PFI_ERROR_MSG_MAX + 300];
+    fprintf(stderr,
+            "pfi sweep: warning: %ld reset(s) of the cumulative token "
+            "counter, not counted as throughput; the first: %s\n",
+            res.tput_resets,
+            pfi_error_format(&res.tput_first_reset, buf, sizeof buf));
   }
   if (res.telemetry_failures) {
     char buf[PFI_ERROR_MSG_MAX + 300];

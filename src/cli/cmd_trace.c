@@ -112,6 +112,10 @@ static int summarize(int argc, char **argv) {
   struct pfi_summary_opts so;
   pfi_summary_opts_init(&so);
   long skipped = 0, nocurve = 0;
+  long lost = 0;
+  long long first_lost = -1;
+  so.runs_tput_lost = &lost;
+  so.first_tput_lost = &first_lost;
   so.runs_skipped = &skipped;
   so.jobs_without_curve = &nocurve;
   const char *out = NULL;
@@ -164,6 +168,11 @@ static int summarize(int argc, char **argv) {
   pfi_error_clear(&err);
   int n = pfi_trace_summarize(st, out, &so, &err);
   pfi_store_close(st);
+  if (n < 0 && lost)
+    fprintf(stderr,
+            "pfi trace: %ld run(s) lost throughput reports (the first: run "
+            "%lld, meta key run.%lld.tput_lost)\n",
+            lost, first_lost, first_lost);
   if (n < 0) {
     if (n == PFI_ENOTFOUND)
       err.code = PFI_EPARSE; /* nothing usable in the input: bad input */
@@ -183,6 +192,11 @@ static int summarize(int argc, char **argv) {
             "; %ld job(s) with fewer than 2 usable runs have no "
             "curve",
             nocurve);
+  if (lost)
+    fprintf(stderr,
+            "; %ld run(s) lost throughput reports (the first: run %lld, "
+            "meta key run.%lld.tput_lost)",
+            lost, first_lost, first_lost);
   fputc('\n', stderr);
   return 0;
 }

@@ -42,11 +42,15 @@ extern char **environ;
 #define LOCKSTEP_IDLE_MS 2000
 /* Longest wait for a job to die after SIGKILL, ms. */
 #define KILL_WAIT_MS 30000
+/* Longest wait, real seconds, for the job's stdout to be matched to its end
+ * once the job is stopped (then 1 s more before the matcher is given up). */
+#define TPUT_DRAIN_S 2.0
 
 struct job {
   /* command */
   pid_t pid;
-  int out_fd; /* the job's stdout (regex kind), else -1 */
+  int out_fd;    /* the job's stdout (regex kind), else -1 */
+  int streaming; /* out_fd handed to the collector's threads */
   int exited;
   int status; /* waitpid status */
   /* emulated load */
@@ -316,28 +320,6 @@ out:
   return rc;
 }
 
-/* Reads what the job wrote to stdout (regex kind). */
-static void drain_stdout(struct sweep *sw, struct job *jb, double now,
-                         int final) {
-  if (jb->out_fd < 0)
-    return;
-  char buf[8192];
-  for (;;) {
-    ssize_t r = read(jb->out_fd, buf, sizeof buf);
-    if (r > 0) {
-      pfi_tput_feed(sw->tp, buf, (size_t)r, now);
-      continue;
-    }
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r == 0 || final) {
-      if (final)
-        pfi_tput_feed(sw->tp, NULL, 0, now);
-    }
-    break;
-  }
-}
-
 static int reap(struct job *jb, int block) {
   if (jb->pid <= 0 || jb->exited)
     return jb->exited;
@@ -391,6 +373,31 @@ static void stop_command(struct job *jb, double grace_s) {
   }
 }
 
+/* Marks in the store a run some of whose throughput reports were lost
+ * (malformed, over-long or unmatched lines) or whose cumulative counter
+ * reset: meta keys run.ID.tput_lost and run.ID.tput_resets, each "N: the
+ * first, located". `pfi trace summarize` counts them. */
+static void mark_lost(struct sweep *sw, int64_t run_id, long bad,
+                      const struct pfi_error *first, long resets,
+                      const struct pfi_error *first_reset,
+                      struct pfi_sweep_result *res) {
+  char key[64], val[PFI_ERROR_MSG_MAX + 400], loc[PFI_ERROR_MSG_MAX + 300];
+  struct pfi_error e;
+  if (bad) {
+    snprintf(key, sizeof key, "run.%lld.tput_lost", (long long)run_id);
+    snprintf(val, sizeof val, "%ld: %s", bad,
+             pfi_error_format(first, loc, sizeof loc));
+    pfi_store_meta_set(sw->st, key, val, &e);
+    res->runs_tput_lost++;
+  }
+  if (resets) {
+    snprintf(key, sizeof key, "run.%lld.tput_resets", (long long)run_id);
+    snprintf(val, sizeof val, "%ld: %s", resets,
+             pfi_error_format(first_reset, loc, sizeof loc));
+    pfi_store_meta_set(sw->st, key, val, &e);
+  }
+}
+
 /* Collects the job's throughput reports and stores them. */
 static int collect(struct sweep *sw, struct job *jb, int64_t run_id, double now,
                    int final, struct pfi_error *err) {
@@ -414,7 +421,6 @@ static int collect(struct sweep *sw, struct job *jb, int64_t run_id, double now,
   }
   if (!sw->tp)
     return 0;
-  drain_stdout(sw, jb, now, final);
   if ((rc = pfi_tput_poll(sw->tp, now, final, err)) < 0)
     return rc;
   const struct pfi_step *steps;
@@ -675,6 +681,14 @@ static int one_run(struct sweep *sw, size_t ci, struct pfi_sweep_result *res,
   if (o->argv && o->argv[0] &&
       (rc = start_command(sw, &jb, cap_w, ri.id, err)) < 0)
     goto out;
+  if (jb.out_fd >= 0 && sw->tp) {
+    /* Drained continuously from here on, whatever the interval. */
+    pfi_tput_clock(sw->tp, t0, !sw->virtual_time);
+    if ((rc = pfi_tput_attach(sw->tp, jb.out_fd, err)) < 0)
+      goto out;
+    jb.out_fd = -1;
+    jb.streaming = 1;
+  }
 
   /* Sample until the duration, the job's exit or a stop request. */
   double elapsed = 0;
@@ -683,6 +697,8 @@ static int one_run(struct sweep *sw, size_t ci, struct pfi_sweep_result *res,
       goto out;
     if ((rc = pfi_device_now(sw->dev, &now, err)) < 0)
       goto out;
+    if (sw->tp)
+      pfi_tput_clock(sw->tp, now, !sw->virtual_time);
     elapsed = now - t0;
     if (!in_batch) {
       if ((rc = pfi_store_begin(sw->st, err)) < 0)
@@ -735,6 +751,14 @@ out:
     stop_command(&jb, grace);
     struct pfi_error e2;
     pfi_error_clear(&e2);
+    if (jb.streaming) {
+      /* Bounded: a matcher stuck in one line must not keep the caps. */
+      int r = pfi_tput_detach(sw->tp, TPUT_DRAIN_S, &e2);
+      if (r < 0 && rc == 0) {
+        rc = r;
+        *err = e2;
+      }
+    }
     collect(sw, &jb, ri.id, now, 1, &e2);
     if (jb.out_fd >= 0)
       close(jb.out_fd);
@@ -752,11 +776,17 @@ out:
       res->runs_failed++;
     }
     if (sw->tp) {
-      struct pfi_error first;
+      struct pfi_error first, first_reset;
       long bad = pfi_tput_bad_lines(sw->tp, &first);
       if (bad && !res->tput_bad_lines)
         res->tput_first_bad = first;
       res->tput_bad_lines += bad;
+      long resets = pfi_tput_resets(sw->tp, &first_reset);
+      if (resets && !res->tput_resets)
+        res->tput_first_reset = first_reset;
+      res->tput_resets += resets;
+      if (bad || resets)
+        mark_lost(sw, ri.id, bad, &first, resets, &first_reset, res);
     }
   }
   if (jb.attached)

@@ -8,18 +8,56 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
+#include <poll.h>
+#include <pthread.h>
 #include <regex.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Longest line kept; a longer one is malformed (a job writing megabytes
  * without a newline is not reporting throughput). */
 #define LINE_MAX_BYTES 65536
 
+/* Text of stdout lines waiting for the regex matcher, at most: a matcher
+ * that falls behind loses lines (counted), the job's pipe never fills. */
+#define QUEUE_MAX_BYTES (8u << 20)
+
+/* Longest --throughput regex, and largest count in a {m,n} interval. */
+#define REGEX_MAX_LEN 1024
+#define REGEX_MAX_DUP 255
+
+struct qline {
+  struct qline *next;
+  double t;  /* device time it was read at */
+  long line; /* 1-based line of the job's stdout */
+  size_t n;
+  char s[];
+};
+
 struct pfi_tput {
   enum pfi_tput_kind kind;
+  /* Regex kind with a stream attached (pfi_tput_attach): a reader thread
+   * drains the job's stdout into a queue of lines, a matcher thread runs
+   * the regex on them, so that neither a slow matcher nor the sampling
+   * interval ever blocks the job or the sweep. mu guards the queue, the
+   * collected steps, the bad-line count and the clock. */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int running, abandoned;
+  int fd, wake[2];
+  pthread_t rd, mt;
+  struct qline *qh, *qt;
+  size_t qbytes;
+  int eof, stop, mt_done;
+  long dropped;
+  double clk_dev, clk_mono;
+  int clk_adv;
+  struct pfi_step *taken; /* returned by pfi_tput_take() */
+  size_t ctaken;
   char *path; /* jsonl */
   regex_t re; /* regex */
   int re_ok;
@@ -30,12 +68,62 @@ struct pfi_tput {
   long line; /* lines seen in this run */
   double dev_t0, wall_t0;
   double prev_tokens, prev_t; /* rate base (job clock) */
+  /* A cumulative counter that dropped: the base before the drop, kept for
+   * one line to tell a glitch (the next line resumes above it) from a
+   * restarted counter (it does not). */
+  double hold_tokens, hold_t;
+  int hold;
+  long resets;
+  struct pfi_error first_reset;
   struct pfi_step *steps;
   size_t nsteps, csteps;
   double last_rate;
   long bad;
   struct pfi_error first_bad;
 };
+
+static double mono_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void lock(struct pfi_tput *tp) { pthread_mutex_lock(&tp->mu); }
+static void unlock(struct pfi_tput *tp) { pthread_mutex_unlock(&tp->mu); }
+
+/* Refuses what would make matching take unbounded time or memory:
+ * back-references (glibc accepts \1 even in extended syntax, and matching
+ * them is exponential), counts above REGEX_MAX_DUP in {m,n}, and patterns
+ * longer than REGEX_MAX_LEN. Returns NULL or the reason. */
+static const char *regex_unsafe(const char *re) {
+  if (strlen(re) > REGEX_MAX_LEN)
+    return "longer than 1024 characters";
+  int in_bracket = 0;
+  for (const char *p = re; *p; p++) {
+    if (in_bracket) {
+      if (*p == ']' && !(p[-1] == '[' || (p[-1] == '^' && p[-2] == '[')))
+        in_bracket = 0;
+      continue;
+    }
+    if (*p == '[') {
+      in_bracket = 1;
+      continue;
+    }
+    if (*p == '\\' && p[1]) {
+      if (p[1] >= '1' && p[1] <= '9')
+        return "back-references (\\1...\\9) can make matching take "
+               "exponential time";
+      p++;
+      continue;
+    }
+    if (*p == '{') {
+      for (const char *q = p + 1; *q && *q != '}'; q++)
+        if (*q >= '0' && *q <= '9' && strtol(q, NULL, 10) > REGEX_MAX_DUP)
+          return "a repetition count above 255 in {m,n}";
+    }
+  }
+  return NULL;
+}
 
 static int num_field(json_t *o, const char *key, double *out, int nonneg,
                      const char *name, long line, struct pfi_error *err) {
@@ -140,6 +228,9 @@ int pfi_tput_open(struct pfi_tput **out, const char *spec,
   if (!tp)
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
   tp->last_rate = NAN;
+  tp->fd = tp->wake[0] = tp->wake[1] = -1;
+  pthread_mutex_init(&tp->mu, NULL);
+  pthread_cond_init(&tp->cv, NULL);
   if (strncmp(spec, "jsonl:", 6) == 0 && spec[6]) {
     tp->kind = PFI_TPUT_JSONL;
     tp->path = strdup(spec + 6);
@@ -149,6 +240,12 @@ int pfi_tput_open(struct pfi_tput **out, const char *spec,
     }
   } else if (strncmp(spec, "regex:", 6) == 0 && spec[6]) {
     tp->kind = PFI_TPUT_REGEX;
+    const char *why = regex_unsafe(spec + 6);
+    if (why) {
+      pfi_tput_close(tp);
+      return pfi_error_set(err, PFI_EINVAL, "--throughput regex '%s': %s",
+                           spec + 6, why);
+    }
     int r = regcomp(&tp->re, spec + 6, REG_EXTENDED);
     if (r != 0) {
       char msg[256];
@@ -179,6 +276,15 @@ int pfi_tput_open(struct pfi_tput **out, const char *spec,
 void pfi_tput_close(struct pfi_tput *tp) {
   if (!tp)
     return;
+  if (tp->running)
+    pfi_tput_detach(tp, 1.0, NULL);
+  /* A matcher thread that never returned still uses tp: it is left to the
+   * process's end rather than freed under it. */
+  if (tp->abandoned)
+    return;
+  pthread_mutex_destroy(&tp->mu);
+  pthread_cond_destroy(&tp->cv);
+  free(tp->taken);
   if (tp->re_ok)
     regfree(&tp->re);
   free(tp->path);
@@ -201,6 +307,9 @@ int pfi_tput_start(struct pfi_tput *tp, double dev_t0, double wall_t0,
   tp->dev_t0 = dev_t0;
   tp->wall_t0 = wall_t0;
   tp->prev_tokens = tp->prev_t = NAN;
+  tp->hold = 0;
+  tp->resets = 0;
+  pfi_error_clear(&tp->first_reset);
   tp->nsteps = 0;
   tp->last_rate = NAN;
   tp->bad = 0;
@@ -215,28 +324,89 @@ int pfi_tput_start(struct pfi_tput *tp, double dev_t0, double wall_t0,
 }
 
 static int push_step(struct pfi_tput *tp, const struct pfi_step *s) {
+  int rc = 0;
+  lock(tp);
   if (tp->nsteps == tp->csteps) {
     size_t nc = tp->csteps ? 2 * tp->csteps : 64;
     struct pfi_step *nv = realloc(tp->steps, nc * sizeof *nv);
-    if (!nv)
-      return PFI_ENOMEM;
+    if (!nv) {
+      rc = PFI_ENOMEM;
+      goto out;
+    }
     tp->steps = nv;
     tp->csteps = nc;
   }
   tp->steps[tp->nsteps++] = *s;
   if (isfinite(s->tokens_per_s))
     tp->last_rate = s->tokens_per_s;
-  return 0;
+out:
+  unlock(tp);
+  return rc;
 }
 
 static void note_bad(struct pfi_tput *tp, const struct pfi_error *e) {
+  lock(tp);
   if (tp->bad++ == 0)
     tp->first_bad = *e;
+  unlock(tp);
+}
+
+/* The device time now, as last set by pfi_tput_clock(). */
+static double clock_now(struct pfi_tput *tp) {
+  lock(tp);
+  double t = tp->clk_dev + (tp->clk_adv ? mono_s() - tp->clk_mono : 0);
+  unlock(tp);
+  return t;
+}
+
+/* Queues a line for the matcher, or counts it lost when the queue is full
+ * (the matcher fell behind). */
+static int enqueue(struct pfi_tput *tp, const char *s, size_t n, double t,
+                   long ln) {
+  struct qline *q = malloc(sizeof *q + n + 1);
+  if (!q)
+    return PFI_ENOMEM;
+  q->next = NULL;
+  q->t = t;
+  q->line = ln;
+  q->n = n;
+  memcpy(q->s, s, n);
+  q->s[n] = 0;
+  lock(tp);
+  if (tp->qbytes + n > QUEUE_MAX_BYTES) {
+    tp->dropped++;
+    if (tp->bad++ == 0)
+      pfi_error_setloc(&tp->first_bad, PFI_EPARSE, "<stdout>", ln, 1,
+                       "line not matched: the --throughput regex fell "
+                       "more than 8 MiB of output behind");
+    unlock(tp);
+    free(q);
+    return 0;
+  }
+  if (tp->qt)
+    tp->qt->next = q;
+  else
+    tp->qh = q;
+  tp->qt = q;
+  tp->qbytes += n;
+  pthread_cond_broadcast(&tp->cv);
+  unlock(tp);
+  return 0;
 }
 
 static int handle_line(struct pfi_tput *tp, const char *s, size_t n,
-                       double now_s) {
-  tp->line++;
+                       double now_s, long ln);
+
+/* A complete line: to the matcher thread when one runs, else at once. */
+static int deliver(struct pfi_tput *tp, const char *s, size_t n, double now_s,
+                   long ln) {
+  if (tp->running)
+    return enqueue(tp, s, n, now_s, ln);
+  return handle_line(tp, s, n, now_s, ln);
+}
+
+static int handle_line(struct pfi_tput *tp, const char *s, size_t n,
+                       double now_s, long ln) {
   struct pfi_error e;
   pfi_error_clear(&e);
   struct pfi_step st;
@@ -260,9 +430,9 @@ static int handle_line(struct pfi_tput *tp, const char *s, size_t n,
         st.tokens_per_s = v;
         rc = push_step(tp, &st);
       } else {
-        pfi_error_setloc(
-            &e, PFI_EPARSE, "<stdout>", tp->line, (long)m[1].rm_so + 1,
-            "captured '%s' is not a non-negative number", tmp + m[1].rm_so);
+        pfi_error_setloc(&e, PFI_EPARSE, "<stdout>", ln, (long)m[1].rm_so + 1,
+                         "captured '%s' is not a non-negative number",
+                         tmp + m[1].rm_so);
         note_bad(tp, &e);
       }
       tmp[m[1].rm_eo] = save;
@@ -271,7 +441,7 @@ static int handle_line(struct pfi_tput *tp, const char *s, size_t n,
     return rc;
   }
   int el = 0;
-  int r = pfi_jsonl_parse_line(tp->path, tp->line, s, n, &st, &el, &e);
+  int r = pfi_jsonl_parse_line(tp->path, ln, s, n, &st, &el, &e);
   if (r == PFI_ENOMEM) /* not the line's fault: it must not be dropped */
     return r;
   if (r < 0) {
@@ -285,17 +455,47 @@ static int handle_line(struct pfi_tput *tp, const char *s, size_t n,
         el ? tp->dev_t0 + st.job_t_s : tp->dev_t0 + (st.job_t_s - tp->wall_t0);
   else
     st.t_s = now_s;
-  if (!isfinite(st.tokens_per_s) && isfinite(st.tokens)) {
-    if (isfinite(tp->prev_tokens) && st.job_t_s > tp->prev_t &&
-        st.tokens >= tp->prev_tokens)
+  if (!isfinite(st.tokens_per_s) && isfinite(st.tokens) &&
+      isfinite(st.job_t_s)) {
+    if (tp->hold && st.tokens >= tp->hold_tokens && st.job_t_s > tp->hold_t) {
+      /* The drop was a glitch: the rate runs from the last good line, and
+       * the jump up from the dropped value is not counted. */
+      st.tokens_per_s =
+          (st.tokens - tp->hold_tokens) / (st.job_t_s - tp->hold_t);
+    } else if (isfinite(tp->prev_tokens) && st.tokens < tp->prev_tokens &&
+               !tp->hold) {
+      /* The counter went down: a reset. No rate on this line. */
+      if (tp->resets++ == 0)
+        pfi_error_setloc(&tp->first_reset, PFI_EPARSE, tp->path, ln, 1,
+                         "cumulative \"tokens\" dropped from %.17g to %.17g "
+                         "(counter reset; the step is not counted)",
+                         tp->prev_tokens, st.tokens);
+      tp->hold_tokens = tp->prev_tokens;
+      tp->hold_t = tp->prev_t;
+      tp->hold = 2;
+    } else if (isfinite(tp->prev_tokens) && st.job_t_s > tp->prev_t &&
+               st.tokens >= tp->prev_tokens) {
       st.tokens_per_s =
           (st.tokens - tp->prev_tokens) / (st.job_t_s - tp->prev_t);
-  }
-  if (isfinite(st.tokens) && isfinite(st.job_t_s)) {
+    }
+    if (tp->hold)
+      tp->hold--; /* kept for the one line after the drop */
+    tp->prev_tokens = st.tokens;
+    tp->prev_t = st.job_t_s;
+  } else if (isfinite(st.tokens) && isfinite(st.job_t_s)) {
     tp->prev_tokens = st.tokens;
     tp->prev_t = st.job_t_s;
   }
   return push_step(tp, &st) < 0 ? PFI_ENOMEM : 0;
+}
+
+/* An over-long line: its reports are lost, and it says so. */
+static void overlong(struct pfi_tput *tp, long ln) {
+  struct pfi_error e;
+  pfi_error_setloc(
+      &e, PFI_EPARSE, tp->kind == PFI_TPUT_JSONL ? tp->path : "<stdout>", ln, 1,
+      "line longer than %d bytes: its report is lost", LINE_MAX_BYTES);
+  note_bad(tp, &e);
 }
 
 /* Splits buf into lines, keeping a trailing partial line. */
@@ -326,16 +526,11 @@ static int consume(struct pfi_tput *tp, const char *buf, size_t n, double now_s,
     if (nl) {
       i++;
       int rc = 0;
-      if (tp->part_overflow) {
-        struct pfi_error e;
-        tp->line++;
-        pfi_error_setloc(
-            &e, PFI_EPARSE, tp->kind == PFI_TPUT_JSONL ? tp->path : "<stdout>",
-            tp->line, 1, "line longer than %d bytes", LINE_MAX_BYTES);
-        note_bad(tp, &e);
-      } else {
-        rc = handle_line(tp, tp->part ? tp->part : "", tp->npart, now_s);
-      }
+      long ln = ++tp->line;
+      if (tp->part_overflow)
+        overlong(tp, ln);
+      else
+        rc = deliver(tp, tp->part ? tp->part : "", tp->npart, now_s, ln);
       tp->npart = 0;
       tp->part_overflow = 0;
       if (rc < 0)
@@ -343,8 +538,12 @@ static int consume(struct pfi_tput *tp, const char *buf, size_t n, double now_s,
     }
   }
   if (final && (tp->npart || tp->part_overflow)) {
-    int rc =
-        tp->part_overflow ? 0 : handle_line(tp, tp->part, tp->npart, now_s);
+    long ln = ++tp->line;
+    int rc = 0;
+    if (tp->part_overflow)
+      overlong(tp, ln);
+    else
+      rc = deliver(tp, tp->part, tp->npart, now_s, ln);
     tp->npart = 0;
     tp->part_overflow = 0;
     return rc;
@@ -394,16 +593,196 @@ int pfi_tput_poll(struct pfi_tput *tp, double now_s, int final,
 }
 
 size_t pfi_tput_take(struct pfi_tput *tp, const struct pfi_step **steps) {
+  lock(tp);
   size_t n = tp->nsteps;
-  *steps = tp->steps;
+  struct pfi_step *t = tp->taken;
+  size_t ct = tp->ctaken;
+  tp->taken = tp->steps;
+  tp->ctaken = tp->csteps;
+  tp->steps = t;
+  tp->csteps = ct;
   tp->nsteps = 0;
+  unlock(tp);
+  *steps = tp->taken;
   return n;
 }
 
-double pfi_tput_last_rate(const struct pfi_tput *tp) { return tp->last_rate; }
+double pfi_tput_last_rate(const struct pfi_tput *tp) {
+  struct pfi_tput *m = (struct pfi_tput *)tp; /* the lock only */
+  lock(m);
+  double r = tp->last_rate;
+  unlock(m);
+  return r;
+}
+
+void pfi_tput_clock(struct pfi_tput *tp, double dev_now_s, int advancing) {
+  lock(tp);
+  tp->clk_dev = dev_now_s;
+  tp->clk_mono = mono_s();
+  tp->clk_adv = advancing;
+  unlock(tp);
+}
+
+static void *reader_main(void *arg) {
+  struct pfi_tput *tp = arg;
+  char buf[65536];
+  for (;;) {
+    struct pollfd pf[2] = {{tp->fd, POLLIN, 0}, {tp->wake[0], POLLIN, 0}};
+    int r = poll(pf, 2, -1);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0 || pf[1].revents)
+      break; /* told to stop */
+    ssize_t k = read(tp->fd, buf, sizeof buf);
+    if (k < 0 && (errno == EINTR || errno == EAGAIN))
+      continue;
+    if (k <= 0 || consume(tp, buf, (size_t)k, clock_now(tp), 0) < 0)
+      break;
+  }
+  consume(tp, "", 0, clock_now(tp), 1);
+  lock(tp);
+  tp->eof = 1;
+  pthread_cond_broadcast(&tp->cv);
+  unlock(tp);
+  return NULL;
+}
+
+static void *matcher_main(void *arg) {
+  struct pfi_tput *tp = arg;
+  for (;;) {
+    lock(tp);
+    while (!tp->qh && !tp->eof && !tp->stop)
+      pthread_cond_wait(&tp->cv, &tp->mu);
+    if (tp->stop || !tp->qh) {
+      tp->mt_done = 1;
+      pthread_cond_broadcast(&tp->cv);
+      unlock(tp);
+      return NULL;
+    }
+    struct qline *q = tp->qh;
+    tp->qh = q->next;
+    if (!tp->qh)
+      tp->qt = NULL;
+    tp->qbytes -= q->n;
+    unlock(tp);
+    handle_line(tp, q->s, q->n, q->t, q->line);
+    free(q);
+  }
+}
+
+int pfi_tput_attach(struct pfi_tput *tp, int fd, struct pfi_error *err) {
+  if (tp->kind != PFI_TPUT_REGEX || tp->running || tp->abandoned)
+    return pfi_error_set(err, PFI_EINVAL,
+                         "a stream attaches to an idle regex collector only");
+  if (pipe2(tp->wake, O_CLOEXEC) != 0)
+    return pfi_error_set(err, PFI_EIO, "pipe: %s", strerror(errno));
+  tp->fd = fd;
+  tp->eof = tp->stop = tp->mt_done = 0;
+  tp->dropped = 0;
+  /* The threads take no signals: the sweep's handlers run on the thread
+   * that waits on the device, whatever the matcher is doing. */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int r = pthread_create(&tp->rd, NULL, reader_main, tp);
+  int r2 = r == 0 ? pthread_create(&tp->mt, NULL, matcher_main, tp) : r;
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (r2 != 0) {
+    if (r == 0) {
+      (void)!write(tp->wake[1], "x", 1);
+      pthread_join(tp->rd, NULL);
+    }
+    close(tp->wake[0]);
+    close(tp->wake[1]);
+    tp->wake[0] = tp->wake[1] = tp->fd = -1;
+    return pfi_error_set(err, PFI_ENOMEM, "cannot start a thread: %s",
+                         strerror(r2));
+  }
+  tp->running = 1;
+  return 0;
+}
+
+/* Waits (real time) until the matcher is done or `until` (monotonic). */
+static int wait_matcher(struct pfi_tput *tp, double until) {
+  lock(tp);
+  while (!tp->mt_done && mono_s() < until) {
+    unlock(tp);
+    struct timespec ts = {0, 5 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    lock(tp);
+  }
+  int done = tp->mt_done;
+  unlock(tp);
+  return done;
+}
+
+int pfi_tput_detach(struct pfi_tput *tp, double timeout_s,
+                    struct pfi_error *err) {
+  if (!tp->running)
+    return 0;
+  int rc = 0;
+  double t0 = mono_s();
+  if (!wait_matcher(tp, t0 + timeout_s)) {
+    /* The job's output did not end (a process outside its group holds the
+     * pipe), or the matcher is slow: stop both, and lose what is left. */
+    lock(tp);
+    tp->stop = 1;
+    pthread_cond_broadcast(&tp->cv);
+    unlock(tp);
+    (void)!write(tp->wake[1], "x", 1);
+    if (!wait_matcher(tp, mono_s() + 1.0)) {
+      tp->abandoned = 1;
+      (void)!write(tp->wake[1], "x", 1);
+      pthread_join(tp->rd, NULL);
+      pthread_detach(tp->mt);
+      tp->running = 0;
+      return pfi_error_set(err, PFI_EBUSY,
+                           "the --throughput regex did not finish matching "
+                           "a line within %g s; this run's reports are lost",
+                           timeout_s + 1.0);
+    }
+  }
+  (void)!write(tp->wake[1], "x", 1);
+  pthread_join(tp->rd, NULL);
+  pthread_join(tp->mt, NULL);
+  tp->running = 0;
+  /* Lines left in the queue when stopped are lost. */
+  long left = 0;
+  for (struct qline *q = tp->qh, *nx; q; q = nx) {
+    nx = q->next;
+    free(q);
+    left++;
+  }
+  tp->qh = tp->qt = NULL;
+  tp->qbytes = 0;
+  if (left) {
+    struct pfi_error e;
+    pfi_error_setloc(&e, PFI_EPARSE, "<stdout>", tp->line, 1,
+                     "%ld line(s) not matched before the run ended", left);
+    note_bad(tp, &e);
+    lock(tp);
+    tp->bad += left - 1;
+    unlock(tp);
+  }
+  close(tp->fd);
+  close(tp->wake[0]);
+  close(tp->wake[1]);
+  tp->fd = tp->wake[0] = tp->wake[1] = -1;
+  return rc;
+}
+
+long pfi_tput_resets(const struct pfi_tput *tp, struct pfi_error *first) {
+  if (first && tp->resets)
+    *first = tp->first_reset;
+  return tp->resets;
+}
 
 long pfi_tput_bad_lines(const struct pfi_tput *tp, struct pfi_error *first) {
-  if (first && tp->bad)
+  struct pfi_tput *m = (struct pfi_tput *)tp; /* the lock only */
+  lock(m);
+  long n = tp->bad;
+  if (first && n)
     *first = tp->first_bad;
-  return tp->bad;
+  unlock(m);
+  return n;
 }

@@ -446,6 +446,22 @@ int pfi_trace_summarize(struct pfi_store *st, const char *out_dir,
                        pfi_store_path(st));
     goto out;
   }
+  /* Counted first: a summary that fails for want of usable runs still says
+   * which lost their reports. */
+  if (o->runs_tput_lost || o->first_tput_lost) {
+    long lost = 0;
+    long long first = -1;
+    for (size_t i = 0; i < nr; i++) {
+      char key[64];
+      snprintf(key, sizeof key, "run.%lld.tput_lost", (long long)rows[i].id);
+      if (pfi_store_meta_get(st, key, NULL, 0, NULL) == 1 && lost++ == 0)
+        first = (long long)rows[i].id;
+    }
+    if (o->runs_tput_lost)
+      *o->runs_tput_lost = lost;
+    if (o->first_tput_lost)
+      *o->first_tput_lost = first;
+  }
   double clock_max = clock_max_of(st);
   for (size_t i = 0; i < nr; i++) {
     if ((rc = summarize_run(st, &rows[i], &pp, clock_max, err)) < 0)

@@ -110,6 +110,53 @@ static void jsonl_collector(void **state) {
   unlink(path);
 }
 
+/* A cumulative counter at 655 tokens/s (6550 every 10 s) with one line that
+ * drops to 0 at t = 1000 s: the drop is a reset, not counted, and the next
+ * line (t = 1005 s, 658 275 tokens, back on the old count) gets its rate
+ * from the last good line: (658275 - 648450) / (1005 - 990) = 655, not the
+ * jump 658275 / 5 = 131 655. A counter that really restarts (0 at 1020 s,
+ * then 3275 at 1030 s) rates from the dropped value: 3275 / 10 = 327.5. */
+static void jsonl_counter_reset(void **state) {
+  (void)state;
+  char path[] = "/tmp/pfi-test-tput-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  close(fd);
+  char spec[64];
+  snprintf(spec, sizeof spec, "jsonl:%s", path);
+  struct pfi_tput *tp;
+  struct pfi_error err;
+  assert_int_equal(pfi_tput_open(&tp, spec, &err), 0);
+  assert_int_equal(pfi_tput_start(tp, 0, 0, &err), 0);
+  FILE *fp = fopen(path, "a");
+  fputs("{\"elapsed_s\": 980, \"tokens\": 641900}\n"
+        "{\"elapsed_s\": 990, \"tokens\": 648450}\n"
+        "{\"elapsed_s\": 1000, \"tokens\": 0}\n"
+        "{\"elapsed_s\": 1005, \"tokens\": 658275}\n"
+        "{\"elapsed_s\": 1015, \"tokens\": 664825}\n"
+        "{\"elapsed_s\": 1020, \"tokens\": 0}\n"
+        "{\"elapsed_s\": 1030, \"tokens\": 3275}\n",
+        fp);
+  fclose(fp);
+  assert_int_equal(pfi_tput_poll(tp, 2000, 1, &err), 0);
+  const struct pfi_step *s;
+  size_t n = pfi_tput_take(tp, &s);
+  ASSERT_EQ_INT(n, 7);
+  assert_true(isnan(s[0].tokens_per_s));
+  ASSERT_NEAR(s[1].tokens_per_s, 655, 1e-9);
+  assert_true(isnan(s[2].tokens_per_s));
+  ASSERT_NEAR(s[3].tokens_per_s, 655, 1e-9);
+  ASSERT_NEAR(s[4].tokens_per_s, 655, 1e-9);
+  assert_true(isnan(s[5].tokens_per_s));
+  ASSERT_NEAR(s[6].tokens_per_s, 327.5, 1e-9);
+  struct pfi_error first;
+  ASSERT_EQ_INT(pfi_tput_resets(tp, &first), 2);
+  ASSERT_EQ_INT(first.line, 3);
+  assert_non_null(strstr(first.msg, "reset"));
+  pfi_tput_close(tp);
+  unlink(path);
+}
+
 static void regex_collector(void **state) {
   (void)state;
   struct pfi_tput *tp;
@@ -139,6 +186,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(jsonl_lines),
       cmocka_unit_test(jsonl_collector),
+      cmocka_unit_test(jsonl_counter_reset),
       cmocka_unit_test(regex_collector),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
