@@ -27,9 +27,15 @@ struct pfi_sim_config {
   /* Sampling weight of each library job (NULL: uniform); need not sum to
    * one; zero excludes a job. */
   const double *sample_weight;
-  /* Called after each workload (may be NULL), for progress on stderr. */
+  /* Called after each workload (may be NULL), for progress on stderr;
+   * with several workers, from any of them (one at a time) with the count
+   * of workloads done. */
   void (*progress)(size_t done, size_t total, void *arg);
   void *progress_arg;
+  /* Workers scoring workloads in parallel: 0 for two where the machine
+   * has two processors or more, else one. The results are the same bit
+   * for bit whatever the number. */
+  unsigned threads;
 };
 
 /* Per strategy and cut. Values the metric does not define (the share of a

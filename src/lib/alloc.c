@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "msort.h"
+#include "problem_int.h"
+
 static const char *const names[PFI_STRAT__COUNT] = {
     "oracle",    "equal",     "moe-ft-weighted",
     "pfi-aware", "dram-copy", "pfi-curve"};
@@ -44,6 +47,10 @@ static int cmp_ratio(const void *a, const void *b) {
   return (x->i > y->i) - (x->i < y->i);
 }
 
+#define RATIO_LESS(x, y)                                                       \
+  ((x)->r < (y)->r || ((x)->r == (y)->r && (x)->i < (y)->i))
+PFI_MSORT(sort_ratio, struct ratio, RATIO_LESS, cmp_ratio)
+
 /*
  * Cuts `C` watts: cut_i = min(room_i, t w_i) over jobs with w_i > 0 (others
  * untouched). Adds to cut[]; returns the watts that could not be placed
@@ -60,7 +67,7 @@ static double waterfill(size_t n, const double *room, const double *w, double C,
       m++;
       W += w[i];
     }
-  qsort(buf, m, sizeof *buf, cmp_ratio);
+  sort_ratio(buf, m);
   size_t k = 0;
   /* Jobs whose room is below their proportional share hit the floor; the
    * share they cannot take goes to the rest. */
@@ -321,6 +328,7 @@ struct pfi_alloc_plan {
                                 check where pfi_alloc_run checks it first) */
   int rc_first;              /* 1: rc comes before the budget's check */
   struct pfi_error err;      /* rc's message */
+  struct pfi_bounds bounds;  /* of p, for the budget's check */
   struct pfi_oracle *oracle; /* oracle, pfi-curve */
   struct pfi_problem model;  /* pfi-curve */
   /* Proportional: the first water-filling's sorted ratios, m of them, and
@@ -383,7 +391,7 @@ static int plan_proportional(struct pfi_alloc_plan *pl, struct pfi_error *err) {
       m++;
       W += pl->w2[i];
     }
-  qsort(pl->buf, m, sizeof *pl->buf, cmp_ratio);
+  sort_ratio(pl->buf, m);
   pl->m = m;
   pl->W0 = W;
   return 0;
@@ -402,6 +410,7 @@ int pfi_alloc_plan_new(struct pfi_alloc_plan **out, const struct pfi_problem *p,
   pl->p = p;
   pl->s = s;
   pl->n = p->njobs;
+  pfi__bounds(p, &pl->bounds);
   pfi_problem_init(&pl->model);
   pfi_error_clear(&pl->err);
   int rc = 0;
@@ -439,9 +448,8 @@ static void run_proportional(struct pfi_alloc_plan *pl, double budget_w,
   const struct pfi_problem *p = pl->p;
   size_t n = pl->n;
   double *room = pl->room, *w2 = pl->w2, *cut = pl->cut;
-  double sum_hi = 0;
-  for (size_t i = 0; i < n; i++)
-    sum_hi += pfi_problem_hi(p, i);
+  /* The same sum, in the same order, as pfi_problem_bounds' (the plan's). */
+  double sum_hi = pl->bounds.hi;
   double C = sum_hi - budget_w;
   if (C < 0)
     C = 0;
@@ -496,7 +504,7 @@ int pfi_alloc_plan_run(struct pfi_alloc_plan *pl, double budget_w,
       *err = pl->err;
     return pl->rc;
   }
-  int rc = pfi_problem_check_budget(pl->p, budget_w, err);
+  int rc = pfi__check_budget(&pl->bounds, budget_w, err);
   if (rc < 0)
     return rc;
   if (pl->rc < 0) {

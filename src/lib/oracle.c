@@ -32,6 +32,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "msort.h"
+#include "problem_int.h"
+
 #define MAX_NODES 2000000u
 
 /* Linear interpolation on sorted, strictly increasing xs; clamped (the
@@ -99,6 +102,7 @@ struct ctx {
    * order: grp_mem[grp_start[g] .. grp_start[g + 1]), job i is member
    * grp_pos[i] of group grp_of[i]. */
   size_t *grp_start, *grp_mem, *grp_of, *grp_pos;
+  int groups_ok; /* built: only a branching needs them */
   /* scratch for one node */
   struct restr *r;
   size_t nr, rcap;
@@ -203,7 +207,36 @@ static int sort_segs(struct seg *s, size_t n) {
     a[i].k = desc_key(s[i].slope);
     a[i].i = i;
   }
-  for (int shift = 0; shift < 64; shift += 11) {
+  /* Few segments (a sampled workload's): 8-bit digits, and only those
+   * that differ between keys, cost less than 11-bit passes. Same stable
+   * LSD order: by key, ties by index. */
+  if (n <= 4096) {
+    uint64_t all_and = ~0ULL, all_or = 0;
+    for (size_t i = 0; i < n; i++) {
+      all_and &= a[i].k;
+      all_or |= a[i].k;
+    }
+    size_t c8[256];
+    for (int shift = 0; shift < 64; shift += 8) {
+      if ((((all_and ^ all_or) >> shift) & 0xFF) == 0)
+        continue; /* one digit for all: the order stays */
+      memset(c8, 0, sizeof c8);
+      for (size_t i = 0; i < n; i++)
+        c8[(a[i].k >> shift) & 0xFF]++;
+      size_t sum = 0;
+      for (int d = 0; d < 256; d++) {
+        size_t t = c8[d];
+        c8[d] = sum;
+        sum += t;
+      }
+      for (size_t i = 0; i < n; i++)
+        b[c8[(a[i].k >> shift) & 0xFF]++] = a[i];
+      struct kix *t = a;
+      a = b;
+      b = t;
+    }
+  }
+  for (int shift = 0; shift < 64 && n > 4096; shift += 11) {
     memset(cnt, 0, 2049 * sizeof *cnt);
     for (size_t i = 0; i < n; i++)
       cnt[((a[i].k >> shift) & 0x7FF) + 1]++;
@@ -490,6 +523,10 @@ static int same_job(const struct pfi_problem *p, size_t i, size_t j) {
          memcmp(p->y + p->off[i], p->y + p->off[j], ni * sizeof *p->y) == 0;
 }
 
+#define HJOB_LESS(x, y)                                                        \
+  ((x)->h < (y)->h || ((x)->h == (y)->h && (x)->i < (y)->i))
+PFI_MSORT(sort_hjob, struct hjob, HJOB_LESS, cmp_hjob)
+
 /* Groups identical jobs (workloads sampled with replacement repeat them). */
 static int build_groups(struct ctx *c) {
   const struct pfi_problem *p = c->p;
@@ -504,18 +541,22 @@ static int build_groups(struct ctx *c) {
     return -1;
   }
   for (size_t i = 0; i < n; i++) {
-    uint64_t v = 1469598103934665603ULL; /* FNV-1a over the bytes */
-    const unsigned char *b = (const unsigned char *)(p->x + p->off[i]);
-    size_t len = (p->off[i + 1] - p->off[i]) * sizeof *p->x;
-    for (size_t q = 0; q < len; q++)
-      v = (v ^ b[q]) * 1099511628211ULL;
-    b = (const unsigned char *)(p->y + p->off[i]);
-    for (size_t q = 0; q < len; q++)
-      v = (v ^ b[q]) * 1099511628211ULL;
+    /* A hash of the breakpoints' bits, a double at a time (equal jobs
+     * hash alike; others that collide are told apart by same_job). */
+    uint64_t v = 0x9E3779B97F4A7C15ULL;
+    for (size_t q = p->off[i]; q < p->off[i + 1]; q++) {
+      uint64_t bx, by;
+      memcpy(&bx, &p->x[q], sizeof bx);
+      memcpy(&by, &p->y[q], sizeof by);
+      v = (v ^ bx) * 0xFF51AFD7ED558CCDULL;
+      v ^= v >> 32;
+      v = (v ^ by) * 0xC4CEB9FE1A85EC53ULL;
+      v ^= v >> 29;
+    }
     h[i].h = v;
     h[i].i = i;
   }
-  qsort(h, n, sizeof *h, cmp_hjob);
+  sort_hjob(h, n);
   size_t ng = 0;
   for (size_t q = 0; q < n; q++) {
     size_t i = h[q].i;
@@ -541,8 +582,9 @@ static void set_marks(struct ctx *c, unsigned char v) {
  * and the search's buffers, kept from one budget to the next. */
 struct pfi_oracle {
   struct ctx c;
-  int rc;               /* 0, or the error the preparation met */
-  struct pfi_error err; /* its message */
+  struct pfi_bounds bounds; /* for the budget's check */
+  int rc;                   /* 0, or the error the preparation met */
+  struct pfi_error err;     /* its message */
   struct node *nodes;
   size_t nodes_cap;
   size_t *stack, stack_cap;
@@ -608,12 +650,6 @@ static int prepare(struct pfi_oracle *o, struct pfi_error *err) {
   c.mark = calloc(njobs + 1, 1);
   if (!c.lpre || !c.vpre || !c.jseg || !c.gpos || !c.mark)
     goto nomem;
-  *cp = c; /* build_groups fills the struct's own fields */
-  if (build_groups(cp) < 0) {
-    c = *cp;
-    goto nomem;
-  }
-  c = *cp;
   c.lpre[0] = c.vpre[0] = 0;
   for (size_t t = 0; t < c.M; t++) {
     c.lpre[t + 1] = c.lpre[t] + c.g[t].len;
@@ -654,6 +690,7 @@ int pfi_oracle_prepare(struct pfi_oracle **out, const struct pfi_problem *p,
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
   o->c.p = p;
   o->c.tol_pow = power_tol(p);
+  pfi__bounds(p, &o->bounds);
   pfi_error_clear(&o->err);
   o->rc = prepare(o, &o->err);
   *out = o;
@@ -750,6 +787,11 @@ static int solve(struct pfi_oracle *orc, double budget_w, double *power_w,
      * non-increasing in index order; each child adds what that order
      * implies for the other members of k's group (x >= the piece's start
      * for earlier members, <= its end for later ones). */
+    if (!c.groups_ok) {
+      if (build_groups(&c) < 0)
+        goto nomem;
+      c.groups_ok = 1;
+    }
     size_t g = c.grp_of[k], g0 = c.grp_start[g], g1 = c.grp_start[g + 1];
     size_t per = 1 + (g1 - g0 - 1);
     if (nnodes + np * per > MAX_NODES) {
@@ -855,7 +897,7 @@ out:
 int pfi_oracle_run(struct pfi_oracle *o, double budget_w, double *power_w,
                    double *total_tokens, struct pfi_oracle_stats *stats,
                    struct pfi_error *err) {
-  int rc = pfi_problem_check_budget(o->c.p, budget_w, err);
+  int rc = pfi__check_budget(&o->bounds, budget_w, err);
   if (rc < 0)
     return rc;
   if (stats)

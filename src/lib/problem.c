@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "pfi/oracle.h"
+#include "problem_int.h"
 
 void pfi_problem_init(struct pfi_problem *p) { memset(p, 0, sizeof *p); }
 
@@ -61,6 +62,14 @@ static double interp(const double *xs, const double *ys, size_t n, double x) {
   if (x >= xs[n - 1])
     return ys[n - 1];
   size_t lo = 0, hi = n - 1;
+  if (n <= 8) {
+    /* Measured curves have a handful of points: the segment the binary
+     * search finds (xs[lo] <= x < xs[lo + 1]) is the count of inner
+     * breakpoints at or below x, counted without branches. */
+    for (size_t k = 1; k + 1 < n; k++)
+      lo += xs[k] <= x;
+    hi = lo + 1;
+  }
   while (hi - lo > 1) {
     size_t mid = lo + (hi - lo) / 2;
     if (xs[mid] <= x)
@@ -208,11 +217,14 @@ static double power_tol(const struct pfi_problem *p) {
   return 1e-9 * (s + 1.0);
 }
 
-int pfi_problem_check_budget(const struct pfi_problem *p, double budget_w,
-                             struct pfi_error *err) {
-  double lo, hi;
-  pfi_problem_bounds(p, &lo, &hi);
-  double tol = power_tol(p);
+void pfi__bounds(const struct pfi_problem *p, struct pfi_bounds *b) {
+  pfi_problem_bounds(p, &b->lo, &b->hi);
+  b->tol = power_tol(p);
+}
+
+int pfi__check_budget(const struct pfi_bounds *b, double budget_w,
+                      struct pfi_error *err) {
+  double lo = b->lo, hi = b->hi, tol = b->tol;
   if (!isfinite(lo) || !isfinite(hi))
     return pfi_error_set(err, PFI_EINVAL,
                          "the jobs' powers sum beyond the floating-point "
@@ -230,4 +242,11 @@ int pfi_problem_check_budget(const struct pfi_problem *p, double budget_w,
                          "jobs' uncapped power (%.3f W in all)",
                          budget_w - hi, budget_w, hi);
   return 0;
+}
+
+int pfi_problem_check_budget(const struct pfi_problem *p, double budget_w,
+                             struct pfi_error *err) {
+  struct pfi_bounds b;
+  pfi__bounds(p, &b);
+  return pfi__check_budget(&b, budget_w, err);
 }

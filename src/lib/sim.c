@@ -6,10 +6,12 @@
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "pfi/csv.h"
 
@@ -29,6 +31,13 @@ static int copy_job(struct pfi_problem *w, const struct pfi_problem *lib,
                          lib->x[b - 1], err);
 }
 
+/* Workers of a simulation: two where the machine has two processors or
+ * more (the results do not depend on it). */
+static size_t sim_threads(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n >= 2 ? 2 : 1;
+}
+
 /* Mean and 95 % t-interval of v[0..n-1], n >= 2. */
 static void mean_ci(const double *v, size_t n, double *mean, double *lo,
                     double *hi) {
@@ -44,6 +53,113 @@ static void mean_ci(const double *v, size_t n, double *mean, double *lo,
   *mean = m;
   *lo = m - h;
   *hi = m + h;
+}
+
+/* What the workers share, and each one's own state. */
+struct sim_shared {
+  const struct pfi_problem *lib;
+  const struct pfi_alloc_inputs *in;
+  const struct pfi_sim_config *cfg;
+  const size_t *pick; /* library jobs of workloads b0.. (S each) */
+  size_t b0, b1;      /* the batch of workloads being scored */
+  unsigned run;
+  double *tot[PFI_STRAT__COUNT]; /* tot[s][c * W + w] */
+  pthread_mutex_t lock;          /* progress */
+  size_t done;
+};
+
+struct sim_worker {
+  struct sim_shared *sh;
+  size_t first, step; /* workloads first, first + step, ... */
+  pthread_t th;
+  int rc; /* 0, or the error of workload err_w */
+  size_t err_w;
+  struct pfi_error err;
+};
+
+/* Scores workloads first, first + step, ... until the end or the first
+ * error (each workload is independent of the others, so the results do not
+ * depend on how the workloads are split). */
+static void *sim_work(void *arg) {
+  struct sim_worker *wk = arg;
+  struct sim_shared *sh = wk->sh;
+  const struct pfi_problem *lib = sh->lib;
+  const struct pfi_alloc_inputs *in = sh->in;
+  const struct pfi_sim_config *cfg = sh->cfg;
+  size_t W = cfg->workloads, S = cfg->size, C = cfg->ncuts;
+  struct pfi_error *err = &wk->err;
+  int rc = 0;
+  size_t w = sh->b0 + wk->first;
+  struct pfi_problem wp;
+  pfi_problem_init(&wp);
+  struct pfi_alloc_plan *plan[PFI_STRAT__COUNT] = {0};
+  double *pw = malloc(S * sizeof *pw);
+  double *wpfi = malloc(S * sizeof *wpfi), *wdram = malloc(S * sizeof *wdram);
+  int *wmoe = malloc(S * sizeof *wmoe);
+  if (!pw || !wpfi || !wdram || !wmoe) {
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  struct pfi_alloc_inputs win = {in && in->pfi ? wpfi : NULL,
+                                 in && in->dram_copy ? wdram : NULL,
+                                 in && in->moe_ft ? wmoe : NULL};
+  for (; w < sh->b1; w += wk->step) {
+    pfi_problem_clear(&wp);
+    for (size_t i = 0; i < S; i++) {
+      size_t j = sh->pick[(w - sh->b0) * S + i];
+      if ((rc = copy_job(&wp, lib, j, err)) < 0)
+        goto out;
+      wpfi[i] = in && in->pfi ? in->pfi[j] : 0;
+      wdram[i] = in && in->dram_copy ? in->dram_copy[j] : 0;
+      wmoe[i] = in && in->moe_ft ? in->moe_ft[j] : 0;
+    }
+    double lo, hi;
+    pfi_problem_bounds(&wp, &lo, &hi);
+    /* Each strategy prepared once for the workload, run at every cut: the
+     * results are pfi_alloc_run's, bit for bit (alloc.h). */
+    for (int s = 0; s < PFI_STRAT__COUNT; s++) {
+      pfi_alloc_plan_free(plan[s]);
+      plan[s] = NULL;
+      if ((sh->run & (1u << s)) &&
+          (rc = pfi_alloc_plan_new(&plan[s], &wp, (enum pfi_strategy)s, &win,
+                                   err)) < 0)
+        goto out;
+    }
+    for (size_t c = 0; c < C; c++) {
+      double B = (1 - cfg->cuts[c]) * hi;
+      if (B < lo) {
+        rc = pfi_error_set(err, PFI_EINFEASIBLE,
+                           "cut %g%% is infeasible by %.3f W in workload %zu: "
+                           "the sampled jobs' floors sum to %.3f W",
+                           100 * cfg->cuts[c], lo - B, w + 1, lo);
+        goto out;
+      }
+      for (int s = 0; s < PFI_STRAT__COUNT; s++) {
+        if (!(sh->run & (1u << s)))
+          continue;
+        if ((rc = pfi_alloc_plan_run(plan[s], B, pw, err)) < 0)
+          goto out;
+        sh->tot[s][c * W + w] = pfi_alloc_total_tokens(&wp, pw) / (double)S;
+      }
+    }
+    if (cfg->progress) {
+      pthread_mutex_lock(&sh->lock);
+      sh->done++;
+      cfg->progress(sh->done, W, cfg->progress_arg);
+      pthread_mutex_unlock(&sh->lock);
+    }
+  }
+out:
+  wk->rc = rc;
+  wk->err_w = w;
+  for (int s = 0; s < PFI_STRAT__COUNT; s++)
+    pfi_alloc_plan_free(plan[s]);
+  pfi_problem_release(&wp);
+  free(pw);
+  free(wpfi);
+  free(wdram);
+  free(wmoe);
+  return NULL;
 }
 
 int pfi_sim_run(const struct pfi_problem *lib,
@@ -78,17 +194,21 @@ int pfi_sim_run(const struct pfi_problem *lib,
   int rc = 0;
   gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
   gsl_ran_discrete_t *disc = NULL;
-  struct pfi_problem wp;
-  pfi_problem_init(&wp);
-  size_t *pick = malloc(S * sizeof *pick);
-  double *pw = malloc(S * sizeof *pw);
-  double *wpfi = malloc(S * sizeof *wpfi), *wdram = malloc(S * sizeof *wdram);
-  int *wmoe = malloc(S * sizeof *wmoe);
+  /* Workloads are scored in batches: a batch's jobs are drawn first, in
+   * workload order (the random stream is the one of drawing them workload
+   * by workload), then its workloads are scored on the workers. */
+  size_t batch = ((size_t)1 << 20) / S;
+  if (batch < 1)
+    batch = 1;
+  if (batch > 1024)
+    batch = 1024;
+  if (batch > W)
+    batch = W;
+  size_t *pick = malloc(batch * S * sizeof *pick);
   /* tot[s][c * W + w]: tokens/s per job of strategy s. */
   double *tot[PFI_STRAT__COUNT] = {0};
-  struct pfi_alloc_plan *plan[PFI_STRAT__COUNT] = {0};
   double *tmp = malloc(W * sizeof *tmp);
-  if (!rng || !pick || !pw || !wpfi || !wdram || !wmoe || !tmp)
+  if (!rng || !pick || !tmp)
     goto nomem;
   for (int s = 0; s < PFI_STRAT__COUNT; s++)
     if (run & (1u << s))
@@ -112,52 +232,56 @@ int pfi_sim_run(const struct pfi_problem *lib,
     if (!(disc = gsl_ran_discrete_preproc(L, cfg->sample_weight)))
       goto nomem;
   }
-  struct pfi_alloc_inputs win = {in && in->pfi ? wpfi : NULL,
-                                 in && in->dram_copy ? wdram : NULL,
-                                 in && in->moe_ft ? wmoe : NULL};
-  for (size_t w = 0; w < W; w++) {
-    pfi_problem_clear(&wp);
-    for (size_t i = 0; i < S; i++) {
-      size_t j = disc ? gsl_ran_discrete(rng, disc)
-                      : (size_t)gsl_rng_uniform_int(rng, L);
-      pick[i] = j;
-      if ((rc = copy_job(&wp, lib, j, err)) < 0)
-        goto out;
-      wpfi[i] = in && in->pfi ? in->pfi[j] : 0;
-      wdram[i] = in && in->dram_copy ? in->dram_copy[j] : 0;
-      wmoe[i] = in && in->moe_ft ? in->moe_ft[j] : 0;
-    }
-    double lo, hi;
-    pfi_problem_bounds(&wp, &lo, &hi);
-    /* Each strategy prepared once for the workload, run at every cut: the
-     * results are pfi_alloc_run's, bit for bit (alloc.h). */
-    for (int s = 0; s < PFI_STRAT__COUNT; s++) {
-      pfi_alloc_plan_free(plan[s]);
-      plan[s] = NULL;
-      if ((run & (1u << s)) &&
-          (rc = pfi_alloc_plan_new(&plan[s], &wp, (enum pfi_strategy)s, &win,
-                                   err)) < 0)
-        goto out;
-    }
-    for (size_t c = 0; c < C; c++) {
-      double B = (1 - cfg->cuts[c]) * hi;
-      if (B < lo) {
-        rc = pfi_error_set(err, PFI_EINFEASIBLE,
-                           "cut %g%% is infeasible by %.3f W in workload %zu: "
-                           "the sampled jobs' floors sum to %.3f W",
-                           100 * cfg->cuts[c], lo - B, w + 1, lo);
-        goto out;
+  {
+    struct sim_shared sh = {
+        lib, in, cfg, pick, 0, 0, run, {0}, PTHREAD_MUTEX_INITIALIZER, 0};
+    memcpy(sh.tot, tot, sizeof sh.tot);
+    size_t nt = cfg->threads ? cfg->threads : sim_threads();
+    if (nt > batch)
+      nt = batch;
+    if (nt < 1)
+      nt = 1;
+    if (nt > 64)
+      nt = 64;
+    struct sim_worker wk[64];
+    for (size_t b0 = 0; b0 < W && rc == 0; b0 += batch) {
+      size_t b1 = W - b0 < batch ? W : b0 + batch;
+      for (size_t q = 0; q < (b1 - b0) * S; q++)
+        pick[q] = disc ? gsl_ran_discrete(rng, disc)
+                       : (size_t)gsl_rng_uniform_int(rng, L);
+      sh.b0 = b0;
+      sh.b1 = b1;
+      uint64_t started = 0;
+      for (size_t t = 0; t < nt; t++) {
+        wk[t] = (struct sim_worker){&sh, t, nt, 0, 0, 0, {0}};
+        pfi_error_clear(&wk[t].err);
       }
-      for (int s = 0; s < PFI_STRAT__COUNT; s++) {
-        if (!(run & (1u << s)))
-          continue;
-        if ((rc = pfi_alloc_plan_run(plan[s], B, pw, err)) < 0)
-          goto out;
-        tot[s][c * W + w] = pfi_alloc_total_tokens(&wp, pw) / (double)S;
+      /* Worker 0 runs here, the others on threads (one that cannot be
+       * started runs here after). */
+      for (size_t t = 1; t < nt; t++)
+        if (pthread_create(&wk[t].th, NULL, sim_work, &wk[t]) == 0)
+          started |= (uint64_t)1 << t;
+      sim_work(&wk[0]);
+      for (size_t t = 1; t < nt; t++)
+        if (started & ((uint64_t)1 << t))
+          pthread_join(wk[t].th, NULL);
+        else
+          sim_work(&wk[t]);
+      /* The error of the first failing workload, as one pass in order
+       * would have met it. */
+      size_t bad = SIZE_MAX;
+      for (size_t t = 0; t < nt; t++)
+        if (wk[t].rc < 0 && (bad == SIZE_MAX || wk[t].err_w < wk[bad].err_w))
+          bad = t;
+      if (bad != SIZE_MAX) {
+        rc = wk[bad].rc;
+        if (err)
+          *err = wk[bad].err;
       }
     }
-    if (cfg->progress)
-      cfg->progress(w + 1, W, cfg->progress_arg);
+    pthread_mutex_destroy(&sh.lock);
+    if (rc < 0)
+      goto out;
   }
   out->ncuts = C;
   for (int s = 0; s < PFI_STRAT__COUNT; s++) {
@@ -207,19 +331,12 @@ nomem:
 out:
   if (rc < 0)
     pfi_sim_result_release(out);
-  for (int s = 0; s < PFI_STRAT__COUNT; s++) {
+  for (int s = 0; s < PFI_STRAT__COUNT; s++)
     free(tot[s]);
-    pfi_alloc_plan_free(plan[s]);
-  }
   gsl_rng_free(rng);
   if (disc)
     gsl_ran_discrete_free(disc);
-  pfi_problem_release(&wp);
   free(pick);
-  free(pw);
-  free(wpfi);
-  free(wdram);
-  free(wmoe);
   free(tmp);
   return rc;
 }

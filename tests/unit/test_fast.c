@@ -24,6 +24,7 @@
 #include "pfi/curve.h"
 #include "pfi/fmt.h"
 #include "pfi/oracle.h"
+#include "pfi/sim.h"
 #include "testutil.h"
 
 /* Random doubles per test: a million in the normal build, a tenth under
@@ -389,6 +390,69 @@ static void test_prepared_vs_scratch(void **state) {
   }
 }
 
+/* The simulation on 1, 2 and 3 workers: the same numbers bit for bit, and
+ * the same error (the first failing workload's) when a cut is infeasible. */
+static void test_sim_threads(void **state) {
+  (void)state;
+  struct pfi_problem lib;
+  pfi_problem_init(&lib);
+  struct pfi_error err;
+  double pfi[12], dram[12];
+  int moe[12];
+  for (int j = 0; j < 12; j++) {
+    double x[8], y[8];
+    size_t m;
+    random_job(x, y, &m, j % 3 != 0);
+    assert_int_equal(pfi_problem_add(&lib, x, y, m, x[0], x[m - 1], &err), 0);
+    pfi[j] = 0.5 + 2 * urand();
+    dram[j] = urand();
+    moe[j] = j % 2;
+  }
+  struct pfi_alloc_inputs in = {pfi, dram, moe};
+  double cuts[4] = {0, 0.05, 0.2, 0.3};
+  struct pfi_sim_result r[3];
+  for (unsigned t = 1; t <= 3; t++) {
+    struct pfi_sim_config cfg = {.workloads = 37,
+                                 .size = 9,
+                                 .cuts = cuts,
+                                 .ncuts = 4,
+                                 .strategies = (1u << PFI_STRAT__COUNT) - 1,
+                                 .seed = 5,
+                                 .threads = t};
+    if (pfi_sim_run(&lib, &in, &cfg, &r[t - 1], &err) != 0)
+      fail_msg("pfi_sim_run: %s", err.msg);
+  }
+  for (int t = 1; t < 3; t++)
+    for (int s = 0; s < PFI_STRAT__COUNT; s++) {
+      assert_non_null(r[t].cell[s]);
+      assert_memory_equal(r[t].cell[s], r[0].cell[s], 4 * sizeof *r[0].cell[s]);
+    }
+  for (int t = 0; t < 3; t++)
+    pfi_sim_result_release(&r[t]);
+  /* A cut below some workloads' floors: the first such workload named. */
+  double bad[2] = {0.1, 0.95};
+  char first[PFI_ERROR_MSG_MAX] = "";
+  for (unsigned t = 1; t <= 3; t++) {
+    struct pfi_sim_config cfg = {.workloads = 40,
+                                 .size = 3,
+                                 .cuts = bad,
+                                 .ncuts = 2,
+                                 .strategies = 1u << PFI_STRAT_EQUAL,
+                                 .seed = 9,
+                                 .threads = t};
+    struct pfi_sim_result rr;
+    int rc = pfi_sim_run(&lib, &in, &cfg, &rr, &err);
+    if (rc != PFI_EINFEASIBLE)
+      fail_msg("expected an infeasible cut, got %d", rc);
+    if (t == 1)
+      snprintf(first, sizeof first, "%s", err.msg);
+    else
+      assert_string_equal(err.msg, first);
+  }
+  assert_non_null(strstr(first, "in workload 1:"));
+  pfi_problem_release(&lib);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fmt_g_vs_printf),
@@ -396,6 +460,7 @@ int main(void) {
       cmocka_unit_test(test_scan_decimal),
       cmocka_unit_test(test_job_table),
       cmocka_unit_test(test_prepared_vs_scratch),
+      cmocka_unit_test(test_sim_threads),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
