@@ -34,13 +34,18 @@ size_t pfi_fmt_g(char *buf, double v, int prec);
 size_t pfi_fmt_shortest(char *buf, double v);
 
 /*
- * Reads a plain decimal, [-]DIGITS[.DIGITS] with at most 19 digits, a
- * significand below 2^53 and at most 22 decimals, into *out: then both the
- * significand and the power of ten are exact doubles and one division
- * rounds correctly (Clinger 1990), the double strtod() returns. Returns 1,
- * or 0 for any other text (a sign '+', exponents, blanks, long numbers,
- * nan, hex...), which the caller reads with the full parser.
+ * Reads a plain decimal, [-]DIGITS[.DIGITS][(e|E)[+|-]DIGITS], with at most
+ * 19 significant-or-not digits, a significand below 2^53 and a power of
+ * ten (exponent minus decimals) within +-22, into *out: then both the
+ * significand and the power of ten are exact doubles and one
+ * multiplication or division rounds correctly (Clinger 1990), the double
+ * strtod() returns. Returns 1, or 0 for any other text (a sign '+',
+ * blanks, long numbers, nan, inf, hex...), which the caller reads with the
+ * full parser.
  */
 int pfi_scan_decimal(const char *s, double *out);
+
+/* The same on the `len` bytes at s (no terminator needed). */
+int pfi_scan_decimal_n(const char *s, size_t len, double *out);
 
 #endif

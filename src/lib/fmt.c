@@ -311,31 +311,54 @@ size_t pfi_fmt_shortest(char *buf, double v) {
   return layout(buf, neg, k, nd, x10, nd);
 }
 
-int pfi_scan_decimal(const char *s, double *out) {
+int pfi_scan_decimal_n(const char *s, size_t len, double *out) {
   static const double p10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
                                  1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
                                  1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
-  const char *p = s;
-  int neg = *p == '-';
+  const char *p = s, *end = s + len;
+  int neg = p < end && *p == '-';
   p += neg;
   uint64_t m = 0;
   const char *d0 = p;
-  while ((unsigned)(*p - '0') < 10u)
+  while (p < end && (unsigned)(*p - '0') < 10u)
     m = m * 10 + (uint64_t)(*p++ - '0');
   long nd = p - d0, frac = 0;
-  if (*p == '.') {
+  if (p < end && *p == '.') {
     const char *f0 = ++p;
-    while ((unsigned)(*p - '0') < 10u)
+    while (p < end && (unsigned)(*p - '0') < 10u)
       m = m * 10 + (uint64_t)(*p++ - '0');
     frac = p - f0;
     nd += frac;
   }
+  long ex = 0;
+  if (p < end && (*p == 'e' || *p == 'E') && nd > 0) {
+    p++;
+    int eneg = 0;
+    if (p < end && (*p == '-' || *p == '+'))
+      eneg = *p++ == '-';
+    const char *e0 = p;
+    while (p < end && (unsigned)(*p - '0') < 10u && p - e0 < 6)
+      ex = ex * 10 + (*p++ - '0');
+    if (p == e0)
+      return 0;
+    if (eneg)
+      ex = -ex;
+  }
   /* Wrapped significands (more than 19 digits) are never used. */
-  if (*p || nd == 0 || nd > 19 || frac > 22 || m > (1ULL << 53))
+  if (p != end || nd == 0 || nd > 19 || m > (1ULL << 53))
+    return 0;
+  long k = ex - frac;
+  if (k < -22 || k > 22)
     return 0;
   double v = (double)m;
-  if (frac)
-    v /= p10[frac];
+  if (k < 0)
+    v /= p10[-k];
+  else if (k > 0)
+    v *= p10[k];
   *out = neg ? -v : v;
   return 1;
+}
+
+int pfi_scan_decimal(const char *s, double *out) {
+  return pfi_scan_decimal_n(s, strlen(s), out);
 }

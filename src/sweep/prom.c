@@ -2,6 +2,8 @@
 /* Prometheus text exposition (dcgm-exporter) to per-GPU samples. */
 #include "pfi/prom.h"
 
+#include "pfi/fmt.h"
+
 #include <curl/curl.h>
 #include <math.h>
 #include <stdio.h>
@@ -10,39 +12,46 @@
 
 /* DCGM metric names, old and new spellings, and the factor from the
  * exporter's unit to ours (device.h). */
+#define DCGM(name) name, sizeof(name) - 1
 static const struct {
   const char *name;
+  size_t len;
   enum pfi_field field;
   double scale;
 } dcgm_map[] = {
-    {"DCGM_FI_DEV_POWER_USAGE", PFI_FIELD_POWER, 1},
-    {"DCGM_FI_DEV_BOARD_POWER_WATTS", PFI_FIELD_POWER, 1},
-    {"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", PFI_FIELD_ENERGY, 1e-3},
-    {"DCGM_FI_DEV_SM_CLOCK", PFI_FIELD_SM_CLOCK, 1},
-    {"DCGM_FI_DEV_MEM_CLOCK", PFI_FIELD_MEM_CLOCK, 1},
-    {"DCGM_FI_DEV_GPU_UTIL", PFI_FIELD_GPU_UTIL, 1},
-    {"DCGM_FI_PROF_SM_ACTIVE", PFI_FIELD_SM_ACTIVE, 1},
-    {"DCGM_FI_PROF_SM_OCCUPANCY", PFI_FIELD_SM_OCCUPANCY, 1},
-    {"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", PFI_FIELD_TENSOR_ACTIVE, 1},
-    {"DCGM_FI_PROF_DRAM_ACTIVE", PFI_FIELD_DRAM_ACTIVE, 1},
-    {"DCGM_FI_DEV_MEM_COPY_UTIL", PFI_FIELD_MEM_COPY_UTIL, 1},
-    {"DCGM_FI_PROF_NVLINK_TX_BYTES", PFI_FIELD_NVLINK_TX, 1},
-    {"DCGM_FI_PROF_NVLINK_RX_BYTES", PFI_FIELD_NVLINK_RX, 1},
-    {"DCGM_FI_PROF_PCIE_TX_BYTES", PFI_FIELD_PCIE_TX, 1},
-    {"DCGM_FI_PROF_PCIE_RX_BYTES", PFI_FIELD_PCIE_RX, 1},
+    {DCGM("DCGM_FI_DEV_POWER_USAGE"), PFI_FIELD_POWER, 1},
+    {DCGM("DCGM_FI_DEV_BOARD_POWER_WATTS"), PFI_FIELD_POWER, 1},
+    {DCGM("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"), PFI_FIELD_ENERGY, 1e-3},
+    {DCGM("DCGM_FI_DEV_SM_CLOCK"), PFI_FIELD_SM_CLOCK, 1},
+    {DCGM("DCGM_FI_DEV_MEM_CLOCK"), PFI_FIELD_MEM_CLOCK, 1},
+    {DCGM("DCGM_FI_DEV_GPU_UTIL"), PFI_FIELD_GPU_UTIL, 1},
+    {DCGM("DCGM_FI_PROF_SM_ACTIVE"), PFI_FIELD_SM_ACTIVE, 1},
+    {DCGM("DCGM_FI_PROF_SM_OCCUPANCY"), PFI_FIELD_SM_OCCUPANCY, 1},
+    {DCGM("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"), PFI_FIELD_TENSOR_ACTIVE, 1},
+    {DCGM("DCGM_FI_PROF_DRAM_ACTIVE"), PFI_FIELD_DRAM_ACTIVE, 1},
+    {DCGM("DCGM_FI_DEV_MEM_COPY_UTIL"), PFI_FIELD_MEM_COPY_UTIL, 1},
+    {DCGM("DCGM_FI_PROF_NVLINK_TX_BYTES"), PFI_FIELD_NVLINK_TX, 1},
+    {DCGM("DCGM_FI_PROF_NVLINK_RX_BYTES"), PFI_FIELD_NVLINK_RX, 1},
+    {DCGM("DCGM_FI_PROF_PCIE_TX_BYTES"), PFI_FIELD_PCIE_TX, 1},
+    {DCGM("DCGM_FI_PROF_PCIE_RX_BYTES"), PFI_FIELD_PCIE_RX, 1},
     /* The pre-profiling PCIe counters report KB/s. */
-    {"DCGM_FI_DEV_PCIE_TX_THROUGHPUT", PFI_FIELD_PCIE_TX, 1024},
-    {"DCGM_FI_DEV_PCIE_RX_THROUGHPUT", PFI_FIELD_PCIE_RX, 1024},
-    {"DCGM_FI_DEV_FB_USED", PFI_FIELD_FB_USED, 1},
-    {"DCGM_FI_DEV_GPU_TEMP", PFI_FIELD_TEMP, 1},
+    {DCGM("DCGM_FI_DEV_PCIE_TX_THROUGHPUT"), PFI_FIELD_PCIE_TX, 1024},
+    {DCGM("DCGM_FI_DEV_PCIE_RX_THROUGHPUT"), PFI_FIELD_PCIE_RX, 1024},
+    {DCGM("DCGM_FI_DEV_FB_USED"), PFI_FIELD_FB_USED, 1},
+    {DCGM("DCGM_FI_DEV_GPU_TEMP"), PFI_FIELD_TEMP, 1},
     /* Cumulative time throttled by the power cap, in microseconds. */
-    {"DCGM_FI_DEV_POWER_VIOLATION", PFI_FIELD_THROTTLE_POWER, 1e-6},
+    {DCGM("DCGM_FI_DEV_POWER_VIOLATION"), PFI_FIELD_THROTTLE_POWER, 1e-6},
 };
 
+#undef DCGM
+
 int pfi_prom_field(const char *metric, size_t len, double *scale) {
+  /* Every name starts "DCGM_FI_": other metrics are ruled out at once. */
+  if (len < 8 || memcmp(metric, "DCGM_FI_", 8) != 0)
+    return -1;
   for (size_t i = 0; i < sizeof dcgm_map / sizeof dcgm_map[0]; i++)
-    if (strlen(dcgm_map[i].name) == len &&
-        memcmp(dcgm_map[i].name, metric, len) == 0) {
+    if (dcgm_map[i].len == len &&
+        memcmp(dcgm_map[i].name + 8, metric + 8, len - 8) == 0) {
       if (scale)
         *scale = dcgm_map[i].scale;
       return (int)dcgm_map[i].field;
@@ -84,13 +93,16 @@ static int gpuset_rehash(struct gpuset *gs, size_t ncap) {
   return 0;
 }
 
-static int is_name_start(int c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
-         c == ':';
-}
-static int is_name_char(int c) {
-  return is_name_start(c) || (c >= '0' && c <= '9');
-}
+/* Character classes of metric and label names: bit 1 may start a name,
+ * bit 2 may continue one. A table: the tokenizer tests every byte. */
+static const unsigned char name_class[256] = {['0' ... '9'] = 2,
+                                              ['a' ... 'z'] = 3,
+                                              ['A' ... 'Z'] = 3,
+                                              ['_'] = 3,
+                                              [':'] = 3};
+static const unsigned char quote_or_escape[256] = {['"'] = 1, ['\\'] = 1};
+static int is_name_start(int c) { return name_class[c & 0xff] & 1; }
+static int is_name_char(int c) { return name_class[c & 0xff] & 2; }
 
 static void bad(struct pfi_prom_stats *st, long line, long col,
                 const char *msg) {
@@ -107,6 +119,10 @@ static void bad(struct pfi_prom_stats *st, long line, long col,
 static int parse_value(const char *p, const char *e, double *out) {
   char buf[64];
   size_t n = (size_t)(e - p);
+  /* Plain decimals (nearly every value an exporter writes) exactly, in
+   * place; the rest as before. */
+  if (pfi_scan_decimal_n(p, n, out))
+    return 0;
   if (n == 0 || n >= sizeof buf)
     return -1;
   memcpy(buf, p, n);
@@ -137,7 +153,10 @@ static int parse_value(const char *p, const char *e, double *out) {
 }
 
 struct labels {
-  char host[128], uuid[96], model[96];
+  char host[128];
+  /* UUID and modelName as spans of the line, copied only where a GPU
+   * record takes them (the first line that has them). */
+  const char *uuid, *uuid_end, *model, *model_end;
   int gpu;
   int has_gpu;
 };
@@ -191,6 +210,10 @@ static int parse_labels(const char **pp, const char *e, struct labels *lb,
       goto fail;
     }
     const char *vs = ++p;
+    /* To the closing quote or the first escape by a table; a value with
+     * escapes is then walked. */
+    while (p < e && !quote_or_escape[(unsigned char)*p])
+      p++;
     while (p < e && *p != '"') {
       if (*p == '\\') {
         if (p + 1 >= e) {
@@ -213,7 +236,27 @@ static int parse_labels(const char **pp, const char *e, struct labels *lb,
     }
     const char *ve = p++;
 #define LABEL_IS(s) (nlen == sizeof(s) - 1 && memcmp(ns, s, nlen) == 0)
-    if (LABEL_IS("gpu")) {
+    if (LABEL_IS("gpu") && ve - vs >= 1 && ve - vs <= 6 &&
+        !memchr(vs, '\\', (size_t)(ve - vs))) {
+      /* Plain digits (the exporter's index), as strtol reads them. */
+      long g = 0;
+      const char *d = vs;
+      while (d < ve && *d >= '0' && *d <= '9')
+        g = g * 10 + (*d++ - '0');
+      if (d == ve) {
+        lb->gpu = (int)g;
+        lb->has_gpu = 1;
+      } else {
+        char tmp[16];
+        copy_unescaped(tmp, sizeof tmp, vs, ve);
+        char *end;
+        g = strtol(tmp, &end, 10);
+        if (*tmp && *end == 0 && g >= 0 && g < 1000000 && ve - vs < 15) {
+          lb->gpu = (int)g;
+          lb->has_gpu = 1;
+        }
+      }
+    } else if (LABEL_IS("gpu")) {
       char tmp[16];
       copy_unescaped(tmp, sizeof tmp, vs, ve);
       char *end;
@@ -225,9 +268,11 @@ static int parse_labels(const char **pp, const char *e, struct labels *lb,
     } else if (LABEL_IS("Hostname") || LABEL_IS("hostname")) {
       copy_unescaped(lb->host, sizeof lb->host, vs, ve);
     } else if (LABEL_IS("UUID")) {
-      copy_unescaped(lb->uuid, sizeof lb->uuid, vs, ve);
+      lb->uuid = vs;
+      lb->uuid_end = ve;
     } else if (LABEL_IS("modelName")) {
-      copy_unescaped(lb->model, sizeof lb->model, vs, ve);
+      lb->model = vs;
+      lb->model_end = ve;
     }
 #undef LABEL_IS
     while (p < e && (*p == ' ' || *p == '\t'))
@@ -247,6 +292,14 @@ fail:
   *pp = p;
   return -1;
 }
+
+/* Recent label sets and what they parsed to. */
+#define LSET_CACHE 16 /* a power of two: the GPUs of a node and more */
+struct lset {
+  const char *text; /* the set, '{' to '}' */
+  size_t len;
+  struct labels lb;
+};
 
 static struct pfi_prom_gpu *gpu_slot(struct gpuset *gs,
                                      const struct labels *lb) {
@@ -309,6 +362,9 @@ int pfi_prom_parse(const char *name, const char *text, size_t len,
   memset(st, 0, sizeof *st);
   *gpus = NULL;
   const char *p = text, *end = text + len;
+  const char *nul_at = memchr(text, '\0', len);
+  struct lset cache[LSET_CACHE];
+  int ncache = 0; /* sets cached (the ring's write position) */
   long line = 0;
   while (p < end) {
     const char *ls = p;
@@ -318,7 +374,9 @@ int pfi_prom_parse(const char *name, const char *text, size_t len,
     p = le < end ? le + 1 : end;
     line++;
     st->lines++;
-    const char *nul = memchr(ls, '\0', (size_t)(le - ls));
+    /* The first NUL of the text is looked for once; it is in this line
+     * when it lies before the line's end. */
+    const char *nul = nul_at && nul_at < le ? nul_at : NULL;
     if (nul) {
       rc = pfi_error_setloc(err, PFI_EPARSE, name, line, (long)(nul - ls) + 1,
                             "NUL byte: not Prometheus text");
@@ -341,12 +399,36 @@ int pfi_prom_parse(const char *name, const char *text, size_t len,
     while (q < e && is_name_char((unsigned char)*q))
       q++;
     size_t mlen = (size_t)(q - ms);
-    struct labels lb = {.gpu = -1};
+    struct labels lb; /* what the fields need, not the whole host buffer */
+    lb.host[0] = '\0';
+    lb.uuid = lb.uuid_end = lb.model = lb.model_end = NULL;
+    lb.gpu = -1;
+    lb.has_gpu = 0;
     if (q < e && *q == '{') {
-      const char *msg = NULL;
-      if (parse_labels(&q, e, &lb, &msg) < 0) {
-        bad(st, line, (long)(q - ls) + 1, msg);
-        continue;
+      /* An exporter repeats each GPU's label set on every metric: a set
+       * byte for byte the same as a recent one parses the same (the
+       * parse reads nothing past its '}'), so its result is reused. */
+      int hit = 0;
+      for (int k = 0; k < LSET_CACHE && !hit; k++) {
+        const struct lset *c = &cache[(ncache - 1 - k) & (LSET_CACHE - 1)];
+        if (k < ncache && c->len <= (size_t)(e - q) &&
+            memcmp(q, c->text, c->len) == 0) {
+          lb = c->lb;
+          q += c->len;
+          hit = 1;
+        }
+      }
+      if (!hit) {
+        const char *msg = NULL, *q0 = q;
+        if (parse_labels(&q, e, &lb, &msg) < 0) {
+          bad(st, line, (long)(q - ls) + 1, msg);
+          continue;
+        }
+        struct lset *c = &cache[ncache & (LSET_CACHE - 1)];
+        c->text = q0;
+        c->len = (size_t)(q - q0);
+        c->lb = lb;
+        ncache++;
       }
     }
     if (q >= e || (*q != ' ' && *q != '\t')) {
@@ -399,10 +481,10 @@ int pfi_prom_parse(const char *name, const char *text, size_t len,
       rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
       goto out;
     }
-    if (!g->uuid[0] && lb.uuid[0])
-      snprintf(g->uuid, sizeof g->uuid, "%s", lb.uuid);
-    if (!g->model[0] && lb.model[0])
-      snprintf(g->model, sizeof g->model, "%s", lb.model);
+    if (!g->uuid[0] && lb.uuid)
+      copy_unescaped(g->uuid, sizeof g->uuid, lb.uuid, lb.uuid_end);
+    if (!g->model[0] && lb.model)
+      copy_unescaped(g->model, sizeof g->model, lb.model, lb.model_end);
     if (isfinite(ts_s) && ts_s > g->s.t_s)
       g->s.t_s = ts_s;
     /* NaN or infinite readings are "not valid", as DCGM's blank values. */

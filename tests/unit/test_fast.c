@@ -24,6 +24,7 @@
 #include "pfi/curve.h"
 #include "pfi/fmt.h"
 #include "pfi/oracle.h"
+#include "pfi/prom.h"
 #include "pfi/sim.h"
 #include "testutil.h"
 
@@ -182,6 +183,12 @@ static void test_scan_decimal(void **state) {
       for (int k = 0; k < fp; k++)
         s[n++] = (char)('0' + rnd() % 10);
     }
+    if (rnd() % 3 == 0)
+      n += (size_t)sprintf(s + n, "%s%s%d", rnd() & 1 ? "e" : "E",
+                           rnd() % 3 == 0 ? "-"
+                           : rnd() & 1    ? "+"
+                                          : "",
+                           (int)(rnd() % 40));
     s[n] = '\0';
     double v = 0, ref = strtod(s, NULL);
     int ok = pfi_scan_decimal(s, &v);
@@ -190,17 +197,32 @@ static void test_scan_decimal(void **state) {
         print_error("'%s' accepted\n", s);
       continue;
     }
-    /* 22 digits at most: some are refused (too long), none is wrong. */
+    /* Some are refused (too long, too large a power of ten), none is
+     * wrong. */
     if (ok && memcmp(&v, &ref, sizeof v) != 0 && bad++ < 5)
       print_error("'%s': %a, strtod %a\n", s, v, ref);
-    if (!ok && ip + fp <= 15 && bad++ < 5)
+    if (!ok && ip + fp <= 15 && !strpbrk(s, "eE") && bad++ < 5)
       print_error("'%s' refused\n", s);
   }
   ASSERT_EQ_INT(bad, 0);
   double v;
-  static const char *const refused[] = {
-      "",    "-",   ".",   "+1",    "1e3", " 1",  "1 ",
-      "0x1", "nan", "inf", "1.2.3", "--1", "1,5", "12345678901234567890"};
+  static const char *const refused[] = {"",
+                                        "-",
+                                        ".",
+                                        "+1",
+                                        "1e",
+                                        "1e+",
+                                        " 1",
+                                        "1 ",
+                                        "0x1",
+                                        "nan",
+                                        "inf",
+                                        "1.2.3",
+                                        "--1",
+                                        "1,5",
+                                        "e5",
+                                        "1e99",
+                                        "12345678901234567890"};
   for (size_t k = 0; k < sizeof refused / sizeof *refused; k++)
     if (pfi_scan_decimal(refused[k], &v))
       fail_msg("'%s' accepted", refused[k]);
@@ -209,6 +231,10 @@ static void test_scan_decimal(void **state) {
   assert_true(v == 0.1);
   assert_int_equal(pfi_scan_decimal("-2.5", &v), 1);
   assert_true(v == -2.5);
+  assert_int_equal(pfi_scan_decimal("1.5e+06", &v), 1);
+  assert_true(v == 1.5e6);
+  assert_int_equal(pfi_scan_decimal_n("67.351000 123", 9, &v), 1);
+  assert_true(v == 67.351);
 }
 
 /* Curves of `jobs` jobs x 3 caps, rows in `order` (0 adjacent, 1 grouped
@@ -453,6 +479,70 @@ static void test_sim_threads(void **state) {
   pfi_problem_release(&lib);
 }
 
+/* A scrape whose label sets repeat (the parser reuses their parse) against
+ * the same scrape with every set made unique by an extra label the parser
+ * ignores: the same GPUs and fields, bit for bit; a malformed set that
+ * repeats is counted every time. */
+static char *scrape(int unique, size_t *len) {
+  size_t cap = 1 << 20, n = 0;
+  char *t = malloc(cap);
+  static const char *const m[] = {"DCGM_FI_DEV_POWER_USAGE",
+                                  "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_OTHER",
+                                  "DCGM_FI_DEV_GPU_TEMP"};
+  int line = 0;
+  for (int node = 0; node < 3; node++)
+    for (int k = 0; k < 4; k++)
+      for (int g = 0; g < 8; g++, line++) {
+        char extra[32] = "";
+        if (unique)
+          snprintf(extra, sizeof extra, ",zz=\"%d\"", line);
+        n += (size_t)snprintf(
+            t + n, cap - n,
+            "%s{gpu=\"%d\",UUID=\"GPU-%d-%d\",modelName=\"H\\\"200\","
+            "Hostname=\"n%d\"%s} %d.%03d\n",
+            m[k], g, node, g, node, extra, 100 + g + k, line);
+        if (g == 3) /* a malformed set, the same on every metric */
+          n += (size_t)snprintf(t + n, cap - n, "%s{gpu=\"%d\",bad=x%s} 1\n",
+                                m[k], g, extra);
+      }
+  *len = n;
+  return t;
+}
+
+static void test_prom_label_cache(void **state) {
+  (void)state;
+  struct pfi_prom_gpu *g[2];
+  struct pfi_prom_stats st[2];
+  struct pfi_error err;
+  int n[2];
+  for (int u = 0; u < 2; u++) {
+    size_t len;
+    char *t = scrape(u, &len);
+    n[u] = pfi_prom_parse("t", t, len, &g[u], &st[u], &err);
+    free(t);
+  }
+  ASSERT_EQ_INT(n[0], 24);
+  ASSERT_EQ_INT(n[1], n[0]);
+  ASSERT_EQ_INT(st[0].malformed, 3 * 4);
+  ASSERT_EQ_INT(st[1].malformed, st[0].malformed);
+  ASSERT_EQ_INT(st[1].samples, st[0].samples);
+  ASSERT_EQ_INT(st[1].mapped, st[0].mapped);
+  for (int i = 0; i < n[0]; i++) {
+    assert_string_equal(g[1][i].host, g[0][i].host);
+    assert_string_equal(g[1][i].uuid, g[0][i].uuid);
+    assert_string_equal(g[1][i].model, "H\"200");
+    assert_string_equal(g[1][i].model, g[0][i].model);
+    ASSERT_EQ_INT(g[1][i].gpu, g[0][i].gpu);
+    assert_memory_equal(&g[1][i].s, &g[0][i].s, sizeof g[0][i].s);
+  }
+  /* Values worked out from the text: node n1, GPU 5, power 105.LINE. */
+  for (int i = 0; i < n[0]; i++)
+    if (strcmp(g[0][i].host, "n1") == 0 && g[0][i].gpu == 5)
+      assert_true(g[0][i].s.v[PFI_FIELD_POWER] == 105 + (32 + 5) / 1000.0);
+  free(g[0]);
+  free(g[1]);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fmt_g_vs_printf),
@@ -461,6 +551,7 @@ int main(void) {
       cmocka_unit_test(test_job_table),
       cmocka_unit_test(test_prepared_vs_scratch),
       cmocka_unit_test(test_sim_threads),
+      cmocka_unit_test(test_prom_label_cache),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
