@@ -102,7 +102,8 @@ struct ctx {
    * order: grp_mem[grp_start[g] .. grp_start[g + 1]), job i is member
    * grp_pos[i] of group grp_of[i]. */
   size_t *grp_start, *grp_mem, *grp_of, *grp_pos;
-  int groups_ok; /* built: only a branching needs them */
+  int groups_ok; /* groups, jseg and gpos built: only a branching needs
+                    them */
   /* scratch for one node */
   struct restr *r;
   size_t nr, rcap;
@@ -190,9 +191,10 @@ struct kix {
  * segment): a stable LSD radix sort of (key, index) pairs, 11 bits per pass,
  * passes whose digit is the same for every key skipped, then one
  * permutation of the segments. Linear time; deterministic. */
-static int sort_segs(struct seg *s, size_t n) {
+static int sort_segs(struct seg **sp, size_t n) {
   if (n < 2)
     return 0;
+  const struct seg *s = *sp;
   struct kix *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
   struct seg *tmp = malloc(n * sizeof *tmp);
   size_t *cnt = malloc(2049 * sizeof *cnt);
@@ -252,10 +254,10 @@ static int sort_segs(struct seg *s, size_t n) {
   }
   for (size_t i = 0; i < n; i++)
     tmp[i] = s[a[i].i];
-  memcpy(s, tmp, n * sizeof *s);
   free(a);
   free(b);
-  free(tmp);
+  free(*sp);
+  *sp = tmp; /* the sorted copy replaces the array */
   free(cnt);
   return 0;
 }
@@ -572,6 +574,30 @@ static int build_groups(struct ctx *c) {
   return 0;
 }
 
+/* Each job's root hull segments by sorted position (jseg, gpos): only a
+ * node that restricts jobs needs them, so they are built at the first
+ * branching. Returns 0 or -1 (out of memory). */
+static int build_jobpos(struct ctx *c) {
+  size_t njobs = c->p->njobs;
+  c->jseg = calloc(njobs + 1, sizeof *c->jseg);
+  c->gpos = malloc((c->M + 1) * sizeof *c->gpos);
+  size_t *fillpos = calloc(njobs + 1, sizeof *fillpos);
+  if (!c->jseg || !c->gpos || !fillpos) {
+    free(fillpos);
+    return -1;
+  }
+  for (size_t t = 0; t < c->M; t++)
+    c->jseg[c->g[t].job + 1]++;
+  for (size_t i = 0; i < njobs; i++)
+    c->jseg[i + 1] += c->jseg[i];
+  for (size_t t = 0; t < c->M; t++) {
+    size_t j = c->g[t].job;
+    c->gpos[c->jseg[j] + fillpos[j]++] = t;
+  }
+  free(fillpos);
+  return 0;
+}
+
 static void set_marks(struct ctx *c, unsigned char v) {
   for (size_t i = 0; i < c->nr; i++)
     c->mark[c->r[i].job] = v;
@@ -641,32 +667,17 @@ static int prepare(struct pfi_oracle *o, struct pfi_error *err) {
     goto out;
   }
   c.tol_val = 1e-9 * (yscale + 1e-300);
-  if (sort_segs(c.g, c.M) < 0)
+  if (sort_segs(&c.g, c.M) < 0)
     goto nomem;
   c.lpre = malloc((c.M + 1) * sizeof *c.lpre);
   c.vpre = malloc((c.M + 1) * sizeof *c.vpre);
-  c.jseg = calloc(njobs + 1, sizeof *c.jseg);
-  c.gpos = malloc((c.M + 1) * sizeof *c.gpos);
   c.mark = calloc(njobs + 1, 1);
-  if (!c.lpre || !c.vpre || !c.jseg || !c.gpos || !c.mark)
+  if (!c.lpre || !c.vpre || !c.mark)
     goto nomem;
   c.lpre[0] = c.vpre[0] = 0;
   for (size_t t = 0; t < c.M; t++) {
     c.lpre[t + 1] = c.lpre[t] + c.g[t].len;
     c.vpre[t + 1] = c.vpre[t] + c.g[t].len * c.g[t].slope;
-    c.jseg[c.g[t].job + 1]++;
-  }
-  for (size_t i = 0; i < njobs; i++)
-    c.jseg[i + 1] += c.jseg[i];
-  {
-    size_t *fillpos = calloc(njobs + 1, sizeof *fillpos);
-    if (!fillpos)
-      goto nomem;
-    for (size_t t = 0; t < c.M; t++) {
-      size_t j = c.g[t].job;
-      c.gpos[c.jseg[j] + fillpos[j]++] = t;
-    }
-    free(fillpos);
   }
   o->nodes_cap = 64;
   o->nodes = malloc(o->nodes_cap * sizeof *o->nodes);
@@ -788,7 +799,7 @@ static int solve(struct pfi_oracle *orc, double budget_w, double *power_w,
      * implies for the other members of k's group (x >= the piece's start
      * for earlier members, <= its end for later ones). */
     if (!c.groups_ok) {
-      if (build_groups(&c) < 0)
+      if (build_groups(&c) < 0 || build_jobpos(&c) < 0)
         goto nomem;
       c.groups_ok = 1;
     }
