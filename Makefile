@@ -54,8 +54,12 @@ check: deps test test-asan fuzz
 demo: deps build
 	@bash scripts/demo.sh $(BUILD)
 
+# The in-process benchmarks, then pfi against its peers (numpy, pandas,
+# prometheus_client: installed here only, by install-deps.sh --bench).
 bench: build
+	bash scripts/install-deps.sh --bench
 	@set -e; for b in $(BUILD)/bench_*; do echo "== $$b"; $$b; done
+	/usr/bin/python3 bench/compare.py $(BUILD)
 
 install: build
 	cmake --install $(BUILD)

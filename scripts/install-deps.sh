@@ -6,6 +6,10 @@ pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev
       libgsl-dev libjansson-dev libsqlite3-dev libcurl4-openssl-dev
       libcmocka-dev libglpk-dev glpk-utils gnuplot-nox chromium sqlite3
       python3)
+# --bench: also the peers `make bench` measures pfi against.
+if [ "${1:-}" = "--bench" ]; then
+  pkgs+=(python3-numpy python3-pandas python3-prometheus-client)
+fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
