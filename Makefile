@@ -9,6 +9,10 @@ FUZZ_SECONDS ?= 10
 PREFIX ?= /usr/local
 CTEST_FLAGS ?= --output-on-failure -j $(JOBS)
 
+demo-grid: deps build
+	@bash scripts/demo-grid.sh $(BUILD)
+
+.PHONY: demo-grid
 .PHONY: all build demo check test test-asan fuzz bench install clean deps
 
 all: build

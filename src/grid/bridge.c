@@ -303,9 +303,10 @@ int pfi_pfid_client_post(struct pfi_pfid_client *c,
                          const struct pfi_bridge_event *e,
                          struct pfi_error *err) {
   char body[512];
-  snprintf(body, sizeof body,
-           "{\"id\":\"%s\",\"start\":%.3f,\"end\":%.3f,\"target_w\":%.17g}",
-           e->id, e->start_s, e->end_s, e->target_w);
+  snprintf(
+      body, sizeof body,
+      "{\"v\":1,\"id\":\"%s\",\"start\":%.3f,\"end\":%.3f,\"target_w\":%.17g}",
+      e->id, e->start_s, e->end_s, e->target_w);
   return call(c, "POST", "/v1/events", body, NULL, err);
 }
 

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
+# The whole grid event on one machine (`make demo-grid`): a mock OpenADR 3.1
+# VTN, nats-server, pfid, four emulated nodes of 8 GPUs each running jobs
+# from the emulator's library, and `pfi grid bridge` between the VTN and
+# pfid. The VTN announces the Phoenix event's target (25 % below the
+# fleet's pre-event draw, the cut Emerald AI's cluster was asked for on
+# 2025-05-04 from 16:10 to 19:30) compressed 120 times (200 minutes in 100
+# seconds); the bridge logs the fleet; `pfi grid event-report` writes the
+# event's page and compliance record. Everything is emulated and says so.
+#
+# Usage: scripts/demo-grid.sh [BUILD_DIR] [OUT_DIR]   (takes about 3 minutes)
+set -euo pipefail
+B=$(cd "${1:-build}" && pwd)
+OUT=${2:-out/demo-grid}
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+for p in "$B/pfi" "$B/pfid" "$B/pfi-agent"; do
+  [ -x "$p" ] || { echo "demo-grid: $p not built (make build first)" >&2; exit 1; }
+done
+command -v nats-server >/dev/null || { echo "demo-grid: nats-server missing (make deps)" >&2; exit 1; }
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+T=$(mktemp -d)
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$T"
+}
+trap cleanup EXIT
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+secret() { (umask 077; head -c 18 /dev/urandom | base64 | tr -d '/+=' >"$1"); }
+wait_for() { # wait_for SECONDS CMD...
+  local end=$(($(date +%s) + $1)); shift
+  until "$@"; do [ "$(date +%s)" -lt "$end" ] || return 1; sleep 0.3; done
+}
+
+NODES=(n1 n2 n3 n4)
+JOBS=(moe-ft-qwen30ba3b-x8 dense-pt-llama70b-x8-compile dense-ft-mistral24b-x8 moe-pt-gptoss20b-x8-ep8-compile)
+TIERS=(flex50 flex10 flex25 flex25)
+TENANTS=(research prod prod research)
+
+echo "demo-grid: starting nats-server, pfid and ${#NODES[@]} emulated nodes (8 GPUs each)"
+NATS_PORT=$(port)
+secret "$T/pw.pfid"
+{
+  echo "listen: 127.0.0.1:$NATS_PORT"
+  echo "jetstream { store_dir: \"$T/js\", max_memory_store: 64MB, max_file_store: 256MB }"
+  echo "authorization { users = ["
+  echo "  { user: pfid, password: \"$(cat "$T/pw.pfid")\", permissions: { publish: \">\", subscribe: \">\" } }"
+  for n in "${NODES[@]}"; do
+    secret "$T/pw.$n"
+    echo "  { user: agent-$n, password: \"$(cat "$T/pw.$n")\","
+    echo "    permissions: { publish: { allow: [\"pfi.telemetry.$n\"] }, subscribe: { allow: [\"pfi.assign.$n\"] } } }"
+  done
+  echo "] }"
+} >"$T/nats.conf"
+nats-server -c "$T/nats.conf" >"$T/nats.log" 2>&1 &
+PIDS+=("$!")
+wait_for 10 grep -q "Server is ready" "$T/nats.log" || { echo "nats-server did not start" >&2; exit 1; }
+NATS="nats://127.0.0.1:$NATS_PORT"
+mkdir -p "$T/tiers"
+for i in "${!NODES[@]}"; do
+  n=${NODES[$i]}
+  mkdir -p "$T/emu.$n"
+  case ${TIERS[$i]} in flex10) echo 0.10 ;; flex25) echo 0.25 ;; flex50) echo 0.50 ;; esac >"$T/tiers/${JOBS[$i]}"
+  "$B/pfi-agent" --node "$n" --nats "$NATS" --password-file "$T/pw.$n" --emulate \
+    --params "gpus=8,state=$T/emu.$n" --emu-job "${JOBS[$i]}" --tier-dir "$T/tiers" \
+    --record "$T/agent.$n.db" --period 0.5 >"$T/agent.$n.log" 2>&1 &
+  PIDS+=("$!")
+done
+secret "$T/token"
+API=$(port)
+"$B/pfid" --id demo --nats "$NATS" --password-file "$T/pw.pfid" --records "$OUT/records.db" \
+  --api "127.0.0.1:$API" --token-file "$T/token" --period 1 >"$T/pfid.log" 2>&1 &
+PIDS+=("$!")
+live() { curl -s -m 2 "http://127.0.0.1:$API/v1/status" | grep -q "\"nodes\":${#NODES[@]},\"stale_nodes\":0"; }
+wait_for 60 live || { echo "demo-grid: the fleet did not come up; see $T" >&2; tail "$T/pfid.log" >&2; exit 1; }
+
+echo "demo-grid: starting the mock VTN and the bridge; 20 s of uncapped running for the baseline"
+python3 "$SRC/tests/mock-vtn/mock_vtn.py" --port-file "$T/vtnport" --lifetime 600 &
+PIDS+=("$!")
+wait_for 10 test -s "$T/vtnport"
+BASE="http://127.0.0.1:$(cat "$T/vtnport")/openadr3"
+rm -rf "$OUT/log"
+printf 'ven-secret\n' >"$T/ven.secret"
+chmod 600 "$T/ven.secret"
+sleep 20
+BASELINE=$(curl -s -m 2 "http://127.0.0.1:$API/v1/status" | python3 -c 'import json,sys; print(json.load(sys.stdin)["power_w"])')
+echo "demo-grid: fleet GPU power before the event: $BASELINE W (emulated)"
+"$B/pfi" grid bridge --pfid "http://127.0.0.1:$API" --pfid-token-file "$T/token" \
+  --vtn "$BASE" --client-id ven1 --client-secret-file "$T/ven.secret" --program site-flex \
+  --level gpu --baseline "$BASELINE" --interval 1 --report 30s --log "$OUT/log" >"$T/bridge.log" 2>&1 &
+BRIDGE=$!
+PIDS+=("$BRIDGE")
+sleep 5
+
+BL=$(curl -sS -m 5 -d grant_type=client_credentials -d client_id=bl1 -d client_secret=bl-secret \
+  "$BASE/auth/token" | python3 -c 'import json,sys; print(json.load(sys.stdin)["access_token"])')
+blpost() { curl -sS -m 5 -H "Authorization: Bearer $BL" -H 'Content-Type: application/json' -d "$2" "$BASE/$1"; }
+PID=$(blpost programs '{"programName":"site-flex"}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+START=$(date -u -d @$(($(date +%s) + 5)) +%Y-%m-%dT%H:%M:%SZ)
+blpost events '{"programID":"'"$PID"'","eventName":"phoenix-2025-05-04-x120","payloadDescriptors":[{"objectType":"EVENT_PAYLOAD_DESCRIPTOR","payloadType":"DISPATCH_SETPOINT_RELATIVE","units":"PERCENT"}],"intervalPeriod":{"start":"'"$START"'","duration":"PT100S"},"intervals":[{"id":0,"payloads":[{"type":"DISPATCH_SETPOINT_RELATIVE","values":[25]}]}]}' >/dev/null
+echo "demo-grid: the VTN announced a 25 % cut from $START for 100 s (200 minutes at 120x)"
+sleep 130
+kill "$BRIDGE"
+wait "$BRIDGE" 2>/dev/null || true
+
+cat >"$OUT/contract.csv" <<EOF
+job,tier,tenant
+$(for i in "${!JOBS[@]}"; do echo "${JOBS[$i]},${TIERS[$i]},${TENANTS[$i]}"; done)
+EOF
+printf 'tier,max_loss,max_event_s\nflex10,0.10,14400\nflex25,0.25,14400\nflex50,0.50,14400\n' >"$OUT/tiers.csv"
+printf '# emulated site figures, not a measurement\nnode_other_w = 1200\npsu_rated_w = 9000\npsu_curve = 0.1:0.90,0.2:0.94,0.5:0.96,1.0:0.91\npue = 1.3\n' >"$OUT/meter.conf"
+"$B/pfi" grid event-report --log "$OUT/log" --contract "$OUT/contract.csv" --tiers "$OUT/tiers.csv" \
+  --config "$OUT/meter.conf" --nodes ${#NODES[@]} --out "$OUT" | tee "$OUT/summary.json"
+echo "demo-grid: wrote $OUT/event.html (emulated fleet)"

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
+# The grid into the fleet: a mock OpenADR 3.1 VTN (tests/mock-vtn) announces
+# an event, `pfi grid bridge` posts it to pfid, pfid caps two emulated agents
+# to meet it; the VTN withdraws it, the bridge cancels it, the agents restore
+# the limits they had before. Everything on loopback, every wait bounded.
+. "$(dirname "$0")/lib.sh"
+
+setup_nats n1 n2
+agent_start n1 2
+agent_start n2 2
+pfid_start a
+live2() { api a GET /v1/status | grep -q '"nodes":2,"stale_nodes":0'; }
+until_true 30 live2 || { fail "two live nodes"; exit 1; }
+before1=$(caps n1)
+before2=$(caps n2)
+
+python3 tests/mock-vtn/mock_vtn.py --port-file "$T/vtnport" --lifetime 120 &
+PIDS+=("$!")
+until_true 10 test -s "$T/vtnport" || { fail "mock VTN did not start"; exit 1; }
+BASE="http://127.0.0.1:$(cat "$T/vtnport")/openadr3"
+BL=$(curl -sS -m 5 -d grant_type=client_credentials -d client_id=bl1 -d client_secret=bl-secret \
+  "$BASE/auth/token" | python3 -c 'import json,sys; print(json.load(sys.stdin)["access_token"])')
+blpost() { curl -sS -m 5 -H "Authorization: Bearer $BL" -H 'Content-Type: application/json' -d "$2" "$BASE/$1"; }
+PID=$(blpost programs '{"programName":"site-flex"}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+# An import limit of 0.8 kW on the GPUs, starting now ("do it now"), for
+# 10 minutes: 4 idle GPUs, held by the controller at their lowest cap
+# (200 W on the emulated H200, docs/control.md), 800 W in all.
+EV=$(blpost events '{"programID":"'"$PID"'","eventName":"grid","payloadDescriptors":[{"objectType":"EVENT_PAYLOAD_DESCRIPTOR","payloadType":"IMPORT_CAPACITY_LIMIT","units":"KW"}],"intervalPeriod":{"start":"0001-01-01","duration":"PT10M"},"intervals":[{"id":0,"payloads":[{"type":"IMPORT_CAPACITY_LIMIT","values":[0.8]}]}]}' |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+printf 'ven-secret\n' >"$T/ven.secret"
+chmod 600 "$T/ven.secret"
+"$PFI" grid bridge --pfid "http://127.0.0.1:${API[a]}" --pfid-token-file "$T/token" \
+  --vtn "$BASE" --client-id ven1 --client-secret-file "$T/ven.secret" --program site-flex \
+  --level gpu --interval 1 --log "$T/log" >"$T/bridge.log" 2>&1 &
+BRIDGE=$!
+PIDS+=("$BRIDGE")
+
+has_event() { api a GET /v1/events | python3 -c '
+import json, sys
+e = [x for x in json.load(sys.stdin) if x["id"].startswith("oadr-") and not x["cancelled"]]
+sys.exit(0 if len(e) == 1 and abs(e[0]["target_w"] - 800) < 1e-6 else 1)'; }
+until_true 20 has_event || fail "pfid has no oadr- event at 800 W: $(api a GET /v1/events) $(cat "$T/bridge.log")"
+until_true 30 caps_are n1 "200,200" || fail "n1 caps $(caps n1), expected 200,200"
+until_true 30 caps_are n2 "200,200" || fail "n2 caps $(caps n2), expected 200,200"
+
+# The VTN withdraws the event: the bridge cancels it, the limits come back.
+curl -sS -m 5 -X DELETE -H "Authorization: Bearer $BL" "$BASE/events/$EV" >/dev/null
+cancelled() { api a GET /v1/events | python3 -c '
+import json, sys
+e = [x for x in json.load(sys.stdin) if x["id"].startswith("oadr-")]
+sys.exit(0 if e and all(x["cancelled"] for x in e) else 1)'; }
+until_true 20 cancelled || fail "the withdrawn event was not cancelled: $(api a GET /v1/events)"
+until_true 30 caps_are n1 "$before1" || fail "n1 caps $(caps n1) after the event, expected $before1"
+until_true 30 caps_are n2 "$before2" || fail "n2 caps $(caps n2) after the event, expected $before2"
+
+# The log has the event: samples with the 800 W target.
+kill "$BRIDGE"
+wait "$BRIDGE" 2>/dev/null
+awk -F, 'NR > 1 && $2 == 800 { n++ } END { exit !(n > 0) }' "$T/log/series.csv" ||
+  fail "series.csv has no sample at the 800 W target"
+exit $((fails > 0))
