@@ -9,7 +9,8 @@
 # seconds); the bridge logs the fleet; `pfi grid event-report` writes the
 # event's page and compliance record. Everything is emulated and says so.
 #
-# Usage: scripts/demo-grid.sh [BUILD_DIR] [OUT_DIR]   (takes about 3 minutes)
+# Usage: scripts/demo-grid.sh [BUILD_DIR] [OUT_DIR]   (takes about 5 minutes:
+# the emulated jobs take 2 of them to start)
 set -euo pipefail
 B=$(cd "${1:-build}" && pwd)
 OUT=${2:-out/demo-grid}
@@ -35,6 +36,7 @@ wait_for() { # wait_for SECONDS CMD...
   until "$@"; do [ "$(date +%s)" -lt "$end" ] || return 1; sleep 0.3; done
 }
 
+# One job a node; the agent names a node's emulated job emu-NODE.
 NODES=(n1 n2 n3 n4)
 JOBS=(moe-ft-qwen30ba3b-x8 dense-pt-llama70b-x8-compile dense-ft-mistral24b-x8 moe-pt-gptoss20b-x8-ep8-compile)
 TIERS=(flex50 flex10 flex25 flex25)
@@ -63,7 +65,7 @@ mkdir -p "$T/tiers"
 for i in "${!NODES[@]}"; do
   n=${NODES[$i]}
   mkdir -p "$T/emu.$n"
-  case ${TIERS[$i]} in flex10) echo 0.10 ;; flex25) echo 0.25 ;; flex50) echo 0.50 ;; esac >"$T/tiers/${JOBS[$i]}"
+  case ${TIERS[$i]} in flex10) echo 0.10 ;; flex25) echo 0.25 ;; flex50) echo 0.50 ;; esac >"$T/tiers/emu-$n"
   "$B/pfi-agent" --node "$n" --nats "$NATS" --password-file "$T/pw.$n" --emulate \
     --params "gpus=8,state=$T/emu.$n" --emu-job "${JOBS[$i]}" --tier-dir "$T/tiers" \
     --record "$T/agent.$n.db" --period 0.5 >"$T/agent.$n.log" 2>&1 &
@@ -77,6 +79,14 @@ PIDS+=("$!")
 live() { curl -s -m 2 "http://127.0.0.1:$API/v1/status" | grep -q "\"nodes\":${#NODES[@]},\"stale_nodes\":0"; }
 wait_for 60 live || { echo "demo-grid: the fleet did not come up; see $T" >&2; tail "$T/pfid.log" >&2; exit 1; }
 
+echo "demo-grid: waiting for the emulated jobs to finish their start-up (up to 5 minutes)"
+ready() {
+  curl -s -m 2 "http://127.0.0.1:$API/v1/jobs" | python3 -c '
+import json, sys
+j = [x for x in json.load(sys.stdin) if x.get("tokens_per_s", 0) > 0]
+sys.exit(0 if len({x["job"] for x in j}) >= '"${#NODES[@]}"' else 1)'
+}
+wait_for 300 ready || { echo "demo-grid: the jobs did not start; see $T" >&2; exit 1; }
 echo "demo-grid: starting the mock VTN and the bridge; 20 s of uncapped running for the baseline"
 python3 "$SRC/tests/mock-vtn/mock_vtn.py" --port-file "$T/vtnport" --lifetime 600 &
 PIDS+=("$!")
@@ -108,7 +118,7 @@ wait "$BRIDGE" 2>/dev/null || true
 
 cat >"$OUT/contract.csv" <<EOF
 job,tier,tenant
-$(for i in "${!JOBS[@]}"; do echo "${JOBS[$i]},${TIERS[$i]},${TENANTS[$i]}"; done)
+$(for i in "${!NODES[@]}"; do echo "emu-${NODES[$i]},${TIERS[$i]},${TENANTS[$i]}"; done)
 EOF
 printf 'tier,max_loss,max_event_s\nflex10,0.10,14400\nflex25,0.25,14400\nflex50,0.50,14400\n' >"$OUT/tiers.csv"
 printf '# emulated site figures, not a measurement\nnode_other_w = 1200\npsu_rated_w = 9000\npsu_curve = 0.1:0.90,0.2:0.94,0.5:0.96,1.0:0.91\npue = 1.3\n' >"$OUT/meter.conf"
