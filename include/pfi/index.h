@@ -129,4 +129,16 @@ int pfi_index_ci(const struct pfi_curve *c, size_t draws, unsigned long seed,
                  double default_rel_sd_power, double default_rel_sd_tokens,
                  double *lo, double *hi, struct pfi_error *err);
 
+/*
+ * The draws behind pfi_index_ci(), in draw order: sample[d] (caller's
+ * array of `draws`) is draw d's ratio PFI, NAN for a draw that divided by
+ * zero and for every draw when no capped point binds. Same random stream
+ * and noise model as pfi_index_ci() with the same arguments, so that two
+ * curves' draws can be combined (pfi gate: the difference of two PFI).
+ * Returns the number of finite draws, or PFI_EINVAL, PFI_ENOMEM.
+ */
+int pfi_index_draws(const struct pfi_curve *c, size_t draws, unsigned long seed,
+                    double default_rel_sd_power, double default_rel_sd_tokens,
+                    double *sample, struct pfi_error *err);
+
 #endif

@@ -4,11 +4,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "pfi/alloc.h"
 #include "pfi/csv.h"
 #include "pfi/index.h"
+#include "pfi/store.h"
+#include "pfi/trace.h"
 
 void ops_jobs_release(struct ops_jobs *d) {
   pfi_curveset_release(&d->cs);
@@ -20,7 +23,7 @@ void ops_jobs_release(struct ops_jobs *d) {
 /* The `source` (or `provenance`) column of the curves file, when it has
  * one: rows saying "emulated" label the data emulated, rows saying
  * "measured" measured. */
-static void provenance(struct ops_jobs *d, const char *path) {
+static void provenance(const char *path, int *emulated, int *measured) {
   if (!path || strcmp(path, "-") == 0)
     return;
   struct pfi_table t;
@@ -35,9 +38,9 @@ static void provenance(struct ops_jobs *d, const char *path) {
     for (size_t r = 0; r < t.nrows; r++) {
       const char *v = pfi_table_cell(&t, r, (size_t)k);
       if (v && strstr(v, "emulated"))
-        d->emulated = 1;
+        *emulated = 1;
       else if (v && strcmp(v, "measured") == 0)
-        d->measured = 1;
+        *measured = 1;
     }
   }
   pfi_table_release(&t);
@@ -51,10 +54,9 @@ int ops_jobs_load(struct ops_jobs *d, const char *path, const char *map,
                   int with_pfi, unsigned long draws, unsigned long seed,
                   struct pfi_error *err) {
   memset(d, 0, sizeof *d);
-  int rc = pfi_curveset_read(&d->cs, path, map, err);
+  int rc = ops_read_curves(&d->cs, path, map, &d->emulated, &d->measured, err);
   if (rc < 0)
     return rc;
-  provenance(d, path);
   if (!with_pfi)
     return 0;
   size_t n = d->cs.n;
@@ -128,4 +130,68 @@ int ops_parse_strategies(const char *s, int have_pfi, int *strat, size_t *n,
     return -1;
   }
   return 0;
+}
+
+static int is_sqlite(const char *path) {
+  if (!path || strcmp(path, "-") == 0)
+    return 0;
+  FILE *fp = fopen(path, "rb");
+  if (!fp)
+    return 0;
+  char magic[16];
+  size_t n = fread(magic, 1, sizeof magic, fp);
+  fclose(fp);
+  return n == 16 && memcmp(magic, "SQLite format 3", 16) == 0;
+}
+
+int ops_read_curves(struct pfi_curveset *set, const char *path, const char *map,
+                    int *emulated, int *measured, struct pfi_error *err) {
+  int em = 0, me = 0;
+  if (!emulated)
+    emulated = &em;
+  if (!measured)
+    measured = &me;
+  if (!is_sqlite(path)) {
+    int rc = pfi_curveset_read(set, path, map, err);
+    if (rc >= 0)
+      provenance(path, emulated, measured);
+    return rc;
+  }
+  pfi_curveset_init(set);
+  const char *tmpd = getenv("TMPDIR");
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s/pfi-gate-XXXXXX",
+           tmpd && *tmpd ? tmpd : "/tmp");
+  if (!mkdtemp(dir))
+    return pfi_error_set(err, PFI_EIO, "cannot create a temporary directory");
+  struct pfi_store *st = NULL;
+  int rc = pfi_store_open(&st, path, PFI_STORE_READONLY, err);
+  if (rc >= 0) {
+    struct pfi_summary_opts so;
+    pfi_summary_opts_init(&so);
+    rc = pfi_trace_summarize(st, dir, &so, err);
+    pfi_store_close(st);
+  } else if (err && err->code == PFI_EDB) {
+    err->code = PFI_EPARSE;
+    rc = PFI_EPARSE;
+  }
+  char cpath[4200], fpath[4200];
+  snprintf(cpath, sizeof cpath, "%s/curves.csv", dir);
+  snprintf(fpath, sizeof fpath, "%s/features.csv", dir);
+  if (rc >= 0) {
+    rc = pfi_curveset_read(set, cpath, NULL, err);
+    if (rc >= 0) {
+      provenance(cpath, emulated, measured);
+      /* Messages name the store, not the temporary file. */
+      char *src = strdup(path);
+      if (src) {
+        free(set->source);
+        set->source = src;
+      }
+    }
+  }
+  remove(cpath);
+  remove(fpath);
+  rmdir(dir);
+  return rc;
 }

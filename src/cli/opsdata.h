@@ -37,4 +37,11 @@ const char *ops_provenance(const struct ops_jobs *d);
 int ops_parse_strategies(const char *s, int have_pfi, int *strat, size_t *n,
                          const char *cmd);
 
+/* A curves file, or a trace store (an SQLite file) summarized into a
+ * private temporary directory first (pfi_trace_summarize()); `map` applies
+ * to a curves file only. On success *set holds the curves (release with
+ * pfi_curveset_release()) and *emulated / *measured (each may be NULL) say
+ * whether the data's `source` column says so. */
+int ops_read_curves(struct pfi_curveset *set, const char *path, const char *map,
+                    int *emulated, int *measured, struct pfi_error *err);
 #endif

@@ -284,9 +284,9 @@ void pfi_index_release(struct pfi_index *out) {
   out->n_excluded = 0;
 }
 
-int pfi_index_ci(const struct pfi_curve *c, size_t draws, unsigned long seed,
-                 double default_rel_sd_power, double default_rel_sd_tokens,
-                 double *lo, double *hi, struct pfi_error *err) {
+int pfi_index_draws(const struct pfi_curve *c, size_t draws, unsigned long seed,
+                    double default_rel_sd_power, double default_rel_sd_tokens,
+                    double *sample, struct pfi_error *err) {
   size_t n = c->n;
   if (draws == 0)
     return pfi_error_set(err, PFI_EINVAL, "--ci: needs at least 1 draw");
@@ -301,9 +301,10 @@ int pfi_index_ci(const struct pfi_curve *c, size_t draws, unsigned long seed,
   int rc = 0;
   int *why = NULL;
   double *buf = malloc(4 * n * sizeof *buf);
-  double *sample = malloc(draws * sizeof *sample);
   gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
-  if (!buf || !sample || !rng) {
+  for (size_t d = 0; d < draws; d++)
+    sample[d] = NAN;
+  if (!buf || !rng) {
     rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
     goto out;
   }
@@ -358,20 +359,39 @@ int pfi_index_ci(const struct pfi_curve *c, size_t draws, unsigned long seed,
     double v = sum / (double)nused;
     /* A draw whose throughput lands exactly on T_max divides by zero; it
      * is dropped (it has probability zero unless the noise is zero). */
-    if (isfinite(v))
-      sample[ok++] = v;
-  }
-  if (ok > 0) {
-    gsl_sort(sample, 1, ok);
-    *lo = gsl_stats_quantile_from_sorted_data(sample, 1, ok, 0.025);
-    *hi = gsl_stats_quantile_from_sorted_data(sample, 1, ok, 0.975);
+    if (isfinite(v)) {
+      sample[d] = v;
+      ok++;
+    }
   }
   rc = (int)(ok > (size_t)2147483647 ? 2147483647 : ok);
 out:
   free(why);
   free(buf);
-  free(sample);
   if (rng)
     gsl_rng_free(rng);
+  return rc;
+}
+
+int pfi_index_ci(const struct pfi_curve *c, size_t draws, unsigned long seed,
+                 double default_rel_sd_power, double default_rel_sd_tokens,
+                 double *lo, double *hi, struct pfi_error *err) {
+  if (draws == 0)
+    return pfi_error_set(err, PFI_EINVAL, "--ci: needs at least 1 draw");
+  double *sample = malloc(draws * sizeof *sample);
+  if (!sample)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  int rc = pfi_index_draws(c, draws, seed, default_rel_sd_power,
+                           default_rel_sd_tokens, sample, err);
+  if (rc > 0) {
+    size_t ok = 0;
+    for (size_t d = 0; d < draws; d++)
+      if (isfinite(sample[d]))
+        sample[ok++] = sample[d];
+    gsl_sort(sample, 1, ok);
+    *lo = gsl_stats_quantile_from_sorted_data(sample, 1, ok, 0.025);
+    *hi = gsl_stats_quantile_from_sorted_data(sample, 1, ok, 0.975);
+  }
+  free(sample);
   return rc;
 }

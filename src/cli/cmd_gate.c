@@ -1,0 +1,348 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* `pfi gate REFERENCE NEW`: the replay gate (gate.h). */
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "opsdata.h"
+#include "pfi/alloc.h"
+#include "pfi/gate.h"
+
+static const char usage_text[] =
+    "usage: pfi gate REFERENCE NEW [--tolerance pfi=R,tput=R] [--ci N]\n"
+    "                [--seed S] [--strict] [--map MAP] [--new-map MAP]\n"
+    "                [--unit NAME] [--format F]\n"
+    "\n"
+    "After a driver, training-stack, hardware or policy change, compares a\n"
+    "new sweep of representative jobs (NEW) with the reference (REFERENCE):\n"
+    "each a curves CSV or a trace store. Jobs are matched by name. Per job:\n"
+    "the ratio PFI of each sweep with its 95 %% interval, the difference and\n"
+    "whether it is beyond noise (its 95 %% Monte Carlo interval excludes 0);\n"
+    "the largest throughput drop at a cap both sweeps measured and whether\n"
+    "it is beyond noise (more than twice its standard error); throughput\n"
+    "per watt at the uncapped point; a verdict. A job fails when a change\n"
+    "beyond noise is also beyond tolerance. docs/gate.md has the statistics.\n"
+    "\n"
+    "Options:\n"
+    "  --tolerance L   pfi=R (relative PFI change, default 10%%) and/or\n"
+    "                  tput=R (throughput drop at a common cap, default 2%%)\n"
+    "  --ci N          Monte Carlo draws (default 2000)\n"
+    "  --seed S        seed (default 1; NEW is drawn with S + 1)\n"
+    "  --strict        a job in only one of the files fails the gate (by\n"
+    "                  default it is listed and left out of the verdict)\n"
+    "  --map MAP       column mapping of both curves files (formats.md)\n"
+    "  --new-map MAP   column mapping of NEW when it differs\n"
+    "  --unit NAME     throughput unit in the output (default: as read)\n"
+    "  --format F      table (default), csv or json\n"
+    "  -h, --help      this text\n"
+    "\n"
+    "Exit status 0: every compared job passes; 1: a job fails (or none\n"
+    "could be compared); 2: bad usage or bad input.\n";
+
+static int parse_tol(const char *s, struct pfi_gate_opts *o) {
+  char *dup = strdup(s);
+  if (!dup)
+    return -1;
+  int rc = 0;
+  char *save = NULL;
+  for (char *t = strtok_r(dup, ",", &save); t && rc == 0;
+       t = strtok_r(NULL, ",", &save)) {
+    char *eq = strchr(t, '=');
+    double v;
+    struct pfi_error e;
+    if (!eq) {
+      rc = pfi_cli_usage("gate",
+                         "--tolerance: expected pfi=R or tput=R, "
+                         "got '%s'",
+                         t);
+      break;
+    }
+    *eq = '\0';
+    if (pfi_cut_parse(eq + 1, &v, &e) < 0) {
+      rc = pfi_cli_usage("gate", "--tolerance %s: %s", t, e.msg);
+      break;
+    }
+    if (strcmp(t, "pfi") == 0)
+      o->pfi_tol = v;
+    else if (strcmp(t, "tput") == 0)
+      o->tput_tol = v;
+    else
+      rc = pfi_cli_usage("gate", "--tolerance: unknown '%s' (pfi or tput)", t);
+  }
+  free(dup);
+  return rc;
+}
+
+static json_t *num(int ok, double v) {
+  return ok && isfinite(v) ? json_real(v) : json_null();
+}
+
+int cmd_gate(int argc, char **argv) {
+  static const struct option opts[] = {{"tolerance", required_argument, 0, 't'},
+                                       {"ci", required_argument, 0, 'i'},
+                                       {"seed", required_argument, 0, 'S'},
+                                       {"strict", no_argument, 0, 's'},
+                                       {"map", required_argument, 0, 'M'},
+                                       {"new-map", required_argument, 0, 'N'},
+                                       {"unit", required_argument, 0, 'u'},
+                                       {"format", required_argument, 0, 'F'},
+                                       {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
+  struct pfi_gate_opts go;
+  pfi_gate_opts_init(&go);
+  const char *map = NULL, *new_map = NULL, *unit = NULL;
+  int strict = 0;
+  unsigned long ul;
+  enum pfi_format fmt = PFI_FMT_TABLE;
+  optind = 0;
+  opterr = 0;
+  int o;
+  while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    switch (o) {
+    case 't':
+      if (parse_tol(optarg, &go) != 0)
+        return PFI_EXIT_USAGE;
+      break;
+    case 'i':
+      if (pfi_cli_parse_ulong(optarg, &ul) < 0 || ul < 1 || ul > 1000000)
+        return pfi_cli_usage("gate", "--ci: expected 1..1000000, got '%s'",
+                             optarg);
+      go.draws = ul;
+      break;
+    case 'S':
+      if (pfi_cli_parse_ulong(optarg, &ul) < 0)
+        return pfi_cli_usage("gate", "--seed: not a number: '%s'", optarg);
+      go.seed = ul;
+      break;
+    case 's':
+      strict = 1;
+      break;
+    case 'M':
+      map = optarg;
+      break;
+    case 'N':
+      new_map = optarg;
+      break;
+    case 'u':
+      unit = optarg;
+      break;
+    case 'F':
+      if (pfi_cli_format("gate", optarg,
+                         PFI_FMT_ALLOW_TABLE | PFI_FMT_ALLOW_CSV |
+                             PFI_FMT_ALLOW_JSON,
+                         &fmt))
+        return PFI_EXIT_USAGE;
+      break;
+    case 'h':
+      fputs(usage_text, stdout);
+      return PFI_EXIT_OK;
+    default:
+      return pfi_cli_usage("gate", "unknown or incomplete option '%s'",
+                           argv[optind - 1]);
+    }
+  }
+  if (argc - optind != 2)
+    return pfi_cli_usage("gate", "expected REFERENCE and NEW");
+  const char *rpath = argv[optind], *npath = argv[optind + 1];
+  struct pfi_error err;
+  pfi_error_clear(&err);
+  struct pfi_curveset rs, ns;
+  pfi_curveset_init(&rs);
+  pfi_curveset_init(&ns);
+  int rem = 0, rme = 0, nem = 0, nme = 0;
+  struct pfi_gate_job *res = NULL;
+  long *match = NULL;
+  int status = PFI_EXIT_OK;
+  if (ops_read_curves(&rs, rpath, map, &rem, &rme, &err) < 0 ||
+      ops_read_curves(&ns, npath, new_map ? new_map : map, &nem, &nme, &err) <
+          0) {
+    status = pfi_cli_fail(&err);
+    goto out;
+  }
+  if (!unit)
+    unit = rs.unit ? rs.unit : "tokens/s";
+  res = calloc(rs.n + 1, sizeof *res);
+  match = calloc(rs.n + 1, sizeof *match);
+  if (!res || !match) {
+    pfi_error_set(&err, PFI_ENOMEM, "out of memory");
+    status = pfi_cli_fail(&err);
+    goto out;
+  }
+  size_t ncmp = 0, nfail = 0, only_ref = 0, only_new = 0;
+  for (size_t i = 0; i < rs.n; i++) {
+    struct pfi_curve *nc = pfi_curveset_find(&ns, rs.c[i].job);
+    match[i] = nc ? (long)(nc - ns.c) : -1;
+    if (!nc) {
+      only_ref++;
+      continue;
+    }
+    if (pfi_gate_compare(&rs.c[i], nc, &go, &res[i], &err) < 0) {
+      status = pfi_cli_fail(&err);
+      goto out;
+    }
+    ncmp++;
+    nfail += res[i].verdict == PFI_GATE_FAIL;
+  }
+  for (size_t j = 0; j < ns.n; j++)
+    if (!pfi_curveset_find(&rs, ns.c[j].job))
+      only_new++;
+  int pass = ncmp > 0 && nfail == 0 && !(strict && (only_ref || only_new));
+  const char *rprov = rem ? "emulated" : rme ? "measured" : "input";
+  const char *nprov = nem ? "emulated" : nme ? "measured" : "input";
+  if (fmt == PFI_FMT_JSON) {
+    json_t *j = json_object(), *arr = json_array(), *miss = json_array();
+    json_object_set_new(j, "reference", pfi_cli_json_str(rpath));
+    json_object_set_new(j, "new", pfi_cli_json_str(npath));
+    json_object_set_new(j, "reference_source", json_string(rprov));
+    json_object_set_new(j, "new_source", json_string(nprov));
+    json_object_set_new(j, "unit", pfi_cli_json_str(unit));
+    json_object_set_new(j, "pfi_tolerance", json_real(go.pfi_tol));
+    json_object_set_new(j, "tput_tolerance", json_real(go.tput_tol));
+    json_object_set_new(j, "draws", json_integer((json_int_t)go.draws));
+    json_object_set_new(j, "seed", json_integer((json_int_t)go.seed));
+    for (size_t i = 0; i < rs.n; i++) {
+      if (match[i] < 0) {
+        json_array_append_new(miss, pfi_cli_json_str(rs.c[i].job));
+        continue;
+      }
+      const struct pfi_gate_job *g = &res[i];
+      json_t *e = json_object();
+      json_object_set_new(e, "job", pfi_cli_json_str(rs.c[i].job));
+      json_object_set_new(e, "pfi_ref", num(g->ref_ok, g->pfi_ref));
+      json_object_set_new(e, "pfi_ref_ci95",
+                          g->ref_ok ? json_pack("[ff]", g->ref_lo, g->ref_hi)
+                                    : json_null());
+      json_object_set_new(e, "pfi_new", num(g->new_ok, g->pfi_new));
+      json_object_set_new(e, "pfi_new_ci95",
+                          g->new_ok ? json_pack("[ff]", g->new_lo, g->new_hi)
+                                    : json_null());
+      json_object_set_new(e, "pfi_diff", num(g->diff_ok, g->diff));
+      json_object_set_new(e, "pfi_diff_ci95",
+                          g->diff_ok ? json_pack("[ff]", g->diff_lo, g->diff_hi)
+                                     : json_null());
+      json_object_set_new(e, "pfi_beyond_noise",
+                          json_boolean(g->pfi_beyond_noise));
+      json_object_set_new(e, "common_caps",
+                          json_integer((json_int_t)g->ncommon));
+      json_object_set_new(e, "worst_cap_w", num(g->ncommon, g->worst_cap_w));
+      json_object_set_new(e, "worst_tput_change",
+                          num(g->ncommon, g->worst_change));
+      json_object_set_new(e, "worst_tput_sigma",
+                          num(g->ncommon, g->worst_sigma));
+      json_object_set_new(e, "tput_beyond_noise",
+                          json_boolean(g->tput_beyond_noise));
+      json_object_set_new(e, "tput_per_w_ref", json_real(g->tpw_ref));
+      json_object_set_new(e, "tput_per_w_new", json_real(g->tpw_new));
+      json_object_set_new(e, "tput_per_w_change", json_real(g->tpw_change));
+      json_object_set_new(
+          e, "verdict",
+          json_string(g->verdict == PFI_GATE_PASS ? "pass" : "fail"));
+      json_array_append_new(arr, e);
+    }
+    json_object_set_new(j, "jobs", arr);
+    json_object_set_new(j, "only_in_reference", miss);
+    json_t *mn = json_array();
+    for (size_t k = 0; k < ns.n; k++)
+      if (!pfi_curveset_find(&rs, ns.c[k].job))
+        json_array_append_new(mn, pfi_cli_json_str(ns.c[k].job));
+    json_object_set_new(j, "only_in_new", mn);
+    json_object_set_new(j, "compared", json_integer((json_int_t)ncmp));
+    json_object_set_new(j, "failed", json_integer((json_int_t)nfail));
+    json_object_set_new(j, "verdict", json_string(pass ? "pass" : "fail"));
+    if (pfi_cli_print_json(j))
+      status = PFI_EXIT_FAIL;
+  } else if (fmt == PFI_FMT_CSV) {
+    printf("job,pfi_ref,pfi_ref_lo,pfi_ref_hi,pfi_new,pfi_new_lo,pfi_new_hi,"
+           "pfi_diff,pfi_diff_lo,pfi_diff_hi,pfi_beyond_noise,common_caps,"
+           "worst_cap_w,worst_tput_change,worst_tput_sigma,tput_beyond_noise,"
+           "tput_per_w_ref,tput_per_w_new,tput_per_w_change,verdict\n");
+    for (size_t i = 0; i < rs.n; i++) {
+      if (match[i] < 0)
+        continue;
+      const struct pfi_gate_job *g = &res[i];
+      pfi_cli_put_csv_field(stdout, rs.c[i].job);
+      if (g->ref_ok)
+        printf(",%.10g,%.10g,%.10g", g->pfi_ref, g->ref_lo, g->ref_hi);
+      else
+        printf(",-,-,-");
+      if (g->new_ok)
+        printf(",%.10g,%.10g,%.10g", g->pfi_new, g->new_lo, g->new_hi);
+      else
+        printf(",-,-,-");
+      if (g->diff_ok)
+        printf(",%.10g,%.10g,%.10g", g->diff, g->diff_lo, g->diff_hi);
+      else
+        printf(",-,-,-");
+      printf(",%d,%zu", g->pfi_beyond_noise, g->ncommon);
+      if (g->ncommon)
+        printf(",%.10g,%.10g,%.10g", g->worst_cap_w, g->worst_change,
+               g->worst_sigma);
+      else
+        printf(",-,-,-");
+      printf(",%d,%.10g,%.10g,%.10g,%s\n", g->tput_beyond_noise, g->tpw_ref,
+             g->tpw_new, g->tpw_change,
+             g->verdict == PFI_GATE_PASS ? "pass" : "fail");
+    }
+  } else {
+    printf("gate: %s (%s) -> %s (%s); tolerance PFI %g %%, throughput %g %%; "
+           "%zu draws, seed %lu\n",
+           rpath, rprov, npath, nprov, 100 * go.pfi_tol, 100 * go.tput_tol,
+           go.draws, go.seed);
+    printf("%-36s %-22s %-22s %-24s %-24s %-10s %s\n", "job", "pfi ref [95%]",
+           "pfi new [95%]", "diff [95%]", "worst tput @cap", "tput/W",
+           "verdict");
+    for (size_t i = 0; i < rs.n; i++) {
+      if (match[i] < 0)
+        continue;
+      const struct pfi_gate_job *g = &res[i];
+      char a[64], b[64], c[64], d[64], w[32];
+      if (g->ref_ok)
+        snprintf(a, sizeof a, "%.3f [%.3f, %.3f]", g->pfi_ref, g->ref_lo,
+                 g->ref_hi);
+      else
+        snprintf(a, sizeof a, "-");
+      if (g->new_ok)
+        snprintf(b, sizeof b, "%.3f [%.3f, %.3f]", g->pfi_new, g->new_lo,
+                 g->new_hi);
+      else
+        snprintf(b, sizeof b, "-");
+      if (g->diff_ok)
+        snprintf(c, sizeof c, "%+.3f [%+.3f, %+.3f]%s", g->diff, g->diff_lo,
+                 g->diff_hi, g->pfi_beyond_noise ? " *" : "");
+      else
+        snprintf(c, sizeof c, "not comparable");
+      if (g->ncommon)
+        snprintf(d, sizeof d, "%+.2f %% @%g W%s", 100 * g->worst_change,
+                 g->worst_cap_w, g->tput_beyond_noise ? " *" : "");
+      else
+        snprintf(d, sizeof d, "no common cap");
+      snprintf(w, sizeof w, "%+.1f %%", 100 * g->tpw_change);
+      pfi_cli_put_name(stdout, rs.c[i].job, 36);
+      printf(" %-22s %-22s %-24s %-24s %-10s %s\n", a, b, c, d, w,
+             g->verdict == PFI_GATE_PASS ? "pass" : "FAIL");
+    }
+    printf("(* beyond noise; tput/W: change of throughput per watt, uncapped; "
+           "throughput in %s)\n",
+           unit);
+    if (only_ref || only_new)
+      printf("%zu jobs only in the reference, %zu only in the new sweep%s\n",
+             only_ref, only_new,
+             strict ? " (fail: --strict)" : " (not compared)");
+    printf("verdict: %s (%zu of %zu compared jobs fail)\n",
+           pass ? "pass" : "FAIL", nfail, ncmp);
+  }
+  if (fflush(stdout) != 0)
+    status = PFI_EXIT_FAIL;
+  else
+    status = pass ? PFI_EXIT_OK : PFI_EXIT_FAIL;
+out:
+  free(res);
+  free(match);
+  pfi_curveset_release(&rs);
+  pfi_curveset_release(&ns);
+  return status;
+}
