@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_plan.h"
 #include "cli.h"
 #include "pfi/alloc.h"
 #include "pfi/jobset.h"
@@ -16,6 +17,7 @@ static const char usage_text[] =
     "usage: pfi allocate --curves FILE --cut R [--strategy S]\n"
     "                    [--features FILE] [--model MODEL.json | --true-pfi]\n"
     "                    [--pfi-features LIST] [--map MAP] [--format F]\n"
+    "                    [--plan FILE [--gpu-map FILE]]\n"
     "\n"
     "Splits a power cut across jobs. R is a fraction (0.3) or a percentage\n"
     "(30%) of the jobs' total uncapped power; the budget is (1 - R) times\n"
@@ -48,6 +50,10 @@ static const char usage_text[] =
     "  --true-pfi         use the curves' own PFI\n"
     "  --pfi-features L   features of the fitted model (comma-separated)\n"
     "  --map MAP          curves column mapping NAME=COLUMN,...\n"
+    "  --plan FILE        also write the cap plan (docs/plan.md) to FILE, for\n"
+    "                     pfi cap --plan FILE --db STORE\n"
+    "  --gpu-map FILE     CSV job,gpu_ids (e.g. 0;1;2;3 or 0-3): each job's\n"
+    "                     GPUs in the plan\n"
     "  --format F         table (default), csv or json\n"
     "  -h, --help         this text\n"
     "\n"
@@ -55,7 +61,8 @@ static const char usage_text[] =
     "inverse interpolation of its cap-to-power points) and its throughput\n"
     "read off its curve; then totals. JSON keys: strategy, cut, budget_w,\n"
     "total_power_w, total_tokens_per_s, jobs [{job, power_w, cap_w,\n"
-    "tokens_per_s}]. Exit status 0 ok, 1 run-time failure, 2 bad usage,\n"
+    "tokens_per_s, retained}], retained (throughput kept, fraction of\n"
+    "uncapped). Exit status 0 ok, 1 run-time failure, 2 bad usage,\n"
     "bad input or an infeasible cut.\n";
 
 int cmd_allocate(int argc, char **argv) {
@@ -68,12 +75,14 @@ int cmd_allocate(int argc, char **argv) {
       {"true-pfi", no_argument, 0, 't'},
       {"pfi-features", required_argument, 0, 'P'},
       {"map", required_argument, 0, 'M'},
+      {"plan", required_argument, 0, 'L'},
+      {"gpu-map", required_argument, 0, 'G'},
       {"format", required_argument, 0, 'F'},
       {"help", no_argument, 0, 'h'},
       {0, 0, 0, 0}};
   const char *curves = NULL, *features = NULL, *cut_s = NULL,
              *strat_s = "oracle", *model_path = NULL, *pfeat = NULL,
-             *map = NULL;
+             *map = NULL, *plan_path = NULL, *gpu_map = NULL;
   int true_pfi = 0;
   enum pfi_format fmt = PFI_FMT_TABLE;
   optind = 0;
@@ -105,6 +114,12 @@ int cmd_allocate(int argc, char **argv) {
     case 'M':
       map = optarg;
       break;
+    case 'L':
+      plan_path = optarg;
+      break;
+    case 'G':
+      gpu_map = optarg;
+      break;
     case 'F':
       if (pfi_cli_format("allocate", optarg,
                          PFI_FMT_ALLOW_TABLE | PFI_FMT_ALLOW_CSV |
@@ -129,6 +144,16 @@ int cmd_allocate(int argc, char **argv) {
   int s = pfi_strategy_parse(strat_s);
   if (s < 0)
     return pfi_cli_usage("allocate", "unknown strategy '%s'", strat_s);
+  if (gpu_map && !plan_path)
+    return pfi_cli_usage("allocate", "--gpu-map needs --plan FILE");
+  if ((s == PFI_STRAT_PFI_AWARE || s == PFI_STRAT_PFI_CURVE) && !true_pfi &&
+      !features)
+    return pfi_cli_usage("allocate",
+                         "strategy %s needs each job's PFI: give --features "
+                         "FILE (telemetry features, with --model or a model "
+                         "fitted on them), or --true-pfi to use the curves' "
+                         "own PFI",
+                         strat_s);
   if (model_path && true_pfi)
     return pfi_cli_usage("allocate", "--model and --true-pfi exclude each "
                                      "other");
@@ -181,11 +206,15 @@ int cmd_allocate(int argc, char **argv) {
     }
     goto fail;
   }
-  double tot_p = 0, tot_t = 0;
+  double tot_p = 0, tot_t = 0, tot_u = 0;
   for (size_t i = 0; i < n; i++) {
     tot_p += pw[i];
     tot_t += pfi_problem_eval(pp, i, pw[i]);
+    tot_u += pfi_problem_eval(pp, i, pfi_problem_hi(pp, i));
   }
+  if (plan_path && alloc_write_plan(&d, pp, pw, pfi_strategy_name(s), cut,
+                                    plan_path, gpu_map, &err) < 0)
+    goto fail;
   if (fmt == PFI_FMT_JSON) {
     json_t *j = json_object(), *arr = json_array();
     json_object_set_new(j, "strategy", json_string(pfi_strategy_name(s)));
@@ -193,6 +222,7 @@ int cmd_allocate(int argc, char **argv) {
     json_object_set_new(j, "budget_w", json_real(budget));
     json_object_set_new(j, "total_power_w", json_real(tot_p));
     json_object_set_new(j, "total_tokens_per_s", json_real(tot_t));
+    json_object_set_new(j, "retained", json_real(tot_t / tot_u));
     for (size_t i = 0; i < n; i++) {
       json_t *e = json_object();
       json_object_set_new(e, "job", pfi_cli_json_str(d.cs.c[i].job));
@@ -201,6 +231,10 @@ int cmd_allocate(int argc, char **argv) {
                           json_real(pfi_curve_cap_at(&d.cs.c[i], pw[i])));
       json_object_set_new(e, "tokens_per_s",
                           json_real(pfi_problem_eval(pp, i, pw[i])));
+      json_object_set_new(
+          e, "retained",
+          json_real(pfi_problem_eval(pp, i, pw[i]) /
+                    pfi_problem_eval(pp, i, pfi_problem_hi(pp, i))));
       json_array_append_new(arr, e);
     }
     json_object_set_new(j, "jobs", arr);
@@ -210,22 +244,30 @@ int cmd_allocate(int argc, char **argv) {
     if (pfi_cli_print_json(j))
       status = PFI_EXIT_FAIL;
   } else if (fmt == PFI_FMT_CSV) {
-    printf("job,power_w,cap_w,tokens_per_s\n");
+    printf("job,power_w,cap_w,tokens_per_s,retained\n");
     for (size_t i = 0; i < n; i++)
-      printf("%s,%.6f,%.6f,%.6f\n", d.cs.c[i].job, pw[i],
+      printf("%s,%.6f,%.6f,%.6f,%.6f\n", d.cs.c[i].job, pw[i],
              pfi_curve_cap_at(&d.cs.c[i], pw[i]),
-             pfi_problem_eval(pp, i, pw[i]));
-    printf("TOTAL,%.6f,,%.6f\n", tot_p, tot_t);
+             pfi_problem_eval(pp, i, pw[i]),
+             pfi_problem_eval(pp, i, pw[i]) /
+                 pfi_problem_eval(pp, i, pfi_problem_hi(pp, i)));
+    printf("TOTAL,%.6f,,%.6f,%.6f\n", tot_p, tot_t, tot_t / tot_u);
   } else {
     printf("strategy %s, cut %.4g %% of %.1f W uncapped, budget %.1f W%s\n",
            pfi_strategy_name(s), 100 * cut, hi, budget,
            d.any_emulated ? " (emulated data)" : "");
-    printf("%-40s %12s %10s %14s\n", "job", "power_w", "cap_w", "tokens_per_s");
+    printf("%-40s %12s %10s %14s %9s\n", "job", "power_w", "cap_w",
+           "tokens_per_s", "retained");
     for (size_t i = 0; i < n; i++)
-      printf("%-40s %12.1f %10.1f %14.1f\n", d.cs.c[i].job, pw[i],
+      printf("%-40s %12.1f %10.1f %14.6g %8.2f%%\n", d.cs.c[i].job, pw[i],
              pfi_curve_cap_at(&d.cs.c[i], pw[i]),
-             pfi_problem_eval(pp, i, pw[i]));
-    printf("%-40s %12.1f %10s %14.1f\n", "total", tot_p, "", tot_t);
+             pfi_problem_eval(pp, i, pw[i]),
+             100 * pfi_problem_eval(pp, i, pw[i]) /
+                 pfi_problem_eval(pp, i, pfi_problem_hi(pp, i)));
+    printf("%-40s %12.1f %10s %14.6g %8.2f%%\n", "total", tot_p, "", tot_t,
+           100 * tot_t / tot_u);
+    if (plan_path)
+      printf("plan written to %s\n", plan_path);
   }
   if (fflush(stdout) != 0)
     status = PFI_EXIT_FAIL;

@@ -11,12 +11,15 @@
 #include "cli_device.h"
 #include "pfi/capset.h"
 #include "pfi/gpulock.h"
+#include "pfi/plan.h"
 #include "pfi/store.h"
 
 static const char usage_text[] =
     "usage: pfi cap [--backend emu|nvml] [--params P] [--gpus LIST]\n"
     "               (--set W | --reset) [--db FILE] [--dry-run] [--force]\n"
     "               [--format F]\n"
+    "       pfi cap --plan FILE --db STORE [--backend B] [--params P]\n"
+    "               [--dry-run] [--force] [--format F]\n"
     "\n"
     "Sets the power limit of GPUs (--set W, in watts) or returns it to each\n"
     "GPU's default (--reset), and prints old -> new for each GPU.\n"
@@ -53,6 +56,10 @@ static const char usage_text[] =
     "  --gpus LIST   GPU indices: all (default), 0,2,5 or ranges 0-3\n"
     "  --set W       the new limit in watts (e.g. 500 or 412.5)\n"
     "  --reset       the GPUs' default limits\n"
+    "  --plan FILE   a cap plan (pfi allocate --plan; docs/plan.md): each\n"
+    "                job's cap on each of its GPUs, all or none; needs --db\n"
+    "                (pfi restore --db STORE puts every GPU back to the\n"
+    "                limit it had before)\n"
     "  --db FILE     record the change in FILE for pfi restore --db FILE\n"
     "  --dry-run     check and print the changes without making them\n"
     "  --force       change GPUs a running sweep holds (the sweep will still\n"
@@ -68,6 +75,8 @@ static const char usage_text[] =
 
 struct item {
   unsigned gpu;
+  const char *job; /* --plan: the job it belongs to */
+  uint32_t plan_mw;
   char uuid[128];
   char name[128];
   struct pfi_power_limits lim;
@@ -95,6 +104,47 @@ static void warn_forced(const struct pfi_capset *cs, const struct item *items,
   }
 }
 
+/* --plan: the GPUs the plan names, in plan order, each below `count`. */
+static int plan_gpus(const char *path, unsigned count, struct pfi_plan *plan,
+                     unsigned **gpus, size_t *n, struct pfi_error *err) {
+  int rc = pfi_plan_read(plan, path, err);
+  if (rc < 0)
+    return rc;
+  size_t total = 0;
+  for (size_t i = 0; i < plan->n; i++) {
+    const struct pfi_plan_job *j = &plan->j[i];
+    if (j->ngpu == 0)
+      return pfi_error_setloc(err, PFI_EPARSE, plan->source, j->line, 1,
+                              "job '%s' names no GPUs (gpu_ids; pfi allocate "
+                              "--gpu-map writes them)",
+                              j->job);
+    for (size_t k = 0; k < j->ngpu; k++)
+      if (j->gpu_ids[k] >= count)
+        return pfi_error_setloc(err, PFI_EPARSE, plan->source, j->line, 1,
+                                "job '%s': GPU %u does not exist (%u GPUs)",
+                                j->job, j->gpu_ids[k], count);
+    total += j->ngpu;
+  }
+  *gpus = calloc(total ? total : 1, sizeof **gpus);
+  if (!*gpus)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  *n = 0;
+  for (size_t i = 0; i < plan->n; i++)
+    for (size_t k = 0; k < plan->j[i].ngpu; k++)
+      (*gpus)[(*n)++] = plan->j[i].gpu_ids[k];
+  return 0;
+}
+
+/* The plan's job and target of it->gpu. */
+static void plan_target(const struct pfi_plan *plan, struct item *it) {
+  for (size_t i = 0; i < plan->n; i++)
+    for (size_t k = 0; k < plan->j[i].ngpu; k++)
+      if (plan->j[i].gpu_ids[k] == it->gpu) {
+        it->job = plan->j[i].job;
+        it->plan_mw = (uint32_t)llround(plan->j[i].cap_w * 1000.0);
+      }
+}
+
 int cmd_cap(int argc, char **argv) {
   static const struct option opts[] = {{"backend", required_argument, 0, 'b'},
                                        {"params", required_argument, 0, 'p'},
@@ -104,11 +154,14 @@ int cmd_cap(int argc, char **argv) {
                                        {"dry-run", no_argument, 0, 'n'},
                                        {"force", no_argument, 0, 'F'},
                                        {"db", required_argument, 0, 'd'},
+                                       {"plan", required_argument, 0, 'P'},
                                        {"format", required_argument, 0, 'f'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
   const char *backend = NULL, *params = NULL, *chosen = NULL;
-  const char *gpus_arg = "all", *set_arg = NULL, *db = NULL;
+  const char *gpus_arg = "all", *set_arg = NULL, *db = NULL, *plan_path = NULL;
+  struct pfi_plan plan;
+  pfi_plan_init(&plan);
   int reset = 0, dry = 0, force = 0, status = 0, c, rc = 0;
   enum pfi_format format = PFI_FMT_TABLE;
   struct pfi_device *dev = NULL;
@@ -150,6 +203,9 @@ int cmd_cap(int argc, char **argv) {
     case 'd':
       db = optarg;
       break;
+    case 'P':
+      plan_path = optarg;
+      break;
     case 'f':
       if ((status = pfi_cli_format("cap", optarg,
                                    PFI_FMT_ALLOW_TABLE | PFI_FMT_ALLOW_CSV |
@@ -169,8 +225,15 @@ int cmd_cap(int argc, char **argv) {
   }
   if (optind < argc)
     return pfi_cli_usage("cap", "unexpected argument '%s'", argv[optind]);
-  if (!!set_arg + reset != 1)
-    return pfi_cli_usage("cap", "give exactly one of --set W and --reset");
+  if (!!set_arg + reset + !!plan_path != 1)
+    return pfi_cli_usage(
+        "cap", "give exactly one of --set W, --reset and --plan FILE");
+  if (plan_path && strcmp(gpus_arg, "all") != 0)
+    return pfi_cli_usage("cap", "--plan names the GPUs itself; drop --gpus");
+  if (plan_path && !db && !dry)
+    return pfi_cli_usage("cap", "--plan needs --db STORE: the limits found are "
+                                "recorded there, and pfi restore --db STORE "
+                                "puts every GPU back");
   if (params && !backend)
     return pfi_cli_usage("cap", "--params needs --backend");
   if (set_arg) {
@@ -188,7 +251,9 @@ int cmd_cap(int argc, char **argv) {
   rc = pfi__cli_open_device("cap", backend, params, &dev, &chosen, &err);
   if (rc == 0)
     rc = pfi_device_count(dev, &count, &err);
-  if (rc == 0)
+  if (rc == 0 && plan_path)
+    rc = plan_gpus(plan_path, count, &plan, &gpus, &n, &err);
+  else if (rc == 0)
     rc = pfi__cli_parse_gpus(gpus_arg, count, &gpus, &n, &err);
   if (rc < 0)
     goto fail;
@@ -203,6 +268,8 @@ int cmd_cap(int argc, char **argv) {
   for (size_t k = 0; k < n; k++) {
     struct item *it = &items[k];
     it->gpu = gpus[k];
+    if (plan_path)
+      plan_target(&plan, it);
     snprintf(it->uuid, sizeof it->uuid, "-");
     snprintf(it->name, sizeof it->name, "-");
     rc = pfi_device_uuid(dev, it->gpu, it->uuid, sizeof it->uuid, &err);
@@ -242,8 +309,18 @@ int cmd_cap(int argc, char **argv) {
       rc = pfi_device_get_cap(dev, it->gpu, &it->old_mw, &err);
     if (rc < 0)
       goto fail;
-    it->new_mw = reset ? it->lim.default_mw : set_mw;
+    it->new_mw = plan_path ? it->plan_mw : reset ? it->lim.default_mw : set_mw;
     target[k] = it->new_mw;
+    if (plan_path &&
+        (it->new_mw < it->lim.min_mw || it->new_mw > it->lim.max_mw)) {
+      rc = pfi_error_set(&err, PFI_ERANGE,
+                         "the plan's cap %.3f W for job '%s' is outside GPU "
+                         "%u's power-limit range %.3f..%.3f W; nothing was "
+                         "changed",
+                         it->new_mw / 1000.0, it->job, it->gpu,
+                         it->lim.min_mw / 1000.0, it->lim.max_mw / 1000.0);
+      goto fail;
+    }
     if (it->new_mw < it->lim.min_mw || it->new_mw > it->lim.max_mw) {
       rc = pfi_error_set(&err, PFI_ERANGE,
                          "%s %.3f W is outside GPU %u's power-limit range "
@@ -301,6 +378,8 @@ int cmd_cap(int argc, char **argv) {
       int emulated = pfi__cli_emulated(dev, it->name);
       json_t *o = json_object();
       json_object_set_new(o, "index", json_integer(it->gpu));
+      if (it->job)
+        json_object_set_new(o, "job", pfi_cli_json_str(it->job));
       json_object_set_new(o, "uuid", pfi_cli_json_str(it->uuid));
       json_object_set_new(o, "old_cap_w", json_real(it->old_mw / 1000.0));
       json_object_set_new(o, "new_cap_w", json_real(it->new_mw / 1000.0));
@@ -334,8 +413,8 @@ int cmd_cap(int argc, char **argv) {
              changed ? "true" : "false", dry ? "true" : "false", chosen,
              emulated ? "true" : "false");
     else
-      printf("GPU %u: %.1f W -> %.1f W%s%s\n", it->gpu, it->old_mw / 1000.0,
-             it->new_mw / 1000.0,
+      printf("GPU %u%s%s: %.1f W -> %.1f W%s%s\n", it->gpu, it->job ? " " : "",
+             it->job ? it->job : "", it->old_mw / 1000.0, it->new_mw / 1000.0,
              dry       ? " (dry run)"
              : changed ? ""
                        : " (unchanged)",
@@ -349,6 +428,7 @@ fail:
 out:
   pfi_capset_close(cs);
   pfi_store_close(st);
+  pfi_plan_release(&plan);
   free(target);
   free(items);
   free(gpus);

@@ -59,7 +59,7 @@ near "$(json_num power_w "$T/o.json")" 1620 1e-6 "oracle power of a"
 near "$(json_num cap_w "$T/o.json")" "$(awk 'BEGIN{printf "%.10f", 200+200*120/1400}')" 1e-6 "oracle cap of a"
 # Top-level keys, exactly and in order.
 keys=$(sed -n 's/^  "\([a-z_]*\)":.*/\1/p' "$T/o.json" | tr '\n' ' ')
-[ "$keys" = "strategy cut budget_w total_power_w total_tokens_per_s jobs source " ] || fail "allocate JSON keys: $keys"
+[ "$keys" = "strategy cut budget_w total_power_w total_tokens_per_s retained jobs source " ] || fail "allocate JSON keys: $keys"
 # Equal: no floor binds, so each job keeps 70 % of its uncapped power.
 "$PFI" allocate --curves "$T/c.csv" --cut 0.3 --strategy equal --format csv >"$T/e.csv" || fail "equal run"
 near "$(awk -F, '$1=="a"{print $2}' "$T/e.csv")" 2940 1e-6 "equal a"
