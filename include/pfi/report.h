@@ -273,4 +273,24 @@ void pfi_report_opts_init(struct pfi_report_opts *o);
 int pfi_report_build(const char *in_dir, const char *out_dir,
                      const struct pfi_report_opts *o, struct pfi_error *err);
 
+/*
+ * The report for an operator's own jobs (no paper scaffolding): reads the
+ * curves file `curves` (with the column mapping `map`, may be NULL) and
+ * writes into `out_dir` report.html, whose first screen ranks the jobs from
+ * most to least flexible (ratio PFI with its 95 % interval, area and CE
+ * beside it, points left out by the noise rule named), shows the
+ * flexibility capacity (include/pfi/capacity.h) and the cap plan for a
+ * ladder of cuts (5-40 %), and the tables jobs_ranked, capacity,
+ * capacity_quote and cap_plan as CSV and JSON. `unit` names the throughput
+ * unit (NULL: as read). Returns 0 or an error like pfi_report_build().
+ */
+int pfi_report_operator(const char *curves, const char *map, const char *unit,
+                        const char *out_dir, const struct pfi_report_opts *o,
+                        struct pfi_error *err);
+
+/* *paper = 1 when the curves file holds any of the paper's published
+ * groups (then pfi report builds the paper-reproduction page). */
+int pfi_report_has_paper_groups(const char *curves, const char *map, int *paper,
+                                struct pfi_error *err);
+
 #endif

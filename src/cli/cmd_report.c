@@ -13,7 +13,7 @@
 #include "pfi/trace.h"
 
 static const char usage_text[] =
-    "usage: pfi report [options] DB-or-DIR\n"
+    "usage: pfi report [options] FILE.csv|DB|DIR\n"
     "\n"
     "Builds report.html (one self-contained page: figures inline, no network)\n"
     "and every result table as NAME.csv and NAME.json, from\n"
@@ -22,8 +22,13 @@ static const char usage_text[] =
     "       `pfi trace summarize` and `pfi reproduce` write them; or\n"
     "  DB   a trace store (pfi sweep --db): summarized first into the output\n"
     "       directory (curves.csv, features.csv, mechanism.csv).\n"
+    "  FILE.csv  a curves file (any columns, with --map)\n"
     "Works for emulated campaigns and for a user's own sweeps on real GPUs;\n"
-    "the first screen says which (curves.csv's source column).\n"
+    "the first screen says which (curves.csv's source column). When none\n"
+    "of the paper's groups is in the input (or for a FILE.csv), the page is\n"
+    "the operator's: jobs ranked from most to least flexible, the\n"
+    "flexibility capacity and the cap plan for a ladder of cuts, with no\n"
+    "comparison to the paper; --paper builds the paper-reproduction page.\n"
     "\n"
     "Options:\n"
     "  --out DIR          output directory, created with its parents when\n"
@@ -42,11 +47,27 @@ static const char usage_text[] =
     "                     pooled (3 classes, dense pretraining and\n"
     "                     fine-tuning pooled)\n"
     "  --no-figures       tables only (figures need gnuplot)\n"
+    "  --map MAP          curves column mapping (docs/formats.md), for a\n"
+    "                     FILE.csv or the operator's page\n"
+    "  --unit NAME        the throughput's unit on the operator's page\n"
+    "  --paper            the paper-reproduction page even without the\n"
+    "                     paper's groups (DIR or DB)\n"
     "  -q, --quiet        no progress on stderr\n"
     "  -h, --help         this text\n"
     "\n"
     "Exit status: 0 ok, 1 run-time failure (gnuplot missing or failing),\n"
     "2 bad usage or bad input (FILE:LINE:COLUMN).\n";
+
+/* A trace store is an SQLite file. */
+static int is_store(const char *path) {
+  FILE *fp = fopen(path, "rb");
+  if (!fp)
+    return 0;
+  char m[16];
+  size_t n = fread(m, 1, sizeof m, fp);
+  fclose(fp);
+  return n == 16 && memcmp(m, "SQLite format 3", 16) == 0;
+}
 
 static void progress(const char *msg, void *arg) {
   (void)arg;
@@ -62,12 +83,15 @@ int cmd_report(int argc, char **argv) {
       {"jobs-per-workload", required_argument, NULL, 'j'},
       {"cluster", required_argument, NULL, 'C'},
       {"no-figures", no_argument, NULL, 'n'},
+      {"map", required_argument, NULL, 'M'},
+      {"unit", required_argument, NULL, 'U'},
+      {"paper", no_argument, NULL, 'P'},
       {"quiet", no_argument, NULL, 'q'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   const char *cmd = "report";
-  const char *out = NULL;
-  int quiet = 0;
+  const char *out = NULL, *map = NULL, *unit = NULL;
+  int quiet = 0, paper = 0;
   struct pfi_report_opts o;
   pfi_report_opts_init(&o);
   optind = 1;
@@ -114,6 +138,15 @@ int cmd_report(int argc, char **argv) {
     case 'n':
       o.no_figures = 1;
       break;
+    case 'M':
+      map = optarg;
+      break;
+    case 'U':
+      unit = optarg;
+      break;
+    case 'P':
+      paper = 1;
+      break;
     case 'q':
       quiet = 1;
       break;
@@ -144,7 +177,30 @@ int cmd_report(int argc, char **argv) {
    * `out` points into it until the path is printed at the end. */
   char defout[4096];
   if (S_ISDIR(stbuf.st_mode)) {
-    rc = pfi_report_build(in, out ? out : in, &o, &err);
+    char cpath[4200];
+    snprintf(cpath, sizeof cpath, "%s/curves.csv", in);
+    int is_paper = paper;
+    if (!paper &&
+        (rc = pfi_report_has_paper_groups(cpath, map, &is_paper, &err)) < 0)
+      return pfi_cli_fail(&err);
+    rc = is_paper
+             ? pfi_report_build(in, out ? out : in, &o, &err)
+             : pfi_report_operator(cpath, map, unit, out ? out : in, &o, &err);
+  } else if (!is_store(in) &&
+             !(strlen(in) > 3 && strcmp(in + strlen(in) - 3, ".db") == 0)) {
+    /* A curves file: the operator's page, beside it by default. */
+    if (paper)
+      return pfi_cli_usage(cmd, "--paper needs a DIR or a DB");
+    if (!out) {
+      size_t n = strlen(in);
+      if (n > 4 && strcmp(in + n - 4, ".csv") == 0)
+        n -= 4;
+      if (n + 8 > sizeof defout)
+        return pfi_cli_usage(cmd, "path too long");
+      snprintf(defout, sizeof defout, "%.*s-report", (int)n, in);
+      out = defout;
+    }
+    rc = pfi_report_operator(in, map, unit, out, &o, &err);
   } else {
     /* A trace store: summarize into the output directory first. */
     if (!out) {
@@ -170,8 +226,20 @@ int cmd_report(int argc, char **argv) {
     }
     if (!quiet)
       fprintf(stderr, "pfi: summarizing %s into %s\n", in, out);
-    rc = pfi_campaign_report(st, out, &o, NULL, &err);
+    /* The summaries first (curves.csv, features.csv, mechanism.csv); the
+     * page is the paper's only when the paper's groups are there. */
+    struct pfi_summary_opts so;
+    pfi_summary_opts_init(&so);
+    rc = pfi_trace_summarize(st, out, &so, &err);
     pfi_store_close(st);
+    int is_paper = paper;
+    char cpath[8300];
+    snprintf(cpath, sizeof cpath, "%s/curves.csv", out);
+    if (rc >= 0 && !paper)
+      rc = pfi_report_has_paper_groups(cpath, NULL, &is_paper, &err);
+    if (rc >= 0)
+      rc = is_paper ? pfi_report_build(out, out, &o, &err)
+                    : pfi_report_operator(cpath, NULL, unit, out, &o, &err);
   }
   if (rc < 0)
     return pfi_cli_fail(&err);

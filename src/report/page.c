@@ -100,6 +100,13 @@ static void notice(struct pfi__report *r, struct pfi_html *b) {
                    "recorded sweep as far as pfi can tell).</div>\n");
 }
 
+/* For pages other than the paper's (src/report/operator.c). */
+const char *pfi__report_style(void) { return style; }
+const char *pfi__report_check_script(void) { return check_script; }
+void pfi__report_notice(struct pfi__report *r, struct pfi_html *b) {
+  notice(r, b);
+}
+
 int pfi__report_page(struct pfi__report *r, const char *out_dir) {
   struct pfi_html b;
   pfi_html_init(&b);

@@ -68,5 +68,10 @@ struct pfi_rtable *pfi__report_table(struct pfi__report *r, const char *name,
 int pfi__report_page(struct pfi__report *r, const char *out_dir);
 int pfi__report_figure(struct pfi__report *r, const struct pfi_figure *f,
                        const char *caption);
+/* The page's style sheet, render-check script and provenance banner, for
+ * pages other than the paper's (operator.c). */
+const char *pfi__report_style(void);
+const char *pfi__report_check_script(void);
+void pfi__report_notice(struct pfi__report *r, struct pfi_html *b);
 
 #endif

@@ -13,7 +13,7 @@ mkdir -p "$T/in"
 cp "$F/curves.csv" "$F/features.csv" "$T/in/"
 
 for cl in archtask pooled; do
-  "$PFI" report -q --no-figures --draws 50 --workloads 20 \
+  "$PFI" report -q --paper --no-figures --draws 50 --workloads 20 \
     --jobs-per-workload 10 --cluster "$cl" --out "$T/r-$cl" "$T/in" \
     > /dev/null || fail "report --cluster $cl"
   "$PFI" fit "$F/features.csv" --curves "$F/curves.csv" --ablation \
@@ -68,7 +68,7 @@ grep -q "held out by cluster (archtask: 4 architecture x task clusters)" \
   --features "$F/features.csv" 2> "$T/err"
 [ $? -eq 2 ] && grep -q -- "--cluster goes with --holdout=cluster" "$T/err" ||
   fail "--cluster without --holdout=cluster"
-"$PFI" report -q --cluster dense "$T/in" 2> "$T/err"
+"$PFI" report -q --paper --cluster dense "$T/in" 2> "$T/err"
 [ $? -eq 2 ] && grep -q "archtask or pooled" "$T/err" || fail "report --cluster dense"
 
 # The population: this fixture is not the paper's, so no published value

@@ -12,7 +12,9 @@ trap 'rm -rf "$tmp"' EXIT
 # hold the default one.
 export PFI_EMU_STATE="$tmp/emu.state"
 fail() { echo "FAIL: $*" >&2; exit 1; }
-fast=(-q --draws 50 --workloads 2 --jobs-per-workload 2)
+# --paper: this test is about the paper-reproduction page on data without
+# the paper's groups (the operator's page is test_report_operator.sh).
+fast=(-q --paper --draws 50 --workloads 2 --jobs-per-workload 2)
 
 # The real A100 sweep: Workload, GPU power cap, throughput, total GPU power.
 mkdir "$tmp/real"

@@ -1,0 +1,595 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * The report for an operator's own jobs: which jobs to cap first, how much
+ * power the cluster can shed for what throughput, and the caps to set for
+ * a ladder of cuts. No paper scaffolding: nothing here compares with the
+ * paper, and nothing is shown that the input never had.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pfi/alloc.h"
+#include "pfi/capacity.h"
+#include "pfi/index.h"
+#include "pfi/report.h"
+#include "pfi/version.h"
+
+#include "report_int.h"
+
+/* Rows of a table shown on the page; the rest are in its CSV. */
+#define SCREEN_ROWS 15
+
+static const double ladder[] = {0.05, 0.10, 0.20, 0.30, 0.40};
+#define NLADDER (sizeof ladder / sizeof ladder[0])
+
+struct job {
+  size_t i;           /* curve index */
+  int ok;             /* ratio PFI defined */
+  double pfi, lo, hi; /* interval equals the estimate without draws */
+  double area, ce;
+  int ce_ok;
+  size_t used;
+  char excluded[512];
+};
+
+static int by_pfi(const void *a, const void *b) {
+  const struct job *x = a, *y = b;
+  if (x->ok != y->ok)
+    return y->ok - x->ok;
+  if (x->ok && x->pfi != y->pfi)
+    return x->pfi < y->pfi ? 1 : -1;
+  if (x->area != y->area)
+    return x->area < y->area ? 1 : -1;
+  return (x->i > y->i) - (x->i < y->i);
+}
+
+int pfi_report_has_paper_groups(const char *curves, const char *map, int *paper,
+                                struct pfi_error *err) {
+  *paper = 0;
+  struct pfi_curveset cs;
+  int rc = pfi_curveset_read(&cs, curves, map, err);
+  if (rc < 0)
+    return rc;
+  const char **names = malloc((cs.n + 1) * sizeof *names);
+  if (!names) {
+    pfi_curveset_release(&cs);
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  }
+  for (size_t i = 0; i < cs.n; i++)
+    names[i] = cs.c[i].job;
+  struct pfi_population pop;
+  struct pfi_error e;
+  if (pfi_population_of(names, cs.n, &pop, &e) == 0)
+    *paper = pop.headline > 0;
+  free(names);
+  pfi_curveset_release(&cs);
+  return 0;
+}
+
+/* A trimmed copy of `t` (its first SCREEN_ROWS rows) shown on the page,
+ * with a line naming the CSV that has them all. */
+static int show(struct pfi__report *r, const struct pfi_rtable *t) {
+  struct pfi_html *b = &r->body;
+  if (t->nrows <= SCREEN_ROWS) {
+    pfi_html_puts(b, "<div class=\"tabwrap\">");
+    pfi_rtable_html(t, b);
+    pfi_html_puts(b, "</div>\n");
+    return 0;
+  }
+  struct pfi_rtable v;
+  if (pfi_rtable_init(&v, t->name, t->title, t->ncols,
+                      (const char *const *)t->cols) != 0)
+    return pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
+  v.hidden_col = t->hidden_col;
+  for (size_t c = 0; c < t->ncols; c++)
+    pfi_rtable_decimals(&v, c, t->decimals[c]);
+  for (size_t row = 0; row < SCREEN_ROWS; row++) {
+    long k = pfi_rtable_add_row(&v);
+    if (k < 0)
+      break;
+    for (size_t c = 0; c < t->ncols; c++) {
+      const struct pfi_cell *cell = &t->cells[row * t->ncols + c];
+      if (cell->kind == PFI_CELL_NUM)
+        pfi_rtable_set_num_dec(&v, (size_t)k, c, cell->v,
+                               cell->dec >= 0 ? cell->dec : t->decimals[c]);
+      else if (cell->kind == PFI_CELL_STR)
+        pfi_rtable_set_str(&v, (size_t)k, c, cell->s);
+    }
+  }
+  pfi_html_puts(b, "<div class=\"tabwrap\">");
+  pfi_rtable_html(&v, b);
+  pfi_html_puts(b, "</div>\n");
+  pfi_html_printf(b,
+                  "<p class=\"note\">The first %d of %zu rows; all of them "
+                  "are in <a href=\"%s.csv\">",
+                  SCREEN_ROWS, t->nrows, t->name);
+  pfi_html_text(b, t->name);
+  pfi_html_puts(b, ".csv</a> beside this page.</p>\n");
+  int failed = v.failed;
+  pfi_rtable_release(&v);
+  return failed ? pfi_error_set(r->err, PFI_ENOMEM, "out of memory") : 0;
+}
+
+static void setn(struct pfi_rtable *t, long row, const char *col, double v) {
+  long c = pfi_rtable_col(t, col);
+  if (c >= 0)
+    pfi_rtable_set_num(t, (size_t)row, (size_t)c, v);
+}
+static void sets(struct pfi_rtable *t, long row, const char *col,
+                 const char *s) {
+  long c = pfi_rtable_col(t, col);
+  if (c >= 0)
+    pfi_rtable_set_str(t, (size_t)row, (size_t)c, s);
+}
+static void dec(struct pfi_rtable *t, const char *col, int d) {
+  long c = pfi_rtable_col(t, col);
+  if (c >= 0)
+    pfi_rtable_decimals(t, (size_t)c, d);
+}
+
+/* The jobs ranked, most flexible first. */
+static int sec_ranked(struct pfi__report *r, struct job *jobs, size_t n,
+                      const char *unit, size_t draws) {
+  for (size_t k = 0; k < n; k++) {
+    struct job *j = &jobs[k];
+    const struct pfi_curve *c = &r->js.cs.c[k];
+    j->i = k;
+    struct pfi_index ix;
+    int rc = pfi_index_compute(c, &ix, r->err);
+    if (rc < 0)
+      return rc;
+    j->ok = ix.pfi_defined;
+    j->pfi = j->lo = j->hi = ix.pfi;
+    j->area = ix.pfi_area;
+    j->ce = ix.pfi_ce;
+    j->ce_ok = ix.ce_defined;
+    j->used = ix.points_used;
+    size_t w = 0;
+    j->excluded[0] = '\0';
+    for (size_t e = 0; e < ix.n_excluded && w + 40 < sizeof j->excluded; e++)
+      w += (size_t)snprintf(j->excluded + w, sizeof j->excluded - w,
+                            "%s%g W %s", e ? "; " : "", ix.excluded_caps[e],
+                            pfi_index_why_name(ix.excluded_why[e]));
+    pfi_index_release(&ix);
+    if (j->ok) {
+      double lo, hi;
+      rc = pfi_index_ci(c, draws, r->o->seed, PFI_INDEX_DEFAULT_REL_SD_POWER,
+                        PFI_INDEX_DEFAULT_REL_SD_TOKENS, &lo, &hi, r->err);
+      if (rc < 0)
+        return rc;
+      if (rc > 0) {
+        j->lo = lo;
+        j->hi = hi;
+      }
+    }
+  }
+  qsort(jobs, n, sizeof *jobs, by_pfi);
+  char tmax[96];
+  snprintf(tmax, sizeof tmax, "t_max (%s)", unit);
+  const char *cols[] = {"rank",     "job",      "pfi",    "pfi_lo",
+                        "pfi_hi",   "pfi_area", "pfi_ce", "points_used",
+                        "left_out", tmax,       "p_max_w"};
+  struct pfi_rtable *t = pfi__report_table(
+      r, "jobs_ranked",
+      "Jobs from most to least flexible: cap the first ones first (ratio PFI "
+      "with its 95 % interval; area and constant-elasticity definitions "
+      "beside it; points the noise rule left out, with the reason)",
+      sizeof cols / sizeof cols[0], cols);
+  if (!t)
+    return pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
+  dec(t, "rank", 0);
+  dec(t, "points_used", 0);
+  dec(t, "p_max_w", 1);
+  /* Throughput in its own unit, to about 5 significant digits. */
+  double big = 0;
+  for (size_t k = 0; k < n; k++)
+    if (pfi_curve_uncapped(&r->js.cs.c[k])->tokens_per_s > big)
+      big = pfi_curve_uncapped(&r->js.cs.c[k])->tokens_per_s;
+  int d = big > 0 ? 4 - (int)floor(log10(big)) : 3;
+  dec(t, tmax, d < 0 ? 0 : d > 12 ? 12 : d);
+  for (size_t k = 0; k < n; k++) {
+    const struct job *j = &jobs[k];
+    const struct pfi_curve *c = &r->js.cs.c[j->i];
+    long row = pfi_rtable_add_row(t);
+    if (row < 0)
+      return pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
+    setn(t, row, "rank", (double)(k + 1));
+    sets(t, row, "job", c->job);
+    if (j->ok) {
+      setn(t, row, "pfi", j->pfi);
+      setn(t, row, "pfi_lo", j->lo);
+      setn(t, row, "pfi_hi", j->hi);
+    }
+    setn(t, row, "pfi_area", j->area);
+    if (j->ce_ok)
+      setn(t, row, "pfi_ce", j->ce);
+    setn(t, row, "points_used", (double)j->used);
+    sets(t, row, "left_out", j->excluded[0] ? j->excluded : "none");
+    setn(t, row, tmax, pfi_curve_uncapped(c)->tokens_per_s);
+    setn(t, row, "p_max_w", pfi_curve_uncapped(c)->power_w);
+  }
+  return show(r, t);
+}
+
+/* Capacity: figure, quote table; the ladder table goes below the first
+ * screen. */
+static int sec_capacity(struct pfi__report *r, const struct pfi_problem *p,
+                        const double *pfi, const double *lo, const double *hi,
+                        struct pfi_capacity *cap, size_t *ncap) {
+  static const enum pfi_strategy strat[] = {PFI_STRAT_ORACLE, PFI_STRAT_EQUAL,
+                                            PFI_STRAT_PFI_AWARE};
+  struct pfi_alloc_inputs in = {pfi, NULL, NULL};
+  *ncap = 0;
+  for (size_t s = 0; s < 3; s++) {
+    int rc =
+        pfi_capacity_compute(p, strat[s], &in, lo, hi, 20, &cap[s], r->err);
+    if (rc < 0)
+      return rc;
+    (*ncap)++;
+  }
+  struct pfi_series ser[6];
+  double *buf = malloc(3 * 4 * cap[0].n * sizeof *buf);
+  if (!buf)
+    return pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
+  size_t ns = 0;
+  for (size_t s = 0; s < 3; s++) {
+    size_t n = cap[s].n;
+    double *x = buf + s * 4 * n, *y = x + n, *yl = y + n, *yh = yl + n;
+    for (size_t k = 0; k < n; k++) {
+      x[k] = 100 * cap[s].pts[k].shed_frac;
+      y[k] = 100 * cap[s].pts[k].loss_frac;
+      yl[k] = 100 * cap[s].pts[k].loss_lo_frac;
+      yh[k] = 100 * cap[s].pts[k].loss_hi_frac;
+    }
+    memset(&ser[ns], 0, sizeof ser[ns]);
+    ser[ns].title = pfi_strategy_name(strat[s]);
+    ser[ns].x = x;
+    ser[ns].y = y;
+    ser[ns].n = n;
+    ser[ns].style = PFI_STYLE_LINESPOINTS;
+    ser[ns].color = (int)s + 1;
+    ns++;
+    if (cap[s].has_interval) {
+      memset(&ser[ns], 0, sizeof ser[ns]);
+      ser[ns].x = x;
+      ser[ns].y = y;
+      ser[ns].ylo = yl;
+      ser[ns].yhi = yh;
+      ser[ns].n = n;
+      ser[ns].style = PFI_STYLE_ERRORBARS;
+      ser[ns].color = (int)s + 1;
+      ns++;
+    }
+  }
+  struct pfi_panel pan;
+  pfi_panel_init(&pan);
+  pan.title = "Flexibility capacity";
+  pan.xlabel = "power shed, % of the jobs' uncapped power";
+  pan.ylabel = "throughput lost, % (each job counts equally)";
+  pan.series = ser;
+  pan.nseries = ns;
+  pan.key = 1;
+  pan.key_pos = "top left";
+  struct pfi_figure f = {680, 280, 0, 1, 1, &pan, 1};
+  int rc = pfi__report_figure(
+      r, &f,
+      "Power the jobs can shed against the throughput they lose, by the "
+      "exact oracle, the equal cut, and PFI-aware (bars: the range with every "
+      "job's PFI at the ends of its interval).");
+  free(buf);
+  return rc;
+}
+
+/* The quote for a utility. */
+static int sec_quote(struct pfi__report *r, const struct pfi_capacity *cap) {
+  const char *qc[] = {"max_loss_pct",  "oracle_shed_w",    "oracle_shed_pct",
+                      "equal_shed_w",  "pfi_aware_shed_w", "pfi_aware_lo_w",
+                      "pfi_aware_hi_w"};
+  struct pfi_rtable *q = pfi__report_table(
+      r, "capacity_quote",
+      "What to quote a utility: power shed at <= Y % throughput loss",
+      sizeof qc / sizeof qc[0], qc);
+  if (!q)
+    return pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
+  dec(q, "max_loss_pct", 0);
+  for (const char *const *c = qc + 1; c < qc + 7; c++)
+    dec(q, *c, 1);
+  for (int k = 0; k < PFI_CAPACITY_NQUOTE; k++) {
+    long row = pfi_rtable_add_row(q);
+    if (row < 0)
+      return pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
+    setn(q, row, "max_loss_pct", 100 * pfi_capacity_quotes[k]);
+    setn(q, row, "oracle_shed_w", cap[0].quote_w[k]);
+    setn(q, row, "oracle_shed_pct",
+         100 * cap[0].quote_w[k] / cap[0].uncapped_w);
+    setn(q, row, "equal_shed_w", cap[1].quote_w[k]);
+    setn(q, row, "pfi_aware_shed_w", cap[2].quote_w[k]);
+    setn(q, row, "pfi_aware_lo_w", cap[2].quote_lo_w[k]);
+    setn(q, row, "pfi_aware_hi_w", cap[2].quote_hi_w[k]);
+  }
+  return show(r, q);
+}
+
+/* The caps to set for a ladder of cuts (the oracle's allocation). */
+static int sec_plan(struct pfi__report *r, const struct pfi_problem *p,
+                    const struct job *jobs, size_t n) {
+  double lo, hi;
+  pfi_problem_bounds(p, &lo, &hi);
+  const char *cols[2 + 2 * NLADDER];
+  char names[2 * NLADDER][32];
+  size_t nc = 0, nl = 0;
+  cols[nc++] = "job";
+  cols[nc++] = "uncapped_cap_w";
+  double cuts[NLADDER];
+  for (size_t k = 0; k < NLADDER; k++) {
+    if ((1 - ladder[k]) * hi < lo * (1 + 1e-12))
+      continue; /* deeper than every job at its floor */
+    cuts[nl] = ladder[k];
+    snprintf(names[2 * nl], sizeof names[0], "cap_w_cut_%.0f", 100 * ladder[k]);
+    snprintf(names[2 * nl + 1], sizeof names[0], "retained_cut_%.0f",
+             100 * ladder[k]);
+    cols[nc++] = names[2 * nl];
+    cols[nc++] = names[2 * nl + 1];
+    nl++;
+  }
+  struct pfi_rtable *t = pfi__report_table(
+      r, "cap_plan",
+      "The caps to set (W per GPU) for a ladder of cuts of the jobs' total "
+      "uncapped power, by the exact oracle, with each job's throughput "
+      "retained (fraction of uncapped); last row: the total",
+      nc, cols);
+  if (!t)
+    return pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
+  dec(t, "uncapped_cap_w", 1);
+  for (size_t k = 0; k < nl; k++) {
+    dec(t, names[2 * k], 1);
+    dec(t, names[2 * k + 1], 3);
+  }
+  double *pw = malloc((n + 1) * nl * sizeof *pw + sizeof *pw);
+  if (!pw)
+    return pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
+  double *tot = pw + n * nl;
+  for (size_t k = 0; k < nl; k++) {
+    int rc = pfi_alloc_run(p, PFI_STRAT_ORACLE, (1 - cuts[k]) * hi, NULL,
+                           pw + k * n, r->err);
+    if (rc < 0) {
+      free(pw);
+      return rc;
+    }
+  }
+  double unc = 0;
+  for (size_t i = 0; i < n; i++)
+    unc += pfi_problem_eval(p, i, pfi_problem_hi(p, i));
+  for (size_t k = 0; k < nl; k++) {
+    tot[k] = 0;
+    for (size_t i = 0; i < n; i++)
+      tot[k] += pfi_problem_eval(p, i, pw[k * n + i]);
+  }
+  for (size_t q = 0; q < n; q++) {
+    size_t i = jobs[q].i;
+    const struct pfi_curve *c = &r->js.cs.c[i];
+    long row = pfi_rtable_add_row(t);
+    if (row < 0) {
+      free(pw);
+      return pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
+    }
+    sets(t, row, "job", c->job);
+    setn(t, row, "uncapped_cap_w", pfi_curve_uncapped(c)->cap_w);
+    for (size_t k = 0; k < nl; k++) {
+      double x = pw[k * n + i];
+      setn(t, row, names[2 * k], pfi_curve_cap_at(c, x));
+      setn(t, row, names[2 * k + 1],
+           pfi_problem_eval(p, i, x) /
+               pfi_problem_eval(p, i, pfi_problem_hi(p, i)));
+    }
+  }
+  long row = pfi_rtable_add_row(t);
+  if (row >= 0) {
+    sets(t, row, "job", "TOTAL (retained, each job counts equally)");
+    for (size_t k = 0; k < nl; k++)
+      setn(t, row, names[2 * k + 1], tot[k] / unc);
+  }
+  free(pw);
+  if (nl < NLADDER)
+    pfi_html_printf(&r->body,
+                    "<p class=\"note\">Cuts deeper than %.1f %% are not "
+                    "feasible: every job would be below its lowest measured "
+                    "cap.</p>\n",
+                    100 * (1 - lo / hi));
+  return show(r, t);
+}
+
+static int write_page(struct pfi__report *r, const char *out_dir,
+                      const char *first, size_t first_len, const char *rest,
+                      size_t rest_len) {
+  struct pfi_html b;
+  pfi_html_init(&b);
+  pfi_html_printf(&b,
+                  "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n"
+                  "<meta charset=\"utf-8\">\n"
+                  "<meta name=\"viewport\" content=\"width=device-width\">\n"
+                  "<meta name=\"generator\" content=\"pfi %s\">\n"
+                  "<title>pfi report: power flexibility of %zu jobs</title>\n"
+                  "<style>\n%s</style>\n</head>\n<body>\n",
+                  PFI_VERSION_STRING, r->js.cs.n, pfi__report_style());
+  pfi_html_raw(&b, first, first_len);
+  pfi_html_raw(&b, rest, rest_len);
+  pfi_html_puts(&b, pfi__report_check_script());
+  pfi_html_puts(&b, "</body>\n</html>\n");
+  int rc = 0;
+  if (!pfi_html_ok(&b)) {
+    rc = pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  char path[4096];
+  snprintf(path, sizeof path, "%s/report.html", out_dir);
+  FILE *fp = fopen(path, "w");
+  if (!fp) {
+    rc = pfi_error_set(r->err, PFI_EIO, "%s: %s", path, strerror(errno));
+    goto out;
+  }
+  size_t w = fwrite(b.s, 1, b.len, fp);
+  if (fclose(fp) != 0 || w != b.len)
+    rc = pfi_error_set(r->err, PFI_EIO, "%s: write failed", path);
+out:
+  pfi_html_release(&b);
+  return rc;
+}
+
+int pfi_report_operator(const char *curves, const char *map, const char *unit,
+                        const char *out_dir, const struct pfi_report_opts *o,
+                        struct pfi_error *err) {
+  struct pfi_report_opts defaults;
+  if (!o) {
+    pfi_report_opts_init(&defaults);
+    o = &defaults;
+  }
+  struct pfi__report r;
+  memset(&r, 0, sizeof r);
+  r.o = o;
+  r.err = err;
+  pfi_html_init(&r.body);
+  struct pfi_problem p;
+  pfi_problem_init(&p);
+  struct pfi_capacity cap[3];
+  memset(cap, 0, sizeof cap);
+  size_t ncap = 0;
+  struct job *jobs = NULL;
+  double *pfi = NULL;
+  struct pfi_html first;
+  pfi_html_init(&first);
+  int rc = pfi_report_mkdirs(out_dir, err);
+  if (rc)
+    goto out;
+  pfi__report_progress(&r, "report: reading %s", curves);
+  if ((rc = pfi_jobset_load(&r.js, curves, map, NULL, err)) < 0)
+    goto out;
+  snprintf(r.source, sizeof r.source, "%s", pfi_jobset_provenance(&r.js));
+  if (!unit)
+    unit = r.js.cs.unit ? r.js.cs.unit : "tokens/s";
+  size_t n = r.js.cs.n;
+  size_t draws = o->ci_draws ? o->ci_draws : 10000;
+  jobs = calloc(n + 1, sizeof *jobs);
+  pfi = calloc(3 * n + 1, sizeof *pfi);
+  if (!jobs || !pfi) {
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  if ((rc = pfi_capacity_problem(&r.js.cs, 1, &p, err)) < 0)
+    goto out;
+
+  /* First screen: what this is, then the answers. */
+  pfi_html_puts(&r.body, "<header id=\"first-screen\">\n<h1>Power "
+                         "flexibility of your jobs</h1>\n");
+  pfi__report_notice(&r, &r.body);
+  pfi_html_puts(&r.body, "<p id=\"what-ran\"><strong>What was read.</strong> ");
+  pfi_html_printf(&r.body, "%zu jobs from ", n);
+  pfi_html_text(&r.body, curves);
+  pfi_html_puts(&r.body, "; throughput in ");
+  pfi_html_text(&r.body, unit);
+  pfi_html_printf(&r.body,
+                  ". PFI intervals: %zu Monte Carlo draws, seed %lu. "
+                  "Throughput lost is counted with each job's throughput as "
+                  "a fraction of its own uncapped throughput (each job "
+                  "counts equally).</p>\n",
+                  draws, o->seed);
+  pfi__report_progress(&r, "report: PFI of %zu jobs", n);
+  if ((rc = sec_ranked(&r, jobs, n, unit, draws)) < 0)
+    goto out;
+  size_t nundef = 0;
+  for (size_t k = 0; k < n; k++) {
+    size_t i = jobs[k].i;
+    pfi[i] = jobs[k].ok ? jobs[k].pfi : 0;
+    pfi[n + i] = jobs[k].ok ? jobs[k].lo : 0;
+    pfi[2 * n + i] = jobs[k].ok ? jobs[k].hi : 0;
+    nundef += !jobs[k].ok;
+  }
+  if (nundef)
+    pfi_html_printf(&r.body,
+                    "<p class=\"note\">%zu job%s no ratio PFI: no cap bound "
+                    "beyond the noise (docs/index-and-stats.md, the noise "
+                    "rule). They are ranked last by the area definition, and "
+                    "PFI-aware takes nothing from them first.</p>\n",
+                    nundef, nundef == 1 ? " has" : "s have");
+  pfi__report_progress(&r, "report: capacity");
+  if ((rc = sec_capacity(&r, &p, pfi, pfi + n, pfi + 2 * n, cap, &ncap)) < 0)
+    goto out;
+  pfi__report_progress(&r, "report: cap plan");
+  if ((rc = sec_plan(&r, &p, jobs, n)) < 0 || (rc = sec_quote(&r, cap)) < 0)
+    goto out;
+  pfi_html_puts(&r.body, "<p id=\"render-check\">Render check: not run (the "
+                         "page's script is off).</p>\n</header>\n");
+  /* Below the first screen: the whole capacity ladder and how to act. */
+  pfi_html_puts(&r.body, "<section id=\"capacity\"><h2>Capacity, step by "
+                         "step</h2>\n");
+  const char *lc[] = {"strategy", "shed_w",      "shed_pct",
+                      "loss_pct", "loss_lo_pct", "loss_hi_pct"};
+  struct pfi_rtable *lt = pfi__report_table(
+      &r, "capacity",
+      "Throughput lost (%, each job counts equally) at each power shed, by "
+      "strategy",
+      6, lc);
+  if (!lt) {
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  dec(lt, "shed_w", 1);
+  dec(lt, "shed_pct", 1);
+  for (size_t s = 0; s < ncap; s++)
+    for (size_t k = 0; k < cap[s].n; k++) {
+      long row = pfi_rtable_add_row(lt);
+      if (row < 0)
+        break;
+      const struct pfi_capacity_point *pt = &cap[s].pts[k];
+      sets(lt, row, "strategy", pfi_strategy_name(cap[s].strategy));
+      setn(lt, row, "shed_w", pt->shed_w);
+      setn(lt, row, "shed_pct", 100 * pt->shed_frac);
+      setn(lt, row, "loss_pct", 100 * pt->loss_frac);
+      setn(lt, row, "loss_lo_pct", 100 * pt->loss_lo_frac);
+      setn(lt, row, "loss_hi_pct", 100 * pt->loss_hi_frac);
+    }
+  if ((rc = show(&r, lt)) < 0)
+    goto out;
+  pfi_html_puts(
+      &r.body,
+      "</section>\n<section id=\"act\"><h2>Acting on it</h2>\n<p>A cap plan "
+      "for one cut, with each job's GPUs: <code>pfi allocate --curves FILE "
+      "--cut 20% --plan plan.csv --gpu-map gpus.csv</code>; applied all or "
+      "none, with every GPU's limit recorded first: <code>pfi cap --plan "
+      "plan.csv --db plan.db</code>; undone: <code>pfi restore --db "
+      "plan.db</code>. After a driver, software or hardware change, sweep the "
+      "jobs again and compare: <code>pfi gate OLD NEW</code>. Every table "
+      "above is also in this directory as NAME.csv and NAME.json.</p>\n"
+      "</section>\n");
+  if (r.nomem || !pfi_html_ok(&r.body)) {
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  for (size_t i = 0; i < r.ntabs; i++) {
+    struct pfi_rtable *t = &r.tabs[i];
+    for (size_t row = 0; row < t->nrows; row++)
+      if (pfi_rtable_set_str(t, row, t->ncols - 1, r.source) != 0) {
+        rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+        goto out;
+      }
+    if ((rc = pfi_rtable_write(t, out_dir, err)) != 0)
+      goto out;
+  }
+  pfi__report_progress(&r, "report: writing %s/report.html", out_dir);
+  rc = write_page(&r, out_dir, r.body.s ? r.body.s : "", r.body.len, "", 0);
+out:
+  for (size_t i = 0; i < r.ntabs; i++)
+    pfi_rtable_release(&r.tabs[i]);
+  for (size_t s = 0; s < 3; s++)
+    pfi_capacity_release(&cap[s]);
+  pfi_problem_release(&p);
+  pfi_jobset_release(&r.js);
+  pfi_html_release(&r.body);
+  pfi_html_release(&first);
+  free(jobs);
+  free(pfi);
+  return rc;
+}
