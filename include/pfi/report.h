@@ -241,6 +241,10 @@ struct pfi_report_opts {
    * NULL is "archtask", the paper's four architecture x task clusters;
    * "pooled" the three classes. */
   const char *clusters;
+  /* The operator's page: a reference sweep (curves file, read with the
+   * same column mapping) the input is compared with by the replay gate
+   * (include/pfi/gate.h), shown as a section; NULL for none. */
+  const char *gate_reference;
   /* Optional progress messages (the CLI prints them on stderr). */
   void (*progress)(const char *msg, void *arg);
   void *progress_arg;

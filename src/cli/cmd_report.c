@@ -52,6 +52,9 @@ static const char usage_text[] =
     "  --unit NAME        the throughput's unit on the operator's page\n"
     "  --paper            the paper-reproduction page even without the\n"
     "                     paper's groups (DIR or DB)\n"
+    "  --gate REF.csv     on the operator's page, a replay-gate section:\n"
+    "                     the input against the reference sweep REF.csv\n"
+    "                     (read with --map; docs/gate.md)\n"
     "  -q, --quiet        no progress on stderr\n"
     "  -h, --help         this text\n"
     "\n"
@@ -86,6 +89,7 @@ int cmd_report(int argc, char **argv) {
       {"map", required_argument, NULL, 'M'},
       {"unit", required_argument, NULL, 'U'},
       {"paper", no_argument, NULL, 'P'},
+      {"gate", required_argument, NULL, 'G'},
       {"quiet", no_argument, NULL, 'q'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
@@ -146,6 +150,9 @@ int cmd_report(int argc, char **argv) {
       break;
     case 'P':
       paper = 1;
+      break;
+    case 'G':
+      o.gate_reference = optarg;
       break;
     case 'q':
       quiet = 1;

@@ -10,6 +10,7 @@
 #include "pfi/alloc.h"
 #include "pfi/csv.h"
 #include "pfi/index.h"
+#include "pfi/jobset.h"
 #include "pfi/store.h"
 #include "pfi/trace.h"
 
@@ -20,9 +21,9 @@ void ops_jobs_release(struct ops_jobs *d) {
   memset(d, 0, sizeof *d);
 }
 
-/* The `source` (or `provenance`) column of the curves file, when it has
- * one: rows saying "emulated" label the data emulated, rows saying
- * "measured" measured. */
+/* The provenance of the curves file by the job set's one rule
+ * (pfi_table_provenance(), include/pfi/jobset.h): any emulated row labels
+ * the data emulated; measured only when every row says so. */
 static void provenance(const char *path, int *emulated, int *measured) {
   if (!path || strcmp(path, "-") == 0)
     return;
@@ -30,19 +31,12 @@ static void provenance(const char *path, int *emulated, int *measured) {
   struct pfi_error e;
   if (pfi_table_load(&t, path, &e) < 0)
     return;
-  static const char *const cols[] = {"source", "provenance"};
-  for (int c = 0; c < 2; c++) {
-    int k = pfi_table_find(&t, cols[c]);
-    if (k < 0)
-      continue;
-    for (size_t r = 0; r < t.nrows; r++) {
-      const char *v = pfi_table_cell(&t, r, (size_t)k);
-      if (v && strstr(v, "emulated"))
-        *emulated = 1;
-      else if (v && strcmp(v, "measured") == 0)
-        *measured = 1;
-    }
-  }
+  int any = 0;
+  enum pfi_provenance pv = pfi_table_provenance(&t, &any);
+  if (any)
+    *emulated = 1;
+  else if (pv == PFI_PROV_MEASURED)
+    *measured = 1;
   pfi_table_release(&t);
 }
 

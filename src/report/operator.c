@@ -553,9 +553,16 @@ int pfi_report_operator(const char *curves, const char *map, const char *unit,
     }
   if ((rc = show(&r, lt)) < 0)
     goto out;
+  pfi_html_puts(&r.body, "</section>\n");
+  if (o->gate_reference) {
+    pfi__report_progress(&r, "report: gate against %s", o->gate_reference);
+    if ((rc = pfi__report_gate(&r, o->gate_reference, map,
+                               draws < 2000 ? draws : 2000)) < 0)
+      goto out;
+  }
   pfi_html_puts(
       &r.body,
-      "</section>\n<section id=\"act\"><h2>Acting on it</h2>\n<p>A cap plan "
+      "<section id=\"act\"><h2>Acting on it</h2>\n<p>A cap plan "
       "for one cut, with each job's GPUs: <code>pfi allocate --curves FILE "
       "--cut 20% --plan plan.csv --gpu-map gpus.csv</code>; applied all or "
       "none, with every GPU's limit recorded first: <code>pfi cap --plan "

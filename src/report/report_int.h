@@ -73,5 +73,9 @@ int pfi__report_figure(struct pfi__report *r, const struct pfi_figure *f,
 const char *pfi__report_style(void);
 const char *pfi__report_check_script(void);
 void pfi__report_notice(struct pfi__report *r, struct pfi_html *b);
+/* The replay gate section of the operator's page: the page's jobs against
+ * the reference curves file `ref_path` (gate_section.c). */
+int pfi__report_gate(struct pfi__report *r, const char *ref_path,
+                     const char *map, size_t draws);
 
 #endif

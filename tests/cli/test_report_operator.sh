@@ -111,6 +111,30 @@ grep -qi 'nan\|inf' "$T/z/jobs_ranked.csv" && fail "nan/inf in jobs_ranked.csv"
 # The left-out points are named with their reason.
 grep -q 'loss-in-noise' "$T/z/jobs_ranked.csv" || fail "left_out reasons missing"
 
+# The replay gate as a section: A40 (this page) against V100 (--gate),
+# the same rows and verdicts as pfi gate with the same draws and seed.
+"$PFI" report -q --draws 300 --no-figures --map "$M" --gate data/real/zeus-nsdi23/summary_power_v100.csv \
+  --out "$T/g" data/real/zeus-nsdi23/summary_power_a40.csv >/dev/null || fail "report --gate"
+grep -q '<section id="gate">' "$T/g/report.html" || fail "no gate section"
+grep -q 'Verdict: FAIL</strong> (43 of 48 compared jobs fail' "$T/g/report.html" ||
+  fail "gate verdict: $(grep -o 'id="gate-verdict">.\{0,120\}' "$T/g/report.html")"
+"$PFI" gate data/real/zeus-nsdi23/summary_power_v100.csv data/real/zeus-nsdi23/summary_power_a40.csv \
+  --map "$M" --ci 300 --seed 1 --format csv >"$T/gate.csv"
+python3 - "$T/g/gate.csv" "$T/gate.csv" <<'PY' || fail "the report's gate differs from pfi gate"
+import csv, sys
+a = {r["job"]: r for r in csv.DictReader(open(sys.argv[1]))}
+b = {r["job"]: r for r in csv.DictReader(open(sys.argv[2]))}
+assert set(a) == set(b), (len(a), len(b))
+for k, r in a.items():
+    s = b[k]
+    assert r["verdict"] == s["verdict"], k
+    for x, y in (("pfi_diff", "pfi_diff"), ("pfi_diff_lo", "pfi_diff_lo"), ("pfi_diff_hi", "pfi_diff_hi")):
+        if s[y] == "-": assert r[x] == "", (k, r[x])
+        else: assert abs(float(r[x]) - float(s[y])) < 6e-4, (k, x, r[x], s[y])
+    if s["worst_tput_change"] != "-":
+        assert abs(float(r["worst_tput_change_pct"]) - 100 * float(s["worst_tput_change"])) < 6e-3, k
+PY
+
 # A directory without the paper's groups gets the same page; --paper the
 # paper's page.
 mkdir "$T/d" && cp "$T/jobs.csv" "$T/d/curves.csv"
