@@ -1785,12 +1785,12 @@ static int sec_heldout(struct pfi__report *r, const struct core_set *cs) {
     g->pred_out = NAN;
     if (g->core || g->feat < 0 || !isfinite(g->pfi))
       continue;
-    int bad = 0;
+    /* A bad cell (NaN, text) is a located error here as in the headline
+     * groups: dropping the group would move the R^2 without a word. */
     for (size_t j = 0; j < k; j++)
-      bad |= pfi_features_value(&r->js.f, (size_t)g->feat, exprs[j], &xr[j],
-                                NULL) != 0;
-    if (bad)
-      continue;
+      if ((rc = pfi_features_value(&r->js.f, (size_t)g->feat, exprs[j], &xr[j],
+                                   r->err)) != 0)
+        goto out;
     double pr = pfi_model_predict(&m, xr);
     g->pred_out = pr;
     long row = pfi_rtable_add_row(t);
