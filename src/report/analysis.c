@@ -751,34 +751,39 @@ static int sec_characterization(struct pfi__report *r) {
     rc = fig_normalized(r);
   if (rc)
     return rc;
+  /* The three definitions are named apart (pfi_ratio, pfi_area, pfi_ce):
+   * their reference points differ (1 and 0 mean proportional). */
   static const char *const cols[] = {"group",
                                      "gpu",
                                      "class",
                                      "gpus",
                                      "caps",
-                                     "pfi",
-                                     "ci95_lo",
-                                     "ci95_hi",
+                                     "pfi_ratio",
+                                     "pfi_ratio_ci95_lo",
+                                     "pfi_ratio_ci95_hi",
                                      "pfi_area",
                                      "pfi_area_ci95_lo",
                                      "pfi_area_ci95_hi",
                                      "pfi_ce",
                                      "pfi_ce_ci95_lo",
                                      "pfi_ce_ci95_hi",
-                                     "pfi_published",
-                                     "ci95_lo_published",
-                                     "ci95_hi_published",
-                                     "diff"};
+                                     "pfi_ratio_published",
+                                     "pfi_ratio_ci95_lo_published",
+                                     "pfi_ratio_ci95_hi_published",
+                                     "diff_pfi_ratio"};
   struct pfi_rtable *t = pfi__report_table(
       r, "groups",
-      "PFI of every group (ours, all three definitions with 95 % intervals) "
-      "beside the published value (ratio definition)",
+      "PFI of every group, three definitions with 95 % intervals: "
+      "pfi_ratio (ratio definition; 1 = throughput falls in proportion to "
+      "power), pfi_area and pfi_ce (area and constant-elasticity "
+      "definitions; 0 = proportional); above the reference, more flexible. "
+      "Published: the paper's ratio PFI",
       18, cols);
   if (!t)
     return pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
   set_dec(t, "gpus", 0);
   set_dec(t, "caps", 0);
-  set_dec(t, "ci95_lo", 3);
+  set_dec(t, "pfi_ratio_ci95_lo", 3);
   set_dec(t, "pfi_area", 4);
   set_dec(t, "pfi_area_ci95_lo", 4);
   set_dec(t, "pfi_area_ci95_hi", 4);
@@ -792,21 +797,26 @@ static int sec_characterization(struct pfi__report *r) {
     set_str(t, row, "class", g->cat >= 0 ? cat_key[g->cat] : NULL);
     set_num(t, row, "gpus", g->c->gpus > 0 ? g->c->gpus : NAN);
     set_num(t, row, "caps", (double)g->c->n);
-    set_num(t, row, "pfi", g->pfi);
-    set_num(t, row, "ci95_lo", g->lo);
-    set_num(t, row, "ci95_hi", g->hi);
+    set_num(t, row, "pfi_ratio", g->pfi);
+    set_num(t, row, "pfi_ratio_ci95_lo", g->lo);
+    set_num(t, row, "pfi_ratio_ci95_hi", g->hi);
     set_num(t, row, "pfi_area", g->area);
     set_num(t, row, "pfi_area_ci95_lo", g->area_lo);
     set_num(t, row, "pfi_area_ci95_hi", g->area_hi);
     set_num(t, row, "pfi_ce", g->ce);
     set_num(t, row, "pfi_ce_ci95_lo", g->ce_lo);
     set_num(t, row, "pfi_ce_ci95_hi", g->ce_hi);
-    set_num(t, row, "pfi_published", g->pub);
-    set_num(t, row, "ci95_lo_published", g->pub_lo);
-    set_num(t, row, "ci95_hi_published", g->pub_hi);
-    set_num(t, row, "diff", diff(g->pfi, g->pub));
+    set_num(t, row, "pfi_ratio_published", g->pub);
+    set_num(t, row, "pfi_ratio_ci95_lo_published", g->pub_lo);
+    set_num(t, row, "pfi_ratio_ci95_hi_published", g->pub_hi);
+    set_num(t, row, "diff_pfi_ratio", diff(g->pfi, g->pub));
   }
   show_table(r, t);
+  pfi_html_puts(&r->body,
+                "<p class=\"note\">pfi_ratio: 1 = throughput falls in "
+                "proportion to power, above 1 = more flexible. pfi_area and "
+                "pfi_ce: 0 = proportional, above 0 = more flexible. The "
+                "other tables' PFI is the ratio definition.</p>\n");
 
   /* Class medians and means over the H200 headline groups (core), ours
    * and published (recomputed from the published per-group table). */
@@ -816,8 +826,8 @@ static int sec_characterization(struct pfi__report *r) {
       "diff_median", "diff_mean"};
   struct pfi_rtable *ct = pfi__report_table(
       r, "categories",
-      "PFI by class over the H200 headline groups (published: recomputed "
-      "from the paper's per-group table)",
+      "Ratio PFI (1 = proportional) by class over the H200 headline groups "
+      "(published: recomputed from the paper's per-group table)",
       10, ccols);
   if (!ct)
     return pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
@@ -1081,8 +1091,8 @@ static int sec_mechanism(struct pfi__report *r) {
       "diff_h200", "diff_h100"};
   struct pfi_rtable *t = pfi__report_table(
       r, "h100_h200",
-      "Matched H100 and H200 groups (the H200 group of each pair as the "
-      "paper's Table 8 matches it)",
+      "Matched H100 and H200 groups, ratio PFI (1 = proportional; the H200 "
+      "group of each pair as the paper's Table 8 matches it)",
       8, cols);
   if (!t)
     return pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
@@ -1247,8 +1257,9 @@ static int sec_grid(struct pfi__report *r) {
                                      "diff_coarse"};
   struct pfi_rtable *t = pfi__report_table(
       r, "grid_sensitivity",
-      "Grid sensitivity: 8-GPU groups on the fine grid (200..700 W, 6 caps) "
-      "and recomputed on the coarse grid (200, 500, 600, 700 W)",
+      "Grid sensitivity: ratio PFI (1 = proportional) of the 8-GPU groups "
+      "on the fine grid (200..700 W, 6 caps) and recomputed on the coarse "
+      "grid (200, 500, 600, 700 W)",
       7, cols);
   if (!t)
     return pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
@@ -1770,9 +1781,9 @@ static int sec_heldout(struct pfi__report *r, const struct core_set *cs) {
                                      "predicted", "error", "pfi_published"};
   struct pfi_rtable *t = pfi__report_table(
       r, "heldout",
-      "The chosen model (PFI on DRAM copy product, fitted on the H200 "
-      "headline groups) applied to the held-out H200 groups and the H100 "
-      "groups",
+      "The chosen model (ratio PFI, 1 = proportional, on the DRAM copy "
+      "product, fitted on the H200 headline groups) applied to the held-out "
+      "H200 groups and the H100 groups",
       6, cols);
   if (!t) {
     rc = pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
@@ -1796,7 +1807,7 @@ static int sec_heldout(struct pfi__report *r, const struct core_set *cs) {
     long row = pfi_rtable_add_row(t);
     set_str(t, row, "group", g->name);
     set_str(t, row, "gpu", gpu_name(r, g));
-    set_num(t, row, "pfi", g->pfi);
+    set_num(t, row, "pfi_ratio", g->pfi);
     set_num(t, row, "predicted", pr);
     set_num(t, row, "error", pr - g->pfi);
     set_num(t, row, "pfi_published", g->pub);
