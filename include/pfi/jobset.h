@@ -332,6 +332,17 @@ int pfi_jobset_population(const struct pfi_jobset *js, struct pfi_population *p,
 const char *pfi_population_describe(const struct pfi_population *p, char *buf,
                                     size_t n);
 
+/*
+ * A headline number the paper gives only in its text or figures, from
+ * data/paper/published_headlines.csv (columns metric, value, unit,
+ * population, where): "heldout_r2", "h100_transfer_r2",
+ * "gap_closed_pct_production_30", "tokens_over_equal_production_30".
+ * Returns 0 with *value, PFI_ENOTFOUND when the file or the metric is
+ * absent, or a read error (PFI_EPARSE at a bad value).
+ */
+int pfi_paper_headline(const char *metric, double *value,
+                       struct pfi_error *err);
+
 /* Path of a data file (data/REL) when readable, for defaults; else NULL. */
 const char *pfi_data_default(const char *rel, char *buf, size_t n);
 

@@ -93,6 +93,20 @@ int pfi_model_eval_folds(const double *x, size_t n, size_t k, const double *y,
                          struct pfi_eval *out, double *pred,
                          struct pfi_error *err);
 
+/* Validation of predictions `pred` against true values `y` (n rows). */
+struct pfi_validation {
+  size_t n;
+  int r2_defined;  /* 0 when y is constant (SST = 0) */
+  double r2;       /* 1 - SSE/SST, SST around the mean of these y */
+  double rmse;     /* sqrt(SSE / n) */
+  int rho_defined; /* 0 below 3 rows or when either side is constant */
+  double rho;      /* Spearman's rank correlation of y and pred */
+};
+
+/* Fills `v`. Errors: PFI_EINVAL (n < 2), PFI_ENOMEM. */
+int pfi_model_validate(const double *y, const double *pred, size_t n,
+                       struct pfi_validation *v, struct pfi_error *err);
+
 /*
  * Fills x (n * k, caller-allocated) from the features rows rows[0..n-1] and
  * the k expressions. Errors as pfi_features_value().

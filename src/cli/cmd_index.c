@@ -21,7 +21,10 @@ static const char usage_text[] =
     "tokens_per_s; optional gpus, power_sd_w, tokens_sd, runs. The point with\n"
     "the highest cap is each job's uncapped reference (T_max, P_max).\n"
     "\n"
-    "Definitions:\n"
+    "Definitions (their reference points differ: ratio 1, area and ce 0\n"
+    "mean throughput falls in proportion to power; above it, more\n"
+    "flexible). The table names them pfi_ratio, pfi_area, pfi_ce; CSV and\n"
+    "JSON keep the key pfi for the ratio definition.\n"
     "  ratio  mean over capped points of (1 - P/P_max) / (1 - T/T_max); a\n"
     "         capped point enters only when its throughput loss and its\n"
     "         power saving both exceed the noise: twice their standard\n"
@@ -454,9 +457,21 @@ int cmd_index(int argc, char **argv) {
       if (l > wjob)
         wjob = l > 60 ? 60 : l;
     }
+    /* The three definitions have different reference points: said above
+     * the table, so that its last line is its last row. */
+    if (defs & DEF_RATIO)
+      printf("pfi_ratio: 1 = throughput falls in proportion to power; above "
+             "1 = more flexible.");
+    if (defs & (DEF_AREA | DEF_CE))
+      printf("%s%s: 0 = proportional; above 0 = more flexible.",
+             (defs & DEF_RATIO) ? " " : "",
+             (defs & DEF_AREA) && (defs & DEF_CE) ? "pfi_area, pfi_ce"
+             : (defs & DEF_AREA)                  ? "pfi_area"
+                                                  : "pfi_ce");
+    printf("\n");
     printf("%-*s", wjob, "job");
     if (defs & DEF_RATIO)
-      printf("  %8s", "pfi");
+      printf("  %9s", "pfi_ratio");
     if (ci_cols)
       printf("  %-19s", "ci95");
     if (defs & DEF_AREA)
@@ -470,7 +485,7 @@ int cmd_index(int argc, char **argv) {
       pfi_cli_put_name(stdout, set.c[i].job, wjob);
       fmt_num(b_pfi, sizeof b_pfi, ix->pfi_defined, ix->pfi, "%.4f");
       if (defs & DEF_RATIO)
-        printf("  %8s", b_pfi);
+        printf("  %9s", b_pfi);
       if (ci_cols) {
         char b_ci[64];
         if (rows[i].ci_n > 0 && isfinite(rows[i].ci_lo) &&

@@ -176,32 +176,27 @@ int cmd_predict(int argc, char **argv) {
         goto fail;
       }
       size_t q = 0;
-      double mean = 0, sse = 0, sst = 0;
       for (size_t r = 0; r < n; r++)
         if (has[r]) {
           yt[q] = truth[r];
           yp[q] = pred[r];
-          mean += truth[r];
           q++;
         }
+      struct pfi_validation v;
       if (nv >= 2) {
-        mean /= (double)nv;
-        for (size_t i = 0; i < nv; i++) {
-          sse += (yt[i] - yp[i]) * (yt[i] - yp[i]);
-          sst += (yt[i] - mean) * (yt[i] - mean);
+        if (pfi_model_validate(yt, yp, nv, &v, &err) < 0) {
+          free(yt);
+          free(yp);
+          goto fail;
         }
-        double rho;
-        struct pfi_error e2;
-        int rho_ok =
-            nv >= 3 && pfi_stats_spearman(yt, yp, nv, &rho, NULL, &e2) == 0;
         printf("\nvalidation on %zu jobs with curves: ", nv);
-        if (sst > 0)
-          printf("R^2 %.3f, ", 1 - sse / sst);
+        if (v.r2_defined)
+          printf("R^2 %.3f, ", v.r2);
         else
           printf("R^2 n/a (constant PFI), ");
-        printf("RMSE %.3f, rho ", sqrt(sse / (double)nv));
-        if (rho_ok)
-          printf("%.3f\n", rho);
+        printf("RMSE %.3f, rho ", v.rmse);
+        if (v.rho_defined)
+          printf("%.3f\n", v.rho);
         else
           printf("n/a\n");
       } else {

@@ -886,6 +886,31 @@ const char *pfi_population_describe(const struct pfi_population *p, char *buf,
   return buf;
 }
 
+int pfi_paper_headline(const char *metric, double *value,
+                       struct pfi_error *err) {
+  char path[4096];
+  int rc =
+      pfi_data_path("paper/published_headlines.csv", path, sizeof path, err);
+  if (rc < 0)
+    return rc;
+  struct pfi_table t;
+  if ((rc = pfi_table_load(&t, path, err)) < 0)
+    return rc;
+  int mc = pfi_table_find(&t, "metric"), vc = pfi_table_find(&t, "value");
+  rc = pfi_error_set(err, PFI_ENOTFOUND, "%s: no metric %s", path, metric);
+  for (size_t r = 0; mc >= 0 && vc >= 0 && r < t.nrows; r++) {
+    const char *m = pfi_table_cell(&t, r, (size_t)mc);
+    if (m && strcmp(m, metric) == 0) {
+      rc = pfi_table_double(&t, r, (size_t)vc, value, err);
+      if (rc == 0)
+        pfi_error_clear(err);
+      break;
+    }
+  }
+  pfi_table_release(&t);
+  return rc;
+}
+
 const char *pfi_data_default(const char *rel, char *buf, size_t n) {
   struct pfi_error e;
   if (pfi_data_path(rel, buf, n, &e) < 0)

@@ -500,6 +500,36 @@ out:
   return rc;
 }
 
+int pfi_model_validate(const double *y, const double *pred, size_t n,
+                       struct pfi_validation *v, struct pfi_error *err) {
+  memset(v, 0, sizeof *v);
+  v->n = n;
+  if (n < 2)
+    return pfi_error_set(err, PFI_EINVAL, "validation needs 2 rows, got %zu",
+                         n);
+  double mean = 0, sse = 0, sst = 0;
+  for (size_t i = 0; i < n; i++)
+    mean += y[i];
+  mean /= (double)n;
+  for (size_t i = 0; i < n; i++) {
+    sse += (y[i] - pred[i]) * (y[i] - pred[i]);
+    sst += (y[i] - mean) * (y[i] - mean);
+  }
+  v->r2_defined = sst > 0;
+  v->r2 = sst > 0 ? 1 - sse / sst : NAN;
+  v->rmse = sqrt(sse / (double)n);
+  double rho;
+  struct pfi_error e2;
+  if (n >= 3) {
+    int rc = pfi_stats_spearman(y, pred, n, &rho, NULL, &e2);
+    if (rc == PFI_ENOMEM)
+      return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    v->rho_defined = rc == 0 && isfinite(rho);
+  }
+  v->rho = v->rho_defined ? rho : NAN;
+  return 0;
+}
+
 int pfi_model_design(const struct pfi_features *f, const size_t *rows, size_t n,
                      const char *const *exprs, size_t k, double *x,
                      struct pfi_error *err) {

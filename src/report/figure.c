@@ -394,9 +394,9 @@ int pfi_figure_svg(const struct pfi_figure *f, const char *id_prefix,
     int has_svg = 0;
     for (size_t i = 0; i + 4 <= out.len && !has_svg; i++)
       has_svg = memcmp(out.s + i, "<svg", 4) == 0;
-    rc = has_svg ? pfi_error_set(err, PFI_ENOMEM, "out of memory")
-                 : pfi_error_set(err, PFI_ECHILD,
-                                 "gnuplot wrote no SVG drawing");
+    rc = has_svg
+             ? pfi_error_set(err, PFI_ENOMEM, "out of memory")
+             : pfi_error_set(err, PFI_ECHILD, "gnuplot wrote no SVG drawing");
   }
 out:
   if (pipefd[0] >= 0)

@@ -224,7 +224,8 @@ LC_ALL=C grep -q "\"job\": \"$(printf '\357\277\275\357\277\275')ab\"" "$T/out" 
 # A quoted job name holding a line break split its table row in two; the
 # table shows it as '?' (CSV keeps it, quoted).
 printf 'job,cap_w,power_w,tokens_per_s\n"a\nb",100,1,1\n"a\nb",200,2,3\n' >"$T/nl.csv"
-[ "$("$PFI" index "$T/nl.csv" | wc -l)" -eq 2 ] || fail "table row split: $("$PFI" index "$T/nl.csv")"
+# (The table is the legend of the definitions, the header and one row.)
+[ "$("$PFI" index "$T/nl.csv" | wc -l)" -eq 3 ] || fail "table row split: $("$PFI" index "$T/nl.csv")"
 "$PFI" index "$T/nl.csv" | tail -1 | grep -q '^a?b ' || fail "table name with a line break"
 "$PFI" index "$T/nl.csv" --format csv | tail -2 | head -1 | grep -q '^"a$' || fail "CSV name with a line break"
 # Positive finite values whose ratio overflows: an error, never inf or nan
@@ -245,6 +246,17 @@ expect_err "ovf2.csv:2:1: job 'a': the area PFI is not a finite number" index "$
 "$PFI" index "$T/three.csv" --ci -3 >/dev/null 2>&1
 [ $? -eq 2 ] || fail "negative --ci exit status"
 
+# The three definitions are told apart, each with its reference point
+# (ratio: 1 is proportional; area and constant elasticity: 0).
+"$PFI" index tests/data/predict/curves.csv > "$T/defs"
+head -1 "$T/defs" | grep -q "^pfi_ratio: 1 = throughput falls in proportion to power; above 1 = more flexible. pfi_area, pfi_ce: 0 = proportional; above 0 = more flexible.$" ||
+  fail "table legend of the definitions: $(head -1 "$T/defs")"
+sed -n 2p "$T/defs" | grep -q '^job  *pfi_ratio  *pfi_area  *pfi_ce ' ||
+  fail "table header: $(sed -n 2p "$T/defs")"
+"$PFI" index tests/data/predict/curves.csv --definition area | head -1 |
+  grep -q '^pfi_area: 0 = proportional' || fail "legend of one definition"
+"$PFI" index --help | grep -q "reference points differ: ratio 1, area and ce 0" ||
+  fail "help: reference points"
 if [ "$fails" -ne 0 ]; then
   echo "$fails check(s) failed" >&2
   exit 1

@@ -28,17 +28,24 @@ expect() { # file key column value
 [ "$(cat "$tmp/stdout")" = "$tmp/r/report.html" ] || fail "printed path"
 
 # Ratio PFI is k exactly by construction; 3 decimals shown.
-expect "$tmp/r/groups.csv" dense-a pfi 1.100
-expect "$tmp/r/groups.csv" dense-c pfi 1.300
-expect "$tmp/r/groups.csv" moeft-c pfi 2.200
-expect "$tmp/r/groups.csv" moe-ft-qwen30ba3b-x8 pfi 2.100
-expect "$tmp/r/groups.csv" moe-ft-qwen30ba3b-x8 pfi_published 2.000
-expect "$tmp/r/groups.csv" moe-ft-qwen30ba3b-x8 diff 0.100
-expect "$tmp/r/groups.csv" dense-a pfi_published ""
+expect "$tmp/r/groups.csv" dense-a pfi_ratio 1.100
+expect "$tmp/r/groups.csv" dense-c pfi_ratio 1.300
+expect "$tmp/r/groups.csv" moeft-c pfi_ratio 2.200
+expect "$tmp/r/groups.csv" moe-ft-qwen30ba3b-x8 pfi_ratio 2.100
+expect "$tmp/r/groups.csv" moe-ft-qwen30ba3b-x8 pfi_ratio_published 2.000
+expect "$tmp/r/groups.csv" moe-ft-qwen30ba3b-x8 diff_pfi_ratio 0.100
+expect "$tmp/r/groups.csv" dense-a pfi_ratio_published ""
 # The interval brackets the exact value (noise 0.04 %/0.05 % of each point).
 # So do the intervals of the area and constant-elasticity definitions.
-head -1 "$tmp/r/groups.csv" | grep -q '^group,gpu,class,gpus,caps,pfi,ci95_lo,ci95_hi,pfi_area,pfi_area_ci95_lo,pfi_area_ci95_hi,pfi_ce,pfi_ce_ci95_lo,pfi_ce_ci95_hi,' ||
+head -1 "$tmp/r/groups.csv" | grep -q '^group,gpu,class,gpus,caps,pfi_ratio,pfi_ratio_ci95_lo,pfi_ratio_ci95_hi,pfi_area,pfi_area_ci95_lo,pfi_area_ci95_hi,pfi_ce,pfi_ce_ci95_lo,pfi_ce_ci95_hi,' ||
   fail "groups.csv columns: $(head -1 "$tmp/r/groups.csv")"
+# The three definitions are told apart on the page, each with its
+# reference point (ratio 1, area and constant elasticity 0).
+grep -q '<th[^>]*>pfi_ratio</th>' "$tmp/r/report.html" || fail "page: pfi_ratio column"
+grep -q 'pfi_ratio: 1 = throughput falls in proportion to power, above 1 = more flexible. pfi_area and pfi_ce: 0 = proportional' \
+  "$tmp/r/report.html" || fail "page: the definitions' reference points"
+grep -q 'pfi_ratio (ratio definition; 1 = throughput falls in proportion to power), pfi_area and pfi_ce (area and constant-elasticity definitions; 0 = proportional)' \
+  "$tmp/r/groups.json" "$tmp/r/report.html" || fail "groups table title: the references"
 awk -F, 'NR>1{ if (!($7 <= $6 && $6 <= $8 && $10 <= $9 && $9 <= $11 &&
                     $13 <= $12 && $12 <= $14 && $7 < $8 && $10 < $11 && $13 < $14)) {
                  print "bad interval " $0; exit 1 } }' \
@@ -63,7 +70,7 @@ expect "$tmp/r/screening.csv" dram_copy_product rho 1.000
 
 # JSON mirrors CSV, keys as the columns.
 grep -q '"group": "moe-ft-qwen30ba3b-x8"' "$tmp/r/groups.json" || fail "groups.json"
-grep -q '"pfi": 2.1,' "$tmp/r/groups.json" || fail "groups.json pfi"
+grep -q '"pfi_ratio": 2.1,' "$tmp/r/groups.json" || fail "groups.json pfi"
 for t in groups categories kruskal dunn grid_sensitivity rank_correlations \
          screening leverage ablation headline; do
   [ -s "$tmp/r/$t.csv" ] && [ -s "$tmp/r/$t.json" ] || fail "missing table $t"

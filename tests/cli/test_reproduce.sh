@@ -28,6 +28,10 @@ for f in curves.csv features.csv mechanism.csv report.html campaign.db; do
 done
 # Every group of the library is in the results (25 + 4 held out + 6 H100).
 [ "$(tail -n +2 "$tmp/a/groups.csv" | wc -l)" -eq 35 ] || fail "groups.csv rows"
+# The held-out and H100 groups: each with its ratio PFI beside the model's
+# prediction (a column the table did not have left the cells empty).
+[ "$(awk -F, 'NR > 1 && $3 != "" && $4 != ""' "$tmp/a/heldout.csv" | wc -l)" -eq 10 ] ||
+  fail "heldout.csv: $(head -3 "$tmp/a/heldout.csv")"
 # Every summarized row is labelled emulated; so is the page.
 awk -F, 'NR==1{for(i=1;i<=NF;i++) if($i=="source") c=i; next}
   $c != "emulated" {exit 1}' "$tmp/a/curves.csv" || fail "curves.csv not all emulated"

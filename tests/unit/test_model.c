@@ -222,9 +222,32 @@ static void test_model_json(void **state) {
   ASSERT_EQ_INT(err.line, 1);
 }
 
+/* Validation against the hand-worked line: predictions 1.1 + 1.1 x of
+ * y = 1, 3, 2, 5 leave residuals -0.1, 0.8, -1.3, 0.6 (SSE 2.7, SST
+ * 8.75); the ranks of y (1, 3, 2, 4) against (1, 2, 3, 4) give
+ * rho = 1 - 6 * 2 / (4 * 15) = 0.8. Tolerance: rounding. */
+static void test_validate(void **state) {
+  (void)state;
+  const double pred[4] = {1.1, 2.2, 3.3, 4.4};
+  struct pfi_validation v;
+  struct pfi_error err;
+  assert_int_equal(pfi_model_validate(Y, pred, 4, &v, &err), 0);
+  assert_true(v.r2_defined);
+  ASSERT_NEAR(v.r2, 1 - 2.7 / 8.75, 1e-12);
+  ASSERT_NEAR(v.rmse, sqrt(2.7 / 4), 1e-12);
+  assert_true(v.rho_defined);
+  ASSERT_NEAR(v.rho, 0.8, 1e-12);
+  const double same[2] = {2, 2};
+  assert_int_equal(pfi_model_validate(same, pred, 2, &v, &err), 0);
+  assert_false(v.r2_defined);
+  assert_false(v.rho_defined);
+  assert_int_equal(pfi_model_validate(Y, pred, 1, &v, &err), PFI_EINVAL);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fit_in_sample),
+      cmocka_unit_test(test_validate),
       cmocka_unit_test(test_fit_extreme_scale),
       cmocka_unit_test(test_loo_by_hand),
       cmocka_unit_test(test_loco_by_hand),
