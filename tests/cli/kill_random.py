@@ -150,7 +150,7 @@ def make_op(gpus):
     elif kind == "sweep-rt":
         args = ["sweep"] + EMU + ["--emulate", GROUP, "--gpus", gpus, "--caps",
                                   str(rng.choice([250, 350, 450])), "--real-time",
-                                  "--duration", "%.1fs" % rng.uniform(0.2, 0.5), "--interval", "0.1s",
+                                  "--duration", "%.1fs" % rng.uniform(1.0, 1.3), "--interval", "0.1s",
                                   "--cooldown", "0", "--quiet", "--db", pick_store(),
                                   "--job", "j%d" % rng.randrange(10 ** 6)]
     elif kind == "cap":
@@ -160,7 +160,7 @@ def make_op(gpus):
         if not existing():
             return make_op(gpus)
         args = ["restore", "--db", rng.choice(existing())]
-    life = {"sweep": 0.4, "sweep-rt": 0.6, "cap": 0.1, "restore": 0.04}[kind]
+    life = {"sweep": 0.4, "sweep-rt": 1.3, "cap": 0.1, "restore": 0.04}[kind]
     return args, e, kind, life
 
 
