@@ -70,8 +70,17 @@ int pfi_capset_open(struct pfi_capset **out, struct pfi_store *st,
 int pfi_capset_forced(const struct pfi_capset *cs, size_t k,
                       struct pfi_gpu_lock_holder *h);
 
-/* The number of pending changes of dead holders that open put back. */
+/* The number of pending changes of dead holders that open put back, and
+ * of jobs such holders had left running that open ended (SIGKILL to the
+ * job's process group, only when its pid still runs with the recorded
+ * start time). */
 size_t pfi_capset_resolved(const struct pfi_capset *cs);
+size_t pfi_capset_jobs_ended(const struct pfi_capset *cs);
+
+/* Records (pid > 0) or forgets (0) the job this holder runs on the GPUs, in
+ * every GPU's machine record: a job that outlives a killed holder is ended
+ * by the next pfi that takes the locks or restores the ledger. */
+int pfi_capset_job(struct pfi_capset *cs, long pid, struct pfi_error *err);
 
 /*
  * Records every GPU's current limit as its original (machine record, then
@@ -124,6 +133,7 @@ struct pfi_restore_row {
   struct pfi_saved_cap cap; /* the row as the store holds it */
   int restored;             /* the GPU's limit reads the recorded cap */
   int cleared;              /* the row is gone from the ledger */
+  long job_ended;           /* pid of a dead sweep's job ended, or 0 */
   struct pfi_error err;     /* why not, when not (code 0 otherwise) */
 };
 

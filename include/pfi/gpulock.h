@@ -48,6 +48,11 @@ struct pfi_gpu_lock_holder {
   /* The change is kept on purpose (`pfi cap --db`): only `pfi restore --db
    * STORE` undoes it; others refuse to touch the GPU, naming STORE. */
   int kept;
+  /* The job the holder started on the GPU (a sweep's command), so that a
+   * job that outlives a killed holder can be found: its pid and its start
+   * time (clock ticks since boot, /proc/PID/stat field 22). 0 when none. */
+  long job_pid;
+  unsigned long long job_start;
 };
 
 /* The directories a GPU's lock is taken in (see above). */
@@ -102,6 +107,26 @@ int pfi_gpu_lock_note(struct pfi_gpu_lock *l, const char *cmd,
                       const char *store, int pending, uint32_t orig_mw,
                       int kept, struct pfi_error *err);
 
+/* The same, also naming the holder's job (job_pid 0: none). */
+int pfi_gpu_lock_note_job(struct pfi_gpu_lock *l, const char *cmd,
+                          const char *store, int pending, uint32_t orig_mw,
+                          int kept, long job_pid, unsigned long long job_start,
+                          struct pfi_error *err);
+
+/* The start time of process `pid` (clock ticks since boot), into *start.
+ * Returns 0, or -1 when there is no such process (or no /proc). */
+int pfi_proc_start(long pid, unsigned long long *start);
+
+/*
+ * Ends the job a dead holder left running (h->job_pid), SIGKILL to its
+ * process group, but only when a process of that pid still runs with the
+ * recorded start time and leads its own process group (so a reused pid is
+ * never signalled). Returns 1 when it was killed, 0 when there was none,
+ * or PFI_ENOPERM / PFI_EIO with `err` saying why it could not be.
+ */
+int pfi_gpu_lock_end_job(const struct pfi_gpu_lock_holder *h,
+                         struct pfi_error *err);
+
 /* Releases the lock (records stay as last written); safe on a lock never
  * taken if it was zeroed or failed to acquire. */
 void pfi_gpu_lock_drop(struct pfi_gpu_lock *l);
@@ -124,7 +149,8 @@ void pfi_gpu_lock_release(int fd);
 
 /*
  * Parses a lock file's record (`n` bytes of `buf`, not NUL-terminated):
- * lines pid=N, cmd=WORD, store=PATH, orig_mw=N, kept=1, in any order,
+ * lines pid=N, cmd=WORD, store=PATH, orig_mw=N, kept=1, job=PID:START, in
+ * any order,
  * others ignored; a field missing or malformed (a pid not a positive
  * decimal, an orig_mw not a decimal below 2^32) is left empty (pending 0
  * without a valid orig_mw), and control characters in cmd or store become

@@ -20,7 +20,8 @@ static const char usage_text[] =
     "Runs left \"running\" are marked \"interrupted\" so that a resumed sweep\n"
     "runs them again. Reading a store (pfi trace) never does this; a sweep or\n"
     "pfi cap that needs these GPUs does it first. Each row is checked before\n"
-    "anything is set: its GPU UUID must be the GPU's, its cap within the GPU's\n"
+    "anything is set: its GPU UUID must be the GPU's, its cap within the "
+    "GPU's\n"
     "range and equal to the limit this machine recorded before the change (a\n"
     "row the machine has no change pending for is only cleared, when the GPU\n"
     "already reads it); a row that does not check out is refused and kept.\n"
@@ -91,6 +92,16 @@ int cmd_restore(int argc, char **argv) {
   rc = pfi_ledger_restore(st, &rows, &n, &err);
   pfi_store_close(st);
   int status = 0;
+  for (size_t i = 0; i < n; i++) {
+    int seen = 0;
+    for (size_t j = 0; j < i; j++)
+      seen |= rows[j].job_ended == rows[i].job_ended;
+    if (rows[i].job_ended && !seen)
+      fprintf(stderr,
+              "pfi restore: ended the job (pid %ld, SIGKILL to its process "
+              "group) that the sweep which died had left running\n",
+              rows[i].job_ended);
+  }
   if (rc < 0) {
     /* Every row that failed says why (the first is err). */
     for (size_t i = 0; i < n; i++)

@@ -22,6 +22,7 @@ struct cs_gpu {
   uint32_t orig;
   int changed; /* set by this session since the last record */
   int undone;  /* after a failed apply: 1 put back, -1 could not be */
+  int noted;   /* the machine record holds a pending change */
 };
 
 struct pfi_capset {
@@ -31,9 +32,26 @@ struct pfi_capset {
   char params[256];
   char cmd[32];
   unsigned flags;
-  size_t n, resolved;
+  size_t n, resolved, jobs_ended;
   struct cs_gpu *g;
+  long job_pid; /* the holder's job, recorded with the locks */
+  unsigned long long job_start;
 };
+
+/* Rewrites GPU g's machine record: this holder, the pending change when
+ * `pending` (g->orig), and the job. */
+static int note(struct pfi_capset *cs, struct cs_gpu *g, int pending,
+                struct pfi_error *err) {
+  if (!g->locked)
+    return 0;
+  int rc = pfi_gpu_lock_note_job(
+      &g->lock, cs->cmd, cs->st ? pfi_store_path(cs->st) : NULL, pending,
+      g->orig, pending && (cs->flags & PFI_CAPSET_KEEP), cs->job_pid,
+      cs->job_start, err);
+  if (rc == 0)
+    g->noted = pending;
+  return rc;
+}
 
 /* Two paths name the same file. */
 static int same_file(const char *a, const char *b) {
@@ -154,6 +172,12 @@ static int resolve_prev(struct pfi_capset *cs, size_t k,
                         struct pfi_error *err) {
   struct cs_gpu *g = &cs->g[k];
   const struct pfi_gpu_lock_holder *p = &g->lock.prev;
+  /* A job the dead holder started that outlived it (one that ignores the
+   * SIGTERM its parent's death sends) is ended first: it would go on
+   * loading the GPU, unmeasured. */
+  int ended = pfi_gpu_lock_end_job(p, NULL);
+  if (ended > 0)
+    cs->jobs_ended++;
   if (!p->pending)
     return 0;
   int ours = cs->st && same_file(p->store, pfi_store_path(cs->st));
@@ -189,8 +213,7 @@ static int resolve_prev(struct pfi_capset *cs, size_t k,
   if (!ours)
     clear_foreign_row(p->store, g->uuid, p->orig_mw);
   cs->resolved++;
-  return pfi_gpu_lock_note(
-      &g->lock, cs->cmd, cs->st ? pfi_store_path(cs->st) : NULL, 0, 0, 0, err);
+  return note(cs, g, 0, err);
 }
 
 int pfi_capset_open(struct pfi_capset **out, struct pfi_store *st,
@@ -279,8 +302,7 @@ int pfi_capset_open(struct pfi_capset **out, struct pfi_store *st,
     if ((rc = resolve_prev(cs, k, err)) < 0)
       goto fail;
     if (!g->lock.prev.pending || !g->have_orig)
-      pfi_gpu_lock_note(&g->lock, cs->cmd, st ? pfi_store_path(st) : NULL, 0, 0,
-                        0, NULL);
+      note(cs, g, 0, NULL);
   }
   *out = cs;
   return 0;
@@ -302,6 +324,25 @@ size_t pfi_capset_resolved(const struct pfi_capset *cs) {
   return cs ? cs->resolved : 0;
 }
 
+size_t pfi_capset_jobs_ended(const struct pfi_capset *cs) {
+  return cs ? cs->jobs_ended : 0;
+}
+
+int pfi_capset_job(struct pfi_capset *cs, long pid, struct pfi_error *err) {
+  unsigned long long start = 0;
+  if (pid > 0 && pfi_proc_start(pid, &start) != 0)
+    pid = 0; /* already gone, or no /proc: nothing to find later */
+  cs->job_pid = pid > 0 ? pid : 0;
+  cs->job_start = pid > 0 ? start : 0;
+  int rc = 0;
+  for (size_t k = 0; k < cs->n; k++) {
+    int r = note(cs, &cs->g[k], cs->g[k].noted, err);
+    if (r < 0 && !rc)
+      rc = r;
+  }
+  return rc;
+}
+
 int pfi_capset_undone(const struct pfi_capset *cs, size_t k) {
   return cs && k < cs->n ? cs->g[k].undone : 0;
 }
@@ -314,8 +355,7 @@ int pfi_capset_original(const struct pfi_capset *cs, size_t k, uint32_t *mw) {
 }
 
 int pfi_capset_record(struct pfi_capset *cs, struct pfi_error *err) {
-  int rc, kept = (cs->flags & PFI_CAPSET_KEEP) != 0;
-  const char *path = cs->st ? pfi_store_path(cs->st) : NULL;
+  int rc;
   for (size_t k = 0; k < cs->n; k++) {
     struct cs_gpu *g = &cs->g[k];
     if (!g->have_orig) {
@@ -325,8 +365,7 @@ int pfi_capset_record(struct pfi_capset *cs, struct pfi_error *err) {
     }
     /* The machine's record first: whatever dies after this, the next pfi
      * that takes the lock knows what to put back. */
-    if (g->locked && (rc = pfi_gpu_lock_note(&g->lock, cs->cmd, path, 1,
-                                             g->orig, kept, err)) < 0)
+    if ((rc = note(cs, g, 1, err)) < 0)
       return rc;
   }
   if (!cs->st)
@@ -471,10 +510,7 @@ int pfi_capset_restore(struct pfi_capset *cs, void (*after_first)(void *),
     if (restored) {
       g->have_orig = 0;
       g->changed = 0;
-      if (g->locked)
-        pfi_gpu_lock_note(&g->lock, cs->cmd,
-                          cs->st ? pfi_store_path(cs->st) : NULL, 0, 0, 0,
-                          NULL);
+      note(cs, g, 0, NULL);
     }
     if (r < 0) {
       if (!first) {
@@ -507,9 +543,7 @@ int pfi_capset_commit(struct pfi_capset *cs, struct pfi_error *err) {
     }
     g->have_orig = 0;
     g->changed = 0;
-    if (g->locked)
-      pfi_gpu_lock_note(&g->lock, cs->cmd,
-                        cs->st ? pfi_store_path(cs->st) : NULL, 0, 0, 0, NULL);
+    note(cs, g, 0, NULL);
   }
   if (cs->st) {
     struct pfi_error e;

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,6 +90,18 @@ void pfi_gpu_lock_holder_parse(const char *data, size_t n,
         h->orig_mw = (uint32_t)v;
         h->pending = 1;
       }
+    } else if (strncmp(line, "job=", 4) == 0) {
+      char *end, *end2;
+      errno = 0;
+      long v = strtol(line + 4, &end, 10);
+      if (end != line + 4 && *end == ':' && v > 0 && errno == 0 &&
+          line[4] >= '0' && line[4] <= '9' && end[1] >= '0' && end[1] <= '9') {
+        unsigned long long st = strtoull(end + 1, &end2, 10);
+        if (*end2 == '\0' && errno == 0) {
+          h->job_pid = v;
+          h->job_start = st;
+        }
+      }
     } else if (strcmp(line, "kept=1") == 0) {
       kept = 1;
     }
@@ -108,20 +121,26 @@ static void read_holder(int fd, struct pfi_gpu_lock_holder *h) {
     h->pending = 0;
     h->orig_mw = 0;
     h->kept = 0;
+    h->job_pid = 0;
+    h->job_start = 0;
   }
 }
 
 /* Replaces the record with this process's. Returns 0 or -1 when the
  * record could not be written whole. */
 static int write_holder(int fd, const char *cmd, const char *store, int pending,
-                        uint32_t orig_mw, int kept) {
-  char rec[1200], c[32], s[512] = "", abs[PATH_MAX], extra[64] = "";
+                        uint32_t orig_mw, int kept, long job_pid,
+                        unsigned long long job_start) {
+  char rec[1200], c[32], s[512] = "", abs[PATH_MAX], extra[128] = "";
   clean_copy(c, sizeof c, cmd ? cmd : "");
   if (store && *store)
     clean_copy(s, sizeof s, realpath(store, abs) ? abs : store);
+  size_t o = 0;
   if (pending)
-    snprintf(extra, sizeof extra, "orig_mw=%lu\n%s", (unsigned long)orig_mw,
-             kept ? "kept=1\n" : "");
+    o = (size_t)snprintf(extra, sizeof extra, "orig_mw=%lu\n%s",
+                         (unsigned long)orig_mw, kept ? "kept=1\n" : "");
+  if (job_pid > 0)
+    snprintf(extra + o, sizeof extra - o, "job=%ld:%llu\n", job_pid, job_start);
   int len = snprintf(rec, sizeof rec, "pid=%ld\ncmd=%s\nstore=%s\n%s",
                      (long)getpid(), c, s, extra);
   if (len <= 0 || (size_t)len >= sizeof rec || ftruncate(fd, 0) != 0)
@@ -186,7 +205,7 @@ int pfi_gpu_lock_take(const char *dir, const char *uuid, const char *cmd,
   if (fd == PFI_EBUSY && holder)
     *holder = h;
   if (fd >= 0 && writable)
-    write_holder(fd, cmd, store, 0, 0, 0);
+    write_holder(fd, cmd, store, 0, 0, 0, 0, 0);
   return fd;
 }
 
@@ -245,12 +264,21 @@ int pfi_gpu_lock_acquire(struct pfi_gpu_lock *l,
 int pfi_gpu_lock_note(struct pfi_gpu_lock *l, const char *cmd,
                       const char *store, int pending, uint32_t orig_mw,
                       int kept, struct pfi_error *err) {
+  return pfi_gpu_lock_note_job(l, cmd, store, pending, orig_mw, kept, 0, 0,
+                               err);
+}
+
+int pfi_gpu_lock_note_job(struct pfi_gpu_lock *l, const char *cmd,
+                          const char *store, int pending, uint32_t orig_mw,
+                          int kept, long job_pid, unsigned long long job_start,
+                          struct pfi_error *err) {
   int ok = 0;
   for (size_t i = 0; i < l->n; i++) {
     struct stat sb;
     /* Only a record that a later read believes counts (see read_holder). */
     if (l->fd[i] >= 0 &&
-        write_holder(l->fd[i], cmd, store, pending, orig_mw, kept) == 0 &&
+        write_holder(l->fd[i], cmd, store, pending, orig_mw, kept, job_pid,
+                     job_start) == 0 &&
         fstat(l->fd[i], &sb) == 0 && (sb.st_uid == 0 || sb.st_uid == geteuid()))
       ok++;
   }
@@ -278,4 +306,50 @@ char *pfi_gpu_lock_holder_str(const struct pfi_gpu_lock_holder *h, char *buf,
   else if (h->store[0])
     snprintf(buf + w, n - (size_t)w, " (store %s)", h->store);
   return buf;
+}
+
+int pfi_proc_start(long pid, unsigned long long *start) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  ssize_t got = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (got <= 0)
+    return -1;
+  buf[got] = '\0';
+  /* "pid (comm) state ppid ...": comm may hold spaces and ')', so fields
+   * are counted from the last ')': the first word after it is field 3,
+   * starttime is field 22. */
+  char *p = strrchr(buf, ')'), *save = NULL, *tok;
+  if (!p)
+    return -1;
+  int field = 3;
+  for (tok = strtok_r(p + 1, " ", &save); tok && field < 22;
+       tok = strtok_r(NULL, " ", &save))
+    field++;
+  if (!tok)
+    return -1;
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(tok, &end, 10);
+  if (end == tok || errno)
+    return -1;
+  *start = v;
+  return 0;
+}
+
+int pfi_gpu_lock_end_job(const struct pfi_gpu_lock_holder *h,
+                         struct pfi_error *err) {
+  unsigned long long st = 0;
+  if (!h || h->job_pid <= 0 || pfi_proc_start(h->job_pid, &st) != 0 ||
+      st != h->job_start || getpgid((pid_t)h->job_pid) != (pid_t)h->job_pid)
+    return 0;
+  if (kill(-(pid_t)h->job_pid, SIGKILL) != 0)
+    return pfi_error_set(err, errno == EPERM ? PFI_ENOPERM : PFI_EIO,
+                         "cannot end the job (pid %ld) that a pfi %s which "
+                         "died left running: %s",
+                         h->job_pid, h->cmd[0] ? h->cmd : "", strerror(errno));
+  return 1;
 }

@@ -153,6 +153,9 @@ static int restore_device(struct pfi_store *st, struct pfi_restore_row *rows,
             pfi_store_path(st), c->cap_mw, pfi_store_path(st));
       if (x == 0) {
         char uuid[96] = "";
+        /* The job of the sweep that died, if it outlived it. */
+        if (pfi_gpu_lock_end_job(&l.prev, NULL) > 0)
+          r->job_ended = l.prev.job_pid;
         /* The identity first: the machine's record is of that UUID. */
         if (pfi_device_uuid(dev, c->gpu, uuid, sizeof uuid, &r->err) == 0 &&
             strcmp(uuid, c->uuid) != 0)

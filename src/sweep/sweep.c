@@ -689,6 +689,10 @@ static int one_run(struct sweep *sw, size_t ci, struct pfi_sweep_result *res,
     jb.out_fd = -1;
     jb.streaming = 1;
   }
+  /* Named in the GPUs' lock records: if pfi dies and the job ignores the
+   * SIGTERM that sends, the next pfi on these GPUs ends it. */
+  if (jb.pid > 0)
+    pfi_capset_job(sw->cs, jb.pid, NULL);
 
   /* Sample until the duration, the job's exit or a stop request. */
   double elapsed = 0;
@@ -749,6 +753,7 @@ out:
   if (jb.pid > 0) {
     int was_running = !reap(&jb, 0);
     stop_command(&jb, grace);
+    pfi_capset_job(sw->cs, 0, NULL);
     struct pfi_error e2;
     pfi_error_clear(&e2);
     if (jb.streaming) {

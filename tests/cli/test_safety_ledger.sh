@@ -169,5 +169,42 @@ rc=$( (ulimit -f 1; "$PFI" sweep $E --caps 300 --db "$T/nospace.db" >/dev/null 2
 [ "$rc" = 1 ] || fail "13: store that cannot be created: exit status $rc, expected 1: $(cat "$T/err")"
 caps_are 650,650 "13: after a store that could not be created"
 
+# A job that ignores SIGTERM outlives a SIGKILLed sweep (the death signal
+# it gets is SIGTERM): pfi restore ends it (SIGKILL to its process group,
+# found by the pid and start time in the GPUs' lock records) and says so.
+TRAINER=${PFI_BUILD_DIR:-build}/pfi-test-trainer
+"$PFI" sweep $EMU --emulate $G --caps 400 --db "$T/j.db" --real-time --duration 60s \
+  --interval 0.2s --quiet --throughput "jsonl:$T/ig.jsonl" -- \
+  "$TRAINER" --out "$T/ig.jsonl" --hang --ignore-term >/dev/null 2>"$T/j.err" &
+S=$!
+pids+=("$S")
+job=
+for _ in $(seq 300); do
+  job=$(pgrep -f -- "^[^ ]*pfi-test-trainer --out $T/ig.jsonl" | head -1)
+  [ -n "$job" ] && [ "$(caps)" = "400,400" ] && break
+  sleep 0.1
+done
+[ -n "$job" ] || fail "13: the job did not start: $(cat "$T/j.err")"
+[ -n "$job" ] && pids+=("$job")
+# The job is named in the lock records once it runs.
+uuid0=$("$PFI" devices $EMU --format csv | awk -F, 'NR == 2 { print $3 }')
+for _ in $(seq 100); do
+  grep -q "^job=$job:" "$PFI_EMU_STATE/pfi-sweep-$uuid0.lock" 2>/dev/null && break
+  sleep 0.1
+done
+kill -KILL "$S"
+wait "$S" 2>/dev/null
+sleep_max=50
+for _ in $(seq $sleep_max); do kill -0 "$job" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$job" 2>/dev/null || fail "13: the job did not outlive pfi (the test needs it to)"
+"$PFI" restore --db "$T/j.db" >/dev/null 2>"$T/err" || fail "13: restore after the kill: $(cat "$T/err")"
+grep -q "ended the job (pid $job" "$T/err" || fail "13: restore did not say it ended the job: $(cat "$T/err")"
+for _ in $(seq 100); do
+  [ -z "$(pgrep -f -- "^[^ ]*pfi-test-trainer --out $T/ig.jsonl")" ] && break
+  sleep 0.1
+done
+[ -z "$(pgrep -f -- "^[^ ]*pfi-test-trainer --out $T/ig.jsonl")" ] || fail "13: the job survived pfi restore"
+caps_are 650,650 "13: after the restore of the sweep whose job survived"
+
 [ "$fails" -eq 0 ] && echo "test_safety_ledger: all passed"
 exit $((fails > 0))
