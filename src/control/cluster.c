@@ -474,7 +474,7 @@ static int add_job(struct pfi_cluster *cl, const size_t *gpu, size_t n,
   in->params.gpus = (unsigned)n;
   in->library = lib;
   snprintf(in->family, sizeof in->family, "%s", in->params.model);
-  snprintf(in->name, sizeof in->name, "j%04d-%s", id, in->params.id);
+  snprintf(in->name, sizeof in->name, "j%04d-%.88s", id, in->params.id);
   j->prof = cl->prof;
   int rc = tabulate(cl, j, err);
   if (rc < 0)

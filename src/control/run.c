@@ -194,7 +194,8 @@ int pfi_run_closed_loop(const struct pfi_cluster_config *cc,
       jo = a;
       jo_cap = ns;
     }
-    memset(jo, 0, ns * sizeof *jo);
+    if (ns)
+      memset(jo, 0, ns * sizeof *jo);
     double tokens_now = 0;
     for (size_t i = 0; i < o.njobs; i++) {
       int s = slot_of[o.job[i]];
