@@ -74,6 +74,11 @@ struct pfi_ctl_config {
   double tokens_cv;     /* run-to-run noise of throughput, share (0.005) */
   double recovery_s;    /* length of the staggered recovery, s (120) */
   unsigned long seed;   /* randomized recovery order (1) */
+  int strategy;         /* 0: the exact oracle on the believed curves
+                           (default); 1: equal-weight cuts (every job's
+                           power cut by the same share of its uncapped
+                           power, same loop, floors and rules), the
+                           baseline the controller is measured against */
 };
 
 void pfi_ctl_config_init(struct pfi_ctl_config *c);
@@ -122,6 +127,9 @@ struct pfi_ctl_input {
   const struct pfi_ctl_gpu_obs *gpu; /* pfi_ctl_ngpus() entries */
   const struct pfi_ctl_job_obs *job; /* pfi_ctl_nslots() entries, by slot;
                                         unused slots are ignored */
+  double baseline_w; /* pre-event baseline the recovery stays under, W,
+                        read when the event starts; NaN or 0: the median
+                        realized power of the last 300 periods before it */
 };
 
 /* One decision about one job. Written before its caps are applied (the

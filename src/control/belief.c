@@ -28,11 +28,8 @@ double pfi__ctl_cap_hi(const struct pfi_ctl *c, const struct pfi__ctl_job *j) {
 }
 
 double pfi__ctl_cap_lo(const struct pfi_ctl *c, const struct pfi__ctl_job *j) {
-  double lo = j->min_cap_w;
-  for (size_t k = 0; k < j->ngpus; k++)
-    if (c->min_w[j->gpu[k]] > lo)
-      lo = c->min_w[j->gpu[k]];
-  return lo;
+  (void)c;
+  return j->cap_lo; /* fixed when the job is added */
 }
 
 double pfi__ctl_draw_at(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
@@ -60,7 +57,19 @@ static double prior_frac(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
   if (!isfinite(pfi))
     pfi = lcb ? PRIOR_PFI_LO : PRIOR_PFI;
   double lo = j->ratio * (double)j->ngpus * pfi__ctl_cap_lo(c, j);
-  double g = pfi_curve_model_exponent(pfi, lo, j->pmax);
+  /* The exponent is remembered for the inputs it was computed from (the
+   * cache is not part of the belief: const is kept for callers). */
+  struct pfi__ctl_job *m = (struct pfi__ctl_job *)j;
+  double g;
+  if (m->g_pfi[lcb] == pfi && m->g_lo[lcb] == lo && m->g_hi[lcb] == j->pmax) {
+    g = m->g_val[lcb];
+  } else {
+    g = pfi_curve_model_exponent(pfi, lo, j->pmax);
+    m->g_pfi[lcb] = pfi;
+    m->g_lo[lcb] = lo;
+    m->g_hi[lcb] = j->pmax;
+    m->g_val[lcb] = g;
+  }
   double u = p / j->pmax;
   if (u >= 1)
     return 1;
@@ -129,9 +138,10 @@ double pfi__ctl_floor(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
   if (tiers && j->max_loss < 1 && isfinite(j->tmax) && isfinite(j->pmax)) {
     double want = (1.0 - j->max_loss) * j->tmax;
     if (pfi__ctl_believe(c, j, lo, j->protect) < want) {
-      /* Bisection on a non-decreasing function: 50 halvings. */
+      /* Bisection on a non-decreasing function: 30 halvings (a
+       * billionth of the range). */
       double a = lo, b = hi;
-      for (int k = 0; k < 50; k++) {
+      for (int k = 0; k < 30; k++) {
         double m = 0.5 * (a + b);
         if (pfi__ctl_believe(c, j, m, j->protect) >= want)
           b = m;

@@ -38,7 +38,7 @@ void pfi_ctl_config_init(struct pfi_ctl_config *c) {
   c->rollback_z = 4.0;
   c->anomaly_frac = 0.05;
   c->tokens_cv = 0.005;
-  c->recovery_s = 600.0;
+  c->recovery_s = 3600.0;
   c->seed = 1;
 }
 
@@ -57,6 +57,7 @@ static int check_config(const struct pfi_ctl_config *c, struct pfi_error *err) {
   CHECK(c->anomaly_frac > 0 && c->anomaly_frac < 1, "anomaly_frac");
   CHECK(c->tokens_cv >= 0 && c->tokens_cv < 1, "tokens_cv");
   CHECK(c->recovery_s > 0 && isfinite(c->recovery_s), "recovery_s");
+  CHECK(c->strategy == 0 || c->strategy == 1, "strategy");
 #undef CHECK
   return 0;
 }
@@ -127,6 +128,7 @@ void pfi_ctl_close(struct pfi_ctl *c) {
   free(c->rec);
   free(c->done);
   free(c->pend);
+  free(c->pfree);
   pfi_problem_release(&c->prob);
   free(c->pslot);
   free(c->px);
@@ -221,6 +223,12 @@ int pfi_ctl_job_add(struct pfi_ctl *c, const struct pfi_ctl_job *in,
     j->pfi_lo = j->pfi;
   j->max_loss = in->max_loss;
   j->min_cap_w = in->min_cap_w;
+  j->cap_lo = in->min_cap_w;
+  for (size_t k = 0; k < in->ngpus; k++)
+    if (c->min_w[gpu[k]] > j->cap_lo)
+      j->cap_lo = c->min_w[gpu[k]];
+  for (int k = 0; k < 2; k++)
+    j->g_pfi[k] = j->g_lo[k] = j->g_hi[k] = j->g_val[k] = NAN;
   j->protect = in->protect;
   j->pmax = in->pmax_w;
   j->tmax = in->tmax;
@@ -283,6 +291,7 @@ int pfi__ctl_complete(struct pfi_ctl *c, struct pfi__ctl_job *j,
   r.tput_after = tput;
   r.complete = 1;
   c->pend[j->pending - 1].seq = 0; /* free the pending entry */
+  c->pfree[c->nfree++] = j->pending - 1;
   j->pending = 0;
   return push_rec(&c->done, &c->ndone, &c->done_cap, &r);
 }
@@ -322,16 +331,22 @@ int pfi__ctl_decide(struct pfi_ctl *c, struct pfi__ctl_job *j,
   r.shortfall_w = shortfall_w;
   if ((rc = push_rec(&c->rec, &c->nrec, &c->rec_cap, &r)) < 0)
     return rc;
-  /* Pending list: reuse a free entry. */
+  /* Pending list: reuse a free entry (a stack of them: constant time). */
   size_t i;
-  for (i = 0; i < c->npend; i++)
-    if (c->pend[i].seq == 0)
-      break;
-  if (i == c->npend) {
+  if (c->nfree > 0) {
+    i = c->pfree[--c->nfree];
+    c->pend[i] = r;
+  } else {
+    if (c->npend == c->pend_cap) {
+      size_t nc = c->pend_cap ? 2 * c->pend_cap : 64;
+      size_t *nf = realloc(c->pfree, nc * sizeof *nf);
+      if (!nf)
+        return PFI_ENOMEM;
+      c->pfree = nf;
+    }
+    i = c->npend;
     if ((rc = push_rec(&c->pend, &c->npend, &c->pend_cap, &r)) < 0)
       return rc;
-  } else {
-    c->pend[i] = r;
   }
   j->pending = i + 1;
   j->pred_at_change = r.tput_pred;
@@ -343,8 +358,10 @@ int pfi_ctl_job_remove(struct pfi_ctl *c, int slot, struct pfi_error *err) {
   if (slot < 0 || (size_t)slot >= c->nslots || !c->job[slot].used)
     return pfi_error_set(err, PFI_ENOTFOUND, "no job in slot %d", slot);
   struct pfi__ctl_job *j = &c->job[slot];
-  if (j->pending)
+  if (j->pending) {
     c->pend[j->pending - 1].seq = 0; /* never completed: job ended */
+    c->pfree[c->nfree++] = j->pending - 1;
+  }
   for (size_t k = 0; k < j->ngpus; k++)
     c->slot[j->gpu[k]] = -1;
   free(j->gpu);

@@ -27,6 +27,8 @@ struct pfi__ctl_job {
   size_t ngpus;
   size_t *gpu; /* owned */
   double pfi, pfi_lo, pfi_hi, max_loss, min_cap_w;
+  double cap_lo; /* its lowest cap: the floor or its GPUs' minimum */
+  double g_pfi[2], g_lo[2], g_hi[2], g_val[2]; /* prior exponent cache */
   int protect;
   /* Uncapped operating point: hint, then running means of uncapped
    * training periods. */
@@ -47,6 +49,7 @@ struct pfi__ctl_job {
   double rollback_floor;  /* aggregate power floor set by a rollback, W */
   double draw_before_cut; /* the job's draw before its last decrease, W */
   int rollback_now;       /* 1: a rollback fired this period */
+  int in_order;           /* 1: in the recovery order */
   /* Last period. */
   double draw, tput;
   int tput_valid, phase, blind;
@@ -75,13 +78,15 @@ struct pfi_ctl {
   size_t nhist, hist_pos;
   double bias; /* realized minus modelled power, W (feedback) */
   int *order;  /* recovery order of slots */
-  size_t norder, order_pos;
+  size_t norder, order_cap;
   double recovery_t0;
   int was_infeasible;
   /* Records. */
   uint64_t seq;
   struct pfi_ctl_record *rec, *done, *pend;
   size_t nrec, rec_cap, ndone, done_cap, npend, pend_cap;
+  size_t *pfree; /* free entries of pend (pend_cap of them allocated) */
+  size_t nfree;
   /* Oracle scratch. */
   struct pfi_problem prob;
   int *pslot; /* job slot of each problem row */

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "ctl_int.h"
+#include "pfi/alloc.h"
 
 /* The largest overshoot above the target, as a share of it, that a job
  * resuming full draw after a pause may cause before the next period cuts
@@ -20,8 +21,9 @@
  * change rate down; the feedback loop absorbs the remainder). */
 #define DEADBAND_W 1.0
 /* A decrease counts as seen when the GPU draws at most this share above
- * its new cap. */
-#define CONFIRM_TOL 0.005
+ * its new cap (three standard deviations of a reading's noise) or, for a
+ * GPU that cannot show it (silent), after three periods. */
+#define CONFIRM_TOL 0.02
 /* A cap move smaller than this, W, does not restart the settling. */
 #define SMALL_W 5.0
 
@@ -120,16 +122,26 @@ static int observe(struct pfi_ctl *c, struct pfi__ctl_job *j,
   /* Anomaly: slower than the curve at the realized power with no cap
    * change to explain it. */
   double pred = pfi__ctl_believe(c, j, draw, 0);
-  double full = pfi__ctl_draw_at(c, j, j->cap);
-  double pfull = pfi__ctl_believe(c, j, full, 0);
   double thr = 1.0 - cf->anomaly_frac;
   /* (a) slower than the curve at its realized power, outside the first
    * window after a cap change (there a gap is news about the curve);
-   * (b) drawing well under what its caps allow and slower than the curve
-   * at its caps: something other than the cap holds it back. */
+   * only where the curve is known (within 3 % of P_max of a learned point
+   * or of the uncapped point; elsewhere a gap is a prior's error);
+   * (b) at a cap it was learned at, drawing under 90 % of the learned
+   * power and slower than the learned throughput: something other than
+   * the cap holds it back. */
+  int known = draw >= 0.97 * j->pmax;
+  for (size_t i = 0; i < j->npts; i++)
+    if (fabs(j->pts[i].power_w - draw) <= 0.03 * j->pmax)
+      known = 1;
   int slow =
-      (!j->acc_after_change && pred > 0 && o->tokens_per_s < pred * thr) ||
-      (draw < 0.9 * full && pfull > 0 && o->tokens_per_s < pfull * thr);
+      known && !j->acc_after_change && pred > 0 && o->tokens_per_s < pred * thr;
+  for (size_t i = 0; i < j->npts; i++) {
+    const struct pfi__ctl_pt *q = &j->pts[i];
+    if (fabs(q->cap_w - j->cap) <= SMALL_W && draw < 0.9 * q->power_w &&
+        o->tokens_per_s < q->tokens * thr)
+      slow = 1;
+  }
   int rc = 0;
   if (!j->anomaly) {
     j->anom_run = slow ? j->anom_run + 1 : 0;
@@ -200,6 +212,9 @@ struct jstate {
   double model; /* modelled draw at its current caps, W */
   double jump;  /* rise if it resumed full draw now, W */
   int movable;  /* 1: in the allocation */
+  int paused;   /* 1: starting, evaluation or checkpoint: its caps may be
+                   lowered to bound its resumption */
+  double lo_t, lo_hw, hi; /* floor with and without its tier, ceiling, W */
 };
 
 static void classify(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
@@ -207,6 +222,7 @@ static void classify(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
   double full = pfi__ctl_draw_at(c, j, j->cap);
   s->jump = 0;
   s->movable = 0;
+  s->paused = 0;
   if (j->blind) {
     /* No telemetry: assume it draws its caps. */
     s->model = (double)j->ngpus * j->cap;
@@ -217,6 +233,9 @@ static void classify(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
     /* Paused, starting, flagged or silent about throughput: held at its
      * caps, counted at its draw, and its resumption kept in reserve. */
     double cap_draw = isfinite(j->pmax) ? full : (double)j->ngpus * j->cap;
+    s->paused = isfinite(j->pmax) && isfinite(j->tmax) && !j->anomaly &&
+                j->tput_valid && j->phase >= 0 &&
+                j->phase != PFI_PHASE_TRAINING;
     s->model = j->draw;
     s->jump = cap_draw > j->draw ? cap_draw - j->draw : 0;
     return;
@@ -297,7 +316,7 @@ static int allocate(struct pfi_ctl *c, const struct pfi_ctl_input *in,
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
   /* Free GPUs: held at their lowest cap so that a job starting on them
    * during the event starts low. */
-  double free_draw = 0, model = 0, maxjump = 0;
+  double free_draw = 0, model = 0;
   for (size_t g = 0; g < c->ngpus; g++)
     if (c->slot[g] < 0) {
       free_draw += in->gpu[g].valid ? c->draw[g] : c->cap[g];
@@ -309,8 +328,6 @@ static int allocate(struct pfi_ctl *c, const struct pfi_ctl_input *in,
       continue;
     classify(c, &c->job[s], &st[s]);
     model += st[s].model;
-    if (st[s].jump > maxjump)
-      maxjump = st[s].jump;
     if (st[s].movable) {
       nmov++;
       npts += 6 + c->job[s].npts + 2;
@@ -324,7 +341,42 @@ static int allocate(struct pfi_ctl *c, const struct pfi_ctl_input *in,
     c->bias = resid;
   else
     c->bias += 0.2 * (resid - c->bias);
-  double reserve = maxjump - (target * (1.0 + RESUME_ALLOW) - aim);
+  /* A paused job (starting, evaluation, checkpoint) gives its
+   * draw to the others, its caps lowered so that its resumption can lift
+   * cluster power by at most half the allowance; the two largest possible
+   * resumptions beyond the allowance (a floor may keep a job's jump above
+   * its share) are held in reserve. */
+  double allowance = target * (1.0 + RESUME_ALLOW) - aim, j1 = 0, j2 = 0;
+  size_t npaused = 0;
+  for (size_t s = 0; s < c->nslots; s++)
+    if (c->job[s].used && st[s].paused)
+      npaused++;
+  if (npaused > 2)
+    npaused = 2; /* two resuming in one period is the case provided for */
+  for (size_t s = 0; s < c->nslots; s++) {
+    struct pfi__ctl_job *j = &c->job[s];
+    if (!j->used || st[s].jump <= 0)
+      continue;
+    if (st[s].paused) {
+      double want =
+          pfi__ctl_cap_for(c, j, j->draw + allowance / (double)npaused);
+      if (want < j->cap - DEADBAND_W) {
+        if ((rc = set_job_cap(c, j, in, want, PFI_CTL_CUT, 0)) < 0) {
+          rc = pfi_error_set(err, rc, "out of memory");
+          goto out;
+        }
+        double full = pfi__ctl_draw_at(c, j, j->cap);
+        st[s].jump = full > j->draw ? full - j->draw : 0;
+      }
+    }
+    if (st[s].jump > j1) {
+      j2 = j1;
+      j1 = st[s].jump;
+    } else if (st[s].jump > j2) {
+      j2 = st[s].jump;
+    }
+  }
+  double reserve = j1 + j2 - allowance;
   if (reserve < 0)
     reserve = 0;
   double fixed = free_draw;
@@ -343,9 +395,12 @@ static int allocate(struct pfi_ctl *c, const struct pfi_ctl_input *in,
     if (!c->job[s].used || !st[s].movable)
       continue;
     struct pfi__ctl_job *j = &c->job[s];
-    sum_lo += pfi__ctl_floor(c, j, 1);
-    sum_lo_hw += pfi__ctl_floor(c, j, 0);
-    sum_hi += pfi__ctl_draw_at(c, j, pfi__ctl_cap_hi(c, j));
+    st[s].lo_t = pfi__ctl_floor(c, j, 1);
+    st[s].lo_hw = pfi__ctl_floor(c, j, 0);
+    st[s].hi = pfi__ctl_draw_at(c, j, pfi__ctl_cap_hi(c, j));
+    sum_lo += st[s].lo_t;
+    sum_lo_hw += st[s].lo_hw;
+    sum_hi += st[s].hi;
   }
   int tiers = 1, infeasible = 0;
   double shortfall = 0;
@@ -365,8 +420,7 @@ static int allocate(struct pfi_ctl *c, const struct pfi_ctl_input *in,
     if (!c->job[s].used || !st[s].movable)
       continue;
     struct pfi__ctl_job *j = &c->job[s];
-    double lo = pfi__ctl_floor(c, j, tiers);
-    double hi = pfi__ctl_draw_at(c, j, pfi__ctl_cap_hi(c, j));
+    double lo = tiers ? st[s].lo_t : st[s].lo_hw, hi = st[s].hi;
     if (lo > hi)
       lo = hi;
     double x[PFI__CTL_MAXPTS + 8], y[PFI__CTL_MAXPTS + 8];
@@ -381,16 +435,29 @@ static int allocate(struct pfi_ctl *c, const struct pfi_ctl_input *in,
     pfi_problem_bounds(&c->prob, &plo, &phi);
     double b = budget < plo ? plo : budget > phi ? phi : budget;
     double tot;
-    if ((rc = pfi_oracle_solve(&c->prob, b, alloc, &tot, NULL, err)) < 0)
+    if (c->cfg.strategy == 1) {
+      /* Equal weight: reductions proportional to the uncapped power. */
+      double *w = c->py; /* scratch of at least njobs entries */
+      for (size_t r = 0; r < row; r++)
+        w[r] = pfi_problem_hi(&c->prob, r);
+      if ((rc = pfi_alloc_proportional(&c->prob, b, w, alloc, err)) < 0)
+        goto out;
+      tot = pfi_alloc_total_tokens(&c->prob, alloc);
+    } else if ((rc = pfi_oracle_solve(&c->prob, b, alloc, &tot, NULL, err)) <
+               0) {
       goto out;
+    }
     out->pred_tokens = tot;
   }
   /* Desired caps; decreases now, increases once every decrease has shown
    * in the realized draw (two phases), ramp-limited. */
-  int pending = 0;
+  /* Watts of decreases not yet seen; increases wait while they exceed
+   * 0.1 % of the target. */
+  double pending_w = 0;
   for (size_t g = 0; g < c->ngpus; g++)
-    if (c->pend_dec[g])
-      pending = 1;
+    if (c->pend_dec[g] && c->draw[g] > c->cap[g])
+      pending_w += c->draw[g] - c->cap[g];
+  int pending = pending_w > 0.001 * target;
   int above = realized > aim + 0.001 * target;
   double up = cf->ramp_up_w_s * cf->period_s;
   double down =
@@ -398,7 +465,8 @@ static int allocate(struct pfi_ctl *c, const struct pfi_ctl_input *in,
   for (size_t r = 0; r < row; r++) {
     struct pfi__ctl_job *j = &c->job[c->pslot[r]];
     double want = pfi__ctl_cap_for(c, j, alloc[r]);
-    double lo_t = pfi__ctl_floor(c, j, tiers);
+    const struct jstate *js = &st[c->pslot[r]];
+    double lo_t = tiers ? js->lo_t : js->lo_hw;
     int reason = infeasible                      ? PFI_CTL_INFEASIBLE
                  : j->rollback_now               ? PFI_CTL_ROLLBACK
                  : alloc[r] <= lo_t * (1 + 1e-9) ? PFI_CTL_FLOOR
@@ -454,10 +522,54 @@ static int recover(struct pfi_ctl *c, const struct pfi_ctl_input *in,
     classify(c, &c->job[s], &st);
     ceil += st.jump;
   }
-  double allow = c->baseline * (1.0 - cf->margin) - ceil;
+  double allow = c->baseline - ceil;
+  /* Jobs that started since the order was drawn join at its end. */
+  for (size_t s = 0; s < c->nslots; s++) {
+    struct pfi__ctl_job *j = &c->job[s];
+    if (!j->used || j->in_order)
+      continue;
+    if (c->norder == c->order_cap) {
+      size_t nc = c->order_cap ? 2 * c->order_cap : 16;
+      int *no = realloc(c->order, nc * sizeof *no);
+      if (!no)
+        return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+      c->order = no;
+      c->order_cap = nc;
+    }
+    c->order[c->norder++] = (int)s;
+    j->in_order = 1;
+  }
   int late = in->t_s - c->recovery_t0 > cf->recovery_s;
   double up = cf->ramp_up_w_s * cf->period_s;
-  int all_done = 1, raised = 0;
+  int all_done = 1;
+  /* Above the baseline counting every paused job at its full draw (a job
+   * started, one came back from a fault): the jobs last in the order give
+   * the excess back at once, before anything else rises. */
+  double excess = ceil - c->baseline;
+  if (excess > 0 && !late) {
+    for (size_t k = c->norder; k-- > 0 && excess > 0;) {
+      int s = c->order[k];
+      if ((size_t)s >= c->nslots || !c->job[s].used)
+        continue;
+      struct pfi__ctl_job *j = &c->job[s];
+      double lo = pfi__ctl_cap_lo(c, j);
+      if (j->cap <= lo + 1e-9 || !(j->draw > 0))
+        continue;
+      double per = j->ratio * (double)j->ngpus;
+      double want = j->cap - excess / per;
+      /* Cut only what it draws: a job under its cap gives from its draw. */
+      double now = j->draw / per;
+      if (now < j->cap && want > now - excess / per)
+        want = now - excess / per;
+      if (want < lo)
+        want = lo;
+      excess -= (j->cap - want) * per;
+      int rc = set_job_cap(c, j, in, want, PFI_CTL_RECOVERY, 0);
+      if (rc < 0)
+        return pfi_error_set(err, rc, "out of memory");
+    }
+    return 0;
+  }
   for (size_t k = 0; k < c->norder; k++) {
     int s = c->order[k];
     if ((size_t)s >= c->nslots || !c->job[s].used)
@@ -471,25 +583,23 @@ static int recover(struct pfi_ctl *c, const struct pfi_ctl_input *in,
     double dp = pfi__ctl_draw_at(c, j, want) - pfi__ctl_draw_at(c, j, j->cap);
     if (!isfinite(dp))
       dp = (double)j->ngpus * (want - j->cap);
-    if (dp > allow && !(late && !raised))
-      break; /* keep the order: the next job waits its turn */
+    if (dp > allow && !late) {
+      /* A part of the step fits: take it; the next jobs wait their turn
+       * (the order is kept). Within 2 W of its cap a job is done. */
+      if (allow > 0 && dp > 0) {
+        want = j->cap + (want - j->cap) * allow / dp;
+        if (hi - want < 2.0)
+          want = hi;
+        int rc = set_job_cap(c, j, in, want, PFI_CTL_RECOVERY, 0);
+        if (rc < 0)
+          return pfi_error_set(err, rc, "out of memory");
+      }
+      break;
+    }
     allow -= dp;
-    raised = 1;
     int rc = set_job_cap(c, j, in, want, PFI_CTL_RECOVERY, 0);
     if (rc < 0)
       return pfi_error_set(err, rc, "out of memory");
-  }
-  /* Jobs that started during the event are not in the order. */
-  for (size_t s = 0; s < c->nslots; s++) {
-    struct pfi__ctl_job *j = &c->job[s];
-    if (j->used && j->cap < pfi__ctl_cap_hi(c, j) - 1e-9) {
-      int listed = 0;
-      for (size_t k = 0; k < c->norder; k++)
-        if (c->order[k] == (int)s)
-          listed = 1;
-      if (!listed)
-        all_done = 0;
-    }
   }
   if (all_done) {
     for (size_t g = 0; g < c->ngpus; g++)
@@ -503,11 +613,14 @@ static int start_recovery(struct pfi_ctl *c) {
   free(c->order);
   c->order = NULL;
   c->norder = 0;
+  c->order_cap = c->nslots;
   if (c->nslots && !(c->order = malloc(c->nslots * sizeof *c->order)))
     return PFI_ENOMEM;
-  for (size_t s = 0; s < c->nslots; s++)
+  for (size_t s = 0; s < c->nslots; s++) {
+    c->job[s].in_order = c->job[s].used;
     if (c->job[s].used)
       c->order[c->norder++] = (int)s;
+  }
   /* Fisher-Yates with a seeded splitmix64 stream. */
   uint64_t z = mix64(c->cfg.seed ^ 0x7265636f76657279ull);
   for (size_t i = c->norder; i > 1; i--) {
@@ -537,7 +650,8 @@ int pfi_ctl_step(struct pfi_ctl *c, const struct pfi_ctl_input *in,
     const struct pfi_ctl_gpu_obs *o = &in->gpu[g];
     if (o->valid) {
       c->draw[g] = o->power_w;
-      if (c->pend_dec[g] && o->power_w <= c->cap[g] * (1.0 + CONFIRM_TOL))
+      if (c->pend_dec[g] && (o->power_w <= c->cap[g] * (1.0 + CONFIRM_TOL) ||
+                             ++c->pend_dec[g] > 3))
         c->pend_dec[g] = 0;
       realized += o->power_w;
     } else {
@@ -571,7 +685,10 @@ int pfi_ctl_step(struct pfi_ctl *c, const struct pfi_ctl_input *in,
     c->was_infeasible = 0;
     snprintf(c->event, sizeof c->event, "%s",
              in->event_id ? in->event_id : "event");
-    c->baseline = c->nhist ? median(c->hist, c->nhist) : realized;
+    c->baseline = isfinite(in->baseline_w) && in->baseline_w > 0
+                      ? in->baseline_w
+                  : c->nhist ? median(c->hist, c->nhist)
+                             : realized;
     for (size_t g = 0; g < c->ngpus; g++)
       c->pre[g] = c->cap[g];
     c->bias = 0;

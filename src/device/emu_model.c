@@ -80,7 +80,15 @@ enum {
   TAG_S_TOKENS,
   TAG_S_CLOCK,
   TAG_S_ACT,
-  TAG_S_TEMP
+  TAG_S_TEMP,
+  /* Appended: independent noise per link direction and for utilization,
+   * and the run-to-run variation of host traffic. */
+  TAG_S_NVL_TX,
+  TAG_S_NVL_RX,
+  TAG_S_PCIE_TX,
+  TAG_S_PCIE_RX,
+  TAG_S_UTIL,
+  TAG_RUN_PCIE
 };
 
 /* Relative noise at the paper's level (METHOD.md section 1): run-to-run
@@ -443,6 +451,29 @@ static void sample_core(const struct pfi_emu_run *run, unsigned rank,
   double fb_full =
       clamp(job->fb_gib * 1024.0, 10240.0 + 512.0, 0.95 * p->fb_total_mib);
   double power, clock, util, sm, occ, ten, dram, copy, nvl, pcie, fb, tok;
+  /* Each counter has its own noise: NVLink and PCIe per direction (~1 %
+   * and ~3 % from sample to sample), GPU utilization (~0.5 %), and host
+   * traffic a run-to-run factor (CV 10 %: data loading and logging depend
+   * on the host, not on the GPU's work), so that no field is an exact
+   * copy or an affine function of another. */
+  double z_ntx = full ? normal_of(key5(run->seed, j, ck, TAG_S_NVL_TX,
+                                       tk * 64 + rank))
+                      : 0;
+  double z_nrx = full ? normal_of(key5(run->seed, j, ck, TAG_S_NVL_RX,
+                                       tk * 64 + rank))
+                      : 0;
+  double z_ptx = full ? normal_of(key5(run->seed, j, ck, TAG_S_PCIE_TX,
+                                       tk * 64 + rank))
+                      : 0;
+  double z_prx = full ? normal_of(key5(run->seed, j, ck, TAG_S_PCIE_RX,
+                                       tk * 64 + rank))
+                      : 0;
+  double z_u =
+      full ? normal_of(key5(run->seed, j, ck, TAG_S_UTIL, tk * 64 + rank)) : 0;
+  double pcie_run =
+      1.0 + 0.10 * normal_of(key5(run->seed, j, ck, TAG_RUN_PCIE, rank));
+  if (pcie_run < 0.5)
+    pcie_run = 0.5;
   enum pfi_phase ph;
   memset(s, 0, sizeof *s);
   s->t_s = t_s;
@@ -496,7 +527,7 @@ static void sample_core(const struct pfi_emu_run *run, unsigned rank,
     ten = a * g->tensor_active * act;
     dram = a * g->dram_active * act;
     copy = a * g->mem_copy_util * act;
-    nvl = a * g->nvlink_bps * act;
+    nvl = a * g->nvlink_bps; /* its own noise per direction below */
     pcie = g->pcie_bps;
     tok = eval ? 0
                : run->st.tokens_per_s * run->run_tokens_f *
@@ -509,16 +540,16 @@ static void sample_core(const struct pfi_emu_run *run, unsigned rank,
   s->power_mw = (uint32_t)llround(power * 1000.0);
   set(s, PFI_FIELD_SM_CLOCK, clock);
   set(s, PFI_FIELD_MEM_CLOCK, p->mem_clock_mhz);
-  set(s, PFI_FIELD_GPU_UTIL, clamp(util, 0, 100));
+  set(s, PFI_FIELD_GPU_UTIL, clamp(util * (1.0 + 0.005 * z_u), 0, 100));
   set(s, PFI_FIELD_SM_ACTIVE, clamp(sm, 0, 1));
   set(s, PFI_FIELD_SM_OCCUPANCY, clamp(occ, 0, 1));
   set(s, PFI_FIELD_TENSOR_ACTIVE, clamp(ten, 0, 1));
   set(s, PFI_FIELD_DRAM_ACTIVE, clamp(dram, 0, 1));
   set(s, PFI_FIELD_MEM_COPY_UTIL, clamp(copy, 0, 100));
-  set(s, PFI_FIELD_NVLINK_TX, nvl);
-  set(s, PFI_FIELD_NVLINK_RX, nvl);
-  set(s, PFI_FIELD_PCIE_TX, pcie);
-  set(s, PFI_FIELD_PCIE_RX, pcie);
+  set(s, PFI_FIELD_NVLINK_TX, fmax(0, nvl * (1.0 + 0.01 * z_ntx)));
+  set(s, PFI_FIELD_NVLINK_RX, fmax(0, nvl * (1.0 + 0.01 * z_nrx)));
+  set(s, PFI_FIELD_PCIE_TX, fmax(0, pcie * pcie_run * (1.0 + 0.03 * z_ptx)));
+  set(s, PFI_FIELD_PCIE_RX, fmax(0, pcie * pcie_run * (1.0 + 0.03 * z_prx)));
   set(s, PFI_FIELD_FB_USED, fb);
   /* Temperature follows power: 30 C at rest, ~0.065 C per watt. */
   set(s, PFI_FIELD_TEMP,

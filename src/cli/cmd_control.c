@@ -1,0 +1,456 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* `pfi control --emulate`: the controller against the emulated cluster in
+ * virtual time, with equal-weight cuts and the oracle beside it. */
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "pfi/cluster.h"
+#include "pfi/data.h"
+#include "pfi/records.h"
+#include <gsl/gsl_cdf.h>
+
+static const char usage_text[] =
+    "usage: pfi control --emulate CLUSTER --target T [--start S] [--ramp R]\n"
+    "                   [--hold H] [--tail S] [--seed N] [--seeds K]\n"
+    "                   [--records DB] [--series FILE] [--out FILE.json]\n"
+    "                   [--margin M] [--no-compare] [--format F]\n"
+    "       pfi control --emulate CLUSTER --phoenix [--seeds K] ...\n"
+    "\n"
+    "Runs the controller (docs/control.md) against an EMULATED cluster in\n"
+    "virtual time: a pre-event period of --start, the event (--ramp down to\n"
+    "the target, --hold), and --tail after it for the staggered recovery.\n"
+    "Unless --no-compare, each seed also runs equal-weight cuts in the same\n"
+    "closed loop, and the oracle with the true curves and perfect tracking\n"
+    "is evaluated on the same seconds; the throughput retained is reported\n"
+    "as the share of the gap between equal-weight and the oracle that the\n"
+    "controller closes, with a 95 % interval over seeds (t interval).\n"
+    "\n"
+    "CLUSTER is a file of 'key = value' lines or inline pairs\n"
+    "('nodes=4,gpus_per_node=8'); keys: nodes, gpus_per_node, profile,\n"
+    "seed, library_share, fill, job_hours, eval_every_s, eval_s,\n"
+    "ckpt_every_s, ckpt_s, faults, protect_share, tiered_share; 'default'\n"
+    "is 125 nodes x 8 H200, all jobs drawn out of sample.\n"
+    "\n"
+    "T: a share of the pre-event baseline (75%, 0.75), a power (300kW), a\n"
+    "timeline file ('start_s ramp_s hold_s target' on one line), or\n"
+    "trace:FILE (a time,power CSV such as data/real/SRP_total_power.csv,\n"
+    "scaled so that the median of its first 15 rows is the baseline).\n"
+    "--phoenix: the Phoenix event of 2025-05-04, 25 % below the baseline\n"
+    "16:10-19:30 local (data/real/SRP_total_power.csv, baseline the median\n"
+    "of the file's first 15 minutes), run twice: at the 25 % target, and\n"
+    "following Emerald's delivered power over the same window; prints\n"
+    "Emerald's delivered cut (published data) beside ours (emulated) and the\n"
+    "throughput the deeper delivered cut gives away on our cluster.\n"
+    "\n"
+    "Options:\n"
+    "  --start S    pre-event time (default 15m: the baseline's median)\n"
+    "  --ramp R     ramp from the baseline to the target (default 60s)\n"
+    "  --hold H     event length after the ramp (default 3h)\n"
+    "  --tail S     after the event (default 20m)\n"
+    "  --seed N     first seed (default 1); --seeds K: seeds N..N+K-1\n"
+    "  --records DB SQLite records of the controller runs (pfi records)\n"
+    "  --series F   per-second CSV of the first seed: t_s, target_w,\n"
+    "               realized_w, aim_w (controller)\n"
+    "  --out F      the JSON summary also to F\n"
+    "  --margin M   the controller's margin below the target (0.004)\n"
+    "  --format F   table (default) or json\n"
+    "\n"
+    "Everything is EMULATED. Exit status 0 ok, 1 run-time failure, 2 bad\n"
+    "usage or input.\n";
+
+struct series {
+  FILE *fp;
+  struct pfi_records *rec;
+  char run[64];
+};
+
+static int on_period(void *ctx, double t, double tgt, double P,
+                     const struct pfi_ctl_output *out, struct pfi_error *err) {
+  struct series *s = ctx;
+  if (s->rec) {
+    int rc = pfi_records_period(s->rec, s->run, out, err);
+    if (rc < 0)
+      return rc;
+  }
+  if (s->fp) {
+    fprintf(s->fp, "%.0f,", t);
+    if (isfinite(tgt))
+      fprintf(s->fp, "%.1f", tgt);
+    fprintf(s->fp, ",%.1f,", P);
+    if (isfinite(out->aim_w))
+      fprintf(s->fp, "%.1f", out->aim_w);
+    fputc('\n', s->fp);
+  }
+  return 0;
+}
+
+/* Mean and 95 % t half-width of v[0..n). */
+static void interval(const double *v, size_t n, double *mean, double *half) {
+  double m = 0, s2 = 0;
+  for (size_t i = 0; i < n; i++)
+    m += v[i];
+  m /= (double)n;
+  for (size_t i = 0; i < n; i++)
+    s2 += (v[i] - m) * (v[i] - m);
+  *mean = m;
+  *half = n > 1 ? gsl_cdf_tdist_Pinv(0.975, (double)(n - 1)) *
+                      sqrt(s2 / (double)(n - 1) / (double)n)
+                : NAN;
+}
+
+static json_t *jnum(double v) {
+  return isfinite(v) ? json_real(v) : json_null();
+}
+
+static json_t *result_json(const struct pfi_run_result *r) {
+  json_t *o = json_object();
+  json_object_set_new(o, "baseline_w", jnum(r->baseline_w));
+  json_object_set_new(o, "tracking_mean", jnum(r->track_mean));
+  json_object_set_new(o, "tracking_p99", jnum(r->track_p99));
+  json_object_set_new(o, "within_1pct", jnum(r->within_1pct));
+  json_object_set_new(o, "seconds_above", jnum(r->secs_above));
+  json_object_set_new(o, "seconds_above_1pct", jnum(r->secs_above_1pct));
+  json_object_set_new(o, "ws_above", jnum(r->ws_above));
+  json_object_set_new(o, "time_to_target_s", jnum(r->time_to_target_s));
+  json_object_set_new(o, "mean_cut", jnum(r->mean_cut));
+  json_object_set_new(o, "minutes_above_target", jnum(r->minutes_above));
+  json_object_set_new(o, "tokens_event", jnum(r->tokens_event));
+  json_object_set_new(o, "tokens_after_10min", jnum(r->tokens_after10));
+  json_object_set_new(o, "tokens_oracle", jnum(r->tokens_oracle));
+  json_object_set_new(o, "tokens_oracle_after_10min",
+                      jnum(r->tokens_oracle_after10));
+  json_object_set_new(o, "recovery_peak_w", jnum(r->recovery_peak_w));
+  json_object_set_new(o, "recovery_s", jnum(r->recovery_s));
+  json_object_set_new(o, "cap_changes_per_gpu_h",
+                      jnum(r->cap_changes_per_gpu_h));
+  json_object_set_new(o, "records", json_integer((json_int_t)r->records));
+  json_object_set_new(o, "anomalies", json_integer((json_int_t)r->anomalies));
+  json_object_set_new(o, "rollbacks", json_integer((json_int_t)r->rollbacks));
+  json_object_set_new(o, "infeasible_s",
+                      json_integer((json_int_t)r->infeasible_s));
+  json_object_set_new(o, "floor_violations",
+                      json_integer((json_int_t)r->floor_violations));
+  json_object_set_new(o, "tier_violation_job_s",
+                      json_integer((json_int_t)r->tier_violations));
+  return o;
+}
+
+int cmd_control(int argc, char **argv) {
+  static const struct option opts[] = {{"emulate", required_argument, 0, 'e'},
+                                       {"target", required_argument, 0, 't'},
+                                       {"start", required_argument, 0, 'S'},
+                                       {"ramp", required_argument, 0, 'R'},
+                                       {"hold", required_argument, 0, 'H'},
+                                       {"tail", required_argument, 0, 'T'},
+                                       {"seed", required_argument, 0, 's'},
+                                       {"seeds", required_argument, 0, 'k'},
+                                       {"records", required_argument, 0, 'r'},
+                                       {"series", required_argument, 0, 'q'},
+                                       {"out", required_argument, 0, 'o'},
+                                       {"margin", required_argument, 0, 'm'},
+                                       {"no-compare", no_argument, 0, 'n'},
+                                       {"phoenix", no_argument, 0, 'P'},
+                                       {"format", required_argument, 0, 'f'},
+                                       {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
+  const char *cluster = NULL, *target = NULL, *records = NULL, *series = NULL;
+  const char *outfile = NULL;
+  double start = 900, ramp = 60, hold = 3 * 3600, tail = 1200;
+  unsigned long seed = 1, nseeds = 1;
+  int compare = 1, phoenix = 0, c;
+  enum pfi_format format = PFI_FMT_TABLE;
+  struct pfi_ctl_config cfg;
+  struct pfi_error err;
+  pfi_error_clear(&err);
+  pfi_ctl_config_init(&cfg);
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    switch (c) {
+    case 'e':
+      cluster = optarg;
+      break;
+    case 't':
+      target = optarg;
+      break;
+    case 'S':
+    case 'R':
+    case 'H':
+    case 'T': {
+      double v;
+      if (pfi_cli_parse_duration(optarg, &v, &err) < 0)
+        return pfi_cli_usage("control", "--%s: %s",
+                             c == 'S'   ? "start"
+                             : c == 'R' ? "ramp"
+                             : c == 'H' ? "hold"
+                                        : "tail",
+                             err.msg);
+      if (c == 'S')
+        start = v;
+      else if (c == 'R')
+        ramp = v;
+      else if (c == 'H')
+        hold = v;
+      else
+        tail = v;
+      break;
+    }
+    case 's':
+      if (pfi_cli_parse_ulong(optarg, &seed) < 0)
+        return pfi_cli_usage("control", "--seed: '%s' is not a seed", optarg);
+      break;
+    case 'k':
+      if (pfi_cli_parse_ulong(optarg, &nseeds) < 0 || nseeds < 1 ||
+          nseeds > 1000)
+        return pfi_cli_usage("control", "--seeds: '%s' is not in 1..1000",
+                             optarg);
+      break;
+    case 'r':
+      records = optarg;
+      break;
+    case 'q':
+      series = optarg;
+      break;
+    case 'o':
+      outfile = optarg;
+      break;
+    case 'm':
+      if (pfi_cli_parse_double(optarg, &cfg.margin) < 0 ||
+          !(cfg.margin >= 0 && cfg.margin < 0.5))
+        return pfi_cli_usage("control", "--margin: '%s' is not in 0..0.5",
+                             optarg);
+      break;
+    case 'n':
+      compare = 0;
+      break;
+    case 'P':
+      phoenix = 1;
+      break;
+    case 'f':
+      if (pfi_cli_format("control", optarg,
+                         PFI_FMT_ALLOW_TABLE | PFI_FMT_ALLOW_JSON, &format))
+        return PFI_EXIT_USAGE;
+      break;
+    case 'h':
+      fputs(usage_text, stdout);
+      return 0;
+    default:
+      return pfi_cli_usage("control", "unknown option");
+    }
+  }
+  if (optind < argc)
+    return pfi_cli_usage("control", "unexpected argument '%s'", argv[optind]);
+  if (!cluster)
+    return pfi_cli_usage("control", "--emulate CLUSTER is required (only "
+                                    "the emulated cluster is supported)");
+  if (!target && !phoenix)
+    return pfi_cli_usage("control", "--target T or --phoenix is required");
+  if (target && phoenix)
+    return pfi_cli_usage("control",
+                         "--target and --phoenix exclude each other");
+  struct pfi_cluster_config cc;
+  pfi_cluster_config_init(&cc);
+  if (strcmp(cluster, "default") &&
+      pfi_cluster_config_read(&cc, cluster, &err) < 0)
+    return pfi_cli_fail(&err);
+  struct pfi_event ev, em_ev;
+  struct pfi_emerald em;
+  int have_em = 0;
+  memset(&em_ev, 0, sizeof em_ev);
+  if (phoenix) {
+    char path[1024];
+    if (pfi_data_path("real/SRP_total_power.csv", path, sizeof path, &err) < 0)
+      return pfi_cli_fail(&err);
+    if (pfi_event_srp(&em_ev, path, "2025-05-04", "16:10", "19:30", 0.25, &em,
+                      &err) < 0)
+      return pfi_cli_fail(&err);
+    em_ev.start_s = start;
+    have_em = 1;
+    hold = em_ev.hold_s - ramp;
+    if (pfi_event_parse(&ev, "75%", start, ramp, hold, &err) < 0)
+      return pfi_cli_fail(&err);
+  } else if (pfi_event_parse(&ev, target, start, ramp, hold, &err) < 0) {
+    return pfi_cli_fail(&err);
+  }
+  int status = 0;
+  struct pfi_records *rdb = NULL;
+  FILE *sfp = NULL;
+  double *gap = calloc(nseeds, sizeof *gap),
+         *gap10 = calloc(nseeds, sizeof *gap10);
+  double *away = calloc(nseeds, sizeof *away);
+  json_t *runs = json_array();
+  struct pfi_run_result first, first_eq;
+  memset(&first, 0, sizeof first);
+  memset(&first_eq, 0, sizeof first_eq);
+  if (!gap || !gap10 || !away) {
+    pfi_error_set(&err, PFI_ENOMEM, "out of memory");
+    status = pfi_cli_fail(&err);
+    goto out;
+  }
+  if (records && pfi_records_open(&rdb, records, 1, 0, &err) < 0) {
+    status = pfi_cli_fail(&err);
+    goto out;
+  }
+  if (series && !(sfp = fopen(series, "w"))) {
+    pfi_error_set(&err, PFI_EIO, "%s: cannot write", series);
+    status = pfi_cli_fail(&err);
+    goto out;
+  }
+  if (sfp)
+    fputs("t_s,target_w,realized_w,aim_w\n", sfp);
+  for (unsigned long k = 0; k < nseeds; k++) {
+    struct pfi_run_result r, eq, tr;
+    struct series ctx = {k == 0 ? sfp : NULL, rdb, ""};
+    cc.seed = seed + k;
+    cfg.seed = seed + k;
+    snprintf(ctx.run, sizeof ctx.run, "seed%lu", cc.seed);
+    if (pfi_run_closed_loop(&cc, NULL, &cfg, &ev, tail, PFI_RUN_CONTROLLER,
+                            on_period, &ctx, &r, &err) < 0) {
+      status = pfi_cli_fail(&err);
+      goto out;
+    }
+    json_t *jr = json_object();
+    json_object_set_new(jr, "seed", json_integer((json_int_t)cc.seed));
+    json_object_set_new(jr, "controller", result_json(&r));
+    if (compare) {
+      if (pfi_run_closed_loop(&cc, NULL, &cfg, &ev, tail, PFI_RUN_EQUAL, NULL,
+                              NULL, &eq, &err) < 0) {
+        status = pfi_cli_fail(&err);
+        goto out;
+      }
+      json_object_set_new(jr, "equal", result_json(&eq));
+      gap[k] = (r.tokens_event - eq.tokens_event) /
+               (r.tokens_oracle - eq.tokens_event);
+      gap10[k] = (r.tokens_after10 - eq.tokens_after10) /
+                 (r.tokens_oracle_after10 - eq.tokens_after10);
+      json_object_set_new(jr, "gap_closed", jnum(gap[k]));
+      json_object_set_new(jr, "gap_closed_after_10min", jnum(gap10[k]));
+      if (k == 0)
+        first_eq = eq;
+    }
+    if (have_em) {
+      if (pfi_run_closed_loop(&cc, NULL, &cfg, &em_ev, tail, PFI_RUN_CONTROLLER,
+                              NULL, NULL, &tr, &err) < 0) {
+        status = pfi_cli_fail(&err);
+        goto out;
+      }
+      away[k] = 1.0 - tr.tokens_event / r.tokens_event;
+      json_object_set_new(jr, "following_emerald", result_json(&tr));
+      json_object_set_new(jr, "throughput_given_away", jnum(away[k]));
+    }
+    json_array_append_new(runs, jr);
+    if (k == 0)
+      first = r;
+  }
+  json_t *top = json_object();
+  json_object_set_new(top, "emulated", json_true());
+  json_object_set_new(top, "target",
+                      json_string(phoenix ? "phoenix" : ev.desc));
+  json_object_set_new(top, "gpus",
+                      json_integer((json_int_t)cc.nodes * cc.gpus_per_node));
+  json_object_set_new(top, "runs", runs);
+  runs = NULL;
+  double gm = NAN, gh = NAN, g10m = NAN, g10h = NAN, am = NAN, ah = NAN;
+  if (compare) {
+    interval(gap, nseeds, &gm, &gh);
+    interval(gap10, nseeds, &g10m, &g10h);
+    json_object_set_new(top, "gap_closed_mean", jnum(gm));
+    json_object_set_new(top, "gap_closed_ci95", jnum(gh));
+    json_object_set_new(top, "gap_closed_after_10min_mean", jnum(g10m));
+    json_object_set_new(top, "gap_closed_after_10min_ci95", jnum(g10h));
+  }
+  if (have_em) {
+    interval(away, nseeds, &am, &ah);
+    json_t *e = json_object();
+    json_object_set_new(e, "source",
+                        json_string("published data: "
+                                    "data/real/SRP_total_power.csv"));
+    json_object_set_new(e, "baseline_w", jnum(em.baseline_w));
+    json_object_set_new(e, "mean_cut", jnum(em.mean_cut));
+    json_object_set_new(e, "minutes", jnum(em.minutes));
+    json_object_set_new(e, "minutes_above_target", jnum(em.minutes_above));
+    json_object_set_new(e, "throughput_given_away_emulated_mean", jnum(am));
+    json_object_set_new(e, "throughput_given_away_emulated_ci95", jnum(ah));
+    json_object_set_new(top, "emerald", e);
+  }
+  if (outfile) {
+    if (json_dump_file(top, outfile, JSON_INDENT(2) | JSON_PRESERVE_ORDER) <
+        0) {
+      pfi_error_set(&err, PFI_EIO, "%s: cannot write", outfile);
+      json_decref(top);
+      status = pfi_cli_fail(&err);
+      goto out;
+    }
+  }
+  if (format == PFI_FMT_JSON) {
+    status = pfi_cli_print_json(top);
+    goto out;
+  }
+  json_decref(top);
+  const struct pfi_run_result *r = &first;
+  printf("EMULATED cluster: %u x %u %s, seed %lu%s; target %s\n", cc.nodes,
+         cc.gpus_per_node, cc.profile, seed,
+         nseeds > 1 ? " (first of the seeds below)" : "",
+         phoenix ? "Phoenix 2025-05-04, 25 % cut" : ev.desc);
+  printf("  baseline                    %12.0f W\n", r->baseline_w);
+  printf("  tracking after the ramp     mean %.3f %%, p99 %.3f %%, within 1 %% "
+         "in %.2f %% of seconds\n",
+         100 * r->track_mean, 100 * r->track_p99, 100 * r->within_1pct);
+  printf("  above target                %.0f s (%.0f W.s); above target + 1 %% "
+         "%.0f s\n",
+         r->secs_above, r->ws_above, r->secs_above_1pct);
+  printf("  time to target              %.0f s\n", r->time_to_target_s);
+  printf("  recovery peak               %.4f x baseline, caps back after %.0f "
+         "s\n",
+         r->recovery_peak_w / r->baseline_w, r->recovery_s);
+  printf("  cap changes per GPU-hour    %.1f\n", r->cap_changes_per_gpu_h);
+  printf("  records %zu, anomalies %zu, rollbacks %zu, infeasible %zu s, "
+         "floor violations %zu, tier violations %zu job-s\n",
+         r->records, r->anomalies, r->rollbacks, r->infeasible_s,
+         r->floor_violations, r->tier_violations);
+  if (compare) {
+    printf("  tokens: controller %.4g, equal-weight %.4g, oracle %.4g\n",
+           r->tokens_event, first_eq.tokens_event, r->tokens_oracle);
+    printf("  gap closed (controller vs equal-weight, of oracle - equal): "
+           "%.3f",
+           gm);
+    if (isfinite(gh))
+      printf(" +- %.3f", gh);
+    printf(" whole event; %.3f", g10m);
+    if (isfinite(g10h))
+      printf(" +- %.3f", g10h);
+    printf(" after 10 min (%lu seed%s, 95 %% t interval)\n", nseeds,
+           nseeds > 1 ? "s" : "");
+  }
+  if (have_em) {
+    printf("  Emerald AI, Phoenix (PUBLISHED data, 256 A100): mean cut %.1f "
+           "%% over %.0f min, %.0f min above target\n",
+           100 * em.mean_cut, em.minutes, em.minutes_above);
+    printf("  ours (EMULATED, seed %lu): mean cut %.1f %%, %.0f min above "
+           "target (minute means), %.0f s above target\n",
+           seed, 100 * first.mean_cut, first.minutes_above, first.secs_above);
+    printf("  throughput given away by following Emerald's delivered cut "
+           "(EMULATED): %.2f %%",
+           100 * am);
+    if (isfinite(ah))
+      printf(" +- %.2f %%", 100 * ah);
+    printf("\n");
+  }
+out:
+  json_decref(runs);
+  if (sfp && fclose(sfp) != 0 && status == 0) {
+    pfi_error_set(&err, PFI_EIO, "%s: write error", series);
+    status = pfi_cli_fail(&err);
+  }
+  pfi_records_close(rdb);
+  pfi_event_release(&ev);
+  pfi_event_release(&em_ev);
+  free(gap);
+  free(gap10);
+  free(away);
+  return status;
+}

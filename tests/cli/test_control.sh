@@ -1,0 +1,76 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-3.0-or-later
+# pfi control --emulate and pfi records: the same seed giving the same
+# records byte for byte; the JSON summary's invariants; the Phoenix event's
+# published side computed independently here (awk on the CSV); bad input
+# exit 2 naming file, line or option. Small clusters and short events
+# (CI time); the 10-seed validation is bench/bench_event.
+. "$(dirname "$0")/lib.sh"
+
+C="nodes=4,gpus_per_node=8"
+for k in 1 2; do
+  "$PFI" control --emulate "$C" --target 75% --hold 10m --tail 5m --seed 3 \
+    --records "$T/r$k.db" --no-compare >"$T/out$k.txt" 2>&1 || fail "control run $k"
+  "$PFI" records "$T/r$k.db" --format csv >"$T/r$k.csv" || fail "records $k"
+done
+cmp -s "$T/r1.csv" "$T/r2.csv" || fail "same seed, different records"
+[ "$(wc -l <"$T/r1.csv")" -gt 10 ] || fail "too few records"
+head -1 "$T/r1.csv" | grep -q '^run,seq,t_s,event,target_w,job,family,phase,cap_req_w' ||
+  fail "records CSV header"
+# Every record is completed or pending with empty after-values; reasons
+# are from the documented list.
+awk -F, 'NR > 1 && $18 !~ /^(cut|raise|rollback|floor|recovery|anomaly|infeasible)$/ {exit 1}' \
+  "$T/r1.csv" || fail "unknown reason"
+"$PFI" records "$T/r1.db" --format json >"$T/r.json" || fail "records json"
+grep -q '"reason": "cut"' "$T/r.json" || fail "no cut in JSON"
+job=$(awk -F, 'NR == 2 {print $6}' "$T/r1.csv")
+"$PFI" records "$T/r1.db" --job "$job" --format csv | awk -F, -v j="$job" \
+  'NR > 1 && $6 != j {exit 1}' || fail "--job filter"
+grep -q "EMULATED" "$T/out1.txt" || fail "output not labelled emulated"
+
+# JSON summary: shares in [0, 1], the oracle at or above both strategies
+# (it has the true curves and perfect tracking).
+"$PFI" control --emulate "$C" --target 80% --hold 10m --tail 5m --format json \
+  --series "$T/s.csv" >"$T/sum.json" || fail "json run"
+python3 - "$T/sum.json" <<'PY' || fail "summary invariants"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["emulated"] is True
+r = d["runs"][0]
+for k in ("controller", "equal"):
+    x = r[k]
+    assert 0 <= x["within_1pct"] <= 1, x
+    assert x["tokens_oracle"] >= x["tokens_event"] * 0.999, x
+    assert x["floor_violations"] == 0
+PY
+[ "$(head -1 "$T/s.csv")" = "t_s,target_w,realized_w,aim_w" ] || fail "series header"
+
+# Phoenix: Emerald's delivered cut over 16:10-19:30 on 2025-05-04 against
+# the median of the file's first 15 minutes, computed here with awk.
+"$PFI" control --emulate "nodes=2,gpus_per_node=8" --phoenix --tail 2m \
+  --no-compare --format json >"$T/ph.json" || fail "phoenix run"
+awk -F, 'NR > 1 && NR <= 16 {print $2}' data/real/SRP_total_power.csv | sort -g |
+  awk '{v[NR] = $1} END {print v[8]}' >"$T/base"
+base=$(cat "$T/base")
+read -r cut above < <(awk -F, -v b="$base" 'NR > 1 && $1 >= "2025-05-04 16:10" &&
+  $1 < "2025-05-04 19:30" {n++; s += 1 - $2 / b; if ($2 > 0.75 * b) a++}
+  END {printf "%.9f %d\n", s / n, a}' data/real/SRP_total_power.csv)
+got_cut=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["emerald"]["mean_cut"])' "$T/ph.json")
+got_above=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["emerald"]["minutes_above_target"])' "$T/ph.json")
+near "$got_cut" "$cut" 1e-6 "Emerald mean cut"
+near "$got_above" "$above" 0 "Emerald minutes above target"
+
+# Bad input: exit 2 with the file and line, or the option.
+printf 'nodes = 2\nwhat = 3\n' >"$T/bad.cluster"
+"$PFI" control --emulate "$T/bad.cluster" --target 75% 2>"$T/e"
+[ $? -eq 2 ] || fail "bad cluster key not exit 2"
+grep -q "bad.cluster:2" "$T/e" || fail "bad cluster file not located: $(cat "$T/e")"
+"$PFI" control --emulate "$C" --target 7 2>"$T/e"
+[ $? -eq 2 ] || fail "bad target not exit 2"
+"$PFI" control --emulate "$C" 2>/dev/null
+[ $? -eq 2 ] || fail "missing --target not exit 2"
+"$PFI" records "$T/bad.cluster" 2>"$T/e"
+[ $? -eq 2 ] || fail "not a records database: exit 2"
+"$PFI" records data/real/SRP_total_power.csv 2>/dev/null
+[ $? -eq 2 ] || fail "CSV as records database: exit 2"
+exit $((fails > 0))

@@ -1,0 +1,234 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * The emulated cluster (cluster.h): the step response of realized power
+ * against the closed form of a dead time and a first-order lag with the
+ * fitted constants; the same seed giving the same readings; jobs drawn
+ * out of sample; the emulator's telemetry fields with noise of their own;
+ * cluster files and targets parsed, with errors naming file and line.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pfi/cluster.h"
+#include "testutil.h"
+
+static void one_job(struct pfi_cluster_config *cc) {
+  pfi_cluster_config_init(cc);
+  cc->nodes = 1;
+  cc->gpus_per_node = 8;
+  cc->fill = 1;
+  cc->faults = 0;
+  cc->eval_s = 0;
+  cc->ckpt_s = 0;
+  cc->job_hours = 1000;
+}
+
+static double step_sum(struct pfi_cluster *cl, double cap, double dt) {
+  double caps[8];
+  struct pfi_cluster_obs o;
+  for (int g = 0; g < 8; g++)
+    caps[g] = cap;
+  assert_int_equal(pfi_cluster_step(cl, caps, dt, &o, NULL), 0);
+  return o.power_w;
+}
+
+/* Mean over a period of length T of x(t) = S + (L - S) e^{-(t - d)/tau}
+ * for t >= d, L before: worked from the integral by hand. */
+static double lag_mean(double L, double S, double T, double d, double tau) {
+  if (T <= d)
+    return L;
+  return S + (L - S) * (d + tau * (1 - exp(-(T - d) / tau))) / T;
+}
+
+static void test_step_response(void **state) {
+  (void)state;
+  struct pfi_cluster_config cc;
+  struct pfi_cluster *cl;
+  struct pfi_error err;
+  one_job(&cc);
+  assert_int_equal(pfi_cluster_open(&cl, &cc, NULL, 3600, &err), 0);
+  const double dt = 0.05;
+  double L = 0, S = 0;
+  for (int k = 0; k < 60; k++) {
+    double p = step_sum(cl, 700, dt);
+    if (k >= 50)
+      L += p / 10;
+  }
+  double down = step_sum(cl, 300, dt);
+  for (int k = 0; k < 59; k++) {
+    double p = step_sum(cl, 300, dt);
+    if (k >= 49)
+      S += p / 10;
+  }
+  assert_true(L - S > 1000); /* the cap binds: a real step */
+  /* Tolerance 40 W: four standard deviations of a sum of eight readings
+   * (0.73 % each) plus those of the two 10-period means. */
+  ASSERT_NEAR(
+      down,
+      lag_mean(L, S, dt, PFI_CLUSTER_DOWN_DELAY_S, PFI_CLUSTER_DOWN_TAU_S), 40);
+  /* Increase: dead time 0.090 s spans the first period and 0.040 s of the
+   * second. */
+  double u1 = step_sum(cl, 700, dt), u2 = step_sum(cl, 700, dt);
+  double u3 = step_sum(cl, 700, dt);
+  double tau = PFI_CLUSTER_UP_TAU_S, d2 = PFI_CLUSTER_UP_DELAY_S - dt;
+  ASSERT_NEAR(u1, S, 40);
+  ASSERT_NEAR(u2, lag_mean(S, L, dt, d2, tau), 40);
+  double end2 = L + (S - L) * exp(-(dt - d2) / tau);
+  ASSERT_NEAR(u3, lag_mean(end2, L, dt, 0, tau), 40);
+  pfi_cluster_close(cl);
+}
+
+static void test_same_seed(void **state) {
+  (void)state;
+  struct pfi_cluster_config cc;
+  pfi_cluster_config_init(&cc);
+  cc.nodes = 4;
+  double a[300], b[300];
+  for (int run = 0; run < 2; run++) {
+    struct pfi_cluster *cl;
+    assert_int_equal(pfi_cluster_open(&cl, &cc, NULL, 600, NULL), 0);
+    double caps[32];
+    for (int k = 0; k < 300; k++) {
+      for (int g = 0; g < 32; g++)
+        caps[g] = 200 + (k * 7 + g * 13) % 500;
+      struct pfi_cluster_obs o;
+      assert_int_equal(pfi_cluster_step(cl, caps, 1.0, &o, NULL), 0);
+      (run ? b : a)[k] = o.power_w;
+    }
+    pfi_cluster_close(cl);
+  }
+  assert_memory_equal(a, b, sizeof a);
+}
+
+/* Drawn jobs are in no library file: their four calibrated parameters
+ * match no library entry. */
+static void test_out_of_sample(void **state) {
+  (void)state;
+  struct pfi_cluster_config cc;
+  struct pfi_cluster *cl;
+  struct pfi_emu_jobs lib;
+  pfi_cluster_config_init(&cc);
+  cc.nodes = 16;
+  assert_int_equal(pfi_cluster_open(&cl, &cc, NULL, 3600, NULL), 0);
+  assert_int_equal(pfi_emu_jobs_load(&lib, NULL, NULL), 0);
+  size_t n = pfi_cluster_njobs_total(cl);
+  assert_true(n >= 4);
+  for (size_t i = 0; i < n; i++) {
+    const struct pfi_cluster_job *j = pfi_cluster_job_at(cl, (int)i);
+    assert_int_equal(j->library, 0);
+    assert_true(isfinite(j->pfi_est) && j->pfi_lo <= j->pfi_est &&
+                j->pfi_est <= j->pfi_hi);
+    assert_true(j->pmax_w > 0 && j->tmax > 0);
+    for (size_t k = 0; k < lib.n; k++)
+      assert_false(j->params.mem_share == lib.job[k].mem_share &&
+                   j->params.comm_share == lib.job[k].comm_share &&
+                   j->params.sm_power_w == lib.job[k].sm_power_w);
+  }
+  pfi_emu_jobs_release(&lib);
+  pfi_cluster_close(cl);
+}
+
+static double corr(const double *x, const double *y, int n) {
+  double mx = 0, my = 0, sxy = 0, sxx = 0, syy = 0;
+  for (int i = 0; i < n; i++) {
+    mx += x[i] / n;
+    my += y[i] / n;
+  }
+  for (int i = 0; i < n; i++) {
+    sxy += (x[i] - mx) * (y[i] - my);
+    sxx += (x[i] - mx) * (x[i] - mx);
+    syy += (y[i] - my) * (y[i] - my);
+  }
+  return sxy / sqrt(sxx * syy);
+}
+
+/* The emulator's telemetry: NVLink tx and rx, PCIe tx and rx, and GPU
+ * utilization each with noise of their own (no copies, no affine
+ * function): over 300 training samples, tx and rx differ in every sample
+ * and the sample-to-sample correlations are small (|r| < 0.3; for 300
+ * independent samples |r| > 0.3 has probability below 1e-7). */
+static void test_telemetry_fields(void **state) {
+  (void)state;
+  struct pfi_emu_jobs lib;
+  assert_int_equal(pfi_emu_jobs_load(&lib, NULL, NULL), 0);
+  struct pfi_emu_run *run = malloc(sizeof *run);
+  double caps[PFI_EMU_MAX_GPUS];
+  for (int r = 0; r < PFI_EMU_MAX_GPUS; r++)
+    caps[r] = 700;
+  assert_int_equal(pfi_emu_run_init(run, &lib.job[0], caps, 1, NULL), 0);
+  double ntx[300], nrx[300], ptx[300], prx[300], util[300];
+  for (int i = 0; i < 300; i++) {
+    struct pfi_sample s;
+    pfi_emu_run_sample(run, 0, 300.0 + i, &s, NULL, NULL);
+    ntx[i] = s.v[PFI_FIELD_NVLINK_TX];
+    nrx[i] = s.v[PFI_FIELD_NVLINK_RX];
+    ptx[i] = s.v[PFI_FIELD_PCIE_TX];
+    prx[i] = s.v[PFI_FIELD_PCIE_RX];
+    util[i] = s.v[PFI_FIELD_GPU_UTIL];
+    assert_true(ntx[i] != nrx[i]);
+    assert_true(ptx[i] != prx[i]);
+  }
+  assert_true(fabs(corr(ntx, nrx, 300)) < 0.3);
+  assert_true(fabs(corr(ptx, prx, 300)) < 0.3);
+  assert_true(fabs(corr(util, prx, 300)) < 0.3);
+  free(run);
+  pfi_emu_jobs_release(&lib);
+}
+
+static void test_parse(void **state) {
+  (void)state;
+  struct pfi_cluster_config cc;
+  struct pfi_error err;
+  pfi_cluster_config_init(&cc);
+  assert_int_equal(
+      pfi_cluster_config_read(&cc, "nodes=4, gpus_per_node=8", &err), 0);
+  assert_int_equal(cc.nodes, 4);
+  assert_int_equal(pfi_cluster_config_read(&cc, "nodes=0", &err), PFI_EINVAL);
+  assert_non_null(strstr(err.msg, "nodes"));
+  char path[] = "/tmp/pfi-cluster-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  FILE *f = fdopen(fd, "w");
+  fputs("# a cluster\nnodes = 2\n\nprofile = h100\nbogus = 1\n", f);
+  fclose(f);
+  assert_int_equal(pfi_cluster_config_read(&cc, path, &err), PFI_EPARSE);
+  assert_int_equal(err.line, 5);
+  assert_non_null(strstr(err.msg, "bogus"));
+  /* Targets: a share with a ramp (linear, by hand), a power, a timeline. */
+  struct pfi_event ev;
+  assert_int_equal(pfi_event_parse(&ev, "75%", 100, 60, 600, &err), 0);
+  assert_true(isnan(pfi_event_target(&ev, 99, 1000)));
+  ASSERT_NEAR(pfi_event_target(&ev, 130, 1000), 875, 1e-9);
+  ASSERT_NEAR(pfi_event_target(&ev, 200, 1000), 750, 1e-9);
+  assert_true(isnan(pfi_event_target(&ev, 760, 1000)));
+  pfi_event_release(&ev);
+  assert_int_equal(pfi_event_parse(&ev, "300kW", 0, 0, 10, &err), 0);
+  ASSERT_NEAR(pfi_event_target(&ev, 5, 1e6), 300000, 1e-9);
+  pfi_event_release(&ev);
+  f = fopen(path, "w");
+  fputs("# start ramp hold target\n30 10 100 80%\n", f);
+  fclose(f);
+  assert_int_equal(pfi_event_parse(&ev, path, 0, 0, 1, &err), 0);
+  ASSERT_NEAR(pfi_event_target(&ev, 35, 1000), 900, 1e-9);
+  ASSERT_NEAR(pfi_event_end(&ev), 140, 1e-9);
+  pfi_event_release(&ev);
+  f = fopen(path, "w");
+  fputs("30 10 100\n", f);
+  fclose(f);
+  assert_int_equal(pfi_event_parse(&ev, path, 0, 0, 1, &err), PFI_EPARSE);
+  assert_int_equal(err.line, 1);
+  assert_int_equal(pfi_event_parse(&ev, "3.5", 0, 0, 1, &err), PFI_EINVAL);
+  unlink(path);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_step_response),
+      cmocka_unit_test(test_same_seed),
+      cmocka_unit_test(test_out_of_sample),
+      cmocka_unit_test(test_telemetry_fields),
+      cmocka_unit_test(test_parse),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
