@@ -196,6 +196,15 @@ int pfi_nats_publish(struct pfi_nats *p, const char *subject, const void *data,
   char msg[256];
   snprintf(msg, sizeof msg, "%s", p->async_msg);
   pthread_mutex_unlock(&p->mu);
+  /* The handler runs on another thread and may not have yet; the
+   * connection's own last error is set by the reader before the PONG. */
+  const char *last = NULL;
+  if (!refused &&
+      natsConnection_GetLastError(p->nc, &last) == NATS_NOT_PERMITTED && last &&
+      strstr(last, subject)) {
+    refused = 1;
+    snprintf(msg, sizeof msg, "%s", last);
+  }
   if (refused)
     return pfi_error_set(err, PFI_ENOPERM, "NATS refused %s: %s", subject, msg);
   return 0;
