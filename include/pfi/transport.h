@@ -45,11 +45,16 @@ void pfi_nats_close(struct pfi_nats *nc);
 /* 1 while connected to a server. */
 int pfi_nats_connected(struct pfi_nats *nc);
 
-/* Publishes `len` bytes on `subject` and flushes within the timeout.
- * PFI_EIO when the connection cannot (the message names why), PFI_ENOPERM
- * when the server refused the subject (permissions violation). */
+/* Publishes `len` bytes on `subject` without waiting (the client sends
+ * it in the background). PFI_EIO when the connection cannot take it. */
 int pfi_nats_publish(struct pfi_nats *nc, const char *subject, const void *data,
                      size_t len, struct pfi_error *err);
+/* Publishes and waits (flush, within the timeout) for the server's answer:
+ * PFI_EIO when the connection cannot (the message names why), PFI_ENOPERM
+ * when the server refused the subject (permissions violation). */
+int pfi_nats_publish_checked(struct pfi_nats *nc, const char *subject,
+                             const void *data, size_t len,
+                             struct pfi_error *err);
 
 /* A subscription whose messages are read with pfi_nats_next. */
 int pfi_nats_subscribe(struct pfi_nats *nc, const char *subject,

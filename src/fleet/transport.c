@@ -181,6 +181,15 @@ int pfi_nats_connected(struct pfi_nats *p) {
 
 int pfi_nats_publish(struct pfi_nats *p, const char *subject, const void *data,
                      size_t len, struct pfi_error *err) {
+  /* The client's flusher thread sends it; while disconnected it waits in
+   * the reconnect buffer (an error once that is full). */
+  natsStatus s = natsConnection_Publish(p->nc, subject, data, (int)len);
+  return s == NATS_OK ? 0 : nerr(err, s, subject);
+}
+
+int pfi_nats_publish_checked(struct pfi_nats *p, const char *subject,
+                             const void *data, size_t len,
+                             struct pfi_error *err) {
   pthread_mutex_lock(&p->mu);
   unsigned before = p->async_errs;
   pthread_mutex_unlock(&p->mu);

@@ -37,7 +37,7 @@ int main(int argc, char **argv) {
   struct pfi_error err;
   int rc = pfi_nats_open(&nc, &o, &err);
   if (rc == 0 && strcmp(argv[4], "publish") == 0)
-    rc = pfi_nats_publish(nc, argv[5], data, n, &err);
+    rc = pfi_nats_publish_checked(nc, argv[5], data, n, &err);
   else if (rc == 0)
     rc = pfi_nats_kv_put(nc, argv[5], data, n, NULL, &err);
   pfi_nats_close(nc);
