@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "../sweep/internal.h"
+#include "pfi/capset.h"
 #include "pfi/device.h"
 #include "pfi/emu.h"
 #include "pfi/gpulock.h"
@@ -30,7 +31,7 @@ struct pfi_agent {
   unsigned n;
   char uuid[PFI_FLEET_MAX_GPUS][96];
   struct pfi_power_limits lim[PFI_FLEET_MAX_GPUS];
-  int lock_fd[PFI_FLEET_MAX_GPUS];
+  struct pfi_capset *cs; /* locks, originals, restore (pfi/capset.h) */
   /* The state, mirrored in the record's meta table (fleet.*). */
   enum pfi_agent_mode mode;
   uint64_t seq;
@@ -112,23 +113,12 @@ static double dev_now(struct pfi_agent *ag) {
   return t;
 }
 
-/* Records every GPU's present limit in the ledger (an older row wins). */
+/* Records every GPU's present limit as its original (machine record and
+ * ledger; an older record wins). */
 static int record_originals(struct pfi_agent *ag, struct pfi_error *err) {
   if (ag->ledger)
     return 0;
-  struct pfi_saved_cap caps[PFI_FLEET_MAX_GPUS];
-  memset(caps, 0, sizeof caps);
-  for (unsigned i = 0; i < ag->n; i++) {
-    struct pfi_saved_cap *c = &caps[i];
-    snprintf(c->backend, sizeof c->backend, "%s", ag->backend);
-    snprintf(c->params, sizeof c->params, "%s", ag->params);
-    c->gpu = i;
-    snprintf(c->uuid, sizeof c->uuid, "%s", ag->uuid[i]);
-    int rc = pfi_device_get_cap(ag->dev, i, &c->cap_mw, err);
-    if (rc < 0)
-      return rc;
-  }
-  int rc = pfi_store_caps_record(ag->st, caps, ag->n, err);
+  int rc = pfi_capset_record(ag->cs, err);
   if (rc == 0)
     ag->ledger = 1;
   return rc;
@@ -137,10 +127,23 @@ static int record_originals(struct pfi_agent *ag, struct pfi_error *err) {
 int pfi_agent_restore(struct pfi_agent *ag, struct pfi_error *err) {
   int rc = 0;
   if (ag->ledger) {
-    rc = pfi__restore_ledger(ag->st, ag->dev, ag->backend, ag->params, NULL,
-                             NULL, err);
+    rc = pfi_capset_restore(ag->cs, NULL, NULL, err);
+    /* Rows the ledger holds that the machine's records lost (they are
+     * cleared by a restore, so only a damaged record leaves these). */
+    struct pfi_saved_cap *rows = NULL;
+    size_t nr = 0;
+    if (rc >= 0 && pfi_store_caps_pending(ag->st, &rows, &nr, err) == 0)
+      for (size_t i = 0; i < nr && rc >= 0; i++) {
+        int restored = 0;
+        if (strcmp(rows[i].backend, ag->backend) != 0 || rows[i].gpu >= ag->n)
+          continue;
+        int r = pfi__restore_gpu(ag->st, ag->dev, ag->backend, rows[i].gpu,
+                                 rows[i].uuid, rows[i].cap_mw, &restored, err);
+        rc = r < 0 ? r : rc + restored;
+      }
+    free(rows);
     if (rc < 0)
-      return rc; /* rows that failed stay: the next tick tries again */
+      return rc; /* GPUs that failed stay recorded: the next tick retries */
     ag->ledger = 0;
     ag->stats.restores++;
   }
@@ -153,7 +156,10 @@ int pfi_agent_restore(struct pfi_agent *ag, struct pfi_error *err) {
 }
 
 /* Sets caps[0..n) all-or-none; on failure every GPU changed goes back to
- * the limit it had. */
+ * the limit it had just before: the previous assignment during an event.
+ * (pfi_capset_apply puts GPUs back to their originals instead, which
+ * would raise caps during an event, so the agent applies itself, under
+ * the capset's locks and after its record.) */
 static int apply_caps(struct pfi_agent *ag, const uint32_t *caps,
                       const uint32_t *was, struct pfi_error *err) {
   uint32_t prev[PFI_FLEET_MAX_GPUS];
@@ -405,17 +411,19 @@ static int open_gpus(struct pfi_agent *ag, struct pfi_error *err) {
     if ((rc = pfi_device_limits(ag->dev, i, &ag->lim[i], err)) < 0)
       return rc;
   }
-  char dir[512];
-  pfi_gpu_lock_dir(ag->dev, strcmp(ag->backend, "emu") == 0, dir, sizeof dir);
+  unsigned gpus[PFI_FLEET_MAX_GPUS];
+  for (unsigned i = 0; i < ag->n; i++)
+    gpus[i] = i;
+  /* KEEP: the agent's changes outlive it on purpose (a restarted agent
+   * holds an event's caps); its own store keeps the originals. */
+  rc = pfi_capset_open(&ag->cs, ag->st, ag->dev, ag->backend, ag->params, gpus,
+                       ag->n, "agent", PFI_CAPSET_KEEP, err);
+  if (rc < 0)
+    return rc;
   for (unsigned i = 0; i < ag->n; i++) {
-    char id[48];
-    if (!ag->uuid[i][0])
-      snprintf(id, sizeof id, "%s-gpu%u", ag->backend, i);
-    rc = pfi_gpu_lock_take(dir, ag->uuid[i][0] ? ag->uuid[i] : id, "agent",
-                           pfi_store_path(ag->st), NULL, err);
-    if (rc < 0)
-      return rc;
-    ag->lock_fd[i] = rc;
+    uint32_t mw;
+    if (pfi_capset_original(ag->cs, i, &mw))
+      ag->ledger = 1;
   }
   return 0;
 }
@@ -426,8 +434,6 @@ int pfi_agent_open(struct pfi_agent **out, const struct pfi_agent_opts *o,
   int rc, caps_ok = 0;
   if (!ag)
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
-  for (unsigned i = 0; i < PFI_FLEET_MAX_GPUS; i++)
-    ag->lock_fd[i] = -1;
   if (!o->node || !pfi_fleet_name_ok(o->node)) {
     rc = pfi_error_set(err, PFI_EINVAL,
                        "node name '%s': expected 1..63 letters, digits, _ "
@@ -485,7 +491,7 @@ int pfi_agent_open(struct pfi_agent **out, const struct pfi_agent_opts *o,
     goto fail;
   }
   free(pend);
-  ag->ledger = npend > 0;
+  ag->ledger |= npend > 0;
   if (ag->ledger && caps_ok && ag->event[0] && ag->event_end_s > now_s) {
     /* Restarted during an event: hold what the record says; the
      * controller's next assignment (a newer sequence number) takes over. */
@@ -507,8 +513,7 @@ void pfi_agent_close(struct pfi_agent *ag) {
     return;
   if (ag->emu_job)
     pfi_emu_detach(ag->dev);
-  for (unsigned i = 0; i < PFI_FLEET_MAX_GPUS; i++)
-    pfi_gpu_lock_release(ag->lock_fd[i]);
+  pfi_capset_close(ag->cs);
   pfi_device_close(ag->dev);
   if (ag->st)
     pfi__store_unlock(ag->st);
