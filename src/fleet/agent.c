@@ -265,6 +265,10 @@ int pfi_agent_handle(struct pfi_agent *ag, const char *msg, size_t len,
     ag->event_end_s = prev_end;
     save_state(ag, NULL);
     ag->stats.rejected++;
+    /* From idle, the GPUs are back at their originals: their records go
+     * (a no-op restore), so that no other pfi finds a change pending. */
+    if (prev_mode == PFI_AGENT_IDLE)
+      pfi_agent_restore(ag, NULL);
     return rc;
   }
   ag->stats.applied++;

@@ -116,8 +116,14 @@ for n in n1 n2 ${NETNS:+n3}; do
 done
 allstale() { api a GET /v1/status | grep -q "\"stale_nodes\":$nodes"; }
 until_true 20 allstale || fail "pfid did not mark every node stale"
-cn2=$(caps n2)
-[ "$cn2" = 250,250 ] || [ "$cn2" = 300,300 ] || fail "n2 caps $cn2 while NATS down"
+# Held: each node's limits are the assignment its record says it applied
+# last (n3 back in the allocation makes it 1600 W / 6 GPUs, else 250 W).
+for n in n1 n2 ${NETNS:+n3}; do
+  rec=$(sql "$T/agent.$n.db" "SELECT value FROM meta WHERE key='fleet.caps'" |
+    awk -F, '{ for (i = 1; i <= NF; i++) printf "%s%.1f", (i > 1 ? "," : ""), $i / 1000 }')
+  got=$(caps $n | awk -F, '{ for (i = 1; i <= NF; i++) printf "%s%.1f", (i > 1 ? "," : ""), $i }')
+  [ "$got" = "$rec" ] || fail "$n caps $got while NATS down, its record says $rec"
+done
 # The event (40 s from its start) ends: restored, by the agents alone.
 until_true 45 caps_are n1 650,650 || fail "n1 restored to $(caps n1), expected 650,650 at the event's end"
 until_true 10 caps_are n2 700,700 || fail "n2 restored to $(caps n2), expected 700,700"

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "pfi/agent.h"
+#include "pfi/capset.h"
 #include "pfi/device.h"
 #include "pfi/fleet.h"
 #include "testutil.h"
@@ -265,6 +266,17 @@ static void test_agent_all_or_none(void **state) {
   pfi_agent_stats(ag, &st);
   ASSERT_EQ_INT(st.mode, PFI_AGENT_IDLE);
   pfi_agent_close(ag);
+  /* Nothing stays recorded: another pfi (here as pfi cap would) may take
+   * the GPUs. */
+  struct pfi_device *dev;
+  struct pfi_capset *cs = NULL;
+  unsigned gpus[2] = {0, 1};
+  assert_int_equal(pfi_device_open(&dev, "emu", params, &err), 0);
+  if (pfi_capset_open(&cs, NULL, dev, "emu", params, gpus, 2, "cap", 0,
+                      &err) < 0)
+    fail_msg("after a failed apply: %s", err.msg);
+  pfi_capset_close(cs);
+  pfi_device_close(dev);
 }
 
 static void test_tail_rate(void **state) {
@@ -294,7 +306,11 @@ int main(void) {
     return 1;
   snprintf(params, sizeof params, "gpus=2,state=%s/emu", dir);
   snprintf(record, sizeof record, "%s/agent.db", dir);
-  setenv("PFI_LOCK_DIR", dir, 1);
+  /* The fault backend's emulated GPUs lock in the emulator's default
+   * state directory: this test's own. */
+  char emu[320];
+  snprintf(emu, sizeof emu, "%s/emu", dir);
+  setenv("PFI_EMU_STATE", emu, 1);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_assign_codec),
       cmocka_unit_test(test_telemetry_event_codec),
