@@ -127,6 +127,10 @@ static struct pfid_node *node_get(struct pfi_pfid *d, const char *name,
   return n;
 }
 
+struct pfid_node *pfid_node_find(struct pfi_pfid *d, const char *name) {
+  return node_get(d, name, 0);
+}
+
 /* One telemetry message from subject pfi.telemetry.<node>. */
 static void take_telemetry(struct pfi_pfid *d, const char *subj,
                            const char *buf, size_t len,
@@ -185,6 +189,28 @@ static int publish(struct pfi_pfid *d, struct pfid_node *n,
                   : pfi_nats_kv_create(d->nc, key, buf, (size_t)len, &rev, err);
   if (rc == PFI_EBUSY)
     rc = PFI_ESTATE;
+  if (rc == PFI_ESTATE) {
+    /* Our own write whose answer was lost (a server stopped after storing
+     * it) moved the revision too: adopt it when the value is ours, with a
+     * sequence number continuing from it; anyone else's means we are
+     * fenced. */
+    char *val = NULL;
+    size_t vlen = 0;
+    struct pfi_fleet_assign cur;
+    if (pfi_nats_kv_get(d->nc, key, &val, &vlen, &rev, NULL) == 1 &&
+        pfi_fleet_assign_decode(val, vlen, &cur, NULL) == 0 &&
+        strcmp(cur.leader, d->id) == 0 && d->leader) {
+      n->rev = rev;
+      if (cur.seq >= a.seq) {
+        a.seq = cur.seq + 1;
+        len = pfi_fleet_assign_encode(&a, buf, sizeof buf, err);
+      }
+      rc = len < 0 ? len
+                   : pfi_nats_kv_update(d->nc, key, buf, (size_t)len, n->rev,
+                                        &rev, err);
+    }
+    free(val);
+  }
   if (rc < 0)
     return rc;
   int changed = a.restore != n->restore || a.n != n->n ||
@@ -264,6 +290,7 @@ static void leadership(struct pfi_pfid *d) {
     } else if (rc == PFI_ESTATE) {
       d->leader = 0;
       d->cas_lost++;
+      pfid_ctl_close(d);
       pfid_log(d, "standby", "lease taken by another pfid");
     }
     return; /* a NATS outage: keep trying; the CAS fences us if we lost */
@@ -360,34 +387,6 @@ static int confirmed(const struct pfid_node *n) {
   return 1;
 }
 
-/*
- * The allocation until the control module runs here: one equal per-GPU cap
- * that puts the sum of caps of the live nodes at the budget (the target
- * less what stale nodes may draw at their held caps), clamped to each GPU's
- * range. Fills want[] of every live node.
- */
-static void allocate_equal(struct pfi_pfid *d, double budget_w,
-                           uint32_t (*want)[PFI_FLEET_MAX_GPUS]) {
-  size_t gpus = 0;
-  for (size_t i = 0; i < d->n_nodes; i++)
-    if (!d->node[i].stale)
-      gpus += d->node[i].tel.n;
-  double per = gpus ? budget_w / (double)gpus : 0;
-  for (size_t i = 0; i < d->n_nodes; i++) {
-    struct pfid_node *n = &d->node[i];
-    if (n->stale)
-      continue;
-    for (unsigned g = 0; g < n->tel.n; g++) {
-      double mw = floor(per * 1000.0);
-      if (mw < n->tel.gpu[g].min_mw)
-        mw = n->tel.gpu[g].min_mw;
-      if (mw > n->tel.gpu[g].max_mw)
-        mw = n->tel.gpu[g].max_mw;
-      want[i][g] = (uint32_t)mw;
-    }
-  }
-}
-
 static int control_step(struct pfi_pfid *d, struct pfi_error *err) {
   double now = pfid_wall(), mono = pfid_mono();
   int rc = 0;
@@ -398,7 +397,7 @@ static int control_step(struct pfi_pfid *d, struct pfi_error *err) {
     ev = *evp;
   snprintf(d->event, sizeof d->event, "%s", evp ? ev.id : "");
   d->target_w = evp ? ev.target_w : 0;
-  double held_w = 0, power_w = 0;
+  double power_w = 0;
   for (size_t i = 0; i < d->n_nodes; i++) {
     struct pfid_node *n = &d->node[i];
     int stale = !n->have_tel || mono - n->seen_mono > d->o.stale_s;
@@ -411,15 +410,32 @@ static int control_step(struct pfi_pfid *d, struct pfi_error *err) {
       pfid_log(d, stale ? "stale" : "live", "node %s", n->name);
     }
     n->stale = stale;
-    for (unsigned g = 0; n->have_tel && g < n->tel.n; g++) {
-      if (stale)
-        held_w += n->tel.gpu[g].cap_mw / 1000.0;
-      else if (n->tel.gpu[g].power_w >= 0)
+    for (unsigned g = 0; n->have_tel && !stale && g < n->tel.n; g++)
+      if (n->tel.gpu[g].power_w >= 0)
         power_w += n->tel.gpu[g].power_w;
-    }
   }
   d->power_w = power_w;
-  if (!evp) {
+  uint32_t(*want)[PFI_FLEET_MAX_GPUS] =
+      calloc(d->n_nodes ? d->n_nodes : 1, sizeof *want);
+  if (!want) {
+    pthread_mutex_unlock(&d->mu);
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  }
+  /* The control module decides during an event and its recovery. */
+  int on = pfid_ctl_period(d, evp ? &ev : NULL, want, err);
+  if (on < 0) {
+    pfid_log(d, "controller", "%s", err->msg);
+    pfid_ctl_close(d);
+    on = 0;
+    if (evp) {
+      /* Nothing new this period: the caps in force stay (leases kept). */
+      for (size_t i = 0; i < d->n_nodes; i++)
+        if (d->node[i].have_tel)
+          current_caps(&d->node[i], want[i]);
+      on = 1;
+    }
+  }
+  if (!on) {
     /* Outside an event every node gets its limits back. */
     d->pending_raise = 0;
     d->budget_w = 0;
@@ -428,17 +444,20 @@ static int control_step(struct pfi_pfid *d, struct pfi_error *err) {
       if (!n->restore && n->seq)
         rc = publish(d, n, NULL, 0, NULL, "restore", err);
     }
+    free(want);
     pthread_mutex_unlock(&d->mu);
     return rc == PFI_ESTATE ? rc : 0;
   }
-  d->budget_w = ev.target_w - held_w;
-  uint32_t(*want)[PFI_FLEET_MAX_GPUS] =
-      calloc(d->n_nodes ? d->n_nodes : 1, sizeof *want);
-  if (!want) {
-    pthread_mutex_unlock(&d->mu);
-    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  /* A node the module does not know yet (it joined during the event)
+   * keeps what it has until the next rebuild. */
+  for (size_t i = 0; i < d->n_nodes; i++) {
+    int zero = 1;
+    for (unsigned g = 0; g < d->node[i].tel.n; g++)
+      zero &= want[i][g] == 0;
+    if (zero && d->node[i].have_tel)
+      current_caps(&d->node[i], want[i]);
   }
-  allocate_equal(d, d->budget_w, want);
+  const struct pfi_fleet_event *pev = evp ? &ev : NULL;
   int wait = 0;
   if (d->pending_raise)
     for (size_t i = 0; i < d->n_nodes; i++)
@@ -468,7 +487,7 @@ static int control_step(struct pfi_pfid *d, struct pfi_error *err) {
     if (n->stale) {
       /* Refresh the lease of what it holds, in case it still hears us. */
       if (!n->restore)
-        rc = publish(d, n, n->caps, n->n, &ev, "refresh", err);
+        rc = publish(d, n, n->caps, n->n, pev, "refresh", err);
       continue;
     }
     uint32_t cur[PFI_FLEET_MAX_GPUS];
@@ -480,9 +499,9 @@ static int control_step(struct pfi_pfid *d, struct pfi_error *err) {
     int up = 0;
     for (unsigned g = 0; g < n->tel.n; g++)
       up |= caps[g] > cur[g];
-    rc = publish(d, n, caps, n->tel.n, &ev,
+    rc = publish(d, n, caps, n->tel.n, pev,
                  down ? "cut"
-                 : up ? "raise"
+                 : up ? (pev ? "raise" : "recovery")
                       : "refresh",
                  err);
     if (rc == 0 && down)
@@ -582,6 +601,7 @@ int pfi_pfid_run(struct pfi_pfid *d, volatile sig_atomic_t *stop,
       /* Another pfid wrote an assignment: it leads now. */
       d->leader = 0;
       d->cas_lost++;
+      pfid_ctl_close(d);
       pfid_log(d, "standby", "fenced: %s", e.msg);
     }
   }
@@ -597,6 +617,7 @@ void pfi_pfid_close(struct pfi_pfid *d) {
   pfi_nats_close(d->nc);
   if (d->db)
     sqlite3_close(d->db);
+  pfid_ctl_close(d);
   pthread_mutex_destroy(&d->mu);
   free(d->node);
   free(d);

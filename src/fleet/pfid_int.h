@@ -49,7 +49,32 @@ struct pfi_pfid {
   char event[PFI_FLEET_NAME_MAX]; /* the active event, "" when none */
   double target_w, power_w, budget_w;
   unsigned long steps, published, cas_lost, takeovers, bad_tel;
+  /* The control module (pfi/control.h) over the nodes known when it was
+   * built: GPU g of ctl_node[i] is controller GPU ctl_first[i] + g. */
+  struct pfi_ctl *ctl;
+  size_t ctl_nn, ctl_ngpus;
+  char (*ctl_node)[PFI_FLEET_NAME_MAX];
+  size_t *ctl_first;
+  char *ctl_sig;       /* nodes, GPU counts and jobs it was built for */
+  double ctl_t0;       /* monotonic time of its first period */
+  long long ctl_epoch; /* names its records */
+  double aim_w;
+  int recovering;
 };
+
+struct pfi_ctl;
+/* Runs one period of the control module: builds (or, when the nodes or
+ * jobs changed, rebuilds) it, feeds it the telemetry, records its
+ * decisions and fills want[node index][gpu]. `ev` NULL outside an event
+ * (recovery). Returns 1 while the module has caps to apply (an event or
+ * its recovery), 0 when done (it is then closed), or an error. Called
+ * with d->mu held. */
+int pfid_ctl_period(struct pfi_pfid *d, const struct pfi_fleet_event *ev,
+                    uint32_t (*want)[PFI_FLEET_MAX_GPUS],
+                    struct pfi_error *err);
+void pfid_ctl_close(struct pfi_pfid *d);
+/* The node named `name`, or NULL. */
+struct pfid_node *pfid_node_find(struct pfi_pfid *d, const char *name);
 
 /* Records one row of the leadership/fleet log (what, detail). */
 void pfid_log(struct pfi_pfid *d, const char *what, const char *fmt, ...)

@@ -19,8 +19,9 @@ pfid_start b
 live2() { api a GET /v1/status | grep -q '"nodes":2,"stale_nodes":0'; }
 until_true 30 live2 || fail "two live nodes"
 api a POST /v1/events "$(event_json ev1 0 300 1600)" >/dev/null
-until_true 20 caps_are n1 400,400 || fail "n1 caps $(caps n1), expected 400,400"
-until_true 20 caps_are n2 400,400 || fail "n2 caps $(caps n2), expected 400,400"
+# Idle GPUs: held at their lowest cap, 200 W, during the event.
+until_true 20 caps_are n1 200,200 || fail "n1 caps $(caps n1), expected 200,200"
+until_true 20 caps_are n2 200,200 || fail "n2 caps $(caps n2), expected 200,200"
 leads b && fail "b leads while a does"
 
 # Sample every GPU's limit until told to stop.
@@ -34,17 +35,19 @@ until_true 20 leads b || fail "b never took over"
 t1=$(sql "$T/records.db" "SELECT t_s FROM fleet_log WHERE pfid='b' AND what='leader' ORDER BY id DESC LIMIT 1")
 awk -v a="$t0" -v b="$t1" 'BEGIN { exit !(b - a <= 5 && b > a) }' ||
   fail "takeover after $(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }') s, expected within 5 s"
-# The standby continues the same caps, then a deeper target through its
-# own API: 1200 W over 4 GPUs = 300 W each.
-api b POST /v1/events "$(event_json ev2 0 300 1200)" >/dev/null
-[ "$(cat "$T/code")" = 201 ] || fail "POST to the new leader: HTTP $(cat "$T/code")"
-until_true 20 caps_are n1 300,300 || fail "n1 caps $(caps n1) under b, expected 300,300"
-until_true 20 caps_are n2 300,300 || fail "n2 caps $(caps n2) under b, expected 300,300"
+# The standby continues the same caps; it cancels the event through its
+# own API and every GPU gets its limit back (700 W).
+sleep 1
+[ "$(caps n1),$(caps n2)" = 200,200,200,200 ] || fail "caps under b: $(caps n1),$(caps n2)"
 touch "$T/stop"
 wait "$SAMPLER"
-# No sampled limit above the 400 W assignment from the kill on (the
+api b DELETE /v1/events/ev1 >/dev/null
+[ "$(cat "$T/code")" = 200 ] || fail "DELETE on the new leader: HTTP $(cat "$T/code")"
+until_true 20 caps_are n1 700,700 || fail "n1 caps $(caps n1) after b's cancel, expected 700,700"
+until_true 20 caps_are n2 700,700 || fail "n2 caps $(caps n2) after b's cancel, expected 700,700"
+# No sampled limit above the 200 W assignment from the kill on (the
 # samples start after the event's caps were in place).
-bad=$(awk -F, '{ for (i = 1; i <= NF; i++) if ($i != "" && $i > 400) { print; exit } }' "$T/samples")
+bad=$(awk -F, '{ for (i = 1; i <= NF; i++) if ($i != "" && $i > 200) { print; exit } }' "$T/samples")
 [ -z "$bad" ] || fail "a cap rose above its assignment during the takeover: $bad"
 [ "$(wc -l <"$T/samples")" -ge 5 ] || fail "too few samples"
 # Records: per node, leader a's rows then leader b's, sequence numbers
