@@ -16,6 +16,8 @@ target_link_libraries(pfi-agent PRIVATE pfi_static)
 add_executable(pfid src/fleet/main_pfid.c)
 target_link_libraries(pfid PRIVATE pfi_static)
 install(TARGETS pfi-agent pfid RUNTIME DESTINATION ${CMAKE_INSTALL_SBINDIR})
+install(DIRECTORY contrib/slurm/ DESTINATION ${CMAKE_INSTALL_DATADIR}/pfi/slurm
+        USE_SOURCE_PERMISSIONS)
 install(DIRECTORY contrib/systemd/ DESTINATION ${CMAKE_INSTALL_LIBDIR}/systemd/system)
 
 if(PFI_TESTS)

@@ -44,6 +44,9 @@ struct pfi_agent_opts {
                              NULL */
   const char *tput_dir;   /* per-job throughput, DIR/<job>.jsonl in the
                              throughput protocol, or NULL */
+  const char *tier_dir;   /* per-job tier, DIR/<job> holding the largest
+                             tolerated throughput loss 0..1 (the Slurm
+                             prolog writes it), or NULL */
   const char *emu_job;    /* emu backend: a job-library id to run on all
                              GPUs (EMULATED throughput), or NULL */
 };

@@ -85,6 +85,8 @@ struct pfi_fleet_gpu {
 struct pfi_fleet_job {
   char id[PFI_FLEET_NAME_MAX];
   double tokens_per_s; /* newest throughput the job reported; < 0 unknown */
+  double max_loss;     /* its tier: largest tolerated throughput loss, 0..1;
+                          < 0 when it has none */
 };
 
 struct pfi_fleet_telemetry {

@@ -23,7 +23,7 @@ struct pfi_agent {
   char node[PFI_FLEET_NAME_MAX];
   char backend[32];
   char params[256];
-  char jobmap[512], tput[512];
+  char jobmap[512], tput[512], tiers[512];
   struct pfi_device *dev;
   struct pfi_store *st;
   struct pfi_emu_jobs jobs;
@@ -376,7 +376,21 @@ int pfi_agent_tick(struct pfi_agent *ag, double now_s, double mono_s,
       continue;
     snprintf(t->job[j].id, sizeof t->job[j].id, "%s", g->job);
     t->job[j].tokens_per_s = -1;
+    t->job[j].max_loss = -1;
     t->n_jobs++;
+    if (ag->tiers[0]) {
+      char path[600], buf[32];
+      snprintf(path, sizeof path, "%s/%s", ag->tiers, g->job);
+      int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+      ssize_t k = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+      if (fd >= 0)
+        close(fd);
+      char *end;
+      double v = k > 0 ? (buf[k] = 0, strtod(buf, &end)) : -1;
+      if (k > 0 && end != buf && (*end == 0 || *end == '\n') && v >= 0 &&
+          v <= 1)
+        t->job[j].max_loss = v;
+    }
     double rate = -1;
     if (ag->emu_job) {
       if (pfi_emu_progress(ag->dev, NULL, &rate, NULL, NULL) < 0)
@@ -460,6 +474,7 @@ int pfi_agent_open(struct pfi_agent **out, const struct pfi_agent_opts *o,
   snprintf(ag->jobmap, sizeof ag->jobmap, "%s",
            o->jobmap_dir ? o->jobmap_dir : "");
   snprintf(ag->tput, sizeof ag->tput, "%s", o->tput_dir ? o->tput_dir : "");
+  snprintf(ag->tiers, sizeof ag->tiers, "%s", o->tier_dir ? o->tier_dir : "");
   if ((rc = pfi_store_open(&ag->st, o->record, PFI_STORE_CREATE, err)) < 0)
     goto fail;
   /* The store's lock says a live process owns its ledger: pfi restore

@@ -32,6 +32,7 @@ static const char usage[] =
     "  --record PATH          local record (default /var/lib/pfi/agent.db)\n"
     "  --jobmap-dir DIR       GPU -> job files (Slurm prolog, dcgm format)\n"
     "  --tput-dir DIR         per-job throughput, DIR/JOB.jsonl\n"
+    "  --tier-dir DIR         per-job tier (largest loss 0..1), DIR/JOB\n"
     "  --period S             telemetry period, 0.1..60 s (default 1)\n"
     "  --metrics HOST:PORT    serve Prometheus /metrics there\n"
     "  --restore-on-exit      restore the recorded limits on exit even during\n"
@@ -104,17 +105,26 @@ int main(int argc, char **argv) {
     O_PERIOD,
     O_METRICS,
     O_RESTORE,
+    O_TIER,
     O_HELP
   };
-  static const struct option lo[] = {
-      {"node", 1, 0, O_NODE},       {"nats", 1, 0, O_NATS},
-      {"user", 1, 0, O_USER},       {"password-file", 1, 0, O_PW},
-      {"backend", 1, 0, O_BACKEND}, {"params", 1, 0, O_PARAMS},
-      {"emulate", 0, 0, O_EMULATE}, {"emu-job", 1, 0, O_EMUJOB},
-      {"record", 1, 0, O_RECORD},   {"jobmap-dir", 1, 0, O_JOBMAP},
-      {"tput-dir", 1, 0, O_TPUT},   {"period", 1, 0, O_PERIOD},
-      {"metrics", 1, 0, O_METRICS}, {"restore-on-exit", 0, 0, O_RESTORE},
-      {"help", 0, 0, O_HELP},       {0, 0, 0, 0}};
+  static const struct option lo[] = {{"node", 1, 0, O_NODE},
+                                     {"nats", 1, 0, O_NATS},
+                                     {"user", 1, 0, O_USER},
+                                     {"password-file", 1, 0, O_PW},
+                                     {"backend", 1, 0, O_BACKEND},
+                                     {"params", 1, 0, O_PARAMS},
+                                     {"emulate", 0, 0, O_EMULATE},
+                                     {"emu-job", 1, 0, O_EMUJOB},
+                                     {"record", 1, 0, O_RECORD},
+                                     {"jobmap-dir", 1, 0, O_JOBMAP},
+                                     {"tput-dir", 1, 0, O_TPUT},
+                                     {"period", 1, 0, O_PERIOD},
+                                     {"metrics", 1, 0, O_METRICS},
+                                     {"restore-on-exit", 0, 0, O_RESTORE},
+                                     {"tier-dir", 1, 0, O_TIER},
+                                     {"help", 0, 0, O_HELP},
+                                     {0, 0, 0, 0}};
   struct pfi_agent_opts ao = {0};
   struct pfi_nats_opts no = {0};
   const char *metrics = NULL;
@@ -161,6 +171,9 @@ int main(int argc, char **argv) {
       break;
     case O_JOBMAP:
       ao.jobmap_dir = optarg;
+      break;
+    case O_TIER:
+      ao.tier_dir = optarg;
       break;
     case O_TPUT:
       ao.tput_dir = optarg;

@@ -307,7 +307,9 @@ int pfi_fleet_telemetry_decode(const char *buf, size_t len,
       goto out;
     }
     t->job[i].tokens_per_s = -1;
-    if ((rc = get_str(o, "id", t->job[i].id, sizeof t->job[i].id, 1, 0, TE,
+    t->job[i].max_loss = -1;
+    if ((rc = get_num(o, "max_loss", 0, 1, 0, &t->job[i].max_loss, TE, err)) ||
+        (rc = get_str(o, "id", t->job[i].id, sizeof t->job[i].id, 1, 0, TE,
                       err)) ||
         (rc = get_num(o, "tokens_per_s", 0, 1e15, 0, &t->job[i].tokens_per_s,
                       TE, err)))
@@ -346,6 +348,8 @@ int pfi_fleet_telemetry_encode(const struct pfi_fleet_telemetry *t, char *buf,
     json_t *o = json_pack("{s:s}", "id", t->job[i].id);
     if (o && t->job[i].tokens_per_s >= 0 && isfinite(t->job[i].tokens_per_s))
       json_object_set_new(o, "tokens_per_s", json_real(t->job[i].tokens_per_s));
+    if (o && t->job[i].max_loss >= 0 && t->job[i].max_loss <= 1)
+      json_object_set_new(o, "max_loss", json_real(t->job[i].max_loss));
     json_array_append_new(jb, o);
   }
   if (j) {

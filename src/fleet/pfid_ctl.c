@@ -151,8 +151,14 @@ static int build(struct pfi_pfid *d, char *sig, struct pfi_error *err) {
       if (jb && strcmp(jb, job) == 0)
         gj[m++] = b;
     }
+    /* The tier, when the job's node reports one (Slurm prolog). */
+    double loss = 1.0;
+    struct pfid_node *nd = pfid_node_find(d, d->ctl_node[ia]);
+    for (unsigned q = 0; nd && q < nd->tel.n_jobs; q++)
+      if (strcmp(nd->tel.job[q].id, job) == 0 && nd->tel.job[q].max_loss >= 0)
+        loss = nd->tel.job[q].max_loss;
     struct pfi_ctl_job j = {job, NULL, m, gj, NAN, NAN,
-                            NAN, 1.0,  0, 0,  NAN, NAN};
+                            NAN, loss, 0, 0,  NAN, NAN};
     if ((rc = pfi_ctl_job_add(d->ctl, &j, err)) < 0)
       goto out;
   }

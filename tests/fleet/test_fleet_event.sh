@@ -97,8 +97,16 @@ grep -q '^pfi_agent_mode{node="n1",mode="tracking"} 1$' "$T/metrics" || fail "mo
 code=$(curl -s -m 5 -o /dev/null -w '%{http_code}' -X DELETE "http://127.0.0.1:${API[a]}/v1/events/ev1")
 [ "$code" = 401 ] || fail "DELETE without token: HTTP $code"
 [ "$(caps n1)" = "$want,$want" ] || fail "an unauthorized DELETE changed caps"
-api a DELETE /v1/events/ev1 >/dev/null
-[ "$(cat "$T/code")" = 200 ] || fail "DELETE: HTTP $(cat "$T/code")"
+# pfi ctl: a wrong token is refused (exit 1, HTTP 401, nothing changed);
+# the right one cancels.
+secret "$T/wrong"
+"$PFI" ctl --url "http://127.0.0.1:${API[a]}" --token-file "$T/wrong" cancel ev1 2>"$T/ctl.err"
+[ $? = 1 ] && grep -q 'HTTP 401' "$T/ctl.err" || fail "pfi ctl with a wrong token: $(cat "$T/ctl.err")"
+[ "$(caps n1)" = "$want,$want" ] || fail "a refused cancel changed caps"
+"$PFI" ctl --url "http://127.0.0.1:${API[a]}" status | grep -q '"leader":true,"nodes":2' ||
+  fail "pfi ctl status"
+"$PFI" ctl --url "http://127.0.0.1:${API[a]}" --token-file "$T/token" cancel ev1 >/dev/null ||
+  fail "pfi ctl cancel"
 until_true 20 caps_are n1 650,650 || fail "n1 restored to $(caps n1), expected the recorded 650,650"
 until_true 20 caps_are n2 700,700 || fail "n2 restored to $(caps n2), expected 700,700"
 n=$(sql "$T/records.db" "SELECT count(*) FROM fleet_assignments WHERE kind='restore'")

@@ -4,6 +4,7 @@
  * a second device session, as any other tool would. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "pfi/agent.h"
@@ -153,7 +154,7 @@ static void test_telemetry_event_codec(void **state) {
 
 static struct pfi_agent *open_agent(const char *backend, const char *p,
                                     double now) {
-  struct pfi_agent_opts o = {"n1", backend, p, record, NULL, NULL, NULL};
+  struct pfi_agent_opts o = {"n1", backend, p, record, NULL, NULL, NULL, NULL};
   struct pfi_agent *ag = NULL;
   struct pfi_error err;
   int rc = pfi_agent_open(&ag, &o, now, &err);
@@ -244,7 +245,8 @@ static void test_agent_rules(void **state) {
   /* A second agent on the same GPUs is refused. */
   ag = open_agent("emu", params, 3000);
   struct pfi_agent *ag2 = NULL;
-  struct pfi_agent_opts o = {"n1", "emu", params, record, NULL, NULL, NULL};
+  struct pfi_agent_opts o = {"n1", "emu", params, record,
+                             NULL, NULL,  NULL,   NULL};
   assert_int_equal(pfi_agent_open(&ag2, &o, 3000, &err), PFI_EBUSY);
   pfi_agent_close(ag);
 }
@@ -272,8 +274,8 @@ static void test_agent_all_or_none(void **state) {
   struct pfi_capset *cs = NULL;
   unsigned gpus[2] = {0, 1};
   assert_int_equal(pfi_device_open(&dev, "emu", params, &err), 0);
-  if (pfi_capset_open(&cs, NULL, dev, "emu", params, gpus, 2, "cap", 0,
-                      &err) < 0)
+  if (pfi_capset_open(&cs, NULL, dev, "emu", params, gpus, 2, "cap", 0, &err) <
+      0)
     fail_msg("after a failed apply: %s", err.msg);
   pfi_capset_close(cs);
   pfi_device_close(dev);
@@ -301,6 +303,40 @@ static void test_tail_rate(void **state) {
   assert_int_equal(pfi_fleet_tail_rate(path, &rate, &err), 0);
 }
 
+/* Jobs as the Slurm prolog maps them: a file per GPU index holding the
+ * job's name, its tier in the tier directory, its throughput JSONL. */
+static void test_agent_jobs(void **state) {
+  char jm[400], td[400], tp[400], f[500];
+  struct pfi_error err;
+  snprintf(jm, sizeof jm, "%s/jobmap", dir);
+  snprintf(td, sizeof td, "%s/tiers", dir);
+  snprintf(tp, sizeof tp, "%s/tput", dir);
+  assert_int_equal(mkdir(jm, 0700) | mkdir(td, 0700) | mkdir(tp, 0700), 0);
+  snprintf(f, sizeof f, "%s/1", jm);
+  FILE *fp = fopen(f, "w");
+  fputs("slurm-7\n", fp);
+  fclose(fp);
+  snprintf(f, sizeof f, "%s/slurm-7", td);
+  fp = fopen(f, "w");
+  fputs("0.25\n", fp);
+  fclose(fp);
+  snprintf(f, sizeof f, "%s/slurm-7.jsonl", tp);
+  fp = fopen(f, "w");
+  fputs("{\"t\": 5, \"tokens_per_s\": 4321.5}\n", fp);
+  fclose(fp);
+  struct pfi_agent_opts o = {"n1", "emu", params, record, jm, tp, td, NULL};
+  struct pfi_agent *ag = NULL;
+  assert_int_equal(pfi_agent_open(&ag, &o, 5000, &err), 0);
+  struct pfi_fleet_telemetry t;
+  assert_int_equal(pfi_agent_tick(ag, 5000, 0, &t, &err), 0);
+  assert_string_equal(t.gpu[0].job, "");
+  assert_string_equal(t.gpu[1].job, "slurm-7");
+  ASSERT_EQ_INT(t.n_jobs, 1);
+  ASSERT_NEAR(t.job[0].max_loss, 0.25, 0);
+  ASSERT_NEAR(t.job[0].tokens_per_s, 4321.5, 0);
+  pfi_agent_close(ag);
+}
+
 int main(void) {
   if (!mkdtemp(dir))
     return 1;
@@ -317,6 +353,7 @@ int main(void) {
       cmocka_unit_test(test_agent_rules),
       cmocka_unit_test(test_agent_all_or_none),
       cmocka_unit_test(test_tail_rate),
+      cmocka_unit_test(test_agent_jobs),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[400];
