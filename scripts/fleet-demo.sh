@@ -31,7 +31,7 @@ jobs=(dense-ft-llama70b-x8-nocompile dense-pt-qwen32b-x8-nocompile moe-ft-qwen30
   echo "] }"
 } >"$T/nats.conf"
 nats-server -c "$T/nats.conf" >"$T/nats.log" 2>&1 & PIDS+=($!)
-for i in $(seq 50); do grep -q "Server is ready" "$T/nats.log" && break; sleep 0.1; done
+for i in $(seq 50); do grep -q "Server is ready" "$T/nats.log" 2>/dev/null && break; sleep 0.1; done
 for i in 1 2 3 4; do
   mkdir -p "$T/emu.n$i"
   "$AGENT" --node "n$i" --nats "nats://127.0.0.1:$NP" --password-file "$T/pw.n$i" --emulate \
@@ -43,13 +43,15 @@ done
 ctl() { "$PFI" ctl --url "http://127.0.0.1:$AP" --token-file "$T/token" "$@"; }
 for i in $(seq 100); do ctl status 2>/dev/null | grep -q '"nodes":4,"stale_nodes":0' && break; sleep 0.2; done
 echo "fleet: 4 agents of 8 emulated GPUs; the jobs start up (150 s emulated startup) ..."
-pw_now() { ctl status | python3 -c 'import json,sys; print(json.load(sys.stdin)["power_w"])'; }
+pw_now() { ctl status 2>/dev/null | python3 -c 'import json,sys
+try: print(round(json.load(sys.stdin)["power_w"], 1))
+except Exception: print(0)'; }
 for i in $(seq 120); do
   python3 -c "import sys; sys.exit(0 if $(pw_now) > 32 * 300 else 1)" && break
   sleep 2
 done
 sleep 15 # uncapped periods: the controller learns each job's uncapped power
-power=$(ctl status | python3 -c 'import json,sys; print(json.load(sys.stdin)["power_w"])')
+power=$(pw_now)
 target=$(python3 -c "print(round($power * 0.75))")
 echo "fleet: 32 emulated GPUs drawing $power W; event: $target W (75 %) for 40 s"
 ctl submit ev1 +0 +40 "$target" >/dev/null
