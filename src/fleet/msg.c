@@ -53,6 +53,12 @@ static int load(const char *buf, size_t len, const char *what, json_t **out,
     return pfi_error_set(err, PFI_EPARSE,
                          "%s message: %zu bytes, more than the %d allowed",
                          what, len, PFI_FLEET_MSG_MAX);
+  /* A NUL byte ends parsing early in jansson: what follows it would go
+   * unread, so a message holding one is refused whole. */
+  const char *nul = memchr(buf, 0, len);
+  if (nul)
+    return pfi_error_set(err, PFI_EPARSE, "%s message: NUL byte at column %zu",
+                         what, (size_t)(nul - buf) + 1);
   json_error_t je;
   json_t *j = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
   if (!j)

@@ -98,6 +98,12 @@ static void test_assign_codec(void **state) {
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
     assert_int_equal(pfi_fleet_assign_decode(bad[i], strlen(bad[i]), &a, &err),
                      PFI_EPARSE);
+  /* A NUL byte, here after a complete object: refused, not cut short. */
+  char nb[4096];
+  memcpy(nb, buf, len);
+  memcpy(nb + len, "\0{}", 3);
+  assert_int_equal(pfi_fleet_assign_decode(nb, len + 3, &a, &err), PFI_EPARSE);
+  assert_non_null(strstr(err.msg, "NUL"));
   /* Oversized: refused before parsing. */
   size_t big = PFI_FLEET_MSG_MAX + 1;
   char *b = malloc(big);
