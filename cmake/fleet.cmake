@@ -1,0 +1,37 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+# The fleet (src/fleet): the NATS transport, the node agent's core, pfid's
+# core and the HTTP API are part of libpfi; pfi-agent and pfid are their
+# daemons. Needs libnats (NATS C client) and libmicrohttpd.
+pkg_check_modules(NATS REQUIRED IMPORTED_TARGET libnats)
+pkg_check_modules(MHD REQUIRED IMPORTED_TARGET libmicrohttpd)
+file(GLOB PFI_FLEET_SOURCES CONFIGURE_DEPENDS src/fleet/*.c)
+list(FILTER PFI_FLEET_SOURCES EXCLUDE REGEX ".*/main_[a-z]+\\.c$")
+target_sources(pfi_obj PRIVATE ${PFI_FLEET_SOURCES})
+target_link_libraries(pfi_obj PUBLIC PkgConfig::NATS PkgConfig::MHD)
+target_link_libraries(pfi_static PUBLIC PkgConfig::NATS PkgConfig::MHD)
+target_link_libraries(pfi_shared PUBLIC PkgConfig::NATS PkgConfig::MHD)
+
+add_executable(pfi-agent src/fleet/main_agent.c)
+target_link_libraries(pfi-agent PRIVATE pfi_static)
+add_executable(pfid src/fleet/main_pfid.c)
+target_link_libraries(pfid PRIVATE pfi_static)
+install(TARGETS pfi-agent pfid RUNTIME DESTINATION ${CMAKE_INSTALL_SBINDIR})
+install(DIRECTORY contrib/slurm/ DESTINATION ${CMAKE_INSTALL_DATADIR}/pfi/slurm
+        USE_SOURCE_PERMISSIONS)
+install(DIRECTORY contrib/systemd/ DESTINATION ${CMAKE_INSTALL_LIBDIR}/systemd/system)
+
+if(PFI_TESTS)
+  # The fleet tests' probe: publishes or writes keys with given
+  # credentials, to show what NATS refuses (tests/fleet/probe.c).
+  add_executable(pfi-fleet-probe tests/fleet/probe.c)
+  target_link_libraries(pfi-fleet-probe PRIVATE pfi_static)
+  file(GLOB PFI_FLEET_TESTS CONFIGURE_DEPENDS tests/fleet/test_*.sh)
+  foreach(src ${PFI_FLEET_TESTS})
+    get_filename_component(name ${src} NAME_WE)
+    add_test(NAME fleet.${name} COMMAND bash ${src}
+             WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
+    set_tests_properties(fleet.${name} PROPERTIES ENVIRONMENT
+      "${PFI_TEST_ENV};PFI_AGENT=$<TARGET_FILE:pfi-agent>;PFID=$<TARGET_FILE:pfid>;PFI_PROBE=$<TARGET_FILE:pfi-fleet-probe>"
+      TIMEOUT 240)
+  endforeach()
+endif()

@@ -1,0 +1,39 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-3.0-or-later
+# Slurm Prolog for pfi (runs as root on each node of a job, before it
+# starts). slurm.conf:
+#   Prolog=/usr/local/share/pfi/slurm/pfi-prolog.sh
+#   Epilog=/usr/local/share/pfi/slurm/pfi-epilog.sh
+#   PrologFlags=Alloc
+# Writes the GPU -> job mapping pfi-agent reads (--jobmap-dir), in the
+# format of dcgm-exporter's HPC job-mapping directory: one file per GPU
+# index holding the job's name, "slurm-<jobid>". The job's tier (the
+# largest throughput loss it tolerates during a grid event) goes to
+# $PFI_TIER_DIR/<name>, from the first of:
+#   - a job comment containing pfi-tier=flex0|flex10|flex25|flex50,
+#   - a constraint (feature) pfi-flex0|pfi-flex10|pfi-flex25|pfi-flex50
+#     (the site declares these features on its GPU nodes);
+# none: no tier file (pfid treats the job as having no tier).
+# Never fails the job: a prolog error would drain the node.
+set -u
+DIR=${PFI_JOBMAP_DIR:-/run/pfi/jobmap}
+TIERS=${PFI_TIER_DIR:-/run/pfi/tiers}
+id=${SLURM_JOB_ID:-}
+[ -n "$id" ] || exit 0
+name="slurm-$id"
+gpus=${SLURM_JOB_GPUS:-${SLURM_STEP_GPUS:-${CUDA_VISIBLE_DEVICES:-}}}
+mkdir -p "$DIR" "$TIERS" 2>/dev/null || exit 0
+for g in ${gpus//,/ }; do
+  case $g in *[!0-9]*|'') continue ;; esac
+  printf '%s\n' "$name" >"$DIR/.$g.$$" && mv -f "$DIR/.$g.$$" "$DIR/$g"
+done
+info=$(scontrol show job "$id" 2>/dev/null)
+tier=$(printf '%s\n' "$info" | sed -n 's/.*Comment=.*pfi-tier=\(flex[0-9]*\).*/\1/p' | head -n 1)
+[ -n "$tier" ] || tier=$(printf '%s\n' "$info" |
+  sed -n 's/.*Features=.*pfi-\(flex[0-9]*\).*/\1/p' | head -n 1)
+case $tier in
+  flex0) loss=0 ;; flex10) loss=0.1 ;; flex25) loss=0.25 ;; flex50) loss=0.5 ;;
+  *) loss= ;;
+esac
+[ -z "$loss" ] || printf '%s\n' "$loss" >"$TIERS/$name"
+exit 0

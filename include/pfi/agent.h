@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * The node agent's core: one node's GPUs, its local record, and the safety
+ * rules of the fleet's leases. No network of its own: pfi-agent feeds it
+ * the assignments that arrive over NATS and publishes the telemetry it
+ * returns; tests and benchmarks drive it directly. Times are passed in by
+ * the caller (Unix time for event ends, a monotonic clock for leases), so
+ * that every rule can be tested without waiting.
+ *
+ * The rules (docs/fleet.md):
+ *  - An assignment is applied only when its sequence number is above every
+ *    one seen before (also across restarts: the newest is in the local
+ *    record); older and replayed ones are ignored.
+ *  - Before the first change each GPU's power limit is recorded in the local
+ *    record's cap ledger (the trace store's, kept until restored); restore
+ *    puts back *that* limit, not the default.
+ *  - Caps are applied all-or-none: when one GPU refuses, the GPUs already
+ *    changed are put back to what they had and the assignment is rejected.
+ *    Each is read back.
+ *  - The assignment and its sequence number are written to the record
+ *    before any cap moves, so that a restarted agent resumes exactly them.
+ *  - Controller lost (no newer assignment within the lease): during an
+ *    event the caps are held, never raised, until the event's end, then the
+ *    recorded limits are restored; outside an event they are restored at
+ *    once.
+ *  - A limit that drifts from the assignment (driver reload, persistence
+ *    mode off, another tool) is re-applied and the re-application recorded.
+ */
+#ifndef PFI_AGENT_H
+#define PFI_AGENT_H
+
+#include <stdint.h>
+
+#include "pfi/error.h"
+#include "pfi/fleet.h"
+
+struct pfi_agent_opts {
+  const char *node;       /* the node's name (pfi_fleet_name_ok) */
+  const char *backend;    /* "emu" or "nvml" */
+  const char *params;     /* backend parameters (NULL: defaults) */
+  const char *record;     /* path of the local record (SQLite), created */
+  const char *jobmap_dir; /* GPU -> job files (dcgm-exporter HPC format:
+                             one file per GPU index holding the job id), or
+                             NULL */
+  const char *tput_dir;   /* per-job throughput, DIR/<job>.jsonl in the
+                             throughput protocol, or NULL */
+  const char *tier_dir;   /* per-job tier, DIR/<job> holding the largest
+                             tolerated throughput loss 0..1 (the Slurm
+                             prolog writes it), or NULL */
+  const char *emu_job;    /* emu backend: a job-library id to run on all
+                             GPUs (EMULATED throughput), or NULL */
+};
+
+/* An agent. Opaque. */
+struct pfi_agent;
+
+/*
+ * Opens the device and the record, takes the GPUs' locks (pfi_gpu_lock_take,
+ * command "agent") and resumes from the record: caps of an event that is
+ * still on at `now_s` (Unix time) are held (re-applied where they drifted);
+ * anything else in the ledger is restored. Returns 0, PFI_EBUSY (another pfi
+ * holds a GPU), or a device or store error. Close with pfi_agent_close().
+ */
+int pfi_agent_open(struct pfi_agent **ag, const struct pfi_agent_opts *o,
+                   double now_s, struct pfi_error *err);
+
+/* Closes without touching the caps: a stopped agent's caps stay as the
+ * record says, and the next start resumes them (pfi_agent_restore first to
+ * give them back). Safe with NULL. */
+void pfi_agent_close(struct pfi_agent *ag);
+
+/*
+ * One assignment message (`len` bytes as received). `now_s` is Unix time,
+ * `mono_s` the monotonic clock. Returns 1 when applied, 0 when ignored (not
+ * for this node, or a sequence number not above the newest seen: old or
+ * replayed), PFI_EPARSE for a malformed message, PFI_EINVAL for one that
+ * does not fit the node (cap count, cap outside a GPU's limits), or the
+ * device's error (the caps then are as before).
+ */
+int pfi_agent_handle(struct pfi_agent *ag, const char *msg, size_t len,
+                     double now_s, double mono_s, struct pfi_error *err);
+
+/*
+ * Called every period: applies the lease rules, re-applies drifted limits,
+ * samples the GPUs and fills `t` (may be NULL). Returns 0 or the first
+ * error (the other steps still run).
+ */
+int pfi_agent_tick(struct pfi_agent *ag, double now_s, double mono_s,
+                   struct pfi_fleet_telemetry *t, struct pfi_error *err);
+
+/* Restores the recorded limits now (the agent is then idle). Returns the
+ * number of GPUs restored or an error. */
+int pfi_agent_restore(struct pfi_agent *ag, struct pfi_error *err);
+
+/* Counters and state, for /metrics and the tests. */
+struct pfi_agent_stats {
+  enum pfi_agent_mode mode;
+  uint64_t seq;       /* newest sequence number seen */
+  unsigned applied;   /* assignments applied since open */
+  unsigned ignored;   /* old or replayed assignments ignored */
+  unsigned rejected;  /* malformed or unfit assignments */
+  unsigned reapplied; /* drift re-applications */
+  unsigned restores;  /* restores of the recorded limits */
+  double event_end_s; /* the held event's end, 0 when none */
+};
+void pfi_agent_stats(const struct pfi_agent *ag, struct pfi_agent_stats *s);
+
+/*
+ * The newest throughput in a JSONL file of the throughput protocol: reads
+ * at most the last 64 KiB, takes the newest line's "tokens_per_s", or the
+ * rate between the two newest lines' cumulative "tokens". Returns 1 and
+ * sets *rate (tokens/s), 0 when the file has no usable line, or PFI_EIO.
+ */
+int pfi_fleet_tail_rate(const char *path, double *rate, struct pfi_error *err);
+
+#endif

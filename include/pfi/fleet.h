@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * The fleet's messages: what pfid and pfi-agent say to each other over NATS
+ * (docs/fleet.md gives the subjects, the key-value bucket and every field).
+ *
+ *  - An assignment (pfid -> one agent, key "assign.<node>" of the bucket,
+ *    republished by the server on subject "pfi.assign.<node>"): a sequence
+ *    number, the lease, the grid event and its end time, and either one cap
+ *    per GPU of the node or "restore" (put back the limits recorded before
+ *    the first change).
+ *  - Telemetry (agent -> pfid, subject "pfi.telemetry.<node>", every
+ *    period): per GPU its limits, the limit read back, the enforced limit,
+ *    power and job; per job its throughput; the sequence number applied.
+ *  - An event (API -> pfid, key "event.<id>"): a target for the fleet's
+ *    power between a start and an end time.
+ *
+ * Messages are JSON objects of at most PFI_FLEET_MSG_MAX bytes. Decoders
+ * check every field (type, range, names usable in a NATS subject) and
+ * reject anything else with PFI_EPARSE and a message naming the field;
+ * they never read past `len`. Times are Unix seconds (double), powers in
+ * the units their names carry.
+ */
+#ifndef PFI_FLEET_H
+#define PFI_FLEET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pfi/error.h"
+
+/* Largest message either side accepts, bytes. */
+#define PFI_FLEET_MSG_MAX 65536
+/* Most GPUs per node and jobs per node a message carries. */
+#define PFI_FLEET_MAX_GPUS 64
+#define PFI_FLEET_MAX_JOBS 64
+/* Names (nodes, events, leaders, jobs): 1..63 bytes of [A-Za-z0-9_-]. */
+#define PFI_FLEET_NAME_MAX 64
+/* Version of the message format, the "v" field. */
+#define PFI_FLEET_VERSION 1
+
+/* 1 when `s` is a valid name (usable as one token of a NATS subject). */
+int pfi_fleet_name_ok(const char *s);
+
+struct pfi_fleet_assign {
+  char node[PFI_FLEET_NAME_MAX];   /* the agent this is for */
+  uint64_t seq;                    /* > 0; strictly increasing per node */
+  char leader[PFI_FLEET_NAME_MAX]; /* the pfid that issued it */
+  double issued_s;                 /* Unix time of issue */
+  double lease_s; /* the agent counts the controller lost when no newer
+                     assignment arrives within this, s (0.1..3600) */
+  char event[PFI_FLEET_NAME_MAX]; /* "" outside an event */
+  double event_end_s; /* Unix time the event ends; 0 outside an event */
+  int restore;        /* 1: restore the recorded limits (n is 0) */
+  unsigned n;         /* caps: one per GPU of the node, in index order */
+  uint32_t cap_mw[PFI_FLEET_MAX_GPUS];
+};
+
+/* Encodes `a` into buf (n bytes). Returns the length (< n), PFI_ERANGE when
+ * it does not fit, PFI_EINVAL for a field the decoder would reject. */
+int pfi_fleet_assign_encode(const struct pfi_fleet_assign *a, char *buf,
+                            size_t n, struct pfi_error *err);
+/* Decodes `len` bytes. Returns 0 or PFI_EPARSE (err names the field). */
+int pfi_fleet_assign_decode(const char *buf, size_t len,
+                            struct pfi_fleet_assign *a, struct pfi_error *err);
+
+/* The agent's state, as telemetry reports it. */
+enum pfi_agent_mode {
+  PFI_AGENT_IDLE = 0,     /* no cap of ours on the GPUs (originals) */
+  PFI_AGENT_TRACKING = 1, /* following a live assignment */
+  PFI_AGENT_HOLD = 2      /* controller lost during an event: caps held */
+};
+/* "idle", "tracking", "hold". */
+const char *pfi_agent_mode_name(enum pfi_agent_mode m);
+
+struct pfi_fleet_gpu {
+  char uuid[96];
+  uint32_t min_mw, max_mw, default_mw; /* settable range, factory default */
+  uint32_t cap_mw;                     /* the power limit read back */
+  uint32_t enforced_mw; /* the enforced limit (lowest of every limiter) */
+  uint32_t assigned_mw; /* what the agent applies; 0 when none */
+  double power_w;       /* board power, W; negative when not valid */
+  char job[PFI_FLEET_NAME_MAX]; /* job on the GPU, "" when none known */
+};
+
+struct pfi_fleet_job {
+  char id[PFI_FLEET_NAME_MAX];
+  double tokens_per_s; /* newest throughput the job reported; < 0 unknown */
+  double max_loss;     /* its tier: largest tolerated throughput loss, 0..1;
+                          < 0 when it has none */
+};
+
+struct pfi_fleet_telemetry {
+  char node[PFI_FLEET_NAME_MAX];
+  double t_s;           /* Unix time of the sample */
+  uint64_t seq_applied; /* newest assignment applied (0: none yet) */
+  enum pfi_agent_mode mode;
+  unsigned reapplied; /* drift re-applications since the agent started */
+  unsigned n;
+  struct pfi_fleet_gpu gpu[PFI_FLEET_MAX_GPUS];
+  unsigned n_jobs;
+  struct pfi_fleet_job job[PFI_FLEET_MAX_JOBS];
+};
+
+int pfi_fleet_telemetry_encode(const struct pfi_fleet_telemetry *t, char *buf,
+                               size_t n, struct pfi_error *err);
+int pfi_fleet_telemetry_decode(const char *buf, size_t len,
+                               struct pfi_fleet_telemetry *t,
+                               struct pfi_error *err);
+
+/* A grid event: the fleet's power at most target_w from start_s to end_s. */
+struct pfi_fleet_event {
+  char id[PFI_FLEET_NAME_MAX];
+  double start_s, end_s; /* Unix times, start < end */
+  double target_w;       /* > 0 */
+  int cancelled;         /* 1: ended early by the operator */
+};
+
+int pfi_fleet_event_encode(const struct pfi_fleet_event *e, char *buf, size_t n,
+                           struct pfi_error *err);
+int pfi_fleet_event_decode(const char *buf, size_t len,
+                           struct pfi_fleet_event *e, struct pfi_error *err);
+
+/* ---- Prometheus text exposition ------------------------------------------
+ * A growing text buffer for the /metrics pages (pfi_ prefix, base units:
+ * watts, seconds, tokens per second; docs/fleet.md lists every metric). */
+struct pfi_buf {
+  char *s; /* NUL-terminated, malloc'd (free with pfi_buf_release) */
+  size_t len, cap;
+  int oom; /* an allocation failed: the text is incomplete */
+};
+void pfi_buf_printf(struct pfi_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void pfi_buf_release(struct pfi_buf *b);
+/* A label value with \, " and newline escaped as the format requires. */
+void pfi_buf_label(struct pfi_buf *b, const char *v);
+
+struct pfi_agent_stats;
+/* Appends an agent's metrics: its telemetry `t` and counters `s`. */
+void pfi_fleet_metrics_agent(struct pfi_buf *b,
+                             const struct pfi_fleet_telemetry *t,
+                             const struct pfi_agent_stats *s);
+
+#endif

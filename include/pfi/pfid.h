@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * The fleet controller's daemon core: leader election through the
+ * key-value bucket, the node table fed by the agents' telemetry, grid
+ * events, assignments with sequence numbers and leases, the two-phase rule
+ * across agents, records in SQLite, and the HTTP API (docs/fleet.md).
+ */
+#ifndef PFI_PFID_H
+#define PFI_PFID_H
+
+#include <signal.h>
+
+#include "pfi/error.h"
+#include "pfi/transport.h"
+
+struct pfi_pfid_opts {
+  const char *id; /* this instance's name (pfi_fleet_name_ok) */
+  struct pfi_nats_opts nats;
+  const char *records;    /* SQLite file of the decision records */
+  const char *api_listen; /* "127.0.0.1:8470"; NULL: no API */
+  const char *token_file; /* bearer token for mutations (mode 0600) */
+  double period_s;        /* control period (default 1) */
+  double lease_s;         /* agents' lease (default 5) */
+  double leader_lease_s;  /* leader's lease in the bucket (default 3) */
+  double stale_s;         /* a node without telemetry this long is stale
+                             (default 3) */
+};
+
+struct pfi_pfid;
+
+/* Connects, opens the records and starts the API. Returns 0 or an error
+ * (PFI_EINVAL for bad options, PFI_EIO, PFI_EDB, PFI_ENOPERM). */
+int pfi_pfid_open(struct pfi_pfid **d, const struct pfi_pfid_opts *o,
+                  struct pfi_error *err);
+/* Runs periods until *stop is set (by a signal handler). Returns 0 or a
+ * fatal error. */
+int pfi_pfid_run(struct pfi_pfid *d, volatile sig_atomic_t *stop,
+                 struct pfi_error *err);
+/* The API's port (0 when none). */
+unsigned pfi_pfid_api_port(const struct pfi_pfid *d);
+void pfi_pfid_close(struct pfi_pfid *d);
+
+#endif

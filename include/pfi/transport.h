@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * The fleet's transport: a NATS connection (the C client libnats), and for
+ * the controller the JetStream key-value bucket that holds assignments,
+ * events, node liveness and the leader's lease. A thin layer: it connects,
+ * reconnects without end (NATS's own logic), and maps the client's
+ * statuses to pfi error codes with the server's words in the message.
+ *
+ * Subjects and keys (docs/fleet.md): bucket "pfi" (PFI_NATS_BUCKET) with
+ * keys assign.<node>, event.<id>, node.<node>, leader; the server republishes
+ * every assign.<node> value on subject pfi.assign.<node>, which is all an
+ * agent may subscribe to; agents publish on pfi.telemetry.<node>.
+ */
+#ifndef PFI_TRANSPORT_H
+#define PFI_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pfi/error.h"
+
+#define PFI_NATS_BUCKET "pfi"
+
+struct pfi_nats_opts {
+  const char *url;           /* "nats://127.0.0.1:4222"; NULL: that */
+  const char *user;          /* NULL: no user */
+  const char *password_file; /* the user's password, first line of a file
+                                readable by its owner only (0600) */
+  const char *name;          /* connection name the server shows */
+  int bucket;                /* 1: bind the bucket, creating it if absent
+                                (the controller); 0: core NATS only */
+  int history;               /* values kept per key (1..64), bucket only */
+  double timeout_s;          /* per request (key-value operations), s */
+};
+
+struct pfi_nats;
+struct pfi_nats_sub;
+
+/* Connects (retrying in the background when the server is not up yet).
+ * Returns 0, PFI_EIO (cannot connect, with the client's message),
+ * PFI_ENOPERM (password file readable by others), PFI_ENOMEM. */
+int pfi_nats_open(struct pfi_nats **nc, const struct pfi_nats_opts *o,
+                  struct pfi_error *err);
+void pfi_nats_close(struct pfi_nats *nc);
+/* 1 while connected to a server. */
+int pfi_nats_connected(struct pfi_nats *nc);
+
+/* Publishes `len` bytes on `subject` without waiting (the client sends
+ * it in the background). PFI_EIO when the connection cannot take it. */
+int pfi_nats_publish(struct pfi_nats *nc, const char *subject, const void *data,
+                     size_t len, struct pfi_error *err);
+/* Publishes and waits (flush, within the timeout) for the server's answer:
+ * PFI_EIO when the connection cannot (the message names why), PFI_ENOPERM
+ * when the server refused the subject (permissions violation). */
+int pfi_nats_publish_checked(struct pfi_nats *nc, const char *subject,
+                             const void *data, size_t len,
+                             struct pfi_error *err);
+
+/* A subscription whose messages are read with pfi_nats_next. */
+int pfi_nats_subscribe(struct pfi_nats *nc, const char *subject,
+                       struct pfi_nats_sub **sub, struct pfi_error *err);
+void pfi_nats_unsubscribe(struct pfi_nats_sub *sub);
+/* Waits at most `timeout_s` for the next message: returns 1 with a malloc'd
+ * copy in *data (NUL-terminated, *len bytes; caller frees) and its subject
+ * in subj (n bytes), 0 on timeout, or PFI_EIO. */
+int pfi_nats_next(struct pfi_nats_sub *sub, double timeout_s, char **data,
+                  size_t *len, char *subj, size_t n, struct pfi_error *err);
+
+/* ---- the key-value bucket (connections opened with bucket = 1) ---------- */
+
+/* Returns 1 with a malloc'd NUL-terminated copy (caller frees) and the
+ * revision, 0 when absent (or deleted), or PFI_EIO. */
+int pfi_nats_kv_get(struct pfi_nats *nc, const char *key, char **val,
+                    size_t *len, uint64_t *rev, struct pfi_error *err);
+int pfi_nats_kv_put(struct pfi_nats *nc, const char *key, const void *val,
+                    size_t len, uint64_t *rev, struct pfi_error *err);
+/* Writes only when the key is absent: PFI_EBUSY when present. */
+int pfi_nats_kv_create(struct pfi_nats *nc, const char *key, const void *val,
+                       size_t len, uint64_t *rev, struct pfi_error *err);
+/* Compare-and-set: writes only when the key's revision is `last`;
+ * PFI_ESTATE when it is not (someone else wrote it). */
+int pfi_nats_kv_update(struct pfi_nats *nc, const char *key, const void *val,
+                       size_t len, uint64_t last, uint64_t *rev,
+                       struct pfi_error *err);
+int pfi_nats_kv_delete(struct pfi_nats *nc, const char *key,
+                       struct pfi_error *err);
+/* The keys that start with `prefix`: *keys a malloc'd array of *n malloc'd
+ * strings (free with pfi_nats_keys_free). */
+int pfi_nats_kv_keys(struct pfi_nats *nc, const char *prefix, char ***keys,
+                     size_t *n, struct pfi_error *err);
+void pfi_nats_keys_free(char **keys, size_t n);
+
+/* Reads a secret (password, token): the first line of `path`, which must
+ * be a regular file not readable or writable by group or others. Returns
+ * its length, PFI_ENOPERM (mode), PFI_EIO, PFI_EPARSE (empty, too long). */
+int pfi_read_secret(const char *path, char *buf, size_t n,
+                    struct pfi_error *err);
+
+#endif

@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* `pfi ctl`: a client of pfid's HTTP API. */
+#include <curl/curl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "cli.h"
+#include "pfi/fleet.h"
+#include "pfi/transport.h"
+
+static const char usage_text[] =
+    "usage: pfi ctl [--url URL] [--token-file FILE] COMMAND [ARGS]\n"
+    "\n"
+    "Talks to pfid's HTTP API (docs/fleet.md) and prints its JSON answer.\n"
+    "\n"
+    "Commands:\n"
+    "  status                     leader, nodes, stale nodes, event, power\n"
+    "  nodes | jobs | events      the lists pfid holds\n"
+    "  records [SINCE]            assignment records after row SINCE\n"
+    "  submit ID START END WATTS  a grid event: the fleet's GPU power at most\n"
+    "                             WATTS from START to END, each a Unix time\n"
+    "                             or +S (seconds from now)\n"
+    "  cancel ID                  ends event ID now (recovery follows)\n"
+    "\n"
+    "Options:\n"
+    "  --url URL          pfid's API (default http://127.0.0.1:8470)\n"
+    "  --token-file FILE  bearer token for submit and cancel (mode 0600;\n"
+    "                     default $PFI_TOKEN_FILE)\n"
+    "\n"
+    "Exit status: 0 answered 2xx, 1 pfid unreachable or refused (the HTTP\n"
+    "status and pfid's message are printed), 2 bad usage.\n";
+
+struct body {
+  char *s;
+  size_t n;
+};
+
+static size_t on_data(char *p, size_t sz, size_t nm, void *arg) {
+  struct body *b = arg;
+  size_t k = sz * nm;
+  if (b->n + k > (1u << 26))
+    return 0;
+  char *ns = realloc(b->s, b->n + k + 1);
+  if (!ns)
+    return 0;
+  memcpy(ns + b->n, p, k);
+  b->s = ns;
+  b->n += k;
+  b->s[b->n] = 0;
+  return k;
+}
+
+static int when(const char *s, double now, double *t) {
+  char *end;
+  double v = strtod(s + (s[0] == '+'), &end);
+  if (!*s || *end || !(v >= 0) || v > 1e11)
+    return -1;
+  *t = s[0] == '+' ? now + v : v;
+  return 0;
+}
+
+int cmd_ctl(int argc, char **argv) {
+  static const struct option opts[] = {
+      {"url", required_argument, NULL, 'u'},
+      {"token-file", required_argument, NULL, 't'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  const char *url = "http://127.0.0.1:8470", *tokf = getenv("PFI_TOKEN_FILE");
+  int c;
+  while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+    if (c == 'u')
+      url = optarg;
+    else if (c == 't')
+      tokf = optarg;
+    else if (c == 'h') {
+      fputs(usage_text, stdout);
+      return 0;
+    } else {
+      fputs(usage_text, stderr);
+      return 2;
+    }
+  }
+  if (optind >= argc) {
+    fprintf(stderr, "pfi ctl: a command is needed\n%s", usage_text);
+    return 2;
+  }
+  const char *cmd = argv[optind], *method = "GET";
+  int nargs = argc - optind - 1;
+  char path[256], data[1024] = "";
+  struct timeval tv;
+  gettimeofday(&tv, NULL);
+  double now = (double)tv.tv_sec + tv.tv_usec / 1e6;
+  if (!strcmp(cmd, "status") || !strcmp(cmd, "nodes") || !strcmp(cmd, "jobs") ||
+      !strcmp(cmd, "events")) {
+    if (nargs) {
+      fprintf(stderr, "pfi ctl %s: takes no arguments\n", cmd);
+      return 2;
+    }
+    snprintf(path, sizeof path, "/v1/%s", cmd);
+  } else if (!strcmp(cmd, "records") && nargs <= 1) {
+    long since = 0;
+    char *end = NULL;
+    if (nargs && ((since = strtol(argv[optind + 1], &end, 10)) < 0 || *end)) {
+      fprintf(stderr, "pfi ctl records: SINCE '%s': expected a row number\n",
+              argv[optind + 1]);
+      return 2;
+    }
+    snprintf(path, sizeof path, "/v1/records?since=%ld", since);
+  } else if (!strcmp(cmd, "submit") && nargs == 4) {
+    struct pfi_fleet_event e;
+    struct pfi_error err;
+    memset(&e, 0, sizeof e);
+    char *end;
+    const char *id = argv[optind + 1];
+    if (!pfi_fleet_name_ok(id)) {
+      fprintf(stderr,
+              "pfi ctl submit: event id '%s': expected 1..63 letters, "
+              "digits, _ or -\n",
+              id);
+      return 2;
+    }
+    snprintf(e.id, sizeof e.id, "%s", id);
+    e.target_w = strtod(argv[optind + 4], &end);
+    if (when(argv[optind + 2], now, &e.start_s) < 0 ||
+        when(argv[optind + 3], now, &e.end_s) < 0 || *end ||
+        !(e.target_w > 0) || e.target_w > 1e12 || !(e.end_s > e.start_s)) {
+      fprintf(stderr,
+              "pfi ctl submit: expected START < END (Unix times or +S) and "
+              "WATTS > 0\n");
+      return 2;
+    }
+    if (pfi_fleet_event_encode(&e, data, sizeof data, &err) < 0) {
+      fprintf(stderr, "pfi ctl submit: %s\n", err.msg);
+      return 2;
+    }
+    method = "POST";
+    snprintf(path, sizeof path, "/v1/events");
+  } else if (!strcmp(cmd, "cancel") && nargs == 1 &&
+             pfi_fleet_name_ok(argv[optind + 1])) {
+    method = "DELETE";
+    snprintf(path, sizeof path, "/v1/events/%s", argv[optind + 1]);
+  } else {
+    fprintf(stderr, "pfi ctl: bad command or arguments: %s\n%s", cmd,
+            usage_text);
+    return 2;
+  }
+  char auth[300] = "";
+  if (strcmp(method, "GET") != 0) {
+    char tok[256];
+    struct pfi_error err;
+    if (!tokf) {
+      fprintf(stderr, "pfi ctl %s: needs --token-file (or PFI_TOKEN_FILE)\n",
+              cmd);
+      return 2;
+    }
+    if (pfi_read_secret(tokf, tok, sizeof tok, &err) < 0) {
+      fprintf(stderr, "pfi ctl: %s\n", err.msg);
+      return 2;
+    }
+    snprintf(auth, sizeof auth, "Authorization: Bearer %s", tok);
+    memset(tok, 0, sizeof tok);
+  }
+  char full[1024];
+  snprintf(full, sizeof full, "%s%s", url, path);
+  CURL *h = curl_easy_init();
+  struct curl_slist *hdr = NULL;
+  struct body b = {NULL, 0};
+  long code = 0;
+  if (!h) {
+    fprintf(stderr, "pfi ctl: cannot start libcurl\n");
+    return 1;
+  }
+  if (auth[0])
+    hdr = curl_slist_append(hdr, auth);
+  hdr = curl_slist_append(hdr, "Content-Type: application/json");
+  curl_easy_setopt(h, CURLOPT_URL, full);
+  curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+  curl_easy_setopt(h, CURLOPT_TIMEOUT, 10L);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+  if (data[0])
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, data);
+  CURLcode cr = curl_easy_perform(h);
+  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+  memset(auth, 0, sizeof auth);
+  curl_slist_free_all(hdr);
+  curl_easy_cleanup(h);
+  int rc = 0;
+  if (cr != CURLE_OK) {
+    fprintf(stderr, "pfi ctl: %s: %s\n", full, curl_easy_strerror(cr));
+    rc = 1;
+  } else if (code < 200 || code > 299) {
+    fprintf(stderr, "pfi ctl: %s: HTTP %ld: %s", full, code, b.s ? b.s : "\n");
+    rc = 1;
+  } else if (b.s) {
+    fputs(b.s, stdout);
+  }
+  free(b.s);
+  return rc;
+}

@@ -1,0 +1,596 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* The node agent's core: assignments, leases, hold and restore, drift. */
+#include "pfi/agent.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../sweep/internal.h"
+#include "pfi/capset.h"
+#include "pfi/device.h"
+#include "pfi/emu.h"
+#include "pfi/gpulock.h"
+#include "pfi/store.h"
+#include "pfi/throughput.h"
+
+struct pfi_agent {
+  char node[PFI_FLEET_NAME_MAX];
+  char backend[32];
+  char params[256];
+  char jobmap[512], tput[512], tiers[512];
+  struct pfi_device *dev;
+  struct pfi_store *st;
+  struct pfi_emu_jobs jobs;
+  int emu_job; /* a job is attached to the emulated GPUs */
+  unsigned n;
+  char uuid[PFI_FLEET_MAX_GPUS][96];
+  struct pfi_power_limits lim[PFI_FLEET_MAX_GPUS];
+  struct pfi_capset *cs; /* locks, originals, restore (pfi/capset.h) */
+  /* The state, mirrored in the record's meta table (fleet.*). */
+  enum pfi_agent_mode mode;
+  uint64_t seq;
+  char event[PFI_FLEET_NAME_MAX];
+  double event_end_s;
+  uint32_t assigned[PFI_FLEET_MAX_GPUS];
+  int ledger;         /* the ledger holds this node's originals */
+  double lease_until; /* monotonic clock */
+  struct pfi_agent_stats stats;
+};
+
+/* ---- the record ------------------------------------------------------------
+ * fleet.seq, fleet.event, fleet.event_end, fleet.caps ("mW,mW,..." or ""). */
+
+static int save_state(struct pfi_agent *ag, struct pfi_error *err) {
+  char seq[32], end[40], caps[PFI_FLEET_MAX_GPUS * 11 + 1] = "";
+  snprintf(seq, sizeof seq, "%llu", (unsigned long long)ag->seq);
+  snprintf(end, sizeof end, "%.3f", ag->event_end_s);
+  size_t k = 0;
+  if (ag->mode != PFI_AGENT_IDLE)
+    for (unsigned i = 0; i < ag->n; i++)
+      k += (size_t)snprintf(caps + k, sizeof caps - k, "%s%u", i ? "," : "",
+                            ag->assigned[i]);
+  int rc = pfi_store_begin(ag->st, err);
+  if (rc == 0 &&
+      (rc = pfi_store_meta_set(ag->st, "fleet.seq", seq, err)) == 0 &&
+      (rc = pfi_store_meta_set(ag->st, "fleet.event", ag->event, err)) == 0 &&
+      (rc = pfi_store_meta_set(ag->st, "fleet.event_end", end, err)) == 0 &&
+      (rc = pfi_store_meta_set(ag->st, "fleet.caps", caps, err)) == 0)
+    rc = pfi_store_commit(ag->st, err);
+  if (rc < 0)
+    pfi_store_rollback(ag->st);
+  return rc;
+}
+
+/* Reads the record; *caps_ok when it holds one cap per GPU. */
+static int load_state(struct pfi_agent *ag, int *caps_ok,
+                      struct pfi_error *err) {
+  char buf[PFI_FLEET_MAX_GPUS * 11 + 1];
+  int rc;
+  *caps_ok = 0;
+  if ((rc = pfi_store_meta_get(ag->st, "fleet.seq", buf, sizeof buf, err)) < 0)
+    return rc;
+  if (rc == 1)
+    ag->seq = strtoull(buf, NULL, 10);
+  if ((rc = pfi_store_meta_get(ag->st, "fleet.event", ag->event,
+                               sizeof ag->event, err)) < 0)
+    return rc;
+  if (rc == 0 || !pfi_fleet_name_ok(ag->event))
+    ag->event[0] = 0;
+  if ((rc = pfi_store_meta_get(ag->st, "fleet.event_end", buf, sizeof buf,
+                               err)) < 0)
+    return rc;
+  ag->event_end_s = rc == 1 ? strtod(buf, NULL) : 0;
+  if (!isfinite(ag->event_end_s) || !ag->event[0])
+    ag->event_end_s = 0;
+  if ((rc = pfi_store_meta_get(ag->st, "fleet.caps", buf, sizeof buf, err)) < 0)
+    return rc;
+  if (rc == 1 && buf[0]) {
+    unsigned i = 0;
+    char *p = buf, *end;
+    while (i < ag->n && *p) {
+      unsigned long v = strtoul(p, &end, 10);
+      if (end == p || v == 0 || v < ag->lim[i].min_mw || v > ag->lim[i].max_mw)
+        break;
+      ag->assigned[i++] = (uint32_t)v;
+      p = *end == ',' ? end + 1 : end;
+      if (*end != ',' && *end)
+        break;
+    }
+    *caps_ok = i == ag->n && !*p;
+  }
+  return 0;
+}
+
+static double dev_now(struct pfi_agent *ag) {
+  double t = 0;
+  pfi_device_now(ag->dev, &t, NULL);
+  return t;
+}
+
+/* Records every GPU's present limit as its original (machine record and
+ * ledger; an older record wins). */
+static int record_originals(struct pfi_agent *ag, struct pfi_error *err) {
+  if (ag->ledger)
+    return 0;
+  int rc = pfi_capset_record(ag->cs, err);
+  if (rc == 0)
+    ag->ledger = 1;
+  return rc;
+}
+
+int pfi_agent_restore(struct pfi_agent *ag, struct pfi_error *err) {
+  int rc = 0;
+  if (ag->ledger) {
+    rc = pfi_capset_restore(ag->cs, NULL, NULL, err);
+    /* Rows the ledger holds that the machine's records lost (they are
+     * cleared by a restore, so only a damaged record leaves these). */
+    struct pfi_saved_cap *rows = NULL;
+    size_t nr = 0;
+    if (rc >= 0 && pfi_store_caps_pending(ag->st, &rows, &nr, err) == 0)
+      for (size_t i = 0; i < nr && rc >= 0; i++) {
+        int restored = 0;
+        if (strcmp(rows[i].backend, ag->backend) != 0 || rows[i].gpu >= ag->n)
+          continue;
+        int r = pfi__restore_gpu(ag->st, ag->dev, ag->backend, rows[i].gpu,
+                                 rows[i].uuid, rows[i].cap_mw, &restored, err);
+        rc = r < 0 ? r : rc + restored;
+      }
+    free(rows);
+    if (rc < 0)
+      return rc; /* GPUs that failed stay recorded: the next tick retries */
+    ag->ledger = 0;
+    ag->stats.restores++;
+  }
+  ag->mode = PFI_AGENT_IDLE;
+  ag->event[0] = 0;
+  ag->event_end_s = 0;
+  memset(ag->assigned, 0, sizeof ag->assigned);
+  int r = save_state(ag, err);
+  return r < 0 ? r : rc;
+}
+
+/* Sets caps[0..n) all-or-none; on failure every GPU changed goes back to
+ * the limit it had just before: the previous assignment during an event.
+ * (pfi_capset_apply puts GPUs back to their originals instead, which
+ * would raise caps during an event, so the agent applies itself, under
+ * the capset's locks and after its record.) */
+static int apply_caps(struct pfi_agent *ag, const uint32_t *caps,
+                      const uint32_t *was, struct pfi_error *err) {
+  uint32_t prev[PFI_FLEET_MAX_GPUS];
+  unsigned done = 0;
+  int rc = 0;
+  for (unsigned i = 0; i < ag->n && rc == 0; i++)
+    rc = pfi_device_get_cap(ag->dev, i, &prev[i], err);
+  if (rc < 0)
+    return rc;
+  double t = dev_now(ag);
+  for (; done < ag->n; done++) {
+    unsigned i = done;
+    uint32_t got = 0;
+    if (prev[i] != caps[i] &&
+        (rc = pfi_device_set_cap(ag->dev, i, caps[i], err)) < 0)
+      break;
+    if ((rc = pfi_device_get_cap(ag->dev, i, &got, err)) < 0)
+      break;
+    if (got != caps[i]) {
+      rc = pfi_error_set(err, PFI_EMISMATCH,
+                         "GPU %u: set %u mW but the limit reads %u mW", i,
+                         caps[i], got);
+      break;
+    }
+  }
+  if (rc < 0) {
+    for (unsigned i = 0; i <= done && i < ag->n; i++)
+      pfi_device_set_cap(ag->dev, i, prev[i], NULL);
+    return rc;
+  }
+  /* A limit that differed from an unchanged assignment had drifted: the
+   * new assignment re-applies it, and it is recorded as that. */
+  for (unsigned i = 0; i < ag->n; i++) {
+    int drift = was && was[i] == caps[i];
+    if (prev[i] != caps[i])
+      pfi_store_cap_event(ag->st, 0, i, drift ? "reapply" : "set", caps[i], t,
+                          NULL);
+    ag->stats.reapplied += prev[i] != caps[i] && drift;
+  }
+  return 0;
+}
+
+int pfi_agent_handle(struct pfi_agent *ag, const char *msg, size_t len,
+                     double now_s, double mono_s, struct pfi_error *err) {
+  struct pfi_fleet_assign a;
+  int rc = pfi_fleet_assign_decode(msg, len, &a, err);
+  if (rc < 0) {
+    ag->stats.rejected++;
+    return rc;
+  }
+  if (strcmp(a.node, ag->node) != 0)
+    return 0;
+  if (a.seq <= ag->seq) {
+    ag->stats.ignored++;
+    return 0;
+  }
+  if (!a.restore) {
+    if (a.n != ag->n) {
+      ag->stats.rejected++;
+      return pfi_error_set(err, PFI_EINVAL,
+                           "assignment %llu has %u caps for %u GPUs",
+                           (unsigned long long)a.seq, a.n, ag->n);
+    }
+    for (unsigned i = 0; i < a.n; i++)
+      if (a.cap_mw[i] < ag->lim[i].min_mw || a.cap_mw[i] > ag->lim[i].max_mw) {
+        ag->stats.rejected++;
+        return pfi_error_set(err, PFI_EINVAL,
+                             "assignment %llu: GPU %u cap %u mW outside "
+                             "%u..%u mW",
+                             (unsigned long long)a.seq, i, a.cap_mw[i],
+                             ag->lim[i].min_mw, ag->lim[i].max_mw);
+      }
+  }
+  ag->seq = a.seq;
+  ag->lease_until = mono_s + a.lease_s;
+  if (a.restore) {
+    rc = pfi_agent_restore(ag, err);
+    if (rc < 0)
+      return rc;
+    ag->stats.applied++;
+    return 1;
+  }
+  /* Originals first, then the assignment into the record, then the caps:
+   * a crash at any point leaves a record the next start can act on. */
+  uint32_t prev[PFI_FLEET_MAX_GPUS];
+  enum pfi_agent_mode prev_mode = ag->mode;
+  char prev_event[PFI_FLEET_NAME_MAX];
+  double prev_end = ag->event_end_s;
+  memcpy(prev, ag->assigned, sizeof prev);
+  memcpy(prev_event, ag->event, sizeof prev_event);
+  if ((rc = record_originals(ag, err)) < 0)
+    return rc;
+  memcpy(ag->assigned, a.cap_mw, sizeof a.cap_mw);
+  memcpy(ag->event, a.event, sizeof ag->event);
+  ag->event_end_s = a.event_end_s;
+  ag->mode = PFI_AGENT_TRACKING;
+  if ((rc = save_state(ag, err)) < 0 ||
+      (rc = apply_caps(ag, a.cap_mw, prev_mode != PFI_AGENT_IDLE ? prev : NULL,
+                       err)) < 0) {
+    ag->mode = prev_mode;
+    memcpy(ag->assigned, prev, sizeof prev);
+    memcpy(ag->event, prev_event, sizeof ag->event);
+    ag->event_end_s = prev_end;
+    save_state(ag, NULL);
+    ag->stats.rejected++;
+    /* From idle, the GPUs are back at their originals: their records go
+     * (a no-op restore), so that no other pfi finds a change pending. */
+    if (prev_mode == PFI_AGENT_IDLE)
+      pfi_agent_restore(ag, NULL);
+    return rc;
+  }
+  ag->stats.applied++;
+  (void)now_s;
+  return 1;
+}
+
+/* Re-applies every limit that is not the assignment. */
+static int fix_drift(struct pfi_agent *ag, struct pfi_error *err) {
+  int first = 0;
+  for (unsigned i = 0; i < ag->n; i++) {
+    uint32_t cur = 0;
+    struct pfi_error e;
+    int rc = pfi_device_get_cap(ag->dev, i, &cur, &e);
+    if (rc == 0 && cur == ag->assigned[i])
+      continue;
+    if (rc == 0)
+      rc = pfi_device_set_cap(ag->dev, i, ag->assigned[i], &e);
+    if (rc == 0) {
+      ag->stats.reapplied++;
+      pfi_store_cap_event(ag->st, 0, i, "reapply", ag->assigned[i], dev_now(ag),
+                          NULL);
+    } else if (!first) {
+      first = rc;
+      if (err)
+        *err = e;
+    }
+  }
+  return first;
+}
+
+/* The job on GPU `gpu` from the mapping directory, into buf ("" none). */
+static void job_of(struct pfi_agent *ag, unsigned gpu, char *buf, size_t n) {
+  buf[0] = 0;
+  if (ag->emu_job) {
+    if ((size_t)snprintf(buf, n, "emu-%.58s", ag->node) >= n ||
+        !pfi_fleet_name_ok(buf))
+      buf[0] = 0;
+    return;
+  }
+  if (!ag->jobmap[0])
+    return;
+  char path[600], line[PFI_FLEET_NAME_MAX + 2];
+  snprintf(path, sizeof path, "%s/%u", ag->jobmap, gpu);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0)
+    return;
+  ssize_t k = read(fd, line, sizeof line - 1);
+  close(fd);
+  if (k <= 0)
+    return;
+  line[k] = 0;
+  line[strcspn(line, "\r\n \t")] = 0;
+  if (pfi_fleet_name_ok(line) && strlen(line) < n)
+    memcpy(buf, line, strlen(line) + 1);
+}
+
+int pfi_agent_tick(struct pfi_agent *ag, double now_s, double mono_s,
+                   struct pfi_fleet_telemetry *t, struct pfi_error *err) {
+  int first = 0, rc;
+  if (ag->mode == PFI_AGENT_TRACKING && mono_s > ag->lease_until) {
+    if (ag->event_end_s > now_s)
+      ag->mode = PFI_AGENT_HOLD; /* lost during an event: hold */
+    else
+      first = pfi_agent_restore(ag, err); /* lost outside an event */
+  } else if (ag->mode == PFI_AGENT_HOLD && now_s >= ag->event_end_s)
+    first = pfi_agent_restore(ag, err); /* held to the event's end */
+  else if (ag->mode == PFI_AGENT_IDLE && ag->ledger)
+    first = pfi_agent_restore(ag, err); /* a restore that failed before */
+  if (first > 0)
+    first = 0; /* the count of GPUs restored */
+  if (ag->mode != PFI_AGENT_IDLE && (rc = fix_drift(ag, err)) < 0 && !first)
+    first = rc;
+  if (!t)
+    return first;
+  memset(t, 0, sizeof *t);
+  snprintf(t->node, sizeof t->node, "%s", ag->node);
+  t->t_s = now_s;
+  t->seq_applied = ag->seq;
+  t->mode = ag->mode;
+  t->reapplied = ag->stats.reapplied;
+  t->n = ag->n;
+  for (unsigned i = 0; i < ag->n; i++) {
+    struct pfi_fleet_gpu *g = &t->gpu[i];
+    snprintf(g->uuid, sizeof g->uuid, "%s", ag->uuid[i]);
+    g->min_mw = ag->lim[i].min_mw;
+    g->max_mw = ag->lim[i].max_mw;
+    g->default_mw = ag->lim[i].default_mw;
+    g->assigned_mw = ag->mode != PFI_AGENT_IDLE ? ag->assigned[i] : 0;
+    struct pfi_sample s;
+    if ((rc = pfi_device_get_cap(ag->dev, i, &g->cap_mw, err)) < 0 ||
+        (rc = pfi_device_enforced_cap(ag->dev, i, &g->enforced_mw, err)) < 0)
+      first = first ? first : rc;
+    g->power_w = -1;
+    if (pfi_device_sample(ag->dev, i, &s, NULL) == 0 &&
+        pfi_sample_has(&s, PFI_FIELD_POWER) && isfinite(s.v[PFI_FIELD_POWER]))
+      g->power_w = s.v[PFI_FIELD_POWER];
+    job_of(ag, i, g->job, sizeof g->job);
+    if (!g->job[0])
+      continue;
+    unsigned j = 0;
+    while (j < t->n_jobs && strcmp(t->job[j].id, g->job) != 0)
+      j++;
+    if (j < t->n_jobs || t->n_jobs == PFI_FLEET_MAX_JOBS)
+      continue;
+    snprintf(t->job[j].id, sizeof t->job[j].id, "%s", g->job);
+    t->job[j].tokens_per_s = -1;
+    t->job[j].max_loss = -1;
+    t->n_jobs++;
+    if (ag->tiers[0]) {
+      char path[600], buf[32];
+      snprintf(path, sizeof path, "%s/%s", ag->tiers, g->job);
+      int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+      ssize_t k = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+      if (fd >= 0)
+        close(fd);
+      char *end;
+      double v = k > 0 ? (buf[k] = 0, strtod(buf, &end)) : -1;
+      if (k > 0 && end != buf && (*end == 0 || *end == '\n') && v >= 0 &&
+          v <= 1)
+        t->job[j].max_loss = v;
+    }
+    double rate = -1;
+    if (ag->emu_job) {
+      if (pfi_emu_progress(ag->dev, NULL, &rate, NULL, NULL) < 0)
+        rate = -1;
+    } else if (ag->tput[0]) {
+      char path[600];
+      snprintf(path, sizeof path, "%s/%s.jsonl", ag->tput, g->job);
+      if (pfi_fleet_tail_rate(path, &rate, NULL) != 1)
+        rate = -1;
+    }
+    t->job[j].tokens_per_s = isfinite(rate) && rate >= 0 ? rate : -1;
+  }
+  return first;
+}
+
+void pfi_agent_stats(const struct pfi_agent *ag, struct pfi_agent_stats *s) {
+  *s = ag->stats;
+  s->mode = ag->mode;
+  s->seq = ag->seq;
+  s->event_end_s = ag->event_end_s;
+}
+
+/* ---- open / close ----------------------------------------------------------
+ */
+
+static int open_gpus(struct pfi_agent *ag, struct pfi_error *err) {
+  int rc = pfi_device_count(ag->dev, &ag->n, err);
+  if (rc < 0)
+    return rc;
+  if (ag->n == 0 || ag->n > PFI_FLEET_MAX_GPUS)
+    return pfi_error_set(err, PFI_ERANGE, "%u GPUs on this node (1..%d)", ag->n,
+                         PFI_FLEET_MAX_GPUS);
+  for (unsigned i = 0; i < ag->n; i++) {
+    if (pfi_device_uuid(ag->dev, i, ag->uuid[i], sizeof ag->uuid[i], NULL) < 0)
+      ag->uuid[i][0] = 0;
+    if ((rc = pfi_device_limits(ag->dev, i, &ag->lim[i], err)) < 0)
+      return rc;
+  }
+  unsigned gpus[PFI_FLEET_MAX_GPUS];
+  for (unsigned i = 0; i < ag->n; i++)
+    gpus[i] = i;
+  /* KEEP: the agent's changes outlive it on purpose (a restarted agent
+   * holds an event's caps); its own store keeps the originals. */
+  rc = pfi_capset_open(&ag->cs, ag->st, ag->dev, ag->backend, ag->params, gpus,
+                       ag->n, "agent", PFI_CAPSET_KEEP, err);
+  if (rc < 0)
+    return rc;
+  for (unsigned i = 0; i < ag->n; i++) {
+    uint32_t mw;
+    if (pfi_capset_original(ag->cs, i, &mw))
+      ag->ledger = 1;
+  }
+  return 0;
+}
+
+int pfi_agent_open(struct pfi_agent **out, const struct pfi_agent_opts *o,
+                   double now_s, struct pfi_error *err) {
+  struct pfi_agent *ag = calloc(1, sizeof *ag);
+  int rc, caps_ok = 0;
+  if (!ag)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  if (!o->node || !pfi_fleet_name_ok(o->node)) {
+    rc = pfi_error_set(err, PFI_EINVAL,
+                       "node name '%s': expected 1..63 letters, digits, _ "
+                       "or -",
+                       o->node ? o->node : "");
+    goto fail;
+  }
+  if (!o->record || !o->record[0]) {
+    rc = pfi_error_set(err, PFI_EINVAL, "no record path");
+    goto fail;
+  }
+  snprintf(ag->node, sizeof ag->node, "%s", o->node);
+  snprintf(ag->backend, sizeof ag->backend, "%s",
+           o->backend ? o->backend : "emu");
+  if (o->params && strlen(o->params) >= sizeof ag->params) {
+    rc = pfi_error_set(err, PFI_EINVAL, "backend parameters too long");
+    goto fail;
+  }
+  snprintf(ag->params, sizeof ag->params, "%s", o->params ? o->params : "");
+  snprintf(ag->jobmap, sizeof ag->jobmap, "%s",
+           o->jobmap_dir ? o->jobmap_dir : "");
+  snprintf(ag->tput, sizeof ag->tput, "%s", o->tput_dir ? o->tput_dir : "");
+  snprintf(ag->tiers, sizeof ag->tiers, "%s", o->tier_dir ? o->tier_dir : "");
+  if ((rc = pfi_store_open(&ag->st, o->record, PFI_STORE_CREATE, err)) < 0)
+    goto fail;
+  /* The store's lock says a live process owns its ledger: pfi restore
+   * leaves the caps of a running agent alone. */
+  if ((rc = pfi__store_lock(ag->st, err)) < 0)
+    goto fail;
+  if ((rc = pfi_device_open(&ag->dev, ag->backend,
+                            ag->params[0] ? ag->params : NULL, err)) < 0 ||
+      (rc = open_gpus(ag, err)) < 0)
+    goto fail;
+  if (o->emu_job) {
+    const struct pfi_emu_job *j;
+    unsigned gpus[PFI_FLEET_MAX_GPUS];
+    for (unsigned i = 0; i < ag->n; i++)
+      gpus[i] = i;
+    if ((rc = pfi_emu_jobs_load(&ag->jobs, NULL, err)) < 0)
+      goto fail;
+    if (!(j = pfi_emu_job_find(&ag->jobs, o->emu_job))) {
+      rc = pfi_error_set(err, PFI_ENOTFOUND, "no job %s in the job library",
+                         o->emu_job);
+      goto fail;
+    }
+    if ((rc = pfi_emu_attach(ag->dev, gpus, ag->n, j, PFI_EMU_DEFAULT_SEED,
+                             err)) < 0)
+      goto fail;
+    ag->emu_job = 1;
+  }
+  struct pfi_saved_cap *pend = NULL;
+  size_t npend = 0;
+  if ((rc = pfi_store_caps_pending(ag->st, &pend, &npend, err)) < 0 ||
+      (rc = load_state(ag, &caps_ok, err)) < 0) {
+    free(pend);
+    goto fail;
+  }
+  free(pend);
+  ag->ledger |= npend > 0;
+  if (ag->ledger && caps_ok && ag->event[0] && ag->event_end_s > now_s) {
+    /* Restarted during an event: hold what the record says; the
+     * controller's next assignment (a newer sequence number) takes over. */
+    ag->mode = PFI_AGENT_HOLD;
+    if ((rc = fix_drift(ag, err)) < 0)
+      goto fail;
+  } else if ((rc = pfi_agent_restore(ag, err)) < 0) {
+    goto fail;
+  }
+  *out = ag;
+  return 0;
+fail:
+  pfi_agent_close(ag);
+  return rc;
+}
+
+void pfi_agent_close(struct pfi_agent *ag) {
+  if (!ag)
+    return;
+  if (ag->emu_job)
+    pfi_emu_detach(ag->dev);
+  pfi_capset_close(ag->cs);
+  pfi_device_close(ag->dev);
+  if (ag->st)
+    pfi__store_unlock(ag->st);
+  pfi_store_close(ag->st);
+  pfi_emu_jobs_release(&ag->jobs);
+  free(ag);
+}
+
+/* ---- throughput from a job's JSONL file ------------------------------------
+ */
+
+int pfi_fleet_tail_rate(const char *path, double *rate, struct pfi_error *err) {
+  enum { TAIL = 65536 };
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0)
+    return errno == ENOENT
+               ? 0
+               : pfi_error_set(err, PFI_EIO, "%s: %s", path, strerror(errno));
+  struct stat sb;
+  char *buf = malloc(TAIL + 1);
+  ssize_t k = -1;
+  if (buf && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode)) {
+    off_t off = sb.st_size > TAIL ? sb.st_size - TAIL : 0;
+    k = pread(fd, buf, TAIL, off);
+  }
+  close(fd);
+  if (k < 0) {
+    free(buf);
+    return pfi_error_set(err, PFI_EIO, "%s: cannot read", path);
+  }
+  buf[k] = 0;
+  /* Complete lines only, newest first. */
+  struct pfi_step s[2];
+  int got = 0;
+  char *end = memrchr(buf, '\n', (size_t)k);
+  while (end && got < 2) {
+    *end = 0;
+    char *start = memrchr(buf, '\n', (size_t)(end - buf));
+    char *line = start ? start + 1 : buf;
+    if (!start && k == TAIL)
+      break; /* a line cut by the window */
+    if (pfi_jsonl_parse_line(path, 0, line, strlen(line), &s[got], NULL,
+                             NULL) == 1) {
+      if (got == 0 && isfinite(s[0].tokens_per_s)) {
+        *rate = s[0].tokens_per_s;
+        free(buf);
+        return 1;
+      }
+      got++;
+    }
+    end = start;
+  }
+  free(buf);
+  if (got == 2 && isfinite(s[0].tokens) && isfinite(s[1].tokens) &&
+      isfinite(s[0].job_t_s) && isfinite(s[1].job_t_s) &&
+      s[0].job_t_s > s[1].job_t_s && s[0].tokens >= s[1].tokens) {
+    *rate = (s[0].tokens - s[1].tokens) / (s[0].job_t_s - s[1].job_t_s);
+    return isfinite(*rate) ? 1 : 0;
+  }
+  return 0;
+}

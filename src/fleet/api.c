@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* pfid's HTTP API and its /metrics page. */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pfi/transport.h"
+#include "pfid_int.h"
+
+static void reply_json(struct pfi_http_resp *rs, int status, json_t *j) {
+  rs->status = status;
+  rs->type = "application/json";
+  rs->body = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
+  json_decref(j);
+  if (rs->body) {
+    size_t n = strlen(rs->body);
+    char *b = realloc(rs->body, n + 2);
+    if (b) {
+      b[n] = '\n';
+      b[n + 1] = 0;
+      rs->body = b;
+      n++;
+    }
+    rs->len = n;
+  } else {
+    rs->status = 500;
+  }
+}
+
+static void reply_err(struct pfi_http_resp *rs, int status, const char *msg) {
+  reply_json(rs, status, json_pack("{s:s}", "error", msg));
+}
+
+static json_t *node_json(const struct pfid_node *n) {
+  json_t *g = json_array();
+  for (unsigned i = 0; i < n->tel.n; i++) {
+    const struct pfi_fleet_gpu *u = &n->tel.gpu[i];
+    json_t *o = json_pack("{s:i s:s s:f s:f s:f}", "gpu", (int)i, "uuid",
+                          u->uuid, "cap_w", u->cap_mw / 1000.0, "enforced_w",
+                          u->enforced_mw / 1000.0, "min_w", u->min_mw / 1000.0);
+    if (!n->restore && i < n->n)
+      json_object_set_new(o, "assigned_w", json_real(n->caps[i] / 1000.0));
+    if (u->power_w >= 0)
+      json_object_set_new(o, "power_w", json_real(u->power_w));
+    if (u->job[0])
+      json_object_set_new(o, "job", json_string(u->job));
+    json_array_append_new(g, o);
+  }
+  return json_pack(
+      "{s:s s:b s:s s:I s:I s:i s:o}", "node", n->name, "stale", n->stale,
+      "mode", n->have_tel ? pfi_agent_mode_name(n->tel.mode) : "unknown", "seq",
+      (json_int_t)n->seq, "seq_applied", (json_int_t)n->tel.seq_applied,
+      "reapplied", (int)n->tel.reapplied, "gpus", g);
+}
+
+static json_t *event_json(const struct pfi_fleet_event *e) {
+  return json_pack("{s:s s:f s:f s:f s:b}", "id", e->id, "start", e->start_s,
+                   "end", e->end_s, "target_w", e->target_w, "cancelled",
+                   e->cancelled);
+}
+
+static void status(struct pfi_pfid *d, struct pfi_http_resp *rs) {
+  size_t stale = 0, gpus = 0;
+  for (size_t i = 0; i < d->n_nodes; i++) {
+    stale += d->node[i].stale;
+    gpus += d->node[i].tel.n;
+  }
+  json_t *j = json_pack(
+      "{s:s s:b s:I s:I s:I s:s s:f s:f s:I s:I}", "id", d->id, "leader",
+      d->leader, "nodes", (json_int_t)d->n_nodes, "stale_nodes",
+      (json_int_t)stale, "gpus", (json_int_t)gpus, "event", d->event,
+      "target_w", d->target_w, "power_w", d->power_w, "steps",
+      (json_int_t)d->steps, "takeovers", (json_int_t)d->takeovers);
+  reply_json(rs, 200, j);
+}
+
+static void jobs(struct pfi_pfid *d, struct pfi_http_resp *rs) {
+  json_t *a = json_array();
+  for (size_t i = 0; i < d->n_nodes; i++) {
+    const struct pfid_node *n = &d->node[i];
+    for (unsigned j = 0; j < n->tel.n_jobs; j++) {
+      json_t *o =
+          json_pack("{s:s s:s}", "job", n->tel.job[j].id, "node", n->name);
+      if (n->tel.job[j].tokens_per_s >= 0)
+        json_object_set_new(o, "tokens_per_s",
+                            json_real(n->tel.job[j].tokens_per_s));
+      json_array_append_new(a, o);
+    }
+  }
+  reply_json(rs, 200, a);
+}
+
+static void records(struct pfi_pfid *d, const struct pfi_http_req *rq,
+                    struct pfi_http_resp *rs) {
+  const char *since = rq->arg(rq, "since");
+  sqlite3_stmt *q = NULL;
+  if (sqlite3_prepare_v2(d->db,
+                         "SELECT id,t_s,leader,node,seq,event,kind,caps_mw "
+                         "FROM fleet_assignments WHERE id > ? ORDER BY id "
+                         "LIMIT 10000",
+                         -1, &q, NULL) != SQLITE_OK) {
+    reply_err(rs, 500, sqlite3_errmsg(d->db));
+    return;
+  }
+  sqlite3_bind_int64(q, 1, since ? strtoll(since, NULL, 10) : 0);
+  json_t *a = json_array();
+  while (sqlite3_step(q) == SQLITE_ROW)
+    json_array_append_new(
+        a, json_pack("{s:I s:f s:s s:s s:I s:s s:s s:s}", "id",
+                     (json_int_t)sqlite3_column_int64(q, 0), "t",
+                     sqlite3_column_double(q, 1), "leader",
+                     (const char *)sqlite3_column_text(q, 2), "node",
+                     (const char *)sqlite3_column_text(q, 3), "seq",
+                     (json_int_t)sqlite3_column_int64(q, 4), "event",
+                     (const char *)sqlite3_column_text(q, 5), "kind",
+                     (const char *)sqlite3_column_text(q, 6), "caps_mw",
+                     (const char *)sqlite3_column_text(q, 7)));
+  sqlite3_finalize(q);
+  reply_json(rs, 200, a);
+}
+
+/* POST /v1/events: an event message; DELETE /v1/events/ID: cancels. Both
+ * write the bucket, which the leader reads every period. */
+static void event_post(struct pfi_pfid *d, const struct pfi_http_req *rq,
+                       struct pfi_http_resp *rs) {
+  struct pfi_fleet_event e;
+  struct pfi_error err;
+  if (pfi_fleet_event_decode(rq->body, rq->body_len, &e, &err) < 0) {
+    reply_err(rs, 400, err.msg);
+    return;
+  }
+  char buf[1024], key[PFI_FLEET_NAME_MAX + 8];
+  int len = pfi_fleet_event_encode(&e, buf, sizeof buf, &err);
+  snprintf(key, sizeof key, "event.%s", e.id);
+  if (len < 0 ||
+      pfi_nats_kv_put(d->nc, key, buf, (size_t)len, NULL, &err) < 0) {
+    reply_err(rs, 503, err.msg);
+    return;
+  }
+  pfid_log(d, "event", "%s: %.1f W from %.3f to %.3f%s", e.id, e.target_w,
+           e.start_s, e.end_s, e.cancelled ? " (cancelled)" : "");
+  reply_json(rs, 201, event_json(&e));
+}
+
+static void event_cancel(struct pfi_pfid *d, const char *id,
+                         struct pfi_http_resp *rs) {
+  char key[PFI_FLEET_NAME_MAX + 8], *val = NULL;
+  size_t len = 0;
+  struct pfi_error err;
+  struct pfi_fleet_event e;
+  if (!pfi_fleet_name_ok(id)) {
+    reply_err(rs, 400, "bad event id");
+    return;
+  }
+  snprintf(key, sizeof key, "event.%s", id);
+  int r = pfi_nats_kv_get(d->nc, key, &val, &len, NULL, &err);
+  if (r < 0 || (r == 1 && pfi_fleet_event_decode(val, len, &e, &err) < 0)) {
+    free(val);
+    reply_err(rs, 503, err.msg);
+    return;
+  }
+  free(val);
+  if (r == 0) {
+    reply_err(rs, 404, "no such event");
+    return;
+  }
+  e.cancelled = 1;
+  char buf[1024];
+  len = (size_t)pfi_fleet_event_encode(&e, buf, sizeof buf, &err);
+  if (pfi_nats_kv_put(d->nc, key, buf, len, NULL, &err) < 0) {
+    reply_err(rs, 503, err.msg);
+    return;
+  }
+  pfid_log(d, "event", "%s cancelled", id);
+  reply_json(rs, 200, event_json(&e));
+}
+
+static void metrics(struct pfi_pfid *d, struct pfi_http_resp *rs) {
+  struct pfi_buf b = {0};
+  size_t stale = 0;
+  for (size_t i = 0; i < d->n_nodes; i++)
+    stale += d->node[i].stale;
+  pfi_buf_printf(&b,
+                 "# HELP pfi_pfid_leader 1 while this pfid leads.\n"
+                 "# TYPE pfi_pfid_leader gauge\n"
+                 "pfi_pfid_leader{pfid=\"%s\"} %d\n"
+                 "# HELP pfi_fleet_nodes Nodes known, by state.\n"
+                 "# TYPE pfi_fleet_nodes gauge\n"
+                 "pfi_fleet_nodes{state=\"live\"} %zu\n"
+                 "pfi_fleet_nodes{state=\"stale\"} %zu\n"
+                 "# HELP pfi_fleet_target_watts The active event's target "
+                 "(0 outside one).\n"
+                 "# TYPE pfi_fleet_target_watts gauge\n"
+                 "pfi_fleet_target_watts %.17g\n"
+                 "# HELP pfi_fleet_power_watts Power of the live nodes' GPUs.\n"
+                 "# TYPE pfi_fleet_power_watts gauge\n"
+                 "pfi_fleet_power_watts %.17g\n"
+                 "# HELP pfi_pfid_assignments_published_total Assignments "
+                 "written.\n"
+                 "# TYPE pfi_pfid_assignments_published_total counter\n"
+                 "pfi_pfid_assignments_published_total %lu\n"
+                 "# HELP pfi_pfid_takeovers_total Times this pfid took the "
+                 "lead.\n"
+                 "# TYPE pfi_pfid_takeovers_total counter\n"
+                 "pfi_pfid_takeovers_total %lu\n"
+                 "# HELP pfi_pfid_bad_telemetry_total Telemetry messages "
+                 "refused.\n"
+                 "# TYPE pfi_pfid_bad_telemetry_total counter\n"
+                 "pfi_pfid_bad_telemetry_total %lu\n",
+                 d->id, d->leader, d->n_nodes - stale, stale, d->target_w,
+                 d->power_w, d->published, d->takeovers, d->bad_tel);
+  if (b.oom) {
+    pfi_buf_release(&b);
+    rs->status = 500;
+    return;
+  }
+  rs->type = "text/plain; version=0.0.4";
+  rs->body = b.s;
+  rs->len = b.len;
+}
+
+void pfid_api(void *arg, const struct pfi_http_req *rq,
+              struct pfi_http_resp *rs) {
+  struct pfi_pfid *d = arg;
+  int get = strcmp(rq->method, "GET") == 0;
+  int mut = strcmp(rq->method, "POST") == 0 ||
+            strcmp(rq->method, "DELETE") == 0 || strcmp(rq->method, "PUT") == 0;
+  if (!get && !mut) {
+    reply_err(rs, 405, "method not allowed");
+    return;
+  }
+  /* Every mutation needs the token; without a token file none is
+   * possible. Checked before anything else is looked at. */
+  if (mut && !pfi_http_bearer_ok(rq->auth, d->token)) {
+    reply_err(rs, 401, "a valid bearer token is required");
+    return;
+  }
+  const char *p = rq->path;
+  if (get && strcmp(p, "/metrics") == 0) {
+    pthread_mutex_lock(&d->mu);
+    metrics(d, rs);
+    pthread_mutex_unlock(&d->mu);
+    return;
+  }
+  if (mut && strcmp(p, "/v1/events") == 0 && rq->method[0] == 'P') {
+    event_post(d, rq, rs);
+    return;
+  }
+  if (strcmp(rq->method, "DELETE") == 0 && strncmp(p, "/v1/events/", 11) == 0) {
+    event_cancel(d, p + 11, rs);
+    return;
+  }
+  if (!get) {
+    reply_err(rs, 404, "not found");
+    return;
+  }
+  pthread_mutex_lock(&d->mu);
+  if (strcmp(p, "/v1/status") == 0) {
+    status(d, rs);
+  } else if (strcmp(p, "/v1/nodes") == 0) {
+    json_t *a = json_array();
+    for (size_t i = 0; i < d->n_nodes; i++)
+      json_array_append_new(a, node_json(&d->node[i]));
+    reply_json(rs, 200, a);
+  } else if (strcmp(p, "/v1/jobs") == 0) {
+    jobs(d, rs);
+  } else if (strcmp(p, "/v1/events") == 0) {
+    json_t *a = json_array();
+    for (size_t i = 0; i < d->n_ev; i++)
+      json_array_append_new(a, event_json(&d->ev[i]));
+    reply_json(rs, 200, a);
+  } else if (strcmp(p, "/v1/records") == 0) {
+    records(d, rq, rs);
+  } else {
+    reply_err(rs, 404, "not found");
+  }
+  pthread_mutex_unlock(&d->mu);
+}

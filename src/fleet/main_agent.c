@@ -1,0 +1,349 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* pfi-agent: one node's GPUs under pfid's assignments, over NATS. */
+#include <getopt.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pfi/agent.h"
+#include "pfi/fleet.h"
+#include "pfi/http.h"
+#include "pfi/transport.h"
+
+static volatile sig_atomic_t stop;
+static void on_signal(int sig) { stop = sig; }
+
+static const char usage[] =
+    "usage: pfi-agent [options]\n"
+    "  --node NAME            this node's name (default: the host name)\n"
+    "  --nats URL             NATS server (default nats://127.0.0.1:4222)\n"
+    "  --user USER            NATS user (default: agent-NODE)\n"
+    "  --password-file FILE   the user's password (mode 0600)\n"
+    "  --backend emu|nvml     device backend (default nvml)\n"
+    "  --params P             backend parameters\n"
+    "  --emulate              the emulator in real time (backend emu)\n"
+    "  --emu-job ID           emulate: run this job-library job on the GPUs\n"
+    "  --record PATH          local record (default /var/lib/pfi/agent.db)\n"
+    "  --jobmap-dir DIR       GPU -> job files (Slurm prolog, dcgm format)\n"
+    "  --tput-dir DIR         per-job throughput, DIR/JOB.jsonl\n"
+    "  --tier-dir DIR         per-job tier (largest loss 0..1), DIR/JOB\n"
+    "  --period S             telemetry period, 0.1..60 s (default 1)\n"
+    "  --metrics HOST:PORT    serve Prometheus /metrics there\n"
+    "  --restore-on-exit      restore the recorded limits on exit even during\n"
+    "                         an event (default: only outside one)\n"
+    "  --help\n";
+
+static double wall_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static double mono_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static char node[PFI_FLEET_NAME_MAX];
+
+static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void logf_(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "pfi-agent %s: ", node);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+/* The newest page for /metrics, built by the main loop. */
+static pthread_mutex_t mmu = PTHREAD_MUTEX_INITIALIZER;
+static char *page;
+static size_t page_len;
+
+static void serve(void *arg, const struct pfi_http_req *rq,
+                  struct pfi_http_resp *rs) {
+  if (strcmp(rq->path, "/metrics") != 0 || strcmp(rq->method, "GET") != 0) {
+    rs->status = 404;
+    rs->body = strdup("not found\n");
+    rs->len = rs->body ? strlen(rs->body) : 0;
+    rs->type = "text/plain";
+    return;
+  }
+  pthread_mutex_lock(&mmu);
+  rs->body = page ? malloc(page_len + 1) : NULL;
+  if (rs->body) {
+    memcpy(rs->body, page, page_len + 1);
+    rs->len = page_len;
+  } else {
+    rs->status = 503;
+  }
+  pthread_mutex_unlock(&mmu);
+  rs->type = "text/plain; version=0.0.4";
+}
+
+int main(int argc, char **argv) {
+  enum {
+    O_NODE = 1,
+    O_NATS,
+    O_USER,
+    O_PW,
+    O_BACKEND,
+    O_PARAMS,
+    O_EMULATE,
+    O_EMUJOB,
+    O_RECORD,
+    O_JOBMAP,
+    O_TPUT,
+    O_PERIOD,
+    O_METRICS,
+    O_RESTORE,
+    O_TIER,
+    O_HELP
+  };
+  static const struct option lo[] = {{"node", 1, 0, O_NODE},
+                                     {"nats", 1, 0, O_NATS},
+                                     {"user", 1, 0, O_USER},
+                                     {"password-file", 1, 0, O_PW},
+                                     {"backend", 1, 0, O_BACKEND},
+                                     {"params", 1, 0, O_PARAMS},
+                                     {"emulate", 0, 0, O_EMULATE},
+                                     {"emu-job", 1, 0, O_EMUJOB},
+                                     {"record", 1, 0, O_RECORD},
+                                     {"jobmap-dir", 1, 0, O_JOBMAP},
+                                     {"tput-dir", 1, 0, O_TPUT},
+                                     {"period", 1, 0, O_PERIOD},
+                                     {"metrics", 1, 0, O_METRICS},
+                                     {"restore-on-exit", 0, 0, O_RESTORE},
+                                     {"tier-dir", 1, 0, O_TIER},
+                                     {"help", 0, 0, O_HELP},
+                                     {0, 0, 0, 0}};
+  struct pfi_agent_opts ao = {0};
+  struct pfi_nats_opts no = {0};
+  const char *metrics = NULL;
+  char user[PFI_FLEET_NAME_MAX + 8], params[300];
+  int emulate = 0, restore_on_exit = 0, c;
+  double period = 1.0;
+  ao.backend = "nvml";
+  ao.record = "/var/lib/pfi/agent.db";
+  if (gethostname(node, sizeof node) != 0)
+    node[0] = 0;
+  node[sizeof node - 1] = 0;
+  node[strcspn(node, ".")] = 0;
+  while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+    char *end;
+    switch (c) {
+    case O_NODE:
+      snprintf(node, sizeof node, "%s", optarg);
+      if (strlen(optarg) >= sizeof node)
+        node[0] = '.'; /* rejected below */
+      break;
+    case O_NATS:
+      no.url = optarg;
+      break;
+    case O_USER:
+      no.user = optarg;
+      break;
+    case O_PW:
+      no.password_file = optarg;
+      break;
+    case O_BACKEND:
+      ao.backend = optarg;
+      break;
+    case O_PARAMS:
+      ao.params = optarg;
+      break;
+    case O_EMULATE:
+      emulate = 1;
+      break;
+    case O_EMUJOB:
+      ao.emu_job = optarg;
+      break;
+    case O_RECORD:
+      ao.record = optarg;
+      break;
+    case O_JOBMAP:
+      ao.jobmap_dir = optarg;
+      break;
+    case O_TIER:
+      ao.tier_dir = optarg;
+      break;
+    case O_TPUT:
+      ao.tput_dir = optarg;
+      break;
+    case O_PERIOD:
+      period = strtod(optarg, &end);
+      if (*end || !(period >= 0.1 && period <= 60)) {
+        fprintf(stderr, "pfi-agent: --period %s: expected 0.1..60 s\n", optarg);
+        return 2;
+      }
+      break;
+    case O_METRICS:
+      metrics = optarg;
+      break;
+    case O_RESTORE:
+      restore_on_exit = 1;
+      break;
+    case O_HELP:
+      fputs(usage, stdout);
+      return 0;
+    default:
+      fputs(usage, stderr);
+      return 2;
+    }
+  }
+  if (optind < argc) {
+    fprintf(stderr, "pfi-agent: unexpected argument '%s'\n%s", argv[optind],
+            usage);
+    return 2;
+  }
+  if (!pfi_fleet_name_ok(node)) {
+    fprintf(stderr,
+            "pfi-agent: node name '%s': expected 1..63 letters, digits, _ "
+            "or - (--node)\n",
+            node);
+    return 2;
+  }
+  if (emulate) {
+    ao.backend = "emu";
+    snprintf(params, sizeof params, "realtime=1%s%s", ao.params ? "," : "",
+             ao.params ? ao.params : "");
+    ao.params = params;
+  }
+  if (ao.emu_job && strcmp(ao.backend, "emu") != 0) {
+    fprintf(stderr, "pfi-agent: --emu-job needs --emulate\n");
+    return 2;
+  }
+  if (!no.user) {
+    snprintf(user, sizeof user, "agent-%s", node);
+    no.user = no.password_file ? user : NULL;
+  }
+  no.name = node;
+  ao.node = node;
+  no.timeout_s = 2;
+
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  signal(SIGPIPE, SIG_IGN);
+
+  struct pfi_error err;
+  char msg[PFI_ERROR_MSG_MAX + 300];
+  struct pfi_agent *ag = NULL;
+  struct pfi_nats *nc = NULL;
+  struct pfi_nats_sub *sub = NULL;
+  struct pfi_http *http = NULL;
+  int rc = pfi_agent_open(&ag, &ao, wall_now(), &err);
+  if (rc < 0) {
+    fprintf(stderr, "pfi-agent: %s\n", pfi_error_format(&err, msg, sizeof msg));
+    return rc == PFI_EINVAL || rc == PFI_EPARSE ? 2 : 1;
+  }
+  struct pfi_agent_stats st;
+  pfi_agent_stats(ag, &st);
+  logf_("started: %s, sequence %llu", pfi_agent_mode_name(st.mode),
+        (unsigned long long)st.seq);
+  char subject[PFI_FLEET_NAME_MAX + 32];
+  snprintf(subject, sizeof subject, "pfi.assign.%s", node);
+  if ((rc = pfi_nats_open(&nc, &no, &err)) < 0 ||
+      (rc = pfi_nats_subscribe(nc, subject, &sub, &err)) < 0 ||
+      (metrics && (rc = pfi_http_start(&http, metrics, serve, NULL, &err)) < 0))
+    goto out;
+  if (http)
+    logf_("metrics on %s (port %u)", metrics, pfi_http_port(http));
+  char tsubj[PFI_FLEET_NAME_MAX + 32];
+  snprintf(tsubj, sizeof tsubj, "pfi.telemetry.%s", node);
+  char *buf = malloc(PFI_FLEET_MSG_MAX + 1);
+  struct pfi_fleet_telemetry *t = malloc(sizeof *t);
+  if (!buf || !t) {
+    rc = pfi_error_set(&err, PFI_ENOMEM, "out of memory");
+    free(buf);
+    free(t);
+    goto out;
+  }
+  enum pfi_agent_mode last_mode = st.mode;
+  int pub_failing = 0;
+  double next = mono_now();
+  while (!stop) {
+    double left;
+    while (!stop && (left = next - mono_now()) > 0) {
+      char *d = NULL;
+      size_t len = 0;
+      int r = pfi_nats_next(sub, left, &d, &len, NULL, 0, &err);
+      if (r == 1) {
+        r = pfi_agent_handle(ag, d, len, wall_now(), mono_now(), &err);
+        if (r < 0)
+          logf_("assignment rejected: %s",
+                pfi_error_format(&err, msg, sizeof msg));
+        else if (r == 0)
+          logf_("assignment ignored (old or replayed)");
+        free(d);
+      } else if (r < 0) {
+        usleep(100000);
+      }
+    }
+    next += period;
+    if (next < mono_now())
+      next = mono_now() + period;
+    if ((rc = pfi_agent_tick(ag, wall_now(), mono_now(), t, &err)) < 0)
+      logf_("%s", pfi_error_format(&err, msg, sizeof msg));
+    pfi_agent_stats(ag, &st);
+    if (st.mode != last_mode)
+      logf_("%s -> %s", pfi_agent_mode_name(last_mode),
+            pfi_agent_mode_name(st.mode));
+    last_mode = st.mode;
+    rc = pfi_fleet_telemetry_encode(t, buf, PFI_FLEET_MSG_MAX + 1, &err);
+    if (rc > 0 && pfi_nats_publish(nc, tsubj, buf, (size_t)rc, &err) < 0) {
+      if (!pub_failing)
+        logf_("telemetry not sent: %s",
+              pfi_error_format(&err, msg, sizeof msg));
+      pub_failing = 1;
+    } else if (rc > 0) {
+      pub_failing = 0;
+    }
+    if (http) {
+      struct pfi_buf b = {0};
+      pfi_fleet_metrics_agent(&b, t, &st);
+      pthread_mutex_lock(&mmu);
+      if (!b.oom) {
+        free(page);
+        page = b.s;
+        page_len = b.len;
+        b.s = NULL;
+      }
+      pthread_mutex_unlock(&mmu);
+      pfi_buf_release(&b);
+    }
+  }
+  free(buf);
+  free(t);
+  rc = 0;
+out:
+  if (rc < 0)
+    fprintf(stderr, "pfi-agent: %s\n", pfi_error_format(&err, msg, sizeof msg));
+  pfi_agent_stats(ag, &st);
+  if (restore_on_exit || !(st.event_end_s > wall_now())) {
+    /* Outside an event nothing of ours may stay on the GPUs. During one the
+     * caps stay for the event (the grid was promised them): the record
+     * keeps them, the next start resumes, and restores at the end. */
+    if (st.mode != PFI_AGENT_IDLE && pfi_agent_restore(ag, &err) < 0)
+      fprintf(stderr, "pfi-agent: restore: %s\n",
+              pfi_error_format(&err, msg, sizeof msg));
+  } else {
+    logf_("exiting during event: caps held as recorded in %s", ao.record);
+  }
+  pfi_http_stop(http);
+  pfi_nats_unsubscribe(sub);
+  pfi_nats_close(nc);
+  pfi_agent_close(ag);
+  free(page);
+  return rc < 0 ? 1 : 0;
+}

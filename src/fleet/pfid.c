@@ -1,0 +1,624 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* pfid: leadership, nodes, events, assignments, records. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pfi/transport.h"
+#include "pfid_int.h"
+
+double pfid_wall(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+double pfid_mono(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* ---- records ------------------------------------------------------------- */
+
+static const char schema[] =
+    "PRAGMA journal_mode=WAL;"
+    "CREATE TABLE IF NOT EXISTS fleet_assignments("
+    " id INTEGER PRIMARY KEY, t_s REAL NOT NULL, leader TEXT NOT NULL,"
+    " node TEXT NOT NULL, seq INTEGER NOT NULL, event TEXT NOT NULL,"
+    " kind TEXT NOT NULL, target_w REAL, caps_mw TEXT NOT NULL,"
+    " UNIQUE(node, seq));"
+    "CREATE TABLE IF NOT EXISTS fleet_log("
+    " id INTEGER PRIMARY KEY, t_s REAL NOT NULL, pfid TEXT NOT NULL,"
+    " what TEXT NOT NULL, detail TEXT NOT NULL);";
+
+static int db_open(struct pfi_pfid *d, struct pfi_error *err) {
+  if (sqlite3_open_v2(d->o.records, &d->db,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+                      NULL) != SQLITE_OK)
+    return pfi_error_set(err, PFI_EDB, "%s: %s", d->o.records,
+                         d->db ? sqlite3_errmsg(d->db) : "cannot open");
+  /* Two pfid on one host may share the file (the standby writes only once
+   * it leads): wait for the other's transaction. */
+  sqlite3_busy_timeout(d->db, 5000);
+  char *msg = NULL;
+  if (sqlite3_exec(d->db, schema, NULL, NULL, &msg) != SQLITE_OK) {
+    int rc = pfi_error_set(err, PFI_EDB, "%s: %s", d->o.records,
+                           msg ? msg : "schema");
+    sqlite3_free(msg);
+    return rc;
+  }
+  return 0;
+}
+
+void pfid_log(struct pfi_pfid *d, const char *what, const char *fmt, ...) {
+  char detail[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(detail, sizeof detail, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "pfid %s: %s: %s\n", d->id, what, detail);
+  sqlite3_stmt *q = NULL;
+  if (sqlite3_prepare_v2(d->db, "INSERT INTO fleet_log VALUES(NULL,?,?,?,?)",
+                         -1, &q, NULL) == SQLITE_OK) {
+    sqlite3_bind_double(q, 1, pfid_wall());
+    sqlite3_bind_text(q, 2, d->id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(q, 3, what, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(q, 4, detail, -1, SQLITE_TRANSIENT);
+    sqlite3_step(q);
+  }
+  sqlite3_finalize(q);
+}
+
+static void record_assign(struct pfi_pfid *d, const struct pfi_fleet_assign *a,
+                          const char *kind) {
+  char caps[PFI_FLEET_MAX_GPUS * 11 + 1] = "";
+  size_t k = 0;
+  for (unsigned i = 0; i < a->n; i++)
+    k += (size_t)snprintf(caps + k, sizeof caps - k, "%s%u", i ? "," : "",
+                          a->cap_mw[i]);
+  sqlite3_stmt *q = NULL;
+  if (sqlite3_prepare_v2(d->db,
+                         "INSERT OR REPLACE INTO fleet_assignments VALUES"
+                         "(NULL,?,?,?,?,?,?,?,?)",
+                         -1, &q, NULL) == SQLITE_OK) {
+    sqlite3_bind_double(q, 1, a->issued_s);
+    sqlite3_bind_text(q, 2, d->id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(q, 3, a->node, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(q, 4, (sqlite3_int64)a->seq);
+    sqlite3_bind_text(q, 5, a->event, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(q, 6, kind, -1, SQLITE_TRANSIENT);
+    if (a->event[0])
+      sqlite3_bind_double(q, 7, d->target_w);
+    else
+      sqlite3_bind_null(q, 7);
+    sqlite3_bind_text(q, 8, caps, -1, SQLITE_TRANSIENT);
+    sqlite3_step(q);
+  }
+  sqlite3_finalize(q);
+}
+
+/* ---- nodes --------------------------------------------------------------- */
+
+static struct pfid_node *node_get(struct pfi_pfid *d, const char *name,
+                                  int create) {
+  for (size_t i = 0; i < d->n_nodes; i++)
+    if (strcmp(d->node[i].name, name) == 0)
+      return &d->node[i];
+  if (!create || d->n_nodes >= 200000)
+    return NULL;
+  if (d->n_nodes == d->cap_nodes) {
+    size_t nc = d->cap_nodes ? d->cap_nodes * 2 : 64;
+    struct pfid_node *nn = realloc(d->node, nc * sizeof *nn);
+    if (!nn)
+      return NULL;
+    d->node = nn;
+    d->cap_nodes = nc;
+  }
+  struct pfid_node *n = &d->node[d->n_nodes++];
+  memset(n, 0, sizeof *n);
+  snprintf(n->name, sizeof n->name, "%s", name);
+  n->restore = 1;
+  n->stale = 1;
+  return n;
+}
+
+struct pfid_node *pfid_node_find(struct pfi_pfid *d, const char *name) {
+  return node_get(d, name, 0);
+}
+
+/* One telemetry message from subject pfi.telemetry.<node>. */
+static void take_telemetry(struct pfi_pfid *d, const char *subj,
+                           const char *buf, size_t len,
+                           struct pfi_fleet_telemetry *t) {
+  struct pfi_error e;
+  const char *pre = "pfi.telemetry.";
+  if (strncmp(subj, pre, strlen(pre)) != 0 ||
+      pfi_fleet_telemetry_decode(buf, len, t, &e) < 0 ||
+      strcmp(subj + strlen(pre), t->node) != 0) {
+    d->bad_tel++; /* a node speaks only for itself, on its own subject */
+    return;
+  }
+  pthread_mutex_lock(&d->mu);
+  struct pfid_node *n = node_get(d, t->node, 1);
+  if (n) {
+    n->tel = *t;
+    n->have_tel = 1;
+    n->seen_mono = pfid_mono();
+  }
+  pthread_mutex_unlock(&d->mu);
+}
+
+/* ---- publishing ---------------------------------------------------------- */
+
+/* Publishes an assignment to `n` (restore when caps is NULL) by
+ * compare-and-set on its key: a write that loses means another pfid leads.
+ * Returns 0, PFI_ESTATE (fenced: step down) or PFI_EIO. */
+static int publish(struct pfi_pfid *d, struct pfid_node *n,
+                   const uint32_t *caps, unsigned ng,
+                   const struct pfi_fleet_event *ev, const char *kind,
+                   struct pfi_error *err) {
+  struct pfi_fleet_assign a;
+  memset(&a, 0, sizeof a);
+  snprintf(a.node, sizeof a.node, "%s", n->name);
+  snprintf(a.leader, sizeof a.leader, "%s", d->id);
+  a.seq = n->seq + 1;
+  a.issued_s = pfid_wall();
+  a.lease_s = d->o.lease_s;
+  if (ev) {
+    snprintf(a.event, sizeof a.event, "%s", ev->id);
+    a.event_end_s = ev->end_s;
+  }
+  a.restore = caps == NULL;
+  a.n = caps ? ng : 0;
+  if (caps)
+    memcpy(a.cap_mw, caps, ng * sizeof *caps);
+  char buf[4096];
+  int len = pfi_fleet_assign_encode(&a, buf, sizeof buf, err);
+  if (len < 0)
+    return len;
+  char key[PFI_FLEET_NAME_MAX + 16];
+  snprintf(key, sizeof key, "assign.%s", n->name);
+  uint64_t rev = 0;
+  int rc = n->rev ? pfi_nats_kv_update(d->nc, key, buf, (size_t)len, n->rev,
+                                       &rev, err)
+                  : pfi_nats_kv_create(d->nc, key, buf, (size_t)len, &rev, err);
+  if (rc == PFI_EBUSY)
+    rc = PFI_ESTATE;
+  if (rc == PFI_ESTATE) {
+    /* Our own write whose answer was lost (a server stopped after storing
+     * it) moved the revision too: adopt it when the value is ours, with a
+     * sequence number continuing from it; anyone else's means we are
+     * fenced. */
+    char *val = NULL;
+    size_t vlen = 0;
+    struct pfi_fleet_assign cur;
+    if (pfi_nats_kv_get(d->nc, key, &val, &vlen, &rev, NULL) == 1 &&
+        pfi_fleet_assign_decode(val, vlen, &cur, NULL) == 0 &&
+        strcmp(cur.leader, d->id) == 0 && d->leader) {
+      n->rev = rev;
+      if (cur.seq >= a.seq) {
+        a.seq = cur.seq + 1;
+        len = pfi_fleet_assign_encode(&a, buf, sizeof buf, err);
+      }
+      rc = len < 0 ? len
+                   : pfi_nats_kv_update(d->nc, key, buf, (size_t)len, n->rev,
+                                        &rev, err);
+    }
+    free(val);
+  }
+  if (rc < 0)
+    return rc;
+  int changed = a.restore != n->restore || a.n != n->n ||
+                (caps && memcmp(caps, n->caps, ng * sizeof *caps) != 0);
+  n->seq = a.seq;
+  n->rev = rev;
+  n->restore = a.restore;
+  n->n = a.n;
+  if (caps)
+    memcpy(n->caps, caps, ng * sizeof *caps);
+  d->published++;
+  if (changed)
+    record_assign(d, &a, kind);
+  return 0;
+}
+
+/* ---- leadership ---------------------------------------------------------- */
+
+/* Loads every node's newest assignment from the bucket (a new leader
+ * continues their sequence numbers and caps: no cap a user could see
+ * changes at a takeover). */
+static int load_assignments(struct pfi_pfid *d, struct pfi_error *err) {
+  char **keys = NULL;
+  size_t nk = 0;
+  int rc = pfi_nats_kv_keys(d->nc, "assign.", &keys, &nk, err);
+  if (rc < 0)
+    return rc;
+  for (size_t i = 0; i < nk && rc == 0; i++) {
+    char *val = NULL;
+    size_t len = 0;
+    uint64_t rev = 0;
+    struct pfi_fleet_assign a;
+    int r = pfi_nats_kv_get(d->nc, keys[i], &val, &len, &rev, err);
+    if (r < 0) {
+      rc = r;
+      break;
+    }
+    if (r == 1 && pfi_fleet_assign_decode(val, len, &a, NULL) == 0 &&
+        strcmp(keys[i] + 7, a.node) == 0) {
+      pthread_mutex_lock(&d->mu);
+      struct pfid_node *n = node_get(d, a.node, 1);
+      if (n) {
+        n->seq = a.seq;
+        n->rev = rev;
+        n->restore = a.restore;
+        n->n = a.n;
+        memcpy(n->caps, a.cap_mw, sizeof n->caps);
+        n->need_seq = 0;
+      }
+      pthread_mutex_unlock(&d->mu);
+    }
+    free(val);
+  }
+  pfi_nats_keys_free(keys, nk);
+  return rc;
+}
+
+static int lease_value(struct pfi_pfid *d, char *buf, size_t n) {
+  return snprintf(buf, n, "{\"id\":\"%s\",\"t\":%.3f}", d->id, pfid_wall());
+}
+
+/* Keeps or takes the lead. The lease is the key "leader": the leader
+ * rewrites it every period by compare-and-set on its own revision; a
+ * standby that sees the revision unchanged for leader_lease_s (its own
+ * clock: no clocks are compared) takes it by compare-and-set on that
+ * revision. Only one of two racing standbys can win. */
+static void leadership(struct pfi_pfid *d) {
+  char val[160];
+  int len = lease_value(d, val, sizeof val);
+  struct pfi_error e;
+  uint64_t rev = 0;
+  if (d->leader) {
+    int rc = pfi_nats_kv_update(d->nc, "leader", val, (size_t)len,
+                                d->leader_rev, &rev, &e);
+    if (rc == 0) {
+      d->leader_rev = rev;
+    } else if (rc == PFI_ESTATE) {
+      d->leader = 0;
+      d->cas_lost++;
+      pfid_ctl_close(d);
+      pfid_log(d, "standby", "lease taken by another pfid");
+    }
+    return; /* a NATS outage: keep trying; the CAS fences us if we lost */
+  }
+  char *cur = NULL;
+  int r = pfi_nats_kv_get(d->nc, "leader", &cur, NULL, &rev, &e);
+  free(cur);
+  if (r < 0)
+    return;
+  double now = pfid_mono();
+  int take = 0;
+  if (r == 0) {
+    take = pfi_nats_kv_create(d->nc, "leader", val, (size_t)len, &rev, &e) == 0;
+  } else if (rev != d->seen_rev) {
+    d->seen_rev = rev;
+    d->seen_rev_mono = now;
+  } else if (now - d->seen_rev_mono >= d->o.leader_lease_s) {
+    take = pfi_nats_kv_update(d->nc, "leader", val, (size_t)len, rev, &rev,
+                              &e) == 0;
+  }
+  if (!take)
+    return;
+  d->leader_rev = rev;
+  if (load_assignments(d, &e) < 0) {
+    /* Without the bucket's sequence numbers we could not publish: give
+     * the lease back by letting it lapse. */
+    pfid_log(d, "standby", "cannot load assignments: %s", e.msg);
+    return;
+  }
+  d->leader = 1;
+  d->takeovers++;
+  d->leader_since_mono = now;
+  d->pending_raise = 0;
+  pfid_log(d, "leader", "took the lease (revision %llu)",
+           (unsigned long long)rev);
+}
+
+/* ---- events -------------------------------------------------------------- */
+
+static void load_events(struct pfi_pfid *d) {
+  char **keys = NULL;
+  size_t nk = 0;
+  struct pfi_error e;
+  if (pfi_nats_kv_keys(d->nc, "event.", &keys, &nk, &e) < 0)
+    return;
+  struct pfi_fleet_event ev[PFID_MAX_EVENTS];
+  size_t n = 0;
+  for (size_t i = 0; i < nk && n < PFID_MAX_EVENTS; i++) {
+    char *val = NULL;
+    size_t len = 0;
+    if (pfi_nats_kv_get(d->nc, keys[i], &val, &len, NULL, &e) == 1 &&
+        pfi_fleet_event_decode(val, len, &ev[n], NULL) == 0)
+      n++;
+    free(val);
+  }
+  pfi_nats_keys_free(keys, nk);
+  pthread_mutex_lock(&d->mu);
+  memcpy(d->ev, ev, n * sizeof *ev);
+  d->n_ev = n;
+  pthread_mutex_unlock(&d->mu);
+}
+
+static const struct pfi_fleet_event *active_event(struct pfi_pfid *d,
+                                                  double now) {
+  const struct pfi_fleet_event *best = NULL;
+  for (size_t i = 0; i < d->n_ev; i++) {
+    const struct pfi_fleet_event *e = &d->ev[i];
+    if (!e->cancelled && e->start_s <= now && now < e->end_s &&
+        (!best || e->start_s > best->start_s))
+      best = e;
+  }
+  return best;
+}
+
+/* ---- the control step ---------------------------------------------------- */
+
+/* The caps a node is at now: its assignment, or outside one the limits it
+ * reports (its recorded originals). */
+static void current_caps(const struct pfid_node *n, uint32_t *c) {
+  for (unsigned i = 0; i < n->tel.n; i++)
+    c[i] = !n->restore && n->n == n->tel.n ? n->caps[i] : n->tel.gpu[i].cap_mw;
+}
+
+/* Decreases published with need_seq are confirmed when the agent applied
+ * that sequence number and every limit reads back at or below it. */
+static int confirmed(const struct pfid_node *n) {
+  if (!n->need_seq)
+    return 1;
+  if (n->tel.seq_applied < n->need_seq || n->tel.n != n->n)
+    return 0;
+  for (unsigned i = 0; i < n->n; i++)
+    if (n->tel.gpu[i].cap_mw > n->caps[i])
+      return 0;
+  return 1;
+}
+
+static int control_step(struct pfi_pfid *d, struct pfi_error *err) {
+  double now = pfid_wall(), mono = pfid_mono();
+  int rc = 0;
+  pthread_mutex_lock(&d->mu);
+  const struct pfi_fleet_event *evp = active_event(d, now);
+  struct pfi_fleet_event ev;
+  if (evp)
+    ev = *evp;
+  snprintf(d->event, sizeof d->event, "%s", evp ? ev.id : "");
+  d->target_w = evp ? ev.target_w : 0;
+  double power_w = 0;
+  for (size_t i = 0; i < d->n_nodes; i++) {
+    struct pfid_node *n = &d->node[i];
+    int stale = !n->have_tel || mono - n->seen_mono > d->o.stale_s;
+    if (stale != n->stale && n->have_tel) {
+      char key[PFI_FLEET_NAME_MAX + 8], val[96];
+      snprintf(key, sizeof key, "node.%s", n->name);
+      int len = snprintf(val, sizeof val, "{\"stale\":%s,\"t\":%.3f}",
+                         stale ? "true" : "false", now);
+      pfi_nats_kv_put(d->nc, key, val, (size_t)len, NULL, NULL);
+      pfid_log(d, stale ? "stale" : "live", "node %s", n->name);
+    }
+    n->stale = stale;
+    for (unsigned g = 0; n->have_tel && !stale && g < n->tel.n; g++)
+      if (n->tel.gpu[g].power_w >= 0)
+        power_w += n->tel.gpu[g].power_w;
+  }
+  d->power_w = power_w;
+  uint32_t(*want)[PFI_FLEET_MAX_GPUS] =
+      calloc(d->n_nodes ? d->n_nodes : 1, sizeof *want);
+  if (!want) {
+    pthread_mutex_unlock(&d->mu);
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  }
+  /* The control module decides during an event and its recovery. */
+  int on = pfid_ctl_period(d, evp ? &ev : NULL, want, err);
+  if (on < 0) {
+    pfid_log(d, "controller", "%s", err->msg);
+    pfid_ctl_close(d);
+    on = 0;
+    if (evp) {
+      /* Nothing new this period: the caps in force stay (leases kept). */
+      for (size_t i = 0; i < d->n_nodes; i++)
+        if (d->node[i].have_tel)
+          current_caps(&d->node[i], want[i]);
+      on = 1;
+    }
+  }
+  if (!on) {
+    /* Outside an event every node gets its limits back. */
+    d->pending_raise = 0;
+    d->budget_w = 0;
+    for (size_t i = 0; i < d->n_nodes && rc != PFI_ESTATE; i++) {
+      struct pfid_node *n = &d->node[i];
+      if (!n->restore && n->seq)
+        rc = publish(d, n, NULL, 0, NULL, "restore", err);
+    }
+    free(want);
+    pthread_mutex_unlock(&d->mu);
+    return rc == PFI_ESTATE ? rc : 0;
+  }
+  /* A node the module does not know yet (it joined during the event)
+   * keeps what it has until the next rebuild. */
+  for (size_t i = 0; i < d->n_nodes; i++) {
+    int zero = 1;
+    for (unsigned g = 0; g < d->node[i].tel.n; g++)
+      zero &= want[i][g] == 0;
+    if (zero && d->node[i].have_tel)
+      current_caps(&d->node[i], want[i]);
+  }
+  const struct pfi_fleet_event *pev = evp ? &ev : NULL;
+  int wait = 0;
+  if (d->pending_raise)
+    for (size_t i = 0; i < d->n_nodes; i++)
+      if (!d->node[i].stale && !confirmed(&d->node[i]))
+        wait = 1;
+  /* Phase 1 (decreases) or phase 2 (the rest), or a lease refresh of the
+   * caps in force while decreases are unconfirmed. */
+  int any_down = 0, any_up = 0;
+  uint32_t(*p1)[PFI_FLEET_MAX_GPUS] =
+      calloc(d->n_nodes ? d->n_nodes : 1, sizeof *p1);
+  for (size_t i = 0; p1 && i < d->n_nodes; i++) {
+    struct pfid_node *n = &d->node[i];
+    if (n->stale || !n->have_tel || !n->tel.n)
+      continue;
+    uint32_t cur[PFI_FLEET_MAX_GPUS];
+    current_caps(n, cur);
+    for (unsigned g = 0; g < n->tel.n; g++) {
+      p1[i][g] = want[i][g] < cur[g] ? want[i][g] : cur[g];
+      any_down |= want[i][g] < cur[g];
+      any_up |= want[i][g] > cur[g];
+    }
+  }
+  for (size_t i = 0; p1 && i < d->n_nodes && rc != PFI_ESTATE; i++) {
+    struct pfid_node *n = &d->node[i];
+    if (!n->have_tel || !n->tel.n)
+      continue;
+    if (n->stale) {
+      /* Refresh the lease of what it holds, in case it still hears us. */
+      if (!n->restore)
+        rc = publish(d, n, n->caps, n->n, pev, "refresh", err);
+      continue;
+    }
+    uint32_t cur[PFI_FLEET_MAX_GPUS];
+    current_caps(n, cur);
+    const uint32_t *caps = wait ? cur : any_down ? p1[i] : want[i];
+    int down = 0;
+    for (unsigned g = 0; g < n->tel.n; g++)
+      down |= caps[g] < cur[g];
+    int up = 0;
+    for (unsigned g = 0; g < n->tel.n; g++)
+      up |= caps[g] > cur[g];
+    rc = publish(d, n, caps, n->tel.n, pev,
+                 down ? "cut"
+                 : up ? (pev ? "raise" : "recovery")
+                      : "refresh",
+                 err);
+    if (rc == 0 && down)
+      n->need_seq = n->seq;
+    else if (rc == 0 && !wait && !any_down)
+      n->need_seq = 0;
+  }
+  if (!wait)
+    d->pending_raise = any_down && any_up;
+  free(p1);
+  free(want);
+  d->steps++;
+  pthread_mutex_unlock(&d->mu);
+  return rc == PFI_ESTATE ? rc : 0;
+}
+
+/* ---- open / run / close -------------------------------------------------- */
+
+int pfi_pfid_open(struct pfi_pfid **out, const struct pfi_pfid_opts *o,
+                  struct pfi_error *err) {
+  struct pfi_pfid *d = calloc(1, sizeof *d);
+  int rc;
+  if (!d)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  pthread_mutex_init(&d->mu, NULL);
+  d->o = *o;
+  if (!(d->o.period_s > 0))
+    d->o.period_s = 1;
+  if (!(d->o.lease_s > 0))
+    d->o.lease_s = 5;
+  if (!(d->o.leader_lease_s > 0))
+    d->o.leader_lease_s = 3;
+  if (!(d->o.stale_s > 0))
+    d->o.stale_s = 3;
+  if (!o->id || !pfi_fleet_name_ok(o->id)) {
+    rc = pfi_error_set(err, PFI_EINVAL,
+                       "pfid id '%s': expected 1..63 letters, digits, _ or -",
+                       o->id ? o->id : "");
+    goto fail;
+  }
+  snprintf(d->id, sizeof d->id, "%s", o->id);
+  if (!o->records) {
+    rc = pfi_error_set(err, PFI_EINVAL, "no records file");
+    goto fail;
+  }
+  if (o->token_file &&
+      (rc = pfi_read_secret(o->token_file, d->token, sizeof d->token, err)) < 0)
+    goto fail;
+  d->o.nats.bucket = 1;
+  if ((rc = db_open(d, err)) < 0 ||
+      (rc = pfi_nats_open(&d->nc, &d->o.nats, err)) < 0 ||
+      (rc = pfi_nats_subscribe(d->nc, "pfi.telemetry.*", &d->tel, err)) < 0)
+    goto fail;
+  if (o->api_listen &&
+      (rc = pfi_http_start(&d->http, o->api_listen, pfid_api, d, err)) < 0)
+    goto fail;
+  pfid_log(d, "start", "standby; records %s", o->records);
+  *out = d;
+  return 0;
+fail:
+  pfi_pfid_close(d);
+  return rc;
+}
+
+unsigned pfi_pfid_api_port(const struct pfi_pfid *d) {
+  return d->http ? pfi_http_port(d->http) : 0;
+}
+
+int pfi_pfid_run(struct pfi_pfid *d, volatile sig_atomic_t *stop,
+                 struct pfi_error *err) {
+  struct pfi_fleet_telemetry *t = malloc(sizeof *t);
+  if (!t)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  double next = pfid_mono();
+  while (!*stop) {
+    double left;
+    while (!*stop && (left = next - pfid_mono()) > 0) {
+      char *buf = NULL, subj[128];
+      size_t len = 0;
+      struct pfi_error e;
+      int r = pfi_nats_next(d->tel, left, &buf, &len, subj, sizeof subj, &e);
+      if (r == 1)
+        take_telemetry(d, subj, buf, len, t);
+      else if (r < 0)
+        usleep(50000);
+      free(buf);
+    }
+    next += d->o.period_s;
+    if (next < pfid_mono())
+      next = pfid_mono() + d->o.period_s;
+    leadership(d);
+    load_events(d);
+    if (!d->leader)
+      continue;
+    struct pfi_error e;
+    if (control_step(d, &e) == PFI_ESTATE) {
+      /* Another pfid wrote an assignment: it leads now. */
+      d->leader = 0;
+      d->cas_lost++;
+      pfid_ctl_close(d);
+      pfid_log(d, "standby", "fenced: %s", e.msg);
+    }
+  }
+  free(t);
+  return 0;
+}
+
+void pfi_pfid_close(struct pfi_pfid *d) {
+  if (!d)
+    return;
+  pfi_http_stop(d->http);
+  pfi_nats_unsubscribe(d->tel);
+  pfi_nats_close(d->nc);
+  if (d->db)
+    sqlite3_close(d->db);
+  pfid_ctl_close(d);
+  pthread_mutex_destroy(&d->mu);
+  free(d->node);
+  free(d);
+}

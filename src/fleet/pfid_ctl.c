@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* pfid's use of the control module (pfi/control.h), unchanged: the fleet's
+ * nodes become the controller's GPU indices, the agents' telemetry its
+ * observations, its caps the nodes' wanted caps, its records rows of
+ * fleet_decisions. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pfi/control.h"
+#include "pfid_int.h"
+
+static const char decisions[] =
+    "CREATE TABLE IF NOT EXISTS fleet_decisions("
+    " epoch INTEGER NOT NULL, seq INTEGER NOT NULL, t_s REAL NOT NULL,"
+    " leader TEXT NOT NULL, event TEXT NOT NULL, target_w REAL, job TEXT,"
+    " reason TEXT NOT NULL, cap_req_w REAL, cap_enf_w REAL, draw_w REAL,"
+    " pfi REAL, pfi_lo REAL, pfi_hi REAL, tput_before REAL, tput_pred REAL,"
+    " tput_after REAL, max_loss REAL, protect INTEGER, shortfall_w REAL,"
+    " complete INTEGER NOT NULL, PRIMARY KEY(epoch, seq));";
+
+void pfid_ctl_close(struct pfi_pfid *d) {
+  pfi_ctl_close(d->ctl);
+  d->ctl = NULL;
+  free(d->ctl_node);
+  free(d->ctl_first);
+  free(d->ctl_sig);
+  d->ctl_node = NULL;
+  d->ctl_first = NULL;
+  d->ctl_sig = NULL;
+  d->ctl_nn = d->ctl_ngpus = 0;
+  d->recovering = 0;
+}
+
+/* The nodes with telemetry, their GPU counts and every GPU's job, as one
+ * string: a change means a rebuild. Caller frees. */
+static char *signature(struct pfi_pfid *d) {
+  struct pfi_buf b = {0};
+  for (size_t i = 0; i < d->n_nodes; i++) {
+    const struct pfid_node *n = &d->node[i];
+    if (!n->have_tel || !n->tel.n)
+      continue;
+    pfi_buf_printf(&b, "%s:%u", n->name, n->tel.n);
+    for (unsigned g = 0; g < n->tel.n; g++)
+      pfi_buf_printf(&b, ",%s", n->tel.gpu[g].job);
+    pfi_buf_printf(&b, ";");
+  }
+  if (b.oom || !b.s) {
+    pfi_buf_release(&b);
+    return strdup("");
+  }
+  return b.s;
+}
+
+static const char *node_get_job(struct pfi_pfid *d, const char *node,
+                                size_t g) {
+  struct pfid_node *n = pfid_node_find(d, node);
+  return n && g < n->tel.n ? n->tel.gpu[g].job : NULL;
+}
+
+static double nan_or(double x) { return isfinite(x) ? x : NAN; }
+
+static void bind_num(sqlite3_stmt *q, int i, double x) {
+  if (isfinite(x))
+    sqlite3_bind_double(q, i, x);
+  else
+    sqlite3_bind_null(q, i);
+}
+
+static void record(struct pfi_pfid *d, const struct pfi_ctl_record *r) {
+  sqlite3_stmt *q = NULL;
+  if (sqlite3_prepare_v2(d->db,
+                         "INSERT OR REPLACE INTO fleet_decisions VALUES"
+                         "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                         -1, &q, NULL) != SQLITE_OK) {
+    sqlite3_finalize(q);
+    return;
+  }
+  sqlite3_bind_int64(q, 1, d->ctl_epoch);
+  sqlite3_bind_int64(q, 2, (sqlite3_int64)r->seq);
+  sqlite3_bind_double(q, 3, pfid_wall());
+  sqlite3_bind_text(q, 4, d->id, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(q, 5, r->event, -1, SQLITE_TRANSIENT);
+  bind_num(q, 6, r->target_w);
+  sqlite3_bind_text(q, 7, r->job, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(q, 8, pfi_ctl_reason_name(r->reason), -1, SQLITE_TRANSIENT);
+  double v[] = {r->cap_req_w,  r->cap_enf_w, r->draw_w,      r->pfi,
+                r->pfi_lo,     r->pfi_hi,    r->tput_before, r->tput_pred,
+                r->tput_after, r->max_loss};
+  for (int k = 0; k < 10; k++)
+    bind_num(q, 9 + k, nan_or(v[k]));
+  sqlite3_bind_int(q, 19, r->protect);
+  bind_num(q, 20, r->shortfall_w);
+  sqlite3_bind_int(q, 21, r->complete);
+  sqlite3_step(q);
+  sqlite3_finalize(q);
+}
+
+/* Builds the controller over the nodes with telemetry. */
+static int build(struct pfi_pfid *d, char *sig, struct pfi_error *err) {
+  size_t nn = 0, ng = 0;
+  for (size_t i = 0; i < d->n_nodes; i++)
+    if (d->node[i].have_tel && d->node[i].tel.n) {
+      nn++;
+      ng += d->node[i].tel.n;
+    }
+  d->ctl_node = calloc(nn ? nn : 1, sizeof *d->ctl_node);
+  d->ctl_first = calloc(nn ? nn : 1, sizeof *d->ctl_first);
+  double *lo = calloc(ng ? ng : 1, sizeof *lo);
+  double *hi = calloc(ng ? ng : 1, sizeof *hi);
+  size_t *gj = calloc(ng ? ng : 1, sizeof *gj);
+  int rc = 0;
+  if (!d->ctl_node || !d->ctl_first || !lo || !hi || !gj) {
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  size_t k = 0, g0 = 0;
+  for (size_t i = 0; i < d->n_nodes; i++) {
+    const struct pfid_node *n = &d->node[i];
+    if (!n->have_tel || !n->tel.n)
+      continue;
+    memcpy(d->ctl_node[k], n->name, sizeof d->ctl_node[k]);
+    d->ctl_first[k++] = g0;
+    for (unsigned g = 0; g < n->tel.n; g++, g0++) {
+      lo[g0] = n->tel.gpu[g].min_mw / 1000.0;
+      hi[g0] = n->tel.gpu[g].max_mw / 1000.0;
+    }
+  }
+  d->ctl_nn = nn;
+  d->ctl_ngpus = ng;
+  struct pfi_ctl_config cfg;
+  pfi_ctl_config_init(&cfg);
+  cfg.period_s = d->o.period_s;
+  if ((rc = pfi_ctl_open(&d->ctl, &cfg, ng, lo, hi, err)) < 0)
+    goto out;
+  /* Jobs: the GPUs that report the same job id, across nodes. */
+  for (size_t a = 0; a < ng; a++) {
+    size_t ia = 0;
+    while (ia + 1 < nn && d->ctl_first[ia + 1] <= a)
+      ia++;
+    const char *job = node_get_job(d, d->ctl_node[ia], a - d->ctl_first[ia]);
+    if (!job || !job[0] || pfi_ctl_job_find(d->ctl, job) >= 0)
+      continue;
+    size_t m = 0;
+    for (size_t b = a; b < ng; b++) {
+      size_t ib = 0;
+      while (ib + 1 < nn && d->ctl_first[ib + 1] <= b)
+        ib++;
+      const char *jb = node_get_job(d, d->ctl_node[ib], b - d->ctl_first[ib]);
+      if (jb && strcmp(jb, job) == 0)
+        gj[m++] = b;
+    }
+    /* The tier, when the job's node reports one (Slurm prolog). */
+    double loss = 1.0;
+    struct pfid_node *nd = pfid_node_find(d, d->ctl_node[ia]);
+    for (unsigned q = 0; nd && q < nd->tel.n_jobs; q++)
+      if (strcmp(nd->tel.job[q].id, job) == 0 && nd->tel.job[q].max_loss >= 0)
+        loss = nd->tel.job[q].max_loss;
+    struct pfi_ctl_job j = {job, NULL, m, gj, NAN, NAN,
+                            NAN, loss, 0, 0,  NAN, NAN};
+    if ((rc = pfi_ctl_job_add(d->ctl, &j, err)) < 0)
+      goto out;
+  }
+  d->ctl_t0 = pfid_mono();
+  d->ctl_epoch = (long long)(pfid_wall() * 1000);
+  d->ctl_sig = sig;
+  sig = NULL;
+  sqlite3_exec(d->db, decisions, NULL, NULL, NULL);
+  pfid_log(d, "controller", "%zu nodes, %zu GPUs, %zu job slots (epoch %lld)",
+           nn, ng, pfi_ctl_nslots(d->ctl), d->ctl_epoch);
+out:
+  free(sig);
+  free(lo);
+  free(hi);
+  free(gj);
+  if (rc < 0)
+    pfid_ctl_close(d);
+  return rc;
+}
+
+int pfid_ctl_period(struct pfi_pfid *d, const struct pfi_fleet_event *ev,
+                    uint32_t (*want)[PFI_FLEET_MAX_GPUS],
+                    struct pfi_error *err) {
+  char *sig = signature(d);
+  int rc = 0;
+  if (!sig)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  if (d->ctl && strcmp(sig, d->ctl_sig) != 0) {
+    /* A node or job came or went: the module's GPUs are fixed at open. Its
+     * beliefs start again; the caps in force are its starting point. */
+    pfid_log(d, "controller", "rebuilt: the fleet's nodes or jobs changed");
+    pfid_ctl_close(d);
+  }
+  if (!d->ctl) {
+    if (!ev) {
+      free(sig);
+      return 0;
+    }
+    if ((rc = build(d, sig, err)) < 0)
+      return rc;
+  } else {
+    free(sig);
+  }
+  size_t ng = d->ctl_ngpus, ns = pfi_ctl_nslots(d->ctl);
+  struct pfi_ctl_gpu_obs *go = calloc(ng ? ng : 1, sizeof *go);
+  struct pfi_ctl_job_obs *jo = calloc(ns ? ns : 1, sizeof *jo);
+  if (!go || !jo) {
+    free(go);
+    free(jo);
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  }
+  for (size_t s = 0; s < ns; s++)
+    jo[s].phase = -1;
+  for (size_t k = 0; k < d->ctl_nn; k++) {
+    struct pfid_node *n = pfid_node_find(d, d->ctl_node[k]);
+    for (unsigned g = 0; n && g < n->tel.n; g++) {
+      struct pfi_ctl_gpu_obs *o = &go[d->ctl_first[k] + g];
+      const struct pfi_fleet_gpu *u = &n->tel.gpu[g];
+      o->valid = !n->stale && u->power_w >= 0 && isfinite(u->power_w);
+      o->power_w = o->valid ? u->power_w : 0;
+      o->cap_w = u->enforced_mw / 1000.0;
+    }
+    for (unsigned j = 0; n && !n->stale && j < n->tel.n_jobs; j++) {
+      int s = pfi_ctl_job_find(d->ctl, n->tel.job[j].id);
+      if (s >= 0 && (size_t)s < ns && n->tel.job[j].tokens_per_s >= 0) {
+        jo[s].valid = 1;
+        jo[s].tokens_per_s = n->tel.job[j].tokens_per_s;
+      }
+    }
+  }
+  struct pfi_ctl_input in = {
+      pfid_mono() - d->ctl_t0 + 1e-3, ev != NULL, ev ? ev->id : NULL,
+      ev ? ev->target_w : 0,          go,         jo};
+  struct pfi_ctl_output out;
+  rc = pfi_ctl_step(d->ctl, &in, &out, err);
+  free(go);
+  free(jo);
+  if (rc < 0)
+    return rc;
+  for (size_t i = 0; i < out.nrec; i++)
+    record(d, &out.rec[i]);
+  for (size_t i = 0; i < out.ndone; i++)
+    record(d, &out.done[i]);
+  d->aim_w = out.aim_w;
+  d->budget_w = out.budget_w;
+  d->recovering = out.recovering;
+  for (size_t k = 0; k < d->ctl_nn; k++) {
+    struct pfid_node *n = pfid_node_find(d, d->ctl_node[k]);
+    if (!n)
+      continue;
+    size_t i = (size_t)(n - d->node);
+    for (unsigned g = 0; g < n->tel.n; g++) {
+      double mw = floor(out.cap_w[d->ctl_first[k] + g] * 1000.0 + 0.5);
+      if (!(mw >= n->tel.gpu[g].min_mw))
+        mw = n->tel.gpu[g].min_mw;
+      if (mw > n->tel.gpu[g].max_mw)
+        mw = n->tel.gpu[g].max_mw;
+      want[i][g] = (uint32_t)mw;
+    }
+  }
+  if (!ev && !out.recovering) {
+    pfid_ctl_close(d);
+    return 0;
+  }
+  return 1;
+}

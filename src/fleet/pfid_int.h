@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* pfid's state, shared by its control loop (pfid.c) and API (api.c). */
+#ifndef PFI_FLEET_PFID_INT_H
+#define PFI_FLEET_PFID_INT_H
+
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdint.h>
+
+#include "pfi/fleet.h"
+#include "pfi/http.h"
+#include "pfi/pfid.h"
+
+#define PFID_MAX_EVENTS 64
+
+struct pfid_node {
+  char name[PFI_FLEET_NAME_MAX];
+  struct pfi_fleet_telemetry tel; /* newest telemetry */
+  int have_tel;
+  double seen_mono; /* when it arrived */
+  int stale;
+  /* The newest assignment published for the node. */
+  uint64_t seq, rev; /* its sequence number, the key's revision */
+  int restore;       /* it was a restore (or none was published) */
+  unsigned n;
+  uint32_t caps[PFI_FLEET_MAX_GPUS];
+  uint64_t need_seq; /* a decrease awaiting confirmation, 0 when none */
+};
+
+struct pfi_pfid {
+  struct pfi_pfid_opts o;
+  char id[PFI_FLEET_NAME_MAX];
+  char token[256];
+  struct pfi_nats *nc;
+  struct pfi_nats_sub *tel;
+  sqlite3 *db;
+  struct pfi_http *http;
+  pthread_mutex_t mu; /* everything below, against the API's thread */
+  struct pfid_node *node;
+  size_t n_nodes, cap_nodes;
+  struct pfi_fleet_event ev[PFID_MAX_EVENTS];
+  size_t n_ev;
+  int leader;
+  uint64_t leader_rev;            /* our lease's revision while leader */
+  uint64_t seen_rev;              /* standby: the lease revision last seen */
+  double seen_rev_mono;           /* standby: when it changed */
+  double leader_since_mono;       /* leader: when we took over */
+  int pending_raise;              /* increases wait for the decreases */
+  char event[PFI_FLEET_NAME_MAX]; /* the active event, "" when none */
+  double target_w, power_w, budget_w;
+  unsigned long steps, published, cas_lost, takeovers, bad_tel;
+  /* The control module (pfi/control.h) over the nodes known when it was
+   * built: GPU g of ctl_node[i] is controller GPU ctl_first[i] + g. */
+  struct pfi_ctl *ctl;
+  size_t ctl_nn, ctl_ngpus;
+  char (*ctl_node)[PFI_FLEET_NAME_MAX];
+  size_t *ctl_first;
+  char *ctl_sig;       /* nodes, GPU counts and jobs it was built for */
+  double ctl_t0;       /* monotonic time of its first period */
+  long long ctl_epoch; /* names its records */
+  double aim_w;
+  int recovering;
+};
+
+struct pfi_ctl;
+/* Runs one period of the control module: builds (or, when the nodes or
+ * jobs changed, rebuilds) it, feeds it the telemetry, records its
+ * decisions and fills want[node index][gpu]. `ev` NULL outside an event
+ * (recovery). Returns 1 while the module has caps to apply (an event or
+ * its recovery), 0 when done (it is then closed), or an error. Called
+ * with d->mu held. */
+int pfid_ctl_period(struct pfi_pfid *d, const struct pfi_fleet_event *ev,
+                    uint32_t (*want)[PFI_FLEET_MAX_GPUS],
+                    struct pfi_error *err);
+void pfid_ctl_close(struct pfi_pfid *d);
+/* The node named `name`, or NULL. */
+struct pfid_node *pfid_node_find(struct pfi_pfid *d, const char *name);
+
+/* Records one row of the leadership/fleet log (what, detail). */
+void pfid_log(struct pfi_pfid *d, const char *what, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* The HTTP API's handler (api.c). */
+void pfid_api(void *arg, const struct pfi_http_req *rq,
+              struct pfi_http_resp *rs);
+double pfid_wall(void);
+double pfid_mono(void);
+
+#endif

@@ -1,0 +1,401 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* The fleet's transport over the NATS C client. */
+#include "pfi/transport.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <nats/nats.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct pfi_nats {
+  natsConnection *nc;
+  jsCtx *js;
+  kvStore *kv;
+  int64_t timeout_ms;
+  /* The newest asynchronous error (a permissions violation), set by the
+   * client's thread. */
+  pthread_mutex_t mu;
+  unsigned async_errs;
+  char async_msg[256];
+};
+
+struct pfi_nats_sub {
+  natsSubscription *sub;
+};
+
+static int nerr(struct pfi_error *err, natsStatus s, const char *what) {
+  const char *last = nats_GetLastError(NULL);
+  int code = s == NATS_NOT_PERMITTED ? PFI_ENOPERM : PFI_EIO;
+  return pfi_error_set(err, code, "NATS: %s: %s%s%s", what,
+                       natsStatus_GetText(s), last && *last ? ": " : "",
+                       last ? last : "");
+}
+
+int pfi_read_secret(const char *path, char *buf, size_t n,
+                    struct pfi_error *err) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  struct stat sb;
+  if (fd < 0)
+    return pfi_error_set(err, PFI_EIO, "%s: %s", path, strerror(errno));
+  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    close(fd);
+    return pfi_error_set(err, PFI_EIO, "%s: not a regular file", path);
+  }
+  if (sb.st_mode & 077) {
+    close(fd);
+    return pfi_error_set(err, PFI_ENOPERM,
+                         "%s: readable or writable by others (mode %03o); "
+                         "chmod 600 it",
+                         path, (unsigned)(sb.st_mode & 0777));
+  }
+  ssize_t k = read(fd, buf, n - 1);
+  close(fd);
+  if (k < 0)
+    return pfi_error_set(err, PFI_EIO, "%s: %s", path, strerror(errno));
+  buf[k] = 0;
+  size_t len = strcspn(buf, "\r\n");
+  if ((size_t)k == n - 1 && len == (size_t)k)
+    return pfi_error_set(err, PFI_EPARSE, "%s: secret longer than %zu bytes",
+                         path, n - 2);
+  buf[len] = 0;
+  if (len == 0)
+    return pfi_error_set(err, PFI_EPARSE, "%s: empty first line", path);
+  return (int)len;
+}
+
+static void on_async_error(natsConnection *nc, natsSubscription *sub,
+                           natsStatus s, void *closure) {
+  struct pfi_nats *p = closure;
+  const char *txt = NULL;
+  natsConnection_GetLastError(nc, &txt);
+  pthread_mutex_lock(&p->mu);
+  p->async_errs++;
+  snprintf(p->async_msg, sizeof p->async_msg, "%s",
+           txt && *txt ? txt : natsStatus_GetText(s));
+  pthread_mutex_unlock(&p->mu);
+}
+
+int pfi_nats_open(struct pfi_nats **out, const struct pfi_nats_opts *o,
+                  struct pfi_error *err) {
+  struct pfi_nats *p = calloc(1, sizeof *p);
+  natsOptions *opts = NULL;
+  natsStatus s;
+  int rc = 0;
+  char pw[256];
+  if (!p)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  pthread_mutex_init(&p->mu, NULL);
+  p->timeout_ms = (int64_t)((o->timeout_s > 0 ? o->timeout_s : 2.0) * 1000);
+  if (o->password_file &&
+      (rc = pfi_read_secret(o->password_file, pw, sizeof pw, err)) < 0)
+    goto fail;
+  if ((s = natsOptions_Create(&opts)) != NATS_OK ||
+      (s = natsOptions_SetURL(
+           opts, o->url ? o->url : "nats://127.0.0.1:4222")) != NATS_OK ||
+      (s = natsOptions_SetTimeout(opts, p->timeout_ms)) != NATS_OK ||
+      (s = natsOptions_SetMaxReconnect(opts, -1)) != NATS_OK ||
+      (s = natsOptions_SetReconnectWait(opts, 250)) != NATS_OK ||
+      (s = natsOptions_SetPingInterval(opts, 1000)) != NATS_OK ||
+      (s = natsOptions_SetMaxPingsOut(opts, 2)) != NATS_OK ||
+      (s = natsOptions_SetReconnectBufSize(opts, 1 << 20)) != NATS_OK ||
+      (s = natsOptions_SetErrorHandler(opts, on_async_error, p)) != NATS_OK ||
+      (o->name && (s = natsOptions_SetName(opts, o->name)) != NATS_OK) ||
+      (o->user && (s = natsOptions_SetUserInfo(opts, o->user,
+                                               o->password_file ? pw : NULL)) !=
+                      NATS_OK)) {
+    rc = nerr(err, s, "options");
+    goto fail;
+  }
+  /* A server that is not up yet is retried in the background: an agent
+   * started before NATS must not exit. */
+  if ((s = natsOptions_SetRetryOnFailedConnect(opts, true, NULL, NULL)) !=
+      NATS_OK) {
+    rc = nerr(err, s, "options");
+    goto fail;
+  }
+  s = natsConnection_Connect(&p->nc, opts);
+  if (s != NATS_OK && s != NATS_NOT_YET_CONNECTED) {
+    rc = nerr(err, s, o->url ? o->url : "connect");
+    goto fail;
+  }
+  if (o->bucket) {
+    kvConfig cfg;
+    jsRePublish rp = {"$KV." PFI_NATS_BUCKET ".assign.>", "pfi.assign.>",
+                      false};
+    jsOptions jo;
+    jsOptions_Init(&jo);
+    jo.Wait = p->timeout_ms;
+    if ((s = natsConnection_JetStream(&p->js, p->nc, &jo)) != NATS_OK) {
+      rc = nerr(err, s, "JetStream");
+      goto fail;
+    }
+    kvConfig_Init(&cfg);
+    cfg.Bucket = PFI_NATS_BUCKET;
+    cfg.History =
+        (uint8_t)(o->history >= 1 && o->history <= 64 ? o->history : 16);
+    cfg.StorageType = js_FileStorage;
+    cfg.RePublish = &rp;
+    /* Binding first: creating an existing bucket with another history is
+     * an error, and the first controller's configuration stands. */
+    s = js_KeyValue(&p->kv, p->js, PFI_NATS_BUCKET);
+    if (s != NATS_OK)
+      s = js_CreateKeyValue(&p->kv, p->js, &cfg);
+    if (s != NATS_OK) {
+      rc = nerr(err, s, "key-value bucket " PFI_NATS_BUCKET);
+      goto fail;
+    }
+  }
+  natsOptions_Destroy(opts);
+  memset(pw, 0, sizeof pw);
+  *out = p;
+  return 0;
+fail:
+  memset(pw, 0, sizeof pw);
+  natsOptions_Destroy(opts);
+  pfi_nats_close(p);
+  return rc;
+}
+
+void pfi_nats_close(struct pfi_nats *p) {
+  if (!p)
+    return;
+  kvStore_Destroy(p->kv);
+  jsCtx_Destroy(p->js);
+  if (p->nc) {
+    natsConnection_Close(p->nc);
+    natsConnection_Destroy(p->nc);
+  }
+  pthread_mutex_destroy(&p->mu);
+  free(p);
+}
+
+int pfi_nats_connected(struct pfi_nats *p) {
+  return p && p->nc &&
+         natsConnection_Status(p->nc) == NATS_CONN_STATUS_CONNECTED;
+}
+
+int pfi_nats_publish(struct pfi_nats *p, const char *subject, const void *data,
+                     size_t len, struct pfi_error *err) {
+  /* The client's flusher thread sends it; while disconnected it waits in
+   * the reconnect buffer (an error once that is full). */
+  natsStatus s = natsConnection_Publish(p->nc, subject, data, (int)len);
+  return s == NATS_OK ? 0 : nerr(err, s, subject);
+}
+
+int pfi_nats_publish_checked(struct pfi_nats *p, const char *subject,
+                             const void *data, size_t len,
+                             struct pfi_error *err) {
+  pthread_mutex_lock(&p->mu);
+  unsigned before = p->async_errs;
+  pthread_mutex_unlock(&p->mu);
+  natsStatus s = natsConnection_Publish(p->nc, subject, data, (int)len);
+  if (s != NATS_OK)
+    return nerr(err, s, subject);
+  if ((s = natsConnection_FlushTimeout(p->nc, p->timeout_ms)) != NATS_OK)
+    return nerr(err, s, subject);
+  /* The server answers a refused publish with -ERR before the flush's
+   * PONG, so a violation is known by now. */
+  pthread_mutex_lock(&p->mu);
+  int refused = p->async_errs != before && strstr(p->async_msg, "Permission");
+  char msg[256];
+  snprintf(msg, sizeof msg, "%s", p->async_msg);
+  pthread_mutex_unlock(&p->mu);
+  /* The handler runs on another thread and may not have yet; the
+   * connection's own last error is set by the reader before the PONG. */
+  const char *last = NULL;
+  if (!refused &&
+      natsConnection_GetLastError(p->nc, &last) == NATS_NOT_PERMITTED && last &&
+      strstr(last, subject)) {
+    refused = 1;
+    snprintf(msg, sizeof msg, "%s", last);
+  }
+  if (refused)
+    return pfi_error_set(err, PFI_ENOPERM, "NATS refused %s: %s", subject, msg);
+  return 0;
+}
+
+int pfi_nats_subscribe(struct pfi_nats *p, const char *subject,
+                       struct pfi_nats_sub **out, struct pfi_error *err) {
+  struct pfi_nats_sub *sub = calloc(1, sizeof *sub);
+  if (!sub)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  natsStatus s = natsConnection_SubscribeSync(&sub->sub, p->nc, subject);
+  if (s == NATS_OK)
+    s = natsSubscription_SetPendingLimits(sub->sub, 1 << 16, 256 << 20);
+  if (s != NATS_OK) {
+    natsSubscription_Destroy(sub->sub);
+    free(sub);
+    return nerr(err, s, subject);
+  }
+  *out = sub;
+  return 0;
+}
+
+void pfi_nats_unsubscribe(struct pfi_nats_sub *sub) {
+  if (!sub)
+    return;
+  natsSubscription_Unsubscribe(sub->sub);
+  natsSubscription_Destroy(sub->sub);
+  free(sub);
+}
+
+int pfi_nats_next(struct pfi_nats_sub *sub, double timeout_s, char **data,
+                  size_t *len, char *subj, size_t n, struct pfi_error *err) {
+  natsMsg *m = NULL;
+  int64_t ms = timeout_s > 0 ? (int64_t)(timeout_s * 1000) : 0;
+  natsStatus s = natsSubscription_NextMsg(&m, sub->sub, ms > 0 ? ms : 1);
+  if (s == NATS_TIMEOUT)
+    return 0;
+  if (s == NATS_SLOW_CONSUMER)
+    return 0; /* messages were dropped; the next ones still come */
+  if (s != NATS_OK)
+    return nerr(err, s, "next message");
+  int k = natsMsg_GetDataLength(m);
+  char *d = malloc((size_t)k + 1);
+  if (!d) {
+    natsMsg_Destroy(m);
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  }
+  if (k > 0)
+    memcpy(d, natsMsg_GetData(m), (size_t)k);
+  d[k] = 0;
+  if (subj && n)
+    snprintf(subj, n, "%s", natsMsg_GetSubject(m));
+  natsMsg_Destroy(m);
+  *data = d;
+  *len = (size_t)k;
+  return 1;
+}
+
+/* ---- key-value --------------------------------------------------------- */
+
+static int need_kv(struct pfi_nats *p, struct pfi_error *err) {
+  return p->kv ? 0
+               : pfi_error_set(err, PFI_ESTATE,
+                               "NATS connection without the bucket");
+}
+
+int pfi_nats_kv_get(struct pfi_nats *p, const char *key, char **val,
+                    size_t *len, uint64_t *rev, struct pfi_error *err) {
+  int rc = need_kv(p, err);
+  if (rc < 0)
+    return rc;
+  kvEntry *e = NULL;
+  natsStatus s = kvStore_Get(&e, p->kv, key);
+  if (s == NATS_NOT_FOUND)
+    return 0;
+  if (s != NATS_OK)
+    return nerr(err, s, key);
+  int k = kvEntry_ValueLen(e);
+  char *d = malloc((size_t)k + 1);
+  if (!d) {
+    kvEntry_Destroy(e);
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  }
+  if (k > 0)
+    memcpy(d, kvEntry_Value(e), (size_t)k);
+  d[k] = 0;
+  if (rev)
+    *rev = kvEntry_Revision(e);
+  kvEntry_Destroy(e);
+  *val = d;
+  if (len)
+    *len = (size_t)k;
+  return 1;
+}
+
+int pfi_nats_kv_put(struct pfi_nats *p, const char *key, const void *val,
+                    size_t len, uint64_t *rev, struct pfi_error *err) {
+  int rc = need_kv(p, err);
+  if (rc < 0)
+    return rc;
+  natsStatus s = kvStore_Put(rev, p->kv, key, val, (int)len);
+  return s == NATS_OK ? 0 : nerr(err, s, key);
+}
+
+/* The server's answer to a compare-and-set that lost. */
+static int wrong_last(void) {
+  const char *last = nats_GetLastError(NULL);
+  return last &&
+         (strstr(last, "wrong last sequence") || strstr(last, "key exists"));
+}
+
+int pfi_nats_kv_create(struct pfi_nats *p, const char *key, const void *val,
+                       size_t len, uint64_t *rev, struct pfi_error *err) {
+  int rc = need_kv(p, err);
+  if (rc < 0)
+    return rc;
+  natsStatus s = kvStore_Create(rev, p->kv, key, val, (int)len);
+  if (s == NATS_OK)
+    return 0;
+  if (wrong_last())
+    return pfi_error_set(err, PFI_EBUSY, "key %s exists", key);
+  return nerr(err, s, key);
+}
+
+int pfi_nats_kv_update(struct pfi_nats *p, const char *key, const void *val,
+                       size_t len, uint64_t last, uint64_t *rev,
+                       struct pfi_error *err) {
+  int rc = need_kv(p, err);
+  if (rc < 0)
+    return rc;
+  natsStatus s = kvStore_Update(rev, p->kv, key, val, (int)len, last);
+  if (s == NATS_OK)
+    return 0;
+  if (wrong_last())
+    return pfi_error_set(err, PFI_ESTATE, "key %s changed since revision %llu",
+                         key, (unsigned long long)last);
+  return nerr(err, s, key);
+}
+
+int pfi_nats_kv_delete(struct pfi_nats *p, const char *key,
+                       struct pfi_error *err) {
+  int rc = need_kv(p, err);
+  if (rc < 0)
+    return rc;
+  natsStatus s = kvStore_Delete(p->kv, key);
+  return s == NATS_OK ? 0 : nerr(err, s, key);
+}
+
+void pfi_nats_keys_free(char **keys, size_t n) {
+  for (size_t i = 0; keys && i < n; i++)
+    free(keys[i]);
+  free(keys);
+}
+
+int pfi_nats_kv_keys(struct pfi_nats *p, const char *prefix, char ***keys,
+                     size_t *n, struct pfi_error *err) {
+  int rc = need_kv(p, err);
+  if (rc < 0)
+    return rc;
+  kvKeysList l = {0};
+  kvWatchOptions wo;
+  kvWatchOptions_Init(&wo);
+  wo.Timeout = p->timeout_ms;
+  natsStatus s = kvStore_Keys(&l, p->kv, &wo);
+  *keys = NULL;
+  *n = 0;
+  if (s == NATS_NOT_FOUND)
+    return 0;
+  if (s != NATS_OK)
+    return nerr(err, s, "keys");
+  char **out = calloc((size_t)l.Count + 1, sizeof *out);
+  size_t k = 0, plen = strlen(prefix);
+  for (int i = 0; out && i < l.Count; i++)
+    if (strncmp(l.Keys[i], prefix, plen) == 0 &&
+        !(out[k++] = strdup(l.Keys[i]))) {
+      pfi_nats_keys_free(out, k);
+      out = NULL;
+    }
+  kvKeysList_Destroy(&l);
+  if (!out)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  *keys = out;
+  *n = k;
+  return 0;
+}

@@ -1,0 +1,135 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+# Sourced by the tests/fleet scripts: a private nats-server with JetStream
+# (free loopback port, temporary store, users with permissions), and
+# helpers to start pfid and emulated agents and to read caps independently
+# of them (pfi devices on the emulator's state). Every wait is bounded.
+
+. "$(dirname "$0")/../cli/lib.sh"
+PFI_AGENT=${PFI_AGENT:?PFI_AGENT must name pfi-agent}
+PFID=${PFID:?PFID must name pfid}
+command -v nats-server >/dev/null || { echo "SKIP: no nats-server"; exit 77; }
+PIDS=()
+cleanup() {
+  local p
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+  rm -rf "$T"
+}
+trap cleanup EXIT
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+secret() { # secret FILE: a random password, mode 0600
+  (umask 077; head -c 18 /dev/urandom | base64 | tr -d '/+=' >"$1")
+}
+
+# nats_config NODE...: users pfid (everything) and agent-NODE (its own
+# subjects only), JetStream in $T/js.
+nats_config() {
+  secret "$T/pw.pfid"
+  {
+    echo "listen: ${NATS_HOST:-127.0.0.1}:$NATS_PORT"
+    echo "jetstream { store_dir: \"$T/js\", max_memory_store: 64MB, max_file_store: 256MB }"
+    echo "authorization { users = ["
+    echo "  { user: pfid, password: \"$(cat "$T/pw.pfid")\", permissions: { publish: \">\", subscribe: \">\" } }"
+    local n
+    for n in "$@"; do
+      secret "$T/pw.$n"
+      echo "  { user: agent-$n, password: \"$(cat "$T/pw.$n")\","
+      echo "    permissions: { publish: { allow: [\"pfi.telemetry.$n\"] }, subscribe: { allow: [\"pfi.assign.$n\"] } } }"
+    done
+    echo "] }"
+  } >"$T/nats.conf"
+}
+
+nats_start() {
+  nats-server -c "$T/nats.conf" >>"$T/nats.log" 2>&1 &
+  NATS_PID=$!
+  PIDS+=("$NATS_PID")
+  local i
+  for i in $(seq 100); do
+    grep -q "Server is ready" "$T/nats.log" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  fail "nats-server did not start"; cat "$T/nats.log" >&2; exit 1
+}
+
+nats_stop() { kill "$NATS_PID"; wait "$NATS_PID" 2>/dev/null; }
+
+setup_nats() { # setup_nats NODE...
+  NATS_PORT=$(free_port)
+  NATS_URL="nats://127.0.0.1:$NATS_PORT"
+  nats_config "$@"
+  nats_start
+}
+
+# agent_start NODE GPUS [options...]: an emulated agent in real time with
+# its own emulator state $T/emu.NODE, record $T/agent.NODE.db. PID in
+# AGENT_PID[NODE].
+declare -A AGENT_PID
+agent_start() {
+  local n=$1 g=$2
+  shift 2
+  mkdir -p "$T/emu.$n"
+  PFI_LOCK_DIR= "$PFI_AGENT" --node "$n" --nats "$NATS_URL" --password-file "$T/pw.$n" \
+    --emulate --params "gpus=$g,state=$T/emu.$n" --record "$T/agent.$n.db" \
+    --period "${AGENT_PERIOD:-0.5}" "$@" >>"$T/agent.$n.log" 2>&1 &
+  AGENT_PID[$n]=$!
+  PIDS+=("$!")
+}
+
+# pfid_start ID [options...]: PID in PFID_PID[ID], API port in API[ID].
+declare -A PFID_PID API
+pfid_start() {
+  local id=$1
+  shift
+  [ -f "$T/token" ] || secret "$T/token"
+  API[$id]=$(free_port)
+  "$PFID" --id "$id" --nats "$NATS_URL" --password-file "$T/pw.pfid" \
+    --records "$T/records.db" --api "127.0.0.1:${API[$id]}" --token-file "$T/token" \
+    --period "${PFID_PERIOD:-0.5}" --lease "${LEASE:-3}" --leader-lease "${LEADER_LEASE:-1.5}" \
+    --stale "${STALE:-2}" "$@" >>"$T/pfid.$id.log" 2>&1 &
+  PFID_PID[$id]=$!
+  PIDS+=("$!")
+}
+
+api() { # api ID METHOD PATH [BODY]: prints the body, HTTP code in $T/code
+  local id=$1 m=$2 p=$3
+  shift 3
+  curl -s -m 5 -o "$T/body" -w '%{http_code}' -X "$m" \
+    -H "Authorization: Bearer $(cat "$T/token")" ${1:+--data-binary "$1"} \
+    "http://127.0.0.1:${API[$id]}$p" >"$T/code" || echo 000 >"$T/code"
+  cat "$T/body" 2>/dev/null
+}
+
+# caps NODE: the GPUs' power limits in W as the emulator holds them, "a,b".
+caps() {
+  "$PFI" devices --backend emu --params "state=$T/emu.$1,gpus=${2:-2}" --format csv 2>/dev/null |
+    awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "cap_w") c = i; next }
+             { printf "%s%g", (NR > 2 ? "," : ""), $c } END { print "" }'
+}
+
+# until_true SECONDS CMD...: runs CMD every 0.2 s until it succeeds; 1 when
+# it never did within SECONDS (a bound against hangs, not a timing check).
+until_true() {
+  local end=$(($(date +%s) + $1))
+  shift
+  while ! "$@"; do
+    [ "$(date +%s)" -lt "$end" ] || return 1
+    sleep 0.2
+  done
+}
+
+caps_are() { [ "$(caps "$1" "${3:-2}")" = "$2" ]; }
+
+now() { date +%s.%N; }
+
+# event ID START_OFFSET_S END_OFFSET_S TARGET_W: an event message.
+event_json() {
+  awk -v id="$1" -v a="$2" -v b="$3" -v w="$4" -v t="$(now)" \
+    'BEGIN { printf "{\"v\":1,\"id\":\"%s\",\"start\":%.3f,\"end\":%.3f,\"target_w\":%g}", id, t + a, t + b, w }'
+}
+
+sql() { sqlite3 -cmd '.timeout 5000' "$@"; }

@@ -1,0 +1,370 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* The fleet's messages and the agent's safety rules, without a network:
+ * the agent runs on emulated GPUs and the test reads their limits through
+ * a second device session, as any other tool would. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "pfi/agent.h"
+#include "pfi/capset.h"
+#include "pfi/device.h"
+#include "pfi/fleet.h"
+#include "testutil.h"
+
+static char dir[] = "/tmp/pfi-test-fleet-XXXXXX";
+static char params[300], record[300];
+
+static void other_set(unsigned gpu, uint32_t mw) {
+  struct pfi_device *dev;
+  struct pfi_error err;
+  assert_int_equal(pfi_device_open(&dev, "emu", params, &err), 0);
+  assert_int_equal(pfi_device_set_cap(dev, gpu, mw, &err), 0);
+  pfi_device_close(dev);
+}
+
+static uint32_t other_get(unsigned gpu) {
+  struct pfi_device *dev;
+  struct pfi_error err;
+  uint32_t mw = 0;
+  assert_int_equal(pfi_device_open(&dev, "emu", params, &err), 0);
+  assert_int_equal(pfi_device_get_cap(dev, gpu, &mw, &err), 0);
+  pfi_device_close(dev);
+  return mw;
+}
+
+/* An assignment message for node n1. */
+static size_t assign(char *buf, size_t n, uint64_t seq, const char *event,
+                     double end, double lease, uint32_t c0, uint32_t c1,
+                     int restore) {
+  struct pfi_fleet_assign a;
+  struct pfi_error err;
+  memset(&a, 0, sizeof a);
+  strcpy(a.node, "n1");
+  strcpy(a.leader, "pfid-a");
+  a.seq = seq;
+  a.issued_s = 1000;
+  a.lease_s = lease;
+  if (event) {
+    strcpy(a.event, event);
+    a.event_end_s = end;
+  }
+  a.restore = restore;
+  a.n = restore ? 0 : 2;
+  a.cap_mw[0] = c0;
+  a.cap_mw[1] = c1;
+  int len = pfi_fleet_assign_encode(&a, buf, n, &err);
+  assert_true(len > 0);
+  return (size_t)len;
+}
+
+static void test_assign_codec(void **state) {
+  char buf[4096];
+  struct pfi_fleet_assign a;
+  struct pfi_error err;
+  size_t len = assign(buf, sizeof buf, 7, "ev1", 2000.5, 5, 400000, 450000, 0);
+  assert_int_equal(pfi_fleet_assign_decode(buf, len, &a, &err), 0);
+  ASSERT_EQ_INT(a.seq, 7);
+  assert_string_equal(a.node, "n1");
+  assert_string_equal(a.event, "ev1");
+  ASSERT_NEAR(a.event_end_s, 2000.5, 0);
+  ASSERT_NEAR(a.lease_s, 5, 0);
+  ASSERT_EQ_INT(a.n, 2);
+  ASSERT_EQ_INT(a.cap_mw[1], 450000);
+  static const char *const bad[] = {
+      "",
+      "[]",
+      "{\"v\":2,\"node\":\"n1\",\"seq\":1,\"leader\":\"a\",\"issued\":1,"
+      "\"lease_s\":1,\"caps_mw\":[1]}",
+      /* a node name that would be a subject wildcard */
+      "{\"v\":1,\"node\":\"n1.>\",\"seq\":1,\"leader\":\"a\",\"issued\":1,"
+      "\"lease_s\":1,\"caps_mw\":[1]}",
+      "{\"v\":1,\"node\":\"n1\",\"seq\":0,\"leader\":\"a\",\"issued\":1,"
+      "\"lease_s\":1,\"caps_mw\":[1]}",
+      "{\"v\":1,\"node\":\"n1\",\"seq\":1,\"leader\":\"a\",\"issued\":1,"
+      "\"lease_s\":1,\"caps_mw\":[-5]}",
+      "{\"v\":1,\"node\":\"n1\",\"seq\":1,\"leader\":\"a\",\"issued\":1,"
+      "\"lease_s\":1,\"restore\":true,\"caps_mw\":[1]}",
+      "{\"v\":1,\"node\":\"n1\",\"seq\":1,\"leader\":\"a\",\"issued\":1,"
+      "\"lease_s\":1,\"event\":\"e\",\"caps_mw\":[1]}",
+      "{\"v\":1,\"node\":\"n1\",\"node\":\"n2\",\"seq\":1,\"leader\":\"a\","
+      "\"issued\":1,\"lease_s\":1,\"caps_mw\":[1]}",
+      "{\"v\":1,\"node\":\"n1\",\"seq\":1.5,\"leader\":\"a\",\"issued\":1,"
+      "\"lease_s\":1,\"caps_mw\":[1]}",
+      "{\"v\":1,\"node\":\"n1\",\"seq\":1,\"leader\":\"a\",\"issued\":1,"
+      "\"lease_s\":0,\"caps_mw\":[1]}",
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    assert_int_equal(pfi_fleet_assign_decode(bad[i], strlen(bad[i]), &a, &err),
+                     PFI_EPARSE);
+  /* A NUL byte, here after a complete object: refused, not cut short. */
+  char nb[4096];
+  memcpy(nb, buf, len);
+  memcpy(nb + len, "\0{}", 3);
+  assert_int_equal(pfi_fleet_assign_decode(nb, len + 3, &a, &err), PFI_EPARSE);
+  assert_non_null(strstr(err.msg, "NUL"));
+  /* Oversized: refused before parsing. */
+  size_t big = PFI_FLEET_MSG_MAX + 1;
+  char *b = malloc(big);
+  memset(b, ' ', big);
+  memcpy(b, buf, len);
+  assert_int_equal(pfi_fleet_assign_decode(b, big, &a, &err), PFI_EPARSE);
+  assert_non_null(strstr(err.msg, "bytes"));
+  free(b);
+}
+
+static void test_telemetry_event_codec(void **state) {
+  struct pfi_fleet_telemetry t, u;
+  struct pfi_error err;
+  char buf[PFI_FLEET_MSG_MAX];
+  memset(&t, 0, sizeof t);
+  strcpy(t.node, "n-7");
+  t.t_s = 1234.25;
+  t.seq_applied = 42;
+  t.mode = PFI_AGENT_HOLD;
+  t.n = 1;
+  strcpy(t.gpu[0].uuid, "GPU-1");
+  t.gpu[0].min_mw = 200000;
+  t.gpu[0].max_mw = 700000;
+  t.gpu[0].cap_mw = 500000;
+  t.gpu[0].power_w = 312.5;
+  strcpy(t.gpu[0].job, "job-1");
+  t.n_jobs = 1;
+  strcpy(t.job[0].id, "job-1");
+  t.job[0].tokens_per_s = 1e5;
+  int len = pfi_fleet_telemetry_encode(&t, buf, sizeof buf, &err);
+  assert_true(len > 0);
+  assert_int_equal(pfi_fleet_telemetry_decode(buf, (size_t)len, &u, &err), 0);
+  assert_string_equal(u.node, "n-7");
+  ASSERT_EQ_INT(u.seq_applied, 42);
+  ASSERT_EQ_INT(u.mode, PFI_AGENT_HOLD);
+  ASSERT_NEAR(u.gpu[0].power_w, 312.5, 0);
+  ASSERT_EQ_INT(u.gpu[0].cap_mw, 500000);
+  ASSERT_NEAR(u.job[0].tokens_per_s, 1e5, 0);
+  static const char bad[] =
+      "{\"v\":1,\"node\":\"n\",\"t\":1,\"seq_applied\":0,\"mode\":\"x\","
+      "\"gpus\":[]}";
+  assert_int_equal(pfi_fleet_telemetry_decode(bad, strlen(bad), &u, &err),
+                   PFI_EPARSE);
+  struct pfi_fleet_event e = {"ev", 10, 20, 1500, 0}, f;
+  len = pfi_fleet_event_encode(&e, buf, sizeof buf, &err);
+  assert_true(len > 0);
+  assert_int_equal(pfi_fleet_event_decode(buf, (size_t)len, &f, &err), 0);
+  ASSERT_NEAR(f.target_w, 1500, 0);
+  static const char back[] =
+      "{\"v\":1,\"id\":\"e\",\"start\":5,\"end\":5,\"target_w\":1}";
+  assert_int_equal(pfi_fleet_event_decode(back, strlen(back), &f, &err),
+                   PFI_EPARSE);
+}
+
+static struct pfi_agent *open_agent(const char *backend, const char *p,
+                                    double now) {
+  struct pfi_agent_opts o = {"n1", backend, p, record, NULL, NULL, NULL, NULL};
+  struct pfi_agent *ag = NULL;
+  struct pfi_error err;
+  int rc = pfi_agent_open(&ag, &o, now, &err);
+  if (rc < 0)
+    fail_msg("agent open: %s", err.msg);
+  return ag;
+}
+
+/* The lease rules, drift, replay and a restart, in one timeline. */
+static void test_agent_rules(void **state) {
+  char buf[4096];
+  struct pfi_error err;
+  struct pfi_agent_stats st;
+  other_set(0, 650000); /* the limits before: not the default (700 W) */
+  other_set(1, 650000);
+  struct pfi_agent *ag = open_agent("emu", params, 1000);
+  size_t len = assign(buf, sizeof buf, 1, "ev1", 2000, 5, 400000, 450000, 0);
+  assert_int_equal(pfi_agent_handle(ag, buf, len, 1000, 0, &err), 1);
+  ASSERT_EQ_INT(other_get(0), 400000);
+  ASSERT_EQ_INT(other_get(1), 450000);
+  /* Replayed and for another node: ignored, caps unchanged. */
+  assert_int_equal(pfi_agent_handle(ag, buf, len, 1000, 0.1, &err), 0);
+  size_t l2 = assign(buf, sizeof buf, 2, "ev1", 2000, 5, 500000, 500000, 0);
+  memcpy(strstr(buf, "\"n1\""), "\"n9\"", 4);
+  assert_int_equal(pfi_agent_handle(ag, buf, l2, 1000, 0.2, &err), 0);
+  ASSERT_EQ_INT(other_get(0), 400000);
+  /* Out of the GPU's range: rejected whole, nothing moves. */
+  len = assign(buf, sizeof buf, 3, "ev1", 2000, 5, 100000, 450000, 0);
+  assert_int_equal(pfi_agent_handle(ag, buf, len, 1000, 0.3, &err), PFI_EINVAL);
+  ASSERT_EQ_INT(other_get(1), 450000);
+  /* Another tool changes a limit: re-applied on the next tick. */
+  other_set(0, 600000);
+  struct pfi_fleet_telemetry t;
+  assert_int_equal(pfi_agent_tick(ag, 1001, 1, &t, &err), 0);
+  ASSERT_EQ_INT(other_get(0), 400000);
+  ASSERT_EQ_INT(t.reapplied, 1);
+  ASSERT_EQ_INT(t.gpu[0].assigned_mw, 400000);
+  ASSERT_EQ_INT(t.gpu[0].cap_mw, 400000);
+  /* Lease lost during the event (mono 6 > 0 + 5): held, not raised. */
+  assert_int_equal(pfi_agent_tick(ag, 1010, 6, &t, &err), 0);
+  ASSERT_EQ_INT(t.mode, PFI_AGENT_HOLD);
+  ASSERT_EQ_INT(other_get(0), 400000);
+  ASSERT_EQ_INT(other_get(1), 450000);
+  /* The controller is back with a newer assignment. */
+  len = assign(buf, sizeof buf, 4, "ev1", 2000, 5, 380000, 390000, 0);
+  assert_int_equal(pfi_agent_handle(ag, buf, len, 1011, 7, &err), 1);
+  pfi_agent_stats(ag, &st);
+  ASSERT_EQ_INT(st.mode, PFI_AGENT_TRACKING);
+  ASSERT_EQ_INT(st.ignored, 1);
+  ASSERT_EQ_INT(st.rejected, 1);
+  /* Killed and restarted mid-event: the record resumes the same caps, in
+   * hold, and the sequence numbers seen before stay seen. */
+  pfi_agent_close(ag);
+  other_set(1, 700000); /* and a driver reload while it was down */
+  ag = open_agent("emu", params, 1020);
+  pfi_agent_stats(ag, &st);
+  ASSERT_EQ_INT(st.mode, PFI_AGENT_HOLD);
+  ASSERT_EQ_INT(st.seq, 4);
+  ASSERT_EQ_INT(other_get(0), 380000);
+  ASSERT_EQ_INT(other_get(1), 390000);
+  assert_int_equal(pfi_agent_handle(ag, buf, len, 1020, 0, &err), 0);
+  /* The event ends while held: the limits recorded before the first
+   * change come back (650 W, not the 700 W default). */
+  assert_int_equal(pfi_agent_tick(ag, 1999.9, 1, &t, &err), 0);
+  ASSERT_EQ_INT(other_get(0), 380000);
+  assert_int_equal(pfi_agent_tick(ag, 2000, 2, &t, &err), 0);
+  ASSERT_EQ_INT(t.mode, PFI_AGENT_IDLE);
+  ASSERT_EQ_INT(other_get(0), 650000);
+  ASSERT_EQ_INT(other_get(1), 650000);
+  /* Outside an event a lost controller means restore at once. */
+  len = assign(buf, sizeof buf, 5, NULL, 0, 5, 300000, 300000, 0);
+  assert_int_equal(pfi_agent_handle(ag, buf, len, 2001, 10, &err), 1);
+  ASSERT_EQ_INT(other_get(1), 300000);
+  assert_int_equal(pfi_agent_tick(ag, 2002, 14.9, &t, &err), 0);
+  ASSERT_EQ_INT(other_get(1), 300000);
+  assert_int_equal(pfi_agent_tick(ag, 2003, 15.1, &t, &err), 0);
+  ASSERT_EQ_INT(other_get(1), 650000);
+  ASSERT_EQ_INT(t.mode, PFI_AGENT_IDLE);
+  /* An explicit restore. */
+  len = assign(buf, sizeof buf, 6, NULL, 0, 5, 300000, 300000, 0);
+  assert_int_equal(pfi_agent_handle(ag, buf, len, 2004, 16, &err), 1);
+  len = assign(buf, sizeof buf, 7, NULL, 0, 5, 0, 0, 1);
+  assert_int_equal(pfi_agent_handle(ag, buf, len, 2004, 16, &err), 1);
+  ASSERT_EQ_INT(other_get(0), 650000);
+  pfi_agent_stats(ag, &st);
+  ASSERT_EQ_INT(st.restores, 3);
+  pfi_agent_close(ag);
+  /* A second agent on the same GPUs is refused. */
+  ag = open_agent("emu", params, 3000);
+  struct pfi_agent *ag2 = NULL;
+  struct pfi_agent_opts o = {"n1", "emu", params, record,
+                             NULL, NULL,  NULL,   NULL};
+  assert_int_equal(pfi_agent_open(&ag2, &o, 3000, &err), PFI_EBUSY);
+  pfi_agent_close(ag);
+}
+
+/* A GPU that refuses its cap: the other GPU goes back, nothing is left
+ * changed. */
+static void test_agent_all_or_none(void **state) {
+  char buf[4096], fp[400];
+  struct pfi_error err;
+  other_set(0, 700000);
+  other_set(1, 700000);
+  snprintf(fp, sizeof fp, "fail_set_after=1,inner_params=%s", params);
+  struct pfi_agent *ag = open_agent("fault", fp, 1000);
+  size_t len = assign(buf, sizeof buf, 100, "ev2", 2000, 5, 400000, 400000, 0);
+  assert_true(pfi_agent_handle(ag, buf, len, 1000, 0, &err) < 0);
+  ASSERT_EQ_INT(other_get(0), 700000);
+  ASSERT_EQ_INT(other_get(1), 700000);
+  struct pfi_agent_stats st;
+  pfi_agent_stats(ag, &st);
+  ASSERT_EQ_INT(st.mode, PFI_AGENT_IDLE);
+  pfi_agent_close(ag);
+  /* Nothing stays recorded: another pfi (here as pfi cap would) may take
+   * the GPUs. */
+  struct pfi_device *dev;
+  struct pfi_capset *cs = NULL;
+  unsigned gpus[2] = {0, 1};
+  assert_int_equal(pfi_device_open(&dev, "emu", params, &err), 0);
+  if (pfi_capset_open(&cs, NULL, dev, "emu", params, gpus, 2, "cap", 0, &err) <
+      0)
+    fail_msg("after a failed apply: %s", err.msg);
+  pfi_capset_close(cs);
+  pfi_device_close(dev);
+}
+
+static void test_tail_rate(void **state) {
+  char path[400];
+  double rate = -1;
+  struct pfi_error err;
+  snprintf(path, sizeof path, "%s/job.jsonl", dir);
+  FILE *fp = fopen(path, "w");
+  /* Cumulative tokens: (3000 - 1000) / (12 - 10) = 1000 tokens/s. */
+  fputs("{\"t\": 9, \"tokens\": 0}\n{\"t\": 10, \"tokens\": 1000}\n"
+        "{\"t\": 12, \"tokens\": 3000}\n{\"t\": 13, \"tok",
+        fp);
+  fclose(fp);
+  assert_int_equal(pfi_fleet_tail_rate(path, &rate, &err), 1);
+  ASSERT_NEAR(rate, 1000, 1e-9);
+  fp = fopen(path, "a");
+  fputs("ens\": 3500, \"tokens_per_s\": 777}\n", fp);
+  fclose(fp);
+  assert_int_equal(pfi_fleet_tail_rate(path, &rate, &err), 1);
+  ASSERT_NEAR(rate, 777, 0);
+  snprintf(path, sizeof path, "%s/absent.jsonl", dir);
+  assert_int_equal(pfi_fleet_tail_rate(path, &rate, &err), 0);
+}
+
+/* Jobs as the Slurm prolog maps them: a file per GPU index holding the
+ * job's name, its tier in the tier directory, its throughput JSONL. */
+static void test_agent_jobs(void **state) {
+  char jm[400], td[400], tp[400], f[500];
+  struct pfi_error err;
+  snprintf(jm, sizeof jm, "%s/jobmap", dir);
+  snprintf(td, sizeof td, "%s/tiers", dir);
+  snprintf(tp, sizeof tp, "%s/tput", dir);
+  assert_int_equal(mkdir(jm, 0700) | mkdir(td, 0700) | mkdir(tp, 0700), 0);
+  snprintf(f, sizeof f, "%s/1", jm);
+  FILE *fp = fopen(f, "w");
+  fputs("slurm-7\n", fp);
+  fclose(fp);
+  snprintf(f, sizeof f, "%s/slurm-7", td);
+  fp = fopen(f, "w");
+  fputs("0.25\n", fp);
+  fclose(fp);
+  snprintf(f, sizeof f, "%s/slurm-7.jsonl", tp);
+  fp = fopen(f, "w");
+  fputs("{\"t\": 5, \"tokens_per_s\": 4321.5}\n", fp);
+  fclose(fp);
+  struct pfi_agent_opts o = {"n1", "emu", params, record, jm, tp, td, NULL};
+  struct pfi_agent *ag = NULL;
+  assert_int_equal(pfi_agent_open(&ag, &o, 5000, &err), 0);
+  struct pfi_fleet_telemetry t;
+  assert_int_equal(pfi_agent_tick(ag, 5000, 0, &t, &err), 0);
+  assert_string_equal(t.gpu[0].job, "");
+  assert_string_equal(t.gpu[1].job, "slurm-7");
+  ASSERT_EQ_INT(t.n_jobs, 1);
+  ASSERT_NEAR(t.job[0].max_loss, 0.25, 0);
+  ASSERT_NEAR(t.job[0].tokens_per_s, 4321.5, 0);
+  pfi_agent_close(ag);
+}
+
+int main(void) {
+  if (!mkdtemp(dir))
+    return 1;
+  snprintf(params, sizeof params, "gpus=2,state=%s/emu", dir);
+  snprintf(record, sizeof record, "%s/agent.db", dir);
+  /* The fault backend's emulated GPUs lock in the emulator's default
+   * state directory: this test's own. */
+  char emu[320];
+  snprintf(emu, sizeof emu, "%s/emu", dir);
+  setenv("PFI_EMU_STATE", emu, 1);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_assign_codec),
+      cmocka_unit_test(test_telemetry_event_codec),
+      cmocka_unit_test(test_agent_rules),
+      cmocka_unit_test(test_agent_all_or_none),
+      cmocka_unit_test(test_tail_rate),
+      cmocka_unit_test(test_agent_jobs),
+  };
+  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  char cmd[400];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0)
+    rc = rc ? rc : 1;
+  return rc;
+}
