@@ -229,9 +229,13 @@ int pfid_ctl_period(struct pfi_pfid *d, const struct pfi_fleet_event *ev,
       }
     }
   }
-  struct pfi_ctl_input in = {
-      pfid_mono() - d->ctl_t0 + 1e-3, ev != NULL, ev ? ev->id : NULL,
-      ev ? ev->target_w : 0,          go,         jo};
+  struct pfi_ctl_input in = {pfid_mono() - d->ctl_t0 + 1e-3,
+                             ev != NULL,
+                             ev ? ev->id : NULL,
+                             ev ? ev->target_w : 0,
+                             go,
+                             jo,
+                             0};
   struct pfi_ctl_output out;
   rc = pfi_ctl_step(d->ctl, &in, &out, err);
   free(go);

@@ -28,6 +28,7 @@
 #include "pfi/prom.h"
 #include "pfi/throughput.h"
 #include "pfi/version.h"
+#include "sweep_int.h"
 
 extern char **environ;
 
@@ -40,45 +41,9 @@ extern char **environ;
  * this many ms without news) for it to report progress up to the device
  * clock before advancing the clock further. */
 #define LOCKSTEP_IDLE_MS 2000
-/* Longest wait for a job to die after SIGKILL, ms. */
-#define KILL_WAIT_MS 30000
 /* Longest wait, real seconds, for the job's stdout to be matched to its end
  * once the job is stopped (then 1 s more before the matcher is given up). */
 #define TPUT_DRAIN_S 2.0
-
-struct job {
-  /* command */
-  pid_t pid;
-  int out_fd;    /* the job's stdout (regex kind), else -1 */
-  int streaming; /* out_fd handed to the collector's threads */
-  int exited;
-  int status; /* waitpid status */
-  /* emulated load */
-  int attached;
-  double last_rate;
-  double last_job_t; /* newest job time reported, device clock */
-  int lockstep_off;  /* the job fell silent: stop waiting for it */
-};
-
-struct sweep {
-  struct pfi_store *st;
-  const struct pfi_sweep_opts *o;
-  struct pfi_device *dev;
-  char backend[32];
-  char params[256];
-  unsigned *gpus;
-  size_t n;
-  struct pfi_emu_jobs lib;
-  const struct pfi_emu_job *ej;
-  struct pfi_tput *tp;
-  char job_name[128];
-  char command[512];
-  int virtual_time;
-  struct pfi_sample *samples;
-  struct pfi_sweep_result *res;
-  int emulated;          /* the GPUs are the emulator's, behind any backend */
-  struct pfi_capset *cs; /* the GPUs' locks and records (pfi/capset.h) */
-};
 
 static double wall_now(void) {
   struct timespec ts;
@@ -186,255 +151,6 @@ int pfi_sweep_parse_gpus(const char *s, unsigned **gpus, size_t *n,
 out:
   free(v);
   return rc;
-}
-
-/* ---- the job ------------------------------------------------------------- */
-
-static void append_env(char ***envp, size_t *n, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void append_env(char ***envp, size_t *n, const char *fmt, ...) {
-  char *s = NULL;
-  va_list ap;
-  va_start(ap, fmt);
-  if (vasprintf(&s, fmt, ap) < 0)
-    s = NULL;
-  va_end(ap);
-  if (s)
-    (*envp)[(*n)++] = s;
-}
-
-/* Starts the command: fork/exec without a shell, in its own process group,
- * with the run's parameters in its environment. A CLOEXEC pipe carries an
- * exec failure's errno back, so "command not found" is an error here and
- * not a mysterious exit status 127 later. */
-static int start_command(struct sweep *sw, struct job *jb, double cap_w,
-                         int64_t run_id, struct pfi_error *err) {
-  const struct pfi_sweep_opts *o = sw->o;
-  int errpipe[2] = {-1, -1}, outpipe[2] = {-1, -1};
-  char **envp = NULL;
-  size_t nenv = 0, base = 0;
-  int rc = 0;
-  while (environ && environ[base])
-    base++;
-  envp = calloc(base + 16, sizeof *envp);
-  if (!envp)
-    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
-  /* Our variables first: the child's getenv() finds the first match. */
-  append_env(&envp, &nenv, "PFI_CAP_W=%g", cap_w);
-  append_env(&envp, &nenv, "PFI_RUN_ID=%lld", (long long)run_id);
-  append_env(&envp, &nenv, "PFI_JOB=%s", sw->job_name);
-  append_env(&envp, &nenv, "PFI_DURATION_S=%g",
-             o->duration_s > 0 ? o->duration_s : 1800);
-  append_env(&envp, &nenv, "PFI_SEED=%llu", (unsigned long long)o->seed);
-  append_env(&envp, &nenv, "PFI_SWEEP_DB=%s", pfi_store_path(sw->st));
-  if (o->emulate)
-    append_env(&envp, &nenv, "PFI_EMULATE=%s", o->emulate);
-  if (sw->tp && pfi_tput_path(sw->tp))
-    append_env(&envp, &nenv, "PFI_THROUGHPUT_JSONL=%s", pfi_tput_path(sw->tp));
-  {
-    char list[1024] = "";
-    size_t off = 0;
-    for (size_t i = 0; i < sw->n && off + 12 < sizeof list; i++)
-      off += (size_t)snprintf(list + off, sizeof list - off, "%s%u",
-                              i ? "," : "", sw->gpus[i]);
-    append_env(&envp, &nenv, "PFI_GPUS=%s", list);
-  }
-  size_t ours = nenv;
-  for (size_t i = 0; i < base; i++)
-    envp[nenv++] = environ[i];
-  envp[nenv] = NULL;
-
-  if (pipe2(errpipe, O_CLOEXEC) != 0 ||
-      (sw->tp && pfi_tput_kind(sw->tp) == PFI_TPUT_REGEX &&
-       pipe2(outpipe, O_CLOEXEC) != 0)) {
-    rc = pfi_error_set(err, PFI_EIO, "pipe: %s", strerror(errno));
-    goto out;
-  }
-  fflush(NULL);
-  pid_t parent = getpid();
-  pid_t pid = fork();
-  if (pid < 0) {
-    rc = pfi_error_set(err, PFI_ECHILD, "fork: %s", strerror(errno));
-    goto out;
-  }
-  if (pid == 0) {
-    setpgid(0, 0);
-#ifdef __linux__
-    /* If pfi dies the job is told to stop too: it must not run on under a
-     * cap that the next pfi is about to restore. */
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    /* pfi may have died between fork and prctl: then nobody would stop
-     * the job (nor restore its caps before the next pfi does). */
-    if (getppid() != parent)
-      _exit(127);
-#endif
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGHUP, SIG_DFL);
-    signal(SIGPIPE, SIG_DFL);
-    signal(SIGXFSZ, SIG_DFL);
-    if (outpipe[1] >= 0)
-      dup2(outpipe[1], STDOUT_FILENO);
-    execvpe(o->argv[0], o->argv, envp);
-    int e = errno;
-    if (write(errpipe[1], &e, sizeof e) < 0) {
-    }
-    _exit(127);
-  }
-  setpgid(pid, pid); /* also here, so the group exists before we signal it */
-  close(errpipe[1]);
-  errpipe[1] = -1;
-  if (outpipe[1] >= 0) {
-    close(outpipe[1]);
-    outpipe[1] = -1;
-  }
-  int e = 0;
-  ssize_t r;
-  do
-    r = read(errpipe[0], &e, sizeof e);
-  while (r < 0 && errno == EINTR);
-  if (r == (ssize_t)sizeof e) {
-    waitpid(pid, NULL, 0);
-    rc = pfi_error_set(err, PFI_ECHILD, "cannot run '%s': %s", o->argv[0],
-                       strerror(e));
-    goto out;
-  }
-  jb->pid = pid;
-  jb->out_fd = outpipe[0];
-  outpipe[0] = -1;
-  if (jb->out_fd >= 0)
-    fcntl(jb->out_fd, F_SETFL, fcntl(jb->out_fd, F_GETFL) | O_NONBLOCK);
-out:
-  for (int i = 0; i < 2; i++) {
-    if (errpipe[i] >= 0)
-      close(errpipe[i]);
-    if (outpipe[i] >= 0)
-      close(outpipe[i]);
-  }
-  for (size_t i = 0; i < ours; i++)
-    free(envp[i]);
-  free(envp);
-  return rc;
-}
-
-static int reap(struct job *jb, int block) {
-  if (jb->pid <= 0 || jb->exited)
-    return jb->exited;
-  int status;
-  pid_t r;
-  do
-    r = waitpid(jb->pid, &status, block ? 0 : WNOHANG);
-  while (r < 0 && errno == EINTR);
-  if (r == jb->pid) {
-    jb->exited = 1;
-    jb->status = status;
-  } else if (r < 0) {
-    jb->exited = 1;
-    jb->status = 0;
-  }
-  return jb->exited;
-}
-
-/* Real-time pause for child bookkeeping (never for the device clock). */
-static void pause_ms(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
-
-/* Ends the command: SIGTERM to its process group, SIGKILL after the
- * grace period (real seconds: the job is a real process). */
-static void stop_command(struct job *jb, double grace_s) {
-  if (jb->pid <= 0 || reap(jb, 0))
-    return;
-  kill(-jb->pid, SIGTERM);
-  long waited = 0, limit = (long)(grace_s * 1000);
-  while (!reap(jb, 0) && waited < limit) {
-    pause_ms(10);
-    waited += 10;
-  }
-  if (!jb->exited) {
-    kill(-jb->pid, SIGKILL);
-    /* Bounded: a process stuck in the GPU driver (uninterruptible sleep
-     * after a GPU fault) outlives SIGKILL, and waiting for it without end
-     * would keep the GPUs capped. The caps are restored without it; it is
-     * left to init once pfi exits. */
-    waited = 0;
-    while (!reap(jb, 0) && waited < KILL_WAIT_MS) {
-      pause_ms(10);
-      waited += 10;
-    }
-    if (!jb->exited) {
-      jb->exited = 1;
-      jb->status = SIGKILL; /* as waitpid reports a SIGKILLed process */
-    }
-  }
-}
-
-/* Marks in the store a run some of whose throughput reports were lost
- * (malformed, over-long or unmatched lines) or whose cumulative counter
- * reset: meta keys run.ID.tput_lost and run.ID.tput_resets, each "N: the
- * first, located". `pfi trace summarize` counts them. */
-static void mark_lost(struct sweep *sw, int64_t run_id, long bad,
-                      const struct pfi_error *first, long resets,
-                      const struct pfi_error *first_reset,
-                      struct pfi_sweep_result *res) {
-  char key[64], val[PFI_ERROR_MSG_MAX + 400], loc[PFI_ERROR_MSG_MAX + 300];
-  struct pfi_error e;
-  if (bad) {
-    snprintf(key, sizeof key, "run.%lld.tput_lost", (long long)run_id);
-    snprintf(val, sizeof val, "%ld: %s", bad,
-             pfi_error_format(first, loc, sizeof loc));
-    pfi_store_meta_set(sw->st, key, val, &e);
-    res->runs_tput_lost++;
-  }
-  if (resets) {
-    snprintf(key, sizeof key, "run.%lld.tput_resets", (long long)run_id);
-    snprintf(val, sizeof val, "%ld: %s", resets,
-             pfi_error_format(first_reset, loc, sizeof loc));
-    pfi_store_meta_set(sw->st, key, val, &e);
-  }
-}
-
-/* Collects the job's throughput reports and stores them. */
-static int collect(struct sweep *sw, struct job *jb, int64_t run_id, double now,
-                   int final, struct pfi_error *err) {
-  int rc = 0;
-  if (jb->attached) {
-    double rate = NAN;
-    if ((rc = pfi_emu_progress(sw->dev, NULL, &rate, NULL, err)) < 0)
-      return rc;
-    if (!sw->tp) {
-      struct pfi_step s = {.t_s = now,
-                           .job_t_s = NAN,
-                           .tokens = NAN,
-                           .tokens_per_s = rate,
-                           .step = NAN,
-                           .loss = NAN,
-                           .mfu = NAN};
-      jb->last_rate = rate;
-      jb->last_job_t = now;
-      return pfi_store_add_step(sw->st, run_id, &s, err);
-    }
-  }
-  if (!sw->tp)
-    return 0;
-  if ((rc = pfi_tput_poll(sw->tp, now, final, err)) < 0)
-    return rc;
-  const struct pfi_step *steps;
-  size_t n = pfi_tput_take(sw->tp, &steps);
-  for (size_t i = 0; i < n; i++) {
-    if ((rc = pfi_store_add_step(sw->st, run_id, &steps[i], err)) < 0)
-      return rc;
-    if (steps[i].t_s > jb->last_job_t || !isfinite(jb->last_job_t))
-      jb->last_job_t = steps[i].t_s;
-  }
-  double r = pfi_tput_last_rate(sw->tp);
-  if (isfinite(r))
-    jb->last_rate = r;
-  return 0;
 }
 
 /* ---- telemetry ----------------------------------------------------------- */
@@ -567,7 +283,7 @@ static void lockstep(struct sweep *sw, struct job *jb, int64_t run_id,
   if (!sw->virtual_time || jb->pid <= 0 || !sw->tp || jb->lockstep_off)
     return;
   double quiet_since = mono_now();
-  while (!reap(jb, 0) && !stopped(sw->o) &&
+  while (!pfi__sweep_reap(jb, 0) && !stopped(sw->o) &&
          !(isfinite(jb->last_job_t) && jb->last_job_t >= now)) {
     if ((mono_now() - quiet_since) * 1000.0 >= LOCKSTEP_IDLE_MS) {
       jb->lockstep_off = 1;
@@ -578,9 +294,9 @@ static void lockstep(struct sweep *sw, struct job *jb, int64_t run_id,
       struct pollfd pf = {jb->out_fd, POLLIN, 0};
       poll(&pf, 1, 5);
     } else {
-      pause_ms(2);
+      pfi__sweep_pause_ms(2);
     }
-    if (collect(sw, jb, run_id, now, 0, err) < 0)
+    if (pfi__sweep_collect(sw, jb, run_id, now, 0, err) < 0)
       return;
     if (!(jb->last_job_t == before) &&
         !(isnan(before) && isnan(jb->last_job_t)))
@@ -679,7 +395,7 @@ static int one_run(struct sweep *sw, size_t ci, struct pfi_sweep_result *res,
   if (sw->tp && (rc = pfi_tput_start(sw->tp, t0, wall_now(), err)) < 0)
     goto out;
   if (o->argv && o->argv[0] &&
-      (rc = start_command(sw, &jb, cap_w, ri.id, err)) < 0)
+      (rc = pfi__sweep_start_command(sw, &jb, cap_w, ri.id, err)) < 0)
     goto out;
   if (jb.out_fd >= 0 && sw->tp) {
     /* Drained continuously from here on, whatever the interval. */
@@ -714,7 +430,7 @@ static int one_run(struct sweep *sw, size_t ci, struct pfi_sweep_result *res,
     if ((rc = sample_all(sw, ri.id, now, &power, err)) < 0)
       goto out;
     lockstep(sw, &jb, ri.id, now, err);
-    if ((rc = collect(sw, &jb, ri.id, now, 0, err)) < 0)
+    if ((rc = pfi__sweep_collect(sw, &jb, ri.id, now, 0, err)) < 0)
       goto out;
     /* One transaction per interval at wall-clock pace; in virtual time,
      * where intervals pass in microseconds, one per quarter second of wall
@@ -730,7 +446,7 @@ static int one_run(struct sweep *sw, size_t ci, struct pfi_sweep_result *res,
       break;
     /* A command that exits ends the run once the device clock has
      * reached the last throughput it reported. */
-    if (jb.pid > 0 && reap(&jb, 0) &&
+    if (jb.pid > 0 && pfi__sweep_reap(&jb, 0) &&
         !(isfinite(jb.last_job_t) && jb.last_job_t > now))
       break;
   }
@@ -751,8 +467,8 @@ out:
     }
   }
   if (jb.pid > 0) {
-    int was_running = !reap(&jb, 0);
-    stop_command(&jb, grace);
+    int was_running = !pfi__sweep_reap(&jb, 0);
+    pfi__sweep_stop_command(&jb, grace);
     pfi_capset_job(sw->cs, 0, NULL);
     struct pfi_error e2;
     pfi_error_clear(&e2);
@@ -764,7 +480,7 @@ out:
         *err = e2;
       }
     }
-    collect(sw, &jb, ri.id, now, 1, &e2);
+    pfi__sweep_collect(sw, &jb, ri.id, now, 1, &e2);
     if (jb.out_fd >= 0)
       close(jb.out_fd);
     if (WIFEXITED(jb.status))
@@ -791,7 +507,7 @@ out:
         res->tput_first_reset = first_reset;
       res->tput_resets += resets;
       if (bad || resets)
-        mark_lost(sw, ri.id, bad, &first, resets, &first_reset, res);
+        pfi__sweep_mark_lost(sw, ri.id, bad, &first, resets, &first_reset, res);
     }
   }
   if (jb.attached)
