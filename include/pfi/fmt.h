@@ -29,6 +29,14 @@
  * are clamped into it); returns the length written, NUL not counted. */
 size_t pfi_fmt_g(char *buf, double v, int prec);
 
+/*
+ * printf("%.*f", decimals, v) while |v| < 1e15 (decimals 0..9, others
+ * clamped), and printf("%.*g", decimals + 1, v) beyond: a value near
+ * DBL_MAX printed in fixed point is 309 digits that no table column holds.
+ * Returns the length written into buf (PFI_FMT_MAX bytes).
+ */
+size_t pfi_fmt_fixed(char *buf, double v, int decimals);
+
 /* Shortest round-trip text of v into buf (PFI_FMT_MAX bytes); returns the
  * length. "0" and "-0" for zeros; nan and inf as printf writes them. */
 size_t pfi_fmt_shortest(char *buf, double v);

@@ -101,9 +101,13 @@ struct pfi_validation {
   double rmse;     /* sqrt(SSE / n) */
   int rho_defined; /* 0 below 3 rows or when either side is constant */
   double rho;      /* Spearman's rank correlation of y and pred */
+  size_t worst;    /* the row whose estimate is farthest from y */
 };
 
-/* Fills `v`. Errors: PFI_EINVAL (n < 2), PFI_ENOMEM. */
+/* Fills `v`, in sums of squares scaled so that values near DBL_MAX give
+ * finite results wherever the results are representable. Errors:
+ * PFI_EINVAL (n < 2), PFI_ENOMEM, PFI_EPARSE when R^2 or the RMSE is
+ * beyond the floating-point range (v->worst names the row to blame). */
 int pfi_model_validate(const double *y, const double *pred, size_t n,
                        struct pfi_validation *v, struct pfi_error *err);
 

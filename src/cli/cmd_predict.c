@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "pfi/fmt.h"
 #include "pfi/curve.h"
 #include "pfi/features.h"
 #include "pfi/index.h"
@@ -132,6 +133,46 @@ int cmd_predict(int argc, char **argv) {
       pfi_index_release(&ix);
     }
   }
+  /* Validation on the jobs with a curve, R^2 around their own mean,
+   * before anything is printed: an error must not follow half a table. */
+  struct pfi_validation v;
+  memset(&v, 0, sizeof v);
+  if (curves && fmt == PFI_FMT_TABLE && nv >= 2) {
+    double *yt = malloc(nv * sizeof *yt), *yp = malloc(nv * sizeof *yp);
+    if (!yt || !yp) {
+      free(yt);
+      free(yp);
+      pfi_error_set(&err, PFI_ENOMEM, "out of memory");
+      goto fail;
+    }
+    size_t q = 0;
+    for (size_t r = 0; r < n; r++)
+      if (has[r]) {
+        yt[q] = truth[r];
+        yp[q] = pred[r];
+        q++;
+      }
+    int vrc = pfi_model_validate(yt, yp, nv, &v, &err);
+    free(yt);
+    free(yp);
+    if (vrc < 0) {
+      if (err.code == PFI_EPARSE) {
+        /* Name the job and its line for the row to blame. */
+        size_t r = 0;
+        for (size_t k = 0; r < n; r++)
+          if (has[r] && k++ == v.worst)
+            break;
+        if (r < n)
+          pfi_error_setloc(&err, PFI_EPARSE, f.t.name,
+                           f.t.line ? f.t.line[r] : 0, 0,
+                           "job %s: its PFI estimate %g is too far from its "
+                           "curve's PFI %g for the validation's R^2 and RMSE "
+                           "to be represented",
+                           pfi_features_job(&f, r), pred[r], truth[r]);
+      }
+      goto fail;
+    }
+  }
   if (fmt == PFI_FMT_JSON) {
     json_t *a = json_array();
     for (size_t r = 0; r < n; r++) {
@@ -148,9 +189,11 @@ int cmd_predict(int argc, char **argv) {
   } else if (fmt == PFI_FMT_CSV) {
     printf(curves ? "job,pfi,pfi_true\n" : "job,pfi\n");
     for (size_t r = 0; r < n; r++) {
-      printf("%s,%.6f", pfi_features_job(&f, r), pred[r]);
+      char b[PFI_FMT_MAX];
+      pfi_fmt_fixed(b, pred[r], 6);
+      printf("%s,%s", pfi_features_job(&f, r), b);
       if (curves && has[r])
-        printf(",%.6f", truth[r]);
+        printf(",%s", (pfi_fmt_fixed(b, truth[r], 6), b));
       else if (curves)
         printf(",");
       printf("\n");
@@ -158,37 +201,21 @@ int cmd_predict(int argc, char **argv) {
   } else {
     printf("%-40s %10s%s\n", "job", "pfi", curves ? "   pfi_true" : "");
     for (size_t r = 0; r < n; r++) {
-      printf("%-40s %10.3f", pfi_features_job(&f, r), pred[r]);
+      char b[PFI_FMT_MAX];
+      pfi_fmt_fixed(b, pred[r], 3);
+      printf("%-40s %10s", pfi_features_job(&f, r), b);
       if (curves && has[r])
-        printf(" %10.3f", truth[r]);
+        printf(" %10s", (pfi_fmt_fixed(b, truth[r], 3), b));
       else if (curves)
         printf(" %10s", "-");
       printf("\n");
     }
     if (curves) {
-      /* Validation on the jobs with a curve: R^2 around their own mean. */
-      double *yt = malloc((nv + 1) * sizeof *yt),
-             *yp = malloc((nv + 1) * sizeof *yp);
-      if (!yt || !yp) {
-        free(yt);
-        free(yp);
-        pfi_error_set(&err, PFI_ENOMEM, "out of memory");
-        goto fail;
-      }
-      size_t q = 0;
-      for (size_t r = 0; r < n; r++)
-        if (has[r]) {
-          yt[q] = truth[r];
-          yp[q] = pred[r];
-          q++;
-        }
-      struct pfi_validation v;
-      if (nv >= 2) {
-        if (pfi_model_validate(yt, yp, nv, &v, &err) < 0) {
-          free(yt);
-          free(yp);
-          goto fail;
-        }
+      if (nv < 2)
+        printf("\nvalidation: %zu job(s) with a curve and a defined PFI, "
+               "too few\n",
+               nv);
+      else {
         printf("\nvalidation on %zu jobs with curves: ", nv);
         if (v.r2_defined)
           printf("R^2 %.3f, ", v.r2);
@@ -199,13 +226,7 @@ int cmd_predict(int argc, char **argv) {
           printf("%.3f\n", v.rho);
         else
           printf("n/a\n");
-      } else {
-        printf("\nvalidation: %zu job(s) with a curve and a defined PFI, "
-               "too few\n",
-               nv);
       }
-      free(yt);
-      free(yp);
     }
   }
   goto out;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "pfi/fmt.h"
 #include "pfi/alloc.h"
 #include "pfi/jobset.h"
 #include "pfi/oracle.h"
@@ -448,20 +449,26 @@ int cmd_replay(int argc, char **argv) {
   }
 
   /* Table. */
-  printf("replay of %s: %zu steps, %s .. %s; baseline %.1f W (%s)%s\n", tg.name,
-         tg.n, tg.label[0], tg.label[tg.n - 1], baseline, rule,
+  /* Watts in fixed point, or %g beyond 1e15 W (a value near DBL_MAX would
+   * be 309 digits). */
+  char wb[3][PFI_FMT_MAX];
+  pfi_fmt_fixed(wb[0], baseline, 1);
+  pfi_fmt_fixed(wb[1], sum_hi, 1);
+  pfi_fmt_fixed(wb[2], sum_lo, 1);
+  printf("replay of %s: %zu steps, %s .. %s; baseline %s W (%s)%s\n", tg.name,
+         tg.n, tg.label[0], tg.label[tg.n - 1], wb[0], rule,
          emulated ? " (emulated data)" : "");
-  printf("%zu jobs: uncapped %.1f W, floors %.1f W (largest feasible cut "
+  printf("%zu jobs: uncapped %s W, floors %s W (largest feasible cut "
          "%.1f %%)\n",
-         n, sum_hi, sum_lo, sum_hi > 0 ? 100 * (1 - sum_lo / sum_hi) : 0.0);
+         n, wb[1], wb[2], sum_hi > 0 ? 100 * (1 - sum_lo / sum_hi) : 0.0);
   printf(
       "cut: max %.1f %%, mean %.1f %% over %zu event steps (cut >= %.3g %%); "
       "infeasible steps: %zu",
       100 * orc->max_cut, 100 * orc->mean_cut, orc->event_steps,
       100 * event_min, orc->infeasible_steps);
   if (orc->infeasible_steps)
-    printf(" (jobs at their floors, up to %.1f W above the budget)",
-           orc->infeasible_max_w);
+    printf(" (jobs at their floors, up to %s W above the budget)",
+           (pfi_fmt_fixed(wb[0], orc->infeasible_max_w, 1), wb[0]));
   printf("\n\n");
   if (show == SHOW_CAPS) {
     /* The per-GPU cap of each job at each step: what a controller sets. */
@@ -479,9 +486,12 @@ int cmd_replay(int argc, char **argv) {
       printf("\n");
       for (size_t k = 0; k < tg.n; k++) {
         pfi_cli_put_name(stdout, tg.label[k], 26);
-        for (size_t i = 0; i < n; i++)
-          printf(" %-*.1f", colw(d.cs.c[i].job),
-                 pfi_curve_cap_at(&d.cs.c[i], r->job_power_w[k * n + i]));
+        for (size_t i = 0; i < n; i++) {
+          pfi_fmt_fixed(wb[0],
+                        pfi_curve_cap_at(&d.cs.c[i], r->job_power_w[k * n + i]),
+                        1);
+          printf(" %-*s", colw(d.cs.c[i].job), wb[0]);
+        }
         printf("\n");
       }
       printf("\n");

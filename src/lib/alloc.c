@@ -186,6 +186,10 @@ static int curve_model(const struct pfi_problem *p, const double *pfi,
     size_t k = lo < hi ? MODEL_POINTS : 1;
     for (size_t j = 0; j < k; j++) {
       double x = k > 1 ? lo + (hi - lo) * (double)j / (double)(k - 1) : hi;
+      /* A range near DBL_MAX: the fraction first (the usual order
+       * otherwise, for the same bits as always). */
+      if (!isfinite(x))
+        x = lo + (hi - lo) * ((double)j / (double)(k - 1));
       double u = hi > 0 ? x / hi : 1.0;
       if (u > 1)
         u = 1;

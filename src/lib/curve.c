@@ -783,7 +783,20 @@ static double interp_by_power(const struct pfi_curve *c, double power_w,
   else {
     /* Here both exist: power_w lies strictly inside the power range. */
     double x0 = c->pts[lo].power_w, x1 = c->pts[hi].power_w;
-    y = x1 > x0 ? Y(lo) + (Y(hi) - Y(lo)) * (power_w - x0) / (x1 - x0) : Y(hi);
+    if (x1 > x0) {
+      double dy = Y(hi) - Y(lo);
+      double num = dy * (power_w - x0);
+      /* Values near DBL_MAX: the product overflows where the fraction of
+       * the interval, taken first, does not (the result lies between the
+       * two points, so it is finite). The usual order otherwise, so that
+       * ordinary inputs give the same bits as always. */
+      if (isfinite(num) && isfinite(x1 - x0))
+        y = Y(lo) + num / (x1 - x0);
+      else
+        y = Y(lo) + dy * ((0.5 * power_w - 0.5 * x0) / (0.5 * x1 - 0.5 * x0));
+    } else {
+      y = Y(hi);
+    }
   }
 #undef Y
   return y;

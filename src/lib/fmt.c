@@ -362,3 +362,13 @@ int pfi_scan_decimal_n(const char *s, size_t len, double *out) {
 int pfi_scan_decimal(const char *s, double *out) {
   return pfi_scan_decimal_n(s, strlen(s), out);
 }
+
+size_t pfi_fmt_fixed(char *buf, double v, int decimals) {
+  if (decimals < 0)
+    decimals = 0;
+  if (decimals > 9)
+    decimals = 9;
+  int n = fabs(v) < 1e15 ? snprintf(buf, PFI_FMT_MAX, "%.*f", decimals, v)
+                         : snprintf(buf, PFI_FMT_MAX, "%.*g", decimals + 1, v);
+  return n < 0 ? 0 : (size_t)n;
+}

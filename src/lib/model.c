@@ -507,17 +507,48 @@ int pfi_model_validate(const double *y, const double *pred, size_t n,
   if (n < 2)
     return pfi_error_set(err, PFI_EINVAL, "validation needs 2 rows, got %zu",
                          n);
-  double mean = 0, sse = 0, sst = 0;
+  /* Sums of squares scaled by the largest term, halves first, so that
+   * values near DBL_MAX do not overflow where the results do not: with
+   * d_i = y_i/2 - p_i/2 and M = max |d_i|, SSE = 4 M^2 sum (d_i/M)^2. */
+  double mean = 0, me = 0, mt = 0;
+  size_t worst = 0;
   for (size_t i = 0; i < n; i++)
     mean += y[i];
   mean /= (double)n;
-  for (size_t i = 0; i < n; i++) {
-    sse += (y[i] - pred[i]) * (y[i] - pred[i]);
-    sst += (y[i] - mean) * (y[i] - mean);
+  if (!isfinite(mean)) {
+    mean = 0;
+    for (size_t i = 0; i < n; i++)
+      mean += y[i] / (double)n;
   }
-  v->r2_defined = sst > 0;
-  v->r2 = sst > 0 ? 1 - sse / sst : NAN;
-  v->rmse = sqrt(sse / (double)n);
+  for (size_t i = 0; i < n; i++) {
+    double d = fabs(0.5 * y[i] - 0.5 * pred[i]);
+    if (d > me) {
+      me = d;
+      worst = i;
+    }
+    mt = fmax(mt, fabs(0.5 * y[i] - 0.5 * mean));
+  }
+  double se = 0, st = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (me > 0) {
+      double d = (0.5 * y[i] - 0.5 * pred[i]) / me;
+      se += d * d;
+    }
+    if (mt > 0) {
+      double d = (0.5 * y[i] - 0.5 * mean) / mt;
+      st += d * d;
+    }
+  }
+  v->worst = worst;
+  v->r2_defined = mt > 0;
+  v->r2 = mt > 0 ? 1 - (me / mt) * (me / mt) * (se / st) : NAN;
+  v->rmse = me > 0 ? 2 * me * sqrt(se / (double)n) : 0;
+  if (!isfinite(v->rmse) || (v->r2_defined && !isfinite(v->r2)))
+    return pfi_error_set(err, PFI_EPARSE,
+                         "validation: the estimate of row %zu (%g against "
+                         "%g) is too far from the truth for R^2 and RMSE to "
+                         "be represented",
+                         worst + 1, pred[worst], y[worst]);
   double rho;
   struct pfi_error e2;
   if (n >= 3) {

@@ -91,7 +91,9 @@ int pfi_problem_add(struct pfi_problem *p, const double *power_w,
                          hi_w);
   for (size_t i = 0; i < n; i++)
     if (!isfinite(power_w[i]) || !isfinite(tokens[i]))
-      return pfi_error_set(err, PFI_EINVAL, "non-finite point %zu", i);
+      return pfi_error_set(err, PFI_EINVAL,
+                           "job %zu: point %zu is not finite (%g W, %g)",
+                           p->njobs + 1, i + 1, power_w[i], tokens[i]);
   /* Sort a copy by power (insertion sort, stable: the first of equal
    * powers stays first and the later ones are dropped). Curves have a
    * handful of points. */

@@ -431,7 +431,8 @@ double pfi_target_baseline_auto(const struct pfi_target *tg) {
     return NAN;
   memcpy(v, tg->power_w, m * sizeof *v);
   qsort(v, m, sizeof *v, cmp_double);
-  double med = m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
+  /* Halves first: the sum of two samples near DBL_MAX overflows. */
+  double med = m % 2 ? v[m / 2] : 0.5 * v[m / 2 - 1] + 0.5 * v[m / 2];
   free(v);
   return med;
 }

@@ -109,6 +109,32 @@ printf 'job,cap_w,power_w,tokens_per_s\na,200,1000,1e308\na,400,2000,1.5e308\nb,
 expect_err "big.csv: the jobs' total throughput exceeds" allocate --curves "$T/big.csv" --cut 10% --format json
 printf 'job,cap_w,power_w,tokens_per_s\na,200,1e307,800\na,400,9e307,950\nb,200,1e307,500\nb,700,9e307,1000\n' >"$T/bigw.csv"
 expect_err "bigw.csv: the jobs' total uncapped power exceeds" allocate --curves "$T/bigw.csv" --cut 10%
+# Powers near DBL_MAX whose totals are in range: the interpolations take
+# the fraction of the segment first, so nothing overflows. Job a runs
+# 1e307 W at 200 W to 8e307 W at 400 W; b 100 W to 300 W. A 25 % cut of
+# 8e307 + 300 W leaves 6e307 + 225 W: the oracle and pfi-curve take it all
+# from a, whose cap is 200 + 200 (6e307 - 1e307) / 7e307 = 342.857143 W
+# and throughput 800 + 150 * 5/7 = 907.142857 (the 75 W left over is below
+# the printed precision of a's power).
+printf 'job,cap_w,power_w,tokens_per_s\na,200,1e307,800\na,400,8e307,950\nb,200,100,500\nb,700,300,1000\n' >"$T/near.csv"
+for s in oracle pfi-curve; do
+  "$PFI" allocate --curves "$T/near.csv" --cut 25% --true-pfi --strategy $s --format csv >"$T/near.out" 2>"$T/near.err" ||
+    fail "allocate $s near DBL_MAX: $(cat "$T/near.err")"
+  grep -qiwE 'inf|nan' "$T/near.out" && fail "allocate $s near DBL_MAX: inf/nan in $(cat "$T/near.out")"
+  near "$(awk -F, '$1=="a"{print $3}' "$T/near.out")" 342.857143 1e-6 "allocate $s near DBL_MAX: cap of a"
+  near "$(awk -F, '$1=="a"{print $4}' "$T/near.out")" 907.142857 1e-6 "allocate $s near DBL_MAX: throughput of a"
+done
+# replay --show caps on one such job: a target of 9e307 W, then 5e307 W.
+# The baseline is the median of two 9e307 W samples (their sum overflows);
+# at 5e307 W the cap is 200 + 200 * 4/8 = 300 W, at 9e307 W it is 400 W.
+printf 'job,cap_w,power_w,tokens_per_s\na,200,1e307,800\na,400,9e307,950\n' >"$T/one.csv"
+printf 'time,power_w\n0,9e307\n600,9e307\n1200,5e307\n1800,5e307\n' >"$T/tgt.csv"
+"$PFI" replay --curves "$T/one.csv" --target "$T/tgt.csv" --show caps >"$T/rc.out" 2>"$T/rc.err" ||
+  fail "replay --show caps near DBL_MAX: $(cat "$T/rc.err")"
+grep -qiwE 'inf|nan' "$T/rc.out" && fail "replay --show caps near DBL_MAX: $(cat "$T/rc.out")"
+grep -q 'baseline 9e+307 W' "$T/rc.out" || fail "replay near DBL_MAX: baseline not 9e+307 W: $(head -n 1 "$T/rc.out")"
+[ "$(awk '$1=="1200"{print $2}' "$T/rc.out" | sort -u)" = "300.0" ] || fail "replay near DBL_MAX: cap at 1200 is not 300.0 W"
+[ "$(awk '$1=="0"{print $2}' "$T/rc.out" | sort -u)" = "400.0" ] || fail "replay near DBL_MAX: cap at 0 is not 400.0 W"
 
 # fit / predict on the synthetic fixture.
 F=tests/data/predict
@@ -164,6 +190,16 @@ expect_err "bad.json: model:" predict "$T/bad.json" $F/features.csv
 printf '{"kind": "pfi-linear-model", "target": "pfi", "features": ["dram_copy_product"], "intercept": 1.5e308, "intercept_se": null, "coefficients": [{"feature": "dram_copy_product", "estimate": 1e308, "se": null}], "n": 10, "r2_in": 0.5}\n' >"$T/ovf.json"
 expect_err "f.csv:2: job a: .*not finite" predict "$T/ovf.json" "$T/f.csv"
 expect_err "f.csv:2: job a: .*not finite" allocate --curves "$T/c.csv" --features "$T/f.csv" --model "$T/ovf.json" --cut 10% --strategy pfi-aware
+# A finite estimate of 1e308 prints as 1e+308 (not 309 digits), and a
+# validation whose R^2 is beyond the floating-point range (SSE/SST about
+# 1e616) is an error naming the job and its line, printed before any table.
+printf '{"kind": "pfi-linear-model", "target": "pfi", "features": ["dram_copy_product"], "intercept": 1e308, "intercept_se": null, "coefficients": [{"feature": "dram_copy_product", "estimate": 0, "se": null}], "n": 10, "r2_in": 0.5}\n' >"$T/e308.json"
+"$PFI" predict "$T/e308.json" $F/features.csv >"$T/p308.out" || fail "predict 1e308"
+[ "$(awk 'NR==2{print $2}' "$T/p308.out")" = "1e+308" ] || fail "predict 1e308 printed as $(awk 'NR==2{print $2}' "$T/p308.out")"
+"$PFI" predict "$T/e308.json" $F/features.csv --format csv >"$T/p308.csv" || fail "predict 1e308 csv"
+[ "$(awk -F, 'NR==2{print $2}' "$T/p308.csv")" = "1e+308" ] || fail "predict 1e308 csv: $(sed -n 2p "$T/p308.csv")"
+expect_err "features.csv:2: job dense-pt-j00-x8: its PFI estimate 1e\+308 is too far" predict "$T/e308.json" $F/features.csv --curves $F/curves.csv
+[ -s "$T/out" ] && fail "predict: a table printed before the validation error"
 
 # simulate: same seed, same bytes; another seed differs; JSON keys.
 S="simulate --curves $F/curves.csv --features $F/features.csv --workloads 40 --size 20"

@@ -5,11 +5,13 @@
  * computation), the minimum-norm fit of a rank-deficient design, the
  * features file's expressions and errors, and the model's JSON.
  */
+#include <float.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "pfi/features.h"
+#include "pfi/fmt.h"
 #include "pfi/model.h"
 #include "testutil.h"
 
@@ -242,12 +244,46 @@ static void test_validate(void **state) {
   assert_false(v.r2_defined);
   assert_false(v.rho_defined);
   assert_int_equal(pfi_model_validate(Y, pred, 1, &v, &err), PFI_EINVAL);
+  /* The same line scaled by 1e307: SSE and SST (about 1e614) overflow,
+   * R^2 does not change and the RMSE scales (relative tolerance). */
+  double ys[4], ps[4];
+  for (int i = 0; i < 4; i++) {
+    ys[i] = Y[i] * 1e307;
+    ps[i] = pred[i] * 1e307;
+  }
+  assert_int_equal(pfi_model_validate(ys, ps, 4, &v, &err), 0);
+  ASSERT_NEAR(v.r2, 1 - 2.7 / 8.75, 1e-12);
+  ASSERT_NEAR(v.rmse / 1e307, sqrt(2.7 / 4), 1e-12);
+  ASSERT_NEAR(v.rho, 0.8, 1e-12);
+  /* An estimate of 1e308 against y near 1: SSE/SST is about 1e616, beyond
+   * the range: an error naming row 2, the one to blame. */
+  const double far[4] = {1.1, 1e308, 3.3, 4.4};
+  assert_int_equal(pfi_model_validate(Y, far, 4, &v, &err), PFI_EPARSE);
+  assert_int_equal((int)v.worst, 1);
+  assert_non_null(strstr(err.msg, "row 2"));
+}
+
+/* pfi_fmt_fixed: printf's fixed point below 1e15, %g beyond. */
+static void test_fmt_fixed(void **state) {
+  (void)state;
+  char b[PFI_FMT_MAX];
+  pfi_fmt_fixed(b, 1.23456, 3);
+  assert_string_equal(b, "1.235");
+  pfi_fmt_fixed(b, 999999999999999.0, 1);
+  assert_string_equal(b, "999999999999999.0");
+  pfi_fmt_fixed(b, 1e308, 3);
+  assert_string_equal(b, "1e+308");
+  pfi_fmt_fixed(b, -9.5e307, 1);
+  assert_string_equal(b, "-9.5e+307");
+  pfi_fmt_fixed(b, -DBL_MAX, 9);
+  assert_true(strlen(b) < PFI_FMT_MAX);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fit_in_sample),
       cmocka_unit_test(test_validate),
+      cmocka_unit_test(test_fmt_fixed),
       cmocka_unit_test(test_fit_extreme_scale),
       cmocka_unit_test(test_loo_by_hand),
       cmocka_unit_test(test_loco_by_hand),
