@@ -2,9 +2,9 @@
 /*
  * The controller's decision records in SQLite: one row per decision per
  * job (control.h struct pfi_ctl_record), inserted before the caps are
- * applied and completed after. Every SQLite call of the records lives in
- * src/control/records.c; no sqlite3 handle leaves it. docs/control.md
- * "Records" gives the schema.
+ * applied and completed after. The table is one of dbtable.h (its SQL in
+ * the store, src/sweep/store.c). docs/control.md "Records" gives the
+ * schema.
  */
 #ifndef PFI_RECORDS_H
 #define PFI_RECORDS_H

@@ -1,49 +1,77 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * Decision records in SQLite (records.h). This file is the only one that
- * touches SQLite for the records; the handle never leaves it.
+ * Decision records (records.h): one table of dbtable.h, described by its
+ * columns; the SQL lives in the store (src/sweep/store.c).
  */
-#include <math.h>
-#include <sqlite3.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "pfi/dbtable.h"
 #include "pfi/records.h"
 
-struct pfi_records {
-  sqlite3 *db;
-  sqlite3_stmt *ins, *upd;
-  char path[256];
+/* A row as stored: struct pfi_ctl_record flattened, with the run. */
+struct row {
+  char run[64];
+  int64_t seq;
+  double t_s;
+  char event[64];
+  double target_w;
+  char job[96];
+  char family[64];
+  char phase[16];
+  double cap_req_w, cap_enf_w, draw_w, pfi, pfi_lo, pfi_hi;
+  double tput_before, tput_pred, tput_after;
+  char reason[32];
+  double max_loss;
+  int64_t protect;
+  double shortfall_w;
+  int64_t complete;
 };
 
-static const char schema[] =
-    "CREATE TABLE IF NOT EXISTS pfi_records_meta(key TEXT PRIMARY KEY, "
-    "value TEXT);"
-    "INSERT OR IGNORE INTO pfi_records_meta VALUES('kind','pfi-records');"
-    "INSERT OR IGNORE INTO pfi_records_meta VALUES('version','1');"
-    "CREATE TABLE IF NOT EXISTS records("
-    " run TEXT NOT NULL, seq INTEGER NOT NULL, t_s REAL, event TEXT,"
-    " target_w REAL, job TEXT, family TEXT, phase TEXT, cap_req_w REAL,"
-    " cap_enf_w REAL, draw_w REAL, pfi REAL, pfi_lo REAL, pfi_hi REAL,"
-    " tput_before REAL, tput_pred REAL, tput_after REAL, reason TEXT,"
-    " max_loss REAL, protect INTEGER, shortfall_w REAL, complete INTEGER,"
-    " PRIMARY KEY(run, seq));";
+#define T(f)                                                                   \
+  { #f, PFI_COL_TEXT, offsetof(struct row, f), sizeof((struct row *)0)->f, 0 }
+#define R(f)                                                                   \
+  { #f, PFI_COL_REAL, offsetof(struct row, f), 0, 0 }
+#define I(f)                                                                   \
+  { #f, PFI_COL_INT, offsetof(struct row, f), 0, 0 }
+static const struct pfi_col cols[] = {
+    {"run", PFI_COL_TEXT, offsetof(struct row, run), 64,
+     PFI_COL_KEY | PFI_COL_NOTNULL},
+    {"seq", PFI_COL_INT, offsetof(struct row, seq), 0,
+     PFI_COL_KEY | PFI_COL_NOTNULL},
+    R(t_s),
+    T(event),
+    R(target_w),
+    T(job),
+    T(family),
+    T(phase),
+    R(cap_req_w),
+    R(cap_enf_w),
+    R(draw_w),
+    R(pfi),
+    R(pfi_lo),
+    R(pfi_hi),
+    R(tput_before),
+    R(tput_pred),
+    R(tput_after),
+    T(reason),
+    R(max_loss),
+    I(protect),
+    R(shortfall_w),
+    I(complete),
+};
+#undef T
+#undef R
+#undef I
 
-static int db_err(struct pfi_records *r, struct pfi_error *err,
-                  const char *what) {
-  return pfi_error_set(err, PFI_EDB, "%s: %s: %s", r->path, what,
-                       r->db ? sqlite3_errmsg(r->db) : "cannot open");
-}
+static const struct pfi_table records_table = {
+    "records", cols, sizeof cols / sizeof cols[0], sizeof(struct row)};
 
-void pfi_records_close(struct pfi_records *r) {
-  if (!r)
-    return;
-  sqlite3_finalize(r->ins);
-  sqlite3_finalize(r->upd);
-  sqlite3_close(r->db);
-  free(r);
-}
+struct pfi_records {
+  struct pfi_db *db;
+};
 
 int pfi_records_open(struct pfi_records **out, const char *path, int create,
                      int durable, struct pfi_error *err) {
@@ -51,61 +79,49 @@ int pfi_records_open(struct pfi_records **out, const char *path, int create,
   struct pfi_records *r = calloc(1, sizeof *r);
   if (!r)
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
-  snprintf(r->path, sizeof r->path, "%s", path);
-  int flags = create ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
-                     : SQLITE_OPEN_READONLY;
-  int rc = 0;
-  if (sqlite3_open_v2(path, &r->db, flags, NULL) != SQLITE_OK) {
-    rc = db_err(r, err, "cannot open");
-    goto fail;
-  }
-  sqlite3_busy_timeout(r->db, 5000);
-  if (create) {
-    if (sqlite3_exec(r->db, schema, NULL, NULL, NULL) != SQLITE_OK) {
-      rc = db_err(r, err, "not a records database");
-      goto fail;
-    }
-    sqlite3_exec(
-        r->db, durable ? "PRAGMA synchronous=FULL;" : "PRAGMA synchronous=OFF;",
-        NULL, NULL, NULL);
-    if (sqlite3_prepare_v2(
-            r->db,
-            "INSERT OR REPLACE INTO records VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
-            "?,?,?,?,?,?,?,?)",
-            -1, &r->ins, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(r->db,
-                           "UPDATE records SET cap_enf_w=?, draw_w=?, "
-                           "tput_after=?, complete=1 WHERE run=? AND seq=?",
-                           -1, &r->upd, NULL) != SQLITE_OK) {
-      rc = db_err(r, err, "prepare");
-      goto fail;
-    }
-  } else {
-    sqlite3_stmt *st = NULL;
-    int ok = sqlite3_prepare_v2(r->db,
-                                "SELECT value FROM pfi_records_meta WHERE "
-                                "key='kind'",
-                                -1, &st, NULL) == SQLITE_OK &&
-             sqlite3_step(st) == SQLITE_ROW &&
-             !strcmp((const char *)sqlite3_column_text(st, 0), "pfi-records");
-    sqlite3_finalize(st);
-    if (!ok) {
-      rc = pfi_error_set(err, PFI_EDB, "%s: not a records database", path);
-      goto fail;
-    }
+  const struct pfi_table *t = &records_table;
+  int rc = pfi_db_open(&r->db, path, &t, 1, "pfi_records_meta", "pfi-records",
+                       create, durable, err);
+  if (rc < 0) {
+    free(r);
+    return rc;
   }
   *out = r;
   return 0;
-fail:
-  pfi_records_close(r);
-  return rc;
 }
 
-static void bind_real(sqlite3_stmt *st, int i, double v) {
-  if (isfinite(v))
-    sqlite3_bind_double(st, i, v);
-  else
-    sqlite3_bind_null(st, i);
+void pfi_records_close(struct pfi_records *r) {
+  if (!r)
+    return;
+  pfi_db_close(r->db);
+  free(r);
+}
+
+static void to_row(struct row *w, const char *run,
+                   const struct pfi_ctl_record *x) {
+  memset(w, 0, sizeof *w);
+  snprintf(w->run, sizeof w->run, "%s", run ? run : "");
+  w->seq = (int64_t)x->seq;
+  w->t_s = x->t_s;
+  memcpy(w->event, x->event, sizeof w->event);
+  w->target_w = x->target_w;
+  memcpy(w->job, x->job, sizeof w->job);
+  memcpy(w->family, x->family, sizeof w->family);
+  memcpy(w->phase, x->phase, sizeof w->phase);
+  w->cap_req_w = x->cap_req_w;
+  w->cap_enf_w = x->cap_enf_w;
+  w->draw_w = x->draw_w;
+  w->pfi = x->pfi;
+  w->pfi_lo = x->pfi_lo;
+  w->pfi_hi = x->pfi_hi;
+  w->tput_before = x->tput_before;
+  w->tput_pred = x->tput_pred;
+  w->tput_after = x->tput_after;
+  snprintf(w->reason, sizeof w->reason, "%s", pfi_ctl_reason_name(x->reason));
+  w->max_loss = x->max_loss;
+  w->protect = x->protect;
+  w->shortfall_w = x->shortfall_w;
+  w->complete = x->complete;
 }
 
 int pfi_records_period(struct pfi_records *r, const char *run,
@@ -113,116 +129,68 @@ int pfi_records_period(struct pfi_records *r, const char *run,
                        struct pfi_error *err) {
   if (out->nrec == 0 && out->ndone == 0)
     return 0;
-  if (sqlite3_exec(r->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
-    return db_err(r, err, "begin");
-  for (size_t i = 0; i < out->nrec; i++) {
-    const struct pfi_ctl_record *x = &out->rec[i];
-    sqlite3_stmt *s = r->ins;
-    sqlite3_reset(s);
-    sqlite3_bind_text(s, 1, run, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(s, 2, (sqlite3_int64)x->seq);
-    bind_real(s, 3, x->t_s);
-    sqlite3_bind_text(s, 4, x->event, -1, SQLITE_TRANSIENT);
-    bind_real(s, 5, x->target_w);
-    sqlite3_bind_text(s, 6, x->job, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 7, x->family, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 8, x->phase, -1, SQLITE_TRANSIENT);
-    bind_real(s, 9, x->cap_req_w);
-    bind_real(s, 10, x->cap_enf_w);
-    bind_real(s, 11, x->draw_w);
-    bind_real(s, 12, x->pfi);
-    bind_real(s, 13, x->pfi_lo);
-    bind_real(s, 14, x->pfi_hi);
-    bind_real(s, 15, x->tput_before);
-    bind_real(s, 16, x->tput_pred);
-    bind_real(s, 17, x->tput_after);
-    sqlite3_bind_text(s, 18, pfi_ctl_reason_name(x->reason), -1, SQLITE_STATIC);
-    bind_real(s, 19, x->max_loss);
-    sqlite3_bind_int(s, 20, x->protect);
-    bind_real(s, 21, x->shortfall_w);
-    sqlite3_bind_int(s, 22, x->complete);
-    if (sqlite3_step(s) != SQLITE_DONE)
-      goto fail;
+  int rc = pfi_db_begin(r->db, err);
+  if (rc < 0)
+    return rc;
+  /* A completed decision is written whole again: the controller keeps
+   * every field of it (struct pfi_ctl_record) and the key is (run, seq). */
+  struct row w;
+  for (size_t i = 0; i < out->nrec + out->ndone && rc == 0; i++) {
+    to_row(&w, run, i < out->nrec ? &out->rec[i] : &out->done[i - out->nrec]);
+    rc = pfi_db_put(r->db, &records_table, &w, err);
   }
-  for (size_t i = 0; i < out->ndone; i++) {
-    const struct pfi_ctl_record *x = &out->done[i];
-    sqlite3_stmt *s = r->upd;
-    sqlite3_reset(s);
-    bind_real(s, 1, x->cap_enf_w);
-    bind_real(s, 2, x->draw_w);
-    bind_real(s, 3, x->tput_after);
-    sqlite3_bind_text(s, 4, run, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(s, 5, (sqlite3_int64)x->seq);
-    if (sqlite3_step(s) != SQLITE_DONE)
-      goto fail;
-  }
-  if (sqlite3_exec(r->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
-    goto fail;
-  return 0;
-fail:;
-  int rc = db_err(r, err, "write");
-  sqlite3_exec(r->db, "ROLLBACK", NULL, NULL, NULL);
+  if (rc == 0)
+    rc = pfi_db_commit(r->db, err);
+  if (rc < 0)
+    pfi_db_rollback(r->db);
   return rc;
 }
 
-static double col_real(sqlite3_stmt *st, int i) {
-  return sqlite3_column_type(st, i) == SQLITE_NULL
-             ? NAN
-             : sqlite3_column_double(st, i);
-}
+struct each_ctx {
+  int (*fn)(void *ctx, const struct pfi_records_row *row);
+  void *ctx;
+};
 
-static void col_text(sqlite3_stmt *st, int i, char *buf, size_t n) {
-  const unsigned char *t = sqlite3_column_text(st, i);
-  snprintf(buf, n, "%s", t ? (const char *)t : "");
+static int each_row(void *ctx, const void *p) {
+  const struct each_ctx *e = ctx;
+  const struct row *w = p;
+  struct pfi_records_row row;
+  struct pfi_ctl_record *x = &row.rec;
+  memset(&row, 0, sizeof row);
+  memcpy(row.run, w->run, sizeof row.run);
+  x->seq = (uint64_t)w->seq;
+  x->t_s = w->t_s;
+  memcpy(x->event, w->event, sizeof x->event);
+  x->target_w = w->target_w;
+  memcpy(x->job, w->job, sizeof x->job);
+  memcpy(x->family, w->family, sizeof x->family);
+  memcpy(x->phase, w->phase, sizeof x->phase);
+  x->cap_req_w = w->cap_req_w;
+  x->cap_enf_w = w->cap_enf_w;
+  x->draw_w = w->draw_w;
+  x->pfi = w->pfi;
+  x->pfi_lo = w->pfi_lo;
+  x->pfi_hi = w->pfi_hi;
+  x->tput_before = w->tput_before;
+  x->tput_pred = w->tput_pred;
+  x->tput_after = w->tput_after;
+  x->reason = pfi_ctl_reason_parse(w->reason);
+  x->max_loss = w->max_loss;
+  x->protect = (int)w->protect;
+  x->shortfall_w = w->shortfall_w;
+  x->complete = (int)w->complete;
+  return e->fn(e->ctx, &row);
 }
 
 int pfi_records_each(struct pfi_records *r, const char *event, const char *job,
                      int (*fn)(void *ctx, const struct pfi_records_row *row),
                      void *ctx, struct pfi_error *err) {
-  sqlite3_stmt *st = NULL;
-  if (sqlite3_prepare_v2(r->db,
-                         "SELECT * FROM records WHERE (?1 IS NULL OR event=?1)"
-                         " AND (?2 IS NULL OR job=?2) ORDER BY run, seq",
-                         -1, &st, NULL) != SQLITE_OK)
-    return db_err(r, err, "query");
+  struct pfi_db_cond c[2];
+  size_t n = 0;
   if (event)
-    sqlite3_bind_text(st, 1, event, -1, SQLITE_TRANSIENT);
+    c[n++] = (struct pfi_db_cond){"event", PFI_DB_EQ, event, 0};
   if (job)
-    sqlite3_bind_text(st, 2, job, -1, SQLITE_TRANSIENT);
-  int rc = 0, s;
-  while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-    struct pfi_records_row row;
-    struct pfi_ctl_record *x = &row.rec;
-    memset(&row, 0, sizeof row);
-    col_text(st, 0, row.run, sizeof row.run);
-    x->seq = (uint64_t)sqlite3_column_int64(st, 1);
-    x->t_s = col_real(st, 2);
-    col_text(st, 3, x->event, sizeof x->event);
-    x->target_w = col_real(st, 4);
-    col_text(st, 5, x->job, sizeof x->job);
-    col_text(st, 6, x->family, sizeof x->family);
-    col_text(st, 7, x->phase, sizeof x->phase);
-    x->cap_req_w = col_real(st, 8);
-    x->cap_enf_w = col_real(st, 9);
-    x->draw_w = col_real(st, 10);
-    x->pfi = col_real(st, 11);
-    x->pfi_lo = col_real(st, 12);
-    x->pfi_hi = col_real(st, 13);
-    x->tput_before = col_real(st, 14);
-    x->tput_pred = col_real(st, 15);
-    x->tput_after = col_real(st, 16);
-    char reason[32];
-    col_text(st, 17, reason, sizeof reason);
-    x->reason = pfi_ctl_reason_parse(reason);
-    x->max_loss = col_real(st, 18);
-    x->protect = sqlite3_column_int(st, 19);
-    x->shortfall_w = col_real(st, 20);
-    x->complete = sqlite3_column_int(st, 21);
-    if ((rc = fn(ctx, &row)) < 0)
-      break;
-  }
-  if (rc == 0 && s != SQLITE_DONE)
-    rc = db_err(r, err, "read");
-  sqlite3_finalize(st);
-  return rc;
+    c[n++] = (struct pfi_db_cond){"job", PFI_DB_EQ, job, 0};
+  struct each_ctx e = {fn, ctx};
+  return pfi_db_each(r->db, &records_table, c, n, 0, each_row, &e, err);
 }

@@ -92,32 +92,27 @@ static void jobs(struct pfi_pfid *d, struct pfi_http_resp *rs) {
   reply_json(rs, 200, a);
 }
 
+static int assign_json(void *ctx, const struct pfid_assign_rec *r) {
+  json_array_append_new(
+      (json_t *)ctx,
+      json_pack("{s:I s:f s:s s:s s:I s:s s:s s:s}", "id", (json_int_t)r->id,
+                "t", r->t_s, "leader", r->leader, "node", r->node, "seq",
+                (json_int_t)r->seq, "event", r->event, "kind", r->kind,
+                "caps_mw", r->caps_mw));
+  return 0;
+}
+
 static void records(struct pfi_pfid *d, const struct pfi_http_req *rq,
                     struct pfi_http_resp *rs) {
   const char *since = rq->arg(rq, "since");
-  sqlite3_stmt *q = NULL;
-  if (sqlite3_prepare_v2(d->db,
-                         "SELECT id,t_s,leader,node,seq,event,kind,caps_mw "
-                         "FROM fleet_assignments WHERE id > ? ORDER BY id "
-                         "LIMIT 10000",
-                         -1, &q, NULL) != SQLITE_OK) {
-    reply_err(rs, 500, sqlite3_errmsg(d->db));
+  json_t *a = json_array();
+  struct pfi_error e;
+  if (pfid_records_assignments(d, since ? strtoll(since, NULL, 10) : 0, 10000,
+                               assign_json, a, &e) < 0) {
+    json_decref(a);
+    reply_err(rs, 500, e.msg);
     return;
   }
-  sqlite3_bind_int64(q, 1, since ? strtoll(since, NULL, 10) : 0);
-  json_t *a = json_array();
-  while (sqlite3_step(q) == SQLITE_ROW)
-    json_array_append_new(
-        a, json_pack("{s:I s:f s:s s:s s:I s:s s:s s:s}", "id",
-                     (json_int_t)sqlite3_column_int64(q, 0), "t",
-                     sqlite3_column_double(q, 1), "leader",
-                     (const char *)sqlite3_column_text(q, 2), "node",
-                     (const char *)sqlite3_column_text(q, 3), "seq",
-                     (json_int_t)sqlite3_column_int64(q, 4), "event",
-                     (const char *)sqlite3_column_text(q, 5), "kind",
-                     (const char *)sqlite3_column_text(q, 6), "caps_mw",
-                     (const char *)sqlite3_column_text(q, 7)));
-  sqlite3_finalize(q);
   reply_json(rs, 200, a);
 }
 

@@ -25,36 +25,6 @@ double pfid_mono(void) {
 
 /* ---- records ------------------------------------------------------------- */
 
-static const char schema[] =
-    "PRAGMA journal_mode=WAL;"
-    "CREATE TABLE IF NOT EXISTS fleet_assignments("
-    " id INTEGER PRIMARY KEY, t_s REAL NOT NULL, leader TEXT NOT NULL,"
-    " node TEXT NOT NULL, seq INTEGER NOT NULL, event TEXT NOT NULL,"
-    " kind TEXT NOT NULL, target_w REAL, caps_mw TEXT NOT NULL,"
-    " UNIQUE(node, seq));"
-    "CREATE TABLE IF NOT EXISTS fleet_log("
-    " id INTEGER PRIMARY KEY, t_s REAL NOT NULL, pfid TEXT NOT NULL,"
-    " what TEXT NOT NULL, detail TEXT NOT NULL);";
-
-static int db_open(struct pfi_pfid *d, struct pfi_error *err) {
-  if (sqlite3_open_v2(d->o.records, &d->db,
-                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
-                      NULL) != SQLITE_OK)
-    return pfi_error_set(err, PFI_EDB, "%s: %s", d->o.records,
-                         d->db ? sqlite3_errmsg(d->db) : "cannot open");
-  /* Two pfid on one host may share the file (the standby writes only once
-   * it leads): wait for the other's transaction. */
-  sqlite3_busy_timeout(d->db, 5000);
-  char *msg = NULL;
-  if (sqlite3_exec(d->db, schema, NULL, NULL, &msg) != SQLITE_OK) {
-    int rc = pfi_error_set(err, PFI_EDB, "%s: %s", d->o.records,
-                           msg ? msg : "schema");
-    sqlite3_free(msg);
-    return rc;
-  }
-  return 0;
-}
-
 void pfid_log(struct pfi_pfid *d, const char *what, const char *fmt, ...) {
   char detail[512];
   va_list ap;
@@ -62,44 +32,7 @@ void pfid_log(struct pfi_pfid *d, const char *what, const char *fmt, ...) {
   vsnprintf(detail, sizeof detail, fmt, ap);
   va_end(ap);
   fprintf(stderr, "pfid %s: %s: %s\n", d->id, what, detail);
-  sqlite3_stmt *q = NULL;
-  if (sqlite3_prepare_v2(d->db, "INSERT INTO fleet_log VALUES(NULL,?,?,?,?)",
-                         -1, &q, NULL) == SQLITE_OK) {
-    sqlite3_bind_double(q, 1, pfid_wall());
-    sqlite3_bind_text(q, 2, d->id, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(q, 3, what, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(q, 4, detail, -1, SQLITE_TRANSIENT);
-    sqlite3_step(q);
-  }
-  sqlite3_finalize(q);
-}
-
-static void record_assign(struct pfi_pfid *d, const struct pfi_fleet_assign *a,
-                          const char *kind) {
-  char caps[PFI_FLEET_MAX_GPUS * 11 + 1] = "";
-  size_t k = 0;
-  for (unsigned i = 0; i < a->n; i++)
-    k += (size_t)snprintf(caps + k, sizeof caps - k, "%s%u", i ? "," : "",
-                          a->cap_mw[i]);
-  sqlite3_stmt *q = NULL;
-  if (sqlite3_prepare_v2(d->db,
-                         "INSERT OR REPLACE INTO fleet_assignments VALUES"
-                         "(NULL,?,?,?,?,?,?,?,?)",
-                         -1, &q, NULL) == SQLITE_OK) {
-    sqlite3_bind_double(q, 1, a->issued_s);
-    sqlite3_bind_text(q, 2, d->id, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(q, 3, a->node, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(q, 4, (sqlite3_int64)a->seq);
-    sqlite3_bind_text(q, 5, a->event, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(q, 6, kind, -1, SQLITE_TRANSIENT);
-    if (a->event[0])
-      sqlite3_bind_double(q, 7, d->target_w);
-    else
-      sqlite3_bind_null(q, 7);
-    sqlite3_bind_text(q, 8, caps, -1, SQLITE_TRANSIENT);
-    sqlite3_step(q);
-  }
-  sqlite3_finalize(q);
+  pfid_records_log(d, what, detail);
 }
 
 /* ---- nodes --------------------------------------------------------------- */
@@ -223,7 +156,7 @@ static int publish(struct pfi_pfid *d, struct pfid_node *n,
     memcpy(n->caps, caps, ng * sizeof *caps);
   d->published++;
   if (changed)
-    record_assign(d, &a, kind);
+    pfid_records_assign(d, &a, kind);
   return 0;
 }
 
@@ -551,7 +484,7 @@ int pfi_pfid_open(struct pfi_pfid **out, const struct pfi_pfid_opts *o,
       (rc = pfi_read_secret(o->token_file, d->token, sizeof d->token, err)) < 0)
     goto fail;
   d->o.nats.bucket = 1;
-  if ((rc = db_open(d, err)) < 0 ||
+  if ((rc = pfid_records_open(d, err)) < 0 ||
       (rc = pfi_nats_open(&d->nc, &d->o.nats, err)) < 0 ||
       (rc = pfi_nats_subscribe(d->nc, "pfi.telemetry.*", &d->tel, err)) < 0)
     goto fail;
@@ -615,8 +548,7 @@ void pfi_pfid_close(struct pfi_pfid *d) {
   pfi_http_stop(d->http);
   pfi_nats_unsubscribe(d->tel);
   pfi_nats_close(d->nc);
-  if (d->db)
-    sqlite3_close(d->db);
+  pfi_db_close(d->db);
   pfid_ctl_close(d);
   pthread_mutex_destroy(&d->mu);
   free(d->node);

@@ -11,14 +11,6 @@
 #include "pfi/control.h"
 #include "pfid_int.h"
 
-static const char decisions[] =
-    "CREATE TABLE IF NOT EXISTS fleet_decisions("
-    " epoch INTEGER NOT NULL, seq INTEGER NOT NULL, t_s REAL NOT NULL,"
-    " leader TEXT NOT NULL, event TEXT NOT NULL, target_w REAL, job TEXT,"
-    " reason TEXT NOT NULL, cap_req_w REAL, cap_enf_w REAL, draw_w REAL,"
-    " pfi REAL, pfi_lo REAL, pfi_hi REAL, tput_before REAL, tput_pred REAL,"
-    " tput_after REAL, max_loss REAL, protect INTEGER, shortfall_w REAL,"
-    " complete INTEGER NOT NULL, PRIMARY KEY(epoch, seq));";
 
 void pfid_ctl_close(struct pfi_pfid *d) {
   pfi_ctl_close(d->ctl);
@@ -59,42 +51,8 @@ static const char *node_get_job(struct pfi_pfid *d, const char *node,
   return n && g < n->tel.n ? n->tel.gpu[g].job : NULL;
 }
 
-static double nan_or(double x) { return isfinite(x) ? x : NAN; }
-
-static void bind_num(sqlite3_stmt *q, int i, double x) {
-  if (isfinite(x))
-    sqlite3_bind_double(q, i, x);
-  else
-    sqlite3_bind_null(q, i);
-}
-
 static void record(struct pfi_pfid *d, const struct pfi_ctl_record *r) {
-  sqlite3_stmt *q = NULL;
-  if (sqlite3_prepare_v2(d->db,
-                         "INSERT OR REPLACE INTO fleet_decisions VALUES"
-                         "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                         -1, &q, NULL) != SQLITE_OK) {
-    sqlite3_finalize(q);
-    return;
-  }
-  sqlite3_bind_int64(q, 1, d->ctl_epoch);
-  sqlite3_bind_int64(q, 2, (sqlite3_int64)r->seq);
-  sqlite3_bind_double(q, 3, pfid_wall());
-  sqlite3_bind_text(q, 4, d->id, -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(q, 5, r->event, -1, SQLITE_TRANSIENT);
-  bind_num(q, 6, r->target_w);
-  sqlite3_bind_text(q, 7, r->job, -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(q, 8, pfi_ctl_reason_name(r->reason), -1, SQLITE_TRANSIENT);
-  double v[] = {r->cap_req_w,  r->cap_enf_w, r->draw_w,      r->pfi,
-                r->pfi_lo,     r->pfi_hi,    r->tput_before, r->tput_pred,
-                r->tput_after, r->max_loss};
-  for (int k = 0; k < 10; k++)
-    bind_num(q, 9 + k, nan_or(v[k]));
-  sqlite3_bind_int(q, 19, r->protect);
-  bind_num(q, 20, r->shortfall_w);
-  sqlite3_bind_int(q, 21, r->complete);
-  sqlite3_step(q);
-  sqlite3_finalize(q);
+  pfid_records_decision(d, r);
 }
 
 /* Builds the controller over the nodes with telemetry. */
@@ -166,7 +124,6 @@ static int build(struct pfi_pfid *d, char *sig, struct pfi_error *err) {
   d->ctl_epoch = (long long)(pfid_wall() * 1000);
   d->ctl_sig = sig;
   sig = NULL;
-  sqlite3_exec(d->db, decisions, NULL, NULL, NULL);
   pfid_log(d, "controller", "%zu nodes, %zu GPUs, %zu job slots (epoch %lld)",
            nn, ng, pfi_ctl_nslots(d->ctl), d->ctl_epoch);
 out:

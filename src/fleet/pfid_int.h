@@ -4,9 +4,10 @@
 #define PFI_FLEET_PFID_INT_H
 
 #include <pthread.h>
-#include <sqlite3.h>
 #include <stdint.h>
 
+#include "pfi/control.h"
+#include "pfi/dbtable.h"
 #include "pfi/fleet.h"
 #include "pfi/http.h"
 #include "pfi/pfid.h"
@@ -33,7 +34,7 @@ struct pfi_pfid {
   char token[256];
   struct pfi_nats *nc;
   struct pfi_nats_sub *tel;
-  sqlite3 *db;
+  struct pfi_db *db; /* the records file (fleet_records.c) */
   struct pfi_http *http;
   pthread_mutex_t mu; /* everything below, against the API's thread */
   struct pfid_node *node;
@@ -84,5 +85,25 @@ void pfid_api(void *arg, const struct pfi_http_req *rq,
               struct pfi_http_resp *rs);
 double pfid_wall(void);
 double pfid_mono(void);
+
+/* The records file (fleet_records.c): opened at start; each write logs a
+ * failure to stderr and goes on (the caps matter more than their record). */
+struct pfid_assign_rec {
+  int64_t id;
+  double t_s;
+  const char *leader, *node;
+  int64_t seq;
+  const char *event, *kind, *caps_mw;
+};
+int pfid_records_open(struct pfi_pfid *d, struct pfi_error *err);
+void pfid_records_log(struct pfi_pfid *d, const char *what, const char *detail);
+void pfid_records_assign(struct pfi_pfid *d, const struct pfi_fleet_assign *a,
+                         const char *kind);
+void pfid_records_decision(struct pfi_pfid *d, const struct pfi_ctl_record *r);
+/* The assignments with id > since, in id order, at most `limit`. */
+int pfid_records_assignments(struct pfi_pfid *d, int64_t since, size_t limit,
+                             int (*fn)(void *ctx,
+                                       const struct pfid_assign_rec *a),
+                             void *ctx, struct pfi_error *err);
 
 #endif

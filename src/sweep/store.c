@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* The trace store: SQLite in WAL mode, prepared statements, batches. */
+/* The trace store: SQLite in WAL mode, prepared statements, batches; and
+ * the tables of structs of dbtable.h. The only file that calls SQLite. */
 #include "pfi/store.h"
 
 #include <errno.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "pfi/dbtable.h"
 #include "pfi/version.h"
 
 /* Bumped when the schema changes incompatibly. */
@@ -29,33 +31,6 @@ struct pfi_store {
   int lock_fd;
   sqlite3_stmt *stmt[ST__COUNT];
 };
-
-static const char *const schema_sql =
-    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT "
-    "NULL);"
-    "CREATE TABLE IF NOT EXISTS runs(id INTEGER PRIMARY KEY, job TEXT NOT "
-    "NULL, arch TEXT, task TEXT, cap_w REAL NOT NULL, gpus INTEGER NOT NULL,"
-    " source TEXT NOT NULL, state TEXT NOT NULL, t_start_s REAL, t_end_s "
-    "REAL, exit_status INTEGER, command TEXT, started_utc TEXT);"
-    "CREATE INDEX IF NOT EXISTS runs_job_cap ON runs(job, cap_w);"
-    "CREATE TABLE IF NOT EXISTS steps(run_id INTEGER NOT NULL, t_s REAL NOT "
-    "NULL, job_t_s REAL, tokens REAL, tokens_per_s REAL, step REAL, loss "
-    "REAL, mfu REAL);"
-    "CREATE INDEX IF NOT EXISTS steps_run ON steps(run_id, t_s);"
-    "CREATE TABLE IF NOT EXISTS cap_events(id INTEGER PRIMARY KEY, run_id "
-    "INTEGER, gpu INTEGER NOT NULL, action TEXT NOT NULL, mw INTEGER NOT "
-    "NULL, t_s REAL, utc TEXT NOT NULL);"
-    "CREATE TABLE IF NOT EXISTS cap_ledger(backend TEXT NOT NULL, gpu "
-    "INTEGER NOT NULL, params TEXT NOT NULL, uuid TEXT NOT NULL, cap_mw "
-    "INTEGER NOT NULL, recorded_utc TEXT NOT NULL, PRIMARY KEY(backend, "
-    "gpu));";
-
-static void utc_now(char *buf, size_t n) {
-  time_t t = time(NULL);
-  struct tm tm;
-  gmtime_r(&t, &tm);
-  strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
 
 int pfi__store_dberr(struct pfi_store *st, struct pfi_error *err,
                      const char *what) {
@@ -80,52 +55,22 @@ static int sqlite_code(int src) {
   }
 }
 
+/* Runs `sql` on db (the file at `path`): 0, or the error with its message. */
+static int exec_db(sqlite3 *db, const char *path, const char *sql,
+                   struct pfi_error *err) {
+  char *msg = NULL;
+  int src = sqlite3_exec(db, sql, NULL, NULL, &msg);
+  int rc = src == SQLITE_OK
+               ? 0
+               : pfi_error_set(err, sqlite_code(src), "%s: %s", path,
+                               msg ? msg : sqlite3_errmsg(db));
+  sqlite3_free(msg);
+  return rc;
+}
+
 static int exec_sql(struct pfi_store *st, const char *sql,
                     struct pfi_error *err) {
-  char *msg = NULL;
-  int src = sqlite3_exec(st->db, sql, NULL, NULL, &msg);
-  if (src != SQLITE_OK) {
-    int rc = pfi_error_set(err, sqlite_code(src), "%s: %s", st->path,
-                           msg ? msg : sqlite3_errmsg(st->db));
-    sqlite3_free(msg);
-    return rc;
-  }
-  return 0;
-}
-
-/* The samples table has one column per telemetry field, generated from
- * PFI_FIELD_MAP so that a new field gets a column. A row per GPU and
- * instant with a validity bitmask is several times faster to write than a
- * row per field, and a field never valid costs one NULL. */
-static char *samples_ddl(void) {
-  size_t cap = 4096;
-  char *s = malloc(cap);
-  if (!s)
-    return NULL;
-  size_t o = (size_t)snprintf(s, cap,
-                              "CREATE TABLE IF NOT EXISTS samples(run_id "
-                              "INTEGER NOT NULL, gpu INTEGER NOT NULL, t_s "
-                              "REAL NOT NULL, valid INTEGER NOT NULL");
-  for (int f = 0; f < PFI_FIELD__COUNT; f++)
-    o += (size_t)snprintf(s + o, cap - o, ", %s REAL", pfi_field_name(f));
-  snprintf(s + o, cap - o, ", PRIMARY KEY(run_id, t_s, gpu)) WITHOUT ROWID;");
-  return s;
-}
-
-static char *samples_insert_sql(void) {
-  size_t cap = 4096;
-  char *s = malloc(cap);
-  if (!s)
-    return NULL;
-  size_t o = (size_t)snprintf(
-      s, cap, "INSERT OR REPLACE INTO samples(run_id, gpu, t_s, valid");
-  for (int f = 0; f < PFI_FIELD__COUNT; f++)
-    o += (size_t)snprintf(s + o, cap - o, ", %s", pfi_field_name(f));
-  o += (size_t)snprintf(s + o, cap - o, ") VALUES(?,?,?,?");
-  for (int f = 0; f < PFI_FIELD__COUNT; f++)
-    o += (size_t)snprintf(s + o, cap - o, ",?");
-  snprintf(s + o, cap - o, ")");
-  return s;
+  return exec_db(st->db, st->path, sql, err);
 }
 
 static int prepare(struct pfi_store *st, int which, const char *sql,
@@ -144,36 +89,6 @@ static int first_read(sqlite3 *db) {
     src = sqlite3_step(q);
   sqlite3_finalize(q);
   return src;
-}
-
-static int wal_empty(const char *path) {
-  char *w = malloc(strlen(path) + 5);
-  if (!w)
-    return 0;
-  sprintf(w, "%s-wal", path);
-  struct stat sb;
-  int r = stat(w, &sb);
-  int e = errno;
-  free(w);
-  return (r == 0 && sb.st_size == 0) || (r != 0 && e == ENOENT);
-}
-
-/* "file:PATH?immutable=1" with the URI's special characters escaped.
- * Returns a malloc'd string or NULL. */
-static char *immutable_uri(const char *path) {
-  size_t n = strlen(path);
-  char *u = malloc(3 * n + 32);
-  if (!u)
-    return NULL;
-  size_t k = (size_t)sprintf(u, "file:");
-  for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
-    if (*p == '%' || *p == '?' || *p == '#' || *p < 0x20)
-      k += (size_t)sprintf(u + k, "%%%02X", *p);
-    else
-      u[k++] = (char)*p;
-  }
-  strcpy(u + k, "?immutable=1");
-  return u;
 }
 
 int pfi_store_open(struct pfi_store **out, const char *path, unsigned flags,
@@ -218,7 +133,8 @@ int pfi_store_open(struct pfi_store **out, const char *path, unsigned flags,
        * read as immutable, but only without a -wal file: immutable reads
        * ignore the log, and commits not yet checkpointed into the database
        * (the cap ledger of a killed sweep) would be silently missed. */
-      char *uri = wal_empty(path) ? immutable_uri(path) : NULL;
+      char *uri =
+          pfi__store_wal_empty(path) ? pfi__store_immutable_uri(path) : NULL;
       sqlite3 *db2 = NULL;
       if (uri &&
           sqlite3_open_v2(uri, &db2, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI,
@@ -269,8 +185,8 @@ int pfi_store_open(struct pfi_store **out, const char *path, unsigned flags,
     }
   }
   if (!(flags & PFI_STORE_READONLY)) {
-    ddl = samples_ddl();
-    ins = samples_insert_sql();
+    ddl = pfi__store_samples_ddl();
+    ins = pfi__store_samples_insert_sql();
     if (!ddl || !ins) {
       rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
       goto out;
@@ -283,7 +199,7 @@ int pfi_store_open(struct pfi_store **out, const char *path, unsigned flags,
                       err)) < 0 ||
         (rc = exec_sql(st, "BEGIN IMMEDIATE;", err)) < 0)
       goto out;
-    if ((rc = exec_sql(st, schema_sql, err)) < 0 ||
+    if ((rc = exec_sql(st, pfi__store_schema_sql, err)) < 0 ||
         (rc = exec_sql(st, ddl, err)) < 0) {
       exec_sql(st, "ROLLBACK;", NULL);
       goto out;
@@ -298,7 +214,7 @@ int pfi_store_open(struct pfi_store **out, const char *path, unsigned flags,
       goto out;
     }
     char created[32];
-    utc_now(created, sizeof created);
+    pfi__store_utc_now(created, sizeof created);
     snprintf(sql, sizeof sql,
              "INSERT OR IGNORE INTO meta VALUES('created_utc','%s');", created);
     if ((rc = exec_sql(st, sql, err)) < 0 ||
@@ -363,31 +279,7 @@ void pfi_store_close(struct pfi_store *st) {
 
 const char *pfi_store_path(const struct pfi_store *st) { return st->path; }
 
-int pfi__store_lock(struct pfi_store *st, struct pfi_error *err) {
-  if (st->lock_fd >= 0)
-    return 0;
-  int fd = open(st->path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return pfi_error_set(err, PFI_EIO, "%s: %s", st->path, strerror(errno));
-  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    int e = errno;
-    close(fd);
-    if (e == EWOULDBLOCK)
-      return pfi_error_set(err, PFI_EBUSY,
-                           "%s: another pfi is sweeping with this store",
-                           st->path);
-    return pfi_error_set(err, PFI_EIO, "%s: lock: %s", st->path, strerror(e));
-  }
-  st->lock_fd = fd;
-  return 0;
-}
-
-void pfi__store_unlock(struct pfi_store *st) {
-  if (st->lock_fd >= 0) {
-    close(st->lock_fd); /* closing the descriptor drops the flock */
-    st->lock_fd = -1;
-  }
-}
+int *pfi__store_lock_fd(struct pfi_store *st) { return &st->lock_fd; }
 
 int pfi__store_locked(const struct pfi_store *st) { return st->lock_fd >= 0; }
 
@@ -478,7 +370,7 @@ int pfi_store_run_begin(struct pfi_store *st, struct pfi_run_info *in,
   if (!q)
     return pfi_error_set(err, PFI_ESTATE, "%s: opened read-only", st->path);
   char utc[32];
-  utc_now(utc, sizeof utc);
+  pfi__store_utc_now(utc, sizeof utc);
   sqlite3_bind_text(q, 1, in->job, -1, SQLITE_TRANSIENT);
   sqlite3_bind_text(q, 2, in->arch, -1, SQLITE_TRANSIENT);
   sqlite3_bind_text(q, 3, in->task, -1, SQLITE_TRANSIENT);
@@ -595,7 +487,7 @@ int pfi_store_cap_event(struct pfi_store *st, int64_t run_id, unsigned gpu,
   if (!q)
     return pfi_error_set(err, PFI_ESTATE, "%s: opened read-only", st->path);
   char utc[32];
-  utc_now(utc, sizeof utc);
+  pfi__store_utc_now(utc, sizeof utc);
   if (run_id > 0)
     sqlite3_bind_int64(q, 1, run_id);
   else
@@ -619,7 +511,7 @@ int pfi_store_caps_record(struct pfi_store *st,
   if (rc < 0)
     return rc;
   char utc[32];
-  utc_now(utc, sizeof utc);
+  pfi__store_utc_now(utc, sizeof utc);
   if (sqlite3_prepare_v2(st->db,
                          "INSERT OR IGNORE INTO cap_ledger VALUES(?,?,?,?,?,?)",
                          -1, &q, NULL) != SQLITE_OK) {
@@ -801,21 +693,7 @@ static const char *text_or_empty(sqlite3_stmt *q, int col) {
 int pfi_store_runs_open(struct pfi_store *st, unsigned which,
                         struct pfi_store_iter **it, struct pfi_error *err) {
   char sql[1024];
-  const char *counts =
-      (which & PFI_RUNS_COUNTS)
-          ? "(SELECT count(*) FROM samples s WHERE s.run_id = r.id), "
-            "(SELECT count(*) FROM steps p WHERE p.run_id = r.id)"
-          : "0, 0";
-  snprintf(sql, sizeof sql,
-           "SELECT r.id, r.job, coalesce(r.arch, ''), coalesce(r.task, ''), "
-           "r.cap_w, r.gpus, r.source, r.state, r.exit_status, r.t_start_s, "
-           "r.t_end_s, %s FROM runs r %s",
-           counts,
-           (which & 0xffu) == PFI_RUNS_NEWEST_COMPLETE
-               ? "WHERE r.state = 'complete' AND r.id IN (SELECT max(id) FROM "
-                 "runs WHERE state = 'complete' GROUP BY job, cap_w) ORDER BY "
-                 "r.job, r.cap_w"
-               : "ORDER BY r.id");
+  pfi__store_runs_sql(which, sql, sizeof sql);
   int rc = iter_open(st, IT_RUNS, sql, "runs", it, err);
   if (rc == 0)
     (*it)->flags = which;
@@ -850,22 +728,8 @@ int pfi_store_runs_next(struct pfi_store_iter *it, struct pfi_store_run *out,
 
 int pfi_store_samples_open(struct pfi_store *st, int64_t run_id, int gpu,
                            struct pfi_store_iter **it, struct pfi_error *err) {
-  char sql[2048], where[160];
-  if (gpu == PFI_STORE_FIRST_GPU)
-    snprintf(where, sizeof where,
-             "run_id = ?1 AND gpu = (SELECT min(gpu) FROM samples WHERE "
-             "run_id = ?1)");
-  else if (gpu >= 0)
-    snprintf(where, sizeof where, "run_id = ?1 AND gpu = %d", gpu);
-  else
-    snprintf(where, sizeof where, "run_id = ?1");
-  size_t o =
-      (size_t)snprintf(sql, sizeof sql, "SELECT run_id, gpu, t_s, valid");
-  for (int f = 0; f < PFI_FIELD__COUNT; f++)
-    o += (size_t)snprintf(sql + o, sizeof sql - o, ", %s",
-                          pfi_field_name((enum pfi_field)f));
-  snprintf(sql + o, sizeof sql - o, " FROM samples WHERE %s ORDER BY t_s, gpu",
-           where);
+  char sql[2048];
+  pfi__store_samples_sql(gpu, sql, sizeof sql);
   int rc = iter_open(st, IT_SAMPLES, sql, "samples", it, err);
   if (rc == 0)
     sqlite3_bind_int64((*it)->q, 1, run_id);
@@ -924,4 +788,208 @@ double pfi_store_field_max(struct pfi_store *st, enum pfi_field f) {
     c = sqlite3_column_double(q, 0);
   sqlite3_finalize(q);
   return c;
+}
+
+/* ---- tables of structs (dbtable.h) ---------------------------------------
+ * The records of the controller and of pfid. The SQL text is generated
+ * from the column descriptions in dbtable_sql.c; here it runs. */
+
+#define DB_TABLES 8
+
+struct pfi_db {
+  sqlite3 *db;
+  char path[256];
+  const struct pfi_table *t[DB_TABLES];
+  sqlite3_stmt *put[DB_TABLES];
+  size_t nt;
+};
+
+static int db_fail(struct pfi_db *d, struct pfi_error *err, const char *what) {
+  int src = d->db ? sqlite3_errcode(d->db) : SQLITE_CANTOPEN;
+  return pfi_error_set(err, src ? sqlite_code(src) : PFI_EDB, "%s: %s: %s",
+                       d->path, what,
+                       d->db ? sqlite3_errmsg(d->db) : "cannot open");
+}
+
+static int db_exec(struct pfi_db *d, const char *sql, struct pfi_error *err) {
+  return exec_db(d->db, d->path, sql, err);
+}
+
+void pfi_db_close(struct pfi_db *d) {
+  if (!d)
+    return;
+  for (size_t i = 0; i < d->nt; i++)
+    sqlite3_finalize(d->put[i]);
+  sqlite3_close(d->db);
+  free(d);
+}
+
+int pfi_db_open(struct pfi_db **out, const char *path,
+                const struct pfi_table *const *tables, size_t ntables,
+                const char *meta_table, const char *kind, int create,
+                int durable, struct pfi_error *err) {
+  *out = NULL;
+  if (ntables > DB_TABLES)
+    return pfi_error_set(err, PFI_EINVAL, "%s: too many tables", path);
+  struct pfi_db *d = calloc(1, sizeof *d);
+  if (!d)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  snprintf(d->path, sizeof d->path, "%s", path);
+  int rc = 0;
+  char sql[PFI__DB_SQL_MAX], put[PFI__DB_SQL_MAX];
+  if (sqlite3_open_v2(path, &d->db,
+                      create ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+                             : SQLITE_OPEN_READONLY,
+                      NULL) != SQLITE_OK) {
+    rc = db_fail(d, err, "cannot open");
+    goto fail;
+  }
+  sqlite3_busy_timeout(d->db, 5000);
+  if (meta_table && kind) {
+    sqlite3_stmt *q = NULL;
+    const unsigned char *v = NULL;
+    int ok = (!create ||
+              (pfi__db_meta_sql(meta_table, kind, sql, sizeof sql),
+               sqlite3_exec(d->db, sql, NULL, NULL, NULL) == SQLITE_OK)) &&
+             (pfi__db_kind_sql(meta_table, sql, sizeof sql),
+              sqlite3_prepare_v2(d->db, sql, -1, &q, NULL) == SQLITE_OK) &&
+             sqlite3_step(q) == SQLITE_ROW && (v = sqlite3_column_text(q, 0)) &&
+             !strcmp((const char *)v, kind);
+    sqlite3_finalize(q);
+    if (!ok) {
+      rc = pfi_error_set(err, PFI_EDB, "%s: not a %s database", path, kind);
+      goto fail;
+    }
+  }
+  if (create &&
+      ((rc = db_exec(d, "PRAGMA journal_mode=WAL;", err)) < 0 ||
+       (rc = db_exec(
+            d, durable ? "PRAGMA synchronous=FULL;" : "PRAGMA synchronous=OFF;",
+            err)) < 0))
+    goto fail;
+  for (size_t i = 0; i < ntables; i++) {
+    d->t[d->nt++] = tables[i];
+    if (!create)
+      continue;
+    if (pfi__db_ddl(tables[i], sql, sizeof sql) < 0 ||
+        pfi__db_put_sql(tables[i], put, sizeof put) < 0) {
+      rc = pfi_error_set(err, PFI_EINVAL, "%s: table %s: too many columns",
+                         path, tables[i]->name);
+      goto fail;
+    }
+    if ((rc = db_exec(d, sql, err)) < 0)
+      goto fail;
+    if (sqlite3_prepare_v3(d->db, put, -1, SQLITE_PREPARE_PERSISTENT,
+                           &d->put[i], NULL) != SQLITE_OK) {
+      rc = db_fail(d, err, "prepare");
+      goto fail;
+    }
+  }
+  *out = d;
+  return 0;
+fail:
+  pfi_db_close(d);
+  return rc;
+}
+
+int pfi_db_begin(struct pfi_db *d, struct pfi_error *err) {
+  return db_exec(d, "BEGIN", err);
+}
+
+int pfi_db_commit(struct pfi_db *d, struct pfi_error *err) {
+  return db_exec(d, "COMMIT", err);
+}
+
+void pfi_db_rollback(struct pfi_db *d) {
+  sqlite3_exec(d->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+int pfi_db_put(struct pfi_db *d, const struct pfi_table *t, const void *row,
+               struct pfi_error *err) {
+  int k = -1;
+  for (size_t i = 0; i < d->nt; i++)
+    if (d->t[i] == t && d->put[i])
+      k = (int)i;
+  if (k < 0)
+    return pfi_error_set(err, PFI_EINVAL, "%s: table %s not open for writing",
+                         d->path, t->name);
+  sqlite3_stmt *q = d->put[k];
+  sqlite3_reset(q);
+  for (size_t c = 0; c < t->ncol; c++) {
+    const struct pfi_col *col = &t->col[c];
+    const char *p = (const char *)row + col->off;
+    int i = (int)c + 1;
+    double r;
+    int64_t v;
+    if (col->type == PFI_COL_TEXT) {
+      sqlite3_bind_text(q, i, p, (int)strnlen(p, col->size), SQLITE_TRANSIENT);
+    } else if (col->type == PFI_COL_REAL) {
+      memcpy(&r, p, sizeof r);
+      bind_opt(q, i, r);
+    } else if (col->type == PFI_COL_INT) {
+      memcpy(&v, p, sizeof v);
+      sqlite3_bind_int64(q, i, v);
+    } else {
+      sqlite3_bind_null(q, i); /* AUTO: numbered by SQLite */
+    }
+  }
+  int src = sqlite3_step(q);
+  sqlite3_reset(q);
+  return src == SQLITE_DONE ? 0 : db_fail(d, err, "write");
+}
+
+int pfi_db_each(struct pfi_db *d, const struct pfi_table *t,
+                const struct pfi_db_cond *cond, size_t ncond, size_t limit,
+                int (*fn)(void *ctx, const void *row), void *ctx,
+                struct pfi_error *err) {
+  char sql[PFI__DB_SQL_MAX];
+  int rc = pfi__db_select_sql(t, cond, ncond, limit, sql, sizeof sql, err);
+  if (rc < 0)
+    return rc;
+  sqlite3_stmt *q = NULL;
+  if (sqlite3_prepare_v2(d->db, sql, -1, &q, NULL) != SQLITE_OK) {
+    sqlite3_finalize(q);
+    return db_fail(d, err, "query");
+  }
+  for (size_t i = 0; i < ncond; i++) {
+    enum pfi_col_type ty = pfi__db_col(t, cond[i].col)->type;
+    if (ty == PFI_COL_TEXT)
+      sqlite3_bind_text(q, (int)i + 1, cond[i].text ? cond[i].text : "", -1,
+                        SQLITE_TRANSIENT);
+    else if (ty == PFI_COL_REAL)
+      sqlite3_bind_double(q, (int)i + 1, cond[i].num);
+    else
+      sqlite3_bind_int64(q, (int)i + 1, (sqlite3_int64)cond[i].num);
+  }
+  char *row = malloc(t->row_size ? t->row_size : 1);
+  if (!row) {
+    sqlite3_finalize(q);
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  }
+  int src;
+  while ((src = sqlite3_step(q)) == SQLITE_ROW) {
+    memset(row, 0, t->row_size);
+    for (size_t c = 0; c < t->ncol; c++) {
+      const struct pfi_col *col = &t->col[c];
+      char *p = row + col->off;
+      int i = (int)c, null = sqlite3_column_type(q, i) == SQLITE_NULL;
+      if (col->type == PFI_COL_TEXT) {
+        const unsigned char *s = sqlite3_column_text(q, i);
+        snprintf(p, col->size, "%s", s ? (const char *)s : "");
+      } else if (col->type == PFI_COL_REAL) {
+        double v = null ? NAN : sqlite3_column_double(q, i);
+        memcpy(p, &v, sizeof v);
+      } else {
+        int64_t v = null ? 0 : sqlite3_column_int64(q, i);
+        memcpy(p, &v, sizeof v);
+      }
+    }
+    if ((rc = fn(ctx, row)) < 0)
+      break;
+  }
+  if (rc == 0 && src != SQLITE_DONE)
+    rc = db_fail(d, err, "read");
+  free(row);
+  sqlite3_finalize(q);
+  return rc;
 }

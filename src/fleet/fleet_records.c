@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * pfid's records file: the published assignments, the log of what pfid
+ * did, and the decisions of its control module, three tables of
+ * dbtable.h (docs/fleet.md "Records"; the SQL is in the store).
+ */
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "pfi/dbtable.h"
+#include "pfid_int.h"
+
+struct assign_row {
+  int64_t id;
+  double t_s;
+  char leader[PFI_FLEET_NAME_MAX], node[PFI_FLEET_NAME_MAX];
+  int64_t seq;
+  char event[PFI_FLEET_NAME_MAX], kind[16];
+  double target_w;
+  char caps_mw[PFI_FLEET_MAX_GPUS * 11 + 1];
+};
+
+struct log_row {
+  int64_t id;
+  double t_s;
+  char pfid[PFI_FLEET_NAME_MAX], what[32], detail[512];
+};
+
+struct decision_row {
+  int64_t epoch, seq;
+  double t_s;
+  char leader[PFI_FLEET_NAME_MAX], event[64];
+  double target_w;
+  char job[96], reason[32];
+  double cap_req_w, cap_enf_w, draw_w, pfi, pfi_lo, pfi_hi, tput_before,
+      tput_pred, tput_after, max_loss;
+  int64_t protect;
+  double shortfall_w;
+  int64_t complete;
+};
+
+#define NN PFI_COL_NOTNULL
+#define KEY (PFI_COL_KEY | PFI_COL_NOTNULL)
+#define COL(S, f, ty, fl)                                                      \
+  {                                                                            \
+#f, ty, offsetof(struct S, f),                                             \
+        ty == PFI_COL_TEXT ? sizeof((struct S *)0)->f : 0, fl                  \
+  }
+
+static const struct pfi_col assign_cols[] = {
+    COL(assign_row, id, PFI_COL_AUTO, 0),
+    COL(assign_row, t_s, PFI_COL_REAL, NN),
+    COL(assign_row, leader, PFI_COL_TEXT, NN),
+    COL(assign_row, node, PFI_COL_TEXT, KEY),
+    COL(assign_row, seq, PFI_COL_INT, KEY),
+    COL(assign_row, event, PFI_COL_TEXT, NN),
+    COL(assign_row, kind, PFI_COL_TEXT, NN),
+    COL(assign_row, target_w, PFI_COL_REAL, 0),
+    COL(assign_row, caps_mw, PFI_COL_TEXT, NN),
+};
+
+static const struct pfi_col log_cols[] = {
+    COL(log_row, id, PFI_COL_AUTO, 0),
+    COL(log_row, t_s, PFI_COL_REAL, NN),
+    COL(log_row, pfid, PFI_COL_TEXT, NN),
+    COL(log_row, what, PFI_COL_TEXT, NN),
+    COL(log_row, detail, PFI_COL_TEXT, NN),
+};
+
+static const struct pfi_col decision_cols[] = {
+    COL(decision_row, epoch, PFI_COL_INT, KEY),
+    COL(decision_row, seq, PFI_COL_INT, KEY),
+    COL(decision_row, t_s, PFI_COL_REAL, NN),
+    COL(decision_row, leader, PFI_COL_TEXT, NN),
+    COL(decision_row, event, PFI_COL_TEXT, NN),
+    COL(decision_row, target_w, PFI_COL_REAL, 0),
+    COL(decision_row, job, PFI_COL_TEXT, 0),
+    COL(decision_row, reason, PFI_COL_TEXT, NN),
+    COL(decision_row, cap_req_w, PFI_COL_REAL, 0),
+    COL(decision_row, cap_enf_w, PFI_COL_REAL, 0),
+    COL(decision_row, draw_w, PFI_COL_REAL, 0),
+    COL(decision_row, pfi, PFI_COL_REAL, 0),
+    COL(decision_row, pfi_lo, PFI_COL_REAL, 0),
+    COL(decision_row, pfi_hi, PFI_COL_REAL, 0),
+    COL(decision_row, tput_before, PFI_COL_REAL, 0),
+    COL(decision_row, tput_pred, PFI_COL_REAL, 0),
+    COL(decision_row, tput_after, PFI_COL_REAL, 0),
+    COL(decision_row, max_loss, PFI_COL_REAL, 0),
+    COL(decision_row, protect, PFI_COL_INT, 0),
+    COL(decision_row, shortfall_w, PFI_COL_REAL, 0),
+    COL(decision_row, complete, PFI_COL_INT, NN),
+};
+#undef COL
+#undef KEY
+#undef NN
+
+#define TABLE(name, cols, S)                                                   \
+  { name, cols, sizeof cols / sizeof cols[0], sizeof(struct S) }
+static const struct pfi_table assign_table =
+    TABLE("fleet_assignments", assign_cols, assign_row);
+static const struct pfi_table log_table = TABLE("fleet_log", log_cols, log_row);
+static const struct pfi_table decision_table =
+    TABLE("fleet_decisions", decision_cols, decision_row);
+#undef TABLE
+
+int pfid_records_open(struct pfi_pfid *d, struct pfi_error *err) {
+  /* Two pfid on one host may share the file (the standby writes only once
+   * it leads): the store waits for the other's transaction. */
+  const struct pfi_table *t[] = {&assign_table, &log_table, &decision_table};
+  return pfi_db_open(&d->db, d->o.records, t, 3, NULL, NULL, 1, 1, err);
+}
+
+void pfid_records_log(struct pfi_pfid *d, const char *what,
+                      const char *detail) {
+  struct log_row w;
+  memset(&w, 0, sizeof w);
+  w.t_s = pfid_wall();
+  snprintf(w.pfid, sizeof w.pfid, "%s", d->id);
+  snprintf(w.what, sizeof w.what, "%s", what);
+  snprintf(w.detail, sizeof w.detail, "%s", detail);
+  struct pfi_error e;
+  if (d->db && pfi_db_put(d->db, &log_table, &w, &e) < 0)
+    fprintf(stderr, "pfid %s: records: %s\n", d->id, e.msg);
+}
+
+void pfid_records_assign(struct pfi_pfid *d, const struct pfi_fleet_assign *a,
+                         const char *kind) {
+  struct assign_row w;
+  memset(&w, 0, sizeof w);
+  size_t k = 0;
+  for (unsigned i = 0; i < a->n; i++)
+    k += (size_t)snprintf(w.caps_mw + k, sizeof w.caps_mw - k, "%s%u",
+                          i ? "," : "", a->cap_mw[i]);
+  w.t_s = a->issued_s;
+  snprintf(w.leader, sizeof w.leader, "%s", d->id);
+  snprintf(w.node, sizeof w.node, "%s", a->node);
+  w.seq = (int64_t)a->seq;
+  snprintf(w.event, sizeof w.event, "%s", a->event);
+  snprintf(w.kind, sizeof w.kind, "%s", kind);
+  w.target_w = a->event[0] ? d->target_w : NAN;
+  struct pfi_error e;
+  if (pfi_db_put(d->db, &assign_table, &w, &e) < 0)
+    fprintf(stderr, "pfid %s: records: %s\n", d->id, e.msg);
+}
+
+void pfid_records_decision(struct pfi_pfid *d, const struct pfi_ctl_record *r) {
+  struct decision_row w;
+  memset(&w, 0, sizeof w);
+  w.epoch = d->ctl_epoch;
+  w.seq = (int64_t)r->seq;
+  w.t_s = pfid_wall();
+  snprintf(w.leader, sizeof w.leader, "%s", d->id);
+  snprintf(w.event, sizeof w.event, "%s", r->event);
+  w.target_w = r->target_w;
+  snprintf(w.job, sizeof w.job, "%s", r->job);
+  snprintf(w.reason, sizeof w.reason, "%s", pfi_ctl_reason_name(r->reason));
+  w.cap_req_w = r->cap_req_w;
+  w.cap_enf_w = r->cap_enf_w;
+  w.draw_w = r->draw_w;
+  w.pfi = r->pfi;
+  w.pfi_lo = r->pfi_lo;
+  w.pfi_hi = r->pfi_hi;
+  w.tput_before = r->tput_before;
+  w.tput_pred = r->tput_pred;
+  w.tput_after = r->tput_after;
+  w.max_loss = r->max_loss;
+  w.protect = r->protect;
+  w.shortfall_w = r->shortfall_w;
+  w.complete = r->complete;
+  struct pfi_error e;
+  if (pfi_db_put(d->db, &decision_table, &w, &e) < 0)
+    fprintf(stderr, "pfid %s: records: %s\n", d->id, e.msg);
+}
+
+struct assign_ctx {
+  int (*fn)(void *ctx, const struct pfid_assign_rec *a);
+  void *ctx;
+};
+
+static int assign_row_cb(void *ctx, const void *p) {
+  const struct assign_ctx *c = ctx;
+  const struct assign_row *w = p;
+  struct pfid_assign_rec a = {w->id,  w->t_s,   w->leader, w->node,
+                              w->seq, w->event, w->kind,   w->caps_mw};
+  return c->fn(c->ctx, &a);
+}
+
+int pfid_records_assignments(struct pfi_pfid *d, int64_t since, size_t limit,
+                             int (*fn)(void *ctx,
+                                       const struct pfid_assign_rec *a),
+                             void *ctx, struct pfi_error *err) {
+  struct pfi_db_cond c = {"id", PFI_DB_GT, NULL, (double)since};
+  struct assign_ctx ac = {fn, ctx};
+  return pfi_db_each(d->db, &assign_table, &c, 1, limit, assign_row_cb, &ac,
+                     err);
+}
