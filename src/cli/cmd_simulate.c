@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* `pfi simulate`: strategies against the oracle over sampled workloads. */
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <math.h>
 #include <signal.h>
@@ -12,11 +11,50 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "opt.h"
 #include "pfi/alloc.h"
 #include "pfi/jobset.h"
 #include "pfi/sim.h"
 
-static const char usage_text[] =
+static const struct pfi_opt opts[] = {
+    {"curves", 'c', 0, PFI_ARG_REQ, "FILE",
+     "curves CSV (default data/jobs/curves.csv)"},
+    {"features", 'f', 0, PFI_ARG_REQ, "FILE",
+     "features CSV (default data/jobs/features.csv)"},
+    {"workloads", 'w', 0, PFI_ARG_REQ, "N", "workloads (default 500)"},
+    {"size", 'n', 0, PFI_ARG_REQ, "N", "jobs per workload (default 100)"},
+    {"mix", 'x', 0, PFI_ARG_REQ, "M",
+     "random (default), production or a mix file"},
+    {"cuts", 'r', 0, PFI_ARG_REQ, "LIST",
+     "reductions in percent (default 0,5,...,40)"},
+    {"strategies", 's', 0, PFI_ARG_REQ, "LIST",
+     "default: oracle,equal,moe-ft-weighted,pfi-aware, dram-copy,pfi-curve"},
+    {"seed", 'S', 0, PFI_ARG_REQ, "S",
+     "random seed (default 1); same seed, same bytes"},
+    {"plot", 'p', 0, PFI_ARG_REQ, "FILE",
+     "draw the gap chart with gnuplot (.svg or .png)"},
+    {"format", 'F', 0, PFI_ARG_REQ, "F", "table (default), csv or json"},
+    PFI_OPT_HELP,
+    {"holdout", 'H', 0, PFI_ARG_OPT, "job|cluster",
+     "predict each job's PFI with a fit that did not see it (job, the "
+     "default) or its cluster"},
+    {"cluster", 'C', 0, PFI_ARG_REQ, "archtask|pooled",
+     "the clusters of --holdout=cluster (default archtask)"},
+    {"model", 'm', 0, PFI_ARG_REQ, "MODEL.json",
+     "PFI from a saved model (pfi fit --output)"},
+    {"true-pfi", 't', 0, PFI_ARG_NONE, NULL, "PFI of the curves themselves"},
+    {"pfi-features", 'P', 0, PFI_ARG_REQ, "LIST",
+     "features of the telemetry model (default dram_copy_product)"},
+    {"test-curves", 'T', 0, PFI_ARG_REQ, "FILE",
+     "draw workloads from these jobs instead (with --test-features)"},
+    {"test-features", 'U', 0, PFI_ARG_REQ, "FILE",
+     "features of the --test-curves jobs"},
+    {"map", 'M', 0, PFI_ARG_REQ, "NAME=COLUMN,...",
+     "read canonical curve column NAME from the file's COLUMN"},
+    PFI_OPT_END};
+
+static const struct pfi_cmd_help help = {
+    "simulate",
     "usage: pfi simulate [--curves FILE] [--features FILE] [--workloads 500]\n"
     "                    [--size 100] [--mix random|production|FILE.csv]\n"
     "                    [--cuts 0,5,10,15,20,25,30,35,40] [--strategies L]\n"
@@ -25,8 +63,7 @@ static const char usage_text[] =
     "                    [--model MODEL.json | --true-pfi]\n"
     "                    [--pfi-features L] [--plot FILE.svg|.png]\n"
     "                    [--test-curves FILE --test-features FILE]\n"
-    "                    [--map MAP] [--format F]\n"
-    "\n"
+    "                    [--map MAP] [--format F]\n",
     "Builds WORKLOADS workloads of SIZE jobs each, sampled with replacement\n"
     "from the library (the jobs of the curves file, joined with the features\n"
     "file by job id), cuts each workload's total uncapped power by every\n"
@@ -53,26 +90,13 @@ static const char usage_text[] =
     "--test-curves/--test-features (beyond the paper): workloads are drawn\n"
     "from these jobs instead, whose PFI the model fitted on the library\n"
     "predicts from their features: jobs the model never saw (for example\n"
-    "emulated jobs outside the published library).\n"
-    "\n"
-    "Options:\n"
-    "  --curves FILE       curves CSV (default data/jobs/curves.csv)\n"
-    "  --features FILE     features CSV (default data/jobs/features.csv)\n"
-    "  --workloads N       workloads (default 500)\n"
-    "  --size N            jobs per workload (default 100)\n"
-    "  --mix M             random (default), production or a mix file\n"
-    "  --cuts LIST         reductions in percent (default 0,5,...,40)\n"
-    "  --strategies LIST   default: oracle,equal,moe-ft-weighted,pfi-aware,\n"
-    "                      dram-copy,pfi-curve\n"
-    "  --seed S            random seed (default 1); same seed, same bytes\n"
-    "  --plot FILE         draw the gap chart with gnuplot (.svg or .png)\n"
-    "  --format F          table (default), csv or json\n"
-    "  -h, --help          this text\n"
-    "\n"
+    "emulated jobs outside the published library).\n",
+    opts,
     "JSON keys: cuts, workloads, size, mix, seed, strategies (object by\n"
     "name: gap_tokens_per_s_per_job, gap_ci95 [[lo, hi]...], gap_closed_pct\n"
     "(null where the equal-to-oracle gap is zero), vs_pfi_aware_tokens_per_s\n"
-    "_per_job, vs_pfi_aware_ci95).\n";
+    "_per_job, vs_pfi_aware_ci95).\n",
+    0};
 
 /* A value for a one-decimal table: rounding noise of either sign around
  * zero prints as 0.0, not -0.0. */
@@ -171,27 +195,6 @@ static int plot(const char *path, const double *cuts, size_t nc,
 }
 
 int cmd_simulate(int argc, char **argv) {
-  static const struct option opts[] = {
-      {"curves", required_argument, 0, 'c'},
-      {"features", required_argument, 0, 'f'},
-      {"workloads", required_argument, 0, 'w'},
-      {"size", required_argument, 0, 'n'},
-      {"mix", required_argument, 0, 'x'},
-      {"cuts", required_argument, 0, 'r'},
-      {"strategies", required_argument, 0, 's'},
-      {"seed", required_argument, 0, 'S'},
-      {"holdout", optional_argument, 0, 'H'},
-      {"cluster", required_argument, 0, 'C'},
-      {"model", required_argument, 0, 'm'},
-      {"true-pfi", no_argument, 0, 't'},
-      {"pfi-features", required_argument, 0, 'P'},
-      {"plot", required_argument, 0, 'p'},
-      {"test-curves", required_argument, 0, 'T'},
-      {"test-features", required_argument, 0, 'U'},
-      {"map", required_argument, 0, 'M'},
-      {"format", required_argument, 0, 'F'},
-      {"help", no_argument, 0, 'h'},
-      {0, 0, 0, 0}};
   const char *curves = NULL, *features = NULL, *mix = "random",
              *cuts_s = "0,5,10,15,20,25,30,35,40",
              *strat_s = "oracle,equal,moe-ft-weighted,pfi-aware,dram-copy,"
@@ -201,10 +204,10 @@ int cmd_simulate(int argc, char **argv) {
   unsigned long workloads = 500, size = 100, seed = 1;
   int holdout = 0, true_pfi = 0;
   enum pfi_format fmt = PFI_FMT_TABLE;
-  optind = 0;
-  opterr = 0;
   int o;
-  while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+  struct pfi_optparse op;
+  pfi_opt_start(&op, &help, argc, argv);
+  while ((o = pfi_opt_next(&op)) != -1) {
     switch (o) {
     case 'c':
       curves = optarg;
@@ -277,11 +280,10 @@ int cmd_simulate(int argc, char **argv) {
         return PFI_EXIT_USAGE;
       break;
     case 'h':
-      fputs(usage_text, stdout);
+      pfi_opt_print_help(&help, stdout);
       return PFI_EXIT_OK;
-    default:
-      return pfi_cli_usage("simulate", "unknown or incomplete option '%s'",
-                           argv[optind - 1]);
+    default: /* said by pfi_opt_next() */
+      return PFI_EXIT_USAGE;
     }
   }
   if (optind < argc)
