@@ -69,7 +69,8 @@ static const struct pfi_cmd_help help = {
     "tokens_per_s, retained}], retained (throughput kept, fraction of\n"
     "uncapped). Exit status 0 ok, 1 run-time failure, 2 bad usage,\n"
     "bad input or an infeasible cut.\n",
-    0};
+    0,
+    NULL};
 
 int cmd_allocate(int argc, char **argv) {
   const char *curves = NULL, *features = NULL, *cut_s = NULL,

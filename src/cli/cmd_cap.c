@@ -79,7 +79,8 @@ static const struct pfi_cmd_help help = {
     "ok, 1 a device error (no permission, GPU lost; the message says which\n"
     "GPUs were restored) or a GPU held by a running sweep, 2 bad usage or "
     "a target outside a GPU's range.\n",
-    0};
+    0,
+    NULL};
 
 struct item {
   unsigned gpu;

@@ -60,7 +60,8 @@ static const struct pfi_cmd_help help = {
     "--true-pfi also pfi-aware,pfi-curve.\n",
     opts,
     "Exit status 0 ok, 1 run-time failure, 2 bad usage or bad input.\n",
-    0};
+    0,
+    NULL};
 
 #define MAXS PFI_STRAT__COUNT
 

@@ -78,7 +78,8 @@ static const struct pfi_cmd_help help = {
     opts,
     "Everything is EMULATED. Exit status 0 ok, 1 run-time failure, 2 bad\n"
     "usage or input.\n",
-    0};
+    0,
+    NULL};
 
 struct series {
   FILE *fp;

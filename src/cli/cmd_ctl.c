@@ -35,7 +35,8 @@ static const struct pfi_cmd_help help = {
     opts,
     "Exit status: 0 answered 2xx, 1 pfid unreachable or refused (the HTTP\n"
     "status and pfid's message are printed), 2 bad usage.\n",
-    PFI_OPT_IN_ORDER};
+    PFI_OPT_IN_ORDER,
+    NULL};
 
 struct body {
   char *s;

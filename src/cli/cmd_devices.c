@@ -36,7 +36,8 @@ static const struct pfi_cmd_help help = {
     "GPU or backend does not provide is null in JSON and - in table and csv.\n"
     "Exit status: 0 ok, 1 a device error (GPU lost, permission), 2 bad usage\n"
     "or a backend that cannot be loaded (no libnvidia-ml.so.1).\n",
-    0};
+    0,
+    NULL};
 
 /* One GPU's row; NAN marks "not available". */
 struct row {

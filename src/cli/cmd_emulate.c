@@ -56,7 +56,8 @@ static const struct pfi_cmd_help help = {
     "  calibrate  refit the library's parameters to the published tables\n",
     opts,
     NULL,
-    PFI_OPT_IN_ORDER};
+    PFI_OPT_IN_ORDER,
+    NULL};
 
 struct opts {
   const char *job, *caps, *jobs, *out, *format;

@@ -75,7 +75,8 @@ static const struct pfi_cmd_help help = {
     "naming them.\n",
     opts,
     NULL,
-    0};
+    0,
+    NULL};
 
 static json_t *jnum(double v, int ok) {
   return ok && isfinite(v) ? json_real(v) : json_null();

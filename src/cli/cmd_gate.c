@@ -49,7 +49,8 @@ static const struct pfi_cmd_help help = {
     opts,
     "Exit status 0: every compared job passes; 1: a job fails (or none\n"
     "could be compared); 2: bad usage or bad input.\n",
-    0};
+    0,
+    NULL};
 
 static int parse_tol(const char *s, struct pfi_gate_opts *o) {
   char *dup = strdup(s);

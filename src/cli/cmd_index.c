@@ -63,7 +63,8 @@ static const struct pfi_cmd_help help = {
     "non-numeric, NaN or infinite value, zero or negative power or\n"
     "throughput, duplicate cap, a job with fewer than 2 points) is reported\n"
     "as FILE:LINE:COLUMN with exit status 2.\n",
-    0};
+    0,
+    NULL};
 
 enum { DEF_RATIO = 1, DEF_AREA = 2, DEF_CE = 4, DEF_ALL = 7 };
 

@@ -40,7 +40,8 @@ static const struct pfi_cmd_help help = {
     "those jobs' PFI), RMSE and Spearman rho.\n",
     opts,
     NULL,
-    0};
+    0,
+    NULL};
 
 int cmd_predict(int argc, char **argv) {
   const char *curves = NULL, *map = NULL;

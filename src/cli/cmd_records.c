@@ -31,7 +31,8 @@ static const struct pfi_cmd_help help = {
     opts,
     "Exit status 0 ok, 1 a database error, 2 bad usage or a file that is\n"
     "not a records database.\n",
-    0};
+    0,
+    NULL};
 
 struct ctx {
   enum pfi_format fmt;

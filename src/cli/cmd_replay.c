@@ -87,7 +87,8 @@ static const struct pfi_cmd_help help = {
     "budget_w, power_w, tokens_per_s, normalized, feasible, short_w,\n"
     "job_power_w [..], job_cap_w [..] (in the order of jobs)}]}].\n"
     "Exit status 0 ok, 1 run-time failure, 2 bad usage or bad input.\n",
-    0};
+    0,
+    NULL};
 
 enum show { SHOW_SUMMARY, SHOW_SERIES, SHOW_JOBS, SHOW_CAPS };
 

@@ -65,7 +65,8 @@ static const struct pfi_cmd_help help = {
     opts,
     "Exit status: 0 ok, 1 run-time failure (gnuplot missing or failing),\n"
     "2 bad usage or bad input (FILE:LINE:COLUMN).\n",
-    0};
+    0,
+    NULL};
 
 /* A trace store is an SQLite file. */
 static int is_store(const char *path) {

@@ -59,7 +59,8 @@ static const struct pfi_cmd_help help = {
     opts,
     "Prints the report's path on standard output. Exit status: 0 ok,\n"
     "1 run-time failure, 2 bad usage or bad input (FILE:LINE:COLUMN).\n",
-    0};
+    0,
+    NULL};
 
 static volatile sig_atomic_t stop_flag;
 

@@ -44,7 +44,8 @@ static const struct pfi_cmd_help help = {
     "usage or not a trace store (an empty file is not one, and stays empty).\n",
     opts,
     NULL,
-    0};
+    0,
+    NULL};
 
 int cmd_restore(int argc, char **argv) {
   const char *db = NULL;

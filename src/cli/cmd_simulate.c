@@ -96,7 +96,8 @@ static const struct pfi_cmd_help help = {
     "name: gap_tokens_per_s_per_job, gap_ci95 [[lo, hi]...], gap_closed_pct\n"
     "(null where the equal-to-oracle gap is zero), vs_pfi_aware_tokens_per_s\n"
     "_per_job, vs_pfi_aware_ci95).\n",
-    0};
+    0,
+    NULL};
 
 /* A value for a one-decimal table: rounding noise of either sign around
  * zero prints as 0.0, not -0.0. */

@@ -48,7 +48,8 @@ static const struct pfi_cmd_help help = {
     "value in a used column is an error (not skipped), reported as\n"
     "FILE:LINE:COLUMN with exit status 2; so is a missing column. Undefined\n"
     "results (r2 of a constant y) print as - or null.\n",
-    0};
+    0,
+    NULL};
 
 enum sub { SUB_SPEARMAN, SUB_PEARSON, SUB_OLS, SUB_KRUSKAL, SUB_FDR };
 

@@ -91,7 +91,8 @@ static const struct pfi_cmd_help help = {
     "Data from the emu backend is labelled emulated in the store and in\n"
     "every summary. Exit status: 0 ok, 1 run-time failure (job failed, cap\n"
     "read-back mismatch, interrupted: caps restored), 2 bad usage or input.\n",
-    PFI_OPT_IN_ORDER};
+    PFI_OPT_IN_ORDER,
+    NULL};
 
 static volatile sig_atomic_t stop_flag;
 

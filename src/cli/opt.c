@@ -223,7 +223,21 @@ void pfi_opt_print_help(const struct pfi_cmd_help *h, FILE *fp) {
     fputs(h->usage, fp);
   if (h->about) {
     fputc('\n', fp);
-    fputs(h->about, fp);
+    if (h->flags & PFI_OPT_WRAP_ABOUT)
+      put_wrapped(fp, h->about, 0, 0);
+    else
+      fputs(h->about, fp);
+  }
+  if (h->actions) {
+    int acol = 0;
+    for (const struct pfi_action *a = h->actions; a->name; a++)
+      if ((int)strlen(a->name) + 4 > acol)
+        acol = (int)strlen(a->name) + 4;
+    fputs("\nActions:\n", fp);
+    for (const struct pfi_action *a = h->actions; a->name; a++) {
+      fprintf(fp, "  %s", a->name);
+      put_wrapped(fp, a->help, acol, 2 + (int)strlen(a->name));
+    }
   }
   /* Help text starts two columns after the widest option that fits. */
   int col = 0;

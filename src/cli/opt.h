@@ -56,12 +56,23 @@ struct pfi_opt {
 /* Stop at the first argument that is not an option (getopt's "+"): a
  * command whose actions take options of their own. */
 #define PFI_OPT_IN_ORDER 1u
+/* `about` is one text wrapped at 79 columns ('\n' starts a new line), as
+ * an option's help is, rather than printed as it is. */
+#define PFI_OPT_WRAP_ABOUT 2u
+
+/* An action of a command with actions (pfi trace summarize): its name and
+ * what it does, wrapped like an option's help. */
+struct pfi_action {
+  const char *name;
+  const char *help;
+};
 
 /*
  * A command's help: `usage` is the synopsis ("usage: pfi index [options]
  * FILE\n", more lines allowed), `about` the text between it and the
  * options, `footer` the text after them; each printed as it is, each may
- * be NULL. `cmd` names the command in messages ("index", "trace
+ * be NULL; `actions`, when set, are listed after `about` under
+ * "Actions:". `cmd` names the command in messages ("index", "trace
  * summarize").
  */
 struct pfi_cmd_help {
@@ -71,6 +82,7 @@ struct pfi_cmd_help {
   const struct pfi_opt *opts;
   const char *footer;
   unsigned flags;
+  const struct pfi_action *actions; /* NULL-terminated, or NULL */
 };
 
 #define PFI_OPT_MAX 64
