@@ -147,10 +147,7 @@ need_job(const struct opts *o, const struct pfi_emu_jobs *jobs, int *st) {
   }
   const struct pfi_emu_job *j = pfi_emu_job_find(jobs, o->job);
   if (!j) {
-    fprintf(stderr,
-            "pfi: emulate: no job '%s' in the library (see 'pfi "
-            "emulate jobs')\n",
-            o->job);
+    pfi_cli_err("no job '%s' in the library (see 'pfi emulate jobs')", o->job);
     *st = PFI_EXIT_USAGE;
   }
   return j;
@@ -633,7 +630,7 @@ static int do_calibrate(const struct opts *o) {
   }
   fp = fopen(tmp, "w");
   if (!fp) {
-    fprintf(stderr, "pfi: %s: cannot write\n", tmp);
+    pfi_cli_err("%s: cannot write", tmp);
     free(res);
     st = PFI_EXIT_FAIL;
     goto out;
@@ -667,14 +664,14 @@ static int do_calibrate(const struct opts *o) {
   free(res);
   if (fclose(fp) != 0) {
     fp = NULL;
-    fprintf(stderr, "pfi: %s: write failed\n", tmp);
+    pfi_cli_err("%s: write failed", tmp);
     unlink(tmp);
     st = PFI_EXIT_FAIL;
     goto out;
   }
   fp = NULL;
   if (rename(tmp, out) != 0) {
-    fprintf(stderr, "pfi: %s: cannot replace\n", out);
+    pfi_cli_err("%s: cannot replace", out);
     unlink(tmp);
     st = PFI_EXIT_FAIL;
     goto out;

@@ -81,7 +81,7 @@ static int is_store(const char *path) {
 
 static void progress(const char *msg, void *arg) {
   (void)arg;
-  fprintf(stderr, "pfi: %s\n", msg);
+  pfi_cli_err("%s", msg);
 }
 
 int cmd_report(int argc, char **argv) {
@@ -222,7 +222,7 @@ int cmd_report(int argc, char **argv) {
       return pfi_cli_fail(&err);
     }
     if (!quiet)
-      fprintf(stderr, "pfi: summarizing %s into %s\n", in, out);
+      pfi_cli_err("summarizing %s into %s", in, out);
     /* The summaries first (curves.csv, features.csv, mechanism.csv); the
      * page is the paper's only when the paper's groups are there. */
     struct pfi_summary_opts so;

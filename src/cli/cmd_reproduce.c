@@ -71,7 +71,7 @@ static void on_signal(int sig) {
 
 static void progress(const char *msg, void *arg) {
   (void)arg;
-  fprintf(stderr, "pfi: %s\n", msg);
+  pfi_cli_err("%s", msg);
 }
 
 int cmd_reproduce(int argc, char **argv) {

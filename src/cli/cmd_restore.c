@@ -114,8 +114,7 @@ int cmd_restore(int argc, char **argv) {
     for (size_t i = 0; i < n; i++)
       if (rows[i].err.code && strcmp(rows[i].err.msg, err.msg) != 0) {
         char buf[PFI_ERROR_MSG_MAX + 64];
-        fprintf(stderr, "pfi: %s\n",
-                pfi_error_format(&rows[i].err, buf, sizeof buf));
+        pfi_cli_err("%s", pfi_error_format(&rows[i].err, buf, sizeof buf));
       }
     status = pfi_cli_fail(&err);
     if (status == PFI_EXIT_USAGE)

@@ -538,12 +538,12 @@ static int import_prom(int argc, char **argv) {
           char buf[PFI_ERROR_MSG_MAX + 300];
           pfi_error_setloc(&be, PFI_EPARSE, path, ps.bad[k].line + line0,
                            ps.bad[k].column, "%s", ps.bad[k].msg);
-          fprintf(stderr, "pfi: %s%s\n", pfi_error_format(&be, buf, sizeof buf),
-                  strict ? "" : " (line skipped)");
+          pfi_cli_err("%s%s", pfi_error_format(&be, buf, sizeof buf),
+                      strict ? "" : " (line skipped)");
         }
         if (ps.malformed > ps.nbad)
-          fprintf(stderr, "pfi: %s: %ld more malformed line(s)\n", path,
-                  ps.malformed - ps.nbad);
+          pfi_cli_err("%s: %ld more malformed line(s)", path,
+                      ps.malformed - ps.nbad);
         if (n == 0)
           fprintf(stderr,
                   "pfi trace: warning: %s: a scrape with no DCGM field with a "
