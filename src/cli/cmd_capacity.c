@@ -120,22 +120,9 @@ static int plot(const char *path, const struct pfi_capacity *cap, size_t ns,
   pan.key = 1;
   pan.key_pos = "top left";
   struct pfi_figure f = {720, 440, 0, 1, 1, &pan, 1};
-  char *svg = NULL;
-  int rc = pfi_figure_svg(&f, "cap", &svg, err);
+  int rc = pfi_figure_write(&f, path, err);
   free(buf);
-  if (rc < 0)
-    return rc;
-  FILE *fp = fopen(path, "wb");
-  if (!fp || fputs(svg, fp) < 0) {
-    if (fp)
-      fclose(fp);
-    free(svg);
-    return pfi_error_set(err, PFI_EIO, "%s: cannot write", path);
-  }
-  free(svg);
-  if (fclose(fp) != 0)
-    return pfi_error_set(err, PFI_EIO, "%s: cannot write", path);
-  return 0;
+  return rc;
 }
 
 int cmd_capacity(int argc, char **argv) {

@@ -1,19 +1,17 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* `pfi simulate`: strategies against the oracle over sampled workloads. */
-#include <errno.h>
 #include <jansson.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "opt.h"
 #include "pfi/alloc.h"
 #include "pfi/jobset.h"
+#include "pfi/report.h"
 #include "pfi/sim.h"
 
 static const struct pfi_opt opts[] = {
@@ -110,89 +108,53 @@ static void progress(size_t done, size_t total, void *arg) {
             done == total ? "\n" : "");
 }
 
+/* The gap chart: one line per strategy (the oracle's is zero), with its
+ * 95 % interval, through the figure module. */
 static int plot(const char *path, const double *cuts, size_t nc,
                 const struct pfi_sim_result *res, unsigned mask,
                 const char *title, struct pfi_error *err) {
-  const char *ext = strrchr(path, '.');
-  const char *term;
-  if (ext && strcmp(ext, ".svg") == 0)
-    term = "svg size 800,500 dynamic font 'sans,12'";
-  else if (ext && strcmp(ext, ".png") == 0)
-    term = "pngcairo size 1000,620 font 'sans,11'";
-  else
-    return pfi_error_set(err, PFI_EINVAL,
-                         "--plot: file name must end in .svg or .png");
-  const char *gp = getenv("PFI_GNUPLOT");
-  if (!gp || !*gp)
-    gp = "gnuplot";
-  char cmd[512];
-  /* gnuplot's own messages go to standard error, never into the table or
-   * JSON on standard output. */
-  snprintf(cmd, sizeof cmd, "%s >/dev/null", gp);
-  if (strchr(path, '\'') || strchr(path, '\n'))
-    return pfi_error_set(err, PFI_EINVAL, "--plot: unusable file name");
-  /* An unwritable output is named here, with the reason, rather than as
-   * "gnuplot failed". */
-  FILE *probe = fopen(path, "w");
-  if (!probe)
-    return pfi_error_set(err, PFI_EIO, "--plot: cannot write %s: %s", path,
-                         strerror(errno));
-  fclose(probe);
-  /* gnuplot may exit before reading its script (not installed, bad
-   * terminal): writing must fail with EPIPE, not kill pfi with SIGPIPE. */
-  void (*old_pipe)(int) = signal(SIGPIPE, SIG_IGN);
-  FILE *fp = popen(cmd, "w");
-  if (!fp) {
-    signal(SIGPIPE, old_pipe);
-    return pfi_error_set(err, PFI_ECHILD, "cannot start gnuplot: %s",
-                         strerror(errno));
-  }
-  fprintf(fp, "set terminal %s\nset output '%s'\n", term, path);
-  fprintf(fp, "set title \"%s\" noenhanced\n", title);
-  fprintf(fp,
-          "set xlabel 'Cluster power reduction (%%)'\n"
-          "set ylabel 'Throughput gap to oracle (tokens/s per job)'\n"
-          "set key top left\nset grid\nset xrange [%g:%g]\n",
-          cuts[0] - 1, cuts[nc - 1] + 1);
-  int first = 1;
+  struct pfi_series ser[PFI_STRAT__COUNT];
+  double *buf = malloc((4 * nc + 1) * PFI_STRAT__COUNT * sizeof *buf);
+  if (!buf)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  size_t ns = 0;
   for (int s = 0; s < PFI_STRAT__COUNT; s++) {
     if (!(mask & (1u << s)) || s == PFI_STRAT_ORACLE || !res->cell[s])
       continue;
-    fprintf(fp, "$d%d << EOD\n", s);
-    for (size_t c = 0; c < nc; c++)
-      fprintf(fp, "%.6g %.9g %.9g %.9g\n", cuts[c], res->cell[s][c].gap_mean,
-              res->cell[s][c].gap_lo, res->cell[s][c].gap_hi);
-    fprintf(fp, "EOD\n");
+    double *y = buf + ns * 4 * nc, *lo = y + nc, *hi = lo + nc;
+    for (size_t c = 0; c < nc; c++) {
+      y[c] = res->cell[s][c].gap_mean;
+      lo[c] = res->cell[s][c].gap_lo;
+      hi[c] = res->cell[s][c].gap_hi;
+    }
+    memset(&ser[ns], 0, sizeof ser[ns]);
+    ser[ns].title = pfi_strategy_name(s);
+    ser[ns].x = cuts;
+    ser[ns].y = y;
+    ser[ns].ylo = lo;
+    ser[ns].yhi = hi;
+    ser[ns].n = nc;
+    ser[ns].style = PFI_STYLE_ERRORLINES;
+    /* One fixed colour per strategy, so that charts of different runs
+     * compare. */
+    ser[ns].color = s + 1;
+    ns++;
   }
-  fprintf(fp, "plot ");
-  for (int s = 0; s < PFI_STRAT__COUNT; s++) {
-    if (!(mask & (1u << s)) || s == PFI_STRAT_ORACLE || !res->cell[s])
-      continue;
-    /* One fixed, distinguishable colour per strategy (colour-blind safe
-     * Dark2 palette), so charts of different runs compare. */
-    static const char *const colour[PFI_STRAT__COUNT] = {
-        "#000000", "#666666", "#1b9e77", "#d95f02", "#7570b3", "#e7298a"};
-    fprintf(fp,
-            "%s$d%d using 1:2:3:4 with yerrorlines lw 2 lc rgb '%s' "
-            "title '%s'",
-            first ? "" : ", ", s, colour[s], pfi_strategy_name(s));
-    first = 0;
-  }
-  if (first)
-    fprintf(fp, "0 title 'no strategy to plot'");
-  fprintf(fp, "\n");
-  int st = pclose(fp);
-  signal(SIGPIPE, old_pipe);
-  if (st == -1 || !WIFEXITED(st))
-    return pfi_error_set(err, PFI_ECHILD, "gnuplot did not finish");
-  if (WEXITSTATUS(st) == 127)
-    return pfi_error_set(err, PFI_ECHILD,
-                         "gnuplot not found (install gnuplot-nox, or set "
-                         "PFI_GNUPLOT)");
-  if (WEXITSTATUS(st) != 0)
-    return pfi_error_set(err, PFI_ECHILD, "gnuplot failed (status %d)",
-                         WEXITSTATUS(st));
-  return 0;
+  struct pfi_panel pan;
+  pfi_panel_init(&pan);
+  pan.title = title;
+  pan.xlabel = "Cluster power reduction (%)";
+  pan.ylabel = "Throughput gap to oracle (tokens/s per job)";
+  pan.xmin = cuts[0] - 1;
+  pan.xmax = cuts[nc - 1] + 1;
+  pan.series = ser;
+  pan.nseries = ns;
+  pan.key = 1;
+  pan.key_pos = "top left";
+  struct pfi_figure f = {800, 500, 12, 1, 1, &pan, 1};
+  int rc = pfi_figure_write(&f, path, err);
+  free(buf);
+  return rc;
 }
 
 int cmd_simulate(int argc, char **argv) {
