@@ -247,8 +247,9 @@ struct pfi_report_opts {
   int no_figures;       /* 1: tables only (no gnuplot needed) */
   const char *what_ran; /* plain text for the first screen saying what was
                            run; NULL: described from the input alone */
-  size_t sim_workloads; /* allocation simulation: workloads (0: 500) */
-  size_t sim_jobs;      /* jobs per workload (0: 100) */
+  size_t sim_workloads; /* allocation simulation: workloads (0:
+                           PFI_SIM_DEFAULT_WORKLOADS) */
+  size_t sim_jobs;      /* jobs per workload (0: PFI_SIM_DEFAULT_SIZE) */
   /* Leave-one-cluster-out clusters by name (pfi_clusters_parse(), jobset.h):
    * NULL is "archtask", the paper's four architecture x task clusters;
    * "pooled" the three classes. */

@@ -9,6 +9,7 @@
 #include "opt.h"
 #include "pfi/campaign.h"
 #include "pfi/report.h"
+#include "pfi/sim.h"
 #include "pfi/store.h"
 #include "pfi/trace.h"
 
@@ -22,9 +23,10 @@ static const struct pfi_opt opts[] = {
     {"draws", 'd', 0, PFI_ARG_REQ, "N",
      "Monte Carlo draws per group for the 95 % intervals (default 10000)"},
     {"workloads", 'w', 0, PFI_ARG_REQ, "N",
-     "allocation simulation workloads (default 500)"},
+     "allocation simulation workloads (default " PFI_STR(
+         PFI_SIM_DEFAULT_WORKLOADS) ")"},
     {"jobs-per-workload", 'j', 0, PFI_ARG_REQ, "N",
-     "jobs per workload (default 100)"},
+     "jobs per workload (default " PFI_STR(PFI_SIM_DEFAULT_SIZE) ")"},
     {"cluster", 'C', 0, PFI_ARG_REQ, "C",
      "leave-one-cluster-out clusters: archtask (default, the paper's 4 "
      "architecture x task clusters) or pooled (3 classes, dense pretraining "

@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "opt.h"
 #include "pfi/reproduce.h"
+#include "pfi/sim.h"
 
 static const struct pfi_opt opts[] = {
     {"out", 'o', 'o', PFI_ARG_REQ, "DIR", "output directory (default out)"},
@@ -22,9 +23,9 @@ static const struct pfi_opt opts[] = {
     {"draws", 'd', 0, PFI_ARG_REQ, "N",
      "Monte Carlo draws per group (default 10000)"},
     {"workloads", 'w', 0, PFI_ARG_REQ, "N",
-     "simulation workloads (default 500)"},
+     "simulation workloads (default " PFI_STR(PFI_SIM_DEFAULT_WORKLOADS) ")"},
     {"jobs-per-workload", 'j', 0, PFI_ARG_REQ, "N",
-     "jobs per workload (default 100)"},
+     "jobs per workload (default " PFI_STR(PFI_SIM_DEFAULT_SIZE) ")"},
     {"cluster", 'C', 0, PFI_ARG_REQ, "C",
      "leave-one-cluster-out clusters: archtask (default, the paper's 4 "
      "architecture x task clusters) or pooled (3 classes, dense pretraining "

@@ -19,12 +19,14 @@ static const struct pfi_opt opts[] = {
      "curves CSV (default data/jobs/curves.csv)"},
     {"features", 'f', 0, PFI_ARG_REQ, "FILE",
      "features CSV (default data/jobs/features.csv)"},
-    {"workloads", 'w', 0, PFI_ARG_REQ, "N", "workloads (default 500)"},
-    {"size", 'n', 0, PFI_ARG_REQ, "N", "jobs per workload (default 100)"},
+    {"workloads", 'w', 0, PFI_ARG_REQ, "N",
+     "workloads (default " PFI_STR(PFI_SIM_DEFAULT_WORKLOADS) ")"},
+    {"size", 'n', 0, PFI_ARG_REQ, "N",
+     "jobs per workload (default " PFI_STR(PFI_SIM_DEFAULT_SIZE) ")"},
     {"mix", 'x', 0, PFI_ARG_REQ, "M",
      "random (default), production or a mix file"},
     {"cuts", 'r', 0, PFI_ARG_REQ, "LIST",
-     "reductions in percent (default 0,5,...,40)"},
+     "reductions in percent (default " PFI_SIM_DEFAULT_CUTS ")"},
     {"strategies", 's', 0, PFI_ARG_REQ, "LIST",
      "default: oracle,equal,moe-ft-weighted,pfi-aware, dram-copy,pfi-curve"},
     {"seed", 'S', 0, PFI_ARG_REQ, "S",
@@ -53,9 +55,9 @@ static const struct pfi_opt opts[] = {
 
 static const struct pfi_cmd_help help = {
     "simulate",
-    "usage: pfi simulate [--curves FILE] [--features FILE] [--workloads 500]\n"
-    "                    [--size 100] [--mix random|production|FILE.csv]\n"
-    "                    [--cuts 0,5,10,15,20,25,30,35,40] [--strategies L]\n"
+    "usage: pfi simulate [--curves FILE] [--features FILE] [--workloads N]\n"
+    "                    [--size N] [--mix random|production|FILE.csv]\n"
+    "                    [--cuts LIST] [--strategies L]\n"
     "                    [--seed S] [--holdout[=job|cluster]]\n"
     "                    [--cluster archtask|pooled]\n"
     "                    [--model MODEL.json | --true-pfi]\n"
@@ -159,12 +161,13 @@ static int plot(const char *path, const double *cuts, size_t nc,
 
 int cmd_simulate(int argc, char **argv) {
   const char *curves = NULL, *features = NULL, *mix = "random",
-             *cuts_s = "0,5,10,15,20,25,30,35,40",
+             *cuts_s = PFI_SIM_DEFAULT_CUTS,
              *strat_s = "oracle,equal,moe-ft-weighted,pfi-aware,dram-copy,"
                         "pfi-curve",
              *model_path = NULL, *pfeat = NULL, *plot_path = NULL, *map = NULL,
              *tcurves = NULL, *tfeatures = NULL, *cluster_s = NULL;
-  unsigned long workloads = 500, size = 100, seed = 1;
+  unsigned long workloads = PFI_SIM_DEFAULT_WORKLOADS,
+                size = PFI_SIM_DEFAULT_SIZE, seed = 1;
   int holdout = 0, true_pfi = 0;
   enum pfi_format fmt = PFI_FMT_TABLE;
   int o;
