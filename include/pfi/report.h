@@ -152,7 +152,8 @@ enum pfi_series_style {
   PFI_STYLE_LINESPOINTS,
   PFI_STYLE_POINTS,
   PFI_STYLE_LINES,
-  PFI_STYLE_ERRORBARS /* points with vertical bars from ylo to yhi */
+  PFI_STYLE_ERRORBARS, /* points with vertical bars from ylo to yhi */
+  PFI_STYLE_ERRORLINES /* lines through the points, with those bars */
 };
 
 /* One data series of a panel. Arrays are borrowed for the duration of the
@@ -160,7 +161,7 @@ enum pfi_series_style {
 struct pfi_series {
   const char *title; /* legend entry; NULL or "" for none */
   const double *x, *y;
-  const double *ylo, *yhi; /* PFI_STYLE_ERRORBARS only */
+  const double *ylo, *yhi; /* PFI_STYLE_ERRORBARS, _ERRORLINES only */
   size_t n;
   enum pfi_series_style style;
   int color;  /* 0: gnuplot's default sequence; else 1.. */
@@ -219,6 +220,17 @@ int pfi_figure_svg(const struct pfi_figure *f, const char *id_prefix,
                    char **svg, struct pfi_error *err);
 
 /*
+ * Draws `f` into the file `path`: an SVG document when the name ends in
+ * .svg, a PNG image when it ends in .png (gnuplot's pngcairo terminal).
+ * The file is opened before gnuplot runs, so that an unwritable path is
+ * named with its reason; gnuplot's own messages never reach standard
+ * output. Errors as pfi_figure_svg(), and PFI_EINVAL for another name,
+ * PFI_EIO for a file that cannot be written.
+ */
+int pfi_figure_write(const struct pfi_figure *f, const char *path,
+                     struct pfi_error *err);
+
+/*
  * Rewrites gnuplot SVG output `in` (len bytes): drops everything before
  * "<svg", prefixes ids and references to them (id='x', id="x", href='#x',
  * href="#x", url(#x)) with `prefix`. Returns a malloc'd string (caller
@@ -235,8 +247,9 @@ struct pfi_report_opts {
   int no_figures;       /* 1: tables only (no gnuplot needed) */
   const char *what_ran; /* plain text for the first screen saying what was
                            run; NULL: described from the input alone */
-  size_t sim_workloads; /* allocation simulation: workloads (0: 500) */
-  size_t sim_jobs;      /* jobs per workload (0: 100) */
+  size_t sim_workloads; /* allocation simulation: workloads (0:
+                           PFI_SIM_DEFAULT_WORKLOADS) */
+  size_t sim_jobs;      /* jobs per workload (0: PFI_SIM_DEFAULT_SIZE) */
   /* Leave-one-cluster-out clusters by name (pfi_clusters_parse(), jobset.h):
    * NULL is "archtask", the paper's four architecture x task clusters;
    * "pooled" the three classes. */

@@ -17,9 +17,24 @@
 #include "pfi/error.h"
 #include "pfi/oracle.h"
 
+/* The simulation's defaults, stated once: pfi simulate, pfi report and pfi
+ * reproduce, their help texts and the report's allocation section use
+ * these. The cut ladder is in percent of the workload's uncapped power
+ * (PFI_SIM_DEFAULT_CUTS as text, pfi_sim_default_cuts[] as fractions). */
+#define PFI_SIM_DEFAULT_WORKLOADS 500
+#define PFI_SIM_DEFAULT_SIZE 100
+#define PFI_SIM_DEFAULT_CUTS "0,5,10,15,20,25,30,35,40"
+#define PFI_SIM_DEFAULT_NCUTS 9
+extern const double pfi_sim_default_cuts[PFI_SIM_DEFAULT_NCUTS];
+
+/* Text of a numeric macro, for help texts: PFI_STR(PFI_SIM_DEFAULT_SIZE)
+ * is "100". */
+#define PFI_STR(x) PFI_STR_(x)
+#define PFI_STR_(x) #x
+
 struct pfi_sim_config {
-  size_t workloads;   /* number of workloads (500) */
-  size_t size;        /* jobs per workload (100) */
+  size_t workloads;   /* number of workloads (PFI_SIM_DEFAULT_WORKLOADS) */
+  size_t size;        /* jobs per workload (PFI_SIM_DEFAULT_SIZE) */
   const double *cuts; /* ncuts fractions in [0, 1) */
   size_t ncuts;
   unsigned strategies; /* bit (1u << s) for each enum pfi_strategy */

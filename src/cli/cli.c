@@ -24,11 +24,34 @@ int pfi_cli_status(int code) {
   }
 }
 
+static const char *cli_cmd;
+
+void pfi_cli_set_cmd(const char *cmd) { cli_cmd = cmd; }
+
+const char *pfi_cli_cmd(void) { return cli_cmd; }
+
+static void put_prefix(void) {
+  if (cli_cmd)
+    fprintf(stderr, "pfi %s: ", cli_cmd);
+  else
+    fputs("pfi: ", stderr);
+}
+
 int pfi_cli_fail(const struct pfi_error *err) {
   char buf[PFI_ERROR_MSG_MAX + PFI_ERROR_FILE_MAX + 64];
   pfi_error_format(err, buf, sizeof buf);
-  fprintf(stderr, "pfi: %s\n", buf);
+  put_prefix();
+  fprintf(stderr, "%s\n", buf);
   return pfi_cli_status(err ? err->code : PFI_EINVAL);
+}
+
+void pfi_cli_err(const char *fmt, ...) {
+  va_list ap;
+  put_prefix();
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
 }
 
 int pfi_cli_usage(const char *cmd, const char *fmt, ...) {

@@ -19,9 +19,19 @@ enum { PFI_EXIT_OK = 0, PFI_EXIT_FAIL = 1, PFI_EXIT_USAGE = 2 };
 #include "commands.def"
 #undef PFI_CMD
 
-/* Prints "pfi: file:line:col: message" to stderr and returns the exit
- * status for the error's class (2 for bad input/usage, 1 otherwise). */
+/* Prints "pfi CMD: file:line:col: message" to stderr (CMD: the command
+ * running, pfi_cli_set_cmd()) and returns the exit status for the error's
+ * class (2 for bad input/usage, 1 otherwise). */
 int pfi_cli_fail(const struct pfi_error *err);
+
+/* The command that messages name ("index", "trace summarize"); set by
+ * pfi_opt_start(). NULL: messages start with "pfi:". */
+void pfi_cli_set_cmd(const char *cmd);
+const char *pfi_cli_cmd(void);
+
+/* Prints "pfi CMD: message\n" to stderr (no hint to --help: a run-time
+ * message). */
+void pfi_cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Exit status for an error code. */
 int pfi_cli_status(int code);

@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* `pfi allocate`: split a cluster-wide power cut across jobs. */
-#include <getopt.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,16 +8,38 @@
 
 #include "alloc_plan.h"
 #include "cli.h"
+#include "opt.h"
 #include "pfi/alloc.h"
 #include "pfi/jobset.h"
 #include "pfi/oracle.h"
 
-static const char usage_text[] =
+static const struct pfi_opt opts[] = {
+    {"curves", 'c', 0, PFI_ARG_REQ, "FILE",
+     "curves CSV (job, cap_w, power_w, tokens_per_s)"},
+    {"features", 'f', 0, PFI_ARG_REQ, "FILE", "features CSV with a job column"},
+    {"cut", 'r', 0, PFI_ARG_REQ, "R", "the cut: 0.3 or 30%"},
+    {"strategy", 's', 0, PFI_ARG_REQ, "S", "one of the strategies above"},
+    {"model", 'm', 0, PFI_ARG_REQ, "FILE", "a model saved by pfi fit --output"},
+    {"true-pfi", 't', 0, PFI_ARG_NONE, NULL, "use the curves' own PFI"},
+    {"pfi-features", 'P', 0, PFI_ARG_REQ, "L",
+     "features of the fitted model (comma-separated)"},
+    {"map", 'M', 0, PFI_ARG_REQ, "MAP",
+     "curves column mapping NAME=COLUMN,..."},
+    {"plan", 'L', 0, PFI_ARG_REQ, "FILE",
+     "also write the cap plan (docs/plan.md) to FILE, for pfi cap --plan FILE "
+     "--db STORE"},
+    {"gpu-map", 'G', 0, PFI_ARG_REQ, "FILE",
+     "CSV job,gpu_ids (e.g. 0;1;2;3 or 0-3): each job's GPUs in the plan"},
+    {"format", 'F', 0, PFI_ARG_REQ, "F", "table (default), csv or json"},
+    PFI_OPT_HELP,
+    PFI_OPT_END};
+
+static const struct pfi_cmd_help help = {
+    "allocate",
     "usage: pfi allocate --curves FILE --cut R [--strategy S]\n"
     "                    [--features FILE] [--model MODEL.json | --true-pfi]\n"
     "                    [--pfi-features LIST] [--map MAP] [--format F]\n"
-    "                    [--plan FILE [--gpu-map FILE]]\n"
-    "\n"
+    "                    [--plan FILE [--gpu-map FILE]]\n",
     "Splits a power cut across jobs. R is a fraction (0.3) or a percentage\n"
     "(30%) of the jobs' total uncapped power; the budget is (1 - R) times\n"
     "that total, met exactly. Each job stays within [power at its lowest\n"
@@ -39,56 +60,28 @@ static const char usage_text[] =
     "PFI estimates (pfi-aware, pfi-curve): from --model, else from a linear\n"
     "model on --pfi-features (default dram_copy_product) fitted on the\n"
     "given jobs' own PFI, as the paper does; --true-pfi uses the PFI of the\n"
-    "curves themselves (for analysis).\n"
-    "\n"
-    "Options:\n"
-    "  --curves FILE      curves CSV (job, cap_w, power_w, tokens_per_s)\n"
-    "  --features FILE    features CSV with a job column\n"
-    "  --cut R            the cut: 0.3 or 30%\n"
-    "  --strategy S       one of the strategies above\n"
-    "  --model FILE       a model saved by pfi fit --output\n"
-    "  --true-pfi         use the curves' own PFI\n"
-    "  --pfi-features L   features of the fitted model (comma-separated)\n"
-    "  --map MAP          curves column mapping NAME=COLUMN,...\n"
-    "  --plan FILE        also write the cap plan (docs/plan.md) to FILE, for\n"
-    "                     pfi cap --plan FILE --db STORE\n"
-    "  --gpu-map FILE     CSV job,gpu_ids (e.g. 0;1;2;3 or 0-3): each job's\n"
-    "                     GPUs in the plan\n"
-    "  --format F         table (default), csv or json\n"
-    "  -h, --help         this text\n"
-    "\n"
+    "curves themselves (for analysis).\n",
+    opts,
     "Output: per job its power (W), the per-GPU cap that realizes it (W, by\n"
     "inverse interpolation of its cap-to-power points) and its throughput\n"
     "read off its curve; then totals. JSON keys: strategy, cut, budget_w,\n"
     "total_power_w, total_tokens_per_s, jobs [{job, power_w, cap_w,\n"
     "tokens_per_s, retained}], retained (throughput kept, fraction of\n"
     "uncapped). Exit status 0 ok, 1 run-time failure, 2 bad usage,\n"
-    "bad input or an infeasible cut.\n";
+    "bad input or an infeasible cut.\n",
+    0,
+    NULL};
 
 int cmd_allocate(int argc, char **argv) {
-  static const struct option opts[] = {
-      {"curves", required_argument, 0, 'c'},
-      {"features", required_argument, 0, 'f'},
-      {"cut", required_argument, 0, 'r'},
-      {"strategy", required_argument, 0, 's'},
-      {"model", required_argument, 0, 'm'},
-      {"true-pfi", no_argument, 0, 't'},
-      {"pfi-features", required_argument, 0, 'P'},
-      {"map", required_argument, 0, 'M'},
-      {"plan", required_argument, 0, 'L'},
-      {"gpu-map", required_argument, 0, 'G'},
-      {"format", required_argument, 0, 'F'},
-      {"help", no_argument, 0, 'h'},
-      {0, 0, 0, 0}};
   const char *curves = NULL, *features = NULL, *cut_s = NULL,
              *strat_s = "oracle", *model_path = NULL, *pfeat = NULL,
              *map = NULL, *plan_path = NULL, *gpu_map = NULL;
   int true_pfi = 0;
   enum pfi_format fmt = PFI_FMT_TABLE;
-  optind = 0;
-  opterr = 0;
   int o;
-  while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+  struct pfi_optparse op;
+  pfi_opt_start(&op, &help, argc, argv);
+  while ((o = pfi_opt_next(&op)) != -1) {
     switch (o) {
     case 'c':
       curves = optarg;
@@ -128,11 +121,10 @@ int cmd_allocate(int argc, char **argv) {
         return PFI_EXIT_USAGE;
       break;
     case 'h':
-      fputs(usage_text, stdout);
+      pfi_opt_print_help(&help, stdout);
       return PFI_EXIT_OK;
-    default:
-      return pfi_cli_usage("allocate", "unknown or incomplete option '%s'",
-                           argv[optind - 1]);
+    default: /* said by pfi_opt_next() */
+      return PFI_EXIT_USAGE;
     }
   }
   if (optind < argc)

@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* `pfi cap`: the operator's own power-limit changes, all GPUs or none. */
-#include <getopt.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,18 +8,44 @@
 
 #include "cli.h"
 #include "cli_device.h"
+#include "opt.h"
 #include "pfi/capset.h"
 #include "pfi/gpulock.h"
 #include "pfi/plan.h"
 #include "pfi/store.h"
 
-static const char usage_text[] =
+static const struct pfi_opt opts[] = {
+    {"backend", 'b', 0, PFI_ARG_REQ, "B",
+     "nvml or emu (default: nvml when it finds a GPU, else emu)"},
+    {"params", 'p', 0, PFI_ARG_REQ, "P",
+     "backend parameters, e.g. for emu profile=h100,gpus=4"},
+    {"gpus", 'g', 0, PFI_ARG_REQ, "LIST",
+     "GPU indices: all (default), 0,2,5 or ranges 0-3"},
+    {"set", 's', 0, PFI_ARG_REQ, "W",
+     "the new limit in watts (e.g. 500 or 412.5)"},
+    {"reset", 'r', 0, PFI_ARG_NONE, NULL, "the GPUs' default limits"},
+    {"plan", 'P', 0, PFI_ARG_REQ, "FILE",
+     "a cap plan (pfi allocate --plan; docs/plan.md): each job's cap on each "
+     "of its GPUs, all or none; needs --db (pfi restore --db STORE puts every "
+     "GPU back to the limit it had before)"},
+    {"db", 'd', 0, PFI_ARG_REQ, "FILE",
+     "record the change in FILE for pfi restore --db FILE"},
+    {"dry-run", 'n', 0, PFI_ARG_NONE, NULL,
+     "check and print the changes without making them"},
+    {"force", 'F', 0, PFI_ARG_NONE, NULL,
+     "change GPUs a running sweep holds (the sweep will still restore its own "
+     "starting limit when it ends)"},
+    {"format", 'f', 0, PFI_ARG_REQ, "F", "table (default), csv or json"},
+    PFI_OPT_HELP,
+    PFI_OPT_END};
+
+static const struct pfi_cmd_help help = {
+    "cap",
     "usage: pfi cap [--backend emu|nvml] [--params P] [--gpus LIST]\n"
     "               (--set W | --reset) [--db FILE] [--dry-run] [--force]\n"
     "               [--format F]\n"
     "       pfi cap --plan FILE --db STORE [--backend B] [--params P]\n"
-    "               [--dry-run] [--force] [--format F]\n"
-    "\n"
+    "               [--dry-run] [--force] [--format F]\n",
     "Sets the power limit of GPUs (--set W, in watts) or returns it to each\n"
     "GPU's default (--reset), and prints old -> new for each GPU.\n"
     "\n"
@@ -47,31 +72,15 @@ static const char usage_text[] =
     "limit changed under it corrupts its measurement. pfi cap takes the same\n"
     "per-GPU locks as the sweep (docs/sweep.md) before changing anything, and\n"
     "exits 1 naming the GPU and the sweep's store if one is held; --force\n"
-    "changes it anyway, with a warning.\n"
-    "\n"
-    "Options:\n"
-    "  --backend B   nvml or emu (default: nvml when it finds a GPU, else "
-    "emu)\n"
-    "  --params P    backend parameters, e.g. for emu profile=h100,gpus=4\n"
-    "  --gpus LIST   GPU indices: all (default), 0,2,5 or ranges 0-3\n"
-    "  --set W       the new limit in watts (e.g. 500 or 412.5)\n"
-    "  --reset       the GPUs' default limits\n"
-    "  --plan FILE   a cap plan (pfi allocate --plan; docs/plan.md): each\n"
-    "                job's cap on each of its GPUs, all or none; needs --db\n"
-    "                (pfi restore --db STORE puts every GPU back to the\n"
-    "                limit it had before)\n"
-    "  --db FILE     record the change in FILE for pfi restore --db FILE\n"
-    "  --dry-run     check and print the changes without making them\n"
-    "  --force       change GPUs a running sweep holds (the sweep will still\n"
-    "                restore its own starting limit when it ends)\n"
-    "  --format F    table (default), csv or json\n"
-    "  -h, --help    this text\n"
-    "\n"
+    "changes it anyway, with a warning.\n",
+    opts,
     "JSON is an array with one object per GPU: index, uuid, old_cap_w,\n"
     "new_cap_w, enforced_cap_w, changed, backend, emulated. Exit status: 0\n"
     "ok, 1 a device error (no permission, GPU lost; the message says which\n"
-    "GPUs were restored) or a GPU held by a running sweep, 2 bad usage or a "
-    "target outside a GPU's range.\n";
+    "GPUs were restored) or a GPU held by a running sweep, 2 bad usage or "
+    "a target outside a GPU's range.\n",
+    0,
+    NULL};
 
 struct item {
   unsigned gpu;
@@ -146,18 +155,6 @@ static void plan_target(const struct pfi_plan *plan, struct item *it) {
 }
 
 int cmd_cap(int argc, char **argv) {
-  static const struct option opts[] = {{"backend", required_argument, 0, 'b'},
-                                       {"params", required_argument, 0, 'p'},
-                                       {"gpus", required_argument, 0, 'g'},
-                                       {"set", required_argument, 0, 's'},
-                                       {"reset", no_argument, 0, 'r'},
-                                       {"dry-run", no_argument, 0, 'n'},
-                                       {"force", no_argument, 0, 'F'},
-                                       {"db", required_argument, 0, 'd'},
-                                       {"plan", required_argument, 0, 'P'},
-                                       {"format", required_argument, 0, 'f'},
-                                       {"help", no_argument, 0, 'h'},
-                                       {0, 0, 0, 0}};
   const char *backend = NULL, *params = NULL, *chosen = NULL;
   const char *gpus_arg = "all", *set_arg = NULL, *db = NULL, *plan_path = NULL;
   struct pfi_plan plan;
@@ -175,9 +172,9 @@ int cmd_cap(int argc, char **argv) {
   unsigned count = 0;
   uint32_t set_mw = 0;
   pfi_error_clear(&err);
-  optind = 1;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+  struct pfi_optparse op;
+  pfi_opt_start(&op, &help, argc, argv);
+  while ((c = pfi_opt_next(&op)) != -1) {
     switch (c) {
     case 'b':
       backend = optarg;
@@ -214,13 +211,10 @@ int cmd_cap(int argc, char **argv) {
         return status;
       break;
     case 'h':
-      fputs(usage_text, stdout);
+      pfi_opt_print_help(&help, stdout);
       return 0;
-    case ':':
-      return pfi_cli_usage("cap", "option '%s' needs a value",
-                           argv[optind - 1]);
-    default:
-      return pfi_cli_usage("cap", "unknown option '%s'", argv[optind - 1]);
+    default: /* said by pfi_opt_next() */
+      return PFI_EXIT_USAGE;
     }
   }
   if (optind < argc)

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* `pfi capacity`: how much power the jobs can shed for how much throughput
  * lost, by strategy and the exact oracle (capacity.h). */
-#include <getopt.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -10,15 +9,47 @@
 
 #include "cli.h"
 #include "opsdata.h"
+#include "opt.h"
 #include "pfi/capacity.h"
 #include "pfi/report.h"
 
-static const char usage_text[] =
+static const struct pfi_opt opts[] = {
+    {"curves", 'c', 0, PFI_ARG_REQ, "FILE",
+     "curves CSV (job, cap_w, power_w, tokens_per_s)"},
+    {"true-pfi", 't', 0, PFI_ARG_NONE, NULL,
+     "PFI of pfi-aware / pfi-curve: each curve's own ratio PFI, with its Monte "
+     "Carlo 95 % interval propagated: the loss and the quote are given as the "
+     "range over runs with every PFI at its interval's ends. A job without a "
+     "ratio PFI (no cap bound beyond noise) gets PFI 0: nothing is taken from "
+     "it first."},
+    {"strategy", 's', 0, PFI_ARG_REQ, "LIST",
+     "comma-separated strategies (oracle, equal, pfi-aware, pfi-curve)"},
+    {"normalize", 'N', 0, PFI_ARG_NONE, NULL,
+     "count each job's throughput as the fraction of its own uncapped "
+     "throughput (for jobs whose units of work differ); the loss is then in "
+     "job-equivalents"},
+    {"steps", 'n', 0, PFI_ARG_REQ, "N",
+     "ladder steps from no cut to the largest (default 20)"},
+    {"ci", 'i', 0, PFI_ARG_REQ, "N",
+     "Monte Carlo draws of the PFI interval (default 2000)"},
+    {"seed", 'S', 0, PFI_ARG_REQ, "S", "seed of the draws (default 1)"},
+    {"map", 'M', 0, PFI_ARG_REQ, "MAP",
+     "curves column mapping (docs/formats.md)"},
+    {"unit", 'u', 0, PFI_ARG_REQ, "NAME",
+     "the throughput's unit in the output (default: as read, e.g. tokens/s or "
+     "1/time_per_epoch)"},
+    {"plot", 'p', 0, PFI_ARG_REQ, "FILE.svg",
+     "draw loss against shed (needs gnuplot)"},
+    {"format", 'F', 0, PFI_ARG_REQ, "F", "table (default), csv or json"},
+    PFI_OPT_HELP,
+    PFI_OPT_END};
+
+static const struct pfi_cmd_help help = {
+    "capacity",
     "usage: pfi capacity --curves FILE [--true-pfi] [--strategy LIST]\n"
     "                    [--normalize] [--steps N] [--ci N] [--seed S]\n"
     "                    [--map MAP] [--unit NAME] [--plot FILE.svg]\n"
-    "                    [--format F]\n"
-    "\n"
+    "                    [--format F]\n",
     "The flexibility capacity of the jobs of a curves file: the power the\n"
     "cluster sheds (W and % of the jobs' total uncapped power) against the\n"
     "throughput it loses (absolute and %), from no cut to the largest\n"
@@ -26,33 +57,11 @@ static const char usage_text[] =
     "and the quote for a utility: the power shed at <= 1, 2, 5, 10, 20 %\n"
     "throughput loss (the largest shed below which the loss never exceeds\n"
     "it). Strategies as in pfi allocate; default oracle,equal, and with\n"
-    "--true-pfi also pfi-aware,pfi-curve.\n"
-    "\n"
-    "Options:\n"
-    "  --curves FILE     curves CSV (job, cap_w, power_w, tokens_per_s)\n"
-    "  --true-pfi        PFI of pfi-aware / pfi-curve: each curve's own ratio\n"
-    "                    PFI, with its Monte Carlo 95 % interval propagated:\n"
-    "                    the loss and the quote are given as the range over\n"
-    "                    runs with every PFI at its interval's ends. A job\n"
-    "                    without a ratio PFI (no cap bound beyond noise)\n"
-    "                    gets PFI 0: nothing is taken from it first.\n"
-    "  --strategy LIST   comma-separated strategies (oracle, equal, "
-    "pfi-aware,\n"
-    "                    pfi-curve)\n"
-    "  --normalize       count each job's throughput as the fraction of its\n"
-    "                    own uncapped throughput (for jobs whose units of\n"
-    "                    work differ); the loss is then in job-equivalents\n"
-    "  --steps N         ladder steps from no cut to the largest (default 20)\n"
-    "  --ci N            Monte Carlo draws of the PFI interval (default 2000)\n"
-    "  --seed S          seed of the draws (default 1)\n"
-    "  --map MAP         curves column mapping (docs/formats.md)\n"
-    "  --unit NAME       the throughput's unit in the output (default: as\n"
-    "                    read, e.g. tokens/s or 1/time_per_epoch)\n"
-    "  --plot FILE.svg   draw loss against shed (needs gnuplot)\n"
-    "  --format F        table (default), csv or json\n"
-    "  -h, --help        this text\n"
-    "\n"
-    "Exit status 0 ok, 1 run-time failure, 2 bad usage or bad input.\n";
+    "--true-pfi also pfi-aware,pfi-curve.\n",
+    opts,
+    "Exit status 0 ok, 1 run-time failure, 2 bad usage or bad input.\n",
+    0,
+    NULL};
 
 #define MAXS PFI_STRAT__COUNT
 
@@ -111,47 +120,21 @@ static int plot(const char *path, const struct pfi_capacity *cap, size_t ns,
   pan.key = 1;
   pan.key_pos = "top left";
   struct pfi_figure f = {720, 440, 0, 1, 1, &pan, 1};
-  char *svg = NULL;
-  int rc = pfi_figure_svg(&f, "cap", &svg, err);
+  int rc = pfi_figure_write(&f, path, err);
   free(buf);
-  if (rc < 0)
-    return rc;
-  FILE *fp = fopen(path, "wb");
-  if (!fp || fputs(svg, fp) < 0) {
-    if (fp)
-      fclose(fp);
-    free(svg);
-    return pfi_error_set(err, PFI_EIO, "%s: cannot write", path);
-  }
-  free(svg);
-  if (fclose(fp) != 0)
-    return pfi_error_set(err, PFI_EIO, "%s: cannot write", path);
-  return 0;
+  return rc;
 }
 
 int cmd_capacity(int argc, char **argv) {
-  static const struct option opts[] = {{"curves", required_argument, 0, 'c'},
-                                       {"true-pfi", no_argument, 0, 't'},
-                                       {"strategy", required_argument, 0, 's'},
-                                       {"normalize", no_argument, 0, 'N'},
-                                       {"steps", required_argument, 0, 'n'},
-                                       {"ci", required_argument, 0, 'i'},
-                                       {"seed", required_argument, 0, 'S'},
-                                       {"map", required_argument, 0, 'M'},
-                                       {"unit", required_argument, 0, 'u'},
-                                       {"plot", required_argument, 0, 'p'},
-                                       {"format", required_argument, 0, 'F'},
-                                       {"help", no_argument, 0, 'h'},
-                                       {0, 0, 0, 0}};
   const char *curves = NULL, *strat_s = NULL, *map = NULL, *unit = NULL,
              *plot_path = NULL;
   int true_pfi = 0, normalize = 0;
   unsigned long steps = 20, draws = 2000, seed = 1;
   enum pfi_format fmt = PFI_FMT_TABLE;
-  optind = 0;
-  opterr = 0;
   int o;
-  while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+  struct pfi_optparse op;
+  pfi_opt_start(&op, &help, argc, argv);
+  while ((o = pfi_opt_next(&op)) != -1) {
     switch (o) {
     case 'c':
       curves = optarg;
@@ -197,11 +180,10 @@ int cmd_capacity(int argc, char **argv) {
         return PFI_EXIT_USAGE;
       break;
     case 'h':
-      fputs(usage_text, stdout);
+      pfi_opt_print_help(&help, stdout);
       return PFI_EXIT_OK;
-    default:
-      return pfi_cli_usage("capacity", "unknown or incomplete option '%s'",
-                           argv[optind - 1]);
+    default: /* said by pfi_opt_next() */
+      return PFI_EXIT_USAGE;
     }
   }
   if (optind < argc)

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* `pfi control --emulate`: the controller against the emulated cluster in
  * virtual time, with equal-weight cuts and the oracle beside it. */
-#include <getopt.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,18 +8,48 @@
 #include <string.h>
 
 #include "cli.h"
+#include "opt.h"
 #include "pfi/cluster.h"
 #include "pfi/data.h"
 #include "pfi/records.h"
 #include <gsl/gsl_cdf.h>
 
-static const char usage_text[] =
+static const struct pfi_opt opts[] = {
+    {"emulate", 'e', 0, PFI_ARG_REQ, "CLUSTER",
+     "the emulated cluster: a file or inline pairs, or 'default' (above)"},
+    {"target", 't', 0, PFI_ARG_REQ, "T", "the event's power target (above)"},
+    {"phoenix", 'P', 0, PFI_ARG_NONE, NULL,
+     "the Phoenix event of 2025-05-04 instead of --target (above)"},
+    {"start", 'S', 0, PFI_ARG_REQ, "S",
+     "pre-event time (default 15m: the baseline's median)"},
+    {"ramp", 'R', 0, PFI_ARG_REQ, "R",
+     "ramp from the baseline to the target (default 60s)"},
+    {"hold", 'H', 0, PFI_ARG_REQ, "H",
+     "event length after the ramp (default 3h)"},
+    {"tail", 'T', 0, PFI_ARG_REQ, "S", "after the event (default 20m)"},
+    {"seed", 's', 0, PFI_ARG_REQ, "N", "first seed (default 1)"},
+    {"seeds", 'k', 0, PFI_ARG_REQ, "K", "seeds N..N+K-1 (default 1)"},
+    {"no-compare", 'n', 0, PFI_ARG_NONE, NULL,
+     "the controller alone: no equal-weight run, no oracle"},
+    {"records", 'r', 0, PFI_ARG_REQ, "DB",
+     "SQLite records of the controller runs (pfi records)"},
+    {"series", 'q', 0, PFI_ARG_REQ, "F",
+     "per-second CSV of the first seed: t_s, target_w, realized_w, aim_w "
+     "(controller)"},
+    {"out", 'o', 0, PFI_ARG_REQ, "F", "the JSON summary also to F"},
+    {"margin", 'm', 0, PFI_ARG_REQ, "M",
+     "the controller's margin below the target (0.004)"},
+    {"format", 'f', 0, PFI_ARG_REQ, "F", "table (default) or json"},
+    PFI_OPT_HELP,
+    PFI_OPT_END};
+
+static const struct pfi_cmd_help help = {
+    "control",
     "usage: pfi control --emulate CLUSTER --target T [--start S] [--ramp R]\n"
     "                   [--hold H] [--tail S] [--seed N] [--seeds K]\n"
     "                   [--records DB] [--series FILE] [--out FILE.json]\n"
     "                   [--margin M] [--no-compare] [--format F]\n"
-    "       pfi control --emulate CLUSTER --phoenix [--seeds K] ...\n"
-    "\n"
+    "       pfi control --emulate CLUSTER --phoenix [--seeds K] ...\n",
     "Runs the controller (docs/control.md) against an EMULATED cluster in\n"
     "virtual time: a pre-event period of --start, the event (--ramp down to\n"
     "the target, --hold), and --tail after it for the staggered recovery.\n"
@@ -45,23 +74,12 @@ static const char usage_text[] =
     "of the file's first 15 minutes), run twice: at the 25 % target, and\n"
     "following Emerald's delivered power over the same window; prints\n"
     "Emerald's delivered cut (published data) beside ours (emulated) and the\n"
-    "throughput the deeper delivered cut gives away on our cluster.\n"
-    "\n"
-    "Options:\n"
-    "  --start S    pre-event time (default 15m: the baseline's median)\n"
-    "  --ramp R     ramp from the baseline to the target (default 60s)\n"
-    "  --hold H     event length after the ramp (default 3h)\n"
-    "  --tail S     after the event (default 20m)\n"
-    "  --seed N     first seed (default 1); --seeds K: seeds N..N+K-1\n"
-    "  --records DB SQLite records of the controller runs (pfi records)\n"
-    "  --series F   per-second CSV of the first seed: t_s, target_w,\n"
-    "               realized_w, aim_w (controller)\n"
-    "  --out F      the JSON summary also to F\n"
-    "  --margin M   the controller's margin below the target (0.004)\n"
-    "  --format F   table (default) or json\n"
-    "\n"
+    "throughput the deeper delivered cut gives away on our cluster.\n",
+    opts,
     "Everything is EMULATED. Exit status 0 ok, 1 run-time failure, 2 bad\n"
-    "usage or input.\n";
+    "usage or input.\n",
+    0,
+    NULL};
 
 struct series {
   FILE *fp;
@@ -141,23 +159,6 @@ static json_t *result_json(const struct pfi_run_result *r) {
 }
 
 int cmd_control(int argc, char **argv) {
-  static const struct option opts[] = {{"emulate", required_argument, 0, 'e'},
-                                       {"target", required_argument, 0, 't'},
-                                       {"start", required_argument, 0, 'S'},
-                                       {"ramp", required_argument, 0, 'R'},
-                                       {"hold", required_argument, 0, 'H'},
-                                       {"tail", required_argument, 0, 'T'},
-                                       {"seed", required_argument, 0, 's'},
-                                       {"seeds", required_argument, 0, 'k'},
-                                       {"records", required_argument, 0, 'r'},
-                                       {"series", required_argument, 0, 'q'},
-                                       {"out", required_argument, 0, 'o'},
-                                       {"margin", required_argument, 0, 'm'},
-                                       {"no-compare", no_argument, 0, 'n'},
-                                       {"phoenix", no_argument, 0, 'P'},
-                                       {"format", required_argument, 0, 'f'},
-                                       {"help", no_argument, 0, 'h'},
-                                       {0, 0, 0, 0}};
   const char *cluster = NULL, *target = NULL, *records = NULL, *series = NULL;
   const char *outfile = NULL;
   double start = 900, ramp = 60, hold = 3 * 3600, tail = 1200;
@@ -168,8 +169,9 @@ int cmd_control(int argc, char **argv) {
   struct pfi_error err;
   pfi_error_clear(&err);
   pfi_ctl_config_init(&cfg);
-  optind = 1;
-  while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+  struct pfi_optparse op;
+  pfi_opt_start(&op, &help, argc, argv);
+  while ((c = pfi_opt_next(&op)) != -1) {
     switch (c) {
     case 'e':
       cluster = optarg;
@@ -236,10 +238,10 @@ int cmd_control(int argc, char **argv) {
         return PFI_EXIT_USAGE;
       break;
     case 'h':
-      fputs(usage_text, stdout);
+      pfi_opt_print_help(&help, stdout);
       return 0;
-    default:
-      return pfi_cli_usage("control", "unknown option");
+    default: /* said by pfi_opt_next() */
+      return PFI_EXIT_USAGE;
     }
   }
   if (optind < argc)

@@ -1,19 +1,27 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* `pfi ctl`: a client of pfid's HTTP API. */
 #include <curl/curl.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
 
 #include "cli.h"
+#include "opt.h"
 #include "pfi/fleet.h"
 #include "pfi/transport.h"
 
-static const char usage_text[] =
-    "usage: pfi ctl [--url URL] [--token-file FILE] COMMAND [ARGS]\n"
-    "\n"
+static const struct pfi_opt opts[] = {
+    {"url", 'u', 0, PFI_ARG_REQ, "URL",
+     "pfid's API (default http://127.0.0.1:8470)"},
+    {"token-file", 't', 0, PFI_ARG_REQ, "FILE",
+     "bearer token for submit and cancel (mode 0600; default $PFI_TOKEN_FILE)"},
+    PFI_OPT_HELP,
+    PFI_OPT_END};
+
+static const struct pfi_cmd_help help = {
+    "ctl",
+    "usage: pfi ctl [--url URL] [--token-file FILE] COMMAND [ARGS]\n",
     "Talks to pfid's HTTP API (docs/fleet.md) and prints its JSON answer.\n"
     "\n"
     "Commands:\n"
@@ -23,15 +31,12 @@ static const char usage_text[] =
     "  submit ID START END WATTS  a grid event: the fleet's GPU power at most\n"
     "                             WATTS from START to END, each a Unix time\n"
     "                             or +S (seconds from now)\n"
-    "  cancel ID                  ends event ID now (recovery follows)\n"
-    "\n"
-    "Options:\n"
-    "  --url URL          pfid's API (default http://127.0.0.1:8470)\n"
-    "  --token-file FILE  bearer token for submit and cancel (mode 0600;\n"
-    "                     default $PFI_TOKEN_FILE)\n"
-    "\n"
+    "  cancel ID                  ends event ID now (recovery follows)\n",
+    opts,
     "Exit status: 0 answered 2xx, 1 pfid unreachable or refused (the HTTP\n"
-    "status and pfid's message are printed), 2 bad usage.\n";
+    "status and pfid's message are printed), 2 bad usage.\n",
+    PFI_OPT_IN_ORDER,
+    NULL};
 
 struct body {
   char *s;
@@ -63,28 +68,25 @@ static int when(const char *s, double now, double *t) {
 }
 
 int cmd_ctl(int argc, char **argv) {
-  static const struct option opts[] = {
-      {"url", required_argument, NULL, 'u'},
-      {"token-file", required_argument, NULL, 't'},
-      {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0}};
   const char *url = "http://127.0.0.1:8470", *tokf = getenv("PFI_TOKEN_FILE");
   int c;
-  while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+  struct pfi_optparse op;
+  pfi_opt_start(&op, &help, argc, argv);
+  while ((c = pfi_opt_next(&op)) != -1) {
     if (c == 'u')
       url = optarg;
     else if (c == 't')
       tokf = optarg;
     else if (c == 'h') {
-      fputs(usage_text, stdout);
+      pfi_opt_print_help(&help, stdout);
       return 0;
     } else {
-      fputs(usage_text, stderr);
-      return 2;
+      return PFI_EXIT_USAGE; /* said by pfi_opt_next() */
     }
   }
   if (optind >= argc) {
-    fprintf(stderr, "pfi ctl: a command is needed\n%s", usage_text);
+    fprintf(stderr, "pfi ctl: a command is needed\n");
+    pfi_opt_print_help(&help, stderr);
     return 2;
   }
   const char *cmd = argv[optind], *method = "GET";
@@ -143,8 +145,8 @@ int cmd_ctl(int argc, char **argv) {
     method = "DELETE";
     snprintf(path, sizeof path, "/v1/events/%s", argv[optind + 1]);
   } else {
-    fprintf(stderr, "pfi ctl: bad command or arguments: %s\n%s", cmd,
-            usage_text);
+    fprintf(stderr, "pfi ctl: bad command or arguments: %s\n", cmd);
+    pfi_opt_print_help(&help, stderr);
     return 2;
   }
   char auth[300] = "";

@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* `pfi devices`: the GPUs of a backend, their power limits and power. */
-#include <getopt.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,32 +8,36 @@
 
 #include "cli.h"
 #include "cli_device.h"
+#include "opt.h"
 
-static const char usage_text[] =
-    "usage: pfi devices [--backend emu|nvml] [--params P] [--format F]\n"
-    "\n"
+static const struct pfi_opt opts[] = {
+    {"backend", 'b', 0, PFI_ARG_REQ, "B",
+     "nvml (NVIDIA GPUs through libnvidia-ml.so.1; $PFI_NVML_LIB overrides the "
+     "library path) or emu (emulated H200/H100 GPUs). Default: nvml when it "
+     "loads and finds a GPU, else emu; the choice is said on stderr."},
+    {"params", 'p', 0, PFI_ARG_REQ, "P",
+     "backend parameters, e.g. for emu profile=h100,gpus=4 (see docs/nvml.md "
+     "and docs/emulator.md)"},
+    {"format", 'f', 0, PFI_ARG_REQ, "F", "table (default), csv or json"},
+    PFI_OPT_HELP,
+    PFI_OPT_END};
+
+static const struct pfi_cmd_help help = {
+    "devices",
+    "usage: pfi devices [--backend emu|nvml] [--params P] [--format F]\n",
     "Lists the GPUs of a device backend: name, UUID, power-limit range\n"
     "(min_cap_w..max_cap_w), default limit, current and enforced limit, and\n"
     "one telemetry sample (power, SM and memory clocks, temperature, frame\n"
-    "buffer used). Reading needs no privileges.\n"
-    "\n"
-    "Options:\n"
-    "  --backend B   nvml (NVIDIA GPUs through libnvidia-ml.so.1; "
-    "$PFI_NVML_LIB\n"
-    "                overrides the library path) or emu (emulated H200/H100\n"
-    "                GPUs). Default: nvml when it loads and finds a GPU, else\n"
-    "                emu; the choice is said on stderr.\n"
-    "  --params P    backend parameters, e.g. for emu profile=h100,gpus=4\n"
-    "                (see docs/nvml.md and docs/emulator.md)\n"
-    "  --format F    table (default), csv or json\n"
-    "  -h, --help    this text\n"
-    "\n"
+    "buffer used). Reading needs no privileges.\n",
+    opts,
     "JSON is an array with one object per GPU: index, name, uuid, min_cap_w,\n"
     "max_cap_w, default_cap_w, cap_w, enforced_cap_w, power_w, sm_clock_mhz,\n"
     "mem_clock_mhz, gpu_temp_c, fb_used_mib, backend, emulated. A value the\n"
     "GPU or backend does not provide is null in JSON and - in table and csv.\n"
     "Exit status: 0 ok, 1 a device error (GPU lost, permission), 2 bad usage\n"
-    "or a backend that cannot be loaded (no libnvidia-ml.so.1).\n";
+    "or a backend that cannot be loaded (no libnvidia-ml.so.1).\n",
+    0,
+    NULL};
 
 /* One GPU's row; NAN marks "not available". */
 struct row {
@@ -118,11 +121,6 @@ static json_t *jnum(double v) {
 }
 
 int cmd_devices(int argc, char **argv) {
-  static const struct option opts[] = {{"backend", required_argument, 0, 'b'},
-                                       {"params", required_argument, 0, 'p'},
-                                       {"format", required_argument, 0, 'f'},
-                                       {"help", no_argument, 0, 'h'},
-                                       {0, 0, 0, 0}};
   const char *backend = NULL, *params = NULL, *chosen = NULL;
   enum pfi_format format = PFI_FMT_TABLE;
   struct pfi_device *dev = NULL;
@@ -131,9 +129,9 @@ int cmd_devices(int argc, char **argv) {
   int status = 0, c, rc;
   unsigned n = 0;
   pfi_error_clear(&err);
-  optind = 1;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+  struct pfi_optparse op;
+  pfi_opt_start(&op, &help, argc, argv);
+  while ((c = pfi_opt_next(&op)) != -1) {
     switch (c) {
     case 'b':
       backend = optarg;
@@ -149,13 +147,10 @@ int cmd_devices(int argc, char **argv) {
         return status;
       break;
     case 'h':
-      fputs(usage_text, stdout);
+      pfi_opt_print_help(&help, stdout);
       return 0;
-    case ':':
-      return pfi_cli_usage("devices", "option '%s' needs a value",
-                           argv[optind - 1]);
-    default:
-      return pfi_cli_usage("devices", "unknown option '%s'", argv[optind - 1]);
+    default: /* said by pfi_opt_next() */
+      return PFI_EXIT_USAGE;
     }
   }
   if (optind < argc)

@@ -4,7 +4,6 @@
  * Every output says "emulated": CSV and JSON through a `source` column /
  * key, tables through their title line.
  */
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,15 +11,40 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "opt.h"
 #include "pfi/csv.h"
 #include "pfi/data.h"
 #include "pfi/emu.h"
 
 #define NOTICE "emulated (H200/H100 model calibrated to published PFI values)"
 
-static const char usage_text[] =
-    "usage: pfi emulate <action> [options]\n"
-    "\n"
+static const struct pfi_opt opts[] = {
+    {"job", 'j', 0, PFI_ARG_REQ, "GROUP",
+     "job id (a published group; H100 ids end in @h100)"},
+    {"caps", 'c', 0, PFI_ARG_REQ, "LIST",
+     "caps in W: 200,500,700 or LO:HI:STEP (sweep; default: the group's "
+     "published grid)"},
+    {"cap", 'C', 0, PFI_ARG_REQ, "W", "per-GPU cap in W (trace; default 700)"},
+    {"seed", 's', 0, PFI_ARG_REQ, "S",
+     "seed (default 1); same seed, same bytes"},
+    {"interval", 'i', 0, PFI_ARG_REQ, "D",
+     "telemetry sample interval, 0.1s..10m (default 5s)"},
+    {"gpu", 'g', 0, PFI_ARG_REQ, "N",
+     "trace only this rank (default: every GPU of the job)"},
+    {"jobs", 'J', 0, PFI_ARG_REQ, "FILE",
+     "job library (default: data/jobs/jobs.csv)"},
+    {"out", 'o', 0, PFI_ARG_REQ, "FILE",
+     "calibrate: where to write the library (default: the data directory's "
+     "jobs/jobs.csv)"},
+    {"format", 'f', 0, PFI_ARG_REQ, "F",
+     "jobs: table|csv|json (default table); sweep: csv|table|json (default "
+     "csv)"},
+    PFI_OPT_HELP,
+    PFI_OPT_END};
+
+static const struct pfi_cmd_help help = {
+    "emulate",
+    "usage: pfi emulate <action> [options]\n",
     "The built-in GPU emulator (all numbers emulated, calibrated to the\n"
     "published per-group PFI values only; not measurements).\n"
     "\n"
@@ -29,22 +53,11 @@ static const char usage_text[] =
     "  sweep      emulate a power-cap sweep of one job; writes a curves CSV\n"
     "             that `pfi index` reads\n"
     "  trace      emulate one 30-minute run's telemetry time series (CSV)\n"
-    "  calibrate  refit the library's parameters to the published tables\n"
-    "\n"
-    "Options:\n"
-    "  --job GROUP      job id (a published group; H100 ids end in @h100)\n"
-    "  --caps LIST      caps in W: 200,500,700 or LO:HI:STEP (sweep;\n"
-    "                   default: the group's published grid)\n"
-    "  --cap W          per-GPU cap in W (trace; default 700)\n"
-    "  --seed S         seed (default 1); same seed, same bytes\n"
-    "  --interval D     telemetry sample interval, 0.1s..10m (default 5s)\n"
-    "  --gpu N          trace only this rank (default: every GPU of the job)\n"
-    "  --jobs FILE      job library (default: data/jobs/jobs.csv)\n"
-    "  --out FILE       calibrate: where to write the library (default: the\n"
-    "                   data directory's jobs/jobs.csv)\n"
-    "  --format F       jobs: table|csv|json (default table);\n"
-    "                   sweep: csv|table|json (default csv)\n"
-    "  -h, --help       this text\n";
+    "  calibrate  refit the library's parameters to the published tables\n",
+    opts,
+    NULL,
+    PFI_OPT_IN_ORDER,
+    NULL};
 
 struct opts {
   const char *job, *caps, *jobs, *out, *format;
@@ -54,27 +67,16 @@ struct opts {
 };
 
 static int parse_opts(int argc, char **argv, struct opts *o) {
-  static const struct option lo[] = {{"job", required_argument, 0, 'j'},
-                                     {"caps", required_argument, 0, 'c'},
-                                     {"cap", required_argument, 0, 'C'},
-                                     {"seed", required_argument, 0, 's'},
-                                     {"interval", required_argument, 0, 'i'},
-                                     {"gpu", required_argument, 0, 'g'},
-                                     {"jobs", required_argument, 0, 'J'},
-                                     {"out", required_argument, 0, 'o'},
-                                     {"format", required_argument, 0, 'f'},
-                                     {"help", no_argument, 0, 'h'},
-                                     {0, 0, 0, 0}};
   memset(o, 0, sizeof *o);
   o->cap_w = 700;
   o->interval_s = 5;
   o->seed = PFI_EMU_DEFAULT_SEED;
   o->gpu = -1;
-  optind = 1;
-  opterr = 0;
   int c;
   struct pfi_error e;
-  while ((c = getopt_long(argc, argv, "+h", lo, NULL)) != -1) {
+  struct pfi_optparse op;
+  pfi_opt_start(&op, &help, argc, argv);
+  while ((c = pfi_opt_next(&op)) != -1) {
     switch (c) {
     case 'j':
       o->job = optarg;
@@ -117,11 +119,10 @@ static int parse_opts(int argc, char **argv, struct opts *o) {
       break;
     }
     case 'h':
-      fputs(usage_text, stdout);
+      pfi_opt_print_help(&help, stdout);
       return -1;
-    default:
-      return pfi_cli_usage("emulate", "unknown or incomplete option '%s'",
-                           argv[optind - 1]);
+    default: /* said by pfi_opt_next() */
+      return PFI_EXIT_USAGE;
     }
   }
   if (optind < argc)
@@ -146,10 +147,7 @@ need_job(const struct opts *o, const struct pfi_emu_jobs *jobs, int *st) {
   }
   const struct pfi_emu_job *j = pfi_emu_job_find(jobs, o->job);
   if (!j) {
-    fprintf(stderr,
-            "pfi: emulate: no job '%s' in the library (see 'pfi "
-            "emulate jobs')\n",
-            o->job);
+    pfi_cli_err("no job '%s' in the library (see 'pfi emulate jobs')", o->job);
     *st = PFI_EXIT_USAGE;
   }
   return j;
@@ -632,7 +630,7 @@ static int do_calibrate(const struct opts *o) {
   }
   fp = fopen(tmp, "w");
   if (!fp) {
-    fprintf(stderr, "pfi: %s: cannot write\n", tmp);
+    pfi_cli_err("%s: cannot write", tmp);
     free(res);
     st = PFI_EXIT_FAIL;
     goto out;
@@ -666,14 +664,14 @@ static int do_calibrate(const struct opts *o) {
   free(res);
   if (fclose(fp) != 0) {
     fp = NULL;
-    fprintf(stderr, "pfi: %s: write failed\n", tmp);
+    pfi_cli_err("%s: write failed", tmp);
     unlink(tmp);
     st = PFI_EXIT_FAIL;
     goto out;
   }
   fp = NULL;
   if (rename(tmp, out) != 0) {
-    fprintf(stderr, "pfi: %s: cannot replace\n", out);
+    pfi_cli_err("%s: cannot replace", out);
     unlink(tmp);
     st = PFI_EXIT_FAIL;
     goto out;
@@ -691,11 +689,11 @@ out:
 
 int cmd_emulate(int argc, char **argv) {
   if (argc < 2) {
-    fputs(usage_text, stderr);
+    pfi_opt_print_help(&help, stderr);
     return PFI_EXIT_USAGE;
   }
   if (pfi_cli_is_help(argv[1])) {
-    fputs(usage_text, stdout);
+    pfi_opt_print_help(&help, stdout);
     return 0;
   }
   const char *act = argv[1];

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* `pfi fit`: a linear model of PFI on telemetry features, evaluated out of
  * sample; `--ablation` runs the paper's seven predictor sets. */
-#include <getopt.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,17 +8,39 @@
 #include <string.h>
 
 #include "cli.h"
+#include "opt.h"
 #include "pfi/csv.h"
 #include "pfi/features.h"
 #include "pfi/jobset.h"
 #include "pfi/model.h"
 
-static const char usage_text[] =
+static const struct pfi_opt opts[] = {
+    {"curves", 'c', 0, PFI_ARG_REQ, "FILE",
+     "curves CSV; PFI of each job from its curve"},
+    {"pfi-column", 'p', 0, PFI_ARG_REQ, "COL",
+     "read PFI from this column of FEATURES.csv instead"},
+    {"features", 'f', 0, PFI_ARG_REQ, "LIST", "predictors (comma-separated)"},
+    {"eval", 'e', 0, PFI_ARG_REQ, "LIST",
+     "loo, loco or both (default loo,loco)"},
+    {"cluster", 'C', 0, PFI_ARG_REQ, "C",
+     "LOCO clusters: archtask (default, the 4 arch x task clusters), pooled "
+     "(3), or a column name"},
+    {"output", 'o', 'o', PFI_ARG_REQ, "FILE",
+     "save the model as JSON (pfi predict reads it)"},
+    {"ablation", 'a', 0, PFI_ARG_NONE, NULL,
+     "the seven-set table instead of one model"},
+    {"map", 'M', 0, PFI_ARG_REQ, "MAP",
+     "curves column mapping NAME=COLUMN,..."},
+    {"format", 'F', 0, PFI_ARG_REQ, "F", "table (default), csv or json"},
+    PFI_OPT_HELP,
+    PFI_OPT_END};
+
+static const struct pfi_cmd_help help = {
+    "fit",
     "usage: pfi fit FEATURES.csv (--curves CURVES.csv | --pfi-column COL)\n"
     "               [--features COL[,COL...]] [--eval loo,loco]\n"
     "               [--cluster COL] [--output MODEL.json] [--ablation]\n"
-    "               [--map MAP] [--format F]\n"
-    "\n"
+    "               [--map MAP] [--format F]\n",
     "Fits PFI = b0 + sum b_j x_j by least squares on feature columns of the\n"
     "uncapped runs (FEATURES.csv, one row per job, a job column). PFI comes\n"
     "from each job's curve (--curves; ratio definition) or from a column.\n"
@@ -51,20 +72,11 @@ static const char usage_text[] =
     "paper's published values when the rows are the paper's population\n"
     "(its 25 H200 headline groups; the first line says which population\n"
     "was used). A set whose columns are absent is reported as absent,\n"
-    "naming them.\n"
-    "\n"
-    "Options:\n"
-    "  --curves FILE     curves CSV; PFI of each job from its curve\n"
-    "  --pfi-column COL  read PFI from this column of FEATURES.csv instead\n"
-    "  --features LIST   predictors (comma-separated)\n"
-    "  --eval LIST       loo, loco or both (default loo,loco)\n"
-    "  --cluster C       LOCO clusters: archtask (default, the 4 arch x\n"
-    "                    task clusters), pooled (3), or a column name\n"
-    "  --output FILE     save the model as JSON (pfi predict reads it)\n"
-    "  --ablation        the seven-set table instead of one model\n"
-    "  --map MAP         curves column mapping NAME=COLUMN,...\n"
-    "  --format F        table (default), csv or json\n"
-    "  -h, --help        this text\n";
+    "naming them.\n",
+    opts,
+    NULL,
+    0,
+    NULL};
 
 static json_t *jnum(double v, int ok) {
   return ok && isfinite(v) ? json_real(v) : json_null();
@@ -292,26 +304,14 @@ out:
 }
 
 int cmd_fit(int argc, char **argv) {
-  static const struct option opts[] = {
-      {"curves", required_argument, 0, 'c'},
-      {"pfi-column", required_argument, 0, 'p'},
-      {"features", required_argument, 0, 'f'},
-      {"eval", required_argument, 0, 'e'},
-      {"cluster", required_argument, 0, 'C'},
-      {"output", required_argument, 0, 'o'},
-      {"ablation", no_argument, 0, 'a'},
-      {"map", required_argument, 0, 'M'},
-      {"format", required_argument, 0, 'F'},
-      {"help", no_argument, 0, 'h'},
-      {0, 0, 0, 0}};
   const char *curves = NULL, *pfi_col = NULL, *feats = NULL,
              *evals = "loo,loco", *cluster = NULL, *output = NULL, *map = NULL;
   int abl = 0;
   enum pfi_format fmt = PFI_FMT_TABLE;
-  optind = 0;
-  opterr = 0;
   int o;
-  while ((o = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+  struct pfi_optparse op;
+  pfi_opt_start(&op, &help, argc, argv);
+  while ((o = pfi_opt_next(&op)) != -1) {
     switch (o) {
     case 'c':
       curves = optarg;
@@ -345,11 +345,10 @@ int cmd_fit(int argc, char **argv) {
         return PFI_EXIT_USAGE;
       break;
     case 'h':
-      fputs(usage_text, stdout);
+      pfi_opt_print_help(&help, stdout);
       return PFI_EXIT_OK;
-    default:
-      return pfi_cli_usage("fit", "unknown or incomplete option '%s'",
-                           argv[optind - 1]);
+    default: /* said by pfi_opt_next() */
+      return PFI_EXIT_USAGE;
     }
   }
   if (optind + 1 != argc)

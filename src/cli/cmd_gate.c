@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* `pfi gate REFERENCE NEW`: the replay gate (gate.h). */
-#include <getopt.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,39 +8,49 @@
 
 #include "cli.h"
 #include "opsdata.h"
+#include "opt.h"
 #include "pfi/alloc.h"
 #include "pfi/gate.h"
 
-static const char usage_text[] =
+static const struct pfi_opt opts[] = {
+    {"tolerance", 't', 0, PFI_ARG_REQ, "L",
+     "pfi=R (relative PFI change, default 10%) and/or tput=R (throughput drop "
+     "at a common cap, default 2%)"},
+    {"ci", 'i', 0, PFI_ARG_REQ, "N", "Monte Carlo draws (default 2000)"},
+    {"seed", 'S', 0, PFI_ARG_REQ, "S",
+     "seed (default 1; NEW is drawn with S + 1)"},
+    {"strict", 's', 0, PFI_ARG_NONE, NULL,
+     "a job in only one of the files fails the gate (by default it is listed "
+     "and left out of the verdict)"},
+    {"map", 'M', 0, PFI_ARG_REQ, "MAP",
+     "column mapping of both curves files (formats.md)"},
+    {"new-map", 'N', 0, PFI_ARG_REQ, "MAP",
+     "column mapping of NEW when it differs"},
+    {"unit", 'u', 0, PFI_ARG_REQ, "NAME",
+     "throughput unit in the output (default: as read)"},
+    {"format", 'F', 0, PFI_ARG_REQ, "F", "table (default), csv or json"},
+    PFI_OPT_HELP,
+    PFI_OPT_END};
+
+static const struct pfi_cmd_help help = {
+    "gate",
     "usage: pfi gate REFERENCE NEW [--tolerance pfi=R,tput=R] [--ci N]\n"
     "                [--seed S] [--strict] [--map MAP] [--new-map MAP]\n"
-    "                [--unit NAME] [--format F]\n"
-    "\n"
+    "                [--unit NAME] [--format F]\n",
     "After a driver, training-stack, hardware or policy change, compares a\n"
     "new sweep of representative jobs (NEW) with the reference (REFERENCE):\n"
     "each a curves CSV or a trace store. Jobs are matched by name. Per job:\n"
-    "the ratio PFI of each sweep with its 95 %% interval, the difference and\n"
-    "whether it is beyond noise (its 95 %% Monte Carlo interval excludes 0);\n"
+    "the ratio PFI of each sweep with its 95 % interval, the difference and\n"
+    "whether it is beyond noise (its 95 % Monte Carlo interval excludes 0);\n"
     "the largest throughput drop at a cap both sweeps measured and whether\n"
     "it is beyond noise (more than twice its standard error); throughput\n"
     "per watt at the uncapped point; a verdict. A job fails when a change\n"
-    "beyond noise is also beyond tolerance. docs/gate.md has the statistics.\n"
-    "\n"
-    "Options:\n"
-    "  --tolerance L   pfi=R (relative PFI change, default 10%%) and/or\n"
-    "                  tput=R (throughput drop at a common cap, default 2%%)\n"
-    "  --ci N          Monte Carlo draws (default 2000)\n"
-    "  --seed S        seed (default 1; NEW is drawn with S + 1)\n"
-    "  --strict        a job in only one of the files fails the gate (by\n"
-    "                  default it is listed and left out of the verdict)\n"
-    "  --map MAP       column mapping of both curves files (formats.md)\n"
-    "  --new-map MAP   column mapping of NEW when it differs\n"
-    "  --unit NAME     throughput unit in the output (default: as read)\n"
-    "  --format F      table (default), csv or json\n"
-    "  -h, --help      this text\n"
-    "\n"
+    "beyond noise is also beyond tolerance. docs/gate.md has the statistics.\n",
+    opts,
     "Exit status 0: every compared job passes; 1: a job fails (or none\n"
-    "could be compared); 2: bad usage or bad input.\n";
+    "could be compared); 2: bad usage or bad input.\n",
+    0,
+    NULL};
 
 static int parse_tol(const char *s, struct pfi_gate_opts *o) {
   char *dup = strdup(s);
@@ -82,26 +91,16 @@ static json_t *num(int ok, double v) {
 }
 
 int cmd_gate(int argc, char **argv) {
-  static const struct option opts[] = {{"tolerance", required_argument, 0, 't'},
-                                       {"ci", required_argument, 0, 'i'},
-                                       {"seed", required_argument, 0, 'S'},
-                                       {"strict", no_argument, 0, 's'},
-                                       {"map", required_argument, 0, 'M'},
-                                       {"new-map", required_argument, 0, 'N'},
-                                       {"unit", required_argument, 0, 'u'},
-                                       {"format", required_argument, 0, 'F'},
-                                       {"help", no_argument, 0, 'h'},
-                                       {0, 0, 0, 0}};
   struct pfi_gate_opts go;
   pfi_gate_opts_init(&go);
   const char *map = NULL, *new_map = NULL, *unit = NULL;
   int strict = 0;
   unsigned long ul;
   enum pfi_format fmt = PFI_FMT_TABLE;
-  optind = 0;
-  opterr = 0;
   int o;
-  while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+  struct pfi_optparse op;
+  pfi_opt_start(&op, &help, argc, argv);
+  while ((o = pfi_opt_next(&op)) != -1) {
     switch (o) {
     case 't':
       if (parse_tol(optarg, &go) != 0)
@@ -138,11 +137,10 @@ int cmd_gate(int argc, char **argv) {
         return PFI_EXIT_USAGE;
       break;
     case 'h':
-      fputs(usage_text, stdout);
+      pfi_opt_print_help(&help, stdout);
       return PFI_EXIT_OK;
-    default:
-      return pfi_cli_usage("gate", "unknown or incomplete option '%s'",
-                           argv[optind - 1]);
+    default: /* said by pfi_opt_next() */
+      return PFI_EXIT_USAGE;
     }
   }
   if (argc - optind != 2)

@@ -2,7 +2,6 @@
 /* `pfi grid`: power targets from the grid (OpenADR 3 VTN, event files,
  * schedule files) merged into one timeline; reports back to the VTN; power
  * at the meter. Parses, calls libpfi, prints. */
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +13,7 @@
 
 #include "cli.h"
 #include "cmd_grid.h"
+#include "opt.h"
 #include "pfi/csv.h"
 #include "pfi/curve.h"
 #include "pfi/flexcap.h"
@@ -21,7 +21,104 @@
 #include "pfi/openadr.h"
 #include "pfi/timeline.h"
 
-static const char usage_text[] =
+static const struct pfi_opt opts[] = {
+    PFI_OPT_GROUP("Sources (timeline, bridge; any number, at least one):"),
+    {"vtn", O_VTN, 0, PFI_ARG_REQ, "URL",
+     "poll an OpenADR 3.1 VTN (with --client-id, --client-secret-file and "
+     "--program); report, subscribe: the VTN"},
+    {"events", O_EVENTS, 0, PFI_ARG_REQ, "FILE",
+     "OpenADR 3 events as JSON (GET /events' body)"},
+    {"schedule", O_SCHEDULE, 0, PFI_ARG_REQ, "FILE",
+     "CSV: start,end,limit[,level][,priority]"},
+    PFI_OPT_GROUP("Timeline options:"),
+    {"client-id", O_ID, 0, PFI_ARG_REQ, "ID", "OAuth2 client id of this VEN"},
+    {"client-secret-file", O_SECRET, 0, PFI_ARG_REQ, "F",
+     "file holding the client secret (mode 0600; or the "
+     "PFI_VEN_CLIENT_SECRET variable)"},
+    {"program", O_PROGRAM, 0, PFI_ARG_REQ, "NAME",
+     "the program whose events apply"},
+    {"baseline", O_BASELINE, 0, PFI_ARG_REQ, "W",
+     "the baseline for relative, SIMPLE and % limits, in W (default: none)"},
+    {"simple", O_SIMPLE, 0, PFI_ARG_REQ, "F1,F2,F3",
+     "SIMPLE levels 1-3 as fractions of the baseline (default "
+     "0.90,0.75,0.50; level 0 is no limit)"},
+    {"unit", O_UNIT, 0, PFI_ARG_REQ, "W",
+     "watts per payload unit when an event states none (default 1000: kW)"},
+    {"level", O_LEVEL, 0, PFI_ARG_REQ, "gpu|node|meter",
+     "where IMPORT_CAPACITY_LIMIT and setpoints apply (default meter); "
+     "curves, meter: the level of the power"},
+    {"now", O_NOW, 0, PFI_ARG_REQ, "TIME",
+     "RFC 3339 or Unix seconds (default: now)"},
+    {"seed", O_SEED, 0, PFI_ARG_REQ, "N", "randomizeStart draws (default 1)"},
+    {"floor", O_FLOOR, 0, PFI_ARG_REQ, "W",
+     "the least power the site can reach at the same level: a limit below it "
+     "is shown as infeasible, with the shortfall"},
+    {"format", O_FORMAT, 0, PFI_ARG_REQ, "F", "table (default), csv or json"},
+    PFI_OPT_GROUP("report options:"),
+    {"event", O_EVENT, 0, PFI_ARG_REQ, "ID", "the event reported on"},
+    {"start", O_START, 0, PFI_ARG_REQ, "TIME", "the interval's start"},
+    {"duration", O_DURATION, 0, PFI_ARG_REQ, "D",
+     "the interval's length (seconds or 15m); capacity: an event length, "
+     "repeatable (default 15m, 1h, 2h, 4h)"},
+    {"usage", O_USAGE, 0, PFI_ARG_REQ, "WH", "USAGE in Wh"},
+    {"demand", O_DEMAND, 0, PFI_ARG_REQ, "W", "DEMAND in W"},
+    {"baseline-w", O_BASEW, 0, PFI_ARG_REQ, "W", "BASELINE in W"},
+    {"shed-available", O_SHED, 0, PFI_ARG_REQ, "W",
+     "LOAD_SHED_DELTA_AVAILABLE in W"},
+    PFI_OPT_GROUP("subscribe options:"),
+    {"callback", O_CALLBACK, 0, PFI_ARG_REQ, "URL",
+     "where the VTN POSTs event notifications"},
+    PFI_OPT_GROUP("bridge options:"),
+    {"pfid", O_PFID, 0, PFI_ARG_REQ, "URL", "pfid's API"},
+    {"pfid-token-file", O_PFID_TOKEN, 0, PFI_ARG_REQ, "FILE",
+     "bearer token for pfid (mode 0600)"},
+    {"config", O_CONFIG, 0, PFI_ARG_REQ, "FILE",
+     "the power chain from GPU to meter (docs/grid.md); also event-report, "
+     "curves, meter"},
+    {"interval", O_INTERVAL, 0, PFI_ARG_REQ, "D",
+     "time between syncs (default 30s); meter: the measuring interval "
+     "(default 1s)"},
+    {"report", O_REPORT, 0, PFI_ARG_REQ, "D",
+     "with --vtn, report every D during an event (default 15m)"},
+    {"overlap", O_OVERLAP, 0, PFI_ARG_REQ, "D",
+     "back-to-back spans overlap by D (default 2s)"},
+    {"once", O_ONCE, 0, PFI_ARG_NONE, NULL, "one sync, then exit"},
+    {"log", O_LOG, 0, PFI_ARG_REQ, "DIR",
+     "append series.csv and jobs.csv every sync; event-report: the logged "
+     "event"},
+    PFI_OPT_GROUP("event-report and capacity options:"),
+    {"contract", O_CONTRACT, 0, PFI_ARG_REQ, "FILE",
+     "CSV job,tier[,tenant][,deadline_tput]"},
+    {"tiers", O_TIERS, 0, PFI_ARG_REQ, "FILE",
+     "CSV tier,max_loss[,max_event_s][,notice_s]"},
+    {"tier", O_TIER, 0, PFI_ARG_REQ, "NAME",
+     "capacity: every job in this tier (instead of --contract)"},
+    {"out", O_OUT, 0, PFI_ARG_REQ, "DIR",
+     "event-report: where compliance.csv and event.html go"},
+    {"nodes", O_NODES, 0, PFI_ARG_REQ, "N",
+     "event-report: the nodes the GPU power is spread over"},
+    {"notice", O_NOTICE, 0, PFI_ARG_REQ, "D",
+     "capacity: the notice given (default 0)"},
+    PFI_OPT_GROUP("capacity and curves options:"),
+    {"curves", O_CURVES, 0, PFI_ARG_REQ, "FILE", "the jobs' curves CSV"},
+    {"map", O_MAP, 0, PFI_ARG_REQ, "MAP",
+     "curves column mapping NAME=COLUMN,... (docs/formats.md)"},
+    {"gpus-per-node", O_GPN, 0, PFI_ARG_REQ, "N",
+     "curves: GPUs per node (default 8)"},
+    PFI_OPT_GROUP("meter options:"),
+    {"gpu-w", O_GPUW, 0, PFI_ARG_REQ, "W[,W...]",
+     "GPU power, for the node and facility power by the chain"},
+    {"other-w", O_OTHERW, 0, PFI_ARG_REQ, "W[,W...]", "the node's other power"},
+    {"powercap", O_POWERCAP, 0, PFI_ARG_REQ, "DIR",
+     "the powercap tree (default /sys/class/powercap)"},
+    {"limit", O_LIMIT, 0, PFI_ARG_REQ, "W",
+     "with --level, the GPU power that meets this limit now"},
+    PFI_OPT_GROUP(""),
+    PFI_OPT_HELP,
+    PFI_OPT_END};
+
+static const struct pfi_cmd_help help = {
+    "grid",
     "usage: pfi grid timeline [SOURCES] [OPTIONS]\n"
     "       pfi grid report --vtn URL --client-id ID --program NAME\n"
     "                       --event ID --start TIME --duration D VALUES\n"
@@ -39,38 +136,13 @@ static const char usage_text[] =
     "                       [--gpus-per-node N]\n"
     "       pfi grid meter [--config FILE] [--gpu-w W[,W...]]\n"
     "                      [--other-w W[,W...]] [--powercap DIR]\n"
-    "                      [--interval D] [--limit W --level node|meter]\n"
-    "\n"
+    "                      [--interval D] [--limit W --level node|meter]\n",
     "timeline: the power limits the site must keep, from every source, merged\n"
     "by one rule (docs/grid.md): within a source the event of higher priority\n"
     "(lower OpenADR priority number) wins an overlap, then the "
     "later-scheduled\n"
     "one; across sources the lowest limit wins at every instant.\n"
-    "  Sources (any number; at least one):\n"
-    "    --vtn URL              poll an OpenADR 3.1 VTN (with --client-id,\n"
-    "                           --client-secret-file and --program)\n"
-    "    --events FILE          OpenADR 3 events as JSON (GET /events' body)\n"
-    "    --schedule FILE        CSV: start,end,limit[,level][,priority]\n"
-    "  Options:\n"
-    "    --client-id ID         OAuth2 client id of this VEN\n"
-    "    --client-secret-file F file holding the client secret (mode 0600;\n"
-    "                           or the PFI_VEN_CLIENT_SECRET variable)\n"
-    "    --program NAME         the program whose events apply\n"
-    "    --baseline W           the baseline for relative, SIMPLE and %\n"
-    "                           limits, in W (default: none)\n"
-    "    --simple F1,F2,F3      SIMPLE levels 1-3 as fractions of the\n"
-    "                           baseline (default 0.90,0.75,0.50; level 0 is\n"
-    "                           no limit)\n"
-    "    --unit W               watts per payload unit when an event states\n"
-    "                           none (default 1000: kW)\n"
-    "    --level gpu|node|meter where IMPORT_CAPACITY_LIMIT and setpoints\n"
-    "                           apply (default meter)\n"
-    "    --now TIME             RFC 3339 or Unix seconds (default: now)\n"
-    "    --seed N               randomizeStart draws (default 1)\n"
-    "    --floor W              the least power the site can reach at the\n"
-    "                           same level: a limit below it is shown as\n"
-    "                           infeasible, with the shortfall\n"
-    "    --format table|csv|json\n"
+    "The sources and options are listed below.\n"
     "\n"
     "report: POSTs one interval's report for an event: any of --usage WH,\n"
     "--demand W, --baseline-w W, --shed-available W (OpenADR USAGE, DEMAND,\n"
@@ -103,7 +175,7 @@ static const char usage_text[] =
     "2h, 4h) and the notice given (--notice, default 0): a job whose tier's\n"
     "longest event is shorter, or needs more notice, is not cut. With the\n"
     "curves' standard errors (tokens_sd), the quotes come with the range\n"
-    "over the curves' 95 %% intervals. The number to bid, and to report as\n"
+    "over the curves' 95 % intervals. The number to bid, and to report as\n"
     "LOAD_SHED_DELTA_AVAILABLE.\n"
     "\n"
     "curves: rewrites a curves file with each point's power at the node or\n"
@@ -119,11 +191,13 @@ static const char usage_text[] =
     "and DRAM power over --interval, default 1s) and, with --gpu-w, GPU,\n"
     "node and facility power by the configured chain (--config: node_other_w,\n"
     "psu_rated_w, psu_curve, pue, facility_other_w; docs/grid.md); with\n"
-    "--limit and --level, the GPU power that meets that limit now.\n"
-    "\n"
+    "--limit and --level, the GPU power that meets that limit now.\n",
+    opts,
     "Exit status: 0 ok, 1 a VTN or device failure (network, HTTP, refused\n"
     "credentials), 2 bad usage or bad input (file:line:column or the JSON\n"
-    "field).\n";
+    "field).\n",
+    0,
+    NULL};
 
 int pfi__grid_usage(const char *fmt, const char *arg) {
   return pfi_cli_usage("grid", fmt, arg);
@@ -249,55 +323,11 @@ static int print_timeline(const struct pfi_timeline *tl, enum pfi_format fmt,
 }
 
 static int parse(int argc, char **argv, struct opts *o) {
-  static const struct option lo[] = {
-      {"vtn", required_argument, NULL, O_VTN},
-      {"events", required_argument, NULL, O_EVENTS},
-      {"schedule", required_argument, NULL, O_SCHEDULE},
-      {"client-id", required_argument, NULL, O_ID},
-      {"client-secret-file", required_argument, NULL, O_SECRET},
-      {"program", required_argument, NULL, O_PROGRAM},
-      {"baseline", required_argument, NULL, O_BASELINE},
-      {"simple", required_argument, NULL, O_SIMPLE},
-      {"unit", required_argument, NULL, O_UNIT},
-      {"level", required_argument, NULL, O_LEVEL},
-      {"now", required_argument, NULL, O_NOW},
-      {"seed", required_argument, NULL, O_SEED},
-      {"format", required_argument, NULL, O_FORMAT},
-      {"event", required_argument, NULL, O_EVENT},
-      {"start", required_argument, NULL, O_START},
-      {"duration", required_argument, NULL, O_DURATION},
-      {"usage", required_argument, NULL, O_USAGE},
-      {"demand", required_argument, NULL, O_DEMAND},
-      {"baseline-w", required_argument, NULL, O_BASEW},
-      {"shed-available", required_argument, NULL, O_SHED},
-      {"config", required_argument, NULL, O_CONFIG},
-      {"gpu-w", required_argument, NULL, O_GPUW},
-      {"other-w", required_argument, NULL, O_OTHERW},
-      {"powercap", required_argument, NULL, O_POWERCAP},
-      {"interval", required_argument, NULL, O_INTERVAL},
-      {"limit", required_argument, NULL, O_LIMIT},
-      {"floor", required_argument, NULL, O_FLOOR},
-      {"callback", required_argument, NULL, O_CALLBACK},
-      {"curves", required_argument, NULL, O_CURVES},
-      {"map", required_argument, NULL, O_MAP},
-      {"tiers", required_argument, NULL, O_TIERS},
-      {"contract", required_argument, NULL, O_CONTRACT},
-      {"tier", required_argument, NULL, O_TIER},
-      {"notice", required_argument, NULL, O_NOTICE},
-      {"gpus-per-node", required_argument, NULL, O_GPN},
-      {"pfid", required_argument, NULL, O_PFID},
-      {"pfid-token-file", required_argument, NULL, O_PFID_TOKEN},
-      {"overlap", required_argument, NULL, O_OVERLAP},
-      {"report", required_argument, NULL, O_REPORT},
-      {"once", no_argument, NULL, O_ONCE},
-      {"log", required_argument, NULL, O_LOG},
-      {"out", required_argument, NULL, O_OUT},
-      {"nodes", required_argument, NULL, O_NODES},
-      {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0}};
   int c;
   struct pfi_error err;
-  while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+  struct pfi_optparse op;
+  pfi_opt_start(&op, &help, argc, argv);
+  while ((c = pfi_opt_next(&op)) != -1) {
     double *dst = NULL;
     switch (c) {
     case O_VTN:
@@ -477,10 +507,10 @@ static int parse(int argc, char **argv, struct opts *o) {
         return PFI_EXIT_USAGE;
       break;
     case 'h':
-      fputs(usage_text, stdout);
+      pfi_opt_print_help(&help, stdout);
       return -1;
-    default:
-      return pfi_cli_usage("grid", "bad option");
+    default: /* said by pfi_opt_next() */
+      return PFI_EXIT_USAGE;
     }
     if (dst && (pfi_cli_parse_double(optarg, dst) < 0 || !isfinite(*dst) ||
                 *dst < 0 || *dst > 1e12))
@@ -649,7 +679,7 @@ static int grid_subscribe(const struct opts *o) {
 
 int cmd_grid(int argc, char **argv) {
   if (argc < 2 || pfi_cli_is_help(argv[1])) {
-    fputs(usage_text, argc < 2 ? stderr : stdout);
+    pfi_opt_print_help(&help, argc < 2 ? stderr : stdout);
     return argc < 2 ? PFI_EXIT_USAGE : 0;
   }
   const char *sub = argv[1];

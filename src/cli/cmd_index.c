@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* `pfi index`: the Power Flexibility Index of every job of a curves file. */
-#include <getopt.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,13 +8,38 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "opt.h"
 #include "pfi/curve.h"
 #include "pfi/fmt.h"
 #include "pfi/index.h"
 
-static const char usage_text[] =
-    "usage: pfi index [options] FILE\n"
-    "\n"
+static const struct pfi_opt opts[] = {
+    {"definition", 'd', 0, PFI_ARG_REQ, "D",
+     "ratio, area, ce or all (default all)"},
+    {"caps", 'c', 0, PFI_ARG_REQ, "LIST",
+     "keep only these caps in every job, e.g. 200,500,600,700 or 200:700:100; "
+     "a job lacking one is an error"},
+    {"ci", 'n', 0, PFI_ARG_REQ, "N",
+     "95 % interval of the ratio PFI from N Monte Carlo draws (default 0: "
+     "none; the paper uses 10000)"},
+    {"seed", 's', 0, PFI_ARG_REQ, "S",
+     "random seed of the draws (default 1); the same seed gives the same "
+     "output"},
+    {"noise", 'e', 0, PFI_ARG_REQ, "P,T",
+     "relative noise, in %, of points without power_sd_w / tokens_sd (default "
+     "0.04,0.05: the paper's median standard errors); the output states it "
+     "when used"},
+    {"map", 'm', 0, PFI_ARG_REQ, "NAME=COLUMN,...",
+     "read canonical column NAME from the file's COLUMN, e.g. "
+     "job=Workload,cap_w=GPU power cap,power_w=total GPU "
+     "power,tokens_per_s=throughput"},
+    {"format", 'f', 0, PFI_ARG_REQ, "F", "table (default), csv or json"},
+    PFI_OPT_HELP,
+    PFI_OPT_END};
+
+static const struct pfi_cmd_help help = {
+    "index",
+    "usage: pfi index [options] FILE\n",
     "Computes the Power Flexibility Index of every job of a curves CSV\n"
     "(FILE, or - for standard input): required columns job, cap_w, power_w,\n"
     "tokens_per_s; optional gpus, power_sd_w, tokens_sd, runs. The point with\n"
@@ -32,34 +56,15 @@ static const char usage_text[] =
     "         one. The others are listed in excluded_caps, the reason in\n"
     "         excluded_why: no-loss, loss-in-noise, power-in-noise\n"
     "  area   integral of T/T_max over P/P_max from (0,0), minus 1/2\n"
-    "  ce     1 - a, a the slope of log T on log P (least squares)\n"
-    "\n"
-    "Options:\n"
-    "  --definition D  ratio, area, ce or all (default all)\n"
-    "  --caps LIST     keep only these caps in every job, e.g. "
-    "200,500,600,700\n"
-    "                  or 200:700:100; a job lacking one is an error\n"
-    "  --ci N          95 %% interval of the ratio PFI from N Monte Carlo "
-    "draws\n"
-    "                  (default 0: none; the paper uses 10000)\n"
-    "  --seed S        random seed of the draws (default 1); the same seed\n"
-    "                  gives the same output\n"
-    "  --noise P,T     relative noise, in %%, of points without power_sd_w /\n"
-    "                  tokens_sd (default 0.04,0.05: the paper's median\n"
-    "                  standard errors); the output states it when used\n"
-    "  --map NAME=COLUMN,...\n"
-    "                  read canonical column NAME from the file's COLUMN, "
-    "e.g.\n"
-    "                  job=Workload,cap_w=GPU power cap,power_w=total GPU "
-    "power,tokens_per_s=throughput\n"
-    "  --format F      table (default), csv or json\n"
-    "  -h, --help      this text\n"
-    "\n"
+    "  ce     1 - a, a the slope of log T on log P (least squares)\n",
+    opts,
     "Undefined values (no capped point bound; all powers equal; no interval)\n"
     "print as - in table and csv, null in JSON. Bad input (missing column,\n"
     "non-numeric, NaN or infinite value, zero or negative power or\n"
     "throughput, duplicate cap, a job with fewer than 2 points) is reported\n"
-    "as FILE:LINE:COLUMN with exit status 2.\n";
+    "as FILE:LINE:COLUMN with exit status 2.\n",
+    0,
+    NULL};
 
 enum { DEF_RATIO = 1, DEF_AREA = 2, DEF_CE = 4, DEF_ALL = 7 };
 
@@ -201,16 +206,6 @@ static int put_csv_row(FILE *fp, const char *job, const struct row *rw,
 }
 
 int cmd_index(int argc, char **argv) {
-  static const struct option opts[] = {
-      {"definition", required_argument, NULL, 'd'},
-      {"caps", required_argument, NULL, 'c'},
-      {"ci", required_argument, NULL, 'n'},
-      {"seed", required_argument, NULL, 's'},
-      {"noise", required_argument, NULL, 'e'},
-      {"map", required_argument, NULL, 'm'},
-      {"format", required_argument, NULL, 'f'},
-      {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0}};
   const char *cmd = "index";
   int defs = DEF_ALL;
   double *caps = NULL;
@@ -227,13 +222,13 @@ int cmd_index(int argc, char **argv) {
   pfi_error_clear(&err);
   pfi_curveset_init(&set);
 
-  optind = 1;
-  opterr = 0;
   int c;
-  while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+  struct pfi_optparse op;
+  pfi_opt_start(&op, &help, argc, argv);
+  while ((c = pfi_opt_next(&op)) != -1) {
     switch (c) {
     case 'h':
-      fputs(usage_text, stdout);
+      pfi_opt_print_help(&help, stdout);
       goto out;
     case 'd':
       if (strcmp(optarg, "ratio") == 0)
@@ -303,12 +298,8 @@ int cmd_index(int argc, char **argv) {
       if (status)
         goto out;
       break;
-    case ':':
-      status =
-          pfi_cli_usage(cmd, "option '%s' needs a value", argv[optind - 1]);
-      goto out;
-    default:
-      status = pfi_cli_usage(cmd, "unknown option '%s'", argv[optind - 1]);
+    default: /* said by pfi_opt_next() */
+      status = PFI_EXIT_USAGE;
       goto out;
     }
   }

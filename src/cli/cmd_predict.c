@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* `pfi predict`: apply a saved PFI model to a features file. */
-#include <getopt.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -8,17 +7,28 @@
 #include <string.h>
 
 #include "cli.h"
-#include "pfi/fmt.h"
+#include "opt.h"
 #include "pfi/curve.h"
 #include "pfi/features.h"
+#include "pfi/fmt.h"
 #include "pfi/index.h"
 #include "pfi/model.h"
 #include "pfi/stats.h"
 
-static const char usage_text[] =
+static const struct pfi_opt opts[] = {
+    {"curves", 'c', 0, PFI_ARG_REQ, "FILE",
+     "curves of (some of) the jobs, for validation"},
+    {"map", 'M', 0, PFI_ARG_REQ, "MAP",
+     "curves column mapping NAME=COLUMN,..."},
+    {"format", 'F', 0, PFI_ARG_REQ, "F",
+     "table (default), csv or json (an array of {job, pfi [, pfi_true]})"},
+    PFI_OPT_HELP,
+    PFI_OPT_END};
+
+static const struct pfi_cmd_help help = {
+    "predict",
     "usage: pfi predict MODEL.json FEATURES.csv [--curves CURVES.csv]\n"
-    "                   [--map MAP] [--format F]\n"
-    "\n"
+    "                   [--map MAP] [--format F]\n",
     "Predicts each job's PFI with a model saved by 'pfi fit --output' from\n"
     "the features of its uncapped run (FEATURES.csv: a job column and the\n"
     "model's feature columns). A missing column or a bad cell is an error\n"
@@ -27,27 +37,19 @@ static const char usage_text[] =
     "With --curves (for example the held-out validation groups), each job\n"
     "that has a curve also gets its true ratio PFI (pfi_true), and the table\n"
     "ends with the validation R^2 = 1 - SSE/SST (SST around the mean of\n"
-    "those jobs' PFI), RMSE and Spearman rho.\n"
-    "\n"
-    "Options:\n"
-    "  --curves FILE  curves of (some of) the jobs, for validation\n"
-    "  --map MAP      curves column mapping NAME=COLUMN,...\n"
-    "  --format F     table (default), csv or json (an array of {job, pfi\n"
-    "                 [, pfi_true]})\n"
-    "  -h, --help     this text\n";
+    "those jobs' PFI), RMSE and Spearman rho.\n",
+    opts,
+    NULL,
+    0,
+    NULL};
 
 int cmd_predict(int argc, char **argv) {
-  static const struct option opts[] = {{"format", required_argument, 0, 'F'},
-                                       {"curves", required_argument, 0, 'c'},
-                                       {"map", required_argument, 0, 'M'},
-                                       {"help", no_argument, 0, 'h'},
-                                       {0, 0, 0, 0}};
   const char *curves = NULL, *map = NULL;
   enum pfi_format fmt = PFI_FMT_TABLE;
-  optind = 0;
-  opterr = 0;
   int o;
-  while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+  struct pfi_optparse op;
+  pfi_opt_start(&op, &help, argc, argv);
+  while ((o = pfi_opt_next(&op)) != -1) {
     switch (o) {
     case 'F':
       if (pfi_cli_format("predict", optarg,
@@ -63,11 +65,10 @@ int cmd_predict(int argc, char **argv) {
       map = optarg;
       break;
     case 'h':
-      fputs(usage_text, stdout);
+      pfi_opt_print_help(&help, stdout);
       return PFI_EXIT_OK;
-    default:
-      return pfi_cli_usage("predict", "unknown or incomplete option '%s'",
-                           argv[optind - 1]);
+    default: /* said by pfi_opt_next() */
+      return PFI_EXIT_USAGE;
     }
   }
   if (optind + 2 != argc)

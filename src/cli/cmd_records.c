@@ -1,18 +1,25 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* `pfi records`: the controller's decision records, as a table, CSV or
  * JSON. */
-#include <getopt.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
+#include "opt.h"
 #include "pfi/records.h"
 
-static const char usage_text[] =
-    "usage: pfi records DB [--event E] [--job J] [--format table|csv|json]\n"
-    "\n"
+static const struct pfi_opt opts[] = {
+    {"event", 'e', 0, PFI_ARG_REQ, "E", "only records of event E"},
+    {"job", 'j', 0, PFI_ARG_REQ, "J", "only records of job J"},
+    {"format", 'f', 0, PFI_ARG_REQ, "F", "table (default), csv or json"},
+    PFI_OPT_HELP,
+    PFI_OPT_END};
+
+static const struct pfi_cmd_help help = {
+    "records",
+    "usage: pfi records DB [--event E] [--job J] [--format table|csv|json]\n",
     "Prints the decision records of a records database (written by pfi\n"
     "control --records or a live controller): one row per decision per job,\n"
     "in order of run and sequence number. Columns: run, seq, t_s, event,\n"
@@ -20,15 +27,12 @@ static const char usage_text[] =
     "pfi_lo, pfi_hi, tput_before, tput_pred, tput_after, reason, max_loss,\n"
     "protect, shortfall_w, complete. A value not known (a pending record's\n"
     "after-values) is empty in CSV and null in JSON. docs/control.md\n"
-    "describes each field.\n"
-    "\n"
-    "Options:\n"
-    "  --event E   only records of event E\n"
-    "  --job J     only records of job J\n"
-    "  --format F  table (default), csv or json\n"
-    "\n"
+    "describes each field.\n",
+    opts,
     "Exit status 0 ok, 1 a database error, 2 bad usage or a file that is\n"
-    "not a records database.\n";
+    "not a records database.\n",
+    0,
+    NULL};
 
 struct ctx {
   enum pfi_format fmt;
@@ -113,16 +117,12 @@ static int row(void *p, const struct pfi_records_row *r) {
 }
 
 int cmd_records(int argc, char **argv) {
-  static const struct option opts[] = {{"event", required_argument, 0, 'e'},
-                                       {"job", required_argument, 0, 'j'},
-                                       {"format", required_argument, 0, 'f'},
-                                       {"help", no_argument, 0, 'h'},
-                                       {0, 0, 0, 0}};
   const char *event = NULL, *job = NULL;
   struct ctx c = {PFI_FMT_TABLE, NULL, 0};
   int o;
-  optind = 1;
-  while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+  struct pfi_optparse op;
+  pfi_opt_start(&op, &help, argc, argv);
+  while ((o = pfi_opt_next(&op)) != -1) {
     switch (o) {
     case 'e':
       event = optarg;
@@ -138,10 +138,10 @@ int cmd_records(int argc, char **argv) {
         return PFI_EXIT_USAGE;
       break;
     case 'h':
-      fputs(usage_text, stdout);
+      pfi_opt_print_help(&help, stdout);
       return 0;
-    default:
-      return pfi_cli_usage("records", "unknown option");
+    default: /* said by pfi_opt_next() */
+      return PFI_EXIT_USAGE;
     }
   }
   if (optind + 1 != argc)

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* `pfi replay`: a grid event's power target replayed against a set of jobs,
  * step by step, by several allocation strategies and the exact oracle. */
-#include <getopt.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,53 +8,66 @@
 #include <string.h>
 
 #include "cli.h"
-#include "pfi/fmt.h"
+#include "opt.h"
 #include "pfi/alloc.h"
+#include "pfi/fmt.h"
 #include "pfi/jobset.h"
 #include "pfi/oracle.h"
 #include "pfi/replay.h"
 
-static const char usage_text[] =
+static const struct pfi_opt opts[] = {
+    {"curves", 'c', 0, PFI_ARG_REQ, "FILE",
+     "curves CSV (job, cap_w, power_w, tokens_per_s)"},
+    {"target", 'T', 0, PFI_ARG_REQ, "TRACE",
+     "power trace CSV: a time and a power column"},
+    {"time-col", 'x', 0, PFI_ARG_REQ, "NAME",
+     "time column (default: timestamp, time or t)"},
+    {"power-col", 'y', 0, PFI_ARG_REQ, "NAME",
+     "power column in W (default: total, power_w or power)"},
+    {"baseline", 'b', 0, PFI_ARG_REQ, "W|auto",
+     "the pre-event power in W; auto (default): the median of the samples of "
+     "the first 15 minutes"},
+    {"strategies", 's', 0, PFI_ARG_REQ, "LIST",
+     "comma-separated (default oracle,equal): oracle, equal, moe-ft-weighted, "
+     "pfi-aware, dram-copy, pfi-curve, or all"},
+    {"features", 'f', 0, PFI_ARG_REQ, "FILE",
+     "features CSV (for strategies that need them)"},
+    {"model", 'm', 0, PFI_ARG_REQ, "FILE",
+     "PFI model saved by pfi fit --output"},
+    {"true-pfi", 't', 0, PFI_ARG_NONE, NULL,
+     "pfi-aware/pfi-curve use the curves' own PFI"},
+    {"pfi-features", 'P', 0, PFI_ARG_REQ, "L",
+     "features of the fitted PFI model"},
+    {"map", 'M', 0, PFI_ARG_REQ, "MAP",
+     "curves column mapping NAME=COLUMN,..."},
+    {"event-min-cut", 'e', 0, PFI_ARG_REQ, "R",
+     "least cut of an event step (default 5%): steps closer to the baseline "
+     "are not the event's"},
+    {"show", 'S', 0, PFI_ARG_REQ, "WHAT",
+     "table and CSV output: summary (default; totals per strategy and per "
+     "job), series (the time series) jobs (per job and strategy) or caps (each "
+     "job's power and per-GPU cap at each step)"},
+    {"format", 'F', 0, PFI_ARG_REQ, "F",
+     "table (default), csv or json (everything)"},
+    PFI_OPT_HELP,
+    PFI_OPT_END};
+
+static const struct pfi_cmd_help help = {
+    "replay",
     "usage: pfi replay --curves FILE --target TRACE [--features FILE]\n"
     "                  [--time-col NAME] [--power-col NAME]\n"
     "                  [--baseline W|auto] [--strategies LIST]\n"
     "                  [--model MODEL.json | --true-pfi] [--pfi-features L]\n"
     "                  [--map MAP] [--show summary|series|jobs|caps]\n"
-    "                  [--format table|csv|json]\n"
-    "\n"
+    "                  [--format table|csv|json]\n",
     "Replays a grid event: TRACE gives the cluster's power over time; the\n"
     "cut at each step is max(0, 1 - target / baseline), and each strategy\n"
     "splits that cut of the jobs' total uncapped power across the jobs, as\n"
     "pfi allocate does, at every step. A step whose cut goes below the\n"
     "jobs' floors is infeasible: every job runs at its floor and the watts\n"
     "above the budget are reported. The exact oracle always runs, for the\n"
-    "gap to it.\n"
-    "\n"
-    "Options:\n"
-    "  --curves FILE      curves CSV (job, cap_w, power_w, tokens_per_s)\n"
-    "  --target TRACE     power trace CSV: a time and a power column\n"
-    "  --time-col NAME    time column (default: timestamp, time or t)\n"
-    "  --power-col NAME   power column in W (default: total, power_w or\n"
-    "                     power)\n"
-    "  --baseline W|auto  the pre-event power in W; auto (default): the\n"
-    "                     median of the samples of the first 15 minutes\n"
-    "  --strategies LIST  comma-separated (default oracle,equal): oracle,\n"
-    "                     equal, moe-ft-weighted, pfi-aware, dram-copy,\n"
-    "                     pfi-curve, or all\n"
-    "  --features FILE    features CSV (for strategies that need them)\n"
-    "  --model FILE       PFI model saved by pfi fit --output\n"
-    "  --true-pfi         pfi-aware/pfi-curve use the curves' own PFI\n"
-    "  --pfi-features L   features of the fitted PFI model\n"
-    "  --map MAP          curves column mapping NAME=COLUMN,...\n"
-    "  --event-min-cut R  least cut of an event step (default 5%): steps\n"
-    "                     closer to the baseline are not the event's\n"
-    "  --show WHAT        table and CSV output: summary (default; totals per\n"
-    "                     strategy and per job), series (the time series)\n"
-    "                     jobs (per job and strategy) or caps (each job's\n"
-    "                     power and per-GPU cap at each step)\n"
-    "  --format F         table (default), csv or json (everything)\n"
-    "  -h, --help         this text\n"
-    "\n"
+    "gap to it.\n",
+    opts,
     "Timestamps: 2025-05-04 14:40:00-07:00 (date, time, optional offset),\n"
     "14:00 or 14:00:30 (time of day), or seconds; one form per file, in\n"
     "strictly increasing order. Each sample holds until the next; the last\n"
@@ -63,8 +75,8 @@ static const char usage_text[] =
     "\n"
     "Totals per strategy: retained = sum(dt * tokens/s) / sum(dt * uncapped\n"
     "tokens/s) over the trace, retained_event the same over the event steps\n"
-    "(cut >= --event-min-cut), energy, max and mean cut, infeasible steps and "
-    "the\n"
+    "(cut >= --event-min-cut), energy, max and mean cut, infeasible steps "
+    "and the\n"
     "largest excess (W), gap to the oracle in percentage points.\n"
     "JSON keys: target, source, baseline_w, baseline_rule, steps,\n"
     "event_steps, uncapped_w, floor_w, max_cut, mean_cut, infeasible_steps,\n"
@@ -74,7 +86,9 @@ static const char usage_text[] =
     "retained, retained_event, mean_power_w}], series [{time, t_s, cut,\n"
     "budget_w, power_w, tokens_per_s, normalized, feasible, short_w,\n"
     "job_power_w [..], job_cap_w [..] (in the order of jobs)}]}].\n"
-    "Exit status 0 ok, 1 run-time failure, 2 bad usage or bad input.\n";
+    "Exit status 0 ok, 1 run-time failure, 2 bad usage or bad input.\n",
+    0,
+    NULL};
 
 enum show { SHOW_SUMMARY, SHOW_SERIES, SHOW_JOBS, SHOW_CAPS };
 
@@ -115,23 +129,6 @@ static int parse_strategies(const char *s, unsigned *asked) {
 }
 
 int cmd_replay(int argc, char **argv) {
-  static const struct option opts[] = {
-      {"curves", required_argument, 0, 'c'},
-      {"features", required_argument, 0, 'f'},
-      {"target", required_argument, 0, 'T'},
-      {"time-col", required_argument, 0, 'x'},
-      {"power-col", required_argument, 0, 'y'},
-      {"baseline", required_argument, 0, 'b'},
-      {"strategies", required_argument, 0, 's'},
-      {"model", required_argument, 0, 'm'},
-      {"true-pfi", no_argument, 0, 't'},
-      {"pfi-features", required_argument, 0, 'P'},
-      {"map", required_argument, 0, 'M'},
-      {"show", required_argument, 0, 'S'},
-      {"event-min-cut", required_argument, 0, 'e'},
-      {"format", required_argument, 0, 'F'},
-      {"help", no_argument, 0, 'h'},
-      {0, 0, 0, 0}};
   const char *curves = NULL, *features = NULL, *target = NULL, *time_col = NULL,
              *power_col = NULL, *base_s = "auto", *strat_s = "oracle,equal",
              *model_path = NULL, *pfeat = NULL, *map = NULL;
@@ -139,10 +136,10 @@ int cmd_replay(int argc, char **argv) {
   double event_min = PFI_REPLAY_EVENT_MIN_CUT;
   enum show show = SHOW_SUMMARY;
   enum pfi_format fmt = PFI_FMT_TABLE;
-  optind = 0;
-  opterr = 0;
   int o;
-  while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+  struct pfi_optparse op;
+  pfi_opt_start(&op, &help, argc, argv);
+  while ((o = pfi_opt_next(&op)) != -1) {
     switch (o) {
     case 'c':
       curves = optarg;
@@ -209,11 +206,10 @@ int cmd_replay(int argc, char **argv) {
         return PFI_EXIT_USAGE;
       break;
     case 'h':
-      fputs(usage_text, stdout);
+      pfi_opt_print_help(&help, stdout);
       return PFI_EXIT_OK;
-    default:
-      return pfi_cli_usage("replay", "unknown or incomplete option '%s'",
-                           argv[optind - 1]);
+    default: /* said by pfi_opt_next() */
+      return PFI_EXIT_USAGE;
     }
   }
   if (optind < argc)

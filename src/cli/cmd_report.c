@@ -1,20 +1,55 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* `pfi report`: the HTML report and result tables of a campaign. */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "opt.h"
 #include "pfi/campaign.h"
 #include "pfi/report.h"
+#include "pfi/sim.h"
 #include "pfi/store.h"
 #include "pfi/trace.h"
 
-static const char usage_text[] =
-    "usage: pfi report [options] FILE.csv|DB|DIR\n"
-    "\n"
+static const struct pfi_opt opts[] = {
+    {"out", 'o', 'o', PFI_ARG_REQ, "DIR",
+     "output directory, created with its parents when absent (default: DIR "
+     "itself; for a DB, its path without .db plus -report)"},
+    {"seed", 's', 0, PFI_ARG_REQ, "S",
+     "seed of the intervals and the simulation (default 1); the same seed "
+     "gives the same bytes"},
+    {"draws", 'd', 0, PFI_ARG_REQ, "N",
+     "Monte Carlo draws per group for the 95 % intervals (default 10000)"},
+    {"workloads", 'w', 0, PFI_ARG_REQ, "N",
+     "allocation simulation workloads (default " PFI_STR(
+         PFI_SIM_DEFAULT_WORKLOADS) ")"},
+    {"jobs-per-workload", 'j', 0, PFI_ARG_REQ, "N",
+     "jobs per workload (default " PFI_STR(PFI_SIM_DEFAULT_SIZE) ")"},
+    {"cluster", 'C', 0, PFI_ARG_REQ, "C",
+     "leave-one-cluster-out clusters: archtask (default, the paper's 4 "
+     "architecture x task clusters) or pooled (3 classes, dense pretraining "
+     "and fine-tuning pooled)"},
+    {"no-figures", 'n', 0, PFI_ARG_NONE, NULL,
+     "tables only (figures need gnuplot)"},
+    {"map", 'M', 0, PFI_ARG_REQ, "MAP",
+     "curves column mapping (docs/formats.md), for a FILE.csv or the "
+     "operator's page"},
+    {"unit", 'U', 0, PFI_ARG_REQ, "NAME",
+     "the throughput's unit on the operator's page"},
+    {"paper", 'P', 0, PFI_ARG_NONE, NULL,
+     "the paper-reproduction page even without the paper's groups (DIR or DB)"},
+    {"gate", 'G', 0, PFI_ARG_REQ, "REF.csv",
+     "on the operator's page, a replay-gate section: the input against the "
+     "reference sweep REF.csv (read with --map; docs/gate.md)"},
+    {"quiet", 'q', 'q', PFI_ARG_NONE, NULL, "no progress on stderr"},
+    PFI_OPT_HELP,
+    PFI_OPT_END};
+
+static const struct pfi_cmd_help help = {
+    "report",
+    "usage: pfi report [options] FILE.csv|DB|DIR\n",
     "Builds report.html (one self-contained page: figures inline, no network)\n"
     "and every result table as NAME.csv and NAME.json, from\n"
     "  DIR  a directory holding curves.csv (required), features.csv and\n"
@@ -28,38 +63,12 @@ static const char usage_text[] =
     "of the paper's groups is in the input (or for a FILE.csv), the page is\n"
     "the operator's: jobs ranked from most to least flexible, the\n"
     "flexibility capacity and the cap plan for a ladder of cuts, with no\n"
-    "comparison to the paper; --paper builds the paper-reproduction page.\n"
-    "\n"
-    "Options:\n"
-    "  --out DIR          output directory, created with its parents when\n"
-    "                     absent (default: DIR itself; for a DB, its path\n"
-    "                     without .db plus -report)\n"
-    "  --seed S           seed of the intervals and the simulation (default "
-    "1);\n"
-    "                     the same seed gives the same bytes\n"
-    "  --draws N          Monte Carlo draws per group for the 95 %% intervals\n"
-    "                     (default 10000)\n"
-    "  --workloads N      allocation simulation workloads (default 500)\n"
-    "  --jobs-per-workload N\n"
-    "                     jobs per workload (default 100)\n"
-    "  --cluster C        leave-one-cluster-out clusters: archtask (default,\n"
-    "                     the paper's 4 architecture x task clusters) or\n"
-    "                     pooled (3 classes, dense pretraining and\n"
-    "                     fine-tuning pooled)\n"
-    "  --no-figures       tables only (figures need gnuplot)\n"
-    "  --map MAP          curves column mapping (docs/formats.md), for a\n"
-    "                     FILE.csv or the operator's page\n"
-    "  --unit NAME        the throughput's unit on the operator's page\n"
-    "  --paper            the paper-reproduction page even without the\n"
-    "                     paper's groups (DIR or DB)\n"
-    "  --gate REF.csv     on the operator's page, a replay-gate section:\n"
-    "                     the input against the reference sweep REF.csv\n"
-    "                     (read with --map; docs/gate.md)\n"
-    "  -q, --quiet        no progress on stderr\n"
-    "  -h, --help         this text\n"
-    "\n"
+    "comparison to the paper; --paper builds the paper-reproduction page.\n",
+    opts,
     "Exit status: 0 ok, 1 run-time failure (gnuplot missing or failing),\n"
-    "2 bad usage or bad input (FILE:LINE:COLUMN).\n";
+    "2 bad usage or bad input (FILE:LINE:COLUMN).\n",
+    0,
+    NULL};
 
 /* A trace store is an SQLite file. */
 static int is_store(const char *path) {
@@ -74,35 +83,20 @@ static int is_store(const char *path) {
 
 static void progress(const char *msg, void *arg) {
   (void)arg;
-  fprintf(stderr, "pfi: %s\n", msg);
+  pfi_cli_err("%s", msg);
 }
 
 int cmd_report(int argc, char **argv) {
-  static const struct option opts[] = {
-      {"out", required_argument, NULL, 'o'},
-      {"seed", required_argument, NULL, 's'},
-      {"draws", required_argument, NULL, 'd'},
-      {"workloads", required_argument, NULL, 'w'},
-      {"jobs-per-workload", required_argument, NULL, 'j'},
-      {"cluster", required_argument, NULL, 'C'},
-      {"no-figures", no_argument, NULL, 'n'},
-      {"map", required_argument, NULL, 'M'},
-      {"unit", required_argument, NULL, 'U'},
-      {"paper", no_argument, NULL, 'P'},
-      {"gate", required_argument, NULL, 'G'},
-      {"quiet", no_argument, NULL, 'q'},
-      {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0}};
   const char *cmd = "report";
   const char *out = NULL, *map = NULL, *unit = NULL;
   int quiet = 0, paper = 0;
   struct pfi_report_opts o;
   pfi_report_opts_init(&o);
-  optind = 1;
-  opterr = 0;
   int c;
   unsigned long u;
-  while ((c = getopt_long(argc, argv, ":o:qh", opts, NULL)) != -1) {
+  struct pfi_optparse op;
+  pfi_opt_start(&op, &help, argc, argv);
+  while ((c = pfi_opt_next(&op)) != -1) {
     switch (c) {
     case 'o':
       out = optarg;
@@ -158,12 +152,10 @@ int cmd_report(int argc, char **argv) {
       quiet = 1;
       break;
     case 'h':
-      fputs(usage_text, stdout);
+      pfi_opt_print_help(&help, stdout);
       return 0;
-    case ':':
-      return pfi_cli_usage(cmd, "option '%s' needs a value", argv[optind - 1]);
-    default:
-      return pfi_cli_usage(cmd, "unknown option '%s'", argv[optind - 1]);
+    default: /* said by pfi_opt_next() */
+      return PFI_EXIT_USAGE;
     }
   }
   if (optind != argc - 1)
@@ -232,7 +224,7 @@ int cmd_report(int argc, char **argv) {
       return pfi_cli_fail(&err);
     }
     if (!quiet)
-      fprintf(stderr, "pfi: summarizing %s into %s\n", in, out);
+      pfi_cli_err("summarizing %s into %s", in, out);
     /* The summaries first (curves.csv, features.csv, mechanism.csv); the
      * page is the paper's only when the paper's groups are there. */
     struct pfi_summary_opts so;

@@ -1,22 +1,49 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* `pfi reproduce`: the paper's campaign on the emulator, with the report. */
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "opt.h"
 #include "pfi/reproduce.h"
+#include "pfi/sim.h"
 
-static const char usage_text[] =
-    "usage: pfi reproduce [options]\n"
-    "\n"
+static const struct pfi_opt opts[] = {
+    {"out", 'o', 'o', PFI_ARG_REQ, "DIR", "output directory (default out)"},
+    {"seed", 's', 0, PFI_ARG_REQ, "S",
+     "seed of the emulator, intervals and simulation (default 1)"},
+    {"jobs", 'J', 0, PFI_ARG_REQ, "FILE",
+     "job library (default data/jobs/jobs.csv)"},
+    {"duration", 'D', 0, PFI_ARG_REQ, "D",
+     "run length in device time, 1s..24h (default 30m)"},
+    {"interval", 'I', 0, PFI_ARG_REQ, "D",
+     "sampling interval, 0.1s..10m (default 5s)"},
+    {"draws", 'd', 0, PFI_ARG_REQ, "N",
+     "Monte Carlo draws per group (default 10000)"},
+    {"workloads", 'w', 0, PFI_ARG_REQ, "N",
+     "simulation workloads (default " PFI_STR(PFI_SIM_DEFAULT_WORKLOADS) ")"},
+    {"jobs-per-workload", 'j', 0, PFI_ARG_REQ, "N",
+     "jobs per workload (default " PFI_STR(PFI_SIM_DEFAULT_SIZE) ")"},
+    {"cluster", 'C', 0, PFI_ARG_REQ, "C",
+     "leave-one-cluster-out clusters: archtask (default, the paper's 4 "
+     "architecture x task clusters) or pooled (3 classes, dense pretraining "
+     "and fine-tuning pooled)"},
+    {"no-figures", 'n', 0, PFI_ARG_NONE, NULL,
+     "tables only (figures need gnuplot)"},
+    {"quiet", 'q', 'q', PFI_ARG_NONE, NULL, "no progress on stderr"},
+    PFI_OPT_HELP,
+    PFI_OPT_END};
+
+static const struct pfi_cmd_help help = {
+    "reproduce",
+    "usage: pfi reproduce [options]\n",
     "Runs the paper's whole campaign on the built-in H200/H100 emulator and\n"
     "writes a report. Every group of the job library is swept through the\n"
     "sweep harness (emu backend, virtual time: a 30-minute run takes\n"
     "milliseconds) into one trace store, summarized into curves and\n"
-    "features, and analysed: PFI per group with 95 %% intervals (three\n"
+    "features, and analysed: PFI per group with 95 % intervals (three\n"
     "definitions), class medians and means, Kruskal-Wallis with Dunn/Holm,\n"
     "grid sensitivity, H100 vs H200, telemetry screening with\n"
     "Benjamini-Hochberg q-values, leverage, the predictor ablation (LOO and\n"
@@ -29,29 +56,12 @@ static const char usage_text[] =
     "Writes into DIR: campaign.db (trace store), curves.csv, features.csv,\n"
     "mechanism.csv, every table as NAME.csv and NAME.json, and report.html\n"
     "(self-contained; opens from disk). The same seed gives the same bytes\n"
-    "(except campaign.db, which records wall-clock times of cap changes).\n"
-    "\n"
-    "Options:\n"
-    "  --out DIR          output directory (default out)\n"
-    "  --seed S           seed of the emulator, intervals and simulation\n"
-    "                     (default 1)\n"
-    "  --jobs FILE        job library (default data/jobs/jobs.csv)\n"
-    "  --duration D       run length in device time, 1s..24h (default 30m)\n"
-    "  --interval D       sampling interval, 0.1s..10m (default 5s)\n"
-    "  --draws N          Monte Carlo draws per group (default 10000)\n"
-    "  --workloads N      simulation workloads (default 500)\n"
-    "  --jobs-per-workload N\n"
-    "                     jobs per workload (default 100)\n"
-    "  --cluster C        leave-one-cluster-out clusters: archtask (default,\n"
-    "                     the paper's 4 architecture x task clusters) or\n"
-    "                     pooled (3 classes, dense pretraining and\n"
-    "                     fine-tuning pooled)\n"
-    "  --no-figures       tables only (figures need gnuplot)\n"
-    "  -q, --quiet        no progress on stderr\n"
-    "  -h, --help         this text\n"
-    "\n"
+    "(except campaign.db, which records wall-clock times of cap changes).\n",
+    opts,
     "Prints the report's path on standard output. Exit status: 0 ok,\n"
-    "1 run-time failure, 2 bad usage or bad input (FILE:LINE:COLUMN).\n";
+    "1 run-time failure, 2 bad usage or bad input (FILE:LINE:COLUMN).\n",
+    0,
+    NULL};
 
 static volatile sig_atomic_t stop_flag;
 
@@ -62,35 +72,21 @@ static void on_signal(int sig) {
 
 static void progress(const char *msg, void *arg) {
   (void)arg;
-  fprintf(stderr, "pfi: %s\n", msg);
+  pfi_cli_err("%s", msg);
 }
 
 int cmd_reproduce(int argc, char **argv) {
-  static const struct option opts[] = {
-      {"out", required_argument, NULL, 'o'},
-      {"seed", required_argument, NULL, 's'},
-      {"jobs", required_argument, NULL, 'J'},
-      {"duration", required_argument, NULL, 'D'},
-      {"interval", required_argument, NULL, 'I'},
-      {"draws", required_argument, NULL, 'd'},
-      {"workloads", required_argument, NULL, 'w'},
-      {"jobs-per-workload", required_argument, NULL, 'j'},
-      {"cluster", required_argument, NULL, 'C'},
-      {"no-figures", no_argument, NULL, 'n'},
-      {"quiet", no_argument, NULL, 'q'},
-      {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0}};
   const char *cmd = "reproduce";
   struct pfi_reproduce_opts o;
   pfi_reproduce_opts_init(&o);
   int quiet = 0;
-  optind = 1;
-  opterr = 0;
   int c;
   unsigned long u;
   struct pfi_error err;
   pfi_error_clear(&err);
-  while ((c = getopt_long(argc, argv, ":o:qh", opts, NULL)) != -1) {
+  struct pfi_optparse op;
+  pfi_opt_start(&op, &help, argc, argv);
+  while ((c = pfi_opt_next(&op)) != -1) {
     switch (c) {
     case 'o':
       o.out_dir = optarg;
@@ -145,12 +141,10 @@ int cmd_reproduce(int argc, char **argv) {
       quiet = 1;
       break;
     case 'h':
-      fputs(usage_text, stdout);
+      pfi_opt_print_help(&help, stdout);
       return 0;
-    case ':':
-      return pfi_cli_usage(cmd, "option '%s' needs a value", argv[optind - 1]);
-    default:
-      return pfi_cli_usage(cmd, "unknown option '%s'", argv[optind - 1]);
+    default: /* said by pfi_opt_next() */
+      return PFI_EXIT_USAGE;
     }
   }
   if (optind != argc)

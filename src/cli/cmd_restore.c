@@ -1,18 +1,24 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* `pfi restore`: put back the GPU caps a killed sweep left recorded. */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "opt.h"
 #include "pfi/capset.h"
 #include "pfi/store.h"
 #include "pfi/sweep.h"
 
-static const char usage_text[] =
-    "usage: pfi restore --db FILE [--format table|csv|json]\n"
-    "\n"
+static const struct pfi_opt opts[] = {
+    {"db", 'd', 0, PFI_ARG_REQ, "FILE", "the sweep's trace store"},
+    {"format", 'f', 0, PFI_ARG_REQ, "F", "table (default), csv or json"},
+    PFI_OPT_HELP,
+    PFI_OPT_END};
+
+static const struct pfi_cmd_help help = {
+    "restore",
+    "usage: pfi restore --db FILE [--format table|csv|json]\n",
     "Restores the power caps that a sweep recorded in its trace store before\n"
     "changing them, when that sweep did not finish (pfi killed with SIGKILL,\n"
     "a crash, a power loss): each recorded GPU gets its pre-sweep cap back,\n"
@@ -35,18 +41,19 @@ static const char usage_text[] =
     "whether the row was cleared (a read-only store keeps it). Exit status: 0\n"
     "ok (also when nothing was pending), 1 a cap not restored or a row not\n"
     "cleared, a live sweep owns the store or holds one of its GPUs, 2 bad\n"
-    "usage or not a trace store (an empty file is not one, and stays empty).\n";
+    "usage or not a trace store (an empty file is not one, and stays empty).\n",
+    opts,
+    NULL,
+    0,
+    NULL};
 
 int cmd_restore(int argc, char **argv) {
-  static const struct option opts[] = {{"db", required_argument, NULL, 'd'},
-                                       {"format", required_argument, NULL, 'f'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
   const char *db = NULL;
   enum pfi_format fmt = PFI_FMT_TABLE;
   int c;
-  optind = 1;
-  while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+  struct pfi_optparse op;
+  pfi_opt_start(&op, &help, argc, argv);
+  while ((c = pfi_opt_next(&op)) != -1) {
     switch (c) {
     case 'd':
       db = optarg;
@@ -59,10 +66,10 @@ int cmd_restore(int argc, char **argv) {
         return PFI_EXIT_USAGE;
       break;
     case 'h':
-      fputs(usage_text, stdout);
+      pfi_opt_print_help(&help, stdout);
       return 0;
-    default:
-      return pfi_cli_usage("restore", "bad option");
+    default: /* said by pfi_opt_next() */
+      return PFI_EXIT_USAGE;
     }
   }
   if (optind != argc)
@@ -107,8 +114,7 @@ int cmd_restore(int argc, char **argv) {
     for (size_t i = 0; i < n; i++)
       if (rows[i].err.code && strcmp(rows[i].err.msg, err.msg) != 0) {
         char buf[PFI_ERROR_MSG_MAX + 64];
-        fprintf(stderr, "pfi: %s\n",
-                pfi_error_format(&rows[i].err, buf, sizeof buf));
+        pfi_cli_err("%s", pfi_error_format(&rows[i].err, buf, sizeof buf));
       }
     status = pfi_cli_fail(&err);
     if (status == PFI_EXIT_USAGE)

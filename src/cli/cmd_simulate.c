@@ -1,32 +1,69 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* `pfi simulate`: strategies against the oracle over sampled workloads. */
-#include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "opt.h"
 #include "pfi/alloc.h"
 #include "pfi/jobset.h"
+#include "pfi/report.h"
 #include "pfi/sim.h"
 
-static const char usage_text[] =
-    "usage: pfi simulate [--curves FILE] [--features FILE] [--workloads 500]\n"
-    "                    [--size 100] [--mix random|production|FILE.csv]\n"
-    "                    [--cuts 0,5,10,15,20,25,30,35,40] [--strategies L]\n"
+static const struct pfi_opt opts[] = {
+    {"curves", 'c', 0, PFI_ARG_REQ, "FILE",
+     "curves CSV (default data/jobs/curves.csv)"},
+    {"features", 'f', 0, PFI_ARG_REQ, "FILE",
+     "features CSV (default data/jobs/features.csv)"},
+    {"workloads", 'w', 0, PFI_ARG_REQ, "N",
+     "workloads (default " PFI_STR(PFI_SIM_DEFAULT_WORKLOADS) ")"},
+    {"size", 'n', 0, PFI_ARG_REQ, "N",
+     "jobs per workload (default " PFI_STR(PFI_SIM_DEFAULT_SIZE) ")"},
+    {"mix", 'x', 0, PFI_ARG_REQ, "M",
+     "random (default), production or a mix file"},
+    {"cuts", 'r', 0, PFI_ARG_REQ, "LIST",
+     "reductions in percent (default " PFI_SIM_DEFAULT_CUTS ")"},
+    {"strategies", 's', 0, PFI_ARG_REQ, "LIST",
+     "default: oracle,equal,moe-ft-weighted,pfi-aware, dram-copy,pfi-curve"},
+    {"seed", 'S', 0, PFI_ARG_REQ, "S",
+     "random seed (default 1); same seed, same bytes"},
+    {"plot", 'p', 0, PFI_ARG_REQ, "FILE",
+     "draw the gap chart with gnuplot (.svg or .png)"},
+    {"format", 'F', 0, PFI_ARG_REQ, "F", "table (default), csv or json"},
+    PFI_OPT_HELP,
+    {"holdout", 'H', 0, PFI_ARG_OPT, "job|cluster",
+     "predict each job's PFI with a fit that did not see it (job, the "
+     "default) or its cluster"},
+    {"cluster", 'C', 0, PFI_ARG_REQ, "archtask|pooled",
+     "the clusters of --holdout=cluster (default archtask)"},
+    {"model", 'm', 0, PFI_ARG_REQ, "MODEL.json",
+     "PFI from a saved model (pfi fit --output)"},
+    {"true-pfi", 't', 0, PFI_ARG_NONE, NULL, "PFI of the curves themselves"},
+    {"pfi-features", 'P', 0, PFI_ARG_REQ, "LIST",
+     "features of the telemetry model (default dram_copy_product)"},
+    {"test-curves", 'T', 0, PFI_ARG_REQ, "FILE",
+     "draw workloads from these jobs instead (with --test-features)"},
+    {"test-features", 'U', 0, PFI_ARG_REQ, "FILE",
+     "features of the --test-curves jobs"},
+    {"map", 'M', 0, PFI_ARG_REQ, "NAME=COLUMN,...",
+     "read canonical curve column NAME from the file's COLUMN"},
+    PFI_OPT_END};
+
+static const struct pfi_cmd_help help = {
+    "simulate",
+    "usage: pfi simulate [--curves FILE] [--features FILE] [--workloads N]\n"
+    "                    [--size N] [--mix random|production|FILE.csv]\n"
+    "                    [--cuts LIST] [--strategies L]\n"
     "                    [--seed S] [--holdout[=job|cluster]]\n"
     "                    [--cluster archtask|pooled]\n"
     "                    [--model MODEL.json | --true-pfi]\n"
     "                    [--pfi-features L] [--plot FILE.svg|.png]\n"
     "                    [--test-curves FILE --test-features FILE]\n"
-    "                    [--map MAP] [--format F]\n"
-    "\n"
+    "                    [--map MAP] [--format F]\n",
     "Builds WORKLOADS workloads of SIZE jobs each, sampled with replacement\n"
     "from the library (the jobs of the curves file, joined with the features\n"
     "file by job id), cuts each workload's total uncapped power by every\n"
@@ -53,26 +90,14 @@ static const char usage_text[] =
     "--test-curves/--test-features (beyond the paper): workloads are drawn\n"
     "from these jobs instead, whose PFI the model fitted on the library\n"
     "predicts from their features: jobs the model never saw (for example\n"
-    "emulated jobs outside the published library).\n"
-    "\n"
-    "Options:\n"
-    "  --curves FILE       curves CSV (default data/jobs/curves.csv)\n"
-    "  --features FILE     features CSV (default data/jobs/features.csv)\n"
-    "  --workloads N       workloads (default 500)\n"
-    "  --size N            jobs per workload (default 100)\n"
-    "  --mix M             random (default), production or a mix file\n"
-    "  --cuts LIST         reductions in percent (default 0,5,...,40)\n"
-    "  --strategies LIST   default: oracle,equal,moe-ft-weighted,pfi-aware,\n"
-    "                      dram-copy,pfi-curve\n"
-    "  --seed S            random seed (default 1); same seed, same bytes\n"
-    "  --plot FILE         draw the gap chart with gnuplot (.svg or .png)\n"
-    "  --format F          table (default), csv or json\n"
-    "  -h, --help          this text\n"
-    "\n"
+    "emulated jobs outside the published library).\n",
+    opts,
     "JSON keys: cuts, workloads, size, mix, seed, strategies (object by\n"
     "name: gap_tokens_per_s_per_job, gap_ci95 [[lo, hi]...], gap_closed_pct\n"
     "(null where the equal-to-oracle gap is zero), vs_pfi_aware_tokens_per_s\n"
-    "_per_job, vs_pfi_aware_ci95).\n";
+    "_per_job, vs_pfi_aware_ci95).\n",
+    0,
+    NULL};
 
 /* A value for a one-decimal table: rounding noise of either sign around
  * zero prints as 0.0, not -0.0. */
@@ -85,126 +110,70 @@ static void progress(size_t done, size_t total, void *arg) {
             done == total ? "\n" : "");
 }
 
+/* The gap chart: one line per strategy (the oracle's is zero), with its
+ * 95 % interval, through the figure module. */
 static int plot(const char *path, const double *cuts, size_t nc,
                 const struct pfi_sim_result *res, unsigned mask,
                 const char *title, struct pfi_error *err) {
-  const char *ext = strrchr(path, '.');
-  const char *term;
-  if (ext && strcmp(ext, ".svg") == 0)
-    term = "svg size 800,500 dynamic font 'sans,12'";
-  else if (ext && strcmp(ext, ".png") == 0)
-    term = "pngcairo size 1000,620 font 'sans,11'";
-  else
-    return pfi_error_set(err, PFI_EINVAL,
-                         "--plot: file name must end in .svg or .png");
-  const char *gp = getenv("PFI_GNUPLOT");
-  if (!gp || !*gp)
-    gp = "gnuplot";
-  char cmd[512];
-  /* gnuplot's own messages go to standard error, never into the table or
-   * JSON on standard output. */
-  snprintf(cmd, sizeof cmd, "%s >/dev/null", gp);
-  if (strchr(path, '\'') || strchr(path, '\n'))
-    return pfi_error_set(err, PFI_EINVAL, "--plot: unusable file name");
-  /* An unwritable output is named here, with the reason, rather than as
-   * "gnuplot failed". */
-  FILE *probe = fopen(path, "w");
-  if (!probe)
-    return pfi_error_set(err, PFI_EIO, "--plot: cannot write %s: %s", path,
-                         strerror(errno));
-  fclose(probe);
-  /* gnuplot may exit before reading its script (not installed, bad
-   * terminal): writing must fail with EPIPE, not kill pfi with SIGPIPE. */
-  void (*old_pipe)(int) = signal(SIGPIPE, SIG_IGN);
-  FILE *fp = popen(cmd, "w");
-  if (!fp) {
-    signal(SIGPIPE, old_pipe);
-    return pfi_error_set(err, PFI_ECHILD, "cannot start gnuplot: %s",
-                         strerror(errno));
-  }
-  fprintf(fp, "set terminal %s\nset output '%s'\n", term, path);
-  fprintf(fp, "set title \"%s\" noenhanced\n", title);
-  fprintf(fp,
-          "set xlabel 'Cluster power reduction (%%)'\n"
-          "set ylabel 'Throughput gap to oracle (tokens/s per job)'\n"
-          "set key top left\nset grid\nset xrange [%g:%g]\n",
-          cuts[0] - 1, cuts[nc - 1] + 1);
-  int first = 1;
+  struct pfi_series ser[PFI_STRAT__COUNT];
+  double *buf = malloc((4 * nc + 1) * PFI_STRAT__COUNT * sizeof *buf);
+  if (!buf)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  size_t ns = 0;
   for (int s = 0; s < PFI_STRAT__COUNT; s++) {
     if (!(mask & (1u << s)) || s == PFI_STRAT_ORACLE || !res->cell[s])
       continue;
-    fprintf(fp, "$d%d << EOD\n", s);
-    for (size_t c = 0; c < nc; c++)
-      fprintf(fp, "%.6g %.9g %.9g %.9g\n", cuts[c], res->cell[s][c].gap_mean,
-              res->cell[s][c].gap_lo, res->cell[s][c].gap_hi);
-    fprintf(fp, "EOD\n");
+    double *y = buf + ns * 4 * nc, *lo = y + nc, *hi = lo + nc;
+    for (size_t c = 0; c < nc; c++) {
+      y[c] = res->cell[s][c].gap_mean;
+      lo[c] = res->cell[s][c].gap_lo;
+      hi[c] = res->cell[s][c].gap_hi;
+    }
+    memset(&ser[ns], 0, sizeof ser[ns]);
+    ser[ns].title = pfi_strategy_name(s);
+    ser[ns].x = cuts;
+    ser[ns].y = y;
+    ser[ns].ylo = lo;
+    ser[ns].yhi = hi;
+    ser[ns].n = nc;
+    ser[ns].style = PFI_STYLE_ERRORLINES;
+    /* One fixed colour per strategy, so that charts of different runs
+     * compare. */
+    ser[ns].color = s + 1;
+    ns++;
   }
-  fprintf(fp, "plot ");
-  for (int s = 0; s < PFI_STRAT__COUNT; s++) {
-    if (!(mask & (1u << s)) || s == PFI_STRAT_ORACLE || !res->cell[s])
-      continue;
-    /* One fixed, distinguishable colour per strategy (colour-blind safe
-     * Dark2 palette), so charts of different runs compare. */
-    static const char *const colour[PFI_STRAT__COUNT] = {
-        "#000000", "#666666", "#1b9e77", "#d95f02", "#7570b3", "#e7298a"};
-    fprintf(fp,
-            "%s$d%d using 1:2:3:4 with yerrorlines lw 2 lc rgb '%s' "
-            "title '%s'",
-            first ? "" : ", ", s, colour[s], pfi_strategy_name(s));
-    first = 0;
-  }
-  if (first)
-    fprintf(fp, "0 title 'no strategy to plot'");
-  fprintf(fp, "\n");
-  int st = pclose(fp);
-  signal(SIGPIPE, old_pipe);
-  if (st == -1 || !WIFEXITED(st))
-    return pfi_error_set(err, PFI_ECHILD, "gnuplot did not finish");
-  if (WEXITSTATUS(st) == 127)
-    return pfi_error_set(err, PFI_ECHILD,
-                         "gnuplot not found (install gnuplot-nox, or set "
-                         "PFI_GNUPLOT)");
-  if (WEXITSTATUS(st) != 0)
-    return pfi_error_set(err, PFI_ECHILD, "gnuplot failed (status %d)",
-                         WEXITSTATUS(st));
-  return 0;
+  struct pfi_panel pan;
+  pfi_panel_init(&pan);
+  pan.title = title;
+  pan.xlabel = "Cluster power reduction (%)";
+  pan.ylabel = "Throughput gap to oracle (tokens/s per job)";
+  pan.xmin = cuts[0] - 1;
+  pan.xmax = cuts[nc - 1] + 1;
+  pan.series = ser;
+  pan.nseries = ns;
+  pan.key = 1;
+  pan.key_pos = "top left";
+  struct pfi_figure f = {800, 500, 12, 1, 1, &pan, 1};
+  int rc = pfi_figure_write(&f, path, err);
+  free(buf);
+  return rc;
 }
 
 int cmd_simulate(int argc, char **argv) {
-  static const struct option opts[] = {
-      {"curves", required_argument, 0, 'c'},
-      {"features", required_argument, 0, 'f'},
-      {"workloads", required_argument, 0, 'w'},
-      {"size", required_argument, 0, 'n'},
-      {"mix", required_argument, 0, 'x'},
-      {"cuts", required_argument, 0, 'r'},
-      {"strategies", required_argument, 0, 's'},
-      {"seed", required_argument, 0, 'S'},
-      {"holdout", optional_argument, 0, 'H'},
-      {"cluster", required_argument, 0, 'C'},
-      {"model", required_argument, 0, 'm'},
-      {"true-pfi", no_argument, 0, 't'},
-      {"pfi-features", required_argument, 0, 'P'},
-      {"plot", required_argument, 0, 'p'},
-      {"test-curves", required_argument, 0, 'T'},
-      {"test-features", required_argument, 0, 'U'},
-      {"map", required_argument, 0, 'M'},
-      {"format", required_argument, 0, 'F'},
-      {"help", no_argument, 0, 'h'},
-      {0, 0, 0, 0}};
   const char *curves = NULL, *features = NULL, *mix = "random",
-             *cuts_s = "0,5,10,15,20,25,30,35,40",
+             *cuts_s = PFI_SIM_DEFAULT_CUTS,
              *strat_s = "oracle,equal,moe-ft-weighted,pfi-aware,dram-copy,"
                         "pfi-curve",
              *model_path = NULL, *pfeat = NULL, *plot_path = NULL, *map = NULL,
              *tcurves = NULL, *tfeatures = NULL, *cluster_s = NULL;
-  unsigned long workloads = 500, size = 100, seed = 1;
+  unsigned long workloads = PFI_SIM_DEFAULT_WORKLOADS,
+                size = PFI_SIM_DEFAULT_SIZE, seed = 1;
   int holdout = 0, true_pfi = 0;
   enum pfi_format fmt = PFI_FMT_TABLE;
-  optind = 0;
-  opterr = 0;
   int o;
-  while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+  struct pfi_optparse op;
+  pfi_opt_start(&op, &help, argc, argv);
+  while ((o = pfi_opt_next(&op)) != -1) {
     switch (o) {
     case 'c':
       curves = optarg;
@@ -277,11 +246,10 @@ int cmd_simulate(int argc, char **argv) {
         return PFI_EXIT_USAGE;
       break;
     case 'h':
-      fputs(usage_text, stdout);
+      pfi_opt_print_help(&help, stdout);
       return PFI_EXIT_OK;
-    default:
-      return pfi_cli_usage("simulate", "unknown or incomplete option '%s'",
-                           argv[optind - 1]);
+    default: /* said by pfi_opt_next() */
+      return PFI_EXIT_USAGE;
     }
   }
   if (optind < argc)

@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* `pfi stats`: the paper's statistics on the columns of any CSV file. */
-#include <getopt.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -8,22 +7,34 @@
 #include <string.h>
 
 #include "cli.h"
+#include "opt.h"
 #include "pfi/csv.h"
 #include "pfi/stats.h"
 
-static const char usage_text[] =
+static const struct pfi_opt opts[] = {
+    {"x", 'x', 0, PFI_ARG_REQ, "COL",
+     "the x column (ols: a comma-separated list of columns)"},
+    {"y", 'y', 0, PFI_ARG_REQ, "COL", "the y column"},
+    {"group", 'g', 0, PFI_ARG_REQ, "COL", "kruskal: the group column"},
+    {"value", 'v', 0, PFI_ARG_REQ, "COL", "kruskal: the value column"},
+    {"p", 'p', 0, PFI_ARG_REQ, "COL", "fdr: the column of p-values"},
+    {"format", 'f', 0, PFI_ARG_REQ, "F", "table (default) or json"},
+    PFI_OPT_HELP,
+    PFI_OPT_END};
+
+static const struct pfi_cmd_help help = {
+    "stats",
     "usage: pfi stats spearman FILE --x COL --y COL [--format F]\n"
     "       pfi stats pearson  FILE --x COL --y COL [--format F]\n"
     "       pfi stats ols      FILE --y COL --x COL[,COL...] [--format F]\n"
     "       pfi stats kruskal  FILE --group COL --value COL [--format F]\n"
-    "       pfi stats fdr      FILE --p COL [--format F]\n"
-    "\n"
+    "       pfi stats fdr      FILE --p COL [--format F]\n",
     "Statistics on the columns of a CSV file with a header row (FILE, or -\n"
     "for standard input):\n"
     "  spearman  rank correlation rho (ties get average ranks), two-sided p\n"
     "            from the t approximation with n-2 degrees of freedom, n\n"
-    "  pearson   correlation r, two-sided p (t with n-2 degrees of freedom), "
-    "n\n"
+    "  pearson   correlation r, two-sided p (t with n-2 degrees of "
+    "freedom), n\n"
     "  ols       least squares with an intercept: coef and se by name\n"
     "            (intercept first), r2, adj_r2, rmse = sqrt(SSE/n), n, and\n"
     "            each row's leverage (hat-matrix diagonal)\n"
@@ -31,19 +42,14 @@ static const char usage_text[] =
     "            group name, n, median, mean; Dunn's test for every pair\n"
     "            (tie-corrected z, two-sided p, Holm-Bonferroni p_holm)\n"
     "  fdr       Benjamini-Hochberg q-values of a column of p-values, in row\n"
-    "            order\n"
-    "\n"
-    "Options:\n"
-    "  --x COL, --y COL, --group COL, --value COL, --p COL\n"
-    "                  the columns used (ols: --x takes a comma-separated "
-    "list)\n"
-    "  --format F      table (default) or json\n"
-    "  -h, --help      this text\n"
-    "\n"
+    "            order\n",
+    opts,
     "Every row is used. A row with an empty, non-numeric, NaN or infinite\n"
     "value in a used column is an error (not skipped), reported as\n"
     "FILE:LINE:COLUMN with exit status 2; so is a missing column. Undefined\n"
-    "results (r2 of a constant y) print as - or null.\n";
+    "results (r2 of a constant y) print as - or null.\n",
+    0,
+    NULL};
 
 enum sub { SUB_SPEARMAN, SUB_PEARSON, SUB_OLS, SUB_KRUSKAL, SUB_FDR };
 
@@ -434,14 +440,6 @@ out:
 }
 
 int cmd_stats(int argc, char **argv) {
-  static const struct option opts[] = {{"x", required_argument, NULL, 'x'},
-                                       {"y", required_argument, NULL, 'y'},
-                                       {"group", required_argument, NULL, 'g'},
-                                       {"value", required_argument, NULL, 'v'},
-                                       {"p", required_argument, NULL, 'p'},
-                                       {"format", required_argument, NULL, 'f'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
   const char *cmd = "stats";
   const char *xc = NULL, *yc = NULL, *gc = NULL, *vc = NULL, *pc = NULL;
   enum pfi_format fmt = PFI_FMT_TABLE;
@@ -451,13 +449,13 @@ int cmd_stats(int argc, char **argv) {
   pfi_error_clear(&err);
   int status = 0;
 
-  optind = 1;
-  opterr = 0;
   int c;
-  while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+  struct pfi_optparse op;
+  pfi_opt_start(&op, &help, argc, argv);
+  while ((c = pfi_opt_next(&op)) != -1) {
     switch (c) {
     case 'h':
-      fputs(usage_text, stdout);
+      pfi_opt_print_help(&help, stdout);
       return 0;
     case 'x':
       xc = optarg;
@@ -480,10 +478,8 @@ int cmd_stats(int argc, char **argv) {
       if (status)
         return status;
       break;
-    case ':':
-      return pfi_cli_usage(cmd, "option '%s' needs a value", argv[optind - 1]);
-    default:
-      return pfi_cli_usage(cmd, "unknown option '%s'", argv[optind - 1]);
+    default: /* said by pfi_opt_next() */
+      return PFI_EXIT_USAGE;
     }
   }
   if (optind >= argc)

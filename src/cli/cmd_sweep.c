@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* `pfi sweep`: run a job once per power cap and record everything. */
-#include <getopt.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -9,16 +8,74 @@
 #include <time.h>
 
 #include "cli.h"
+#include "opt.h"
 #include "pfi/emu.h"
 #include "pfi/store.h"
 #include "pfi/sweep.h"
 #include "pfi/throughput.h"
 
-static const char usage_text[] =
+enum {
+  O_BACKEND = 256,
+  O_PARAMS,
+  O_GPUS,
+  O_CAPS,
+  O_DURATION,
+  O_INTERVAL,
+  O_COOLDOWN,
+  O_GRACE,
+  O_DB,
+  O_TPUT,
+  O_TELEMETRY,
+  O_EMULATE,
+  O_JOB,
+  O_REALTIME,
+  O_SEED,
+  O_QUIET
+};
+
+static const struct pfi_opt opts[] = {
+    {"backend", O_BACKEND, 0, PFI_ARG_REQ, "B",
+     "emu or nvml (required with a COMMAND; emu with --emulate)"},
+    {"params", O_PARAMS, 0, PFI_ARG_REQ, "P",
+     "backend parameters (docs/emulator.md, docs/nvml.md)"},
+    {"gpus", O_GPUS, 0, PFI_ARG_REQ, "LIST",
+     "GPUs to cap and sample: all (default), 0,1 or 0-3"},
+    {"caps", O_CAPS, 0, PFI_ARG_REQ, "LIST",
+     "per-GPU caps in W: 200,500,700 or 200:700:100"},
+    {"duration", O_DURATION, 0, PFI_ARG_REQ, "D",
+     "run length, 1s..24h (default 30m; 30s, 1h, 250ms also work)"},
+    {"interval", O_INTERVAL, 0, PFI_ARG_REQ, "D",
+     "telemetry interval, 0.1s..10m (default 5s)"},
+    {"cooldown", O_COOLDOWN, 0, PFI_ARG_REQ, "D",
+     "pause after each run, 0..1h (default 60s)"},
+    {"grace", O_GRACE, 0, PFI_ARG_REQ, "D",
+     "SIGTERM-to-SIGKILL grace for the job, 0.1s..10m (default 10s)"},
+    {"db", O_DB, 0, PFI_ARG_REQ, "FILE",
+     "trace store (default sweep.db), created when absent"},
+    {"throughput", O_TPUT, 0, PFI_ARG_REQ, "S",
+     "jsonl:PATH (the job appends JSON lines; see docs/throughput-protocol.md) "
+     "or regex:PATTERN on the job's stdout (first capture group = tokens/s)"},
+    {"telemetry", O_TELEMETRY, 0, PFI_ARG_REQ, "S",
+     "device (default) or dcgm-exporter:URL (scraped every interval)"},
+    {"emulate", O_EMULATE, 0, PFI_ARG_REQ, "GROUP",
+     "run a job-library entry on the emulator (pfi emulate list); with a "
+     "COMMAND, the group is the GPUs' load and the command is the job process"},
+    {"job", O_JOB, 0, PFI_ARG_REQ, "NAME",
+     "job name in the store (default: the group, or the command's base name)"},
+    {"real-time", O_REALTIME, 0, PFI_ARG_NONE, NULL,
+     "emulator at wall-clock pace (default: virtual time, a 30-minute run "
+     "takes milliseconds)"},
+    {"seed", O_SEED, 0, PFI_ARG_REQ, "N",
+     "seed of the emulator, recorded in the store (default 1)"},
+    {"quiet", O_QUIET, 0, PFI_ARG_NONE, NULL, "no progress on stderr"},
+    PFI_OPT_HELP,
+    PFI_OPT_END};
+
+static const struct pfi_cmd_help help = {
+    "sweep",
     "usage: pfi sweep --backend emu|nvml --caps LIST|LO:HI:STEP [options]\n"
     "                 -- COMMAND [ARGS...]\n"
-    "       pfi sweep [--backend emu] --emulate GROUP --caps LIST [options]\n"
-    "\n"
+    "       pfi sweep [--backend emu] --emulate GROUP --caps LIST [options]\n",
     "Runs a training job once per per-GPU power cap and records telemetry,\n"
     "throughput and every cap change in a trace store (SQLite). For each cap:\n"
     "records the GPUs' current caps in the store, sets the cap on every\n"
@@ -29,41 +86,13 @@ static const char usage_text[] =
     "recorded caps, then waits the cooldown and until GPU memory is freed.\n"
     "Caps already complete in the store are skipped (resume). Caps are\n"
     "restored on SIGINT/SIGTERM/SIGHUP and when the job fails; after a\n"
-    "SIGKILL of pfi, by the next pfi that opens the store or pfi restore.\n"
-    "\n"
-    "Options:\n"
-    "  --backend B      emu or nvml (required with a COMMAND; emu with\n"
-    "                   --emulate)\n"
-    "  --params P       backend parameters (docs/emulator.md, docs/nvml.md)\n"
-    "  --gpus LIST      GPUs to cap and sample: all (default), 0,1 or 0-3\n"
-    "  --caps LIST      per-GPU caps in W: 200,500,700 or 200:700:100\n"
-    "  --duration D     run length, 1s..24h (default 30m; 30s, 1h, 250ms also\n"
-    "                   work)\n"
-    "  --interval D     telemetry interval, 0.1s..10m (default 5s)\n"
-    "  --cooldown D     pause after each run, 0..1h (default 60s)\n"
-    "  --grace D        SIGTERM-to-SIGKILL grace for the job, 0.1s..10m\n"
-    "                   (default 10s)\n"
-    "  --db FILE        trace store (default sweep.db), created when absent\n"
-    "  --throughput S   jsonl:PATH (the job appends JSON lines; see\n"
-    "                   docs/throughput-protocol.md) or regex:PATTERN on the\n"
-    "                   job's stdout (first capture group = tokens/s)\n"
-    "  --telemetry S    device (default) or dcgm-exporter:URL (scraped every\n"
-    "                   interval)\n"
-    "  --emulate GROUP  run a job-library entry on the emulator (pfi emulate\n"
-    "                   list); with a COMMAND, the group is the GPUs' load\n"
-    "                   and the command is the job process\n"
-    "  --job NAME       job name in the store (default: the group, or the\n"
-    "                   command's base name)\n"
-    "  --real-time      emulator at wall-clock pace (default: virtual time,\n"
-    "                   a 30-minute run takes milliseconds)\n"
-    "  --seed N         seed of the emulator, recorded in the store (default "
-    "1)\n"
-    "  --quiet          no progress on stderr\n"
-    "  -h, --help       this text\n"
-    "\n"
+    "SIGKILL of pfi, by the next pfi that opens the store or pfi restore.\n",
+    opts,
     "Data from the emu backend is labelled emulated in the store and in\n"
     "every summary. Exit status: 0 ok, 1 run-time failure (job failed, cap\n"
-    "read-back mismatch, interrupted: caps restored), 2 bad usage or input.\n";
+    "read-back mismatch, interrupted: caps restored), 2 bad usage or input.\n",
+    PFI_OPT_IN_ORDER,
+    NULL};
 
 static volatile sig_atomic_t stop_flag;
 
@@ -146,43 +175,6 @@ static void stage_hook(const char *stage, size_t ci, void *arg) {
 }
 
 int cmd_sweep(int argc, char **argv) {
-  enum {
-    O_BACKEND = 256,
-    O_PARAMS,
-    O_GPUS,
-    O_CAPS,
-    O_DURATION,
-    O_INTERVAL,
-    O_COOLDOWN,
-    O_GRACE,
-    O_DB,
-    O_TPUT,
-    O_TELEMETRY,
-    O_EMULATE,
-    O_JOB,
-    O_REALTIME,
-    O_SEED,
-    O_QUIET
-  };
-  static const struct option opts[] = {
-      {"backend", required_argument, NULL, O_BACKEND},
-      {"params", required_argument, NULL, O_PARAMS},
-      {"gpus", required_argument, NULL, O_GPUS},
-      {"caps", required_argument, NULL, O_CAPS},
-      {"duration", required_argument, NULL, O_DURATION},
-      {"interval", required_argument, NULL, O_INTERVAL},
-      {"cooldown", required_argument, NULL, O_COOLDOWN},
-      {"grace", required_argument, NULL, O_GRACE},
-      {"db", required_argument, NULL, O_DB},
-      {"throughput", required_argument, NULL, O_TPUT},
-      {"telemetry", required_argument, NULL, O_TELEMETRY},
-      {"emulate", required_argument, NULL, O_EMULATE},
-      {"job", required_argument, NULL, O_JOB},
-      {"real-time", no_argument, NULL, O_REALTIME},
-      {"seed", required_argument, NULL, O_SEED},
-      {"quiet", no_argument, NULL, O_QUIET},
-      {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0}};
   struct pfi_sweep_opts o;
   memset(&o, 0, sizeof o);
   o.duration_s = 1800;
@@ -199,9 +191,10 @@ int cmd_sweep(int argc, char **argv) {
   struct pfi_error err;
   pfi_error_clear(&err);
   int c, status = 0;
-  optind = 1;
   /* "+": options end at the first non-option, the COMMAND. */
-  while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+  struct pfi_optparse op;
+  pfi_opt_start(&op, &help, argc, argv);
+  while ((c = pfi_opt_next(&op)) != -1) {
     double d;
     unsigned long ul;
     switch (c) {
@@ -274,10 +267,10 @@ int cmd_sweep(int argc, char **argv) {
       pr.quiet = 1;
       break;
     case 'h':
-      fputs(usage_text, stdout);
+      pfi_opt_print_help(&help, stdout);
       return 0;
-    default:
-      return pfi_cli_usage("sweep", "bad option");
+    default: /* said by pfi_opt_next() */
+      return PFI_EXIT_USAGE;
     }
   }
   if (optind < argc && strcmp(argv[optind], "--") == 0)

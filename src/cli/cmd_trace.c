@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* `pfi trace`: summarize a trace store, export its samples, import saved
  * dcgm-exporter scrapes. */
-#include <getopt.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -9,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "opt.h"
 #include "pfi/capset.h"
 #include "pfi/csv.h"
 #include "pfi/prom.h"
@@ -16,48 +16,117 @@
 #include "pfi/sweep.h"
 #include "pfi/trace.h"
 
-static const char usage_text[] =
-    "usage: pfi trace summarize DB --out DIR [--warmup-fb-gib G]\n"
-    "                 [--train-util PCT] [--top-fraction F]\n"
-    "       pfi trace export DB [--out FILE]\n"
-    "       pfi trace runs DB [--format table|csv|json]\n"
-    "       pfi trace import-prom FILE... --db DB [--job NAME] [--cap W]\n"
-    "                 [--interval 5s] [--strict]\n"
-    "\n"
-    "summarize   Segments every complete run of the store into the paper's\n"
-    "            phases (warmup: frame buffer under G GiB, default 10;\n"
-    "            training: GPU utilization >= PCT %, default 50) and writes\n"
-    "            DIR/curves.csv (job, cap_w, power_w, tokens_per_s, gpus,\n"
-    "            power_sd_w, tokens_sd, runs, source; readable by pfi index),\n"
-    "            DIR/features.csv (one row per job from its uncapped run;\n"
-    "            columns in docs/sweep.md) and DIR/mechanism.csv (job,\n"
-    "            cap_w, sm_clock_mhz, mem_clock_mhz, power_w, source: the\n"
-    "            steady clocks of each run's first GPU). Aggregates are the\n"
-    "            mean of the top F (default 0.10) of the training-phase\n"
-    "            samples.\n"
-    "export      Writes every telemetry sample as CSV (run_id, job, cap_w,\n"
-    "            source, gpu, t_s, then one column per field; empty when a\n"
-    "            field is not valid) to FILE or standard output.\n"
-    "runs        Lists the runs of the store: id, job, cap_w, gpus, state\n"
-    "            (running, complete, failed, interrupted), source (emulated "
-    "or\n"
-    "            measured), exit_status, samples, steps, t_start_s, t_end_s\n"
-    "            (device clock); JSON keys are these names.\n"
-    "import-prom Reads saved Prometheus scrapes of dcgm-exporter (FILEs in\n"
-    "            time order; a file may hold several scrapes appended, each\n"
-    "            starting with the file's first comment line; scrapes are\n"
-    "            --interval apart, 0.1s..10m, unless the lines carry\n"
-    "            timestamps) into DB as one complete run of job\n"
-    "            NAME (default: the first file's base name) at cap W (default\n"
-    "            0: unknown). Unknown metrics are skipped; malformed lines\n"
-    "            are reported with their line numbers and skipped, or with\n"
-    "            --strict make the import fail (exit 2) and store nothing.\n"
-    "            GPUs of several hosts are stored as 256*host+gpu, hosts\n"
-    "            numbered in order of appearance.\n"
-    "\n"
-    "Reading a store never changes a device: caps that a killed sweep left\n"
-    "recorded are reported on stderr (pfi restore puts them back). Exit\n"
-    "status: 0 ok, 1 run-time failure, 2 bad usage or input.\n";
+#define SUMMARIZE_USAGE                                                        \
+  "pfi trace summarize DB --out DIR [--warmup-fb-gib G]\n"                     \
+  "                 [--train-util PCT] [--top-fraction F]\n"
+#define EXPORT_USAGE "pfi trace export DB [--out FILE]\n"
+#define RUNS_USAGE "pfi trace runs DB [--format table|csv|json]\n"
+#define IMPORT_USAGE                                                           \
+  "pfi trace import-prom FILE... --db DB [--job NAME] [--cap W]\n"             \
+  "                 [--interval 5s] [--strict]\n"
+#define TRACE_FOOTER                                                           \
+  "Reading a store never changes a device: caps that a killed sweep left\n"    \
+  "recorded are reported on stderr (pfi restore puts them back). Exit\n"       \
+  "status: 0 ok, 1 run-time failure, 2 bad usage or input.\n"
+
+static const char summarize_about[] =
+    "Segments every complete run of the store into the paper's phases "
+    "(warmup: frame buffer under G GiB, default 10; training: GPU "
+    "utilization >= PCT %, default 50) and writes DIR/curves.csv (job, "
+    "cap_w, power_w, tokens_per_s, gpus, power_sd_w, tokens_sd, runs, "
+    "source; readable by pfi index), DIR/features.csv (one row per job from "
+    "its uncapped run; columns in docs/sweep.md) and DIR/mechanism.csv (job, "
+    "cap_w, sm_clock_mhz, mem_clock_mhz, power_w, source: the steady clocks "
+    "of each run's first GPU). Aggregates are the mean of the top F (default "
+    "0.10) of the training-phase samples.";
+static const char export_about[] =
+    "Writes every telemetry sample as CSV (run_id, job, cap_w, source, gpu, "
+    "t_s, then one column per field; empty when a field is not valid) to "
+    "FILE or standard output.";
+static const char runs_about[] =
+    "Lists the runs of the store: id, job, cap_w, gpus, state (running, "
+    "complete, failed, interrupted), source (emulated or measured), "
+    "exit_status, samples, steps, t_start_s, t_end_s (device clock); JSON "
+    "keys are these names.";
+static const char import_about[] =
+    "Reads saved Prometheus scrapes of dcgm-exporter (FILEs in time order; a "
+    "file may hold several scrapes appended, each starting with the file's "
+    "first comment line; scrapes are --interval apart, 0.1s..10m, unless the "
+    "lines carry timestamps) into DB as one complete run of job NAME "
+    "(default: the first file's base name) at cap W (default 0: unknown). "
+    "Unknown metrics are skipped; malformed lines are reported with their "
+    "line numbers and skipped, or with --strict make the import fail (exit "
+    "2) and store nothing. GPUs of several hosts are stored as 256*host+gpu, "
+    "hosts numbered in order of appearance.";
+
+static const struct pfi_action actions[] = {{"summarize", summarize_about},
+                                            {"export", export_about},
+                                            {"runs", runs_about},
+                                            {"import-prom", import_about},
+                                            {NULL, NULL}};
+
+static const struct pfi_cmd_help help = {
+    "trace",
+    "usage: " SUMMARIZE_USAGE "       " EXPORT_USAGE "       " RUNS_USAGE
+    "       " IMPORT_USAGE,
+    NULL,
+    NULL,
+    "'pfi trace ACTION --help' lists the options of an "
+    "action.\n\n" TRACE_FOOTER,
+    0,
+    actions};
+
+static const struct pfi_opt summarize_opts[] = {
+    {"out", 'o', 'o', PFI_ARG_REQ, "DIR",
+     "where curves.csv, features.csv and mechanism.csv go (required)"},
+    {"warmup-fb-gib", 'w', 0, PFI_ARG_REQ, "G",
+     "warmup: frame buffer under G GiB (default 10)"},
+    {"train-util", 'u', 0, PFI_ARG_REQ, "PCT",
+     "training: GPU utilization >= PCT % (default 50)"},
+    {"top-fraction", 't', 0, PFI_ARG_REQ, "F",
+     "aggregate the top F of the training-phase samples (default 0.10)"},
+    PFI_OPT_HELP,
+    PFI_OPT_END};
+static const struct pfi_cmd_help summarize_help = {"trace summarize",
+                                                   "usage: " SUMMARIZE_USAGE,
+                                                   summarize_about,
+                                                   summarize_opts,
+                                                   TRACE_FOOTER,
+                                                   PFI_OPT_WRAP_ABOUT,
+                                                   NULL};
+
+static const struct pfi_opt export_opts[] = {
+    {"out", 'o', 'o', PFI_ARG_REQ, "FILE",
+     "the CSV file (default: standard output)"},
+    PFI_OPT_HELP,
+    PFI_OPT_END};
+static const struct pfi_cmd_help export_help = {
+    "trace export", "usage: " EXPORT_USAGE, export_about, export_opts,
+    TRACE_FOOTER,   PFI_OPT_WRAP_ABOUT,     NULL};
+
+static const struct pfi_opt runs_opts[] = {
+    {"format", 'f', 0, PFI_ARG_REQ, "F", "table (default), csv or json"},
+    PFI_OPT_HELP,
+    PFI_OPT_END};
+static const struct pfi_cmd_help runs_help = {
+    "trace runs", "usage: " RUNS_USAGE, runs_about, runs_opts,
+    TRACE_FOOTER, PFI_OPT_WRAP_ABOUT,   NULL};
+
+static const struct pfi_opt import_opts[] = {
+    {"db", 'd', 0, PFI_ARG_REQ, "DB", "the trace store to write (required)"},
+    {"job", 'j', 0, PFI_ARG_REQ, "NAME",
+     "job name of the run (default: the first file's base name)"},
+    {"cap", 'c', 0, PFI_ARG_REQ, "W",
+     "cap of the run in W (default 0: unknown)"},
+    {"interval", 'i', 0, PFI_ARG_REQ, "D",
+     "time between scrapes without timestamps, 0.1s..10m (default 5s)"},
+    {"strict", 's', 0, PFI_ARG_NONE, NULL,
+     "a malformed line fails the import (exit 2); nothing is stored"},
+    PFI_OPT_HELP,
+    PFI_OPT_END};
+static const struct pfi_cmd_help import_help = {
+    "trace import-prom", "usage: " IMPORT_USAGE, import_about, import_opts,
+    TRACE_FOOTER,        PFI_OPT_WRAP_ABOUT,     NULL};
 
 /* Reading a store never changes a device: a ledger that a killed sweep
  * left is only reported (pfi restore, or a sweep or pfi cap that needs
@@ -102,13 +171,6 @@ static int open_store(const char *cmd, const char *path, unsigned flags,
 }
 
 static int summarize(int argc, char **argv) {
-  static const struct option opts[] = {
-      {"out", required_argument, NULL, 'o'},
-      {"warmup-fb-gib", required_argument, NULL, 'w'},
-      {"train-util", required_argument, NULL, 'u'},
-      {"top-fraction", required_argument, NULL, 't'},
-      {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0}};
   struct pfi_summary_opts so;
   pfi_summary_opts_init(&so);
   long skipped = 0, nocurve = 0;
@@ -120,8 +182,9 @@ static int summarize(int argc, char **argv) {
   so.jobs_without_curve = &nocurve;
   const char *out = NULL;
   int c;
-  optind = 1;
-  while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+  struct pfi_optparse op;
+  pfi_opt_start(&op, &summarize_help, argc, argv);
+  while ((c = pfi_opt_next(&op)) != -1) {
     double v;
     switch (c) {
     case 'o':
@@ -131,7 +194,7 @@ static int summarize(int argc, char **argv) {
     case 'u':
     case 't':
       if (pfi_cli_parse_double(optarg, &v) != 0)
-        return pfi_cli_usage("trace", "%s: '%s' is not a number",
+        return pfi_cli_usage("trace summarize", "%s: '%s' is not a number",
                              c == 'w'   ? "--warmup-fb-gib"
                              : c == 'u' ? "--train-util"
                                         : "--top-fraction",
@@ -144,24 +207,24 @@ static int summarize(int argc, char **argv) {
         so.top_fraction = v;
       break;
     case 'h':
-      fputs(usage_text, stdout);
+      pfi_opt_print_help(&summarize_help, stdout);
       return 0;
     default:
-      return pfi_cli_usage("trace", "bad option");
+      return PFI_EXIT_USAGE; /* said by pfi_opt_next() */
     }
   }
   if (optind + 1 != argc)
-    return pfi_cli_usage("trace", "summarize takes one DB");
+    return pfi_cli_usage("trace summarize", "summarize takes one DB");
   if (!out)
-    return pfi_cli_usage("trace", "summarize needs --out DIR");
+    return pfi_cli_usage("trace summarize", "summarize needs --out DIR");
   if (!(so.warmup_fb_gib >= 0) ||
       !(so.train_util_pct >= 0 && so.train_util_pct <= 100) ||
       !(so.top_fraction > 0 && so.top_fraction <= 1))
-    return pfi_cli_usage("trace",
+    return pfi_cli_usage("trace summarize",
                          "thresholds: --warmup-fb-gib >= 0, --train-util "
                          "0..100, --top-fraction in (0, 1]");
   struct pfi_store *st = NULL;
-  int rc = open_store("trace", argv[optind], 0, &st);
+  int rc = open_store("trace summarize", argv[optind], 0, &st);
   if (rc)
     return rc;
   struct pfi_error err;
@@ -202,25 +265,23 @@ static int summarize(int argc, char **argv) {
 }
 
 static int export_cmd(int argc, char **argv) {
-  static const struct option opts[] = {{"out", required_argument, NULL, 'o'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
   const char *out = NULL;
   int c;
-  optind = 1;
-  while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+  struct pfi_optparse op;
+  pfi_opt_start(&op, &export_help, argc, argv);
+  while ((c = pfi_opt_next(&op)) != -1) {
     if (c == 'o')
       out = optarg;
     else if (c == 'h') {
-      fputs(usage_text, stdout);
+      pfi_opt_print_help(&export_help, stdout);
       return 0;
     } else
-      return pfi_cli_usage("trace", "bad option");
+      return PFI_EXIT_USAGE; /* said by pfi_opt_next() */
   }
   if (optind + 1 != argc)
-    return pfi_cli_usage("trace", "export takes one DB");
+    return pfi_cli_usage("trace export", "export takes one DB");
   struct pfi_store *st = NULL;
-  int rc = open_store("trace", argv[optind], 0, &st);
+  int rc = open_store("trace export", argv[optind], 0, &st);
   if (rc)
     return rc;
   FILE *fp = stdout;
@@ -358,21 +419,14 @@ static int cmp_order(const void *a, const void *b) {
 }
 
 static int import_prom(int argc, char **argv) {
-  static const struct option opts[] = {
-      {"db", required_argument, NULL, 'd'},
-      {"job", required_argument, NULL, 'j'},
-      {"cap", required_argument, NULL, 'c'},
-      {"interval", required_argument, NULL, 'i'},
-      {"strict", no_argument, NULL, 's'},
-      {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0}};
   const char *db = NULL, *job = NULL;
   double cap = 0, interval = 5;
   int strict = 0, c;
   struct pfi_error err;
   pfi_error_clear(&err);
-  optind = 1;
-  while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+  struct pfi_optparse op;
+  pfi_opt_start(&op, &import_help, argc, argv);
+  while ((c = pfi_opt_next(&op)) != -1) {
     switch (c) {
     case 'd':
       db = optarg;
@@ -382,26 +436,28 @@ static int import_prom(int argc, char **argv) {
       break;
     case 'c':
       if (pfi_cli_parse_double(optarg, &cap) != 0 || cap < 0)
-        return pfi_cli_usage("trace", "--cap: '%s' is not a cap in W", optarg);
+        return pfi_cli_usage("trace import-prom",
+                             "--cap: '%s' is not a cap in W", optarg);
       break;
     case 'i':
       if (pfi_parse_duration(optarg, PFI_DUR_INTERVAL, &interval, &err) != 0)
-        return pfi_cli_usage("trace", "--interval: %s", err.msg);
+        return pfi_cli_usage("trace import-prom", "--interval: %s", err.msg);
       break;
     case 's':
       strict = 1;
       break;
     case 'h':
-      fputs(usage_text, stdout);
+      pfi_opt_print_help(&import_help, stdout);
       return 0;
     default:
-      return pfi_cli_usage("trace", "bad option");
+      return PFI_EXIT_USAGE; /* said by pfi_opt_next() */
     }
   }
   if (optind >= argc)
-    return pfi_cli_usage("trace", "import-prom needs at least one FILE");
+    return pfi_cli_usage("trace import-prom",
+                         "import-prom needs at least one FILE");
   if (!db)
-    return pfi_cli_usage("trace", "import-prom needs --db DB");
+    return pfi_cli_usage("trace import-prom", "import-prom needs --db DB");
   int nfiles = argc - optind;
   char **texts = calloc((size_t)nfiles, sizeof *texts);
   size_t *lens = calloc((size_t)nfiles, sizeof *lens);
@@ -482,12 +538,12 @@ static int import_prom(int argc, char **argv) {
           char buf[PFI_ERROR_MSG_MAX + 300];
           pfi_error_setloc(&be, PFI_EPARSE, path, ps.bad[k].line + line0,
                            ps.bad[k].column, "%s", ps.bad[k].msg);
-          fprintf(stderr, "pfi: %s%s\n", pfi_error_format(&be, buf, sizeof buf),
-                  strict ? "" : " (line skipped)");
+          pfi_cli_err("%s%s", pfi_error_format(&be, buf, sizeof buf),
+                      strict ? "" : " (line skipped)");
         }
         if (ps.malformed > ps.nbad)
-          fprintf(stderr, "pfi: %s: %ld more malformed line(s)\n", path,
-                  ps.malformed - ps.nbad);
+          pfi_cli_err("%s: %ld more malformed line(s)", path,
+                      ps.malformed - ps.nbad);
         if (n == 0)
           fprintf(stderr,
                   "pfi trace: warning: %s: a scrape with no DCGM field with a "
@@ -510,7 +566,8 @@ static int import_prom(int argc, char **argv) {
     status = PFI_EXIT_USAGE;
     goto out;
   }
-  if ((status = open_store("trace", db, PFI_STORE_CREATE, &st)) != 0)
+  if ((status = open_store("trace import-prom", db, PFI_STORE_CREATE, &st)) !=
+      0)
     goto out;
   struct pfi_run_info ri;
   memset(&ri, 0, sizeof ri);
@@ -633,13 +690,11 @@ out:
 
 /* `pfi trace runs`: one row per run, with its sample and step counts. */
 static int runs_cmd(int argc, char **argv) {
-  static const struct option opts[] = {{"format", required_argument, NULL, 'f'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
   enum pfi_format fmt = PFI_FMT_TABLE;
   int c;
-  optind = 1;
-  while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+  struct pfi_optparse op;
+  pfi_opt_start(&op, &runs_help, argc, argv);
+  while ((c = pfi_opt_next(&op)) != -1) {
     if (c == 'f') {
       if (pfi_cli_format("trace", optarg,
                          PFI_FMT_ALLOW_TABLE | PFI_FMT_ALLOW_CSV |
@@ -647,16 +702,16 @@ static int runs_cmd(int argc, char **argv) {
                          &fmt) != 0)
         return PFI_EXIT_USAGE;
     } else if (c == 'h') {
-      fputs(usage_text, stdout);
+      pfi_opt_print_help(&runs_help, stdout);
       return 0;
     } else {
-      return pfi_cli_usage("trace", "bad option");
+      return PFI_EXIT_USAGE; /* said by pfi_opt_next() */
     }
   }
   if (optind + 1 != argc)
-    return pfi_cli_usage("trace", "runs takes one DB");
+    return pfi_cli_usage("trace runs", "runs takes one DB");
   struct pfi_store *st = NULL;
-  int rc = open_store("trace", argv[optind], 0, &st);
+  int rc = open_store("trace runs", argv[optind], 0, &st);
   if (rc)
     return rc;
   struct pfi_store_iter *q = NULL;
@@ -739,13 +794,12 @@ static int runs_cmd(int argc, char **argv) {
 
 int cmd_trace(int argc, char **argv) {
   if (argc < 2) {
-    fputs(usage_text, stderr);
+    pfi_opt_print_help(&help, stderr);
     return PFI_EXIT_USAGE;
   }
-  if (pfi_cli_is_help(argv[1])) {
-    fputs(usage_text, stdout);
-    return 0;
-  }
+  pfi_cli_set_cmd("trace");
+  if (pfi_cli_is_help(argv[1]))
+    return pfi_opt_help(&help);
   const char *sub = argv[1];
   if (strcmp(sub, "summarize") == 0)
     return summarize(argc - 1, argv + 1);

@@ -15,6 +15,9 @@
 
 #include "pfi/csv.h"
 
+const double pfi_sim_default_cuts[PFI_SIM_DEFAULT_NCUTS] = {
+    0.0, 0.05, 0.10, 0.15, 0.20, 0.25, 0.30, 0.35, 0.40};
+
 void pfi_sim_result_release(struct pfi_sim_result *r) {
   if (!r)
     return;

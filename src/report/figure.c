@@ -61,7 +61,7 @@ static void gp_range(struct pfi_html *b, const char *axis, double lo,
 static int point_ok(const struct pfi_series *s, size_t i) {
   if (!isfinite(s->x[i]) || !isfinite(s->y[i]))
     return 0;
-  if (s->style == PFI_STYLE_ERRORBARS &&
+  if ((s->style == PFI_STYLE_ERRORBARS || s->style == PFI_STYLE_ERRORLINES) &&
       (!s->ylo || !s->yhi || !isfinite(s->ylo[i]) || !isfinite(s->yhi[i])))
     return 0;
   return 1;
@@ -76,8 +76,9 @@ static size_t series_points(const struct pfi_series *s) {
   return n;
 }
 
-int pfi_figure_script(const struct pfi_figure *f, struct pfi_html *b,
-                      struct pfi_error *err) {
+/* The script of `f` for gnuplot terminal `term`: "svg" or "png". */
+static int figure_script(const struct pfi_figure *f, const char *term,
+                         struct pfi_html *b, struct pfi_error *err) {
   if (!f || f->npanels == 0 || f->rows < 1 || f->cols < 1 ||
       (size_t)f->rows * (size_t)f->cols < f->npanels || f->width < 50 ||
       f->height < 50)
@@ -85,11 +86,18 @@ int pfi_figure_script(const struct pfi_figure *f, struct pfi_html *b,
   /* Plain text labels (noenhanced): a job name such as moe_ft must not be
    * read as a subscript. The background is drawn so that the figure looks
    * the same on any page colour. */
-  pfi_html_printf(b,
-                  "set terminal svg size %d,%d noenhanced font 'sans,%d' "
-                  "background '#ffffff'\n"
-                  "set encoding utf8\nset output\n",
-                  f->width, f->height, f->font_pt > 0 ? f->font_pt : 10);
+  if (strcmp(term, "png") == 0)
+    pfi_html_printf(b,
+                    "set terminal pngcairo size %d,%d noenhanced font "
+                    "'sans,%d' background '#ffffff'\n"
+                    "set encoding utf8\nset output\n",
+                    f->width, f->height, f->font_pt > 0 ? f->font_pt : 10);
+  else
+    pfi_html_printf(b,
+                    "set terminal svg size %d,%d noenhanced font 'sans,%d' "
+                    "background '#ffffff'\n"
+                    "set encoding utf8\nset output\n",
+                    f->width, f->height, f->font_pt > 0 ? f->font_pt : 10);
   /* Data first, as inline data blocks: the script is one file. */
   for (size_t p = 0; p < f->npanels; p++) {
     const struct pfi_panel *pn = &f->panels[p];
@@ -102,7 +110,7 @@ int pfi_figure_script(const struct pfi_figure *f, struct pfi_html *b,
         if (!point_ok(s, i))
           continue;
         pfi_html_printf(b, "%.17g %.17g", s->x[i], s->y[i]);
-        if (s->style == PFI_STYLE_ERRORBARS)
+        if (s->style == PFI_STYLE_ERRORBARS || s->style == PFI_STYLE_ERRORLINES)
           pfi_html_printf(b, " %.17g %.17g", s->ylo[i], s->yhi[i]);
         pfi_html_puts(b, "\n");
       }
@@ -172,6 +180,10 @@ int pfi_figure_script(const struct pfi_figure *f, struct pfi_html *b,
         with = "yerrorbars pt 7 ps 0.6";
         use = "1:2:3:4";
         break;
+      case PFI_STYLE_ERRORLINES:
+        with = "yerrorlines pt 7 ps 0.6 lw 2";
+        use = "1:2:3:4";
+        break;
       default:
         break;
       }
@@ -195,6 +207,11 @@ int pfi_figure_script(const struct pfi_figure *f, struct pfi_html *b,
   if (!pfi_html_ok(b))
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
   return 0;
+}
+
+int pfi_figure_script(const struct pfi_figure *f, struct pfi_html *b,
+                      struct pfi_error *err) {
+  return figure_script(f, "svg", b, err);
 }
 
 /* Length of the id-defining or id-referencing pattern at `p`, or 0. */
@@ -279,22 +296,18 @@ static int temp_file(char *path, size_t n) {
   return mkstemp(path);
 }
 
-int pfi_figure_svg(const struct pfi_figure *f, const char *id_prefix,
-                   char **svg, struct pfi_error *err) {
+/* Runs gnuplot on the script of `f` for terminal `term`; its standard
+ * output lands in `out` (appended). */
+static int run_gnuplot(const struct pfi_figure *f, const char *term,
+                       struct pfi_html *out, struct pfi_error *err) {
   int rc = 0;
-  struct pfi_html script, out, diag;
+  struct pfi_html script, diag;
   char spath[4096] = "", epath[4096] = "";
   int sfd = -1, efd = -1, pipefd[2] = {-1, -1};
   pid_t pid = -1;
   pfi_html_init(&script);
-  pfi_html_init(&out);
   pfi_html_init(&diag);
-  *svg = NULL;
-  for (const char *c = id_prefix; c && *c; c++)
-    if (!(*c == '-' || *c == '_' || (*c >= '0' && *c <= '9') ||
-          (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z')))
-      return pfi_error_set(err, PFI_EINVAL, "figure: bad id prefix");
-  rc = pfi_figure_script(f, &script, err);
+  rc = figure_script(f, term, &script, err);
   if (rc)
     goto out;
   sfd = temp_file(spath, sizeof spath);
@@ -341,7 +354,7 @@ int pfi_figure_svg(const struct pfi_figure *f, const char *id_prefix,
   }
   close(pipefd[1]);
   pipefd[1] = -1;
-  int rrc = read_all(pipefd[0], &out);
+  int rrc = read_all(pipefd[0], out);
   /* Closed before waiting: when reading stopped early (no memory for the
    * output), gnuplot may still be writing, and with the read end open it
    * would block on the full pipe while we wait for it, for ever. Closed,
@@ -356,7 +369,7 @@ int pfi_figure_svg(const struct pfi_figure *f, const char *id_prefix,
     rc = pfi_error_set(err, rrc, "reading gnuplot's output failed");
     goto out;
   }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && out.len == 0) {
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && out->len == 0) {
     /* A missing program is a run-time failure of the environment (exit
      * status 1), not bad input. */
     rc = pfi_error_set(err, PFI_ECHILD,
@@ -365,7 +378,7 @@ int pfi_figure_svg(const struct pfi_figure *f, const char *id_prefix,
                        prog);
     goto out;
   }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || out.len == 0) {
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || out->len == 0) {
     /* The first line of gnuplot's diagnostics says what went wrong. */
     lseek(efd, 0, SEEK_SET);
     read_all(efd, &diag);
@@ -387,17 +400,6 @@ int pfi_figure_svg(const struct pfi_figure *f, const char *id_prefix,
                        *line ? ": " : "", line);
     goto out;
   }
-  *svg = pfi_svg_inline(out.s, out.len, id_prefix ? id_prefix : "");
-  if (!*svg) {
-    /* NULL means either no drawing or no memory; only the first is
-     * gnuplot's fault. */
-    int has_svg = 0;
-    for (size_t i = 0; i + 4 <= out.len && !has_svg; i++)
-      has_svg = memcmp(out.s + i, "<svg", 4) == 0;
-    rc = has_svg
-             ? pfi_error_set(err, PFI_ENOMEM, "out of memory")
-             : pfi_error_set(err, PFI_ECHILD, "gnuplot wrote no SVG drawing");
-  }
 out:
   if (pipefd[0] >= 0)
     close(pipefd[0]);
@@ -412,7 +414,73 @@ out:
   if (epath[0])
     unlink(epath);
   pfi_html_release(&script);
-  pfi_html_release(&out);
   pfi_html_release(&diag);
+  return rc;
+}
+
+int pfi_figure_svg(const struct pfi_figure *f, const char *id_prefix,
+                   char **svg, struct pfi_error *err) {
+  *svg = NULL;
+  for (const char *c = id_prefix; c && *c; c++)
+    if (!(*c == '-' || *c == '_' || (*c >= '0' && *c <= '9') ||
+          (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z')))
+      return pfi_error_set(err, PFI_EINVAL, "figure: bad id prefix");
+  struct pfi_html out;
+  pfi_html_init(&out);
+  int rc = run_gnuplot(f, "svg", &out, err);
+  if (rc == 0) {
+    *svg = pfi_svg_inline(out.s, out.len, id_prefix ? id_prefix : "");
+    if (!*svg) {
+      /* NULL means either no drawing or no memory; only the first is
+       * gnuplot's fault. */
+      int has_svg = 0;
+      for (size_t i = 0; i + 4 <= out.len && !has_svg; i++)
+        has_svg = memcmp(out.s + i, "<svg", 4) == 0;
+      rc = has_svg
+               ? pfi_error_set(err, PFI_ENOMEM, "out of memory")
+               : pfi_error_set(err, PFI_ECHILD, "gnuplot wrote no SVG drawing");
+    }
+  }
+  pfi_html_release(&out);
+  return rc;
+}
+
+int pfi_figure_write(const struct pfi_figure *f, const char *path,
+                     struct pfi_error *err) {
+  const char *ext = path ? strrchr(path, '.') : NULL;
+  int png = ext && strcmp(ext, ".png") == 0;
+  if (!ext || (!png && strcmp(ext, ".svg") != 0))
+    return pfi_error_set(err, PFI_EINVAL,
+                         "%s: a figure's file name must end in .svg or .png",
+                         path ? path : "");
+  /* An unwritable output is named here, with the reason, rather than as a
+   * failure of gnuplot. */
+  FILE *fp = fopen(path, "wb");
+  if (!fp)
+    return pfi_error_set(err, PFI_EIO, "cannot write %s: %s", path,
+                         strerror(errno));
+  int rc;
+  char *svg = NULL;
+  struct pfi_html out;
+  pfi_html_init(&out);
+  if (png)
+    rc = run_gnuplot(f, "png", &out, err);
+  else
+    rc = pfi_figure_svg(f, "", &svg, err);
+  if (rc == 0) {
+    const char *data = png ? out.s : svg;
+    size_t n = png ? out.len : strlen(svg);
+    if (fwrite(data, 1, n, fp) != n)
+      rc = pfi_error_set(err, PFI_EIO, "cannot write %s: %s", path,
+                         strerror(errno));
+  }
+  if (fclose(fp) != 0 && rc == 0)
+    rc = pfi_error_set(err, PFI_EIO, "cannot write %s: %s", path,
+                       strerror(errno));
+  /* No half-drawn or empty file is left behind. */
+  if (rc != 0)
+    unlink(path);
+  free(svg);
+  pfi_html_release(&out);
   return rc;
 }

@@ -33,9 +33,8 @@
 /* ---- section 5: allocation
  * ---------------------------------------------------------- */
 
-static const double sim_cuts[] = {0.0,  0.05, 0.10, 0.15, 0.20,
-                                  0.25, 0.30, 0.35, 0.40};
-#define N_SIM_CUTS (sizeof sim_cuts / sizeof sim_cuts[0])
+#define sim_cuts pfi_sim_default_cuts
+#define N_SIM_CUTS PFI_SIM_DEFAULT_NCUTS
 
 static void sim_progress(size_t done, size_t total, void *arg) {
   struct pfi__report *r = arg;
@@ -223,8 +222,9 @@ int pfi__sec_allocation(struct pfi__report *r, struct pfi__results *prev) {
                       (1u << PFI_STRAT_PFI_AWARE) | (1u << PFI_STRAT_PFI_CURVE);
   for (int mi = 0; mi < nmix; mi++) {
     struct pfi_sim_config cfg = {
-        .workloads = r->o->sim_workloads ? r->o->sim_workloads : 500,
-        .size = r->o->sim_jobs ? r->o->sim_jobs : 100,
+        .workloads = r->o->sim_workloads ? r->o->sim_workloads
+                                         : PFI_SIM_DEFAULT_WORKLOADS,
+        .size = r->o->sim_jobs ? r->o->sim_jobs : PFI_SIM_DEFAULT_SIZE,
         .cuts = sim_cuts,
         .ncuts = N_SIM_CUTS,
         .strategies = all,

@@ -227,9 +227,25 @@ if command -v gnuplot >/dev/null; then
   "$PFI" $S --plot "$T/g.svg" >/dev/null || fail "plot"
   grep -q "<svg" "$T/g.svg" || fail "plot: no SVG written"
 fi
+# The chart is drawn by the figure module (src/report/figure.c), as the
+# report's figures are: gnuplot gets the module's script file (SVG terminal
+# without enhanced text, the gap as lines with their intervals) as its
+# argument. A stand-in gnuplot keeps the script and draws nothing.
+printf '#!/bin/sh\ncp "$1" "%s/gp.script"\necho "<svg></svg>"\n' "$T" >"$T/gp"
+chmod +x "$T/gp"
+PFI_GNUPLOT="$T/gp" "$PFI" $S --plot "$T/g3.svg" >/dev/null || fail "plot through the figure module"
+grep -q "^set terminal svg size 800,500 noenhanced" "$T/gp.script" || fail "plot: not the figure module's script"
+grep -q "yerrorlines" "$T/gp.script" || fail "plot: the gap without its interval"
+grep -q "title 'pfi-aware'" "$T/gp.script" || fail "plot: no pfi-aware line"
+[ "$(cat "$T/g3.svg")" = "<svg></svg>" ] || fail "plot: not gnuplot's drawing"
+if command -v gnuplot >/dev/null; then
+  "$PFI" $S --plot "$T/g.png" >/dev/null || fail "png plot"
+  [ "$(head -c 4 "$T/g.png" | od -An -c | tr -d ' ')" = "211PNG" ] || fail "png plot: not a PNG"
+fi
 PFI_GNUPLOT=/nonexistent/gnuplot "$PFI" $S --plot "$T/g2.svg" >/dev/null 2>"$T/err"
 [ $? -eq 1 ] || fail "missing gnuplot: exit status not 1"
 grep -q "gnuplot not found" "$T/err" || fail "missing gnuplot: message '$(cat "$T/err")'"
+[ -e "$T/g2.svg" ] && fail "missing gnuplot: an empty plot file left behind"
 # An unwritable plot: named on stderr; gnuplot's messages never reach the
 # JSON on stdout.
 "$PFI" $S --format json --plot "$T/no/such/dir/g.svg" >"$T/pj.out" 2>"$T/pj.err"

@@ -111,7 +111,7 @@ expect_status 2 "outside the GPU's limits" emulate sweep --job dense-pt-mistral2
 expect_status 2 "outside the GPU's limits" emulate trace --job dense-pt-mistral24b-x8 --cap 900
 expect_status 2 "700 W appears twice" emulate sweep --job dense-pt-mistral24b-x8 --caps 300,700,700
 expect_status 2 "unknown action" emulate frobnicate
-expect_status 2 "unknown or incomplete option" emulate sweep --bogus
+expect_status 2 "unknown option '--bogus'" emulate sweep --bogus
 printf 'id,source\nx,emulated\n' >"$T/bad1.csv"
 expect_status 2 "bad1.csv:1.*missing column" emulate jobs --jobs "$T/bad1.csv"
 head -2 data/jobs/jobs.csv | sed '2s/,emulated,h200,/,measured,h200,/' >"$T/bad2.csv"

@@ -144,8 +144,30 @@ static void test_mix_weights(void **state) {
   unlink(path);
 }
 
+/* The cut ladder is stated once, as text for the command line and help and
+ * as fractions for the library: the two say the same. */
+static void test_default_cuts(void **state) {
+  (void)state;
+  const char *p = PFI_SIM_DEFAULT_CUTS;
+  size_t n = 0;
+  while (*p) {
+    char *end;
+    double v = strtod(p, &end);
+    assert_true(end != p);
+    assert_true(n < PFI_SIM_DEFAULT_NCUTS);
+    ASSERT_NEAR(v / 100.0, pfi_sim_default_cuts[n], 1e-15);
+    ASSERT_NEAR(v, 5.0 * (double)n, 0); /* 0, 5, ..., 40 */
+    n++;
+    p = *end == ',' ? end + 1 : end;
+  }
+  ASSERT_EQ_INT(n, PFI_SIM_DEFAULT_NCUTS);
+  assert_string_equal(PFI_STR(PFI_SIM_DEFAULT_WORKLOADS), "500");
+  assert_string_equal(PFI_STR(PFI_SIM_DEFAULT_SIZE), "100");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_default_cuts),
       cmocka_unit_test(test_gaps_by_hand),
       cmocka_unit_test(test_mix_weights),
   };
