@@ -22,8 +22,8 @@ static const char usage_text[] =
     "  --backend B   nvml (NVIDIA GPUs through libnvidia-ml.so.1; "
     "$PFI_NVML_LIB\n"
     "                overrides the library path) or emu (emulated H200/H100\n"
-    "                GPUs). Default: nvml when it loads and finds a GPU, else\n"
-    "                emu; the choice is said on stderr.\n"
+    "                GPUs). Default: $PFI_BACKEND, else nvml, which must load\n"
+    "                and find a GPU: never the emulator unless named.\n"
     "  --params P    backend parameters, e.g. for emu profile=h100,gpus=4\n"
     "                (see docs/nvml.md and docs/emulator.md)\n"
     "  --format F    table (default), csv or json\n"
@@ -33,8 +33,8 @@ static const char usage_text[] =
     "max_cap_w, default_cap_w, cap_w, enforced_cap_w, power_w, sm_clock_mhz,\n"
     "mem_clock_mhz, gpu_temp_c, fb_used_mib, backend, emulated. A value the\n"
     "GPU or backend does not provide is null in JSON and - in table and csv.\n"
-    "Exit status: 0 ok, 1 a device error (GPU lost, permission), 2 bad usage\n"
-    "or a backend that cannot be loaded (no libnvidia-ml.so.1).\n";
+    "Exit status: 0 ok, 1 a device error (GPU lost, permission, NVML not\n"
+    "available: no libnvidia-ml.so.1, no GPU), 2 bad usage.\n";
 
 /* One GPU's row; NAN marks "not available". */
 struct row {

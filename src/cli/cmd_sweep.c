@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "cli_device.h"
 #include "pfi/emu.h"
 #include "pfi/store.h"
 #include "pfi/sweep.h"
@@ -32,8 +33,8 @@ static const char usage_text[] =
     "SIGKILL of pfi, by the next pfi that opens the store or pfi restore.\n"
     "\n"
     "Options:\n"
-    "  --backend B      emu or nvml (required with a COMMAND; emu with\n"
-    "                   --emulate)\n"
+    "  --backend B      emu or nvml (required with a COMMAND unless\n"
+    "                   $PFI_BACKEND is set; emu with --emulate)\n"
     "  --params P       backend parameters (docs/emulator.md, docs/nvml.md)\n"
     "  --gpus LIST      GPUs to cap and sample: all (default), 0,1 or 0-3\n"
     "  --caps LIST      per-GPU caps in W: 200,500,700 or 200:700:100\n"
@@ -287,9 +288,12 @@ int cmd_sweep(int argc, char **argv) {
   if (!o.argv && !o.emulate)
     return pfi_cli_usage("sweep", "give -- COMMAND [ARGS...] or --emulate "
                                   "GROUP");
+  if (o.argv)
+    o.backend = pfi__cli_backend(o.backend);
   if (o.argv && !o.backend)
-    return pfi_cli_usage("sweep", "--backend emu|nvml is required with a "
-                                  "command (it changes GPU power limits)");
+    return pfi_cli_usage("sweep", "--backend emu|nvml (or PFI_BACKEND) is "
+                                  "required with a command (it changes GPU "
+                                  "power limits)");
   if (!o.backend)
     o.backend = "emu";
   if (!caps_s)
@@ -349,6 +353,10 @@ int cmd_sweep(int argc, char **argv) {
                              o.emulate);
       goto out;
     }
+  }
+  if (pfi__cli_probe_device(o.backend, o.backend_params, &err) < 0) {
+    status = pfi_cli_fail(&err);
+    goto out;
   }
   o.gpus = gpus;
   o.n_gpus = ngpus;
