@@ -66,7 +66,7 @@ bench: build
 	/usr/bin/python3 bench/compare.py $(BUILD)
 
 install: build
-	cmake --install $(BUILD)
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) out
