@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * Workload simulation (METHOD.md section 5): many synthetic workloads, each
+ * Workload simulation (docs/predict-allocate.md): many synthetic workloads, each
  * `size` jobs sampled with replacement from a library, scored at several
  * cluster-wide cuts by every strategy against the exact oracle.
  *

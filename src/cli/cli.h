@@ -10,8 +10,8 @@
 #include "pfi/duration.h" /* durations: pfi_parse_duration() */
 #include "pfi/error.h"
 
-/* Exit statuses (DESIGN.md): 0 ok, 1 failure at run time, 2 bad usage or
- * bad input. */
+/* Exit statuses, the same for every command (README.md, `pfi help`): 0 ok,
+ * 1 failure at run time, 2 bad usage or bad input. */
 enum { PFI_EXIT_OK = 0, PFI_EXIT_FAIL = 1, PFI_EXIT_USAGE = 2 };
 
 /* Every subcommand: argv[0] is its name. Returns the exit status. */
