@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 # Convenience front end over CMake. `make demo` and `make check` are the two
-# commands the README opens with.
+# commands the README opens with, and the only targets that install packages
+# (through `make deps`, apt-get); every other target only builds and runs.
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
@@ -9,16 +10,22 @@ FUZZ_SECONDS ?= 10
 PREFIX ?= /usr/local
 CTEST_FLAGS ?= --output-on-failure -j $(JOBS)
 
-demo-grid: deps build
+demo-grid: build
 	@bash scripts/demo-grid.sh $(BUILD)
 
 .PHONY: demo-grid
-.PHONY: all build demo check test test-asan fuzz bench install clean deps
+.PHONY: all build demo check test test-asan fuzz bench install clean deps deps-bench
 
 all: build
 
+# Installs the Debian packages the build, the tests and the figures need.
 deps:
 	bash scripts/install-deps.sh
+
+# Also the peers `make bench` measures pfi against (numpy, pandas,
+# prometheus_client).
+deps-bench:
+	bash scripts/install-deps.sh --bench
 
 $(BUILD)/CMakeCache.txt:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=$(PREFIX)
@@ -29,7 +36,7 @@ build: $(BUILD)/CMakeCache.txt
 $(ASAN_BUILD)/CMakeCache.txt:
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DPFI_SANITIZE=ON
 
-test: deps build
+test: build
 	cd $(BUILD) && ctest $(CTEST_FLAGS)
 
 test-asan: $(ASAN_BUILD)/CMakeCache.txt
@@ -59,14 +66,13 @@ demo: deps build
 	@bash scripts/demo.sh $(BUILD)
 
 # The in-process benchmarks, then pfi against its peers (numpy, pandas,
-# prometheus_client: installed here only, by install-deps.sh --bench).
+# prometheus_client: `make deps-bench` installs them).
 bench: build
-	bash scripts/install-deps.sh --bench
 	@set -e; for b in $(BUILD)/bench_*; do echo "== $$b"; $$b; done
 	/usr/bin/python3 bench/compare.py $(BUILD)
 
 install: build
-	cmake --install $(BUILD)
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) out

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * Strategies that split a cluster-wide power cut across jobs (METHOD.md
- * section 5), all on a struct pfi_problem (oracle.h).
+ * Strategies that split a cluster-wide power cut across jobs
+ * (docs/predict-allocate.md), all on a struct pfi_problem (oracle.h).
  *
  * Proportional strategies give job i a reduction proportional to a weight
  * w_i >= 0, each reduction limited to the job's room hi_i - lo_i: a job that

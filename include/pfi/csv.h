@@ -65,6 +65,15 @@ int pfi_csv_find(const struct pfi_csv *csv, const char *name);
 int pfi_csv_double(const struct pfi_csv *csv, int idx, const char *what,
                    double *out, struct pfi_error *err);
 
+/*
+ * Writes the header names `header[0..n)` into buf as "a, b, c" for a
+ * message that says which columns a file has (NUL-terminated; names that
+ * do not fit become ", ... (N more)"; an empty header is "(none)").
+ * Returns buf.
+ */
+char *pfi_csv_columns(const char *const *header, size_t n, char *buf,
+                      size_t cap);
+
 /* Field `idx` of the current record, or NULL when the record is short. */
 const char *pfi_csv_field(const struct pfi_csv *csv, int idx);
 
@@ -102,6 +111,13 @@ int pfi_table_load_mem(struct pfi_table *t, const char *name, const char *data,
 
 /* Column index of `name`, or -1. */
 int pfi_table_find(const struct pfi_table *t, const char *name);
+
+/* A column the caller needs is not in t's header: sets PFI_EPARSE located
+ * at t's line 1 with the printf-style message followed by "; the header has
+ * " and the columns it has (pfi_csv_columns()). Returns PFI_EPARSE. */
+int pfi_table_missing(const struct pfi_table *t, struct pfi_error *err,
+                      const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* Cell (row, col) or NULL when absent. */
 const char *pfi_table_cell(const struct pfi_table *t, size_t row, size_t col);

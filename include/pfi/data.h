@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
  * Where pfi finds its data files (job library, published tables, real
- * measurements): $PFI_DATA if set, else the source tree's data/ when it
- * exists (running from a build tree), else the installed data directory.
+ * measurements): $PFI_DATA if set and not empty; else the installed data
+ * directory relative to the running code, LIBDIR/../share/pfi beside the
+ * shared libpfi or BINDIR/../share/pfi beside the program (whatever prefix
+ * it was installed under); else the source tree's data/ when it exists
+ * (running from a build tree); else the data directory of the configured
+ * prefix.
  */
 #ifndef PFI_DATA_H
 #define PFI_DATA_H

@@ -69,9 +69,9 @@ int pfi_features_class(const struct pfi_features *f, size_t r, int *is_moe,
 
 /*
  * The three architecture-task groups of the paper's Kruskal-Wallis test
- * (METHOD.md section 4): "dense" (pretraining and fine-tuning pooled),
- * "moe-pt", "moe-ft". Returns a static string, or NULL with err set when
- * arch or task is absent.
+ * (docs/predict-allocate.md, Clusters): "dense" (pretraining and
+ * fine-tuning pooled), "moe-pt", "moe-ft". Returns a static string, or
+ * NULL with err set when arch or task is absent.
  */
 const char *pfi_features_cluster(const struct pfi_features *f, size_t r,
                                  struct pfi_error *err);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
  * The Power Flexibility Index of one power-throughput curve, by the paper's
- * three definitions (METHOD.md section 1):
+ * three definitions (docs/index-and-stats.md):
  *
  *  ratio  PFI = mean over capped points i with T_i < T_max of
  *               (1 - P_i/P_max) / (1 - T_i/T_max)
@@ -101,7 +101,7 @@ int pfi_index_ce(const double *power_w, const double *tokens, size_t n,
 
 /*
  * Default relative noise of a point whose standard errors are unknown: the
- * paper's median standard errors of the mean (METHOD.md section 1), 0.04 %
+ * paper's median standard errors of the mean (docs/index-and-stats.md), 0.04 %
  * of power and 0.05 % of throughput.
  */
 #define PFI_INDEX_DEFAULT_REL_SD_POWER 0.0004

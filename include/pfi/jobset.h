@@ -60,7 +60,7 @@ enum pfi_provenance pfi_table_provenance(const struct pfi_table *t,
  */
 
 enum pfi_cluster_kind {
-  /* The paper's definition (METHOD.md section 4 of the method: "hold out
+  /* The paper's definition (its method text: "hold out
    * one architecture x task cluster at a time"), the default: the four
    * clusters dense-pt, dense-ft, moe-pt, moe-ft. */
   PFI_CLUSTERS_ARCHTASK = 0,

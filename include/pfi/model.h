@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * Linear models of PFI on telemetry features (METHOD.md section 4):
+ * Linear models of PFI on telemetry features (docs/predict-allocate.md):
  * fitting, out-of-sample evaluation, JSON persistence, prediction.
  *
  * Out-of-sample R^2 is defined as 1 - SSE_out / SST, where SSE_out sums the
@@ -133,7 +133,8 @@ int pfi_model_load(struct pfi_model *m, const char *path,
 int pfi_model_load_mem(struct pfi_model *m, const char *name, const char *data,
                        size_t len, struct pfi_error *err);
 
-/* The paper's seven predictor sets (METHOD.md section 4). */
+/* The paper's seven predictor sets (docs/predict-allocate.md, --ablation;
+ * its published results: data/paper/h200_predictor_ablation.csv). */
 struct pfi_predictor_set {
   const char *id;       /* "i" .. "vii" */
   const char *label;    /* "DRAM copy product", ... */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * Allocation problems and the exact oracle (METHOD.md section 5).
+ * Allocation problems and the exact oracle (docs/predict-allocate.md, "Why
+ * the oracle is exact").
  *
  * An allocation problem is a list of jobs, each with a throughput function
  * of its aggregate power: the linear interpolation of its measured points

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * Workload simulation (METHOD.md section 5): many synthetic workloads, each
- * `size` jobs sampled with replacement from a library, scored at several
- * cluster-wide cuts by every strategy against the exact oracle.
+ * Workload simulation (docs/predict-allocate.md): many synthetic workloads,
+ * each `size` jobs sampled with replacement from a library, scored at
+ * several cluster-wide cuts by every strategy against the exact oracle.
  *
  * The random stream is GSL's MT19937 seeded with `seed`: the same inputs and
  * seed give the same results bit for bit on any platform with IEEE doubles.

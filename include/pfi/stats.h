@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * The statistics the paper uses (METHOD.md section 4), on plain arrays of
+ * The statistics the paper uses (docs/index-and-stats.md), on plain arrays of
  * doubles: ranks, Spearman and Pearson correlation, ordinary least squares
  * with an intercept, Kruskal-Wallis with Dunn's post-hoc test and
  * Holm-Bonferroni correction, and Benjamini-Hochberg q-values.

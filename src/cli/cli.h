@@ -10,8 +10,8 @@
 #include "pfi/duration.h" /* durations: pfi_parse_duration() */
 #include "pfi/error.h"
 
-/* Exit statuses (DESIGN.md): 0 ok, 1 failure at run time, 2 bad usage or
- * bad input. */
+/* Exit statuses, the same for every command (README.md, `pfi help`): 0 ok,
+ * 1 failure at run time, 2 bad usage or bad input. */
 enum { PFI_EXIT_OK = 0, PFI_EXIT_FAIL = 1, PFI_EXIT_USAGE = 2 };
 
 /* Every subcommand: argv[0] is its name. Returns the exit status. */
@@ -100,5 +100,18 @@ int pfi_cli_parse_ulong(const char *s, unsigned long *out);
 
 /* True when `s` is "-h" or "--help". */
 int pfi_cli_is_help(const char *s);
+
+/* Optimal string alignment distance between a and b: the fewest single
+ * character insertions, deletions, substitutions and transpositions of two
+ * neighbours that turn one into the other ("simulat" -> "simulate": 1;
+ * "stpe" -> "step": 1). (size_t)-1 when out of memory. */
+size_t pfi_cli_edit_distance(const char *a, const char *b);
+
+/* The names of `names[0..n)` nearest `name` by pfi_cli_edit_distance(),
+ * when near enough to be a typo (at most 2 edits, and at most a third of
+ * name's length, at least 1): up to `max` of them, all at the smallest
+ * distance, in the table's order, into out[]. Returns how many. */
+size_t pfi_cli_suggest(const char *name, const char *const *names, size_t n,
+                       const char **out, size_t max);
 
 #endif

@@ -9,11 +9,36 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A failure to open NVML as an error of the machine, not of the request
+ * (exit 1), that says how to get the emulator instead. Errors in the
+ * request itself (bad parameters) are left as they are. */
+static int nvml_unavailable(int rc, struct pfi_error *err) {
+  char why[PFI_ERROR_MSG_MAX];
+  if (rc == PFI_EINVAL || rc == PFI_EPARSE || rc == PFI_ERANGE)
+    return rc;
+  snprintf(why, sizeof why, "%s",
+           strncmp(err->msg, "nvml: ", 6) == 0 ? err->msg + 6 : err->msg);
+  return pfi_error_set(err, rc == PFI_ENOTFOUND ? PFI_EUNINIT : rc,
+                       "NVML not available: %s; use --backend emu (or "
+                       "PFI_BACKEND=emu) for the emulator",
+                       why);
+}
+
+const char *pfi__cli_backend(const char *backend) {
+  const char *env;
+  if (backend)
+    return backend;
+  env = getenv("PFI_BACKEND");
+  return env && *env ? env : NULL;
+}
+
 int pfi__cli_open_device(const char *cmd, const char *backend,
                          const char *params, struct pfi_device **dev,
                          const char **chosen, struct pfi_error *err) {
   int rc;
+  unsigned n = 0;
   *dev = NULL;
+  backend = pfi__cli_backend(backend);
   if (backend) {
     rc = pfi_device_open(dev, backend, params, err);
     if (rc == PFI_ENOTFOUND && !pfi_device_backend(backend)) {
@@ -27,35 +52,41 @@ int pfi__cli_open_device(const char *cmd, const char *backend,
                            "%s)",
                            backend, names);
     }
+    if (rc < 0 && strcmp(backend, "nvml") == 0)
+      return nvml_unavailable(rc, err);
     if (rc < 0)
       return rc;
     *chosen = pfi_device_ops_of(*dev)->name;
     return 0;
   }
-  /* No backend named: real GPUs when there are any. */
-  struct pfi_error nerr;
-  unsigned n = 0;
-  pfi_error_clear(&nerr);
-  rc = pfi_device_open(dev, "nvml", NULL, &nerr);
+  /* No backend named: real GPUs, never the emulator in their place (a
+   * script must not believe caps were applied that were not). */
+  rc = pfi_device_open(dev, "nvml", NULL, err);
   if (rc == 0)
-    rc = pfi_device_count(*dev, &n, &nerr);
-  if (rc == 0 && n > 0) {
-    fprintf(stderr, "pfi %s: using the nvml backend (%u GPU%s)\n", cmd, n,
-            n == 1 ? "" : "s");
-    *chosen = "nvml";
-    return 0;
+    rc = pfi_device_count(*dev, &n, err);
+  if (rc == 0 && n == 0)
+    rc = pfi_error_set(err, PFI_EUNINIT, "nvml: no NVIDIA GPU found");
+  if (rc < 0) {
+    pfi_device_close(*dev);
+    *dev = NULL;
+    return nvml_unavailable(rc, err);
   }
-  pfi_device_close(*dev);
-  *dev = NULL;
-  if (rc == 0)
-    snprintf(nerr.msg, sizeof nerr.msg, "nvml: no NVIDIA GPU found");
-  fprintf(stderr, "pfi %s: using the emu backend (emulated GPUs): %s\n", cmd,
-          nerr.msg);
-  rc = pfi_device_open(dev, "emu", NULL, err);
-  if (rc < 0)
-    return rc;
-  *chosen = "emu";
+  fprintf(stderr, "pfi %s: using the nvml backend (%u GPU%s)\n", cmd, n,
+          n == 1 ? "" : "s");
+  *chosen = "nvml";
   return 0;
+}
+
+int pfi__cli_probe_device(const char *backend, const char *params,
+                          struct pfi_error *err) {
+  struct pfi_device *dev = NULL;
+  const char *chosen = NULL;
+  int rc;
+  if (!backend || strcmp(backend, "nvml") != 0)
+    return 0;
+  rc = pfi__cli_open_device("sweep", backend, params, &dev, &chosen, err);
+  pfi_device_close(dev);
+  return rc;
 }
 
 int pfi__cli_parse_gpus(const char *s, unsigned count, unsigned **out,

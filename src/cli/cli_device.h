@@ -8,17 +8,34 @@
 #include "pfi/device.h"
 
 /*
- * Opens backend `backend` with `params` (NULL for defaults). With `backend`
- * NULL, chooses: nvml when libnvidia-ml.so.1 loads and finds at least one
- * GPU, else emu; the choice and, for emu, why nvml was not used go to
- * stderr as one line prefixed "pfi CMD: ". `params` then applies to the
- * chosen backend only when it was named. On success *dev is open (close
+ * The backend a command uses: `backend` (its --backend) when given, else
+ * $PFI_BACKEND when set and not empty, else NULL.
+ */
+const char *pfi__cli_backend(const char *backend);
+
+/*
+ * Opens backend pfi__cli_backend(`backend`) with `params` (NULL for
+ * defaults). With neither --backend nor $PFI_BACKEND, opens nvml and
+ * requires at least one GPU, saying so on stderr as one line prefixed
+ * "pfi CMD: "; it never falls back to the emulator. When nvml cannot be
+ * used (no libnvidia-ml.so.1, the driver not loaded, no GPU) the error is
+ * PFI_EUNINIT or the backend's own (exit 1), its message starting "NVML not
+ * available: " and naming --backend emu. On success *dev is open (close
  * with pfi_device_close) and *chosen points to the backend's static name.
  * Returns 0 or a negative PFI_E* code with `err` filled.
  */
 int pfi__cli_open_device(const char *cmd, const char *backend,
                          const char *params, struct pfi_device **dev,
                          const char **chosen, struct pfi_error *err);
+
+/*
+ * For a command that opens its device later, through the library (pfi
+ * sweep): opens and closes the nvml backend now, so that an unusable NVML
+ * gives the error of pfi__cli_open_device before anything is created.
+ * Other backends: returns 0 without opening them.
+ */
+int pfi__cli_probe_device(const char *backend, const char *params,
+                          struct pfi_error *err);
 
 /*
  * Whether the session's GPUs are emulated: the emu backend, a fault

@@ -16,7 +16,8 @@
 
 static const struct pfi_opt opts[] = {
     {"backend", 'b', 0, PFI_ARG_REQ, "B",
-     "nvml or emu (default: nvml when it finds a GPU, else emu)"},
+     "nvml or emu (default: $PFI_BACKEND, else nvml; never the emulator "
+     "unless named)"},
     {"params", 'p', 0, PFI_ARG_REQ, "P",
      "backend parameters, e.g. for emu profile=h100,gpus=4"},
     {"gpus", 'g', 0, PFI_ARG_REQ, "LIST",

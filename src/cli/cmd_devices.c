@@ -13,8 +13,9 @@
 static const struct pfi_opt opts[] = {
     {"backend", 'b', 0, PFI_ARG_REQ, "B",
      "nvml (NVIDIA GPUs through libnvidia-ml.so.1; $PFI_NVML_LIB overrides the "
-     "library path) or emu (emulated H200/H100 GPUs). Default: nvml when it "
-     "loads and finds a GPU, else emu; the choice is said on stderr."},
+     "library path) or emu (emulated H200/H100 GPUs). Default: $PFI_BACKEND, "
+     "else nvml, which must load and find a GPU: never the emulator unless "
+     "named."},
     {"params", 'p', 0, PFI_ARG_REQ, "P",
      "backend parameters, e.g. for emu profile=h100,gpus=4 (see docs/nvml.md "
      "and docs/emulator.md)"},
@@ -34,8 +35,8 @@ static const struct pfi_cmd_help help = {
     "max_cap_w, default_cap_w, cap_w, enforced_cap_w, power_w, sm_clock_mhz,\n"
     "mem_clock_mhz, gpu_temp_c, fb_used_mib, backend, emulated. A value the\n"
     "GPU or backend does not provide is null in JSON and - in table and csv.\n"
-    "Exit status: 0 ok, 1 a device error (GPU lost, permission), 2 bad usage\n"
-    "or a backend that cannot be loaded (no libnvidia-ml.so.1).\n",
+    "Exit status: 0 ok, 1 a device error (GPU lost, permission, NVML not\n"
+    "available: no libnvidia-ml.so.1, no GPU), 2 bad usage.\n",
     0,
     NULL};
 

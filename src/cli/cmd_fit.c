@@ -461,8 +461,8 @@ int cmd_fit(int argc, char **argv) {
                            &res, NULL, NULL, &err) < 0)
     goto fail;
   if (!res.ok) {
-    pfi_error_setloc(&err, PFI_EPARSE, d.f.t.name, 1, 0,
-                     "features absent from the file: %s", res.absent);
+    pfi_table_missing(&d.f.t, &err, "features absent from the file: %s",
+                      res.absent);
     goto fail;
   }
   if (output && pfi_model_save(&res.m, output, &err) < 0)

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "cli_device.h"
 #include "opt.h"
 #include "pfi/emu.h"
 #include "pfi/store.h"
@@ -35,7 +36,8 @@ enum {
 
 static const struct pfi_opt opts[] = {
     {"backend", O_BACKEND, 0, PFI_ARG_REQ, "B",
-     "emu or nvml (required with a COMMAND; emu with --emulate)"},
+     "emu or nvml (required with a COMMAND unless $PFI_BACKEND is set; emu "
+     "with --emulate)"},
     {"params", O_PARAMS, 0, PFI_ARG_REQ, "P",
      "backend parameters (docs/emulator.md, docs/nvml.md)"},
     {"gpus", O_GPUS, 0, PFI_ARG_REQ, "LIST",
@@ -280,9 +282,12 @@ int cmd_sweep(int argc, char **argv) {
   if (!o.argv && !o.emulate)
     return pfi_cli_usage("sweep", "give -- COMMAND [ARGS...] or --emulate "
                                   "GROUP");
+  if (o.argv)
+    o.backend = pfi__cli_backend(o.backend);
   if (o.argv && !o.backend)
-    return pfi_cli_usage("sweep", "--backend emu|nvml is required with a "
-                                  "command (it changes GPU power limits)");
+    return pfi_cli_usage("sweep", "--backend emu|nvml (or PFI_BACKEND) is "
+                                  "required with a command (it changes GPU "
+                                  "power limits)");
   if (!o.backend)
     o.backend = "emu";
   if (!caps_s)
@@ -342,6 +347,10 @@ int cmd_sweep(int argc, char **argv) {
                              o.emulate);
       goto out;
     }
+  }
+  if (pfi__cli_probe_device(o.backend, o.backend_params, &err) < 0) {
+    status = pfi_cli_fail(&err);
+    goto out;
   }
   o.gpus = gpus;
   o.n_gpus = ngpus;

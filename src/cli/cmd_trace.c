@@ -215,18 +215,21 @@ static int summarize(int argc, char **argv) {
   }
   if (optind + 1 != argc)
     return pfi_cli_usage("trace summarize", "summarize takes one DB");
-  if (!out)
-    return pfi_cli_usage("trace summarize", "summarize needs --out DIR");
   if (!(so.warmup_fb_gib >= 0) ||
       !(so.train_util_pct >= 0 && so.train_util_pct <= 100) ||
       !(so.top_fraction > 0 && so.top_fraction <= 1))
     return pfi_cli_usage("trace summarize",
                          "thresholds: --warmup-fb-gib >= 0, --train-util "
                          "0..100, --top-fraction in (0, 1]");
+  /* The input first: a missing store is the first thing to fix. */
   struct pfi_store *st = NULL;
   int rc = open_store("trace summarize", argv[optind], 0, &st);
   if (rc)
     return rc;
+  if (!out) {
+    pfi_store_close(st);
+    return pfi_cli_usage("trace summarize", "summarize needs --out DIR");
+  }
   struct pfi_error err;
   pfi_error_clear(&err);
   int n = pfi_trace_summarize(st, out, &so, &err);

@@ -42,6 +42,37 @@ static const struct command *find(const char *name) {
   return NULL;
 }
 
+static const char help_help[] =
+    "usage: pfi help [COMMAND]\n"
+    "\n"
+    "Without COMMAND, lists pfi's commands (as 'pfi --help'); with one,\n"
+    "prints its help (as 'pfi COMMAND --help'). 'pfi help help' is this\n"
+    "text. Exit status: 0 ok, 2 COMMAND is not a pfi command.\n";
+
+/* "pfi: 'NAME' is not a pfi command.", with the nearest commands when
+ * NAME looks like a typo of one. Returns the usage exit status. */
+static int not_a_command(const char *name) {
+  enum { MAX = 3 };
+  const char *names[sizeof commands / sizeof commands[0] + 2], *near[MAX];
+  size_t n = 0;
+  for (const struct command *c = commands; c->name; c++)
+    names[n++] = c->name;
+  names[n++] = "help";
+  names[n++] = "version";
+  size_t k = pfi_cli_suggest(name, names, n, near, MAX);
+  fprintf(stderr, "pfi: '%s' is not a pfi command.", name);
+  if (k == 0)
+    fprintf(stderr, " See 'pfi help'.\n");
+  else {
+    fprintf(stderr, " Did you mean ");
+    for (size_t i = 0; i < k; i++)
+      fprintf(stderr, "%s'%s'", i == 0 ? "" : i + 1 < k ? ", " : " or ",
+              near[i]);
+    fprintf(stderr, "?\n");
+  }
+  return PFI_EXIT_USAGE;
+}
+
 int main(int argc, char **argv) {
   /* The library checks GSL's return codes; GSL must not abort. */
   gsl_set_error_handler_off();
@@ -63,19 +94,18 @@ int main(int argc, char **argv) {
       usage(stdout);
       return 0;
     }
-    const struct command *c = find(argv[2]);
-    if (!c) {
-      fprintf(stderr, "pfi: '%s' is not a pfi command. See 'pfi help'.\n",
-              argv[2]);
-      return PFI_EXIT_USAGE;
+    if (strcmp(argv[2], "help") == 0 || pfi_cli_is_help(argv[2])) {
+      fputs(help_help, stdout);
+      return 0;
     }
+    const struct command *c = find(argv[2]);
+    if (!c)
+      return not_a_command(argv[2]);
     char *av[] = {argv[2], "--help", NULL};
     return c->fn(2, av);
   }
   const struct command *c = find(name);
-  if (!c) {
-    fprintf(stderr, "pfi: '%s' is not a pfi command. See 'pfi help'.\n", name);
-    return PFI_EXIT_USAGE;
-  }
+  if (!c)
+    return not_a_command(name);
   return c->fn(argc - 1, argv + 1);
 }

@@ -53,39 +53,13 @@ void pfi_opt_start(struct pfi_optparse *p, const struct pfi_cmd_help *help,
   opterr = 0;
 }
 
-/* Optimal string alignment distance (Levenshtein with transpositions). */
-static size_t edit_distance(const char *a, const char *b) {
-  size_t la = strlen(a), lb = strlen(b);
-  if (la > 64 || lb > 64)
-    return (size_t)-1;
-  size_t d[65][65];
-  for (size_t i = 0; i <= la; i++)
-    d[i][0] = i;
-  for (size_t j = 0; j <= lb; j++)
-    d[0][j] = j;
-  for (size_t i = 1; i <= la; i++)
-    for (size_t j = 1; j <= lb; j++) {
-      size_t cost = a[i - 1] != b[j - 1];
-      size_t v = d[i - 1][j] + 1;
-      if (d[i][j - 1] + 1 < v)
-        v = d[i][j - 1] + 1;
-      if (d[i - 1][j - 1] + cost < v)
-        v = d[i - 1][j - 1] + cost;
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
-          d[i - 2][j - 2] + 1 < v)
-        v = d[i - 2][j - 2] + 1;
-      d[i][j] = v;
-    }
-  return d[la][lb];
-}
-
 const char *pfi_opt_suggest(const struct pfi_opt *opts, const char *name) {
   const char *best = NULL;
   size_t bd = (size_t)-1, len = strlen(name);
   for (const struct pfi_opt *o = opts; o && (o->lng || o->help); o++) {
     if (!o->lng)
       continue;
-    size_t d = edit_distance(name, o->lng);
+    size_t d = pfi_cli_edit_distance(name, o->lng);
     if (d < bd) {
       bd = d;
       best = o->lng;

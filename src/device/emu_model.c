@@ -91,7 +91,7 @@ enum {
   TAG_RUN_PCIE
 };
 
-/* Relative noise at the paper's level (METHOD.md section 1): run-to-run
+/* Relative noise at the paper's level (docs/emulator.md): run-to-run
  * CV 0.4 % (power) and 0.5 % (tokens/s); sample-to-sample spread chosen so
  * that the standard error of the mean over a 30-minute run's ~330 training
  * samples is 0.04 % / 0.05 %. Manufacturing spread: 3 % of SM dynamic

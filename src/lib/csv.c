@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -356,6 +357,30 @@ int pfi_csv_find(const struct pfi_csv *csv, const char *name) {
   return -1;
 }
 
+char *pfi_csv_columns(const char *const *header, size_t n, char *buf,
+                      size_t cap) {
+  size_t w = 0;
+  if (!cap)
+    return buf;
+  buf[0] = '\0';
+  if (n == 0) {
+    snprintf(buf, cap, "(none)");
+    return buf;
+  }
+  for (size_t k = 0; k < n; k++) {
+    char more[48];
+    /* Room for this name and, should a later one not fit, the count. */
+    size_t need = strlen(header[k]) + 2;
+    snprintf(more, sizeof more, ", ... (%zu more)", n - k);
+    if (w + need + (k + 1 < n ? sizeof more : 0) >= cap) {
+      snprintf(buf + w, cap - w, "%s", k ? more : more + 2);
+      return buf;
+    }
+    w += (size_t)snprintf(buf + w, cap - w, "%s%s", k ? ", " : "", header[k]);
+  }
+  return buf;
+}
+
 const char *pfi_csv_field(const struct pfi_csv *csv, int idx) {
   if (idx < 0 || (size_t)idx >= csv->nf)
     return NULL;
@@ -596,6 +621,18 @@ int pfi_table_load_mem(struct pfi_table *t, const char *name, const char *data,
   if (rc < 0)
     pfi_table_release(t);
   return rc < 0 ? rc : 0;
+}
+
+int pfi_table_missing(const struct pfi_table *t, struct pfi_error *err,
+                      const char *fmt, ...) {
+  char what[200], cols[280];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  pfi_csv_columns((const char *const *)t->header, t->ncols, cols, sizeof cols);
+  return pfi_error_setloc(err, PFI_EPARSE, t->name, 1, 1,
+                          "%s; the header has %s", what, cols);
 }
 
 int pfi_table_find(const struct pfi_table *t, const char *name) {

@@ -337,6 +337,24 @@ static int parse_map(const char *map, struct colmap *cm,
   return rc;
 }
 
+/* A missing column, located at line 1: `what` ("missing column 'x'" and
+ * how it was mapped), the columns the header has, and how --map names
+ * another column as `canon` (the mapped case: that the mapping is wrong). */
+static int missing_column(const struct pfi_csv *csv, const char *what,
+                          const char *canon, int mapped,
+                          struct pfi_error *err) {
+  char cols[280];
+  pfi_csv_columns((const char *const *)csv->header, csv->nheader, cols,
+                  sizeof cols);
+  if (mapped)
+    return pfi_error_setloc(err, PFI_EPARSE, csv->name, 1, 1,
+                            "%s; the header has %s; check --map", what, cols);
+  return pfi_error_setloc(err, PFI_EPARSE, csv->name, 1, 1,
+                          "%s; the header has %s; --map %s=COLUMN reads "
+                          "another column as %s",
+                          what, cols, canon, canon);
+}
+
 /* Resolves the mapped names against the header: K/COLUMN and A+B+C forms
  * where the whole entry is no column of the file. */
 static int resolve_forms(struct colmap *cm, const struct pfi_csv *csv,
@@ -362,10 +380,12 @@ static int resolve_forms(struct colmap *cm, const struct pfi_csv *csv,
                              "be a positive number",
                              col_names[k], nm);
       int ci = pfi_csv_find(csv, slash + 1);
-      if (ci < 0)
-        return pfi_error_setloc(err, PFI_EPARSE, csv->name, 1, 1,
-                                "missing column '%s' (mapped to %s as %s)",
-                                slash + 1, col_names[k], nm);
+      if (ci < 0) {
+        char what[200];
+        snprintf(what, sizeof what, "missing column '%s' (mapped to %s as %s)",
+                 slash + 1, col_names[k], nm);
+        return missing_column(csv, what, col_names[k], 1, err);
+      }
       idx[k] = ci;
       cm->num[k] = K;
       /* From here on the column is known by its plain name (messages and
@@ -387,9 +407,10 @@ static int resolve_forms(struct colmap *cm, const struct pfi_csv *csv,
         }
         int ci = pfi_csv_find(csv, t);
         if (ci < 0) {
-          rc = pfi_error_setloc(err, PFI_EPARSE, csv->name, 1, 1,
-                                "missing column '%s' (mapped to job as %s)", t,
-                                nm);
+          char what[200];
+          snprintf(what, sizeof what, "missing column '%s' (mapped to job as "
+                   "%s)", t, nm);
+          rc = missing_column(csv, what, "job", 1, err);
           break;
         }
         cm->part[n++] = ci;
@@ -466,13 +487,13 @@ static int read_csv(struct pfi_curveset *set, struct pfi_csv *csv,
   for (int k = 0; k < PFI_COL__COUNT && rc == 0; k++) {
     const char *want = names[k] ? names[k] : col_names[k];
     if (idx[k] < 0 && (k <= PFI_COL_TOKENS_PER_S || names[k])) {
+      char what[200];
       if (names[k])
-        rc = pfi_error_setloc(err, PFI_EPARSE, csv->name, 1, 1,
-                              "missing column '%s' (mapped to %s)", want,
-                              col_names[k]);
+        snprintf(what, sizeof what, "missing column '%s' (mapped to %s)", want,
+                 col_names[k]);
       else
-        rc = pfi_error_setloc(err, PFI_EPARSE, csv->name, 1, 1,
-                              "missing column '%s'", want);
+        snprintf(what, sizeof what, "missing column '%s'", want);
+      rc = missing_column(csv, what, col_names[k], names[k] != NULL, err);
       break;
     }
   }

@@ -175,9 +175,15 @@ int pfi_features_value(const struct pfi_features *f, size_t r, const char *expr,
                          "bad feature '%s' (use COL, COL=VALUE or log2(COL))",
                          expr);
   int c = pfi_table_find(&f->t, col);
-  if (c < 0)
+  if (c < 0) {
+    char cols[280];
+    pfi_csv_columns((const char *const *)f->t.header, f->t.ncols, cols,
+                    sizeof cols);
     return pfi_error_set(err, PFI_ENOTFOUND,
-                         "features file %s has no column '%s'", f->t.name, col);
+                         "features file %s has no column '%s'; its header has "
+                         "%s",
+                         f->t.name, col, cols);
+  }
   if (kind == 1) {
     const char *s = pfi_table_cell(&f->t, r, (size_t)c);
     *out = (s && strcasecmp(s, val) == 0) ? 1.0 : 0.0;

@@ -144,8 +144,12 @@ const char *pfi_clusters_of(const struct pfi_clusters *c,
                             struct pfi_error *err) {
   if (c->kind == PFI_CLUSTERS_COLUMN) {
     if (!c->column || pfi_table_find(&f->t, c->column) < 0) {
-      pfi_error_set(err, PFI_ENOTFOUND, "features file %s has no column %s",
-                    f->t.name, c->column ? c->column : "");
+      char cols[280];
+      pfi_csv_columns((const char *const *)f->t.header, f->t.ncols, cols,
+                      sizeof cols);
+      pfi_error_set(err, PFI_ENOTFOUND,
+                    "features file %s has no column %s; its header has %s",
+                    f->t.name, c->column ? c->column : "", cols);
       return NULL;
     }
     const char *s = pfi_features_text(f, r, c->column);
@@ -578,9 +582,8 @@ static int fitrows_folds(const struct pfi_features *f, struct pfi_fitrows *r,
       (!cl->column || pfi_table_find(&f->t, cl->column) < 0))
     /* A cluster column asked for by name and missing is a mistake to
      * report, not a LOCO row of n/a. */
-    return pfi_error_setloc(err, PFI_EPARSE, f->t.name, 1, 1,
-                            "--cluster: no column '%s'",
-                            cl->column ? cl->column : "");
+    return pfi_table_missing(&f->t, err, "--cluster: no column '%s'",
+                             cl->column ? cl->column : "");
   for (size_t i = 0; i < r->n; i++) {
     struct pfi_error e2;
     const char *name = pfi_clusters_of(cl, f, r->row[i], &e2);
@@ -630,8 +633,7 @@ int pfi_fitrows_build(const struct pfi_jobset *js, const char *pfi_column,
   if (pfi_column) {
     int c = pfi_table_find(&f->t, pfi_column);
     if (c < 0)
-      return pfi_error_setloc(err, PFI_EPARSE, f->t.name, 1, 1,
-                              "no column '%s'", pfi_column);
+      return pfi_table_missing(&f->t, err, "no column '%s'", pfi_column);
     for (size_t i = 0; i < f->t.nrows; i++) {
       int rc = pfi_table_double(&f->t, i, (size_t)c, &r->y[r->n], err);
       if (rc < 0)

@@ -39,7 +39,8 @@ const char *const pfi__cat_label[CAT__N] = {
     "dense (PT and FT)", "MoE pretraining", "MoE fine-tuning"};
 
 /* The paper's noise when a point carries none: median standard errors of
- * the mean of power (0.04 %) and throughput (0.05 %), METHOD.md section 1. */
+ * the mean of power (0.04 %) and throughput (0.05 %)
+ * (docs/index-and-stats.md). */
 #define REL_SD_POWER 0.0004
 #define REL_SD_TOKENS 0.0005
 

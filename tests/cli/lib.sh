@@ -10,6 +10,8 @@ cd "${PFI_SOURCE_DIR:-.}"
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 fails=0
+# The device backend is chosen by each test, never by the caller's environment.
+unset PFI_BACKEND
 
 # fail MESSAGE: counts a failed check; the script exits non-zero at its end.
 fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }

@@ -73,18 +73,56 @@ for key in index name uuid min_cap_w max_cap_w cap_w enforced_cap_w power_w; do
   check "json key $key" 4 "$(grep -c "\"$key\":" "$tmp/d.json")"
 done
 
-# Default backend: nvml when the library finds GPUs, else emu, said on stderr.
+# Default backend: nvml when the library finds GPUs, said on stderr; never
+# the emulator in its place. Without a working NVML, devices and cap (and a
+# sweep of a command) fail with exit 1, say why and name --backend emu, and
+# change nothing; --backend emu or PFI_BACKEND=emu is the emulator.
+unset PFI_BACKEND
 "$PFI" devices >/dev/null 2>"$tmp/err"
 contains "default picks nvml" "$tmp/err" "using the nvml backend (4 GPUs)"
-PFI_NVML_LIB=/nonexistent/libnvidia-ml.so.1 "$PFI" devices --format csv \
-  >"$tmp/e.csv" 2>"$tmp/err"
-check "fallback exit" 0 $?
-contains "fallback to emu" "$tmp/err" "using the emu backend"
-check "fallback is emulated" true "$(csv_get "$tmp/e.csv" 0 emulated)"
-PFI_NVML_LIB=/nonexistent/libnvidia-ml.so.1 "$PFI" devices --backend nvml \
-  >/dev/null 2>"$tmp/err"
-check "nvml missing exit" 2 $?
-contains "nvml missing message" "$tmp/err" "/nonexistent/libnvidia-ml.so.1"
+NOLIB=/nonexistent/libnvidia-ml.so.1
+PFI_NVML_LIB=$NOLIB "$PFI" devices --format csv >"$tmp/e.csv" 2>"$tmp/err"
+check "devices without nvml exit" 1 $?
+contains "devices without nvml says why" "$tmp/err" "NVML not available: cannot load $NOLIB"
+contains "devices without nvml names emu" "$tmp/err" "use --backend emu"
+check "devices without nvml prints nothing" "" "$(cat "$tmp/e.csv")"
+PFI_NVML_LIB=$NOLIB "$PFI" cap --gpus 0 --set 400 >"$tmp/out" 2>"$tmp/err"
+check "cap --set without nvml exit" 1 $?
+contains "cap --set without nvml says why" "$tmp/err" "NVML not available: cannot load $NOLIB"
+check "cap --set without nvml prints nothing" "" "$(cat "$tmp/out")"
+PFI_NVML_LIB=$NOLIB "$PFI" cap --reset >/dev/null 2>"$tmp/err"
+check "cap --reset without nvml exit" 1 $?
+# The driver present but not loaded (NVML_ERROR_DRIVER_NOT_LOADED).
+PFI_FAKE_NVML_INIT=9 "$PFI" cap --set 400 >"$tmp/out" 2>"$tmp/err"
+check "cap with the driver not loaded exit" 1 $?
+contains "driver not loaded says why" "$tmp/err" "NVML not available:"
+contains "driver not loaded names NVML's reason" "$tmp/err" "driver is not loaded"
+check "caps untouched by the refused caps" "700.0 700.0 700.0 700.0" "$(caps)"
+PFI_NVML_LIB=$NOLIB "$PFI" sweep --backend nvml --caps 300 --duration 1s --interval 0.5s \
+  --db "$tmp/nv.db" --quiet -- true >/dev/null 2>"$tmp/err"
+check "sweep --backend nvml without nvml exit" 1 $?
+contains "sweep without nvml says why" "$tmp/err" "NVML not available: cannot load $NOLIB"
+[ -e "$tmp/nv.db" ] && check "sweep without nvml leaves no store" absent present
+PFI_NVML_LIB=$NOLIB "$PFI" devices --backend nvml >/dev/null 2>"$tmp/err"
+check "nvml named and missing exit" 1 $?
+contains "nvml missing message" "$tmp/err" "$NOLIB"
+# The emulator when asked for, by option or by environment.
+PFI_NVML_LIB=$NOLIB "$PFI" devices --backend emu --format csv >"$tmp/e.csv" 2>"$tmp/err"
+check "devices --backend emu exit" 0 $?
+check "devices --backend emu is emulated" true "$(csv_get "$tmp/e.csv" 0 emulated)"
+PFI_NVML_LIB=$NOLIB PFI_BACKEND=emu "$PFI" devices --format csv >"$tmp/e.csv" 2>"$tmp/err"
+check "PFI_BACKEND=emu devices exit" 0 $?
+check "PFI_BACKEND=emu backend column" emu "$(csv_get "$tmp/e.csv" 0 backend)"
+PFI_NVML_LIB=$NOLIB PFI_BACKEND=emu "$PFI" cap --gpus 0 --set 400 >"$tmp/out" 2>"$tmp/err"
+check "PFI_BACKEND=emu cap exit" 0 $?
+contains "PFI_BACKEND=emu cap is emulated" "$tmp/out" "[emulated]"
+PFI_BACKEND=emu "$PFI" cap --reset >/dev/null 2>&1
+PFI_NVML_LIB=$NOLIB PFI_BACKEND=emu "$PFI" sweep --caps 300 --duration 1s \
+  --interval 0.5s --cooldown 0 --db "$tmp/emu.db" --quiet -- true >/dev/null 2>"$tmp/err"
+check "PFI_BACKEND=emu sweep of a command exit" 0 $?
+PFI_BACKEND=bogus "$PFI" devices >/dev/null 2>"$tmp/err"
+check "PFI_BACKEND unknown exit" 2 $?
+contains "PFI_BACKEND unknown message" "$tmp/err" "unknown backend 'bogus'"
 
 # Caps through NVML persist in the emulator's state.
 "$PFI" cap --backend nvml --gpus 0,1 --set 500 >"$tmp/out" 2>"$tmp/err"

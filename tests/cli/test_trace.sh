@@ -73,6 +73,12 @@ for db in "$T/missing.db" data/dcgm/README.md; do
 done
 "$PFI" trace summarize "$T/p.db" 2>/dev/null
 [ $? -eq 2 ] || fail "summarize without --out"
+# A missing store is said before the missing --out, and nothing is created.
+"$PFI" trace summarize "$T/absent.db" >/dev/null 2>"$T/err"
+[ $? -eq 2 ] || fail "summarize of a missing store without --out: exit status"
+grep -q "absent.db" "$T/err" || fail "summarize of a missing store names it: $(cat "$T/err")"
+grep -q -- "--out" "$T/err" && fail "summarize of a missing store complains about --out first: $(cat "$T/err")"
+[ -e "$T/absent.db" ] && fail "summarize of a missing store created it"
 "$PFI" trace frobnicate 2>/dev/null
 [ $? -eq 2 ] || fail "unknown subcommand"
 
