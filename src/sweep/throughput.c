@@ -32,7 +32,7 @@
 /* Most copies of its atoms a --throughput regex may expand to: glibc's
  * regcomp copies the operand of '+' and of {m,n} (m or n times), so stacked
  * or nested repetitions ("a+++...", "((a{9}){9}){9}") grow exponentially. */
-#define REGEX_MAX_NODES 65536
+#define REGEX_MAX_NODES 4096
 
 struct qline {
   struct qline *next;
@@ -213,7 +213,7 @@ static const char *regex_unsafe(const char *re) {
     }
   }
   if (!(regex_expansion(re) <= REGEX_MAX_NODES))
-    return "its repetitions expand to more than 65536 copies of its "
+    return "its repetitions expand to more than 4096 copies of its "
            "characters ('+' and {m,n} copy what they repeat; stacked or "
            "nested repetitions multiply)";
   return NULL;
