@@ -124,13 +124,11 @@ static double repeat_copies(const char *p, size_t *len) {
 }
 
 /* An upper estimate of the atoms (characters, bracket expressions, anchors)
- * that RE expands to once every repetition is copied out. */
+ * that RE (at most REGEX_MAX_LEN long) expands to once every repetition is
+ * copied out. */
 static double regex_expansion(const char *re) {
-  size_t depth = 0, cap = strlen(re) + 2;
-  double *total = calloc(cap, sizeof *total), *last = calloc(cap, sizeof *last);
-  double r = INFINITY;
-  if (!total || !last)
-    goto out;
+  size_t depth = 0;
+  double total[REGEX_MAX_LEN + 2] = {0}, last[REGEX_MAX_LEN + 2] = {0};
   for (const char *p = re; *p;) {
     size_t len;
     double k = repeat_copies(p, &len);
@@ -171,12 +169,9 @@ static double regex_expansion(const char *re) {
     total[depth] += atom;
     last[depth] = atom;
   }
-  r = 0;
+  double r = 0;
   for (size_t i = 0; i <= depth; i++)
     r += total[i];
-out:
-  free(total);
-  free(last);
   return r;
 }
 
