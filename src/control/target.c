@@ -57,10 +57,15 @@ static double minutes_of(const char *s) {
   int y, mo, d, h, mi;
   double sec = 0;
   char *end;
-  if (sscanf(s, "%4d-%2d-%2d %2d:%2d", &y, &mo, &d, &h, &mi) == 5) {
-    const char *c = strchr(s, ' ') + 1;
-    if (strlen(c) >= 8 && c[5] == ':')
-      sec = strtod(c + 6, NULL);
+  int date_end = 0, time_end = 0;
+  if (sscanf(s, "%4d-%2d-%2d%n %2d:%2d%n", &y, &mo, &d, &date_end, &h, &mi,
+             &time_end) == 5) {
+    /* The date and the time are separated by a space ("2025-05-0414:45"
+     * matches the pattern too, and has none). */
+    if (s[date_end] != ' ')
+      return NAN;
+    if (s[time_end] == ':')
+      sec = strtod(s + time_end + 1, NULL);
     return (double)(d * 1440 + h * 60 + mi) + sec / 60.0;
   }
   if (sscanf(s, "%2d:%2d", &h, &mi) == 2 && strchr(s, ':'))

@@ -29,6 +29,10 @@
 /* Longest --throughput regex, and largest count in a {m,n} interval. */
 #define REGEX_MAX_LEN 1024
 #define REGEX_MAX_DUP 255
+/* Most copies of its atoms a --throughput regex may expand to: glibc's
+ * regcomp copies the operand of '+' and of {m,n} (m or n times), so stacked
+ * or nested repetitions ("a+++...", "((a{9}){9}){9}") grow exponentially. */
+#define REGEX_MAX_NODES 4096
 
 struct qline {
   struct qline *next;
@@ -91,10 +95,91 @@ static double mono_s(void) {
 static void lock(struct pfi_tput *tp) { pthread_mutex_lock(&tp->mu); }
 static void unlock(struct pfi_tput *tp) { pthread_mutex_unlock(&tp->mu); }
 
+/* The copies of '+' or {m,n}'s operand that regcomp makes, or 1 when P
+ * (past its operand) is no repetition; *len is the operator's length. */
+static double repeat_copies(const char *p, size_t *len) {
+  *len = 1;
+  if (*p == '+')
+    return 2;
+  if (*p == '*' || *p == '?')
+    return 1;
+  if (*p != '{' || p[1] < '0' || p[1] > '9') {
+    *len = 0;
+    return 1;
+  }
+  char *e;
+  double m = (double)strtol(p + 1, &e, 10), n = m;
+  if (*e == ',') {
+    if (e[1] >= '0' && e[1] <= '9')
+      n = (double)strtol(e + 1, &e, 10);
+    else
+      n = m + 1, e++;
+  }
+  if (*e != '}') {
+    *len = 0;
+    return 1;
+  }
+  *len = (size_t)(e - p) + 1;
+  return m > n ? (m > 1 ? m : 1) : (n > 1 ? n : 1);
+}
+
+/* An upper estimate of the atoms (characters, bracket expressions, anchors)
+ * that RE (at most REGEX_MAX_LEN long) expands to once every repetition is
+ * copied out. */
+static double regex_expansion(const char *re) {
+  size_t depth = 0;
+  double total[REGEX_MAX_LEN + 2] = {0}, last[REGEX_MAX_LEN + 2] = {0};
+  for (const char *p = re; *p;) {
+    size_t len;
+    double k = repeat_copies(p, &len);
+    if (len) {
+      total[depth] += last[depth] * (k - 1);
+      last[depth] *= k;
+      p += len;
+      continue;
+    }
+    double atom = 1;
+    if (*p == '(') {
+      total[++depth] = 0;
+      last[depth] = 0;
+      p++;
+      continue;
+    }
+    if (*p == ')' && depth > 0) {
+      atom = total[depth--] + 1;
+      p++;
+    } else if (*p == '|') {
+      last[depth] = 0;
+      p++;
+      continue;
+    } else if (*p == '\\' && p[1]) {
+      p += 2;
+    } else if (*p == '[') {
+      const char *q = p + 1;
+      if (*q == '^')
+        q++;
+      if (*q == ']')
+        q++;
+      while (*q && *q != ']')
+        q++;
+      p = *q ? q + 1 : q;
+    } else {
+      p++;
+    }
+    total[depth] += atom;
+    last[depth] = atom;
+  }
+  double r = 0;
+  for (size_t i = 0; i <= depth; i++)
+    r += total[i];
+  return r;
+}
+
 /* Refuses what would make matching take unbounded time or memory:
  * back-references (glibc accepts \1 even in extended syntax, and matching
- * them is exponential), counts above REGEX_MAX_DUP in {m,n}, and patterns
- * longer than REGEX_MAX_LEN. Returns NULL or the reason. */
+ * them is exponential), counts above REGEX_MAX_DUP in {m,n}, patterns
+ * longer than REGEX_MAX_LEN, and repetitions that expand to more than
+ * REGEX_MAX_NODES copies. Returns NULL or the reason. */
 static const char *regex_unsafe(const char *re) {
   if (strlen(re) > REGEX_MAX_LEN)
     return "longer than 1024 characters";
@@ -122,6 +207,10 @@ static const char *regex_unsafe(const char *re) {
           return "a repetition count above 255 in {m,n}";
     }
   }
+  if (!(regex_expansion(re) <= REGEX_MAX_NODES))
+    return "its repetitions expand to more than 4096 copies of its "
+           "characters ('+' and {m,n} copy what they repeat; stacked or "
+           "nested repetitions multiply)";
   return NULL;
 }
 

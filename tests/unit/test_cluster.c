@@ -219,6 +219,27 @@ static void test_parse(void **state) {
   assert_int_equal(pfi_event_parse(&ev, path, 0, 0, 1, &err), PFI_EPARSE);
   assert_int_equal(err.line, 1);
   assert_int_equal(pfi_event_parse(&ev, "3.5", 0, 0, 1, &err), PFI_EINVAL);
+  /* A power trace: timestamps with seconds and a zone are read to the
+   * minute (14:40:30 is 30 s after 14:40:00); a date run into its time
+   * ("2025-05-0414:45") is a located error, not a crash. */
+  char spec[64];
+  snprintf(spec, sizeof spec, "trace:%s", path);
+  f = fopen(path, "w");
+  fputs("timestamp,total\n2025-05-04 14:40:00-07:00,1000\n"
+        "2025-05-04 14:40:30-07:00,500\n",
+        f);
+  fclose(f);
+  assert_int_equal(pfi_event_parse(&ev, spec, 0, 0, 1, &err), 0);
+  assert_int_equal(ev.n, 2);
+  ASSERT_NEAR(ev.t_s[1], 30, 1e-9);
+  pfi_event_release(&ev);
+  f = fopen(path, "w");
+  fputs("timestamp,total\n2025-05-04 14:40:00,1000\n2025-05-0414:45:00,900\n",
+        f);
+  fclose(f);
+  assert_int_equal(pfi_event_parse(&ev, spec, 0, 0, 1, &err), PFI_EPARSE);
+  assert_int_equal(err.line, 3);
+  assert_int_equal(err.column, 1);
   unlink(path);
 }
 

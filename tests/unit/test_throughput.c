@@ -182,12 +182,32 @@ static void regex_collector(void **state) {
   assert_int_equal(pfi_tput_open(&tp, "jsonl:", &err), PFI_EINVAL);
 }
 
+/* Repetitions that regcomp copies out: '+' doubles its operand, {m,n} makes
+ * max(m,n) copies, a group counts one more atom. (x{255}) is 256 atoms, 15
+ * of those 3,840 (and 3 for ([0-9]+)): within 4,096. One '+' more doubles it: refused, as is
+ * a stack of 22 '+' (2^22 copies: gigabytes in regcomp). */
+static void regex_expansion_bound(void **state) {
+  (void)state;
+  struct pfi_tput *tp;
+  struct pfi_error err;
+  assert_int_equal(pfi_tput_open(&tp, "regex:(x{255}){15}([0-9]+)", &err), 0);
+  pfi_tput_close(tp);
+  assert_int_equal(pfi_tput_open(&tp, "regex:((x{255}){15})+([0-9]+)", &err),
+                   PFI_EINVAL);
+  assert_non_null(strstr(err.msg, "4096"));
+  char spec[64] = "regex:([0-9]+)a";
+  memset(spec + strlen(spec), '+', 22);
+  assert_int_equal(pfi_tput_open(&tp, spec, &err), PFI_EINVAL);
+  assert_non_null(strstr(err.msg, "4096"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(jsonl_lines),
       cmocka_unit_test(jsonl_collector),
       cmocka_unit_test(jsonl_counter_reset),
       cmocka_unit_test(regex_collector),
+      cmocka_unit_test(regex_expansion_bound),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
