@@ -56,10 +56,15 @@ fuzz: $(FUZZ_BUILD)/CMakeCache.txt
 	bash tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 # Every test: normal build, sanitizer build, and a bounded fuzz run.
-check: deps test test-asan fuzz
+# In this order even under make -j: the packages first.
+check: deps
+	$(MAKE) test
+	$(MAKE) test-asan
+	$(MAKE) fuzz
 	@echo "make check: all test suites passed"
 
-demo: deps build
+demo: deps
+	$(MAKE) build
 	@bash scripts/demo.sh $(BUILD)
 
 # The in-process benchmarks, then pfi against its peers (numpy, pandas,
