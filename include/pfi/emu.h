@@ -168,6 +168,10 @@ struct pfi_emu_timeline {
 /* The paper's protocol: 30 min, eval at 10 min, checkpoint at 20 min. */
 void pfi_emu_timeline_init(struct pfi_emu_timeline *tl,
                            const struct pfi_emu_job *job);
+/* The shortest emulated run that has a training phase to summarize for
+ * every job of the library: the longest startup (a torch.compile
+ * variant's, 240 s) and a minute of training, 300 s. */
+double pfi_emu_min_run_s(void);
 
 /* One emulated run: a job under fixed caps, sampled at any time. */
 struct pfi_emu_run {

@@ -201,15 +201,16 @@ int pfi_reproduce_run(const struct pfi_reproduce_opts *o,
   enum pfi_campaign_stage stage;
   if ((rc = pfi_campaign_report(st, out, &ro, &stage, err)) < 0) {
     /* Short runs end before the emulated jobs leave their warm-up, so no
-     * run has a training phase to summarize; name the option that did it. */
+     * run has a training phase to summarize; name the option that did it
+     * (the summary names the duration that works). */
     double d = o->duration_s > 0 ? o->duration_s : 1800;
     if (stage == PFI_STAGE_SUMMARIZE && rc != PFI_ENOMEM && rc != PFI_EIO &&
-        d < 300) {
+        d < pfi_emu_min_run_s()) {
       char msg[sizeof err->msg];
       snprintf(msg, sizeof msg, "%s", err->msg);
       rc = pfi_error_set(err, rc,
-                         "%s (--duration %gs is shorter than the emulated "
-                         "jobs' warm-up; use 5m or more)",
+                         "%s; --duration %gs is shorter than the emulated "
+                         "jobs' warm-up",
                          msg, d);
     }
     goto out;

@@ -6,6 +6,7 @@
  * every constant. Everything produced here is emulated.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -393,6 +394,14 @@ void pfi_emu_timeline_init(struct pfi_emu_timeline *tl,
   tl->ckpt_at_s = 1200.0;
   tl->ckpt_s = 45.0;
   tl->duration_s = 1800.0;
+}
+
+double pfi_emu_min_run_s(void) {
+  static struct pfi_emu_job compiled; /* zeros but its variant */
+  struct pfi_emu_timeline tl;
+  snprintf(compiled.variant, sizeof compiled.variant, "compile");
+  pfi_emu_timeline_init(&tl, &compiled);
+  return tl.startup_s + 60.0;
 }
 
 int pfi_emu_run_init(struct pfi_emu_run *run, const struct pfi_emu_job *job,

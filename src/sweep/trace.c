@@ -11,6 +11,7 @@
 
 #include "internal.h"
 #include "pfi/device.h"
+#include "pfi/emu.h"
 #include "pfi/phase.h"
 
 void pfi_summary_opts_init(struct pfi_summary_opts *o) {
@@ -227,6 +228,7 @@ struct run_row {
   char job[128], arch[32], task[32], source[16];
   double cap_w;
   int gpus;
+  double len_s; /* t_end - t_start, NaN when unknown */
   /* results */
   int ok;      /* power and throughput: a curve point */
   int ok_feat; /* training-phase telemetry: a features row */
@@ -435,6 +437,8 @@ int pfi_trace_summarize(struct pfi_store *st, const char *out_dir,
     snprintf(rr->task, sizeof rr->task, "%s", run.task);
     rr->cap_w = run.cap_w;
     rr->gpus = run.gpus;
+    rr->len_s = run.has_t_start && run.has_t_end ? run.t_end_s - run.t_start_s
+                                                 : NAN;
     snprintf(rr->source, sizeof rr->source, "%s", run.source);
   }
   if (r < 0) {
@@ -537,10 +541,27 @@ int pfi_trace_summarize(struct pfi_store *st, const char *out_dir,
   if (rc < 0)
     goto out;
   if (jobs == 0) {
+    /* Emulated runs shorter than the emulated jobs' startup have no
+     * training phase: name the duration that works. */
+    double longest = 0, need = pfi_emu_min_run_s();
+    int emulated = 0;
+    for (size_t i = 0; i < nr; i++)
+      if (!strcmp(rows[i].source, PFI_SOURCE_EMULATED)) {
+        emulated = 1;
+        if (rows[i].len_s > longest)
+          longest = rows[i].len_s;
+      }
+    char hint[160] = "";
+    if (emulated && longest < need)
+      snprintf(hint, sizeof hint,
+               " (the emulated runs last %gs, shorter than the emulated "
+               "jobs' warm-up and startup: sweep with --duration %gs or "
+               "more)",
+               longest, need);
     rc = pfi_error_set(err, PFI_ENOTFOUND,
                        "%s: no complete run has training-phase samples and "
-                       "throughput",
-                       pfi_store_path(st));
+                       "throughput%s",
+                       pfi_store_path(st), hint);
     goto out;
   }
   /* The mechanism summary: the steady-state clocks of every run. */

@@ -51,6 +51,18 @@ grep -Eq "two.prom:17:[0-9]+: " "$T/err" || fail "two scrapes: error line: $(cat
 "$PFI" trace summarize "$T/p.db" --out "$T/s" >/dev/null 2>"$T/err"
 [ $? -eq 2 ] || fail "summarize of an idle trace: exit status"
 grep -q "training" "$T/err" || fail "summarize message: $(cat "$T/err")"
+# Emulated runs of 90 s end inside the jobs' startup (150 s; 240 s for a
+# torch.compile variant): the message names the duration that works,
+# 240 s + a minute of training = 300 s.
+"$PFI" sweep --backend emu --emulate moe-ft-qwen30ba3b-x8 --caps 300,700 --duration 90s \
+  --cooldown 0 --db "$T/short.db" --quiet || fail "short emulated sweep"
+"$PFI" trace summarize "$T/short.db" --out "$T/ss" >/dev/null 2>"$T/err"
+[ $? -eq 2 ] || fail "summarize of 90 s runs: exit status"
+grep -q "the emulated runs last 90s, .* --duration 300s or more" "$T/err" ||
+  fail "summarize of 90 s runs does not name the duration: $(cat "$T/err")"
+# The input is checked before --out: a missing store is named first.
+"$PFI" trace summarize "$T/nosuch.db" >/dev/null 2>"$T/err"
+[ $? -ne 0 ] && grep -q "nosuch.db" "$T/err" || fail "summarize without --out on a missing store: $(cat "$T/err")"
 
 # Malformed lines: reported with file:line:column, skipped; --strict fails.
 printf 'DCGM_FI_DEV_GPU_TEMP{gpu="0"} 30\nDCGM_FI_DEV_GPU_TEMP{gpu="1" 31\nDCGM_FI_DEV_POWER_USAGE{gpu="0"} x\n' >"$T/bad.prom"
