@@ -26,6 +26,7 @@
 
 #include "pfi/capacity.h"
 #include "pfi/compliance.h"
+#include "pfi/curve.h"
 #include "pfi/error.h"
 
 struct pfi_flex_job {
@@ -72,5 +73,26 @@ int pfi_tiers_load_mem(const char *name, const char *data, size_t len,
                        struct pfi_tier **out, size_t *n, struct pfi_error *err);
 int pfi_tiers_load(const char *path, struct pfi_tier **out, size_t *n,
                    struct pfi_error *err);
+
+/*
+ * The jobs of a curves file with their tiers, for pfi_flexcap(): each
+ * job's points sorted by realized power (equal powers keep the first) and,
+ * when every point has a throughput SD, the 95 % band t +- 1.96 SD
+ * (floored at 0). Each job's tier is `tier`, or its row of the `contract`
+ * CSV (columns job and tier), looked up in the `tiers` file. Release with
+ * pfi_flex_jobs_release() (also after a failure).
+ */
+struct pfi_flex_jobs {
+  struct pfi_curveset cs;
+  struct pfi_tier *tiers;
+  size_t ntiers, n;
+  struct pfi_flex_job *jobs; /* n */
+  double *buf;
+  int has_sd;
+};
+int pfi_flex_jobs_load(struct pfi_flex_jobs *c, const char *curves,
+                       const char *map, const char *tiers, const char *contract,
+                       const char *tier, struct pfi_error *err);
+void pfi_flex_jobs_release(struct pfi_flex_jobs *c);
 
 #endif

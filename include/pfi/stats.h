@@ -55,6 +55,11 @@ int pfi_stats_spearman(const double *x, const double *y, size_t n, double *rho,
 /* Two-sided p-value of a t statistic with `df` degrees of freedom. */
 double pfi_stats_t_p(double t, double df);
 
+/* The mean of v[0..n) and the half-width of its 95 % t interval,
+ * t(0.975, n - 1) * s / sqrt(n) (NaN below 2 values; both NaN at 0). */
+void pfi_stats_mean_t95(const double *v, size_t n, double *mean,
+                        double *half);
+
 /* Two-sided p-value of a standard normal z: 2 (1 - Phi(|z|)). */
 double pfi_stats_z_p(double z);
 

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 #include "cli.h"
 
+#include "pfi/alloc.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -274,4 +276,43 @@ int pfi_cli_parse_numlist(const char *s, double **out, size_t *n,
 int pfi_cli_parse_duration(const char *s, double *seconds,
                            struct pfi_error *err) {
   return pfi_parse_duration(s, PFI_DUR_ANY, seconds, err);
+}
+
+int pfi_cli_parse_strategies(const char *s, int have_pfi, int *strat, size_t *n,
+                             const char *cmd) {
+  *n = 0;
+  if (!s) {
+    strat[(*n)++] = PFI_STRAT_ORACLE;
+    strat[(*n)++] = PFI_STRAT_EQUAL;
+    if (have_pfi) {
+      strat[(*n)++] = PFI_STRAT_PFI_AWARE;
+      strat[(*n)++] = PFI_STRAT_PFI_CURVE;
+    }
+    return 0;
+  }
+  char *dup = strdup(s);
+  if (!dup) {
+    fprintf(stderr, "pfi %s: out of memory\n", cmd);
+    return -1;
+  }
+  char *save = NULL;
+  for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    int k = pfi_strategy_parse(t);
+    if (k < 0) {
+      pfi_cli_usage(cmd, "unknown strategy '%s'", t);
+      free(dup);
+      return -1;
+    }
+    int seen = 0;
+    for (size_t j = 0; j < *n; j++)
+      seen |= strat[j] == k;
+    if (!seen)
+      strat[(*n)++] = k;
+  }
+  free(dup);
+  if (*n == 0) {
+    pfi_cli_usage(cmd, "--strategy: no strategy given");
+    return -1;
+  }
+  return 0;
 }

@@ -114,4 +114,11 @@ size_t pfi_cli_edit_distance(const char *a, const char *b);
 size_t pfi_cli_suggest(const char *name, const char *const *names, size_t n,
                        const char **out, size_t max);
 
+/* Parses a comma-separated strategy list into strat[] (at most
+ * PFI_STRAT__COUNT, no repeats); NULL gives the default: oracle, equal and,
+ * with `have_pfi`, pfi-aware and pfi-curve. Prints a usage error for `cmd`
+ * and returns -1 on a bad name. */
+int pfi_cli_parse_strategies(const char *s, int have_pfi, int *strat, size_t *n,
+                             const char *cmd);
+
 #endif

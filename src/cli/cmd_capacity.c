@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "cli.h"
-#include "opsdata.h"
 #include "opt.h"
 #include "pfi/capacity.h"
+#include "pfi/jobcurves.h"
 #include "pfi/report.h"
 
 static const struct pfi_opt opts[] = {
@@ -192,7 +192,7 @@ int cmd_capacity(int argc, char **argv) {
     return pfi_cli_usage("capacity", "--curves FILE is required");
   int strat[MAXS];
   size_t ns = 0;
-  if (ops_parse_strategies(strat_s, true_pfi, strat, &ns, "capacity") < 0)
+  if (pfi_cli_parse_strategies(strat_s, true_pfi, strat, &ns, "capacity") < 0)
     return PFI_EXIT_USAGE;
   for (size_t k = 0; k < ns; k++)
     if ((strat[k] == PFI_STRAT_PFI_AWARE || strat[k] == PFI_STRAT_PFI_CURVE) &&
@@ -211,12 +211,12 @@ int cmd_capacity(int argc, char **argv) {
   struct pfi_error err;
   pfi_error_clear(&err);
   int status = PFI_EXIT_OK;
-  struct ops_jobs d;
+  struct pfi_jobcurves d;
   struct pfi_problem p;
   struct pfi_capacity cap[MAXS];
   memset(cap, 0, sizeof cap);
   pfi_problem_init(&p);
-  if (ops_jobs_load(&d, curves, map, true_pfi, draws, seed, &err) < 0) {
+  if (pfi_jobcurves_load(&d, curves, map, true_pfi, draws, seed, &err) < 0) {
     status = pfi_cli_fail(&err);
     goto out;
   }
@@ -232,7 +232,7 @@ int cmd_capacity(int argc, char **argv) {
   if (plot_path && plot(plot_path, cap, ns, unit, normalize, &err) < 0)
     goto fail;
   const char *tunit = normalize ? "job-equivalents" : unit;
-  const char *prov = ops_provenance(&d);
+  const char *prov = pfi_jobcurves_provenance(&d);
   if (fmt == PFI_FMT_JSON) {
     json_t *j = json_object(), *arr = json_array();
     json_object_set_new(j, "curves", pfi_cli_json_str(curves));
@@ -354,6 +354,6 @@ out:
   for (size_t k = 0; k < MAXS; k++)
     pfi_capacity_release(&cap[k]);
   pfi_problem_release(&p);
-  ops_jobs_release(&d);
+  pfi_jobcurves_release(&d);
   return status;
 }

@@ -9,10 +9,10 @@
 
 #include "cli.h"
 #include "opt.h"
+#include "pfi/stats.h"
 #include "pfi/cluster.h"
 #include "pfi/data.h"
 #include "pfi/records.h"
-#include <gsl/gsl_cdf.h>
 
 static const struct pfi_opt opts[] = {
     {"emulate", 'e', 0, PFI_ARG_REQ, "CLUSTER",
@@ -105,20 +105,6 @@ static int on_period(void *ctx, double t, double tgt, double P,
     fputc('\n', s->fp);
   }
   return 0;
-}
-
-/* Mean and 95 % t half-width of v[0..n). */
-static void interval(const double *v, size_t n, double *mean, double *half) {
-  double m = 0, s2 = 0;
-  for (size_t i = 0; i < n; i++)
-    m += v[i];
-  m /= (double)n;
-  for (size_t i = 0; i < n; i++)
-    s2 += (v[i] - m) * (v[i] - m);
-  *mean = m;
-  *half = n > 1 ? gsl_cdf_tdist_Pinv(0.975, (double)(n - 1)) *
-                      sqrt(s2 / (double)(n - 1) / (double)n)
-                : NAN;
 }
 
 static json_t *jnum(double v) {
@@ -358,15 +344,15 @@ int cmd_control(int argc, char **argv) {
   runs = NULL;
   double gm = NAN, gh = NAN, g10m = NAN, g10h = NAN, am = NAN, ah = NAN;
   if (compare) {
-    interval(gap, nseeds, &gm, &gh);
-    interval(gap10, nseeds, &g10m, &g10h);
+    pfi_stats_mean_t95(gap, nseeds, &gm, &gh);
+    pfi_stats_mean_t95(gap10, nseeds, &g10m, &g10h);
     json_object_set_new(top, "gap_closed_mean", jnum(gm));
     json_object_set_new(top, "gap_closed_ci95", jnum(gh));
     json_object_set_new(top, "gap_closed_after_10min_mean", jnum(g10m));
     json_object_set_new(top, "gap_closed_after_10min_ci95", jnum(g10h));
   }
   if (have_em) {
-    interval(away, nseeds, &am, &ah);
+    pfi_stats_mean_t95(away, nseeds, &am, &ah);
     json_t *e = json_object();
     json_object_set_new(e, "source",
                         json_string("published data: "

@@ -7,10 +7,10 @@
 #include <string.h>
 
 #include "cli.h"
-#include "opsdata.h"
 #include "opt.h"
 #include "pfi/alloc.h"
 #include "pfi/gate.h"
+#include "pfi/jobcurves.h"
 
 static const struct pfi_opt opts[] = {
     {"tolerance", 't', 0, PFI_ARG_REQ, "L",
@@ -155,9 +155,9 @@ int cmd_gate(int argc, char **argv) {
   struct pfi_gate_job *res = NULL;
   long *match = NULL;
   int status = PFI_EXIT_OK;
-  if (ops_read_curves(&rs, rpath, map, &rem, &rme, &err) < 0 ||
-      ops_read_curves(&ns, npath, new_map ? new_map : map, &nem, &nme, &err) <
-          0) {
+  if (pfi_curves_read_any(&rs, rpath, map, &rem, &rme, &err) < 0 ||
+      pfi_curves_read_any(&ns, npath, new_map ? new_map : map, &nem, &nme,
+                          &err) < 0) {
     status = pfi_cli_fail(&err);
     goto out;
   }

@@ -15,121 +15,6 @@
 #include "pfi/meter.h"
 #include "pfi/timeline.h"
 
-/* The jobs of a curves file with their tiers, points sorted by power. */
-struct capjobs {
-  struct pfi_curveset cs;
-  struct pfi_tier *tiers;
-  size_t ntiers, n;
-  struct pfi_flex_job *jobs;
-  double *buf;
-  int has_sd;
-};
-
-static void capjobs_release(struct capjobs *c) {
-  pfi_curveset_release(&c->cs);
-  free(c->tiers);
-  free(c->jobs);
-  free(c->buf);
-}
-
-static int cmp_point_power(const void *a, const void *b) {
-  const struct pfi_point *x = a, *y = b;
-  return (x->power_w > y->power_w) - (x->power_w < y->power_w);
-}
-
-static int load_capjobs(const struct opts *o, struct capjobs *c,
-                        struct pfi_error *err) {
-  memset(c, 0, sizeof *c);
-  pfi_curveset_init(&c->cs);
-  int rc;
-  struct pfi_table ct;
-  memset(&ct, 0, sizeof ct);
-  if ((rc = pfi_curveset_read(&c->cs, o->curves, o->map, err)) < 0 ||
-      (rc = pfi_tiers_load(o->tiers, &c->tiers, &c->ntiers, err)) < 0)
-    return rc;
-  if (o->contract && (rc = pfi_table_load(&ct, o->contract, err)) < 0)
-    return rc;
-  int cj = o->contract ? pfi_table_find(&ct, "job") : -1,
-      ctr = o->contract ? pfi_table_find(&ct, "tier") : -1;
-  if (o->contract && (cj < 0 || ctr < 0)) {
-    rc = pfi_error_setloc(err, PFI_EPARSE, o->contract, 1, 1,
-                          "contract: the header must name job and tier");
-    goto out;
-  }
-  size_t npts = 0;
-  for (size_t i = 0; i < c->cs.n; i++)
-    npts += c->cs.c[i].n;
-  c->n = c->cs.n;
-  c->jobs = calloc(c->n ? c->n : 1, sizeof *c->jobs);
-  c->buf = malloc((4 * npts + 1) * sizeof *c->buf);
-  if (!c->jobs || !c->buf) {
-    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
-    goto out;
-  }
-  c->has_sd = 1;
-  for (size_t i = 0; i < c->cs.n; i++)
-    for (size_t k = 0; k < c->cs.c[i].n; k++)
-      if (!(c->cs.c[i].pts[k].tokens_sd >= 0))
-        c->has_sd = 0;
-  double *b = c->buf;
-  for (size_t i = 0; i < c->cs.n; i++) {
-    struct pfi_curve *cv = &c->cs.c[i];
-    struct pfi_flex_job *j = &c->jobs[i];
-    const char *tn = o->tier;
-    for (size_t r = 0; o->contract && r < ct.nrows; r++) {
-      const char *jn = pfi_table_cell(&ct, r, (size_t)cj);
-      if (jn && strcmp(jn, cv->job) == 0)
-        tn = pfi_table_cell(&ct, r, (size_t)ctr);
-    }
-    if (!tn) {
-      rc = pfi_error_set(err, PFI_EPARSE,
-                         "job %s: no tier (not in %s; --tier sets one for "
-                         "all jobs)",
-                         cv->job, o->contract ? o->contract : "a contract");
-      goto out;
-    }
-    for (size_t k = 0; k < c->ntiers; k++)
-      if (strcmp(c->tiers[k].name, tn) == 0)
-        j->tier = &c->tiers[k];
-    if (!j->tier) {
-      rc = pfi_error_set(err, PFI_EPARSE, "job %s: tier '%s' is not in %s",
-                         cv->job, tn, o->tiers);
-      goto out;
-    }
-    /* Sorted by realized power; equal powers keep the first. */
-    struct pfi_point *pts = malloc(cv->n * sizeof *pts);
-    if (!pts) {
-      rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
-      goto out;
-    }
-    memcpy(pts, cv->pts, cv->n * sizeof *pts);
-    qsort(pts, cv->n, sizeof *pts, cmp_point_power);
-    size_t m = 0;
-    double *pw = b, *t = b + cv->n, *lo = b + 2 * cv->n, *hi = b + 3 * cv->n;
-    for (size_t k = 0; k < cv->n; k++) {
-      if (m > 0 && !(pts[k].power_w > pw[m - 1]))
-        continue;
-      pw[m] = pts[k].power_w;
-      t[m] = pts[k].tokens_per_s;
-      lo[m] = fmax(0, t[m] - 1.96 * pts[k].tokens_sd);
-      hi[m] = t[m] + 1.96 * pts[k].tokens_sd;
-      m++;
-    }
-    free(pts);
-    j->job = cv->job;
-    j->power_w = pw;
-    j->tput = t;
-    j->tput_lo = c->has_sd ? lo : NULL;
-    j->tput_hi = c->has_sd ? hi : NULL;
-    j->n = m;
-    b += 4 * cv->n;
-  }
-  rc = 0;
-out:
-  pfi_table_release(&ct);
-  return rc;
-}
-
 int pfi__grid_capacity(const struct opts *o) {
   if (!o->curves || !o->tiers || (!o->contract && !o->tier))
     return pfi__grid_usage(
@@ -139,10 +24,12 @@ int pfi__grid_capacity(const struct opts *o) {
   static const double dflt[] = {900, 3600, 7200, 14400};
   const double *dur = o->ndur ? o->durations : dflt;
   size_t nd = o->ndur ? o->ndur : 4;
-  struct capjobs cj;
+  struct pfi_flex_jobs cj;
   struct pfi_error err;
   pfi_error_clear(&err);
-  int rc = load_capjobs(o, &cj, &err), status = 0;
+  int rc = pfi_flex_jobs_load(&cj, o->curves, o->map, o->tiers, o->contract,
+                              o->tier, &err),
+      status = 0;
   json_t *arr = json_array();
   if (rc < 0) {
     status = pfi__grid_fail(&err);
@@ -197,7 +84,7 @@ int pfi__grid_capacity(const struct opts *o) {
   }
 out:
   json_decref(arr);
-  capjobs_release(&cj);
+  pfi_flex_jobs_release(&cj);
   return status;
 }
 

@@ -246,3 +246,111 @@ int pfi_tiers_load(const char *path, struct pfi_tier **out, size_t *n,
   free(buf);
   return rc;
 }
+
+/* ---- the jobs of a curves file, with their tiers ---- */
+
+void pfi_flex_jobs_release(struct pfi_flex_jobs *c) {
+  pfi_curveset_release(&c->cs);
+  free(c->tiers);
+  free(c->jobs);
+  free(c->buf);
+}
+
+static int cmp_point_power(const void *a, const void *b) {
+  const struct pfi_point *x = a, *y = b;
+  return (x->power_w > y->power_w) - (x->power_w < y->power_w);
+}
+
+int pfi_flex_jobs_load(struct pfi_flex_jobs *c, const char *curves,
+                       const char *map, const char *tiers, const char *contract,
+                       const char *tier, struct pfi_error *err) {
+  memset(c, 0, sizeof *c);
+  pfi_curveset_init(&c->cs);
+  int rc;
+  struct pfi_table ct;
+  memset(&ct, 0, sizeof ct);
+  if ((rc = pfi_curveset_read(&c->cs, curves, map, err)) < 0 ||
+      (rc = pfi_tiers_load(tiers, &c->tiers, &c->ntiers, err)) < 0)
+    return rc;
+  if (contract && (rc = pfi_table_load(&ct, contract, err)) < 0)
+    return rc;
+  int cj = contract ? pfi_table_find(&ct, "job") : -1,
+      ctr = contract ? pfi_table_find(&ct, "tier") : -1;
+  if (contract && (cj < 0 || ctr < 0)) {
+    rc = pfi_error_setloc(err, PFI_EPARSE, contract, 1, 1,
+                          "contract: the header must name job and tier");
+    goto out;
+  }
+  size_t npts = 0;
+  for (size_t i = 0; i < c->cs.n; i++)
+    npts += c->cs.c[i].n;
+  c->n = c->cs.n;
+  c->jobs = calloc(c->n ? c->n : 1, sizeof *c->jobs);
+  c->buf = malloc((4 * npts + 1) * sizeof *c->buf);
+  if (!c->jobs || !c->buf) {
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  c->has_sd = 1;
+  for (size_t i = 0; i < c->cs.n; i++)
+    for (size_t k = 0; k < c->cs.c[i].n; k++)
+      if (!(c->cs.c[i].pts[k].tokens_sd >= 0))
+        c->has_sd = 0;
+  double *b = c->buf;
+  for (size_t i = 0; i < c->cs.n; i++) {
+    struct pfi_curve *cv = &c->cs.c[i];
+    struct pfi_flex_job *j = &c->jobs[i];
+    const char *tn = tier;
+    for (size_t r = 0; contract && r < ct.nrows; r++) {
+      const char *jn = pfi_table_cell(&ct, r, (size_t)cj);
+      if (jn && strcmp(jn, cv->job) == 0)
+        tn = pfi_table_cell(&ct, r, (size_t)ctr);
+    }
+    if (!tn) {
+      rc = pfi_error_set(err, PFI_EPARSE,
+                         "job %s: no tier (not in %s; --tier sets one for "
+                         "all jobs)",
+                         cv->job, contract ? contract : "a contract");
+      goto out;
+    }
+    for (size_t k = 0; k < c->ntiers; k++)
+      if (strcmp(c->tiers[k].name, tn) == 0)
+        j->tier = &c->tiers[k];
+    if (!j->tier) {
+      rc = pfi_error_set(err, PFI_EPARSE, "job %s: tier '%s' is not in %s",
+                         cv->job, tn, tiers);
+      goto out;
+    }
+    /* Sorted by realized power; equal powers keep the first. */
+    struct pfi_point *pts = malloc(cv->n * sizeof *pts);
+    if (!pts) {
+      rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+      goto out;
+    }
+    memcpy(pts, cv->pts, cv->n * sizeof *pts);
+    qsort(pts, cv->n, sizeof *pts, cmp_point_power);
+    size_t m = 0;
+    double *pw = b, *t = b + cv->n, *lo = b + 2 * cv->n, *hi = b + 3 * cv->n;
+    for (size_t k = 0; k < cv->n; k++) {
+      if (m > 0 && !(pts[k].power_w > pw[m - 1]))
+        continue;
+      pw[m] = pts[k].power_w;
+      t[m] = pts[k].tokens_per_s;
+      lo[m] = fmax(0, t[m] - 1.96 * pts[k].tokens_sd);
+      hi[m] = t[m] + 1.96 * pts[k].tokens_sd;
+      m++;
+    }
+    free(pts);
+    j->job = cv->job;
+    j->power_w = pw;
+    j->tput = t;
+    j->tput_lo = c->has_sd ? lo : NULL;
+    j->tput_hi = c->has_sd ? hi : NULL;
+    j->n = m;
+    b += 4 * cv->n;
+  }
+  rc = 0;
+out:
+  pfi_table_release(&ct);
+  return rc;
+}

@@ -578,3 +578,21 @@ int pfi_stats_bh(const double *p, size_t m, double *q, struct pfi_error *err) {
   free(tmp);
   return 0;
 }
+
+void pfi_stats_mean_t95(const double *v, size_t n, double *mean,
+                        double *half) {
+  if (n == 0) {
+    *mean = *half = NAN;
+    return;
+  }
+  double m = 0, s2 = 0;
+  for (size_t i = 0; i < n; i++)
+    m += v[i];
+  m /= (double)n;
+  for (size_t i = 0; i < n; i++)
+    s2 += (v[i] - m) * (v[i] - m);
+  *mean = m;
+  *half = n > 1 ? gsl_cdf_tdist_Pinv(0.975, (double)(n - 1)) *
+                      sqrt(s2 / (double)(n - 1) / (double)n)
+                : NAN;
+}

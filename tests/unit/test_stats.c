@@ -403,6 +403,23 @@ static void median_and_tails(void **state) {
 /* Values near the double's limits give the numbers their scaled-down
  * copies give (r is invariant under scaling); the sums of squares used to
  * overflow (r read 0) or underflow (r read 1). */
+/* Mean and 95 % t interval of 1, 2, 3, 4, 5: mean 3, s = sqrt(2.5),
+ * t(0.975, 4) = 2.776445105 (tables), half-width 2.776445105 sqrt(2.5/5)
+ * = 1.963243. Tolerance: the table's digits. */
+static void mean_t95_hand(void **state) {
+  (void)state;
+  const double v[5] = {1, 2, 3, 4, 5};
+  double m, h;
+  pfi_stats_mean_t95(v, 5, &m, &h);
+  ASSERT_NEAR(m, 3, 1e-15);
+  ASSERT_NEAR(h, 2.776445105 * sqrt(0.5), 1e-8);
+  pfi_stats_mean_t95(v, 1, &m, &h);
+  ASSERT_NEAR(m, 1, 0);
+  assert_true(isnan(h));
+  pfi_stats_mean_t95(v, 0, &m, &h);
+  assert_true(isnan(m) && isnan(h));
+}
+
 static void extreme_magnitudes(void **state) {
   (void)state;
   struct pfi_error err;
@@ -472,6 +489,7 @@ int main(void) {
       cmocka_unit_test(holm_hand),
       cmocka_unit_test(median_and_tails),
       cmocka_unit_test(extreme_magnitudes),
+      cmocka_unit_test(mean_t95_hand),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

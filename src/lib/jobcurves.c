@@ -1,20 +1,19 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-#include "opsdata.h"
+/* Curves with each job's ratio PFI and interval (jobcurves.h). */
+#include "pfi/jobcurves.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "pfi/alloc.h"
 #include "pfi/csv.h"
 #include "pfi/index.h"
 #include "pfi/jobset.h"
 #include "pfi/store.h"
 #include "pfi/trace.h"
 
-void ops_jobs_release(struct ops_jobs *d) {
+void pfi_jobcurves_release(struct pfi_jobcurves *d) {
   pfi_curveset_release(&d->cs);
   free(d->pfi);
   free(d->pfi_ok);
@@ -40,15 +39,16 @@ static void provenance(const char *path, int *emulated, int *measured) {
   pfi_table_release(&t);
 }
 
-const char *ops_provenance(const struct ops_jobs *d) {
+const char *pfi_jobcurves_provenance(const struct pfi_jobcurves *d) {
   return d->emulated ? "emulated" : d->measured ? "measured" : "input";
 }
 
-int ops_jobs_load(struct ops_jobs *d, const char *path, const char *map,
-                  int with_pfi, unsigned long draws, unsigned long seed,
-                  struct pfi_error *err) {
+int pfi_jobcurves_load(struct pfi_jobcurves *d, const char *path,
+                       const char *map, int with_pfi, unsigned long draws,
+                       unsigned long seed, struct pfi_error *err) {
   memset(d, 0, sizeof *d);
-  int rc = ops_read_curves(&d->cs, path, map, &d->emulated, &d->measured, err);
+  int rc =
+      pfi_curves_read_any(&d->cs, path, map, &d->emulated, &d->measured, err);
   if (rc < 0)
     return rc;
   if (!with_pfi)
@@ -87,45 +87,6 @@ int ops_jobs_load(struct ops_jobs *d, const char *path, const char *map,
   return 0;
 }
 
-int ops_parse_strategies(const char *s, int have_pfi, int *strat, size_t *n,
-                         const char *cmd) {
-  *n = 0;
-  if (!s) {
-    strat[(*n)++] = PFI_STRAT_ORACLE;
-    strat[(*n)++] = PFI_STRAT_EQUAL;
-    if (have_pfi) {
-      strat[(*n)++] = PFI_STRAT_PFI_AWARE;
-      strat[(*n)++] = PFI_STRAT_PFI_CURVE;
-    }
-    return 0;
-  }
-  char *dup = strdup(s);
-  if (!dup) {
-    fprintf(stderr, "pfi %s: out of memory\n", cmd);
-    return -1;
-  }
-  char *save = NULL;
-  for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-    int k = pfi_strategy_parse(t);
-    if (k < 0) {
-      pfi_cli_usage(cmd, "unknown strategy '%s'", t);
-      free(dup);
-      return -1;
-    }
-    int seen = 0;
-    for (size_t j = 0; j < *n; j++)
-      seen |= strat[j] == k;
-    if (!seen)
-      strat[(*n)++] = k;
-  }
-  free(dup);
-  if (*n == 0) {
-    pfi_cli_usage(cmd, "--strategy: no strategy given");
-    return -1;
-  }
-  return 0;
-}
-
 static int is_sqlite(const char *path) {
   if (!path || strcmp(path, "-") == 0)
     return 0;
@@ -138,8 +99,9 @@ static int is_sqlite(const char *path) {
   return n == 16 && memcmp(magic, "SQLite format 3", 16) == 0;
 }
 
-int ops_read_curves(struct pfi_curveset *set, const char *path, const char *map,
-                    int *emulated, int *measured, struct pfi_error *err) {
+int pfi_curves_read_any(struct pfi_curveset *set, const char *path,
+                        const char *map, int *emulated, int *measured,
+                        struct pfi_error *err) {
   int em = 0, me = 0;
   if (!emulated)
     emulated = &em;
