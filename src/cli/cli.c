@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "pfi/csv.h"
+#include "pfi/restab.h"
 
 int pfi_cli_status(int code) {
   switch (code) {
@@ -153,25 +154,11 @@ json_t *pfi_cli_json_str(const char *s) {
 }
 
 void pfi_cli_put_csv_field(FILE *fp, const char *s) {
-  if (!strpbrk(s, ",\"\r\n")) {
-    fputs(s, fp);
-    return;
-  }
-  fputc('"', fp);
-  for (; *s; s++) {
-    if (*s == '"')
-      fputc('"', fp);
-    fputc(*s, fp);
-  }
-  fputc('"', fp);
+  pfi_restab_put_csv(fp, s);
 }
 
 void pfi_cli_put_name(FILE *fp, const char *s, int width) {
-  int w = 0;
-  for (; *s; s++, w++)
-    fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, fp);
-  for (; w < width; w++)
-    fputc(' ', fp);
+  pfi_restab_put_name(fp, s, width);
 }
 
 int pfi_cli_parse_double(const char *s, double *out) {
