@@ -81,6 +81,16 @@ int pfi_cli_format(const char *cmd, const char *s, unsigned allowed,
   return 0;
 }
 
+int pfi_cli_print_table(const struct pfi_restab *t, enum pfi_format fmt) {
+  enum pfi_restab_format f = fmt == PFI_FMT_CSV    ? PFI_RESTAB_CSV
+                             : fmt == PFI_FMT_JSON ? PFI_RESTAB_JSON
+                                                   : PFI_RESTAB_TERM;
+  int rc = pfi_restab_print(t, f, stdout);
+  if (rc == PFI_ENOMEM)
+    pfi_cli_err("out of memory");
+  return rc ? PFI_EXIT_FAIL : 0;
+}
+
 int pfi_cli_print_json(json_t *j) {
   int rc = json_dumpf(j, stdout,
                       JSON_INDENT(2) | JSON_PRESERVE_ORDER |
