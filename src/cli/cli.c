@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "pfi/csv.h"
+#include "pfi/restab.h"
 
 int pfi_cli_status(int code) {
   switch (code) {
@@ -80,6 +81,16 @@ int pfi_cli_format(const char *cmd, const char *s, unsigned allowed,
                          (allowed & PFI_FMT_ALLOW_CSV) ? "csv " : "",
                          (allowed & PFI_FMT_ALLOW_JSON) ? "json" : "");
   return 0;
+}
+
+int pfi_cli_print_table(const struct pfi_restab *t, enum pfi_format fmt) {
+  enum pfi_restab_format f = fmt == PFI_FMT_CSV    ? PFI_RESTAB_CSV
+                             : fmt == PFI_FMT_JSON ? PFI_RESTAB_JSON
+                                                   : PFI_RESTAB_TERM;
+  int rc = pfi_restab_print(t, f, stdout);
+  if (rc == PFI_ENOMEM)
+    pfi_cli_err("out of memory");
+  return rc ? PFI_EXIT_FAIL : 0;
 }
 
 int pfi_cli_print_json(json_t *j) {
@@ -155,25 +166,11 @@ json_t *pfi_cli_json_str(const char *s) {
 }
 
 void pfi_cli_put_csv_field(FILE *fp, const char *s) {
-  if (!strpbrk(s, ",\"\r\n")) {
-    fputs(s, fp);
-    return;
-  }
-  fputc('"', fp);
-  for (; *s; s++) {
-    if (*s == '"')
-      fputc('"', fp);
-    fputc(*s, fp);
-  }
-  fputc('"', fp);
+  pfi_restab_put_csv(fp, s);
 }
 
 void pfi_cli_put_name(FILE *fp, const char *s, int width) {
-  int w = 0;
-  for (; *s; s++, w++)
-    fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, fp);
-  for (; w < width; w++)
-    fputc(' ', fp);
+  pfi_restab_put_name(fp, s, width);
 }
 
 int pfi_cli_parse_double(const char *s, double *out) {

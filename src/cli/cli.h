@@ -9,6 +9,7 @@
 
 #include "pfi/duration.h" /* durations: pfi_parse_duration() */
 #include "pfi/error.h"
+#include "pfi/restab.h" /* result tables: pfi_cli_print_table() */
 
 /* Exit statuses, the same for every command (README.md, `pfi help`): 0 ok,
  * 1 failure at run time, 2 bad usage or bad input. */
@@ -50,6 +51,10 @@ enum pfi_format { PFI_FMT_TABLE, PFI_FMT_CSV, PFI_FMT_JSON };
  * printing a usage error. */
 int pfi_cli_format(const char *cmd, const char *s, unsigned allowed,
                    enum pfi_format *out);
+
+/* Prints result table `t` to stdout in `fmt` (table, CSV or JSON).
+ * Returns 0, or 1 after a message when memory or writing failed. */
+int pfi_cli_print_table(const struct pfi_restab *t, enum pfi_format fmt);
 
 /* Prints `j` to stdout (indented, keys in insertion order, newline) and
  * decrefs it. Returns 0, or 1 when writing failed. */

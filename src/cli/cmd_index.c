@@ -75,134 +75,8 @@ struct row {
   int used_default; /* a point's noise came from the default */
 };
 
-static void fmt_num(char *buf, size_t n, int defined, double v,
-                    const char *fmt) {
-  if (!defined || !isfinite(v))
-    snprintf(buf, n, "-");
-  else
-    snprintf(buf, n, fmt, v);
-}
-
-/* The reasons of put_caps' caps, in the same order (pfi_index_why_name). */
-static void put_why(FILE *fp, const struct pfi_index *ix, int with_caps) {
-  if (ix->n_excluded == 0) {
-    fputc('-', fp);
-    return;
-  }
-  for (size_t k = 0; k < ix->n_excluded; k++) {
-    fputs(k ? ";" : "", fp);
-    if (with_caps)
-      fprintf(fp, "%.10g:", ix->excluded_caps[k]);
-    fputs(pfi_index_why_name(ix->excluded_why[k]), fp);
-  }
-}
-
 static json_t *num_or_null(int defined, double v) {
   return defined && isfinite(v) ? json_real(v) : json_null();
-}
-
-/* Appends "%.10g" of v, or "-" when undefined, as fmt_num does. */
-static char *put_g10(char *p, int defined, double v) {
-  if (!defined || !isfinite(v)) {
-    *p++ = '-';
-    return p;
-  }
-  return p + pfi_fmt_g(p, v, 10);
-}
-
-/* One CSV row, built in memory and written with one call: the bytes are
- * those the printf calls of the table and JSON paths' conventions give
- * ("%.10g" via pfi_fmt_g, which is printf's text exactly). Returns 0 or
- * PFI_ENOMEM. */
-static int put_csv_row(FILE *fp, const char *job, const struct row *rw,
-                       int defs, int ci_cols, unsigned long draws,
-                       unsigned long seed, double noise_p, double noise_t) {
-  const struct pfi_index *ix = &rw->ix;
-  size_t jl = strlen(job);
-  size_t need = 2 * jl + 3 + (ix->n_excluded + 16) * (PFI_FMT_MAX + 1) + 64;
-  for (size_t k = 0; k < ix->n_excluded; k++)
-    need += strlen(pfi_index_why_name(ix->excluded_why[k])) + 1;
-  char stack[1024], *buf = need <= sizeof stack ? stack : malloc(need);
-  if (!buf)
-    return PFI_ENOMEM;
-  char *p = buf;
-  if (strpbrk(job, ",\"\r\n")) {
-    *p++ = '"';
-    for (const char *s = job; *s; s++) {
-      if (*s == '"')
-        *p++ = '"';
-      *p++ = *s;
-    }
-    *p++ = '"';
-  } else {
-    memcpy(p, job, jl);
-    p += jl;
-  }
-  if (defs & DEF_RATIO) {
-    *p++ = ',';
-    p = put_g10(p, ix->pfi_defined, ix->pfi);
-  }
-  if (defs & DEF_AREA) {
-    *p++ = ',';
-    p = put_g10(p, 1, ix->pfi_area);
-  }
-  if (defs & DEF_CE) {
-    *p++ = ',';
-    p = put_g10(p, ix->ce_defined, ix->pfi_ce);
-  }
-  if (ci_cols) {
-    *p++ = ',';
-    p = put_g10(p, rw->ci_n > 0, rw->ci_lo);
-    *p++ = ',';
-    p = put_g10(p, rw->ci_n > 0, rw->ci_hi);
-  }
-  *p++ = ',';
-  char digits[24];
-  int nd = 0;
-  size_t u = ix->points_used;
-  do {
-    digits[nd++] = (char)('0' + u % 10);
-    u /= 10;
-  } while (u);
-  while (nd)
-    *p++ = digits[--nd];
-  *p++ = ',';
-  if (ix->n_excluded == 0)
-    *p++ = '-';
-  for (size_t k = 0; k < ix->n_excluded; k++) {
-    if (k)
-      *p++ = ';';
-    p += pfi_fmt_g(p, ix->excluded_caps[k], 10);
-  }
-  *p++ = ',';
-  p += pfi_fmt_g(p, ix->t_max, 10);
-  *p++ = ',';
-  p += pfi_fmt_g(p, ix->p_max, 10);
-  if (ci_cols) {
-    p += sprintf(p, ",%lu,%lu", draws, seed);
-    if (rw->used_default)
-      p += sprintf(p, ",%g,%g", noise_p, noise_t);
-    else {
-      memcpy(p, ",-,-", 4);
-      p += 4;
-    }
-  }
-  *p++ = ',';
-  if (ix->n_excluded == 0)
-    *p++ = '-';
-  for (size_t k = 0; k < ix->n_excluded; k++) {
-    const char *why = pfi_index_why_name(ix->excluded_why[k]);
-    size_t wl = strlen(why);
-    if (k)
-      *p++ = ';';
-    memcpy(p, why, wl);
-    p += wl;
-  }
-  *p++ = '\n';
-  fwrite_unlocked(buf, 1, (size_t)(p - buf), fp);
-  if (buf != stack)
-    free(buf);
-  return 0;
 }
 
 int cmd_index(int argc, char **argv) {
@@ -365,7 +239,6 @@ int cmd_index(int argc, char **argv) {
   if (progress)
     fprintf(stderr, "\rpfi index: %zu/%zu jobs\n", set.n, set.n);
 
-  char b_pfi[32], b_area[32], b_ce[32], b_t[32], b_p[32];
   if (fmt == PFI_FMT_JSON) {
     json_t *arr = json_array();
     for (size_t i = 0; i < set.n && arr; i++) {
@@ -418,97 +291,162 @@ int cmd_index(int argc, char **argv) {
   }
 
   int ci_cols = draws > 0 && (defs & DEF_RATIO);
-  if (fmt == PFI_FMT_CSV) {
-    fputs("job", stdout);
-    if (defs & DEF_RATIO)
-      fputs(",pfi", stdout);
-    if (defs & DEF_AREA)
-      fputs(",pfi_area", stdout);
-    if (defs & DEF_CE)
-      fputs(",pfi_ce", stdout);
-    if (ci_cols)
-      fputs(",ci95_lo,ci95_hi", stdout);
-    fputs(",points_used,excluded_caps,t_max,p_max", stdout);
-    if (ci_cols)
-      fputs(",ci_draws,ci_seed,ci_default_rel_sd_power,"
-            "ci_default_rel_sd_tokens",
-            stdout);
-    fputs(",excluded_why\n", stdout);
-    for (size_t i = 0; i < set.n; i++)
-      if (put_csv_row(stdout, set.c[i].job, &rows[i], defs, ci_cols, draws,
-                      seed, noise_p, noise_t) < 0) {
-        pfi_error_set(&err, PFI_ENOMEM, "out of memory");
-        status = pfi_cli_fail(&err);
-        goto out;
-      }
-  } else {
-    int wjob = 3;
-    for (size_t i = 0; i < set.n; i++) {
-      int l = (int)strlen(set.c[i].job);
-      if (l > wjob)
-        wjob = l > 60 ? 60 : l;
-    }
-    /* The three definitions have different reference points: said above
-     * the table, so that its last line is its last row. */
-    if (defs & DEF_RATIO)
-      printf("pfi_ratio: 1 = throughput falls in proportion to power; above "
+  /* One table for the terminal and CSV: the terminal shows the ratio
+   * definition as pfi_ratio with four decimals and the interval as one
+   * column; CSV keeps the key pfi, ten significant digits, and the
+   * interval's bounds, draws, seed and default noise as columns. */
+  enum {
+    C_JOB, C_PFI, C_CI, C_AREA, C_CE, C_LO, C_HI, C_PTS, C_EXC, C_TMAX,
+    C_PMAX, C_DRAWS, C_SEED, C_NP, C_NT, C_WHY, C_TEXC, C_N
+  };
+  static const struct pfi_restab_col all[C_N] = {
+      [C_JOB] = {.name = "job", .kind = PFI_RESTAB_TEXT, .max_width = 60},
+      [C_PFI] = {.name = "pfi", .label = "pfi_ratio", .kind = PFI_RESTAB_NUM,
+                 .style = 'f', .prec = 4, .csv_style = 'g', .csv_prec = 10,
+                 .width = 9, .fixed = 1},
+      [C_CI] = {.name = "ci95", .kind = PFI_RESTAB_TEXT, .width = 19,
+                .fixed = 1, .formats = PFI_RESTAB_IN_TERM},
+      [C_AREA] = {.name = "pfi_area", .kind = PFI_RESTAB_NUM, .style = 'f',
+                  .prec = 4, .csv_style = 'g', .csv_prec = 10, .width = 8,
+                  .fixed = 1},
+      [C_CE] = {.name = "pfi_ce", .kind = PFI_RESTAB_NUM, .style = 'f',
+                .prec = 4, .csv_style = 'g', .csv_prec = 10, .width = 8,
+                .fixed = 1},
+      [C_LO] = {.name = "ci95_lo", .kind = PFI_RESTAB_NUM, .style = 'g',
+                .prec = 10, .formats = PFI_RESTAB_IN_CSV},
+      [C_HI] = {.name = "ci95_hi", .kind = PFI_RESTAB_NUM, .style = 'g',
+                .prec = 10, .formats = PFI_RESTAB_IN_CSV},
+      [C_PTS] = {.name = "points_used", .label = "points",
+                 .kind = PFI_RESTAB_INT, .width = 6, .fixed = 1},
+      [C_EXC] = {.name = "excluded_caps", .kind = PFI_RESTAB_TEXT,
+                 .formats = PFI_RESTAB_IN_CSV},
+      [C_TMAX] = {.name = "t_max", .kind = PFI_RESTAB_NUM, .style = 'g',
+                  .prec = 6, .csv_style = 'g', .csv_prec = 10, .width = 12,
+                  .fixed = 1},
+      [C_PMAX] = {.name = "p_max", .kind = PFI_RESTAB_NUM, .style = 'g',
+                  .prec = 6, .csv_style = 'g', .csv_prec = 10, .width = 12,
+                  .fixed = 1},
+      [C_DRAWS] = {.name = "ci_draws", .kind = PFI_RESTAB_INT,
+                   .formats = PFI_RESTAB_IN_CSV},
+      [C_SEED] = {.name = "ci_seed", .kind = PFI_RESTAB_INT,
+                  .formats = PFI_RESTAB_IN_CSV},
+      [C_NP] = {.name = "ci_default_rel_sd_power", .kind = PFI_RESTAB_NUM,
+                .formats = PFI_RESTAB_IN_CSV},
+      [C_NT] = {.name = "ci_default_rel_sd_tokens", .kind = PFI_RESTAB_NUM,
+                .formats = PFI_RESTAB_IN_CSV},
+      [C_WHY] = {.name = "excluded_why", .kind = PFI_RESTAB_TEXT,
+                 .formats = PFI_RESTAB_IN_CSV},
+      [C_TEXC] = {.name = "excluded", .label = "excluded (cap:why)",
+                  .kind = PFI_RESTAB_TEXT, .formats = PFI_RESTAB_IN_TERM},
+  };
+  /* The columns this run prints, and where each went (-1: not shown). */
+  struct pfi_restab_col cols[C_N];
+  int at[C_N];
+  size_t nc = 0;
+  for (int k = 0; k < C_N; k++) {
+    int on = 1;
+    if (k == C_PFI)
+      on = defs & DEF_RATIO;
+    else if (k == C_AREA)
+      on = defs & DEF_AREA;
+    else if (k == C_CE)
+      on = defs & DEF_CE;
+    else if (k == C_CI || k == C_LO || k == C_HI || k == C_DRAWS ||
+             k == C_SEED || k == C_NP || k == C_NT)
+      on = ci_cols;
+    at[k] = on ? (int)nc : -1;
+    if (on)
+      cols[nc++] = all[k];
+  }
+  struct pfi_restab tab;
+  pfi_restab_init(&tab, cols, nc);
+  /* The three definitions have different reference points: said above
+   * the table, so that its last line is its last row. */
+  char title[200] = "";
+  if (defs & DEF_RATIO)
+    snprintf(title, sizeof title,
+             "pfi_ratio: 1 = throughput falls in proportion to power; above "
              "1 = more flexible.");
-    if (defs & (DEF_AREA | DEF_CE))
-      printf("%s%s: 0 = proportional; above 0 = more flexible.",
+  if (defs & (DEF_AREA | DEF_CE)) {
+    size_t l = strlen(title);
+    snprintf(title + l, sizeof title - l,
+             "%s%s: 0 = proportional; above 0 = more flexible.",
              (defs & DEF_RATIO) ? " " : "",
              (defs & DEF_AREA) && (defs & DEF_CE) ? "pfi_area, pfi_ce"
              : (defs & DEF_AREA)                  ? "pfi_area"
                                                   : "pfi_ce");
-    printf("\n");
-    printf("%-*s", wjob, "job");
-    if (defs & DEF_RATIO)
-      printf("  %9s", "pfi_ratio");
-    if (ci_cols)
-      printf("  %-19s", "ci95");
-    if (defs & DEF_AREA)
-      printf("  %8s", "pfi_area");
-    if (defs & DEF_CE)
-      printf("  %8s", "pfi_ce");
-    printf("  %6s  %12s  %12s  %s\n", "points", "t_max", "p_max",
-           "excluded (cap:why)");
-    for (size_t i = 0; i < set.n; i++) {
-      const struct pfi_index *ix = &rows[i].ix;
-      pfi_cli_put_name(stdout, set.c[i].job, wjob);
-      fmt_num(b_pfi, sizeof b_pfi, ix->pfi_defined, ix->pfi, "%.4f");
-      if (defs & DEF_RATIO)
-        printf("  %9s", b_pfi);
-      if (ci_cols) {
-        char b_ci[64];
-        if (rows[i].ci_n > 0 && isfinite(rows[i].ci_lo) &&
-            isfinite(rows[i].ci_hi))
-          snprintf(b_ci, sizeof b_ci, "[%.4f, %.4f]", rows[i].ci_lo,
-                   rows[i].ci_hi);
-        else
-          snprintf(b_ci, sizeof b_ci, "-");
-        printf("  %-19s", b_ci);
-      }
-      fmt_num(b_area, sizeof b_area, 1, ix->pfi_area, "%.4f");
-      fmt_num(b_ce, sizeof b_ce, ix->ce_defined, ix->pfi_ce, "%.4f");
-      if (defs & DEF_AREA)
-        printf("  %8s", b_area);
-      if (defs & DEF_CE)
-        printf("  %8s", b_ce);
-      fmt_num(b_t, sizeof b_t, 1, ix->t_max, "%.6g");
-      fmt_num(b_p, sizeof b_p, 1, ix->p_max, "%.6g");
-      printf("  %6zu  %12s  %12s  ", ix->points_used, b_t, b_p);
-      put_why(stdout, ix, 1);
-      fputc('\n', stdout);
+  }
+  pfi_restab_title(&tab, title);
+  for (size_t i = 0; i < set.n && !tab.failed; i++) {
+    const struct pfi_index *ix = &rows[i].ix;
+    pfi_restab_row(&tab);
+#define SETNUM(k, v)                                                           \
+  do {                                                                         \
+    if (at[k] >= 0)                                                            \
+      pfi_restab_num(&tab, (size_t)at[k], (v));                                \
+  } while (0)
+    pfi_restab_text(&tab, (size_t)at[C_JOB], set.c[i].job);
+    SETNUM(C_PFI, ix->pfi_defined ? ix->pfi : NAN);
+    SETNUM(C_AREA, ix->pfi_area);
+    SETNUM(C_CE, ix->ce_defined ? ix->pfi_ce : NAN);
+    if (ci_cols && rows[i].ci_n > 0) {
+      SETNUM(C_LO, rows[i].ci_lo);
+      SETNUM(C_HI, rows[i].ci_hi);
+      if (isfinite(rows[i].ci_lo) && isfinite(rows[i].ci_hi))
+        pfi_restab_textf(&tab, (size_t)at[C_CI], "[%.4f, %.4f]",
+                         rows[i].ci_lo, rows[i].ci_hi);
     }
+    pfi_restab_int(&tab, (size_t)at[C_PTS], (long long)ix->points_used);
+    SETNUM(C_TMAX, ix->t_max);
+    SETNUM(C_PMAX, ix->p_max);
     if (ci_cols) {
-      printf("\nci95: 2.5-97.5 percentiles of %lu Monte Carlo draws, seed "
-             "%lu.\n",
-             draws, seed);
-      if (any_default)
-        printf("Points without power_sd_w/tokens_sd used the default "
-               "relative noise: %g %% of power, %g %% of throughput.\n",
-               noise_p * 100.0, noise_t * 100.0);
+      pfi_restab_int(&tab, (size_t)at[C_DRAWS], (long long)draws);
+      pfi_restab_int(&tab, (size_t)at[C_SEED], (long long)seed);
+      if (rows[i].used_default) {
+        SETNUM(C_NP, noise_p);
+        SETNUM(C_NT, noise_t);
+      }
+    }
+#undef SETNUM
+    if (ix->n_excluded > 0) {
+      /* caps, reasons, and cap:reason pairs, ';'-separated */
+      size_t need = ix->n_excluded * (PFI_FMT_MAX + 24) + 1;
+      char *caps_s = malloc(need), *why_s = malloc(need), *both = malloc(need);
+      if (!caps_s || !why_s || !both) {
+        tab.failed = 1;
+      } else {
+        size_t lc = 0, lw = 0, lb = 0;
+        for (size_t k = 0; k < ix->n_excluded; k++) {
+          char g[PFI_FMT_MAX];
+          pfi_fmt_g(g, ix->excluded_caps[k], 10);
+          const char *why = pfi_index_why_name(ix->excluded_why[k]);
+          const char *sep = k ? ";" : "";
+          lc += (size_t)snprintf(caps_s + lc, need - lc, "%s%s", sep, g);
+          lw += (size_t)snprintf(why_s + lw, need - lw, "%s%s", sep, why);
+          lb += (size_t)snprintf(both + lb, need - lb, "%s%s:%s", sep, g, why);
+        }
+        pfi_restab_text(&tab, (size_t)at[C_EXC], caps_s);
+        pfi_restab_text(&tab, (size_t)at[C_WHY], why_s);
+        pfi_restab_text(&tab, (size_t)at[C_TEXC], both);
+      }
+      free(caps_s);
+      free(why_s);
+      free(both);
     }
   }
+  if (ci_cols) {
+    pfi_restab_note(&tab,
+                    "ci95: 2.5-97.5 percentiles of %lu Monte Carlo draws, "
+                    "seed %lu.",
+                    draws, seed);
+    if (any_default)
+      pfi_restab_note(&tab,
+                      "Points without power_sd_w/tokens_sd used the default "
+                      "relative noise: %g %% of power, %g %% of throughput.",
+                      noise_p * 100.0, noise_t * 100.0);
+  }
+  status = pfi_cli_print_table(&tab, fmt);
+  pfi_restab_release(&tab);
   if (fflush(stdout) != 0 || ferror(stdout))
     status = PFI_EXIT_FAIL;
 out:

@@ -335,7 +335,7 @@ int cmd_simulate(int argc, char **argv) {
     free(cuts);
     return pfi_cli_fail(&err);
   }
-  if (pfi_jobset_require_features(&d, "pfi simulate", &err) < 0)
+  if (pfi_jobset_require_features(&d, "the simulation", &err) < 0)
     goto fail;
   if (tcurves) {
     /* Out-of-sample jobs: the telemetry model is fitted on the library and
@@ -344,7 +344,7 @@ int cmd_simulate(int argc, char **argv) {
       goto fail;
     have_test = 1;
     sd = &td;
-    if (pfi_jobset_require_features(&td, "pfi simulate", &err) < 0)
+    if (pfi_jobset_require_features(&td, "the simulation", &err) < 0)
       goto fail;
     if (!model_path) {
       if (pfi_jobset_fit_model(&d, pfeat, &model, &err) < 0)

@@ -724,72 +724,57 @@ static int runs_cmd(int argc, char **argv) {
     pfi_store_close(st);
     return pfi_cli_fail(&err);
   }
-  json_t *arr = fmt == PFI_FMT_JSON ? json_array() : NULL;
-  if (fmt == PFI_FMT_CSV)
-    printf("id,job,cap_w,gpus,state,source,exit_status,samples,steps,"
-           "t_start_s,t_end_s\n");
-  else if (fmt == PFI_FMT_TABLE)
-    printf("%4s  %-36s %7s %4s  %-11s %-8s %4s %8s %7s %10s %10s\n", "id",
-           "job", "cap_w", "gpus", "state", "source", "exit", "samples",
-           "steps", "t_start_s", "t_end_s");
+  /* The table's widths are fixed (a long job name overflows its row
+   * only); CSV leaves what is unknown empty. */
+  static const struct pfi_restab_col cols[] = {
+      {.name = "id", .kind = PFI_RESTAB_INT, .width = 4, .fixed = 1},
+      {.name = "job", .kind = PFI_RESTAB_TEXT, .width = 36, .fixed = 1},
+      {.name = "cap_w", .kind = PFI_RESTAB_NUM, .width = 7, .fixed = 1,
+       .sep = 1},
+      {.name = "gpus", .kind = PFI_RESTAB_INT, .width = 4, .fixed = 1,
+       .sep = 1},
+      {.name = "state", .kind = PFI_RESTAB_TEXT, .width = 11, .fixed = 1},
+      {.name = "source", .kind = PFI_RESTAB_TEXT, .width = 8, .fixed = 1,
+       .sep = 1},
+      {.name = "exit_status", .label = "exit", .kind = PFI_RESTAB_INT,
+       .width = 4, .fixed = 1, .sep = 1},
+      {.name = "samples", .kind = PFI_RESTAB_INT, .width = 8, .fixed = 1,
+       .sep = 1},
+      {.name = "steps", .kind = PFI_RESTAB_INT, .width = 7, .fixed = 1,
+       .sep = 1},
+      {.name = "t_start_s", .kind = PFI_RESTAB_NUM, .style = 'f', .prec = 1,
+       .csv_style = 'f', .csv_prec = 6, .width = 10, .fixed = 1, .sep = 1},
+      {.name = "t_end_s", .kind = PFI_RESTAB_NUM, .style = 'f', .prec = 1,
+       .csv_style = 'f', .csv_prec = 6, .width = 10, .fixed = 1, .sep = 1},
+  };
+  struct pfi_restab tab;
+  pfi_restab_init(&tab, cols, sizeof cols / sizeof cols[0]);
+  tab.csv_null = "";
   int r;
   struct pfi_store_run run;
   while ((r = pfi_store_runs_next(q, &run, &err)) == 1) {
-    long long id = run.id;
-    const char *job = run.job, *state = run.state, *src = run.source;
-    double cap = run.cap_w;
-    int gpus = run.gpus;
-    int has_exit = run.has_exit, ex = run.exit_status;
-    long long ns = run.samples, np = run.steps;
-    int has_t0 = run.has_t_start, has_t1 = run.has_t_end;
-    double t0 = run.t_start_s, t1 = run.t_end_s;
-    if (fmt == PFI_FMT_JSON) {
-      json_t *o = json_object();
-      json_object_set_new(o, "id", json_integer(id));
-      json_object_set_new(o, "job", json_string(job));
-      json_object_set_new(o, "cap_w", json_real(cap));
-      json_object_set_new(o, "gpus", json_integer(gpus));
-      json_object_set_new(o, "state", json_string(state));
-      json_object_set_new(o, "source", json_string(src));
-      json_object_set_new(o, "exit_status",
-                          has_exit ? json_integer(ex) : json_null());
-      json_object_set_new(o, "samples", json_integer(ns));
-      json_object_set_new(o, "steps", json_integer(np));
-      json_object_set_new(o, "t_start_s", has_t0 ? json_real(t0) : json_null());
-      json_object_set_new(o, "t_end_s", has_t1 ? json_real(t1) : json_null());
-      json_array_append_new(arr, o);
-    } else if (fmt == PFI_FMT_CSV) {
-      /* Job names are the user's: quoted when they need it. */
-      printf("%lld,", id);
-      pfi_cli_put_csv_field(stdout, job);
-      printf(",%g,%d,%s,%s,", cap, gpus, state, src);
-      if (has_exit)
-        printf("%d", ex);
-      printf(",%lld,%lld,", ns, np);
-      if (has_t0)
-        printf("%.6f", t0);
-      putchar(',');
-      if (has_t1)
-        printf("%.6f", t1);
-      putchar('\n');
-    } else {
-      char exs[16] = "-", t0s[32] = "-", t1s[32] = "-";
-      if (has_exit)
-        snprintf(exs, sizeof exs, "%d", ex);
-      if (has_t0)
-        snprintf(t0s, sizeof t0s, "%.1f", t0);
-      if (has_t1)
-        snprintf(t1s, sizeof t1s, "%.1f", t1);
-      printf("%4lld  %-36s %7g %4d  %-11s %-8s %4s %8lld %7lld %10s %10s\n", id,
-             job, cap, gpus, state, src, exs, ns, np, t0s, t1s);
-    }
+    if (pfi_restab_row(&tab) < 0)
+      break;
+    pfi_restab_int(&tab, 0, run.id);
+    pfi_restab_text(&tab, 1, run.job);
+    pfi_restab_num(&tab, 2, run.cap_w);
+    pfi_restab_int(&tab, 3, run.gpus);
+    pfi_restab_text(&tab, 4, run.state);
+    pfi_restab_text(&tab, 5, run.source);
+    if (run.has_exit)
+      pfi_restab_int(&tab, 6, run.exit_status);
+    pfi_restab_int(&tab, 7, run.samples);
+    pfi_restab_int(&tab, 8, run.steps);
+    if (run.has_t_start)
+      pfi_restab_num(&tab, 9, run.t_start_s);
+    if (run.has_t_end)
+      pfi_restab_num(&tab, 10, run.t_end_s);
   }
-  if (r < 0) {
+  if (r < 0)
     status = pfi_cli_fail(&err);
-    json_decref(arr);
-  } else if (arr && pfi_cli_print_json(arr) != 0) {
+  else if (pfi_cli_print_table(&tab, fmt) != 0)
     status = PFI_EXIT_FAIL;
-  }
+  pfi_restab_release(&tab);
   pfi_store_iter_close(q);
   pfi_store_close(st);
   return status;

@@ -271,5 +271,16 @@ for g in 1e300 -8 2.5; do
 done
 expect_usage "unknown strategy" $S --strategies equal,best
 
+# A features file without a row for every job: the message names the
+# command once (the library's text says what needs the features, not
+# "pfi simulate" a second time after the prefix).
+E=tests/data/emulated25
+head -n -1 $E/features.csv >"$T/fewer.csv"
+"$PFI" simulate --curves $E/curves.csv --features "$T/fewer.csv" --workloads 5 >/dev/null 2>"$T/err"
+[ $? -eq 2 ] || fail "simulate with a features row missing: exit status"
+grep -q "have no row here" "$T/err" || fail "simulate, missing features row: $(cat "$T/err")"
+[ "$(grep -o 'pfi simulate' "$T/err" | wc -l)" -eq 1 ] ||
+  fail "simulate names itself twice: $(cat "$T/err")"
+
 [ "$fails" -eq 0 ] && echo "all passed"
 exit $((fails > 0))

@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Result tables: columns declared once, rows appended, then printed as a
+ * terminal table, CSV, JSON or HTML by one printer.
+ *
+ *   static const struct pfi_restab_col cols[] = {
+ *       {.name = "job", .kind = PFI_RESTAB_TEXT},
+ *       {.name = "cap_w", .kind = PFI_RESTAB_NUM, .style = 'g', .prec = 6},
+ *       {.name = "gpus", .kind = PFI_RESTAB_INT},
+ *   };
+ *   struct pfi_restab t;
+ *   pfi_restab_init(&t, cols, 3);
+ *   pfi_restab_row(&t);
+ *   pfi_restab_text(&t, 0, "llama"); pfi_restab_num(&t, 1, 500);
+ *   pfi_restab_int(&t, 2, 8);
+ *   pfi_restab_print(&t, PFI_RESTAB_TERM, stdout);
+ *   pfi_restab_release(&t);
+ *
+ * Numbers print through pfi/fmt.h (printf's text, fixed point switching to
+ * %g beyond 1e15), and a NaN or infinite value prints as the table's null
+ * text ("-" in the terminal and CSV unless set otherwise, null in JSON,
+ * "&ndash;" in HTML): no output shows inf or nan. Names are the user's: in
+ * the terminal a control character prints as '?' (a tab or line break would
+ * break the rows and columns), CSV quotes a field holding a comma, a quote
+ * or a line break (quotes doubled), JSON escapes it (bytes that are not
+ * UTF-8 become U+FFFD), HTML escapes & < > " and '.
+ */
+#ifndef PFI_RESTAB_H
+#define PFI_RESTAB_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+enum pfi_restab_kind {
+  PFI_RESTAB_TEXT, /* a string */
+  PFI_RESTAB_NUM,  /* a double, `style` and `prec` */
+  PFI_RESTAB_INT   /* a long long */
+};
+
+enum pfi_restab_align {
+  PFI_RESTAB_ALIGN_AUTO, /* text left, numbers right */
+  PFI_RESTAB_LEFT,
+  PFI_RESTAB_RIGHT
+};
+
+enum pfi_restab_format {
+  PFI_RESTAB_TERM, /* aligned columns for a reader */
+  PFI_RESTAB_CSV,  /* header row, then one row per row */
+  PFI_RESTAB_JSON, /* an array of objects, keys the column names */
+  PFI_RESTAB_HTML  /* a <table>, with title and notes as paragraphs */
+};
+
+/* Which formats show a column (an empty mask: all of them). */
+#define PFI_RESTAB_IN_TERM (1u << PFI_RESTAB_TERM)
+#define PFI_RESTAB_IN_CSV (1u << PFI_RESTAB_CSV)
+#define PFI_RESTAB_IN_JSON (1u << PFI_RESTAB_JSON)
+#define PFI_RESTAB_IN_HTML (1u << PFI_RESTAB_HTML)
+#define PFI_RESTAB_IN_FILES (PFI_RESTAB_IN_CSV | PFI_RESTAB_IN_JSON)
+
+struct pfi_restab_col {
+  const char *name;  /* CSV header, JSON key, HTML header */
+  const char *label; /* terminal header; NULL: name */
+  const char *unit;  /* shown "label (unit)" in terminal and HTML headers;
+                        NULL: none */
+  enum pfi_restab_kind kind;
+  /* Numbers: 'f' (pfi_fmt_fixed: `prec` decimals) or 'g' (pfi_fmt_g: `prec`
+   * significant digits); 0 means 'g' with 6, as printf's %g. */
+  char style;
+  int prec;
+  /* CSV and HTML text of numbers, when it differs from the terminal's
+   * (csv_style 0: the same as the terminal). JSON carries the double. */
+  char csv_style;
+  int csv_prec;
+  /* Terminal: the column is at least `width` bytes wide and as wide as its
+   * header and widest cell, but not wider than max_width (when > 0; a cell
+   * wider than that overflows its row only, as printf's %*s does). With
+   * `fixed` set, `width` is kept whatever the cells (printf's %*s). */
+  int width, max_width, fixed;
+  enum pfi_restab_align align;
+  int sep;          /* spaces before the column in the terminal; 0: 2 */
+  unsigned formats; /* PFI_RESTAB_IN_* mask; 0: every format */
+};
+
+struct pfi_restab_cell {
+  union {
+    double num;
+    long long i;
+    char *s; /* owned */
+  } u;
+  unsigned char set; /* 0: empty (null) */
+};
+
+struct pfi_restab {
+  const struct pfi_restab_col *cols; /* borrowed: outlives the table */
+  size_t ncols, nrows, cap;
+  struct pfi_restab_cell *cells; /* nrows * ncols, row-major */
+  char *title;                   /* printed above the table; may be NULL */
+  char **notes;                  /* printed below it, one a line */
+  size_t nnotes;
+  /* Text of an empty cell or a non-finite number: term_null in the
+   * terminal (default "-"), csv_null in CSV (default "-"). */
+  const char *term_null, *csv_null;
+  int header;     /* print the header row (default 1); terminal and CSV */
+  int json_prec;  /* significant digits of JSON numbers (default 12) */
+  int failed;     /* out of memory on some call: print fails */
+};
+
+/* A table of `ncols` columns described by `cols` (borrowed). Returns 0 or
+ * PFI_ENOMEM / PFI_EINVAL. */
+int pfi_restab_init(struct pfi_restab *t, const struct pfi_restab_col *cols,
+                    size_t ncols);
+void pfi_restab_release(struct pfi_restab *t);
+
+/* Appends an empty row; the setters below fill the last row. Returns 0 or
+ * PFI_ENOMEM (also remembered in t->failed). */
+int pfi_restab_row(struct pfi_restab *t);
+void pfi_restab_text(struct pfi_restab *t, size_t col, const char *s);
+void pfi_restab_num(struct pfi_restab *t, size_t col, double v);
+void pfi_restab_int(struct pfi_restab *t, size_t col, long long v);
+/* Formatted text into a text cell. */
+void pfi_restab_textf(struct pfi_restab *t, size_t col, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Title above the table (terminal and HTML) and notes below it (terminal:
+ * after an empty line, one a line; HTML: paragraphs). Copied. */
+int pfi_restab_title(struct pfi_restab *t, const char *title);
+int pfi_restab_note(struct pfi_restab *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Prints the table. Returns 0, PFI_ENOMEM when a call above ran out of
+ * memory, or PFI_EIO when writing failed. */
+int pfi_restab_print(const struct pfi_restab *t, enum pfi_restab_format f,
+                     FILE *fp);
+
+/* The building blocks, for output the table does not cover: `s` as one CSV
+ * field; `s` left-aligned in `width` bytes with control characters as '?';
+ * `s` escaped for HTML text or attribute values. */
+void pfi_restab_put_csv(FILE *fp, const char *s);
+void pfi_restab_put_name(FILE *fp, const char *s, int width);
+void pfi_restab_put_html(FILE *fp, const char *s);
+
+/* The text a number cell of column `c` shows in format `f` (terminal or
+ * CSV) into buf (at least 32 bytes); "" for a non-finite value. Returns
+ * buf. */
+char *pfi_restab_fmt_num(const struct pfi_restab_col *c,
+                         enum pfi_restab_format f, double v, char *buf);
+
+#endif

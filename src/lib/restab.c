@@ -1,0 +1,531 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Result tables (pfi/restab.h): one structure, four printers. */
+#include "pfi/restab.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pfi/error.h"
+#include "pfi/fmt.h"
+
+int pfi_restab_init(struct pfi_restab *t, const struct pfi_restab_col *cols,
+                    size_t ncols) {
+  memset(t, 0, sizeof *t);
+  if (!cols || ncols == 0)
+    return PFI_EINVAL;
+  t->cols = cols;
+  t->ncols = ncols;
+  t->term_null = "-";
+  t->csv_null = "-";
+  t->header = 1;
+  t->json_prec = 12;
+  return 0;
+}
+
+void pfi_restab_release(struct pfi_restab *t) {
+  if (t->cells)
+    for (size_t i = 0; i < t->nrows; i++)
+      for (size_t j = 0; j < t->ncols; j++) {
+        struct pfi_restab_cell *c = &t->cells[i * t->ncols + j];
+        if (t->cols[j].kind == PFI_RESTAB_TEXT && c->set)
+          free(c->u.s);
+      }
+  free(t->cells);
+  free(t->title);
+  for (size_t i = 0; i < t->nnotes; i++)
+    free(t->notes[i]);
+  free(t->notes);
+  memset(t, 0, sizeof *t);
+}
+
+int pfi_restab_row(struct pfi_restab *t) {
+  if (t->nrows == t->cap) {
+    size_t cap = t->cap ? t->cap * 2 : 16;
+    if (cap < t->cap || cap > SIZE_MAX / t->ncols / sizeof *t->cells) {
+      t->failed = 1;
+      return PFI_ENOMEM;
+    }
+    struct pfi_restab_cell *c = realloc(t->cells, cap * t->ncols * sizeof *c);
+    if (!c) {
+      t->failed = 1;
+      return PFI_ENOMEM;
+    }
+    t->cells = c;
+    t->cap = cap;
+  }
+  memset(t->cells + t->nrows * t->ncols, 0, t->ncols * sizeof *t->cells);
+  t->nrows++;
+  return 0;
+}
+
+/* The cell `col` of the last row when it is of `kind`, else NULL. */
+static struct pfi_restab_cell *last(struct pfi_restab *t, size_t col,
+                                    enum pfi_restab_kind kind) {
+  if (t->nrows == 0 || col >= t->ncols || t->cols[col].kind != kind)
+    return NULL;
+  return &t->cells[(t->nrows - 1) * t->ncols + col];
+}
+
+void pfi_restab_text(struct pfi_restab *t, size_t col, const char *s) {
+  struct pfi_restab_cell *c = last(t, col, PFI_RESTAB_TEXT);
+  if (!c)
+    return;
+  if (c->set)
+    free(c->u.s);
+  c->set = 0;
+  if (!s)
+    return;
+  if (!(c->u.s = strdup(s))) {
+    t->failed = 1;
+    return;
+  }
+  c->set = 1;
+}
+
+void pfi_restab_textf(struct pfi_restab *t, size_t col, const char *fmt, ...) {
+  char buf[256], *p = buf;
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  if (n < 0) {
+    t->failed = 1;
+    return;
+  }
+  if ((size_t)n >= sizeof buf) {
+    if (!(p = malloc((size_t)n + 1))) {
+      t->failed = 1;
+      return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(p, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+  }
+  pfi_restab_text(t, col, p);
+  if (p != buf)
+    free(p);
+}
+
+void pfi_restab_num(struct pfi_restab *t, size_t col, double v) {
+  struct pfi_restab_cell *c = last(t, col, PFI_RESTAB_NUM);
+  if (!c)
+    return;
+  c->u.num = v;
+  c->set = isfinite(v) != 0;
+}
+
+void pfi_restab_int(struct pfi_restab *t, size_t col, long long v) {
+  struct pfi_restab_cell *c = last(t, col, PFI_RESTAB_INT);
+  if (!c)
+    return;
+  c->u.i = v;
+  c->set = 1;
+}
+
+int pfi_restab_title(struct pfi_restab *t, const char *title) {
+  free(t->title);
+  t->title = NULL;
+  if (title && !(t->title = strdup(title))) {
+    t->failed = 1;
+    return PFI_ENOMEM;
+  }
+  return 0;
+}
+
+int pfi_restab_note(struct pfi_restab *t, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  char **nn = n < 0 ? NULL : realloc(t->notes, (t->nnotes + 1) * sizeof *nn);
+  if (!nn) {
+    t->failed = 1;
+    return PFI_ENOMEM;
+  }
+  t->notes = nn;
+  if (!(nn[t->nnotes] = malloc((size_t)n + 1))) {
+    t->failed = 1;
+    return PFI_ENOMEM;
+  }
+  va_start(ap, fmt);
+  vsnprintf(nn[t->nnotes], (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  t->nnotes++;
+  return 0;
+}
+
+char *pfi_restab_fmt_num(const struct pfi_restab_col *c,
+                         enum pfi_restab_format f, double v, char *buf) {
+  char style = c->style;
+  int prec = c->prec;
+  if (f != PFI_RESTAB_TERM && c->csv_style) {
+    style = c->csv_style;
+    prec = c->csv_prec;
+  }
+  buf[0] = '\0';
+  if (!isfinite(v))
+    return buf;
+  if (style == 'f')
+    pfi_fmt_fixed(buf, v, prec);
+  else
+    pfi_fmt_g(buf, v, style ? prec : 6);
+  return buf;
+}
+
+/* The text of cell `c` of column `col` in format f, into buf (32 bytes),
+ * or NULL for an empty cell. */
+static const char *cell_text(const struct pfi_restab_col *col,
+                             const struct pfi_restab_cell *c,
+                             enum pfi_restab_format f, char *buf) {
+  if (!c->set)
+    return NULL;
+  switch (col->kind) {
+  case PFI_RESTAB_TEXT:
+    return c->u.s;
+  case PFI_RESTAB_INT:
+    snprintf(buf, PFI_FMT_MAX, "%lld", c->u.i);
+    return buf;
+  case PFI_RESTAB_NUM:
+    return pfi_restab_fmt_num(col, f, c->u.num, buf);
+  }
+  return NULL;
+}
+
+static int shown(const struct pfi_restab_col *c, enum pfi_restab_format f) {
+  return c->formats == 0 || (c->formats & (1u << f));
+}
+
+void pfi_restab_put_csv(FILE *fp, const char *s) {
+  if (!strpbrk(s, ",\"\r\n")) {
+    fputs(s, fp);
+    return;
+  }
+  fputc('"', fp);
+  for (; *s; s++) {
+    if (*s == '"')
+      fputc('"', fp);
+    fputc(*s, fp);
+  }
+  fputc('"', fp);
+}
+
+void pfi_restab_put_name(FILE *fp, const char *s, int width) {
+  int w = 0;
+  for (; *s; s++, w++)
+    fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, fp);
+  for (; w < width; w++)
+    fputc(' ', fp);
+}
+
+void pfi_restab_put_html(FILE *fp, const char *s) {
+  for (; *s; s++)
+    switch (*s) {
+    case '&':
+      fputs("&amp;", fp);
+      break;
+    case '<':
+      fputs("&lt;", fp);
+      break;
+    case '>':
+      fputs("&gt;", fp);
+      break;
+    case '"':
+      fputs("&quot;", fp);
+      break;
+    case '\'':
+      fputs("&#39;", fp);
+      break;
+    default:
+      fputc(*s, fp);
+    }
+}
+
+static void put_pad(FILE *fp, int n) {
+  for (; n > 0; n--)
+    fputc(' ', fp);
+}
+
+static int right(const struct pfi_restab_col *c) {
+  return c->align == PFI_RESTAB_RIGHT ||
+         (c->align == PFI_RESTAB_ALIGN_AUTO && c->kind != PFI_RESTAB_TEXT);
+}
+
+/* The terminal header of a column, "label (unit)", into buf. */
+static const char *term_head(const struct pfi_restab_col *c, char *buf,
+                             size_t n) {
+  const char *l = c->label ? c->label : c->name;
+  if (!c->unit)
+    return l;
+  snprintf(buf, n, "%s (%s)", l, c->unit);
+  return buf;
+}
+
+/* One terminal cell: `s` in `w` bytes, padded unless it is the row's last
+ * and left-aligned (no blanks at the ends of lines). */
+static void put_term(FILE *fp, const struct pfi_restab_col *c, const char *s,
+                     int w, int lastcol) {
+  int len = (int)strlen(s);
+  if (right(c)) {
+    put_pad(fp, w - len);
+    pfi_restab_put_name(fp, s, 0);
+  } else {
+    pfi_restab_put_name(fp, s, lastcol ? 0 : w);
+  }
+}
+
+static int print_term(const struct pfi_restab *t, FILE *fp) {
+  size_t nc = t->ncols;
+  int *w = calloc(nc, sizeof *w);
+  if (!w)
+    return PFI_ENOMEM;
+  char buf[PFI_FMT_MAX], hb[256];
+  size_t lastvis = 0;
+  for (size_t j = 0; j < nc; j++) {
+    const struct pfi_restab_col *c = &t->cols[j];
+    if (!shown(c, PFI_RESTAB_TERM))
+      continue;
+    lastvis = j;
+    w[j] = c->width;
+    if (c->fixed)
+      continue;
+    int hl = t->header ? (int)strlen(term_head(c, hb, sizeof hb)) : 0;
+    if (hl > w[j])
+      w[j] = hl;
+    for (size_t i = 0; i < t->nrows; i++) {
+      const char *s = cell_text(c, &t->cells[i * nc + j], PFI_RESTAB_TERM, buf);
+      int l = (int)strlen(s ? s : t->term_null);
+      if (l > w[j])
+        w[j] = l;
+    }
+    if (c->max_width > 0 && w[j] > c->max_width)
+      w[j] = c->max_width > c->width ? c->max_width : c->width;
+  }
+  if (t->title)
+    fprintf(fp, "%s\n", t->title);
+  for (long i = t->header ? -1 : 0; i < (long)t->nrows; i++) {
+    int first = 1;
+    for (size_t j = 0; j < nc; j++) {
+      const struct pfi_restab_col *c = &t->cols[j];
+      if (!shown(c, PFI_RESTAB_TERM))
+        continue;
+      if (!first)
+        put_pad(fp, c->sep > 0 ? c->sep : 2);
+      first = 0;
+      const char *s;
+      if (i < 0)
+        s = term_head(c, hb, sizeof hb);
+      else {
+        s = cell_text(c, &t->cells[(size_t)i * nc + j], PFI_RESTAB_TERM, buf);
+        if (!s)
+          s = t->term_null;
+      }
+      put_term(fp, c, s, w[j], j == lastvis);
+    }
+    fputc('\n', fp);
+  }
+  free(w);
+  if (t->nnotes) {
+    fputc('\n', fp);
+    for (size_t k = 0; k < t->nnotes; k++)
+      fprintf(fp, "%s\n", t->notes[k]);
+  }
+  return 0;
+}
+
+static int print_csv(const struct pfi_restab *t, FILE *fp) {
+  char buf[PFI_FMT_MAX];
+  size_t nc = t->ncols;
+  for (long i = t->header ? -1 : 0; i < (long)t->nrows; i++) {
+    int first = 1;
+    for (size_t j = 0; j < nc; j++) {
+      const struct pfi_restab_col *c = &t->cols[j];
+      if (!shown(c, PFI_RESTAB_CSV))
+        continue;
+      if (!first)
+        fputc(',', fp);
+      first = 0;
+      const char *s =
+          i < 0 ? c->name
+                : cell_text(c, &t->cells[(size_t)i * nc + j], PFI_RESTAB_CSV,
+                            buf);
+      pfi_restab_put_csv(fp, s ? s : t->csv_null);
+    }
+    fputc('\n', fp);
+  }
+  return 0;
+}
+
+/* Length of the well-formed UTF-8 sequence at s (RFC 3629), or 0. */
+static size_t utf8_seq(const unsigned char *s) {
+  unsigned c = s[0];
+  if (c < 0x80)
+    return 1;
+  size_t len;
+  unsigned lo = 0x80, hi = 0xBF;
+  if (c >= 0xC2 && c <= 0xDF)
+    len = 2;
+  else if (c >= 0xE0 && c <= 0xEF) {
+    len = 3;
+    if (c == 0xE0)
+      lo = 0xA0;
+    else if (c == 0xED)
+      hi = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    len = 4;
+    if (c == 0xF0)
+      lo = 0x90;
+    else if (c == 0xF4)
+      hi = 0x8F;
+  } else
+    return 0;
+  if (s[1] < lo || s[1] > hi)
+    return 0;
+  for (size_t k = 2; k < len; k++)
+    if (s[k] < 0x80 || s[k] > 0xBF)
+      return 0;
+  return len;
+}
+
+/* A JSON string of s; bytes that do not start a well-formed UTF-8 sequence
+ * become U+FFFD (json_string() refuses them). NULL when out of memory. */
+static json_t *json_text(const char *s) {
+  json_t *j = json_string(s);
+  if (j)
+    return j;
+  size_t n = strlen(s);
+  char *buf = n <= (SIZE_MAX - 1) / 3 ? malloc(3 * n + 1) : NULL;
+  if (!buf)
+    return NULL;
+  size_t o = 0;
+  for (size_t i = 0; i < n;) {
+    size_t len = utf8_seq((const unsigned char *)s + i);
+    if (len) {
+      memcpy(buf + o, s + i, len);
+      o += len;
+      i += len;
+    } else {
+      memcpy(buf + o, "\xEF\xBF\xBD", 3);
+      o += 3;
+      i++;
+    }
+  }
+  buf[o] = '\0';
+  j = json_string(buf);
+  free(buf);
+  return j;
+}
+
+static int print_json(const struct pfi_restab *t, FILE *fp) {
+  json_t *arr = json_array();
+  int rc = arr ? 0 : PFI_ENOMEM;
+  size_t nc = t->ncols;
+  for (size_t i = 0; i < t->nrows && rc == 0; i++) {
+    json_t *o = json_object();
+    if (!o || json_array_append_new(arr, o)) {
+      rc = PFI_ENOMEM;
+      break;
+    }
+    for (size_t j = 0; j < nc && rc == 0; j++) {
+      const struct pfi_restab_col *c = &t->cols[j];
+      if (!shown(c, PFI_RESTAB_JSON))
+        continue;
+      const struct pfi_restab_cell *cl = &t->cells[i * nc + j];
+      json_t *v;
+      if (!cl->set)
+        v = json_null();
+      else if (c->kind == PFI_RESTAB_TEXT)
+        v = json_text(cl->u.s);
+      else if (c->kind == PFI_RESTAB_INT)
+        v = json_integer((json_int_t)cl->u.i);
+      else
+        v = json_real(cl->u.num);
+      if (!v || json_object_set_new(o, c->name, v))
+        rc = PFI_ENOMEM;
+    }
+  }
+  if (rc == 0 && (json_dumpf(arr, fp,
+                             JSON_INDENT(2) | JSON_PRESERVE_ORDER |
+                                 JSON_REAL_PRECISION(t->json_prec)) != 0 ||
+                  fputc('\n', fp) == EOF))
+    rc = PFI_EIO;
+  json_decref(arr);
+  return rc;
+}
+
+static int print_html(const struct pfi_restab *t, FILE *fp) {
+  char buf[PFI_FMT_MAX];
+  size_t nc = t->ncols;
+  if (t->title) {
+    fputs("<p class=\"tabcap\">", fp);
+    pfi_restab_put_html(fp, t->title);
+    fputs("</p>\n", fp);
+  }
+  fputs("<table class=\"res\">\n<thead><tr>", fp);
+  for (size_t j = 0; j < nc; j++) {
+    const struct pfi_restab_col *c = &t->cols[j];
+    if (!shown(c, PFI_RESTAB_HTML))
+      continue;
+    fputs("<th>", fp);
+    pfi_restab_put_html(fp, c->name);
+    if (c->unit) {
+      fputs(" (", fp);
+      pfi_restab_put_html(fp, c->unit);
+      fputc(')', fp);
+    }
+    fputs("</th>", fp);
+  }
+  fputs("</tr></thead>\n<tbody>\n", fp);
+  for (size_t i = 0; i < t->nrows; i++) {
+    fputs("<tr>", fp);
+    for (size_t j = 0; j < nc; j++) {
+      const struct pfi_restab_col *c = &t->cols[j];
+      if (!shown(c, PFI_RESTAB_HTML))
+        continue;
+      const char *s = cell_text(c, &t->cells[i * nc + j], PFI_RESTAB_HTML, buf);
+      fputs(c->kind == PFI_RESTAB_TEXT ? "<td>" : "<td class=\"num\">", fp);
+      if (s)
+        pfi_restab_put_html(fp, s);
+      else
+        fputs("&ndash;", fp);
+      fputs("</td>", fp);
+    }
+    fputs("</tr>\n", fp);
+  }
+  fputs("</tbody></table>\n", fp);
+  for (size_t k = 0; k < t->nnotes; k++) {
+    fputs("<p class=\"note\">", fp);
+    pfi_restab_put_html(fp, t->notes[k]);
+    fputs("</p>\n", fp);
+  }
+  return 0;
+}
+
+int pfi_restab_print(const struct pfi_restab *t, enum pfi_restab_format f,
+                     FILE *fp) {
+  if (t->failed)
+    return PFI_ENOMEM;
+  int rc;
+  switch (f) {
+  case PFI_RESTAB_TERM:
+    rc = print_term(t, fp);
+    break;
+  case PFI_RESTAB_CSV:
+    rc = print_csv(t, fp);
+    break;
+  case PFI_RESTAB_JSON:
+    rc = print_json(t, fp);
+    break;
+  case PFI_RESTAB_HTML:
+    rc = print_html(t, fp);
+    break;
+  default:
+    return PFI_EINVAL;
+  }
+  if (rc == 0 && ferror(fp))
+    rc = PFI_EIO;
+  return rc;
+}

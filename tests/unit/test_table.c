@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* The result-table printer (pfi/restab.h): each format on a small table
+ * whose name holds a comma, a quote, a line break and a tab, with a NaN and
+ * a 1e308; the expected text is written out by hand. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pfi/error.h"
+#include "pfi/restab.h"
+#include "testutil.h"
+
+static const struct pfi_restab_col cols[] = {
+    {.name = "job", .kind = PFI_RESTAB_TEXT},
+    /* terminal: one decimal; CSV, HTML: %g */
+    {.name = "cap_w",
+     .unit = "W",
+     .kind = PFI_RESTAB_NUM,
+     .style = 'f',
+     .prec = 1,
+     .csv_style = 'g',
+     .csv_prec = 6},
+    {.name = "pfi", .kind = PFI_RESTAB_NUM, .style = 'g', .prec = 4},
+    {.name = "runs", .kind = PFI_RESTAB_INT},
+};
+
+static void fill(struct pfi_restab *t) {
+  assert_int_equal(pfi_restab_init(t, cols, 4), 0);
+  assert_int_equal(pfi_restab_title(t, "(emulated data)"), 0);
+  assert_int_equal(pfi_restab_row(t), 0);
+  pfi_restab_text(t, 0, "a,b \"q\"\nc\td");
+  pfi_restab_num(t, 1, 300);
+  pfi_restab_num(t, 2, NAN);
+  pfi_restab_int(t, 3, 3);
+  assert_int_equal(pfi_restab_row(t), 0);
+  pfi_restab_text(t, 0, "plain");
+  pfi_restab_num(t, 1, 1e308);
+  pfi_restab_num(t, 2, 1.5);
+  pfi_restab_int(t, 3, 12);
+  assert_int_equal(pfi_restab_note(t, "%s: undefined", "-"), 0);
+}
+
+static void check(enum pfi_restab_format f, const char *want) {
+  struct pfi_restab t;
+  fill(&t);
+  char *buf = NULL;
+  size_t n = 0;
+  FILE *fp = open_memstream(&buf, &n);
+  assert_non_null(fp);
+  assert_int_equal(pfi_restab_print(&t, f, fp), 0);
+  fclose(fp);
+  pfi_restab_release(&t);
+  if (strcmp(buf, want) != 0)
+    fail_msg("format %d:\n--- got\n%s--- want\n%s", (int)f, buf, want);
+  free(buf);
+}
+
+static void terminal(void **state) {
+  (void)state;
+  /* Widths: job 11 (the name; tab and line break as '?'), cap_w 9 (its
+   * header with the unit), pfi 3, runs 4; two spaces between columns;
+   * 1e308 in fixed point would be 309 digits: %g beyond 1e15. */
+  check(PFI_RESTAB_TERM, "(emulated data)\n"
+                         "job          cap_w (W)  pfi  runs\n"
+                         "a,b \"q\"?c?d      300.0    -     3\n"
+                         "plain           1e+308  1.5    12\n"
+                         "\n"
+                         "-: undefined\n");
+}
+
+static void csv(void **state) {
+  (void)state;
+  check(PFI_RESTAB_CSV, "job,cap_w,pfi,runs\n"
+                        "\"a,b \"\"q\"\"\nc\td\",300,-,3\n"
+                        "plain,1e+308,1.5,12\n");
+}
+
+static void json(void **state) {
+  (void)state;
+  check(PFI_RESTAB_JSON, "[\n"
+                         "  {\n"
+                         "    \"job\": \"a,b \\\"q\\\"\\nc\\td\",\n"
+                         "    \"cap_w\": 300.0,\n"
+                         "    \"pfi\": null,\n"
+                         "    \"runs\": 3\n"
+                         "  },\n"
+                         "  {\n"
+                         "    \"job\": \"plain\",\n"
+                         "    \"cap_w\": 1e308,\n"
+                         "    \"pfi\": 1.5,\n"
+                         "    \"runs\": 12\n"
+                         "  }\n"
+                         "]\n");
+}
+
+static void html(void **state) {
+  (void)state;
+  check(PFI_RESTAB_HTML,
+        "<p class=\"tabcap\">(emulated data)</p>\n"
+        "<table class=\"res\">\n"
+        "<thead><tr><th>job</th><th>cap_w (W)</th><th>pfi</th><th>runs</th>"
+        "</tr></thead>\n"
+        "<tbody>\n"
+        "<tr><td>a,b &quot;q&quot;\nc\td</td><td class=\"num\">300</td>"
+        "<td class=\"num\">&ndash;</td><td class=\"num\">3</td></tr>\n"
+        "<tr><td>plain</td><td class=\"num\">1e+308</td>"
+        "<td class=\"num\">1.5</td><td class=\"num\">12</td></tr>\n"
+        "</tbody></table>\n"
+        "<p class=\"note\">-: undefined</p>\n");
+}
+
+/* Format masks, a fixed width that a cell overflows, a capped width, CSV's
+ * empty null, right-aligned text and the separator. */
+static void layout(void **state) {
+  (void)state;
+  static const struct pfi_restab_col c2[] = {
+      {.name = "name", .kind = PFI_RESTAB_TEXT, .max_width = 6},
+      {.name = "v", .label = "value", .kind = PFI_RESTAB_NUM, .style = 'f',
+       .prec = 2, .width = 4, .fixed = 1, .sep = 1},
+      {.name = "only_csv", .kind = PFI_RESTAB_INT,
+       .formats = PFI_RESTAB_IN_CSV},
+      {.name = "tag", .kind = PFI_RESTAB_TEXT, .align = PFI_RESTAB_RIGHT},
+  };
+  struct pfi_restab t;
+  assert_int_equal(pfi_restab_init(&t, c2, 4), 0);
+  t.csv_null = "";
+  pfi_restab_row(&t);
+  pfi_restab_text(&t, 0, "longer-than-six");
+  pfi_restab_num(&t, 1, 12345.678);
+  pfi_restab_int(&t, 2, 7);
+  pfi_restab_row(&t);
+  pfi_restab_text(&t, 0, "ab");
+  pfi_restab_num(&t, 1, INFINITY);
+  pfi_restab_textf(&t, 3, "%d%%", 5);
+  char *buf = NULL;
+  size_t n = 0;
+  FILE *fp = open_memstream(&buf, &n);
+  assert_int_equal(pfi_restab_print(&t, PFI_RESTAB_TERM, fp), 0);
+  fclose(fp);
+  assert_string_equal(buf, "name   value  tag\n"
+                           "longer-than-six 12345.68    -\n"
+                           "ab        -   5%\n");
+  free(buf);
+  fp = open_memstream(&buf, &n);
+  assert_int_equal(pfi_restab_print(&t, PFI_RESTAB_CSV, fp), 0);
+  fclose(fp);
+  assert_string_equal(buf, "name,v,only_csv,tag\n"
+                           "longer-than-six,12345.68,7,\n"
+                           "ab,,,5%\n");
+  free(buf);
+  pfi_restab_release(&t);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(terminal), cmocka_unit_test(csv),
+      cmocka_unit_test(json),     cmocka_unit_test(html),
+      cmocka_unit_test(layout),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
