@@ -181,6 +181,10 @@ struct pfi_estimate_opts {
   const unsigned char *fit_on;
   /* With true_pfi, appended to "job J: PFI undefined" (may be NULL). */
   const char *undefined_note;
+  /* With true_pfi, a job whose ratio PFI is undefined (no capped point
+   * beyond noise, docs/index-and-stats.md) gets PFI 0, as in pfi capacity,
+   * instead of an error. */
+  int undefined_zero;
 };
 
 /* Defaults: a model on pfi_default_model_features fitted in sample on

@@ -43,6 +43,15 @@ void pfi_problem_init(struct pfi_problem *p);
 /* Frees everything; safe on an initialized or zeroed struct. */
 void pfi_problem_release(struct pfi_problem *p);
 
+/*
+ * Divides each job's throughput by its value at the top of its range (its
+ * uncapped throughput, pfi_problem_eval at pfi_problem_hi), so that every
+ * job counts as one unit: jobs whose units of work differ (epochs of
+ * different datasets) become comparable. PFI_EINVAL (naming the job, from
+ * 1) when that value is not positive; `p` is then unchanged.
+ */
+int pfi_problem_normalize(struct pfi_problem *p, struct pfi_error *err);
+
 /* Removes every job but keeps the memory (for reuse in loops). */
 void pfi_problem_clear(struct pfi_problem *p);
 

@@ -59,6 +59,9 @@ struct pfi_sim_cell {
   double gap_mean;       /* mean over workloads of (oracle - strategy)
                             tokens/s per job */
   double gap_lo, gap_hi; /* 95 % t-interval of that mean */
+  double tokens_mean;    /* mean over workloads of the strategy's total
+                            throughput / size (the oracle's: the best any
+                            allocator reaches), the library's unit */
   double closed_pct;     /* 100 (gap_equal - gap) / gap_equal of the means */
   int closed_defined;
   double vs_aware_mean; /* mean of (strategy - pfi-aware) tokens/s per job

@@ -18,7 +18,8 @@ static const struct pfi_opt opts[] = {
     {"curves", 'c', 0, PFI_ARG_REQ, "FILE",
      "curves CSV (default data/jobs/curves.csv)"},
     {"features", 'f', 0, PFI_ARG_REQ, "FILE",
-     "features CSV (default data/jobs/features.csv)"},
+     "features CSV (default data/jobs/features.csv when --curves is not "
+     "given; with --curves: none unless given)"},
     {"workloads", 'w', 0, PFI_ARG_REQ, "N",
      "workloads (default " PFI_STR(PFI_SIM_DEFAULT_WORKLOADS) ")"},
     {"size", 'n', 0, PFI_ARG_REQ, "N",
@@ -51,6 +52,10 @@ static const struct pfi_opt opts[] = {
      "features of the --test-curves jobs"},
     {"map", 'M', 0, PFI_ARG_REQ, "NAME=COLUMN,...",
      "read canonical curve column NAME from the file's COLUMN"},
+    {"normalize", 'N', 0, PFI_ARG_NONE, NULL,
+     "count each job's throughput as the fraction of its own uncapped "
+     "throughput (for jobs whose units of work differ); gaps are then in "
+     "job-equivalents"},
     PFI_OPT_END};
 
 static const struct pfi_cmd_help help = {
@@ -63,7 +68,7 @@ static const struct pfi_cmd_help help = {
     "                    [--model MODEL.json | --true-pfi]\n"
     "                    [--pfi-features L] [--plot FILE.svg|.png]\n"
     "                    [--test-curves FILE --test-features FILE]\n"
-    "                    [--map MAP] [--format F]\n",
+    "                    [--map MAP] [--normalize] [--format F]\n",
     "Builds WORKLOADS workloads of SIZE jobs each, sampled with replacement\n"
     "from the library (the jobs of the curves file, joined with the features\n"
     "file by job id), cuts each workload's total uncapped power by every\n"
@@ -90,7 +95,15 @@ static const struct pfi_cmd_help help = {
     "--test-curves/--test-features (beyond the paper): workloads are drawn\n"
     "from these jobs instead, whose PFI the model fitted on the library\n"
     "predicts from their features: jobs the model never saw (for example\n"
-    "emulated jobs outside the published library).\n",
+    "emulated jobs outside the published library).\n"
+    "\n"
+    "Without features (--curves given, no --features): the strategies that\n"
+    "read them (dram-copy, moe-ft-weighted, the telemetry model, the\n"
+    "production mix) cannot run. The default strategy list then keeps\n"
+    "oracle and equal, and pfi-aware and pfi-curve with --true-pfi, and says\n"
+    "which it skipped; asking for one by name is an error. With --true-pfi a\n"
+    "job without a ratio PFI (no cap bound beyond noise) gets PFI 0, as in\n"
+    "pfi capacity.\n",
     opts,
     "JSON keys: cuts, workloads, size, mix, seed, strategies (object by\n"
     "name: gap_tokens_per_s_per_job, gap_ci95 [[lo, hi]...], gap_closed_pct\n"
@@ -114,7 +127,8 @@ static void progress(size_t done, size_t total, void *arg) {
  * 95 % interval, through the figure module. */
 static int plot(const char *path, const double *cuts, size_t nc,
                 const struct pfi_sim_result *res, unsigned mask,
-                const char *title, struct pfi_error *err) {
+                const char *title, const char *ylabel, double sc,
+                struct pfi_error *err) {
   struct pfi_series ser[PFI_STRAT__COUNT];
   double *buf = malloc((4 * nc + 1) * PFI_STRAT__COUNT * sizeof *buf);
   if (!buf)
@@ -125,9 +139,9 @@ static int plot(const char *path, const double *cuts, size_t nc,
       continue;
     double *y = buf + ns * 4 * nc, *lo = y + nc, *hi = lo + nc;
     for (size_t c = 0; c < nc; c++) {
-      y[c] = res->cell[s][c].gap_mean;
-      lo[c] = res->cell[s][c].gap_lo;
-      hi[c] = res->cell[s][c].gap_hi;
+      y[c] = sc * res->cell[s][c].gap_mean;
+      lo[c] = sc * res->cell[s][c].gap_lo;
+      hi[c] = sc * res->cell[s][c].gap_hi;
     }
     memset(&ser[ns], 0, sizeof ser[ns]);
     ser[ns].title = pfi_strategy_name(s);
@@ -146,7 +160,7 @@ static int plot(const char *path, const double *cuts, size_t nc,
   pfi_panel_init(&pan);
   pan.title = title;
   pan.xlabel = "Cluster power reduction (%)";
-  pan.ylabel = "Throughput gap to oracle (tokens/s per job)";
+  pan.ylabel = ylabel;
   pan.xmin = cuts[0] - 1;
   pan.xmax = cuts[nc - 1] + 1;
   pan.series = ser;
@@ -168,7 +182,7 @@ int cmd_simulate(int argc, char **argv) {
              *tcurves = NULL, *tfeatures = NULL, *cluster_s = NULL;
   unsigned long workloads = PFI_SIM_DEFAULT_WORKLOADS,
                 size = PFI_SIM_DEFAULT_SIZE, seed = 1;
-  int holdout = 0, true_pfi = 0;
+  int holdout = 0, true_pfi = 0, normalize = 0, strat_given = 0;
   enum pfi_format fmt = PFI_FMT_TABLE;
   int o;
   struct pfi_optparse op;
@@ -198,6 +212,10 @@ int cmd_simulate(int argc, char **argv) {
       break;
     case 's':
       strat_s = optarg;
+      strat_given = 1;
+      break;
+    case 'N':
+      normalize = 1;
       break;
     case 'S':
       if (pfi_cli_parse_ulong(optarg, &seed))
@@ -266,12 +284,15 @@ int cmd_simulate(int argc, char **argv) {
     return pfi_cli_usage("simulate", "test jobs are out of sample already: "
                                      "drop --holdout and --true-pfi");
   char cbuf[4096], fbuf[4096], mbuf[4096];
+  /* The default features go with the default curves only: a curves file
+   * of one's own is not joined with the library's features. */
+  int default_files = !curves;
   if (!curves &&
       !(curves = pfi_data_default("jobs/curves.csv", cbuf, sizeof cbuf)))
     return pfi_cli_usage("simulate", "--curves FILE is required (no "
                                      "data/jobs/curves.csv; 'pfi reproduce' "
                                      "writes OUT/curves.csv)");
-  if (!features &&
+  if (!features && default_files &&
       !(features = pfi_data_default("jobs/features.csv", fbuf, sizeof fbuf)))
     return pfi_cli_usage("simulate", "--features FILE is required (no "
                                      "data/jobs/features.csv; 'pfi "
@@ -288,6 +309,14 @@ int cmd_simulate(int argc, char **argv) {
       return pfi_cli_usage("simulate", "--cuts are percentages in [0, 100)");
     }
   unsigned mask = 0;
+  /* What cannot run without features: named, or dropped from the default
+   * list (skipped, said in the output). */
+  unsigned skipped = 0;
+  const unsigned pfi_bits =
+      (1u << PFI_STRAT_PFI_AWARE) | (1u << PFI_STRAT_PFI_CURVE);
+  unsigned needs_features =
+      (1u << PFI_STRAT_DRAM_COPY) | (1u << PFI_STRAT_MOE_FT_WEIGHTED) |
+      (true_pfi ? 0u : pfi_bits);
   {
     char **list;
     size_t ns;
@@ -303,9 +332,34 @@ int cmd_simulate(int argc, char **argv) {
         free(cuts);
         return PFI_EXIT_USAGE;
       }
+      if (!features && (needs_features & (1u << s))) {
+        if (strat_given) {
+          pfi_cli_usage("simulate",
+                        "strategy %s needs a features file (--features)%s",
+                        list[i],
+                        (1u << s) & pfi_bits
+                            ? ", or --true-pfi to use the curves' own PFI"
+                            : "");
+          pfi_strlist_free(list);
+          free(cuts);
+          return PFI_EXIT_USAGE;
+        }
+        skipped |= 1u << s;
+        continue;
+      }
       mask |= 1u << s;
     }
     pfi_strlist_free(list);
+  }
+  if (!features && (holdout || model_path || tcurves ||
+                    strcmp(mix, "random") != 0)) {
+    free(cuts);
+    return pfi_cli_usage("simulate",
+                         "%s needs a features file (--features)",
+                         holdout      ? "--holdout"
+                         : model_path ? "--model"
+                         : tcurves    ? "--test-curves"
+                                      : "a mix other than random");
   }
   const char *mix_path = NULL;
   if (strcmp(mix, "production") == 0) {
@@ -335,7 +389,7 @@ int cmd_simulate(int argc, char **argv) {
     free(cuts);
     return pfi_cli_fail(&err);
   }
-  if (pfi_jobset_require_features(&d, "the simulation", &err) < 0)
+  if (features && pfi_jobset_require_features(&d, "the simulation", &err) < 0)
     goto fail;
   if (tcurves) {
     /* Out-of-sample jobs: the telemetry model is fitted on the library and
@@ -367,6 +421,7 @@ int cmd_simulate(int argc, char **argv) {
   struct pfi_estimate_opts eo;
   pfi_estimate_opts_init(&eo);
   eo.true_pfi = true_pfi;
+  eo.undefined_zero = true_pfi;
   eo.features = pfeat;
   eo.holdout = holdout;
   pfi_clusters_parse(&eo.clusters, cluster_s);
@@ -385,6 +440,15 @@ int cmd_simulate(int argc, char **argv) {
                                                   (1u << PFI_STRAT_PFI_CURVE)),
                               mix_path != NULL, &eo, &ai, &err) < 0)
     goto fail;
+  if (normalize && pfi_problem_normalize(&ai.prob, &err) < 0)
+    goto fail;
+  size_t no_pfi = 0;
+  if (true_pfi && need_pfi)
+    for (size_t i = 0; i < n; i++)
+      no_pfi += !sd->pfi_ok[i];
+  const char *unit = normalize     ? "job-equivalents"
+                     : sd->cs.unit ? sd->cs.unit
+                                   : "tokens/s";
   size_t fallbacks = 0;
   if (mix_path && pfi_mix_weights(mix_path, ai.is_ft, ai.gpus, n, weight,
                                   &fallbacks, &err) < 0)
@@ -469,6 +533,10 @@ int cmd_simulate(int argc, char **argv) {
         }
       }
       json_object_set_new(o2, "gap_tokens_per_s_per_job", g);
+      json_t *tk = json_array();
+      for (size_t c = 0; c < nc; c++)
+        json_array_append_new(tk, json_real(res.cell[s][c].tokens_mean));
+      json_object_set_new(o2, "tokens_per_job", tk);
       json_object_set_new(o2, "gap_ci95", ci);
       json_object_set_new(o2, "gap_closed_pct", cl);
       json_object_set_new(o2, "vs_pfi_aware_tokens_per_s_per_job", va);
@@ -479,12 +547,20 @@ int cmd_simulate(int argc, char **argv) {
     /* Provenance beside the required keys: emulated data say so. */
     json_object_set_new(j, "source",
                         json_string(emulated ? "emulated" : "input"));
+    json_object_set_new(j, "unit", pfi_cli_json_str(unit));
+    json_object_set_new(j, "normalized", json_boolean(normalize));
+    json_t *sk = json_array();
+    for (int s = 0; s < PFI_STRAT__COUNT; s++)
+      if (skipped & (1u << s))
+        json_array_append_new(sk, json_string(pfi_strategy_name(s)));
+    json_object_set_new(j, "skipped", sk);
+    json_object_set_new(j, "pfi_undefined", json_integer((json_int_t)no_pfi));
     if (pfi_cli_print_json(j))
       status = PFI_EXIT_FAIL;
   } else if (fmt == PFI_FMT_CSV) {
     printf("strategy,cut_pct,gap_tokens_per_s_per_job,gap_ci95_lo,"
            "gap_ci95_hi,gap_closed_pct,vs_pfi_aware,vs_pfi_aware_lo,"
-           "vs_pfi_aware_hi\n");
+           "vs_pfi_aware_hi,tokens_per_job\n");
     for (int s = 0; s < PFI_STRAT__COUNT; s++) {
       if (!res.cell[s])
         continue;
@@ -495,10 +571,11 @@ int cmd_simulate(int argc, char **argv) {
         if (e->closed_defined)
           printf("%.4f", e->closed_pct);
         if (e->vs_aware_defined)
-          printf(",%.6f,%.6f,%.6f\n", e->vs_aware_mean, e->vs_aware_lo,
+          printf(",%.6f,%.6f,%.6f", e->vs_aware_mean, e->vs_aware_lo,
                  e->vs_aware_hi);
         else
-          printf(",,,\n");
+          printf(",,,");
+        printf(",%.10g\n", e->tokens_mean);
       }
     }
   } else {
@@ -507,9 +584,29 @@ int cmd_simulate(int argc, char **argv) {
            workloads, size, mix, seed, n, have_test ? " (test jobs)" : "",
            emulated ? "emulated" : "from the given files", pop_desc, pfi_src,
            cl_desc);
-    printf("\nThroughput gap to the oracle, tokens/s per job: mean "
+    if (normalize)
+      printf("Throughput: each job's as the fraction of its own uncapped "
+             "throughput (job-equivalents)\n");
+    if (no_pfi)
+      printf("%zu library jobs have no ratio PFI (no cap bound beyond noise): "
+             "PFI 0 for pfi-aware and pfi-curve\n",
+             no_pfi);
+    if (skipped) {
+      printf("Skipped (they read features; none given):");
+      const char *sep = " ";
+      for (int s = 0; s < PFI_STRAT__COUNT; s++)
+        if (skipped & (1u << s)) {
+          printf("%s%s", sep, pfi_strategy_name(s));
+          sep = ", ";
+        }
+      printf("%s\n", true_pfi ? "" : "; pfi-aware and pfi-curve run with "
+                                      "--true-pfi");
+    }
+    /* Job-equivalents per job are fractions: shown in percent. */
+    double sc = normalize ? 100 : 1;
+    printf("\nThroughput gap to the oracle, %s per job: mean "
            "[95 %% interval]\n%-16s",
-           "strategy");
+           normalize ? "% of a job's uncapped throughput" : unit, "strategy");
     for (size_t c = 0; c < nc; c++)
       printf(" %22.4g%%", cuts[c]);
     printf("\n");
@@ -520,10 +617,24 @@ int cmd_simulate(int argc, char **argv) {
       for (size_t c = 0; c < nc; c++) {
         char b[64];
         const struct pfi_sim_cell *e = &res.cell[s][c];
-        snprintf(b, sizeof b, "%.1f [%.1f, %.1f]", t1(e->gap_mean),
-                 t1(e->gap_lo), t1(e->gap_hi));
+        snprintf(b, sizeof b, "%.*f [%.*f, %.*f]", normalize ? 2 : 1,
+                 t1(sc * e->gap_mean), normalize ? 2 : 1, t1(sc * e->gap_lo),
+                 normalize ? 2 : 1, t1(sc * e->gap_hi));
         printf(" %23s", b);
       }
+      printf("\n");
+    }
+    printf("\nThroughput per job, %s: mean over workloads\n%-16s",
+           normalize ? "% of a job's uncapped throughput" : unit, "strategy");
+    for (size_t c = 0; c < nc; c++)
+      printf(" %11.4g%%", cuts[c]);
+    printf("\n");
+    for (int s = 0; s < PFI_STRAT__COUNT; s++) {
+      if (!res.cell[s])
+        continue;
+      printf("%-16s", pfi_strategy_name(s));
+      for (size_t c = 0; c < nc; c++)
+        printf(" %12.6g", sc * res.cell[s][c].tokens_mean);
       printf("\n");
     }
     printf("\nShare of the equal-to-oracle gap closed, %%\n%-16s", "strategy");
@@ -544,8 +655,9 @@ int cmd_simulate(int argc, char **argv) {
       printf("\n");
     }
     if (need_pfi) {
-      printf("\nDifference to pfi-aware, tokens/s per job (positive: better "
+      printf("\nDifference to pfi-aware, %s per job (positive: better "
              "than pfi-aware): mean [95 %% paired interval]\n%-16s",
+             normalize ? "% of a job's uncapped throughput" : unit,
              "strategy");
       for (size_t c = 0; c < nc; c++)
         printf(" %22.4g%%", cuts[c]);
@@ -558,8 +670,10 @@ int cmd_simulate(int argc, char **argv) {
           char b[64];
           const struct pfi_sim_cell *e = &res.cell[s][c];
           if (e->vs_aware_defined)
-            snprintf(b, sizeof b, "%.1f [%.1f, %.1f]", t1(e->vs_aware_mean),
-                     t1(e->vs_aware_lo), t1(e->vs_aware_hi));
+            snprintf(b, sizeof b, "%.*f [%.*f, %.*f]", normalize ? 2 : 1,
+                     t1(sc * e->vs_aware_mean), normalize ? 2 : 1,
+                     t1(sc * e->vs_aware_lo), normalize ? 2 : 1,
+                     t1(sc * e->vs_aware_hi));
           else
             snprintf(b, sizeof b, "-");
           printf(" %23s", b);
@@ -612,7 +726,11 @@ int cmd_simulate(int argc, char **argv) {
     snprintf(title, sizeof title, "Gap to oracle, %s mix, %lu x %lu jobs%s",
              mix_path && strcmp(mix, "production") != 0 ? "custom" : mix,
              workloads, size, emulated ? " (emulated library)" : "");
-    if (plot(plot_path, cuts, nc, &res, mask, title, &err) < 0)
+    char ylabel[200];
+    snprintf(ylabel, sizeof ylabel, "Throughput gap to oracle (%s per job)",
+             normalize ? "% of uncapped" : unit);
+    if (plot(plot_path, cuts, nc, &res, mask, title, ylabel,
+             normalize ? 100 : 1, &err) < 0)
       goto fail;
   }
   goto out;

@@ -509,6 +509,10 @@ int pfi_jobset_estimate(const struct pfi_jobset *js,
                         struct pfi_error *err) {
   if (o->true_pfi) {
     for (size_t i = 0; i < js->cs.n; i++) {
+      if (!js->pfi_ok[i] && o->undefined_zero) {
+        est[i] = 0;
+        continue;
+      }
       if (!js->pfi_ok[i])
         return pfi_error_setloc(err, PFI_EPARSE, js->cs.source,
                                 js->cs.c[i].first_line, 0,

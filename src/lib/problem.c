@@ -201,6 +201,24 @@ double pfi_problem_eval(const struct pfi_problem *p, size_t i, double power_w) {
   return interp(p->x + a, p->y + a, b - a, power_w);
 }
 
+int pfi_problem_normalize(struct pfi_problem *p, struct pfi_error *err) {
+  for (size_t i = 0; i < p->njobs; i++) {
+    double t = pfi_problem_eval(p, i, pfi_problem_hi(p, i));
+    if (!(t > 0) || !isfinite(t))
+      return pfi_error_set(err, PFI_EINVAL,
+                           "job %zu: uncapped throughput %g is not positive: "
+                           "cannot normalize",
+                           i + 1, t);
+  }
+  for (size_t i = 0; i < p->njobs; i++) {
+    size_t a = p->off[i], b = p->off[i + 1];
+    double t = p->y[b - 1];
+    for (size_t k = a; k < b; k++)
+      p->y[k] /= t;
+  }
+  return 0;
+}
+
 void pfi_problem_bounds(const struct pfi_problem *p, double *sum_lo,
                         double *sum_hi) {
   double lo = 0, hi = 0;

@@ -303,6 +303,10 @@ int pfi_sim_run(const struct pfi_problem *lib,
           tmp[w] = 0;
       }
       mean_ci(tmp, W, &cell->gap_mean, &cell->gap_lo, &cell->gap_hi);
+      double tm = 0;
+      for (size_t w = 0; w < W; w++)
+        tm += v[w];
+      cell->tokens_mean = tm / (double)W;
       double geq = 0, omean = 0;
       for (size_t w = 0; w < W; w++) {
         geq += o[w] - tot[PFI_STRAT_EQUAL][c * W + w];

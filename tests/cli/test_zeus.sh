@@ -105,4 +105,92 @@ expect_err "missing column 'q' \(mapped to tokens_per_s as 1/q\)" \
 printf 'a,b,cap,pw,t\nx,,100,50,4\nx,1,200,90,2\n' >"$T/e.csv"
 expect_err "e.csv:2:3: field 'job': empty" \
   index "$T/e.csv" --map "job=a+b,cap_w=cap,power_w=pw,tokens_per_s=t"
+# pfi simulate on the measured curves, without features. A library of one
+# job makes every workload the same (size copies of it): the oracle's and
+# equal's throughput per job are then checked against a brute force
+# written here (a maximum of a separable piecewise-linear sum with one
+# equality has every job but one at a breakpoint), on a job whose curve is
+# not concave, so that the oracle beats an equal split.
+J="cifar100,shufflenetv2,512,adam"
+{ head -1 "$Z/summary_power_v100.csv"; grep "^$J," "$Z/summary_power_v100.csv"; } >"$T/one.csv"
+[ "$(wc -l <"$T/one.csv")" -gt 5 ] || fail "job $J not in the V100 data"
+cat >"$T/brute.py" <<'PY'
+import csv, itertools, sys
+pts = sorted((float(r["power_limit"]), float(r["average_power"]),
+              1.0 / float(r["time_per_epoch"])) for r in csv.DictReader(open(sys.argv[1])))
+# The allocation problem of a curve: its power range runs from the power at
+# the lowest cap to the power at the highest (in order); the points are
+# taken by power (of equal powers the first by cap), linearly interpolated.
+lo, hi = sorted([pts[0][1], pts[-1][1]])
+xy = []
+for c, p, t in pts:
+    if all(p != q for q, _ in xy):
+        xy.append((p, t))
+xy.sort()
+def f(x):
+    if x <= xy[0][0]: return xy[0][1]
+    if x >= xy[-1][0]: return xy[-1][1]
+    for (x0, y0), (x1, y1) in zip(xy, xy[1:]):
+        if x0 <= x < x1: return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+bp = [lo] + [p for p, _ in xy if lo < p < hi] + [hi]
+tmax = f(hi)
+norm = 1.0 / tmax if sys.argv[3] == "1" else 1.0
+got = {}
+for r in csv.DictReader(open(sys.argv[2])):
+    got[(r["strategy"], float(r["cut_pct"]))] = r
+S, bad, margin = int(sys.argv[4]), 0, 0.0
+for cut in (10.0, 30.0):
+    B = (1 - cut / 100) * S * hi
+    best = max(f(B - sum(o)) + sum(f(x) for x in o)
+               for o in itertools.product(bp, repeat=S - 1)
+               if lo - 1e-9 <= B - sum(o) <= hi + 1e-9)
+    oracle, equal = best / S * norm, f(B / S) * norm
+    margin = max(margin, (oracle - equal) / oracle)
+    for name, ref in (("oracle", oracle), ("equal", equal)):
+        v = float(got[(name, cut)]["tokens_per_job"])
+        if abs(v - ref) > 1e-7 * abs(ref):
+            print(name, cut, v, ref); bad += 1
+    g = float(got[("equal", cut)]["gap_tokens_per_s_per_job"])
+    if abs(g - (oracle - equal)) > 5e-7 + 1e-9 * abs(oracle):  # printed %.6f
+        print("gap", cut, g, oracle - equal); bad += 1
+# The check means something only where the oracle beats the equal split.
+if margin < 1e-3:
+    print("oracle and equal agree: pick a job whose curve is not concave"); bad += 1
+sys.exit(1 if bad else 0)
+PY
+for size in 2 3; do
+  for norm in 0 1; do
+    nflag=
+    [ "$norm" = 1 ] && nflag=--normalize
+    "$PFI" simulate --curves "$T/one.csv" --map "$M" --workloads 2 --size $size \
+      --cuts 10,30 --strategies oracle,equal $nflag --format csv >"$T/sim1.csv" ||
+      fail "simulate one job, size $size $nflag"
+    python3 "$T/brute.py" "$T/one.csv" "$T/sim1.csv" $norm $size ||
+      fail "simulate (size $size $nflag): oracle or equal differs from the brute force"
+  done
+done
+
+# Without features the default list drops what reads them and says so;
+# naming one is a usage error.
+"$PFI" simulate --curves "$Z/summary_power_v100.csv" --map "$M" --normalize --true-pfi \
+  --workloads 20 --cuts 10,30 >"$T/sim.txt" || fail "simulate on the V100 data"
+grep -q "^Skipped (they read features; none given): moe-ft-weighted, dram-copy$" "$T/sim.txt" ||
+  fail "simulate does not say what it skipped: $(head -8 "$T/sim.txt")"
+grep -q "^22 library jobs have no ratio PFI" "$T/sim.txt" || fail "simulate does not count the jobs without PFI"
+grep -q "% of a job's uncapped throughput per job" "$T/sim.txt" || fail "normalized gap unit not said"
+"$PFI" simulate --curves "$Z/summary_power_v100.csv" --map "$M" --workloads 20 --cuts 10 \
+  --format json >"$T/sim.json" || fail "simulate json"
+python3 - "$T/sim.json" <<'PY' || fail "simulate JSON without features"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["skipped"] == ["moe-ft-weighted", "pfi-aware", "dram-copy", "pfi-curve"], j["skipped"]
+assert sorted(j["strategies"]) == ["equal", "oracle"], list(j["strategies"])
+assert j["unit"] == "1/time_per_epoch" and j["normalized"] is False
+PY
+expect_err "strategy dram-copy needs a features file" \
+  simulate --curves "$Z/summary_power_v100.csv" --map "$M" --strategies oracle,dram-copy
+expect_err "strategy pfi-aware needs a features file \(--features\), or --true-pfi" \
+  simulate --curves "$Z/summary_power_v100.csv" --map "$M" --strategies pfi-aware
+expect_err "a mix other than random needs a features file" \
+  simulate --curves "$Z/summary_power_v100.csv" --map "$M" --mix production
 exit $((fails > 0))
