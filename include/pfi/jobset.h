@@ -203,6 +203,19 @@ int pfi_jobset_estimate(const struct pfi_jobset *js,
                         const struct pfi_estimate_opts *o, double *est,
                         struct pfi_error *err);
 
+/*
+ * Each job's PFI predicted by `m` from its features row, with the 95 %
+ * prediction interval of pfi_model_predict_interval() (model.h): est, lo,
+ * hi (cs.n each). *approx (may be NULL) is 1 when the model has no
+ * covariance and the interval is the residual-only one. Errors: a job
+ * without features (PFI_EPARSE), a missing feature column, a model
+ * without standard errors (PFI_EINVAL).
+ */
+int pfi_jobset_predict_interval(const struct pfi_jobset *js,
+                                const struct pfi_model *m, double *est,
+                                double *lo, double *hi, int *approx,
+                                struct pfi_error *err);
+
 /* Fits a model on `features` (NULL: the default) to the true PFI of the
  * jobs that have one and a features row. Release with pfi_model_release(). */
 int pfi_jobset_fit_model(const struct pfi_jobset *js, const char *features,

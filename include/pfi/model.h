@@ -54,6 +54,15 @@ struct pfi_model {
   size_t n;    /* rows fitted */
   double r2;   /* in-sample R^2 (NaN when y is constant) */
   double rmse; /* in-sample sqrt(SSE / n) */
+  /* With has_se: the residual standard error s = sqrt(SSE / df), df = n -
+   * k - 1, and the (k+1) x (k+1) covariance of the coefficients s^2
+   * (X'X)^-1 (row-major, intercept first, in the features' own units). A
+   * loaded model has them when its file does (has_cov); sigma is NaN and
+   * df 0 when unknown. */
+  double sigma;
+  size_t df;
+  double *cov; /* owned; valid when has_cov */
+  int has_cov;
 };
 
 /*
@@ -70,6 +79,25 @@ void pfi_model_release(struct pfi_model *m);
 
 /* Prediction for one row of k predictors. */
 double pfi_model_predict(const struct pfi_model *m, const double *xrow);
+
+/*
+ * The 95 % prediction interval of a new job's PFI from one row of k
+ * predictors: with x0 = (1, xrow) and t the 0.975 quantile of Student's t
+ * with df = n - k - 1 degrees of freedom,
+ *
+ *   yhat +- t * sqrt(s^2 + x0' C x0),   C = s^2 (X'X)^-1 (m->cov),
+ *
+ * the residual variance of the new job plus the variance of the fitted
+ * mean at x0. A model without its covariance (a file that stores only s)
+ * gets yhat +- t * s * sqrt(1 + 1/n): the variance of the intercept at the
+ * mean of the predictors only, which understates the interval away from
+ * it; the function then returns 1 (0 with the covariance). Writes *yhat,
+ * *lo, *hi. PFI_EINVAL when the model has neither (a rank-deficient design
+ * or no residual degree of freedom: no standard errors).
+ */
+int pfi_model_predict_interval(const struct pfi_model *m, const double *xrow,
+                               double *yhat, double *lo, double *hi,
+                               struct pfi_error *err);
 
 /* Out-of-sample evaluation. */
 struct pfi_eval {
@@ -121,8 +149,11 @@ int pfi_model_design(const struct pfi_features *f, const size_t *rows, size_t n,
 
 /*
  * Saves to / loads from a JSON file: {"kind": "pfi-linear-model",
- * "target": "pfi", "features": [...], "intercept": b0, "coefficients":
- * [{"feature", "estimate", "se"}], "n", "r2_in"}. Loading checks every key
+ * "target": "pfi", "features": [...], "intercept": b0, "intercept_se",
+ * "coefficients": [{"feature", "estimate", "se"}], "n", "r2_in", "sigma",
+ * "df_resid", "covariance": [[...], ...] ((k+1) x (k+1), intercept first)}
+ * (the last three null without standard errors; files without them load,
+ * with no prediction interval). Loading checks every key
  * and type (PFI_EPARSE with the file name and the key). `path` "-" is
  * standard output / input.
  */

@@ -11,6 +11,8 @@
 #include "opt.h"
 #include "pfi/capacity.h"
 #include "pfi/jobcurves.h"
+#include "pfi/jobset.h"
+#include "pfi/model.h"
 #include "pfi/report.h"
 
 static const struct pfi_opt opts[] = {
@@ -22,6 +24,15 @@ static const struct pfi_opt opts[] = {
      "range over runs with every PFI at its interval's ends. A job without a "
      "ratio PFI (no cap bound beyond noise) gets PFI 0: nothing is taken from "
      "it first."},
+    {"features", 'f', 0, PFI_ARG_REQ, "FILE",
+     "PFI of pfi-aware / pfi-curve estimated from these telemetry features "
+     "(a job column) by --model, or by a model on --pfi-features fitted to "
+     "the curves' own PFI; the model's 95 % prediction interval is "
+     "propagated as with --true-pfi"},
+    {"model", 'm', 0, PFI_ARG_REQ, "FILE", "a model saved by pfi fit --output"},
+    {"pfi-features", 'P', 0, PFI_ARG_REQ, "L",
+     "features of the fitted model (comma-separated; default "
+     "dram_copy_product)"},
     {"strategy", 's', 0, PFI_ARG_REQ, "LIST",
      "comma-separated strategies (oracle, equal, pfi-aware, pfi-curve)"},
     {"normalize", 'N', 0, PFI_ARG_NONE, NULL,
@@ -46,7 +57,9 @@ static const struct pfi_opt opts[] = {
 
 static const struct pfi_cmd_help help = {
     "capacity",
-    "usage: pfi capacity --curves FILE [--true-pfi] [--strategy LIST]\n"
+    "usage: pfi capacity --curves FILE [--true-pfi | --features FILE\n"
+    "                    [--model MODEL.json | --pfi-features L]]\n"
+    "                    [--strategy LIST]\n"
     "                    [--normalize] [--steps N] [--ci N] [--seed S]\n"
     "                    [--map MAP] [--unit NAME] [--plot FILE.svg]\n"
     "                    [--format F]\n",
@@ -57,7 +70,12 @@ static const struct pfi_cmd_help help = {
     "and the quote for a utility: the power shed at <= 1, 2, 5, 10, 20 %\n"
     "throughput loss (the largest shed below which the loss never exceeds\n"
     "it). Strategies as in pfi allocate; default oracle,equal, and with\n"
-    "--true-pfi also pfi-aware,pfi-curve.\n",
+    "--true-pfi or --features also pfi-aware,pfi-curve.\n"
+    "\n"
+    "With --features, each job's PFI is the model's prediction from its\n"
+    "features and its interval the 95 % prediction interval\n"
+    "yhat +- t(0.975, n-k-1) sqrt(s^2 + x0' C x0) (s the residual standard\n"
+    "error, C the coefficients' covariance; docs/capacity.md).\n",
     opts,
     "Exit status 0 ok, 1 run-time failure, 2 bad usage or bad input.\n",
     0,
@@ -127,7 +145,8 @@ static int plot(const char *path, const struct pfi_capacity *cap, size_t ns,
 
 int cmd_capacity(int argc, char **argv) {
   const char *curves = NULL, *strat_s = NULL, *map = NULL, *unit = NULL,
-             *plot_path = NULL;
+             *plot_path = NULL, *features = NULL, *model_path = NULL,
+             *pfeat = NULL;
   int true_pfi = 0, normalize = 0;
   unsigned long steps = 20, draws = 2000, seed = 1;
   enum pfi_format fmt = PFI_FMT_TABLE;
@@ -144,6 +163,15 @@ int cmd_capacity(int argc, char **argv) {
       break;
     case 's':
       strat_s = optarg;
+      break;
+    case 'f':
+      features = optarg;
+      break;
+    case 'm':
+      model_path = optarg;
+      break;
+    case 'P':
+      pfeat = optarg;
       break;
     case 'N':
       normalize = 1;
@@ -190,16 +218,27 @@ int cmd_capacity(int argc, char **argv) {
     return pfi_cli_usage("capacity", "unexpected argument '%s'", argv[optind]);
   if (!curves)
     return pfi_cli_usage("capacity", "--curves FILE is required");
+  if (features && true_pfi)
+    return pfi_cli_usage("capacity", "--features and --true-pfi exclude each "
+                                     "other");
+  if ((model_path || pfeat) && !features)
+    return pfi_cli_usage("capacity", "%s needs --features FILE",
+                         model_path ? "--model" : "--pfi-features");
+  if (model_path && pfeat)
+    return pfi_cli_usage("capacity", "--model and --pfi-features exclude "
+                                     "each other");
+  int have_pfi = true_pfi || features != NULL;
   int strat[MAXS];
   size_t ns = 0;
-  if (pfi_cli_parse_strategies(strat_s, true_pfi, strat, &ns, "capacity") < 0)
+  if (pfi_cli_parse_strategies(strat_s, have_pfi, strat, &ns, "capacity") < 0)
     return PFI_EXIT_USAGE;
   for (size_t k = 0; k < ns; k++)
     if ((strat[k] == PFI_STRAT_PFI_AWARE || strat[k] == PFI_STRAT_PFI_CURVE) &&
-        !true_pfi)
+        !have_pfi)
       return pfi_cli_usage("capacity",
                            "strategy %s needs each job's PFI: add --true-pfi "
-                           "to use the curves' own PFI",
+                           "to use the curves' own PFI, or --features FILE "
+                           "(with --model) to estimate it",
                            pfi_strategy_name(strat[k]));
     else if (strat[k] == PFI_STRAT_DRAM_COPY ||
              strat[k] == PFI_STRAT_MOE_FT_WEIGHTED)
@@ -214,20 +253,51 @@ int cmd_capacity(int argc, char **argv) {
   struct pfi_jobcurves d;
   struct pfi_problem p;
   struct pfi_capacity cap[MAXS];
+  struct pfi_jobset js;
+  struct pfi_model model;
+  int have_js = 0, have_model = 0, approx = 0;
+  double *est = NULL;
   memset(cap, 0, sizeof cap);
+  memset(&js, 0, sizeof js);
   pfi_problem_init(&p);
   if (pfi_jobcurves_load(&d, curves, map, true_pfi, draws, seed, &err) < 0) {
     status = pfi_cli_fail(&err);
     goto out;
   }
+  const double *pfi = d.pfi, *pfi_lo = d.pfi_lo, *pfi_hi = d.pfi_hi;
+  if (features) {
+    /* Estimated PFI: the model's prediction and its prediction interval
+     * (pfi_jobset_predict_interval). */
+    have_js = 1; /* released also after a failed load */
+    if (pfi_jobset_load(&js, curves, map, features, &err) < 0)
+      goto fail;
+    if (js.cs.n != d.cs.n) {
+      pfi_error_set(&err, PFI_EINVAL, "the curves read differently");
+      goto fail;
+    }
+    if ((model_path ? pfi_model_load(&model, model_path, &err)
+                    : pfi_jobset_fit_model(&js, pfeat, &model, &err)) < 0)
+      goto fail;
+    have_model = 1;
+    if (!(est = calloc(3 * d.cs.n + 1, sizeof *est))) {
+      pfi_error_set(&err, PFI_ENOMEM, "out of memory");
+      goto fail;
+    }
+    if (pfi_jobset_predict_interval(&js, &model, est, est + d.cs.n,
+                                    est + 2 * d.cs.n, &approx, &err) < 0)
+      goto fail;
+    pfi = est;
+    pfi_lo = est + d.cs.n;
+    pfi_hi = est + 2 * d.cs.n;
+  }
   if (!unit)
     unit = d.cs.unit ? d.cs.unit : "tokens/s";
   if (pfi_capacity_problem(&d.cs, normalize, &p, &err) < 0)
     goto fail;
-  struct pfi_alloc_inputs in = {d.pfi, NULL, NULL};
+  struct pfi_alloc_inputs in = {pfi, NULL, NULL};
   for (size_t k = 0; k < ns; k++)
-    if (pfi_capacity_compute(&p, (enum pfi_strategy)strat[k], &in, d.pfi_lo,
-                             d.pfi_hi, steps, &cap[k], &err) < 0)
+    if (pfi_capacity_compute(&p, (enum pfi_strategy)strat[k], &in, pfi_lo,
+                             pfi_hi, steps, &cap[k], &err) < 0)
       goto fail;
   if (plot_path && plot(plot_path, cap, ns, unit, normalize, &err) < 0)
     goto fail;
@@ -246,6 +316,22 @@ int cmd_capacity(int argc, char **argv) {
                         json_real(cap[0].uncapped_tokens));
     json_object_set_new(j, "pfi_undefined",
                         json_integer((json_int_t)d.n_undefined));
+    json_object_set_new(
+        j, "pfi_source",
+        json_string(features ? (approx ? "model prediction, residual-only "
+                                         "interval (no covariance)"
+                                       : "model prediction interval")
+                    : true_pfi ? "curves (Monte Carlo interval)"
+                               : "none"));
+    if (pfi) {
+      json_t *jp = json_array();
+      for (size_t i = 0; i < d.cs.n; i++)
+        json_array_append_new(
+            jp, json_pack("{s:o,s:f,s:f,s:f}", "job",
+                          pfi_cli_json_str(d.cs.c[i].job), "pfi", pfi[i],
+                          "pfi_lo", pfi_lo[i], "pfi_hi", pfi_hi[i]));
+      json_object_set_new(j, "jobs_pfi", jp);
+    }
     for (size_t k = 0; k < ns; k++) {
       json_t *e = json_object(), *lad = json_array(), *q = json_array();
       json_object_set_new(e, "strategy",
@@ -297,12 +383,18 @@ int cmd_capacity(int argc, char **argv) {
            100 * (1 - cap[0].floor_w / cap[0].uncapped_w));
     printf("throughput %.6g %s uncapped%s\n", cap[0].uncapped_tokens, tunit,
            normalize ? " (each job 1 at its uncapped throughput)" : "");
+    if (features)
+      printf("PFI of pfi-aware and pfi-curve: %s on %s, with its 95 %% "
+             "prediction interval%s\n",
+             model_path ? model_path : "a model fitted to the curves' PFI",
+             features,
+             approx ? " (residual only: the model has no covariance)" : "");
     if (true_pfi && d.n_undefined)
       printf("%zu jobs have no ratio PFI (no cap bound beyond noise): PFI 0 "
              "for pfi-aware and pfi-curve\n",
              d.n_undefined);
     printf("\npower shed at <= Y %% throughput loss");
-    if (true_pfi)
+    if (have_pfi)
       printf(" [range over the PFI intervals]");
     printf("\n%-7s", "Y");
     for (size_t k = 0; k < ns; k++)
@@ -355,5 +447,10 @@ out:
     pfi_capacity_release(&cap[k]);
   pfi_problem_release(&p);
   pfi_jobcurves_release(&d);
+  if (have_model)
+    pfi_model_release(&model);
+  if (have_js)
+    pfi_jobset_release(&js);
+  free(est);
   return status;
 }

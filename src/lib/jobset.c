@@ -528,6 +528,34 @@ int pfi_jobset_estimate(const struct pfi_jobset *js,
   return estimate_model(js, o, est, err);
 }
 
+int pfi_jobset_predict_interval(const struct pfi_jobset *js,
+                                const struct pfi_model *m, double *est,
+                                double *lo, double *hi, int *approx,
+                                struct pfi_error *err) {
+  int rc = pfi_jobset_require_features(js, "a PFI prediction interval", err);
+  if (rc < 0)
+    return rc;
+  double *x = malloc((m->k + 1) * sizeof *x);
+  if (!x)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  int ap = 0;
+  for (size_t i = 0; i < js->cs.n && rc >= 0; i++) {
+    size_t row = (size_t)js->frow[i];
+    rc = pfi_model_design(&js->f, &row, 1, (const char *const *)m->features,
+                          m->k, x, err);
+    if (rc >= 0)
+      rc = pfi_model_predict_interval(m, x, &est[i], &lo[i], &hi[i], err);
+    if (rc > 0)
+      ap = 1;
+  }
+  free(x);
+  if (rc < 0)
+    return rc;
+  if (approx)
+    *approx = ap;
+  return 0;
+}
+
 int pfi_jobset_fit_model(const struct pfi_jobset *js, const char *features,
                          struct pfi_model *m, struct pfi_error *err) {
   char **names = NULL;

@@ -4,6 +4,7 @@
 
 #include <ctype.h>
 #include <float.h>
+#include <gsl/gsl_cdf.h>
 #include <gsl/gsl_linalg.h>
 #include <gsl/gsl_matrix.h>
 #include <gsl/gsl_vector.h>
@@ -304,6 +305,7 @@ void pfi_model_release(struct pfi_model *m) {
   free(m->features);
   free(m->coef);
   free(m->se);
+  free(m->cov);
   memset(m, 0, sizeof *m);
 }
 
@@ -313,7 +315,9 @@ static int model_alloc(struct pfi_model *m, size_t k) {
   m->features = calloc(k + 1, sizeof *m->features);
   m->coef = calloc(k + 1, sizeof *m->coef);
   m->se = calloc(k + 1, sizeof *m->se);
-  return (m->features && m->coef && m->se) ? 0 : PFI_ENOMEM;
+  m->cov = calloc((k + 1) * (k + 1), sizeof *m->cov);
+  m->sigma = NAN;
+  return (m->features && m->coef && m->se && m->cov) ? 0 : PFI_ENOMEM;
 }
 
 int pfi_model_fit(const double *x, size_t n, size_t k, const double *y,
@@ -380,6 +384,14 @@ int pfi_model_fit(const double *x, size_t n, size_t k, const double *y,
       m->se[1 + j] *= sc[j];
     }
     m->has_se = 1;
+    /* The covariance in the features' units: b_j = b'_j sc_j. */
+    for (size_t a = 0; a <= k; a++)
+      for (size_t b = 0; b <= k; b++)
+        m->cov[a * (k + 1) + b] = ols.cov[a * (k + 1) + b] *
+                                  (a ? sc[a - 1] : 1.0) * (b ? sc[b - 1] : 1.0);
+    m->has_cov = 1;
+    m->sigma = ols.sigma;
+    m->df = n - k - 1;
     pfi_ols_release(&ols);
     free(sc);
   } else {
@@ -405,6 +417,42 @@ int pfi_model_fit(const double *x, size_t n, size_t k, const double *y,
 nomem:
   pfi_model_release(m);
   return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+}
+
+int pfi_model_predict_interval(const struct pfi_model *m, const double *xrow,
+                               double *yhat, double *lo, double *hi,
+                               struct pfi_error *err) {
+  size_t k = m->k;
+  if (!(m->df > 0) || !isfinite(m->sigma))
+    return pfi_error_set(err, PFI_EINVAL,
+                         "the model has no residual standard error (a "
+                         "rank-deficient design or no residual degree of "
+                         "freedom): no prediction interval");
+  double y = pfi_model_predict(m, xrow), var;
+  int approx = 0;
+  if (m->has_cov) {
+    double q = 0;
+    for (size_t a = 0; a <= k; a++)
+      for (size_t b = 0; b <= k; b++)
+        q += (a ? xrow[a - 1] : 1.0) * m->cov[a * (k + 1) + b] *
+             (b ? xrow[b - 1] : 1.0);
+    var = m->sigma * m->sigma + (q > 0 ? q : 0);
+  } else {
+    if (m->n == 0)
+      return pfi_error_set(err, PFI_EINVAL,
+                           "the model states no row count: no prediction "
+                           "interval");
+    var = m->sigma * m->sigma * (1 + 1.0 / (double)m->n);
+    approx = 1;
+  }
+  double h = gsl_cdf_tdist_Pinv(0.975, (double)m->df) * sqrt(var);
+  if (!isfinite(y) || !isfinite(h))
+    return pfi_error_set(err, PFI_ENUMERIC,
+                         "the prediction interval is not finite");
+  *yhat = y;
+  *lo = y - h;
+  *hi = y + h;
+  return approx;
 }
 
 double pfi_model_predict(const struct pfi_model *m, const double *xrow) {
@@ -601,6 +649,21 @@ int pfi_model_save(const struct pfi_model *m, const char *path,
   json_object_set_new(j, "coefficients", coefs);
   json_object_set_new(j, "n", json_integer((json_int_t)m->n));
   json_object_set_new(j, "r2_in", num_or_null(m->r2));
+  json_object_set_new(j, "sigma", num_or_null(m->sigma));
+  json_object_set_new(j, "df_resid", m->df > 0 ? json_integer((json_int_t)m->df)
+                                                : json_null());
+  if (m->has_cov) {
+    json_t *cv = json_array();
+    for (size_t a = 0; a <= m->k; a++) {
+      json_t *row = json_array();
+      for (size_t b = 0; b <= m->k; b++)
+        json_array_append_new(row, num_or_null(m->cov[a * (m->k + 1) + b]));
+      json_array_append_new(cv, row);
+    }
+    json_object_set_new(j, "covariance", cv);
+  } else {
+    json_object_set_new(j, "covariance", json_null());
+  }
   int rc = 0;
   int flags = JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17);
   if (strcmp(path, "-") == 0) {
@@ -703,6 +766,44 @@ int pfi_model_load_mem(struct pfi_model *m, const char *name, const char *data,
   json_t *r2 = json_object_get(j, "r2_in");
   m->r2 = json_is_number(r2) ? json_number_value(r2) : NAN;
   m->rmse = NAN;
+  /* The prediction interval's inputs, when the file has them. */
+  json_t *sg = json_object_get(j, "sigma"), *df = json_object_get(j, "df_resid");
+  if (sg && !json_is_null(sg) &&
+      (!json_is_number(sg) || !(json_number_value(sg) >= 0) ||
+       !isfinite(json_number_value(sg)))) {
+    rc = bad(err, name, "key \"sigma\" must be a finite number >= 0");
+    goto out;
+  }
+  if (df && !json_is_null(df) &&
+      (!json_is_integer(df) || json_integer_value(df) < 1)) {
+    rc = bad(err, name, "key \"df_resid\" must be a whole number >= 1");
+    goto out;
+  }
+  if (json_is_number(sg) && json_is_integer(df)) {
+    m->sigma = json_number_value(sg);
+    m->df = (size_t)json_integer_value(df);
+  }
+  json_t *cv = json_object_get(j, "covariance");
+  if (cv && !json_is_null(cv)) {
+    int ok = json_is_array(cv) && json_array_size(cv) == k + 1;
+    for (size_t a = 0; ok && a <= k; a++) {
+      json_t *row = json_array_get(cv, a);
+      ok = json_is_array(row) && json_array_size(row) == k + 1;
+      for (size_t b = 0; ok && b <= k; b++) {
+        json_t *v = json_array_get(row, b);
+        ok = json_is_number(v) && isfinite(json_number_value(v));
+        if (ok)
+          m->cov[a * (k + 1) + b] = json_number_value(v);
+      }
+    }
+    if (!ok) {
+      rc = bad(err, name,
+               "key \"covariance\" must be a (k+1) x (k+1) array of finite "
+               "numbers, k the number of features");
+      goto out;
+    }
+    m->has_cov = m->df > 0;
+  }
 out:
   if (rc < 0)
     pfi_model_release(m);

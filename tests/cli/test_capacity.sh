@@ -154,4 +154,41 @@ awk -F, 'NR == 1 { print $0 ",source"; next } { print $0 ",emulated-h200" }' "$T
 [ $? -eq 2 ] || fail "--steps 0 accepted"
 "$PFI" capacity >/dev/null 2>&1
 [ $? -eq 2 ] || fail "no --curves accepted"
+# --features with --model: each job's PFI and interval are the model's
+# prediction and 95 % prediction interval, yhat +- t sqrt(s^2 + x0' C x0),
+# checked by hand: b = (0.5, 2), s = 0.2, df = 2 (t = 4.302652729911275),
+# C = [[0.04, -0.01], [-0.01, 0.01]].
+printf 'job,dram_copy_product\na,0.1\nb,0.4\nc,0.7\n' >"$T/f.csv"
+cat >"$T/m.json" <<'JSON'
+{"kind": "pfi-linear-model", "target": "pfi", "features": ["dram_copy_product"],
+ "intercept": 0.5, "coefficients": [{"feature": "dram_copy_product", "estimate": 2}],
+ "n": 5, "sigma": 0.2, "df_resid": 2, "covariance": [[0.04, -0.01], [-0.01, 0.01]]}
+JSON
+"$PFI" capacity --curves "$T/c.csv" --features "$T/f.csv" --model "$T/m.json" --steps 8 \
+  --format json >"$T/capm.json" || fail "capacity --features --model"
+python3 - "$T/capm.json" <<'PY' || fail "capacity: the model's prediction interval differs from the hand computation"
+import json, math, sys
+j = json.load(open(sys.argv[1]))
+t = 4.302652729911275
+got = {e["job"]: e for e in j["jobs_pfi"]}
+for job, x in (("a", 0.1), ("b", 0.4), ("c", 0.7)):
+    y = 0.5 + 2 * x
+    h = t * math.sqrt(0.2 ** 2 + 0.04 - 2 * 0.01 * x + 0.01 * x * x)
+    e = got[job]
+    assert abs(e["pfi"] - y) < 1e-9, (job, e, y)  # JSON prints 12 digits
+    assert abs(e["pfi_lo"] - (y - h)) < 1e-9 and abs(e["pfi_hi"] - (y + h)) < 1e-9, (job, e, y, h)
+assert j["pfi_source"] == "model prediction interval", j["pfi_source"]
+s = {e["strategy"]: e for e in j["strategies"]}
+assert set(s) == {"oracle", "equal", "pfi-aware", "pfi-curve"}, list(s)
+assert s["pfi-aware"]["interval"] and not s["oracle"]["interval"]
+for q in s["pfi-aware"]["quotes"]:
+    assert q["shed_lo_w"] <= q["shed_w"] <= q["shed_hi_w"], q
+PY
+# A model with no standard errors has no interval: a located error.
+printf '{"kind": "pfi-linear-model", "features": ["dram_copy_product"], "intercept": 1, "coefficients": [{"estimate": 1}], "n": 5}\n' >"$T/m0.json"
+"$PFI" capacity --curves "$T/c.csv" --features "$T/f.csv" --model "$T/m0.json" >"$T/out" 2>"$T/err"
+[ $? -eq 2 ] || fail "capacity with a model without standard errors: exit $?"
+grep -q "no prediction interval" "$T/err" || fail "capacity: $(cat "$T/err")"
+"$PFI" capacity --curves "$T/c.csv" --model "$T/m.json" >/dev/null 2>&1
+[ $? -eq 2 ] || fail "--model without --features accepted"
 exit $((fails > 0))

@@ -279,8 +279,73 @@ static void test_fmt_fixed(void **state) {
   assert_true(strlen(b) < PFI_FMT_MAX);
 }
 
+/* The prediction interval on the hand-worked line (1.1 + 1.1 x, s^2 =
+ * 1.35, n = 4, df = 2, mean x 1.5, Sxx = 5), at x0 = 4: yhat = 5.5; the
+ * variance of a new value s^2 (1 + 1/n + (x0 - 1.5)^2 / Sxx) = 1.35 * 2.5
+ * = 3.375, t(0.975, 2) = 4.302652729911275 (tables), half-width
+ * 4.302652729911275 * sqrt(3.375) = 7.9044777965067805. Saved and
+ * loaded, the same; a file without the covariance gives the residual-only
+ * t s sqrt(1 + 1/n) = 4.302652729911275 * sqrt(1.6875) =
+ * 5.589309851648443 and says so (1); one without sigma has none. */
+static void test_prediction_interval(void **state) {
+  (void)state;
+  struct pfi_model m, m2;
+  struct pfi_error err;
+  const char *names[] = {"x"};
+  assert_int_equal(pfi_model_fit(X, 4, 1, Y, names, &m, &err), 0);
+  double x0 = 4, y, lo, hi;
+  assert_int_equal(pfi_model_predict_interval(&m, &x0, &y, &lo, &hi, &err), 0);
+  ASSERT_NEAR(y, 5.5, 1e-12);
+  ASSERT_NEAR(hi - y, 7.9044777965067805, 1e-9);
+  ASSERT_NEAR(y - lo, 7.9044777965067805, 1e-9);
+  char path[] = "/tmp/pfi-test-model-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  close(fd);
+  assert_int_equal(pfi_model_save(&m, path, &err), 0);
+  assert_int_equal(pfi_model_load(&m2, path, &err), 0);
+  unlink(path);
+  double y2, lo2, hi2;
+  assert_int_equal(
+      pfi_model_predict_interval(&m2, &x0, &y2, &lo2, &hi2, &err), 0);
+  ASSERT_NEAR(lo2, lo, 1e-12);
+  ASSERT_NEAR(hi2, hi, 1e-12);
+  pfi_model_release(&m2);
+  pfi_model_release(&m);
+  static const char nocov[] =
+      "{\"kind\": \"pfi-linear-model\", \"features\": [\"x\"], "
+      "\"intercept\": 1.1, \"coefficients\": [{\"feature\": \"x\", "
+      "\"estimate\": 1.1}], \"n\": 4, \"sigma\": 1.161895003862225, "
+      "\"df_resid\": 2}";
+  assert_int_equal(
+      pfi_model_load_mem(&m2, "m.json", nocov, strlen(nocov), &err), 0);
+  assert_int_equal(pfi_model_predict_interval(&m2, &x0, &y, &lo, &hi, &err),
+                   1);
+  ASSERT_NEAR(hi - y, 5.589309851648443, 1e-9);
+  pfi_model_release(&m2);
+  static const char nosigma[] =
+      "{\"kind\": \"pfi-linear-model\", \"features\": [\"x\"], "
+      "\"intercept\": 1.1, \"coefficients\": [{\"feature\": \"x\", "
+      "\"estimate\": 1.1}], \"n\": 4}";
+  assert_int_equal(
+      pfi_model_load_mem(&m2, "m.json", nosigma, strlen(nosigma), &err), 0);
+  assert_int_equal(pfi_model_predict_interval(&m2, &x0, &y, &lo, &hi, &err),
+                   PFI_EINVAL);
+  pfi_model_release(&m2);
+  static const char badcov[] =
+      "{\"kind\": \"pfi-linear-model\", \"features\": [\"x\"], "
+      "\"intercept\": 1.1, \"coefficients\": [{\"feature\": \"x\", "
+      "\"estimate\": 1.1}], \"n\": 4, \"sigma\": 1, \"df_resid\": 2, "
+      "\"covariance\": [[1, 0]]}";
+  assert_int_equal(
+      pfi_model_load_mem(&m2, "m.json", badcov, strlen(badcov), &err),
+      PFI_EPARSE);
+  assert_non_null(strstr(err.msg, "covariance"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_prediction_interval),
       cmocka_unit_test(test_fit_in_sample),
       cmocka_unit_test(test_validate),
       cmocka_unit_test(test_fmt_fixed),

@@ -1139,8 +1139,10 @@ int main(void) {
   {
     const double coef[] = {1, 2}, se[] = {0.1, 0.2};
     char *feat = strdup("x");
-    struct pfi_model m = {1, &feat, (double *)coef, (double *)se, 1, 4,
-                          0.9, 0.1};
+    const double cov[] = {0.01, -0.005, -0.005, 0.04};
+    struct pfi_model m = {1,   &feat, (double *)coef, (double *)se,
+                          1,   4,     0.9,            0.1,
+                          0.3, 2,     (double *)cov,  1};
     struct pfi_error err;
     char path[] = "/tmp/pfi-oom-model-XXXXXX";
     int fd = mkstemp(path);
