@@ -318,18 +318,18 @@ int cmd_capacity(int argc, char **argv) {
                         json_integer((json_int_t)d.n_undefined));
     json_object_set_new(
         j, "pfi_source",
-        json_string(features ? (approx ? "model prediction, residual-only "
-                                         "interval (no covariance)"
-                                       : "model prediction interval")
+        json_string(features   ? (approx ? "model prediction, residual-only "
+                                           "interval (no covariance)"
+                                         : "model prediction interval")
                     : true_pfi ? "curves (Monte Carlo interval)"
                                : "none"));
     if (pfi) {
       json_t *jp = json_array();
       for (size_t i = 0; i < d.cs.n; i++)
-        json_array_append_new(
-            jp, json_pack("{s:o,s:f,s:f,s:f}", "job",
-                          pfi_cli_json_str(d.cs.c[i].job), "pfi", pfi[i],
-                          "pfi_lo", pfi_lo[i], "pfi_hi", pfi_hi[i]));
+        json_array_append_new(jp, json_pack("{s:o,s:f,s:f,s:f}", "job",
+                                            pfi_cli_json_str(d.cs.c[i].job),
+                                            "pfi", pfi[i], "pfi_lo", pfi_lo[i],
+                                            "pfi_hi", pfi_hi[i]));
       json_object_set_new(j, "jobs_pfi", jp);
     }
     for (size_t k = 0; k < ns; k++) {

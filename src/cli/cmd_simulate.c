@@ -314,9 +314,9 @@ int cmd_simulate(int argc, char **argv) {
   unsigned skipped = 0;
   const unsigned pfi_bits =
       (1u << PFI_STRAT_PFI_AWARE) | (1u << PFI_STRAT_PFI_CURVE);
-  unsigned needs_features =
-      (1u << PFI_STRAT_DRAM_COPY) | (1u << PFI_STRAT_MOE_FT_WEIGHTED) |
-      (true_pfi ? 0u : pfi_bits);
+  unsigned needs_features = (1u << PFI_STRAT_DRAM_COPY) |
+                            (1u << PFI_STRAT_MOE_FT_WEIGHTED) |
+                            (true_pfi ? 0u : pfi_bits);
   {
     char **list;
     size_t ns;
@@ -351,11 +351,10 @@ int cmd_simulate(int argc, char **argv) {
     }
     pfi_strlist_free(list);
   }
-  if (!features && (holdout || model_path || tcurves ||
-                    strcmp(mix, "random") != 0)) {
+  if (!features &&
+      (holdout || model_path || tcurves || strcmp(mix, "random") != 0)) {
     free(cuts);
-    return pfi_cli_usage("simulate",
-                         "%s needs a features file (--features)",
+    return pfi_cli_usage("simulate", "%s needs a features file (--features)",
                          holdout      ? "--holdout"
                          : model_path ? "--model"
                          : tcurves    ? "--test-curves"
@@ -599,8 +598,9 @@ int cmd_simulate(int argc, char **argv) {
           printf("%s%s", sep, pfi_strategy_name(s));
           sep = ", ";
         }
-      printf("%s\n", true_pfi ? "" : "; pfi-aware and pfi-curve run with "
-                                      "--true-pfi");
+      printf("%s\n", true_pfi ? ""
+                              : "; pfi-aware and pfi-curve run with "
+                                "--true-pfi");
     }
     /* Job-equivalents per job are fractions: shown in percent. */
     double sc = normalize ? 100 : 1;
@@ -657,8 +657,7 @@ int cmd_simulate(int argc, char **argv) {
     if (need_pfi) {
       printf("\nDifference to pfi-aware, %s per job (positive: better "
              "than pfi-aware): mean [95 %% paired interval]\n%-16s",
-             normalize ? "% of a job's uncapped throughput" : unit,
-             "strategy");
+             normalize ? "% of a job's uncapped throughput" : unit, "strategy");
       for (size_t c = 0; c < nc; c++)
         printf(" %22.4g%%", cuts[c]);
       printf("\n");

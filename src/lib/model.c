@@ -650,8 +650,8 @@ int pfi_model_save(const struct pfi_model *m, const char *path,
   json_object_set_new(j, "n", json_integer((json_int_t)m->n));
   json_object_set_new(j, "r2_in", num_or_null(m->r2));
   json_object_set_new(j, "sigma", num_or_null(m->sigma));
-  json_object_set_new(j, "df_resid", m->df > 0 ? json_integer((json_int_t)m->df)
-                                                : json_null());
+  json_object_set_new(
+      j, "df_resid", m->df > 0 ? json_integer((json_int_t)m->df) : json_null());
   if (m->has_cov) {
     json_t *cv = json_array();
     for (size_t a = 0; a <= m->k; a++) {
@@ -767,7 +767,8 @@ int pfi_model_load_mem(struct pfi_model *m, const char *name, const char *data,
   m->r2 = json_is_number(r2) ? json_number_value(r2) : NAN;
   m->rmse = NAN;
   /* The prediction interval's inputs, when the file has them. */
-  json_t *sg = json_object_get(j, "sigma"), *df = json_object_get(j, "df_resid");
+  json_t *sg = json_object_get(j, "sigma"),
+         *df = json_object_get(j, "df_resid");
   if (sg && !json_is_null(sg) &&
       (!json_is_number(sg) || !(json_number_value(sg) >= 0) ||
        !isfinite(json_number_value(sg)))) {

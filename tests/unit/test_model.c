@@ -306,8 +306,8 @@ static void test_prediction_interval(void **state) {
   assert_int_equal(pfi_model_load(&m2, path, &err), 0);
   unlink(path);
   double y2, lo2, hi2;
-  assert_int_equal(
-      pfi_model_predict_interval(&m2, &x0, &y2, &lo2, &hi2, &err), 0);
+  assert_int_equal(pfi_model_predict_interval(&m2, &x0, &y2, &lo2, &hi2, &err),
+                   0);
   ASSERT_NEAR(lo2, lo, 1e-12);
   ASSERT_NEAR(hi2, hi, 1e-12);
   pfi_model_release(&m2);
@@ -319,8 +319,7 @@ static void test_prediction_interval(void **state) {
       "\"df_resid\": 2}";
   assert_int_equal(
       pfi_model_load_mem(&m2, "m.json", nocov, strlen(nocov), &err), 0);
-  assert_int_equal(pfi_model_predict_interval(&m2, &x0, &y, &lo, &hi, &err),
-                   1);
+  assert_int_equal(pfi_model_predict_interval(&m2, &x0, &y, &lo, &hi, &err), 1);
   ASSERT_NEAR(hi - y, 5.589309851648443, 1e-9);
   pfi_model_release(&m2);
   static const char nosigma[] =
