@@ -12,6 +12,15 @@ PIDS=()
 cleanup() {
   local p
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+  # Bounded: what has not exited after 10 s is killed.
+  local i
+  for i in $(seq 50); do
+    local alive=0
+    for p in "${PIDS[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+    [ "$alive" = 0 ] && break
+    sleep 0.2
+  done
+  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
   for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
   rm -rf "$T"
 }
@@ -106,7 +115,7 @@ api() { # api ID METHOD PATH [BODY]: prints the body, HTTP code in $T/code
 
 # caps NODE: the GPUs' power limits in W as the emulator holds them, "a,b".
 caps() {
-  "$PFI" devices --backend emu --params "state=$T/emu.$1,gpus=${2:-2}" --format csv 2>/dev/null |
+  timeout 20 "$PFI" devices --backend emu --params "state=$T/emu.$1,gpus=${2:-2}" --format csv 2>/dev/null |
     awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "cap_w") c = i; next }
              { printf "%s%g", (NR > 2 ? "," : ""), $c } END { print "" }'
 }
@@ -132,4 +141,4 @@ event_json() {
     'BEGIN { printf "{\"v\":1,\"id\":\"%s\",\"start\":%.3f,\"end\":%.3f,\"target_w\":%g}", id, t + a, t + b, w }'
 }
 
-sql() { sqlite3 -cmd '.timeout 5000' "$@"; }
+sql() { timeout 20 sqlite3 -cmd '.timeout 5000' "$@"; }

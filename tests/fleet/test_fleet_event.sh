@@ -9,10 +9,13 @@
 # before it (650 W set by the operator on n1, not the 700 W default).
 . "$(dirname "$0")/lib.sh"
 PROBE=${PFI_PROBE:?}
+# The probe, bounded: a hang is a failure with a message, not a silent
+# test timeout.
+probe() { timeout 20 "$PROBE" "$@"; }
 
 setup_nats n1 n2
 mkdir -p "$T/emu.n1" "$T/emu.n2"
-"$PFI" cap --backend emu --params "state=$T/emu.n1,gpus=2" --set 650 >/dev/null ||
+timeout 20 "$PFI" cap --backend emu --params "state=$T/emu.n1,gpus=2" --set 650 >/dev/null ||
   fail "pfi cap --set 650"
 MPORT=$(free_port)
 agent_start n1 2 --metrics "127.0.0.1:$MPORT"
@@ -53,12 +56,12 @@ rej0=$(metric pfi_agent_assignments_rejected_total)
 seq1=$(sql "$T/records.db" "SELECT min(seq) FROM fleet_assignments WHERE node='n1'")
 printf '{"v":1,"node":"n1","seq":%s,"leader":"a","issued":1,"lease_s":60,"event":"ev1","event_end":9999999999,"caps_mw":[700000,700000]}' \
   "$seq1" >"$T/replay.json"
-"$PROBE" "$NATS_URL" pfid "$T/pw.pfid" publish pfi.assign.n1 "$T/replay.json" >/dev/null ||
+probe "$NATS_URL" pfid "$T/pw.pfid" publish pfi.assign.n1 "$T/replay.json" >/dev/null ||
   fail "probe publish with pfid credentials"
 echo 'not json {' >"$T/garbage"
-"$PROBE" "$NATS_URL" pfid "$T/pw.pfid" publish pfi.assign.n1 "$T/garbage" >/dev/null
+probe "$NATS_URL" pfid "$T/pw.pfid" publish pfi.assign.n1 "$T/garbage" >/dev/null
 head -c 70000 /dev/zero | tr '\0' ' ' >"$T/big"
-"$PROBE" "$NATS_URL" pfid "$T/pw.pfid" publish pfi.assign.n1 "$T/big" >/dev/null
+probe "$NATS_URL" pfid "$T/pw.pfid" publish pfi.assign.n1 "$T/big" >/dev/null
 ignored() { [ "$(metric pfi_agent_assignments_ignored_total)" -gt "$ign0" ]; }
 rejected2() { [ "$(metric pfi_agent_assignments_rejected_total)" -ge $((rej0 + 2)) ]; }
 until_true 10 ignored || fail "the replayed assignment was not counted as ignored"
@@ -67,16 +70,16 @@ until_true 10 rejected2 || fail "malformed and oversized assignments not counted
 
 # An agent's credentials cannot publish an assignment, nor write the bucket.
 printf '{"v":1,"node":"n2","seq":999999,"leader":"a","issued":1,"lease_s":60,"caps_mw":[700000,700000]}' >"$T/forged.json"
-"$PROBE" "$NATS_URL" agent-n1 "$T/pw.n1" publish pfi.assign.n2 "$T/forged.json" 2>"$T/probe.err"
+probe "$NATS_URL" agent-n1 "$T/pw.n1" publish pfi.assign.n2 "$T/forged.json" 2>"$T/probe.err"
 [ $? = 3 ] || fail "agent-n1 publishing an assignment was not refused: $(cat "$T/probe.err")"
-"$PROBE" "$NATS_URL" agent-n1 "$T/pw.n1" publish pfi.assign.n1 "$T/forged.json" 2>/dev/null
+probe "$NATS_URL" agent-n1 "$T/pw.n1" publish pfi.assign.n1 "$T/forged.json" 2>/dev/null
 [ $? = 3 ] || fail "agent-n1 publishing its own assignment was not refused"
-"$PROBE" "$NATS_URL" agent-n1 "$T/pw.n1" kvput assign.n2 "$T/forged.json" 2>/dev/null
+probe "$NATS_URL" agent-n1 "$T/pw.n1" kvput assign.n2 "$T/forged.json" 2>/dev/null
 [ $? != 0 ] || fail "agent-n1 wrote the bucket"
 [ "$(caps n2)" = "$want,$want" ] || fail "after the forgery n2 caps $(caps n2)"
 
 # Another tool changes a limit behind the agent's back: re-applied, recorded.
-"$PFI" cap --backend emu --params "state=$T/emu.n1,gpus=2" --gpus 1 --set 550 --force >/dev/null 2>&1 ||
+timeout 20 "$PFI" cap --backend emu --params "state=$T/emu.n1,gpus=2" --gpus 1 --set 550 --force >/dev/null 2>&1 ||
   fail "pfi cap --force"
 until_true 10 caps_are n1 "$want,$want" || fail "drifted limit not re-applied: $(caps n1)"
 n=$(sql "$T/agent.n1.db" "SELECT count(*) FROM cap_events WHERE action='reapply' AND gpu=1 AND mw=${want}000" 2>&1)

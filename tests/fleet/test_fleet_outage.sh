@@ -51,7 +51,7 @@ NATS_URL="nats://$NATS_HOST:$NATS_PORT"
 nats_config n1 n2 n3
 nats_start
 mkdir -p "$T/emu.n1" "$T/emu.n2" "$T/emu.n3"
-"$PFI" cap --backend emu --params "state=$T/emu.n1,gpus=2" --set 650 >/dev/null || fail "pfi cap"
+timeout 20 "$PFI" cap --backend emu --params "state=$T/emu.n1,gpus=2" --set 650 >/dev/null || fail "pfi cap"
 agent_start n1 2
 agent_start n2 2
 nodes=2
