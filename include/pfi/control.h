@@ -34,7 +34,7 @@
 #include "pfi/error.h"
 #include "pfi/phase.h"
 
-#define PFI_CTL_API_VERSION 1
+#define PFI_CTL_API_VERSION 2
 
 /* Why a job's caps changed (or why a record was written without a
  * change). Append only: values are stored in records databases. */
@@ -79,6 +79,11 @@ struct pfi_ctl_config {
                            power cut by the same share of its uncapped
                            power, same loop, floors and rules), the
                            baseline the controller is measured against */
+  int target_over_tiers; /* 0 (default): the tiers hold; a budget below
+                            the tier floors is infeasible, every job held
+                            at its floor and the shortfall recorded.
+                            1: the target wins over the tiers (they are
+                            dropped while the budget is below them) */
 };
 
 void pfi_ctl_config_init(struct pfi_ctl_config *c);

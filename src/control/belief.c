@@ -56,6 +56,16 @@ static double prior_frac(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
   double pfi = lcb ? j->pfi_lo : j->pfi;
   if (!isfinite(pfi))
     pfi = lcb ? PRIOR_PFI_LO : PRIOR_PFI;
+  if (lcb == 2) {
+    /* Cautious: the lower end, but no lower than PFI 1.0 (an interval's
+     * far end there would keep a tiered job from ever being cut, and so
+     * from ever being learned), and no higher than the estimate. */
+    double mid = isfinite(j->pfi) ? j->pfi : PRIOR_PFI;
+    if (pfi < PRIOR_PFI_LO)
+      pfi = PRIOR_PFI_LO;
+    if (pfi > mid)
+      pfi = mid;
+  }
   double lo = j->ratio * (double)j->ngpus * pfi__ctl_cap_lo(c, j);
   /* The exponent is remembered for the inputs it was computed from (the
    * cache is not part of the belief: const is kept for callers). */
@@ -136,14 +146,18 @@ double pfi__ctl_floor(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
   double hi = pfi__ctl_draw_at(c, j, pfi__ctl_cap_hi(c, j));
   double f = lo;
   if (tiers && j->max_loss < 1 && isfinite(j->tmax) && isfinite(j->pmax)) {
+    /* On the cautious bound for every tiered job: where the curve is not
+     * learned yet the prior is the cautious one (PFI 1.0 without an
+     * estimate), so that a cut never goes past the tier on the strength of
+     * a guess; each settled point then lets the floor come down. */
     double want = (1.0 - j->max_loss) * j->tmax;
-    if (pfi__ctl_believe(c, j, lo, j->protect) < want) {
+    if (pfi__ctl_believe(c, j, lo, 2) < want) {
       /* Bisection on a non-decreasing function: 30 halvings (a
        * billionth of the range). */
       double a = lo, b = hi;
       for (int k = 0; k < 30; k++) {
         double m = 0.5 * (a + b);
-        if (pfi__ctl_believe(c, j, m, j->protect) >= want)
+        if (pfi__ctl_believe(c, j, m, 2) >= want)
           b = m;
         else
           a = m;

@@ -58,6 +58,8 @@ static int check_config(const struct pfi_ctl_config *c, struct pfi_error *err) {
   CHECK(c->tokens_cv >= 0 && c->tokens_cv < 1, "tokens_cv");
   CHECK(c->recovery_s > 0 && isfinite(c->recovery_s), "recovery_s");
   CHECK(c->strategy == 0 || c->strategy == 1, "strategy");
+  CHECK(c->target_over_tiers == 0 || c->target_over_tiers == 1,
+        "target_over_tiers");
 #undef CHECK
   return 0;
 }
@@ -227,7 +229,7 @@ int pfi_ctl_job_add(struct pfi_ctl *c, const struct pfi_ctl_job *in,
   for (size_t k = 0; k < in->ngpus; k++)
     if (c->min_w[gpu[k]] > j->cap_lo)
       j->cap_lo = c->min_w[gpu[k]];
-  for (int k = 0; k < 2; k++)
+  for (int k = 0; k < 3; k++)
     j->g_pfi[k] = j->g_lo[k] = j->g_hi[k] = j->g_val[k] = NAN;
   j->protect = in->protect;
   j->pmax = in->pmax_w;

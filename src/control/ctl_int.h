@@ -28,7 +28,7 @@ struct pfi__ctl_job {
   size_t *gpu; /* owned */
   double pfi, pfi_lo, pfi_hi, max_loss, min_cap_w;
   double cap_lo; /* its lowest cap: the floor or its GPUs' minimum */
-  double g_pfi[2], g_lo[2], g_hi[2], g_val[2]; /* prior exponent cache */
+  double g_pfi[3], g_lo[3], g_hi[3], g_val[3]; /* prior exponent cache */
   int protect;
   /* Uncapped operating point: hint, then running means of uncapped
    * training periods. */
@@ -95,8 +95,10 @@ struct pfi_ctl {
 };
 
 /* Belief (belief.c). Tokens/s of job j at aggregate power p under the
- * belief; `lcb` 1 gives the lower confidence bound. NaN when Pmax or Tmax
- * is unknown. */
+ * belief; `lcb` 1 gives the lower confidence bound, 2 the cautious bound
+ * the tier floors are read on (the lower bound, its prior no more elastic
+ * than PFI 1.0, throughput falling in proportion to power). NaN when Pmax
+ * or Tmax is unknown. */
 double pfi__ctl_believe(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
                         double p, int lcb);
 /* The job's floor in aggregate power, W: its minimum cap, its tier

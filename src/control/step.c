@@ -404,7 +404,10 @@ static int allocate(struct pfi_ctl *c, const struct pfi_ctl_input *in,
   }
   int tiers = 1, infeasible = 0;
   double shortfall = 0;
-  if (budget < sum_lo) {
+  if (budget < sum_lo && !cf->target_over_tiers) {
+    infeasible = 1; /* the tiers hold: the target falls short */
+    shortfall = sum_lo - budget;
+  } else if (budget < sum_lo) {
     tiers = 0; /* the target wins over tiers */
     if (budget < sum_lo_hw) {
       infeasible = 1; /* floors win over the target */

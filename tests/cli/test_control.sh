@@ -29,8 +29,11 @@ job=$(awk -F, 'NR == 2 {print $6}' "$T/r1.csv")
 grep -q "EMULATED" "$T/out1.txt" || fail "output not labelled emulated"
 
 # JSON summary: shares in [0, 1], the oracle at or above both strategies
-# (it has the true curves and perfect tracking).
-"$PFI" control --emulate "$C" --target 80% --hold 10m --tail 5m --format json \
+# (it has the true curves and perfect tracking). No tiers in this run: the
+# tiers hold over the target (docs/control.md), and this seed's one Flex 25
+# job cannot give 20 % within its tier, so the target would not be met and
+# the comparison with the oracle, which meets it, would not hold.
+"$PFI" control --emulate "$C,tiered_share=0" --target 80% --hold 10m --tail 5m --format json \
   --series "$T/s.csv" >"$T/sum.json" || fail "json run"
 python3 - "$T/sum.json" <<'PY' || fail "summary invariants"
 import json, sys
