@@ -106,6 +106,26 @@ struct pfi_agent_stats {
 void pfi_agent_stats(const struct pfi_agent *ag, struct pfi_agent_stats *s);
 
 /*
+ * What the job on the node is told about its cap (docs/fleet.md, "The cap
+ * as the job sees it"): one JSON object (and a newline) with the node, the
+ * time, the agent's mode, the event in force and its end, the reason
+ * ("cut", "raise", "floor", "infeasible", "rollback", "recovery",
+ * "anomaly": the controller's last decision about the node's jobs;
+ * "restore" once the recorded limits are back; "hold" while the controller
+ * is lost during an event; "none" before any cap), since when the caps
+ * and reason are as they are, each GPU's limits from the telemetry `t`
+ * (pfi_agent_tick's), and per job its GPUs, mean cap and default. Writes
+ * it to buf (n bytes); returns its length, PFI_ERANGE or PFI_ENOMEM.
+ */
+int pfi_agent_cap_json(const struct pfi_agent *ag,
+                       const struct pfi_fleet_telemetry *t, char *buf,
+                       size_t n, struct pfi_error *err);
+/* Writes `len` bytes to `path` atomically (a file beside it, then rename),
+ * mode 0644. Returns 0 or PFI_EIO. */
+int pfi_agent_cap_write(const char *path, const char *json, size_t len,
+                        struct pfi_error *err);
+
+/*
  * The newest throughput in a JSONL file of the throughput protocol: reads
  * at most the last 64 KiB, takes the newest line's "tokens_per_s", or the
  * rate between the two newest lines' cumulative "tokens". Returns 1 and

@@ -53,6 +53,11 @@ struct pfi_fleet_assign {
   int restore;        /* 1: restore the recorded limits (n is 0) */
   unsigned n;         /* caps: one per GPU of the node, in index order */
   uint32_t cap_mw[PFI_FLEET_MAX_GPUS];
+  /* Why the caps are what they are (optional, "reason"): the controller's
+   * last decision about the node's jobs ("cut", "raise", "floor",
+   * "infeasible", "rollback", "recovery", "anomaly"), else what the
+   * assignment did ("cut", "raise", "refresh"...); "" when not given. */
+  char reason[PFI_FLEET_NAME_MAX];
 };
 
 /* Encodes `a` into buf (n bytes). Returns the length (< n), PFI_ERANGE when

@@ -549,6 +549,7 @@ static int recover(struct pfi_ctl *c, const struct pfi_ctl_input *in,
    * started, one came back from a fault): the jobs last in the order give
    * the excess back at once, before anything else rises. */
   double excess = ceil - c->baseline;
+  int gave = 0;
   if (excess > 0 && !late) {
     for (size_t k = c->norder; k-- > 0 && excess > 0;) {
       int s = c->order[k];
@@ -562,6 +563,8 @@ static int recover(struct pfi_ctl *c, const struct pfi_ctl_input *in,
       double want = j->cap - excess / per;
       /* Cut only what it draws: a job under its cap gives from its draw. */
       double now = j->draw / per;
+      if (now <= lo + 1e-9)
+        continue; /* it draws under its lowest cap: a cut gives nothing */
       if (now < j->cap && want > now - excess / per)
         want = now - excess / per;
       if (want < lo)
@@ -570,8 +573,12 @@ static int recover(struct pfi_ctl *c, const struct pfi_ctl_input *in,
       int rc = set_job_cap(c, j, in, want, PFI_CTL_RECOVERY, 0);
       if (rc < 0)
         return pfi_error_set(err, rc, "out of memory");
+      gave = 1;
     }
-    return 0;
+    /* When no job could give anything (each draws under its lowest cap),
+     * nothing rises below (no room), but the jobs already back are done. */
+    if (gave)
+      return 0;
   }
   for (size_t k = 0; k < c->norder; k++) {
     int s = c->order[k];

@@ -3,6 +3,7 @@
 #include "pfi/agent.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -41,6 +42,10 @@ struct pfi_agent {
   int ledger;         /* the ledger holds this node's originals */
   double lease_until; /* monotonic clock */
   struct pfi_agent_stats stats;
+  /* What the job is told (pfi_agent_cap_json): why the caps are what they
+   * are, and since when (Unix time). */
+  char reason[PFI_FLEET_NAME_MAX];
+  double since_s, now_s; /* now_s: the newest time the caller passed */
 };
 
 /* ---- the record ------------------------------------------------------------
@@ -124,8 +129,19 @@ static int record_originals(struct pfi_agent *ag, struct pfi_error *err) {
   return rc;
 }
 
+static void set_reason(struct pfi_agent *ag, const char *why) {
+  if (strcmp(ag->reason, why) != 0) {
+    snprintf(ag->reason, sizeof ag->reason, "%s", why);
+    ag->since_s = ag->now_s;
+  }
+}
+
 int pfi_agent_restore(struct pfi_agent *ag, struct pfi_error *err) {
   int rc = 0;
+  if (ag->ledger || ag->mode != PFI_AGENT_IDLE)
+    set_reason(ag, "restore");
+  else if (!ag->reason[0])
+    set_reason(ag, "none");
   if (ag->ledger) {
     rc = pfi_capset_restore(ag->cs, NULL, NULL, err);
     /* Rows the ledger holds that the machine's records lost (they are
@@ -212,6 +228,7 @@ int pfi_agent_handle(struct pfi_agent *ag, const char *msg, size_t len,
   }
   if (strcmp(a.node, ag->node) != 0)
     return 0;
+  ag->now_s = now_s;
   if (a.seq <= ag->seq) {
     ag->stats.ignored++;
     return 0;
@@ -272,7 +289,10 @@ int pfi_agent_handle(struct pfi_agent *ag, const char *msg, size_t len,
     return rc;
   }
   ag->stats.applied++;
-  (void)now_s;
+  if (prev_mode == PFI_AGENT_IDLE || memcmp(prev, a.cap_mw, sizeof prev) ||
+      strcmp(prev_event, a.event) != 0)
+    ag->since_s = now_s; /* the caps in force changed */
+  set_reason(ag, a.reason[0] ? a.reason : a.event[0] ? "event" : "assigned");
   return 1;
 }
 
@@ -329,10 +349,12 @@ static void job_of(struct pfi_agent *ag, unsigned gpu, char *buf, size_t n) {
 int pfi_agent_tick(struct pfi_agent *ag, double now_s, double mono_s,
                    struct pfi_fleet_telemetry *t, struct pfi_error *err) {
   int first = 0, rc;
+  ag->now_s = now_s;
   if (ag->mode == PFI_AGENT_TRACKING && mono_s > ag->lease_until) {
-    if (ag->event_end_s > now_s)
+    if (ag->event_end_s > now_s) {
       ag->mode = PFI_AGENT_HOLD; /* lost during an event: hold */
-    else
+      set_reason(ag, "hold");
+    } else
       first = pfi_agent_restore(ag, err); /* lost outside an event */
   } else if (ag->mode == PFI_AGENT_HOLD && now_s >= ag->event_end_s)
     first = pfi_agent_restore(ag, err); /* held to the event's end */
@@ -515,9 +537,11 @@ int pfi_agent_open(struct pfi_agent **out, const struct pfi_agent_opts *o,
     /* Restarted during an event: hold what the record says; the
      * controller's next assignment (a newer sequence number) takes over. */
     ag->mode = PFI_AGENT_HOLD;
+    ag->now_s = now_s;
+    set_reason(ag, "hold");
     if ((rc = fix_drift(ag, err)) < 0)
       goto fail;
-  } else if ((rc = pfi_agent_restore(ag, err)) < 0) {
+  } else if ((ag->now_s = now_s, rc = pfi_agent_restore(ag, err)) < 0) {
     goto fail;
   }
   *out = ag;
@@ -591,6 +615,114 @@ int pfi_fleet_tail_rate(const char *path, double *rate, struct pfi_error *err) {
       s[0].job_t_s > s[1].job_t_s && s[0].tokens >= s[1].tokens) {
     *rate = (s[0].tokens - s[1].tokens) / (s[0].job_t_s - s[1].job_t_s);
     return isfinite(*rate) ? 1 : 0;
+  }
+  return 0;
+}
+
+/* ---- the cap as the job sees it --------------------------------------------
+ */
+
+int pfi_agent_cap_json(const struct pfi_agent *ag,
+                       const struct pfi_fleet_telemetry *t, char *buf,
+                       size_t n, struct pfi_error *err) {
+  json_t *g = json_array(), *jobs = json_array();
+  json_t *o = json_pack("{s:i s:s s:f s:s s:s s:f s:I}", "v", 1, "node",
+                        ag->node, "t", t->t_s, "mode",
+                        pfi_agent_mode_name(ag->mode), "reason",
+                        ag->reason[0] ? ag->reason : "none", "since",
+                        ag->since_s, "seq", (json_int_t)ag->seq);
+  if (!g || !jobs || !o) {
+    json_decref(g);
+    json_decref(jobs);
+    json_decref(o);
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  }
+  json_object_set_new(o, "event", json_string(ag->event));
+  if (ag->event[0])
+    json_object_set_new(o, "event_end", json_real(ag->event_end_s));
+  for (unsigned i = 0; i < t->n; i++) {
+    const struct pfi_fleet_gpu *u = &t->gpu[i];
+    json_t *x = json_pack("{s:i s:f s:f s:f s:f s:f}", "gpu", (int)i, "cap_w",
+                          u->cap_mw / 1000.0, "enforced_w",
+                          u->enforced_mw / 1000.0, "default_w",
+                          u->default_mw / 1000.0, "min_w", u->min_mw / 1000.0,
+                          "max_w", u->max_mw / 1000.0);
+    if (x && u->job[0])
+      json_object_set_new(x, "job", json_string(u->job));
+    json_array_append_new(g, x);
+  }
+  /* Per job: its GPUs, the mean cap over them and the mean default, and
+   * the share of the default its caps allow. */
+  for (unsigned j = 0; j < t->n_jobs; j++) {
+    double cap = 0, def = 0;
+    json_t *gl = json_array();
+    unsigned m = 0;
+    for (unsigned i = 0; i < t->n; i++)
+      if (strcmp(t->gpu[i].job, t->job[j].id) == 0) {
+        cap += t->gpu[i].cap_mw / 1000.0;
+        def += t->gpu[i].default_mw / 1000.0;
+        json_array_append_new(gl, json_integer(i));
+        m++;
+      }
+    if (!m) {
+      json_decref(gl);
+      continue;
+    }
+    json_t *x = json_pack("{s:s s:o s:f s:f}", "job", t->job[j].id, "gpus", gl,
+                          "cap_w", cap / m, "default_w", def / m);
+    if (x && def > 0)
+      json_object_set_new(x, "share_of_default", json_real(cap / def));
+    if (x && t->job[j].max_loss >= 0)
+      json_object_set_new(x, "max_loss", json_real(t->job[j].max_loss));
+    json_array_append_new(jobs, x);
+  }
+  json_object_set_new(o, "gpus", g);
+  json_object_set_new(o, "jobs", jobs);
+  char *s = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(15));
+  json_decref(o);
+  if (!s)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  size_t len = strlen(s);
+  if (len + 2 > n) {
+    free(s);
+    return pfi_error_set(err, PFI_ERANGE, "cap status does not fit %zu bytes",
+                         n);
+  }
+  memcpy(buf, s, len);
+  buf[len++] = '\n';
+  buf[len] = 0;
+  free(s);
+  return (int)len;
+}
+
+int pfi_agent_cap_write(const char *path, const char *json, size_t len,
+                        struct pfi_error *err) {
+  char tmp[4200];
+  if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >=
+      sizeof tmp)
+    return pfi_error_set(err, PFI_EINVAL, "%s: path too long", path);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+                0644);
+  if (fd < 0)
+    return pfi_error_set(err, PFI_EIO, "%s: %s", tmp, strerror(errno));
+  size_t off = 0;
+  while (off < len) {
+    ssize_t k = write(fd, json + off, len - off);
+    if (k < 0 && errno == EINTR)
+      continue;
+    if (k <= 0) {
+      int e = errno;
+      close(fd);
+      unlink(tmp);
+      return pfi_error_set(err, PFI_EIO, "%s: %s", tmp, strerror(e));
+    }
+    off += (size_t)k;
+  }
+  /* Readers see the old file or the new one, never a part. */
+  if (fchmod(fd, 0644) != 0 || close(fd) != 0 || rename(tmp, path) != 0) {
+    int e = errno;
+    unlink(tmp);
+    return pfi_error_set(err, PFI_EIO, "%s: %s", path, strerror(e));
   }
   return 0;
 }

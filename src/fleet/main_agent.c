@@ -34,7 +34,10 @@ static const char usage[] =
     "  --tput-dir DIR         per-job throughput, DIR/JOB.jsonl\n"
     "  --tier-dir DIR         per-job tier (largest loss 0..1), DIR/JOB\n"
     "  --period S             telemetry period, 0.1..60 s (default 1)\n"
-    "  --metrics HOST:PORT    serve Prometheus /metrics there\n"
+    "  --metrics HOST:PORT    serve Prometheus /metrics there (and /v1/cap)\n"
+    "  --cap-file PATH        write the node's caps and their reason there, JSON,\n"
+    "                         every period (atomic rename): what a job reads\n"
+    "  --cap-listen HOST:PORT serve the same at GET /v1/cap (e.g. 127.0.0.1:9401)\n"
     "  --restore-on-exit      restore the recorded limits on exit even during\n"
     "                         an event (default: only outside one)\n"
     "  --help\n";
@@ -63,14 +66,30 @@ static void logf_(const char *fmt, ...) {
   va_end(ap);
 }
 
-/* The newest page for /metrics, built by the main loop. */
+/* The newest page for /metrics and the newest cap status, built by the
+ * main loop. */
 static pthread_mutex_t mmu = PTHREAD_MUTEX_INITIALIZER;
-static char *page;
-static size_t page_len;
+static char *page, *cap_page;
+static size_t page_len, cap_len;
 
 static void serve(void *arg, const struct pfi_http_req *rq,
                   struct pfi_http_resp *rs) {
-  if (strcmp(rq->path, "/metrics") != 0 || strcmp(rq->method, "GET") != 0) {
+  if (strcmp(rq->path, "/v1/cap") == 0 && strcmp(rq->method, "GET") == 0) {
+    pthread_mutex_lock(&mmu);
+    rs->body = cap_page ? malloc(cap_len + 1) : NULL;
+    if (rs->body) {
+      memcpy(rs->body, cap_page, cap_len + 1);
+      rs->len = cap_len;
+    } else {
+      rs->status = 503;
+    }
+    pthread_mutex_unlock(&mmu);
+    rs->type = "application/json";
+    return;
+  }
+  /* arg non-NULL: the --cap-listen server, which serves /v1/cap only. */
+  if (arg || strcmp(rq->path, "/metrics") != 0 ||
+      strcmp(rq->method, "GET") != 0) {
     rs->status = 404;
     rs->body = strdup("not found\n");
     rs->len = rs->body ? strlen(rs->body) : 0;
@@ -106,6 +125,8 @@ int main(int argc, char **argv) {
     O_METRICS,
     O_RESTORE,
     O_TIER,
+    O_CAPFILE,
+    O_CAPLISTEN,
     O_HELP
   };
   static const struct option lo[] = {{"node", 1, 0, O_NODE},
@@ -123,11 +144,13 @@ int main(int argc, char **argv) {
                                      {"metrics", 1, 0, O_METRICS},
                                      {"restore-on-exit", 0, 0, O_RESTORE},
                                      {"tier-dir", 1, 0, O_TIER},
+                                     {"cap-file", 1, 0, O_CAPFILE},
+                                     {"cap-listen", 1, 0, O_CAPLISTEN},
                                      {"help", 0, 0, O_HELP},
                                      {0, 0, 0, 0}};
   struct pfi_agent_opts ao = {0};
   struct pfi_nats_opts no = {0};
-  const char *metrics = NULL;
+  const char *metrics = NULL, *cap_file = NULL, *cap_listen = NULL;
   char user[PFI_FLEET_NAME_MAX + 8], params[300];
   int emulate = 0, restore_on_exit = 0, c;
   double period = 1.0;
@@ -174,6 +197,12 @@ int main(int argc, char **argv) {
       break;
     case O_TIER:
       ao.tier_dir = optarg;
+      break;
+    case O_CAPFILE:
+      cap_file = optarg;
+      break;
+    case O_CAPLISTEN:
+      cap_listen = optarg;
       break;
     case O_TPUT:
       ao.tput_dir = optarg;
@@ -241,7 +270,7 @@ int main(int argc, char **argv) {
   struct pfi_agent *ag = NULL;
   struct pfi_nats *nc = NULL;
   struct pfi_nats_sub *sub = NULL;
-  struct pfi_http *http = NULL;
+  struct pfi_http *http = NULL, *cap_http = NULL;
   int rc = pfi_agent_open(&ag, &ao, wall_now(), &err);
   if (rc < 0) {
     fprintf(stderr, "pfi-agent: %s\n", pfi_error_format(&err, msg, sizeof msg));
@@ -255,20 +284,29 @@ int main(int argc, char **argv) {
   snprintf(subject, sizeof subject, "pfi.assign.%s", node);
   if ((rc = pfi_nats_open(&nc, &no, &err)) < 0 ||
       (rc = pfi_nats_subscribe(nc, subject, &sub, &err)) < 0 ||
-      (metrics && (rc = pfi_http_start(&http, metrics, serve, NULL, &err)) < 0))
+      (metrics && (rc = pfi_http_start(&http, metrics, serve, NULL, &err)) < 0) ||
+      (cap_listen &&
+       (rc = pfi_http_start(&cap_http, cap_listen, serve, (void *)cap_listen,
+                            &err)) < 0))
     goto out;
+  if (cap_http)
+    logf_("cap status on %s (port %u, GET /v1/cap)", cap_listen,
+          pfi_http_port(cap_http));
   if (http)
     logf_("metrics on %s (port %u)", metrics, pfi_http_port(http));
   char tsubj[PFI_FLEET_NAME_MAX + 32];
   snprintf(tsubj, sizeof tsubj, "pfi.telemetry.%s", node);
   char *buf = malloc(PFI_FLEET_MSG_MAX + 1);
+  char *cbuf = malloc(PFI_FLEET_MSG_MAX + 1);
   struct pfi_fleet_telemetry *t = malloc(sizeof *t);
-  if (!buf || !t) {
+  if (!buf || !t || !cbuf) {
     rc = pfi_error_set(&err, PFI_ENOMEM, "out of memory");
     free(buf);
+    free(cbuf);
     free(t);
     goto out;
   }
+  int cap_failing = 0;
   enum pfi_agent_mode last_mode = st.mode;
   int pub_failing = 0;
   double next = mono_now();
@@ -309,6 +347,24 @@ int main(int argc, char **argv) {
     } else if (rc > 0) {
       pub_failing = 0;
     }
+    if (cap_file || http || cap_http) {
+      int k = pfi_agent_cap_json(ag, t, cbuf, PFI_FLEET_MSG_MAX + 1, &err);
+      int w = k > 0 && cap_file
+                  ? pfi_agent_cap_write(cap_file, cbuf, (size_t)k, &err)
+                  : 0;
+      if ((k < 0 || w < 0) && !cap_failing)
+        logf_("cap status not written: %s",
+              pfi_error_format(&err, msg, sizeof msg));
+      cap_failing = k < 0 || w < 0;
+      char *c = k > 0 ? strdup(cbuf) : NULL;
+      if (c) {
+        pthread_mutex_lock(&mmu);
+        free(cap_page);
+        cap_page = c;
+        cap_len = (size_t)k;
+        pthread_mutex_unlock(&mmu);
+      }
+    }
     if (http) {
       struct pfi_buf b = {0};
       pfi_fleet_metrics_agent(&b, t, &st);
@@ -324,6 +380,7 @@ int main(int argc, char **argv) {
     }
   }
   free(buf);
+  free(cbuf);
   free(t);
   rc = 0;
 out:
@@ -341,9 +398,11 @@ out:
     logf_("exiting during event: caps held as recorded in %s", ao.record);
   }
   pfi_http_stop(http);
+  pfi_http_stop(cap_http);
   pfi_nats_unsubscribe(sub);
   pfi_nats_close(nc);
   pfi_agent_close(ag);
   free(page);
+  free(cap_page);
   return rc < 0 ? 1 : 0;
 }

@@ -173,7 +173,8 @@ int pfi_fleet_assign_decode(const char *buf, size_t len,
       (rc = get_num(j, "issued", 0, 1e11, 1, &a->issued_s, AS, err)) ||
       (rc = get_num(j, "lease_s", 0.1, 3600, 1, &a->lease_s, AS, err)) ||
       (rc = get_str(j, "event", a->event, sizeof a->event, 1, 1, AS, err)) ||
-      (rc = get_num(j, "event_end", 0, 1e11, 0, &a->event_end_s, AS, err)))
+      (rc = get_num(j, "event_end", 0, 1e11, 0, &a->event_end_s, AS, err)) ||
+      (rc = get_str(j, "reason", a->reason, sizeof a->reason, 1, 1, AS, err)))
     goto out;
   a->seq = seq;
   if (a->event[0] && !(a->event_end_s > 0)) {
@@ -219,7 +220,8 @@ int pfi_fleet_assign_encode(const struct pfi_fleet_assign *a, char *buf,
                             size_t n, struct pfi_error *err) {
   if (!pfi_fleet_name_ok(a->node) || !pfi_fleet_name_ok(a->leader) ||
       a->seq == 0 || (a->event[0] && !pfi_fleet_name_ok(a->event)) ||
-      (!a->restore && (a->n == 0 || a->n > PFI_FLEET_MAX_GPUS)))
+      (!a->restore && (a->n == 0 || a->n > PFI_FLEET_MAX_GPUS)) ||
+      (a->reason[0] && !pfi_fleet_name_ok(a->reason)))
     return pfi_error_set(err, PFI_EINVAL, "assignment for %s: bad field",
                          a->node);
   json_t *j =
@@ -230,6 +232,8 @@ int pfi_fleet_assign_encode(const struct pfi_fleet_assign *a, char *buf,
     json_object_set_new(j, "event", json_string(a->event));
     json_object_set_new(j, "event_end", json_real(a->event_end_s));
   }
+  if (j && a->reason[0])
+    json_object_set_new(j, "reason", json_string(a->reason));
   if (j && a->restore)
     json_object_set_new(j, "restore", json_true());
   else if (j) {

@@ -108,6 +108,14 @@ static int publish(struct pfi_pfid *d, struct pfid_node *n,
   }
   a.restore = caps == NULL;
   a.n = caps ? ng : 0;
+  if (a.restore)
+    n->reason[0] = 0;
+  snprintf(a.reason, sizeof a.reason, "%s",
+           a.restore                   ? "restore"
+           : n->reason[0]              ? n->reason
+           : strcmp(kind, "refresh") ? kind
+           : ev                        ? "event"
+                                       : "recovery");
   if (caps)
     memcpy(a.cap_mw, caps, ng * sizeof *caps);
   char buf[4096];

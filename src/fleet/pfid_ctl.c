@@ -53,6 +53,17 @@ static const char *node_get_job(struct pfi_pfid *d, const char *node,
 
 static void record(struct pfi_pfid *d, const struct pfi_ctl_record *r) {
   pfid_records_decision(d, r);
+  /* The reason travels with the node's next assignment (the agent shows
+   * it to the job): every node with a GPU of the job. */
+  for (size_t k = 0; r->job[0] && k < d->ctl_nn; k++) {
+    struct pfid_node *n = pfid_node_find(d, d->ctl_node[k]);
+    for (unsigned g = 0; n && g < n->tel.n; g++)
+      if (strcmp(n->tel.gpu[g].job, r->job) == 0) {
+        snprintf(n->reason, sizeof n->reason, "%s",
+                 pfi_ctl_reason_name(r->reason));
+        break;
+      }
+  }
 }
 
 /* Builds the controller over the nodes with telemetry. */

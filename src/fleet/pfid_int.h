@@ -26,6 +26,8 @@ struct pfid_node {
   unsigned n;
   uint32_t caps[PFI_FLEET_MAX_GPUS];
   uint64_t need_seq; /* a decrease awaiting confirmation, 0 when none */
+  char reason[PFI_FLEET_NAME_MAX]; /* the controller's last decision about
+                                      its jobs ("" none since the restore) */
 };
 
 struct pfi_pfid {
