@@ -64,6 +64,31 @@ int pfi_flexcap_compute(const struct pfi_flex_job *jobs, size_t nj,
                         struct pfi_flexcap *out, struct pfi_error *err);
 
 /*
+ * Live capacity of a fleet whose jobs are known only by their operating
+ * point (pfid: each job's draw and throughput from the agents, the sum of
+ * its GPUs' lowest caps, its tier's max_loss). Each job's curve is the
+ * pfi-curve model T = T_max (1 - (1 - u)^g), u = P / P_max, on [min_w,
+ * power_w] (alloc.h's pfi_curve_model_exponent), sampled at 9 powers, with
+ * `pfi` (NaN: the controller's prior, 1.5) and as the interval's low end
+ * `pfi_lo` (NaN: 1.0, throughput falling in proportion to power); the high
+ * end is the central curve. Tier: max_loss in [0, 1) bounds the loss, < 0
+ * or >= 1 none; no bound on the event's length or notice (the agents do
+ * not carry them). Jobs with power_w or tput not positive and finite are left out and
+ * counted in *skipped. PFI_EINVAL when none is left.
+ */
+struct pfi_flex_live_job {
+  const char *job;
+  double power_w; /* its uncapped draw, W */
+  double tput;    /* its uncapped throughput, tokens/s */
+  double min_w;   /* the sum of its GPUs' lowest caps, W */
+  double pfi, pfi_lo;
+  double max_loss;
+};
+int pfi_flex_live(const struct pfi_flex_live_job *jobs, size_t nj,
+                  size_t steps, struct pfi_flexcap *out, size_t *skipped,
+                  struct pfi_error *err);
+
+/*
  * Tiers from CSV: header `tier,max_loss` and optional `max_event_s`
  * (default no bound) and `notice_s` (default 0); max_loss a fraction in
  * [0, 1] or a percentage ("25%"). Located errors (file:line:column),

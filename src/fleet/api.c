@@ -172,6 +172,65 @@ static void event_cancel(struct pfi_pfid *d, const char *id,
   reply_json(rs, 200, event_json(&e));
 }
 
+/* GET /v1/capacity: the live flexible capacity (pfid_capacity.c). */
+static void capacity(struct pfi_pfid *d, struct pfi_http_resp *rs) {
+  struct pfid_capacity c;
+  struct pfi_error e;
+  if (pfid_capacity(d, &c, &e) < 0) {
+    reply_err(rs, e.code == PFI_EINVAL ? 409 : 500, e.msg);
+    return;
+  }
+  json_t *q = json_array(), *t = json_array();
+  for (size_t k = 0; k < PFI_CAPACITY_NQUOTE; k++)
+    json_array_append_new(
+        q, json_pack("{s:f s:f s:f s:f}", "max_loss", pfi_capacity_quotes[k],
+                     "shed_w", c.all.quote_w[k], "shed_lo_w",
+                     c.all.quote_lo_w[k], "shed_hi_w", c.all.quote_hi_w[k]));
+  for (size_t k = 0; k < c.ntiers; k++)
+    json_array_append_new(
+        t, json_pack("{s:f s:I s:f s:f s:f}", "max_loss", c.tier[k].max_loss,
+                     "jobs", (json_int_t)c.tier[k].jobs, "uncapped_w",
+                     c.tier[k].uncapped_w, "floor_w", c.tier[k].floor_w,
+                     "shed_w", c.tier[k].uncapped_w - c.tier[k].floor_w));
+  reply_json(rs, 200,
+             json_pack("{s:f s:s s:I s:I s:I s:f s:f s:n s:o s:o}", "t",
+                       pfid_wall(), "event", d->event, "jobs",
+                       (json_int_t)(c.njobs - c.skipped), "skipped",
+                       (json_int_t)c.skipped, "eligible",
+                       (json_int_t)c.all.eligible, "uncapped_w",
+                       c.all.uncapped_w, "floor_w", c.all.floor_w,
+                       "duration_s", "quotes", q, "tiers", t));
+}
+
+static void capacity_metrics(struct pfi_pfid *d, struct pfi_buf *b) {
+  struct pfid_capacity c;
+  if (pfid_capacity(d, &c, NULL) < 0)
+    return; /* no job to quote: the series are absent */
+  pfi_buf_printf(b, "# HELP pfi_fleet_flex_capacity_watts Power the fleet "
+                    "could shed now at <= max_loss throughput loss, within "
+                    "every job's tier (bound: central, low, high).\n"
+                    "# TYPE pfi_fleet_flex_capacity_watts gauge\n");
+  for (size_t k = 0; k < PFI_CAPACITY_NQUOTE; k++)
+    pfi_buf_printf(b,
+                   "pfi_fleet_flex_capacity_watts{max_loss=\"%g\","
+                   "bound=\"central\"} %.17g\n"
+                   "pfi_fleet_flex_capacity_watts{max_loss=\"%g\","
+                   "bound=\"low\"} %.17g\n"
+                   "pfi_fleet_flex_capacity_watts{max_loss=\"%g\","
+                   "bound=\"high\"} %.17g\n",
+                   pfi_capacity_quotes[k], c.all.quote_w[k],
+                   pfi_capacity_quotes[k], c.all.quote_lo_w[k],
+                   pfi_capacity_quotes[k], c.all.quote_hi_w[k]);
+  pfi_buf_printf(b, "# HELP pfi_fleet_flex_tier_shed_watts Power the jobs "
+                    "of one tier could shed at their tier's floor "
+                    "(max_loss 1: no tier).\n"
+                    "# TYPE pfi_fleet_flex_tier_shed_watts gauge\n");
+  for (size_t k = 0; k < c.ntiers; k++)
+    pfi_buf_printf(b, "pfi_fleet_flex_tier_shed_watts{max_loss=\"%g\"} %.17g\n",
+                   c.tier[k].max_loss,
+                   c.tier[k].uncapped_w - c.tier[k].floor_w);
+}
+
 static void metrics(struct pfi_pfid *d, struct pfi_http_resp *rs) {
   struct pfi_buf b = {0};
   size_t stale = 0;
@@ -206,6 +265,7 @@ static void metrics(struct pfi_pfid *d, struct pfi_http_resp *rs) {
                  "pfi_pfid_bad_telemetry_total %lu\n",
                  d->id, d->leader, d->n_nodes - stale, stale, d->target_w,
                  d->power_w, d->published, d->takeovers, d->bad_tel);
+  capacity_metrics(d, &b);
   if (b.oom) {
     pfi_buf_release(&b);
     rs->status = 500;
@@ -268,6 +328,8 @@ void pfid_api(void *arg, const struct pfi_http_req *rq,
     reply_json(rs, 200, a);
   } else if (strcmp(p, "/v1/records") == 0) {
     records(d, rq, rs);
+  } else if (strcmp(p, "/v1/capacity") == 0) {
+    capacity(d, rs);
   } else {
     reply_err(rs, 404, "not found");
   }

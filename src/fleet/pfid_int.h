@@ -82,6 +82,22 @@ struct pfid_node *pfid_node_find(struct pfi_pfid *d, const char *name);
 /* Records one row of the leadership/fleet log (what, detail). */
 void pfid_log(struct pfi_pfid *d, const char *what, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The live flexible capacity (pfid_capacity.c): what the fleet could shed
+ * now, in total and per tier (the jobs of one max_loss; 1 = no tier). Called
+ * with d->mu held. Returns 0 or PFI_EINVAL (no job with a draw and a
+ * throughput), PFI_ENOMEM. */
+#define PFID_CAP_TIERS 16
+#include "pfi/flexcap.h"
+struct pfid_capacity {
+  size_t njobs, skipped, ntiers;
+  struct pfi_flexcap all;
+  struct {
+    double max_loss, uncapped_w, floor_w;
+    size_t jobs;
+  } tier[PFID_CAP_TIERS];
+};
+int pfid_capacity(struct pfi_pfid *d, struct pfid_capacity *c,
+                  struct pfi_error *err);
 /* The HTTP API's handler (api.c). */
 void pfid_api(void *arg, const struct pfi_http_req *rq,
               struct pfi_http_resp *rs);

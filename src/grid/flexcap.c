@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pfi/alloc.h"
 #include "pfi/csv.h"
 #include "pfi/oracle.h"
 
@@ -147,6 +148,83 @@ int pfi_flexcap_compute(const struct pfi_flex_job *jobs, size_t nj,
       mid.quote_lo_w[k] = mid.quote_hi_w[k] = mid.quote_w[k];
   *out = mid;
   return 0;
+}
+
+/* ---- live capacity from operating points -------------------------------- */
+
+#define LIVE_PTS 9
+
+int pfi_flex_live(const struct pfi_flex_live_job *jobs, size_t nj,
+                  size_t steps, struct pfi_flexcap *out, size_t *skipped,
+                  struct pfi_error *err) {
+  memset(out, 0, sizeof *out);
+  size_t skip = 0, m = 0, fixed_n = 0;
+  double fixed_w = 0; /* jobs at or under their lowest caps: held */
+  struct pfi_flex_job *fj = calloc(nj ? nj : 1, sizeof *fj);
+  struct pfi_tier *tier = calloc(nj ? nj : 1, sizeof *tier);
+  double *buf = calloc((nj ? nj : 1) * 4 * LIVE_PTS, sizeof *buf);
+  int rc = 0;
+  if (!fj || !tier || !buf) {
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  for (size_t i = 0; i < nj; i++) {
+    const struct pfi_flex_live_job *j = &jobs[i];
+    double hi = j->power_w, lo = j->min_w;
+    if (!(isfinite(hi) && hi > 0 && isfinite(j->tput) && j->tput > 0)) {
+      skip++;
+      continue;
+    }
+    if (!(isfinite(lo) && lo >= 0) || lo >= hi) {
+      fixed_w += hi; /* draws under its lowest caps: nothing to shed */
+      fixed_n++;
+      continue;
+    }
+    double pfi = isfinite(j->pfi) && j->pfi > 0 ? j->pfi : 1.5;
+    double plo = isfinite(j->pfi_lo) && j->pfi_lo > 0 ? j->pfi_lo : 1.0;
+    if (plo > pfi)
+      plo = pfi;
+    double g = pfi_curve_model_exponent(pfi, lo, hi);
+    double gl = pfi_curve_model_exponent(plo, lo, hi);
+    double *p = buf + m * 4 * LIVE_PTS, *t = p + LIVE_PTS,
+           *tl = t + LIVE_PTS, *th = tl + LIVE_PTS;
+    size_t n = LIVE_PTS;
+    for (size_t k = 0; k < n; k++) {
+      double x = lo + (hi - lo) * (double)k / (double)(n - 1);
+      double u = x / hi;
+      p[k] = x;
+      t[k] = th[k] = j->tput * (1 - pow(1 - u, g));
+      tl[k] = j->tput * (1 - pow(1 - u, gl));
+    }
+    p[n - 1] = hi;
+    t[n - 1] = th[n - 1] = tl[n - 1] = j->tput;
+    snprintf(tier[m].name, sizeof tier[m].name, "live");
+    tier[m].max_loss =
+        j->max_loss >= 0 && j->max_loss < 1 ? j->max_loss : 1.0;
+    tier[m].max_event_s = INFINITY;
+    tier[m].notice_s = 0;
+    fj[m] = (struct pfi_flex_job){j->job, p, t, tl, th, n, &tier[m]};
+    m++;
+  }
+  if (skipped)
+    *skipped = skip;
+  if (m + fixed_n == 0) {
+    rc = pfi_error_set(err, PFI_EINVAL,
+                       "flexible capacity: no job with a draw and a "
+                       "throughput");
+    goto out;
+  }
+  if (m > 0 && (rc = pfi_flexcap_compute(fj, m, INFINITY, 0, steps, out,
+                                         err)) < 0)
+    goto out;
+  out->duration_s = INFINITY;
+  out->uncapped_w += fixed_w;
+  out->floor_w += fixed_w;
+out:
+  free(fj);
+  free(tier);
+  free(buf);
+  return rc;
 }
 
 /* ---- tier files -------------------------------------------------------- */

@@ -36,6 +36,33 @@ until_true 10 has_file || fail "no cap file"
 [ "$(capf '",".join("%g" % g["cap_w"] for g in d["gpus"])')" = 700,700 ] ||
   fail "caps before the event: $(capf 'd["gpus"]')"
 
+# Live flexible capacity (GET /v1/capacity, /metrics): the fleet's one job
+# draws the emulator's idle 70 W per GPU, under its GPUs' lowest caps (2 x
+# 200 W): its draw (the sum of /v1/nodes' GPU powers) is all it holds and
+# nothing can be shed (the quotes against worked values are in
+# unit.test_grid's test_flex_live).
+api a GET /v1/nodes >"$T/nodes.json"
+api a GET /v1/capacity >"$T/capa.json"
+[ "$(cat "$T/code")" = 200 ] || fail "GET /v1/capacity: HTTP $(cat "$T/code")"
+python3 - "$T/nodes.json" "$T/capa.json" <<'PY' || fail "capacity: $(cat "$T/capa.json")"
+import json, sys
+nodes = json.load(open(sys.argv[1]))
+c = json.load(open(sys.argv[2]))
+draw = sum(g["power_w"] for n in nodes for g in n["gpus"] if g.get("job") == "jobA")
+assert c["jobs"] == 1 and c["skipped"] == 0 and c["eligible"] == 0, c
+assert abs(c["uncapped_w"] - draw) < 1e-6 and abs(c["floor_w"] - draw) < 1e-6, (c, draw)
+assert [q["max_loss"] for q in c["quotes"]] == [0.01, 0.02, 0.05, 0.1, 0.2], c
+assert all(q["shed_w"] == 0 == q["shed_lo_w"] == q["shed_hi_w"] for q in c["quotes"]), c
+assert c["tiers"] == [{"max_loss": 0.25, "jobs": 1, "uncapped_w": c["uncapped_w"],
+                       "floor_w": c["floor_w"], "shed_w": 0.0}], c
+assert c["duration_s"] is None, c
+PY
+api a GET /metrics >"$T/pm"
+grep -q '^pfi_fleet_flex_capacity_watts{max_loss="0.1",bound="central"} 0$' "$T/pm" ||
+  fail "flexible capacity not in /metrics"
+grep -q '^pfi_fleet_flex_tier_shed_watts{max_loss="0.25"} 0$' "$T/pm" ||
+  fail "tier capacity not in /metrics"
+
 # The event: 100 W for 2 GPUs drawing 140 W at any cap (the emulator's
 # idle draw): the controller cuts jobA to its floor and records why.
 api a POST /v1/events "$(event_json ev1 0 300 100)" >/dev/null

@@ -756,6 +756,55 @@ static void test_bridge(void **state) {
   pfi_timeline_release(&res);
 }
 
+/* Live capacity from operating points (pfi_flex_live), by hand: with PFI 1
+ * the model curves are straight lines (T = T_max P / P_max). Job A: 1000 W,
+ * 100 tokens/s (0.1 per W), Flex 10: floor 900 W. Job B: 1000 W, 300
+ * tokens/s (0.3 per W), no tier: floor its lowest caps, 400 W. At a total
+ * loss q of 400 tokens/s the cheapest watts go first: A's, up to its 100 W
+ * (10 tokens/s), then B's at 0.3 per W: q = 1 %: 40 W; 2 %: 80; 5 %: 100 +
+ * 10 / 0.3 = 133.33; 10 %: 100 + 30 / 0.3 = 200; 20 %: 100 + 70 / 0.3 =
+ * 333.33. A job without a throughput is left out and counted. */
+static void test_flex_live(void **state) {
+  (void)state;
+  struct pfi_flex_live_job j[3] = {
+      {"A", 1000, 100, 400, 1.0, 1.0, 0.10},
+      {"B", 1000, 300, 400, 1.0, 1.0, -1},
+      {"C", 500, -1, 200, NAN, NAN, 0.25},
+  };
+  struct pfi_flexcap fc;
+  struct pfi_error err;
+  size_t skipped = 9;
+  assert_int_equal(pfi_flex_live(j, 3, 200, &fc, &skipped, &err), 0);
+  assert_int_equal(skipped, 1);
+  assert_int_equal(fc.eligible, 2);
+  ASSERT_NEAR(fc.uncapped_w, 2000, 1e-9);
+  ASSERT_NEAR(fc.floor_w, 1300, 1e-6);
+  const double want[PFI_CAPACITY_NQUOTE] = {40, 80, 100 + 10 / 0.3,
+                                            100 + 30 / 0.3, 100 + 70 / 0.3};
+  for (int k = 0; k < PFI_CAPACITY_NQUOTE; k++) {
+    ASSERT_NEAR(fc.quote_w[k], want[k], 0.01 * want[k]);
+    ASSERT_NEAR(fc.quote_lo_w[k], fc.quote_w[k], 1e-9);
+    ASSERT_NEAR(fc.quote_hi_w[k], fc.quote_w[k], 1e-9);
+  }
+  /* Without estimates: the prior 1.5 and its low end 1.0. The low end is
+   * the straight line above; the central curve keeps more throughput per
+   * watt cut, so it quotes at least as much. */
+  j[0].pfi = j[0].pfi_lo = j[1].pfi = j[1].pfi_lo = NAN;
+  assert_int_equal(pfi_flex_live(j, 3, 200, &fc, NULL, &err), 0);
+  for (int k = 0; k < PFI_CAPACITY_NQUOTE; k++) {
+    ASSERT_NEAR(fc.quote_lo_w[k], want[k], 0.01 * want[k]);
+    assert_true(fc.quote_w[k] >= fc.quote_lo_w[k] - 1e-9);
+    assert_true(fc.quote_hi_w[k] >= fc.quote_w[k] - 1e-9);
+  }
+  /* A job drawing under its lowest caps (idle GPUs) has nothing to shed. */
+  struct pfi_flex_live_job idle = {"I", 140, 1000, 400, NAN, NAN, 0.25};
+  assert_int_equal(pfi_flex_live(&idle, 1, 200, &fc, NULL, &err), 0);
+  ASSERT_NEAR(fc.floor_w, 140, 1e-6);
+  for (int k = 0; k < PFI_CAPACITY_NQUOTE; k++)
+    assert_true(fc.quote_w[k] < 1e-6 && isfinite(fc.quote_w[k]));
+  assert_int_equal(pfi_flex_live(&j[2], 1, 200, &fc, NULL, &err), PFI_EINVAL);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_rfc3339),     cmocka_unit_test(test_duration),
@@ -765,7 +814,7 @@ int main(void) {
       cmocka_unit_test(test_report_json), cmocka_unit_test(test_meter),
       cmocka_unit_test(test_rapl),        cmocka_unit_test(test_dcmi),
       cmocka_unit_test(test_compliance),  cmocka_unit_test(test_flexcap),
-      cmocka_unit_test(test_bridge),
+      cmocka_unit_test(test_bridge),      cmocka_unit_test(test_flex_live),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
