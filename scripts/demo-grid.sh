@@ -123,5 +123,5 @@ EOF
 printf 'tier,max_loss,max_event_s\nflex10,0.10,14400\nflex25,0.25,14400\nflex50,0.50,14400\n' >"$OUT/tiers.csv"
 printf '# emulated site figures, not a measurement\nnode_other_w = 1200\npsu_rated_w = 9000\npsu_curve = 0.1:0.90,0.2:0.94,0.5:0.96,1.0:0.91\npue = 1.3\n' >"$OUT/meter.conf"
 "$B/pfi" grid event-report --log "$OUT/log" --contract "$OUT/contract.csv" --tiers "$OUT/tiers.csv" \
-  --config "$OUT/meter.conf" --nodes ${#NODES[@]} --out "$OUT" | tee "$OUT/summary.json"
+  --config "$OUT/meter.conf" --nodes ${#NODES[@]} --phoenix --emulated --out "$OUT" | tee "$OUT/summary.json"
 echo "demo-grid: wrote $OUT/event.html (emulated fleet)"

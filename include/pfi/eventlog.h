@@ -59,4 +59,19 @@ int pfi_eventlog_compliance(const struct pfi_eventlog *log,
                             double **meter_w, struct pfi_contract_job **jobs,
                             struct pfi_error *err);
 
+/*
+ * The cut the fleet delivered over the logged event, on the terms of a
+ * share `asked` of the pre-event draw (the way Emerald AI's delivery in
+ * Phoenix is read, include/pfi/cluster.h pfi_event_srp): mean_cut = the
+ * mean over the event's samples of 1 - power / baseline; share_above = the
+ * share of them with power > (1 - asked) x baseline. PFI_EINVAL for asked
+ * outside (0, 1) or an empty event.
+ */
+struct pfi_delivered {
+  double asked, mean_cut, share_above;
+  size_t samples;
+};
+int pfi_eventlog_delivered(const struct pfi_eventlog *log, double asked,
+                           struct pfi_delivered *d, struct pfi_error *err);
+
 #endif

@@ -97,6 +97,11 @@ static const struct pfi_opt opts[] = {
      "event-report: where compliance.csv and event.html go"},
     {"nodes", O_NODES, 0, PFI_ARG_REQ, "N",
      "event-report: the nodes the GPU power is spread over"},
+    {"phoenix", O_PHOENIX, 0, PFI_ARG_NONE, NULL,
+     "event-report: beside the event, Emerald AI's measured delivery of the "
+     "Phoenix event's 25 % cut (data/real/SRP_total_power.csv)"},
+    {"emulated", O_EMULATED, 0, PFI_ARG_NONE, NULL,
+     "event-report: the log is of an emulated fleet (labelled emulated)"},
     {"notice", O_NOTICE, 0, PFI_ARG_REQ, "D",
      "capacity: the notice given (default 0)"},
     PFI_OPT_GROUP("capacity and curves options:"),
@@ -389,6 +394,12 @@ static int parse(int argc, char **argv, struct opts *o) {
       break;
     case O_OUT:
       o->outdir = optarg;
+      break;
+    case O_PHOENIX:
+      o->phoenix = 1;
+      break;
+    case O_EMULATED:
+      o->emulated = 1;
       break;
     case O_NODES:
       if (pfi_cli_parse_ulong(optarg, &o->nodes) < 0 || o->nodes == 0 ||

@@ -51,7 +51,9 @@ enum {
   O_ONCE,
   O_LOG,
   O_OUT,
-  O_NODES
+  O_NODES,
+  O_PHOENIX,
+  O_EMULATED
 };
 
 struct opts {
@@ -75,6 +77,8 @@ struct opts {
   const char *logdir, *outdir;
   unsigned long nodes;
   double interval, limit, floor;
+  int phoenix;  /* event-report: Emerald's measured Phoenix delivery beside */
+  int emulated; /* event-report: the log is of an emulated fleet */
 };
 
 int pfi__grid_usage(const char *fmt, const char *arg);

@@ -13,6 +13,8 @@
 #include "cmd_grid.h"
 #include "pfi/compliance.h"
 #include "pfi/csv.h"
+#include "pfi/cluster.h"
+#include "pfi/data.h"
 #include "pfi/eventlog.h"
 #include "pfi/flexcap.h"
 #include "pfi/meter.h"
@@ -56,10 +58,97 @@ static int load_contract(const char *path, struct pfi_table *t,
   return 0;
 }
 
+/* The measured reference beside the emulated event (--phoenix). */
+struct reference {
+  struct pfi_event ev;   /* Emerald's Phoenix trace, shares of its baseline */
+  struct pfi_emerald em; /* its delivered-cut summary */
+  struct pfi_delivered dl; /* ours, on the same terms */
+  const char *kind;        /* "emulated" or "as logged" */
+};
+
+/* Both deliveries as shares of their own pre-event baseline against the
+ * share of the event elapsed, with the target they were asked for. */
+static void reference_section(struct pfi_html *h, const struct pfi_eventlog *log,
+                              const struct reference *r) {
+  size_t ne = log->ev1 - log->ev0, nr = r->ev.n;
+  double *x1 = malloc((ne + 1) * sizeof *x1), *y1 = malloc((ne + 1) * sizeof *y1);
+  double *x2 = malloc((nr + 1) * sizeof *x2), *y2 = malloc((nr + 1) * sizeof *y2);
+  double xt[2] = {0, 100}, yt[2] = {1 - r->dl.asked, 1 - r->dl.asked};
+  double span = ne > 1 ? log->t[log->ev1 - 1] - log->t[log->ev0] : 1;
+  double rspan = nr > 1 ? r->ev.t_s[nr - 1] - r->ev.t_s[0] : 1;
+  pfi_html_puts(h, "<h2>Delivered cut on the same target</h2>");
+  pfi_html_textf(h,
+                 "Both asked for a cut of %.0f %% of their pre-event draw. "
+                 "Measured: Emerald AI's cluster in the Phoenix SRP event, "
+                 "2025-05-04 16:10-19:30 (published data, "
+                 "data/real/SRP_total_power.csv; baseline the median of "
+                 "the first 15 minutes, %.0f W): mean cut %.2f %%, %.0f of "
+                 "%.0f minutes above the target. pfi (%s): this event "
+                 "(baseline %.1f W): mean cut %.2f %%, %.1f %% of the "
+                 "samples above the target.",
+                 100 * r->dl.asked, r->em.baseline_w, 100 * r->em.mean_cut,
+                 r->em.minutes_above, r->em.minutes, r->kind, log->baseline_w,
+                 100 * r->dl.mean_cut, 100 * r->dl.share_above);
+  pfi_html_puts(h, "<table><tr><th>delivery</th><th>kind</th><th>length</th>"
+                   "<th>asked</th><th>mean cut</th><th>time above target"
+                   "</th></tr><tr><td>Emerald AI, Phoenix SRP</td><td>"
+                   "measured</td>");
+  pfi_html_printf(h,
+                  "<td>%.0f min</td><td>%.0f %%</td><td>%.2f %%</td><td>"
+                  "%.1f %%</td></tr><tr><td>pfi</td><td>%s</td><td>"
+                  "%.0f s</td><td>%.0f %%</td><td>%.2f %%</td><td>%.1f %%"
+                  "</td></tr></table>",
+                  r->em.minutes, 100 * r->dl.asked, 100 * r->em.mean_cut,
+                  r->em.minutes > 0 ? 100 * r->em.minutes_above / r->em.minutes
+                                    : 0,
+                  r->kind, span, 100 * r->dl.asked, 100 * r->dl.mean_cut,
+                  100 * r->dl.share_above);
+  if (!x1 || !y1 || !x2 || !y2 || !ne || !nr) {
+    free(x1), free(y1), free(x2), free(y2);
+    return;
+  }
+  for (size_t q = 0; q < ne; q++) {
+    x1[q] = 100 * (log->t[log->ev0 + q] - log->t[log->ev0]) / span;
+    y1[q] = log->power[log->ev0 + q] / log->baseline_w;
+  }
+  for (size_t q = 0; q < nr; q++) {
+    x2[q] = 100 * (r->ev.t_s[q] - r->ev.t_s[0]) / rspan;
+    y2[q] = r->ev.frac[q];
+  }
+  struct pfi_series s[3] = {
+      {.title = "target", .x = xt, .y = yt, .n = 2,
+       .style = PFI_STYLE_LINES, .color = 1, .dashed = 1},
+      {.title = "Emerald AI, Phoenix (measured)", .x = x2, .y = y2, .n = nr,
+       .style = PFI_STYLE_LINES, .color = 4},
+      {.title = r->kind[0] == 'e' ? "pfi (emulated)" : "pfi (as logged)",
+       .x = x1, .y = y1, .n = ne,
+       .style = PFI_STYLE_LINES, .color = 2}};
+  struct pfi_panel p;
+  pfi_panel_init(&p);
+  p.title = "Power as a share of the pre-event draw";
+  p.xlabel = "% of the event elapsed";
+  p.ylabel = "share of baseline";
+  p.series = s;
+  p.nseries = 3;
+  p.key = 1;
+  p.key_pos = "bottom right";
+  struct pfi_figure f = {.width = 900, .height = 360, .rows = 1, .cols = 1,
+                         .panels = &p, .npanels = 1};
+  char *svg = NULL;
+  struct pfi_error e;
+  if (pfi_figure_svg(&f, "ref-", &svg, &e) == 0 && svg) {
+    pfi_html_puts(h, "<div>");
+    pfi_html_puts(h, svg);
+    pfi_html_puts(h, "</div>");
+  }
+  free(svg);
+  free(x1), free(y1), free(x2), free(y2);
+}
+
 static int write_page(const char *dir, const struct pfi_eventlog *log,
                       const double *meter_w, const struct pfi_compliance *c,
                       const struct pfi_compliance_input *in,
-                      struct pfi_error *err) {
+                      const struct reference *ref, struct pfi_error *err) {
   size_t ne = log->ev1 - log->ev0;
   double *x = malloc((ne + 1) * sizeof *x);
   if (!x)
@@ -128,6 +217,8 @@ static int write_page(const char *dir, const struct pfi_eventlog *log,
     rc = 0;
   }
   free(svg);
+  if (ref)
+    reference_section(&h, log, ref);
   pfi_html_puts(&h, "<h2>Jobs</h2><table><tr><th>job</th><th>tenant</th>"
                     "<th>tier</th><th>throughput lost</th><th>allowed</th>"
                     "<th>violation</th></tr>");
@@ -201,6 +292,8 @@ int pfi__grid_event_report(const struct opts *o) {
   memset(&c, 0, sizeof c);
   struct pfi_compliance_input in;
   int status = 0;
+  struct reference ref;
+  memset(&ref, 0, sizeof ref);
   memset(&log, 0, sizeof log);
   if (pfi_eventlog_load(&log, sp, jp, &err) < 0 ||
       load_contract(o->contract, &ct, &contract, &nc, &err) < 0 ||
@@ -211,6 +304,17 @@ int pfi__grid_event_report(const struct opts *o) {
       pfi_compliance_compute(&in, &c, &err) < 0) {
     status = pfi__grid_fail(&err);
     goto out;
+  }
+  ref.kind = o->emulated ? "emulated" : "as logged";
+  if (o->phoenix) {
+    char rp[1024];
+    if (pfi_data_path("real/SRP_total_power.csv", rp, sizeof rp, &err) < 0 ||
+        pfi_event_srp(&ref.ev, rp, "2025-05-04", "16:10", "19:30", 0.25,
+                      &ref.em, &err) < 0 ||
+        pfi_eventlog_delivered(&log, 0.25, &ref.dl, &err) < 0) {
+      status = pfi__grid_fail(&err);
+      goto out;
+    }
   }
   if (mkdir(o->outdir, 0755) < 0 && errno != EEXIST) {
     fprintf(stderr, "pfi grid: %s: %s\n", o->outdir, strerror(errno));
@@ -242,7 +346,8 @@ int pfi__grid_event_report(const struct opts *o) {
     status = PFI_EXIT_FAIL;
     goto out;
   }
-  if (write_page(o->outdir, &log, meter, &c, &in, &err) < 0) {
+  if (write_page(o->outdir, &log, meter, &c, &in, o->phoenix ? &ref : NULL,
+                 &err) < 0) {
     status = pfi__grid_fail(&err);
     goto out;
   }
@@ -258,8 +363,23 @@ int pfi__grid_event_report(const struct opts *o) {
       "realized_cut_w", c.realized_cut_w, "above_target_s", c.above_target_s,
       "worst_over_w", c.worst_over_w, "energy_shed_wh", c.energy_shed_wh,
       "violations", c.violations, "tenants", t, "page", "event.html");
+  if (j && o->phoenix)
+    json_object_set_new(
+        j, "same_target",
+        json_pack("{s:f s:{s:s s:s s:b s:f s:f s:f s:f} s:{s:s s:s s:f s:f "
+                  "s:I}}",
+                  "asked_cut", ref.dl.asked, "emerald", "what",
+                  "Emerald AI, Phoenix SRP 2025-05-04 16:10-19:30", "source",
+                  "published data: data/real/SRP_total_power.csv",
+                  "measured", 1, "baseline_w", ref.em.baseline_w, "mean_cut",
+                  ref.em.mean_cut, "minutes", ref.em.minutes,
+                  "minutes_above_target", ref.em.minutes_above, "pfi", "what",
+                  "this event on the fleet logged", "kind", ref.kind,
+                  "mean_cut", ref.dl.mean_cut, "share_above_target",
+                  ref.dl.share_above, "samples", (json_int_t)ref.dl.samples));
   status = pfi_cli_print_json(j);
 out:
+  pfi_event_release(&ref.ev);
   pfi_compliance_release(&c);
   pfi_eventlog_release(&log);
   pfi_table_release(&ct);

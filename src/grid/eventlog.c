@@ -307,3 +307,25 @@ int pfi_eventlog_compliance(const struct pfi_eventlog *log,
   *jobs = cj;
   return 0;
 }
+
+int pfi_eventlog_delivered(const struct pfi_eventlog *log, double asked,
+                           struct pfi_delivered *d, struct pfi_error *err) {
+  memset(d, 0, sizeof *d);
+  if (!(asked > 0 && asked < 1))
+    return pfi_error_set(err, PFI_EINVAL, "asked cut %g: expected 0..1",
+                         asked);
+  if (log->ev1 <= log->ev0 || !(log->baseline_w > 0))
+    return pfi_error_set(err, PFI_EINVAL, "no event with a baseline");
+  double s = 0;
+  size_t above = 0;
+  for (size_t i = log->ev0; i < log->ev1; i++) {
+    double f = log->power[i] / log->baseline_w;
+    s += 1.0 - f;
+    above += f > 1.0 - asked;
+  }
+  d->asked = asked;
+  d->samples = log->ev1 - log->ev0;
+  d->mean_cut = s / (double)d->samples;
+  d->share_above = (double)above / (double)d->samples;
+  return 0;
+}

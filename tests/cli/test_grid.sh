@@ -261,6 +261,34 @@ EOF2
 grep -q '^b,t1,flex25,300,210,0.300000,0.250000,1,"lost 30.0 % of throughput, tier flex25 allows 25.0 %"$' "$T/ev/out/compliance.csv" ||
   fail "compliance.csv: $(cat "$T/ev/out/compliance.csv")"
 grep -q "<svg" "$T/ev/out/event.html" || fail "event.html has no figure"
+# --phoenix: Emerald's measured delivery of the Phoenix event's 25 % cut
+# beside ours on the same terms. Ours by hand: baseline 1000 W, event
+# 740, 760, 745, 750 W: mean cut 1 - 748.75 / 1000 = 0.25125; above 750 W:
+# one sample of four. Emerald's by awk on the published file (baseline the
+# median of the first 15 minutes, 16:10-19:30 on 2025-05-04), as in
+# tests/cli/test_control.sh.
+"$PFI" grid event-report --log "$T/ev" --contract "$T/ev/contract.csv" --tiers "$T/ev/tiers.csv" \
+  --phoenix --emulated --out "$T/ev/o3" >"$T/ev/s3.json" 2>"$T/err" || fail "event-report --phoenix: $(cat "$T/err")"
+base=$(awk -F, 'NR > 1 && NR <= 16 {print $2}' data/real/SRP_total_power.csv | sort -g | awk '{v[NR] = $1} END {print v[8]}')
+read -r emcut emabove emn < <(awk -F, -v b="$base" 'NR > 1 && $1 >= "2025-05-04 16:10" &&
+  $1 < "2025-05-04 19:30" {n++; s += 1 - $2 / b; if ($2 > 0.75 * b) a++}
+  END {printf "%.9f %d %d\n", s / n, a, n}' data/real/SRP_total_power.csv)
+python3 - "$T/ev/s3.json" "$emcut" "$emabove" "$emn" "$base" <<'EOF2' || fail "event-report --phoenix summary: $(cat "$T/ev/s3.json")"
+import json, sys
+s = json.load(open(sys.argv[1]))["same_target"]
+cut, above, n, base = float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
+assert s["asked_cut"] == 0.25, s
+e, p = s["emerald"], s["pfi"]
+assert e["measured"] is True and "SRP_total_power.csv" in e["source"], s
+assert abs(e["mean_cut"] - cut) < 1e-6 and e["minutes_above_target"] == above and e["minutes"] == n, s
+assert abs(e["baseline_w"] - base) < 1e-6, s
+assert p["kind"] == "emulated" and p["samples"] == 4, s
+assert abs(p["mean_cut"] - 0.25125) < 1e-12 and abs(p["share_above_target"] - 0.25) < 1e-12, s
+EOF2
+grep -q "Delivered cut on the same target" "$T/ev/o3/event.html" && grep -q "measured" "$T/ev/o3/event.html" &&
+  grep -q "Emerald AI, Phoenix (measured)" "$T/ev/o3/event.html" && grep -q "pfi (emulated)" "$T/ev/o3/event.html" ||
+  fail "event.html: no measured-beside-emulated section"
+grep -q "Delivered cut" "$T/ev/out/event.html" && fail "the reference section without --phoenix"
 printf 'job,tier\na,flex10\n' >"$T/ev/c2.csv"
 "$PFI" grid event-report --log "$T/ev" --contract "$T/ev/c2.csv" --tiers "$T/ev/tiers.csv" --out "$T/ev/o2" 2>"$T/err" >/dev/null
 [ $? = 2 ] && grep -q "job b is in the log but not in the contract" "$T/err" || fail "job missing from the contract: $(cat "$T/err")"
