@@ -550,7 +550,10 @@ static int recover(struct pfi_ctl *c, const struct pfi_ctl_input *in,
    * the excess back at once, before anything else rises. */
   double excess = ceil - c->baseline;
   int gave = 0;
-  if (excess > 0 && !late) {
+  /* Within 0.1 % of the baseline the excess is the readings' noise (the
+   * allocation's own threshold for "above"): chasing it would cut a job
+   * every other period and the recovery would never end. */
+  if (excess > 0.001 * c->baseline && !late) {
     for (size_t k = c->norder; k-- > 0 && excess > 0;) {
       int s = c->order[k];
       if ((size_t)s >= c->nslots || !c->job[s].used)

@@ -22,6 +22,7 @@ struct plant {
   double pmax[NJ], tmax[NJ], g[NJ];
   double stall[NJ]; /* throughput and busy factor (1: none) */
   double cap[NG];
+  double jitter[NJ]; /* +- this many W on each GPU's reading, by period */
 };
 
 static void plant_init(struct plant *p) {
@@ -116,7 +117,8 @@ static double run_step(struct run *r, double t, int event, double target) {
   double total = 0;
   for (int g = 0; g < NG; g++) {
     r->go[g].valid = 1;
-    r->go[g].power_w = gpu_draw(&r->pl, g);
+    r->go[g].power_w = gpu_draw(&r->pl, g) +
+                       ((long)t % 2 ? 1 : -1) * r->pl.jitter[g / GPJ];
     r->go[g].cap_w = r->pl.cap[g];
     total += r->go[g].power_w;
   }
@@ -377,6 +379,43 @@ static void test_tiers_infeasible(void **state) {
   pfi_ctl_close(r.ctl);
 }
 
+/* A job whose GPUs draw under their lowest cap whatever the cap (idle:
+ * 70 W against a 200 W minimum), its readings jittering by +-0.5 W: at the
+ * event's end the jitter puts realized power above the baseline every
+ * other period. Cutting that job cannot lower the draw, so the recovery
+ * must not cut it (it did, to its 200 W minimum), and the noise must not
+ * keep the recovery cutting the others every other period: it finishes
+ * with every cap back. */
+static void test_recovery_idle(void **state) {
+  (void)state;
+  struct run r;
+  run_open(&r, NULL, 0);
+  r.pl.pmax[3] = GPJ * 70.0;
+  r.pl.jitter[3] = 0.5;
+  double base = 0;
+  for (int j = 0; j < NJ; j++)
+    base += r.pl.pmax[j];
+  for (int t = 1; t <= 60; t++)
+    run_step(&r, t, 0, NAN);
+  for (int t = 61; t <= 160; t++)
+    run_step(&r, t, 1, 0.8 * base);
+  int done = 0;
+  for (int t = 161; t <= 600 && !done; t++) {
+    run_step(&r, t, 0, NAN);
+    for (size_t i = 0; i < r.out.nrec; i++)
+      if (strcmp(r.out.rec[i].job, "job3") == 0 &&
+          r.out.rec[i].reason == PFI_CTL_RECOVERY &&
+          r.out.rec[i].cap_req_w < 700 - 1e-9)
+        fail_msg("t = %d: recovery cut the idle job to %g W", t,
+                 r.out.rec[i].cap_req_w);
+    done = !r.out.recovering;
+  }
+  assert_true(done);
+  for (int g = 0; g < NG; g++)
+    ASSERT_NEAR(r.pl.cap[g], 700, 1e-9);
+  pfi_ctl_close(r.ctl);
+}
+
 /* Same inputs, same records, byte for byte. */
 static void test_deterministic(void **state) {
   (void)state;
@@ -450,6 +489,7 @@ int main(void) {
       cmocka_unit_test(test_stall),         cmocka_unit_test(test_rollback),
       cmocka_unit_test(test_deterministic), cmocka_unit_test(test_bad_input),
       cmocka_unit_test(test_tiers_bound), cmocka_unit_test(test_tiers_infeasible),
+      cmocka_unit_test(test_recovery_idle),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
