@@ -397,6 +397,18 @@ out:
   } else {
     logf_("exiting during event: caps held as recorded in %s", ao.record);
   }
+  if (cap_file) {
+    /* The job's file says what stays on the GPUs after the agent. */
+    struct pfi_fleet_telemetry *ft = malloc(sizeof *ft);
+    char *fb = malloc(PFI_FLEET_MSG_MAX + 1);
+    int k = ft && fb && pfi_agent_tick(ag, wall_now(), mono_now(), ft, NULL) >= 0
+                ? pfi_agent_cap_json(ag, ft, fb, PFI_FLEET_MSG_MAX + 1, &err)
+                : -1;
+    if (k <= 0 || pfi_agent_cap_write(cap_file, fb, (size_t)k, &err) < 0)
+      logf_("cap status not written at exit");
+    free(ft);
+    free(fb);
+  }
   pfi_http_stop(http);
   pfi_http_stop(cap_http);
   pfi_nats_unsubscribe(sub);

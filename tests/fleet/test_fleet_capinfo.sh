@@ -108,5 +108,9 @@ restored() {
 until_true 30 restored || fail "after the cancel: $(cat "$T/cap.json")"
 caps_are n1 700,700 || fail "n1 restored to $(caps n1)"
 [ "$(capf 'd["event"]')" = "" ] || fail "event after the cancel"
+# The agent stops: its last word is in the file (idle, restore).
+kill "${AGENT_PID[n1]}"
+wait "${AGENT_PID[n1]}" 2>/dev/null
+[ "$(capf 'd["mode"], d["reason"]')" = "('idle', 'restore')" ] || fail "cap file after the agent stopped: $(cat "$T/cap.json")"
 [ "$fails" = 0 ] || { tail -n 20 "$T"/*.log >&2; exit 1; }
 echo "fleet capinfo: ok"
