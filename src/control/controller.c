@@ -31,7 +31,7 @@ void pfi_ctl_config_init(struct pfi_ctl_config *c) {
   memset(c, 0, sizeof *c);
   c->period_s = 1.0;
   c->margin = 0.004;
-  c->ramp_up_w_s = 50.0;
+  c->ramp_up_w_s = 100.0;
   c->ramp_down_w_s = 0.0;
   c->settle_s = 3.0;
   c->learn_s = 5.0;
@@ -84,6 +84,8 @@ int pfi_ctl_open(struct pfi_ctl **out, const struct pfi_ctl_config *cfg,
                            "GPU %zu: power-limit range %g..%g W is not valid",
                            g, min_w[g], max_w[g]);
   struct pfi_ctl *c = calloc(1, sizeof *c);
+  if (c)
+    c->pause_min_all = c->startup_min_all = NAN;
   if (!c)
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
   c->cfg = *cfg;
@@ -243,6 +245,7 @@ int pfi_ctl_job_add(struct pfi_ctl *c, const struct pfi_ctl_job *in,
   j->last_change_t = c->started ? c->t_last : -INFINITY;
   j->tput = NAN;
   j->phase = -1;
+  j->pause_t0 = j->pause_min = j->start_t0 = NAN;
   j->rollback_floor = 0;
   double capsum = 0;
   for (size_t k = 0; k < in->ngpus; k++) {

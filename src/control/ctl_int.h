@@ -53,6 +53,11 @@ struct pfi__ctl_job {
   /* Last period. */
   double draw, tput;
   int tput_valid, phase, blind;
+  /* Pauses (evaluation, checkpoint): when the current one began (NaN while
+   * training) and the shortest one seen end to end (NaN: none yet), so that
+   * a resumption is provided for only when it can come. */
+  double pause_t0, pause_min;
+  double start_t0; /* when its startup was first seen (NaN: not starting) */
   double pred_at_change; /* belief at the caps of the last change */
   double tput_before_change;
   /* The pending record (index in the controller's pending list + 1). */
@@ -61,6 +66,9 @@ struct pfi__ctl_job {
 
 struct pfi_ctl {
   struct pfi_ctl_config cfg;
+  /* The shortest pause and startup seen on any job (NaN: none yet): the
+   * earliest a job without its own history resumes. */
+  double pause_min_all, startup_min_all;
   size_t ngpus;
   double *min_w, *max_w, *cap, *pre, *draw;
   int *slot;     /* job slot of each GPU, -1 free */

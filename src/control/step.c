@@ -27,6 +27,10 @@
 /* A cap move smaller than this, W, does not restart the settling. */
 #define SMALL_W 5.0
 
+/* A paused job's resumption is provided for from this many seconds before
+ * the end of its shortest pause seen. */
+#define PAUSE_LEAD_S 5.0
+
 static uint64_t mix64(uint64_t z) {
   z += 0x9e3779b97f4a7c15ull;
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -95,7 +99,33 @@ static int observe(struct pfi_ctl *c, struct pfi__ctl_job *j,
   j->draw = draw;
   j->tput_valid = o->valid;
   j->tput = o->valid ? o->tokens_per_s : NAN;
+  int prev = j->phase;
   j->phase = o->valid ? o->phase : -1;
+  /* How long pauses (evaluation, checkpoint: from training back to
+   * training) and startups (to the first training) last, learned. */
+  if (j->phase == PFI_PHASE_PAUSE && prev == PFI_PHASE_TRAINING) {
+    j->pause_t0 = in->t_s;
+  } else if (j->phase == PFI_PHASE_TRAINING && isfinite(j->pause_t0)) {
+    double len = in->t_s - j->pause_t0;
+    if (!(len >= j->pause_min))
+      j->pause_min = len;
+    if (!(len >= c->pause_min_all))
+      c->pause_min_all = len;
+    j->pause_t0 = NAN;
+  } else if (j->phase != PFI_PHASE_PAUSE) {
+    j->pause_t0 = NAN;
+  }
+  if (j->phase == PFI_PHASE_STARTUP && !isfinite(j->start_t0) &&
+      prev != PFI_PHASE_TRAINING) {
+    j->start_t0 = in->t_s;
+  } else if (j->phase == PFI_PHASE_TRAINING && isfinite(j->start_t0)) {
+    double len = in->t_s - j->start_t0;
+    if (!(len >= c->startup_min_all))
+      c->startup_min_all = len;
+    j->start_t0 = NAN;
+  } else if (j->phase != PFI_PHASE_STARTUP) {
+    j->start_t0 = NAN;
+  }
   int train = o->valid && is_training(j) && !j->blind;
   int settled = in->t_s - j->last_change_t >= cf->settle_s;
   double hi = pfi__ctl_cap_hi(c, j);
@@ -152,7 +182,15 @@ static int observe(struct pfi_ctl *c, struct pfi__ctl_job *j,
       rc = pfi__ctl_decide(c, j, in, j->cap, PFI_CTL_ANOMALY, 0);
     }
   } else {
-    int ok = !slow && o->tokens_per_s >= pred * (1.0 - 0.5 * cf->anomaly_frac);
+    /* Cleared by periods that are not slow: where the curve is known,
+     * near it; elsewhere (a flagged job held at a cap it was never seen
+     * at) a gap to the prior is the prior's error, as for flagging, and
+     * the sign that the fault is over is that the job draws its caps
+     * again (a stalled job leaves them idle). */
+    int bound = draw >= 0.95 * pfi__ctl_draw_at(c, j, j->cap);
+    int ok = !slow &&
+             (known ? o->tokens_per_s >= pred * (1.0 - 0.5 * cf->anomaly_frac)
+                    : bound);
     j->clear_run = ok ? j->clear_run + 1 : 0;
     if (j->clear_run >= 10)
       j->anomaly = 0;
@@ -214,13 +252,15 @@ struct jstate {
   int movable;  /* 1: in the allocation */
   int paused;   /* 1: starting, evaluation or checkpoint: its caps may be
                    lowered to bound its resumption */
+  int soon;     /* 1: its jump can come this period (held in reserve) */
   double lo_t, lo_hw, hi; /* floor with and without its tier, ceiling, W */
 };
 
 static void classify(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
-                     struct jstate *s) {
+                     double t_s, struct jstate *s) {
   double full = pfi__ctl_draw_at(c, j, j->cap);
   s->jump = 0;
+  s->soon = 1;
   s->movable = 0;
   s->paused = 0;
   if (j->blind) {
@@ -233,11 +273,26 @@ static void classify(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
     /* Paused, starting, flagged or silent about throughput: held at its
      * caps, counted at its draw, and its resumption kept in reserve. */
     double cap_draw = isfinite(j->pmax) ? full : (double)j->ngpus * j->cap;
-    s->paused = isfinite(j->pmax) && isfinite(j->tmax) && !j->anomaly &&
-                j->tput_valid && j->phase >= 0 &&
-                j->phase != PFI_PHASE_TRAINING;
+    /* A job flagged as anomalous (stalled, a slow worker, not drawing
+     * its caps) is held like a paused one: what it does not draw goes to
+     * the others, and its caps come down so that its recovery cannot
+     * lift cluster power by more than its share of the allowance. */
+    s->paused = isfinite(j->pmax) && isfinite(j->tmax) && j->tput_valid &&
+                j->phase >= 0 && (j->anomaly || j->phase != PFI_PHASE_TRAINING);
     s->model = j->draw;
     s->jump = cap_draw > j->draw ? cap_draw - j->draw : 0;
+    /* A job's pauses last about as long each time (an evaluation, a
+     * checkpoint): its resumption is not expected before the shortest
+     * pause it has shown (or, before it has shown one, any job has) has
+     * passed, less a lead; a startup likewise against the shortest
+     * startup seen. Until one has been seen, it can come any time. */
+    double pmin = isfinite(j->pause_min) ? j->pause_min : c->pause_min_all;
+    if (s->paused && j->phase == PFI_PHASE_PAUSE && isfinite(j->pause_t0) &&
+        t_s - j->pause_t0 < pmin - PAUSE_LEAD_S)
+      s->soon = 0;
+    if (s->paused && j->phase == PFI_PHASE_STARTUP && isfinite(j->start_t0) &&
+        t_s - j->start_t0 < c->startup_min_all - PAUSE_LEAD_S)
+      s->soon = 0;
     return;
   }
   s->model = full;
@@ -326,7 +381,7 @@ static int allocate(struct pfi_ctl *c, const struct pfi_ctl_input *in,
   for (size_t s = 0; s < c->nslots; s++) {
     if (!c->job[s].used)
       continue;
-    classify(c, &c->job[s], &st[s]);
+    classify(c, &c->job[s], in->t_s, &st[s]);
     model += st[s].model;
     if (st[s].movable) {
       nmov++;
@@ -360,6 +415,17 @@ static int allocate(struct pfi_ctl *c, const struct pfi_ctl_input *in,
     if (st[s].paused) {
       double want =
           pfi__ctl_cap_for(c, j, j->draw + allowance / (double)npaused);
+      if (j->anomaly) {
+        /* Not below what its busiest GPU draws: in synchronous training a
+         * slow worker paces the job, and its cap must not slow it more. */
+        double gmax = 0;
+        for (size_t k = 0; k < j->ngpus; k++)
+          if (c->draw[j->gpu[k]] > gmax)
+            gmax = c->draw[j->gpu[k]];
+        double floor = gmax / j->ratio;
+        if (want < floor)
+          want = floor;
+      }
       if (want < j->cap - DEADBAND_W) {
         if ((rc = set_job_cap(c, j, in, want, PFI_CTL_CUT, 0)) < 0) {
           rc = pfi_error_set(err, rc, "out of memory");
@@ -369,6 +435,8 @@ static int allocate(struct pfi_ctl *c, const struct pfi_ctl_input *in,
         st[s].jump = full > j->draw ? full - j->draw : 0;
       }
     }
+    if (!st[s].soon)
+      continue;
     if (st[s].jump > j1) {
       j2 = j1;
       j1 = st[s].jump;
@@ -522,7 +590,7 @@ static int recover(struct pfi_ctl *c, const struct pfi_ctl_input *in,
     if (!c->job[s].used)
       continue;
     struct jstate st;
-    classify(c, &c->job[s], &st);
+    classify(c, &c->job[s], in->t_s, &st);
     ceil += st.jump;
   }
   double allow = c->baseline - ceil;
