@@ -591,6 +591,11 @@ static int recover(struct pfi_ctl *c, const struct pfi_ctl_input *in,
       continue;
     struct jstate st;
     classify(c, &c->job[s], in->t_s, &st);
+    /* A training job raised last period draws its new caps in a period
+     * or two: counted at them now (beyond 2 %, the readings' noise), so
+     * that the next raise does not stack on one not yet seen. */
+    if (st.movable && st.model - c->job[s].draw > 0.02 * st.model)
+      ceil += st.model - c->job[s].draw;
     ceil += st.jump;
   }
   double allow = c->baseline - ceil;
