@@ -183,7 +183,7 @@ static double regex_expansion(const char *re) {
 static const char *regex_unsafe(const char *re) {
   if (strlen(re) > REGEX_MAX_LEN)
     return "longer than 1024 characters";
-  int in_bracket = 0;
+  int in_bracket = 0, prev_rep = 0;
   for (const char *p = re; *p; p++) {
     if (in_bracket) {
       if (*p == ']' && !(p[-1] == '[' || (p[-1] == '^' && p[-2] == '[')))
@@ -192,9 +192,11 @@ static const char *regex_unsafe(const char *re) {
     }
     if (*p == '[') {
       in_bracket = 1;
+      prev_rep = 0;
       continue;
     }
     if (*p == '\\' && p[1]) {
+      prev_rep = 0;
       if (p[1] >= '1' && p[1] <= '9')
         return "back-references (\\1...\\9) can make matching take "
                "exponential time";
@@ -206,6 +208,20 @@ static const char *regex_unsafe(const char *re) {
         if (*q >= '0' && *q <= '9' && strtol(q, NULL, 10) > REGEX_MAX_DUP)
           return "a repetition count above 255 in {m,n}";
     }
+    /* A repetition of a repetition ("a**", "a+*", "a{2}+") means no more
+     * than one, and glibc's matcher can take minutes on a few of them. */
+    int rep = *p == '*' || *p == '+' || *p == '?';
+    const char *close = NULL;
+    if (*p == '{' && p[1] >= '0' && p[1] <= '9') {
+      close = strchr(p, '}');
+      rep = close != NULL;
+    }
+    if (rep && prev_rep)
+      return "a repetition of a repetition ('**', '+*', '{2}+' ...): write "
+             "one";
+    prev_rep = rep;
+    if (close)
+      p = close;
   }
   if (!(regex_expansion(re) <= REGEX_MAX_NODES))
     return "its repetitions expand to more than 4096 copies of its "

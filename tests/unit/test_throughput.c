@@ -195,10 +195,29 @@ static void regex_expansion_bound(void **state) {
   assert_int_equal(pfi_tput_open(&tp, "regex:((x{255}){15})+([0-9]+)", &err),
                    PFI_EINVAL);
   assert_non_null(strstr(err.msg, "4096"));
-  char spec[64] = "regex:([0-9]+)a";
-  memset(spec + strlen(spec), '+', 22);
+  /* Stacked through groups: ((((a+)+)+)...)+, 22 deep, 2^22 copies. */
+  char spec[160] = "regex:([0-9]+)";
+  for (int i = 0; i < 22; i++)
+    strcat(spec, "(");
+  strcat(spec, "a");
+  for (int i = 0; i < 22; i++)
+    strcat(spec, ")+");
   assert_int_equal(pfi_tput_open(&tp, spec, &err), PFI_EINVAL);
   assert_non_null(strstr(err.msg, "4096"));
+  /* A repetition of a repetition ('a++', the fuzzer's '=*****++' that kept
+   * glibc's matcher busy for over 25 s) is refused at once, whatever it
+   * would expand to; an escaped '*' or '+' is a character, not one. */
+  const char *stacked[] = {"regex:([0-9]+)a++", "regex:([0-9]+)a**",
+                           "regex:([0-9]+)a{2}+", "regex:([0-9]+) x?*",
+                           "regex:=*****++$([0-9]+)"};
+  for (size_t i = 0; i < sizeof stacked / sizeof *stacked; i++) {
+    assert_int_equal(pfi_tput_open(&tp, stacked[i], &err), PFI_EINVAL);
+    assert_non_null(strstr(err.msg, "repetition of a repetition"));
+  }
+  assert_int_equal(pfi_tput_open(&tp, "regex:a\\*+ ([0-9]+)", &err), 0);
+  pfi_tput_close(tp);
+  assert_int_equal(pfi_tput_open(&tp, "regex:[*+]+ ([0-9]+)", &err), 0);
+  pfi_tput_close(tp);
 }
 
 int main(void) {
