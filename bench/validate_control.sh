@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
+# The controller's validation (docs/control.md "Validation"): the default
+# EMULATED cluster (125 x 8 H200, out-of-sample jobs), a 3-hour event at
+# 75 % of the baseline, seeds 1..N (default 10), each also run with
+# equal-weight cuts; prints each measure against its goal. Usage:
+#   bench/validate_control.sh [BUILD_DIR [SEEDS]]     (about 40 s a seed)
+set -euo pipefail
+B=${1:-build}
+N=${2:-10}
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+"$B/pfi" control --emulate default --target 75% --seeds "$N" --format json >"$out"
+/usr/bin/python3 - "$out" <<'PY'
+import json, statistics as st, sys
+d = json.load(open(sys.argv[1]))
+rs = [r["controller"] for r in d["runs"]]
+w = [r["within_1pct"] for r in rs]
+a = [r["seconds_above_1pct"] for r in rs]
+pk = [r["recovery_peak_w"] / r["baseline_w"] for r in rs]
+print(f"EMULATED: {len(rs)} seeds, {d['gpus']} GPUs, target {d['target']}, 3-hour event")
+print(f"within 1 % of the target after the ramp: mean {st.mean(w):.3f} "
+      f"(min {min(w):.3f}, max {max(w):.3f}); goal >= 0.99 in every seed")
+print(f"seconds above target + 1 %: {sum(a):.0f} over all seeds "
+      f"(per seed {', '.join(f'{x:.0f}' for x in a)}); goal 0")
+print(f"gap closed, whole event: {d['gap_closed_mean']:.3f} +- "
+      f"{d['gap_closed_ci95']:.3f} (95 % t); goal >= 0.90")
+print(f"gap closed after 10 min: {d['gap_closed_after_10min_mean']:.3f} +- "
+      f"{d['gap_closed_after_10min_ci95']:.3f}; goal >= 0.95")
+print(f"recovery peak / baseline: max {max(pk):.4f}, mean {st.mean(pk):.4f}, "
+      f"{sum(p > 1 for p in pk)} of {len(pk)} seeds above; goal <= 1")
+rec = [r["recovery_s"] for r in rs]
+done = [x for x in rec if x is not None]
+print(f"caps all back within the 20-minute tail: {len(done)} of {len(rec)} seeds")
+PY
