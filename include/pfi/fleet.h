@@ -125,6 +125,26 @@ int pfi_fleet_event_encode(const struct pfi_fleet_event *e, char *buf, size_t n,
 int pfi_fleet_event_decode(const char *buf, size_t len,
                            struct pfi_fleet_event *e, struct pfi_error *err);
 
+/* A job's tier set through pfid's API (key "tier.<job>"): it overrides the
+ * tier the job's node reports (the Slurm prolog's tier file). */
+struct pfi_fleet_tier {
+  char job[PFI_FLEET_NAME_MAX];
+  double max_loss; /* largest tolerated throughput loss, 0..1 */
+  char name[PFI_FLEET_NAME_MAX]; /* the named tier it came from, "" none */
+};
+
+int pfi_fleet_tier_encode(const struct pfi_fleet_tier *t, char *buf, size_t n,
+                          struct pfi_error *err);
+int pfi_fleet_tier_decode(const char *buf, size_t len,
+                          struct pfi_fleet_tier *t, struct pfi_error *err);
+
+/* The named tiers, as the Slurm prolog knows them: flex0, flex10, flex25,
+ * flex50 (largest loss 0, 0.1, 0.25, 0.5). Entry i (0..count-1) by
+ * pfi_fleet_tier_named(i, &loss) (NULL past the end); by name with
+ * pfi_fleet_tier_lookup (0, or -1 when unknown). */
+const char *pfi_fleet_tier_named(size_t i, double *max_loss);
+int pfi_fleet_tier_lookup(const char *name, double *max_loss);
+
 /* ---- Prometheus text exposition ------------------------------------------
  * A growing text buffer for the /metrics pages (pfi_ prefix, base units:
  * watts, seconds, tokens per second; docs/fleet.md lists every metric). */
@@ -144,5 +164,14 @@ struct pfi_agent_stats;
 void pfi_fleet_metrics_agent(struct pfi_buf *b,
                              const struct pfi_fleet_telemetry *t,
                              const struct pfi_agent_stats *s);
+
+struct pfi_ctl;
+/* Appends the control module's belief about each job of ids[0..n) that it
+ * knows: pfi_job_power_flexibility_index{job} (its believed PFI over the
+ * job's power range: the prior until learned points replace it; absent
+ * while the job's uncapped point is unknown) and pfi_job_learned_points
+ * {job}. `ctl` NULL appends the headers only. */
+void pfi_fleet_metrics_jobs(struct pfi_buf *b, const struct pfi_ctl *ctl,
+                            const char *const *ids, size_t n);
 
 #endif

@@ -231,6 +231,161 @@ static void capacity_metrics(struct pfi_pfid *d, struct pfi_buf *b) {
                    c.tier[k].uncapped_w - c.tier[k].floor_w);
 }
 
+/* ---- tiers --------------------------------------------------------------- */
+
+static int str_cmp(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The distinct job ids the nodes report, sorted (pointers into d). */
+static const char **job_ids(struct pfi_pfid *d, size_t *n) {
+  size_t m = 0;
+  for (size_t i = 0; i < d->n_nodes; i++)
+    m += d->node[i].tel.n_jobs;
+  const char **ids = calloc(m ? m : 1, sizeof *ids);
+  if (!ids)
+    return NULL;
+  m = 0;
+  for (size_t i = 0; i < d->n_nodes; i++)
+    for (unsigned j = 0; j < d->node[i].tel.n_jobs; j++)
+      ids[m++] = d->node[i].tel.job[j].id;
+  qsort(ids, m, sizeof *ids, str_cmp);
+  size_t k = 0;
+  for (size_t i = 0; i < m; i++)
+    if (!k || strcmp(ids[k - 1], ids[i]) != 0)
+      ids[k++] = ids[i];
+  *n = k;
+  return ids;
+}
+
+/* GET /v1/tiers: the named tiers, and every job's tier in force (the API's
+ * or its node's) with where it came from. */
+static void tiers_get(struct pfi_pfid *d, struct pfi_http_resp *rs) {
+  json_t *named = json_array(), *jobs = json_array();
+  double loss;
+  const char *name;
+  for (size_t i = 0; (name = pfi_fleet_tier_named(i, &loss)); i++)
+    json_array_append_new(named,
+                          json_pack("{s:s s:f}", "name", name, "max_loss", loss));
+  size_t n = 0;
+  const char **ids = job_ids(d, &n);
+  /* Jobs known to the nodes, then tiers set for jobs not (yet) seen. */
+  for (size_t i = 0; ids && i < n; i++) {
+    const char *src;
+    double l = pfid_job_tier(d, ids[i], NULL, &src);
+    json_t *o = json_pack("{s:s}", "job", ids[i]);
+    json_object_set_new(o, "max_loss", l >= 0 ? json_real(l) : json_null());
+    json_object_set_new(o, "source", json_string(src[0] ? src : "none"));
+    json_array_append_new(jobs, o);
+  }
+  for (size_t t = 0; t < d->n_tier; t++) {
+    const char *id = d->tier[t].job;
+    if (ids && bsearch(&id, ids, n, sizeof *ids, str_cmp))
+      continue;
+    json_array_append_new(jobs, json_pack("{s:s s:f s:s}", "job", id,
+                                          "max_loss", d->tier[t].max_loss,
+                                          "source", "api"));
+  }
+  free(ids);
+  reply_json(rs, 200, json_pack("{s:o s:o}", "tiers", named, "jobs", jobs));
+}
+
+/* PUT /v1/tiers/JOB with {"tier": NAME} or {"max_loss": 0..1}: the job's
+ * tier for the controller, over what its node reports. */
+static void tier_put(struct pfi_pfid *d, const char *job,
+                     const struct pfi_http_req *rq, struct pfi_http_resp *rs) {
+  char why[PFI_ERROR_MSG_MAX + 64];
+  if (!pfi_fleet_name_ok(job)) {
+    reply_err(rs, 400, "job id: expected 1..63 letters, digits, _ or -");
+    return;
+  }
+  struct pfi_fleet_tier t;
+  memset(&t, 0, sizeof t);
+  snprintf(t.job, sizeof t.job, "%s", job);
+  json_error_t je;
+  json_t *j = json_loadb(rq->body, rq->body_len, JSON_REJECT_DUPLICATES, &je);
+  if (!j || !json_is_object(j)) {
+    snprintf(why, sizeof why, "tier: column %d: %s", j ? 1 : je.column,
+             j ? "not a JSON object" : je.text);
+    json_decref(j);
+    reply_err(rs, 400, why);
+    return;
+  }
+  json_t *nm = json_object_get(j, "tier"), *ml = json_object_get(j, "max_loss");
+  const char *k;
+  json_t *v;
+  const char *bad = NULL;
+  json_object_foreach(j, k, v) if (strcmp(k, "tier") != 0 &&
+                                   strcmp(k, "max_loss") != 0) bad = k;
+  if (bad) {
+    snprintf(why, sizeof why, "tier: field \"%.64s\": unknown", bad);
+  } else if (!nm == !ml) {
+    snprintf(why, sizeof why, "tier: give one of \"tier\" and \"max_loss\"");
+  } else if (nm && (!json_is_string(nm) ||
+                    pfi_fleet_tier_lookup(json_string_value(nm),
+                                          &t.max_loss) < 0)) {
+    snprintf(why, sizeof why,
+             "tier: field \"tier\": expected flex0, flex10, flex25 or flex50");
+  } else if (ml && (!json_is_number(ml) || !(json_number_value(ml) >= 0) ||
+                    !(json_number_value(ml) <= 1))) {
+    snprintf(why, sizeof why, "tier: field \"max_loss\": expected 0..1");
+  } else {
+    why[0] = 0;
+    if (nm)
+      snprintf(t.name, sizeof t.name, "%s", json_string_value(nm));
+    else
+      t.max_loss = json_number_value(ml);
+  }
+  json_decref(j);
+  if (why[0]) {
+    reply_err(rs, 400, why);
+    return;
+  }
+  char buf[512], key[PFI_FLEET_NAME_MAX + 8];
+  struct pfi_error err;
+  int len = pfi_fleet_tier_encode(&t, buf, sizeof buf, &err);
+  snprintf(key, sizeof key, "tier.%s", t.job);
+  if (len < 0 ||
+      pfi_nats_kv_put(d->nc, key, buf, (size_t)len, NULL, &err) < 0) {
+    reply_err(rs, 503, err.msg);
+    return;
+  }
+  pfid_log(d, "tier", "%s: largest loss %g%s%s", t.job, t.max_loss,
+           t.name[0] ? " as " : "", t.name);
+  json_t *o = json_pack("{s:s s:f}", "job", t.job, "max_loss", t.max_loss);
+  if (t.name[0])
+    json_object_set_new(o, "tier", json_string(t.name));
+  reply_json(rs, 200, o);
+}
+
+static void tier_delete(struct pfi_pfid *d, const char *job,
+                        struct pfi_http_resp *rs) {
+  char key[PFI_FLEET_NAME_MAX + 8], *val = NULL;
+  size_t len = 0;
+  struct pfi_error err;
+  if (!pfi_fleet_name_ok(job)) {
+    reply_err(rs, 400, "job id: expected 1..63 letters, digits, _ or -");
+    return;
+  }
+  snprintf(key, sizeof key, "tier.%s", job);
+  int r = pfi_nats_kv_get(d->nc, key, &val, &len, NULL, &err);
+  free(val);
+  if (r < 0) {
+    reply_err(rs, 503, err.msg);
+    return;
+  }
+  if (r == 0) {
+    reply_err(rs, 404, "no tier set for this job");
+    return;
+  }
+  if (pfi_nats_kv_delete(d->nc, key, &err) < 0) {
+    reply_err(rs, 503, err.msg);
+    return;
+  }
+  pfid_log(d, "tier", "%s: set tier removed", job);
+  reply_json(rs, 200, json_pack("{s:s s:b}", "job", job, "removed", 1));
+}
+
 static void metrics(struct pfi_pfid *d, struct pfi_http_resp *rs) {
   struct pfi_buf b = {0};
   size_t stale = 0;
@@ -266,6 +421,13 @@ static void metrics(struct pfi_pfid *d, struct pfi_http_resp *rs) {
                  d->id, d->leader, d->n_nodes - stale, stale, d->target_w,
                  d->power_w, d->published, d->takeovers, d->bad_tel);
   capacity_metrics(d, &b);
+  size_t nj = 0;
+  const char **ids = job_ids(d, &nj);
+  if (!ids)
+    b.oom = 1;
+  else
+    pfi_fleet_metrics_jobs(&b, d->ctl, ids, nj);
+  free(ids);
   if (b.oom) {
     pfi_buf_release(&b);
     rs->status = 500;
@@ -307,6 +469,15 @@ void pfid_api(void *arg, const struct pfi_http_req *rq,
     event_cancel(d, p + 11, rs);
     return;
   }
+  if (mut && strncmp(p, "/v1/tiers/", 10) == 0) {
+    if (strcmp(rq->method, "DELETE") == 0)
+      tier_delete(d, p + 10, rs);
+    else if (strcmp(rq->method, "PUT") == 0)
+      tier_put(d, p + 10, rq, rs);
+    else
+      reply_err(rs, 405, "method not allowed (PUT or DELETE)");
+    return;
+  }
   if (!get) {
     reply_err(rs, 404, "not found");
     return;
@@ -326,6 +497,8 @@ void pfid_api(void *arg, const struct pfi_http_req *rq,
     for (size_t i = 0; i < d->n_ev; i++)
       json_array_append_new(a, event_json(&d->ev[i]));
     reply_json(rs, 200, a);
+  } else if (strcmp(p, "/v1/tiers") == 0) {
+    tiers_get(d, rs);
   } else if (strcmp(p, "/v1/records") == 0) {
     records(d, rq, rs);
   } else if (strcmp(p, "/v1/capacity") == 0) {

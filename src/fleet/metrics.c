@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "pfi/agent.h"
+#include "pfi/control.h"
 #include "pfi/fleet.h"
 
 void pfi_buf_printf(struct pfi_buf *b, const char *fmt, ...) {
@@ -131,4 +132,39 @@ void pfi_fleet_metrics_agent(struct pfi_buf *b,
     head(b, c[k].name, "counter", c[k].help);
     pfi_buf_printf(b, "%s{node=\"%s\"} %u\n", c[k].name, t->node, v[k]);
   }
+}
+
+void pfi_fleet_metrics_jobs(struct pfi_buf *b, const struct pfi_ctl *ctl,
+                            const char *const *ids, size_t n) {
+  struct pfi_ctl_belief *bel = calloc(n ? n : 1, sizeof *bel);
+  int *ok = calloc(n ? n : 1, sizeof *ok);
+  if (!bel || !ok) {
+    b->oom = 1;
+    free(bel);
+    free(ok);
+    return;
+  }
+  for (size_t i = 0; ctl && i < n; i++) {
+    int slot = pfi_ctl_job_find(ctl, ids[i]);
+    ok[i] = slot >= 0 && pfi_ctl_job_belief(ctl, slot, &bel[i], NULL) == 0;
+  }
+  head(b, "pfi_job_power_flexibility_index", "gauge",
+       "The controller's believed PFI of the job over its power range (its "
+       "prior until learned points replace it).");
+  for (size_t i = 0; i < n; i++)
+    if (ok[i] && isfinite(bel[i].pfi)) {
+      pfi_buf_printf(b, "pfi_job_power_flexibility_index{job=\"");
+      pfi_buf_label(b, ids[i]);
+      pfi_buf_printf(b, "\"} %.17g\n", bel[i].pfi);
+    }
+  head(b, "pfi_job_learned_points", "gauge",
+       "Power-throughput points the controller learned from the job.");
+  for (size_t i = 0; i < n; i++)
+    if (ok[i]) {
+      pfi_buf_printf(b, "pfi_job_learned_points{job=\"");
+      pfi_buf_label(b, ids[i]);
+      pfi_buf_printf(b, "\"} %zu\n", bel[i].npoints);
+    }
+  free(bel);
+  free(ok);
 }

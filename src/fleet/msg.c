@@ -413,3 +413,60 @@ int pfi_fleet_event_encode(const struct pfi_fleet_event *e, char *buf, size_t n,
                         "target_w", e->target_w, "cancelled", e->cancelled);
   return dump(j, buf, n, err);
 }
+
+/* ---- tiers --------------------------------------------------------------- */
+
+static const char TI[] = "tier";
+
+static const struct {
+  const char *name;
+  double max_loss;
+} named_tiers[] = {
+    {"flex0", 0.0}, {"flex10", 0.1}, {"flex25", 0.25}, {"flex50", 0.5}};
+
+const char *pfi_fleet_tier_named(size_t i, double *max_loss) {
+  if (i >= sizeof named_tiers / sizeof named_tiers[0])
+    return NULL;
+  if (max_loss)
+    *max_loss = named_tiers[i].max_loss;
+  return named_tiers[i].name;
+}
+
+int pfi_fleet_tier_lookup(const char *name, double *max_loss) {
+  for (size_t i = 0; i < sizeof named_tiers / sizeof named_tiers[0]; i++)
+    if (name && strcmp(name, named_tiers[i].name) == 0) {
+      *max_loss = named_tiers[i].max_loss;
+      return 0;
+    }
+  return -1;
+}
+
+int pfi_fleet_tier_decode(const char *buf, size_t len,
+                          struct pfi_fleet_tier *t, struct pfi_error *err) {
+  memset(t, 0, sizeof *t);
+  json_t *j = NULL;
+  int rc = load(buf, len, TI, &j, err);
+  if (rc < 0)
+    return rc;
+  double loss = -1;
+  if ((rc = get_str(j, "job", t->job, sizeof t->job, 1, 0, TI, err)) ||
+      (rc = get_num(j, "max_loss", 0, 1, 1, &loss, TI, err)) ||
+      (rc = get_str(j, "name", t->name, sizeof t->name, 1, 1, TI, err)))
+    goto out;
+  t->max_loss = loss;
+out:
+  json_decref(j);
+  return rc;
+}
+
+int pfi_fleet_tier_encode(const struct pfi_fleet_tier *t, char *buf, size_t n,
+                          struct pfi_error *err) {
+  if (!pfi_fleet_name_ok(t->job) || !(t->max_loss >= 0 && t->max_loss <= 1) ||
+      (t->name[0] && !pfi_fleet_name_ok(t->name)))
+    return pfi_error_set(err, PFI_EINVAL, "tier of %s: bad field", t->job);
+  json_t *j = json_pack("{si s:s s:f}", "v", PFI_FLEET_VERSION, "job", t->job,
+                        "max_loss", t->max_loss);
+  if (j && t->name[0])
+    json_object_set_new(j, "name", json_string(t->name));
+  return dump(j, buf, n, err);
+}

@@ -10,9 +10,10 @@
 #include "pfi/flexcap.h"
 #include "pfid_int.h"
 
-/* The live nodes' jobs: draw of their GPUs, lowest caps, throughput, tier;
- * during an event (the controller built) the uncapped point is the
- * controller's belief, when it has one. Caller frees *out. */
+/* The live nodes' jobs: draw of their GPUs, lowest caps, throughput, tier
+ * (the API's, else the node's); the uncapped point is the controller's
+ * belief when it has one (it runs on the leader outside events too).
+ * Caller frees *out. */
 static size_t fleet_jobs(struct pfi_pfid *d, struct pfi_flex_live_job **out) {
   size_t cap = 0, n = 0;
   struct pfi_flex_live_job *v = NULL;
@@ -48,6 +49,12 @@ static size_t fleet_jobs(struct pfi_pfid *d, struct pfi_flex_live_job **out) {
           v[k].min_w += nd->tel.gpu[g].min_mw / 1000.0;
         }
     }
+  }
+  /* A tier set through the API (/v1/tiers) wins over the node's. */
+  for (size_t k = 0; k < n; k++) {
+    double l = pfid_api_tier(d, v[k].job);
+    if (l >= 0)
+      v[k].max_loss = l;
   }
   for (size_t k = 0; d->ctl && k < n; k++) {
     struct pfi_ctl_belief b;

@@ -34,8 +34,13 @@ static char *signature(struct pfi_pfid *d) {
     if (!n->have_tel || !n->tel.n)
       continue;
     pfi_buf_printf(&b, "%s:%u", n->name, n->tel.n);
-    for (unsigned g = 0; g < n->tel.n; g++)
+    for (unsigned g = 0; g < n->tel.n; g++) {
+      double loss =
+          n->tel.gpu[g].job[0] ? pfid_api_tier(d, n->tel.gpu[g].job) : -1;
       pfi_buf_printf(&b, ",%s", n->tel.gpu[g].job);
+      if (loss >= 0) /* a tier that changes rebuilds the module */
+        pfi_buf_printf(&b, "@%.17g", loss);
+    }
     pfi_buf_printf(&b, ";");
   }
   if (b.oom || !b.s) {
@@ -67,7 +72,8 @@ static void record(struct pfi_pfid *d, const struct pfi_ctl_record *r) {
 }
 
 /* Builds the controller over the nodes with telemetry. */
-static int build(struct pfi_pfid *d, char *sig, struct pfi_error *err) {
+static int build(struct pfi_pfid *d, char *sig, int log,
+                 struct pfi_error *err) {
   size_t nn = 0, ng = 0;
   for (size_t i = 0; i < d->n_nodes; i++)
     if (d->node[i].have_tel && d->node[i].tel.n) {
@@ -120,12 +126,13 @@ static int build(struct pfi_pfid *d, char *sig, struct pfi_error *err) {
       if (jb && strcmp(jb, job) == 0)
         gj[m++] = b;
     }
-    /* The tier, when the job's node reports one (Slurm prolog). */
-    double loss = 1.0;
-    struct pfid_node *nd = pfid_node_find(d, d->ctl_node[ia]);
-    for (unsigned q = 0; nd && q < nd->tel.n_jobs; q++)
-      if (strcmp(nd->tel.job[q].id, job) == 0 && nd->tel.job[q].max_loss >= 0)
-        loss = nd->tel.job[q].max_loss;
+    /* The tier: the API's, else the one its node reports (Slurm
+     * prolog), else none (1). */
+    const char *src;
+    double loss =
+        pfid_job_tier(d, job, pfid_node_find(d, d->ctl_node[ia]), &src);
+    if (loss < 0)
+      loss = 1.0;
     struct pfi_ctl_job j = {job, NULL, m, gj, NAN, NAN,
                             NAN, loss, 0, 0,  NAN, NAN};
     if ((rc = pfi_ctl_job_add(d->ctl, &j, err)) < 0)
@@ -135,8 +142,10 @@ static int build(struct pfi_pfid *d, char *sig, struct pfi_error *err) {
   d->ctl_epoch = (long long)(pfid_wall() * 1000);
   d->ctl_sig = sig;
   sig = NULL;
-  pfid_log(d, "controller", "%zu nodes, %zu GPUs, %zu job slots (epoch %lld)",
-           nn, ng, pfi_ctl_nslots(d->ctl), d->ctl_epoch);
+  if (log)
+    pfid_log(d, "controller",
+             "%zu nodes, %zu GPUs, %zu job slots (epoch %lld)", nn, ng,
+             pfi_ctl_nslots(d->ctl), d->ctl_epoch);
 out:
   free(sig);
   free(lo);
@@ -157,15 +166,19 @@ int pfid_ctl_period(struct pfi_pfid *d, const struct pfi_fleet_event *ev,
   if (d->ctl && strcmp(sig, d->ctl_sig) != 0) {
     /* A node or job came or went: the module's GPUs are fixed at open. Its
      * beliefs start again; the caps in force are its starting point. */
-    pfid_log(d, "controller", "rebuilt: the fleet's nodes or jobs changed");
+    if (ev || d->recovering)
+      pfid_log(d, "controller", "rebuilt: the fleet's nodes or jobs changed");
     pfid_ctl_close(d);
   }
+  if (!d->ctl && !ev && !sig[0]) {
+    free(sig); /* no node reports yet */
+    return 0;
+  }
   if (!d->ctl) {
-    if (!ev) {
-      free(sig);
-      return 0;
-    }
-    if ((rc = build(d, sig, err)) < 0)
+    /* Built outside events too: it learns each job's uncapped point (and
+     * the pre-event baseline) from the periods before an event, and
+     * changes no cap outside one. */
+    if ((rc = build(d, sig, ev != NULL, err)) < 0)
       return rc;
   } else {
     free(sig);
@@ -231,9 +244,7 @@ int pfid_ctl_period(struct pfi_pfid *d, const struct pfi_fleet_event *ev,
       want[i][g] = (uint32_t)mw;
     }
   }
-  if (!ev && !out.recovering) {
-    pfid_ctl_close(d);
-    return 0;
-  }
-  return 1;
+  /* Outside an event and its recovery the module stays, learning; the
+   * caller restores every node. */
+  return ev || out.recovering ? 1 : 0;
 }

@@ -13,6 +13,8 @@
 #include "pfi/pfid.h"
 
 #define PFID_MAX_EVENTS 64
+/* Jobs whose tier was set through the API (keys tier.*). */
+#define PFID_MAX_TIERS 1024
 
 struct pfid_node {
   char name[PFI_FLEET_NAME_MAX];
@@ -43,6 +45,8 @@ struct pfi_pfid {
   size_t n_nodes, cap_nodes;
   struct pfi_fleet_event ev[PFID_MAX_EVENTS];
   size_t n_ev;
+  struct pfi_fleet_tier tier[PFID_MAX_TIERS]; /* by job id, sorted */
+  size_t n_tier;
   int leader;
   uint64_t leader_rev;            /* our lease's revision while leader */
   uint64_t seen_rev;              /* standby: the lease revision last seen */
@@ -76,6 +80,13 @@ int pfid_ctl_period(struct pfi_pfid *d, const struct pfi_fleet_event *ev,
                     uint32_t (*want)[PFI_FLEET_MAX_GPUS],
                     struct pfi_error *err);
 void pfid_ctl_close(struct pfi_pfid *d);
+/* The tier of job `job`: the API's (keys tier.*) when set, else the one
+ * its node reports (node `hint` only, when not NULL), else none. Returns
+ * the largest loss (0..1, or -1 for none) and sets *source to "api",
+ * "node" or "". pfid_api_tier: the API's only. Called with d->mu held. */
+double pfid_job_tier(struct pfi_pfid *d, const char *job,
+                     const struct pfid_node *hint, const char **source);
+double pfid_api_tier(const struct pfi_pfid *d, const char *job);
 /* The node named `name`, or NULL. */
 struct pfid_node *pfid_node_find(struct pfi_pfid *d, const char *name);
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* Fuzz target: the fleet's message decoders (assignments, telemetry,
- * events). Whatever a decoder accepts must satisfy its own checks and
+ * events, tiers). Whatever a decoder accepts must satisfy its own checks and
  * survive an encode/decode round trip unchanged. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -42,6 +42,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int len = pfi_fleet_event_encode(&e, out, sizeof out, &err);
     if (len < 0 || pfi_fleet_event_decode(out, (size_t)len, &e2, &err) != 0 ||
         e2.end_s != e.end_s || e2.target_w != e.target_w)
+      abort();
+  }
+  struct pfi_fleet_tier t3, t4;
+  if (pfi_fleet_tier_decode(s, size, &t3, &err) == 0) {
+    if (!pfi_fleet_name_ok(t3.job) || !(t3.max_loss >= 0 && t3.max_loss <= 1))
+      abort();
+    int len = pfi_fleet_tier_encode(&t3, out, sizeof out, &err);
+    if (len < 0 || pfi_fleet_tier_decode(out, (size_t)len, &t4, &err) != 0 ||
+        t4.max_loss != t3.max_loss || strcmp(t4.name, t3.name) != 0)
       abort();
   }
   return 0;

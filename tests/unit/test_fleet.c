@@ -2,6 +2,8 @@
 /* The fleet's messages and the agent's safety rules, without a network:
  * the agent runs on emulated GPUs and the test reads their limits through
  * a second device session, as any other tool would. */
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -9,6 +11,7 @@
 
 #include "pfi/agent.h"
 #include "pfi/capset.h"
+#include "pfi/control.h"
 #include "pfi/device.h"
 #include "pfi/fleet.h"
 #include "testutil.h"
@@ -343,6 +346,104 @@ static void test_agent_jobs(void **state) {
   pfi_agent_close(ag);
 }
 
+/* The value of metric line `name{job="id"}` in text, or NAN when absent. */
+static double metric(const char *text, const char *name, const char *id) {
+  char pre[200];
+  snprintf(pre, sizeof pre, "\n%s{job=\"%s\"} ", name, id);
+  const char *p = strstr(text, pre);
+  return p ? strtod(p + strlen(pre), NULL) : NAN;
+}
+
+/* The prior's believed PFI worked by hand (docs/control.md: the prior
+ * T/T_max = 1 - (1 - u)^g, u = P/P_max, its exponent from the PFI at the
+ * middle of the job's range; the belief's PFI is the mean of
+ * (1 - P/P_max) / (1 - T/T_max) at 5 powers from the job's lowest draw
+ * up, 0.97 of the cap sum at the lowest caps until a cap-bound period
+ * says otherwise). */
+static double prior_pfi(double pfi, double lo_w, double pmax_w) {
+  double um = (lo_w / pmax_w + 1) / 2, g = 1 - log(pfi) / log(1 - um), s = 0;
+  for (int k = 0; k < 5; k++) {
+    double u = (lo_w + (pmax_w - lo_w) * k / 5.0) / pmax_w;
+    s += (1 - u) / pow(1 - u, g);
+  }
+  return s / 5;
+}
+
+/* pfid's per-job metrics from the control module's beliefs. */
+static void test_job_metrics(void **state) {
+  double lo[4] = {200, 200, 200, 200}, hi[4] = {700, 700, 700, 700};
+  struct pfi_ctl *ctl = NULL;
+  struct pfi_error err;
+  assert_int_equal(pfi_ctl_open(&ctl, NULL, 4, lo, hi, &err), 0);
+  size_t g0[2] = {0, 1}, g1[2] = {2, 3}, g2[1] = {0};
+  /* a: no PFI estimate (the 1.5 prior); b: an estimate of 2.2; both with
+   * their uncapped point known. */
+  struct pfi_ctl_job a = {"slurm-1", NULL, 2, g0, NAN, NAN, NAN, 1, 0, 0,
+                          1300, 1000};
+  struct pfi_ctl_job b = {"slurm-2", NULL, 2, g1, 2.2, NAN, NAN, 0.25, 0, 0,
+                          1200, 500};
+  assert_true(pfi_ctl_job_add(ctl, &a, &err) >= 0);
+  assert_true(pfi_ctl_job_add(ctl, &b, &err) >= 0);
+  const char *ids[] = {"slurm-1", "slurm-2", "slurm-3"};
+  struct pfi_buf t = {0};
+  pfi_fleet_metrics_jobs(&t, ctl, ids, 3);
+  assert_false(t.oom);
+  double lo_w = 0.97 * 2 * 200;
+  ASSERT_NEAR(metric(t.s, "pfi_job_power_flexibility_index", "slurm-1"),
+              prior_pfi(1.5, lo_w, 1300), 1e-12);
+  ASSERT_NEAR(metric(t.s, "pfi_job_power_flexibility_index", "slurm-2"),
+              prior_pfi(2.2, lo_w, 1200), 1e-12);
+  ASSERT_NEAR(metric(t.s, "pfi_job_learned_points", "slurm-1"), 0, 0);
+  /* A job the module does not know has no series; the headers stay. */
+  assert_true(isnan(metric(t.s, "pfi_job_power_flexibility_index", "slurm-3")));
+  assert_non_null(strstr(t.s, "# TYPE pfi_job_power_flexibility_index gauge\n"));
+  pfi_buf_release(&t);
+  /* Uncapped point unknown: no PFI yet, its points (0) still shown. */
+  struct pfi_ctl_job c = {"slurm-3", NULL, 1, g2, NAN, NAN, NAN, 1, 0, 0,
+                          NAN, NAN};
+  assert_int_equal(pfi_ctl_job_remove(ctl, pfi_ctl_job_find(ctl, "slurm-1"),
+                                      &err), 0);
+  assert_true(pfi_ctl_job_add(ctl, &c, &err) >= 0);
+  pfi_fleet_metrics_jobs(&t, ctl, ids, 3);
+  assert_true(isnan(metric(t.s, "pfi_job_power_flexibility_index", "slurm-3")));
+  ASSERT_NEAR(metric(t.s, "pfi_job_learned_points", "slurm-3"), 0, 0);
+  assert_true(isnan(metric(t.s, "pfi_job_learned_points", "slurm-1")));
+  pfi_buf_release(&t);
+  /* Outside an event (no module): headers, no series. */
+  pfi_fleet_metrics_jobs(&t, NULL, ids, 3);
+  assert_null(strstr(t.s, "{job="));
+  pfi_buf_release(&t);
+  pfi_ctl_close(ctl);
+}
+
+/* A tier set through pfid's API, as the bucket holds it. */
+static void test_tier_codec(void **state) {
+  struct pfi_fleet_tier t = {"slurm-9", 0.25, "flex25"}, u;
+  struct pfi_error err;
+  char buf[512];
+  int len = pfi_fleet_tier_encode(&t, buf, sizeof buf, &err);
+  assert_true(len > 0);
+  assert_int_equal(pfi_fleet_tier_decode(buf, (size_t)len, &u, &err), 0);
+  assert_string_equal(u.job, "slurm-9");
+  assert_string_equal(u.name, "flex25");
+  ASSERT_NEAR(u.max_loss, 0.25, 0);
+  static const char over[] = "{\"v\":1,\"job\":\"j\",\"max_loss\":1.5}";
+  assert_int_equal(pfi_fleet_tier_decode(over, sizeof over - 1, &u, &err),
+                   PFI_EPARSE);
+  assert_non_null(strstr(err.msg, "\"max_loss\""));
+  static const char nojob[] = "{\"v\":1,\"job\":\"a.b\",\"max_loss\":0}";
+  assert_int_equal(pfi_fleet_tier_decode(nojob, sizeof nojob - 1, &u, &err),
+                   PFI_EPARSE);
+  assert_non_null(strstr(err.msg, "\"job\""));
+  double loss = -1;
+  assert_int_equal(pfi_fleet_tier_lookup("flex10", &loss), 0);
+  ASSERT_NEAR(loss, 0.1, 0);
+  assert_int_equal(pfi_fleet_tier_lookup("flex11", &loss), -1);
+  assert_string_equal(pfi_fleet_tier_named(3, &loss), "flex50");
+  ASSERT_NEAR(loss, 0.5, 0);
+  assert_null(pfi_fleet_tier_named(4, &loss));
+}
+
 int main(void) {
   if (!mkdtemp(dir))
     return 1;
@@ -360,6 +461,8 @@ int main(void) {
       cmocka_unit_test(test_agent_all_or_none),
       cmocka_unit_test(test_tail_rate),
       cmocka_unit_test(test_agent_jobs),
+      cmocka_unit_test(test_job_metrics),
+      cmocka_unit_test(test_tier_codec),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[400];
