@@ -126,6 +126,34 @@ int pfi_agent_cap_write(const char *path, const char *json, size_t len,
                         struct pfi_error *err);
 
 /*
+ * A throughput report a trainer posted for job `job` (pfi-agent's
+ * --tput-listen endpoint): `len` bytes holding one line of the throughput
+ * protocol (docs/throughput-protocol.md), received at monotonic `mono_s`.
+ * `peer_pid` > 0 is the posting process (a Unix socket's peer): when its
+ * cgroup (/proc/PID/cgroup) places it in a Slurm job, that must be `job`.
+ * The report's tokens_per_s, or its cumulative tokens over the job's
+ * previous report, is the job's throughput in telemetry for
+ * PFI_AGENT_POST_TTL_S (it wins over --tput-dir). Returns 1 and sets *rate,
+ * 0 when the report gives no rate yet (the first cumulative one, or a
+ * counter that went down), PFI_ENOTFOUND (no GPU of this node runs `job`),
+ * PFI_NOPERM (the poster is another job's), PFI_EPARSE (err located as
+ * "body", line 1 and the column). Safe to call from another thread than
+ * pfi_agent_tick's.
+ */
+#define PFI_AGENT_POST_TTL_S 10.0
+int pfi_agent_post_throughput(struct pfi_agent *ag, const char *job,
+                              const char *body, size_t len, long peer_pid,
+                              double mono_s, double *rate,
+                              struct pfi_error *err);
+
+/* The Slurm job a process belongs to from its cgroup file (a path
+ * component "job_N", as Slurm's cgroup plugins name it, v1 or v2):
+ * "slurm-N" into buf. Returns 1, 0 when it is in no Slurm job, or PFI_EIO
+ * when the file cannot be read. `cgroup_path` NULL: /proc/PID/cgroup. */
+int pfi_fleet_cgroup_job(long pid, const char *cgroup_path, char *buf,
+                         size_t n, struct pfi_error *err);
+
+/*
  * The newest throughput in a JSONL file of the throughput protocol: reads
  * at most the last 64 KiB, takes the newest line's "tokens_per_s", or the
  * rate between the two newest lines' cumulative "tokens". Returns 1 and

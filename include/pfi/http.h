@@ -22,6 +22,7 @@ struct pfi_http_req {
   size_t body_len;
   const char *(*arg)(const struct pfi_http_req *rq, const char *key);
   void *conn; /* for arg() */
+  long peer_pid; /* a Unix socket's peer process (SO_PEERCRED), or -1 */
 };
 
 struct pfi_http_resp {
@@ -38,12 +39,14 @@ struct pfi_http;
 
 /*
  * Listens on `listen` ("127.0.0.1:8080", "[::1]:0", ":9400" for every
- * address; port 0 picks a free port). Returns 0, PFI_EINVAL (bad address),
- * PFI_EIO (cannot listen). Stop with pfi_http_stop().
+ * address; port 0 picks a free port; "unix:PATH" a Unix socket, made mode
+ * 0666 (any local process may connect), an existing socket file replaced).
+ * Returns 0, PFI_EINVAL (bad address), PFI_EIO (cannot listen). Stop with
+ * pfi_http_stop() (which removes the socket file).
  */
 int pfi_http_start(struct pfi_http **h, const char *listen, pfi_http_fn fn,
                    void *arg, struct pfi_error *err);
-/* The port listened on. */
+/* The port listened on (0 on a Unix socket). */
 unsigned pfi_http_port(const struct pfi_http *h);
 void pfi_http_stop(struct pfi_http *h);
 

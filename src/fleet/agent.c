@@ -6,6 +6,7 @@
 #include <jansson.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,16 @@ struct pfi_agent {
    * are, and since when (Unix time). */
   char reason[PFI_FLEET_NAME_MAX];
   double since_s, now_s; /* now_s: the newest time the caller passed */
+  /* Throughput posted by the jobs (pfi_agent_post_throughput), under
+   * post_mu: the endpoint's thread writes, the tick reads. */
+  pthread_mutex_t post_mu;
+  struct posted {
+    char id[PFI_FLEET_NAME_MAX];
+    double mono_s;       /* when the newest report arrived */
+    double rate;         /* its rate, < 0 none */
+    double tokens, t_s;  /* its cumulative tokens and time, NaN none */
+  } post[PFI_FLEET_MAX_JOBS];
+  unsigned n_post;
 };
 
 /* ---- the record ------------------------------------------------------------
@@ -414,7 +425,15 @@ int pfi_agent_tick(struct pfi_agent *ag, double now_s, double mono_s,
         t->job[j].max_loss = v;
     }
     double rate = -1;
-    if (ag->emu_job) {
+    pthread_mutex_lock(&ag->post_mu);
+    for (unsigned q = 0; q < ag->n_post; q++)
+      if (strcmp(ag->post[q].id, g->job) == 0 && ag->post[q].rate >= 0 &&
+          mono_s - ag->post[q].mono_s <= PFI_AGENT_POST_TTL_S)
+        rate = ag->post[q].rate;
+    pthread_mutex_unlock(&ag->post_mu);
+    if (rate >= 0) {
+      /* posted by the job itself: newer than any file */
+    } else if (ag->emu_job) {
       if (pfi_emu_progress(ag->dev, NULL, &rate, NULL, NULL) < 0)
         rate = -1;
     } else if (ag->tput[0]) {
@@ -474,6 +493,7 @@ int pfi_agent_open(struct pfi_agent **out, const struct pfi_agent_opts *o,
   int rc, caps_ok = 0;
   if (!ag)
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  pthread_mutex_init(&ag->post_mu, NULL);
   if (!o->node || !pfi_fleet_name_ok(o->node)) {
     rc = pfi_error_set(err, PFI_EINVAL,
                        "node name '%s': expected 1..63 letters, digits, _ "
@@ -562,7 +582,126 @@ void pfi_agent_close(struct pfi_agent *ag) {
     pfi__store_unlock(ag->st);
   pfi_store_close(ag->st);
   pfi_emu_jobs_release(&ag->jobs);
+  pthread_mutex_destroy(&ag->post_mu);
   free(ag);
+}
+
+/* ---- throughput posted by the jobs ----------------------------------------
+ */
+
+int pfi_fleet_cgroup_job(long pid, const char *cgroup_path, char *buf,
+                         size_t n, struct pfi_error *err) {
+  char path[64], text[4096];
+  if (!cgroup_path) {
+    snprintf(path, sizeof path, "/proc/%ld/cgroup", pid);
+    cgroup_path = path;
+  }
+  int fd = open(cgroup_path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return pfi_error_set(err, PFI_EIO, "%s: %s", cgroup_path,
+                         strerror(errno));
+  ssize_t k = read(fd, text, sizeof text - 1);
+  close(fd);
+  if (k < 0)
+    return pfi_error_set(err, PFI_EIO, "%s: cannot read", cgroup_path);
+  text[k] = 0;
+  /* Lines "ID:CONTROLLERS:PATH"; a component "job_<digits>" (Slurm's
+   * .../uid_U/job_N/step_S/... or /system.slice/slurmstepd.scope/job_N/...). */
+  for (char *p = text; (p = strstr(p, "/job_")); p++) {
+    char *d = p + 5, *e = d;
+    while (*e >= '0' && *e <= '9')
+      e++;
+    if (e == d || (*e != '/' && *e != '\n' && *e != 0) || e - d > 18)
+      continue;
+    if ((size_t)snprintf(buf, n, "slurm-%.*s", (int)(e - d), d) >= n)
+      return pfi_error_set(err, PFI_ERANGE, "job id too long");
+    return 1;
+  }
+  buf[0] = 0;
+  return 0;
+}
+
+int pfi_agent_post_throughput(struct pfi_agent *ag, const char *job,
+                              const char *body, size_t len, long peer_pid,
+                              double mono_s, double *rate,
+                              struct pfi_error *err) {
+  if (!pfi_fleet_name_ok(job))
+    return pfi_error_set(err, PFI_ENOTFOUND,
+                         "job '%.64s': not a name of 1..63 letters, digits, "
+                         "_ or -",
+                         job);
+  int here = 0;
+  char on[PFI_FLEET_NAME_MAX];
+  for (unsigned i = 0; i < ag->n && !here; i++) {
+    job_of(ag, i, on, sizeof on);
+    here = strcmp(on, job) == 0;
+  }
+  if (!here)
+    return pfi_error_set(err, PFI_ENOTFOUND, "no GPU of node %s runs job %s",
+                         ag->node, job);
+  if (peer_pid > 0) {
+    char mine[PFI_FLEET_NAME_MAX];
+    int r = pfi_fleet_cgroup_job(peer_pid, NULL, mine, sizeof mine, NULL);
+    if (r == 1 && strcmp(mine, job) != 0)
+      return pfi_error_set(err, PFI_ENOPERM,
+                           "process %ld belongs to job %s, not %s", peer_pid,
+                           mine, job);
+  }
+  /* One line: a trailing newline is allowed, nothing after it. */
+  size_t l = len;
+  if (l && body[l - 1] == '\n')
+    l--;
+  if (l && body[l - 1] == '\r')
+    l--;
+  const char *nl = memchr(body, '\n', l);
+  if (nl)
+    return pfi_error_set(err, PFI_EPARSE,
+                         "body:2: one report per request (a second line "
+                         "starts at byte %zu)",
+                         (size_t)(nl - body) + 2);
+  struct pfi_step st;
+  int rc = pfi_jsonl_parse_line("body", 1, body, l, &st, NULL, err);
+  if (rc < 0)
+    return rc;
+  if (rc == 0)
+    return pfi_error_set(err, PFI_EPARSE, "body:1: empty report");
+  pthread_mutex_lock(&ag->post_mu);
+  unsigned q = 0;
+  while (q < ag->n_post && strcmp(ag->post[q].id, job) != 0)
+    q++;
+  if (q == ag->n_post) {
+    /* A new job: reuse the stalest entry when the table is full. */
+    if (q == PFI_FLEET_MAX_JOBS) {
+      q = 0;
+      for (unsigned i = 1; i < ag->n_post; i++)
+        if (ag->post[i].mono_s < ag->post[q].mono_s)
+          q = i;
+    } else {
+      ag->n_post++;
+    }
+    memset(&ag->post[q], 0, sizeof ag->post[q]);
+    snprintf(ag->post[q].id, sizeof ag->post[q].id, "%s", job);
+    ag->post[q].tokens = ag->post[q].t_s = NAN;
+    ag->post[q].rate = -1;
+  }
+  struct posted *p = &ag->post[q];
+  double r = -1;
+  if (isfinite(st.tokens_per_s)) {
+    r = st.tokens_per_s;
+  } else if (isfinite(st.tokens) && isfinite(st.job_t_s) &&
+             isfinite(p->tokens) && isfinite(p->t_s) && st.job_t_s > p->t_s &&
+             st.tokens >= p->tokens) {
+    r = (st.tokens - p->tokens) / (st.job_t_s - p->t_s);
+  }
+  p->tokens = st.tokens;
+  p->t_s = st.job_t_s;
+  p->mono_s = mono_s;
+  p->rate = isfinite(r) && r >= 0 ? r : -1;
+  pthread_mutex_unlock(&ag->post_mu);
+  if (!(r >= 0 && isfinite(r)))
+    return 0;
+  *rate = r;
+  return 1;
 }
 
 /* ---- throughput from a job's JSONL file ------------------------------------

@@ -3,18 +3,23 @@
 #include "pfi/http.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 struct pfi_http {
   struct MHD_Daemon *d;
   pfi_http_fn fn;
   void *arg;
   unsigned port;
+  char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 };
 
 /* A request being received. */
@@ -82,7 +87,18 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
       b->buf ? b->buf : "",
       b->len,
       req_arg,
-      c};
+      c,
+      -1};
+  if (h->unix_path[0]) {
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    struct ucred cr;
+    socklen_t cl = sizeof cr;
+    if (ci && getsockopt(ci->connect_fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) ==
+                  0 &&
+        cr.pid > 0)
+      rq.peer_pid = cr.pid;
+  }
   struct pfi_http_resp rs = {200, "application/json", NULL, 0};
   h->fn(h->arg, &rq, &rs);
   return reply(c, rs.status, rs.type, rs.body, rs.body ? rs.len : 0);
@@ -98,8 +114,61 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
   }
 }
 
+static int start_unix(struct pfi_http **out, const char *path, pfi_http_fn fn,
+                      void *arg, struct pfi_error *err) {
+  struct sockaddr_un sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sun_family = AF_UNIX;
+  if (!path[0] || strlen(path) >= sizeof sa.sun_path)
+    return pfi_error_set(err, PFI_EINVAL,
+                         "listen address 'unix:%s': expected a path of "
+                         "1..%zu bytes",
+                         path, sizeof sa.sun_path - 1);
+  memcpy(sa.sun_path, path, strlen(path) + 1);
+  struct stat sb;
+  if (lstat(path, &sb) == 0) {
+    if (!S_ISSOCK(sb.st_mode))
+      return pfi_error_set(err, PFI_EINVAL,
+                           "unix:%s exists and is not a socket", path);
+    unlink(path); /* left by an earlier run */
+  }
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
+      chmod(path, 0666) != 0 || listen(fd, 64) != 0) {
+    int e = errno;
+    if (fd >= 0)
+      close(fd);
+    return pfi_error_set(err, PFI_EIO, "cannot listen on unix:%s: %s", path,
+                         strerror(e));
+  }
+  struct pfi_http *h = calloc(1, sizeof *h);
+  if (!h) {
+    close(fd);
+    unlink(path);
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  }
+  h->fn = fn;
+  h->arg = arg;
+  memcpy(h->unix_path, path, strlen(path) + 1);
+  h->d = MHD_start_daemon(
+      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL, 0, NULL, NULL, handler,
+      h, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, completed,
+      h, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
+      MHD_OPTION_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_END);
+  if (!h->d) {
+    close(fd);
+    unlink(path);
+    free(h);
+    return pfi_error_set(err, PFI_EIO, "cannot serve on unix:%s", path);
+  }
+  *out = h;
+  return 0;
+}
+
 int pfi_http_start(struct pfi_http **out, const char *listen, pfi_http_fn fn,
                    void *arg, struct pfi_error *err) {
+  if (listen && strncmp(listen, "unix:", 5) == 0)
+    return start_unix(out, listen + 5, fn, arg, err);
   char host[128];
   const char *colon = listen ? strrchr(listen, ':') : NULL;
   if (!colon || (size_t)(colon - listen) >= sizeof host)
@@ -164,6 +233,8 @@ void pfi_http_stop(struct pfi_http *h) {
   if (!h)
     return;
   MHD_stop_daemon(h->d);
+  if (h->unix_path[0])
+    unlink(h->unix_path);
   free(h);
 }
 

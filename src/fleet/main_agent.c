@@ -38,6 +38,8 @@ static const char usage[] =
     "  --cap-file PATH        write the node's caps and their reason there, JSON,\n"
     "                         every period (atomic rename): what a job reads\n"
     "  --cap-listen HOST:PORT serve the same at GET /v1/cap (e.g. 127.0.0.1:9401)\n"
+    "  --tput-listen ADDR     accept POST /v1/jobs/JOB/throughput there:\n"
+    "                         HOST:PORT or unix:PATH (a Unix socket)\n"
     "  --restore-on-exit      restore the recorded limits on exit even during\n"
     "                         an event (default: only outside one)\n"
     "  --help\n";
@@ -108,6 +110,78 @@ static void serve(void *arg, const struct pfi_http_req *rq,
   rs->type = "text/plain; version=0.0.4";
 }
 
+/* The throughput endpoint: POST /v1/jobs/JOB/throughput with one line of
+ * the throughput protocol. */
+static void reply(struct pfi_http_resp *rs, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void reply(struct pfi_http_resp *rs, int status, const char *fmt, ...) {
+  struct pfi_buf b = {0};
+  va_list ap;
+  va_start(ap, fmt);
+  char tmp[PFI_ERROR_MSG_MAX + 400];
+  vsnprintf(tmp, sizeof tmp, fmt, ap);
+  va_end(ap);
+  pfi_buf_printf(&b, "%s", tmp);
+  rs->status = b.oom ? 500 : status;
+  rs->type = "application/json";
+  rs->body = b.s;
+  rs->len = b.len;
+}
+
+/* A message as a JSON string's contents (quotes, backslashes, controls). */
+static void json_text(char *out, size_t n, const char *in) {
+  size_t k = 0;
+  for (; *in && k + 7 < n; in++) {
+    unsigned char c = (unsigned char)*in;
+    if (c == '"' || c == '\\')
+      k += (size_t)snprintf(out + k, n - k, "\\%c", c);
+    else if (c < 0x20)
+      k += (size_t)snprintf(out + k, n - k, "\\u%04x", c);
+    else
+      out[k++] = (char)c;
+  }
+  out[k] = 0;
+}
+
+static void serve_tput(void *arg, const struct pfi_http_req *rq,
+                       struct pfi_http_resp *rs) {
+  static const char pre[] = "/v1/jobs/", suf[] = "/throughput";
+  const char *p = rq->path;
+  size_t lp = strlen(p);
+  char job[PFI_FLEET_NAME_MAX + 1];
+  if (strncmp(p, pre, sizeof pre - 1) != 0 || lp < sizeof pre + sizeof suf - 1 ||
+      strcmp(p + lp - (sizeof suf - 1), suf) != 0 ||
+      lp - (sizeof pre - 1) - (sizeof suf - 1) >= sizeof job) {
+    reply(rs, 404, "{\"error\":\"not found: POST /v1/jobs/JOB/throughput\"}\n");
+    return;
+  }
+  size_t lj = lp - (sizeof pre - 1) - (sizeof suf - 1);
+  memcpy(job, p + sizeof pre - 1, lj);
+  job[lj] = 0;
+  if (strcmp(rq->method, "POST") != 0) {
+    reply(rs, 405, "{\"error\":\"method not allowed (POST)\"}\n");
+    return;
+  }
+  struct pfi_error err;
+  char msg[PFI_ERROR_MSG_MAX + 300], esc[2 * sizeof msg];
+  double rate = -1;
+  int r = pfi_agent_post_throughput(arg, job, rq->body, rq->body_len,
+                                    rq->peer_pid, mono_now(), &rate, &err);
+  if (r < 0) {
+    json_text(esc, sizeof esc, pfi_error_format(&err, msg, sizeof msg));
+    reply(rs,
+          r == PFI_ENOTFOUND ? 404
+          : r == PFI_ENOPERM ? 403
+                             : 400,
+          "{\"error\":\"%s\"}\n", esc);
+    return;
+  }
+  if (r == 1)
+    reply(rs, 200, "{\"job\":\"%s\",\"tokens_per_s\":%.17g}\n", job, rate);
+  else
+    reply(rs, 200, "{\"job\":\"%s\",\"tokens_per_s\":null}\n", job);
+}
+
 int main(int argc, char **argv) {
   enum {
     O_NODE = 1,
@@ -127,6 +201,7 @@ int main(int argc, char **argv) {
     O_TIER,
     O_CAPFILE,
     O_CAPLISTEN,
+    O_TLISTEN,
     O_HELP
   };
   static const struct option lo[] = {{"node", 1, 0, O_NODE},
@@ -146,11 +221,13 @@ int main(int argc, char **argv) {
                                      {"tier-dir", 1, 0, O_TIER},
                                      {"cap-file", 1, 0, O_CAPFILE},
                                      {"cap-listen", 1, 0, O_CAPLISTEN},
+                                     {"tput-listen", 1, 0, O_TLISTEN},
                                      {"help", 0, 0, O_HELP},
                                      {0, 0, 0, 0}};
   struct pfi_agent_opts ao = {0};
   struct pfi_nats_opts no = {0};
-  const char *metrics = NULL, *cap_file = NULL, *cap_listen = NULL;
+  const char *metrics = NULL, *cap_file = NULL, *cap_listen = NULL,
+             *tlisten = NULL;
   char user[PFI_FLEET_NAME_MAX + 8], params[300];
   int emulate = 0, restore_on_exit = 0, c;
   double period = 1.0;
@@ -217,6 +294,9 @@ int main(int argc, char **argv) {
     case O_METRICS:
       metrics = optarg;
       break;
+    case O_TLISTEN:
+      tlisten = optarg;
+      break;
     case O_RESTORE:
       restore_on_exit = 1;
       break;
@@ -270,7 +350,7 @@ int main(int argc, char **argv) {
   struct pfi_agent *ag = NULL;
   struct pfi_nats *nc = NULL;
   struct pfi_nats_sub *sub = NULL;
-  struct pfi_http *http = NULL, *cap_http = NULL;
+  struct pfi_http *http = NULL, *cap_http = NULL, *thttp = NULL;
   int rc = pfi_agent_open(&ag, &ao, wall_now(), &err);
   if (rc < 0) {
     fprintf(stderr, "pfi-agent: %s\n", pfi_error_format(&err, msg, sizeof msg));
@@ -287,11 +367,15 @@ int main(int argc, char **argv) {
       (metrics && (rc = pfi_http_start(&http, metrics, serve, NULL, &err)) < 0) ||
       (cap_listen &&
        (rc = pfi_http_start(&cap_http, cap_listen, serve, (void *)cap_listen,
-                            &err)) < 0))
+                            &err)) < 0) ||
+      (tlisten &&
+       (rc = pfi_http_start(&thttp, tlisten, serve_tput, ag, &err)) < 0))
     goto out;
   if (cap_http)
     logf_("cap status on %s (port %u, GET /v1/cap)", cap_listen,
           pfi_http_port(cap_http));
+  if (thttp)
+    logf_("throughput endpoint on %s", tlisten);
   if (http)
     logf_("metrics on %s (port %u)", metrics, pfi_http_port(http));
   char tsubj[PFI_FLEET_NAME_MAX + 32];
@@ -411,6 +495,7 @@ out:
   }
   pfi_http_stop(http);
   pfi_http_stop(cap_http);
+  pfi_http_stop(thttp); /* before the agent it posts to */
   pfi_nats_unsubscribe(sub);
   pfi_nats_close(nc);
   pfi_agent_close(ag);

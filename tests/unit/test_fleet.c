@@ -343,7 +343,73 @@ static void test_agent_jobs(void **state) {
   ASSERT_EQ_INT(t.n_jobs, 1);
   ASSERT_NEAR(t.job[0].max_loss, 0.25, 0);
   ASSERT_NEAR(t.job[0].tokens_per_s, 4321.5, 0);
+  /* Posted by the job (the --tput-listen endpoint): wins over the file
+   * while fresh; cumulative tokens give the rate between two posts. */
+  double r = -1;
+  static const char p1[] = "{\"t\": 6, \"tokens_per_s\": 99.5}\n";
+  assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", p1, sizeof p1 - 1,
+                                             -1, 1, &r, &err), 1);
+  ASSERT_NEAR(r, 99.5, 0);
+  assert_int_equal(pfi_agent_tick(ag, 5001, 2, &t, &err), 0);
+  ASSERT_NEAR(t.job[0].tokens_per_s, 99.5, 0);
+  static const char c1[] = "{\"t\": 10, \"tokens\": 1000}",
+                    c2[] = "{\"t\": 14, \"tokens\": 9000}";
+  assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", c1, sizeof c1 - 1,
+                                             -1, 3, &r, &err), 0);
+  assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", c2, sizeof c2 - 1,
+                                             -1, 4, &r, &err), 1);
+  ASSERT_NEAR(r, 2000, 0); /* 8000 tokens in 4 s */
+  assert_int_equal(pfi_agent_tick(ag, 5002, 5, &t, &err), 0);
+  ASSERT_NEAR(t.job[0].tokens_per_s, 2000, 0);
+  /* Stale (older than PFI_AGENT_POST_TTL_S): the file again. */
+  assert_int_equal(pfi_agent_tick(ag, 5020, 4 + PFI_AGENT_POST_TTL_S + 1, &t,
+                                  &err), 0);
+  ASSERT_NEAR(t.job[0].tokens_per_s, 4321.5, 0);
+  assert_int_equal(pfi_agent_post_throughput(ag, "slurm-8", p1, sizeof p1 - 1,
+                                             -1, 20, &r, &err),
+                   PFI_ENOTFOUND);
+  static const char b1[] = "{\"t\": 1, \"tokens_per_s\": \"fast\"}";
+  assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", b1, sizeof b1 - 1,
+                                             -1, 20, &r, &err),
+                   PFI_EPARSE);
+  assert_string_equal(err.file, "body");
+  ASSERT_EQ_INT(err.line, 1);
+  static const char b2[] = "{\"tokens_per_s\": 1}\n{\"tokens_per_s\": 2}\n";
+  assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", b2, sizeof b2 - 1,
+                                             -1, 20, &r, &err),
+                   PFI_EPARSE);
+  assert_non_null(strstr(err.msg, "body:2"));
+  /* The poster's own cgroup: this process is in no Slurm job (allowed). */
+  assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", p1, sizeof p1 - 1,
+                                             (long)getpid(), 21, &r, &err), 1);
   pfi_agent_close(ag);
+}
+
+/* A process's Slurm job from its cgroup file, v1 and v2 layouts. */
+static void test_cgroup_job(void **state) {
+  char f[400], job[64];
+  struct pfi_error err;
+  snprintf(f, sizeof f, "%s/cgroup", dir);
+  static const char *const text[] = {
+      /* cgroup v2 under slurmd's cgroup/v2 plugin */
+      "0::/system.slice/slurmstepd.scope/job_1234/step_0/user/task_0\n",
+      /* v1: several hierarchies */
+      "12:memory:/slurm/uid_1000/job_77/step_batch\n"
+      "11:devices:/slurm/uid_1000/job_77/step_batch/task_0\n",
+      /* not Slurm: a systemd session; "job_" not a whole component */
+      "0::/user.slice/user-0.slice/session-3.scope\n",
+      "0::/system.slice/my_job_12.service/job_x\n"};
+  const char *want[] = {"slurm-1234", "slurm-77", "", ""};
+  for (int i = 0; i < 4; i++) {
+    FILE *fp = fopen(f, "w");
+    fputs(text[i], fp);
+    fclose(fp);
+    assert_int_equal(pfi_fleet_cgroup_job(0, f, job, sizeof job, &err),
+                     want[i][0] ? 1 : 0);
+    assert_string_equal(job, want[i]);
+  }
+  snprintf(f, sizeof f, "%s/absent", dir);
+  assert_int_equal(pfi_fleet_cgroup_job(0, f, job, sizeof job, &err), PFI_EIO);
 }
 
 /* The value of metric line `name{job="id"}` in text, or NAN when absent. */
@@ -461,6 +527,7 @@ int main(void) {
       cmocka_unit_test(test_agent_all_or_none),
       cmocka_unit_test(test_tail_rate),
       cmocka_unit_test(test_agent_jobs),
+      cmocka_unit_test(test_cgroup_job),
       cmocka_unit_test(test_job_metrics),
       cmocka_unit_test(test_tier_codec),
   };
