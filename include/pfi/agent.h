@@ -41,7 +41,9 @@ struct pfi_agent_opts {
   const char *record;     /* path of the local record (SQLite), created */
   const char *jobmap_dir; /* GPU -> job files (dcgm-exporter HPC format:
                              one file per GPU index holding the job id), or
-                             NULL */
+                             NULL: the Slurm job of each GPU's compute
+                             processes, from their cgroups, where the
+                             backend lists them (nvml) */
   const char *tput_dir;   /* per-job throughput, DIR/<job>.jsonl in the
                              throughput protocol, or NULL */
   const char *tier_dir;   /* per-job tier, DIR/<job> holding the largest

@@ -70,7 +70,7 @@ struct pfi_power_limits {
   uint32_t default_mw; /* factory default (TDP) */
 };
 
-#define PFI_DEVICE_OPS_VERSION 1
+#define PFI_DEVICE_OPS_VERSION 2
 
 /*
  * A backend. Fields are only ever appended; `version` tells which are
@@ -105,6 +105,11 @@ struct pfi_device_ops {
    * emulator. Harnesses wait through this, never sleep directly, so the same
    * code runs a 30-minute sweep in milliseconds on the emulator. */
   int (*wait)(void *ctx, double seconds, struct pfi_error *err);
+  /* Version 2. The process ids of the compute processes running on the GPU:
+   * up to `max` into pids, *n the number running (may exceed max). NULL:
+   * not supported. */
+  int (*processes)(void *ctx, unsigned gpu, unsigned *pids, size_t max,
+                   size_t *n, struct pfi_error *err);
 };
 
 /* The static list of backends, NULL-terminated, generated from
@@ -144,6 +149,10 @@ int pfi_device_enforced_cap(struct pfi_device *dev, unsigned gpu, uint32_t *mw,
                             struct pfi_error *err);
 int pfi_device_sample(struct pfi_device *dev, unsigned gpu,
                       struct pfi_sample *s, struct pfi_error *err);
+/* The compute processes running on `gpu` (see pfi_device_ops.processes).
+ * PFI_ENOTSUP when the backend cannot tell (emu). */
+int pfi_device_processes(struct pfi_device *dev, unsigned gpu, unsigned *pids,
+                         size_t max, size_t *n, struct pfi_error *err);
 int pfi_device_now(struct pfi_device *dev, double *t_s, struct pfi_error *err);
 int pfi_device_wait(struct pfi_device *dev, double seconds,
                     struct pfi_error *err);

@@ -219,6 +219,18 @@ int pfi_device_enforced_cap(struct pfi_device *dev, unsigned gpu, uint32_t *mw,
   return dev->ops->enforced_cap(dev->ctx, gpu, mw, err);
 }
 
+int pfi_device_processes(struct pfi_device *dev, unsigned gpu, unsigned *pids,
+                         size_t max, size_t *n, struct pfi_error *err) {
+  int rc = check_gpu(dev, gpu, err);
+  if (rc < 0)
+    return rc;
+  if (!n || (max && !pids))
+    return pfi_error_set(err, PFI_EINVAL, "no output for the processes");
+  if (dev->ops->version < 2 || !dev->ops->processes)
+    return notsup(dev, "listing the processes on a GPU", err);
+  return dev->ops->processes(dev->ctx, gpu, pids, max, n, err);
+}
+
 int pfi_device_sample(struct pfi_device *dev, unsigned gpu,
                       struct pfi_sample *s, struct pfi_error *err) {
   int rc = check_gpu(dev, gpu, err);

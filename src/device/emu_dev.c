@@ -651,6 +651,7 @@ const struct pfi_device_ops pfi_emu_ops = {
     emu_sample,
     emu_now,
     emu_wait,
+    NULL, /* processes: the emulator runs none */
 };
 
 static struct emu_ctx *emu_ctx_of(struct pfi_device *dev,

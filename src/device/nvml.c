@@ -192,6 +192,9 @@ struct nvml_fns {
   nvmlReturn_t (*gpm_sample_free)(nvmlGpmSample_t);
   nvmlReturn_t (*gpm_sample_get)(nvmlDevice_t, nvmlGpmSample_t);
   nvmlReturn_t (*gpm_metrics_get)(nvmlGpmMetricsGet_t *);
+  /* nvmlProcessInfo_t (the _v3 and _v2 entry points) and _v1_t. */
+  nvmlReturn_t (*procs_v2)(nvmlDevice_t, unsigned int *, void *);
+  nvmlReturn_t (*procs_v1)(nvmlDevice_t, unsigned int *, void *);
 };
 
 /* Symbol names of each entry point, newest first. Required entry points
@@ -236,6 +239,11 @@ static const struct sym syms[] = {
     {FN(gpm_sample_free), 0, {"nvmlGpmSampleFree", NULL}},
     {FN(gpm_sample_get), 0, {"nvmlGpmSampleGet", NULL}},
     {FN(gpm_metrics_get), 0, {"nvmlGpmMetricsGet", NULL}},
+    {FN(procs_v2),
+     0,
+     {"nvmlDeviceGetComputeRunningProcesses_v3",
+      "nvmlDeviceGetComputeRunningProcesses_v2", NULL}},
+    {FN(procs_v1), 0, {"nvmlDeviceGetComputeRunningProcesses", NULL}},
 };
 #undef FN
 
@@ -693,6 +701,60 @@ static int nvml_enforced_cap(void *vctx, unsigned gpu, uint32_t *mw,
   return 0;
 }
 
+/* ---- processes ----------------------------------------------------------- */
+
+/* nvml.h's nvmlProcessInfo_t (v2 and v3 entry points) and
+ * nvmlProcessInfo_v1_t. */
+typedef struct {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+  unsigned int gpuInstanceId, computeInstanceId;
+} proc_info_v2;
+typedef struct {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+} proc_info_v1;
+
+static int nvml_processes(void *vctx, unsigned gpu, unsigned *pids, size_t max,
+                          size_t *n, struct pfi_error *err) {
+  struct ctx *c = vctx;
+  int rc = gpu_ok(c, gpu, err);
+  if (rc < 0)
+    return rc;
+  int v2 = c->f.procs_v2 != NULL;
+  nvmlReturn_t (*fn)(nvmlDevice_t, unsigned int *, void *) =
+      v2 ? c->f.procs_v2 : c->f.procs_v1;
+  if (!fn)
+    return missing("nvmlDeviceGetComputeRunningProcesses", err);
+  size_t sz = v2 ? sizeof(proc_info_v2) : sizeof(proc_info_v1);
+  /* The list may grow between calls: a few tries with room to spare. */
+  unsigned room = 64;
+  for (int tries = 0; tries < 4; tries++) {
+    void *buf = calloc(room, sz);
+    if (!buf)
+      return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    unsigned cnt = room;
+    nvmlReturn_t r = fn(c->gpus[gpu].h, &cnt, buf);
+    if (r == NVML_ERROR_INSUFFICIENT_SIZE) {
+      free(buf);
+      room = cnt + 16 > room * 2 ? cnt + 16 : room * 2;
+      continue;
+    }
+    if (r != NVML_SUCCESS) {
+      free(buf);
+      return fail(c, r, "listing the compute processes", gpu, 0, err);
+    }
+    for (unsigned i = 0; i < cnt && i < max; i++)
+      pids[i] = v2 ? ((proc_info_v2 *)buf)[i].pid : ((proc_info_v1 *)buf)[i].pid;
+    *n = cnt;
+    free(buf);
+    return 0;
+  }
+  return pfi_error_set(err, PFI_EIO,
+                       "GPU %u: the process list kept growing past %u", gpu,
+                       room);
+}
+
 /* ---- telemetry ----------------------------------------------------------- */
 
 /*
@@ -929,4 +991,5 @@ const struct pfi_device_ops pfi__device_nvml = {
     .sample = nvml_sample,
     .now = nvml_now,
     .wait = nvml_wait,
+    .processes = nvml_processes,
 };

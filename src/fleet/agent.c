@@ -57,6 +57,7 @@ struct pfi_agent {
     double tokens, t_s;  /* its cumulative tokens and time, NaN none */
   } post[PFI_FLEET_MAX_JOBS];
   unsigned n_post;
+  char gpu_job[PFI_FLEET_MAX_GPUS][PFI_FLEET_NAME_MAX]; /* newest tick's */
 };
 
 /* ---- the record ------------------------------------------------------------
@@ -340,8 +341,20 @@ static void job_of(struct pfi_agent *ag, unsigned gpu, char *buf, size_t n) {
       buf[0] = 0;
     return;
   }
-  if (!ag->jobmap[0])
+  if (!ag->jobmap[0]) {
+    /* No mapping directory: the Slurm job of the GPU's compute processes
+     * (their cgroups), when the backend lists them (NVML). */
+    unsigned pids[64];
+    size_t np = 0;
+    if (pfi_device_processes(ag->dev, gpu, pids, 64, &np, NULL) < 0)
+      return;
+    for (size_t i = 0; i < np && i < 64; i++)
+      if (pfi_fleet_cgroup_job((long)pids[i], NULL, buf, n, NULL) == 1 &&
+          pfi_fleet_name_ok(buf))
+        return;
+    buf[0] = 0;
     return;
+  }
   char path[600], line[PFI_FLEET_NAME_MAX + 2];
   snprintf(path, sizeof path, "%s/%u", ag->jobmap, gpu);
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
@@ -400,6 +413,9 @@ int pfi_agent_tick(struct pfi_agent *ag, double now_s, double mono_s,
         pfi_sample_has(&s, PFI_FIELD_POWER) && isfinite(s.v[PFI_FIELD_POWER]))
       g->power_w = s.v[PFI_FIELD_POWER];
     job_of(ag, i, g->job, sizeof g->job);
+    pthread_mutex_lock(&ag->post_mu);
+    memcpy(ag->gpu_job[i], g->job, sizeof g->job);
+    pthread_mutex_unlock(&ag->post_mu);
     if (!g->job[0])
       continue;
     unsigned j = 0;
@@ -630,9 +646,17 @@ int pfi_agent_post_throughput(struct pfi_agent *ag, const char *job,
                          "job '%.64s': not a name of 1..63 letters, digits, "
                          "_ or -",
                          job);
+  /* The jobs of the newest tick; the mapping files when they name it
+   * already (a job that just started). Processes are looked at by the
+   * tick only (the device belongs to its thread). */
   int here = 0;
   char on[PFI_FLEET_NAME_MAX];
-  for (unsigned i = 0; i < ag->n && !here; i++) {
+  pthread_mutex_lock(&ag->post_mu);
+  for (unsigned i = 0; i < ag->n && !here; i++)
+    here = strcmp(ag->gpu_job[i], job) == 0;
+  pthread_mutex_unlock(&ag->post_mu);
+  for (unsigned i = 0; i < ag->n && !here && (ag->jobmap[0] || ag->emu_job);
+       i++) {
     job_of(ag, i, on, sizeof on);
     here = strcmp(on, job) == 0;
   }

@@ -25,6 +25,10 @@
  *   PFI_FAKE_NVML_AT         seconds of device time to let pass after the
  *                            job starts (default 300: in training)
  *   PFI_FAKE_NVML_JOBS       the job library file (default: pfi's own)
+ *   PFI_FAKE_NVML_PROCS      a file of lines "GPU PID": the compute
+ *                            processes running on each GPU, read at each
+ *                            nvmlDeviceGetComputeRunningProcesses call (none
+ *                            when unset or absent)
  *
  * Built three times: libnvidia-ml.so.1 with the versioned (_v2, V) entry
  * points; with FAKE_NVML_V1_ONLY, a library that has only the original
@@ -852,4 +856,70 @@ EXPORT nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *mg) {
   }
   return NVML_SUCCESS;
 }
+#endif
+
+/* ---- running compute processes ------------------------------------------ */
+
+/* nvmlProcessInfo_v1_t and the v2/v3 layout (nvmlProcessInfo_t). */
+typedef struct {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+} fake_proc_v1;
+typedef struct {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+  unsigned int gpuInstanceId, computeInstanceId;
+} fake_proc_v2;
+
+#ifndef FAKE_NVML_MINIMAL
+/* NVML's semantics: *count in is the room, out the number running;
+ * NVML_ERROR_INSUFFICIENT_SIZE when the room is too small (infos may be
+ * NULL with *count 0 to ask). */
+static nvmlReturn_t procs(const char *entry, nvmlDevice_t d,
+                          unsigned int *count, void *infos, int v2) {
+  unsigned gpu;
+  nvmlReturn_t r = enter(entry, d, &gpu);
+  if (r != NVML_SUCCESS)
+    return r;
+  if (!count || (*count && !infos))
+    return NVML_ERROR_INVALID_ARGUMENT;
+  unsigned pids[256], n = 0, g2, pid;
+  const char *path = getenv("PFI_FAKE_NVML_PROCS");
+  FILE *fp = path && *path ? fopen(path, "r") : NULL;
+  while (fp && n < 256 && fscanf(fp, "%u %u", &g2, &pid) == 2)
+    if (g2 == gpu)
+      pids[n++] = pid;
+  if (fp)
+    fclose(fp);
+  unsigned room = *count;
+  *count = n;
+  if (room < n)
+    return NVML_ERROR_INSUFFICIENT_SIZE;
+  for (unsigned i = 0; i < n; i++) {
+    if (v2) {
+      fake_proc_v2 *o = (fake_proc_v2 *)infos + i;
+      o->pid = pids[i];
+      o->usedGpuMemory = 1ULL << 30;
+      o->gpuInstanceId = o->computeInstanceId = 0xFFFFFFFFu;
+    } else {
+      fake_proc_v1 *o = (fake_proc_v1 *)infos + i;
+      o->pid = pids[i];
+      o->usedGpuMemory = 1ULL << 30;
+    }
+  }
+  return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t d,
+                                                         unsigned int *count,
+                                                         void *infos) {
+  return procs("nvmlDeviceGetComputeRunningProcesses", d, count, infos, 0);
+}
+#ifndef FAKE_NVML_V1_ONLY
+EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d,
+                                                            unsigned int *count,
+                                                            void *infos) {
+  return procs("nvmlDeviceGetComputeRunningProcesses_v3", d, count, infos, 1);
+}
+#endif
 #endif

@@ -37,6 +37,7 @@ static void clear_injections(void) {
   unsetenv("PFI_FAKE_NVML_JOB");
   unsetenv("PFI_FAKE_NVML_AT");
   unsetenv("PFI_FAKE_NVML_JOBS");
+  unsetenv("PFI_FAKE_NVML_PROCS");
   setenv("PFI_NVML_LIB", fake_v2, 1);
 }
 
@@ -230,6 +231,69 @@ static void test_v1_fallback(void **state) {
   assert_true(calls(fake_v1, "nvmlDeviceGetTemperature") >= 1);
   assert_true(pfi_sample_has(&s, PFI_FIELD_FB_USED));
   assert_true(pfi_sample_has(&s, PFI_FIELD_TEMP));
+  pfi_device_close(dev);
+}
+
+/* The compute processes per GPU: the v3 entry point (nvmlProcessInfo_t),
+ * retried with more room when 64 entries are not enough; the original one
+ * (nvmlProcessInfo_v1_t, a smaller layout) on an old library; not
+ * supported without either, nor on the emulator. */
+static void test_processes(void **state) {
+  char path[1200];
+  snprintf(path, sizeof path, "%s/procs", state_dir);
+  FILE *fp = fopen(path, "w");
+  assert_non_null(fp);
+  fprintf(fp, "0 4100\n0 4101\n");
+  for (unsigned i = 0; i < 70; i++)
+    fprintf(fp, "1 %u\n", 5000 + i);
+  fclose(fp);
+  setenv("PFI_FAKE_NVML_PROCS", path, 1);
+  const char *libs[] = {fake_v2, fake_v1};
+  for (int v = 0; v < 2; v++) {
+    setenv("PFI_NVML_LIB", libs[v], 1);
+    void *hold = dlopen(libs[v], RTLD_NOW | RTLD_LOCAL);
+    assert_non_null(hold);
+    const char *entry = v == 0 ? "nvmlDeviceGetComputeRunningProcesses_v3"
+                               : "nvmlDeviceGetComputeRunningProcesses";
+    long before = calls(libs[v], entry);
+    struct pfi_device *dev = open_nvml(NULL);
+    struct pfi_error err;
+    unsigned pids[100];
+    size_t n = 0;
+    assert_int_equal(pfi_device_processes(dev, 0, pids, 100, &n, &err), 0);
+    ASSERT_EQ_INT(n, 2);
+    ASSERT_EQ_INT(pids[0], 4100);
+    ASSERT_EQ_INT(pids[1], 4101);
+    assert_int_equal(pfi_device_processes(dev, 1, pids, 100, &n, &err), 0);
+    ASSERT_EQ_INT(n, 70);
+    for (unsigned i = 0; i < 70; i++)
+      ASSERT_EQ_INT(pids[i], 5000 + i);
+    /* Room for 3: the count says 70, three are written. */
+    pids[3] = 0;
+    assert_int_equal(pfi_device_processes(dev, 1, pids, 3, &n, &err), 0);
+    ASSERT_EQ_INT(n, 70);
+    ASSERT_EQ_INT(pids[2], 5002);
+    ASSERT_EQ_INT(pids[3], 0);
+    assert_int_equal(pfi_device_processes(dev, 2, pids, 100, &n, &err), 0);
+    ASSERT_EQ_INT(n, 0);
+    /* GPU 0 once, GPU 1 twice per call (64 entries were too few). */
+    ASSERT_EQ_INT(calls(libs[v], entry) - before, 1 + 2 + 2 + 1);
+    if (v == 0)
+      ASSERT_EQ_INT(calls(libs[v], "nvmlDeviceGetComputeRunningProcesses"), 0);
+    pfi_device_close(dev);
+    dlclose(hold);
+  }
+  setenv("PFI_NVML_LIB", fake_min, 1);
+  struct pfi_device *dev = open_nvml(NULL);
+  struct pfi_error err;
+  unsigned pids[4];
+  size_t n = 0;
+  assert_int_equal(pfi_device_processes(dev, 0, pids, 4, &n, &err),
+                   PFI_ENOTSUP);
+  pfi_device_close(dev);
+  dev = open_emu();
+  assert_int_equal(pfi_device_processes(dev, 0, pids, 4, &n, &err),
+                   PFI_ENOTSUP);
   pfi_device_close(dev);
 }
 
@@ -535,6 +599,7 @@ int main(void) {
       cmocka_unit_test_setup(test_gpu_lost, test_setup),
       cmocka_unit_test_setup(test_uninitialized, test_setup),
       cmocka_unit_test_setup(test_handle_failure, test_setup),
+      cmocka_unit_test_setup(test_processes, test_setup),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
