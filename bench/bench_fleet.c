@@ -10,7 +10,10 @@
  *
  *   bench_fleet --nats URL --user U --password-file F --api URL
  *               --token-file F --pfid-pid PID --dir DIR [--nodes N]
- *               [--gpus G] [--period S]
+ *               [--gpus G] [--period S] [--hold S]
+ *
+ * --hold S keeps the event (and the agents' telemetry) S seconds longer,
+ * for more control periods in pfid's period figures.
  *
  * Without --nats it prints how to run it and exits 0 (make bench runs
  * every bench_* without arguments).
@@ -76,6 +79,52 @@ static int cmp(const void *a, const void *b) {
 
 static size_t sink(char *p, size_t s, size_t n, void *u) { return s * n; }
 
+/* Appends a response to a fixed buffer (u: struct page). */
+struct page {
+  char s[65536];
+  size_t n;
+};
+static size_t keep(char *p, size_t s, size_t n, void *u) {
+  struct page *pg = u;
+  size_t k = s * n;
+  if (pg->n + k < sizeof pg->s) {
+    memcpy(pg->s + pg->n, p, k);
+    pg->n += k;
+    pg->s[pg->n] = 0;
+  }
+  return k;
+}
+
+/* A number after "key": in text, NAN when absent. */
+static double field(const char *text, const char *key) {
+  char k[64];
+  snprintf(k, sizeof k, "\"%s\":", key);
+  const char *p = text ? strstr(text, k) : NULL;
+  return p ? strtod(p + strlen(k), NULL) : NAN;
+}
+
+/* pfid's own measure of each period's work (lease, bucket, control module
+ * over every GPU, publishing every node's assignment), from /v1/status. */
+static void period_work(const char *api, const char *what) {
+  static struct page pg;
+  pg.n = 0;
+  pg.s[0] = 0;
+  char u[600];
+  snprintf(u, sizeof u, "%s/v1/status", api);
+  CURL *h = curl_easy_init();
+  curl_easy_setopt(h, CURLOPT_URL, u);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, keep);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &pg);
+  if (curl_easy_perform(h) == CURLE_OK) {
+    const char *w = strstr(pg.s, "\"period_work_s\"");
+    printf("pfid period work (lease, bucket, control module, publishing) over "
+           "%.0f periods, %s: p50 %.3f s, p99 %.3f s, max %.3f s\n",
+           field(w, "n"), what, field(w, "p50"), field(w, "p99"),
+           field(w, "max"));
+  }
+  curl_easy_cleanup(h);
+}
+
 int main(int argc, char **argv) {
   static const struct option lo[] = {{"nats", 1, 0, 'n'},
                                      {"user", 1, 0, 'u'},
@@ -87,12 +136,13 @@ int main(int argc, char **argv) {
                                      {"nodes", 1, 0, 'N'},
                                      {"gpus", 1, 0, 'G'},
                                      {"period", 1, 0, 'T'},
+                                     {"hold", 1, 0, 'H'},
                                      {0, 0, 0, 0}};
   const char *url = NULL, *user = NULL, *pwf = NULL, *api = NULL, *tokf = NULL,
              *dir = NULL;
   long pfid_pid = 0;
   unsigned nodes = 1250, gpus = 8;
-  double period = 1.0;
+  double period = 1.0, hold = 0;
   int c;
   while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
     switch (c) {
@@ -126,6 +176,9 @@ int main(int argc, char **argv) {
     case 'T':
       period = strtod(optarg, NULL);
       break;
+    case 'H':
+      hold = strtod(optarg, NULL);
+      break;
     default:
       return 2;
     }
@@ -136,7 +189,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (!api || !tokf || !dir || nodes < 1 || gpus < 1 || gpus > 64 ||
-      !(period >= 0.1)) {
+      !(period >= 0.1) || !(hold >= 0 && hold <= 500)) {
     fprintf(stderr, "bench_fleet: bad arguments\n");
     return 2;
   }
@@ -207,6 +260,7 @@ int main(int argc, char **argv) {
         pfi_nats_publish(nc, subj, buf, (size_t)k, &err);
     }
     if (!submitted && mono() - t_start > 5 + nodes / 500.0) {
+      period_work(api, "before the event");
       /* The event: a target far below the fleet's power (idle GPUs go to
        * their lowest limit), submitted through the API. */
       char body[512], auth[300], tok[256], u[600];
@@ -240,7 +294,8 @@ int main(int argc, char **argv) {
         proc_usage(pfid_pid, &cpu0, &rss);
       t_cpu0 = mono();
     }
-    all_done = submitted && ndone == nodes && mono() - t_sub > 10 * period;
+    all_done = submitted && ndone == nodes &&
+               mono() - t_sub > 10 * period + hold;
   }
   if (pfid_pid)
     proc_usage(pfid_pid, &cpu_end, &rss);
@@ -264,6 +319,7 @@ int main(int argc, char **argv) {
            (cpu_end - cpu0) / ((t_cpu_end - t_cpu0) / period), period,
            100 * (cpu_end - cpu0) / (t_cpu_end - t_cpu0), t_cpu_end - t_cpu0,
            rss);
+  period_work(api, "the newest periods of the run, mostly the event's");
   for (unsigned i = 0; i < nodes; i++) {
     pfi_agent_restore(ag[i], &err);
     pfi_nats_unsubscribe(sub[i]);

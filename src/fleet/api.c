@@ -61,6 +61,29 @@ static json_t *event_json(const struct pfi_fleet_event *e) {
                    e->cancelled);
 }
 
+static int dcmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* The newest periods' work, s: {"n", "p50", "p99", "max"} (nearest rank). */
+static json_t *periods_json(const struct pfi_pfid *d) {
+  size_t n = d->n_periods < PFID_PERIODS ? d->n_periods : PFID_PERIODS;
+  double *v = malloc((n ? n : 1) * sizeof *v);
+  if (!v || !n) {
+    free(v);
+    return json_pack("{s:I}", "n", (json_int_t)0);
+  }
+  memcpy(v, d->period_s, n * sizeof *v);
+  qsort(v, n, sizeof *v, dcmp);
+  size_t i50 = (size_t)ceil(0.50 * (double)n) - 1,
+         i99 = (size_t)ceil(0.99 * (double)n) - 1;
+  json_t *o = json_pack("{s:I s:f s:f s:f}", "n", (json_int_t)n, "p50", v[i50],
+                        "p99", v[i99], "max", v[n - 1]);
+  free(v);
+  return o;
+}
+
 static void status(struct pfi_pfid *d, struct pfi_http_resp *rs) {
   size_t stale = 0, gpus = 0;
   for (size_t i = 0; i < d->n_nodes; i++) {
@@ -73,6 +96,7 @@ static void status(struct pfi_pfid *d, struct pfi_http_resp *rs) {
       (json_int_t)stale, "gpus", (json_int_t)gpus, "event", d->event,
       "target_w", d->target_w, "power_w", d->power_w, "steps",
       (json_int_t)d->steps, "takeovers", (json_int_t)d->takeovers);
+  json_object_set_new(j, "period_work_s", periods_json(d));
   reply_json(rs, 200, j);
 }
 
@@ -421,6 +445,24 @@ static void metrics(struct pfi_pfid *d, struct pfi_http_resp *rs) {
                  d->id, d->leader, d->n_nodes - stale, stale, d->target_w,
                  d->power_w, d->published, d->takeovers, d->bad_tel);
   capacity_metrics(d, &b);
+  pfi_buf_printf(&b,
+                 "# HELP pfi_pfid_period_duration_seconds Work of each "
+                 "control period led (lease, bucket, control module, "
+                 "publishing).\n"
+                 "# TYPE pfi_pfid_period_duration_seconds histogram\n");
+  unsigned long cum = 0;
+  for (int k = 0; k < 14; k++) {
+    cum += d->period_hist[k];
+    if (k < 13)
+      pfi_buf_printf(&b, "pfi_pfid_period_duration_seconds_bucket{le=\"%g\"} %lu\n",
+                     pfid_period_le[k], cum);
+    else
+      pfi_buf_printf(&b, "pfi_pfid_period_duration_seconds_bucket{le=\"+Inf\"} %lu\n",
+                     cum);
+  }
+  pfi_buf_printf(&b, "pfi_pfid_period_duration_seconds_sum %.17g\n"
+                     "pfi_pfid_period_duration_seconds_count %lu\n",
+                 d->period_sum_s, d->n_periods);
   size_t nj = 0;
   const char **ids = job_ids(d, &nj);
   if (!ids)

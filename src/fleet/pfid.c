@@ -292,6 +292,10 @@ static void load_events(struct pfi_pfid *d, char **keys, size_t nk) {
   pthread_mutex_unlock(&d->mu);
 }
 
+const double pfid_period_le[13] = {0.001, 0.0025, 0.005, 0.01, 0.025,
+                                   0.05,  0.1,    0.25,  0.5,  1,
+                                   2.5,   5,      10};
+
 /* ---- tiers set through the API ------------------------------------------ */
 
 static int tier_cmp(const void *a, const void *b) {
@@ -593,6 +597,7 @@ int pfi_pfid_run(struct pfi_pfid *d, volatile sig_atomic_t *stop,
     next += d->o.period_s;
     if (next < pfid_mono())
       next = pfid_mono() + d->o.period_s;
+    double t_work = pfid_mono();
     leadership(d);
     /* Events and tiers set through the API (either pfid's). */
     char **keys = NULL;
@@ -612,6 +617,16 @@ int pfi_pfid_run(struct pfi_pfid *d, volatile sig_atomic_t *stop,
       pfid_ctl_close(d);
       pfid_log(d, "standby", "fenced: %s", e.msg);
     }
+    double w = pfid_mono() - t_work;
+    pthread_mutex_lock(&d->mu);
+    d->period_s[d->n_periods % PFID_PERIODS] = w;
+    d->n_periods++;
+    d->period_sum_s += w;
+    unsigned b = 0;
+    while (b < 13 && w > pfid_period_le[b])
+      b++;
+    d->period_hist[b]++;
+    pthread_mutex_unlock(&d->mu);
   }
   free(t);
   return 0;

@@ -67,7 +67,17 @@ struct pfi_pfid {
   long long ctl_epoch; /* names its records */
   double aim_w;
   int recovering;
+  /* The work of each period led (lease, bucket, control module,
+   * publishing), s: the newest PFID_PERIODS in a ring, and a histogram of
+   * all of them for /metrics. */
+#define PFID_PERIODS 4096
+  double period_s[PFID_PERIODS];
+  unsigned long n_periods;
+  double period_sum_s;
+  unsigned long period_hist[14];
 };
+/* Upper bounds of the histogram's buckets, s (the last is +Inf). */
+extern const double pfid_period_le[13];
 
 struct pfi_ctl;
 /* Runs one period of the control module: builds (or, when the nodes or

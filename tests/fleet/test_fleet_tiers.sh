@@ -95,6 +95,18 @@ grep -q '^# TYPE pfi_job_power_flexibility_index gauge$' "$T/m" || fail "no PFI 
 awk '/^pfi_job_power_flexibility_index/ { if ($2 != $2 + 0 || $2 == "NaN" || $2 ~ /[Ii]nf/) exit 1 }' "$T/m" ||
   fail "a PFI that is not a finite number: $(grep ^pfi_job_power "$T/m")"
 
+# Each period's work: in /v1/status (n, p50 <= p99 <= max) and as a
+# histogram whose +Inf bucket is its count.
+api a GET /v1/status | python3 -c '
+import json, sys
+w = json.load(sys.stdin)["period_work_s"]
+assert w["n"] > 0 and 0 <= w["p50"] <= w["p99"] <= w["max"], w' ||
+  fail "period_work_s in /v1/status: $(api a GET /v1/status)"
+curl -s -m 5 "$M" | awk '
+  $1 == "pfi_pfid_period_duration_seconds_bucket{le=\"+Inf\"}" { inf = $2 }
+  $1 == "pfi_pfid_period_duration_seconds_count" { n = $2 }
+  END { exit !(n > 0 && inf == n) }' || fail "no period histogram on /metrics"
+
 # The event, 100 W: below what the floors allow, so every job is decided
 # (held at its floor, the shortfall recorded) under the tier set through
 # the API.
