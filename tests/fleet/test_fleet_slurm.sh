@@ -77,7 +77,7 @@ slurmctld -D -f "$SLURM_CONF" >"$S/log/slurmctld.out" 2>&1 &
 PIDS+=("$!")
 slurmd -D -N n1 -f "$SLURM_CONF" >"$S/log/slurmd.out" 2>&1 &
 PIDS+=("$!")
-idle() { [ "$(sinfo -h -n n1 -o %T 2>/dev/null)" = idle ]; }
+idle() { [ "$(timeout 20 sinfo -h -n n1 -o %T 2>/dev/null)" = idle ]; }
 until_true 30 idle || { fail "node n1 not idle: $(sinfo 2>&1) $(tail -5 "$S/log/slurmctld.log")"; exit 1; }
 
 setup_nats n1
@@ -114,9 +114,9 @@ echo "gpus=\$CUDA_VISIBLE_DEVICES"
 EOS
 chmod 755 "$S/train.sh"
 # Job A (GPU 0) with the tier flex25 in its comment, job B (GPU 1) none.
-JOB=$(sbatch --parsable --gres=gpu:1 --time=2 --comment "owner=x,pfi-tier=flex25" \
+JOB=$(timeout 20 sbatch --parsable --gres=gpu:1 --time=2 --comment "owner=x,pfi-tier=flex25" \
   -o "$S/job.out" "$S/train.sh") || { fail "sbatch: $JOB"; exit 1; }
-JOBB=$(sbatch --parsable --gres=gpu:1 --time=2 -o "$S/jobb.out" "$S/train.sh") ||
+JOBB=$(timeout 20 sbatch --parsable --gres=gpu:1 --time=2 -o "$S/jobb.out" "$S/train.sh") ||
   { fail "sbatch: $JOBB"; exit 1; }
 J="slurm-$JOB" JB="slurm-$JOBB"
 job_seen() { api a GET /v1/jobs | python3 -c '
@@ -157,7 +157,7 @@ api a DELETE /v1/events/ev1 >/dev/null
 # the limits are back at 700 W (the staggered recovery takes up to 120 s,
 # docs/control.md).
 touch "$S/stop"
-until_true 60 eval '[ -z "$(squeue -h 2>/dev/null)" ]' || fail "jobs still queued: $(squeue 2>&1)"
+until_true 60 eval '[ -z "$(timeout 20 squeue -h 2>/dev/null)" ]' || fail "jobs still queued: $(squeue 2>&1)"
 gone() { [ ! -e "$S/map/0" ] && [ ! -e "$S/map/1" ] && [ ! -e "$S/tiers/$J" ] &&
          ! api a GET /v1/jobs | grep -q "slurm-"; }
 until_true 30 gone || fail "after the jobs: map $(ls "$S/map"), jobs $(api a GET /v1/jobs)"
