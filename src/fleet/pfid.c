@@ -444,7 +444,12 @@ static int control_step(struct pfi_pfid *d, struct pfi_error *err) {
     /* Outside an event every node gets its limits back. */
     d->pending_raise = 0;
     d->budget_w = 0;
-    for (size_t i = 0; i < d->n_nodes && rc != PFI_ESTATE; i++) {
+    /* Each write waits for the server's answer: with the connection
+     * down the period stops publishing at once (the agents hold or
+     * restore by themselves), rather than waiting once per node. */
+    for (size_t i = 0; i < d->n_nodes && rc != PFI_ESTATE &&
+                       pfi_nats_connected(d->nc);
+         i++) {
       struct pfid_node *n = &d->node[i];
       if (!n->restore && n->seq)
         rc = publish(d, n, NULL, 0, NULL, "restore", err);
@@ -485,7 +490,9 @@ static int control_step(struct pfi_pfid *d, struct pfi_error *err) {
       any_up |= want[i][g] > cur[g];
     }
   }
-  for (size_t i = 0; p1 && i < d->n_nodes && rc != PFI_ESTATE; i++) {
+  for (size_t i = 0; p1 && i < d->n_nodes && rc != PFI_ESTATE &&
+                     pfi_nats_connected(d->nc);
+       i++) {
     struct pfid_node *n = &d->node[i];
     if (!n->have_tel || !n->tel.n)
       continue;
