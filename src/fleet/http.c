@@ -132,12 +132,14 @@ static int start_unix(struct pfi_http **out, const char *path, pfi_http_fn fn,
                            "unix:%s exists and is not a socket", path);
     unlink(path); /* left by an earlier run */
   }
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), bound = 0;
+  if (fd < 0 || !(bound = bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0) ||
       chmod(path, 0666) != 0 || listen(fd, 64) != 0) {
     int e = errno;
     if (fd >= 0)
       close(fd);
+    if (bound)
+      unlink(path);
     return pfi_error_set(err, PFI_EIO, "cannot listen on unix:%s: %s", path,
                          strerror(e));
   }

@@ -75,5 +75,14 @@ until_true 10 eval '[ "$(rate $M2 n2 slurm-9)" = 321 ]' || fail "n2 rate '$(rate
 # A stopped agent removes its socket.
 kill "${AGENT_PID[n1]}"; wait "${AGENT_PID[n1]}" 2>/dev/null
 [ ! -e "$T/tput.sock" ] || fail "socket left after exit"
+# A path that is not a socket is never replaced: the agent stops, saying so.
+echo keep >"$T/notsock"
+PFI_LOCK_DIR= timeout 20 "$PFI_AGENT" --node n1 --nats "$NATS_URL" --password-file "$T/pw.n1" \
+  --emulate --params "gpus=2,state=$T/emu.n1" --record "$T/agent.n1.db" \
+  --tput-listen "unix:$T/notsock" >"$T/notsock.log" 2>&1
+rc=$?
+[ "$rc" = 1 ] || fail "agent on a regular file's path: exit $rc, expected 1"
+grep -q "unix:$T/notsock exists and is not a socket" "$T/notsock.log" || fail "message: $(cat "$T/notsock.log")"
+[ "$(cat "$T/notsock")" = keep ] || fail "the file was touched"
 [ "$fails" = 0 ] || exit 1
 echo "throughput endpoint: ok"
