@@ -148,7 +148,7 @@ until_true 20 eval '[ -n "$(dec "$J")" ] && [ -n "$(dec "$JB")" ]' || fail "no d
 readback() { api a GET /v1/nodes | python3 -c '
 import json, sys
 g = json.load(sys.stdin)[0]["gpus"]
-print(",".join("%g" % x["cap_w"] for x in g))'; }
+print(",".join("%g" % round(x["cap_w"], 1) for x in g))'; }  # as pfi devices prints them
 until_true 10 eval '[ "$(readback)" = "$(caps n1)" ]' ||
   fail "the agent reads back $(readback), the GPUs hold $(caps n1)"
 api a DELETE /v1/events/ev1 >/dev/null
