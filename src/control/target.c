@@ -13,6 +13,11 @@
 
 #include "pfi/cluster.h"
 
+/* The longest a timeline may run, start to end: ten years of seconds, so
+ * that a second is still resolved (a start of 1e62 s made ramp and hold
+ * vanish below its rounding, and the event end before its middle). */
+#define EVENT_MAX_S (10.0 * 365.25 * 86400.0)
+
 void pfi_event_release(struct pfi_event *t) {
   free(t->t_s);
   free(t->frac);
@@ -185,7 +190,7 @@ int pfi_event_parse(struct pfi_event *t, const char *spec, double start_s,
   t->ramp_s = ramp_s;
   t->hold_s = hold_s;
   if (!(start_s >= 0 && ramp_s >= 0 && hold_s > 0 &&
-        isfinite(start_s + ramp_s + hold_s)))
+        start_s + ramp_s + hold_s <= EVENT_MAX_S))
     return pfi_error_set(err, PFI_EINVAL,
                          "event start %g s, ramp %g s, hold %g s", start_s,
                          ramp_s, hold_s);
@@ -226,6 +231,13 @@ int pfi_event_parse(struct pfi_event *t, const char *spec, double start_s,
     int n = sscanf(line, "%63s %63s %63s %63s %7s", a, b, c, d, extra);
     if (n <= 0)
       continue;
+    /* A field of 63 bytes or more was cut by sscanf and read as two. */
+    if (strlen(a) >= 63 || (n > 1 && strlen(b) >= 63) ||
+        (n > 2 && strlen(c) >= 63) || (n > 3 && strlen(d) >= 63)) {
+      rc = pfi_error_setloc(err, PFI_EPARSE, spec, ln, 1,
+                            "a field longer than 62 characters");
+      break;
+    }
     if (n != 4 || got) {
       rc = pfi_error_setloc(err, PFI_EPARSE, spec, ln, 1,
                             got ? "one event per timeline file"
@@ -238,10 +250,11 @@ int pfi_event_parse(struct pfi_event *t, const char *spec, double start_s,
     r0 = strtod(b, &e2);
     h0 = strtod(c, &e3);
     if (*e1 || *e2 || *e3 || !(s0 >= 0 && r0 >= 0 && h0 > 0) ||
-        !isfinite(s0 + r0 + h0)) {
+        !(s0 + r0 + h0 <= EVENT_MAX_S)) {
       rc = pfi_error_setloc(
           err, PFI_EPARSE, spec, ln, 1,
-          "start, ramp, hold: non-negative seconds (hold > 0)");
+          "start, ramp, hold: non-negative seconds (hold > 0), together at "
+          "most ten years");
       break;
     }
     int kk = parse_level(d, &v);

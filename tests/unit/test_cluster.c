@@ -219,6 +219,23 @@ static void test_parse(void **state) {
   assert_int_equal(pfi_event_parse(&ev, path, 0, 0, 1, &err), PFI_EPARSE);
   assert_int_equal(err.line, 1);
   assert_int_equal(pfi_event_parse(&ev, "3.5", 0, 0, 1, &err), PFI_EINVAL);
+  /* The fuzzer's "8...881 1 1" (100 digits): sscanf cut the number into two
+   * fields (start 8.9e62, ramp 8.9e36), the ramp and hold vanished below
+   * the start's rounding and the target was NaN mid-event. A field that
+   * long is refused, and so is a timeline longer than ten years. */
+  f = fopen(path, "w");
+  for (int i = 0; i < 99; i++)
+    fputc('8', f);
+  fputs("1 1 1\n", f);
+  fclose(f);
+  assert_int_equal(pfi_event_parse(&ev, path, 0, 0, 1, &err), PFI_EPARSE);
+  assert_non_null(strstr(err.msg, "longer than 62"));
+  f = fopen(path, "w");
+  fputs("1e62 1e36 1 75%\n", f);
+  fclose(f);
+  assert_int_equal(pfi_event_parse(&ev, path, 0, 0, 1, &err), PFI_EPARSE);
+  assert_non_null(strstr(err.msg, "ten years"));
+  assert_int_equal(pfi_event_parse(&ev, "75%", 1e62, 1, 1, &err), PFI_EINVAL);
   /* A power trace: timestamps with seconds and a zone are read to the
    * minute (14:40:30 is 30 s after 14:40:00); a date run into its time
    * ("2025-05-0414:45") is a located error, not a crash. */
