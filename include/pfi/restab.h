@@ -87,7 +87,7 @@ struct pfi_restab_cell {
     long long i;
     char *s; /* owned */
   } u;
-  unsigned char set; /* 0: empty (null) */
+  unsigned char set; /* 0: empty (null); 2: blank (pfi_restab_blank) */
 };
 
 struct pfi_restab {
@@ -117,6 +117,10 @@ int pfi_restab_row(struct pfi_restab *t);
 void pfi_restab_text(struct pfi_restab *t, size_t col, const char *s);
 void pfi_restab_num(struct pfi_restab *t, size_t col, double v);
 void pfi_restab_int(struct pfi_restab *t, size_t col, long long v);
+/* Leaves a cell of the last row blank on purpose, as a total row's column
+ * that has no total: no text in the terminal, CSV and HTML (not the null
+ * text, which says a value is missing), null in JSON. */
+void pfi_restab_blank(struct pfi_restab *t, size_t col);
 /* Formatted text into a text cell. */
 void pfi_restab_textf(struct pfi_restab *t, size_t col, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

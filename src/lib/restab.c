@@ -31,7 +31,7 @@ void pfi_restab_release(struct pfi_restab *t) {
     for (size_t i = 0; i < t->nrows; i++)
       for (size_t j = 0; j < t->ncols; j++) {
         struct pfi_restab_cell *c = &t->cells[i * t->ncols + j];
-        if (t->cols[j].kind == PFI_RESTAB_TEXT && c->set)
+        if (t->cols[j].kind == PFI_RESTAB_TEXT && c->set == 1)
           free(c->u.s);
       }
   free(t->cells);
@@ -74,7 +74,7 @@ void pfi_restab_text(struct pfi_restab *t, size_t col, const char *s) {
   struct pfi_restab_cell *c = last(t, col, PFI_RESTAB_TEXT);
   if (!c)
     return;
-  if (c->set)
+  if (c->set == 1)
     free(c->u.s);
   c->set = 0;
   if (!s)
@@ -84,6 +84,15 @@ void pfi_restab_text(struct pfi_restab *t, size_t col, const char *s) {
     return;
   }
   c->set = 1;
+}
+
+void pfi_restab_blank(struct pfi_restab *t, size_t col) {
+  if (t->nrows == 0 || col >= t->ncols)
+    return;
+  struct pfi_restab_cell *c = &t->cells[(t->nrows - 1) * t->ncols + col];
+  if (t->cols[col].kind == PFI_RESTAB_TEXT && c->set == 1)
+    free(c->u.s);
+  c->set = 2;
 }
 
 void pfi_restab_textf(struct pfi_restab *t, size_t col, const char *fmt, ...) {
@@ -183,6 +192,8 @@ static const char *cell_text(const struct pfi_restab_col *col,
                              enum pfi_restab_format f, char *buf) {
   if (!c->set)
     return NULL;
+  if (c->set == 2)
+    return "";
   switch (col->kind) {
   case PFI_RESTAB_TEXT:
     return c->u.s;
@@ -435,7 +446,7 @@ static int print_json(const struct pfi_restab *t, FILE *fp) {
         continue;
       const struct pfi_restab_cell *cl = &t->cells[i * nc + j];
       json_t *v;
-      if (!cl->set)
+      if (cl->set != 1)
         v = json_null();
       else if (c->kind == PFI_RESTAB_TEXT)
         v = json_text(cl->u.s);

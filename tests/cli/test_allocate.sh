@@ -64,6 +64,24 @@ keys=$(sed -n 's/^  "\([a-z_]*\)":.*/\1/p' "$T/o.json" | tr '\n' ' ')
 "$PFI" allocate --curves "$T/c.csv" --cut 0.3 --strategy equal --format csv >"$T/e.csv" || fail "equal run"
 near "$(awk -F, '$1=="a"{print $2}' "$T/e.csv")" 2940 1e-6 "equal a"
 near "$(awk -F, '$1=="b"{print $2}' "$T/e.csv")" 3080 1e-6 "equal b"
+# The whole table, terminal and CSV, for the equal split: a 2940 W, between
+# caps 400 (2900 W) and 700 (4200 W): cap 400 + 300*40/1300, 950 + 50*40/1300
+# tokens/s; b 3080 W: cap 400 + 300*80/1400, 800 + 200*80/1400 tokens/s.
+# A name holding a comma or a quote is one quoted CSV field.
+sed 's/^a,/"a,""x""",/' "$T/c.csv" >"$T/cq.csv"
+"$PFI" allocate --curves "$T/cq.csv" --cut 0.3 --strategy equal --format csv >"$T/eq.csv" || fail "equal csv run"
+printf '%s\n' 'job,power_w,cap_w,tokens_per_s,retained' \
+  '"a,""x""",2940.000000,409.230769,951.538462,0.951538' \
+  'b,3080.000000,417.142857,811.428571,0.811429' \
+  'TOTAL,6020.000000,,1762.967033,0.881484' | cmp -s - "$T/eq.csv" ||
+  fail "allocate equal CSV: $(cat "$T/eq.csv")"
+"$PFI" allocate --curves "$T/c.csv" --cut 0.3 --strategy equal >"$T/eq.txt" || fail "equal table run"
+{
+  echo 'strategy equal, cut 30 % of 8600.0 W uncapped, budget 6020.0 W'
+  printf '%-40s %12s %10s %14s %9s\n' job power_w cap_w tokens_per_s retained
+  printf '%-40s %12s %10s %14s %9s\n' a 2940.0 409.2 951.538 95.15% b 3080.0 417.1 811.429 81.14% \
+    total 6020.0 '' 1762.97 88.15%
+} | cmp -s - "$T/eq.txt" || fail "allocate equal table: $(cat "$T/eq.txt")"
 # moe-ft-weighted: a (MoE FT) has weight 2*4200, b 4400: cut 2580 W split
 # 8400:4400 -> a gives 1693.125 W.
 "$PFI" allocate --curves "$T/c.csv" --features "$T/f.csv" --cut 0.3 --strategy moe-ft-weighted --format csv >"$T/m.csv" || fail "moe-ft run"
