@@ -194,6 +194,10 @@ printf 'job,watts,pfi\na,0,1\nb,1000,3\nc,2000,2\nd,3000,5\n' >"$T/w.csv"
 "$PFI" fit "$T/w.csv" --pfi-column pfi --features watts --eval loo --format csv >"$T/w.out" || fail "fit in watts"
 near "$(awk -F, '$1=="watts"{print $2}' "$T/w.out")" 0.0011 1e-12 "slope in watts"
 near "$(awk -F, '$1=="watts"{print $3}' "$T/w.out")" "$(awk 'BEGIN{printf "%.12f", sqrt(0.27)/1000}')" 1e-11 "SE in watts"
+# A predictor whose name holds a quote is one quoted CSV field (RFC 4180).
+sed '1s/watts/w"q/' "$T/w.csv" >"$T/wq.csv"
+"$PFI" fit "$T/wq.csv" --pfi-column pfi --features 'w"q' --eval loo --format csv >"$T/wq.out" || fail "fit, quoted name"
+grep -q '^"w""q",0.0011,0.000519615242,,,$' "$T/wq.out" || fail "fit CSV, quoted name: $(cat "$T/wq.out")"
 expect_usage "exactly one of" fit $F/features.csv
 # A cluster column asked for by name must exist (a typo is not a LOCO row
 # of n/a); so must arch and task for the pooled clusters.
