@@ -212,6 +212,12 @@ expect_err "bad.json: model:" predict "$T/bad.json" $F/features.csv
 printf '{"kind": "pfi-linear-model", "target": "pfi", "features": ["dram_copy_product"], "intercept": 1.5e308, "intercept_se": null, "coefficients": [{"feature": "dram_copy_product", "estimate": 1e308, "se": null}], "n": 10, "r2_in": 0.5}\n' >"$T/ovf.json"
 expect_err "f.csv:2: job a: .*not finite" predict "$T/ovf.json" "$T/f.csv"
 expect_err "f.csv:2: job a: .*not finite" allocate --curves "$T/c.csv" --features "$T/f.csv" --model "$T/ovf.json" --cut 10% --strategy pfi-aware
+# A job name holding a comma or a quote is one quoted CSV field: 1 + 2 *
+# 0.25 = 1.5.
+printf '{"kind": "pfi-linear-model", "target": "pfi", "features": ["dram_copy_product"], "intercept": 1, "intercept_se": null, "coefficients": [{"feature": "dram_copy_product", "estimate": 2, "se": null}], "n": 10, "r2_in": 0.5}\n' >"$T/lin.json"
+printf 'job,dram_copy_product\n"a,""b""",0.25\n' >"$T/fq.csv"
+"$PFI" predict "$T/lin.json" "$T/fq.csv" --format csv >"$T/pq.out" || fail "predict, quoted name"
+printf 'job,pfi\n"a,""b""",1.500000\n' | cmp -s - "$T/pq.out" || fail "predict CSV, quoted name: $(cat "$T/pq.out")"
 # A finite estimate of 1e308 prints as 1e+308 (not 309 digits), and a
 # validation whose R^2 is beyond the floating-point range (SSE/SST about
 # 1e616) is an error naming the job and its line, printed before any table.
