@@ -499,48 +499,112 @@ int cmd_replay(int argc, char **argv) {
       if (!(asked & (1u << s)))
         continue;
       const struct pfi_replay *r = &rep[s];
-      printf("%s\n%-26s %8s %12s %12s %14s %10s %10s\n", pfi_strategy_name(s),
-             "time", "cut_%", "budget_w", "power_w", "tokens_per_s",
-             "normalized", "short_w");
-      for (size_t k = 0; k < tg.n; k++) {
-        pfi_cli_put_name(stdout, tg.label[k], 26);
-        printf(" %8.2f %12.1f %12.1f %14.4f %10.4f %10.1f\n", 100 * r->cut[k],
-               r->budget_w[k], r->power_w[k], r->tokens_per_s[k],
-               r->normalized[k], r->short_w[k]);
+      static const struct pfi_restab_col cols[] = {
+          {.name = "time", .kind = PFI_RESTAB_TEXT, .width = 26, .fixed = 1},
+          {.name = "cut_%", .kind = PFI_RESTAB_NUM, .style = 'f', .prec = 2,
+           .width = 8, .fixed = 1, .sep = 1},
+          {.name = "budget_w", .kind = PFI_RESTAB_NUM, .style = 'f',
+           .prec = 1, .width = 12, .fixed = 1, .sep = 1},
+          {.name = "power_w", .kind = PFI_RESTAB_NUM, .style = 'f', .prec = 1,
+           .width = 12, .fixed = 1, .sep = 1},
+          {.name = "tokens_per_s", .kind = PFI_RESTAB_NUM, .style = 'f',
+           .prec = 4, .width = 14, .fixed = 1, .sep = 1},
+          {.name = "normalized", .kind = PFI_RESTAB_NUM, .style = 'f',
+           .prec = 4, .width = 10, .fixed = 1, .sep = 1},
+          {.name = "short_w", .kind = PFI_RESTAB_NUM, .style = 'f', .prec = 1,
+           .width = 10, .fixed = 1, .sep = 1},
+      };
+      struct pfi_restab tab;
+      pfi_restab_init(&tab, cols, 7);
+      pfi_restab_title(&tab, pfi_strategy_name(s));
+      for (size_t k = 0; k < tg.n && !tab.failed; k++) {
+        pfi_restab_row(&tab);
+        pfi_restab_text(&tab, 0, tg.label[k]);
+        pfi_restab_num(&tab, 1, 100 * r->cut[k]);
+        pfi_restab_num(&tab, 2, r->budget_w[k]);
+        pfi_restab_num(&tab, 3, r->power_w[k]);
+        pfi_restab_num(&tab, 4, r->tokens_per_s[k]);
+        pfi_restab_num(&tab, 5, r->normalized[k]);
+        pfi_restab_num(&tab, 6, r->short_w[k]);
       }
+      if (pfi_cli_print_table(&tab, PFI_FMT_TABLE) != PFI_EXIT_OK)
+        status = PFI_EXIT_FAIL;
+      pfi_restab_release(&tab);
       printf("\n");
     }
     goto done;
   }
   if (show == SHOW_SUMMARY) {
-    printf("%-16s %10s %12s %9s %11s %12s %12s %10s\n", "strategy",
-           "retained_%", "in_event_%", "gap_pp", "gap_ev_pp", "energy_kwh",
-           "mean_power_w", "infeasible");
-    for (int s = 0; s < PFI_STRAT__COUNT; s++) {
+    static const struct pfi_restab_col cols[] = {
+        {.name = "strategy", .kind = PFI_RESTAB_TEXT, .width = 16,
+         .fixed = 1},
+        {.name = "retained_%", .kind = PFI_RESTAB_NUM, .style = 'f',
+         .prec = 3, .width = 10, .fixed = 1, .sep = 1},
+        {.name = "in_event_%", .kind = PFI_RESTAB_NUM, .style = 'f',
+         .prec = 3, .width = 12, .fixed = 1, .sep = 1},
+        {.name = "gap_pp", .kind = PFI_RESTAB_NUM, .style = 'f', .prec = 3,
+         .width = 9, .fixed = 1, .sep = 1},
+        {.name = "gap_ev_pp", .kind = PFI_RESTAB_NUM, .style = 'f',
+         .prec = 3, .width = 11, .fixed = 1, .sep = 1},
+        {.name = "energy_kwh", .kind = PFI_RESTAB_NUM, .style = 'f',
+         .prec = 3, .width = 12, .fixed = 1, .sep = 1},
+        {.name = "mean_power_w", .kind = PFI_RESTAB_NUM, .style = 'f',
+         .prec = 1, .width = 12, .fixed = 1, .sep = 1},
+        {.name = "infeasible", .kind = PFI_RESTAB_INT, .width = 10,
+         .fixed = 1, .sep = 1},
+    };
+    struct pfi_restab tab;
+    pfi_restab_init(&tab, cols, 8);
+    for (int s = 0; s < PFI_STRAT__COUNT && !tab.failed; s++) {
       if (!(asked & (1u << s)))
         continue;
       const struct pfi_replay *r = &rep[s];
-      printf("%-16s %10.3f %12.3f %9.3f %11.3f %12.3f %12.1f %10zu\n",
-             pfi_strategy_name(s), 100 * r->retained, 100 * r->retained_event,
-             100 * (orc->retained - r->retained),
-             100 * (orc->retained_event - r->retained_event),
-             r->energy_j / 3.6e6, r->energy_j / tot_dt, r->infeasible_steps);
+      pfi_restab_row(&tab);
+      pfi_restab_text(&tab, 0, pfi_strategy_name(s));
+      pfi_restab_num(&tab, 1, 100 * r->retained);
+      pfi_restab_num(&tab, 2, 100 * r->retained_event);
+      pfi_restab_num(&tab, 3, 100 * (orc->retained - r->retained));
+      pfi_restab_num(&tab, 4, 100 * (orc->retained_event - r->retained_event));
+      pfi_restab_num(&tab, 5, r->energy_j / 3.6e6);
+      pfi_restab_num(&tab, 6, r->energy_j / tot_dt);
+      pfi_restab_int(&tab, 7, (long long)r->infeasible_steps);
     }
+    if (pfi_cli_print_table(&tab, PFI_FMT_TABLE) != PFI_EXIT_OK)
+      status = PFI_EXIT_FAIL;
+    pfi_restab_release(&tab);
     printf("\n");
   }
-  printf("throughput retained during the event (%% of uncapped), per job\n");
-  printf("%-32s", "job");
+  /* Per job: a column per strategy asked for. */
+  struct pfi_restab_col jcols[1 + PFI_STRAT__COUNT];
+  int jat[PFI_STRAT__COUNT];
+  size_t jn = 0;
+  jcols[jn++] = (struct pfi_restab_col){
+      .name = "job", .kind = PFI_RESTAB_TEXT, .width = 32, .fixed = 1};
   for (int s = 0; s < PFI_STRAT__COUNT; s++)
-    if (asked & (1u << s))
-      printf(" %16s", pfi_strategy_name(s));
-  printf("\n");
-  for (size_t i = 0; i < n; i++) {
-    pfi_cli_put_name(stdout, d.cs.c[i].job, 32);
+    if (asked & (1u << s)) {
+      jat[s] = (int)jn;
+      jcols[jn++] = (struct pfi_restab_col){.name = pfi_strategy_name(s),
+                                            .kind = PFI_RESTAB_NUM,
+                                            .style = 'f',
+                                            .prec = 2,
+                                            .width = 16,
+                                            .fixed = 1,
+                                            .sep = 1};
+    }
+  struct pfi_restab jt;
+  pfi_restab_init(&jt, jcols, jn);
+  pfi_restab_title(
+      &jt, "throughput retained during the event (% of uncapped), per job");
+  for (size_t i = 0; i < n && !jt.failed; i++) {
+    pfi_restab_row(&jt);
+    pfi_restab_text(&jt, 0, d.cs.c[i].job);
     for (int s = 0; s < PFI_STRAT__COUNT; s++)
       if (asked & (1u << s))
-        printf(" %16.2f", 100 * rep[s].job_retained_event[i]);
-    printf("\n");
+        pfi_restab_num(&jt, (size_t)jat[s], 100 * rep[s].job_retained_event[i]);
   }
+  if (pfi_cli_print_table(&jt, PFI_FMT_TABLE) != PFI_EXIT_OK)
+    status = PFI_EXIT_FAIL;
+  pfi_restab_release(&jt);
 done:
   if (fflush(stdout) != 0)
     status = PFI_EXIT_FAIL;
