@@ -79,6 +79,10 @@ struct pfi_restab_col {
   enum pfi_restab_align align;
   int sep;          /* spaces before the column in the terminal; 0: 2 */
   unsigned formats; /* PFI_RESTAB_IN_* mask; 0: every format */
+  /* CSV: each cell of the column quoted, even when nothing in it needs it
+   * (a timestamp column that readers expect quoted); a blank cell
+   * (pfi_restab_blank) stays empty. The header is not quoted. */
+  int csv_quote;
 };
 
 struct pfi_restab_cell {

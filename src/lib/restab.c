@@ -210,11 +210,8 @@ static int shown(const struct pfi_restab_col *c, enum pfi_restab_format f) {
   return c->formats == 0 || (c->formats & (1u << f));
 }
 
-void pfi_restab_put_csv(FILE *fp, const char *s) {
-  if (!strpbrk(s, ",\"\r\n")) {
-    fputs(s, fp);
-    return;
-  }
+/* s as a quoted CSV field, quotes doubled. */
+static void put_csv_quoted(FILE *fp, const char *s) {
   fputc('"', fp);
   for (; *s; s++) {
     if (*s == '"')
@@ -222,6 +219,13 @@ void pfi_restab_put_csv(FILE *fp, const char *s) {
     fputc(*s, fp);
   }
   fputc('"', fp);
+}
+
+void pfi_restab_put_csv(FILE *fp, const char *s) {
+  if (!strpbrk(s, ",\"\r\n"))
+    fputs(s, fp);
+  else
+    put_csv_quoted(fp, s);
 }
 
 void pfi_restab_put_name(FILE *fp, const char *s, int width) {
@@ -359,11 +363,18 @@ static int print_csv(const struct pfi_restab *t, FILE *fp) {
       if (!first)
         fputc(',', fp);
       first = 0;
-      const char *s =
-          i < 0 ? c->name
-                : cell_text(c, &t->cells[(size_t)i * nc + j], PFI_RESTAB_CSV,
-                            buf);
-      pfi_restab_put_csv(fp, s ? s : t->csv_null);
+      if (i < 0) {
+        pfi_restab_put_csv(fp, c->name);
+        continue;
+      }
+      const struct pfi_restab_cell *cl = &t->cells[(size_t)i * nc + j];
+      const char *s = cell_text(c, cl, PFI_RESTAB_CSV, buf);
+      if (!s)
+        s = t->csv_null;
+      if (c->csv_quote && cl->set != 2)
+        put_csv_quoted(fp, s);
+      else
+        pfi_restab_put_csv(fp, s);
     }
     fputc('\n', fp);
   }

@@ -213,11 +213,56 @@ static void blank(void **state) {
   pfi_restab_release(&t);
 }
 
+/* A column quoted in CSV: every cell in quotes (quotes doubled), the null
+ * text too, a blank cell empty, the header bare; the terminal unchanged. */
+static void quoted(void **state) {
+  (void)state;
+  static const struct pfi_restab_col c4[] = {
+      {.name = "time", .kind = PFI_RESTAB_TEXT, .csv_quote = 1},
+      {.name = "n", .kind = PFI_RESTAB_INT},
+  };
+  struct pfi_restab t;
+  assert_int_equal(pfi_restab_init(&t, c4, 2), 0);
+  pfi_restab_row(&t);
+  pfi_restab_text(&t, 0, "14:00");
+  pfi_restab_int(&t, 1, 1);
+  pfi_restab_row(&t);
+  pfi_restab_text(&t, 0, "say \"x\", y");
+  pfi_restab_int(&t, 1, 2);
+  pfi_restab_row(&t);
+  pfi_restab_int(&t, 1, 3);
+  pfi_restab_row(&t);
+  pfi_restab_blank(&t, 0);
+  pfi_restab_int(&t, 1, 4);
+  char *buf = NULL;
+  size_t n = 0;
+  FILE *fp = open_memstream(&buf, &n);
+  assert_int_equal(pfi_restab_print(&t, PFI_RESTAB_CSV, fp), 0);
+  fclose(fp);
+  assert_string_equal(buf, "time,n\n"
+                           "\"14:00\",1\n"
+                           "\"say \"\"x\"\", y\",2\n"
+                           "\"-\",3\n"
+                           ",4\n");
+  free(buf);
+  fp = open_memstream(&buf, &n);
+  assert_int_equal(pfi_restab_print(&t, PFI_RESTAB_TERM, fp), 0);
+  fclose(fp);
+  assert_string_equal(buf, "time        n\n"
+                           "14:00       1\n"
+                           "say \"x\", y  2\n"
+                           "-           3\n"
+                           "            4\n");
+  free(buf);
+  pfi_restab_release(&t);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(terminal), cmocka_unit_test(csv),
       cmocka_unit_test(json),     cmocka_unit_test(html),
       cmocka_unit_test(layout),   cmocka_unit_test(blank),
+      cmocka_unit_test(quoted),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
