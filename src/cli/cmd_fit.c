@@ -218,10 +218,29 @@ static int ablation(const struct pfi_features *f, const struct pfi_fitrows *r,
     goto out;
   }
   int csv = fmt == PFI_FMT_CSV;
-  if (csv)
-    printf("set,source,p,r2_in,loo_r2,loo_rmse,loo_rho,loco_r2,loco_rmse,"
-           "loco_rho,absent\n");
-  else
+  /* CSV: the metrics as the table's text (fmt_num), empty where a set is
+   * absent or the paper gives none; absent always quoted, and blank on
+   * the published rows. */
+  enum { A_SET, A_SRC, A_P, A_M0, A_ABSENT = A_M0 + 7, A_N };
+#define TXT(n) {.name = n, .kind = PFI_RESTAB_TEXT}
+  static const struct pfi_restab_col acols[A_N] = {
+      [A_SET] = TXT("set"),
+      [A_SRC] = TXT("source"),
+      [A_P] = {.name = "p", .kind = PFI_RESTAB_INT},
+      [A_M0] = TXT("r2_in"),
+      [A_M0 + 1] = TXT("loo_r2"),
+      [A_M0 + 2] = TXT("loo_rmse"),
+      [A_M0 + 3] = TXT("loo_rho"),
+      [A_M0 + 4] = TXT("loco_r2"),
+      [A_M0 + 5] = TXT("loco_rmse"),
+      [A_M0 + 6] = TXT("loco_rho"),
+      [A_ABSENT] = {.name = "absent", .kind = PFI_RESTAB_TEXT,
+                    .csv_quote = 1},
+  };
+#undef TXT
+  struct pfi_restab tab;
+  pfi_restab_init(&tab, acols, A_N);
+  if (!csv)
     printf("Predictor ablation, n = %zu jobs (%s): %s\n"
            "LOCO clusters: %s\n%s"
            "%-4s %-10s %3s %7s %7s %8s %7s %8s %9s %8s\n",
@@ -246,10 +265,13 @@ static int ablation(const struct pfi_features *f, const struct pfi_fitrows *r,
     fmt_num(v[6], 32, q->loco.rho,
             q->ok && q->loco.defined && q->loco.rho_defined);
     if (csv) {
-      printf("%s,%s,%zu", pfi_ablation_sets[s].id, label, ks[s]);
+      pfi_restab_row(&tab);
+      pfi_restab_text(&tab, A_SET, pfi_ablation_sets[s].id);
+      pfi_restab_text(&tab, A_SRC, label);
+      pfi_restab_int(&tab, A_P, (long long)ks[s]);
       for (int c = 0; c < 7; c++)
-        printf(",%s", q->ok ? v[c] : "");
-      printf(",\"%s\"\n", q->absent);
+        pfi_restab_text(&tab, A_M0 + (size_t)c, q->ok ? v[c] : "");
+      pfi_restab_text(&tab, A_ABSENT, q->absent);
     } else if (q->ok) {
       printf("%-4s %-10s %3zu %7s %7s %8s %7s %8s %9s %8s\n",
              pfi_ablation_sets[s].id, label, ks[s], v[0], v[1], v[2], v[3],
@@ -260,12 +282,15 @@ static int ablation(const struct pfi_features *f, const struct pfi_fitrows *r,
     }
     if (show_pub) {
       if (csv) {
-        printf("%s,published,%zu", pfi_ablation_sets[s].id, ks[s]);
+        pfi_restab_row(&tab);
+        pfi_restab_text(&tab, A_SET, pfi_ablation_sets[s].id);
+        pfi_restab_text(&tab, A_SRC, "published");
+        pfi_restab_int(&tab, A_P, (long long)ks[s]);
         for (int c = 0; c < 7; c++) {
           const char *pv = pub_cell(&pub, pfi_ablation_sets[s].id, pub_cols[c]);
-          printf(",%s", pv ? pv : "");
+          pfi_restab_text(&tab, A_M0 + (size_t)c, pv ? pv : "");
         }
-        printf(",\n");
+        pfi_restab_blank(&tab, A_ABSENT);
       } else {
         const char *pv[7];
         for (int c = 0; c < 7; c++) {
@@ -278,6 +303,9 @@ static int ablation(const struct pfi_features *f, const struct pfi_fitrows *r,
       }
     }
   }
+  if (csv && pfi_cli_print_table(&tab, fmt) != PFI_EXIT_OK)
+    rc = PFI_EIO;
+  pfi_restab_release(&tab);
   if (!csv) {
     printf("\nSets: ");
     for (int s = 0; s < 7; s++)
