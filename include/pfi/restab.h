@@ -83,6 +83,8 @@ struct pfi_restab_col {
    * (a timestamp column that readers expect quoted); a blank cell
    * (pfi_restab_blank) stays empty. The header is not quoted. */
   int csv_quote;
+  /* JSON: an integer column as true (non-zero) or false. */
+  int json_bool;
 };
 
 struct pfi_restab_cell {

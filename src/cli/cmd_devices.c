@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* `pfi devices`: the GPUs of a backend, their power limits and power. */
-#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,10 +109,6 @@ static int read_row(struct pfi_device *dev, unsigned i, struct row *r,
   return 0;
 }
 
-static json_t *jnum(double v) {
-  return isfinite(v) ? json_real(v) : json_null();
-}
-
 int cmd_devices(int argc, char **argv) {
   const char *backend = NULL, *params = NULL, *chosen = NULL;
   enum pfi_format format = PFI_FMT_TABLE;
@@ -167,36 +162,11 @@ int cmd_devices(int argc, char **argv) {
       goto fail;
 
   int any_emulated = 0;
-  if (format == PFI_FMT_JSON) {
-    json_t *arr = json_array();
-    for (unsigned i = 0; i < n; i++) {
-      const struct row *r = &rows[i];
-      json_t *o = json_object();
-      json_object_set_new(o, "index", json_integer(r->index));
-      json_object_set_new(o, "name", pfi_cli_json_str(r->name));
-      json_object_set_new(o, "uuid", pfi_cli_json_str(r->uuid));
-      json_object_set_new(o, "min_cap_w", jnum(r->min_w));
-      json_object_set_new(o, "max_cap_w", jnum(r->max_w));
-      json_object_set_new(o, "default_cap_w", jnum(r->def_w));
-      json_object_set_new(o, "cap_w", jnum(r->cap_w));
-      json_object_set_new(o, "enforced_cap_w", jnum(r->enf_w));
-      json_object_set_new(o, "power_w", jnum(r->power_w));
-      json_object_set_new(o, "sm_clock_mhz", jnum(r->sm_mhz));
-      json_object_set_new(o, "mem_clock_mhz", jnum(r->mem_mhz));
-      json_object_set_new(o, "gpu_temp_c", jnum(r->temp_c));
-      json_object_set_new(o, "fb_used_mib", jnum(r->fb_mib));
-      json_object_set_new(o, "backend", json_string(chosen));
-      json_object_set_new(o, "emulated",
-                          json_boolean(pfi__cli_emulated(dev, r->name)));
-      json_array_append_new(arr, o);
-    }
-    status = pfi_cli_print_json(arr);
-    goto out;
-  }
-  /* Terminal and CSV: one column list; '-' where a reading is missing. */
+  /* One column list for the three formats; '-' where a reading is
+   * missing (null in JSON). emulated is text in CSV, a boolean in JSON. */
   enum {
     C_INDEX, C_NAME, C_UUID, C_MIN, C_MAX, C_DEF, C_CAP, C_ENF, C_POW, C_SM,
-    C_MEM, C_TEMP, C_FB, C_BACKEND, C_EMU, C_N
+    C_MEM, C_TEMP, C_FB, C_BACKEND, C_EMU, C_EMUJ, C_N
   };
 #define W1(n, l)                                                               \
   {.name = n, .label = l, .kind = PFI_RESTAB_NUM, .style = 'f', .prec = 1,     \
@@ -221,11 +191,13 @@ int cmd_devices(int argc, char **argv) {
       [C_MEM] = W0("mem_clock_mhz", "mem_mhz", 7),
       [C_TEMP] = W0("gpu_temp_c", "temp", 5),
       [C_FB] = {.name = "fb_used_mib", .kind = PFI_RESTAB_NUM, .style = 'f',
-                .prec = 0, .formats = PFI_RESTAB_IN_CSV},
+                .prec = 0, .formats = PFI_RESTAB_IN_FILES},
       [C_BACKEND] = {.name = "backend", .kind = PFI_RESTAB_TEXT,
-                     .formats = PFI_RESTAB_IN_CSV},
+                     .formats = PFI_RESTAB_IN_FILES},
       [C_EMU] = {.name = "emulated", .kind = PFI_RESTAB_TEXT,
                  .formats = PFI_RESTAB_IN_CSV},
+      [C_EMUJ] = {.name = "emulated", .kind = PFI_RESTAB_INT, .json_bool = 1,
+                  .formats = PFI_RESTAB_IN_JSON},
   };
 #undef W1
 #undef W0
@@ -246,6 +218,7 @@ int cmd_devices(int argc, char **argv) {
       pfi_restab_num(&tab, C_MIN + k, v[k]);
     pfi_restab_text(&tab, C_BACKEND, chosen);
     pfi_restab_text(&tab, C_EMU, emulated ? "true" : "false");
+    pfi_restab_int(&tab, C_EMUJ, emulated);
   }
   status = pfi_cli_print_table(&tab, format);
   pfi_restab_release(&tab);

@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* `pfi records`: the controller's decision records, as a table, CSV or
  * JSON. */
-#include <jansson.h>
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -36,23 +34,24 @@ static const struct pfi_cmd_help help = {
 
 struct ctx {
   enum pfi_format fmt;
-  json_t *arr;
-  struct pfi_restab *tab; /* table and CSV */
+  struct pfi_restab *tab;
   size_t n;
 };
 
-/* Table and CSV: one column list, the terminal's columns labelled as they
- * were (cap_req, tput_bef, ...), the CSV's by their record names; a value
- * that does not exist (a pending record's after-values) is empty in CSV
- * and '-' in the terminal. */
+/* One column list for the three formats, the terminal's columns labelled
+ * as they were (cap_req, tput_bef, ...), the files' by their record names;
+ * a value that does not exist (a pending record's after-values) is empty
+ * in CSV, '-' in the terminal and null in JSON; protect and complete are
+ * 0/1 in CSV and booleans in JSON. */
 enum {
   C_RUN, C_SEQ, C_T, C_EVENT, C_TARGET, C_JOB, T_REASON, C_FAMILY, C_PHASE,
   C_REQ, C_ENF, C_DRAW, C_PFI, C_PFILO, C_PFIHI, C_TBEF, C_TPRED, C_TAFT,
   C_REASON, C_MAXLOSS, C_PROTECT, C_SHORT, C_COMPLETE, C_N
 };
+/* Columns of the files (CSV and JSON), not of the terminal. */
 #define CSVONLY(n, k)                                                          \
   {.name = n, .kind = k, .style = 'g', .prec = 10,                             \
-   .formats = PFI_RESTAB_IN_CSV}
+   .formats = PFI_RESTAB_IN_FILES}
 #define TERM(n, l, st, p, w)                                                   \
   {.name = n, .label = l, .kind = PFI_RESTAB_NUM, .style = st, .prec = p,      \
    .csv_style = 'g', .csv_prec = 10, .width = w, .fixed = 1, .sep = 1}
@@ -81,49 +80,19 @@ static const struct pfi_restab_col cols[C_N] = {
     [C_TAFT] = TERM("tput_after", "tput_aft", 'g', 4, 10),
     [C_REASON] = CSVONLY("reason", PFI_RESTAB_TEXT),
     [C_MAXLOSS] = CSVONLY("max_loss", PFI_RESTAB_NUM),
-    [C_PROTECT] = CSVONLY("protect", PFI_RESTAB_INT),
+    [C_PROTECT] = {.name = "protect", .kind = PFI_RESTAB_INT, .json_bool = 1,
+                   .formats = PFI_RESTAB_IN_FILES},
     [C_SHORT] = CSVONLY("shortfall_w", PFI_RESTAB_NUM),
-    [C_COMPLETE] = CSVONLY("complete", PFI_RESTAB_INT),
+    [C_COMPLETE] = {.name = "complete", .kind = PFI_RESTAB_INT,
+                    .json_bool = 1, .formats = PFI_RESTAB_IN_FILES},
 };
 #undef CSVONLY
 #undef TERM
-
-static json_t *jnum(double v) {
-  return isfinite(v) ? json_real(v) : json_null();
-}
 
 static int row(void *p, const struct pfi_records_row *r) {
   struct ctx *c = p;
   const struct pfi_ctl_record *x = &r->rec;
   c->n++;
-  if (c->fmt == PFI_FMT_JSON) {
-    json_t *o = json_object();
-    json_object_set_new(o, "run", pfi_cli_json_str(r->run));
-    json_object_set_new(o, "seq", json_integer((json_int_t)x->seq));
-    json_object_set_new(o, "t_s", jnum(x->t_s));
-    json_object_set_new(o, "event", pfi_cli_json_str(x->event));
-    json_object_set_new(o, "target_w", jnum(x->target_w));
-    json_object_set_new(o, "job", pfi_cli_json_str(x->job));
-    json_object_set_new(o, "family", pfi_cli_json_str(x->family));
-    json_object_set_new(o, "phase", pfi_cli_json_str(x->phase));
-    json_object_set_new(o, "cap_req_w", jnum(x->cap_req_w));
-    json_object_set_new(o, "cap_enf_w", jnum(x->cap_enf_w));
-    json_object_set_new(o, "draw_w", jnum(x->draw_w));
-    json_object_set_new(o, "pfi", jnum(x->pfi));
-    json_object_set_new(o, "pfi_lo", jnum(x->pfi_lo));
-    json_object_set_new(o, "pfi_hi", jnum(x->pfi_hi));
-    json_object_set_new(o, "tput_before", jnum(x->tput_before));
-    json_object_set_new(o, "tput_pred", jnum(x->tput_pred));
-    json_object_set_new(o, "tput_after", jnum(x->tput_after));
-    json_object_set_new(o, "reason",
-                        json_string(pfi_ctl_reason_name(x->reason)));
-    json_object_set_new(o, "max_loss", jnum(x->max_loss));
-    json_object_set_new(o, "protect", json_boolean(x->protect));
-    json_object_set_new(o, "shortfall_w", jnum(x->shortfall_w));
-    json_object_set_new(o, "complete", json_boolean(x->complete));
-    json_array_append_new(c->arr, o);
-    return 0;
-  }
   struct pfi_restab *t = c->tab;
   if (pfi_restab_row(t) < 0)
     return PFI_ENOMEM;
@@ -155,7 +124,7 @@ static int row(void *p, const struct pfi_records_row *r) {
 
 int cmd_records(int argc, char **argv) {
   const char *event = NULL, *job = NULL;
-  struct ctx c = {PFI_FMT_TABLE, NULL, NULL, 0};
+  struct ctx c = {PFI_FMT_TABLE, NULL, 0};
   int o;
   struct pfi_optparse op;
   pfi_opt_start(&op, &help, argc, argv);
@@ -193,22 +162,14 @@ int cmd_records(int argc, char **argv) {
   struct pfi_restab tab;
   pfi_restab_init(&tab, cols, C_N);
   tab.csv_null = "";
-  if (c.fmt == PFI_FMT_JSON)
-    c.arr = json_array();
-  else
-    c.tab = &tab;
+  c.tab = &tab;
   int rc = pfi_records_each(r, event, job, row, &c, &err);
   pfi_records_close(r);
   if (rc == PFI_ENOMEM && !err.msg[0])
     pfi_error_set(&err, PFI_ENOMEM, "out of memory");
   if (rc < 0) {
-    json_decref(c.arr);
     pfi_restab_release(&tab);
     return pfi_cli_fail(&err);
-  }
-  if (c.fmt == PFI_FMT_JSON) {
-    pfi_restab_release(&tab);
-    return pfi_cli_print_json(c.arr);
   }
   rc = pfi_cli_print_table(&tab, c.fmt);
   pfi_restab_release(&tab);

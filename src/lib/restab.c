@@ -462,7 +462,8 @@ static int print_json(const struct pfi_restab *t, FILE *fp) {
       else if (c->kind == PFI_RESTAB_TEXT)
         v = json_text(cl->u.s);
       else if (c->kind == PFI_RESTAB_INT)
-        v = json_integer((json_int_t)cl->u.i);
+        v = c->json_bool ? json_boolean(cl->u.i != 0)
+                         : json_integer((json_int_t)cl->u.i);
       else
         v = json_real(cl->u.num);
       if (!v || json_object_set_new(o, c->name, v))

@@ -257,12 +257,57 @@ static void quoted(void **state) {
   pfi_restab_release(&t);
 }
 
+/* An integer column shown as a boolean in JSON, as its number elsewhere. */
+static void boolean(void **state) {
+  (void)state;
+  static const struct pfi_restab_col c5[] = {
+      {.name = "gpu", .kind = PFI_RESTAB_INT},
+      {.name = "emulated", .kind = PFI_RESTAB_INT, .json_bool = 1},
+  };
+  struct pfi_restab t;
+  assert_int_equal(pfi_restab_init(&t, c5, 2), 0);
+  pfi_restab_row(&t);
+  pfi_restab_int(&t, 0, 0);
+  pfi_restab_int(&t, 1, 1);
+  pfi_restab_row(&t);
+  pfi_restab_int(&t, 0, 1);
+  pfi_restab_int(&t, 1, 0);
+  pfi_restab_row(&t);
+  pfi_restab_int(&t, 0, 2);
+  char *buf = NULL;
+  size_t n = 0;
+  FILE *fp = open_memstream(&buf, &n);
+  assert_int_equal(pfi_restab_print(&t, PFI_RESTAB_JSON, fp), 0);
+  fclose(fp);
+  assert_string_equal(buf, "[\n"
+                           "  {\n"
+                           "    \"gpu\": 0,\n"
+                           "    \"emulated\": true\n"
+                           "  },\n"
+                           "  {\n"
+                           "    \"gpu\": 1,\n"
+                           "    \"emulated\": false\n"
+                           "  },\n"
+                           "  {\n"
+                           "    \"gpu\": 2,\n"
+                           "    \"emulated\": null\n"
+                           "  }\n"
+                           "]\n");
+  free(buf);
+  fp = open_memstream(&buf, &n);
+  assert_int_equal(pfi_restab_print(&t, PFI_RESTAB_CSV, fp), 0);
+  fclose(fp);
+  assert_string_equal(buf, "gpu,emulated\n0,1\n1,0\n2,-\n");
+  free(buf);
+  pfi_restab_release(&t);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(terminal), cmocka_unit_test(csv),
       cmocka_unit_test(json),     cmocka_unit_test(html),
       cmocka_unit_test(layout),   cmocka_unit_test(blank),
-      cmocka_unit_test(quoted),
+      cmocka_unit_test(quoted),   cmocka_unit_test(boolean),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
