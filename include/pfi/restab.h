@@ -79,6 +79,12 @@ struct pfi_restab_col {
   enum pfi_restab_align align;
   int sep;          /* spaces before the column in the terminal; 0: 2 */
   unsigned formats; /* PFI_RESTAB_IN_* mask; 0: every format */
+  /* CSV: each cell of the column quoted, even when nothing in it needs it
+   * (a timestamp column that readers expect quoted); a blank cell
+   * (pfi_restab_blank) stays empty. The header is not quoted. */
+  int csv_quote;
+  /* JSON: an integer column as true (non-zero) or false. */
+  int json_bool;
 };
 
 struct pfi_restab_cell {
@@ -87,7 +93,7 @@ struct pfi_restab_cell {
     long long i;
     char *s; /* owned */
   } u;
-  unsigned char set; /* 0: empty (null) */
+  unsigned char set; /* 0: empty (null); 2: blank (pfi_restab_blank) */
 };
 
 struct pfi_restab {
@@ -117,6 +123,10 @@ int pfi_restab_row(struct pfi_restab *t);
 void pfi_restab_text(struct pfi_restab *t, size_t col, const char *s);
 void pfi_restab_num(struct pfi_restab *t, size_t col, double v);
 void pfi_restab_int(struct pfi_restab *t, size_t col, long long v);
+/* Leaves a cell of the last row blank on purpose, as a total row's column
+ * that has no total: no text in the terminal, CSV and HTML (not the null
+ * text, which says a value is missing), null in JSON. */
+void pfi_restab_blank(struct pfi_restab *t, size_t col);
 /* Formatted text into a text cell. */
 void pfi_restab_textf(struct pfi_restab *t, size_t col, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -235,30 +235,59 @@ int cmd_allocate(int argc, char **argv) {
                         json_string(d.any_emulated ? "emulated" : "input"));
     if (pfi_cli_print_json(j))
       status = PFI_EXIT_FAIL;
-  } else if (fmt == PFI_FMT_CSV) {
-    printf("job,power_w,cap_w,tokens_per_s,retained\n");
-    for (size_t i = 0; i < n; i++)
-      printf("%s,%.6f,%.6f,%.6f,%.6f\n", d.cs.c[i].job, pw[i],
-             pfi_curve_cap_at(&d.cs.c[i], pw[i]),
-             pfi_problem_eval(pp, i, pw[i]),
-             pfi_problem_eval(pp, i, pw[i]) /
-                 pfi_problem_eval(pp, i, pfi_problem_hi(pp, i)));
-    printf("TOTAL,%.6f,,%.6f,%.6f\n", tot_p, tot_t, tot_t / tot_u);
   } else {
-    printf("strategy %s, cut %.4g %% of %.1f W uncapped, budget %.1f W%s\n",
-           pfi_strategy_name(s), 100 * cut, hi, budget,
-           d.any_emulated ? " (emulated data)" : "");
-    printf("%-40s %12s %10s %14s %9s\n", "job", "power_w", "cap_w",
-           "tokens_per_s", "retained");
-    for (size_t i = 0; i < n; i++)
-      printf("%-40s %12.1f %10.1f %14.6g %8.2f%%\n", d.cs.c[i].job, pw[i],
-             pfi_curve_cap_at(&d.cs.c[i], pw[i]),
-             pfi_problem_eval(pp, i, pw[i]),
-             100 * pfi_problem_eval(pp, i, pw[i]) /
-                 pfi_problem_eval(pp, i, pfi_problem_hi(pp, i)));
-    printf("%-40s %12.1f %10s %14.6g %8.2f%%\n", "total", tot_p, "", tot_t,
-           100 * tot_t / tot_u);
-    if (plan_path)
+    /* One column list: the terminal shows retained as a percentage, the
+     * CSV as a fraction (one column each, shown per format). */
+    enum { C_JOB, C_POW, C_CAP, C_TOK, C_RETP, C_RET, C_N };
+    static const struct pfi_restab_col cols[C_N] = {
+        [C_JOB] = {.name = "job", .kind = PFI_RESTAB_TEXT, .width = 40,
+                   .fixed = 1},
+        [C_POW] = {.name = "power_w", .kind = PFI_RESTAB_NUM, .style = 'f',
+                   .prec = 1, .csv_style = 'f', .csv_prec = 6, .width = 12,
+                   .fixed = 1, .sep = 1},
+        [C_CAP] = {.name = "cap_w", .kind = PFI_RESTAB_NUM, .style = 'f',
+                   .prec = 1, .csv_style = 'f', .csv_prec = 6, .width = 10,
+                   .fixed = 1, .sep = 1},
+        [C_TOK] = {.name = "tokens_per_s", .kind = PFI_RESTAB_NUM,
+                   .style = 'g', .prec = 6, .csv_style = 'f', .csv_prec = 6,
+                   .width = 14, .fixed = 1, .sep = 1},
+        [C_RETP] = {.name = "retained", .kind = PFI_RESTAB_TEXT,
+                    .align = PFI_RESTAB_RIGHT, .width = 9, .fixed = 1,
+                    .sep = 1, .formats = PFI_RESTAB_IN_TERM},
+        [C_RET] = {.name = "retained", .kind = PFI_RESTAB_NUM, .style = 'f',
+                   .prec = 6, .formats = PFI_RESTAB_IN_CSV},
+    };
+    struct pfi_restab tab;
+    pfi_restab_init(&tab, cols, C_N);
+    char title[256];
+    snprintf(title, sizeof title,
+             "strategy %s, cut %.4g %% of %.1f W uncapped, budget %.1f W%s",
+             pfi_strategy_name(s), 100 * cut, hi, budget,
+             d.any_emulated ? " (emulated data)" : "");
+    pfi_restab_title(&tab, title);
+    for (size_t i = 0; i <= n && !tab.failed; i++) {
+      double p = i < n ? pw[i] : tot_p,
+             t = i < n ? pfi_problem_eval(pp, i, pw[i]) : tot_t,
+             r = i < n ? t / pfi_problem_eval(pp, i, pfi_problem_hi(pp, i))
+                       : tot_t / tot_u;
+      pfi_restab_row(&tab);
+      pfi_restab_text(&tab, C_JOB,
+                      i < n ? d.cs.c[i].job
+                            : fmt == PFI_FMT_CSV ? "TOTAL" : "total");
+      pfi_restab_num(&tab, C_POW, p);
+      if (i < n)
+        pfi_restab_num(&tab, C_CAP, pfi_curve_cap_at(&d.cs.c[i], pw[i]));
+      else
+        pfi_restab_blank(&tab, C_CAP);
+      pfi_restab_num(&tab, C_TOK, t);
+      if (isfinite(100 * r))
+        pfi_restab_textf(&tab, C_RETP, "%.2f%%", 100 * r);
+      pfi_restab_num(&tab, C_RET, r);
+    }
+    if (pfi_cli_print_table(&tab, fmt) != PFI_EXIT_OK)
+      status = PFI_EXIT_FAIL;
+    pfi_restab_release(&tab);
+    if (fmt == PFI_FMT_TABLE && plan_path)
       printf("plan written to %s\n", plan_path);
   }
   if (fflush(stdout) != 0)

@@ -392,28 +392,58 @@ int cmd_cap(int argc, char **argv) {
     status = pfi_cli_print_json(arr);
     goto out;
   }
-  if (format == PFI_FMT_CSV)
-    printf("index,uuid,old_cap_w,new_cap_w,enforced_cap_w,changed,dry_run,"
-           "backend,emulated\n");
-  for (size_t k = 0; k < n; k++) {
-    const struct item *it = &items[k];
-    int emulated = pfi__cli_emulated(dev, it->name);
-    char enf[32] = "-";
-    if (it->have_enforced)
-      snprintf(enf, sizeof enf, "%.3f", it->enforced_mw / 1000.0);
-    int changed = !dry && it->new_mw != it->old_mw;
-    if (format == PFI_FMT_CSV)
-      printf("%u,%s,%.3f,%.3f,%s,%s,%s,%s,%s\n", it->gpu, it->uuid,
-             it->old_mw / 1000.0, it->new_mw / 1000.0, enf,
-             changed ? "true" : "false", dry ? "true" : "false", chosen,
-             emulated ? "true" : "false");
-    else
+  if (format == PFI_FMT_CSV) {
+    /* '-' where the enforced limit could not be read. */
+    enum { C_IDX, C_UUID, C_OLD, C_NEW, C_ENF, C_CHG, C_DRY, C_BACK, C_EMU,
+           C_N };
+#define W3(n) {.name = n, .kind = PFI_RESTAB_NUM, .style = 'f', .prec = 3}
+#define TXT(n) {.name = n, .kind = PFI_RESTAB_TEXT}
+    static const struct pfi_restab_col cols[C_N] = {
+        [C_IDX] = {.name = "index", .kind = PFI_RESTAB_INT},
+        [C_UUID] = TXT("uuid"),
+        [C_OLD] = W3("old_cap_w"),
+        [C_NEW] = W3("new_cap_w"),
+        [C_ENF] = W3("enforced_cap_w"),
+        [C_CHG] = TXT("changed"),
+        [C_DRY] = TXT("dry_run"),
+        [C_BACK] = TXT("backend"),
+        [C_EMU] = TXT("emulated"),
+    };
+#undef W3
+#undef TXT
+    struct pfi_restab tab;
+    pfi_restab_init(&tab, cols, C_N);
+    for (size_t k = 0; k < n && !tab.failed; k++) {
+      const struct item *it = &items[k];
+      int changed = !dry && it->new_mw != it->old_mw;
+      pfi_restab_row(&tab);
+      pfi_restab_int(&tab, C_IDX, it->gpu);
+      pfi_restab_text(&tab, C_UUID, it->uuid);
+      pfi_restab_num(&tab, C_OLD, it->old_mw / 1000.0);
+      pfi_restab_num(&tab, C_NEW, it->new_mw / 1000.0);
+      if (it->have_enforced)
+        pfi_restab_num(&tab, C_ENF, it->enforced_mw / 1000.0);
+      pfi_restab_text(&tab, C_CHG, changed ? "true" : "false");
+      pfi_restab_text(&tab, C_DRY, dry ? "true" : "false");
+      pfi_restab_text(&tab, C_BACK, chosen);
+      pfi_restab_text(&tab, C_EMU,
+                      pfi__cli_emulated(dev, it->name) ? "true" : "false");
+    }
+    status = pfi_cli_print_table(&tab, format);
+    pfi_restab_release(&tab);
+  } else {
+    /* One sentence per GPU, not a table. */
+    for (size_t k = 0; k < n; k++) {
+      const struct item *it = &items[k];
+      int emulated = pfi__cli_emulated(dev, it->name);
+      int changed = !dry && it->new_mw != it->old_mw;
       printf("GPU %u%s%s: %.1f W -> %.1f W%s%s\n", it->gpu, it->job ? " " : "",
              it->job ? it->job : "", it->old_mw / 1000.0, it->new_mw / 1000.0,
              dry       ? " (dry run)"
              : changed ? ""
                        : " (unchanged)",
              emulated ? " [emulated]" : "");
+    }
   }
   if (fflush(stdout) != 0)
     status = PFI_EXIT_FAIL;

@@ -360,22 +360,55 @@ int cmd_capacity(int argc, char **argv) {
     if (pfi_cli_print_json(j))
       status = PFI_EXIT_FAIL;
   } else if (fmt == PFI_FMT_CSV) {
-    printf("kind,strategy,shed_w,shed_frac,loss,loss_frac,loss_lo_frac,"
-           "loss_hi_frac,shed_lo_w,shed_hi_w\n");
-    for (size_t k = 0; k < ns; k++) {
+    /* Ladder rows and quote rows in one table; a column a kind of row does
+     * not have is blank. */
+    enum { C_KIND, C_STRAT, C_SHED, C_SFRAC, C_LOSS, C_LFRAC, C_LLO, C_LHI,
+           C_SLO, C_SHI, C_N };
+#define G10(n) {.name = n, .kind = PFI_RESTAB_NUM, .style = 'g', .prec = 10}
+    static const struct pfi_restab_col cols[C_N] = {
+        [C_KIND] = {.name = "kind", .kind = PFI_RESTAB_TEXT},
+        [C_STRAT] = {.name = "strategy", .kind = PFI_RESTAB_TEXT},
+        [C_SHED] = G10("shed_w"),        [C_SFRAC] = G10("shed_frac"),
+        [C_LOSS] = G10("loss"),          [C_LFRAC] = G10("loss_frac"),
+        [C_LLO] = G10("loss_lo_frac"),   [C_LHI] = G10("loss_hi_frac"),
+        [C_SLO] = G10("shed_lo_w"),      [C_SHI] = G10("shed_hi_w"),
+    };
+#undef G10
+    struct pfi_restab tab;
+    pfi_restab_init(&tab, cols, C_N);
+    for (size_t k = 0; k < ns && !tab.failed; k++) {
       const char *sn = pfi_strategy_name(cap[k].strategy);
       for (size_t i = 0; i < cap[k].n; i++) {
         const struct pfi_capacity_point *pt = &cap[k].pts[i];
-        printf("ladder,%s,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,,\n", sn,
-               pt->shed_w, pt->shed_frac, pt->loss, pt->loss_frac,
-               pt->loss_lo_frac, pt->loss_hi_frac);
+        pfi_restab_row(&tab);
+        pfi_restab_text(&tab, C_KIND, "ladder");
+        pfi_restab_text(&tab, C_STRAT, sn);
+        pfi_restab_num(&tab, C_SHED, pt->shed_w);
+        pfi_restab_num(&tab, C_SFRAC, pt->shed_frac);
+        pfi_restab_num(&tab, C_LOSS, pt->loss);
+        pfi_restab_num(&tab, C_LFRAC, pt->loss_frac);
+        pfi_restab_num(&tab, C_LLO, pt->loss_lo_frac);
+        pfi_restab_num(&tab, C_LHI, pt->loss_hi_frac);
+        pfi_restab_blank(&tab, C_SLO);
+        pfi_restab_blank(&tab, C_SHI);
       }
-      for (int i = 0; i < PFI_CAPACITY_NQUOTE; i++)
-        printf("quote,%s,%.10g,%.10g,,%.10g,,,%.10g,%.10g\n", sn,
-               cap[k].quote_w[i], cap[k].quote_w[i] / cap[k].uncapped_w,
-               pfi_capacity_quotes[i], cap[k].quote_lo_w[i],
-               cap[k].quote_hi_w[i]);
+      for (int i = 0; i < PFI_CAPACITY_NQUOTE; i++) {
+        pfi_restab_row(&tab);
+        pfi_restab_text(&tab, C_KIND, "quote");
+        pfi_restab_text(&tab, C_STRAT, sn);
+        pfi_restab_num(&tab, C_SHED, cap[k].quote_w[i]);
+        pfi_restab_num(&tab, C_SFRAC, cap[k].quote_w[i] / cap[k].uncapped_w);
+        pfi_restab_blank(&tab, C_LOSS);
+        pfi_restab_num(&tab, C_LFRAC, pfi_capacity_quotes[i]);
+        pfi_restab_blank(&tab, C_LLO);
+        pfi_restab_blank(&tab, C_LHI);
+        pfi_restab_num(&tab, C_SLO, cap[k].quote_lo_w[i]);
+        pfi_restab_num(&tab, C_SHI, cap[k].quote_hi_w[i]);
+      }
     }
+    if (pfi_cli_print_table(&tab, fmt) != PFI_EXIT_OK)
+      status = PFI_EXIT_FAIL;
+    pfi_restab_release(&tab);
   } else {
     printf("capacity of %zu jobs (%s, %s): uncapped %.1f W, floor %.1f W "
            "(largest cut %.1f %%)\n",

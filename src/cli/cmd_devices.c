@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* `pfi devices`: the GPUs of a backend, their power limits and power. */
-#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,17 +109,6 @@ static int read_row(struct pfi_device *dev, unsigned i, struct row *r,
   return 0;
 }
 
-static void fmt(char *buf, size_t n, double v, const char *f) {
-  if (isfinite(v))
-    snprintf(buf, n, f, v);
-  else
-    snprintf(buf, n, "-");
-}
-
-static json_t *jnum(double v) {
-  return isfinite(v) ? json_real(v) : json_null();
-}
-
 int cmd_devices(int argc, char **argv) {
   const char *backend = NULL, *params = NULL, *chosen = NULL;
   enum pfi_format format = PFI_FMT_TABLE;
@@ -174,70 +162,66 @@ int cmd_devices(int argc, char **argv) {
       goto fail;
 
   int any_emulated = 0;
-  if (format == PFI_FMT_JSON) {
-    json_t *arr = json_array();
-    for (unsigned i = 0; i < n; i++) {
-      const struct row *r = &rows[i];
-      json_t *o = json_object();
-      json_object_set_new(o, "index", json_integer(r->index));
-      json_object_set_new(o, "name", pfi_cli_json_str(r->name));
-      json_object_set_new(o, "uuid", pfi_cli_json_str(r->uuid));
-      json_object_set_new(o, "min_cap_w", jnum(r->min_w));
-      json_object_set_new(o, "max_cap_w", jnum(r->max_w));
-      json_object_set_new(o, "default_cap_w", jnum(r->def_w));
-      json_object_set_new(o, "cap_w", jnum(r->cap_w));
-      json_object_set_new(o, "enforced_cap_w", jnum(r->enf_w));
-      json_object_set_new(o, "power_w", jnum(r->power_w));
-      json_object_set_new(o, "sm_clock_mhz", jnum(r->sm_mhz));
-      json_object_set_new(o, "mem_clock_mhz", jnum(r->mem_mhz));
-      json_object_set_new(o, "gpu_temp_c", jnum(r->temp_c));
-      json_object_set_new(o, "fb_used_mib", jnum(r->fb_mib));
-      json_object_set_new(o, "backend", json_string(chosen));
-      json_object_set_new(o, "emulated",
-                          json_boolean(pfi__cli_emulated(dev, r->name)));
-      json_array_append_new(arr, o);
-    }
-    status = pfi_cli_print_json(arr);
-    goto out;
-  }
-  if (format == PFI_FMT_CSV) {
-    printf("index,name,uuid,min_cap_w,max_cap_w,default_cap_w,cap_w,"
-           "enforced_cap_w,power_w,sm_clock_mhz,mem_clock_mhz,gpu_temp_c,"
-           "fb_used_mib,backend,emulated\n");
-  } else {
-    printf("%-5s %-26s %-40s %8s %8s %8s %8s %8s %8s %7s %7s %5s\n", "index",
-           "name", "uuid", "min_w", "max_w", "def_w", "cap_w", "enf_w",
-           "power_w", "sm_mhz", "mem_mhz", "temp");
-  }
-  for (unsigned i = 0; i < n; i++) {
+  /* One column list for the three formats; '-' where a reading is
+   * missing (null in JSON). emulated is text in CSV, a boolean in JSON. */
+  enum {
+    C_INDEX, C_NAME, C_UUID, C_MIN, C_MAX, C_DEF, C_CAP, C_ENF, C_POW, C_SM,
+    C_MEM, C_TEMP, C_FB, C_BACKEND, C_EMU, C_EMUJ, C_N
+  };
+#define W1(n, l)                                                               \
+  {.name = n, .label = l, .kind = PFI_RESTAB_NUM, .style = 'f', .prec = 1,     \
+   .width = 8, .fixed = 1, .sep = 1}
+#define W0(n, l, w)                                                            \
+  {.name = n, .label = l, .kind = PFI_RESTAB_NUM, .style = 'f', .prec = 0,     \
+   .width = w, .fixed = 1, .sep = 1}
+  static const struct pfi_restab_col cols[C_N] = {
+      [C_INDEX] = {.name = "index", .kind = PFI_RESTAB_INT,
+                   .align = PFI_RESTAB_LEFT, .width = 5, .fixed = 1},
+      [C_NAME] = {.name = "name", .kind = PFI_RESTAB_TEXT, .width = 26,
+                  .fixed = 1, .sep = 1},
+      [C_UUID] = {.name = "uuid", .kind = PFI_RESTAB_TEXT, .width = 40,
+                  .fixed = 1, .sep = 1},
+      [C_MIN] = W1("min_cap_w", "min_w"),
+      [C_MAX] = W1("max_cap_w", "max_w"),
+      [C_DEF] = W1("default_cap_w", "def_w"),
+      [C_CAP] = W1("cap_w", NULL),
+      [C_ENF] = W1("enforced_cap_w", "enf_w"),
+      [C_POW] = W1("power_w", NULL),
+      [C_SM] = W0("sm_clock_mhz", "sm_mhz", 7),
+      [C_MEM] = W0("mem_clock_mhz", "mem_mhz", 7),
+      [C_TEMP] = W0("gpu_temp_c", "temp", 5),
+      [C_FB] = {.name = "fb_used_mib", .kind = PFI_RESTAB_NUM, .style = 'f',
+                .prec = 0, .formats = PFI_RESTAB_IN_FILES},
+      [C_BACKEND] = {.name = "backend", .kind = PFI_RESTAB_TEXT,
+                     .formats = PFI_RESTAB_IN_FILES},
+      [C_EMU] = {.name = "emulated", .kind = PFI_RESTAB_TEXT,
+                 .formats = PFI_RESTAB_IN_CSV},
+      [C_EMUJ] = {.name = "emulated", .kind = PFI_RESTAB_INT, .json_bool = 1,
+                  .formats = PFI_RESTAB_IN_JSON},
+  };
+#undef W1
+#undef W0
+  struct pfi_restab tab;
+  pfi_restab_init(&tab, cols, C_N);
+  for (unsigned i = 0; i < n && !tab.failed; i++) {
     const struct row *r = &rows[i];
     int emulated = pfi__cli_emulated(dev, r->name);
     any_emulated |= emulated;
-    char b[11][32];
-    fmt(b[0], 32, r->min_w, "%.1f");
-    fmt(b[1], 32, r->max_w, "%.1f");
-    fmt(b[2], 32, r->def_w, "%.1f");
-    fmt(b[3], 32, r->cap_w, "%.1f");
-    fmt(b[4], 32, r->enf_w, "%.1f");
-    fmt(b[5], 32, r->power_w, "%.1f");
-    fmt(b[6], 32, r->sm_mhz, "%.0f");
-    fmt(b[7], 32, r->mem_mhz, "%.0f");
-    fmt(b[8], 32, r->temp_c, "%.0f");
-    fmt(b[9], 32, r->fb_mib, "%.0f");
-    if (format == PFI_FMT_CSV) {
-      printf("%u,", r->index);
-      pfi_cli_put_csv_field(stdout, r->name);
-      putchar(',');
-      pfi_cli_put_csv_field(stdout, r->uuid);
-      printf(",%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", b[0], b[1], b[2], b[3],
-             b[4], b[5], b[6], b[7], b[8], b[9], chosen,
-             emulated ? "true" : "false");
-    } else {
-      printf("%-5u %-26s %-40s %8s %8s %8s %8s %8s %8s %7s %7s %5s\n", r->index,
-             r->name, r->uuid, b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
-             b[8]);
-    }
+    const double v[] = {r->min_w, r->max_w,  r->def_w,   r->cap_w,
+                        r->enf_w, r->power_w, r->sm_mhz, r->mem_mhz,
+                        r->temp_c, r->fb_mib};
+    pfi_restab_row(&tab);
+    pfi_restab_int(&tab, C_INDEX, r->index);
+    pfi_restab_text(&tab, C_NAME, r->name);
+    pfi_restab_text(&tab, C_UUID, r->uuid);
+    for (size_t k = 0; k < sizeof v / sizeof v[0]; k++)
+      pfi_restab_num(&tab, C_MIN + k, v[k]);
+    pfi_restab_text(&tab, C_BACKEND, chosen);
+    pfi_restab_text(&tab, C_EMU, emulated ? "true" : "false");
+    pfi_restab_int(&tab, C_EMUJ, emulated);
   }
+  status = pfi_cli_print_table(&tab, format);
+  pfi_restab_release(&tab);
   if (format == PFI_FMT_TABLE && any_emulated)
     printf("(emulated GPUs; not a measurement)\n");
   if (fflush(stdout) != 0)

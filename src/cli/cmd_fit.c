@@ -218,10 +218,29 @@ static int ablation(const struct pfi_features *f, const struct pfi_fitrows *r,
     goto out;
   }
   int csv = fmt == PFI_FMT_CSV;
-  if (csv)
-    printf("set,source,p,r2_in,loo_r2,loo_rmse,loo_rho,loco_r2,loco_rmse,"
-           "loco_rho,absent\n");
-  else
+  /* CSV: the metrics as the table's text (fmt_num), empty where a set is
+   * absent or the paper gives none; absent always quoted, and blank on
+   * the published rows. */
+  enum { A_SET, A_SRC, A_P, A_M0, A_ABSENT = A_M0 + 7, A_N };
+#define TXT(n) {.name = n, .kind = PFI_RESTAB_TEXT}
+  static const struct pfi_restab_col acols[A_N] = {
+      [A_SET] = TXT("set"),
+      [A_SRC] = TXT("source"),
+      [A_P] = {.name = "p", .kind = PFI_RESTAB_INT},
+      [A_M0] = TXT("r2_in"),
+      [A_M0 + 1] = TXT("loo_r2"),
+      [A_M0 + 2] = TXT("loo_rmse"),
+      [A_M0 + 3] = TXT("loo_rho"),
+      [A_M0 + 4] = TXT("loco_r2"),
+      [A_M0 + 5] = TXT("loco_rmse"),
+      [A_M0 + 6] = TXT("loco_rho"),
+      [A_ABSENT] = {.name = "absent", .kind = PFI_RESTAB_TEXT,
+                    .csv_quote = 1},
+  };
+#undef TXT
+  struct pfi_restab tab;
+  pfi_restab_init(&tab, acols, A_N);
+  if (!csv)
     printf("Predictor ablation, n = %zu jobs (%s): %s\n"
            "LOCO clusters: %s\n%s"
            "%-4s %-10s %3s %7s %7s %8s %7s %8s %9s %8s\n",
@@ -246,10 +265,13 @@ static int ablation(const struct pfi_features *f, const struct pfi_fitrows *r,
     fmt_num(v[6], 32, q->loco.rho,
             q->ok && q->loco.defined && q->loco.rho_defined);
     if (csv) {
-      printf("%s,%s,%zu", pfi_ablation_sets[s].id, label, ks[s]);
+      pfi_restab_row(&tab);
+      pfi_restab_text(&tab, A_SET, pfi_ablation_sets[s].id);
+      pfi_restab_text(&tab, A_SRC, label);
+      pfi_restab_int(&tab, A_P, (long long)ks[s]);
       for (int c = 0; c < 7; c++)
-        printf(",%s", q->ok ? v[c] : "");
-      printf(",\"%s\"\n", q->absent);
+        pfi_restab_text(&tab, A_M0 + (size_t)c, q->ok ? v[c] : "");
+      pfi_restab_text(&tab, A_ABSENT, q->absent);
     } else if (q->ok) {
       printf("%-4s %-10s %3zu %7s %7s %8s %7s %8s %9s %8s\n",
              pfi_ablation_sets[s].id, label, ks[s], v[0], v[1], v[2], v[3],
@@ -260,12 +282,15 @@ static int ablation(const struct pfi_features *f, const struct pfi_fitrows *r,
     }
     if (show_pub) {
       if (csv) {
-        printf("%s,published,%zu", pfi_ablation_sets[s].id, ks[s]);
+        pfi_restab_row(&tab);
+        pfi_restab_text(&tab, A_SET, pfi_ablation_sets[s].id);
+        pfi_restab_text(&tab, A_SRC, "published");
+        pfi_restab_int(&tab, A_P, (long long)ks[s]);
         for (int c = 0; c < 7; c++) {
           const char *pv = pub_cell(&pub, pfi_ablation_sets[s].id, pub_cols[c]);
-          printf(",%s", pv ? pv : "");
+          pfi_restab_text(&tab, A_M0 + (size_t)c, pv ? pv : "");
         }
-        printf(",\n");
+        pfi_restab_blank(&tab, A_ABSENT);
       } else {
         const char *pv[7];
         for (int c = 0; c < 7; c++) {
@@ -278,6 +303,9 @@ static int ablation(const struct pfi_features *f, const struct pfi_fitrows *r,
       }
     }
   }
+  if (csv && pfi_cli_print_table(&tab, fmt) != PFI_EXIT_OK)
+    rc = PFI_EIO;
+  pfi_restab_release(&tab);
   if (!csv) {
     printf("\nSets: ");
     for (int s = 0; s < 7; s++)
@@ -499,33 +527,76 @@ int cmd_fit(int argc, char **argv) {
     if (pfi_cli_print_json(j))
       status = PFI_EXIT_FAIL;
   } else if (fmt == PFI_FMT_CSV) {
+    /* Coefficient rows, then the fit's rows: one table, the columns a row
+     * does not have blank. The evaluations' cells are fmt_num()'s text. */
+    enum { C_TERM, C_EST, C_SE, C_R2, C_RMSE, C_RHO, C_N };
+    static const struct pfi_restab_col cols[C_N] = {
+        [C_TERM] = {.name = "term", .kind = PFI_RESTAB_TEXT},
+        [C_EST] = {.name = "estimate", .kind = PFI_RESTAB_NUM, .style = 'g',
+                   .prec = 9},
+        [C_SE] = {.name = "se", .kind = PFI_RESTAB_TEXT},
+        [C_R2] = {.name = "r2", .kind = PFI_RESTAB_TEXT},
+        [C_RMSE] = {.name = "rmse", .kind = PFI_RESTAB_TEXT},
+        [C_RHO] = {.name = "rho", .kind = PFI_RESTAB_TEXT},
+    };
     char a[32], b[32], c[32];
-    printf("term,estimate,se,r2,rmse,rho\n");
-    fmt_se(a, 32, res.m.se[0], res.m.has_se, 9);
-    printf("(intercept),%.9g,%s,,,\n", res.m.coef[0], a);
-    for (size_t q = 0; q < k; q++) {
-      fmt_se(a, 32, res.m.se[1 + q], res.m.has_se, 9);
-      printf("%s,%.9g,%s,,,\n", ex[q], res.m.coef[1 + q], a);
+    struct pfi_restab tab;
+    pfi_restab_init(&tab, cols, C_N);
+    for (size_t q = 0; q <= k; q++) {
+      pfi_restab_row(&tab);
+      pfi_restab_text(&tab, C_TERM, q ? ex[q - 1] : "(intercept)");
+      pfi_restab_num(&tab, C_EST, res.m.coef[q]);
+      fmt_se(a, 32, res.m.se[q], res.m.has_se, 9);
+      pfi_restab_text(&tab, C_SE, a);
+      for (int col = C_R2; col <= C_RHO; col++)
+        pfi_restab_blank(&tab, (size_t)col);
     }
     fmt_num(a, 32, res.m.r2, 1);
-    printf("in-sample,,,%s,%.6f,\n", a, res.m.rmse);
+    pfi_restab_row(&tab);
+    pfi_restab_text(&tab, C_TERM, "in-sample");
+    pfi_restab_blank(&tab, C_EST);
+    pfi_restab_blank(&tab, C_SE);
+    pfi_restab_text(&tab, C_R2, a);
+    pfi_restab_textf(&tab, C_RMSE, "%.6f", res.m.rmse);
+    pfi_restab_blank(&tab, C_RHO);
     const struct pfi_eval *evs[2] = {&res.loo, &res.loco};
     for (int q = 0; q < 2; q++) {
       fmt_num(a, 32, evs[q]->r2, evs[q]->defined);
       fmt_num(b, 32, evs[q]->rmse, evs[q]->defined);
       fmt_num(c, 32, evs[q]->rho, evs[q]->defined && evs[q]->rho_defined);
-      printf("%s,,,%s,%s,%s\n", q ? "loco" : "loo", a, b, c);
+      pfi_restab_row(&tab);
+      pfi_restab_text(&tab, C_TERM, q ? "loco" : "loo");
+      pfi_restab_blank(&tab, C_EST);
+      pfi_restab_blank(&tab, C_SE);
+      pfi_restab_text(&tab, C_R2, a);
+      pfi_restab_text(&tab, C_RMSE, b);
+      pfi_restab_text(&tab, C_RHO, c);
     }
+    if (pfi_cli_print_table(&tab, fmt) != PFI_EXIT_OK)
+      status = PFI_EXIT_FAIL;
+    pfi_restab_release(&tab);
   } else {
     char a[32], b[32], c[32];
     printf("PFI model on %zu jobs (%s)\n", r.n, label);
-    printf("%-28s %12s %12s\n", "term", "estimate", "se");
-    fmt_se(a, 32, res.m.se[0], res.m.has_se, 3);
-    printf("%-28s %12.6g %12s\n", "(intercept)", res.m.coef[0], a);
-    for (size_t q = 0; q < k; q++) {
-      fmt_se(a, 32, res.m.se[1 + q], res.m.has_se, 3);
-      printf("%-28s %12.6g %12s\n", ex[q], res.m.coef[1 + q], a);
+    static const struct pfi_restab_col cols[] = {
+        {.name = "term", .kind = PFI_RESTAB_TEXT, .width = 28, .fixed = 1},
+        {.name = "estimate", .kind = PFI_RESTAB_NUM, .style = 'g', .prec = 6,
+         .width = 12, .fixed = 1, .sep = 1},
+        {.name = "se", .kind = PFI_RESTAB_TEXT, .align = PFI_RESTAB_RIGHT,
+         .width = 12, .fixed = 1, .sep = 1},
+    };
+    struct pfi_restab tab;
+    pfi_restab_init(&tab, cols, 3);
+    for (size_t q = 0; q <= k; q++) {
+      pfi_restab_row(&tab);
+      pfi_restab_text(&tab, 0, q ? ex[q - 1] : "(intercept)");
+      pfi_restab_num(&tab, 1, res.m.coef[q]);
+      fmt_se(a, 32, res.m.se[q], res.m.has_se, 3);
+      pfi_restab_text(&tab, 2, a);
     }
+    if (pfi_cli_print_table(&tab, fmt) != PFI_EXIT_OK)
+      status = PFI_EXIT_FAIL;
+    pfi_restab_release(&tab);
     fmt_num(a, 32, res.m.r2, 1);
     printf("\n%-10s %8s %8s %8s\n", "", "R^2", "RMSE", "rho");
     printf("%-10s %8s %8.3f %8s\n", "in-sample", a, res.m.rmse, "");

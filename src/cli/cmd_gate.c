@@ -253,76 +253,119 @@ int cmd_gate(int argc, char **argv) {
     json_object_set_new(j, "verdict", json_string(pass ? "pass" : "fail"));
     if (pfi_cli_print_json(j))
       status = PFI_EXIT_FAIL;
-  } else if (fmt == PFI_FMT_CSV) {
-    printf("job,pfi_ref,pfi_ref_lo,pfi_ref_hi,pfi_new,pfi_new_lo,pfi_new_hi,"
-           "pfi_diff,pfi_diff_lo,pfi_diff_hi,pfi_beyond_noise,common_caps,"
-           "worst_cap_w,worst_tput_change,worst_tput_sigma,tput_beyond_noise,"
-           "tput_per_w_ref,tput_per_w_new,tput_per_w_change,verdict\n");
-    for (size_t i = 0; i < rs.n; i++) {
-      if (match[i] < 0)
-        continue;
-      const struct pfi_gate_job *g = &res[i];
-      pfi_cli_put_csv_field(stdout, rs.c[i].job);
-      if (g->ref_ok)
-        printf(",%.10g,%.10g,%.10g", g->pfi_ref, g->ref_lo, g->ref_hi);
-      else
-        printf(",-,-,-");
-      if (g->new_ok)
-        printf(",%.10g,%.10g,%.10g", g->pfi_new, g->new_lo, g->new_hi);
-      else
-        printf(",-,-,-");
-      if (g->diff_ok)
-        printf(",%.10g,%.10g,%.10g", g->diff, g->diff_lo, g->diff_hi);
-      else
-        printf(",-,-,-");
-      printf(",%d,%zu", g->pfi_beyond_noise, g->ncommon);
-      if (g->ncommon)
-        printf(",%.10g,%.10g,%.10g", g->worst_cap_w, g->worst_change,
-               g->worst_sigma);
-      else
-        printf(",-,-,-");
-      printf(",%d,%.10g,%.10g,%.10g,%s\n", g->tput_beyond_noise, g->tpw_ref,
-             g->tpw_new, g->tpw_change,
-             g->verdict == PFI_GATE_PASS ? "pass" : "fail");
-    }
   } else {
-    printf("gate: %s (%s) -> %s (%s); tolerance PFI %g %%, throughput %g %%; "
-           "%zu draws, seed %lu\n",
-           rpath, rprov, npath, nprov, 100 * go.pfi_tol, 100 * go.tput_tol,
-           go.draws, go.seed);
-    printf("%-36s %-22s %-22s %-24s %-24s %-10s %s\n", "job", "pfi ref [95%]",
-           "pfi new [95%]", "diff [95%]", "worst tput @cap", "tput/W",
-           "verdict");
-    for (size_t i = 0; i < rs.n; i++) {
+    /* One column list: the terminal's composite cells (value [interval])
+     * and the CSV's numbers are columns of their own, shown per format;
+     * '-' where a value does not exist. */
+    enum {
+      C_JOB, T_REF, T_NEW, T_DIFF, T_WORST, T_TPW, T_VERDICT, C_REF, C_REFLO,
+      C_REFHI, C_NEW, C_NEWLO, C_NEWHI, C_DIFF, C_DIFFLO, C_DIFFHI, C_PBN,
+      C_NCOMMON, C_WCAP, C_WCHG, C_WSIG, C_TBN, C_TPWREF, C_TPWNEW, C_TPWCHG,
+      C_VERDICT, C_N
+    };
+#define T(n, w)                                                                \
+  {.name = n, .kind = PFI_RESTAB_TEXT, .width = w, .fixed = 1, .sep = 1,       \
+   .formats = PFI_RESTAB_IN_TERM}
+#define G(n)                                                                   \
+  {.name = n, .kind = PFI_RESTAB_NUM, .style = 'g', .prec = 10,                \
+   .formats = PFI_RESTAB_IN_CSV}
+#define I(n) {.name = n, .kind = PFI_RESTAB_INT, .formats = PFI_RESTAB_IN_CSV}
+    static const struct pfi_restab_col cols[C_N] = {
+        [C_JOB] = {.name = "job", .kind = PFI_RESTAB_TEXT, .width = 36,
+                   .fixed = 1},
+        [T_REF] = T("pfi ref [95%]", 22),
+        [T_NEW] = T("pfi new [95%]", 22),
+        [T_DIFF] = T("diff [95%]", 24),
+        [T_WORST] = T("worst tput @cap", 24),
+        [T_TPW] = T("tput/W", 10),
+        [T_VERDICT] = T("verdict", 0),
+        [C_REF] = G("pfi_ref"),
+        [C_REFLO] = G("pfi_ref_lo"),
+        [C_REFHI] = G("pfi_ref_hi"),
+        [C_NEW] = G("pfi_new"),
+        [C_NEWLO] = G("pfi_new_lo"),
+        [C_NEWHI] = G("pfi_new_hi"),
+        [C_DIFF] = G("pfi_diff"),
+        [C_DIFFLO] = G("pfi_diff_lo"),
+        [C_DIFFHI] = G("pfi_diff_hi"),
+        [C_PBN] = I("pfi_beyond_noise"),
+        [C_NCOMMON] = I("common_caps"),
+        [C_WCAP] = G("worst_cap_w"),
+        [C_WCHG] = G("worst_tput_change"),
+        [C_WSIG] = G("worst_tput_sigma"),
+        [C_TBN] = I("tput_beyond_noise"),
+        [C_TPWREF] = G("tput_per_w_ref"),
+        [C_TPWNEW] = G("tput_per_w_new"),
+        [C_TPWCHG] = G("tput_per_w_change"),
+        [C_VERDICT] = {.name = "verdict", .kind = PFI_RESTAB_TEXT,
+                       .formats = PFI_RESTAB_IN_CSV},
+    };
+#undef T
+#undef G
+#undef I
+    struct pfi_restab tab;
+    pfi_restab_init(&tab, cols, C_N);
+    for (size_t i = 0; i < rs.n && !tab.failed; i++) {
       if (match[i] < 0)
         continue;
       const struct pfi_gate_job *g = &res[i];
-      char a[64], b[64], c[64], d[64], w[32];
-      if (g->ref_ok)
-        snprintf(a, sizeof a, "%.3f [%.3f, %.3f]", g->pfi_ref, g->ref_lo,
-                 g->ref_hi);
-      else
-        snprintf(a, sizeof a, "-");
-      if (g->new_ok)
-        snprintf(b, sizeof b, "%.3f [%.3f, %.3f]", g->pfi_new, g->new_lo,
-                 g->new_hi);
-      else
-        snprintf(b, sizeof b, "-");
-      if (g->diff_ok)
-        snprintf(c, sizeof c, "%+.3f [%+.3f, %+.3f]%s", g->diff, g->diff_lo,
-                 g->diff_hi, g->pfi_beyond_noise ? " *" : "");
-      else
-        snprintf(c, sizeof c, "not comparable");
-      if (g->ncommon)
-        snprintf(d, sizeof d, "%+.2f %% @%g W%s", 100 * g->worst_change,
-                 g->worst_cap_w, g->tput_beyond_noise ? " *" : "");
-      else
-        snprintf(d, sizeof d, "no common cap");
-      snprintf(w, sizeof w, "%+.1f %%", 100 * g->tpw_change);
-      pfi_cli_put_name(stdout, rs.c[i].job, 36);
-      printf(" %-22s %-22s %-24s %-24s %-10s %s\n", a, b, c, d, w,
-             g->verdict == PFI_GATE_PASS ? "pass" : "FAIL");
+      pfi_restab_row(&tab);
+      pfi_restab_text(&tab, C_JOB, rs.c[i].job);
+      if (g->ref_ok) {
+        pfi_restab_textf(&tab, T_REF, "%.3f [%.3f, %.3f]", g->pfi_ref,
+                         g->ref_lo, g->ref_hi);
+        pfi_restab_num(&tab, C_REF, g->pfi_ref);
+        pfi_restab_num(&tab, C_REFLO, g->ref_lo);
+        pfi_restab_num(&tab, C_REFHI, g->ref_hi);
+      }
+      if (g->new_ok) {
+        pfi_restab_textf(&tab, T_NEW, "%.3f [%.3f, %.3f]", g->pfi_new,
+                         g->new_lo, g->new_hi);
+        pfi_restab_num(&tab, C_NEW, g->pfi_new);
+        pfi_restab_num(&tab, C_NEWLO, g->new_lo);
+        pfi_restab_num(&tab, C_NEWHI, g->new_hi);
+      }
+      if (g->diff_ok) {
+        pfi_restab_textf(&tab, T_DIFF, "%+.3f [%+.3f, %+.3f]%s", g->diff,
+                         g->diff_lo, g->diff_hi,
+                         g->pfi_beyond_noise ? " *" : "");
+        pfi_restab_num(&tab, C_DIFF, g->diff);
+        pfi_restab_num(&tab, C_DIFFLO, g->diff_lo);
+        pfi_restab_num(&tab, C_DIFFHI, g->diff_hi);
+      } else {
+        pfi_restab_text(&tab, T_DIFF, "not comparable");
+      }
+      pfi_restab_int(&tab, C_PBN, g->pfi_beyond_noise);
+      pfi_restab_int(&tab, C_NCOMMON, (long long)g->ncommon);
+      if (g->ncommon) {
+        pfi_restab_textf(&tab, T_WORST, "%+.2f %% @%g W%s",
+                         100 * g->worst_change, g->worst_cap_w,
+                         g->tput_beyond_noise ? " *" : "");
+        pfi_restab_num(&tab, C_WCAP, g->worst_cap_w);
+        pfi_restab_num(&tab, C_WCHG, g->worst_change);
+        pfi_restab_num(&tab, C_WSIG, g->worst_sigma);
+      } else {
+        pfi_restab_text(&tab, T_WORST, "no common cap");
+      }
+      pfi_restab_textf(&tab, T_TPW, "%+.1f %%", 100 * g->tpw_change);
+      pfi_restab_int(&tab, C_TBN, g->tput_beyond_noise);
+      pfi_restab_num(&tab, C_TPWREF, g->tpw_ref);
+      pfi_restab_num(&tab, C_TPWNEW, g->tpw_new);
+      pfi_restab_num(&tab, C_TPWCHG, g->tpw_change);
+      int ok = g->verdict == PFI_GATE_PASS;
+      pfi_restab_text(&tab, T_VERDICT, ok ? "pass" : "FAIL");
+      pfi_restab_text(&tab, C_VERDICT, ok ? "pass" : "fail");
     }
+    if (fmt == PFI_FMT_TABLE)
+      printf("gate: %s (%s) -> %s (%s); tolerance PFI %g %%, throughput %g "
+             "%%; %zu draws, seed %lu\n",
+             rpath, rprov, npath, nprov, 100 * go.pfi_tol, 100 * go.tput_tol,
+             go.draws, go.seed);
+    if (pfi_cli_print_table(&tab, fmt) != PFI_EXIT_OK)
+      status = PFI_EXIT_FAIL;
+    pfi_restab_release(&tab);
+  }
+  if (fmt == PFI_FMT_TABLE) {
     printf("(* beyond noise; tput/W: change of throughput per watt, uncapped; "
            "throughput in %s)\n",
            unit);

@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* `pfi predict`: apply a saved PFI model to a features file. */
-#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -174,43 +173,29 @@ int cmd_predict(int argc, char **argv) {
       goto fail;
     }
   }
-  if (fmt == PFI_FMT_JSON) {
-    json_t *a = json_array();
-    for (size_t r = 0; r < n; r++) {
-      json_t *e = json_object();
-      json_object_set_new(e, "job", pfi_cli_json_str(pfi_features_job(&f, r)));
-      json_object_set_new(e, "pfi", json_real(pred[r]));
-      if (curves)
-        json_object_set_new(e, "pfi_true",
-                            has[r] ? json_real(truth[r]) : json_null());
-      json_array_append_new(a, e);
-    }
-    if (pfi_cli_print_json(a))
-      status = PFI_EXIT_FAIL;
-  } else if (fmt == PFI_FMT_CSV) {
-    printf(curves ? "job,pfi,pfi_true\n" : "job,pfi\n");
-    for (size_t r = 0; r < n; r++) {
-      char b[PFI_FMT_MAX];
-      pfi_fmt_fixed(b, pred[r], 6);
-      printf("%s,%s", pfi_features_job(&f, r), b);
-      if (curves && has[r])
-        printf(",%s", (pfi_fmt_fixed(b, truth[r], 6), b));
-      else if (curves)
-        printf(",");
-      printf("\n");
-    }
-  } else {
-    printf("%-40s %10s%s\n", "job", "pfi", curves ? "   pfi_true" : "");
-    for (size_t r = 0; r < n; r++) {
-      char b[PFI_FMT_MAX];
-      pfi_fmt_fixed(b, pred[r], 3);
-      printf("%-40s %10s", pfi_features_job(&f, r), b);
-      if (curves && has[r])
-        printf(" %10s", (pfi_fmt_fixed(b, truth[r], 3), b));
-      else if (curves)
-        printf(" %10s", "-");
-      printf("\n");
-    }
+  /* One table for the three formats; pfi_true only with curves, '-' in
+   * the terminal and empty in CSV (null in JSON) where a job has none. */
+  static const struct pfi_restab_col cols[] = {
+      {.name = "job", .kind = PFI_RESTAB_TEXT, .width = 40, .fixed = 1},
+      {.name = "pfi", .kind = PFI_RESTAB_NUM, .style = 'f', .prec = 3,
+       .csv_style = 'f', .csv_prec = 6, .width = 10, .fixed = 1, .sep = 1},
+      {.name = "pfi_true", .kind = PFI_RESTAB_NUM, .style = 'f', .prec = 3,
+       .csv_style = 'f', .csv_prec = 6, .width = 10, .fixed = 1, .sep = 1},
+  };
+  struct pfi_restab tab;
+  pfi_restab_init(&tab, cols, curves ? 3 : 2);
+  tab.csv_null = "";
+  for (size_t r = 0; r < n && !tab.failed; r++) {
+    pfi_restab_row(&tab);
+    pfi_restab_text(&tab, 0, pfi_features_job(&f, r));
+    pfi_restab_num(&tab, 1, pred[r]);
+    if (curves && has[r])
+      pfi_restab_num(&tab, 2, truth[r]);
+  }
+  if (pfi_cli_print_table(&tab, fmt) != PFI_EXIT_OK)
+    status = PFI_EXIT_FAIL;
+  pfi_restab_release(&tab);
+  if (fmt == PFI_FMT_TABLE) {
     if (curves) {
       if (nv < 2)
         printf("\nvalidation: %zu job(s) with a curve and a defined PFI, "

@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* `pfi records`: the controller's decision records, as a table, CSV or
  * JSON. */
-#include <jansson.h>
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -36,84 +34,92 @@ static const struct pfi_cmd_help help = {
 
 struct ctx {
   enum pfi_format fmt;
-  json_t *arr;
+  struct pfi_restab *tab;
   size_t n;
 };
 
-static void csv_num(double v) {
-  if (isfinite(v))
-    printf("%.10g", v);
-}
-
-static json_t *jnum(double v) {
-  return isfinite(v) ? json_real(v) : json_null();
-}
+/* One column list for the three formats, the terminal's columns labelled
+ * as they were (cap_req, tput_bef, ...), the files' by their record names;
+ * a value that does not exist (a pending record's after-values) is empty
+ * in CSV, '-' in the terminal and null in JSON; protect and complete are
+ * 0/1 in CSV and booleans in JSON. */
+enum {
+  C_RUN, C_SEQ, C_T, C_EVENT, C_TARGET, C_JOB, T_REASON, C_FAMILY, C_PHASE,
+  C_REQ, C_ENF, C_DRAW, C_PFI, C_PFILO, C_PFIHI, C_TBEF, C_TPRED, C_TAFT,
+  C_REASON, C_MAXLOSS, C_PROTECT, C_SHORT, C_COMPLETE, C_N
+};
+/* Columns of the files (CSV and JSON), not of the terminal. */
+#define CSVONLY(n, k)                                                          \
+  {.name = n, .kind = k, .style = 'g', .prec = 10,                             \
+   .formats = PFI_RESTAB_IN_FILES}
+#define TERM(n, l, st, p, w)                                                   \
+  {.name = n, .label = l, .kind = PFI_RESTAB_NUM, .style = st, .prec = p,      \
+   .csv_style = 'g', .csv_prec = 10, .width = w, .fixed = 1, .sep = 1}
+static const struct pfi_restab_col cols[C_N] = {
+    [C_RUN] = {.name = "run", .kind = PFI_RESTAB_TEXT, .width = 8,
+               .fixed = 1},
+    [C_SEQ] = {.name = "seq", .kind = PFI_RESTAB_INT, .width = 7, .fixed = 1,
+               .sep = 1},
+    [C_T] = TERM("t_s", NULL, 'f', 0, 8),
+    [C_EVENT] = CSVONLY("event", PFI_RESTAB_TEXT),
+    [C_TARGET] = CSVONLY("target_w", PFI_RESTAB_NUM),
+    [C_JOB] = {.name = "job", .kind = PFI_RESTAB_TEXT, .width = 34,
+               .fixed = 1, .sep = 1},
+    [T_REASON] = {.name = "reason", .kind = PFI_RESTAB_TEXT, .width = 10,
+                  .fixed = 1, .sep = 1, .formats = PFI_RESTAB_IN_TERM},
+    [C_FAMILY] = CSVONLY("family", PFI_RESTAB_TEXT),
+    [C_PHASE] = CSVONLY("phase", PFI_RESTAB_TEXT),
+    [C_REQ] = TERM("cap_req_w", "cap_req", 'f', 1, 7),
+    [C_ENF] = TERM("cap_enf_w", "cap_enf", 'f', 1, 7),
+    [C_DRAW] = TERM("draw_w", NULL, 'f', 0, 9),
+    [C_PFI] = CSVONLY("pfi", PFI_RESTAB_NUM),
+    [C_PFILO] = CSVONLY("pfi_lo", PFI_RESTAB_NUM),
+    [C_PFIHI] = CSVONLY("pfi_hi", PFI_RESTAB_NUM),
+    [C_TBEF] = TERM("tput_before", "tput_bef", 'g', 4, 10),
+    [C_TPRED] = TERM("tput_pred", NULL, 'g', 4, 10),
+    [C_TAFT] = TERM("tput_after", "tput_aft", 'g', 4, 10),
+    [C_REASON] = CSVONLY("reason", PFI_RESTAB_TEXT),
+    [C_MAXLOSS] = CSVONLY("max_loss", PFI_RESTAB_NUM),
+    [C_PROTECT] = {.name = "protect", .kind = PFI_RESTAB_INT, .json_bool = 1,
+                   .formats = PFI_RESTAB_IN_FILES},
+    [C_SHORT] = CSVONLY("shortfall_w", PFI_RESTAB_NUM),
+    [C_COMPLETE] = {.name = "complete", .kind = PFI_RESTAB_INT,
+                    .json_bool = 1, .formats = PFI_RESTAB_IN_FILES},
+};
+#undef CSVONLY
+#undef TERM
 
 static int row(void *p, const struct pfi_records_row *r) {
   struct ctx *c = p;
   const struct pfi_ctl_record *x = &r->rec;
   c->n++;
-  if (c->fmt == PFI_FMT_JSON) {
-    json_t *o = json_object();
-    json_object_set_new(o, "run", pfi_cli_json_str(r->run));
-    json_object_set_new(o, "seq", json_integer((json_int_t)x->seq));
-    json_object_set_new(o, "t_s", jnum(x->t_s));
-    json_object_set_new(o, "event", pfi_cli_json_str(x->event));
-    json_object_set_new(o, "target_w", jnum(x->target_w));
-    json_object_set_new(o, "job", pfi_cli_json_str(x->job));
-    json_object_set_new(o, "family", pfi_cli_json_str(x->family));
-    json_object_set_new(o, "phase", pfi_cli_json_str(x->phase));
-    json_object_set_new(o, "cap_req_w", jnum(x->cap_req_w));
-    json_object_set_new(o, "cap_enf_w", jnum(x->cap_enf_w));
-    json_object_set_new(o, "draw_w", jnum(x->draw_w));
-    json_object_set_new(o, "pfi", jnum(x->pfi));
-    json_object_set_new(o, "pfi_lo", jnum(x->pfi_lo));
-    json_object_set_new(o, "pfi_hi", jnum(x->pfi_hi));
-    json_object_set_new(o, "tput_before", jnum(x->tput_before));
-    json_object_set_new(o, "tput_pred", jnum(x->tput_pred));
-    json_object_set_new(o, "tput_after", jnum(x->tput_after));
-    json_object_set_new(o, "reason",
-                        json_string(pfi_ctl_reason_name(x->reason)));
-    json_object_set_new(o, "max_loss", jnum(x->max_loss));
-    json_object_set_new(o, "protect", json_boolean(x->protect));
-    json_object_set_new(o, "shortfall_w", jnum(x->shortfall_w));
-    json_object_set_new(o, "complete", json_boolean(x->complete));
-    json_array_append_new(c->arr, o);
-    return 0;
-  }
-  if (c->fmt == PFI_FMT_CSV) {
-    pfi_cli_put_csv_field(stdout, r->run);
-    printf(",%llu,", (unsigned long long)x->seq);
-    csv_num(x->t_s);
-    putchar(',');
-    pfi_cli_put_csv_field(stdout, x->event);
-    putchar(',');
-    csv_num(x->target_w);
-    putchar(',');
-    pfi_cli_put_csv_field(stdout, x->job);
-    putchar(',');
-    pfi_cli_put_csv_field(stdout, x->family);
-    printf(",%s,", x->phase);
-    double v[] = {x->cap_req_w,   x->cap_enf_w, x->draw_w,
-                  x->pfi,         x->pfi_lo,    x->pfi_hi,
-                  x->tput_before, x->tput_pred, x->tput_after};
-    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
-      csv_num(v[i]);
-      putchar(',');
-    }
-    printf("%s,", pfi_ctl_reason_name(x->reason));
-    csv_num(x->max_loss);
-    printf(",%d,", x->protect);
-    csv_num(x->shortfall_w);
-    printf(",%d\n", x->complete);
-    return 0;
-  }
-  printf("%-8s %7llu %8.0f ", r->run, (unsigned long long)x->seq, x->t_s);
-  pfi_cli_put_name(stdout, x->job, 34);
-  printf(" %-10s %7.1f %7.1f %9.0f %10.4g %10.4g %10.4g\n",
-         pfi_ctl_reason_name(x->reason), x->cap_req_w, x->cap_enf_w, x->draw_w,
-         x->tput_before, x->tput_pred, x->tput_after);
-  return 0;
+  struct pfi_restab *t = c->tab;
+  if (pfi_restab_row(t) < 0)
+    return PFI_ENOMEM;
+  pfi_restab_text(t, C_RUN, r->run);
+  pfi_restab_int(t, C_SEQ, (long long)x->seq);
+  pfi_restab_num(t, C_T, x->t_s);
+  pfi_restab_text(t, C_EVENT, x->event);
+  pfi_restab_num(t, C_TARGET, x->target_w);
+  pfi_restab_text(t, C_JOB, x->job);
+  pfi_restab_text(t, T_REASON, pfi_ctl_reason_name(x->reason));
+  pfi_restab_text(t, C_FAMILY, x->family);
+  pfi_restab_text(t, C_PHASE, x->phase);
+  pfi_restab_num(t, C_REQ, x->cap_req_w);
+  pfi_restab_num(t, C_ENF, x->cap_enf_w);
+  pfi_restab_num(t, C_DRAW, x->draw_w);
+  pfi_restab_num(t, C_PFI, x->pfi);
+  pfi_restab_num(t, C_PFILO, x->pfi_lo);
+  pfi_restab_num(t, C_PFIHI, x->pfi_hi);
+  pfi_restab_num(t, C_TBEF, x->tput_before);
+  pfi_restab_num(t, C_TPRED, x->tput_pred);
+  pfi_restab_num(t, C_TAFT, x->tput_after);
+  pfi_restab_text(t, C_REASON, pfi_ctl_reason_name(x->reason));
+  pfi_restab_num(t, C_MAXLOSS, x->max_loss);
+  pfi_restab_int(t, C_PROTECT, x->protect);
+  pfi_restab_num(t, C_SHORT, x->shortfall_w);
+  pfi_restab_int(t, C_COMPLETE, x->complete);
+  return t->failed ? PFI_ENOMEM : 0;
 }
 
 int cmd_records(int argc, char **argv) {
@@ -153,24 +159,22 @@ int cmd_records(int argc, char **argv) {
     fprintf(stderr, "pfi records: %s\n", err.msg);
     return PFI_EXIT_USAGE;
   }
-  if (c.fmt == PFI_FMT_JSON)
-    c.arr = json_array();
-  else if (c.fmt == PFI_FMT_CSV)
-    puts("run,seq,t_s,event,target_w,job,family,phase,cap_req_w,cap_enf_w,"
-         "draw_w,pfi,pfi_lo,pfi_hi,tput_before,tput_pred,tput_after,reason,"
-         "max_loss,protect,shortfall_w,complete");
-  else
-    printf("%-8s %7s %8s %-34s %-10s %7s %7s %9s %10s %10s %10s\n", "run",
-           "seq", "t_s", "job", "reason", "cap_req", "cap_enf", "draw_w",
-           "tput_bef", "tput_pred", "tput_aft");
+  struct pfi_restab tab;
+  pfi_restab_init(&tab, cols, C_N);
+  tab.csv_null = "";
+  c.tab = &tab;
   int rc = pfi_records_each(r, event, job, row, &c, &err);
   pfi_records_close(r);
+  if (rc == PFI_ENOMEM && !err.msg[0])
+    pfi_error_set(&err, PFI_ENOMEM, "out of memory");
   if (rc < 0) {
-    json_decref(c.arr);
+    pfi_restab_release(&tab);
     return pfi_cli_fail(&err);
   }
-  if (c.fmt == PFI_FMT_JSON)
-    return pfi_cli_print_json(c.arr);
+  rc = pfi_cli_print_table(&tab, c.fmt);
+  pfi_restab_release(&tab);
+  if (rc)
+    return rc;
   if (fflush(stdout) != 0)
     return PFI_EXIT_FAIL;
   return 0;

@@ -380,67 +380,117 @@ int cmd_replay(int argc, char **argv) {
   }
 
   if (fmt == PFI_FMT_CSV) {
-    if (show == SHOW_SERIES) {
-      printf("strategy,time,t_s,cut,budget_w,power_w,tokens_per_s,"
-             "normalized,feasible,short_w\n");
-      for (int s = 0; s < PFI_STRAT__COUNT; s++) {
-        if (!(asked & (1u << s)))
-          continue;
-        const struct pfi_replay *r = &rep[s];
+    /* One table per --show; the timestamps always quoted (they may hold a
+     * comma, and readers of these files expect them quoted). */
+#define F6(n) {.name = n, .kind = PFI_RESTAB_NUM, .style = 'f', .prec = 6}
+#define TXT(n) {.name = n, .kind = PFI_RESTAB_TEXT}
+#define TIME {.name = "time", .kind = PFI_RESTAB_TEXT, .csv_quote = 1}
+#define TS {.name = "t_s", .kind = PFI_RESTAB_NUM, .style = 'f', .prec = 3}
+    static const struct pfi_restab_col series[] = {
+        TXT("strategy"), TIME, TS, F6("cut"), F6("budget_w"), F6("power_w"),
+        F6("tokens_per_s"), F6("normalized"),
+        {.name = "feasible", .kind = PFI_RESTAB_INT}, F6("short_w"),
+    };
+    static const struct pfi_restab_col caps[] = {
+        TXT("strategy"), TIME,          TS,
+        TXT("job"),      F6("power_w"), F6("cap_w"),
+        F6("tokens_per_s"),
+    };
+    static const struct pfi_restab_col jobs[] = {
+        TXT("strategy"), TXT("job"), F6("retained"), F6("retained_event"),
+        F6("mean_power_w"),
+    };
+    static const struct pfi_restab_col summary[] = {
+        TXT("strategy"),
+        F6("retained"),
+        F6("retained_event"),
+        F6("gap_to_oracle_pp"),
+        F6("gap_to_oracle_event_pp"),
+        F6("energy_kwh"),
+        F6("mean_power_w"),
+        F6("max_cut"),
+        F6("mean_cut"),
+        {.name = "event_steps", .kind = PFI_RESTAB_INT},
+        {.name = "infeasible_steps", .kind = PFI_RESTAB_INT},
+        F6("infeasible_max_w"),
+    };
+#undef F6
+#undef TXT
+#undef TIME
+#undef TS
+#define NCOLS(a) (sizeof a / sizeof a[0])
+    struct pfi_restab tab;
+    if (show == SHOW_SERIES)
+      pfi_restab_init(&tab, series, NCOLS(series));
+    else if (show == SHOW_CAPS)
+      pfi_restab_init(&tab, caps, NCOLS(caps));
+    else if (show == SHOW_JOBS)
+      pfi_restab_init(&tab, jobs, NCOLS(jobs));
+    else
+      pfi_restab_init(&tab, summary, NCOLS(summary));
+#undef NCOLS
+    for (int s = 0; s < PFI_STRAT__COUNT && !tab.failed; s++) {
+      if (!(asked & (1u << s)))
+        continue;
+      const struct pfi_replay *r = &rep[s];
+      const char *sn = pfi_strategy_name(s);
+      if (show == SHOW_SERIES) {
         for (size_t k = 0; k < tg.n; k++) {
-          /* Timestamps with a comma would break the row: quoted. */
-          printf("%s,\"%s\",%.3f,%.6f,%.6f,%.6f,%.6f,%.6f,%d,%.6f\n",
-                 pfi_strategy_name(s), tg.label[k], tg.t_s[k] - tg.t_s[0],
-                 r->cut[k], r->budget_w[k], r->power_w[k], r->tokens_per_s[k],
-                 r->normalized[k], r->feasible[k], r->short_w[k]);
+          const double v[] = {r->cut[k],          r->budget_w[k],
+                              r->power_w[k],      r->tokens_per_s[k],
+                              r->normalized[k]};
+          pfi_restab_row(&tab);
+          pfi_restab_text(&tab, 0, sn);
+          pfi_restab_text(&tab, 1, tg.label[k]);
+          pfi_restab_num(&tab, 2, tg.t_s[k] - tg.t_s[0]);
+          for (size_t q = 0; q < 5; q++)
+            pfi_restab_num(&tab, 3 + q, v[q]);
+          pfi_restab_int(&tab, 8, r->feasible[k]);
+          pfi_restab_num(&tab, 9, r->short_w[k]);
         }
-      }
-    } else if (show == SHOW_CAPS) {
-      printf("strategy,time,t_s,job,power_w,cap_w,tokens_per_s\n");
-      for (int s = 0; s < PFI_STRAT__COUNT; s++) {
-        if (!(asked & (1u << s)))
-          continue;
-        const struct pfi_replay *r = &rep[s];
+      } else if (show == SHOW_CAPS) {
         for (size_t k = 0; k < tg.n; k++)
           for (size_t i = 0; i < n; i++) {
             double x = r->job_power_w[k * n + i];
-            printf("%s,\"%s\",%.3f,", pfi_strategy_name(s), tg.label[k],
-                   tg.t_s[k] - tg.t_s[0]);
-            pfi_cli_put_csv_field(stdout, d.cs.c[i].job);
-            printf(",%.6f,%.6f,%.6f\n", x, pfi_curve_cap_at(&d.cs.c[i], x),
-                   pfi_problem_eval(pp, i, x));
+            pfi_restab_row(&tab);
+            pfi_restab_text(&tab, 0, sn);
+            pfi_restab_text(&tab, 1, tg.label[k]);
+            pfi_restab_num(&tab, 2, tg.t_s[k] - tg.t_s[0]);
+            pfi_restab_text(&tab, 3, d.cs.c[i].job);
+            pfi_restab_num(&tab, 4, x);
+            pfi_restab_num(&tab, 5, pfi_curve_cap_at(&d.cs.c[i], x));
+            pfi_restab_num(&tab, 6, pfi_problem_eval(pp, i, x));
           }
-      }
-    } else if (show == SHOW_JOBS) {
-      printf("strategy,job,retained,retained_event,mean_power_w\n");
-      for (int s = 0; s < PFI_STRAT__COUNT; s++) {
-        if (!(asked & (1u << s)))
-          continue;
-        const struct pfi_replay *r = &rep[s];
+      } else if (show == SHOW_JOBS) {
         for (size_t i = 0; i < n; i++) {
-          printf("%s,", pfi_strategy_name(s));
-          pfi_cli_put_csv_field(stdout, d.cs.c[i].job);
-          printf(",%.6f,%.6f,%.6f\n", r->job_retained[i],
-                 r->job_retained_event[i], r->job_mean_power_w[i]);
+          pfi_restab_row(&tab);
+          pfi_restab_text(&tab, 0, sn);
+          pfi_restab_text(&tab, 1, d.cs.c[i].job);
+          pfi_restab_num(&tab, 2, r->job_retained[i]);
+          pfi_restab_num(&tab, 3, r->job_retained_event[i]);
+          pfi_restab_num(&tab, 4, r->job_mean_power_w[i]);
         }
-      }
-    } else {
-      printf("strategy,retained,retained_event,gap_to_oracle_pp,"
-             "gap_to_oracle_event_pp,energy_kwh,mean_power_w,max_cut,"
-             "mean_cut,event_steps,infeasible_steps,infeasible_max_w\n");
-      for (int s = 0; s < PFI_STRAT__COUNT; s++) {
-        if (!(asked & (1u << s)))
-          continue;
-        const struct pfi_replay *r = &rep[s];
-        printf("%s,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%zu,%zu,%.6f\n",
-               pfi_strategy_name(s), r->retained, r->retained_event,
-               100 * (orc->retained - r->retained),
-               100 * (orc->retained_event - r->retained_event),
-               r->energy_j / 3.6e6, r->energy_j / tot_dt, r->max_cut,
-               r->mean_cut, r->event_steps, r->infeasible_steps,
-               r->infeasible_max_w);
+      } else {
+        const double v[] = {r->retained,
+                            r->retained_event,
+                            100 * (orc->retained - r->retained),
+                            100 * (orc->retained_event - r->retained_event),
+                            r->energy_j / 3.6e6,
+                            r->energy_j / tot_dt,
+                            r->max_cut,
+                            r->mean_cut};
+        pfi_restab_row(&tab);
+        pfi_restab_text(&tab, 0, sn);
+        for (size_t q = 0; q < 8; q++)
+          pfi_restab_num(&tab, 1 + q, v[q]);
+        pfi_restab_int(&tab, 9, (long long)r->event_steps);
+        pfi_restab_int(&tab, 10, (long long)r->infeasible_steps);
+        pfi_restab_num(&tab, 11, r->infeasible_max_w);
       }
     }
+    if (pfi_cli_print_table(&tab, fmt) != PFI_EXIT_OK)
+      status = PFI_EXIT_FAIL;
+    pfi_restab_release(&tab);
     goto done;
   }
 
@@ -499,48 +549,112 @@ int cmd_replay(int argc, char **argv) {
       if (!(asked & (1u << s)))
         continue;
       const struct pfi_replay *r = &rep[s];
-      printf("%s\n%-26s %8s %12s %12s %14s %10s %10s\n", pfi_strategy_name(s),
-             "time", "cut_%", "budget_w", "power_w", "tokens_per_s",
-             "normalized", "short_w");
-      for (size_t k = 0; k < tg.n; k++) {
-        pfi_cli_put_name(stdout, tg.label[k], 26);
-        printf(" %8.2f %12.1f %12.1f %14.4f %10.4f %10.1f\n", 100 * r->cut[k],
-               r->budget_w[k], r->power_w[k], r->tokens_per_s[k],
-               r->normalized[k], r->short_w[k]);
+      static const struct pfi_restab_col cols[] = {
+          {.name = "time", .kind = PFI_RESTAB_TEXT, .width = 26, .fixed = 1},
+          {.name = "cut_%", .kind = PFI_RESTAB_NUM, .style = 'f', .prec = 2,
+           .width = 8, .fixed = 1, .sep = 1},
+          {.name = "budget_w", .kind = PFI_RESTAB_NUM, .style = 'f',
+           .prec = 1, .width = 12, .fixed = 1, .sep = 1},
+          {.name = "power_w", .kind = PFI_RESTAB_NUM, .style = 'f', .prec = 1,
+           .width = 12, .fixed = 1, .sep = 1},
+          {.name = "tokens_per_s", .kind = PFI_RESTAB_NUM, .style = 'f',
+           .prec = 4, .width = 14, .fixed = 1, .sep = 1},
+          {.name = "normalized", .kind = PFI_RESTAB_NUM, .style = 'f',
+           .prec = 4, .width = 10, .fixed = 1, .sep = 1},
+          {.name = "short_w", .kind = PFI_RESTAB_NUM, .style = 'f', .prec = 1,
+           .width = 10, .fixed = 1, .sep = 1},
+      };
+      struct pfi_restab tab;
+      pfi_restab_init(&tab, cols, 7);
+      pfi_restab_title(&tab, pfi_strategy_name(s));
+      for (size_t k = 0; k < tg.n && !tab.failed; k++) {
+        pfi_restab_row(&tab);
+        pfi_restab_text(&tab, 0, tg.label[k]);
+        pfi_restab_num(&tab, 1, 100 * r->cut[k]);
+        pfi_restab_num(&tab, 2, r->budget_w[k]);
+        pfi_restab_num(&tab, 3, r->power_w[k]);
+        pfi_restab_num(&tab, 4, r->tokens_per_s[k]);
+        pfi_restab_num(&tab, 5, r->normalized[k]);
+        pfi_restab_num(&tab, 6, r->short_w[k]);
       }
+      if (pfi_cli_print_table(&tab, PFI_FMT_TABLE) != PFI_EXIT_OK)
+        status = PFI_EXIT_FAIL;
+      pfi_restab_release(&tab);
       printf("\n");
     }
     goto done;
   }
   if (show == SHOW_SUMMARY) {
-    printf("%-16s %10s %12s %9s %11s %12s %12s %10s\n", "strategy",
-           "retained_%", "in_event_%", "gap_pp", "gap_ev_pp", "energy_kwh",
-           "mean_power_w", "infeasible");
-    for (int s = 0; s < PFI_STRAT__COUNT; s++) {
+    static const struct pfi_restab_col cols[] = {
+        {.name = "strategy", .kind = PFI_RESTAB_TEXT, .width = 16,
+         .fixed = 1},
+        {.name = "retained_%", .kind = PFI_RESTAB_NUM, .style = 'f',
+         .prec = 3, .width = 10, .fixed = 1, .sep = 1},
+        {.name = "in_event_%", .kind = PFI_RESTAB_NUM, .style = 'f',
+         .prec = 3, .width = 12, .fixed = 1, .sep = 1},
+        {.name = "gap_pp", .kind = PFI_RESTAB_NUM, .style = 'f', .prec = 3,
+         .width = 9, .fixed = 1, .sep = 1},
+        {.name = "gap_ev_pp", .kind = PFI_RESTAB_NUM, .style = 'f',
+         .prec = 3, .width = 11, .fixed = 1, .sep = 1},
+        {.name = "energy_kwh", .kind = PFI_RESTAB_NUM, .style = 'f',
+         .prec = 3, .width = 12, .fixed = 1, .sep = 1},
+        {.name = "mean_power_w", .kind = PFI_RESTAB_NUM, .style = 'f',
+         .prec = 1, .width = 12, .fixed = 1, .sep = 1},
+        {.name = "infeasible", .kind = PFI_RESTAB_INT, .width = 10,
+         .fixed = 1, .sep = 1},
+    };
+    struct pfi_restab tab;
+    pfi_restab_init(&tab, cols, 8);
+    for (int s = 0; s < PFI_STRAT__COUNT && !tab.failed; s++) {
       if (!(asked & (1u << s)))
         continue;
       const struct pfi_replay *r = &rep[s];
-      printf("%-16s %10.3f %12.3f %9.3f %11.3f %12.3f %12.1f %10zu\n",
-             pfi_strategy_name(s), 100 * r->retained, 100 * r->retained_event,
-             100 * (orc->retained - r->retained),
-             100 * (orc->retained_event - r->retained_event),
-             r->energy_j / 3.6e6, r->energy_j / tot_dt, r->infeasible_steps);
+      pfi_restab_row(&tab);
+      pfi_restab_text(&tab, 0, pfi_strategy_name(s));
+      pfi_restab_num(&tab, 1, 100 * r->retained);
+      pfi_restab_num(&tab, 2, 100 * r->retained_event);
+      pfi_restab_num(&tab, 3, 100 * (orc->retained - r->retained));
+      pfi_restab_num(&tab, 4, 100 * (orc->retained_event - r->retained_event));
+      pfi_restab_num(&tab, 5, r->energy_j / 3.6e6);
+      pfi_restab_num(&tab, 6, r->energy_j / tot_dt);
+      pfi_restab_int(&tab, 7, (long long)r->infeasible_steps);
     }
+    if (pfi_cli_print_table(&tab, PFI_FMT_TABLE) != PFI_EXIT_OK)
+      status = PFI_EXIT_FAIL;
+    pfi_restab_release(&tab);
     printf("\n");
   }
-  printf("throughput retained during the event (%% of uncapped), per job\n");
-  printf("%-32s", "job");
+  /* Per job: a column per strategy asked for. */
+  struct pfi_restab_col jcols[1 + PFI_STRAT__COUNT];
+  int jat[PFI_STRAT__COUNT];
+  size_t jn = 0;
+  jcols[jn++] = (struct pfi_restab_col){
+      .name = "job", .kind = PFI_RESTAB_TEXT, .width = 32, .fixed = 1};
   for (int s = 0; s < PFI_STRAT__COUNT; s++)
-    if (asked & (1u << s))
-      printf(" %16s", pfi_strategy_name(s));
-  printf("\n");
-  for (size_t i = 0; i < n; i++) {
-    pfi_cli_put_name(stdout, d.cs.c[i].job, 32);
+    if (asked & (1u << s)) {
+      jat[s] = (int)jn;
+      jcols[jn++] = (struct pfi_restab_col){.name = pfi_strategy_name(s),
+                                            .kind = PFI_RESTAB_NUM,
+                                            .style = 'f',
+                                            .prec = 2,
+                                            .width = 16,
+                                            .fixed = 1,
+                                            .sep = 1};
+    }
+  struct pfi_restab jt;
+  pfi_restab_init(&jt, jcols, jn);
+  pfi_restab_title(
+      &jt, "throughput retained during the event (% of uncapped), per job");
+  for (size_t i = 0; i < n && !jt.failed; i++) {
+    pfi_restab_row(&jt);
+    pfi_restab_text(&jt, 0, d.cs.c[i].job);
     for (int s = 0; s < PFI_STRAT__COUNT; s++)
       if (asked & (1u << s))
-        printf(" %16.2f", 100 * rep[s].job_retained_event[i]);
-    printf("\n");
+        pfi_restab_num(&jt, (size_t)jat[s], 100 * rep[s].job_retained_event[i]);
   }
+  if (pfi_cli_print_table(&jt, PFI_FMT_TABLE) != PFI_EXIT_OK)
+    status = PFI_EXIT_FAIL;
+  pfi_restab_release(&jt);
 done:
   if (fflush(stdout) != 0)
     status = PFI_EXIT_FAIL;

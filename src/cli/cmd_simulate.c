@@ -116,6 +116,68 @@ static const struct pfi_cmd_help help = {
  * zero prints as 0.0, not -0.0. */
 static double t1(double v) { return fabs(v) < 0.05 ? 0.0 : v; }
 
+/* A terminal table of one row per strategy (its name in 16 columns) and one
+ * column per cut, headed "30%" and one blank apart; each table's cell
+ * column is `proto` with that header, printed after an empty line. */
+struct cut_table {
+  struct pfi_restab tab;
+  struct pfi_restab_col *cols;
+  char (*lab)[24];
+  const double *cuts;
+  size_t nc;
+};
+
+static int cut_table_init(struct cut_table *ct, const double *cuts,
+                          size_t nc) {
+  memset(ct, 0, sizeof *ct);
+  ct->cols = calloc(nc + 1, sizeof *ct->cols);
+  ct->lab = calloc(nc + 1, sizeof *ct->lab);
+  if (!ct->cols || !ct->lab) {
+    free(ct->cols);
+    free(ct->lab);
+    return PFI_ENOMEM;
+  }
+  ct->cuts = cuts;
+  ct->nc = nc;
+  for (size_t c = 0; c < nc; c++)
+    snprintf(ct->lab[c], sizeof ct->lab[c], "%.4g%%", cuts[c]);
+  return 0;
+}
+
+static struct pfi_restab *cut_table_start(struct cut_table *ct,
+                                          const struct pfi_restab_col *proto) {
+  ct->cols[0] = (struct pfi_restab_col){.name = "strategy",
+                                        .kind = PFI_RESTAB_TEXT,
+                                        .width = 16,
+                                        .fixed = 1};
+  for (size_t c = 0; c < ct->nc; c++) {
+    ct->cols[1 + c] = *proto;
+    ct->cols[1 + c].name = ct->lab[c];
+    ct->cols[1 + c].fixed = 1;
+    ct->cols[1 + c].sep = 1;
+  }
+  pfi_restab_init(&ct->tab, ct->cols, ct->nc + 1);
+  return &ct->tab;
+}
+
+static void cut_table_row(struct cut_table *ct, const char *strategy) {
+  pfi_restab_row(&ct->tab);
+  pfi_restab_text(&ct->tab, 0, strategy);
+}
+
+/* Prints the table (after an empty line) and releases it; 0 or -1. */
+static int cut_table_print(struct cut_table *ct) {
+  putchar('\n');
+  int rc = pfi_cli_print_table(&ct->tab, PFI_FMT_TABLE);
+  pfi_restab_release(&ct->tab);
+  return rc ? -1 : 0;
+}
+
+static void cut_table_release(struct cut_table *ct) {
+  free(ct->cols);
+  free(ct->lab);
+}
+
 static void progress(size_t done, size_t total, void *arg) {
   (void)arg;
   if (done == total || done % 50 == 0)
@@ -557,26 +619,56 @@ int cmd_simulate(int argc, char **argv) {
     if (pfi_cli_print_json(j))
       status = PFI_EXIT_FAIL;
   } else if (fmt == PFI_FMT_CSV) {
-    printf("strategy,cut_pct,gap_tokens_per_s_per_job,gap_ci95_lo,"
-           "gap_ci95_hi,gap_closed_pct,vs_pfi_aware,vs_pfi_aware_lo,"
-           "vs_pfi_aware_hi,tokens_per_job\n");
-    for (int s = 0; s < PFI_STRAT__COUNT; s++) {
+    enum { C_STRAT, C_CUT, C_GAP, C_GLO, C_GHI, C_CLOSED, C_VS, C_VLO, C_VHI,
+           C_TOK, C_N };
+#define F6(n) {.name = n, .kind = PFI_RESTAB_NUM, .style = 'f', .prec = 6}
+    static const struct pfi_restab_col cols[C_N] = {
+        [C_STRAT] = {.name = "strategy", .kind = PFI_RESTAB_TEXT},
+        [C_CUT] = {.name = "cut_pct", .kind = PFI_RESTAB_NUM},
+        [C_GAP] = F6("gap_tokens_per_s_per_job"),
+        [C_GLO] = F6("gap_ci95_lo"),
+        [C_GHI] = F6("gap_ci95_hi"),
+        [C_CLOSED] = {.name = "gap_closed_pct", .kind = PFI_RESTAB_NUM,
+                      .style = 'f', .prec = 4},
+        [C_VS] = F6("vs_pfi_aware"),
+        [C_VLO] = F6("vs_pfi_aware_lo"),
+        [C_VHI] = F6("vs_pfi_aware_hi"),
+        [C_TOK] = {.name = "tokens_per_job", .kind = PFI_RESTAB_NUM,
+                   .style = 'g', .prec = 10},
+    };
+#undef F6
+    struct pfi_restab tab;
+    pfi_restab_init(&tab, cols, C_N);
+    for (int s = 0; s < PFI_STRAT__COUNT && !tab.failed; s++) {
       if (!res.cell[s])
         continue;
       for (size_t c = 0; c < nc; c++) {
         const struct pfi_sim_cell *e = &res.cell[s][c];
-        printf("%s,%g,%.6f,%.6f,%.6f,", pfi_strategy_name(s), cuts[c],
-               e->gap_mean, e->gap_lo, e->gap_hi);
+        pfi_restab_row(&tab);
+        pfi_restab_text(&tab, C_STRAT, pfi_strategy_name(s));
+        pfi_restab_num(&tab, C_CUT, cuts[c]);
+        pfi_restab_num(&tab, C_GAP, e->gap_mean);
+        pfi_restab_num(&tab, C_GLO, e->gap_lo);
+        pfi_restab_num(&tab, C_GHI, e->gap_hi);
         if (e->closed_defined)
-          printf("%.4f", e->closed_pct);
-        if (e->vs_aware_defined)
-          printf(",%.6f,%.6f,%.6f", e->vs_aware_mean, e->vs_aware_lo,
-                 e->vs_aware_hi);
+          pfi_restab_num(&tab, C_CLOSED, e->closed_pct);
         else
-          printf(",,,");
-        printf(",%.10g\n", e->tokens_mean);
+          pfi_restab_blank(&tab, C_CLOSED);
+        if (e->vs_aware_defined) {
+          pfi_restab_num(&tab, C_VS, e->vs_aware_mean);
+          pfi_restab_num(&tab, C_VLO, e->vs_aware_lo);
+          pfi_restab_num(&tab, C_VHI, e->vs_aware_hi);
+        } else {
+          pfi_restab_blank(&tab, C_VS);
+          pfi_restab_blank(&tab, C_VLO);
+          pfi_restab_blank(&tab, C_VHI);
+        }
+        pfi_restab_num(&tab, C_TOK, e->tokens_mean);
       }
     }
+    if (pfi_cli_print_table(&tab, fmt) != PFI_EXIT_OK)
+      status = PFI_EXIT_FAIL;
+    pfi_restab_release(&tab);
   } else {
     printf("Simulation: %lu workloads x %lu jobs, mix %s, seed %lu; library "
            "%zu jobs%s (%s)\nPopulation: %s\nPFI estimates: %s%s\n",
@@ -604,82 +696,87 @@ int cmd_simulate(int argc, char **argv) {
     }
     /* Job-equivalents per job are fractions: shown in percent. */
     double sc = normalize ? 100 : 1;
-    printf("\nThroughput gap to the oracle, %s per job: mean "
-           "[95 %% interval]\n%-16s",
-           normalize ? "% of a job's uncapped throughput" : unit, "strategy");
-    for (size_t c = 0; c < nc; c++)
-      printf(" %22.4g%%", cuts[c]);
-    printf("\n");
-    for (int s = 0; s < PFI_STRAT__COUNT; s++) {
-      if (!res.cell[s])
-        continue;
-      printf("%-16s", pfi_strategy_name(s));
-      for (size_t c = 0; c < nc; c++) {
-        char b[64];
-        const struct pfi_sim_cell *e = &res.cell[s][c];
-        snprintf(b, sizeof b, "%.*f [%.*f, %.*f]", normalize ? 2 : 1,
-                 t1(sc * e->gap_mean), normalize ? 2 : 1, t1(sc * e->gap_lo),
-                 normalize ? 2 : 1, t1(sc * e->gap_hi));
-        printf(" %23s", b);
-      }
-      printf("\n");
+    const char *per = normalize ? "% of a job's uncapped throughput" : unit;
+    int dp = normalize ? 2 : 1;
+    /* Four tables of one row per strategy and one column per cut. */
+    struct cut_table ct;
+    if (cut_table_init(&ct, cuts, nc) < 0) {
+      pfi_error_set(&err, PFI_ENOMEM, "out of memory");
+      goto fail;
     }
-    printf("\nThroughput per job, %s: mean over workloads\n%-16s",
-           normalize ? "% of a job's uncapped throughput" : unit, "strategy");
-    for (size_t c = 0; c < nc; c++)
-      printf(" %11.4g%%", cuts[c]);
-    printf("\n");
+    static const struct pfi_restab_col interval = {
+        .kind = PFI_RESTAB_TEXT, .align = PFI_RESTAB_RIGHT, .width = 23};
+    static const struct pfi_restab_col tokens = {
+        .kind = PFI_RESTAB_NUM, .style = 'g', .prec = 6, .width = 12};
+    static const struct pfi_restab_col closed = {
+        .kind = PFI_RESTAB_NUM, .style = 'f', .prec = 1, .width = 9};
+    struct pfi_restab *tab = cut_table_start(&ct, &interval);
+    char title[256];
+    snprintf(title, sizeof title,
+             "Throughput gap to the oracle, %s per job: mean "
+             "[95 %% interval]",
+             per);
+    pfi_restab_title(tab, title);
     for (int s = 0; s < PFI_STRAT__COUNT; s++) {
       if (!res.cell[s])
         continue;
-      printf("%-16s", pfi_strategy_name(s));
+      cut_table_row(&ct, pfi_strategy_name(s));
+      for (size_t c = 0; c < nc; c++) {
+        const struct pfi_sim_cell *e = &res.cell[s][c];
+        pfi_restab_textf(tab, 1 + c, "%.*f [%.*f, %.*f]", dp,
+                         t1(sc * e->gap_mean), dp, t1(sc * e->gap_lo), dp,
+                         t1(sc * e->gap_hi));
+      }
+    }
+    int prc = cut_table_print(&ct);
+    tab = cut_table_start(&ct, &tokens);
+    snprintf(title, sizeof title,
+             "Throughput per job, %s: mean over workloads", per);
+    pfi_restab_title(tab, title);
+    for (int s = 0; s < PFI_STRAT__COUNT; s++) {
+      if (!res.cell[s])
+        continue;
+      cut_table_row(&ct, pfi_strategy_name(s));
       for (size_t c = 0; c < nc; c++)
-        printf(" %12.6g", sc * res.cell[s][c].tokens_mean);
-      printf("\n");
+        pfi_restab_num(tab, 1 + c, sc * res.cell[s][c].tokens_mean);
     }
-    printf("\nShare of the equal-to-oracle gap closed, %%\n%-16s", "strategy");
-    for (size_t c = 0; c < nc; c++)
-      printf(" %8.4g%%", cuts[c]);
-    printf("\n");
+    prc |= cut_table_print(&ct);
+    tab = cut_table_start(&ct, &closed);
+    pfi_restab_title(tab, "Share of the equal-to-oracle gap closed, %");
     for (int s = 0; s < PFI_STRAT__COUNT; s++) {
       if (!res.cell[s])
         continue;
-      printf("%-16s", pfi_strategy_name(s));
-      for (size_t c = 0; c < nc; c++) {
-        const struct pfi_sim_cell *e = &res.cell[s][c];
-        if (e->closed_defined)
-          printf(" %9.1f", t1(e->closed_pct));
-        else
-          printf(" %9s", "-");
-      }
-      printf("\n");
+      cut_table_row(&ct, pfi_strategy_name(s));
+      for (size_t c = 0; c < nc; c++)
+        if (res.cell[s][c].closed_defined)
+          pfi_restab_num(tab, 1 + c, t1(res.cell[s][c].closed_pct));
     }
+    prc |= cut_table_print(&ct);
     if (need_pfi) {
-      printf("\nDifference to pfi-aware, %s per job (positive: better "
-             "than pfi-aware): mean [95 %% paired interval]\n%-16s",
-             normalize ? "% of a job's uncapped throughput" : unit, "strategy");
-      for (size_t c = 0; c < nc; c++)
-        printf(" %22.4g%%", cuts[c]);
-      printf("\n");
+      tab = cut_table_start(&ct, &interval);
+      snprintf(title, sizeof title,
+               "Difference to pfi-aware, %s per job (positive: better "
+               "than pfi-aware): mean [95 %% paired interval]",
+               per);
+      pfi_restab_title(tab, title);
       for (int s = 0; s < PFI_STRAT__COUNT; s++) {
         if (!res.cell[s] || s == PFI_STRAT_PFI_AWARE)
           continue;
-        printf("%-16s", pfi_strategy_name(s));
+        cut_table_row(&ct, pfi_strategy_name(s));
         for (size_t c = 0; c < nc; c++) {
-          char b[64];
           const struct pfi_sim_cell *e = &res.cell[s][c];
           if (e->vs_aware_defined)
-            snprintf(b, sizeof b, "%.*f [%.*f, %.*f]", normalize ? 2 : 1,
-                     t1(sc * e->vs_aware_mean), normalize ? 2 : 1,
-                     t1(sc * e->vs_aware_lo), normalize ? 2 : 1,
-                     t1(sc * e->vs_aware_hi));
-          else
-            snprintf(b, sizeof b, "-");
-          printf(" %23s", b);
+            pfi_restab_textf(tab, 1 + c, "%.*f [%.*f, %.*f]", dp,
+                             t1(sc * e->vs_aware_mean), dp,
+                             t1(sc * e->vs_aware_lo), dp,
+                             t1(sc * e->vs_aware_hi));
         }
-        printf("\n");
       }
+      prc |= cut_table_print(&ct);
     }
+    cut_table_release(&ct);
+    if (prc)
+      status = PFI_EXIT_FAIL;
     printf("\n'-': undefined (no gap to close at this cut).\n");
     /* The paper's one published simulation figure (Figure 8), beside ours
      * when this run has the same setting and the same population. */

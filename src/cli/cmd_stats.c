@@ -252,24 +252,43 @@ static int do_ols(const struct pfi_table *t, const char *ycol,
     json_object_set_new(o, "leverage", lev);
     status = pfi_cli_print_json(o);
   } else {
-    int w = 9;
-    for (size_t j = 0; j < k; j++)
-      if ((int)strlen(names[j]) > w)
-        w = (int)strlen(names[j]) > 40 ? 40 : (int)strlen(names[j]);
-    printf("%-*s  %14s  %14s\n", w, "term", "coef", "se");
-    printf("%-*s  %14.6g  %14.6g\n", w, "intercept", m.coef[0], m.se[0]);
-    for (size_t j = 0; j < k; j++) {
-      pfi_cli_put_name(stdout, names[j], w);
-      printf("  %14.6g  %14.6g\n", m.coef[j + 1], m.se[j + 1]);
+    /* The name column as wide as the widest name, 9 to 40 bytes. */
+    static const struct pfi_restab_col cols[] = {
+        {.name = "term", .kind = PFI_RESTAB_TEXT, .width = 9, .max_width = 40},
+        {.name = "coef", .kind = PFI_RESTAB_NUM, .width = 14, .fixed = 1},
+        {.name = "se", .kind = PFI_RESTAB_NUM, .width = 14, .fixed = 1},
+    };
+    struct pfi_restab tab;
+    pfi_restab_init(&tab, cols, 3);
+    for (size_t j = 0; j <= k; j++) {
+      pfi_restab_row(&tab);
+      pfi_restab_text(&tab, 0, j ? names[j - 1] : "intercept");
+      pfi_restab_num(&tab, 1, m.coef[j]);
+      pfi_restab_num(&tab, 2, m.se[j]);
     }
+    status = pfi_cli_print_table(&tab, fmt);
+    pfi_restab_release(&tab);
     printf("\n");
     print_num("r2", m.r2);
     print_num("adj_r2", m.adj_r2);
     print_num("rmse", m.rmse);
     printf("%-8s %zu\n", "n", n);
-    printf("\n%-8s  %10s\n", "line", "leverage");
-    for (size_t i = 0; i < n; i++)
-      printf("%-8ld  %10.6f\n", t->line[i], m.leverage[i]);
+    static const struct pfi_restab_col lcols[] = {
+        {.name = "line", .kind = PFI_RESTAB_INT, .align = PFI_RESTAB_LEFT,
+         .width = 8, .fixed = 1},
+        {.name = "leverage", .kind = PFI_RESTAB_NUM, .style = 'f', .prec = 6,
+         .width = 10, .fixed = 1},
+    };
+    pfi_restab_init(&tab, lcols, 2);
+    for (size_t i = 0; i < n; i++) {
+      pfi_restab_row(&tab);
+      pfi_restab_int(&tab, 0, t->line[i]);
+      pfi_restab_num(&tab, 1, m.leverage[i]);
+    }
+    printf("\n");
+    if (pfi_cli_print_table(&tab, fmt))
+      status = PFI_EXIT_FAIL;
+    pfi_restab_release(&tab);
   }
 out:
   pfi_ols_release(&m);
@@ -369,20 +388,51 @@ static int do_kruskal(const struct pfi_table *t, const char *gcol,
     for (size_t g = 0; g < ng; g++)
       if ((int)strlen(gname[g]) > w)
         w = (int)strlen(gname[g]) > 40 ? 40 : (int)strlen(gname[g]);
-    printf("\n%-*s  %6s  %12s  %12s\n", w, "group", "n", "median", "mean");
+    /* Both tables' name columns are w wide (the widest group name, 5 to
+     * 40 bytes), whichever names a column holds. */
+    struct pfi_restab_col gcols[] = {
+        {.name = "group", .kind = PFI_RESTAB_TEXT, .width = w, .fixed = 1},
+        {.name = "n", .kind = PFI_RESTAB_INT, .width = 6, .fixed = 1},
+        {.name = "median", .kind = PFI_RESTAB_NUM, .width = 12, .fixed = 1},
+        {.name = "mean", .kind = PFI_RESTAB_NUM, .width = 12, .fixed = 1},
+    };
+    struct pfi_restab tab;
+    pfi_restab_init(&tab, gcols, 4);
     for (size_t g = 0; g < ng; g++) {
-      pfi_cli_put_name(stdout, gname[g], w);
-      printf("  %6zu  %12.6g  %12.6g\n", kw.n[g], kw.median[g], kw.mean[g]);
+      pfi_restab_row(&tab);
+      pfi_restab_text(&tab, 0, gname[g]);
+      pfi_restab_int(&tab, 1, (long long)kw.n[g]);
+      pfi_restab_num(&tab, 2, kw.median[g]);
+      pfi_restab_num(&tab, 3, kw.mean[g]);
     }
-    printf("\n%-*s  %-*s  %9s  %10s  %10s\n", w, "a", w, "b", "z", "p",
-           "p_holm");
+    printf("\n");
+    if (pfi_cli_print_table(&tab, fmt))
+      status = PFI_EXIT_FAIL;
+    pfi_restab_release(&tab);
+    struct pfi_restab_col pcols[] = {
+        {.name = "a", .kind = PFI_RESTAB_TEXT, .width = w, .fixed = 1},
+        {.name = "b", .kind = PFI_RESTAB_TEXT, .width = w, .fixed = 1},
+        {.name = "z", .kind = PFI_RESTAB_NUM, .style = 'f', .prec = 4,
+         .width = 9, .fixed = 1},
+        {.name = "p", .kind = PFI_RESTAB_NUM, .style = 'g', .prec = 4,
+         .width = 10, .fixed = 1},
+        {.name = "p_holm", .kind = PFI_RESTAB_NUM, .style = 'g', .prec = 4,
+         .width = 10, .fixed = 1},
+    };
+    pfi_restab_init(&tab, pcols, 5);
     for (size_t q = 0; q < kw.npairs; q++) {
       const struct pfi_dunn_pair *pp = &kw.pairs[q];
-      pfi_cli_put_name(stdout, gname[pp->a], w);
-      fputs("  ", stdout);
-      pfi_cli_put_name(stdout, gname[pp->b], w);
-      printf("  %9.4f  %10.4g  %10.4g\n", pp->z, pp->p, pp->p_holm);
+      pfi_restab_row(&tab);
+      pfi_restab_text(&tab, 0, gname[pp->a]);
+      pfi_restab_text(&tab, 1, gname[pp->b]);
+      pfi_restab_num(&tab, 2, pp->z);
+      pfi_restab_num(&tab, 3, pp->p);
+      pfi_restab_num(&tab, 4, pp->p_holm);
     }
+    printf("\n");
+    if (pfi_cli_print_table(&tab, fmt))
+      status = PFI_EXIT_FAIL;
+    pfi_restab_release(&tab);
   }
 out:
   pfi_kruskal_release(&kw);
@@ -429,9 +479,22 @@ static int do_fdr(const struct pfi_table *t, const char *pcol,
     json_object_set_new(o, "q", qa);
     status = pfi_cli_print_json(o);
   } else {
-    printf("%-8s  %12s  %12s\n", "line", "p", "q");
-    for (size_t r = 0; r < t->nrows; r++)
-      printf("%-8ld  %12.6g  %12.6g\n", t->line[r], p[r] + 0.0, q[r]);
+    static const struct pfi_restab_col cols[] = {
+        {.name = "line", .kind = PFI_RESTAB_INT, .align = PFI_RESTAB_LEFT,
+         .width = 8, .fixed = 1},
+        {.name = "p", .kind = PFI_RESTAB_NUM, .width = 12, .fixed = 1},
+        {.name = "q", .kind = PFI_RESTAB_NUM, .width = 12, .fixed = 1},
+    };
+    struct pfi_restab tab;
+    pfi_restab_init(&tab, cols, 3);
+    for (size_t r = 0; r < t->nrows; r++) {
+      pfi_restab_row(&tab);
+      pfi_restab_int(&tab, 0, t->line[r]);
+      pfi_restab_num(&tab, 1, p[r] + 0.0);
+      pfi_restab_num(&tab, 2, q[r]);
+    }
+    status = pfi_cli_print_table(&tab, fmt);
+    pfi_restab_release(&tab);
   }
 out:
   free(p);

@@ -31,7 +31,7 @@ void pfi_restab_release(struct pfi_restab *t) {
     for (size_t i = 0; i < t->nrows; i++)
       for (size_t j = 0; j < t->ncols; j++) {
         struct pfi_restab_cell *c = &t->cells[i * t->ncols + j];
-        if (t->cols[j].kind == PFI_RESTAB_TEXT && c->set)
+        if (t->cols[j].kind == PFI_RESTAB_TEXT && c->set == 1)
           free(c->u.s);
       }
   free(t->cells);
@@ -74,7 +74,7 @@ void pfi_restab_text(struct pfi_restab *t, size_t col, const char *s) {
   struct pfi_restab_cell *c = last(t, col, PFI_RESTAB_TEXT);
   if (!c)
     return;
-  if (c->set)
+  if (c->set == 1)
     free(c->u.s);
   c->set = 0;
   if (!s)
@@ -84,6 +84,15 @@ void pfi_restab_text(struct pfi_restab *t, size_t col, const char *s) {
     return;
   }
   c->set = 1;
+}
+
+void pfi_restab_blank(struct pfi_restab *t, size_t col) {
+  if (t->nrows == 0 || col >= t->ncols)
+    return;
+  struct pfi_restab_cell *c = &t->cells[(t->nrows - 1) * t->ncols + col];
+  if (t->cols[col].kind == PFI_RESTAB_TEXT && c->set == 1)
+    free(c->u.s);
+  c->set = 2;
 }
 
 void pfi_restab_textf(struct pfi_restab *t, size_t col, const char *fmt, ...) {
@@ -183,6 +192,8 @@ static const char *cell_text(const struct pfi_restab_col *col,
                              enum pfi_restab_format f, char *buf) {
   if (!c->set)
     return NULL;
+  if (c->set == 2)
+    return "";
   switch (col->kind) {
   case PFI_RESTAB_TEXT:
     return c->u.s;
@@ -199,11 +210,8 @@ static int shown(const struct pfi_restab_col *c, enum pfi_restab_format f) {
   return c->formats == 0 || (c->formats & (1u << f));
 }
 
-void pfi_restab_put_csv(FILE *fp, const char *s) {
-  if (!strpbrk(s, ",\"\r\n")) {
-    fputs(s, fp);
-    return;
-  }
+/* s as a quoted CSV field, quotes doubled. */
+static void put_csv_quoted(FILE *fp, const char *s) {
   fputc('"', fp);
   for (; *s; s++) {
     if (*s == '"')
@@ -211,6 +219,13 @@ void pfi_restab_put_csv(FILE *fp, const char *s) {
     fputc(*s, fp);
   }
   fputc('"', fp);
+}
+
+void pfi_restab_put_csv(FILE *fp, const char *s) {
+  if (!strpbrk(s, ",\"\r\n"))
+    fputs(s, fp);
+  else
+    put_csv_quoted(fp, s);
 }
 
 void pfi_restab_put_name(FILE *fp, const char *s, int width) {
@@ -348,11 +363,18 @@ static int print_csv(const struct pfi_restab *t, FILE *fp) {
       if (!first)
         fputc(',', fp);
       first = 0;
-      const char *s =
-          i < 0 ? c->name
-                : cell_text(c, &t->cells[(size_t)i * nc + j], PFI_RESTAB_CSV,
-                            buf);
-      pfi_restab_put_csv(fp, s ? s : t->csv_null);
+      if (i < 0) {
+        pfi_restab_put_csv(fp, c->name);
+        continue;
+      }
+      const struct pfi_restab_cell *cl = &t->cells[(size_t)i * nc + j];
+      const char *s = cell_text(c, cl, PFI_RESTAB_CSV, buf);
+      if (!s)
+        s = t->csv_null;
+      if (c->csv_quote && cl->set != 2)
+        put_csv_quoted(fp, s);
+      else
+        pfi_restab_put_csv(fp, s);
     }
     fputc('\n', fp);
   }
@@ -435,12 +457,13 @@ static int print_json(const struct pfi_restab *t, FILE *fp) {
         continue;
       const struct pfi_restab_cell *cl = &t->cells[i * nc + j];
       json_t *v;
-      if (!cl->set)
+      if (cl->set != 1)
         v = json_null();
       else if (c->kind == PFI_RESTAB_TEXT)
         v = json_text(cl->u.s);
       else if (c->kind == PFI_RESTAB_INT)
-        v = json_integer((json_int_t)cl->u.i);
+        v = c->json_bool ? json_boolean(cl->u.i != 0)
+                         : json_integer((json_int_t)cl->u.i);
       else
         v = json_real(cl->u.num);
       if (!v || json_object_set_new(o, c->name, v))

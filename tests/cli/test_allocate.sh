@@ -64,6 +64,24 @@ keys=$(sed -n 's/^  "\([a-z_]*\)":.*/\1/p' "$T/o.json" | tr '\n' ' ')
 "$PFI" allocate --curves "$T/c.csv" --cut 0.3 --strategy equal --format csv >"$T/e.csv" || fail "equal run"
 near "$(awk -F, '$1=="a"{print $2}' "$T/e.csv")" 2940 1e-6 "equal a"
 near "$(awk -F, '$1=="b"{print $2}' "$T/e.csv")" 3080 1e-6 "equal b"
+# The whole table, terminal and CSV, for the equal split: a 2940 W, between
+# caps 400 (2900 W) and 700 (4200 W): cap 400 + 300*40/1300, 950 + 50*40/1300
+# tokens/s; b 3080 W: cap 400 + 300*80/1400, 800 + 200*80/1400 tokens/s.
+# A name holding a comma or a quote is one quoted CSV field.
+sed 's/^a,/"a,""x""",/' "$T/c.csv" >"$T/cq.csv"
+"$PFI" allocate --curves "$T/cq.csv" --cut 0.3 --strategy equal --format csv >"$T/eq.csv" || fail "equal csv run"
+printf '%s\n' 'job,power_w,cap_w,tokens_per_s,retained' \
+  '"a,""x""",2940.000000,409.230769,951.538462,0.951538' \
+  'b,3080.000000,417.142857,811.428571,0.811429' \
+  'TOTAL,6020.000000,,1762.967033,0.881484' | cmp -s - "$T/eq.csv" ||
+  fail "allocate equal CSV: $(cat "$T/eq.csv")"
+"$PFI" allocate --curves "$T/c.csv" --cut 0.3 --strategy equal >"$T/eq.txt" || fail "equal table run"
+{
+  echo 'strategy equal, cut 30 % of 8600.0 W uncapped, budget 6020.0 W'
+  printf '%-40s %12s %10s %14s %9s\n' job power_w cap_w tokens_per_s retained
+  printf '%-40s %12s %10s %14s %9s\n' a 2940.0 409.2 951.538 95.15% b 3080.0 417.1 811.429 81.14% \
+    total 6020.0 '' 1762.97 88.15%
+} | cmp -s - "$T/eq.txt" || fail "allocate equal table: $(cat "$T/eq.txt")"
 # moe-ft-weighted: a (MoE FT) has weight 2*4200, b 4400: cut 2580 W split
 # 8400:4400 -> a gives 1693.125 W.
 "$PFI" allocate --curves "$T/c.csv" --features "$T/f.csv" --cut 0.3 --strategy moe-ft-weighted --format csv >"$T/m.csv" || fail "moe-ft run"
@@ -176,6 +194,10 @@ printf 'job,watts,pfi\na,0,1\nb,1000,3\nc,2000,2\nd,3000,5\n' >"$T/w.csv"
 "$PFI" fit "$T/w.csv" --pfi-column pfi --features watts --eval loo --format csv >"$T/w.out" || fail "fit in watts"
 near "$(awk -F, '$1=="watts"{print $2}' "$T/w.out")" 0.0011 1e-12 "slope in watts"
 near "$(awk -F, '$1=="watts"{print $3}' "$T/w.out")" "$(awk 'BEGIN{printf "%.12f", sqrt(0.27)/1000}')" 1e-11 "SE in watts"
+# A predictor whose name holds a quote is one quoted CSV field (RFC 4180).
+sed '1s/watts/w"q/' "$T/w.csv" >"$T/wq.csv"
+"$PFI" fit "$T/wq.csv" --pfi-column pfi --features 'w"q' --eval loo --format csv >"$T/wq.out" || fail "fit, quoted name"
+grep -q '^"w""q",0.0011,0.000519615242,,,$' "$T/wq.out" || fail "fit CSV, quoted name: $(cat "$T/wq.out")"
 expect_usage "exactly one of" fit $F/features.csv
 # A cluster column asked for by name must exist (a typo is not a LOCO row
 # of n/a); so must arch and task for the pooled clusters.
@@ -190,6 +212,12 @@ expect_err "bad.json: model:" predict "$T/bad.json" $F/features.csv
 printf '{"kind": "pfi-linear-model", "target": "pfi", "features": ["dram_copy_product"], "intercept": 1.5e308, "intercept_se": null, "coefficients": [{"feature": "dram_copy_product", "estimate": 1e308, "se": null}], "n": 10, "r2_in": 0.5}\n' >"$T/ovf.json"
 expect_err "f.csv:2: job a: .*not finite" predict "$T/ovf.json" "$T/f.csv"
 expect_err "f.csv:2: job a: .*not finite" allocate --curves "$T/c.csv" --features "$T/f.csv" --model "$T/ovf.json" --cut 10% --strategy pfi-aware
+# A job name holding a comma or a quote is one quoted CSV field: 1 + 2 *
+# 0.25 = 1.5.
+printf '{"kind": "pfi-linear-model", "target": "pfi", "features": ["dram_copy_product"], "intercept": 1, "intercept_se": null, "coefficients": [{"feature": "dram_copy_product", "estimate": 2, "se": null}], "n": 10, "r2_in": 0.5}\n' >"$T/lin.json"
+printf 'job,dram_copy_product\n"a,""b""",0.25\n' >"$T/fq.csv"
+"$PFI" predict "$T/lin.json" "$T/fq.csv" --format csv >"$T/pq.out" || fail "predict, quoted name"
+printf 'job,pfi\n"a,""b""",1.500000\n' | cmp -s - "$T/pq.out" || fail "predict CSV, quoted name: $(cat "$T/pq.out")"
 # A finite estimate of 1e308 prints as 1e+308 (not 309 digits), and a
 # validation whose R^2 is beyond the floating-point range (SSE/SST about
 # 1e616) is an error naming the job and its line, printed before any table.

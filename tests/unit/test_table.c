@@ -151,11 +151,163 @@ static void layout(void **state) {
   pfi_restab_release(&t);
 }
 
+/* A blank cell (a total row's column without a total) prints nothing in the
+ * terminal, CSV and HTML, where a missing value prints the null text; JSON
+ * has null for both. */
+static void blank(void **state) {
+  (void)state;
+  static const struct pfi_restab_col c3[] = {
+      {.name = "job", .kind = PFI_RESTAB_TEXT, .width = 5, .fixed = 1},
+      {.name = "cap_w", .kind = PFI_RESTAB_NUM, .style = 'f', .prec = 1,
+       .width = 6, .fixed = 1, .sep = 1},
+      {.name = "note", .kind = PFI_RESTAB_TEXT, .sep = 1},
+  };
+  struct pfi_restab t;
+  assert_int_equal(pfi_restab_init(&t, c3, 3), 0);
+  pfi_restab_row(&t);
+  pfi_restab_text(&t, 0, "a");
+  pfi_restab_num(&t, 1, NAN);
+  pfi_restab_text(&t, 2, "x");
+  pfi_restab_row(&t);
+  pfi_restab_text(&t, 0, "total");
+  pfi_restab_text(&t, 2, "replaced");
+  pfi_restab_blank(&t, 1);
+  pfi_restab_blank(&t, 2);
+  static const char *want[] = {
+      [PFI_RESTAB_TERM] = "job    cap_w note\n"
+                          "a          - x\n"
+                          "total        \n",
+      [PFI_RESTAB_CSV] = "job,cap_w,note\n"
+                         "a,-,x\n"
+                         "total,,\n",
+      [PFI_RESTAB_JSON] = "[\n"
+                          "  {\n"
+                          "    \"job\": \"a\",\n"
+                          "    \"cap_w\": null,\n"
+                          "    \"note\": \"x\"\n"
+                          "  },\n"
+                          "  {\n"
+                          "    \"job\": \"total\",\n"
+                          "    \"cap_w\": null,\n"
+                          "    \"note\": null\n"
+                          "  }\n"
+                          "]\n",
+      [PFI_RESTAB_HTML] =
+          "<table class=\"res\">\n"
+          "<thead><tr><th>job</th><th>cap_w</th><th>note</th></tr></thead>\n"
+          "<tbody>\n"
+          "<tr><td>a</td><td class=\"num\">&ndash;</td><td>x</td></tr>\n"
+          "<tr><td>total</td><td class=\"num\"></td><td></td></tr>\n"
+          "</tbody></table>\n",
+  };
+  for (int f = PFI_RESTAB_TERM; f <= PFI_RESTAB_HTML; f++) {
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *fp = open_memstream(&buf, &n);
+    assert_int_equal(pfi_restab_print(&t, (enum pfi_restab_format)f, fp), 0);
+    fclose(fp);
+    if (strcmp(buf, want[f]) != 0)
+      fail_msg("format %d:\n--- got\n%s--- want\n%s", f, buf, want[f]);
+    free(buf);
+  }
+  pfi_restab_release(&t);
+}
+
+/* A column quoted in CSV: every cell in quotes (quotes doubled), the null
+ * text too, a blank cell empty, the header bare; the terminal unchanged. */
+static void quoted(void **state) {
+  (void)state;
+  static const struct pfi_restab_col c4[] = {
+      {.name = "time", .kind = PFI_RESTAB_TEXT, .csv_quote = 1},
+      {.name = "n", .kind = PFI_RESTAB_INT},
+  };
+  struct pfi_restab t;
+  assert_int_equal(pfi_restab_init(&t, c4, 2), 0);
+  pfi_restab_row(&t);
+  pfi_restab_text(&t, 0, "14:00");
+  pfi_restab_int(&t, 1, 1);
+  pfi_restab_row(&t);
+  pfi_restab_text(&t, 0, "say \"x\", y");
+  pfi_restab_int(&t, 1, 2);
+  pfi_restab_row(&t);
+  pfi_restab_int(&t, 1, 3);
+  pfi_restab_row(&t);
+  pfi_restab_blank(&t, 0);
+  pfi_restab_int(&t, 1, 4);
+  char *buf = NULL;
+  size_t n = 0;
+  FILE *fp = open_memstream(&buf, &n);
+  assert_int_equal(pfi_restab_print(&t, PFI_RESTAB_CSV, fp), 0);
+  fclose(fp);
+  assert_string_equal(buf, "time,n\n"
+                           "\"14:00\",1\n"
+                           "\"say \"\"x\"\", y\",2\n"
+                           "\"-\",3\n"
+                           ",4\n");
+  free(buf);
+  fp = open_memstream(&buf, &n);
+  assert_int_equal(pfi_restab_print(&t, PFI_RESTAB_TERM, fp), 0);
+  fclose(fp);
+  assert_string_equal(buf, "time        n\n"
+                           "14:00       1\n"
+                           "say \"x\", y  2\n"
+                           "-           3\n"
+                           "            4\n");
+  free(buf);
+  pfi_restab_release(&t);
+}
+
+/* An integer column shown as a boolean in JSON, as its number elsewhere. */
+static void boolean(void **state) {
+  (void)state;
+  static const struct pfi_restab_col c5[] = {
+      {.name = "gpu", .kind = PFI_RESTAB_INT},
+      {.name = "emulated", .kind = PFI_RESTAB_INT, .json_bool = 1},
+  };
+  struct pfi_restab t;
+  assert_int_equal(pfi_restab_init(&t, c5, 2), 0);
+  pfi_restab_row(&t);
+  pfi_restab_int(&t, 0, 0);
+  pfi_restab_int(&t, 1, 1);
+  pfi_restab_row(&t);
+  pfi_restab_int(&t, 0, 1);
+  pfi_restab_int(&t, 1, 0);
+  pfi_restab_row(&t);
+  pfi_restab_int(&t, 0, 2);
+  char *buf = NULL;
+  size_t n = 0;
+  FILE *fp = open_memstream(&buf, &n);
+  assert_int_equal(pfi_restab_print(&t, PFI_RESTAB_JSON, fp), 0);
+  fclose(fp);
+  assert_string_equal(buf, "[\n"
+                           "  {\n"
+                           "    \"gpu\": 0,\n"
+                           "    \"emulated\": true\n"
+                           "  },\n"
+                           "  {\n"
+                           "    \"gpu\": 1,\n"
+                           "    \"emulated\": false\n"
+                           "  },\n"
+                           "  {\n"
+                           "    \"gpu\": 2,\n"
+                           "    \"emulated\": null\n"
+                           "  }\n"
+                           "]\n");
+  free(buf);
+  fp = open_memstream(&buf, &n);
+  assert_int_equal(pfi_restab_print(&t, PFI_RESTAB_CSV, fp), 0);
+  fclose(fp);
+  assert_string_equal(buf, "gpu,emulated\n0,1\n1,0\n2,-\n");
+  free(buf);
+  pfi_restab_release(&t);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(terminal), cmocka_unit_test(csv),
       cmocka_unit_test(json),     cmocka_unit_test(html),
-      cmocka_unit_test(layout),
+      cmocka_unit_test(layout),   cmocka_unit_test(blank),
+      cmocka_unit_test(quoted),   cmocka_unit_test(boolean),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
