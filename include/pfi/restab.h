@@ -85,9 +85,9 @@ struct pfi_restab_cell {
   union {
     double num;
     long long i;
-    char *s; /* owned */
+    char *s; /* owned, or borrowed when set is 2 */
   } u;
-  unsigned char set; /* 0: empty (null) */
+  unsigned char set; /* 0: empty (null); 2: text borrowed */
 };
 
 struct pfi_restab {
@@ -115,6 +115,9 @@ void pfi_restab_release(struct pfi_restab *t);
  * PFI_ENOMEM (also remembered in t->failed). */
 int pfi_restab_row(struct pfi_restab *t);
 void pfi_restab_text(struct pfi_restab *t, size_t col, const char *s);
+/* The same without a copy: s must outlive the table (a name held by the
+ * caller's data, say). */
+void pfi_restab_text_ref(struct pfi_restab *t, size_t col, const char *s);
 void pfi_restab_num(struct pfi_restab *t, size_t col, double v);
 void pfi_restab_int(struct pfi_restab *t, size_t col, long long v);
 /* Formatted text into a text cell. */

@@ -31,7 +31,7 @@ void pfi_restab_release(struct pfi_restab *t) {
     for (size_t i = 0; i < t->nrows; i++)
       for (size_t j = 0; j < t->ncols; j++) {
         struct pfi_restab_cell *c = &t->cells[i * t->ncols + j];
-        if (t->cols[j].kind == PFI_RESTAB_TEXT && c->set)
+        if (t->cols[j].kind == PFI_RESTAB_TEXT && c->set == 1)
           free(c->u.s);
       }
   free(t->cells);
@@ -74,7 +74,7 @@ void pfi_restab_text(struct pfi_restab *t, size_t col, const char *s) {
   struct pfi_restab_cell *c = last(t, col, PFI_RESTAB_TEXT);
   if (!c)
     return;
-  if (c->set)
+  if (c->set == 1)
     free(c->u.s);
   c->set = 0;
   if (!s)
@@ -84,6 +84,19 @@ void pfi_restab_text(struct pfi_restab *t, size_t col, const char *s) {
     return;
   }
   c->set = 1;
+}
+
+void pfi_restab_text_ref(struct pfi_restab *t, size_t col, const char *s) {
+  struct pfi_restab_cell *c = last(t, col, PFI_RESTAB_TEXT);
+  if (!c)
+    return;
+  if (c->set == 1)
+    free(c->u.s);
+  c->set = 0;
+  if (!s)
+    return;
+  c->u.s = (char *)s;
+  c->set = 2;
 }
 
 void pfi_restab_textf(struct pfi_restab *t, size_t col, const char *fmt, ...) {
@@ -187,7 +200,20 @@ static const char *cell_text(const struct pfi_restab_col *col,
   case PFI_RESTAB_TEXT:
     return c->u.s;
   case PFI_RESTAB_INT:
-    snprintf(buf, PFI_FMT_MAX, "%lld", c->u.i);
+    if (c->u.i >= 0 && c->u.i < 1000000000) {
+      /* The common small count without snprintf: the same digits. */
+      char d[12];
+      int k = 0;
+      long long v = c->u.i;
+      do
+        d[k++] = (char)('0' + v % 10);
+      while ((v /= 10) > 0);
+      for (int m = 0; m < k; m++)
+        buf[m] = d[k - 1 - m];
+      buf[k] = '\0';
+    } else {
+      snprintf(buf, PFI_FMT_MAX, "%lld", c->u.i);
+    }
     return buf;
   case PFI_RESTAB_NUM:
     return pfi_restab_fmt_num(col, f, c->u.num, buf);
@@ -336,25 +362,81 @@ static int print_term(const struct pfi_restab *t, FILE *fp) {
   return 0;
 }
 
+/* A CSV field appended to a row being built in buf (at *len, room for n);
+ * 0, or -1 when it does not fit. */
+static int csv_append(char *buf, size_t n, size_t *len, const char *s) {
+  size_t l = *len;
+  if (!strpbrk(s, ",\"\r\n")) {
+    size_t k = strlen(s);
+    if (k >= n - l)
+      return -1;
+    memcpy(buf + l, s, k);
+    *len = l + k;
+    return 0;
+  }
+  if (l + 2 >= n)
+    return -1;
+  buf[l++] = '"';
+  for (; *s; s++) {
+    if (l + 3 >= n)
+      return -1;
+    if (*s == '"')
+      buf[l++] = '"';
+    buf[l++] = *s;
+  }
+  buf[l++] = '"';
+  *len = l;
+  return 0;
+}
+
+/* Each row is built in a buffer and written at once (a call per field is
+ * most of the time on a large table); a row too long for it is written
+ * field by field. */
 static int print_csv(const struct pfi_restab *t, FILE *fp) {
   char buf[PFI_FMT_MAX];
+  char line[4096];
   size_t nc = t->ncols;
   for (long i = t->header ? -1 : 0; i < (long)t->nrows; i++) {
-    int first = 1;
-    for (size_t j = 0; j < nc; j++) {
-      const struct pfi_restab_col *c = &t->cols[j];
-      if (!shown(c, PFI_RESTAB_CSV))
-        continue;
-      if (!first)
-        fputc(',', fp);
-      first = 0;
-      const char *s =
-          i < 0 ? c->name
-                : cell_text(c, &t->cells[(size_t)i * nc + j], PFI_RESTAB_CSV,
-                            buf);
-      pfi_restab_put_csv(fp, s ? s : t->csv_null);
+    size_t len = 0;
+    int fits = 1;
+    for (int pass = 0; pass < 2; pass++) {
+      int first = 1;
+      for (size_t j = 0; j < nc; j++) {
+        const struct pfi_restab_col *c = &t->cols[j];
+        if (!shown(c, PFI_RESTAB_CSV))
+          continue;
+        const char *s =
+            i < 0 ? c->name
+                  : cell_text(c, &t->cells[(size_t)i * nc + j], PFI_RESTAB_CSV,
+                              buf);
+        if (!s)
+          s = t->csv_null;
+        if (pass == 0) {
+          if (!first) {
+            if (len + 1 >= sizeof line)
+              fits = 0;
+            else
+              line[len++] = ',';
+          }
+          if (fits && csv_append(line, sizeof line, &len, s) < 0)
+            fits = 0;
+          if (!fits)
+            break;
+        } else {
+          if (!first)
+            fputc(',', fp);
+          pfi_restab_put_csv(fp, s);
+        }
+        first = 0;
+      }
+      if (pass == 0 && fits) {
+        line[len++] = '\n';
+        fwrite(line, 1, len, fp);
+        break;
+      }
+      if (pass == 1)
+        fputc('\n', fp);
     }
-    fputc('\n', fp);
   }
   return 0;
 }

@@ -151,11 +151,51 @@ static void layout(void **state) {
   pfi_restab_release(&t);
 }
 
+/* CSV rows are built in a 4 KiB buffer: a row longer than that (a 5,000-
+ * character name holding a quote) is written field by field, with the same
+ * text; a borrowed name (pfi_restab_text_ref) prints like a copied one;
+ * counts past the fast path print as printf does. */
+static void csv_long_row(void **state) {
+  (void)state;
+  size_t len = 5000;
+  char *name = malloc(len + 1);
+  assert_non_null(name);
+  memset(name, 'x', len);
+  name[0] = '"';
+  name[len] = '\0';
+  struct pfi_restab t;
+  assert_int_equal(pfi_restab_init(&t, cols, 4), 0);
+  pfi_restab_row(&t);
+  pfi_restab_text_ref(&t, 0, name);
+  pfi_restab_num(&t, 1, 250);
+  pfi_restab_int(&t, 3, 1234567890123LL);
+  pfi_restab_row(&t);
+  pfi_restab_text_ref(&t, 0, "short");
+  pfi_restab_int(&t, 3, -7);
+  char *buf = NULL;
+  size_t n = 0;
+  FILE *fp = open_memstream(&buf, &n);
+  assert_int_equal(pfi_restab_print(&t, PFI_RESTAB_CSV, fp), 0);
+  fclose(fp);
+  pfi_restab_release(&t);
+  /* header, then '"' + '""' + 4,999 x + '"', then the numbers */
+  char *want = malloc(len + 200);
+  assert_non_null(want);
+  size_t k = (size_t)sprintf(want, "job,cap_w,pfi,runs\n\"\"\"");
+  memset(want + k, 'x', len - 1);
+  k += len - 1;
+  sprintf(want + k, "\",250,-,1234567890123\nshort,-,-,-7\n");
+  assert_string_equal(buf, want);
+  free(buf);
+  free(want);
+  free(name);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(terminal), cmocka_unit_test(csv),
       cmocka_unit_test(json),     cmocka_unit_test(html),
-      cmocka_unit_test(layout),
+      cmocka_unit_test(layout),   cmocka_unit_test(csv_long_row),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
