@@ -91,9 +91,10 @@ struct pfi_restab_cell {
   union {
     double num;
     long long i;
-    char *s; /* owned */
+    char *s; /* owned, or borrowed when set is 2 */
   } u;
-  unsigned char set; /* 0: empty (null); 2: blank (pfi_restab_blank) */
+  unsigned char set; /* 0: empty (null); 2: blank (pfi_restab_blank); 3:
+                        text borrowed (pfi_restab_text_ref) */
 };
 
 struct pfi_restab {
@@ -121,6 +122,9 @@ void pfi_restab_release(struct pfi_restab *t);
  * PFI_ENOMEM (also remembered in t->failed). */
 int pfi_restab_row(struct pfi_restab *t);
 void pfi_restab_text(struct pfi_restab *t, size_t col, const char *s);
+/* The same without a copy: s must outlive the table (a name held by the
+ * caller's data, say). */
+void pfi_restab_text_ref(struct pfi_restab *t, size_t col, const char *s);
 void pfi_restab_num(struct pfi_restab *t, size_t col, double v);
 void pfi_restab_int(struct pfi_restab *t, size_t col, long long v);
 /* Leaves a cell of the last row blank on purpose, as a total row's column

@@ -385,7 +385,7 @@ int cmd_index(int argc, char **argv) {
     if (at[k] >= 0)                                                            \
       pfi_restab_num(&tab, (size_t)at[k], (v));                                \
   } while (0)
-    pfi_restab_text(&tab, (size_t)at[C_JOB], set.c[i].job);
+    pfi_restab_text_ref(&tab, (size_t)at[C_JOB], set.c[i].job);
     SETNUM(C_PFI, ix->pfi_defined ? ix->pfi : NAN);
     SETNUM(C_AREA, ix->pfi_area);
     SETNUM(C_CE, ix->ce_defined ? ix->pfi_ce : NAN);

@@ -54,11 +54,9 @@ static int point_why(const double *power_w, const double *tokens,
 
 /* Fills why[0..n-1] (0: used; the reference gets PFI_WHY_REFERENCE) and
  * returns the number of points used. */
-static size_t classify(const double *cap_w, const double *power_w,
-                       const double *tokens, const double *rsp,
-                       const double *rst, size_t n, size_t r, int *why) {
-  double rev_t = reversal(cap_w, tokens, n, tokens[r]);
-  double rev_p = reversal(cap_w, power_w, n, power_w[r]);
+static size_t classify(const double *power_w, const double *tokens,
+                       const double *rsp, const double *rst, size_t n,
+                       size_t r, double rev_t, double rev_p, int *why) {
   size_t used = 0;
   for (size_t i = 0; i < n; i++) {
     why[i] = i == r ? PFI_WHY_REFERENCE
@@ -161,18 +159,27 @@ int pfi_index_ce(const double *power_w, const double *tokens, size_t n,
                  double *ce) {
   if (n < 2)
     return PFI_EINVAL;
+  /* The logarithms of a short curve are taken once (the same values). */
+  double lx[32], ly[32];
+  int keep = n <= 32;
   double mx = 0, my = 0;
   for (size_t i = 0; i < n; i++) {
     if (!(power_w[i] > 0) || !(tokens[i] > 0))
       return PFI_EINVAL;
-    mx += log(power_w[i]);
-    my += log(tokens[i]);
+    double a = log(power_w[i]), b = log(tokens[i]);
+    if (keep) {
+      lx[i] = a;
+      ly[i] = b;
+    }
+    mx += a;
+    my += b;
   }
   mx /= (double)n;
   my /= (double)n;
   double sxx = 0, sxy = 0;
   for (size_t i = 0; i < n; i++) {
-    double dx = log(power_w[i]) - mx, dy = log(tokens[i]) - my;
+    double dx = (keep ? lx[i] : log(power_w[i])) - mx,
+           dy = (keep ? ly[i] : log(tokens[i])) - my;
     sxx += dx * dx;
     sxy += dx * dy;
   }
@@ -190,11 +197,16 @@ int pfi_index_compute(const struct pfi_curve *c, struct pfi_index *out,
     return pfi_error_set(err, PFI_EINVAL,
                          "job '%s': needs at least 2 points, has %zu", c->job,
                          n);
-  double *buf = malloc(5 * n * sizeof *buf);
-  int *why = malloc(n * sizeof *why);
+  /* A curve has a handful of points: its work space is on the stack. */
+  double sbuf[5 * 16];
+  int swhy[16];
+  double *buf = n <= 16 ? sbuf : malloc(5 * n * sizeof *buf);
+  int *why = n <= 16 ? swhy : malloc(n * sizeof *why);
   if (!buf || !why) {
-    free(buf);
-    free(why);
+    if (buf != sbuf)
+      free(buf);
+    if (why != swhy)
+      free(why);
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
   }
   double *cap = buf, *pw = buf + n, *tk = buf + 2 * n, *rsp = buf + 3 * n,
@@ -214,7 +226,10 @@ int pfi_index_compute(const struct pfi_curve *c, struct pfi_index *out,
   out->p_max = ref->power_w;
   out->loss_floor = reversal(cap, tk, n, tk[n - 1]);
   out->power_floor = reversal(cap, pw, n, pw[n - 1]);
-  size_t used = classify(cap, pw, tk, rsp, rst, n, n - 1, why);
+  /* The reference is the last point (caps ascending): the floors are the
+   * rule's reversals (classify's thresholds). */
+  size_t used = classify(pw, tk, rsp, rst, n, n - 1, out->loss_floor,
+                         out->power_floor, why);
   double sum = 0;
   for (size_t i = 0; i + 1 < n; i++)
     if (why[i] == 0)
@@ -225,8 +240,10 @@ int pfi_index_compute(const struct pfi_curve *c, struct pfi_index *out,
   int rc;
   rc = pfi_index_area(cap, pw, tk, n, &out->pfi_area);
   if (rc < 0) {
-    free(buf);
-    free(why);
+    if (buf != sbuf)
+      free(buf);
+    if (why != swhy)
+      free(why);
     return pfi_error_set(err, rc, "out of memory");
   }
   rc = pfi_index_ce(pw, tk, n, &out->pfi_ce);
@@ -241,8 +258,10 @@ int pfi_index_compute(const struct pfi_curve *c, struct pfi_index *out,
                     : (out->ce_defined && !isfinite(out->pfi_ce)) ? "ce"
                                                                   : NULL;
   if (bad) {
-    free(buf);
-    free(why);
+    if (buf != sbuf)
+      free(buf);
+    if (why != swhy)
+      free(why);
     return pfi_error_set(err, PFI_ERANGE,
                          "job '%s': the %s PFI is not a finite number (the "
                          "power or throughput values span more than a "
@@ -257,8 +276,10 @@ int pfi_index_compute(const struct pfi_curve *c, struct pfi_index *out,
     out->excluded_caps = malloc(nex * sizeof *out->excluded_caps);
     out->excluded_why = malloc(nex * sizeof *out->excluded_why);
     if (!out->excluded_caps || !out->excluded_why) {
-      free(buf);
-      free(why);
+      if (buf != sbuf)
+        free(buf);
+      if (why != swhy)
+        free(why);
       pfi_index_release(out);
       return pfi_error_set(err, PFI_ENOMEM, "out of memory");
     }
@@ -269,8 +290,10 @@ int pfi_index_compute(const struct pfi_curve *c, struct pfi_index *out,
       }
   }
   out->n_excluded = nex;
-  free(buf);
-  free(why);
+  if (buf != sbuf)
+    free(buf);
+  if (why != swhy)
+    free(why);
   return 0;
 }
 
@@ -341,7 +364,10 @@ int pfi_index_draws(const struct pfi_curve *c, size_t draws, unsigned long seed,
     cw[2 * n + i] = pt->tokens_sd >= 0 ? pt->tokens_sd / pt->tokens_per_s
                                        : PFI_INDEX_DEFAULT_REL_SD_TOKENS;
   }
-  size_t nused = classify(cw, pw, tk, cw + n, cw + 2 * n, n, n - 1, why);
+  size_t nused =
+      classify(pw, tk, cw + n, cw + 2 * n, n, n - 1,
+               reversal(cw, tk, n, tk[n - 1]), reversal(cw, pw, n, pw[n - 1]),
+               why);
   free(cw);
   (void)ref;
   size_t ok = 0;

@@ -95,6 +95,19 @@ void pfi_restab_blank(struct pfi_restab *t, size_t col) {
   c->set = 2;
 }
 
+void pfi_restab_text_ref(struct pfi_restab *t, size_t col, const char *s) {
+  struct pfi_restab_cell *c = last(t, col, PFI_RESTAB_TEXT);
+  if (!c)
+    return;
+  if (c->set == 1)
+    free(c->u.s);
+  c->set = 0;
+  if (!s)
+    return;
+  c->u.s = (char *)s; /* borrowed: never freed here */
+  c->set = 3;
+}
+
 void pfi_restab_textf(struct pfi_restab *t, size_t col, const char *fmt, ...) {
   char buf[256], *p = buf;
   va_list ap;
@@ -198,7 +211,20 @@ static const char *cell_text(const struct pfi_restab_col *col,
   case PFI_RESTAB_TEXT:
     return c->u.s;
   case PFI_RESTAB_INT:
-    snprintf(buf, PFI_FMT_MAX, "%lld", c->u.i);
+    if (c->u.i >= 0 && c->u.i < 1000000000) {
+      /* The common small count without snprintf: the same digits. */
+      char d[12];
+      int k = 0;
+      long long v = c->u.i;
+      do
+        d[k++] = (char)('0' + v % 10);
+      while ((v /= 10) > 0);
+      for (int m = 0; m < k; m++)
+        buf[m] = d[k - 1 - m];
+      buf[k] = '\0';
+    } else {
+      snprintf(buf, PFI_FMT_MAX, "%lld", c->u.i);
+    }
     return buf;
   case PFI_RESTAB_NUM:
     return pfi_restab_fmt_num(col, f, c->u.num, buf);

@@ -241,10 +241,20 @@ static int load_curves(struct pfi_curveset *set) {
   return rc;
 }
 
+/* A curve of 20 points (more than pfi_index_compute keeps on its stack):
+ * caps 100..2000 W, P = 2 cap, T = 400 + 0.3 cap, so that at every capped
+ * point 1 - T/T_max = 0.6 (1 - P/P_max) and each ratio term, hence their
+ * mean, is 1 / 0.6 = 5/3. */
 static int case_index(struct pfi_error *err) {
   struct pfi_curveset set;
   struct pfi_index ix;
-  load_curves(&set);
+  pfi_curveset_init(&set);
+  for (int k = 1; k <= 20; k++) {
+    struct pfi_point pt = {.cap_w = 100.0 * k, .power_w = 200.0 * k,
+                           .tokens_per_s = 400 + 30.0 * k, .power_sd_w = -1,
+                           .tokens_sd = -1};
+    assert_int_equal(pfi_curveset_add(&set, "j", &pt, err), 0);
+  }
   oom_on();
   int rc = pfi_index_compute(pfi_curveset_find(&set, "j"), &ix, err);
   oom_off();

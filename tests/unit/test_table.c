@@ -115,9 +115,16 @@ static void layout(void **state) {
   (void)state;
   static const struct pfi_restab_col c2[] = {
       {.name = "name", .kind = PFI_RESTAB_TEXT, .max_width = 6},
-      {.name = "v", .label = "value", .kind = PFI_RESTAB_NUM, .style = 'f',
-       .prec = 2, .width = 4, .fixed = 1, .sep = 1},
-      {.name = "only_csv", .kind = PFI_RESTAB_INT,
+      {.name = "v",
+       .label = "value",
+       .kind = PFI_RESTAB_NUM,
+       .style = 'f',
+       .prec = 2,
+       .width = 4,
+       .fixed = 1,
+       .sep = 1},
+      {.name = "only_csv",
+       .kind = PFI_RESTAB_INT,
        .formats = PFI_RESTAB_IN_CSV},
       {.name = "tag", .kind = PFI_RESTAB_TEXT, .align = PFI_RESTAB_RIGHT},
   };
@@ -158,8 +165,13 @@ static void blank(void **state) {
   (void)state;
   static const struct pfi_restab_col c3[] = {
       {.name = "job", .kind = PFI_RESTAB_TEXT, .width = 5, .fixed = 1},
-      {.name = "cap_w", .kind = PFI_RESTAB_NUM, .style = 'f', .prec = 1,
-       .width = 6, .fixed = 1, .sep = 1},
+      {.name = "cap_w",
+       .kind = PFI_RESTAB_NUM,
+       .style = 'f',
+       .prec = 1,
+       .width = 6,
+       .fixed = 1,
+       .sep = 1},
       {.name = "note", .kind = PFI_RESTAB_TEXT, .sep = 1},
   };
   struct pfi_restab t;
@@ -302,12 +314,52 @@ static void boolean(void **state) {
   pfi_restab_release(&t);
 }
 
+/* A long row (a 5,000-character name holding a quote) prints whole; a
+ * borrowed name (pfi_restab_text_ref) prints like a copied one;
+ * counts past the fast path print as printf does. */
+static void csv_long_row(void **state) {
+  (void)state;
+  size_t len = 5000;
+  char *name = malloc(len + 1);
+  assert_non_null(name);
+  memset(name, 'x', len);
+  name[0] = '"';
+  name[len] = '\0';
+  struct pfi_restab t;
+  assert_int_equal(pfi_restab_init(&t, cols, 4), 0);
+  pfi_restab_row(&t);
+  pfi_restab_text_ref(&t, 0, name);
+  pfi_restab_num(&t, 1, 250);
+  pfi_restab_int(&t, 3, 1234567890123LL);
+  pfi_restab_row(&t);
+  pfi_restab_text_ref(&t, 0, "short");
+  pfi_restab_int(&t, 3, -7);
+  char *buf = NULL;
+  size_t n = 0;
+  FILE *fp = open_memstream(&buf, &n);
+  assert_int_equal(pfi_restab_print(&t, PFI_RESTAB_CSV, fp), 0);
+  fclose(fp);
+  pfi_restab_release(&t);
+  /* header, then '"' + '""' + 4,999 x + '"', then the numbers */
+  char *want = malloc(len + 200);
+  assert_non_null(want);
+  size_t k = (size_t)sprintf(want, "job,cap_w,pfi,runs\n\"\"\"");
+  memset(want + k, 'x', len - 1);
+  k += len - 1;
+  sprintf(want + k, "\",250,-,1234567890123\nshort,-,-,-7\n");
+  assert_string_equal(buf, want);
+  free(buf);
+  free(want);
+  free(name);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(terminal), cmocka_unit_test(csv),
-      cmocka_unit_test(json),     cmocka_unit_test(html),
-      cmocka_unit_test(layout),   cmocka_unit_test(blank),
-      cmocka_unit_test(quoted),   cmocka_unit_test(boolean),
+      cmocka_unit_test(terminal),     cmocka_unit_test(csv),
+      cmocka_unit_test(json),         cmocka_unit_test(html),
+      cmocka_unit_test(layout),       cmocka_unit_test(blank),
+      cmocka_unit_test(quoted),       cmocka_unit_test(boolean),
+      cmocka_unit_test(csv_long_row),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
