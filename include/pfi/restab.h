@@ -152,6 +152,10 @@ int pfi_restab_print(const struct pfi_restab *t, enum pfi_restab_format f,
 void pfi_restab_put_csv(FILE *fp, const char *s);
 void pfi_restab_put_name(FILE *fp, const char *s, int width);
 void pfi_restab_put_html(FILE *fp, const char *s);
+/* A malloc'd copy of s in which every byte that does not start a
+ * well-formed UTF-8 sequence (RFC 3629: no overlong forms, no surrogates)
+ * is U+FFFD, the text JSON may carry; NULL when out of memory. */
+char *pfi_restab_utf8_fix(const char *s);
 
 /* The text a number cell of column `c` shows in format `f` (terminal or
  * CSV) into buf (at least 32 bytes); "" for a non-finite value. Returns

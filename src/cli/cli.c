@@ -103,38 +103,6 @@ int pfi_cli_print_json(json_t *j) {
   return 0;
 }
 
-/* Length of the well-formed UTF-8 sequence at s (RFC 3629: no overlong
- * forms, no surrogates, nothing above U+10FFFF), or 0 when it is not. */
-static size_t utf8_seq(const unsigned char *s) {
-  unsigned c = s[0];
-  if (c < 0x80)
-    return 1;
-  size_t len;
-  unsigned lo = 0x80, hi = 0xBF;
-  if (c >= 0xC2 && c <= 0xDF)
-    len = 2;
-  else if (c >= 0xE0 && c <= 0xEF) {
-    len = 3;
-    if (c == 0xE0)
-      lo = 0xA0;
-    else if (c == 0xED)
-      hi = 0x9F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    len = 4;
-    if (c == 0xF0)
-      lo = 0x90;
-    else if (c == 0xF4)
-      hi = 0x8F;
-  } else
-    return 0;
-  if (s[1] < lo || s[1] > hi)
-    return 0;
-  for (size_t k = 2; k < len; k++)
-    if (s[k] < 0x80 || s[k] > 0xBF)
-      return 0;
-  return len;
-}
-
 json_t *pfi_cli_json_str(const char *s) {
   json_t *j = json_string(s);
   if (j)
@@ -142,24 +110,9 @@ json_t *pfi_cli_json_str(const char *s) {
   /* Not UTF-8 (a Latin-1 file, a binary byte): jansson refuses it, and
    * json_object_set_new() with the NULL would silently drop the key. Each
    * byte that does not start a well-formed sequence becomes U+FFFD. */
-  size_t n = strlen(s);
-  char *buf = malloc(3 * n + 1);
+  char *buf = pfi_restab_utf8_fix(s);
   if (!buf)
     return json_null();
-  size_t w = 0;
-  for (size_t i = 0; i < n;) {
-    size_t len = utf8_seq((const unsigned char *)s + i);
-    if (len) {
-      memcpy(buf + w, s + i, len);
-      w += len;
-      i += len;
-    } else {
-      memcpy(buf + w, "\xEF\xBF\xBD", 3);
-      w += 3;
-      i++;
-    }
-  }
-  buf[w] = '\0';
   j = json_string(buf);
   free(buf);
   return j ? j : json_null();

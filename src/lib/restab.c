@@ -438,12 +438,7 @@ static size_t utf8_seq(const unsigned char *s) {
   return len;
 }
 
-/* A JSON string of s; bytes that do not start a well-formed UTF-8 sequence
- * become U+FFFD (json_string() refuses them). NULL when out of memory. */
-static json_t *json_text(const char *s) {
-  json_t *j = json_string(s);
-  if (j)
-    return j;
+char *pfi_restab_utf8_fix(const char *s) {
   size_t n = strlen(s);
   char *buf = n <= (SIZE_MAX - 1) / 3 ? malloc(3 * n + 1) : NULL;
   if (!buf)
@@ -462,6 +457,18 @@ static json_t *json_text(const char *s) {
     }
   }
   buf[o] = '\0';
+  return buf;
+}
+
+/* A JSON string of s; bytes that do not start a well-formed UTF-8 sequence
+ * become U+FFFD (json_string() refuses them). NULL when out of memory. */
+static json_t *json_text(const char *s) {
+  json_t *j = json_string(s);
+  if (j)
+    return j;
+  char *buf = pfi_restab_utf8_fix(s);
+  if (!buf)
+    return NULL;
   j = json_string(buf);
   free(buf);
   return j;
