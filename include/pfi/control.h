@@ -72,7 +72,7 @@ struct pfi_ctl_config {
                            believed curve at the realized power with no
                            cap change to explain it (0.05) */
   double tokens_cv;     /* run-to-run noise of throughput, share (0.005) */
-  double recovery_s;    /* length of the staggered recovery, s (120) */
+  double recovery_s;    /* length of the staggered recovery, s (3600) */
   unsigned long seed;   /* randomized recovery order (1) */
   int strategy;         /* 0: the exact oracle on the believed curves
                            (default); 1: equal-weight cuts (every job's
