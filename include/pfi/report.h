@@ -220,6 +220,18 @@ int pfi_figure_svg(const struct pfi_figure *f, const char *id_prefix,
                    char **svg, struct pfi_error *err);
 
 /*
+ * The series of `n` capacity curves (capacity.h) for a panel: per curve a
+ * line with points, titled by its strategy (colour k + 1), and with an
+ * interval its error bars, in percent: x the power shed, y the throughput
+ * lost. `buf` (the caller's, kept until the figure is drawn) holds
+ * 4 * cap[k].n doubles per curve; `ser` room for 2 * n series. Returns the
+ * number of series.
+ */
+struct pfi_capacity;
+size_t pfi_capacity_series(const struct pfi_capacity *cap, size_t n,
+                           double *buf, struct pfi_series *ser);
+
+/*
  * Draws `f` into the file `path`: an SVG document when the name ends in
  * .svg, a PNG image when it ends in .png (gnuplot's pngcairo terminal).
  * The file is opened before gnuplot runs, so that an unwritable path is

@@ -95,36 +95,7 @@ static int plot(const char *path, const struct pfi_capacity *cap, size_t ns,
   double *buf = malloc(ns * cap[0].n * 4 * sizeof *buf + 1);
   if (!buf)
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
-  size_t nser = 0;
-  for (size_t s = 0; s < ns; s++) {
-    size_t n = cap[s].n;
-    double *x = buf + s * n * 4, *y = x + n, *lo = y + n, *hi = lo + n;
-    for (size_t k = 0; k < n; k++) {
-      x[k] = 100 * cap[s].pts[k].shed_frac;
-      y[k] = 100 * cap[s].pts[k].loss_frac;
-      lo[k] = 100 * cap[s].pts[k].loss_lo_frac;
-      hi[k] = 100 * cap[s].pts[k].loss_hi_frac;
-    }
-    memset(&ser[nser], 0, sizeof ser[nser]);
-    ser[nser].title = pfi_strategy_name(cap[s].strategy);
-    ser[nser].x = x;
-    ser[nser].y = y;
-    ser[nser].n = n;
-    ser[nser].style = PFI_STYLE_LINESPOINTS;
-    ser[nser].color = (int)s + 1;
-    nser++;
-    if (cap[s].has_interval) {
-      memset(&ser[nser], 0, sizeof ser[nser]);
-      ser[nser].x = x;
-      ser[nser].y = y;
-      ser[nser].ylo = lo;
-      ser[nser].yhi = hi;
-      ser[nser].n = n;
-      ser[nser].style = PFI_STYLE_ERRORBARS;
-      ser[nser].color = (int)s + 1;
-      nser++;
-    }
-  }
+  size_t nser = pfi_capacity_series(cap, ns, buf, ser);
   char ylabel[200];
   snprintf(ylabel, sizeof ylabel, "throughput lost, %% (%s)",
            normalize ? "job-equivalents" : unit);
@@ -362,16 +333,32 @@ int cmd_capacity(int argc, char **argv) {
   } else if (fmt == PFI_FMT_CSV) {
     /* Ladder rows and quote rows in one table; a column a kind of row does
      * not have is blank. */
-    enum { C_KIND, C_STRAT, C_SHED, C_SFRAC, C_LOSS, C_LFRAC, C_LLO, C_LHI,
-           C_SLO, C_SHI, C_N };
-#define G10(n) {.name = n, .kind = PFI_RESTAB_NUM, .style = 'g', .prec = 10}
+    enum {
+      C_KIND,
+      C_STRAT,
+      C_SHED,
+      C_SFRAC,
+      C_LOSS,
+      C_LFRAC,
+      C_LLO,
+      C_LHI,
+      C_SLO,
+      C_SHI,
+      C_N
+    };
+#define G10(n)                                                                 \
+  { .name = n, .kind = PFI_RESTAB_NUM, .style = 'g', .prec = 10 }
     static const struct pfi_restab_col cols[C_N] = {
         [C_KIND] = {.name = "kind", .kind = PFI_RESTAB_TEXT},
         [C_STRAT] = {.name = "strategy", .kind = PFI_RESTAB_TEXT},
-        [C_SHED] = G10("shed_w"),        [C_SFRAC] = G10("shed_frac"),
-        [C_LOSS] = G10("loss"),          [C_LFRAC] = G10("loss_frac"),
-        [C_LLO] = G10("loss_lo_frac"),   [C_LHI] = G10("loss_hi_frac"),
-        [C_SLO] = G10("shed_lo_w"),      [C_SHI] = G10("shed_hi_w"),
+        [C_SHED] = G10("shed_w"),
+        [C_SFRAC] = G10("shed_frac"),
+        [C_LOSS] = G10("loss"),
+        [C_LFRAC] = G10("loss_frac"),
+        [C_LLO] = G10("loss_lo_frac"),
+        [C_LHI] = G10("loss_hi_frac"),
+        [C_SLO] = G10("shed_lo_w"),
+        [C_SHI] = G10("shed_hi_w"),
     };
 #undef G10
     struct pfi_restab tab;

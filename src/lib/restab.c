@@ -70,14 +70,20 @@ static struct pfi_restab_cell *last(struct pfi_restab *t, size_t col,
   return &t->cells[(t->nrows - 1) * t->ncols + col];
 }
 
-void pfi_restab_text(struct pfi_restab *t, size_t col, const char *s) {
+/* The last row's text cell `col`, emptied (its owned copy freed), or NULL
+ * when there is none. */
+static struct pfi_restab_cell *text_cell(struct pfi_restab *t, size_t col) {
   struct pfi_restab_cell *c = last(t, col, PFI_RESTAB_TEXT);
-  if (!c)
-    return;
-  if (c->set == 1)
+  if (c && c->set == 1)
     free(c->u.s);
-  c->set = 0;
-  if (!s)
+  if (c)
+    c->set = 0;
+  return c;
+}
+
+void pfi_restab_text(struct pfi_restab *t, size_t col, const char *s) {
+  struct pfi_restab_cell *c = text_cell(t, col);
+  if (!c || !s)
     return;
   if (!(c->u.s = strdup(s))) {
     t->failed = 1;
@@ -96,13 +102,8 @@ void pfi_restab_blank(struct pfi_restab *t, size_t col) {
 }
 
 void pfi_restab_text_ref(struct pfi_restab *t, size_t col, const char *s) {
-  struct pfi_restab_cell *c = last(t, col, PFI_RESTAB_TEXT);
-  if (!c)
-    return;
-  if (c->set == 1)
-    free(c->u.s);
-  c->set = 0;
-  if (!s)
+  struct pfi_restab_cell *c = text_cell(t, col);
+  if (!c || !s)
     return;
   c->u.s = (char *)s; /* borrowed: never freed here */
   c->set = 3;

@@ -14,6 +14,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "pfi/capacity.h"
+
 #include "pfi/report.h"
 
 /* A palette readable on white and by most colour-blind readers (the
@@ -483,4 +485,40 @@ int pfi_figure_write(const struct pfi_figure *f, const char *path,
   free(svg);
   pfi_html_release(&out);
   return rc;
+}
+
+size_t pfi_capacity_series(const struct pfi_capacity *cap, size_t n,
+                           double *buf, struct pfi_series *ser) {
+  size_t ns = 0;
+  for (size_t s = 0; s < n; s++) {
+    size_t m = cap[s].n;
+    double *x = buf, *y = x + m, *lo = y + m, *hi = lo + m;
+    buf += 4 * m;
+    for (size_t k = 0; k < m; k++) {
+      x[k] = 100 * cap[s].pts[k].shed_frac;
+      y[k] = 100 * cap[s].pts[k].loss_frac;
+      lo[k] = 100 * cap[s].pts[k].loss_lo_frac;
+      hi[k] = 100 * cap[s].pts[k].loss_hi_frac;
+    }
+    memset(&ser[ns], 0, sizeof ser[ns]);
+    ser[ns].title = pfi_strategy_name(cap[s].strategy);
+    ser[ns].x = x;
+    ser[ns].y = y;
+    ser[ns].n = m;
+    ser[ns].style = PFI_STYLE_LINESPOINTS;
+    ser[ns].color = (int)s + 1;
+    ns++;
+    if (cap[s].has_interval) {
+      memset(&ser[ns], 0, sizeof ser[ns]);
+      ser[ns].x = x;
+      ser[ns].y = y;
+      ser[ns].ylo = lo;
+      ser[ns].yhi = hi;
+      ser[ns].n = m;
+      ser[ns].style = PFI_STYLE_ERRORBARS;
+      ser[ns].color = (int)s + 1;
+      ns++;
+    }
+  }
+  return ns;
 }

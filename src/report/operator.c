@@ -234,36 +234,7 @@ static int sec_capacity(struct pfi__report *r, const struct pfi_problem *p,
   double *buf = malloc(3 * 4 * cap[0].n * sizeof *buf);
   if (!buf)
     return pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
-  size_t ns = 0;
-  for (size_t s = 0; s < 3; s++) {
-    size_t n = cap[s].n;
-    double *x = buf + s * 4 * n, *y = x + n, *yl = y + n, *yh = yl + n;
-    for (size_t k = 0; k < n; k++) {
-      x[k] = 100 * cap[s].pts[k].shed_frac;
-      y[k] = 100 * cap[s].pts[k].loss_frac;
-      yl[k] = 100 * cap[s].pts[k].loss_lo_frac;
-      yh[k] = 100 * cap[s].pts[k].loss_hi_frac;
-    }
-    memset(&ser[ns], 0, sizeof ser[ns]);
-    ser[ns].title = pfi_strategy_name(strat[s]);
-    ser[ns].x = x;
-    ser[ns].y = y;
-    ser[ns].n = n;
-    ser[ns].style = PFI_STYLE_LINESPOINTS;
-    ser[ns].color = (int)s + 1;
-    ns++;
-    if (cap[s].has_interval) {
-      memset(&ser[ns], 0, sizeof ser[ns]);
-      ser[ns].x = x;
-      ser[ns].y = y;
-      ser[ns].ylo = yl;
-      ser[ns].yhi = yh;
-      ser[ns].n = n;
-      ser[ns].style = PFI_STYLE_ERRORBARS;
-      ser[ns].color = (int)s + 1;
-      ns++;
-    }
-  }
+  size_t ns = pfi_capacity_series(cap, 3, buf, ser);
   struct pfi_panel pan;
   pfi_panel_init(&pan);
   pan.title = "Flexibility capacity";
