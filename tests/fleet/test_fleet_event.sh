@@ -79,8 +79,12 @@ probe "$NATS_URL" agent-n1 "$T/pw.n1" kvput assign.n2 "$T/forged.json" 2>/dev/nu
 [ "$(caps n2)" = "$want,$want" ] || fail "after the forgery n2 caps $(caps n2)"
 
 # Another tool changes a limit behind the agent's back: re-applied, recorded.
-timeout 20 "$PFI" cap --backend emu --params "state=$T/emu.n1,gpus=2" --gpus 1 --set 550 --force >/dev/null 2>&1 ||
-  fail "pfi cap --force"
+# The agent may put the limit back between pfi cap's set and its read-back:
+# pfi cap then says so and exits 1 ("reads back"), which is the race this
+# checks, not a failure of it.
+timeout 20 "$PFI" cap --backend emu --params "state=$T/emu.n1,gpus=2" --gpus 1 --set 550 --force \
+  >/dev/null 2>"$T/capf.err" || grep -q "reads back" "$T/capf.err" ||
+  fail "pfi cap --force: $(cat "$T/capf.err")"
 until_true 10 caps_are n1 "$want,$want" || fail "drifted limit not re-applied: $(caps n1)"
 n=$(sql "$T/agent.n1.db" "SELECT count(*) FROM cap_events WHERE action='reapply' AND gpu=1 AND mw=${want}000" 2>&1)
 [ "$n" -ge 1 ] 2>/dev/null || fail "re-application not recorded: $n"
