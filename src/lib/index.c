@@ -417,6 +417,10 @@ int pfi_index_ci(const struct pfi_curve *c, size_t draws, unsigned long seed,
     gsl_sort(sample, 1, ok);
     *lo = gsl_stats_quantile_from_sorted_data(sample, 1, ok, 0.025);
     *hi = gsl_stats_quantile_from_sorted_data(sample, 1, ok, 0.975);
+    /* Interpolating between equal draws can round the 2.5 % point one ulp
+     * above the 97.5 % point (a job whose SDs are 0): never lo > hi. */
+    if (*lo > *hi)
+      *lo = *hi;
   }
   free(sample);
   return rc;

@@ -408,6 +408,31 @@ static void overflow_is_an_error(void **state) {
   pfi_curveset_release(&set);
 }
 
+/* A job whose SDs are 0: every draw is its PFI, and the interval is that
+ * point, never a 2.5 % bound above the 97.5 % one (interpolation between
+ * equal draws rounded it one ulp up; the fuzzer's input). */
+static void ci_zero_sd_point(void **state) {
+  (void)state;
+  static const char csv[] =
+      "job,cap_w,power_w,tokens_per_s,power_sd_w,tokens_sd\n"
+      "b,700,1000,900,0,0\nb,300,990,110,0,0\n";
+  struct pfi_curveset set;
+  struct pfi_error err;
+  assert_int_equal(
+      pfi_curveset_read_mem(&set, "z", csv, sizeof csv - 1, NULL, &err), 0);
+  struct pfi_index ix;
+  assert_int_equal(pfi_index_compute(&set.c[0], &ix, &err), 0);
+  double lo, hi;
+  int rc = pfi_index_ci(&set.c[0], 8, 1, PFI_INDEX_DEFAULT_REL_SD_POWER,
+                        PFI_INDEX_DEFAULT_REL_SD_TOKENS, &lo, &hi, &err);
+  assert_true(rc > 0);
+  assert_true(lo <= hi);
+  ASSERT_NEAR(lo, ix.pfi, 1e-12 * fabs(ix.pfi));
+  ASSERT_NEAR(hi, ix.pfi, 1e-12 * fabs(ix.pfi));
+  pfi_index_release(&ix);
+  pfi_curveset_release(&set);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(ratio_area_ce_by_hand),
@@ -422,6 +447,7 @@ int main(void) {
       cmocka_unit_test(restrict_caps),
       cmocka_unit_test(real_sweep_mapped),
       cmocka_unit_test(overflow_is_an_error),
+      cmocka_unit_test(ci_zero_sd_point),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
