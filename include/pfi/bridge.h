@@ -94,6 +94,15 @@ int pfi_pfid_client_events(struct pfi_pfid_client *c,
  * bytes each), throughput into tput[i]. Returns the number of jobs. */
 int pfi_pfid_client_jobs(struct pfi_pfid_client *c, char (*name)[64],
                          double *tput, size_t max, struct pfi_error *err);
+/* pfid's live flexible capacity (GET /v1/capacity, docs/fleet.md): the
+ * shed at <= max_loss throughput loss (one of pfi_capacity_quotes) with
+ * its interval, and the longest event it holds for (INFINITY: any).
+ * PFI_EIO when pfid has no quote (no job: HTTP 409), PFI_ENOTFOUND for
+ * none at that loss. */
+int pfi_pfid_client_capacity(struct pfi_pfid_client *c, double max_loss,
+                             double *shed_w, double *shed_lo_w,
+                             double *shed_hi_w, double *duration_s,
+                             struct pfi_error *err);
 /* POST /v1/events; DELETE /v1/events/ID. */
 int pfi_pfid_client_post(struct pfi_pfid_client *c,
                          const struct pfi_bridge_event *e,

@@ -66,15 +66,31 @@ int pfi_flexcap_compute(const struct pfi_flex_job *jobs, size_t nj,
 /*
  * Live capacity of a fleet whose jobs are known only by their operating
  * point (pfid: each job's draw and throughput from the agents, the sum of
- * its GPUs' lowest caps, its tier's max_loss). Each job's curve is the
- * pfi-curve model T = T_max (1 - (1 - u)^g), u = P / P_max, on [min_w,
- * power_w] (alloc.h's pfi_curve_model_exponent), sampled at 9 powers, with
- * `pfi` (NaN: the controller's prior, 1.5) and as the interval's low end
- * `pfi_lo` (NaN: 1.0, throughput falling in proportion to power); the high
- * end is the central curve. Tier: max_loss in [0, 1) bounds the loss, < 0
- * or >= 1 none; no bound on the event's length or notice (the agents do
- * not carry them). Jobs with power_w or tput not positive and finite are left out and
- * counted in *skipped. PFI_EINVAL when none is left.
+ * its GPUs' lowest caps, its tier). Each job's curve is sampled at 9
+ * powers on [min_w, power_w]:
+ *   - central: `believe(believe_arg, P)` where given (pfid: the control
+ *     module's belief, include/pfi/control.h: learned points over the
+ *     prior), else the pfi-curve model T = T_max (1 - (1 - u)^g), u =
+ *     P / P_max (alloc.h's pfi_curve_model_exponent) with `pfi` (NaN: the
+ *     controller's prior, 1.5);
+ *   - the interval's low end: the model with `pfi_lo` (NaN: 1.0,
+ *     throughput falling in proportion to power), high end: the model with
+ *     `pfi_hi` (NaN: the central curve), each point no higher (low) or
+ *     lower (high) than the central one. With an estimate, these are its
+ *     95 % prediction interval's ends (include/pfi/model.h).
+ * Tier: max_loss in [0, 1) bounds the loss, < 0 or >= 1 none;
+ * max_event_s > 0 and finite the tier's longest event (0, negative or not
+ * finite: none); no notice is required. Jobs with power_w or tput not
+ * positive and finite are left out and counted in *skipped. PFI_EINVAL
+ * when none is left, or for a believed throughput that is not finite and
+ * >= 0.
+ *
+ * pfi_flex_live_event: for an event of `duration_s` (>= 0): a job whose
+ * tier's longest event is shorter is held at its draw. out->duration_s is
+ * the longest event the quote holds for: the shortest longest event among
+ * the jobs that may be cut (>= duration_s; INFINITY when none is bounded).
+ * pfi_flex_live: the same for an event of any length up to that
+ * (duration_s 0).
  */
 struct pfi_flex_live_job {
   const char *job;
@@ -83,10 +99,40 @@ struct pfi_flex_live_job {
   double min_w;   /* the sum of its GPUs' lowest caps, W */
   double pfi, pfi_lo;
   double max_loss;
+  /* appended: */
+  double pfi_hi;
+  double max_event_s;
+  double (*believe)(const void *arg, double power_w);
+  const void *believe_arg;
 };
 int pfi_flex_live(const struct pfi_flex_live_job *jobs, size_t nj,
                   size_t steps, struct pfi_flexcap *out, size_t *skipped,
                   struct pfi_error *err);
+int pfi_flex_live_event(const struct pfi_flex_live_job *jobs, size_t nj,
+                        double duration_s, size_t steps,
+                        struct pfi_flexcap *out, size_t *skipped,
+                        struct pfi_error *err);
+
+/*
+ * Each job's PFI estimate with its 95 % prediction interval, from a model
+ * saved by `pfi fit --output` and a features file (a job column and the
+ * model's feature columns): pfi_model_predict_interval (include/pfi/
+ * model.h) on each row. A row whose features are missing or not finite
+ * is an error naming it; a model without standard errors is PFI_EINVAL.
+ * *out is malloc'd (caller frees), *n rows, sorted by job for
+ * pfi_flex_estimate_find.
+ */
+struct pfi_flex_estimate {
+  char job[128];
+  double pfi, lo, hi;
+};
+int pfi_flex_estimates_load(const char *model, const char *features,
+                            struct pfi_flex_estimate **out, size_t *n,
+                            struct pfi_error *err);
+/* The estimate of `job`, or NULL. */
+const struct pfi_flex_estimate *
+pfi_flex_estimate_find(const struct pfi_flex_estimate *e, size_t n,
+                       const char *job);
 
 /*
  * Tiers from CSV: header `tier,max_loss` and optional `max_event_s`

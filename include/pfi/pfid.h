@@ -24,6 +24,13 @@ struct pfi_pfid_opts {
   double leader_lease_s;  /* leader's lease in the bucket (default 3) */
   double stale_s;         /* a node without telemetry this long is stale
                              (default 3) */
+  /* Live flexible capacity (docs/fleet.md): a tier file (tier,max_loss,
+   * max_event_s,notice_s: each job's longest event is its tier's, found
+   * by max_loss), and a PFI model with the features of the jobs (each
+   * job's estimate and prediction interval: the controller's prior and
+   * the capacity's interval). NULL: none. */
+  const char *tiers_file;
+  const char *model_file, *features_file;
 };
 
 struct pfi_pfid;

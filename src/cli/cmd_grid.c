@@ -82,6 +82,9 @@ static const struct pfi_opt opts[] = {
      "with --vtn, report every D during an event (default 15m)"},
     {"overlap", O_OVERLAP, 0, PFI_ARG_REQ, "D",
      "back-to-back spans overlap by D (default 2s)"},
+    {"shed-loss", O_SHED_LOSS, 0, PFI_ARG_REQ, "L",
+     "with --report: report pfid's live capacity at <= L throughput loss "
+     "(1, 2, 5, 10 or 20 %; default 10%) as LOAD_SHED_DELTA_AVAILABLE"},
     {"once", O_ONCE, 0, PFI_ARG_NONE, NULL, "one sync, then exit"},
     {"log", O_LOG, 0, PFI_ARG_REQ, "DIR",
      "append series.csv and jobs.csv every sync; event-report: the logged "
@@ -413,6 +416,25 @@ static int parse(int argc, char **argv, struct opts *o) {
           *d > 86400)
         return pfi__grid_usage("expected a duration up to a day, got '%s'",
                                optarg);
+      break;
+    }
+    case O_SHED_LOSS: {
+      char *end;
+      double v = strtod(optarg, &end);
+      if (*end == '%') {
+        v /= 100;
+        end++;
+      }
+      int ok = end != optarg && !*end;
+      size_t k = 0;
+      while (ok && k < PFI_CAPACITY_NQUOTE &&
+             fabs(pfi_capacity_quotes[k] - v) > 1e-9)
+        k++;
+      if (!ok || k == PFI_CAPACITY_NQUOTE)
+        return pfi__grid_usage("--shed-loss: expected 1%, 2%, 5%, 10% or 20%, "
+                               "got '%s'",
+                               optarg);
+      o->shed_loss = pfi_capacity_quotes[k];
       break;
     }
     case O_GPN:

@@ -53,7 +53,8 @@ enum {
   O_OUT,
   O_NODES,
   O_PHOENIX,
-  O_EMULATED
+  O_EMULATED,
+  O_SHED_LOSS
 };
 
 struct opts {
@@ -73,6 +74,7 @@ struct opts {
   unsigned long gpn;
   const char *pfid, *pfid_token;
   double overlap, report_s;
+  double shed_loss; /* bridge: the loss whose quote is reported (0.1) */
   int once;
   const char *logdir, *outdir;
   unsigned long nodes;

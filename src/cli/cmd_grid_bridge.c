@@ -222,17 +222,31 @@ int pfi__grid_bridge(const struct opts *o, struct pfi_ven *ven) {
       const struct pfi_target_span *s = pfi_timeline_at(&vtn, (int64_t)now);
       if (s) {
         double dur = o->report_s > 0 ? o->report_s : 900;
-        struct pfi_ven_report_value v[3] = {
+        struct pfi_ven_report_value v[4] = {
             {"USAGE", e_wh, "WH", "DIRECT_READ"},
             {"DEMAND", p_sum / p_n, "W", "MEAN"},
-            {"BASELINE", o->baseline, "W", "BASELINE"}};
+            {"BASELINE", o->baseline, "W", "BASELINE"},
+            {"LOAD_SHED_DELTA_AVAILABLE", 0, "W", "FORECAST"}};
+        size_t nv = 2;
+        if (o->baseline > 0)
+          nv++;
+        /* What the fleet could shed now (pfid's live capacity, the central
+         * quote at --shed-loss); left out while pfid has none. */
+        double shed, slo, shi, sdur;
+        struct pfi_error ce;
+        if (pfi_pfid_client_capacity(pc, o->shed_loss > 0 ? o->shed_loss : 0.1,
+                                     &shed, &slo, &shi, &sdur, &ce) == 0 &&
+            isfinite(shed) && shed >= 0) {
+          v[nv] = v[3];
+          v[nv++].value = shed;
+        }
         struct pfi_ven_report r = {.event_id = s->event,
                                    .report_name = "pfi-gpu-power",
                                    .resource_name = NULL,
                                    .start_s = (int64_t)(now - dur),
                                    .duration_s = dur,
                                    .values = v,
-                                   .nvalues = o->baseline > 0 ? 3 : 2};
+                                   .nvalues = nv};
         if (pfi_ven_send_report(ven, &r, &err) < 0) {
           char b[PFI_ERROR_MSG_MAX + 64];
           fprintf(stderr, "pfi grid bridge: report: %s\n",

@@ -196,6 +196,21 @@ static void event_cancel(struct pfi_pfid *d, const char *id,
   reply_json(rs, 200, event_json(&e));
 }
 
+/* A length of time in s, or null for none (not finite or 0). */
+static json_t *secs_or_null(double s) {
+  return isfinite(s) && s > 0 ? json_real(s) : json_null();
+}
+
+static json_t *quotes_json(const struct pfi_flexcap *f) {
+  json_t *q = json_array();
+  for (size_t k = 0; k < PFI_CAPACITY_NQUOTE; k++)
+    json_array_append_new(
+        q, json_pack("{s:f s:f s:f s:f}", "max_loss", pfi_capacity_quotes[k],
+                     "shed_w", f->quote_w[k], "shed_lo_w", f->quote_lo_w[k],
+                     "shed_hi_w", f->quote_hi_w[k]));
+  return q;
+}
+
 /* GET /v1/capacity: the live flexible capacity (pfid_capacity.c). */
 static void capacity(struct pfi_pfid *d, struct pfi_http_resp *rs) {
   struct pfid_capacity c;
@@ -204,26 +219,32 @@ static void capacity(struct pfi_pfid *d, struct pfi_http_resp *rs) {
     reply_err(rs, e.code == PFI_EINVAL ? 409 : 500, e.msg);
     return;
   }
-  json_t *q = json_array(), *t = json_array();
-  for (size_t k = 0; k < PFI_CAPACITY_NQUOTE; k++)
-    json_array_append_new(
-        q, json_pack("{s:f s:f s:f s:f}", "max_loss", pfi_capacity_quotes[k],
-                     "shed_w", c.all.quote_w[k], "shed_lo_w",
-                     c.all.quote_lo_w[k], "shed_hi_w", c.all.quote_hi_w[k]));
+  json_t *t = json_array(), *du = json_array();
   for (size_t k = 0; k < c.ntiers; k++)
     json_array_append_new(
-        t, json_pack("{s:f s:I s:f s:f s:f}", "max_loss", c.tier[k].max_loss,
-                     "jobs", (json_int_t)c.tier[k].jobs, "uncapped_w",
-                     c.tier[k].uncapped_w, "floor_w", c.tier[k].floor_w,
-                     "shed_w", c.tier[k].uncapped_w - c.tier[k].floor_w));
+        t, json_pack("{s:f s:I s:f s:f s:f s:o}", "max_loss",
+                     c.tier[k].max_loss, "jobs", (json_int_t)c.tier[k].jobs,
+                     "uncapped_w", c.tier[k].uncapped_w, "floor_w",
+                     c.tier[k].floor_w, "shed_w",
+                     c.tier[k].uncapped_w - c.tier[k].floor_w, "max_event_s",
+                     secs_or_null(c.tier[k].max_event_s)));
+  for (size_t k = 0; k < c.ndur; k++)
+    json_array_append_new(
+        du, json_pack("{s:o s:I s:f s:o}", "duration_s",
+                      secs_or_null(c.dur[k].duration_s), "eligible",
+                      (json_int_t)c.dur[k].eligible, "floor_w",
+                      c.dur[k].floor_w, "quotes", quotes_json(&c.dur[k])));
   reply_json(rs, 200,
-             json_pack("{s:f s:s s:I s:I s:I s:f s:f s:n s:o s:o}", "t",
-                       pfid_wall(), "event", d->event, "jobs",
+             json_pack("{s:f s:s s:I s:I s:I s:I s:I s:f s:f s:o s:o s:o s:o}",
+                       "t", pfid_wall(), "event", d->event, "jobs",
                        (json_int_t)(c.njobs - c.skipped), "skipped",
                        (json_int_t)c.skipped, "eligible",
-                       (json_int_t)c.all.eligible, "uncapped_w",
+                       (json_int_t)c.all.eligible, "believed",
+                       (json_int_t)c.believed, "estimated",
+                       (json_int_t)c.estimated, "uncapped_w",
                        c.all.uncapped_w, "floor_w", c.all.floor_w,
-                       "duration_s", "quotes", q, "tiers", t));
+                       "duration_s", secs_or_null(c.all.duration_s), "quotes",
+                       quotes_json(&c.all), "durations", du, "tiers", t));
 }
 
 static void capacity_metrics(struct pfi_pfid *d, struct pfi_buf *b) {
@@ -245,6 +266,37 @@ static void capacity_metrics(struct pfi_pfid *d, struct pfi_buf *b) {
                    pfi_capacity_quotes[k], c.all.quote_w[k],
                    pfi_capacity_quotes[k], c.all.quote_lo_w[k],
                    pfi_capacity_quotes[k], c.all.quote_hi_w[k]);
+  if (isfinite(c.all.duration_s))
+    pfi_buf_printf(b,
+                   "# HELP pfi_fleet_flex_capacity_duration_seconds The "
+                   "longest event the tiers allow the quotes above for.\n"
+                   "# TYPE pfi_fleet_flex_capacity_duration_seconds gauge\n"
+                   "pfi_fleet_flex_capacity_duration_seconds %.17g\n",
+                   c.all.duration_s);
+  if (c.ndur) {
+    pfi_buf_printf(b, "# HELP pfi_fleet_flex_capacity_event_watts Power the "
+                      "fleet could shed for an event longer than the one "
+                      "before, up to up_to_s (+Inf: any length).\n"
+                      "# TYPE pfi_fleet_flex_capacity_event_watts gauge\n");
+    for (size_t i = 0; i < c.ndur; i++) {
+      char up[32];
+      if (isfinite(c.dur[i].duration_s))
+        snprintf(up, sizeof up, "%.17g", c.dur[i].duration_s);
+      else
+        snprintf(up, sizeof up, "+Inf");
+      for (size_t k = 0; k < PFI_CAPACITY_NQUOTE; k++)
+        pfi_buf_printf(b,
+                       "pfi_fleet_flex_capacity_event_watts{max_loss=\"%g\","
+                       "up_to_s=\"%s\",bound=\"central\"} %.17g\n"
+                       "pfi_fleet_flex_capacity_event_watts{max_loss=\"%g\","
+                       "up_to_s=\"%s\",bound=\"low\"} %.17g\n"
+                       "pfi_fleet_flex_capacity_event_watts{max_loss=\"%g\","
+                       "up_to_s=\"%s\",bound=\"high\"} %.17g\n",
+                       pfi_capacity_quotes[k], up, c.dur[i].quote_w[k],
+                       pfi_capacity_quotes[k], up, c.dur[i].quote_lo_w[k],
+                       pfi_capacity_quotes[k], up, c.dur[i].quote_hi_w[k]);
+    }
+  }
   pfi_buf_printf(b, "# HELP pfi_fleet_flex_tier_shed_watts Power the jobs "
                     "of one tier could shed at their tier's floor "
                     "(max_loss 1: no tier).\n"

@@ -28,6 +28,13 @@ static const char usage[] =
     "  --leader-lease S       leader's lease, s (default 3)\n"
     "  --stale S              node without telemetry this long is stale\n"
     "                         (default 3)\n"
+    "  --tiers FILE           tiers' longest events for the live capacity\n"
+    "                         (tier,max_loss[,max_event_s][,notice_s])\n"
+    "  --model FILE --features FILE\n"
+    "                         each job's PFI estimate and 95 % interval\n"
+    "                         (a model of pfi fit --output; features with a\n"
+    "                         job column): the controller's prior and the\n"
+    "                         live capacity's interval\n"
     "  --help\n";
 
 static int num(const char *opt, const char *v, double lo, double hi,
@@ -55,6 +62,9 @@ int main(int argc, char **argv) {
     O_LEASE,
     O_LLEASE,
     O_STALE,
+    O_TIERS,
+    O_MODEL,
+    O_FEATURES,
     O_HELP
   };
   static const struct option lo[] = {{"id", 1, 0, O_ID},
@@ -68,6 +78,9 @@ int main(int argc, char **argv) {
                                      {"lease", 1, 0, O_LEASE},
                                      {"leader-lease", 1, 0, O_LLEASE},
                                      {"stale", 1, 0, O_STALE},
+                                     {"tiers", 1, 0, O_TIERS},
+                                     {"model", 1, 0, O_MODEL},
+                                     {"features", 1, 0, O_FEATURES},
                                      {"help", 0, 0, O_HELP},
                                      {0, 0, 0, 0}};
   struct pfi_pfid_opts o = {0};
@@ -120,6 +133,15 @@ int main(int argc, char **argv) {
     case O_STALE:
       if (num("--stale", optarg, 0.2, 3600, &o.stale_s) < 0)
         return 2;
+      break;
+    case O_TIERS:
+      o.tiers_file = optarg;
+      break;
+    case O_MODEL:
+      o.model_file = optarg;
+      break;
+    case O_FEATURES:
+      o.features_file = optarg;
       break;
     case O_HELP:
       fputs(usage, stdout);

@@ -563,7 +563,8 @@ int pfi_pfid_open(struct pfi_pfid **out, const struct pfi_pfid_opts *o,
       (rc = pfi_read_secret(o->token_file, d->token, sizeof d->token, err)) < 0)
     goto fail;
   d->o.nats.bucket = 1;
-  if ((rc = pfid_records_open(d, err)) < 0 ||
+  if ((rc = pfid_capacity_open(d, err)) < 0 ||
+      (rc = pfid_records_open(d, err)) < 0 ||
       (rc = pfi_nats_open(&d->nc, &d->o.nats, err)) < 0 ||
       (rc = pfi_nats_subscribe(d->nc, "pfi.telemetry.*", &d->tel, err)) < 0)
     goto fail;
@@ -647,6 +648,7 @@ void pfi_pfid_close(struct pfi_pfid *d) {
   pfi_nats_close(d->nc);
   pfi_db_close(d->db);
   pfid_ctl_close(d);
+  pfid_capacity_close(d);
   pthread_mutex_destroy(&d->mu);
   free(d->node);
   free(d);

@@ -133,8 +133,23 @@ static int build(struct pfi_pfid *d, char *sig, int log,
         pfid_job_tier(d, job, pfid_node_find(d, d->ctl_node[ia]), &src);
     if (loss < 0)
       loss = 1.0;
-    struct pfi_ctl_job j = {job, NULL, m, gj, NAN, NAN,
-                            NAN, loss, 0, 0,  NAN, NAN};
+    /* Its PFI estimate and interval (--model), the prior of its belief. */
+    const struct pfi_flex_estimate *es = pfid_estimate(d, job);
+    double epfi = es && es->pfi > 0 ? es->pfi : NAN;
+    double elo = isfinite(epfi) && es->lo > 0 ? es->lo : NAN;
+    double ehi = isfinite(epfi) && es->hi > 0 ? es->hi : NAN;
+    struct pfi_ctl_job j = {job,
+                            NULL,
+                            m,
+                            gj,
+                            epfi,
+                            elo,
+                            ehi,
+                            loss,
+                            0,
+                            0,
+                            NAN,
+                            NAN};
     if ((rc = pfi_ctl_job_add(d->ctl, &j, err)) < 0)
       goto out;
   }

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "pfi/control.h"
+#include "pfi/flexcap.h"
 #include "pfi/dbtable.h"
 #include "pfi/fleet.h"
 #include "pfi/http.h"
@@ -75,6 +76,12 @@ struct pfi_pfid {
   unsigned long n_periods;
   double period_sum_s;
   unsigned long period_hist[14];
+  /* Live flexible capacity (pfid_capacity.c): the tiers' longest events
+   * (--tiers) and the jobs' PFI estimates (--model, --features). */
+  struct pfi_tier *cap_tier;
+  size_t n_cap_tier;
+  struct pfi_flex_estimate *est;
+  size_t n_est;
 };
 /* Upper bounds of the histogram's buckets, s (the last is +Inf). */
 extern const double pfid_period_le[13];
@@ -108,17 +115,29 @@ void pfid_log(struct pfi_pfid *d, const char *what, const char *fmt, ...)
  * with d->mu held. Returns 0 or PFI_EINVAL (no job with a draw and a
  * throughput), PFI_ENOMEM. */
 #define PFID_CAP_TIERS 16
-#include "pfi/flexcap.h"
+#define PFID_CAP_DURS 8
 struct pfid_capacity {
-  size_t njobs, skipped, ntiers;
-  struct pfi_flexcap all;
+  size_t njobs, skipped, ntiers, ndur;
+  size_t believed, estimated; /* jobs on the controller's belief, with an
+                                 estimate's interval */
+  struct pfi_flexcap all;     /* any event up to all.duration_s */
+  /* Events longer than the shortest bound: each entry the quote for
+   * events up to dur[k].duration_s (INFINITY: any length). */
+  struct pfi_flexcap dur[PFID_CAP_DURS];
   struct {
     double max_loss, uncapped_w, floor_w;
+    double max_event_s; /* the tier file's longest event; 0: none */
     size_t jobs;
   } tier[PFID_CAP_TIERS];
 };
 int pfid_capacity(struct pfi_pfid *d, struct pfid_capacity *c,
                   struct pfi_error *err);
+/* Loads --tiers, --model and --features (at open); frees them. */
+int pfid_capacity_open(struct pfi_pfid *d, struct pfi_error *err);
+void pfid_capacity_close(struct pfi_pfid *d);
+/* The PFI estimate of `job` (--model), or NULL. */
+const struct pfi_flex_estimate *pfid_estimate(const struct pfi_pfid *d,
+                                              const char *job);
 /* The HTTP API's handler (api.c). */
 void pfid_api(void *arg, const struct pfi_http_req *rq,
               struct pfi_http_resp *rs);

@@ -246,6 +246,37 @@ int pfi_pfid_client_status(struct pfi_pfid_client *c, double *power_w,
   return 0;
 }
 
+int pfi_pfid_client_capacity(struct pfi_pfid_client *c, double max_loss,
+                             double *shed_w, double *shed_lo_w,
+                             double *shed_hi_w, double *duration_s,
+                             struct pfi_error *err) {
+  json_t *j;
+  int rc = call(c, "GET", "/v1/capacity", NULL, &j, err);
+  if (rc < 0)
+    return rc;
+  json_t *q = json_object_get(j, "quotes"), *e;
+  json_t *d = json_object_get(j, "duration_s");
+  size_t i;
+  rc = pfi_error_set(err, PFI_ENOTFOUND,
+                     "pfid: /v1/capacity: no quote at %g %% loss",
+                     100 * max_loss);
+  json_array_foreach(q, i, e) {
+    double l = json_number_value(json_object_get(e, "max_loss"));
+    json_t *s = json_object_get(e, "shed_w"), *lo = json_object_get(e, "shed_lo_w"),
+           *hi = json_object_get(e, "shed_hi_w");
+    if (fabs(l - max_loss) > 1e-9 || !json_is_number(s))
+      continue;
+    *shed_w = json_number_value(s);
+    *shed_lo_w = json_is_number(lo) ? json_number_value(lo) : *shed_w;
+    *shed_hi_w = json_is_number(hi) ? json_number_value(hi) : *shed_w;
+    *duration_s = json_is_number(d) ? json_number_value(d) : INFINITY;
+    rc = 0;
+    break;
+  }
+  json_decref(j);
+  return rc;
+}
+
 int pfi_pfid_client_events(struct pfi_pfid_client *c,
                            struct pfi_bridge_event *out, size_t max,
                            struct pfi_error *err) {

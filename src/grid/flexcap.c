@@ -10,6 +10,8 @@
 
 #include "pfi/alloc.h"
 #include "pfi/csv.h"
+#include "pfi/features.h"
+#include "pfi/model.h"
 #include "pfi/oracle.h"
 
 static int check_curve(const struct pfi_flex_job *j, const double *t,
@@ -157,7 +159,21 @@ int pfi_flexcap_compute(const struct pfi_flex_job *jobs, size_t nj,
 int pfi_flex_live(const struct pfi_flex_live_job *jobs, size_t nj,
                   size_t steps, struct pfi_flexcap *out, size_t *skipped,
                   struct pfi_error *err) {
+  return pfi_flex_live_event(jobs, nj, 0, steps, out, skipped, err);
+}
+
+static double model_t(double tput, double g, double u) {
+  return tput * (1 - pow(1 - u, g));
+}
+
+int pfi_flex_live_event(const struct pfi_flex_live_job *jobs, size_t nj,
+                        double duration_s, size_t steps,
+                        struct pfi_flexcap *out, size_t *skipped,
+                        struct pfi_error *err) {
   memset(out, 0, sizeof *out);
+  if (!(duration_s >= 0))
+    return pfi_error_set(err, PFI_EINVAL,
+                         "flexible capacity: event length must be >= 0");
   size_t skip = 0, m = 0, fixed_n = 0;
   double fixed_w = 0; /* jobs at or under their lowest caps: held */
   struct pfi_flex_job *fj = calloc(nj ? nj : 1, sizeof *fj);
@@ -182,26 +198,41 @@ int pfi_flex_live(const struct pfi_flex_live_job *jobs, size_t nj,
     }
     double pfi = isfinite(j->pfi) && j->pfi > 0 ? j->pfi : 1.5;
     double plo = isfinite(j->pfi_lo) && j->pfi_lo > 0 ? j->pfi_lo : 1.0;
+    int has_phi = isfinite(j->pfi_hi) && j->pfi_hi > 0;
     if (plo > pfi)
       plo = pfi;
     double g = pfi_curve_model_exponent(pfi, lo, hi);
     double gl = pfi_curve_model_exponent(plo, lo, hi);
+    double gh = has_phi ? pfi_curve_model_exponent(j->pfi_hi, lo, hi) : g;
     double *p = buf + m * 4 * LIVE_PTS, *t = p + LIVE_PTS,
            *tl = t + LIVE_PTS, *th = tl + LIVE_PTS;
     size_t n = LIVE_PTS;
-    for (size_t k = 0; k < n; k++) {
+    for (size_t k = 0; k + 1 < n; k++) {
       double x = lo + (hi - lo) * (double)k / (double)(n - 1);
       double u = x / hi;
       p[k] = x;
-      t[k] = th[k] = j->tput * (1 - pow(1 - u, g));
-      tl[k] = j->tput * (1 - pow(1 - u, gl));
+      t[k] = j->believe ? j->believe(j->believe_arg, x) : model_t(j->tput, g, u);
+      if (!(isfinite(t[k]) && t[k] >= 0)) {
+        rc = pfi_error_set(err, PFI_EINVAL,
+                           "flexible capacity: job %s: believed throughput "
+                           "at %.1f W is not finite and >= 0",
+                           j->job, x);
+        goto out;
+      }
+      if (t[k] > j->tput)
+        t[k] = j->tput;
+      tl[k] = fmin(t[k], model_t(j->tput, gl, u));
+      th[k] = has_phi ? fmax(t[k], fmin(j->tput, model_t(j->tput, gh, u)))
+                      : t[k];
     }
     p[n - 1] = hi;
     t[n - 1] = th[n - 1] = tl[n - 1] = j->tput;
     snprintf(tier[m].name, sizeof tier[m].name, "live");
     tier[m].max_loss =
         j->max_loss >= 0 && j->max_loss < 1 ? j->max_loss : 1.0;
-    tier[m].max_event_s = INFINITY;
+    tier[m].max_event_s = isfinite(j->max_event_s) && j->max_event_s > 0
+                              ? j->max_event_s
+                              : INFINITY;
     tier[m].notice_s = 0;
     fj[m] = (struct pfi_flex_job){j->job, p, t, tl, th, n, &tier[m]};
     m++;
@@ -214,10 +245,19 @@ int pfi_flex_live(const struct pfi_flex_live_job *jobs, size_t nj,
                        "throughput");
     goto out;
   }
-  if (m > 0 && (rc = pfi_flexcap_compute(fj, m, INFINITY, 0, steps, out,
+  if (m > 0 && (rc = pfi_flexcap_compute(fj, m, duration_s, 0, steps, out,
                                          err)) < 0)
     goto out;
+  /* The longest event this quote holds for: the shortest bound among the
+   * jobs that may be cut (a job held for this event adds nothing). */
   out->duration_s = INFINITY;
+  for (size_t i = 0; i < m; i++) {
+    double fl;
+    if (pfi_flex_floor(&fj[i], duration_s, 0, NULL, &fl, NULL) == 0 &&
+        fl < fj[i].power_w[fj[i].n - 1] &&
+        tier[i].max_event_s < out->duration_s)
+      out->duration_s = tier[i].max_event_s;
+  }
   out->uncapped_w += fixed_w;
   out->floor_w += fixed_w;
 out:
@@ -225,6 +265,72 @@ out:
   free(tier);
   free(buf);
   return rc;
+}
+
+/* ---- estimates from a model ------------------------------------------- */
+
+static int est_cmp(const void *a, const void *b) {
+  return strcmp(((const struct pfi_flex_estimate *)a)->job,
+                ((const struct pfi_flex_estimate *)b)->job);
+}
+
+int pfi_flex_estimates_load(const char *model, const char *features,
+                            struct pfi_flex_estimate **out, size_t *n,
+                            struct pfi_error *err) {
+  *out = NULL;
+  *n = 0;
+  struct pfi_model m;
+  struct pfi_features f;
+  memset(&f, 0, sizeof f);
+  int rc = pfi_model_load(&m, model, err);
+  if (rc < 0)
+    return rc;
+  if ((rc = pfi_features_load(&f, features, err)) < 0) {
+    pfi_model_release(&m);
+    return rc;
+  }
+  size_t nr = f.t.nrows;
+  struct pfi_flex_estimate *e = calloc(nr ? nr : 1, sizeof *e);
+  double *x = calloc(m.k ? m.k : 1, sizeof *x);
+  if (!e || !x)
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  for (size_t r = 0; rc >= 0 && r < nr; r++) {
+    size_t row = r;
+    const char *job = pfi_table_cell(&f.t, r, (size_t)f.job_col);
+    if ((rc = pfi_model_design(&f, &row, 1, (const char *const *)m.features,
+                               m.k, x, err)) < 0)
+      break;
+    rc = pfi_model_predict_interval(&m, x, &e[r].pfi, &e[r].lo, &e[r].hi, err);
+    if (rc < 0) {
+      char why[PFI_ERROR_MSG_MAX];
+      snprintf(why, sizeof why, "%s", err ? err->msg : "");
+      pfi_error_setloc(err, rc, features, f.t.line[r], 1,
+                       "job %.60s: no prediction interval: %.200s",
+                       job ? job : "", why);
+      break;
+    }
+    rc = 0;
+    snprintf(e[r].job, sizeof e[r].job, "%s", job ? job : "");
+  }
+  free(x);
+  pfi_features_release(&f);
+  pfi_model_release(&m);
+  if (rc < 0) {
+    free(e);
+    return rc;
+  }
+  qsort(e, nr, sizeof *e, est_cmp);
+  *out = e;
+  *n = nr;
+  return 0;
+}
+
+const struct pfi_flex_estimate *
+pfi_flex_estimate_find(const struct pfi_flex_estimate *e, size_t n,
+                       const char *job) {
+  struct pfi_flex_estimate key;
+  snprintf(key.job, sizeof key.job, "%s", job);
+  return n ? bsearch(&key, e, n, sizeof *e, est_cmp) : NULL;
 }
 
 /* ---- tier files -------------------------------------------------------- */

@@ -21,7 +21,21 @@ PIDS+=("$!")
 CPORT=$(free_port)
 agent_start n1 2 --jobmap-dir "$T/map" --tier-dir "$T/tiers" --tput-dir "$T/tput" \
   --cap-file "$T/cap.json" --cap-listen "127.0.0.1:$CPORT"
-pfid_start a
+# The live capacity's inputs: a tier file (Flex 25: events up to 1800 s)
+# and jobA's PFI estimate from a model fitted on the emulated campaign
+# (jobA's features are those of one of its jobs). A bad tier file is a
+# located error, exit 2.
+printf 'tier,max_loss,max_event_s\nflex25,0.25,1800\nflex50,0.5,x\n' >"$T/badtiers.csv"
+"$PFID" --id bad --nats "$NATS_URL" --records "$T/bad.db" --api none \
+  --tiers "$T/badtiers.csv" >"$T/bad.out" 2>&1
+[ $? = 2 ] || fail "a bad tier file: exit $? ($(cat "$T/bad.out"))"
+grep -q "badtiers.csv:3:" "$T/bad.out" || fail "bad tier file not located: $(cat "$T/bad.out")"
+printf 'tier,max_loss,max_event_s\nflex25,0.25,1800\n' >"$T/tiers.csv"
+D=$PFI_SOURCE_DIR/tests/data/emulated25
+"$PFI" fit "$D/features.csv" --curves "$D/curves.csv" --features dram_active,sm_active \
+  --output "$T/model.json" --format json >/dev/null || fail "pfi fit"
+{ head -1 "$D/features.csv"; sed -n 2p "$D/features.csv" | sed 's/^[^,]*,/jobA,/'; } >"$T/feat.csv"
+pfid_start a --tiers "$T/tiers.csv" --model "$T/model.json" --features "$T/feat.csv"
 live() { api a GET /v1/status | grep -q '"nodes":1,"stale_nodes":0'; }
 until_true 30 live || fail "node live"
 
@@ -54,8 +68,10 @@ assert abs(c["uncapped_w"] - draw) < 1e-6 and abs(c["floor_w"] - draw) < 1e-6, (
 assert [q["max_loss"] for q in c["quotes"]] == [0.01, 0.02, 0.05, 0.1, 0.2], c
 assert all(q["shed_w"] == 0 == q["shed_lo_w"] == q["shed_hi_w"] for q in c["quotes"]), c
 assert c["tiers"] == [{"max_loss": 0.25, "jobs": 1, "uncapped_w": c["uncapped_w"],
-                       "floor_w": c["floor_w"], "shed_w": 0.0}], c
-assert c["duration_s"] is None, c
+                       "floor_w": c["floor_w"], "shed_w": 0.0, "max_event_s": 1800.0}], c
+# No job can be cut: no event length bounds the (zero) quotes.
+assert c["duration_s"] is None and c["durations"] == [], c
+assert c["estimated"] == 1 and c["believed"] in (0, 1), c
 PY
 api a GET /metrics >"$T/pm"
 grep -q '^pfi_fleet_flex_capacity_watts{max_loss="0.1",bound="central"} 0$' "$T/pm" ||

@@ -6,12 +6,21 @@
 # the limits they had before. Everything on loopback, every wait bounded.
 . "$(dirname "$0")/lib.sh"
 
-setup_nats n1 n2
+setup_nats n1 n2 n3
+# n3 runs job jobA (no tier, a constant 1000 tokens/s) so that pfid has a
+# live capacity for the bridge to report: its GPUs draw the emulator's idle
+# 70 W, under their lowest caps, so it has nothing to shed (0 W).
+mkdir -p "$T/map" "$T/tput"
+echo jobA >"$T/map/0"
+echo jobA >"$T/map/1"
+(while :; do echo '{"tokens_per_s": 1000}' >>"$T/tput/jobA.jsonl"; sleep 0.2; done) &
+PIDS+=("$!")
 agent_start n1 2
 agent_start n2 2
+agent_start n3 2 --jobmap-dir "$T/map" --tput-dir "$T/tput"
 pfid_start a
-live2() { api a GET /v1/status | grep -q '"nodes":2,"stale_nodes":0'; }
-until_true 30 live2 || { fail "two live nodes"; exit 1; }
+live3() { api a GET /v1/status | grep -q '"nodes":3,"stale_nodes":0'; }
+until_true 30 live3 || { fail "three live nodes"; exit 1; }
 before1=$(caps n1)
 before2=$(caps n2)
 
@@ -24,15 +33,16 @@ BL=$(curl -sS -m 5 -d grant_type=client_credentials -d client_id=bl1 -d client_s
 blpost() { curl -sS -m 5 -H "Authorization: Bearer $BL" -H 'Content-Type: application/json' -d "$2" "$BASE/$1"; }
 PID=$(blpost programs '{"programName":"site-flex"}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
 # An import limit of 0.8 kW on the GPUs, starting now ("do it now"), for
-# 10 minutes: 4 idle GPUs, held by the controller at their lowest cap
-# (200 W on the emulated H200, docs/control.md), 800 W in all.
+# 10 minutes: n1's and n2's 4 free GPUs are held by the controller at their
+# lowest cap (200 W on the emulated H200, docs/control.md), 800 W in all;
+# n3's job draws the idle 140 W, under the target, and is not checked.
 EV=$(blpost events '{"programID":"'"$PID"'","eventName":"grid","payloadDescriptors":[{"objectType":"EVENT_PAYLOAD_DESCRIPTOR","payloadType":"IMPORT_CAPACITY_LIMIT","units":"KW"}],"intervalPeriod":{"start":"0001-01-01","duration":"PT10M"},"intervals":[{"id":0,"payloads":[{"type":"IMPORT_CAPACITY_LIMIT","values":[0.8]}]}]}' |
   python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
 printf 'ven-secret\n' >"$T/ven.secret"
 chmod 600 "$T/ven.secret"
 "$PFI" grid bridge --pfid "http://127.0.0.1:${API[a]}" --pfid-token-file "$T/token" \
   --vtn "$BASE" --client-id ven1 --client-secret-file "$T/ven.secret" --program site-flex \
-  --level gpu --interval 1 --log "$T/log" >"$T/bridge.log" 2>&1 &
+  --level gpu --interval 1 --report 2s --shed-loss 10% --log "$T/log" >"$T/bridge.log" 2>&1 &
 BRIDGE=$!
 PIDS+=("$BRIDGE")
 
@@ -43,6 +53,30 @@ sys.exit(0 if len(e) == 1 and abs(e[0]["target_w"] - 800) < 1e-6 else 1)'; }
 until_true 20 has_event || fail "pfid has no oadr- event at 800 W: $(api a GET /v1/events) $(cat "$T/bridge.log")"
 until_true 30 caps_are n1 "200,200" || fail "n1 caps $(caps n1), expected 200,200"
 until_true 30 caps_are n2 "200,200" || fail "n2 caps $(caps n2), expected 200,200"
+
+# Reports during the event: USAGE, DEMAND and LOAD_SHED_DELTA_AVAILABLE,
+# the last equal to pfid's live capacity at <= 10 % loss (GET
+# /v1/capacity: 0 W here, see above).
+reported() { curl -sS -m 5 -H "Authorization: Bearer $BL" "$BASE/reports" >"$T/reports.json" &&
+  python3 - "$T/reports.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+vals = {p["type"]: p["values"][0] for x in r for res in x["resources"]
+        for iv in res["intervals"] for p in iv["payloads"]}
+sys.exit(0 if {"USAGE", "DEMAND", "LOAD_SHED_DELTA_AVAILABLE"} <= set(vals) else 1)
+PY
+}
+until_true 20 reported || fail "no report with LOAD_SHED_DELTA_AVAILABLE: $(cat "$T/reports.json") $(cat "$T/bridge.log")"
+api a GET /v1/capacity >"$T/capa.json"
+python3 - "$T/reports.json" "$T/capa.json" <<'PY' || fail "LOAD_SHED_DELTA_AVAILABLE against /v1/capacity: $(cat "$T/reports.json") $(cat "$T/capa.json")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+c = json.load(open(sys.argv[2]))
+shed = [p["values"][0] for x in r for res in x["resources"] for iv in res["intervals"]
+        for p in iv["payloads"] if p["type"] == "LOAD_SHED_DELTA_AVAILABLE"]
+q = [x["shed_w"] for x in c["quotes"] if x["max_loss"] == 0.1]
+assert q == [0.0] and shed and all(v == 0 for v in shed), (shed, q)
+PY
 
 # The VTN withdraws the event: the bridge cancels it, the limits come back.
 curl -sS -m 5 -X DELETE -H "Authorization: Bearer $BL" "$BASE/events/$EV" >/dev/null

@@ -10,6 +10,7 @@
 
 #include "testutil.h"
 
+#include "pfi/alloc.h"
 #include "pfi/bridge.h"
 #include "pfi/compliance.h"
 #include "pfi/flexcap.h"
@@ -767,9 +768,9 @@ static void test_bridge(void **state) {
 static void test_flex_live(void **state) {
   (void)state;
   struct pfi_flex_live_job j[3] = {
-      {"A", 1000, 100, 400, 1.0, 1.0, 0.10},
-      {"B", 1000, 300, 400, 1.0, 1.0, -1},
-      {"C", 500, -1, 200, NAN, NAN, 0.25},
+      {"A", 1000, 100, 400, 1.0, 1.0, 0.10, NAN, 0, NULL, NULL},
+      {"B", 1000, 300, 400, 1.0, 1.0, -1, NAN, 0, NULL, NULL},
+      {"C", 500, -1, 200, NAN, NAN, 0.25, NAN, 0, NULL, NULL},
   };
   struct pfi_flexcap fc;
   struct pfi_error err;
@@ -797,12 +798,95 @@ static void test_flex_live(void **state) {
     assert_true(fc.quote_hi_w[k] >= fc.quote_w[k] - 1e-9);
   }
   /* A job drawing under its lowest caps (idle GPUs) has nothing to shed. */
-  struct pfi_flex_live_job idle = {"I", 140, 1000, 400, NAN, NAN, 0.25};
+  struct pfi_flex_live_job idle = {"I",  140, 1000, 400,  NAN, NAN,
+                                   0.25, NAN, 0,    NULL, NULL};
   assert_int_equal(pfi_flex_live(&idle, 1, 200, &fc, NULL, &err), 0);
   ASSERT_NEAR(fc.floor_w, 140, 1e-6);
   for (int k = 0; k < PFI_CAPACITY_NQUOTE; k++)
     assert_true(fc.quote_w[k] < 1e-6 && isfinite(fc.quote_w[k]));
   assert_int_equal(pfi_flex_live(&j[2], 1, 200, &fc, NULL, &err), PFI_EINVAL);
+}
+
+/* A believed curve: a straight line of `per_w` tokens/s per W. */
+static double line_belief(const void *arg, double p) {
+  return *(const double *)arg * p;
+}
+
+/* The live capacity on a belief (the control module's), tiers' longest
+ * events and an estimate's interval. The jobs of test_flex_live, their
+ * curves now given as beliefs (straight lines of 0.1 and 0.3 tokens/s per
+ * W) over a prior of PFI 1.5 that must not be used: the same quotes by
+ * hand. A's tier allows events up to 3600 s: the quotes hold for 3600 s.
+ * For a longer event A is held at 1000 W and only B is cut: a loss of q x
+ * 400 tokens/s costs q x 400 / 0.3 W: 13.33, 26.67, 66.67, 133.33, 266.67
+ * W, for any length (no other bound). */
+static void test_flex_live_belief(void **state) {
+  (void)state;
+  double ka = 0.1, kb = 0.3;
+  struct pfi_flex_live_job j[2] = {
+      {"A", 1000, 100, 400, 1.5, NAN, 0.10, NAN, 3600, line_belief, &ka},
+      {"B", 1000, 300, 400, 1.5, NAN, -1, NAN, 0, line_belief, &kb},
+  };
+  struct pfi_flexcap fc;
+  struct pfi_error err;
+  assert_int_equal(pfi_flex_live(j, 2, 200, &fc, NULL, &err), 0);
+  const double want[PFI_CAPACITY_NQUOTE] = {40, 80, 100 + 10 / 0.3,
+                                            100 + 30 / 0.3, 100 + 70 / 0.3};
+  for (int k = 0; k < PFI_CAPACITY_NQUOTE; k++) {
+    ASSERT_NEAR(fc.quote_w[k], want[k], 0.01 * want[k]);
+    /* The low end (PFI 1.0 without an estimate) is the same line here;
+     * no estimate's high end: the central curve. */
+    ASSERT_NEAR(fc.quote_lo_w[k], want[k], 0.01 * want[k]);
+    ASSERT_NEAR(fc.quote_hi_w[k], fc.quote_w[k], 1e-9);
+  }
+  ASSERT_NEAR(fc.duration_s, 3600, 0);
+  assert_int_equal(fc.eligible, 2);
+  assert_int_equal(pfi_flex_live_event(j, 2, 3601, 200, &fc, NULL, &err), 0);
+  assert_int_equal(fc.eligible, 1);
+  assert_true(isinf(fc.duration_s));
+  ASSERT_NEAR(fc.floor_w, 1400, 1e-6);
+  for (int k = 0; k < PFI_CAPACITY_NQUOTE; k++) {
+    double w = pfi_capacity_quotes[k] * 400 / 0.3;
+    ASSERT_NEAR(fc.quote_w[k], w, 0.01 * w);
+  }
+  /* An estimate's interval: job B alone, central PFI 1 (the line), high
+   * end PFI 2. For one job the quote at loss q is P_max minus the least
+   * power where its curve is at (1 - q) T_max. By hand on the high curve,
+   * sampled as the library samples it (9 powers on [400, 1000], linear
+   * between): T(P) = 300 (1 - (1 - P/1000)^g). */
+  struct pfi_flex_live_job b = {"B", 1000, 300, 400, 1.0, 1.0, -1,
+                                2.0, 0,   NULL, NULL};
+  assert_int_equal(pfi_flex_live(&b, 1, 400, &fc, NULL, &err), 0);
+  double g = pfi_curve_model_exponent(2.0, 400, 1000);
+  double px[9], ty[9];
+  for (int i = 0; i < 9; i++) {
+    px[i] = 400 + 600 * i / 8.0;
+    ty[i] = 300 * (1 - pow(1 - px[i] / 1000, g));
+  }
+  ty[8] = 300;
+  for (int k = 0; k < PFI_CAPACITY_NQUOTE; k++) {
+    double thr = (1 - pfi_capacity_quotes[k]) * 300, p = 400;
+    for (int i = 8; i > 0; i--)
+      if (ty[i - 1] < thr) {
+        p = px[i - 1] + (thr - ty[i - 1]) * (px[i] - px[i - 1]) /
+                            (ty[i] - ty[i - 1]);
+        break;
+      }
+    double want_hi = 1000 - p;
+    double want_mid = pfi_capacity_quotes[k] * 1000; /* the line */
+    ASSERT_NEAR(fc.quote_hi_w[k], want_hi, 0.01 * want_hi);
+    ASSERT_NEAR(fc.quote_w[k], want_mid, 0.01 * want_mid);
+    ASSERT_NEAR(fc.quote_lo_w[k], want_mid, 0.01 * want_mid);
+    assert_true(fc.quote_hi_w[k] > fc.quote_w[k]);
+  }
+  /* A belief that is not a number is an error naming the job. */
+  double bad = NAN;
+  b.believe = line_belief;
+  b.believe_arg = &bad;
+  assert_int_equal(pfi_flex_live(&b, 1, 200, &fc, NULL, &err), PFI_EINVAL);
+  assert_non_null(strstr(err.msg, "job B"));
+  assert_int_equal(pfi_flex_live_event(&b, 1, -1, 200, &fc, NULL, &err),
+                   PFI_EINVAL);
 }
 
 int main(void) {
@@ -815,6 +899,7 @@ int main(void) {
       cmocka_unit_test(test_rapl),        cmocka_unit_test(test_dcmi),
       cmocka_unit_test(test_compliance),  cmocka_unit_test(test_flexcap),
       cmocka_unit_test(test_bridge),      cmocka_unit_test(test_flex_live),
+      cmocka_unit_test(test_flex_live_belief),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
