@@ -137,7 +137,7 @@ static const struct pfi_cmd_help help = {
     "                         [--duration D]... [--notice D]\n"
     "       pfi grid bridge --pfid URL --pfid-token-file FILE [SOURCES]\n"
     "                       [--config FILE] [--interval D] [--report D]\n"
-    "                       [--overlap D] [--once]\n"
+    "                       [--overlap D] [--shed-loss L] [--once]\n"
     "       pfi grid event-report --log DIR --contract FILE --tiers FILE\n"
     "                             --out DIR [--config FILE] [--nodes N]\n"
     "       pfi grid curves --curves FILE --config FILE --level node|meter\n"
