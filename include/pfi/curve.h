@@ -56,6 +56,12 @@ enum pfi_curve_col {
   PFI_COL__COUNT
 };
 
+/* The --map that reads a curve's power from its node power (the columns
+ * of node_curves.csv, pfi trace summarize, docs/sweep.md): Eq. 1 over
+ * node power (`pfi index --power node`). */
+#define PFI_CURVE_NODE_POWER_MAP                                               \
+  "power_w=node_power_w,power_sd_w=node_power_sd_w"
+
 /* Name of a canonical column ("cap_w"). */
 const char *pfi_curve_col_name(enum pfi_curve_col col);
 

@@ -297,4 +297,20 @@ int pfi_emu_state_dir(struct pfi_device *dev, char *buf, size_t n,
 /* Stops the attached job (no-op when none). */
 void pfi_emu_detach(struct pfi_device *dev);
 
+/*
+ * The emulated node around the GPUs (EMULATED, not calibrated to any
+ * measurement): the non-GPU DC power of a node whose `gpus` GPUs draw
+ * gpu_w in all is
+ *
+ *   other = PFI_EMU_HOST_W_PER_GPU x gpus + PFI_EMU_COOLING_SHARE x gpu_w
+ *
+ * the host (CPUs, DRAM, NICs, NVSwitches: about 1.2 kW for 8 GPUs, not
+ * moved by the GPUs' caps) plus fans and voltage regulators, which follow
+ * the heat of the GPUs. An 8-GPU H200 node at 700 W per GPU: 1200 + 560 =
+ * 1760 W beside 5600 W of GPU power. NAN for gpu_w not finite or < 0.
+ */
+#define PFI_EMU_HOST_W_PER_GPU 150.0
+#define PFI_EMU_COOLING_SHARE 0.10
+double pfi_emu_node_other_w(unsigned gpus, double gpu_w);
+
 #endif

@@ -121,6 +121,26 @@ struct pfi_step {
 int pfi_store_add_step(struct pfi_store *st, int64_t run_id,
                        const struct pfi_step *s, struct pfi_error *err);
 
+/*
+ * Node power: one row per sampling instant of a run, in its own table
+ * (node_power), beside the GPU samples. node_w is the DC power of the
+ * node the sweep samples: its GPUs' power (gpu_w, the sum of the same
+ * instant's samples) plus the rest (other_w), measured or emulated as
+ * `source` says: "rapl" (CPU packages and DRAM through Linux powercap,
+ * the interval ending at t_s; the node's other parts are not in it),
+ * "emulated" (the emulator's host model, include/pfi/emu.h).
+ */
+#define PFI_NODE_SOURCE_RAPL "rapl"
+#define PFI_NODE_SOURCE_EMULATED "emulated"
+struct pfi_node_power {
+  double t_s;
+  double gpu_w, other_w, node_w;
+  const char *source; /* PFI_NODE_SOURCE_* */
+};
+int pfi_store_add_node_power(struct pfi_store *st, int64_t run_id,
+                             const struct pfi_node_power *np,
+                             struct pfi_error *err);
+
 /* Cap events: "record" (cap found before the sweep), "set", "readback",
  * "restore". `run_id` 0 when outside a run. */
 int pfi_store_cap_event(struct pfi_store *st, int64_t run_id, unsigned gpu,
@@ -226,6 +246,16 @@ int pfi_store_steps_open(struct pfi_store *st, int64_t run_id,
                          struct pfi_store_iter **it, struct pfi_error *err);
 int pfi_store_steps_next(struct pfi_store_iter *it, struct pfi_store_step *out,
                          struct pfi_error *err);
+
+/* Node power of run `run_id` by time (none in a store written before the
+ * table existed: the iterator is then empty). Strings belong to the
+ * iterator. */
+int pfi_store_node_power_open(struct pfi_store *st, int64_t run_id,
+                              struct pfi_store_iter **it,
+                              struct pfi_error *err);
+int pfi_store_node_power_next(struct pfi_store_iter *it,
+                              struct pfi_node_power *out,
+                              struct pfi_error *err);
 
 void pfi_store_iter_close(struct pfi_store_iter *it);
 

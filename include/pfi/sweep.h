@@ -77,6 +77,10 @@ struct pfi_sweep_opts {
    * for fault-injection tests that kill pfi at a chosen point. */
   void (*stage_hook)(const char *stage, size_t cap_index, void *arg);
   void *stage_arg;
+  /* Node power (docs/sweep.md): the powercap root whose RAPL zones are
+   * read on measured GPUs (NULL: /sys/class/powercap; "none": not read).
+   * Emulated GPUs get the emulator's node model instead. */
+  const char *powercap;
 };
 
 /* Result counts of a sweep. */
@@ -94,6 +98,11 @@ struct pfi_sweep_result {
   size_t runs_tput_lost;
   long tput_resets;                  /* cumulative counter resets, all runs */
   struct pfi_error tput_first_reset; /* the first of them, located */
+  /* Where node power came from: PFI_NODE_SOURCE_RAPL, _EMULATED, or ""
+   * (not recorded: measured GPUs on a machine without a readable RAPL
+   * zone), and the RAPL zones found. */
+  char node_power[16];
+  size_t rapl_zones;
 };
 
 /*

@@ -33,6 +33,10 @@ static const struct pfi_opt opts[] = {
      "read canonical column NAME from the file's COLUMN, e.g. "
      "job=Workload,cap_w=GPU power cap,power_w=total GPU "
      "power,tokens_per_s=throughput"},
+    {"power", 'w', 0, PFI_ARG_REQ, "P",
+     "gpu (default: the power_w column) or node: Eq. 1 over node power, "
+     "read from node_power_w and node_power_sd_w (node_curves.csv of pfi "
+     "trace summarize)"},
     {"format", 'f', 0, PFI_ARG_REQ, "F", "table (default), csv or json"},
     PFI_OPT_HELP,
     PFI_OPT_END};
@@ -88,6 +92,8 @@ int cmd_index(int argc, char **argv) {
   double noise_p = PFI_INDEX_DEFAULT_REL_SD_POWER,
          noise_t = PFI_INDEX_DEFAULT_REL_SD_TOKENS;
   const char *map = NULL;
+  int node_power = 0;
+  char *node_map = NULL;
   enum pfi_format fmt = PFI_FMT_TABLE;
   struct pfi_error err;
   struct pfi_curveset set;
@@ -165,6 +171,14 @@ int cmd_index(int argc, char **argv) {
     case 'm':
       map = optarg;
       break;
+    case 'w':
+      if (strcmp(optarg, "gpu") == 0 || strcmp(optarg, "node") == 0) {
+        node_power = optarg[0] == 'n';
+        break;
+      }
+      status = pfi_cli_usage(cmd, "--power: expected gpu or node, got '%s'",
+                             optarg);
+      goto out;
     case 'f':
       status = pfi_cli_format(
           cmd, optarg,
@@ -186,6 +200,26 @@ int cmd_index(int argc, char **argv) {
     goto out;
   }
   const char *path = argv[optind];
+  if (node_power) {
+    /* Node power is the file's node_power_w: a --map of its own power
+     * columns would contradict it. */
+    if (map && (strstr(map, "power_w=") || strstr(map, "power_sd_w="))) {
+      status = pfi_cli_usage(cmd, "--power node reads power_w and power_sd_w "
+                                  "from node_power_w and node_power_sd_w: "
+                                  "drop them from --map '%s'",
+                             map);
+      goto out;
+    }
+    size_t l = strlen(PFI_CURVE_NODE_POWER_MAP) + (map ? strlen(map) + 1 : 0);
+    node_map = malloc(l + 1);
+    if (!node_map) {
+      status = PFI_EXIT_FAIL;
+      goto out;
+    }
+    snprintf(node_map, l + 1, "%s%s%s", PFI_CURVE_NODE_POWER_MAP,
+             map ? "," : "", map ? map : "");
+    map = node_map;
+  }
 
   int rc = pfi_curveset_read(&set, path, map, &err);
   if (rc == 0 && caps)
@@ -362,11 +396,15 @@ int cmd_index(int argc, char **argv) {
   pfi_restab_init(&tab, cols, nc);
   /* The three definitions have different reference points: said above
    * the table, so that its last line is its last row. */
-  char title[200] = "";
-  if (defs & DEF_RATIO)
-    snprintf(title, sizeof title,
+  char title[300] = "";
+  if (node_power)
+    snprintf(title, sizeof title, "Power: node (node_power_w). ");
+  if (defs & DEF_RATIO) {
+    size_t l = strlen(title);
+    snprintf(title + l, sizeof title - l,
              "pfi_ratio: 1 = throughput falls in proportion to power; above "
              "1 = more flexible.");
+  }
   if (defs & (DEF_AREA | DEF_CE)) {
     size_t l = strlen(title);
     snprintf(title + l, sizeof title - l,
@@ -455,6 +493,7 @@ out:
       pfi_index_release(&rows[i].ix);
   free(rows);
   free(caps);
+  free(node_map);
   pfi_curveset_release(&set);
   return status;
 }

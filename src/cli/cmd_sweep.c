@@ -31,7 +31,8 @@ enum {
   O_JOB,
   O_REALTIME,
   O_SEED,
-  O_QUIET
+  O_QUIET,
+  O_POWERCAP
 };
 
 static const struct pfi_opt opts[] = {
@@ -54,6 +55,10 @@ static const struct pfi_opt opts[] = {
      "SIGTERM-to-SIGKILL grace for the job, 0.1s..10m (default 10s)"},
     {"db", O_DB, 0, PFI_ARG_REQ, "FILE",
      "trace store (default sweep.db), created when absent"},
+    {"powercap", O_POWERCAP, 0, PFI_ARG_REQ, "DIR",
+     "node power on measured GPUs from the RAPL zones under DIR (default "
+     "/sys/class/powercap; none: not read); emulated GPUs get the "
+     "emulator's node model"},
     {"throughput", O_TPUT, 0, PFI_ARG_REQ, "S",
      "jsonl:PATH (the job appends JSON lines; see docs/throughput-protocol.md) "
      "or regex:PATTERN on the job's stdout (first capture group = tokens/s)"},
@@ -240,6 +245,9 @@ int cmd_sweep(int argc, char **argv) {
       break;
     case O_DB:
       db = optarg;
+      break;
+    case O_POWERCAP:
+      o.powercap = optarg;
       break;
     case O_TPUT:
       o.throughput = optarg;
@@ -446,6 +454,24 @@ int cmd_sweep(int argc, char **argv) {
             "complete); store %s%s\n",
             res.runs_done, res.runs_skipped, db,
             strcmp(o.backend, "emu") == 0 ? " (data labelled emulated)" : "");
+  if (!pr.quiet && (res.runs_done || res.node_power[0])) {
+    if (strcmp(res.node_power, PFI_NODE_SOURCE_EMULATED) == 0)
+      fprintf(stderr, "pfi sweep: node power: emulated (the emulator's node "
+                      "model beside the GPUs)\n");
+    else if (strcmp(res.node_power, PFI_NODE_SOURCE_RAPL) == 0)
+      fprintf(stderr,
+              "pfi sweep: node power: measured, GPUs + CPU packages and DRAM "
+              "(%zu RAPL zone(s) under %s)\n",
+              res.rapl_zones, o.powercap ? o.powercap : "/sys/class/powercap");
+    else
+      fprintf(stderr,
+              "pfi sweep: node power: not recorded (%s under %s)\n",
+              o.powercap && strcmp(o.powercap, "none") == 0
+                  ? "not read: --powercap none"
+                  : res.rapl_zones ? "no RAPL package zone"
+                                   : "no readable RAPL zone",
+              o.powercap ? o.powercap : "/sys/class/powercap");
+  }
 out:
   free(caps);
   free(gpus);

@@ -37,7 +37,9 @@ static const char summarize_about[] =
     "source; readable by pfi index), DIR/features.csv (one row per job from "
     "its uncapped run; columns in docs/sweep.md) and DIR/mechanism.csv (job, "
     "cap_w, sm_clock_mhz, mem_clock_mhz, power_w, source: the steady clocks "
-    "of each run's first GPU). Aggregates are the mean of the top F (default "
+    "of each run's first GPU); with node power in the store also "
+    "DIR/node_curves.csv (the curves.csv columns, then node_power_w, "
+    "node_power_sd_w, node_source; pfi index --power node). Aggregates are the mean of the top F (default "
     "0.10) of the training-phase samples.";
 static const char export_about[] =
     "Writes every telemetry sample as CSV (run_id, job, cap_w, source, gpu, "

@@ -691,3 +691,9 @@ int pfi_emu_sweep_pfi(const struct pfi_emu_job *job, const double *caps,
                          job->id);
   return 0;
 }
+
+double pfi_emu_node_other_w(unsigned gpus, double gpu_w) {
+  if (!isfinite(gpu_w) || gpu_w < 0)
+    return NAN;
+  return PFI_EMU_HOST_W_PER_GPU * gpus + PFI_EMU_COOLING_SHARE * gpu_w;
+}

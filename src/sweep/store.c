@@ -640,7 +640,7 @@ int pfi_store_caps_clear(struct pfi_store *st, const char *backend,
 
 /* ---- reading ------------------------------------------------------------ */
 
-enum { IT_RUNS, IT_SAMPLES, IT_STEPS };
+enum { IT_RUNS, IT_SAMPLES, IT_STEPS, IT_NODE };
 
 struct pfi_store_iter {
   struct pfi_store *st;
@@ -775,6 +775,77 @@ int pfi_store_steps_next(struct pfi_store_iter *it, struct pfi_store_step *out,
     return rc;
   out->t_s = sqlite3_column_double(it->q, 0);
   out->tokens_per_s = sqlite3_column_double(it->q, 1);
+  return 1;
+}
+
+int pfi_store_add_node_power(struct pfi_store *st, int64_t run_id,
+                             const struct pfi_node_power *np,
+                             struct pfi_error *err) {
+  if (!isfinite(np->node_w) || np->node_w < 0 || !np->source)
+    return pfi_error_set(err, PFI_EINVAL,
+                         "node power: node_w must be finite and >= 0");
+  sqlite3_stmt *q = NULL;
+  int rc = 0;
+  if (sqlite3_prepare_v2(st->db,
+                         "INSERT OR REPLACE INTO node_power VALUES(?,?,?,?,?,?)",
+                         -1, &q, NULL) != SQLITE_OK) {
+    sqlite3_finalize(q);
+    return pfi__store_dberr(st, err, "node power");
+  }
+  sqlite3_bind_int64(q, 1, run_id);
+  sqlite3_bind_double(q, 2, np->t_s);
+  if (isfinite(np->gpu_w))
+    sqlite3_bind_double(q, 3, np->gpu_w);
+  if (isfinite(np->other_w))
+    sqlite3_bind_double(q, 4, np->other_w);
+  sqlite3_bind_double(q, 5, np->node_w);
+  sqlite3_bind_text(q, 6, np->source, -1, SQLITE_TRANSIENT);
+  if (sqlite3_step(q) != SQLITE_DONE)
+    rc = pfi__store_dberr(st, err, "node power");
+  sqlite3_finalize(q);
+  return rc;
+}
+
+int pfi_store_node_power_open(struct pfi_store *st, int64_t run_id,
+                              struct pfi_store_iter **it,
+                              struct pfi_error *err) {
+  /* A store from before the table (opened read-only, so not migrated)
+   * has no node power: an empty iterator. */
+  int has = 0;
+  sqlite3_stmt *q = NULL;
+  if (sqlite3_prepare_v2(st->db,
+                         "SELECT count(*) FROM sqlite_master WHERE "
+                         "type='table' AND name='node_power'",
+                         -1, &q, NULL) == SQLITE_OK &&
+      sqlite3_step(q) == SQLITE_ROW)
+    has = sqlite3_column_int(q, 0);
+  sqlite3_finalize(q);
+  int rc = iter_open(st, IT_NODE,
+                     has ? "SELECT t_s, gpu_w, other_w, node_w, source FROM "
+                           "node_power WHERE run_id = ? ORDER BY t_s"
+                         : "SELECT 0, 0, 0, 0, '' WHERE ? < 0 AND 0",
+                     "node power", it, err);
+  if (rc == 0)
+    sqlite3_bind_int64((*it)->q, 1, run_id);
+  return rc;
+}
+
+int pfi_store_node_power_next(struct pfi_store_iter *it,
+                              struct pfi_node_power *out,
+                              struct pfi_error *err) {
+  int rc = iter_step(it, err);
+  if (rc <= 0)
+    return rc;
+  sqlite3_stmt *q = it->q;
+  out->t_s = sqlite3_column_double(q, 0);
+  out->gpu_w = sqlite3_column_type(q, 1) == SQLITE_NULL
+                   ? NAN
+                   : sqlite3_column_double(q, 1);
+  out->other_w = sqlite3_column_type(q, 2) == SQLITE_NULL
+                     ? NAN
+                     : sqlite3_column_double(q, 2);
+  out->node_w = sqlite3_column_double(q, 3);
+  out->source = text_or_empty(q, 4);
   return 1;
 }
 

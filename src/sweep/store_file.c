@@ -137,7 +137,11 @@ const char *const pfi__store_schema_sql =
     "CREATE TABLE IF NOT EXISTS cap_ledger(backend TEXT NOT NULL, gpu "
     "INTEGER NOT NULL, params TEXT NOT NULL, uuid TEXT NOT NULL, cap_mw "
     "INTEGER NOT NULL, recorded_utc TEXT NOT NULL, PRIMARY KEY(backend, "
-    "gpu));";
+    "gpu));"
+    /* Node power (store.h), its own table beside the samples. */
+    "CREATE TABLE IF NOT EXISTS node_power(run_id INTEGER NOT NULL, t_s "
+    "REAL NOT NULL, gpu_w REAL, other_w REAL, node_w REAL NOT NULL, source "
+    "TEXT NOT NULL, PRIMARY KEY(run_id, t_s)) WITHOUT ROWID;";
 
 void pfi__store_runs_sql(unsigned which, char *sql, size_t n) {
   const char *counts =

@@ -25,6 +25,7 @@
 #include "pfi/device.h"
 #include "pfi/duration.h"
 #include "pfi/emu.h"
+#include "pfi/meter.h"
 #include "pfi/prom.h"
 #include "pfi/throughput.h"
 #include "pfi/version.h"
@@ -155,6 +156,34 @@ out:
 
 /* ---- telemetry ----------------------------------------------------------- */
 
+/* The node's power at `now` beside its GPUs' gpu_w (store.h's node_power):
+ * the emulator's node model on emulated GPUs, RAPL's package and DRAM
+ * power over the interval since the previous reading on measured ones
+ * (nothing for the first reading of a run, or without RAPL). */
+static int node_power(struct sweep *sw, int64_t run_id, double now,
+                      double gpu_w, struct pfi_error *err) {
+  struct pfi_node_power np = {now, gpu_w, NAN, NAN, NULL};
+  if (sw->emulated) {
+    np.other_w = pfi_emu_node_other_w((unsigned)sw->n, gpu_w);
+    np.source = PFI_NODE_SOURCE_EMULATED;
+  } else if (sw->rapl) {
+    double uj[PFI_RAPL_MAX];
+    struct pfi_error e;
+    if (pfi_rapl_read(sw->rapl, uj, &e) < 0)
+      return 0; /* a counter that cannot be read loses one interval */
+    if (isfinite(sw->rapl_t) && now > sw->rapl_t)
+      np.other_w = pfi_rapl_power_w(sw->rapl, sw->rapl_uj, uj,
+                                    now - sw->rapl_t);
+    memcpy(sw->rapl_uj, uj, sw->rapl->n * sizeof *uj);
+    sw->rapl_t = now;
+    np.source = PFI_NODE_SOURCE_RAPL;
+  }
+  if (!np.source || !isfinite(np.other_w) || !isfinite(gpu_w))
+    return 0;
+  np.node_w = gpu_w + np.other_w;
+  return pfi_store_add_node_power(sw->st, run_id, &np, err);
+}
+
 static int sample_all(struct sweep *sw, int64_t run_id, double now,
                       double *power, struct pfi_error *err) {
   const struct pfi_sweep_opts *o = sw->o;
@@ -205,8 +234,11 @@ static int sample_all(struct sweep *sw, int64_t run_id, double now,
       }
     }
   }
-  if (any)
+  if (any) {
     *power = sum;
+    if ((rc = node_power(sw, run_id, now, sum, err)) < 0)
+      return rc;
+  }
   return 0;
 }
 
@@ -346,6 +378,7 @@ static int one_run(struct sweep *sw, size_t ci, struct pfi_sweep_result *res,
   double batch_t0 = 0;
   const char *final_state = PFI_RUN_FAILED;
   int exit_status = -1;
+  sw->rapl_t = NAN; /* RAPL power is over intervals within the run */
   double t0 = 0, now = 0;
 
   /* Check the cap against every GPU's limits before changing anything. */
@@ -756,6 +789,31 @@ int pfi_sweep_run(struct pfi_store *st, const struct pfi_sweep_opts *o,
   }
   if ((rc = lock_gpus(&sw, err)) < 0)
     goto out;
+  /* Node power: the emulator's node on emulated GPUs; on measured ones
+   * the RAPL zones of this machine, when it has readable ones. */
+  if (sw.emulated) {
+    snprintf(res->node_power, sizeof res->node_power, "%s",
+             PFI_NODE_SOURCE_EMULATED);
+  } else if (!o->powercap || strcmp(o->powercap, "none") != 0) {
+    sw.rapl = calloc(1, sizeof *sw.rapl);
+    sw.rapl_uj = calloc(PFI_RAPL_MAX, sizeof *sw.rapl_uj);
+    struct pfi_error e;
+    /* Zones, among them a package (the power of no interval is then 0,
+     * not NAN). */
+    if (sw.rapl && sw.rapl_uj && pfi_rapl_open(o->powercap, sw.rapl, &e) > 0 &&
+        pfi_rapl_power_w(sw.rapl, sw.rapl_uj, sw.rapl_uj, 1) == 0) {
+      res->rapl_zones = sw.rapl->n;
+      snprintf(res->node_power, sizeof res->node_power, "%s",
+               PFI_NODE_SOURCE_RAPL);
+    } else {
+      if (sw.rapl)
+        res->rapl_zones = sw.rapl->n;
+      free(sw.rapl);
+      free(sw.rapl_uj);
+      sw.rapl = NULL;
+      sw.rapl_uj = NULL;
+    }
+  }
   sw.samples = calloc(sw.n, sizeof *sw.samples);
   if (!sw.samples) {
     rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
@@ -828,6 +886,8 @@ out:
   pfi_emu_jobs_release(&sw.lib);
   free(sw.gpus);
   free(sw.samples);
+  free(sw.rapl);
+  free(sw.rapl_uj);
   pfi__store_unlock(st);
   return rc;
 }

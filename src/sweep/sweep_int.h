@@ -49,6 +49,11 @@ struct sweep {
   struct pfi_sweep_result *res;
   int emulated;          /* the GPUs are the emulator's, behind any backend */
   struct pfi_capset *cs; /* the GPUs' locks and records (pfi/capset.h) */
+  /* Node power (store.h's node_power): RAPL zones on measured GPUs, the
+   * previous reading and its time on the device clock. */
+  struct pfi_rapl *rapl;
+  double *rapl_uj;
+  double rapl_t;
 };
 
 /* Starts the sweep's command for the run at cap_w (its environment names

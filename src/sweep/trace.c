@@ -234,6 +234,11 @@ struct run_row {
   int ok_feat; /* training-phase telemetry: a features row */
   double power_w, tokens, power_sd, tokens_sd;
   double feat[F__COUNT];
+  /* Node power (store.h's node_power), the same aggregate over the same
+   * training-phase instants: ok_node when the run has it. */
+  int ok_node;
+  double node_w, node_sd;
+  char node_src[16];
 };
 
 static void put_num(FILE *fp, double v) {
@@ -275,6 +280,106 @@ static int top_mean(const double *v, const enum pfi_phase *ph, size_t n,
   return 0;
 }
 
+/* The run's node power at each instant of its series (NaN where the
+ * instant has none), aggregated as power is. */
+static int summarize_node(struct pfi_store *st, struct run_row *rr,
+                          const struct series *s,
+                          const struct pfi_phase_params *pp,
+                          struct pfi_error *err) {
+  struct pfi_store_iter *it = NULL;
+  int rc = pfi_store_node_power_open(st, rr->id, &it, err);
+  if (rc < 0)
+    return rc;
+  double *v = malloc((s->n ? s->n : 1) * sizeof *v);
+  if (!v) {
+    pfi_store_iter_close(it);
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  }
+  for (size_t k = 0; k < s->n; k++)
+    v[k] = NAN;
+  struct pfi_node_power np;
+  size_t k = 0, got = 0;
+  int r;
+  /* Both by time: a merge. */
+  while ((r = pfi_store_node_power_next(it, &np, err)) == 1) {
+    while (k < s->n && s->t[k] < np.t_s)
+      k++;
+    if (k < s->n && s->t[k] == np.t_s) {
+      v[k] = np.node_w;
+      if (!got++)
+        snprintf(rr->node_src, sizeof rr->node_src, "%s", np.source);
+    }
+  }
+  if (r < 0)
+    rc = r;
+  else if (got && top_mean(v, s->ph, s->n, pp, &rr->node_w) == 0 &&
+           rr->node_w > 0) {
+    struct pfi_error e2;
+    rr->ok_node = 1;
+    if (pfi_phase_top_sem(v, s->ph, s->n, pp, &rr->node_sd, &e2) < 0)
+      rr->node_sd = -1;
+  }
+  free(v);
+  pfi_store_iter_close(it);
+  return rc;
+}
+
+static int open_out(const char *dir, const char *name, char *tmp, size_t n,
+                    FILE **fp, struct pfi_error *err);
+static int close_out(const char *dir, const char *name, const char *tmp,
+                     FILE *fp, struct pfi_error *err);
+
+/* DIR/node_curves.csv: the curve points whose runs have node power, with
+ * it beside the GPU power (docs/sweep.md); jobs with fewer than two such
+ * points are left out. No node power anywhere: no file (an old one is
+ * removed, so that the directory matches the store). */
+static int write_node_curves(const char *out_dir, const struct run_row *rows,
+                             size_t nr, struct pfi_error *err) {
+  size_t any = 0;
+  for (size_t i = 0; i < nr; i++)
+    any += rows[i].ok && rows[i].ok_node;
+  char tmp[4096];
+  if (!any) {
+    snprintf(tmp, sizeof tmp, "%s/node_curves.csv", out_dir);
+    remove(tmp);
+    return 0;
+  }
+  FILE *fp;
+  int rc = open_out(out_dir, "node_curves.csv", tmp, sizeof tmp, &fp, err);
+  if (rc < 0)
+    return rc;
+  fputs("job,cap_w,power_w,tokens_per_s,gpus,power_sd_w,tokens_sd,runs,source,"
+        "node_power_w,node_power_sd_w,node_source\n",
+        fp);
+  for (size_t i = 0; i < nr;) {
+    size_t j = i, good = 0;
+    while (j < nr && strcmp(rows[j].job, rows[i].job) == 0)
+      j++;
+    for (size_t k = i; k < j; k++)
+      good += rows[k].ok && rows[k].ok_node;
+    for (size_t k = i; good >= 2 && k < j; k++) {
+      const struct run_row *rr = &rows[k];
+      if (!rr->ok || !rr->ok_node)
+        continue;
+      put_text(fp, rr->job, 1);
+      put_num(fp, rr->cap_w);
+      put_num(fp, rr->power_w);
+      put_num(fp, rr->tokens);
+      fprintf(fp, ",%d", rr->gpus);
+      put_num(fp, rr->power_sd >= 0 ? rr->power_sd : NAN);
+      put_num(fp, rr->tokens_sd >= 0 ? rr->tokens_sd : NAN);
+      fputs(",1", fp);
+      put_text(fp, rr->source, 0);
+      put_num(fp, rr->node_w);
+      put_num(fp, rr->node_sd >= 0 ? rr->node_sd : NAN);
+      put_text(fp, rr->node_src, 0);
+      fputc('\n', fp);
+    }
+    i = j;
+  }
+  return close_out(out_dir, "node_curves.csv", tmp, fp, err);
+}
+
 static int summarize_run(struct pfi_store *st, struct run_row *rr,
                          const struct pfi_phase_params *pp, double clock_max,
                          struct pfi_error *err) {
@@ -313,6 +418,8 @@ static int summarize_run(struct pfi_store *st, struct run_row *rr,
       rr->power_sd = -1;
     if (pfi_phase_top_sem(tv, tph, nt, pp, &rr->tokens_sd, &e2) < 0)
       rr->tokens_sd = -1;
+    if ((rc = summarize_node(st, rr, &s, pp, err)) < 0)
+      goto out;
   }
   double m[PFI_FIELD__COUNT];
   for (int f = 0; f < PFI_FIELD__COUNT; f++)
@@ -538,6 +645,8 @@ int pfi_trace_summarize(struct pfi_store *st, const char *out_dir,
   else
     fclose(ff);
   ff = NULL;
+  if (rc == 0)
+    rc = write_node_curves(out_dir, rows, nr, err);
   if (rc < 0)
     goto out;
   if (jobs == 0) {

@@ -271,10 +271,92 @@ static void summarize_by_hand(void **state) {
   pfi_store_close(st);
 }
 
+/* Node power beside two hand-made runs (add_run): at every instant but t =
+ * 15, node_w = 2 x GPU power + 100 (gpu_w = base + t, other = base + t +
+ * 100). Its aggregate takes the same training-phase instants as power's:
+ * the top 2 are t = 19 and 20, so node power is 2 (base + 19.5) + 100 =
+ * 339 (base 100) and 239 (base 50), its standard error sd(2 (base + 19),
+ * 2 (base + 20)) / sqrt(2) = sqrt(2) / sqrt(2) = 1, all by hand. */
+static void node_power_by_hand(void **state) {
+  (void)state;
+  char p[128], out[128], f[160];
+  path_of(p, sizeof p, "node.db");
+  path_of(out, sizeof out, "nout");
+  struct pfi_store *st;
+  struct pfi_error err;
+  assert_int_equal(pfi_store_open(&st, p, PFI_STORE_CREATE, &err), 0);
+  add_run(st, 700, 100, 1000);
+  add_run(st, 300, 50, 500);
+  const double base[3] = {0, 100, 50}; /* by run id */
+  assert_int_equal(pfi_store_begin(st, &err), 0);
+  for (int64_t run = 1; run <= 2; run++)
+    for (int t = 1; t <= 20; t++) {
+      if (t == 15)
+        continue;
+      double g = base[run] + t;
+      struct pfi_node_power np = {t, g, g + 100, 2 * g + 100,
+                                  PFI_NODE_SOURCE_EMULATED};
+      assert_int_equal(pfi_store_add_node_power(st, run, &np, &err), 0);
+    }
+  struct pfi_node_power bad = {30, 1, 1, NAN, PFI_NODE_SOURCE_EMULATED};
+  assert_int_equal(pfi_store_add_node_power(st, 1, &bad, &err), PFI_EINVAL);
+  assert_int_equal(pfi_store_commit(st, &err), 0);
+  /* Read back: 19 rows of run 2 by time, as written. */
+  struct pfi_store_iter *it;
+  struct pfi_node_power np;
+  assert_int_equal(pfi_store_node_power_open(st, 2, &it, &err), 0);
+  int n = 0, r;
+  while ((r = pfi_store_node_power_next(it, &np, &err)) == 1) {
+    if (n == 0) {
+      ASSERT_NEAR(np.t_s, 1, 0);
+      ASSERT_NEAR(np.gpu_w, 51, 0);
+      ASSERT_NEAR(np.other_w, 151, 0);
+      ASSERT_NEAR(np.node_w, 202, 0);
+      assert_string_equal(np.source, "emulated");
+    }
+    n++;
+  }
+  assert_int_equal(r, 0);
+  ASSERT_EQ_INT(n, 19);
+  pfi_store_iter_close(it);
+  assert_int_equal(pfi_trace_summarize(st, out, NULL, &err), 1);
+  snprintf(f, sizeof f, "%s/node_curves.csv", out);
+  struct pfi_curveset cs;
+  assert_int_equal(pfi_curveset_read(&cs, f, PFI_CURVE_NODE_POWER_MAP, &err),
+                   0);
+  ASSERT_EQ_INT(cs.n, 1);
+  ASSERT_EQ_INT(cs.c[0].n, 2);
+  ASSERT_NEAR(cs.c[0].pts[0].power_w, 239, 1e-9);
+  ASSERT_NEAR(cs.c[0].pts[1].power_w, 339, 1e-9);
+  ASSERT_NEAR(cs.c[0].pts[1].power_sd_w, 1, 1e-9);
+  ASSERT_NEAR(cs.c[0].pts[1].tokens_per_s, 1019.5, 1e-9);
+  pfi_curveset_release(&cs);
+  /* The same file read plainly has the GPU power of curves.csv. */
+  assert_int_equal(pfi_curveset_read(&cs, f, NULL, &err), 0);
+  ASSERT_NEAR(cs.c[0].pts[1].power_w, 119.5, 1e-9);
+  pfi_curveset_release(&cs);
+  pfi_store_close(st);
+  /* A store from before the table: no node power, no node_curves.csv (the
+   * old one removed). */
+  sqlite3 *db;
+  assert_int_equal(sqlite3_open(p, &db), SQLITE_OK);
+  assert_int_equal(sqlite3_exec(db, "DROP TABLE node_power", NULL, NULL, NULL),
+                   SQLITE_OK);
+  sqlite3_close(db);
+  assert_int_equal(pfi_store_open(&st, p, PFI_STORE_READONLY, &err), 0);
+  assert_int_equal(pfi_store_node_power_open(st, 1, &it, &err), 0);
+  assert_int_equal(pfi_store_node_power_next(it, &np, &err), 0);
+  pfi_store_iter_close(it);
+  assert_int_equal(pfi_trace_summarize(st, out, NULL, &err), 1);
+  assert_int_equal(access(f, F_OK), -1);
+  pfi_store_close(st);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(ledger),
       cmocka_unit_test(summarize_by_hand),
+      cmocka_unit_test(node_power_by_hand),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

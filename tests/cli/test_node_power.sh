@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
+# Node power in sweeps (docs/sweep.md, "Node power"): an emulated sweep
+# records, beside every instant's GPU samples, the emulated node's power
+# (store table node_power, source emulated); pfi trace summarize writes
+# node_curves.csv; pfi index --power node gives Eq. 1 over node power.
+# Every number is recomputed here from the store and the emulator's
+# documented node model (include/pfi/emu.h: 150 W per GPU + 10 % of GPU
+# power), independently of pfi's code.
+. "$(dirname "$0")/lib.sh"
+export PFI_EMU_STATE=$T/emu
+unset PFI_EMU_REALTIME PFI_SWEEP_KILL_AT
+G=moe-ft-qwen30ba3b-x8
+
+"$PFI" sweep --emulate "$G" --caps 300:700:100 --db "$T/x.db" 2>"$T/err" ||
+  fail "emulated sweep: $(tail -3 "$T/err")"
+grep -q "node power: emulated" "$T/err" || fail "the sweep does not say where node power came from: $(cat "$T/err")"
+"$PFI" trace summarize "$T/x.db" --out "$T/s" 2>"$T/err" || fail "summarize: $(cat "$T/err")"
+[ -s "$T/s/node_curves.csv" ] || fail "no node_curves.csv"
+[ "$(head -1 "$T/s/node_curves.csv")" = "job,cap_w,power_w,tokens_per_s,gpus,power_sd_w,tokens_sd,runs,source,node_power_w,node_power_sd_w,node_source" ] ||
+  fail "node_curves header: $(head -1 "$T/s/node_curves.csv")"
+
+# The store: one node_power row per sampling instant of every run, node_w =
+# the instant's GPU power + 150 W x GPUs + 0.1 x GPU power, labelled
+# emulated; and the summary's node power is the same affine map of its GPU
+# power (the top-10 % training instants by node power are those by GPU
+# power, the map being increasing).
+python3 - "$T/x.db" "$T/s/node_curves.csv" "$T/s/curves.csv" <<'PY' || fail "node power against the store"
+import csv, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+gpus = {r: g for r, g in db.execute("SELECT id, gpus FROM runs")}
+inst = {}
+for r, t, p in db.execute("SELECT run_id, t_s, sum(power_w) FROM samples GROUP BY run_id, t_s"):
+    inst[(r, t)] = p
+rows = list(db.execute("SELECT run_id, t_s, gpu_w, other_w, node_w, source FROM node_power"))
+assert len(rows) == len(inst) and rows, (len(rows), len(inst))
+for r, t, g, o, n, src in rows:
+    p = inst[(r, t)]
+    want = p + 150 * gpus[r] + 0.1 * p
+    assert src == "emulated", src
+    assert abs(g - p) <= 1e-9 * p and abs(n - want) <= 1e-9 * want and abs(g + o - n) <= 1e-9 * n, (r, t, g, o, n, want)
+node = list(csv.DictReader(open(sys.argv[2])))
+plain = list(csv.DictReader(open(sys.argv[3])))
+assert len(node) == len(plain) == 5, (len(node), len(plain))
+for a, b in zip(node, plain):
+    assert a["power_w"] == b["power_w"] and a["tokens_per_s"] == b["tokens_per_s"], (a, b)
+    p, g = float(a["power_w"]), int(a["gpus"])
+    want = 1.1 * p + 150 * g
+    assert abs(float(a["node_power_w"]) - want) <= 1e-8 * want, (a, want)
+    assert abs(float(a["node_power_sd_w"]) - 1.1 * float(a["power_sd_w"])) <= 1e-6 * float(a["node_power_sd_w"]) + 1e-9, a
+    assert a["node_source"] == "emulated", a
+PY
+
+# Eq. 1 over node power: the mean over capped points of (1 - P/P_max) /
+# (1 - T/T_max) with P the node power, the highest cap the reference.
+"$PFI" index --power node "$T/s/node_curves.csv" --format json >"$T/node.json" || fail "pfi index --power node"
+"$PFI" index "$T/s/node_curves.csv" --format json >"$T/gpu.json" || fail "pfi index"
+python3 - "$T/s/node_curves.csv" "$T/node.json" "$T/gpu.json" <<'PY' || fail "PFI over node power: $(cat "$T/node.json")"
+import csv, json, sys
+rows = sorted(csv.DictReader(open(sys.argv[1])), key=lambda r: float(r["cap_w"]))
+got = json.load(open(sys.argv[2]))[0]
+gpu = json.load(open(sys.argv[3]))[0]
+assert got["excluded_caps"] == [] and gpu["excluded_caps"] == [], (got, gpu)
+def ratio(col):
+    top = rows[-1]
+    pm, tm = float(top[col]), float(top["tokens_per_s"])
+    v = [(1 - float(r[col]) / pm) / (1 - float(r["tokens_per_s"]) / tm) for r in rows[:-1]]
+    return sum(v) / len(v)
+want_node, want_gpu = ratio("node_power_w"), ratio("power_w")
+assert abs(got["pfi"] - want_node) <= 1e-6 * abs(want_node), (got["pfi"], want_node)
+assert abs(gpu["pfi"] - want_gpu) <= 1e-6 * abs(want_gpu), (gpu["pfi"], want_gpu)
+# Power that does not fall with the cap: a lower PFI over node power.
+assert got["pfi"] < gpu["pfi"], (got["pfi"], gpu["pfi"])
+assert abs(got["p_max"] - float(rows[-1]["node_power_w"])) <= 1e-6 * got["p_max"], got
+PY
+"$PFI" index --power node "$T/s/node_curves.csv" | head -1 | grep -q "^Power: node (node_power_w)" ||
+  fail "the table does not name the power signal"
+
+# Bad usage: a curves file without node power, an unknown signal, a --map
+# of the power columns: located errors, exit 2.
+"$PFI" index --power node "$T/s/curves.csv" >/dev/null 2>"$T/err"
+[ $? = 2 ] || fail "--power node on curves.csv: exit status"
+grep -q "curves.csv:1:1: missing column 'node_power_w'" "$T/err" || fail "--power node on curves.csv: $(cat "$T/err")"
+"$PFI" index --power meter "$T/s/node_curves.csv" >/dev/null 2>&1
+[ $? = 2 ] || fail "--power meter: exit status"
+"$PFI" index --power node --map power_w=x "$T/s/node_curves.csv" >/dev/null 2>&1
+[ $? = 2 ] || fail "--power node with --map power_w: exit status"
+
+# Measured GPUs on this machine: node power from RAPL when /sys/class/powercap
+# has zones; said either way (sweeps of measured GPUs need GPUs; the RAPL
+# reader itself is tested on a built tree in unit.test_grid).
+if [ -d /sys/class/powercap ]; then echo "powercap: $(ls /sys/class/powercap | tr '\n' ' ')"; else echo "powercap: /sys/class/powercap absent on this machine"; fi
+exit $((fails > 0))
