@@ -86,8 +86,49 @@ grep -q "curves.csv:1:1: missing column 'node_power_w'" "$T/err" || fail "--powe
 "$PFI" index --power node --map power_w=x "$T/s/node_curves.csv" >/dev/null 2>&1
 [ $? = 2 ] || fail "--power node with --map power_w: exit status"
 
-# Measured GPUs on this machine: node power from RAPL when /sys/class/powercap
-# has zones; said either way (sweeps of measured GPUs need GPUs; the RAPL
-# reader itself is tested on a built tree in unit.test_grid).
+# Measured GPUs: node power from RAPL. The fake libnvidia-ml.so.1 (on the
+# emulator) with GPUs that do not name themselves emulated, and a powercap
+# tree built here (package-0 with its dram sub-zone; psys left out) whose
+# counters do not move: every instant after a run's first has a row,
+# source rapl, other power 0 and node power = GPU power.
+B=${PFI_BUILD_DIR:-build}
+if [ -e "$B/fake-nvml/libnvidia-ml.so.1" ]; then
+  RAPL=$T/powercap
+  for z in intel-rapl:0:package-0 intel-rapl:0:0:dram intel-rapl:1:psys; do
+    d=$RAPL/${z%:*}
+    mkdir -p "$d"
+    echo "${z##*:}" >"$d/name"
+    echo 1000000 >"$d/energy_uj"
+    echo 262143328850 >"$d/max_energy_range_uj"
+  done
+  NV=(env PFI_NVML_LIB="$B/fake-nvml/libnvidia-ml.so.1" PFI_FAKE_NVML_EMU="profile=h200,gpus=2"
+    PFI_FAKE_NVML_NAME="NVIDIA H200 (test double)" PFI_EMU_STATE="$T/nvemu")
+  "${NV[@]}" "$PFI" sweep --backend nvml --duration 1s --interval 0.25s --cooldown 0 \
+    --powercap "$RAPL" --caps 300,700 --db "$T/m.db" --job mjob -- sleep 30 2>"$T/err" ||
+    fail "measured sweep: $(tail -3 "$T/err")"
+  grep -q "node power: measured, GPUs + CPU packages and DRAM (3 RAPL zone(s) under $RAPL)" "$T/err" ||
+    fail "the measured sweep does not say it read RAPL: $(cat "$T/err")"
+  python3 - "$T/m.db" <<'PY' || fail "RAPL node power in the store"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+for run, in db.execute("SELECT id FROM runs"):
+    inst = [t for t, in db.execute("SELECT DISTINCT t_s FROM samples WHERE run_id=? ORDER BY t_s", (run,))]
+    rows = list(db.execute("SELECT t_s, gpu_w, other_w, node_w, source FROM node_power WHERE run_id=? ORDER BY t_s", (run,)))
+    assert len(inst) >= 2 and [r[0] for r in rows] == inst[1:], (run, inst, rows)
+    for t, g, o, n, src in rows:
+        p, = db.execute("SELECT sum(power_w) FROM samples WHERE run_id=? AND t_s=?", (run, t)).fetchone()
+        assert src == "rapl" and o == 0 and abs(n - p) <= 1e-9 * p and g == n, (t, g, o, n, src, p)
+PY
+  # No readable zone there: no node power, and the sweep says so.
+  mkdir -p "$T/empty"
+  "${NV[@]}" "$PFI" sweep --backend nvml --duration 1s --interval 0.25s --cooldown 0 \
+    --powercap "$T/empty" --caps 300 --db "$T/e.db" --job ejob -- sleep 30 2>"$T/err" ||
+    fail "measured sweep without RAPL: $(tail -3 "$T/err")"
+  grep -q "node power: not recorded (no readable RAPL zone under $T/empty)" "$T/err" ||
+    fail "the sweep without RAPL: $(cat "$T/err")"
+  [ "$(sqlite3 "$T/e.db" "select count(*) from node_power")" = 0 ] || fail "node power without RAPL"
+fi
+# This machine's own powercap tree, said (docs/sweep.md records what the
+# development machine has).
 if [ -d /sys/class/powercap ]; then echo "powercap: $(ls /sys/class/powercap | tr '\n' ' ')"; else echo "powercap: /sys/class/powercap absent on this machine"; fi
 exit $((fails > 0))
