@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "opt.h"
@@ -250,6 +251,12 @@ static int summarize(int argc, char **argv) {
           "pfi trace: %d job(s) -> %s/curves.csv, %s/features.csv, "
           "%s/mechanism.csv",
           n, out, out, out);
+  {
+    char np[4096];
+    snprintf(np, sizeof np, "%s/node_curves.csv", out);
+    if (access(np, F_OK) == 0)
+      fprintf(stderr, ", %s (node power)", np);
+  }
   if (skipped)
     fprintf(stderr,
             "; %ld run(s) without training-phase data or "
