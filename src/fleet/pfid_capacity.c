@@ -15,16 +15,20 @@
 
 int pfid_capacity_open(struct pfi_pfid *d, struct pfi_error *err) {
   int rc = 0;
-  if (d->o.tiers_file &&
-      (rc = pfi_tiers_load(d->o.tiers_file, &d->cap_tier, &d->n_cap_tier,
-                           err)) < 0)
-    return rc;
-  if (!d->o.model_file != !d->o.features_file)
+  if (d->o.tiers_file)
+    rc = pfi_tiers_load(d->o.tiers_file, &d->cap_tier, &d->n_cap_tier, err);
+  if (rc == 0 && !d->o.model_file != !d->o.features_file)
     return pfi_error_set(err, PFI_EINVAL,
                          "--model and --features go together");
-  if (d->o.model_file)
+  if (rc == 0 && d->o.model_file)
     rc = pfi_flex_estimates_load(d->o.model_file, d->o.features_file, &d->est,
                                  &d->n_est, err);
+  /* A file that cannot be read or used is bad input to pfid (exit 2). */
+  if (rc < 0 && rc != PFI_ENOMEM && rc != PFI_EPARSE && rc != PFI_EINVAL) {
+    if (err)
+      err->code = PFI_EPARSE;
+    rc = PFI_EPARSE;
+  }
   return rc;
 }
 

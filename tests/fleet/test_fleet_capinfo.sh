@@ -35,6 +35,16 @@ D=$PFI_SOURCE_DIR/tests/data/emulated25
 "$PFI" fit "$D/features.csv" --curves "$D/curves.csv" --features dram_active,sm_active \
   --output "$T/model.json" --format json >/dev/null || fail "pfi fit"
 { head -1 "$D/features.csv"; sed -n 2p "$D/features.csv" | sed 's/^[^,]*,/jobA,/'; } >"$T/feat.csv"
+# Features without a column of the model, or a model that cannot be read:
+# bad input, exit 2, named.
+printf 'job,dram_active\njobA,0.3\n' >"$T/feat1.csv"
+"$PFID" --id bad --nats "$NATS_URL" --records "$T/bad.db" --api none \
+  --model "$T/model.json" --features "$T/feat1.csv" >"$T/bad.out" 2>&1
+[ $? = 2 ] || fail "features without a model column: exit $? ($(cat "$T/bad.out"))"
+grep -q "feat1.csv has no column 'sm_active'" "$T/bad.out" || fail "missing feature column: $(cat "$T/bad.out")"
+"$PFID" --id bad --nats "$NATS_URL" --records "$T/bad.db" --api none \
+  --model "$T/none.json" --features "$T/feat.csv" >"$T/bad.out" 2>&1
+[ $? = 2 ] || fail "a model that cannot be read: exit $? ($(cat "$T/bad.out"))"
 pfid_start a --tiers "$T/tiers.csv" --model "$T/model.json" --features "$T/feat.csv"
 live() { api a GET /v1/status | grep -q '"nodes":1,"stale_nodes":0'; }
 until_true 30 live || fail "node live"
