@@ -176,8 +176,8 @@ int cmd_index(int argc, char **argv) {
         node_power = optarg[0] == 'n';
         break;
       }
-      status = pfi_cli_usage(cmd, "--power: expected gpu or node, got '%s'",
-                             optarg);
+      status =
+          pfi_cli_usage(cmd, "--power: expected gpu or node, got '%s'", optarg);
       goto out;
     case 'f':
       status = pfi_cli_format(
@@ -204,9 +204,10 @@ int cmd_index(int argc, char **argv) {
     /* Node power is the file's node_power_w: a --map of its own power
      * columns would contradict it. */
     if (map && (strstr(map, "power_w=") || strstr(map, "power_sd_w="))) {
-      status = pfi_cli_usage(cmd, "--power node reads power_w and power_sd_w "
-                                  "from node_power_w and node_power_sd_w: "
-                                  "drop them from --map '%s'",
+      status = pfi_cli_usage(cmd,
+                             "--power node reads power_w and power_sd_w "
+                             "from node_power_w and node_power_sd_w: "
+                             "drop them from --map '%s'",
                              map);
       goto out;
     }

@@ -464,12 +464,11 @@ int cmd_sweep(int argc, char **argv) {
               "(%zu RAPL zone(s) under %s)\n",
               res.rapl_zones, o.powercap ? o.powercap : "/sys/class/powercap");
     else
-      fprintf(stderr,
-              "pfi sweep: node power: not recorded (%s under %s)\n",
+      fprintf(stderr, "pfi sweep: node power: not recorded (%s under %s)\n",
               o.powercap && strcmp(o.powercap, "none") == 0
                   ? "not read: --powercap none"
-                  : res.rapl_zones ? "no RAPL package zone"
-                                   : "no readable RAPL zone",
+              : res.rapl_zones ? "no RAPL package zone"
+                               : "no readable RAPL zone",
               o.powercap ? o.powercap : "/sys/class/powercap");
   }
 out:

@@ -40,7 +40,8 @@ static const char summarize_about[] =
     "cap_w, sm_clock_mhz, mem_clock_mhz, power_w, source: the steady clocks "
     "of each run's first GPU); with node power in the store also "
     "DIR/node_curves.csv (the curves.csv columns, then node_power_w, "
-    "node_power_sd_w, node_source; pfi index --power node). Aggregates are the mean of the top F (default "
+    "node_power_sd_w, node_source; pfi index --power node). Aggregates are the "
+    "mean of the top F (default "
     "0.10) of the training-phase samples.";
 static const char export_about[] =
     "Writes every telemetry sample as CSV (run_id, job, cap_w, source, gpu, "

@@ -222,12 +222,12 @@ static void capacity(struct pfi_pfid *d, struct pfi_http_resp *rs) {
   json_t *t = json_array(), *du = json_array();
   for (size_t k = 0; k < c.ntiers; k++)
     json_array_append_new(
-        t, json_pack("{s:f s:I s:f s:f s:f s:o}", "max_loss",
-                     c.tier[k].max_loss, "jobs", (json_int_t)c.tier[k].jobs,
-                     "uncapped_w", c.tier[k].uncapped_w, "floor_w",
-                     c.tier[k].floor_w, "shed_w",
-                     c.tier[k].uncapped_w - c.tier[k].floor_w, "max_event_s",
-                     secs_or_null(c.tier[k].max_event_s)));
+        t,
+        json_pack("{s:f s:I s:f s:f s:f s:o}", "max_loss", c.tier[k].max_loss,
+                  "jobs", (json_int_t)c.tier[k].jobs, "uncapped_w",
+                  c.tier[k].uncapped_w, "floor_w", c.tier[k].floor_w, "shed_w",
+                  c.tier[k].uncapped_w - c.tier[k].floor_w, "max_event_s",
+                  secs_or_null(c.tier[k].max_event_s)));
   for (size_t k = 0; k < c.ndur; k++)
     json_array_append_new(
         du, json_pack("{s:o s:I s:f s:o}", "duration_s",
@@ -241,9 +241,9 @@ static void capacity(struct pfi_pfid *d, struct pfi_http_resp *rs) {
                        (json_int_t)c.skipped, "eligible",
                        (json_int_t)c.all.eligible, "believed",
                        (json_int_t)c.believed, "estimated",
-                       (json_int_t)c.estimated, "uncapped_w",
-                       c.all.uncapped_w, "floor_w", c.all.floor_w,
-                       "duration_s", secs_or_null(c.all.duration_s), "quotes",
+                       (json_int_t)c.estimated, "uncapped_w", c.all.uncapped_w,
+                       "floor_w", c.all.floor_w, "duration_s",
+                       secs_or_null(c.all.duration_s), "quotes",
                        quotes_json(&c.all), "durations", du, "tiers", t));
 }
 

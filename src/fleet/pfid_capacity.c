@@ -18,8 +18,7 @@ int pfid_capacity_open(struct pfi_pfid *d, struct pfi_error *err) {
   if (d->o.tiers_file)
     rc = pfi_tiers_load(d->o.tiers_file, &d->cap_tier, &d->n_cap_tier, err);
   if (rc == 0 && !d->o.model_file != !d->o.features_file)
-    return pfi_error_set(err, PFI_EINVAL,
-                         "--model and --features go together");
+    return pfi_error_set(err, PFI_EINVAL, "--model and --features go together");
   if (rc == 0 && d->o.model_file)
     rc = pfi_flex_estimates_load(d->o.model_file, d->o.features_file, &d->est,
                                  &d->n_est, err);
@@ -91,9 +90,8 @@ static size_t fleet_jobs(struct pfi_pfid *d, struct pfi_flex_live_job **out,
           v = a;
           cap = nc;
         }
-        v[n++] = (struct pfi_flex_live_job){fj->id, 0,   -1,  0,    NAN,
-                                            NAN,    -1,  NAN, 0,    NULL,
-                                            NULL};
+        v[n++] = (struct pfi_flex_live_job){fj->id, 0,   -1, 0,    NAN, NAN,
+                                            -1,     NAN, 0,  NULL, NULL};
       }
       /* A job on several nodes: each reports the whole job's throughput. */
       if (fj->tokens_per_s > v[k].tput)
@@ -129,8 +127,7 @@ static size_t fleet_jobs(struct pfi_pfid *d, struct pfi_flex_live_job **out,
     struct pfi_ctl_belief b;
     int s = d->ctl ? pfi_ctl_job_find(d->ctl, v[k].job) : -1;
     if (ba && s >= 0 && pfi_ctl_job_belief(d->ctl, s, &b, NULL) == 0 &&
-        isfinite(b.pmax_w) && isfinite(b.tmax) && b.pmax_w > 0 &&
-        b.tmax > 0) {
+        isfinite(b.pmax_w) && isfinite(b.tmax) && b.pmax_w > 0 && b.tmax > 0) {
       /* Its uncapped point and its curve below it as the controller
        * believes them (the prior, from the estimate or PFI 1.5, until its
        * own settled points replace it). */

@@ -138,18 +138,8 @@ static int build(struct pfi_pfid *d, char *sig, int log,
     double epfi = es && es->pfi > 0 ? es->pfi : NAN;
     double elo = isfinite(epfi) && es->lo > 0 ? es->lo : NAN;
     double ehi = isfinite(epfi) && es->hi > 0 ? es->hi : NAN;
-    struct pfi_ctl_job j = {job,
-                            NULL,
-                            m,
-                            gj,
-                            epfi,
-                            elo,
-                            ehi,
-                            loss,
-                            0,
-                            0,
-                            NAN,
-                            NAN};
+    struct pfi_ctl_job j = {job, NULL, m, gj, epfi, elo,
+                            ehi, loss, 0, 0,  NAN,  NAN};
     if ((rc = pfi_ctl_job_add(d->ctl, &j, err)) < 0)
       goto out;
   }

@@ -7,9 +7,9 @@
 #include <stdint.h>
 
 #include "pfi/control.h"
-#include "pfi/flexcap.h"
 #include "pfi/dbtable.h"
 #include "pfi/fleet.h"
+#include "pfi/flexcap.h"
 #include "pfi/http.h"
 #include "pfi/pfid.h"
 

@@ -262,7 +262,8 @@ int pfi_pfid_client_capacity(struct pfi_pfid_client *c, double max_loss,
                      100 * max_loss);
   json_array_foreach(q, i, e) {
     double l = json_number_value(json_object_get(e, "max_loss"));
-    json_t *s = json_object_get(e, "shed_w"), *lo = json_object_get(e, "shed_lo_w"),
+    json_t *s = json_object_get(e, "shed_w"),
+           *lo = json_object_get(e, "shed_lo_w"),
            *hi = json_object_get(e, "shed_hi_w");
     if (fabs(l - max_loss) > 1e-9 || !json_is_number(s))
       continue;

@@ -211,7 +211,8 @@ int pfi_flex_live_event(const struct pfi_flex_live_job *jobs, size_t nj,
       double x = lo + (hi - lo) * (double)k / (double)(n - 1);
       double u = x / hi;
       p[k] = x;
-      t[k] = j->believe ? j->believe(j->believe_arg, x) : model_t(j->tput, g, u);
+      t[k] =
+          j->believe ? j->believe(j->believe_arg, x) : model_t(j->tput, g, u);
       if (!(isfinite(t[k]) && t[k] >= 0)) {
         rc = pfi_error_set(err, PFI_EINVAL,
                            "flexible capacity: job %s: believed throughput "
@@ -222,8 +223,8 @@ int pfi_flex_live_event(const struct pfi_flex_live_job *jobs, size_t nj,
       if (t[k] > j->tput)
         t[k] = j->tput;
       tl[k] = fmin(t[k], model_t(j->tput, gl, u));
-      th[k] = has_phi ? fmax(t[k], fmin(j->tput, model_t(j->tput, gh, u)))
-                      : t[k];
+      th[k] =
+          has_phi ? fmax(t[k], fmin(j->tput, model_t(j->tput, gh, u))) : t[k];
     }
     p[n - 1] = hi;
     t[n - 1] = th[n - 1] = tl[n - 1] = j->tput;
@@ -245,8 +246,8 @@ int pfi_flex_live_event(const struct pfi_flex_live_job *jobs, size_t nj,
                        "throughput");
     goto out;
   }
-  if (m > 0 && (rc = pfi_flexcap_compute(fj, m, duration_s, 0, steps, out,
-                                         err)) < 0)
+  if (m > 0 &&
+      (rc = pfi_flexcap_compute(fj, m, duration_s, 0, steps, out, err)) < 0)
     goto out;
   /* The longest event this quote holds for: the shortest bound among the
    * jobs that may be cut (a job held for this event adds nothing). */

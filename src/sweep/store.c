@@ -786,9 +786,9 @@ int pfi_store_add_node_power(struct pfi_store *st, int64_t run_id,
                          "node power: node_w must be finite and >= 0");
   sqlite3_stmt *q = NULL;
   int rc = 0;
-  if (sqlite3_prepare_v2(st->db,
-                         "INSERT OR REPLACE INTO node_power VALUES(?,?,?,?,?,?)",
-                         -1, &q, NULL) != SQLITE_OK) {
+  if (sqlite3_prepare_v2(
+          st->db, "INSERT OR REPLACE INTO node_power VALUES(?,?,?,?,?,?)", -1,
+          &q, NULL) != SQLITE_OK) {
     sqlite3_finalize(q);
     return pfi__store_dberr(st, err, "node power");
   }

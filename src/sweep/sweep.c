@@ -172,8 +172,8 @@ static int node_power(struct sweep *sw, int64_t run_id, double now,
     if (pfi_rapl_read(sw->rapl, uj, &e) < 0)
       return 0; /* a counter that cannot be read loses one interval */
     if (isfinite(sw->rapl_t) && now > sw->rapl_t)
-      np.other_w = pfi_rapl_power_w(sw->rapl, sw->rapl_uj, uj,
-                                    now - sw->rapl_t);
+      np.other_w =
+          pfi_rapl_power_w(sw->rapl, sw->rapl_uj, uj, now - sw->rapl_t);
     memcpy(sw->rapl_uj, uj, sw->rapl->n * sizeof *uj);
     sw->rapl_t = now;
     np.source = PFI_NODE_SOURCE_RAPL;

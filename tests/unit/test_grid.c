@@ -854,8 +854,8 @@ static void test_flex_live_belief(void **state) {
    * power where its curve is at (1 - q) T_max. By hand on the high curve,
    * sampled as the library samples it (9 powers on [400, 1000], linear
    * between): T(P) = 300 (1 - (1 - P/1000)^g). */
-  struct pfi_flex_live_job b = {"B", 1000, 300, 400, 1.0, 1.0, -1,
-                                2.0, 0,   NULL, NULL};
+  struct pfi_flex_live_job b = {"B", 1000, 300, 400,  1.0, 1.0,
+                                -1,  2.0,  0,   NULL, NULL};
   assert_int_equal(pfi_flex_live(&b, 1, 400, &fc, NULL, &err), 0);
   double g = pfi_curve_model_exponent(2.0, 400, 1000);
   double px[9], ty[9];
@@ -868,8 +868,8 @@ static void test_flex_live_belief(void **state) {
     double thr = (1 - pfi_capacity_quotes[k]) * 300, p = 400;
     for (int i = 8; i > 0; i--)
       if (ty[i - 1] < thr) {
-        p = px[i - 1] + (thr - ty[i - 1]) * (px[i] - px[i - 1]) /
-                            (ty[i] - ty[i - 1]);
+        p = px[i - 1] +
+            (thr - ty[i - 1]) * (px[i] - px[i - 1]) / (ty[i] - ty[i - 1]);
         break;
       }
     double want_hi = 1000 - p;
@@ -891,14 +891,22 @@ static void test_flex_live_belief(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_rfc3339),     cmocka_unit_test(test_duration),
-      cmocka_unit_test(test_resolve),     cmocka_unit_test(test_schedule),
-      cmocka_unit_test(test_oadr_types),  cmocka_unit_test(test_oadr_timing),
-      cmocka_unit_test(test_oadr_bad),    cmocka_unit_test(test_notification),
-      cmocka_unit_test(test_report_json), cmocka_unit_test(test_meter),
-      cmocka_unit_test(test_rapl),        cmocka_unit_test(test_dcmi),
-      cmocka_unit_test(test_compliance),  cmocka_unit_test(test_flexcap),
-      cmocka_unit_test(test_bridge),      cmocka_unit_test(test_flex_live),
+      cmocka_unit_test(test_rfc3339),
+      cmocka_unit_test(test_duration),
+      cmocka_unit_test(test_resolve),
+      cmocka_unit_test(test_schedule),
+      cmocka_unit_test(test_oadr_types),
+      cmocka_unit_test(test_oadr_timing),
+      cmocka_unit_test(test_oadr_bad),
+      cmocka_unit_test(test_notification),
+      cmocka_unit_test(test_report_json),
+      cmocka_unit_test(test_meter),
+      cmocka_unit_test(test_rapl),
+      cmocka_unit_test(test_dcmi),
+      cmocka_unit_test(test_compliance),
+      cmocka_unit_test(test_flexcap),
+      cmocka_unit_test(test_bridge),
+      cmocka_unit_test(test_flex_live),
       cmocka_unit_test(test_flex_live_belief),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
