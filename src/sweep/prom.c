@@ -6,6 +6,7 @@
 
 #include <curl/curl.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +103,22 @@ static const unsigned char name_class[256] = {['0' ... '9'] = 2,
                                               [':'] = 3};
 static const unsigned char quote_or_escape[256] = {['"'] = 1, ['\\'] = 1};
 static int is_name_start(int c) { return name_class[c & 0xff] & 1; }
+
+/* The first byte of [p, e) that may be '"' or '\\', or a byte shortly
+ * before it: whole 8-byte words holding neither are skipped (a zero byte
+ * of x ^ "\"\"..." or x ^ "\\\\..." marks one). */
+static const char *skip_plain(const char *p, const char *e) {
+  const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+  while (e - p >= 8) {
+    uint64_t x;
+    memcpy(&x, p, 8);
+    uint64_t a = x ^ (ones * '"'), b = x ^ (ones * '\\');
+    if (((a - ones) & ~a & highs) | ((b - ones) & ~b & highs))
+      break;
+    p += 8;
+  }
+  return p;
+}
 static int is_name_char(int c) { return name_class[c & 0xff] & 2; }
 
 static void bad(struct pfi_prom_stats *st, long line, long col,
@@ -210,8 +227,10 @@ static int parse_labels(const char **pp, const char *e, struct labels *lb,
       goto fail;
     }
     const char *vs = ++p;
-    /* To the closing quote or the first escape by a table; a value with
-     * escapes is then walked. */
+    /* To the closing quote or the first escape, eight bytes at a time
+     * (a word with neither byte is skipped whole), then by a table; a
+     * value with escapes is then walked. */
+    p = skip_plain(p, e);
     while (p < e && !quote_or_escape[(unsigned char)*p])
       p++;
     while (p < e && *p != '"') {
@@ -299,6 +318,7 @@ struct lset {
   const char *text; /* the set, '{' to '}' */
   size_t len;
   struct labels lb;
+  long slot; /* the GPU record the set resolved to, -1 before it has */
 };
 
 static struct pfi_prom_gpu *gpu_slot(struct gpuset *gs,
@@ -336,7 +356,10 @@ static struct pfi_prom_gpu *gpu_slot(struct gpuset *gs,
   }
   struct pfi_prom_gpu *g = &gs->v[gs->n];
   memset(g, 0, sizeof *g);
-  snprintf(g->host, sizeof g->host, "%s", lb->host);
+  /* lb->host is NUL-terminated within its buffer, no longer than ours. */
+  size_t hl = strnlen(lb->host, sizeof g->host - 1);
+  memcpy(g->host, lb->host, hl);
+  g->host[hl] = '\0';
   g->gpu = lb->gpu;
   g->order = (long)gs->n;
   gs->h[k] = gs->n + 1;
@@ -359,7 +382,9 @@ int pfi_prom_parse(const char *name, const char *text, size_t len,
   struct pfi_prom_stats *st = stats ? stats : &local;
   struct gpuset gs = {0};
   int rc = 0;
-  memset(st, 0, sizeof *st);
+  /* The counters only: bad[] past nbad is never read, and clearing its
+   * 2 kB would cost more than parsing a small scrape's comment lines. */
+  memset(st, 0, offsetof(struct pfi_prom_stats, bad));
   *gpus = NULL;
   const char *p = text, *end = text + len;
   const char *nul_at = memchr(text, '\0', len);
@@ -404,18 +429,20 @@ int pfi_prom_parse(const char *name, const char *text, size_t len,
     lb.uuid = lb.uuid_end = lb.model = lb.model_end = NULL;
     lb.gpu = -1;
     lb.has_gpu = 0;
+    struct lset *set = NULL; /* the cache entry of this line's set */
     if (q < e && *q == '{') {
       /* An exporter repeats each GPU's label set on every metric: a set
        * byte for byte the same as a recent one parses the same (the
        * parse reads nothing past its '}'), so its result is reused. */
       int hit = 0;
       for (int k = 0; k < LSET_CACHE && !hit; k++) {
-        const struct lset *c = &cache[(ncache - 1 - k) & (LSET_CACHE - 1)];
+        struct lset *c = &cache[(ncache - 1 - k) & (LSET_CACHE - 1)];
         if (k < ncache && c->len <= (size_t)(e - q) &&
             memcmp(q, c->text, c->len) == 0) {
           lb = c->lb;
           q += c->len;
           hit = 1;
+          set = c;
         }
       }
       if (!hit) {
@@ -428,6 +455,8 @@ int pfi_prom_parse(const char *name, const char *text, size_t len,
         c->text = q0;
         c->len = (size_t)(q - q0);
         c->lb = lb;
+        c->slot = -1;
+        set = c;
         ncache++;
       }
     }
@@ -476,11 +505,16 @@ int pfi_prom_parse(const char *name, const char *text, size_t len,
       st->nogpu++;
       continue;
     }
-    struct pfi_prom_gpu *g = gpu_slot(&gs, &lb);
+    /* A set seen before resolves to the same record (records are only
+     * appended while parsing): no hash of the host name again. */
+    struct pfi_prom_gpu *g =
+        set && set->slot >= 0 ? &gs.v[set->slot] : gpu_slot(&gs, &lb);
     if (!g) {
       rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
       goto out;
     }
+    if (set)
+      set->slot = g - gs.v;
     if (!g->uuid[0] && lb.uuid)
       copy_unescaped(g->uuid, sizeof g->uuid, lb.uuid, lb.uuid_end);
     if (!g->model[0] && lb.model)

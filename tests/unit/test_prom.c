@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* The Prometheus text parser on the real dcgm-exporter sample and on
  * hand-written exposition text with known values. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -138,12 +139,66 @@ static void field_map(void **state) {
   assert_int_equal(pfi_prom_field("DCGM_FI_DEV_POWER", 17, &sc), -1);
 }
 
+/* Label sets that repeat across metrics resolve to the GPU record of their
+ * first appearance: 20 GPUs on two hosts (more sets than the parser keeps
+ * in its ring of recent ones, so some are parsed again), metric by metric,
+ * with values v = 100 * host + gpu + metric / 10 written exactly; the
+ * counters of a stats struct filled with garbage are set anew, and a
+ * value with escapes is read to its closing quote. */
+static void repeated_sets(void **state) {
+  (void)state;
+  static const char *const metric[3] = {"DCGM_FI_DEV_POWER_USAGE",
+                                        "DCGM_FI_DEV_GPU_TEMP",
+                                        "DCGM_FI_DEV_SM_CLOCK"};
+  char in[16384];
+  size_t o = 0;
+  for (int m = 0; m < 3; m++) {
+    o += (size_t)snprintf(in + o, sizeof in - o, "# HELP %s x\n# TYPE %s gauge\n",
+                          metric[m], metric[m]);
+    for (int h = 0; h < 2; h++)
+      for (int u = 0; u < 10; u++)
+        o += (size_t)snprintf(
+            in + o, sizeof in - o,
+            "%s{gpu=\"%d\",UUID=\"GPU-%d-%d\",Hostname=\"node-%d\","
+            "pod=\"a\\\"b\\\\c-long-value-%d\"} %d.%d\n",
+            metric[m], u, h, u, h, u, 100 * h + u, m);
+  }
+  struct pfi_prom_gpu *g = NULL;
+  struct pfi_prom_stats st;
+  memset(&st, 0x5a, sizeof st);
+  struct pfi_error err;
+  int n = pfi_prom_parse("rep.prom", in, o, &g, &st, &err);
+  ASSERT_EQ_INT(n, 20);
+  ASSERT_EQ_INT(st.lines, 66);
+  ASSERT_EQ_INT(st.samples, 60);
+  ASSERT_EQ_INT(st.mapped, 60);
+  ASSERT_EQ_INT(st.unknown, 0);
+  ASSERT_EQ_INT(st.nogpu, 0);
+  ASSERT_EQ_INT(st.malformed, 0);
+  ASSERT_EQ_INT(st.nbad, 0);
+  for (int i = 0; i < 20; i++) {
+    int h = i / 10, u = i % 10;
+    char host[16], uuid[16];
+    snprintf(host, sizeof host, "node-%d", h);
+    snprintf(uuid, sizeof uuid, "GPU-%d-%d", h, u);
+    assert_string_equal(g[i].host, host);
+    ASSERT_EQ_INT(g[i].gpu, u);
+    assert_string_equal(g[i].uuid, uuid);
+    ASSERT_EQ_INT(g[i].order, i);
+    ASSERT_NEAR(g[i].s.v[PFI_FIELD_POWER], 100 * h + u, 0);
+    ASSERT_NEAR(g[i].s.v[PFI_FIELD_TEMP], 100 * h + u + 0.1, 1e-12);
+    ASSERT_NEAR(g[i].s.v[PFI_FIELD_SM_CLOCK], 100 * h + u + 0.2, 1e-12);
+  }
+  free(g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(real_fixture),
       cmocka_unit_test(aliases_units_hosts),
       cmocka_unit_test(malformed_lines),
       cmocka_unit_test(field_map),
+      cmocka_unit_test(repeated_sets),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
