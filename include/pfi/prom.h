@@ -53,7 +53,7 @@ struct pfi_prom_stats {
   struct {
     long line, column;
     char msg[120];
-  } bad[PFI_PROM_BAD_MAX]; /* the first malformed lines */
+  } bad[PFI_PROM_BAD_MAX]; /* the first malformed lines; past nbad unset */
 };
 
 /*

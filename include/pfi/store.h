@@ -259,6 +259,33 @@ int pfi_store_node_power_next(struct pfi_store_iter *it,
 
 void pfi_store_iter_close(struct pfi_store_iter *it);
 
+/* ---- the samples blob (schema 2) --------------------------------------
+ *
+ * A schema-2 store keeps one row of the samples table per run and instant:
+ * (run_id, t_s, gpus, gpu_first, data), where `data` holds the samples of
+ * `gpus` GPUs in ascending GPU order, each as the GPU index (uint32), its
+ * validity mask (uint32, bit f = field f of PFI_FIELD_MAP) and one IEEE-754
+ * double per set bit in field order, all little-endian; `gpu_first` is the
+ * first entry's GPU. Schema-1 stores (one row per GPU and instant, a column
+ * per field) are read and written in their own layout.
+ */
+
+/* Bytes of one GPU's entry with validity mask `valid`. */
+size_t pfi_store_blob_entry_size(uint32_t valid);
+/* Writes the entry of `gpu` (v[f] for each set bit f of `valid`) at `out`
+ * (pfi_store_blob_entry_size(valid) bytes); returns the bytes written. */
+size_t pfi_store_blob_put(unsigned char *out, unsigned gpu, uint32_t valid,
+                          const double *v);
+/* Reads the entry at b[*off] of a blob of n bytes into out (gpu, valid, v
+ * with NaN where not valid; run_id and t_s untouched) and advances *off.
+ * `prev_gpu` is the previous entry's GPU, or -1 for the first. Returns 1,
+ * 0 at the end of the blob, or -1 with *why saying what is wrong (a
+ * truncated entry, GPUs not ascending, unknown field bits, a value not
+ * finite) and *off at the faulty byte. Never reads outside b[0..n). */
+int pfi_store_blob_next(const unsigned char *b, size_t n, size_t *off,
+                        int64_t prev_gpu, struct pfi_store_sample *out,
+                        const char **why);
+
 /* The largest stored value of field `f` over every sample, or NaN when
  * there is none. */
 double pfi_store_field_max(struct pfi_store *st, enum pfi_field f);

@@ -37,22 +37,22 @@ int pfi__restore_gpu(struct pfi_store *st, struct pfi_device *dev,
                      uint32_t mw, int *restored, struct pfi_error *err);
 
 /* store_file.c: the UTC time now as 2026-01-31T12:00:00Z; the samples
- * table's CREATE and INSERT text (malloc'd, NULL when out of memory); 1
- * when PATH-wal is absent or empty; "file:PATH?immutable=1" escaped
- * (malloc'd). */
+ * table's CREATE (schema 1 or 2) and schema-1 INSERT text (malloc'd, NULL
+ * when out of memory); 1 when PATH-wal is absent or empty;
+ * "file:PATH?immutable=1" escaped (malloc'd). */
 #include <stddef.h>
 /* The sweep lock's descriptor (-1: not held), for store_file.c. */
 int *pfi__store_lock_fd(struct pfi_store *st);
 void pfi__store_utc_now(char *buf, size_t n);
-char *pfi__store_samples_ddl(void);
+char *pfi__store_samples_ddl(int schema);
 char *pfi__store_samples_insert_sql(void);
 int pfi__store_wal_empty(const char *path);
 char *pfi__store_immutable_uri(const char *path);
 /* The schema (without samples), and the queries of the run and sample
  * iterators (pfi_store_runs_open's `which`, samples_open's `gpu`). */
 extern const char *const pfi__store_schema_sql;
-void pfi__store_runs_sql(unsigned which, char *sql, size_t n);
-void pfi__store_samples_sql(int gpu, char *sql, size_t n);
+void pfi__store_runs_sql(unsigned which, int schema, char *sql, size_t n);
+void pfi__store_samples_sql(int gpu, int schema, char *sql, size_t n);
 
 /* dbtable_sql.c: the SQL text of dbtable.h's tables, generated from their
  * columns into buf (n bytes). Each returns 0, or PFI_EINVAL when the text

@@ -19,17 +19,50 @@
 #include "pfi/dbtable.h"
 #include "pfi/version.h"
 
-/* Bumped when the schema changes incompatibly. */
-#define PFI_STORE_SCHEMA 1
+/* Bumped when the schema changes incompatibly: the schema new stores get.
+ * 2: the samples of a run at one instant packed in one row (store.h);
+ * 1: a row per GPU and instant, a column per field (still read and
+ * written in its own layout). */
+#define PFI_STORE_SCHEMA 2
+#define PFI_STORE_SCHEMA_MIN 1
 
-enum { ST_SAMPLE, ST_STEP, ST_EVENT, ST_RUN_BEGIN, ST_RUN_END, ST__COUNT };
+enum {
+  ST_SAMPLE,
+  ST_SAMPLE_GET,
+  ST_SAMPLE_SET,
+  ST_STEP,
+  ST_EVENT,
+  ST_RUN_BEGIN,
+  ST_RUN_END,
+  ST__COUNT
+};
+
+/* A sample added to a schema-2 store and not yet written: the rows are
+ * written when the batch commits (or a reader of this connection needs
+ * them), one per run and instant. */
+struct pend {
+  int64_t run;
+  double t;
+  uint32_t gpu, valid;
+  size_t seq; /* order of addition: of two for one GPU, the later wins */
+  double v[PFI_FIELD__COUNT];
+};
+
+/* Pending samples written at once within a batch beyond this many. */
+#define PEND_MAX 65536
 
 struct pfi_store {
   sqlite3 *db;
   char *path;
   int in_batch;
   int lock_fd;
+  int schema; /* the file's: 1 or 2 */
   sqlite3_stmt *stmt[ST__COUNT];
+  struct pend *pend;     /* schema 2: samples not yet written */
+  size_t npend, cappend; /* ... how many, room */
+  int pend_sorted;       /* pend[] in (run, t, gpu) order, no GPU twice */
+  unsigned char *buf;    /* one row's data, being built */
+  size_t capbuf;
 };
 
 int pfi__store_dberr(struct pfi_store *st, struct pfi_error *err,
@@ -89,6 +122,19 @@ static int first_read(sqlite3 *db) {
     src = sqlite3_step(q);
   sqlite3_finalize(q);
   return src;
+}
+
+/* The schema of the store open on db: its meta row, 0 when the store is
+ * new (no meta table yet, or no row). */
+static int stored_schema(sqlite3 *db) {
+  sqlite3_stmt *q = NULL;
+  int v = 0;
+  if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='schema'", -1,
+                         &q, NULL) == SQLITE_OK &&
+      sqlite3_step(q) == SQLITE_ROW)
+    v = sqlite3_column_int(q, 0);
+  sqlite3_finalize(q);
+  return v;
 }
 
 int pfi_store_open(struct pfi_store **out, const char *path, unsigned flags,
@@ -185,12 +231,6 @@ int pfi_store_open(struct pfi_store **out, const char *path, unsigned flags,
     }
   }
   if (!(flags & PFI_STORE_READONLY)) {
-    ddl = pfi__store_samples_ddl();
-    ins = pfi__store_samples_insert_sql();
-    if (!ddl || !ins) {
-      rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
-      goto out;
-    }
     /* WAL lets `pfi trace` read while a sweep writes; synchronous=NORMAL
      * keeps every commit atomic and consistent across a crash of pfi (only
      * a power loss can drop the newest commits). */
@@ -199,6 +239,18 @@ int pfi_store_open(struct pfi_store **out, const char *path, unsigned flags,
                       err)) < 0 ||
         (rc = exec_sql(st, "BEGIN IMMEDIATE;", err)) < 0)
       goto out;
+    /* An existing store keeps its layout; a new one gets the present. */
+    int old = stored_schema(st->db);
+    st->schema = old > 0 ? old : PFI_STORE_SCHEMA;
+    ddl = pfi__store_samples_ddl(st->schema);
+    ins = st->schema >= 2 ? strdup("INSERT INTO samples VALUES(?,?,?,?,?) ON "
+                                   "CONFLICT(run_id, t_s) DO NOTHING")
+                          : pfi__store_samples_insert_sql();
+    if (!ddl || !ins) {
+      exec_sql(st, "ROLLBACK;", NULL);
+      rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+      goto out;
+    }
     if ((rc = exec_sql(st, pfi__store_schema_sql, err)) < 0 ||
         (rc = exec_sql(st, ddl, err)) < 0) {
       exec_sql(st, "ROLLBACK;", NULL);
@@ -208,7 +260,7 @@ int pfi_store_open(struct pfi_store **out, const char *path, unsigned flags,
     snprintf(sql, sizeof sql,
              "INSERT OR IGNORE INTO meta VALUES('schema','%d');"
              "INSERT OR IGNORE INTO meta VALUES('pfi_version','%s');",
-             PFI_STORE_SCHEMA, PFI_VERSION_STRING);
+             st->schema, PFI_VERSION_STRING);
     if ((rc = exec_sql(st, sql, err)) < 0) {
       exec_sql(st, "ROLLBACK;", NULL);
       goto out;
@@ -223,6 +275,14 @@ int pfi_store_open(struct pfi_store **out, const char *path, unsigned flags,
       goto out;
     }
     if ((rc = prepare(st, ST_SAMPLE, ins, err)) < 0 ||
+        (st->schema >= 2 &&
+         ((rc = prepare(st, ST_SAMPLE_GET,
+                        "SELECT data FROM samples WHERE run_id=? AND t_s=?",
+                        err)) < 0 ||
+          (rc = prepare(st, ST_SAMPLE_SET,
+                        "UPDATE samples SET gpus=?, gpu_first=?, data=? "
+                        "WHERE run_id=? AND t_s=?",
+                        err)) < 0)) ||
         (rc = prepare(st, ST_STEP, "INSERT INTO steps VALUES(?,?,?,?,?,?,?,?)",
                       err)) < 0 ||
         (rc = prepare(st, ST_EVENT,
@@ -248,13 +308,23 @@ int pfi_store_open(struct pfi_store **out, const char *path, unsigned flags,
       rc = pfi_error_set(err, PFI_EDB, "%s: not a pfi trace store", path);
       goto out;
     }
-    if (g == 0 || atoi(v) != PFI_STORE_SCHEMA) {
+    int sv = g ? atoi(v) : 0;
+    if (g == 0 || sv < PFI_STORE_SCHEMA_MIN) {
       rc = pfi_error_set(err, PFI_EDB,
                          "%s: not a pfi trace store (schema %s, expected %d)",
                          path, g ? v : "missing", PFI_STORE_SCHEMA);
       goto out;
     }
+    if (sv > PFI_STORE_SCHEMA) {
+      rc = pfi_error_set(err, PFI_EDB,
+                         "%s: a trace store of schema %d, newer than this pfi "
+                         "reads (%d to %d): read it with the pfi that wrote it",
+                         path, sv, PFI_STORE_SCHEMA_MIN, PFI_STORE_SCHEMA);
+      goto out;
+    }
+    st->schema = sv;
   }
+  st->pend_sorted = 1;
   *out = st;
   st = NULL;
 out:
@@ -273,6 +343,8 @@ void pfi_store_close(struct pfi_store *st) {
     sqlite3_finalize(st->stmt[i]);
   sqlite3_close(st->db);
   pfi__store_unlock(st);
+  free(st->pend);
+  free(st->buf);
   free(st->path);
   free(st);
 }
@@ -332,16 +404,23 @@ int pfi_store_begin(struct pfi_store *st, struct pfi_error *err) {
   return rc;
 }
 
+static int flush_samples(struct pfi_store *st, struct pfi_error *err);
+
 int pfi_store_commit(struct pfi_store *st, struct pfi_error *err) {
   if (!st->in_batch)
     return 0;
-  int rc = exec_sql(st, "COMMIT;", err);
+  /* A failed write leaves the batch open, for the caller to roll back. */
+  int rc = flush_samples(st, err);
+  if (rc == 0)
+    rc = exec_sql(st, "COMMIT;", err);
   if (rc == 0)
     st->in_batch = 0;
   return rc;
 }
 
 int pfi_store_rollback(struct pfi_store *st) {
+  st->npend = 0;
+  st->pend_sorted = 1;
   if (!st->in_batch)
     return 0;
   st->in_batch = 0;
@@ -441,11 +520,237 @@ int pfi_store_runs_mark_interrupted(struct pfi_store *st,
   return rc < 0 ? rc : sqlite3_changes(st->db);
 }
 
+/* ---- schema 2: the samples of an instant in one row ---------------------- */
+
+static int pend_cmp(const void *a, const void *b) {
+  const struct pend *x = a, *y = b;
+  if (x->run != y->run)
+    return x->run < y->run ? -1 : 1;
+  if (x->t != y->t)
+    return x->t < y->t ? -1 : 1;
+  if (x->gpu != y->gpu)
+    return x->gpu < y->gpu ? -1 : 1;
+  return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+static int buf_room(struct pfi_store *st, size_t n, struct pfi_error *err) {
+  if (n <= st->capbuf)
+    return 0;
+  size_t nc = st->capbuf ? st->capbuf : 4096;
+  while (nc < n)
+    nc *= 2;
+  unsigned char *nb = realloc(st->buf, nc);
+  if (!nb)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  st->buf = nb;
+  st->capbuf = nc;
+  return 0;
+}
+
+/* The located error of a row whose data cannot be read. */
+static int blob_error(const char *path, int64_t run, double t, size_t off,
+                      size_t n, const char *why, struct pfi_error *err) {
+  return pfi_error_setloc(err, PFI_EPARSE, path, 0, 0,
+                          "samples of run %lld at t_s %.17g: byte %zu of the "
+                          "%zu-byte row: %s (a damaged store: copy the runs "
+                          "still readable with `pfi trace export`, or sweep "
+                          "again)",
+                          (long long)run, t, off, n, why);
+}
+
+/* Encodes pending samples [a, b) (one run and instant, sorted by GPU then
+ * order of addition) into st->buf, the later of two for one GPU kept.
+ * Sets *len, *gpus, *first. */
+static int encode_row(struct pfi_store *st, const struct pend *a,
+                      const struct pend *b, size_t *len, long long *gpus,
+                      uint32_t *first, struct pfi_error *err) {
+  size_t need = 0;
+  for (const struct pend *p = a; p < b; p++)
+    need += pfi_store_blob_entry_size(p->valid);
+  int rc = buf_room(st, need ? need : 1, err);
+  if (rc < 0)
+    return rc;
+  size_t o = 0;
+  long long n = 0;
+  for (const struct pend *p = a; p < b; p++) {
+    if (p + 1 < b && p[1].gpu == p->gpu)
+      continue; /* a later sample of this GPU replaces it */
+    o += pfi_store_blob_put(st->buf + o, p->gpu, p->valid, p->v);
+    n++;
+  }
+  *len = o;
+  *gpus = n;
+  *first = a->gpu;
+  return 0;
+}
+
+/* The row of (run, t) exists: its entries and the pending ones [a, b)
+ * merged, the pending winning for a GPU in both. */
+static int merge_row(struct pfi_store *st, const struct pend *a,
+                     const struct pend *b, struct pfi_error *err) {
+  sqlite3_stmt *g = st->stmt[ST_SAMPLE_GET];
+  struct pend *all = NULL;
+  int rc = 0;
+  sqlite3_bind_int64(g, 1, a->run);
+  sqlite3_bind_double(g, 2, a->t);
+  int r = sqlite3_step(g);
+  if (r != SQLITE_ROW) {
+    rc = pfi__store_dberr(st, err, "sample");
+    goto out;
+  }
+  const unsigned char *old = sqlite3_column_blob(g, 0);
+  size_t n = (size_t)sqlite3_column_bytes(g, 0);
+  size_t cap = (size_t)(b - a) + n / 8 + 1, k = 0;
+  all = malloc(cap * sizeof *all);
+  if (!all) {
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  /* The stored entries first, as additions before every pending one. */
+  size_t off = 0;
+  int64_t prev = -1;
+  struct pfi_store_sample smp;
+  const char *why = NULL;
+  while ((r = pfi_store_blob_next(old, n, &off, prev, &smp, &why)) == 1) {
+    struct pend *p = &all[k++];
+    p->run = a->run;
+    p->t = a->t;
+    p->gpu = smp.gpu;
+    p->valid = smp.valid;
+    p->seq = 0;
+    memcpy(p->v, smp.v, sizeof p->v);
+    prev = smp.gpu;
+  }
+  if (r < 0) {
+    rc = blob_error(st->path, a->run, a->t, off, n, why, err);
+    goto out;
+  }
+  for (const struct pend *p = a; p < b; p++) {
+    all[k] = *p;
+    all[k++].seq = p->seq + 1;
+  }
+  qsort(all, k, sizeof *all, pend_cmp);
+  size_t len;
+  long long gpus;
+  uint32_t first;
+  sqlite3_reset(g);
+  if ((rc = encode_row(st, all, all + k, &len, &gpus, &first, err)) < 0)
+    goto out;
+  sqlite3_stmt *u = st->stmt[ST_SAMPLE_SET];
+  sqlite3_bind_int64(u, 1, gpus);
+  sqlite3_bind_int64(u, 2, first);
+  sqlite3_bind_blob(u, 3, st->buf, (int)len, SQLITE_STATIC);
+  sqlite3_bind_int64(u, 4, a->run);
+  sqlite3_bind_double(u, 5, a->t);
+  rc = step_done(st, u, err, "sample");
+out:
+  sqlite3_reset(g);
+  free(all);
+  return rc;
+}
+
+/* Writes the pending samples: a row per (run, instant), merged into the
+ * row already there for that instant if any. */
+static int flush_samples(struct pfi_store *st, struct pfi_error *err) {
+  if (st->npend == 0)
+    return 0;
+  if (!st->pend_sorted)
+    qsort(st->pend, st->npend, sizeof *st->pend, pend_cmp);
+  sqlite3_stmt *q = st->stmt[ST_SAMPLE];
+  int rc = 0;
+  for (size_t i = 0, j; i < st->npend && rc == 0; i = j) {
+    const struct pend *a = &st->pend[i];
+    for (j = i + 1;
+         j < st->npend && st->pend[j].run == a->run && st->pend[j].t == a->t;
+         j++)
+      ;
+    size_t len;
+    long long gpus;
+    uint32_t first;
+    if ((rc = encode_row(st, a, st->pend + j, &len, &gpus, &first, err)) < 0)
+      break;
+    if ((size_t)(int)len != len) {
+      rc = pfi_error_set(err, PFI_ERANGE,
+                         "%s: run %lld: too many GPUs at one instant",
+                         st->path, (long long)a->run);
+      break;
+    }
+    sqlite3_bind_int64(q, 1, a->run);
+    sqlite3_bind_double(q, 2, a->t);
+    sqlite3_bind_int64(q, 3, gpus);
+    sqlite3_bind_int64(q, 4, first);
+    sqlite3_bind_blob(q, 5, st->buf, (int)len, SQLITE_STATIC);
+    int r = sqlite3_step(q);
+    sqlite3_reset(q);
+    if (r != SQLITE_DONE)
+      rc = pfi__store_dberr(st, err, "sample");
+    else if (sqlite3_changes(st->db) == 0)
+      rc = merge_row(st, a, st->pend + j, err);
+  }
+  st->npend = 0;
+  st->pend_sorted = 1;
+  return rc;
+}
+
+static int add_sample_packed(struct pfi_store *st, int64_t run_id,
+                             unsigned gpu, const struct pfi_sample *s,
+                             struct pfi_error *err) {
+  if (isnan(s->t_s))
+    return pfi_error_set(err, PFI_EINVAL,
+                         "%s: run %lld, GPU %u: sample time not a number",
+                         st->path, (long long)run_id, gpu);
+  if (st->npend == st->cappend) {
+    size_t nc = st->cappend ? 2 * st->cappend : 64;
+    struct pend *np = realloc(st->pend, nc * sizeof *np);
+    if (!np)
+      return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    st->pend = np;
+    st->cappend = nc;
+  }
+  struct pend *p = &st->pend[st->npend];
+  p->run = run_id;
+  p->t = s->t_s;
+  p->gpu = gpu;
+  p->seq = st->npend;
+  uint32_t valid = 0;
+  for (int f = 0; f < PFI_FIELD__COUNT; f++) {
+    /* A field flagged valid but not finite is stored as not valid: the
+     * store never holds NaN. */
+    if (pfi_sample_has(s, (enum pfi_field)f) && isfinite(s->v[f])) {
+      p->v[f] = s->v[f];
+      valid |= 1u << f;
+    } else {
+      p->v[f] = 0;
+    }
+  }
+  p->valid = valid;
+  /* In order as a sweep adds them: no sort. A repeat of the last GPU is
+   * in order too (the row keeps the later). */
+  if (st->npend && st->pend_sorted && pend_cmp(p - 1, p) > 0)
+    st->pend_sorted = 0;
+  st->npend++;
+  if (st->in_batch)
+    return st->npend >= PEND_MAX ? flush_samples(st, err) : 0;
+  /* Outside a batch a sample is committed at once, as any other add. */
+  int rc = exec_sql(st, "BEGIN IMMEDIATE;", err);
+  if (rc < 0) {
+    st->npend = 0;
+    st->pend_sorted = 1;
+    return rc;
+  }
+  if ((rc = flush_samples(st, err)) < 0 ||
+      (rc = exec_sql(st, "COMMIT;", err)) < 0)
+    exec_sql(st, "ROLLBACK;", NULL);
+  return rc;
+}
+
 int pfi_store_add_sample(struct pfi_store *st, int64_t run_id, unsigned gpu,
                          const struct pfi_sample *s, struct pfi_error *err) {
   sqlite3_stmt *q = st->stmt[ST_SAMPLE];
   if (!q)
     return pfi_error_set(err, PFI_ESTATE, "%s: opened read-only", st->path);
+  if (st->schema >= 2)
+    return add_sample_packed(st, run_id, gpu, s, err);
   sqlite3_bind_int64(q, 1, run_id);
   sqlite3_bind_int(q, 2, (int)gpu);
   sqlite3_bind_double(q, 3, s->t_s);
@@ -648,11 +953,29 @@ struct pfi_store_iter {
   int kind;
   unsigned flags;
   const char *what;
+  /* Schema-2 samples: the GPU asked for (an index, or PFI_STORE_ALL_GPUS
+   * and PFI_STORE_FIRST_GPU until the first row resolves it), and the row
+   * being read: its run, time, data, position, entries read and stated. */
+  int64_t gpu;
+  int64_t run;
+  double t;
+  const unsigned char *b;
+  size_t n, off;
+  int64_t prev;
+  long long got, want;
+  int in_row;
 };
 
 static int iter_open(struct pfi_store *st, int kind, const char *sql,
                      const char *what, struct pfi_store_iter **it,
                      struct pfi_error *err) {
+  *it = NULL;
+  /* This connection's own samples of the open batch are read too. */
+  if (st->in_batch && st->npend) {
+    int rc = flush_samples(st, err);
+    if (rc < 0)
+      return rc;
+  }
   *it = calloc(1, sizeof **it);
   if (!*it)
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
@@ -693,7 +1016,7 @@ static const char *text_or_empty(sqlite3_stmt *q, int col) {
 int pfi_store_runs_open(struct pfi_store *st, unsigned which,
                         struct pfi_store_iter **it, struct pfi_error *err) {
   char sql[1024];
-  pfi__store_runs_sql(which, sql, sizeof sql);
+  pfi__store_runs_sql(which, st->schema, sql, sizeof sql);
   int rc = iter_open(st, IT_RUNS, sql, "runs", it, err);
   if (rc == 0)
     (*it)->flags = which;
@@ -729,16 +1052,72 @@ int pfi_store_runs_next(struct pfi_store_iter *it, struct pfi_store_run *out,
 int pfi_store_samples_open(struct pfi_store *st, int64_t run_id, int gpu,
                            struct pfi_store_iter **it, struct pfi_error *err) {
   char sql[2048];
-  pfi__store_samples_sql(gpu, sql, sizeof sql);
+  pfi__store_samples_sql(gpu, st->schema, sql, sizeof sql);
   int rc = iter_open(st, IT_SAMPLES, sql, "samples", it, err);
-  if (rc == 0)
+  if (rc == 0) {
     sqlite3_bind_int64((*it)->q, 1, run_id);
+    (*it)->gpu = gpu;
+    (*it)->run = run_id;
+  }
   return rc;
+}
+
+/* Schema 2: the next entry of the rows of the run, of the GPU asked for. */
+static int samples_next_packed(struct pfi_store_iter *it,
+                               struct pfi_store_sample *out,
+                               struct pfi_error *err) {
+  sqlite3_stmt *q = it->q;
+  for (;;) {
+    if (!it->in_row) {
+      int rc = iter_step(it, err);
+      if (rc <= 0)
+        return rc;
+      if (it->gpu == PFI_STORE_FIRST_GPU)
+        it->gpu = sqlite3_column_int64(q, 3);
+      it->t = sqlite3_column_double(q, 0);
+      it->b = sqlite3_column_blob(q, 1);
+      it->n = (size_t)sqlite3_column_bytes(q, 1);
+      it->want = sqlite3_column_int64(q, 2);
+      it->off = 0;
+      it->prev = -1;
+      it->got = 0;
+      it->in_row = 1;
+    }
+    const char *why = NULL;
+    int r = pfi_store_blob_next(it->b, it->n, &it->off, it->prev, out, &why);
+    if (r < 0)
+      return blob_error(it->st->path, it->run, it->t, it->off, it->n, why,
+                        err);
+    if (r == 0) {
+      if (it->got != it->want) {
+        char m[96];
+        snprintf(m, sizeof m, "%lld GPU entries where the row says %lld",
+                 it->got, it->want);
+        return blob_error(it->st->path, it->run, it->t, it->off, it->n, m,
+                          err);
+      }
+      it->in_row = 0;
+      continue;
+    }
+    it->prev = out->gpu;
+    it->got++;
+    if (it->gpu >= 0 && out->gpu != it->gpu) {
+      /* Entries ascend: past the one asked for, the row has no more. */
+      if (out->gpu > it->gpu)
+        it->in_row = 0;
+      continue;
+    }
+    out->run_id = it->run;
+    out->t_s = it->t;
+    return 1;
+  }
 }
 
 int pfi_store_samples_next(struct pfi_store_iter *it,
                            struct pfi_store_sample *out,
                            struct pfi_error *err) {
+  if (it->st->schema >= 2)
+    return samples_next_packed(it, out, err);
   int rc = iter_step(it, err);
   if (rc <= 0)
     return rc;
@@ -850,6 +1229,32 @@ int pfi_store_node_power_next(struct pfi_store_iter *it,
 }
 
 double pfi_store_field_max(struct pfi_store *st, enum pfi_field f) {
+  if (st->schema >= 2) {
+    /* Every row's entries; a row that cannot be read adds nothing (the
+     * samples' readers say what is wrong with it). */
+    double c = NAN;
+    sqlite3_stmt *q = NULL;
+    if ((st->in_batch && st->npend && flush_samples(st, NULL) < 0) ||
+        sqlite3_prepare_v2(st->db, "SELECT data FROM samples", -1, &q, NULL) !=
+            SQLITE_OK) {
+      sqlite3_finalize(q);
+      return c;
+    }
+    while (sqlite3_step(q) == SQLITE_ROW) {
+      const unsigned char *b = sqlite3_column_blob(q, 0);
+      size_t n = (size_t)sqlite3_column_bytes(q, 0), off = 0;
+      int64_t prev = -1;
+      struct pfi_store_sample smp;
+      const char *why;
+      while (pfi_store_blob_next(b, n, &off, prev, &smp, &why) == 1) {
+        prev = smp.gpu;
+        if (smp.valid >> f & 1u && !(smp.v[f] <= c))
+          c = smp.v[f];
+      }
+    }
+    sqlite3_finalize(q);
+    return c;
+  }
   char sql[128];
   snprintf(sql, sizeof sql, "SELECT max(%s) FROM samples", pfi_field_name(f));
   sqlite3_stmt *q = NULL;

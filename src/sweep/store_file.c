@@ -6,6 +6,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,15 +27,25 @@ void pfi__store_utc_now(char *buf, size_t n) {
   strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-/* The samples table has one column per telemetry field, generated from
- * PFI_FIELD_MAP so that a new field gets a column. A row per GPU and
- * instant with a validity bitmask is several times faster to write than a
- * row per field, and a field never valid costs one NULL. */
-char *pfi__store_samples_ddl(void) {
+/* Schema 2: a row per run and instant holding every GPU's sample packed
+ * (store.h). A commit per sampling interval then writes one row of the
+ * samples table, not one per GPU: the row cost and the pages a commit
+ * rewrites, not the values, bound how fast a sweep can record.
+ * Schema 1: one column per telemetry field, generated from PFI_FIELD_MAP,
+ * a row per GPU and instant with a validity bitmask. */
+char *pfi__store_samples_ddl(int schema) {
   size_t cap = 4096;
   char *s = malloc(cap);
   if (!s)
     return NULL;
+  if (schema >= 2) {
+    snprintf(s, cap,
+             "CREATE TABLE IF NOT EXISTS samples(run_id INTEGER NOT NULL, t_s "
+             "REAL NOT NULL, gpus INTEGER NOT NULL, gpu_first INTEGER NOT "
+             "NULL, data BLOB NOT NULL, PRIMARY KEY(run_id, t_s)) WITHOUT "
+             "ROWID;");
+    return s;
+  }
   size_t o = (size_t)snprintf(s, cap,
                               "CREATE TABLE IF NOT EXISTS samples(run_id "
                               "INTEGER NOT NULL, gpu INTEGER NOT NULL, t_s "
@@ -58,6 +70,97 @@ char *pfi__store_samples_insert_sql(void) {
     o += (size_t)snprintf(s + o, cap - o, ",?");
   snprintf(s + o, cap - o, ")");
   return s;
+}
+
+/* ---- the samples blob ------------------------------------------------- */
+
+static void put_u32le(unsigned char *p, uint32_t x) {
+  p[0] = (unsigned char)x;
+  p[1] = (unsigned char)(x >> 8);
+  p[2] = (unsigned char)(x >> 16);
+  p[3] = (unsigned char)(x >> 24);
+}
+
+static uint32_t get_u32le(const unsigned char *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+         (uint32_t)p[3] << 24;
+}
+
+static void put_f64le(unsigned char *p, double v) {
+  uint64_t x;
+  memcpy(&x, &v, sizeof x);
+  put_u32le(p, (uint32_t)x);
+  put_u32le(p + 4, (uint32_t)(x >> 32));
+}
+
+static double get_f64le(const unsigned char *p) {
+  uint64_t x = (uint64_t)get_u32le(p) | (uint64_t)get_u32le(p + 4) << 32;
+  double v;
+  memcpy(&v, &x, sizeof v);
+  return v;
+}
+
+size_t pfi_store_blob_entry_size(uint32_t valid) {
+  return 8 + 8 * (size_t)__builtin_popcount(valid);
+}
+
+size_t pfi_store_blob_put(unsigned char *out, unsigned gpu, uint32_t valid,
+                          const double *v) {
+  put_u32le(out, gpu);
+  put_u32le(out + 4, valid);
+  size_t o = 8;
+  for (int f = 0; f < PFI_FIELD__COUNT; f++)
+    if (valid >> f & 1u) {
+      put_f64le(out + o, v[f]);
+      o += 8;
+    }
+  return o;
+}
+
+int pfi_store_blob_next(const unsigned char *b, size_t n, size_t *off,
+                        int64_t prev_gpu, struct pfi_store_sample *out,
+                        const char **why) {
+  size_t o = *off;
+  if (o >= n)
+    return 0;
+  if (n - o < 8) {
+    *why = "truncated GPU entry (fewer than 8 bytes left)";
+    return -1;
+  }
+  uint32_t gpu = get_u32le(b + o), valid = get_u32le(b + o + 4);
+  if ((int64_t)gpu <= prev_gpu) {
+    *why = "GPU index not above the previous entry's";
+    return -1;
+  }
+  if (valid >> PFI_FIELD__COUNT) {
+    *off = o + 4;
+    *why = "validity mask names an unknown field";
+    return -1;
+  }
+  if (n - o - 8 < 8 * (size_t)__builtin_popcount(valid)) {
+    *off = o + 8;
+    *why = "truncated values (fewer than the validity mask names)";
+    return -1;
+  }
+  size_t q = o + 8;
+  for (int f = 0; f < PFI_FIELD__COUNT; f++) {
+    if (!(valid >> f & 1u)) {
+      out->v[f] = NAN;
+      continue;
+    }
+    double v = get_f64le(b + q);
+    if (!isfinite(v)) {
+      *off = q;
+      *why = "value not finite";
+      return -1;
+    }
+    out->v[f] = v;
+    q += 8;
+  }
+  out->gpu = gpu;
+  out->valid = valid;
+  *off = q;
+  return 1;
 }
 
 int pfi__store_wal_empty(const char *path) {
@@ -143,12 +246,14 @@ const char *const pfi__store_schema_sql =
     "REAL NOT NULL, gpu_w REAL, other_w REAL, node_w REAL NOT NULL, source "
     "TEXT NOT NULL, PRIMARY KEY(run_id, t_s)) WITHOUT ROWID;";
 
-void pfi__store_runs_sql(unsigned which, char *sql, size_t n) {
+void pfi__store_runs_sql(unsigned which, int schema, char *sql, size_t n) {
   const char *counts =
-      (which & PFI_RUNS_COUNTS)
-          ? "(SELECT count(*) FROM samples s WHERE s.run_id = r.id), "
-            "(SELECT count(*) FROM steps p WHERE p.run_id = r.id)"
-          : "0, 0";
+      !(which & PFI_RUNS_COUNTS) ? "0, 0"
+      : schema >= 2
+          ? "(SELECT coalesce(sum(s.gpus), 0) FROM samples s WHERE s.run_id "
+            "= r.id), (SELECT count(*) FROM steps p WHERE p.run_id = r.id)"
+          : "(SELECT count(*) FROM samples s WHERE s.run_id = r.id), "
+            "(SELECT count(*) FROM steps p WHERE p.run_id = r.id)";
   snprintf(sql, n,
            "SELECT r.id, r.job, coalesce(r.arch, ''), coalesce(r.task, ''), "
            "r.cap_w, r.gpus, r.source, r.state, r.exit_status, r.t_start_s, "
@@ -161,7 +266,18 @@ void pfi__store_runs_sql(unsigned which, char *sql, size_t n) {
                : "ORDER BY r.id");
 }
 
-void pfi__store_samples_sql(int gpu, char *sql, size_t n) {
+void pfi__store_samples_sql(int gpu, int schema, char *sql, size_t n) {
+  if (schema >= 2) {
+    /* The GPU is picked while the rows' entries are read; the first GPU
+     * of the run (the lowest of any row's first) is the last column. */
+    snprintf(sql, n,
+             "SELECT t_s, data, gpus, %s FROM samples WHERE run_id = ?1 "
+             "ORDER BY t_s",
+             gpu == PFI_STORE_FIRST_GPU
+                 ? "(SELECT min(gpu_first) FROM samples WHERE run_id = ?1)"
+                 : "NULL");
+    return;
+  }
   char where[160];
   if (gpu == PFI_STORE_FIRST_GPU)
     snprintf(where, sizeof where,

@@ -84,7 +84,7 @@ static void ledger(void **state) {
   assert_int_equal(pfi_store_runs_mark_interrupted(st, &err), 1);
   char v[32];
   assert_int_equal(pfi_store_meta_get(st, "schema", v, sizeof v, &err), 1);
-  assert_string_equal(v, "1");
+  assert_string_equal(v, "2");
   pfi_store_close(st);
   /* Not a store: a text file and a missing file. */
   path_of(p, sizeof p, "text.db");

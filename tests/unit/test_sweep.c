@@ -130,7 +130,9 @@ static void stop_restore_resume(void **state) {
   ASSERT_EQ_INT(count(st, "select count(*) from cap_events where "
                           "action='readback' and mw=300000"),
                 8);
-  ASSERT_EQ_INT(count(st, "select count(*) from samples where run_id=1"),
+  /* One row per instant of the 8 GPUs' samples (schema 2). */
+  ASSERT_EQ_INT(count(st, "select count(*) from samples where run_id=1"), 360);
+  ASSERT_EQ_INT(count(st, "select sum(gpus) from samples where run_id=1"),
                 360 * 8);
   ASSERT_EQ_INT(count(st, "select count(*) from steps where run_id=1"), 360);
   /* Resume: the complete 300 W run is skipped. */
