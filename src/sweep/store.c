@@ -31,6 +31,9 @@ enum {
   ST_SAMPLE_GET,
   ST_SAMPLE_SET,
   ST_STEP,
+  ST_STEP_SEQ,
+  ST_BEGIN,
+  ST_COMMIT,
   ST_EVENT,
   ST_RUN_BEGIN,
   ST_RUN_END,
@@ -63,6 +66,7 @@ struct pfi_store {
   int pend_sorted;       /* pend[] in (run, t, gpu) order, no GPU twice */
   unsigned char *buf;    /* one row's data, being built */
   size_t capbuf;
+  int64_t step_run, step_seq; /* schema 2: the last step's run and seq */
 };
 
 int pfi__store_dberr(struct pfi_store *st, struct pfi_error *err,
@@ -234,9 +238,13 @@ int pfi_store_open(struct pfi_store **out, const char *path, unsigned flags,
     /* WAL lets `pfi trace` read while a sweep writes; synchronous=NORMAL
      * keeps every commit atomic and consistent across a crash of pfi (only
      * a power loss can drop the newest commits). */
-    if ((rc =
-             exec_sql(st, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-                      err)) < 0 ||
+    /* Pages of 2 KiB for a new store (an existing one keeps its own): a
+     * commit rewrites every page it touches, and a sampling interval's
+     * rows fill little more than one. */
+    if ((rc = exec_sql(st,
+                       "PRAGMA page_size=2048; PRAGMA journal_mode=WAL; "
+                       "PRAGMA synchronous=NORMAL;",
+                       err)) < 0 ||
         (rc = exec_sql(st, "BEGIN IMMEDIATE;", err)) < 0)
       goto out;
     /* An existing store keeps its layout; a new one gets the present. */
@@ -283,8 +291,18 @@ int pfi_store_open(struct pfi_store **out, const char *path, unsigned flags,
                         "UPDATE samples SET gpus=?, gpu_first=?, data=? "
                         "WHERE run_id=? AND t_s=?",
                         err)) < 0)) ||
-        (rc = prepare(st, ST_STEP, "INSERT INTO steps VALUES(?,?,?,?,?,?,?,?)",
+        (rc = prepare(st, ST_STEP,
+                      st->schema >= 2
+                          ? "INSERT INTO steps VALUES(?,?,?,?,?,?,?,?,?)"
+                          : "INSERT INTO steps VALUES(?,?,?,?,?,?,?,?)",
                       err)) < 0 ||
+        (st->schema >= 2 &&
+         (rc = prepare(st, ST_STEP_SEQ,
+                       "SELECT coalesce(max(seq), 0) FROM steps WHERE "
+                       "run_id=?",
+                       err)) < 0) ||
+        (rc = prepare(st, ST_BEGIN, "BEGIN IMMEDIATE", err)) < 0 ||
+        (rc = prepare(st, ST_COMMIT, "COMMIT", err)) < 0 ||
         (rc = prepare(st, ST_EVENT,
                       "INSERT INTO cap_events(run_id,gpu,action,mw,t_s,utc) "
                       "VALUES(?,?,?,?,?,?)",
@@ -395,10 +413,25 @@ out:
   return rc;
 }
 
+/* Runs a prepared statement of st (or `sql` when it has none, read-only):
+ * 0 or the error as exec_sql gives it. */
+static int exec_stmt(struct pfi_store *st, int which, const char *sql,
+                     struct pfi_error *err) {
+  sqlite3_stmt *q = st->stmt[which];
+  if (!q)
+    return exec_sql(st, sql, err);
+  int src = sqlite3_step(q);
+  sqlite3_reset(q);
+  if (src == SQLITE_DONE)
+    return 0;
+  return pfi_error_set(err, sqlite_code(sqlite3_errcode(st->db)), "%s: %s",
+                       st->path, sqlite3_errmsg(st->db));
+}
+
 int pfi_store_begin(struct pfi_store *st, struct pfi_error *err) {
   if (st->in_batch)
     return pfi_error_set(err, PFI_ESTATE, "%s: batch already open", st->path);
-  int rc = exec_sql(st, "BEGIN IMMEDIATE;", err);
+  int rc = exec_stmt(st, ST_BEGIN, "BEGIN IMMEDIATE;", err);
   if (rc == 0)
     st->in_batch = 1;
   return rc;
@@ -412,7 +445,7 @@ int pfi_store_commit(struct pfi_store *st, struct pfi_error *err) {
   /* A failed write leaves the batch open, for the caller to roll back. */
   int rc = flush_samples(st, err);
   if (rc == 0)
-    rc = exec_sql(st, "COMMIT;", err);
+    rc = exec_stmt(st, ST_COMMIT, "COMMIT;", err);
   if (rc == 0)
     st->in_batch = 0;
   return rc;
@@ -774,14 +807,32 @@ int pfi_store_add_step(struct pfi_store *st, int64_t run_id,
   sqlite3_stmt *q = st->stmt[ST_STEP];
   if (!q)
     return pfi_error_set(err, PFI_ESTATE, "%s: opened read-only", st->path);
+  int k = 0; /* the columns after t_s are one further in schema 2 */
+  if (st->schema >= 2) {
+    /* Steps of a run are numbered in order of addition, after those the
+     * run already has (looked up once per run). */
+    if (st->step_run != run_id) {
+      sqlite3_stmt *m = st->stmt[ST_STEP_SEQ];
+      sqlite3_bind_int64(m, 1, run_id);
+      int r = sqlite3_step(m);
+      int64_t last = sqlite3_column_int64(m, 0);
+      sqlite3_reset(m);
+      if (r != SQLITE_ROW)
+        return pfi__store_dberr(st, err, "step");
+      st->step_run = run_id;
+      st->step_seq = last;
+    }
+    sqlite3_bind_int64(q, 3, ++st->step_seq);
+    k = 1;
+  }
   sqlite3_bind_int64(q, 1, run_id);
   sqlite3_bind_double(q, 2, isfinite(s->t_s) ? s->t_s : 0);
-  bind_opt(q, 3, s->job_t_s);
-  bind_opt(q, 4, s->tokens);
-  bind_opt(q, 5, s->tokens_per_s);
-  bind_opt(q, 6, s->step);
-  bind_opt(q, 7, s->loss);
-  bind_opt(q, 8, s->mfu);
+  bind_opt(q, 3 + k, s->job_t_s);
+  bind_opt(q, 4 + k, s->tokens);
+  bind_opt(q, 5 + k, s->tokens_per_s);
+  bind_opt(q, 6 + k, s->step);
+  bind_opt(q, 7 + k, s->loss);
+  bind_opt(q, 8 + k, s->mfu);
   return step_done(st, q, err, "step");
 }
 

@@ -27,12 +27,15 @@ void pfi__store_utc_now(char *buf, size_t n) {
   strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-/* Schema 2: a row per run and instant holding every GPU's sample packed
- * (store.h). A commit per sampling interval then writes one row of the
- * samples table, not one per GPU: the row cost and the pages a commit
- * rewrites, not the values, bound how fast a sweep can record.
+/* The samples and steps tables.
+ * Schema 2: a row per run and instant holding every GPU's sample packed
+ * (store.h), and steps keyed by run, time and order of addition in one
+ * b-tree. A commit per sampling interval then writes one samples row, not
+ * one per GPU, and a steps row without a second index: what bounds a
+ * sweep's recording is the pages each commit rewrites, not the values.
  * Schema 1: one column per telemetry field, generated from PFI_FIELD_MAP,
- * a row per GPU and instant with a validity bitmask. */
+ * a row per GPU and instant with a validity bitmask; steps indexed by
+ * (run_id, t_s). */
 char *pfi__store_samples_ddl(int schema) {
   size_t cap = 4096;
   char *s = malloc(cap);
@@ -42,8 +45,11 @@ char *pfi__store_samples_ddl(int schema) {
     snprintf(s, cap,
              "CREATE TABLE IF NOT EXISTS samples(run_id INTEGER NOT NULL, t_s "
              "REAL NOT NULL, gpus INTEGER NOT NULL, gpu_first INTEGER NOT "
-             "NULL, data BLOB NOT NULL, PRIMARY KEY(run_id, t_s)) WITHOUT "
-             "ROWID;");
+             "NULL, data BLOB NOT NULL, PRIMARY KEY(run_id, t_s));"
+             "CREATE TABLE IF NOT EXISTS steps(run_id INTEGER NOT NULL, t_s "
+             "REAL NOT NULL, seq INTEGER NOT NULL, job_t_s REAL, tokens REAL, "
+             "tokens_per_s REAL, step REAL, loss REAL, mfu REAL, PRIMARY "
+             "KEY(run_id, t_s, seq)) WITHOUT ROWID;");
     return s;
   }
   size_t o = (size_t)snprintf(s, cap,
@@ -52,7 +58,12 @@ char *pfi__store_samples_ddl(int schema) {
                               "REAL NOT NULL, valid INTEGER NOT NULL");
   for (int f = 0; f < PFI_FIELD__COUNT; f++)
     o += (size_t)snprintf(s + o, cap - o, ", %s REAL", pfi_field_name(f));
-  snprintf(s + o, cap - o, ", PRIMARY KEY(run_id, t_s, gpu)) WITHOUT ROWID;");
+  snprintf(s + o, cap - o,
+           ", PRIMARY KEY(run_id, t_s, gpu)) WITHOUT ROWID;"
+           "CREATE TABLE IF NOT EXISTS steps(run_id INTEGER NOT NULL, t_s "
+           "REAL NOT NULL, job_t_s REAL, tokens REAL, tokens_per_s REAL, step "
+           "REAL, loss REAL, mfu REAL);"
+           "CREATE INDEX IF NOT EXISTS steps_run ON steps(run_id, t_s);");
   return s;
 }
 
@@ -221,7 +232,7 @@ void pfi__store_unlock(struct pfi_store *st) {
   }
 }
 
-/* The tables other than samples (whose columns are generated). */
+/* The tables other than samples and steps (pfi__store_samples_ddl). */
 const char *const pfi__store_schema_sql =
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT "
     "NULL);"
@@ -230,10 +241,6 @@ const char *const pfi__store_schema_sql =
     " source TEXT NOT NULL, state TEXT NOT NULL, t_start_s REAL, t_end_s "
     "REAL, exit_status INTEGER, command TEXT, started_utc TEXT);"
     "CREATE INDEX IF NOT EXISTS runs_job_cap ON runs(job, cap_w);"
-    "CREATE TABLE IF NOT EXISTS steps(run_id INTEGER NOT NULL, t_s REAL NOT "
-    "NULL, job_t_s REAL, tokens REAL, tokens_per_s REAL, step REAL, loss "
-    "REAL, mfu REAL);"
-    "CREATE INDEX IF NOT EXISTS steps_run ON steps(run_id, t_s);"
     "CREATE TABLE IF NOT EXISTS cap_events(id INTEGER PRIMARY KEY, run_id "
     "INTEGER, gpu INTEGER NOT NULL, action TEXT NOT NULL, mw INTEGER NOT "
     "NULL, t_s REAL, utc TEXT NOT NULL);"
