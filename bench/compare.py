@@ -221,13 +221,14 @@ def main():
     rows.append(("oracle, 1,000,000 jobs", "%.3f s CPU" % max(cpus), "", "",
                  "<= 0.5 s", mark))
     out = subprocess.check_output([os.path.join(build, "bench_store")]).decode()
-    m = re.search(r"([0-9]+) rows/s", out)
+    m = re.search(r"([0-9]+) rows/s of CPU", out)
     rate = int(m.group(1)) if m else 0
     mark = "meets" if rate >= 1000000 else "BELOW"
-    print("trace store, one transaction per interval: %d rows/s: %s (goal >= "
-          "1,000,000)" % (rate, mark))
+    print("trace store, one transaction per interval: %d rows/s of CPU: %s "
+          "(goal >= 1,000,000)" % (rate, mark))
     rows.append(("trace store insert, a transaction per interval",
-                 "%d rows/s" % rate, "", "", ">= 1,000,000 rows/s", mark))
+                 "%d rows/s of CPU" % rate, "", "", ">= 1,000,000 rows/s",
+                 mark))
 
     print("\n| work | pfi | peer | ratio | goal | |")
     print("| --- | --- | --- | --- | --- | --- |")

@@ -22,6 +22,15 @@ awk -F, 'NR==2 { if ($5 != 0 || $7 != 67.351 || $11 != 0 || $22 != 26) exit 1 }
          NR==3 { if ($5 != 1 || $7 != 67.746 || $11 != "" || $22 != 28) exit 1 }' "$T/x.csv" ||
   fail "export values: $(cat "$T/x.csv")"
 grep -q ",measured," "$T/x.csv" || fail "imported data not labelled measured"
+# A damaged samples row (its data cut to 12 bytes: GPU 0's entry names more
+# values than are left): a located error, exit status 2, for every reader.
+cp "$T/p.db" "$T/cut.db"
+sqlite3 "$T/cut.db" "update samples set data = substr(data, 1, 12)" || fail "cutting a samples row"
+rc=0
+"$PFI" trace export "$T/cut.db" >/dev/null 2>"$T/err" || rc=$?
+[ "$rc" = 2 ] || fail "export of a damaged row: exit status $rc, expected 2: $(cat "$T/err")"
+grep -q "cut.db: samples of run 1 at t_s [0-9.e+]*: byte 8 of the 12-byte row: truncated values" "$T/err" ||
+  fail "export of a damaged row: message: $(cat "$T/err")"
 "$PFI" trace runs "$T/p.db" --format json >"$T/runs.json" || fail "trace runs exit status"
 python3 - "$T/runs.json" <<'PY' || fail "trace runs: $(cat "$T/runs.json")"
 import json, sys

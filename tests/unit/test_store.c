@@ -352,11 +352,332 @@ static void node_power_by_hand(void **state) {
   pfi_store_close(st);
 }
 
+/* ---- schema 2: the samples of an instant in one row ----------------------
+ * Expected bytes and values are written here, not taken from the store's
+ * encoder: little-endian uint32 GPU, uint32 mask, a double per valid field. */
+static size_t le32(unsigned char *p, uint32_t x) {
+  for (int i = 0; i < 4; i++)
+    p[i] = (unsigned char)(x >> (8 * i));
+  return 4;
+}
+
+static size_t le64(unsigned char *p, double v) {
+  uint64_t x;
+  memcpy(&x, &v, sizeof x);
+  for (int i = 0; i < 8; i++)
+    p[i] = (unsigned char)(x >> (8 * i));
+  return 8;
+}
+
+static void add_one(struct pfi_store *st, int64_t run, unsigned gpu, double t,
+                    uint32_t valid, enum pfi_field f1, double v1,
+                    enum pfi_field f2, double v2) {
+  struct pfi_error err;
+  struct pfi_sample s;
+  memset(&s, 0, sizeof s);
+  s.t_s = t;
+  s.valid = valid;
+  s.v[f1] = v1;
+  s.v[f2] = v2;
+  assert_int_equal(pfi_store_add_sample(st, run, gpu, &s, &err), 0);
+}
+
+/* The samples iterator's rows as "t/gpu/valid/value-of-power;..." */
+static void read_all(struct pfi_store *st, int64_t run, int gpu, char *out,
+                     size_t n) {
+  struct pfi_error err;
+  struct pfi_store_iter *it;
+  assert_int_equal(pfi_store_samples_open(st, run, gpu, &it, &err), 0);
+  struct pfi_store_sample smp;
+  size_t o = 0;
+  int r;
+  out[0] = 0;
+  while ((r = pfi_store_samples_next(it, &smp, &err)) == 1) {
+    assert_true(smp.run_id == run);
+    o += (size_t)snprintf(out + o, n - o, "%g/%u/%x/%.17g;", smp.t_s, smp.gpu,
+                          smp.valid, smp.v[PFI_FIELD_POWER]);
+    for (int f = 0; f < PFI_FIELD__COUNT; f++)
+      assert_true(((smp.valid >> f) & 1u) ? isfinite(smp.v[f])
+                                          : isnan(smp.v[f]));
+  }
+  assert_int_equal(r, 0);
+  pfi_store_iter_close(it);
+}
+
+static long long sql_int(const char *path, const char *sql) {
+  sqlite3 *db;
+  sqlite3_stmt *q;
+  assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+  assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &q, NULL), SQLITE_OK);
+  assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+  long long v = sqlite3_column_int64(q, 0);
+  sqlite3_finalize(q);
+  sqlite3_close(db);
+  return v;
+}
+
+static void sql_exec(const char *path, const char *sql) {
+  sqlite3 *db;
+  assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+  char *msg = NULL;
+  int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
+  if (rc != SQLITE_OK)
+    fprintf(stderr, "%s: %s\n", sql, msg ? msg : "?");
+  sqlite3_free(msg);
+  sqlite3_close(db);
+  assert_int_equal(rc, SQLITE_OK);
+}
+
+#define B(f) (1u << PFI_FIELD_##f)
+
+static void packed_rows(void **state) {
+  (void)state;
+  char p[128];
+  path_of(p, sizeof p, "packed.db");
+  struct pfi_store *st;
+  struct pfi_error err;
+  assert_int_equal(pfi_store_open(&st, p, PFI_STORE_CREATE, &err), 0);
+  struct pfi_run_info ri;
+  memset(&ri, 0, sizeof ri);
+  snprintf(ri.job, sizeof ri.job, "packed");
+  snprintf(ri.source, sizeof ri.source, "emulated");
+  ri.cap_w = 300;
+  ri.gpus = 4;
+  assert_int_equal(pfi_store_run_begin(st, &ri, &err), 0);
+  /* Out of order, a GPU twice at one instant (the later wins), a value
+   * flagged valid that is NaN (stored as not valid). */
+  assert_int_equal(pfi_store_begin(st, &err), 0);
+  add_one(st, ri.id, 3, 10, B(POWER) | B(TEMP), PFI_FIELD_POWER, 300.5,
+          PFI_FIELD_TEMP, 61);
+  add_one(st, ri.id, 1, 5, B(POWER) | B(GPU_UTIL), PFI_FIELD_POWER, 101.25,
+          PFI_FIELD_GPU_UTIL, 90);
+  add_one(st, ri.id, 0, 5, B(POWER) | B(SM_CLOCK), PFI_FIELD_POWER, 100,
+          PFI_FIELD_SM_CLOCK, NAN);
+  add_one(st, ri.id, 0, 10, B(POWER), PFI_FIELD_POWER, 200, PFI_FIELD_TEMP, 0);
+  add_one(st, ri.id, 1, 5, B(POWER), PFI_FIELD_POWER, 111.75, PFI_FIELD_TEMP,
+          0);
+  /* This connection reads what its open batch holds. */
+  char got[1024];
+  read_all(st, ri.id, 1, got, sizeof got);
+  assert_string_equal(got, "5/1/1/111.75;");
+  struct pfi_step sp = {5, NAN, NAN, 1, 1, NAN, NAN};
+  assert_int_equal(pfi_store_add_step(st, ri.id, &sp, &err), 0);
+  sp.tokens_per_s = 2;
+  assert_int_equal(pfi_store_add_step(st, ri.id, &sp, &err), 0);
+  sp.t_s = 10;
+  sp.tokens_per_s = 3;
+  assert_int_equal(pfi_store_add_step(st, ri.id, &sp, &err), 0);
+  assert_int_equal(pfi_store_commit(st, &err), 0);
+  /* A second batch: a GPU more at t = 5 (merged into the stored row) and
+   * GPU 3 at t = 10 again (replaced, its temperature gone). */
+  assert_int_equal(pfi_store_begin(st, &err), 0);
+  add_one(st, ri.id, 2, 5, B(POWER), PFI_FIELD_POWER, 102, PFI_FIELD_TEMP, 0);
+  add_one(st, ri.id, 3, 10, B(POWER), PFI_FIELD_POWER, 333, PFI_FIELD_TEMP, 0);
+  assert_int_equal(pfi_store_commit(st, &err), 0);
+  /* Outside a batch: committed at once. */
+  add_one(st, ri.id, 1, 15, B(TEMP), PFI_FIELD_TEMP, 70, PFI_FIELD_POWER, 0);
+  assert_int_equal(pfi_store_run_end(st, ri.id, PFI_RUN_COMPLETE, 15, 0, &err),
+                   0);
+  pfi_store_close(st);
+
+  /* The rows as SQLite holds them. */
+  char sql[256];
+  snprintf(sql, sizeof sql,
+           "SELECT count(*) * 1000 + sum(gpus) FROM samples WHERE run_id=%lld",
+           (long long)ri.id);
+  ASSERT_EQ_INT(sql_int(p, sql), 3 * 1000 + 6);
+  ASSERT_EQ_INT(sql_int(p, "SELECT gpu_first FROM samples WHERE t_s=15"), 1);
+  ASSERT_EQ_INT(sql_int(p, "SELECT value FROM meta WHERE key='schema'"), 2);
+  unsigned char want[64];
+  size_t n = 0;
+  n += le32(want + n, 0);
+  n += le32(want + n, B(POWER));
+  n += le64(want + n, 200);
+  n += le32(want + n, 3);
+  n += le32(want + n, B(POWER));
+  n += le64(want + n, 333);
+  sqlite3 *db;
+  sqlite3_stmt *q;
+  assert_int_equal(sqlite3_open(p, &db), SQLITE_OK);
+  assert_int_equal(sqlite3_prepare_v2(db,
+                                      "SELECT gpus, gpu_first, data FROM "
+                                      "samples WHERE t_s = 10",
+                                      -1, &q, NULL),
+                   SQLITE_OK);
+  assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+  ASSERT_EQ_INT(sqlite3_column_int(q, 0), 2);
+  ASSERT_EQ_INT(sqlite3_column_int(q, 1), 0);
+  ASSERT_EQ_INT(sqlite3_column_bytes(q, 2), (long)n);
+  assert_memory_equal(sqlite3_column_blob(q, 2), want, n);
+  sqlite3_finalize(q);
+  sqlite3_close(db);
+
+  /* Read back through the iterators, read-only. */
+  assert_int_equal(pfi_store_open(&st, p, PFI_STORE_READONLY, &err), 0);
+  read_all(st, ri.id, PFI_STORE_ALL_GPUS, got, sizeof got);
+  assert_string_equal(got, "5/0/1/100;5/1/1/111.75;5/2/1/102;10/0/1/200;"
+                           "10/3/1/333;15/1/8000/nan;");
+  read_all(st, ri.id, PFI_STORE_FIRST_GPU, got, sizeof got);
+  assert_string_equal(got, "5/0/1/100;10/0/1/200;");
+  read_all(st, ri.id, 3, got, sizeof got);
+  assert_string_equal(got, "10/3/1/333;");
+  read_all(st, ri.id, 7, got, sizeof got);
+  assert_string_equal(got, "");
+  ASSERT_NEAR(pfi_store_field_max(st, PFI_FIELD_POWER), 333, 0);
+  ASSERT_NEAR(pfi_store_field_max(st, PFI_FIELD_TEMP), 70, 0);
+  assert_true(isnan(pfi_store_field_max(st, PFI_FIELD_SM_CLOCK)));
+  struct pfi_store_iter *it;
+  struct pfi_store_run run;
+  assert_int_equal(
+      pfi_store_runs_open(st, PFI_RUNS_ALL | PFI_RUNS_COUNTS, &it, &err), 0);
+  assert_int_equal(pfi_store_runs_next(it, &run, &err), 1);
+  ASSERT_EQ_INT(run.samples, 6);
+  ASSERT_EQ_INT(run.steps, 3);
+  pfi_store_iter_close(it);
+  /* Steps by time, ties in order of addition. */
+  assert_int_equal(pfi_store_steps_open(st, ri.id, &it, &err), 0);
+  struct pfi_store_step stp;
+  double want_steps[3][2] = {{5, 1}, {5, 2}, {10, 3}};
+  for (int i = 0; i < 3; i++) {
+    assert_int_equal(pfi_store_steps_next(it, &stp, &err), 1);
+    ASSERT_NEAR(stp.t_s, want_steps[i][0], 0);
+    ASSERT_NEAR(stp.tokens_per_s, want_steps[i][1], 0);
+  }
+  assert_int_equal(pfi_store_steps_next(it, &stp, &err), 0);
+  pfi_store_iter_close(it);
+  pfi_store_close(st);
+}
+
+/* A store of schema 1 (a row per GPU and instant, a column per field), made
+ * here with its documented SQL: read, and written in its own layout. */
+static const char *const schema1_sql =
+    "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+    "INSERT INTO meta VALUES('schema','1'),('pfi_version','0.0');"
+    "CREATE TABLE runs(id INTEGER PRIMARY KEY, job TEXT NOT NULL, arch TEXT,"
+    " task TEXT, cap_w REAL NOT NULL, gpus INTEGER NOT NULL, source TEXT NOT"
+    " NULL, state TEXT NOT NULL, t_start_s REAL, t_end_s REAL, exit_status"
+    " INTEGER, command TEXT, started_utc TEXT);"
+    "CREATE TABLE steps(run_id INTEGER NOT NULL, t_s REAL NOT NULL, job_t_s"
+    " REAL, tokens REAL, tokens_per_s REAL, step REAL, loss REAL, mfu REAL);"
+    "CREATE INDEX steps_run ON steps(run_id, t_s);"
+    "CREATE TABLE samples(run_id INTEGER NOT NULL, gpu INTEGER NOT NULL, t_s"
+    " REAL NOT NULL, valid INTEGER NOT NULL, power_w REAL, energy_j REAL,"
+    " sm_clock_mhz REAL, mem_clock_mhz REAL, gpu_util REAL, sm_active REAL,"
+    " sm_occupancy REAL, tensor_active REAL, dram_active REAL, mem_copy_util"
+    " REAL, nvlink_tx_bps REAL, nvlink_rx_bps REAL, pcie_tx_bps REAL,"
+    " pcie_rx_bps REAL, fb_used_mib REAL, gpu_temp_c REAL, power_throttle_s"
+    " REAL, PRIMARY KEY(run_id, t_s, gpu)) WITHOUT ROWID;"
+    "INSERT INTO runs VALUES(1,'old',NULL,NULL,300,2,'emulated','complete',"
+    "0,10,0,NULL,NULL);"
+    "INSERT INTO samples(run_id,gpu,t_s,valid,power_w,fb_used_mib) VALUES"
+    "(1,1,5,16385,260,1000),(1,0,5,1,250.5,NULL);"
+    "INSERT INTO steps VALUES(1,5,NULL,NULL,42,1,NULL,NULL);";
+
+static void schema1_store(void **state) {
+  (void)state;
+  char p[128];
+  path_of(p, sizeof p, "old.db");
+  sql_exec(p, schema1_sql);
+  struct pfi_store *st;
+  struct pfi_error err;
+  char got[512];
+  assert_int_equal(pfi_store_open(&st, p, PFI_STORE_READONLY, &err), 0);
+  read_all(st, 1, PFI_STORE_ALL_GPUS, got, sizeof got);
+  assert_string_equal(got, "5/0/1/250.5;5/1/4001/260;");
+  pfi_store_close(st);
+  /* Written: the store stays schema 1, the new sample in its layout. */
+  assert_int_equal(pfi_store_open(&st, p, 0, &err), 0);
+  assert_int_equal(pfi_store_begin(st, &err), 0);
+  add_one(st, 1, 0, 10, B(POWER), PFI_FIELD_POWER, 270, PFI_FIELD_TEMP, 0);
+  struct pfi_step sp = {10, NAN, NAN, 43, 2, NAN, NAN};
+  assert_int_equal(pfi_store_add_step(st, 1, &sp, &err), 0);
+  assert_int_equal(pfi_store_commit(st, &err), 0);
+  read_all(st, 1, PFI_STORE_FIRST_GPU, got, sizeof got);
+  assert_string_equal(got, "5/0/1/250.5;10/0/1/270;");
+  struct pfi_store_iter *it;
+  struct pfi_store_run run;
+  assert_int_equal(
+      pfi_store_runs_open(st, PFI_RUNS_ALL | PFI_RUNS_COUNTS, &it, &err), 0);
+  assert_int_equal(pfi_store_runs_next(it, &run, &err), 1);
+  ASSERT_EQ_INT(run.samples, 3);
+  ASSERT_EQ_INT(run.steps, 2);
+  pfi_store_iter_close(it);
+  ASSERT_NEAR(pfi_store_field_max(st, PFI_FIELD_POWER), 270, 0);
+  pfi_store_close(st);
+  ASSERT_EQ_INT(sql_int(p, "SELECT value FROM meta WHERE key='schema'"), 1);
+  ASSERT_EQ_INT(sql_int(p, "SELECT count(*) FROM samples"), 3);
+  ASSERT_EQ_INT(
+      sql_int(p, "SELECT power_w FROM samples WHERE t_s=10 AND gpu=0"), 270);
+}
+
+/* Damaged rows: a located PFI_EPARSE naming the file, run, time and byte;
+ * a store of a newer schema is refused, named. */
+static void damaged_rows(void **state) {
+  (void)state;
+  char p[128];
+  path_of(p, sizeof p, "bad.db");
+  struct pfi_store *st;
+  struct pfi_error err;
+  assert_int_equal(pfi_store_open(&st, p, PFI_STORE_CREATE, &err), 0);
+  struct pfi_run_info ri;
+  memset(&ri, 0, sizeof ri);
+  snprintf(ri.job, sizeof ri.job, "bad");
+  snprintf(ri.source, sizeof ri.source, "emulated");
+  ri.cap_w = 300;
+  ri.gpus = 2;
+  assert_int_equal(pfi_store_run_begin(st, &ri, &err), 0);
+  assert_int_equal(pfi_store_begin(st, &err), 0);
+  for (int t = 5; t <= 15; t += 5)
+    for (unsigned g = 0; g < 2; g++)
+      add_one(st, ri.id, g, t, B(POWER) | B(TEMP), PFI_FIELD_POWER, 100 + t,
+              PFI_FIELD_TEMP, 50);
+  assert_int_equal(pfi_store_commit(st, &err), 0);
+  pfi_store_close(st);
+  /* Each entry is 8 + 2 * 8 = 24 bytes: cut the t = 10 row to 20 (its
+   * first entry's values end at 24), say the t = 15 row has 3 GPUs. */
+  sql_exec(p, "UPDATE samples SET data = substr(data, 1, 20) WHERE t_s = 10;"
+              "UPDATE samples SET gpus = 3 WHERE t_s = 15;");
+  const char *const want[] = {
+      "samples of run 1 at t_s 10: byte 8 of the 20-byte row: truncated "
+      "values",
+      "samples of run 1 at t_s 15: byte 48 of the 48-byte row: 2 GPU entries "
+      "where the row says 3"};
+  for (int k = 0; k < 2; k++) {
+    assert_int_equal(pfi_store_open(&st, p, PFI_STORE_READONLY, &err), 0);
+    struct pfi_store_iter *it;
+    assert_int_equal(
+        pfi_store_samples_open(st, 1, PFI_STORE_ALL_GPUS, &it, &err), 0);
+    struct pfi_store_sample smp;
+    int r, rows = 0;
+    while ((r = pfi_store_samples_next(it, &smp, &err)) == 1)
+      rows++;
+    ASSERT_EQ_INT(r, PFI_EPARSE);
+    ASSERT_EQ_INT(rows, k == 0 ? 2 : 6);
+    assert_string_equal(err.file, p);
+    if (!strstr(err.msg, want[k]))
+      fprintf(stderr, "message: %s\n", err.msg);
+    assert_non_null(strstr(err.msg, want[k]));
+    pfi_store_iter_close(it);
+    pfi_store_close(st);
+    /* The t = 10 row mended (t = 5's entries) for the next fault. */
+    sql_exec(p, "UPDATE samples SET data = (SELECT data FROM samples WHERE "
+                "t_s = 5) WHERE t_s = 10;");
+  }
+  /* Written by a newer pfi. */
+  sql_exec(p, "UPDATE meta SET value = '3' WHERE key = 'schema';");
+  assert_int_equal(pfi_store_open(&st, p, PFI_STORE_READONLY, &err), PFI_EDB);
+  assert_non_null(strstr(err.msg, p));
+  assert_non_null(strstr(err.msg, "schema 3, newer than this pfi reads"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(ledger),
       cmocka_unit_test(summarize_by_hand),
       cmocka_unit_test(node_power_by_hand),
+      cmocka_unit_test(packed_rows),
+      cmocka_unit_test(schema1_store),
+      cmocka_unit_test(damaged_rows),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
