@@ -421,11 +421,11 @@ static int exec_stmt(struct pfi_store *st, int which, const char *sql,
   if (!q)
     return exec_sql(st, sql, err);
   int src = sqlite3_step(q);
+  int rc = src == SQLITE_DONE ? 0
+                              : pfi_error_set(err, sqlite_code(src), "%s: %s",
+                                              st->path, sqlite3_errmsg(st->db));
   sqlite3_reset(q);
-  if (src == SQLITE_DONE)
-    return 0;
-  return pfi_error_set(err, sqlite_code(sqlite3_errcode(st->db)), "%s: %s",
-                       st->path, sqlite3_errmsg(st->db));
+  return rc;
 }
 
 int pfi_store_begin(struct pfi_store *st, struct pfi_error *err) {
