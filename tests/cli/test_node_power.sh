@@ -26,12 +26,22 @@ grep -q "node power: emulated" "$T/err" || fail "the sweep does not say where no
 # power (the top-10 % training instants by node power are those by GPU
 # power, the map being increasing).
 python3 - "$T/x.db" "$T/s/node_curves.csv" "$T/s/curves.csv" <<'PY' || fail "node power against the store"
-import csv, sqlite3, sys
+import csv, sqlite3, struct, sys
+def power_sum(data):
+    # A samples row (docs/sweep.md): per GPU a uint32 index, a uint32 mask,
+    # a double per set bit, little-endian; power_w is field 0.
+    s, o = 0.0, 0
+    while o < len(data):
+        _, valid = struct.unpack_from("<II", data, o)
+        if valid & 1:
+            s += struct.unpack_from("<d", data, o + 8)[0]
+        o += 8 + 8 * bin(valid).count("1")
+    return s
 db = sqlite3.connect(sys.argv[1])
 gpus = {r: g for r, g in db.execute("SELECT id, gpus FROM runs")}
 inst = {}
-for r, t, p in db.execute("SELECT run_id, t_s, sum(power_w) FROM samples GROUP BY run_id, t_s"):
-    inst[(r, t)] = p
+for r, t, data in db.execute("SELECT run_id, t_s, data FROM samples"):
+    inst[(r, t)] = power_sum(data)
 rows = list(db.execute("SELECT run_id, t_s, gpu_w, other_w, node_w, source FROM node_power"))
 assert len(rows) == len(inst) and rows, (len(rows), len(inst))
 for r, t, g, o, n, src in rows:
@@ -109,14 +119,25 @@ if [ -e "$B/fake-nvml/libnvidia-ml.so.1" ]; then
   grep -q "node power: measured, GPUs + CPU packages and DRAM (3 RAPL zone(s) under $RAPL)" "$T/err" ||
     fail "the measured sweep does not say it read RAPL: $(cat "$T/err")"
   python3 - "$T/m.db" <<'PY' || fail "RAPL node power in the store"
-import sqlite3, sys
+import sqlite3, struct, sys
+def power_sum(data):
+    # A samples row (docs/sweep.md): per GPU a uint32 index, a uint32 mask,
+    # a double per set bit, little-endian; power_w is field 0.
+    s, o = 0.0, 0
+    while o < len(data):
+        _, valid = struct.unpack_from("<II", data, o)
+        if valid & 1:
+            s += struct.unpack_from("<d", data, o + 8)[0]
+        o += 8 + 8 * bin(valid).count("1")
+    return s
 db = sqlite3.connect(sys.argv[1])
 for run, in db.execute("SELECT id FROM runs"):
-    inst = [t for t, in db.execute("SELECT DISTINCT t_s FROM samples WHERE run_id=? ORDER BY t_s", (run,))]
+    inst = [t for t, in db.execute("SELECT t_s FROM samples WHERE run_id=? ORDER BY t_s", (run,))]
     rows = list(db.execute("SELECT t_s, gpu_w, other_w, node_w, source FROM node_power WHERE run_id=? ORDER BY t_s", (run,)))
     assert len(inst) >= 2 and [r[0] for r in rows] == inst[1:], (run, inst, rows)
     for t, g, o, n, src in rows:
-        p, = db.execute("SELECT sum(power_w) FROM samples WHERE run_id=? AND t_s=?", (run, t)).fetchone()
+        data, = db.execute("SELECT data FROM samples WHERE run_id=? AND t_s=?", (run, t)).fetchone()
+        p = power_sum(data)
         assert src == "rapl" and o == 0 and abs(n - p) <= 1e-9 * p and g == n, (t, g, o, n, src, p)
 PY
   # No readable zone there: no node power, and the sweep says so.
