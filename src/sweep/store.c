@@ -704,8 +704,8 @@ static int flush_samples(struct pfi_store *st, struct pfi_error *err) {
       break;
     if ((size_t)(int)len != len) {
       rc = pfi_error_set(err, PFI_ERANGE,
-                         "%s: run %lld: too many GPUs at one instant",
-                         st->path, (long long)a->run);
+                         "%s: run %lld: too many GPUs at one instant", st->path,
+                         (long long)a->run);
       break;
     }
     sqlite3_bind_int64(q, 1, a->run);
@@ -725,8 +725,8 @@ static int flush_samples(struct pfi_store *st, struct pfi_error *err) {
   return rc;
 }
 
-static int add_sample_packed(struct pfi_store *st, int64_t run_id,
-                             unsigned gpu, const struct pfi_sample *s,
+static int add_sample_packed(struct pfi_store *st, int64_t run_id, unsigned gpu,
+                             const struct pfi_sample *s,
                              struct pfi_error *err) {
   if (isnan(s->t_s))
     return pfi_error_set(err, PFI_EINVAL,
@@ -1137,15 +1137,13 @@ static int samples_next_packed(struct pfi_store_iter *it,
     const char *why = NULL;
     int r = pfi_store_blob_next(it->b, it->n, &it->off, it->prev, out, &why);
     if (r < 0)
-      return blob_error(it->st->path, it->run, it->t, it->off, it->n, why,
-                        err);
+      return blob_error(it->st->path, it->run, it->t, it->off, it->n, why, err);
     if (r == 0) {
       if (it->got != it->want) {
         char m[96];
         snprintf(m, sizeof m, "%lld GPU entries where the row says %lld",
                  it->got, it->want);
-        return blob_error(it->st->path, it->run, it->t, it->off, it->n, m,
-                          err);
+        return blob_error(it->st->path, it->run, it->t, it->off, it->n, m, err);
       }
       it->in_row = 0;
       continue;

@@ -153,8 +153,9 @@ static void repeated_sets(void **state) {
   char in[16384];
   size_t o = 0;
   for (int m = 0; m < 3; m++) {
-    o += (size_t)snprintf(in + o, sizeof in - o, "# HELP %s x\n# TYPE %s gauge\n",
-                          metric[m], metric[m]);
+    o += (size_t)snprintf(in + o, sizeof in - o,
+                          "# HELP %s x\n# TYPE %s gauge\n", metric[m],
+                          metric[m]);
     for (int h = 0; h < 2; h++)
       for (int u = 0; u < 10; u++)
         o += (size_t)snprintf(
