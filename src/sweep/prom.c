@@ -66,9 +66,13 @@ struct gpuset {
   size_t last; /* the GPU of the previous line: most lines repeat it */
   /* Open-addressing hash of (host, gpu) -> index + 1 into v (0: empty),
    * hcap a power of two at least twice n: a scrape of many hosts costs a
-   * hash probe per line, not a scan of every GPU seen so far. */
+   * hash probe per line, not a scan of every GPU seen so far. None (hcap
+   * 0) while there are GPUSET_SCAN records or fewer: those are scanned. */
   size_t *h, hcap;
 };
+
+/* GPU records looked for by a scan up to this many, by the hash beyond. */
+#define GPUSET_SCAN 8
 
 static size_t gpu_hash(const char *host, int gpu) {
   uint64_t x = 1469598103934665603ull; /* FNV-1a */
@@ -181,6 +185,13 @@ struct labels {
 /* Copies an unescaped label value into dst (truncated to n). */
 static void copy_unescaped(char *dst, size_t n, const char *p, const char *e) {
   size_t k = 0;
+  if (n && !memchr(p, '\\', (size_t)(e - p))) {
+    /* No escape (nearly every value): a copy. */
+    k = (size_t)(e - p) < n - 1 ? (size_t)(e - p) : n - 1;
+    memcpy(dst, p, k);
+    dst[k] = 0;
+    return;
+  }
   while (p < e && k + 1 < n) {
     char c = *p++;
     if (c == '\\' && p < e) {
@@ -329,7 +340,15 @@ static struct pfi_prom_gpu *gpu_slot(struct gpuset *gs,
       return g;
   }
   size_t k = 0;
-  if (gs->hcap) {
+  if (!gs->hcap) {
+    /* A few GPUs (a node's) are looked for in turn; the hash is built
+     * once there are more. */
+    for (size_t i = 0; i < gs->n; i++)
+      if (gs->v[i].gpu == lb->gpu && strcmp(gs->v[i].host, lb->host) == 0) {
+        gs->last = i;
+        return &gs->v[i];
+      }
+  } else {
     k = gpu_hash(lb->host, lb->gpu) & (gs->hcap - 1);
     for (; gs->h[k]; k = (k + 1) & (gs->hcap - 1)) {
       size_t i = gs->h[k] - 1;
@@ -339,8 +358,8 @@ static struct pfi_prom_gpu *gpu_slot(struct gpuset *gs,
       }
     }
   }
-  if (2 * (gs->n + 1) > gs->hcap) {
-    if (gpuset_rehash(gs, gs->hcap ? 2 * gs->hcap : 16) < 0)
+  if (gs->n >= GPUSET_SCAN && 2 * (gs->n + 1) > gs->hcap) {
+    if (gpuset_rehash(gs, gs->hcap ? 2 * gs->hcap : 4 * GPUSET_SCAN) < 0)
       return NULL;
     k = gpu_hash(lb->host, lb->gpu) & (gs->hcap - 1);
     while (gs->h[k])
@@ -362,7 +381,8 @@ static struct pfi_prom_gpu *gpu_slot(struct gpuset *gs,
   g->host[hl] = '\0';
   g->gpu = lb->gpu;
   g->order = (long)gs->n;
-  gs->h[k] = gs->n + 1;
+  if (gs->hcap)
+    gs->h[k] = gs->n + 1;
   gs->last = gs->n++;
   return g;
 }
