@@ -19,8 +19,8 @@
  * the controller by inverting this chain at the current state
  * (pfi_meter_gpu_limit): GPU power is assumed to change in proportion on
  * every node, other_i to stay as measured. Every function is pure; the
- * readers (RAPL through Linux powercap, DCMI through ipmitool or freeipmi)
- * are separate.
+ * readers (RAPL through Linux powercap, DCMI through ipmitool or freeipmi,
+ * pfi_bmc_read) are separate.
  */
 #ifndef PFI_METER_H
 #define PFI_METER_H
@@ -142,10 +142,61 @@ double pfi_rapl_power_w(const struct pfi_rapl *r, const double *uj0,
  * Parses the power reading of a BMC as printed by `ipmitool dcmi power
  * reading` ("Instantaneous power reading: 220 Watts") or freeipmi's
  * `ipmi-dcmi --get-system-power-statistics` ("Current Power : 220 Watts").
- * Returns 0 and *w, or PFI_EPARSE (no reading found), PFI_ENOTSUP (the
- * BMC says power measurement is not active).
+ * Returns 0 and *w, or PFI_EPARSE (no reading found: the message names
+ * the line of a reading whose value is not "N Watts", else the output's
+ * line count and first line), PFI_ENOTSUP (the BMC says power measurement
+ * is not active).
  */
 int pfi_dcmi_parse(const char *text, size_t len, double *w,
                    struct pfi_error *err);
+
+/*
+ * The BMC's DCMI power reading, by running a Debian-packaged tool: the
+ * whole node's power as the BMC measures it (on most servers the supplies'
+ * input, i.e. at the wall; GPUs, CPUs, DRAM, fans and supply losses all in
+ * it). The tool is run with fork/exec, no shell, stdin /dev/null, in its
+ * own process group, stdout and stderr read together up to
+ * PFI_BMC_OUTPUT_MAX bytes; after timeout_s its group is killed (SIGKILL).
+ *
+ *   ipmitool   `ipmitool dcmi power reading`                   (ipmitool)
+ *   ipmi-dcmi  `ipmi-dcmi --get-system-power-statistics`       (freeipmi-tools)
+ */
+enum pfi_bmc_tool {
+  PFI_BMC_NONE = 0,
+  PFI_BMC_IPMITOOL = 1,
+  PFI_BMC_IPMI_DCMI = 2,
+};
+
+#define PFI_BMC_OUTPUT_MAX 65536
+#define PFI_BMC_TIMEOUT_S 10.0
+
+struct pfi_bmc {
+  int tool;          /* enum pfi_bmc_tool */
+  char path[512];    /* the program run */
+  double timeout_s;  /* each run, default PFI_BMC_TIMEOUT_S */
+};
+
+/*
+ * Chooses the tool from `spec`: "ipmitool" or "ipmi-dcmi", searched on
+ * PATH, or "ipmitool:PROGRAM" / "ipmi-dcmi:PROGRAM" with the program given
+ * (a path, or a name searched on PATH); "none" gives PFI_BMC_NONE. Returns
+ * 0, PFI_EINVAL for another spec, PFI_ENOTFOUND when the program is not on
+ * PATH or not executable (the message names the Debian package).
+ */
+int pfi_bmc_open(const char *spec, struct pfi_bmc *b, struct pfi_error *err);
+
+/* "none", "ipmitool", "ipmi-dcmi". */
+const char *pfi_bmc_tool_name(int tool);
+
+/*
+ * Runs the tool once and parses its reading (pfi_dcmi_parse): 0 and *w in
+ * W. Errors, each naming the program: PFI_ECHILD (cannot be run; exited
+ * with a non-zero status or was killed by a signal, with the first line of
+ * its output; ran past timeout_s and was killed), PFI_ERANGE (more than
+ * PFI_BMC_OUTPUT_MAX bytes of output: killed), PFI_EPARSE / PFI_ENOTSUP
+ * from the parser. Never waits longer than timeout_s (plus the time to
+ * reap a killed child).
+ */
+int pfi_bmc_read(const struct pfi_bmc *b, double *w, struct pfi_error *err);
 
 #endif

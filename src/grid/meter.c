@@ -375,19 +375,39 @@ int pfi_dcmi_parse(const char *text, size_t len, double *w,
                    struct pfi_error *err) {
   static const char *keys[] = {"Instantaneous power reading", "Current Power"};
   size_t i = 0;
+  long line = 0, bad_line = 0;
+  char bad[96] = "", first[96] = "";
+  int found = 0;
+  double value = 0;
   while (i < len) {
     const char *ln = text + i;
     const char *nl = memchr(ln, '\n', len - i);
     size_t n = nl ? (size_t)(nl - ln) : len - i;
     i += n + (nl != NULL);
+    line++;
     char buf[256];
     if (n >= sizeof buf)
       continue;
     memcpy(buf, ln, n);
     buf[n] = 0;
-    if (strstr(buf, "Power Measurement") && strstr(buf, "Deactivated"))
+    /* Printable copy (for the message) of the first non-blank line. */
+    if (!first[0] && strspn(buf, " \t\r") < n) {
+      size_t k = 0;
+      for (const char *c = buf + strspn(buf, " \t"); *c && k + 1 < sizeof first;
+           c++)
+        first[k++] = isprint((unsigned char)*c) ? *c : '?';
+      first[k] = 0;
+    }
+    /* freeipmi prints the state after the reading (a 0 W reading when
+     * deactivated), ipmitool too: the state wins wherever it is. */
+    if ((strstr(buf, "Power Measurement") && strstr(buf, "Deactivated")) ||
+        (strstr(buf, "Power reading state is") && strstr(buf, "deactivated")))
       return pfi_error_set(err, PFI_ENOTSUP,
-                           "the BMC's DCMI power measurement is deactivated");
+                           "line %ld: the BMC's DCMI power measurement is "
+                           "deactivated",
+                           line);
+    if (found)
+      continue;
     for (size_t k = 0; k < 2; k++) {
       char *p = strstr(buf, keys[k]);
       if (!p)
@@ -401,12 +421,33 @@ int pfi_dcmi_parse(const char *text, size_t len, double *w,
         end++;
       if (end != p + 1 && isfinite(v) && v >= 0 && v < 1e6 &&
           strncmp(end, "Watts", 5) == 0) {
-        *w = v;
-        return 0;
+        found = 1;
+        value = v;
+        break;
+      }
+      if (!bad_line) {
+        bad_line = line;
+        size_t m = 0;
+        for (const char *c = buf + strspn(buf, " \t"); *c && m + 1 < sizeof bad;
+             c++)
+          bad[m++] = isprint((unsigned char)*c) ? *c : '?';
+        bad[m] = 0;
       }
     }
   }
+  if (found) {
+    *w = value;
+    return 0;
+  }
+  if (bad_line)
+    return pfi_error_set(err, PFI_EPARSE,
+                         "line %ld: '%s': not a DCMI power reading of N Watts "
+                         "(0 <= N < 1e6)",
+                         bad_line, bad);
   return pfi_error_set(err, PFI_EPARSE,
                        "no DCMI power reading ('Instantaneous power reading: "
-                       "N Watts' or 'Current Power : N Watts') in the output");
+                       "N Watts' or 'Current Power : N Watts') in %ld line(s) "
+                       "of output%s%s%s",
+                       line, first[0] ? ", the first '" : "", first,
+                       first[0] ? "'" : "");
 }

@@ -562,7 +562,13 @@ static void test_dcmi(void **state) {
   ASSERT_NEAR(w, 415, 0);
   const char *off = "Power Measurement                    : Deactivated\n";
   assert_int_equal(pfi_dcmi_parse(off, strlen(off), &w, &err), PFI_ENOTSUP);
+  /* freeipmi prints its 0 W reading before the state: still not one. */
+  const char *off_after = "Current Power                        : 0 Watts\n"
+                          "Power Measurement                    : Deactivated\n";
+  assert_int_equal(pfi_dcmi_parse(off_after, strlen(off_after), &w, &err),
+                   PFI_ENOTSUP);
   assert_int_equal(pfi_dcmi_parse("junk", 4, &w, &err), PFI_EPARSE);
+  assert_non_null(strstr(err.msg, "in 1 line(s) of output, the first 'junk'"));
 }
 
 static void test_compliance(void **state) {
