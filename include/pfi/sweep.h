@@ -81,6 +81,12 @@ struct pfi_sweep_opts {
    * read on measured GPUs (NULL: /sys/class/powercap; "none": not read).
    * Emulated GPUs get the emulator's node model instead. */
   const char *powercap;
+  /* The BMC's DCMI reading (pfi_bmc_open's spec: ipmitool, ipmi-dcmi,
+   * TOOL:PROGRAM; NULL or "none": not read), read at every sampling
+   * instant on measured GPUs: the whole node, so it wins over RAPL (which
+   * is then not read). A first reading that fails stops the sweep before
+   * any cap changes. */
+  const char *bmc;
 };
 
 /* Result counts of a sweep. */
@@ -100,9 +106,13 @@ struct pfi_sweep_result {
   struct pfi_error tput_first_reset; /* the first of them, located */
   /* Where node power came from: PFI_NODE_SOURCE_RAPL, _EMULATED, or ""
    * (not recorded: measured GPUs on a machine without a readable RAPL
-   * zone), and the RAPL zones found. */
+   * zone), PFI_NODE_SOURCE_DCMI, and the RAPL zones found. */
   char node_power[16];
   size_t rapl_zones;
+  /* BMC readings that failed during the runs (the instant has no node
+   * power), and the first of them. */
+  long bmc_failures;
+  struct pfi_error bmc_first;
 };
 
 /*

@@ -11,6 +11,7 @@
 #include "cli_device.h"
 #include "opt.h"
 #include "pfi/emu.h"
+#include "pfi/meter.h"
 #include "pfi/store.h"
 #include "pfi/sweep.h"
 #include "pfi/throughput.h"
@@ -32,7 +33,8 @@ enum {
   O_REALTIME,
   O_SEED,
   O_QUIET,
-  O_POWERCAP
+  O_POWERCAP,
+  O_BMC
 };
 
 static const struct pfi_opt opts[] = {
@@ -59,6 +61,10 @@ static const struct pfi_opt opts[] = {
      "node power on measured GPUs from the RAPL zones under DIR (default "
      "/sys/class/powercap; none: not read); emulated GPUs get the "
      "emulator's node model"},
+    {"bmc", O_BMC, 0, PFI_ARG_REQ, "TOOL",
+     "node power on measured GPUs from the BMC's DCMI reading: ipmitool, "
+     "ipmi-dcmi (freeipmi), TOOL:PROGRAM or none (default); the whole "
+     "node, so it replaces RAPL"},
     {"throughput", O_TPUT, 0, PFI_ARG_REQ, "S",
      "jsonl:PATH (the job appends JSON lines; see docs/throughput-protocol.md) "
      "or regex:PATTERN on the job's stdout (first capture group = tokens/s)"},
@@ -249,6 +255,9 @@ int cmd_sweep(int argc, char **argv) {
     case O_POWERCAP:
       o.powercap = optarg;
       break;
+    case O_BMC:
+      o.bmc = optarg;
+      break;
     case O_TPUT:
       o.throughput = optarg;
       break;
@@ -339,6 +348,13 @@ int cmd_sweep(int argc, char **argv) {
       goto out;
     }
     pfi_tput_close(tp);
+  }
+  if (o.bmc) {
+    struct pfi_bmc b;
+    if (pfi_bmc_open(o.bmc, &b, &err) < 0) {
+      status = pfi_cli_usage("sweep", "--bmc: %s", err.msg);
+      goto out;
+    }
   }
   if (o.emulate) {
     struct pfi_emu_jobs lib;
@@ -441,6 +457,13 @@ int cmd_sweep(int argc, char **argv) {
             res.telemetry_failures,
             pfi_error_format(&res.telemetry_first, buf, sizeof buf));
   }
+  if (res.bmc_failures) {
+    char buf[PFI_ERROR_MSG_MAX + 300];
+    fprintf(stderr,
+            "pfi sweep: warning: %ld BMC reading(s) failed (no node power at "
+            "those instants); the first: %s\n",
+            res.bmc_failures, pfi_error_format(&res.bmc_first, buf, sizeof buf));
+  }
   if (rc < 0) {
     /* Bad requests found by the library are usage errors. */
     if (rc == PFI_EINVAL || rc == PFI_ENOTFOUND || rc == PFI_ERANGE)
@@ -458,6 +481,11 @@ int cmd_sweep(int argc, char **argv) {
     if (strcmp(res.node_power, PFI_NODE_SOURCE_EMULATED) == 0)
       fprintf(stderr, "pfi sweep: node power: emulated (the emulator's node "
                       "model beside the GPUs)\n");
+    else if (strcmp(res.node_power, PFI_NODE_SOURCE_DCMI) == 0)
+      fprintf(stderr,
+              "pfi sweep: node power: measured, the whole node (the BMC's "
+              "DCMI reading through %s)\n",
+              o.bmc);
     else if (strcmp(res.node_power, PFI_NODE_SOURCE_RAPL) == 0)
       fprintf(stderr,
               "pfi sweep: node power: measured, GPUs + CPU packages and DRAM "

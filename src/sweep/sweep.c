@@ -166,6 +166,21 @@ static int node_power(struct sweep *sw, int64_t run_id, double now,
   if (sw->emulated) {
     np.other_w = pfi_emu_node_other_w((unsigned)sw->n, gpu_w);
     np.source = PFI_NODE_SOURCE_EMULATED;
+  } else if (sw->bmc) {
+    double w;
+    struct pfi_error e;
+    pfi_error_clear(&e);
+    if (pfi_bmc_read(sw->bmc, &w, &e) < 0) {
+      if (sw->res->bmc_failures++ == 0)
+        sw->res->bmc_first = e;
+      return 0; /* a failed reading loses one instant */
+    }
+    if (!isfinite(gpu_w))
+      return 0;
+    np.node_w = w;
+    np.other_w = w - gpu_w;
+    np.source = PFI_NODE_SOURCE_DCMI;
+    return pfi_store_add_node_power(sw->st, run_id, &np, err);
   } else if (sw->rapl) {
     double uj[PFI_RAPL_MAX];
     struct pfi_error e;
@@ -790,10 +805,35 @@ int pfi_sweep_run(struct pfi_store *st, const struct pfi_sweep_opts *o,
   if ((rc = lock_gpus(&sw, err)) < 0)
     goto out;
   /* Node power: the emulator's node on emulated GPUs; on measured ones
-   * the RAPL zones of this machine, when it has readable ones. */
+   * the BMC's reading when --bmc names a reader, else the RAPL zones of
+   * this machine, when it has readable ones. */
   if (sw.emulated) {
     snprintf(res->node_power, sizeof res->node_power, "%s",
              PFI_NODE_SOURCE_EMULATED);
+  } else if (o->bmc && strcmp(o->bmc, "none") != 0) {
+    /* The whole node from the BMC; one reading now, before any cap
+     * changes, so that a BMC that cannot be read stops the sweep here. */
+    sw.bmc = calloc(1, sizeof *sw.bmc);
+    if (!sw.bmc) {
+      rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+      goto out;
+    }
+    double w;
+    struct pfi_error e;
+    pfi_error_clear(&e);
+    if ((rc = pfi_bmc_open(o->bmc, sw.bmc, err)) < 0)
+      goto out;
+    /* Each reading within the sampling interval (1 to 10 s). */
+    double iv = o->interval_s > 0 ? o->interval_s : 5;
+    sw.bmc->timeout_s = iv < 1 ? 1 : iv > PFI_BMC_TIMEOUT_S ? PFI_BMC_TIMEOUT_S
+                                                            : iv;
+    if (pfi_bmc_read(sw.bmc, &w, &e) < 0) {
+      rc = pfi_error_set(err, PFI_EIO, "--bmc %s: the first reading failed: %s",
+                         o->bmc, e.msg);
+      goto out;
+    }
+    snprintf(res->node_power, sizeof res->node_power, "%s",
+             PFI_NODE_SOURCE_DCMI);
   } else if (!o->powercap || strcmp(o->powercap, "none") != 0) {
     sw.rapl = calloc(1, sizeof *sw.rapl);
     sw.rapl_uj = calloc(PFI_RAPL_MAX, sizeof *sw.rapl_uj);
@@ -888,6 +928,7 @@ out:
   free(sw.samples);
   free(sw.rapl);
   free(sw.rapl_uj);
+  free(sw.bmc);
   pfi__store_unlock(st);
   return rc;
 }

@@ -54,6 +54,7 @@ struct sweep {
   struct pfi_rapl *rapl;
   double *rapl_uj;
   double rapl_t;
+  struct pfi_bmc *bmc; /* the BMC's DCMI reader, when chosen (wins) */
 };
 
 /* Starts the sweep's command for the run at cap_w (its environment names

@@ -148,8 +148,68 @@ PY
   grep -q "node power: not recorded (no readable RAPL zone under $T/empty)" "$T/err" ||
     fail "the sweep without RAPL: $(cat "$T/err")"
   [ "$(sqlite3 "$T/e.db" "select count(*) from node_power")" = 0 ] || fail "node power without RAPL"
+
+  # The BMC's DCMI reading (docs/sweep.md): a fake ipmitool on PATH printing
+  # ipmitool(1)'s "dcmi power reading" output, 1000 W more on each call
+  # (a counter file), its 3rd call failing (exit 1, the tool's session
+  # error). It wins over the RAPL tree also given: every instant has a row
+  # (the first too: the reading is not over an interval) but the failed
+  # one, source dcmi, node_w the reading, other_w = node_w - the instant's
+  # GPU power.
+  mkdir -p "$T/bin"
+  cat >"$T/bin/ipmitool" <<EOF
+#!/bin/sh
+[ "\$*" = "dcmi power reading" ] || { echo "args: \$*"; exit 3; }
+n=\$(( \$(cat "$T/bmc.n" 2>/dev/null || echo 0) + 1 ))
+echo \$n >"$T/bmc.n"
+[ \$n = 3 ] && { echo "Error: Unable to establish IPMI v2 / RMCP+ session" >&2; exit 1; }
+printf '\n    Instantaneous power reading:  %d Watts\n' \$(( n * 1000 ))
+echo '    Minimum during sampling period:   80 Watts'
+echo '    Power reading state is:           activated'
+EOF
+  chmod +x "$T/bin/ipmitool"
+  PATH="$T/bin:$PATH" "${NV[@]}" "$PFI" sweep --backend nvml --duration 1s --interval 0.25s --cooldown 0 \
+    --powercap "$RAPL" --bmc ipmitool --caps 300,700 --db "$T/d.db" --job djob -- sleep 30 2>"$T/err" ||
+    fail "sweep with --bmc: $(tail -3 "$T/err")"
+  grep -q "node power: measured, the whole node (the BMC's DCMI reading through ipmitool)" "$T/err" ||
+    fail "the sweep does not say it read the BMC: $(cat "$T/err")"
+  grep -q "warning: 1 BMC reading(s) failed (no node power at those instants); the first: .*/ipmitool dcmi power reading: exit status 1 ('Error: Unable to establish IPMI v2 / RMCP+ session')" "$T/err" ||
+    fail "the failed BMC reading is not reported: $(cat "$T/err")"
+  python3 - "$T/d.db" "$(cat "$T/bmc.n")" <<'PY' || fail "DCMI node power in the store"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+calls = int(sys.argv[2])
+rows = list(db.execute("SELECT run_id, t_s, gpu_w, other_w, node_w, source FROM node_power ORDER BY run_id, t_s"))
+inst = list(db.execute("SELECT run_id, t_s, sum(power_w) FROM samples GROUP BY run_id, t_s ORDER BY run_id, t_s"))
+# Call 1 is the sweep's probe before any cap changes; calls 2.. are the
+# instants in order, call 3 (the 2nd instant) failed.
+assert calls == len(inst) + 1, (calls, len(inst))
+want = [(r, t, p, (k + 2) * 1000.0) for k, (r, t, p) in enumerate(inst) if k + 2 != 3]
+assert len(rows) == len(want), (len(rows), len(want))
+for (r, t, g, o, n, src), (wr, wt, p, reading) in zip(rows, want):
+    assert (r, t) == (wr, wt) and src == "dcmi", (r, t, wr, wt, src)
+    assert n == reading and abs(g - p) <= 1e-9 * p and abs(o - (reading - p)) <= 1e-9 * reading, (t, g, o, n, p, reading)
+PY
+  # A BMC that cannot be read stops the sweep before any cap changes
+  # (exit 1, no run); an unknown reader or a missing tool is bad usage.
+  printf '#!/bin/sh\necho "Could not open device at /dev/ipmi0 or /dev/ipmi/0 or /dev/ipmidev/0: No such file or directory" >&2\nexit 1\n' >"$T/bin/ipmi-dcmi"
+  chmod +x "$T/bin/ipmi-dcmi"
+  PATH="$T/bin:$PATH" "${NV[@]}" "$PFI" sweep --backend nvml --duration 1s --interval 0.25s --cooldown 0 \
+    --bmc ipmi-dcmi --caps 300 --db "$T/f.db" --job fjob -- sleep 30 2>"$T/err"
+  [ $? = 1 ] || fail "unreadable BMC: exit status"
+  grep -q -- "--bmc ipmi-dcmi: the first reading failed: .*/ipmi-dcmi --get-system-power-statistics: exit status 1 ('Could not open device at /dev/ipmi0" "$T/err" ||
+    fail "unreadable BMC: $(cat "$T/err")"
+  [ "$(sqlite3 "$T/f.db" "select count(*) from runs")" = 0 ] || fail "unreadable BMC: a run was made"
+  [ "$(sqlite3 "$T/f.db" "select count(*) from cap_events where action='set'")" = 0 ] || fail "unreadable BMC: a cap was set"
+  "${NV[@]}" "$PFI" sweep --backend nvml --duration 1s --interval 0.25s --bmc ipmiutil --caps 300 --db "$T/g.db" --job g -- true 2>"$T/err"
+  [ $? = 2 ] || fail "--bmc ipmiutil: exit status"
+  grep -q "BMC reader 'ipmiutil': expected ipmitool, ipmi-dcmi" "$T/err" || fail "--bmc ipmiutil: $(cat "$T/err")"
+  "${NV[@]}" PATH="$T/empty" "$PFI" sweep --backend nvml --duration 1s --interval 0.25s --bmc ipmitool --caps 300 --db "$T/g.db" --job g -- true 2>"$T/err"
+  [ $? = 2 ] || fail "--bmc ipmitool without the tool: exit status"
+  grep -q "ipmitool (not found on PATH; Debian package ipmitool)" "$T/err" || fail "--bmc without the tool: $(cat "$T/err")"
 fi
 # This machine's own powercap tree, said (docs/sweep.md records what the
 # development machine has).
 if [ -d /sys/class/powercap ]; then echo "powercap: $(ls /sys/class/powercap | tr '\n' ' ')"; else echo "powercap: /sys/class/powercap absent on this machine"; fi
+echo "BMC: $(ls /dev/ipmi* 2>/dev/null || echo no /dev/ipmi device); $(command -v ipmitool || echo no ipmitool); $(command -v ipmi-dcmi || echo no ipmi-dcmi)"
 exit $((fails > 0))
