@@ -166,4 +166,22 @@ int pfi_flex_jobs_load(struct pfi_flex_jobs *c, const char *curves,
                        const char *tier, struct pfi_error *err);
 void pfi_flex_jobs_release(struct pfi_flex_jobs *c);
 
+/*
+ * Restates the jobs' curves at `level` (enum pfi_power_level,
+ * include/pfi/timeline.h): each point's GPU power becomes the power of
+ * the job's nodes (PFI_LEVEL_NODE) or of their share of the meter
+ * (PFI_LEVEL_METER), pfi_meter_job_power_w with the job's GPUs (its
+ * curve's gpus, 1 when not given) spread over ceil(gpus /
+ * gpus_per_node) nodes; PFI_LEVEL_GPU leaves them. The capacity computed
+ * next (pfi_flexcap_compute) is then the power shed at that level, tier
+ * floors read down the restated curves (linear between their points).
+ * PFI_EINVAL for gpus_per_node 0, or when a job's restated power does not
+ * increase with its GPU power (a supplies' curve whose efficiency rises
+ * faster than the load), naming the job and the point.
+ */
+struct pfi_meter_config;
+int pfi_flex_jobs_at_level(struct pfi_flex_jobs *c,
+                           const struct pfi_meter_config *cfg, int level,
+                           unsigned gpus_per_node, struct pfi_error *err);
+
 #endif

@@ -119,6 +119,8 @@ static const struct pfi_opt opts[] = {
     {"other-w", O_OTHERW, 0, PFI_ARG_REQ, "W[,W...]", "the node's other power"},
     {"powercap", O_POWERCAP, 0, PFI_ARG_REQ, "DIR",
      "the powercap tree (default /sys/class/powercap)"},
+    {"bmc", O_BMC, 0, PFI_ARG_REQ, "TOOL",
+     "also the BMC's DCMI reading: ipmitool, ipmi-dcmi or TOOL:PROGRAM"},
     {"limit", O_LIMIT, 0, PFI_ARG_REQ, "W",
      "with --level, the GPU power that meets this limit now"},
     PFI_OPT_GROUP(""),
@@ -135,6 +137,8 @@ static const struct pfi_cmd_help help = {
     "       pfi grid capacity --curves FILE --tiers FILE\n"
     "                         (--contract FILE | --tier NAME)\n"
     "                         [--duration D]... [--notice D]\n"
+    "                         [--config FILE --level node|meter\n"
+    "                          [--gpus-per-node N]]\n"
     "       pfi grid bridge --pfid URL --pfid-token-file FILE [SOURCES]\n"
     "                       [--config FILE] [--interval D] [--report D]\n"
     "                       [--overlap D] [--shed-loss L] [--once]\n"
@@ -143,7 +147,7 @@ static const struct pfi_cmd_help help = {
     "       pfi grid curves --curves FILE --config FILE --level node|meter\n"
     "                       [--gpus-per-node N]\n"
     "       pfi grid meter [--config FILE] [--gpu-w W[,W...]]\n"
-    "                      [--other-w W[,W...]] [--powercap DIR]\n"
+    "                      [--other-w W[,W...]] [--powercap DIR] [--bmc TOOL]\n"
     "                      [--interval D] [--limit W --level node|meter]\n",
     "timeline: the power limits the site must keep, from every source, merged\n"
     "by one rule (docs/grid.md): within a source the event of higher priority\n"
@@ -184,7 +188,8 @@ static const struct pfi_cmd_help help = {
     "longest event is shorter, or needs more notice, is not cut. With the\n"
     "curves' standard errors (tokens_sd), the quotes come with the range\n"
     "over the curves' 95 % intervals. The number to bid, and to report as\n"
-    "LOAD_SHED_DELTA_AVAILABLE.\n"
+    "LOAD_SHED_DELTA_AVAILABLE. --level node|meter with --config states it\n"
+    "at the node or meter level (each curve restated as for curves below).\n"
     "\n"
     "curves: rewrites a curves file with each point's power at the node or\n"
     "meter level (the job's GPUs spread over ceil(gpus / --gpus-per-node,\n"
@@ -196,7 +201,9 @@ static const struct pfi_cmd_help help = {
     "the callback must check.\n"
     "\n"
     "meter: what this node can measure (Linux powercap RAPL zones: package\n"
-    "and DRAM power over --interval, default 1s) and, with --gpu-w, GPU,\n"
+    "and DRAM power over --interval, default 1s; with --bmc, the BMC's DCMI\n"
+    "reading of the whole node through ipmitool or freeipmi's ipmi-dcmi)\n"
+    "and, with --gpu-w, GPU,\n"
     "node and facility power by the configured chain (--config: node_other_w,\n"
     "psu_rated_w, psu_curve, pue, facility_other_w; docs/grid.md); with\n"
     "--limit and --level, the GPU power that meets that limit now.\n",
@@ -458,6 +465,9 @@ static int parse(int argc, char **argv, struct opts *o) {
     case O_POWERCAP:
       o->powercap = optarg;
       break;
+    case O_BMC:
+      o->bmc = optarg;
+      break;
     case O_BASELINE:
       dst = &o->baseline;
       break;
@@ -494,6 +504,7 @@ static int parse(int argc, char **argv, struct opts *o) {
       o->have_simple = 1;
       break;
     case O_LEVEL:
+      o->level_given = 1;
       if (strcmp(optarg, "gpu") == 0)
         o->level = PFI_LEVEL_GPU;
       else if (strcmp(optarg, "node") == 0)

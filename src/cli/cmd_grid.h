@@ -54,7 +54,8 @@ enum {
   O_NODES,
   O_PHOENIX,
   O_EMULATED,
-  O_SHED_LOSS
+  O_SHED_LOSS,
+  O_BMC
 };
 
 struct opts {
@@ -63,11 +64,13 @@ struct opts {
   size_t nevents, nschedules;
   double baseline, simple[3], unit;
   int level, have_simple;
+  int level_given; /* --level was given (level defaults to meter) */
   int64_t now, start;
   unsigned long seed;
   enum pfi_format fmt;
   double duration, usage, demand, basew, shed;
   const char *config, *gpuw, *otherw, *powercap, *callback;
+  const char *bmc; /* meter: the BMC's DCMI reader (pfi_bmc_open's spec) */
   const char *curves, *map, *tiers, *contract, *tier;
   double durations[16], notice;
   size_t ndur;

@@ -27,10 +27,24 @@ int pfi__grid_capacity(const struct opts *o) {
   struct pfi_flex_jobs cj;
   struct pfi_error err;
   pfi_error_clear(&err);
+  /* GPU power unless --level says otherwise (the meter default is the
+   * OpenADR commands'). */
+  int level = o->level_given ? o->level : PFI_LEVEL_GPU;
+  if (level != PFI_LEVEL_GPU && !o->config)
+    return pfi__grid_usage("capacity: --level %s needs --config (the meter "
+                           "chain)",
+                           pfi__grid_level_name(level));
+  struct pfi_meter_config cfg;
+  pfi_meter_config_init(&cfg);
   int rc = pfi_flex_jobs_load(&cj, o->curves, o->map, o->tiers, o->contract,
                               o->tier, &err),
       status = 0;
   json_t *arr = json_array();
+  if (rc >= 0 && level != PFI_LEVEL_GPU)
+    rc = pfi_meter_config_load(o->config, &cfg, &err);
+  if (rc >= 0)
+    rc = pfi_flex_jobs_at_level(&cj, &cfg, level,
+                                o->gpn ? (unsigned)o->gpn : 8, &err);
   if (rc < 0) {
     status = pfi__grid_fail(&err);
     goto out;
@@ -38,8 +52,12 @@ int pfi__grid_capacity(const struct opts *o) {
   if (o->fmt == PFI_FMT_CSV)
     puts("duration_s,jobs_eligible,loss_pct,shed_w,shed_lo_w,shed_hi_w");
   else if (o->fmt == PFI_FMT_TABLE)
-    printf("%-10s  %4s  %s\n", "event", "jobs",
-           "shed W at <= 1 / 2 / 5 / 10 / 20 % throughput loss");
+    printf("%-10s  %4s  shed W%s at <= 1 / 2 / 5 / 10 / 20 %% throughput "
+           "loss\n",
+           "event", "jobs",
+           level == PFI_LEVEL_METER  ? " at the meter"
+           : level == PFI_LEVEL_NODE ? " of the nodes"
+                                        : "");
   for (size_t d = 0; d < nd; d++) {
     struct pfi_flexcap fc;
     if ((rc = pfi_flexcap_compute(cj.jobs, cj.n, dur[d], o->notice, 400, &fc,
@@ -69,10 +87,11 @@ int pfi__grid_capacity(const struct opts *o) {
       putchar('\n');
     }
     json_array_append_new(
-        arr, json_pack("{s:f,s:i,s:f,s:f,s:b,s:o}", "duration_s", dur[d],
+        arr, json_pack("{s:f,s:i,s:f,s:f,s:b,s:s,s:o}", "duration_s", dur[d],
                        "jobs_eligible", (int)fc.eligible, "uncapped_w",
                        fc.uncapped_w, "floor_w", fc.floor_w, "interval",
-                       fc.has_interval, "quotes", q));
+                       fc.has_interval, "level",
+                       pfi__grid_level_name(level), "quotes", q));
   }
   if (o->fmt == PFI_FMT_TABLE)
     printf("(event length in s; %zu job(s); %s)\n", cj.n,
@@ -162,6 +181,19 @@ int pfi__grid_meter(const struct opts *o) {
                                       (double)(b.tv_nsec - a.tv_nsec) / 1e9);
     }
   }
+  /* The BMC's reading of the whole node, when asked for. */
+  double bmc_w = NAN;
+  struct pfi_bmc bmc;
+  pfi_bmc_open(NULL, &bmc, NULL);
+  if (o->bmc) {
+    if (pfi_bmc_open(o->bmc, &bmc, &err) < 0)
+      return pfi__grid_usage("--bmc: %s", err.msg);
+    if (pfi_bmc_read(&bmc, &bmc_w, &err) < 0) {
+      if (err.code != PFI_ENOTSUP)
+        err.code = PFI_EIO; /* the BMC could not be read: exit 1 */
+      return pfi__grid_fail(&err);
+    }
+  }
   json_t *j = json_object();
   json_t *zones = json_array();
   for (size_t i = 0; i < r.n; i++)
@@ -170,6 +202,11 @@ int pfi__grid_meter(const struct opts *o) {
   json_object_set_new(j, "rapl_zones", zones);
   json_object_set_new(j, "rapl_package_dram_w",
                       isfinite(rapl_w) ? json_real(rapl_w) : json_null());
+  if (o->bmc) {
+    json_object_set_new(j, "bmc_tool",
+                        json_string(pfi_bmc_tool_name(bmc.tool)));
+    json_object_set_new(j, "bmc_node_w", json_real(bmc_w));
+  }
   int status = 0;
   double *g = NULL, *ot = NULL;
   size_t ng = 0, no = 0;
@@ -218,8 +255,15 @@ int pfi__grid_meter(const struct opts *o) {
              "power beyond the GPUs is the configured node_other_w = %.1f W\n",
              o->powercap ? o->powercap : "/sys/class/powercap",
              cfg.node_other_w);
+    else if (!isfinite(rapl_w))
+      printf("RAPL: %zu zone(s), no package zone read: package + DRAM power "
+             "not measured\n",
+             r.n);
     else
       printf("RAPL: %zu zone(s); package + DRAM power %.1f W\n", r.n, rapl_w);
+    if (o->bmc)
+      printf("BMC (DCMI through %s): the whole node %.1f W\n",
+             pfi_bmc_tool_name(bmc.tool), bmc_w);
     json_t *v;
     if ((v = json_object_get(j, "gpu_w")))
       printf("nodes %zu: GPU %.1f W, node %.1f W, meter %.1f W (PUE %.3g)\n",

@@ -11,6 +11,7 @@
 #include "pfi/alloc.h"
 #include "pfi/csv.h"
 #include "pfi/features.h"
+#include "pfi/meter.h"
 #include "pfi/model.h"
 #include "pfi/oracle.h"
 
@@ -538,4 +539,38 @@ int pfi_flex_jobs_load(struct pfi_flex_jobs *c, const char *curves,
 out:
   pfi_table_release(&ct);
   return rc;
+}
+
+int pfi_flex_jobs_at_level(struct pfi_flex_jobs *c,
+                           const struct pfi_meter_config *cfg, int level,
+                           unsigned gpus_per_node, struct pfi_error *err) {
+  if (level == PFI_LEVEL_GPU)
+    return 0;
+  if (gpus_per_node == 0 || (level != PFI_LEVEL_NODE && level != PFI_LEVEL_METER))
+    return pfi_error_set(err, PFI_EINVAL,
+                         "level %d, %u GPUs per node: expected node or meter "
+                         "and at least 1",
+                         level, gpus_per_node);
+  double *b = c->buf;
+  for (size_t i = 0; i < c->n; i++) {
+    const struct pfi_curve *cv = &c->cs.c[i];
+    struct pfi_flex_job *j = &c->jobs[i];
+    unsigned gpus = cv->gpus > 0 ? (unsigned)cv->gpus : 1;
+    unsigned nodes = (gpus + gpus_per_node - 1) / gpus_per_node;
+    double *pw = b; /* j->power_w: this job's block of c->buf */
+    for (size_t k = 0; k < j->n; k++) {
+      double g = pw[k];
+      pw[k] = pfi_meter_job_power_w(cfg, g, nodes, level);
+      if (!isfinite(pw[k]) || (k > 0 && !(pw[k] > pw[k - 1])))
+        return pfi_error_set(err, PFI_EINVAL,
+                             "job %s: point %zu (GPU power %g W) is %g W at "
+                             "the %s, not above the point below it: the "
+                             "supplies' efficiency curve rises faster than "
+                             "the load",
+                             j->job, k + 1, g, pw[k],
+                             level == PFI_LEVEL_NODE ? "node" : "meter");
+    }
+    b += 4 * cv->n;
+  }
+  return 0;
 }

@@ -230,6 +230,70 @@ near "$p" 2.857142857 1e-9 "PFI over GPU power"
 "$PFI" grid curves --curves "$T/x.csv" --config "$T/n.conf" --level meter >"$T/xm.csv"
 near "$(awk -F, 'NR == 3 { print $3 }' "$T/xm.csv")" 9600 1e-9 "meter power of the uncapped point"
 
+# Capacity at the node and meter level (pfi grid capacity --level): the same
+# 8-GPU job x (one node), tier flex10 (10 %). At the GPU, 2400 W -> 80 and
+# 5600 W -> 100 tokens/s: the loss L sheds 3200 x L / 0.2 W down to the
+# floor at 90 tokens/s, 160, 320, 800, 1600, 1600 W. At the meter (n.conf:
+# 800 W other, PUE 1.5, efficiency 1) the points are 1.5 x (g + 800) =
+# 4800 and 9600 W: 240, 480, 1200, 2400, 2400 W. A job y of 16 GPUs (two
+# nodes, 1600 W other) at 4800 -> 80 and 11200 -> 100 at the node level:
+# 6400 and 12800 W, 6400 x L / 0.2: 320, 640, 1600, 3200, 3200 W. With a
+# supplies' curve (psu.conf: rated 5000 W, 0.5:0.90 to 1.0:0.95, PUE 1.2):
+# x's points are 3200 W DC at load 0.64, efficiency 0.90 + 0.05 x 0.14 /
+# 0.5 = 0.914, 1.2 x 3200 / 0.914 = 4201.31291 W; and 6400 W DC beyond the
+# curve's end (0.95), 1.2 x 6400 / 0.95 = 8084.21053 W: 5 % sheds a
+# quarter of the span, 970.72440 W, 10 % half, 1941.44881 W.
+printf 'tier,max_loss\nflex10,10%%\n' >"$T/t10.csv"
+printf 'job,gpus,cap_w,power_w,tokens_per_s\ny,16,300,4800,80\ny,16,700,11200,100\n' >"$T/y.csv"
+printf 'node_other_w = 800\npsu_rated_w = 5000\npsu_curve = 0.5:0.90, 1.0:0.95\npue = 1.2\n' >"$T/psu.conf"
+cap_at() { # FILE LOSS_PCT ARGS...: the 15 min quote at LOSS_PCT
+  local f=$1 l=$2
+  shift 2
+  "$PFI" grid capacity --curves "$f" --tiers "$T/t10.csv" --tier flex10 --duration 15m --format csv "$@" |
+    awk -F, -v l="$l" 'NR > 1 && $3 == l { print $4 }'
+}
+for lw in 1:160 2:320 5:800 10:1600 20:1600; do
+  near "$(cap_at "$T/x.csv" "${lw%%:*}")" "${lw#*:}" 1e-6 "GPU-level capacity at ${lw%%:*} %"
+done
+for lw in 1:240 2:480 5:1200 10:2400 20:2400; do
+  near "$(cap_at "$T/x.csv" "${lw%%:*}" --config "$T/n.conf" --level meter)" "${lw#*:}" 1e-6 "meter-level capacity at ${lw%%:*} %"
+done
+for lw in 1:320 5:1600 10:3200; do
+  near "$(cap_at "$T/y.csv" "${lw%%:*}" --config "$T/n.conf" --level node)" "${lw#*:}" 1e-6 "node-level capacity of 2 nodes at ${lw%%:*} %"
+done
+near "$(cap_at "$T/x.csv" 5 --config "$T/psu.conf" --level meter)" 970.72440 1e-3 "meter-level capacity through the supplies' curve, 5 %"
+near "$(cap_at "$T/x.csv" 10 --config "$T/psu.conf" --level meter)" 1941.44881 1e-3 "meter-level capacity through the supplies' curve, 10 %"
+"$PFI" grid capacity --curves "$T/x.csv" --tiers "$T/t10.csv" --tier flex10 --config "$T/n.conf" --level meter --format json |
+  python3 -c 'import json,sys; d=json.load(sys.stdin); assert all(e["level"] == "meter" for e in d), d' || fail "capacity JSON does not name the level"
+"$PFI" grid capacity --curves "$T/x.csv" --tiers "$T/t10.csv" --tier flex10 --level meter 2>"$T/err" >/dev/null
+[ $? = 2 ] && grep -q "needs --config" "$T/err" || fail "capacity --level without --config: $(cat "$T/err")"
+# A supplies' curve whose efficiency rises faster than the load: meter
+# power falls from x's first point (3200 W DC, load 0.32, 0.4) to its second
+# (6400 W DC, load 0.64, 0.98): 3200 / 0.4 = 8000 > 6400 / 0.98 = 6530.6.
+printf 'node_other_w = 800\npsu_rated_w = 10000\npsu_curve = 0.32:0.4, 0.64:0.98\n' >"$T/steep.conf"
+"$PFI" grid capacity --curves "$T/x.csv" --tiers "$T/t10.csv" --tier flex10 --config "$T/steep.conf" --level meter 2>"$T/err" >/dev/null
+[ $? = 2 ] && grep -q "job x: point 2 (GPU power 5600 W) is 6530.6.* W at the meter, not above the point below it" "$T/err" ||
+  fail "a falling meter curve: $(cat "$T/err")"
+
+# pfi grid meter --bmc: the BMC's DCMI reading through a fake ipmi-dcmi
+# (freeipmi's documented output), shown beside the chain; a tool that
+# fails is exit 1, an unknown one exit 2.
+mkdir -p "$T/bmcbin"
+printf '#!/bin/sh\n[ "$*" = --get-system-power-statistics ] || exit 3\necho "Current Power                        : 2345 Watts"\necho "Power Measurement                    : Active"\n' >"$T/bmcbin/ipmi-dcmi"
+chmod +x "$T/bmcbin/ipmi-dcmi"
+j=$(PATH="$T/bmcbin:$PATH" "$PFI" grid meter --powercap "$T/none" --bmc ipmi-dcmi --format json) || fail "grid meter --bmc"
+echo "$j" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["bmc_node_w"] == 2345 and d["bmc_tool"] == "ipmi-dcmi", d' ||
+  fail "grid meter --bmc: $j"
+PATH="$T/bmcbin:$PATH" "$PFI" grid meter --powercap "$T/none" --bmc ipmi-dcmi | grep -q "BMC (DCMI through ipmi-dcmi): the whole node 2345.0 W" ||
+  fail "grid meter --bmc table"
+printf '#!/bin/sh\necho "ipmi_cmd_dcmi_get_power_reading: bad completion code" >&2\nexit 1\n' >"$T/bmcbin/ipmitool"
+chmod +x "$T/bmcbin/ipmitool"
+PATH="$T/bmcbin:$PATH" "$PFI" grid meter --bmc ipmitool >/dev/null 2>"$T/err"
+[ $? = 1 ] && grep -q "ipmitool dcmi power reading: exit status 1 ('ipmi_cmd_dcmi_get_power_reading: bad completion code')" "$T/err" ||
+  fail "grid meter --bmc with a failing tool: $(cat "$T/err")"
+"$PFI" grid meter --bmc racadm >/dev/null 2>&1
+[ $? = 2 ] || fail "grid meter --bmc racadm: exit status"
+
 # An event report from a log: 2 samples before the event at 1000 W (the
 # baseline), 4 at a 750 W target, realized 740, 760, 745, 750 W, one sample a
 # minute. Meter = 1.3 x GPU power (one node, no other power, PUE 1.3):
