@@ -194,8 +194,8 @@ const char *pfi_bmc_tool_name(int tool);
  * with a non-zero status or was killed by a signal, with the first line of
  * its output; ran past timeout_s and was killed), PFI_ERANGE (more than
  * PFI_BMC_OUTPUT_MAX bytes of output: killed), PFI_EPARSE / PFI_ENOTSUP
- * from the parser. Never waits longer than timeout_s (plus the time to
- * reap a killed child).
+ * from the parser. Never waits longer than timeout_s plus 1 s (to reap a
+ * killed child; one that does not die in that time is left unreaped).
  */
 int pfi_bmc_read(const struct pfi_bmc *b, double *w, struct pfi_error *err);
 

@@ -246,8 +246,9 @@ int pfi_bmc_read(const struct pfi_bmc *b, double *w, struct pfi_error *err) {
   if (killed) {
     kill(-pid, SIGKILL);
     kill(pid, SIGKILL);
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    /* Bounded even here: a child stuck in the kernel (an IPMI driver
+     * call) does not die at once; it is left to be reaped later. */
+    reap_by(pid, mono_s() + 1, &status);
   } else if (WIFSIGNALED(status) || (WIFEXITED(status) && WEXITSTATUS(status))) {
     char fl[128];
     first_line(buf, len, fl, sizeof fl);
