@@ -171,9 +171,9 @@ enum pfi_bmc_tool {
 #define PFI_BMC_TIMEOUT_S 10.0
 
 struct pfi_bmc {
-  int tool;          /* enum pfi_bmc_tool */
-  char path[512];    /* the program run */
-  double timeout_s;  /* each run, default PFI_BMC_TIMEOUT_S */
+  int tool;         /* enum pfi_bmc_tool */
+  char path[512];   /* the program run */
+  double timeout_s; /* each run, default PFI_BMC_TIMEOUT_S */
 };
 
 /*

@@ -43,8 +43,8 @@ int pfi__grid_capacity(const struct opts *o) {
   if (rc >= 0 && level != PFI_LEVEL_GPU)
     rc = pfi_meter_config_load(o->config, &cfg, &err);
   if (rc >= 0)
-    rc = pfi_flex_jobs_at_level(&cj, &cfg, level,
-                                o->gpn ? (unsigned)o->gpn : 8, &err);
+    rc = pfi_flex_jobs_at_level(&cj, &cfg, level, o->gpn ? (unsigned)o->gpn : 8,
+                                &err);
   if (rc < 0) {
     status = pfi__grid_fail(&err);
     goto out;
@@ -57,7 +57,7 @@ int pfi__grid_capacity(const struct opts *o) {
            "event", "jobs",
            level == PFI_LEVEL_METER  ? " at the meter"
            : level == PFI_LEVEL_NODE ? " of the nodes"
-                                        : "");
+                                     : "");
   for (size_t d = 0; d < nd; d++) {
     struct pfi_flexcap fc;
     if ((rc = pfi_flexcap_compute(cj.jobs, cj.n, dur[d], o->notice, 400, &fc,
@@ -90,8 +90,8 @@ int pfi__grid_capacity(const struct opts *o) {
         arr, json_pack("{s:f,s:i,s:f,s:f,s:b,s:s,s:o}", "duration_s", dur[d],
                        "jobs_eligible", (int)fc.eligible, "uncapped_w",
                        fc.uncapped_w, "floor_w", fc.floor_w, "interval",
-                       fc.has_interval, "level",
-                       pfi__grid_level_name(level), "quotes", q));
+                       fc.has_interval, "level", pfi__grid_level_name(level),
+                       "quotes", q));
   }
   if (o->fmt == PFI_FMT_TABLE)
     printf("(event length in s; %zu job(s); %s)\n", cj.n,

@@ -462,7 +462,8 @@ int cmd_sweep(int argc, char **argv) {
     fprintf(stderr,
             "pfi sweep: warning: %ld BMC reading(s) failed (no node power at "
             "those instants); the first: %s\n",
-            res.bmc_failures, pfi_error_format(&res.bmc_first, buf, sizeof buf));
+            res.bmc_failures,
+            pfi_error_format(&res.bmc_first, buf, sizeof buf));
   }
   if (rc < 0) {
     /* Bad requests found by the library are usage errors. */

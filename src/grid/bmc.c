@@ -209,8 +209,7 @@ int pfi_bmc_read(const struct pfi_bmc *b, double *w, struct pfi_error *err) {
   for (;;) {
     double left = deadline - mono_s();
     if (left <= 0) {
-      rc = pfi_error_set(err, PFI_ECHILD,
-                         "%s: no answer within %g s: killed",
+      rc = pfi_error_set(err, PFI_ECHILD, "%s: no answer within %g s: killed",
                          cmd, timeout);
       killed = 1;
       break;
@@ -239,8 +238,8 @@ int pfi_bmc_read(const struct pfi_bmc *b, double *w, struct pfi_error *err) {
   close(out[0]);
   buf[len] = 0;
   if (!killed && !reap_by(pid, deadline, &status)) {
-    rc = pfi_error_set(err, PFI_ECHILD,
-                       "%s: did not exit within %g s: killed", cmd, timeout);
+    rc = pfi_error_set(err, PFI_ECHILD, "%s: did not exit within %g s: killed",
+                       cmd, timeout);
     killed = 1;
   }
   if (killed) {
@@ -249,12 +248,13 @@ int pfi_bmc_read(const struct pfi_bmc *b, double *w, struct pfi_error *err) {
     /* Bounded even here: a child stuck in the kernel (an IPMI driver
      * call) does not die at once; it is left to be reaped later. */
     reap_by(pid, mono_s() + 1, &status);
-  } else if (WIFSIGNALED(status) || (WIFEXITED(status) && WEXITSTATUS(status))) {
+  } else if (WIFSIGNALED(status) ||
+             (WIFEXITED(status) && WEXITSTATUS(status))) {
     char fl[128];
     first_line(buf, len, fl, sizeof fl);
     if (WIFSIGNALED(status))
-      rc = pfi_error_set(err, PFI_ECHILD, "%s: killed by signal %d%s%s%s",
-                         cmd, WTERMSIG(status), fl[0] ? " ('" : "", fl,
+      rc = pfi_error_set(err, PFI_ECHILD, "%s: killed by signal %d%s%s%s", cmd,
+                         WTERMSIG(status), fl[0] ? " ('" : "", fl,
                          fl[0] ? "')" : "");
     else
       rc = pfi_error_set(err, PFI_ECHILD, "%s: exit status %d%s%s%s", cmd,

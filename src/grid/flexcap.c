@@ -546,7 +546,8 @@ int pfi_flex_jobs_at_level(struct pfi_flex_jobs *c,
                            unsigned gpus_per_node, struct pfi_error *err) {
   if (level == PFI_LEVEL_GPU)
     return 0;
-  if (gpus_per_node == 0 || (level != PFI_LEVEL_NODE && level != PFI_LEVEL_METER))
+  if (gpus_per_node == 0 ||
+      (level != PFI_LEVEL_NODE && level != PFI_LEVEL_METER))
     return pfi_error_set(err, PFI_EINVAL,
                          "level %d, %u GPUs per node: expected node or meter "
                          "and at least 1",

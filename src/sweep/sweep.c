@@ -825,8 +825,9 @@ int pfi_sweep_run(struct pfi_store *st, const struct pfi_sweep_opts *o,
       goto out;
     /* Each reading within the sampling interval (1 to 10 s). */
     double iv = o->interval_s > 0 ? o->interval_s : 5;
-    sw.bmc->timeout_s = iv < 1 ? 1 : iv > PFI_BMC_TIMEOUT_S ? PFI_BMC_TIMEOUT_S
-                                                            : iv;
+    sw.bmc->timeout_s = iv < 1                   ? 1
+                        : iv > PFI_BMC_TIMEOUT_S ? PFI_BMC_TIMEOUT_S
+                                                 : iv;
     if (pfi_bmc_read(sw.bmc, &w, &e) < 0) {
       rc = pfi_error_set(err, PFI_EIO, "--bmc %s: the first reading failed: %s",
                          o->bmc, e.msg);

@@ -93,7 +93,8 @@ static void test_documented(void **state) {
   ASSERT_NEAR(w, 1204, 0);
   /* The wrong tool's arguments: the fake's exit status 3, its line. */
   assert_int_equal(run("ipmitool", "ipmi-dcmi", 0, &w, &err), PFI_ECHILD);
-  assert_non_null(strstr(err.msg, "exit status 3 ('args: dcmi power reading')"));
+  assert_non_null(
+      strstr(err.msg, "exit status 3 ('args: dcmi power reading')"));
 
   /* Searched on PATH; a missing tool names its Debian package. */
   char *old = strdup(getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");

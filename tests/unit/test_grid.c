@@ -563,8 +563,9 @@ static void test_dcmi(void **state) {
   const char *off = "Power Measurement                    : Deactivated\n";
   assert_int_equal(pfi_dcmi_parse(off, strlen(off), &w, &err), PFI_ENOTSUP);
   /* freeipmi prints its 0 W reading before the state: still not one. */
-  const char *off_after = "Current Power                        : 0 Watts\n"
-                          "Power Measurement                    : Deactivated\n";
+  const char *off_after =
+      "Current Power                        : 0 Watts\n"
+      "Power Measurement                    : Deactivated\n";
   assert_int_equal(pfi_dcmi_parse(off_after, strlen(off_after), &w, &err),
                    PFI_ENOTSUP);
   assert_int_equal(pfi_dcmi_parse("junk", 4, &w, &err), PFI_EPARSE);
