@@ -89,6 +89,9 @@ struct pfi_sweep_opts {
   const char *bmc;
 };
 
+/* Consecutive failed BMC readings after which a sweep stops reading it. */
+#define PFI_SWEEP_BMC_GIVE_UP 3
+
 /* Result counts of a sweep. */
 struct pfi_sweep_result {
   size_t runs_done;                 /* runs completed by this call */
@@ -110,9 +113,11 @@ struct pfi_sweep_result {
   char node_power[16];
   size_t rapl_zones;
   /* BMC readings that failed during the runs (the instant has no node
-   * power), and the first of them. */
+   * power), and the first of them; after PFI_SWEEP_BMC_GIVE_UP failures
+   * in a row the BMC is not read again (bmc_gave_up 1). */
   long bmc_failures;
   struct pfi_error bmc_first;
+  int bmc_gave_up;
 };
 
 /*

@@ -458,11 +458,15 @@ int cmd_sweep(int argc, char **argv) {
             pfi_error_format(&res.telemetry_first, buf, sizeof buf));
   }
   if (res.bmc_failures) {
-    char buf[PFI_ERROR_MSG_MAX + 300];
+    char buf[PFI_ERROR_MSG_MAX + 300], gave[80] = "";
+    if (res.bmc_gave_up)
+      snprintf(gave, sizeof gave,
+               ", the BMC not read again after %d failures in a row",
+               PFI_SWEEP_BMC_GIVE_UP);
     fprintf(stderr,
             "pfi sweep: warning: %ld BMC reading(s) failed (no node power at "
-            "those instants); the first: %s\n",
-            res.bmc_failures,
+            "those instants%s); the first: %s\n",
+            res.bmc_failures, gave,
             pfi_error_format(&res.bmc_first, buf, sizeof buf));
   }
   if (rc < 0) {

@@ -170,11 +170,18 @@ static int node_power(struct sweep *sw, int64_t run_id, double now,
     double w;
     struct pfi_error e;
     pfi_error_clear(&e);
+    if (sw->res->bmc_gave_up)
+      return 0;
     if (pfi_bmc_read(sw->bmc, &w, &e) < 0) {
       if (sw->res->bmc_failures++ == 0)
         sw->res->bmc_first = e;
-      return 0; /* a failed reading loses one instant */
+      /* A failed reading loses one instant; a BMC that keeps failing (each
+       * try up to the interval) is not read again. */
+      if (++sw->bmc_failing >= PFI_SWEEP_BMC_GIVE_UP)
+        sw->res->bmc_gave_up = 1;
+      return 0;
     }
+    sw->bmc_failing = 0;
     if (!isfinite(gpu_w))
       return 0;
     np.node_w = w;

@@ -55,6 +55,7 @@ struct sweep {
   double *rapl_uj;
   double rapl_t;
   struct pfi_bmc *bmc; /* the BMC's DCMI reader, when chosen (wins) */
+  int bmc_failing;     /* consecutive failed readings */
 };
 
 /* Starts the sweep's command for the run at cap_w (its environment names

@@ -190,6 +190,25 @@ for (r, t, g, o, n, src), (wr, wt, p, reading) in zip(rows, want):
     assert (r, t) == (wr, wt) and src == "dcmi", (r, t, wr, wt, src)
     assert n == reading and abs(g - p) <= 1e-9 * p and abs(o - (reading - p)) <= 1e-9 * reading, (t, g, o, n, p, reading)
 PY
+  # A BMC that stops answering (every call from the 3rd fails) is not read
+  # again after 3 failures in a row: 5 calls in all (the probe, one good
+  # reading, 3 failures) however many instants the runs have, one row.
+  cat >"$T/bin/ipmitool" <<EOF
+#!/bin/sh
+n=\$(( \$(cat "$T/bmc2.n" 2>/dev/null || echo 0) + 1 ))
+echo \$n >"$T/bmc2.n"
+[ \$n -ge 3 ] && { echo "Error: Unable to establish IPMI v2 / RMCP+ session" >&2; exit 1; }
+echo '    Instantaneous power reading:  777 Watts'
+EOF
+  PATH="$T/bin:$PATH" "${NV[@]}" "$PFI" sweep --backend nvml --duration 1s --interval 0.25s --cooldown 0 \
+    --bmc ipmitool --caps 300,700 --db "$T/d2.db" --job d2job -- sleep 30 2>"$T/err" ||
+    fail "sweep with a BMC that stops answering: $(tail -3 "$T/err")"
+  [ "$(cat "$T/bmc2.n")" = 5 ] || fail "the BMC was run $(cat "$T/bmc2.n") times, expected 5"
+  grep -q "warning: 3 BMC reading(s) failed (no node power at those instants, the BMC not read again after 3 failures in a row)" "$T/err" ||
+    fail "giving up on the BMC is not reported: $(cat "$T/err")"
+  [ "$(sqlite3 "$T/d2.db" "select count(*) || ',' || min(node_w) from node_power where source = 'dcmi'")" = "1,777.0" ] ||
+    fail "rows of a BMC that stops answering: $(sqlite3 "$T/d2.db" "select * from node_power")"
+  [ "$(sqlite3 "$T/d2.db" "select count(distinct t_s) > 4 from samples")" = 1 ] || fail "too few instants to test giving up"
   # A BMC that cannot be read stops the sweep before any cap changes
   # (exit 1, no run); an unknown reader or a missing tool is bad usage.
   printf '#!/bin/sh\necho "Could not open device at /dev/ipmi0 or /dev/ipmi/0 or /dev/ipmidev/0: No such file or directory" >&2\nexit 1\n' >"$T/bin/ipmi-dcmi"
