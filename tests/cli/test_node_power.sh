@@ -176,11 +176,21 @@ EOF
   grep -q "warning: 1 BMC reading(s) failed (no node power at those instants); the first: .*/ipmitool dcmi power reading: exit status 1 ('Error: Unable to establish IPMI v2 / RMCP+ session')" "$T/err" ||
     fail "the failed BMC reading is not reported: $(cat "$T/err")"
   python3 - "$T/d.db" "$(cat "$T/bmc.n")" <<'PY' || fail "DCMI node power in the store"
-import sqlite3, sys
+import sqlite3, struct, sys
+def power_sum(data):
+    # A samples row (docs/sweep.md): per GPU a uint32 index, a uint32 mask,
+    # a double per set bit, little-endian; power_w is field 0.
+    s, o = 0.0, 0
+    while o < len(data):
+        _, valid = struct.unpack_from("<II", data, o)
+        if valid & 1:
+            s += struct.unpack_from("<d", data, o + 8)[0]
+        o += 8 + 8 * bin(valid).count("1")
+    return s
 db = sqlite3.connect(sys.argv[1])
 calls = int(sys.argv[2])
 rows = list(db.execute("SELECT run_id, t_s, gpu_w, other_w, node_w, source FROM node_power ORDER BY run_id, t_s"))
-inst = list(db.execute("SELECT run_id, t_s, sum(power_w) FROM samples GROUP BY run_id, t_s ORDER BY run_id, t_s"))
+inst = [(r, t, power_sum(d)) for r, t, d in db.execute("SELECT run_id, t_s, data FROM samples ORDER BY run_id, t_s")]
 # Call 1 is the sweep's probe before any cap changes; calls 2.. are the
 # instants in order, call 3 (the 2nd instant) failed.
 assert calls == len(inst) + 1, (calls, len(inst))
