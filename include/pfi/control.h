@@ -126,7 +126,10 @@ struct pfi_ctl_job_obs {
 /* Input of one period. Arrays are borrowed for the call. */
 struct pfi_ctl_input {
   double t_s;           /* time at the end of the period, s */
-  int event;            /* nonzero while a grid event asks for less */
+  int event;            /* nonzero while a grid event asks for less. The
+                           caps returned are in force during the next
+                           period, so an event (announced) is passed from
+                           the call at its start, not the one after */
   const char *event_id; /* name of the event (records), may be NULL */
   double target_w;      /* the cluster's GPU power target, W (event) */
   const struct pfi_ctl_gpu_obs *gpu; /* pfi_ctl_ngpus() entries */

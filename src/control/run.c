@@ -206,10 +206,17 @@ int pfi_run_closed_loop(const struct pfi_cluster_config *cc,
       jo[s].tokens_per_s = o.tokens[i];
       jo[s].phase = o.phase[i];
     }
-    /* The baseline: median realized power of the pre-event periods. */
-    if (t <= tg->start_s + 1e-9) {
+    /* The baseline: median realized power of the pre-event periods, known
+     * at the end of the last of them (the event's start), so that the
+     * controller's period at the start already carries the event: the
+     * caps it returns are the ones in force during the event's first
+     * period (a grid event is announced; a cap decrease settles within
+     * PFI_CLUSTER_DOWN_DELAY_S + a few PFI_CLUSTER_DOWN_TAU_S, well inside
+     * a period). Before, the baseline came one period late and the first
+     * period ran on the uncapped caps. */
+    if (t <= tg->start_s + 1e-9)
       pre[npre++] = o.power_w;
-    } else if (!isfinite(base)) {
+    if (t >= tg->start_s - 1e-9 && !isfinite(base)) {
       qsort(pre, npre, sizeof *pre, cmp_d);
       base = npre ? (npre % 2 ? pre[npre / 2]
                               : 0.5 * (pre[npre / 2 - 1] + pre[npre / 2]))

@@ -260,6 +260,71 @@ static void test_parse(void **state) {
   unlink(path);
 }
 
+/* The event's first period. Two nodes whose jobs evaluate 150 s of every
+ * 400 s (at 85 % activity): on seed 3 the cluster at the event's start
+ * (t = 300 s) draws more than 5 % above the median of the 300 pre-event
+ * periods (the baseline, the ramp's first target). The baseline must be known at the end of the last
+ * pre-event period and the event passed to the controller in that
+ * period, so that the caps in force during the event's first period are
+ * already cut: that period's power at most the target + 1 % (it ran
+ * uncapped when the baseline came one period late). The baseline is
+ * checked against the median of the callback's pre-event readings. */
+struct first_ctx {
+  double pre[300];
+  size_t npre;
+  double p_first, t_first;
+};
+
+static int first_cb(void *ctx, double t_s, double target_w, double realized_w,
+                    const struct pfi_ctl_output *out, struct pfi_error *err) {
+  (void)out;
+  (void)err;
+  struct first_ctx *f = ctx;
+  if (t_s <= 300 + 1e-9 && f->npre < 300)
+    f->pre[f->npre++] = realized_w;
+  if (fabs(t_s - 301) < 1e-9) {
+    f->p_first = realized_w;
+    f->t_first = target_w;
+  }
+  return 0;
+}
+
+static int cmp_dbl(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static void test_event_first_period(void **state) {
+  (void)state;
+  struct pfi_cluster_config cc;
+  struct pfi_event ev;
+  struct pfi_run_result res;
+  struct pfi_error err;
+  one_job(&cc);
+  cc.nodes = 2;
+  cc.eval_every_s = 400;
+  cc.eval_s = 150;
+  cc.seed = 3;
+  assert_int_equal(pfi_event_parse(&ev, "75%", 300, 60, 600, &err), 0);
+  struct first_ctx f = {.npre = 0};
+  assert_int_equal(pfi_run_closed_loop(&cc, NULL, NULL, &ev, 60,
+                                       PFI_RUN_CONTROLLER, first_cb, &f, &res,
+                                       &err),
+                   0);
+  assert_int_equal(f.npre, 300);
+  double p_start = f.pre[299]; /* the period ending at the event's start */
+  qsort(f.pre, 300, sizeof *f.pre, cmp_dbl);
+  double med = 0.5 * (f.pre[149] + f.pre[150]);
+  ASSERT_NEAR(res.baseline_w, med, 1e-9 * med);
+  /* The case under test: at the start the cluster is above the first
+   * target by more than the band. */
+  assert_true(p_start > 1.05 * med);
+  ASSERT_NEAR(f.t_first, med, 1e-9 * med);
+  if (!(f.p_first <= 1.01 * f.t_first))
+    fail_msg("first event period at %g W, target %g W", f.p_first, f.t_first);
+  pfi_event_release(&ev);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_step_response),
@@ -267,6 +332,7 @@ int main(void) {
       cmocka_unit_test(test_out_of_sample),
       cmocka_unit_test(test_telemetry_fields),
       cmocka_unit_test(test_parse),
+      cmocka_unit_test(test_event_first_period),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
