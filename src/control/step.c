@@ -27,6 +27,12 @@
 /* A cap move smaller than this, W, does not restart the settling. */
 #define SMALL_W 5.0
 
+/* What the ramp leaves unallocated is allocated again to jobs with room
+ * only when it exceeds this share of the target (a quarter of the band):
+ * smaller remainders are trimmed by the next periods, and moving the
+ * other jobs for them restarts their settling (less learned). */
+#define FILL_MIN 0.0025
+
 /* A paused job's resumption is provided for from this many seconds before
  * the end of its shortest pause seen. */
 #define PAUSE_LEAD_S 5.0
@@ -358,6 +364,76 @@ static int set_job_cap(struct pfi_ctl *c, struct pfi__ctl_job *j,
   return 0;
 }
 
+/* The oracle's allocation as the caps can reach it this period: a job's
+ * power rises by at most the ramp (none while increases wait). On concave
+ * piecewise-linear curves the oracle gives a budget's extra watts (a job
+ * paused, the bias fell) to the few jobs on the next segment; bounded by
+ * the ramp, the rest went unallocated and realized power stayed under the
+ * target for seconds. Here each allocation is clamped to the job's reach
+ * and what the clamps leave is allocated again by the oracle among the
+ * jobs with room left below their reach (their believed curves on that
+ * room), so the others take it up at once; the next periods move the
+ * allocation on toward the unbounded one, a ramp at a time. Where no
+ * clamp binds nothing changes. `tot` becomes the believed tokens. */
+static int fill_reach(struct pfi_ctl *c, size_t row, int hold, double min_w,
+                      double *alloc, double *tot, struct pfi_error *err) {
+  double up = hold ? 0 : c->cfg.ramp_up_w_s * c->cfg.period_s;
+  double left = 0;
+  size_t nroom = 0;
+  double *reach = malloc(row * sizeof *reach);
+  if (!reach)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  for (size_t r = 0; r < row; r++) {
+    const struct pfi__ctl_job *j = &c->job[c->pslot[r]];
+    double now = pfi__ctl_draw_at(c, j, j->cap);
+    reach[r] = pfi__ctl_draw_at(c, j, j->cap + up);
+    if (reach[r] < now)
+      reach[r] = now;
+    if (alloc[r] > reach[r]) {
+      left += alloc[r] - reach[r];
+      alloc[r] = reach[r];
+    } else if (alloc[r] < reach[r] - DEADBAND_W) {
+      nroom++;
+    }
+  }
+  int rc = 0;
+  if (left > min_w && nroom > 0) {
+    double sum = 0;
+    pfi_problem_clear(&c->prob);
+    size_t k = 0;
+    for (size_t r = 0; r < row; r++) {
+      if (!(alloc[r] < reach[r] - DEADBAND_W))
+        continue;
+      const struct pfi__ctl_job *j = &c->job[c->pslot[r]];
+      double x[PFI__CTL_MAXPTS + 8], y[PFI__CTL_MAXPTS + 8];
+      size_t n = pfi__ctl_curve(c, j, alloc[r], reach[r], x, y,
+                                PFI__CTL_MAXPTS + 8);
+      if ((rc = pfi_problem_add(&c->prob, x, y, n, x[0], x[n - 1], err)) < 0)
+        goto out;
+      c->px[k++] = (double)r;
+      sum += alloc[r];
+    }
+    double plo, phi, b = sum + left, t2;
+    pfi_problem_bounds(&c->prob, &plo, &phi);
+    b = b < plo ? plo : b > phi ? phi : b;
+    double *a2 = c->py; /* scratch of at least njobs entries */
+    if ((rc = pfi_oracle_solve(&c->prob, b, a2, &t2, NULL, err)) < 0)
+      goto out;
+    for (size_t i = 0; i < k; i++)
+      alloc[(size_t)c->px[i]] = a2[i];
+  }
+  if (left > 0) {
+    /* Believed tokens at the allocation made. */
+    *tot = 0;
+    for (size_t r = 0; r < row; r++)
+      *tot += pfi__ctl_believe(c, &c->job[c->pslot[r]], alloc[r],
+                               c->job[c->pslot[r]].protect);
+  }
+out:
+  free(reach);
+  return rc;
+}
+
 /* The event's allocation: feedback on realized power, oracle on believed
  * curves, two-phase application. */
 static int allocate(struct pfi_ctl *c, const struct pfi_ctl_input *in,
@@ -485,6 +561,15 @@ static int allocate(struct pfi_ctl *c, const struct pfi_ctl_input *in,
   out->infeasible = infeasible;
   out->shortfall_w = shortfall;
   out->budget_w = budget;
+  /* Increases wait while decreases not yet seen exceed 0.1 % of the
+   * target (two phases) or realized power is above the aim. */
+  double pending_w = 0;
+  for (size_t g = 0; g < c->ngpus; g++)
+    if (c->pend_dec[g] && c->draw[g] > c->cap[g])
+      pending_w += c->draw[g] - c->cap[g];
+  int pending = pending_w > 0.001 * target;
+  int above = realized > aim + 0.001 * target;
+  double up = cf->ramp_up_w_s * cf->period_s;
   pfi_problem_clear(&c->prob);
   size_t row = 0;
   for (size_t s = 0; s < c->nslots; s++) {
@@ -519,18 +604,14 @@ static int allocate(struct pfi_ctl *c, const struct pfi_ctl_input *in,
       goto out;
     }
     out->pred_tokens = tot;
+    if (cf->strategy == 0 &&
+        (rc = fill_reach(c, row, pending || above, FILL_MIN * target, alloc,
+                         &tot, err)) < 0)
+      goto out;
+    out->pred_tokens = tot;
   }
   /* Desired caps; decreases now, increases once every decrease has shown
    * in the realized draw (two phases), ramp-limited. */
-  /* Watts of decreases not yet seen; increases wait while they exceed
-   * 0.1 % of the target. */
-  double pending_w = 0;
-  for (size_t g = 0; g < c->ngpus; g++)
-    if (c->pend_dec[g] && c->draw[g] > c->cap[g])
-      pending_w += c->draw[g] - c->cap[g];
-  int pending = pending_w > 0.001 * target;
-  int above = realized > aim + 0.001 * target;
-  double up = cf->ramp_up_w_s * cf->period_s;
   double down =
       cf->ramp_down_w_s > 0 ? cf->ramp_down_w_s * cf->period_s : INFINITY;
   for (size_t r = 0; r < row; r++) {
