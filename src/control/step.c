@@ -662,7 +662,8 @@ out:
 
 /* The staggered recovery: jobs in a seeded random order, each raised by at
  * most the ramp per period, only while the cluster stays under the
- * pre-event baseline counting every paused job at its full draw. */
+ * pre-event baseline less the margin (the last job: the baseline)
+ * counting every paused job at its full draw. */
 static int recover(struct pfi_ctl *c, const struct pfi_ctl_input *in,
                    double realized, struct pfi_error *err) {
   const struct pfi_ctl_config *cf = &c->cfg;
@@ -679,7 +680,14 @@ static int recover(struct pfi_ctl *c, const struct pfi_ctl_input *in,
       ceil += st.model - c->job[s].draw;
     ceil += st.jump;
   }
-  double allow = c->baseline - ceil;
+  /* The raises aim below the baseline by the event's margin (the readings'
+   * noise, a raise not yet drawn and a job resuming before it is seen
+   * otherwise put the cluster above the baseline whenever it sat on it);
+   * only the last job to come back may take the cluster to the baseline
+   * itself, so that the recovery can finish when the cluster's full draw
+   * fits under it. */
+  double margin_w = cf->margin * c->baseline;
+  double allow = c->baseline - margin_w - ceil;
   /* Jobs that started since the order was drawn join at its end. */
   for (size_t s = 0; s < c->nslots; s++) {
     struct pfi__ctl_job *j = &c->job[s];
@@ -699,15 +707,25 @@ static int recover(struct pfi_ctl *c, const struct pfi_ctl_input *in,
   int late = in->t_s - c->recovery_t0 > cf->recovery_s;
   double up = cf->ramp_up_w_s * cf->period_s;
   int all_done = 1;
+  size_t nleft = 0;
+  for (size_t k = 0; k < c->norder; k++) {
+    int s = c->order[k];
+    if ((size_t)s < c->nslots && c->job[s].used &&
+        c->job[s].cap < pfi__ctl_cap_hi(c, &c->job[s]) - 1e-9)
+      nleft++;
+  }
   /* Above the baseline counting every paused job at its full draw (a job
-   * started, one came back from a fault): the jobs last in the order give
-   * the excess back at once, before anything else rises. */
-  double excess = ceil - c->baseline;
+   * started, one came back from a fault, the uncapped jobs' own draw
+   * rose): the jobs last in the order give the excess back at once, down
+   * to the aim, before anything else rises. While the last job comes back
+   * the cluster may sit on the baseline itself: there, within 0.1 % of it,
+   * the excess is the readings' noise (the allocation's own threshold for
+   * "above"), and chasing it would cut a job every other period and the
+   * recovery would never end. */
+  double excess = ceil - (c->baseline - margin_w);
   int gave = 0;
-  /* Within 0.1 % of the baseline the excess is the readings' noise (the
-   * allocation's own threshold for "above"): chasing it would cut a job
-   * every other period and the recovery would never end. */
-  if (excess > 0.001 * c->baseline && !late) {
+  double over = ceil - c->baseline;
+  if (over > (nleft <= 1 ? 0.001 * c->baseline : 0) && !late) {
     for (size_t k = c->norder; k-- > 0 && excess > 0;) {
       int s = c->order[k];
       if ((size_t)s >= c->nslots || !c->job[s].used)
@@ -737,6 +755,8 @@ static int recover(struct pfi_ctl *c, const struct pfi_ctl_input *in,
     if (gave)
       return 0;
   }
+  if (nleft == 1)
+    allow += margin_w; /* the last job to come back: up to the baseline */
   for (size_t k = 0; k < c->norder; k++) {
     int s = c->order[k];
     if ((size_t)s >= c->nslots || !c->job[s].used)
