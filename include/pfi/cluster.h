@@ -231,6 +231,11 @@ struct pfi_run_result {
   double mean_cut;      /* 1 - mean realized power over the event / baseline */
   double minutes_above; /* minutes whose mean power is above their mean
                            target (as a one-minute meter would see it) */
+  /* The same oracle held to every job's tier (not below the power where
+   * its true curve keeps 1 - max_loss of its uncapped throughput): the
+   * best any allocation within the tiers does, where tokens_oracle is
+   * not bound by them. */
+  double tokens_oracle_tiers, tokens_oracle_tiers_after10;
 };
 
 /* Per-second callback (figures, JSON): t, target (NaN outside), realized,

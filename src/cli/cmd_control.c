@@ -128,6 +128,9 @@ static json_t *result_json(const struct pfi_run_result *r) {
   json_object_set_new(o, "tokens_oracle", jnum(r->tokens_oracle));
   json_object_set_new(o, "tokens_oracle_after_10min",
                       jnum(r->tokens_oracle_after10));
+  json_object_set_new(o, "tokens_oracle_tiers", jnum(r->tokens_oracle_tiers));
+  json_object_set_new(o, "tokens_oracle_tiers_after_10min",
+                      jnum(r->tokens_oracle_tiers_after10));
   json_object_set_new(o, "recovery_peak_w", jnum(r->recovery_peak_w));
   json_object_set_new(o, "recovery_s", jnum(r->recovery_s));
   json_object_set_new(o, "cap_changes_per_gpu_h",
@@ -270,11 +273,13 @@ int cmd_control(int argc, char **argv) {
   double *gap = calloc(nseeds, sizeof *gap),
          *gap10 = calloc(nseeds, sizeof *gap10);
   double *away = calloc(nseeds, sizeof *away);
+  double *gapt = calloc(nseeds, sizeof *gapt),
+         *gapt10 = calloc(nseeds, sizeof *gapt10);
   json_t *runs = json_array();
   struct pfi_run_result first, first_eq;
   memset(&first, 0, sizeof first);
   memset(&first_eq, 0, sizeof first_eq);
-  if (!gap || !gap10 || !away) {
+  if (!gap || !gap10 || !away || !gapt || !gapt10) {
     pfi_error_set(&err, PFI_ENOMEM, "out of memory");
     status = pfi_cli_fail(&err);
     goto out;
@@ -317,6 +322,15 @@ int cmd_control(int argc, char **argv) {
                  (r.tokens_oracle_after10 - eq.tokens_after10);
       json_object_set_new(jr, "gap_closed", jnum(gap[k]));
       json_object_set_new(jr, "gap_closed_after_10min", jnum(gap10[k]));
+      /* Against the oracle held to the tiers (which the controller and
+       * equal-weight cuts both keep): the gap any tier-keeping allocation
+       * could close. */
+      gapt[k] = (r.tokens_event - eq.tokens_event) /
+                (r.tokens_oracle_tiers - eq.tokens_event);
+      gapt10[k] = (r.tokens_after10 - eq.tokens_after10) /
+                  (r.tokens_oracle_tiers_after10 - eq.tokens_after10);
+      json_object_set_new(jr, "gap_closed_tiers", jnum(gapt[k]));
+      json_object_set_new(jr, "gap_closed_tiers_after_10min", jnum(gapt10[k]));
       if (k == 0)
         first_eq = eq;
     }
@@ -350,6 +364,13 @@ int cmd_control(int argc, char **argv) {
     json_object_set_new(top, "gap_closed_ci95", jnum(gh));
     json_object_set_new(top, "gap_closed_after_10min_mean", jnum(g10m));
     json_object_set_new(top, "gap_closed_after_10min_ci95", jnum(g10h));
+    double tm, th, t10m, t10h;
+    pfi_stats_mean_t95(gapt, nseeds, &tm, &th);
+    pfi_stats_mean_t95(gapt10, nseeds, &t10m, &t10h);
+    json_object_set_new(top, "gap_closed_tiers_mean", jnum(tm));
+    json_object_set_new(top, "gap_closed_tiers_ci95", jnum(th));
+    json_object_set_new(top, "gap_closed_tiers_after_10min_mean", jnum(t10m));
+    json_object_set_new(top, "gap_closed_tiers_after_10min_ci95", jnum(t10h));
   }
   if (have_em) {
     pfi_stats_mean_t95(away, nseeds, &am, &ah);
@@ -439,6 +460,8 @@ out:
   pfi_event_release(&em_ev);
   free(gap);
   free(gap10);
+  free(gapt);
+  free(gapt10);
   free(away);
   return status;
 }

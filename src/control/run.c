@@ -23,8 +23,9 @@ static int cmp_d(const void *a, const void *b) {
  * true tokens added). */
 static int oracle_tokens(struct pfi_cluster *cl,
                          const struct pfi_cluster_obs *o, double target,
-                         struct pfi_problem *pb, int *in, double *alloc,
-                         double *tokens_out, struct pfi_error *err) {
+                         int tiers, struct pfi_problem *pb, int *in,
+                         double *alloc, double *tokens_out,
+                         struct pfi_error *err) {
   double fixed = 0, other = 0;
   size_t G = pfi_cluster_ngpus(cl);
   char *used = calloc(G, 1);
@@ -56,6 +57,21 @@ static int oracle_tokens(struct pfi_cluster *cl,
         t_at = y[n - 1];
       if (o->true_tokens[k] < 0.9 * t_at)
         normal = 0;
+      if (normal && tiers && j->max_loss < 1) {
+        /* Held to its tier: not below the power where its true curve
+         * keeps 1 - max_loss of its uncapped throughput. */
+        double keep = (1 - j->max_loss) * tmax;
+        for (int i = 0; i < n; i++)
+          if (y[i] >= keep) {
+            double f = i > 0 && y[i] > y[i - 1]
+                           ? x[i - 1] + (x[i] - x[i - 1]) * (keep - y[i - 1]) /
+                                            (y[i] - y[i - 1])
+                           : x[i];
+            if (f > lo)
+              lo = f;
+            break;
+          }
+      }
       if (normal) {
         int rc = pfi_problem_add(pb, x, y, (size_t)n, lo, hi, err);
         if (rc < 0) {
@@ -273,12 +289,16 @@ int pfi_run_closed_loop(const struct pfi_cluster_config *cc,
         rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
         goto out;
       }
-      double ot = 0;
-      if ((rc = oracle_tokens(cl, &o, tgt, &pb, oin, alloc, &ot, err)) < 0)
+      double ot = 0, ott = 0;
+      if ((rc = oracle_tokens(cl, &o, tgt, 0, &pb, oin, alloc, &ot, err)) < 0 ||
+          (rc = oracle_tokens(cl, &o, tgt, 1, &pb, oin, alloc, &ott, err)) < 0)
         goto out;
       res->tokens_oracle += ot * dt;
-      if (t - dt >= tg->start_s + 600 - 1e-9)
+      res->tokens_oracle_tiers += ott * dt;
+      if (t - dt >= tg->start_s + 600 - 1e-9) {
         res->tokens_oracle_after10 += ot * dt;
+        res->tokens_oracle_tiers_after10 += ott * dt;
+      }
       /* Tier violations: a training job under its tier's share of its
        * uncapped throughput by more than the noise (1 %). */
       for (size_t i = 0; i < o.njobs; i++) {

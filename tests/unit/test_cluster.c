@@ -325,6 +325,36 @@ static void test_event_first_period(void **state) {
   pfi_event_release(&ev);
 }
 
+/* The oracle held to the tiers: with no tiered job it is the oracle
+ * itself, token for token; with every job tiered (8 nodes, a 25 % cut
+ * that the tiers leave feasible) it does strictly less. (Where the tiers
+ * are not feasible it holds every job at its tier, above the target, as
+ * the controller does.) */
+static void test_oracle_tiers(void **state) {
+  (void)state;
+  struct pfi_event ev;
+  struct pfi_error err;
+  assert_int_equal(pfi_event_parse(&ev, "75%", 300, 60, 300, &err), 0);
+  double tok[2], tokt[2];
+  for (int k = 0; k < 2; k++) {
+    struct pfi_cluster_config cc;
+    struct pfi_run_result res;
+    one_job(&cc);
+    cc.nodes = 8;
+    cc.tiered_share = k;
+    assert_int_equal(pfi_run_closed_loop(&cc, NULL, NULL, &ev, 60,
+                                         PFI_RUN_CONTROLLER, NULL, NULL, &res,
+                                         &err),
+                     0);
+    tok[k] = res.tokens_oracle;
+    tokt[k] = res.tokens_oracle_tiers;
+    assert_true(tok[k] > 0);
+  }
+  assert_true(tokt[0] == tok[0]);
+  assert_true(tokt[1] < tok[1]);
+  pfi_event_release(&ev);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_step_response),
@@ -333,6 +363,7 @@ int main(void) {
       cmocka_unit_test(test_telemetry_fields),
       cmocka_unit_test(test_parse),
       cmocka_unit_test(test_event_first_period),
+      cmocka_unit_test(test_oracle_tiers),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
