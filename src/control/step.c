@@ -229,8 +229,15 @@ static int observe(struct pfi_ctl *c, struct pfi__ctl_job *j,
     m2 = 0;
   j->acc_n = j->acc_p = j->acc_t = j->acc_t2 = 0;
   if (j->acc_after_change && j->protect && c->in_event) {
-    /* Rollback: lost more than believed, beyond noise. */
-    double p0 = j->pred_at_change;
+    /* Rollback: lost more than believed, beyond noise, at the power it
+     * drew. The belief is a curve of power; the prediction made at the
+     * change was read at the power the draw model expected of the new
+     * caps, and a job drawing less than that (its draw per cap not yet
+     * learned) lost more than predicted without being any steeper than
+     * believed: the feedback and the learned draw ratio correct that, a
+     * rollback (its floor held at the draw before the cut for the rest of
+     * the event) does not. */
+    double p0 = pfi__ctl_believe(c, j, mp, 0);
     double se = sqrt(m2 / (n > 1 ? n - 1 : 1) / n +
                      pow(cf->tokens_cv * (isfinite(p0) ? p0 : mt), 2));
     if (isfinite(p0) && mt < p0 - cf->rollback_z * se) {
