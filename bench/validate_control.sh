@@ -4,13 +4,15 @@
 # EMULATED cluster (125 x 8 H200, out-of-sample jobs), a 3-hour event at
 # 75 % of the baseline, seeds 1..N (default 10), each also run with
 # equal-weight cuts; prints each measure against its goal. Usage:
-#   bench/validate_control.sh [BUILD_DIR [SEEDS]]     (about 40 s a seed)
+#   bench/validate_control.sh [BUILD_DIR [SEEDS [JSON]]]   (about 70 s a seed)
+# JSON: also keep pfi control's JSON there.
 set -euo pipefail
 B=${1:-build}
 N=${2:-10}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 "$B/pfi" control --emulate default --target 75% --seeds "$N" --format json >"$out"
+if [ -n "${3:-}" ]; then cp "$out" "$3"; fi
 /usr/bin/python3 - "$out" <<'PY'
 import json, statistics as st, sys
 d = json.load(open(sys.argv[1]))
@@ -21,6 +23,11 @@ pk = [r["recovery_peak_w"] / r["baseline_w"] for r in rs]
 print(f"EMULATED: {len(rs)} seeds, {d['gpus']} GPUs, target {d['target']}, 3-hour event")
 print(f"within 1 % of the target after the ramp: mean {st.mean(w):.3f} "
       f"(min {min(w):.3f}, max {max(w):.3f}); goal >= 0.99 in every seed")
+p99 = [r["tracking_p99"] for r in rs]
+print(f"tracking error after the ramp: mean {st.mean(r['tracking_mean'] for r in rs):.4f}, "
+      f"p99 {st.mean(p99):.4f} (max {max(p99):.4f})")
+sa = [r["seconds_above"] for r in rs]
+print(f"seconds above the target: mean {st.mean(sa):.1f} a seed (no goal)")
 print(f"seconds above target + 1 %: {sum(a):.0f} over all seeds "
       f"(per seed {', '.join(f'{x:.0f}' for x in a)}); goal 0")
 print(f"gap closed, whole event: {d['gap_closed_mean']:.3f} +- "
@@ -34,6 +41,10 @@ print(f"gap closed against the oracle held to the tiers: "
       f"after 10 min {d['gap_closed_tiers_after_10min_mean']:.3f} +- "
       f"{d['gap_closed_tiers_after_10min_ci95']:.3f} (no goal: the share of "
       f"the gap a tier-keeping allocation could close)")
+print(f"rollbacks {sum(r['rollbacks'] for r in rs)}, anomalies "
+      f"{sum(r['anomalies'] for r in rs)}, tier violations "
+      f"{st.mean(r['tier_violation_job_s'] for r in rs):.0f} job-s a seed, "
+      f"cap changes {st.mean(r['cap_changes_per_gpu_h'] for r in rs):.0f} per GPU-hour")
 rec = [r["recovery_s"] for r in rs]
 done = [x for x in rec if x is not None]
 print(f"caps all back within the 20-minute tail: {len(done)} of {len(rec)} seeds")
