@@ -141,7 +141,8 @@ double pfi__ctl_believe(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
    * has made at p (a chord would lie under a concave curve everywhere
    * between them, and a job learned only near its floor would look
    * flatter in the middle than its prior says). */
-  double f0 = prior_frac(c, j, ax[i], lcb), f1 = prior_frac(c, j, ax[i + 1], lcb);
+  double f0 = prior_frac(c, j, ax[i], lcb),
+         f1 = prior_frac(c, j, ax[i + 1], lcb);
   double w = (p - ax[i]) / (ax[i + 1] - ax[i]);
   if (f1 > f0 + 1e-12)
     w = (prior_frac(c, j, p, lcb) - f0) / (f1 - f0);

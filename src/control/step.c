@@ -413,8 +413,8 @@ static int fill_reach(struct pfi_ctl *c, size_t row, int hold, double min_w,
         continue;
       const struct pfi__ctl_job *j = &c->job[c->pslot[r]];
       double x[PFI__CTL_MAXPTS + 8], y[PFI__CTL_MAXPTS + 8];
-      size_t n = pfi__ctl_curve(c, j, alloc[r], reach[r], x, y,
-                                PFI__CTL_MAXPTS + 8);
+      size_t n =
+          pfi__ctl_curve(c, j, alloc[r], reach[r], x, y, PFI__CTL_MAXPTS + 8);
       if ((rc = pfi_problem_add(&c->prob, x, y, n, x[0], x[n - 1], err)) < 0)
         goto out;
       c->px[k++] = (double)r;

@@ -263,10 +263,10 @@ static void test_parse(void **state) {
 /* The event's first period. Two nodes whose jobs evaluate 150 s of every
  * 400 s (at 85 % activity): on seed 3 the cluster at the event's start
  * (t = 300 s) draws more than 5 % above the median of the 300 pre-event
- * periods (the baseline, the ramp's first target). The baseline must be known at the end of the last
- * pre-event period and the event passed to the controller in that
- * period, so that the caps in force during the event's first period are
- * already cut: that period's power at most the target + 1 % (it ran
+ * periods (the baseline, the ramp's first target). The baseline must be known
+ * at the end of the last pre-event period and the event passed to the
+ * controller in that period, so that the caps in force during the event's first
+ * period are already cut: that period's power at most the target + 1 % (it ran
  * uncapped when the baseline came one period late). The baseline is
  * checked against the median of the callback's pre-event readings. */
 struct first_ctx {

@@ -664,11 +664,16 @@ static void test_bad_input(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_tracking),      cmocka_unit_test(test_infeasible),
-      cmocka_unit_test(test_stall),         cmocka_unit_test(test_rollback),
-      cmocka_unit_test(test_deterministic), cmocka_unit_test(test_bad_input),
-      cmocka_unit_test(test_tiers_bound), cmocka_unit_test(test_tiers_infeasible),
-      cmocka_unit_test(test_recovery_idle), cmocka_unit_test(test_pause_fill),
+      cmocka_unit_test(test_tracking),
+      cmocka_unit_test(test_infeasible),
+      cmocka_unit_test(test_stall),
+      cmocka_unit_test(test_rollback),
+      cmocka_unit_test(test_deterministic),
+      cmocka_unit_test(test_bad_input),
+      cmocka_unit_test(test_tiers_bound),
+      cmocka_unit_test(test_tiers_infeasible),
+      cmocka_unit_test(test_recovery_idle),
+      cmocka_unit_test(test_pause_fill),
       cmocka_unit_test(test_recovery_margin),
       cmocka_unit_test(test_no_rollback_draw),
       cmocka_unit_test(test_belief_shape),
