@@ -152,8 +152,8 @@ out:
 
 static int is_blank(char c) { return c == ' ' || c == '\t'; }
 
-static int push_field(struct pfi_csv *csv, char *p, long line, long col,
-                      struct pfi_error *err) {
+static int push_field(struct pfi_csv *csv, char *p, size_t len, long line,
+                      long col, struct pfi_error *err) {
   if (csv->nf == csv->fcap) {
     size_t ncap = csv->fcap ? csv->fcap * 2 : 16;
     char **nf = realloc(csv->f, ncap * sizeof *nf);
@@ -168,9 +168,14 @@ static int push_field(struct pfi_csv *csv, char *p, long line, long col,
     if (!nc)
       return pfi_error_set(err, PFI_ENOMEM, "out of memory");
     csv->fcol = nc;
+    size_t *nlen = realloc(csv->flen, ncap * sizeof *nlen);
+    if (!nlen)
+      return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    csv->flen = nlen;
     csv->fcap = ncap;
   }
   csv->f[csv->nf] = p;
+  csv->flen[csv->nf] = len;
   csv->fline[csv->nf] = line;
   csv->fcol[csv->nf] = col;
   csv->nf++;
@@ -208,6 +213,7 @@ int pfi_csv_next(struct pfi_csv *csv, struct pfi_error *err) {
       i++;
     long fline = csv->line, fcol = (long)i - csv->linepos + 1;
     char *start;
+    size_t flen;
     if (i < len && b[i] == '"') {
       size_t w = i + 1, r = i + 1;
       start = b + w;
@@ -231,6 +237,7 @@ int pfi_csv_next(struct pfi_csv *csv, struct pfi_error *err) {
         b[w++] = b[r++];
       }
       b[w] = '\0'; /* w < r, so this never clobbers unread input */
+      flen = (size_t)(b + w - start);
       i = r;
       while (i < len && is_blank(b[i]))
         i++;
@@ -245,13 +252,14 @@ int pfi_csv_next(struct pfi_csv *csv, struct pfi_error *err) {
       size_t e = i;
       while (e > (size_t)(start - b) && is_blank(b[e - 1]))
         e--;
+      flen = e - (size_t)(start - b);
       if (i >= len) {
         b[e] = '\0'; /* b[len] is the buffer's terminator */
       } else if (e < i) {
         b[e] = '\0';
       }
     }
-    int rc = push_field(csv, start, fline, fcol, err);
+    int rc = push_field(csv, start, flen, fline, fcol, err);
     if (rc < 0)
       return rc;
     if (i >= len) {
@@ -366,6 +374,7 @@ void pfi_csv_close(struct pfi_csv *csv) {
   free(csv->f);
   free(csv->fline);
   free(csv->fcol);
+  free(csv->flen);
   free(csv->buf);
   free(csv->name);
   memset(csv, 0, sizeof *csv);

@@ -44,7 +44,7 @@ struct pfi_curve *pfi_curveset_find(const struct pfi_curveset *set,
 }
 
 static struct pfi_curve *new_curve(struct pfi_curveset *set, const char *job,
-                                   struct pfi_error *err) {
+                                   size_t len, struct pfi_error *err) {
   if (set->n == set->cap) {
     size_t ncap = set->cap ? set->cap * 2 : 16;
     struct pfi_curve *nc = realloc(set->c, ncap * sizeof *nc);
@@ -57,7 +57,9 @@ static struct pfi_curve *new_curve(struct pfi_curveset *set, const char *job,
   }
   struct pfi_curve *c = &set->c[set->n];
   memset(c, 0, sizeof *c);
-  c->job = strdup(job);
+  c->job = malloc(len + 1);
+  if (c->job)
+    memcpy(c->job, job, len + 1);
   if (!c->job) {
     pfi_error_set(err, PFI_ENOMEM, "out of memory");
     return NULL;
@@ -92,7 +94,7 @@ int pfi_curveset_add(struct pfi_curveset *set, const char *job,
                      const struct pfi_point *pt, struct pfi_error *err) {
   struct pfi_curve *c = pfi_curveset_find(set, job);
   if (!c) {
-    c = new_curve(set, job, err);
+    c = new_curve(set, job, strlen(job), err);
     if (!c)
       return PFI_ENOMEM;
     c->first_line = pt->line;
@@ -196,8 +198,7 @@ struct jobmap {
 /* Eight bytes at a time, each word mixed by a multiply-xorshift; the
  * length seeds the state so that names differing only in trailing zero
  * bytes (which cannot occur: they are C strings) stay apart. */
-static uint64_t hash_str(const char *s) {
-  size_t n = strlen(s);
+static uint64_t hash_str(const char *s, size_t n) {
   uint64_t h = 0x9E3779B97F4A7C15ULL ^ (n * 0xC2B2AE3D27D4EB4FULL);
   while (n >= 8) {
     uint64_t w;
@@ -242,8 +243,9 @@ static int jobmap_grow(struct jobmap *m, const struct pfi_curveset *set) {
 /* Returns the curve index for `job`, or -1 when absent; *hslot gets the
  * empty slot where it would go and *hash the name's hash. */
 static long jobmap_get(const struct jobmap *m, const struct pfi_curveset *set,
-                       const char *job, size_t *hslot, uint64_t *hash) {
-  uint64_t hv = hash_str(job);
+                       const char *job, size_t len, size_t *hslot,
+                       uint64_t *hash) {
+  uint64_t hv = hash_str(job, len);
   uint32_t t = (uint32_t)(hv >> 32);
   size_t h = (size_t)hv & (m->cap - 1);
   while (m->slot[h].idx1) {
@@ -433,13 +435,16 @@ static int resolve_forms(struct colmap *cm, const struct pfi_csv *csv,
  * absent part. */
 static const char *record_job(const struct pfi_csv *csv,
                               const struct colmap *cm, int jidx, char **buf,
-                              size_t *bufcap, int *bad, int *oom) {
+                              size_t *bufcap, int *bad, int *oom,
+                              size_t *len) {
   *bad = -1;
   *oom = 0;
   if (cm->nparts == 0) {
     const char *j = pfi_csv_field(csv, jidx);
     if (!j || !*j)
       *bad = jidx;
+    else
+      *len = csv->flen[jidx];
     return (j && *j) ? j : NULL;
   }
   size_t need = 1;
@@ -470,6 +475,7 @@ static const char *record_job(const struct pfi_csv *csv,
     w += l;
   }
   (*buf)[w] = '\0';
+  *len = w;
   return *buf;
 }
 
@@ -555,8 +561,9 @@ static int read_csv(struct pfi_curveset *set, struct pfi_csv *csv,
       break;
     }
     int bad, oom;
-    const char *job =
-        record_job(csv, &cm, idx[PFI_COL_JOB], &jbuf, &jcap, &bad, &oom);
+    size_t jlen = 0;
+    const char *job = record_job(csv, &cm, idx[PFI_COL_JOB], &jbuf, &jcap,
+                                 &bad, &oom, &jlen);
     if (oom) {
       rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
       break;
@@ -578,7 +585,7 @@ static int read_csv(struct pfi_curveset *set, struct pfi_csv *csv,
       /* Plain decimals, nearly every field of a curves file, are read
        * in place; anything else (and every error) by pfi_csv_double. */
       const char *fs = pfi_csv_field(csv, idx[k]);
-      if (!fs || !pfi_scan_decimal(fs, dst[k])) {
+      if (!fs || !pfi_scan_decimal_n(fs, csv->flen[idx[k]], dst[k])) {
         rc = pfi_csv_double(csv, idx[k], what[k], dst[k], err);
         if (rc < 0)
           goto out;
@@ -605,8 +612,9 @@ static int read_csv(struct pfi_curveset *set, struct pfi_csv *csv,
     const char *gs = pfi_csv_field(csv, idx[PFI_COL_GPUS]);
     /* Like every optional column, gpus may be blank in a row: unknown. */
     if (idx[PFI_COL_GPUS] >= 0 && gs && *gs) {
-      rc = pfi_csv_double(csv, idx[PFI_COL_GPUS], "gpus", &gpus, err);
-      if (rc < 0)
+      if (!pfi_scan_decimal_n(gs, csv->flen[idx[PFI_COL_GPUS]], &gpus) &&
+          (rc = pfi_csv_double(csv, idx[PFI_COL_GPUS], "gpus", &gpus, err)) <
+              0)
         goto out;
       if (gpus < 1 || gpus > 1e6 || gpus != (double)(long)gpus) {
         rc = pfi_error_setloc(
@@ -657,7 +665,7 @@ static int read_csv(struct pfi_curveset *set, struct pfi_csv *csv,
              strcmp(set->c[last + 1].job, job) == 0)
       ci = last + 1;
     else
-      ci = jobmap_get(&m, set, job, &hslot, &hv);
+      ci = jobmap_get(&m, set, job, jlen, &hslot, &hv);
     struct pfi_curve *c;
     if (ci < 0) {
       if (set->n == m.hv_cap) {
@@ -676,9 +684,9 @@ static int read_csv(struct pfi_curveset *set, struct pfi_csv *csv,
           rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
           goto out;
         }
-        (void)jobmap_get(&m, set, job, &hslot, &hv);
+        (void)jobmap_get(&m, set, job, jlen, &hslot, &hv);
       }
-      c = new_curve(set, job, err);
+      c = new_curve(set, job, jlen, err);
       if (!c) {
         rc = PFI_ENOMEM;
         goto out;
