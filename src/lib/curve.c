@@ -240,12 +240,10 @@ static int jobmap_grow(struct jobmap *m, const struct pfi_curveset *set) {
   return 0;
 }
 
-/* Returns the curve index for `job`, or -1 when absent; *hslot gets the
- * empty slot where it would go and *hash the name's hash. */
+/* Returns the curve index for `job`, whose hash_str() is hv, or -1 when
+ * absent; *hslot gets the empty slot where it would go. */
 static long jobmap_get(const struct jobmap *m, const struct pfi_curveset *set,
-                       const char *job, size_t len, size_t *hslot,
-                       uint64_t *hash) {
-  uint64_t hv = hash_str(job, len);
+                       const char *job, uint64_t hv, size_t *hslot) {
   uint32_t t = (uint32_t)(hv >> 32);
   size_t h = (size_t)hv & (m->cap - 1);
   while (m->slot[h].idx1) {
@@ -255,7 +253,6 @@ static long jobmap_get(const struct jobmap *m, const struct pfi_curveset *set,
     h = (h + 1) & (m->cap - 1);
   }
   *hslot = h;
-  *hash = hv;
   return -1;
 }
 
@@ -574,6 +571,22 @@ static int read_csv(struct pfi_curveset *set, struct pfi_csv *csv,
                             "field 'job': empty");
       break;
     }
+    /* The curve of this row: the last one or the next in order, else the
+     * hash table's, whose slot is fetched from memory while the numbers
+     * are parsed (in a large table it is a cache miss). */
+    long ci = -1;
+    uint64_t hv = 0;
+    if (last >= 0 && strcmp(set->c[last].job, job) == 0)
+      ci = last;
+    else if (last >= 0 && (size_t)last + 1 < set->n &&
+             strcmp(set->c[last + 1].job, job) == 0)
+      ci = last + 1;
+    else {
+      hv = hash_str(job, jlen);
+#if defined(__GNUC__)
+      __builtin_prefetch(&m.slot[(size_t)hv & (m.cap - 1)]);
+#endif
+    }
     struct pfi_point pt = {0};
     pt.power_sd_w = -1;
     pt.tokens_sd = -1;
@@ -657,15 +670,8 @@ static int read_csv(struct pfi_curveset *set, struct pfi_csv *csv,
     pt.runs = runs > 1e9 ? 1000000000 : (int)runs;
 
     size_t hslot = 0;
-    uint64_t hv = 0;
-    long ci = -1;
-    if (last >= 0 && strcmp(set->c[last].job, job) == 0)
-      ci = last;
-    else if (last >= 0 && (size_t)last + 1 < set->n &&
-             strcmp(set->c[last + 1].job, job) == 0)
-      ci = last + 1;
-    else
-      ci = jobmap_get(&m, set, job, jlen, &hslot, &hv);
+    if (ci < 0)
+      ci = jobmap_get(&m, set, job, hv, &hslot);
     struct pfi_curve *c;
     if (ci < 0) {
       if (set->n == m.hv_cap) {
@@ -684,7 +690,7 @@ static int read_csv(struct pfi_curveset *set, struct pfi_csv *csv,
           rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
           goto out;
         }
-        (void)jobmap_get(&m, set, job, jlen, &hslot, &hv);
+        (void)jobmap_get(&m, set, job, hv, &hslot);
       }
       c = new_curve(set, job, jlen, err);
       if (!c) {
