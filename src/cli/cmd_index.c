@@ -85,12 +85,15 @@ static json_t *num_or_null(int defined, double v) {
 
 /* The index of job i of the set (and its interval with draws > 0) into r,
  * zeroed first. Returns 0, or an error located at the job's first line. */
-static int compute_row(const struct pfi_curveset *set, size_t i,
+static int compute_row(const struct pfi_curveset *set, size_t i, int defs,
                        unsigned long draws, unsigned long seed, double noise_p,
                        double noise_t, struct row *r, struct pfi_error *err) {
   const struct pfi_curve *cv = &set->c[i];
   memset(r, 0, sizeof *r);
-  int rc = pfi_index_compute(cv, &r->ix, err);
+  /* ce's logarithms only when it is printed. */
+  int rc = pfi_index_compute_defs(
+      cv, (defs & DEF_CE) ? PFI_INDEX_ALL : PFI_INDEX_RATIO | PFI_INDEX_AREA,
+      &r->ix, err);
   if (rc == 0 && draws > 0) {
     rc = pfi_index_ci(cv, draws, seed, noise_p, noise_t, &r->ci_lo, &r->ci_hi,
                       err);
@@ -276,7 +279,7 @@ int cmd_index(int argc, char **argv) {
       goto out;
     }
     for (size_t i = 0; i < set.n; i++) {
-      if (compute_row(&set, i, draws, seed, noise_p, noise_t, &rows[i],
+      if (compute_row(&set, i, defs, draws, seed, noise_p, noise_t, &rows[i],
                       &err) < 0) {
         status = pfi_cli_fail(&err);
         goto out;
@@ -435,7 +438,8 @@ int cmd_index(int argc, char **argv) {
    * every job's index): an error still comes before any output. */
   for (size_t i = 0; i < set.n && !tab.failed; i++) {
     struct row one;
-    if (compute_row(&set, i, draws, seed, noise_p, noise_t, &one, &err) < 0) {
+    if (compute_row(&set, i, defs, draws, seed, noise_p, noise_t, &one,
+                    &err) < 0) {
       pfi_restab_release(&tab);
       status = pfi_cli_fail(&err);
       goto out;

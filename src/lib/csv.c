@@ -152,6 +152,11 @@ out:
 
 static int is_blank(char c) { return c == ' ' || c == '\t'; }
 
+/* The bytes that end an unquoted field: comma, line ends, and the NUL that
+ * terminates the buffer. */
+static const unsigned char field_end[256] = {
+    [0] = 1, [','] = 1, ['\n'] = 1, ['\r'] = 1};
+
 static int push_field(struct pfi_csv *csv, char *p, size_t len, long line,
                       long col, struct pfi_error *err) {
   if (csv->nf == csv->fcap) {
@@ -247,7 +252,9 @@ int pfi_csv_next(struct pfi_csv *csv, struct pfi_error *err) {
                                 "unexpected character after closing quote");
     } else {
       start = b + i;
-      while (i < len && b[i] != ',' && b[i] != '\n' && b[i] != '\r')
+      /* b[len] is NUL and the input holds none (check_nul()), so a table
+       * of the bytes that end a field bounds the scan. */
+      while (!field_end[(unsigned char)b[i]])
         i++;
       size_t e = i;
       while (e > (size_t)(start - b) && is_blank(b[e - 1]))

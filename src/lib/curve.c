@@ -432,8 +432,7 @@ static int resolve_forms(struct colmap *cm, const struct pfi_csv *csv,
  * absent part. */
 static const char *record_job(const struct pfi_csv *csv,
                               const struct colmap *cm, int jidx, char **buf,
-                              size_t *bufcap, int *bad, int *oom,
-                              size_t *len) {
+                              size_t *bufcap, int *bad, int *oom, size_t *len) {
   *bad = -1;
   *oom = 0;
   if (cm->nparts == 0) {
@@ -559,8 +558,8 @@ static int read_csv(struct pfi_curveset *set, struct pfi_csv *csv,
     }
     int bad, oom;
     size_t jlen = 0;
-    const char *job = record_job(csv, &cm, idx[PFI_COL_JOB], &jbuf, &jcap,
-                                 &bad, &oom, &jlen);
+    const char *job =
+        record_job(csv, &cm, idx[PFI_COL_JOB], &jbuf, &jcap, &bad, &oom, &jlen);
     if (oom) {
       rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
       break;
@@ -626,8 +625,7 @@ static int read_csv(struct pfi_curveset *set, struct pfi_csv *csv,
     /* Like every optional column, gpus may be blank in a row: unknown. */
     if (idx[PFI_COL_GPUS] >= 0 && gs && *gs) {
       if (!pfi_scan_decimal_n(gs, csv->flen[idx[PFI_COL_GPUS]], &gpus) &&
-          (rc = pfi_csv_double(csv, idx[PFI_COL_GPUS], "gpus", &gpus, err)) <
-              0)
+          (rc = pfi_csv_double(csv, idx[PFI_COL_GPUS], "gpus", &gpus, err)) < 0)
         goto out;
       if (gpus < 1 || gpus > 1e6 || gpus != (double)(long)gpus) {
         rc = pfi_error_setloc(

@@ -191,6 +191,11 @@ int pfi_index_ce(const double *power_w, const double *tokens, size_t n,
 
 int pfi_index_compute(const struct pfi_curve *c, struct pfi_index *out,
                       struct pfi_error *err) {
+  return pfi_index_compute_defs(c, PFI_INDEX_ALL, out, err);
+}
+
+int pfi_index_compute_defs(const struct pfi_curve *c, unsigned defs,
+                           struct pfi_index *out, struct pfi_error *err) {
   memset(out, 0, sizeof *out);
   size_t n = c->n;
   if (n < 2)
@@ -246,7 +251,7 @@ int pfi_index_compute(const struct pfi_curve *c, struct pfi_index *out,
       free(why);
     return pfi_error_set(err, rc, "out of memory");
   }
-  rc = pfi_index_ce(pw, tk, n, &out->pfi_ce);
+  rc = (defs & PFI_INDEX_CE) ? pfi_index_ce(pw, tk, n, &out->pfi_ce) : 0;
   out->ce_defined = rc == 1;
   if (!out->ce_defined)
     out->pfi_ce = 0.0;

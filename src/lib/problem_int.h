@@ -41,8 +41,7 @@ int pfi__oracle_prepare_lib(struct pfi_oracle **out,
  * classes from[i] < nclass (jobs of one class have equal ratios; checked,
  * else the usual sort). Same plan, same runs, bit for bit. */
 int pfi__alloc_plan_new_lib(struct pfi_alloc_plan **out,
-                            const struct pfi_problem *p,
-                            enum pfi_strategy s,
+                            const struct pfi_problem *p, enum pfi_strategy s,
                             const struct pfi_alloc_inputs *in,
                             const struct pfi__hull_lib *h, const size_t *from,
                             size_t nclass, struct pfi_error *err);

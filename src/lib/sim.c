@@ -40,8 +40,7 @@ static int copy_job(struct pfi_problem *w, const struct pfi_problem *lib,
  * their own range stores (the library's breakpoints are sorted and
  * distinct, their ends the range's), without its sort and checks. */
 static int build_workload(struct pfi_problem *w, const struct pfi_problem *lib,
-                          const size_t *pick, size_t S,
-                          struct pfi_error *err) {
+                          const size_t *pick, size_t S, struct pfi_error *err) {
   size_t npts = 0;
   for (size_t i = 0; i < S; i++)
     npts += lib->off[pick[i] + 1] - lib->off[pick[i]];
@@ -237,8 +236,7 @@ static void *sim_work(void *arg) {
         if ((rc = pfi_alloc_plan_run(plan[s], B, pw, err)) < 0)
           goto out;
         sh->tot[s][c * W + w] =
-            total_tokens(&wp, pick, pw, memo_p, memo_v, memo_ok, L) /
-            (double)S;
+            total_tokens(&wp, pick, pw, memo_p, memo_v, memo_ok, L) / (double)S;
       }
     }
     if (cfg->progress) {
@@ -335,9 +333,9 @@ int pfi_sim_run(const struct pfi_problem *lib,
       goto nomem;
   }
   {
-    struct sim_shared sh = {lib,  0,   NULL, in,  cfg,
-                            pick, 0,    0,   run, {0},
-                            PTHREAD_MUTEX_INITIALIZER, 0};
+    struct sim_shared sh = {
+        lib, 0, NULL, in, cfg, pick, 0, 0, run, {0}, PTHREAD_MUTEX_INITIALIZER,
+        0};
     memcpy(sh.tot, tot, sizeof sh.tot);
     /* The library's hull segments, computed and sorted once for every
      * workload's oracle (a job with too many points: none, and each
