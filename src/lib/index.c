@@ -24,6 +24,14 @@ static size_t ref_index(const double *cap_w, size_t n) {
  */
 static double reversal(const double *cap_w, const double *y, size_t n,
                        double ref) {
+  /* Caps ascending and y non-decreasing along them (a monotone curve in
+   * the order curves keep their points): no pair rises, the loop below
+   * would return 0. */
+  size_t k = 1;
+  while (k < n && cap_w[k - 1] < cap_w[k] && y[k - 1] <= y[k])
+    k++;
+  if (k >= n)
+    return 0;
   double worst = 0;
   for (size_t a = 0; a < n; a++)
     for (size_t b = 0; b < n; b++)
