@@ -35,6 +35,28 @@ static void locate(const char *b, size_t at, long *line, long *col) {
  * memchr on "\n" keeps it fast; "\r" is only looked for in a long line. */
 static size_t long_line(const char *b, size_t *start, size_t from, size_t to) {
   size_t s = *start, i = from;
+  /* Lines of ordinary files are short: while a "\n" lies within
+   * PFI_LINE_MAX bytes of the line start, every line before it is short
+   * too, and the search jumps to the last such "\n". The line-by-line walk
+   * below only sees what is left: a long stretch without "\n", where "\r"
+   * may end lines. */
+  while (to - s > PFI_LINE_MAX) {
+    const char *nl = memrchr(b + s, '\n', (size_t)PFI_LINE_MAX + 1);
+    if (!nl)
+      break;
+    s = (size_t)(nl - b) + 1;
+  }
+  if (to - s <= PFI_LINE_MAX) {
+    if (s < to) {
+      const char *nl = memrchr(b + s, '\n', to - s);
+      if (nl)
+        s = (size_t)(nl - b) + 1;
+    }
+    *start = s;
+    return (size_t)-1;
+  }
+  if (i < s)
+    i = s;
   for (;;) {
     const char *nl = memchr(b + i, '\n', to - i);
     size_t end = nl ? (size_t)(nl - b) : to;
