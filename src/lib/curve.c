@@ -72,7 +72,10 @@ static struct pfi_curve *new_curve(struct pfi_curveset *set, const char *job,
 static int curve_insert(struct pfi_curve *c, const struct pfi_point *pt,
                         struct pfi_error *err) {
   if (c->n == c->cap) {
-    size_t ncap = c->cap ? c->cap * 2 : 8;
+    /* Room for six points first: measured grids have four to six caps
+     * (200-700 W in steps of 100 on an H200), and a large file holds
+     * hundreds of thousands of curves. */
+    size_t ncap = c->cap ? c->cap * 2 : 6;
     struct pfi_point *np = realloc(c->pts, ncap * sizeof *np);
     if (!np)
       return pfi_error_set(err, PFI_ENOMEM, "out of memory");
