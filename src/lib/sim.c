@@ -94,23 +94,31 @@ static int lib_copyable(const struct pfi_problem *lib) {
 /* pfi_alloc_total_tokens(), each job's throughput computed once per
  * library job and power: jobs of one library job at the same power (the
  * proportional strategies give them the same) have the same throughput.
- * The same sum, in the same order. memo_p/memo_v: L entries. */
+ * The same sum, in the same order. memo: one entry per library job, all
+ * empty on entry and on return. */
+struct memo {
+  uint64_t p; /* the power's bits */
+  double v;   /* its throughput */
+  int ok;
+};
+
 static double total_tokens(const struct pfi_problem *w, const size_t *pick,
-                           const double *pw, uint64_t *memo_p, double *memo_v,
-                           unsigned char *memo_ok, size_t L) {
-  memset(memo_ok, 0, L);
+                           const double *pw, struct memo *memo) {
   double t = 0;
   for (size_t i = 0; i < w->njobs; i++) {
-    size_t j = pick[i];
+    struct memo *mj = &memo[pick[i]];
     uint64_t bits;
     memcpy(&bits, &pw[i], sizeof bits);
-    if (!memo_ok[j] || memo_p[j] != bits) {
-      memo_v[j] = pfi_problem_eval(w, i, pw[i]);
-      memo_p[j] = bits;
-      memo_ok[j] = 1;
+    if (!mj->ok || mj->p != bits) {
+      mj->v = pfi_problem_eval(w, i, pw[i]);
+      mj->p = bits;
+      mj->ok = 1;
     }
-    t += memo_v[j];
+    t += mj->v;
   }
+  /* Emptied by the workload's jobs (a library can be much larger). */
+  for (size_t i = 0; i < w->njobs; i++)
+    memo[pick[i]].ok = 0;
   return t;
 }
 
@@ -182,10 +190,8 @@ static void *sim_work(void *arg) {
   double *pw = malloc(S * sizeof *pw);
   double *wpfi = malloc(S * sizeof *wpfi), *wdram = malloc(S * sizeof *wdram);
   int *wmoe = malloc(S * sizeof *wmoe);
-  uint64_t *memo_p = malloc((L + 1) * sizeof *memo_p);
-  double *memo_v = malloc((L + 1) * sizeof *memo_v);
-  unsigned char *memo_ok = malloc(L + 1);
-  if (!pw || !wpfi || !wdram || !wmoe || !memo_p || !memo_v || !memo_ok) {
+  struct memo *memo = calloc(L + 1, sizeof *memo);
+  if (!pw || !wpfi || !wdram || !wmoe || !memo) {
     rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
     goto out;
   }
@@ -235,8 +241,7 @@ static void *sim_work(void *arg) {
           continue;
         if ((rc = pfi_alloc_plan_run(plan[s], B, pw, err)) < 0)
           goto out;
-        sh->tot[s][c * W + w] =
-            total_tokens(&wp, pick, pw, memo_p, memo_v, memo_ok, L) / (double)S;
+        sh->tot[s][c * W + w] = total_tokens(&wp, pick, pw, memo) / (double)S;
       }
     }
     if (cfg->progress) {
@@ -256,9 +261,7 @@ out:
   free(wpfi);
   free(wdram);
   free(wmoe);
-  free(memo_p);
-  free(memo_v);
-  free(memo_ok);
+  free(memo);
   return NULL;
 }
 
