@@ -460,7 +460,8 @@ static int plan_proportional(struct pfi_alloc_plan *pl, struct pfi_error *err) {
       W += pl->w2[i];
     }
   int sorted = 0;
-  if (pl->cls && m > 1 &&
+  /* (Classes far more than ratios: the counting pass would cost more.) */
+  if (pl->cls && m > 1 && pl->ncls <= 8 * m + 256 &&
       (sorted = sort_ratio_cls(pl->buf, m, pl->cls, pl->ncls)) < 0)
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
   if (!sorted)

@@ -642,6 +642,13 @@ static double job_ymax(const struct pfi_problem *p, size_t i) {
   return ym;
 }
 
+static int cmp_kix(const void *a, const void *b) {
+  const struct kix *x = a, *y = b;
+  if (x->k != y->k)
+    return x->k < y->k ? -1 : 1;
+  return (x->i > y->i) - (x->i < y->i);
+}
+
 /* Hull segments of a library's jobs, sorted once (pfi__hull_lib_new). */
 struct pfi__hull_lib {
   size_t njobs;
@@ -692,16 +699,7 @@ int pfi__hull_lib_new(struct pfi__hull_lib **out, const struct pfi_problem *lib,
     ki[t].k = desc_key(h->seg[t].slope);
     ki[t].i = t;
   }
-  /* A library has few segments: an insertion sort by key. */
-  for (size_t t = 1; t < M; t++) {
-    struct kix v = ki[t];
-    size_t q = t;
-    while (q > 0 && ki[q - 1].k > v.k) {
-      ki[q] = ki[q - 1];
-      q--;
-    }
-    ki[q] = v;
-  }
+  qsort(ki, M, sizeof *ki, cmp_kix);
   for (size_t t = 0; t < M; t++) {
     if (t > 0 && ki[t].k != ki[t - 1].k)
       h->nrank++;
@@ -759,6 +757,15 @@ static int prepare(struct pfi_oracle *o, const struct pfi__hull_lib *h,
   size_t njobs = p->njobs;
   size_t cap = 0;
   double yscale = 0;
+  if (h) {
+    /* A library far larger than the problem: one counting pass over its
+     * ranks would cost more than the problem's own sort. */
+    size_t M = 0;
+    for (size_t i = 0; i < njobs; i++)
+      M += h->off[from[i] + 1] - h->off[from[i]];
+    if (h->nrank > 8 * M + 4096)
+      h = NULL;
+  }
   for (size_t i = 0; i < njobs; i++) {
     c.base_pow += pfi_problem_lo(p, i);
     c.base_val += p->y[p->off[i]];

@@ -492,9 +492,93 @@ static void test_sim_threads(void **state) {
  * identical jobs (equal ratios and slopes in two library jobs), two jobs
  * sharing one segment slope exactly, two jobs with one cut ratio but
  * different rooms, and a one-point job. */
+/* pfi_sim_run on library jobs x[j][0..m[j]) (and their pfi, dram, moe),
+ * W workloads of S jobs, against the reference, on 1 and 2 workers. */
+static void sim_vs_reference(const double (*x)[8], const double (*y)[8],
+                             const size_t *m, size_t L, const double *pfi,
+                             const double *dram, const int *moe, size_t W,
+                             size_t S) {
+  struct pfi_error err;
+  struct pfi_problem lib;
+  pfi_problem_init(&lib);
+  for (size_t j = 0; j < L; j++)
+    assert_int_equal(
+        pfi_problem_add(&lib, x[j], y[j], m[j], x[j][0], x[j][m[j] - 1], &err),
+        0);
+  struct pfi_alloc_inputs in = {(double *)pfi, (double *)dram, (int *)moe};
+  enum { C = 4 };
+  double cuts[C] = {0, 0.1, 0.25, 0.4};
+  double *tot = malloc(PFI_STRAT__COUNT * C * W * sizeof *tot);
+  double *wp = malloc(S * sizeof *wp), *wd = malloc(S * sizeof *wd),
+         *pw = malloc(S * sizeof *pw);
+  int *wm = malloc(S * sizeof *wm);
+#define TOT(s, c, w) tot[((size_t)(s)*C + (c)) * W + (w)]
+  for (unsigned threads = 1; threads <= 2; threads++) {
+    struct pfi_sim_config cfg = {.workloads = W,
+                                 .size = S,
+                                 .cuts = cuts,
+                                 .ncuts = C,
+                                 .strategies = (1u << PFI_STRAT__COUNT) - 1,
+                                 .seed = 13,
+                                 .threads = threads};
+    struct pfi_sim_result r;
+    if (pfi_sim_run(&lib, &in, &cfg, &r, &err) != 0)
+      fail_msg("pfi_sim_run: %s", err.msg);
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, cfg.seed);
+    for (size_t w = 0; w < W; w++) {
+      struct pfi_problem p;
+      pfi_problem_init(&p);
+      for (size_t i = 0; i < S; i++) {
+        size_t j = (size_t)gsl_rng_uniform_int(rng, L);
+        assert_int_equal(pfi_problem_add(&p, x[j], y[j], m[j], x[j][0],
+                                         x[j][m[j] - 1], &err),
+                         0);
+        wp[i] = pfi[j];
+        wd[i] = dram[j];
+        wm[i] = moe[j];
+      }
+      struct pfi_alloc_inputs win = {wp, wd, wm};
+      double lo, hi;
+      pfi_problem_bounds(&p, &lo, &hi);
+      for (size_t c = 0; c < C; c++)
+        for (int s = 0; s < PFI_STRAT__COUNT; s++) {
+          if (pfi_alloc_run(&p, (enum pfi_strategy)s, (1 - cuts[c]) * hi, &win,
+                            pw, &err) != 0)
+            fail_msg("pfi_alloc_run: %s", err.msg);
+          TOT(s, c, w) = pfi_alloc_total_tokens(&p, pw) / (double)S;
+        }
+      pfi_problem_release(&p);
+    }
+    gsl_rng_free(rng);
+    for (int s = 0; s < PFI_STRAT__COUNT; s++)
+      for (size_t c = 0; c < C; c++) {
+        double gap = 0, tm = 0;
+        for (size_t w = 0; w < W; w++) {
+          double o = TOT(PFI_STRAT_ORACLE, c, w), d = o - TOT(s, c, w);
+          if (d < 0 && -d <= 1e-9 * (fabs(o) + 1e-300))
+            d = 0;
+          gap += d;
+          tm += TOT(s, c, w);
+        }
+        gap /= (double)W;
+        tm /= (double)W;
+        assert_memory_equal(&r.cell[s][c].gap_mean, &gap, sizeof gap);
+        assert_memory_equal(&r.cell[s][c].tokens_mean, &tm, sizeof tm);
+      }
+    pfi_sim_result_release(&r);
+  }
+#undef TOT
+  free(tot);
+  free(wp);
+  free(wd);
+  free(pw);
+  free(wm);
+  pfi_problem_release(&lib);
+}
+
 static void test_sim_vs_reference(void **state) {
   (void)state;
-  struct pfi_error err;
   enum { L = 11 };
   double x[L][8], y[L][8];
   size_t m[L];
@@ -526,12 +610,6 @@ static void test_sim_vs_reference(void **state) {
   memcpy(x[10], x10, sizeof x10);
   memcpy(y[10], y10, sizeof y10);
   m[9] = m[10] = 3;
-  struct pfi_problem lib;
-  pfi_problem_init(&lib);
-  for (int j = 0; j < L; j++)
-    assert_int_equal(
-        pfi_problem_add(&lib, x[j], y[j], m[j], x[j][0], x[j][m[j] - 1], &err),
-        0);
   double pfi[L], dram[L];
   int moe[L];
   for (int j = 0; j < L; j++) {
@@ -540,69 +618,35 @@ static void test_sim_vs_reference(void **state) {
     moe[j] = j % 2;
   }
   pfi[5] = pfi[0];
-  struct pfi_alloc_inputs in = {pfi, dram, moe};
-  enum { W = 30, S = 11, C = 4 };
-  double cuts[C] = {0, 0.1, 0.25, 0.4};
-  for (unsigned threads = 1; threads <= 2; threads++) {
-    struct pfi_sim_config cfg = {.workloads = W,
-                                 .size = S,
-                                 .cuts = cuts,
-                                 .ncuts = C,
-                                 .strategies = (1u << PFI_STRAT__COUNT) - 1,
-                                 .seed = 13,
-                                 .threads = threads};
-    struct pfi_sim_result r;
-    if (pfi_sim_run(&lib, &in, &cfg, &r, &err) != 0)
-      fail_msg("pfi_sim_run: %s", err.msg);
-    /* The reference: tot[s][c][w]. */
-    static double tot[PFI_STRAT__COUNT][C][W];
-    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
-    gsl_rng_set(rng, cfg.seed);
-    for (size_t w = 0; w < W; w++) {
-      struct pfi_problem p;
-      pfi_problem_init(&p);
-      double wp[S], wd[S], pw[S];
-      int wm[S];
-      for (size_t i = 0; i < S; i++) {
-        size_t j = (size_t)gsl_rng_uniform_int(rng, L);
-        assert_int_equal(pfi_problem_add(&p, x[j], y[j], m[j], x[j][0],
-                                         x[j][m[j] - 1], &err),
-                         0);
-        wp[i] = pfi[j];
-        wd[i] = dram[j];
-        wm[i] = moe[j];
-      }
-      struct pfi_alloc_inputs win = {wp, wd, wm};
-      double lo, hi;
-      pfi_problem_bounds(&p, &lo, &hi);
-      for (size_t c = 0; c < C; c++)
-        for (int s = 0; s < PFI_STRAT__COUNT; s++) {
-          if (pfi_alloc_run(&p, (enum pfi_strategy)s, (1 - cuts[c]) * hi,
-                            &win, pw, &err) != 0)
-            fail_msg("pfi_alloc_run: %s", err.msg);
-          tot[s][c][w] = pfi_alloc_total_tokens(&p, pw) / (double)S;
-        }
-      pfi_problem_release(&p);
-    }
-    gsl_rng_free(rng);
-    for (int s = 0; s < PFI_STRAT__COUNT; s++)
-      for (size_t c = 0; c < C; c++) {
-        double gap = 0, tm = 0;
-        for (size_t w = 0; w < W; w++) {
-          double o = tot[PFI_STRAT_ORACLE][c][w], d = o - tot[s][c][w];
-          if (d < 0 && -d <= 1e-9 * (fabs(o) + 1e-300))
-            d = 0;
-          gap += d;
-          tm += tot[s][c][w];
-        }
-        gap /= (double)W;
-        tm /= (double)W;
-        assert_memory_equal(&r.cell[s][c].gap_mean, &gap, sizeof gap);
-        assert_memory_equal(&r.cell[s][c].tokens_mean, &tm, sizeof tm);
-      }
-    pfi_sim_result_release(&r);
+  sim_vs_reference(x, y, m, L, pfi, dram, moe, 30, 11);
+  /* A library far larger than a workload (3000 jobs, workloads of 4): the
+   * simulation sorts each workload itself, as without a library. */
+  enum { BIG = 3000 };
+  double(*bx)[8] = malloc(BIG * sizeof *bx),
+  (*by)[8] = malloc(BIG * sizeof *by);
+  size_t *bm = malloc(BIG * sizeof *bm);
+  double *bp = malloc(BIG * sizeof *bp), *bd = malloc(BIG * sizeof *bd);
+  int *bo = malloc(BIG * sizeof *bo);
+  for (int j = 0; j < BIG; j++) {
+    /* At least three points from a floor of 1 W: every cut feasible. */
+    do
+      random_job(bx[j], by[j], &bm[j], j % 2 == 0);
+    while (bm[j] < 3);
+    double x0 = bx[j][0] - 1;
+    for (size_t k = 0; k < bm[j]; k++)
+      bx[j][k] -= x0;
+    bp[j] = 0.5 + 2 * urand();
+    bd[j] = urand();
+    bo[j] = j % 2;
   }
-  pfi_problem_release(&lib);
+  sim_vs_reference((const double(*)[8])bx, (const double(*)[8])by, bm, BIG, bp,
+                   bd, bo, 20, 4);
+  free(bx);
+  free(by);
+  free(bm);
+  free(bp);
+  free(bd);
+  free(bo);
 }
 
 /* A scrape whose label sets repeat (the parser reuses their parse) against
