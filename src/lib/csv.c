@@ -335,13 +335,16 @@ static int check_nul(const struct pfi_csv *csv, struct pfi_error *err) {
                           "NUL byte in the input (a binary file?)");
 }
 
-static int open_common(struct pfi_csv *csv, struct pfi_error *err) {
+/* nul_checked: the input is known to hold no NUL byte (pfi_read_file()
+ * refused any as it read). */
+static int open_common(struct pfi_csv *csv, int nul_checked,
+                       struct pfi_error *err) {
   if (csv->len >= 3 && (unsigned char)csv->buf[0] == 0xEF &&
       (unsigned char)csv->buf[1] == 0xBB && (unsigned char)csv->buf[2] == 0xBF)
     csv->pos = 3;
   csv->linepos = (long)csv->pos;
   csv->line = 1;
-  int nrc = check_nul(csv, err);
+  int nrc = nul_checked ? 0 : check_nul(csv, err);
   if (nrc < 0)
     return nrc;
   int rc = pfi_csv_next(csv, err);
@@ -369,7 +372,7 @@ int pfi_csv_open(struct pfi_csv *csv, const char *path, struct pfi_error *err) {
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
   int rc = pfi_read_file(path, &csv->buf, &csv->len, err);
   if (rc == 0)
-    rc = open_common(csv, err);
+    rc = open_common(csv, 1, err);
   if (rc < 0)
     pfi_csv_close(csv);
   return rc;
@@ -388,7 +391,7 @@ int pfi_csv_open_mem(struct pfi_csv *csv, const char *name, const char *data,
     memcpy(csv->buf, data, len);
   csv->buf[len] = '\0';
   csv->len = len;
-  int rc = open_common(csv, err);
+  int rc = open_common(csv, 0, err);
   if (rc < 0)
     pfi_csv_close(csv);
   return rc;
