@@ -354,14 +354,21 @@ struct pfi_alloc_plan {
  * memory. */
 static int sort_ratio_cls(struct ratio *buf, size_t m, const size_t *cls,
                           size_t ncls) {
-  double *rc = malloc((ncls + 1) * sizeof *rc);
-  size_t *rank = malloc((ncls + 1) * sizeof *rank),
-         *ord = malloc((ncls + 1) * sizeof *ord),
-         *cnt = calloc(ncls + 2, sizeof *cnt);
-  struct ratio *tmp = malloc((m + 1) * sizeof *tmp);
+  /* A sampled workload's few classes and jobs: work space on the stack. */
+  enum { SC = 64, SM = 256 };
+  double src[SC];
+  size_t srank[SC], sord[SC], scnt[SC + 2];
+  struct ratio stmp[SM];
+  int small = ncls <= SC && m <= SM;
+  double *rc = small ? src : malloc((ncls + 1) * sizeof *rc);
+  size_t *rank = small ? srank : malloc((ncls + 1) * sizeof *rank),
+         *ord = small ? sord : malloc((ncls + 1) * sizeof *ord),
+         *cnt = small ? scnt : malloc((ncls + 2) * sizeof *cnt);
+  struct ratio *tmp = small ? stmp : malloc((m + 1) * sizeof *tmp);
   int ok = -1;
   if (!rc || !rank || !ord || !cnt || !tmp)
     goto out;
+  memset(cnt, 0, (ncls + 2) * sizeof *cnt);
   ok = 0;
   for (size_t c = 0; c < ncls; c++)
     rank[c] = SIZE_MAX;
@@ -399,11 +406,13 @@ static int sort_ratio_cls(struct ratio *buf, size_t m, const size_t *cls,
   memcpy(buf, tmp, m * sizeof *buf);
   ok = 1;
 out:
-  free(rc);
-  free(rank);
-  free(ord);
-  free(cnt);
-  free(tmp);
+  if (!small) {
+    free(rc);
+    free(rank);
+    free(ord);
+    free(cnt);
+    free(tmp);
+  }
   return ok;
 }
 
