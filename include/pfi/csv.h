@@ -30,6 +30,7 @@ struct pfi_csv {
   size_t nf, fcap;
   char **f;
   long *fline, *fcol;
+  size_t *flen;  /* strlen(f[i]), known without a scan */
   long rec_line; /* line where the current record starts */
   /* Header (copied at open). */
   size_t nheader;

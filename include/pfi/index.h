@@ -76,6 +76,24 @@ const char *pfi_index_why_name(int why);
 int pfi_index_compute(const struct pfi_curve *c, struct pfi_index *out,
                       struct pfi_error *err);
 
+/* The definitions, for pfi_index_compute_defs(). */
+#define PFI_INDEX_RATIO 1u
+#define PFI_INDEX_AREA 2u
+#define PFI_INDEX_CE 4u
+#define PFI_INDEX_ALL 7u
+
+/*
+ * pfi_index_compute() for a caller that needs only the definitions in
+ * `defs`: without PFI_INDEX_CE the ce definition is not computed (its
+ * logarithms are most of the cost; ce_defined and pfi_ce are 0). The ratio
+ * and area definitions are always computed, so the errors are those of
+ * pfi_index_compute() (the ce slope of positive finite values is always
+ * finite: leaving it out hides none). Everything else is the same, bit for
+ * bit.
+ */
+int pfi_index_compute_defs(const struct pfi_curve *c, unsigned defs,
+                           struct pfi_index *out, struct pfi_error *err);
+
 /* Frees out->excluded_caps and excluded_why. Safe on a zeroed struct. */
 void pfi_index_release(struct pfi_index *out);
 

@@ -83,6 +83,41 @@ static json_t *num_or_null(int defined, double v) {
   return defined && isfinite(v) ? json_real(v) : json_null();
 }
 
+/* The index of job i of the set (and its interval with draws > 0) into r,
+ * zeroed first. Returns 0, or an error located at the job's first line. */
+static int compute_row(const struct pfi_curveset *set, size_t i, int defs,
+                       unsigned long draws, unsigned long seed, double noise_p,
+                       double noise_t, struct row *r, struct pfi_error *err) {
+  const struct pfi_curve *cv = &set->c[i];
+  memset(r, 0, sizeof *r);
+  /* ce's logarithms only when it is printed. */
+  int rc = pfi_index_compute_defs(
+      cv, (defs & DEF_CE) ? PFI_INDEX_ALL : PFI_INDEX_RATIO | PFI_INDEX_AREA,
+      &r->ix, err);
+  if (rc == 0 && draws > 0) {
+    rc = pfi_index_ci(cv, draws, seed, noise_p, noise_t, &r->ci_lo, &r->ci_hi,
+                      err);
+    if (rc >= 0) {
+      r->ci_n = rc;
+      rc = 0;
+    }
+    for (size_t k = 0; k < cv->n; k++)
+      if (cv->pts[k].power_sd_w < 0 || cv->pts[k].tokens_sd < 0)
+        r->used_default = 1;
+  }
+  if (rc < 0) {
+    pfi_index_release(&r->ix);
+    /* The library names the job; the user also needs where it is. */
+    if (err->line == 0) {
+      char msg[PFI_ERROR_MSG_MAX];
+      snprintf(msg, sizeof msg, "%s", err->msg);
+      pfi_error_setloc(err, err->code, set->source, cv->first_line, 1, "%s",
+                       msg);
+    }
+  }
+  return rc;
+}
+
 int cmd_index(int argc, char **argv) {
   const char *cmd = "index";
   int defs = DEF_ALL;
@@ -233,46 +268,29 @@ int cmd_index(int argc, char **argv) {
       status = PFI_EXIT_USAGE;
     goto out;
   }
-  rows = calloc(set.n ? set.n : 1, sizeof *rows);
-  if (!rows) {
-    pfi_error_set(&err, PFI_ENOMEM, "out of memory");
-    status = pfi_cli_fail(&err);
-    goto out;
-  }
   int progress =
       draws > 0 && isatty(STDERR_FILENO) && (double)draws * (double)set.n > 1e6;
   int any_default = 0;
-  for (size_t i = 0; i < set.n; i++) {
-    const struct pfi_curve *cv = &set.c[i];
-    rc = pfi_index_compute(cv, &rows[i].ix, &err);
-    if (rc == 0 && draws > 0) {
-      rc = pfi_index_ci(cv, draws, seed, noise_p, noise_t, &rows[i].ci_lo,
-                        &rows[i].ci_hi, &err);
-      if (rc >= 0) {
-        rows[i].ci_n = rc;
-        rc = 0;
-      }
-      for (size_t k = 0; k < cv->n; k++)
-        if (cv->pts[k].power_sd_w < 0 || cv->pts[k].tokens_sd < 0)
-          rows[i].used_default = 1;
-      any_default |= rows[i].used_default;
-    }
-    if (rc < 0) {
-      /* The library names the job; the user also needs where it is. */
-      if (err.line == 0) {
-        char msg[PFI_ERROR_MSG_MAX];
-        snprintf(msg, sizeof msg, "%s", err.msg);
-        pfi_error_setloc(&err, err.code, set.source, cv->first_line, 1, "%s",
-                         msg);
-      }
+  if (fmt == PFI_FMT_JSON) {
+    rows = calloc(set.n ? set.n : 1, sizeof *rows);
+    if (!rows) {
+      pfi_error_set(&err, PFI_ENOMEM, "out of memory");
       status = pfi_cli_fail(&err);
       goto out;
     }
-    if (progress && (i + 1) % 1000 == 0)
-      fprintf(stderr, "\rpfi index: %zu/%zu jobs", i + 1, set.n);
+    for (size_t i = 0; i < set.n; i++) {
+      if (compute_row(&set, i, defs, draws, seed, noise_p, noise_t, &rows[i],
+                      &err) < 0) {
+        status = pfi_cli_fail(&err);
+        goto out;
+      }
+      any_default |= rows[i].used_default;
+      if (progress && (i + 1) % 1000 == 0)
+        fprintf(stderr, "\rpfi index: %zu/%zu jobs", i + 1, set.n);
+    }
+    if (progress)
+      fprintf(stderr, "\rpfi index: %zu/%zu jobs\n", set.n, set.n);
   }
-  if (progress)
-    fprintf(stderr, "\rpfi index: %zu/%zu jobs\n", set.n, set.n);
 
   if (fmt == PFI_FMT_JSON) {
     json_t *arr = json_array();
@@ -416,8 +434,21 @@ int cmd_index(int argc, char **argv) {
                                                   : "pfi_ce");
   }
   pfi_restab_title(&tab, title);
+  /* Each job's row is computed as it goes into the table (no array of
+   * every job's index): an error still comes before any output. */
   for (size_t i = 0; i < set.n && !tab.failed; i++) {
-    const struct pfi_index *ix = &rows[i].ix;
+    struct row one;
+    if (compute_row(&set, i, defs, draws, seed, noise_p, noise_t, &one,
+                    &err) < 0) {
+      pfi_restab_release(&tab);
+      status = pfi_cli_fail(&err);
+      goto out;
+    }
+    any_default |= one.used_default;
+    if (progress && (i + 1) % 1000 == 0)
+      fprintf(stderr, "\rpfi index: %zu/%zu jobs", i + 1, set.n);
+    const struct row *rw = &one;
+    const struct pfi_index *ix = &one.ix;
     pfi_restab_row(&tab);
 #define SETNUM(k, v)                                                           \
   do {                                                                         \
@@ -428,12 +459,12 @@ int cmd_index(int argc, char **argv) {
     SETNUM(C_PFI, ix->pfi_defined ? ix->pfi : NAN);
     SETNUM(C_AREA, ix->pfi_area);
     SETNUM(C_CE, ix->ce_defined ? ix->pfi_ce : NAN);
-    if (ci_cols && rows[i].ci_n > 0) {
-      SETNUM(C_LO, rows[i].ci_lo);
-      SETNUM(C_HI, rows[i].ci_hi);
-      if (isfinite(rows[i].ci_lo) && isfinite(rows[i].ci_hi))
+    if (ci_cols && rw->ci_n > 0) {
+      SETNUM(C_LO, rw->ci_lo);
+      SETNUM(C_HI, rw->ci_hi);
+      if (isfinite(rw->ci_lo) && isfinite(rw->ci_hi))
         pfi_restab_textf(&tab, (size_t)at[C_CI], "[%.4f, %.4f]",
-                         rows[i].ci_lo, rows[i].ci_hi);
+                         rw->ci_lo, rw->ci_hi);
     }
     pfi_restab_int(&tab, (size_t)at[C_PTS], (long long)ix->points_used);
     SETNUM(C_TMAX, ix->t_max);
@@ -441,7 +472,7 @@ int cmd_index(int argc, char **argv) {
     if (ci_cols) {
       pfi_restab_int(&tab, (size_t)at[C_DRAWS], (long long)draws);
       pfi_restab_int(&tab, (size_t)at[C_SEED], (long long)seed);
-      if (rows[i].used_default) {
+      if (rw->used_default) {
         SETNUM(C_NP, noise_p);
         SETNUM(C_NT, noise_t);
       }
@@ -472,7 +503,10 @@ int cmd_index(int argc, char **argv) {
       free(why_s);
       free(both);
     }
+    pfi_index_release(&one.ix);
   }
+  if (progress)
+    fprintf(stderr, "\rpfi index: %zu/%zu jobs\n", set.n, set.n);
   if (ci_cols) {
     pfi_restab_note(&tab,
                     "ci95: 2.5-97.5 percentiles of %lu Monte Carlo draws, "

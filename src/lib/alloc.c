@@ -4,6 +4,7 @@
 
 #include <ctype.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -341,7 +342,79 @@ struct pfi_alloc_plan {
   double W0;
   struct ratio *buf, *buf2;
   double *room, *w2, *cut, *room2, *w3, *weight;
+  /* While the plan is built (pfi__alloc_plan_new_lib): job i's class. */
+  const size_t *cls;
+  size_t ncls;
 };
+
+/* Sorts buf[0..m) as sort_ratio() does, by (r, i), when every job of a
+ * class cls[i] < ncls has the same ratio: the classes' distinct ratios
+ * sorted, then one stable counting pass (buf is in index order). Returns 1
+ * when done, 0 when the classes do not fit (the caller sorts), -1 out of
+ * memory. */
+static int sort_ratio_cls(struct ratio *buf, size_t m, const size_t *cls,
+                          size_t ncls) {
+  /* A sampled workload's few classes and jobs: work space on the stack. */
+  enum { SC = 64, SM = 256 };
+  double src[SC];
+  size_t srank[SC], sord[SC], scnt[SC + 2];
+  struct ratio stmp[SM];
+  int small = ncls <= SC && m <= SM;
+  double *rc = small ? src : malloc((ncls + 1) * sizeof *rc);
+  size_t *rank = small ? srank : malloc((ncls + 1) * sizeof *rank),
+         *ord = small ? sord : malloc((ncls + 1) * sizeof *ord),
+         *cnt = small ? scnt : malloc((ncls + 2) * sizeof *cnt);
+  struct ratio *tmp = small ? stmp : malloc((m + 1) * sizeof *tmp);
+  int ok = -1;
+  if (!rc || !rank || !ord || !cnt || !tmp)
+    goto out;
+  memset(cnt, 0, (ncls + 2) * sizeof *cnt);
+  ok = 0;
+  for (size_t c = 0; c < ncls; c++)
+    rank[c] = SIZE_MAX;
+  size_t nd = 0;
+  for (size_t q = 0; q < m; q++) {
+    size_t c = cls[buf[q].i];
+    if (c >= ncls)
+      goto out;
+    if (rank[c] == SIZE_MAX) {
+      rank[c] = 0;
+      rc[c] = buf[q].r;
+      /* Classes in order of their ratio (insertion; few classes). */
+      size_t k = nd++;
+      while (k > 0 && rc[ord[k - 1]] > buf[q].r) {
+        ord[k] = ord[k - 1];
+        k--;
+      }
+      ord[k] = c;
+    } else if (!(rc[c] == buf[q].r)) {
+      goto out;
+    }
+  }
+  size_t r = 0;
+  for (size_t k = 0; k < nd; k++) {
+    if (k > 0 && rc[ord[k]] != rc[ord[k - 1]])
+      r++;
+    rank[ord[k]] = r;
+  }
+  for (size_t q = 0; q < m; q++)
+    cnt[rank[cls[buf[q].i]] + 1]++;
+  for (size_t k = 0; k + 1 < nd + 1; k++)
+    cnt[k + 1] += cnt[k];
+  for (size_t q = 0; q < m; q++)
+    tmp[cnt[rank[cls[buf[q].i]]]++] = buf[q];
+  memcpy(buf, tmp, m * sizeof *buf);
+  ok = 1;
+out:
+  if (!small) {
+    free(rc);
+    free(rank);
+    free(ord);
+    free(cnt);
+    free(tmp);
+  }
+  return ok;
+}
 
 void pfi_alloc_plan_free(struct pfi_alloc_plan *pl) {
   if (!pl)
@@ -395,15 +468,22 @@ static int plan_proportional(struct pfi_alloc_plan *pl, struct pfi_error *err) {
       m++;
       W += pl->w2[i];
     }
-  sort_ratio(pl->buf, m);
+  int sorted = 0;
+  /* (Classes far more than ratios: the counting pass would cost more.) */
+  if (pl->cls && m > 1 && pl->ncls <= 8 * m + 256 &&
+      (sorted = sort_ratio_cls(pl->buf, m, pl->cls, pl->ncls)) < 0)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  if (!sorted)
+    sort_ratio(pl->buf, m);
   pl->m = m;
   pl->W0 = W;
   return 0;
 }
 
-int pfi_alloc_plan_new(struct pfi_alloc_plan **out, const struct pfi_problem *p,
-                       enum pfi_strategy s, const struct pfi_alloc_inputs *in,
-                       struct pfi_error *err) {
+static int plan_new(struct pfi_alloc_plan **out, const struct pfi_problem *p,
+                    enum pfi_strategy s, const struct pfi_alloc_inputs *in,
+                    const struct pfi__hull_lib *h, const size_t *from,
+                    size_t nclass, struct pfi_error *err) {
   static const struct pfi_alloc_inputs none = {NULL, NULL, NULL};
   if (!in)
     in = &none;
@@ -418,8 +498,11 @@ int pfi_alloc_plan_new(struct pfi_alloc_plan **out, const struct pfi_problem *p,
   pfi_problem_init(&pl->model);
   pfi_error_clear(&pl->err);
   int rc = 0;
+  pl->cls = from;
+  pl->ncls = nclass;
   if (s == PFI_STRAT_ORACLE) {
-    rc = pfi_oracle_prepare(&pl->oracle, p, &pl->err);
+    rc = h ? pfi__oracle_prepare_lib(&pl->oracle, p, h, from, &pl->err)
+           : pfi_oracle_prepare(&pl->oracle, p, &pl->err);
   } else if ((rc = check_inputs(s, in, &pl->err)) < 0 ||
              (unsigned)s >= PFI_STRAT__COUNT) {
     if (rc == 0)
@@ -442,8 +525,23 @@ int pfi_alloc_plan_new(struct pfi_alloc_plan **out, const struct pfi_problem *p,
     return rc;
   }
   pl->rc = rc;
+  pl->cls = NULL;
   *out = pl;
   return 0;
+}
+
+int pfi_alloc_plan_new(struct pfi_alloc_plan **out, const struct pfi_problem *p,
+                       enum pfi_strategy s, const struct pfi_alloc_inputs *in,
+                       struct pfi_error *err) {
+  return plan_new(out, p, s, in, NULL, NULL, 0, err);
+}
+
+int pfi__alloc_plan_new_lib(struct pfi_alloc_plan **out,
+                            const struct pfi_problem *p, enum pfi_strategy s,
+                            const struct pfi_alloc_inputs *in,
+                            const struct pfi__hull_lib *h, const size_t *from,
+                            size_t nclass, struct pfi_error *err) {
+  return plan_new(out, p, s, in, h, from, nclass, err);
 }
 
 /* pfi_alloc_proportional's budget-dependent part, on the plan. */

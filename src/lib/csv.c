@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 /* Line and column (1-based) of byte `at` in buf, counting "\n", "\r\n" and
@@ -34,6 +35,28 @@ static void locate(const char *b, size_t at, long *line, long *col) {
  * memchr on "\n" keeps it fast; "\r" is only looked for in a long line. */
 static size_t long_line(const char *b, size_t *start, size_t from, size_t to) {
   size_t s = *start, i = from;
+  /* Lines of ordinary files are short: while a "\n" lies within
+   * PFI_LINE_MAX bytes of the line start, every line before it is short
+   * too, and the search jumps to the last such "\n". The line-by-line walk
+   * below only sees what is left: a long stretch without "\n", where "\r"
+   * may end lines. */
+  while (to - s > PFI_LINE_MAX) {
+    const char *nl = memrchr(b + s, '\n', (size_t)PFI_LINE_MAX + 1);
+    if (!nl)
+      break;
+    s = (size_t)(nl - b) + 1;
+  }
+  if (to - s <= PFI_LINE_MAX) {
+    if (s < to) {
+      const char *nl = memrchr(b + s, '\n', to - s);
+      if (nl)
+        s = (size_t)(nl - b) + 1;
+    }
+    *start = s;
+    return (size_t)-1;
+  }
+  if (i < s)
+    i = s;
   for (;;) {
     const char *nl = memchr(b + i, '\n', to - i);
     size_t end = nl ? (size_t)(nl - b) : to;
@@ -50,6 +73,25 @@ static size_t long_line(const char *b, size_t *start, size_t from, size_t to) {
   }
   *start = s;
   return (size_t)-1;
+}
+
+/* A large buffer about to be filled: backed by huge pages where the
+ * system lends them on request (transparent huge pages, "madvise"), one
+ * page fault per 2 MiB instead of per 4 KiB. Advice only: nothing changes
+ * where it is not taken. */
+static void huge_pages(void *p, size_t n) {
+#if defined(MADV_HUGEPAGE)
+  const uintptr_t H = (uintptr_t)1 << 21;
+  if (n < 4 * H)
+    return;
+  uintptr_t a = ((uintptr_t)p + H - 1) & ~(H - 1),
+            b = ((uintptr_t)p + n) & ~(H - 1);
+  if (b > a)
+    (void)madvise((void *)a, b - a, MADV_HUGEPAGE);
+#else
+  (void)p;
+  (void)n;
+#endif
 }
 
 int pfi_read_file(const char *path, char **out, size_t *len,
@@ -75,6 +117,7 @@ int pfi_read_file(const char *path, char **out, size_t *len,
     rc = pfi_error_set(err, PFI_ENOMEM, "out of memory reading %s", path);
     goto out;
   }
+  huge_pages(buf, cap);
   /* Start of the line being read: a NUL byte or a line longer than
    * PFI_LINE_MAX is refused as soon as it has been read, so an endless
    * input (/dev/zero, a stream without line ends) costs bounded memory. */
@@ -131,8 +174,13 @@ out:
 
 static int is_blank(char c) { return c == ' ' || c == '\t'; }
 
-static int push_field(struct pfi_csv *csv, char *p, long line, long col,
-                      struct pfi_error *err) {
+/* The bytes that end an unquoted field: comma, line ends, and the NUL that
+ * terminates the buffer. */
+static const unsigned char field_end[256] = {
+    [0] = 1, [','] = 1, ['\n'] = 1, ['\r'] = 1};
+
+static int push_field(struct pfi_csv *csv, char *p, size_t len, long line,
+                      long col, struct pfi_error *err) {
   if (csv->nf == csv->fcap) {
     size_t ncap = csv->fcap ? csv->fcap * 2 : 16;
     char **nf = realloc(csv->f, ncap * sizeof *nf);
@@ -147,9 +195,14 @@ static int push_field(struct pfi_csv *csv, char *p, long line, long col,
     if (!nc)
       return pfi_error_set(err, PFI_ENOMEM, "out of memory");
     csv->fcol = nc;
+    size_t *nlen = realloc(csv->flen, ncap * sizeof *nlen);
+    if (!nlen)
+      return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    csv->flen = nlen;
     csv->fcap = ncap;
   }
   csv->f[csv->nf] = p;
+  csv->flen[csv->nf] = len;
   csv->fline[csv->nf] = line;
   csv->fcol[csv->nf] = col;
   csv->nf++;
@@ -187,6 +240,7 @@ int pfi_csv_next(struct pfi_csv *csv, struct pfi_error *err) {
       i++;
     long fline = csv->line, fcol = (long)i - csv->linepos + 1;
     char *start;
+    size_t flen;
     if (i < len && b[i] == '"') {
       size_t w = i + 1, r = i + 1;
       start = b + w;
@@ -210,6 +264,7 @@ int pfi_csv_next(struct pfi_csv *csv, struct pfi_error *err) {
         b[w++] = b[r++];
       }
       b[w] = '\0'; /* w < r, so this never clobbers unread input */
+      flen = (size_t)(b + w - start);
       i = r;
       while (i < len && is_blank(b[i]))
         i++;
@@ -219,18 +274,21 @@ int pfi_csv_next(struct pfi_csv *csv, struct pfi_error *err) {
                                 "unexpected character after closing quote");
     } else {
       start = b + i;
-      while (i < len && b[i] != ',' && b[i] != '\n' && b[i] != '\r')
+      /* b[len] is NUL and the input holds none (check_nul()), so a table
+       * of the bytes that end a field bounds the scan. */
+      while (!field_end[(unsigned char)b[i]])
         i++;
       size_t e = i;
       while (e > (size_t)(start - b) && is_blank(b[e - 1]))
         e--;
+      flen = e - (size_t)(start - b);
       if (i >= len) {
         b[e] = '\0'; /* b[len] is the buffer's terminator */
       } else if (e < i) {
         b[e] = '\0';
       }
     }
-    int rc = push_field(csv, start, fline, fcol, err);
+    int rc = push_field(csv, start, flen, fline, fcol, err);
     if (rc < 0)
       return rc;
     if (i >= len) {
@@ -277,13 +335,16 @@ static int check_nul(const struct pfi_csv *csv, struct pfi_error *err) {
                           "NUL byte in the input (a binary file?)");
 }
 
-static int open_common(struct pfi_csv *csv, struct pfi_error *err) {
+/* nul_checked: the input is known to hold no NUL byte (pfi_read_file()
+ * refused any as it read). */
+static int open_common(struct pfi_csv *csv, int nul_checked,
+                       struct pfi_error *err) {
   if (csv->len >= 3 && (unsigned char)csv->buf[0] == 0xEF &&
       (unsigned char)csv->buf[1] == 0xBB && (unsigned char)csv->buf[2] == 0xBF)
     csv->pos = 3;
   csv->linepos = (long)csv->pos;
   csv->line = 1;
-  int nrc = check_nul(csv, err);
+  int nrc = nul_checked ? 0 : check_nul(csv, err);
   if (nrc < 0)
     return nrc;
   int rc = pfi_csv_next(csv, err);
@@ -311,7 +372,7 @@ int pfi_csv_open(struct pfi_csv *csv, const char *path, struct pfi_error *err) {
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
   int rc = pfi_read_file(path, &csv->buf, &csv->len, err);
   if (rc == 0)
-    rc = open_common(csv, err);
+    rc = open_common(csv, 1, err);
   if (rc < 0)
     pfi_csv_close(csv);
   return rc;
@@ -330,7 +391,7 @@ int pfi_csv_open_mem(struct pfi_csv *csv, const char *name, const char *data,
     memcpy(csv->buf, data, len);
   csv->buf[len] = '\0';
   csv->len = len;
-  int rc = open_common(csv, err);
+  int rc = open_common(csv, 0, err);
   if (rc < 0)
     pfi_csv_close(csv);
   return rc;
@@ -345,6 +406,7 @@ void pfi_csv_close(struct pfi_csv *csv) {
   free(csv->f);
   free(csv->fline);
   free(csv->fcol);
+  free(csv->flen);
   free(csv->buf);
   free(csv->name);
   memset(csv, 0, sizeof *csv);

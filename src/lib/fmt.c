@@ -137,11 +137,27 @@ static size_t put_exp(char *p, int x) {
  * notation when -4 <= x < prec, else d.ddde+XX.
  */
 static size_t layout(char *buf, int neg, uint64_t q, int nd, int x, int prec) {
+  static const char pairs[201] = "00010203040506070809"
+                                 "10111213141516171819"
+                                 "20212223242526272829"
+                                 "30313233343536373839"
+                                 "40414243444546474849"
+                                 "50515253545556575859"
+                                 "60616263646566676869"
+                                 "70717273747576777879"
+                                 "80818283848586878889"
+                                 "90919293949596979899";
   char dig[20];
-  for (int i = nd - 1; i >= 0; i--) {
-    dig[i] = (char)('0' + q % 10);
-    q /= 10;
+  int i = nd - 1;
+  /* Two digits per division. */
+  for (; i >= 1; i -= 2) {
+    unsigned d = (unsigned)(q % 100);
+    q /= 100;
+    dig[i - 1] = pairs[2 * d];
+    dig[i] = pairs[2 * d + 1];
   }
+  if (i == 0)
+    dig[0] = (char)('0' + q % 10);
   while (nd > 1 && dig[nd - 1] == '0')
     nd--;
   size_t n = 0;

@@ -24,6 +24,14 @@ static size_t ref_index(const double *cap_w, size_t n) {
  */
 static double reversal(const double *cap_w, const double *y, size_t n,
                        double ref) {
+  /* Caps ascending and y non-decreasing along them (a monotone curve in
+   * the order curves keep their points): no pair rises, the loop below
+   * would return 0. */
+  size_t k = 1;
+  while (k < n && cap_w[k - 1] < cap_w[k] && y[k - 1] <= y[k])
+    k++;
+  if (k >= n)
+    return 0;
   double worst = 0;
   for (size_t a = 0; a < n; a++)
     for (size_t b = 0; b < n; b++)
@@ -191,6 +199,11 @@ int pfi_index_ce(const double *power_w, const double *tokens, size_t n,
 
 int pfi_index_compute(const struct pfi_curve *c, struct pfi_index *out,
                       struct pfi_error *err) {
+  return pfi_index_compute_defs(c, PFI_INDEX_ALL, out, err);
+}
+
+int pfi_index_compute_defs(const struct pfi_curve *c, unsigned defs,
+                           struct pfi_index *out, struct pfi_error *err) {
   memset(out, 0, sizeof *out);
   size_t n = c->n;
   if (n < 2)
@@ -246,7 +259,7 @@ int pfi_index_compute(const struct pfi_curve *c, struct pfi_index *out,
       free(why);
     return pfi_error_set(err, rc, "out of memory");
   }
-  rc = pfi_index_ce(pw, tk, n, &out->pfi_ce);
+  rc = (defs & PFI_INDEX_CE) ? pfi_index_ce(pw, tk, n, &out->pfi_ce) : 0;
   out->ce_defined = rc == 1;
   if (!out->ce_defined)
     out->pfi_ce = 0.0;

@@ -633,8 +633,123 @@ void pfi_oracle_free(struct pfi_oracle *o) {
   free(o);
 }
 
-/* Builds the budget-independent part; returns 0 or an error (kept in o). */
-static int prepare(struct pfi_oracle *o, struct pfi_error *err) {
+/* The largest |y| of job i's breakpoints. */
+static double job_ymax(const struct pfi_problem *p, size_t i) {
+  double ym = 0;
+  for (size_t k = p->off[i]; k < p->off[i + 1]; k++)
+    if (fabs(p->y[k]) > ym)
+      ym = fabs(p->y[k]);
+  return ym;
+}
+
+static int cmp_kix(const void *a, const void *b) {
+  const struct kix *x = a, *y = b;
+  if (x->k != y->k)
+    return x->k < y->k ? -1 : 1;
+  return (x->i > y->i) - (x->i < y->i);
+}
+
+/* Hull segments of a library's jobs, sorted once (pfi__hull_lib_new). */
+struct pfi__hull_lib {
+  size_t njobs;
+  size_t *off;     /* njobs + 1 offsets into seg and rank */
+  struct seg *seg; /* each job's root hull segments, in hull order */
+  uint32_t *rank;  /* of each segment's slope key among the distinct keys,
+                      in sort order (equal keys, equal rank) */
+  size_t nrank;
+  double *ymax; /* job_ymax() of each job */
+};
+
+void pfi__hull_lib_free(struct pfi__hull_lib *h) {
+  if (!h)
+    return;
+  free(h->off);
+  free(h->seg);
+  free(h->rank);
+  free(h->ymax);
+  free(h);
+}
+
+int pfi__hull_lib_new(struct pfi__hull_lib **out, const struct pfi_problem *lib,
+                      struct pfi_error *err) {
+  *out = NULL;
+  struct pfi__hull_lib *h = calloc(1, sizeof *h);
+  size_t L = lib->njobs, cap = 0, M = 0;
+  struct kix *ki = NULL;
+  if (!h || !(h->off = malloc((L + 1) * sizeof *h->off)) ||
+      !(h->ymax = malloc((L + 1) * sizeof *h->ymax)))
+    goto nomem;
+  h->njobs = L;
+  h->off[0] = 0;
+  for (size_t j = 0; j < L; j++) {
+    size_t m = lib->off[j + 1] - lib->off[j];
+    if (m > UINT32_MAX / 2) {
+      pfi__hull_lib_free(h);
+      return pfi_error_set(err, PFI_EINVAL, "job %zu has too many points", j);
+    }
+    if (hull(lib, j, 0, (uint32_t)(m - 1), &h->seg, &M, &cap) < 0)
+      goto nomem;
+    h->off[j + 1] = M;
+    h->ymax[j] = job_ymax(lib, j);
+  }
+  if (!(h->rank = malloc((M + 1) * sizeof *h->rank)) ||
+      !(ki = malloc((M + 1) * sizeof *ki)))
+    goto nomem;
+  for (size_t t = 0; t < M; t++) {
+    ki[t].k = desc_key(h->seg[t].slope);
+    ki[t].i = t;
+  }
+  qsort(ki, M, sizeof *ki, cmp_kix);
+  for (size_t t = 0; t < M; t++) {
+    if (t > 0 && ki[t].k != ki[t - 1].k)
+      h->nrank++;
+    h->rank[ki[t].i] = (uint32_t)h->nrank;
+  }
+  if (M > 0)
+    h->nrank++;
+  free(ki);
+  *out = h;
+  return 0;
+nomem:
+  free(ki);
+  pfi__hull_lib_free(h);
+  return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+}
+
+/* The root hull segments of p, whose job i is a copy of library job
+ * from[i], taken from the library and put in the order sort_segs() gives
+ * (by key, ties in build order) by one counting pass over the ranks. */
+static int lib_segs(struct ctx *c, const struct pfi__hull_lib *h,
+                    const size_t *from) {
+  size_t njobs = c->p->njobs, M = 0;
+  for (size_t i = 0; i < njobs; i++)
+    M += h->off[from[i] + 1] - h->off[from[i]];
+  size_t *cnt = calloc(h->nrank + 1, sizeof *cnt);
+  c->g = malloc((M + 1) * sizeof *c->g);
+  if (!cnt || !c->g) {
+    free(cnt);
+    return -1;
+  }
+  for (size_t i = 0; i < njobs; i++)
+    for (size_t t = h->off[from[i]]; t < h->off[from[i] + 1]; t++)
+      cnt[h->rank[t] + 1]++;
+  for (size_t r = 0; r < h->nrank; r++)
+    cnt[r + 1] += cnt[r];
+  for (size_t i = 0; i < njobs; i++)
+    for (size_t t = h->off[from[i]]; t < h->off[from[i] + 1]; t++) {
+      struct seg *s = &c->g[cnt[h->rank[t]]++];
+      *s = h->seg[t];
+      s->job = i;
+    }
+  c->M = M;
+  free(cnt);
+  return 0;
+}
+
+/* Builds the budget-independent part; returns 0 or an error (kept in o).
+ * With a library h, job i of the problem is a copy of its job from[i]. */
+static int prepare(struct pfi_oracle *o, const struct pfi__hull_lib *h,
+                   const size_t *from, struct pfi_error *err) {
   struct ctx *cp = &o->c;
   struct ctx c = *cp;
   const struct pfi_problem *p = c.p;
@@ -642,14 +757,21 @@ static int prepare(struct pfi_oracle *o, struct pfi_error *err) {
   size_t njobs = p->njobs;
   size_t cap = 0;
   double yscale = 0;
+  if (h) {
+    /* A library far larger than the problem: one counting pass over its
+     * ranks would cost more than the problem's own sort. */
+    size_t M = 0;
+    for (size_t i = 0; i < njobs; i++)
+      M += h->off[from[i] + 1] - h->off[from[i]];
+    if (h->nrank > 8 * M + 4096)
+      h = NULL;
+  }
   for (size_t i = 0; i < njobs; i++) {
     c.base_pow += pfi_problem_lo(p, i);
     c.base_val += p->y[p->off[i]];
-    double ym = 0;
-    for (size_t k = p->off[i]; k < p->off[i + 1]; k++)
-      if (fabs(p->y[k]) > ym)
-        ym = fabs(p->y[k]);
-    yscale += ym;
+    yscale += h ? h->ymax[from[i]] : job_ymax(p, i);
+    if (h)
+      continue;
     size_t m = p->off[i + 1] - p->off[i];
     if (m > UINT32_MAX / 2) { /* breakpoint indices are 32-bit */
       rc = pfi_error_set(err, PFI_EINVAL, "job %zu has too many points", i);
@@ -658,6 +780,8 @@ static int prepare(struct pfi_oracle *o, struct pfi_error *err) {
     if (hull(p, i, 0, (uint32_t)(m - 1), &c.g, &c.M, &cap) < 0)
       goto nomem;
   }
+  if (h && lib_segs(&c, h, from) < 0)
+    goto nomem;
   /* The sum of throughputs must be finite: the tolerance and every bound
    * are measured on it, and an overflowed bound would prune blindly. */
   if (!isfinite(yscale)) {
@@ -667,7 +791,7 @@ static int prepare(struct pfi_oracle *o, struct pfi_error *err) {
     goto out;
   }
   c.tol_val = 1e-9 * (yscale + 1e-300);
-  if (sort_segs(&c.g, c.M) < 0)
+  if (!h && sort_segs(&c.g, c.M) < 0)
     goto nomem;
   c.lpre = malloc((c.M + 1) * sizeof *c.lpre);
   c.vpre = malloc((c.M + 1) * sizeof *c.vpre);
@@ -693,8 +817,9 @@ out:
   return rc;
 }
 
-int pfi_oracle_prepare(struct pfi_oracle **out, const struct pfi_problem *p,
-                       struct pfi_error *err) {
+static int oracle_new(struct pfi_oracle **out, const struct pfi_problem *p,
+                      const struct pfi__hull_lib *h, const size_t *from,
+                      struct pfi_error *err) {
   *out = NULL;
   struct pfi_oracle *o = calloc(1, sizeof *o);
   if (!o)
@@ -703,9 +828,21 @@ int pfi_oracle_prepare(struct pfi_oracle **out, const struct pfi_problem *p,
   o->c.tol_pow = power_tol(p);
   pfi__bounds(p, &o->bounds);
   pfi_error_clear(&o->err);
-  o->rc = prepare(o, &o->err);
+  o->rc = prepare(o, h, from, &o->err);
   *out = o;
   return 0;
+}
+
+int pfi_oracle_prepare(struct pfi_oracle **out, const struct pfi_problem *p,
+                       struct pfi_error *err) {
+  return oracle_new(out, p, NULL, NULL, err);
+}
+
+int pfi__oracle_prepare_lib(struct pfi_oracle **out,
+                            const struct pfi_problem *p,
+                            const struct pfi__hull_lib *h, const size_t *from,
+                            struct pfi_error *err) {
+  return oracle_new(out, p, h, from, err);
 }
 
 /* The branch and bound for one budget on a prepared problem. */

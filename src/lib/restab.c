@@ -378,9 +378,27 @@ static int print_term(const struct pfi_restab *t, FILE *fp) {
   return 0;
 }
 
+/* s as a CSV field on a stream the caller has locked: as
+ * pfi_restab_put_csv(), or quoted when `quote`. */
+static void put_csv_unlocked(FILE *fp, const char *s, int quote) {
+  if (!quote && !strpbrk(s, ",\"\r\n")) {
+    fwrite_unlocked(s, 1, strlen(s), fp);
+    return;
+  }
+  putc_unlocked('"', fp);
+  for (; *s; s++) {
+    if (*s == '"')
+      putc_unlocked('"', fp);
+    putc_unlocked(*s, fp);
+  }
+  putc_unlocked('"', fp);
+}
+
 static int print_csv(const struct pfi_restab *t, FILE *fp) {
   char buf[PFI_FMT_MAX];
   size_t nc = t->ncols;
+  /* The stream is locked once for the table, not once per field. */
+  flockfile(fp);
   for (long i = t->header ? -1 : 0; i < (long)t->nrows; i++) {
     int first = 1;
     for (size_t j = 0; j < nc; j++) {
@@ -388,23 +406,29 @@ static int print_csv(const struct pfi_restab *t, FILE *fp) {
       if (!shown(c, PFI_RESTAB_CSV))
         continue;
       if (!first)
-        fputc(',', fp);
+        putc_unlocked(',', fp);
       first = 0;
       if (i < 0) {
-        pfi_restab_put_csv(fp, c->name);
+        put_csv_unlocked(fp, c->name, 0);
         continue;
       }
       const struct pfi_restab_cell *cl = &t->cells[(size_t)i * nc + j];
       const char *s = cell_text(c, cl, PFI_RESTAB_CSV, buf);
-      if (!s)
+      if (!s) {
         s = t->csv_null;
-      if (c->csv_quote && cl->set != 2)
-        put_csv_quoted(fp, s);
-      else
-        pfi_restab_put_csv(fp, s);
+      } else if (c->kind != PFI_RESTAB_TEXT && cl->set != 2) {
+        /* A number's text holds no comma, quote or line end. */
+        if (c->csv_quote)
+          put_csv_unlocked(fp, s, 1);
+        else
+          fwrite_unlocked(s, 1, strlen(s), fp);
+        continue;
+      }
+      put_csv_unlocked(fp, s, c->csv_quote && cl->set != 2);
     }
-    fputc('\n', fp);
+    putc_unlocked('\n', fp);
   }
+  funlockfile(fp);
   return 0;
 }
 

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "pfi/csv.h"
+#include "problem_int.h"
 
 const double pfi_sim_default_cuts[PFI_SIM_DEFAULT_NCUTS] = {
     0.0, 0.05, 0.10, 0.15, 0.20, 0.25, 0.30, 0.35, 0.40};
@@ -32,6 +33,93 @@ static int copy_job(struct pfi_problem *w, const struct pfi_problem *lib,
   size_t a = lib->off[j], b = lib->off[j + 1];
   return pfi_problem_add(w, lib->x + a, lib->y + a, b - a, lib->x[a],
                          lib->x[b - 1], err);
+}
+
+/* Makes w the workload of library jobs pick[0..S): each job a copy of its
+ * library job's breakpoints, bit for bit what pfi_problem_add() of them on
+ * their own range stores (the library's breakpoints are sorted and
+ * distinct, their ends the range's), without its sort and checks. */
+static int build_workload(struct pfi_problem *w, const struct pfi_problem *lib,
+                          const size_t *pick, size_t S, struct pfi_error *err) {
+  size_t npts = 0;
+  for (size_t i = 0; i < S; i++)
+    npts += lib->off[pick[i] + 1] - lib->off[pick[i]];
+  if (S + 1 > w->jobs_cap) {
+    size_t *o = realloc(w->off, (S + 1) * sizeof *o);
+    if (!o)
+      return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    w->off = o;
+    w->jobs_cap = S + 1;
+  }
+  if (npts > w->pts_cap) {
+    double *x = realloc(w->x, npts * sizeof *x);
+    if (!x)
+      return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    w->x = x;
+    double *y = realloc(w->y, npts * sizeof *y);
+    if (!y)
+      return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    w->y = y;
+    w->pts_cap = npts;
+  }
+  size_t at = 0;
+  w->off[0] = 0;
+  for (size_t i = 0; i < S; i++) {
+    size_t a = lib->off[pick[i]], n = lib->off[pick[i] + 1] - a;
+    memcpy(w->x + at, lib->x + a, n * sizeof *w->x);
+    memcpy(w->y + at, lib->y + a, n * sizeof *w->y);
+    at += n;
+    w->off[i + 1] = at;
+  }
+  w->njobs = S;
+  w->npts = at;
+  return 0;
+}
+
+/* Whether the library's jobs are as build_workload() needs them: at least
+ * one breakpoint each, powers strictly increasing, all finite. */
+static int lib_copyable(const struct pfi_problem *lib) {
+  for (size_t j = 0; j < lib->njobs; j++) {
+    size_t a = lib->off[j], b = lib->off[j + 1];
+    if (b <= a)
+      return 0;
+    for (size_t k = a; k < b; k++)
+      if (!isfinite(lib->x[k]) || !isfinite(lib->y[k]) ||
+          (k > a && !(lib->x[k] > lib->x[k - 1])))
+        return 0;
+  }
+  return 1;
+}
+
+/* pfi_alloc_total_tokens(), each job's throughput computed once per
+ * library job and power: jobs of one library job at the same power (the
+ * proportional strategies give them the same) have the same throughput.
+ * The same sum, in the same order. memo: one entry per library job, all
+ * empty on entry and on return. */
+struct memo {
+  uint64_t p; /* the power's bits */
+  double v;   /* its throughput */
+  int ok;
+};
+
+static double total_tokens(const struct pfi_problem *w, const size_t *pick,
+                           const double *pw, struct memo *memo) {
+  double t = 0;
+  for (size_t i = 0; i < w->njobs; i++) {
+    struct memo *mj = &memo[pick[i]];
+    uint64_t bits;
+    memcpy(&bits, &pw[i], sizeof bits);
+    if (!mj->ok || mj->p != bits) {
+      mj->v = pfi_problem_eval(w, i, pw[i]);
+      mj->p = bits;
+      mj->ok = 1;
+    }
+    t += mj->v;
+  }
+  /* Emptied by the workload's jobs (a library can be much larger). */
+  for (size_t i = 0; i < w->njobs; i++)
+    memo[pick[i]].ok = 0;
+  return t;
 }
 
 /* Workers of a simulation: two where the machine has two processors or
@@ -61,6 +149,8 @@ static void mean_ci(const double *v, size_t n, double *mean, double *lo,
 /* What the workers share, and each one's own state. */
 struct sim_shared {
   const struct pfi_problem *lib;
+  int copyable;                   /* lib_copyable(lib) */
+  const struct pfi__hull_lib *hl; /* the library's hulls, when copyable */
   const struct pfi_alloc_inputs *in;
   const struct pfi_sim_config *cfg;
   const size_t *pick; /* library jobs of workloads b0.. (S each) */
@@ -96,10 +186,12 @@ static void *sim_work(void *arg) {
   struct pfi_problem wp;
   pfi_problem_init(&wp);
   struct pfi_alloc_plan *plan[PFI_STRAT__COUNT] = {0};
+  size_t L = lib->njobs;
   double *pw = malloc(S * sizeof *pw);
   double *wpfi = malloc(S * sizeof *wpfi), *wdram = malloc(S * sizeof *wdram);
   int *wmoe = malloc(S * sizeof *wmoe);
-  if (!pw || !wpfi || !wdram || !wmoe) {
+  struct memo *memo = calloc(L + 1, sizeof *memo);
+  if (!pw || !wpfi || !wdram || !wmoe || !memo) {
     rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
     goto out;
   }
@@ -107,11 +199,18 @@ static void *sim_work(void *arg) {
                                  in && in->dram_copy ? wdram : NULL,
                                  in && in->moe_ft ? wmoe : NULL};
   for (; w < sh->b1; w += wk->step) {
-    pfi_problem_clear(&wp);
-    for (size_t i = 0; i < S; i++) {
-      size_t j = sh->pick[(w - sh->b0) * S + i];
-      if ((rc = copy_job(&wp, lib, j, err)) < 0)
+    const size_t *pick = sh->pick + (w - sh->b0) * S;
+    if (sh->copyable) {
+      if ((rc = build_workload(&wp, lib, pick, S, err)) < 0)
         goto out;
+    } else {
+      pfi_problem_clear(&wp);
+      for (size_t i = 0; i < S; i++)
+        if ((rc = copy_job(&wp, lib, pick[i], err)) < 0)
+          goto out;
+    }
+    for (size_t i = 0; i < S; i++) {
+      size_t j = pick[i];
       wpfi[i] = in && in->pfi ? in->pfi[j] : 0;
       wdram[i] = in && in->dram_copy ? in->dram_copy[j] : 0;
       wmoe[i] = in && in->moe_ft ? in->moe_ft[j] : 0;
@@ -124,8 +223,8 @@ static void *sim_work(void *arg) {
       pfi_alloc_plan_free(plan[s]);
       plan[s] = NULL;
       if ((sh->run & (1u << s)) &&
-          (rc = pfi_alloc_plan_new(&plan[s], &wp, (enum pfi_strategy)s, &win,
-                                   err)) < 0)
+          (rc = pfi__alloc_plan_new_lib(&plan[s], &wp, (enum pfi_strategy)s,
+                                        &win, sh->hl, pick, L, err)) < 0)
         goto out;
     }
     for (size_t c = 0; c < C; c++) {
@@ -142,7 +241,7 @@ static void *sim_work(void *arg) {
           continue;
         if ((rc = pfi_alloc_plan_run(plan[s], B, pw, err)) < 0)
           goto out;
-        sh->tot[s][c * W + w] = pfi_alloc_total_tokens(&wp, pw) / (double)S;
+        sh->tot[s][c * W + w] = total_tokens(&wp, pick, pw, memo) / (double)S;
       }
     }
     if (cfg->progress) {
@@ -162,6 +261,7 @@ out:
   free(wpfi);
   free(wdram);
   free(wmoe);
+  free(memo);
   return NULL;
 }
 
@@ -237,8 +337,20 @@ int pfi_sim_run(const struct pfi_problem *lib,
   }
   {
     struct sim_shared sh = {
-        lib, in, cfg, pick, 0, 0, run, {0}, PTHREAD_MUTEX_INITIALIZER, 0};
+        lib, 0, NULL, in, cfg, pick, 0, 0, run, {0}, PTHREAD_MUTEX_INITIALIZER,
+        0};
     memcpy(sh.tot, tot, sizeof sh.tot);
+    /* The library's hull segments, computed and sorted once for every
+     * workload's oracle (a job with too many points: none, and each
+     * workload's oracle says so as it would have). */
+    sh.copyable = lib_copyable(lib);
+    struct pfi__hull_lib *hl = NULL;
+    if (sh.copyable) {
+      struct pfi_error he;
+      if (pfi__hull_lib_new(&hl, lib, &he) == PFI_ENOMEM)
+        goto nomem;
+    }
+    sh.hl = hl;
     size_t nt = cfg->threads ? cfg->threads : sim_threads();
     if (nt > batch)
       nt = batch;
@@ -283,6 +395,7 @@ int pfi_sim_run(const struct pfi_problem *lib,
       }
     }
     pthread_mutex_destroy(&sh.lock);
+    pfi__hull_lib_free(hl);
     if (rc < 0)
       goto out;
   }

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,9 +24,15 @@ static void quoted_crlf_bom(void **state) {
   assert_int_equal(pfi_csv_next(&csv, &err), 1);
   assert_string_equal(csv.f[0], "x\"y");
   assert_string_equal(csv.f[2], "multi\nline");
+  /* Each field's length beside it: after unquoting and trimming. */
+  ASSERT_EQ_INT(csv.flen[0], 3);
+  ASSERT_EQ_INT(csv.flen[1], 1);
+  ASSERT_EQ_INT(csv.flen[2], 10);
   ASSERT_EQ_INT(csv.fline[2], 2);
   assert_int_equal(pfi_csv_next(&csv, &err), 1);
   assert_string_equal(csv.f[0], "z");
+  ASSERT_EQ_INT(csv.flen[0], 1);
+  ASSERT_EQ_INT(csv.flen[2], 0);
   ASSERT_EQ_INT(csv.rec_line, 5); /* line 4 is blank */
   ASSERT_EQ_INT(csv.fcol[1], 6);
   assert_int_equal(csv.nf, 3);
@@ -140,6 +147,63 @@ static void nul_byte_refused(void **state) {
   struct pfi_table t;
   assert_int_equal(pfi_table_load_mem(&t, "z.csv", in, sizeof in - 1, &err),
                    PFI_EPARSE);
+}
+
+/* Reads `n` bytes of `text` back through pfi_read_file: its return code,
+ * err's line on failure. */
+static int read_back(const char *text, size_t n, struct pfi_error *err) {
+  char path[] = "/tmp/pfi-test-csv-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  FILE *fp = fdopen(fd, "wb");
+  assert_non_null(fp);
+  assert_int_equal(fwrite(text, 1, n, fp), n);
+  assert_int_equal(fclose(fp), 0);
+  char *buf = NULL;
+  size_t len = 0;
+  int rc = pfi_read_file(path, &buf, &len, err);
+  if (rc == 0)
+    ASSERT_EQ_INT(len, n);
+  free(buf);
+  remove(path);
+  return rc;
+}
+
+/* Lines up to PFI_LINE_MAX bytes are read, one byte more is refused at its
+ * line, wherever it lies among short lines (the check jumps a megabyte at
+ * a time) and with lone CR line ends (the walk line by line). */
+static void long_lines(void **state) {
+  (void)state;
+  const size_t M = PFI_LINE_MAX, S = 3 * M; /* 3 MiB of 9-byte lines */
+  char *t = malloc(S + 2 * M + 16);
+  struct pfi_error err;
+  for (int end = 0; end < 2; end++) { /* "\n", then lone "\r" */
+    char nl = end ? '\r' : '\n';
+    size_t n = 0, lines = 0;
+    while (n + 9 <= S) {
+      memcpy(t + n, "12345678", 8);
+      t[n + 8] = nl;
+      n += 9;
+      lines++;
+    }
+    /* A line of exactly M bytes, then a short one: read. */
+    memset(t + n, 'x', M);
+    t[n + M] = nl;
+    memcpy(t + n + M + 1, "1,2", 3);
+    t[n + M + 4] = nl;
+    assert_int_equal(read_back(t, n + M + 5, &err), 0);
+    /* M + 1 bytes: refused, located at its line. */
+    memset(t + n, 'x', M + 1);
+    t[n + M + 1] = nl;
+    assert_int_equal(read_back(t, n + M + 2, &err), PFI_EPARSE);
+    ASSERT_EQ_INT(err.line, (long)lines + 1);
+    assert_non_null(strstr(err.msg, "longer than"));
+    /* Unterminated at the end of the file: the same. */
+    assert_int_equal(read_back(t, n + M + 1, &err), PFI_EPARSE);
+    ASSERT_EQ_INT(err.line, (long)lines + 1);
+    assert_int_equal(read_back(t, n + M, &err), 0);
+  }
+  free(t);
 }
 
 /* A header of 100000 (empty) names over one-character records: each row
@@ -315,6 +379,7 @@ int main(void) {
       cmocka_unit_test(curves_blank_gpus),
       cmocka_unit_test(table_wide_header_short_rows),
       cmocka_unit_test(curve_interpolation),
+      cmocka_unit_test(long_lines),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

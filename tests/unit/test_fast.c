@@ -14,9 +14,14 @@
  *    adjacent, interleaved and shuffled order give the same curves;
  *  - a prepared oracle (pfi_oracle_prepare + run) and an allocation plan
  *    against pfi_oracle_solve / pfi_alloc_run from scratch, bit for bit, on
- *    random concave and non-concave instances at many budgets.
+ *    random concave and non-concave instances at many budgets;
+ *  - pfi_sim_run (library hulls sorted once, counting sorts, copied
+ *    workloads) against the same simulation from scratch through the public
+ *    functions, on a library with tied slopes and ratios.
  */
 #include <float.h>
+#include <gsl/gsl_rng.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -479,6 +484,171 @@ static void test_sim_threads(void **state) {
   pfi_problem_release(&lib);
 }
 
+/* pfi_sim_run against the same simulation written out with the public
+ * functions from scratch (each workload's jobs added one by one, every
+ * strategy by pfi_alloc_run, throughput by pfi_alloc_total_tokens), drawn
+ * from the same MT19937 stream: the same means bit for bit. The library
+ * has the ties the simulation's shortcuts must order as the sorts do: two
+ * identical jobs (equal ratios and slopes in two library jobs), two jobs
+ * sharing one segment slope exactly, two jobs with one cut ratio but
+ * different rooms, and a one-point job. */
+/* pfi_sim_run on library jobs x[j][0..m[j]) (and their pfi, dram, moe),
+ * W workloads of S jobs, against the reference, on 1 and 2 workers. */
+static void sim_vs_reference(const double (*x)[8], const double (*y)[8],
+                             const size_t *m, size_t L, const double *pfi,
+                             const double *dram, const int *moe, size_t W,
+                             size_t S) {
+  struct pfi_error err;
+  struct pfi_problem lib;
+  pfi_problem_init(&lib);
+  for (size_t j = 0; j < L; j++)
+    assert_int_equal(
+        pfi_problem_add(&lib, x[j], y[j], m[j], x[j][0], x[j][m[j] - 1], &err),
+        0);
+  struct pfi_alloc_inputs in = {(double *)pfi, (double *)dram, (int *)moe};
+  enum { C = 4 };
+  double cuts[C] = {0, 0.1, 0.25, 0.4};
+  double *tot = malloc(PFI_STRAT__COUNT * C * W * sizeof *tot);
+  double *wp = malloc(S * sizeof *wp), *wd = malloc(S * sizeof *wd),
+         *pw = malloc(S * sizeof *pw);
+  int *wm = malloc(S * sizeof *wm);
+#define TOT(s, c, w) tot[((size_t)(s)*C + (c)) * W + (w)]
+  for (unsigned threads = 1; threads <= 2; threads++) {
+    struct pfi_sim_config cfg = {.workloads = W,
+                                 .size = S,
+                                 .cuts = cuts,
+                                 .ncuts = C,
+                                 .strategies = (1u << PFI_STRAT__COUNT) - 1,
+                                 .seed = 13,
+                                 .threads = threads};
+    struct pfi_sim_result r;
+    if (pfi_sim_run(&lib, &in, &cfg, &r, &err) != 0)
+      fail_msg("pfi_sim_run: %s", err.msg);
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, cfg.seed);
+    for (size_t w = 0; w < W; w++) {
+      struct pfi_problem p;
+      pfi_problem_init(&p);
+      for (size_t i = 0; i < S; i++) {
+        size_t j = (size_t)gsl_rng_uniform_int(rng, L);
+        assert_int_equal(pfi_problem_add(&p, x[j], y[j], m[j], x[j][0],
+                                         x[j][m[j] - 1], &err),
+                         0);
+        wp[i] = pfi[j];
+        wd[i] = dram[j];
+        wm[i] = moe[j];
+      }
+      struct pfi_alloc_inputs win = {wp, wd, wm};
+      double lo, hi;
+      pfi_problem_bounds(&p, &lo, &hi);
+      for (size_t c = 0; c < C; c++)
+        for (int s = 0; s < PFI_STRAT__COUNT; s++) {
+          if (pfi_alloc_run(&p, (enum pfi_strategy)s, (1 - cuts[c]) * hi, &win,
+                            pw, &err) != 0)
+            fail_msg("pfi_alloc_run: %s", err.msg);
+          TOT(s, c, w) = pfi_alloc_total_tokens(&p, pw) / (double)S;
+        }
+      pfi_problem_release(&p);
+    }
+    gsl_rng_free(rng);
+    for (int s = 0; s < PFI_STRAT__COUNT; s++)
+      for (size_t c = 0; c < C; c++) {
+        double gap = 0, tm = 0;
+        for (size_t w = 0; w < W; w++) {
+          double o = TOT(PFI_STRAT_ORACLE, c, w), d = o - TOT(s, c, w);
+          if (d < 0 && -d <= 1e-9 * (fabs(o) + 1e-300))
+            d = 0;
+          gap += d;
+          tm += TOT(s, c, w);
+        }
+        gap /= (double)W;
+        tm /= (double)W;
+        assert_memory_equal(&r.cell[s][c].gap_mean, &gap, sizeof gap);
+        assert_memory_equal(&r.cell[s][c].tokens_mean, &tm, sizeof tm);
+      }
+    pfi_sim_result_release(&r);
+  }
+#undef TOT
+  free(tot);
+  free(wp);
+  free(wd);
+  free(pw);
+  free(wm);
+  pfi_problem_release(&lib);
+}
+
+static void test_sim_vs_reference(void **state) {
+  (void)state;
+  enum { L = 11 };
+  double x[L][8], y[L][8];
+  size_t m[L];
+  for (int j = 0; j < 5; j++)
+    random_job(x[j], y[j], &m[j], j % 2 == 0);
+  memcpy(x[5], x[0], sizeof x[0]); /* job 5 = job 0 */
+  memcpy(y[5], y[0], sizeof y[0]);
+  m[5] = m[0];
+  /* Jobs 6 and 7: a segment of slope exactly 2 each, the same power range
+   * and uncapped throughput (equal rooms and weights for equal and
+   * pfi-aware at the same PFI). */
+  static const double x6[3] = {100, 200, 300}, y6[3] = {100, 300, 350};
+  static const double x7[3] = {100, 150, 300}, y7[3] = {150, 250, 350};
+  memcpy(x[6], x6, sizeof x6);
+  memcpy(y[6], y6, sizeof y6);
+  memcpy(x[7], x7, sizeof x7);
+  memcpy(y[7], y7, sizeof y7);
+  m[6] = m[7] = 3;
+  x[8][0] = 120; /* one point: no segment */
+  y[8][0] = 80;
+  m[8] = 1;
+  /* Jobs 9 and 10: rooms 200 and 100 W, weights in the ratio 2:1 for
+   * equal and pfi-aware (uncapped power 300 and 150 W, the same uncapped
+   * throughput and PFI), so one cut ratio: their order is by index. */
+  static const double x9[3] = {100, 200, 300}, y9[3] = {100, 250, 350};
+  static const double x10[3] = {50, 100, 150}, y10[3] = {200, 300, 350};
+  memcpy(x[9], x9, sizeof x9);
+  memcpy(y[9], y9, sizeof y9);
+  memcpy(x[10], x10, sizeof x10);
+  memcpy(y[10], y10, sizeof y10);
+  m[9] = m[10] = 3;
+  double pfi[L], dram[L];
+  int moe[L];
+  for (int j = 0; j < L; j++) {
+    pfi[j] = j == 7 || j == 10 ? pfi[j - 1] : 0.5 + 2 * urand();
+    dram[j] = urand();
+    moe[j] = j % 2;
+  }
+  pfi[5] = pfi[0];
+  sim_vs_reference(x, y, m, L, pfi, dram, moe, 30, 11);
+  /* A library far larger than a workload (3000 jobs, workloads of 4): the
+   * simulation sorts each workload itself, as without a library. */
+  enum { BIG = 3000 };
+  double(*bx)[8] = malloc(BIG * sizeof *bx),
+  (*by)[8] = malloc(BIG * sizeof *by);
+  size_t *bm = malloc(BIG * sizeof *bm);
+  double *bp = malloc(BIG * sizeof *bp), *bd = malloc(BIG * sizeof *bd);
+  int *bo = malloc(BIG * sizeof *bo);
+  for (int j = 0; j < BIG; j++) {
+    /* At least three points from a floor of 1 W: every cut feasible. */
+    do
+      random_job(bx[j], by[j], &bm[j], j % 2 == 0);
+    while (bm[j] < 3);
+    double x0 = bx[j][0] - 1;
+    for (size_t k = 0; k < bm[j]; k++)
+      bx[j][k] -= x0;
+    bp[j] = 0.5 + 2 * urand();
+    bd[j] = urand();
+    bo[j] = j % 2;
+  }
+  sim_vs_reference((const double(*)[8])bx, (const double(*)[8])by, bm, BIG, bp,
+                   bd, bo, 20, 4);
+  free(bx);
+  free(by);
+  free(bm);
+  free(bp);
+  free(bd);
+  free(bo);
+}
+
 /* A scrape whose label sets repeat (the parser reuses their parse) against
  * the same scrape with every set made unique by an extra label the parser
  * ignores: the same GPUs and fields, bit for bit; a malformed set that
@@ -551,6 +721,7 @@ int main(void) {
       cmocka_unit_test(test_job_table),
       cmocka_unit_test(test_prepared_vs_scratch),
       cmocka_unit_test(test_sim_threads),
+      cmocka_unit_test(test_sim_vs_reference),
       cmocka_unit_test(test_prom_label_cache),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
