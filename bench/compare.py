@@ -8,7 +8,7 @@ For each piece of work, generates the input (kept in WORK_DIR, default
 BUILD_DIR/bench-data, for the next run), runs pfi and its peer on it in
 turn, three times each (whole processes; the best of three is quoted),
 checks that both give the same numbers, and prints the ratio. Timings are
-wall seconds of the whole process (os.wait4) and, beside them, its CPU
+wall seconds of the whole process (bench/measure.c: fork, exec, wait4) and, beside them, its CPU
 seconds (user + system), which other work on a shared machine disturbs
 less. In-process parsers are compared by CPU time. Exits 1 when a pair
 disagrees on a number; a ratio below its goal is printed as such.
@@ -24,23 +24,28 @@ import time
 PY = "/usr/bin/python3"
 HERE = os.path.dirname(os.path.abspath(__file__))
 failures = []
+WORK = MEASURE = None  # set by main()
 rows = []
 
 
 def run(cmd, out=None):
-    """Runs cmd (a list) to completion: (wall s, cpu s, peak RSS MiB)."""
-    t0 = time.monotonic()
+    """Runs cmd (a list) to completion through BUILD_DIR/measure: (wall s,
+    cpu s, peak RSS MiB). Started straight from this interpreter, a
+    command's peak RSS would include the interpreter's (the kernel carries
+    the peak of the image a process was exec'd from into its own), so
+    measure, a C program of about a MiB, forks and execs it and reports
+    what wait4 gives."""
     fo = open(out, "w") if out else subprocess.DEVNULL
-    p = subprocess.Popen(cmd, stdout=fo, stderr=subprocess.PIPE)
-    _, status, ru = os.wait4(p.pid, 0)
-    wall = time.monotonic() - t0
-    err = p.stderr.read().decode(errors="replace")
-    p.stderr.close()
+    res = os.path.join(WORK, "measure.out")
+    p = subprocess.run([MEASURE, res] + cmd, stdout=fo, stderr=subprocess.PIPE)
+    err = p.stderr.decode(errors="replace")
     if out:
         fo.close()
-    if os.waitstatus_to_exitcode(status) != 0:
+    if p.returncode != 0:
         sys.exit("compare: %s failed: %s" % (" ".join(cmd), err[-2000:]))
-    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024.0
+    with open(res) as f:
+        wall, cpu, kib = f.read().split()
+    return float(wall), float(cpu), float(kib) / 1024.0
 
 
 def pair(name, pfi_cmd, peer_cmd, pfi_out=None, peer_out=None, n=3):
@@ -93,6 +98,8 @@ def main():
     work = os.path.abspath(sys.argv[2]) if len(sys.argv) > 2 else \
         os.path.join(build, "bench-data")
     os.makedirs(work, exist_ok=True)
+    global WORK, MEASURE
+    WORK, MEASURE = work, os.path.join(build, "measure")
     pfi = os.path.join(build, "pfi")
     cpu = "?"
     try:
