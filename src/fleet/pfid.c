@@ -710,17 +710,25 @@ int pfi_pfid_run(struct pfi_pfid *d, volatile sig_atomic_t *stop,
   double next = pfid_mono();
   while (!*stop) {
     double left;
+    /* Waits in steps of at most 50 ms for an event submitted through the
+     * API, which starts the period at once. */
     while (!*stop && (left = next - pfid_mono()) > 0) {
+      if (__atomic_exchange_n(&d->wake, 0, __ATOMIC_ACQ_REL)) {
+        next = pfid_mono();
+        break;
+      }
       char *buf = NULL, subj[128];
       size_t len = 0;
       struct pfi_error e;
-      int r = pfi_nats_next(d->tel, left, &buf, &len, subj, sizeof subj, &e);
+      int r = pfi_nats_next(d->tel, left < 0.05 ? left : 0.05, &buf, &len,
+                            subj, sizeof subj, &e);
       if (r == 1)
         take_telemetry(d, subj, buf, len, t);
       else if (r < 0)
         usleep(50000);
       free(buf);
     }
+    __atomic_store_n(&d->wake, 0, __ATOMIC_RELEASE); /* this period's */
     next += d->o.period_s;
     if (next < pfid_mono())
       next = pfid_mono() + d->o.period_s;

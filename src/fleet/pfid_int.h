@@ -41,6 +41,9 @@ struct pfi_pfid {
   struct pfi_nats_sub *tel;
   struct pfi_db *db; /* the records file (fleet_records.c) */
   struct pfi_http *http;
+  /* Set by the API when an event was submitted or cancelled: the next
+   * period starts at once rather than at its time (__atomic access). */
+  int wake;
   pthread_mutex_t mu; /* everything below, against the API's thread */
   struct pfid_node *node;
   size_t n_nodes, cap_nodes;
