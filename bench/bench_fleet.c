@@ -24,6 +24,7 @@
  * every bench_* without arguments).
  */
 #include <curl/curl.h>
+#include <signal.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -348,6 +349,7 @@ int main(int argc, char **argv) {
   long pfid_pid = 0;
   unsigned procs = 2;
   int c;
+  setvbuf(stdout, NULL, _IOLBF, 0); /* progress, also into a file */
   while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
     switch (c) {
     case 'n':
@@ -435,7 +437,13 @@ int main(int argc, char **argv) {
   /* Telemetry until pfid knows every node, then the event. */
   unsigned long want = r.nodes;
   double t_known = NAN;
-  while (mono() - t_open < 300) {
+  int early = 0; /* a worker that ended before the event failed */
+  while (mono() - t_open < 300 && !early) {
+    for (unsigned w = 0; w < procs; w++)
+      if (pid[w] > 0 && waitpid(pid[w], NULL, WNOHANG) == pid[w]) {
+        pid[w] = -1;
+        early = 1;
+      }
     static struct page pg;
     pg.n = 0;
     pg.s[0] = 0;
@@ -455,6 +463,15 @@ int main(int argc, char **argv) {
     if (t_known == t_known && mono() - t_known > 3 * r.period)
       break;
     usleep(200000);
+  }
+  if (early) {
+    fprintf(stderr, "bench_fleet: a worker failed before the event\n");
+    for (unsigned w = 0; w < procs; w++)
+      if (pid[w] > 0) {
+        kill(pid[w], SIGTERM);
+        waitpid(pid[w], NULL, 0);
+      }
+    return 1;
   }
   printf("bench_fleet: pfid knows the nodes %.1f s after the start\n",
          (t_known == t_known ? t_known : mono()) - t_open);
