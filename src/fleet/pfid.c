@@ -37,12 +37,46 @@ void pfid_log(struct pfi_pfid *d, const char *what, const char *fmt, ...) {
 
 /* ---- nodes --------------------------------------------------------------- */
 
+static size_t name_hash(const char *s) {
+  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  for (; *s; s++)
+    h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return (size_t)h;
+}
+
+/* The slot of `name` in the index: its node's, or the empty one where it
+ * would go. */
+static size_t ix_slot(const struct pfi_pfid *d, const char *name) {
+  size_t m = d->ix_cap - 1, i = name_hash(name) & m;
+  while (d->node_ix[i] && strcmp(d->node[d->node_ix[i] - 1].name, name) != 0)
+    i = (i + 1) & m;
+  return i;
+}
+
+/* Makes room for one more node in the index (rebuilt at twice the size). */
+static int ix_grow(struct pfi_pfid *d) {
+  if (d->ix_cap >= 2 * (d->n_nodes + 1))
+    return 0;
+  size_t cap = d->ix_cap ? d->ix_cap * 2 : 128;
+  size_t *ix = calloc(cap, sizeof *ix);
+  if (!ix)
+    return -1;
+  free(d->node_ix);
+  d->node_ix = ix;
+  d->ix_cap = cap;
+  for (size_t k = 0; k < d->n_nodes; k++)
+    ix[ix_slot(d, d->node[k].name)] = k + 1;
+  return 0;
+}
+
 static struct pfid_node *node_get(struct pfi_pfid *d, const char *name,
                                   int create) {
-  for (size_t i = 0; i < d->n_nodes; i++)
-    if (strcmp(d->node[i].name, name) == 0)
-      return &d->node[i];
-  if (!create || d->n_nodes >= 200000)
+  if (d->ix_cap) {
+    size_t i = ix_slot(d, name);
+    if (d->node_ix[i])
+      return &d->node[d->node_ix[i] - 1];
+  }
+  if (!create || d->n_nodes >= 200000 || ix_grow(d) < 0)
     return NULL;
   if (d->n_nodes == d->cap_nodes) {
     size_t nc = d->cap_nodes ? d->cap_nodes * 2 : 64;
@@ -52,9 +86,10 @@ static struct pfid_node *node_get(struct pfi_pfid *d, const char *name,
     d->node = nn;
     d->cap_nodes = nc;
   }
-  struct pfid_node *n = &d->node[d->n_nodes++];
+  struct pfid_node *n = &d->node[d->n_nodes];
   memset(n, 0, sizeof *n);
   snprintf(n->name, sizeof n->name, "%s", name);
+  d->node_ix[ix_slot(d, n->name)] = ++d->n_nodes;
   n->restore = 1;
   n->stale = 1;
   return n;
@@ -782,5 +817,6 @@ void pfi_pfid_close(struct pfi_pfid *d) {
   pfid_capacity_close(d);
   pthread_mutex_destroy(&d->mu);
   free(d->node);
+  free(d->node_ix);
   free(d);
 }
