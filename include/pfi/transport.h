@@ -83,11 +83,13 @@ int pfi_nats_kv_update(struct pfi_nats *nc, const char *key, const void *val,
                        size_t len, uint64_t last, uint64_t *rev,
                        struct pfi_error *err);
 /* One write of pfi_nats_kv_cas_batch. */
+#define PFI_NATS_KV_ANY UINT64_MAX
 struct pfi_nats_kv_op {
   const char *key;
   const void *val;
   size_t len;
-  uint64_t last; /* the revision the key must have; 0: it must not exist */
+  uint64_t last; /* the revision the key must have; 0: it must not exist;
+                    PFI_NATS_KV_ANY: any (a plain put) */
   /* Set by the batch: */
   int rc;       /* 0 written (rev is its revision); PFI_ESTATE the key's
                    revision was not `last` (someone else wrote it; with last

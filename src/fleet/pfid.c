@@ -544,16 +544,28 @@ static int control_step(struct pfi_pfid *d, struct pfi_error *err) {
   snprintf(d->event, sizeof d->event, "%s", evp ? ev.id : "");
   d->target_w = evp ? ev.target_w : 0;
   double power_w = 0;
+  /* Liveness changes: the bucket's node.<name> keys written in one
+   * pipelined batch, their log rows in one transaction. */
+  struct live {
+    char key[PFI_FLEET_NAME_MAX + 8], val[96];
+  } *lv = NULL;
+  struct pfi_nats_kv_op *lop = NULL;
+  size_t nl = 0;
   for (size_t i = 0; i < d->n_nodes; i++) {
     struct pfid_node *n = &d->node[i];
     int stale = !n->have_tel || mono - n->seen_mono > d->o.stale_s;
     if (stale != n->stale && n->have_tel) {
-      char key[PFI_FLEET_NAME_MAX + 8], val[96];
-      snprintf(key, sizeof key, "node.%s", n->name);
-      int len = snprintf(val, sizeof val, "{\"stale\":%s,\"t\":%.3f}",
-                         stale ? "true" : "false", now);
-      pfi_nats_kv_put(d->nc, key, val, (size_t)len, NULL, NULL);
-      pfid_log(d, stale ? "stale" : "live", "node %s", n->name);
+      if (!lv && (lv = calloc(d->n_nodes, sizeof *lv)))
+        lop = calloc(d->n_nodes, sizeof *lop);
+      if (lop) {
+        snprintf(lv[nl].key, sizeof lv[nl].key, "node.%s", n->name);
+        int len = snprintf(lv[nl].val, sizeof lv[nl].val,
+                           "{\"stale\":%s,\"t\":%.3f}",
+                           stale ? "true" : "false", now);
+        lop[nl] = (struct pfi_nats_kv_op){lv[nl].key, lv[nl].val, (size_t)len,
+                                          PFI_NATS_KV_ANY, 0, 0};
+        nl++;
+      }
     }
     n->stale = stale;
     for (unsigned g = 0; n->have_tel && !stale && g < n->tel.n; g++)
@@ -561,6 +573,17 @@ static int control_step(struct pfi_pfid *d, struct pfi_error *err) {
         power_w += n->tel.gpu[g].power_w;
   }
   d->power_w = power_w;
+  if (nl) {
+    pfi_nats_kv_cas_batch(d->nc, lop, nl, PFID_PUB_WINDOW, NULL);
+    int tx = d->db && pfi_db_begin(d->db, NULL) == 0;
+    for (size_t k = 0; k < nl; k++)
+      pfid_log(d, strstr(lv[k].val, "true") ? "stale" : "live", "node %s",
+               lv[k].key + 5);
+    if (tx && pfi_db_commit(d->db, NULL) < 0)
+      pfi_db_rollback(d->db);
+  }
+  free(lv);
+  free(lop);
   uint32_t(*want)[PFI_FLEET_MAX_GPUS] =
       calloc(d->n_nodes ? d->n_nodes : 1, sizeof *want);
   if (!want) {

@@ -444,7 +444,7 @@ int pfi_nats_kv_cas_batch(struct pfi_nats *p, struct pfi_nats_kv_op *ops,
                sent);
       snprintf(hdr, sizeof hdr, "%" PRIu64, o->last);
       s = natsMsg_Create(&m, subj, reply, o->val, (int)o->len);
-      if (s == NATS_OK)
+      if (s == NATS_OK && o->last != PFI_NATS_KV_ANY)
         s = natsMsgHeader_Set(m, "Nats-Expected-Last-Subject-Sequence", hdr);
       if (s == NATS_OK)
         s = natsConnection_PublishMsg(p->nc, m);

@@ -5,8 +5,9 @@
 # once, each read back at the revision the batch reported; the same
 # creations again all lose; an update of every key on its revision after
 # another write moved key 7 loses on key 7 alone (its value stays the other
-# writer's), and once the loss is known no further write is sent. The key
-# listing (one stream-information request) finds the 300 keys.
+# writer's), and once the loss is known no further write is sent; plain
+# puts write every key. The key listing (one stream-information request)
+# finds the 300 keys.
 . "$(dirname "$0")/lib.sh"
 PROBE=${PFI_PROBE:?}
 setup_nats
@@ -44,5 +45,11 @@ read -r _ w _ c _ ns _ f _ <<<"$(out 'create again' b)"
   fail "create again (window 4): $(out 'create again' b)"
 [ "$(out 'values agree with the outcomes' b)" = "300 of 300" ] ||
   fail "values (window 4): $(out 'values agree with the outcomes' b)"
+# Plain puts (no expected revision) write every key.
+for x in a b; do
+  [ "$(out put $x)" = "written 300 conflicts 0 not-sent 0 failed 0 first-conflict -1 last-written 299" ] ||
+    fail "put ($x): $(out put $x)"
+  [ "$(out 'put read back' $x)" = "300 of 300" ] || fail "put read back ($x): $(out 'put read back' $x)"
+done
 [ "$fails" = 0 ] || { cat "$T/out.a" "$T/out.b" >&2; exit 1; }
 echo "ok"
