@@ -299,9 +299,21 @@ static int plot(const char *csv, const char *svg) {
        2, 0},
       {"pfid CPU per 1 s period", x, cpu, NULL, NULL, n,
        PFI_STYLE_LINESPOINTS, 4, 0}};
+  /* The fleet sizes as the axis's tics: "10k", "100k". */
+  char lab[MAXR][16];
+  const char *labp[MAXR];
+  for (size_t i = 0; i < n; i++) {
+    snprintf(lab[i], sizeof lab[i], "%gk", x[i] / 1000);
+    labp[i] = lab[i];
+  }
   struct pfi_panel pan[2];
   pfi_panel_init(&pan[0]);
   pfi_panel_init(&pan[1]);
+  for (int k = 0; k < 2; k++) {
+    pan[k].xtic_pos = x;
+    pan[k].xtic_label = labp;
+    pan[k].nxtics = n;
+  }
   pan[0].title = "EMULATED GPUs on one 2-core machine: event to caps";
   pan[0].xlabel = "emulated GPUs (8 per agent)";
   pan[0].ylabel = "s";
