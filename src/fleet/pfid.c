@@ -574,7 +574,9 @@ static int control_step(struct pfi_pfid *d, struct pfi_error *err) {
   }
   d->power_w = power_w;
   if (nl) {
-    pfi_nats_kv_cas_batch(d->nc, lop, nl, PFID_PUB_WINDOW, NULL);
+    /* Disconnected, the writes would only wait for the timeout. */
+    if (pfi_nats_connected(d->nc))
+      pfi_nats_kv_cas_batch(d->nc, lop, nl, PFID_PUB_WINDOW, NULL);
     int tx = d->db && pfi_db_begin(d->db, NULL) == 0;
     for (size_t k = 0; k < nl; k++)
       pfid_log(d, strstr(lv[k].val, "true") ? "stale" : "live", "node %s",
