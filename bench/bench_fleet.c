@@ -148,8 +148,9 @@ struct run {
 };
 
 /* One worker process: agents lo..hi-1 of the run, their assignments on one
- * subscription (as each pfi-agent has its own: a message is handed to its
- * agent as soon as it arrives), their telemetry every period. Writes each
+ * subscription of their subjects (as each pfi-agent has its own: a message
+ * is handed to its agent as soon as it arrives), their telemetry every
+ * period. Writes each
  * agent's latency from the event's submission to its event caps applied
  * and read back, s, one per line, to DIR/lat.W (absent agents: none).
  * Returns once every agent applied the event and 10 periods + hold passed,
@@ -168,8 +169,18 @@ static int worker(const struct run *r, unsigned w, unsigned lo, unsigned hi) {
   char *buf = malloc(PFI_FLEET_MSG_MAX + 1);
   if (!ag || !done || !t || !buf)
     return 1;
+  char(*subj)[32] = calloc(n ? n : 1, sizeof *subj);
+  const char **sp = calloc(n ? n : 1, sizeof *sp);
+  if (!subj || !sp)
+    return 1;
+  for (unsigned i = 0; i < n; i++) {
+    snprintf(subj[i], sizeof subj[i], "pfi.assign.b%05u", lo + i);
+    sp[i] = subj[i];
+  }
+  /* Its own agents' subjects only: every worker on pfi.assign.> would
+   * have the server deliver each assignment to every worker. */
   if (pfi_nats_open(&nc, &no, &err) < 0 ||
-      pfi_nats_subscribe(nc, "pfi.assign.>", &sub, &err) < 0) {
+      pfi_nats_subscribe_many(nc, sp, n, &sub, &err) < 0) {
     fprintf(stderr, "bench_fleet: worker %u: %s\n", w, err.msg);
     return 1;
   }
@@ -241,6 +252,8 @@ static int worker(const struct run *r, unsigned w, unsigned lo, unsigned hi) {
   }
   pfi_nats_unsubscribe(sub);
   pfi_nats_close(nc);
+  free(subj);
+  free(sp);
   free(ag);
   free(done);
   free(t);

@@ -59,6 +59,12 @@ int pfi_nats_publish_checked(struct pfi_nats *nc, const char *subject,
 /* A subscription whose messages are read with pfi_nats_next. */
 int pfi_nats_subscribe(struct pfi_nats *nc, const char *subject,
                        struct pfi_nats_sub **sub, struct pfi_error *err);
+/* One subscription of n subjects (many agents' in one process, the scale
+ * benchmark): their messages in the order they arrive, read with
+ * pfi_nats_next. */
+int pfi_nats_subscribe_many(struct pfi_nats *nc, const char *const *subjects,
+                            size_t n, struct pfi_nats_sub **sub,
+                            struct pfi_error *err);
 void pfi_nats_unsubscribe(struct pfi_nats_sub *sub);
 /* Waits at most `timeout_s` for the next message: returns 1 with a malloc'd
  * copy in *data (NUL-terminated, *len bytes; caller frees) and its subject

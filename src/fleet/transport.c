@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 struct pfi_nats {
@@ -35,6 +36,14 @@ struct pfi_nats {
 
 struct pfi_nats_sub {
   natsSubscription *sub;
+  /* pfi_nats_subscribe_many: asynchronous subscriptions whose messages
+   * wait in one queue (a ring of qcap), under mu. */
+  natsSubscription **subs;
+  size_t nsubs;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  natsMsg **q;
+  size_t qhead, qlen, qcap;
 };
 
 static int nerr(struct pfi_error *err, natsStatus s, const char *what) {
@@ -113,6 +122,9 @@ int pfi_nats_open(struct pfi_nats **out, const struct pfi_nats_opts *o,
       (s = natsOptions_SetMaxPingsOut(opts, 2)) != NATS_OK ||
       (s = natsOptions_SetReconnectBufSize(opts, 1 << 20)) != NATS_OK ||
       (s = natsOptions_SetErrorHandler(opts, on_async_error, p)) != NATS_OK ||
+      /* Asynchronous subscriptions (pfi_nats_subscribe_many) share one
+       * delivery thread rather than one each. */
+      (s = natsOptions_UseGlobalMessageDelivery(opts, true)) != NATS_OK ||
       (o->name && (s = natsOptions_SetName(opts, o->name)) != NATS_OK) ||
       (o->user && (s = natsOptions_SetUserInfo(opts, o->user,
                                                o->password_file ? pw : NULL)) !=
@@ -247,19 +259,113 @@ int pfi_nats_subscribe(struct pfi_nats *p, const char *subject,
   return 0;
 }
 
+/* A message of one of the subscriptions of pfi_nats_subscribe_many: into
+ * the queue (dropped when it cannot grow). */
+static void on_many(natsConnection *nc, natsSubscription *s, natsMsg *m,
+                    void *closure) {
+  struct pfi_nats_sub *sub = closure;
+  pthread_mutex_lock(&sub->mu);
+  if (sub->qlen == sub->qcap) {
+    size_t nc2 = sub->qcap ? 2 * sub->qcap : 256;
+    natsMsg **nq = nc2 <= (1u << 22) ? malloc(nc2 * sizeof *nq) : NULL;
+    if (!nq) {
+      pthread_mutex_unlock(&sub->mu);
+      natsMsg_Destroy(m);
+      return;
+    }
+    for (size_t i = 0; i < sub->qlen; i++)
+      nq[i] = sub->q[(sub->qhead + i) % sub->qcap];
+    free(sub->q);
+    sub->q = nq;
+    sub->qhead = 0;
+    sub->qcap = nc2;
+  }
+  sub->q[(sub->qhead + sub->qlen++) % sub->qcap] = m;
+  pthread_cond_signal(&sub->cv);
+  pthread_mutex_unlock(&sub->mu);
+}
+
+int pfi_nats_subscribe_many(struct pfi_nats *p, const char *const *subjects,
+                            size_t n, struct pfi_nats_sub **out,
+                            struct pfi_error *err) {
+  struct pfi_nats_sub *sub = calloc(1, sizeof *sub);
+  if (!sub || !(sub->subs = calloc(n ? n : 1, sizeof *sub->subs))) {
+    free(sub);
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  }
+  pthread_mutex_init(&sub->mu, NULL);
+  pthread_cond_init(&sub->cv, NULL);
+  for (size_t i = 0; i < n; i++) {
+    natsStatus s = natsConnection_Subscribe(&sub->subs[i], p->nc, subjects[i],
+                                            on_many, sub);
+    if (s == NATS_OK)
+      s = natsSubscription_SetPendingLimits(sub->subs[i], -1, -1);
+    if (s != NATS_OK) {
+      int rc = nerr(err, s, subjects[i]);
+      sub->nsubs = i + 1;
+      pfi_nats_unsubscribe(sub);
+      return rc;
+    }
+  }
+  sub->nsubs = n;
+  *out = sub;
+  return 0;
+}
+
 void pfi_nats_unsubscribe(struct pfi_nats_sub *sub) {
   if (!sub)
     return;
+  if (sub->subs) {
+    for (size_t i = 0; i < sub->nsubs; i++) {
+      natsSubscription_Unsubscribe(sub->subs[i]);
+      natsSubscription_Destroy(sub->subs[i]);
+    }
+    for (size_t i = 0; i < sub->qlen; i++)
+      natsMsg_Destroy(sub->q[(sub->qhead + i) % sub->qcap]);
+    free(sub->q);
+    free(sub->subs);
+    pthread_cond_destroy(&sub->cv);
+    pthread_mutex_destroy(&sub->mu);
+    free(sub);
+    return;
+  }
   natsSubscription_Unsubscribe(sub->sub);
   natsSubscription_Destroy(sub->sub);
   free(sub);
+}
+
+/* The next message of a pfi_nats_subscribe_many queue within ms. */
+static natsStatus next_many(struct pfi_nats_sub *sub, natsMsg **m, int64_t ms) {
+  struct timespec dl;
+  clock_gettime(CLOCK_REALTIME, &dl);
+  dl.tv_sec += ms / 1000;
+  dl.tv_nsec += (long)(ms % 1000) * 1000000L;
+  if (dl.tv_nsec >= 1000000000L) {
+    dl.tv_sec++;
+    dl.tv_nsec -= 1000000000L;
+  }
+  pthread_mutex_lock(&sub->mu);
+  while (!sub->qlen &&
+         pthread_cond_timedwait(&sub->cv, &sub->mu, &dl) == 0)
+    ;
+  natsStatus s = NATS_TIMEOUT;
+  if (sub->qlen) {
+    *m = sub->q[sub->qhead];
+    sub->qhead = (sub->qhead + 1) % sub->qcap;
+    sub->qlen--;
+    s = NATS_OK;
+  }
+  pthread_mutex_unlock(&sub->mu);
+  return s;
 }
 
 int pfi_nats_next(struct pfi_nats_sub *sub, double timeout_s, char **data,
                   size_t *len, char *subj, size_t n, struct pfi_error *err) {
   natsMsg *m = NULL;
   int64_t ms = timeout_s > 0 ? (int64_t)(timeout_s * 1000) : 0;
-  natsStatus s = natsSubscription_NextMsg(&m, sub->sub, ms > 0 ? ms : 1);
+  natsStatus s = sub->subs ? next_many(sub, &m, ms > 0 ? ms : 1)
+                           : natsSubscription_NextMsg(&m, sub->sub,
+                                                      ms > 0 ? ms : 1);
   if (s == NATS_TIMEOUT)
     return 0;
   if (s == NATS_SLOW_CONSUMER)

@@ -5,6 +5,7 @@
  *   pfi-fleet-probe URL USER PWFILE publish SUBJECT FILE
  *   pfi-fleet-probe URL USER PWFILE kvput KEY FILE
  *   pfi-fleet-probe URL USER PWFILE kvbatch PREFIX N,WINDOW
+ *   pfi-fleet-probe URL USER PWFILE submany PREFIX N
  * Exit 0: accepted; 3: refused (permissions); 1: another failure.
  *
  * kvbatch writes N keys PREFIX.0.. by pipelined compare-and-set
@@ -12,6 +13,11 @@
  * the bucket says of each step, read back key by key: the creations, the
  * same creations again (every one exists), and an update of all on their
  * revisions after another write moved key 7's, then plain puts of all.
+ *
+ * submany subscribes to PREFIX.0 .. PREFIX.N-1 with one
+ * pfi_nats_subscribe_many, publishes one message on each and on PREFIX.N
+ * (not subscribed), and prints how many arrived, how many subjects once
+ * each with their own message, and any other.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,25 +148,79 @@ static int kvbatch(struct pfi_nats *nc, const char *prefix, const char *spec) {
   return 0;
 }
 
+static int submany(struct pfi_nats *nc, const char *prefix, const char *ns) {
+  unsigned long n = strtoul(ns, NULL, 10);
+  if (n < 1 || n > 100000)
+    return 2;
+  char(*subj)[64] = calloc(n + 1, sizeof *subj);
+  const char **sp = calloc(n + 1, sizeof *sp);
+  struct pfi_nats_sub *sub = NULL;
+  struct pfi_error err;
+  if (!subj || !sp)
+    return 1;
+  for (size_t i = 0; i <= n; i++) {
+    snprintf(subj[i], sizeof subj[i], "%s.%zu", prefix, i);
+    sp[i] = subj[i];
+  }
+  if (pfi_nats_subscribe_many(nc, sp, n, &sub, &err) < 0 ||
+      pfi_nats_publish_checked(nc, "probe.sync", "x", 1, &err) < 0) {
+    fprintf(stderr, "probe: %s\n", err.msg);
+    return 1;
+  }
+  for (size_t i = 0; i <= n; i++) {
+    char body[32];
+    int k = snprintf(body, sizeof body, "m%zu", i);
+    pfi_nats_publish(nc, subj[i], body, (size_t)k, &err);
+  }
+  size_t got = 0, once = 0, other = 0;
+  char *d = NULL, s[96], *seen = calloc(n, 1);
+  size_t len = 0, pl = strlen(prefix);
+  while (seen && pfi_nats_next(sub, 1.0, &d, &len, s, sizeof s, &err) == 1) {
+    /* PREFIX.i with body mi, i < n, not seen before */
+    char *end = NULL, want[32];
+    unsigned long i = strncmp(s, prefix, pl) == 0 && s[pl] == '.'
+                          ? strtoul(s + pl + 1, &end, 10)
+                          : n;
+    snprintf(want, sizeof want, "m%lu", i);
+    if (i < n && end && !*end && strcmp(d, want) == 0 && !seen[i]) {
+      seen[i] = 1;
+      once++;
+    } else {
+      other++;
+    }
+    got++;
+    free(d);
+  }
+  free(seen);
+  printf("submany: %zu messages, %zu subjects once each, %zu other\n", got,
+         once, other);
+  pfi_nats_unsubscribe(sub);
+  free(subj);
+  free(sp);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc != 7) {
     fprintf(stderr,
             "usage: %s URL USER PWFILE publish|kvput SUBJ FILE\n"
-            "       %s URL USER PWFILE kvbatch PREFIX N,WINDOW\n",
-            argv[0], argv[0]);
+            "       %s URL USER PWFILE kvbatch PREFIX N,WINDOW\n"
+            "       %s URL USER PWFILE submany PREFIX N\n",
+            argv[0], argv[0], argv[0]);
     return 2;
   }
-  if (strcmp(argv[4], "kvbatch") == 0) {
+  if (strcmp(argv[4], "kvbatch") == 0 || strcmp(argv[4], "submany") == 0) {
     struct pfi_nats_opts o = {argv[1], strcmp(argv[2], "-") ? argv[2] : NULL,
                               strcmp(argv[3], "-") ? argv[3] : NULL,
-                              "probe", 1, 0, 5};
+                              "probe", strcmp(argv[4], "kvbatch") == 0, 0, 5};
     struct pfi_nats *nc = NULL;
     struct pfi_error err;
     if (pfi_nats_open(&nc, &o, &err) < 0) {
       fprintf(stderr, "probe: %s\n", err.msg);
       return 1;
     }
-    int rc = kvbatch(nc, argv[5], argv[6]);
+    int rc = strcmp(argv[4], "kvbatch") == 0 ? kvbatch(nc, argv[5], argv[6])
+                                             : submany(nc, argv[5], argv[6]);
     pfi_nats_close(nc);
     return rc;
   }
