@@ -11,10 +11,15 @@ target_link_libraries(pfi_obj PUBLIC PkgConfig::NATS PkgConfig::MHD)
 target_link_libraries(pfi_static PUBLIC PkgConfig::NATS PkgConfig::MHD)
 target_link_libraries(pfi_shared PUBLIC PkgConfig::NATS PkgConfig::MHD)
 
-add_executable(pfi-agent src/fleet/main_agent.c)
-target_link_libraries(pfi-agent PRIVATE pfi_static)
-add_executable(pfid src/fleet/main_pfid.c)
-target_link_libraries(pfid PRIVATE pfi_static)
+# The daemons parse their options with the pfi command's option tables
+# (src/cli/opt.h: getopt, --help and did-you-mean from one table).
+set(PFI_DAEMON_CLI src/cli/opt.c src/cli/cli.c src/cli/suggest.c)
+add_executable(pfi-agent src/fleet/main_agent.c ${PFI_DAEMON_CLI})
+target_link_libraries(pfi-agent PRIVATE pfi_static PkgConfig::JANSSON)
+target_include_directories(pfi-agent PRIVATE src/cli)
+add_executable(pfid src/fleet/main_pfid.c ${PFI_DAEMON_CLI})
+target_link_libraries(pfid PRIVATE pfi_static PkgConfig::JANSSON)
+target_include_directories(pfid PRIVATE src/cli)
 install(TARGETS pfi-agent pfid RUNTIME DESTINATION ${CMAKE_INSTALL_SBINDIR})
 install(DIRECTORY contrib/slurm/ DESTINATION ${CMAKE_INSTALL_DATADIR}/pfi/slurm
         USE_SOURCE_PERMISSIONS)

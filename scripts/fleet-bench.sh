@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-3.0-or-later
 # The fleet at scale on one machine (EMULATED GPUs): a loopback nats-server,
-# pfid, and bench_fleet running NODES agents of 8 emulated GPUs in one
-# process (one NATS connection with one user for all of them: the per-node
-# permissions of a real fleet do not apply inside it). State on /dev/shm.
-# Usage: bash scripts/fleet-bench.sh [NODES] [BUILD_DIR] [HOLD_S]
+# pfid, and bench_fleet running NODES agents of 8 emulated GPUs in PROCS
+# processes (one NATS connection each with one user for all of them: the
+# per-node permissions of a real fleet do not apply inside it). State on
+# /dev/shm.
+# Usage: bash scripts/fleet-bench.sh [NODES] [BUILD_DIR] [HOLD_S] [PROCS]
 # (HOLD_S: seconds the event is held after every cap is applied, for more
-# control periods in pfid's period-work figures; default 0.)
+# control periods in pfid's period-work figures; default 0. PROCS: default
+# 2. FLEET_BENCH_CSV=FILE appends the run's figures to FILE, which
+# `bench_fleet --plot FILE OUT.svg` draws.)
 set -euo pipefail
 N=${1:-1250}
 B=${2:-build}
 H=${3:-0}
+P=${4:-2}
 command -v nats-server >/dev/null || { echo "fleet-bench: needs nats-server" >&2; exit 2; }
 base=/dev/shm
 [ -w "$base" ] || base=${TMPDIR:-/tmp}
@@ -37,4 +41,5 @@ for i in $(seq 50); do grep -q "Server is ready" "$T/nats.log" 2>/dev/null && br
 PIDS+=($PFID)
 ulimit -n 65536 2>/dev/null || true
 "$B/bench_fleet" --nats "nats://127.0.0.1:$NP" --user bench --password-file "$T/pw.bench" \
-  --api "http://127.0.0.1:$AP" --token-file "$T/token" --pfid-pid "$PFID" --dir "$T" --nodes "$N" --hold "$H"
+  --api "http://127.0.0.1:$AP" --token-file "$T/token" --pfid-pid "$PFID" --dir "$T" --nodes "$N" --hold "$H" \
+  --procs "$P" ${FLEET_BENCH_CSV:+--csv "$FLEET_BENCH_CSV"}

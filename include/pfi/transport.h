@@ -59,6 +59,12 @@ int pfi_nats_publish_checked(struct pfi_nats *nc, const char *subject,
 /* A subscription whose messages are read with pfi_nats_next. */
 int pfi_nats_subscribe(struct pfi_nats *nc, const char *subject,
                        struct pfi_nats_sub **sub, struct pfi_error *err);
+/* One subscription of n subjects (many agents' in one process, the scale
+ * benchmark): their messages in the order they arrive, read with
+ * pfi_nats_next. */
+int pfi_nats_subscribe_many(struct pfi_nats *nc, const char *const *subjects,
+                            size_t n, struct pfi_nats_sub **sub,
+                            struct pfi_error *err);
 void pfi_nats_unsubscribe(struct pfi_nats_sub *sub);
 /* Waits at most `timeout_s` for the next message: returns 1 with a malloc'd
  * copy in *data (NUL-terminated, *len bytes; caller frees) and its subject
@@ -82,10 +88,39 @@ int pfi_nats_kv_create(struct pfi_nats *nc, const char *key, const void *val,
 int pfi_nats_kv_update(struct pfi_nats *nc, const char *key, const void *val,
                        size_t len, uint64_t last, uint64_t *rev,
                        struct pfi_error *err);
+/* One write of pfi_nats_kv_cas_batch. */
+#define PFI_NATS_KV_ANY UINT64_MAX
+struct pfi_nats_kv_op {
+  const char *key;
+  const void *val;
+  size_t len;
+  uint64_t last; /* the revision the key must have; 0: it must not exist;
+                    PFI_NATS_KV_ANY: any (a plain put) */
+  /* Set by the batch: */
+  int rc;       /* 0 written (rev is its revision); PFI_ESTATE the key's
+                   revision was not `last` (someone else wrote it; with last
+                   0, it exists or has a deletion marker); PFI_EIO no answer
+                   within the timeout or a JetStream error (it may have been
+                   written); PFI_EINTR not sent (the batch stopped) */
+  uint64_t rev;
+};
+/* Compare-and-set of n keys, pipelined: up to `window` writes await the
+ * server's answers at once (each a JetStream publish with the expected last
+ * subject sequence, answered on the connection's own inbox), instead of one
+ * round trip after the other. Each op's outcome is in its rc; once a write
+ * loses (PFI_ESTATE) or the connection refuses one, no further op is sent.
+ * The answers are waited for at most the connection's timeout each (the
+ * writes still without one are PFI_EIO). Returns the number written, or
+ * PFI_EIO / PFI_ESTATE (no bucket) when none could be tried; err holds the
+ * last failure's message. */
+int pfi_nats_kv_cas_batch(struct pfi_nats *nc, struct pfi_nats_kv_op *ops,
+                          size_t n, unsigned window, struct pfi_error *err);
 int pfi_nats_kv_delete(struct pfi_nats *nc, const char *key,
                        struct pfi_error *err);
-/* The keys that start with `prefix`: *keys a malloc'd array of *n malloc'd
- * strings (free with pfi_nats_keys_free). */
+/* The keys under `prefix` ("" for all, else ending in '.', e.g. "event."):
+ * *keys a malloc'd array of *n malloc'd strings (free with
+ * pfi_nats_keys_free), from one stream-information request. A deleted key
+ * may be listed (pfi_nats_kv_get then finds it absent). */
 int pfi_nats_kv_keys(struct pfi_nats *nc, const char *prefix, char ***keys,
                      size_t *n, struct pfi_error *err);
 void pfi_nats_keys_free(char **keys, size_t n);

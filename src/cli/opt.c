@@ -2,10 +2,27 @@
 /* Option tables: getopt_long() and --help from one table (see opt.h). */
 #include "opt.h"
 
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+
+/* A usage error: pfi_cli_usage()'s, or for a program of its own
+ * (PFI_OPT_PROGRAM) the same words under its name. */
+static void usage_err(const struct pfi_cmd_help *h, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void usage_err(const struct pfi_cmd_help *h, const char *fmt, ...) {
+  char msg[768];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (h->flags & PFI_OPT_PROGRAM)
+    fprintf(stderr, "%s: %s\nTry '%s --help'.\n", h->cmd, msg, h->cmd);
+  else
+    pfi_cli_usage(h->cmd, "%s", msg);
+}
 
 /* The help's layout: options indented by 2, their help at column
  * OPT_COL at most, lines of at most HELP_WIDTH characters. */
@@ -18,7 +35,8 @@ void pfi_opt_start(struct pfi_optparse *p, const struct pfi_cmd_help *help,
   p->h = help;
   p->argc = argc;
   p->argv = argv;
-  pfi_cli_set_cmd(help->cmd);
+  if (!(help->flags & PFI_OPT_PROGRAM))
+    pfi_cli_set_cmd(help->cmd);
   size_t n = 0, s = 0;
   if (help->flags & PFI_OPT_IN_ORDER)
     p->so[s++] = '+';
@@ -74,7 +92,7 @@ const char *pfi_opt_suggest(const struct pfi_opt *opts, const char *name) {
 
 /* Prints the problem with the long option in `arg` ("--name[=value]"). */
 static void bad_long(struct pfi_optparse *p, const char *arg, int missing) {
-  const char *cmd = p->h->cmd;
+  const struct pfi_cmd_help *cmd = p->h;
   const char *name = arg + 2;
   size_t nl = strcspn(name, "=");
   char buf[128];
@@ -99,22 +117,22 @@ static void bad_long(struct pfi_optparse *p, const char *arg, int missing) {
     }
   }
   if (missing) {
-    pfi_cli_usage(cmd, "option '--%s' needs a value", exact ? exact->lng : buf);
+    usage_err(cmd, "option '--%s' needs a value", exact ? exact->lng : buf);
     return;
   }
   if (exact && exact->arg == PFI_ARG_NONE && name[nl] == '=') {
-    pfi_cli_usage(cmd, "option '--%s' takes no value", exact->lng);
+    usage_err(cmd, "option '--%s' takes no value", exact->lng);
     return;
   }
   if (!exact && ncand > 1) {
-    pfi_cli_usage(cmd, "option '--%s' is ambiguous (%s)", buf, cands);
+    usage_err(cmd, "option '--%s' is ambiguous (%s)", buf, cands);
     return;
   }
   const char *s = pfi_opt_suggest(p->h->opts, buf);
   if (s)
-    pfi_cli_usage(cmd, "unknown option '--%s'; did you mean '--%s'?", buf, s);
+    usage_err(cmd, "unknown option '--%s'; did you mean '--%s'?", buf, s);
   else
-    pfi_cli_usage(cmd, "unknown option '--%s'", buf);
+    usage_err(cmd, "unknown option '--%s'", buf);
 }
 
 int pfi_opt_next(struct pfi_optparse *p) {
@@ -127,11 +145,11 @@ int pfi_opt_next(struct pfi_optparse *p) {
   if (arg && strncmp(arg, "--", 2) == 0 && arg[2]) {
     bad_long(p, arg, missing);
   } else if (missing) {
-    pfi_cli_usage(p->h->cmd, "option '-%c' needs a value", optopt);
+    usage_err(p->h, "option '-%c' needs a value", optopt);
   } else if (optopt) {
-    pfi_cli_usage(p->h->cmd, "unknown option '-%c'", optopt);
+    usage_err(p->h, "unknown option '-%c'", optopt);
   } else {
-    pfi_cli_usage(p->h->cmd, "unknown option '%s'", arg ? arg : "?");
+    usage_err(p->h, "unknown option '%s'", arg ? arg : "?");
   }
   return '?';
 }

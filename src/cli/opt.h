@@ -59,6 +59,9 @@ struct pfi_opt {
 /* `about` is one text wrapped at 79 columns ('\n' starts a new line), as
  * an option's help is, rather than printed as it is. */
 #define PFI_OPT_WRAP_ABOUT 2u
+/* `cmd` names a program of its own (the daemons pfid and pfi-agent), not a
+ * pfi command: messages read "pfid: ..." and "Try 'pfid --help'.". */
+#define PFI_OPT_PROGRAM 4u
 
 /* An action of a command with actions (pfi trace summarize): its name and
  * what it does, wrapped like an option's help. */

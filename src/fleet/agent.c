@@ -219,7 +219,9 @@ static int apply_caps(struct pfi_agent *ag, const uint32_t *caps,
     return rc;
   }
   /* A limit that differed from an unchanged assignment had drifted: the
-   * new assignment re-applies it, and it is recorded as that. */
+   * new assignment re-applies it, and it is recorded as that. The node's
+   * changes in one transaction (one commit rather than one per GPU). */
+  int tx = pfi_store_begin(ag->st, NULL) == 0;
   for (unsigned i = 0; i < ag->n; i++) {
     int drift = was && was[i] == caps[i];
     if (prev[i] != caps[i])
@@ -227,6 +229,8 @@ static int apply_caps(struct pfi_agent *ag, const uint32_t *caps,
                           NULL);
     ag->stats.reapplied += prev[i] != caps[i] && drift;
   }
+  if (tx && pfi_store_commit(ag->st, NULL) < 0)
+    pfi_store_rollback(ag->st);
   return 0;
 }
 

@@ -158,6 +158,7 @@ static void event_post(struct pfi_pfid *d, const struct pfi_http_req *rq,
     reply_err(rs, 503, err.msg);
     return;
   }
+  __atomic_store_n(&d->wake, 1, __ATOMIC_RELEASE);
   pfid_log(d, "event", "%s: %.1f W from %.3f to %.3f%s", e.id, e.target_w,
            e.start_s, e.end_s, e.cancelled ? " (cancelled)" : "");
   reply_json(rs, 201, event_json(&e));
@@ -192,6 +193,7 @@ static void event_cancel(struct pfi_pfid *d, const char *id,
     reply_err(rs, 503, err.msg);
     return;
   }
+  __atomic_store_n(&d->wake, 1, __ATOMIC_RELEASE);
   pfid_log(d, "event", "%s cancelled", id);
   reply_json(rs, 200, event_json(&e));
 }

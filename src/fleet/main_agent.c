@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* pfi-agent: one node's GPUs under pfid's assignments, over NATS. */
-#include <getopt.h>
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
@@ -11,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "opt.h"
 #include "pfi/agent.h"
 #include "pfi/fleet.h"
 #include "pfi/http.h"
@@ -19,30 +19,75 @@
 static volatile sig_atomic_t stop;
 static void on_signal(int sig) { stop = sig; }
 
-static const char usage[] =
-    "usage: pfi-agent [options]\n"
-    "  --node NAME            this node's name (default: the host name)\n"
-    "  --nats URL             NATS server (default nats://127.0.0.1:4222)\n"
-    "  --user USER            NATS user (default: agent-NODE)\n"
-    "  --password-file FILE   the user's password (mode 0600)\n"
-    "  --backend emu|nvml     device backend (default nvml)\n"
-    "  --params P             backend parameters\n"
-    "  --emulate              the emulator in real time (backend emu)\n"
-    "  --emu-job ID           emulate: run this job-library job on the GPUs\n"
-    "  --record PATH          local record (default /var/lib/pfi/agent.db)\n"
-    "  --jobmap-dir DIR       GPU -> job files (Slurm prolog, dcgm format)\n"
-    "  --tput-dir DIR         per-job throughput, DIR/JOB.jsonl\n"
-    "  --tier-dir DIR         per-job tier (largest loss 0..1), DIR/JOB\n"
-    "  --period S             telemetry period, 0.1..60 s (default 1)\n"
-    "  --metrics HOST:PORT    serve Prometheus /metrics there (and /v1/cap)\n"
-    "  --cap-file PATH        write the node's caps and their reason there, JSON,\n"
-    "                         every period (atomic rename): what a job reads\n"
-    "  --cap-listen HOST:PORT serve the same at GET /v1/cap (e.g. 127.0.0.1:9401)\n"
-    "  --tput-listen ADDR     accept POST /v1/jobs/JOB/throughput there:\n"
-    "                         HOST:PORT or unix:PATH (a Unix socket)\n"
-    "  --restore-on-exit      restore the recorded limits on exit even during\n"
-    "                         an event (default: only outside one)\n"
-    "  --help\n";
+enum {
+  O_NODE = 1,
+  O_NATS,
+  O_USER,
+  O_PW,
+  O_BACKEND,
+  O_PARAMS,
+  O_EMULATE,
+  O_EMUJOB,
+  O_RECORD,
+  O_JOBMAP,
+  O_TPUT,
+  O_PERIOD,
+  O_METRICS,
+  O_RESTORE,
+  O_TIER,
+  O_CAPFILE,
+  O_CAPLISTEN,
+  O_TLISTEN,
+  O_HELP
+};
+
+/* The options, their getopt call and --help (src/cli/opt.h). */
+static const struct pfi_opt opts[] = {
+    {"node", O_NODE, 0, PFI_ARG_REQ, "NAME",
+     "this node's name (default: the host name)"},
+    {"nats", O_NATS, 0, PFI_ARG_REQ, "URL",
+     "NATS server (default nats://127.0.0.1:4222)"},
+    {"user", O_USER, 0, PFI_ARG_REQ, "USER", "NATS user (default: agent-NODE)"},
+    {"password-file", O_PW, 0, PFI_ARG_REQ, "FILE",
+     "the user's password (mode 0600)"},
+    {"backend", O_BACKEND, 0, PFI_ARG_REQ, "emu|nvml",
+     "device backend (default nvml)"},
+    {"params", O_PARAMS, 0, PFI_ARG_REQ, "P", "backend parameters"},
+    {"emulate", O_EMULATE, 0, PFI_ARG_NONE, NULL,
+     "the emulator in real time (backend emu)"},
+    {"emu-job", O_EMUJOB, 0, PFI_ARG_REQ, "ID",
+     "emulate: run this job-library job on the GPUs"},
+    {"record", O_RECORD, 0, PFI_ARG_REQ, "PATH",
+     "local record (default /var/lib/pfi/agent.db)"},
+    {"jobmap-dir", O_JOBMAP, 0, PFI_ARG_REQ, "DIR",
+     "GPU -> job files (Slurm prolog, dcgm format)"},
+    {"tput-dir", O_TPUT, 0, PFI_ARG_REQ, "DIR",
+     "per-job throughput, DIR/JOB.jsonl"},
+    {"tier-dir", O_TIER, 0, PFI_ARG_REQ, "DIR",
+     "per-job tier (largest loss 0..1), DIR/JOB"},
+    {"period", O_PERIOD, 0, PFI_ARG_REQ, "S",
+     "telemetry period, 0.1..60 s (default 1)"},
+    {"metrics", O_METRICS, 0, PFI_ARG_REQ, "HOST:PORT",
+     "serve Prometheus /metrics there (and /v1/cap)"},
+    {"cap-file", O_CAPFILE, 0, PFI_ARG_REQ, "PATH",
+     "write the node's caps and their reason there, JSON, every period "
+     "(atomic rename): what a job reads"},
+    {"cap-listen", O_CAPLISTEN, 0, PFI_ARG_REQ, "HOST:PORT",
+     "serve the same at GET /v1/cap (e.g. 127.0.0.1:9401)"},
+    {"tput-listen", O_TLISTEN, 0, PFI_ARG_REQ, "ADDR",
+     "accept POST /v1/jobs/JOB/throughput there: HOST:PORT or unix:PATH (a "
+     "Unix socket)"},
+    {"restore-on-exit", O_RESTORE, 0, PFI_ARG_NONE, NULL,
+     "restore the recorded limits on exit even during an event (default: "
+     "only outside one)"},
+    {"help", O_HELP, 0, PFI_ARG_NONE, NULL, "this text"},
+    PFI_OPT_END};
+static const struct pfi_cmd_help help = {
+    "pfi-agent", "usage: pfi-agent [options]\n",
+    "One node's GPUs under pfid's assignments over NATS: applies them all or "
+    "none, reads the limits back, records each GPU's limit before its first "
+    "change and restores that one (docs/fleet.md).",
+    opts, NULL, PFI_OPT_PROGRAM | PFI_OPT_WRAP_ABOUT, NULL};
 
 static double wall_now(void) {
   struct timespec ts;
@@ -183,53 +228,13 @@ static void serve_tput(void *arg, const struct pfi_http_req *rq,
 }
 
 int main(int argc, char **argv) {
-  enum {
-    O_NODE = 1,
-    O_NATS,
-    O_USER,
-    O_PW,
-    O_BACKEND,
-    O_PARAMS,
-    O_EMULATE,
-    O_EMUJOB,
-    O_RECORD,
-    O_JOBMAP,
-    O_TPUT,
-    O_PERIOD,
-    O_METRICS,
-    O_RESTORE,
-    O_TIER,
-    O_CAPFILE,
-    O_CAPLISTEN,
-    O_TLISTEN,
-    O_HELP
-  };
-  static const struct option lo[] = {{"node", 1, 0, O_NODE},
-                                     {"nats", 1, 0, O_NATS},
-                                     {"user", 1, 0, O_USER},
-                                     {"password-file", 1, 0, O_PW},
-                                     {"backend", 1, 0, O_BACKEND},
-                                     {"params", 1, 0, O_PARAMS},
-                                     {"emulate", 0, 0, O_EMULATE},
-                                     {"emu-job", 1, 0, O_EMUJOB},
-                                     {"record", 1, 0, O_RECORD},
-                                     {"jobmap-dir", 1, 0, O_JOBMAP},
-                                     {"tput-dir", 1, 0, O_TPUT},
-                                     {"period", 1, 0, O_PERIOD},
-                                     {"metrics", 1, 0, O_METRICS},
-                                     {"restore-on-exit", 0, 0, O_RESTORE},
-                                     {"tier-dir", 1, 0, O_TIER},
-                                     {"cap-file", 1, 0, O_CAPFILE},
-                                     {"cap-listen", 1, 0, O_CAPLISTEN},
-                                     {"tput-listen", 1, 0, O_TLISTEN},
-                                     {"help", 0, 0, O_HELP},
-                                     {0, 0, 0, 0}};
   struct pfi_agent_opts ao = {0};
   struct pfi_nats_opts no = {0};
   const char *metrics = NULL, *cap_file = NULL, *cap_listen = NULL,
              *tlisten = NULL;
   char user[PFI_FLEET_NAME_MAX + 8], params[300];
   int emulate = 0, restore_on_exit = 0, c;
+  struct pfi_optparse op;
   double period = 1.0;
   ao.backend = "nvml";
   ao.record = "/var/lib/pfi/agent.db";
@@ -237,7 +242,8 @@ int main(int argc, char **argv) {
     node[0] = 0;
   node[sizeof node - 1] = 0;
   node[strcspn(node, ".")] = 0;
-  while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+  pfi_opt_start(&op, &help, argc, argv);
+  while ((c = pfi_opt_next(&op)) != -1) {
     char *end;
     switch (c) {
     case O_NODE:
@@ -301,16 +307,15 @@ int main(int argc, char **argv) {
       restore_on_exit = 1;
       break;
     case O_HELP:
-      fputs(usage, stdout);
-      return 0;
+      return pfi_opt_help(&help);
     default:
-      fputs(usage, stderr);
-      return 2;
+      return 2; /* the problem is printed */
     }
   }
   if (optind < argc) {
-    fprintf(stderr, "pfi-agent: unexpected argument '%s'\n%s", argv[optind],
-            usage);
+    fprintf(stderr,
+            "pfi-agent: unexpected argument '%s'\nTry 'pfi-agent --help'.\n",
+            argv[optind]);
     return 2;
   }
   if (!pfi_fleet_name_ok(node)) {

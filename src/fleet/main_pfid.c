@@ -1,41 +1,75 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* pfid: the fleet controller daemon. */
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "opt.h"
 #include "pfi/pfid.h"
 
 static volatile sig_atomic_t stop;
 static void on_signal(int sig) { stop = sig; }
 
-static const char usage[] =
-    "usage: pfid [options]\n"
-    "  --id NAME              this instance's name (default: the host name)\n"
-    "  --nats URL             NATS server (default nats://127.0.0.1:4222)\n"
-    "  --user USER            NATS user (default pfid)\n"
-    "  --password-file FILE   the user's password (mode 0600)\n"
-    "  --records PATH         decision records, SQLite (default\n"
-    "                         /var/lib/pfi/pfid.db)\n"
-    "  --api HOST:PORT        HTTP API (default 127.0.0.1:8470; 'none': off)\n"
-    "  --token-file FILE      bearer token for API mutations (mode 0600);\n"
-    "                         without one the API is read-only\n"
-    "  --period S             control period, 0.1..60 s (default 1)\n"
-    "  --lease S              agents' lease, s (default 5)\n"
-    "  --leader-lease S       leader's lease, s (default 3)\n"
-    "  --stale S              node without telemetry this long is stale\n"
-    "                         (default 3)\n"
-    "  --tiers FILE           tiers' longest events for the live capacity\n"
-    "                         (tier,max_loss[,max_event_s][,notice_s])\n"
-    "  --model FILE --features FILE\n"
-    "                         each job's PFI estimate and 95 % interval\n"
-    "                         (a model of pfi fit --output; features with a\n"
-    "                         job column): the controller's prior and the\n"
-    "                         live capacity's interval\n"
-    "  --help\n";
+enum {
+  O_ID = 1,
+  O_NATS,
+  O_USER,
+  O_PW,
+  O_REC,
+  O_API,
+  O_TOKEN,
+  O_PERIOD,
+  O_LEASE,
+  O_LLEASE,
+  O_STALE,
+  O_TIERS,
+  O_MODEL,
+  O_FEATURES,
+  O_HELP
+};
+
+/* The options, their getopt call and --help (src/cli/opt.h). */
+static const struct pfi_opt opts[] = {
+    {"id", O_ID, 0, PFI_ARG_REQ, "NAME",
+     "this instance's name (default: the host name)"},
+    {"nats", O_NATS, 0, PFI_ARG_REQ, "URL",
+     "NATS server (default nats://127.0.0.1:4222)"},
+    {"user", O_USER, 0, PFI_ARG_REQ, "USER", "NATS user (default pfid)"},
+    {"password-file", O_PW, 0, PFI_ARG_REQ, "FILE",
+     "the user's password (mode 0600)"},
+    {"records", O_REC, 0, PFI_ARG_REQ, "PATH",
+     "decision records, SQLite (default /var/lib/pfi/pfid.db)"},
+    {"api", O_API, 0, PFI_ARG_REQ, "HOST:PORT",
+     "HTTP API (default 127.0.0.1:8470; 'none': off)"},
+    {"token-file", O_TOKEN, 0, PFI_ARG_REQ, "FILE",
+     "bearer token for API mutations (mode 0600); without one the API is "
+     "read-only"},
+    {"period", O_PERIOD, 0, PFI_ARG_REQ, "S",
+     "control period, 0.1..60 s (default 1)"},
+    {"lease", O_LEASE, 0, PFI_ARG_REQ, "S", "agents' lease, s (default 5)"},
+    {"leader-lease", O_LLEASE, 0, PFI_ARG_REQ, "S",
+     "leader's lease, s (default 3)"},
+    {"stale", O_STALE, 0, PFI_ARG_REQ, "S",
+     "node without telemetry this long is stale (default 3)"},
+    {"tiers", O_TIERS, 0, PFI_ARG_REQ, "FILE",
+     "tiers' longest events for the live capacity "
+     "(tier,max_loss[,max_event_s][,notice_s])"},
+    {"model", O_MODEL, 0, PFI_ARG_REQ, "FILE",
+     "with --features: each job's PFI estimate and 95 % interval (a model of "
+     "pfi fit --output): the controller's prior and the live capacity's "
+     "interval"},
+    {"features", O_FEATURES, 0, PFI_ARG_REQ, "FILE",
+     "the jobs' features for --model (with a job column)"},
+    {"help", O_HELP, 0, PFI_ARG_NONE, NULL, "this text"},
+    PFI_OPT_END};
+static const struct pfi_cmd_help help = {
+    "pfid", "usage: pfid [options]\n",
+    "The fleet's controller: events in through its HTTP API, the agents' "
+    "telemetry in over NATS, caps out as assignments in the JetStream "
+    "key-value bucket (docs/fleet.md).",
+    opts, NULL, PFI_OPT_PROGRAM | PFI_OPT_WRAP_ABOUT, NULL};
 
 static int num(const char *opt, const char *v, double lo, double hi,
                double *out) {
@@ -50,39 +84,6 @@ static int num(const char *opt, const char *v, double lo, double hi,
 }
 
 int main(int argc, char **argv) {
-  enum {
-    O_ID = 1,
-    O_NATS,
-    O_USER,
-    O_PW,
-    O_REC,
-    O_API,
-    O_TOKEN,
-    O_PERIOD,
-    O_LEASE,
-    O_LLEASE,
-    O_STALE,
-    O_TIERS,
-    O_MODEL,
-    O_FEATURES,
-    O_HELP
-  };
-  static const struct option lo[] = {{"id", 1, 0, O_ID},
-                                     {"nats", 1, 0, O_NATS},
-                                     {"user", 1, 0, O_USER},
-                                     {"password-file", 1, 0, O_PW},
-                                     {"records", 1, 0, O_REC},
-                                     {"api", 1, 0, O_API},
-                                     {"token-file", 1, 0, O_TOKEN},
-                                     {"period", 1, 0, O_PERIOD},
-                                     {"lease", 1, 0, O_LEASE},
-                                     {"leader-lease", 1, 0, O_LLEASE},
-                                     {"stale", 1, 0, O_STALE},
-                                     {"tiers", 1, 0, O_TIERS},
-                                     {"model", 1, 0, O_MODEL},
-                                     {"features", 1, 0, O_FEATURES},
-                                     {"help", 0, 0, O_HELP},
-                                     {0, 0, 0, 0}};
   struct pfi_pfid_opts o = {0};
   char host[64];
   if (gethostname(host, sizeof host) != 0)
@@ -95,7 +96,9 @@ int main(int argc, char **argv) {
   o.nats.user = "pfid";
   o.nats.timeout_s = 2;
   int c;
-  while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+  struct pfi_optparse op;
+  pfi_opt_start(&op, &help, argc, argv);
+  while ((c = pfi_opt_next(&op)) != -1) {
     switch (c) {
     case O_ID:
       o.id = optarg;
@@ -144,15 +147,14 @@ int main(int argc, char **argv) {
       o.features_file = optarg;
       break;
     case O_HELP:
-      fputs(usage, stdout);
-      return 0;
+      return pfi_opt_help(&help);
     default:
-      fputs(usage, stderr);
-      return 2;
+      return 2; /* the problem is printed */
     }
   }
   if (optind < argc) {
-    fprintf(stderr, "pfid: unexpected argument '%s'\n%s", argv[optind], usage);
+    fprintf(stderr, "pfid: unexpected argument '%s'\nTry 'pfid --help'.\n",
+            argv[optind]);
     return 2;
   }
   if (!o.nats.password_file)

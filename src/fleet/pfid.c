@@ -37,12 +37,46 @@ void pfid_log(struct pfi_pfid *d, const char *what, const char *fmt, ...) {
 
 /* ---- nodes --------------------------------------------------------------- */
 
+static size_t name_hash(const char *s) {
+  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  for (; *s; s++)
+    h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return (size_t)h;
+}
+
+/* The slot of `name` in the index: its node's, or the empty one where it
+ * would go. */
+static size_t ix_slot(const struct pfi_pfid *d, const char *name) {
+  size_t m = d->ix_cap - 1, i = name_hash(name) & m;
+  while (d->node_ix[i] && strcmp(d->node[d->node_ix[i] - 1].name, name) != 0)
+    i = (i + 1) & m;
+  return i;
+}
+
+/* Makes room for one more node in the index (rebuilt at twice the size). */
+static int ix_grow(struct pfi_pfid *d) {
+  if (d->ix_cap >= 2 * (d->n_nodes + 1))
+    return 0;
+  size_t cap = d->ix_cap ? d->ix_cap * 2 : 128;
+  size_t *ix = calloc(cap, sizeof *ix);
+  if (!ix)
+    return -1;
+  free(d->node_ix);
+  d->node_ix = ix;
+  d->ix_cap = cap;
+  for (size_t k = 0; k < d->n_nodes; k++)
+    ix[ix_slot(d, d->node[k].name)] = k + 1;
+  return 0;
+}
+
 static struct pfid_node *node_get(struct pfi_pfid *d, const char *name,
                                   int create) {
-  for (size_t i = 0; i < d->n_nodes; i++)
-    if (strcmp(d->node[i].name, name) == 0)
-      return &d->node[i];
-  if (!create || d->n_nodes >= 200000)
+  if (d->ix_cap) {
+    size_t i = ix_slot(d, name);
+    if (d->node_ix[i])
+      return &d->node[d->node_ix[i] - 1];
+  }
+  if (!create || d->n_nodes >= 200000 || ix_grow(d) < 0)
     return NULL;
   if (d->n_nodes == d->cap_nodes) {
     size_t nc = d->cap_nodes ? d->cap_nodes * 2 : 64;
@@ -52,9 +86,10 @@ static struct pfid_node *node_get(struct pfi_pfid *d, const char *name,
     d->node = nn;
     d->cap_nodes = nc;
   }
-  struct pfid_node *n = &d->node[d->n_nodes++];
+  struct pfid_node *n = &d->node[d->n_nodes];
   memset(n, 0, sizeof *n);
   snprintf(n->name, sizeof n->name, "%s", name);
+  d->node_ix[ix_slot(d, n->name)] = ++d->n_nodes;
   n->restore = 1;
   n->stale = 1;
   return n;
@@ -86,86 +121,192 @@ static void take_telemetry(struct pfi_pfid *d, const char *subj,
   pthread_mutex_unlock(&d->mu);
 }
 
-/* ---- publishing ---------------------------------------------------------- */
+/* ---- publishing ----------------------------------------------------------
+ * A period's assignments are written to the bucket together (one pipelined
+ * batch of compare-and-sets, pfi_nats_kv_cas_batch), each on the key's
+ * revision pfid last wrote: a write that loses means another pfid leads. */
 
-/* Publishes an assignment to `n` (restore when caps is NULL) by
- * compare-and-set on its key: a write that loses means another pfid leads.
- * Returns 0, PFI_ESTATE (fenced: step down) or PFI_EIO. */
-static int publish(struct pfi_pfid *d, struct pfid_node *n,
-                   const uint32_t *caps, unsigned ng,
-                   const struct pfi_fleet_event *ev, const char *kind,
-                   struct pfi_error *err) {
+/* One node's assignment on its way. */
+struct pfid_pub {
+  struct pfid_node *n;
   struct pfi_fleet_assign a;
-  memset(&a, 0, sizeof a);
-  snprintf(a.node, sizeof a.node, "%s", n->name);
-  snprintf(a.leader, sizeof a.leader, "%s", d->id);
-  a.seq = n->seq + 1;
-  a.issued_s = pfid_wall();
-  a.lease_s = d->o.lease_s;
+  const char *kind;
+  int need;  /* after it is written: 1 sets need_seq, 2 clears it, 0 keeps */
+  char key[PFI_FLEET_NAME_MAX + 16];
+  char *buf; /* its encoding, len bytes */
+  size_t len;
+};
+
+/* Builds the assignment to `n` (restore when caps is NULL) into p. */
+static int pub_prepare(struct pfi_pfid *d, struct pfid_node *n,
+                       const uint32_t *caps, unsigned ng,
+                       const struct pfi_fleet_event *ev, const char *kind,
+                       struct pfid_pub *p, struct pfi_error *err) {
+  struct pfi_fleet_assign *a = &p->a;
+  memset(a, 0, sizeof *a);
+  p->n = n;
+  p->kind = kind;
+  p->need = 0;
+  p->buf = NULL;
+  snprintf(a->node, sizeof a->node, "%s", n->name);
+  snprintf(a->leader, sizeof a->leader, "%s", d->id);
+  a->seq = n->seq + 1;
+  a->issued_s = pfid_wall();
+  a->lease_s = d->o.lease_s;
   if (ev) {
-    snprintf(a.event, sizeof a.event, "%s", ev->id);
-    a.event_end_s = ev->end_s;
+    snprintf(a->event, sizeof a->event, "%s", ev->id);
+    a->event_end_s = ev->end_s;
   }
-  a.restore = caps == NULL;
-  a.n = caps ? ng : 0;
-  if (a.restore)
+  a->restore = caps == NULL;
+  a->n = caps ? ng : 0;
+  if (a->restore)
     n->reason[0] = 0;
-  snprintf(a.reason, sizeof a.reason, "%s",
-           a.restore                   ? "restore"
+  snprintf(a->reason, sizeof a->reason, "%s",
+           a->restore                  ? "restore"
            : n->reason[0]              ? n->reason
            : strcmp(kind, "refresh") ? kind
            : ev                        ? "event"
                                        : "recovery");
   if (caps)
-    memcpy(a.cap_mw, caps, ng * sizeof *caps);
+    memcpy(a->cap_mw, caps, ng * sizeof *caps);
   char buf[4096];
-  int len = pfi_fleet_assign_encode(&a, buf, sizeof buf, err);
+  int len = pfi_fleet_assign_encode(a, buf, sizeof buf, err);
   if (len < 0)
     return len;
-  char key[PFI_FLEET_NAME_MAX + 16];
-  snprintf(key, sizeof key, "assign.%s", n->name);
-  uint64_t rev = 0;
-  int rc = n->rev ? pfi_nats_kv_update(d->nc, key, buf, (size_t)len, n->rev,
-                                       &rev, err)
-                  : pfi_nats_kv_create(d->nc, key, buf, (size_t)len, &rev, err);
+  if (!(p->buf = malloc((size_t)len + 1)))
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  memcpy(p->buf, buf, (size_t)len + 1);
+  p->len = (size_t)len;
+  snprintf(p->key, sizeof p->key, "assign.%s", n->name);
+  return 0;
+}
+
+/* Writes p alone, waiting for the answer, after the batch's write of it
+ * lost: the revision moved. Our own write whose answer was lost (a server
+ * stopped after storing it) moved it too: adopt it when the value is ours,
+ * with a sequence number continuing from it; anyone else's means we are
+ * fenced. Returns 0 (the revision in *rev), PFI_ESTATE or PFI_EIO. */
+static int pub_write_sync(struct pfi_pfid *d, struct pfid_pub *p,
+                          uint64_t *rev, struct pfi_error *err) {
+  struct pfid_node *n = p->n;
+  int rc = n->rev ? pfi_nats_kv_update(d->nc, p->key, p->buf, p->len, n->rev,
+                                       rev, err)
+                  : pfi_nats_kv_create(d->nc, p->key, p->buf, p->len, rev, err);
   if (rc == PFI_EBUSY)
     rc = PFI_ESTATE;
   if (rc == PFI_ESTATE) {
-    /* Our own write whose answer was lost (a server stopped after storing
-     * it) moved the revision too: adopt it when the value is ours, with a
-     * sequence number continuing from it; anyone else's means we are
-     * fenced. */
     char *val = NULL;
     size_t vlen = 0;
     struct pfi_fleet_assign cur;
-    if (pfi_nats_kv_get(d->nc, key, &val, &vlen, &rev, NULL) == 1 &&
+    if (pfi_nats_kv_get(d->nc, p->key, &val, &vlen, rev, NULL) == 1 &&
         pfi_fleet_assign_decode(val, vlen, &cur, NULL) == 0 &&
         strcmp(cur.leader, d->id) == 0 && d->leader) {
-      n->rev = rev;
-      if (cur.seq >= a.seq) {
-        a.seq = cur.seq + 1;
-        len = pfi_fleet_assign_encode(&a, buf, sizeof buf, err);
+      n->rev = *rev;
+      if (cur.seq >= p->a.seq) {
+        p->a.seq = cur.seq + 1;
+        char buf[4096];
+        int len = pfi_fleet_assign_encode(&p->a, buf, sizeof buf, err);
+        char *nb = len < 0 ? NULL : realloc(p->buf, (size_t)len + 1);
+        if (len < 0) {
+          free(val);
+          return len;
+        }
+        if (!nb) {
+          free(val);
+          return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+        }
+        memcpy(nb, buf, (size_t)len + 1);
+        p->buf = nb;
+        p->len = (size_t)len;
       }
-      rc = len < 0 ? len
-                   : pfi_nats_kv_update(d->nc, key, buf, (size_t)len, n->rev,
-                                        &rev, err);
+      rc = pfi_nats_kv_update(d->nc, p->key, p->buf, p->len, n->rev, rev, err);
     }
     free(val);
   }
-  if (rc < 0)
-    return rc;
-  int changed = a.restore != n->restore || a.n != n->n ||
-                (caps && memcmp(caps, n->caps, ng * sizeof *caps) != 0);
-  n->seq = a.seq;
+  return rc;
+}
+
+/* p was written at revision rev: the node's state follows, and the record
+ * when the caps changed. */
+static void pub_done(struct pfi_pfid *d, struct pfid_pub *p, uint64_t rev) {
+  struct pfid_node *n = p->n;
+  const struct pfi_fleet_assign *a = &p->a;
+  int changed = a->restore != n->restore || a->n != n->n ||
+                (!a->restore &&
+                 memcmp(a->cap_mw, n->caps, a->n * sizeof *a->cap_mw) != 0);
+  n->seq = a->seq;
   n->rev = rev;
-  n->restore = a.restore;
-  n->n = a.n;
-  if (caps)
-    memcpy(n->caps, caps, ng * sizeof *caps);
+  n->restore = a->restore;
+  n->n = a->n;
+  if (!a->restore)
+    memcpy(n->caps, a->cap_mw, a->n * sizeof *a->cap_mw);
+  if (p->need == 1)
+    n->need_seq = n->seq;
+  else if (p->need == 2)
+    n->need_seq = 0;
   d->published++;
   if (changed)
-    pfid_records_assign(d, &a, kind);
-  return 0;
+    pfid_records_assign(d, a, p->kind);
+}
+
+/* At most this many writes await their answers at once. */
+#define PFID_PUB_WINDOW 256
+
+/* Writes the k prepared assignments (pipelined) and frees their buffers.
+ * A node whose write failed keeps its state (the next period tries again);
+ * one whose answer was lost adopts its own write then. Returns 0, or
+ * PFI_ESTATE when another pfid wrote an assignment (fenced: step down). */
+static int pub_all(struct pfi_pfid *d, struct pfid_pub *p, size_t k,
+                   struct pfi_error *err) {
+  struct pfi_nats_kv_op *op = calloc(k ? k : 1, sizeof *op);
+  size_t *idx = calloc(k ? k : 1, sizeof *idx);
+  int fenced = 0;
+  if (!op || !idx) {
+    pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    k = 0;
+  }
+  /* The records of the period's assignments in one transaction. */
+  int tx = k && d->db && pfi_db_begin(d->db, NULL) == 0;
+  size_t todo = k;
+  for (size_t i = 0; i < k; i++)
+    idx[i] = i;
+  /* Rounds: a batch stops sending at a lost write; when that write was our
+   * own (adopted) the rest go in the next round. */
+  while (todo > 0 && !fenced && pfi_nats_connected(d->nc)) {
+    for (size_t j = 0; j < todo; j++) {
+      struct pfid_pub *q = &p[idx[j]];
+      op[j] = (struct pfi_nats_kv_op){q->key, q->buf, q->len, q->n->rev, 0, 0};
+    }
+    if (pfi_nats_kv_cas_batch(d->nc, op, todo, PFID_PUB_WINDOW, err) < 0)
+      break;
+    size_t left = 0;
+    for (size_t j = 0; j < todo; j++) {
+      struct pfid_pub *q = &p[idx[j]];
+      uint64_t rev = op[j].rev;
+      int rc = op[j].rc;
+      if (rc == PFI_ESTATE && !fenced)
+        rc = pub_write_sync(d, q, &rev, err);
+      if (rc == 0)
+        pub_done(d, q, rev);
+      else if (rc == PFI_ESTATE)
+        fenced = 1;
+      else if (rc == PFI_EINTR)
+        idx[left++] = idx[j];
+    }
+    if (left == todo)
+      break; /* nothing was sent */
+    todo = left;
+  }
+  if (tx && pfi_db_commit(d->db, NULL) < 0) {
+    pfi_db_rollback(d->db);
+    fprintf(stderr, "pfid %s: records: the period's assignments not kept\n",
+            d->id);
+  }
+  for (size_t i = 0; i < k; i++)
+    free(p[i].buf);
+  free(op);
+  free(idx);
+  return fenced ? PFI_ESTATE : 0;
 }
 
 /* ---- leadership ---------------------------------------------------------- */
@@ -403,16 +544,28 @@ static int control_step(struct pfi_pfid *d, struct pfi_error *err) {
   snprintf(d->event, sizeof d->event, "%s", evp ? ev.id : "");
   d->target_w = evp ? ev.target_w : 0;
   double power_w = 0;
+  /* Liveness changes: the bucket's node.<name> keys written in one
+   * pipelined batch, their log rows in one transaction. */
+  struct live {
+    char key[PFI_FLEET_NAME_MAX + 8], val[96];
+  } *lv = NULL;
+  struct pfi_nats_kv_op *lop = NULL;
+  size_t nl = 0;
   for (size_t i = 0; i < d->n_nodes; i++) {
     struct pfid_node *n = &d->node[i];
     int stale = !n->have_tel || mono - n->seen_mono > d->o.stale_s;
     if (stale != n->stale && n->have_tel) {
-      char key[PFI_FLEET_NAME_MAX + 8], val[96];
-      snprintf(key, sizeof key, "node.%s", n->name);
-      int len = snprintf(val, sizeof val, "{\"stale\":%s,\"t\":%.3f}",
-                         stale ? "true" : "false", now);
-      pfi_nats_kv_put(d->nc, key, val, (size_t)len, NULL, NULL);
-      pfid_log(d, stale ? "stale" : "live", "node %s", n->name);
+      if (!lv && (lv = calloc(d->n_nodes, sizeof *lv)))
+        lop = calloc(d->n_nodes, sizeof *lop);
+      if (lop) {
+        snprintf(lv[nl].key, sizeof lv[nl].key, "node.%s", n->name);
+        int len = snprintf(lv[nl].val, sizeof lv[nl].val,
+                           "{\"stale\":%s,\"t\":%.3f}",
+                           stale ? "true" : "false", now);
+        lop[nl] = (struct pfi_nats_kv_op){lv[nl].key, lv[nl].val, (size_t)len,
+                                          PFI_NATS_KV_ANY, 0, 0};
+        nl++;
+      }
     }
     n->stale = stale;
     for (unsigned g = 0; n->have_tel && !stale && g < n->tel.n; g++)
@@ -420,6 +573,19 @@ static int control_step(struct pfi_pfid *d, struct pfi_error *err) {
         power_w += n->tel.gpu[g].power_w;
   }
   d->power_w = power_w;
+  if (nl) {
+    /* Disconnected, the writes would only wait for the timeout. */
+    if (pfi_nats_connected(d->nc))
+      pfi_nats_kv_cas_batch(d->nc, lop, nl, PFID_PUB_WINDOW, NULL);
+    int tx = d->db && pfi_db_begin(d->db, NULL) == 0;
+    for (size_t k = 0; k < nl; k++)
+      pfid_log(d, strstr(lv[k].val, "true") ? "stale" : "live", "node %s",
+               lv[k].key + 5);
+    if (tx && pfi_db_commit(d->db, NULL) < 0)
+      pfi_db_rollback(d->db);
+  }
+  free(lv);
+  free(lop);
   uint32_t(*want)[PFI_FLEET_MAX_GPUS] =
       calloc(d->n_nodes ? d->n_nodes : 1, sizeof *want);
   if (!want) {
@@ -444,16 +610,22 @@ static int control_step(struct pfi_pfid *d, struct pfi_error *err) {
     /* Outside an event every node gets its limits back. */
     d->pending_raise = 0;
     d->budget_w = 0;
-    /* Each write waits for the server's answer: with the connection
-     * down the period stops publishing at once (the agents hold or
-     * restore by themselves), rather than waiting once per node. */
-    for (size_t i = 0; i < d->n_nodes && rc != PFI_ESTATE &&
-                       pfi_nats_connected(d->nc);
-         i++) {
+    /* With the connection down the period publishes nothing (the agents
+     * hold or restore by themselves). */
+    struct pfid_pub *pub = calloc(d->n_nodes ? d->n_nodes : 1, sizeof *pub);
+    size_t k = 0;
+    for (size_t i = 0; pub && i < d->n_nodes; i++) {
       struct pfid_node *n = &d->node[i];
-      if (!n->restore && n->seq)
-        rc = publish(d, n, NULL, 0, NULL, "restore", err);
+      if (!n->restore && n->seq &&
+          pub_prepare(d, n, NULL, 0, NULL, "restore", &pub[k], err) == 0)
+        k++;
     }
+    if (pub && pfi_nats_connected(d->nc))
+      rc = pub_all(d, pub, k, err);
+    else
+      for (size_t i = 0; pub && i < k; i++)
+        free(pub[i].buf);
+    free(pub);
     free(want);
     pthread_mutex_unlock(&d->mu);
     return rc == PFI_ESTATE ? rc : 0;
@@ -490,16 +662,18 @@ static int control_step(struct pfi_pfid *d, struct pfi_error *err) {
       any_up |= want[i][g] > cur[g];
     }
   }
-  for (size_t i = 0; p1 && i < d->n_nodes && rc != PFI_ESTATE &&
-                     pfi_nats_connected(d->nc);
-       i++) {
+  struct pfid_pub *pub =
+      p1 ? calloc(d->n_nodes ? d->n_nodes : 1, sizeof *pub) : NULL;
+  size_t k = 0;
+  for (size_t i = 0; pub && i < d->n_nodes; i++) {
     struct pfid_node *n = &d->node[i];
     if (!n->have_tel || !n->tel.n)
       continue;
     if (n->stale) {
       /* Refresh the lease of what it holds, in case it still hears us. */
-      if (!n->restore)
-        rc = publish(d, n, n->caps, n->n, pev, "refresh", err);
+      if (!n->restore &&
+          pub_prepare(d, n, n->caps, n->n, pev, "refresh", &pub[k], err) == 0)
+        k++;
       continue;
     }
     uint32_t cur[PFI_FLEET_MAX_GPUS];
@@ -511,16 +685,21 @@ static int control_step(struct pfi_pfid *d, struct pfi_error *err) {
     int up = 0;
     for (unsigned g = 0; g < n->tel.n; g++)
       up |= caps[g] > cur[g];
-    rc = publish(d, n, caps, n->tel.n, pev,
-                 down ? "cut"
-                 : up ? (pev ? "raise" : "recovery")
-                      : "refresh",
-                 err);
-    if (rc == 0 && down)
-      n->need_seq = n->seq;
-    else if (rc == 0 && !wait && !any_down)
-      n->need_seq = 0;
+    if (pub_prepare(d, n, caps, n->tel.n, pev,
+                    down ? "cut"
+                    : up ? (pev ? "raise" : "recovery")
+                         : "refresh",
+                    &pub[k], err) == 0)
+      pub[k++].need = down ? 1 : !wait && !any_down ? 2 : 0;
   }
+  /* All of the period's writes are answered before it ends: a raise of a
+   * later period never overtakes this one's decreases. */
+  if (pub && pfi_nats_connected(d->nc))
+    rc = pub_all(d, pub, k, err);
+  else
+    for (size_t i = 0; pub && i < k; i++)
+      free(pub[i].buf);
+  free(pub);
   if (!wait)
     d->pending_raise = any_down && any_up;
   free(p1);
@@ -591,29 +770,41 @@ int pfi_pfid_run(struct pfi_pfid *d, volatile sig_atomic_t *stop,
   double next = pfid_mono();
   while (!*stop) {
     double left;
+    /* Waits in steps of at most 50 ms for an event submitted through the
+     * API, which starts the period at once. */
     while (!*stop && (left = next - pfid_mono()) > 0) {
+      if (__atomic_exchange_n(&d->wake, 0, __ATOMIC_ACQ_REL)) {
+        next = pfid_mono();
+        break;
+      }
       char *buf = NULL, subj[128];
       size_t len = 0;
       struct pfi_error e;
-      int r = pfi_nats_next(d->tel, left, &buf, &len, subj, sizeof subj, &e);
+      int r = pfi_nats_next(d->tel, left < 0.05 ? left : 0.05, &buf, &len,
+                            subj, sizeof subj, &e);
       if (r == 1)
         take_telemetry(d, subj, buf, len, t);
       else if (r < 0)
         usleep(50000);
       free(buf);
     }
+    __atomic_store_n(&d->wake, 0, __ATOMIC_RELEASE); /* this period's */
     next += d->o.period_s;
     if (next < pfid_mono())
       next = pfid_mono() + d->o.period_s;
     double t_work = pfid_mono();
     leadership(d);
-    /* Events and tiers set through the API (either pfid's). */
+    /* Events and tiers set through the API (either pfid's). A listing
+     * that fails keeps the ones known. */
     char **keys = NULL;
     size_t nk = 0;
-    if (pfi_nats_kv_keys(d->nc, "", &keys, &nk, NULL) == 0) {
+    if (pfi_nats_kv_keys(d->nc, "event.", &keys, &nk, NULL) == 0)
       load_events(d, keys, nk);
+    pfi_nats_keys_free(keys, nk);
+    keys = NULL;
+    nk = 0;
+    if (pfi_nats_kv_keys(d->nc, "tier.", &keys, &nk, NULL) == 0)
       load_tiers(d, keys, nk);
-    }
     pfi_nats_keys_free(keys, nk);
     if (!d->leader)
       continue;
@@ -651,5 +842,6 @@ void pfi_pfid_close(struct pfi_pfid *d) {
   pfid_capacity_close(d);
   pthread_mutex_destroy(&d->mu);
   free(d->node);
+  free(d->node_ix);
   free(d);
 }

@@ -41,9 +41,15 @@ struct pfi_pfid {
   struct pfi_nats_sub *tel;
   struct pfi_db *db; /* the records file (fleet_records.c) */
   struct pfi_http *http;
+  /* Set by the API when an event was submitted or cancelled: the next
+   * period starts at once rather than at its time (__atomic access). */
+  int wake;
   pthread_mutex_t mu; /* everything below, against the API's thread */
   struct pfid_node *node;
   size_t n_nodes, cap_nodes;
+  /* The nodes by name: an open-addressing table of node index + 1 (0
+   * empty), ix_cap slots (a power of two, at least twice n_nodes). */
+  size_t *node_ix, ix_cap;
   struct pfi_fleet_event ev[PFID_MAX_EVENTS];
   size_t n_ev;
   struct pfi_fleet_tier tier[PFID_MAX_TIERS]; /* by job id, sorted */

@@ -4,12 +4,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <jansson.h>
 #include <nats/nats.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 struct pfi_nats {
@@ -17,6 +20,13 @@ struct pfi_nats {
   jsCtx *js;
   kvStore *kv;
   int64_t timeout_ms;
+  /* pfi_nats_kv_cas_batch: the answers' inbox (a subscription on
+   * INBOX.>, made at the first batch) and the batch count, which names each
+   * batch's reply subjects so that a late answer to an older one is
+   * ignored. */
+  natsInbox *inbox;
+  natsSubscription *replies;
+  uint64_t batches;
   /* The newest asynchronous error (a permissions violation), set by the
    * client's thread. */
   pthread_mutex_t mu;
@@ -26,6 +36,14 @@ struct pfi_nats {
 
 struct pfi_nats_sub {
   natsSubscription *sub;
+  /* pfi_nats_subscribe_many: asynchronous subscriptions whose messages
+   * wait in one queue (a ring of qcap), under mu. */
+  natsSubscription **subs;
+  size_t nsubs;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  natsMsg **q;
+  size_t qhead, qlen, qcap;
 };
 
 static int nerr(struct pfi_error *err, natsStatus s, const char *what) {
@@ -104,6 +122,9 @@ int pfi_nats_open(struct pfi_nats **out, const struct pfi_nats_opts *o,
       (s = natsOptions_SetMaxPingsOut(opts, 2)) != NATS_OK ||
       (s = natsOptions_SetReconnectBufSize(opts, 1 << 20)) != NATS_OK ||
       (s = natsOptions_SetErrorHandler(opts, on_async_error, p)) != NATS_OK ||
+      /* Asynchronous subscriptions (pfi_nats_subscribe_many) share one
+       * delivery thread rather than one each. */
+      (s = natsOptions_UseGlobalMessageDelivery(opts, true)) != NATS_OK ||
       (o->name && (s = natsOptions_SetName(opts, o->name)) != NATS_OK) ||
       (o->user && (s = natsOptions_SetUserInfo(opts, o->user,
                                                o->password_file ? pw : NULL)) !=
@@ -164,6 +185,8 @@ fail:
 void pfi_nats_close(struct pfi_nats *p) {
   if (!p)
     return;
+  natsSubscription_Destroy(p->replies);
+  natsInbox_Destroy(p->inbox);
   kvStore_Destroy(p->kv);
   jsCtx_Destroy(p->js);
   if (p->nc) {
@@ -236,19 +259,113 @@ int pfi_nats_subscribe(struct pfi_nats *p, const char *subject,
   return 0;
 }
 
+/* A message of one of the subscriptions of pfi_nats_subscribe_many: into
+ * the queue (dropped when it cannot grow). */
+static void on_many(natsConnection *nc, natsSubscription *s, natsMsg *m,
+                    void *closure) {
+  struct pfi_nats_sub *sub = closure;
+  pthread_mutex_lock(&sub->mu);
+  if (sub->qlen == sub->qcap) {
+    size_t nc2 = sub->qcap ? 2 * sub->qcap : 256;
+    natsMsg **nq = nc2 <= (1u << 22) ? malloc(nc2 * sizeof *nq) : NULL;
+    if (!nq) {
+      pthread_mutex_unlock(&sub->mu);
+      natsMsg_Destroy(m);
+      return;
+    }
+    for (size_t i = 0; i < sub->qlen; i++)
+      nq[i] = sub->q[(sub->qhead + i) % sub->qcap];
+    free(sub->q);
+    sub->q = nq;
+    sub->qhead = 0;
+    sub->qcap = nc2;
+  }
+  sub->q[(sub->qhead + sub->qlen++) % sub->qcap] = m;
+  pthread_cond_signal(&sub->cv);
+  pthread_mutex_unlock(&sub->mu);
+}
+
+int pfi_nats_subscribe_many(struct pfi_nats *p, const char *const *subjects,
+                            size_t n, struct pfi_nats_sub **out,
+                            struct pfi_error *err) {
+  struct pfi_nats_sub *sub = calloc(1, sizeof *sub);
+  if (!sub || !(sub->subs = calloc(n ? n : 1, sizeof *sub->subs))) {
+    free(sub);
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  }
+  pthread_mutex_init(&sub->mu, NULL);
+  pthread_cond_init(&sub->cv, NULL);
+  for (size_t i = 0; i < n; i++) {
+    natsStatus s = natsConnection_Subscribe(&sub->subs[i], p->nc, subjects[i],
+                                            on_many, sub);
+    if (s == NATS_OK)
+      s = natsSubscription_SetPendingLimits(sub->subs[i], -1, -1);
+    if (s != NATS_OK) {
+      int rc = nerr(err, s, subjects[i]);
+      sub->nsubs = i + 1;
+      pfi_nats_unsubscribe(sub);
+      return rc;
+    }
+  }
+  sub->nsubs = n;
+  *out = sub;
+  return 0;
+}
+
 void pfi_nats_unsubscribe(struct pfi_nats_sub *sub) {
   if (!sub)
     return;
+  if (sub->subs) {
+    for (size_t i = 0; i < sub->nsubs; i++) {
+      natsSubscription_Unsubscribe(sub->subs[i]);
+      natsSubscription_Destroy(sub->subs[i]);
+    }
+    for (size_t i = 0; i < sub->qlen; i++)
+      natsMsg_Destroy(sub->q[(sub->qhead + i) % sub->qcap]);
+    free(sub->q);
+    free(sub->subs);
+    pthread_cond_destroy(&sub->cv);
+    pthread_mutex_destroy(&sub->mu);
+    free(sub);
+    return;
+  }
   natsSubscription_Unsubscribe(sub->sub);
   natsSubscription_Destroy(sub->sub);
   free(sub);
+}
+
+/* The next message of a pfi_nats_subscribe_many queue within ms. */
+static natsStatus next_many(struct pfi_nats_sub *sub, natsMsg **m, int64_t ms) {
+  struct timespec dl;
+  clock_gettime(CLOCK_REALTIME, &dl);
+  dl.tv_sec += ms / 1000;
+  dl.tv_nsec += (long)(ms % 1000) * 1000000L;
+  if (dl.tv_nsec >= 1000000000L) {
+    dl.tv_sec++;
+    dl.tv_nsec -= 1000000000L;
+  }
+  pthread_mutex_lock(&sub->mu);
+  while (!sub->qlen &&
+         pthread_cond_timedwait(&sub->cv, &sub->mu, &dl) == 0)
+    ;
+  natsStatus s = NATS_TIMEOUT;
+  if (sub->qlen) {
+    *m = sub->q[sub->qhead];
+    sub->qhead = (sub->qhead + 1) % sub->qcap;
+    sub->qlen--;
+    s = NATS_OK;
+  }
+  pthread_mutex_unlock(&sub->mu);
+  return s;
 }
 
 int pfi_nats_next(struct pfi_nats_sub *sub, double timeout_s, char **data,
                   size_t *len, char *subj, size_t n, struct pfi_error *err) {
   natsMsg *m = NULL;
   int64_t ms = timeout_s > 0 ? (int64_t)(timeout_s * 1000) : 0;
-  natsStatus s = natsSubscription_NextMsg(&m, sub->sub, ms > 0 ? ms : 1);
+  natsStatus s = sub->subs ? next_many(sub, &m, ms > 0 ? ms : 1)
+                           : natsSubscription_NextMsg(&m, sub->sub,
+                                                      ms > 0 ? ms : 1);
   if (s == NATS_TIMEOUT)
     return 0;
   if (s == NATS_SLOW_CONSUMER)
@@ -353,6 +470,148 @@ int pfi_nats_kv_update(struct pfi_nats *p, const char *key, const void *val,
   return nerr(err, s, key);
 }
 
+/* JetStream's answer to a publish: 0 with the stored message's sequence (the
+ * key's new revision), PFI_ESTATE when the expected last sequence did not
+ * hold, PFI_EIO otherwise (with the server's words in err). */
+static int pub_answer(natsMsg *m, const char *key, uint64_t last,
+                      uint64_t *rev, struct pfi_error *err) {
+  if (natsMsg_IsNoResponders(m))
+    return pfi_error_set(err, PFI_EIO, "NATS: %s: no JetStream stream answers",
+                         key);
+  json_error_t je;
+  json_t *j = json_loadb(natsMsg_GetData(m), (size_t)natsMsg_GetDataLength(m),
+                         0, &je);
+  json_t *e = j ? json_object_get(j, "error") : NULL;
+  json_t *seq = j ? json_object_get(j, "seq") : NULL;
+  int rc;
+  if (e) {
+    json_int_t code = json_integer_value(json_object_get(e, "err_code"));
+    const char *desc = json_string_value(json_object_get(e, "description"));
+    /* 10071: JSStreamWrongLastSequenceErr. */
+    if (code == 10071 || (desc && strstr(desc, "wrong last sequence")))
+      rc = pfi_error_set(err, PFI_ESTATE,
+                         last ? "key %s changed since revision %" PRIu64
+                              : "key %s exists",
+                         key, last);
+    else
+      rc = pfi_error_set(err, PFI_EIO, "NATS: %s: %s", key,
+                         desc ? desc : "JetStream error");
+  } else if (json_is_integer(seq) && json_integer_value(seq) > 0) {
+    *rev = (uint64_t)json_integer_value(seq);
+    rc = 0;
+  } else {
+    rc = pfi_error_set(err, PFI_EIO, "NATS: %s: unexpected answer '%.*s'", key,
+                       natsMsg_GetDataLength(m) > 80
+                           ? 80
+                           : natsMsg_GetDataLength(m),
+                       natsMsg_GetData(m) ? natsMsg_GetData(m) : "");
+  }
+  json_decref(j);
+  return rc;
+}
+
+int pfi_nats_kv_cas_batch(struct pfi_nats *p, struct pfi_nats_kv_op *ops,
+                          size_t n, unsigned window, struct pfi_error *err) {
+  int rc = need_kv(p, err);
+  if (rc < 0)
+    return rc;
+  natsStatus s = NATS_OK;
+  if (!p->replies) {
+    char subj[128];
+    if ((s = natsInbox_Create(&p->inbox)) != NATS_OK)
+      return nerr(err, s, "inbox");
+    snprintf(subj, sizeof subj, "%s.>", p->inbox);
+    if ((s = natsConnection_SubscribeSync(&p->replies, p->nc, subj)) !=
+            NATS_OK ||
+        (s = natsSubscription_SetPendingLimits(p->replies, -1, -1)) !=
+            NATS_OK) {
+      natsSubscription_Destroy(p->replies);
+      p->replies = NULL;
+      return nerr(err, s, "inbox");
+    }
+  }
+  uint64_t batch = ++p->batches;
+  if (window < 1)
+    window = 1;
+  for (size_t i = 0; i < n; i++) {
+    ops[i].rc = PFI_EINTR;
+    ops[i].rev = 0;
+  }
+  size_t sent = 0, waiting = 0, written = 0;
+  int stop = 0; /* a write lost, or the connection refused one */
+  char subj[256], reply[160], hdr[24];
+  while (sent < n || waiting > 0) {
+    /* Send up to the window. */
+    while (!stop && sent < n && waiting < window) {
+      struct pfi_nats_kv_op *o = &ops[sent];
+      natsMsg *m = NULL;
+      snprintf(subj, sizeof subj, "$KV." PFI_NATS_BUCKET ".%s", o->key);
+      snprintf(reply, sizeof reply, "%s.%" PRIu64 ".%zu", p->inbox, batch,
+               sent);
+      snprintf(hdr, sizeof hdr, "%" PRIu64, o->last);
+      s = natsMsg_Create(&m, subj, reply, o->val, (int)o->len);
+      if (s == NATS_OK && o->last != PFI_NATS_KV_ANY)
+        s = natsMsgHeader_Set(m, "Nats-Expected-Last-Subject-Sequence", hdr);
+      if (s == NATS_OK)
+        s = natsConnection_PublishMsg(p->nc, m);
+      natsMsg_Destroy(m);
+      if (s != NATS_OK) {
+        o->rc = nerr(err, s, o->key);
+        stop = 1;
+        break;
+      }
+      sent++;
+      waiting++;
+    }
+    if (waiting == 0)
+      break;
+    /* One answer; none within the timeout means none will be waited for. */
+    natsMsg *m = NULL;
+    s = natsSubscription_NextMsg(&m, p->replies, p->timeout_ms);
+    if (s == NATS_SLOW_CONSUMER)
+      continue; /* a notice only: the answers still come */
+    if (s != NATS_OK) {
+      for (size_t i = 0; i < sent; i++)
+        if (ops[i].rc == PFI_EINTR)
+          ops[i].rc = pfi_error_set(
+              err, PFI_EIO, "NATS: %s: no answer within %.1f s (it may have "
+                            "been written)",
+              ops[i].key, (double)p->timeout_ms / 1000.0);
+      waiting = 0;
+      stop = 1;
+      continue;
+    }
+    const char *r = natsMsg_GetSubject(m);
+    size_t il = strlen(p->inbox);
+    char *end = NULL;
+    uint64_t b = 0;
+    unsigned long long idx = 0;
+    if (strncmp(r, p->inbox, il) == 0 && r[il] == '.') {
+      b = strtoull(r + il + 1, &end, 10);
+      if (end && *end == '.')
+        idx = strtoull(end + 1, &end, 10);
+      else
+        b = 0;
+    }
+    if (b == batch && end && !*end && idx < sent && ops[idx].rc == PFI_EINTR) {
+      struct pfi_nats_kv_op *o = &ops[idx];
+      struct pfi_error e;
+      o->rc = pub_answer(m, o->key, o->last, &o->rev, &e);
+      if (o->rc == 0)
+        written++;
+      else {
+        if (err)
+          *err = e;
+        /* A lost compare-and-set: another writer; send no more. */
+        stop |= o->rc == PFI_ESTATE;
+      }
+      waiting--;
+    }
+    natsMsg_Destroy(m);
+  }
+  return (int)written;
+}
+
 int pfi_nats_kv_delete(struct pfi_nats *p, const char *key,
                        struct pfi_error *err) {
   int rc = need_kv(p, err);
@@ -373,26 +632,36 @@ int pfi_nats_kv_keys(struct pfi_nats *p, const char *prefix, char ***keys,
   int rc = need_kv(p, err);
   if (rc < 0)
     return rc;
-  kvKeysList l = {0};
-  kvWatchOptions wo;
-  kvWatchOptions_Init(&wo);
-  wo.Timeout = p->timeout_ms;
-  natsStatus s = kvStore_Keys(&l, p->kv, &wo);
+  /* The stream's subjects under the prefix, from one stream-info request:
+   * a key listing through a watcher (kvStore_Keys) reads every key's newest
+   * value through a consumer, and on a busy server often timed out. */
+  char filter[320];
+  snprintf(filter, sizeof filter, "$KV." PFI_NATS_BUCKET ".%s>", prefix);
+  jsOptions jo;
+  jsOptions_Init(&jo);
+  jo.Wait = p->timeout_ms;
+  jo.Stream.Info.SubjectsFilter = filter;
+  jsStreamInfo *si = NULL;
+  jsErrCode jerr = 0;
   *keys = NULL;
   *n = 0;
-  if (s == NATS_NOT_FOUND)
-    return 0;
+  natsStatus s = js_GetStreamInfo(&si, p->js, "KV_" PFI_NATS_BUCKET, &jo, &jerr);
   if (s != NATS_OK)
     return nerr(err, s, "keys");
-  char **out = calloc((size_t)l.Count + 1, sizeof *out);
-  size_t k = 0, plen = strlen(prefix);
-  for (int i = 0; out && i < l.Count; i++)
-    if (strncmp(l.Keys[i], prefix, plen) == 0 &&
-        !(out[k++] = strdup(l.Keys[i]))) {
+  const jsStreamStateSubjects *l = si->State.Subjects;
+  int count = l ? l->Count : 0;
+  char **out = calloc((size_t)count + 1, sizeof *out);
+  size_t k = 0, plen = strlen("$KV." PFI_NATS_BUCKET ".");
+  for (int i = 0; out && i < count; i++) {
+    const char *subj = l->List[i].Subject;
+    if (!subj || strlen(subj) <= plen)
+      continue;
+    if (!(out[k++] = strdup(subj + plen))) {
       pfi_nats_keys_free(out, k);
       out = NULL;
     }
-  kvKeysList_Destroy(&l);
+  }
+  jsStreamInfo_Destroy(si);
   if (!out)
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
   *keys = out;

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
+# pfid and pfi-agent parse their options with the pfi commands' option
+# tables (src/cli/opt.h): --help lists every option the daemon accepts, a
+# mistyped option is a usage error with "did you mean", a value out of
+# range or a stray argument is exit status 2 naming it. Needs no server.
+. "$(dirname "$0")/../cli/lib.sh"
+PFI_AGENT=${PFI_AGENT:?PFI_AGENT must name pfi-agent}
+PFID=${PFID:?PFID must name pfid}
+
+check_help() { # check_help PROG OPTION...: each option is in --help
+  local prog=$1 o
+  shift
+  "$prog" --help >"$T/help" 2>"$T/err" || fail "$(basename "$prog") --help: exit $?"
+  [ -s "$T/err" ] && fail "$(basename "$prog") --help wrote to stderr: $(cat "$T/err")"
+  for o in "$@"; do
+    grep -q -- "^  --$o\b" "$T/help" || fail "$(basename "$prog") --help lacks --$o"
+  done
+  [ "$(grep -c '^  --' "$T/help")" = $# ] ||
+    fail "$(basename "$prog") --help lists $(grep -c '^  --' "$T/help") options, expected $#"
+}
+check_help "$PFID" id nats user password-file records api token-file period lease \
+  leader-lease stale tiers model features help
+check_help "$PFI_AGENT" node nats user password-file backend params emulate emu-job record \
+  jobmap-dir tput-dir tier-dir period metrics cap-file cap-listen tput-listen \
+  restore-on-exit help
+
+usage_err() { # usage_err EXPECTED_STDERR PROG ARGS...: exit 2 and that message
+  local want=$1 prog=$2
+  shift 2
+  "$prog" "$@" >"$T/out" 2>"$T/err"
+  local rc=$?
+  [ "$rc" = 2 ] || fail "$(basename "$prog") $*: exit $rc, expected 2"
+  [ "$(cat "$T/err")" = "$want" ] || fail "$(basename "$prog") $*: stderr '$(cat "$T/err")', expected '$want'"
+  [ -s "$T/out" ] && fail "$(basename "$prog") $*: wrote to stdout"
+}
+usage_err "pfid: unknown option '--perod'; did you mean '--period'?
+Try 'pfid --help'." "$PFID" --perod 2
+usage_err "pfid: option '--lease' needs a value
+Try 'pfid --help'." "$PFID" --lease
+usage_err "pfid: --period 99: expected 0.1..60" "$PFID" --period 99
+usage_err "pfid: unexpected argument 'extra'
+Try 'pfid --help'." "$PFID" --period 1 extra
+usage_err "pfi-agent: unknown option '--tier-dri'; did you mean '--tier-dir'?
+Try 'pfi-agent --help'." "$PFI_AGENT" --tier-dri /tmp
+usage_err "pfi-agent: option '--emulate' takes no value
+Try 'pfi-agent --help'." "$PFI_AGENT" --emulate=1
+usage_err "pfi-agent: --period 0: expected 0.1..60 s" "$PFI_AGENT" --period 0
+usage_err "pfi-agent: node name 'a.b': expected 1..63 letters, digits, _ or - (--node)" \
+  "$PFI_AGENT" --node a.b
+[ "$fails" = 0 ] || exit 1
+echo "ok"
