@@ -40,6 +40,13 @@ static const char usage[] =
     "  --cap-listen HOST:PORT serve the same at GET /v1/cap (e.g. 127.0.0.1:9401)\n"
     "  --tput-listen ADDR     accept POST /v1/jobs/JOB/throughput there:\n"
     "                         HOST:PORT or unix:PATH (a Unix socket)\n"
+    "  --powercap DIR|none    node power: the GPUs plus RAPL packages and DRAM\n"
+    "                         (DIR: a powercap root, e.g. /sys/class/powercap)\n"
+    "  --bmc TOOL|none        node power: the BMC's DCMI reading (ipmitool,\n"
+    "                         ipmi-dcmi, TOOL:PROGRAM), read off the loop\n"
+    "  --bmc-period S         BMC reading every S s, 1..3600 (default 10)\n"
+    "                         (default: emulated node power with --emulate,\n"
+    "                         else none)\n"
     "  --restore-on-exit      restore the recorded limits on exit even during\n"
     "                         an event (default: only outside one)\n"
     "  --help\n";
@@ -202,6 +209,9 @@ int main(int argc, char **argv) {
     O_CAPFILE,
     O_CAPLISTEN,
     O_TLISTEN,
+    O_POWERCAP,
+    O_BMC,
+    O_BMCPERIOD,
     O_HELP
   };
   static const struct option lo[] = {{"node", 1, 0, O_NODE},
@@ -222,6 +232,9 @@ int main(int argc, char **argv) {
                                      {"cap-file", 1, 0, O_CAPFILE},
                                      {"cap-listen", 1, 0, O_CAPLISTEN},
                                      {"tput-listen", 1, 0, O_TLISTEN},
+                                     {"powercap", 1, 0, O_POWERCAP},
+                                     {"bmc", 1, 0, O_BMC},
+                                     {"bmc-period", 1, 0, O_BMCPERIOD},
                                      {"help", 0, 0, O_HELP},
                                      {0, 0, 0, 0}};
   struct pfi_agent_opts ao = {0};
@@ -231,6 +244,7 @@ int main(int argc, char **argv) {
   char user[PFI_FLEET_NAME_MAX + 8], params[300];
   int emulate = 0, restore_on_exit = 0, c;
   double period = 1.0;
+  struct pfi_node_meter_opts nmo = {0, NULL, NULL, 10.0};
   ao.backend = "nvml";
   ao.record = "/var/lib/pfi/agent.db";
   if (gethostname(node, sizeof node) != 0)
@@ -300,6 +314,20 @@ int main(int argc, char **argv) {
     case O_RESTORE:
       restore_on_exit = 1;
       break;
+    case O_POWERCAP:
+      nmo.powercap = optarg;
+      break;
+    case O_BMC:
+      nmo.bmc = optarg;
+      break;
+    case O_BMCPERIOD:
+      nmo.bmc_period_s = strtod(optarg, &end);
+      if (*end || !(nmo.bmc_period_s >= 1 && nmo.bmc_period_s <= 3600)) {
+        fprintf(stderr, "pfi-agent: --bmc-period %s: expected 1..3600 s\n",
+                optarg);
+        return 2;
+      }
+      break;
     case O_HELP:
       fputs(usage, stdout);
       return 0;
@@ -351,15 +379,25 @@ int main(int argc, char **argv) {
   struct pfi_nats *nc = NULL;
   struct pfi_nats_sub *sub = NULL;
   struct pfi_http *http = NULL, *cap_http = NULL, *thttp = NULL;
-  int rc = pfi_agent_open(&ag, &ao, wall_now(), &err);
+  struct pfi_node_meter *nm = NULL;
+  nmo.emulated = emulate;
+  int rc = pfi_node_meter_open(&nm, &nmo, &err);
   if (rc < 0) {
     fprintf(stderr, "pfi-agent: %s\n", pfi_error_format(&err, msg, sizeof msg));
+    return rc == PFI_EINVAL || rc == PFI_ENOTFOUND ? 2 : 1;
+  }
+  rc = pfi_agent_open(&ag, &ao, wall_now(), &err);
+  if (rc < 0) {
+    fprintf(stderr, "pfi-agent: %s\n", pfi_error_format(&err, msg, sizeof msg));
+    pfi_node_meter_close(nm);
     return rc == PFI_EINVAL || rc == PFI_EPARSE ? 2 : 1;
   }
   struct pfi_agent_stats st;
   pfi_agent_stats(ag, &st);
-  logf_("started: %s, sequence %llu", pfi_agent_mode_name(st.mode),
-        (unsigned long long)st.seq);
+  logf_("started: %s, sequence %llu, node power %s",
+        pfi_agent_mode_name(st.mode), (unsigned long long)st.seq,
+        nm && pfi_node_meter_source(nm)[0] ? pfi_node_meter_source(nm)
+                                           : "not measured");
   char subject[PFI_FLEET_NAME_MAX + 32];
   snprintf(subject, sizeof subject, "pfi.assign.%s", node);
   if ((rc = pfi_nats_open(&nc, &no, &err)) < 0 ||
@@ -422,6 +460,9 @@ int main(int argc, char **argv) {
       logf_("%s -> %s", pfi_agent_mode_name(last_mode),
             pfi_agent_mode_name(st.mode));
     last_mode = st.mode;
+    pfi_node_meter_fill(nm, t, mono_now());
+    if (pfi_node_meter_error(nm, &err))
+      logf_("node power: %s", pfi_error_format(&err, msg, sizeof msg));
     rc = pfi_fleet_telemetry_encode(t, buf, PFI_FLEET_MSG_MAX + 1, &err);
     if (rc > 0 && pfi_nats_publish(nc, tsubj, buf, (size_t)rc, &err) < 0) {
       if (!pub_failing)
@@ -499,6 +540,7 @@ out:
   pfi_nats_unsubscribe(sub);
   pfi_nats_close(nc);
   pfi_agent_close(ag);
+  pfi_node_meter_close(nm);
   free(page);
   free(cap_page);
   return rc < 0 ? 1 : 0;
