@@ -185,7 +185,8 @@ struct pfi_node_meter_opts {
                            or PFI_BMC_TIMEOUT_S, whichever is less */
 };
 struct pfi_node_meter;
-/* A RAPL or BMC source wins over `emulated`; both RAPL and the BMC:
+/* A RAPL or BMC source wins over `emulated`, and "none" for either turns
+ * the emulated node off (no node power); both RAPL and the BMC:
  * PFI_EINVAL. RAPL without a readable package zone: PFI_ENOTFOUND; the
  * BMC's errors are pfi_bmc_open's. */
 int pfi_node_meter_open(struct pfi_node_meter **m,

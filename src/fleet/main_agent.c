@@ -46,7 +46,7 @@ static const char usage[] =
     "                         ipmi-dcmi, TOOL:PROGRAM), read off the loop\n"
     "  --bmc-period S         BMC reading every S s, 1..3600 (default 10)\n"
     "                         (default: emulated node power with --emulate,\n"
-    "                         else none)\n"
+    "                         else none; 'none' turns either off)\n"
     "  --restore-on-exit      restore the recorded limits on exit even during\n"
     "                         an event (default: only outside one)\n"
     "  --help\n";

@@ -128,7 +128,8 @@ int pfi_node_meter_open(struct pfi_node_meter **out,
                            o->powercap);
     }
     m->kind = 2;
-  } else if (o->emulated) {
+  } else if (o->emulated && !(o->powercap || o->bmc)) {
+    /* An explicit "none" turns off the emulated node too. */
     m->kind = 1;
   }
   *out = m;

@@ -86,6 +86,13 @@ static void test_emulated(void **state) {
   pfi_node_meter_fill(m, &t, 2);
   assert_true(t.node_w < 0);
   pfi_node_meter_close(m);
+  /* --powercap none with --emulate: no node power. */
+  o.powercap = "none";
+  assert_int_equal(pfi_node_meter_open(&m, &o, &err), 0);
+  t.gpu[1].power_w = 400;
+  pfi_node_meter_fill(m, &t, 3);
+  assert_true(t.node_w < 0);
+  pfi_node_meter_close(m);
 }
 
 /* RAPL: nothing at the first fill; then package +300 J and DRAM +30 J over
