@@ -112,9 +112,9 @@ struct pfi_fleet_telemetry {
    * message plus CPU packages and DRAM over the agent's last period),
    * "dcmi" (the BMC's reading, read off the agent's loop: node_age_s old
    * at t_s), "emulated" (the emulator's node model, include/pfi/emu.h). */
-  double node_w;       /* W (0..1e6); < 0 when not measured */
+  double node_w;        /* W (0..1e6); < 0 when not measured */
   char node_source[16]; /* "" when not measured */
-  double node_age_s;   /* age of the reading at t_s, s (0..1e6) */
+  double node_age_s;    /* age of the reading at t_s, s (0..1e6) */
 };
 
 /* 1 when `s` names a node power source the message carries. */

@@ -550,8 +550,8 @@ static void metrics(struct pfi_pfid *d, struct pfi_http_resp *rs) {
       double gw, ow, age;
       if (n->stale || node_power(n, mono, &gw, &ow, &age) < 0)
         continue;
-      pfi_buf_printf(&b, "%s{node=\"", k ? "pfi_node_power_age_seconds"
-                                         : "pfi_node_power_watts");
+      pfi_buf_printf(&b, "%s{node=\"",
+                     k ? "pfi_node_power_age_seconds" : "pfi_node_power_watts");
       pfi_buf_label(&b, n->name);
       pfi_buf_printf(&b, "\",source=\"%s\"} %.17g\n", n->tel.node_source,
                      k ? age : n->tel.node_w);

@@ -101,8 +101,8 @@ int pfi_node_meter_open(struct pfi_node_meter **out,
     m->kind = 3;
     m->period_s = o->bmc_period_s;
     /* A reading that takes longer than the period is not waited for. */
-    m->bmc.timeout_s = m->period_s < PFI_BMC_TIMEOUT_S ? m->period_s
-                                                       : PFI_BMC_TIMEOUT_S;
+    m->bmc.timeout_s =
+        m->period_s < PFI_BMC_TIMEOUT_S ? m->period_s : PFI_BMC_TIMEOUT_S;
     pthread_mutex_init(&m->mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);

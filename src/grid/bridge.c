@@ -226,12 +226,11 @@ int pfi_pfid_client_nodes(struct pfi_pfid_client *c, double *gpu_w,
        * node_other_w. */
       json_t *np = json_object_get(node, "node_power");
       json_t *o = json_object_get(np, "other_w");
-      other_w[n] = json_is_true(json_object_get(np, "fresh")) &&
-                           json_is_number(o) &&
-                           isfinite(json_number_value(o)) &&
-                           json_number_value(o) >= 0
-                       ? json_number_value(o)
-                       : NAN;
+      other_w[n] =
+          json_is_true(json_object_get(np, "fresh")) && json_is_number(o) &&
+                  isfinite(json_number_value(o)) && json_number_value(o) >= 0
+              ? json_number_value(o)
+              : NAN;
     }
     gpu_w[n++] = w;
   }

@@ -15,9 +15,9 @@
 
 #include <cmocka.h>
 
-#include "testutil.h"
 #include "pfi/agent.h"
 #include "pfi/fleet.h"
+#include "testutil.h"
 
 static char dir[256];
 
