@@ -22,7 +22,8 @@ mkdir -p "$T/nopc"
 printf '#!/bin/sh\necho "    Instantaneous power reading:                   2151 Watts"\n' >"$T/ipmitool"
 chmod 755 "$T/ipmitool"
 setup_nats n1 n2 n3
-agent_start n1 2
+MP=$(free_port)
+agent_start n1 2 --metrics "127.0.0.1:$MP"
 agent_start n2 3 --bmc "ipmitool:$T/ipmitool" --bmc-period 1
 agent_start n3 2 --powercap none
 pfid_start a
@@ -66,6 +67,10 @@ grep -q '^pfi_node_power_watts{node="n1",source="emulated"} ' "$T/metrics.txt" &
   grep -q '^pfi_node_power_age_seconds{node="n2",source="dcmi"} ' "$T/metrics.txt" &&
   ! grep -q 'pfi_node_power_watts{node="n3"' "$T/metrics.txt" ||
   fail "pfi_node_power_watts: $(grep pfi_node_power "$T/metrics.txt")"
+
+# The agent's own /metrics has it too.
+curl -s -m 5 "http://127.0.0.1:$MP/metrics" | grep -q '^pfi_node_power_watts{node="n1",source="emulated"} ' ||
+  fail "the agent's /metrics has no pfi_node_power_watts"
 
 # n2's agent stops: the node goes stale and its last reading is no longer
 # fresh (the bridge then uses the configured baseline); /metrics drops it.
