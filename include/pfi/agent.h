@@ -163,4 +163,45 @@ int pfi_fleet_cgroup_job(long pid, const char *cgroup_path, char *buf,
  */
 int pfi_fleet_tail_rate(const char *path, double *rate, struct pfi_error *err);
 
+/* ---- node power --------------------------------------------------------
+ * What the agent reports as the node's power (telemetry's node_w,
+ * docs/fleet.md "Node power"): one source, none by default.
+ *  - emulated: the emulator's node model (include/pfi/emu.h,
+ *    pfi_emu_node_other_w) over the GPUs' power of the same telemetry;
+ *  - RAPL (Linux powercap): the GPUs' power plus CPU packages and DRAM over
+ *    the interval since the previous fill (nothing at the first);
+ *  - the BMC (pfi_bmc_read): a thread of its own reads it every
+ *    bmc_period_s (the tool may take seconds; it never delays the agent's
+ *    loop), and each fill reports the newest reading with its age; none
+ *    once it is older than 3 periods.
+ * A fill where a GPU has no valid power reports none for the emulated and
+ * RAPL sources (the sum would be short). */
+struct pfi_node_meter_opts {
+  int emulated;         /* the emulator's node model */
+  const char *powercap; /* powercap root ("default": /sys/class/powercap;
+                           NULL or "none": not read) */
+  const char *bmc;      /* pfi_bmc_open's spec (NULL or "none": not read) */
+  double bmc_period_s;  /* 1..3600 s; each reading's timeout is the period
+                           or PFI_BMC_TIMEOUT_S, whichever is less */
+};
+struct pfi_node_meter;
+/* A RAPL or BMC source wins over `emulated`, and "none" for either turns
+ * the emulated node off (no node power); both RAPL and the BMC:
+ * PFI_EINVAL. RAPL without a readable package zone: PFI_ENOTFOUND; the
+ * BMC's errors are pfi_bmc_open's. */
+int pfi_node_meter_open(struct pfi_node_meter **m,
+                        const struct pfi_node_meter_opts *o,
+                        struct pfi_error *err);
+/* Sets t->node_w, node_source and node_age_s from t's GPUs at `mono_s`
+ * (CLOCK_MONOTONIC), or node_w -1 when there is no reading. NULL m: none. */
+void pfi_node_meter_fill(struct pfi_node_meter *m,
+                         struct pfi_fleet_telemetry *t, double mono_s);
+/* The source's name, PFI_NODE_SOURCE_* or "" for none. */
+const char *pfi_node_meter_source(const struct pfi_node_meter *m);
+/* 1 and *err (the first failure) once per run of failed BMC readings, for
+ * the log; else 0. */
+int pfi_node_meter_error(struct pfi_node_meter *m, struct pfi_error *err);
+/* Stops the BMC thread (waiting for a reading in flight) and frees. */
+void pfi_node_meter_close(struct pfi_node_meter *m);
+
 #endif

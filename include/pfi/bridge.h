@@ -79,9 +79,13 @@ int pfi_pfid_client_open(const char *url, const char *token,
 void pfi_pfid_client_close(struct pfi_pfid_client *c);
 
 /* GPU power per node (GET /v1/nodes; stale nodes left out): gpu_w gets up
- * to max entries. Returns the number of nodes. */
-int pfi_pfid_client_nodes(struct pfi_pfid_client *c, double *gpu_w, size_t max,
-                          struct pfi_error *err);
+ * to max entries. other_w (may be NULL) gets each node's measured non-GPU
+ * power, node power - GPU power as pfid serves it ("node_power"'s
+ * "other_w"), where the reading is fresh; NAN where it is stale, absent or
+ * negative (pfi_meter_gpu_limit then uses the configured node_other_w).
+ * Returns the number of nodes. */
+int pfi_pfid_client_nodes(struct pfi_pfid_client *c, double *gpu_w,
+                          double *other_w, size_t max, struct pfi_error *err);
 /* The fleet's realized GPU power and target now (GET /v1/status). */
 int pfi_pfid_client_status(struct pfi_pfid_client *c, double *power_w,
                            double *target_w, struct pfi_error *err);

@@ -104,7 +104,21 @@ struct pfi_fleet_telemetry {
   struct pfi_fleet_gpu gpu[PFI_FLEET_MAX_GPUS];
   unsigned n_jobs;
   struct pfi_fleet_job job[PFI_FLEET_MAX_JOBS];
+  /* The node's power, where the agent measures it (optional fields
+   * "node_w", "node_source", "node_age_s"; messages without them decode
+   * with node_w < 0: not measured, the configured baseline applies). The
+   * DC power of the whole node, its GPUs included, as node_source says
+   * (store.h's PFI_NODE_SOURCE_*): "rapl" (the GPUs' power_w of this
+   * message plus CPU packages and DRAM over the agent's last period),
+   * "dcmi" (the BMC's reading, read off the agent's loop: node_age_s old
+   * at t_s), "emulated" (the emulator's node model, include/pfi/emu.h). */
+  double node_w;        /* W (0..1e6); < 0 when not measured */
+  char node_source[16]; /* "" when not measured */
+  double node_age_s;    /* age of the reading at t_s, s (0..1e6) */
 };
+
+/* 1 when `s` names a node power source the message carries. */
+int pfi_fleet_node_source_ok(const char *s);
 
 int pfi_fleet_telemetry_encode(const struct pfi_fleet_telemetry *t, char *buf,
                                size_t n, struct pfi_error *err);

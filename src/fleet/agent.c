@@ -395,6 +395,7 @@ int pfi_agent_tick(struct pfi_agent *ag, double now_s, double mono_s,
   if (!t)
     return first;
   memset(t, 0, sizeof *t);
+  t->node_w = -1; /* node power: pfi_agent_node_power fills it */
   snprintf(t->node, sizeof t->node, "%s", ag->node);
   t->t_s = now_s;
   t->seq_applied = ag->seq;

@@ -33,7 +33,34 @@ static void reply_err(struct pfi_http_resp *rs, int status, const char *msg) {
   reply_json(rs, status, json_pack("{s:s}", "error", msg));
 }
 
-static json_t *node_json(const struct pfid_node *n) {
+/* A node's measured power now (docs/fleet.md, "Node power"): -1 when its
+ * telemetry carries none; else its age (the reading's age when sent plus
+ * the time since it arrived) and 1 when fresh (the node live and the age
+ * at most PFID_NODE_POWER_FRESH_S), 0 when stale. *gpu_w: the GPUs' power
+ * of the same telemetry; *other_w: node - GPUs, NAN where a GPU has no
+ * power or the difference is negative (the baseline applies then). */
+static int node_power(const struct pfid_node *n, double mono, double *gpu_w,
+                      double *other_w, double *age_s) {
+  double g = 0;
+  int ok = 1;
+  for (unsigned i = 0; i < n->tel.n; i++)
+    if (n->tel.gpu[i].power_w >= 0)
+      g += n->tel.gpu[i].power_w;
+    else
+      ok = 0;
+  *gpu_w = g;
+  *other_w = NAN;
+  *age_s = 0;
+  if (!n->have_tel || !(n->tel.node_w >= 0) || !n->tel.node_source[0])
+    return -1;
+  if (ok && n->tel.node_w >= g)
+    *other_w = n->tel.node_w - g;
+  double age = n->tel.node_age_s + (mono - n->seen_mono);
+  *age_s = age > 0 ? age : 0;
+  return !n->stale && *age_s <= PFID_NODE_POWER_FRESH_S;
+}
+
+static json_t *node_json(const struct pfid_node *n, double mono) {
   json_t *g = json_array();
   for (unsigned i = 0; i < n->tel.n; i++) {
     const struct pfi_fleet_gpu *u = &n->tel.gpu[i];
@@ -48,11 +75,23 @@ static json_t *node_json(const struct pfid_node *n) {
       json_object_set_new(o, "job", json_string(u->job));
     json_array_append_new(g, o);
   }
-  return json_pack(
+  json_t *o = json_pack(
       "{s:s s:b s:s s:I s:I s:i s:o}", "node", n->name, "stale", n->stale,
       "mode", n->have_tel ? pfi_agent_mode_name(n->tel.mode) : "unknown", "seq",
       (json_int_t)n->seq, "seq_applied", (json_int_t)n->tel.seq_applied,
       "reapplied", (int)n->tel.reapplied, "gpus", g);
+  double gw, ow, age;
+  int fresh = node_power(n, mono, &gw, &ow, &age);
+  if (o && n->have_tel)
+    json_object_set_new(o, "gpu_power_w", json_real(gw));
+  if (o && fresh >= 0) {
+    json_t *np = json_pack("{s:f s:s s:f s:b}", "w", n->tel.node_w, "source",
+                           n->tel.node_source, "age_s", age, "fresh", fresh);
+    if (np && isfinite(ow))
+      json_object_set_new(np, "other_w", json_real(ow));
+    json_object_set_new(o, "node_power", np);
+  }
+  return o;
 }
 
 static json_t *event_json(const struct pfi_fleet_event *e) {
@@ -499,6 +538,27 @@ static void metrics(struct pfi_pfid *d, struct pfi_http_resp *rs) {
                  d->id, d->leader, d->n_nodes - stale, stale, d->target_w,
                  d->power_w, d->published, d->takeovers, d->bad_tel);
   capacity_metrics(d, &b);
+  /* Each family in one group, as the exposition format requires. */
+  double mono = pfid_mono();
+  for (int k = 0; k < 2; k++) {
+    pfi_buf_printf(&b, k ? "# HELP pfi_node_power_age_seconds Age of that "
+                           "reading.\n"
+                           "# TYPE pfi_node_power_age_seconds gauge\n"
+                         : "# HELP pfi_node_power_watts A live node's measured "
+                           "power (its GPUs included), by source.\n"
+                           "# TYPE pfi_node_power_watts gauge\n");
+    for (size_t i = 0; i < d->n_nodes; i++) {
+      const struct pfid_node *n = &d->node[i];
+      double gw, ow, age;
+      if (n->stale || node_power(n, mono, &gw, &ow, &age) < 0)
+        continue;
+      pfi_buf_printf(&b, "%s{node=\"",
+                     k ? "pfi_node_power_age_seconds" : "pfi_node_power_watts");
+      pfi_buf_label(&b, n->name);
+      pfi_buf_printf(&b, "\",source=\"%s\"} %.17g\n", n->tel.node_source,
+                     k ? age : n->tel.node_w);
+    }
+  }
   pfi_buf_printf(&b,
                  "# HELP pfi_pfid_period_duration_seconds Work of each "
                  "control period led (lease, bucket, control module, "
@@ -583,8 +643,9 @@ void pfid_api(void *arg, const struct pfi_http_req *rq,
     status(d, rs);
   } else if (strcmp(p, "/v1/nodes") == 0) {
     json_t *a = json_array();
+    double mono = pfid_mono();
     for (size_t i = 0; i < d->n_nodes; i++)
-      json_array_append_new(a, node_json(&d->node[i]));
+      json_array_append_new(a, node_json(&d->node[i], mono));
     reply_json(rs, 200, a);
   } else if (strcmp(p, "/v1/jobs") == 0) {
     jobs(d, rs);

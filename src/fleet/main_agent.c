@@ -38,6 +38,9 @@ enum {
   O_CAPFILE,
   O_CAPLISTEN,
   O_TLISTEN,
+  O_POWERCAP,
+  O_BMC,
+  O_BMCPERIOD,
   O_HELP
 };
 
@@ -77,6 +80,15 @@ static const struct pfi_opt opts[] = {
     {"tput-listen", O_TLISTEN, 0, PFI_ARG_REQ, "ADDR",
      "accept POST /v1/jobs/JOB/throughput there: HOST:PORT or unix:PATH (a "
      "Unix socket)"},
+    {"powercap", O_POWERCAP, 0, PFI_ARG_REQ, "DIR|none",
+     "node power: the GPUs plus RAPL packages and DRAM (DIR: a powercap root, "
+     "e.g. /sys/class/powercap)"},
+    {"bmc", O_BMC, 0, PFI_ARG_REQ, "TOOL|none",
+     "node power: the BMC's DCMI reading (ipmitool, ipmi-dcmi, TOOL:PROGRAM), "
+     "read off the loop (default: emulated node power with --emulate, else "
+     "none; 'none' turns either off)"},
+    {"bmc-period", O_BMCPERIOD, 0, PFI_ARG_REQ, "S",
+     "BMC reading every S s, 1..3600 (default 10)"},
     {"restore-on-exit", O_RESTORE, 0, PFI_ARG_NONE, NULL,
      "restore the recorded limits on exit even during an event (default: "
      "only outside one)"},
@@ -236,6 +248,7 @@ int main(int argc, char **argv) {
   int emulate = 0, restore_on_exit = 0, c;
   struct pfi_optparse op;
   double period = 1.0;
+  struct pfi_node_meter_opts nmo = {0, NULL, NULL, 10.0};
   ao.backend = "nvml";
   ao.record = "/var/lib/pfi/agent.db";
   if (gethostname(node, sizeof node) != 0)
@@ -306,6 +319,20 @@ int main(int argc, char **argv) {
     case O_RESTORE:
       restore_on_exit = 1;
       break;
+    case O_POWERCAP:
+      nmo.powercap = optarg;
+      break;
+    case O_BMC:
+      nmo.bmc = optarg;
+      break;
+    case O_BMCPERIOD:
+      nmo.bmc_period_s = strtod(optarg, &end);
+      if (*end || !(nmo.bmc_period_s >= 1 && nmo.bmc_period_s <= 3600)) {
+        fprintf(stderr, "pfi-agent: --bmc-period %s: expected 1..3600 s\n",
+                optarg);
+        return 2;
+      }
+      break;
     case O_HELP:
       return pfi_opt_help(&help);
     default:
@@ -356,15 +383,25 @@ int main(int argc, char **argv) {
   struct pfi_nats *nc = NULL;
   struct pfi_nats_sub *sub = NULL;
   struct pfi_http *http = NULL, *cap_http = NULL, *thttp = NULL;
-  int rc = pfi_agent_open(&ag, &ao, wall_now(), &err);
+  struct pfi_node_meter *nm = NULL;
+  nmo.emulated = emulate;
+  int rc = pfi_node_meter_open(&nm, &nmo, &err);
   if (rc < 0) {
     fprintf(stderr, "pfi-agent: %s\n", pfi_error_format(&err, msg, sizeof msg));
+    return rc == PFI_EINVAL || rc == PFI_ENOTFOUND ? 2 : 1;
+  }
+  rc = pfi_agent_open(&ag, &ao, wall_now(), &err);
+  if (rc < 0) {
+    fprintf(stderr, "pfi-agent: %s\n", pfi_error_format(&err, msg, sizeof msg));
+    pfi_node_meter_close(nm);
     return rc == PFI_EINVAL || rc == PFI_EPARSE ? 2 : 1;
   }
   struct pfi_agent_stats st;
   pfi_agent_stats(ag, &st);
-  logf_("started: %s, sequence %llu", pfi_agent_mode_name(st.mode),
-        (unsigned long long)st.seq);
+  logf_("started: %s, sequence %llu, node power %s",
+        pfi_agent_mode_name(st.mode), (unsigned long long)st.seq,
+        nm && pfi_node_meter_source(nm)[0] ? pfi_node_meter_source(nm)
+                                           : "not measured");
   char subject[PFI_FLEET_NAME_MAX + 32];
   snprintf(subject, sizeof subject, "pfi.assign.%s", node);
   if ((rc = pfi_nats_open(&nc, &no, &err)) < 0 ||
@@ -427,6 +464,9 @@ int main(int argc, char **argv) {
       logf_("%s -> %s", pfi_agent_mode_name(last_mode),
             pfi_agent_mode_name(st.mode));
     last_mode = st.mode;
+    pfi_node_meter_fill(nm, t, mono_now());
+    if (pfi_node_meter_error(nm, &err))
+      logf_("node power: %s", pfi_error_format(&err, msg, sizeof msg));
     rc = pfi_fleet_telemetry_encode(t, buf, PFI_FLEET_MSG_MAX + 1, &err);
     if (rc > 0 && pfi_nats_publish(nc, tsubj, buf, (size_t)rc, &err) < 0) {
       if (!pub_failing)
@@ -504,6 +544,7 @@ out:
   pfi_nats_unsubscribe(sub);
   pfi_nats_close(nc);
   pfi_agent_close(ag);
+  pfi_node_meter_close(nm);
   free(page);
   free(cap_page);
   return rc < 0 ? 1 : 0;

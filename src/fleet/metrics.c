@@ -105,6 +105,11 @@ void pfi_fleet_metrics_agent(struct pfi_buf *b,
                      "pfi_job_throughput_tokens_per_second{node=\"%s\","
                      "job=\"%s\"} %.17g\n",
                      t->node, t->job[j].id, t->job[j].tokens_per_s);
+  head(b, "pfi_node_power_watts", "gauge",
+       "The node's measured power (its GPUs included), by source.");
+  if (t->node_w >= 0 && t->node_source[0])
+    pfi_buf_printf(b, "pfi_node_power_watts{node=\"%s\",source=\"%s\"} %.17g\n",
+                   t->node, t->node_source, t->node_w);
   head(b, "pfi_agent_assignment_sequence", "gauge",
        "Newest assignment sequence number seen.");
   pfi_buf_printf(b, "pfi_agent_assignment_sequence{node=\"%s\"} %llu\n",

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "pfi/store.h"
+
 int pfi_fleet_name_ok(const char *s) {
   size_t n = 0;
   for (; s && s[n]; n++) {
@@ -249,6 +251,12 @@ int pfi_fleet_assign_encode(const struct pfi_fleet_assign *a, char *buf,
 
 static const char TE[] = "telemetry";
 
+int pfi_fleet_node_source_ok(const char *s) {
+  return strcmp(s, PFI_NODE_SOURCE_RAPL) == 0 ||
+         strcmp(s, PFI_NODE_SOURCE_DCMI) == 0 ||
+         strcmp(s, PFI_NODE_SOURCE_EMULATED) == 0;
+}
+
 int pfi_fleet_telemetry_decode(const char *buf, size_t len,
                                struct pfi_fleet_telemetry *t,
                                struct pfi_error *err) {
@@ -309,6 +317,19 @@ int pfi_fleet_telemetry_decode(const char *buf, size_t len,
     rc = bad(err, TE, "jobs", "not an array of at most 64 jobs");
     goto out;
   }
+  t->node_w = -1;
+  if ((rc = get_num(j, "node_w", 0, 1e6, 0, &t->node_w, TE, err)))
+    goto out;
+  if (t->node_w >= 0) {
+    if ((rc = get_str(j, "node_source", t->node_source, sizeof t->node_source,
+                      0, 0, TE, err)) ||
+        (rc = get_num(j, "node_age_s", 0, 1e6, 0, &t->node_age_s, TE, err)))
+      goto out;
+    if (!pfi_fleet_node_source_ok(t->node_source)) {
+      rc = bad(err, TE, "node_source", "not rapl, dcmi or emulated");
+      goto out;
+    }
+  }
   t->n_jobs = jb ? (unsigned)json_array_size(jb) : 0;
   for (unsigned i = 0; i < t->n_jobs; i++) {
     json_t *o = json_array_get(jb, i);
@@ -340,6 +361,15 @@ int pfi_fleet_telemetry_encode(const struct pfi_fleet_telemetry *t, char *buf,
       "{si s:s s:f s:I s:s s:i}", "v", PFI_FLEET_VERSION, "node", t->node, "t",
       t->t_s, "seq_applied", (json_int_t)t->seq_applied, "mode",
       pfi_agent_mode_name(t->mode), "reapplied", (int)t->reapplied);
+  if (j && t->node_w >= 0 && t->node_w <= 1e6 &&
+      pfi_fleet_node_source_ok(t->node_source)) {
+    json_object_set_new(j, "node_w", json_real(t->node_w));
+    json_object_set_new(j, "node_source", json_string(t->node_source));
+    json_object_set_new(j, "node_age_s",
+                        json_real(t->node_age_s > 0 && t->node_age_s <= 1e6
+                                      ? t->node_age_s
+                                      : 0));
+  }
   json_t *g = json_array(), *jb = json_array();
   for (unsigned i = 0; j && g && i < t->n; i++) {
     const struct pfi_fleet_gpu *u = &t->gpu[i];

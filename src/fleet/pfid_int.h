@@ -17,6 +17,10 @@
 /* Jobs whose tier was set through the API (keys tier.*). */
 #define PFID_MAX_TIERS 1024
 
+/* A node's measured power counts for the meter while it is at most this
+ * old, s (3 BMC readings at pfi-agent's default --bmc-period). */
+#define PFID_NODE_POWER_FRESH_S 30.0
+
 struct pfid_node {
   char name[PFI_FLEET_NAME_MAX];
   struct pfi_fleet_telemetry tel; /* newest telemetry */

@@ -195,8 +195,8 @@ static int call(struct pfi_pfid_client *c, const char *method, const char *path,
   return rc;
 }
 
-int pfi_pfid_client_nodes(struct pfi_pfid_client *c, double *gpu_w, size_t max,
-                          struct pfi_error *err) {
+int pfi_pfid_client_nodes(struct pfi_pfid_client *c, double *gpu_w,
+                          double *other_w, size_t max, struct pfi_error *err) {
   json_t *j;
   int rc = call(c, "GET", "/v1/nodes", NULL, &j, err);
   if (rc < 0)
@@ -220,6 +220,17 @@ int pfi_pfid_client_nodes(struct pfi_pfid_client *c, double *gpu_w, size_t max,
       if (json_is_number(p) && isfinite(json_number_value(p)) &&
           json_number_value(p) >= 0)
         w += json_number_value(p);
+    }
+    if (other_w) {
+      /* A fresh measured reading's non-GPU part, else NAN: the configured
+       * node_other_w. */
+      json_t *np = json_object_get(node, "node_power");
+      json_t *o = json_object_get(np, "other_w");
+      other_w[n] =
+          json_is_true(json_object_get(np, "fresh")) && json_is_number(o) &&
+                  isfinite(json_number_value(o)) && json_number_value(o) >= 0
+              ? json_number_value(o)
+              : NAN;
     }
     gpu_w[n++] = w;
   }
@@ -356,6 +367,7 @@ int pfi_bridge_sync(struct pfi_pfid_client *c,
                     size_t *infeasible, struct pfi_error *err) {
   *posted = *cancelled = 0;
   double *gpu_w = malloc(PFI_BRIDGE_MAX_NODES * sizeof *gpu_w);
+  double *other_w = malloc(PFI_BRIDGE_MAX_NODES * sizeof *other_w);
   struct pfi_bridge_event *want = malloc(PFI_BRIDGE_MAX_EVENTS * sizeof *want);
   struct pfi_bridge_event *have = malloc(PFI_BRIDGE_MAX_EVENTS * sizeof *have);
   struct pfi_bridge_diff *d = malloc(sizeof *d);
@@ -363,14 +375,14 @@ int pfi_bridge_sync(struct pfi_pfid_client *c,
   pfi_timeline_init(&gpu);
   pfi_timeline_init(&res);
   int rc;
-  if (!gpu_w || !want || !have || !d) {
+  if (!gpu_w || !other_w || !want || !have || !d) {
     rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
     goto out;
   }
-  int nn = pfi_pfid_client_nodes(c, gpu_w, PFI_BRIDGE_MAX_NODES, err);
+  int nn = pfi_pfid_client_nodes(c, gpu_w, other_w, PFI_BRIDGE_MAX_NODES, err);
   if ((rc = nn) < 0)
     goto out;
-  if ((rc = pfi_bridge_to_gpu(targets, cfg, gpu_w, NULL, (size_t)nn, &gpu,
+  if ((rc = pfi_bridge_to_gpu(targets, cfg, gpu_w, other_w, (size_t)nn, &gpu,
                               infeasible, err)) < 0 ||
       (rc = pfi_timeline_resolve(&gpu, &res, err)) < 0)
     goto out;
@@ -396,6 +408,7 @@ int pfi_bridge_sync(struct pfi_pfid_client *c,
   rc = 0;
 out:
   free(gpu_w);
+  free(other_w);
   free(want);
   free(have);
   free(d);

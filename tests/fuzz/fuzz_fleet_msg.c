@@ -29,10 +29,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (pfi_fleet_telemetry_decode(s, size, &t, &err) == 0) {
     if (t.n > PFI_FLEET_MAX_GPUS || t.n_jobs > PFI_FLEET_MAX_JOBS)
       abort();
+    /* Node power: absent (< 0, no source) or in range with a source. */
+    if (t.node_w >= 0 ? !(t.node_w <= 1e6 && t.node_age_s >= 0 &&
+                          pfi_fleet_node_source_ok(t.node_source))
+                      : t.node_source[0] != 0)
+      abort();
     int len = pfi_fleet_telemetry_encode(&t, out, sizeof out, &err);
     if (len > 0 &&
         (pfi_fleet_telemetry_decode(out, (size_t)len, &t2, &err) != 0 ||
-         t2.n != t.n || t2.seq_applied != t.seq_applied))
+         t2.n != t.n || t2.seq_applied != t.seq_applied ||
+         t2.node_w != t.node_w || t2.node_age_s != t.node_age_s ||
+         strcmp(t2.node_source, t.node_source) != 0))
       abort();
   }
   struct pfi_fleet_event e, e2;

@@ -117,6 +117,63 @@ static void test_assign_codec(void **state) {
   free(b);
 }
 
+/* Node power in telemetry: an old message without it decodes as not
+ * measured; with it, the three fields round-trip; a bad source, a negative
+ * age or power out of range is refused naming the field. */
+static void test_telemetry_node_power(void **state) {
+  (void)state;
+  struct pfi_fleet_telemetry t, u;
+  struct pfi_error err;
+  char buf[PFI_FLEET_MSG_MAX];
+  static const char old[] =
+      "{\"v\":1,\"node\":\"n1\",\"t\":100,\"seq_applied\":0,"
+      "\"mode\":\"idle\",\"gpus\":[{\"min_mw\":1,\"max_mw\":2,"
+      "\"default_mw\":2,\"cap_mw\":2,\"enforced_mw\":2,\"assigned_mw\":0,"
+      "\"power_w\":300}]}";
+  assert_int_equal(pfi_fleet_telemetry_decode(old, strlen(old), &u, &err), 0);
+  assert_true(u.node_w < 0);
+  assert_string_equal(u.node_source, "");
+  /* Re-encoded, it still carries no node power. */
+  int len = pfi_fleet_telemetry_encode(&u, buf, sizeof buf, &err);
+  assert_true(len > 0);
+  assert_null(strstr(buf, "node_w"));
+
+  memset(&t, 0, sizeof t);
+  strcpy(t.node, "n1");
+  t.t_s = 100;
+  t.node_w = 2151.25;
+  strcpy(t.node_source, "dcmi");
+  t.node_age_s = 4.5;
+  len = pfi_fleet_telemetry_encode(&t, buf, sizeof buf, &err);
+  assert_true(len > 0);
+  assert_non_null(strstr(buf, "\"node_source\":\"dcmi\""));
+  assert_int_equal(pfi_fleet_telemetry_decode(buf, (size_t)len, &u, &err), 0);
+  ASSERT_NEAR(u.node_w, 2151.25, 0);
+  ASSERT_NEAR(u.node_age_s, 4.5, 0);
+  assert_string_equal(u.node_source, "dcmi");
+
+  static const struct {
+    const char *extra, *field;
+  } bad[] = {
+      {"\"node_w\":100,\"node_source\":\"gpu\"", "node_source"},
+      {"\"node_w\":100", "node_source"},
+      {"\"node_w\":-5,\"node_source\":\"rapl\"", "node_w"},
+      {"\"node_w\":2e6,\"node_source\":\"rapl\"", "node_w"},
+      {"\"node_w\":100,\"node_source\":\"rapl\",\"node_age_s\":-1",
+       "node_age_s"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char m[512];
+    snprintf(m, sizeof m,
+             "{\"v\":1,\"node\":\"n1\",\"t\":100,\"seq_applied\":0,"
+             "\"mode\":\"idle\",%s,\"gpus\":[]}",
+             bad[i].extra);
+    assert_int_equal(pfi_fleet_telemetry_decode(m, strlen(m), &u, &err),
+                     PFI_EPARSE);
+    assert_non_null(strstr(err.msg, bad[i].field));
+  }
+}
+
 static void test_telemetry_event_codec(void **state) {
   struct pfi_fleet_telemetry t, u;
   struct pfi_error err;
@@ -523,6 +580,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_assign_codec),
       cmocka_unit_test(test_telemetry_event_codec),
+      cmocka_unit_test(test_telemetry_node_power),
       cmocka_unit_test(test_agent_rules),
       cmocka_unit_test(test_agent_all_or_none),
       cmocka_unit_test(test_tail_rate),

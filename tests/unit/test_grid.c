@@ -14,6 +14,7 @@
 #include "pfi/bridge.h"
 #include "pfi/compliance.h"
 #include "pfi/flexcap.h"
+#include "pfi/http.h"
 #include "pfi/meter.h"
 #include "pfi/openadr.h"
 #include "pfi/timeline.h"
@@ -698,6 +699,70 @@ static void test_flexcap(void **state) {
   ASSERT_EQ_INT(err.column, 6);
 }
 
+/* pfid's GET /v1/nodes as the bridge reads it: n1 with a fresh RAPL
+ * reading, n2 with a stale BMC reading, n3 stale (left out), n4 without
+ * node power. */
+static void fake_nodes(void *arg, const struct pfi_http_req *rq,
+                       struct pfi_http_resp *rs) {
+  (void)arg;
+  (void)rq;
+  rs->body = strdup(
+      "[{\"node\":\"n1\",\"stale\":false,\"gpus\":[{\"power_w\":2500},"
+      "{\"power_w\":1500}],\"node_power\":{\"w\":4600,\"source\":\"rapl\","
+      "\"age_s\":0,\"fresh\":true,\"other_w\":600}},"
+      "{\"node\":\"n2\",\"stale\":false,\"gpus\":[{\"power_w\":2000}],"
+      "\"node_power\":{\"w\":2500,\"source\":\"dcmi\",\"age_s\":45,"
+      "\"fresh\":false,\"other_w\":500}},"
+      "{\"node\":\"n3\",\"stale\":true,\"gpus\":[{\"power_w\":700}]},"
+      "{\"node\":\"n4\",\"stale\":false,\"gpus\":[{\"power_w\":1000}]}]");
+  rs->len = strlen(rs->body);
+}
+
+/* The bridge's conversion with measured node power: other_w is node -
+ * GPU power where the reading is fresh, else the configured node_other_w.
+ * By hand, node_other_w 1000: other = 600 (n1) + 1000 (n2, stale) + 1000
+ * (n4) = 2600 W beside 7000 W of GPU power. A 9000 W node-level limit
+ * leaves 9000 - 2600 = 6400 W of GPU power; a 16000 W meter limit at PUE 2
+ * (efficiency 1) leaves 16000 / 2 - 2600 = 5400 W. With the baseline
+ * everywhere (other_w NULL) they would be 6000 and 5000 W. */
+static void test_bridge_measured_other(void **state) {
+  (void)state;
+  struct pfi_error err;
+  struct pfi_http *h;
+  assert_int_equal(pfi_http_start(&h, "127.0.0.1:0", fake_nodes, NULL, &err),
+                   0);
+  char url[64];
+  snprintf(url, sizeof url, "http://127.0.0.1:%u", pfi_http_port(h));
+  struct pfi_pfid_client *c;
+  assert_int_equal(pfi_pfid_client_open(url, NULL, &c, &err), 0);
+  double g[8], o[8];
+  assert_int_equal(pfi_pfid_client_nodes(c, g, o, 8, &err), 3);
+  ASSERT_NEAR(g[0], 4000, 0);
+  ASSERT_NEAR(o[0], 600, 0);
+  ASSERT_NEAR(g[1], 2000, 0);
+  assert_true(isnan(o[1]));
+  ASSERT_NEAR(g[2], 1000, 0);
+  assert_true(isnan(o[2]));
+  pfi_pfid_client_close(c);
+  pfi_http_stop(h);
+  struct pfi_meter_config cfg;
+  pfi_meter_config_init(&cfg);
+  cfg.node_other_w = 1000;
+  double lim;
+  assert_int_equal(
+      pfi_meter_gpu_limit(&cfg, g, o, 3, PFI_LEVEL_NODE, 9000, &lim, &err), 0);
+  ASSERT_NEAR(lim, 6400, 1e-6);
+  assert_int_equal(
+      pfi_meter_gpu_limit(&cfg, g, NULL, 3, PFI_LEVEL_NODE, 9000, &lim, &err),
+      0);
+  ASSERT_NEAR(lim, 6000, 1e-6);
+  cfg.pue = 2;
+  assert_int_equal(
+      pfi_meter_gpu_limit(&cfg, g, o, 3, PFI_LEVEL_METER, 16000, &lim, &err),
+      0);
+  ASSERT_NEAR(lim, 5400, 1e-3); /* bisection to 1 mW */
+}
+
 static void test_bridge(void **state) {
   (void)state;
   struct pfi_timeline in, gpu, res;
@@ -913,6 +978,7 @@ int main(void) {
       cmocka_unit_test(test_compliance),
       cmocka_unit_test(test_flexcap),
       cmocka_unit_test(test_bridge),
+      cmocka_unit_test(test_bridge_measured_other),
       cmocka_unit_test(test_flex_live),
       cmocka_unit_test(test_flex_live_belief),
   };
