@@ -23,6 +23,7 @@ check_help "$PFID" id nats user password-file records api token-file period leas
   leader-lease stale tiers model features help
 check_help "$PFI_AGENT" node nats user password-file backend params emulate emu-job record \
   jobmap-dir tput-dir tier-dir period metrics cap-file cap-listen tput-listen \
+  powercap bmc bmc-period \
   restore-on-exit help
 
 usage_err() { # usage_err EXPECTED_STDERR PROG ARGS...: exit 2 and that message
@@ -46,6 +47,7 @@ Try 'pfi-agent --help'." "$PFI_AGENT" --tier-dri /tmp
 usage_err "pfi-agent: option '--emulate' takes no value
 Try 'pfi-agent --help'." "$PFI_AGENT" --emulate=1
 usage_err "pfi-agent: --period 0: expected 0.1..60 s" "$PFI_AGENT" --period 0
+usage_err "pfi-agent: --bmc-period 0.5: expected 1..3600 s" "$PFI_AGENT" --bmc-period 0.5
 usage_err "pfi-agent: node name 'a.b': expected 1..63 letters, digits, _ or - (--node)" \
   "$PFI_AGENT" --node a.b
 [ "$fails" = 0 ] || exit 1
