@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* `pfi ctl`: a client of pfid's HTTP API. */
-#include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +9,7 @@
 #include "opt.h"
 #include "pfi/fleet.h"
 #include "pfi/transport.h"
+#include "../lib/curl_dl.h"
 
 static const struct pfi_opt opts[] = {
     {"url", 'u', 0, PFI_ARG_REQ, "URL",
@@ -167,34 +167,35 @@ int cmd_ctl(int argc, char **argv) {
   }
   char full[1024];
   snprintf(full, sizeof full, "%s%s", url, path);
-  CURL *h = curl_easy_init();
+  CURL *h = pfi__curl_easy_init();
   struct curl_slist *hdr = NULL;
   struct body b = {NULL, 0};
   long code = 0;
   if (!h) {
-    fprintf(stderr, "pfi ctl: cannot start libcurl\n");
+    fprintf(stderr, "pfi ctl: %s\n",
+            pfi__curl_error() ? pfi__curl_error() : "cannot start libcurl");
     return 1;
   }
   if (auth[0])
-    hdr = curl_slist_append(hdr, auth);
-  hdr = curl_slist_append(hdr, "Content-Type: application/json");
-  curl_easy_setopt(h, CURLOPT_URL, full);
-  curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-  curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-  curl_easy_setopt(h, CURLOPT_TIMEOUT, 10L);
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
-  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    hdr = pfi__curl_slist_append(hdr, auth);
+  hdr = pfi__curl_slist_append(hdr, "Content-Type: application/json");
+  pfi__curl_setopt_ptr(h, CURLOPT_URL, full);
+  pfi__curl_setopt_ptr(h, CURLOPT_CUSTOMREQUEST, method);
+  pfi__curl_setopt_ptr(h, CURLOPT_HTTPHEADER, hdr);
+  pfi__curl_setopt_long(h, CURLOPT_TIMEOUT, 10L);
+  pfi__curl_setopt_write(h, CURLOPT_WRITEFUNCTION, on_data);
+  pfi__curl_setopt_ptr(h, CURLOPT_WRITEDATA, &b);
+  pfi__curl_setopt_ptr(h, CURLOPT_PROTOCOLS_STR, "http,https");
   if (data[0])
-    curl_easy_setopt(h, CURLOPT_POSTFIELDS, data);
-  CURLcode cr = curl_easy_perform(h);
-  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+    pfi__curl_setopt_ptr(h, CURLOPT_POSTFIELDS, data);
+  CURLcode cr = pfi__curl_easy_perform(h);
+  pfi__curl_getinfo_long(h, CURLINFO_RESPONSE_CODE, &code);
   memset(auth, 0, sizeof auth);
-  curl_slist_free_all(hdr);
-  curl_easy_cleanup(h);
+  pfi__curl_slist_free_all(hdr);
+  pfi__curl_easy_cleanup(h);
   int rc = 0;
   if (cr != CURLE_OK) {
-    fprintf(stderr, "pfi ctl: %s: %s\n", full, curl_easy_strerror(cr));
+    fprintf(stderr, "pfi ctl: %s: %s\n", full, pfi__curl_easy_strerror(cr));
     rc = 1;
   } else if (code < 200 || code > 299) {
     fprintf(stderr, "pfi ctl: %s: HTTP %ld: %s", full, code, b.s ? b.s : "\n");

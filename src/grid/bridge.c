@@ -4,8 +4,8 @@
 #include "pfi/bridge.h"
 
 #include "grid_int.h"
+#include "../lib/curl_dl.h"
 
-#include <curl/curl.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -148,34 +148,36 @@ static int call(struct pfi_pfid_client *c, const char *method, const char *path,
                 const char *body, json_t **out, struct pfi_error *err) {
   char url[1024], auth[600];
   snprintf(url, sizeof url, "%s%s", c->url, path);
-  CURL *h = curl_easy_init();
+  CURL *h = pfi__curl_easy_init();
   if (!h)
-    return pfi_error_set(err, PFI_ENOMEM, "pfid: cannot start a request");
+    return pfi__curl_error()
+               ? pfi_error_set(err, PFI_EIO, "pfid: %s", pfi__curl_error())
+               : pfi_error_set(err, PFI_ENOMEM, "pfid: cannot start a request");
   struct pfi__http_body b = {.max = 4u << 20};
-  struct curl_slist *hd = curl_slist_append(NULL, "Accept: application/json");
+  struct curl_slist *hd = pfi__curl_slist_append(NULL, "Accept: application/json");
   if (body)
-    hd = curl_slist_append(hd, "Content-Type: application/json");
+    hd = pfi__curl_slist_append(hd, "Content-Type: application/json");
   if (c->token) {
     snprintf(auth, sizeof auth, "Authorization: Bearer %.500s", c->token);
-    hd = curl_slist_append(hd, auth);
+    hd = pfi__curl_slist_append(hd, auth);
   }
-  curl_easy_setopt(h, CURLOPT_URL, url);
-  curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-  curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
-  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 5000L);
-  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, pfi__http_body_write);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+  pfi__curl_setopt_ptr(h, CURLOPT_URL, url);
+  pfi__curl_setopt_ptr(h, CURLOPT_CUSTOMREQUEST, method);
+  pfi__curl_setopt_ptr(h, CURLOPT_HTTPHEADER, hd);
+  pfi__curl_setopt_long(h, CURLOPT_TIMEOUT_MS, 5000L);
+  pfi__curl_setopt_long(h, CURLOPT_NOSIGNAL, 1L);
+  pfi__curl_setopt_write(h, CURLOPT_WRITEFUNCTION, pfi__http_body_write);
+  pfi__curl_setopt_ptr(h, CURLOPT_WRITEDATA, &b);
   if (body)
-    curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-  CURLcode cr = curl_easy_perform(h);
+    pfi__curl_setopt_ptr(h, CURLOPT_POSTFIELDS, body);
+  CURLcode cr = pfi__curl_easy_perform(h);
   long st = 0;
   int rc = 0;
   if (cr != CURLE_OK)
     rc = pfi_error_set(err, PFI_EIO, "pfid: %s %s: %s", method, path,
-                       curl_easy_strerror(cr));
+                       pfi__curl_easy_strerror(cr));
   else {
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
+    pfi__curl_getinfo_long(h, CURLINFO_RESPONSE_CODE, &st);
     if (st == 401 || st == 403)
       rc = pfi_error_set(err, PFI_ENOPERM, "pfid: %s %s: HTTP %ld (token)",
                          method, path, st);
@@ -190,8 +192,8 @@ static int call(struct pfi_pfid_client *c, const char *method, const char *path,
                          method, path);
   }
   free(b.buf);
-  curl_slist_free_all(hd);
-  curl_easy_cleanup(h);
+  pfi__curl_slist_free_all(hd);
+  pfi__curl_easy_cleanup(h);
   return rc;
 }
 

@@ -4,8 +4,8 @@
 #include "pfi/openadr.h"
 
 #include "grid_int.h"
+#include "../lib/curl_dl.h"
 
-#include <curl/curl.h>
 #include <jansson.h>
 #include <math.h>
 #include <pthread.h>
@@ -22,9 +22,6 @@ struct pfi_ven {
   int64_t token_expiry; /* Unix s; 0 = unknown (valid until a 401) */
   char program_id[PFI_TIMELINE_ID_MAX];
 };
-
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static void curl_init_once(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
 
 #define body pfi__http_body
 
@@ -59,7 +56,6 @@ int pfi_ven_open(const struct pfi_ven_config *cfg, struct pfi_ven **out,
     return pfi_error_set(err, PFI_EINVAL,
                          "VEN: VTN URL '%.200s' is not http:// or https://",
                          cfg->vtn_url);
-  pthread_once(&curl_once, curl_init_once);
   struct pfi_ven *v = calloc(1, sizeof *v);
   if (!v)
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
@@ -103,9 +99,11 @@ const char *pfi_ven_program_id(const struct pfi_ven *v) {
 static int http(struct pfi_ven *v, const char *method, const char *url,
                 const char *body, const char *ctype, int auth, long *status,
                 struct body *b, struct pfi_error *err) {
-  CURL *c = curl_easy_init();
+  CURL *c = pfi__curl_easy_init();
   if (!c)
-    return pfi_error_set(err, PFI_ENOMEM, "VEN: cannot start a request");
+    return pfi__curl_error()
+               ? pfi_error_set(err, PFI_EIO, "VEN: %s", pfi__curl_error())
+               : pfi_error_set(err, PFI_ENOMEM, "VEN: cannot start a request");
   memset(b, 0, sizeof *b);
   b->max = PFI_OADR_MAX_BODY;
   struct curl_slist *h = NULL;
@@ -113,36 +111,36 @@ static int http(struct pfi_ven *v, const char *method, const char *url,
   int rc = 0;
   if (ctype) {
     snprintf(hdr, sizeof hdr, "Content-Type: %s", ctype);
-    h = curl_slist_append(h, hdr);
+    h = pfi__curl_slist_append(h, hdr);
   }
-  h = curl_slist_append(h, "Accept: application/json");
+  h = pfi__curl_slist_append(h, "Accept: application/json");
   if (auth) {
     snprintf(hdr, sizeof hdr, "Authorization: Bearer %s", v->token);
-    h = curl_slist_append(h, hdr);
+    h = pfi__curl_slist_append(h, hdr);
   }
-  curl_easy_setopt(c, CURLOPT_URL, url);
-  curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, v->timeout_ms);
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, v->timeout_ms);
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, pfi__http_body_write);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, b);
-  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+  pfi__curl_setopt_ptr(c, CURLOPT_URL, url);
+  pfi__curl_setopt_ptr(c, CURLOPT_CUSTOMREQUEST, method);
+  pfi__curl_setopt_ptr(c, CURLOPT_HTTPHEADER, h);
+  pfi__curl_setopt_long(c, CURLOPT_TIMEOUT_MS, (long)v->timeout_ms);
+  pfi__curl_setopt_long(c, CURLOPT_CONNECTTIMEOUT_MS, (long)v->timeout_ms);
+  pfi__curl_setopt_long(c, CURLOPT_NOSIGNAL, 1L);
+  pfi__curl_setopt_write(c, CURLOPT_WRITEFUNCTION, pfi__http_body_write);
+  pfi__curl_setopt_ptr(c, CURLOPT_WRITEDATA, b);
+  pfi__curl_setopt_ptr(c, CURLOPT_PROTOCOLS_STR, "http,https");
+  pfi__curl_setopt_long(c, CURLOPT_FOLLOWLOCATION, 0L);
   if (body)
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-  CURLcode cr = curl_easy_perform(c);
+    pfi__curl_setopt_ptr(c, CURLOPT_POSTFIELDS, body);
+  CURLcode cr = pfi__curl_easy_perform(c);
   if (cr != CURLE_OK) {
     rc = pfi_error_set(err, PFI_EIO, "VEN: %s %.300s: %s", method, url,
                        b->overflow ? "answer larger than 8 MiB"
-                                   : curl_easy_strerror(cr));
+                                   : pfi__curl_easy_strerror(cr));
     free(b->buf);
     b->buf = NULL;
   } else
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
-  curl_slist_free_all(h);
-  curl_easy_cleanup(c);
+    pfi__curl_getinfo_long(c, CURLINFO_RESPONSE_CODE, status);
+  pfi__curl_slist_free_all(h);
+  pfi__curl_easy_cleanup(c);
   return rc;
 }
 
@@ -169,11 +167,13 @@ static int fetch_token(struct pfi_ven *v, struct pfi_error *err) {
     json_decref(j);
   }
   free(b.buf);
-  CURL *esc = curl_easy_init();
+  CURL *esc = pfi__curl_easy_init();
   if (!esc)
-    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
-  char *id = curl_easy_escape(esc, v->client_id, 0);
-  char *sec = curl_easy_escape(esc, v->secret, 0);
+    return pfi__curl_error()
+               ? pfi_error_set(err, PFI_EIO, "VEN: %s", pfi__curl_error())
+               : pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  char *id = pfi__curl_easy_escape(esc, v->client_id, 0);
+  char *sec = pfi__curl_easy_escape(esc, v->secret, 0);
   char *form = NULL;
   int rc = 0;
   if (!id || !sec ||
@@ -184,9 +184,9 @@ static int fetch_token(struct pfi_ven *v, struct pfi_error *err) {
     form = NULL;
     rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
   }
-  curl_free(id);
-  curl_free(sec);
-  curl_easy_cleanup(esc);
+  pfi__curl_free(id);
+  pfi__curl_free(sec);
+  pfi__curl_easy_cleanup(esc);
   if (rc < 0)
     return rc;
   rc = http(v, "POST", token_url, form, "application/x-www-form-urlencoded", 0,
@@ -331,8 +331,8 @@ int pfi_ven_poll(struct pfi_ven *v, const struct pfi_oadr_config *cfg,
   pfi_timeline_init(&tmp);
   struct pfi_oadr_stats all;
   memset(&all, 0, sizeof all);
-  CURL *esc = curl_easy_init();
-  char *pid = esc ? curl_easy_escape(esc, v->program_id, 0) : NULL;
+  CURL *esc = pfi__curl_easy_init();
+  char *pid = esc ? pfi__curl_easy_escape(esc, v->program_id, 0) : NULL;
   if (!pid) {
     rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
     goto out;
@@ -374,9 +374,9 @@ int pfi_ven_poll(struct pfi_ven *v, const struct pfi_oadr_config *cfg,
     *stats = all;
   rc = (int)tmp.n;
 out:
-  curl_free(pid);
+  pfi__curl_free(pid);
   if (esc)
-    curl_easy_cleanup(esc);
+    pfi__curl_easy_cleanup(esc);
   pfi_timeline_release(&tmp);
   return rc;
 }

@@ -3,8 +3,8 @@
 #include "pfi/prom.h"
 
 #include "pfi/fmt.h"
+#include "../lib/curl_dl.h"
 
-#include <curl/curl.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -609,30 +609,32 @@ int pfi_prom_scrape(const char *url, double timeout_s,
   char ebuf[CURL_ERROR_SIZE] = "";
   int rc;
   *gpus = NULL;
-  CURL *c = curl_easy_init();
+  CURL *c = pfi__curl_easy_init();
   if (!c)
-    return pfi_error_set(err, PFI_ENOMEM, "cannot start libcurl");
-  curl_easy_setopt(c, CURLOPT_URL, url);
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, ebuf);
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(c, CURLOPT_FAILONERROR, 1L);
-  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    return pfi__curl_error()
+               ? pfi_error_set(err, PFI_EIO, "%s: %s", url, pfi__curl_error())
+               : pfi_error_set(err, PFI_ENOMEM, "cannot start libcurl");
+  pfi__curl_setopt_ptr(c, CURLOPT_URL, url);
+  pfi__curl_setopt_write(c, CURLOPT_WRITEFUNCTION, on_data);
+  pfi__curl_setopt_ptr(c, CURLOPT_WRITEDATA, &b);
+  pfi__curl_setopt_ptr(c, CURLOPT_ERRORBUFFER, ebuf);
+  pfi__curl_setopt_long(c, CURLOPT_NOSIGNAL, 1L);
+  pfi__curl_setopt_long(c, CURLOPT_FAILONERROR, 1L);
+  pfi__curl_setopt_ptr(c, CURLOPT_PROTOCOLS_STR, "http,https");
   long ms = timeout_s > 0 ? (long)(timeout_s * 1000) : 5000;
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, ms);
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, ms);
-  CURLcode cc = curl_easy_perform(c);
+  pfi__curl_setopt_long(c, CURLOPT_TIMEOUT_MS, (long)ms);
+  pfi__curl_setopt_long(c, CURLOPT_CONNECTTIMEOUT_MS, (long)ms);
+  CURLcode cc = pfi__curl_easy_perform(c);
   if (cc != CURLE_OK) {
     rc = pfi_error_set(err, PFI_EIO, "%s: %s", url,
                        b.overflow ? "response larger than 64 MiB"
                        : ebuf[0]  ? ebuf
-                                  : curl_easy_strerror(cc));
+                                  : pfi__curl_easy_strerror(cc));
     goto out;
   }
   rc = pfi_prom_parse(url, b.p ? b.p : "", b.n, gpus, stats, err);
 out:
-  curl_easy_cleanup(c);
+  pfi__curl_easy_cleanup(c);
   free(b.p);
   return rc;
 }
