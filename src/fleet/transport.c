@@ -54,38 +54,6 @@ static int nerr(struct pfi_error *err, natsStatus s, const char *what) {
                        last ? last : "");
 }
 
-int pfi_read_secret(const char *path, char *buf, size_t n,
-                    struct pfi_error *err) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-  struct stat sb;
-  if (fd < 0)
-    return pfi_error_set(err, PFI_EIO, "%s: %s", path, strerror(errno));
-  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-    close(fd);
-    return pfi_error_set(err, PFI_EIO, "%s: not a regular file", path);
-  }
-  if (sb.st_mode & 077) {
-    close(fd);
-    return pfi_error_set(err, PFI_ENOPERM,
-                         "%s: readable or writable by others (mode %03o); "
-                         "chmod 600 it",
-                         path, (unsigned)(sb.st_mode & 0777));
-  }
-  ssize_t k = read(fd, buf, n - 1);
-  close(fd);
-  if (k < 0)
-    return pfi_error_set(err, PFI_EIO, "%s: %s", path, strerror(errno));
-  buf[k] = 0;
-  size_t len = strcspn(buf, "\r\n");
-  if ((size_t)k == n - 1 && len == (size_t)k)
-    return pfi_error_set(err, PFI_EPARSE, "%s: secret longer than %zu bytes",
-                         path, n - 2);
-  buf[len] = 0;
-  if (len == 0)
-    return pfi_error_set(err, PFI_EPARSE, "%s: empty first line", path);
-  return (int)len;
-}
-
 static void on_async_error(natsConnection *nc, natsSubscription *sub,
                            natsStatus s, void *closure) {
   struct pfi_nats *p = closure;

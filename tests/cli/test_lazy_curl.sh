@@ -5,11 +5,13 @@
 # command that makes no request never loads it (the dynamic loader's own
 # account, LD_DEBUG=files), and one that makes a request loads it and gets
 # libcurl's answer (a refused connection to a closed loopback port, here
-# the discard port 9, nothing listening on it).
+# the discard port 9, nothing listening on it). pfi does not need the NATS
+# client either (linked --as-needed; only pfid and pfi-agent speak NATS).
 . "$(dirname "$0")/lib.sh"
 command -v readelf >/dev/null || { echo "test_lazy_curl: no readelf, skipped"; exit 0; }
 readelf -d "$PFI" >"$T/dyn" || fail "readelf -d $PFI"
 grep -q 'NEEDED.*libcurl' "$T/dyn" && fail "pfi names libcurl as needed: $(grep libcurl "$T/dyn")"
+grep -q 'NEEDED.*libnats' "$T/dyn" && fail "pfi names libnats as needed: $(grep libnats "$T/dyn")"
 grep -q 'NEEDED.*libc\.so' "$T/dyn" || fail "readelf shows no NEEDED libc: the check is broken"
 
 printf 'job,cap_w,power_w,tokens_per_s\na,700,1000,100\na,500,800,95\na,300,600,80\n' >"$T/c.csv"
