@@ -26,12 +26,18 @@ static const struct pfi_cmd_help help = {
     "\n"
     "Commands:\n"
     "  status                     leader, nodes, stale nodes, event, power\n"
-    "  nodes | jobs | events      the lists pfid holds\n"
+    "  nodes | jobs | events | tiers\n"
+    "                             the lists pfid holds\n"
+    "  capacity                   what the fleet could shed now, by loss\n"
+    "                             and duration, with intervals\n"
     "  records [SINCE]            assignment records after row SINCE\n"
     "  submit ID START END WATTS  a grid event: the fleet's GPU power at most\n"
     "                             WATTS from START to END, each a Unix time\n"
     "                             or +S (seconds from now)\n"
-    "  cancel ID                  ends event ID now (recovery follows)\n",
+    "  cancel ID                  ends event ID now (recovery follows)\n"
+    "  tier JOB TIER|LOSS         sets a job's tier: a named one (flex25) or\n"
+    "                             its largest loss, a fraction 0..1\n"
+    "  untier JOB                 removes the tier set for JOB\n",
     opts,
     "Exit status: 0 answered 2xx, 1 pfid unreachable or refused (the HTTP\n"
     "status and pfid's message are printed), 2 bad usage.\n",
@@ -96,7 +102,8 @@ int cmd_ctl(int argc, char **argv) {
   gettimeofday(&tv, NULL);
   double now = (double)tv.tv_sec + tv.tv_usec / 1e6;
   if (!strcmp(cmd, "status") || !strcmp(cmd, "nodes") || !strcmp(cmd, "jobs") ||
-      !strcmp(cmd, "events")) {
+      !strcmp(cmd, "events") || !strcmp(cmd, "tiers") ||
+      !strcmp(cmd, "capacity")) {
     if (nargs) {
       fprintf(stderr, "pfi ctl %s: takes no arguments\n", cmd);
       return 2;
@@ -140,6 +147,42 @@ int cmd_ctl(int argc, char **argv) {
     }
     method = "POST";
     snprintf(path, sizeof path, "/v1/events");
+  } else if ((!strcmp(cmd, "tier") && nargs == 2) ||
+             (!strcmp(cmd, "untier") && nargs == 1)) {
+    const char *job = argv[optind + 1];
+    if (!pfi_fleet_name_ok(job)) {
+      fprintf(stderr,
+              "pfi ctl %s: job '%s': expected 1..63 letters, digits, _ or -\n",
+              cmd, job);
+      return 2;
+    }
+    snprintf(path, sizeof path, "/v1/tiers/%s", job);
+    if (nargs == 1) {
+      method = "DELETE";
+    } else {
+      const char *t = argv[optind + 2];
+      char *end;
+      double loss = strtod(t, &end);
+      method = "PUT";
+      if (end != t && !*end) {
+        if (!(loss >= 0 && loss <= 1)) {
+          fprintf(stderr,
+                  "pfi ctl tier: LOSS %s: expected a fraction 0..1 (0.25 "
+                  "for 25 %%)\n",
+                  t);
+          return 2;
+        }
+        snprintf(data, sizeof data, "{\"max_loss\":%.17g}", loss);
+      } else if (pfi_fleet_name_ok(t)) {
+        snprintf(data, sizeof data, "{\"tier\":\"%s\"}", t);
+      } else {
+        fprintf(stderr,
+                "pfi ctl tier: '%s': expected a tier name (flex25) or a "
+                "fraction 0..1\n",
+                t);
+        return 2;
+      }
+    }
   } else if (!strcmp(cmd, "cancel") && nargs == 1 &&
              pfi_fleet_name_ok(argv[optind + 1])) {
     method = "DELETE";

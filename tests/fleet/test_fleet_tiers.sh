@@ -82,6 +82,32 @@ until_true 10 set_seen || fail "tiers set: slurm-5 '$(tier slurm-5)', slurm-6 '$
 # A tier for a job no node runs (yet) is listed too.
 api a PUT /v1/tiers/slurm-7 '{"tier":"flex0"}' >/dev/null
 until_true 10 eval '[ "$(tier slurm-7)" = "0.0 api" ]' || fail "slurm-7: '$(tier slurm-7)'"
+# The same through pfi ctl: a named tier, a largest loss, a removal, and
+# the lists (its answer is pfid's JSON, as GET gives it).
+CTL=("$PFI" ctl --url "http://127.0.0.1:${API[a]}" --token-file "$T/token")
+"${CTL[@]}" tier slurm-8 flex10 >/dev/null || fail "pfi ctl tier slurm-8 flex10: exit $?"
+"${CTL[@]}" tier slurm-9 0.4 >/dev/null || fail "pfi ctl tier slurm-9 0.4: exit $?"
+until_true 10 eval '[ "$(tier slurm-8)" = "0.1 api" ] && [ "$(tier slurm-9)" = "0.4 api" ]' ||
+  fail "pfi ctl tier: slurm-8 '$(tier slurm-8)', slurm-9 '$(tier slurm-9)'"
+"${CTL[@]}" untier slurm-9 >/dev/null || fail "pfi ctl untier slurm-9: exit $?"
+until_true 10 eval '[ "$(tier slurm-9)" = "absent" ]' || fail "pfi ctl untier: slurm-9 '$(tier slurm-9)'"
+"${CTL[@]}" untier slurm-9 >/dev/null 2>"$T/err"
+[ $? = 1 ] || fail "pfi ctl untier of a job without a tier: exit $?, expected 1 (HTTP 404)"
+grep -q 'HTTP 404' "$T/err" || fail "pfi ctl untier again: '$(cat "$T/err")'"
+"$PFI" ctl --url "http://127.0.0.1:${API[a]}" tier slurm-8 flex25 2>"$T/err"
+[ $? = 2 ] || fail "pfi ctl tier without a token file: exit $?, expected 2"
+"${CTL[@]}" tier slurm-8 1.5 2>"$T/err"
+[ $? = 2 ] || fail "pfi ctl tier slurm-8 1.5: exit $?, expected 2"
+"${CTL[@]}" tiers | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert {x["job"]: x["max_loss"] for x in d["jobs"]}["slurm-8"] == 0.1, d' ||
+  fail "pfi ctl tiers: $("${CTL[@]}" tiers)"
+"${CTL[@]}" capacity | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert "duration_s" in d and "tiers" in d, sorted(d)' ||
+  fail "pfi ctl capacity: $("${CTL[@]}" capacity)"
 
 # pfid's /metrics: the control module knows both jobs outside an event
 # (it learns their uncapped points); the believed PFI, when it has one,
