@@ -137,11 +137,13 @@ struct pfid_pub {
   size_t len;
 };
 
-/* Builds the assignment to `n` (restore when caps is NULL) into p. */
+/* Builds the assignment to `n` (restore when caps is NULL) into p: during
+ * event ev, held by an agent that loses the controller until ev_end_s. */
 static int pub_prepare(struct pfi_pfid *d, struct pfid_node *n,
                        const uint32_t *caps, unsigned ng,
-                       const struct pfi_fleet_event *ev, const char *kind,
-                       struct pfid_pub *p, struct pfi_error *err) {
+                       const struct pfi_fleet_event *ev, double ev_end_s,
+                       const char *kind, struct pfid_pub *p,
+                       struct pfi_error *err) {
   struct pfi_fleet_assign *a = &p->a;
   memset(a, 0, sizeof *a);
   p->n = n;
@@ -155,7 +157,7 @@ static int pub_prepare(struct pfi_pfid *d, struct pfid_node *n,
   a->lease_s = d->o.lease_s;
   if (ev) {
     snprintf(a->event, sizeof a->event, "%s", ev->id);
-    a->event_end_s = ev->end_s;
+    a->event_end_s = ev_end_s; /* the stretch's end, not ev's alone */
   }
   a->restore = caps == NULL;
   a->n = caps ? ng : 0;
@@ -499,15 +501,37 @@ double pfid_job_tier(struct pfi_pfid *d, const char *job,
   return -1;
 }
 
+/* The event in force at `now`: the one that started last. Returns it, or
+ * NULL outside every event. *end_s: the end of the continuous stretch of
+ * booked events covering now (overlapping or touching: the bridge's
+ * back-to-back spans, an operator's event inside or after a grid event),
+ * the time to which an agent that loses the controller holds its caps. */
 static const struct pfi_fleet_event *active_event(struct pfi_pfid *d,
-                                                  double now) {
+                                                  double now, double *end_s) {
   const struct pfi_fleet_event *best = NULL;
+  double end = now;
   for (size_t i = 0; i < d->n_ev; i++) {
     const struct pfi_fleet_event *e = &d->ev[i];
-    if (!e->cancelled && e->start_s <= now && now < e->end_s &&
-        (!best || e->start_s > best->start_s))
+    if (e->cancelled || !(e->start_s <= now && now < e->end_s))
+      continue;
+    if (e->end_s > end)
+      end = e->end_s;
+    if (!best || e->start_s > best->start_s)
       best = e;
   }
+  /* Extends the stretch by every booked event that starts at or before its
+   * end and lasts beyond it, until none does (at most n_ev rounds). */
+  for (int more = best != NULL; more;) {
+    more = 0;
+    for (size_t i = 0; i < d->n_ev; i++) {
+      const struct pfi_fleet_event *e = &d->ev[i];
+      if (!e->cancelled && e->start_s <= end && e->end_s > end) {
+        end = e->end_s;
+        more = 1;
+      }
+    }
+  }
+  *end_s = best ? end : 0;
   return best;
 }
 
@@ -537,7 +561,8 @@ static int control_step(struct pfi_pfid *d, struct pfi_error *err) {
   double now = pfid_wall(), mono = pfid_mono();
   int rc = 0;
   pthread_mutex_lock(&d->mu);
-  const struct pfi_fleet_event *evp = active_event(d, now);
+  double ev_end = 0;
+  const struct pfi_fleet_event *evp = active_event(d, now, &ev_end);
   struct pfi_fleet_event ev;
   if (evp)
     ev = *evp;
@@ -617,7 +642,7 @@ static int control_step(struct pfi_pfid *d, struct pfi_error *err) {
     for (size_t i = 0; pub && i < d->n_nodes; i++) {
       struct pfid_node *n = &d->node[i];
       if (!n->restore && n->seq &&
-          pub_prepare(d, n, NULL, 0, NULL, "restore", &pub[k], err) == 0)
+          pub_prepare(d, n, NULL, 0, NULL, 0, "restore", &pub[k], err) == 0)
         k++;
     }
     if (pub && pfi_nats_connected(d->nc))
@@ -672,7 +697,8 @@ static int control_step(struct pfi_pfid *d, struct pfi_error *err) {
     if (n->stale) {
       /* Refresh the lease of what it holds, in case it still hears us. */
       if (!n->restore &&
-          pub_prepare(d, n, n->caps, n->n, pev, "refresh", &pub[k], err) == 0)
+          pub_prepare(d, n, n->caps, n->n, pev, ev_end, "refresh", &pub[k],
+                      err) == 0)
         k++;
       continue;
     }
@@ -685,7 +711,7 @@ static int control_step(struct pfi_pfid *d, struct pfi_error *err) {
     int up = 0;
     for (unsigned g = 0; g < n->tel.n; g++)
       up |= caps[g] > cur[g];
-    if (pub_prepare(d, n, caps, n->tel.n, pev,
+    if (pub_prepare(d, n, caps, n->tel.n, pev, ev_end,
                     down ? "cut"
                     : up ? (pev ? "raise" : "recovery")
                          : "refresh",
