@@ -501,8 +501,11 @@ double pfid_job_tier(struct pfi_pfid *d, const char *job,
   return -1;
 }
 
-/* The event in force at `now`: the one that started last. Returns it, or
- * NULL outside every event. *end_s: the end of the continuous stretch of
+/* The events in force at `now` (booked, not cancelled, start <= now < end)
+ * decide together: the lowest target wins (docs/grid.md's rule across
+ * sources: an operator's looser event inside a grid event raises nothing);
+ * at equal targets the one that started last names it. Returns that event,
+ * or NULL outside every event. *end_s: the end of the continuous stretch of
  * booked events covering now (overlapping or touching: the bridge's
  * back-to-back spans, an operator's event inside or after a grid event),
  * the time to which an agent that loses the controller holds its caps. */
@@ -516,7 +519,8 @@ static const struct pfi_fleet_event *active_event(struct pfi_pfid *d,
       continue;
     if (e->end_s > end)
       end = e->end_s;
-    if (!best || e->start_s > best->start_s)
+    if (!best || e->target_w < best->target_w ||
+        (e->target_w == best->target_w && e->start_s > best->start_s))
       best = e;
   }
   /* Extends the stretch by every booked event that starts at or before its
