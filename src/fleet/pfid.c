@@ -669,10 +669,15 @@ static int control_step(struct pfi_pfid *d, struct pfi_error *err) {
       current_caps(&d->node[i], want[i]);
   }
   const struct pfi_fleet_event *pev = evp ? &ev : NULL;
+  /* Increases wait while any node's decrease is unconfirmed, a stale
+   * node's too: it may not have applied it, and the control module counts
+   * a silent GPU at the cap it decided (the decrease), not at the higher
+   * limit it may still enforce. Only raises wait: decreases and lease
+   * refreshes go on, and the event's end restores every node. */
   int wait = 0;
   if (d->pending_raise)
     for (size_t i = 0; i < d->n_nodes; i++)
-      if (!d->node[i].stale && !confirmed(&d->node[i]))
+      if (!confirmed(&d->node[i]))
         wait = 1;
   /* Phase 1 (decreases) or phase 2 (the rest), or a lease refresh of the
    * caps in force while decreases are unconfirmed. */
