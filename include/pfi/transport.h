@@ -38,7 +38,8 @@ struct pfi_nats_sub;
 
 /* Connects (retrying in the background when the server is not up yet).
  * Returns 0, PFI_EIO (cannot connect, with the client's message),
- * PFI_ENOPERM (password file readable by others), PFI_ENOMEM. */
+ * PFI_ENOPERM (password file readable by others; with bucket = 1, the
+ * server refused the credentials JetStream's API), PFI_ENOMEM. */
 int pfi_nats_open(struct pfi_nats **nc, const struct pfi_nats_opts *o,
                   struct pfi_error *err);
 void pfi_nats_close(struct pfi_nats *nc);
@@ -59,6 +60,12 @@ int pfi_nats_publish_checked(struct pfi_nats *nc, const char *subject,
 /* A subscription whose messages are read with pfi_nats_next. */
 int pfi_nats_subscribe(struct pfi_nats *nc, const char *subject,
                        struct pfi_nats_sub **sub, struct pfi_error *err);
+/* Subscribes and waits (flush) for the server's answer: PFI_ENOPERM when
+ * it refused the subject (permissions violation), PFI_EIO when the
+ * connection cannot answer. */
+int pfi_nats_subscribe_checked(struct pfi_nats *nc, const char *subject,
+                               struct pfi_nats_sub **sub,
+                               struct pfi_error *err);
 /* One subscription of n subjects (many agents' in one process, the scale
  * benchmark): their messages in the order they arrive, read with
  * pfi_nats_next. */

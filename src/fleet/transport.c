@@ -66,6 +66,40 @@ static void on_async_error(natsConnection *nc, natsSubscription *sub,
   pthread_mutex_unlock(&p->mu);
 }
 
+/* Whether the server refused `what` (its -ERR names it; NULL: any
+ * permissions violation) since the asynchronous error count was `before`:
+ * PFI_ENOPERM naming it, else 0. */
+static int refused_since(struct pfi_nats *p, unsigned before, const char *what,
+                         struct pfi_error *err) {
+  pthread_mutex_lock(&p->mu);
+  int refused = p->async_errs != before &&
+                strstr(p->async_msg, "Permission") &&
+                (!what || strstr(p->async_msg, what));
+  char msg[256];
+  snprintf(msg, sizeof msg, "%s", p->async_msg);
+  pthread_mutex_unlock(&p->mu);
+  /* The handler runs on another thread and may not have yet; the
+   * connection's own last error is set by the reader before the PONG. */
+  const char *last = NULL;
+  if (!refused &&
+      natsConnection_GetLastError(p->nc, &last) == NATS_NOT_PERMITTED && last &&
+      (!what || strstr(last, what))) {
+    refused = 1;
+    snprintf(msg, sizeof msg, "%s", last);
+  }
+  if (refused)
+    return pfi_error_set(err, PFI_ENOPERM, "NATS refused %s: %s",
+                         what ? what : "the request", msg);
+  return 0;
+}
+
+static unsigned async_count(struct pfi_nats *p) {
+  pthread_mutex_lock(&p->mu);
+  unsigned n = p->async_errs;
+  pthread_mutex_unlock(&p->mu);
+  return n;
+}
+
 int pfi_nats_open(struct pfi_nats **out, const struct pfi_nats_opts *o,
                   struct pfi_error *err) {
   struct pfi_nats *p = calloc(1, sizeof *p);
@@ -131,13 +165,17 @@ int pfi_nats_open(struct pfi_nats **out, const struct pfi_nats_opts *o,
     cfg.RePublish = &rp;
     /* Binding first: creating an existing bucket with another history is
      * an error, and the first controller's configuration stands. */
+    unsigned before = async_count(p);
     s = js_KeyValue(&p->kv, p->js, PFI_NATS_BUCKET);
     if (s != NATS_OK)
       s = js_CreateKeyValue(&p->kv, p->js, &cfg);
-    if (s != NATS_OK) {
+    /* Credentials without JetStream's API: the server refuses the
+     * request's publish and the request times out; say which. */
+    if (s != NATS_OK &&
+        (rc = refused_since(p, before, "$JS.API", err)) == 0)
       rc = nerr(err, s, "key-value bucket " PFI_NATS_BUCKET);
+    if (s != NATS_OK)
       goto fail;
-    }
   }
   natsOptions_Destroy(opts);
   memset(pw, 0, sizeof pw);
@@ -181,9 +219,7 @@ int pfi_nats_publish(struct pfi_nats *p, const char *subject, const void *data,
 int pfi_nats_publish_checked(struct pfi_nats *p, const char *subject,
                              const void *data, size_t len,
                              struct pfi_error *err) {
-  pthread_mutex_lock(&p->mu);
-  unsigned before = p->async_errs;
-  pthread_mutex_unlock(&p->mu);
+  unsigned before = async_count(p);
   natsStatus s = natsConnection_Publish(p->nc, subject, data, (int)len);
   if (s != NATS_OK)
     return nerr(err, s, subject);
@@ -191,23 +227,7 @@ int pfi_nats_publish_checked(struct pfi_nats *p, const char *subject,
     return nerr(err, s, subject);
   /* The server answers a refused publish with -ERR before the flush's
    * PONG, so a violation is known by now. */
-  pthread_mutex_lock(&p->mu);
-  int refused = p->async_errs != before && strstr(p->async_msg, "Permission");
-  char msg[256];
-  snprintf(msg, sizeof msg, "%s", p->async_msg);
-  pthread_mutex_unlock(&p->mu);
-  /* The handler runs on another thread and may not have yet; the
-   * connection's own last error is set by the reader before the PONG. */
-  const char *last = NULL;
-  if (!refused &&
-      natsConnection_GetLastError(p->nc, &last) == NATS_NOT_PERMITTED && last &&
-      strstr(last, subject)) {
-    refused = 1;
-    snprintf(msg, sizeof msg, "%s", last);
-  }
-  if (refused)
-    return pfi_error_set(err, PFI_ENOPERM, "NATS refused %s: %s", subject, msg);
-  return 0;
+  return refused_since(p, before, subject, err);
 }
 
 int pfi_nats_subscribe(struct pfi_nats *p, const char *subject,
@@ -225,6 +245,26 @@ int pfi_nats_subscribe(struct pfi_nats *p, const char *subject,
   }
   *out = sub;
   return 0;
+}
+
+int pfi_nats_subscribe_checked(struct pfi_nats *p, const char *subject,
+                               struct pfi_nats_sub **out,
+                               struct pfi_error *err) {
+  unsigned before = async_count(p);
+  int rc = pfi_nats_subscribe(p, subject, out, err);
+  if (rc < 0)
+    return rc;
+  natsStatus s = natsConnection_FlushTimeout(p->nc, p->timeout_ms);
+  /* A refused subscription is answered with -ERR before the PONG. */
+  if (s != NATS_OK)
+    rc = nerr(err, s, subject);
+  else
+    rc = refused_since(p, before, subject, err);
+  if (rc < 0) {
+    pfi_nats_unsubscribe(*out);
+    *out = NULL;
+  }
+  return rc;
 }
 
 /* A message of one of the subscriptions of pfi_nats_subscribe_many: into

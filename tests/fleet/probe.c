@@ -4,6 +4,7 @@
  * on a node might try, and says what NATS answered.
  *   pfi-fleet-probe URL USER PWFILE publish SUBJECT FILE
  *   pfi-fleet-probe URL USER PWFILE kvput KEY FILE
+ *   pfi-fleet-probe URL USER PWFILE subscribe SUBJECT -
  *   pfi-fleet-probe URL USER PWFILE kvbatch PREFIX N,WINDOW
  *   pfi-fleet-probe URL USER PWFILE submany PREFIX N
  * Exit 0: accepted; 3: refused (permissions); 1: another failure.
@@ -204,9 +205,10 @@ int main(int argc, char **argv) {
   if (argc != 7) {
     fprintf(stderr,
             "usage: %s URL USER PWFILE publish|kvput SUBJ FILE\n"
+            "       %s URL USER PWFILE subscribe SUBJ -\n"
             "       %s URL USER PWFILE kvbatch PREFIX N,WINDOW\n"
             "       %s URL USER PWFILE submany PREFIX N\n",
-            argv[0], argv[0], argv[0]);
+            argv[0], argv[0], argv[0], argv[0]);
     return 2;
   }
   if (strcmp(argv[4], "kvbatch") == 0 || strcmp(argv[4], "submany") == 0) {
@@ -223,6 +225,25 @@ int main(int argc, char **argv) {
                                              : submany(nc, argv[5], argv[6]);
     pfi_nats_close(nc);
     return rc;
+  }
+  if (strcmp(argv[4], "subscribe") == 0) {
+    struct pfi_nats_opts o = {argv[1], strcmp(argv[2], "-") ? argv[2] : NULL,
+                              strcmp(argv[3], "-") ? argv[3] : NULL,
+                              "probe", 0, 0, 2};
+    struct pfi_nats *nc = NULL;
+    struct pfi_nats_sub *sub = NULL;
+    struct pfi_error err;
+    int rc = pfi_nats_open(&nc, &o, &err);
+    if (rc == 0)
+      rc = pfi_nats_subscribe_checked(nc, argv[5], &sub, &err);
+    pfi_nats_unsubscribe(sub);
+    pfi_nats_close(nc);
+    if (rc < 0) {
+      fprintf(stderr, "probe: %s\n", err.msg);
+      return rc == PFI_ENOPERM ? 3 : 1;
+    }
+    printf("accepted\n");
+    return 0;
   }
   static char data[70000];
   FILE *fp = fopen(argv[6], "rb");

@@ -4,7 +4,8 @@
 # token guards every mutation (401, nothing changed), caps reach the
 # allocation, replayed, malformed and oversized assignments are ignored, an
 # agent's credentials cannot publish an assignment, a limit changed behind
-# the agent's back is re-applied and recorded, /metrics shows requested and
+# the agent's back is re-applied and recorded, the records through the API
+# and pfi ctl are the assignments made, /metrics shows requested and
 # enforced limits, and cancelling the event restores the limits recorded
 # before it (650 W set by the operator on n1, not the 700 W default).
 . "$(dirname "$0")/lib.sh"
@@ -40,6 +41,7 @@ api a POST /v1/events '{"v":1,"id":"bad","start":5,"end":4,"target_w":1}' >/dev/
 # The event. No job runs on these GPUs: the control module holds free GPUs
 # at their lowest cap during an event (docs/control.md), 200 W on the
 # emulated H200.
+t_post=$(now)
 api a POST /v1/events "$ev" >/dev/null
 [ "$(cat "$T/code")" = 201 ] || fail "POST event: HTTP $(cat "$T/code")"
 want=200
@@ -47,6 +49,28 @@ until_true 20 caps_are n1 "$want,$want" || fail "n1 caps $(caps n1), expected $w
 until_true 20 caps_are n2 "$want,$want" || fail "n2 caps $(caps n2), expected $want,$want"
 n=$(sql "$T/records.db" "SELECT count(*) FROM fleet_assignments WHERE event='ev1' AND kind='cut' AND caps_mw='${want}000,${want}000'")
 [ "$n" = 2 ] || fail "records: $n cut rows at $want W, expected 2 (one per node)"
+# The records through the API and pfi ctl: the rows so far are the two cuts
+# this event made (ev1 as submitted, leader a, 200 W on each GPU, issued
+# between the POST and now), the same through both.
+t_post=$t_post t_now=$(now) python3 -c '
+import json, os, sys
+r = json.loads(sys.argv[1])
+assert len(r) == 2, r
+assert sorted(x["node"] for x in r) == ["n1", "n2"], r
+for x in r:
+    assert (x["event"], x["kind"], x["leader"], x["caps_mw"]) == ("ev1", "cut", "a", "200000,200000"), x
+    assert float(os.environ["t_post"]) - 1 <= x["t"] <= float(os.environ["t_now"]), x
+    assert x["seq"] >= 1 and x["id"] >= 1, x
+' "$(api a GET /v1/records)" || fail "GET /v1/records: $(cat "$T/body")"
+"$PFI" ctl --url "http://127.0.0.1:${API[a]}" records >"$T/ctl.rec" || fail "pfi ctl records"
+python3 -c 'import json, sys; assert json.load(open(sys.argv[1])) == json.loads(sys.argv[2])' \
+  "$T/ctl.rec" "$(api a GET /v1/records)" || fail "pfi ctl records differs from /v1/records: $(cat "$T/ctl.rec")"
+last_id=$(python3 -c 'import json, sys; print(max(x["id"] for x in json.load(open(sys.argv[1]))))' "$T/ctl.rec")
+"$PFI" ctl --url "http://127.0.0.1:${API[a]}" records "$last_id" >"$T/ctl.rec2" || fail "pfi ctl records $last_id"
+[ "$(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))))' "$T/ctl.rec2")" = 0 ] ||
+  fail "pfi ctl records $last_id: rows after the last: $(cat "$T/ctl.rec2")"
+"$PFI" ctl --url "http://127.0.0.1:${API[a]}" records -1 2>/dev/null
+[ $? = 2 ] || fail "pfi ctl records -1: not a usage error"
 
 metric() { curl -s -m 5 "http://127.0.0.1:$MPORT/metrics" | awk -v m="$1" '$1 ~ "^"m"([{]|$)" { print $2; exit }'; }
 ign0=$(metric pfi_agent_assignments_ignored_total)
@@ -74,8 +98,16 @@ probe "$NATS_URL" agent-n1 "$T/pw.n1" publish pfi.assign.n2 "$T/forged.json" 2>"
 [ $? = 3 ] || fail "agent-n1 publishing an assignment was not refused: $(cat "$T/probe.err")"
 probe "$NATS_URL" agent-n1 "$T/pw.n1" publish pfi.assign.n1 "$T/forged.json" 2>/dev/null
 [ $? = 3 ] || fail "agent-n1 publishing its own assignment was not refused"
-probe "$NATS_URL" agent-n1 "$T/pw.n1" kvput assign.n2 "$T/forged.json" 2>/dev/null
-[ $? != 0 ] || fail "agent-n1 wrote the bucket"
+probe "$NATS_URL" agent-n1 "$T/pw.n1" kvput assign.n2 "$T/forged.json" 2>"$T/probe.err"
+[ $? = 3 ] || fail "agent-n1 writing the bucket was not refused by NATS: $(cat "$T/probe.err")"
+# Nor read another node's assignments: its subject, the bucket's, a
+# wildcard; its own subject it may.
+for s in pfi.assign.n2 '$KV.pfi.assign.n2' 'pfi.assign.*'; do
+  probe "$NATS_URL" agent-n1 "$T/pw.n1" subscribe "$s" - 2>"$T/probe.err"
+  [ $? = 3 ] || fail "agent-n1 subscribing to $s was not refused: $(cat "$T/probe.err")"
+done
+probe "$NATS_URL" agent-n1 "$T/pw.n1" subscribe pfi.assign.n1 - >/dev/null 2>"$T/probe.err" ||
+  fail "agent-n1 subscribing to its own assignments: $(cat "$T/probe.err")"
 [ "$(caps n2)" = "$want,$want" ] || fail "after the forgery n2 caps $(caps n2)"
 
 # Another tool changes a limit behind the agent's back: re-applied, recorded.
@@ -118,5 +150,13 @@ until_true 20 caps_are n1 650,650 || fail "n1 restored to $(caps n1), expected t
 until_true 20 caps_are n2 700,700 || fail "n2 restored to $(caps n2), expected 700,700"
 n=$(sql "$T/records.db" "SELECT count(*) FROM fleet_assignments WHERE kind='restore'")
 [ "$n" = 2 ] || fail "records: $n restore rows, expected 2"
+# pfi ctl records after the cuts' rows: the two restores, no event, no caps.
+"$PFI" ctl --url "http://127.0.0.1:${API[a]}" records "$last_id" >"$T/ctl.rec3" || fail "pfi ctl records $last_id"
+python3 -c '
+import json, sys
+r = [x for x in json.load(open(sys.argv[1])) if x["kind"] == "restore"]
+assert sorted(x["node"] for x in r) == ["n1", "n2"], r
+assert all(x["event"] == "" and x["caps_mw"] == "" and x["leader"] == "a" for x in r), r
+' "$T/ctl.rec3" || fail "pfi ctl records after the cancel: $(cat "$T/ctl.rec3")"
 [ "$fails" = 0 ] || { tail -n 20 "$T"/*.log >&2; exit 1; }
 echo "fleet event: ok"
