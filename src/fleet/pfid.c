@@ -550,7 +550,7 @@ static void current_caps(const struct pfid_node *n, uint32_t *c) {
 
 /* Decreases published with need_seq are confirmed when the agent applied
  * that sequence number and every limit reads back at or below it. */
-static int confirmed(const struct pfid_node *n) {
+int pfid_confirmed(const struct pfid_node *n) {
   if (!n->need_seq)
     return 1;
   if (n->tel.seq_applied < n->need_seq || n->tel.n != n->n)
@@ -559,6 +559,18 @@ static int confirmed(const struct pfid_node *n) {
     if (n->tel.gpu[i].cap_mw > n->caps[i])
       return 0;
   return 1;
+}
+
+/* Increases wait while any node's decrease is unconfirmed, a stale
+ * node's too: it may not have applied it, and the control module counts a
+ * silent GPU at the cap it decided (the decrease), not at the higher limit
+ * it may still enforce. Only raises wait: decreases and lease refreshes go
+ * on, and the event's end restores every node. */
+int pfid_raises_wait(const struct pfid_node *node, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!pfid_confirmed(&node[i]))
+      return 1;
+  return 0;
 }
 
 static int control_step(struct pfi_pfid *d, struct pfi_error *err) {
@@ -669,16 +681,7 @@ static int control_step(struct pfi_pfid *d, struct pfi_error *err) {
       current_caps(&d->node[i], want[i]);
   }
   const struct pfi_fleet_event *pev = evp ? &ev : NULL;
-  /* Increases wait while any node's decrease is unconfirmed, a stale
-   * node's too: it may not have applied it, and the control module counts
-   * a silent GPU at the cap it decided (the decrease), not at the higher
-   * limit it may still enforce. Only raises wait: decreases and lease
-   * refreshes go on, and the event's end restores every node. */
-  int wait = 0;
-  if (d->pending_raise)
-    for (size_t i = 0; i < d->n_nodes; i++)
-      if (!confirmed(&d->node[i]))
-        wait = 1;
+  int wait = d->pending_raise && pfid_raises_wait(d->node, d->n_nodes);
   /* Phase 1 (decreases) or phase 2 (the rest), or a lease refresh of the
    * caps in force while decreases are unconfirmed. */
   int any_down = 0, any_up = 0;

@@ -114,6 +114,12 @@ void pfid_ctl_close(struct pfi_pfid *d);
 double pfid_job_tier(struct pfi_pfid *d, const char *job,
                      const struct pfid_node *hint, const char **source);
 double pfid_api_tier(const struct pfi_pfid *d, const char *job);
+/* The two-phase rule: a node's decrease (need_seq) is confirmed when its
+ * telemetry says it applied that sequence number and every limit reads
+ * back at or below its cap; the period's increases wait while any of the
+ * n nodes, stale ones included, has one unconfirmed. */
+int pfid_confirmed(const struct pfid_node *n);
+int pfid_raises_wait(const struct pfid_node *node, size_t n);
 /* The node named `name`, or NULL. */
 struct pfid_node *pfid_node_find(struct pfi_pfid *d, const char *name);
 

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* pfid's two-phase rule across agents (src/fleet/pfid.c): a period's
+ * increases wait while any node's decrease is unconfirmed, a stale node's
+ * included. Three nodes of 2 GPUs built by hand: n1 was cut to 300 W per
+ * GPU by sequence 7, n2 and n3 have no decrease pending. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+#include "../../src/fleet/pfid_int.h"
+
+static void node(struct pfid_node *n, const char *name) {
+  memset(n, 0, sizeof *n);
+  snprintf(n->name, sizeof n->name, "%s", name);
+  n->have_tel = 1;
+  n->tel.n = n->n = 2;
+  n->seq = 7;
+  for (unsigned g = 0; g < 2; g++) {
+    n->caps[g] = 300000;
+    n->tel.gpu[g].cap_mw = n->tel.gpu[g].enforced_mw = 700000;
+  }
+}
+
+static void test_confirmed(void **state) {
+  (void)state;
+  struct pfid_node n;
+  node(&n, "n1");
+  assert_int_equal(pfid_confirmed(&n), 1); /* nothing pending */
+  n.need_seq = 7;
+  n.tel.seq_applied = 6; /* not applied yet */
+  assert_int_equal(pfid_confirmed(&n), 0);
+  n.tel.seq_applied = 7; /* applied, one GPU still reads 700 W */
+  n.tel.gpu[0].cap_mw = 300000;
+  assert_int_equal(pfid_confirmed(&n), 0);
+  n.tel.gpu[1].cap_mw = 300000;
+  assert_int_equal(pfid_confirmed(&n), 1);
+  n.tel.n = 1; /* a GPU fewer than the assignment */
+  assert_int_equal(pfid_confirmed(&n), 0);
+}
+
+static void test_stale_blocks(void **state) {
+  (void)state;
+  struct pfid_node f[3];
+  node(&f[0], "n1");
+  node(&f[1], "n2");
+  node(&f[2], "n3");
+  assert_int_equal(pfid_raises_wait(f, 3), 0);
+  /* n1's decrease published, not applied: the raises wait. */
+  f[0].need_seq = 7;
+  f[0].tel.seq_applied = 6;
+  assert_int_equal(pfid_raises_wait(f, 3), 1);
+  /* n1 goes stale before it confirmed: it may never have applied the
+   * decrease, so the raises still wait (they did not before). */
+  f[0].stale = 1;
+  assert_int_equal(pfid_raises_wait(f, 3), 1);
+  /* Back, it reports sequence 7 applied and 300 W read back: they go. */
+  f[0].stale = 0;
+  f[0].tel.seq_applied = 7;
+  f[0].tel.gpu[0].cap_mw = f[0].tel.gpu[1].cap_mw = 300000;
+  assert_int_equal(pfid_raises_wait(f, 3), 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_confirmed),
+      cmocka_unit_test(test_stale_blocks),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
