@@ -10,10 +10,12 @@
  * converted at every sync from the fleet's current GPU power per node
  * (GET /v1/nodes) through the meter chain (include/pfi/meter.h). Each
  * resolved span becomes one pfid event named "oadr-<span start>-<hash>";
- * pfid runs, of the events in force, the one that started last, so a span
- * is posted to end `overlap_s` after the next one starts when they are
- * back to back: the fleet is never without a target in between, and caps
- * are never released between two intervals of one grid event.
+ * a span is posted to end `overlap_s` after the next one starts when they
+ * are back to back: the fleet is never without a target in between, and
+ * caps are never released between two intervals of one grid event. Of the
+ * events in force pfid runs the lowest target (in the overlap the lower of
+ * the two spans), and an agent that loses pfid holds its caps to the end
+ * of the whole stretch of booked spans (docs/fleet.md).
  */
 #ifndef PFI_BRIDGE_H
 #define PFI_BRIDGE_H
