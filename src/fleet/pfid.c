@@ -415,11 +415,31 @@ static void leadership(struct pfi_pfid *d) {
 /* ---- events -------------------------------------------------------------- */
 
 /* keys: the bucket's keys that start with "event.". */
+/* The events pfid keeps when the bucket holds more than PFID_MAX_EVENTS
+ * (keys are never deleted: a bridge books one event per interval, so a
+ * long program passes 64): those not yet over first, the soonest to start
+ * first, then the ones over, the most recently ended first. */
+static double ev_now; /* for the comparison; pfid's loop alone sorts */
+static int event_keep_cmp(const void *a, const void *b) {
+  const struct pfi_fleet_event *x = a, *y = b;
+  int xo = !x->cancelled && x->end_s > ev_now;
+  int yo = !y->cancelled && y->end_s > ev_now;
+  if (xo != yo)
+    return yo - xo;
+  if (xo)
+    return (x->start_s > y->start_s) - (x->start_s < y->start_s);
+  return (x->end_s < y->end_s) - (x->end_s > y->end_s);
+}
+
 static void load_events(struct pfi_pfid *d, char **keys, size_t nk) {
   struct pfi_error e;
-  struct pfi_fleet_event ev[PFID_MAX_EVENTS];
+  struct pfi_fleet_event *ev = calloc(nk ? nk : 1, sizeof *ev);
   size_t n = 0;
-  for (size_t i = 0; i < nk && n < PFID_MAX_EVENTS; i++) {
+  if (!ev) {
+    pfid_log(d, "events", "out of memory: the events are not re-read");
+    return;
+  }
+  for (size_t i = 0; i < nk; i++) {
     if (strncmp(keys[i], "event.", 6) != 0)
       continue;
     char *val = NULL;
@@ -429,10 +449,23 @@ static void load_events(struct pfi_pfid *d, char **keys, size_t nk) {
       n++;
     free(val);
   }
+  if (n > PFID_MAX_EVENTS) {
+    ev_now = pfid_wall();
+    qsort(ev, n, sizeof *ev, event_keep_cmp);
+    const struct pfi_fleet_event *x = &ev[PFID_MAX_EVENTS];
+    static size_t logged; /* once per count, not every period */
+    if (!x->cancelled && x->end_s > ev_now && logged != n && (logged = n))
+      pfid_log(d, "events",
+               "%zu events in the bucket, %d kept: events not yet over are "
+               "left out (the first starts at %.3f)",
+               n, PFID_MAX_EVENTS, x->start_s);
+    n = PFID_MAX_EVENTS;
+  }
   pthread_mutex_lock(&d->mu);
   memcpy(d->ev, ev, n * sizeof *ev);
   d->n_ev = n;
   pthread_mutex_unlock(&d->mu);
+  free(ev);
 }
 
 const double pfid_period_le[13] = {0.001, 0.0025, 0.005, 0.01, 0.025,
