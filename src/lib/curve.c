@@ -2,10 +2,13 @@
 #include "pfi/curve.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "pfi/csv.h"
 #include "pfi/fmt.h"
@@ -478,8 +481,440 @@ static const char *record_job(const struct pfi_csv *csv,
   return *buf;
 }
 
+/* What the reading of data rows needs beside the set and the CSV reader:
+ * the resolved columns, a job-name buffer and the hash of job names. */
+struct rows {
+  const struct colmap *cm; /* composite job columns (names already freed) */
+  int idx[PFI_COL__COUNT];
+  double num[PFI_COL__COUNT];
+  char *jbuf;
+  size_t jcap;
+  struct jobmap m;
+  /* Rows of one job usually follow each other, or (a telemetry export
+   * sorted by time) the jobs follow each other in the same order at every
+   * timestamp or cap: trying the last job's curve and the next one in
+   * order of first appearance skips the hash lookup, and its cache misses
+   * in a large table, for both layouts. */
+  long last;
+};
+
+static void rows_free(struct rows *r) {
+  free(r->m.slot);
+  free(r->jbuf);
+  free(r->m.hv);
+  r->m.slot = NULL;
+  r->jbuf = NULL;
+  r->m.hv = NULL;
+}
+
+/* Reads the data rows from csv's position to its end into set, in order.
+ * Returns 0 at the end of the input or the first row's error, as a
+ * negative code. */
+static int read_rows(struct rows *r, struct pfi_curveset *set,
+                     struct pfi_csv *csv, struct pfi_error *err) {
+  int rc;
+  while ((rc = pfi_csv_next(csv, err)) == 1) {
+    /* More fields than the header names means the columns are shifted
+     * (an unquoted comma in a job name, say): every value of the row would
+     * be read from the wrong column. */
+    if (csv->nf > csv->nheader) {
+      rc = pfi_error_setloc(err, PFI_EPARSE, csv->name,
+                            csv->fline[csv->nheader], csv->fcol[csv->nheader],
+                            "record has %zu fields, header has %zu", csv->nf,
+                            csv->nheader);
+      break;
+    }
+    int bad, oom;
+    size_t jlen = 0;
+    const char *job = record_job(csv, r->cm, r->idx[PFI_COL_JOB], &r->jbuf,
+                                 &r->jcap, &bad, &oom, &jlen);
+    if (oom) {
+      rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+      break;
+    }
+    if (!job) {
+      rc = pfi_error_setloc(err, PFI_EPARSE, csv->name, csv->rec_line,
+                            pfi_csv_field(csv, bad) ? csv->fcol[bad] : 1,
+                            "field 'job': empty");
+      break;
+    }
+    /* The curve of this row: the last one or the next in order, else the
+     * hash table's, whose slot is fetched from memory while the numbers
+     * are parsed (in a large table it is a cache miss). */
+    long ci = -1;
+    uint64_t hv = 0;
+    if (r->last >= 0 && strcmp(set->c[r->last].job, job) == 0)
+      ci = r->last;
+    else if (r->last >= 0 && (size_t)r->last + 1 < set->n &&
+             strcmp(set->c[r->last + 1].job, job) == 0)
+      ci = r->last + 1;
+    else {
+      hv = hash_str(job, jlen);
+#if defined(__GNUC__)
+      __builtin_prefetch(&r->m.slot[(size_t)hv & (r->m.cap - 1)]);
+#endif
+    }
+    struct pfi_point pt = {0};
+    pt.power_sd_w = -1;
+    pt.tokens_sd = -1;
+    pt.line = csv->rec_line;
+    static const char *const what[] = {NULL, "cap_w", "power_w",
+                                       "tokens_per_s"};
+    double *dst[] = {NULL, &pt.cap_w, &pt.power_w, &pt.tokens_per_s};
+    for (int k = PFI_COL_CAP_W; k <= PFI_COL_TOKENS_PER_S; k++) {
+      /* Plain decimals, nearly every field of a curves file, are read
+       * in place; anything else (and every error) by pfi_csv_double. */
+      const char *fs = pfi_csv_field(csv, r->idx[k]);
+      if (!fs || !pfi_scan_decimal_n(fs, csv->flen[r->idx[k]], dst[k])) {
+        rc = pfi_csv_double(csv, r->idx[k], what[k], dst[k], err);
+        if (rc < 0)
+          return rc;
+      }
+      if (r->num[k] > 0 && *dst[k] > 0) {
+        *dst[k] = r->num[k] / *dst[k]; /* K/COLUMN */
+        if (!isfinite(*dst[k]) || !(*dst[k] > 0)) {
+          rc = pfi_error_setloc(err, PFI_EPARSE, csv->name,
+                                csv->fline[r->idx[k]], csv->fcol[r->idx[k]],
+                                "field '%s': %g/%s is not a finite positive "
+                                "number",
+                                what[k], r->num[k],
+                                pfi_csv_field(csv, r->idx[k]));
+          return rc;
+        }
+      }
+      if (*dst[k] <= 0) {
+        rc = pfi_error_setloc(err, PFI_EPARSE, csv->name, csv->fline[r->idx[k]],
+                              csv->fcol[r->idx[k]],
+                              "field '%s': must be positive, got %g", what[k],
+                              *dst[k]);
+        return rc;
+      }
+    }
+    double gpus = 0;
+    const char *gs = pfi_csv_field(csv, r->idx[PFI_COL_GPUS]);
+    /* Like every optional column, gpus may be blank in a row: unknown. */
+    if (r->idx[PFI_COL_GPUS] >= 0 && gs && *gs) {
+      if (!pfi_scan_decimal_n(gs, csv->flen[r->idx[PFI_COL_GPUS]], &gpus) &&
+          (rc = pfi_csv_double(csv, r->idx[PFI_COL_GPUS], "gpus", &gpus, err)) <
+              0)
+        return rc;
+      if (gpus < 1 || gpus > 1e6 || gpus != (double)(long)gpus) {
+        rc = pfi_error_setloc(
+            err, PFI_EPARSE, csv->name, csv->fline[r->idx[PFI_COL_GPUS]],
+            csv->fcol[r->idx[PFI_COL_GPUS]],
+            "field 'gpus': must be a positive integer, got %g", gpus);
+        return rc;
+      }
+    }
+    static const char *const owhat[] = {"power_sd_w", "tokens_sd", "runs"};
+    double *odst[3];
+    double runs = 0;
+    odst[0] = &pt.power_sd_w;
+    odst[1] = &pt.tokens_sd;
+    odst[2] = &runs;
+    for (int k = 0; k < 3; k++) {
+      int ci = r->idx[PFI_COL_POWER_SD_W + k];
+      const char *s = pfi_csv_field(csv, ci);
+      if (ci < 0 || !s || !*s)
+        continue; /* optional and blank: unknown */
+      rc = pfi_csv_double(csv, ci, owhat[k], odst[k], err);
+      if (rc < 0)
+        return rc;
+      if (*odst[k] < 0) {
+        rc = pfi_error_setloc(
+            err, PFI_EPARSE, csv->name, csv->fline[ci], csv->fcol[ci],
+            "field '%s': must not be negative, got %g", owhat[k], *odst[k]);
+        return rc;
+      }
+    }
+    if (runs != floor(runs)) {
+      int ci = r->idx[PFI_COL_RUNS];
+      rc = pfi_error_setloc(err, PFI_EPARSE, csv->name, csv->fline[ci],
+                            csv->fcol[ci],
+                            "field 'runs': must be a whole number of runs, "
+                            "got %g",
+                            runs);
+      return rc;
+    }
+    pt.runs = runs > 1e9 ? 1000000000 : (int)runs;
+
+    size_t hslot = 0;
+    if (ci < 0)
+      ci = jobmap_get(&r->m, set, job, hv, &hslot);
+    struct pfi_curve *c;
+    if (ci < 0) {
+      if (set->n == r->m.hv_cap) {
+        size_t ncap = r->m.hv_cap ? 2 * r->m.hv_cap : 1024;
+        uint64_t *nh = realloc(r->m.hv, ncap * sizeof *nh);
+        if (!nh) {
+          rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+          return rc;
+        }
+        r->m.hv = nh;
+        r->m.hv_cap = ncap;
+      }
+      r->m.hv[set->n] = hv;
+      if ((set->n + 1) * 2 > r->m.cap) {
+        if (jobmap_grow(&r->m, set) < 0) {
+          rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+          return rc;
+        }
+        (void)jobmap_get(&r->m, set, job, hv, &hslot);
+      }
+      c = new_curve(set, job, jlen, err);
+      if (!c) {
+        rc = PFI_ENOMEM;
+        return rc;
+      }
+      c->first_line = pt.line;
+      c->gpus = (int)gpus;
+      r->m.slot[hslot].idx1 = (uint32_t)set->n;
+      r->m.slot[hslot].tag = (uint32_t)(hv >> 32);
+    } else {
+      c = &set->c[ci];
+    }
+    r->last = (long)(c - set->c);
+    if (gpus > 0 && c->gpus > 0 && c->gpus != (int)gpus) {
+      rc = pfi_error_setloc(err, PFI_EPARSE, csv->name,
+                            csv->fline[r->idx[PFI_COL_GPUS]],
+                            csv->fcol[r->idx[PFI_COL_GPUS]],
+                            "field 'gpus': job '%s' has %d GPUs on an earlier "
+                            "row but %g here",
+                            job, c->gpus, gpus);
+      return rc;
+    }
+    if (gpus > 0 && c->gpus == 0)
+      c->gpus = (int)gpus; /* the first row that says */
+    rc = curve_insert(c, &pt, err);
+    if (rc == 1) {
+      rc = pfi_error_setloc(
+          err, PFI_EPARSE, csv->name, csv->fline[r->idx[PFI_COL_CAP_W]],
+          csv->fcol[r->idx[PFI_COL_CAP_W]],
+          "field 'cap_w': duplicate cap %g W for job '%s'", pt.cap_w, job);
+      return rc;
+    }
+    if (rc < 0)
+      return rc;
+  }
+  return rc < 0 ? rc : 0;
+}
+
+/* ---- reading on two threads ---- */
+
+/* The number of threads to read csv's data rows with: `threads` when
+ * given (1 or 2), else one. (Two do not pay yet on a file whose rows are
+ * grouped by cap: each half creates every job's curve, the dearest part
+ * of the reading, and the join costs more than the halves save.) */
+static int threads_for(const struct pfi_csv *csv, int threads) {
+  (void)csv;
+  if (threads > 0)
+    return threads >= 2 ? 2 : 1;
+  return 1;
+}
+
+/* The second half of the input, read by a thread of its own from a copy
+ * of its bytes into a set of its own (line numbers counted from 1 at the
+ * split). The original bytes stay as they were, so that the rows can be
+ * read again after the first half, one thread as always, whenever the
+ * halves cannot simply be joined. */
+struct half {
+  struct rows r;
+  struct pfi_csv csv;
+  struct pfi_curveset set;
+  struct pfi_error err;
+  const char *src; /* csv's bytes from the split on (read only) */
+  size_t len;
+  int rc;
+};
+
+static void *half_main(void *arg) {
+  struct half *h = arg;
+  h->csv.buf = malloc(h->len + 1);
+  if (!h->csv.buf) {
+    h->rc = PFI_ENOMEM;
+    return NULL;
+  }
+#if defined(MADV_HUGEPAGE)
+  {
+    const uintptr_t H = (uintptr_t)1 << 21;
+    uintptr_t a = ((uintptr_t)h->csv.buf + H - 1) & ~(H - 1),
+              b = ((uintptr_t)h->csv.buf + h->len) & ~(H - 1);
+    if (h->len >= 4 * H && b > a)
+      (void)madvise((void *)a, b - a, MADV_HUGEPAGE);
+  }
+#endif
+  memcpy(h->csv.buf, h->src, h->len);
+  h->csv.buf[h->len] = '\0';
+  h->csv.len = h->len;
+  h->csv.line = 1;
+  h->rc = jobmap_grow(&h->r.m, &h->set) < 0
+              ? PFI_ENOMEM
+              : read_rows(&h->r, &h->set, &h->csv, &h->err);
+  free(h->csv.buf);
+  h->csv.buf = NULL;
+  return NULL;
+}
+
+static void half_free(struct half *h) {
+  rows_free(&h->r);
+  free(h->csv.f);
+  free(h->csv.fline);
+  free(h->csv.fcol);
+  free(h->csv.flen);
+  free(h->csv.buf);
+  for (size_t i = 0; i < h->set.n; i++) {
+    free(h->set.c[i].job);
+    free(h->set.c[i].pts);
+  }
+  free(h->set.c);
+}
+
+/* Whether the sorted caps of a and b share one. */
+static int caps_meet(const struct pfi_curve *a, const struct pfi_curve *b) {
+  size_t i = 0, j = 0;
+  while (i < a->n && j < b->n) {
+    if (a->pts[i].cap_w < b->pts[j].cap_w)
+      i++;
+    else if (a->pts[i].cap_w > b->pts[j].cap_w)
+      j++;
+    else
+      return 1;
+  }
+  return 0;
+}
+
+/*
+ * Joins the second half h into set, read from the first: the first half's
+ * jobs keep their order and gain the second half's points; the jobs new in
+ * the second half follow in their order of first appearance, which is the
+ * set one thread builds. Returns 1 when the halves cannot be joined so (a
+ * job's cap in both halves, or its GPU count differing between them: rows
+ * one thread would refuse, with a message only it can give), 0 when joined,
+ * or PFI_ENOMEM. `base` is added to the second half's line numbers.
+ */
+static int join_halves(struct rows *r, struct pfi_curveset *set, struct half *h,
+                       long base, struct pfi_error *err) {
+  size_t n2 = h->set.n, nnew = 0;
+  long *into = malloc((n2 ? n2 : 1) * sizeof *into);
+  if (!into)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  long prev = -1;
+  int rc = 0;
+  for (size_t j = 0; j < n2; j++) {
+    const struct pfi_curve *b = &h->set.c[j];
+    long i;
+    size_t slot;
+    /* The second half's jobs mostly come in the first half's order. */
+    if (prev >= 0 && (size_t)prev + 1 < set->n &&
+        strcmp(set->c[prev + 1].job, b->job) == 0)
+      i = prev + 1;
+    else
+      i = jobmap_get(&r->m, set, b->job, h->r.m.hv[j], &slot);
+    into[j] = i;
+    if (i < 0) {
+      nnew++;
+      continue;
+    }
+    prev = i;
+    const struct pfi_curve *a = &set->c[i];
+    if ((a->gpus > 0 && b->gpus > 0 && a->gpus != b->gpus) || caps_meet(a, b)) {
+      rc = 1;
+      goto out;
+    }
+  }
+  if (set->n + nnew > set->cap) {
+    size_t ncap = set->n + nnew;
+    struct pfi_curve *nc = realloc(set->c, ncap * sizeof *nc);
+    if (!nc) {
+      rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+      goto out;
+    }
+    set->c = nc;
+    set->cap = ncap;
+  }
+  for (size_t j = 0; j < n2; j++) {
+    struct pfi_curve *b = &h->set.c[j];
+    for (size_t k = 0; k < b->n; k++)
+      b->pts[k].line += base;
+    if (into[j] < 0) {
+      b->first_line += base;
+      set->c[set->n++] = *b;
+      b->job = NULL;
+      b->pts = NULL;
+      continue;
+    }
+    struct pfi_curve *a = &set->c[into[j]];
+    for (size_t k = 0; k < b->n; k++)
+      if ((rc = curve_insert(a, &b->pts[k], err)) < 0)
+        goto out;
+    if (a->gpus == 0)
+      a->gpus = b->gpus;
+  }
+out:
+  free(into);
+  return rc;
+}
+
+/*
+ * Reads csv's data rows on two threads, with the result and every error
+ * (message, file, line, column) one thread gives: this thread reads up to
+ * a line end near the middle, another the rest from a copy of its bytes.
+ * A first half with a quote is read on one thread (a quoted field may
+ * hold the line end), and so are the rest's rows, from the untouched
+ * bytes, after the first half's, when the second thread failed or the
+ * halves cannot be joined.
+ */
+static int read_rows_2(struct rows *r, struct pfi_curveset *set,
+                       struct pfi_csv *csv, struct pfi_error *err) {
+  size_t pos = csv->pos, len = csv->len;
+  const char *mid = len - pos >= 2 ? memchr(csv->buf + pos + (len - pos) / 2,
+                                            '\n', len - pos - (len - pos) / 2)
+                                   : NULL;
+  size_t split = mid ? (size_t)(mid - csv->buf) + 1 : len;
+  if (split >= len || memchr(csv->buf + pos, '"', split - pos))
+    return read_rows(r, set, csv, err);
+  struct half *h = calloc(1, sizeof *h);
+  if (!h)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  h->r.cm = r->cm;
+  memcpy(h->r.idx, r->idx, sizeof h->r.idx);
+  memcpy(h->r.num, r->num, sizeof h->r.num);
+  h->r.last = -1;
+  h->csv.name = csv->name;
+  h->csv.nheader = csv->nheader;
+  h->csv.header = csv->header;
+  h->src = csv->buf + split;
+  h->len = len - split;
+  pthread_t th;
+  if (pthread_create(&th, NULL, half_main, h) != 0) {
+    free(h);
+    return read_rows(r, set, csv, err);
+  }
+  /* Without a quote in it, the first half ends at the split, where its
+   * last record ends: the reader sees no byte beyond it. */
+  csv->len = split;
+  int rc = read_rows(r, set, csv, err);
+  csv->len = len;
+  pthread_join(th, NULL);
+  if (rc == 0 && csv->pos != split)
+    rc = pfi_error_set(err, PFI_ESTATE,
+                       "two-thread read: split at %zu, "
+                       "first half ended at %zu",
+                       split, csv->pos);
+  if (rc == 0) {
+    int j = h->rc < 0 ? 1 : join_halves(r, set, h, csv->line - 1, err);
+    if (j < 0)
+      rc = j;
+    else if (j == 1)
+      rc = read_rows(r, set, csv, err);
+  }
+  half_free(h);
+  free(h);
+  return rc;
+}
+
 static int read_csv(struct pfi_curveset *set, struct pfi_csv *csv,
-                    const char *map, struct pfi_error *err) {
+                    const char *map, int threads, struct pfi_error *err) {
   struct colmap cm;
   char **names = cm.name;
   int idx[PFI_COL__COUNT];
@@ -532,202 +967,21 @@ static int read_csv(struct pfi_curveset *set, struct pfi_csv *csv,
     if (!set->unit || !set->source)
       rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
   }
-  double num[PFI_COL__COUNT];
-  memcpy(num, cm.num, sizeof num);
+  struct rows r;
+  memset(&r, 0, sizeof r);
+  r.cm = &cm;
+  memcpy(r.idx, idx, sizeof r.idx);
+  memcpy(r.num, cm.num, sizeof r.num);
+  r.last = -1;
   colmap_free(&cm);
   if (rc < 0)
     return rc;
-  char *jbuf = NULL;
-  size_t jcap = 0;
-  struct jobmap m = {0, NULL, NULL, 0};
-  /* Rows of one job usually follow each other, or (a telemetry export
-   * sorted by time) the jobs follow each other in the same order at every
-   * timestamp or cap: trying the last job's curve and the next one in
-   * order of first appearance skips the hash lookup, and its cache misses
-   * in a large table, for both layouts. */
-  long last = -1;
-  if (jobmap_grow(&m, set) < 0)
+  if (jobmap_grow(&r.m, set) < 0)
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
-  while ((rc = pfi_csv_next(csv, err)) == 1) {
-    /* More fields than the header names means the columns are shifted
-     * (an unquoted comma in a job name, say): every value of the row would
-     * be read from the wrong column. */
-    if (csv->nf > csv->nheader) {
-      rc = pfi_error_setloc(err, PFI_EPARSE, csv->name,
-                            csv->fline[csv->nheader], csv->fcol[csv->nheader],
-                            "record has %zu fields, header has %zu", csv->nf,
-                            csv->nheader);
-      break;
-    }
-    int bad, oom;
-    size_t jlen = 0;
-    const char *job =
-        record_job(csv, &cm, idx[PFI_COL_JOB], &jbuf, &jcap, &bad, &oom, &jlen);
-    if (oom) {
-      rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
-      break;
-    }
-    if (!job) {
-      rc = pfi_error_setloc(err, PFI_EPARSE, csv->name, csv->rec_line,
-                            pfi_csv_field(csv, bad) ? csv->fcol[bad] : 1,
-                            "field 'job': empty");
-      break;
-    }
-    /* The curve of this row: the last one or the next in order, else the
-     * hash table's, whose slot is fetched from memory while the numbers
-     * are parsed (in a large table it is a cache miss). */
-    long ci = -1;
-    uint64_t hv = 0;
-    if (last >= 0 && strcmp(set->c[last].job, job) == 0)
-      ci = last;
-    else if (last >= 0 && (size_t)last + 1 < set->n &&
-             strcmp(set->c[last + 1].job, job) == 0)
-      ci = last + 1;
-    else {
-      hv = hash_str(job, jlen);
-#if defined(__GNUC__)
-      __builtin_prefetch(&m.slot[(size_t)hv & (m.cap - 1)]);
-#endif
-    }
-    struct pfi_point pt = {0};
-    pt.power_sd_w = -1;
-    pt.tokens_sd = -1;
-    pt.line = csv->rec_line;
-    static const char *const what[] = {NULL, "cap_w", "power_w",
-                                       "tokens_per_s"};
-    double *dst[] = {NULL, &pt.cap_w, &pt.power_w, &pt.tokens_per_s};
-    for (int k = PFI_COL_CAP_W; k <= PFI_COL_TOKENS_PER_S; k++) {
-      /* Plain decimals, nearly every field of a curves file, are read
-       * in place; anything else (and every error) by pfi_csv_double. */
-      const char *fs = pfi_csv_field(csv, idx[k]);
-      if (!fs || !pfi_scan_decimal_n(fs, csv->flen[idx[k]], dst[k])) {
-        rc = pfi_csv_double(csv, idx[k], what[k], dst[k], err);
-        if (rc < 0)
-          goto out;
-      }
-      if (num[k] > 0 && *dst[k] > 0) {
-        *dst[k] = num[k] / *dst[k]; /* K/COLUMN */
-        if (!isfinite(*dst[k]) || !(*dst[k] > 0)) {
-          rc = pfi_error_setloc(err, PFI_EPARSE, csv->name, csv->fline[idx[k]],
-                                csv->fcol[idx[k]],
-                                "field '%s': %g/%s is not a finite positive "
-                                "number",
-                                what[k], num[k], pfi_csv_field(csv, idx[k]));
-          goto out;
-        }
-      }
-      if (*dst[k] <= 0) {
-        rc = pfi_error_setloc(
-            err, PFI_EPARSE, csv->name, csv->fline[idx[k]], csv->fcol[idx[k]],
-            "field '%s': must be positive, got %g", what[k], *dst[k]);
-        goto out;
-      }
-    }
-    double gpus = 0;
-    const char *gs = pfi_csv_field(csv, idx[PFI_COL_GPUS]);
-    /* Like every optional column, gpus may be blank in a row: unknown. */
-    if (idx[PFI_COL_GPUS] >= 0 && gs && *gs) {
-      if (!pfi_scan_decimal_n(gs, csv->flen[idx[PFI_COL_GPUS]], &gpus) &&
-          (rc = pfi_csv_double(csv, idx[PFI_COL_GPUS], "gpus", &gpus, err)) < 0)
-        goto out;
-      if (gpus < 1 || gpus > 1e6 || gpus != (double)(long)gpus) {
-        rc = pfi_error_setloc(
-            err, PFI_EPARSE, csv->name, csv->fline[idx[PFI_COL_GPUS]],
-            csv->fcol[idx[PFI_COL_GPUS]],
-            "field 'gpus': must be a positive integer, got %g", gpus);
-        goto out;
-      }
-    }
-    static const char *const owhat[] = {"power_sd_w", "tokens_sd", "runs"};
-    double *odst[3];
-    double runs = 0;
-    odst[0] = &pt.power_sd_w;
-    odst[1] = &pt.tokens_sd;
-    odst[2] = &runs;
-    for (int k = 0; k < 3; k++) {
-      int ci = idx[PFI_COL_POWER_SD_W + k];
-      const char *s = pfi_csv_field(csv, ci);
-      if (ci < 0 || !s || !*s)
-        continue; /* optional and blank: unknown */
-      rc = pfi_csv_double(csv, ci, owhat[k], odst[k], err);
-      if (rc < 0)
-        goto out;
-      if (*odst[k] < 0) {
-        rc = pfi_error_setloc(
-            err, PFI_EPARSE, csv->name, csv->fline[ci], csv->fcol[ci],
-            "field '%s': must not be negative, got %g", owhat[k], *odst[k]);
-        goto out;
-      }
-    }
-    if (runs != floor(runs)) {
-      int ci = idx[PFI_COL_RUNS];
-      rc = pfi_error_setloc(err, PFI_EPARSE, csv->name, csv->fline[ci],
-                            csv->fcol[ci],
-                            "field 'runs': must be a whole number of runs, "
-                            "got %g",
-                            runs);
-      goto out;
-    }
-    pt.runs = runs > 1e9 ? 1000000000 : (int)runs;
-
-    size_t hslot = 0;
-    if (ci < 0)
-      ci = jobmap_get(&m, set, job, hv, &hslot);
-    struct pfi_curve *c;
-    if (ci < 0) {
-      if (set->n == m.hv_cap) {
-        size_t ncap = m.hv_cap ? 2 * m.hv_cap : 1024;
-        uint64_t *nh = realloc(m.hv, ncap * sizeof *nh);
-        if (!nh) {
-          rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
-          goto out;
-        }
-        m.hv = nh;
-        m.hv_cap = ncap;
-      }
-      m.hv[set->n] = hv;
-      if ((set->n + 1) * 2 > m.cap) {
-        if (jobmap_grow(&m, set) < 0) {
-          rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
-          goto out;
-        }
-        (void)jobmap_get(&m, set, job, hv, &hslot);
-      }
-      c = new_curve(set, job, jlen, err);
-      if (!c) {
-        rc = PFI_ENOMEM;
-        goto out;
-      }
-      c->first_line = pt.line;
-      c->gpus = (int)gpus;
-      m.slot[hslot].idx1 = (uint32_t)set->n;
-      m.slot[hslot].tag = (uint32_t)(hv >> 32);
-    } else {
-      c = &set->c[ci];
-    }
-    last = (long)(c - set->c);
-    if (gpus > 0 && c->gpus > 0 && c->gpus != (int)gpus) {
-      rc = pfi_error_setloc(err, PFI_EPARSE, csv->name,
-                            csv->fline[idx[PFI_COL_GPUS]],
-                            csv->fcol[idx[PFI_COL_GPUS]],
-                            "field 'gpus': job '%s' has %d GPUs on an earlier "
-                            "row but %g here",
-                            job, c->gpus, gpus);
-      goto out;
-    }
-    if (gpus > 0 && c->gpus == 0)
-      c->gpus = (int)gpus; /* the first row that says */
-    rc = curve_insert(c, &pt, err);
-    if (rc == 1) {
-      rc = pfi_error_setloc(
-          err, PFI_EPARSE, csv->name, csv->fline[idx[PFI_COL_CAP_W]],
-          csv->fcol[idx[PFI_COL_CAP_W]],
-          "field 'cap_w': duplicate cap %g W for job '%s'", pt.cap_w, job);
-      goto out;
-    }
-    if (rc < 0)
-      goto out;
-  }
+  if (threads_for(csv, threads) >= 2)
+    rc = read_rows_2(&r, set, csv, err);
+  else
+    rc = read_rows(&r, set, csv, err);
   if (rc < 0)
     goto out;
   rc = 0;
@@ -741,20 +995,39 @@ static int read_csv(struct pfi_curveset *set, struct pfi_csv *csv,
   if (rc == 0 && set->n == 0)
     rc = pfi_error_setloc(err, PFI_EPARSE, csv->name, 2, 1, "no data rows");
 out:
-  free(m.slot);
-  free(jbuf);
-  free(m.hv);
+  rows_free(&r);
   return rc;
 }
 
-int pfi_curveset_read(struct pfi_curveset *set, const char *path,
-                      const char *map, struct pfi_error *err) {
+int pfi_curveset_read_threads(struct pfi_curveset *set, const char *path,
+                              const char *map, int threads,
+                              struct pfi_error *err) {
   struct pfi_csv csv;
   pfi_curveset_init(set);
   int rc = pfi_csv_open(&csv, path, err);
   if (rc < 0)
     return rc;
-  rc = read_csv(set, &csv, map, err);
+  rc = read_csv(set, &csv, map, threads, err);
+  pfi_csv_close(&csv);
+  if (rc < 0)
+    pfi_curveset_release(set);
+  return rc;
+}
+
+int pfi_curveset_read(struct pfi_curveset *set, const char *path,
+                      const char *map, struct pfi_error *err) {
+  return pfi_curveset_read_threads(set, path, map, 0, err);
+}
+
+int pfi_curveset_read_mem_threads(struct pfi_curveset *set, const char *name,
+                                  const char *data, size_t len, const char *map,
+                                  int threads, struct pfi_error *err) {
+  struct pfi_csv csv;
+  pfi_curveset_init(set);
+  int rc = pfi_csv_open_mem(&csv, name, data, len, err);
+  if (rc < 0)
+    return rc;
+  rc = read_csv(set, &csv, map, threads, err);
   pfi_csv_close(&csv);
   if (rc < 0)
     pfi_curveset_release(set);
@@ -764,16 +1037,7 @@ int pfi_curveset_read(struct pfi_curveset *set, const char *path,
 int pfi_curveset_read_mem(struct pfi_curveset *set, const char *name,
                           const char *data, size_t len, const char *map,
                           struct pfi_error *err) {
-  struct pfi_csv csv;
-  pfi_curveset_init(set);
-  int rc = pfi_csv_open_mem(&csv, name, data, len, err);
-  if (rc < 0)
-    return rc;
-  rc = read_csv(set, &csv, map, err);
-  pfi_csv_close(&csv);
-  if (rc < 0)
-    pfi_curveset_release(set);
-  return rc;
+  return pfi_curveset_read_mem_threads(set, name, data, len, map, 0, err);
 }
 
 /* Whether point a comes before point b in the order by power, ties in cap
