@@ -25,12 +25,70 @@ void pfi_curveset_init(struct pfi_curveset *set) {
   memset(set, 0, sizeof *set);
 }
 
+/* ---- the pool of a set read from a file ---- */
+
+/* Blocks, newest first, from which a read set's job names and first point
+ * arrays are cut: two allocations per job, and their memory faulted in a
+ * 4 KiB page at a time, cost more than the rest of reading a large file's
+ * new job. Blocks double up to 64 MiB; large ones are advised to huge
+ * pages, as pfi_read_file's buffer is. Nothing is freed before the set. */
+struct pool_block {
+  struct pool_block *next;
+  size_t used, cap;
+  /* cap bytes follow, 16-byte aligned */
+  _Alignas(16) unsigned char data[];
+};
+
+static void *pool_alloc(struct pfi_curveset *set, size_t n) {
+  struct pool_block *b = set->pool;
+  n = (n + 15) & ~(size_t)15;
+  if (!b || b->cap - b->used < n) {
+    size_t cap = b ? b->cap * 2 : (size_t)1 << 20;
+    if (cap > (size_t)64 << 20)
+      cap = (size_t)64 << 20;
+    if (cap < n)
+      cap = n;
+    struct pool_block *nb = malloc(sizeof *nb + cap);
+    if (!nb)
+      return NULL;
+#if defined(MADV_HUGEPAGE)
+    const uintptr_t H = (uintptr_t)1 << 21;
+    uintptr_t lo = ((uintptr_t)nb->data + H - 1) & ~(H - 1),
+              hi = ((uintptr_t)nb->data + cap) & ~(H - 1);
+    if (cap >= 4 * H && hi > lo)
+      (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+#endif
+    nb->next = b;
+    nb->used = 0;
+    nb->cap = cap;
+    set->pool = b = nb;
+  }
+  void *p = b->data + b->used;
+  b->used += n;
+  return p;
+}
+
+/* Whether p lies in one of set's pool blocks (then it is not freed). */
+static int in_pool(const struct pfi_curveset *set, const void *p) {
+  for (const struct pool_block *b = set->pool; b; b = b->next)
+    if ((const unsigned char *)p >= b->data &&
+        (const unsigned char *)p < b->data + b->cap)
+      return 1;
+  return 0;
+}
+
 void pfi_curveset_release(struct pfi_curveset *set) {
   if (!set)
     return;
   for (size_t i = 0; i < set->n; i++) {
-    free(set->c[i].job);
-    free(set->c[i].pts);
+    if (!set->pool || !in_pool(set, set->c[i].job))
+      free(set->c[i].job);
+    if (!set->pool || !in_pool(set, set->c[i].pts))
+      free(set->c[i].pts);
+  }
+  for (struct pool_block *b = set->pool, *nx; b; b = nx) {
+    nx = b->next;
+    free(b);
   }
   free(set->c);
   free(set->source);
@@ -46,8 +104,11 @@ struct pfi_curve *pfi_curveset_find(const struct pfi_curveset *set,
   return NULL;
 }
 
+/* A new curve for job (len bytes) at the end of set; its name and room
+ * for six points cut from set's pool when `pooled`. */
 static struct pfi_curve *new_curve(struct pfi_curveset *set, const char *job,
-                                   size_t len, struct pfi_error *err) {
+                                   size_t len, int pooled,
+                                   struct pfi_error *err) {
   if (set->n == set->cap) {
     size_t ncap = set->cap ? set->cap * 2 : 16;
     struct pfi_curve *nc = realloc(set->c, ncap * sizeof *nc);
@@ -60,9 +121,17 @@ static struct pfi_curve *new_curve(struct pfi_curveset *set, const char *job,
   }
   struct pfi_curve *c = &set->c[set->n];
   memset(c, 0, sizeof *c);
-  c->job = malloc(len + 1);
+  c->job = pooled ? pool_alloc(set, len + 1) : malloc(len + 1);
   if (c->job)
     memcpy(c->job, job, len + 1);
+  if (c->job && pooled) {
+    c->pts = pool_alloc(set, 6 * sizeof *c->pts);
+    if (!c->pts) {
+      pfi_error_set(err, PFI_ENOMEM, "out of memory");
+      return NULL;
+    }
+    c->cap = 6;
+  }
   if (!c->job) {
     pfi_error_set(err, PFI_ENOMEM, "out of memory");
     return NULL;
@@ -72,14 +141,22 @@ static struct pfi_curve *new_curve(struct pfi_curveset *set, const char *job,
 }
 
 /* Inserts keeping caps ascending. Returns 1 on a duplicate cap. */
-static int curve_insert(struct pfi_curve *c, const struct pfi_point *pt,
-                        struct pfi_error *err) {
+static int curve_insert(const struct pfi_curveset *set, struct pfi_curve *c,
+                        const struct pfi_point *pt, struct pfi_error *err) {
   if (c->n == c->cap) {
     /* Room for six points first: measured grids have four to six caps
      * (200-700 W in steps of 100 on an H200), and a large file holds
      * hundreds of thousands of curves. */
     size_t ncap = c->cap ? c->cap * 2 : 6;
-    struct pfi_point *np = realloc(c->pts, ncap * sizeof *np);
+    struct pfi_point *np;
+    if (set->pool && c->pts && in_pool(set, c->pts)) {
+      /* Out of the pool's room: the points move to an allocation. */
+      np = malloc(ncap * sizeof *np);
+      if (np)
+        memcpy(np, c->pts, c->n * sizeof *np);
+    } else {
+      np = realloc(c->pts, ncap * sizeof *np);
+    }
     if (!np)
       return pfi_error_set(err, PFI_ENOMEM, "out of memory");
     c->pts = np;
@@ -100,12 +177,12 @@ int pfi_curveset_add(struct pfi_curveset *set, const char *job,
                      const struct pfi_point *pt, struct pfi_error *err) {
   struct pfi_curve *c = pfi_curveset_find(set, job);
   if (!c) {
-    c = new_curve(set, job, strlen(job), err);
+    c = new_curve(set, job, strlen(job), 0, err);
     if (!c)
       return PFI_ENOMEM;
     c->first_line = pt->line;
   }
-  int rc = curve_insert(c, pt, err);
+  int rc = curve_insert(set, c, pt, err);
   if (rc == 1)
     return pfi_error_set(err, PFI_EINVAL, "job '%s': duplicate cap %g W", job,
                          pt->cap_w);
@@ -481,6 +558,45 @@ static const char *record_job(const struct pfi_csv *csv,
   return *buf;
 }
 
+/* Rows the second of two threads read, for the first to join: each
+ * row's point (its line counted from the second half's first), its job
+ * name (an offset in the second half's bytes), and where its reading
+ * began (the end of the row before), to read on from there in one thread
+ * when the join cannot take the row. */
+struct rowrec {
+  struct pfi_point pt;
+  uint32_t joff, jlen; /* job name in the second half's bytes */
+  uint32_t at;         /* offset where the row's reading began */
+  uint32_t skip;       /* pt.line minus the line there (blank lines) */
+  int gpus;
+};
+
+struct rowbuf {
+  struct rowrec *r;
+  size_t n, cap;
+};
+
+static int rowbuf_push(struct rowbuf *b, const struct pfi_csv *csv,
+                       const char *job, size_t jlen, const struct pfi_point *pt,
+                       double gpus, size_t at, long at_line) {
+  if (b->n == b->cap) {
+    size_t ncap = b->cap ? 2 * b->cap : 4096;
+    struct rowrec *nr = realloc(b->r, ncap * sizeof *nr);
+    if (!nr)
+      return PFI_ENOMEM;
+    b->r = nr;
+    b->cap = ncap;
+  }
+  struct rowrec *x = &b->r[b->n++];
+  x->pt = *pt;
+  x->joff = (uint32_t)(job - csv->buf);
+  x->jlen = (uint32_t)jlen;
+  x->at = (uint32_t)at;
+  x->skip = (uint32_t)(pt->line - at_line);
+  x->gpus = (int)gpus;
+  return 0;
+}
+
 /* What the reading of data rows needs beside the set and the CSV reader:
  * the resolved columns, a job-name buffer and the hash of job names. */
 struct rows {
@@ -496,6 +612,9 @@ struct rows {
    * order of first appearance skips the hash lookup, and its cache misses
    * in a large table, for both layouts. */
   long last;
+  struct rowbuf *out; /* the second of two threads: rows kept, not joined */
+  size_t at;          /* where the reading of the current row began */
+  long at_line;       /* the line there */
 };
 
 static void rows_free(struct rows *r) {
@@ -510,10 +629,60 @@ static void rows_free(struct rows *r) {
 /* Reads the data rows from csv's position to its end into set, in order.
  * Returns 0 at the end of the input or the first row's error, as a
  * negative code. */
+/* Puts a row's point into its job's curve: curve index ci, or -1 to look
+ * it up by the name's hash hv (a new job gets a curve). Returns 0, 1 when
+ * the job has another GPU count on an earlier row, 2 when it has the cap
+ * already (r->last is then the job's curve), or PFI_ENOMEM. */
+static int row_apply(struct rows *r, struct pfi_curveset *set, long ci,
+                     const char *job, size_t jlen, uint64_t hv,
+                     const struct pfi_point *pt, double gpus,
+                     struct pfi_error *err) {
+  size_t hslot = 0;
+  if (ci < 0)
+    ci = jobmap_get(&r->m, set, job, hv, &hslot);
+  struct pfi_curve *c;
+  if (ci < 0) {
+    if (set->n == r->m.hv_cap) {
+      size_t ncap = r->m.hv_cap ? 2 * r->m.hv_cap : 1024;
+      uint64_t *nh = realloc(r->m.hv, ncap * sizeof *nh);
+      if (!nh)
+        return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+      r->m.hv = nh;
+      r->m.hv_cap = ncap;
+    }
+    r->m.hv[set->n] = hv;
+    if ((set->n + 1) * 2 > r->m.cap) {
+      if (jobmap_grow(&r->m, set) < 0)
+        return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+      (void)jobmap_get(&r->m, set, job, hv, &hslot);
+    }
+    c = new_curve(set, job, jlen, 1, err);
+    if (!c)
+      return PFI_ENOMEM;
+    c->first_line = pt->line;
+    c->gpus = (int)gpus;
+    r->m.slot[hslot].idx1 = (uint32_t)set->n;
+    r->m.slot[hslot].tag = (uint32_t)(hv >> 32);
+  } else {
+    c = &set->c[ci];
+  }
+  r->last = (long)(c - set->c);
+  if (gpus > 0 && c->gpus > 0 && c->gpus != (int)gpus)
+    return 1;
+  if (gpus > 0 && c->gpus == 0)
+    c->gpus = (int)gpus; /* the first row that says */
+  int rc = curve_insert(set, c, pt, err);
+  return rc == 1 ? 2 : rc;
+}
+
 static int read_rows(struct rows *r, struct pfi_curveset *set,
                      struct pfi_csv *csv, struct pfi_error *err) {
   int rc;
-  while ((rc = pfi_csv_next(csv, err)) == 1) {
+  for (;;) {
+    r->at = csv->pos;
+    r->at_line = csv->line;
+    if ((rc = pfi_csv_next(csv, err)) != 1)
+      break;
     /* More fields than the header names means the columns are shifted
      * (an unquoted comma in a job name, say): every value of the row would
      * be read from the wrong column. */
@@ -543,7 +712,9 @@ static int read_rows(struct rows *r, struct pfi_curveset *set,
      * are parsed (in a large table it is a cache miss). */
     long ci = -1;
     uint64_t hv = 0;
-    if (r->last >= 0 && strcmp(set->c[r->last].job, job) == 0)
+    if (r->out)
+      ; /* kept for the join, which finds the curve */
+    else if (r->last >= 0 && strcmp(set->c[r->last].job, job) == 0)
       ci = r->last;
     else if (r->last >= 0 && (size_t)r->last + 1 < set->n &&
              strcmp(set->c[r->last + 1].job, job) == 0)
@@ -638,55 +809,26 @@ static int read_rows(struct rows *r, struct pfi_curveset *set,
     }
     pt.runs = runs > 1e9 ? 1000000000 : (int)runs;
 
-    size_t hslot = 0;
-    if (ci < 0)
-      ci = jobmap_get(&r->m, set, job, hv, &hslot);
-    struct pfi_curve *c;
-    if (ci < 0) {
-      if (set->n == r->m.hv_cap) {
-        size_t ncap = r->m.hv_cap ? 2 * r->m.hv_cap : 1024;
-        uint64_t *nh = realloc(r->m.hv, ncap * sizeof *nh);
-        if (!nh) {
-          rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
-          return rc;
-        }
-        r->m.hv = nh;
-        r->m.hv_cap = ncap;
+    if (r->out) {
+      /* The second thread keeps the row for the first to join. */
+      if (rowbuf_push(r->out, csv, job, jlen, &pt, gpus, r->at, r->at_line) <
+          0) {
+        rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+        break;
       }
-      r->m.hv[set->n] = hv;
-      if ((set->n + 1) * 2 > r->m.cap) {
-        if (jobmap_grow(&r->m, set) < 0) {
-          rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
-          return rc;
-        }
-        (void)jobmap_get(&r->m, set, job, hv, &hslot);
-      }
-      c = new_curve(set, job, jlen, err);
-      if (!c) {
-        rc = PFI_ENOMEM;
-        return rc;
-      }
-      c->first_line = pt.line;
-      c->gpus = (int)gpus;
-      r->m.slot[hslot].idx1 = (uint32_t)set->n;
-      r->m.slot[hslot].tag = (uint32_t)(hv >> 32);
-    } else {
-      c = &set->c[ci];
+      continue;
     }
-    r->last = (long)(c - set->c);
-    if (gpus > 0 && c->gpus > 0 && c->gpus != (int)gpus) {
+    rc = row_apply(r, set, ci, job, jlen, hv, &pt, gpus, err);
+    if (rc == 1) {
       rc = pfi_error_setloc(err, PFI_EPARSE, csv->name,
                             csv->fline[r->idx[PFI_COL_GPUS]],
                             csv->fcol[r->idx[PFI_COL_GPUS]],
                             "field 'gpus': job '%s' has %d GPUs on an earlier "
                             "row but %g here",
-                            job, c->gpus, gpus);
+                            job, set->c[r->last].gpus, gpus);
       return rc;
     }
-    if (gpus > 0 && c->gpus == 0)
-      c->gpus = (int)gpus; /* the first row that says */
-    rc = curve_insert(c, &pt, err);
-    if (rc == 1) {
+    if (rc == 2) {
       rc = pfi_error_setloc(
           err, PFI_EPARSE, csv->name, csv->fline[r->idx[PFI_COL_CAP_W]],
           csv->fcol[r->idx[PFI_COL_CAP_W]],
@@ -712,15 +854,16 @@ static int threads_for(const struct pfi_csv *csv, int threads) {
   return 1;
 }
 
-/* The second half of the input, read by a thread of its own from a copy
- * of its bytes into a set of its own (line numbers counted from 1 at the
- * split). The original bytes stay as they were, so that the rows can be
- * read again after the first half, one thread as always, whenever the
- * halves cannot simply be joined. */
+/* The second half of the input, parsed by a thread of its own from a copy
+ * of its bytes: its rows' values, checked as one thread checks them, for
+ * the first thread to join. The original bytes stay as they were, so that
+ * the rows can be read on from any row, one thread as always, whenever a
+ * row cannot simply be joined. */
 struct half {
   struct rows r;
+  struct rowbuf rows;
   struct pfi_csv csv;
-  struct pfi_curveset set;
+  struct pfi_curveset set; /* stays empty */
   struct pfi_error err;
   const char *src; /* csv's bytes from the split on (read only) */
   size_t len;
@@ -747,129 +890,84 @@ static void *half_main(void *arg) {
   h->csv.buf[h->len] = '\0';
   h->csv.len = h->len;
   h->csv.line = 1;
-  h->rc = jobmap_grow(&h->r.m, &h->set) < 0
-              ? PFI_ENOMEM
-              : read_rows(&h->r, &h->set, &h->csv, &h->err);
-  free(h->csv.buf);
-  h->csv.buf = NULL;
+  h->rc = read_rows(&h->r, &h->set, &h->csv, &h->err);
   return NULL;
 }
 
 static void half_free(struct half *h) {
   rows_free(&h->r);
+  free(h->rows.r);
   free(h->csv.f);
   free(h->csv.fline);
   free(h->csv.fcol);
   free(h->csv.flen);
   free(h->csv.buf);
-  for (size_t i = 0; i < h->set.n; i++) {
-    free(h->set.c[i].job);
-    free(h->set.c[i].pts);
-  }
-  free(h->set.c);
 }
 
-/* Whether the sorted caps of a and b share one. */
-static int caps_meet(const struct pfi_curve *a, const struct pfi_curve *b) {
-  size_t i = 0, j = 0;
-  while (i < a->n && j < b->n) {
-    if (a->pts[i].cap_w < b->pts[j].cap_w)
-      i++;
-    else if (a->pts[i].cap_w > b->pts[j].cap_w)
-      j++;
+/*
+ * Joins the second half's rows, in order, as one thread would have read
+ * them after the first half (csv is at the split, its line there is
+ * base + 1). A row one thread would refuse for what an earlier row said
+ * (a cap of its job again, another GPU count), and the row where the
+ * second thread stopped on an error, are read again from the original
+ * bytes on, by one thread, which gives the same set and the same error.
+ */
+static int join_rows(struct rows *r, struct pfi_curveset *set,
+                     struct pfi_csv *csv, struct half *h,
+                     struct pfi_error *err) {
+  size_t split = csv->pos;
+  long base = csv->line - 1;
+  for (size_t k = 0; k < h->rows.n; k++) {
+    const struct rowrec *x = &h->rows.r[k];
+    const char *job = h->csv.buf + x->joff;
+    long ci = -1;
+    uint64_t hv = 0;
+    if (r->last >= 0 && strcmp(set->c[r->last].job, job) == 0)
+      ci = r->last;
+    else if (r->last >= 0 && (size_t)r->last + 1 < set->n &&
+             strcmp(set->c[r->last + 1].job, job) == 0)
+      ci = r->last + 1;
     else
-      return 1;
+      hv = hash_str(job, x->jlen);
+    struct pfi_point pt = x->pt;
+    pt.line += base;
+    int rc = row_apply(r, set, ci, job, x->jlen, hv, &pt, x->gpus, err);
+    if (rc < 0)
+      return rc;
+    if (rc > 0) {
+      csv->pos = split + x->at;
+      csv->linepos = (long)csv->pos;
+      csv->line = pt.line - (long)x->skip;
+      return read_rows(r, set, csv, err);
+    }
   }
+  if (h->rc < 0) {
+    csv->pos = split + h->r.at;
+    csv->linepos = (long)csv->pos;
+    csv->line = h->r.at_line + base;
+    return read_rows(r, set, csv, err);
+  }
+  csv->pos = csv->len;
   return 0;
 }
 
 /*
- * Joins the second half h into set, read from the first: the first half's
- * jobs keep their order and gain the second half's points; the jobs new in
- * the second half follow in their order of first appearance, which is the
- * set one thread builds. Returns 1 when the halves cannot be joined so (a
- * job's cap in both halves, or its GPU count differing between them: rows
- * one thread would refuse, with a message only it can give), 0 when joined,
- * or PFI_ENOMEM. `base` is added to the second half's line numbers.
- */
-static int join_halves(struct rows *r, struct pfi_curveset *set, struct half *h,
-                       long base, struct pfi_error *err) {
-  size_t n2 = h->set.n, nnew = 0;
-  long *into = malloc((n2 ? n2 : 1) * sizeof *into);
-  if (!into)
-    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
-  long prev = -1;
-  int rc = 0;
-  for (size_t j = 0; j < n2; j++) {
-    const struct pfi_curve *b = &h->set.c[j];
-    long i;
-    size_t slot;
-    /* The second half's jobs mostly come in the first half's order. */
-    if (prev >= 0 && (size_t)prev + 1 < set->n &&
-        strcmp(set->c[prev + 1].job, b->job) == 0)
-      i = prev + 1;
-    else
-      i = jobmap_get(&r->m, set, b->job, h->r.m.hv[j], &slot);
-    into[j] = i;
-    if (i < 0) {
-      nnew++;
-      continue;
-    }
-    prev = i;
-    const struct pfi_curve *a = &set->c[i];
-    if ((a->gpus > 0 && b->gpus > 0 && a->gpus != b->gpus) || caps_meet(a, b)) {
-      rc = 1;
-      goto out;
-    }
-  }
-  if (set->n + nnew > set->cap) {
-    size_t ncap = set->n + nnew;
-    struct pfi_curve *nc = realloc(set->c, ncap * sizeof *nc);
-    if (!nc) {
-      rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
-      goto out;
-    }
-    set->c = nc;
-    set->cap = ncap;
-  }
-  for (size_t j = 0; j < n2; j++) {
-    struct pfi_curve *b = &h->set.c[j];
-    for (size_t k = 0; k < b->n; k++)
-      b->pts[k].line += base;
-    if (into[j] < 0) {
-      b->first_line += base;
-      set->c[set->n++] = *b;
-      b->job = NULL;
-      b->pts = NULL;
-      continue;
-    }
-    struct pfi_curve *a = &set->c[into[j]];
-    for (size_t k = 0; k < b->n; k++)
-      if ((rc = curve_insert(a, &b->pts[k], err)) < 0)
-        goto out;
-    if (a->gpus == 0)
-      a->gpus = b->gpus;
-  }
-out:
-  free(into);
-  return rc;
-}
-
-/*
  * Reads csv's data rows on two threads, with the result and every error
- * (message, file, line, column) one thread gives: this thread reads up to
- * a line end near the middle, another the rest from a copy of its bytes.
- * A first half with a quote is read on one thread (a quoted field may
- * hold the line end), and so are the rest's rows, from the untouched
- * bytes, after the first half's, when the second thread failed or the
- * halves cannot be joined.
+ * (message, file, line, column) one thread gives: another thread parses
+ * the rows from a line end near the middle on, from a copy of their
+ * bytes, while this one reads the rows before it; this one then joins
+ * the other's rows in order. A first half with a quote (a quoted field
+ * may hold the line end) is read on one thread, as are composite job
+ * names and inputs of 4 GiB or more.
  */
 static int read_rows_2(struct rows *r, struct pfi_curveset *set,
                        struct pfi_csv *csv, struct pfi_error *err) {
   size_t pos = csv->pos, len = csv->len;
-  const char *mid = len - pos >= 2 ? memchr(csv->buf + pos + (len - pos) / 2,
-                                            '\n', len - pos - (len - pos) / 2)
-                                   : NULL;
+  int can = len - pos >= 2 && r->cm->nparts == 0 &&
+            len - pos < (size_t)UINT32_MAX;
+  const char *mid = can ? memchr(csv->buf + pos + (len - pos) / 2, '\n',
+                                 len - pos - (len - pos) / 2)
+                        : NULL;
   size_t split = mid ? (size_t)(mid - csv->buf) + 1 : len;
   if (split >= len || memchr(csv->buf + pos, '"', split - pos))
     return read_rows(r, set, csv, err);
@@ -880,6 +978,8 @@ static int read_rows_2(struct rows *r, struct pfi_curveset *set,
   memcpy(h->r.idx, r->idx, sizeof h->r.idx);
   memcpy(h->r.num, r->num, sizeof h->r.num);
   h->r.last = -1;
+  h->r.out = &h->rows;
+  h->r.at_line = 1;
   h->csv.name = csv->name;
   h->csv.nheader = csv->nheader;
   h->csv.header = csv->header;
@@ -901,13 +1001,8 @@ static int read_rows_2(struct rows *r, struct pfi_curveset *set,
                        "two-thread read: split at %zu, "
                        "first half ended at %zu",
                        split, csv->pos);
-  if (rc == 0) {
-    int j = h->rc < 0 ? 1 : join_halves(r, set, h, csv->line - 1, err);
-    if (j < 0)
-      rc = j;
-    else if (j == 1)
-      rc = read_rows(r, set, csv, err);
-  }
+  if (rc == 0)
+    rc = join_rows(r, set, csv, h, err);
   half_free(h);
   free(h);
   return rc;
