@@ -95,7 +95,9 @@ int pfi_curveset_read_mem(struct pfi_curveset *set, const char *name,
 
 /*
  * The same on `threads` threads: 1, 2, or 0 for the library's choice (what
- * the two functions above do). On two threads the data rows are split
+ * the two functions above do: two for an input of 4 MiB or more when a
+ * processor is idle, the one-minute load average below the processors
+ * less one; else one). On two threads the data rows are split
  * at a line end near the middle, each half read into a set of its own and
  * the halves joined in order of first appearance: the set, and every error
  * (message, file, line, column), are those of one thread, byte for byte.
