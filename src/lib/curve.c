@@ -13,6 +13,25 @@
 #include "pfi/csv.h"
 #include "pfi/fmt.h"
 
+/* A large block about to be filled: backed by huge pages where the system
+ * lends them on request (transparent huge pages, "madvise"), one page
+ * fault per 2 MiB instead of per 4 KiB (as pfi_read_file's buffer).
+ * Advice only: nothing changes where it is not taken. */
+static void advise_huge(void *p, size_t n) {
+#if defined(MADV_HUGEPAGE)
+  const uintptr_t H = (uintptr_t)1 << 21;
+  if (n < 4 * H)
+    return;
+  uintptr_t a = ((uintptr_t)p + H - 1) & ~(H - 1),
+            b = ((uintptr_t)p + n) & ~(H - 1);
+  if (b > a)
+    (void)madvise((void *)a, b - a, MADV_HUGEPAGE);
+#else
+  (void)p;
+  (void)n;
+#endif
+}
+
 static const char *const col_names[PFI_COL__COUNT] = {
     "job",  "cap_w",      "power_w",   "tokens_per_s",
     "gpus", "power_sd_w", "tokens_sd", "runs"};
@@ -51,13 +70,7 @@ static void *pool_alloc(struct pfi_curveset *set, size_t n) {
     struct pool_block *nb = malloc(sizeof *nb + cap);
     if (!nb)
       return NULL;
-#if defined(MADV_HUGEPAGE)
-    const uintptr_t H = (uintptr_t)1 << 21;
-    uintptr_t lo = ((uintptr_t)nb->data + H - 1) & ~(H - 1),
-              hi = ((uintptr_t)nb->data + cap) & ~(H - 1);
-    if (cap >= 4 * H && hi > lo)
-      (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
-#endif
+    advise_huge(nb->data, cap);
     nb->next = b;
     nb->used = 0;
     nb->cap = cap;
@@ -116,6 +129,7 @@ static struct pfi_curve *new_curve(struct pfi_curveset *set, const char *job,
       pfi_error_set(err, PFI_ENOMEM, "out of memory");
       return NULL;
     }
+    advise_huge(nc + set->cap, (ncap - set->cap) * sizeof *nc);
     set->c = nc;
     set->cap = ncap;
   }
@@ -309,6 +323,7 @@ static int jobmap_grow(struct jobmap *m, const struct pfi_curveset *set) {
   struct jobslot *ns = calloc(ncap, sizeof *ns);
   if (!ns)
     return PFI_ENOMEM;
+  advise_huge(ns, ncap * sizeof *ns);
   for (size_t i = 0; i < set->n; i++) {
     uint64_t hv = m->hv[i];
     size_t h = (size_t)hv & (ncap - 1);
@@ -584,6 +599,7 @@ static int rowbuf_push(struct rowbuf *b, const struct pfi_csv *csv,
     struct rowrec *nr = realloc(b->r, ncap * sizeof *nr);
     if (!nr)
       return PFI_ENOMEM;
+    advise_huge(nr + b->cap, (ncap - b->cap) * sizeof *nr);
     b->r = nr;
     b->cap = ncap;
   }
@@ -647,6 +663,7 @@ static int row_apply(struct rows *r, struct pfi_curveset *set, long ci,
       uint64_t *nh = realloc(r->m.hv, ncap * sizeof *nh);
       if (!nh)
         return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+      advise_huge(nh + r->m.hv_cap, (ncap - r->m.hv_cap) * sizeof *nh);
       r->m.hv = nh;
       r->m.hv_cap = ncap;
     }
@@ -888,15 +905,7 @@ static void *half_main(void *arg) {
     h->rc = PFI_ENOMEM;
     return NULL;
   }
-#if defined(MADV_HUGEPAGE)
-  {
-    const uintptr_t H = (uintptr_t)1 << 21;
-    uintptr_t a = ((uintptr_t)h->csv.buf + H - 1) & ~(H - 1),
-              b = ((uintptr_t)h->csv.buf + h->len) & ~(H - 1);
-    if (h->len >= 4 * H && b > a)
-      (void)madvise((void *)a, b - a, MADV_HUGEPAGE);
-  }
-#endif
+  advise_huge(h->csv.buf, h->len);
   memcpy(h->csv.buf, h->src, h->len);
   h->csv.buf[h->len] = '\0';
   h->csv.len = h->len;
