@@ -41,6 +41,9 @@ struct pfi_curveset {
   char *source;        /* file name, for messages; owned, may be NULL */
   char *unit;          /* throughput unit as read: "tokens/s", the mapped
                           column's name, or "K/COLUMN"; owned, may be NULL */
+  void *pool; /* the blocks that hold the names and points of curves read
+                 from a file (few allocations instead of two per job);
+                 owned, NULL otherwise */
 };
 
 /* Canonical column names, in the order used by --map. */
@@ -89,6 +92,25 @@ int pfi_curveset_read(struct pfi_curveset *set, const char *path,
 int pfi_curveset_read_mem(struct pfi_curveset *set, const char *name,
                           const char *data, size_t len, const char *map,
                           struct pfi_error *err);
+
+/*
+ * The same on `threads` threads: 1, 2, or 0 for the library's choice (what
+ * the two functions above do: two for an input of 4 MiB or more when a
+ * processor is idle, the one-minute load average below the processors
+ * less one; else one). On two threads the data rows are split
+ * at a line end near the middle, each half read into a set of its own and
+ * the halves joined in order of first appearance: the set, and every error
+ * (message, file, line, column), are those of one thread, byte for byte.
+ * A first half holding a quote character, and rows that the join cannot
+ * take (a cap or a differing GPU count of one job in both halves), are read
+ * on one thread.
+ */
+int pfi_curveset_read_threads(struct pfi_curveset *set, const char *path,
+                              const char *map, int threads,
+                              struct pfi_error *err);
+int pfi_curveset_read_mem_threads(struct pfi_curveset *set, const char *name,
+                                  const char *data, size_t len, const char *map,
+                                  int threads, struct pfi_error *err);
 
 /* Initializes an empty set (no allocation). */
 void pfi_curveset_init(struct pfi_curveset *set);
