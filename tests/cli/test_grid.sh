@@ -159,10 +159,32 @@ types = [d["payloadType"] for d in r["payloadDescriptors"]]
 assert types == ["USAGE", "DEMAND", "BASELINE", "LOAD_SHED_DELTA_AVAILABLE"], types
 ' || fail "stored report"
 
-# A subscription for webhook notifications.
+# A subscription for webhook notifications: the VTN stores it for program
+# site-flex with the callback URL and, as bearer token, the VEN's OAuth2
+# access token: the one the mock issued to the VEN and saw on the POST.
 "$PFI" grid subscribe --vtn "$BASE" --client-id ven1 --client-secret-file "$T/secret" \
   --program site-flex --callback http://127.0.0.1:9/hook >/dev/null 2>"$T/err" ||
   fail "subscribe: $(cat "$T/err")"
+"${CURL[@]}" -H "Authorization: Bearer $BL" "$BASE/subscriptions" >"$T/subs.json"
+"${CURL[@]}" "$BASE/../_mock/log" >"$T/log.json"
+python3 - "$T/subs.json" "$T/log.json" "$PID" <<'EOF' || fail "stored subscription"
+import json, sys
+subs = json.load(open(sys.argv[1]))
+log = json.load(open(sys.argv[2]))
+assert len(subs) == 1, subs
+s = subs[0]
+assert s["programID"] == sys.argv[3] and s["clientName"] == "ven1", s
+assert len(s["objectOperations"]) == 1, s
+oo = s["objectOperations"][0]
+assert oo["callbackUrl"] == "http://127.0.0.1:9/hook", oo
+assert oo["objects"] == ["EVENT"] and oo["operations"] == ["CREATE", "UPDATE", "DELETE"], oo
+post = [r for r in log if r["method"] == "POST" and r["path"].endswith("/subscriptions")]
+assert len(post) == 1 and post[0]["status"] == 201, post
+issued = [r["issued"] for r in log if r.get("issued")]
+# The VEN's last token (the subscribe call's), sent on the POST and stored.
+assert oo.get("bearerToken") == issued[-1] == post[0]["bearer"], (oo, issued[-1:], post)
+assert oo["bearerToken"] != "ven-secret"
+EOF
 
 # Offline: an events file (read before the malformed event below) and bad
 # schedule input.
@@ -356,5 +378,42 @@ grep -q "Delivered cut" "$T/ev/out/event.html" && fail "the reference section wi
 printf 'job,tier\na,flex10\n' >"$T/ev/c2.csv"
 "$PFI" grid event-report --log "$T/ev" --contract "$T/ev/c2.csv" --tiers "$T/ev/tiers.csv" --out "$T/ev/o2" 2>"$T/err" >/dev/null
 [ $? = 2 ] && grep -q "job b is in the log but not in the contract" "$T/err" || fail "job missing from the contract: $(cat "$T/err")"
+
+# Token expiry for real: a VTN whose tokens live 2 s. The VEN renews a
+# token 30 s before it expires, so with such tokens it takes a new one
+# before every API request and the VTN never refuses one: 2 API requests
+# (GET /programs, GET /events), each with the token issued just before it,
+# 2 token requests, no 401.
+python3 tests/mock-vtn/mock_vtn.py --port-file "$T/port2" --lifetime 60 --token-ttl 2 &
+VTN2_PID=$!
+trap 'kill $VTN_PID $VTN2_PID 2>/dev/null; rm -rf "$T"' EXIT
+for _ in $(seq 100); do [ -s "$T/port2" ] && break; sleep 0.1; done
+BASE2="http://127.0.0.1:$(cat "$T/port2")/openadr3"
+BL2=$("${CURL[@]}" -d grant_type=client_credentials -d client_id=bl1 \
+  -d client_secret=bl-secret "$BASE2/auth/token" |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["access_token"])')
+"${CURL[@]}" -H "Authorization: Bearer $BL2" -H 'Content-Type: application/json' \
+  -d '{"programName":"site-flex"}' "$BASE2/programs" >/dev/null
+"${CURL[@]}" "$BASE2/../_mock/log" >"$T/log0.json"
+"$PFI" grid timeline --vtn "$BASE2" --client-id ven1 --client-secret-file "$T/secret" \
+  --program site-flex --baseline 1000000 --format csv >/dev/null 2>"$T/err" ||
+  fail "timeline with 2 s tokens: $(cat "$T/err")"
+"${CURL[@]}" "$BASE2/../_mock/log" >"$T/log2.json"
+python3 - "$T/log0.json" "$T/log2.json" <<'EOF' || fail "token renewal before expiry"
+import json, sys
+n0 = len(json.load(open(sys.argv[1])))
+# The VEN's requests: after the first read of the log, before the second.
+log = json.load(open(sys.argv[2]))[n0:-1]
+tok = [r for r in log if r["path"].endswith("/auth/token")]
+api = [r for r in log if "/auth/" not in r["path"]]
+assert len(tok) == 2 and len(api) == 2, log
+assert all(r["status"] == 200 for r in tok + api), log
+last = None
+for r in log:
+    if r.get("issued"):
+        last = r["issued"]
+    elif "/auth/" not in r["path"]:
+        assert r["bearer"] == last, (r, last)
+EOF
 
 exit $((fails > 0))
