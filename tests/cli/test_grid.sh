@@ -379,6 +379,42 @@ printf 'job,tier\na,flex10\n' >"$T/ev/c2.csv"
 "$PFI" grid event-report --log "$T/ev" --contract "$T/ev/c2.csv" --tiers "$T/ev/tiers.csv" --out "$T/ev/o2" 2>"$T/err" >/dev/null
 [ $? = 2 ] && grep -q "job b is in the log but not in the contract" "$T/err" || fail "job missing from the contract: $(cat "$T/err")"
 
+# Capacity over time: the bridge's capacity columns (pfid's quote at <= 10 %
+# loss on each sync). No quote at t=0 nor at the event's first sample
+# (t=120): the quote at the start is t=60's, 240 W in [220, 260] for events
+# up to 14400 s (4 h); during the event 10 W in [5, 15] for any length.
+mkdir -p "$T/ev4"
+cp "$T/ev/jobs.csv" "$T/ev4/"
+{
+  echo "t_s,target_w,power_w,shed_loss,shed_w,shed_lo_w,shed_hi_w,shed_duration_s"
+  echo "0,0,1000,0.1,,,,"
+  echo "60,0,1000,0.1,240,220,260,14400"
+  echo "120,750,740,0.1,,,,"
+  for r in 180,750,760 240,750,745 300,750,750; do echo "$r,0.1,10,5,15,"; done
+} >"$T/ev4/series.csv"
+"$PFI" grid event-report --log "$T/ev4" --contract "$T/ev/contract.csv" --tiers "$T/ev/tiers.csv" \
+  --out "$T/ev4/out" >"$T/ev4/s.json" 2>"$T/err" || fail "event-report with capacity: $(cat "$T/err")"
+python3 - "$T/ev4/s.json" <<'EOF2' || fail "capacity_at_start: $(cat "$T/ev4/s.json")"
+import json, sys
+c = json.load(open(sys.argv[1]))["capacity_at_start"]
+assert c == {"max_loss": 0.1, "shed_w": 240, "shed_lo_w": 220, "shed_hi_w": 260,
+             "duration_s": 14400}, c
+EOF2
+grep -q "Flexible capacity over time" "$T/ev4/out/event.html" &&
+  grep -q "240.0 W (95 % interval 220.0 to 260.0 W, for an event up to 4 h) when the event began; the fleet&#39;s realized cut was 251.[23] W" "$T/ev4/out/event.html" &&
+  grep -q "shed at &lt;= 10 % loss" "$T/ev4/out/event.html" || fail "event.html: no capacity section"
+grep -q "Flexible capacity over time" "$T/ev/out/event.html" && fail "a capacity section without capacity columns"
+sed -i 's/^180,750,760,0.1,10,5,15,$/180,750,760,0.1,20,5,15,/' "$T/ev4/series.csv"
+"$PFI" grid event-report --log "$T/ev4" --contract "$T/ev/contract.csv" --tiers "$T/ev/tiers.csv" \
+  --out "$T/ev4/out" 2>"$T/err" >/dev/null
+[ $? = 2 ] && grep -q "series.csv:5:1: shed_w: outside \[shed_lo_w, shed_hi_w\]" "$T/err" ||
+  fail "a quote outside its interval: $(cat "$T/err")"
+sed -i 's/^180,750,760,0.1,20,5,15,$/180,750,760,0.2,10,5,15,/' "$T/ev4/series.csv"
+"$PFI" grid event-report --log "$T/ev4" --contract "$T/ev/contract.csv" --tiers "$T/ev/tiers.csv" \
+  --out "$T/ev4/out" 2>"$T/err" >/dev/null
+[ $? = 2 ] && grep -q "series.csv:5:1: shed_loss: differs from the first row's" "$T/err" ||
+  fail "two losses in one log: $(cat "$T/err")"
+
 # Token expiry for real: a VTN whose tokens live 2 s. The VEN renews a
 # token 30 s before it expires, so with such tokens it takes a new one
 # before every API request and the VTN never refuses one: 2 API requests
