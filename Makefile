@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 # Convenience front end over CMake. `make demo` and `make check` are the two
-# commands the README opens with, and the only targets that install packages
-# (through `make deps`, apt-get); every other target only builds and runs.
+# commands the README opens with; they and `make demo-grid` are the only
+# targets that install packages (through `make deps`, apt-get); every other
+# target only builds and runs.
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
@@ -10,7 +11,8 @@ FUZZ_SECONDS ?= 10
 PREFIX ?= /usr/local
 CTEST_FLAGS ?= --output-on-failure -j $(JOBS)
 
-demo-grid: build
+demo-grid: deps
+	$(MAKE) build
 	@bash scripts/demo-grid.sh $(BUILD)
 
 .PHONY: demo-grid

@@ -9,9 +9,34 @@
 # seconds); the bridge logs the fleet; `pfi grid event-report` writes the
 # event's page and compliance record. Everything is emulated and says so.
 #
-# Usage: scripts/demo-grid.sh [BUILD_DIR] [OUT_DIR]   (takes about 5 minutes:
-# the emulated jobs take 2 of them to start)
+# Usage: scripts/demo-grid.sh [BUILD_DIR] [OUT_DIR]   (about 7 minutes as
+# stated: 403 s measured on a loaded 2-core machine, 4 minutes of it the
+# emulated jobs' start-up)
+#
+# Time compression, from the environment (defaults: the demo as stated):
+#   PFI_DEMO_SPEED=K       the emulated GPUs' clock runs K times real time
+#                          (emu speed=K; default 1: the jobs' start-up, 150
+#                          to 240 s, takes that long)
+#   PFI_DEMO_COMPRESS=C    the 200-minute event passes C times faster
+#                          (default 120: 100 s)
+#   PFI_DEMO_BASELINE_S=S  uncapped running before the bridge starts
+#                          (default 20)
+#   PFI_DEMO_TAIL_S=S      logging after the event ends (default 25)
+# tests/cli/test_demo_grid.sh runs it with SPEED=6, COMPRESS=600 (a 20 s
+# event), BASELINE_S=5, TAIL_S=5: about 90 s.
 set -euo pipefail
+SPEED=${PFI_DEMO_SPEED:-1}
+COMPRESS=${PFI_DEMO_COMPRESS:-120}
+BASELINE_S=${PFI_DEMO_BASELINE_S:-20}
+TAIL_S=${PFI_DEMO_TAIL_S:-25}
+# The event's length in whole seconds, and the report period (30 s, or a
+# third of a shorter event).
+EVENT_S=$(awk -v c="$COMPRESS" 'BEGIN { if (!(c >= 1 && c <= 12000)) exit 1; printf "%d", 12000 / c + 0.5 }') ||
+  { echo "demo-grid: PFI_DEMO_COMPRESS=$COMPRESS: expected 1 to 12000" >&2; exit 2; }
+REPORT_S=$((EVENT_S / 3 < 30 ? (EVENT_S / 3 > 1 ? EVENT_S / 3 : 1) : 30))
+for v in BASELINE_S TAIL_S; do
+  case ${!v} in '' | *[!0-9]*) echo "demo-grid: PFI_DEMO_$v=${!v}: expected whole seconds" >&2; exit 2 ;; esac
+done
 B=$(cd "${1:-build}" && pwd)
 OUT=${2:-out/demo-grid}
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -67,7 +92,7 @@ for i in "${!NODES[@]}"; do
   mkdir -p "$T/emu.$n"
   case ${TIERS[$i]} in flex10) echo 0.10 ;; flex25) echo 0.25 ;; flex50) echo 0.50 ;; esac >"$T/tiers/emu-$n"
   "$B/pfi-agent" --node "$n" --nats "$NATS" --password-file "$T/pw.$n" --emulate \
-    --params "gpus=8,state=$T/emu.$n" --emu-job "${JOBS[$i]}" --tier-dir "$T/tiers" \
+    --params "gpus=8,state=$T/emu.$n,speed=$SPEED" --emu-job "${JOBS[$i]}" --tier-dir "$T/tiers" \
     --record "$T/agent.$n.db" --period 0.5 >"$T/agent.$n.log" 2>&1 &
   PIDS+=("$!")
 done
@@ -79,7 +104,7 @@ PIDS+=("$!")
 live() { curl -s -m 2 "http://127.0.0.1:$API/v1/status" | grep -q "\"nodes\":${#NODES[@]},\"stale_nodes\":0"; }
 wait_for 60 live || { echo "demo-grid: the fleet did not come up; see $T" >&2; tail "$T/pfid.log" >&2; exit 1; }
 
-echo "demo-grid: waiting for the emulated jobs to finish their start-up (up to 5 minutes)"
+echo "demo-grid: waiting for the emulated jobs to finish their start-up (up to 5 minutes at speed 1)"
 ready() {
   curl -s -m 2 "http://127.0.0.1:$API/v1/jobs" | python3 -c '
 import json, sys
@@ -87,7 +112,7 @@ j = [x for x in json.load(sys.stdin) if x.get("tokens_per_s", 0) > 0]
 sys.exit(0 if len({x["job"] for x in j}) >= '"${#NODES[@]}"' else 1)'
 }
 wait_for 300 ready || { echo "demo-grid: the jobs did not start; see $T" >&2; exit 1; }
-echo "demo-grid: starting the mock VTN and the bridge; 20 s of uncapped running for the baseline"
+echo "demo-grid: starting the mock VTN and the bridge; $BASELINE_S s of uncapped running for the baseline"
 python3 "$SRC/tests/mock-vtn/mock_vtn.py" --port-file "$T/vtnport" --lifetime 600 &
 PIDS+=("$!")
 wait_for 10 test -s "$T/vtnport"
@@ -95,12 +120,12 @@ BASE="http://127.0.0.1:$(cat "$T/vtnport")/openadr3"
 rm -rf "$OUT/log"
 printf 'ven-secret\n' >"$T/ven.secret"
 chmod 600 "$T/ven.secret"
-sleep 20
+sleep "$BASELINE_S"
 BASELINE=$(curl -s -m 2 "http://127.0.0.1:$API/v1/status" | python3 -c 'import json,sys; print(json.load(sys.stdin)["power_w"])')
 echo "demo-grid: fleet GPU power before the event: $BASELINE W (emulated)"
 "$B/pfi" grid bridge --pfid "http://127.0.0.1:$API" --pfid-token-file "$T/token" \
   --vtn "$BASE" --client-id ven1 --client-secret-file "$T/ven.secret" --program site-flex \
-  --level gpu --baseline "$BASELINE" --interval 1 --report 30s --log "$OUT/log" >"$T/bridge.log" 2>&1 &
+  --level gpu --baseline "$BASELINE" --interval 1 --report "${REPORT_S}s" --log "$OUT/log" >"$T/bridge.log" 2>&1 &
 BRIDGE=$!
 PIDS+=("$BRIDGE")
 sleep 5
@@ -110,9 +135,9 @@ BL=$(curl -sS -m 5 -d grant_type=client_credentials -d client_id=bl1 -d client_s
 blpost() { curl -sS -m 5 -H "Authorization: Bearer $BL" -H 'Content-Type: application/json' -d "$2" "$BASE/$1"; }
 PID=$(blpost programs '{"programName":"site-flex"}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
 START=$(date -u -d @$(($(date +%s) + 5)) +%Y-%m-%dT%H:%M:%SZ)
-blpost events '{"programID":"'"$PID"'","eventName":"phoenix-2025-05-04-x120","payloadDescriptors":[{"objectType":"EVENT_PAYLOAD_DESCRIPTOR","payloadType":"DISPATCH_SETPOINT_RELATIVE","units":"PERCENT"}],"intervalPeriod":{"start":"'"$START"'","duration":"PT100S"},"intervals":[{"id":0,"payloads":[{"type":"DISPATCH_SETPOINT_RELATIVE","values":[25]}]}]}' >/dev/null
-echo "demo-grid: the VTN announced a 25 % cut from $START for 100 s (200 minutes at 120x)"
-sleep 130
+blpost events '{"programID":"'"$PID"'","eventName":"phoenix-2025-05-04-x'"$COMPRESS"'","payloadDescriptors":[{"objectType":"EVENT_PAYLOAD_DESCRIPTOR","payloadType":"DISPATCH_SETPOINT_RELATIVE","units":"PERCENT"}],"intervalPeriod":{"start":"'"$START"'","duration":"PT'"$EVENT_S"'S"},"intervals":[{"id":0,"payloads":[{"type":"DISPATCH_SETPOINT_RELATIVE","values":[25]}]}]}' >/dev/null
+echo "demo-grid: the VTN announced a 25 % cut from $START for $EVENT_S s (200 minutes at ${COMPRESS}x)"
+sleep $((5 + EVENT_S + TAIL_S))
 kill "$BRIDGE"
 wait "$BRIDGE" 2>/dev/null || true
 

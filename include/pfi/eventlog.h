@@ -6,7 +6,14 @@
  * include/pfi/compliance.h.
  *
  *   series.csv   t_s,target_w,power_w     (target_w 0: no event in force)
+ *                [,shed_loss,shed_w,shed_lo_w,shed_hi_w,shed_duration_s]
  *   jobs.csv     t_s,job,tokens_per_s     (one row per job per sample)
+ *
+ * The optional capacity columns are pfid's live flexible capacity as the
+ * bridge read it (GET /v1/capacity): the power the fleet could shed at <=
+ * shed_loss throughput loss (one loss for the whole log), its interval, and
+ * the longest event it holds for. Empty cells: no quote then (shed), or an
+ * event of any length (duration).
  *
  * The event is the longest run of samples with target_w > 0. Baselines come
  * from the samples before it: the fleet's median power and each job's mean
@@ -33,6 +40,10 @@ struct pfi_eventlog {
   char **job;       /* nj names, owned */
   double *job_base; /* nj: mean throughput before the event */
   double *tput;     /* (ev1 - ev0) x nj, row per event sample */
+  /* The capacity columns (NULL when the log has none): n each, NAN for an
+   * empty cell (shed_dur: INFINITY for any length). */
+  double shed_loss; /* the quotes' loss; 0 when the log has none */
+  double *shed, *shed_lo, *shed_hi, *shed_dur;
 };
 
 /* Reads the two files (paths; located errors, PFI_EPARSE). */
@@ -73,5 +84,14 @@ struct pfi_delivered {
 };
 int pfi_eventlog_delivered(const struct pfi_eventlog *log, double asked,
                            struct pfi_delivered *d, struct pfi_error *err);
+
+/*
+ * pfid's capacity quote when the event began (the number a bid made then
+ * would have used): the last sample at or before the event's first with a
+ * quote. Its index in *row. PFI_ENOTFOUND when the log has no capacity
+ * columns or no quote by then.
+ */
+int pfi_eventlog_quote_at_start(const struct pfi_eventlog *log, size_t *row,
+                                struct pfi_error *err);
 
 #endif

@@ -154,9 +154,13 @@ int pfi_ven_report_json(const struct pfi_ven_report *r, const char *ven_name,
 int pfi_ven_send_report(struct pfi_ven *v, const struct pfi_ven_report *r,
                         struct pfi_error *err);
 
-/* Subscribes to events of the program (POST /subscriptions) with a webhook
- * at callback_url; the VTN then POSTs notifications there, which
- * pfi_oadr_decode_notification() reads. */
+/* Subscribes to events of the program (POST /subscriptions, authenticated
+ * with the VEN's OAuth2 token) with a webhook at callback_url; the VTN then
+ * POSTs notifications there with the subscription's bearerToken, which the
+ * callback checks, and pfi_oadr_decode_notification() reads them. The
+ * bearerToken is `bearer`, or when NULL the VEN's OAuth2 access token
+ * (fetched as pfi_ven_poll does when none is held or it expires within
+ * 30 s). */
 int pfi_ven_subscribe(struct pfi_ven *v, const char *callback_url,
                       const char *bearer, struct pfi_error *err);
 

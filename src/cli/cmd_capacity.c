@@ -75,7 +75,11 @@ static const struct pfi_cmd_help help = {
     "With --features, each job's PFI is the model's prediction from its\n"
     "features and its interval the 95 % prediction interval\n"
     "yhat +- t(0.975, n-k-1) sqrt(s^2 + x0' C x0) (s the residual standard\n"
-    "error, C the coefficients' covariance; docs/capacity.md).\n",
+    "error, C the coefficients' covariance; docs/capacity.md).\n"
+    "\n"
+    "No event length or tiers here: for the quote for an event of a given\n"
+    "length with each job kept within its flexible tier (--duration,\n"
+    "--notice, --tiers, --contract), see pfi grid capacity.\n",
     opts,
     "Exit status 0 ok, 1 run-time failure, 2 bad usage or bad input.\n",
     0,

@@ -83,8 +83,9 @@ static const struct pfi_opt opts[] = {
     {"overlap", O_OVERLAP, 0, PFI_ARG_REQ, "D",
      "back-to-back spans overlap by D (default 2s)"},
     {"shed-loss", O_SHED_LOSS, 0, PFI_ARG_REQ, "L",
-     "with --report: report pfid's live capacity at <= L throughput loss "
-     "(1, 2, 5, 10 or 20 %; default 10%) as LOAD_SHED_DELTA_AVAILABLE"},
+     "report (--report) and log (--log) pfid's live capacity at <= L "
+     "throughput loss (1, 2, 5, 10 or 20 %; default 10%), reported as "
+     "LOAD_SHED_DELTA_AVAILABLE"},
     {"once", O_ONCE, 0, PFI_ARG_NONE, NULL, "one sync, then exit"},
     {"log", O_LOG, 0, PFI_ARG_REQ, "DIR",
      "append series.csv and jobs.csv every sync; event-report: the logged "
@@ -171,7 +172,9 @@ static const struct pfi_cmd_help help = {
     "(default 15m) during an event. A VTN that cannot be reached leaves the\n"
     "last timeline in force. SIGTERM stops the bridge; pfid keeps its events.\n"
     "--once: one sync, then exit. --log DIR appends the fleet's target and\n"
-    "power (series.csv) and each job's throughput (jobs.csv) every sync.\n"
+    "power with pfid's live capacity at <= --shed-loss loss (shed, its\n"
+    "interval and the longest event it holds for, GET /v1/capacity) to\n"
+    "series.csv and each job's throughput to jobs.csv every sync.\n"
     "\n"
     "event-report: one logged event against the contract (--contract: CSV\n"
     "job,tier[,tenant][,deadline_tput]): per job and tenant the throughput\n"
@@ -197,8 +200,9 @@ static const struct pfi_cmd_help help = {
     "so that pfi index computes PFI over the broader power signal.\n"
     "\n"
     "subscribe: asks the VTN to POST event notifications (CREATE, UPDATE,\n"
-    "DELETE) to --callback, with --client-id's secret as the bearer token\n"
-    "the callback must check.\n"
+    "DELETE) to --callback, with the VEN's OAuth2 access token (obtained\n"
+    "with --client-id and its secret, as for polling) as the subscription's\n"
+    "bearer token, which the callback must check.\n"
     "\n"
     "meter: what this node can measure (Linux powercap RAPL zones: package\n"
     "and DRAM power over --interval, default 1s; with --bmc, the BMC's DCMI\n"

@@ -87,18 +87,44 @@ static int read_files(const struct opts *o, const struct pfi_oadr_config *cfg,
   return 0;
 }
 
-/* Appends one sample to DIR/series.csv and DIR/jobs.csv (headers when new). */
+/* A number of the log, or an empty cell where there is none (NaN) or it is
+ * unbounded (a duration of any length). */
+static void put_num(FILE *f, double v) {
+  if (isfinite(v))
+    fprintf(f, ",%.6f", v);
+  else
+    fputc(',', f);
+}
+
+/* Appends one sample to DIR/series.csv and DIR/jobs.csv (headers when new):
+ * the fleet's target and power, and pfid's live capacity quote at <=
+ * shed_loss throughput loss (GET /v1/capacity: shed, its interval and the
+ * longest event it holds for; empty cells while pfid has none, and an
+ * empty duration for any length). */
 static void log_sample(const char *dir, struct pfi_pfid_client *pc, double t,
-                       double target_w, double power_w) {
+                       double target_w, double power_w, double shed_loss) {
   char p[4200];
   snprintf(p, sizeof p, "%s/series.csv", dir);
   struct stat st;
   int fresh = stat(p, &st) != 0;
+  double shed = NAN, lo = NAN, hi = NAN, dur = NAN;
+  struct pfi_error ce;
+  if (pfi_pfid_client_capacity(pc, shed_loss, &shed, &lo, &hi, &dur, &ce) <
+          0 ||
+      !isfinite(shed) || shed < 0)
+    shed = lo = hi = dur = NAN;
   FILE *f = fopen(p, "ae");
   if (f) {
     if (fresh)
-      fputs("t_s,target_w,power_w\n", f);
-    fprintf(f, "%.3f,%.6f,%.6f\n", t, target_w, power_w);
+      fputs("t_s,target_w,power_w,shed_loss,shed_w,shed_lo_w,shed_hi_w,"
+            "shed_duration_s\n",
+            f);
+    fprintf(f, "%.3f,%.6f,%.6f,%.6g", t, target_w, power_w, shed_loss);
+    put_num(f, shed);
+    put_num(f, lo);
+    put_num(f, hi);
+    put_num(f, isfinite(shed) ? dur : NAN);
+    fputc('\n', f);
     fclose(f);
   }
   static char name[512][64];
@@ -211,7 +237,8 @@ int pfi__grid_bridge(const struct opts *o, struct pfi_ven *ven) {
     double pw, tw;
     if (pfi_pfid_client_status(pc, &pw, &tw, &err) == 0) {
       if (o->logdir)
-        log_sample(o->logdir, pc, wall(), tw, pw);
+        log_sample(o->logdir, pc, wall(), tw, pw,
+                   o->shed_loss > 0 ? o->shed_loss : 0.1);
       double t = wall();
       e_wh += pw * (t - last_t) / 3600;
       last_t = t;

@@ -145,6 +145,90 @@ static void reference_section(struct pfi_html *h, const struct pfi_eventlog *log
   free(x1), free(y1), free(x2), free(y2);
 }
 
+/* "up to 4 h" or "of any length" for a quote's longest event. */
+static void dur_text(char *b, size_t n, double d) {
+  if (!isfinite(d))
+    snprintf(b, n, "of any length");
+  else if (d >= 3600)
+    snprintf(b, n, "up to %.4g h", d / 3600);
+  else
+    snprintf(b, n, "up to %.4g min", d / 60);
+}
+
+/* Capacity over time: pfid's live quote at <= shed_loss throughput loss on
+ * every sync the bridge logged, with its interval, against the minutes
+ * from the event's start (before it: negative). */
+static void capacity_section(struct pfi_html *h, const struct pfi_eventlog *log,
+                             const struct pfi_compliance *c) {
+  if (!log->shed)
+    return;
+  size_t n = 0;
+  double *x = malloc((log->n + 1) * sizeof *x),
+         *y = malloc((log->n + 1) * sizeof *y),
+         *lo = malloc((log->n + 1) * sizeof *lo),
+         *hi = malloc((log->n + 1) * sizeof *hi);
+  if (x && y && lo && hi)
+    for (size_t r = 0; r < log->n; r++)
+      if (!isnan(log->shed[r])) {
+        x[n] = (log->t[r] - log->t[log->ev0]) / 60;
+        y[n] = log->shed[r];
+        lo[n] = log->shed_lo[r];
+        hi[n] = log->shed_hi[r];
+        n++;
+      }
+  pfi_html_printf(h, "<h2>Flexible capacity over time</h2>");
+  size_t q;
+  struct pfi_error e;
+  if (n == 0 || pfi_eventlog_quote_at_start(log, &q, &e) < 0) {
+    pfi_html_textf(h, "pfid gave no capacity quote at <= %g %% throughput "
+                      "loss by the event's start.",
+                   100 * log->shed_loss);
+  } else {
+    char d[64];
+    dur_text(d, sizeof d, log->shed_dur[q]);
+    pfi_html_puts(h, "<p>");
+    pfi_html_textf(h,
+                   "pfid's live capacity at <= %g %% throughput loss (GET "
+                   "/v1/capacity, logged on every sync): %.1f W (95 %% "
+                   "interval %.1f to %.1f W, for an event %s) when the event "
+                   "began; the fleet's realized cut was %.1f W (GPU level).",
+                   100 * log->shed_loss, log->shed[q], log->shed_lo[q],
+                   log->shed_hi[q], d, c->realized_cut_w);
+    pfi_html_puts(h, "</p>");
+  }
+  if (n > 0) {
+    char title[96];
+    snprintf(title, sizeof title, "shed at <= %g %% loss",
+             100 * log->shed_loss);
+    struct pfi_series s[3] = {
+        {.title = title, .x = x, .y = y, .n = n, .style = PFI_STYLE_LINES,
+         .color = 2},
+        {.title = "95 % interval", .x = x, .y = lo, .n = n,
+         .style = PFI_STYLE_LINES, .color = 4, .dashed = 1},
+        {.title = "", .x = x, .y = hi, .n = n, .style = PFI_STYLE_LINES,
+         .color = 4, .dashed = 1}};
+    struct pfi_panel p;
+    pfi_panel_init(&p);
+    p.title = "Flexible capacity (pfid's live quote)";
+    p.xlabel = "minutes from the event's start";
+    p.ylabel = "W (GPU level)";
+    p.series = s;
+    p.nseries = 3;
+    p.key = 1;
+    p.key_pos = "top right";
+    struct pfi_figure f = {.width = 900, .height = 320, .rows = 1, .cols = 1,
+                           .panels = &p, .npanels = 1};
+    char *svg = NULL;
+    if (pfi_figure_svg(&f, "cap-", &svg, &e) == 0 && svg) {
+      pfi_html_puts(h, "<div>");
+      pfi_html_puts(h, svg);
+      pfi_html_puts(h, "</div>");
+    }
+    free(svg);
+  }
+  free(x), free(y), free(lo), free(hi);
+}
+
 static int write_page(const char *dir, const struct pfi_eventlog *log,
                       const double *meter_w, const struct pfi_compliance *c,
                       const struct pfi_compliance_input *in,
@@ -217,6 +301,7 @@ static int write_page(const char *dir, const struct pfi_eventlog *log,
     rc = 0;
   }
   free(svg);
+  capacity_section(&h, log, c);
   if (ref)
     reference_section(&h, log, ref);
   pfi_html_puts(&h, "<h2>Jobs</h2><table><tr><th>job</th><th>tenant</th>"
@@ -377,6 +462,16 @@ int pfi__grid_event_report(const struct opts *o) {
                   "this event on the fleet logged", "kind", ref.kind,
                   "mean_cut", ref.dl.mean_cut, "share_above_target",
                   ref.dl.share_above, "samples", (json_int_t)ref.dl.samples));
+  size_t q;
+  struct pfi_error qe;
+  if (j && log.shed && pfi_eventlog_quote_at_start(&log, &q, &qe) == 0)
+    json_object_set_new(
+        j, "capacity_at_start",
+        json_pack("{s:f s:f s:f s:f s:o}", "max_loss", log.shed_loss,
+                  "shed_w", log.shed[q], "shed_lo_w", log.shed_lo[q],
+                  "shed_hi_w", log.shed_hi[q], "duration_s",
+                  isfinite(log.shed_dur[q]) ? json_real(log.shed_dur[q])
+                                            : json_null()));
   status = pfi_cli_print_json(j);
 out:
   pfi_event_release(&ref.ev);

@@ -25,6 +25,7 @@ struct emu_ctx {
   unsigned n;
   unsigned long seed;
   int realtime;
+  double speed; /* real-time mode: device seconds per real second */
   /* An out-of-band limit (as a node's BMC sets), mW; 0: none. The limit
    * enforced is the lower of it and the cap set through the backend. */
   uint32_t ext_mw;
@@ -62,7 +63,7 @@ static double mono_s(void) {
 }
 
 static double cur_time(struct emu_ctx *c) {
-  return c->realtime ? mono_s() - c->t0_mono : c->vt;
+  return c->realtime ? c->speed * (mono_s() - c->t0_mono) : c->vt;
 }
 
 /* ---- persistent caps ---------------------------------------------------- */
@@ -309,6 +310,7 @@ static int parse_params(struct emu_ctx *c, const char *params,
   c->n = 8;
   c->seed = PFI_EMU_DEFAULT_SEED;
   c->realtime = (env = getenv("PFI_EMU_REALTIME")) && strcmp(env, "1") == 0;
+  c->speed = 1;
   if ((env = getenv("PFI_EMU_STATE")) && *env)
     snprintf(c->dir, sizeof c->dir, "%s", env);
   else if ((env = getenv("XDG_RUNTIME_DIR")) && *env)
@@ -365,13 +367,25 @@ static int parse_params(struct emu_ctx *c, const char *params,
         return pfi_error_set(err, PFI_EINVAL,
                              "emu parameter realtime=%s: expected 0 or 1", v);
       c->realtime = v[0] == '1';
+    } else if (strcmp(k, "speed") == 0) {
+      double x = strtod(v, &end);
+      if (!*v || *end || !(x >= 0.01 && x <= 1000))
+        return pfi_error_set(err, PFI_EINVAL,
+                             "emu parameter speed=%s: expected a factor in "
+                             "[0.01, 1000]",
+                             v);
+      c->speed = x;
     } else {
       return pfi_error_set(err, PFI_EINVAL,
                            "unknown emu parameter '%s' (profile, gpus, seed, "
-                           "state, realtime, ext_cap_w)",
+                           "state, realtime, speed, ext_cap_w)",
                            k);
     }
   }
+  if (c->speed != 1 && !c->realtime)
+    return pfi_error_set(err, PFI_EINVAL,
+                         "emu parameter speed= needs realtime=1 (virtual time "
+                         "advances only through waits)");
   return 0;
 }
 
@@ -627,9 +641,10 @@ static int emu_wait(void *ctx, double seconds, struct pfi_error *err) {
     c->vt += seconds;
     return advance_to(c, c->vt, err);
   }
+  double real = seconds / c->speed;
   struct timespec ts;
-  ts.tv_sec = (time_t)seconds;
-  ts.tv_nsec = (long)((seconds - (double)ts.tv_sec) * 1e9);
+  ts.tv_sec = (time_t)real;
+  ts.tv_nsec = (long)((real - (double)ts.tv_sec) * 1e9);
   if (nanosleep(&ts, NULL) != 0 && errno == EINTR)
     return pfi_error_set(err, PFI_EINTR, "wait interrupted by a signal");
   return advance_to(c, cur_time(c), err);

@@ -21,6 +21,10 @@ void pfi_eventlog_release(struct pfi_eventlog *log) {
   free(log->job);
   free(log->job_base);
   free(log->tput);
+  free(log->shed);
+  free(log->shed_lo);
+  free(log->shed_hi);
+  free(log->shed_dur);
   memset(log, 0, sizeof *log);
 }
 
@@ -75,6 +79,73 @@ int pfi_eventlog_load_mem(struct pfi_eventlog *log, const char *series,
   return load_tables(log, &s, &j, err);
 }
 
+/* A cell of the capacity columns: empty is `empty_as`; else a finite
+ * number >= 0. */
+static int cap_cell(const struct pfi_table *s, size_t r, int c, double empty_as,
+                    double *out, struct pfi_error *err) {
+  const char *v = pfi_table_cell(s, r, (size_t)c);
+  if (!v || !*v) {
+    *out = empty_as;
+    return 0;
+  }
+  int rc = pfi_table_double(s, r, (size_t)c, out, err);
+  if (rc < 0)
+    return rc;
+  if (!(*out >= 0))
+    return pfi_error_setloc(err, PFI_EPARSE, s->name, s->line[r], 1,
+                            "%s: negative", s->header[c]);
+  return 0;
+}
+
+/* The optional capacity columns of series.csv (shed_w and the rest). */
+static int load_capacity(struct pfi_eventlog *log, const struct pfi_table *s,
+                         struct pfi_error *err) {
+  if (pfi_table_find(s, "shed_w") < 0)
+    return 0;
+  int cl = col(s, "shed_loss", err), cs = col(s, "shed_w", err),
+      clo = col(s, "shed_lo_w", err), chi = col(s, "shed_hi_w", err),
+      cd = col(s, "shed_duration_s", err);
+  if (cl < 0 || cs < 0 || clo < 0 || chi < 0 || cd < 0)
+    return PFI_EPARSE;
+  size_t n = log->n;
+  log->shed = malloc((n + 1) * sizeof *log->shed);
+  log->shed_lo = malloc((n + 1) * sizeof *log->shed_lo);
+  log->shed_hi = malloc((n + 1) * sizeof *log->shed_hi);
+  log->shed_dur = malloc((n + 1) * sizeof *log->shed_dur);
+  if (!log->shed || !log->shed_lo || !log->shed_hi || !log->shed_dur)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  for (size_t r = 0; r < n; r++) {
+    double l;
+    int rc;
+    if ((rc = pfi_table_double(s, r, (size_t)cl, &l, err)) < 0)
+      return rc;
+    if (!(l > 0 && l < 1) || (r > 0 && l != log->shed_loss))
+      return pfi_error_setloc(err, PFI_EPARSE, s->name, s->line[r], 1,
+                              "shed_loss: %s",
+                              l > 0 && l < 1
+                                  ? "differs from the first row's"
+                                  : "expected a fraction in (0, 1)");
+    log->shed_loss = l;
+    if ((rc = cap_cell(s, r, cs, NAN, &log->shed[r], err)) < 0 ||
+        (rc = cap_cell(s, r, clo, NAN, &log->shed_lo[r], err)) < 0 ||
+        (rc = cap_cell(s, r, chi, NAN, &log->shed_hi[r], err)) < 0 ||
+        (rc = cap_cell(s, r, cd, INFINITY, &log->shed_dur[r], err)) < 0)
+      return rc;
+    if (isnan(log->shed[r])) {
+      log->shed_lo[r] = log->shed_hi[r] = log->shed_dur[r] = NAN;
+    } else {
+      if (isnan(log->shed_lo[r]))
+        log->shed_lo[r] = log->shed[r];
+      if (isnan(log->shed_hi[r]))
+        log->shed_hi[r] = log->shed[r];
+      if (!(log->shed_lo[r] <= log->shed[r] && log->shed[r] <= log->shed_hi[r]))
+        return pfi_error_setloc(err, PFI_EPARSE, s->name, s->line[r], 1,
+                                "shed_w: outside [shed_lo_w, shed_hi_w]");
+    }
+  }
+  return 0;
+}
+
 /* Takes ownership of both tables. */
 static int load_tables(struct pfi_eventlog *log, struct pfi_table *sp,
                        struct pfi_table *jp, struct pfi_error *err) {
@@ -115,6 +186,8 @@ static int load_tables(struct pfi_eventlog *log, struct pfi_table *sp,
       goto out;
     }
   }
+  if ((rc = load_capacity(log, &s, err)) < 0)
+    goto out;
   /* The event: the longest run of target > 0. */
   size_t best0 = 0, best1 = 0;
   for (size_t r = 0; r < n;) {
@@ -328,4 +401,19 @@ int pfi_eventlog_delivered(const struct pfi_eventlog *log, double asked,
   d->mean_cut = s / (double)d->samples;
   d->share_above = (double)above / (double)d->samples;
   return 0;
+}
+
+int pfi_eventlog_quote_at_start(const struct pfi_eventlog *log, size_t *row,
+                                struct pfi_error *err) {
+  if (log->shed && log->n > 0)
+    for (size_t r = log->ev0 < log->n ? log->ev0 + 1 : log->n; r-- > 0;)
+      if (!isnan(log->shed[r])) {
+        *row = r;
+        return 0;
+      }
+  return pfi_error_set(err, PFI_ENOTFOUND,
+                       "series.csv: %s", log->shed
+                                             ? "no capacity quote by the "
+                                               "event's start"
+                                             : "no capacity columns");
 }

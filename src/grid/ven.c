@@ -232,6 +232,14 @@ static int fetch_token(struct pfi_ven *v, struct pfi_error *err) {
   return 0;
 }
 
+/* Fetches a token when none is held or the one held expires within 30 s. */
+static int ensure_token(struct pfi_ven *v, struct pfi_error *err) {
+  int64_t now = (int64_t)time(NULL);
+  if (!v->token[0] || (v->token_expiry && v->token_expiry - 30 <= now))
+    return fetch_token(v, err);
+  return 0;
+}
+
 /* A request to the VTN's API with the token; a 401 fetches a new token and
  * tries once more. Non-2xx answers are PFI_EIO naming path and status. */
 static int api(struct pfi_ven *v, const char *method, const char *path,
@@ -239,15 +247,12 @@ static int api(struct pfi_ven *v, const char *method, const char *path,
   char url[9000];
   snprintf(url, sizeof url, "%s%s", v->base, path);
   for (int attempt = 0; attempt < 2; attempt++) {
-    int64_t now = (int64_t)time(NULL);
-    if (!v->token[0] || (v->token_expiry && v->token_expiry - 30 <= now)) {
-      int rc = fetch_token(v, err);
-      if (rc < 0)
-        return rc;
-    }
+    int rc = ensure_token(v, err);
+    if (rc < 0)
+      return rc;
     long st = 0;
-    int rc = http(v, method, url, body, body ? "application/json" : NULL, 1,
-                  &st, b, err);
+    rc = http(v, method, url, body, body ? "application/json" : NULL, 1, &st,
+              b, err);
     if (rc < 0)
       return rc;
     if (st == 401 && attempt == 0) {
@@ -450,11 +455,18 @@ int pfi_ven_subscribe(struct pfi_ven *v, const char *callback_url,
     if (rc < 0)
       return rc;
   }
+  if (!bearer) {
+    /* The VEN's own OAuth2 access token, fresh for at least 30 s. */
+    int rc = ensure_token(v, err);
+    if (rc < 0)
+      return rc;
+    bearer = v->token;
+  }
   json_t *j = json_pack(
       "{s:s,s:s,s:[{s:[s],s:[s,s,s],s:s}]}", "clientName", v->ven_name,
       "programID", v->program_id, "objectOperations", "objects", "EVENT",
       "operations", "CREATE", "UPDATE", "DELETE", "callbackUrl", callback_url);
-  if (j && bearer)
+  if (j)
     json_object_set_new(
         json_array_get(json_object_get(j, "objectOperations"), 0),
         "bearerToken", json_string(bearer));

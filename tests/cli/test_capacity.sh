@@ -191,4 +191,12 @@ printf '{"kind": "pfi-linear-model", "features": ["dram_copy_product"], "interce
 grep -q "no prediction interval" "$T/err" || fail "capacity: $(cat "$T/err")"
 "$PFI" capacity --curves "$T/c.csv" --model "$T/m.json" >/dev/null 2>&1
 [ $? -eq 2 ] || fail "--model without --features accepted"
+# Event lengths and tiers are pfi grid capacity's: the help says where,
+# and --duration here is a usage error.
+"$PFI" capacity --help | tr '\n' ' ' | grep -q "see pfi grid capacity" ||
+  fail "pfi capacity --help does not point to pfi grid capacity"
+"$PFI" capacity --curves "$T/c.csv" --duration 1h >/dev/null 2>&1
+[ $? -eq 2 ] || fail "pfi capacity --duration accepted"
+grep -q "^.pfi grid capacity. (\[grid.md\](grid.md#flexible-capacity" "$PFI_SOURCE_DIR/docs/capacity.md" ||
+  fail "docs/capacity.md does not point to pfi grid capacity"
 exit $((fails > 0))

@@ -159,10 +159,32 @@ types = [d["payloadType"] for d in r["payloadDescriptors"]]
 assert types == ["USAGE", "DEMAND", "BASELINE", "LOAD_SHED_DELTA_AVAILABLE"], types
 ' || fail "stored report"
 
-# A subscription for webhook notifications.
+# A subscription for webhook notifications: the VTN stores it for program
+# site-flex with the callback URL and, as bearer token, the VEN's OAuth2
+# access token: the one the mock issued to the VEN and saw on the POST.
 "$PFI" grid subscribe --vtn "$BASE" --client-id ven1 --client-secret-file "$T/secret" \
   --program site-flex --callback http://127.0.0.1:9/hook >/dev/null 2>"$T/err" ||
   fail "subscribe: $(cat "$T/err")"
+"${CURL[@]}" -H "Authorization: Bearer $BL" "$BASE/subscriptions" >"$T/subs.json"
+"${CURL[@]}" "$BASE/../_mock/log" >"$T/log.json"
+python3 - "$T/subs.json" "$T/log.json" "$PID" <<'EOF' || fail "stored subscription"
+import json, sys
+subs = json.load(open(sys.argv[1]))
+log = json.load(open(sys.argv[2]))
+assert len(subs) == 1, subs
+s = subs[0]
+assert s["programID"] == sys.argv[3] and s["clientName"] == "ven1", s
+assert len(s["objectOperations"]) == 1, s
+oo = s["objectOperations"][0]
+assert oo["callbackUrl"] == "http://127.0.0.1:9/hook", oo
+assert oo["objects"] == ["EVENT"] and oo["operations"] == ["CREATE", "UPDATE", "DELETE"], oo
+post = [r for r in log if r["method"] == "POST" and r["path"].endswith("/subscriptions")]
+assert len(post) == 1 and post[0]["status"] == 201, post
+issued = [r["issued"] for r in log if r.get("issued")]
+# The VEN's last token (the subscribe call's), sent on the POST and stored.
+assert oo.get("bearerToken") == issued[-1] == post[0]["bearer"], (oo, issued[-1:], post)
+assert oo["bearerToken"] != "ven-secret"
+EOF
 
 # Offline: an events file (read before the malformed event below) and bad
 # schedule input.
@@ -356,5 +378,78 @@ grep -q "Delivered cut" "$T/ev/out/event.html" && fail "the reference section wi
 printf 'job,tier\na,flex10\n' >"$T/ev/c2.csv"
 "$PFI" grid event-report --log "$T/ev" --contract "$T/ev/c2.csv" --tiers "$T/ev/tiers.csv" --out "$T/ev/o2" 2>"$T/err" >/dev/null
 [ $? = 2 ] && grep -q "job b is in the log but not in the contract" "$T/err" || fail "job missing from the contract: $(cat "$T/err")"
+
+# Capacity over time: the bridge's capacity columns (pfid's quote at <= 10 %
+# loss on each sync). No quote at t=0 nor at the event's first sample
+# (t=120): the quote at the start is t=60's, 240 W in [220, 260] for events
+# up to 14400 s (4 h); during the event 10 W in [5, 15] for any length.
+mkdir -p "$T/ev4"
+cp "$T/ev/jobs.csv" "$T/ev4/"
+{
+  echo "t_s,target_w,power_w,shed_loss,shed_w,shed_lo_w,shed_hi_w,shed_duration_s"
+  echo "0,0,1000,0.1,,,,"
+  echo "60,0,1000,0.1,240,220,260,14400"
+  echo "120,750,740,0.1,,,,"
+  for r in 180,750,760 240,750,745 300,750,750; do echo "$r,0.1,10,5,15,"; done
+} >"$T/ev4/series.csv"
+"$PFI" grid event-report --log "$T/ev4" --contract "$T/ev/contract.csv" --tiers "$T/ev/tiers.csv" \
+  --out "$T/ev4/out" >"$T/ev4/s.json" 2>"$T/err" || fail "event-report with capacity: $(cat "$T/err")"
+python3 - "$T/ev4/s.json" <<'EOF2' || fail "capacity_at_start: $(cat "$T/ev4/s.json")"
+import json, sys
+c = json.load(open(sys.argv[1]))["capacity_at_start"]
+assert c == {"max_loss": 0.1, "shed_w": 240, "shed_lo_w": 220, "shed_hi_w": 260,
+             "duration_s": 14400}, c
+EOF2
+grep -q "Flexible capacity over time" "$T/ev4/out/event.html" &&
+  grep -q "240.0 W (95 % interval 220.0 to 260.0 W, for an event up to 4 h) when the event began; the fleet&#39;s realized cut was 251.[23] W" "$T/ev4/out/event.html" &&
+  grep -q "shed at &lt;= 10 % loss" "$T/ev4/out/event.html" || fail "event.html: no capacity section"
+grep -q "Flexible capacity over time" "$T/ev/out/event.html" && fail "a capacity section without capacity columns"
+sed -i 's/^180,750,760,0.1,10,5,15,$/180,750,760,0.1,20,5,15,/' "$T/ev4/series.csv"
+"$PFI" grid event-report --log "$T/ev4" --contract "$T/ev/contract.csv" --tiers "$T/ev/tiers.csv" \
+  --out "$T/ev4/out" 2>"$T/err" >/dev/null
+[ $? = 2 ] && grep -q "series.csv:5:1: shed_w: outside \[shed_lo_w, shed_hi_w\]" "$T/err" ||
+  fail "a quote outside its interval: $(cat "$T/err")"
+sed -i 's/^180,750,760,0.1,20,5,15,$/180,750,760,0.2,10,5,15,/' "$T/ev4/series.csv"
+"$PFI" grid event-report --log "$T/ev4" --contract "$T/ev/contract.csv" --tiers "$T/ev/tiers.csv" \
+  --out "$T/ev4/out" 2>"$T/err" >/dev/null
+[ $? = 2 ] && grep -q "series.csv:5:1: shed_loss: differs from the first row's" "$T/err" ||
+  fail "two losses in one log: $(cat "$T/err")"
+
+# Token expiry for real: a VTN whose tokens live 2 s. The VEN renews a
+# token 30 s before it expires, so with such tokens it takes a new one
+# before every API request and the VTN never refuses one: 2 API requests
+# (GET /programs, GET /events), each with the token issued just before it,
+# 2 token requests, no 401.
+python3 tests/mock-vtn/mock_vtn.py --port-file "$T/port2" --lifetime 60 --token-ttl 2 &
+VTN2_PID=$!
+trap 'kill $VTN_PID $VTN2_PID 2>/dev/null; rm -rf "$T"' EXIT
+for _ in $(seq 100); do [ -s "$T/port2" ] && break; sleep 0.1; done
+BASE2="http://127.0.0.1:$(cat "$T/port2")/openadr3"
+BL2=$("${CURL[@]}" -d grant_type=client_credentials -d client_id=bl1 \
+  -d client_secret=bl-secret "$BASE2/auth/token" |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["access_token"])')
+"${CURL[@]}" -H "Authorization: Bearer $BL2" -H 'Content-Type: application/json' \
+  -d '{"programName":"site-flex"}' "$BASE2/programs" >/dev/null
+"${CURL[@]}" "$BASE2/../_mock/log" >"$T/log0.json"
+"$PFI" grid timeline --vtn "$BASE2" --client-id ven1 --client-secret-file "$T/secret" \
+  --program site-flex --baseline 1000000 --format csv >/dev/null 2>"$T/err" ||
+  fail "timeline with 2 s tokens: $(cat "$T/err")"
+"${CURL[@]}" "$BASE2/../_mock/log" >"$T/log2.json"
+python3 - "$T/log0.json" "$T/log2.json" <<'EOF' || fail "token renewal before expiry"
+import json, sys
+n0 = len(json.load(open(sys.argv[1])))
+# The VEN's requests: after the first read of the log, before the second.
+log = json.load(open(sys.argv[2]))[n0:-1]
+tok = [r for r in log if r["path"].endswith("/auth/token")]
+api = [r for r in log if "/auth/" not in r["path"]]
+assert len(tok) == 2 and len(api) == 2, log
+assert all(r["status"] == 200 for r in tok + api), log
+last = None
+for r in log:
+    if r.get("issued"):
+        last = r["issued"]
+    elif "/auth/" not in r["path"]:
+        assert r["bearer"] == last, (r, last)
+EOF
 
 exit $((fails > 0))

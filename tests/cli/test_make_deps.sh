@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-3.0-or-later
-# Only the README's two commands (make demo, make check) and .ci/run install
-# packages (make deps, apt-get): make test, test-asan, fuzz, build, bench,
-# demo-grid and install do not. Read from what make would run (make -n:
+# Only the README's two commands (make demo, make check), the whole-event
+# demo (make demo-grid, which needs nats-server from a fresh clone) and
+# .ci/run install packages (make deps, apt-get): make test, test-asan, fuzz,
+# build, bench and install do not. Read from what make would run (make -n:
 # nothing is run), with the build directory of this test run.
 . "$(dirname "$0")/lib.sh"
 B=${PFI_BUILD_DIR:?}
@@ -13,11 +14,11 @@ would_install() {
     { fail "make -n $1: $(tail -n 3 "$T/n.err")"; return 2; }
   grep -qE 'install-deps\.sh|apt-get' "$T/n.out"
 }
-for t in test test-asan fuzz build bench demo-grid install; do
+for t in test test-asan fuzz build bench install; do
   would_install "$t"
   [ $? = 1 ] || fail "make $t installs packages: $(grep -E 'install-deps|apt-get' "$T/n.out" | head -n 2)"
 done
-for t in demo check deps; do
+for t in demo demo-grid check deps; do
   would_install "$t" || fail "make $t does not install the packages it needs"
 done
 grep -qE '^(make (deps|check)|bash scripts/install-deps\.sh)' "$PFI_SOURCE_DIR/.ci/run" ||

@@ -93,4 +93,21 @@ kill "$BRIDGE"
 wait "$BRIDGE" 2>/dev/null
 awk -F, 'NR > 1 && $2 == 800 { n++ } END { exit !(n > 0) }' "$T/log/series.csv" ||
   fail "series.csv has no sample at the 800 W target"
+# Every logged sample carries pfid's capacity at <= 10 % loss (--shed-loss)
+# as GET /v1/capacity answered it: 0 W (jobA has nothing to shed, its
+# interval too) and the same longest event (an empty cell for any length).
+python3 - "$T/log/series.csv" "$T/capa.json" <<'PY' || fail "series.csv capacity against /v1/capacity: $(head -3 "$T/log/series.csv")"
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+c = json.load(open(sys.argv[2]))
+q = [x for x in c["quotes"] if x["max_loss"] == 0.1][0]
+d = c.get("duration_s")
+assert rows, rows
+for r in rows:
+    assert float(r["shed_loss"]) == 0.1, r
+    assert float(r["shed_w"]) == q["shed_w"] == 0, (r, q)
+    assert float(r["shed_lo_w"]) == q.get("shed_lo_w", q["shed_w"]), (r, q)
+    assert float(r["shed_hi_w"]) == q.get("shed_hi_w", q["shed_w"]), (r, q)
+    assert (r["shed_duration_s"] == "") if d is None else float(r["shed_duration_s"]) == d, (r, d)
+PY
 exit $((fails > 0))

@@ -21,7 +21,10 @@ Test-only knobs, under /_mock/ (not part of OpenADR; no token needed):
   POST /_mock/expire-tokens  every issued token expires now
   POST /_mock/fail-next      body {"status": N, "count": k}: the next k API
                              answers are HTTP N
-  GET  /_mock/log            the requests seen, as JSON
+  GET  /_mock/log            the requests seen, as JSON: method, path, auth
+                             (an Authorization header), bearer (its token),
+                             status (of the answer), issued (the token a
+                             POST /auth/token gave)
 
 Usage: mock_vtn.py --port-file F [--ven ID:SECRET] [--bl ID:SECRET]
                    [--token-ttl S] [--prefix /openadr3]
@@ -134,6 +137,8 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
     def send(self, status, obj=None, raw=None):
+        if getattr(self, "entry", None) is not None:
+            self.entry["status"] = status
         data = raw if raw is not None else (
             b"" if obj is None else json.dumps(obj).encode())
         self.send_response(status)
@@ -162,10 +167,11 @@ class Handler(BaseHTTPRequestHandler):
         path = url.path
         q = urllib.parse.parse_qs(url.query)
         raw = self.body()
+        h = self.headers.get("Authorization") or ""
+        self.entry = {"method": method, "path": self.path, "auth": bool(h),
+                      "bearer": h[7:] if h.startswith("Bearer ") else None}
         with LOCK:
-            STATE["log"].append({"method": method, "path": self.path,
-                                 "auth": bool(self.headers.get(
-                                     "Authorization"))})
+            STATE["log"].append(self.entry)
         if raw is None:
             return self.send(*problem(413, "Payload Too Large"))
         if path.startswith("/_mock/"):
@@ -254,6 +260,7 @@ class Handler(BaseHTTPRequestHandler):
         tok = secrets.token_hex(16)
         with LOCK:
             STATE["tokens"][tok] = (role, time.time() + ARGS.token_ttl)
+            self.entry["issued"] = tok
         return self.send(200, {"access_token": tok, "token_type": "Bearer",
                                "expires_in": int(ARGS.token_ttl)})
 

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -336,6 +337,12 @@ static void rm_state(void) {
   rmdir(statedir);
 }
 
+static double mono_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 static struct pfi_device *open_emu(const char *extra) {
   char params[512];
   struct pfi_device *d = NULL;
@@ -349,6 +356,7 @@ static struct pfi_device *open_emu(const char *extra) {
 
 static void test_backend_caps_persist(void **state) {
   (void)state;
+  struct pfi_device *d0 = NULL;
   fresh_state();
   struct pfi_device *a = open_emu("gpus=4"), *b = open_emu("gpus=4");
   struct pfi_error e;
@@ -398,7 +406,26 @@ static void test_backend_caps_persist(void **state) {
   assert_true(t1 - t0 >= 0.02);
   pfi_device_close(v);
   pfi_device_close(rt);
+  /* speed=40: the device clock runs 40 times the monotonic one. Bracketed
+   * by monotonic readings around the open and the reading: 40 (r2 - r1) <=
+   * t <= 40 (r3 - r0), whatever the machine's load. A wait of 2 device
+   * seconds passes them. */
+  double r0 = mono_now();
+  struct pfi_device *fast = open_emu("realtime=1,speed=40");
+  double r1 = mono_now();
+  assert_int_equal(pfi_device_wait(fast, 2, &e), 0);
+  double r2 = mono_now();
+  assert_int_equal(pfi_device_now(fast, &t1, &e), 0);
+  double r3 = mono_now();
+  assert_true(t1 >= 2);
+  assert_true(40 * (r2 - r1) <= t1 + 1e-9 && t1 <= 40 * (r3 - r0) + 1e-9);
+  pfi_device_close(fast);
   /* Bad parameters are refused with a message. */
+  assert_int_equal(pfi_device_open(&d0, "emu", "realtime=1,speed=0", &e),
+                   PFI_EINVAL);
+  assert_non_null(strstr(e.msg, "speed=0"));
+  assert_int_equal(pfi_device_open(&d0, "emu", "speed=2", &e), PFI_EINVAL);
+  assert_non_null(strstr(e.msg, "needs realtime=1"));
   struct pfi_device *d = NULL;
   assert_int_equal(pfi_device_open(&d, "emu", "profile=h300", &e), PFI_EINVAL);
   assert_int_equal(pfi_device_open(&d, "emu", "gpus=0", &e), PFI_EINVAL);
