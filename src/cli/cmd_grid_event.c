@@ -66,6 +66,23 @@ struct reference {
   const char *kind;        /* "emulated" or "as logged" */
 };
 
+/* One panel with its key, 900 px wide, as an inline SVG in its own <div>
+ * (nothing when the figure cannot be drawn: the page goes on without it). */
+static void panel_html(struct pfi_html *h, struct pfi_panel *p, int height,
+                       const char *id_prefix) {
+  p->key = 1;
+  struct pfi_figure f = {.width = 900, .height = height, .rows = 1, .cols = 1,
+                         .panels = p, .npanels = 1};
+  char *svg = NULL;
+  struct pfi_error e;
+  if (pfi_figure_svg(&f, id_prefix, &svg, &e) == 0 && svg) {
+    pfi_html_puts(h, "<div>");
+    pfi_html_puts(h, svg);
+    pfi_html_puts(h, "</div>");
+  }
+  free(svg);
+}
+
 /* Both deliveries as shares of their own pre-event baseline against the
  * share of the event elapsed, with the target they were asked for. */
 static void reference_section(struct pfi_html *h, const struct pfi_eventlog *log,
@@ -130,18 +147,8 @@ static void reference_section(struct pfi_html *h, const struct pfi_eventlog *log
   p.ylabel = "share of baseline";
   p.series = s;
   p.nseries = 3;
-  p.key = 1;
   p.key_pos = "bottom right";
-  struct pfi_figure f = {.width = 900, .height = 360, .rows = 1, .cols = 1,
-                         .panels = &p, .npanels = 1};
-  char *svg = NULL;
-  struct pfi_error e;
-  if (pfi_figure_svg(&f, "ref-", &svg, &e) == 0 && svg) {
-    pfi_html_puts(h, "<div>");
-    pfi_html_puts(h, svg);
-    pfi_html_puts(h, "</div>");
-  }
-  free(svg);
+  panel_html(h, &p, 360, "ref-");
   free(x1), free(y1), free(x2), free(y2);
 }
 
@@ -214,17 +221,8 @@ static void capacity_section(struct pfi_html *h, const struct pfi_eventlog *log,
     p.ylabel = "W (GPU level)";
     p.series = s;
     p.nseries = 3;
-    p.key = 1;
     p.key_pos = "top right";
-    struct pfi_figure f = {.width = 900, .height = 320, .rows = 1, .cols = 1,
-                           .panels = &p, .npanels = 1};
-    char *svg = NULL;
-    if (pfi_figure_svg(&f, "cap-", &svg, &e) == 0 && svg) {
-      pfi_html_puts(h, "<div>");
-      pfi_html_puts(h, svg);
-      pfi_html_puts(h, "</div>");
-    }
-    free(svg);
+    panel_html(h, &p, 320, "cap-");
   }
   free(x), free(y), free(lo), free(hi);
 }
