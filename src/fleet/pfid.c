@@ -336,14 +336,8 @@ static int load_assignments(struct pfi_pfid *d, struct pfi_error *err) {
         strcmp(keys[i] + 7, a.node) == 0) {
       pthread_mutex_lock(&d->mu);
       struct pfid_node *n = node_get(d, a.node, 1);
-      if (n) {
-        n->seq = a.seq;
-        n->rev = rev;
-        n->restore = a.restore;
-        n->n = a.n;
-        memcpy(n->caps, a.cap_mw, sizeof n->caps);
-        n->need_seq = 0;
-      }
+      if (n)
+        pfid_node_from_bucket(n, &a, rev);
       pthread_mutex_unlock(&d->mu);
     }
     free(val);
@@ -407,7 +401,10 @@ static void leadership(struct pfi_pfid *d) {
   d->leader = 1;
   d->takeovers++;
   d->leader_since_mono = now;
-  d->pending_raise = 0;
+  /* Raises wait until every node confirms the assignment it holds from
+   * the previous leader (pfid_node_from_bucket), which may be a decrease
+   * not yet applied. */
+  d->pending_raise = 1;
   pfid_log(d, "leader", "took the lease (revision %llu)",
            (unsigned long long)rev);
 }
@@ -581,6 +578,16 @@ static void current_caps(const struct pfid_node *n, uint32_t *c) {
     c[i] = !n->restore && n->n == n->tel.n ? n->caps[i] : n->tel.gpu[i].cap_mw;
 }
 
+void pfid_node_from_bucket(struct pfid_node *n, const struct pfi_fleet_assign *a,
+                           uint64_t rev) {
+  n->seq = a->seq;
+  n->rev = rev;
+  n->restore = a->restore;
+  n->n = a->n;
+  memcpy(n->caps, a->cap_mw, sizeof n->caps);
+  n->need_seq = a->restore ? 0 : a->seq;
+}
+
 /* Decreases published with need_seq are confirmed when the agent applied
  * that sequence number and every limit reads back at or below it. */
 int pfid_confirmed(const struct pfid_node *n) {
@@ -714,6 +721,13 @@ static int control_step(struct pfi_pfid *d, struct pfi_error *err) {
       current_caps(&d->node[i], want[i]);
   }
   const struct pfi_fleet_event *pev = evp ? &ev : NULL;
+  /* A node known only from the bucket (an assignment of the previous
+   * leader) that has not reported within the stale time since we took
+   * the lead is gone: its assignment does not hold the raises back. */
+  if (pfid_mono() - d->leader_since_mono > d->o.stale_s)
+    for (size_t i = 0; i < d->n_nodes; i++)
+      if (!d->node[i].have_tel)
+        d->node[i].need_seq = 0;
   int wait = d->pending_raise && pfid_raises_wait(d->node, d->n_nodes);
   /* Phase 1 (decreases) or phase 2 (the rest), or a lease refresh of the
    * caps in force while decreases are unconfirmed. */

@@ -119,6 +119,13 @@ double pfid_api_tier(const struct pfi_pfid *d, const char *job);
  * back at or below its cap; the period's increases wait while any of the
  * n nodes, stale ones included, has one unconfirmed. */
 int pfid_confirmed(const struct pfid_node *n);
+/* A node's state from its assignment in the bucket, read by a pfid taking
+ * the lead: the previous leader may have published a decrease the agent
+ * has not confirmed, so a cap assignment is taken as awaiting
+ * confirmation (need_seq = its sequence number) until the node's
+ * telemetry shows it applied; a restore awaits nothing. */
+void pfid_node_from_bucket(struct pfid_node *n, const struct pfi_fleet_assign *a,
+                           uint64_t rev);
 int pfid_raises_wait(const struct pfid_node *node, size_t n);
 /* The node named `name`, or NULL. */
 struct pfid_node *pfid_node_find(struct pfi_pfid *d, const char *name);

@@ -62,10 +62,43 @@ static void test_stale_blocks(void **state) {
   assert_int_equal(pfid_raises_wait(f, 3), 0);
 }
 
+/* A pfid taking the lead reads each node's assignment from the bucket:
+ * the previous leader's cut to 250 W (sequence 9) awaits the agent's
+ * confirmation, so raises wait until its telemetry says sequence 9 is
+ * applied and both limits read 250 W or less; a restore awaits nothing. */
+static void test_takeover(void **state) {
+  (void)state;
+  struct pfid_node f[2];
+  node(&f[0], "n1");
+  node(&f[1], "n2");
+  struct pfi_fleet_assign a;
+  memset(&a, 0, sizeof a);
+  snprintf(a.node, sizeof a.node, "n1");
+  a.seq = 9;
+  a.n = 2;
+  a.cap_mw[0] = a.cap_mw[1] = 250000;
+  f[0].tel.seq_applied = 8; /* the agent has not applied it */
+  pfid_node_from_bucket(&f[0], &a, 42);
+  assert_int_equal(f[0].need_seq, 9);
+  assert_int_equal(f[0].rev, 42);
+  assert_int_equal(f[0].caps[1], 250000);
+  assert_int_equal(pfid_raises_wait(f, 2), 1);
+  f[0].tel.seq_applied = 9; /* applied, limits still read 700 W */
+  assert_int_equal(pfid_raises_wait(f, 2), 1);
+  f[0].tel.gpu[0].cap_mw = f[0].tel.gpu[1].cap_mw = 250000;
+  assert_int_equal(pfid_raises_wait(f, 2), 0);
+  a.restore = 1;
+  a.seq = 10;
+  pfid_node_from_bucket(&f[1], &a, 43);
+  assert_int_equal(f[1].need_seq, 0);
+  assert_int_equal(pfid_raises_wait(f, 2), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_confirmed),
       cmocka_unit_test(test_stale_blocks),
+      cmocka_unit_test(test_takeover),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
