@@ -234,6 +234,7 @@ struct pfi_ctl_belief {
   size_t anomalies; /* periods flagged so far */
   size_t rollbacks; /* rollbacks so far */
   double cap_w;     /* current requested cap (mean over its GPUs) */
+  double draw_w;    /* modelled draw in training at that cap, W */
 };
 
 /* Belief of the job in `slot`; returns 0 or PFI_ENOTFOUND. */

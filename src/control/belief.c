@@ -32,12 +32,82 @@ double pfi__ctl_cap_lo(const struct pfi_ctl *c, const struct pfi__ctl_job *j) {
   return j->cap_lo; /* fixed when the job is added */
 }
 
+/* Caps within this many W of a draw point share it. */
+#define DRAW_BIN_W 5.0
+
+/* The draw model (docs/control.md "Draw"): before a job is seen under a
+ * binding cap, the first guess min(ratio x GPUs x cap, P_max); then the
+ * draws it was seen at: between two learned points the line through them,
+ * below the lowest its draw per cap, above the highest its draw per cap
+ * up to P_max but never under the chord from it to (ceiling, P_max) (a
+ * GPU's draw is concave in its cap: segments of the step under the cap
+ * keep their power, those over it are clipped, so the draw lies between
+ * that chord and the draw per cap carried on). Non-decreasing in the cap. */
 double pfi__ctl_draw_at(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
                         double cap_w) {
-  double p = j->ratio * (double)j->ngpus * cap_w;
-  if (isfinite(j->pmax) && p > j->pmax)
-    p = j->pmax;
-  return p;
+  double n = (double)j->ngpus, pm = isfinite(j->pmax) ? j->pmax : INFINITY;
+  if (j->ndpts == 0) {
+    double p = j->ratio * n * cap_w;
+    return p > pm ? pm : p;
+  }
+  double ax[PFI__CTL_MAXDPTS], ay[PFI__CTL_MAXDPTS];
+  size_t m = 0;
+  for (size_t i = 0; i < j->ndpts; i++) {
+    size_t k = m;
+    while (k > 0 && ax[k - 1] > j->dpts[i].cap_w) {
+      ax[k] = ax[k - 1];
+      ay[k] = ay[k - 1];
+      k--;
+    }
+    ax[k] = j->dpts[i].cap_w;
+    ay[k] = j->dpts[i].draw_w < pm ? j->dpts[i].draw_w : pm;
+    m++;
+  }
+  for (size_t i = m - 1; i-- > 0;)
+    if (ay[i] > ay[i + 1])
+      ay[i] = ay[i + 1];
+  if (cap_w <= ax[0])
+    return ay[0] * cap_w / ax[0];
+  if (cap_w >= ax[m - 1]) {
+    double p = ay[m - 1] * cap_w / ax[m - 1];
+    if (p > pm)
+      p = pm;
+    double hi = pfi__ctl_cap_hi(c, j);
+    if (isfinite(pm) && hi > ax[m - 1] + 1e-9) {
+      double u = (cap_w - ax[m - 1]) / (hi - ax[m - 1]);
+      double chord = ay[m - 1] + (u < 1 ? u : 1) * (pm - ay[m - 1]);
+      if (p < chord)
+        p = chord;
+    }
+    return p;
+  }
+  size_t i = 0;
+  while (i + 2 < m && ax[i + 1] < cap_w)
+    i++;
+  return ay[i] + (ay[i + 1] - ay[i]) * (cap_w - ax[i]) / (ax[i + 1] - ax[i]);
+}
+
+void pfi__ctl_learn_draw(struct pfi__ctl_job *j, double cap_w, double draw_w) {
+  size_t w = 0;
+  double best = INFINITY;
+  for (size_t i = 0; i < j->ndpts; i++) {
+    double d = fabs(j->dpts[i].cap_w - cap_w);
+    if (d < best) {
+      best = d;
+      w = i;
+    }
+  }
+  if (best < DRAW_BIN_W) {
+    /* A running mean of at most 10 periods, cap and draw together. */
+    struct pfi__ctl_dpt *q = &j->dpts[w];
+    q->n = (q->n < 10 ? q->n : 9) + 1;
+    q->cap_w += (cap_w - q->cap_w) / q->n;
+    q->draw_w += (draw_w - q->draw_w) / q->n;
+    return;
+  }
+  if (j->ndpts < PFI__CTL_MAXDPTS)
+    w = j->ndpts++; /* else: the nearest point gives its place */
+  j->dpts[w] = (struct pfi__ctl_dpt){cap_w, draw_w, 1};
 }
 
 double pfi__ctl_cap_for(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
@@ -45,7 +115,23 @@ double pfi__ctl_cap_for(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
   double hi = pfi__ctl_cap_hi(c, j), lo = pfi__ctl_cap_lo(c, j);
   if (isfinite(j->pmax) && p >= j->pmax * 0.999)
     return hi;
-  double cap = p / (j->ratio * (double)j->ngpus);
+  double cap;
+  if (j->ndpts == 0) {
+    cap = p / (j->ratio * (double)j->ngpus);
+  } else {
+    /* Bisection on the non-decreasing draw model: 30 halvings. */
+    double a = lo, b = hi;
+    if (pfi__ctl_draw_at(c, j, a) >= p)
+      return lo;
+    for (int k = 0; k < 30; k++) {
+      double mid = 0.5 * (a + b);
+      if (pfi__ctl_draw_at(c, j, mid) >= p)
+        b = mid;
+      else
+        a = mid;
+    }
+    cap = b;
+  }
   return cap < lo ? lo : cap > hi ? hi : cap;
 }
 
@@ -66,7 +152,7 @@ static double prior_frac(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
     if (pfi > mid)
       pfi = mid;
   }
-  double lo = j->ratio * (double)j->ngpus * pfi__ctl_cap_lo(c, j);
+  double lo = pfi__ctl_draw_at(c, j, pfi__ctl_cap_lo(c, j));
   /* The exponent is remembered for the inputs it was computed from (the
    * cache is not part of the belief: const is kept for callers). */
   struct pfi__ctl_job *m = (struct pfi__ctl_job *)j;

@@ -388,6 +388,7 @@ int pfi_ctl_job_belief(const struct pfi_ctl *c, int slot,
   b->anomalies = j->anomalies;
   b->rollbacks = j->rollbacks;
   b->cap_w = j->cap;
+  b->draw_w = pfi__ctl_draw_at(c, j, j->cap);
   return 0;
 }
 

@@ -21,6 +21,16 @@ struct pfi__ctl_pt {
   double m2;      /* sum of squared deviations of tokens (Welford) */
 };
 
+/* Draw points per job: realized draw at a cap (caps within DRAW_BIN_W of
+ * one another share a point). */
+#define PFI__CTL_MAXDPTS 8
+
+struct pfi__ctl_dpt {
+  double cap_w;  /* per-GPU cap */
+  double draw_w; /* mean aggregate realized draw there, W */
+  double n;      /* periods in the mean (at most 10: it follows drift) */
+};
+
 struct pfi__ctl_job {
   int used;
   char id[96], family[64];
@@ -35,9 +45,13 @@ struct pfi__ctl_job {
   double pmax, tmax;
   double nmax; /* periods in the running means (0: only the hint) */
   int pmax_hint, tmax_hint;
-  double ratio; /* realized draw / (GPUs x cap) when cap-bound */
+  double ratio; /* the prior's draw / (GPUs x cap) where the cap binds */
+  /* Draw learned under binding caps (belief.c pfi__ctl_draw_at). */
+  struct pfi__ctl_dpt dpts[PFI__CTL_MAXDPTS];
+  size_t ndpts;
   double cap;   /* requested cap, mean over the job's GPUs */
   double last_change_t;
+  int last_dir; /* that change: 1 an increase, -1 a decrease */
   double win_cap; /* cap at the start of the window being settled */
   /* The settled window being accumulated. */
   double acc_p, acc_t, acc_t2, acc_n, acc_cap;
@@ -117,6 +131,8 @@ double pfi__ctl_floor(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
 /* Aggregate power the job draws in training at per-GPU cap `cap_w`. */
 double pfi__ctl_draw_at(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
                         double cap_w);
+/* Adds a period's realized draw `draw_w` at per-GPU cap `cap_w`. */
+void pfi__ctl_learn_draw(struct pfi__ctl_job *j, double cap_w, double draw_w);
 /* Per-GPU cap that makes the job draw `p` W in training. */
 double pfi__ctl_cap_for(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
                         double p);

@@ -136,6 +136,19 @@ static int observe(struct pfi_ctl *c, struct pfi__ctl_job *j,
   int settled = in->t_s - j->last_change_t >= cf->settle_s;
   double hi = pfi__ctl_cap_hi(c, j);
   int uncapped = !c->in_event && !c->recovering && j->cap >= hi - 0.5;
+  /* The draw at its caps, learned from every training period under them
+   * in an event or its recovery (docs/control.md "Draw"): a decrease shows
+   * within the period (tens of ms), an increase from the second period
+   * after it (its dead time and time constant take a quarter of the
+   * first). Not while flagged, nor, once settled, from a period slower
+   * than its curve (a stall draws under its caps): those are learned
+   * below, after the anomaly rule. */
+  int learn_draw = train && !j->anomaly && (c->in_event || c->recovering) &&
+                   j->cap < hi - 0.5 && draw > 0 &&
+                   (j->last_dir <= 0 ||
+                    in->t_s - j->last_change_t >= 2.0 * cf->period_s - 1e-9);
+  if (learn_draw && !settled)
+    pfi__ctl_learn_draw(j, j->cap, draw);
   if (!train || !settled) {
     j->acc_n = j->acc_p = j->acc_t = j->acc_t2 = 0;
     j->anom_run = 0;
@@ -208,12 +221,8 @@ static int observe(struct pfi_ctl *c, struct pfi__ctl_job *j,
     j->acc_n = j->acc_p = j->acc_t = j->acc_t2 = 0;
     return rc;
   }
-  /* Draw per cap while the cap binds. */
-  if (!uncapped && draw < j->pmax * 0.98 && j->cap > 0) {
-    double r = draw / ((double)j->ngpus * j->cap);
-    if (r > 0.5 && r <= 1.0)
-      j->ratio += 0.2 * (r - j->ratio);
-  }
+  if (learn_draw)
+    pfi__ctl_learn_draw(j, j->cap, draw);
 
   /* Learning: a settled window of learn_s seconds becomes a point. */
   j->acc_n += 1;
@@ -363,6 +372,7 @@ static int set_job_cap(struct pfi_ctl *c, struct pfi__ctl_job *j,
    * a move of SMALL_W or more from where the window started restarts the
    * settling. */
   if (fabs(cap - j->win_cap) >= SMALL_W) {
+    j->last_dir = cap > j->win_cap ? 1 : -1;
     j->win_cap = cap;
     j->last_change_t = in->t_s;
     j->acc_after_change = 1;
@@ -505,7 +515,7 @@ static int allocate(struct pfi_ctl *c, const struct pfi_ctl_input *in,
         for (size_t k = 0; k < j->ngpus; k++)
           if (c->draw[j->gpu[k]] > gmax)
             gmax = c->draw[j->gpu[k]];
-        double floor = gmax / j->ratio;
+        double floor = pfi__ctl_cap_for(c, j, gmax * (double)j->ngpus);
         if (want < floor)
           want = floor;
       }
@@ -741,10 +751,15 @@ static int recover(struct pfi_ctl *c, const struct pfi_ctl_input *in,
       double lo = pfi__ctl_cap_lo(c, j);
       if (j->cap <= lo + 1e-9 || !(j->draw > 0))
         continue;
-      double per = j->ratio * (double)j->ngpus;
+      /* Watts per W of cap: the draw model's slope just below the cap. */
+      double per = (pfi__ctl_draw_at(c, j, j->cap) -
+                    pfi__ctl_draw_at(c, j, j->cap - 5.0)) /
+                   5.0;
+      if (!(per > 0.3 * (double)j->ngpus))
+        per = 0.3 * (double)j->ngpus;
       double want = j->cap - excess / per;
       /* Cut only what it draws: a job under its cap gives from its draw. */
-      double now = j->draw / per;
+      double now = pfi__ctl_cap_for(c, j, j->draw);
       if (now <= lo + 1e-9)
         continue; /* it draws under its lowest cap: a cut gives nothing */
       if (now < j->cap && want > now - excess / per)

@@ -562,6 +562,38 @@ static void test_no_rollback_draw(void **state) {
   pfi_ctl_close(r.ctl);
 }
 
+/* The draw per cap is learned from the realized draw: job 0's GPUs draw
+ * 0.75 of a binding cap (the first guess is 0.97). Three periods into the
+ * event it is counted at 0.75 x 8 GPUs x its cap (the running mean of a
+ * point's draws at a cap; a smoothed ratio at gain 0.2 a period would
+ * still be at 0.97 - 0.22 (1 - 0.8^3) = 0.863, 15 % high), and it stays so
+ * wherever the caps go for the rest of the event. */
+static void test_draw_learned(void **state) {
+  (void)state;
+  struct run r;
+  run_open(&r, NULL, 0);
+  r.pl.ratio[0] = 0.75;
+  double target = 0.8 * baseline_w();
+  for (int t = 1; t <= 30; t++)
+    run_step(&r, t, 0, NAN);
+  struct pfi_ctl_belief b;
+  for (int t = 31; t <= 300; t++) {
+    run_step(&r, t, 1, target);
+    if (t < 34)
+      continue;
+    pfi_ctl_job_belief(r.ctl, 0, &b, NULL);
+    double want = 0.75 * GPJ * b.cap_w;
+    if (want > r.pl.pmax[0])
+      want = r.pl.pmax[0];
+    if (!(b.cap_w < 690))
+      fail_msg("t = %d: job 0 not cut (cap %g W)", t, b.cap_w);
+    if (!(fabs(b.draw_w - want) <= 0.002 * want))
+      fail_msg("t = %d: job 0 counted at %g W at cap %g W, draws %g W", t,
+               b.draw_w, b.cap_w, want);
+  }
+  pfi_ctl_close(r.ctl);
+}
+
 /* Between learned points the belief follows its prior's shape: job 0's
  * prior is right (PFI 1.82 gives the exponent 1 - ln(1.82) / ln(1 - u_m)
  * = 1.50 of its true curve, u_m = (0.99 x 1600 / 4000 + 1) / 2 at its
@@ -676,6 +708,7 @@ int main(void) {
       cmocka_unit_test(test_pause_fill),
       cmocka_unit_test(test_recovery_margin),
       cmocka_unit_test(test_no_rollback_draw),
+      cmocka_unit_test(test_draw_learned),
       cmocka_unit_test(test_belief_shape),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
