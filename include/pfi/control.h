@@ -46,11 +46,14 @@ enum pfi_ctl_reason {
   PFI_CTL_RECOVERY = 4,   /* returned toward the pre-event cap */
   PFI_CTL_ANOMALY = 5,    /* slower than its curve, not the cap: flagged */
   PFI_CTL_INFEASIBLE = 6, /* floors above the target: shortfall recorded */
+  PFI_CTL_PROBE = 7,      /* cut below its allocation to learn its curve
+                             there, the value of the information above the
+                             throughput it costs (docs/control.md "Probes") */
   PFI_CTL_REASON__COUNT
 };
 
 /* "cut", "raise", "rollback", "floor", "recovery", "anomaly",
- * "infeasible"; "?" for anything else. */
+ * "infeasible", "probe"; "?" for anything else. */
 const char *pfi_ctl_reason_name(int reason);
 /* Reason by name, or -1. */
 int pfi_ctl_reason_parse(const char *name);
@@ -79,6 +82,9 @@ struct pfi_ctl_config {
                            power cut by the same share of its uncapped
                            power, same loop, floors and rules), the
                            baseline the controller is measured against */
+  double probe_horizon_s; /* seconds over which what a probe teaches is
+                             valued (docs/control.md "Probes"; 600); 0: no
+                             probes */
   int target_over_tiers; /* 0 (default): the tiers hold; a budget below
                             the tier floors is infeasible, every job held
                             at its floor and the shortfall recorded.

@@ -366,3 +366,31 @@ double pfi__ctl_belief_pfi(const struct pfi_ctl *c,
   }
   return n ? s / n : NAN;
 }
+
+/* The belief's uncertainty at p: its lower confidence bound lies two
+ * standard deviations under it (the prior's PFI interval where nothing is
+ * learned, two standard errors at a learned point). If the truth there is
+ * higher by d (flatter than believed), the watts the job could give from
+ * a to p earn d tokens/s more elsewhere than the belief allows; knowing it
+ * is worth E[max(0, d)] = sigma phi(0) a second over the horizon, sigma
+ * less the run-to-run noise a settled point cannot see through. The
+ * probe costs the believed loss of holding the job at p for hold_s less
+ * what the freed watts earn at `slope`. */
+double pfi__ctl_probe_value(const struct pfi_ctl *c,
+                            const struct pfi__ctl_job *j, double a,
+                            double delta, double slope, double horizon_s,
+                            double hold_s, double *cost) {
+  double p = a - delta;
+  double sigma =
+      0.5 * (pfi__ctl_believe(c, j, p, 0) - pfi__ctl_believe(c, j, p, 1));
+  double loss = pfi__ctl_believe(c, j, a, 0) - pfi__ctl_believe(c, j, p, 0) -
+                slope * delta;
+  *cost = (isfinite(loss) && loss > 0 ? loss : 0) * hold_s;
+  /* A settled point tells the curve apart only beyond the run-to-run
+   * noise of throughput: that much of the uncertainty a probe cannot
+   * remove. */
+  sigma -= c->cfg.tokens_cv * pfi__ctl_believe(c, j, p, 0);
+  if (!(sigma > 0))
+    return 0;
+  return 0.3989422804014327 * sigma * horizon_s;
+}

@@ -13,7 +13,7 @@
 #include "ctl_int.h"
 
 static const char *const reason_names[PFI_CTL_REASON__COUNT] = {
-    "cut", "raise", "rollback", "floor", "recovery", "anomaly", "infeasible"};
+    "cut", "raise", "rollback", "floor", "recovery", "anomaly", "infeasible", "probe"};
 
 const char *pfi_ctl_reason_name(int reason) {
   return reason >= 0 && reason < PFI_CTL_REASON__COUNT ? reason_names[reason]
@@ -39,6 +39,7 @@ void pfi_ctl_config_init(struct pfi_ctl_config *c) {
   c->anomaly_frac = 0.05;
   c->tokens_cv = 0.005;
   c->recovery_s = 3600.0;
+  c->probe_horizon_s = 600.0;
   c->seed = 1;
 }
 
@@ -57,6 +58,8 @@ static int check_config(const struct pfi_ctl_config *c, struct pfi_error *err) {
   CHECK(c->anomaly_frac > 0 && c->anomaly_frac < 1, "anomaly_frac");
   CHECK(c->tokens_cv >= 0 && c->tokens_cv < 1, "tokens_cv");
   CHECK(c->recovery_s > 0 && isfinite(c->recovery_s), "recovery_s");
+  CHECK(c->probe_horizon_s >= 0 && isfinite(c->probe_horizon_s),
+        "probe_horizon_s");
   CHECK(c->strategy == 0 || c->strategy == 1, "strategy");
   CHECK(c->target_over_tiers == 0 || c->target_over_tiers == 1,
         "target_over_tiers");

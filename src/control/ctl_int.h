@@ -63,6 +63,10 @@ struct pfi__ctl_job {
   double rollback_floor;  /* aggregate power floor set by a rollback, W */
   double draw_before_cut; /* the job's draw before its last decrease, W */
   int rollback_now;       /* 1: a rollback fired this period */
+  /* Probe (docs/control.md "Probes"): held at probe_p W until probe_until
+   * (0: none), not probed again before probe_next. */
+  double probe_p, probe_until, probe_next;
+  size_t probes;
   int in_order;           /* 1: in the recovery order */
   /* Last period. */
   double draw, tput;
@@ -136,6 +140,14 @@ void pfi__ctl_learn_draw(struct pfi__ctl_job *j, double cap_w, double draw_w);
 /* Per-GPU cap that makes the job draw `p` W in training. */
 double pfi__ctl_cap_for(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
                         double p);
+/* Expected value of a probe of job j from aggregate power `a` down to
+ * `a - delta` W and the believed throughput it costs (both tokens, over
+ * `horizon_s` and `hold_s`); `slope` is the tokens/s per W the watts freed
+ * earn elsewhere. Returns the value, *cost the cost. */
+double pfi__ctl_probe_value(const struct pfi_ctl *c,
+                            const struct pfi__ctl_job *j, double a,
+                            double delta, double slope, double horizon_s,
+                            double hold_s, double *cost);
 /* Ceiling (highest cap the controller may give the job), W per GPU. */
 double pfi__ctl_cap_hi(const struct pfi_ctl *c, const struct pfi__ctl_job *j);
 double pfi__ctl_cap_lo(const struct pfi_ctl *c, const struct pfi__ctl_job *j);

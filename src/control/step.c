@@ -451,6 +451,73 @@ out:
   return rc;
 }
 
+/* Probes (docs/control.md "Probes"): a depth of this share of P_max, at
+ * most one job in PROBE_JOBS movable ones (and one) probing at once, the
+ * same job not again for PROBE_REST_S after its probe ends, and not where
+ * a learned point lies within PROBE_NEAR of P_max of the probe's power. */
+#define PROBE_DEPTH 0.05
+#define PROBE_JOBS 50
+#define PROBE_REST_S 60.0
+#define PROBE_NEAR 0.02
+
+/* Ends probes that are over or whose job left the allocation, and starts
+ * new ones (`may` 0: none this period) where the expected value of what
+ * the probe teaches exceeds the throughput it costs. A probe only moves
+ * the job's watts to the others within the same budget: never under its
+ * floor (tier included), never a protected or flagged job. */
+static int choose_probes(struct pfi_ctl *c, const struct pfi_ctl_input *in,
+                         const struct jstate *st, size_t nmov, int may) {
+  const struct pfi_ctl_config *cf = &c->cfg;
+  double hold = cf->settle_s + cf->learn_s + cf->period_s;
+  size_t active = 0, most = 1 + nmov / PROBE_JOBS;
+  for (size_t s = 0; s < c->nslots; s++) {
+    struct pfi__ctl_job *j = &c->job[s];
+    if (!j->used || !(j->probe_until > 0))
+      continue;
+    if (j->probe_until <= in->t_s || !st[s].movable || j->anomaly) {
+      j->probe_until = 0;
+      j->probe_next = in->t_s + PROBE_REST_S;
+    } else {
+      active++;
+    }
+  }
+  if (!may || !(cf->probe_horizon_s > 0))
+    return 0;
+  for (size_t s = 0; s < c->nslots && active < most; s++) {
+    struct pfi__ctl_job *j = &c->job[s];
+    if (!j->used || !st[s].movable || j->protect || j->anomaly ||
+        j->probe_until > 0 || in->t_s < j->probe_next ||
+        in->t_s - j->last_change_t < hold)
+      continue;
+    double a = pfi__ctl_draw_at(c, j, j->cap), delta = PROBE_DEPTH * j->pmax;
+    double p = a - delta;
+    if (!(p >= st[s].lo_t))
+      continue;
+    int near = 0;
+    for (size_t i = 0; i < j->npts; i++)
+      if (fabs(j->pts[i].power_w - p) <= PROBE_NEAR * j->pmax)
+        near = 1;
+    if (near)
+      continue;
+    /* What the freed watts earn elsewhere: at most what the job's next
+     * watts would earn it (the oracle's allocation equalizes them). */
+    double b = a + delta < st[s].hi ? a + delta : st[s].hi;
+    double slope = b > a + 1e-9 ? (pfi__ctl_believe(c, j, b, 0) -
+                                   pfi__ctl_believe(c, j, a, 0)) /
+                                      (b - a)
+                                : 0;
+    double cost, value = pfi__ctl_probe_value(
+                     c, j, a, delta, slope, cf->probe_horizon_s, hold, &cost);
+    if (!(value > cost))
+      continue;
+    j->probe_p = p;
+    j->probe_until = in->t_s + hold;
+    j->probes++;
+    active++;
+  }
+  return 0;
+}
+
 /* The event's allocation: feedback on realized power, oracle on believed
  * curves, two-phase application. */
 static int allocate(struct pfi_ctl *c, const struct pfi_ctl_input *in,
@@ -587,6 +654,11 @@ static int allocate(struct pfi_ctl *c, const struct pfi_ctl_input *in,
   int pending = pending_w > 0.001 * target;
   int above = realized > aim + 0.001 * target;
   double up = cf->ramp_up_w_s * cf->period_s;
+  if ((rc = choose_probes(c, in, st, nmov, tiers && !infeasible && !pending &&
+                                               !above)) < 0) {
+    rc = pfi_error_set(err, rc, "out of memory");
+    goto out;
+  }
   pfi_problem_clear(&c->prob);
   size_t row = 0;
   for (size_t s = 0; s < c->nslots; s++) {
@@ -596,6 +668,11 @@ static int allocate(struct pfi_ctl *c, const struct pfi_ctl_input *in,
     double lo = tiers ? st[s].lo_t : st[s].lo_hw, hi = st[s].hi;
     if (lo > hi)
       lo = hi;
+    if (j->probe_until > in->t_s) {
+      /* Probing: held at the probe's power, the others share the rest. */
+      double p = j->probe_p < lo ? lo : j->probe_p > hi ? hi : j->probe_p;
+      lo = hi = p;
+    }
     double x[PFI__CTL_MAXPTS + 8], y[PFI__CTL_MAXPTS + 8];
     size_t n = pfi__ctl_curve(c, j, lo, hi, x, y, PFI__CTL_MAXPTS + 8);
     if ((rc = pfi_problem_add(&c->prob, x, y, n, x[0], x[n - 1], err)) < 0)
@@ -638,6 +715,7 @@ static int allocate(struct pfi_ctl *c, const struct pfi_ctl_input *in,
     double lo_t = tiers ? js->lo_t : js->lo_hw;
     int reason = infeasible                      ? PFI_CTL_INFEASIBLE
                  : j->rollback_now               ? PFI_CTL_ROLLBACK
+                 : j->probe_until > in->t_s      ? PFI_CTL_PROBE
                  : alloc[r] <= lo_t * (1 + 1e-9) ? PFI_CTL_FLOOR
                  : want < j->cap                 ? PFI_CTL_CUT
                                                  : PFI_CTL_RAISE;
@@ -792,7 +870,13 @@ static int recover(struct pfi_ctl *c, const struct pfi_ctl_input *in,
     double dp = pfi__ctl_draw_at(c, j, want) - pfi__ctl_draw_at(c, j, j->cap);
     if (!isfinite(dp))
       dp = (double)j->ngpus * (want - j->cap);
-    if (dp > allow && !late) {
+    /* A job that already draws its uncapped power, where the draw model
+     * says the raise adds nothing, comes back at once: its cap no longer
+     * binds (probes and learned draws can leave caps above the draw). */
+    int free_raise = !(dp > 0) && isfinite(j->pmax) && j->draw >= 0.99 * j->pmax;
+    if (free_raise)
+      want = hi;
+    if (dp > allow && !late && !free_raise) {
       /* A part of the step fits: take it; the next jobs wait their turn
        * (the order is kept). Within 2 W of its cap a job is done. */
       if (allow > 0 && dp > 0) {
@@ -839,8 +923,10 @@ static int start_recovery(struct pfi_ctl *c) {
     c->order[i - 1] = c->order[k];
     c->order[k] = t;
   }
-  for (size_t s = 0; s < c->nslots; s++)
+  for (size_t s = 0; s < c->nslots; s++) {
     c->job[s].rollback_floor = 0;
+    c->job[s].probe_until = 0;
+  }
   return 0;
 }
 

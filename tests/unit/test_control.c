@@ -73,8 +73,9 @@ struct run {
   FILE *log; /* records, for the determinism test */
 };
 
-static void run_open_tiers(struct run *r, const double *pfi_prior,
-                           int protect0, const double *max_loss) {
+static void run_open_full(struct run *r, const double *pfi_prior,
+                          const double *pfi_lo, int protect0,
+                          const double *max_loss) {
   struct pfi_error err;
   double mn[NG], mx[NG];
   memset(r, 0, sizeof *r);
@@ -95,7 +96,7 @@ static void run_open_tiers(struct run *r, const double *pfi_prior,
                              .ngpus = GPJ,
                              .gpu = gpus,
                              .pfi = pfi_prior ? pfi_prior[j] : NAN,
-                             .pfi_lo = NAN,
+                             .pfi_lo = pfi_lo ? pfi_lo[j] : NAN,
                              .pfi_hi = NAN,
                              .max_loss = max_loss ? max_loss[j] : 1.0,
                              .min_cap_w = 0,
@@ -105,6 +106,11 @@ static void run_open_tiers(struct run *r, const double *pfi_prior,
     r->slot[j] = pfi_ctl_job_add(r->ctl, &jb, &err);
     assert_int_equal(r->slot[j], j);
   }
+}
+
+static void run_open_tiers(struct run *r, const double *pfi_prior,
+                           int protect0, const double *max_loss) {
+  run_open_full(r, pfi_prior, NULL, protect0, max_loss);
 }
 
 static void run_open(struct run *r, const double *pfi_prior, int protect0) {
@@ -594,6 +600,49 @@ static void test_draw_learned(void **state) {
   pfi_ctl_close(r.ctl);
 }
 
+/* Probes: a job is cut below its allocation to learn its curve there only
+ * when the value of what it would learn exceeds the throughput the probe
+ * costs. With a wide prior (PFI 2.0, lower end 1.0 where no interval is
+ * given: at 5 % of P_max under an allocation of 0.8 P_max the two priors
+ * differ by T_max ((1 - 0.75)^g(1.0) - (1 - 0.75)^g(2.0)), percents of
+ * T_max, far above the 0.5 % run-to-run noise) probes fire, within the
+ * budget (realized power never above the target once cut) and never under
+ * a job's lowest cap. With the interval closed (lower end = estimate) the
+ * prior has no spread and a learned point's (two standard errors, at
+ * least 0.2 % each) is under the noise: the value is exactly 0 and no
+ * probe fires. */
+static int probes_in(const double *lo, int check) {
+  struct run r;
+  double prior[NJ] = {2.0, 2.0, 2.0, 2.0};
+  run_open_full(&r, prior, lo, 0, NULL);
+  double target = 0.8 * baseline_w();
+  for (int t = 1; t <= 30; t++)
+    run_step(&r, t, 0, NAN);
+  int n = 0;
+  for (int t = 31; t <= 400; t++) {
+    double p = run_step(&r, t, 1, target);
+    if (check && t > 32 && p > target)
+      fail_msg("t = %d: realized %g W above the target %g W", t, p, target);
+    for (size_t i = 0; i < r.out.nrec; i++) {
+      const struct pfi_ctl_record *x = &r.out.rec[i];
+      if (x->reason != PFI_CTL_PROBE)
+        continue;
+      n++;
+      if (x->cap_req_w < 200 - 1e-9)
+        fail_msg("t = %d: probe under the lowest cap", t);
+    }
+  }
+  pfi_ctl_close(r.ctl);
+  return n;
+}
+
+static void test_probe(void **state) {
+  (void)state;
+  double wide[NJ] = {NAN, NAN, NAN, NAN}, closed[NJ] = {2.0, 2.0, 2.0, 2.0};
+  assert_true(probes_in(wide, 1) > 0);
+  assert_int_equal(probes_in(closed, 1), 0);
+}
+
 /* Between learned points the belief follows its prior's shape: job 0's
  * prior is right (PFI 1.82 gives the exponent 1 - ln(1.82) / ln(1 - u_m)
  * = 1.50 of its true curve, u_m = (0.99 x 1600 / 4000 + 1) / 2 at its
@@ -709,6 +758,7 @@ int main(void) {
       cmocka_unit_test(test_recovery_margin),
       cmocka_unit_test(test_no_rollback_draw),
       cmocka_unit_test(test_draw_learned),
+      cmocka_unit_test(test_probe),
       cmocka_unit_test(test_belief_shape),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
