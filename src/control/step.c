@@ -290,7 +290,13 @@ static void classify(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
     s->model = (double)j->ngpus * j->cap;
     return;
   }
-  if (!isfinite(j->pmax) || !isfinite(j->tmax) || j->anomaly ||
+  /* A training job that reports no throughput at all (a failed worker
+   * stops the step) is held like a paused one at once, before three
+   * settled periods can flag it: the allocation would otherwise raise the
+   * caps it does not draw, and its return would come from there. */
+  int stopped = j->tput_valid && j->phase == PFI_PHASE_TRAINING &&
+                !(j->tput > 0);
+  if (!isfinite(j->pmax) || !isfinite(j->tmax) || j->anomaly || stopped ||
       !(j->tput_valid && is_training(j))) {
     /* Paused, starting, flagged or silent about throughput: held at its
      * caps, counted at its draw, and its resumption kept in reserve. */
@@ -300,7 +306,8 @@ static void classify(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
      * the others, and its caps come down so that its recovery cannot
      * lift cluster power by more than its share of the allowance. */
     s->paused = isfinite(j->pmax) && isfinite(j->tmax) && j->tput_valid &&
-                j->phase >= 0 && (j->anomaly || j->phase != PFI_PHASE_TRAINING);
+                j->phase >= 0 &&
+                (j->anomaly || stopped || j->phase != PFI_PHASE_TRAINING);
     s->model = j->draw;
     s->jump = cap_draw > j->draw ? cap_draw - j->draw : 0;
     /* A job's pauses last about as long each time (an evaluation, a
