@@ -13,7 +13,8 @@
 #include "ctl_int.h"
 
 static const char *const reason_names[PFI_CTL_REASON__COUNT] = {
-    "cut", "raise", "rollback", "floor", "recovery", "anomaly", "infeasible", "probe"};
+    "cut",      "raise",   "rollback",   "floor",
+    "recovery", "anomaly", "infeasible", "probe"};
 
 const char *pfi_ctl_reason_name(int reason) {
   return reason >= 0 && reason < PFI_CTL_REASON__COUNT ? reason_names[reason]

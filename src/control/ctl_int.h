@@ -51,7 +51,7 @@ struct pfi__ctl_job {
   size_t ndpts;
   double cap;   /* requested cap, mean over the job's GPUs */
   double last_change_t;
-  int last_dir; /* that change: 1 an increase, -1 a decrease */
+  int last_dir;   /* that change: 1 an increase, -1 a decrease */
   double win_cap; /* cap at the start of the window being settled */
   /* The settled window being accumulated. */
   double acc_p, acc_t, acc_t2, acc_n, acc_cap;

@@ -294,8 +294,8 @@ static void classify(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
    * stops the step) is held like a paused one at once, before three
    * settled periods can flag it: the allocation would otherwise raise the
    * caps it does not draw, and its return would come from there. */
-  int stopped = j->tput_valid && j->phase == PFI_PHASE_TRAINING &&
-                !(j->tput > 0);
+  int stopped =
+      j->tput_valid && j->phase == PFI_PHASE_TRAINING && !(j->tput > 0);
   if (!isfinite(j->pmax) || !isfinite(j->tmax) || j->anomaly || stopped ||
       !(j->tput_valid && is_training(j))) {
     /* Paused, starting, flagged or silent about throughput: held at its
@@ -509,12 +509,13 @@ static int choose_probes(struct pfi_ctl *c, const struct pfi_ctl_input *in,
     /* What the freed watts earn elsewhere: at most what the job's next
      * watts would earn it (the oracle's allocation equalizes them). */
     double b = a + delta < st[s].hi ? a + delta : st[s].hi;
-    double slope = b > a + 1e-9 ? (pfi__ctl_believe(c, j, b, 0) -
-                                   pfi__ctl_believe(c, j, a, 0)) /
-                                      (b - a)
-                                : 0;
-    double cost, value = pfi__ctl_probe_value(
-                     c, j, a, delta, slope, cf->probe_horizon_s, hold, &cost);
+    double slope =
+        b > a + 1e-9
+            ? (pfi__ctl_believe(c, j, b, 0) - pfi__ctl_believe(c, j, a, 0)) /
+                  (b - a)
+            : 0;
+    double cost, value = pfi__ctl_probe_value(c, j, a, delta, slope,
+                                              cf->probe_horizon_s, hold, &cost);
     if (!(value > cost))
       continue;
     j->probe_p = p;
@@ -661,8 +662,8 @@ static int allocate(struct pfi_ctl *c, const struct pfi_ctl_input *in,
   int pending = pending_w > 0.001 * target;
   int above = realized > aim + 0.001 * target;
   double up = cf->ramp_up_w_s * cf->period_s;
-  if ((rc = choose_probes(c, in, st, nmov, tiers && !infeasible && !pending &&
-                                               !above)) < 0) {
+  if ((rc = choose_probes(c, in, st, nmov,
+                          tiers && !infeasible && !pending && !above)) < 0) {
     rc = pfi_error_set(err, rc, "out of memory");
     goto out;
   }
@@ -880,7 +881,8 @@ static int recover(struct pfi_ctl *c, const struct pfi_ctl_input *in,
     /* A job that already draws its uncapped power, where the draw model
      * says the raise adds nothing, comes back at once: its cap no longer
      * binds (probes and learned draws can leave caps above the draw). */
-    int free_raise = !(dp > 0) && isfinite(j->pmax) && j->draw >= 0.99 * j->pmax;
+    int free_raise =
+        !(dp > 0) && isfinite(j->pmax) && j->draw >= 0.99 * j->pmax;
     if (free_raise)
       want = hi;
     if (dp > allow && !late && !free_raise) {

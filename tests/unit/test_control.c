@@ -108,8 +108,8 @@ static void run_open_full(struct run *r, const double *pfi_prior,
   }
 }
 
-static void run_open_tiers(struct run *r, const double *pfi_prior,
-                           int protect0, const double *max_loss) {
+static void run_open_tiers(struct run *r, const double *pfi_prior, int protect0,
+                           const double *max_loss) {
   run_open_full(r, pfi_prior, NULL, protect0, max_loss);
 }
 
