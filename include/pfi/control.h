@@ -83,8 +83,12 @@ struct pfi_ctl_config {
                            power, same loop, floors and rules), the
                            baseline the controller is measured against */
   double probe_horizon_s; /* seconds over which what a probe teaches is
-                             valued (docs/control.md "Probes"; 600); 0: no
-                             probes */
+                             valued (docs/control.md "Probes"; 600 turns
+                             them on); 0 (default): no probes */
+  int draw_learn;         /* 1 (default): the draw per cap learned per job
+                             from its periods under a binding cap
+                             (docs/control.md "Draw"); 0: a single
+                             draw-per-cap ratio, smoothed */
   int target_over_tiers; /* 0 (default): the tiers hold; a budget below
                             the tier floors is infeasible, every job held
                             at its floor and the shortfall recorded.

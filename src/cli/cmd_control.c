@@ -9,10 +9,10 @@
 
 #include "cli.h"
 #include "opt.h"
-#include "pfi/stats.h"
 #include "pfi/cluster.h"
 #include "pfi/data.h"
 #include "pfi/records.h"
+#include "pfi/stats.h"
 
 static const struct pfi_opt opts[] = {
     {"emulate", 'e', 0, PFI_ARG_REQ, "CLUSTER",
@@ -39,6 +39,10 @@ static const struct pfi_opt opts[] = {
     {"out", 'o', 0, PFI_ARG_REQ, "F", "the JSON summary also to F"},
     {"margin", 'm', 0, PFI_ARG_REQ, "M",
      "the controller's margin below the target (0.004)"},
+    {"probe-horizon", 'p', 0, PFI_ARG_REQ, "S",
+     "probes: seconds a lesson is valued over (0: none, default; 600)"},
+    {"draw-learn", 'd', 0, PFI_ARG_REQ, "0|1",
+     "1: the draw per cap learned per job (default); 0: one smoothed ratio"},
     {"format", 'f', 0, PFI_ARG_REQ, "F", "table (default) or json"},
     PFI_OPT_HELP,
     PFI_OPT_END};
@@ -48,7 +52,8 @@ static const struct pfi_cmd_help help = {
     "usage: pfi control --emulate CLUSTER --target T [--start S] [--ramp R]\n"
     "                   [--hold H] [--tail S] [--seed N] [--seeds K]\n"
     "                   [--records DB] [--series FILE] [--out FILE.json]\n"
-    "                   [--margin M] [--no-compare] [--format F]\n"
+    "                   [--margin M] [--probe-horizon S] [--draw-learn 0|1]\n"
+    "                   [--no-compare] [--format F]\n"
     "       pfi control --emulate CLUSTER --phoenix [--seeds K] ...\n",
     "Runs the controller (docs/control.md) against an EMULATED cluster in\n"
     "virtual time: a pre-event period of --start, the event (--ramp down to\n"
@@ -214,6 +219,18 @@ int cmd_control(int argc, char **argv) {
           !(cfg.margin >= 0 && cfg.margin < 0.5))
         return pfi_cli_usage("control", "--margin: '%s' is not in 0..0.5",
                              optarg);
+      break;
+    case 'p':
+      if (pfi_cli_parse_double(optarg, &cfg.probe_horizon_s) < 0 ||
+          !(cfg.probe_horizon_s >= 0 && cfg.probe_horizon_s <= 1e6))
+        return pfi_cli_usage("control",
+                             "--probe-horizon: '%s' is not in 0..1e6", optarg);
+      break;
+    case 'd':
+      if (strcmp(optarg, "0") && strcmp(optarg, "1"))
+        return pfi_cli_usage("control", "--draw-learn: '%s' is not 0 or 1",
+                             optarg);
+      cfg.draw_learn = optarg[0] == '1';
       break;
     case 'n':
       compare = 0;

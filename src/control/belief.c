@@ -14,6 +14,9 @@
  * inelastic job, with a wide interval. */
 #define PRIOR_PFI 1.5
 #define PRIOR_PFI_LO 1.0
+/* A tier floor's clearance above a point measured under the tier, share
+ * of P_max (pfi__ctl_floor). */
+#define TIER_CLEAR 0.01
 
 double pfi__ctl_cap_hi(const struct pfi_ctl *c, const struct pfi__ctl_job *j) {
   double hi = INFINITY;
@@ -258,6 +261,20 @@ double pfi__ctl_floor(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
           a = m;
       }
       f = b;
+    }
+    /* A point measured under the tier (on its upper bound) shows that the
+     * job needs more than that power, whatever the curve says between
+     * points: two points a few W apart whose throughputs differ by more
+     * than the noise (a window whose mean power read low) would put the
+     * bisection's floor on that step, where the job's true throughput is
+     * the lower one. The floor clears such a point by TIER_CLEAR of P_max
+     * (the realized draw wanders around its caps by more than a point's
+     * power error). */
+    for (size_t i = 0; i < j->npts; i++) {
+      const struct pfi__ctl_pt *q = &j->pts[i];
+      if (q->power_w < j->pmax * 0.998 && q->tokens + 2.0 * pt_se(q) < want &&
+          q->power_w + TIER_CLEAR * j->pmax > f)
+        f = q->power_w + TIER_CLEAR * j->pmax;
     }
   }
   if (j->rollback_floor > f)

@@ -40,7 +40,8 @@ void pfi_ctl_config_init(struct pfi_ctl_config *c) {
   c->anomaly_frac = 0.05;
   c->tokens_cv = 0.005;
   c->recovery_s = 3600.0;
-  c->probe_horizon_s = 600.0;
+  c->probe_horizon_s = 0.0;
+  c->draw_learn = 1;
   c->seed = 1;
 }
 
@@ -62,6 +63,7 @@ static int check_config(const struct pfi_ctl_config *c, struct pfi_error *err) {
   CHECK(c->probe_horizon_s >= 0 && isfinite(c->probe_horizon_s),
         "probe_horizon_s");
   CHECK(c->strategy == 0 || c->strategy == 1, "strategy");
+  CHECK(c->draw_learn == 0 || c->draw_learn == 1, "draw_learn");
   CHECK(c->target_over_tiers == 0 || c->target_over_tiers == 1,
         "target_over_tiers");
 #undef CHECK

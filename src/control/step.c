@@ -143,8 +143,13 @@ static int observe(struct pfi_ctl *c, struct pfi__ctl_job *j,
    * first). Not while flagged, nor, once settled, from a period slower
    * than its curve (a stall draws under its caps): those are learned
    * below, after the anomaly rule. */
-  int learn_draw = train && !j->anomaly && (c->in_event || c->recovering) &&
-                   j->cap < hi - 0.5 && draw > 0 &&
+  /* A training period with no throughput at all (a failed worker stops
+   * the step; the job is held like a paused one, classify()) says nothing
+   * about the curve or the draw at its caps: not learned from. */
+  int stopped = !(o->tokens_per_s > 0);
+  int learn_draw = cf->draw_learn && train && !stopped && !j->anomaly &&
+                   (c->in_event || c->recovering) && j->cap < hi - 0.5 &&
+                   draw > 0 &&
                    (j->last_dir <= 0 ||
                     in->t_s - j->last_change_t >= 2.0 * cf->period_s - 1e-9);
   if (learn_draw && !settled)
@@ -214,8 +219,9 @@ static int observe(struct pfi_ctl *c, struct pfi__ctl_job *j,
     if (j->clear_run >= 10)
       j->anomaly = 0;
   }
-  if (j->anomaly || slow) {
-    /* Not learned from: a window with a slow period is dropped. */
+  if (j->anomaly || slow || stopped) {
+    /* Not learned from: a window with a slow or stopped period is
+     * dropped. */
     if (j->anomaly)
       j->anomalies++;
     j->acc_n = j->acc_p = j->acc_t = j->acc_t2 = 0;
@@ -223,6 +229,12 @@ static int observe(struct pfi_ctl *c, struct pfi__ctl_job *j,
   }
   if (learn_draw)
     pfi__ctl_learn_draw(j, j->cap, draw);
+  /* Without the learned draw: a single draw per cap while the cap binds. */
+  if (!cf->draw_learn && !uncapped && draw < j->pmax * 0.98 && j->cap > 0) {
+    double r = draw / ((double)j->ngpus * j->cap);
+    if (r > 0.5 && r <= 1.0)
+      j->ratio += 0.2 * (r - j->ratio);
+  }
 
   /* Learning: a settled window of learn_s seconds becomes a point. */
   j->acc_n += 1;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../src/control/ctl_int.h"
 #include "pfi/control.h"
 #include "testutil.h"
 
@@ -73,6 +74,9 @@ struct run {
   FILE *log; /* records, for the determinism test */
 };
 
+/* Settings of the controllers run_open_full opens (NULL: the defaults). */
+static const struct pfi_ctl_config *run_cfg;
+
 static void run_open_full(struct run *r, const double *pfi_prior,
                           const double *pfi_lo, int protect0,
                           const double *max_loss) {
@@ -84,7 +88,7 @@ static void run_open_full(struct run *r, const double *pfi_prior,
     mn[g] = 200;
     mx[g] = 700;
   }
-  assert_int_equal(pfi_ctl_open(&r->ctl, NULL, NG, mn, mx, &err), 0);
+  assert_int_equal(pfi_ctl_open(&r->ctl, run_cfg, NG, mn, mx, &err), 0);
   for (int j = 0; j < NJ; j++) {
     size_t gpus[GPJ];
     char id[16];
@@ -130,8 +134,8 @@ static double run_step(struct run *r, double t, int event, double target) {
   double total = 0;
   for (int g = 0; g < NG; g++) {
     r->go[g].valid = 1;
-    r->go[g].power_w = gpu_draw(&r->pl, g) +
-                       ((long)t % 2 ? 1 : -1) * r->pl.jitter[g / GPJ];
+    r->go[g].power_w =
+        gpu_draw(&r->pl, g) + ((long)t % 2 ? 1 : -1) * r->pl.jitter[g / GPJ];
     r->go[g].cap_w = r->pl.cap[g];
     total += r->go[g].power_w;
   }
@@ -262,6 +266,40 @@ static void test_stall(void **state) {
   for (int k = 0; k < 3; k++)
     ASSERT_NEAR(pfi_ctl_job_predict(r.ctl, 2, r.pl.pmax[2] * (0.5 + 0.2 * k)),
                 pred0[k], 1e-12);
+  pfi_ctl_close(r.ctl);
+}
+
+/* A job that stops (no tokens at all, its GPUs idle at 100 W: a failed
+ * worker) teaches nothing: its learned points and its draw model (the
+ * draw it is counted at, at caps of 300 to 650 W) are those from before
+ * the stop. Learned, its idle draw would have been taken for what its
+ * caps draw (in the validation a job's draw at its lowest cap fell from
+ * 1,573 W to 759 W so, and a 10 % tier job was held at its lowest cap). */
+static void test_stopped_not_learned(void **state) {
+  (void)state;
+  struct run r;
+  run_open(&r, NULL, 0);
+  double target = 0.8 * baseline_w();
+  for (int t = 1; t <= 30; t++)
+    run_step(&r, t, 0, NAN);
+  for (int t = 31; t <= 300; t++)
+    run_step(&r, t, 1, target);
+  struct pfi_ctl_belief b0, b1;
+  pfi_ctl_job_belief(r.ctl, 2, &b0, NULL);
+  double d0[8];
+  for (int k = 0; k < 8; k++)
+    d0[k] = pfi__ctl_draw_at(r.ctl, &r.ctl->job[2], 300.0 + 50.0 * k);
+  r.pl.stall[2] = 0;
+  for (int t = 301; t <= 400; t++)
+    run_step(&r, t, 1, target);
+  pfi_ctl_job_belief(r.ctl, 2, &b1, NULL);
+  assert_int_equal(b1.npoints, b0.npoints);
+  for (int k = 0; k < 8; k++) {
+    double d = pfi__ctl_draw_at(r.ctl, &r.ctl->job[2], 300.0 + 50.0 * k);
+    if (!(fabs(d - d0[k]) < 1e-9))
+      fail_msg("draw at %g W caps: %g W, before the stop %g W",
+               300.0 + 50.0 * k, d, d0[k]);
+  }
   pfi_ctl_close(r.ctl);
 }
 
@@ -636,11 +674,68 @@ static int probes_in(const double *lo, int check) {
   return n;
 }
 
+/* Probes are off by default (probe_horizon_s 0: docs/control.md
+ * "Probes"); with a horizon of 600 s they fire under a wide prior and
+ * keep realized power at or under the target, and with the interval
+ * closed none fire. */
 static void test_probe(void **state) {
   (void)state;
   double wide[NJ] = {NAN, NAN, NAN, NAN}, closed[NJ] = {2.0, 2.0, 2.0, 2.0};
+  struct pfi_ctl_config cf;
+  pfi_ctl_config_init(&cf);
+  assert_true(cf.probe_horizon_s == 0);
+  assert_int_equal(probes_in(wide, 1), 0);
+  cf.probe_horizon_s = 600;
+  run_cfg = &cf;
   assert_true(probes_in(wide, 1) > 0);
   assert_int_equal(probes_in(closed, 1), 0);
+  run_cfg = NULL;
+}
+
+/* A tier floor clears every point measured under the tier. The points
+ * are those of an emulated 8-GPU job at a 50 % tier (P_max 4227 W, T_max
+ * 6801 tokens/s): one read at 1769 W with 50.62 % of T_max beside one at
+ * 1768 W with 48.56 % (its window's mean power read low). The bisection
+ * on the cautious bound alone puts the floor on that step, at 1769 W,
+ * where the job's throughput is the lower one (48.5 %, a tier
+ * violation); the floor must be 1768 W + 1 % of P_max = 1810.27 W (the
+ * points at 1804 W and above are over the tier on their upper bound). */
+static void test_tier_floor_clears(void **state) {
+  (void)state;
+  struct pfi_error err;
+  double mn[GPJ], mx[GPJ];
+  size_t gpus[GPJ];
+  for (int g = 0; g < GPJ; g++) {
+    mn[g] = 200;
+    mx[g] = 700;
+    gpus[g] = (size_t)g;
+  }
+  struct pfi_ctl *c;
+  assert_int_equal(pfi_ctl_open(&c, NULL, GPJ, mn, mx, &err), 0);
+  struct pfi_ctl_job jb = {.id = "tiered",
+                           .ngpus = GPJ,
+                           .gpu = gpus,
+                           .pfi = 1.242,
+                           .pfi_lo = NAN,
+                           .pfi_hi = NAN,
+                           .max_loss = 0.5,
+                           .pmax_w = 4227,
+                           .tmax = 6801};
+  int s = pfi_ctl_job_add(c, &jb, &err);
+  assert_true(s >= 0);
+  struct pfi__ctl_job *j = &c->job[s];
+  const double pt[5][4] = {{288.81, 2111, 0.6437, 5},
+                           {214.61, 1658, 0.4357, 5},
+                           {237.73, 1804, 0.5022, 255},
+                           {238.82, 1769, 0.5062, 5},
+                           {231.55, 1768, 0.4856, 350}};
+  for (int i = 0; i < 5; i++)
+    pfi__ctl_learn(j, pt[i][0], pt[i][1], pt[i][2] * 6801, pt[i][3], 0);
+  assert_int_equal(j->npts, 5);
+  double f = pfi__ctl_floor(c, j, 1);
+  if (!(fabs(f - (1768 + 0.01 * 4227)) < 1e-6))
+    fail_msg("tier floor %.2f W, want 1810.27 W", f);
+  pfi_ctl_close(c);
 }
 
 /* Between learned points the belief follows its prior's shape: job 0's
@@ -748,6 +843,7 @@ int main(void) {
       cmocka_unit_test(test_tracking),
       cmocka_unit_test(test_infeasible),
       cmocka_unit_test(test_stall),
+      cmocka_unit_test(test_stopped_not_learned),
       cmocka_unit_test(test_rollback),
       cmocka_unit_test(test_deterministic),
       cmocka_unit_test(test_bad_input),
@@ -759,6 +855,7 @@ int main(void) {
       cmocka_unit_test(test_no_rollback_draw),
       cmocka_unit_test(test_draw_learned),
       cmocka_unit_test(test_probe),
+      cmocka_unit_test(test_tier_floor_clears),
       cmocka_unit_test(test_belief_shape),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
