@@ -72,6 +72,14 @@ grep -q "bad.cluster:2" "$T/e" || fail "bad cluster file not located: $(cat "$T/
 [ $? -eq 2 ] || fail "bad target not exit 2"
 "$PFI" control --emulate "$C" 2>/dev/null
 [ $? -eq 2 ] || fail "missing --target not exit 2"
+"$PFI" control --emulate "$C" --target 75% --probe-horizon -1 2>"$T/e"
+[ $? -eq 2 ] && grep -q -- "--probe-horizon" "$T/e" || fail "bad --probe-horizon"
+"$PFI" control --emulate "$C" --target 75% --draw-learn 2 2>"$T/e"
+[ $? -eq 2 ] && grep -q -- "--draw-learn" "$T/e" || fail "bad --draw-learn"
+# Probes on (off by default) and the former draw ratio: both run.
+"$PFI" control --emulate "$C" --target 75% --hold 5m --tail 2m --no-compare \
+  --probe-horizon 600 --draw-learn 0 --format json >"$T/pd.json" ||
+  fail "--probe-horizon 600 --draw-learn 0"
 "$PFI" records "$T/bad.cluster" 2>"$T/e"
 [ $? -eq 2 ] || fail "not a records database: exit 2"
 "$PFI" records data/real/SRP_total_power.csv 2>/dev/null
