@@ -269,20 +269,20 @@ static int pub_all(struct pfi_pfid *d, struct pfid_pub *p, size_t k,
   }
   /* The records of the period's assignments in one transaction. */
   int tx = k && d->db && pfi_db_begin(d->db, NULL) == 0;
-  size_t todo = k;
+  size_t n_unsent = k;
   for (size_t i = 0; i < k; i++)
     idx[i] = i;
   /* Rounds: a batch stops sending at a lost write; when that write was our
    * own (adopted) the rest go in the next round. */
-  while (todo > 0 && !fenced && pfi_nats_connected(d->nc)) {
-    for (size_t j = 0; j < todo; j++) {
+  while (n_unsent > 0 && !fenced && pfi_nats_connected(d->nc)) {
+    for (size_t j = 0; j < n_unsent; j++) {
       struct pfid_pub *q = &p[idx[j]];
       op[j] = (struct pfi_nats_kv_op){q->key, q->buf, q->len, q->n->rev, 0, 0};
     }
-    if (pfi_nats_kv_cas_batch(d->nc, op, todo, PFID_PUB_WINDOW, err) < 0)
+    if (pfi_nats_kv_cas_batch(d->nc, op, n_unsent, PFID_PUB_WINDOW, err) < 0)
       break;
     size_t left = 0;
-    for (size_t j = 0; j < todo; j++) {
+    for (size_t j = 0; j < n_unsent; j++) {
       struct pfid_pub *q = &p[idx[j]];
       uint64_t rev = op[j].rev;
       int rc = op[j].rc;
@@ -295,9 +295,9 @@ static int pub_all(struct pfi_pfid *d, struct pfid_pub *p, size_t k,
       else if (rc == PFI_EINTR)
         idx[left++] = idx[j];
     }
-    if (left == todo)
+    if (left == n_unsent)
       break; /* nothing was sent */
-    todo = left;
+    n_unsent = left;
   }
   if (tx && pfi_db_commit(d->db, NULL) < 0) {
     pfi_db_rollback(d->db);
