@@ -173,4 +173,17 @@ int pfi__ctl_decide(struct pfi_ctl *c, struct pfi__ctl_job *j,
 int pfi__ctl_complete(struct pfi_ctl *c, struct pfi__ctl_job *j,
                       const struct pfi_ctl_input *in, double draw, double tput);
 
+/* A cap move smaller than this, W, does not restart the settling. */
+#define SMALL_W 5.0
+
+/* 1: the job is training (reported phase, or unknown phase and tokens). */
+static inline int is_training(const struct pfi__ctl_job *j) {
+  return j->phase == PFI_PHASE_TRAINING || (j->phase < 0 && j->tput > 0);
+}
+
+/* Observation, learning, anomaly and rollback rules for one job in a
+ * period (observe.c). Returns 0 or a negative PFI error. */
+int pfi__ctl_observe(struct pfi_ctl *c, struct pfi__ctl_job *j,
+                     const struct pfi_ctl_input *in);
+
 #endif

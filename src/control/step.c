@@ -24,8 +24,6 @@
  * its new cap (three standard deviations of a reading's noise) or, for a
  * GPU that cannot show it (silent), after three periods. */
 #define CONFIRM_TOL 0.02
-/* A cap move smaller than this, W, does not restart the settling. */
-#define SMALL_W 5.0
 
 /* What the ramp leaves unallocated is allocated again to jobs with room
  * only when it exceeds this share of the target (a quarter of the band):
@@ -85,198 +83,6 @@ static int check_input(const struct pfi_ctl *c, const struct pfi_ctl_input *in,
   return 0;
 }
 
-static int is_training(const struct pfi__ctl_job *j) {
-  return j->phase == PFI_PHASE_TRAINING || (j->phase < 0 && j->tput > 0);
-}
-
-/* Observation, learning, anomaly and rollback rules for one job. */
-static int observe(struct pfi_ctl *c, struct pfi__ctl_job *j,
-                   const struct pfi_ctl_input *in) {
-  const struct pfi_ctl_config *cf = &c->cfg;
-  const struct pfi_ctl_job_obs *o = &in->job[j - c->job];
-  double draw = 0;
-  j->blind = 0;
-  for (size_t k = 0; k < j->ngpus; k++) {
-    const struct pfi_ctl_gpu_obs *g = &in->gpu[j->gpu[k]];
-    if (!g->valid)
-      j->blind = 1;
-    draw += c->draw[j->gpu[k]];
-  }
-  j->draw = draw;
-  j->tput_valid = o->valid;
-  j->tput = o->valid ? o->tokens_per_s : NAN;
-  int prev = j->phase;
-  j->phase = o->valid ? o->phase : -1;
-  /* How long pauses (evaluation, checkpoint: from training back to
-   * training) and startups (to the first training) last, learned. */
-  if (j->phase == PFI_PHASE_PAUSE && prev == PFI_PHASE_TRAINING) {
-    j->pause_t0 = in->t_s;
-  } else if (j->phase == PFI_PHASE_TRAINING && isfinite(j->pause_t0)) {
-    double len = in->t_s - j->pause_t0;
-    if (!(len >= j->pause_min))
-      j->pause_min = len;
-    if (!(len >= c->pause_min_all))
-      c->pause_min_all = len;
-    j->pause_t0 = NAN;
-  } else if (j->phase != PFI_PHASE_PAUSE) {
-    j->pause_t0 = NAN;
-  }
-  if (j->phase == PFI_PHASE_STARTUP && !isfinite(j->start_t0) &&
-      prev != PFI_PHASE_TRAINING) {
-    j->start_t0 = in->t_s;
-  } else if (j->phase == PFI_PHASE_TRAINING && isfinite(j->start_t0)) {
-    double len = in->t_s - j->start_t0;
-    if (!(len >= c->startup_min_all))
-      c->startup_min_all = len;
-    j->start_t0 = NAN;
-  } else if (j->phase != PFI_PHASE_STARTUP) {
-    j->start_t0 = NAN;
-  }
-  int train = o->valid && is_training(j) && !j->blind;
-  int settled = in->t_s - j->last_change_t >= cf->settle_s;
-  double hi = pfi__ctl_cap_hi(c, j);
-  int uncapped = !c->in_event && !c->recovering && j->cap >= hi - 0.5;
-  /* The draw at its caps, learned from every training period under them
-   * in an event or its recovery (docs/control.md "Draw"): a decrease shows
-   * within the period (tens of ms), an increase from the second period
-   * after it (its dead time and time constant take a quarter of the
-   * first). Not while flagged, nor, once settled, from a period slower
-   * than its curve (a stall draws under its caps): those are learned
-   * below, after the anomaly rule. */
-  /* A training period with no throughput at all (a failed worker stops
-   * the step; the job is held like a paused one, classify()) says nothing
-   * about the curve or the draw at its caps: not learned from. */
-  int stopped = !(o->tokens_per_s > 0);
-  int learn_draw = cf->draw_learn && train && !stopped && !j->anomaly &&
-                   (c->in_event || c->recovering) && j->cap < hi - 0.5 &&
-                   draw > 0 &&
-                   (j->last_dir <= 0 ||
-                    in->t_s - j->last_change_t >= 2.0 * cf->period_s - 1e-9);
-  if (learn_draw && !settled)
-    pfi__ctl_learn_draw(j, j->cap, draw);
-  if (!train || !settled) {
-    j->acc_n = j->acc_p = j->acc_t = j->acc_t2 = 0;
-    j->anom_run = 0;
-    return 0;
-  }
-  if (uncapped && o->tokens_per_s > 0 && !j->anomaly) {
-    /* Running means of the uncapped point (capped at 600 periods, so it
-     * follows slow drift). */
-    double w = j->nmax < 600 ? j->nmax : 600;
-    if (!j->pmax_hint || j->nmax > 0 || !isfinite(j->pmax))
-      j->pmax = j->nmax > 0 ? (j->pmax * w + draw) / (w + 1) : draw;
-    if (!j->tmax_hint || j->nmax > 0 || !isfinite(j->tmax))
-      j->tmax = j->nmax > 0 ? (j->tmax * w + o->tokens_per_s) / (w + 1)
-                            : o->tokens_per_s;
-    j->nmax++;
-    j->pmax_hint = j->tmax_hint = 0;
-  }
-  if (!isfinite(j->pmax) || !isfinite(j->tmax))
-    return 0;
-  /* Anomaly: slower than the curve at the realized power with no cap
-   * change to explain it. */
-  double pred = pfi__ctl_believe(c, j, draw, 0);
-  double thr = 1.0 - cf->anomaly_frac;
-  /* (a) slower than the curve at its realized power, outside the first
-   * window after a cap change (there a gap is news about the curve);
-   * only where the curve is known (within 3 % of P_max of a learned point
-   * or of the uncapped point; elsewhere a gap is a prior's error);
-   * (b) at a cap it was learned at, drawing under 90 % of the learned
-   * power and slower than the learned throughput: something other than
-   * the cap holds it back. */
-  int known = draw >= 0.97 * j->pmax;
-  for (size_t i = 0; i < j->npts; i++)
-    if (fabs(j->pts[i].power_w - draw) <= 0.03 * j->pmax)
-      known = 1;
-  int slow =
-      known && !j->acc_after_change && pred > 0 && o->tokens_per_s < pred * thr;
-  for (size_t i = 0; i < j->npts; i++) {
-    const struct pfi__ctl_pt *q = &j->pts[i];
-    if (fabs(q->cap_w - j->cap) <= SMALL_W && draw < 0.9 * q->power_w &&
-        o->tokens_per_s < q->tokens * thr)
-      slow = 1;
-  }
-  int rc = 0;
-  if (!j->anomaly) {
-    j->anom_run = slow ? j->anom_run + 1 : 0;
-    if (j->anom_run >= 3) {
-      j->anomaly = 1;
-      j->clear_run = 0;
-      j->acc_n = j->acc_p = j->acc_t = j->acc_t2 = 0;
-      rc = pfi__ctl_decide(c, j, in, j->cap, PFI_CTL_ANOMALY, 0);
-    }
-  } else {
-    /* Cleared by periods that are not slow: where the curve is known,
-     * near it; elsewhere (a flagged job held at a cap it was never seen
-     * at) a gap to the prior is the prior's error, as for flagging, and
-     * the sign that the fault is over is that the job draws its caps
-     * again (a stalled job leaves them idle). */
-    int bound = draw >= 0.95 * pfi__ctl_draw_at(c, j, j->cap);
-    int ok = !slow &&
-             (known ? o->tokens_per_s >= pred * (1.0 - 0.5 * cf->anomaly_frac)
-                    : bound);
-    j->clear_run = ok ? j->clear_run + 1 : 0;
-    if (j->clear_run >= 10)
-      j->anomaly = 0;
-  }
-  if (j->anomaly || slow || stopped) {
-    /* Not learned from: a window with a slow or stopped period is
-     * dropped. */
-    if (j->anomaly)
-      j->anomalies++;
-    j->acc_n = j->acc_p = j->acc_t = j->acc_t2 = 0;
-    return rc;
-  }
-  if (learn_draw)
-    pfi__ctl_learn_draw(j, j->cap, draw);
-  /* Without the learned draw: a single draw per cap while the cap binds. */
-  if (!cf->draw_learn && !uncapped && draw < j->pmax * 0.98 && j->cap > 0) {
-    double r = draw / ((double)j->ngpus * j->cap);
-    if (r > 0.5 && r <= 1.0)
-      j->ratio += 0.2 * (r - j->ratio);
-  }
-
-  /* Learning: a settled window of learn_s seconds becomes a point. */
-  j->acc_n += 1;
-  j->acc_cap += (j->cap - j->acc_cap) / j->acc_n;
-  j->acc_p += draw;
-  j->acc_t += o->tokens_per_s;
-  j->acc_t2 += o->tokens_per_s * o->tokens_per_s;
-  if (j->acc_n * cf->period_s + 1e-9 < cf->learn_s)
-    return rc;
-  double n = j->acc_n, mp = j->acc_p / n, mt = j->acc_t / n;
-  double m2 = j->acc_t2 - n * mt * mt;
-  if (m2 < 0)
-    m2 = 0;
-  j->acc_n = j->acc_p = j->acc_t = j->acc_t2 = 0;
-  if (j->acc_after_change && j->protect && c->in_event) {
-    /* Rollback: lost more than believed, beyond noise, at the power it
-     * drew. The belief is a curve of power; the prediction made at the
-     * change was read at the power the draw model expected of the new
-     * caps, and a job drawing less than that (its draw per cap not yet
-     * learned) lost more than predicted without being any steeper than
-     * believed: the feedback and the learned draw ratio correct that, a
-     * rollback (its floor held at the draw before the cut for the rest of
-     * the event) does not. */
-    double p0 = pfi__ctl_believe(c, j, mp, 0);
-    double se = sqrt(m2 / (n > 1 ? n - 1 : 1) / n +
-                     pow(cf->tokens_cv * (isfinite(p0) ? p0 : mt), 2));
-    if (isfinite(p0) && mt < p0 - cf->rollback_z * se) {
-      /* Its power back: the floor becomes the draw before the cut. */
-      double back = j->draw_before_cut;
-      if (back > j->rollback_floor)
-        j->rollback_floor = back;
-      j->rollbacks++;
-      j->rollback_now = 1;
-    }
-  }
-  j->acc_after_change = 0;
-  if (mp < j->pmax * 0.998)
-    pfi__ctl_learn(j, j->acc_cap, mp, mt, n, m2);
-  if (j->pending && rc == 0)
-    rc = pfi__ctl_complete(c, j, in, mp, mt);
-  return rc;
-}
 
 /* The job's contribution to cluster power and whether the allocation may
  * move it this period. */
@@ -990,7 +796,7 @@ int pfi_ctl_step(struct pfi_ctl *c, const struct pfi_ctl_input *in,
         j->last_change_t = in->t_s;
       j->cap = cap;
     }
-    if ((rc = observe(c, j, in)) < 0) {
+    if ((rc = pfi__ctl_observe(c, j, in)) < 0) {
       rc = pfi_error_set(err, rc, "out of memory");
       goto out;
     }
