@@ -49,7 +49,7 @@ struct pfi__ctl_job {
   /* Draw learned under binding caps (belief.c pfi__ctl_draw_at). */
   struct pfi__ctl_dpt dpts[PFI__CTL_MAXDPTS];
   size_t ndpts;
-  double cap;   /* requested cap, mean over the job's GPUs */
+  double cap; /* requested cap, mean over the job's GPUs */
   double last_change_t;
   int last_dir;   /* that change: 1 an increase, -1 a decrease */
   double win_cap; /* cap at the start of the window being settled */
@@ -67,7 +67,7 @@ struct pfi__ctl_job {
    * (0: none), not probed again before probe_next. */
   double probe_p, probe_until, probe_next;
   size_t probes;
-  int in_order;           /* 1: in the recovery order */
+  int in_order; /* 1: in the recovery order */
   /* Last period. */
   double draw, tput;
   int tput_valid, phase, blind;

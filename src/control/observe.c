@@ -12,8 +12,6 @@
 
 #include "ctl_int.h"
 
-
-
 /* Observation, learning, anomaly and rollback rules for one job. */
 int pfi__ctl_observe(struct pfi_ctl *c, struct pfi__ctl_job *j,
                      const struct pfi_ctl_input *in) {

@@ -83,7 +83,6 @@ static int check_input(const struct pfi_ctl *c, const struct pfi_ctl_input *in,
   return 0;
 }
 
-
 /* The job's contribution to cluster power and whether the allocation may
  * move it this period. */
 struct jstate {
