@@ -1,15 +1,19 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 # The fleet (src/fleet): the NATS transport, the node agent's core, pfid's
 # core and the HTTP API are part of libpfi; pfi-agent and pfid are their
-# daemons. Needs libnats (NATS C client) and libmicrohttpd.
+# daemons. Needs libnats (NATS C client) and libmicrohttpd (loaded at run
+# time).
 pkg_check_modules(NATS REQUIRED IMPORTED_TARGET libnats)
 pkg_check_modules(MHD REQUIRED IMPORTED_TARGET libmicrohttpd)
 file(GLOB PFI_FLEET_SOURCES CONFIGURE_DEPENDS src/fleet/*.c)
 list(FILTER PFI_FLEET_SOURCES EXCLUDE REGEX ".*/main_[a-z]+\\.c$")
 target_sources(pfi_obj PRIVATE ${PFI_FLEET_SOURCES})
-target_link_libraries(pfi_obj PUBLIC PkgConfig::NATS PkgConfig::MHD)
-target_link_libraries(pfi_static PUBLIC PkgConfig::NATS PkgConfig::MHD)
-target_link_libraries(pfi_shared PUBLIC PkgConfig::NATS PkgConfig::MHD)
+target_link_libraries(pfi_obj PUBLIC PkgConfig::NATS)
+target_link_libraries(pfi_static PUBLIC PkgConfig::NATS)
+target_link_libraries(pfi_shared PUBLIC PkgConfig::NATS)
+# libmicrohttpd's headers only: the HTTP server loads it on first use
+# (src/lib/mhd_dl.c), as libcurl is, so that `pfi` starts without it.
+target_include_directories(pfi_obj PRIVATE ${MHD_INCLUDE_DIRS})
 
 # The daemons parse their options with the pfi command's option tables
 # (src/cli/opt.h: getopt, --help and did-you-mean from one table).

@@ -3,7 +3,8 @@
  * OpenADR 3.1 (the OpenADR Alliance's REST API, openadr3.yaml 3.1.0): the
  * VEN side. Decodes events into power-target spans (include/pfi/timeline.h)
  * and talks to a VTN over HTTP(S): OAuth2 client credentials, programs,
- * events (polled, or announced by webhook subscriptions), reports.
+ * events (polled, or announced by webhook subscriptions, whose
+ * notifications a listener serves), reports.
  *
  * Payload types acted on, and how each becomes a limit (docs/grid.md):
  *   IMPORT_CAPACITY_LIMIT        the value is the site's import limit:
@@ -163,5 +164,87 @@ int pfi_ven_send_report(struct pfi_ven *v, const struct pfi_ven_report *r,
  * 30 s). */
 int pfi_ven_subscribe(struct pfi_ven *v, const char *callback_url,
                       const char *bearer, struct pfi_error *err);
+
+/* As pfi_ven_subscribe, and writes the id the VTN gave the subscription to
+ * `id` (PFI_TIMELINE_ID_MAX bytes; may be NULL). */
+int pfi_ven_subscription_create(struct pfi_ven *v, const char *callback_url,
+                                const char *bearer, char *id,
+                                struct pfi_error *err);
+
+/*
+ * Keeps a subscription made by pfi_ven_subscription_create in place: with
+ * `id` empty, creates it (2); else reads it (GET /subscriptions/{id}) and,
+ * when the VTN no longer has it (404: dropped, or a VTN that lost its
+ * state), creates it again and writes the new id (2); when it no longer
+ * sends EVENT notifications to callback_url with `bearer` (changed at the
+ * VTN), puts ours back (PUT /subscriptions/{id}: 1); else 0. Errors as
+ * pfi_ven_poll (id unchanged).
+ */
+int pfi_ven_subscription_keep(struct pfi_ven *v, char *id,
+                              const char *callback_url, const char *bearer,
+                              struct pfi_error *err);
+
+/* DELETE /subscriptions/{id}; one the VTN no longer has is not an error. */
+int pfi_ven_subscription_delete(struct pfi_ven *v, const char *id,
+                                struct pfi_error *err);
+
+/* ---- the webhook: notifications from the VTN ---------------------------- */
+
+/* Largest notification body the listener reads, bytes: larger is 413. */
+#define PFI_OADR_NOTIFY_BODY_MAX (1u << 20)
+/* A bearer token of pfi_oadr_bearer_new: 32 random bytes in hex, and NUL. */
+#define PFI_OADR_BEARER_LEN 65
+
+/* A fresh random secret for a subscription's bearerToken (getrandom(2)).
+ * PFI_EIO when the system gives no randomness. */
+int pfi_oadr_bearer_new(char out[PFI_OADR_BEARER_LEN], struct pfi_error *err);
+
+/* One notification the listener accepted. */
+struct pfi_oadr_note {
+  char object_type[16]; /* EVENT, PROGRAM... (cut to 15 bytes) */
+  char operation[8];    /* CREATE, UPDATE, DELETE, READ */
+  char event_id[PFI_TIMELINE_ID_MAX]; /* for EVENT objects */
+  size_t spans; /* CREATE/UPDATE of an EVENT: the spans it decodes to */
+};
+
+/* What the listener answered since it started. */
+struct pfi_oadr_listener_stats {
+  size_t accepted;     /* 200: decoded notifications */
+  size_t unauthorized; /* 401 (no bearer token) and 403 (another token) */
+  size_t malformed;    /* 400: a body pfi_oadr_decode_notification refused */
+  size_t other;        /* 404 (another path), 405 (not POST) */
+};
+
+struct pfi_oadr_listener;
+
+/*
+ * Serves the webhook the VTN POSTs notifications to (OpenADR 3.1
+ * `notification`: objectType, operation, object) at `path` on `listen`
+ * (pfi_http_start's address; libmicrohttpd is loaded on this first use).
+ * Every request must carry "Authorization: Bearer <bearer>", the
+ * subscription's bearerToken (compared in constant time): none is 401,
+ * another token 403. Bodies over PFI_OADR_NOTIFY_BODY_MAX are 413. The
+ * body is decoded with pfi_oadr_decode_notification (cfg's "now" taken at
+ * each request): a malformed one is 400 with an RFC 7807 problem object
+ * whose detail names the field; an accepted one is 200, queued (the last
+ * 64 are kept) and makes pfi_oadr_listener_fd readable. The listener acts
+ * on nothing itself: its owner wakes, takes the notes and polls the VTN,
+ * whose answer stays the source of truth. Copies bearer and cfg.
+ */
+int pfi_oadr_listen(const char *listen, const char *path, const char *bearer,
+                    const struct pfi_oadr_config *cfg,
+                    struct pfi_oadr_listener **out, struct pfi_error *err);
+/* The port listened on (the one picked for port 0). */
+unsigned pfi_oadr_listener_port(const struct pfi_oadr_listener *l);
+/* A descriptor that is readable while accepted notifications wait to be
+ * taken (for poll(2)). */
+int pfi_oadr_listener_fd(const struct pfi_oadr_listener *l);
+/* Takes the notifications accepted since the last call: writes up to max
+ * of them (the oldest first) and returns how many were accepted in all
+ * (more than max when some were dropped); fills *st when not NULL. */
+size_t pfi_oadr_listener_take(struct pfi_oadr_listener *l,
+                              struct pfi_oadr_note *out, size_t max,
+                              struct pfi_oadr_listener_stats *st);
+void pfi_oadr_listener_close(struct pfi_oadr_listener *l);
 
 #endif

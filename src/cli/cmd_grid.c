@@ -67,7 +67,8 @@ static const struct pfi_opt opts[] = {
      "LOAD_SHED_DELTA_AVAILABLE in W"},
     PFI_OPT_GROUP("subscribe options:"),
     {"callback", O_CALLBACK, 0, PFI_ARG_REQ, "URL",
-     "where the VTN POSTs event notifications"},
+     "where the VTN POSTs event notifications; bridge: the URL of --listen "
+     "as the VTN reaches it (default http://HOST:PORT/notify)"},
     PFI_OPT_GROUP("bridge options:"),
     {"pfid", O_PFID, 0, PFI_ARG_REQ, "URL", "pfid's API"},
     {"pfid-token-file", O_PFID_TOKEN, 0, PFI_ARG_REQ, "FILE",
@@ -76,8 +77,8 @@ static const struct pfi_opt opts[] = {
      "the power chain from GPU to meter (docs/grid.md); also event-report, "
      "curves, meter"},
     {"interval", O_INTERVAL, 0, PFI_ARG_REQ, "D",
-     "time between syncs (default 30s); meter: the measuring interval "
-     "(default 1s)"},
+     "time between syncs (default 30s, at most 1 day); meter: the measuring "
+     "interval (default 1s, at most 600 s)"},
     {"report", O_REPORT, 0, PFI_ARG_REQ, "D",
      "with --vtn, report every D during an event (default 15m)"},
     {"overlap", O_OVERLAP, 0, PFI_ARG_REQ, "D",
@@ -86,6 +87,10 @@ static const struct pfi_opt opts[] = {
      "report (--report) and log (--log) pfid's live capacity at <= L "
      "throughput loss (1, 2, 5, 10 or 20 %; default 10%), reported as "
      "LOAD_SHED_DELTA_AVAILABLE"},
+    {"listen", O_LISTEN, 0, PFI_ARG_REQ, "HOST:PORT",
+     "with --vtn, serve the VTN's event notifications here (a PORT alone: "
+     "on 127.0.0.1; port 0 picks a free one), subscribe to them, and sync "
+     "at once on each"},
     {"once", O_ONCE, 0, PFI_ARG_NONE, NULL, "one sync, then exit"},
     {"log", O_LOG, 0, PFI_ARG_REQ, "DIR",
      "append series.csv and jobs.csv every sync; event-report: the logged "
@@ -143,6 +148,7 @@ static const struct pfi_cmd_help help = {
     "       pfi grid bridge --pfid URL --pfid-token-file FILE [SOURCES]\n"
     "                       [--config FILE] [--interval D] [--report D]\n"
     "                       [--overlap D] [--shed-loss L] [--once]\n"
+    "                       [--listen HOST:PORT [--callback URL]]\n"
     "       pfi grid event-report --log DIR --contract FILE --tiers FILE\n"
     "                             --out DIR [--config FILE] [--nodes N]\n"
     "       pfi grid curves --curves FILE --config FILE --level node|meter\n"
@@ -171,6 +177,15 @@ static const struct pfi_cmd_help help = {
     "USAGE, DEMAND (the fleet's GPU power) and BASELINE every --report\n"
     "(default 15m) during an event. A VTN that cannot be reached leaves the\n"
     "last timeline in force. SIGTERM stops the bridge; pfid keeps its events.\n"
+    "--listen HOST:PORT (with --vtn): serves the VTN's webhook there,\n"
+    "subscribes to the program's event notifications (CREATE, UPDATE,\n"
+    "DELETE) with a random bearer token of its own, and polls the VTN and\n"
+    "syncs at once on each notification carrying it (others: 401/403;\n"
+    "over 1 MiB: 413; malformed: 400), so that a new, changed or withdrawn\n"
+    "event reaches pfid without waiting for --interval; the subscription\n"
+    "is checked at every poll (re-made if the VTN lost it) and deleted on\n"
+    "SIGTERM or SIGINT. --callback URL: the URL the VTN posts to, when it\n"
+    "reaches the listener by another name (default http://HOST:PORT/notify).\n"
     "--once: one sync, then exit. --log DIR appends the fleet's target and\n"
     "power with pfid's live capacity at <= --shed-loss loss (shed, its\n"
     "interval and the longest event it holds for, GET /v1/capacity) to\n"
@@ -379,6 +394,9 @@ static int parse(int argc, char **argv, struct opts *o) {
     case O_CALLBACK:
       o->callback = optarg;
       break;
+    case O_LISTEN:
+      o->listen = optarg;
+      break;
     case O_CURVES:
       o->curves = optarg;
       break;
@@ -535,10 +553,10 @@ static int parse(int argc, char **argv, struct opts *o) {
                                  c == O_DURATION ? &o->duration : &o->interval,
                                  &err) < 0 ||
           !((c == O_DURATION ? o->duration : o->interval) > 0) ||
-          (c == O_INTERVAL && o->interval > 600) ||
+          (c == O_INTERVAL && o->interval > 86400) ||
           (c == O_DURATION && o->duration > 366 * 86400.0))
         return pfi__grid_usage(
-            "expected a duration (15m, 1s; at most 600 s for "
+            "expected a duration (15m, 1s; at most a day for "
             "--interval, a year for --duration), got '%s'",
             optarg);
       if (c == O_DURATION) {

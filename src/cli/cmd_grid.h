@@ -55,7 +55,8 @@ enum {
   O_PHOENIX,
   O_EMULATED,
   O_SHED_LOSS,
-  O_BMC
+  O_BMC,
+  O_LISTEN
 };
 
 struct opts {
@@ -76,6 +77,7 @@ struct opts {
   size_t ndur;
   unsigned long gpn;
   const char *pfid, *pfid_token;
+  const char *listen; /* bridge: the webhook's address (--listen) */
   double overlap, report_s;
   double shed_loss; /* bridge: the loss whose quote is reported (0.1) */
   int once;

@@ -5,6 +5,7 @@
  * is the loop. */
 #include <errno.h>
 #include <math.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,14 +55,76 @@ static double wall(void) {
   return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* Sleeps up to s seconds, waking at once on a signal. */
-static void nap(double s) {
+/* Sleeps up to s seconds, waking at once on a signal and, with fd >= 0,
+ * when fd becomes readable (a notification waits): then 1. */
+static int nap(double s, int fd) {
   while (s > 0 && !stop) {
     double d = s > 0.2 ? 0.2 : s;
-    struct timespec ts = {(time_t)d, (long)((d - floor(d)) * 1e9)};
-    nanosleep(&ts, NULL);
+    if (fd >= 0) {
+      struct pollfd p = {fd, POLLIN, 0};
+      if (poll(&p, 1, (int)ceil(d * 1000)) > 0)
+        return 1;
+    } else {
+      struct timespec ts = {(time_t)d, (long)((d - floor(d)) * 1e9)};
+      nanosleep(&ts, NULL);
+    }
     s -= d;
   }
+  return 0;
+}
+
+static void make_cfg(const struct opts *o, double now,
+                     struct pfi_oadr_config *cfg) {
+  pfi_oadr_config_init(cfg, (int64_t)now);
+  cfg->baseline_w = o->baseline;
+  cfg->capacity_level = cfg->setpoint_level = o->level;
+  cfg->seed = o->seed;
+  if (o->have_simple)
+    for (int i = 0; i < 3; i++)
+      cfg->simple_frac[i + 1] = o->simple[i];
+}
+
+/* --listen's address ("PORT" alone is on loopback) and its host part, for
+ * the default callback URL. 0, or a usage error's exit status. */
+static int listen_addr(const char *l, char *addr, size_t n, char *host,
+                       size_t hn) {
+  if (l[0] && strspn(l, "0123456789") == strlen(l))
+    snprintf(addr, n, "127.0.0.1:%s", l);
+  else
+    snprintf(addr, n, "%s", l);
+  const char *colon = strrchr(addr, ':');
+  if (!colon || colon == addr || !colon[1])
+    return pfi__grid_usage("--listen: expected HOST:PORT or PORT, got '%s'",
+                           l);
+  snprintf(host, hn, "%.*s", (int)(colon - addr), addr);
+  return 0;
+}
+
+/* Says what the listener took since the last call: each notification, and
+ * requests refused since the last report. */
+static void say_notes(struct pfi_oadr_listener *hook,
+                      struct pfi_oadr_listener_stats *seen) {
+  struct pfi_oadr_note notes[16];
+  struct pfi_oadr_listener_stats st;
+  size_t n = pfi_oadr_listener_take(hook, notes, 16, &st);
+  for (size_t i = 0; i < n && i < 16; i++) {
+    printf("bridge: notification %s %s", notes[i].operation,
+           notes[i].object_type);
+    if (notes[i].event_id[0]) {
+      fputc(' ', stdout);
+      pfi_cli_put_name(stdout, notes[i].event_id, 0);
+    }
+    fputs(": polling the VTN now\n", stdout);
+  }
+  if (n > 16)
+    printf("bridge: and %zu more notification(s)\n", n - 16);
+  if (st.unauthorized > seen->unauthorized || st.malformed > seen->malformed)
+    fprintf(stderr,
+            "pfi grid bridge: webhook: %zu request(s) refused for their "
+            "token, %zu malformed, since the start\n",
+            st.unauthorized, st.malformed);
+  *seen = st;
+  fflush(stdout);
 }
 
 /* Reads every file source into `tl` (replacing its content). */
@@ -148,6 +211,31 @@ static void log_sample(const char *dir, struct pfi_pfid_client *pc, double t,
 int pfi__grid_bridge(const struct opts *o, struct pfi_ven *ven) {
   if (!o->pfid)
     return pfi__grid_usage("bridge: --pfid URL is required%s", "");
+  char laddr[300], lhost[300], cb[1200];
+  if (o->listen) {
+    if (!ven)
+      return pfi__grid_usage("bridge: --listen needs --vtn (the VTN that "
+                             "sends the notifications)%s",
+                             "");
+    if (o->once)
+      return pfi__grid_usage("bridge: --listen and --once: a single sync "
+                             "takes no notification%s",
+                             "");
+    int u = listen_addr(o->listen, laddr, sizeof laddr, lhost, sizeof lhost);
+    if (u)
+      return u;
+    if (!o->callback && (!lhost[0] || !strcmp(lhost, "0.0.0.0") ||
+                         !strcmp(lhost, "[::]")))
+      return pfi__grid_usage("bridge: --listen '%s' is on every address: "
+                             "give --callback URL, the URL the VTN reaches "
+                             "it by",
+                             o->listen);
+    if (o->callback && strncmp(o->callback, "http://", 7) != 0 &&
+        strncmp(o->callback, "https://", 8) != 0)
+      return pfi__grid_usage("--callback: '%s' is not an http(s) URL",
+                             o->callback);
+  } else if (o->callback)
+    return pfi__grid_usage("bridge: --callback goes with --listen%s", "");
   char token[600];
   int status = 0;
   if (!o->pfid_token ||
@@ -177,6 +265,32 @@ int pfi__grid_bridge(const struct opts *o, struct pfi_ven *ven) {
   sa.sa_handler = on_signal;
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
+  /* The webhook: a listener with a bearer token of its own (the
+   * subscription's bearerToken, which the VTN sends on each notification),
+   * subscribed to in the loop below. */
+  struct pfi_oadr_listener *hook = NULL;
+  struct pfi_oadr_listener_stats seen;
+  memset(&seen, 0, sizeof seen);
+  char bearer[PFI_OADR_BEARER_LEN] = "", sub_id[PFI_TIMELINE_ID_MAX] = "";
+  if (o->listen) {
+    struct pfi_oadr_config cfg;
+    make_cfg(o, wall(), &cfg);
+    if (pfi_oadr_bearer_new(bearer, &err) < 0 ||
+        pfi_oadr_listen(laddr, "/notify", bearer, &cfg, &hook, &err) < 0) {
+      pfi_pfid_client_close(pc);
+      return pfi__grid_fail(&err);
+    }
+    if (o->callback)
+      snprintf(cb, sizeof cb, "%s", o->callback);
+    else
+      snprintf(cb, sizeof cb, "http://%s:%u/notify", lhost,
+               pfi_oadr_listener_port(hook));
+    printf("bridge: listening for the VTN's notifications on %s port %u "
+           "(callback %s)\n",
+           lhost[0] ? lhost : "every address", pfi_oadr_listener_port(hook),
+           cb);
+    fflush(stdout);
+  }
   struct pfi_timeline vtn, files, all;
   pfi_timeline_init(&vtn);
   pfi_timeline_init(&files);
@@ -189,13 +303,24 @@ int pfi__grid_bridge(const struct opts *o, struct pfi_ven *ven) {
   while (!stop) {
     double now = wall();
     struct pfi_oadr_config cfg;
-    pfi_oadr_config_init(&cfg, (int64_t)now);
-    cfg.baseline_w = o->baseline;
-    cfg.capacity_level = cfg.setpoint_level = o->level;
-    cfg.seed = o->seed;
-    if (o->have_simple)
-      for (int i = 0; i < 3; i++)
-        cfg.simple_frac[i + 1] = o->simple[i];
+    make_cfg(o, now, &cfg);
+    /* The subscription, before the poll (no event slips between them):
+     * made at the first pass, checked at every poll (GET, one request). */
+    if (hook) {
+      int k = pfi_ven_subscription_keep(ven, sub_id, cb, bearer, &err);
+      char b[PFI_ERROR_MSG_MAX + 64];
+      if (k < 0)
+        fprintf(stderr,
+                "pfi grid bridge: subscription: %s (trying again at the "
+                "next poll)\n",
+                pfi_error_format(&err, b, sizeof b));
+      else if (k > 0) {
+        printf("bridge: subscription ");
+        pfi_cli_put_name(stdout, sub_id, 0);
+        printf(" %s at the VTN\n", k == 2 ? "made" : "put back");
+      }
+      fflush(stdout);
+    }
     if (read_files(o, &cfg, &files, &err) < 0) {
       status = pfi__grid_fail(&err);
       break;
@@ -294,7 +419,25 @@ int pfi__grid_bridge(const struct opts *o, struct pfi_ven *ven) {
       if (all.spans[i].end_s > now && all.spans[i].end_s < wake)
         wake = (double)all.spans[i].end_s;
     }
-    nap(wake - wall());
+    if (nap(wake - wall(), hook ? pfi_oadr_listener_fd(hook) : -1))
+      say_notes(hook, &seen); /* and at once the next pass polls */
+  }
+  if (hook) {
+    /* Leave no subscription behind at the VTN (pfid keeps its events: the
+     * grid commitment stands). */
+    if (sub_id[0]) {
+      if (pfi_ven_subscription_delete(ven, sub_id, &err) < 0) {
+        char b[PFI_ERROR_MSG_MAX + 64];
+        fprintf(stderr, "pfi grid bridge: subscription: %s\n",
+                pfi_error_format(&err, b, sizeof b));
+      } else {
+        printf("bridge: subscription ");
+        pfi_cli_put_name(stdout, sub_id, 0);
+        printf(" deleted at the VTN\n");
+      }
+    }
+    pfi_oadr_listener_close(hook);
+    memset(bearer, 0, sizeof bearer);
   }
   pfi_timeline_release(&vtn);
   pfi_timeline_release(&files);

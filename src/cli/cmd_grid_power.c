@@ -155,6 +155,11 @@ static int numlist(const char *s, double **out, size_t *n) {
 }
 
 int pfi__grid_meter(const struct opts *o) {
+  if (o->interval > 600) {
+    char b[32];
+    snprintf(b, sizeof b, "%g s", o->interval);
+    return pfi__grid_usage("meter: --interval: at most 600 s, got %s", b);
+  }
   struct pfi_meter_config cfg;
   struct pfi_error err;
   pfi_error_clear(&err);

@@ -2,9 +2,10 @@
 /* The HTTP server under pfid's API and the /metrics endpoints. */
 #include "pfi/http.h"
 
+#include "../lib/mhd_dl.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
-#include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@ struct pfi_http {
   pfi_http_fn fn;
   void *arg;
   unsigned port;
+  size_t body_max;
   char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 };
 
@@ -30,22 +32,25 @@ struct body {
 };
 
 static const char *req_arg(const struct pfi_http_req *rq, const char *key) {
-  return MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, key);
+  return pfi__mhd_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, key);
 }
 
 static enum MHD_Result reply(struct MHD_Connection *c, int status,
-                             const char *type, char *body, size_t len) {
-  struct MHD_Response *r = MHD_create_response_from_buffer(
+                             const char *type, char *body, size_t len,
+                             const char *www_auth) {
+  struct MHD_Response *r = pfi__mhd_create_response_from_buffer(
       len, body ? body : (char *)"",
       body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
   if (!r) {
     free(body);
     return MHD_NO;
   }
-  MHD_add_response_header(r, "Content-Type", type);
-  MHD_add_response_header(r, "Cache-Control", "no-store");
-  enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, r);
-  MHD_destroy_response(r);
+  pfi__mhd_add_response_header(r, "Content-Type", type);
+  pfi__mhd_add_response_header(r, "Cache-Control", "no-store");
+  if (www_auth)
+    pfi__mhd_add_response_header(r, "WWW-Authenticate", www_auth);
+  enum MHD_Result ok = pfi__mhd_queue_response(c, (unsigned)status, r);
+  pfi__mhd_destroy_response(r);
   return ok;
 }
 
@@ -62,7 +67,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
     return MHD_YES;
   }
   if (*data_len) {
-    if (!b->too_big && b->len + *data_len <= PFI_HTTP_BODY_MAX) {
+    if (!b->too_big && b->len + *data_len <= h->body_max) {
       char *nb = realloc(b->buf, b->len + *data_len + 1);
       if (!nb)
         return MHD_NO;
@@ -78,12 +83,12 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
   }
   if (b->too_big) {
     static const char m[] = "{\"error\":\"request body too large\"}\n";
-    return reply(c, 413, "application/json", strdup(m), sizeof m - 1);
+    return reply(c, 413, "application/json", strdup(m), sizeof m - 1, NULL);
   }
   struct pfi_http_req rq = {
       method,
       url,
-      MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"),
+      pfi__mhd_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"),
       b->buf ? b->buf : "",
       b->len,
       req_arg,
@@ -91,7 +96,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
       -1};
   if (h->unix_path[0]) {
     const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        pfi__mhd_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
     struct ucred cr;
     socklen_t cl = sizeof cr;
     if (ci && getsockopt(ci->connect_fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) ==
@@ -99,9 +104,10 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
         cr.pid > 0)
       rq.peer_pid = cr.pid;
   }
-  struct pfi_http_resp rs = {200, "application/json", NULL, 0};
+  struct pfi_http_resp rs = {200, "application/json", NULL, 0, NULL};
   h->fn(h->arg, &rq, &rs);
-  return reply(c, rs.status, rs.type, rs.body, rs.body ? rs.len : 0);
+  return reply(c, rs.status, rs.type, rs.body, rs.body ? rs.len : 0,
+               rs.www_authenticate);
 }
 
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -114,8 +120,9 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
   }
 }
 
-static int start_unix(struct pfi_http **out, const char *path, pfi_http_fn fn,
-                      void *arg, struct pfi_error *err) {
+static int start_unix(struct pfi_http **out, const char *path,
+                      size_t body_max, pfi_http_fn fn, void *arg,
+                      struct pfi_error *err) {
   struct sockaddr_un sa;
   memset(&sa, 0, sizeof sa);
   sa.sun_family = AF_UNIX;
@@ -151,10 +158,11 @@ static int start_unix(struct pfi_http **out, const char *path, pfi_http_fn fn,
   }
   h->fn = fn;
   h->arg = arg;
+  h->body_max = body_max;
   memcpy(h->unix_path, path, strlen(path) + 1);
-  h->d = MHD_start_daemon(
-      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL, 0, NULL, NULL, handler,
-      h, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, completed,
+  h->d = pfi__mhd_start_daemon(
+      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL, 0, handler, h,
+      MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, completed,
       h, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
       MHD_OPTION_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_END);
   if (!h->d) {
@@ -169,8 +177,17 @@ static int start_unix(struct pfi_http **out, const char *path, pfi_http_fn fn,
 
 int pfi_http_start(struct pfi_http **out, const char *listen, pfi_http_fn fn,
                    void *arg, struct pfi_error *err) {
+  return pfi_http_start_max(out, listen, PFI_HTTP_BODY_MAX, fn, arg, err);
+}
+
+int pfi_http_start_max(struct pfi_http **out, const char *listen,
+                       size_t body_max, pfi_http_fn fn, void *arg,
+                       struct pfi_error *err) {
+  if (pfi__mhd_error())
+    return pfi_error_set(err, PFI_EIO, "cannot serve HTTP: %s",
+                         pfi__mhd_error());
   if (listen && strncmp(listen, "unix:", 5) == 0)
-    return start_unix(out, listen + 5, fn, arg, err);
+    return start_unix(out, listen + 5, body_max, fn, arg, err);
   char host[128];
   const char *colon = listen ? strrchr(listen, ':') : NULL;
   if (!colon || (size_t)(colon - listen) >= sizeof host)
@@ -213,8 +230,9 @@ int pfi_http_start(struct pfi_http **out, const char *listen, pfi_http_fn fn,
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
   h->fn = fn;
   h->arg = arg;
-  h->d = MHD_start_daemon(
-      flags, (uint16_t)port, NULL, NULL, handler, h, MHD_OPTION_SOCK_ADDR,
+  h->body_max = body_max;
+  h->d = pfi__mhd_start_daemon(
+      flags, (uint16_t)port, handler, h, MHD_OPTION_SOCK_ADDR,
       (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, completed, h,
       MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_CONNECTION_LIMIT,
       (unsigned)256, MHD_OPTION_END);
@@ -223,7 +241,7 @@ int pfi_http_start(struct pfi_http **out, const char *listen, pfi_http_fn fn,
     return pfi_error_set(err, PFI_EIO, "cannot listen on %s", listen);
   }
   const union MHD_DaemonInfo *di =
-      MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
+      pfi__mhd_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
   h->port = di ? di->port : (unsigned)port;
   *out = h;
   return 0;
@@ -234,7 +252,7 @@ unsigned pfi_http_port(const struct pfi_http *h) { return h->port; }
 void pfi_http_stop(struct pfi_http *h) {
   if (!h)
     return;
-  MHD_stop_daemon(h->d);
+  pfi__mhd_stop_daemon(h->d);
   if (h->unix_path[0])
     unlink(h->unix_path);
   free(h);

@@ -21,6 +21,7 @@ struct pfi_ven {
   char token[4097];
   int64_t token_expiry; /* Unix s; 0 = unknown (valid until a 401) */
   char program_id[PFI_TIMELINE_ID_MAX];
+  long last_status; /* of the last API answer (0: none) */
 };
 
 #define body pfi__http_body
@@ -251,10 +252,12 @@ static int api(struct pfi_ven *v, const char *method, const char *path,
     if (rc < 0)
       return rc;
     long st = 0;
+    v->last_status = 0;
     rc = http(v, method, url, body, body ? "application/json" : NULL, 1, &st,
               b, err);
     if (rc < 0)
       return rc;
+    v->last_status = st;
     if (st == 401 && attempt == 0) {
       free(b->buf);
       b->buf = NULL;
@@ -448,8 +451,27 @@ int pfi_ven_send_report(struct pfi_ven *v, const struct pfi_ven_report *r,
   return rc;
 }
 
-int pfi_ven_subscribe(struct pfi_ven *v, const char *callback_url,
-                      const char *bearer, struct pfi_error *err) {
+/* The body of POST (and PUT) /subscriptions for our program. */
+static char *sub_json(const struct pfi_ven *v, const char *callback_url,
+                      const char *bearer) {
+  json_t *j = json_pack(
+      "{s:s,s:s,s:[{s:[s],s:[s,s,s],s:s}]}", "clientName", v->ven_name,
+      "programID", v->program_id, "objectOperations", "objects", "EVENT",
+      "operations", "CREATE", "UPDATE", "DELETE", "callbackUrl", callback_url);
+  if (j)
+    json_object_set_new(
+        json_array_get(json_object_get(j, "objectOperations"), 0),
+        "bearerToken", json_string(bearer));
+  char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+  json_decref(j);
+  return s;
+}
+
+int pfi_ven_subscription_create(struct pfi_ven *v, const char *callback_url,
+                                const char *bearer, char *id,
+                                struct pfi_error *err) {
+  if (id)
+    id[0] = 0;
   if (!v->program_id[0]) {
     int rc = find_program(v, err);
     if (rc < 0)
@@ -462,21 +484,133 @@ int pfi_ven_subscribe(struct pfi_ven *v, const char *callback_url,
       return rc;
     bearer = v->token;
   }
-  json_t *j = json_pack(
-      "{s:s,s:s,s:[{s:[s],s:[s,s,s],s:s}]}", "clientName", v->ven_name,
-      "programID", v->program_id, "objectOperations", "objects", "EVENT",
-      "operations", "CREATE", "UPDATE", "DELETE", "callbackUrl", callback_url);
-  if (j)
-    json_object_set_new(
-        json_array_get(json_object_get(j, "objectOperations"), 0),
-        "bearerToken", json_string(bearer));
-  char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
-  json_decref(j);
+  char *s = sub_json(v, callback_url, bearer);
   if (!s)
     return pfi_error_set(err, PFI_ENOMEM, "subscription: cannot build JSON");
   struct body b;
   int rc = api(v, "POST", "/subscriptions", s, &b, err);
   free(s);
+  if (rc < 0)
+    return rc;
+  json_t *j = json_loadb(b.buf ? b.buf : "", b.len, 0, NULL);
+  free(b.buf);
+  json_t *jid = json_object_get(j, "id");
+  if (id && (!json_is_string(jid) || !*json_string_value(jid) ||
+             strlen(json_string_value(jid)) >= PFI_TIMELINE_ID_MAX))
+    rc = pfi_error_set(err, PFI_EPARSE,
+                       "VEN: POST /subscriptions: id: expected a string of "
+                       "1..%d bytes",
+                       PFI_TIMELINE_ID_MAX - 1);
+  else if (id)
+    snprintf(id, PFI_TIMELINE_ID_MAX, "%s", json_string_value(jid));
+  json_decref(j);
+  return rc;
+}
+
+int pfi_ven_subscribe(struct pfi_ven *v, const char *callback_url,
+                      const char *bearer, struct pfi_error *err) {
+  return pfi_ven_subscription_create(v, callback_url, bearer, NULL, err);
+}
+
+/* The subscription's path, its id escaped. */
+static int sub_path(const char *id, char *path, size_t n,
+                    struct pfi_error *err) {
+  CURL *esc = pfi__curl_easy_init();
+  char *e = esc ? pfi__curl_easy_escape(esc, id, 0) : NULL;
+  if (e)
+    snprintf(path, n, "/subscriptions/%s", e);
+  pfi__curl_free(e);
+  if (esc)
+    pfi__curl_easy_cleanup(esc);
+  if (e)
+    return 0;
+  return pfi__curl_error()
+             ? pfi_error_set(err, PFI_EIO, "VEN: %s", pfi__curl_error())
+             : pfi_error_set(err, PFI_ENOMEM, "out of memory");
+}
+
+/* 1 when the VTN's subscription object sends our program's EVENT
+ * notifications to callback_url with our bearer token (a VTN that does not
+ * show the token is taken at its word). */
+static int sub_matches(json_t *j, const struct pfi_ven *v,
+                       const char *callback_url, const char *bearer) {
+  json_t *pid = json_object_get(j, "programID");
+  if (json_is_string(pid) && strcmp(json_string_value(pid), v->program_id))
+    return 0;
+  json_t *oo = json_object_get(j, "objectOperations");
+  size_t i;
+  json_t *o;
+  json_array_foreach(oo, i, o) {
+    json_t *cb = json_object_get(o, "callbackUrl");
+    json_t *bt = json_object_get(o, "bearerToken");
+    json_t *objs = json_object_get(o, "objects");
+    int event = 0;
+    size_t k;
+    json_t *x;
+    json_array_foreach(objs, k, x) {
+      if (json_is_string(x) && !strcmp(json_string_value(x), "EVENT"))
+        event = 1;
+    }
+    if (event && json_is_string(cb) &&
+        !strcmp(json_string_value(cb), callback_url) &&
+        (!json_is_string(bt) || !strcmp(json_string_value(bt), bearer)))
+      return 1;
+  }
+  return 0;
+}
+
+int pfi_ven_subscription_keep(struct pfi_ven *v, char *id,
+                              const char *callback_url, const char *bearer,
+                              struct pfi_error *err) {
+  if (!id[0]) {
+    int rc = pfi_ven_subscription_create(v, callback_url, bearer, id, err);
+    return rc < 0 ? rc : 2;
+  }
+  char path[600];
+  int rc = sub_path(id, path, sizeof path, err);
+  if (rc < 0)
+    return rc;
+  struct body b;
+  rc = api(v, "GET", path, NULL, &b, err);
+  if (rc < 0 && v->last_status == 404) {
+    /* Gone at the VTN (dropped, or the VTN lost its state): again. */
+    char old[PFI_TIMELINE_ID_MAX];
+    snprintf(old, sizeof old, "%s", id);
+    rc = pfi_ven_subscription_create(v, callback_url, bearer, id, err);
+    if (rc < 0)
+      snprintf(id, PFI_TIMELINE_ID_MAX, "%s", old);
+    return rc < 0 ? rc : 2;
+  }
+  if (rc < 0)
+    return rc;
+  json_t *j = json_loadb(b.buf ? b.buf : "", b.len, 0, NULL);
+  free(b.buf);
+  int same = json_is_object(j) && sub_matches(j, v, callback_url, bearer);
+  json_decref(j);
+  if (same)
+    return 0;
+  /* Changed at the VTN: put ours back. */
+  char *s = sub_json(v, callback_url, bearer);
+  if (!s)
+    return pfi_error_set(err, PFI_ENOMEM, "subscription: cannot build JSON");
+  rc = api(v, "PUT", path, s, &b, err);
+  free(s);
+  if (rc < 0)
+    return rc;
+  free(b.buf);
+  return 1;
+}
+
+int pfi_ven_subscription_delete(struct pfi_ven *v, const char *id,
+                                struct pfi_error *err) {
+  char path[600];
+  int rc = sub_path(id, path, sizeof path, err);
+  if (rc < 0)
+    return rc;
+  struct body b;
+  rc = api(v, "DELETE", path, NULL, &b, err);
+  if (rc < 0 && v->last_status == 404)
+    return 0; /* already gone */
   if (rc == 0)
     free(b.buf);
   return rc;
