@@ -93,7 +93,7 @@ static int listen_addr(const char *l, char *addr, size_t n, char *host,
   else
     snprintf(addr, n, "%s", l);
   const char *colon = strrchr(addr, ':');
-  if (!colon || colon == addr || !colon[1])
+  if (!colon || !colon[1])
     return pfi__grid_usage("--listen: expected HOST:PORT or PORT, got '%s'",
                            l);
   snprintf(host, hn, "%.*s", (int)(colon - addr), addr);

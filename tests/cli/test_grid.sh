@@ -452,4 +452,30 @@ for r in log:
         assert r["bearer"] == last, (r, last)
 EOF
 
+# The bridge's webhook options: bad usage is exit 2 naming the option, before
+# anything is started (tests/fleet/test_fleet_grid_webhook.sh runs it).
+printf 'tok\n' >"$T/ptok"
+chmod 600 "$T/ptok"
+BR=(grid bridge --pfid http://127.0.0.1:9 --pfid-token-file "$T/ptok")
+bad_bridge() { # bad_bridge MESSAGE ARGS...: exit 2 with MESSAGE on stderr
+  local m=$1
+  shift
+  "$PFI" "${BR[@]}" "$@" >/dev/null 2>"$T/err"
+  local rc=$?
+  [ "$rc" = 2 ] && grep -qF -- "$m" "$T/err" || fail "bridge $*: exit $rc, $(cat "$T/err") (expected '$m')"
+}
+bad_bridge "--listen needs --vtn" --listen 8471
+bad_bridge "--listen and --once" "${VEN[@]:0:8}" --listen 8471 --once
+bad_bridge "--listen: expected HOST:PORT or PORT, got 'localhost'" "${VEN[@]:0:8}" --listen localhost
+bad_bridge "--listen ':8471' is on every address: give --callback URL" "${VEN[@]:0:8}" --listen :8471
+bad_bridge "--listen '0.0.0.0:8471' is on every address" "${VEN[@]:0:8}" --listen 0.0.0.0:8471
+bad_bridge "--callback: 'ftp://x/' is not an http(s) URL" "${VEN[@]:0:8}" --listen 8471 --callback ftp://x/
+bad_bridge "--callback goes with --listen" "${VEN[@]:0:8}" --callback http://127.0.0.1:8471/notify
+bad_bridge "expected an IP address" "${VEN[@]:0:8}" --listen example.org:8471
+bad_bridge "bad port" "${VEN[@]:0:8}" --listen 127.0.0.1:70000
+bad_bridge "at most a day for --interval" --interval 2d
+"$PFI" grid meter --interval 601 >/dev/null 2>"$T/err"
+rc=$?
+[ "$rc" = 2 ] && grep -q "meter: --interval: at most 600 s, got 601 s" "$T/err" || fail "meter --interval 601: exit $rc, $(cat "$T/err")"
+
 exit $((fails > 0))

@@ -108,7 +108,7 @@ python3 - "$T/hook.body" <<'PY' || fail "400's problem: $(cat "$T/hook.body")"
 import json, sys
 p = json.load(open(sys.argv[1]))
 assert p["status"] == 400 and p["title"] == "Bad Request", p
-assert "intervals[0].payloads[0].values[0]: expected a number" in p["detail"], p
+assert p["detail"].startswith("notification: event.intervals[0].payloads[0].values[0]: expected a number"), p
 PY
 printf '{"objectType":"EVENT",\n "operation": nope}' >"$T/syntax.json"
 [ "$(hook "$T/syntax.json" "Authorization: Bearer $BEARER")" = 400 ] || fail "bad JSON: $(cat "$T/hook.body")"

@@ -7,9 +7,10 @@ and JSON shapes, on loopback, in memory.
 Implemented: GET /auth/server, POST /auth/token (OAuth2 client credentials,
 application/x-www-form-urlencoded), GET/POST /programs, GET/PUT/DELETE
 /programs/{id}, GET/POST /events (programID, skip, limit filters),
-GET/PUT/DELETE /events/{id}, GET/POST /reports, GET/POST /subscriptions with
-webhook notifications ({objectType, operation, object}) to callbackUrl with
-the subscription's bearerToken. Roles: the VEN client may read programs and
+GET/PUT/DELETE /events/{id}, GET/POST /reports, GET/POST /subscriptions and
+GET/PUT/DELETE /subscriptions/{id}, with webhook notifications ({objectType,
+operation, object}) to callbackUrl carrying the subscription's bearerToken
+as "Authorization: Bearer <bearerToken>". Roles: the VEN client may read programs and
 events and write reports and subscriptions; the BL client may write programs
 and events and read reports. Bodies are checked for the fields the spec
 requires (400 with a problem object otherwise); a missing, unknown or
