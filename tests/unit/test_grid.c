@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* Timelines, OpenADR 3 event decoding, meter power and compliance. Every
  * expected value is worked by hand in the comment beside it. */
+#include <arpa/inet.h>
 #include <math.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -763,6 +767,162 @@ static void test_bridge_measured_other(void **state) {
   ASSERT_NEAR(lim, 5400, 1e-3); /* bisection to 1 mW */
 }
 
+/* One HTTP/1.1 request to 127.0.0.1:port over a plain socket (no client
+ * library between the test and the server); returns the status code, and
+ * the answer's first bytes in `ans`. */
+static int raw_http(unsigned port, const char *method, const char *path,
+                    const char *auth, const char *body, size_t len,
+                    char *ans, size_t an) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+  char head[512];
+  int hl = snprintf(head, sizeof head,
+                    "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close"
+                    "\r\nContent-Type: application/json\r\n%s%s%s"
+                    "Content-Length: %zu\r\n\r\n",
+                    method, path, auth ? "Authorization: " : "",
+                    auth ? auth : "", auth ? "\r\n" : "", len);
+  assert_int_equal(send(fd, head, (size_t)hl, MSG_NOSIGNAL), hl);
+  for (size_t off = 0; off < len;) {
+    ssize_t k = send(fd, body + off, len - off, MSG_NOSIGNAL);
+    if (k <= 0)
+      break; /* the server may answer 413 and close before the end */
+    off += (size_t)k;
+  }
+  size_t got = 0;
+  ssize_t k;
+  while (got + 1 < an && (k = recv(fd, ans + got, an - 1 - got, 0)) > 0)
+    got += (size_t)k;
+  ans[got] = 0;
+  close(fd);
+  int status = 0;
+  sscanf(ans, "HTTP/1.1 %d", &status);
+  return status;
+}
+
+static int readable(int fd) {
+  struct pollfd p = {fd, POLLIN, 0};
+  return poll(&p, 1, 0) > 0;
+}
+
+/* The webhook listener: the bearer token checked (401 without one, 403 for
+ * another), bodies bounded (413), malformed ones refused with a problem
+ * naming the field (400), accepted ones queued and announced on the fd;
+ * nothing refused is queued. */
+static void test_oadr_listener(void **state) {
+  (void)state;
+  struct pfi_error err;
+  char tok[PFI_OADR_BEARER_LEN], tok2[PFI_OADR_BEARER_LEN];
+  assert_int_equal(pfi_oadr_bearer_new(tok, &err), 0);
+  assert_int_equal(pfi_oadr_bearer_new(tok2, &err), 0);
+  ASSERT_EQ_INT(strlen(tok), 64);
+  ASSERT_EQ_INT(strspn(tok, "0123456789abcdef"), 64);
+  assert_string_not_equal(tok, tok2);
+  struct pfi_oadr_config cfg;
+  pfi_oadr_config_init(&cfg, 0);
+  struct pfi_oadr_listener *l;
+  assert_int_equal(pfi_oadr_listen("127.0.0.1:0", "/notify", "s3cret", &cfg,
+                                   &l, &err),
+                   0);
+  unsigned port = pfi_oadr_listener_port(l);
+  assert_true(port > 0);
+  int fd = pfi_oadr_listener_fd(l);
+  static char ans[8192];
+  const char *del = "{\"objectType\":\"EVENT\",\"operation\":\"DELETE\","
+                    "\"object\":{\"id\":\"7\",\"programID\":\"1\"}}";
+  size_t dl = strlen(del);
+  ASSERT_EQ_INT(raw_http(port, "POST", "/notify", NULL, del, dl, ans,
+                         sizeof ans),
+                401);
+  assert_non_null(strstr(ans, "WWW-Authenticate: Bearer"));
+  ASSERT_EQ_INT(raw_http(port, "POST", "/notify", "Bearer s3cre", del, dl,
+                         ans, sizeof ans),
+                403);
+  ASSERT_EQ_INT(raw_http(port, "POST", "/notify", "Bearer s3cret0", del, dl,
+                         ans, sizeof ans),
+                403);
+  ASSERT_EQ_INT(raw_http(port, "POST", "/notify", "Basic s3cret", del, dl,
+                         ans, sizeof ans),
+                401);
+  ASSERT_EQ_INT(raw_http(port, "GET", "/notify", "Bearer s3cret", "", 0, ans,
+                         sizeof ans),
+                405);
+  ASSERT_EQ_INT(raw_http(port, "POST", "/other", "Bearer s3cret", del, dl,
+                         ans, sizeof ans),
+                404);
+  const char *bad = "{\"objectType\":\"EVENT\",\"operation\":\"CREATE\","
+                    "\"object\":{\"programID\":\"1\"}}";
+  ASSERT_EQ_INT(raw_http(port, "POST", "/notify", "Bearer s3cret", bad,
+                         strlen(bad), ans, sizeof ans),
+                400);
+  assert_non_null(strstr(ans, "Content-Type: application/problem+json"));
+  assert_non_null(strstr(ans, "\"status\":400"));
+  assert_non_null(strstr(ans, "\"detail\":\"notification: object.id: "
+                              "expected a string\""));
+  /* 1 MiB + 1 byte: 413, without reaching the decoder. */
+  size_t bl = PFI_OADR_NOTIFY_BODY_MAX + 1;
+  char *big = malloc(bl);
+  assert_non_null(big);
+  memset(big, ' ', bl);
+  memcpy(big, del, dl);
+  ASSERT_EQ_INT(raw_http(port, "POST", "/notify", "Bearer s3cret", big, bl,
+                         ans, sizeof ans),
+                413);
+  /* 1 MiB exactly (the notification and trailing blanks) is taken. */
+  ASSERT_EQ_INT(raw_http(port, "POST", "/notify", "Bearer s3cret", big,
+                         bl - 1, ans, sizeof ans),
+                200);
+  free(big);
+  ASSERT_EQ_INT(readable(fd), 1);
+  /* Only the one accepted is queued. */
+  struct pfi_oadr_note n[4];
+  struct pfi_oadr_listener_stats st;
+  ASSERT_EQ_INT(pfi_oadr_listener_take(l, n, 4, &st), 1);
+  assert_string_equal(n[0].object_type, "EVENT");
+  assert_string_equal(n[0].operation, "DELETE");
+  assert_string_equal(n[0].event_id, "7");
+  ASSERT_EQ_INT(st.accepted, 1);
+  ASSERT_EQ_INT(st.unauthorized, 4);
+  ASSERT_EQ_INT(st.malformed, 1);
+  ASSERT_EQ_INT(st.other, 2);
+  ASSERT_EQ_INT(readable(fd), 0);
+  ASSERT_EQ_INT(pfi_oadr_listener_take(l, n, 4, NULL), 0);
+  /* A CREATE of an event with two hour-long intervals from now (the
+   * listener's clock; "0001-01-01" is now): 2 spans;
+   * then 70 more: all counted, the last 64 kept, the oldest of them given
+   * first (notification 7 of the 70, index 6). */
+  const char *cr =
+      "{\"objectType\":\"EVENT\",\"operation\":\"CREATE\",\"object\":{\"id\":"
+      "\"e%d\",\"programID\":\"1\",\"intervalPeriod\":{\"start\":\"0001-01-"
+      "01\",\"duration\":\"PT1H\"},\"intervals\":[{\"id\":0,"
+      "\"payloads\":[{\"type\":\"IMPORT_CAPACITY_LIMIT\",\"values\":[5]}]},"
+      "{\"id\":1,\"payloads\":[{\"type\":\"IMPORT_CAPACITY_LIMIT\","
+      "\"values\":[6]}]}]}}";
+  char body[1024];
+  for (int i = 0; i < 71; i++) {
+    int k = snprintf(body, sizeof body, cr, i);
+    ASSERT_EQ_INT(raw_http(port, "POST", "/notify", "Bearer s3cret", body,
+                           (size_t)k, ans, sizeof ans),
+                  200);
+  }
+  ASSERT_EQ_INT(pfi_oadr_listener_take(l, n, 4, &st), 71);
+  assert_string_equal(n[0].event_id, "e7");
+  assert_string_equal(n[0].operation, "CREATE");
+  ASSERT_EQ_INT(n[0].spans, 2);
+  assert_string_equal(n[1].event_id, "e8");
+  ASSERT_EQ_INT(st.accepted, 72);
+  pfi_oadr_listener_close(l);
+  /* A bad address is PFI_EINVAL; no token, no listener. */
+  assert_int_equal(
+      pfi_oadr_listen("127.0.0.1:x", "/notify", "s3cret", &cfg, &l, &err),
+      PFI_EINVAL);
+  assert_int_equal(pfi_oadr_listen("127.0.0.1:0", "/notify", "", &cfg, &l,
+                                   &err),
+                   PFI_EINVAL);
+}
+
 static void test_bridge(void **state) {
   (void)state;
   struct pfi_timeline in, gpu, res;
@@ -979,6 +1139,7 @@ int main(void) {
       cmocka_unit_test(test_flexcap),
       cmocka_unit_test(test_bridge),
       cmocka_unit_test(test_bridge_measured_other),
+      cmocka_unit_test(test_oadr_listener),
       cmocka_unit_test(test_flex_live),
       cmocka_unit_test(test_flex_live_belief),
   };
