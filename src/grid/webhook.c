@@ -51,8 +51,17 @@ int pfi_oadr_bearer_new(char out[PFI_OADR_BEARER_LEN], struct pfi_error *err) {
 /* An RFC 7807 problem answer (the shape of OpenADR 3.1's `problem`). */
 static void problem(struct pfi_http_resp *rs, int status, const char *title,
                     const char *detail) {
+  /* The detail may quote the request's bytes: ASCII only, so that it is
+   * always a JSON string. */
+  char d[PFI_ERROR_MSG_MAX + PFI_ERROR_FILE_MAX + 64];
+  size_t k = 0;
+  for (; detail[k] && k + 1 < sizeof d; k++)
+    d[k] = (unsigned char)detail[k] < 0x20 || (unsigned char)detail[k] > 0x7e
+               ? '?'
+               : detail[k];
+  d[k] = 0;
   json_t *j = json_pack("{s:s,s:s,s:i,s:s}", "type", "about:blank", "title",
-                        title, "status", status, "detail", detail);
+                        title, "status", status, "detail", d);
   rs->status = status;
   rs->type = "application/problem+json";
   rs->body = j ? json_dumps(j, JSON_COMPACT) : NULL;

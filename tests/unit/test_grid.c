@@ -861,6 +861,17 @@ static void test_oadr_listener(void **state) {
   assert_non_null(strstr(ans, "\"status\":400"));
   assert_non_null(strstr(ans, "\"detail\":\"notification: object.id: "
                               "expected a string\""));
+  /* An unknown operation is named in the detail cut to 20 bytes, here in
+   * the middle of the 'é' after 19 'a' (C3 A9): the half character, not
+   * UTF-8, is a '?', and the answer still a JSON problem. */
+  const char *badop = "{\"objectType\":\"EVENT\",\"operation\":"
+                      "\"aaaaaaaaaaaaaaaaaaa\\u00e9\",\"object\":{\"id\":\"7\"}}";
+  ASSERT_EQ_INT(raw_http(port, "POST", "/notify", "Bearer s3cret", badop,
+                         strlen(badop), ans, sizeof ans),
+                400);
+  assert_non_null(strstr(ans, "\"detail\":\"notification: operation "
+                              "'aaaaaaaaaaaaaaaaaaa?' is not CREATE, READ, "
+                              "UPDATE or DELETE\""));
   /* 1 MiB + 1 byte: 413, without reaching the decoder. */
   size_t bl = PFI_OADR_NOTIFY_BODY_MAX + 1;
   char *big = malloc(bl);
@@ -885,7 +896,7 @@ static void test_oadr_listener(void **state) {
   assert_string_equal(n[0].event_id, "7");
   ASSERT_EQ_INT(st.accepted, 1);
   ASSERT_EQ_INT(st.unauthorized, 4);
-  ASSERT_EQ_INT(st.malformed, 1);
+  ASSERT_EQ_INT(st.malformed, 2);
   ASSERT_EQ_INT(st.other, 2);
   ASSERT_EQ_INT(readable(fd), 0);
   ASSERT_EQ_INT(pfi_oadr_listener_take(l, n, 4, NULL), 0);
