@@ -312,7 +312,7 @@ int pfi__grid_bridge(const struct opts *o, struct pfi_ven *ven) {
       if (k < 0)
         fprintf(stderr,
                 "pfi grid bridge: subscription: %s (trying again at the "
-                "next poll)\n",
+                "next poll, within 30 s)\n",
                 pfi_error_format(&err, b, sizeof b));
       else if (k > 0) {
         printf("bridge: subscription ");
@@ -411,8 +411,12 @@ int pfi__grid_bridge(const struct opts *o, struct pfi_ven *ven) {
     }
     if (o->once)
       break;
-    /* Wake at the next span boundary if it comes before the next poll. */
+    /* Wake at the next span boundary if it comes before the next poll;
+     * while the VTN holds no subscription of ours (it could not be made),
+     * no notification can come: try again within 30 s. */
     double wake = now + poll;
+    if (hook && !sub_id[0] && poll > 30)
+      wake = now + 30;
     for (size_t i = 0; i < all.n; i++) {
       if (all.spans[i].start_s > now && all.spans[i].start_s < wake)
         wake = (double)all.spans[i].start_s;

@@ -31,13 +31,19 @@ vtn() { # vtn TOKEN METHOD PATH [BODY]
 PID=$(vtn "$BL" POST programs '{"programName":"site-flex"}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
 printf 'ven-secret\n' >"$T/ven.secret"
 chmod 600 "$T/ven.secret"
+# The VTN fails the bridge's first two API requests (its subscription's
+# GET /programs, then its first poll's): the bridge says so and, holding no
+# subscription, tries again within 30 s rather than at --interval.
+curl -sS -m 5 -d '{"status": 503, "count": 2}' "$BASE/../_mock/fail-next" >/dev/null
 "$PFI" grid bridge --pfid "http://127.0.0.1:${API[a]}" --pfid-token-file "$T/token" \
   --vtn "$BASE" --client-id ven1 --client-secret-file "$T/ven.secret" --program site-flex \
   --level gpu --interval 3600 --listen 127.0.0.1:0 >"$T/bridge.log" 2>"$T/bridge.err" &
 BRIDGE=$!
 PIDS+=("$BRIDGE")
-until_true 20 grep -q '^bridge: subscription .* made at the VTN' "$T/bridge.log" ||
+until_true 60 grep -q '^bridge: subscription .* made at the VTN' "$T/bridge.log" ||
   { fail "no subscription: $(cat "$T/bridge.log" "$T/bridge.err")"; exit 1; }
+grep -q '^pfi grid bridge: subscription: VEN: GET /programs?skip=0&limit=50: HTTP 503 (trying again at the next poll, within 30 s)' "$T/bridge.err" ||
+  fail "the failed subscription is not told: $(cat "$T/bridge.err")"
 HPORT=$(sed -n 's/^bridge: listening for the VTN.s notifications on 127.0.0.1 port \([0-9]*\) .*/\1/p' "$T/bridge.log")
 [ -n "$HPORT" ] || { fail "no listening port: $(cat "$T/bridge.log")"; exit 1; }
 HOOK="http://127.0.0.1:$HPORT/notify"
