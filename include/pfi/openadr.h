@@ -201,8 +201,8 @@ int pfi_oadr_bearer_new(char out[PFI_OADR_BEARER_LEN], struct pfi_error *err);
 
 /* One notification the listener accepted. */
 struct pfi_oadr_note {
-  char object_type[16]; /* EVENT, PROGRAM... (cut to 15 bytes) */
-  char operation[8];    /* CREATE, UPDATE, DELETE, READ */
+  char object_type[16];               /* EVENT, PROGRAM... (cut to 15 bytes) */
+  char operation[8];                  /* CREATE, UPDATE, DELETE, READ */
   char event_id[PFI_TIMELINE_ID_MAX]; /* for EVENT objects */
   size_t spans; /* CREATE/UPDATE of an EVENT: the spans it decodes to */
 };

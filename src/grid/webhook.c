@@ -25,10 +25,10 @@ struct pfi_oadr_listener {
   struct pfi_oadr_config cfg;
   pthread_mutex_t mu;
   struct pfi_oadr_note ring[RING];
-  size_t first, n;  /* the queued notes: ring[first], ... (n <= RING) */
-  size_t pending;   /* accepted since the last take (>= n) */
+  size_t first, n; /* the queued notes: ring[first], ... (n <= RING) */
+  size_t pending;  /* accepted since the last take (>= n) */
   struct pfi_oadr_listener_stats st;
-  int fd[2];        /* a byte in fd[0] while notes wait */
+  int fd[2]; /* a byte in fd[0] while notes wait */
 };
 
 int pfi_oadr_bearer_new(char out[PFI_OADR_BEARER_LEN], struct pfi_error *err) {

@@ -41,7 +41,7 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
     void *p_ = dlsym((h), (name));                                             \
     if (!p_)                                                                   \
       return 0;                                                                \
-    _Static_assert(sizeof api.field == sizeof p_, "function pointer size");   \
+    _Static_assert(sizeof api.field == sizeof p_, "function pointer size");    \
     memcpy(&api.field, &p_, sizeof p_);                                        \
   } while (0)
 
@@ -97,8 +97,8 @@ void pfi__mhd_stop_daemon(struct MHD_Daemon *d) {
     api.stop_daemon(d);
 }
 
-const union MHD_DaemonInfo *pfi__mhd_get_daemon_info(struct MHD_Daemon *d,
-                                                     enum MHD_DaemonInfoType t) {
+const union MHD_DaemonInfo *
+pfi__mhd_get_daemon_info(struct MHD_Daemon *d, enum MHD_DaemonInfoType t) {
   return d && ready() ? api.get_daemon_info(d, t) : NULL;
 }
 

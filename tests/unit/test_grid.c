@@ -771,8 +771,8 @@ static void test_bridge_measured_other(void **state) {
  * library between the test and the server); returns the status code, and
  * the answer's first bytes in `ans`. */
 static int raw_http(unsigned port, const char *method, const char *path,
-                    const char *auth, const char *body, size_t len,
-                    char *ans, size_t an) {
+                    const char *auth, const char *body, size_t len, char *ans,
+                    size_t an) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
   sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -823,9 +823,8 @@ static void test_oadr_listener(void **state) {
   struct pfi_oadr_config cfg;
   pfi_oadr_config_init(&cfg, 0);
   struct pfi_oadr_listener *l;
-  assert_int_equal(pfi_oadr_listen("127.0.0.1:0", "/notify", "s3cret", &cfg,
-                                   &l, &err),
-                   0);
+  assert_int_equal(
+      pfi_oadr_listen("127.0.0.1:0", "/notify", "s3cret", &cfg, &l, &err), 0);
   unsigned port = pfi_oadr_listener_port(l);
   assert_true(port > 0);
   int fd = pfi_oadr_listener_fd(l);
@@ -833,24 +832,23 @@ static void test_oadr_listener(void **state) {
   const char *del = "{\"objectType\":\"EVENT\",\"operation\":\"DELETE\","
                     "\"object\":{\"id\":\"7\",\"programID\":\"1\"}}";
   size_t dl = strlen(del);
-  ASSERT_EQ_INT(raw_http(port, "POST", "/notify", NULL, del, dl, ans,
-                         sizeof ans),
-                401);
+  ASSERT_EQ_INT(
+      raw_http(port, "POST", "/notify", NULL, del, dl, ans, sizeof ans), 401);
   assert_non_null(strstr(ans, "WWW-Authenticate: Bearer"));
-  ASSERT_EQ_INT(raw_http(port, "POST", "/notify", "Bearer s3cre", del, dl,
-                         ans, sizeof ans),
+  ASSERT_EQ_INT(raw_http(port, "POST", "/notify", "Bearer s3cre", del, dl, ans,
+                         sizeof ans),
                 403);
   ASSERT_EQ_INT(raw_http(port, "POST", "/notify", "Bearer s3cret0", del, dl,
                          ans, sizeof ans),
                 403);
-  ASSERT_EQ_INT(raw_http(port, "POST", "/notify", "Basic s3cret", del, dl,
-                         ans, sizeof ans),
-                401);
-  ASSERT_EQ_INT(raw_http(port, "GET", "/notify", "Bearer s3cret", "", 0, ans,
+  ASSERT_EQ_INT(raw_http(port, "POST", "/notify", "Basic s3cret", del, dl, ans,
                          sizeof ans),
-                405);
-  ASSERT_EQ_INT(raw_http(port, "POST", "/other", "Bearer s3cret", del, dl,
-                         ans, sizeof ans),
+                401);
+  ASSERT_EQ_INT(
+      raw_http(port, "GET", "/notify", "Bearer s3cret", "", 0, ans, sizeof ans),
+      405);
+  ASSERT_EQ_INT(raw_http(port, "POST", "/other", "Bearer s3cret", del, dl, ans,
+                         sizeof ans),
                 404);
   const char *bad = "{\"objectType\":\"EVENT\",\"operation\":\"CREATE\","
                     "\"object\":{\"programID\":\"1\"}}";
@@ -864,8 +862,9 @@ static void test_oadr_listener(void **state) {
   /* An unknown operation is named in the detail cut to 20 bytes, here in
    * the middle of the 'é' after 19 'a' (C3 A9): the half character, not
    * UTF-8, is a '?', and the answer still a JSON problem. */
-  const char *badop = "{\"objectType\":\"EVENT\",\"operation\":"
-                      "\"aaaaaaaaaaaaaaaaaaa\\u00e9\",\"object\":{\"id\":\"7\"}}";
+  const char *badop =
+      "{\"objectType\":\"EVENT\",\"operation\":"
+      "\"aaaaaaaaaaaaaaaaaaa\\u00e9\",\"object\":{\"id\":\"7\"}}";
   ASSERT_EQ_INT(raw_http(port, "POST", "/notify", "Bearer s3cret", badop,
                          strlen(badop), ans, sizeof ans),
                 400);
@@ -878,12 +877,12 @@ static void test_oadr_listener(void **state) {
   assert_non_null(big);
   memset(big, ' ', bl);
   memcpy(big, del, dl);
-  ASSERT_EQ_INT(raw_http(port, "POST", "/notify", "Bearer s3cret", big, bl,
-                         ans, sizeof ans),
+  ASSERT_EQ_INT(raw_http(port, "POST", "/notify", "Bearer s3cret", big, bl, ans,
+                         sizeof ans),
                 413);
   /* 1 MiB exactly (the notification and trailing blanks) is taken. */
-  ASSERT_EQ_INT(raw_http(port, "POST", "/notify", "Bearer s3cret", big,
-                         bl - 1, ans, sizeof ans),
+  ASSERT_EQ_INT(raw_http(port, "POST", "/notify", "Bearer s3cret", big, bl - 1,
+                         ans, sizeof ans),
                 200);
   free(big);
   ASSERT_EQ_INT(readable(fd), 1);
@@ -929,9 +928,9 @@ static void test_oadr_listener(void **state) {
   assert_int_equal(
       pfi_oadr_listen("127.0.0.1:x", "/notify", "s3cret", &cfg, &l, &err),
       PFI_EINVAL);
-  assert_int_equal(pfi_oadr_listen("127.0.0.1:0", "/notify", "", &cfg, &l,
-                                   &err),
-                   PFI_EINVAL);
+  assert_int_equal(
+      pfi_oadr_listen("127.0.0.1:0", "/notify", "", &cfg, &l, &err),
+      PFI_EINVAL);
 }
 
 static void test_bridge(void **state) {
