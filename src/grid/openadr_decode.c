@@ -243,12 +243,16 @@ static int decode_event(struct ctx *c, json_t *ev, struct pfi_timeline *tmp,
     return rc;
   if (present)
     sched = t;
+  /* "Now" (a start of 0001-01-01, or none) is when the VTN last wrote the
+   * event, so that every poll reads the same start; the VEN's clock only
+   * for an event that carries neither time. */
+  int64_t now_ev = sched != 0 ? sched : cfg->now_s;
   json_t *descs = json_object_get(ev, "payloadDescriptors");
   if (descs && !json_is_null(descs) && !json_is_array(descs))
     return bad(c, "payloadDescriptors: expected an array", NULL);
 
   /* Event-level defaults. */
-  int64_t ev_start = cfg->now_s;
+  int64_t ev_start = now_ev;
   int has_ev_start = 0, has_ev_dur = 0, ev_forever = 0;
   double ev_dur = 0, rnd = 0;
   json_t *ip = json_object_get(ev, "intervalPeriod");
@@ -259,7 +263,7 @@ static int decode_event(struct ctx *c, json_t *ev, struct pfi_timeline *tmp,
     if ((rc = get_time(c, ip, "start", &t, &has_ev_start)) < 0)
       return rc;
     if (has_ev_start)
-      ev_start = t == NOW_MARK ? cfg->now_s : t;
+      ev_start = t == NOW_MARK ? now_ev : t;
     if ((rc = get_duration(c, ip, "duration", &ev_dur, &ev_forever,
                            &has_ev_dur)) < 0)
       return rc;
@@ -319,7 +323,7 @@ static int decode_event(struct ctx *c, json_t *ev, struct pfi_timeline *tmp,
       if (hs && t != NOW_MARK)
         start = t + shift;
       else if (hs && i == 0)
-        start = has_ev_start ? ev_start + shift : cfg->now_s + shift;
+        start = has_ev_start ? ev_start + shift : now_ev + shift;
       if (hd) {
         dur = d2;
         has_dur = 1;

@@ -81,7 +81,7 @@ sys.exit(0 if all(x["cancelled"] for x in json.load(sys.stdin) if x["id"].starts
 no_oadr || fail "pfid has an oadr- event before any: $(api a GET /v1/events)"
 
 # CREATE: an import limit of 0.8 kW on the GPUs from now for 10 minutes
-# (a stated start: "0001-01-01", "now", is re-read as now at every poll).
+# (a stated start; "0001-01-01", "now", is the event's modificationDateTime).
 # The bridge's only poll so far was at its start, the next is an hour away:
 # the notification brings it.
 START=$(date -u +%Y-%m-%dT%H:%M:%SZ)

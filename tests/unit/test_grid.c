@@ -228,6 +228,24 @@ static void test_oadr_types(void **state) {
   ASSERT_EQ_INT(tl.spans[0].start_s, NOW);
   ASSERT_EQ_INT(tl.spans[0].end_s, NOW + 1800);
   ASSERT_NEAR(tl.spans[0].limit_w, 750000, 1e-6);
+  /* 'Do it now' is when the VTN last wrote the event: the same start at
+   * every poll (read at NOW and 500 s later), not the VEN's clock. */
+  const char *nowev =
+      "[{\"id\":\"e2n\",\"programID\":\"p\",\"modificationDateTime\":"
+      "\"2026-01-01T00:00:00Z\",\"intervalPeriod\":{\"start\":"
+      "\"0001-01-01\",\"duration\":\"PT30M\"},\"intervals\":[{\"id\":0,"
+      "\"payloads\":[{\"type\":\"IMPORT_CAPACITY_LIMIT\",\"values\":[500]}"
+      "]}]}]";
+  int64_t t2026;
+  assert_int_equal(pfi_time_parse_rfc3339("2026-01-01T00:00:00Z", &t2026, &err),
+                   0);
+  for (int k = 0; k < 2; k++) {
+    struct pfi_oadr_config c2 = cfg;
+    c2.now_s = t2026 + 500 * k;
+    assert_int_equal(decode(nowev, &c2, &tl, &err), 1);
+    ASSERT_EQ_INT(tl.spans[0].start_s, t2026);
+    ASSERT_EQ_INT(tl.spans[0].end_s, t2026 + 1800);
+  }
   /* Relative in kW: 1 MW - 150 kW = 850 kW. */
   const char *relk =
       "[{\"id\":\"e3\",\"programID\":\"p\",\"payloadDescriptors\":[{"
