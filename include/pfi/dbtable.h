@@ -4,8 +4,8 @@
  * (records.h) and of pfid: a table is described by its columns (name,
  * type, offset in the struct), and the SQL (schema, insert, update, query)
  * is generated from that description (src/sweep/dbtable_sql.c) and run by
- * src/sweep/store.c, the one file of the library that calls SQLite: no
- * statement or handle leaves it.
+ * src/sweep/store_db.c; the store's files (src/sweep/store*.c) are the only
+ * ones of the library that call SQLite: no statement or handle leaves them.
  *
  * Values: a REAL column holding NaN or inf is stored as NULL and read back
  * as NaN; an INT or TEXT NULL reads back as 0 or "". A TEXT column is a

@@ -3,7 +3,7 @@
  * The controller's decision records in SQLite: one row per decision per
  * job (control.h struct pfi_ctl_record), inserted before the caps are
  * applied and completed after. The table is one of dbtable.h (its SQL in
- * the store, src/sweep/store.c). docs/control.md "Records" gives the
+ * the store, src/sweep/store_db.c). docs/control.md "Records" gives the
  * schema.
  */
 #ifndef PFI_RECORDS_H

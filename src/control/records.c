@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
  * Decision records (records.h): one table of dbtable.h, described by its
- * columns; the SQL lives in the store (src/sweep/store.c).
+ * columns; the SQL lives in the store (src/sweep/store_db.c).
  */
 #include <stddef.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
  * The SQL text of dbtable.h's tables, generated from their column
- * descriptions (store.c runs it). Names come from the library's own
+ * descriptions (store_db.c runs it). Names come from the library's own
  * descriptions, never from input, and a value is always a bound parameter.
  */
 #include <stdio.h>

@@ -2,7 +2,7 @@
 /*
  * The trace store's helpers that do not speak SQLite: the time stamps,
  * the generated text of the samples table, the WAL file check and the
- * read-only URI, the sweep lock (store.c holds every SQLite call).
+ * read-only URI, the sweep lock (the other store*.c files hold every SQLite call).
  */
 #include <errno.h>
 #include <fcntl.h>
