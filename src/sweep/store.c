@@ -181,8 +181,11 @@ int pfi_store_open(struct pfi_store **out, const char *path, unsigned flags,
   }
   if (!(flags & PFI_STORE_READONLY)) {
     /* WAL lets `pfi trace` read while a sweep writes; synchronous=NORMAL
-     * keeps every commit atomic and consistent across a crash of pfi (only
-     * a power loss can drop the newest commits). */
+     * keeps every commit atomic, and durable across a crash of pfi (it is
+     * in the -wal file when the commit returns); the -wal is synced at
+     * checkpoints, so a power loss can drop the commits since the last
+     * one, never part of a commit (docs/sweep.md; the cap ledger is synced
+     * on its own). */
     /* Pages of 2 KiB for a new store (an existing one keeps its own): a
      * commit rewrites every page it touches, and a sampling interval's
      * rows fill little more than one. */
