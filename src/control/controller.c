@@ -251,7 +251,7 @@ int pfi_ctl_job_add(struct pfi_ctl *c, const struct pfi_ctl_job *in,
   j->last_change_t = c->started ? c->t_last : -INFINITY;
   j->tput = NAN;
   j->phase = -1;
-  j->pause_t0 = j->pause_min = j->start_t0 = NAN;
+  j->pause_t0 = j->pause_min = j->start_t0 = j->pause_len = NAN;
   j->rollback_floor = 0;
   double capsum = 0;
   for (size_t k = 0; k < in->ngpus; k++) {

@@ -31,6 +31,18 @@ struct pfi__ctl_dpt {
   double n;      /* periods in the mean (at most 10: it follows drift) */
 };
 
+/* A kind of pause a job has shown (docs/control.md "Foreseen pauses"):
+ * pauses of about the same length (an evaluation, a checkpoint) come on
+ * the trainer's schedule, every `period_s` from the last one's start. */
+#define PFI__CTL_KINDS 4
+
+struct pfi__ctl_kind {
+  double len_s;    /* length of its last pause end to end, s */
+  double last_s;   /* when its last pause was first seen (call time) */
+  double period_s; /* start to start (NaN: not yet seen twice) */
+  double ratio;    /* draw in a pause's first period / draw before it */
+};
+
 struct pfi__ctl_job {
   int used;
   char id[96], family[64];
@@ -75,6 +87,16 @@ struct pfi__ctl_job {
    * training) and the shortest one seen end to end (NaN: none yet), so that
    * a resumption is provided for only when it can come. */
   double pause_t0, pause_min;
+  /* Its pause kinds, and the pause in progress: the draw of the training
+   * period before it and of its first period (ratio NaN when the period
+   * before was held for a foreseen pause: not its training draw). */
+  struct pfi__ctl_kind kinds[PFI__CTL_KINDS];
+  size_t nkinds;
+  double pause_ratio;
+  double pause_len; /* expected length of the pause in progress (NaN: of a
+                       kind not due, the shortest seen is assumed) */
+  int foreseen;      /* 1: the caps set last were held for a foreseen pause */
+  int foreseen_prev; /* the same for the period before */
   double start_t0; /* when its startup was first seen (NaN: not starting) */
   double pred_at_change; /* belief at the caps of the last change */
   double tput_before_change;
@@ -180,6 +202,14 @@ int pfi__ctl_complete(struct pfi_ctl *c, struct pfi__ctl_job *j,
 static inline int is_training(const struct pfi__ctl_job *j) {
   return j->phase == PFI_PHASE_TRAINING || (j->phase < 0 && j->tput > 0);
 }
+
+/* The share of its present draw the job is expected to draw in the period
+ * observed at `t_next` when a pause of a kind it has shown is due then
+ * (its last start plus a multiple of its period, up to `tol_s` late), NaN
+ * when none is (observe.c); *len_s (when not NULL) the length of that
+ * kind's last pause. */
+double pfi__ctl_foreseen_pause(const struct pfi__ctl_job *j, double t_next,
+                               double tol_s, double *len_s);
 
 /* Observation, learning, anomaly and rollback rules for one job in a
  * period (observe.c). Returns 0 or a negative PFI error. */

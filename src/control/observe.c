@@ -12,6 +12,68 @@
 
 #include "ctl_int.h"
 
+/* Pauses of lengths within this of each other, s, are of one kind (an
+ * evaluation, a checkpoint); a start within this of a multiple of the
+ * kind's period keeps the period (a pause merged into another one or not
+ * seen in between). */
+#define KIND_TOL_S 2.0
+
+/* A pause of the job seen end to end (docs/control.md "Foreseen pauses"):
+ * its kind's last start, period (start to start) and draw ratio. */
+static void note_pause(struct pfi__ctl_job *j, double start, double len,
+                       double ratio) {
+  struct pfi__ctl_kind *k = NULL;
+  for (size_t i = 0; i < j->nkinds && !k; i++)
+    if (fabs(j->kinds[i].len_s - len) <= KIND_TOL_S)
+      k = &j->kinds[i];
+  if (!k) {
+    if (j->nkinds < PFI__CTL_KINDS) {
+      k = &j->kinds[j->nkinds++];
+    } else {
+      k = &j->kinds[0]; /* the kind seen longest ago gives its place */
+      for (size_t i = 1; i < j->nkinds; i++)
+        if (j->kinds[i].last_s < k->last_s)
+          k = &j->kinds[i];
+    }
+    k->last_s = k->period_s = k->ratio = NAN;
+  }
+  double gap = start - k->last_s;
+  if (isfinite(gap) && gap > len) {
+    double m = isfinite(k->period_s) ? floor(gap / k->period_s + 0.5) : 0;
+    if (!(m >= 1 && fabs(gap - m * k->period_s) <= KIND_TOL_S))
+      k->period_s = gap;
+  }
+  k->last_s = start;
+  k->len_s = len;
+  if (isfinite(ratio) && ratio >= 0 && ratio < 1)
+    k->ratio = ratio;
+}
+
+double pfi__ctl_foreseen_pause(const struct pfi__ctl_job *j, double t_next,
+                               double tol_s, double *len_s) {
+  double r = NAN;
+  if (len_s)
+    *len_s = NAN;
+  for (size_t i = 0; i < j->nkinds; i++) {
+    const struct pfi__ctl_kind *k = &j->kinds[i];
+    if (!(k->period_s > 0) || !isfinite(k->ratio))
+      continue;
+    /* The start due last at or before t_next (a multiple of its period
+     * after its last start): foreseen from half a period before it until
+     * tol_s after it (a pause a little late). */
+    double m = floor((t_next + 0.5 - k->last_s) / k->period_s);
+    if (!(m >= 1))
+      continue;
+    double late = t_next - (k->last_s + m * k->period_s);
+    if (late >= -0.5 && late <= tol_s && !(k->ratio >= r)) {
+      r = k->ratio;
+      if (len_s)
+        *len_s = k->len_s;
+    }
+  }
+  return r;
+}
+
 /* Observation, learning, anomaly and rollback rules for one job. */
 int pfi__ctl_observe(struct pfi_ctl *c, struct pfi__ctl_job *j,
                      const struct pfi_ctl_input *in) {
@@ -25,6 +87,12 @@ int pfi__ctl_observe(struct pfi_ctl *c, struct pfi__ctl_job *j,
       j->blind = 1;
     draw += c->draw[j->gpu[k]];
   }
+  double prev_draw = j->draw;
+  /* Whether the period before this one was held for a foreseen pause
+   * (then its draw is not the job's training draw). */
+  int held_before = j->foreseen_prev;
+  j->foreseen_prev = j->foreseen;
+  j->foreseen = 0;
   j->draw = draw;
   j->tput_valid = o->valid;
   j->tput = o->valid ? o->tokens_per_s : NAN;
@@ -34,8 +102,15 @@ int pfi__ctl_observe(struct pfi_ctl *c, struct pfi__ctl_job *j,
    * training) and startups (to the first training) last, learned. */
   if (j->phase == PFI_PHASE_PAUSE && prev == PFI_PHASE_TRAINING) {
     j->pause_t0 = in->t_s;
+    /* A pause of a kind due now is expected to last as long as its last
+     * one; another, as long as the shortest seen (classify()). */
+    pfi__ctl_foreseen_pause(j, in->t_s, KIND_TOL_S, &j->pause_len);
+    j->pause_ratio = !held_before && !j->blind && prev_draw > 0
+                         ? draw / prev_draw
+                         : NAN;
   } else if (j->phase == PFI_PHASE_TRAINING && isfinite(j->pause_t0)) {
     double len = in->t_s - j->pause_t0;
+    note_pause(j, j->pause_t0, len, j->pause_ratio);
     if (!(len >= j->pause_min))
       j->pause_min = len;
     if (!(len >= c->pause_min_all))

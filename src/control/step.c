@@ -35,6 +35,10 @@
  * the end of its shortest pause seen. */
 #define PAUSE_LEAD_S 5.0
 
+/* A foreseen pause that has not come this long after it was due, s, is
+ * no longer provided for (its job goes back into the allocation). */
+#define FORESEE_LATE_S 2.0
+
 static uint64_t mix64(uint64_t z) {
   z += 0x9e3779b97f4a7c15ull;
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -92,6 +96,9 @@ struct jstate {
   int paused;   /* 1: starting, evaluation or checkpoint: its caps may be
                    lowered to bound its resumption */
   int soon;     /* 1: its jump can come this period (held in reserve) */
+  int foreseen; /* 1: training, a pause of its schedule due next period */
+  double next;  /* draw counted for the next period, W (model, but for a
+                   foreseen pause the draw expected in it) */
   double lo_t, lo_hw, hi; /* floor with and without its tier, ceiling, W */
 };
 
@@ -104,7 +111,7 @@ static void classify(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
   s->paused = 0;
   if (j->blind) {
     /* No telemetry: assume it draws its caps. */
-    s->model = (double)j->ngpus * j->cap;
+    s->model = s->next = (double)j->ngpus * j->cap;
     return;
   }
   /* A training job that reports no throughput at all (a failed worker
@@ -125,7 +132,7 @@ static void classify(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
     s->paused = isfinite(j->pmax) && isfinite(j->tmax) && j->tput_valid &&
                 j->phase >= 0 &&
                 (j->anomaly || stopped || j->phase != PFI_PHASE_TRAINING);
-    s->model = j->draw;
+    s->model = s->next = j->draw;
     s->jump = cap_draw > j->draw ? cap_draw - j->draw : 0;
     /* A job's pauses last about as long each time (an evaluation, a
      * checkpoint): its resumption is not expected before the shortest
@@ -133,6 +140,8 @@ static void classify(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
      * passed, less a lead; a startup likewise against the shortest
      * startup seen. Until one has been seen, it can come any time. */
     double pmin = isfinite(j->pause_min) ? j->pause_min : c->pause_min_all;
+    if (isfinite(j->pause_len) && j->pause_len > pmin)
+      pmin = j->pause_len; /* a pause of its schedule: as long as the last */
     if (s->paused && j->phase == PFI_PHASE_PAUSE && isfinite(j->pause_t0) &&
         t_s - j->pause_t0 < pmin - PAUSE_LEAD_S)
       s->soon = 0;
@@ -141,7 +150,27 @@ static void classify(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
       s->soon = 0;
     return;
   }
-  s->model = full;
+  /* A pause of a kind the job has shown due in the next period (its
+   * schedule learned from its own pauses, observe.c): held like a paused
+   * job one period early, counted at the draw it is expected to have
+   * then, so that the others are given its watts in the period it
+   * releases them (docs/control.md "Foreseen pauses"). */
+  s->foreseen = 0;
+  if (c->in_event && j->draw > 0) {
+    double r =
+        pfi__ctl_foreseen_pause(j, t_s + c->cfg.period_s, FORESEE_LATE_S,
+                                NULL);
+    if (isfinite(r)) {
+      /* The last period it trained at its caps: modelled there, as a
+       * job in the allocation (the feedback's residual). */
+      s->foreseen = s->paused = 1;
+      s->model = full;
+      s->next = r * j->draw;
+      s->jump = full > s->next ? full - s->next : 0;
+      return;
+    }
+  }
+  s->model = s->next = full;
   s->movable = 1;
 }
 
@@ -367,6 +396,7 @@ static int allocate(struct pfi_ctl *c, const struct pfi_ctl_input *in,
     if (!c->job[s].used)
       continue;
     classify(c, &c->job[s], in->t_s, &st[s]);
+    c->job[s].foreseen = st[s].foreseen;
     model += st[s].model;
     if (st[s].movable) {
       nmov++;
@@ -398,8 +428,9 @@ static int allocate(struct pfi_ctl *c, const struct pfi_ctl_input *in,
     if (!j->used || st[s].jump <= 0)
       continue;
     if (st[s].paused) {
+      /* From the draw it has (a foreseen pause: the draw expected). */
       double want =
-          pfi__ctl_cap_for(c, j, j->draw + allowance / (double)npaused);
+          pfi__ctl_cap_for(c, j, st[s].next + allowance / (double)npaused);
       if (j->anomaly) {
         /* Not below what its busiest GPU draws: in synchronous training a
          * slow worker paces the job, and its cap must not slow it more. */
@@ -417,7 +448,7 @@ static int allocate(struct pfi_ctl *c, const struct pfi_ctl_input *in,
           goto out;
         }
         double full = pfi__ctl_draw_at(c, j, j->cap);
-        st[s].jump = full > j->draw ? full - j->draw : 0;
+        st[s].jump = full > st[s].next ? full - st[s].next : 0;
       }
     }
     if (!st[s].soon)
@@ -435,7 +466,7 @@ static int allocate(struct pfi_ctl *c, const struct pfi_ctl_input *in,
   double fixed = free_draw;
   for (size_t s = 0; s < c->nslots; s++)
     if (c->job[s].used && !st[s].movable)
-      fixed += st[s].model;
+      fixed += st[s].next;
   double budget = aim - c->bias - reserve - fixed;
   out->aim_w = aim;
   /* Bounds of the movable jobs. */
@@ -474,7 +505,11 @@ static int allocate(struct pfi_ctl *c, const struct pfi_ctl_input *in,
    * target (two phases) or realized power is above the aim. */
   double pending_w = 0;
   for (size_t g = 0; g < c->ngpus; g++)
-    if (c->pend_dec[g] && c->draw[g] > c->cap[g])
+    /* A job held for a foreseen pause does not hold them: its pause or
+     * its caps bring its draw down within the period, and its watts must
+     * reach the others in the period it releases them. */
+    if (c->pend_dec[g] && c->draw[g] > c->cap[g] &&
+        !(c->slot[g] >= 0 && st[c->slot[g]].foreseen))
       pending_w += c->draw[g] - c->cap[g];
   int pending = pending_w > 0.001 * target;
   int above = realized > aim + 0.001 * target;
