@@ -93,8 +93,8 @@ struct pfi__ctl_job {
   struct pfi__ctl_kind kinds[PFI__CTL_KINDS];
   size_t nkinds;
   double pause_ratio;
-  double pause_len; /* expected length of the pause in progress (NaN: of a
-                       kind not due, the shortest seen is assumed) */
+  double pause_len;  /* expected length of the pause in progress (NaN: of a
+                        kind not due, the shortest seen is assumed) */
   int foreseen;      /* 1: the caps set last were held for a foreseen pause */
   int foreseen_prev; /* the same for the period before */
   double start_t0; /* when its startup was first seen (NaN: not starting) */

@@ -105,9 +105,8 @@ int pfi__ctl_observe(struct pfi_ctl *c, struct pfi__ctl_job *j,
     /* A pause of a kind due now is expected to last as long as its last
      * one; another, as long as the shortest seen (classify()). */
     pfi__ctl_foreseen_pause(j, in->t_s, KIND_TOL_S, &j->pause_len);
-    j->pause_ratio = !held_before && !j->blind && prev_draw > 0
-                         ? draw / prev_draw
-                         : NAN;
+    j->pause_ratio =
+        !held_before && !j->blind && prev_draw > 0 ? draw / prev_draw : NAN;
   } else if (j->phase == PFI_PHASE_TRAINING && isfinite(j->pause_t0)) {
     double len = in->t_s - j->pause_t0;
     note_pause(j, j->pause_t0, len, j->pause_ratio);
