@@ -632,7 +632,17 @@ static int recover(struct pfi_ctl *c, const struct pfi_ctl_input *in,
      * that the next raise does not stack on one not yet seen. */
     if (st.movable && st.model - c->job[s].draw > 0.02 * st.model)
       ceil += st.model - c->job[s].draw;
-    ceil += st.jump;
+    /* A paused job's return is counted from when any pause seen could
+     * end: not before the shortest pause any job has shown has nearly
+     * passed (a kind of pause the job has not shown yet may be that
+     * short). */
+    const struct pfi__ctl_job *j = &c->job[s];
+    double pmin = c->pause_min_all;
+    int early = st.paused && j->phase == PFI_PHASE_PAUSE &&
+                isfinite(j->pause_t0) &&
+                in->t_s - j->pause_t0 < pmin - PAUSE_LEAD_S;
+    if (!early)
+      ceil += st.jump;
   }
   /* The raises aim below the baseline by the event's margin (the readings'
    * noise, a raise not yet drawn and a job resuming before it is seen
@@ -740,7 +750,13 @@ static int recover(struct pfi_ctl *c, const struct pfi_ctl_input *in,
       /* A part of the step fits: take it; the next jobs wait their turn
        * (the order is kept). Within 2 W of its cap a job is done. */
       if (allow > 0 && dp > 0) {
-        want = j->cap + (want - j->cap) * allow / dp;
+        /* The cap whose modelled draw takes what fits (not a share of the
+         * step in proportion: the draw is concave in the cap, flat from
+         * the job's uncapped draw on, and a proportional share of a step
+         * reaching there drew more than fits). */
+        double w =
+            pfi__ctl_cap_for(c, j, pfi__ctl_draw_at(c, j, j->cap) + allow);
+        want = w < j->cap ? j->cap : w < want ? w : want;
         if (hi - want < 2.0)
           want = hi;
         int rc = set_job_cap(c, j, in, want, PFI_CTL_RECOVERY, 0);
