@@ -109,6 +109,10 @@ struct pfi_ctl {
   /* The shortest pause and startup seen on any job (NaN: none yet): the
    * earliest a job without its own history resumes. */
   double pause_min_all, startup_min_all;
+  /* The cluster's pause kinds: length and the period last shown by a
+   * job's pauses of that length (len_s and period_s used). */
+  struct pfi__ctl_kind pop[PFI__CTL_KINDS];
+  size_t npop;
   size_t ngpus;
   double *min_w, *max_w, *cap, *pre, *draw;
   int *slot;     /* job slot of each GPU, -1 free */
@@ -208,7 +212,8 @@ static inline int is_training(const struct pfi__ctl_job *j) {
  * (its last start plus a multiple of its period, up to `tol_s` late), NaN
  * when none is (observe.c); *len_s (when not NULL) the length of that
  * kind's last pause. */
-double pfi__ctl_foreseen_pause(const struct pfi__ctl_job *j, double t_next,
+double pfi__ctl_foreseen_pause(const struct pfi_ctl *c,
+                               const struct pfi__ctl_job *j, double t_next,
                                double tol_s, double *len_s);
 
 /* Observation, learning, anomaly and rollback rules for one job in a

@@ -20,8 +20,8 @@
 
 /* A pause of the job seen end to end (docs/control.md "Foreseen pauses"):
  * its kind's last start, period (start to start) and draw ratio. */
-static void note_pause(struct pfi__ctl_job *j, double start, double len,
-                       double ratio) {
+static void note_pause(struct pfi_ctl *c, struct pfi__ctl_job *j, double start,
+                       double len, double ratio) {
   struct pfi__ctl_kind *k = NULL;
   for (size_t i = 0; i < j->nkinds && !k; i++)
     if (fabs(j->kinds[i].len_s - len) <= KIND_TOL_S)
@@ -45,26 +45,51 @@ static void note_pause(struct pfi__ctl_job *j, double start, double len,
   }
   k->last_s = start;
   k->len_s = len;
+  if (k->period_s > 0) {
+    /* The cluster's kinds: the period its jobs' pauses of this length
+     * last showed (a kind a job has shown once takes it). */
+    struct pfi__ctl_kind *q = NULL;
+    for (size_t i = 0; i < c->npop && !q; i++)
+      if (fabs(c->pop[i].len_s - len) <= KIND_TOL_S)
+        q = &c->pop[i];
+    if (!q && c->npop < PFI__CTL_KINDS)
+      q = &c->pop[c->npop++];
+    if (q) {
+      q->len_s = len;
+      q->period_s = k->period_s;
+    }
+  }
   if (isfinite(ratio) && ratio >= 0 && ratio < 1)
     k->ratio = ratio;
 }
 
-double pfi__ctl_foreseen_pause(const struct pfi__ctl_job *j, double t_next,
+double pfi__ctl_foreseen_pause(const struct pfi_ctl *c,
+                               const struct pfi__ctl_job *j, double t_next,
                                double tol_s, double *len_s) {
   double r = NAN;
   if (len_s)
     *len_s = NAN;
   for (size_t i = 0; i < j->nkinds; i++) {
     const struct pfi__ctl_kind *k = &j->kinds[i];
-    if (!(k->period_s > 0) || !isfinite(k->ratio))
+    double period = k->period_s;
+    /* Shown once: the period of the cluster's pauses of its length (a
+     * trainer's schedule is usually its cluster's: evaluation and
+     * checkpoint every so many steps), only for its next start. */
+    int once = 0;
+    for (size_t q = 0; q < c->npop && !(period > 0); q++)
+      if (fabs(c->pop[q].len_s - k->len_s) <= KIND_TOL_S) {
+        period = c->pop[q].period_s;
+        once = 1;
+      }
+    if (!(period > 0) || !isfinite(k->ratio))
       continue;
     /* The start due last at or before t_next (a multiple of its period
      * after its last start): foreseen from half a period before it until
      * tol_s after it (a pause a little late). */
-    double m = floor((t_next + 0.5 - k->last_s) / k->period_s);
-    if (!(m >= 1))
+    double m = floor((t_next + 0.5 - k->last_s) / period);
+    if (!(m >= 1) || (once && m > 1))
       continue;
-    double late = t_next - (k->last_s + m * k->period_s);
+    double late = t_next - (k->last_s + m * period);
     if (late >= -0.5 && late <= tol_s && !(k->ratio >= r)) {
       r = k->ratio;
       if (len_s)
@@ -104,12 +129,12 @@ int pfi__ctl_observe(struct pfi_ctl *c, struct pfi__ctl_job *j,
     j->pause_t0 = in->t_s;
     /* A pause of a kind due now is expected to last as long as its last
      * one; another, as long as the shortest seen (classify()). */
-    pfi__ctl_foreseen_pause(j, in->t_s, KIND_TOL_S, &j->pause_len);
+    pfi__ctl_foreseen_pause(c, j, in->t_s, KIND_TOL_S, &j->pause_len);
     j->pause_ratio =
         !held_before && !j->blind && prev_draw > 0 ? draw / prev_draw : NAN;
   } else if (j->phase == PFI_PHASE_TRAINING && isfinite(j->pause_t0)) {
     double len = in->t_s - j->pause_t0;
-    note_pause(j, j->pause_t0, len, j->pause_ratio);
+    note_pause(c, j, j->pause_t0, len, j->pause_ratio);
     if (!(len >= j->pause_min))
       j->pause_min = len;
     if (!(len >= c->pause_min_all))

@@ -157,8 +157,8 @@ static void classify(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
    * releases them (docs/control.md "Foreseen pauses"). */
   s->foreseen = 0;
   if (c->in_event && j->draw > 0) {
-    double r =
-        pfi__ctl_foreseen_pause(j, t_s + c->cfg.period_s, FORESEE_LATE_S, NULL);
+    double r = pfi__ctl_foreseen_pause(c, j, t_s + c->cfg.period_s,
+                                       FORESEE_LATE_S, NULL);
     if (isfinite(r)) {
       /* The last period it trained at its caps: modelled there, as a
        * job in the allocation (the feedback's residual). */

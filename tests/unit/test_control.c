@@ -523,16 +523,22 @@ static void test_pause_fill(void **state) {
 }
 
 /* Foreseen pauses: a job pauses 20 s every 100 s (its trainer's
- * schedule). The first two pauses are not foreseen (two starts teach the
- * period): their first period falls by the job's drop, worked from the
- * plant (its draw before, 220 W a GPU in the pause). From the third on the
- * controller hands the job's watts to the others in the period it
- * releases them: that period is within 1 % of the target (this plant's
- * GPUs follow a cap at once). A pause that does not come when due leaves
- * realized power at most 1 % above the target, and the job comes back
+ * schedule); a second one pauses as long at 180 and 280. The first two pauses
+ * are not foreseen (two starts teach the period): their first period falls by
+ * the job's drop, worked from the plant (its draw before, 220 W a GPU in the
+ * pause). From the third on the controller hands the job's watts to the others
+ * in the period it releases them: that period is within 1 % of the target (this
+ * plant's GPUs follow a cap at once). A pause that does not come when due
+ * leaves realized power at most 1 % above the target, and the job comes back
  * into the allocation. */
 static int in_pause(int t) {
   return t >= 150 && t < 450 && (t - 150) % 100 < 20;
+}
+
+/* A second job pausing as long, at 180 and 280: its second pause is
+ * foreseen from the first job's period (the cluster's schedule). */
+static int in_pause_b(int t) {
+  return t >= 180 && t < 300 && (t - 180) % 100 < 20;
 }
 
 static void test_foreseen_pause(void **state) {
@@ -542,12 +548,14 @@ static void test_foreseen_pause(void **state) {
   double target = 0.75 * baseline_w();
   for (int t = 1; t <= 60; t++)
     run_step(&r, t, 0, NAN);
-  const int pj = 1;
+  const int pj = 1, pb = 2;
   double before[3] = {0}, first[3] = {0}, drop[3] = {0};
   int k = 0;
-  double pj_cap_due = NAN, pj_cap_prev = NAN;
+  double pj_cap_due = NAN, pj_cap_prev = NAN, pb_first[2] = {0};
+  double pb_cap[2] = {0};
   for (int t = 61; t <= 520; t++) {
     r.pl.paused[pj] = in_pause(t);
+    r.pl.paused[pb] = in_pause_b(t);
     double jd = 0;
     for (int g = pj * GPJ; g < (pj + 1) * GPJ; g++)
       jd += gpu_draw(&r.pl, g);
@@ -559,6 +567,10 @@ static void test_foreseen_pause(void **state) {
       drop[k] = before[k] - GPJ * 220.0;
       k++;
     }
+    if (t == 180 || t == 280)
+      pb_first[t == 280] = p;
+    if (t == 278 || t == 279)
+      pb_cap[t == 279] = r.out.cap_w[pb * GPJ];
     if (t == 448)
       pj_cap_prev = r.out.cap_w[pj * GPJ];
     if (t == 449)
@@ -582,6 +594,12 @@ static void test_foreseen_pause(void **state) {
   /* Held for the pause due at 450 (its caps lowered), then back in the
    * allocation once it has not come (2 s late at most). */
   assert_true(pj_cap_due < pj_cap_prev - 50);
+  /* The second job's second pause, foreseen from the first job's period:
+   * held at 279, its first period no longer falls by its whole drop. */
+  assert_true(pb_cap[1] < pb_cap[0] - 50);
+  if (!(pb_first[1] > pb_first[0] + 1000))
+    fail_msg("second job: first paused periods %g W then %g W", pb_first[0],
+             pb_first[1]);
   assert_true(r.out.cap_w[pj * GPJ] > pj_cap_due + 50);
   pfi_ctl_close(r.ctl);
 }
