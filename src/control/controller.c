@@ -90,8 +90,10 @@ int pfi_ctl_open(struct pfi_ctl **out, const struct pfi_ctl_config *cfg,
                            "GPU %zu: power-limit range %g..%g W is not valid",
                            g, min_w[g], max_w[g]);
   struct pfi_ctl *c = calloc(1, sizeof *c);
-  if (c)
+  if (c) {
     c->pause_min_all = c->startup_min_all = NAN;
+    c->raise_share = 1.0; /* until raises are seen: shown at once */
+  }
   if (!c)
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
   c->cfg = *cfg;
@@ -252,6 +254,7 @@ int pfi_ctl_job_add(struct pfi_ctl *c, const struct pfi_ctl_job *in,
   j->tput = NAN;
   j->phase = -1;
   j->pause_t0 = j->pause_min = j->start_t0 = j->pause_len = NAN;
+  j->raise_t = -INFINITY;
   j->rollback_floor = 0;
   double capsum = 0;
   for (size_t k = 0; k < in->ngpus; k++) {

@@ -98,6 +98,9 @@ struct pfi__ctl_job {
   int foreseen;      /* 1: the caps set last were held for a foreseen pause */
   int foreseen_prev; /* the same for the period before */
   double start_t0; /* when its startup was first seen (NaN: not starting) */
+  /* Its last raise in an event: when (call time), its draw before it and
+   * its modelled draw at the new caps, W. */
+  double raise_t, raise_d0, raise_m1;
   double pred_at_change; /* belief at the caps of the last change */
   double tput_before_change;
   /* The pending record (index in the controller's pending list + 1). */
@@ -113,6 +116,9 @@ struct pfi_ctl {
    * job's pauses of that length (len_s and period_s used). */
   struct pfi__ctl_kind pop[PFI__CTL_KINDS];
   size_t npop;
+  /* Share of a raise that shows in the period after it (learned, 1 until
+   * raises are seen; docs/control.md "Feedback"). */
+  double raise_share;
   size_t ngpus;
   double *min_w, *max_w, *cap, *pre, *draw;
   int *slot;     /* job slot of each GPU, -1 free */

@@ -171,6 +171,11 @@ static void classify(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
   }
   s->model = s->next = full;
   s->movable = 1;
+  /* Raised by the last call: the last period showed the learned share of
+   * the raise (the feedback's residual sees the model's error, not the
+   * raise still to show). */
+  if (c->in_event && j->raise_t == c->t_last && full > j->raise_d0)
+    s->model = j->raise_d0 + c->raise_share * (full - j->raise_d0);
 }
 
 static int grow_scratch(struct pfi_ctl *c, size_t njobs, size_t npts) {
@@ -210,6 +215,17 @@ static int set_job_cap(struct pfi_ctl *c, struct pfi__ctl_job *j,
     return 0;
   if (cap < j->cap)
     j->draw_before_cut = j->draw;
+  if (c->in_event && cap > j->cap && !j->blind) {
+    /* From its modelled draw at the caps it had, when it draws them (a
+     * reading still showing an earlier raise is not its steady draw; a
+     * job drawing under them is not following its caps). */
+    double d0 = pfi__ctl_draw_at(c, j, j->cap);
+    if (fabs(j->draw - d0) <= 0.03 * d0) {
+      j->raise_t = in->t_s;
+      j->raise_d0 = d0;
+      j->raise_m1 = pfi__ctl_draw_at(c, j, cap);
+    }
+  }
   int rc = pfi__ctl_decide(c, j, in, cap, reason, shortfall);
   if (rc < 0)
     return rc;
@@ -512,6 +528,24 @@ static int allocate(struct pfi_ctl *c, const struct pfi_ctl_input *in,
       pending_w += c->draw[g] - c->cap[g];
   int pending = pending_w > 0.001 * target;
   int above = realized > aim + 0.001 * target;
+  /* Lead: a raise shows `raise_share` of itself in its first period, so
+   * the rise the budget asks of the jobs in the allocation is asked as
+   * rise / share, at most half the allowance more; the next period's
+   * allocation takes the excess back (a decrease shows at once). */
+  if (cf->strategy == 0 && !pending && !above && c->raise_share < 1) {
+    double mov = 0;
+    for (size_t s = 0; s < c->nslots; s++)
+      if (c->job[s].used && st[s].movable)
+        mov += st[s].next;
+    double rise = budget - mov;
+    if (rise > 0) {
+      double lead = rise * (1.0 / c->raise_share - 1.0);
+      if (lead > 0.5 * allowance)
+        lead = 0.5 * allowance;
+      budget += lead;
+      out->budget_w = budget;
+    }
+  }
   double up = cf->ramp_up_w_s * cf->period_s;
   if ((rc = choose_probes(c, in, st, nmov,
                           tiers && !infeasible && !pending && !above)) < 0) {
@@ -806,6 +840,31 @@ static int start_recovery(struct pfi_ctl *c) {
   return 0;
 }
 
+/* The share of a raise shown in the period after it, learned from the
+ * jobs raised by the last call (training, reporting, not flagged): their
+ * rise in draw over the rise modelled at their new caps, summed, followed
+ * at gain 0.1 once the modelled rise exceeds 0.1 % of the baseline,
+ * within [0.6, 1]. */
+static void learn_raise_share(struct pfi_ctl *c,
+                              const struct pfi_ctl_input *in) {
+  double num = 0, den = 0;
+  for (size_t s = 0; s < c->nslots; s++) {
+    const struct pfi__ctl_job *j = &c->job[s];
+    if (!j->used || j->raise_t != c->t_last || j->blind || j->anomaly ||
+        !j->tput_valid || j->phase != PFI_PHASE_TRAINING ||
+        !(j->raise_m1 > j->raise_d0))
+      continue;
+    num += j->draw - j->raise_d0;
+    den += j->raise_m1 - j->raise_d0;
+  }
+  (void)in;
+  if (!(c->in_event && den > 0.001 * c->baseline))
+    return;
+  double r = num / den;
+  r = r < 0.6 ? 0.6 : r > 1.0 ? 1.0 : r;
+  c->raise_share += 0.1 * (r - c->raise_share);
+}
+
 int pfi_ctl_step(struct pfi_ctl *c, const struct pfi_ctl_input *in,
                  struct pfi_ctl_output *out, struct pfi_error *err) {
   memset(out, 0, sizeof *out);
@@ -850,6 +909,7 @@ int pfi_ctl_step(struct pfi_ctl *c, const struct pfi_ctl_input *in,
       goto out;
     }
   }
+  learn_raise_share(c, in);
   if (in->event && !c->in_event) {
     c->in_event = 1;
     c->recovering = 0;
