@@ -110,8 +110,18 @@ static void classify(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
   s->movable = 0;
   s->paused = 0;
   if (j->blind) {
-    /* No telemetry: assume it draws its caps. */
-    s->model = s->next = (double)j->ngpus * j->cap;
+    /* No telemetry from some of its GPUs: counted at their last readings
+     * (a GPU never read: at its cap), and its rise to the draw modelled
+     * at its caps held in reserve (it may have been paused). Counted at
+     * its caps, a job drawing 0.8 of them held the difference out of the
+     * allocation for as long as its node was silent. */
+    double est = 0;
+    for (size_t k = 0; k < j->ngpus; k++) {
+      size_t g = j->gpu[k];
+      est += c->draw[g] > 0 ? c->draw[g] : c->cap[g];
+    }
+    s->model = s->next = est;
+    s->jump = full > est ? full - est : 0;
     return;
   }
   /* A training job that reports no throughput at all (a failed worker
@@ -886,7 +896,8 @@ int pfi_ctl_step(struct pfi_ctl *c, const struct pfi_ctl_input *in,
       realized += o->power_w;
     } else {
       all_valid = 0;
-      realized += c->cap[g]; /* silent: assume it draws its cap */
+      /* Silent: its last reading (never read: its cap; classify()). */
+      realized += c->draw[g] > 0 ? c->draw[g] : c->cap[g];
     }
     if (!c->in_event && !c->recovering && o->valid)
       c->cap[g] = o->cap_w;
