@@ -7,8 +7,8 @@
  * Each is a floor on the job's power in the allocation; docs/control.md
  * "Contract" states the rules.
  *
- *   longest event  from max_event_s after the event's start the job is
- *                  released: its floor is its draw at its pre-event caps,
+ *   longest event  from max_event_s after the event's start (its own, for
+ *                  a job started during the event) the job is released: its floor is its draw at its pre-event caps,
  *                  reached one ramp step a period (the others absorb it)
  *   notice         an event that gave less notice than the tier needs does
  *                  not cut the job: its floor is its pre-event draw
@@ -90,7 +90,10 @@ static int short_notice(const struct pfi_ctl *c, const struct pfi__ctl_job *j) {
 /* 1: the event has lasted the job's tier's longest event. */
 static int released(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
                     double t_s) {
-  return j->max_event_s > 0 && t_s - c->ev_start >= j->max_event_s - 1e-9;
+  /* A job that started during the event counts from its start. */
+  double t0 = isfinite(j->ct_t0) && j->ct_t0 > c->ev_first ? j->ct_t0
+                                                          : c->ev_start;
+  return j->max_event_s > 0 && t_s - t0 >= j->max_event_s - 1e-9;
 }
 
 int pfi__ctl_contract_hold(const struct pfi_ctl *c,

@@ -574,8 +574,9 @@ static int allocate(struct pfi_ctl *c, const struct pfi_ctl_input *in,
         want = j->cap - down;
     } else {
       /* A contract release rises even while realized power is above
-       * the aim (its floor holds: an infeasible target is reported). */
-      if (d < DEADBAND_W || pending || (above && !held))
+       * the aim (its floor holds: an infeasible target is reported), and
+       * all the way back (no deadband). */
+      if ((d < DEADBAND_W && !held) || pending || (above && !held))
         continue;
       if (d > up)
         want = j->cap + up;
@@ -679,7 +680,10 @@ static int recover(struct pfi_ctl *c, const struct pfi_ctl_input *in,
         continue;
       struct pfi__ctl_job *j = &c->job[s];
       double lo = pfi__ctl_cap_lo(c, j);
-      if (j->cap <= lo + 1e-9 || !(j->draw > 0))
+      /* Nor one the contract held in the event (released, too little
+       * notice): it is not cut again after it. */
+      if (j->cap <= lo + 1e-9 || !(j->draw > 0) ||
+          j->ct_term == PFI_CTL_CONTRACT)
         continue;
       /* Watts per W of cap: the draw model's slope just below the cap. */
       double per = (pfi__ctl_draw_at(c, j, j->cap) -
