@@ -428,6 +428,7 @@ int pfi_fleet_event_decode(const char *buf, size_t len,
     goto out;
   }
   e->cancelled = c && json_is_true(c);
+  rc = get_num(j, "known", 0, 1e11, 0, &e->known_s, EV, err);
 out:
   json_decref(j);
   return rc;
@@ -441,6 +442,8 @@ int pfi_fleet_event_encode(const struct pfi_fleet_event *e, char *buf, size_t n,
   json_t *j = json_pack("{si s:s s:f s:f s:f s:b}", "v", PFI_FLEET_VERSION,
                         "id", e->id, "start", e->start_s, "end", e->end_s,
                         "target_w", e->target_w, "cancelled", e->cancelled);
+  if (j && e->known_s > 0)
+    json_object_set_new(j, "known", json_real(e->known_s));
   return dump(j, buf, n, err);
 }
 
@@ -481,7 +484,11 @@ int pfi_fleet_tier_decode(const char *buf, size_t len,
   double loss = -1;
   if ((rc = get_str(j, "job", t->job, sizeof t->job, 1, 0, TI, err)) ||
       (rc = get_num(j, "max_loss", 0, 1, 1, &loss, TI, err)) ||
-      (rc = get_str(j, "name", t->name, sizeof t->name, 1, 1, TI, err)))
+      (rc = get_str(j, "name", t->name, sizeof t->name, 1, 1, TI, err)) ||
+      (rc = get_num(j, "max_event_s", 0, 1e9, 0, &t->max_event_s, TI, err)) ||
+      (rc = get_num(j, "notice_s", 0, 1e9, 0, &t->notice_s, TI, err)) ||
+      (rc = get_num(j, "deadline_tput", 0, 1e15, 0, &t->deadline_tput, TI,
+                    err)))
     goto out;
   t->max_loss = loss;
 out:
@@ -498,5 +505,11 @@ int pfi_fleet_tier_encode(const struct pfi_fleet_tier *t, char *buf, size_t n,
                         "max_loss", t->max_loss);
   if (j && t->name[0])
     json_object_set_new(j, "name", json_string(t->name));
+  if (j && t->max_event_s > 0)
+    json_object_set_new(j, "max_event_s", json_real(t->max_event_s));
+  if (j && t->notice_s > 0)
+    json_object_set_new(j, "notice_s", json_real(t->notice_s));
+  if (j && t->deadline_tput > 0)
+    json_object_set_new(j, "deadline_tput", json_real(t->deadline_tput));
   return dump(j, buf, n, err);
 }

@@ -207,7 +207,7 @@ static void test_telemetry_event_codec(void **state) {
       "\"gpus\":[]}";
   assert_int_equal(pfi_fleet_telemetry_decode(bad, strlen(bad), &u, &err),
                    PFI_EPARSE);
-  struct pfi_fleet_event e = {"ev", 10, 20, 1500, 0}, f;
+  struct pfi_fleet_event e = {"ev", 10, 20, 1500, 0, 0}, f;
   len = pfi_fleet_event_encode(&e, buf, sizeof buf, &err);
   assert_true(len > 0);
   assert_int_equal(pfi_fleet_event_decode(buf, (size_t)len, &f, &err), 0);
@@ -502,9 +502,9 @@ static void test_job_metrics(void **state) {
   /* a: no PFI estimate (the 1.5 prior); b: an estimate of 2.2; both with
    * their uncapped point known. */
   struct pfi_ctl_job a = {"slurm-1", NULL, 2, g0, NAN, NAN, NAN, 1, 0, 0,
-                          1300, 1000};
+                          1300, 1000, 0, 0, 0};
   struct pfi_ctl_job b = {"slurm-2", NULL, 2, g1, 2.2, NAN, NAN, 0.25, 0, 0,
-                          1200, 500};
+                          1200, 500, 0, 0, 0};
   assert_true(pfi_ctl_job_add(ctl, &a, &err) >= 0);
   assert_true(pfi_ctl_job_add(ctl, &b, &err) >= 0);
   const char *ids[] = {"slurm-1", "slurm-2", "slurm-3"};
@@ -523,7 +523,7 @@ static void test_job_metrics(void **state) {
   pfi_buf_release(&t);
   /* Uncapped point unknown: no PFI yet, its points (0) still shown. */
   struct pfi_ctl_job c = {"slurm-3", NULL, 1, g2, NAN, NAN, NAN, 1, 0, 0,
-                          NAN, NAN};
+                          NAN, NAN, 0, 0, 0};
   assert_int_equal(pfi_ctl_job_remove(ctl, pfi_ctl_job_find(ctl, "slurm-1"),
                                       &err), 0);
   assert_true(pfi_ctl_job_add(ctl, &c, &err) >= 0);
@@ -541,7 +541,7 @@ static void test_job_metrics(void **state) {
 
 /* A tier set through pfid's API, as the bucket holds it. */
 static void test_tier_codec(void **state) {
-  struct pfi_fleet_tier t = {"slurm-9", 0.25, "flex25"}, u;
+  struct pfi_fleet_tier t = {"slurm-9", 0.25, "flex25", 0, 0, 0}, u;
   struct pfi_error err;
   char buf[512];
   int len = pfi_fleet_tier_encode(&t, buf, sizeof buf, &err);
