@@ -280,6 +280,8 @@ struct pfi_ctl_belief {
                        PFI_CTL_DEADLINE (a deadline floor binds) or -1 */
   double delivered; /* tokens delivered since the event's start (its
                        first period under the controller) */
+  double cap_hi_w;  /* its ceiling, W per GPU: during an event and its
+                       recovery its pre-event caps */
 };
 
 /* Belief of the job in `slot`; returns 0 or PFI_ENOTFOUND. */

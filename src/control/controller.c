@@ -416,6 +416,7 @@ int pfi_ctl_job_belief(const struct pfi_ctl *c, int slot,
   b->draw_w = pfi__ctl_draw_at(c, j, j->cap);
   b->contract = c->in_event ? j->ct_term : -1;
   b->delivered = isfinite(j->ct_tokens) ? j->ct_tokens : 0;
+  b->cap_hi_w = pfi__ctl_cap_hi(c, j);
   return 0;
 }
 

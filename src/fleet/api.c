@@ -158,6 +158,14 @@ static void jobs(struct pfi_pfid *d, struct pfi_http_resp *rs) {
       if (n->tel.job[j].tokens_per_s >= 0)
         json_object_set_new(o, "tokens_per_s",
                             json_real(n->tel.job[j].tokens_per_s));
+      /* Held: the controller keeps it under its pre-event caps in this
+       * event (not once its contract released or exempted it). */
+      int s = d->ctl && d->event[0] ? pfi_ctl_job_find(d->ctl, n->tel.job[j].id)
+                                    : -1;
+      struct pfi_ctl_belief b;
+      int held = s >= 0 && pfi_ctl_job_belief(d->ctl, s, &b, NULL) == 0 &&
+                 b.contract != PFI_CTL_CONTRACT && b.cap_w < b.cap_hi_w - 0.5;
+      json_object_set_new(o, "held", json_boolean(held));
       json_array_append_new(a, o);
     }
   }

@@ -319,7 +319,8 @@ int pfi_pfid_client_events(struct pfi_pfid_client *c,
 }
 
 int pfi_pfid_client_jobs(struct pfi_pfid_client *c, char (*name)[64],
-                         double *tput, size_t max, struct pfi_error *err) {
+                         double *tput, int *held, size_t max,
+                         struct pfi_error *err) {
   json_t *j;
   int rc = call(c, "GET", "/v1/jobs", NULL, &j, err);
   if (rc < 0)
@@ -338,6 +339,10 @@ int pfi_pfid_client_jobs(struct pfi_pfid_client *c, char (*name)[64],
     if (k < n || n == max)
       continue;
     snprintf(name[n], 64, "%s", json_string_value(id));
+    if (held) {
+      json_t *h = json_object_get(e, "held");
+      held[n] = json_is_boolean(h) ? json_is_true(h) : -1;
+    }
     tput[n++] = json_number_value(t);
   }
   json_decref(j);

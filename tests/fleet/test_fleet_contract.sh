@@ -89,8 +89,18 @@ until_true 10 notice || fail "event notice: $(api a GET /v1/events)"
 cut() { [ "$(caps "$1" | awk -F, '{print ($1 < 650 && $2 < 650)}')" = 1 ]; }
 until_true 20 cut n1 || fail "slurm-5 not cut: $(caps n1) target $target draw $draw $(api a GET /v1/status) $(sql "$T/records.db" "SELECT t_s, job, reason, cap_req_w, shortfall_w FROM fleet_decisions LIMIT 20") $(tail -5 "$T/pfid.a.log")"
 until_true 20 cut n3 || fail "slurm-7 not cut: $(caps n3)"
-# Released: its caps back at 700 W while the event lasts.
+# held JOB: pfid's word on the job in GET /v1/jobs (what the bridge logs
+# for the compliance report: docs/grid.md).
+held() {
+  api a GET /v1/jobs | python3 -c '
+import json, sys
+print([x["held"] for x in json.load(sys.stdin) if x["job"] == sys.argv[1]][0])' "$1"
+}
+until_true 10 eval '[ "$(held slurm-7)" = True ]' || fail "slurm-7 not held: $(api a GET /v1/jobs)"
+[ "$(held slurm-6)" = False ] || fail "slurm-6 held: $(api a GET /v1/jobs)"
+# Released: its caps back at 700 W while the event lasts, no longer held.
 until_true 40 caps_are n1 "700,700" || fail "slurm-5 not released: $(caps n1)"
+[ "$(held slurm-5)" = False ] || fail "slurm-5 held after its release: $(api a GET /v1/jobs)"
 ev_on=$(api a GET /v1/status | python3 -c 'import json,sys; print(json.load(sys.stdin)["event"])')
 [ "$ev_on" = ev1 ] || fail "the event ended before the release ('$ev_on')"
 q() { sql "$T/records.db" "$1"; }
