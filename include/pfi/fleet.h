@@ -92,7 +92,17 @@ struct pfi_fleet_job {
   double tokens_per_s; /* newest throughput the job reported; < 0 unknown */
   double max_loss;     /* its tier: largest tolerated throughput loss, 0..1;
                           < 0 when it has none */
+  /* The rest of its contract as its tier file gives it (pfi-agent
+   * --tier-dir: "max_loss[,max_event_s[,notice_s[,deadline_tput]]]"); 0:
+   * none. */
+  double max_event_s, notice_s, deadline_tput;
 };
+
+/* A tier file's line (pfi-agent --tier-dir, written by the Slurm prolog):
+ * "max_loss[,max_event_s[,notice_s[,deadline_tput]]]" (empty fields: none;
+ * a trailing newline allowed) into j's max_loss and terms. Returns 0, or
+ * -1 for a malformed line (j then has no tier: max_loss -1, terms 0). */
+int pfi_fleet_tier_line(const char *line, struct pfi_fleet_job *j);
 
 struct pfi_fleet_telemetry {
   char node[PFI_FLEET_NAME_MAX];

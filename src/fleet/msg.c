@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "pfi/store.h"
@@ -343,7 +344,13 @@ int pfi_fleet_telemetry_decode(const char *buf, size_t len,
         (rc = get_str(o, "id", t->job[i].id, sizeof t->job[i].id, 1, 0, TE,
                       err)) ||
         (rc = get_num(o, "tokens_per_s", 0, 1e15, 0, &t->job[i].tokens_per_s,
-                      TE, err)))
+                      TE, err)) ||
+        (rc = get_num(o, "max_event_s", 0, 1e9, 0, &t->job[i].max_event_s, TE,
+                      err)) ||
+        (rc = get_num(o, "notice_s", 0, 1e9, 0, &t->job[i].notice_s, TE,
+                      err)) ||
+        (rc = get_num(o, "deadline_tput", 0, 1e15, 0,
+                      &t->job[i].deadline_tput, TE, err)))
       goto out;
   }
 out:
@@ -390,6 +397,13 @@ int pfi_fleet_telemetry_encode(const struct pfi_fleet_telemetry *t, char *buf,
       json_object_set_new(o, "tokens_per_s", json_real(t->job[i].tokens_per_s));
     if (o && t->job[i].max_loss >= 0 && t->job[i].max_loss <= 1)
       json_object_set_new(o, "max_loss", json_real(t->job[i].max_loss));
+    if (o && t->job[i].max_event_s > 0 && t->job[i].max_event_s <= 1e9)
+      json_object_set_new(o, "max_event_s", json_real(t->job[i].max_event_s));
+    if (o && t->job[i].notice_s > 0 && t->job[i].notice_s <= 1e9)
+      json_object_set_new(o, "notice_s", json_real(t->job[i].notice_s));
+    if (o && t->job[i].deadline_tput > 0 && t->job[i].deadline_tput <= 1e15)
+      json_object_set_new(o, "deadline_tput",
+                          json_real(t->job[i].deadline_tput));
     json_array_append_new(jb, o);
   }
   if (j) {
@@ -448,6 +462,43 @@ int pfi_fleet_event_encode(const struct pfi_fleet_event *e, char *buf, size_t n,
 }
 
 /* ---- tiers --------------------------------------------------------------- */
+
+int pfi_fleet_tier_line(const char *line, struct pfi_fleet_job *j) {
+  double v[4] = {-1, 0, 0, 0};
+  static const double hi[4] = {1, 1e9, 1e9, 1e15};
+  const char *p = line;
+  for (int k = 0; k < 4; k++) {
+    char *end = (char *)p;
+    if (*p && *p != ',' && *p != '\n') {
+      v[k] = strtod(p, &end);
+      if (end == p || !isfinite(v[k]) || v[k] < 0 || v[k] > hi[k])
+        goto bad;
+    } else if (k == 0) {
+      goto bad; /* the largest loss is required */
+    }
+    p = end;
+    if (*p == ',') {
+      p++;
+      if (k == 3)
+        goto bad;
+      continue;
+    }
+    break;
+  }
+  if (*p == '\n')
+    p++;
+  if (*p)
+    goto bad;
+  j->max_loss = v[0];
+  j->max_event_s = v[1];
+  j->notice_s = v[2];
+  j->deadline_tput = v[3];
+  return 0;
+bad:
+  j->max_loss = -1;
+  j->max_event_s = j->notice_s = j->deadline_tput = 0;
+  return -1;
+}
 
 static const char TI[] = "tier";
 

@@ -72,6 +72,22 @@ void pfid_job_terms(const struct pfi_pfid *d, const char *job, double loss,
     if (*max_event_s > 0 || *notice_s > 0)
       *source = "file";
   }
+  /* The job's own tier file (its node's telemetry: the Slurm prolog). */
+  const struct pfi_fleet_job *nj = NULL;
+  for (size_t i = 0; i < d->n_nodes && !nj; i++)
+    for (unsigned q = 0; q < d->node[i].tel.n_jobs && !nj; q++)
+      if (strcmp(d->node[i].tel.job[q].id, job) == 0)
+        nj = &d->node[i].tel.job[q];
+  if (nj && nj->max_event_s > 0) {
+    *max_event_s = nj->max_event_s;
+    *source = "node";
+  }
+  if (nj && nj->notice_s > 0) {
+    *notice_s = nj->notice_s;
+    *source = "node";
+  }
+  if (nj && nj->deadline_tput > 0)
+    *deadline_tput = nj->deadline_tput;
   if (a && a->max_event_s > 0) {
     *max_event_s = a->max_event_s;
     *source = "api";

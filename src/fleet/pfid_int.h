@@ -115,10 +115,10 @@ double pfid_job_tier(struct pfi_pfid *d, const char *job,
                      const struct pfid_node *hint, const char **source);
 double pfid_api_tier(const struct pfi_pfid *d, const char *job);
 /* The rest of job `job`'s contract for the controller (docs/fleet.md
- * "Tiers"): each term the API's (PUT /v1/tiers/JOB) where set, else the
- * tier file's (--tiers) row for its max_loss `loss`, else 0 (none).
- * *source: "api", "file" or "" for the longest event and notice. Called
- * with d->mu held. */
+ * "Tiers"): each term the API's (PUT /v1/tiers/JOB) where set, else its
+ * node's (the agent's tier file), else the tier file's (--tiers) row for
+ * its max_loss `loss`, else 0 (none). *source: "api", "node", "file" or ""
+ * for the longest event and notice. Called with d->mu held. */
 void pfid_job_terms(const struct pfi_pfid *d, const char *job, double loss,
                     double *max_event_s, double *notice_s,
                     double *deadline_tput, const char **source);

@@ -3,8 +3,9 @@
 # The tier contract kept live by pfid's controller (docs/fleet.md
 # "Tiers", docs/control.md "Contract"). Three emulated agents, a job on
 # each node's two GPUs as the Slurm prolog maps them: slurm-5 with a tier
-# set through the API whose longest event is 15 s, slurm-6 whose tier
-# needs ten minutes' notice, slurm-7 untiered. An event through the API
+# set through the API whose longest event is 15 s, slurm-6 in flex25,
+# whose row in pfid's tier file (--tiers) needs ten minutes' notice,
+# slurm-7 untiered with a deadline in its tier file (the agent's). An event through the API
 # starting now (notice: its submission, about 0 s): slurm-6 is never cut,
 # slurm-5 is cut and then released 15 s after the event's start (its caps
 # back at the pre-event 700 W while the event goes on, decisions recorded
@@ -25,18 +26,22 @@ test-load,emulated,h200,dense,pt,test-8b,v1,2,fine,200;300;400;500;600;700,8,8,4
 EOS
 i=5
 for n in n1 n2 n3; do
-  mkdir -p "$T/map.$n" "$T/tput.$n" "$T/emu.$n"
+  mkdir -p "$T/map.$n" "$T/tput.$n" "$T/emu.$n" "$T/tiers.$n"
   echo slurm-$i >"$T/map.$n/0"; echo slurm-$i >"$T/map.$n/1"
   echo '{"t": 1, "tokens_per_s": 2000}' >"$T/tput.$n/slurm-$i.jsonl"
   PFI_LOCK_DIR= PFI_NVML_LIB="$FAKE" PFI_EMU_STATE="$T/emu.$n" PFI_FAKE_NVML_EMU="gpus=2,state=$T/emu.$n" \
     PFI_FAKE_NVML_JOBS="$T/jobs.csv" PFI_FAKE_NVML_JOB=test-load PFI_FAKE_NVML_AT=300 \
     "$PFI_AGENT" --node "$n" --nats "$NATS_URL" --password-file "$T/pw.$n" --backend nvml \
     --record "$T/agent.$n.db" --period 0.5 \
-    --jobmap-dir "$T/map.$n" --tput-dir "$T/tput.$n" >>"$T/agent.$n.log" 2>&1 &
+    --jobmap-dir "$T/map.$n" --tput-dir "$T/tput.$n" --tier-dir "$T/tiers.$n" \
+    >>"$T/agent.$n.log" 2>&1 &
   PIDS+=("$!")
   i=$((i + 1))
 done
-pfid_start a
+# slurm-7's deadline: 1,500 tokens/s (it reports 2,000 whatever its caps).
+echo "1,,,1500" >"$T/tiers.n3/slurm-7"
+printf 'tier,max_loss,max_event_s,notice_s\nflex25,0.25,,600\n' >"$T/tiers.csv"
+pfid_start a --tiers "$T/tiers.csv"
 live3() { api a GET /v1/status | grep -q '"nodes":3,"stale_nodes":0'; }
 until_true 30 live3 || { fail "three live nodes"; exit 1; }
 
@@ -54,17 +59,17 @@ bad '{"max_event_s":15}' 'one of'
 
 api a PUT /v1/tiers/slurm-5 '{"max_loss":0.5,"max_event_s":15}' >/dev/null
 [ "$(cat "$T/code")" = 200 ] || fail "PUT slurm-5: HTTP $(cat "$T/code")"
-api a PUT /v1/tiers/slurm-6 '{"tier":"flex50","notice_s":600}' >/dev/null
+api a PUT /v1/tiers/slurm-6 '{"tier":"flex25"}' >/dev/null
 [ "$(cat "$T/code")" = 200 ] || fail "PUT slurm-6: HTTP $(cat "$T/code")"
-# terms JOB: "max_event_s notice_s source" in GET /v1/tiers.
+# terms JOB: "max_event_s notice_s source deadline_tput" in GET /v1/tiers.
 terms() {
   api a GET /v1/tiers | python3 -c '
 import json, sys
 j = [x for x in json.load(sys.stdin)["jobs"] if x["job"] == sys.argv[1]]
-print("absent" if not j else "%s %s %s" % (j[0]["max_event_s"], j[0]["notice_s"], j[0]["terms_source"]))' "$1"
+print("absent" if not j else "%s %s %s %s" % (j[0]["max_event_s"], j[0]["notice_s"], j[0]["terms_source"], j[0]["deadline_tput"]))' "$1"
 }
-seen() { [ "$(terms slurm-5)" = "15.0 None api" ] && [ "$(terms slurm-6)" = "None 600.0 api" ] &&
-         [ "$(terms slurm-7)" = "None None none" ]; }
+seen() { [ "$(terms slurm-5)" = "15.0 None api None" ] && [ "$(terms slurm-6)" = "None 600.0 file None" ] &&
+         [ "$(terms slurm-7)" = "None None none 1500.0" ]; }
 until_true 20 seen || fail "terms: slurm-5 '$(terms slurm-5)', slurm-6 '$(terms slurm-6)', slurm-7 '$(terms slurm-7)'"
 # The module learns each job's uncapped draw before the event.
 M="http://127.0.0.1:${API[a]}/metrics"
