@@ -35,6 +35,9 @@ struct pfi_bridge_event {
   double start_s, end_s, target_w; /* GPU-level target, W (> 0) */
   int cancelled;
   char source[PFI_TIMELINE_ID_MAX]; /* the span's event (not sent) */
+  double known_s; /* when the grid event was created (its span's
+                     created_s), sent as "known": pfid's notice; 0 unknown
+                     (pfid takes its submission) */
 };
 
 /*

@@ -216,6 +216,9 @@ static void test_oadr_types(void **state) {
   ASSERT_NEAR(tl.spans[1].limit_w, 600000, 0);
   assert_int_equal(tl.spans[1].level, PFI_LEVEL_METER);
   ASSERT_EQ_INT(tl.spans[0].scheduled_s, NOW - 86400);
+  /* Its creation: when it became known (the notice pfid keeps). */
+  ASSERT_EQ_INT(tl.spans[0].created_s, NOW - 86400);
+  ASSERT_EQ_INT(tl.spans[1].created_s, NOW - 86400);
   /* Relative: a decrease of 25 PERCENT from 1 MW -> 750 kW; 'do it now'
    * (0001-01-01) for 30 minutes. */
   const char *rel =
@@ -1072,6 +1075,7 @@ static void test_bridge(void **state) {
       span(200, 300, 3000, PFI_SRC_OPENADR, 0, 0, "ev-b"),
       span(400, 500, 4500, PFI_SRC_SCHEDULE, 0, 0, "sched")};
   s[0].level = s[1].level = PFI_LEVEL_METER;
+  s[0].created_s = 40; /* ev-a known at t = 40: 60 s of notice */
   for (int i = 0; i < 3; i++)
     pfi_timeline_add(&in, &s[i], &err);
   struct pfi_meter_config cfg;
@@ -1092,6 +1096,8 @@ static void test_bridge(void **state) {
   assert_int_equal(pfi_bridge_plan(&res, 150, 2, ev, 8, &err), 3);
   ASSERT_NEAR(ev[0].end_s, 202, 0);
   ASSERT_NEAR(ev[1].end_s, 300, 0);
+  ASSERT_NEAR(ev[0].known_s, 40, 0); /* carried to pfid as "known" */
+  ASSERT_NEAR(ev[1].known_s, 0, 0);  /* unknown: pfid's submission */
   assert_true(strncmp(ev[0].id, "oadr-100-", 9) == 0);
   assert_int_equal(strlen(ev[0].id), 17);
   /* pfid has: ev[0] as planned, ev[1] with another target, an old span the
