@@ -168,7 +168,8 @@ struct pfi_ctl_input {
                         read when the event starts; NaN or 0: the median
                         realized power of the last 300 periods before it */
   /* The event's terms (appended in API version 3), read when it starts. */
-  double event_start_s; /* the event's start on the t_s clock, s; NaN or
+  double event_start_s; /* the event's start on the t_s clock, s (may be
+                           negative: before the clock's origin); NaN or
                            0: the period it is first passed in */
   double notice_s;      /* notice the event gave (its start less the time
                            it became known), s; NaN or 0: none */

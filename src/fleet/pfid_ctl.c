@@ -255,9 +255,9 @@ int pfid_ctl_period(struct pfi_pfid *d, const struct pfi_fleet_event *ev,
                       ? ev->start_s - ev->known_s
                       : 0,
       .event_end_s = ev ? t + (ev->end_s - wall) : NAN};
-  /* A start before the module's first period: counted from that period. */
-  if (ev && !(in.event_start_s > 0))
-    in.event_start_s = 1e-3;
+  /* A start before the module's first period (a takeover, a rebuild
+   * during the event) is negative on its clock: the longest event still
+   * counts from the event's own start. */
   struct pfi_ctl_output out;
   rc = pfi_ctl_step(d->ctl, &in, &out, err);
   free(go);

@@ -211,6 +211,29 @@ static void test_release(void **state) {
   pfi_ctl_close(r.ctl);
 }
 
+/* An event that began before the controller saw it (a takeover, a
+ * rebuild): given its start 11 s, first passed at 61 s, job0's 80 s longest
+ * event ends at 91 s, not 141 s. */
+static void test_release_given_start(void **state) {
+  (void)state;
+  struct terms tm = {.max_event_s = {80, 0, 0, 0}};
+  struct run r;
+  run_open(&r, &tm);
+  double target = 0.75 * baseline_w();
+  for (int t = 1; t <= 60; t++)
+    run_step(&r, t, 0, NAN);
+  r.ev_start = 11;
+  int first = 0;
+  for (int t = 61; t <= 120 && !first; t++) {
+    run_step(&r, t, 1, target);
+    for (size_t i = 0; i < r.out.nrec; i++)
+      if (r.out.rec[i].reason == PFI_CTL_CONTRACT)
+        first = t;
+  }
+  assert_int_equal(first, 91);
+  pfi_ctl_close(r.ctl);
+}
+
 /* The release makes the target infeasible: 7,000 W leaves room for the
  * four jobs' 200 W floors (4 x 8 x 200 x 0.99 = 6,336 W) but not for
  * job0 back at 4,000 W beside the others' 3 x 1,584 W = 8,752 W: reported
@@ -450,6 +473,7 @@ static void test_bad_terms(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_release),
+      cmocka_unit_test(test_release_given_start),
       cmocka_unit_test(test_release_infeasible),
       cmocka_unit_test(test_notice),
       cmocka_unit_test(test_deadline_floor),
