@@ -82,7 +82,6 @@ int pfi_eventlog_compliance(const struct pfi_eventlog *log,
                             double **meter_w, struct pfi_contract_job **jobs,
                             struct pfi_error *err);
 
-
 /*
  * The cut the fleet delivered over the logged event, on the terms of a
  * share `asked` of the pre-event draw (the way Emerald AI's delivery in

@@ -191,10 +191,12 @@ int cmd_control(int argc, char **argv) {
       target = optarg;
       break;
     case 'N':
-      if (pfi_cli_parse_duration(optarg, &notice, &err) < 0 ||
-          !(notice >= 0) || notice > 1e7)
-        return pfi_cli_usage("control", "--notice: expected a duration "
-                             "(30m), got '%s'", optarg);
+      if (pfi_cli_parse_duration(optarg, &notice, &err) < 0 || !(notice >= 0) ||
+          notice > 1e7)
+        return pfi_cli_usage("control",
+                             "--notice: expected a duration "
+                             "(30m), got '%s'",
+                             optarg);
       break;
     case 'S':
     case 'R':

@@ -8,13 +8,12 @@
  * "Contract" states the rules.
  *
  *   longest event  from max_event_s after the event's start (its own, for
- *                  a job started during the event) the job is released: its floor is its draw at its pre-event caps,
- *                  reached one ramp step a period (the others absorb it)
- *   notice         an event that gave less notice than the tier needs does
- *                  not cut the job: its floor is its pre-event draw
- *   deadline       its floor is the least power at which its believed
- *                  curve (lower confidence bound) delivers the rate r that
- *                  keeps its mean throughput over the event at or above
+ *                  a job started during the event) the job is released: its
+ * floor is its draw at its pre-event caps, reached one ramp step a period (the
+ * others absorb it) notice         an event that gave less notice than the tier
+ * needs does not cut the job: its floor is its pre-event draw deadline its
+ * floor is the least power at which its believed curve (lower confidence bound)
+ * delivers the rate r that keeps its mean throughput over the event at or above
  *                  the minimum D, given the tokens W delivered since t0:
  *                    planned end E known:  r = (D (E - t0) - W) / (E - t)
  *                    end unknown:          r = (D (t + dt - t0) - W) / dt
@@ -36,8 +35,7 @@ void pfi__ctl_contract_start(struct pfi_ctl *c,
                     : t;
   c->ev_end =
       isfinite(in->event_end_s) && in->event_end_s > t ? in->event_end_s : NAN;
-  c->ev_notice =
-      isfinite(in->notice_s) && in->notice_s > 0 ? in->notice_s : 0;
+  c->ev_notice = isfinite(in->notice_s) && in->notice_s > 0 ? in->notice_s : 0;
   for (size_t s = 0; s < c->nslots; s++) {
     struct pfi__ctl_job *j = &c->job[s];
     if (!j->used)
@@ -91,8 +89,8 @@ static int short_notice(const struct pfi_ctl *c, const struct pfi__ctl_job *j) {
 static int released(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
                     double t_s) {
   /* A job that started during the event counts from its start. */
-  double t0 = isfinite(j->ct_t0) && j->ct_t0 > c->ev_first ? j->ct_t0
-                                                          : c->ev_start;
+  double t0 =
+      isfinite(j->ct_t0) && j->ct_t0 > c->ev_first ? j->ct_t0 : c->ev_start;
   return j->max_event_s > 0 && t_s - t0 >= j->max_event_s - 1e-9;
 }
 

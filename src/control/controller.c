@@ -13,9 +13,8 @@
 #include "ctl_int.h"
 
 static const char *const reason_names[PFI_CTL_REASON__COUNT] = {
-    "cut",      "raise",   "rollback",   "floor",
-    "recovery", "anomaly", "infeasible", "probe",
-    "contract", "deadline"};
+    "cut",     "raise",      "rollback", "floor",    "recovery",
+    "anomaly", "infeasible", "probe",    "contract", "deadline"};
 
 const char *pfi_ctl_reason_name(int reason) {
   return reason >= 0 && reason < PFI_CTL_REASON__COUNT ? reason_names[reason]
@@ -187,11 +186,10 @@ int pfi_ctl_job_add(struct pfi_ctl *c, const struct pfi_ctl_job *in,
   if (!(in->min_cap_w >= 0 && isfinite(in->min_cap_w)))
     return pfi_error_set(err, PFI_EINVAL, "job %s: minimum cap %g W", in->id,
                          in->min_cap_w);
-  if (!(isnan(in->max_event_s) || (isfinite(in->max_event_s) &&
-                                    in->max_event_s >= 0)))
-    return pfi_error_set(err, PFI_EINVAL,
-                         "job %s: max_event_s %g is not >= 0", in->id,
-                         in->max_event_s);
+  if (!(isnan(in->max_event_s) ||
+        (isfinite(in->max_event_s) && in->max_event_s >= 0)))
+    return pfi_error_set(err, PFI_EINVAL, "job %s: max_event_s %g is not >= 0",
+                         in->id, in->max_event_s);
   if (!(isnan(in->notice_s) || (isfinite(in->notice_s) && in->notice_s >= 0)))
     return pfi_error_set(err, PFI_EINVAL, "job %s: notice_s %g is not >= 0",
                          in->id, in->notice_s);

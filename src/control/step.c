@@ -453,8 +453,8 @@ static int allocate(struct pfi_ctl *c, const struct pfi_ctl_input *in,
     double tier = pfi__ctl_floor(c, j, 1);
     st[s].lo_hw = pfi__ctl_floor(c, j, 0);
     st[s].hi = pfi__ctl_draw_at(c, j, pfi__ctl_cap_hi(c, j));
-    st[s].lo_t = pfi__ctl_contract_floor(c, j, in->t_s, tier, st[s].hi,
-                                         &st[s].term);
+    st[s].lo_t =
+        pfi__ctl_contract_floor(c, j, in->t_s, tier, st[s].hi, &st[s].term);
     if ((rc = pfi__ctl_contract_note(c, j, in, st[s].term)) < 0) {
       rc = pfi_error_set(err, rc, "out of memory");
       goto out;

@@ -305,8 +305,8 @@ static void test_notice(void **state) {
       ASSERT_NEAR(lowest1, 700, 1e-9);
       assert_int_equal(recs, 1);
       /* The other three hold the target less job1's 8 x 530 W. */
-      double others = job_power(&r.pl, 0) + job_power(&r.pl, 2) +
-                      job_power(&r.pl, 3);
+      double others =
+          job_power(&r.pl, 0) + job_power(&r.pl, 2) + job_power(&r.pl, 3);
       assert_true(others <= target - GPJ * 530 + 1e-6);
     } else {
       assert_true(lowest1 < 700 - 50);

@@ -144,8 +144,8 @@ static double run_step(struct run *r, double t, int event, double target) {
     r->jo[j].tokens_per_s = r->pl.paused[j] ? 0 : job_tput(&r->pl, j);
     r->jo[j].phase = r->pl.paused[j] ? PFI_PHASE_PAUSE : PFI_PHASE_TRAINING;
   }
-  struct pfi_ctl_input in = {t,     event, "test-event", target, r->go,
-                             r->jo, NAN,   0,            0,      0};
+  struct pfi_ctl_input in = {
+      t, event, "test-event", target, r->go, r->jo, NAN, 0, 0, 0};
   int rc = pfi_ctl_step(r->ctl, &in, &r->out, &err);
   if (rc != 0)
     fail_msg("step at %g: %s", t, err.msg);

@@ -734,16 +734,16 @@ static void test_compliance_held(void **state) {
                           "%d,a,100,%c\n%d,b,100,0\n%d,c,100,%c\n", 60 * q,
                           ha[q], 60 * q, 60 * q, hc[q]);
   struct pfi_eventlog log;
-  assert_int_equal(pfi_eventlog_load_mem(&log, series, strlen(series),
-                                         jobs_csv, w, &err),
-                   0);
+  assert_int_equal(
+      pfi_eventlog_load_mem(&log, series, strlen(series), jobs_csv, w, &err),
+      0);
   struct pfi_tier t2[] = {{"flex25", 0.25, 180, 0}};
   struct pfi_meter_config mc;
   pfi_meter_config_init(&mc);
   double *m;
   struct pfi_contract_job *cj;
-  assert_int_equal(pfi_eventlog_compliance(&log, &mc, 1, jobs, 3, t2, 1, 0,
-                                           &in, &m, &cj, &err),
+  assert_int_equal(pfi_eventlog_compliance(&log, &mc, 1, jobs, 3, t2, 1, 0, &in,
+                                           &m, &cj, &err),
                    0);
   assert_non_null(in.held_s);
   ASSERT_NEAR(in.held_s[0], 120, 1e-9);
@@ -760,8 +760,8 @@ static void test_compliance_held(void **state) {
   pfi_eventlog_release(&log);
   /* A held cell that is not 0, 1 or empty: located. */
   char bad[] = "t_s,job,tokens_per_s,held\n0,a,100,0\n60,a,100,yes\n";
-  int rc = pfi_eventlog_load_mem(&log, series, strlen(series), bad,
-                                 strlen(bad), &err);
+  int rc = pfi_eventlog_load_mem(&log, series, strlen(series), bad, strlen(bad),
+                                 &err);
   assert_int_equal(rc, PFI_EPARSE);
   assert_non_null(strstr(err.msg, "held"));
   assert_int_equal(err.line, 3);

@@ -140,10 +140,10 @@ static void test_belief(void **state) {
   struct pfi_error err;
   assert_int_equal(pfi_ctl_open(&d->ctl, NULL, 4, lo, hi, &err), 0);
   size_t ga[2] = {0, 1}, gb[2] = {2, 3};
-  struct pfi_ctl_job ja = {"A", NULL, 2, ga, 1.0, 1.0,
-                           1.0, 0.10, 0, 0,  NAN, NAN, 0, 0, 0};
-  struct pfi_ctl_job jb = {"B", NULL, 2, gb, 1.0, 1.0,
-                           2.0, 1.0,  0, 0,  NAN, NAN, 0, 0, 0};
+  struct pfi_ctl_job ja = {"A", NULL, 2,   ga,  1.0, 1.0, 1.0, 0.10,
+                           0,   0,    NAN, NAN, 0,   0,   0};
+  struct pfi_ctl_job jb = {"B", NULL, 2,   gb,  1.0, 1.0, 2.0, 1.0,
+                           0,   0,    NAN, NAN, 0,   0,   0};
   int sa = pfi_ctl_job_add(d->ctl, &ja, &err);
   int sb = pfi_ctl_job_add(d->ctl, &jb, &err);
   assert_true(sa >= 0 && sb >= 0);
