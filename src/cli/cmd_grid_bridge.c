@@ -205,8 +205,7 @@ static void log_sample(const char *dir, struct pfi_pfid_client *pc, double t,
   for (int i = 0; i < n; i++) {
     fprintf(f, "%.3f,", t);
     pfi_cli_put_csv_field(f, name[i]);
-    fprintf(f, ",%.9g,%s\n", tput[i],
-            held[i] < 0 ? "" : held[i] ? "1" : "0");
+    fprintf(f, ",%.9g,%s\n", tput[i], held[i] < 0 ? "" : held[i] ? "1" : "0");
   }
   fclose(f);
 }

@@ -101,10 +101,9 @@ static json_t *event_json(const struct pfi_fleet_event *e) {
   if (o && e->known_s > 0) {
     /* When it became known, and the notice it gave (docs/fleet.md). */
     json_object_set_new(o, "known", json_real(e->known_s));
-    json_object_set_new(o, "notice_s",
-                        json_real(e->start_s > e->known_s
-                                      ? e->start_s - e->known_s
-                                      : 0));
+    json_object_set_new(
+        o, "notice_s",
+        json_real(e->start_s > e->known_s ? e->start_s - e->known_s : 0));
   }
   return o;
 }
@@ -217,8 +216,8 @@ static void event_post(struct pfi_pfid *d, const struct pfi_http_req *rq,
   struct pfi_fleet_event prev;
   snprintf(key, sizeof key, "event.%s", e.id);
   if (pfi_nats_kv_get(d->nc, key, &old, &olen, NULL, &err) == 1 &&
-      pfi_fleet_event_decode(old, olen, &prev, &err) == 0 &&
-      prev.known_s > 0 && prev.known_s < e.known_s)
+      pfi_fleet_event_decode(old, olen, &prev, &err) == 0 && prev.known_s > 0 &&
+      prev.known_s < e.known_s)
     e.known_s = prev.known_s;
   free(old);
   int len = pfi_fleet_event_encode(&e, buf, sizeof buf, &err);
@@ -415,10 +414,8 @@ static void terms_json(const struct pfi_pfid *d, json_t *o, const char *job,
   pfid_job_terms(d, job, loss, &me, &no, &dl, &src);
   json_object_set_new(o, "max_event_s", me > 0 ? json_real(me) : json_null());
   json_object_set_new(o, "notice_s", no > 0 ? json_real(no) : json_null());
-  json_object_set_new(o, "deadline_tput",
-                      dl > 0 ? json_real(dl) : json_null());
-  json_object_set_new(o, "terms_source",
-                      json_string(src[0] ? src : "none"));
+  json_object_set_new(o, "deadline_tput", dl > 0 ? json_real(dl) : json_null());
+  json_object_set_new(o, "terms_source", json_string(src[0] ? src : "none"));
 }
 
 /* GET /v1/tiers: the named tiers, and every job's tier in force (the API's
@@ -457,8 +454,8 @@ static void tiers_get(struct pfi_pfid *d, struct pfi_http_resp *rs) {
 
 /* An optional term of PUT /v1/tiers/JOB: a number in [0, hi], or absent.
  * Returns 0, or -1 with the reason naming the field in why. */
-static int term_get(json_t *j, const char *k, double hi, double *x,
-                    char *why, size_t n) {
+static int term_get(json_t *j, const char *k, double hi, double *x, char *why,
+                    size_t n) {
   json_t *v = json_object_get(j, k);
   if (!v)
     return 0;
@@ -515,8 +512,8 @@ static void tier_put(struct pfi_pfid *d, const char *job,
   } else if (ml && (!json_is_number(ml) || !(json_number_value(ml) >= 0) ||
                     !(json_number_value(ml) <= 1))) {
     snprintf(why, sizeof why, "tier: field \"max_loss\": expected 0..1");
-  } else if (term_get(j, "max_event_s", 1e9, &t.max_event_s, why,
-                      sizeof why) < 0 ||
+  } else if (term_get(j, "max_event_s", 1e9, &t.max_event_s, why, sizeof why) <
+                 0 ||
              term_get(j, "notice_s", 1e9, &t.notice_s, why, sizeof why) < 0 ||
              term_get(j, "deadline_tput", 1e15, &t.deadline_tput, why,
                       sizeof why) < 0) {

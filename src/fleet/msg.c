@@ -347,10 +347,10 @@ int pfi_fleet_telemetry_decode(const char *buf, size_t len,
                       TE, err)) ||
         (rc = get_num(o, "max_event_s", 0, 1e9, 0, &t->job[i].max_event_s, TE,
                       err)) ||
-        (rc = get_num(o, "notice_s", 0, 1e9, 0, &t->job[i].notice_s, TE,
-                      err)) ||
-        (rc = get_num(o, "deadline_tput", 0, 1e15, 0,
-                      &t->job[i].deadline_tput, TE, err)))
+        (rc =
+             get_num(o, "notice_s", 0, 1e9, 0, &t->job[i].notice_s, TE, err)) ||
+        (rc = get_num(o, "deadline_tput", 0, 1e15, 0, &t->job[i].deadline_tput,
+                      TE, err)))
       goto out;
   }
 out:
@@ -538,8 +538,8 @@ int pfi_fleet_tier_decode(const char *buf, size_t len,
       (rc = get_str(j, "name", t->name, sizeof t->name, 1, 1, TI, err)) ||
       (rc = get_num(j, "max_event_s", 0, 1e9, 0, &t->max_event_s, TI, err)) ||
       (rc = get_num(j, "notice_s", 0, 1e9, 0, &t->notice_s, TI, err)) ||
-      (rc = get_num(j, "deadline_tput", 0, 1e15, 0, &t->deadline_tput, TI,
-                    err)))
+      (rc =
+           get_num(j, "deadline_tput", 0, 1e15, 0, &t->deadline_tput, TI, err)))
     goto out;
   t->max_loss = loss;
 out:

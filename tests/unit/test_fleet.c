@@ -501,10 +501,10 @@ static void test_job_metrics(void **state) {
   size_t g0[2] = {0, 1}, g1[2] = {2, 3}, g2[1] = {0};
   /* a: no PFI estimate (the 1.5 prior); b: an estimate of 2.2; both with
    * their uncapped point known. */
-  struct pfi_ctl_job a = {"slurm-1", NULL, 2, g0, NAN, NAN, NAN, 1, 0, 0,
-                          1300, 1000, 0, 0, 0};
-  struct pfi_ctl_job b = {"slurm-2", NULL, 2, g1, 2.2, NAN, NAN, 0.25, 0, 0,
-                          1200, 500, 0, 0, 0};
+  struct pfi_ctl_job a = {"slurm-1", NULL, 2,    g0,   NAN, NAN, NAN, 1,
+                          0,         0,    1300, 1000, 0,   0,   0};
+  struct pfi_ctl_job b = {"slurm-2", NULL, 2,    g1,  2.2, NAN, NAN, 0.25,
+                          0,         0,    1200, 500, 0,   0,   0};
   assert_true(pfi_ctl_job_add(ctl, &a, &err) >= 0);
   assert_true(pfi_ctl_job_add(ctl, &b, &err) >= 0);
   const char *ids[] = {"slurm-1", "slurm-2", "slurm-3"};
@@ -522,8 +522,8 @@ static void test_job_metrics(void **state) {
   assert_non_null(strstr(t.s, "# TYPE pfi_job_power_flexibility_index gauge\n"));
   pfi_buf_release(&t);
   /* Uncapped point unknown: no PFI yet, its points (0) still shown. */
-  struct pfi_ctl_job c = {"slurm-3", NULL, 1, g2, NAN, NAN, NAN, 1, 0, 0,
-                          NAN, NAN, 0, 0, 0};
+  struct pfi_ctl_job c = {"slurm-3", NULL, 1,   g2,  NAN, NAN, NAN, 1,
+                          0,         0,    NAN, NAN, 0,   0,   0};
   assert_int_equal(pfi_ctl_job_remove(ctl, pfi_ctl_job_find(ctl, "slurm-1"),
                                       &err), 0);
   assert_true(pfi_ctl_job_add(ctl, &c, &err) >= 0);
