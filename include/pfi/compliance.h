@@ -19,8 +19,9 @@
  *   tenant loss     = 1 - sum_j mean_t tput[t][j] / sum_j baseline_tput[j]
  *                     over the tenant's jobs (throughput-weighted)
  *   violation       loss > allowance + tol, or the job held under its caps
- *                   longer than the tier's longest event (held_s; without
- *                   it the event's length), or held at all with notice
+ *                   longer than the tier's longest event (held_s, counted
+ *                   in periods: by more than one period dt_s; without it
+ *                   the event's length), or held at all with notice
  *                   shorter than the tier's, or mean throughput below the
  *                   job's deadline minimum.
  */
@@ -63,9 +64,11 @@ struct pfi_compliance_input {
   /* nj (may be NULL): how long each job was held under its caps from the
    * event's start, s: the controller keeps the contract live (docs/
    * control.md "Contract"), so a job released at its tier's longest event
-   * is held that long, one its tier's notice exempted 0. The longest
-   * event and the notice are judged on it; NULL: every job held for the
-   * whole event (event_s). */
+   * is held that long, one its tier's notice exempted 0, counted in
+   * periods (a job held in k of them: k dt_s, released within the last).
+   * The longest event and the notice are judged on it, the first broken
+   * when held_s - dt_s exceeds it; NULL: every job held for the whole
+   * event (event_s). */
   const double *held_s;
 };
 

@@ -9,7 +9,9 @@
 
 # Two samples before the event, four in it, one a minute (dt = 60 s, event
 # 240 s), throughput at the baseline (no loss). flex25: longest event
-# 120 s, notice 600 s; the event gave none (--notice default 0).
+# 120 s, notice 600 s; the event gave none (--notice default 0). Held
+# time counts samples (a job held in k samples: k x 60 s); the longest
+# event is broken when it exceeds it by more than a sample.
 #   a: held 1,1,0,0 (released at 120 s): held 120 s, on no notice -> the
 #      notice is violated (it was cut), the longest event is not;
 #   b: held 0,0,0,0 (its notice exempted it): compliant;

@@ -665,14 +665,16 @@ static void test_compliance(void **state) {
 }
 
 /* The contract kept live (docs/control.md "Contract"): the longest event
- * and the notice judged on how long each job was held under its caps.
- * flex25: longest event 600 s, notice 1800 s; the event 1200 s with 900 s
- * notice. a: released at its longest event (held 600 s: no violation);
- * b: its tier's notice exempted it (held 0: none); c: held 660 s (over
- * 600 s: the longest event; and cut on short notice). Throughput at the
- * baseline: no loss. Then the same from a log with the held column: one
- * sample a minute, a held 1,1,0,0 (120 s), b 0,0,0,0, c 1,1,1,1 against a
- * 180 s longest event. */
+ * and the notice judged on how long each job was held under its caps,
+ * counted in periods of 60 s (a count that exceeds the longest event by
+ * more than a period breaks it). flex25: longest event 600 s, notice
+ * 1800 s; the event 1200 s with 900 s notice. a: released at its longest
+ * event (held 660 s: the 11th period, in which it was released: no
+ * violation); b: its tier's notice exempted it (held 0: none); c: held
+ * 720 s (two periods over: the longest event; and cut on short notice).
+ * Throughput at the baseline: no loss. Then the same from a log with the
+ * held column: one sample a minute, a held 1,1,0,0 (120 s), b 0,0,0,0, c
+ * 1,1,1,1 (240 s) against a 60 s longest event. */
 static void test_compliance_held(void **state) {
   (void)state;
   double target[] = {750, 750, 750, 750}, real[] = {740, 740, 740, 740},
@@ -681,11 +683,11 @@ static void test_compliance_held(void **state) {
   struct pfi_contract_job jobs[] = {{"a", "t1", "flex25", 100, NAN},
                                     {"b", "t1", "flex25", 100, NAN},
                                     {"c", "t2", "flex25", 100, NAN}};
-  double tput[12], held[] = {600, 0, 660};
+  double tput[12], held[] = {660, 0, 720};
   for (int k = 0; k < 12; k++)
     tput[k] = 100;
   struct pfi_compliance_input in = {.nt = 4,
-                                    .dt_s = 300,
+                                    .dt_s = 60,
                                     .target_w = target,
                                     .realized_w = real,
                                     .meter_w = meter,
@@ -709,7 +711,7 @@ static void test_compliance_held(void **state) {
   assert_int_equal(c.job[1].violation, 0);
   assert_string_equal(c.job[1].why, "");
   assert_int_equal(c.job[2].violation, 1);
-  assert_non_null(strstr(c.job[2].why, "held under its caps 660 s"));
+  assert_non_null(strstr(c.job[2].why, "held under its caps 720 s"));
   assert_int_equal(c.violations, 2);
   pfi_compliance_release(&c);
   /* With the notice the tier needs, a is compliant too. */
@@ -737,7 +739,7 @@ static void test_compliance_held(void **state) {
   assert_int_equal(
       pfi_eventlog_load_mem(&log, series, strlen(series), jobs_csv, w, &err),
       0);
-  struct pfi_tier t2[] = {{"flex25", 0.25, 180, 0}};
+  struct pfi_tier t2[] = {{"flex25", 0.25, 60, 0}};
   struct pfi_meter_config mc;
   pfi_meter_config_init(&mc);
   double *m;
