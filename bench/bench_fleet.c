@@ -507,8 +507,8 @@ int main(int argc, char **argv) {
   struct pfi_error err;
   char body[512], auth[300], tok[256], u[600];
   double ws = wall();
-  struct pfi_fleet_event e = {"bench", ws, ws + EVENT_S,
-                              100.0 * r.nodes * r.gpus, 0};
+  struct pfi_fleet_event e = {
+      "bench", ws, ws + EVENT_S, 100.0 * r.nodes * r.gpus, 0, 0};
   if (pfi_read_secret(tokf, tok, sizeof tok, &err) < 0 ||
       pfi_fleet_event_encode(&e, body, sizeof body, &err) < 0) {
     fprintf(stderr, "bench_fleet: %s\n", err.msg);

@@ -13,7 +13,10 @@
 #   - a job comment containing pfi-tier=flex0|flex10|flex25|flex50,
 #   - a constraint (feature) pfi-flex0|pfi-flex10|pfi-flex25|pfi-flex50
 #     (the site declares these features on its GPU nodes);
-# none: no tier file (pfid treats the job as having no tier).
+# none: no tier (pfid treats the job as having no tier). A comment with
+# pfi-deadline=N gives the job a deadline: a mean of at least N tokens/s
+# over an event, kept by pfid's controller (the file then reads
+# "LOSS,,,N", LOSS 1 without a tier; docs/fleet.md "Tiers").
 # Never fails the job: a prolog error would drain the node.
 set -u
 DIR=${PFI_JOBMAP_DIR:-/run/pfi/jobmap}
@@ -35,5 +38,10 @@ case $tier in
   flex0) loss=0 ;; flex10) loss=0.1 ;; flex25) loss=0.25 ;; flex50) loss=0.5 ;;
   *) loss= ;;
 esac
-[ -z "$loss" ] || printf '%s\n' "$loss" >"$TIERS/$name"
+dl=$(printf '%s\n' "$info" | sed -n 's/.*Comment=.*pfi-deadline=\([0-9][0-9.]*\).*/\1/p' | head -n 1)
+if [ -n "$dl" ]; then
+  printf '%s,,,%s\n' "${loss:-1}" "$dl" >"$TIERS/$name"
+elif [ -n "$loss" ]; then
+  printf '%s\n' "$loss" >"$TIERS/$name"
+fi
 exit 0

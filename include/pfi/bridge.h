@@ -35,6 +35,9 @@ struct pfi_bridge_event {
   double start_s, end_s, target_w; /* GPU-level target, W (> 0) */
   int cancelled;
   char source[PFI_TIMELINE_ID_MAX]; /* the span's event (not sent) */
+  double known_s; /* when the grid event was created (its span's
+                     created_s), sent as "known": pfid's notice; 0 unknown
+                     (pfid takes its submission) */
 };
 
 /*
@@ -97,9 +100,12 @@ int pfi_pfid_client_events(struct pfi_pfid_client *c,
                            struct pfi_error *err);
 /* Every job's throughput (GET /v1/jobs; a job on several nodes counted
  * once, as its first node reports it): names copied into name[i] (64
- * bytes each), throughput into tput[i]. Returns the number of jobs. */
+ * bytes each), throughput into tput[i], and (held not NULL) into held[i]
+ * 1 while pfid's controller holds it under its pre-event caps, 0 when not,
+ * -1 when pfid does not say. Returns the number of jobs. */
 int pfi_pfid_client_jobs(struct pfi_pfid_client *c, char (*name)[64],
-                         double *tput, size_t max, struct pfi_error *err);
+                         double *tput, int *held, size_t max,
+                         struct pfi_error *err);
 /* pfid's live flexible capacity (GET /v1/capacity, docs/fleet.md): the
  * shed at <= max_loss throughput loss (one of pfi_capacity_quotes) with
  * its interval, and the longest event it holds for (INFINITY: any).

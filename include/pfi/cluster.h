@@ -51,6 +51,14 @@ struct pfi_cluster_config {
   double protect_share;        /* share of jobs protected (0.1) */
   double tiered_share;         /* share of jobs with a tier below 100 % (0.5);
                                   tiers drawn from Flex 10 / 25 / 50 % */
+  /* The rest of the contract (docs/control.md "Contract"), for the
+   * controller to keep live: */
+  double tier_max_event_s; /* the tiered jobs' longest event, s (0: none) */
+  double tier_notice_s;    /* the notice their tiers need, s (0: none) */
+  double deadline_share;   /* share of jobs with a deadline (0) */
+  double deadline_frac;    /* their deadline: this share of their uncapped
+                              throughput as mean over the event (0.9) */
+  double event_notice_s;   /* the notice the event gives, s (0) */
 };
 
 void pfi_cluster_config_init(struct pfi_cluster_config *c);
@@ -59,7 +67,8 @@ void pfi_cluster_config_init(struct pfi_cluster_config *c);
  * Sets one "key=value" pair (keys as the struct fields: nodes,
  * gpus_per_node, profile, seed, library_share, fill, job_hours,
  * eval_every_s, eval_s, ckpt_every_s, ckpt_s, faults, protect_share,
- * tiered_share). Returns 0 or PFI_EINVAL naming the key.
+ * tiered_share, tier_max_event_s, tier_notice_s, deadline_share,
+ * deadline_frac, event_notice_s). Returns 0 or PFI_EINVAL naming the key.
  */
 int pfi_cluster_config_set(struct pfi_cluster_config *c, const char *key,
                            const char *value, struct pfi_error *err);
@@ -90,6 +99,7 @@ struct pfi_cluster_job {
   double pmax_w, tmax;
   double max_loss, min_cap_w;
   int protect;
+  double max_event_s, notice_s, deadline_tput; /* 0: none */
   /* Truth (evaluation only). */
   double true_pfi;           /* ratio PFI of its emulated sweep, fine grid */
   struct pfi_emu_job params; /* the emulator's parameters */
@@ -236,6 +246,10 @@ struct pfi_run_result {
    * best any allocation within the tiers does, where tokens_oracle is
    * not bound by them. */
   double tokens_oracle_tiers, tokens_oracle_tiers_after10;
+  /* The contract: records naming it (reasons contract, deadline); jobs
+   * with a deadline that ran the whole event, and those of them whose
+   * mean observed throughput over it fell below their deadline. */
+  size_t contract_records, deadline_records, deadline_jobs, deadline_missed;
 };
 
 /* Per-second callback (figures, JSON): t, target (NaN outside), realized,

@@ -18,9 +18,12 @@
  *   job loss        = 1 - mean_t tput[t][j] / baseline_tput[j]
  *   tenant loss     = 1 - sum_j mean_t tput[t][j] / sum_j baseline_tput[j]
  *                     over the tenant's jobs (throughput-weighted)
- *   violation       loss > allowance + tol, or the event longer than the
- *                   tier's longest event, or notice shorter than the tier's,
- *                   or mean throughput below the job's deadline minimum.
+ *   violation       loss > allowance + tol, or the job held under its caps
+ *                   longer than the tier's longest event (held_s, counted
+ *                   in periods: by more than one period dt_s; without it
+ *                   the event's length), or held at all with notice
+ *                   shorter than the tier's, or mean throughput below the
+ *                   job's deadline minimum.
  */
 #ifndef PFI_COMPLIANCE_H
 #define PFI_COMPLIANCE_H
@@ -58,6 +61,15 @@ struct pfi_compliance_input {
   const struct pfi_tier *tiers;
   double event_s, notice_s; /* the event's length and the notice given */
   double tol;               /* noise tolerance, fraction (e.g. 0.005) */
+  /* nj (may be NULL): how long each job was held under its caps from the
+   * event's start, s: the controller keeps the contract live (docs/
+   * control.md "Contract"), so a job released at its tier's longest event
+   * is held that long, one its tier's notice exempted 0, counted in
+   * periods (a job held in k of them: k dt_s, released within the last).
+   * The longest event and the notice are judged on it, the first broken
+   * when held_s - dt_s exceeds it; NULL: every job held for the whole
+   * event (event_s). */
+  const double *held_s;
 };
 
 struct pfi_compliance_job {

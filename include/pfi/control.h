@@ -34,7 +34,7 @@
 #include "pfi/error.h"
 #include "pfi/phase.h"
 
-#define PFI_CTL_API_VERSION 2
+#define PFI_CTL_API_VERSION 3
 
 /* Why a job's caps changed (or why a record was written without a
  * change). Append only: values are stored in records databases. */
@@ -49,11 +49,17 @@ enum pfi_ctl_reason {
   PFI_CTL_PROBE = 7,      /* cut below its allocation to learn its curve
                              there, the value of the information above the
                              throughput it costs (docs/control.md "Probes") */
+  PFI_CTL_CONTRACT = 8,   /* held by the tier's contract: released at its
+                             longest event (caps back up, ramp-limited) or
+                             not cut (the event gave less notice than the
+                             tier needs) (docs/control.md "Contract") */
+  PFI_CTL_DEADLINE = 9,   /* held at the floor that keeps its deadline (a
+                             minimum mean throughput over the event) */
   PFI_CTL_REASON__COUNT
 };
 
 /* "cut", "raise", "rollback", "floor", "recovery", "anomaly",
- * "infeasible", "probe"; "?" for anything else. */
+ * "infeasible", "probe", "contract", "deadline"; "?" for anything else. */
 const char *pfi_ctl_reason_name(int reason);
 /* Reason by name, or -1. */
 int pfi_ctl_reason_parse(const char *name);
@@ -116,6 +122,19 @@ struct pfi_ctl_job {
                          its uncapped telemetry showed; NaN: learned
                          from the job's own uncapped periods */
   double tmax;        /* uncapped throughput, tokens/s; NaN: learned */
+  /* The rest of the tier's contract (docs/control.md "Contract"); 0 or
+   * NaN: none. Appended in API version 3. */
+  double max_event_s;   /* the tier's longest event, s: from this long
+                           after the event's start the job is released
+                           (its caps back up to the pre-event ones,
+                           ramp-limited; the others absorb it) */
+  double notice_s;      /* the notice the tier needs, s: an event that gave
+                           less does not cut the job at all */
+  double deadline_tput; /* the job's deadline: the least mean throughput
+                           over the event, tokens/s; each period its floor
+                           is the power where its believed curve (lower
+                           confidence bound) keeps that mean, given what
+                           it has delivered so far */
 };
 
 /* One GPU's observation over the last period. */
@@ -148,6 +167,15 @@ struct pfi_ctl_input {
   double baseline_w; /* pre-event baseline the recovery stays under, W,
                         read when the event starts; NaN or 0: the median
                         realized power of the last 300 periods before it */
+  /* The event's terms (appended in API version 3), read when it starts. */
+  double event_start_s; /* the event's start on the t_s clock, s (may be
+                           negative: before the clock's origin); NaN or
+                           0: the period it is first passed in */
+  double notice_s;      /* notice the event gave (its start less the time
+                           it became known), s; NaN or 0: none */
+  double event_end_s;   /* its planned end on the t_s clock, s; NaN or 0:
+                           unknown (a deadline is then kept on the mean
+                           so far, period by period) */
 };
 
 /* One decision about one job. Written before its caps are applied (the
@@ -189,6 +217,10 @@ struct pfi_ctl_output {
   double shortfall_w; /* by how many watts */
   double pred_tokens; /* believed total throughput at the new caps */
   int recovering;     /* 1 while the staggered recovery runs */
+  int infeasible_reason; /* the term whose floors exceed the target:
+                            PFI_CTL_FLOOR (minimum caps, tiers),
+                            PFI_CTL_CONTRACT (longest event, notice) or
+                            PFI_CTL_DEADLINE; -1 when feasible */
 };
 
 struct pfi_ctl;
@@ -245,6 +277,12 @@ struct pfi_ctl_belief {
   size_t rollbacks; /* rollbacks so far */
   double cap_w;     /* current requested cap (mean over its GPUs) */
   double draw_w;    /* modelled draw in training at that cap, W */
+  int contract;     /* this event: PFI_CTL_CONTRACT (released or not cut),
+                       PFI_CTL_DEADLINE (a deadline floor binds) or -1 */
+  double delivered; /* tokens delivered since the event's start (its
+                       first period under the controller) */
+  double cap_hi_w;  /* its ceiling, W per GPU: during an event and its
+                       recovery its pre-event caps */
 };
 
 /* Belief of the job in `slot`; returns 0 or PFI_ENOTFOUND. */

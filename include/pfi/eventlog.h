@@ -7,13 +7,20 @@
  *
  *   series.csv   t_s,target_w,power_w     (target_w 0: no event in force)
  *                [,shed_loss,shed_w,shed_lo_w,shed_hi_w,shed_duration_s]
- *   jobs.csv     t_s,job,tokens_per_s     (one row per job per sample)
+ *   jobs.csv     t_s,job,tokens_per_s[,held]  (one row per job per sample)
  *
  * The optional capacity columns are pfid's live flexible capacity as the
  * bridge read it (GET /v1/capacity): the power the fleet could shed at <=
  * shed_loss throughput loss (one loss for the whole log), its interval, and
  * the longest event it holds for. Empty cells: no quote then (shed), or an
  * event of any length (duration).
+ *
+ * The optional held column is pfid's word on the job (GET /v1/jobs): 1
+ * while the controller holds it under its pre-event caps, 0 when it does
+ * not (never cut, or released by its contract: docs/control.md
+ * "Contract"); an empty cell counts as held. A job's held time is the
+ * event's samples up to its last held one, each dt long; without the
+ * column every job is held the whole event.
  *
  * The event is the longest run of samples with target_w > 0. Baselines come
  * from the samples before it: the fleet's median power and each job's mean
@@ -44,6 +51,9 @@ struct pfi_eventlog {
    * empty cell (shed_dur: INFINITY for any length). */
   double shed_loss; /* the quotes' loss; 0 when the log has none */
   double *shed, *shed_lo, *shed_hi, *shed_dur;
+  /* The held column (NULL when jobs.csv has none): nj, the index of each
+   * job's last held event sample from ev0 plus one (0: never held). */
+  size_t *held_n;
 };
 
 /* Reads the two files (paths; located errors, PFI_EPARSE). */
@@ -60,7 +70,9 @@ void pfi_eventlog_release(struct pfi_eventlog *log);
  * caller frees) from the log: dt = median sample spacing; meter power of
  * each sample from the GPU power spread over `nodes` nodes through the
  * meter chain; jobs matched to `contract` (every logged job must be in it,
- * PFI_EINVAL naming it); event length = duration of [ev0, ev1).
+ * PFI_EINVAL naming it); event length = duration of [ev0, ev1); each job's
+ * held time (the held column; NULL without it) in in->held_s, stored after
+ * the meter samples in *meter_w.
  */
 int pfi_eventlog_compliance(const struct pfi_eventlog *log,
                             const struct pfi_meter_config *cfg, unsigned nodes,

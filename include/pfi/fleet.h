@@ -92,7 +92,17 @@ struct pfi_fleet_job {
   double tokens_per_s; /* newest throughput the job reported; < 0 unknown */
   double max_loss;     /* its tier: largest tolerated throughput loss, 0..1;
                           < 0 when it has none */
+  /* The rest of its contract as its tier file gives it (pfi-agent
+   * --tier-dir: "max_loss[,max_event_s[,notice_s[,deadline_tput]]]"); 0:
+   * none. */
+  double max_event_s, notice_s, deadline_tput;
 };
+
+/* A tier file's line (pfi-agent --tier-dir, written by the Slurm prolog):
+ * "max_loss[,max_event_s[,notice_s[,deadline_tput]]]" (empty fields: none;
+ * a trailing newline allowed) into j's max_loss and terms. Returns 0, or
+ * -1 for a malformed line (j then has no tier: max_loss -1, terms 0). */
+int pfi_fleet_tier_line(const char *line, struct pfi_fleet_job *j);
 
 struct pfi_fleet_telemetry {
   char node[PFI_FLEET_NAME_MAX];
@@ -132,6 +142,10 @@ struct pfi_fleet_event {
   double start_s, end_s; /* Unix times, start < end */
   double target_w;       /* > 0 */
   int cancelled;         /* 1: ended early by the operator */
+  double known_s;        /* Unix time it became known (field "known": the
+                            submission to pfid's API, or the grid's own
+                            creation time where the source has one); 0:
+                            unknown. Its notice is start_s - known_s */
 };
 
 int pfi_fleet_event_encode(const struct pfi_fleet_event *e, char *buf, size_t n,
@@ -145,6 +159,11 @@ struct pfi_fleet_tier {
   char job[PFI_FLEET_NAME_MAX];
   double max_loss; /* largest tolerated throughput loss, 0..1 */
   char name[PFI_FLEET_NAME_MAX]; /* the named tier it came from, "" none */
+  /* The rest of the contract, kept live by the controller; 0: none (the
+   * tier file's, pfid --tiers, for the tier's max_loss). */
+  double max_event_s;   /* the longest event, s */
+  double notice_s;      /* the notice the tier needs, s */
+  double deadline_tput; /* the least mean throughput over an event */
 };
 
 int pfi_fleet_tier_encode(const struct pfi_fleet_tier *t, char *buf, size_t n,

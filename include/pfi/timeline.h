@@ -56,7 +56,10 @@ struct pfi_target_span {
   int priority;        /* lower number = higher priority (OpenADR 3 sec. 7.1) */
   int64_t scheduled_s; /* when the event was created/modified */
   char event[PFI_TIMELINE_ID_MAX]; /* event id (or schedule file:line) */
-  char kind[32]; /* payload type that set it, e.g. IMPORT_CAPACITY_LIMIT */
+  char kind[32];     /* payload type that set it, e.g. IMPORT_CAPACITY_LIMIT */
+  int64_t created_s; /* when the event was created (OpenADR createdDateTime:
+                        the time it became known, the start of its notice);
+                        0 unknown */
 };
 
 /* A growable array of spans. Caller-owned: zero it or call _init, then

@@ -27,6 +27,8 @@ static const struct pfi_opt opts[] = {
     {"hold", 'H', 0, PFI_ARG_REQ, "H",
      "event length after the ramp (default 3h)"},
     {"tail", 'T', 0, PFI_ARG_REQ, "S", "after the event (default 20m)"},
+    {"notice", 'N', 0, PFI_ARG_REQ, "D",
+     "the notice the event gives (default 0; as event_notice_s)"},
     {"seed", 's', 0, PFI_ARG_REQ, "N", "first seed (default 1)"},
     {"seeds", 'k', 0, PFI_ARG_REQ, "K", "seeds N..N+K-1 (default 1)"},
     {"no-compare", 'n', 0, PFI_ARG_NONE, NULL,
@@ -50,7 +52,8 @@ static const struct pfi_opt opts[] = {
 static const struct pfi_cmd_help help = {
     "control",
     "usage: pfi control --emulate CLUSTER --target T [--start S] [--ramp R]\n"
-    "                   [--hold H] [--tail S] [--seed N] [--seeds K]\n"
+    "                   [--hold H] [--tail S] [--notice D] [--seed N]\n"
+    "                   [--seeds K]\n"
     "                   [--records DB] [--series FILE] [--out FILE.json]\n"
     "                   [--margin M] [--probe-horizon S] [--draw-learn 0|1]\n"
     "                   [--no-compare] [--format F]\n"
@@ -67,8 +70,14 @@ static const struct pfi_cmd_help help = {
     "CLUSTER is a file of 'key = value' lines or inline pairs\n"
     "('nodes=4,gpus_per_node=8'); keys: nodes, gpus_per_node, profile,\n"
     "seed, library_share, fill, job_hours, eval_every_s, eval_s,\n"
-    "ckpt_every_s, ckpt_s, faults, protect_share, tiered_share; 'default'\n"
-    "is 125 nodes x 8 H200, all jobs drawn out of sample.\n"
+    "ckpt_every_s, ckpt_s, faults, protect_share, tiered_share; the rest\n"
+    "of the contract, kept live by the controller (docs/control.md\n"
+    "\"Contract\"): tier_max_event_s (the tiered jobs' longest event, s),\n"
+    "tier_notice_s (the notice their tiers need, s), deadline_share (share\n"
+    "of jobs with a deadline), deadline_frac (their minimum mean throughput\n"
+    "over the event as a share of the uncapped, 0.9), event_notice_s (the\n"
+    "notice the event gives, s; --notice). 'default' is 125 nodes x 8\n"
+    "H200, all jobs drawn out of sample.\n"
     "\n"
     "T: a share of the pre-event baseline (75%, 0.75), a power (300kW), a\n"
     "timeline file ('start_s ramp_s hold_s target' on one line), or\n"
@@ -149,13 +158,21 @@ static json_t *result_json(const struct pfi_run_result *r) {
                       json_integer((json_int_t)r->floor_violations));
   json_object_set_new(o, "tier_violation_job_s",
                       json_integer((json_int_t)r->tier_violations));
+  json_object_set_new(o, "contract_records",
+                      json_integer((json_int_t)r->contract_records));
+  json_object_set_new(o, "deadline_records",
+                      json_integer((json_int_t)r->deadline_records));
+  json_object_set_new(o, "deadline_jobs",
+                      json_integer((json_int_t)r->deadline_jobs));
+  json_object_set_new(o, "deadline_missed",
+                      json_integer((json_int_t)r->deadline_missed));
   return o;
 }
 
 int cmd_control(int argc, char **argv) {
   const char *cluster = NULL, *target = NULL, *records = NULL, *series = NULL;
   const char *outfile = NULL;
-  double start = 900, ramp = 60, hold = 3 * 3600, tail = 1200;
+  double start = 900, ramp = 60, hold = 3 * 3600, tail = 1200, notice = NAN;
   unsigned long seed = 1, nseeds = 1;
   int compare = 1, phoenix = 0, c;
   enum pfi_format format = PFI_FMT_TABLE;
@@ -172,6 +189,14 @@ int cmd_control(int argc, char **argv) {
       break;
     case 't':
       target = optarg;
+      break;
+    case 'N':
+      if (pfi_cli_parse_duration(optarg, &notice, &err) < 0 || !(notice >= 0) ||
+          notice > 1e7)
+        return pfi_cli_usage("control",
+                             "--notice: expected a duration "
+                             "(30m), got '%s'",
+                             optarg);
       break;
     case 'S':
     case 'R':
@@ -265,6 +290,8 @@ int cmd_control(int argc, char **argv) {
   if (strcmp(cluster, "default") &&
       pfi_cluster_config_read(&cc, cluster, &err) < 0)
     return pfi_cli_fail(&err);
+  if (!isnan(notice))
+    cc.event_notice_s = notice;
   struct pfi_event ev, em_ev;
   struct pfi_emerald em;
   int have_em = 0;

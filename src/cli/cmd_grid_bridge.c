@@ -192,18 +192,20 @@ static void log_sample(const char *dir, struct pfi_pfid_client *pc, double t,
   }
   static char name[512][64];
   static double tput[512];
+  static int held[512];
   struct pfi_error e;
-  int n = pfi_pfid_client_jobs(pc, name, tput, 512, &e);
+  int n = pfi_pfid_client_jobs(pc, name, tput, held, 512, &e);
   snprintf(p, sizeof p, "%s/jobs.csv", dir);
   fresh = stat(p, &st) != 0;
   if (n < 0 || !(f = fopen(p, "ae")))
     return;
   if (fresh)
-    fputs("t_s,job,tokens_per_s\n", f);
+    fputs("t_s,job,tokens_per_s,held\n", f);
+  /* held: pfid's word (docs/grid.md); empty when it gives none. */
   for (int i = 0; i < n; i++) {
     fprintf(f, "%.3f,", t);
     pfi_cli_put_csv_field(f, name[i]);
-    fprintf(f, ",%.9g\n", tput[i]);
+    fprintf(f, ",%.9g,%s\n", tput[i], held[i] < 0 ? "" : held[i] ? "1" : "0");
   }
   fclose(f);
 }

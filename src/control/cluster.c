@@ -42,6 +42,7 @@ void pfi_cluster_config_init(struct pfi_cluster_config *c) {
   c->faults = 1;
   c->protect_share = 0.1;
   c->tiered_share = 0.5;
+  c->deadline_frac = 0.9;
 }
 
 static int num(const char *v, double lo, double hi, double *out) {
@@ -79,6 +80,11 @@ int pfi_cluster_config_set(struct pfi_cluster_config *c, const char *key,
       {"faults", 0, 1, 1, &c->faults, 'i'},
       {"protect_share", 0, 1, 0, &c->protect_share, 'd'},
       {"tiered_share", 0, 1, 0, &c->tiered_share, 'd'},
+      {"tier_max_event_s", 0, 1e7, 0, &c->tier_max_event_s, 'd'},
+      {"tier_notice_s", 0, 1e7, 0, &c->tier_notice_s, 'd'},
+      {"deadline_share", 0, 1, 0, &c->deadline_share, 'd'},
+      {"deadline_frac", 0, 1, 0, &c->deadline_frac, 'd'},
+      {"event_notice_s", 0, 1e7, 0, &c->event_notice_s, 'd'},
   };
   if (strcmp(key, "profile") == 0) {
     if (!pfi_emu_profile_find(v))
@@ -510,6 +516,15 @@ static int add_job(struct pfi_cluster *cl, const size_t *gpu, size_t n,
           : 1.0;
   in->protect = unif(s, S_TIER, (uint64_t)id * 4 + 2) < cl->cfg.protect_share;
   in->min_cap_w = 0;
+  /* The tiered jobs' longest event and notice; deadlines on a share of
+   * the jobs (a stream of their own: the draws above are unchanged). */
+  in->max_event_s = in->max_loss < 1 ? cl->cfg.tier_max_event_s : 0;
+  in->notice_s = in->max_loss < 1 ? cl->cfg.tier_notice_s : 0;
+  in->deadline_tput =
+      cl->cfg.deadline_share > 0 &&
+              unif(s, S_TIER, (uint64_t)id * 4 + 3) < cl->cfg.deadline_share
+          ? cl->cfg.deadline_frac * in->tmax
+          : 0;
   for (size_t r = 0; r < n; r++)
     j->cur_cap[r] = cl->prof->max_mw / 1000.0;
   return id;

@@ -13,8 +13,8 @@
 #include "ctl_int.h"
 
 static const char *const reason_names[PFI_CTL_REASON__COUNT] = {
-    "cut",      "raise",   "rollback",   "floor",
-    "recovery", "anomaly", "infeasible", "probe"};
+    "cut",     "raise",      "rollback", "floor",    "recovery",
+    "anomaly", "infeasible", "probe",    "contract", "deadline"};
 
 const char *pfi_ctl_reason_name(int reason) {
   return reason >= 0 && reason < PFI_CTL_REASON__COUNT ? reason_names[reason]
@@ -188,6 +188,18 @@ int pfi_ctl_job_add(struct pfi_ctl *c, const struct pfi_ctl_job *in,
   if (!(in->min_cap_w >= 0 && isfinite(in->min_cap_w)))
     return pfi_error_set(err, PFI_EINVAL, "job %s: minimum cap %g W", in->id,
                          in->min_cap_w);
+  if (!(isnan(in->max_event_s) ||
+        (isfinite(in->max_event_s) && in->max_event_s >= 0)))
+    return pfi_error_set(err, PFI_EINVAL, "job %s: max_event_s %g is not >= 0",
+                         in->id, in->max_event_s);
+  if (!(isnan(in->notice_s) || (isfinite(in->notice_s) && in->notice_s >= 0)))
+    return pfi_error_set(err, PFI_EINVAL, "job %s: notice_s %g is not >= 0",
+                         in->id, in->notice_s);
+  if (!(isnan(in->deadline_tput) ||
+        (isfinite(in->deadline_tput) && in->deadline_tput >= 0)))
+    return pfi_error_set(err, PFI_EINVAL,
+                         "job %s: deadline_tput %g is not >= 0", in->id,
+                         in->deadline_tput);
   if (!fin_or_nan(in->pfi) || !fin_or_nan(in->pfi_lo) ||
       !fin_or_nan(in->pfi_hi) || in->pfi <= 0 || in->pfi_lo <= 0)
     return pfi_error_set(err, PFI_EINVAL, "job %s: PFI estimate not positive",
@@ -234,6 +246,11 @@ int pfi_ctl_job_add(struct pfi_ctl *c, const struct pfi_ctl_job *in,
   if (isfinite(j->pfi) && isfinite(j->pfi_lo) && j->pfi_lo > j->pfi)
     j->pfi_lo = j->pfi;
   j->max_loss = in->max_loss;
+  j->max_event_s = in->max_event_s > 0 ? in->max_event_s : 0;
+  j->notice_s = in->notice_s > 0 ? in->notice_s : 0;
+  j->deadline_tput = in->deadline_tput > 0 ? in->deadline_tput : 0;
+  j->ct_tokens = j->ct_t0 = j->ct_tlast = NAN;
+  j->ct_term = -1;
   j->min_cap_w = in->min_cap_w;
   j->cap_lo = in->min_cap_w;
   for (size_t k = 0; k < in->ngpus; k++)
@@ -398,6 +415,9 @@ int pfi_ctl_job_belief(const struct pfi_ctl *c, int slot,
   b->rollbacks = j->rollbacks;
   b->cap_w = j->cap;
   b->draw_w = pfi__ctl_draw_at(c, j, j->cap);
+  b->contract = c->in_event ? j->ct_term : -1;
+  b->delivered = isfinite(j->ct_tokens) ? j->ct_tokens : 0;
+  b->cap_hi_w = pfi__ctl_cap_hi(c, j);
   return 0;
 }
 

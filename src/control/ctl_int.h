@@ -105,6 +105,13 @@ struct pfi__ctl_job {
   double tput_before_change;
   /* The pending record (index in the controller's pending list + 1). */
   size_t pending;
+  /* The rest of the tier's contract (contract.c); 0: none. */
+  double max_event_s, notice_s, deadline_tput;
+  /* This event: tokens delivered since ct_t0 (NaN: not yet counted), the
+   * time they were counted to, the term that holds it (-1: none) and
+   * whether its exemption was recorded. */
+  double ct_tokens, ct_t0, ct_tlast;
+  int ct_term, ct_noted;
 };
 
 struct pfi_ctl {
@@ -139,6 +146,9 @@ struct pfi_ctl {
   size_t norder, order_cap;
   double recovery_t0;
   int was_infeasible;
+  /* The event's terms (contract.c): its start, first period under the
+   * controller, planned end (NaN unknown) and the notice it gave, s. */
+  double ev_start, ev_first, ev_end, ev_notice;
   /* Records. */
   uint64_t seq;
   struct pfi_ctl_record *rec, *done, *pend;
@@ -226,5 +236,35 @@ double pfi__ctl_foreseen_pause(const struct pfi_ctl *c,
  * period (observe.c). Returns 0 or a negative PFI error. */
 int pfi__ctl_observe(struct pfi_ctl *c, struct pfi__ctl_job *j,
                      const struct pfi_ctl_input *in);
+
+/* The contract (contract.c, docs/control.md "Contract"). At the event's
+ * start: its terms read from `in`, every job's delivered tokens reset. */
+void pfi__ctl_contract_start(struct pfi_ctl *c, const struct pfi_ctl_input *in);
+/* Each period of the event, before the floors: the tokens each job
+ * delivered over the period just ended added to its count. */
+void pfi__ctl_contract_observe(struct pfi_ctl *c,
+                               const struct pfi_ctl_input *in);
+/* 1: job j is held at its pre-event caps by the contract this period (the
+ * longest event reached, or less notice than its tier needs): not cut. */
+int pfi__ctl_contract_hold(const struct pfi_ctl *c,
+                           const struct pfi__ctl_job *j, double t_s);
+/* Job j's floor this period in aggregate power, W, with the contract:
+ * `base` (its floor from its minimum cap and tier) raised by the longest
+ * event, the notice and its deadline; `hi` its draw at its ceiling.
+ * *term receives the term that raised it (PFI_CTL_CONTRACT,
+ * PFI_CTL_DEADLINE) or -1. */
+double pfi__ctl_contract_floor(const struct pfi_ctl *c,
+                               const struct pfi__ctl_job *j, double t_s,
+                               double base, double hi, int *term);
+/* Sets the term that holds job j this period (-1: none); the first
+ * period the contract holds it in an event writes its record. Returns 0 or
+ * PFI_ENOMEM. */
+int pfi__ctl_contract_note(struct pfi_ctl *c, struct pfi__ctl_job *j,
+                           const struct pfi_ctl_input *in, int term);
+/* The tokens/s job j must deliver from t_s on to keep its deadline (NaN:
+ * no deadline, or none counted yet), `dt` the period. */
+double pfi__ctl_deadline_rate(const struct pfi_ctl *c,
+                              const struct pfi__ctl_job *j, double t_s,
+                              double dt);
 
 #endif

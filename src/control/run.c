@@ -125,6 +125,7 @@ int pfi_run_closed_loop(const struct pfi_cluster_config *cc,
   double *mn = NULL, *mx = NULL, *caps = NULL, *prev = NULL, *pre = NULL;
   double *errs = NULL, *alloc = NULL;
   int *slot_of = NULL, *oin = NULL;
+  double *dl_tok = NULL; /* observed tokens of each job over the event */
   struct pfi_ctl_job_obs *jo = NULL;
   size_t nslot_of = 0, nerrs = 0, errs_cap = 0, jo_cap = 0;
   int rc = pfi_cluster_open(&cl, cc, jobs_path, horizon, err);
@@ -179,6 +180,14 @@ int pfi_run_closed_loop(const struct pfi_cluster_config *cc,
       for (size_t i = nslot_of; i < total; i++)
         a[i] = -1;
       slot_of = a;
+      double *d = realloc(dl_tok, total * sizeof *d);
+      if (!d) {
+        rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+        goto out;
+      }
+      for (size_t i = nslot_of; i < total; i++)
+        d[i] = 0;
+      dl_tok = d;
       nslot_of = total;
     }
     for (size_t i = 0; i < o.nstarted; i++) {
@@ -194,7 +203,10 @@ int pfi_run_closed_loop(const struct pfi_cluster_config *cc,
                                .min_cap_w = j->min_cap_w,
                                .protect = j->protect,
                                .pmax_w = j->pmax_w,
-                               .tmax = j->tmax};
+                               .tmax = j->tmax,
+                               .max_event_s = j->max_event_s,
+                               .notice_s = j->notice_s,
+                               .deadline_tput = j->deadline_tput};
       if ((rc = pfi_ctl_job_add(ctl, &cj, err)) < 0)
         goto out;
       slot_of[j->id] = rc;
@@ -266,6 +278,8 @@ int pfi_run_closed_loop(const struct pfi_cluster_config *cc,
         errs[nerrs++] = fabs(e);
       }
       res->tokens_event += tokens_now * dt;
+      for (size_t i = 0; i < o.njobs; i++)
+        dl_tok[o.job[i]] += o.tokens[i] * dt;
       ev_p += P * dt;
       ev_t += dt;
       min_p += P;
@@ -311,10 +325,16 @@ int pfi_run_closed_loop(const struct pfi_cluster_config *cc,
     }
     /* The controller's period. */
     struct pfi_ctl_input in = {
-        t,       isfinite(base) && isfinite(pfi_event_target(tg, t, base)),
-        "event", isfinite(base) ? pfi_event_target(tg, t, base) : NAN,
-        o.gpu,   jo,
-        base};
+        .t_s = t,
+        .event = isfinite(base) && isfinite(pfi_event_target(tg, t, base)),
+        .event_id = "event",
+        .target_w = isfinite(base) ? pfi_event_target(tg, t, base) : NAN,
+        .gpu = o.gpu,
+        .job = jo,
+        .baseline_w = base,
+        .event_start_s = tg->start_s,
+        .notice_s = cc->event_notice_s,
+        .event_end_s = pfi_event_end(tg)};
     struct pfi_ctl_output out;
     if ((rc = pfi_ctl_step(ctl, &in, &out, err)) < 0)
       goto out;
@@ -324,6 +344,10 @@ int pfi_run_closed_loop(const struct pfi_cluster_config *cc,
         res->anomalies++;
       if (out.rec[i].reason == PFI_CTL_ROLLBACK)
         res->rollbacks++;
+      if (out.rec[i].reason == PFI_CTL_CONTRACT)
+        res->contract_records++;
+      if (out.rec[i].reason == PFI_CTL_DEADLINE)
+        res->deadline_records++;
     }
     if (out.infeasible) {
       res->infeasible_s += (size_t)dt;
@@ -348,6 +372,17 @@ int pfi_run_closed_loop(const struct pfi_cluster_config *cc,
       goto out;
   }
   res->recovery_s = isfinite(rec_end) ? rec_end - end : NAN;
+  /* Deadlines: the jobs that ran the whole event, their mean observed
+   * throughput over it against their minimum. */
+  for (size_t i = 0; i < nslot_of && end > tg->start_s; i++) {
+    const struct pfi_cluster_job *j = pfi_cluster_job_at(cl, (int)i);
+    if (!j || !(j->deadline_tput > 0) || j->start_s > tg->start_s ||
+        j->end_s < end)
+      continue;
+    res->deadline_jobs++;
+    if (dl_tok[i] / (end - tg->start_s) < j->deadline_tput)
+      res->deadline_missed++;
+  }
   res->mean_cut = ev_t > 0 ? 1.0 - ev_p / ev_t / base : NAN;
   double hours = (end - tg->start_s) / 3600.0;
   res->cap_changes_per_gpu_h = hours > 0 ? changes / ((double)G * hours) : 0;
@@ -378,6 +413,7 @@ out:
   free(errs);
   free(alloc);
   free(slot_of);
+  free(dl_tok);
   free(oin);
   free(jo);
   return rc;

@@ -100,6 +100,7 @@ struct jstate {
   double next;  /* draw counted for the next period, W (model, but for a
                    foreseen pause the draw expected in it) */
   double lo_t, lo_hw, hi; /* floor with and without its tier, ceiling, W */
+  int term;               /* the contract term raising lo_t, or -1 */
 };
 
 static void classify(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
@@ -429,6 +430,7 @@ static int allocate(struct pfi_ctl *c, const struct pfi_ctl_input *in,
     }
   }
   model += free_draw;
+  pfi__ctl_contract_observe(c, in);
   /* Feedback: the model's error on the last period, taken at once when it
    * under-predicted, followed slowly when it over-predicted. */
   double resid = realized - model;
@@ -452,7 +454,7 @@ static int allocate(struct pfi_ctl *c, const struct pfi_ctl_input *in,
     struct pfi__ctl_job *j = &c->job[s];
     if (!j->used || st[s].jump <= 0)
       continue;
-    if (st[s].paused) {
+    if (st[s].paused && !pfi__ctl_contract_hold(c, j, in->t_s)) {
       /* From the draw it has (a foreseen pause: the draw expected). */
       double want =
           pfi__ctl_cap_for(c, j, st[s].next + allowance / (double)npaused);
@@ -499,14 +501,23 @@ static int allocate(struct pfi_ctl *c, const struct pfi_ctl_input *in,
     rc = pfi_error_set(err, rc, "out of memory");
     goto out;
   }
-  double sum_lo = 0, sum_lo_hw = 0, sum_hi = 0;
+  double sum_lo = 0, sum_lo_hw = 0, sum_hi = 0, sum_tier = 0, ex[2] = {0, 0};
   for (size_t s = 0; s < c->nslots; s++) {
     if (!c->job[s].used || !st[s].movable)
       continue;
     struct pfi__ctl_job *j = &c->job[s];
-    st[s].lo_t = pfi__ctl_floor(c, j, 1);
+    double tier = pfi__ctl_floor(c, j, 1);
     st[s].lo_hw = pfi__ctl_floor(c, j, 0);
     st[s].hi = pfi__ctl_draw_at(c, j, pfi__ctl_cap_hi(c, j));
+    st[s].lo_t =
+        pfi__ctl_contract_floor(c, j, in->t_s, tier, st[s].hi, &st[s].term);
+    if ((rc = pfi__ctl_contract_note(c, j, in, st[s].term)) < 0) {
+      rc = pfi_error_set(err, rc, "out of memory");
+      goto out;
+    }
+    if (st[s].term >= 0)
+      ex[st[s].term == PFI_CTL_DEADLINE] += st[s].lo_t - tier;
+    sum_tier += tier;
     sum_lo += st[s].lo_t;
     sum_lo_hw += st[s].lo_hw;
     sum_hi += st[s].hi;
@@ -525,6 +536,11 @@ static int allocate(struct pfi_ctl *c, const struct pfi_ctl_input *in,
   }
   out->infeasible = infeasible;
   out->shortfall_w = shortfall;
+  /* The term the shortfall is owed to: the tiers' own floors first. */
+  if (infeasible)
+    out->infeasible_reason = !tiers || budget < sum_tier ? PFI_CTL_FLOOR
+                             : ex[1] > ex[0]             ? PFI_CTL_DEADLINE
+                                                         : PFI_CTL_CONTRACT;
   out->budget_w = budget;
   /* Increases wait while decreases not yet seen exceed 0.1 % of the
    * target (two phases) or realized power is above the aim. */
@@ -613,10 +629,16 @@ static int allocate(struct pfi_ctl *c, const struct pfi_ctl_input *in,
       cf->ramp_down_w_s > 0 ? cf->ramp_down_w_s * cf->period_s : INFINITY;
   for (size_t r = 0; r < row; r++) {
     struct pfi__ctl_job *j = &c->job[c->pslot[r]];
-    double want = pfi__ctl_cap_for(c, j, alloc[r]);
     const struct jstate *js = &st[c->pslot[r]];
     double lo_t = tiers ? js->lo_t : js->lo_hw;
-    int reason = infeasible                      ? PFI_CTL_INFEASIBLE
+    /* A job held by a contract term records the term, and its floor is
+     * not held back with the other increases (fill_reach). */
+    int held = tiers && js->term >= 0 && alloc[r] <= lo_t * (1 + 1e-9);
+    if (held)
+      alloc[r] = lo_t;
+    double want = pfi__ctl_cap_for(c, j, alloc[r]);
+    int reason = held                            ? js->term
+                 : infeasible                    ? PFI_CTL_INFEASIBLE
                  : j->rollback_now               ? PFI_CTL_ROLLBACK
                  : j->probe_until > in->t_s      ? PFI_CTL_PROBE
                  : alloc[r] <= lo_t * (1 + 1e-9) ? PFI_CTL_FLOOR
@@ -629,7 +651,10 @@ static int allocate(struct pfi_ctl *c, const struct pfi_ctl_input *in,
       if (-d > down)
         want = j->cap - down;
     } else {
-      if (d < DEADBAND_W || pending || above)
+      /* A contract release rises even while realized power is above
+       * the aim (its floor holds: an infeasible target is reported), and
+       * all the way back (no deadband). */
+      if ((d < DEADBAND_W && !held) || pending || (above && !held))
         continue;
       if (d > up)
         want = j->cap + up;
@@ -644,7 +669,10 @@ static int allocate(struct pfi_ctl *c, const struct pfi_ctl_input *in,
     for (size_t s = 0; s < c->nslots; s++)
       if (c->job[s].used && c->job[s].last_change_t != in->t_s &&
           (rc = pfi__ctl_decide(c, &c->job[s], in, c->job[s].cap,
-                                PFI_CTL_INFEASIBLE, shortfall)) < 0) {
+                                st[s].movable && tiers && st[s].term >= 0
+                                    ? st[s].term
+                                    : PFI_CTL_INFEASIBLE,
+                                shortfall)) < 0) {
         rc = pfi_error_set(err, rc, "out of memory");
         goto out;
       }
@@ -740,7 +768,10 @@ static int recover(struct pfi_ctl *c, const struct pfi_ctl_input *in,
         continue;
       struct pfi__ctl_job *j = &c->job[s];
       double lo = pfi__ctl_cap_lo(c, j);
-      if (j->cap <= lo + 1e-9 || !(j->draw > 0))
+      /* Nor one the contract held in the event (released, too little
+       * notice): it is not cut again after it. */
+      if (j->cap <= lo + 1e-9 || !(j->draw > 0) ||
+          j->ct_term == PFI_CTL_CONTRACT)
         continue;
       /* Watts per W of cap: the draw model's slope just below the cap. */
       double per = (pfi__ctl_draw_at(c, j, j->cap) -
@@ -880,6 +911,7 @@ int pfi_ctl_step(struct pfi_ctl *c, const struct pfi_ctl_input *in,
   memset(out, 0, sizeof *out);
   out->cap_w = c->out_cap;
   out->aim_w = out->budget_w = NAN;
+  out->infeasible_reason = -1;
   c->nrec = c->ndone = 0;
   int rc = check_input(c, in, err);
   if (rc < 0)
@@ -934,6 +966,7 @@ int pfi_ctl_step(struct pfi_ctl *c, const struct pfi_ctl_input *in,
     for (size_t g = 0; g < c->ngpus; g++)
       c->pre[g] = c->cap[g];
     c->bias = 0;
+    pfi__ctl_contract_start(c, in);
   } else if (!in->event && c->in_event) {
     c->in_event = 0;
     c->recovering = 1;

@@ -431,19 +431,19 @@ int pfi_agent_tick(struct pfi_agent *ag, double now_s, double mono_s,
     snprintf(t->job[j].id, sizeof t->job[j].id, "%s", g->job);
     t->job[j].tokens_per_s = -1;
     t->job[j].max_loss = -1;
+    t->job[j].max_event_s = t->job[j].notice_s = t->job[j].deadline_tput = 0;
     t->n_jobs++;
     if (ag->tiers[0]) {
-      char path[600], buf[32];
+      char path[600], buf[128];
       snprintf(path, sizeof path, "%s/%s", ag->tiers, g->job);
       int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
       ssize_t k = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
       if (fd >= 0)
         close(fd);
-      char *end;
-      double v = k > 0 ? (buf[k] = 0, strtod(buf, &end)) : -1;
-      if (k > 0 && end != buf && (*end == 0 || *end == '\n') && v >= 0 &&
-          v <= 1)
-        t->job[j].max_loss = v;
+      if (k > 0) {
+        buf[k] = 0;
+        pfi_fleet_tier_line(buf, &t->job[j]);
+      }
     }
     double rate = -1;
     pthread_mutex_lock(&ag->post_mu);

@@ -95,9 +95,17 @@ static json_t *node_json(const struct pfid_node *n, double mono) {
 }
 
 static json_t *event_json(const struct pfi_fleet_event *e) {
-  return json_pack("{s:s s:f s:f s:f s:b}", "id", e->id, "start", e->start_s,
-                   "end", e->end_s, "target_w", e->target_w, "cancelled",
-                   e->cancelled);
+  json_t *o = json_pack("{s:s s:f s:f s:f s:b}", "id", e->id, "start",
+                        e->start_s, "end", e->end_s, "target_w", e->target_w,
+                        "cancelled", e->cancelled);
+  if (o && e->known_s > 0) {
+    /* When it became known, and the notice it gave (docs/fleet.md). */
+    json_object_set_new(o, "known", json_real(e->known_s));
+    json_object_set_new(
+        o, "notice_s",
+        json_real(e->start_s > e->known_s ? e->start_s - e->known_s : 0));
+  }
+  return o;
 }
 
 static int dcmp(const void *a, const void *b) {
@@ -149,6 +157,14 @@ static void jobs(struct pfi_pfid *d, struct pfi_http_resp *rs) {
       if (n->tel.job[j].tokens_per_s >= 0)
         json_object_set_new(o, "tokens_per_s",
                             json_real(n->tel.job[j].tokens_per_s));
+      /* Held: the controller keeps it under its pre-event caps in this
+       * event (not once its contract released or exempted it). */
+      int s = d->ctl && d->event[0] ? pfi_ctl_job_find(d->ctl, n->tel.job[j].id)
+                                    : -1;
+      struct pfi_ctl_belief b;
+      int held = s >= 0 && pfi_ctl_job_belief(d->ctl, s, &b, NULL) == 0 &&
+                 b.contract != PFI_CTL_CONTRACT && b.cap_w < b.cap_hi_w - 0.5;
+      json_object_set_new(o, "held", json_boolean(held));
       json_array_append_new(a, o);
     }
   }
@@ -189,9 +205,22 @@ static void event_post(struct pfi_pfid *d, const struct pfi_http_req *rq,
     reply_err(rs, 400, err.msg);
     return;
   }
-  char buf[1024], key[PFI_FLEET_NAME_MAX + 8];
-  int len = pfi_fleet_event_encode(&e, buf, sizeof buf, &err);
+  /* Known from its submission, unless the source says when it was (the
+   * bridge: the grid event's creation time); not after that. An event
+   * posted again (the bridge's sync) keeps the time it was first known. */
+  double now = pfid_wall();
+  if (!(e.known_s > 0) || e.known_s > now)
+    e.known_s = now;
+  char buf[1024], key[PFI_FLEET_NAME_MAX + 8], *old = NULL;
+  size_t olen = 0;
+  struct pfi_fleet_event prev;
   snprintf(key, sizeof key, "event.%s", e.id);
+  if (pfi_nats_kv_get(d->nc, key, &old, &olen, NULL, &err) == 1 &&
+      pfi_fleet_event_decode(old, olen, &prev, &err) == 0 && prev.known_s > 0 &&
+      prev.known_s < e.known_s)
+    e.known_s = prev.known_s;
+  free(old);
+  int len = pfi_fleet_event_encode(&e, buf, sizeof buf, &err);
   if (len < 0 ||
       pfi_nats_kv_put(d->nc, key, buf, (size_t)len, NULL, &err) < 0) {
     reply_err(rs, 503, err.msg);
@@ -375,6 +404,20 @@ static const char **job_ids(struct pfi_pfid *d, size_t *n) {
   return ids;
 }
 
+/* The rest of a job's contract in force, as the controller keeps it: the
+ * longest event, the notice (null: none) and where they came from, the
+ * deadline (null: none). */
+static void terms_json(const struct pfi_pfid *d, json_t *o, const char *job,
+                       double loss) {
+  double me, no, dl;
+  const char *src;
+  pfid_job_terms(d, job, loss, &me, &no, &dl, &src);
+  json_object_set_new(o, "max_event_s", me > 0 ? json_real(me) : json_null());
+  json_object_set_new(o, "notice_s", no > 0 ? json_real(no) : json_null());
+  json_object_set_new(o, "deadline_tput", dl > 0 ? json_real(dl) : json_null());
+  json_object_set_new(o, "terms_source", json_string(src[0] ? src : "none"));
+}
+
 /* GET /v1/tiers: the named tiers, and every job's tier in force (the API's
  * or its node's) with where it came from. */
 static void tiers_get(struct pfi_pfid *d, struct pfi_http_resp *rs) {
@@ -393,22 +436,42 @@ static void tiers_get(struct pfi_pfid *d, struct pfi_http_resp *rs) {
     json_t *o = json_pack("{s:s}", "job", ids[i]);
     json_object_set_new(o, "max_loss", l >= 0 ? json_real(l) : json_null());
     json_object_set_new(o, "source", json_string(src[0] ? src : "none"));
+    terms_json(d, o, ids[i], l);
     json_array_append_new(jobs, o);
   }
   for (size_t t = 0; t < d->n_tier; t++) {
     const char *id = d->tier[t].job;
     if (ids && bsearch(&id, ids, n, sizeof *ids, str_cmp))
       continue;
-    json_array_append_new(jobs, json_pack("{s:s s:f s:s}", "job", id,
-                                          "max_loss", d->tier[t].max_loss,
-                                          "source", "api"));
+    json_t *o = json_pack("{s:s s:f s:s}", "job", id, "max_loss",
+                          d->tier[t].max_loss, "source", "api");
+    terms_json(d, o, id, d->tier[t].max_loss);
+    json_array_append_new(jobs, o);
   }
   free(ids);
   reply_json(rs, 200, json_pack("{s:o s:o}", "tiers", named, "jobs", jobs));
 }
 
-/* PUT /v1/tiers/JOB with {"tier": NAME} or {"max_loss": 0..1}: the job's
- * tier for the controller, over what its node reports. */
+/* An optional term of PUT /v1/tiers/JOB: a number in [0, hi], or absent.
+ * Returns 0, or -1 with the reason naming the field in why. */
+static int term_get(json_t *j, const char *k, double hi, double *x, char *why,
+                    size_t n) {
+  json_t *v = json_object_get(j, k);
+  if (!v)
+    return 0;
+  if (!json_is_number(v) || !(json_number_value(v) >= 0) ||
+      !(json_number_value(v) <= hi)) {
+    snprintf(why, n, "tier: field \"%s\": expected a number in 0..%g", k, hi);
+    return -1;
+  }
+  *x = json_number_value(v);
+  return 0;
+}
+
+/* PUT /v1/tiers/JOB with {"tier": NAME} or {"max_loss": 0..1}, and
+ * optionally the rest of the contract ("max_event_s", "notice_s": s;
+ * "deadline_tput": tokens/s): the job's tier for the controller, over
+ * what its node reports and the tier file. */
 static void tier_put(struct pfi_pfid *d, const char *job,
                      const struct pfi_http_req *rq, struct pfi_http_resp *rs) {
   char why[PFI_ERROR_MSG_MAX + 64];
@@ -433,7 +496,10 @@ static void tier_put(struct pfi_pfid *d, const char *job,
   json_t *v;
   const char *bad = NULL;
   json_object_foreach(j, k, v) if (strcmp(k, "tier") != 0 &&
-                                   strcmp(k, "max_loss") != 0) bad = k;
+                                   strcmp(k, "max_loss") != 0 &&
+                                   strcmp(k, "max_event_s") != 0 &&
+                                   strcmp(k, "notice_s") != 0 &&
+                                   strcmp(k, "deadline_tput") != 0) bad = k;
   if (bad) {
     snprintf(why, sizeof why, "tier: field \"%.64s\": unknown", bad);
   } else if (!nm == !ml) {
@@ -446,6 +512,12 @@ static void tier_put(struct pfi_pfid *d, const char *job,
   } else if (ml && (!json_is_number(ml) || !(json_number_value(ml) >= 0) ||
                     !(json_number_value(ml) <= 1))) {
     snprintf(why, sizeof why, "tier: field \"max_loss\": expected 0..1");
+  } else if (term_get(j, "max_event_s", 1e9, &t.max_event_s, why, sizeof why) <
+                 0 ||
+             term_get(j, "notice_s", 1e9, &t.notice_s, why, sizeof why) < 0 ||
+             term_get(j, "deadline_tput", 1e15, &t.deadline_tput, why,
+                      sizeof why) < 0) {
+    /* why names the field */
   } else {
     why[0] = 0;
     if (nm)
@@ -472,6 +544,12 @@ static void tier_put(struct pfi_pfid *d, const char *job,
   json_t *o = json_pack("{s:s s:f}", "job", t.job, "max_loss", t.max_loss);
   if (t.name[0])
     json_object_set_new(o, "tier", json_string(t.name));
+  if (t.max_event_s > 0)
+    json_object_set_new(o, "max_event_s", json_real(t.max_event_s));
+  if (t.notice_s > 0)
+    json_object_set_new(o, "notice_s", json_real(t.notice_s));
+  if (t.deadline_tput > 0)
+    json_object_set_new(o, "deadline_tput", json_real(t.deadline_tput));
   reply_json(rs, 200, o);
 }
 

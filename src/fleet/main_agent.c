@@ -67,7 +67,7 @@ static const struct pfi_opt opts[] = {
     {"tput-dir", O_TPUT, 0, PFI_ARG_REQ, "DIR",
      "per-job throughput, DIR/JOB.jsonl"},
     {"tier-dir", O_TIER, 0, PFI_ARG_REQ, "DIR",
-     "per-job tier (largest loss 0..1), DIR/JOB"},
+     "per-job tier, DIR/JOB: max_loss[,max_event_s[,notice_s[,deadline]]]"},
     {"period", O_PERIOD, 0, PFI_ARG_REQ, "S",
      "telemetry period, 0.1..60 s (default 1)"},
     {"metrics", O_METRICS, 0, PFI_ARG_REQ, "HOST:PORT",

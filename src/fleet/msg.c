@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "pfi/store.h"
@@ -343,6 +344,12 @@ int pfi_fleet_telemetry_decode(const char *buf, size_t len,
         (rc = get_str(o, "id", t->job[i].id, sizeof t->job[i].id, 1, 0, TE,
                       err)) ||
         (rc = get_num(o, "tokens_per_s", 0, 1e15, 0, &t->job[i].tokens_per_s,
+                      TE, err)) ||
+        (rc = get_num(o, "max_event_s", 0, 1e9, 0, &t->job[i].max_event_s, TE,
+                      err)) ||
+        (rc =
+             get_num(o, "notice_s", 0, 1e9, 0, &t->job[i].notice_s, TE, err)) ||
+        (rc = get_num(o, "deadline_tput", 0, 1e15, 0, &t->job[i].deadline_tput,
                       TE, err)))
       goto out;
   }
@@ -390,6 +397,13 @@ int pfi_fleet_telemetry_encode(const struct pfi_fleet_telemetry *t, char *buf,
       json_object_set_new(o, "tokens_per_s", json_real(t->job[i].tokens_per_s));
     if (o && t->job[i].max_loss >= 0 && t->job[i].max_loss <= 1)
       json_object_set_new(o, "max_loss", json_real(t->job[i].max_loss));
+    if (o && t->job[i].max_event_s > 0 && t->job[i].max_event_s <= 1e9)
+      json_object_set_new(o, "max_event_s", json_real(t->job[i].max_event_s));
+    if (o && t->job[i].notice_s > 0 && t->job[i].notice_s <= 1e9)
+      json_object_set_new(o, "notice_s", json_real(t->job[i].notice_s));
+    if (o && t->job[i].deadline_tput > 0 && t->job[i].deadline_tput <= 1e15)
+      json_object_set_new(o, "deadline_tput",
+                          json_real(t->job[i].deadline_tput));
     json_array_append_new(jb, o);
   }
   if (j) {
@@ -428,6 +442,7 @@ int pfi_fleet_event_decode(const char *buf, size_t len,
     goto out;
   }
   e->cancelled = c && json_is_true(c);
+  rc = get_num(j, "known", 0, 1e11, 0, &e->known_s, EV, err);
 out:
   json_decref(j);
   return rc;
@@ -441,10 +456,49 @@ int pfi_fleet_event_encode(const struct pfi_fleet_event *e, char *buf, size_t n,
   json_t *j = json_pack("{si s:s s:f s:f s:f s:b}", "v", PFI_FLEET_VERSION,
                         "id", e->id, "start", e->start_s, "end", e->end_s,
                         "target_w", e->target_w, "cancelled", e->cancelled);
+  if (j && e->known_s > 0)
+    json_object_set_new(j, "known", json_real(e->known_s));
   return dump(j, buf, n, err);
 }
 
 /* ---- tiers --------------------------------------------------------------- */
+
+int pfi_fleet_tier_line(const char *line, struct pfi_fleet_job *j) {
+  double v[4] = {-1, 0, 0, 0};
+  static const double hi[4] = {1, 1e9, 1e9, 1e15};
+  const char *p = line;
+  for (int k = 0; k < 4; k++) {
+    char *end = (char *)p;
+    if (*p && *p != ',' && *p != '\n') {
+      v[k] = strtod(p, &end);
+      if (end == p || !isfinite(v[k]) || v[k] < 0 || v[k] > hi[k])
+        goto bad;
+    } else if (k == 0) {
+      goto bad; /* the largest loss is required */
+    }
+    p = end;
+    if (*p == ',') {
+      p++;
+      if (k == 3)
+        goto bad;
+      continue;
+    }
+    break;
+  }
+  if (*p == '\n')
+    p++;
+  if (*p)
+    goto bad;
+  j->max_loss = v[0];
+  j->max_event_s = v[1];
+  j->notice_s = v[2];
+  j->deadline_tput = v[3];
+  return 0;
+bad:
+  j->max_loss = -1;
+  j->max_event_s = j->notice_s = j->deadline_tput = 0;
+  return -1;
+}
 
 static const char TI[] = "tier";
 
@@ -481,7 +535,11 @@ int pfi_fleet_tier_decode(const char *buf, size_t len,
   double loss = -1;
   if ((rc = get_str(j, "job", t->job, sizeof t->job, 1, 0, TI, err)) ||
       (rc = get_num(j, "max_loss", 0, 1, 1, &loss, TI, err)) ||
-      (rc = get_str(j, "name", t->name, sizeof t->name, 1, 1, TI, err)))
+      (rc = get_str(j, "name", t->name, sizeof t->name, 1, 1, TI, err)) ||
+      (rc = get_num(j, "max_event_s", 0, 1e9, 0, &t->max_event_s, TI, err)) ||
+      (rc = get_num(j, "notice_s", 0, 1e9, 0, &t->notice_s, TI, err)) ||
+      (rc =
+           get_num(j, "deadline_tput", 0, 1e15, 0, &t->deadline_tput, TI, err)))
     goto out;
   t->max_loss = loss;
 out:
@@ -498,5 +556,11 @@ int pfi_fleet_tier_encode(const struct pfi_fleet_tier *t, char *buf, size_t n,
                         "max_loss", t->max_loss);
   if (j && t->name[0])
     json_object_set_new(j, "name", json_string(t->name));
+  if (j && t->max_event_s > 0)
+    json_object_set_new(j, "max_event_s", json_real(t->max_event_s));
+  if (j && t->notice_s > 0)
+    json_object_set_new(j, "notice_s", json_real(t->notice_s));
+  if (j && t->deadline_tput > 0)
+    json_object_set_new(j, "deadline_tput", json_real(t->deadline_tput));
   return dump(j, buf, n, err);
 }

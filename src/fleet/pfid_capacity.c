@@ -53,6 +53,53 @@ static double tier_event_s(const struct pfi_pfid *d, double max_loss) {
   return 0;
 }
 
+void pfid_job_terms(const struct pfi_pfid *d, const char *job, double loss,
+                    double *max_event_s, double *notice_s,
+                    double *deadline_tput, const char **source) {
+  const struct pfi_fleet_tier *a = NULL;
+  for (size_t i = 0; i < d->n_tier && !a; i++)
+    if (strcmp(d->tier[i].job, job) == 0)
+      a = &d->tier[i];
+  const struct pfi_tier *f = NULL;
+  for (size_t t = 0; loss >= 0 && t < d->n_cap_tier && !f; t++)
+    if (fabs(d->cap_tier[t].max_loss - loss) < 1e-9)
+      f = &d->cap_tier[t];
+  *max_event_s = *notice_s = *deadline_tput = 0;
+  *source = "";
+  if (f) {
+    *max_event_s = isfinite(f->max_event_s) ? f->max_event_s : 0;
+    *notice_s = f->notice_s;
+    if (*max_event_s > 0 || *notice_s > 0)
+      *source = "file";
+  }
+  /* The job's own tier file (its node's telemetry: the Slurm prolog). */
+  const struct pfi_fleet_job *nj = NULL;
+  for (size_t i = 0; i < d->n_nodes && !nj; i++)
+    for (unsigned q = 0; q < d->node[i].tel.n_jobs && !nj; q++)
+      if (strcmp(d->node[i].tel.job[q].id, job) == 0)
+        nj = &d->node[i].tel.job[q];
+  if (nj && nj->max_event_s > 0) {
+    *max_event_s = nj->max_event_s;
+    *source = "node";
+  }
+  if (nj && nj->notice_s > 0) {
+    *notice_s = nj->notice_s;
+    *source = "node";
+  }
+  if (nj && nj->deadline_tput > 0)
+    *deadline_tput = nj->deadline_tput;
+  if (a && a->max_event_s > 0) {
+    *max_event_s = a->max_event_s;
+    *source = "api";
+  }
+  if (a && a->notice_s > 0) {
+    *notice_s = a->notice_s;
+    *source = "api";
+  }
+  if (a && a->deadline_tput > 0)
+    *deadline_tput = a->deadline_tput;
+}
+
 /* The control module's belief of a job's curve. */
 struct belief_arg {
   const struct pfi_ctl *ctl;

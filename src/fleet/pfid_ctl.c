@@ -40,6 +40,16 @@ static char *signature(struct pfi_pfid *d) {
       pfi_buf_printf(&b, ",%s", n->tel.gpu[g].job);
       if (loss >= 0) /* a tier that changes rebuilds the module */
         pfi_buf_printf(&b, "@%.17g", loss);
+      if (n->tel.gpu[g].job[0]) {
+        /* So do the rest of its contract's terms. */
+        const char *src;
+        double me, no, dl;
+        pfid_job_terms(d, n->tel.gpu[g].job,
+                       pfid_job_tier(d, n->tel.gpu[g].job, n, &src), &me, &no,
+                       &dl, &src);
+        if (me > 0 || no > 0 || dl > 0)
+          pfi_buf_printf(&b, "/%.17g/%.17g/%.17g", me, no, dl);
+      }
     }
     pfi_buf_printf(&b, ";");
   }
@@ -138,8 +148,21 @@ static int build(struct pfi_pfid *d, char *sig, int log,
     double epfi = es && es->pfi > 0 ? es->pfi : NAN;
     double elo = isfinite(epfi) && es->lo > 0 ? es->lo : NAN;
     double ehi = isfinite(epfi) && es->hi > 0 ? es->hi : NAN;
-    struct pfi_ctl_job j = {job, NULL, m, gj, epfi, elo,
-                            ehi, loss, 0, 0,  NAN,  NAN};
+    /* The rest of its contract: the API's, else the tier file's. */
+    double me, no, dl;
+    pfid_job_terms(d, job, loss, &me, &no, &dl, &src);
+    struct pfi_ctl_job j = {.id = job,
+                            .ngpus = m,
+                            .gpu = gj,
+                            .pfi = epfi,
+                            .pfi_lo = elo,
+                            .pfi_hi = ehi,
+                            .max_loss = loss,
+                            .pmax_w = NAN,
+                            .tmax = NAN,
+                            .max_event_s = me,
+                            .notice_s = no,
+                            .deadline_tput = dl};
     if ((rc = pfi_ctl_job_add(d->ctl, &j, err)) < 0)
       goto out;
   }
@@ -215,13 +238,26 @@ int pfid_ctl_period(struct pfi_pfid *d, const struct pfi_fleet_event *ev,
       }
     }
   }
-  struct pfi_ctl_input in = {pfid_mono() - d->ctl_t0 + 1e-3,
-                             ev != NULL,
-                             ev ? ev->id : NULL,
-                             ev ? ev->target_w : 0,
-                             go,
-                             jo,
-                             0};
+  /* The event's terms on the module's clock (monotonic since its first
+   * period): its start and planned end, and the notice it gave (its start
+   * less the time it became known; none when that is unknown). */
+  double t = pfid_mono() - d->ctl_t0 + 1e-3, wall = pfid_wall();
+  struct pfi_ctl_input in = {
+      .t_s = t,
+      .event = ev != NULL,
+      .event_id = ev ? ev->id : NULL,
+      .target_w = ev ? ev->target_w : 0,
+      .gpu = go,
+      .job = jo,
+      .baseline_w = 0,
+      .event_start_s = ev ? t - (wall - ev->start_s) : NAN,
+      .notice_s = ev && ev->known_s > 0 && ev->start_s > ev->known_s
+                      ? ev->start_s - ev->known_s
+                      : 0,
+      .event_end_s = ev ? t + (ev->end_s - wall) : NAN};
+  /* A start before the module's first period (a takeover, a rebuild
+   * during the event) is negative on its clock: the longest event still
+   * counts from the event's own start. */
   struct pfi_ctl_output out;
   rc = pfi_ctl_step(d->ctl, &in, &out, err);
   free(go);

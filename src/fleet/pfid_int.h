@@ -114,6 +114,14 @@ void pfid_ctl_close(struct pfi_pfid *d);
 double pfid_job_tier(struct pfi_pfid *d, const char *job,
                      const struct pfid_node *hint, const char **source);
 double pfid_api_tier(const struct pfi_pfid *d, const char *job);
+/* The rest of job `job`'s contract for the controller (docs/fleet.md
+ * "Tiers"): each term the API's (PUT /v1/tiers/JOB) where set, else its
+ * node's (the agent's tier file), else the tier file's (--tiers) row for
+ * its max_loss `loss`, else 0 (none). *source: "api", "node", "file" or ""
+ * for the longest event and notice. Called with d->mu held. */
+void pfid_job_terms(const struct pfi_pfid *d, const char *job, double loss,
+                    double *max_event_s, double *notice_s,
+                    double *deadline_tput, const char **source);
 /* The two-phase rule: a node's decrease (need_seq) is confirmed when its
  * telemetry says it applied that sequence number and every limit reads
  * back at or below its cap; the period's increases wait while any of the

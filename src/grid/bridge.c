@@ -75,6 +75,7 @@ int pfi_bridge_plan(const struct pfi_timeline *gpu, double now,
     if (i + 1 < gpu->n && gpu->spans[i + 1].start_s == s->end_s)
       e->end_s += overlap_s;
     e->target_w = s->limit_w;
+    e->known_s = s->created_s > 0 ? (double)s->created_s : 0;
     snprintf(e->source, sizeof e->source, "%s", s->event);
   }
   return (int)n;
@@ -319,7 +320,8 @@ int pfi_pfid_client_events(struct pfi_pfid_client *c,
 }
 
 int pfi_pfid_client_jobs(struct pfi_pfid_client *c, char (*name)[64],
-                         double *tput, size_t max, struct pfi_error *err) {
+                         double *tput, int *held, size_t max,
+                         struct pfi_error *err) {
   json_t *j;
   int rc = call(c, "GET", "/v1/jobs", NULL, &j, err);
   if (rc < 0)
@@ -338,6 +340,10 @@ int pfi_pfid_client_jobs(struct pfi_pfid_client *c, char (*name)[64],
     if (k < n || n == max)
       continue;
     snprintf(name[n], 64, "%s", json_string_value(id));
+    if (held) {
+      json_t *h = json_object_get(e, "held");
+      held[n] = json_is_boolean(h) ? json_is_true(h) : -1;
+    }
     tput[n++] = json_number_value(t);
   }
   json_decref(j);
@@ -347,11 +353,13 @@ int pfi_pfid_client_jobs(struct pfi_pfid_client *c, char (*name)[64],
 int pfi_pfid_client_post(struct pfi_pfid_client *c,
                          const struct pfi_bridge_event *e,
                          struct pfi_error *err) {
-  char body[512];
-  snprintf(
-      body, sizeof body,
-      "{\"v\":1,\"id\":\"%s\",\"start\":%.3f,\"end\":%.3f,\"target_w\":%.17g}",
-      e->id, e->start_s, e->end_s, e->target_w);
+  char body[512], known[64] = "";
+  if (e->known_s > 0)
+    snprintf(known, sizeof known, ",\"known\":%.3f", e->known_s);
+  snprintf(body, sizeof body,
+           "{\"v\":1,\"id\":\"%s\",\"start\":%.3f,\"end\":%.3f,"
+           "\"target_w\":%.17g%s}",
+           e->id, e->start_s, e->end_s, e->target_w, known);
   return call(c, "POST", "/v1/events", body, NULL, err);
 }
 

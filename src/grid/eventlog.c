@@ -25,6 +25,7 @@ void pfi_eventlog_release(struct pfi_eventlog *log) {
   free(log->shed_lo);
   free(log->shed_hi);
   free(log->shed_dur);
+  free(log->held_n);
   memset(log, 0, sizeof *log);
 }
 
@@ -157,7 +158,7 @@ static int load_tables(struct pfi_eventlog *log, struct pfi_table *sp,
   int ct = col(&s, "t_s", err), cg = col(&s, "target_w", err),
       cp = col(&s, "power_w", err);
   int jt = col(&j, "t_s", err), jj = col(&j, "job", err),
-      jv = col(&j, "tokens_per_s", err);
+      jv = col(&j, "tokens_per_s", err), jh = pfi_table_find(&j, "held");
   if (ct < 0 || cg < 0 || cp < 0 || jt < 0 || jj < 0 || jv < 0) {
     rc = PFI_EPARSE;
     goto out;
@@ -240,9 +241,14 @@ static int load_tables(struct pfi_eventlog *log, struct pfi_table *sp,
   log->tput = malloc((ne * nj + 1) * sizeof *log->tput);
   last = calloc(nj + 1, sizeof *last);
   double *cnt = calloc(nj + 1, sizeof *cnt), *cur = calloc(nj + 1, sizeof *cur);
-  if (!log->job_base || !log->tput || !last || !cnt || !cur) {
+  int *held = calloc(nj + 1, sizeof *held);
+  if (jh >= 0)
+    log->held_n = calloc(nj + 1, sizeof *log->held_n);
+  if (!log->job_base || !log->tput || !last || !cnt || !cur || !held ||
+      (jh >= 0 && !log->held_n)) {
     free(cnt);
     free(cur);
+    free(held);
     rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
     goto out;
   }
@@ -272,6 +278,16 @@ static int load_tables(struct pfi_eventlog *log, struct pfi_table *sp,
       while (strcmp(log->job[k], nm) != 0)
         k++;
       cur[k] = v;
+      if (jh >= 0) {
+        /* held: 1, 0, or empty (unknown: held). */
+        const char *hc = pfi_table_cell(&j, r, (size_t)jh);
+        if (hc && *hc && strcmp(hc, "0") && strcmp(hc, "1")) {
+          rc = pfi_error_setloc(err, PFI_EPARSE, j.name, j.line[r],
+                                (unsigned)jh + 1, "held: expected 0 or 1");
+          break;
+        }
+        held[k] = !(hc && strcmp(hc, "0") == 0);
+      }
       if (q < best0 || (q == best0 && t < log->t[best0])) {
         log->job_base[k] += v;
         cnt[k]++;
@@ -289,6 +305,8 @@ static int load_tables(struct pfi_eventlog *log, struct pfi_table *sp,
           break;
         }
         log->tput[(q - best0) * nj + k] = cur[k];
+        if (jh >= 0 && held[k])
+          log->held_n[k] = q - best0 + 1;
       }
   }
   for (size_t k = 0; rc >= 0 && k < nj; k++) {
@@ -303,6 +321,7 @@ static int load_tables(struct pfi_eventlog *log, struct pfi_table *sp,
   }
   free(cnt);
   free(cur);
+  free(held);
   if (rc >= 0)
     rc = 0;
 out:
@@ -328,7 +347,9 @@ int pfi_eventlog_compliance(const struct pfi_eventlog *log,
   if (nodes == 0)
     return pfi_error_set(err, PFI_EINVAL, "nodes must be >= 1");
   size_t ne = log->ev1 - log->ev0;
-  double *m = malloc((ne + 1) * sizeof *m);
+  /* The meter's samples, then (with the held column) each job's held
+   * time: one allocation, freed by the caller as *meter_w. */
+  double *m = malloc((ne + log->nj + 1) * sizeof *m);
   double *dts = malloc((log->n + 1) * sizeof *dts);
   struct pfi_contract_job *cj = calloc(log->nj + 1, sizeof *cj);
   if (!m || !dts || !cj) {
@@ -376,6 +397,11 @@ int pfi_eventlog_compliance(const struct pfi_eventlog *log,
   in->event_s = (double)ne * dt;
   in->notice_s = notice_s;
   in->tol = 0.01;
+  if (log->held_n) {
+    for (size_t k = 0; k < log->nj; k++)
+      m[ne + k] = (double)log->held_n[k] * dt;
+    in->held_s = m + ne;
+  }
   *meter_w = m;
   *jobs = cj;
   return 0;

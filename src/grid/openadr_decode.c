@@ -232,13 +232,13 @@ static int decode_event(struct ctx *c, json_t *ev, struct pfi_timeline *tmp,
       return bad(c, "priority: expected an integer >= 0", NULL);
     priority = (int)json_integer_value(pr);
   }
-  int64_t sched = 0, t;
+  int64_t sched = 0, created = 0, t;
   int present;
   int rc;
   if ((rc = get_time(c, ev, "createdDateTime", &t, &present)) < 0)
     return rc;
   if (present)
-    sched = t;
+    sched = created = t;
   if ((rc = get_time(c, ev, "modificationDateTime", &t, &present)) < 0)
     return rc;
   if (present)
@@ -400,6 +400,7 @@ static int decode_event(struct ctx *c, json_t *ev, struct pfi_timeline *tmp,
         s.source = PFI_SRC_OPENADR;
         s.priority = priority;
         s.scheduled_s = sched;
+        s.created_s = created;
         snprintf(s.event, sizeof s.event, "%s", eid);
         snprintf(s.kind, sizeof s.kind, "%s", json_string_value(ty));
         if ((rc = pfi_timeline_add(tmp, &s, c->err)) < 0)

@@ -19,7 +19,7 @@ head -1 "$T/r1.csv" | grep -q '^run,seq,t_s,event,target_w,job,family,phase,cap_
   fail "records CSV header"
 # Every record is completed or pending with empty after-values; reasons
 # are from the documented list.
-awk -F, 'NR > 1 && $18 !~ /^(cut|raise|rollback|floor|recovery|anomaly|infeasible|probe)$/ {exit 1}' \
+awk -F, 'NR > 1 && $18 !~ /^(cut|raise|rollback|floor|recovery|anomaly|infeasible|probe|contract|deadline)$/ {exit 1}' \
   "$T/r1.csv" || fail "unknown reason"
 "$PFI" records "$T/r1.db" --format json >"$T/r.json" || fail "records json"
 grep -q '"reason": "cut"' "$T/r.json" || fail "no cut in JSON"

@@ -12,6 +12,8 @@ cat >"$T/bin/scontrol" <<'EOS'
 case "$3" in
   41) echo "JobId=41 JobName=train"; echo "   Comment=owner=x,pfi-tier=flex25 Features=(null)" ;;
   42) echo "JobId=42 JobName=train"; echo "   Comment=(null) Features=pfi-flex10&bigmem" ;;
+  44) echo "JobId=44 JobName=train"; echo "   Comment=pfi-tier=flex50,pfi-deadline=1500 Features=(null)" ;;
+  45) echo "JobId=45 JobName=train"; echo "   Comment=pfi-deadline=800.5 Features=(null)" ;;
   *) echo "JobId=$3"; echo "   Comment=(null) Features=(null)" ;;
 esac
 EOS
@@ -27,6 +29,12 @@ for g in 0 2; do [ "$(cat "$T/map/$g")" = slurm-41 ] || fail "GPU $g maps to '$(
 [ "$(cat "$T/tiers/slurm-41")" = 0.25 ] || fail "tier of 41 from its comment"
 [ "$(cat "$T/tiers/slurm-42")" = 0.1 ] || fail "tier of 42 from its feature"
 [ ! -e "$T/tiers/slurm-43" ] || fail "43 has no tier, got a file"
+# A deadline in the comment: "LOSS,,,N" (LOSS 1 without a tier).
+SLURM_JOB_ID=44 SLURM_JOB_GPUS=4 bash "$P" || fail "prolog 44 failed"
+SLURM_JOB_ID=45 SLURM_JOB_GPUS=5 bash "$P" || fail "prolog 45 failed"
+[ "$(cat "$T/tiers/slurm-44")" = "0.5,,,1500" ] || fail "tier of 44: '$(cat "$T/tiers/slurm-44")'"
+[ "$(cat "$T/tiers/slurm-45")" = "1,,,800.5" ] || fail "tier of 45: '$(cat "$T/tiers/slurm-45")'"
+rm -f "$T/map/4" "$T/map/5" "$T/tiers/slurm-44" "$T/tiers/slurm-45"
 SLURM_JOB_ID=41 bash "$E" || fail "epilog failed"
 [ ! -e "$T/map/0" ] && [ ! -e "$T/map/2" ] && [ ! -e "$T/tiers/slurm-41" ] || fail "epilog left 41's files"
 [ "$(cat "$T/map/1")" = slurm-42 ] || fail "epilog of 41 touched 42"

@@ -152,7 +152,8 @@ static double run_step(struct run *r, double t, int event, double target) {
     r->jo[j].tokens_per_s = r->pl.paused[j] ? 0 : job_tput(&r->pl, j);
     r->jo[j].phase = r->pl.paused[j] ? PFI_PHASE_PAUSE : PFI_PHASE_TRAINING;
   }
-  struct pfi_ctl_input in = {t, event, "test-event", target, r->go, r->jo, NAN};
+  struct pfi_ctl_input in = {
+      t, event, "test-event", target, r->go, r->jo, NAN, 0, 0, 0};
   int rc = pfi_ctl_step(r->ctl, &in, &r->out, &err);
   if (rc != 0)
     fail_msg("step at %g: %s", t, err.msg);
@@ -1052,7 +1053,7 @@ static void test_bad_input(void **state) {
   assert_int_equal(pfi_ctl_job_add(ctl, &jb, &err), PFI_EINVAL);
   struct pfi_ctl_gpu_obs go[2] = {{1, 300, 700}, {1, NAN, 700}};
   struct pfi_ctl_job_obs jo[1] = {{1, 100, PFI_PHASE_TRAINING}};
-  struct pfi_ctl_input in = {1.0, 0, NULL, NAN, go, jo, NAN};
+  struct pfi_ctl_input in = {1.0, 0, NULL, NAN, go, jo, NAN, 0, 0, 0};
   struct pfi_ctl_output out;
   assert_int_equal(pfi_ctl_step(ctl, &in, &out, &err), PFI_EINVAL);
   go[1].power_w = 300;

@@ -207,7 +207,7 @@ static void test_telemetry_event_codec(void **state) {
       "\"gpus\":[]}";
   assert_int_equal(pfi_fleet_telemetry_decode(bad, strlen(bad), &u, &err),
                    PFI_EPARSE);
-  struct pfi_fleet_event e = {"ev", 10, 20, 1500, 0}, f;
+  struct pfi_fleet_event e = {"ev", 10, 20, 1500, 0, 0}, f;
   len = pfi_fleet_event_encode(&e, buf, sizeof buf, &err);
   assert_true(len > 0);
   assert_int_equal(pfi_fleet_event_decode(buf, (size_t)len, &f, &err), 0);
@@ -501,10 +501,10 @@ static void test_job_metrics(void **state) {
   size_t g0[2] = {0, 1}, g1[2] = {2, 3}, g2[1] = {0};
   /* a: no PFI estimate (the 1.5 prior); b: an estimate of 2.2; both with
    * their uncapped point known. */
-  struct pfi_ctl_job a = {"slurm-1", NULL, 2, g0, NAN, NAN, NAN, 1, 0, 0,
-                          1300, 1000};
-  struct pfi_ctl_job b = {"slurm-2", NULL, 2, g1, 2.2, NAN, NAN, 0.25, 0, 0,
-                          1200, 500};
+  struct pfi_ctl_job a = {"slurm-1", NULL, 2,    g0,   NAN, NAN, NAN, 1,
+                          0,         0,    1300, 1000, 0,   0,   0};
+  struct pfi_ctl_job b = {"slurm-2", NULL, 2,    g1,  2.2, NAN, NAN, 0.25,
+                          0,         0,    1200, 500, 0,   0,   0};
   assert_true(pfi_ctl_job_add(ctl, &a, &err) >= 0);
   assert_true(pfi_ctl_job_add(ctl, &b, &err) >= 0);
   const char *ids[] = {"slurm-1", "slurm-2", "slurm-3"};
@@ -522,8 +522,8 @@ static void test_job_metrics(void **state) {
   assert_non_null(strstr(t.s, "# TYPE pfi_job_power_flexibility_index gauge\n"));
   pfi_buf_release(&t);
   /* Uncapped point unknown: no PFI yet, its points (0) still shown. */
-  struct pfi_ctl_job c = {"slurm-3", NULL, 1, g2, NAN, NAN, NAN, 1, 0, 0,
-                          NAN, NAN};
+  struct pfi_ctl_job c = {"slurm-3", NULL, 1,   g2,  NAN, NAN, NAN, 1,
+                          0,         0,    NAN, NAN, 0,   0,   0};
   assert_int_equal(pfi_ctl_job_remove(ctl, pfi_ctl_job_find(ctl, "slurm-1"),
                                       &err), 0);
   assert_true(pfi_ctl_job_add(ctl, &c, &err) >= 0);
@@ -541,7 +541,7 @@ static void test_job_metrics(void **state) {
 
 /* A tier set through pfid's API, as the bucket holds it. */
 static void test_tier_codec(void **state) {
-  struct pfi_fleet_tier t = {"slurm-9", 0.25, "flex25"}, u;
+  struct pfi_fleet_tier t = {"slurm-9", 0.25, "flex25", 0, 0, 0}, u;
   struct pfi_error err;
   char buf[512];
   int len = pfi_fleet_tier_encode(&t, buf, sizeof buf, &err);
@@ -567,6 +567,73 @@ static void test_tier_codec(void **state) {
   assert_null(pfi_fleet_tier_named(4, &loss));
 }
 
+/* The rest of the contract: the API's tier with its terms, the agent's
+ * tier file line, the telemetry carrying a job's terms, an event's known
+ * time. */
+static void test_contract_codec(void **state) {
+  (void)state;
+  struct pfi_fleet_tier t = {"slurm-9", 0.5, "", 1800, 600, 1234.5}, u;
+  struct pfi_error err;
+  char buf[1024];
+  int len = pfi_fleet_tier_encode(&t, buf, sizeof buf, &err);
+  assert_true(len > 0);
+  assert_int_equal(pfi_fleet_tier_decode(buf, (size_t)len, &u, &err), 0);
+  ASSERT_NEAR(u.max_event_s, 1800, 0);
+  ASSERT_NEAR(u.notice_s, 600, 0);
+  ASSERT_NEAR(u.deadline_tput, 1234.5, 0);
+  static const char neg[] =
+      "{\"v\":1,\"job\":\"j\",\"max_loss\":0.1,\"notice_s\":-5}";
+  assert_int_equal(pfi_fleet_tier_decode(neg, sizeof neg - 1, &u, &err),
+                   PFI_EPARSE);
+  assert_non_null(strstr(err.msg, "\"notice_s\""));
+  struct pfi_fleet_job j;
+  assert_int_equal(pfi_fleet_tier_line("0.25\n", &j), 0);
+  ASSERT_NEAR(j.max_loss, 0.25, 0);
+  ASSERT_NEAR(j.max_event_s + j.notice_s + j.deadline_tput, 0, 0);
+  assert_int_equal(pfi_fleet_tier_line("0.5,1800,,900.5\n", &j), 0);
+  ASSERT_NEAR(j.max_loss, 0.5, 0);
+  ASSERT_NEAR(j.max_event_s, 1800, 0);
+  ASSERT_NEAR(j.notice_s, 0, 0);
+  ASSERT_NEAR(j.deadline_tput, 900.5, 0);
+  assert_int_equal(pfi_fleet_tier_line("1,,,1500", &j), 0);
+  ASSERT_NEAR(j.deadline_tput, 1500, 0);
+  assert_int_equal(pfi_fleet_tier_line("1.5", &j), -1);
+  assert_true(j.max_loss < 0);
+  assert_int_equal(pfi_fleet_tier_line(",1800", &j), -1);
+  assert_int_equal(pfi_fleet_tier_line("0.1,x", &j), -1);
+  assert_int_equal(pfi_fleet_tier_line("0.1,1,2,3,4", &j), -1);
+  assert_int_equal(pfi_fleet_tier_line("0.1,-1", &j), -1);
+  struct pfi_fleet_telemetry tel, back;
+  memset(&tel, 0, sizeof tel);
+  snprintf(tel.node, sizeof tel.node, "n1");
+  tel.t_s = 5;
+  tel.node_w = -1;
+  tel.n_jobs = 1;
+  snprintf(tel.job[0].id, sizeof tel.job[0].id, "slurm-1");
+  tel.job[0].tokens_per_s = 10;
+  tel.job[0].max_loss = 0.1;
+  tel.job[0].max_event_s = 60;
+  tel.job[0].notice_s = 30;
+  tel.job[0].deadline_tput = 8;
+  len = pfi_fleet_telemetry_encode(&tel, buf, sizeof buf, &err);
+  assert_true(len > 0);
+  assert_int_equal(pfi_fleet_telemetry_decode(buf, (size_t)len, &back, &err),
+                   0);
+  ASSERT_NEAR(back.job[0].max_event_s, 60, 0);
+  ASSERT_NEAR(back.job[0].notice_s, 30, 0);
+  ASSERT_NEAR(back.job[0].deadline_tput, 8, 0);
+  struct pfi_fleet_event e = {"ev", 100, 200, 1500, 0, 40}, f;
+  len = pfi_fleet_event_encode(&e, buf, sizeof buf, &err);
+  assert_true(len > 0);
+  assert_int_equal(pfi_fleet_event_decode(buf, (size_t)len, &f, &err), 0);
+  ASSERT_NEAR(f.known_s, 40, 0);
+  static const char badk[] = "{\"v\":1,\"id\":\"ev\",\"start\":1,"
+                             "\"end\":2,\"target_w\":5,\"known\":\"x\"}";
+  assert_int_equal(pfi_fleet_event_decode(badk, sizeof badk - 1, &f, &err),
+                   PFI_EPARSE);
+  assert_non_null(strstr(err.msg, "\"known\""));
+}
+
 int main(void) {
   if (!mkdtemp(dir))
     return 1;
@@ -588,6 +655,7 @@ int main(void) {
       cmocka_unit_test(test_cgroup_job),
       cmocka_unit_test(test_job_metrics),
       cmocka_unit_test(test_tier_codec),
+      cmocka_unit_test(test_contract_codec),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[400];

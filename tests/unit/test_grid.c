@@ -17,6 +17,7 @@
 #include "pfi/alloc.h"
 #include "pfi/bridge.h"
 #include "pfi/compliance.h"
+#include "pfi/eventlog.h"
 #include "pfi/flexcap.h"
 #include "pfi/http.h"
 #include "pfi/meter.h"
@@ -215,6 +216,9 @@ static void test_oadr_types(void **state) {
   ASSERT_NEAR(tl.spans[1].limit_w, 600000, 0);
   assert_int_equal(tl.spans[1].level, PFI_LEVEL_METER);
   ASSERT_EQ_INT(tl.spans[0].scheduled_s, NOW - 86400);
+  /* Its creation: when it became known (the notice pfid keeps). */
+  ASSERT_EQ_INT(tl.spans[0].created_s, NOW - 86400);
+  ASSERT_EQ_INT(tl.spans[1].created_s, NOW - 86400);
   /* Relative: a decrease of 25 PERCENT from 1 MW -> 750 kW; 'do it now'
    * (0001-01-01) for 30 minutes. */
   const char *rel =
@@ -660,6 +664,111 @@ static void test_compliance(void **state) {
   assert_non_null(strstr(err.msg, "job c: unknown tier"));
 }
 
+/* The contract kept live (docs/control.md "Contract"): the longest event
+ * and the notice judged on how long each job was held under its caps,
+ * counted in periods of 60 s (a count that exceeds the longest event by
+ * more than a period breaks it). flex25: longest event 600 s, notice
+ * 1800 s; the event 1200 s with 900 s notice. a: released at its longest
+ * event (held 660 s: the 11th period, in which it was released: no
+ * violation); b: its tier's notice exempted it (held 0: none); c: held
+ * 720 s (two periods over: the longest event; and cut on short notice).
+ * Throughput at the baseline: no loss. Then the same from a log with the
+ * held column: one sample a minute, a held 1,1,0,0 (120 s), b 0,0,0,0, c
+ * 1,1,1,1 (240 s) against a 60 s longest event. */
+static void test_compliance_held(void **state) {
+  (void)state;
+  double target[] = {750, 750, 750, 750}, real[] = {740, 740, 740, 740},
+         meter[] = {1000, 1000, 1000, 1000};
+  struct pfi_tier tiers[] = {{"flex25", 0.25, 600, 1800}};
+  struct pfi_contract_job jobs[] = {{"a", "t1", "flex25", 100, NAN},
+                                    {"b", "t1", "flex25", 100, NAN},
+                                    {"c", "t2", "flex25", 100, NAN}};
+  double tput[12], held[] = {660, 0, 720};
+  for (int k = 0; k < 12; k++)
+    tput[k] = 100;
+  struct pfi_compliance_input in = {.nt = 4,
+                                    .dt_s = 60,
+                                    .target_w = target,
+                                    .realized_w = real,
+                                    .meter_w = meter,
+                                    .baseline_w = 1000,
+                                    .baseline_meter_w = 1300,
+                                    .nj = 3,
+                                    .jobs = jobs,
+                                    .tput = tput,
+                                    .ntier = 1,
+                                    .tiers = tiers,
+                                    .event_s = 1200,
+                                    .notice_s = 900,
+                                    .tol = 0.005,
+                                    .held_s = held};
+  struct pfi_compliance c;
+  struct pfi_error err;
+  assert_int_equal(pfi_compliance_compute(&in, &c, &err), 0);
+  assert_int_equal(c.job[0].violation, 1); /* a: held, on short notice */
+  assert_null(strstr(c.job[0].why, "held under"));
+  assert_non_null(strstr(c.job[0].why, "notice of 900 s"));
+  assert_int_equal(c.job[1].violation, 0);
+  assert_string_equal(c.job[1].why, "");
+  assert_int_equal(c.job[2].violation, 1);
+  assert_non_null(strstr(c.job[2].why, "held under its caps 720 s"));
+  assert_int_equal(c.violations, 2);
+  pfi_compliance_release(&c);
+  /* With the notice the tier needs, a is compliant too. */
+  in.notice_s = 1800;
+  assert_int_equal(pfi_compliance_compute(&in, &c, &err), 0);
+  assert_int_equal(c.job[0].violation, 0);
+  assert_int_equal(c.job[2].violation, 1);
+  assert_null(strstr(c.job[2].why, "notice"));
+  pfi_compliance_release(&c);
+  held[1] = -1;
+  assert_int_equal(pfi_compliance_compute(&in, &c, &err), PFI_EINVAL);
+  assert_non_null(strstr(err.msg, "job b: held_s"));
+
+  const char *series = "t_s,target_w,power_w\n0,0,1000\n60,0,1000\n"
+                       "120,750,740\n180,750,740\n240,750,740\n300,750,740\n";
+  char jobs_csv[2048];
+  size_t w = (size_t)snprintf(jobs_csv, sizeof jobs_csv,
+                              "t_s,job,tokens_per_s,held\n");
+  const char *ha = "0011000", *hc = "0011110"; /* t = 0, 60, ..., 300 */
+  for (int q = 0; q < 6; q++)
+    w += (size_t)snprintf(jobs_csv + w, sizeof jobs_csv - w,
+                          "%d,a,100,%c\n%d,b,100,0\n%d,c,100,%c\n", 60 * q,
+                          ha[q], 60 * q, 60 * q, hc[q]);
+  struct pfi_eventlog log;
+  assert_int_equal(
+      pfi_eventlog_load_mem(&log, series, strlen(series), jobs_csv, w, &err),
+      0);
+  struct pfi_tier t2[] = {{"flex25", 0.25, 60, 0}};
+  struct pfi_meter_config mc;
+  pfi_meter_config_init(&mc);
+  double *m;
+  struct pfi_contract_job *cj;
+  assert_int_equal(pfi_eventlog_compliance(&log, &mc, 1, jobs, 3, t2, 1, 0, &in,
+                                           &m, &cj, &err),
+                   0);
+  assert_non_null(in.held_s);
+  ASSERT_NEAR(in.held_s[0], 120, 1e-9);
+  ASSERT_NEAR(in.held_s[1], 0, 0);
+  ASSERT_NEAR(in.held_s[2], 240, 1e-9);
+  assert_int_equal(pfi_compliance_compute(&in, &c, &err), 0);
+  assert_int_equal(c.job[0].violation, 0);
+  assert_int_equal(c.job[1].violation, 0);
+  assert_int_equal(c.job[2].violation, 1);
+  assert_non_null(strstr(c.job[2].why, "held under its caps 240 s"));
+  pfi_compliance_release(&c);
+  free(m);
+  free(cj);
+  pfi_eventlog_release(&log);
+  /* A held cell that is not 0, 1 or empty: located. */
+  char bad[] = "t_s,job,tokens_per_s,held\n0,a,100,0\n60,a,100,yes\n";
+  int rc = pfi_eventlog_load_mem(&log, series, strlen(series), bad, strlen(bad),
+                                 &err);
+  assert_int_equal(rc, PFI_EPARSE);
+  assert_non_null(strstr(err.msg, "held"));
+  assert_int_equal(err.line, 3);
+}
+
 static void test_flexcap(void **state) {
   (void)state;
   /* a: T = 50 + 0.1 (P - 200) on [200, 700], tier flex10: floor where
@@ -968,6 +1077,7 @@ static void test_bridge(void **state) {
       span(200, 300, 3000, PFI_SRC_OPENADR, 0, 0, "ev-b"),
       span(400, 500, 4500, PFI_SRC_SCHEDULE, 0, 0, "sched")};
   s[0].level = s[1].level = PFI_LEVEL_METER;
+  s[0].created_s = 40; /* ev-a known at t = 40: 60 s of notice */
   for (int i = 0; i < 3; i++)
     pfi_timeline_add(&in, &s[i], &err);
   struct pfi_meter_config cfg;
@@ -988,6 +1098,8 @@ static void test_bridge(void **state) {
   assert_int_equal(pfi_bridge_plan(&res, 150, 2, ev, 8, &err), 3);
   ASSERT_NEAR(ev[0].end_s, 202, 0);
   ASSERT_NEAR(ev[1].end_s, 300, 0);
+  ASSERT_NEAR(ev[0].known_s, 40, 0); /* carried to pfid as "known" */
+  ASSERT_NEAR(ev[1].known_s, 0, 0);  /* unknown: pfid's submission */
   assert_true(strncmp(ev[0].id, "oadr-100-", 9) == 0);
   assert_int_equal(strlen(ev[0].id), 17);
   /* pfid has: ev[0] as planned, ev[1] with another target, an old span the
@@ -1164,6 +1276,7 @@ int main(void) {
       cmocka_unit_test(test_rapl),
       cmocka_unit_test(test_dcmi),
       cmocka_unit_test(test_compliance),
+      cmocka_unit_test(test_compliance_held),
       cmocka_unit_test(test_flexcap),
       cmocka_unit_test(test_bridge),
       cmocka_unit_test(test_bridge_measured_other),

@@ -140,10 +140,10 @@ static void test_belief(void **state) {
   struct pfi_error err;
   assert_int_equal(pfi_ctl_open(&d->ctl, NULL, 4, lo, hi, &err), 0);
   size_t ga[2] = {0, 1}, gb[2] = {2, 3};
-  struct pfi_ctl_job ja = {"A", NULL, 2, ga, 1.0, 1.0,
-                           1.0, 0.10, 0, 0,  NAN, NAN};
-  struct pfi_ctl_job jb = {"B", NULL, 2, gb, 1.0, 1.0,
-                           2.0, 1.0,  0, 0,  NAN, NAN};
+  struct pfi_ctl_job ja = {"A", NULL, 2,   ga,  1.0, 1.0, 1.0, 0.10,
+                           0,   0,    NAN, NAN, 0,   0,   0};
+  struct pfi_ctl_job jb = {"B", NULL, 2,   gb,  1.0, 1.0, 2.0, 1.0,
+                           0,   0,    NAN, NAN, 0,   0,   0};
   int sa = pfi_ctl_job_add(d->ctl, &ja, &err);
   int sb = pfi_ctl_job_add(d->ctl, &jb, &err);
   assert_true(sa >= 0 && sb >= 0);
@@ -155,7 +155,7 @@ static void test_belief(void **state) {
   jo[sa] = (struct pfi_ctl_job_obs){1, 100, -1};
   jo[sb] = (struct pfi_ctl_job_obs){1, 300, -1};
   for (int t = 1; t <= 20; t++) {
-    struct pfi_ctl_input in = {t, 0, NULL, 0, go, jo, 0};
+    struct pfi_ctl_input in = {t, 0, NULL, 0, go, jo, 0, 0, 0, 0};
     struct pfi_ctl_output out;
     assert_int_equal(pfi_ctl_step(d->ctl, &in, &out, &err), 0);
   }
