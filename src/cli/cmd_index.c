@@ -349,48 +349,110 @@ int cmd_index(int argc, char **argv) {
    * column; CSV keeps the key pfi, ten significant digits, and the
    * interval's bounds, draws, seed and default noise as columns. */
   enum {
-    C_JOB, C_PFI, C_CI, C_AREA, C_CE, C_LO, C_HI, C_PTS, C_EXC, C_TMAX,
-    C_PMAX, C_DRAWS, C_SEED, C_NP, C_NT, C_WHY, C_TEXC, C_N
+    C_JOB,
+    C_PFI,
+    C_CI,
+    C_AREA,
+    C_CE,
+    C_LO,
+    C_HI,
+    C_PTS,
+    C_EXC,
+    C_TMAX,
+    C_PMAX,
+    C_DRAWS,
+    C_SEED,
+    C_NP,
+    C_NT,
+    C_WHY,
+    C_TEXC,
+    C_N
   };
   static const struct pfi_restab_col all[C_N] = {
       [C_JOB] = {.name = "job", .kind = PFI_RESTAB_TEXT, .max_width = 60},
-      [C_PFI] = {.name = "pfi", .label = "pfi_ratio", .kind = PFI_RESTAB_NUM,
-                 .style = 'f', .prec = 4, .csv_style = 'g', .csv_prec = 10,
-                 .width = 9, .fixed = 1},
-      [C_CI] = {.name = "ci95", .kind = PFI_RESTAB_TEXT, .width = 19,
-                .fixed = 1, .formats = PFI_RESTAB_IN_TERM},
-      [C_AREA] = {.name = "pfi_area", .kind = PFI_RESTAB_NUM, .style = 'f',
-                  .prec = 4, .csv_style = 'g', .csv_prec = 10, .width = 8,
+      [C_PFI] = {.name = "pfi",
+                 .label = "pfi_ratio",
+                 .kind = PFI_RESTAB_NUM,
+                 .style = 'f',
+                 .prec = 4,
+                 .csv_style = 'g',
+                 .csv_prec = 10,
+                 .width = 9,
+                 .fixed = 1},
+      [C_CI] = {.name = "ci95",
+                .kind = PFI_RESTAB_TEXT,
+                .width = 19,
+                .fixed = 1,
+                .formats = PFI_RESTAB_IN_TERM},
+      [C_AREA] = {.name = "pfi_area",
+                  .kind = PFI_RESTAB_NUM,
+                  .style = 'f',
+                  .prec = 4,
+                  .csv_style = 'g',
+                  .csv_prec = 10,
+                  .width = 8,
                   .fixed = 1},
-      [C_CE] = {.name = "pfi_ce", .kind = PFI_RESTAB_NUM, .style = 'f',
-                .prec = 4, .csv_style = 'g', .csv_prec = 10, .width = 8,
+      [C_CE] = {.name = "pfi_ce",
+                .kind = PFI_RESTAB_NUM,
+                .style = 'f',
+                .prec = 4,
+                .csv_style = 'g',
+                .csv_prec = 10,
+                .width = 8,
                 .fixed = 1},
-      [C_LO] = {.name = "ci95_lo", .kind = PFI_RESTAB_NUM, .style = 'g',
-                .prec = 10, .formats = PFI_RESTAB_IN_CSV},
-      [C_HI] = {.name = "ci95_hi", .kind = PFI_RESTAB_NUM, .style = 'g',
-                .prec = 10, .formats = PFI_RESTAB_IN_CSV},
-      [C_PTS] = {.name = "points_used", .label = "points",
-                 .kind = PFI_RESTAB_INT, .width = 6, .fixed = 1},
-      [C_EXC] = {.name = "excluded_caps", .kind = PFI_RESTAB_TEXT,
+      [C_LO] = {.name = "ci95_lo",
+                .kind = PFI_RESTAB_NUM,
+                .style = 'g',
+                .prec = 10,
+                .formats = PFI_RESTAB_IN_CSV},
+      [C_HI] = {.name = "ci95_hi",
+                .kind = PFI_RESTAB_NUM,
+                .style = 'g',
+                .prec = 10,
+                .formats = PFI_RESTAB_IN_CSV},
+      [C_PTS] = {.name = "points_used",
+                 .label = "points",
+                 .kind = PFI_RESTAB_INT,
+                 .width = 6,
+                 .fixed = 1},
+      [C_EXC] = {.name = "excluded_caps",
+                 .kind = PFI_RESTAB_TEXT,
                  .formats = PFI_RESTAB_IN_CSV},
-      [C_TMAX] = {.name = "t_max", .kind = PFI_RESTAB_NUM, .style = 'g',
-                  .prec = 6, .csv_style = 'g', .csv_prec = 10, .width = 12,
+      [C_TMAX] = {.name = "t_max",
+                  .kind = PFI_RESTAB_NUM,
+                  .style = 'g',
+                  .prec = 6,
+                  .csv_style = 'g',
+                  .csv_prec = 10,
+                  .width = 12,
                   .fixed = 1},
-      [C_PMAX] = {.name = "p_max", .kind = PFI_RESTAB_NUM, .style = 'g',
-                  .prec = 6, .csv_style = 'g', .csv_prec = 10, .width = 12,
+      [C_PMAX] = {.name = "p_max",
+                  .kind = PFI_RESTAB_NUM,
+                  .style = 'g',
+                  .prec = 6,
+                  .csv_style = 'g',
+                  .csv_prec = 10,
+                  .width = 12,
                   .fixed = 1},
-      [C_DRAWS] = {.name = "ci_draws", .kind = PFI_RESTAB_INT,
+      [C_DRAWS] = {.name = "ci_draws",
+                   .kind = PFI_RESTAB_INT,
                    .formats = PFI_RESTAB_IN_CSV},
-      [C_SEED] = {.name = "ci_seed", .kind = PFI_RESTAB_INT,
+      [C_SEED] = {.name = "ci_seed",
+                  .kind = PFI_RESTAB_INT,
                   .formats = PFI_RESTAB_IN_CSV},
-      [C_NP] = {.name = "ci_default_rel_sd_power", .kind = PFI_RESTAB_NUM,
+      [C_NP] = {.name = "ci_default_rel_sd_power",
+                .kind = PFI_RESTAB_NUM,
                 .formats = PFI_RESTAB_IN_CSV},
-      [C_NT] = {.name = "ci_default_rel_sd_tokens", .kind = PFI_RESTAB_NUM,
+      [C_NT] = {.name = "ci_default_rel_sd_tokens",
+                .kind = PFI_RESTAB_NUM,
                 .formats = PFI_RESTAB_IN_CSV},
-      [C_WHY] = {.name = "excluded_why", .kind = PFI_RESTAB_TEXT,
+      [C_WHY] = {.name = "excluded_why",
+                 .kind = PFI_RESTAB_TEXT,
                  .formats = PFI_RESTAB_IN_CSV},
-      [C_TEXC] = {.name = "excluded", .label = "excluded (cap:why)",
-                  .kind = PFI_RESTAB_TEXT, .formats = PFI_RESTAB_IN_TERM},
+      [C_TEXC] = {.name = "excluded",
+                  .label = "excluded (cap:why)",
+                  .kind = PFI_RESTAB_TEXT,
+                  .formats = PFI_RESTAB_IN_TERM},
   };
   /* The columns this run prints, and where each went (-1: not shown). */
   struct pfi_restab_col cols[C_N];
@@ -413,6 +475,10 @@ int cmd_index(int argc, char **argv) {
   }
   struct pfi_restab tab;
   pfi_restab_init(&tab, cols, nc);
+  /* CSV keeps each row's text, not its cells: a large file's table is a
+   * third of the memory, written in one go. */
+  if (fmt == PFI_FMT_CSV)
+    pfi_restab_csv_stream(&tab);
   /* The three definitions have different reference points: said above
    * the table, so that its last line is its last row. */
   char title[300] = "";
@@ -438,8 +504,8 @@ int cmd_index(int argc, char **argv) {
    * every job's index): an error still comes before any output. */
   for (size_t i = 0; i < set.n && !tab.failed; i++) {
     struct row one;
-    if (compute_row(&set, i, defs, draws, seed, noise_p, noise_t, &one,
-                    &err) < 0) {
+    if (compute_row(&set, i, defs, draws, seed, noise_p, noise_t, &one, &err) <
+        0) {
       pfi_restab_release(&tab);
       status = pfi_cli_fail(&err);
       goto out;
@@ -463,8 +529,8 @@ int cmd_index(int argc, char **argv) {
       SETNUM(C_LO, rw->ci_lo);
       SETNUM(C_HI, rw->ci_hi);
       if (isfinite(rw->ci_lo) && isfinite(rw->ci_hi))
-        pfi_restab_textf(&tab, (size_t)at[C_CI], "[%.4f, %.4f]",
-                         rw->ci_lo, rw->ci_hi);
+        pfi_restab_textf(&tab, (size_t)at[C_CI], "[%.4f, %.4f]", rw->ci_lo,
+                         rw->ci_hi);
     }
     pfi_restab_int(&tab, (size_t)at[C_PTS], (long long)ix->points_used);
     SETNUM(C_TMAX, ix->t_max);

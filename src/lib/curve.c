@@ -129,8 +129,11 @@ struct pfi_curve *pfi__curve_new(struct pfi_curveset *set, const char *job,
   struct pfi_curve *c = &set->c[set->n];
   memset(c, 0, sizeof *c);
   c->job = pooled ? pool_alloc(set, len + 1) : malloc(len + 1);
-  if (c->job)
-    memcpy(c->job, job, len + 1);
+  if (c->job) {
+    /* job need not end at len (a name read in place ends at a comma). */
+    memcpy(c->job, job, len);
+    c->job[len] = '\0';
+  }
   if (c->job && pooled) {
     c->pts = pool_alloc(set, 6 * sizeof *c->pts);
     if (!c->pts) {

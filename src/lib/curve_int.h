@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "pfi/csv.h"
 #include "pfi/curve.h"
@@ -40,6 +41,13 @@ struct jobmap {
   uint64_t *hv;  /* hash of each curve's name, so growing rehashes nothing */
   size_t hv_cap; /* entries allocated in hv */
 };
+
+/* Whether the curve name `name` is the len bytes at job (which need not
+ * end there: a name read in place is followed by the rest of its row). */
+static inline int pfi__curve_name_is(const char *name, const char *job,
+                                     size_t len) {
+  return strncmp(name, job, len) == 0 && name[len] == '\0';
+}
 
 /* The hash of the n bytes of a job name at s. */
 uint64_t pfi__curve_hash(const char *s, size_t n);

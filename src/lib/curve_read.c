@@ -70,12 +70,13 @@ static int jobmap_grow(struct jobmap *m, const struct pfi_curveset *set) {
 /* Returns the curve index for `job`, whose pfi__curve_hash() is hv, or -1 when
  * absent; *hslot gets the empty slot where it would go. */
 static long jobmap_get(const struct jobmap *m, const struct pfi_curveset *set,
-                       const char *job, uint64_t hv, size_t *hslot) {
+                       const char *job, size_t len, uint64_t hv,
+                       size_t *hslot) {
   uint32_t t = (uint32_t)(hv >> 32);
   size_t h = (size_t)hv & (m->cap - 1);
   while (m->slot[h].idx1) {
     size_t i = m->slot[h].idx1 - 1;
-    if (m->slot[h].tag == t && strcmp(set->c[i].job, job) == 0)
+    if (m->slot[h].tag == t && pfi__curve_name_is(set->c[i].job, job, len))
       return (long)i;
     h = (h + 1) & (m->cap - 1);
   }
@@ -307,7 +308,7 @@ int pfi__curve_row_apply(struct rows *r, struct pfi_curveset *set, long ci,
                          struct pfi_error *err) {
   size_t hslot = 0;
   if (ci < 0)
-    ci = jobmap_get(&r->m, set, job, hv, &hslot);
+    ci = jobmap_get(&r->m, set, job, jlen, hv, &hslot);
   struct pfi_curve *c;
   if (ci < 0) {
     if (set->n == r->m.hv_cap) {
@@ -323,7 +324,7 @@ int pfi__curve_row_apply(struct rows *r, struct pfi_curveset *set, long ci,
     if ((set->n + 1) * 2 > r->m.cap) {
       if (jobmap_grow(&r->m, set) < 0)
         return pfi_error_set(err, PFI_ENOMEM, "out of memory");
-      (void)jobmap_get(&r->m, set, job, hv, &hslot);
+      (void)jobmap_get(&r->m, set, job, jlen, hv, &hslot);
     }
     c = pfi__curve_new(set, job, jlen, 1, err);
     if (!c)
@@ -344,12 +345,126 @@ int pfi__curve_row_apply(struct rows *r, struct pfi_curveset *set, long ci,
   return rc == 1 ? 2 : rc;
 }
 
+/* Header width up to which rows may be read in place. */
+#define FAST_MAX_FIELDS 32
+
+/* The bytes that end or spoil a field read in place: the NUL after the
+ * input, comma, line ends, and what the CSV reader would trim or unquote
+ * (blanks, quote). */
+static const unsigned char fast_stop[256] = {
+    [0] = 1,   [','] = 1, ['\n'] = 1, ['\r'] = 1,
+    ['"'] = 1, [' '] = 1, ['\t'] = 1};
+
+/* Whether rows may be read in place (fast_row): a job from one column,
+ * no K/COLUMN, and one thread (the second of two keeps its rows). */
+static int fast_ok(const struct rows *r, const struct pfi_csv *csv) {
+  if (r->out || r->cm->nparts != 0 || csv->nheader > FAST_MAX_FIELDS)
+    return 0;
+  for (int k = 0; k < PFI_COL__COUNT; k++)
+    if (r->num[k] > 0)
+      return 0;
+  return 1;
+}
+
+/*
+ * The row at csv's position read in place, without the CSV reader, when
+ * it is the plain row of nearly every curves file: exactly as many fields
+ * as the header, none quoted, blank-padded or empty where a value is
+ * needed, the numbers plain decimals (pfi_scan_decimal_n) that are valid,
+ * the optional power_sd_w, tokens_sd and runs blank or absent, a line end
+ * "\n" or "\r\n". Such a row gives what the CSV reader and the checks below give.
+ * Returns 1 when the row was read and put into its curve, 0 when it must
+ * be read by the CSV reader (any other row, and every row that is an
+ * error, so that its message is that reader's), PFI_ENOMEM.
+ */
+static int fast_row(struct rows *r, struct pfi_curveset *set,
+                    struct pfi_csv *csv, struct pfi_error *err) {
+  const char *b = csv->buf, *p = b + csv->pos, *end = b + csv->len;
+  const char *fs[FAST_MAX_FIELDS];
+  size_t fl[FAST_MAX_FIELDS], nf = 0, nh = csv->nheader;
+  if (p >= end)
+    return 0;
+  for (;;) {
+    const char *s = p;
+    while (!fast_stop[(unsigned char)*p])
+      p++;
+    if (nf == nh)
+      return 0;
+    fs[nf] = s;
+    fl[nf++] = (size_t)(p - s);
+    if (*p == ',') {
+      p++;
+      continue;
+    }
+    if (*p == '\n' || p == end ||
+        (*p == '\r' && p + 1 < end && p[1] == '\n'))
+      break;
+    return 0;
+  }
+  if (nf != nh)
+    return 0;
+  int jx = r->idx[PFI_COL_JOB];
+  const char *job = fs[jx];
+  size_t jlen = fl[jx];
+  if (jlen == 0)
+    return 0;
+  struct pfi_point pt = {0};
+  pt.power_sd_w = -1;
+  pt.tokens_sd = -1;
+  pt.line = csv->line;
+  double *dst[] = {NULL, &pt.cap_w, &pt.power_w, &pt.tokens_per_s};
+  for (int k = PFI_COL_CAP_W; k <= PFI_COL_TOKENS_PER_S; k++) {
+    int x = r->idx[k];
+    if (!pfi_scan_decimal_n(fs[x], fl[x], dst[k]) || !(*dst[k] > 0))
+      return 0;
+  }
+  double gpus = 0;
+  int gx = r->idx[PFI_COL_GPUS];
+  if (gx >= 0 && fl[gx] > 0 &&
+      (!pfi_scan_decimal_n(fs[gx], fl[gx], &gpus) || gpus < 1 || gpus > 1e6 ||
+       gpus != (double)(long)gpus))
+    return 0;
+  for (int k = PFI_COL_POWER_SD_W; k <= PFI_COL_RUNS; k++)
+    if (r->idx[k] >= 0 && fl[r->idx[k]] > 0)
+      return 0;
+  long ci = -1;
+  uint64_t hv = 0;
+  if (r->last >= 0 && pfi__curve_name_is(set->c[r->last].job, job, jlen))
+    ci = r->last;
+  else if (r->last >= 0 && (size_t)r->last + 1 < set->n &&
+           pfi__curve_name_is(set->c[r->last + 1].job, job, jlen))
+    ci = r->last + 1;
+  else
+    hv = pfi__curve_hash(job, jlen);
+  int rc = pfi__curve_row_apply(r, set, ci, job, jlen, hv, &pt, gpus, err);
+  if (rc > 0)
+    return 0; /* a GPU count or cap that contradicts an earlier row: the
+                 CSV reader reads the row again and says so */
+  if (rc < 0)
+    return rc;
+  csv->rec_line = csv->line;
+  csv->nf = 0;
+  if (p < end) {
+    p += *p == '\r' ? 2 : 1;
+    csv->line++;
+    csv->linepos = (long)(p - b);
+  }
+  csv->pos = (size_t)(p - b);
+  return 1;
+}
+
 int pfi__curve_read_rows(struct rows *r, struct pfi_curveset *set,
                          struct pfi_csv *csv, struct pfi_error *err) {
   int rc;
+  int fast = fast_ok(r, csv);
   for (;;) {
     r->at = csv->pos;
     r->at_line = csv->line;
+    if (fast && (rc = fast_row(r, set, csv, err)) != 0) {
+      if (rc < 0)
+        return rc;
+      continue;
+    }
     if ((rc = pfi_csv_next(csv, err)) != 1)
       break;
     /* More fields than the header names means the columns are shifted
