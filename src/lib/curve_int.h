@@ -93,6 +93,9 @@ int pfi__rowbuf_push(struct rowbuf *b, const struct pfi_csv *csv,
 
 /* What the reading of data rows needs beside the set and the CSV reader:
  * the resolved columns, a job-name buffer and the hash of job names. */
+/* Header width up to which rows may be read in place. */
+#define PFI_CURVE_FAST_FIELDS 32
+
 struct rows {
   const struct colmap *cm; /* composite job columns (names already freed) */
   int idx[PFI_COL__COUNT];
@@ -109,6 +112,10 @@ struct rows {
   struct rowbuf *out; /* the second of two threads: rows kept, not joined */
   size_t at;          /* where the reading of the current row began */
   long at_line;       /* the line there */
+  /* Rows read in place (curve_read.c): each field's column (PFI_COL_*)
+   * plus 1, 0 for a column not read; `fast` when they may be. */
+  int fast;
+  signed char role[PFI_CURVE_FAST_FIELDS];
 };
 
 void pfi__curve_rows_free(struct rows *r);

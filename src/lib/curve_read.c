@@ -345,9 +345,6 @@ int pfi__curve_row_apply(struct rows *r, struct pfi_curveset *set, long ci,
   return rc == 1 ? 2 : rc;
 }
 
-/* Header width up to which rows may be read in place. */
-#define FAST_MAX_FIELDS 32
-
 /* The bytes that end or spoil a field read in place: the NUL after the
  * input, comma, line ends, and what the CSV reader would trim or unquote
  * (blanks, quote). */
@@ -355,78 +352,94 @@ static const unsigned char fast_stop[256] = {
     [0] = 1,   [','] = 1, ['\n'] = 1, ['\r'] = 1,
     ['"'] = 1, [' '] = 1, ['\t'] = 1};
 
-/* Whether rows may be read in place (fast_row): a job from one column,
- * no K/COLUMN, and one thread (the second of two keeps its rows). */
-static int fast_ok(const struct rows *r, const struct pfi_csv *csv) {
-  if (r->out || r->cm->nparts != 0 || csv->nheader > FAST_MAX_FIELDS)
+/* Whether rows may be read in place (fast_row), and the role of each
+ * field there: a job from one column, no K/COLUMN, no column read as two,
+ * and one thread (the second of two keeps its rows). */
+static int fast_setup(struct rows *r, const struct pfi_csv *csv) {
+  memset(r->role, 0, sizeof r->role);
+  if (r->out || r->cm->nparts != 0 || csv->nheader > PFI_CURVE_FAST_FIELDS)
     return 0;
-  for (int k = 0; k < PFI_COL__COUNT; k++)
+  for (int k = 0; k < PFI_COL__COUNT; k++) {
     if (r->num[k] > 0)
       return 0;
+    int x = r->idx[k];
+    if (x < 0)
+      continue;
+    if (r->role[x])
+      return 0;
+    r->role[x] = (signed char)(k + 1);
+  }
   return 1;
+}
+
+/* The end of a field read in place: a comma, or the line's end. */
+static int field_end_at(const char *p, const char *end) {
+  return *p == ',' || *p == '\n' || p == end ||
+         (*p == '\r' && p + 1 < end && p[1] == '\n');
 }
 
 /*
  * The row at csv's position read in place, without the CSV reader, when
  * it is the plain row of nearly every curves file: exactly as many fields
  * as the header, none quoted, blank-padded or empty where a value is
- * needed, the numbers plain decimals (pfi_scan_decimal_n) that are valid,
- * the optional power_sd_w, tokens_sd and runs blank or absent, a line end
- * "\n" or "\r\n". Such a row gives what the CSV reader and the checks below give.
- * Returns 1 when the row was read and put into its curve, 0 when it must
- * be read by the CSV reader (any other row, and every row that is an
- * error, so that its message is that reader's), PFI_ENOMEM.
+ * needed, the numbers plain decimals that are valid (read as
+ * pfi_scan_decimal_n reads them: the double strtod gives), the optional
+ * power_sd_w, tokens_sd and runs blank or absent, a line end "\n" or
+ * "\r\n". Such a row gives what the CSV reader and the checks of
+ * pfi__curve_read_rows give. Returns 1 when the row was read and put into
+ * its curve, 0 when it must be read by the CSV reader (any other row, and
+ * every row that is an error, so that its message is that reader's),
+ * PFI_ENOMEM.
  */
 static int fast_row(struct rows *r, struct pfi_curveset *set,
                     struct pfi_csv *csv, struct pfi_error *err) {
   const char *b = csv->buf, *p = b + csv->pos, *end = b + csv->len;
-  const char *fs[FAST_MAX_FIELDS];
-  size_t fl[FAST_MAX_FIELDS], nf = 0, nh = csv->nheader;
+  size_t nf = 0, nh = csv->nheader;
+  const char *job = NULL;
+  size_t jlen = 0;
+  /* Values by column, PFI_COL_CAP_W to PFI_COL_GPUS; gpus 0: unknown. */
+  double v[PFI_COL_GPUS + 1] = {0};
   if (p >= end)
     return 0;
-  for (;;) {
-    const char *s = p;
-    while (!fast_stop[(unsigned char)*p])
-      p++;
+  for (;; nf++) {
     if (nf == nh)
       return 0;
-    fs[nf] = s;
-    fl[nf++] = (size_t)(p - s);
+    const char *s = p;
+    int role = r->role[nf] - 1;
+    if (role >= PFI_COL_CAP_W && role <= PFI_COL_GPUS) {
+      if (role == PFI_COL_GPUS && field_end_at(p, end)) {
+        /* blank: unknown */
+      } else if (!pfi_scan_decimal_prefix(s, &p, &v[role]) ||
+                 !field_end_at(p, end)) {
+        /* An exponent, say: the field as a whole. */
+        p = s;
+        while (!fast_stop[(unsigned char)*p])
+          p++;
+        if (!pfi_scan_decimal_n(s, (size_t)(p - s), &v[role]))
+          return 0;
+      }
+    } else {
+      while (!fast_stop[(unsigned char)*p])
+        p++;
+      if (role == PFI_COL_JOB) {
+        job = s;
+        jlen = (size_t)(p - s);
+      } else if (role > PFI_COL_GPUS && p > s) {
+        return 0; /* a noise column or runs given: the CSV reader's */
+      }
+    }
     if (*p == ',') {
       p++;
       continue;
     }
-    if (*p == '\n' || p == end ||
-        (*p == '\r' && p + 1 < end && p[1] == '\n'))
+    if (field_end_at(p, end))
       break;
     return 0;
   }
-  if (nf != nh)
+  if (nf + 1 != nh || jlen == 0)
     return 0;
-  int jx = r->idx[PFI_COL_JOB];
-  const char *job = fs[jx];
-  size_t jlen = fl[jx];
-  if (jlen == 0)
-    return 0;
-  struct pfi_point pt = {0};
-  pt.power_sd_w = -1;
-  pt.tokens_sd = -1;
-  pt.line = csv->line;
-  double *dst[] = {NULL, &pt.cap_w, &pt.power_w, &pt.tokens_per_s};
-  for (int k = PFI_COL_CAP_W; k <= PFI_COL_TOKENS_PER_S; k++) {
-    int x = r->idx[k];
-    if (!pfi_scan_decimal_n(fs[x], fl[x], dst[k]) || !(*dst[k] > 0))
-      return 0;
-  }
-  double gpus = 0;
-  int gx = r->idx[PFI_COL_GPUS];
-  if (gx >= 0 && fl[gx] > 0 &&
-      (!pfi_scan_decimal_n(fs[gx], fl[gx], &gpus) || gpus < 1 || gpus > 1e6 ||
-       gpus != (double)(long)gpus))
-    return 0;
-  for (int k = PFI_COL_POWER_SD_W; k <= PFI_COL_RUNS; k++)
-    if (r->idx[k] >= 0 && fl[r->idx[k]] > 0)
-      return 0;
+  /* The job's curve: the last one, the next, else the hash table's slot,
+   * fetched while the values are checked. */
   long ci = -1;
   uint64_t hv = 0;
   if (r->last >= 0 && pfi__curve_name_is(set->c[r->last].job, job, jlen))
@@ -434,8 +447,25 @@ static int fast_row(struct rows *r, struct pfi_curveset *set,
   else if (r->last >= 0 && (size_t)r->last + 1 < set->n &&
            pfi__curve_name_is(set->c[r->last + 1].job, job, jlen))
     ci = r->last + 1;
-  else
+  else {
     hv = pfi__curve_hash(job, jlen);
+#if defined(__GNUC__)
+    __builtin_prefetch(&r->m.slot[(size_t)hv & (r->m.cap - 1)]);
+#endif
+  }
+  if (!(v[PFI_COL_CAP_W] > 0) || !(v[PFI_COL_POWER_W] > 0) ||
+      !(v[PFI_COL_TOKENS_PER_S] > 0))
+    return 0;
+  double gpus = v[PFI_COL_GPUS];
+  if (gpus != 0 && (gpus < 1 || gpus > 1e6 || gpus != (double)(long)gpus))
+    return 0;
+  struct pfi_point pt = {0};
+  pt.cap_w = v[PFI_COL_CAP_W];
+  pt.power_w = v[PFI_COL_POWER_W];
+  pt.tokens_per_s = v[PFI_COL_TOKENS_PER_S];
+  pt.power_sd_w = -1;
+  pt.tokens_sd = -1;
+  pt.line = csv->line;
   int rc = pfi__curve_row_apply(r, set, ci, job, jlen, hv, &pt, gpus, err);
   if (rc > 0)
     return 0; /* a GPU count or cap that contradicts an earlier row: the
@@ -456,7 +486,7 @@ static int fast_row(struct rows *r, struct pfi_curveset *set,
 int pfi__curve_read_rows(struct rows *r, struct pfi_curveset *set,
                          struct pfi_csv *csv, struct pfi_error *err) {
   int rc;
-  int fast = fast_ok(r, csv);
+  int fast = fast_setup(r, csv);
   for (;;) {
     r->at = csv->pos;
     r->at_line = csv->line;
