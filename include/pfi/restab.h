@@ -107,13 +107,14 @@ struct pfi_restab {
   /* Text of an empty cell or a non-finite number: term_null in the
    * terminal (default "-"), csv_null in CSV (default "-"). */
   const char *term_null, *csv_null;
-  int header;     /* print the header row (default 1); terminal and CSV */
-  int json_prec;  /* significant digits of JSON numbers (default 12) */
-  int failed;     /* out of memory on some call: print fails */
+  int header;    /* print the header row (default 1); terminal and CSV */
+  int json_prec; /* significant digits of JSON numbers (default 12) */
+  int failed;    /* out of memory on some call: print fails */
   /* CSV streamed (pfi_restab_csv_stream): the rows before the last one are
    * already CSV text here, nrows counting only the rows still kept as
    * cells (the last one). */
   int csv_stream;
+  size_t csv_rows; /* rows expected (pfi_restab_csv_stream), 0: unknown */
   char *csv_text;
   size_t csv_len, csv_cap;
 };
@@ -128,8 +129,11 @@ void pfi_restab_release(struct pfi_restab *t);
  * is turned into its CSV text when the next one starts, so that a table of
  * many rows holds their text (tens of bytes a row) rather than their
  * cells; pfi_restab_print() then prints the same bytes as without, and
- * refuses (PFI_EINVAL) any other format. Call it before the first row. */
-void pfi_restab_csv_stream(struct pfi_restab *t);
+ * refuses (PFI_EINVAL) any other format. `rows`, when known (else 0), is
+ * how many rows will come: room for about that many rows like the first
+ * is set aside once, rather than grown by copies. Call it before the
+ * first row. */
+void pfi_restab_csv_stream(struct pfi_restab *t, size_t rows);
 
 /* Appends an empty row; the setters below fill the last row. Returns 0 or
  * PFI_ENOMEM (also remembered in t->failed). */

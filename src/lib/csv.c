@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "huge_int.h"
+
 /* Line and column (1-based) of byte `at` in buf, counting "\n", "\r\n" and
  * a lone "\r" as line ends, as the CSV reader does; a UTF-8 byte-order mark
  * at the start is not a column. */
@@ -77,25 +79,6 @@ static size_t long_line(const char *b, size_t *start, size_t from, size_t to) {
   return (size_t)-1;
 }
 
-/* A large buffer about to be filled: backed by huge pages where the
- * system lends them on request (transparent huge pages, "madvise"), one
- * page fault per 2 MiB instead of per 4 KiB. Advice only: nothing changes
- * where it is not taken. */
-static void huge_pages(void *p, size_t n) {
-#if defined(MADV_HUGEPAGE)
-  const uintptr_t H = (uintptr_t)1 << 21;
-  if (n < 4 * H)
-    return;
-  uintptr_t a = ((uintptr_t)p + H - 1) & ~(H - 1),
-            b = ((uintptr_t)p + n) & ~(H - 1);
-  if (b > a)
-    (void)madvise((void *)a, b - a, MADV_HUGEPAGE);
-#else
-  (void)p;
-  (void)n;
-#endif
-}
-
 int pfi_read_file(const char *path, char **out, size_t *len,
                   struct pfi_error *err) {
   int from_stdin = strcmp(path, "-") == 0;
@@ -119,7 +102,7 @@ int pfi_read_file(const char *path, char **out, size_t *len,
     rc = pfi_error_set(err, PFI_ENOMEM, "out of memory reading %s", path);
     goto out;
   }
-  huge_pages(buf, cap);
+  pfi__advise_huge(buf, cap);
   /* Start of the line being read: a NUL byte or a line longer than
    * PFI_LINE_MAX is refused as soon as it has been read, so an endless
    * input (/dev/zero, a stream without line ends) costs bounded memory. */

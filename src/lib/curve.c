@@ -13,25 +13,7 @@
 #include <sys/mman.h>
 
 #include "curve_int.h"
-
-/* A large block about to be filled: backed by huge pages where the system
- * lends them on request (transparent huge pages, "madvise"), one page
- * fault per 2 MiB instead of per 4 KiB (as pfi_read_file's buffer).
- * Advice only: nothing changes where it is not taken. */
-void pfi__advise_huge(void *p, size_t n) {
-#if defined(MADV_HUGEPAGE)
-  const uintptr_t H = (uintptr_t)1 << 21;
-  if (n < 4 * H)
-    return;
-  uintptr_t a = ((uintptr_t)p + H - 1) & ~(H - 1),
-            b = ((uintptr_t)p + n) & ~(H - 1);
-  if (b > a)
-    (void)madvise((void *)a, b - a, MADV_HUGEPAGE);
-#else
-  (void)p;
-  (void)n;
-#endif
-}
+#include "huge_int.h"
 
 void pfi_curveset_init(struct pfi_curveset *set) {
   memset(set, 0, sizeof *set);

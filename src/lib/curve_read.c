@@ -397,6 +397,8 @@ static int fast_row(struct rows *r, struct pfi_curveset *set,
   size_t nf = 0, nh = csv->nheader;
   const char *job = NULL;
   size_t jlen = 0;
+  long ci = -1;
+  uint64_t hv = 0;
   /* Values by column, PFI_COL_CAP_W to PFI_COL_GPUS; gpus 0: unknown. */
   double v[PFI_COL_GPUS + 1] = {0};
   if (p >= end)
@@ -424,6 +426,19 @@ static int fast_row(struct rows *r, struct pfi_curveset *set,
       if (role == PFI_COL_JOB) {
         job = s;
         jlen = (size_t)(p - s);
+        /* The job's curve: the last one, the next, else the hash table's
+         * slot, fetched while the rest of the row is read. */
+        if (r->last >= 0 && pfi__curve_name_is(set->c[r->last].job, job, jlen))
+          ci = r->last;
+        else if (r->last >= 0 && (size_t)r->last + 1 < set->n &&
+                 pfi__curve_name_is(set->c[r->last + 1].job, job, jlen))
+          ci = r->last + 1;
+        else {
+          hv = pfi__curve_hash(job, jlen);
+#if defined(__GNUC__)
+          __builtin_prefetch(&r->m.slot[(size_t)hv & (r->m.cap - 1)]);
+#endif
+        }
       } else if (role > PFI_COL_GPUS && p > s) {
         return 0; /* a noise column or runs given: the CSV reader's */
       }
@@ -438,21 +453,6 @@ static int fast_row(struct rows *r, struct pfi_curveset *set,
   }
   if (nf + 1 != nh || jlen == 0)
     return 0;
-  /* The job's curve: the last one, the next, else the hash table's slot,
-   * fetched while the values are checked. */
-  long ci = -1;
-  uint64_t hv = 0;
-  if (r->last >= 0 && pfi__curve_name_is(set->c[r->last].job, job, jlen))
-    ci = r->last;
-  else if (r->last >= 0 && (size_t)r->last + 1 < set->n &&
-           pfi__curve_name_is(set->c[r->last + 1].job, job, jlen))
-    ci = r->last + 1;
-  else {
-    hv = pfi__curve_hash(job, jlen);
-#if defined(__GNUC__)
-    __builtin_prefetch(&r->m.slot[(size_t)hv & (r->m.cap - 1)]);
-#endif
-  }
   if (!(v[PFI_COL_CAP_W] > 0) || !(v[PFI_COL_POWER_W] > 0) ||
       !(v[PFI_COL_TOKENS_PER_S] > 0))
     return 0;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "huge_int.h"
 #include "pfi/error.h"
 #include "pfi/fmt.h"
 
@@ -45,9 +46,11 @@ void pfi_restab_release(struct pfi_restab *t) {
 
 static void stream_row(struct pfi_restab *t);
 
-void pfi_restab_csv_stream(struct pfi_restab *t) {
-  if (t->nrows == 0)
+void pfi_restab_csv_stream(struct pfi_restab *t, size_t rows) {
+  if (t->nrows == 0) {
     t->csv_stream = 1;
+    t->csv_rows = rows;
+  }
 }
 
 int pfi_restab_row(struct pfi_restab *t) {
@@ -493,6 +496,20 @@ static void csv_row(const struct pfi_restab *t, long i, struct csvbuf *b) {
 static void stream_row(struct pfi_restab *t) {
   struct csvbuf b = {t->csv_text, t->csv_len, t->csv_cap, 0};
   csv_row(t, 0, &b);
+  if (b.len && t->csv_len == 0 && t->csv_rows > 1 &&
+      b.len < SIZE_MAX / 2 / t->csv_rows) {
+    /* The first row: room for the rest like it, and a quarter more (rows
+     * differ in length), in one allocation; more is grown as usual. */
+    size_t want = b.len * t->csv_rows + b.len * t->csv_rows / 4;
+    if (want > b.cap) {
+      char *nb = realloc(b.p, want);
+      if (nb) {
+        pfi__advise_huge(nb, want);
+        b.p = nb;
+        b.cap = want;
+      }
+    }
+  }
   t->csv_text = b.p;
   t->csv_len = b.len;
   t->csv_cap = b.cap;
