@@ -203,8 +203,9 @@ int pfi_restab_note(struct pfi_restab *t, const char *fmt, ...) {
   return 0;
 }
 
-char *pfi_restab_fmt_num(const struct pfi_restab_col *c,
-                         enum pfi_restab_format f, double v, char *buf) {
+/* pfi_restab_fmt_num(), returning the length. */
+static size_t fmt_num(const struct pfi_restab_col *c, enum pfi_restab_format f,
+                      double v, char *buf) {
   char style = c->style;
   int prec = c->prec;
   if (f != PFI_RESTAB_TERM && c->csv_style) {
@@ -213,27 +214,26 @@ char *pfi_restab_fmt_num(const struct pfi_restab_col *c,
   }
   buf[0] = '\0';
   if (!isfinite(v))
-    return buf;
+    return 0;
   if (style == 'f')
-    pfi_fmt_fixed(buf, v, prec);
-  else
-    pfi_fmt_g(buf, v, style ? prec : 6);
+    return pfi_fmt_fixed(buf, v, prec);
+  return pfi_fmt_g(buf, v, style ? prec : 6);
+}
+
+char *pfi_restab_fmt_num(const struct pfi_restab_col *c,
+                         enum pfi_restab_format f, double v, char *buf) {
+  fmt_num(c, f, v, buf);
   return buf;
 }
 
 /* The text of cell `c` of column `col` in format f, into buf (32 bytes),
  * or NULL for an empty cell. */
-static const char *cell_text(const struct pfi_restab_col *col,
-                             const struct pfi_restab_cell *c,
-                             enum pfi_restab_format f, char *buf) {
-  if (!c->set)
-    return NULL;
-  if (c->set == 2)
-    return "";
-  switch (col->kind) {
-  case PFI_RESTAB_TEXT:
-    return c->u.s;
-  case PFI_RESTAB_INT:
+/* The text of number cell c (set, finite) of column col in format f into
+ * buf (PFI_FMT_MAX bytes); returns its length. */
+static size_t num_text(const struct pfi_restab_col *col,
+                       const struct pfi_restab_cell *c,
+                       enum pfi_restab_format f, char *buf) {
+  if (col->kind == PFI_RESTAB_INT) {
     if (c->u.i >= 0 && c->u.i < 1000000000) {
       /* The common small count without snprintf: the same digits. */
       char d[12];
@@ -245,14 +245,27 @@ static const char *cell_text(const struct pfi_restab_col *col,
       for (int m = 0; m < k; m++)
         buf[m] = d[k - 1 - m];
       buf[k] = '\0';
-    } else {
-      snprintf(buf, PFI_FMT_MAX, "%lld", c->u.i);
+      return (size_t)k;
     }
-    return buf;
-  case PFI_RESTAB_NUM:
-    return pfi_restab_fmt_num(col, f, c->u.num, buf);
+    int n = snprintf(buf, PFI_FMT_MAX, "%lld", c->u.i);
+    return n > 0 ? (size_t)n : 0;
   }
-  return NULL;
+  return fmt_num(col, f, c->u.num, buf);
+}
+
+/* The text of cell `c` of column `col` in format f, into buf (32 bytes),
+ * or NULL for an empty cell. */
+static const char *cell_text(const struct pfi_restab_col *col,
+                             const struct pfi_restab_cell *c,
+                             enum pfi_restab_format f, char *buf) {
+  if (!c->set)
+    return NULL;
+  if (c->set == 2)
+    return "";
+  if (col->kind == PFI_RESTAB_TEXT)
+    return c->u.s;
+  num_text(col, c, f, buf);
+  return buf;
 }
 
 static int shown(const struct pfi_restab_col *c, enum pfi_restab_format f) {
@@ -476,6 +489,13 @@ static void csv_row(const struct pfi_restab *t, long i, struct csvbuf *b) {
       continue;
     }
     const struct pfi_restab_cell *cl = &t->cells[(size_t)i * nc + j];
+    if (cl->set == 1 && c->kind != PFI_RESTAB_TEXT && !c->csv_quote) {
+      /* A number's text, straight into the line: it holds no comma,
+       * quote or line end. */
+      if (csv_room(b, PFI_FMT_MAX) == 0)
+        b->len += num_text(c, cl, PFI_RESTAB_CSV, b->p + b->len);
+      continue;
+    }
     const char *s = cell_text(c, cl, PFI_RESTAB_CSV, buf);
     if (!s) {
       s = t->csv_null;
