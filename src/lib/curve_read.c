@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "curve_int.h"
+#include "fmt_int.h"
 #include "pfi/csv.h"
 #include "pfi/fmt.h"
 
@@ -411,7 +412,7 @@ static int fast_row(struct rows *r, struct pfi_curveset *set,
     if (role >= PFI_COL_CAP_W && role <= PFI_COL_GPUS) {
       if (role == PFI_COL_GPUS && field_end_at(p, end)) {
         /* blank: unknown */
-      } else if (!pfi_scan_decimal_prefix(s, &p, &v[role]) ||
+      } else if (!pfi__scan_decimal_prefix(s, &p, &v[role]) ||
                  !field_end_at(p, end)) {
         /* An exponent, say: the field as a whole. */
         p = s;
