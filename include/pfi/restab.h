@@ -107,9 +107,9 @@ struct pfi_restab {
   /* Text of an empty cell or a non-finite number: term_null in the
    * terminal (default "-"), csv_null in CSV (default "-"). */
   const char *term_null, *csv_null;
-  int header;    /* print the header row (default 1); terminal and CSV */
-  int json_prec; /* significant digits of JSON numbers (default 12) */
-  int failed;    /* out of memory on some call: print fails */
+  int header;     /* print the header row (default 1); terminal and CSV */
+  int json_prec;  /* significant digits of JSON numbers (default 12) */
+  int failed;     /* out of memory on some call: print fails */
   /* CSV streamed (pfi_restab_csv_stream): the rows before the last one are
    * already CSV text here, nrows counting only the rows still kept as
    * cells (the last one). */
