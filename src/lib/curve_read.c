@@ -354,11 +354,11 @@ static const unsigned char fast_stop[256] = {
     ['"'] = 1, [' '] = 1, ['\t'] = 1};
 
 /* Whether rows may be read in place (fast_row), and the role of each
- * field there: a job from one column, no K/COLUMN, no column read as two,
- * and one thread (the second of two keeps its rows). */
+ * field there: a job from one column, no K/COLUMN, no column read as
+ * two. */
 static int fast_setup(struct rows *r, const struct pfi_csv *csv) {
   memset(r->role, 0, sizeof r->role);
-  if (r->out || r->cm->nparts != 0 || csv->nheader > PFI_CURVE_FAST_FIELDS)
+  if (r->cm->nparts != 0 || csv->nheader > PFI_CURVE_FAST_FIELDS)
     return 0;
   for (int k = 0; k < PFI_COL__COUNT; k++) {
     if (r->num[k] > 0)
@@ -388,9 +388,9 @@ static int field_end_at(const char *p, const char *end) {
  * power_sd_w, tokens_sd and runs blank or absent, a line end "\n" or
  * "\r\n". Such a row gives what the CSV reader and the checks of
  * pfi__curve_read_rows give. Returns 1 when the row was read and put into
- * its curve, 0 when it must be read by the CSV reader (any other row, and
- * every row that is an error, so that its message is that reader's),
- * PFI_ENOMEM.
+ * its curve (kept for the join, on the second of two threads), 0 when it
+ * must be read by the CSV reader (any other row, and every row that is an
+ * error, so that its message is that reader's), PFI_ENOMEM.
  */
 static int fast_row(struct rows *r, struct pfi_curveset *set,
                     struct pfi_csv *csv, struct pfi_error *err) {
@@ -429,7 +429,10 @@ static int fast_row(struct rows *r, struct pfi_curveset *set,
         jlen = (size_t)(p - s);
         /* The job's curve: the last one, the next, else the hash table's
          * slot, fetched while the rest of the row is read. */
-        if (r->last >= 0 && pfi__curve_name_is(set->c[r->last].job, job, jlen))
+        if (r->out)
+          ; /* kept for the join, which finds the curve */
+        else if (r->last >= 0 &&
+                 pfi__curve_name_is(set->c[r->last].job, job, jlen))
           ci = r->last;
         else if (r->last >= 0 && (size_t)r->last + 1 < set->n &&
                  pfi__curve_name_is(set->c[r->last + 1].job, job, jlen))
@@ -467,7 +470,15 @@ static int fast_row(struct rows *r, struct pfi_curveset *set,
   pt.power_sd_w = -1;
   pt.tokens_sd = -1;
   pt.line = csv->line;
-  int rc = pfi__curve_row_apply(r, set, ci, job, jlen, hv, &pt, gpus, err);
+  int rc = 0;
+  if (r->out) {
+    /* The second of two threads keeps the row for the first to join. */
+    if (pfi__rowbuf_push(r->out, csv, job, jlen, &pt, gpus, r->at, r->at_line) <
+        0)
+      return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  } else {
+    rc = pfi__curve_row_apply(r, set, ci, job, jlen, hv, &pt, gpus, err);
+  }
   if (rc > 0)
     return 0; /* a GPU count or cap that contradicts an earlier row: the
                  CSV reader reads the row again and says so */

@@ -118,10 +118,11 @@ static int join_rows(struct rows *r, struct pfi_curveset *set,
     const char *job = h->csv.buf + x->joff;
     long ci = -1;
     uint64_t hv = 0;
-    if (r->last >= 0 && strcmp(set->c[r->last].job, job) == 0)
+    /* A name read in place ends at its comma, not a NUL: by length. */
+    if (r->last >= 0 && pfi__curve_name_is(set->c[r->last].job, job, x->jlen))
       ci = r->last;
     else if (r->last >= 0 && (size_t)r->last + 1 < set->n &&
-             strcmp(set->c[r->last + 1].job, job) == 0)
+             pfi__curve_name_is(set->c[r->last + 1].job, job, x->jlen))
       ci = r->last + 1;
     else
       hv = pfi__curve_hash(job, x->jlen);
