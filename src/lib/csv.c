@@ -168,6 +168,10 @@ out:
  * are mapped read-only first (MAP_POPULATE on a writable private mapping
  * would copy every page) and made writable after: the CSV reader's writes
  * (field terminators, unquoted text) copy only the pages they touch.
+ * Unlike a read, a mapping sees a file that another process truncates
+ * while it is parsed as missing pages, which end the process (SIGBUS)
+ * where a read would have kept the bytes it got; the files read here are
+ * written before they are read.
  * Returns 1 when mapped (*out, *len, *map_len), 0 when the file is to be
  * read instead (not a regular file, small, any failure of the mapping:
  * pfi_read_file() then opens it and says what is wrong), or an error.
