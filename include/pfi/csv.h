@@ -35,10 +35,17 @@ struct pfi_csv {
   /* Header (copied at open). */
   size_t nheader;
   char **header;
+  /* Bytes mapped at buf when the file is mapped rather than read (a large
+   * regular file); 0 when buf is allocated. */
+  size_t map_len;
 };
 
 /*
- * Opens `path` ("-" reads standard input) and reads its header row.
+ * Opens `path` ("-" reads standard input) and reads its header row. A
+ * regular file of 1 MiB or more is mapped (private: the reader's writes
+ * stay in this process) instead of read into a buffer of its own, which
+ * spares copying and zeroing it; the bytes, the checks and the errors are
+ * those of pfi_read_file().
  * Returns 0, or PFI_ENOTFOUND (cannot open), PFI_EIO (cannot read),
  * PFI_EPARSE (no header, bad quote, a NUL byte anywhere in the input: a
  * binary file), PFI_ENOMEM. On failure nothing needs releasing.

@@ -56,4 +56,16 @@ int pfi_scan_decimal(const char *s, double *out);
 /* The same on the `len` bytes at s (no terminator needed). */
 int pfi_scan_decimal_n(const char *s, size_t len, double *out);
 
+/*
+ * The plain decimal [-]DIGITS[.DIGITS] that starts s, read up to the first
+ * byte that cannot continue it, whose address goes to *end (s must hold
+ * such a byte: a NUL, a comma): the double strtod() gives for those bytes
+ * into *out, within pfi_scan_decimal()'s limits, and 1. Returns 0 (*out
+ * unchanged) when there is no digit, more than 19, a significand above
+ * 2^53, more than 22 decimals, or an exponent ('e', 'E') follows: what
+ * pfi_scan_decimal_n() or the full parser then reads. The caller checks
+ * that the number ends where its field does.
+ */
+int pfi_scan_decimal_prefix(const char *s, const char **end, double *out);
+
 #endif

@@ -110,6 +110,13 @@ struct pfi_restab {
   int header;     /* print the header row (default 1); terminal and CSV */
   int json_prec;  /* significant digits of JSON numbers (default 12) */
   int failed;     /* out of memory on some call: print fails */
+  /* CSV streamed (pfi_restab_csv_stream): the rows before the last one are
+   * already CSV text here, nrows counting only the rows still kept as
+   * cells (the last one). */
+  int csv_stream;
+  size_t csv_rows; /* rows expected (pfi_restab_csv_stream), 0: unknown */
+  char *csv_text;
+  size_t csv_len, csv_cap;
 };
 
 /* A table of `ncols` columns described by `cols` (borrowed). Returns 0 or
@@ -117,6 +124,16 @@ struct pfi_restab {
 int pfi_restab_init(struct pfi_restab *t, const struct pfi_restab_col *cols,
                     size_t ncols);
 void pfi_restab_release(struct pfi_restab *t);
+
+/* For a table that will be printed as CSV only: from here on, each row
+ * is turned into its CSV text when the next one starts, so that a table of
+ * many rows holds their text (tens of bytes a row) rather than their
+ * cells; pfi_restab_print() then prints the same bytes as without, and
+ * refuses (PFI_EINVAL) any other format. `rows`, when known (else 0), is
+ * how many rows will come: room for about that many rows like the first
+ * is set aside once, rather than grown by copies. Call it before the
+ * first row. */
+void pfi_restab_csv_stream(struct pfi_restab *t, size_t rows);
 
 /* Appends an empty row; the setters below fill the last row. Returns 0 or
  * PFI_ENOMEM (also remembered in t->failed). */

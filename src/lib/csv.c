@@ -2,6 +2,7 @@
 #include "pfi/csv.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -10,6 +11,9 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include "huge_int.h"
 
 /* Line and column (1-based) of byte `at` in buf, counting "\n", "\r\n" and
  * a lone "\r" as line ends, as the CSV reader does; a UTF-8 byte-order mark
@@ -75,25 +79,6 @@ static size_t long_line(const char *b, size_t *start, size_t from, size_t to) {
   return (size_t)-1;
 }
 
-/* A large buffer about to be filled: backed by huge pages where the
- * system lends them on request (transparent huge pages, "madvise"), one
- * page fault per 2 MiB instead of per 4 KiB. Advice only: nothing changes
- * where it is not taken. */
-static void huge_pages(void *p, size_t n) {
-#if defined(MADV_HUGEPAGE)
-  const uintptr_t H = (uintptr_t)1 << 21;
-  if (n < 4 * H)
-    return;
-  uintptr_t a = ((uintptr_t)p + H - 1) & ~(H - 1),
-            b = ((uintptr_t)p + n) & ~(H - 1);
-  if (b > a)
-    (void)madvise((void *)a, b - a, MADV_HUGEPAGE);
-#else
-  (void)p;
-  (void)n;
-#endif
-}
-
 int pfi_read_file(const char *path, char **out, size_t *len,
                   struct pfi_error *err) {
   int from_stdin = strcmp(path, "-") == 0;
@@ -117,7 +102,7 @@ int pfi_read_file(const char *path, char **out, size_t *len,
     rc = pfi_error_set(err, PFI_ENOMEM, "out of memory reading %s", path);
     goto out;
   }
-  huge_pages(buf, cap);
+  pfi__advise_huge(buf, cap);
   /* Start of the line being read: a NUL byte or a line longer than
    * PFI_LINE_MAX is refused as soon as it has been read, so an endless
    * input (/dev/zero, a stream without line ends) costs bounded memory. */
@@ -170,6 +155,82 @@ out:
   if (!from_stdin)
     fclose(fp);
   return rc;
+}
+
+/* Regular files of this size or more are mapped, not read. */
+#define MAP_MIN ((size_t)1 << 20)
+
+/*
+ * Maps the regular file `path` of MAP_MIN bytes or more, private and
+ * writable, with a NUL byte after its end (an anonymous page when the size
+ * is a multiple of the page size), after the checks of pfi_read_file() and
+ * with its errors: a NUL byte, a line longer than PFI_LINE_MAX. The pages
+ * are mapped read-only first (MAP_POPULATE on a writable private mapping
+ * would copy every page) and made writable after: the CSV reader's writes
+ * (field terminators, unquoted text) copy only the pages they touch.
+ * Unlike a read, a mapping sees a file that another process truncates
+ * while it is parsed as missing pages, which end the process (SIGBUS)
+ * where a read would have kept the bytes it got; the files read here are
+ * written before they are read.
+ * Returns 1 when mapped (*out, *len, *map_len), 0 when the file is to be
+ * read instead (not a regular file, small, any failure of the mapping:
+ * pfi_read_file() then opens it and says what is wrong), or an error.
+ */
+static int map_file(const char *path, char **out, size_t *len, size_t *map_len,
+                    struct pfi_error *err) {
+  if (strcmp(path, "-") == 0)
+    return 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return 0;
+  struct stat sb;
+  long page = sysconf(_SC_PAGESIZE);
+  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || page <= 0 ||
+      (unsigned long long)sb.st_size < MAP_MIN ||
+      (unsigned long long)sb.st_size >= (unsigned long long)SIZE_MAX / 2) {
+    close(fd);
+    return 0;
+  }
+  size_t n = (size_t)sb.st_size;
+  size_t total = (n + 1 + (size_t)page - 1) / (size_t)page * (size_t)page;
+  char *base = mmap(NULL, total, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (base == MAP_FAILED) {
+    close(fd);
+    return 0;
+  }
+  int flags = MAP_PRIVATE | MAP_FIXED;
+#if defined(MAP_POPULATE)
+  flags |= MAP_POPULATE;
+#endif
+  void *m = mmap(base, n, PROT_READ, flags, fd, 0);
+  close(fd);
+  if (m == MAP_FAILED || mprotect(base, total, PROT_READ | PROT_WRITE) != 0) {
+    munmap(base, total);
+    return 0;
+  }
+  const char *z = memchr(base, '\0', n);
+  long line, col;
+  int rc = 0;
+  if (z) {
+    locate(base, (size_t)(z - base), &line, &col);
+    rc = pfi_error_setloc(err, PFI_EPARSE, path, line, col,
+                          "NUL byte in the input (a binary file?)");
+  } else {
+    size_t line_start = 0, at = long_line(base, &line_start, 0, n);
+    if (at != (size_t)-1) {
+      locate(base, at, &line, &col);
+      rc = pfi_error_setloc(err, PFI_EPARSE, path, line, 1,
+                            "line longer than %d bytes", PFI_LINE_MAX);
+    }
+  }
+  if (rc < 0) {
+    munmap(base, total);
+    return rc;
+  }
+  *out = base;
+  *len = n;
+  *map_len = total;
+  return 1;
 }
 
 static int is_blank(char c) { return c == ' ' || c == '\t'; }
@@ -370,7 +431,11 @@ int pfi_csv_open(struct pfi_csv *csv, const char *path, struct pfi_error *err) {
   csv->name = strdup(strcmp(path, "-") == 0 ? "<stdin>" : path);
   if (!csv->name)
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
-  int rc = pfi_read_file(path, &csv->buf, &csv->len, err);
+  int rc = map_file(path, &csv->buf, &csv->len, &csv->map_len, err);
+  if (rc == 0)
+    rc = pfi_read_file(path, &csv->buf, &csv->len, err);
+  else if (rc > 0)
+    rc = 0;
   if (rc == 0)
     rc = open_common(csv, 1, err);
   if (rc < 0)
@@ -407,7 +472,10 @@ void pfi_csv_close(struct pfi_csv *csv) {
   free(csv->fline);
   free(csv->fcol);
   free(csv->flen);
-  free(csv->buf);
+  if (csv->map_len)
+    munmap(csv->buf, csv->map_len);
+  else
+    free(csv->buf);
   free(csv->name);
   memset(csv, 0, sizeof *csv);
 }

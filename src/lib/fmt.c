@@ -11,6 +11,8 @@
  */
 #include "pfi/fmt.h"
 
+#include "fmt_int.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -373,6 +375,10 @@ int pfi_scan_decimal_n(const char *s, size_t len, double *out) {
     v *= p10[k];
   *out = neg ? -v : v;
   return 1;
+}
+
+int pfi_scan_decimal_prefix(const char *s, const char **end, double *out) {
+  return pfi__scan_decimal_prefix(s, end, out);
 }
 
 int pfi_scan_decimal(const char *s, double *out) {

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "huge_int.h"
 #include "pfi/error.h"
 #include "pfi/fmt.h"
 
@@ -35,6 +36,7 @@ void pfi_restab_release(struct pfi_restab *t) {
           free(c->u.s);
       }
   free(t->cells);
+  free(t->csv_text);
   free(t->title);
   for (size_t i = 0; i < t->nnotes; i++)
     free(t->notes[i]);
@@ -42,7 +44,27 @@ void pfi_restab_release(struct pfi_restab *t) {
   memset(t, 0, sizeof *t);
 }
 
+static void stream_row(struct pfi_restab *t);
+
+void pfi_restab_csv_stream(struct pfi_restab *t, size_t rows) {
+  if (t->nrows == 0) {
+    t->csv_stream = 1;
+    t->csv_rows = rows;
+  }
+}
+
 int pfi_restab_row(struct pfi_restab *t) {
+  if (t->csv_stream && t->nrows == 1) {
+    /* The last row into text; its cells serve the next row. */
+    stream_row(t);
+    for (size_t j = 0; j < t->ncols; j++) {
+      struct pfi_restab_cell *c = &t->cells[j];
+      if (t->cols[j].kind == PFI_RESTAB_TEXT && c->set == 1)
+        free(c->u.s);
+    }
+    memset(t->cells, 0, t->ncols * sizeof *t->cells);
+    return t->failed ? PFI_ENOMEM : 0;
+  }
   if (t->nrows == t->cap) {
     size_t cap = t->cap ? t->cap * 2 : 16;
     if (cap < t->cap || cap > SIZE_MAX / t->ncols / sizeof *t->cells) {
@@ -181,8 +203,9 @@ int pfi_restab_note(struct pfi_restab *t, const char *fmt, ...) {
   return 0;
 }
 
-char *pfi_restab_fmt_num(const struct pfi_restab_col *c,
-                         enum pfi_restab_format f, double v, char *buf) {
+/* pfi_restab_fmt_num(), returning the length. */
+static size_t fmt_num(const struct pfi_restab_col *c, enum pfi_restab_format f,
+                      double v, char *buf) {
   char style = c->style;
   int prec = c->prec;
   if (f != PFI_RESTAB_TERM && c->csv_style) {
@@ -191,27 +214,26 @@ char *pfi_restab_fmt_num(const struct pfi_restab_col *c,
   }
   buf[0] = '\0';
   if (!isfinite(v))
-    return buf;
+    return 0;
   if (style == 'f')
-    pfi_fmt_fixed(buf, v, prec);
-  else
-    pfi_fmt_g(buf, v, style ? prec : 6);
+    return pfi_fmt_fixed(buf, v, prec);
+  return pfi_fmt_g(buf, v, style ? prec : 6);
+}
+
+char *pfi_restab_fmt_num(const struct pfi_restab_col *c,
+                         enum pfi_restab_format f, double v, char *buf) {
+  fmt_num(c, f, v, buf);
   return buf;
 }
 
 /* The text of cell `c` of column `col` in format f, into buf (32 bytes),
  * or NULL for an empty cell. */
-static const char *cell_text(const struct pfi_restab_col *col,
-                             const struct pfi_restab_cell *c,
-                             enum pfi_restab_format f, char *buf) {
-  if (!c->set)
-    return NULL;
-  if (c->set == 2)
-    return "";
-  switch (col->kind) {
-  case PFI_RESTAB_TEXT:
-    return c->u.s;
-  case PFI_RESTAB_INT:
+/* The text of number cell c (set, finite) of column col in format f into
+ * buf (PFI_FMT_MAX bytes); returns its length. */
+static size_t num_text(const struct pfi_restab_col *col,
+                       const struct pfi_restab_cell *c,
+                       enum pfi_restab_format f, char *buf) {
+  if (col->kind == PFI_RESTAB_INT) {
     if (c->u.i >= 0 && c->u.i < 1000000000) {
       /* The common small count without snprintf: the same digits. */
       char d[12];
@@ -223,14 +245,27 @@ static const char *cell_text(const struct pfi_restab_col *col,
       for (int m = 0; m < k; m++)
         buf[m] = d[k - 1 - m];
       buf[k] = '\0';
-    } else {
-      snprintf(buf, PFI_FMT_MAX, "%lld", c->u.i);
+      return (size_t)k;
     }
-    return buf;
-  case PFI_RESTAB_NUM:
-    return pfi_restab_fmt_num(col, f, c->u.num, buf);
+    int n = snprintf(buf, PFI_FMT_MAX, "%lld", c->u.i);
+    return n > 0 ? (size_t)n : 0;
   }
-  return NULL;
+  return fmt_num(col, f, c->u.num, buf);
+}
+
+/* The text of cell `c` of column `col` in format f, into buf (32 bytes),
+ * or NULL for an empty cell. */
+static const char *cell_text(const struct pfi_restab_col *col,
+                             const struct pfi_restab_cell *c,
+                             enum pfi_restab_format f, char *buf) {
+  if (!c->set)
+    return NULL;
+  if (c->set == 2)
+    return "";
+  if (col->kind == PFI_RESTAB_TEXT)
+    return c->u.s;
+  num_text(col, c, f, buf);
+  return buf;
 }
 
 static int shown(const struct pfi_restab_col *c, enum pfi_restab_format f) {
@@ -378,58 +413,156 @@ static int print_term(const struct pfi_restab *t, FILE *fp) {
   return 0;
 }
 
-/* s as a CSV field on a stream the caller has locked: as
- * pfi_restab_put_csv(), or quoted when `quote`. */
-static void put_csv_unlocked(FILE *fp, const char *s, int quote) {
-  if (!quote && !strpbrk(s, ",\"\r\n")) {
-    fwrite_unlocked(s, 1, strlen(s), fp);
-    return;
+/* CSV text being built: the streamed rows of a table, or a block of rows
+ * being printed. */
+struct csvbuf {
+  char *p;
+  size_t len, cap;
+  int failed; /* out of memory: the text is short */
+};
+
+/* Room for `more` bytes at the end of b. */
+static int csv_room(struct csvbuf *b, size_t more) {
+  if (b->cap - b->len >= more)
+    return 0;
+  size_t cap = b->cap ? b->cap : 4096;
+  while (cap - b->len < more) {
+    if (cap > SIZE_MAX / 2) {
+      b->failed = 1;
+      return PFI_ENOMEM;
+    }
+    cap *= 2;
   }
-  putc_unlocked('"', fp);
-  for (; *s; s++) {
-    if (*s == '"')
-      putc_unlocked('"', fp);
-    putc_unlocked(*s, fp);
+  char *nb = realloc(b->p, cap);
+  if (!nb) {
+    b->failed = 1;
+    return PFI_ENOMEM;
   }
-  putc_unlocked('"', fp);
+  b->p = nb;
+  b->cap = cap;
+  return 0;
 }
 
-static int print_csv(const struct pfi_restab *t, FILE *fp) {
+static void csv_put(struct csvbuf *b, const char *s, size_t n) {
+  if (csv_room(b, n) == 0) {
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+  }
+}
+
+/* s as a CSV field at the end of b: as pfi_restab_put_csv(), or quoted
+ * when `quote`. */
+static void csv_field(struct csvbuf *b, const char *s, int quote) {
+  size_t n = strlen(s);
+  if (!quote && !strpbrk(s, ",\"\r\n")) {
+    csv_put(b, s, n);
+    return;
+  }
+  /* At most every byte a quote, doubled, and the two around. */
+  if (n > (SIZE_MAX - 2) / 2 || csv_room(b, 2 * n + 2) < 0)
+    return;
+  char *w = b->p + b->len;
+  *w++ = '"';
+  for (; *s; s++) {
+    if (*s == '"')
+      *w++ = '"';
+    *w++ = *s;
+  }
+  *w++ = '"';
+  b->len = (size_t)(w - b->p);
+}
+
+/* Row i of t's cells (-1: the header) as a CSV line at the end of b. */
+static void csv_row(const struct pfi_restab *t, long i, struct csvbuf *b) {
   char buf[PFI_FMT_MAX];
   size_t nc = t->ncols;
-  /* The stream is locked once for the table, not once per field. */
-  flockfile(fp);
-  for (long i = t->header ? -1 : 0; i < (long)t->nrows; i++) {
-    int first = 1;
-    for (size_t j = 0; j < nc; j++) {
-      const struct pfi_restab_col *c = &t->cols[j];
-      if (!shown(c, PFI_RESTAB_CSV))
-        continue;
-      if (!first)
-        putc_unlocked(',', fp);
-      first = 0;
-      if (i < 0) {
-        put_csv_unlocked(fp, c->name, 0);
-        continue;
-      }
-      const struct pfi_restab_cell *cl = &t->cells[(size_t)i * nc + j];
-      const char *s = cell_text(c, cl, PFI_RESTAB_CSV, buf);
-      if (!s) {
-        s = t->csv_null;
-      } else if (c->kind != PFI_RESTAB_TEXT && cl->set != 2) {
-        /* A number's text holds no comma, quote or line end. */
-        if (c->csv_quote)
-          put_csv_unlocked(fp, s, 1);
-        else
-          fwrite_unlocked(s, 1, strlen(s), fp);
-        continue;
-      }
-      put_csv_unlocked(fp, s, c->csv_quote && cl->set != 2);
+  int first = 1;
+  for (size_t j = 0; j < nc; j++) {
+    const struct pfi_restab_col *c = &t->cols[j];
+    if (!shown(c, PFI_RESTAB_CSV))
+      continue;
+    if (!first)
+      csv_put(b, ",", 1);
+    first = 0;
+    if (i < 0) {
+      csv_field(b, c->name, 0);
+      continue;
     }
-    putc_unlocked('\n', fp);
+    const struct pfi_restab_cell *cl = &t->cells[(size_t)i * nc + j];
+    if (cl->set == 1 && c->kind != PFI_RESTAB_TEXT && !c->csv_quote) {
+      /* A number's text, straight into the line: it holds no comma,
+       * quote or line end. */
+      if (csv_room(b, PFI_FMT_MAX) == 0)
+        b->len += num_text(c, cl, PFI_RESTAB_CSV, b->p + b->len);
+      continue;
+    }
+    const char *s = cell_text(c, cl, PFI_RESTAB_CSV, buf);
+    if (!s) {
+      s = t->csv_null;
+    } else if (c->kind != PFI_RESTAB_TEXT && cl->set != 2) {
+      /* A number's text holds no comma, quote or line end. */
+      if (c->csv_quote)
+        csv_field(b, s, 1);
+      else
+        csv_put(b, s, strlen(s));
+      continue;
+    }
+    csv_field(b, s, c->csv_quote && cl->set != 2);
   }
-  funlockfile(fp);
-  return 0;
+  csv_put(b, "\n", 1);
+}
+
+/* Streaming: the last row kept as cells into t's text. */
+static void stream_row(struct pfi_restab *t) {
+  struct csvbuf b = {t->csv_text, t->csv_len, t->csv_cap, 0};
+  csv_row(t, 0, &b);
+  if (b.len && t->csv_len == 0 && t->csv_rows > 1 &&
+      b.len < SIZE_MAX / 2 / t->csv_rows) {
+    /* The first row: room for the rest like it, and a quarter more (rows
+     * differ in length), in one allocation; more is grown as usual. */
+    size_t want = b.len * t->csv_rows + b.len * t->csv_rows / 4;
+    if (want > b.cap) {
+      char *nb = realloc(b.p, want);
+      if (nb) {
+        pfi__advise_huge(nb, want);
+        b.p = nb;
+        b.cap = want;
+      }
+    }
+  }
+  t->csv_text = b.p;
+  t->csv_len = b.len;
+  t->csv_cap = b.cap;
+  if (b.failed)
+    t->failed = 1;
+}
+
+/* Writes b's text to fp and empties it. */
+static int csv_write(struct csvbuf *b, FILE *fp) {
+  int rc = b->len && fwrite(b->p, 1, b->len, fp) != b->len ? PFI_EIO : 0;
+  b->len = 0;
+  return rc;
+}
+
+/* The header, the rows streamed, then the rows kept as cells, each built
+ * in a buffer and written a block at a time. */
+static int print_csv(const struct pfi_restab *t, FILE *fp) {
+  struct csvbuf b = {NULL, 0, 0, 0};
+  int rc = 0;
+  if (t->header) {
+    csv_row(t, -1, &b);
+    rc = csv_write(&b, fp);
+  }
+  if (rc == 0 && t->csv_len &&
+      fwrite(t->csv_text, 1, t->csv_len, fp) != t->csv_len)
+    rc = PFI_EIO;
+  for (size_t i = 0; rc == 0 && i < t->nrows && !b.failed; i++) {
+    csv_row(t, (long)i, &b);
+    if (b.len >= ((size_t)1 << 16) || i + 1 == t->nrows)
+      rc = csv_write(&b, fp);
+  }
+  free(b.p);
+  return b.failed ? PFI_ENOMEM : rc;
 }
 
 /* Length of the well-formed UTF-8 sequence at s (RFC 3629), or 0. */
@@ -589,6 +722,8 @@ int pfi_restab_print(const struct pfi_restab *t, enum pfi_restab_format f,
                      FILE *fp) {
   if (t->failed)
     return PFI_ENOMEM;
+  if (t->csv_stream && f != PFI_RESTAB_CSV)
+    return PFI_EINVAL;
   int rc;
   switch (f) {
   case PFI_RESTAB_TERM:

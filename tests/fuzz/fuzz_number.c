@@ -3,7 +3,10 @@
  * Fuzz target: pfi_parse_double() against the C library's strtod(), the
  * reference its exact fast path must match bit for bit. Aborts on any
  * difference (accepting what strtod cannot convert entirely, rejecting
- * what it can, or a different double).
+ * what it can, or a different double). The same for
+ * pfi_scan_decimal_prefix(), the scan of the curves rows read in place: a
+ * number it takes is strtod's double of the bytes it read, and
+ * pfi_scan_decimal_n()'s.
  */
 #include <math.h>
 #include <stddef.h>
@@ -12,6 +15,7 @@
 #include <string.h>
 
 #include "pfi/csv.h"
+#include "pfi/fmt.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size > 256)
@@ -34,5 +38,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     abort();
   if (rc == 0 && memcmp(&v, &ref, sizeof v) != 0)
     abort();
+  const char *pe;
+  double pv, nv;
+  if (pfi_scan_decimal_prefix(s, &pe, &pv)) {
+    char cp[257];
+    size_t n = (size_t)(pe - s);
+    memcpy(cp, s, n);
+    cp[n] = '\0';
+    double pref = strtod(cp, NULL);
+    if (memcmp(&pv, &pref, sizeof pv) != 0 || !pfi_scan_decimal_n(s, n, &nv) ||
+        memcmp(&pv, &nv, sizeof pv) != 0)
+      abort();
+  }
   return 0;
 }

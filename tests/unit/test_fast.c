@@ -275,6 +275,96 @@ static char *curves_text(int jobs, int order, size_t *len) {
   return t;
 }
 
+/* pfi_scan_decimal_prefix() against strtod on the same bytes: random plain
+ * decimals (leading zeros, up to 24 digits on either side of the point),
+ * then a random byte and random digits, at random places in a buffer.
+ * Every accepted number is strtod's double and pfi_scan_decimal_n()'s,
+ * *end is where the plain decimal ends, and what is refused is refused by
+ * pfi_scan_decimal_n() too, or has an exponent after it. */
+static void test_scan_decimal_prefix(void **state) {
+  (void)state;
+  /* The tests after this one draw what they drew before it existed. */
+  uint64_t saved = rs;
+  static const char after[] = {',', '\n', '\0', 'x', ' ',     'e',    'E',
+                               '.', '\r', '-',  '"', '9' + 1, '0' - 1};
+  char buf[96];
+  long bad = 0, accepted = 0;
+  for (long i = 0; i < 2 * NDOUBLES; i++) {
+    size_t at = (size_t)(rnd() % 16), n = at;
+    int ip = (int)(rnd() % 25), fp = (int)(rnd() % 25);
+    if (rnd() % 3 == 0)
+      ip = (int)(rnd() % 9), fp = (int)(rnd() % 5); /* the usual sizes */
+    if (rnd() % 4 == 0)
+      buf[n++] = '-';
+    int zeros = rnd() % 5 == 0 ? (int)(rnd() % 6) : 0;
+    for (int k = 0; k < ip; k++)
+      buf[n++] = (char)('0' + (k < zeros ? 0 : rnd() % 10));
+    int dot = fp > 0 || rnd() % 8 == 0;
+    if (dot) {
+      buf[n++] = '.';
+      for (int k = 0; k < fp; k++)
+        buf[n++] = (char)('0' + rnd() % 10);
+    }
+    size_t numlen = n - at;
+    buf[n] = after[rnd() % sizeof after];
+    if ((!dot && buf[n] == '.') || (n == at && buf[n] == '-'))
+      buf[n] = ','; /* a point would continue the number, a sign start it */
+    n++;
+    /* Digits after the byte that ends the number are not read. */
+    for (size_t k = n, lim = n + (size_t)(rnd() % 9); k < lim; k++)
+      buf[k] = (char)('0' + rnd() % 10);
+    const char *s = buf + at, *end = NULL;
+    double v = 12345, ref = 0, vn = 0;
+    int ok = pfi_scan_decimal_prefix(s, &end, &v);
+    if (end != s + numlen) {
+      if (bad++ < 5)
+        print_error("'%.*s': end at %td, expected %zu\n", (int)numlen, s,
+                    end - s, numlen);
+      continue;
+    }
+    char cp[96];
+    memcpy(cp, s, numlen);
+    cp[numlen] = '\0';
+    ref = strtod(cp, NULL);
+    int okn = pfi_scan_decimal_n(s, numlen, &vn);
+    char nx = s[numlen];
+    if (ok) {
+      accepted++;
+      if ((memcmp(&v, &ref, sizeof v) != 0 || !okn ||
+           memcmp(&v, &vn, sizeof v) != 0) &&
+          bad++ < 5)
+        print_error("'%s': %a, strtod %a, pfi_scan_decimal_n %a (%d)\n", cp, v,
+                    ref, vn, okn);
+      if ((nx == 'e' || nx == 'E' || ip + fp == 0) && bad++ < 5)
+        print_error("'%s' then '%c' accepted\n", cp, nx);
+    } else {
+      if (v != 12345 && bad++ < 5)
+        print_error("'%s' refused but *out written\n", cp);
+      if (okn && nx != 'e' && nx != 'E' && bad++ < 5)
+        print_error("'%s' refused, pfi_scan_decimal_n takes it\n", cp);
+      if (ip + fp > 0 && ip + fp <= 15 && nx != 'e' && nx != 'E' && bad++ < 5)
+        print_error("'%s' refused\n", cp);
+    }
+  }
+  rs = saved;
+  ASSERT_EQ_INT(bad, 0);
+  /* Most are taken: the test is not of refusals. */
+  assert_true(accepted > NDOUBLES / 2);
+#define PREFIX(s, e, v) pfi_scan_decimal_prefix(s, e, v)
+  const char *e;
+  double v = 0;
+  assert_int_equal(PREFIX("10471.97,", &e, &v), 1);
+  assert_true(v == 10471.97 && *e == ',');
+  assert_int_equal(PREFIX("123456789012.5\n", &e, &v), 1);
+  assert_true(v == 123456789012.5 && *e == '\n');
+  assert_int_equal(PREFIX("-0.000000000000000001,", &e, &v), 1);
+  assert_true(v == -1e-18 && *e == ',');
+  assert_int_equal(PREFIX("7e3,", &e, &v), 0);
+  assert_int_equal(PREFIX("-,", &e, &v), 0);
+  assert_int_equal(PREFIX("9007199254740993,", &e, &v), 0); /* > 2^53 */
+#undef PREFIX
+}
+
 static void test_job_table(void **state) {
   (void)state;
   const int jobs = 5000;
@@ -718,6 +808,7 @@ int main(void) {
       cmocka_unit_test(test_fmt_g_vs_printf),
       cmocka_unit_test(test_fmt_shortest),
       cmocka_unit_test(test_scan_decimal),
+      cmocka_unit_test(test_scan_decimal_prefix),
       cmocka_unit_test(test_job_table),
       cmocka_unit_test(test_prepared_vs_scratch),
       cmocka_unit_test(test_sim_threads),
