@@ -83,13 +83,20 @@ int pfi_pfid_client_open(const char *url, const char *token,
                          struct pfi_pfid_client **out, struct pfi_error *err);
 void pfi_pfid_client_close(struct pfi_pfid_client *c);
 
-/* GPU power per node (GET /v1/nodes; stale nodes left out): gpu_w gets up
- * to max entries. other_w (may be NULL) gets each node's measured non-GPU
- * power, node power - GPU power as pfid serves it ("node_power"'s
- * "other_w"), where the reading is fresh; NAN where it is stale, absent or
- * negative (pfi_meter_gpu_limit then uses the configured node_other_w).
- * Returns the number of nodes. */
-int pfi_pfid_client_nodes(struct pfi_pfid_client *c, double *gpu_w,
+/* GPU power per node (GET /v1/nodes): gpu_w gets up to max entries, a
+ * stale node's with the GPU power it last reported (it still draws at the
+ * meter, and pfid's controller counts its GPUs within the target: leaving
+ * it out would make a node or meter limit a larger GPU budget). other_w
+ * (may be NULL) gets each node's measured non-GPU power, node power - GPU
+ * power as pfid serves it ("node_power"'s "other_w"): where the reading is
+ * fresh (and the node live), that; where it is not, that when it is above
+ * cfg's node_other_w (so that a reading gone stale never lowers the
+ * estimate below what was last measured), else NAN; NAN where it is absent
+ * or negative (pfi_meter_gpu_limit then uses the configured node_other_w).
+ * cfg may be NULL (a reading that is not fresh: NAN). Returns the number
+ * of nodes. */
+int pfi_pfid_client_nodes(struct pfi_pfid_client *c,
+                          const struct pfi_meter_config *cfg, double *gpu_w,
                           double *other_w, size_t max, struct pfi_error *err);
 /* The fleet's realized GPU power and target now (GET /v1/status). */
 int pfi_pfid_client_status(struct pfi_pfid_client *c, double *power_w,

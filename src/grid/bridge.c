@@ -198,7 +198,8 @@ static int call(struct pfi_pfid_client *c, const char *method, const char *path,
   return rc;
 }
 
-int pfi_pfid_client_nodes(struct pfi_pfid_client *c, double *gpu_w,
+int pfi_pfid_client_nodes(struct pfi_pfid_client *c,
+                          const struct pfi_meter_config *cfg, double *gpu_w,
                           double *other_w, size_t max, struct pfi_error *err) {
   json_t *j;
   int rc = call(c, "GET", "/v1/nodes", NULL, &j, err);
@@ -213,8 +214,8 @@ int pfi_pfid_client_nodes(struct pfi_pfid_client *c, double *gpu_w,
   json_array_foreach(j, i, node) {
     if (n == max)
       break;
-    if (json_is_true(json_object_get(node, "stale")))
-      continue;
+    /* A stale node is kept with its last GPU power: it still draws at the
+     * meter, and pfid's controller counts its GPUs within the target. */
     double w = 0;
     size_t k;
     json_t *g;
@@ -225,15 +226,19 @@ int pfi_pfid_client_nodes(struct pfi_pfid_client *c, double *gpu_w,
         w += json_number_value(p);
     }
     if (other_w) {
-      /* A fresh measured reading's non-GPU part, else NAN: the configured
-       * node_other_w. */
+      /* A fresh measured reading's non-GPU part; a reading that is not
+       * fresh no lower than the configured node_other_w (the node may draw
+       * what it drew then, or more); else NAN: node_other_w. */
       json_t *np = json_object_get(node, "node_power");
       json_t *o = json_object_get(np, "other_w");
-      other_w[n] =
-          json_is_true(json_object_get(np, "fresh")) && json_is_number(o) &&
-                  isfinite(json_number_value(o)) && json_number_value(o) >= 0
-              ? json_number_value(o)
-              : NAN;
+      double ow = json_is_number(o) ? json_number_value(o) : NAN;
+      if (!(isfinite(ow) && ow >= 0))
+        other_w[n] = NAN;
+      else if (json_is_true(json_object_get(np, "fresh")) &&
+               !json_is_true(json_object_get(node, "stale")))
+        other_w[n] = ow;
+      else
+        other_w[n] = !cfg || ow < cfg->node_other_w ? NAN : ow;
     }
     gpu_w[n++] = w;
   }
@@ -389,7 +394,8 @@ int pfi_bridge_sync(struct pfi_pfid_client *c,
     rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
     goto out;
   }
-  int nn = pfi_pfid_client_nodes(c, gpu_w, other_w, PFI_BRIDGE_MAX_NODES, err);
+  int nn =
+      pfi_pfid_client_nodes(c, cfg, gpu_w, other_w, PFI_BRIDGE_MAX_NODES, err);
   if ((rc = nn) < 0)
     goto out;
   if ((rc = pfi_bridge_to_gpu(targets, cfg, gpu_w, other_w, (size_t)nn, &gpu,

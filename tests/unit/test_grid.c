@@ -831,8 +831,9 @@ static void test_flexcap(void **state) {
 }
 
 /* pfid's GET /v1/nodes as the bridge reads it: n1 with a fresh RAPL
- * reading, n2 with a stale BMC reading, n3 stale (left out), n4 without
- * node power. */
+ * reading, n2 with a stale BMC reading below the configured baseline, n3
+ * stale (no telemetry for a while: its last GPU power), n4 without node
+ * power, n5 with a stale reading above the configured baseline. */
 static void fake_nodes(void *arg, const struct pfi_http_req *rq,
                        struct pfi_http_resp *rs) {
   (void)arg;
@@ -845,17 +846,25 @@ static void fake_nodes(void *arg, const struct pfi_http_req *rq,
       "\"node_power\":{\"w\":2500,\"source\":\"dcmi\",\"age_s\":45,"
       "\"fresh\":false,\"other_w\":500}},"
       "{\"node\":\"n3\",\"stale\":true,\"gpus\":[{\"power_w\":700}]},"
-      "{\"node\":\"n4\",\"stale\":false,\"gpus\":[{\"power_w\":1000}]}]");
+      "{\"node\":\"n4\",\"stale\":false,\"gpus\":[{\"power_w\":1000}]},"
+      "{\"node\":\"n5\",\"stale\":false,\"gpus\":[{\"power_w\":500}],"
+      "\"node_power\":{\"w\":2000,\"source\":\"rapl\",\"age_s\":40,"
+      "\"fresh\":false,\"other_w\":1500}}]");
   rs->len = strlen(rs->body);
 }
 
 /* The bridge's conversion with measured node power: other_w is node -
- * GPU power where the reading is fresh, else the configured node_other_w.
- * By hand, node_other_w 1000: other = 600 (n1) + 1000 (n2, stale) + 1000
- * (n4) = 2600 W beside 7000 W of GPU power. A 9000 W node-level limit
- * leaves 9000 - 2600 = 6400 W of GPU power; a 16000 W meter limit at PUE 2
- * (efficiency 1) leaves 16000 / 2 - 2600 = 5400 W. With the baseline
- * everywhere (other_w NULL) they would be 6000 and 5000 W. */
+ * GPU power where the reading is fresh; a reading that is not fresh counts
+ * no lower than the configured node_other_w; a stale node still counts
+ * (it draws at the meter). By hand, node_other_w 1000: other = 600 (n1) +
+ * 1000 (n2: its stale 500 is below the baseline) + 1000 (n3, stale) +
+ * 1000 (n4) + 1500 (n5: its stale reading, above the baseline) = 5100 W
+ * beside 4000 + 2000 + 700 + 1000 + 500 = 8200 W of GPU power. A 9000 W
+ * node-level limit leaves 9000 - 5100 = 3900 W of GPU power; a 16000 W
+ * meter limit at PUE 2 (efficiency 1) leaves 16000 / 2 - 5100 = 2900 W.
+ * Leaving n3 out and n5 at the baseline would give 5400 and 4400 W: more
+ * GPU power than the meter allows. With the baseline everywhere (other_w
+ * NULL) they are 9000 - 5000 = 4000 and 3000 W. */
 static void test_bridge_measured_other(void **state) {
   (void)state;
   struct pfi_error err;
@@ -866,32 +875,40 @@ static void test_bridge_measured_other(void **state) {
   snprintf(url, sizeof url, "http://127.0.0.1:%u", pfi_http_port(h));
   struct pfi_pfid_client *c;
   assert_int_equal(pfi_pfid_client_open(url, NULL, &c, &err), 0);
+  struct pfi_meter_config cfg;
+  pfi_meter_config_init(&cfg);
+  cfg.node_other_w = 1000;
   double g[8], o[8];
-  assert_int_equal(pfi_pfid_client_nodes(c, g, o, 8, &err), 3);
+  assert_int_equal(pfi_pfid_client_nodes(c, &cfg, g, o, 8, &err), 5);
   ASSERT_NEAR(g[0], 4000, 0);
   ASSERT_NEAR(o[0], 600, 0);
   ASSERT_NEAR(g[1], 2000, 0);
   assert_true(isnan(o[1]));
-  ASSERT_NEAR(g[2], 1000, 0);
+  ASSERT_NEAR(g[2], 700, 0);
   assert_true(isnan(o[2]));
+  ASSERT_NEAR(g[3], 1000, 0);
+  assert_true(isnan(o[3]));
+  ASSERT_NEAR(g[4], 500, 0);
+  ASSERT_NEAR(o[4], 1500, 0);
+  /* Without a configuration a reading that is not fresh is not used. */
+  double o2[8];
+  assert_int_equal(pfi_pfid_client_nodes(c, NULL, g, o2, 8, &err), 5);
+  assert_true(isnan(o2[4]));
   pfi_pfid_client_close(c);
   pfi_http_stop(h);
-  struct pfi_meter_config cfg;
-  pfi_meter_config_init(&cfg);
-  cfg.node_other_w = 1000;
   double lim;
   assert_int_equal(
-      pfi_meter_gpu_limit(&cfg, g, o, 3, PFI_LEVEL_NODE, 9000, &lim, &err), 0);
-  ASSERT_NEAR(lim, 6400, 1e-6);
+      pfi_meter_gpu_limit(&cfg, g, o, 5, PFI_LEVEL_NODE, 9000, &lim, &err), 0);
+  ASSERT_NEAR(lim, 3900, 1e-6);
   assert_int_equal(
-      pfi_meter_gpu_limit(&cfg, g, NULL, 3, PFI_LEVEL_NODE, 9000, &lim, &err),
+      pfi_meter_gpu_limit(&cfg, g, NULL, 5, PFI_LEVEL_NODE, 9000, &lim, &err),
       0);
-  ASSERT_NEAR(lim, 6000, 1e-6);
+  ASSERT_NEAR(lim, 4000, 1e-6);
   cfg.pue = 2;
   assert_int_equal(
-      pfi_meter_gpu_limit(&cfg, g, o, 3, PFI_LEVEL_METER, 16000, &lim, &err),
+      pfi_meter_gpu_limit(&cfg, g, o, 5, PFI_LEVEL_METER, 16000, &lim, &err),
       0);
-  ASSERT_NEAR(lim, 5400, 1e-3); /* bisection to 1 mW */
+  ASSERT_NEAR(lim, 2900, 1e-3); /* bisection to 1 mW */
 }
 
 /* One HTTP/1.1 request to 127.0.0.1:port over a plain socket (no client
