@@ -44,6 +44,8 @@ struct pfi_oadr_config {
   int64_t now_s;         /* "now" for 'do it now' events, Unix s */
   uint64_t seed;         /* randomizeStart draws: same seed, same shift */
   int64_t horizon_s;     /* events without end are cut here (now + 1 y) */
+  const char *program_id; /* events of another programID are skipped (and
+                             counted); NULL: every program's */
 };
 
 /* Defaults: baseline unknown; SIMPLE levels 0/1/2/3 -> no limit / 0.90 /
@@ -58,6 +60,7 @@ struct pfi_oadr_stats {
   size_t spans;         /* spans added */
   size_t ignored_types; /* payloads of other types */
   size_t expired;       /* events wholly in the past */
+  size_t other_program; /* events of another program than cfg->program_id */
 };
 
 /*
@@ -111,7 +114,9 @@ void pfi_ven_close(struct pfi_ven *v);
  * Gets a token when none is held or it expires within 30 s (GET
  * /auth/server for the token URL, then POST it with grant_type
  * client_credentials), finds the program by name (GET /programs), and reads
- * its events (GET /events?programID=..., pages of 50). A 401 answer drops
+ * its events (GET /events?programID=..., pages of 50; an event of
+ * another program in the answer is skipped, as a VTN that ignores the
+ * filter would send it). A 401 answer drops
  * the token and retries once with a new one. The events' spans are
  * appended to `out`. Errors: PFI_EIO (network, HTTP status; the message
  * names the path and status), PFI_ENOPERM (credentials refused),

@@ -224,6 +224,10 @@ static int decode_event(struct ctx *c, json_t *ev, struct pfi_timeline *tmp,
   json_t *prog = json_object_get(ev, "programID");
   if (!json_is_string(prog))
     return bad(c, "programID: expected a string", NULL);
+  if (cfg->program_id && strcmp(json_string_value(prog), cfg->program_id)) {
+    st->other_program++; /* not ours to act on, whatever the VTN sent */
+    return 0;
+  }
   int priority = 1 << 30;
   json_t *pr = json_object_get(ev, "priority");
   if (pr && !json_is_null(pr)) {

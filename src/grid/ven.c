@@ -358,7 +358,10 @@ int pfi_ven_poll(struct pfi_ven *v, const struct pfi_oadr_config *cfg,
     struct pfi_oadr_stats st;
     char name[600];
     snprintf(name, sizeof name, "GET %s", path);
-    rc = pfi_oadr_decode_events(name, b.buf ? b.buf : "", b.len, cfg, &tmp, &st,
+    /* Only our program's events, whatever the VTN's filter did. */
+    struct pfi_oadr_config pc = *cfg;
+    pc.program_id = v->program_id;
+    rc = pfi_oadr_decode_events(name, b.buf ? b.buf : "", b.len, &pc, &tmp, &st,
                                 err);
     free(b.buf);
     if (rc < 0)
@@ -367,6 +370,7 @@ int pfi_ven_poll(struct pfi_ven *v, const struct pfi_oadr_config *cfg,
     all.spans += st.spans;
     all.ignored_types += st.ignored_types;
     all.expired += st.expired;
+    all.other_program += st.other_program;
     if (n < 50)
       break;
   }

@@ -409,6 +409,93 @@ static void test_oadr_bad(void **state) {
   pfi_timeline_release(&tl);
 }
 
+/* Two programs' events in one answer (a VTN that ignores the programID
+ * filter): with cfg.program_id "p1" only p1's span is kept, 500 kW (no
+ * units: the default kW, 500 x 1000 W), and p2's 100 kW is counted as
+ * another program's; without it both are read. */
+static const char two_programs[] =
+    "[{\"id\":\"e1\",\"programID\":\"p1\",\"intervalPeriod\":{\"start\":"
+    "\"2026-01-01T00:00:00Z\",\"duration\":\"PT1H\"},\"intervals\":[{\"id\":0,"
+    "\"payloads\":[{\"type\":\"IMPORT_CAPACITY_LIMIT\",\"values\":[500]}]}]},"
+    "{\"id\":\"e2\",\"programID\":\"p2\",\"intervalPeriod\":{\"start\":"
+    "\"2026-01-01T00:00:00Z\",\"duration\":\"PT1H\"},\"intervals\":[{\"id\":0,"
+    "\"payloads\":[{\"type\":\"IMPORT_CAPACITY_LIMIT\",\"values\":[100]}]}]}]";
+
+static void test_oadr_other_program(void **state) {
+  (void)state;
+  struct pfi_oadr_config cfg;
+  pfi_oadr_config_init(&cfg, NOW);
+  struct pfi_timeline tl;
+  pfi_timeline_init(&tl);
+  struct pfi_error err;
+  struct pfi_oadr_stats st;
+  assert_int_equal(pfi_oadr_decode_events("e.json", two_programs,
+                                          strlen(two_programs), &cfg, &tl,
+                                          &st, &err),
+                   2);
+  cfg.program_id = "p1";
+  tl.n = 0;
+  assert_int_equal(pfi_oadr_decode_events("e.json", two_programs,
+                                          strlen(two_programs), &cfg, &tl,
+                                          &st, &err),
+                   1);
+  assert_string_equal(tl.spans[0].event, "e1");
+  ASSERT_NEAR(tl.spans[0].limit_w, 500000, 0);
+  assert_int_equal(st.other_program, 1);
+  assert_int_equal(st.events, 2);
+  pfi_timeline_release(&tl);
+}
+
+/* A VTN that answers GET /events with every program's events, whatever
+ * the programID filter: token, program "prog" = id p1, and the two events
+ * above. */
+static void fake_vtn_nofilter(void *arg, const struct pfi_http_req *rq,
+                              struct pfi_http_resp *rs) {
+  (void)arg;
+  const char *b = "{}";
+  if (!strcmp(rq->path, "/auth/token"))
+    b = "{\"access_token\":\"t\",\"token_type\":\"Bearer\",\"expires_in\":3600}";
+  else if (!strcmp(rq->path, "/programs"))
+    b = "[{\"id\":\"p1\",\"programName\":\"prog\"}]";
+  else if (!strcmp(rq->path, "/events"))
+    b = two_programs;
+  else
+    rs->status = 404;
+  rs->body = strdup(b);
+  rs->len = strlen(b);
+}
+
+static void test_ven_other_program(void **state) {
+  (void)state;
+  struct pfi_error err;
+  struct pfi_http *h;
+  assert_int_equal(
+      pfi_http_start(&h, "127.0.0.1:0", fake_vtn_nofilter, NULL, &err), 0);
+  char url[64];
+  snprintf(url, sizeof url, "http://127.0.0.1:%u", pfi_http_port(h));
+  struct pfi_ven_config vc = {.vtn_url = url,
+                              .client_id = "ven1",
+                              .client_secret = "s",
+                              .program_name = "prog"};
+  struct pfi_ven *v;
+  assert_int_equal(pfi_ven_open(&vc, &v, &err), 0);
+  struct pfi_oadr_config cfg;
+  pfi_oadr_config_init(&cfg, NOW);
+  struct pfi_timeline tl;
+  pfi_timeline_init(&tl);
+  struct pfi_oadr_stats st;
+  int rc = pfi_ven_poll(v, &cfg, &tl, &st, &err);
+  if (rc < 0)
+    fail_msg("poll: %s", err.msg);
+  assert_int_equal(rc, 1);
+  assert_string_equal(tl.spans[0].event, "e1");
+  ASSERT_NEAR(tl.spans[0].limit_w, 500000, 0);
+  assert_int_equal(st.other_program, 1);
+  pfi_timeline_release(&tl);
+  pfi_ven_close(v);
+  pfi_http_stop(h);
+}
+
 static void test_notification(void **state) {
   (void)state;
   struct pfi_oadr_config cfg;
@@ -1287,6 +1374,8 @@ int main(void) {
       cmocka_unit_test(test_oadr_types),
       cmocka_unit_test(test_oadr_timing),
       cmocka_unit_test(test_oadr_bad),
+      cmocka_unit_test(test_oadr_other_program),
+      cmocka_unit_test(test_ven_other_program),
       cmocka_unit_test(test_notification),
       cmocka_unit_test(test_report_json),
       cmocka_unit_test(test_meter),
