@@ -119,6 +119,10 @@ static int get_duration(struct ctx *c, json_t *o, const char *key, double *out,
   pfi_error_clear(&e);
   if (pfi_duration_parse_iso8601(json_string_value(v), out, forever, &e) < 0)
     return bad(c, "", e.msg);
+  /* ISO 8601 allows "-P...", no OpenADR field means one: an interval that
+   * ends before it starts, an event cut before its first interval. */
+  if (*out < 0)
+    return bad(c, "a negative duration: ", json_string_value(v));
   c->path[pl] = 0;
   *present = 1;
   return 0;
@@ -274,7 +278,6 @@ static int decode_event(struct ctx *c, json_t *ev, struct pfi_timeline *tmp,
     int hr, fr;
     if ((rc = get_duration(c, ip, "randomizeStart", &rnd, &fr, &hr)) < 0)
       return rc;
-    rnd = fabs(rnd);
     if (rnd > 86400)
       return bad(c, "randomizeStart: more than a day", NULL);
     c->path[base] = 0;
@@ -320,9 +323,9 @@ static int decode_event(struct ctx *c, json_t *ev, struct pfi_timeline *tmp,
           (rc = get_duration(c, iip, "randomizeStart", &r2, &fr, &hr)) < 0)
         return rc;
       if (hr) {
-        if (fabs(r2) > 86400)
+        if (r2 > 86400)
           return bad(c, "randomizeStart: more than a day", NULL);
-        shift = draw_shift(cfg, eid, i + 1, fabs(r2));
+        shift = draw_shift(cfg, eid, i + 1, r2);
       }
       if (hs && t != NOW_MARK)
         start = t + shift;

@@ -387,6 +387,30 @@ static void test_oadr_bad(void **state) {
        "\"2026-01-01T00:00:00Z\",\"duration\":\"PT1H\"},\"intervals\":[{"
        "\"id\":0,\"payloads\":[{\"type\":\"SIMPLE\",\"values\":[7]}]}]}]",
        "SIMPLE level must be an integer 0-3"},
+      /* Negative durations (ISO 8601 has them, no OpenADR field means
+       * one): named, not read as an empty interval or a cut event. */
+      {"[{\"id\":\"a\",\"programID\":\"p\",\"intervalPeriod\":{\"start\":"
+       "\"2026-01-01T00:00:00Z\",\"duration\":\"-PT1H\"},\"intervals\":[{"
+       "\"id\":0,\"payloads\":[{\"type\":\"IMPORT_CAPACITY_LIMIT\","
+       "\"values\":[2]}]}]}]",
+       "events[0].intervalPeriod.duration: a negative duration: -PT1H"},
+      {"[{\"id\":\"a\",\"programID\":\"p\",\"intervalPeriod\":{\"start\":"
+       "\"2026-01-01T00:00:00Z\",\"duration\":\"PT1H\"},\"intervals\":[{"
+       "\"id\":0,\"intervalPeriod\":{\"duration\":\"-PT30M\"},"
+       "\"payloads\":[{\"type\":\"IMPORT_CAPACITY_LIMIT\",\"values\":[2]}]}"
+       "]}]",
+       "events[0].intervals[0].intervalPeriod.duration: a negative duration"},
+      {"[{\"id\":\"a\",\"programID\":\"p\",\"duration\":"
+       "\"-P999999999999Y\",\"intervalPeriod\":{\"start\":"
+       "\"2026-01-01T00:00:00Z\",\"duration\":\"PT1H\"},\"intervals\":[{"
+       "\"id\":0,\"payloads\":[{\"type\":\"IMPORT_CAPACITY_LIMIT\","
+       "\"values\":[2]}]}]}]",
+       "events[0].duration: a negative duration"},
+      {"[{\"id\":\"a\",\"programID\":\"p\",\"intervalPeriod\":{\"start\":"
+       "\"2026-01-01T00:00:00Z\",\"duration\":\"PT1H\",\"randomizeStart\":"
+       "\"-PT5M\"},\"intervals\":[{\"id\":0,\"payloads\":[{\"type\":"
+       "\"IMPORT_CAPACITY_LIMIT\",\"values\":[2]}]}]}]",
+       "events[0].intervalPeriod.randomizeStart: a negative duration"},
       {"{\"id\":\"a\"}", "events: expected an array"},
       {"[{\"id\":\"a\",", "JSON"},
   };
