@@ -669,8 +669,10 @@ static int grid_timeline(const struct opts *o) {
     if (rc >= 0 && o->fmt == PFI_FMT_TABLE)
       fprintf(stderr,
               "pfi grid: VTN: %zu event(s), %zu span(s), %zu past, %zu "
-              "payload(s) of other types ignored\n",
-              st.events, st.spans, st.expired, st.ignored_types);
+              "payload(s) of other types ignored, %zu event(s) of other "
+              "programs skipped\n",
+              st.events, st.spans, st.expired, st.ignored_types,
+              st.other_program);
   }
   if (rc >= 0)
     rc = pfi_timeline_resolve(&all, &res, &err);
