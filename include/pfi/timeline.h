@@ -14,7 +14,9 @@
  *      wins (lower `priority` number, as OpenADR 3 defines it); at equal
  *      priority the later-scheduled event wins (larger `scheduled_s`, its
  *      creation or last modification time); at equal time the larger event
- *      id, so that the result never depends on input order.
+ *      id, and for one id twice (overlapping intervals of one event, or
+ *      an id a VTN sent twice) the lower limit, so that the result never
+ *      depends on input order.
  *   2. Across sources, the lowest limit wins at every instant (the most
  *      restrictive request is the one the site must honour).
  *

@@ -58,7 +58,12 @@ static int beats(const struct pfi_target_span *a,
     return a->priority < b->priority;
   if (a->scheduled_s != b->scheduled_s)
     return a->scheduled_s > b->scheduled_s;
-  return strcmp(a->event, b->event) > 0;
+  int c = strcmp(a->event, b->event);
+  if (c != 0)
+    return c > 0;
+  /* One id twice (intervals of one event that overlap, or a VTN sending
+   * an id twice): the lower limit, whatever the order. */
+  return a->limit_w < b->limit_w;
 }
 
 static int cmp_i64(const void *a, const void *b) {

@@ -137,6 +137,19 @@ static void test_resolve(void **state) {
     ASSERT_EQ_INT(out2.spans[i].start_s, out.spans[i].start_s);
     ASSERT_NEAR(out2.spans[i].limit_w, out.spans[i].limit_w, 0);
   }
+  /* One id twice at the same priority and time (a VTN that sends event
+   * D twice, 400 W and 250 W over [0,10)): 250 W, in either order. */
+  for (int order = 0; order < 2; order++) {
+    struct pfi_target_span d1 = span(0, 10, 400, PFI_SRC_OPENADR, 0, 5, "D"),
+                           d2 = span(0, 10, 250, PFI_SRC_OPENADR, 0, 5, "D");
+    struct pfi_timeline dd;
+    pfi_timeline_init(&dd);
+    assert_int_equal(pfi_timeline_add(&dd, order ? &d2 : &d1, &err), 0);
+    assert_int_equal(pfi_timeline_add(&dd, order ? &d1 : &d2, &err), 0);
+    assert_int_equal(pfi_timeline_resolve(&dd, &out2, &err), 1);
+    ASSERT_NEAR(out2.spans[0].limit_w, 250, 0);
+    pfi_timeline_release(&dd);
+  }
   /* Mixed levels are refused. */
   in.spans[3].level = PFI_LEVEL_METER;
   assert_int_equal(pfi_timeline_resolve(&in, &out, &err), PFI_EINVAL);
