@@ -91,6 +91,19 @@ int pfi_meter_gpu_limit(const struct pfi_meter_config *cfg, const double *gpu_w,
                         struct pfi_error *err);
 
 /*
+ * The forward chain at another GPU total: power at `level` (GPU, node DC
+ * or facility) of the n nodes when their GPUs draw gpu_total_w in all,
+ * shared as gpu_w now (equal shares when it is all zero), other_w as for
+ * pfi_meter_levels, into *out_w. pfi_meter_gpu_limit inverts it. What the
+ * bridge reports to the VTN at the VTN's level. PFI_EINVAL for a negative
+ * or non-finite input, or no nodes at the node or meter level.
+ */
+int pfi_meter_power_at(const struct pfi_meter_config *cfg, const double *gpu_w,
+                       const double *other_w, size_t n, int level,
+                       double gpu_total_w, double *out_w,
+                       struct pfi_error *err);
+
+/*
  * The power of a job's nodes at `level` when its GPUs draw gpu_w in all,
  * spread evenly over `nodes` nodes (each with the configured non-GPU power
  * node_other_w): at PFI_LEVEL_NODE nodes x (gpu_w / nodes + other), at

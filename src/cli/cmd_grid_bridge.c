@@ -301,6 +301,20 @@ int pfi__grid_bridge(const struct opts *o, struct pfi_ven *ven) {
   double next_report = wall() + (o->report_s > 0 ? o->report_s : 900);
   double e_wh = 0, last_t = wall(), p_sum = 0;
   size_t p_n = 0;
+  /* The nodes' state at the last poll, for the reports at the VTN's level
+   * (--level): the fleet's GPU power through the meter chain. */
+  double *gw = malloc(PFI_BRIDGE_MAX_NODES * sizeof *gw);
+  double *ow = malloc(PFI_BRIDGE_MAX_NODES * sizeof *ow);
+  double last_pw = NAN;
+  int nn = 0;
+  if (!gw || !ow) {
+    free(gw);
+    free(ow);
+    gw = ow = NULL;
+    fprintf(stderr, "pfi grid bridge: out of memory\n");
+    stop = 1;
+    status = PFI_EXIT_FAIL;
+  }
   int have_vtn = 0;
   while (!stop) {
     double now = wall();
@@ -366,11 +380,34 @@ int pfi__grid_bridge(const struct opts *o, struct pfi_ven *ven) {
       if (o->logdir)
         log_sample(o->logdir, pc, wall(), tw, pw,
                    o->shed_loss > 0 ? o->shed_loss : 0.1);
-      double t = wall();
-      e_wh += pw * (t - last_t) / 3600;
-      last_t = t;
-      p_sum += pw;
-      p_n++;
+      /* pfid's power is GPU power; the VTN's targets and --baseline are
+       * at --level, and so is what it is told. */
+      double pl = NAN;
+      struct pfi_error le;
+      pfi_error_clear(&le);
+      if (o->level == PFI_LEVEL_GPU)
+        pl = pw;
+      else if ((nn = pfi_pfid_client_nodes(pc, &mc, gw, ow,
+                                           PFI_BRIDGE_MAX_NODES, &le)) < 0 ||
+               pfi_meter_power_at(&mc, gw, ow, (size_t)nn, o->level, pw, &pl,
+                                  &le) < 0) {
+        char b[PFI_ERROR_MSG_MAX + 64];
+        fprintf(stderr,
+                "pfi grid bridge: the fleet's power at the %s level: %s "
+                "(this poll left out of the report)\n",
+                pfi__grid_level_name(o->level),
+                pfi_error_format(&le, b, sizeof b));
+        nn = 0;
+        pl = NAN;
+      }
+      if (isfinite(pl)) {
+        double t = wall();
+        e_wh += pl * (t - last_t) / 3600;
+        last_t = t;
+        p_sum += pl;
+        p_n++;
+        last_pw = pw;
+      }
     }
     if (ven && have_vtn && wall() >= next_report && p_n > 0) {
       const struct pfi_target_span *s = pfi_timeline_at(&vtn, (int64_t)now);
@@ -391,11 +428,30 @@ int pfi__grid_bridge(const struct opts *o, struct pfi_ven *ven) {
         if (pfi_pfid_client_capacity(pc, o->shed_loss > 0 ? o->shed_loss : 0.1,
                                      &shed, &slo, &shi, &sdur, &ce) == 0 &&
             isfinite(shed) && shed >= 0) {
-          v[nv] = v[3];
-          v[nv++].value = shed;
+          /* pfid quotes GPU power: at --level, what the meter chain loses
+           * when the fleet's GPU power falls by that much. */
+          double hi_w = last_pw, lo_w = NAN;
+          if (o->level != PFI_LEVEL_GPU &&
+              (!(isfinite(last_pw)) ||
+               pfi_meter_power_at(&mc, gw, ow, (size_t)nn, o->level, last_pw,
+                                  &hi_w, &ce) < 0 ||
+               pfi_meter_power_at(&mc, gw, ow, (size_t)nn, o->level,
+                                  fmax(last_pw - shed, 0), &lo_w, &ce) < 0))
+            shed = NAN;
+          else if (o->level != PFI_LEVEL_GPU)
+            shed = hi_w - lo_w;
+          if (isfinite(shed)) {
+            v[nv] = v[3];
+            v[nv++].value = shed;
+          }
         }
         struct pfi_ven_report r = {.event_id = s->event,
-                                   .report_name = "pfi-gpu-power",
+                                   .report_name =
+                                       o->level == PFI_LEVEL_GPU
+                                           ? "pfi-gpu-power"
+                                       : o->level == PFI_LEVEL_NODE
+                                           ? "pfi-node-power"
+                                           : "pfi-meter-power",
                                    .resource_name = NULL,
                                    .start_s = (int64_t)(now - dur),
                                    .duration_s = dur,
@@ -445,6 +501,8 @@ int pfi__grid_bridge(const struct opts *o, struct pfi_ven *ven) {
     pfi_oadr_listener_close(hook);
     memset(bearer, 0, sizeof bearer);
   }
+  free(gw);
+  free(ow);
   pfi_timeline_release(&vtn);
   pfi_timeline_release(&files);
   pfi_timeline_release(&all);

@@ -135,6 +135,28 @@ int pfi_meter_gpu_limit(const struct pfi_meter_config *cfg, const double *gpu_w,
   return 0;
 }
 
+int pfi_meter_power_at(const struct pfi_meter_config *cfg, const double *gpu_w,
+                       const double *other_w, size_t n, int level,
+                       double gpu_total_w, double *out_w,
+                       struct pfi_error *err) {
+  *out_w = NAN;
+  if (!isfinite(gpu_total_w) || gpu_total_w < 0)
+    return pfi_error_set(err, PFI_EINVAL, "GPU power %g W: not finite and >= 0",
+                         gpu_total_w);
+  if (level == PFI_LEVEL_GPU) {
+    *out_w = gpu_total_w;
+    return 0;
+  }
+  if (n == 0)
+    return pfi_error_set(err, PFI_EINVAL, "no nodes");
+  double now;
+  int rc = pfi_meter_levels(cfg, gpu_w, other_w, n, &now, NULL, NULL, err);
+  if (rc < 0)
+    return rc;
+  *out_w = at_gpu(cfg, gpu_w, other_w, n, now, level, gpu_total_w);
+  return 0;
+}
+
 double pfi_meter_job_power_w(const struct pfi_meter_config *cfg, double gpu_w,
                              unsigned nodes, int level) {
   if (nodes == 0 || !isfinite(gpu_w) || gpu_w < 0)

@@ -478,4 +478,65 @@ bad_bridge "at most a day for --interval" --interval 2d
 rc=$?
 [ "$rc" = 2 ] && grep -q "meter: --interval: at most 600 s, got 601 s" "$T/err" || fail "meter --interval 601: exit $rc, $(cat "$T/err")"
 
+# The bridge's reports are at the VTN's level (--level meter here), not
+# pfid's GPU power. A fake pfid: two nodes drawing 3000 and 1000 W of GPU
+# power (4000 W), no node power measured; its live capacity 1000 W of GPU
+# power at <= 10 % loss. Meter config: node_other_w 500, efficiency 1,
+# PUE 2. By hand: DEMAND = 2 x (4000 + 2 x 500) = 10000 W; the shed at the
+# meter 10000 - 2 x (3000 + 1000) = 2000 W (GPU power would say 4000 and
+# 1000 W).
+cat >"$T/fakepfid.py" <<'PY'
+import http.server, json, sys
+ANS = {"/v1/nodes": [{"node": "n1", "stale": False, "gpus": [{"power_w": 3000}]},
+                     {"node": "n2", "stale": False, "gpus": [{"power_w": 1000}]}],
+       "/v1/status": {"power_w": 4000, "target_w": 4000},
+       "/v1/events": [], "/v1/jobs": [],
+       "/v1/capacity": {"quotes": [{"max_loss": 0.1, "shed_w": 1000}], "duration_s": None}}
+class H(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def answer(self, code, obj):
+        b = json.dumps(obj).encode()
+        self.send_response(code); self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(b))); self.end_headers(); self.wfile.write(b)
+    def do_GET(self): self.answer(200, ANS.get(self.path, {}))
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0))); self.answer(201, {})
+    def do_DELETE(self): self.answer(200, {})
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+open(sys.argv[1], "w").write(str(s.server_port))
+s.timeout = 1
+import time
+end = time.time() + 60
+while time.time() < end: s.handle_request()
+PY
+python3 "$T/fakepfid.py" "$T/pfidport" &
+FAKE_PID=$!
+for _ in $(seq 100); do [ -s "$T/pfidport" ] && break; sleep 0.1; done
+MPID=$(post programs '{"programName":"meter-report"}' |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+MEV=$(post events '{"programID":"'"$MPID"'","eventName":"M",'"$KW"',"intervalPeriod":{"start":"0001-01-01","duration":"PT10M"},"intervals":[{"id":0,"payloads":[{"type":"IMPORT_CAPACITY_LIMIT","values":[20]}]}]}' |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+printf 'node_other_w = 500\npue = 2\n' >"$T/m2.conf"
+"$PFI" grid bridge --pfid "http://127.0.0.1:$(cat "$T/pfidport")" --pfid-token-file "$T/ptok" \
+  --vtn "$BASE" --client-id ven1 --client-secret-file "$T/secret" --program meter-report \
+  --config "$T/m2.conf" --level meter --interval 1 --report 1s >"$T/mbridge.log" 2>&1 &
+MBR=$!
+mreport() { "${CURL[@]}" -H "Authorization: Bearer $BL" "$BASE/reports" | python3 -c '
+import json, sys
+r = [x for x in json.load(sys.stdin) if x["eventID"] == sys.argv[1]]
+sys.exit(0 if r else 1)' "$MEV"; }
+for _ in $(seq 100); do mreport && break; sleep 0.2; done
+kill $MBR 2>/dev/null
+wait $MBR 2>/dev/null
+kill $FAKE_PID 2>/dev/null
+"${CURL[@]}" -H "Authorization: Bearer $BL" "$BASE/reports" | python3 -c '
+import json, sys
+r = [x for x in json.load(sys.stdin) if x["eventID"] == sys.argv[1]]
+assert r, "no report"
+vals = {p["type"]: p["values"][0] for p in r[0]["resources"][0]["intervals"][0]["payloads"]}
+assert abs(vals["DEMAND"] - 10000) < 1e-6, vals
+assert abs(vals["LOAD_SHED_DELTA_AVAILABLE"] - 2000) < 1e-6, vals
+assert r[0]["reportName"] == "pfi-meter-power", r[0]
+' "$MEV" || fail "bridge report at the meter level: $(cat "$T/mbridge.log")"
+
 exit $((fails > 0))

@@ -651,6 +651,58 @@ static void write_file(const char *path, const char *s) {
   fclose(f);
 }
 
+/* The forward chain at another GPU total (what the bridge reports at the
+ * VTN's level). Two nodes drawing 4000 and 2000 W of GPU power (shares
+ * 2/3, 1/3), other 600 W (measured) and 1000 W (node_other_w); one
+ * efficiency 0.9 at every load, PUE 1.25, 500 W of facility loads. At
+ * 3000 W of GPU power: node DC 2000 + 600 + 1000 + 1000 = 4600 W, meter
+ * 1.25 x 4600 / 0.9 + 500 = 6888.888... W; at 6000 W (now): 7600 and
+ * 1.25 x 7600 / 0.9 + 500 = 11055.555... W; so shedding 3000 W of GPU
+ * power sheds 3000 W at the node and 4166.666... W at the meter. */
+static void test_meter_power_at(void **state) {
+  (void)state;
+  struct pfi_meter_config cfg;
+  pfi_meter_config_init(&cfg);
+  cfg.node_other_w = 1000;
+  cfg.psu_eff[0] = 0.9;
+  cfg.pue = 1.25;
+  cfg.facility_other_w = 500;
+  struct pfi_error err;
+  double gpu[] = {4000, 2000}, other[] = {600, NAN}, w;
+  assert_int_equal(
+      pfi_meter_power_at(&cfg, gpu, other, 2, PFI_LEVEL_GPU, 3000, &w, &err),
+      0);
+  ASSERT_NEAR(w, 3000, 0);
+  assert_int_equal(
+      pfi_meter_power_at(&cfg, gpu, other, 2, PFI_LEVEL_NODE, 3000, &w, &err),
+      0);
+  ASSERT_NEAR(w, 4600, 1e-9);
+  assert_int_equal(
+      pfi_meter_power_at(&cfg, gpu, other, 2, PFI_LEVEL_METER, 3000, &w, &err),
+      0);
+  ASSERT_NEAR(w, 1.25 * 4600 / 0.9 + 500, 1e-9);
+  double hi;
+  assert_int_equal(
+      pfi_meter_power_at(&cfg, gpu, other, 2, PFI_LEVEL_METER, 6000, &hi, &err),
+      0);
+  ASSERT_NEAR(hi, 1.25 * 7600 / 0.9 + 500, 1e-9);
+  ASSERT_NEAR(hi - w, 3000 * 1.25 / 0.9, 1e-9);
+  /* It is the inverse of pfi_meter_gpu_limit: the meter limit 6888.9 W
+   * gives back 3000 W of GPU power. */
+  double g;
+  assert_int_equal(pfi_meter_gpu_limit(&cfg, gpu, other, 2, PFI_LEVEL_METER,
+                                       1.25 * 4600 / 0.9 + 500, &g, &err),
+                   0);
+  ASSERT_NEAR(g, 3000, 1e-2);
+  /* No nodes at the meter, a NaN total: refused. */
+  assert_int_equal(
+      pfi_meter_power_at(&cfg, gpu, other, 0, PFI_LEVEL_METER, 3000, &w, &err),
+      PFI_EINVAL);
+  assert_int_equal(
+      pfi_meter_power_at(&cfg, gpu, other, 2, PFI_LEVEL_NODE, NAN, &w, &err),
+      PFI_EINVAL);
+}
+
 static void test_rapl(void **state) {
   (void)state;
   char root[] = "/tmp/pfi-rapl-XXXXXX";
@@ -1416,6 +1468,7 @@ int main(void) {
       cmocka_unit_test(test_notification),
       cmocka_unit_test(test_report_json),
       cmocka_unit_test(test_meter),
+      cmocka_unit_test(test_meter_power_at),
       cmocka_unit_test(test_rapl),
       cmocka_unit_test(test_dcmi),
       cmocka_unit_test(test_compliance),
