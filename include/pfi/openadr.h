@@ -35,15 +35,15 @@
 #define PFI_OADR_MAX_BODY (8u << 20)
 
 struct pfi_oadr_config {
-  double baseline_w;     /* for relative and SIMPLE payloads; 0 = unknown */
-  double simple_frac[4]; /* SIMPLE level -> limit as fraction of baseline;
-                            NAN for "no limit" (default level 0) */
-  double default_unit_w; /* watts per payload unit when none is given */
-  int capacity_level;    /* level of IMPORT_CAPACITY_LIMIT (meter) */
-  int setpoint_level;    /* level of the DISPATCH_SETPOINT types (meter) */
-  int64_t now_s;         /* "now" for 'do it now' events, Unix s */
-  uint64_t seed;         /* randomizeStart draws: same seed, same shift */
-  int64_t horizon_s;     /* events without end are cut here (now + 1 y) */
+  double baseline_w;      /* for relative and SIMPLE payloads; 0 = unknown */
+  double simple_frac[4];  /* SIMPLE level -> limit as fraction of baseline;
+                             NAN for "no limit" (default level 0) */
+  double default_unit_w;  /* watts per payload unit when none is given */
+  int capacity_level;     /* level of IMPORT_CAPACITY_LIMIT (meter) */
+  int setpoint_level;     /* level of the DISPATCH_SETPOINT types (meter) */
+  int64_t now_s;          /* "now" for 'do it now' events, Unix s */
+  uint64_t seed;          /* randomizeStart draws: same seed, same shift */
+  int64_t horizon_s;      /* events without end are cut here (now + 1 y) */
   const char *program_id; /* events of another programID are skipped (and
                              counted); NULL: every program's */
 };

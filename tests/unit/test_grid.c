@@ -467,14 +467,14 @@ static void test_oadr_other_program(void **state) {
   struct pfi_error err;
   struct pfi_oadr_stats st;
   assert_int_equal(pfi_oadr_decode_events("e.json", two_programs,
-                                          strlen(two_programs), &cfg, &tl,
-                                          &st, &err),
+                                          strlen(two_programs), &cfg, &tl, &st,
+                                          &err),
                    2);
   cfg.program_id = "p1";
   tl.n = 0;
   assert_int_equal(pfi_oadr_decode_events("e.json", two_programs,
-                                          strlen(two_programs), &cfg, &tl,
-                                          &st, &err),
+                                          strlen(two_programs), &cfg, &tl, &st,
+                                          &err),
                    1);
   assert_string_equal(tl.spans[0].event, "e1");
   ASSERT_NEAR(tl.spans[0].limit_w, 500000, 0);
@@ -491,7 +491,8 @@ static void fake_vtn_nofilter(void *arg, const struct pfi_http_req *rq,
   (void)arg;
   const char *b = "{}";
   if (!strcmp(rq->path, "/auth/token"))
-    b = "{\"access_token\":\"t\",\"token_type\":\"Bearer\",\"expires_in\":3600}";
+    b = "{\"access_token\":\"t\",\"token_type\":\"Bearer\",\"expires_in\":"
+        "3600}";
   else if (!strcmp(rq->path, "/programs"))
     b = "[{\"id\":\"p1\",\"programName\":\"prog\"}]";
   else if (!strcmp(rq->path, "/events"))
