@@ -70,7 +70,10 @@ static int64_t draw_shift(const struct pfi_oadr_config *cfg, const char *id,
     return 0;
   uint64_t u = splitmix(cfg->seed ^ hash_str(id) ^ splitmix(k + 1));
   double x = (double)(u >> 11) / 9007199254740992.0; /* [0, 1) */
-  return (int64_t)floor(-r + x * (2 * r + 1));
+  /* A delay in [0, r], never earlier: the draw moves every start and end,
+   * and an earlier one would end the event before the VTN's end. */
+  double d = floor(x * (floor(r) + 1));
+  return (int64_t)(d < r ? d : floor(r));
 }
 
 struct ctx {

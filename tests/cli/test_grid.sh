@@ -108,7 +108,7 @@ chmod 644 "$T/bad"
   --program nope 2>"$T/err" >/dev/null
 [ $? = 1 ] && grep -q "no program 'nope'" "$T/err" || fail "unknown program: $(cat "$T/err")"
 
-# randomizeStart PT10M: shifted within [-600, 600] s, the same for the same
+# randomizeStart PT10M: delayed within [0, 600] s, the same for the same
 # seed, intervals still back to back.
 post events '{"programID":"'"$PID"'","eventName":"R","intervalPeriod":{"start":"2030-01-02T00:00:00Z","duration":"PT1H","randomizeStart":"PT10M"},"intervals":[{"id":0,"payloads":[{"type":"SIMPLE","values":[1]}]},{"id":1,"payloads":[{"type":"SIMPLE","values":[3]}]}]}' >/dev/null
 for s in 1 1 2; do
@@ -118,7 +118,7 @@ import json, sys
 s = [x for x in json.load(sys.stdin) if x["event"] == "8"]
 t0 = 1893542400  # 2030-01-02T00:00:00Z
 d = s[0]["start_s"] - t0
-assert -600 <= d <= 600, d
+assert 0 <= d <= 600, d
 assert s[0]["end_s"] == s[1]["start_s"] and s[0]["end_s"] - s[0]["start_s"] == 3600
 assert abs(s[0]["limit_w"] - 900000) < 1e-6 and abs(s[1]["limit_w"] - 500000) < 1e-6
 print(d)' >>"$T/shifts" || fail "randomizeStart with seed $s"

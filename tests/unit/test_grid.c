@@ -341,10 +341,12 @@ static void test_oadr_timing(void **state) {
   assert_int_equal(
       pfi_oadr_decode_events("x", past, strlen(past), &cfg, &tl, &st, &err), 0);
   assert_int_equal(st.expired, 1);
-  /* randomizeStart PT10M: every start shifted by the same draw within
-   * [-600, 600]; the same seed gives the same shift, and 200 event ids give
-   * shifts covering both signs with a mean near 0 (uniform: sd of the mean
-   * 600/sqrt(3)/sqrt(200) = 24.5 s; tolerance 4 sd = 98 s). */
+  /* randomizeStart PT10M: every start delayed by the same draw within
+   * [0, 600] (never earlier: the end would come before the VTN's); the
+   * same seed gives the same shift, and 200 event ids give shifts with a
+   * mean near 300 (uniform on 0..600: sd of the mean
+   * 600/sqrt(12)/sqrt(200) = 12.3 s; tolerance 4 sd = 49 s) spread over
+   * both halves. */
   double sum = 0;
   int neg = 0, pos = 0;
   for (int k = 0; k < 200; k++) {
@@ -358,18 +360,18 @@ static void test_oadr_timing(void **state) {
              k);
     assert_int_equal(decode(ev, &cfg, &tl, &err), 2);
     int64_t sh = tl.spans[0].start_s - (NOW + 3600);
-    if (sh < -600 || sh > 600)
-      fail_msg("shift %lld outside [-600, 600]", (long long)sh);
+    if (sh < 0 || sh > 600)
+      fail_msg("shift %lld outside [0, 600]", (long long)sh);
     ASSERT_EQ_INT(tl.spans[1].start_s, tl.spans[0].end_s);
     ASSERT_EQ_INT(tl.spans[0].end_s - tl.spans[0].start_s, 600);
     sum += (double)sh;
-    neg += sh < 0;
-    pos += sh > 0;
+    neg += sh < 300;
+    pos += sh > 300;
     int64_t again = tl.spans[0].start_s;
     assert_int_equal(decode(ev, &cfg, &tl, &err), 2);
     ASSERT_EQ_INT(tl.spans[0].start_s, again);
   }
-  ASSERT_NEAR(sum / 200, 0, 98);
+  ASSERT_NEAR(sum / 200, 300, 49);
   assert_true(neg > 50 && pos > 50);
   pfi_timeline_release(&tl);
 }
