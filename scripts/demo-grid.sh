@@ -135,7 +135,7 @@ BL=$(curl -sS -m 5 -d grant_type=client_credentials -d client_id=bl1 -d client_s
 blpost() { curl -sS -m 5 -H "Authorization: Bearer $BL" -H 'Content-Type: application/json' -d "$2" "$BASE/$1"; }
 PID=$(blpost programs '{"programName":"site-flex"}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
 START=$(date -u -d @$(($(date +%s) + 5)) +%Y-%m-%dT%H:%M:%SZ)
-blpost events '{"programID":"'"$PID"'","eventName":"phoenix-2025-05-04-x'"$COMPRESS"'","payloadDescriptors":[{"objectType":"EVENT_PAYLOAD_DESCRIPTOR","payloadType":"DISPATCH_SETPOINT_RELATIVE","units":"PERCENT"}],"intervalPeriod":{"start":"'"$START"'","duration":"PT'"$EVENT_S"'S"},"intervals":[{"id":0,"payloads":[{"type":"DISPATCH_SETPOINT_RELATIVE","values":[25]}]}]}' >/dev/null
+blpost events '{"programID":"'"$PID"'","eventName":"phoenix-2025-05-04-x'"$COMPRESS"'","payloadDescriptors":[{"objectType":"EVENT_PAYLOAD_DESCRIPTOR","payloadType":"DISPATCH_SETPOINT_RELATIVE","units":"PERCENT"}],"intervalPeriod":{"start":"'"$START"'","duration":"PT'"$EVENT_S"'S"},"intervals":[{"id":0,"payloads":[{"type":"DISPATCH_SETPOINT_RELATIVE","values":[-25]}]}]}' >/dev/null
 echo "demo-grid: the VTN announced a 25 % cut from $START for $EVENT_S s (200 minutes at ${COMPRESS}x)"
 sleep $((5 + EVENT_S + TAIL_S))
 kill "$BRIDGE"

@@ -11,9 +11,10 @@
  *                                limit = value x unit, at the meter level
  *                                unless the config says otherwise;
  *   DISPATCH_SETPOINT            absolute consumption: limit = value x unit;
- *   DISPATCH_SETPOINT_RELATIVE   a decrease from the baseline:
- *                                limit = baseline - value x unit, or with
- *                                units PERCENT, baseline x (1 - value/100);
+ *   DISPATCH_SETPOINT_RELATIVE   a signed change from the baseline
+ *                                (negative: a decrease):
+ *                                limit = baseline + value x unit, or with
+ *                                units PERCENT, baseline x (1 + value/100);
  *   SIMPLE                       level 0-3 mapped by the config to a
  *                                fraction of the baseline (level 0: no
  *                                limit).

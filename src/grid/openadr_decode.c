@@ -177,7 +177,9 @@ static int limit_of(struct ctx *c, enum kind k, json_t *v, double unit_w,
   if (!json_is_number(v))
     return bad(c, "expected a number", NULL);
   double x = json_number_value(v);
-  if (!isfinite(x) || x < 0)
+  if (!isfinite(x))
+    return bad(c, "expected a finite number", NULL);
+  if (x < 0 && k != K_RELATIVE) /* a relative change is signed */
     return bad(c, "expected a finite number >= 0", NULL);
   switch (k) {
   case K_CAPACITY:
@@ -192,8 +194,9 @@ static int limit_of(struct ctx *c, enum kind k, json_t *v, double unit_w,
   case K_RELATIVE:
     if (!(cfg->baseline_w > 0))
       return bad(c, "DISPATCH_SETPOINT_RELATIVE needs the baseline", NULL);
-    *limit = percent ? cfg->baseline_w * (1 - x / 100)
-                     : cfg->baseline_w - x * unit_w;
+    /* "The relative change of consumption": negative is a decrease. */
+    *limit = percent ? cfg->baseline_w * (1 + x / 100)
+                     : cfg->baseline_w + x * unit_w;
     if (*limit < 0)
       *limit = 0;
     break;

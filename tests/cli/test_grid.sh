@@ -38,8 +38,8 @@ post events '{"programID":"'"$PID"'","eventName":"B","priority":1,'"$KW"',"inter
 # C, created last but priority 5 (lower): 500 kW 03:30-03:45 -> B keeps it.
 post events '{"programID":"'"$PID"'","eventName":"C","priority":5,'"$KW"',"intervalPeriod":{"start":"2030-01-01T03:30:00Z","duration":"PT15M"},"intervals":[{"id":0,"payloads":[{"type":"IMPORT_CAPACITY_LIMIT","values":[500]}]}]}' >/dev/null
 # D: SIMPLE level 2 (0.75 x 1 MW) 05:00-05:30, then DISPATCH_SETPOINT_RELATIVE
-# 20 PERCENT (0.8 MW) for 30 min after it; and a PRICE payload ignored.
-post events '{"programID":"'"$PID"'","eventName":"D","payloadDescriptors":[{"objectType":"EVENT_PAYLOAD_DESCRIPTOR","payloadType":"DISPATCH_SETPOINT_RELATIVE","units":"PERCENT"}],"intervalPeriod":{"start":"2030-01-01T05:00:00Z","duration":"PT30M"},"intervals":[{"id":0,"payloads":[{"type":"SIMPLE","values":[2]},{"type":"PRICE","values":[0.3]}]},{"id":1,"payloads":[{"type":"DISPATCH_SETPOINT_RELATIVE","values":[20]}]}]}' >/dev/null
+# -20 PERCENT (0.8 MW) for 30 min after it; and a PRICE payload ignored.
+post events '{"programID":"'"$PID"'","eventName":"D","payloadDescriptors":[{"objectType":"EVENT_PAYLOAD_DESCRIPTOR","payloadType":"DISPATCH_SETPOINT_RELATIVE","units":"PERCENT"}],"intervalPeriod":{"start":"2030-01-01T05:00:00Z","duration":"PT30M"},"intervals":[{"id":0,"payloads":[{"type":"SIMPLE","values":[2]},{"type":"PRICE","values":[0.3]}]},{"id":1,"payloads":[{"type":"DISPATCH_SETPOINT_RELATIVE","values":[-20]}]}]}' >/dev/null
 # An event of another program is not ours.
 OPID=$(("$PID" + 1))
 post events '{"programID":"'"$OPID"'","eventName":"X","intervalPeriod":{"start":"2030-01-01T00:00:00Z","duration":"PT1H"},"intervals":[{"id":0,"payloads":[{"type":"IMPORT_CAPACITY_LIMIT","values":[1]}]}]}' >/dev/null

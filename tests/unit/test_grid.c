@@ -232,7 +232,7 @@ static void test_oadr_types(void **state) {
   /* Its creation: when it became known (the notice pfid keeps). */
   ASSERT_EQ_INT(tl.spans[0].created_s, NOW - 86400);
   ASSERT_EQ_INT(tl.spans[1].created_s, NOW - 86400);
-  /* Relative: a decrease of 25 PERCENT from 1 MW -> 750 kW; 'do it now'
+  /* Relative: a change of -25 PERCENT from 1 MW -> 750 kW; 'do it now'
    * (0001-01-01) for 30 minutes. */
   const char *rel =
       "[{\"id\":\"e2\",\"programID\":\"p\",\"payloadDescriptors\":[{"
@@ -240,7 +240,7 @@ static void test_oadr_types(void **state) {
       "\"DISPATCH_SETPOINT_RELATIVE\",\"units\":\"PERCENT\"}],"
       "\"intervalPeriod\":{\"start\":\"0001-01-01\",\"duration\":\"PT30M\"},"
       "\"intervals\":[{\"id\":0,\"payloads\":[{\"type\":"
-      "\"DISPATCH_SETPOINT_RELATIVE\",\"values\":[25]}]}]}]";
+      "\"DISPATCH_SETPOINT_RELATIVE\",\"values\":[-25]}]}]}]";
   assert_int_equal(decode(rel, &cfg, &tl, &err), 1);
   ASSERT_EQ_INT(tl.spans[0].start_s, NOW);
   ASSERT_EQ_INT(tl.spans[0].end_s, NOW + 1800);
@@ -263,16 +263,26 @@ static void test_oadr_types(void **state) {
     ASSERT_EQ_INT(tl.spans[0].start_s, t2026);
     ASSERT_EQ_INT(tl.spans[0].end_s, t2026 + 1800);
   }
-  /* Relative in kW: 1 MW - 150 kW = 850 kW. */
+  /* Relative in kW: 1 MW + (-150 kW) = 850 kW. */
   const char *relk =
       "[{\"id\":\"e3\",\"programID\":\"p\",\"payloadDescriptors\":[{"
       "\"objectType\":\"EVENT_PAYLOAD_DESCRIPTOR\",\"payloadType\":"
       "\"DISPATCH_SETPOINT_RELATIVE\",\"units\":\"KW\"}],\"intervals\":[{"
       "\"id\":0,\"intervalPeriod\":{\"start\":\"2026-01-01T00:10:00Z\","
       "\"duration\":\"PT10M\"},\"payloads\":[{\"type\":"
-      "\"DISPATCH_SETPOINT_RELATIVE\",\"values\":[150]}]}]}]";
+      "\"DISPATCH_SETPOINT_RELATIVE\",\"values\":[-150]}]}]}]";
   assert_int_equal(decode(relk, &cfg, &tl, &err), 1);
   ASSERT_NEAR(tl.spans[0].limit_w, 850000, 1e-6);
+  /* A positive change allows more than the baseline: 1 MW + 100 kW. */
+  const char *relp =
+      "[{\"id\":\"e3p\",\"programID\":\"p\",\"payloadDescriptors\":[{"
+      "\"objectType\":\"EVENT_PAYLOAD_DESCRIPTOR\",\"payloadType\":"
+      "\"DISPATCH_SETPOINT_RELATIVE\",\"units\":\"KW\"}],\"intervals\":[{"
+      "\"id\":0,\"intervalPeriod\":{\"start\":\"2026-01-01T00:10:00Z\","
+      "\"duration\":\"PT10M\"},\"payloads\":[{\"type\":"
+      "\"DISPATCH_SETPOINT_RELATIVE\",\"values\":[100]}]}]}]";
+  assert_int_equal(decode(relp, &cfg, &tl, &err), 1);
+  ASSERT_NEAR(tl.spans[0].limit_w, 1100000, 1e-6);
   ASSERT_EQ_INT(tl.spans[0].start_s, NOW + 600);
   /* SIMPLE: levels 0 (no limit), 2 (0.75 of baseline), 3 (0.5), in three
    * 10-minute intervals following each other: level 0 gives no span. */
