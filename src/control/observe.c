@@ -218,6 +218,11 @@ int pfi__ctl_observe(struct pfi_ctl *c, struct pfi__ctl_job *j,
         o->tokens_per_s < q->tokens * thr)
       slow = 1;
   }
+  /* At its ceiling the uncapped point is the point learned at its caps
+   * (windows there are not learned, below). */
+  if (j->cap >= hi - 0.5 && draw < 0.9 * j->pmax &&
+      o->tokens_per_s < j->tmax * thr)
+    slow = 1;
   int rc = 0;
   if (!j->anomaly) {
     j->anom_run = slow ? j->anom_run + 1 : 0;
@@ -293,7 +298,12 @@ int pfi__ctl_observe(struct pfi_ctl *c, struct pfi__ctl_job *j,
     }
   }
   j->acc_after_change = 0;
-  if (mp < j->pmax * 0.998)
+  /* A window at the job's ceiling (its caps where they were before the
+   * event) is not a point of its capped curve: nothing binds it there, so
+   * a draw read under P_max at its full throughput says that its uncapped
+   * draw varies, not that it keeps T_max at less power (such a point made
+   * the curve flat from it to P_max and steep just under it). */
+  if (mp < j->pmax * 0.998 && j->acc_cap < hi - 0.5)
     pfi__ctl_learn(j, j->acc_cap, mp, mt, n, m2);
   if (j->pending && rc == 0)
     rc = pfi__ctl_complete(c, j, in, mp, mt);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "../../src/control/ctl_int.h"
+#include "pfi/alloc.h"
 #include "pfi/control.h"
 #include "testutil.h"
 
@@ -30,6 +31,8 @@ struct plant {
                         (0: all of it) */
   double last[NG];   /* each GPU's steady draw last period */
   int silent[NJ];    /* 1: its GPUs' readings are invalid */
+  double early[NJ];  /* share of its draw shown until early_s (0: all) */
+  double early_s;    /* its GPUs' draw still rising until then */
 };
 
 static void plant_init(struct plant *p) {
@@ -80,6 +83,9 @@ struct run {
 
 /* Settings of the controllers run_open_full opens (NULL: the defaults). */
 static const struct pfi_ctl_config *run_cfg;
+/* 1: the jobs are added with their uncapped point as hints (P_max, T_max
+ * from the uncapped telemetry, as the emulated cluster gives them). */
+static int run_hints;
 
 static void run_open_full(struct run *r, const double *pfi_prior,
                           const double *pfi_lo, int protect0,
@@ -109,8 +115,8 @@ static void run_open_full(struct run *r, const double *pfi_prior,
                              .max_loss = max_loss ? max_loss[j] : 1.0,
                              .min_cap_w = 0,
                              .protect = j == 0 && protect0,
-                             .pmax_w = NAN,
-                             .tmax = NAN};
+                             .pmax_w = run_hints ? r->pl.pmax[j] : NAN,
+                             .tmax = run_hints ? r->pl.tmax[j] : NAN};
     r->slot[j] = pfi_ctl_job_add(r->ctl, &jb, &err);
     assert_int_equal(r->slot[j], j);
   }
@@ -139,6 +145,8 @@ static double run_step(struct run *r, double t, int event, double target) {
   for (int g = 0; g < NG; g++) {
     r->go[g].valid = 1;
     double d = gpu_draw(&r->pl, g), shown = d;
+    if (t <= r->pl.early_s && r->pl.early[g / GPJ] > 0)
+      d = shown = r->pl.early[g / GPJ] * d;
     if (r->pl.up_share > 0 && r->pl.last[g] > 0 && d > r->pl.last[g])
       shown = r->pl.last[g] + r->pl.up_share * (d - r->pl.last[g]);
     r->pl.last[g] = d;
@@ -1002,6 +1010,62 @@ static void test_belief_shape(void **state) {
   pfi_ctl_close(r.ctl);
 }
 
+/* A window at a job's ceiling is not a point of its capped curve. The
+ * plant's job 1 draws 0.95 of its P_max in its first 5 periods (its
+ * GPUs' draw still rising) at its full throughput, P_max given as a hint:
+ * before the rule that window became a point (cap 700 W, 0.95 P_max,
+ * T_max), and the belief, stretched through it, put the job's throughput
+ * at 0.90 P_max at T_max (1 - 0.1^g) / (1 - 0.05^g) instead of the
+ * prior's T_max (1 - 0.1^g). Now no point is learned before the event,
+ * every point learned in it lies at a cap under the ceiling, and the
+ * belief at 0.90 P_max before the event is the prior's. A stall at the
+ * ceiling (half its draw and half its throughput, caps at 700 W before
+ * the event) is flagged: the uncapped point is the point at its caps. */
+static void test_ceiling_window(void **state) {
+  (void)state;
+  struct run r;
+  run_hints = 1;
+  run_open(&r, NULL, 0);
+  run_hints = 0;
+  r.pl.early[1] = 0.95;
+  r.pl.early_s = 5;
+  for (int t = 1; t <= 30; t++)
+    run_step(&r, t, 0, NAN);
+  struct pfi_ctl_belief b;
+  pfi_ctl_job_belief(r.ctl, 1, &b, NULL);
+  assert_int_equal(b.npoints, 0);
+  /* The prior (PFI 1.5 without an estimate) on the job's range: from the
+   * first guess of the draw at its lowest cap, 0.97 x 8 x 200 W, to its
+   * P_max (its running mean from the hint, as T_max). */
+  double g = pfi_curve_model_exponent(1.5, 0.97 * GPJ * 200, b.pmax_w);
+  double want = b.tmax * (1 - pow(0.1, g));
+  double t90 = pfi_ctl_job_predict(r.ctl, 1, 0.9 * b.pmax_w);
+  if (!(fabs(t90 - want) < 1e-6 * want))
+    fail_msg("belief at 0.90 P_max %g, the prior's %g (stretched through "
+             "the window at the ceiling: %g)",
+             t90, want, want / (1 - pow(0.05, g)));
+  /* The stall at the ceiling, before the event. */
+  r.pl.stall[2] = 0.5;
+  int flagged = 0;
+  for (int t = 31; t <= 40; t++) {
+    run_step(&r, t, 0, NAN);
+    pfi_ctl_job_belief(r.ctl, 2, &b, NULL);
+    flagged |= b.anomaly;
+  }
+  assert_true(flagged);
+  r.pl.stall[2] = 1;
+  double target = 0.8 * baseline_w();
+  for (int t = 41; t <= 300; t++)
+    run_step(&r, t, 1, target);
+  const struct pfi__ctl_job *j = &r.ctl->job[1];
+  assert_true(j->npts >= 1);
+  for (size_t i = 0; i < j->npts; i++)
+    if (!(j->pts[i].cap_w < 699.5))
+      fail_msg("point %zu learned at cap %g W (the ceiling)", i,
+               j->pts[i].cap_w);
+  pfi_ctl_close(r.ctl);
+}
+
 /* Same inputs, same records, byte for byte. */
 static void test_deterministic(void **state) {
   (void)state;
@@ -1092,6 +1156,7 @@ int main(void) {
       cmocka_unit_test(test_recovery_pause),
       cmocka_unit_test(test_raise_lead),
       cmocka_unit_test(test_silent_node),
+      cmocka_unit_test(test_ceiling_window),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
