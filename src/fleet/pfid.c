@@ -686,7 +686,7 @@ static int control_step(struct pfi_pfid *d, struct pfi_error *err) {
     d->stated_w = evp->target_w;
     d->infeasible = evp->level != PFI_LEVEL_GPU && !(gt[i] > 0);
     d->shortfall_w = d->infeasible ? sf[i] : 0;
-    if (d->infeasible && !d->was_infeasible)
+    if (d->infeasible && strcmp(d->infeasible_ev, evp->id) != 0)
       pfid_log(d, "infeasible",
                "event %s: the %s target %.1f W is below what the nodes draw "
                "with no GPU power: short by %.1f W",
@@ -697,7 +697,9 @@ static int control_step(struct pfi_pfid *d, struct pfi_error *err) {
     d->stated_w = d->shortfall_w = 0;
     d->infeasible = 0;
   }
-  d->was_infeasible = d->infeasible;
+  /* Logged once an event is infeasible (again). */
+  snprintf(d->infeasible_ev, sizeof d->infeasible_ev, "%s",
+           d->infeasible ? evp->id : "");
   snprintf(d->event, sizeof d->event, "%s", evp ? ev.id : "");
   d->target_w = evp ? ev.target_w : 0;
   double power_w = 0;

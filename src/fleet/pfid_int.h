@@ -77,7 +77,8 @@ struct pfi_pfid {
   int have_meter;
   int level;
   double stated_w, shortfall_w;
-  int infeasible, was_infeasible;
+  int infeasible;
+  char infeasible_ev[PFI_FLEET_NAME_MAX]; /* logged as infeasible */
   double node_w, meter_w;
   unsigned long steps, published, cas_lost, takeovers, bad_tel;
   /* The control module (pfi/control.h) over the nodes known when it was
