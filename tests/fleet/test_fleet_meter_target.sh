@@ -14,7 +14,8 @@
 # A pfid without --meter-config refuses a node or meter event (400 naming
 # the field; pfi ctl exits 2); a bad meter file is exit 2 with file:line;
 # an event record without "level" (as an older pfid wrote it) is a GPU
-# target. Every wait is bounded.
+# target. pfi grid bridge passes a meter limit through to a pfid that
+# keeps it, converts it for one that does not. Every wait is bounded.
 . "$(dirname "$0")/lib.sh"
 PROBE=${PFI_PROBE:?}
 
@@ -200,6 +201,31 @@ until_true 20 infeasible || fail "infeasible meter limit $Li W (floor $floor W):
 sql "$T/records.db" "SELECT detail FROM fleet_log WHERE what = 'infeasible'" | grep -q "evi: the meter target" ||
   fail "no infeasible row in the log: $(sql "$T/records.db" "SELECT what, detail FROM fleet_log ORDER BY rowid DESC LIMIT 5")"
 for e in evm evg evi; do api a DELETE /v1/events/$e >/dev/null; done
+
+# pfi grid bridge: to a pfid without --meter-config it converts the meter
+# limit of a schedule file to a GPU target (its own --config); to pfid a,
+# which keeps meter targets, it posts the limit as stated, level meter.
+t=$(now)
+printf 'start,end,limit,level\n%.0f,%.0f,%s,meter\n' "$t" "$(awk -v t="$t" 'BEGIN { print t + 300 }')" "$L" >"$T/sched.csv"
+bridge() { timeout 60 "$PFI" grid bridge --pfid "http://127.0.0.1:${API[$1]}" --pfid-token-file "$T/token" \
+  --schedule "$T/sched.csv" --config "$T/meter.conf" --once >>"$T/bridge.log" 2>&1 || fail "bridge --once to $1: $(cat "$T/bridge.log")"; }
+# posted LEVEL CMP W: pfid a holds one live oadr- event at LEVEL, its
+# target below (lt) or equal to (eq) W.
+posted() { api a GET /v1/events | python3 -c '
+import json, sys
+e = [x for x in json.load(sys.stdin) if x["id"].startswith("oadr-") and not x["cancelled"]]
+ok = len(e) == 1 and e[0]["level"] == sys.argv[1] and (
+    0 < e[0]["target_w"] < float(sys.argv[3]) if sys.argv[2] == "lt" else e[0]["target_w"] == float(sys.argv[3]))
+sys.exit(0 if ok else 1)' "$@"; }
+# (pfid b, a standby, knows no live node: the bridge's conversion is
+# infeasible there, 1 mW; what matters is that it is a GPU target.)
+bridge b
+until_true 20 posted gpu lt "$L" || fail "the bridge to pfid b: $(cat "$T/body"), expected a GPU target below $L W"
+bridge a
+until_true 20 posted meter eq "$L" || fail "the bridge to pfid a: $(cat "$T/body"), expected meter $L W"
+for e in $(api a GET /v1/events | python3 -c 'import json,sys; print(" ".join(x["id"] for x in json.load(sys.stdin) if x["id"].startswith("oadr-")))'); do
+  api a DELETE "/v1/events/$e" >/dev/null
+done
 
 # An event record of an older pfid (no "level"), written to the bucket:
 # a GPU target.
