@@ -178,6 +178,19 @@ double pfi_fleet_node_other_w(const struct pfi_meter_config *cfg,
                               double reading_other_w, int fresh);
 
 /*
+ * 1 when the meter chain's wall power rises with a node's DC power at
+ * every load (so that a GPU target found by bisection is the largest safe
+ * one: less GPU power never draws more at the meter); 0 when a segment of
+ * the supplies' curve rises faster than the load, *load_lo..*load_hi.
+ */
+int pfi_fleet_meter_safe(const struct pfi_meter_config *cfg, double *load_lo,
+                         double *load_hi);
+/* pfi_meter_config_load, and a curve that is not safe (above) is
+ * PFI_EPARSE at the psu_curve line (pfid --meter-config). */
+int pfi_fleet_meter_config_load(const char *path, struct pfi_meter_config *cfg,
+                                struct pfi_error *err);
+
+/*
  * The GPU target an event's target_w at `level` becomes at the nodes'
  * state now (gpu_w[i], other_w[i] as for pfi_meter_levels): at the GPU
  * level the target itself; at the node or meter level pfi_meter_gpu_limit

@@ -909,7 +909,8 @@ int pfi_pfid_open(struct pfi_pfid **out, const struct pfi_pfid_opts *o,
   d->node_w = d->meter_w = NAN;
   if (o->meter_config) {
     /* A file that cannot be read or parsed is bad input (exit 2). */
-    if ((rc = pfi_meter_config_load(o->meter_config, &d->meter, err)) < 0) {
+    if ((rc = pfi_fleet_meter_config_load(o->meter_config, &d->meter, err)) <
+        0) {
       if (rc != PFI_ENOMEM && err)
         err->code = rc = PFI_EPARSE;
       goto fail;

@@ -30,6 +30,10 @@ EOS
 printf 'node_other_w = 400\npue = 0.5\n' >"$T/bad.conf"
 "$PFID" --meter-config "$T/bad.conf" --records "$T/x.db" --api none >"$T/bad.out" 2>&1
 [ $? = 2 ] && grep -q "bad.conf:2:" "$T/bad.out" || fail "a bad --meter-config: $(cat "$T/bad.out")"
+printf 'psu_rated_w = 3000\npsu_curve = 0.1:0.30,0.2:0.95\n' >"$T/unsafe.conf"
+"$PFID" --meter-config "$T/unsafe.conf" --records "$T/x.db" --api none >"$T/bad.out" 2>&1
+[ $? = 2 ] && grep -q "unsafe.conf:2:1: psu_curve: from load 0.1 to 0.2" "$T/bad.out" ||
+  fail "an unsafe supplies' curve: $(cat "$T/bad.out")"
 
 setup_nats n1 n2
 FAKE="${PFI_BUILD_DIR:?}/fake-nvml/libnvidia-ml.so.1"

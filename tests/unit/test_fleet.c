@@ -295,6 +295,25 @@ static void test_event_levels(void **state) {
   ASSERT_NEAR(g, 0, 0);
   ASSERT_NEAR(sf, floor_w - 1500, 1e-6);
   ASSERT_NEAR(sf, 604.74, 0.01);
+  /* A curve whose efficiency rises faster than the load (0.30 at 10 %,
+   * 0.95 at 20 %: 0.1 / 0.3 > 0.2 / 0.95, the wall falls as the load
+   * rises) is refused at its line; the curve above is safe. */
+  double lo, hi;
+  assert_int_equal(pfi_fleet_meter_safe(&mc, &lo, &hi), 1);
+  char path[] = "/tmp/pfi-meter-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  static const char unsafe[] = "pue = 1.2\npsu_rated_w = 3000\n"
+                               "  psu_curve = 0.1:0.30,0.2:0.95,1.0:0.92\n";
+  assert_int_equal(write(fd, unsafe, strlen(unsafe)), (int)strlen(unsafe));
+  close(fd);
+  assert_int_equal(pfi_fleet_meter_config_load(path, &mc, &err), PFI_EPARSE);
+  assert_int_equal(err.line, 3);
+  assert_int_equal(err.column, 3);
+  assert_non_null(strstr(err.msg, "from load 0.1 to 0.2"));
+  unlink(path);
+  assert_int_equal(
+      pfi_meter_config_load_mem("m.conf", conf, strlen(conf), &mc, &err), 0);
   /* No node reporting: no conversion. */
   assert_int_equal(pfi_fleet_event_gpu_target(&mc, gw, ow, 0, PFI_LEVEL_NODE,
                                               3000, &g, &sf, &err),
