@@ -626,6 +626,15 @@ int pfid_raises_wait(const struct pfid_node *node, size_t n) {
  * shortfall at its level when infeasible, else 0). Called with d->mu held. */
 static void event_targets(struct pfi_pfid *d, double now, double mono,
                           double *gt, double *sf) {
+  int any = d->have_meter;
+  for (size_t i = 0; i < d->n_ev; i++) {
+    gt[i] = d->ev[i].target_w;
+    sf[i] = 0;
+    any |= d->ev[i].level != PFI_LEVEL_GPU;
+  }
+  d->node_w = d->meter_w = NAN;
+  if (!any)
+    return; /* GPU targets only: nothing to convert */
   double *gw = calloc(d->n_nodes ? d->n_nodes : 1, sizeof *gw);
   double *ow = calloc(d->n_nodes ? d->n_nodes : 1, sizeof *ow);
   size_t nn = 0;
@@ -638,15 +647,12 @@ static void event_targets(struct pfi_pfid *d, double now, double mono,
     gw[nn] = g;
     ow[nn++] = pfi_fleet_node_other_w(&d->meter, o, fresh == 1);
   }
-  d->node_w = d->meter_w = NAN;
   if (gw && ow && d->have_meter &&
       pfi_meter_levels(&d->meter, gw, ow, nn, NULL, &d->node_w, &d->meter_w,
                        NULL) < 0)
     d->node_w = d->meter_w = NAN;
   for (size_t i = 0; i < d->n_ev; i++) {
     const struct pfi_fleet_event *e = &d->ev[i];
-    gt[i] = e->target_w;
-    sf[i] = 0;
     if (e->cancelled || !(e->start_s <= now && now < e->end_s) ||
         e->level == PFI_LEVEL_GPU)
       continue;
@@ -686,12 +692,19 @@ static int control_step(struct pfi_pfid *d, struct pfi_error *err) {
     d->stated_w = evp->target_w;
     d->infeasible = evp->level != PFI_LEVEL_GPU && !(gt[i] > 0);
     d->shortfall_w = d->infeasible ? sf[i] : 0;
-    if (d->infeasible && strcmp(d->infeasible_ev, evp->id) != 0)
-      pfid_log(d, "infeasible",
-               "event %s: the %s target %.1f W is below what the nodes draw "
-               "with no GPU power: short by %.1f W",
-               evp->id, pfi_fleet_level_name(evp->level), evp->target_w,
-               sf[i]);
+    if (d->infeasible && strcmp(d->infeasible_ev, evp->id) != 0) {
+      if (isfinite(sf[i]))
+        pfid_log(d, "infeasible",
+                 "event %s: the %s target %.1f W is below what the nodes "
+                 "draw with no GPU power: short by %.1f W",
+                 evp->id, pfi_fleet_level_name(evp->level), evp->target_w,
+                 sf[i]);
+      else
+        pfid_log(d, "infeasible",
+                 "event %s: the %s target %.1f W: no node reports, nothing "
+                 "to convert it over",
+                 evp->id, pfi_fleet_level_name(evp->level), evp->target_w);
+    }
   } else {
     d->level = PFI_LEVEL_GPU;
     d->stated_w = d->shortfall_w = 0;
