@@ -61,9 +61,9 @@ int pfi_bridge_to_gpu(const struct pfi_timeline *in,
                       struct pfi_error *err);
 
 /*
- * The pfid events for a resolved timeline (at one level: the events'): spans that end after
- * `now`, in order, back-to-back ones overlapping by overlap_s. Returns the
- * number written (at most max) or PFI_ERANGE when more are needed.
+ * The pfid events for a resolved timeline (at one level: the events'): spans
+ * that end after `now`, in order, back-to-back ones overlapping by overlap_s.
+ * Returns the number written (at most max) or PFI_ERANGE when more are needed.
  */
 int pfi_bridge_plan(const struct pfi_timeline *gpu, double now,
                     double overlap_s, struct pfi_bridge_event *out, size_t max,

@@ -154,15 +154,14 @@ static void status(struct pfi_pfid *d, struct pfi_http_resp *rs) {
   json_object_set_new(j, "gpu_target_w", json_real(d->target_w));
   json_object_set_new(j, "infeasible", json_boolean(d->infeasible));
   if (d->infeasible)
-    json_object_set_new(j, "shortfall_w", isfinite(d->shortfall_w)
-                                              ? json_real(d->shortfall_w)
-                                              : json_null());
-  json_object_set_new(j, "node_power_w", isfinite(d->node_w)
-                                             ? json_real(d->node_w)
-                                             : json_null());
-  json_object_set_new(j, "meter_power_w", isfinite(d->meter_w)
-                                              ? json_real(d->meter_w)
-                                              : json_null());
+    json_object_set_new(j, "shortfall_w",
+                        isfinite(d->shortfall_w) ? json_real(d->shortfall_w)
+                                                 : json_null());
+  json_object_set_new(j, "node_power_w",
+                      isfinite(d->node_w) ? json_real(d->node_w) : json_null());
+  json_object_set_new(j, "meter_power_w",
+                      isfinite(d->meter_w) ? json_real(d->meter_w)
+                                           : json_null());
   reply_json(rs, 200, j);
 }
 
@@ -252,8 +251,8 @@ static void event_post(struct pfi_pfid *d, const struct pfi_http_req *rq,
     return;
   }
   __atomic_store_n(&d->wake, 1, __ATOMIC_RELEASE);
-  pfid_log(d, "event", "%s: %.1f W%s%s from %.3f to %.3f%s", e.id,
-           e.target_w, e.level != PFI_LEVEL_GPU ? " at the " : "",
+  pfid_log(d, "event", "%s: %.1f W%s%s from %.3f to %.3f%s", e.id, e.target_w,
+           e.level != PFI_LEVEL_GPU ? " at the " : "",
            e.level != PFI_LEVEL_GPU ? pfi_fleet_level_name(e.level) : "",
            e.start_s, e.end_s, e.cancelled ? " (cancelled)" : "");
   reply_json(rs, 201, event_json(&e));
@@ -652,8 +651,8 @@ static void metrics(struct pfi_pfid *d, struct pfi_http_resp *rs) {
                  "with no GPU power.\n"
                  "# TYPE pfi_fleet_target_infeasible gauge\n"
                  "pfi_fleet_target_infeasible %d\n",
-                 pfi_fleet_level_name(d->level),
-                 d->event[0] ? d->stated_w : 0, d->infeasible);
+                 pfi_fleet_level_name(d->level), d->event[0] ? d->stated_w : 0,
+                 d->infeasible);
   if (isfinite(d->node_w) && isfinite(d->meter_w))
     pfi_buf_printf(&b,
                    "# HELP pfi_fleet_node_power_watts The nodes' DC power "

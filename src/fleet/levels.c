@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pfi/fleet.h"
 #include "pfi/csv.h"
+#include "pfi/fleet.h"
 #include "pfi/meter.h"
 
 double pfi_fleet_node_other_w(const struct pfi_meter_config *cfg,
@@ -31,8 +31,7 @@ int pfi_fleet_event_gpu_target(const struct pfi_meter_config *cfg,
     return pfi_error_set(err, PFI_EINVAL, "level %d: not gpu, node or meter",
                          level);
   if (level != PFI_LEVEL_GPU && n == 0)
-    return pfi_error_set(err, PFI_EINVAL,
-                         "a %s target with no node reporting",
+    return pfi_error_set(err, PFI_EINVAL, "a %s target with no node reporting",
                          pfi_fleet_level_name(level));
   int rc = pfi_meter_gpu_limit(cfg, gpu_w, other_w, n, level, target_w,
                                gpu_target_w, err);

@@ -540,9 +540,8 @@ double pfid_job_tier(struct pfi_pfid *d, const char *job,
  * booked events covering now (overlapping or touching: the bridge's
  * back-to-back spans, an operator's event inside or after a grid event),
  * the time to which an agent that loses the controller holds its caps. */
-static const struct pfi_fleet_event *active_event(struct pfi_pfid *d,
-                                                  double now, const double *gt,
-                                                  double *end_s) {
+static const struct pfi_fleet_event *
+active_event(struct pfi_pfid *d, double now, const double *gt, double *end_s) {
   const struct pfi_fleet_event *best = NULL;
   double end = now, best_w = 0;
   for (size_t i = 0; i < d->n_ev; i++) {
@@ -657,10 +656,10 @@ static void event_targets(struct pfi_pfid *d, double now, double mono,
         e->level == PFI_LEVEL_GPU)
       continue;
     struct pfi_error err;
-    int rc = gw && ow ? pfi_fleet_event_gpu_target(&d->meter, gw, ow, nn,
-                                                   e->level, e->target_w,
-                                                   &gt[i], &sf[i], &err)
-                      : pfi_error_set(&err, PFI_ENOMEM, "out of memory");
+    int rc = gw && ow
+                 ? pfi_fleet_event_gpu_target(&d->meter, gw, ow, nn, e->level,
+                                              e->target_w, &gt[i], &sf[i], &err)
+                 : pfi_error_set(&err, PFI_ENOMEM, "out of memory");
     if (rc < 0) {
       /* No node to convert over (nothing to cap), or out of memory: the
        * lowest GPU target there can be, so that no looser event wins. */

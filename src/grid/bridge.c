@@ -439,12 +439,12 @@ int pfi_bridge_sync(struct pfi_pfid_client *c,
     if ((rc = pfi_timeline_resolve(targets, &res, err)) < 0)
       goto out;
   } else {
-    int nn = pfi_pfid_client_nodes(c, cfg, gpu_w, other_w,
-                                   PFI_BRIDGE_MAX_NODES, err);
+    int nn = pfi_pfid_client_nodes(c, cfg, gpu_w, other_w, PFI_BRIDGE_MAX_NODES,
+                                   err);
     if ((rc = nn) < 0)
       goto out;
-    if ((rc = pfi_bridge_to_gpu(targets, cfg, gpu_w, other_w, (size_t)nn,
-                                &gpu, infeasible, err)) < 0 ||
+    if ((rc = pfi_bridge_to_gpu(targets, cfg, gpu_w, other_w, (size_t)nn, &gpu,
+                                infeasible, err)) < 0 ||
         (rc = pfi_timeline_resolve(&gpu, &res, err)) < 0)
       goto out;
   }
