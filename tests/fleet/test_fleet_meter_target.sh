@@ -15,7 +15,8 @@
 # the field; pfi ctl exits 2); a bad meter file is exit 2 with file:line;
 # an event record without "level" (as an older pfid wrote it) is a GPU
 # target. pfi grid bridge passes a meter limit through to a pfid that
-# keeps it, converts it for one that does not. Every wait is bounded.
+# keeps it, converts it for one that does not. A node gone stale still
+# counts, at its last GPU power and reading. Every wait is bounded.
 . "$(dirname "$0")/lib.sh"
 PROBE=${PFI_PROBE:?}
 
@@ -56,6 +57,7 @@ for n in n1 n2; do
     --record "$T/agent.$n.db" --period 0.5 --jobmap-dir "$T/map.$n" --tput-dir "$T/tput.$n" \
     "${np[@]}" >>"$T/agent.$n.log" 2>&1 &
   PIDS+=("$!")
+  [ $n = n1 ] && N1_PID=$!
   i=$((i + 1))
 done
 pfid_start a --meter-config "$T/meter.conf"
@@ -92,7 +94,9 @@ def state(path):
     for x in json.load(open(path)):
         g.append(x["gpu_power_w"])
         p = x.get("node_power")
-        o.append(p["other_w"] if p and p["fresh"] and "other_w" in p else OTHER)
+        # measured where fresh; a reading not fresh no lower than OTHER
+        w = p.get("other_w") if p else None
+        o.append(OTHER if w is None else w if p["fresh"] else max(w, OTHER))
     return g, o
 def meter(g, o, total):
     now = sum(g)
@@ -147,13 +151,13 @@ matches() {
   local ta tb
   ta=$(python3 "$T/chain.py" target "$T/na.json" "$1")
   tb=$(python3 "$T/chain.py" target "$T/nb.json" "$1")
-  python3 - "$T/s.json" "$ta" "$tb" "$1" <<'PY'
+  python3 - "$T/s.json" "$ta" "$tb" "$1" "${2:-evm}" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
 ta, tb, limit = float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
 g = s["gpu_target_w"]
 tol = 0.005 * ta + 1
-ok = (s["event"] == "evm" and s["level"] == "meter" and s["stated_target_w"] == limit and
+ok = (s["event"] == sys.argv[5] and s["level"] == "meter" and s["stated_target_w"] == limit and
       s["target_w"] == g and not s["infeasible"] and abs(g - ta) <= tol and abs(g - tb) <= tol)
 sys.exit(0 if ok else 1)
 PY
@@ -242,4 +246,17 @@ s = json.load(sys.stdin)
 sys.exit(0 if s["event"] == "old" and s["level"] == "gpu" and s["target_w"] == 900 and s["stated_target_w"] == 900 else 1)'; }
 until_true 20 old || fail "the older record: $(cat "$T/body")"
 api a GET /v1/events | grep -q '"id":"old"[^}]*"level":"gpu"' || fail "GET /v1/events: $(cat "$T/body")"
+# n1's agent stops: n1 goes stale and counts at its last GPU power, its
+# last reading's other power no lower than node_other_w (it read 2200 W:
+# above); the GPU target of a meter event matches python's with that rule.
+api a DELETE /v1/events/old >/dev/null
+kill "${N1_PID:?}"
+stale1() { api a GET /v1/nodes | python3 -c '
+import json, sys
+n = {x["node"]: x for x in json.load(sys.stdin)}
+sys.exit(0 if n["n1"]["stale"] and n["n1"]["node_power"]["fresh"] is False else 1)'; }
+until_true 30 stale1 || fail "n1 stale: $(api a GET /v1/nodes)"
+api a POST /v1/events "$(event_json evs 0 300 "$L" | sed 's/}$/,"level":"meter"}/')" >/dev/null
+[ "$(cat "$T/code")" = 201 ] || fail "POST evs: HTTP $(cat "$T/code")"
+until_true 40 matches "$L" evs || fail "with n1 stale: pfid $(cat "$T/s.json"), python $(python3 "$T/chain.py" target "$T/na.json" "$L") / $(python3 "$T/chain.py" target "$T/nb.json" "$L")"
 exit $((fails > 0))
