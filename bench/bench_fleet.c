@@ -508,7 +508,7 @@ int main(int argc, char **argv) {
   char body[512], auth[300], tok[256], u[600];
   double ws = wall();
   struct pfi_fleet_event e = {
-      "bench", ws, ws + EVENT_S, 100.0 * r.nodes * r.gpus, 0, 0};
+      "bench", ws, ws + EVENT_S, 100.0 * r.nodes * r.gpus, 0, 0, PFI_LEVEL_GPU};
   if (pfi_read_secret(tokf, tok, sizeof tok, &err) < 0 ||
       pfi_fleet_event_encode(&e, body, sizeof body, &err) < 0) {
     fprintf(stderr, "bench_fleet: %s\n", err.msg);

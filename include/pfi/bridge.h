@@ -6,9 +6,14 @@
  * changed is posted again, one it withdrew is cancelled), and pfid's
  * realized power goes back to the VTN as reports (docs/grid.md).
  *
- * pfid controls GPU power, so a limit stated at the node or meter level is
- * converted at every sync from the fleet's current GPU power per node
- * (GET /v1/nodes) through the meter chain (include/pfi/meter.h). Each
+ * pfid controls GPU power. A pfid that keeps node or meter targets itself
+ * (pfid --meter-config: its GET /v1/status lists the level in "levels")
+ * gets the limits as stated, with their level, when every span is at that
+ * one level, and converts them each period from its own readings; else
+ * (an older pfid, one without --meter-config, spans at several levels) a
+ * limit stated at the node or meter level is converted at every sync from
+ * the fleet's current GPU power per node (GET /v1/nodes) through the meter
+ * chain (include/pfi/meter.h), and posted as a GPU target. Each
  * resolved span becomes one pfid event named "oadr-<span start>-<hash>";
  * a span is posted to end `overlap_s` after the next one starts when they
  * are back to back: the fleet is never without a target in between, and
@@ -32,7 +37,9 @@
 
 struct pfi_bridge_event {
   char id[PFI_BRIDGE_ID_MAX];
-  double start_s, end_s, target_w; /* GPU-level target, W (> 0) */
+  double start_s, end_s, target_w; /* target at `level`, W (> 0) */
+  int level; /* enum pfi_power_level: GPU unless pfid takes the span's
+                own (sent as "level" when not GPU) */
   int cancelled;
   char source[PFI_TIMELINE_ID_MAX]; /* the span's event (not sent) */
   double known_s; /* when the grid event was created (its span's
@@ -54,9 +61,9 @@ int pfi_bridge_to_gpu(const struct pfi_timeline *in,
                       struct pfi_error *err);
 
 /*
- * The pfid events for a resolved GPU-level timeline: spans that end after
- * `now`, in order, back-to-back ones overlapping by overlap_s. Returns the
- * number written (at most max) or PFI_ERANGE when more are needed.
+ * The pfid events for a resolved timeline (at one level: the events'): spans
+ * that end after `now`, in order, back-to-back ones overlapping by overlap_s.
+ * Returns the number written (at most max) or PFI_ERANGE when more are needed.
  */
 int pfi_bridge_plan(const struct pfi_timeline *gpu, double now,
                     double overlap_s, struct pfi_bridge_event *out, size_t max,
@@ -98,6 +105,11 @@ void pfi_pfid_client_close(struct pfi_pfid_client *c);
 int pfi_pfid_client_nodes(struct pfi_pfid_client *c,
                           const struct pfi_meter_config *cfg, double *gpu_w,
                           double *other_w, size_t max, struct pfi_error *err);
+/* The levels pfid accepts events at (GET /v1/status "levels"): a bit per
+ * enum pfi_power_level into *mask; an older pfid that does not say: GPU
+ * only. */
+int pfi_pfid_client_levels(struct pfi_pfid_client *c, unsigned *mask,
+                           struct pfi_error *err);
 /* The fleet's realized GPU power and target now (GET /v1/status). */
 int pfi_pfid_client_status(struct pfi_pfid_client *c, double *power_w,
                            double *target_w, struct pfi_error *err);
@@ -130,7 +142,9 @@ int pfi_pfid_client_cancel(struct pfi_pfid_client *c, const char *id,
                            struct pfi_error *err);
 
 /* One sync: nodes -> GPU-level conversion -> resolve -> plan -> diff ->
- * post and cancel. `targets` is every source's spans (any levels). Counts
+ * post and cancel (or, when pfid accepts the one level of every span,
+ * resolve -> plan -> diff -> post and cancel at that level, *infeasible 0:
+ * pfid reports it). `targets` is every source's spans (any levels). Counts
  * of posted and cancelled events in *posted, *cancelled. */
 int pfi_bridge_sync(struct pfi_pfid_client *c,
                     const struct pfi_timeline *targets,

@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "pfi/error.h"
+#include "pfi/meter.h"
 
 /* Largest message either side accepts, bytes. */
 #define PFI_FLEET_MSG_MAX 65536
@@ -146,10 +147,65 @@ struct pfi_fleet_event {
                             submission to pfid's API, or the grid's own
                             creation time where the source has one); 0:
                             unknown. Its notice is start_s - known_s */
+  int level;             /* enum pfi_power_level (pfi/timeline.h) target_w
+                            is stated at (field "level": "gpu", "node" or
+                            "meter"; absent: gpu, as an event record of an
+                            older pfid). pfid converts a node or meter
+                            target to GPU power each period (--meter-config,
+                            pfi_fleet_event_gpu_target) */
 };
 
 int pfi_fleet_event_encode(const struct pfi_fleet_event *e, char *buf, size_t n,
                            struct pfi_error *err);
+/* "gpu", "node", "meter" (NULL for another value); the level of a name,
+ * or -1. */
+const char *pfi_fleet_level_name(int level);
+int pfi_fleet_level_by_name(const char *s);
+
+/* ---- targets at the node or the meter (docs/fleet.md "Levels") -----------
+ * pfid's own accounting is GPU power: a target stated at the node or meter
+ * level becomes a GPU target each period, from the nodes' state then. */
+
+/*
+ * Node i's non-GPU power for the meter chain from its node-power reading:
+ * reading_other_w (node power less its GPUs', NAN when the node has no
+ * reading or it is below its GPUs') counts as measured when `fresh`; a
+ * reading that is not fresh counts no lower than cfg's node_other_w (the
+ * node may still draw what it drew then); without a reading NAN (the chain
+ * then takes node_other_w).
+ */
+double pfi_fleet_node_other_w(const struct pfi_meter_config *cfg,
+                              double reading_other_w, int fresh);
+
+/*
+ * 1 when the meter chain's wall power rises with a node's DC power at
+ * every load (so that a GPU target found by bisection is the largest safe
+ * one: less GPU power never draws more at the meter); 0 when a segment of
+ * the supplies' curve rises faster than the load, *load_lo..*load_hi.
+ */
+int pfi_fleet_meter_safe(const struct pfi_meter_config *cfg, double *load_lo,
+                         double *load_hi);
+/* pfi_meter_config_load, and a curve that is not safe (above) is
+ * PFI_EPARSE at the psu_curve line (pfid --meter-config). */
+int pfi_fleet_meter_config_load(const char *path, struct pfi_meter_config *cfg,
+                                struct pfi_error *err);
+
+/*
+ * The GPU target an event's target_w at `level` becomes at the nodes'
+ * state now (gpu_w[i], other_w[i] as for pfi_meter_levels): at the GPU
+ * level the target itself; at the node or meter level pfi_meter_gpu_limit
+ * (GPU power shared as now, other power as measured; the answer is a GPU
+ * total whose power at that level is at most the target). Returns 0 with
+ * *gpu_target_w and *shortfall_w = 0; 1 when infeasible (the nodes draw
+ * more than the target with no GPU power at all): *gpu_target_w = 0,
+ * *shortfall_w the excess at the stated level, W; or PFI_EINVAL (no nodes
+ * at a node or meter level, a bad input).
+ */
+int pfi_fleet_event_gpu_target(const struct pfi_meter_config *cfg,
+                               const double *gpu_w, const double *other_w,
+                               size_t n, int level, double target_w,
+                               double *gpu_target_w, double *shortfall_w,
+                               struct pfi_error *err);
 int pfi_fleet_event_decode(const char *buf, size_t len,
                            struct pfi_fleet_event *e, struct pfi_error *err);
 

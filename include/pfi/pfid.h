@@ -31,6 +31,10 @@ struct pfi_pfid_opts {
    * the capacity's interval). NULL: none. */
   const char *tiers_file;
   const char *model_file, *features_file;
+  /* The meter chain (the file of pfi grid meter --config): with it events
+   * may state their target at the node or meter level, converted to GPU
+   * power each period; NULL: GPU targets only. */
+  const char *meter_config;
 };
 
 struct pfi_pfid;

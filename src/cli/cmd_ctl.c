@@ -31,16 +31,21 @@ static const struct pfi_cmd_help help = {
     "  capacity                   what the fleet could shed now, by loss\n"
     "                             and duration, with intervals\n"
     "  records [SINCE]            assignment records after row SINCE\n"
-    "  submit ID START END WATTS  a grid event: the fleet's GPU power at most\n"
+    "  submit ID START END WATTS [LEVEL]\n"
+    "                             a grid event: the fleet's power at most\n"
     "                             WATTS from START to END, each a Unix time\n"
-    "                             or +S (seconds from now)\n"
+    "                             or +S (seconds from now), at LEVEL: gpu\n"
+    "                             (default), node or meter (pfid\n"
+    "                             --meter-config converts it each period)\n"
     "  cancel ID                  ends event ID now (recovery follows)\n"
     "  tier JOB TIER|LOSS         sets a job's tier: a named one (flex25) or\n"
     "                             its largest loss, a fraction 0..1\n"
     "  untier JOB                 removes the tier set for JOB\n",
     opts,
     "Exit status: 0 answered 2xx, 1 pfid unreachable or refused (the HTTP\n"
-    "status and pfid's message are printed), 2 bad usage.\n",
+    "status and pfid's message are printed), 2 bad usage (and a submit pfid\n"
+    "refuses as bad input, HTTP 400: a node or meter level without\n"
+    "--meter-config).\n",
     PFI_OPT_IN_ORDER,
     NULL};
 
@@ -118,7 +123,7 @@ int cmd_ctl(int argc, char **argv) {
       return 2;
     }
     snprintf(path, sizeof path, "/v1/records?since=%ld", since);
-  } else if (!strcmp(cmd, "submit") && nargs == 4) {
+  } else if (!strcmp(cmd, "submit") && (nargs == 4 || nargs == 5)) {
     struct pfi_fleet_event e;
     struct pfi_error err;
     memset(&e, 0, sizeof e);
@@ -139,6 +144,13 @@ int cmd_ctl(int argc, char **argv) {
       fprintf(stderr,
               "pfi ctl submit: expected START < END (Unix times or +S) and "
               "WATTS > 0\n");
+      return 2;
+    }
+    if (nargs == 5 &&
+        (e.level = pfi_fleet_level_by_name(argv[optind + 5])) < 0) {
+      fprintf(stderr,
+              "pfi ctl submit: LEVEL '%s': expected gpu, node or meter\n",
+              argv[optind + 5]);
       return 2;
     }
     if (pfi_fleet_event_encode(&e, data, sizeof data, &err) < 0) {
@@ -242,7 +254,7 @@ int cmd_ctl(int argc, char **argv) {
     rc = 1;
   } else if (code < 200 || code > 299) {
     fprintf(stderr, "pfi ctl: %s: HTTP %ld: %s", full, code, b.s ? b.s : "\n");
-    rc = 1;
+    rc = code == 400 && !strcmp(cmd, "submit") ? 2 : 1;
   } else if (b.s) {
     fputs(b.s, stdout);
   }

@@ -33,14 +33,8 @@ static void reply_err(struct pfi_http_resp *rs, int status, const char *msg) {
   reply_json(rs, status, json_pack("{s:s}", "error", msg));
 }
 
-/* A node's measured power now (docs/fleet.md, "Node power"): -1 when its
- * telemetry carries none; else its age (the reading's age when sent plus
- * the time since it arrived) and 1 when fresh (the node live and the age
- * at most PFID_NODE_POWER_FRESH_S), 0 when stale. *gpu_w: the GPUs' power
- * of the same telemetry; *other_w: node - GPUs, NAN where a GPU has no
- * power or the difference is negative (the baseline applies then). */
-static int node_power(const struct pfid_node *n, double mono, double *gpu_w,
-                      double *other_w, double *age_s) {
+int pfid_node_power(const struct pfid_node *n, double mono, double *gpu_w,
+                    double *other_w, double *age_s) {
   double g = 0;
   int ok = 1;
   for (unsigned i = 0; i < n->tel.n; i++)
@@ -81,7 +75,7 @@ static json_t *node_json(const struct pfid_node *n, double mono) {
       (json_int_t)n->seq, "seq_applied", (json_int_t)n->tel.seq_applied,
       "reapplied", (int)n->tel.reapplied, "gpus", g);
   double gw, ow, age;
-  int fresh = node_power(n, mono, &gw, &ow, &age);
+  int fresh = pfid_node_power(n, mono, &gw, &ow, &age);
   if (o && n->have_tel)
     json_object_set_new(o, "gpu_power_w", json_real(gw));
   if (o && fresh >= 0) {
@@ -98,6 +92,9 @@ static json_t *event_json(const struct pfi_fleet_event *e) {
   json_t *o = json_pack("{s:s s:f s:f s:f s:b}", "id", e->id, "start",
                         e->start_s, "end", e->end_s, "target_w", e->target_w,
                         "cancelled", e->cancelled);
+  if (o)
+    json_object_set_new(o, "level",
+                        json_string(pfi_fleet_level_name(e->level)));
   if (o && e->known_s > 0) {
     /* When it became known, and the notice it gave (docs/fleet.md). */
     json_object_set_new(o, "known", json_real(e->known_s));
@@ -144,6 +141,27 @@ static void status(struct pfi_pfid *d, struct pfi_http_resp *rs) {
       "target_w", d->target_w, "power_w", d->power_w, "steps",
       (json_int_t)d->steps, "takeovers", (json_int_t)d->takeovers);
   json_object_set_new(j, "period_work_s", periods_json(d));
+  /* Levels (docs/fleet.md): the levels events may state (node and meter
+   * with --meter-config), the active target as stated and the GPU target
+   * it became this period (target_w), the fleet's power at each level. */
+  json_t *lv = json_array();
+  for (int l = PFI_LEVEL_GPU; l <= (d->have_meter ? PFI_LEVEL_METER : 0); l++)
+    json_array_append_new(lv, json_string(pfi_fleet_level_name(l)));
+  json_object_set_new(j, "levels", lv);
+  json_object_set_new(j, "level", json_string(pfi_fleet_level_name(d->level)));
+  json_object_set_new(j, "stated_target_w",
+                      json_real(d->event[0] ? d->stated_w : 0));
+  json_object_set_new(j, "gpu_target_w", json_real(d->target_w));
+  json_object_set_new(j, "infeasible", json_boolean(d->infeasible));
+  if (d->infeasible)
+    json_object_set_new(j, "shortfall_w",
+                        isfinite(d->shortfall_w) ? json_real(d->shortfall_w)
+                                                 : json_null());
+  json_object_set_new(j, "node_power_w",
+                      isfinite(d->node_w) ? json_real(d->node_w) : json_null());
+  json_object_set_new(j, "meter_power_w",
+                      isfinite(d->meter_w) ? json_real(d->meter_w)
+                                           : json_null());
   reply_json(rs, 200, j);
 }
 
@@ -205,6 +223,12 @@ static void event_post(struct pfi_pfid *d, const struct pfi_http_req *rq,
     reply_err(rs, 400, err.msg);
     return;
   }
+  if (e.level != PFI_LEVEL_GPU && !d->have_meter) {
+    reply_err(rs, 400,
+              "event message: field \"level\": a node or meter target needs "
+              "pfid --meter-config (the meter chain)");
+    return;
+  }
   /* Known from its submission, unless the source says when it was (the
    * bridge: the grid event's creation time); not after that. An event
    * posted again (the bridge's sync) keeps the time it was first known. */
@@ -227,7 +251,9 @@ static void event_post(struct pfi_pfid *d, const struct pfi_http_req *rq,
     return;
   }
   __atomic_store_n(&d->wake, 1, __ATOMIC_RELEASE);
-  pfid_log(d, "event", "%s: %.1f W from %.3f to %.3f%s", e.id, e.target_w,
+  pfid_log(d, "event", "%s: %.1f W%s%s from %.3f to %.3f%s", e.id, e.target_w,
+           e.level != PFI_LEVEL_GPU ? " at the " : "",
+           e.level != PFI_LEVEL_GPU ? pfi_fleet_level_name(e.level) : "",
            e.start_s, e.end_s, e.cancelled ? " (cancelled)" : "");
   reply_json(rs, 201, event_json(&e));
 }
@@ -595,7 +621,7 @@ static void metrics(struct pfi_pfid *d, struct pfi_http_resp *rs) {
                  "pfi_fleet_nodes{state=\"live\"} %zu\n"
                  "pfi_fleet_nodes{state=\"stale\"} %zu\n"
                  "# HELP pfi_fleet_target_watts The active event's target "
-                 "(0 outside one).\n"
+                 "as GPU power (0 outside one).\n"
                  "# TYPE pfi_fleet_target_watts gauge\n"
                  "pfi_fleet_target_watts %.17g\n"
                  "# HELP pfi_fleet_power_watts Power of the live nodes' GPUs.\n"
@@ -615,6 +641,31 @@ static void metrics(struct pfi_pfid *d, struct pfi_http_resp *rs) {
                  "pfi_pfid_bad_telemetry_total %lu\n",
                  d->id, d->leader, d->n_nodes - stale, stale, d->target_w,
                  d->power_w, d->published, d->takeovers, d->bad_tel);
+  pfi_buf_printf(&b,
+                 "# HELP pfi_fleet_stated_target_watts The active event's "
+                 "target at the level it was stated (0 outside one).\n"
+                 "# TYPE pfi_fleet_stated_target_watts gauge\n"
+                 "pfi_fleet_stated_target_watts{level=\"%s\"} %.17g\n"
+                 "# HELP pfi_fleet_target_infeasible 1 while the active "
+                 "event's node or meter target is below what the nodes draw "
+                 "with no GPU power.\n"
+                 "# TYPE pfi_fleet_target_infeasible gauge\n"
+                 "pfi_fleet_target_infeasible %d\n",
+                 pfi_fleet_level_name(d->level), d->event[0] ? d->stated_w : 0,
+                 d->infeasible);
+  if (isfinite(d->node_w) && isfinite(d->meter_w))
+    pfi_buf_printf(&b,
+                   "# HELP pfi_fleet_node_power_watts The nodes' DC power "
+                   "(GPUs and other power, measured or node_other_w), "
+                   "--meter-config.\n"
+                   "# TYPE pfi_fleet_node_power_watts gauge\n"
+                   "pfi_fleet_node_power_watts %.17g\n"
+                   "# HELP pfi_fleet_meter_power_watts The fleet's power at "
+                   "the meter by the meter chain (supplies, PUE, facility "
+                   "loads), --meter-config.\n"
+                   "# TYPE pfi_fleet_meter_power_watts gauge\n"
+                   "pfi_fleet_meter_power_watts %.17g\n",
+                   d->node_w, d->meter_w);
   capacity_metrics(d, &b);
   /* Each family in one group, as the exposition format requires. */
   double mono = pfid_mono();
@@ -628,7 +679,7 @@ static void metrics(struct pfi_pfid *d, struct pfi_http_resp *rs) {
     for (size_t i = 0; i < d->n_nodes; i++) {
       const struct pfid_node *n = &d->node[i];
       double gw, ow, age;
-      if (n->stale || node_power(n, mono, &gw, &ow, &age) < 0)
+      if (n->stale || pfid_node_power(n, mono, &gw, &ow, &age) < 0)
         continue;
       pfi_buf_printf(&b, "%s{node=\"",
                      k ? "pfi_node_power_age_seconds" : "pfi_node_power_watts");

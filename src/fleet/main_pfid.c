@@ -27,6 +27,7 @@ enum {
   O_TIERS,
   O_MODEL,
   O_FEATURES,
+  O_METER,
   O_HELP
 };
 
@@ -62,6 +63,11 @@ static const struct pfi_opt opts[] = {
      "interval"},
     {"features", O_FEATURES, 0, PFI_ARG_REQ, "FILE",
      "the jobs' features for --model (with a job column)"},
+    {"meter-config", O_METER, 0, PFI_ARG_REQ, "FILE",
+     "the meter chain (the file of pfi grid meter --config: node_other_w, "
+     "psu_rated_w, psu_curve, pue, facility_other_w): events may then state "
+     "their target at the node or meter level, converted to GPU power each "
+     "period"},
     {"help", O_HELP, 0, PFI_ARG_NONE, NULL, "this text"},
     PFI_OPT_END};
 static const struct pfi_cmd_help help = {
@@ -145,6 +151,9 @@ int main(int argc, char **argv) {
       break;
     case O_FEATURES:
       o.features_file = optarg;
+      break;
+    case O_METER:
+      o.meter_config = optarg;
       break;
     case O_HELP:
       return pfi_opt_help(&help);

@@ -442,7 +442,15 @@ int pfi_fleet_event_decode(const char *buf, size_t len,
     goto out;
   }
   e->cancelled = c && json_is_true(c);
-  rc = get_num(j, "known", 0, 1e11, 0, &e->known_s, EV, err);
+  if ((rc = get_num(j, "known", 0, 1e11, 0, &e->known_s, EV, err)) < 0)
+    goto out;
+  /* Absent in the records of an older pfid: GPU power. */
+  json_t *lv = json_object_get(j, "level");
+  if (lv && (!json_is_string(lv) ||
+             (e->level = pfi_fleet_level_by_name(json_string_value(lv))) < 0)) {
+    e->level = PFI_LEVEL_GPU;
+    rc = bad(err, EV, "level", "not \"gpu\", \"node\" or \"meter\"");
+  }
 out:
   json_decref(j);
   return rc;
@@ -451,14 +459,33 @@ out:
 int pfi_fleet_event_encode(const struct pfi_fleet_event *e, char *buf, size_t n,
                            struct pfi_error *err) {
   if (!pfi_fleet_name_ok(e->id) || !(e->end_s > e->start_s) ||
-      !(e->target_w > 0))
+      !(e->target_w > 0) || !pfi_fleet_level_name(e->level))
     return pfi_error_set(err, PFI_EINVAL, "event %s: bad field", e->id);
   json_t *j = json_pack("{si s:s s:f s:f s:f s:b}", "v", PFI_FLEET_VERSION,
                         "id", e->id, "start", e->start_s, "end", e->end_s,
                         "target_w", e->target_w, "cancelled", e->cancelled);
   if (j && e->known_s > 0)
     json_object_set_new(j, "known", json_real(e->known_s));
+  /* A GPU target is written as before, so that an older pfid reading the
+   * bucket reads it alike. */
+  if (j && e->level != PFI_LEVEL_GPU)
+    json_object_set_new(j, "level",
+                        json_string(pfi_fleet_level_name(e->level)));
   return dump(j, buf, n, err);
+}
+
+const char *pfi_fleet_level_name(int level) {
+  return level == PFI_LEVEL_GPU     ? "gpu"
+         : level == PFI_LEVEL_NODE  ? "node"
+         : level == PFI_LEVEL_METER ? "meter"
+                                    : NULL;
+}
+
+int pfi_fleet_level_by_name(const char *s) {
+  for (int l = PFI_LEVEL_GPU; l <= PFI_LEVEL_METER; l++)
+    if (strcmp(s, pfi_fleet_level_name(l)) == 0)
+      return l;
+  return -1;
 }
 
 /* ---- tiers --------------------------------------------------------------- */

@@ -532,26 +532,30 @@ double pfid_job_tier(struct pfi_pfid *d, const char *job,
 }
 
 /* The events in force at `now` (booked, not cancelled, start <= now < end)
- * decide together: the lowest target wins (docs/grid.md's rule across
+ * decide together: the lowest target wins, compared as the GPU targets
+ * gt[i] they become this period (event_targets) (docs/grid.md's rule across
  * sources: an operator's looser event inside a grid event raises nothing);
  * at equal targets the one that started last names it. Returns that event,
  * or NULL outside every event. *end_s: the end of the continuous stretch of
  * booked events covering now (overlapping or touching: the bridge's
  * back-to-back spans, an operator's event inside or after a grid event),
  * the time to which an agent that loses the controller holds its caps. */
-static const struct pfi_fleet_event *active_event(struct pfi_pfid *d,
-                                                  double now, double *end_s) {
+static const struct pfi_fleet_event *
+active_event(struct pfi_pfid *d, double now, const double *gt, double *end_s) {
   const struct pfi_fleet_event *best = NULL;
-  double end = now;
+  double end = now, best_w = 0;
   for (size_t i = 0; i < d->n_ev; i++) {
     const struct pfi_fleet_event *e = &d->ev[i];
     if (e->cancelled || !(e->start_s <= now && now < e->end_s))
       continue;
     if (e->end_s > end)
       end = e->end_s;
-    if (!best || e->target_w < best->target_w ||
-        (e->target_w == best->target_w && e->start_s > best->start_s))
+    /* Like with like: each target as the GPU target it becomes now. */
+    if (!best || gt[i] < best_w ||
+        (gt[i] == best_w && e->start_s > best->start_s)) {
       best = e;
+      best_w = gt[i];
+    }
   }
   /* Extends the stretch by every booked event that starts at or before its
    * end and lasts beyond it, until none does (at most n_ev rounds). */
@@ -613,15 +617,101 @@ int pfid_raises_wait(const struct pfid_node *node, size_t n) {
   return 0;
 }
 
+/* The nodes' state for the meter chain (docs/fleet.md "Levels"): every
+ * node with telemetry, a stale one at its last GPU power (it still draws,
+ * and the control module counts its GPUs), its other power from its
+ * node-power reading (pfi_fleet_node_other_w). Fills d->node_w, d->meter_w
+ * and, for each event in force, gt[i] (its GPU target), sf[i] (its
+ * shortfall at its level when infeasible, else 0). Called with d->mu held. */
+static void event_targets(struct pfi_pfid *d, double now, double mono,
+                          double *gt, double *sf) {
+  int any = d->have_meter;
+  for (size_t i = 0; i < d->n_ev; i++) {
+    gt[i] = d->ev[i].target_w;
+    sf[i] = 0;
+    any |= d->ev[i].level != PFI_LEVEL_GPU;
+  }
+  d->node_w = d->meter_w = NAN;
+  if (!any)
+    return; /* GPU targets only: nothing to convert */
+  double *gw = calloc(d->n_nodes ? d->n_nodes : 1, sizeof *gw);
+  double *ow = calloc(d->n_nodes ? d->n_nodes : 1, sizeof *ow);
+  size_t nn = 0;
+  for (size_t i = 0; gw && ow && i < d->n_nodes; i++) {
+    const struct pfid_node *n = &d->node[i];
+    if (!n->have_tel || !n->tel.n)
+      continue;
+    double g, o, age;
+    int fresh = pfid_node_power(n, mono, &g, &o, &age);
+    gw[nn] = g;
+    ow[nn++] = pfi_fleet_node_other_w(&d->meter, o, fresh == 1);
+  }
+  if (gw && ow && d->have_meter &&
+      pfi_meter_levels(&d->meter, gw, ow, nn, NULL, &d->node_w, &d->meter_w,
+                       NULL) < 0)
+    d->node_w = d->meter_w = NAN;
+  for (size_t i = 0; i < d->n_ev; i++) {
+    const struct pfi_fleet_event *e = &d->ev[i];
+    if (e->cancelled || !(e->start_s <= now && now < e->end_s) ||
+        e->level == PFI_LEVEL_GPU)
+      continue;
+    struct pfi_error err;
+    int rc = gw && ow
+                 ? pfi_fleet_event_gpu_target(&d->meter, gw, ow, nn, e->level,
+                                              e->target_w, &gt[i], &sf[i], &err)
+                 : pfi_error_set(&err, PFI_ENOMEM, "out of memory");
+    if (rc < 0) {
+      /* No node to convert over (nothing to cap), or out of memory: the
+       * lowest GPU target there can be, so that no looser event wins. */
+      gt[i] = 0;
+      sf[i] = NAN;
+    }
+  }
+  free(gw);
+  free(ow);
+}
+
 static int control_step(struct pfi_pfid *d, struct pfi_error *err) {
   double now = pfid_wall(), mono = pfid_mono();
   int rc = 0;
   pthread_mutex_lock(&d->mu);
-  double ev_end = 0;
-  const struct pfi_fleet_event *evp = active_event(d, now, &ev_end);
+  double ev_end = 0, gt[PFID_MAX_EVENTS], sf[PFID_MAX_EVENTS];
+  event_targets(d, now, mono, gt, sf);
+  const struct pfi_fleet_event *evp = active_event(d, now, gt, &ev_end);
   struct pfi_fleet_event ev;
-  if (evp)
+  if (evp) {
+    /* The controller works in GPU power: the target as it became now. An
+     * infeasible one asks the least there is (the module's floors hold,
+     * and it reports the target infeasible). */
+    size_t i = (size_t)(evp - d->ev);
     ev = *evp;
+    ev.target_w = gt[i] > 1e-3 ? gt[i] : 1e-3;
+    ev.level = PFI_LEVEL_GPU;
+    d->level = evp->level;
+    d->stated_w = evp->target_w;
+    d->infeasible = evp->level != PFI_LEVEL_GPU && !(gt[i] > 0);
+    d->shortfall_w = d->infeasible ? sf[i] : 0;
+    if (d->infeasible && strcmp(d->infeasible_ev, evp->id) != 0) {
+      if (isfinite(sf[i]))
+        pfid_log(d, "infeasible",
+                 "event %s: the %s target %.1f W is below what the nodes "
+                 "draw with no GPU power: short by %.1f W",
+                 evp->id, pfi_fleet_level_name(evp->level), evp->target_w,
+                 sf[i]);
+      else
+        pfid_log(d, "infeasible",
+                 "event %s: the %s target %.1f W: no node reports, nothing "
+                 "to convert it over",
+                 evp->id, pfi_fleet_level_name(evp->level), evp->target_w);
+    }
+  } else {
+    d->level = PFI_LEVEL_GPU;
+    d->stated_w = d->shortfall_w = 0;
+    d->infeasible = 0;
+  }
+  /* Logged once an event is infeasible (again). */
+  snprintf(d->infeasible_ev, sizeof d->infeasible_ev, "%s",
+           d->infeasible ? evp->id : "");
   snprintf(d->event, sizeof d->event, "%s", evp ? ev.id : "");
   d->target_w = evp ? ev.target_w : 0;
   double power_w = 0;
@@ -827,6 +917,18 @@ int pfi_pfid_open(struct pfi_pfid **out, const struct pfi_pfid_opts *o,
       (rc = pfi_read_secret(o->token_file, d->token, sizeof d->token, err)) < 0)
     goto fail;
   d->o.nats.bucket = 1;
+  pfi_meter_config_init(&d->meter);
+  d->node_w = d->meter_w = NAN;
+  if (o->meter_config) {
+    /* A file that cannot be read or parsed is bad input (exit 2). */
+    if ((rc = pfi_fleet_meter_config_load(o->meter_config, &d->meter, err)) <
+        0) {
+      if (rc != PFI_ENOMEM && err)
+        err->code = rc = PFI_EPARSE;
+      goto fail;
+    }
+    d->have_meter = 1;
+  }
   if ((rc = pfid_capacity_open(d, err)) < 0 ||
       (rc = pfid_records_open(d, err)) < 0 ||
       (rc = pfi_nats_open(&d->nc, &d->o.nats, err)) < 0 ||

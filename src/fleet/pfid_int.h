@@ -11,6 +11,7 @@
 #include "pfi/fleet.h"
 #include "pfi/flexcap.h"
 #include "pfi/http.h"
+#include "pfi/meter.h"
 #include "pfi/pfid.h"
 
 #define PFID_MAX_EVENTS 64
@@ -65,7 +66,20 @@ struct pfi_pfid {
   double leader_since_mono;       /* leader: when we took over */
   int pending_raise;              /* increases wait for the decreases */
   char event[PFI_FLEET_NAME_MAX]; /* the active event, "" when none */
-  double target_w, power_w, budget_w;
+  double target_w, power_w, budget_w; /* target_w: GPU power */
+  /* Targets at the node or the meter (--meter-config; docs/fleet.md
+   * "Levels"): the meter chain (defaults when none: then only GPU targets
+   * are accepted), the active event's level and target as stated, and
+   * whether it was infeasible this period (short by shortfall_w at its
+   * level). node_w, meter_w: the fleet's power at the node and the meter
+   * this period (NAN without --meter-config). */
+  struct pfi_meter_config meter;
+  int have_meter;
+  int level;
+  double stated_w, shortfall_w;
+  int infeasible;
+  char infeasible_ev[PFI_FLEET_NAME_MAX]; /* logged as infeasible */
+  double node_w, meter_w;
   unsigned long steps, published, cas_lost, takeovers, bad_tel;
   /* The control module (pfi/control.h) over the nodes known when it was
    * built: GPU g of ctl_node[i] is controller GPU ctl_first[i] + g. */
@@ -135,6 +149,14 @@ int pfid_confirmed(const struct pfid_node *n);
 void pfid_node_from_bucket(struct pfid_node *n, const struct pfi_fleet_assign *a,
                            uint64_t rev);
 int pfid_raises_wait(const struct pfid_node *node, size_t n);
+/* A node's measured power now (docs/fleet.md, "Node power"): -1 when its
+ * telemetry carries none; else its age (the reading's age when sent plus
+ * the time since it arrived) and 1 when fresh (the node live and the age
+ * at most PFID_NODE_POWER_FRESH_S), 0 when stale. *gpu_w: the GPUs' power
+ * of the same telemetry; *other_w: node - GPUs, NAN where a GPU has no
+ * power or the difference is negative (the baseline applies then). */
+int pfid_node_power(const struct pfid_node *n, double mono, double *gpu_w,
+                    double *other_w, double *age_s);
 /* The node named `name`, or NULL. */
 struct pfid_node *pfid_node_find(struct pfi_pfid *d, const char *name);
 

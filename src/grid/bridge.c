@@ -75,6 +75,7 @@ int pfi_bridge_plan(const struct pfi_timeline *gpu, double now,
     if (i + 1 < gpu->n && gpu->spans[i + 1].start_s == s->end_s)
       e->end_s += overlap_s;
     e->target_w = s->limit_w;
+    e->level = s->level;
     e->known_s = s->created_s > 0 ? (double)s->created_s : 0;
     snprintf(e->source, sizeof e->source, "%s", s->event);
   }
@@ -91,6 +92,7 @@ void pfi_bridge_diff(const struct pfi_bridge_event *want, size_t nwant,
       if (strcmp(have[k].id, want[i].id) == 0 && !have[k].cancelled &&
           fabs(have[k].start_s - want[i].start_s) < 1e-3 &&
           fabs(have[k].end_s - want[i].end_s) < 1e-3 &&
+          have[k].level == want[i].level &&
           fabs(have[k].target_w - want[i].target_w) <=
               1e-9 * fmax(1, want[i].target_w))
         same = 1;
@@ -246,6 +248,26 @@ int pfi_pfid_client_nodes(struct pfi_pfid_client *c,
   return (int)n;
 }
 
+int pfi_pfid_client_levels(struct pfi_pfid_client *c, unsigned *mask,
+                           struct pfi_error *err) {
+  json_t *j;
+  int rc = call(c, "GET", "/v1/status", NULL, &j, err);
+  if (rc < 0)
+    return rc;
+  *mask = 1u << PFI_LEVEL_GPU;
+  json_t *a = json_object_get(j, "levels"), *v;
+  size_t i;
+  json_array_foreach(a, i, v) {
+    const char *ls = json_is_string(v) ? json_string_value(v) : "";
+    if (!strcmp(ls, "node"))
+      *mask |= 1u << PFI_LEVEL_NODE;
+    else if (!strcmp(ls, "meter"))
+      *mask |= 1u << PFI_LEVEL_METER;
+  }
+  json_decref(j);
+  return 0;
+}
+
 int pfi_pfid_client_status(struct pfi_pfid_client *c, double *power_w,
                            double *target_w, struct pfi_error *err) {
   json_t *j;
@@ -319,6 +341,12 @@ int pfi_pfid_client_events(struct pfi_pfid_client *c,
     o->end_s = json_number_value(json_object_get(e, "end"));
     o->target_w = json_number_value(json_object_get(e, "target_w"));
     o->cancelled = json_is_true(json_object_get(e, "cancelled"));
+    /* An older pfid's events have none: GPU power. */
+    json_t *lv = json_object_get(e, "level");
+    const char *ls = json_is_string(lv) ? json_string_value(lv) : "gpu";
+    o->level = !strcmp(ls, "node")    ? PFI_LEVEL_NODE
+               : !strcmp(ls, "meter") ? PFI_LEVEL_METER
+                                      : PFI_LEVEL_GPU;
   }
   json_decref(j);
   return (int)n;
@@ -358,13 +386,16 @@ int pfi_pfid_client_jobs(struct pfi_pfid_client *c, char (*name)[64],
 int pfi_pfid_client_post(struct pfi_pfid_client *c,
                          const struct pfi_bridge_event *e,
                          struct pfi_error *err) {
-  char body[512], known[64] = "";
+  char body[512], known[64] = "", level[32] = "";
   if (e->known_s > 0)
     snprintf(known, sizeof known, ",\"known\":%.3f", e->known_s);
+  if (e->level == PFI_LEVEL_NODE || e->level == PFI_LEVEL_METER)
+    snprintf(level, sizeof level, ",\"level\":\"%s\"",
+             e->level == PFI_LEVEL_NODE ? "node" : "meter");
   snprintf(body, sizeof body,
            "{\"v\":1,\"id\":\"%s\",\"start\":%.3f,\"end\":%.3f,"
-           "\"target_w\":%.17g%s}",
-           e->id, e->start_s, e->end_s, e->target_w, known);
+           "\"target_w\":%.17g%s%s}",
+           e->id, e->start_s, e->end_s, e->target_w, known, level);
   return call(c, "POST", "/v1/events", body, NULL, err);
 }
 
@@ -394,14 +425,29 @@ int pfi_bridge_sync(struct pfi_pfid_client *c,
     rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
     goto out;
   }
-  int nn =
-      pfi_pfid_client_nodes(c, cfg, gpu_w, other_w, PFI_BRIDGE_MAX_NODES, err);
-  if ((rc = nn) < 0)
+  /* pfid keeps the spans' one level itself (--meter-config), or the
+   * bridge converts them to GPU power at the fleet's state now. */
+  unsigned levels;
+  int one = targets->n > 0;
+  for (size_t i = 1; one && i < targets->n; i++)
+    one = targets->spans[i].level == targets->spans[0].level;
+  if ((rc = pfi_pfid_client_levels(c, &levels, err)) < 0)
     goto out;
-  if ((rc = pfi_bridge_to_gpu(targets, cfg, gpu_w, other_w, (size_t)nn, &gpu,
-                              infeasible, err)) < 0 ||
-      (rc = pfi_timeline_resolve(&gpu, &res, err)) < 0)
-    goto out;
+  if (one && (levels >> targets->spans[0].level & 1u)) {
+    if (infeasible)
+      *infeasible = 0;
+    if ((rc = pfi_timeline_resolve(targets, &res, err)) < 0)
+      goto out;
+  } else {
+    int nn = pfi_pfid_client_nodes(c, cfg, gpu_w, other_w, PFI_BRIDGE_MAX_NODES,
+                                   err);
+    if ((rc = nn) < 0)
+      goto out;
+    if ((rc = pfi_bridge_to_gpu(targets, cfg, gpu_w, other_w, (size_t)nn, &gpu,
+                                infeasible, err)) < 0 ||
+        (rc = pfi_timeline_resolve(&gpu, &res, err)) < 0)
+      goto out;
+  }
   int nw =
       pfi_bridge_plan(&res, now, overlap_s, want, PFI_BRIDGE_MAX_EVENTS, err);
   if ((rc = nw) < 0)

@@ -20,7 +20,7 @@ check_help() { # check_help PROG OPTION...: each option is in --help
     fail "$(basename "$prog") --help lists $(grep -c '^  --' "$T/help") options, expected $#"
 }
 check_help "$PFID" id nats user password-file records api token-file period lease \
-  leader-lease stale tiers model features help
+  leader-lease stale tiers model features meter-config help
 check_help "$PFI_AGENT" node nats user password-file backend params emulate emu-job record \
   jobmap-dir tput-dir tier-dir period metrics cap-file cap-listen tput-listen \
   powercap bmc bmc-period \

@@ -207,7 +207,7 @@ static void test_telemetry_event_codec(void **state) {
       "\"gpus\":[]}";
   assert_int_equal(pfi_fleet_telemetry_decode(bad, strlen(bad), &u, &err),
                    PFI_EPARSE);
-  struct pfi_fleet_event e = {"ev", 10, 20, 1500, 0, 0}, f;
+  struct pfi_fleet_event e = {"ev", 10, 20, 1500, 0, 0, PFI_LEVEL_GPU}, f;
   len = pfi_fleet_event_encode(&e, buf, sizeof buf, &err);
   assert_true(len > 0);
   assert_int_equal(pfi_fleet_event_decode(buf, (size_t)len, &f, &err), 0);
@@ -216,6 +216,108 @@ static void test_telemetry_event_codec(void **state) {
       "{\"v\":1,\"id\":\"e\",\"start\":5,\"end\":5,\"target_w\":1}";
   assert_int_equal(pfi_fleet_event_decode(back, strlen(back), &f, &err),
                    PFI_EPARSE);
+}
+
+/* Events stated at the node or meter level: the codec (an older record
+ * without "level" reads as GPU power), the freshness rule of the nodes'
+ * other power and the conversion to a GPU target, worked by hand. */
+static void test_event_levels(void **state) {
+  (void)state;
+  char buf[1024];
+  struct pfi_error err;
+  struct pfi_fleet_event e = {"ev", 10, 20, 4000, 0, 0, PFI_LEVEL_METER}, f;
+  int len = pfi_fleet_event_encode(&e, buf, sizeof buf, &err);
+  assert_true(len > 0);
+  assert_non_null(strstr(buf, "\"level\":\"meter\""));
+  assert_int_equal(pfi_fleet_event_decode(buf, (size_t)len, &f, &err), 0);
+  assert_int_equal(f.level, PFI_LEVEL_METER);
+  e.level = PFI_LEVEL_GPU; /* written as an older pfid wrote it */
+  len = pfi_fleet_event_encode(&e, buf, sizeof buf, &err);
+  assert_null(strstr(buf, "level"));
+  static const char old[] = "{\"v\":1,\"id\":\"e\",\"start\":5,\"end\":6,"
+                            "\"target_w\":1000,\"cancelled\":false}";
+  f.level = 7;
+  assert_int_equal(pfi_fleet_event_decode(old, strlen(old), &f, &err), 0);
+  assert_int_equal(f.level, PFI_LEVEL_GPU);
+  static const char badlv[] = "{\"v\":1,\"id\":\"e\",\"start\":5,\"end\":6,"
+                              "\"target_w\":1000,\"level\":\"kW\"}";
+  assert_int_equal(pfi_fleet_event_decode(badlv, strlen(badlv), &f, &err),
+                   PFI_EPARSE);
+  assert_non_null(strstr(err.msg, "\"level\""));
+  assert_int_equal(pfi_fleet_level_by_name("node"), PFI_LEVEL_NODE);
+  assert_int_equal(pfi_fleet_level_by_name("rack"), -1);
+
+  /* node_other_w 500 W, supplies rated 2000 W (0.2:0.90, 0.5:0.95,
+   * 1.0:0.92), PUE 1.25, 1000 W of facility loads. */
+  static const char conf[] = "node_other_w = 500\npsu_rated_w = 2000\n"
+                             "psu_curve = 0.2:0.90,0.5:0.95,1.0:0.92\n"
+                             "pue = 1.25\nfacility_other_w = 1000\n";
+  struct pfi_meter_config mc;
+  assert_int_equal(
+      pfi_meter_config_load_mem("m.conf", conf, strlen(conf), &mc, &err), 0);
+  ASSERT_NEAR(pfi_fleet_node_other_w(&mc, 300, 1), 300, 0);
+  assert_true(isnan(pfi_fleet_node_other_w(&mc, 300, 0))); /* stale: 500 */
+  ASSERT_NEAR(pfi_fleet_node_other_w(&mc, 700, 0), 700, 0);
+  assert_true(isnan(pfi_fleet_node_other_w(&mc, NAN, 1)));
+
+  /* Two nodes: GPUs 1500 W and 500 W, other power 300 W measured and
+   * 500 W configured. */
+  double gw[2] = {1500, 500}, ow[2] = {300, NAN}, g, sf;
+  /* Node level, 3000 W: 3000 - 800 = 2200 W of GPU power. */
+  assert_int_equal(pfi_fleet_event_gpu_target(&mc, gw, ow, 2, PFI_LEVEL_NODE,
+                                              3000, &g, &sf, &err),
+                   0);
+  ASSERT_NEAR(g, 2200, 1e-9);
+  ASSERT_NEAR(sf, 0, 0);
+  /* Meter level at the meter power of a 2000 W GPU total shared 3:1:
+   * node A 1500 + 300 = 1800 W DC, load 0.9, efficiency
+   * 0.95 - 0.03 * 0.4 / 0.5 = 0.926; node B 500 + 500 = 1000 W, load 0.5,
+   * 0.95; meter 1.25 * (1800 / 0.926 + 1000 / 0.95) + 1000. */
+  double meter = 1.25 * (1800 / 0.926 + 1000 / 0.95) + 1000;
+  assert_int_equal(pfi_fleet_event_gpu_target(&mc, gw, ow, 2, PFI_LEVEL_METER,
+                                              meter, &g, &sf, &err),
+                   0);
+  ASSERT_NEAR(g, 2000, 0.01);
+  assert_true(g <= 2000); /* the safe side of the bisection */
+  /* The GPU level: the target itself. */
+  assert_int_equal(pfi_fleet_event_gpu_target(&mc, gw, ow, 2, PFI_LEVEL_GPU,
+                                              1234, &g, &sf, &err),
+                   0);
+  ASSERT_NEAR(g, 1234, 0);
+  /* Infeasible at the meter, 1500 W: with no GPU power node A draws 300 W
+   * at load 0.15 (0.90, the curve's first point), node B 500 W at 0.25
+   * (0.90 + 0.05 * 0.05 / 0.3); 1.25 * (300 / 0.9 + 500 / 0.908333) + 1000
+   * = 2104.74 W, short by 604.74 W. */
+  double floor_w = 1.25 * (300 / 0.9 + 500 / (0.90 + 0.05 * 0.05 / 0.3)) + 1000;
+  assert_int_equal(pfi_fleet_event_gpu_target(&mc, gw, ow, 2, PFI_LEVEL_METER,
+                                              1500, &g, &sf, &err),
+                   1);
+  ASSERT_NEAR(g, 0, 0);
+  ASSERT_NEAR(sf, floor_w - 1500, 1e-6);
+  ASSERT_NEAR(sf, 604.74, 0.01);
+  /* A curve whose efficiency rises faster than the load (0.30 at 10 %,
+   * 0.95 at 20 %: 0.1 / 0.3 > 0.2 / 0.95, the wall falls as the load
+   * rises) is refused at its line; the curve above is safe. */
+  double lo, hi;
+  assert_int_equal(pfi_fleet_meter_safe(&mc, &lo, &hi), 1);
+  char path[] = "/tmp/pfi-meter-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  static const char unsafe[] = "pue = 1.2\npsu_rated_w = 3000\n"
+                               "  psu_curve = 0.1:0.30,0.2:0.95,1.0:0.92\n";
+  assert_int_equal(write(fd, unsafe, strlen(unsafe)), (int)strlen(unsafe));
+  close(fd);
+  assert_int_equal(pfi_fleet_meter_config_load(path, &mc, &err), PFI_EPARSE);
+  assert_int_equal(err.line, 3);
+  assert_int_equal(err.column, 3);
+  assert_non_null(strstr(err.msg, "from load 0.1 to 0.2"));
+  unlink(path);
+  assert_int_equal(
+      pfi_meter_config_load_mem("m.conf", conf, strlen(conf), &mc, &err), 0);
+  /* No node reporting: no conversion. */
+  assert_int_equal(pfi_fleet_event_gpu_target(&mc, gw, ow, 0, PFI_LEVEL_NODE,
+                                              3000, &g, &sf, &err),
+                   PFI_EINVAL);
 }
 
 static struct pfi_agent *open_agent(const char *backend, const char *p,
@@ -622,7 +724,7 @@ static void test_contract_codec(void **state) {
   ASSERT_NEAR(back.job[0].max_event_s, 60, 0);
   ASSERT_NEAR(back.job[0].notice_s, 30, 0);
   ASSERT_NEAR(back.job[0].deadline_tput, 8, 0);
-  struct pfi_fleet_event e = {"ev", 100, 200, 1500, 0, 40}, f;
+  struct pfi_fleet_event e = {"ev", 100, 200, 1500, 0, 40, PFI_LEVEL_GPU}, f;
   len = pfi_fleet_event_encode(&e, buf, sizeof buf, &err);
   assert_true(len > 0);
   assert_int_equal(pfi_fleet_event_decode(buf, (size_t)len, &f, &err), 0);
@@ -656,6 +758,7 @@ int main(void) {
       cmocka_unit_test(test_job_metrics),
       cmocka_unit_test(test_tier_codec),
       cmocka_unit_test(test_contract_codec),
+      cmocka_unit_test(test_event_levels),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[400];

@@ -1330,6 +1330,23 @@ static void test_bridge(void **state) {
   assert_int_equal(d.post[1], 2);
   assert_int_equal(d.ncancel, 1);
   assert_int_equal(d.cancel[0], 2);
+  /* Planned at the meter (a pfid that keeps meter targets): the events
+   * carry the level; one pfid has alike but at the GPU level is posted
+   * again. */
+  struct pfi_timeline met;
+  pfi_timeline_init(&met);
+  s[0].level = PFI_LEVEL_METER;
+  assert_int_equal(pfi_timeline_add(&met, &s[0], &err), 0);
+  assert_int_equal(pfi_bridge_plan(&met, 150, 2, ev, 8, &err), 1);
+  assert_int_equal(ev[0].level, PFI_LEVEL_METER);
+  ASSERT_NEAR(ev[0].target_w, s[0].limit_w, 0);
+  have[0] = ev[0];
+  pfi_bridge_diff(ev, 1, have, 1, 150, &d);
+  assert_int_equal(d.npost, 0);
+  have[0].level = PFI_LEVEL_GPU;
+  pfi_bridge_diff(ev, 1, have, 1, 150, &d);
+  assert_int_equal(d.npost, 1);
+  pfi_timeline_release(&met);
   pfi_timeline_release(&in);
   pfi_timeline_release(&gpu);
   pfi_timeline_release(&res);
