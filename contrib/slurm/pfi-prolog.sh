@@ -26,10 +26,6 @@ id=${SLURM_JOB_ID:-}
 name="slurm-$id"
 gpus=${SLURM_JOB_GPUS:-${SLURM_STEP_GPUS:-${CUDA_VISIBLE_DEVICES:-}}}
 mkdir -p "$DIR" "$TIERS" 2>/dev/null || exit 0
-for g in ${gpus//,/ }; do
-  case $g in *[!0-9]*|'') continue ;; esac
-  printf '%s\n' "$name" >"$DIR/.$g.$$" && mv -f "$DIR/.$g.$$" "$DIR/$g"
-done
 info=$(scontrol show job "$id" 2>/dev/null)
 tier=$(printf '%s\n' "$info" | sed -n 's/.*Comment=.*pfi-tier=\(flex[0-9]*\).*/\1/p' | head -n 1)
 [ -n "$tier" ] || tier=$(printf '%s\n' "$info" |
@@ -39,9 +35,15 @@ case $tier in
   *) loss= ;;
 esac
 dl=$(printf '%s\n' "$info" | sed -n 's/.*Comment=.*pfi-deadline=\([0-9][0-9.]*\).*/\1/p' | head -n 1)
+# The tier file first, whole (written aside, then renamed), then the GPU
+# map: the agent never reports the job without its tier.
 if [ -n "$dl" ]; then
-  printf '%s,,,%s\n' "${loss:-1}" "$dl" >"$TIERS/$name"
+  printf '%s,,,%s\n' "${loss:-1}" "$dl" >"$TIERS/.$name.$$" && mv -f "$TIERS/.$name.$$" "$TIERS/$name"
 elif [ -n "$loss" ]; then
-  printf '%s\n' "$loss" >"$TIERS/$name"
+  printf '%s\n' "$loss" >"$TIERS/.$name.$$" && mv -f "$TIERS/.$name.$$" "$TIERS/$name"
 fi
+for g in ${gpus//,/ }; do
+  case $g in *[!0-9]*|'') continue ;; esac
+  printf '%s\n' "$name" >"$DIR/.$g.$$" && mv -f "$DIR/.$g.$$" "$DIR/$g"
+done
 exit 0

@@ -35,8 +35,13 @@ static char *signature(struct pfi_pfid *d) {
       continue;
     pfi_buf_printf(&b, "%s:%u", n->name, n->tel.n);
     for (unsigned g = 0; g < n->tel.n; g++) {
-      double loss =
-          n->tel.gpu[g].job[0] ? pfid_api_tier(d, n->tel.gpu[g].job) : -1;
+      /* The tier the module would be given (the API's, else the node's):
+       * a node's tier file written after its job's GPUs were mapped (the
+       * Slurm prolog writes the map first) must rebuild it too. */
+      const char *tsrc;
+      double loss = n->tel.gpu[g].job[0]
+                        ? pfid_job_tier(d, n->tel.gpu[g].job, n, &tsrc)
+                        : -1;
       pfi_buf_printf(&b, ",%s", n->tel.gpu[g].job);
       if (loss >= 0) /* a tier that changes rebuilds the module */
         pfi_buf_printf(&b, "@%.17g", loss);

@@ -150,5 +150,20 @@ until_true 10 eval '[ "$(tier slurm-5)" = "0.1 node" ]' || fail "after DELETE sl
 api a DELETE /v1/tiers/slurm-5 >/dev/null
 [ "$(cat "$T/code")" = 404 ] || fail "second DELETE: HTTP $(cat "$T/code"), expected 404"
 api a DELETE /v1/events/ev1 >/dev/null
+
+# A node's tier file written after its job was mapped (the Slurm prolog
+# writes the GPU map first): the module is rebuilt with it, and the next
+# event's decisions are under it (they stayed under "no tier" before).
+api a DELETE /v1/tiers/slurm-6 >/dev/null
+until_true 10 eval '[ "$(tier slurm-6)" = "None none" ]' || fail "after DELETE slurm-6 '$(tier slurm-6)'"
+sleep 2 # periods with slurm-6 and no tier at all
+echo 0.5 >"$T/tiers.n2/slurm-6"
+until_true 10 eval '[ "$(tier slurm-6)" = "0.5 node" ]' || fail "slurm-6's tier file: '$(tier slurm-6)'"
+api a POST /v1/events "$(event_json ev2 0 120 100)" >/dev/null
+[ "$(cat "$T/code")" = 201 ] || fail "POST ev2: HTTP $(cat "$T/code")"
+dec2() { sql "$T/records.db" "SELECT DISTINCT max_loss FROM fleet_decisions WHERE job = '$1' AND event = 'ev2'"; }
+until_true 30 eval '[ -n "$(dec2 slurm-6)" ]' || fail "no decisions for slurm-6 in ev2"
+[ "$(dec2 slurm-6)" = 0.5 ] || fail "slurm-6 decided under tier '$(dec2 slurm-6)' in ev2, expected 0.5 (its node's tier file)"
+api a DELETE /v1/events/ev2 >/dev/null
 [ "$fails" = 0 ] || exit 1
 echo "tiers: ok"
