@@ -85,6 +85,12 @@ char *pfi_csv_columns(const char *const *header, size_t n, char *buf,
 /* Field `idx` of the current record, or NULL when the record is short. */
 const char *pfi_csv_field(const struct pfi_csv *csv, int idx);
 
+/* 0, or PFI_EIO when the mapped file lost pages while it was read (another
+ * process truncated it: the bytes past its new end read as NUL). A reader
+ * that parses csv->buf itself calls it after its parse and reports this
+ * error in place of any it met; pfi_csv_next() calls it first. */
+int pfi_csv_lost(const struct pfi_csv *csv, struct pfi_error *err);
+
 /* Releases everything pfi_csv_open() allocated. Safe on a zeroed struct. */
 void pfi_csv_close(struct pfi_csv *csv);
 

@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -161,6 +163,97 @@ out:
 #define MAP_MIN ((size_t)1 << 20)
 
 /*
+ * A mapped file that another process truncates while it is parsed loses
+ * its pages past the new end: touching them raises SIGBUS, which would end
+ * the process. While a file is mapped its range is registered here; the
+ * handler puts a page of zeros (read as NUL bytes, an end of input to the
+ * readers) where the file's page was and marks the range lost, and
+ * pfi_csv_next() and pfi_csv_lost() turn that into an error. A SIGBUS
+ * outside every range gets the default action back and recurs, ending the
+ * process as before.
+ */
+#define MAP_SLOTS 32
+static struct {
+  char *volatile base;
+  volatile size_t len;
+  volatile sig_atomic_t lost;
+} map_slot[MAP_SLOTS];
+static pthread_mutex_t map_mu = PTHREAD_MUTEX_INITIALIZER;
+static long map_page;
+
+static void on_sigbus(int sig, siginfo_t *si, void *uc) {
+  (void)uc;
+  char *a = si && si->si_code == BUS_ADRERR ? (char *)si->si_addr : NULL;
+  for (int k = 0; a && k < MAP_SLOTS; k++) {
+    char *b = map_slot[k].base;
+    if (b && a >= b && a < b + map_slot[k].len) {
+      char *pg = b + ((size_t)(a - b) / (size_t)map_page) * (size_t)map_page;
+      if (mmap(pg, (size_t)map_page, PROT_READ | PROT_WRITE,
+               MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED) {
+        map_slot[k].lost = 1;
+        return;
+      }
+    }
+  }
+  signal(sig, SIG_DFL);
+}
+
+static void map_guard_init(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = on_sigbus;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  map_page = sysconf(_SC_PAGESIZE);
+  sigaction(SIGBUS, &sa, NULL);
+}
+
+/* Registers [base, base + len); returns its slot or -1 (none free: the
+ * file is then read, not mapped). */
+static int map_register(char *base, size_t len) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, map_guard_init);
+  int slot = -1;
+  pthread_mutex_lock(&map_mu);
+  for (int k = 0; k < MAP_SLOTS && slot < 0; k++)
+    if (!map_slot[k].base) {
+      map_slot[k].lost = 0;
+      map_slot[k].len = len;
+      map_slot[k].base = base;
+      slot = k;
+    }
+  pthread_mutex_unlock(&map_mu);
+  return slot;
+}
+
+static void map_unregister(const char *base) {
+  pthread_mutex_lock(&map_mu);
+  for (int k = 0; k < MAP_SLOTS; k++)
+    if (map_slot[k].base == base) {
+      map_slot[k].base = NULL;
+      map_slot[k].len = 0;
+    }
+  pthread_mutex_unlock(&map_mu);
+}
+
+int pfi_csv_lost(const struct pfi_csv *csv, struct pfi_error *err) {
+  if (!csv->map_len)
+    return 0;
+  int lost = 0;
+  pthread_mutex_lock(&map_mu);
+  for (int k = 0; k < MAP_SLOTS; k++)
+    if (map_slot[k].base == csv->buf && map_slot[k].lost)
+      lost = 1;
+  pthread_mutex_unlock(&map_mu);
+  if (!lost)
+    return 0;
+  return pfi_error_set(err, PFI_EIO,
+                       "%s: the file was truncated while it was read (another "
+                       "process changed it); read it again",
+                       csv->name);
+}
+
+/*
  * Maps the regular file `path` of MAP_MIN bytes or more, private and
  * writable, with a NUL byte after its end (an anonymous page when the size
  * is a multiple of the page size), after the checks of pfi_read_file() and
@@ -169,9 +262,9 @@ out:
  * would copy every page) and made writable after: the CSV reader's writes
  * (field terminators, unquoted text) copy only the pages they touch.
  * Unlike a read, a mapping sees a file that another process truncates
- * while it is parsed as missing pages, which end the process (SIGBUS)
- * where a read would have kept the bytes it got; the files read here are
- * written before they are read.
+ * while it is parsed as missing pages: the range is registered with the
+ * SIGBUS guard above, so that this is an error (pfi_csv_lost()), not the
+ * end of the process.
  * Returns 1 when mapped (*out, *len, *map_len), 0 when the file is to be
  * read instead (not a regular file, small, any failure of the mapping:
  * pfi_read_file() then opens it and says what is wrong), or an error.
@@ -202,9 +295,15 @@ static int map_file(const char *path, char **out, size_t *len, size_t *map_len,
 #if defined(MAP_POPULATE)
   flags |= MAP_POPULATE;
 #endif
+  if (map_register(base, total) < 0) {
+    munmap(base, total);
+    close(fd);
+    return 0;
+  }
   void *m = mmap(base, n, PROT_READ, flags, fd, 0);
   close(fd);
   if (m == MAP_FAILED || mprotect(base, total, PROT_READ | PROT_WRITE) != 0) {
+    map_unregister(base);
     munmap(base, total);
     return 0;
   }
@@ -223,7 +322,13 @@ static int map_file(const char *path, char **out, size_t *len, size_t *map_len,
                             "line longer than %d bytes", PFI_LINE_MAX);
     }
   }
+  /* Truncated during the checks: that, not the NULs they met. */
+  struct pfi_csv probe = {.name = (char *)path, .buf = base, .map_len = total};
+  int lost = pfi_csv_lost(&probe, err);
+  if (lost < 0)
+    rc = lost;
   if (rc < 0) {
+    map_unregister(base);
     munmap(base, total);
     return rc;
   }
@@ -271,6 +376,9 @@ static int push_field(struct pfi_csv *csv, char *p, size_t len, long line,
 }
 
 int pfi_csv_next(struct pfi_csv *csv, struct pfi_error *err) {
+  int lost = pfi_csv_lost(csv, err);
+  if (lost < 0)
+    return lost;
   char *b = csv->buf;
   size_t len = csv->len;
   size_t i = csv->pos;
@@ -472,9 +580,10 @@ void pfi_csv_close(struct pfi_csv *csv) {
   free(csv->fline);
   free(csv->fcol);
   free(csv->flen);
-  if (csv->map_len)
+  if (csv->map_len) {
+    map_unregister(csv->buf);
     munmap(csv->buf, csv->map_len);
-  else
+  } else
     free(csv->buf);
   free(csv->name);
   memset(csv, 0, sizeof *csv);

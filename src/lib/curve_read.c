@@ -762,6 +762,11 @@ int pfi_curveset_read_threads(struct pfi_curveset *set, const char *path,
   if (rc < 0)
     return rc;
   rc = read_csv(set, &csv, map, threads, err);
+  /* A file truncated under the reader: that error, not what its NULs
+   * looked like to the parser. */
+  int lost = pfi_csv_lost(&csv, err);
+  if (lost < 0)
+    rc = lost;
   pfi_csv_close(&csv);
   if (rc < 0)
     pfi_curveset_release(set);

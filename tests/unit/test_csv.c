@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "pfi/csv.h"
 #include "pfi/curve.h"
@@ -368,8 +369,53 @@ static void curve_interpolation(void **state) {
   assert_true(isnan(pfi_curve_tokens_at(&c, 70)));
 }
 
+/* A mapped file (1 MiB or more) truncated by another process after it was
+ * opened: the records past its new end are an error naming the file, not
+ * a SIGBUS; the rows before it read as they are. */
+static void truncated_while_read(void **state) {
+  (void)state;
+  char path[] = "/tmp/pfi-test-csv-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  FILE *f = fdopen(fd, "w");
+  assert_non_null(f);
+  fputs("job,x\n", f);
+  long rows = 0;
+  while (ftell(f) < (3L << 20))
+    fprintf(f, "j%ld,%ld\n", rows, rows), rows++;
+  assert_int_equal(fclose(f), 0);
+  struct pfi_csv csv;
+  struct pfi_error err;
+  assert_int_equal(pfi_csv_open(&csv, path, &err), 0);
+  assert_true(csv.map_len > 0); /* mapped, not read */
+  assert_int_equal(pfi_csv_lost(&csv, &err), 0);
+  /* Cut to its first 64 KiB (a whole number of pages on this platform). */
+  assert_int_equal(truncate(path, 65536), 0);
+  long got = 0;
+  int rc;
+  while ((rc = pfi_csv_next(&csv, &err)) == 1) {
+    char want[32];
+    snprintf(want, sizeof want, "j%ld", got);
+    if (got < 1000) /* well before the cut: the rows as written */
+      assert_string_equal(csv.f[0], want);
+    got++;
+  }
+  assert_int_equal(rc, PFI_EIO);
+  assert_non_null(strstr(err.msg, "truncated while it was read"));
+  assert_non_null(strstr(err.msg, path));
+  assert_true(got > 1000 && got < rows); /* 64 KiB hold about 8,000 rows */
+  assert_int_equal(pfi_csv_lost(&csv, &err), PFI_EIO);
+  pfi_csv_close(&csv);
+  /* Read again after the cut: whole and small (read, not mapped). */
+  assert_int_equal(pfi_csv_open(&csv, path, &err), 0);
+  assert_int_equal(csv.map_len, 0);
+  pfi_csv_close(&csv);
+  unlink(path);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(truncated_while_read),
       cmocka_unit_test(quoted_crlf_bom),
       cmocka_unit_test(unterminated_quote),
       cmocka_unit_test(double_errors),
