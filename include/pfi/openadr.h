@@ -205,6 +205,15 @@ int pfi_ven_subscription_delete(struct pfi_ven *v, const char *id,
  * PFI_EIO when the system gives no randomness. */
 int pfi_oadr_bearer_new(char out[PFI_OADR_BEARER_LEN], struct pfi_error *err);
 
+/* A subscription's bearerToken kept in a file, so that a callback run
+ * apart (and a later `pfi grid subscribe`) checks the same one: when
+ * `path` exists, its first line (pfi_read_secret: mode 0600 or stricter,
+ * 16 to 64 bytes); otherwise a fresh token is written there, created
+ * 0600 and never over an existing file. PFI_ENOPERM (mode), PFI_EPARSE
+ * (too short or long), PFI_EIO. */
+int pfi_oadr_bearer_file(const char *path, char out[PFI_OADR_BEARER_LEN],
+                         struct pfi_error *err);
+
 /* One notification the listener accepted. */
 struct pfi_oadr_note {
   char object_type[16];               /* EVENT, PROGRAM... (cut to 15 bytes) */

@@ -69,6 +69,10 @@ static const struct pfi_opt opts[] = {
     {"callback", O_CALLBACK, 0, PFI_ARG_REQ, "URL",
      "where the VTN POSTs event notifications; bridge: the URL of --listen "
      "as the VTN reaches it (default http://HOST:PORT/notify)"},
+    {"bearer-token-file", O_BEARER_FILE, 0, PFI_ARG_REQ, "FILE",
+     "the subscription's bearer token, which the callback checks: read "
+     "from FILE (mode 0600), or made and written there when FILE does not "
+     "exist"},
     PFI_OPT_GROUP("bridge options:"),
     {"pfid", O_PFID, 0, PFI_ARG_REQ, "URL", "pfid's API"},
     {"pfid-token-file", O_PFID_TOKEN, 0, PFI_ARG_REQ, "FILE",
@@ -219,11 +223,11 @@ static const struct pfi_cmd_help help = {
     "so that pfi index computes PFI over the broader power signal.\n"
     "\n"
     "subscribe: asks the VTN to POST event notifications (CREATE, UPDATE,\n"
-    "DELETE) to --callback, with the VEN's OAuth2 access token (obtained\n"
-    "with --client-id and its secret, as for polling) as the subscription's\n"
-    "bearer token, which the callback must check (that token expires: a\n"
-    "callback must keep the one of the subscription). bridge --listen\n"
-    "serves such a callback itself, with a random token of its own.\n"
+    "DELETE) to --callback with a bearer token the callback checks: with\n"
+    "--bearer-token-file, the file's (a random one made there, mode 0600,\n"
+    "when it does not exist); without it the VEN's OAuth2 access token of\n"
+    "the moment, which expires (a warning says so). bridge --listen serves\n"
+    "such a callback itself, with a random token of its own.\n"
     "\n"
     "meter: what this node can measure (Linux powercap RAPL zones: package\n"
     "and DRAM power over --interval, default 1s; with --bmc, the BMC's DCMI\n"
@@ -399,6 +403,9 @@ static int parse(int argc, char **argv, struct opts *o) {
       break;
     case O_CALLBACK:
       o->callback = optarg;
+      break;
+    case O_BEARER_FILE:
+      o->bearer_file = optarg;
       break;
     case O_LISTEN:
       o->listen = optarg;
@@ -742,7 +749,25 @@ static int grid_subscribe(const struct opts *o) {
     return status;
   struct pfi_error err;
   pfi_error_clear(&err);
-  int rc = pfi_ven_subscribe(ven, o->callback, NULL, &err);
+  char bearer[PFI_OADR_BEARER_LEN] = "";
+  int rc = 0;
+  if (o->bearer_file) {
+    if (pfi_oadr_bearer_file(o->bearer_file, bearer, &err) < 0) {
+      /* A token file that cannot be used is bad input: exit 2, as a
+       * client secret file's. */
+      pfi_ven_close(ven);
+      pfi__grid_fail(&err);
+      return PFI_EXIT_USAGE;
+    }
+  } else
+    fprintf(stderr,
+            "pfi grid subscribe: warning: the subscription's bearer token is "
+            "the VEN's OAuth2 access token, which expires; give "
+            "--bearer-token-file for one that lasts\n");
+  if (rc == 0)
+    rc = pfi_ven_subscribe(ven, o->callback, o->bearer_file ? bearer : NULL,
+                           &err);
+  memset(bearer, 0, sizeof bearer);
   pfi_ven_close(ven);
   if (rc < 0)
     return pfi__grid_fail(&err);

@@ -56,7 +56,8 @@ enum {
   O_EMULATED,
   O_SHED_LOSS,
   O_BMC,
-  O_LISTEN
+  O_LISTEN,
+  O_BEARER_FILE
 };
 
 struct opts {
@@ -71,6 +72,7 @@ struct opts {
   enum pfi_format fmt;
   double duration, usage, demand, basew, shed;
   const char *config, *gpuw, *otherw, *powercap, *callback;
+  const char *bearer_file; /* subscribe: the subscription's bearerToken */
   const char *bmc; /* meter: the BMC's DCMI reader (pfi_bmc_open's spec) */
   const char *curves, *map, *tiers, *contract, *tier;
   double durations[16], notice;

@@ -5,6 +5,7 @@
 #include "pfi/openadr.h"
 
 #include "pfi/http.h"
+#include "pfi/transport.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -45,6 +46,56 @@ int pfi_oadr_bearer_new(char out[PFI_OADR_BEARER_LEN], struct pfi_error *err) {
   for (size_t i = 0; i < sizeof r; i++)
     snprintf(out + 2 * i, 3, "%02x", r[i]);
   memset(r, 0, sizeof r);
+  return 0;
+}
+
+int pfi_oadr_bearer_file(const char *path, char out[PFI_OADR_BEARER_LEN],
+                         struct pfi_error *err) {
+  char tok[PFI_OADR_BEARER_LEN];
+  int fd =
+      open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0 && errno != EEXIST)
+    return pfi_error_set(err, PFI_EIO, "%s: cannot create: %s", path,
+                         strerror(errno));
+  if (fd < 0) {
+    char rd[4 * PFI_OADR_BEARER_LEN];
+    int n = pfi_read_secret(path, rd, sizeof rd, err);
+    if (n < 0)
+      return n;
+    if (n < 16 || n > PFI_OADR_BEARER_LEN - 1) {
+      memset(rd, 0, sizeof rd);
+      return pfi_error_set(err, PFI_EPARSE,
+                           "%s: a bearer token of %d bytes (16 to %d)", path, n,
+                           PFI_OADR_BEARER_LEN - 1);
+    }
+    memcpy(out, rd, (size_t)n + 1);
+    memset(rd, 0, sizeof rd);
+    return 0;
+  }
+  int rc = pfi_oadr_bearer_new(tok, err);
+  size_t len = strlen(tok), done = 0;
+  while (rc == 0 && done <= len) {
+    const char *src = done < len ? tok + done : "\n";
+    size_t want = done < len ? len - done : 1;
+    ssize_t k = write(fd, src, want);
+    if (k < 0 && errno == EINTR)
+      continue;
+    if (k <= 0)
+      rc = pfi_error_set(err, PFI_EIO, "%s: cannot write: %s", path,
+                         strerror(errno));
+    else
+      done += (size_t)k;
+  }
+  if (close(fd) != 0 && rc == 0)
+    rc = pfi_error_set(err, PFI_EIO, "%s: cannot write: %s", path,
+                       strerror(errno));
+  if (rc < 0) {
+    unlink(path);
+    memset(tok, 0, sizeof tok);
+    return rc;
+  }
+  memcpy(out, tok, len + 1);
+  memset(tok, 0, sizeof tok);
   return 0;
 }
 

@@ -185,6 +185,34 @@ issued = [r["issued"] for r in log if r.get("issued")]
 assert oo.get("bearerToken") == issued[-1] == post[0]["bearer"], (oo, issued[-1:], post)
 assert oo["bearerToken"] != "ven-secret"
 EOF
+# With --bearer-token-file: a token made there (mode 0600, 64 hex digits)
+# is the subscription's, and a second subscribe reuses it; a file others
+# can read is refused, exit 2 naming it, and nothing subscribed.
+for k in 1 2; do
+  "$PFI" grid subscribe --vtn "$BASE" --client-id ven1 --client-secret-file "$T/secret" \
+    --program site-flex --callback http://127.0.0.1:9/hook$k --bearer-token-file "$T/bt" \
+    >/dev/null 2>"$T/err" || fail "subscribe --bearer-token-file ($k): $(cat "$T/err")"
+done
+[ "$(stat -c %a "$T/bt")" = 600 ] || fail "bearer token file mode $(stat -c %a "$T/bt")"
+grep -Eqx '[0-9a-f]{64}' "$T/bt" || fail "bearer token file: '$(cat "$T/bt")'"
+"${CURL[@]}" -H "Authorization: Bearer $BL" "$BASE/subscriptions" >"$T/subs.json"
+python3 - "$T/subs.json" "$(cat "$T/bt")" <<'EOF' || fail "subscriptions with the token file's token"
+import json, sys
+subs = json.load(open(sys.argv[1]))
+got = {s["objectOperations"][0]["callbackUrl"]: s["objectOperations"][0]["bearerToken"] for s in subs}
+assert got.get("http://127.0.0.1:9/hook1") == sys.argv[2], got
+assert got.get("http://127.0.0.1:9/hook2") == sys.argv[2], got
+assert len(subs) == 3, subs
+EOF
+printf 'open-token-0123456789\n' >"$T/bt2"
+chmod 644 "$T/bt2"
+"$PFI" grid subscribe --vtn "$BASE" --client-id ven1 --client-secret-file "$T/secret" \
+  --program site-flex --callback http://127.0.0.1:9/hook3 --bearer-token-file "$T/bt2" \
+  >/dev/null 2>"$T/err"
+[ $? = 2 ] && grep -q "bt2" "$T/err" || fail "bearer token file readable by others: exit $?, $(cat "$T/err")"
+"${CURL[@]}" -H "Authorization: Bearer $BL" "$BASE/subscriptions" |
+  python3 -c 'import json,sys; sys.exit(0 if len(json.load(sys.stdin)) == 3 else 1)' ||
+  fail "a subscription was made with a refused token file"
 
 # Offline: an events file (read before the malformed event below) and bad
 # schedule input.
