@@ -214,7 +214,7 @@ for e in evm evg evi; do api a DELETE /v1/events/$e >/dev/null; done
 # limit of a schedule file to a GPU target (its own --config); to pfid a,
 # which keeps meter targets, it posts the limit as stated, level meter.
 t=$(now)
-printf 'start,end,limit,level\n%.0f,%.0f,%s,meter\n' "$t" "$(awk -v t="$t" 'BEGIN { print t + 300 }')" "$L" >"$T/sched.csv"
+printf 'start,end,limit,level\n%.0f,%.0f,%s,meter\n' "$t" "$(awk -v t="$t" 'BEGIN { printf "%.0f", t + 300 }')" "$L" >"$T/sched.csv"
 bridge() { timeout 60 "$PFI" grid bridge --pfid "http://127.0.0.1:${API[$1]}" --pfid-token-file "$T/token" \
   --schedule "$T/sched.csv" --config "$T/meter.conf" --once >>"$T/bridge.log" 2>&1 || fail "bridge --once to $1: $(cat "$T/bridge.log")"; }
 # posted LEVEL CMP W: pfid a holds one live oadr- event at LEVEL, its
@@ -238,7 +238,7 @@ done
 # An event record of an older pfid (no "level"), written to the bucket:
 # a GPU target.
 t=$(now)
-printf '{"v":1,"id":"old","start":%.3f,"end":%.3f,"target_w":900,"cancelled":false}' "$t" "$(awk -v t="$t" 'BEGIN { print t + 300 }')" >"$T/old.json"
+printf '{"v":1,"id":"old","start":%.3f,"end":%.3f,"target_w":900,"cancelled":false}' "$t" "$(awk -v t="$t" 'BEGIN { printf "%.0f", t + 300 }')" >"$T/old.json"
 timeout 20 "$PROBE" "$NATS_URL" pfid "$T/pw.pfid" kvput event.old "$T/old.json" >/dev/null || fail "probe kvput event.old"
 old() { api a GET /v1/status | python3 -c '
 import json, sys
