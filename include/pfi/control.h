@@ -34,7 +34,7 @@
 #include "pfi/error.h"
 #include "pfi/phase.h"
 
-#define PFI_CTL_API_VERSION 3
+#define PFI_CTL_API_VERSION 4
 
 /* Why a job's caps changed (or why a record was written without a
  * change). Append only: values are stored in records databases. */
@@ -292,5 +292,71 @@ int pfi_ctl_job_belief(const struct pfi_ctl *ctl, int slot,
 /* Believed throughput of the job in `slot` at aggregate power `power_w`
  * (NaN when unknown). */
 double pfi_ctl_job_predict(const struct pfi_ctl *ctl, int slot, double power_w);
+
+/*
+ * A job's memory, carried from one controller to the next (appended in API
+ * version 4): a controller's GPUs are fixed when it is opened, so a user
+ * whose cluster changes (a node or job comes or goes) opens a new one and
+ * carries each remaining job's memory into it. Saved with
+ * pfi_ctl_job_save() before the old one is closed, restored with
+ * pfi_ctl_job_restore() once the job is added to the new one.
+ *
+ * The rule: a memory restores into the job of the same id with the same
+ * GPU count and the same tier (max_loss); a job whose GPU count or tier
+ * changed starts again (its curve is not the one learned). What it
+ * carries: the learned (power, throughput) points, the uncapped point when
+ * it was learned from the job's own uncapped periods (not a hint given in
+ * pfi_ctl_job: the new job's hint stands until it is), the draw model
+ * learned under binding caps, and, when it was saved during an event, the
+ * tokens delivered since the job's start in that event and that start: the
+ * new controller keeps counting them when the same event (by id) starts
+ * in it. Not carried: the pause kinds, anomaly and rollback state, the
+ * pending record, probes (the new controller learns them again).
+ */
+#define PFI_CTL_MEMORY_POINTS 24
+#define PFI_CTL_MEMORY_DRAWS 8
+
+struct pfi_ctl_memory {
+  char id[96];
+  size_t ngpus;     /* the job's GPU count when saved */
+  double max_loss;  /* its tier when saved */
+  double pmax_w;    /* uncapped realized power learned, W (NaN: none) */
+  double tmax;      /* uncapped throughput learned (NaN: none) */
+  double nmax;      /* uncapped periods behind them (0: not learned) */
+  size_t npoints;   /* learned (power, throughput) points */
+  struct {
+    double cap_w, power_w, tokens; /* per-GPU cap, mean power, tokens/s */
+    double n, m2; /* periods averaged; sum of squared deviations of tokens */
+  } point[PFI_CTL_MEMORY_POINTS];
+  double draw_ratio; /* first-guess draw / (GPUs x cap) */
+  size_t ndraws;     /* learned draw points */
+  struct {
+    double cap_w, draw_w, n; /* per-GPU cap, mean aggregate draw, periods */
+  } draw[PFI_CTL_MEMORY_DRAWS];
+  char event[64];   /* the event the delivered tokens count in ("": none) */
+  double delivered; /* tokens delivered since delivered_t0 in it */
+  double delivered_t0, delivered_tlast; /* their start and the time they
+                                           were counted to, on the saving
+                                           controller's clock, s */
+  int contract_noted; /* its contract record written in that event */
+  int delivered_own;  /* 1: the job started during the event (its longest
+                         event counts from delivered_t0) */
+};
+
+/* Saves the memory of the job in `slot`. Returns 0 or PFI_ENOTFOUND. */
+int pfi_ctl_job_save(const struct pfi_ctl *ctl, int slot,
+                     struct pfi_ctl_memory *m, struct pfi_error *err);
+/*
+ * Restores `m` into the job in `slot` of a controller (one that has not
+ * yet learned anything of its own about the job: its memory is replaced).
+ * `t_shift_s` is this controller's clock minus the saving one's at the
+ * same instant (each controller's t_s is the caller's). Returns 1 when
+ * restored, 0 when the rule above starts the job again (GPU count or tier
+ * changed: nothing restored), PFI_ENOTFOUND (no job in `slot`) or
+ * PFI_EINVAL (another job's id, a memory out of range: named).
+ */
+int pfi_ctl_job_restore(struct pfi_ctl *ctl, int slot,
+                        const struct pfi_ctl_memory *m, double t_shift_s,
+                        struct pfi_error *err);
 
 #endif

@@ -40,10 +40,16 @@ void pfi__ctl_contract_start(struct pfi_ctl *c,
     struct pfi__ctl_job *j = &c->job[s];
     if (!j->used)
       continue;
+    int kept = j->ct_event[0] && strcmp(j->ct_event, c->event) == 0 &&
+               isfinite(j->ct_t0) && isfinite(j->ct_tokens);
+    j->ct_event[0] = 0;
+    j->ct_term = -1;
+    if (kept)
+      continue; /* restored from the controller before: its count goes on */
     j->ct_tokens = 0;
     j->ct_t0 = j->ct_tlast = t;
-    j->ct_term = -1;
     j->ct_noted = 0;
+    j->ct_late = 0;
   }
 }
 
@@ -63,6 +69,7 @@ void pfi__ctl_contract_observe(struct pfi_ctl *c,
       j->ct_t0 = j->ct_tlast = t;
       j->ct_term = -1;
       j->ct_noted = 0;
+      j->ct_late = 1;
       continue;
     }
     double dt = t - j->ct_tlast;
@@ -89,8 +96,7 @@ static int short_notice(const struct pfi_ctl *c, const struct pfi__ctl_job *j) {
 static int released(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
                     double t_s) {
   /* A job that started during the event counts from its start. */
-  double t0 =
-      isfinite(j->ct_t0) && j->ct_t0 > c->ev_first ? j->ct_t0 : c->ev_start;
+  double t0 = isfinite(j->ct_t0) && j->ct_late ? j->ct_t0 : c->ev_start;
   return j->max_event_s > 0 && t_s - t0 >= j->max_event_s - 1e-9;
 }
 

@@ -112,6 +112,10 @@ struct pfi__ctl_job {
    * whether its exemption was recorded. */
   double ct_tokens, ct_t0, ct_tlast;
   int ct_term, ct_noted;
+  int ct_late; /* 1: started during the event (counts from ct_t0) */
+  /* A count restored from another controller (memory.c): the event it
+   * counts in, kept when that event starts here ("": none). */
+  char ct_event[64];
 };
 
 struct pfi_ctl {

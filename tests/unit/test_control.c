@@ -86,6 +86,8 @@ static const struct pfi_ctl_config *run_cfg;
 /* 1: the jobs are added with their uncapped point as hints (P_max, T_max
  * from the uncapped telemetry, as the emulated cluster gives them). */
 static int run_hints;
+/* The event's id run_step passes. */
+static const char *run_event = "test-event";
 
 static void run_open_full(struct run *r, const double *pfi_prior,
                           const double *pfi_lo, int protect0,
@@ -161,7 +163,7 @@ static double run_step(struct run *r, double t, int event, double target) {
     r->jo[j].phase = r->pl.paused[j] ? PFI_PHASE_PAUSE : PFI_PHASE_TRAINING;
   }
   struct pfi_ctl_input in = {
-      t, event, "test-event", target, r->go, r->jo, NAN, 0, 0, 0};
+      t, event, run_event, target, r->go, r->jo, NAN, 0, 0, 0};
   int rc = pfi_ctl_step(r->ctl, &in, &r->out, &err);
   if (rc != 0)
     fail_msg("step at %g: %s", t, err.msg);
@@ -1133,6 +1135,132 @@ static void test_bad_input(void **state) {
   pfi_ctl_close(ctl);
 }
 
+/* A job's memory carried into a fresh controller (pfi_ctl_job_save,
+ * pfi_ctl_job_restore): after 30 s before an event and 270 s in it every
+ * job has learned points and its uncapped point; restored into a new
+ * controller with the same jobs, each gives the same belief (points, PFI,
+ * P_max, T_max) and the same predictions, to the bit, and the tokens it
+ * delivered in the event go on counting when the same event starts in the
+ * new one (the plant's throughput at the new caps over the gap, the new
+ * clock 300 s behind the old); a different event starts the count again.
+ * A job whose tier or GPU count changed starts again; another job's
+ * memory is refused. */
+static void test_memory_carried(void **state) {
+  (void)state;
+  struct run r, r2;
+  struct pfi_error err;
+  double prior[NJ] = {1.82, 1.5, 2.5, 1.5};
+  run_open(&r, prior, 0);
+  double target = 0.8 * baseline_w();
+  for (int t = 1; t <= 30; t++)
+    run_step(&r, t, 0, NAN);
+  for (int t = 31; t <= 300; t++)
+    run_step(&r, t, 1, target);
+  struct pfi_ctl_memory m[NJ];
+  struct pfi_ctl_belief b1[NJ];
+  for (int j = 0; j < NJ; j++) {
+    assert_int_equal(pfi_ctl_job_save(r.ctl, j, &m[j], &err), 0);
+    assert_int_equal(pfi_ctl_job_belief(r.ctl, j, &b1[j], &err), 0);
+  }
+  assert_true(b1[0].npoints >= 1);
+  assert_true(b1[0].delivered > 0);
+  assert_int_equal(pfi_ctl_job_save(r.ctl, NJ, &m[0], &err), PFI_ENOTFOUND);
+
+  /* The new controller's clock starts at its build, 300 s after the old. */
+  const double shift = -300;
+  run_open(&r2, prior, 0);
+  for (int j = 0; j < NJ; j++) {
+    struct pfi_ctl_belief b0, b2;
+    assert_int_equal(pfi_ctl_job_belief(r2.ctl, j, &b0, &err), 0);
+    assert_int_equal(b0.npoints, 0);
+    assert_true(isnan(b0.pmax_w));
+    assert_int_equal(pfi_ctl_job_restore(r2.ctl, j, &m[j], shift, &err), 1);
+    assert_int_equal(pfi_ctl_job_belief(r2.ctl, j, &b2, &err), 0);
+    assert_int_equal(b2.npoints, b1[j].npoints);
+    assert_true(b2.pfi == b1[j].pfi);
+    assert_true(b2.pmax_w == b1[j].pmax_w);
+    assert_true(b2.tmax == b1[j].tmax);
+    assert_true(b2.delivered == b1[j].delivered);
+    for (int k = 0; k <= 8; k++) {
+      double p = r.pl.pmax[j] * (0.3 + 0.1 * k);
+      double y1 = pfi_ctl_job_predict(r.ctl, j, p);
+      double y2 = pfi_ctl_job_predict(r2.ctl, j, p);
+      assert_true(isfinite(y1));
+      if (y1 != y2)
+        fail_msg("job %d at %g W: %.17g before, %.17g restored", j, p, y1, y2);
+    }
+  }
+  /* The same event starts in the new controller at t = 1 (301 on the old
+   * clock): the count goes on from what was delivered, the period from the
+   * old one's last (300) counted at the throughput reported now. */
+  for (int g = 0; g < NG; g++)
+    r2.pl.cap[g] = r.pl.cap[g];
+  run_step(&r2, 1, 1, target);
+  for (int j = 0; j < NJ; j++) {
+    struct pfi_ctl_belief b2;
+    assert_int_equal(pfi_ctl_job_belief(r2.ctl, j, &b2, &err), 0);
+    double want = b1[j].delivered + job_tput(&r.pl, j) * (1 - (300 + shift));
+    ASSERT_NEAR(b2.delivered, want, 1e-9 * want);
+  }
+  pfi_ctl_close(r2.ctl);
+
+  /* Another event: the count starts again. */
+  run_open(&r2, prior, 0);
+  for (int j = 0; j < NJ; j++)
+    assert_int_equal(pfi_ctl_job_restore(r2.ctl, j, &m[j], shift, &err), 1);
+  for (int g = 0; g < NG; g++)
+    r2.pl.cap[g] = r.pl.cap[g];
+  run_event = "another-event";
+  run_step(&r2, 1, 1, target);
+  run_event = "test-event";
+  struct pfi_ctl_belief b3;
+  assert_int_equal(pfi_ctl_job_belief(r2.ctl, 0, &b3, &err), 0);
+  ASSERT_NEAR(b3.delivered, 0, 0);
+  assert_int_equal(b3.npoints, b1[0].npoints);
+  pfi_ctl_close(r2.ctl);
+
+  /* A changed tier, a changed GPU count: nothing restored. */
+  double tier[NJ] = {0.25, 1, 1, 1};
+  run_open_tiers(&r2, prior, 0, tier);
+  assert_int_equal(pfi_ctl_job_restore(r2.ctl, 0, &m[0], shift, &err), 0);
+  assert_int_equal(pfi_ctl_job_belief(r2.ctl, 0, &b3, &err), 0);
+  assert_int_equal(b3.npoints, 0);
+  assert_true(isnan(b3.pmax_w));
+  assert_int_equal(pfi_ctl_job_restore(r2.ctl, 1, &m[1], shift, &err), 1);
+  /* Another job's memory. */
+  assert_int_equal(pfi_ctl_job_restore(r2.ctl, 2, &m[1], shift, &err),
+                   PFI_EINVAL);
+  assert_non_null(strstr(err.msg, "job1"));
+  assert_int_equal(pfi_ctl_job_restore(r2.ctl, NJ, &m[1], shift, &err),
+                   PFI_ENOTFOUND);
+  struct pfi_ctl_memory bad = m[2];
+  bad.point[0].tokens = NAN;
+  assert_int_equal(pfi_ctl_job_restore(r2.ctl, 2, &bad, shift, &err),
+                   PFI_EINVAL);
+  assert_non_null(strstr(err.msg, "point 0"));
+  pfi_ctl_close(r2.ctl);
+  {
+    struct pfi_ctl *c;
+    double mn[GPJ + 1], mx[GPJ + 1];
+    size_t gpus[GPJ + 1];
+    for (int g = 0; g <= GPJ; g++) {
+      mn[g] = 200;
+      mx[g] = 700;
+      gpus[g] = (size_t)g;
+    }
+    assert_int_equal(pfi_ctl_open(&c, NULL, GPJ + 1, mn, mx, &err), 0);
+    struct pfi_ctl_job jb = {.id = "job0", .ngpus = GPJ + 1, .gpu = gpus,
+                             .pfi = NAN, .pfi_lo = NAN, .pfi_hi = NAN,
+                             .max_loss = 1, .pmax_w = NAN, .tmax = NAN};
+    assert_int_equal(pfi_ctl_job_add(c, &jb, &err), 0);
+    assert_int_equal(pfi_ctl_job_restore(c, 0, &m[0], shift, &err), 0);
+    assert_int_equal(pfi_ctl_job_belief(c, 0, &b3, &err), 0);
+    assert_int_equal(b3.npoints, 0);
+    pfi_ctl_close(c);
+  }
+  pfi_ctl_close(r.ctl);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_tracking),
@@ -1157,6 +1285,7 @@ int main(void) {
       cmocka_unit_test(test_raise_lead),
       cmocka_unit_test(test_silent_node),
       cmocka_unit_test(test_ceiling_window),
+      cmocka_unit_test(test_memory_carried),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
