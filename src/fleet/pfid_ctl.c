@@ -196,23 +196,60 @@ int pfid_ctl_period(struct pfi_pfid *d, const struct pfi_fleet_event *ev,
   int rc = 0;
   if (!sig)
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  struct pfi_ctl_memory *mem = NULL;
+  size_t nmem = 0;
+  double old_t0 = 0;
   if (d->ctl && strcmp(sig, d->ctl_sig) != 0) {
-    /* A node or job came or went: the module's GPUs are fixed at open. Its
-     * beliefs start again; the caps in force are its starting point. */
+    /* A node or job came or went: the module's GPUs are fixed at open. It
+     * is built again, each job that stays carrying its memory into the new
+     * one (learned points, uncapped point, draw model, tokens delivered in
+     * the event: control.h pfi_ctl_job_save); a job whose GPU count or tier
+     * changed starts again. The caps in force are its starting point. */
     if (ev || d->recovering)
       pfid_log(d, "controller", "rebuilt: the fleet's nodes or jobs changed");
+    size_t ns = pfi_ctl_nslots(d->ctl);
+    mem = malloc((ns ? ns : 1) * sizeof *mem);
+    if (!mem) {
+      free(sig);
+      return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    }
+    for (size_t s = 0; s < ns; s++)
+      if (pfi_ctl_job_save(d->ctl, (int)s, &mem[nmem], NULL) == 0)
+        nmem++;
+    old_t0 = d->ctl_t0;
     pfid_ctl_close(d);
   }
   if (!d->ctl && !ev && !sig[0]) {
     free(sig); /* no node reports yet */
+    free(mem);
     return 0;
   }
   if (!d->ctl) {
     /* Built outside events too: it learns each job's uncapped point (and
      * the pre-event baseline) from the periods before an event, and
      * changes no cap outside one. */
-    if ((rc = build(d, sig, ev != NULL, err)) < 0)
+    if ((rc = build(d, sig, ev != NULL, err)) < 0) {
+      free(mem);
       return rc;
+    }
+    /* The jobs that stayed: their memory, on the new module's clock (each
+     * one's t_s is monotonic time since its build). */
+    size_t kept = 0;
+    for (size_t i = 0; i < nmem; i++) {
+      int s = pfi_ctl_job_find(d->ctl, mem[i].id);
+      if (s < 0)
+        continue;
+      struct pfi_error e2 = {0};
+      int r = pfi_ctl_job_restore(d->ctl, s, &mem[i], old_t0 - d->ctl_t0, &e2);
+      if (r < 0) /* not kept: it starts again */
+        pfid_log(d, "controller", "job %s: %s", mem[i].id, e2.msg);
+      else
+        kept += (size_t)r;
+    }
+    if (nmem && (ev || d->recovering))
+      pfid_log(d, "controller", "%zu of %zu jobs kept their memory", kept,
+               nmem);
+    free(mem);
   } else {
     free(sig);
   }
