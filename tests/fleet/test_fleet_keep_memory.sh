@@ -2,23 +2,41 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 # A job that appears during an event rebuilds pfid's control module (its
 # GPUs are fixed when it is built): the job already there keeps what it
-# learned (control.h pfi_ctl_job_save / pfi_ctl_job_restore). One emulated
-# agent, four GPUs: slurm-5 on GPUs 0 and 1 learns its uncapped point
-# before the event and at least one (power, throughput) point under the
-# event's cut; then slurm-6 is mapped on GPUs 2 and 3. The /metrics scrape
+# learned (control.h pfi_ctl_job_save / pfi_ctl_job_restore). slurm-5 on
+# n1's two GPUs learns its uncapped point before the event and at least
+# one (power, throughput) point under the event's cut; then n2 joins with
+# slurm-6 on its two. The /metrics scrape
 # that first shows slurm-6 (the new module) shows slurm-5 with no fewer
 # learned points than before (0 while its memory was dropped), and
 # fleet_log says the job kept its memory.
 . "$(dirname "$0")/lib.sh"
 
-setup_nats n1
-mkdir -p "$T/map.n1" "$T/tput.n1"
-echo slurm-5 >"$T/map.n1/0"; echo slurm-5 >"$T/map.n1/1"
-echo '{"t": 1, "tokens_per_s": 2000}' >"$T/tput.n1/slurm-5.jsonl"
-agent_start n1 4 --jobmap-dir "$T/map.n1" --tput-dir "$T/tput.n1"
+setup_nats n1 n2
+# Each node's GPUs: the fake libnvidia-ml of tests/fake-nvml on the
+# emulator running a 2-GPU training workload (as in test_fleet_contract),
+# so that they draw power and caps matter; the job named by the prolog's
+# files, its throughput by its lines.
+FAKE="${PFI_BUILD_DIR:?}/fake-nvml/libnvidia-ml.so.1"
+cat >"$T/jobs.csv" <<EOS
+id,source,profile,arch,task,model,variant,gpus,grid,caps,params_b,active_b,seq_len,tokens_per_step,fb_gib,mem_share,comm_share,sm_power_w,mem_sm_weight,pfi_published,pfi_coarse_published
+test-load,emulated,h200,dense,pt,test-8b,v1,2,fine,200;300;400;500;600;700,8,8,4096,1048576,60,0.3,0.1,400,0.3,,
+EOS
+node_start() { # node_start NODE JOB
+  local n=$1
+  mkdir -p "$T/map.$n" "$T/tput.$n" "$T/emu.$n"
+  echo "$2" >"$T/map.$n/0"; echo "$2" >"$T/map.$n/1"
+  echo '{"t": 1, "tokens_per_s": 2000}' >"$T/tput.$n/$2.jsonl"
+  PFI_LOCK_DIR= PFI_NVML_LIB="$FAKE" PFI_EMU_STATE="$T/emu.$n" PFI_FAKE_NVML_EMU="gpus=2,state=$T/emu.$n" \
+    PFI_FAKE_NVML_JOBS="$T/jobs.csv" PFI_FAKE_NVML_JOB=test-load PFI_FAKE_NVML_AT=300 \
+    "$PFI_AGENT" --node "$n" --nats "$NATS_URL" --password-file "$T/pw.$n" --backend nvml \
+    --record "$T/agent.$n.db" --period 0.5 --jobmap-dir "$T/map.$n" --tput-dir "$T/tput.$n" \
+    >>"$T/agent.$n.log" 2>&1 &
+  PIDS+=("$!")
+}
+node_start n1 slurm-5
 pfid_start a
-live() { api a GET /v1/status | grep -q '"nodes":1,"stale_nodes":0'; }
-until_true 30 live || { fail "a live node"; exit 1; }
+live() { api a GET /v1/status | grep -q "\"nodes\":$1,\"stale_nodes\":0"; }
+until_true 30 live 1 || { fail "a live node"; exit 1; }
 
 M="http://127.0.0.1:${API[a]}/metrics"
 # pts JOB: the job's learned points in a scrape saved in $T/m ("" absent).
@@ -27,16 +45,17 @@ scrape() { curl -s -m 5 "$M" >"$T/m"; }
 pmax_known() { scrape; grep -q '^pfi_job_power_flexibility_index{job="slurm-5"} ' "$T/m"; }
 until_true 30 pmax_known || fail "slurm-5's uncapped point not learned: $(grep pfi_job_ "$T/m")"
 
-# The event: free GPUs held at 200 W, slurm-5 cut to about 300 W a GPU.
-api a POST /v1/events "$(event_json ev1 0 300 1000)" >/dev/null
+# The event: 70 % of what the two GPUs draw now.
+draw=$(api a GET /v1/status | python3 -c 'import json,sys; print(json.load(sys.stdin)["power_w"])')
+target=$(awk -v p="$draw" 'BEGIN { printf "%.0f", 0.7 * p }')
+api a POST /v1/events "$(event_json ev1 0 300 "$target")" >/dev/null
 [ "$(cat "$T/code")" = 201 ] || fail "POST event: HTTP $(cat "$T/code")"
 learned() { scrape; [ "$(pts slurm-5)" ] && [ "$(pts slurm-5)" -ge 1 ]; }
 until_true 90 learned || fail "slurm-5 learned no point in the event: $(grep pfi_job_ "$T/m")"
 before=$(pts slurm-5)
 
-# slurm-6 appears: the module is rebuilt.
-echo '{"t": 1, "tokens_per_s": 1500}' >"$T/tput.n1/slurm-6.jsonl"
-echo slurm-6 >"$T/map.n1/2"; echo slurm-6 >"$T/map.n1/3"
+# n2 joins with slurm-6: the module is rebuilt.
+node_start n2 slurm-6
 seen6() { scrape; [ -n "$(pts slurm-6)" ]; }
 until_true 30 seen6 || fail "slurm-6 never in /metrics"
 after=$(pts slurm-5)
