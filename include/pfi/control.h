@@ -318,12 +318,12 @@ double pfi_ctl_job_predict(const struct pfi_ctl *ctl, int slot, double power_w);
 
 struct pfi_ctl_memory {
   char id[96];
-  size_t ngpus;     /* the job's GPU count when saved */
-  double max_loss;  /* its tier when saved */
-  double pmax_w;    /* uncapped realized power learned, W (NaN: none) */
-  double tmax;      /* uncapped throughput learned (NaN: none) */
-  double nmax;      /* uncapped periods behind them (0: not learned) */
-  size_t npoints;   /* learned (power, throughput) points */
+  size_t ngpus;    /* the job's GPU count when saved */
+  double max_loss; /* its tier when saved */
+  double pmax_w;   /* uncapped realized power learned, W (NaN: none) */
+  double tmax;     /* uncapped throughput learned (NaN: none) */
+  double nmax;     /* uncapped periods behind them (0: not learned) */
+  size_t npoints;  /* learned (power, throughput) points */
   struct {
     double cap_w, power_w, tokens; /* per-GPU cap, mean power, tokens/s */
     double n, m2; /* periods averaged; sum of squared deviations of tokens */

@@ -15,11 +15,11 @@ _Static_assert(PFI_CTL_MEMORY_POINTS == PFI__CTL_MAXPTS,
                "a memory holds every learned point");
 _Static_assert(PFI_CTL_MEMORY_DRAWS == PFI__CTL_MAXDPTS,
                "a memory holds every draw point");
-_Static_assert(sizeof ((struct pfi_ctl_memory *)0)->id ==
-                   sizeof ((struct pfi__ctl_job *)0)->id,
+_Static_assert(sizeof((struct pfi_ctl_memory *)0)->id ==
+                   sizeof((struct pfi__ctl_job *)0)->id,
                "a memory holds a job's id");
-_Static_assert(sizeof ((struct pfi_ctl_memory *)0)->event ==
-                   sizeof ((struct pfi_ctl *)0)->event,
+_Static_assert(sizeof((struct pfi_ctl_memory *)0)->event ==
+                   sizeof((struct pfi_ctl *)0)->event,
                "a memory holds an event's id");
 
 int pfi_ctl_job_save(const struct pfi_ctl *c, int slot,
@@ -101,19 +101,19 @@ int pfi_ctl_job_restore(struct pfi_ctl *c, int slot,
         !pos_fin(m->draw[i].n))
       return pfi_error_set(err, PFI_EINVAL, "job %s: memory draw %zu", j->id,
                            i);
-  if (m->nmax > 0 && (!pos_fin(m->pmax_w) || !pos_fin(m->tmax) ||
-                      !isfinite(m->nmax)))
+  if (m->nmax > 0 &&
+      (!pos_fin(m->pmax_w) || !pos_fin(m->tmax) || !isfinite(m->nmax)))
     return pfi_error_set(err, PFI_EINVAL, "job %s: memory uncapped point",
                          j->id);
   if (!pos_fin(m->draw_ratio))
-    return pfi_error_set(err, PFI_EINVAL, "job %s: memory draw ratio %g",
-                         j->id, m->draw_ratio);
+    return pfi_error_set(err, PFI_EINVAL, "job %s: memory draw ratio %g", j->id,
+                         m->draw_ratio);
   int counted = m->event[0] != 0;
-  if (counted && (memchr(m->event, 0, sizeof m->event) == NULL ||
-                  !(isfinite(m->delivered) && m->delivered >= 0) ||
-                  !isfinite(m->delivered_t0) ||
-                  !(m->delivered_tlast >= m->delivered_t0) ||
-                  !isfinite(m->delivered_tlast)))
+  if (counted &&
+      (memchr(m->event, 0, sizeof m->event) == NULL ||
+       !(isfinite(m->delivered) && m->delivered >= 0) ||
+       !isfinite(m->delivered_t0) || !(m->delivered_tlast >= m->delivered_t0) ||
+       !isfinite(m->delivered_tlast)))
     return pfi_error_set(err, PFI_EINVAL, "job %s: memory delivered tokens",
                          j->id);
   /* The rule: the same GPU count and the same tier, else its curve is not
@@ -127,9 +127,9 @@ int pfi_ctl_job_restore(struct pfi_ctl *c, int slot,
   }
   j->npts = m->npoints;
   for (size_t i = 0; i < m->npoints; i++)
-    j->pts[i] = (struct pfi__ctl_pt){m->point[i].cap_w, m->point[i].power_w,
-                                     m->point[i].tokens, m->point[i].n,
-                                     m->point[i].m2};
+    j->pts[i] =
+        (struct pfi__ctl_pt){m->point[i].cap_w, m->point[i].power_w,
+                             m->point[i].tokens, m->point[i].n, m->point[i].m2};
   j->ratio = m->draw_ratio;
   j->ndpts = m->ndraws;
   for (size_t i = 0; i < m->ndraws; i++)

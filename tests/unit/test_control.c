@@ -162,8 +162,8 @@ static double run_step(struct run *r, double t, int event, double target) {
     r->jo[j].tokens_per_s = r->pl.paused[j] ? 0 : job_tput(&r->pl, j);
     r->jo[j].phase = r->pl.paused[j] ? PFI_PHASE_PAUSE : PFI_PHASE_TRAINING;
   }
-  struct pfi_ctl_input in = {
-      t, event, run_event, target, r->go, r->jo, NAN, 0, 0, 0};
+  struct pfi_ctl_input in = {t,     event, run_event, target, r->go,
+                             r->jo, NAN,   0,         0,      0};
   int rc = pfi_ctl_step(r->ctl, &in, &r->out, &err);
   if (rc != 0)
     fail_msg("step at %g: %s", t, err.msg);
@@ -1249,9 +1249,15 @@ static void test_memory_carried(void **state) {
       gpus[g] = (size_t)g;
     }
     assert_int_equal(pfi_ctl_open(&c, NULL, GPJ + 1, mn, mx, &err), 0);
-    struct pfi_ctl_job jb = {.id = "job0", .ngpus = GPJ + 1, .gpu = gpus,
-                             .pfi = NAN, .pfi_lo = NAN, .pfi_hi = NAN,
-                             .max_loss = 1, .pmax_w = NAN, .tmax = NAN};
+    struct pfi_ctl_job jb = {.id = "job0",
+                             .ngpus = GPJ + 1,
+                             .gpu = gpus,
+                             .pfi = NAN,
+                             .pfi_lo = NAN,
+                             .pfi_hi = NAN,
+                             .max_loss = 1,
+                             .pmax_w = NAN,
+                             .tmax = NAN};
     assert_int_equal(pfi_ctl_job_add(c, &jb, &err), 0);
     assert_int_equal(pfi_ctl_job_restore(c, 0, &m[0], shift, &err), 0);
     assert_int_equal(pfi_ctl_job_belief(c, 0, &b3, &err), 0);
