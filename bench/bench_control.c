@@ -93,7 +93,8 @@ static int bench(size_t ngpus) {
       jo[j].tokens_per_s = tmax[j] * (1 - pow(1 - pw / pmax[j], g[j]));
     }
     struct pfi_ctl_input in = {(double)t, t > 20, "bench", 0.75 * base, go,
-                               jo,        NAN,    0,       0,           0};
+                               jo,        NAN,    0,       0,           0,
+                               NULL};
     struct pfi_ctl_output out;
     double t0 = now();
     if (pfi_ctl_step(ctl, &in, &out, &err) < 0) {

@@ -176,7 +176,15 @@ struct pfi_ctl_input {
   double event_end_s;   /* its planned end on the t_s clock, s; NaN or 0:
                            unknown (a deadline is then kept on the mean
                            so far, period by period) */
+  /* Each GPU's cap before the event (pfi_ctl_ngpus() entries, or NULL),
+   * read when the event starts: the ceiling the event's caps return to,
+   * for a controller opened while an event was already in force (its
+   * caps in force are not the pre-event ones: pfid rebuilding its module).
+   * NULL, or an entry that is NaN or outside the GPU's range: the cap in
+   * force. */
+  const double *pre_cap_w;
 };
+
 
 /* One decision about one job. Written before its caps are applied (the
  * *_after fields NaN) and completed in a later period (complete = 1). */
@@ -237,6 +245,9 @@ int pfi_ctl_open(struct pfi_ctl **ctl, const struct pfi_ctl_config *cfg,
 void pfi_ctl_close(struct pfi_ctl *ctl);
 
 size_t pfi_ctl_ngpus(const struct pfi_ctl *ctl);
+/* The cap GPU g returns to after the event in force (its pre-event cap),
+ * W; NaN outside an event and its recovery or for g out of range. */
+double pfi_ctl_pre_cap(const struct pfi_ctl *ctl, size_t g);
 /* Number of job slots (the length of pfi_ctl_input.job). */
 size_t pfi_ctl_nslots(const struct pfi_ctl *ctl);
 

@@ -426,3 +426,9 @@ double pfi_ctl_job_predict(const struct pfi_ctl *c, int slot, double power_w) {
     return NAN;
   return pfi__ctl_believe(c, &c->job[slot], power_w, 0);
 }
+
+double pfi_ctl_pre_cap(const struct pfi_ctl *c, size_t g) {
+  if (g >= c->ngpus || !(c->in_event || c->recovering))
+    return NAN;
+  return c->pre[g];
+}

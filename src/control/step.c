@@ -963,8 +963,12 @@ int pfi_ctl_step(struct pfi_ctl *c, const struct pfi_ctl_input *in,
                       ? in->baseline_w
                   : c->nhist ? median(c->hist, c->nhist)
                              : realized;
-    for (size_t g = 0; g < c->ngpus; g++)
-      c->pre[g] = c->cap[g];
+    for (size_t g = 0; g < c->ngpus; g++) {
+      double p = in->pre_cap_w ? in->pre_cap_w[g] : NAN;
+      c->pre[g] = isfinite(p) && p >= c->min_w[g] && p <= c->max_w[g]
+                      ? p
+                      : c->cap[g];
+    }
     c->bias = 0;
     pfi__ctl_contract_start(c, in);
   } else if (!in->event && c->in_event) {

@@ -11,7 +11,6 @@
 #include "pfi/control.h"
 #include "pfid_int.h"
 
-
 void pfid_ctl_close(struct pfi_pfid *d) {
   pfi_ctl_close(d->ctl);
   d->ctl = NULL;
@@ -176,9 +175,8 @@ static int build(struct pfi_pfid *d, char *sig, int log,
   d->ctl_sig = sig;
   sig = NULL;
   if (log)
-    pfid_log(d, "controller",
-             "%zu nodes, %zu GPUs, %zu job slots (epoch %lld)", nn, ng,
-             pfi_ctl_nslots(d->ctl), d->ctl_epoch);
+    pfid_log(d, "controller", "%zu nodes, %zu GPUs, %zu job slots (epoch %lld)",
+             nn, ng, pfi_ctl_nslots(d->ctl), d->ctl_epoch);
 out:
   free(sig);
   free(lo);
@@ -198,6 +196,18 @@ int pfid_ctl_period(struct pfi_pfid *d, const struct pfi_fleet_event *ev,
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
   struct pfi_ctl_memory *mem = NULL;
   size_t nmem = 0;
+  /* The pre-event caps of the GPUs of a module rebuilt during an event,
+   * by node and index: the new module's ceilings (else they would be the
+   * event's caps in force, and no job could get back above them: not a
+   * job released by its contract, not one given what a finished job
+   * freed). */
+  struct pre_cap {
+    char node[sizeof d->ctl_node[0]];
+    unsigned g;
+    double w;
+  } *pre = NULL;
+  size_t npre = 0;
+  double *pre_in = NULL;
   double old_t0 = 0;
   if (d->ctl && strcmp(sig, d->ctl_sig) != 0) {
     /* A node or job came or went: the module's GPUs are fixed at open. It
@@ -216,12 +226,25 @@ int pfid_ctl_period(struct pfi_pfid *d, const struct pfi_fleet_event *ev,
     for (size_t s = 0; s < ns; s++)
       if (pfi_ctl_job_save(d->ctl, (int)s, &mem[nmem], NULL) == 0)
         nmem++;
+    if (ev && d->ctl_ngpus && (pre = malloc(d->ctl_ngpus * sizeof *pre)))
+      for (size_t k = 0; k < d->ctl_nn; k++) {
+        size_t end = k + 1 < d->ctl_nn ? d->ctl_first[k + 1] : d->ctl_ngpus;
+        for (size_t a = d->ctl_first[k]; a < end; a++) {
+          double w = pfi_ctl_pre_cap(d->ctl, a);
+          if (!isfinite(w))
+            continue;
+          memcpy(pre[npre].node, d->ctl_node[k], sizeof pre[npre].node);
+          pre[npre].g = (unsigned)(a - d->ctl_first[k]);
+          pre[npre++].w = w;
+        }
+      }
     old_t0 = d->ctl_t0;
     pfid_ctl_close(d);
   }
   if (!d->ctl && !ev && !sig[0]) {
     free(sig); /* no node reports yet */
     free(mem);
+    free(pre);
     return 0;
   }
   if (!d->ctl) {
@@ -230,7 +253,21 @@ int pfid_ctl_period(struct pfi_pfid *d, const struct pfi_fleet_event *ev,
      * changes no cap outside one. */
     if ((rc = build(d, sig, ev != NULL, err)) < 0) {
       free(mem);
+      free(pre);
       return rc;
+    }
+    /* The old module's pre-event caps, for the GPUs that stayed. */
+    if (npre && d->ctl_ngpus &&
+        (pre_in = malloc(d->ctl_ngpus * sizeof *pre_in))) {
+      for (size_t a = 0; a < d->ctl_ngpus; a++)
+        pre_in[a] = NAN;
+      for (size_t k = 0; k < d->ctl_nn; k++)
+        for (size_t q = 0; q < npre; q++) {
+          size_t end = k + 1 < d->ctl_nn ? d->ctl_first[k + 1] : d->ctl_ngpus;
+          if (strcmp(pre[q].node, d->ctl_node[k]) == 0 &&
+              d->ctl_first[k] + pre[q].g < end)
+            pre_in[d->ctl_first[k] + pre[q].g] = pre[q].w;
+        }
     }
     /* The jobs that stayed: their memory, on the new module's clock (each
      * one's t_s is monotonic time since its build). */
@@ -254,11 +291,13 @@ int pfid_ctl_period(struct pfi_pfid *d, const struct pfi_fleet_event *ev,
     free(sig);
   }
   size_t ng = d->ctl_ngpus, ns = pfi_ctl_nslots(d->ctl);
+  free(pre);
   struct pfi_ctl_gpu_obs *go = calloc(ng ? ng : 1, sizeof *go);
   struct pfi_ctl_job_obs *jo = calloc(ns ? ns : 1, sizeof *jo);
   if (!go || !jo) {
     free(go);
     free(jo);
+    free(pre_in);
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
   }
   for (size_t s = 0; s < ns; s++)
@@ -301,9 +340,11 @@ int pfid_ctl_period(struct pfi_pfid *d, const struct pfi_fleet_event *ev,
    * during the event) is negative on its clock: the longest event still
    * counts from the event's own start. */
   struct pfi_ctl_output out;
+  in.pre_cap_w = pre_in;
   rc = pfi_ctl_step(d->ctl, &in, &out, err);
   free(go);
   free(jo);
+  free(pre_in);
   if (rc < 0)
     return rc;
   for (size_t i = 0; i < out.nrec; i++)

@@ -162,8 +162,8 @@ static double run_step(struct run *r, double t, int event, double target) {
     r->jo[j].tokens_per_s = r->pl.paused[j] ? 0 : job_tput(&r->pl, j);
     r->jo[j].phase = r->pl.paused[j] ? PFI_PHASE_PAUSE : PFI_PHASE_TRAINING;
   }
-  struct pfi_ctl_input in = {t,     event, run_event, target, r->go,
-                             r->jo, NAN,   0,         0,      0};
+  struct pfi_ctl_input in = {t,   event, run_event, target, r->go, r->jo,
+                             NAN, 0,     0,         0,      NULL};
   int rc = pfi_ctl_step(r->ctl, &in, &r->out, &err);
   if (rc != 0)
     fail_msg("step at %g: %s", t, err.msg);
@@ -1119,7 +1119,7 @@ static void test_bad_input(void **state) {
   assert_int_equal(pfi_ctl_job_add(ctl, &jb, &err), PFI_EINVAL);
   struct pfi_ctl_gpu_obs go[2] = {{1, 300, 700}, {1, NAN, 700}};
   struct pfi_ctl_job_obs jo[1] = {{1, 100, PFI_PHASE_TRAINING}};
-  struct pfi_ctl_input in = {1.0, 0, NULL, NAN, go, jo, NAN, 0, 0, 0};
+  struct pfi_ctl_input in = {1.0, 0, NULL, NAN, go, jo, NAN, 0, 0, 0, NULL};
   struct pfi_ctl_output out;
   assert_int_equal(pfi_ctl_step(ctl, &in, &out, &err), PFI_EINVAL);
   go[1].power_w = 300;
@@ -1133,6 +1133,68 @@ static void test_bad_input(void **state) {
   assert_string_equal(pfi_ctl_reason_name(PFI_CTL_ROLLBACK), "rollback");
   assert_int_equal(pfi_ctl_reason_parse("recovery"), PFI_CTL_RECOVERY);
   pfi_ctl_close(ctl);
+}
+
+/* A controller opened while an event is in force (pfid rebuilding its
+ * module): its GPUs at 450 W caps, 440 W drawn, the target far above.
+ * Told the pre-event caps (700 W, input pre_cap_w), its ceiling is 700 and
+ * the caps rise toward it at the ramp (100 W/s); not told, its ceiling is
+ * the caps in force and they never rise above 450 W. An entry outside
+ * the GPU's range is the cap in force. */
+static void test_pre_caps_given(void **state) {
+  (void)state;
+  for (int given = 0; given < 3; given++) {
+    struct pfi_ctl *ctl;
+    struct pfi_error err;
+    double mn[2] = {200, 200}, mx[2] = {700, 700};
+    assert_int_equal(pfi_ctl_open(&ctl, NULL, 2, mn, mx, &err), 0);
+    size_t g[2] = {0, 1};
+    struct pfi_ctl_job jb = {.id = "a",
+                             .ngpus = 2,
+                             .gpu = g,
+                             .pfi = NAN,
+                             .pfi_lo = NAN,
+                             .pfi_hi = NAN,
+                             .max_loss = 1,
+                             .pmax_w = 1380,
+                             .tmax = 1200};
+    assert_int_equal(pfi_ctl_job_add(ctl, &jb, &err), 0);
+    struct pfi_ctl_gpu_obs go[2] = {{1, 440, 450}, {1, 440, 450}};
+    struct pfi_ctl_job_obs jo[1] = {{1, 1000, PFI_PHASE_TRAINING}};
+    double pre[3][2] = {{NAN, NAN}, {700, 700}, {900, 700}};
+    double hi = 0;
+    for (int t = 1; t <= 10; t++) {
+      struct pfi_ctl_input in = {.t_s = t,
+                                 .event = 1,
+                                 .event_id = "e",
+                                 .target_w = 5000,
+                                 .gpu = go,
+                                 .job = jo,
+                                 .baseline_w = 2000,
+                                 .pre_cap_w = given ? pre[given] : NULL};
+      struct pfi_ctl_output out;
+      assert_int_equal(pfi_ctl_step(ctl, &in, &out, &err), 0);
+      for (int k = 0; k < 2; k++) {
+        go[k].cap_w = out.cap_w[k];
+        go[k].power_w = out.cap_w[k] - 10;
+        if (out.cap_w[k] > hi)
+          hi = out.cap_w[k];
+      }
+    }
+    if (given == 1) {
+      ASSERT_NEAR(pfi_ctl_pre_cap(ctl, 0), 700, 0);
+      ASSERT_NEAR(pfi_ctl_pre_cap(ctl, 1), 700, 0);
+      assert_true(hi > 600); /* 10 s at 100 W/s from 450 */
+      assert_true(hi <= 700);
+    } else if (given == 2) {
+      ASSERT_NEAR(pfi_ctl_pre_cap(ctl, 0), 450, 0); /* 900: out of range */
+      ASSERT_NEAR(pfi_ctl_pre_cap(ctl, 1), 700, 0);
+    } else {
+      ASSERT_NEAR(pfi_ctl_pre_cap(ctl, 0), 450, 0);
+      assert_true(hi <= 450);
+    }
+    pfi_ctl_close(ctl);
+  }
 }
 
 /* A job's memory carried into a fresh controller (pfi_ctl_job_save,
@@ -1291,6 +1353,7 @@ int main(void) {
       cmocka_unit_test(test_raise_lead),
       cmocka_unit_test(test_silent_node),
       cmocka_unit_test(test_ceiling_window),
+      cmocka_unit_test(test_pre_caps_given),
       cmocka_unit_test(test_memory_carried),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
