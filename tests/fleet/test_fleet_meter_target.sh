@@ -201,11 +201,18 @@ floor=$(python3 "$T/chain.py" meter "$T/ni.json" 0)
 Li=$(awk -v f="$floor" 'BEGIN { printf "%.0f", f - 100 }')
 api a POST /v1/events "$(event_json evi 0 300 "$Li" | sed 's/}$/,"level":"meter"}/')" >/dev/null
 [ "$(cat "$T/code")" = 201 ] || fail "POST evi: HTTP $(cat "$T/code")"
-infeasible() { api a GET /v1/status | python3 -c '
+# The shortfall is the floor less the limit, the floor read from the same
+# moment's nodes: cut GPUs draw less, and n1's other power (its BMC's
+# whole-node reading less its GPUs) rises as they fall.
+infeasible() {
+  api a GET /v1/nodes >"$T/nf.json"
+  local fnow; fnow=$(python3 "$T/chain.py" meter "$T/nf.json" 0)
+  api a GET /v1/status | python3 -c '
 import json, sys
 s = json.load(sys.stdin)
-sys.exit(0 if s["event"] == "evi" and s["infeasible"] and 50 < s["shortfall_w"] < 150 else 1)'; }
-until_true 20 infeasible || fail "infeasible meter limit $Li W (floor $floor W): $(cat "$T/body")"
+want = float(sys.argv[1]) - float(sys.argv[2])
+sys.exit(0 if s["event"] == "evi" and s["infeasible"] and want > 50 and abs(s["shortfall_w"] - want) < 50 else 1)' "$fnow" "$Li"; }
+until_true 30 infeasible || fail "infeasible meter limit $Li W (floor $floor W when posted, now $(python3 "$T/chain.py" meter "$T/nf.json" 0) W): $(cat "$T/body")"
 sql "$T/records.db" "SELECT detail FROM fleet_log WHERE what = 'infeasible'" | grep -q "evi: the meter target" ||
   fail "no infeasible row in the log: $(sql "$T/records.db" "SELECT what, detail FROM fleet_log ORDER BY rowid DESC LIMIT 5")"
 for e in evm evg evi; do api a DELETE /v1/events/$e >/dev/null; done
