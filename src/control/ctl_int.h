@@ -97,7 +97,7 @@ struct pfi__ctl_job {
                         kind not due, the shortest seen is assumed) */
   int foreseen;      /* 1: the caps set last were held for a foreseen pause */
   int foreseen_prev; /* the same for the period before */
-  double start_t0; /* when its startup was first seen (NaN: not starting) */
+  double start_t0;   /* when its startup was first seen (NaN: not starting) */
   /* Its last raise in an event: when (call time), its draw before it and
    * its modelled draw at the new caps, W. */
   double raise_t, raise_d0, raise_m1;
@@ -270,5 +270,14 @@ int pfi__ctl_contract_note(struct pfi_ctl *c, struct pfi__ctl_job *j,
 double pfi__ctl_deadline_rate(const struct pfi_ctl *c,
                               const struct pfi__ctl_job *j, double t_s,
                               double dt);
+
+/* Checks a period's input (observe.c): time increasing, a positive target
+ * in an event, finite observations. 0 or PFI_EINVAL, named. */
+int pfi__ctl_check_input(const struct pfi_ctl *c,
+                         const struct pfi_ctl_input *in, struct pfi_error *err);
+/* Follows the share of a raise that shows in the period after it
+ * (observe.c, rule "Feedback"). */
+void pfi__ctl_learn_raise_share(struct pfi_ctl *c,
+                                const struct pfi_ctl_input *in);
 
 #endif

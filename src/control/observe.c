@@ -309,3 +309,56 @@ int pfi__ctl_observe(struct pfi_ctl *c, struct pfi__ctl_job *j,
     rc = pfi__ctl_complete(c, j, in, mp, mt);
   return rc;
 }
+
+int pfi__ctl_check_input(const struct pfi_ctl *c,
+                         const struct pfi_ctl_input *in,
+                         struct pfi_error *err) {
+  if (!isfinite(in->t_s) || (c->started && !(in->t_s > c->t_last)))
+    return pfi_error_set(err, PFI_EINVAL,
+                         "control period at t = %g s: time must increase",
+                         in->t_s);
+  if (in->event && !(isfinite(in->target_w) && in->target_w > 0))
+    return pfi_error_set(err, PFI_EINVAL, "target %g W is not positive",
+                         in->target_w);
+  for (size_t g = 0; g < c->ngpus; g++) {
+    const struct pfi_ctl_gpu_obs *o = &in->gpu[g];
+    if (o->valid && !(isfinite(o->power_w) && o->power_w >= 0 &&
+                      isfinite(o->cap_w) && o->cap_w > 0))
+      return pfi_error_set(err, PFI_EINVAL,
+                           "GPU %zu: power %g W or cap %g W not valid", g,
+                           o->power_w, o->cap_w);
+  }
+  for (size_t s = 0; s < c->nslots; s++) {
+    const struct pfi_ctl_job_obs *o = &in->job[s];
+    if (c->job[s].used && o->valid &&
+        !(isfinite(o->tokens_per_s) && o->tokens_per_s >= 0))
+      return pfi_error_set(err, PFI_EINVAL, "job %s: throughput %g not valid",
+                           c->job[s].id, o->tokens_per_s);
+  }
+  return 0;
+}
+
+/* The share of a raise shown in the period after it, learned from the
+ * jobs raised by the last call (training, reporting, not flagged): their
+ * rise in draw over the rise modelled at their new caps, summed, followed
+ * at gain 0.1 once the modelled rise exceeds 0.1 % of the baseline,
+ * within [0.6, 1]. */
+void pfi__ctl_learn_raise_share(struct pfi_ctl *c,
+                                const struct pfi_ctl_input *in) {
+  double num = 0, den = 0;
+  for (size_t s = 0; s < c->nslots; s++) {
+    const struct pfi__ctl_job *j = &c->job[s];
+    if (!j->used || j->raise_t != c->t_last || j->blind || j->anomaly ||
+        !j->tput_valid || j->phase != PFI_PHASE_TRAINING ||
+        !(j->raise_m1 > j->raise_d0))
+      continue;
+    num += j->draw - j->raise_d0;
+    den += j->raise_m1 - j->raise_d0;
+  }
+  (void)in;
+  if (!(c->in_event && den > 0.001 * c->baseline))
+    return;
+  double r = num / den;
+  r = r < 0.6 ? 0.6 : r > 1.0 ? 1.0 : r;
+  c->raise_share += 0.1 * (r - c->raise_share);
+}

@@ -125,6 +125,9 @@ void pfid_ctl_close(struct pfi_pfid *d);
  * its node reports (node `hint` only, when not NULL), else none. Returns
  * the largest loss (0..1, or -1 for none) and sets *source to "api",
  * "node" or "". pfid_api_tier: the API's only. Called with d->mu held. */
+/* Reads the tiers set through the API from the bucket's keys (those that
+ * start with "tier."; pfid_tiers.c). */
+void pfid_load_tiers(struct pfi_pfid *d, char **keys, size_t nk);
 double pfid_job_tier(struct pfi_pfid *d, const char *job,
                      const struct pfid_node *hint, const char **source);
 double pfid_api_tier(const struct pfi_pfid *d, const char *job);
