@@ -2,6 +2,7 @@
 /* libcurl, loaded on first use (curl_dl.h). */
 #include "curl_dl.h"
 
+#include "dl_int.h"
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -27,16 +28,7 @@ static const char *load_error;
 static int loaded;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-/* dlsym's void * as a function pointer: POSIX requires the conversion to
- * work; the memcpy keeps ISO C's warning quiet. */
-#define SYM(h, field, name)                                                    \
-  do {                                                                         \
-    void *p_ = dlsym((h), (name));                                             \
-    if (!p_)                                                                   \
-      return 0;                                                                \
-    _Static_assert(sizeof api.field == sizeof p_, "function pointer size");   \
-    memcpy(&api.field, &p_, sizeof p_);                                        \
-  } while (0)
+#define SYM(h, field, name) PFI_DL_SYM(h, api.field, name)
 
 static int bind_all(void *h) {
   SYM(h, global_init, "curl_global_init");
@@ -62,7 +54,7 @@ static void load(void) {
   }
   if (!bind_all(h)) {
     load_error = PFI_CURL_SONAME " lacks a function pfi needs (libcurl older "
-                 "than 7.85?)";
+                                 "than 7.85?)";
     return;
   }
   /* Once, before any handle: curl_easy_init would otherwise run it
@@ -105,8 +97,7 @@ void pfi__curl_free(void *p) {
     api.free(p);
 }
 
-struct curl_slist *pfi__curl_slist_append(struct curl_slist *l,
-                                          const char *s) {
+struct curl_slist *pfi__curl_slist_append(struct curl_slist *l, const char *s) {
   return ready() ? api.slist_append(l, s) : NULL;
 }
 

@@ -2,6 +2,7 @@
 /* libmicrohttpd, loaded on first use (mhd_dl.h). */
 #include "mhd_dl.h"
 
+#include "dl_int.h"
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -35,15 +36,7 @@ static const char *load_error;
 static int loaded;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-/* dlsym's void * as a function pointer (see curl_dl.c). */
-#define SYM(h, field, name)                                                    \
-  do {                                                                         \
-    void *p_ = dlsym((h), (name));                                             \
-    if (!p_)                                                                   \
-      return 0;                                                                \
-    _Static_assert(sizeof api.field == sizeof p_, "function pointer size");    \
-    memcpy(&api.field, &p_, sizeof p_);                                        \
-  } while (0)
+#define SYM(h, field, name) PFI_DL_SYM(h, api.field, name)
 
 static int bind_all(void *h) {
   SYM(h, start_daemon_va, "MHD_start_daemon_va");
