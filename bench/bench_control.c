@@ -94,7 +94,7 @@ static int bench(size_t ngpus) {
     }
     struct pfi_ctl_input in = {(double)t, t > 20, "bench", 0.75 * base, go,
                                jo,        NAN,    0,       0,           0,
-                               NULL};
+                               NULL,      NULL};
     struct pfi_ctl_output out;
     double t0 = now();
     if (pfi_ctl_step(ctl, &in, &out, &err) < 0) {

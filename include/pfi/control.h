@@ -34,7 +34,7 @@
 #include "pfi/error.h"
 #include "pfi/phase.h"
 
-#define PFI_CTL_API_VERSION 4
+#define PFI_CTL_API_VERSION 5
 
 /* Why a job's caps changed (or why a record was written without a
  * change). Append only: values are stored in records databases. */
@@ -152,6 +152,13 @@ struct pfi_ctl_job_obs {
                           checkpoints are PFI_PHASE_PAUSE */
 };
 
+/* A recovery in progress, to hand to a controller that takes over. */
+struct pfi_ctl_recovery {
+  char event[64];    /* the event recovered from */
+  double baseline_w; /* the baseline the recovery stays under, W (> 0) */
+  double t0_s;       /* when it began, on the saving controller's clock */
+};
+
 /* Input of one period. Arrays are borrowed for the call. */
 struct pfi_ctl_input {
   double t_s;           /* time at the end of the period, s */
@@ -183,6 +190,15 @@ struct pfi_ctl_input {
    * NULL, or an entry that is NaN or outside the GPU's range: the cap in
    * force. */
   const double *pre_cap_w;
+  /* A recovery another controller began (pfi_ctl_recovery_save; appended
+   * in API version 5), its t0_s shifted to this controller's clock: read
+   * on this controller's first period, when `event` is 0, it recovers as
+   * if its own event had ended, from the caps in force up to pre_cap_w
+   * (its ceilings), staggered and ramp-limited under the baseline given.
+   * pfid passes it when it rebuilds its module after an event's end (else
+   * the new module, outside any event, would hand every cap back at once).
+   * NULL: none. */
+  const struct pfi_ctl_recovery *resume;
 };
 
 
@@ -248,6 +264,11 @@ size_t pfi_ctl_ngpus(const struct pfi_ctl *ctl);
 /* The cap GPU g returns to after the event in force (its pre-event cap),
  * W; NaN outside an event and its recovery or for g out of range. */
 double pfi_ctl_pre_cap(const struct pfi_ctl *ctl, size_t g);
+/* While ctl recovers from an event: fills *r and returns 1; else 0 (*r
+ * untouched). With pfi_ctl_pre_cap of each GPU, what a new controller
+ * needs to go on with the recovery (pfi_ctl_input.resume). */
+int pfi_ctl_recovery_save(const struct pfi_ctl *ctl,
+                          struct pfi_ctl_recovery *r);
 /* Number of job slots (the length of pfi_ctl_input.job). */
 size_t pfi_ctl_nslots(const struct pfi_ctl *ctl);
 

@@ -432,3 +432,13 @@ double pfi_ctl_pre_cap(const struct pfi_ctl *c, size_t g) {
     return NAN;
   return c->pre[g];
 }
+
+int pfi_ctl_recovery_save(const struct pfi_ctl *c, struct pfi_ctl_recovery *r) {
+  if (!c->recovering || c->in_event)
+    return 0;
+  memset(r, 0, sizeof *r);
+  snprintf(r->event, sizeof r->event, "%s", c->event);
+  r->baseline_w = c->baseline;
+  r->t0_s = c->recovery_t0;
+  return 1;
+}

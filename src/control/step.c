@@ -424,6 +424,29 @@ static int allocate(struct pfi_ctl *c, const struct pfi_ctl_input *in,
       npaused++;
   if (npaused > 2)
     npaused = 2; /* two resuming in one period is the case provided for */
+  /* A job its contract releases (or exempts) that the allocation does not
+   * move (paused, flagged, starting) gets its caps back all the same, a
+   * ramp step a period: the contract's floor does not wait for it to train
+   * again (a job flagged for not drawing its caps might never). Its
+   * resumption is counted from its new caps. */
+  double up_c = cf->ramp_up_w_s * cf->period_s;
+  for (size_t s = 0; s < c->nslots; s++) {
+    struct pfi__ctl_job *j = &c->job[s];
+    if (!j->used || st[s].movable || j->blind ||
+        !pfi__ctl_contract_hold(c, j, in->t_s))
+      continue;
+    double hi = pfi__ctl_cap_hi(c, j);
+    if (j->cap >= hi - 1e-9)
+      continue;
+    double want = j->cap + up_c < hi ? j->cap + up_c : hi;
+    if ((rc = pfi__ctl_contract_note(c, j, in, PFI_CTL_CONTRACT)) < 0 ||
+        (rc = set_job_cap(c, j, in, want, PFI_CTL_CONTRACT, 0)) < 0) {
+      rc = pfi_error_set(err, rc, "out of memory");
+      goto out;
+    }
+    double full = pfi__ctl_draw_at(c, j, j->cap);
+    st[s].jump = full > st[s].next ? full - st[s].next : 0;
+  }
   for (size_t s = 0; s < c->nslots; s++) {
     struct pfi__ctl_job *j = &c->job[s];
     if (!j->used || st[s].jump <= 0)
@@ -626,9 +649,11 @@ static int allocate(struct pfi_ctl *c, const struct pfi_ctl_input *in,
         want = j->cap - down;
     } else {
       /* A contract release rises even while realized power is above
-       * the aim (its floor holds: an infeasible target is reported), and
-       * all the way back (no deadband). */
-      if ((d < DEADBAND_W && !held) || pending || (above && !held))
+       * the aim or decreases are still to show (its floor holds: an
+       * infeasible target is reported; a job cut a little every period,
+       * a deadline's floor falling as its tokens build up, would hold it
+       * back for the whole event), and all the way back (no deadband). */
+      if ((d < DEADBAND_W && !held) || ((pending || above) && !held))
         continue;
       if (d > up)
         want = j->cap + up;
@@ -925,6 +950,23 @@ int pfi_ctl_step(struct pfi_ctl *c, const struct pfi_ctl_input *in,
     c->in_event = 0;
     c->recovering = 1;
     c->recovery_t0 = in->t_s;
+    if ((rc = start_recovery(c)) < 0) {
+      rc = pfi_error_set(err, rc, "out of memory");
+      goto out;
+    }
+  } else if (!in->event && in->resume && !c->started && !c->recovering) {
+    /* Another controller's recovery, taken over: the pre-event caps it
+     * returns to given, the caps in force where it left them. */
+    c->recovering = 1;
+    c->recovery_t0 = in->resume->t0_s;
+    c->baseline = in->resume->baseline_w;
+    snprintf(c->event, sizeof c->event, "%s", in->resume->event);
+    for (size_t g = 0; g < c->ngpus; g++) {
+      double p = in->pre_cap_w ? in->pre_cap_w[g] : NAN;
+      c->pre[g] = isfinite(p) && p >= c->min_w[g] && p <= c->max_w[g]
+                      ? p
+                      : c->cap[g];
+    }
     if ((rc = start_recovery(c)) < 0) {
       rc = pfi_error_set(err, rc, "out of memory");
       goto out;

@@ -774,6 +774,19 @@ static int control_step(struct pfi_pfid *d, struct pfi_error *err) {
       any_up |= want[i][g] > cur[g];
     }
   }
+  /* Raises held back behind new decreases period after period (a job cut
+   * a little every period, a deadline's floor falling as its tokens build
+   * up) would wait for as long as the event lasts: a contract's release
+   * with them. Once the earlier decreases are confirmed and raises have
+   * waited PFID_RAISE_WAIT_MAX periods, they go out with the period's
+   * decreases (the control module made them with its own decreases shown
+   * in the realized draw: control.md "Two phases"). */
+  int with_down = !wait && any_down && any_up &&
+                  d->raise_waited >= PFID_RAISE_WAIT_MAX;
+  if (any_down && any_up && !with_down)
+    d->raise_waited++;
+  else
+    d->raise_waited = 0;
   struct pfid_pub *pub =
       p1 ? calloc(d->n_nodes ? d->n_nodes : 1, sizeof *pub) : NULL;
   size_t k = 0;
@@ -791,7 +804,9 @@ static int control_step(struct pfi_pfid *d, struct pfi_error *err) {
     }
     uint32_t cur[PFI_FLEET_MAX_GPUS];
     current_caps(n, cur);
-    const uint32_t *caps = wait ? cur : any_down ? p1[i] : want[i];
+    const uint32_t *caps = wait                    ? cur
+                           : any_down && !with_down ? p1[i]
+                                                    : want[i];
     int down = 0;
     for (unsigned g = 0; g < n->tel.n; g++)
       down |= caps[g] < cur[g];
@@ -803,7 +818,7 @@ static int control_step(struct pfi_pfid *d, struct pfi_error *err) {
                     : up ? (pev ? "raise" : "recovery")
                          : "refresh",
                     &pub[k], err) == 0)
-      pub[k++].need = down ? 1 : !wait && !any_down ? 2 : 0;
+      pub[k++].need = down ? 1 : !wait && (!any_down || with_down) ? 2 : 0;
   }
   /* All of the period's writes are answered before it ends: a raise of a
    * later period never overtakes this one's decreases. */

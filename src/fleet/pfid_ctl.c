@@ -209,6 +209,8 @@ int pfid_ctl_period(struct pfi_pfid *d, const struct pfi_fleet_event *ev,
   size_t npre = 0;
   double *pre_in = NULL;
   double old_t0 = 0;
+  struct pfi_ctl_recovery resume;
+  int resuming = 0;
   if (d->ctl && strcmp(sig, d->ctl_sig) != 0) {
     /* A node or job came or went: the module's GPUs are fixed at open. It
      * is built again, each job that stays carrying its memory into the new
@@ -226,7 +228,12 @@ int pfid_ctl_period(struct pfi_pfid *d, const struct pfi_fleet_event *ev,
     for (size_t s = 0; s < ns; s++)
       if (pfi_ctl_job_save(d->ctl, (int)s, &mem[nmem], NULL) == 0)
         nmem++;
-    if (ev && d->ctl_ngpus && (pre = malloc(d->ctl_ngpus * sizeof *pre)))
+    /* A recovery under way goes on in the new module (else, outside any
+     * event, every cap would be handed back at once: a synchronized
+     * spike), toward the same pre-event caps. */
+    resuming = !ev && pfi_ctl_recovery_save(d->ctl, &resume);
+    if ((ev || resuming) && d->ctl_ngpus &&
+        (pre = malloc(d->ctl_ngpus * sizeof *pre)))
       for (size_t k = 0; k < d->ctl_nn; k++) {
         size_t end = k + 1 < d->ctl_nn ? d->ctl_first[k + 1] : d->ctl_ngpus;
         for (size_t a = d->ctl_first[k]; a < end; a++) {
@@ -341,6 +348,15 @@ int pfid_ctl_period(struct pfi_pfid *d, const struct pfi_fleet_event *ev,
    * counts from the event's own start. */
   struct pfi_ctl_output out;
   in.pre_cap_w = pre_in;
+  if (resuming) {
+    /* Its start on the new module's clock (monotonic since each build). */
+    resume.t0_s += old_t0 - d->ctl_t0;
+    if (resume.t0_s > t)
+      resume.t0_s = t;
+    in.resume = &resume;
+    pfid_log(d, "controller", "recovery from %s goes on in the new module",
+             resume.event);
+  }
   rc = pfi_ctl_step(d->ctl, &in, &out, err);
   free(go);
   free(jo);

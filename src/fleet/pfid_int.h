@@ -15,6 +15,9 @@
 #include "pfi/pfid.h"
 
 #define PFID_MAX_EVENTS 64
+/* Periods raises wait behind new decreases before they go out with them
+ * (pfid.c control_step). */
+#define PFID_RAISE_WAIT_MAX 2
 /* Jobs whose tier was set through the API (keys tier.*). */
 #define PFID_MAX_TIERS 1024
 
@@ -65,6 +68,7 @@ struct pfi_pfid {
   double seen_rev_mono;           /* standby: when it changed */
   double leader_since_mono;       /* leader: when we took over */
   int pending_raise;              /* increases wait for the decreases */
+  int raise_waited; /* periods raises have waited behind new decreases */
   char event[PFI_FLEET_NAME_MAX]; /* the active event, "" when none */
   double target_w, power_w, budget_w; /* target_w: GPU power */
   /* Targets at the node or the meter (--meter-config; docs/fleet.md

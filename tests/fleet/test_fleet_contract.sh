@@ -104,7 +104,7 @@ print([x["held"] for x in json.load(sys.stdin) if x["job"] == sys.argv[1]][0])' 
 until_true 10 eval '[ "$(held slurm-7)" = True ]' || fail "slurm-7 not held: $(api a GET /v1/jobs)"
 [ "$(held slurm-6)" = False ] || fail "slurm-6 held: $(api a GET /v1/jobs)"
 # Released: its caps back at 700 W while the event lasts, no longer held.
-until_true 40 caps_are n1 "700,700" || fail "slurm-5 not released: $(caps n1)"
+until_true 40 caps_are n1 "700,700" || fail "slurm-5 not released: $(caps n1) $(api a GET /v1/status) $(api a GET /v1/jobs) $(sql "$T/records.db" "SELECT epoch, seq, t_s, job, reason, cap_req_w, cap_enf_w, draw_w, shortfall_w FROM fleet_decisions ORDER BY epoch, seq" | tail -40) $(tail -20 "$T/pfid.a.log")"
 [ "$(held slurm-5)" = False ] || fail "slurm-5 held after its release: $(api a GET /v1/jobs)"
 ev_on=$(api a GET /v1/status | python3 -c 'import json,sys; print(json.load(sys.stdin)["event"])')
 [ "$ev_on" = ev1 ] || fail "the event ended before the release ('$ev_on')"

@@ -104,20 +104,26 @@ static void run_open(struct run *r, const struct terms *tm) {
   r->ev_start = r->ev_end = NAN;
 }
 
+/* From this time on job0 is paused (a checkpoint): its GPUs draw 100 W,
+ * it reports 0 tokens/s in PFI_PHASE_PAUSE. */
+static double pause0_from = INFINITY;
+
 /* One period at time t; returns realized power over it. */
 static double run_step(struct run *r, double t, int event, double target) {
   struct pfi_error err;
   double total = 0;
+  int paused0 = t >= pause0_from;
   for (int g = 0; g < NG; g++) {
     r->go[g].valid = 1;
-    r->go[g].power_w = gpu_draw(&r->pl, g);
+    r->go[g].power_w = paused0 && g < GPJ ? 100 : gpu_draw(&r->pl, g);
     r->go[g].cap_w = r->pl.cap[g];
     total += r->go[g].power_w;
   }
   for (int j = 0; j < NJ; j++) {
     r->jo[j].valid = 1;
-    r->jo[j].tokens_per_s = job_tput(&r->pl, j);
-    r->jo[j].phase = PFI_PHASE_TRAINING;
+    r->jo[j].tokens_per_s = paused0 && j == 0 ? 0 : job_tput(&r->pl, j);
+    r->jo[j].phase =
+        paused0 && j == 0 ? PFI_PHASE_PAUSE : PFI_PHASE_TRAINING;
   }
   struct pfi_ctl_input in = {.t_s = t,
                              .event = event,
@@ -208,6 +214,48 @@ static void test_release(void **state) {
   assert_int_equal(b.contract, PFI_CTL_CONTRACT);
   assert_int_equal(pfi_ctl_job_belief(r.ctl, 1, &b, NULL), 0);
   assert_int_equal(b.contract, -1);
+  pfi_ctl_close(r.ctl);
+}
+
+/* A released job the allocation does not move: job0 (longest event
+ * 120 s) paused from 150 s on, through its release at 181 s. Its caps
+ * (cut, then held while it pauses) rise from 181 s, at most a ramp step
+ * (100 W) a period, back to 700 W, the rises recorded "contract", none
+ * before; the target is kept (its pause draws 800 W). */
+static void test_release_paused(void **state) {
+  (void)state;
+  struct terms tm = {.max_event_s = {120, 0, 0, 0}};
+  struct run r;
+  run_open(&r, &tm);
+  double base = baseline_w(), target = 0.75 * base;
+  for (int t = 1; t <= 60; t++)
+    run_step(&r, t, 0, NAN);
+  r.ev_start = 61;
+  pause0_from = 150;
+  int contract_recs = 0;
+  double at180 = NAN;
+  for (int t = 61; t <= 260; t++) {
+    double prev0 = mean_cap(&r.pl, 0);
+    double p = run_step(&r, t, 1, target);
+    double now0 = mean_cap(&r.pl, 0);
+    if (t > 62 && p > target * (1 + 1e-9))
+      fail_msg("t = %d: realized %g W above target %g W", t, p, target);
+    if (now0 > prev0 + 100 + 1e-9)
+      fail_msg("t = %d: job0 raised %g W in a period", t, now0 - prev0);
+    if (t == 180)
+      at180 = now0;
+    for (size_t i = 0; i < r.out.nrec; i++)
+      if (r.out.rec[i].reason == PFI_CTL_CONTRACT) {
+        assert_string_equal(r.out.rec[i].job, "job0");
+        if (t < 181)
+          fail_msg("t = %d: contract record before the release", t);
+        contract_recs++;
+      }
+  }
+  pause0_from = INFINITY;
+  assert_true(at180 < 700 - 100); /* cut, and more than a step to go */
+  assert_true(contract_recs >= 2);
+  ASSERT_NEAR(mean_cap(&r.pl, 0), 700, 1e-9);
   pfi_ctl_close(r.ctl);
 }
 
@@ -474,6 +522,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_release),
       cmocka_unit_test(test_release_given_start),
+      cmocka_unit_test(test_release_paused),
       cmocka_unit_test(test_release_infeasible),
       cmocka_unit_test(test_notice),
       cmocka_unit_test(test_deadline_floor),

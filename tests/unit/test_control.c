@@ -88,6 +88,9 @@ static const struct pfi_ctl_config *run_cfg;
 static int run_hints;
 /* The event's id run_step passes. */
 static const char *run_event = "test-event";
+/* The pre-event caps and the recovery run_step passes (NULL: none). */
+static const double *run_pre;
+static const struct pfi_ctl_recovery *run_resume;
 
 static void run_open_full(struct run *r, const double *pfi_prior,
                           const double *pfi_lo, int protect0,
@@ -162,8 +165,8 @@ static double run_step(struct run *r, double t, int event, double target) {
     r->jo[j].tokens_per_s = r->pl.paused[j] ? 0 : job_tput(&r->pl, j);
     r->jo[j].phase = r->pl.paused[j] ? PFI_PHASE_PAUSE : PFI_PHASE_TRAINING;
   }
-  struct pfi_ctl_input in = {t,   event, run_event, target, r->go, r->jo,
-                             NAN, 0,     0,         0,      NULL};
+  struct pfi_ctl_input in = {t,   event, run_event, target, r->go,     r->jo,
+                             NAN, 0,     0,         0,      run_pre, run_resume};
   int rc = pfi_ctl_step(r->ctl, &in, &r->out, &err);
   if (rc != 0)
     fail_msg("step at %g: %s", t, err.msg);
@@ -1119,7 +1122,7 @@ static void test_bad_input(void **state) {
   assert_int_equal(pfi_ctl_job_add(ctl, &jb, &err), PFI_EINVAL);
   struct pfi_ctl_gpu_obs go[2] = {{1, 300, 700}, {1, NAN, 700}};
   struct pfi_ctl_job_obs jo[1] = {{1, 100, PFI_PHASE_TRAINING}};
-  struct pfi_ctl_input in = {1.0, 0, NULL, NAN, go, jo, NAN, 0, 0, 0, NULL};
+  struct pfi_ctl_input in = {1.0, 0, NULL, NAN, go, jo, NAN, 0, 0, 0, NULL, NULL};
   struct pfi_ctl_output out;
   assert_int_equal(pfi_ctl_step(ctl, &in, &out, &err), PFI_EINVAL);
   go[1].power_w = 300;
@@ -1195,6 +1198,114 @@ static void test_pre_caps_given(void **state) {
     }
     pfi_ctl_close(ctl);
   }
+}
+
+/* A recovery handed to a new controller (pfi_ctl_recovery_save,
+ * pfi_ctl_input.resume), as pfid hands it when it rebuilds its module
+ * after an event's end: 2 s into the recovery of a 25 % cut the new
+ * controller, given the old one's memory, pre-event caps (700 W, the caps
+ * before the event) and recovery, goes on recovering from the caps in
+ * force: no GPU's cap rises more than the ramp (100 W/s) in a period
+ * (but to its pre-event cap, where its draw no longer rises), job0 (401 W,
+ * 300 W to go) still under 700 W after the first,
+ * cluster power never goes above the baseline (the plant's uncapped draw,
+ * summed), and every cap is back at 700 W at the end. A controller given
+ * no recovery is outside any event: it changes no cap and says it is not
+ * recovering (its caller would restore every cap at once). A recovery
+ * with no baseline is refused. */
+static void test_recovery_resumed(void **state) {
+  (void)state;
+  struct run r, r2;
+  struct pfi_error err;
+  run_open(&r, NULL, 0);
+  double base = baseline_w(), target = 0.75 * base;
+  for (int t = 1; t <= 60; t++)
+    run_step(&r, t, 0, NAN);
+  for (int t = 61; t <= 400; t++)
+    run_step(&r, t, 1, target);
+  for (int t = 401; t <= 402; t++)
+    run_step(&r, t, 0, NAN);
+  assert_int_equal(r.out.recovering, 1);
+  int low = 0;
+  for (int g = 0; g < NG; g++)
+    low += r.pl.cap[g] < 700 - 1;
+  assert_true(low > 0); /* still under way */
+  struct pfi_ctl_recovery rv;
+  assert_int_equal(pfi_ctl_recovery_save(r.ctl, &rv), 1);
+  assert_string_equal(rv.event, "test-event");
+  ASSERT_NEAR(rv.t0_s, 401, 1e-9);
+  double pre[NG];
+  for (int g = 0; g < NG; g++) {
+    pre[g] = pfi_ctl_pre_cap(r.ctl, g);
+    ASSERT_NEAR(pre[g], 700, 1e-9);
+  }
+  struct pfi_ctl_memory m[NJ];
+  for (int j = 0; j < NJ; j++)
+    assert_int_equal(pfi_ctl_job_save(r.ctl, j, &m[j], &err), 0);
+
+  /* Without the recovery: nothing changes, not recovering. */
+  run_open(&r2, NULL, 0);
+  r2.pl = r.pl;
+  run_step(&r2, 403, 0, NAN);
+  assert_int_equal(r2.out.recovering, 0);
+  for (int g = 0; g < NG; g++)
+    ASSERT_NEAR(r2.out.cap_w[g], r.pl.cap[g], 1e-9);
+  pfi_ctl_close(r2.ctl);
+
+  /* A recovery without a baseline is refused. */
+  run_open(&r2, NULL, 0);
+  r2.pl = r.pl;
+  struct pfi_ctl_recovery bad = rv;
+  bad.baseline_w = NAN;
+  struct pfi_ctl_input in = {403, 0, NULL, NAN, r2.go, r2.jo, NAN, 0, 0, 0,
+                             pre, &bad};
+  struct pfi_ctl_output out;
+  for (int g = 0; g < NG; g++)
+    r2.go[g] = (struct pfi_ctl_gpu_obs){1, r.pl.cap[g] - 10, r.pl.cap[g]};
+  for (int j = 0; j < NJ; j++)
+    r2.jo[j] = (struct pfi_ctl_job_obs){1, 100, PFI_PHASE_TRAINING};
+  assert_int_equal(pfi_ctl_step(r2.ctl, &in, &out, &err), PFI_EINVAL);
+  pfi_ctl_close(r2.ctl);
+
+  /* With it: the recovery goes on. */
+  run_open(&r2, NULL, 0);
+  r2.pl = r.pl;
+  for (int j = 0; j < NJ; j++)
+    assert_int_equal(pfi_ctl_job_restore(r2.ctl, j, &m[j], 0, &err), 1);
+  run_pre = pre;
+  run_resume = &rv;
+  double prev[NG];
+  for (int g = 0; g < NG; g++)
+    prev[g] = r2.pl.cap[g];
+  int t_end = 0, low_seen[1200 - 403 + 1] = {0};
+  for (int t = 403; t <= 1200; t++) {
+    double p = run_step(&r2, t, 0, NAN);
+    run_pre = NULL;
+    run_resume = NULL;
+    if (t == 403)
+      assert_int_equal(r2.out.recovering, 1);
+    if (p > base * (1 + 1e-9))
+      fail_msg("t = %d: recovery at %g W above baseline %g W", t, p, base);
+    for (int g = 0; g < NG; g++) {
+      /* Beyond the ramp only to its pre-event cap (a job that draws its
+       * uncapped power, whose cap no longer binds, comes back at once). */
+      if (r2.pl.cap[g] > prev[g] + 100 + 1e-9 && r2.pl.cap[g] < 700 - 1e-9)
+        fail_msg("t = %d: GPU %d rose %g W in a period", t, g,
+                 r2.pl.cap[g] - prev[g]);
+      if (r2.pl.cap[g] < 700 - 1e-9)
+        low_seen[t - 403]++;
+      prev[g] = r2.pl.cap[g];
+    }
+    if (!r2.out.recovering && !t_end)
+      t_end = t;
+  }
+  assert_true(t_end > 403);
+  /* Staggered: after its first period, job0's GPUs still on their way. */
+  assert_int_equal(low_seen[0], GPJ);
+  for (int g = 0; g < NG; g++)
+    ASSERT_NEAR(r2.pl.cap[g], 700, 1e-9);
+  pfi_ctl_close(r2.ctl);
+  pfi_ctl_close(r.ctl);
 }
 
 /* A job's memory carried into a fresh controller (pfi_ctl_job_save,
@@ -1355,6 +1466,7 @@ int main(void) {
       cmocka_unit_test(test_ceiling_window),
       cmocka_unit_test(test_pre_caps_given),
       cmocka_unit_test(test_memory_carried),
+      cmocka_unit_test(test_recovery_resumed),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -155,7 +155,7 @@ static void test_belief(void **state) {
   jo[sa] = (struct pfi_ctl_job_obs){1, 100, -1};
   jo[sb] = (struct pfi_ctl_job_obs){1, 300, -1};
   for (int t = 1; t <= 20; t++) {
-    struct pfi_ctl_input in = {t, 0, NULL, 0, go, jo, 0, 0, 0, 0, NULL};
+    struct pfi_ctl_input in = {t, 0, NULL, 0, go, jo, 0, 0, 0, 0, NULL, NULL};
     struct pfi_ctl_output out;
     assert_int_equal(pfi_ctl_step(d->ctl, &in, &out, &err), 0);
   }
