@@ -269,6 +269,9 @@ double pfi_ctl_pre_cap(const struct pfi_ctl *ctl, size_t g);
  * needs to go on with the recovery (pfi_ctl_input.resume). */
 int pfi_ctl_recovery_save(const struct pfi_ctl *ctl,
                           struct pfi_ctl_recovery *r);
+/* The pre-event baseline of the event in force or recovered from, W; NaN
+ * outside an event and its recovery. */
+double pfi_ctl_baseline(const struct pfi_ctl *ctl);
 /* Number of job slots (the length of pfi_ctl_input.job). */
 size_t pfi_ctl_nslots(const struct pfi_ctl *ctl);
 

@@ -86,6 +86,11 @@ struct pfi_fleet_gpu {
   uint32_t assigned_mw; /* what the agent applies; 0 when none */
   double power_w;       /* board power, W; negative when not valid */
   char job[PFI_FLEET_NAME_MAX]; /* job on the GPU, "" when none known */
+  /* The limit the agent puts the GPU back to (its recorded original: the
+   * GPU's limit before the event), mW, while it holds an assignment; 0
+   * when it holds none (the limit read back is the GPU's own). Optional
+   * in the message ("restore_mw"). */
+  uint32_t restore_mw;
 };
 
 struct pfi_fleet_job {
@@ -226,6 +231,24 @@ int pfi_fleet_tier_encode(const struct pfi_fleet_tier *t, char *buf, size_t n,
                           struct pfi_error *err);
 int pfi_fleet_tier_decode(const char *buf, size_t len,
                           struct pfi_fleet_tier *t, struct pfi_error *err);
+
+/* What the leading pfid keeps in the bucket (key "ctl") about the event
+ * its control module is in, for a pfid that takes the lead from it: the
+ * event and the pre-event baseline its recovery stays under. Written when
+ * the module has an event's baseline; a new leader that finds nodes still
+ * holding an event's caps outside any event goes on with that event's
+ * recovery under this baseline (docs/fleet.md "Takeover"). */
+struct pfi_fleet_ctl_state {
+  char event[PFI_FLEET_NAME_MAX]; /* the event */
+  double baseline_w;              /* its pre-event baseline, W (> 0) */
+  double t_s;                     /* Unix time written */
+};
+
+int pfi_fleet_ctl_state_encode(const struct pfi_fleet_ctl_state *c,
+                               char *buf, size_t n, struct pfi_error *err);
+int pfi_fleet_ctl_state_decode(const char *buf, size_t len,
+                               struct pfi_fleet_ctl_state *c,
+                               struct pfi_error *err);
 
 /* The named tiers, as the Slurm prolog knows them: flex0, flex10, flex25,
  * flex50 (largest loss 0, 0.1, 0.25, 0.5). Entry i (0..count-1) by

@@ -24,6 +24,9 @@ struct pfi_pfid_opts {
   double leader_lease_s;  /* leader's lease in the bucket (default 3) */
   double stale_s;         /* a node without telemetry this long is stale
                              (default 3) */
+  double ramp_up_w_s;     /* most a GPU's cap rises per second, in an event
+                             and its recovery (0: the control module's
+                             default, 100 W/s) */
   /* Live flexible capacity (docs/fleet.md): a tier file (tier,max_loss,
    * max_event_s,notice_s: each job's longest event is its tier's, found
    * by max_loss), and a PFI model with the features of the jobs (each

@@ -442,3 +442,7 @@ int pfi_ctl_recovery_save(const struct pfi_ctl *c, struct pfi_ctl_recovery *r) {
   r->t0_s = c->recovery_t0;
   return 1;
 }
+
+double pfi_ctl_baseline(const struct pfi_ctl *c) {
+  return c->in_event || c->recovering ? c->baseline : NAN;
+}

@@ -409,6 +409,13 @@ int pfi_agent_tick(struct pfi_agent *ag, double now_s, double mono_s,
     g->max_mw = ag->lim[i].max_mw;
     g->default_mw = ag->lim[i].default_mw;
     g->assigned_mw = ag->mode != PFI_AGENT_IDLE ? ag->assigned[i] : 0;
+    /* The limit it restores: pfid's ceiling for the GPU in a module built
+     * during an event or its recovery (a new leader, a rebuild). */
+    uint32_t orig;
+    g->restore_mw = ag->mode != PFI_AGENT_IDLE && ag->cs &&
+                            pfi_capset_original(ag->cs, i, &orig)
+                        ? orig
+                        : 0;
     struct pfi_sample s;
     if ((rc = pfi_device_get_cap(ag->dev, i, &g->cap_mw, err)) < 0 ||
         (rc = pfi_device_enforced_cap(ag->dev, i, &g->enforced_mw, err)) < 0)

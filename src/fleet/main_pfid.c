@@ -24,6 +24,7 @@ enum {
   O_LEASE,
   O_LLEASE,
   O_STALE,
+  O_RAMP,
   O_TIERS,
   O_MODEL,
   O_FEATURES,
@@ -54,6 +55,9 @@ static const struct pfi_opt opts[] = {
      "leader's lease, s (default 3)"},
     {"stale", O_STALE, 0, PFI_ARG_REQ, "S",
      "node without telemetry this long is stale (default 3)"},
+    {"ramp-up", O_RAMP, 0, PFI_ARG_REQ, "W/S",
+     "most a GPU's cap rises per second in an event and its recovery, "
+     "1..10000 (default 100)"},
     {"tiers", O_TIERS, 0, PFI_ARG_REQ, "FILE",
      "tiers' longest events for the live capacity "
      "(tier,max_loss[,max_event_s][,notice_s])"},
@@ -141,6 +145,10 @@ int main(int argc, char **argv) {
       break;
     case O_STALE:
       if (num("--stale", optarg, 0.2, 3600, &o.stale_s) < 0)
+        return 2;
+      break;
+    case O_RAMP:
+      if (num("--ramp-up", optarg, 1, 10000, &o.ramp_up_w_s) < 0)
         return 2;
       break;
     case O_TIERS:

@@ -307,6 +307,11 @@ int pfi_fleet_telemetry_decode(const char *buf, size_t len,
       rc = bad(err, TE, "min_mw", "above max_mw");
       goto out;
     }
+    json_t *rm = json_object_get(o, "restore_mw");
+    if (rm && get_mw(rm, &u->restore_mw) < 0) {
+      rc = bad(err, TE, "restore_mw", "not an integer 0..1e8 mW");
+      goto out;
+    }
     u->power_w = -1;
     if ((rc = get_num(o, "power_w", 0, 1e5, 0, &u->power_w, TE, err)) ||
         (rc = get_str(o, "uuid", u->uuid, sizeof u->uuid, 0, 1, TE, err)) ||
@@ -389,6 +394,8 @@ int pfi_fleet_telemetry_encode(const struct pfi_fleet_telemetry *t, char *buf,
       json_object_set_new(o, "power_w", json_real(u->power_w));
     if (o && u->job[0])
       json_object_set_new(o, "job", json_string(u->job));
+    if (o && u->restore_mw > 0 && u->restore_mw <= 100000000)
+      json_object_set_new(o, "restore_mw", json_integer(u->restore_mw));
     json_array_append_new(g, o);
   }
   for (unsigned i = 0; j && jb && i < t->n_jobs; i++) {
@@ -589,5 +596,41 @@ int pfi_fleet_tier_encode(const struct pfi_fleet_tier *t, char *buf, size_t n,
     json_object_set_new(j, "notice_s", json_real(t->notice_s));
   if (j && t->deadline_tput > 0)
     json_object_set_new(j, "deadline_tput", json_real(t->deadline_tput));
+  return dump(j, buf, n, err);
+}
+
+/* ---- the control module's state (key "ctl") ------------------------------ */
+
+static const char CS[] = "ctl";
+
+int pfi_fleet_ctl_state_decode(const char *buf, size_t len,
+                               struct pfi_fleet_ctl_state *c,
+                               struct pfi_error *err) {
+  memset(c, 0, sizeof *c);
+  json_t *j = NULL;
+  int rc = load(buf, len, CS, &j, err);
+  if (rc < 0)
+    return rc;
+  if ((rc = get_str(j, "event", c->event, sizeof c->event, 1, 0, CS, err)) ||
+      (rc = get_num(j, "baseline_w", 0, 1e12, 1, &c->baseline_w, CS, err)) ||
+      (rc = get_num(j, "t", 0, 1e11, 1, &c->t_s, CS, err)))
+    goto out;
+  if (!c->event[0])
+    rc = bad(err, CS, "event", "empty");
+  else if (!(c->baseline_w > 0))
+    rc = bad(err, CS, "baseline_w", "not positive");
+out:
+  json_decref(j);
+  return rc;
+}
+
+int pfi_fleet_ctl_state_encode(const struct pfi_fleet_ctl_state *c,
+                               char *buf, size_t n, struct pfi_error *err) {
+  if (!pfi_fleet_name_ok(c->event) ||
+      !(c->baseline_w > 0 && c->baseline_w <= 1e12) ||
+      !(c->t_s >= 0 && c->t_s <= 1e11))
+    return pfi_error_set(err, PFI_EINVAL, "control state: bad field");
+  json_t *j = json_pack("{si s:s s:f s:f}", "v", PFI_FLEET_VERSION, "event",
+                        c->event, "baseline_w", c->baseline_w, "t", c->t_s);
   return dump(j, buf, n, err);
 }

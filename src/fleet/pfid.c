@@ -398,6 +398,19 @@ static void leadership(struct pfi_pfid *d) {
     pfid_log(d, "standby", "cannot load assignments: %s", e.msg);
     return;
   }
+  /* The previous leader's module state: the event it was in and its
+   * baseline (pfid_ctl.c: a recovery it left unfinished goes on). */
+  char *cs = NULL;
+  size_t cl = 0;
+  d->have_ctl_state = 0;
+  if (pfi_nats_kv_get(d->nc, "ctl", &cs, &cl, NULL, &e) == 1) {
+    if (pfi_fleet_ctl_state_decode(cs, cl, &d->ctl_state, &e) == 0)
+      d->have_ctl_state = 1;
+    else
+      pfid_log(d, "leader", "control state in the bucket: %s", e.msg);
+  }
+  free(cs);
+  d->takeover_check = 1;
   d->leader = 1;
   d->takeovers++;
   d->leader_since_mono = now;

@@ -121,6 +121,8 @@ static int build(struct pfi_pfid *d, char *sig, int log,
   struct pfi_ctl_config cfg;
   pfi_ctl_config_init(&cfg);
   cfg.period_s = d->o.period_s;
+  if (d->o.ramp_up_w_s > 0)
+    cfg.ramp_up_w_s = d->o.ramp_up_w_s;
   if ((rc = pfi_ctl_open(&d->ctl, &cfg, ng, lo, hi, err)) < 0)
     goto out;
   /* Jobs: the GPUs that report the same job id, across nodes. */
@@ -210,7 +212,8 @@ int pfid_ctl_period(struct pfi_pfid *d, const struct pfi_fleet_event *ev,
   double *pre_in = NULL;
   double old_t0 = 0;
   struct pfi_ctl_recovery resume;
-  int resuming = 0;
+  int resuming = 0, resume_takeover = 0;
+  double old_base = NAN;
   if (d->ctl && strcmp(sig, d->ctl_sig) != 0) {
     /* A node or job came or went: the module's GPUs are fixed at open. It
      * is built again, each job that stays carrying its memory into the new
@@ -246,7 +249,45 @@ int pfid_ctl_period(struct pfi_pfid *d, const struct pfi_fleet_event *ev,
         }
       }
     old_t0 = d->ctl_t0;
+    old_base = pfi_ctl_baseline(d->ctl);
     pfid_ctl_close(d);
+  }
+  if (!d->ctl && !ev && d->takeover_check) {
+    /* Just took the lead outside any event: nodes that still hold caps
+     * of ours (the bucket's assignments: outside an event every node is
+     * restored) were in the previous leader's recovery. It goes on here,
+     * under the baseline that leader kept ("ctl"); without one they are
+     * restored at once, as before. Until the first telemetry they keep
+     * what they hold, for at most the stale time. */
+    int held = 0;
+    for (size_t i = 0; i < d->n_nodes; i++)
+      held |= !d->node[i].restore && d->node[i].seq > 0;
+    if (!held) {
+      d->takeover_check = 0;
+    } else if (!sig[0]) {
+      if (pfid_mono() - d->leader_since_mono <= d->o.stale_s) {
+        free(sig);
+        free(mem);
+        free(pre);
+        return 1; /* every node keeps its caps */
+      }
+      d->takeover_check = 0;
+    } else {
+      d->takeover_check = 0;
+      if (d->have_ctl_state) {
+        memset(&resume, 0, sizeof resume);
+        snprintf(resume.event, sizeof resume.event, "%s",
+                 d->ctl_state.event);
+        resume.baseline_w = d->ctl_state.baseline_w;
+        resuming = resume_takeover = 1;
+      } else {
+        pfid_log(d, "leader",
+                 "nodes hold an event's caps, but no baseline was kept: "
+                 "restored at once");
+      }
+    }
+  } else if (ev) {
+    d->takeover_check = 0;
   }
   if (!d->ctl && !ev && !sig[0]) {
     free(sig); /* no node reports yet */
@@ -263,18 +304,31 @@ int pfid_ctl_period(struct pfi_pfid *d, const struct pfi_fleet_event *ev,
       free(pre);
       return rc;
     }
-    /* The old module's pre-event caps, for the GPUs that stayed. */
-    if (npre && d->ctl_ngpus &&
+    /* Built during an event or a recovery: each GPU's pre-event cap, its
+     * ceiling. The old module's for the GPUs that stayed; else the limit
+     * its agent restores (its recorded original), or, from an agent that
+     * holds nothing of ours, the limit in force (its own). */
+    if ((ev || resuming) && d->ctl_ngpus &&
         (pre_in = malloc(d->ctl_ngpus * sizeof *pre_in))) {
       for (size_t a = 0; a < d->ctl_ngpus; a++)
         pre_in[a] = NAN;
-      for (size_t k = 0; k < d->ctl_nn; k++)
-        for (size_t q = 0; q < npre; q++) {
-          size_t end = k + 1 < d->ctl_nn ? d->ctl_first[k + 1] : d->ctl_ngpus;
+      for (size_t k = 0; k < d->ctl_nn; k++) {
+        size_t end = k + 1 < d->ctl_nn ? d->ctl_first[k + 1] : d->ctl_ngpus;
+        for (size_t q = 0; q < npre; q++)
           if (strcmp(pre[q].node, d->ctl_node[k]) == 0 &&
               d->ctl_first[k] + pre[q].g < end)
             pre_in[d->ctl_first[k] + pre[q].g] = pre[q].w;
+        const struct pfid_node *n = pfid_node_find(d, d->ctl_node[k]);
+        for (size_t a = d->ctl_first[k]; n && a < end; a++) {
+          const struct pfi_fleet_gpu *u = &n->tel.gpu[a - d->ctl_first[k]];
+          if (!isnan(pre_in[a]) || a - d->ctl_first[k] >= n->tel.n)
+            continue;
+          if (u->restore_mw > 0)
+            pre_in[a] = u->restore_mw / 1000.0;
+          else if (n->tel.mode == PFI_AGENT_IDLE)
+            pre_in[a] = u->cap_mw / 1000.0;
         }
+      }
     }
     /* The jobs that stayed: their memory, on the new module's clock (each
      * one's t_s is monotonic time since its build). */
@@ -348,9 +402,20 @@ int pfid_ctl_period(struct pfi_pfid *d, const struct pfi_fleet_event *ev,
    * counts from the event's own start. */
   struct pfi_ctl_output out;
   in.pre_cap_w = pre_in;
+  /* The pre-event baseline: the old module's (a rebuild), else the one the
+   * previous leader kept for this event (a takeover); else the module's
+   * own (the median realized power before the event it saw). */
+  if (ev && isfinite(old_base) && old_base > 0)
+    in.baseline_w = old_base;
+  else if (ev && d->have_ctl_state && strcmp(d->ctl_state.event, ev->id) == 0)
+    in.baseline_w = d->ctl_state.baseline_w;
   if (resuming) {
-    /* Its start on the new module's clock (monotonic since each build). */
-    resume.t0_s += old_t0 - d->ctl_t0;
+    /* Its start on the new module's clock (monotonic since each build);
+     * a takeover's: now (the old leader's is not known). */
+    if (resume_takeover)
+      resume.t0_s = t;
+    else
+      resume.t0_s += old_t0 - d->ctl_t0;
     if (resume.t0_s > t)
       resume.t0_s = t;
     in.resume = &resume;
@@ -370,6 +435,23 @@ int pfid_ctl_period(struct pfi_pfid *d, const struct pfi_fleet_event *ev,
   d->aim_w = out.aim_w;
   d->budget_w = out.budget_w;
   d->recovering = out.recovering;
+  /* The event and its baseline kept in the bucket for a leader after us
+   * (written once per event, and when the baseline changes). */
+  double base = pfi_ctl_baseline(d->ctl);
+  if (ev && isfinite(base) && base > 0 &&
+      (!d->have_ctl_state || strcmp(d->ctl_state.event, ev->id) != 0 ||
+       d->ctl_state.baseline_w != base)) {
+    struct pfi_fleet_ctl_state cs = {.baseline_w = base, .t_s = wall};
+    snprintf(cs.event, sizeof cs.event, "%s", ev->id);
+    char buf[256];
+    struct pfi_error e2;
+    int len = pfi_fleet_ctl_state_encode(&cs, buf, sizeof buf, &e2);
+    if (len > 0 && pfi_nats_kv_put(d->nc, "ctl", buf, (size_t)len, NULL,
+                                   &e2) == 0) {
+      d->ctl_state = cs;
+      d->have_ctl_state = 1;
+    }
+  }
   for (size_t k = 0; k < d->ctl_nn; k++) {
     struct pfid_node *n = pfid_node_find(d, d->ctl_node[k]);
     if (!n)

@@ -69,6 +69,11 @@ struct pfi_pfid {
   double leader_since_mono;       /* leader: when we took over */
   int pending_raise;              /* increases wait for the decreases */
   int raise_waited; /* periods raises have waited behind new decreases */
+  /* The control module's state kept in the bucket (key "ctl"): what this
+   * leader wrote last, or read when it took the lead. */
+  struct pfi_fleet_ctl_state ctl_state;
+  int have_ctl_state;
+  int takeover_check; /* took the lead: is a recovery to go on? */
   char event[PFI_FLEET_NAME_MAX]; /* the active event, "" when none */
   double target_w, power_w, budget_w; /* target_w: GPU power */
   /* Targets at the node or the meter (--meter-config; docs/fleet.md

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* Fuzz target: the fleet's message decoders (assignments, telemetry,
- * events, tiers). Whatever a decoder accepts must satisfy its own checks and
+ * events, tiers, the control state). Whatever a decoder accepts must satisfy its own checks and
  * survive an encode/decode round trip unchanged. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -58,6 +58,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int len = pfi_fleet_tier_encode(&t3, out, sizeof out, &err);
     if (len < 0 || pfi_fleet_tier_decode(out, (size_t)len, &t4, &err) != 0 ||
         t4.max_loss != t3.max_loss || strcmp(t4.name, t3.name) != 0)
+      abort();
+  }
+  struct pfi_fleet_ctl_state c, c2;
+  if (pfi_fleet_ctl_state_decode(s, size, &c, &err) == 0) {
+    if (!pfi_fleet_name_ok(c.event) || !(c.baseline_w > 0))
+      abort();
+    int len = pfi_fleet_ctl_state_encode(&c, out, sizeof out, &err);
+    if (len < 0 || pfi_fleet_ctl_state_decode(out, (size_t)len, &c2, &err) != 0 ||
+        c2.baseline_w != c.baseline_w || c2.t_s != c.t_s ||
+        strcmp(c2.event, c.event) != 0)
       abort();
   }
   return 0;

@@ -120,6 +120,78 @@ static void test_assign_codec(void **state) {
 /* Node power in telemetry: an old message without it decodes as not
  * measured; with it, the three fields round-trip; a bad source, a negative
  * age or power out of range is refused naming the field. */
+/* A GPU's restore limit in telemetry (optional "restore_mw": absent in an
+ * older agent's message, 0 after decoding) and the control state pfid
+ * keeps in the bucket (key "ctl"): round trips, and bad fields named. */
+static void test_restore_and_ctl_state(void **state) {
+  (void)state;
+  struct pfi_fleet_telemetry t, u;
+  struct pfi_error err;
+  char buf[PFI_FLEET_MSG_MAX];
+  static const char old[] =
+      "{\"v\":1,\"node\":\"n1\",\"t\":100,\"seq_applied\":3,"
+      "\"mode\":\"tracking\",\"gpus\":[{\"min_mw\":1,\"max_mw\":2,"
+      "\"default_mw\":2,\"cap_mw\":2,\"enforced_mw\":2,\"assigned_mw\":1}]}";
+  assert_int_equal(pfi_fleet_telemetry_decode(old, strlen(old), &u, &err), 0);
+  assert_int_equal(u.gpu[0].restore_mw, 0);
+  memset(&t, 0, sizeof t);
+  strcpy(t.node, "n1");
+  t.t_s = 100;
+  t.n = 2;
+  t.gpu[0] = (struct pfi_fleet_gpu){.min_mw = 200000, .max_mw = 700000,
+                                    .cap_mw = 450000, .enforced_mw = 450000,
+                                    .assigned_mw = 450000, .power_w = -1,
+                                    .restore_mw = 650000};
+  t.gpu[1] = t.gpu[0];
+  t.gpu[1].restore_mw = 0;
+  int len = pfi_fleet_telemetry_encode(&t, buf, sizeof buf, &err);
+  assert_true(len > 0);
+  assert_int_equal(pfi_fleet_telemetry_decode(buf, (size_t)len, &u, &err), 0);
+  assert_int_equal(u.gpu[0].restore_mw, 650000);
+  assert_int_equal(u.gpu[1].restore_mw, 0);
+  static const char badr[] =
+      "{\"v\":1,\"node\":\"n1\",\"t\":100,\"seq_applied\":3,"
+      "\"mode\":\"tracking\",\"gpus\":[{\"min_mw\":1,\"max_mw\":2,"
+      "\"default_mw\":2,\"cap_mw\":2,\"enforced_mw\":2,\"assigned_mw\":1,"
+      "\"restore_mw\":-4}]}";
+  assert_int_equal(pfi_fleet_telemetry_decode(badr, strlen(badr), &u, &err),
+                   PFI_EPARSE);
+  assert_non_null(strstr(err.msg, "restore_mw"));
+
+  struct pfi_fleet_ctl_state c = {.event = "ev-7",
+                                  .baseline_w = 4321.5,
+                                  .t_s = 1.7e9},
+                             c2;
+  len = pfi_fleet_ctl_state_encode(&c, buf, sizeof buf, &err);
+  assert_true(len > 0);
+  assert_int_equal(pfi_fleet_ctl_state_decode(buf, (size_t)len, &c2, &err), 0);
+  assert_string_equal(c2.event, "ev-7");
+  ASSERT_NEAR(c2.baseline_w, 4321.5, 0);
+  ASSERT_NEAR(c2.t_s, 1.7e9, 0);
+  c.baseline_w = 0;
+  assert_int_equal(pfi_fleet_ctl_state_encode(&c, buf, sizeof buf, &err),
+                   PFI_EINVAL);
+  static const struct {
+    const char *m, *field;
+  } bad[] = {
+      {"{\"v\":1,\"event\":\"e\",\"baseline_w\":0,\"t\":1}", "baseline_w"},
+      {"{\"v\":1,\"event\":\"e\",\"baseline_w\":-3,\"t\":1}", "baseline_w"},
+      {"{\"v\":1,\"event\":\"e\",\"t\":1}", "baseline_w"},
+      {"{\"v\":1,\"event\":\"\",\"baseline_w\":5,\"t\":1}", "event"},
+      {"{\"v\":1,\"event\":\"a b\",\"baseline_w\":5,\"t\":1}", "event"},
+      {"{\"v\":1,\"event\":\"e\",\"baseline_w\":5}", "\"t\""},
+      {"[1]", "ctl"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    assert_int_equal(
+        pfi_fleet_ctl_state_decode(bad[i].m, strlen(bad[i].m), &c2, &err),
+        PFI_EPARSE);
+    if (!strstr(err.msg, bad[i].field))
+      fail_msg("'%s': '%s' does not name %s", bad[i].m, err.msg,
+               bad[i].field);
+  }
+}
+
 static void test_telemetry_node_power(void **state) {
   (void)state;
   struct pfi_fleet_telemetry t, u;
@@ -750,6 +822,7 @@ int main(void) {
       cmocka_unit_test(test_assign_codec),
       cmocka_unit_test(test_telemetry_event_codec),
       cmocka_unit_test(test_telemetry_node_power),
+      cmocka_unit_test(test_restore_and_ctl_state),
       cmocka_unit_test(test_agent_rules),
       cmocka_unit_test(test_agent_all_or_none),
       cmocka_unit_test(test_tail_rate),
