@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 struct pfi_nats {
@@ -32,6 +32,11 @@ struct pfi_nats {
   pthread_mutex_t mu;
   unsigned async_errs;
   char async_msg[256];
+  /* Set by the client's thread when the connection is closed: its last
+   * callback (pfi_nats_close waits for it before freeing what the others
+   * use). */
+  pthread_cond_t closed_cv;
+  int closed;
 };
 
 struct pfi_nats_sub {
@@ -64,6 +69,17 @@ static void on_async_error(natsConnection *nc, natsSubscription *sub,
   snprintf(p->async_msg, sizeof p->async_msg, "%s",
            txt && *txt ? txt : natsStatus_GetText(s));
   pthread_mutex_unlock(&p->mu);
+}
+
+/* The connection's last asynchronous callback: the client delivers them in
+ * order on one thread, so every error callback before it has returned. */
+static void on_closed(natsConnection *nc, void *closure) {
+  (void)nc;
+  struct pfi_nats *p = closure;
+  pthread_mutex_lock(&p->mu);
+  p->closed = 1;
+  pthread_cond_broadcast(&p->closed_cv);
+  pthread_mutex_unlock(&p->mu); /* p is not touched after this */
 }
 
 /* Whether the server refused `what` (its -ERR names it; NULL: any
@@ -110,6 +126,11 @@ int pfi_nats_open(struct pfi_nats **out, const struct pfi_nats_opts *o,
   if (!p)
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
   pthread_mutex_init(&p->mu, NULL);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&p->closed_cv, &ca);
+  pthread_condattr_destroy(&ca);
   p->timeout_ms = (int64_t)((o->timeout_s > 0 ? o->timeout_s : 2.0) * 1000);
   if (o->password_file &&
       (rc = pfi_read_secret(o->password_file, pw, sizeof pw, err)) < 0)
@@ -124,6 +145,7 @@ int pfi_nats_open(struct pfi_nats **out, const struct pfi_nats_opts *o,
       (s = natsOptions_SetMaxPingsOut(opts, 2)) != NATS_OK ||
       (s = natsOptions_SetReconnectBufSize(opts, 1 << 20)) != NATS_OK ||
       (s = natsOptions_SetErrorHandler(opts, on_async_error, p)) != NATS_OK ||
+      (s = natsOptions_SetClosedCB(opts, on_closed, p)) != NATS_OK ||
       /* Asynchronous subscriptions (pfi_nats_subscribe_many) share one
        * delivery thread rather than one each. */
       (s = natsOptions_UseGlobalMessageDelivery(opts, true)) != NATS_OK ||
@@ -195,10 +217,27 @@ void pfi_nats_close(struct pfi_nats *p) {
   natsInbox_Destroy(p->inbox);
   kvStore_Destroy(p->kv);
   jsCtx_Destroy(p->js);
+  int done = 1;
   if (p->nc) {
     natsConnection_Close(p->nc);
+    /* An error callback still queued (a refusal just before the close)
+     * would read p after free: wait for the closed callback, which comes
+     * after it, for at most 5 s; past that p is left allocated (a bounded
+     * leak at shutdown rather than a use after free). */
+    struct timespec dl;
+    clock_gettime(CLOCK_MONOTONIC, &dl);
+    dl.tv_sec += 5;
+    pthread_mutex_lock(&p->mu);
+    while (!p->closed &&
+           pthread_cond_timedwait(&p->closed_cv, &p->mu, &dl) == 0)
+      ;
+    done = p->closed;
+    pthread_mutex_unlock(&p->mu);
     natsConnection_Destroy(p->nc);
   }
+  if (!done)
+    return;
+  pthread_cond_destroy(&p->closed_cv);
   pthread_mutex_destroy(&p->mu);
   free(p);
 }

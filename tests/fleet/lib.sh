@@ -142,3 +142,30 @@ event_json() {
 }
 
 sql() { timeout 20 sqlite3 -cmd '.timeout 5000' "$@"; }
+
+# load_agent_start NODE JOB [agent options...]: an agent on the nvml
+# backend over the fake libnvidia-ml of tests/fake-nvml on the emulator,
+# its two GPUs running a 2-GPU training workload (test-load, a job library
+# of one job written here), so that they draw power and caps matter; the
+# job named by the Slurm prolog's files ($T/map.NODE), its throughput by
+# its lines ($T/tput.NODE: 2,000 tokens/s whatever its caps). PID in
+# AGENT_PID[NODE].
+load_agent_start() {
+  local n=$1 job=$2
+  shift 2
+  [ -f "$T/jobs.csv" ] || cat >"$T/jobs.csv" <<EOS
+id,source,profile,arch,task,model,variant,gpus,grid,caps,params_b,active_b,seq_len,tokens_per_step,fb_gib,mem_share,comm_share,sm_power_w,mem_sm_weight,pfi_published,pfi_coarse_published
+test-load,emulated,h200,dense,pt,test-8b,v1,2,fine,200;300;400;500;600;700,8,8,4096,1048576,60,0.3,0.1,400,0.3,,
+EOS
+  mkdir -p "$T/map.$n" "$T/tput.$n" "$T/emu.$n"
+  echo "$job" >"$T/map.$n/0"; echo "$job" >"$T/map.$n/1"
+  echo '{"t": 1, "tokens_per_s": 2000}' >"$T/tput.$n/$job.jsonl"
+  PFI_LOCK_DIR= PFI_NVML_LIB="${PFI_BUILD_DIR:?}/fake-nvml/libnvidia-ml.so.1" PFI_EMU_STATE="$T/emu.$n" \
+    PFI_FAKE_NVML_EMU="gpus=2,state=$T/emu.$n" PFI_FAKE_NVML_JOBS="$T/jobs.csv" \
+    PFI_FAKE_NVML_JOB=test-load PFI_FAKE_NVML_AT=300 \
+    "$PFI_AGENT" --node "$n" --nats "$NATS_URL" --password-file "$T/pw.$n" --backend nvml \
+    --record "$T/agent.$n.db" --period 0.5 --jobmap-dir "$T/map.$n" --tput-dir "$T/tput.$n" \
+    "$@" >>"$T/agent.$n.log" 2>&1 &
+  AGENT_PID[$n]=$!
+  PIDS+=("$!")
+}

@@ -14,28 +14,12 @@
 . "$(dirname "$0")/lib.sh"
 
 setup_nats n1 n2 n3
-# Each node's GPUs: the fake libnvidia-ml of tests/fake-nvml on the
-# emulator running a 2-GPU training workload (a job library of one job
-# written here), so that they draw power and caps matter; the agent on the
-# nvml backend, its job named by the prolog's files, its throughput by the
-# job's lines.
-FAKE="${PFI_BUILD_DIR:?}/fake-nvml/libnvidia-ml.so.1"
-cat >"$T/jobs.csv" <<EOS
-id,source,profile,arch,task,model,variant,gpus,grid,caps,params_b,active_b,seq_len,tokens_per_step,fb_gib,mem_share,comm_share,sm_power_w,mem_sm_weight,pfi_published,pfi_coarse_published
-test-load,emulated,h200,dense,pt,test-8b,v1,2,fine,200;300;400;500;600;700,8,8,4096,1048576,60,0.3,0.1,400,0.3,,
-EOS
+# Each node's GPUs run a 2-GPU training workload (lib.sh load_agent_start),
+# the agent reading the job's tier from the tier file in $T/tiers.NODE.
 i=5
 for n in n1 n2 n3; do
-  mkdir -p "$T/map.$n" "$T/tput.$n" "$T/emu.$n" "$T/tiers.$n"
-  echo slurm-$i >"$T/map.$n/0"; echo slurm-$i >"$T/map.$n/1"
-  echo '{"t": 1, "tokens_per_s": 2000}' >"$T/tput.$n/slurm-$i.jsonl"
-  PFI_LOCK_DIR= PFI_NVML_LIB="$FAKE" PFI_EMU_STATE="$T/emu.$n" PFI_FAKE_NVML_EMU="gpus=2,state=$T/emu.$n" \
-    PFI_FAKE_NVML_JOBS="$T/jobs.csv" PFI_FAKE_NVML_JOB=test-load PFI_FAKE_NVML_AT=300 \
-    "$PFI_AGENT" --node "$n" --nats "$NATS_URL" --password-file "$T/pw.$n" --backend nvml \
-    --record "$T/agent.$n.db" --period 0.5 \
-    --jobmap-dir "$T/map.$n" --tput-dir "$T/tput.$n" --tier-dir "$T/tiers.$n" \
-    >>"$T/agent.$n.log" 2>&1 &
-  PIDS+=("$!")
+  mkdir -p "$T/tiers.$n"
+  load_agent_start $n slurm-$i --tier-dir "$T/tiers.$n"
   i=$((i + 1))
 done
 # slurm-7's deadline: 1,500 tokens/s (it reports 2,000 whatever its caps).

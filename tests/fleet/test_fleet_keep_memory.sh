@@ -12,28 +12,8 @@
 . "$(dirname "$0")/lib.sh"
 
 setup_nats n1 n2
-# Each node's GPUs: the fake libnvidia-ml of tests/fake-nvml on the
-# emulator running a 2-GPU training workload (as in test_fleet_contract),
-# so that they draw power and caps matter; the job named by the prolog's
-# files, its throughput by its lines.
-FAKE="${PFI_BUILD_DIR:?}/fake-nvml/libnvidia-ml.so.1"
-cat >"$T/jobs.csv" <<EOS
-id,source,profile,arch,task,model,variant,gpus,grid,caps,params_b,active_b,seq_len,tokens_per_step,fb_gib,mem_share,comm_share,sm_power_w,mem_sm_weight,pfi_published,pfi_coarse_published
-test-load,emulated,h200,dense,pt,test-8b,v1,2,fine,200;300;400;500;600;700,8,8,4096,1048576,60,0.3,0.1,400,0.3,,
-EOS
-node_start() { # node_start NODE JOB
-  local n=$1
-  mkdir -p "$T/map.$n" "$T/tput.$n" "$T/emu.$n"
-  echo "$2" >"$T/map.$n/0"; echo "$2" >"$T/map.$n/1"
-  echo '{"t": 1, "tokens_per_s": 2000}' >"$T/tput.$n/$2.jsonl"
-  PFI_LOCK_DIR= PFI_NVML_LIB="$FAKE" PFI_EMU_STATE="$T/emu.$n" PFI_FAKE_NVML_EMU="gpus=2,state=$T/emu.$n" \
-    PFI_FAKE_NVML_JOBS="$T/jobs.csv" PFI_FAKE_NVML_JOB=test-load PFI_FAKE_NVML_AT=300 \
-    "$PFI_AGENT" --node "$n" --nats "$NATS_URL" --password-file "$T/pw.$n" --backend nvml \
-    --record "$T/agent.$n.db" --period 0.5 --jobmap-dir "$T/map.$n" --tput-dir "$T/tput.$n" \
-    >>"$T/agent.$n.log" 2>&1 &
-  PIDS+=("$!")
-}
-node_start n1 slurm-5
+# Each node's GPUs run a 2-GPU training workload (lib.sh load_agent_start).
+load_agent_start n1 slurm-5
 pfid_start a
 live() { api a GET /v1/status | grep -q "\"nodes\":$1,\"stale_nodes\":0"; }
 until_true 30 live 1 || { fail "a live node"; exit 1; }
@@ -55,7 +35,7 @@ until_true 90 learned || fail "slurm-5 learned no point in the event: $(grep pfi
 before=$(pts slurm-5)
 
 # n2 joins with slurm-6: the module is rebuilt.
-node_start n2 slurm-6
+load_agent_start n2 slurm-6
 seen6() { scrape; [ -n "$(pts slurm-6)" ]; }
 until_true 30 seen6 || fail "slurm-6 never in /metrics"
 after=$(pts slurm-5)

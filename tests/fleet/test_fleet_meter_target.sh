@@ -37,29 +37,12 @@ printf 'psu_rated_w = 3000\npsu_curve = 0.1:0.30,0.2:0.95\n' >"$T/unsafe.conf"
   fail "an unsafe supplies' curve: $(cat "$T/bad.out")"
 
 setup_nats n1 n2
-FAKE="${PFI_BUILD_DIR:?}/fake-nvml/libnvidia-ml.so.1"
-cat >"$T/jobs.csv" <<EOS
-id,source,profile,arch,task,model,variant,gpus,grid,caps,params_b,active_b,seq_len,tokens_per_step,fb_gib,mem_share,comm_share,sm_power_w,mem_sm_weight,pfi_published,pfi_coarse_published
-test-load,emulated,h200,dense,pt,test-8b,v1,2,fine,200;300;400;500;600;700,8,8,4096,1048576,60,0.3,0.1,400,0.3,,
-EOS
 echo 1900 >"$T/bmc.w"
 printf '#!/bin/sh\necho "    Instantaneous power reading:                   $(cat %s) Watts"\n' "$T/bmc.w" >"$T/ipmitool"
 chmod 755 "$T/ipmitool"
-i=5
-for n in n1 n2; do
-  mkdir -p "$T/map.$n" "$T/tput.$n" "$T/emu.$n"
-  echo slurm-$i >"$T/map.$n/0"; echo slurm-$i >"$T/map.$n/1"
-  echo '{"t": 1, "tokens_per_s": 2000}' >"$T/tput.$n/slurm-$i.jsonl"
-  if [ $n = n1 ]; then np=(--bmc "ipmitool:$T/ipmitool" --bmc-period 1); else np=(--powercap none); fi
-  PFI_LOCK_DIR= PFI_NVML_LIB="$FAKE" PFI_EMU_STATE="$T/emu.$n" PFI_FAKE_NVML_EMU="gpus=2,state=$T/emu.$n" \
-    PFI_FAKE_NVML_JOBS="$T/jobs.csv" PFI_FAKE_NVML_JOB=test-load PFI_FAKE_NVML_AT=300 \
-    "$PFI_AGENT" --node "$n" --nats "$NATS_URL" --password-file "$T/pw.$n" --backend nvml \
-    --record "$T/agent.$n.db" --period 0.5 --jobmap-dir "$T/map.$n" --tput-dir "$T/tput.$n" \
-    "${np[@]}" >>"$T/agent.$n.log" 2>&1 &
-  PIDS+=("$!")
-  [ $n = n1 ] && N1_PID=$!
-  i=$((i + 1))
-done
+load_agent_start n1 slurm-5 --bmc "ipmitool:$T/ipmitool" --bmc-period 1
+N1_PID=${AGENT_PID[n1]}
+load_agent_start n2 slurm-6 --powercap none
 pfid_start a --meter-config "$T/meter.conf"
 pfid_start b
 ready() { api a GET /v1/nodes | python3 -c '

@@ -5,8 +5,8 @@
 # the baseline the old leader kept in the bucket (key "ctl") and toward the
 # limits the agents restore (telemetry restore_mw), ramp-limited, rather
 # than restoring every node at once (a synchronized spike). Two emulated
-# agents, a 2-GPU training job on each (the fake libnvidia-ml on the
-# emulator, as in test_fleet_contract), pfid a and b at --ramp-up 5 W/s.
+# agents, a 2-GPU training job on each (lib.sh load_agent_start), pfid a
+# and b at --ramp-up 5 W/s.
 # Checked on the GPUs' limits sampled from the emulator's state (pfi
 # devices, independent of pfid) from the kill on: no GPU whose cap still
 # binds (under the job's uncapped per-GPU draw, measured before the event)
@@ -15,24 +15,8 @@
 . "$(dirname "$0")/lib.sh"
 
 setup_nats n1 n2
-FAKE="${PFI_BUILD_DIR:?}/fake-nvml/libnvidia-ml.so.1"
-cat >"$T/jobs.csv" <<EOS
-id,source,profile,arch,task,model,variant,gpus,grid,caps,params_b,active_b,seq_len,tokens_per_step,fb_gib,mem_share,comm_share,sm_power_w,mem_sm_weight,pfi_published,pfi_coarse_published
-test-load,emulated,h200,dense,pt,test-8b,v1,2,fine,200;300;400;500;600;700,8,8,4096,1048576,60,0.3,0.1,400,0.3,,
-EOS
-i=5
-for n in n1 n2; do
-  mkdir -p "$T/map.$n" "$T/tput.$n" "$T/emu.$n"
-  echo slurm-$i >"$T/map.$n/0"; echo slurm-$i >"$T/map.$n/1"
-  echo '{"t": 1, "tokens_per_s": 2000}' >"$T/tput.$n/slurm-$i.jsonl"
-  PFI_LOCK_DIR= PFI_NVML_LIB="$FAKE" PFI_EMU_STATE="$T/emu.$n" PFI_FAKE_NVML_EMU="gpus=2,state=$T/emu.$n" \
-    PFI_FAKE_NVML_JOBS="$T/jobs.csv" PFI_FAKE_NVML_JOB=test-load PFI_FAKE_NVML_AT=300 \
-    "$PFI_AGENT" --node "$n" --nats "$NATS_URL" --password-file "$T/pw.$n" --backend nvml \
-    --record "$T/agent.$n.db" --period 0.5 \
-    --jobmap-dir "$T/map.$n" --tput-dir "$T/tput.$n" >>"$T/agent.$n.log" 2>&1 &
-  PIDS+=("$!")
-  i=$((i + 1))
-done
+load_agent_start n1 slurm-5
+load_agent_start n2 slurm-6
 # The agents' lease outlasts the takeover (leader lease 1.5 s + a period).
 LEASE=6
 pfid_start a --ramp-up 5
