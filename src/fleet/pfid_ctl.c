@@ -438,7 +438,7 @@ int pfid_ctl_period(struct pfi_pfid *d, const struct pfi_fleet_event *ev,
   /* The event and its baseline kept in the bucket for a leader after us
    * (written once per event, and when the baseline changes). */
   double base = pfi_ctl_baseline(d->ctl);
-  if (ev && isfinite(base) && base > 0 &&
+  if (ev && isfinite(base) && base > 0 && pfi_nats_connected(d->nc) &&
       (!d->have_ctl_state || strcmp(d->ctl_state.event, ev->id) != 0 ||
        d->ctl_state.baseline_w != base)) {
     struct pfi_fleet_ctl_state cs = {.baseline_w = base, .t_s = wall};
