@@ -172,7 +172,9 @@ int pfi_fleet_tail_rate(const char *path, double *rate, struct pfi_error *err);
  *    the interval since the previous fill (nothing at the first);
  *  - the BMC (pfi_bmc_read): a thread of its own reads it every
  *    bmc_period_s (the tool may take seconds; it never delays the agent's
- *    loop), and each fill reports the newest reading with its age; none
+ *    loop), and each fill reports the newest reading with its age, brought
+ *    to the GPUs' power of this telemetry (the reading less the GPUs' power
+ *    of the newest fill at or before its instant, plus theirs now); none
  *    once it is older than 3 periods.
  * A fill where a GPU has no valid power reports none for the emulated and
  * RAPL sources (the sum would be short). */

@@ -27,6 +27,11 @@ struct pfi_node_meter {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   double w, w_mono;     /* newest reading and when it was taken; NAN none */
+  double w_at;          /* the instant it stands for: mid-way through it */
+  /* The GPUs' power of the last fills (a ring, the agent's thread only):
+   * what the GPUs drew at a reading's instant. */
+  double gh_t[64], gh_w[64];
+  unsigned gh_n, gh_i;
   unsigned failures;    /* failed readings in a row */
   int err_new;          /* a failure streak not yet reported */
   struct pfi_error err; /* its first failure */
@@ -52,6 +57,7 @@ static void *bmc_loop(void *arg) {
     if (rc == 0 && isfinite(w) && w >= 0 && w <= 1e6) {
       m->w = w;
       m->w_mono = t1;
+      m->w_at = 0.5 * (t0 + t1);
       m->failures = 0;
     } else if (m->failures++ == 0) {
       if (rc == 0)
@@ -91,7 +97,7 @@ int pfi_node_meter_open(struct pfi_node_meter **out,
   struct pfi_node_meter *m = calloc(1, sizeof *m);
   if (!m)
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
-  m->w = m->w_mono = m->uj_t = NAN;
+  m->w = m->w_mono = m->w_at = m->uj_t = NAN;
   int rc;
   if (bmc) {
     if ((rc = pfi_bmc_open(o->bmc, &m->bmc, err)) < 0) {
@@ -176,10 +182,33 @@ void pfi_node_meter_fill(struct pfi_node_meter *m,
     if (gpu_ok && isfinite(other) && other >= 0)
       w = gpu + other;
   } else {
+    if (gpu_ok) {
+      m->gh_t[m->gh_i] = mono_s;
+      m->gh_w[m->gh_i] = gpu;
+      m->gh_i = (m->gh_i + 1) % 64;
+      if (m->gh_n < 64)
+        m->gh_n++;
+    }
+    double at;
     pthread_mutex_lock(&m->mu);
     w = m->w;
+    at = m->w_at;
     age = mono_s - m->w_mono;
     pthread_mutex_unlock(&m->mu);
+    /* The reading was the GPUs of its instant plus the rest of the node:
+     * the rest now counts with the GPUs' power of this fill (a cut shows
+     * at once, not at the next reading up to a period later, which read
+     * as other power the GPUs no longer draw). The GPUs at its instant:
+     * the newest fill at or before it; none kept (the first reading, a
+     * ring outrun): the reading as it is. */
+    double best = -INFINITY, g_at = NAN;
+    for (unsigned k = 0; k < m->gh_n; k++)
+      if (m->gh_t[k] <= at && m->gh_t[k] > best) {
+        best = m->gh_t[k];
+        g_at = m->gh_w[k];
+      }
+    if (gpu_ok && isfinite(w) && isfinite(g_at))
+      w = gpu + (w > g_at ? w - g_at : 0);
     if (!(age >= 0))
       age = 0;
     /* A reading older than 3 periods (a BMC that stopped answering) is not

@@ -193,12 +193,48 @@ static void test_bmc(void **state) {
   pfi_node_meter_close(m);
 }
 
+/* A BMC reading brought to the GPUs' power of each fill: the fake BMC
+ * reads 1900 W while the GPUs draw 700 + 700 W (500 W of other power);
+ * after a cut to 500 + 500 W, before any new reading, the node is
+ * 1000 + 500 = 1500 W (the reading as it was would count the GPUs' 400 W
+ * fall as other power: 1900 W). */
+static void test_bmc_paired(void **state) {
+  (void)state;
+  char tool[300], spec[320];
+  snprintf(tool, sizeof tool, "%s/ipmitool", dir);
+  write_file(tool, "#!/bin/sh\necho '    Instantaneous power reading:        "
+                   "          1900 Watts'\n");
+  assert_int_equal(chmod(tool, 0755), 0);
+  snprintf(spec, sizeof spec, "ipmitool:%s", tool);
+  struct pfi_node_meter_opts o = {0, NULL, spec, 1};
+  struct pfi_node_meter *m;
+  struct pfi_error err;
+  assert_int_equal(pfi_node_meter_open(&m, &o, &err), 0);
+  static struct pfi_fleet_telemetry t;
+  double hi[] = {700, 700}, lo[] = {500, 500};
+  tel(&t, 2, hi);
+  /* 1.6 s of fills at 1400 W: a reading (one a second) taken after the
+   * first of them. */
+  double t_end = mono() + 1.6;
+  while (mono() < t_end) {
+    pfi_node_meter_fill(m, &t, mono());
+    usleep(50000);
+  }
+  ASSERT_NEAR(t.node_w, 1900, 0);
+  tel(&t, 2, lo);
+  pfi_node_meter_fill(m, &t, mono());
+  ASSERT_NEAR(t.node_w, 1500, 1e-9);
+  assert_string_equal(t.node_source, "dcmi");
+  pfi_node_meter_close(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_none),
       cmocka_unit_test(test_emulated),
       cmocka_unit_test(test_rapl),
       cmocka_unit_test(test_bmc),
+      cmocka_unit_test(test_bmc_paired),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }
