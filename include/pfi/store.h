@@ -298,6 +298,13 @@ int pfi_store_blob_next(const unsigned char *b, size_t n, size_t *off,
  * at close (docs/sweep.md: the format, and what a commit guarantees).
  * Readers read the frames not yet merged too.
  */
+/* When a writer merges its frames: at max_frames frames, or when the
+ * oldest is max_seconds old (wall time), whichever first (defaults 256 and
+ * 1 s); max_frames 0: no journal, every batch commits to SQLite (as a
+ * second writer of a store does). Merges what the journal holds first. */
+int pfi_store_journal_policy(struct pfi_store *st, size_t max_frames,
+                             double max_seconds, struct pfi_error *err);
+
 #define PFI_JREC_SAMPLES 1 /* a samples row of one run and instant */
 #define PFI_JREC_STEP 2    /* one step */
 struct pfi_store_jrec {

@@ -88,6 +88,8 @@ struct pfi_store {
   unsigned char *jbuf; /* the frames not yet merged, as in the file */
   size_t jlen, jcap, jframes;
   double jt0;        /* wall time of the oldest of them */
+  size_t jmax;       /* merged at this many frames */
+  double jmax_s;     /* ... or at this age of the oldest */
   uint64_t jseq;     /* the last frame's sequence number */
   uint64_t jmerged;  /* frames up to this one are in the database */
   struct pstep *psteps; /* steps of the open batch, bound for the journal */

@@ -330,8 +330,7 @@ int pfi__journal_commit(struct pfi_store *st, struct pfi_error *err) {
   st->pend_sorted = 1;
   st->npsteps = 0;
   st->in_batch = 0;
-  if (st->jframes >= PFI_JOURNAL_FRAMES ||
-      now - st->jt0 >= PFI_JOURNAL_SECONDS || !st->jmode)
+  if (st->jframes >= st->jmax || now - st->jt0 >= st->jmax_s || !st->jmode)
     return merge_own(st, err);
   return 0;
 }
@@ -549,18 +548,25 @@ int pfi__journal_open(struct pfi_store *st, int readonly,
     return overlay(st, err);
   }
   st->jmerged = st->jseq = meta_seq(st);
+  st->jmax = PFI_JOURNAL_FRAMES;
+  st->jmax_s = PFI_JOURNAL_SECONDS;
   int t = journal_take(st, 0);
   if (t == 0)
     return 0; /* another writer journals: this one writes to SQLite */
   st->jmode = 1;
   if (t < 0)
     return 0; /* none: made at the first frame */
-  /* What a writer before this one left: merged now. */
+  /* What a writer before this one left: merged now. A journal that
+   * cannot be read is left as it is. */
   if ((rc = read_all(st->jfd, &st->jbuf, &st->jcap, &st->jlen, err,
-                     st->jpath)) < 0)
+                     st->jpath)) < 0 ||
+      (pfi_store_journal_scan(st->jbuf, st->jlen, NULL, NULL, &sc) != 0 &&
+       (rc = journal_error(st->jpath, &sc, err)) < 0)) {
+    close(st->jfd);
+    st->jfd = -1;
+    st->jlen = 0;
     return rc;
-  if (pfi_store_journal_scan(st->jbuf, st->jlen, NULL, NULL, &sc) != 0)
-    return journal_error(st->jpath, &sc, err);
+  }
   st->jlen = sc.end;
   st->jframes = sc.frames;
   if (sc.frames && sc.last_seq > st->jseq)
@@ -570,6 +576,24 @@ int pfi__journal_open(struct pfi_store *st, int readonly,
   /* Only a torn frame, or nothing: emptied. */
   if (ftruncate(st->jfd, 0) != 0)
     st->jmode = 0;
+  return 0;
+}
+
+int pfi_store_journal_policy(struct pfi_store *st, size_t max_frames,
+                             double max_seconds, struct pfi_error *err) {
+  if (st->in_batch)
+    return pfi_error_set(err, PFI_ESTATE, "%s: batch open", st->path);
+  if (!st->stmt[ST_SAMPLE] || st->schema < 2)
+    return 0; /* no journal: nothing to set */
+  int rc = st->jframes ? merge_own(st, err) : 0;
+  if (rc < 0)
+    return rc;
+  st->jmax = max_frames;
+  st->jmax_s = isnan(max_seconds) ? 0 : max_seconds;
+  if (max_frames == 0)
+    st->jmode = 0;
+  else if (!st->jmode && st->jfd < 0)
+    st->jmode = 1; /* taken at the next frame, or left to another writer */
   return 0;
 }
 
