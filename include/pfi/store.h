@@ -307,6 +307,7 @@ int pfi_store_journal_policy(struct pfi_store *st, size_t max_frames,
 
 #define PFI_JREC_SAMPLES 1 /* a samples row of one run and instant */
 #define PFI_JREC_STEP 2    /* one step */
+#define PFI_JREC_NODE 3    /* node power of one run and instant */
 struct pfi_store_jrec {
   int kind; /* PFI_JREC_* */
   int64_t run;
@@ -320,13 +321,16 @@ struct pfi_store_jrec {
    * reported). */
   int64_t seq;
   struct pfi_step step;
+  /* PFI_JREC_NODE: its source points to node_source. */
+  struct pfi_node_power node;
+  char node_source[33];
 };
 struct pfi_store_jscan {
-  size_t end;      /* bytes of the complete, valid frames */
-  size_t frames;   /* how many */
+  size_t end;                   /* bytes of the complete, valid frames */
+  size_t frames;                /* how many */
   uint64_t first_seq, last_seq; /* their sequence numbers */
-  size_t bad_off;  /* on -1: the byte of the damage */
-  const char *why; /* on -1: what is wrong */
+  size_t bad_off;               /* on -1: the byte of the damage */
+  const char *why;              /* on -1: what is wrong */
 };
 /* Reads the frames of a journal's n bytes at b, calling fn (may be NULL)
  * for each record of each valid frame, in order; a frame's records are all

@@ -210,10 +210,11 @@ int pfi_store_open(struct pfi_store **out, const char *path, unsigned flags,
      * written a few hundred rows a transaction, where large pages write
      * fewer bytes a row (docs/sweep.md). The -wal is checkpointed at about
      * 2 MiB whatever the page size. */
-    if ((rc = pfi__store_exec(st,
-                              "PRAGMA page_size=16384; PRAGMA journal_mode=WAL; "
-                              "PRAGMA synchronous=NORMAL;",
-                              err)) < 0 ||
+    if ((rc =
+             pfi__store_exec(st,
+                             "PRAGMA page_size=16384; PRAGMA journal_mode=WAL; "
+                             "PRAGMA synchronous=NORMAL;",
+                             err)) < 0 ||
         (rc = wal_pages(st, err)) < 0 ||
         (rc = pfi__store_exec(st, "BEGIN IMMEDIATE;", err)) < 0)
       goto out;
@@ -289,7 +290,10 @@ int pfi_store_open(struct pfi_store **out, const char *path, unsigned flags,
         (st->schema >= 2 &&
          (rc = prepare(st, ST_STEP_IGNORE,
                        "INSERT OR IGNORE INTO steps VALUES(?,?,?,?,?,?,?,?,?)",
-                       err)) < 0))
+                       err)) < 0) ||
+        (rc = prepare(st, ST_NODE,
+                      "INSERT OR REPLACE INTO node_power VALUES(?,?,?,?,?,?)",
+                      err)) < 0)
       goto out;
   }
   /* A schema check that also rejects SQLite files of other programs. */
@@ -346,6 +350,7 @@ void pfi_store_close(struct pfi_store *st) {
   free(st->jpath);
   free(st->jbuf);
   free(st->psteps);
+  free(st->pnodes);
   free(st->fbuf);
   free(st->jpend);
   free(st->path);

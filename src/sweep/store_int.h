@@ -33,6 +33,7 @@ enum {
   ST_RUN_BEGIN,
   ST_RUN_END,
   ST_STEP_IGNORE,
+  ST_NODE,
   ST__COUNT
 };
 
@@ -54,6 +55,13 @@ struct pend {
 struct pstep {
   int64_t run, seq;
   struct pfi_step s;
+};
+
+/* Node power added to a batch bound for the journal. */
+struct pnode {
+  int64_t run;
+  struct pfi_node_power np;
+  char src[33];
 };
 
 /* The samples journal (store_journal.c, docs/sweep.md): FILE-samples. */
@@ -87,13 +95,15 @@ struct pfi_store {
   int jin_tx;   /* the frames are merged in the open transaction */
   unsigned char *jbuf; /* the frames not yet merged, as in the file */
   size_t jlen, jcap, jframes;
-  double jt0;        /* wall time of the oldest of them */
-  size_t jmax;       /* merged at this many frames */
-  double jmax_s;     /* ... or at this age of the oldest */
-  uint64_t jseq;     /* the last frame's sequence number */
-  uint64_t jmerged;  /* frames up to this one are in the database */
+  double jt0;           /* wall time of the oldest of them */
+  size_t jmax;          /* merged at this many frames */
+  double jmax_s;        /* ... or at this age of the oldest */
+  uint64_t jseq;        /* the last frame's sequence number */
+  uint64_t jmerged;     /* frames up to this one are in the database */
   struct pstep *psteps; /* steps of the open batch, bound for the journal */
   size_t npsteps, cappsteps;
+  struct pnode *pnodes; /* node power of the open batch, the same */
+  size_t npnodes, cappnodes;
   unsigned char *fbuf; /* the frame being built */
   size_t fcap;
   struct pend *jpend; /* samples of frames being merged */
@@ -129,6 +139,10 @@ int pfi__store_pend_cmp(const void *a, const void *b);
 int pfi__store_put_step(struct pfi_store *st, sqlite3_stmt *q, int64_t run,
                         int64_t seq, const struct pfi_step *s,
                         struct pfi_error *err);
+/* Binds and runs the INSERT OR REPLACE of node power np (q: ST_NODE, or
+ * the same statement on another table). */
+int pfi__store_put_node(struct pfi_store *st, sqlite3_stmt *q, int64_t run,
+                        const struct pfi_node_power *np, struct pfi_error *err);
 
 /* The journal (store_journal.c). At open: a writer merges what a writer
  * before it left; a reader reads the frames not yet merged beside the

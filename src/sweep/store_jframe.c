@@ -14,8 +14,12 @@
  *     uint32, run int64, t_s double, then the row's data (the samples blob
  *     of store.h, `gpus` entries in ascending GPU order);
  *   step (kind 2): kind uint8, mask uint8 (bit i: value i present), 2 bytes
- *     0, run int64, t_s double, seq int64, then one double per set bit of
- *     job_t_s, tokens, tokens_per_s, step, loss, mfu.
+ *     0, seq int64, run int64, t_s double, then one double per set bit of
+ *     job_t_s, tokens, tokens_per_s, step, loss, mfu;
+ *   node power (kind 3): kind uint8, mask uint8 (bit 0: gpu_w, bit 1:
+ *     other_w present), source length uint8 (1..32), 1 byte 0, node_w
+ *     double, run int64, t_s double, then gpu_w and other_w as the mask
+ *     says, then the source's characters (printable ASCII).
  */
 #include <math.h>
 #include <stdint.h>
@@ -206,6 +210,47 @@ static int records(const unsigned char *p, size_t n, size_t base, uint64_t seq,
       }
       r.step.t_s = r.t_s;
       o = q;
+    } else if (r.kind == PFI_JREC_NODE) {
+      unsigned mask = p[o + 1];
+      size_t sl = p[o + 2];
+      if (mask >> 2 || p[o + 3] || sl < 1 || sl > 32) {
+        out->why = "node power record: unknown bits or source length";
+        goto bad;
+      }
+      r.node.node_w = getf(p + o + 4);
+      if (isnan(r.t_s) || !isfinite(r.node.node_w) || r.node.node_w < 0) {
+        out->why = "node power record: time or node power not valid";
+        goto bad;
+      }
+      size_t q = o + 28, need = 8 * (size_t)__builtin_popcount(mask) + sl;
+      if (need > n - o - 28) {
+        out->why = "node power record: beyond the frame";
+        goto bad;
+      }
+      r.node.gpu_w = r.node.other_w = NAN;
+      double *v[2] = {&r.node.gpu_w, &r.node.other_w};
+      for (int i = 0; i < 2; i++)
+        if (mask >> i & 1u) {
+          double x = getf(p + q);
+          if (!isfinite(x)) {
+            at = q;
+            out->why = "node power record: value not finite";
+            goto bad;
+          }
+          *v[i] = x;
+          q += 8;
+        }
+      for (size_t i = 0; i < sl; i++)
+        if (p[q + i] < 0x21 || p[q + i] > 0x7e) {
+          at = q + i;
+          out->why = "node power record: source not printable";
+          goto bad;
+        }
+      memcpy(r.node_source, p + q, sl);
+      r.node_source[sl] = 0;
+      r.node.t_s = r.t_s;
+      r.node.source = r.node_source;
+      o = q + sl;
     } else {
       out->why = "unknown record kind";
       goto bad;

@@ -111,16 +111,18 @@ static int merge_rec(void *ctx, uint64_t seq, const struct pfi_store_jrec *r) {
   if (r->kind == PFI_JREC_STEP)
     return pfi__store_put_step(st, st->stmt[ST_STEP_IGNORE], r->run, r->seq,
                                &r->step, m->err);
+  if (r->kind == PFI_JREC_NODE)
+    return pfi__store_put_node(st, st->stmt[ST_NODE], r->run, &r->node, m->err);
   /* The row as the frame holds it; an instant already stored (a frame
    * merged before, or a row of another batch) is merged entry by entry. */
   sqlite3_stmt *q = st->stmt[ST_SAMPLE];
   sqlite3_bind_int64(q, 1, r->run);
   sqlite3_bind_double(q, 2, r->t_s);
   sqlite3_bind_int64(q, 3, r->gpus);
-  sqlite3_bind_int64(q, 4,
-                     (int64_t)((uint32_t)r->data[0] | (uint32_t)r->data[1] << 8 |
-                               (uint32_t)r->data[2] << 16 |
-                               (uint32_t)r->data[3] << 24));
+  sqlite3_bind_int64(
+      q, 4,
+      (int64_t)((uint32_t)r->data[0] | (uint32_t)r->data[1] << 8 |
+                (uint32_t)r->data[2] << 16 | (uint32_t)r->data[3] << 24));
   sqlite3_bind_blob(q, 5, r->data, (int)r->len, SQLITE_STATIC);
   int s = sqlite3_step(q);
   sqlite3_reset(q);
@@ -203,6 +205,14 @@ static int begin_sql(struct pfi_store *st, struct pfi_error *err) {
       return rc;
   }
   st->npsteps = 0;
+  for (size_t i = 0; i < st->npnodes; i++) {
+    struct pnode *p = &st->pnodes[i];
+    p->np.source = p->src;
+    if ((rc = pfi__store_put_node(st, st->stmt[ST_NODE], p->run, &p->np, err)) <
+        0)
+      return rc;
+  }
+  st->npnodes = 0;
   return 0;
 }
 
@@ -228,8 +238,8 @@ static int journal_take(struct pfi_store *st, int create) {
     /* The file locked must still be the one at the path (a writer that
      * closed removes it). */
     struct stat a, b;
-    if (fstat(fd, &a) == 0 && stat(st->jpath, &b) == 0 && a.st_dev == b.st_dev &&
-        a.st_ino == b.st_ino) {
+    if (fstat(fd, &a) == 0 && stat(st->jpath, &b) == 0 &&
+        a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
       st->jfd = fd;
       return 1;
     }
@@ -249,11 +259,12 @@ int pfi__journal_commit(struct pfi_store *st, struct pfi_error *err) {
   }
   if (!st->pend_sorted)
     qsort(st->pend, st->npend, sizeof *st->pend, pfi__store_pend_cmp);
-  size_t need = PFI_JOURNAL_HEADER + (28 + 48) * st->npsteps;
+  size_t need = PFI_JOURNAL_HEADER + (28 + 48) * st->npsteps +
+                (28 + 16 + 32) * st->npnodes;
   for (size_t i = 0, j; i < st->npend; i = j) {
     const struct pend *a = &st->pend[i];
-    for (j = i + 1; j < st->npend && st->pend[j].run == a->run &&
-                    st->pend[j].t == a->t;
+    for (j = i + 1;
+         j < st->npend && st->pend[j].run == a->run && st->pend[j].t == a->t;
          j++)
       ;
     need += 28 + pfi__store_row_room(a, st->pend + j);
@@ -264,8 +275,8 @@ int pfi__journal_commit(struct pfi_store *st, struct pfi_error *err) {
   size_t o = PFI_JOURNAL_HEADER;
   for (size_t i = 0, j; i < st->npend; i = j) {
     const struct pend *a = &st->pend[i];
-    for (j = i + 1; j < st->npend && st->pend[j].run == a->run &&
-                    st->pend[j].t == a->t;
+    for (j = i + 1;
+         j < st->npend && st->pend[j].run == a->run && st->pend[j].t == a->t;
          j++)
       ;
     long long gpus;
@@ -302,6 +313,30 @@ int pfi__journal_commit(struct pfi_store *st, struct pfi_error *err) {
     pfi__jputf(f + o + 20, p->s.t_s);
     o = q;
   }
+  for (size_t i = 0; i < st->npnodes; i++) {
+    const struct pnode *p = &st->pnodes[i];
+    unsigned mask = 0;
+    size_t q = o + 28, sl = strlen(p->src);
+    if (isfinite(p->np.gpu_w)) {
+      mask |= 1u;
+      pfi__jputf(f + q, p->np.gpu_w);
+      q += 8;
+    }
+    if (isfinite(p->np.other_w)) {
+      mask |= 2u;
+      pfi__jputf(f + q, p->np.other_w);
+      q += 8;
+    }
+    f[o] = PFI_JREC_NODE;
+    f[o + 1] = (unsigned char)mask;
+    f[o + 2] = (unsigned char)sl;
+    f[o + 3] = 0;
+    pfi__jputf(f + o + 4, p->np.node_w);
+    pfi__jput64(f + o + 12, (uint64_t)p->run);
+    pfi__jputf(f + o + 20, p->np.t_s);
+    memcpy(f + q, p->src, sl);
+    o = q + sl;
+  }
   if (o - PFI_JOURNAL_HEADER > UINT32_MAX)
     return pfi_error_set(err, PFI_ERANGE, "%s: batch too large", st->path);
   pfi__jframe_seal(f, o - PFI_JOURNAL_HEADER, st->jseq + 1);
@@ -329,13 +364,15 @@ int pfi__journal_commit(struct pfi_store *st, struct pfi_error *err) {
   st->npend = 0;
   st->pend_sorted = 1;
   st->npsteps = 0;
+  st->npnodes = 0;
   st->in_batch = 0;
   if (st->jframes >= st->jmax || now - st->jt0 >= st->jmax_s || !st->jmode)
     return merge_own(st, err);
   return 0;
 }
 
-/* ---- opening --------------------------------------------------------------- */
+/* ---- opening ---------------------------------------------------------------
+ */
 
 static int read_all(int fd, unsigned char **b, size_t *cap, size_t *n,
                     struct pfi_error *err, const char *jpath) {
@@ -375,7 +412,7 @@ static uint64_t meta_seq(struct pfi_store *st) {
 struct overlay_ctx {
   struct pfi_store *st;
   struct pfi_error *err;
-  sqlite3_stmt *step;
+  sqlite3_stmt *step, *node;
   size_t order;
 };
 
@@ -386,6 +423,8 @@ static int overlay_rec(void *ctx, uint64_t seq,
     return 0;
   if (r->kind == PFI_JREC_SAMPLES)
     return jpend_row(c->st, r, &c->order, c->err);
+  if (r->kind == PFI_JREC_NODE)
+    return pfi__store_put_node(c->st, c->node, r->run, &r->node, c->err);
   return pfi__store_put_step(c->st, c->step, r->run, r->seq, &r->step, c->err);
 }
 
@@ -404,14 +443,27 @@ static int overlay(struct pfi_store *st, struct pfi_error *err) {
       "j.t_s = m.t_s) UNION ALL SELECT * FROM temp.jsamples;"
       "CREATE TEMP VIEW steps AS SELECT * FROM main.steps UNION ALL SELECT * "
       "FROM temp.jsteps j WHERE NOT EXISTS (SELECT 1 FROM main.steps m WHERE "
-      "m.run_id = j.run_id AND m.t_s = j.t_s AND m.seq = j.seq);";
-  sqlite3_stmt *get = NULL, *put = NULL, *step = NULL;
+      "m.run_id = j.run_id AND m.t_s = j.t_s AND m.seq = j.seq);"
+      "CREATE TEMP TABLE jnode(run_id INTEGER NOT NULL, t_s REAL NOT NULL, "
+      "gpu_w REAL, other_w REAL, node_w REAL NOT NULL, source TEXT NOT NULL, "
+      "PRIMARY KEY(run_id, t_s)) WITHOUT ROWID;";
+  /* A store from before node power has no such table to shadow (its
+   * writer, which made the journal, would have added it). */
+  static const char node_view[] =
+      "CREATE TEMP VIEW node_power AS SELECT * FROM main.node_power m WHERE "
+      "NOT EXISTS (SELECT 1 FROM temp.jnode j WHERE j.run_id = m.run_id AND "
+      "j.t_s = m.t_s) UNION ALL SELECT * FROM temp.jnode;";
+  sqlite3_stmt *get = NULL, *put = NULL, *step = NULL, *node = NULL;
   struct pend *all = NULL;
   size_t capall = 0;
   int rc = pfi__store_exec(st, ddl, err);
   if (rc < 0)
     return rc;
-  if (sqlite3_prepare_v2(st->db,
+  pfi__store_exec(st, node_view, NULL);
+  if (sqlite3_prepare_v2(
+          st->db, "INSERT OR REPLACE INTO temp.jnode VALUES(?,?,?,?,?,?)", -1,
+          &node, NULL) != SQLITE_OK ||
+      sqlite3_prepare_v2(st->db,
                          "INSERT OR REPLACE INTO temp.jsteps "
                          "VALUES(?,?,?,?,?,?,?,?,?)",
                          -1, &step, NULL) != SQLITE_OK ||
@@ -419,13 +471,12 @@ static int overlay(struct pfi_store *st, struct pfi_error *err) {
                          "SELECT data FROM main.samples WHERE run_id=? AND "
                          "t_s=?",
                          -1, &get, NULL) != SQLITE_OK ||
-      sqlite3_prepare_v2(st->db,
-                         "INSERT INTO temp.jsamples VALUES(?,?,?,?,?)", -1,
-                         &put, NULL) != SQLITE_OK) {
+      sqlite3_prepare_v2(st->db, "INSERT INTO temp.jsamples VALUES(?,?,?,?,?)",
+                         -1, &put, NULL) != SQLITE_OK) {
     rc = pfi__store_dberr(st, err, "samples journal");
     goto out;
   }
-  struct overlay_ctx c = {st, err, step, 0};
+  struct overlay_ctx c = {st, err, step, node, 0};
   struct pfi_store_jscan sc;
   st->njpend = 0;
   rc = pfi_store_journal_scan(st->jbuf, st->jlen, overlay_rec, &c, &sc);
@@ -436,8 +487,8 @@ static int overlay(struct pfi_store *st, struct pfi_error *err) {
   qsort(st->jpend, st->njpend, sizeof *st->jpend, pfi__store_pend_cmp);
   for (size_t i = 0, j; i < st->njpend; i = j) {
     const struct pend *a = &st->jpend[i];
-    for (j = i + 1; j < st->njpend && st->jpend[j].run == a->run &&
-                    st->jpend[j].t == a->t;
+    for (j = i + 1;
+         j < st->njpend && st->jpend[j].run == a->run && st->jpend[j].t == a->t;
          j++)
       ;
     /* The row of the database first, the journal's entries winning. */
@@ -478,8 +529,7 @@ static int overlay(struct pfi_store *st, struct pfi_error *err) {
     }
     qsort(all, k, sizeof *all, pfi__store_pend_cmp);
     size_t need = pfi__store_row_room(all, all + k);
-    if ((rc = room((void **)&st->fbuf, &st->fcap, need ? need : 1, 1, err)) <
-        0)
+    if ((rc = room((void **)&st->fbuf, &st->fcap, need ? need : 1, 1, err)) < 0)
       goto out;
     long long gpus;
     size_t len = pfi__store_row_put(st->fbuf, all, all + k, &gpus);
@@ -501,6 +551,7 @@ out:
   sqlite3_finalize(get);
   sqlite3_finalize(put);
   sqlite3_finalize(step);
+  sqlite3_finalize(node);
   return rc;
 }
 
@@ -519,15 +570,16 @@ int pfi__journal_open(struct pfi_store *st, int readonly,
     if (fd < 0) {
       if (errno == ENOENT)
         return 0;
-      return pfi_error_set(err, PFI_EIO, "%s: %s (the store's samples "
-                           "journal, committed intervals)", st->jpath,
-                           strerror(errno));
+      return pfi_error_set(err, PFI_EIO,
+                           "%s: %s (the store's samples "
+                           "journal, committed intervals)",
+                           st->jpath, strerror(errno));
     }
     /* Read while a writer may empty it and append again: a read that
      * mixes the two is read again. */
     for (int tries = 0;; tries++) {
-      if ((rc = read_all(fd, &st->jbuf, &st->jcap, &st->jlen, err,
-                         st->jpath)) < 0)
+      if ((rc = read_all(fd, &st->jbuf, &st->jcap, &st->jlen, err, st->jpath)) <
+          0)
         break;
       if ((rc = pfi_store_journal_scan(st->jbuf, st->jlen, NULL, NULL, &sc)) ==
               0 ||

@@ -64,6 +64,7 @@ int pfi_store_rollback(struct pfi_store *st) {
   st->npend = 0;
   st->pend_sorted = 1;
   st->npsteps = 0;
+  st->npnodes = 0;
   /* Frames merged in the transaction stay in the journal. */
   st->jin_tx = 0;
   if (!st->in_batch)
@@ -173,9 +174,9 @@ int pfi_store_runs_mark_interrupted(struct pfi_store *st,
   if (rc < 0)
     return rc;
   rc = pfi__store_exec(st,
-                           "UPDATE runs SET state='interrupted' WHERE "
-                           "state='running';",
-                           err);
+                       "UPDATE runs SET state='interrupted' WHERE "
+                       "state='running';",
+                       err);
   return rc < 0 ? rc : sqlite3_changes(st->db);
 }
 
@@ -687,32 +688,47 @@ int pfi_store_caps_clear(struct pfi_store *st, const char *backend,
   return rc;
 }
 
+int pfi__store_put_node(struct pfi_store *st, sqlite3_stmt *q, int64_t run,
+                        const struct pfi_node_power *np,
+                        struct pfi_error *err) {
+  sqlite3_bind_int64(q, 1, run);
+  sqlite3_bind_double(q, 2, np->t_s);
+  pfi__store_bind_opt(q, 3, np->gpu_w);
+  pfi__store_bind_opt(q, 4, np->other_w);
+  sqlite3_bind_double(q, 5, np->node_w);
+  sqlite3_bind_text(q, 6, np->source, -1, SQLITE_TRANSIENT);
+  return step_done(st, q, err, "node power");
+}
+
 int pfi_store_add_node_power(struct pfi_store *st, int64_t run_id,
                              const struct pfi_node_power *np,
                              struct pfi_error *err) {
   if (!isfinite(np->node_w) || np->node_w < 0 || !np->source)
     return pfi_error_set(err, PFI_EINVAL,
                          "node power: node_w must be finite and >= 0");
-  sqlite3_stmt *q = NULL;
+  sqlite3_stmt *q = st->stmt[ST_NODE];
+  if (!q)
+    return pfi_error_set(err, PFI_ESTATE, "%s: opened read-only", st->path);
+  size_t sl = strlen(np->source);
+  if (st->in_batch && !st->sql_open && sl >= 1 && sl <= 32 && !isnan(np->t_s)) {
+    /* Bound for the journal with the batch's samples. */
+    if (st->npnodes == st->cappnodes) {
+      size_t nc = st->cappnodes ? 2 * st->cappnodes : 16;
+      struct pnode *pn = realloc(st->pnodes, nc * sizeof *pn);
+      if (!pn)
+        return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+      st->pnodes = pn;
+      st->cappnodes = nc;
+    }
+    struct pnode *p = &st->pnodes[st->npnodes++];
+    p->run = run_id;
+    p->np = *np;
+    memcpy(p->src, np->source, sl + 1);
+    p->np.source = NULL;
+    return 0;
+  }
   int rc = pfi__store_sql(st, err);
   if (rc < 0)
     return rc;
-  if (sqlite3_prepare_v2(
-          st->db, "INSERT OR REPLACE INTO node_power VALUES(?,?,?,?,?,?)", -1,
-          &q, NULL) != SQLITE_OK) {
-    sqlite3_finalize(q);
-    return pfi__store_dberr(st, err, "node power");
-  }
-  sqlite3_bind_int64(q, 1, run_id);
-  sqlite3_bind_double(q, 2, np->t_s);
-  if (isfinite(np->gpu_w))
-    sqlite3_bind_double(q, 3, np->gpu_w);
-  if (isfinite(np->other_w))
-    sqlite3_bind_double(q, 4, np->other_w);
-  sqlite3_bind_double(q, 5, np->node_w);
-  sqlite3_bind_text(q, 6, np->source, -1, SQLITE_TRANSIENT);
-  if (sqlite3_step(q) != SQLITE_DONE)
-    rc = pfi__store_dberr(st, err, "node power");
-  sqlite3_finalize(q);
-  return rc;
+  return pfi__store_put_node(st, q, run_id, np, err);
 }

@@ -86,8 +86,8 @@ static void interval(struct pfi_store *st, int64_t run, int r, int k) {
       s.v[f] = value(r, k, g, f);
     assert_int_equal(pfi_store_add_sample(st, run, g, &s, &err), 0);
   }
-  struct pfi_step sp = {5.0 * k, 5.0 * k, 1e6 * k, 100.0 * r + k, k,
-                        k % 3 ? 2.0 : NAN, NAN};
+  struct pfi_step sp = {5.0 * k, 5.0 * k,           1e6 * k, 100.0 * r + k,
+                        k,       k % 3 ? 2.0 : NAN, NAN};
   assert_int_equal(pfi_store_add_step(st, run, &sp, &err), 0);
   assert_int_equal(pfi_store_commit(st, &err), 0);
 }
@@ -169,7 +169,7 @@ static void round_trip(void **state) {
           pfi_store_run_end(sd, b, PFI_RUN_COMPLETE, 5.0 * n, 0, &err), 0);
     }
   }
-  assert_true(file_size(jf) > 0);        /* frames not yet merged */
+  assert_true(file_size(jf) > 0); /* frames not yet merged */
   assert_int_equal(file_size(pd) > 0, 1);
   char dj[160];
   snprintf(dj, sizeof dj, "%s-samples", pd);
@@ -284,9 +284,8 @@ static void killed(void **state) {
     assert_int_equal(pfi_store_open(&st, p, PFI_STORE_READONLY, &err), 0);
     struct pfi_store_iter *it;
     struct pfi_store_run run;
-    assert_int_equal(pfi_store_runs_open(st, PFI_RUNS_ALL | PFI_RUNS_COUNTS, &it,
-                                         &err),
-                     0);
+    assert_int_equal(
+        pfi_store_runs_open(st, PFI_RUNS_ALL | PFI_RUNS_COUNTS, &it, &err), 0);
     assert_int_equal(pfi_store_runs_next(it, &run, &err), 1);
     int have = (int)(run.samples / GPUS);
     assert_true(have == last || have == last + 1);
@@ -347,8 +346,8 @@ static int frame_offsets(const char *jf, long *off, int max, long *size) {
   while (k < max && fseek(f, o, SEEK_SET) == 0 && fread(h, 1, 32, f) == 32) {
     assert_memory_equal(h, "PFIJ", 4);
     off[k++] = o;
-    o += 32 + ((long)h[8] | (long)h[9] << 8 | (long)h[10] << 16 |
-               (long)h[11] << 24);
+    o += 32 +
+         ((long)h[8] | (long)h[9] << 8 | (long)h[10] << 16 | (long)h[11] << 24);
   }
   fclose(f);
   *size = o;
@@ -383,8 +382,8 @@ static void torn_and_damaged(void **state) {
   char want[64];
   snprintf(want, sizeof want, "byte %ld: ", off[2]);
   for (int ro = 0; ro < 2; ro++) {
-    assert_int_equal(
-        pfi_store_open(&st, p, ro ? PFI_STORE_READONLY : 0, &err), PFI_EPARSE);
+    assert_int_equal(pfi_store_open(&st, p, ro ? PFI_STORE_READONLY : 0, &err),
+                     PFI_EPARSE);
     assert_string_equal(err.file, jf);
     if (!strstr(err.msg, want))
       fprintf(stderr, "message: %s\n", err.msg);
