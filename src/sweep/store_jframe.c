@@ -6,7 +6,7 @@
  * frames and merges them into the database.
  *
  * A frame, all little-endian: a header of 32 bytes (magic "PFIJ", version
- * uint16 = 1, flags uint16 = 0, payload length uint32, header check uint32
+ * uint8 = 1, three bytes 0, payload length uint32, header check uint32
  * = the low half of the hash of bytes 0..11 and 16..23, sequence number
  * uint64, hash uint64 of bytes 0..23 and the payload), then the payload:
  * records one after another,
