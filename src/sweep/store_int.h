@@ -73,6 +73,9 @@ struct pnode {
  * oldest (wall time), and at close. */
 #define PFI_JOURNAL_FRAMES 256
 #define PFI_JOURNAL_SECONDS 1.0
+/* Merged frames stay in the file (a reader skips them by their number)
+ * until it is this large: emptying it costs more than its frames. */
+#define PFI_JOURNAL_KEEP_BYTES (4u << 20)
 
 struct pfi_store {
   sqlite3 *db;
@@ -95,6 +98,7 @@ struct pfi_store {
   int jin_tx;   /* the frames are merged in the open transaction */
   unsigned char *jbuf; /* the frames not yet merged, as in the file */
   size_t jlen, jcap, jframes;
+  size_t jfile; /* the file's length: merged frames, then jbuf's */
   double jt0;           /* wall time of the oldest of them */
   size_t jmax;          /* merged at this many frames */
   double jmax_s;        /* ... or at this age of the oldest */

@@ -33,8 +33,14 @@ static uint32_t get32(const unsigned char *p) {
          (uint32_t)p[3] << 24;
 }
 
-static uint64_t get64(const unsigned char *p) {
+static inline uint64_t get64(const unsigned char *p) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  uint64_t x;
+  memcpy(&x, p, sizeof x);
+  return x;
+#else
   return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
+#endif
 }
 
 static double getf(const unsigned char *p) {

@@ -163,10 +163,14 @@ int pfi__journal_merged(struct pfi_store *st, struct pfi_error *err) {
   st->jmerged = st->jseq;
   st->jlen = 0;
   st->jframes = 0;
-  if (st->jfd >= 0 && ftruncate(st->jfd, 0) != 0) {
-    /* The frames are in the database and journal_seq says so: a replay
-     * skips them. No more frames go after them. */
-    st->jmode = 0;
+  if (st->jfd >= 0 && st->jfile >= PFI_JOURNAL_KEEP_BYTES) {
+    if (ftruncate(st->jfd, 0) != 0) {
+      /* The frames are in the database and journal_seq says so: a
+       * replay skips them. No more frames go after them. */
+      st->jmode = 0;
+      return 0;
+    }
+    st->jfile = 0;
   }
   return 0;
 }
@@ -343,11 +347,11 @@ int pfi__journal_commit(struct pfi_store *st, struct pfi_error *err) {
   if ((rc = room((void **)&st->jbuf, &st->jcap, st->jlen + o, 1, err)) < 0)
     return rc;
   /* The one write of the interval. */
-  ssize_t w = pwrite(st->jfd, f, o, (off_t)st->jlen);
+  ssize_t w = pwrite(st->jfd, f, o, (off_t)st->jfile);
   if (w != (ssize_t)o) {
     int e = w < 0 ? errno : ENOSPC;
     /* A frame cut short must not stay before the next. */
-    if (ftruncate(st->jfd, (off_t)st->jlen) != 0)
+    if (ftruncate(st->jfd, (off_t)st->jfile) != 0)
       st->jmode = 0;
     /* The batch stays open, for the caller to roll back. */
     return pfi_error_set(err, PFI_EIO,
@@ -357,6 +361,7 @@ int pfi__journal_commit(struct pfi_store *st, struct pfi_error *err) {
   }
   memcpy(st->jbuf + st->jlen, f, o);
   st->jlen += o;
+  st->jfile += o;
   st->jseq++;
   double now = wall_now();
   if (!st->jframes++)
@@ -623,9 +628,11 @@ int pfi__journal_open(struct pfi_store *st, int readonly,
   st->jframes = sc.frames;
   if (sc.frames && sc.last_seq > st->jseq)
     st->jseq = sc.last_seq;
-  if (st->jframes)
-    return merge_own(st, err);
-  /* Only a torn frame, or nothing: emptied. */
+  if (st->jframes && (rc = merge_own(st, err)) < 0)
+    return rc;
+  /* Merged (or only merged frames and a torn one): emptied. */
+  st->jlen = 0;
+  st->jfile = 0;
   if (ftruncate(st->jfd, 0) != 0)
     st->jmode = 0;
   return 0;
