@@ -292,11 +292,12 @@ int pfi_store_blob_next(const unsigned char *b, size_t n, size_t *off,
 
 /* ---- the samples journal (schema 2) -----------------------------------
  *
- * A writer appends the samples and steps of each committed batch that holds
- * nothing else to FILE-samples, one frame a batch in one write, and merges
- * the frames into the database every few dozen frames, every second, and
- * at close (docs/sweep.md: the format, and what a commit guarantees).
- * Readers read the frames not yet merged too.
+ * A writer appends the samples, steps and node power of each committed
+ * batch that holds nothing else to FILE-samples, one frame a batch in one
+ * write, and merges the frames into the database every 256 frames, every
+ * second, before any other write and at close (docs/sweep.md: the format,
+ * and what a commit guarantees). Readers read the frames not yet merged
+ * too.
  */
 /* When a writer merges its frames: at max_frames frames, or when the
  * oldest is max_seconds old (wall time), whichever first (defaults 256 and

@@ -227,7 +227,8 @@ static int summarize(int argc, char **argv) {
                          "0..100, --top-fraction in (0, 1]");
   /* The input first: a missing store is the first thing to fix. */
   struct pfi_store *st = NULL;
-  int rc = open_store("trace summarize", argv[optind], PFI_STORE_READONLY, &st);
+  int rc = open_store("trace summarize", argv[optind],
+                      PFI_STORE_READONLY, &st);
   if (rc)
     return rc;
   if (!out) {
@@ -294,7 +295,8 @@ static int export_cmd(int argc, char **argv) {
   if (optind + 1 != argc)
     return pfi_cli_usage("trace export", "export takes one DB");
   struct pfi_store *st = NULL;
-  int rc = open_store("trace export", argv[optind], PFI_STORE_READONLY, &st);
+  int rc = open_store("trace export", argv[optind],
+                      PFI_STORE_READONLY, &st);
   if (rc)
     return rc;
   FILE *fp = stdout;
@@ -724,7 +726,8 @@ static int runs_cmd(int argc, char **argv) {
   if (optind + 1 != argc)
     return pfi_cli_usage("trace runs", "runs takes one DB");
   struct pfi_store *st = NULL;
-  int rc = open_store("trace runs", argv[optind], PFI_STORE_READONLY, &st);
+  int rc = open_store("trace runs", argv[optind],
+                      PFI_STORE_READONLY, &st);
   if (rc)
     return rc;
   struct pfi_store_iter *q = NULL;
@@ -739,56 +742,23 @@ static int runs_cmd(int argc, char **argv) {
   static const struct pfi_restab_col cols[] = {
       {.name = "id", .kind = PFI_RESTAB_INT, .width = 4, .fixed = 1},
       {.name = "job", .kind = PFI_RESTAB_TEXT, .width = 36, .fixed = 1},
-      {.name = "cap_w",
-       .kind = PFI_RESTAB_NUM,
-       .width = 7,
-       .fixed = 1,
+      {.name = "cap_w", .kind = PFI_RESTAB_NUM, .width = 7, .fixed = 1,
        .sep = 1},
-      {.name = "gpus",
-       .kind = PFI_RESTAB_INT,
-       .width = 4,
-       .fixed = 1,
+      {.name = "gpus", .kind = PFI_RESTAB_INT, .width = 4, .fixed = 1,
        .sep = 1},
       {.name = "state", .kind = PFI_RESTAB_TEXT, .width = 11, .fixed = 1},
-      {.name = "source",
-       .kind = PFI_RESTAB_TEXT,
-       .width = 8,
-       .fixed = 1,
+      {.name = "source", .kind = PFI_RESTAB_TEXT, .width = 8, .fixed = 1,
        .sep = 1},
-      {.name = "exit_status",
-       .label = "exit",
-       .kind = PFI_RESTAB_INT,
-       .width = 4,
-       .fixed = 1,
+      {.name = "exit_status", .label = "exit", .kind = PFI_RESTAB_INT,
+       .width = 4, .fixed = 1, .sep = 1},
+      {.name = "samples", .kind = PFI_RESTAB_INT, .width = 8, .fixed = 1,
        .sep = 1},
-      {.name = "samples",
-       .kind = PFI_RESTAB_INT,
-       .width = 8,
-       .fixed = 1,
+      {.name = "steps", .kind = PFI_RESTAB_INT, .width = 7, .fixed = 1,
        .sep = 1},
-      {.name = "steps",
-       .kind = PFI_RESTAB_INT,
-       .width = 7,
-       .fixed = 1,
-       .sep = 1},
-      {.name = "t_start_s",
-       .kind = PFI_RESTAB_NUM,
-       .style = 'f',
-       .prec = 1,
-       .csv_style = 'f',
-       .csv_prec = 6,
-       .width = 10,
-       .fixed = 1,
-       .sep = 1},
-      {.name = "t_end_s",
-       .kind = PFI_RESTAB_NUM,
-       .style = 'f',
-       .prec = 1,
-       .csv_style = 'f',
-       .csv_prec = 6,
-       .width = 10,
-       .fixed = 1,
-       .sep = 1},
+      {.name = "t_start_s", .kind = PFI_RESTAB_NUM, .style = 'f', .prec = 1,
+       .csv_style = 'f', .csv_prec = 6, .width = 10, .fixed = 1, .sep = 1},
+      {.name = "t_end_s", .kind = PFI_RESTAB_NUM, .style = 'f', .prec = 1,
+       .csv_style = 'f', .csv_prec = 6, .width = 10, .fixed = 1, .sep = 1},
   };
   struct pfi_restab tab;
   pfi_restab_init(&tab, cols, sizeof cols / sizeof cols[0]);
