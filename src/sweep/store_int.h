@@ -74,7 +74,8 @@ struct pnode {
 #define PFI_JOURNAL_FRAMES 256
 #define PFI_JOURNAL_SECONDS 1.0
 /* Merged frames stay in the file (a reader skips them by their number)
- * until it is this large: emptying it costs more than its frames. */
+ * until it is this large: one truncation where there were dozens (the
+ * kernel's freeing of the pages stays the same). */
 #define PFI_JOURNAL_KEEP_BYTES (4u << 20)
 
 struct pfi_store {
