@@ -290,6 +290,61 @@ int pfi_store_blob_next(const unsigned char *b, size_t n, size_t *off,
                         int64_t prev_gpu, struct pfi_store_sample *out,
                         const char **why);
 
+/* ---- the samples journal (schema 2) -----------------------------------
+ *
+ * A writer appends the samples, steps and node power of each committed
+ * batch that holds nothing else to FILE-samples, one frame a batch in one
+ * write, and merges the frames into the database every 256 frames, every
+ * second, before any other write and at close (docs/sweep.md: the format,
+ * and what a commit guarantees). Readers read the frames not yet merged
+ * too.
+ */
+/* When a writer merges its frames: at max_frames frames, or when the
+ * oldest is max_seconds old (wall time), whichever first (defaults 256 and
+ * 1 s); max_frames 0: no journal, every batch commits to SQLite (as a
+ * second writer of a store does). Merges what the journal holds first. */
+int pfi_store_journal_policy(struct pfi_store *st, size_t max_frames,
+                             double max_seconds, struct pfi_error *err);
+
+#define PFI_JREC_SAMPLES 1 /* a samples row of one run and instant */
+#define PFI_JREC_STEP 2    /* one step */
+#define PFI_JREC_NODE 3    /* node power of one run and instant */
+struct pfi_store_jrec {
+  int kind; /* PFI_JREC_* */
+  int64_t run;
+  double t_s;
+  /* PFI_JREC_SAMPLES: the row's data (the samples blob above), len bytes,
+   * gpus entries. */
+  const unsigned char *data;
+  size_t len;
+  long long gpus;
+  /* PFI_JREC_STEP: its number within the run, and the step (NaN where not
+   * reported). */
+  int64_t seq;
+  struct pfi_step step;
+  /* PFI_JREC_NODE: its source points to node_source. */
+  struct pfi_node_power node;
+  char node_source[33];
+};
+struct pfi_store_jscan {
+  size_t end;                   /* bytes of the complete, valid frames */
+  size_t frames;                /* how many */
+  uint64_t first_seq, last_seq; /* their sequence numbers */
+  size_t bad_off;               /* on -1: the byte of the damage */
+  const char *why;              /* on -1: what is wrong */
+};
+/* Reads the frames of a journal's n bytes at b, calling fn (may be NULL)
+ * for each record of each valid frame, in order; a frame's records are all
+ * checked before any is delivered. A last frame cut short or damaged (a
+ * write that did not complete; zero bytes after it) ends the valid frames
+ * and is not an error. Returns 0 (out->end, frames, sequence numbers), -1
+ * when a damaged frame is followed by more data (out->bad_off, out->why),
+ * or fn's negative return. Never reads outside b[0..n). */
+int pfi_store_journal_scan(const unsigned char *b, size_t n,
+                           int (*fn)(void *ctx, uint64_t seq,
+                                     const struct pfi_store_jrec *rec),
+                           void *ctx, struct pfi_store_jscan *out);
+
 /* The largest stored value of field `f` over every sample, or NaN when
  * there is none. */
 double pfi_store_field_max(struct pfi_store *st, enum pfi_field f);

@@ -227,7 +227,8 @@ static int summarize(int argc, char **argv) {
                          "0..100, --top-fraction in (0, 1]");
   /* The input first: a missing store is the first thing to fix. */
   struct pfi_store *st = NULL;
-  int rc = open_store("trace summarize", argv[optind], 0, &st);
+  int rc = open_store("trace summarize", argv[optind],
+                      PFI_STORE_READONLY, &st);
   if (rc)
     return rc;
   if (!out) {
@@ -294,7 +295,8 @@ static int export_cmd(int argc, char **argv) {
   if (optind + 1 != argc)
     return pfi_cli_usage("trace export", "export takes one DB");
   struct pfi_store *st = NULL;
-  int rc = open_store("trace export", argv[optind], 0, &st);
+  int rc = open_store("trace export", argv[optind],
+                      PFI_STORE_READONLY, &st);
   if (rc)
     return rc;
   FILE *fp = stdout;
@@ -724,7 +726,8 @@ static int runs_cmd(int argc, char **argv) {
   if (optind + 1 != argc)
     return pfi_cli_usage("trace runs", "runs takes one DB");
   struct pfi_store *st = NULL;
-  int rc = open_store("trace runs", argv[optind], 0, &st);
+  int rc = open_store("trace runs", argv[optind],
+                      PFI_STORE_READONLY, &st);
   if (rc)
     return rc;
   struct pfi_store_iter *q = NULL;

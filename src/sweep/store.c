@@ -85,6 +85,24 @@ static int stored_schema(sqlite3 *db) {
   return v;
 }
 
+/* The -wal checkpointed at about 2 MiB, as with SQLite's default of 1000
+ * pages of 2 KiB. */
+static int wal_pages(struct pfi_store *st, struct pfi_error *err) {
+  sqlite3_stmt *q = NULL;
+  int ps = 0;
+  if (sqlite3_prepare_v2(st->db, "PRAGMA page_size", -1, &q, NULL) ==
+          SQLITE_OK &&
+      sqlite3_step(q) == SQLITE_ROW)
+    ps = sqlite3_column_int(q, 0);
+  sqlite3_finalize(q);
+  if (ps < 512)
+    return 0;
+  char sql[64];
+  snprintf(sql, sizeof sql, "PRAGMA wal_autocheckpoint=%d;",
+           (2048 * 1000) / ps);
+  return pfi__store_exec(st, sql, err);
+}
+
 int pfi_store_open(struct pfi_store **out, const char *path, unsigned flags,
                    struct pfi_error *err) {
   int rc = 0;
@@ -94,6 +112,7 @@ int pfi_store_open(struct pfi_store **out, const char *path, unsigned flags,
   if (!st)
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
   st->lock_fd = -1;
+  st->jfd = -1;
   st->path = strdup(path);
   if (!st->path) {
     rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
@@ -186,13 +205,17 @@ int pfi_store_open(struct pfi_store **out, const char *path, unsigned flags,
      * checkpoints, so a power loss can drop the commits since the last
      * one, never part of a commit (docs/sweep.md; the cap ledger is synced
      * on its own). */
-    /* Pages of 2 KiB for a new store (an existing one keeps its own): a
-     * commit rewrites every page it touches, and a sampling interval's
-     * rows fill little more than one. */
-    if ((rc = pfi__store_exec(st,
-                              "PRAGMA page_size=2048; PRAGMA journal_mode=WAL; "
-                              "PRAGMA synchronous=NORMAL;",
-                              err)) < 0 ||
+    /* Pages of 16 KiB for a new store (an existing one keeps its own):
+     * intervals are committed to the samples journal, and the database is
+     * written a few hundred rows a transaction, where large pages write
+     * fewer bytes a row (docs/sweep.md). The -wal is checkpointed at about
+     * 2 MiB whatever the page size. */
+    if ((rc =
+             pfi__store_exec(st,
+                             "PRAGMA page_size=16384; PRAGMA journal_mode=WAL; "
+                             "PRAGMA synchronous=NORMAL;",
+                             err)) < 0 ||
+        (rc = wal_pages(st, err)) < 0 ||
         (rc = pfi__store_exec(st, "BEGIN IMMEDIATE;", err)) < 0)
       goto out;
     /* An existing store keeps its layout; a new one gets the present. */
@@ -263,6 +286,13 @@ int pfi_store_open(struct pfi_store **out, const char *path, unsigned flags,
         (rc = prepare(st, ST_RUN_END,
                       "UPDATE runs SET state=?, t_end_s=?, exit_status=? "
                       "WHERE id=?",
+                      err)) < 0 ||
+        (st->schema >= 2 &&
+         (rc = prepare(st, ST_STEP_IGNORE,
+                       "INSERT OR IGNORE INTO steps VALUES(?,?,?,?,?,?,?,?,?)",
+                       err)) < 0) ||
+        (rc = prepare(st, ST_NODE,
+                      "INSERT OR REPLACE INTO node_power VALUES(?,?,?,?,?,?)",
                       err)) < 0)
       goto out;
   }
@@ -291,6 +321,11 @@ int pfi_store_open(struct pfi_store **out, const char *path, unsigned flags,
     st->schema = sv;
   }
   st->pend_sorted = 1;
+  /* The samples journal: a writer merges what a killed writer left, a
+   * reader reads the frames not yet merged. */
+  if (st->schema >= 2 &&
+      (rc = pfi__journal_open(st, (flags & PFI_STORE_READONLY) != 0, err)) < 0)
+    goto out;
   *out = st;
   st = NULL;
 out:
@@ -305,12 +340,19 @@ void pfi_store_close(struct pfi_store *st) {
     return;
   if (st->in_batch)
     pfi_store_rollback(st);
+  pfi__journal_close(st);
   for (int i = 0; i < ST__COUNT; i++)
     sqlite3_finalize(st->stmt[i]);
   sqlite3_close(st->db);
   pfi__store_unlock(st);
   free(st->pend);
   free(st->buf);
+  free(st->jpath);
+  free(st->jbuf);
+  free(st->psteps);
+  free(st->pnodes);
+  free(st->fbuf);
+  free(st->jpend);
   free(st->path);
   free(st);
 }
@@ -324,7 +366,9 @@ int pfi__store_locked(const struct pfi_store *st) { return st->lock_fd >= 0; }
 int pfi_store_meta_set(struct pfi_store *st, const char *key, const char *value,
                        struct pfi_error *err) {
   sqlite3_stmt *q = NULL;
-  int rc = 0;
+  int rc = st->stmt[ST_SAMPLE] ? pfi__store_sql(st, err) : 0;
+  if (rc < 0)
+    return rc;
   if (sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO meta VALUES(?,?)", -1,
                          &q, NULL) != SQLITE_OK ||
       sqlite3_bind_text(q, 1, key, -1, SQLITE_TRANSIENT) != SQLITE_OK ||

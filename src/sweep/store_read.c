@@ -35,9 +35,13 @@ static int iter_open(struct pfi_store *st, int kind, const char *sql,
                      const char *what, struct pfi_store_iter **it,
                      struct pfi_error *err) {
   *it = NULL;
-  /* This connection's own samples of the open batch are read too. */
-  if (st->in_batch && st->npend) {
-    int rc = pfi__store_flush_samples(st, err);
+  /* This connection's own samples of the open batch are read too, and
+   * its journal's frames (merged first). */
+  if (st->jframes ||
+      (st->in_batch && (st->npend || st->npsteps || st->npnodes))) {
+    int rc = pfi__store_sql(st, err);
+    if (rc == 0 && st->in_batch && st->npend)
+      rc = pfi__store_flush_samples(st, err);
     if (rc < 0)
       return rc;
   }
@@ -271,7 +275,10 @@ double pfi_store_field_max(struct pfi_store *st, enum pfi_field f) {
      * samples' readers say what is wrong with it). */
     double c = NAN;
     sqlite3_stmt *q = NULL;
-    if ((st->in_batch && st->npend && pfi__store_flush_samples(st, NULL) < 0) ||
+    if (((st->jframes ||
+          (st->in_batch && (st->npend || st->npsteps || st->npnodes))) &&
+         pfi__store_sql(st, NULL) < 0) ||
+        (st->in_batch && st->npend && pfi__store_flush_samples(st, NULL) < 0) ||
         sqlite3_prepare_v2(st->db, "SELECT data FROM samples", -1, &q, NULL) !=
             SQLITE_OK) {
       sqlite3_finalize(q);

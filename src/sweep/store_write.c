@@ -30,30 +30,49 @@ static int exec_stmt(struct pfi_store *st, int which, const char *sql,
 int pfi_store_begin(struct pfi_store *st, struct pfi_error *err) {
   if (st->in_batch)
     return pfi_error_set(err, PFI_ESTATE, "%s: batch already open", st->path);
+  /* A batch bound for the journal begins its transaction only if it comes
+   * to hold more than samples and steps (pfi__store_sql). */
+  if (st->jmode) {
+    st->in_batch = 1;
+    st->sql_open = 0;
+    return 0;
+  }
   int rc = exec_stmt(st, ST_BEGIN, "BEGIN IMMEDIATE;", err);
   if (rc == 0)
-    st->in_batch = 1;
+    st->in_batch = st->sql_open = 1;
   return rc;
 }
 
 int pfi_store_commit(struct pfi_store *st, struct pfi_error *err) {
   if (!st->in_batch)
     return 0;
+  if (!st->sql_open)
+    return pfi__journal_commit(st, err);
   /* A failed write leaves the batch open, for the caller to roll back. */
   int rc = pfi__store_flush_samples(st, err);
   if (rc == 0)
     rc = exec_stmt(st, ST_COMMIT, "COMMIT;", err);
-  if (rc == 0)
-    st->in_batch = 0;
+  if (rc == 0) {
+    st->in_batch = st->sql_open = 0;
+    if (st->jin_tx)
+      rc = pfi__journal_merged(st, err);
+  }
   return rc;
 }
 
 int pfi_store_rollback(struct pfi_store *st) {
   st->npend = 0;
   st->pend_sorted = 1;
+  st->npsteps = 0;
+  st->npnodes = 0;
+  /* Frames merged in the transaction stay in the journal. */
+  st->jin_tx = 0;
   if (!st->in_batch)
     return 0;
   st->in_batch = 0;
+  if (!st->sql_open)
+    return 0;
+  st->sql_open = 0;
   return pfi__store_exec(st, "ROLLBACK;", NULL);
 }
 
@@ -78,6 +97,9 @@ int pfi_store_run_begin(struct pfi_store *st, struct pfi_run_info *in,
   sqlite3_stmt *q = st->stmt[ST_RUN_BEGIN];
   if (!q)
     return pfi_error_set(err, PFI_ESTATE, "%s: opened read-only", st->path);
+  int jr = pfi__store_sql(st, err);
+  if (jr < 0)
+    return jr;
   char utc[32];
   pfi__store_utc_now(utc, sizeof utc);
   sqlite3_bind_text(q, 1, in->job, -1, SQLITE_TRANSIENT);
@@ -103,6 +125,9 @@ int pfi_store_run_end(struct pfi_store *st, int64_t run_id, const char *state,
   sqlite3_stmt *q = st->stmt[ST_RUN_END];
   if (!q)
     return pfi_error_set(err, PFI_ESTATE, "%s: opened read-only", st->path);
+  int jr = pfi__store_sql(st, err);
+  if (jr < 0)
+    return jr;
   sqlite3_bind_text(q, 1, state, -1, SQLITE_TRANSIENT);
   pfi__store_bind_opt(q, 2, t_end_s);
   if (exit_status == -1)
@@ -117,7 +142,9 @@ int pfi_store_run_find_complete(struct pfi_store *st, const char *job,
                                 double cap_w, int64_t *run_id,
                                 struct pfi_error *err) {
   sqlite3_stmt *q = NULL;
-  int rc;
+  int rc = pfi__store_sql(st, err);
+  if (rc < 0)
+    return rc;
   if (sqlite3_prepare_v2(st->db,
                          "SELECT id FROM runs WHERE job=? AND abs(cap_w-?)<1e-6"
                          " AND state='complete' ORDER BY id DESC LIMIT 1",
@@ -143,16 +170,19 @@ out:
 
 int pfi_store_runs_mark_interrupted(struct pfi_store *st,
                                     struct pfi_error *err) {
-  int rc = pfi__store_exec(st,
-                           "UPDATE runs SET state='interrupted' WHERE "
-                           "state='running';",
-                           err);
+  int rc = pfi__store_sql(st, err);
+  if (rc < 0)
+    return rc;
+  rc = pfi__store_exec(st,
+                       "UPDATE runs SET state='interrupted' WHERE "
+                       "state='running';",
+                       err);
   return rc < 0 ? rc : sqlite3_changes(st->db);
 }
 
 /* ---- schema 2: the samples of an instant in one row ---------------------- */
 
-static int pend_cmp(const void *a, const void *b) {
+int pfi__store_pend_cmp(const void *a, const void *b) {
   const struct pend *x = a, *y = b;
   if (x->run != y->run)
     return x->run < y->run ? -1 : 1;
@@ -188,28 +218,38 @@ int pfi__store_blob_error(const char *path, int64_t run, double t, size_t off,
                           (long long)run, t, off, n, why);
 }
 
+size_t pfi__store_row_room(const struct pend *a, const struct pend *b) {
+  size_t need = 0;
+  for (const struct pend *p = a; p < b; p++)
+    need += pfi_store_blob_entry_size(p->valid);
+  return need;
+}
+
+size_t pfi__store_row_put(unsigned char *out, const struct pend *a,
+                          const struct pend *b, long long *gpus) {
+  size_t o = 0;
+  long long n = 0;
+  for (const struct pend *p = a; p < b; p++) {
+    if (p + 1 < b && p[1].gpu == p->gpu)
+      continue; /* a later sample of this GPU replaces it */
+    o += pfi_store_blob_put(out + o, p->gpu, p->valid, p->v);
+    n++;
+  }
+  *gpus = n;
+  return o;
+}
+
 /* Encodes pending samples [a, b) (one run and instant, sorted by GPU then
  * order of addition) into st->buf, the later of two for one GPU kept.
  * Sets *len, *gpus, *first. */
 static int encode_row(struct pfi_store *st, const struct pend *a,
                       const struct pend *b, size_t *len, long long *gpus,
                       uint32_t *first, struct pfi_error *err) {
-  size_t need = 0;
-  for (const struct pend *p = a; p < b; p++)
-    need += pfi_store_blob_entry_size(p->valid);
+  size_t need = pfi__store_row_room(a, b);
   int rc = buf_room(st, need ? need : 1, err);
   if (rc < 0)
     return rc;
-  size_t o = 0;
-  long long n = 0;
-  for (const struct pend *p = a; p < b; p++) {
-    if (p + 1 < b && p[1].gpu == p->gpu)
-      continue; /* a later sample of this GPU replaces it */
-    o += pfi_store_blob_put(st->buf + o, p->gpu, p->valid, p->v);
-    n++;
-  }
-  *len = o;
-  *gpus = n;
+  *len = pfi__store_row_put(st->buf, a, b, gpus);
   *first = a->gpu;
   return 0;
 }
@@ -259,7 +299,7 @@ static int merge_row(struct pfi_store *st, const struct pend *a,
     all[k] = *p;
     all[k++].seq = p->seq + 1;
   }
-  qsort(all, k, sizeof *all, pend_cmp);
+  qsort(all, k, sizeof *all, pfi__store_pend_cmp);
   size_t len;
   long long gpus;
   uint32_t first;
@@ -281,23 +321,22 @@ out:
 
 /* Writes the pending samples: a row per (run, instant), merged into the
  * row already there for that instant if any. */
-int pfi__store_flush_samples(struct pfi_store *st, struct pfi_error *err) {
-  if (st->npend == 0)
+int pfi__store_flush_pend(struct pfi_store *st, struct pend *pend, size_t np,
+                          int sorted, struct pfi_error *err) {
+  if (np == 0)
     return 0;
-  if (!st->pend_sorted)
-    qsort(st->pend, st->npend, sizeof *st->pend, pend_cmp);
+  if (!sorted)
+    qsort(pend, np, sizeof *pend, pfi__store_pend_cmp);
   sqlite3_stmt *q = st->stmt[ST_SAMPLE];
   int rc = 0;
-  for (size_t i = 0, j; i < st->npend && rc == 0; i = j) {
-    const struct pend *a = &st->pend[i];
-    for (j = i + 1;
-         j < st->npend && st->pend[j].run == a->run && st->pend[j].t == a->t;
-         j++)
+  for (size_t i = 0, j; i < np && rc == 0; i = j) {
+    const struct pend *a = &pend[i];
+    for (j = i + 1; j < np && pend[j].run == a->run && pend[j].t == a->t; j++)
       ;
     size_t len;
     long long gpus;
     uint32_t first;
-    if ((rc = encode_row(st, a, st->pend + j, &len, &gpus, &first, err)) < 0)
+    if ((rc = encode_row(st, a, pend + j, &len, &gpus, &first, err)) < 0)
       break;
     if ((size_t)(int)len != len) {
       rc = pfi_error_set(err, PFI_ERANGE,
@@ -315,8 +354,13 @@ int pfi__store_flush_samples(struct pfi_store *st, struct pfi_error *err) {
     if (r != SQLITE_DONE)
       rc = pfi__store_dberr(st, err, "sample");
     else if (sqlite3_changes(st->db) == 0)
-      rc = merge_row(st, a, st->pend + j, err);
+      rc = merge_row(st, a, pend + j, err);
   }
+  return rc;
+}
+
+int pfi__store_flush_samples(struct pfi_store *st, struct pfi_error *err) {
+  int rc = pfi__store_flush_pend(st, st->pend, st->npend, st->pend_sorted, err);
   st->npend = 0;
   st->pend_sorted = 1;
   return rc;
@@ -356,13 +400,19 @@ static int add_sample_packed(struct pfi_store *st, int64_t run_id, unsigned gpu,
   p->valid = valid;
   /* In order as a sweep adds them: no sort. A repeat of the last GPU is
    * in order too (the row keeps the later). */
-  if (st->npend && st->pend_sorted && pend_cmp(p - 1, p) > 0)
+  if (st->npend && st->pend_sorted && pfi__store_pend_cmp(p - 1, p) > 0)
     st->pend_sorted = 0;
   st->npend++;
-  if (st->in_batch)
-    return st->npend >= PEND_MAX ? pfi__store_flush_samples(st, err) : 0;
+  if (st->in_batch) {
+    if (st->npend < PEND_MAX)
+      return 0;
+    int rc = pfi__store_sql(st, err);
+    return rc < 0 ? rc : pfi__store_flush_samples(st, err);
+  }
   /* Outside a batch a sample is committed at once, as any other add. */
-  int rc = pfi__store_exec(st, "BEGIN IMMEDIATE;", err);
+  int rc = pfi__store_sql(st, err);
+  if (rc == 0)
+    rc = pfi__store_exec(st, "BEGIN IMMEDIATE;", err);
   if (rc < 0) {
     st->npend = 0;
     st->pend_sorted = 1;
@@ -399,30 +449,15 @@ int pfi_store_add_sample(struct pfi_store *st, int64_t run_id, unsigned gpu,
   return step_done(st, q, err, "sample");
 }
 
-int pfi_store_add_step(struct pfi_store *st, int64_t run_id,
-                       const struct pfi_step *s, struct pfi_error *err) {
-  sqlite3_stmt *q = st->stmt[ST_STEP];
-  if (!q)
-    return pfi_error_set(err, PFI_ESTATE, "%s: opened read-only", st->path);
+int pfi__store_put_step(struct pfi_store *st, sqlite3_stmt *q, int64_t run,
+                        int64_t seq, const struct pfi_step *s,
+                        struct pfi_error *err) {
   int k = 0; /* the columns after t_s are one further in schema 2 */
   if (st->schema >= 2) {
-    /* Steps of a run are numbered in order of addition, after those the
-     * run already has (looked up once per run). */
-    if (st->step_run != run_id) {
-      sqlite3_stmt *m = st->stmt[ST_STEP_SEQ];
-      sqlite3_bind_int64(m, 1, run_id);
-      int r = sqlite3_step(m);
-      int64_t last = sqlite3_column_int64(m, 0);
-      sqlite3_reset(m);
-      if (r != SQLITE_ROW)
-        return pfi__store_dberr(st, err, "step");
-      st->step_run = run_id;
-      st->step_seq = last;
-    }
-    sqlite3_bind_int64(q, 3, ++st->step_seq);
+    sqlite3_bind_int64(q, 3, seq);
     k = 1;
   }
-  sqlite3_bind_int64(q, 1, run_id);
+  sqlite3_bind_int64(q, 1, run);
   sqlite3_bind_double(q, 2, isfinite(s->t_s) ? s->t_s : 0);
   pfi__store_bind_opt(q, 3 + k, s->job_t_s);
   pfi__store_bind_opt(q, 4 + k, s->tokens);
@@ -433,12 +468,69 @@ int pfi_store_add_step(struct pfi_store *st, int64_t run_id,
   return step_done(st, q, err, "step");
 }
 
+int pfi_store_add_step(struct pfi_store *st, int64_t run_id,
+                       const struct pfi_step *s, struct pfi_error *err) {
+  sqlite3_stmt *q = st->stmt[ST_STEP];
+  if (!q)
+    return pfi_error_set(err, PFI_ESTATE, "%s: opened read-only", st->path);
+  int64_t seq = 0;
+  if (st->schema >= 2) {
+    /* Steps of a run are numbered in order of addition, after those the
+     * run already has (looked up once per run, with the journal's steps
+     * merged first). */
+    if (st->step_run != run_id) {
+      if (st->jframes || st->npsteps) {
+        int rc = pfi__store_sql(st, err);
+        if (rc < 0)
+          return rc;
+      }
+      sqlite3_stmt *m = st->stmt[ST_STEP_SEQ];
+      sqlite3_bind_int64(m, 1, run_id);
+      int r = sqlite3_step(m);
+      int64_t last = sqlite3_column_int64(m, 0);
+      sqlite3_reset(m);
+      if (r != SQLITE_ROW)
+        return pfi__store_dberr(st, err, "step");
+      st->step_run = run_id;
+      st->step_seq = last;
+    }
+    seq = ++st->step_seq;
+    if (st->in_batch && !st->sql_open) {
+      /* Bound for the journal with the batch's samples. */
+      if (st->npsteps == st->cappsteps) {
+        size_t nc = st->cappsteps ? 2 * st->cappsteps : 16;
+        struct pstep *np = realloc(st->psteps, nc * sizeof *np);
+        if (!np)
+          return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+        st->psteps = np;
+        st->cappsteps = nc;
+      }
+      struct pstep *p = &st->psteps[st->npsteps++];
+      p->run = run_id;
+      p->seq = seq;
+      p->s = *s;
+      if (!isfinite(p->s.t_s))
+        p->s.t_s = 0;
+      return 0;
+    }
+    if (!st->in_batch) {
+      int rc = pfi__store_sql(st, err);
+      if (rc < 0)
+        return rc;
+    }
+  }
+  return pfi__store_put_step(st, q, run_id, seq, s, err);
+}
+
 int pfi_store_cap_event(struct pfi_store *st, int64_t run_id, unsigned gpu,
                         const char *action, uint32_t mw, double t_s,
                         struct pfi_error *err) {
   sqlite3_stmt *q = st->stmt[ST_EVENT];
   if (!q)
     return pfi_error_set(err, PFI_ESTATE, "%s: opened read-only", st->path);
+  int jr = pfi__store_sql(st, err);
+  if (jr < 0)
+    return jr;
   char utc[32];
   pfi__store_utc_now(utc, sizeof utc);
   if (run_id > 0)
@@ -463,6 +555,9 @@ int pfi_store_caps_record(struct pfi_store *st,
   int rc = pfi_store_begin(st, err);
   if (rc < 0)
     return rc;
+  /* The ledger never goes to the journal. */
+  if ((rc = pfi__store_sql(st, err)) < 0)
+    goto out;
   char utc[32];
   pfi__store_utc_now(utc, sizeof utc);
   if (sqlite3_prepare_v2(st->db,
@@ -579,7 +674,9 @@ out:
 int pfi_store_caps_clear(struct pfi_store *st, const char *backend,
                          unsigned gpu, struct pfi_error *err) {
   sqlite3_stmt *q = NULL;
-  int rc = 0;
+  int rc = pfi__store_sql(st, err);
+  if (rc < 0)
+    return rc;
   if (sqlite3_prepare_v2(st->db,
                          "DELETE FROM cap_ledger WHERE backend=? AND gpu=?", -1,
                          &q, NULL) != SQLITE_OK ||
@@ -591,30 +688,47 @@ int pfi_store_caps_clear(struct pfi_store *st, const char *backend,
   return rc;
 }
 
+int pfi__store_put_node(struct pfi_store *st, sqlite3_stmt *q, int64_t run,
+                        const struct pfi_node_power *np,
+                        struct pfi_error *err) {
+  sqlite3_bind_int64(q, 1, run);
+  sqlite3_bind_double(q, 2, np->t_s);
+  pfi__store_bind_opt(q, 3, np->gpu_w);
+  pfi__store_bind_opt(q, 4, np->other_w);
+  sqlite3_bind_double(q, 5, np->node_w);
+  sqlite3_bind_text(q, 6, np->source, -1, SQLITE_TRANSIENT);
+  return step_done(st, q, err, "node power");
+}
+
 int pfi_store_add_node_power(struct pfi_store *st, int64_t run_id,
                              const struct pfi_node_power *np,
                              struct pfi_error *err) {
   if (!isfinite(np->node_w) || np->node_w < 0 || !np->source)
     return pfi_error_set(err, PFI_EINVAL,
                          "node power: node_w must be finite and >= 0");
-  sqlite3_stmt *q = NULL;
-  int rc = 0;
-  if (sqlite3_prepare_v2(
-          st->db, "INSERT OR REPLACE INTO node_power VALUES(?,?,?,?,?,?)", -1,
-          &q, NULL) != SQLITE_OK) {
-    sqlite3_finalize(q);
-    return pfi__store_dberr(st, err, "node power");
+  sqlite3_stmt *q = st->stmt[ST_NODE];
+  if (!q)
+    return pfi_error_set(err, PFI_ESTATE, "%s: opened read-only", st->path);
+  size_t sl = strlen(np->source);
+  if (st->in_batch && !st->sql_open && sl >= 1 && sl <= 32 && !isnan(np->t_s)) {
+    /* Bound for the journal with the batch's samples. */
+    if (st->npnodes == st->cappnodes) {
+      size_t nc = st->cappnodes ? 2 * st->cappnodes : 16;
+      struct pnode *pn = realloc(st->pnodes, nc * sizeof *pn);
+      if (!pn)
+        return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+      st->pnodes = pn;
+      st->cappnodes = nc;
+    }
+    struct pnode *p = &st->pnodes[st->npnodes++];
+    p->run = run_id;
+    p->np = *np;
+    memcpy(p->src, np->source, sl + 1);
+    p->np.source = NULL;
+    return 0;
   }
-  sqlite3_bind_int64(q, 1, run_id);
-  sqlite3_bind_double(q, 2, np->t_s);
-  if (isfinite(np->gpu_w))
-    sqlite3_bind_double(q, 3, np->gpu_w);
-  if (isfinite(np->other_w))
-    sqlite3_bind_double(q, 4, np->other_w);
-  sqlite3_bind_double(q, 5, np->node_w);
-  sqlite3_bind_text(q, 6, np->source, -1, SQLITE_TRANSIENT);
-  if (sqlite3_step(q) != SQLITE_DONE)
-    rc = pfi__store_dberr(st, err, "node power");
-  sqlite3_finalize(q);
-  return rc;
+  int rc = pfi__store_sql(st, err);
+  if (rc < 0)
+    return rc;
+  return pfi__store_put_node(st, q, run_id, np, err);
 }

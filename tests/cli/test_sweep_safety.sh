@@ -48,12 +48,12 @@ n=$(sqlite3 "$T/p.db" "select count(*) from runs where state='complete'" 2>/dev/
 n=$(sqlite3 "$T/p.db" "select count(*) from cap_ledger" 2>/dev/null)
 [ "$n" = 0 ] || fail "broken stderr pipe: $n caps left in the ledger"
 
-# The store on a full disk (here: a file size limit of 100 KiB, less than
+# The store on a full disk (here: a file size limit of 400 KiB, less than
 # the two runs need, which also raises SIGXFSZ): the sweep fails with exit
 # status 1 and the device is back at its caps whatever write failed; pfi
 # restore, with room again, clears what is left in the ledger; no run is
 # complete without its samples.
-rc=$( (ulimit -f 100; "$PFI" sweep $EMU --emulate $G --caps 300,400 --cooldown 0 --db "$T/f.db" \
+rc=$( (ulimit -f 400; "$PFI" sweep $EMU --emulate $G --caps 300,400 --cooldown 0 --db "$T/f.db" \
   --quiet >/dev/null 2>"$T/err"; echo $?) 2>/dev/null)
 [ "$rc" = 1 ] || fail "full store: exit status $rc, expected 1: $(cat "$T/err")"
 grep -q "disk\|full\|I/O" "$T/err" || fail "full store: message: $(cat "$T/err")"
