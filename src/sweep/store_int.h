@@ -74,8 +74,11 @@ struct pnode {
 #define PFI_JOURNAL_FRAMES 256
 #define PFI_JOURNAL_SECONDS 1.0
 /* Merged frames stay in the file (a reader skips them by their number)
- * until it is this large: one truncation where there were dozens (the
- * kernel's freeing of the pages stays the same). */
+ * until it is this large; then the next frame is written at byte 0, over
+ * them, and so on: the file's pages are reused in place, as SQLite reuses
+ * its -wal's, neither freed nor allocated again. The frames after this
+ * pass's are numbered below its first, and end the scan
+ * (pfi__journal_walk). */
 #define PFI_JOURNAL_KEEP_BYTES (4u << 20)
 
 struct pfi_store {
@@ -172,8 +175,13 @@ void pfi__jput64(unsigned char *p, uint64_t x);
 void pfi__jputf(unsigned char *p, double v);
 uint64_t pfi__jhash(const unsigned char *p, size_t n, uint64_t h);
 /* pfi_store_journal_scan; with `trust` (frames this process wrote and
- * keeps in memory) neither checksums nor rows are checked again. */
+ * keeps in memory) neither checksums nor rows are checked again. Where no
+ * frame reads at the start, the bytes after are an earlier pass's (the end)
+ * unless a frame numbered above `floor` lies in them (damage, an error):
+ * the store passes its journal_seq, every earlier pass's frames being
+ * merged; pfi_store_journal_scan 0. */
 int pfi__journal_walk(const unsigned char *b, size_t n, int trust,
+                      uint64_t floor,
                       int (*fn)(void *ctx, uint64_t seq,
                                 const struct pfi_store_jrec *rec),
                       void *ctx, struct pfi_store_jscan *out);

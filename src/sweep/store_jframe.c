@@ -116,13 +116,6 @@ void pfi__jframe_seal(unsigned char *f, size_t payload, uint64_t seq) {
   pfi__jput64(f + 24, pfi__jhash(f + PFI_JOURNAL_HEADER, payload, h));
 }
 
-static int all_zero(const unsigned char *b, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    if (b[i])
-      return 0;
-  return 1;
-}
-
 /* Checks (fn NULL) or delivers the records of one frame's payload; with
  * `trust` (frames this process wrote) a row's data is not decoded. */
 static int records(const unsigned char *p, size_t n, size_t base, uint64_t seq,
@@ -275,7 +268,32 @@ static int records(const unsigned char *p, size_t n, size_t base, uint64_t seq,
   return 0;
 }
 
+static int header_ok(const unsigned char *h) {
+  return memcmp(h, PFI_JOURNAL_MAGIC, 4) == 0 && h[4] == PFI_JOURNAL_VERSION &&
+         !h[5] && !h[6] && !h[7] && get32(h + 12) == header_check(h);
+}
+
+/* Whether a frame header that checks and is numbered above `after` lies in
+ * b[from, n). The file is reused in place once merged (store_journal.c):
+ * after the frames of this pass lie those of earlier passes, numbered
+ * below every frame of this one, and the scan ends at them; a frame
+ * numbered above the last one read means the frames stop at damage. */
+static int newer_after(const unsigned char *b, size_t n, size_t from,
+                       uint64_t after) {
+  while (from < n && n - from >= PFI_JOURNAL_HEADER) {
+    const unsigned char *m =
+        memchr(b + from, PFI_JOURNAL_MAGIC[0], n - from - PFI_JOURNAL_HEADER + 1);
+    if (!m)
+      return 0;
+    if (header_ok(m) && get64(m + 16) > after)
+      return 1;
+    from = (size_t)(m - b) + 1;
+  }
+  return 0;
+}
+
 int pfi__journal_walk(const unsigned char *b, size_t n, int trust,
+                      uint64_t floor,
                       int (*fn)(void *ctx, uint64_t seq,
                                 const struct pfi_store_jrec *rec),
                       void *ctx, struct pfi_store_jscan *out) {
@@ -284,12 +302,14 @@ int pfi__journal_walk(const unsigned char *b, size_t n, int trust,
   while (o < n) {
     const unsigned char *h = b + o;
     size_t rest = n - o;
+    /* Where the frames stop, a frame numbered above the last one read
+     * (above `floor` before any) means damage; none, the end. */
+    uint64_t newest = out->frames ? out->last_seq : floor;
     if (rest < PFI_JOURNAL_HEADER)
       break; /* a torn header at the end */
-    if (memcmp(h, PFI_JOURNAL_MAGIC, 4) != 0 || h[4] != PFI_JOURNAL_VERSION ||
-        h[5] || h[6] || h[7] || get32(h + 12) != header_check(h)) {
-      if (all_zero(h, rest))
-        break; /* space the file system gave and no write filled */
+    if (!header_ok(h)) {
+      if (!newer_after(b, n, o + 1, newest))
+        break; /* an earlier pass's bytes, or space no write filled */
       out->bad_off = o;
       out->why = "frame header damaged (magic, version or header check)";
       return -1;
@@ -298,12 +318,19 @@ int pfi__journal_walk(const unsigned char *b, size_t n, int trust,
     uint64_t seq = get64(h + 16);
     if (len > rest - PFI_JOURNAL_HEADER)
       break; /* the last frame cut short: its write did not complete */
+    if (out->frames && seq <= out->last_seq) {
+      /* A frame of an earlier pass, whole: the end of this one. */
+      if (!newer_after(b, n, o + 1, newest))
+        break;
+      out->bad_off = o + 16;
+      out->why = "frame sequence number not one more than the previous";
+      return -1;
+    }
     uint64_t hs = trust ? 0 : pfi__jhash(h, 24, 0);
     if (!trust &&
         pfi__jhash(h + PFI_JOURNAL_HEADER, len, hs) != get64(h + 24)) {
-      size_t end = PFI_JOURNAL_HEADER + len;
-      if (all_zero(h + end, rest - end))
-        break; /* the last frame, damaged: dropped */
+      if (!newer_after(b, n, o + 1, newest))
+        break; /* the last frame, damaged or cut short: dropped */
       out->bad_off = o;
       out->why = "frame checksum does not match, and frames follow";
       return -1;
@@ -336,5 +363,5 @@ int pfi_store_journal_scan(const unsigned char *b, size_t n,
                            int (*fn)(void *ctx, uint64_t seq,
                                      const struct pfi_store_jrec *rec),
                            void *ctx, struct pfi_store_jscan *out) {
-  return pfi__journal_walk(b, n, 0, fn, ctx, out);
+  return pfi__journal_walk(b, n, 0, 0, fn, ctx, out);
 }

@@ -145,7 +145,7 @@ static int merge_frames(struct pfi_store *st, struct pfi_error *err) {
   struct merge_ctx m = {st, err, 0};
   struct pfi_store_jscan sc;
   /* The frames were checked when read, or written by this process. */
-  int rc = pfi__journal_walk(st->jbuf, st->jlen, 1, merge_rec, &m, &sc);
+  int rc = pfi__journal_walk(st->jbuf, st->jlen, 1, 0, merge_rec, &m, &sc);
   if (rc == -1)
     return journal_error(st->jpath, &sc, err);
   if (rc < 0)
@@ -163,15 +163,10 @@ int pfi__journal_merged(struct pfi_store *st, struct pfi_error *err) {
   st->jmerged = st->jseq;
   st->jlen = 0;
   st->jframes = 0;
-  if (st->jfd >= 0 && st->jfile >= PFI_JOURNAL_KEEP_BYTES) {
-    if (ftruncate(st->jfd, 0) != 0) {
-      /* The frames are in the database and journal_seq says so: a
-       * replay skips them. No more frames go after them. */
-      st->jmode = 0;
-      return 0;
-    }
+  /* The next frame over the first: every frame in the file is merged
+   * (journal_seq says so), and numbered below the next one. */
+  if (st->jfd >= 0 && st->jfile >= PFI_JOURNAL_KEEP_BYTES)
     st->jfile = 0;
-  }
   return 0;
 }
 
@@ -583,11 +578,14 @@ int pfi__journal_open(struct pfi_store *st, int readonly,
     /* Read while a writer may empty it and append again: a read that
      * mixes the two is read again. */
     for (int tries = 0;; tries++) {
+      /* Read before the frames: every frame of an earlier pass of the
+       * file is merged by then. */
+      uint64_t floor = meta_seq(st);
       if ((rc = read_all(fd, &st->jbuf, &st->jcap, &st->jlen, err, st->jpath)) <
           0)
         break;
-      if ((rc = pfi_store_journal_scan(st->jbuf, st->jlen, NULL, NULL, &sc)) ==
-              0 ||
+      if ((rc = pfi__journal_walk(st->jbuf, st->jlen, 0, floor, NULL, NULL,
+                                  &sc)) == 0 ||
           tries == 2)
         break;
       usleep(20000);
@@ -617,7 +615,8 @@ int pfi__journal_open(struct pfi_store *st, int readonly,
    * cannot be read is left as it is. */
   if ((rc = read_all(st->jfd, &st->jbuf, &st->jcap, &st->jlen, err,
                      st->jpath)) < 0 ||
-      (pfi_store_journal_scan(st->jbuf, st->jlen, NULL, NULL, &sc) != 0 &&
+      (pfi__journal_walk(st->jbuf, st->jlen, 0, st->jmerged, NULL, NULL,
+                         &sc) != 0 &&
        (rc = journal_error(st->jpath, &sc, err)) < 0)) {
     close(st->jfd);
     st->jfd = -1;
