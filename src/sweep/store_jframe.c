@@ -302,38 +302,30 @@ int pfi__journal_walk(const unsigned char *b, size_t n, int trust,
   while (o < n) {
     const unsigned char *h = b + o;
     size_t rest = n - o;
-    /* Where the frames stop, a frame numbered above the last one read
-     * (above `floor` before any) means damage; none, the end. */
-    uint64_t newest = out->frames ? out->last_seq : floor;
+    const char *why;
+    size_t at = o;
     if (rest < PFI_JOURNAL_HEADER)
       break; /* a torn header at the end */
     if (!header_ok(h)) {
-      if (!newer_after(b, n, o + 1, newest))
-        break; /* an earlier pass's bytes, or space no write filled */
-      out->bad_off = o;
-      out->why = "frame header damaged (magic, version or header check)";
-      return -1;
+      why = "frame header damaged (magic, version or header check)";
+      goto stop; /* an earlier pass's bytes, or space no write filled */
     }
     size_t len = get32(h + 8);
     uint64_t seq = get64(h + 16);
-    if (len > rest - PFI_JOURNAL_HEADER)
-      break; /* the last frame cut short: its write did not complete */
     if (out->frames && seq <= out->last_seq) {
-      /* A frame of an earlier pass, whole: the end of this one. */
-      if (!newer_after(b, n, o + 1, newest))
-        break;
-      out->bad_off = o + 16;
-      out->why = "frame sequence number not one more than the previous";
-      return -1;
+      at = o + 16; /* a frame of an earlier pass: the end of this one */
+      why = "frame sequence number not one more than the previous";
+      goto stop;
+    }
+    if (len > rest - PFI_JOURNAL_HEADER) {
+      why = "frame longer than the file, and frames follow";
+      goto stop; /* the last frame cut short: its write did not complete */
     }
     uint64_t hs = trust ? 0 : pfi__jhash(h, 24, 0);
     if (!trust &&
         pfi__jhash(h + PFI_JOURNAL_HEADER, len, hs) != get64(h + 24)) {
-      if (!newer_after(b, n, o + 1, newest))
-        break; /* the last frame, damaged or cut short: dropped */
-      out->bad_off = o;
-      out->why = "frame checksum does not match, and frames follow";
-      return -1;
+      why = "frame checksum does not match, and frames follow";
+      goto stop; /* the last frame, damaged or cut short: dropped */
     }
     if (out->frames && seq != out->last_seq + 1) {
       out->bad_off = o + 16;
@@ -355,6 +347,15 @@ int pfi__journal_walk(const unsigned char *b, size_t n, int trust,
     out->frames++;
     o += PFI_JOURNAL_HEADER + len;
     out->end = o;
+    continue;
+  stop:
+    /* Where the frames stop, a frame numbered above the last one read
+     * (above `floor` before any) means damage; none, the end. */
+    if (!newer_after(b, n, o + 1, out->frames ? out->last_seq : floor))
+      break;
+    out->bad_off = at;
+    out->why = why;
+    return -1;
   }
   return 0;
 }

@@ -7,7 +7,10 @@
  * then rejects, delivers a record that breaks the format (a samples row
  * whose entries do not decode or are not as many as it says, a value not
  * finite), reports valid frames beyond the input, or an error without a
- * reason or beyond the input.
+ * reason or beyond the input, or ends without an error where a whole valid
+ * frame numbered above the last one it read (above 0 where it read none)
+ * lies after its end (the bytes after a pass of a reused journal are
+ * older frames; a newer one means damage before it).
  */
 #include <math.h>
 #include <stddef.h>
@@ -70,6 +73,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (r == 0 && (sc.end > size || (sc.frames == 0 && sc.end != 0) ||
                  (sc.frames && sc.last_seq - sc.first_seq + 1 != sc.frames)))
     abort();
+  /* No whole valid frame numbered above the last one read, after them. */
+  if (r == 0) {
+    int tried = 0;
+    for (size_t p = sc.end; p + 32 <= size && tried < 64; p++) {
+      if (memcmp(data + p, "PFIJ", 4) != 0)
+        continue;
+      tried++;
+      struct pfi_store_jscan after;
+      if (pfi_store_journal_scan(data + p, size - p, NULL, NULL, &after) ==
+              0 &&
+          after.frames && after.first_seq > (sc.frames ? sc.last_seq : 0))
+        abort();
+    }
+  }
   if (r == -1 && (!sc.why || sc.bad_off >= size))
     abort();
   if (r != 0 && r != -1)

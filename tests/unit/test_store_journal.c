@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <math.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -402,6 +403,115 @@ static void torn_and_damaged(void **state) {
   ASSERT_EQ_INT(sql_int(p, "SELECT sum(gpus) FROM samples"), 5 * GPUS);
 }
 
+static unsigned char *slurp(const char *path, size_t *n) {
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  assert_int_equal(fseek(f, 0, SEEK_END), 0);
+  long sz = ftell(f);
+  assert_true(sz > 0);
+  rewind(f);
+  unsigned char *b = malloc((size_t)sz);
+  assert_non_null(b);
+  assert_int_equal(fread(b, 1, (size_t)sz, f), (size_t)sz);
+  fclose(f);
+  *n = (size_t)sz;
+  return b;
+}
+
+static uint64_t le64(const unsigned char *p) {
+  uint64_t x = 0;
+  for (int i = 7; i >= 0; i--)
+    x = x << 8 | p[i];
+  return x;
+}
+
+/* Once its merged frames fill 4 MiB the journal is written again from
+ * byte 0, over them: the frames of the earlier pass left after the new
+ * ones (numbered below them, and cut at a frame's middle where the new
+ * ones end) are not read, by readers or the next writer; a damaged frame
+ * of the new pass with frames after it is still an error at its byte, and
+ * its last frame damaged is dropped. */
+static void reused(void **state) {
+  (void)state;
+  const int n = 7000; /* about 5 MiB of frames of 4 GPUs */
+  char p[128], jf[160], keep[170];
+  path_of(p, sizeof p, "reused.db");
+  snprintf(jf, sizeof jf, "%s-samples", p);
+  snprintf(keep, sizeof keep, "%s.keep", jf);
+  ASSERT_EQ_INT(killed_writer(p, n, n, 64), n);
+  size_t size;
+  unsigned char *b = slurp(jf, &size);
+  /* The file kept its pages: as long as the first pass, longer than the
+   * frames at its start. */
+  assert_true(size >= (size_t)4 << 20);
+  struct pfi_store_jscan sc;
+  ASSERT_EQ_INT(pfi_store_journal_scan(b, size, NULL, NULL, &sc), 0);
+  assert_true(sc.first_seq > 1);
+  ASSERT_EQ_INT(sc.last_seq, n);
+  ASSERT_EQ_INT(sc.frames, n - sc.first_seq + 1);
+  assert_true(sc.end < size);
+  /* After them, frames of the first pass: whole ones numbered below the
+   * new pass's first (read, they would be intervals of the past, or the
+   * error of a frame numbered out of order), and no zero bytes at the
+   * end of the new ones (read, a damaged header). */
+  int stale = 0;
+  for (size_t o = sc.end; o + 32 <= size; o++)
+    if (!memcmp(b + o, "PFIJ", 4)) {
+      uint64_t q = le64(b + o + 16);
+      assert_true(q < sc.first_seq);
+      stale++;
+    }
+  assert_true(stale > 100);
+  assert_true(b[sc.end] != 0 || b[sc.end + 1] != 0 || b[sc.end + 2] != 0);
+  long first_len = (long)(b[8] | b[9] << 8 | b[10] << 16 | (long)b[11] << 24);
+  long second = 32 + first_len;
+  /* The last frame's offset, walking the new pass by lengths. */
+  long last = 0;
+  for (long o = 0; o < (long)sc.end;) {
+    last = o;
+    o += 32 + (long)(b[o + 8] | b[o + 9] << 8 | b[o + 10] << 16 |
+                     (long)b[o + 11] << 24);
+  }
+  free(b);
+  char cmd[400];
+  snprintf(cmd, sizeof cmd, "cp '%s' '%s'", jf, keep);
+  assert_int_equal(system(cmd), 0);
+
+  struct pfi_store *st;
+  struct pfi_error err;
+  /* Damage in the new pass's second frame: frames of it follow. */
+  poke(jf, second + 40);
+  char want[64];
+  snprintf(want, sizeof want, "byte %ld: ", second);
+  for (int ro = 0; ro < 2; ro++) {
+    assert_int_equal(pfi_store_open(&st, p, ro ? PFI_STORE_READONLY : 0, &err),
+                     PFI_EPARSE);
+    assert_string_equal(err.file, jf);
+    if (!strstr(err.msg, want))
+      fprintf(stderr, "message: %s\n", err.msg);
+    assert_non_null(strstr(err.msg, want));
+  }
+  poke(jf, second + 40); /* mended */
+
+  /* The last frame damaged (a torn write over the old pass): dropped. */
+  poke(jf, last + 40);
+  assert_int_equal(pfi_store_open(&st, p, PFI_STORE_READONLY, &err), 0);
+  check_run(st, 1, 1, n - 1);
+  pfi_store_close(st);
+  assert_int_equal(rename(keep, jf), 0);
+
+  /* Whole: every interval once, for a reader, then the next writer. */
+  assert_int_equal(pfi_store_open(&st, p, PFI_STORE_READONLY, &err), 0);
+  check_run(st, 1, 1, n);
+  pfi_store_close(st);
+  assert_int_equal(pfi_store_open(&st, p, 0, &err), 0);
+  check_run(st, 1, 1, n);
+  pfi_store_close(st);
+  ASSERT_EQ_INT(sql_int(p, "SELECT sum(gpus) FROM samples"),
+                (long long)n * GPUS);
+  ASSERT_EQ_INT(sql_int(p, "SELECT count(*) FROM steps"), n);
+}
+
 /* A listing of the directory: name, size and modification time of each
  * file, but the -shm (SQLite's shared memory of a WAL database, where any
  * reader marks what it reads, with or without a journal). */
@@ -457,6 +567,7 @@ int main(void) {
       cmocka_unit_test(merged_twice),
       cmocka_unit_test(torn_and_damaged),
       cmocka_unit_test(reader_writes_nothing),
+      cmocka_unit_test(reused),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
