@@ -335,11 +335,15 @@ struct pfi_store_jscan {
 };
 /* Reads the frames of a journal's n bytes at b, calling fn (may be NULL)
  * for each record of each valid frame, in order; a frame's records are all
- * checked before any is delivered. A last frame cut short or damaged (a
- * write that did not complete; zero bytes after it) ends the valid frames
- * and is not an error. Returns 0 (out->end, frames, sequence numbers), -1
- * when a damaged frame is followed by more data (out->bad_off, out->why),
- * or fn's negative return. Never reads outside b[0..n). */
+ * checked before any is delivered. Where the frames stop (a header that is
+ * not a frame's, a frame numbered at or below the last one, one longer
+ * than the input or failing its checksum: a write that did not complete,
+ * or the older frames after the new ones of a journal reused in place),
+ * the valid frames end, not an error, unless a frame header numbered above
+ * the last frame read (above 0 where none reads) lies after it. Returns 0
+ * (out->end, frames, sequence numbers), -1 when a damaged frame is
+ * followed by such a frame (out->bad_off, out->why), or fn's negative
+ * return. Never reads outside b[0..n). */
 int pfi_store_journal_scan(const unsigned char *b, size_t n,
                            int (*fn)(void *ctx, uint64_t seq,
                                      const struct pfi_store_jrec *rec),

@@ -164,8 +164,9 @@ int pfi__journal_commit(struct pfi_store *st, struct pfi_error *err);
  * frames and the batch's steps into it; outside, merges the frames in a
  * transaction of their own. */
 int pfi__store_sql(struct pfi_store *st, struct pfi_error *err);
-/* After the transaction that merged the frames committed: empties the
- * journal. */
+/* After the transaction that merged the frames committed: the next frame
+ * goes after them, or at byte 0 over them once the file holds
+ * PFI_JOURNAL_KEEP_BYTES. */
 int pfi__journal_merged(struct pfi_store *st, struct pfi_error *err);
 /* At close: merges what is left, removes the empty journal. */
 void pfi__journal_close(struct pfi_store *st);

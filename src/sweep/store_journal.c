@@ -8,8 +8,11 @@
  * transaction. Every PFI_JOURNAL_FRAMES frames, PFI_JOURNAL_SECONDS of wall
  * time, before any other write and at close, the frames are merged into the
  * database in one transaction that also records the last merged frame's
- * sequence number (meta journal_seq), then the journal is emptied: a crash
- * between the two merges nothing twice. The next writer merges what a
+ * sequence number (meta journal_seq); merged frames stay in the file until
+ * it holds PFI_JOURNAL_KEEP_BYTES, then the next frame is written over them
+ * at byte 0 (its pages reused in place; the older frames after the new ones
+ * are numbered below them and end the scan): a crash between a merge and
+ * the next frame merges nothing twice. The next writer merges what a
  * killed one left; readers read the frames not yet merged (temporary
  * tables in memory that shadow samples and steps) and write nothing.
  */
