@@ -7,8 +7,9 @@
  * Each is a floor on the job's power in the allocation; docs/control.md
  * "Contract" states the rules.
  *
- *   longest event  from max_event_s after the event's start (its own, for
- *                  a job started during the event) the job is released: its
+ *   longest event  from the period whose end passes max_event_s after the
+ *                  event's start (its own, for a job started during the
+ *                  event) the job is released: its
  * floor is its draw at its pre-event caps, reached one ramp step a period (the
  * others absorb it) notice         an event that gave less notice than the tier
  * needs does not cut the job: its floor is its pre-event draw deadline its
@@ -92,12 +93,17 @@ static int short_notice(const struct pfi_ctl *c, const struct pfi__ctl_job *j) {
   return j->notice_s > 0 && c->ev_notice < j->notice_s;
 }
 
-/* 1: the event has lasted the job's tier's longest event. */
+/* 1: the job's tier's longest event ends within the next period. The
+ * caps a call returns hold for the next period, so a job held at t_s is
+ * held until t_s + period_s: it is released from the call whose next
+ * period would end past its longest event (with periods late, as a
+ * daemon's may be, from the first call at or past it). */
 static int released(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
                     double t_s) {
   /* A job that started during the event counts from its start. */
   double t0 = isfinite(j->ct_t0) && j->ct_late ? j->ct_t0 : c->ev_start;
-  return j->max_event_s > 0 && t_s - t0 >= j->max_event_s - 1e-9;
+  return j->max_event_s > 0 &&
+         t_s + c->cfg.period_s - t0 > j->max_event_s + 1e-9;
 }
 
 int pfi__ctl_contract_hold(const struct pfi_ctl *c,
