@@ -15,7 +15,7 @@ J=${3:-}
 shift $(($# < 3 ? $# : 3))
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-"$B/pfi" control --emulate default --target 75% --seeds "$N" --format json \
+"$B/pfi" control --emulate "${PFI_CLUSTER:-default}" --target 75% --seeds "$N" --format json \
   "$@" >"$out"
 if [ "$#" -gt 0 ]; then echo "pfi control arguments added: $*"; fi
 if [ -n "$J" ]; then cp "$out" "$J"; fi

@@ -59,6 +59,9 @@ struct pfi_cluster_config {
   double deadline_frac;    /* their deadline: this share of their uncapped
                               throughput as mean over the event (0.9) */
   double event_notice_s;   /* the notice the event gives, s (0) */
+  double announce_s; /* each trainer announces its next pause this long
+                        before it starts, s (0: none, the default;
+                        docs/control.md "Announced pauses") */
 };
 
 void pfi_cluster_config_init(struct pfi_cluster_config *c);
@@ -68,7 +71,7 @@ void pfi_cluster_config_init(struct pfi_cluster_config *c);
  * gpus_per_node, profile, seed, library_share, fill, job_hours,
  * eval_every_s, eval_s, ckpt_every_s, ckpt_s, faults, protect_share,
  * tiered_share, tier_max_event_s, tier_notice_s, deadline_share,
- * deadline_frac, event_notice_s). Returns 0 or PFI_EINVAL naming the key.
+ * deadline_frac, event_notice_s, announce_s). Returns 0 or PFI_EINVAL naming the key.
  */
 int pfi_cluster_config_set(struct pfi_cluster_config *c, const char *key,
                            const char *value, struct pfi_error *err);
@@ -117,6 +120,11 @@ struct pfi_cluster_obs {
   const double *true_tokens; /* noise-free tokens/s, per running job */
   const int *phase;          /* enum pfi_phase, per running job */
   const int *tvalid;         /* throughput reported (0: worker failed to log) */
+  /* The trainer's announcement (config announce_s > 0), per running job:
+   * its next pause starts this long after t_s, s, and lasts pause_len s;
+   * NaN when none is announced (not training, or none due within
+   * announce_s). */
+  const double *pause_in, *pause_len;
   const int *started;        /* ids that started this period */
   size_t nstarted;
   const int *ended; /* ids that ended this period */

@@ -34,7 +34,7 @@
 #include "pfi/error.h"
 #include "pfi/phase.h"
 
-#define PFI_CTL_API_VERSION 5
+#define PFI_CTL_API_VERSION 6
 
 /* Why a job's caps changed (or why a record was written without a
  * change). Append only: values are stored in records databases. */
@@ -150,6 +150,16 @@ struct pfi_ctl_job_obs {
   double tokens_per_s; /* mean throughput over the period */
   int phase;           /* enum pfi_phase, or -1 unknown; evaluation and
                           checkpoints are PFI_PHASE_PAUSE */
+  /* Appended in API version 6: the trainer's announcement of its next
+   * pause (an evaluation or a checkpoint due on its schedule, which a
+   * trainer knows in steps), for a job that gives one (docs/control.md
+   * "Announced pauses"). A job that has announced once is held for its
+   * announced pauses only, not for pauses foreseen from its history. */
+  int pause_announced; /* 1: pause_in_s and pause_len_s are given */
+  double pause_in_s;   /* its next pause starts this long after t_s, s
+                          (>= 0) */
+  double pause_len_s;  /* and is expected to last this long, s (NaN or
+                          <= 0: unknown) */
 };
 
 /* A recovery in progress, to hand to a controller that takes over. */

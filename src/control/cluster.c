@@ -85,6 +85,7 @@ int pfi_cluster_config_set(struct pfi_cluster_config *c, const char *key,
       {"deadline_share", 0, 1, 0, &c->deadline_share, 'd'},
       {"deadline_frac", 0, 1, 0, &c->deadline_frac, 'd'},
       {"event_notice_s", 0, 1e7, 0, &c->event_notice_s, 'd'},
+      {"announce_s", 0, 3600, 0, &c->announce_s, 'd'},
   };
   if (strcmp(key, "profile") == 0) {
     if (!pfi_emu_profile_find(v))
@@ -252,6 +253,7 @@ struct pfi_cluster {
   struct pfi_ctl_gpu_obs *gobs;
   int *run_ids, *started, *ended, *phase, *tvalid;
   double *tok, *true_tok;
+  double *ann_in, *ann_len; /* the trainers' announcements, per running job */
   size_t nstarted, nended;
   struct pfi_model model;
   double model_rmse;
@@ -697,6 +699,8 @@ void pfi_cluster_close(struct pfi_cluster *cl) {
   free(cl->tvalid);
   free(cl->tok);
   free(cl->true_tok);
+  free(cl->ann_in);
+  free(cl->ann_len);
   free(cl);
 }
 
@@ -733,6 +737,8 @@ static int grow_obs(struct pfi_cluster *cl) {
   GROW(cl->tvalid, int);
   GROW(cl->tok, double);
   GROW(cl->true_tok, double);
+  GROW(cl->ann_in, double);
+  GROW(cl->ann_len, double);
 #undef GROW
   return 0;
 }
@@ -751,6 +757,30 @@ static int phase_at(const struct pfi_cluster *cl, const struct cjob *j,
       fmod(x + j->eval_off, cl->cfg.eval_every_s) < cl->cfg.eval_s)
     return PFI_PHASE_PAUSE; /* evaluation */
   return PFI_PHASE_TRAINING;
+}
+
+/* Start of job j's first pause (checkpoint or evaluation, phase_at's
+ * schedules) after time t, and its length. */
+static double next_pause(const struct pfi_cluster *cl, const struct cjob *j,
+                         double t, double *len) {
+  double t0 = j->info.start_s + STARTUP_S, x = t - t0, best = INFINITY;
+  const double every[2] = {cl->cfg.ckpt_every_s, cl->cfg.eval_every_s};
+  const double plen[2] = {cl->cfg.ckpt_s, cl->cfg.eval_s};
+  const double off[2] = {j->ckpt_off, j->eval_off};
+  *len = NAN;
+  for (int k = 0; k < 2; k++) {
+    if (!(plen[k] > 0))
+      continue;
+    /* Starts where x + off is a multiple of the period. */
+    double xs = ceil((x + off[k]) / every[k]) * every[k] - off[k];
+    if (xs <= x)
+      xs += every[k];
+    if (xs < best) {
+      best = xs;
+      *len = plen[k];
+    }
+  }
+  return t0 + best;
 }
 
 int pfi_cluster_step(struct pfi_cluster *cl, const double *cap_w, double dt,
@@ -873,6 +903,17 @@ int pfi_cluster_step(struct pfi_cluster *cl, const double *cap_w, double dt,
     cl->run_ids[nrun] = (int)i;
     cl->phase[nrun] = ph == -2 ? PFI_PHASE_PAUSE : ph;
     cl->tvalid[nrun] = tvalid;
+    /* The trainer announces its next pause announce_s ahead (it knows the
+     * step of its next evaluation and checkpoint; exact here). */
+    cl->ann_in[nrun] = cl->ann_len[nrun] = NAN;
+    if (cl->cfg.announce_s > 0 && ph == PFI_PHASE_TRAINING &&
+        phase_at(cl, j, t1) == PFI_PHASE_TRAINING) {
+      double len, at = next_pause(cl, j, t1, &len) - t1;
+      if (at >= 0 && at <= cl->cfg.announce_s) {
+        cl->ann_in[nrun] = at;
+        cl->ann_len[nrun] = len;
+      }
+    }
     cl->true_tok[nrun] = tmean;
     cl->tok[nrun] =
         tmean * (1 + PER_CV_TOKENS * gauss(s, S_PER_T, tick * 4099 + i));
@@ -914,6 +955,8 @@ int pfi_cluster_step(struct pfi_cluster *cl, const double *cap_w, double dt,
   obs->true_tokens = cl->true_tok;
   obs->phase = cl->phase;
   obs->tvalid = cl->tvalid;
+  obs->pause_in = cl->ann_in;
+  obs->pause_len = cl->ann_len;
   obs->started = cl->started;
   obs->nstarted = cl->nstarted;
   obs->ended = cl->ended;

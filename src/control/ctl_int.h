@@ -40,7 +40,8 @@ struct pfi__ctl_kind {
   double len_s;    /* length of its last pause end to end, s */
   double last_s;   /* when its last pause was first seen (call time) */
   double period_s; /* start to start (NaN: not yet seen twice) */
-  double ratio;    /* draw in a pause's first period / draw before it */
+  double ratio;    /* draw in a pause's first period / draw before it (in
+                      the cluster's kinds: the last one any job showed) */
 };
 
 struct pfi__ctl_job {
@@ -98,6 +99,10 @@ struct pfi__ctl_job {
   int foreseen;      /* 1: the caps set last were held for a foreseen pause */
   int foreseen_prev; /* the same for the period before */
   double start_t0;   /* when its startup was first seen (NaN: not starting) */
+  /* Its trainer's announcements (docs/control.md "Announced pauses"):
+   * whether it has announced one, and this period's (ann 0: none). */
+  int announces, ann;
+  double ann_in, ann_len;
   /* Its last raise in an event: when (call time), its draw before it and
    * its modelled draw at the new caps, W. */
   double raise_t, raise_d0, raise_m1;
@@ -235,6 +240,15 @@ static inline int is_training(const struct pfi__ctl_job *j) {
 double pfi__ctl_foreseen_pause(const struct pfi_ctl *c,
                                const struct pfi__ctl_job *j, double t_next,
                                double tol_s, double *len_s);
+
+/* The share of its present draw the job is expected to draw in a pause
+ * of length `len_s` (NaN: unknown) its trainer announced: the ratio of its
+ * own pauses of that length, else the cluster's, else the highest ratio a
+ * kind of it or the cluster has shown (a pause drawing more than
+ * expected puts the others' raises above the target); NaN when no pause
+ * has been seen (observe.c). */
+double pfi__ctl_announced_ratio(const struct pfi_ctl *c,
+                                const struct pfi__ctl_job *j, double len_s);
 
 /* Observation, learning, anomaly and rollback rules for one job in a
  * period (observe.c). Returns 0 or a negative PFI error. */

@@ -45,22 +45,46 @@ static void note_pause(struct pfi_ctl *c, struct pfi__ctl_job *j, double start,
   }
   k->last_s = start;
   k->len_s = len;
-  if (k->period_s > 0) {
-    /* The cluster's kinds: the period its jobs' pauses of this length
-     * last showed (a kind a job has shown once takes it). */
-    struct pfi__ctl_kind *q = NULL;
-    for (size_t i = 0; i < c->npop && !q; i++)
-      if (fabs(c->pop[i].len_s - len) <= KIND_TOL_S)
-        q = &c->pop[i];
-    if (!q && c->npop < PFI__CTL_KINDS)
-      q = &c->pop[c->npop++];
-    if (q) {
-      q->len_s = len;
+  int has_ratio = isfinite(ratio) && ratio >= 0 && ratio < 1;
+  if (has_ratio)
+    k->ratio = ratio;
+  /* The cluster's kinds: the period and the draw ratio its jobs' pauses
+   * of this length last showed (a kind a job has shown once takes the
+   * period; an announced pause of a job that has shown none, the ratio). */
+  struct pfi__ctl_kind *q = NULL;
+  for (size_t i = 0; i < c->npop && !q; i++)
+    if (fabs(c->pop[i].len_s - len) <= KIND_TOL_S)
+      q = &c->pop[i];
+  if (!q && c->npop < PFI__CTL_KINDS && (k->period_s > 0 || has_ratio)) {
+    q = &c->pop[c->npop++];
+    q->last_s = q->period_s = q->ratio = NAN;
+  }
+  if (q) {
+    q->len_s = len;
+    if (k->period_s > 0)
       q->period_s = k->period_s;
+    if (has_ratio)
+      q->ratio = ratio;
+  }
+}
+
+double pfi__ctl_announced_ratio(const struct pfi_ctl *c,
+                                const struct pfi__ctl_job *j, double len_s) {
+  const struct pfi__ctl_kind *set[2] = {j->kinds, c->pop};
+  size_t n[2] = {j->nkinds, c->npop};
+  double hi = NAN;
+  for (int w = 0; w < 2; w++) {
+    for (size_t i = 0; i < n[w]; i++) {
+      const struct pfi__ctl_kind *k = &set[w][i];
+      if (!isfinite(k->ratio))
+        continue;
+      if (isfinite(len_s) && fabs(k->len_s - len_s) <= KIND_TOL_S)
+        return k->ratio;
+      if (!(k->ratio <= hi))
+        hi = k->ratio;
     }
   }
-  if (isfinite(ratio) && ratio >= 0 && ratio < 1)
-    k->ratio = ratio;
+  return hi;
 }
 
 double pfi__ctl_foreseen_pause(const struct pfi_ctl *c,
@@ -113,6 +137,17 @@ int pfi__ctl_observe(struct pfi_ctl *c, struct pfi__ctl_job *j,
     draw += c->draw[j->gpu[k]];
   }
   double prev_draw = j->draw;
+  /* The pause its trainer announced last period (its length: the pause
+   * now beginning, if it was due). */
+  double ann_len = j->ann && j->ann_in < cf->period_s + 0.5 ? j->ann_len : NAN;
+  j->ann = o->pause_announced && isfinite(o->pause_in_s) &&
+           o->pause_in_s >= 0;
+  j->ann_in = j->ann ? o->pause_in_s : NAN;
+  j->ann_len = j->ann && o->pause_len_s > 0 && isfinite(o->pause_len_s)
+                   ? o->pause_len_s
+                   : NAN;
+  if (j->ann)
+    j->announces = 1;
   /* Whether the period before this one was held for a foreseen pause
    * (then its draw is not the job's training draw). */
   int held_before = j->foreseen_prev;
@@ -130,6 +165,8 @@ int pfi__ctl_observe(struct pfi_ctl *c, struct pfi__ctl_job *j,
     /* A pause of a kind due now is expected to last as long as its last
      * one; another, as long as the shortest seen (classify()). */
     pfi__ctl_foreseen_pause(c, j, in->t_s, KIND_TOL_S, &j->pause_len);
+    if (ann_len > 0)
+      j->pause_len = ann_len; /* as long as its trainer said */
     j->pause_ratio =
         !held_before && !j->blind && prev_draw > 0 ? draw / prev_draw : NAN;
   } else if (j->phase == PFI_PHASE_TRAINING && isfinite(j->pause_t0)) {

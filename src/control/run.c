@@ -233,6 +233,11 @@ int pfi_run_closed_loop(const struct pfi_cluster_config *cc,
       jo[s].valid = o.tvalid[i];
       jo[s].tokens_per_s = o.tokens[i];
       jo[s].phase = o.phase[i];
+      if (isfinite(o.pause_in[i])) {
+        jo[s].pause_announced = 1;
+        jo[s].pause_in_s = o.pause_in[i];
+        jo[s].pause_len_s = o.pause_len[i];
+      }
     }
     /* The baseline: median realized power of the pre-event periods, known
      * at the end of the last of them (the event's start), so that the

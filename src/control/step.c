@@ -142,8 +142,16 @@ static void classify(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
    * releases them (docs/control.md "Foreseen pauses"). */
   s->foreseen = 0;
   if (c->in_event && j->draw > 0) {
-    double r = pfi__ctl_foreseen_pause(c, j, t_s + c->cfg.period_s,
-                                       FORESEE_LATE_S, NULL);
+    /* A job whose trainer announces its pauses is held for those only
+     * (docs/control.md "Announced pauses"): one starting within the next
+     * period, counted at the share of the period it covers. */
+    double r = NAN, per = c->cfg.period_s;
+    if (!j->announces)
+      r = pfi__ctl_foreseen_pause(c, j, t_s + per, FORESEE_LATE_S, NULL);
+    else if (j->ann && j->ann_in < per) {
+      double ra = pfi__ctl_announced_ratio(c, j, j->ann_len);
+      r = 1 - (per - j->ann_in) / per * (1 - ra);
+    }
     if (isfinite(r)) {
       /* The last period it trained at its caps: modelled there, as a
        * job in the allocation (the feedback's residual). */

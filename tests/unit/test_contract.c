@@ -392,7 +392,7 @@ static void test_deadline_floor(void **state) {
                            .deadline_tput = 800};
   assert_int_equal(pfi_ctl_job_add(ctl, &jb, &err), 0);
   struct pfi_ctl_gpu_obs go[GPJ];
-  struct pfi_ctl_job_obs jo = {1, 1000, PFI_PHASE_TRAINING};
+  struct pfi_ctl_job_obs jo = {.valid = 1, .tokens_per_s = 1000, .phase = PFI_PHASE_TRAINING};
   for (int g = 0; g < GPJ; g++)
     go[g] = (struct pfi_ctl_gpu_obs){1, 500, 700};
   struct pfi_ctl_output out;

@@ -33,6 +33,11 @@ struct plant {
   int silent[NJ];    /* 1: its GPUs' readings are invalid */
   double early[NJ];  /* share of its draw shown until early_s (0: all) */
   double early_s;    /* its GPUs' draw still rising until then */
+  /* Its trainer's announcement this period (ann 1): next pause starts
+   * ann_in s after the call, lasting ann_len s. */
+  int ann[NJ];
+  double ann_in[NJ], ann_len[NJ];
+  double pause_w[NJ]; /* a GPU's draw while paused (0: 220 W) */
 };
 
 static void plant_init(struct plant *p) {
@@ -50,8 +55,10 @@ static void plant_init(struct plant *p) {
 
 static double gpu_draw(const struct plant *p, int g) {
   int j = g / GPJ;
-  if (p->paused[j])
-    return 220.0 < 0.99 * p->cap[g] ? 220.0 : 0.99 * p->cap[g];
+  if (p->paused[j]) {
+    double w = p->pause_w[j] > 0 ? p->pause_w[j] : 220.0;
+    return w < 0.99 * p->cap[g] ? w : 0.99 * p->cap[g];
+  }
   double d = p->ratio[j] * p->cap[g], u = p->pmax[j] / GPJ;
   if (d > u)
     d = u;
@@ -164,6 +171,9 @@ static double run_step(struct run *r, double t, int event, double target) {
     r->jo[j].valid = 1;
     r->jo[j].tokens_per_s = r->pl.paused[j] ? 0 : job_tput(&r->pl, j);
     r->jo[j].phase = r->pl.paused[j] ? PFI_PHASE_PAUSE : PFI_PHASE_TRAINING;
+    r->jo[j].pause_announced = r->pl.ann[j];
+    r->jo[j].pause_in_s = r->pl.ann_in[j];
+    r->jo[j].pause_len_s = r->pl.ann_len[j];
   }
   struct pfi_ctl_input in = {t,   event, run_event, target, r->go,     r->jo,
                              NAN, 0,     0,         0,      run_pre, run_resume};
@@ -624,6 +634,76 @@ static void test_foreseen_pause(void **state) {
              pb_first[1]);
   assert_true(r.out.cap_w[pj * GPJ] > pj_cap_due + 50);
   pfi_ctl_close(r.ctl);
+}
+
+/* Announced pauses: job 1 pauses 20 s from 150 (the cluster's first pause:
+ * not foreseen, its draw ratio learned), job 2 from 230, its first pause,
+ * which no history foresees; each draws 70 % of its draw before while
+ * paused (a drop the others' ramps take in one period). When job 2's trainer announces it (10 s ahead: a period ending
+ * at t is paused from t - 1), the period it begins is within 1 % of the
+ * target, the controller handing job 2's watts to the others in the period
+ * it releases them (at the ratio job 1 showed); without the announcement
+ * that period falls more than 1 % below (the drop worked from the plant);
+ * not announced, its caps are not lowered for it. */
+static double job_draw(const struct plant *p, int j) {
+  double d = 0;
+  for (int g = j * GPJ; g < (j + 1) * GPJ; g++)
+    d += gpu_draw(p, g);
+  return d;
+}
+
+static double announced_run(int announce, double *drop, double *cap_before,
+                            double *cap_held) {
+  struct run r;
+  run_open(&r, NULL, 0);
+  double target = 0.75 * baseline_w(), first = NAN;
+  for (int t = 1; t <= 60; t++)
+    run_step(&r, t, 0, NAN);
+  const int pj = 1, pb = 2;
+  for (int t = 61; t <= 260; t++) {
+    r.pl.paused[pj] = t >= 150 && t < 170;
+    r.pl.paused[pb] = t >= 230 && t < 250;
+    /* Their draw in the period before the pause (training). */
+    if (t == 149)
+      r.pl.pause_w[pj] = 0.7 * job_draw(&r.pl, pj) / GPJ;
+    if (t == 229)
+      r.pl.pause_w[pb] = 0.7 * job_draw(&r.pl, pb) / GPJ;
+    double start = 229 - t; /* the pause's start, after this call */
+    r.pl.ann[pb] = announce && start >= 0 && start <= 10;
+    r.pl.ann_in[pb] = r.pl.ann[pb] ? start : 0;
+    r.pl.ann_len[pb] = r.pl.ann[pb] ? 20 : 0;
+    if (t == 229)
+      *drop = 0.3 * job_draw(&r.pl, pb);
+    double p = run_step(&r, t, 1, target);
+    if (t == 228)
+      *cap_before = r.out.cap_w[pb * GPJ];
+    if (t == 229)
+      *cap_held = r.out.cap_w[pb * GPJ];
+    if (t == 230)
+      first = p / target;
+  }
+  pfi_ctl_close(r.ctl);
+  return first;
+}
+
+static void test_announced_pause(void **state) {
+  (void)state;
+  double drop, c0, c1, drop_n, c0n, c1n;
+  double with = announced_run(1, &drop, &c0, &c1);
+  double without = announced_run(0, &drop_n, &c0n, &c1n);
+  double target = 0.75 * baseline_w();
+  assert_true(drop > 0.05 * target); /* a drop the band cannot absorb */
+  if (!(without < 0.99))
+    fail_msg("unannounced first pause: first period %g of the target", without);
+  if (!(fabs(with - 1) <= 0.01))
+    fail_msg("announced first pause: first period %g of the target (drop %g "
+             "W)",
+             with, drop);
+  /* Held: its caps lowered for the period the pause begins in. */
+  if (!(c1 < c0 - 50))
+    fail_msg("announced: caps %g W then %g W", c0, c1);
+  if (!(c1n > c0n - 5))
+    fail_msg("not announced, yet held: caps %g W then %g W", c0n, c1n);
 }
 
 /* Lead: the plant's GPUs show 80 % of a rise in draw in its first
@@ -1121,7 +1201,7 @@ static void test_bad_input(void **state) {
   assert_int_equal(pfi_ctl_job_add(ctl, &jb, &err), 0);
   assert_int_equal(pfi_ctl_job_add(ctl, &jb, &err), PFI_EINVAL);
   struct pfi_ctl_gpu_obs go[2] = {{1, 300, 700}, {1, NAN, 700}};
-  struct pfi_ctl_job_obs jo[1] = {{1, 100, PFI_PHASE_TRAINING}};
+  struct pfi_ctl_job_obs jo[1] = {{.valid = 1, .tokens_per_s = 100, .phase = PFI_PHASE_TRAINING}};
   struct pfi_ctl_input in = {1.0, 0, NULL, NAN, go, jo, NAN, 0, 0, 0, NULL, NULL};
   struct pfi_ctl_output out;
   assert_int_equal(pfi_ctl_step(ctl, &in, &out, &err), PFI_EINVAL);
@@ -1163,7 +1243,7 @@ static void test_pre_caps_given(void **state) {
                              .tmax = 1200};
     assert_int_equal(pfi_ctl_job_add(ctl, &jb, &err), 0);
     struct pfi_ctl_gpu_obs go[2] = {{1, 440, 450}, {1, 440, 450}};
-    struct pfi_ctl_job_obs jo[1] = {{1, 1000, PFI_PHASE_TRAINING}};
+    struct pfi_ctl_job_obs jo[1] = {{.valid = 1, .tokens_per_s = 1000, .phase = PFI_PHASE_TRAINING}};
     double pre[3][2] = {{NAN, NAN}, {700, 700}, {900, 700}};
     double hi = 0;
     for (int t = 1; t <= 10; t++) {
@@ -1263,7 +1343,7 @@ static void test_recovery_resumed(void **state) {
   for (int g = 0; g < NG; g++)
     r2.go[g] = (struct pfi_ctl_gpu_obs){1, r.pl.cap[g] - 10, r.pl.cap[g]};
   for (int j = 0; j < NJ; j++)
-    r2.jo[j] = (struct pfi_ctl_job_obs){1, 100, PFI_PHASE_TRAINING};
+    r2.jo[j] = (struct pfi_ctl_job_obs){.valid = 1, .tokens_per_s = 100, .phase = PFI_PHASE_TRAINING};
   assert_int_equal(pfi_ctl_step(r2.ctl, &in, &out, &err), PFI_EINVAL);
   pfi_ctl_close(r2.ctl);
 
@@ -1460,6 +1540,7 @@ int main(void) {
       cmocka_unit_test(test_tier_floor_clears),
       cmocka_unit_test(test_belief_shape),
       cmocka_unit_test(test_foreseen_pause),
+      cmocka_unit_test(test_announced_pause),
       cmocka_unit_test(test_recovery_pause),
       cmocka_unit_test(test_raise_lead),
       cmocka_unit_test(test_silent_node),

@@ -152,8 +152,8 @@ static void test_belief(void **state) {
     go[g] = (struct pfi_ctl_gpu_obs){1, 500, 700};
   struct pfi_ctl_job_obs jo[8];
   memset(jo, 0, sizeof jo);
-  jo[sa] = (struct pfi_ctl_job_obs){1, 100, -1};
-  jo[sb] = (struct pfi_ctl_job_obs){1, 300, -1};
+  jo[sa] = (struct pfi_ctl_job_obs){.valid = 1, .tokens_per_s = 100, .phase = -1};
+  jo[sb] = (struct pfi_ctl_job_obs){.valid = 1, .tokens_per_s = 300, .phase = -1};
   for (int t = 1; t <= 20; t++) {
     struct pfi_ctl_input in = {t, 0, NULL, 0, go, jo, 0, 0, 0, 0, NULL, NULL};
     struct pfi_ctl_output out;
