@@ -825,8 +825,21 @@ int pfi_cluster_step(struct pfi_cluster *cl, const double *cap_w, double dt,
   double *target = malloc(cl->ngpus * sizeof *target);
   if (!target)
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
-  for (size_t g = 0; g < cl->ngpus; g++)
-    target[g] = p->idle_w;
+  /* ... and, for a GPU whose job changes phase within the period, the
+   * steady value before the change and when it comes (s into the period,
+   * -1: none). */
+  double *target0 = malloc(cl->ngpus * sizeof *target0);
+  double *split_at = malloc(cl->ngpus * sizeof *split_at);
+  if (!target0 || !split_at) {
+    free(target);
+    free(target0);
+    free(split_at);
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  }
+  for (size_t g = 0; g < cl->ngpus; g++) {
+    target[g] = target0[g] = p->idle_w;
+    split_at[g] = -1;
+  }
   size_t nrun = 0;
   double stat = p->static_w + p->mem_w * 0.05;
   for (size_t i = 0; i < cl->njobs; i++) {
@@ -847,36 +860,66 @@ int pfi_cluster_step(struct pfi_cluster *cl, const double *cap_w, double dt,
     }
     double tok, step, pw[PFI_EMU_MAX_GPUS];
     steady_now(cl, j, &tok, &step, pw);
+    /* A phase that changes within the period (a pause beginning or
+     * ending): the draw follows it from that instant (the lag below, in
+     * two pieces), the period's throughput is its training share, and the
+     * trainer reports the period as not training. */
+    int pha = phase_at(cl, j, t0 + 1e-6 * dt);
+    int phb = phase_at(cl, j, t1 - 1e-6 * dt);
     int ph = phase_at(cl, j, tm), tvalid = 1;
-    double busy = 1.0; /* share of time the GPUs do the step's work */
-    for (size_t r = 0; r < n; r++) {
-      double v = pw[r];
-      if (ph == PFI_PHASE_STARTUP)
-        v = p->idle_w + 25.0;
-      else if (ph == -2)
-        v = p->idle_w + 30.0;
-      else if (ph == PFI_PHASE_PAUSE)
-        v = stat + 0.85 * (v - stat);
-      pw[r] = v;
+    double split = -1; /* offset of the change in the period, s (-1: none) */
+    if (pha != phb) {
+      double a = t0, b = t1;
+      for (int it = 0; it < 40; it++) {
+        double m = 0.5 * (a + b);
+        if (phase_at(cl, j, m) == pha)
+          a = m;
+        else
+          b = m;
+      }
+      split = 0.5 * (a + b) - t0;
+      ph = pha != PFI_PHASE_TRAINING ? pha : phb;
+    } else {
+      pha = phb = ph;
     }
-    if (ph != PFI_PHASE_TRAINING)
-      tok = 0;
+    double busy = 1.0; /* share of time the GPUs do the step's work */
     int in_fault = j->fault && tm >= j->fault_t0 && tm < j->fault_t1;
-    if (in_fault && ph == PFI_PHASE_TRAINING) {
+    double tw[PFI_EMU_MAX_GPUS]; /* training draw, the fault's effect in */
+    for (size_t r = 0; r < n; r++)
+      tw[r] = pw[r];
+    if (in_fault) {
       if (j->fault == F_STALL)
         busy = 0.4; /* data loader: GPUs wait for input 60 % of the time */
       else if (j->fault == F_SLOW)
         busy = 0.7; /* one worker at 70 % pace; the others wait for it */
       else if (j->fault == F_FAIL)
         busy = 0.0; /* a worker died: no steps until the restart */
-      tok *= busy;
       for (size_t r = 0; r < n; r++) {
         int slow_rank = j->fault == F_SLOW && r == 0;
         if (!slow_rank)
-          pw[r] = p->idle_w + busy * (pw[r] - p->idle_w);
+          tw[r] = p->idle_w + busy * (pw[r] - p->idle_w);
         if (j->fault == F_FAIL)
-          pw[r] = p->idle_w + 25.0;
+          tw[r] = p->idle_w + 25.0;
       }
+    }
+    double train_share = split < 0 ? ph == PFI_PHASE_TRAINING
+                                   : ((pha == PFI_PHASE_TRAINING ? split : 0) +
+                                      (phb == PFI_PHASE_TRAINING ? dt - split
+                                                                 : 0)) /
+                                         dt;
+    tok *= busy * train_share;
+    double pw0[PFI_EMU_MAX_GPUS]; /* steady draw before the change */
+    for (size_t r = 0; r < n; r++) {
+      double v[2];
+      for (int w = 0; w < 2; w++) {
+        int q = w ? phb : pha;
+        v[w] = q == PFI_PHASE_STARTUP ? p->idle_w + 25.0
+               : q == -2              ? p->idle_w + 30.0 /* checkpoint */
+               : q == PFI_PHASE_PAUSE ? stat + 0.85 * (pw[r] - stat)
+                                      : tw[r];
+      }
+      pw0[r] = v[0];
+      pw[r] = v[1];
     }
     if (in_fault && j->fault == F_SILENT) {
       /* The node agent stops reporting: every GPU of the job's nodes. */
@@ -898,8 +941,11 @@ int pfi_cluster_step(struct pfi_cluster *cl, const double *cap_w, double dt,
     }
     j->tok_prev = tnew;
     j->step_prev = step;
-    for (size_t r = 0; r < n; r++)
+    for (size_t r = 0; r < n; r++) {
       target[j->info.gpu[r]] = pw[r] * j->run_pf;
+      target0[j->info.gpu[r]] = pw0[r] * j->run_pf;
+      split_at[j->info.gpu[r]] = split;
+    }
     cl->run_ids[nrun] = (int)i;
     cl->phase[nrun] = ph == -2 ? PFI_PHASE_PAUSE : ph;
     cl->tvalid[nrun] = tvalid;
@@ -926,17 +972,24 @@ int pfi_cluster_step(struct pfi_cluster *cl, const double *cap_w, double dt,
    * GPU never holds more than its cap). */
   double total = 0;
   for (size_t g = 0; g < cl->ngpus; g++) {
-    double S = target[g] < cl->cap[g] ? target[g] : cl->cap[g];
-    double L = cl->level[g], mean, end;
-    if (S != cl->goal[g]) {
-      int down = S < L;
-      cl->goal[g] = S;
-      cl->delay[g] = down ? PFI_CLUSTER_DOWN_DELAY_S : PFI_CLUSTER_UP_DELAY_S;
-      cl->tau[g] = down ? PFI_CLUSTER_DOWN_TAU_S : PFI_CLUSTER_UP_TAU_S;
+    double mean = 0;
+    double piece[2] = {split_at[g] > 0 ? split_at[g] : 0, dt};
+    for (int w = split_at[g] > 0 ? 0 : 1; w < 2; w++) {
+      double T = w ? dt - piece[0] : piece[0], tg = w ? target[g] : target0[g];
+      double S = tg < cl->cap[g] ? tg : cl->cap[g];
+      double L = cl->level[g], m, end;
+      if (S != cl->goal[g]) {
+        int down = S < L;
+        cl->goal[g] = S;
+        cl->delay[g] =
+            down ? PFI_CLUSTER_DOWN_DELAY_S : PFI_CLUSTER_UP_DELAY_S;
+        cl->tau[g] = down ? PFI_CLUSTER_DOWN_TAU_S : PFI_CLUSTER_UP_TAU_S;
+      }
+      lag(L, S, T, cl->delay[g], cl->tau[g], &m, &end);
+      cl->delay[g] = cl->delay[g] > T ? cl->delay[g] - T : 0;
+      cl->level[g] = end;
+      mean += m * T / dt;
     }
-    lag(L, S, dt, cl->delay[g], cl->tau[g], &mean, &end);
-    cl->delay[g] = cl->delay[g] > dt ? cl->delay[g] - dt : 0;
-    cl->level[g] = end;
     double v =
         mean * (1 + PER_CV_POWER * gauss(s, S_PER_P, tick * 1048573 + g));
     v = v < 0 ? 0 : v;
@@ -945,6 +998,8 @@ int pfi_cluster_step(struct pfi_cluster *cl, const double *cap_w, double dt,
     cl->gobs[g].cap_w = cl->cap[g];
   }
   free(target);
+  free(target0);
+  free(split_at);
   cl->t = t1;
   obs->t_s = t1;
   obs->gpu = cl->gobs;

@@ -40,8 +40,14 @@ struct pfi__ctl_kind {
   double len_s;    /* length of its last pause end to end, s */
   double last_s;   /* when its last pause was first seen (call time) */
   double period_s; /* start to start (NaN: not yet seen twice) */
-  double ratio;    /* draw in a pause's first period / draw before it (in
-                      the cluster's kinds: the last one any job showed) */
+  double ratio;    /* draw in a pause's first period / draw before it */
+  double depth;    /* draw in its second period / draw before it began (in
+                      the cluster's kinds, and the ratio: the last any job
+                      showed) */
+  /* The cluster's kinds: a GPU's draw in a pause's second period y
+   * against its draw before it x, y = a + b x fitted by least squares
+   * over the pauses seen, each weighted 0.9 of the one after it. */
+  double fw, fx, fy, fxx, fxy;
 };
 
 struct pfi__ctl_job {
@@ -100,9 +106,15 @@ struct pfi__ctl_job {
   int foreseen_prev; /* the same for the period before */
   double start_t0;   /* when its startup was first seen (NaN: not starting) */
   /* Its trainer's announcements (docs/control.md "Announced pauses"):
-   * whether it has announced one, and this period's (ann 0: none). */
-  int announces, ann;
-  double ann_in, ann_len;
+   * whether it has announced one; the announced pause's start on the t_s
+   * clock (NaN: none pending), length (NaN: unknown) and the job's draw in
+   * the last period before that start. */
+  int announces;
+  double ann_at, ann_len, ann_pre;
+  /* Its draw one and two periods back; the pause in progress: the draw
+   * before it began and its depth (the draw of its second paused period
+   * over that one). */
+  double draw_1, draw_2, pause_pre, pause_depth;
   /* Its last raise in an event: when (call time), its draw before it and
    * its modelled draw at the new caps, W. */
   double raise_t, raise_d0, raise_m1;
@@ -241,14 +253,17 @@ double pfi__ctl_foreseen_pause(const struct pfi_ctl *c,
                                const struct pfi__ctl_job *j, double t_next,
                                double tol_s, double *len_s);
 
-/* The share of its present draw the job is expected to draw in a pause
- * of length `len_s` (NaN: unknown) its trainer announced: the ratio of its
- * own pauses of that length, else the cluster's, else the highest ratio a
- * kind of it or the cluster has shown (a pause drawing more than
- * expected puts the others' raises above the target); NaN when no pause
- * has been seen (observe.c). */
-double pfi__ctl_announced_ratio(const struct pfi_ctl *c,
-                                const struct pfi__ctl_job *j, double len_s);
+/* The draw, W, the job is expected to have through a pause of length
+ * `len_s` (NaN: unknown) from a draw of `pre_w` before it: the cluster's
+ * fit of its pauses of that length (a + b x per GPU, once three pauses of
+ * GPU draws 20 W apart are in it), else the depth of the job's own pauses
+ * of that length, else the cluster's last, else (`any`) the highest depth
+ * a kind of the job or the cluster has shown (a pause drawing more than
+ * expected puts the others' raises above the target); NaN when none of
+ * these is known (observe.c). */
+double pfi__ctl_pause_draw(const struct pfi_ctl *c,
+                           const struct pfi__ctl_job *j, double len_s,
+                           double pre_w, int any);
 
 /* Observation, learning, anomaly and rollback rules for one job in a
  * period (observe.c). Returns 0 or a negative PFI error. */

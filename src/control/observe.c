@@ -21,7 +21,7 @@
 /* A pause of the job seen end to end (docs/control.md "Foreseen pauses"):
  * its kind's last start, period (start to start) and draw ratio. */
 static void note_pause(struct pfi_ctl *c, struct pfi__ctl_job *j, double start,
-                       double len, double ratio) {
+                       double len, double ratio, double depth, double pre) {
   struct pfi__ctl_kind *k = NULL;
   for (size_t i = 0; i < j->nkinds && !k; i++)
     if (fabs(j->kinds[i].len_s - len) <= KIND_TOL_S)
@@ -35,7 +35,7 @@ static void note_pause(struct pfi_ctl *c, struct pfi__ctl_job *j, double start,
         if (j->kinds[i].last_s < k->last_s)
           k = &j->kinds[i];
     }
-    k->last_s = k->period_s = k->ratio = NAN;
+    k->last_s = k->period_s = k->ratio = k->depth = NAN;
   }
   double gap = start - k->last_s;
   if (isfinite(gap) && gap > len) {
@@ -46,45 +46,73 @@ static void note_pause(struct pfi_ctl *c, struct pfi__ctl_job *j, double start,
   k->last_s = start;
   k->len_s = len;
   int has_ratio = isfinite(ratio) && ratio >= 0 && ratio < 1;
+  int has_depth = isfinite(depth) && depth >= 0 && depth < 1;
   if (has_ratio)
     k->ratio = ratio;
+  if (has_depth)
+    k->depth = depth;
   /* The cluster's kinds: the period and the draw ratio its jobs' pauses
    * of this length last showed (a kind a job has shown once takes the
-   * period; an announced pause of a job that has shown none, the ratio). */
+   * period; an announced pause of a job that has shown none, the depth). */
   struct pfi__ctl_kind *q = NULL;
   for (size_t i = 0; i < c->npop && !q; i++)
     if (fabs(c->pop[i].len_s - len) <= KIND_TOL_S)
       q = &c->pop[i];
-  if (!q && c->npop < PFI__CTL_KINDS && (k->period_s > 0 || has_ratio)) {
+  if (!q && c->npop < PFI__CTL_KINDS && (k->period_s > 0 || has_depth)) {
     q = &c->pop[c->npop++];
-    q->last_s = q->period_s = q->ratio = NAN;
+    q->last_s = q->period_s = q->ratio = q->depth = NAN;
+    q->fw = q->fx = q->fy = q->fxx = q->fxy = 0;
   }
   if (q) {
     q->len_s = len;
     if (k->period_s > 0)
       q->period_s = k->period_s;
-    if (has_ratio)
-      q->ratio = ratio;
+    if (has_depth && pre > 0 && j->ngpus > 0) {
+      q->depth = depth;
+      double x = pre / (double)j->ngpus, y = depth * x;
+      q->fw = 0.9 * q->fw + 1;
+      q->fx = 0.9 * q->fx + x;
+      q->fy = 0.9 * q->fy + y;
+      q->fxx = 0.9 * q->fxx + x * x;
+      q->fxy = 0.9 * q->fxy + x * y;
+    }
   }
 }
 
-double pfi__ctl_announced_ratio(const struct pfi_ctl *c,
-                                const struct pfi__ctl_job *j, double len_s) {
-  const struct pfi__ctl_kind *set[2] = {j->kinds, c->pop};
-  size_t n[2] = {j->nkinds, c->npop};
-  double hi = NAN;
-  for (int w = 0; w < 2; w++) {
-    for (size_t i = 0; i < n[w]; i++) {
-      const struct pfi__ctl_kind *k = &set[w][i];
-      if (!isfinite(k->ratio))
-        continue;
-      if (isfinite(len_s) && fabs(k->len_s - len_s) <= KIND_TOL_S)
-        return k->ratio;
-      if (!(k->ratio <= hi))
-        hi = k->ratio;
+double pfi__ctl_pause_draw(const struct pfi_ctl *c,
+                           const struct pfi__ctl_job *j, double len_s,
+                           double pre_w, int any) {
+  if (!(pre_w > 0) || j->ngpus == 0)
+    return NAN;
+  double x = pre_w / (double)j->ngpus, own = NAN, last = NAN, hi = NAN;
+  for (size_t i = 0; i < c->npop; i++) {
+    const struct pfi__ctl_kind *q = &c->pop[i];
+    if (!isfinite(q->depth))
+      continue;
+    if (!(q->depth <= hi))
+      hi = q->depth;
+    if (!(isfinite(len_s) && fabs(q->len_s - len_s) <= KIND_TOL_S))
+      continue;
+    last = q->depth;
+    double w = q->fw, mx = q->fx / w, var = q->fxx / w - mx * mx;
+    if (w >= 2.5 && var >= 100.0) {
+      double b = (q->fxy / w - mx * q->fy / w) / var;
+      double y = q->fy / w + b * (x - mx);
+      if (isfinite(y) && y > 0 && y < x)
+        return y * (double)j->ngpus;
     }
   }
-  return hi;
+  for (size_t i = 0; i < j->nkinds; i++) {
+    const struct pfi__ctl_kind *k = &j->kinds[i];
+    if (!isfinite(k->depth))
+      continue;
+    if (!(k->depth <= hi))
+      hi = k->depth;
+    if (isfinite(len_s) && fabs(k->len_s - len_s) <= KIND_TOL_S)
+      own = k->depth;
+  }
+  double d = isfinite(own) ? own : isfinite(last) ? last : any ? hi : NAN;
+  return d * pre_w;
 }
 
 double pfi__ctl_foreseen_pause(const struct pfi_ctl *c,
@@ -137,17 +165,23 @@ int pfi__ctl_observe(struct pfi_ctl *c, struct pfi__ctl_job *j,
     draw += c->draw[j->gpu[k]];
   }
   double prev_draw = j->draw;
-  /* The pause its trainer announced last period (its length: the pause
-   * now beginning, if it was due). */
-  double ann_len = j->ann && j->ann_in < cf->period_s + 0.5 ? j->ann_len : NAN;
-  j->ann = o->pause_announced && isfinite(o->pause_in_s) &&
-           o->pause_in_s >= 0;
-  j->ann_in = j->ann ? o->pause_in_s : NAN;
-  j->ann_len = j->ann && o->pause_len_s > 0 && isfinite(o->pause_len_s)
-                   ? o->pause_len_s
-                   : NAN;
-  if (j->ann)
+  j->draw_2 = j->draw_1;
+  j->draw_1 = prev_draw;
+  /* Its trainer's announcement: the pause's start on our clock; the draw
+   * of a period that ended at or before it is its training draw. One not
+   * begun within two periods of its start is dropped (it did not come). */
+  if (o->pause_announced && isfinite(o->pause_in_s) && o->pause_in_s >= 0 &&
+      o->pause_in_s < 1e7) {
     j->announces = 1;
+    j->ann_at = in->t_s + o->pause_in_s;
+    j->ann_len = o->pause_len_s > 0 && isfinite(o->pause_len_s)
+                     ? o->pause_len_s
+                     : NAN;
+    j->ann_pre = draw;
+  } else if (isfinite(j->ann_at) &&
+             in->t_s > j->ann_at + 2 * cf->period_s + 1e-9) {
+    j->ann_at = NAN;
+  }
   /* Whether the period before this one was held for a foreseen pause
    * (then its draw is not the job's training draw). */
   int held_before = j->foreseen_prev;
@@ -165,13 +199,23 @@ int pfi__ctl_observe(struct pfi_ctl *c, struct pfi__ctl_job *j,
     /* A pause of a kind due now is expected to last as long as its last
      * one; another, as long as the shortest seen (classify()). */
     pfi__ctl_foreseen_pause(c, j, in->t_s, KIND_TOL_S, &j->pause_len);
-    if (ann_len > 0)
-      j->pause_len = ann_len; /* as long as its trainer said */
+    /* The draw before it began: two periods back (a pause first reported
+     * now began in the period before at the earliest), or the one its
+     * trainer's announcement marked. */
+    j->pause_pre = j->draw_2;
+    if (isfinite(j->ann_at) && in->t_s >= j->ann_at - 1e-9) {
+      if (j->ann_len > 0)
+        j->pause_len = j->ann_len; /* as long as its trainer said */
+      j->pause_pre = j->ann_pre;
+      j->ann_at = NAN;
+    }
+    j->pause_depth = NAN;
     j->pause_ratio =
         !held_before && !j->blind && prev_draw > 0 ? draw / prev_draw : NAN;
   } else if (j->phase == PFI_PHASE_TRAINING && isfinite(j->pause_t0)) {
     double len = in->t_s - j->pause_t0;
-    note_pause(c, j, j->pause_t0, len, j->pause_ratio);
+    note_pause(c, j, j->pause_t0, len, j->pause_ratio, j->pause_depth,
+               j->pause_pre);
     if (!(len >= j->pause_min))
       j->pause_min = len;
     if (!(len >= c->pause_min_all))
@@ -179,6 +223,11 @@ int pfi__ctl_observe(struct pfi_ctl *c, struct pfi__ctl_job *j,
     j->pause_t0 = NAN;
   } else if (j->phase != PFI_PHASE_PAUSE) {
     j->pause_t0 = NAN;
+  } else if (isfinite(j->pause_t0) && !isfinite(j->pause_depth) &&
+             in->t_s - j->pause_t0 >= cf->period_s - 1e-9 && !j->blind &&
+             j->pause_pre > 0) {
+    /* Its second paused period: the pause's whole depth. */
+    j->pause_depth = draw / j->pause_pre;
   }
   if (j->phase == PFI_PHASE_STARTUP && !isfinite(j->start_t0) &&
       prev != PFI_PHASE_TRAINING) {

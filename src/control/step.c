@@ -71,6 +71,7 @@ struct jstate {
                    lowered to bound its resumption */
   int soon;     /* 1: its jump can come this period (held in reserve) */
   int foreseen; /* 1: training, a pause of its schedule due next period */
+  int falls;    /* 1: paused, its draw expected to fall further by itself */
   double next;  /* draw counted for the next period, W (model, but for a
                    foreseen pause the draw expected in it) */
   double lo_t, lo_hw, hi; /* floor with and without its tier, ceiling, W */
@@ -82,6 +83,7 @@ static void classify(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
   double full = pfi__ctl_draw_at(c, j, j->cap);
   s->jump = 0;
   s->soon = 1;
+  s->falls = 0;
   s->movable = 0;
   s->paused = 0;
   if (j->blind) {
@@ -118,7 +120,19 @@ static void classify(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
                 j->phase >= 0 &&
                 (j->anomaly || stopped || j->phase != PFI_PHASE_TRAINING);
     s->model = s->next = j->draw;
-    s->jump = cap_draw > j->draw ? cap_draw - j->draw : 0;
+    /* A pause's first period may have trained part of the time: the next
+     * one is counted at the draw its or the cluster's pauses of its
+     * expected length show from its draw before the pause (observe.c,
+     * docs/control.md "Announced pauses"). */
+    if (c->in_event && j->phase == PFI_PHASE_PAUSE &&
+        fabs(t_s - j->pause_t0) < 1e-9 && j->pause_pre > 0) {
+      double d = pfi__ctl_pause_draw(c, j, j->pause_len, j->pause_pre, 0);
+      if (d < j->draw) {
+        s->next = d;
+        s->falls = 1;
+      }
+    }
+    s->jump = cap_draw > s->next ? cap_draw - s->next : 0;
     /* A job's pauses last about as long each time (an evaluation, a
      * checkpoint): its resumption is not expected before the shortest
      * pause it has shown (or, before it has shown one, any job has) has
@@ -146,11 +160,17 @@ static void classify(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
      * (docs/control.md "Announced pauses"): one starting within the next
      * period, counted at the share of the period it covers. */
     double r = NAN, per = c->cfg.period_s;
-    if (!j->announces)
+    if (!j->announces) {
       r = pfi__ctl_foreseen_pause(c, j, t_s + per, FORESEE_LATE_S, NULL);
-    else if (j->ann && j->ann_in < per) {
-      double ra = pfi__ctl_announced_ratio(c, j, j->ann_len);
-      r = 1 - (per - j->ann_in) / per * (1 - ra);
+    } else if (isfinite(j->ann_at) && j->ann_at < t_s + per &&
+               j->ann_pre > 0) {
+      /* Through the share of the next period after its start, at the
+       * depth its pauses of that length show, from its training draw. */
+      double f = (t_s + per - j->ann_at) / per;
+      double d = pfi__ctl_pause_draw(c, j, j->ann_len, j->ann_pre, 1);
+      if (f > 1)
+        f = 1;
+      r = ((1 - f) * j->ann_pre + f * d) / j->draw;
     }
     if (isfinite(r)) {
       /* The last period it trained at its caps: modelled there, as a
@@ -551,11 +571,13 @@ static int allocate(struct pfi_ctl *c, const struct pfi_ctl_input *in,
    * target (two phases) or realized power is above the aim. */
   double pending_w = 0;
   for (size_t g = 0; g < c->ngpus; g++)
-    /* A job held for a foreseen pause does not hold them: its pause or
-     * its caps bring its draw down within the period, and its watts must
-     * reach the others in the period it releases them. */
+    /* A job held for a foreseen pause, or in a pause still to deepen,
+     * does not hold them: its pause or its caps bring its draw down within
+     * the period, and its watts must reach the others in the period it
+     * releases them. */
     if (c->pend_dec[g] && c->draw[g] > c->cap[g] &&
-        !(c->slot[g] >= 0 && st[c->slot[g]].foreseen))
+        !(c->slot[g] >= 0 &&
+          (st[c->slot[g]].foreseen || st[c->slot[g]].falls)))
       pending_w += c->draw[g] - c->cap[g];
   int pending = pending_w > 0.001 * target;
   int above = realized > aim + 0.001 * target;
