@@ -8,6 +8,8 @@
 # (about 45 s a seed). JSON: also keep pfi control's JSON there ('' for
 # none). ARG...: more pfi control arguments, after the defaults (so that
 # they win), e.g. --margin 0.003, or --hold 30m for a shorter event.
+# PFI_CLUSTER: the cluster instead of 'default', e.g. announce_s=10 (the
+# trainers announce their pauses 10 s ahead).
 set -euo pipefail
 B=${1:-build}
 N=${2:-10}
@@ -20,13 +22,13 @@ trap 'rm -f "$out"' EXIT
 if [ "$#" -gt 0 ]; then echo "pfi control arguments added: $*"; fi
 if [ -n "$J" ]; then cp "$out" "$J"; fi
 /usr/bin/python3 - "$out" <<'PY'
-import json, statistics as st, sys
+import json, os, statistics as st, sys
 d = json.load(open(sys.argv[1]))
 rs = [r["controller"] for r in d["runs"]]
 w = [r["within_1pct"] for r in rs]
 a = [r["seconds_above_1pct"] for r in rs]
 pk = [r["recovery_peak_w"] / r["baseline_w"] for r in rs]
-print(f"EMULATED: {len(rs)} seeds, {d['gpus']} GPUs, target {d['target']}")
+print(f"EMULATED: {len(rs)} seeds, {d['gpus']} GPUs, target {d['target']}, cluster {os.environ.get('PFI_CLUSTER', 'default')}")
 print(f"within 1 % of the target after the ramp: mean {st.mean(w):.3f} "
       f"(min {min(w):.3f}, max {max(w):.3f}); goal >= 0.99 in every seed")
 print(f"  per seed {', '.join(f'{x:.4f}' for x in w)}")

@@ -33,6 +33,7 @@
 
 #include "pfi/error.h"
 #include "pfi/fleet.h"
+#include "pfi/throughput.h"
 
 struct pfi_agent_opts {
   const char *node;       /* the node's name (pfi_fleet_name_ok) */
@@ -162,6 +163,11 @@ int pfi_fleet_cgroup_job(long pid, const char *cgroup_path, char *buf,
  * sets *rate (tokens/s), 0 when the file has no usable line, or PFI_EIO.
  */
 int pfi_fleet_tail_rate(const char *path, double *rate, struct pfi_error *err);
+/* The same, and the newest line's phase fields into *ph and its Unix time
+ * "t" into *line_t (NaN: none, or "elapsed_s"); either may be NULL. */
+int pfi_fleet_tail_report(const char *path, double *rate,
+                          struct pfi_step_phase *ph, double *line_t,
+                          struct pfi_error *err);
 
 /* ---- node power --------------------------------------------------------
  * What the agent reports as the node's power (telemetry's node_w,

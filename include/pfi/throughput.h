@@ -36,6 +36,29 @@ int pfi_jsonl_parse_line(const char *name, long line, const char *text,
                          size_t len, struct pfi_step *step, int *is_elapsed,
                          struct pfi_error *err);
 
+/* What a trainer may add to a line about its phase and its next pause
+ * (docs/throughput-protocol.md "Phase and announced pauses"): "phase" one
+ * of "training", "startup", "warmup", "pause", "evaluation", "eval",
+ * "validation", "checkpoint" (the last four are PFI_PHASE_PAUSE);
+ * "next_pause_s" when its next evaluation or checkpoint starts, seconds
+ * after the line's time; "next_pause_len_s" how long it is expected to
+ * last. */
+struct pfi_step_phase {
+  int phase;               /* enum pfi_phase, -1 when absent */
+  double next_pause_s;     /* >= 0, NaN when absent */
+  double next_pause_len_s; /* > 0, NaN when absent */
+};
+
+/*
+ * pfi_jsonl_parse_line, and the phase fields into *ph (may be NULL: then
+ * they are not read). A "phase" that names no phase, or a pause time that
+ * is negative, not finite or above 1e7 s, is PFI_EPARSE naming the field.
+ */
+int pfi_jsonl_parse_line_phase(const char *name, long line, const char *text,
+                               size_t len, struct pfi_step *step,
+                               int *is_elapsed, struct pfi_step_phase *ph,
+                               struct pfi_error *err);
+
 enum pfi_tput_kind { PFI_TPUT_JSONL = 1, PFI_TPUT_REGEX = 2 };
 
 /* A throughput collector. Opaque. */

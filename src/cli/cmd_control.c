@@ -76,8 +76,10 @@ static const struct pfi_cmd_help help = {
     "tier_notice_s (the notice their tiers need, s), deadline_share (share\n"
     "of jobs with a deadline), deadline_frac (their minimum mean throughput\n"
     "over the event as a share of the uncapped, 0.9), event_notice_s (the\n"
-    "notice the event gives, s; --notice). 'default' is 125 nodes x 8\n"
-    "H200, all jobs drawn out of sample.\n"
+    "notice the event gives, s; --notice); announce_s (each trainer\n"
+    "announces its next pause this long before it, s; 0, the default:\n"
+    "none). 'default' is 125 nodes x 8 H200, all jobs drawn out of sample;\n"
+    "pairs alone ('announce_s=10') change the default.\n"
     "\n"
     "T: a share of the pre-event baseline (75%, 0.75), a power (300kW), a\n"
     "timeline file ('start_s ramp_s hold_s target' on one line), or\n"
@@ -319,11 +321,13 @@ int cmd_control(int argc, char **argv) {
   double *away = calloc(nseeds, sizeof *away);
   double *gapt = calloc(nseeds, sizeof *gapt),
          *gapt10 = calloc(nseeds, sizeof *gapt10);
+  double *ots = calloc(nseeds, sizeof *ots),
+         *ots10 = calloc(nseeds, sizeof *ots10);
   json_t *runs = json_array();
   struct pfi_run_result first, first_eq;
   memset(&first, 0, sizeof first);
   memset(&first_eq, 0, sizeof first_eq);
-  if (!gap || !gap10 || !away || !gapt || !gapt10) {
+  if (!gap || !gap10 || !away || !gapt || !gapt10 || !ots || !ots10) {
     pfi_error_set(&err, PFI_ENOMEM, "out of memory");
     status = pfi_cli_fail(&err);
     goto out;
@@ -375,6 +379,15 @@ int cmd_control(int argc, char **argv) {
                   (r.tokens_oracle_tiers_after10 - eq.tokens_after10);
       json_object_set_new(jr, "gap_closed_tiers", jnum(gapt[k]));
       json_object_set_new(jr, "gap_closed_tiers_after_10min", jnum(gapt10[k]));
+      /* The share of the gap the tier-held oracle itself closes: the most
+       * any tier-keeping controller can close of it. */
+      ots[k] = (r.tokens_oracle_tiers - eq.tokens_event) /
+               (r.tokens_oracle - eq.tokens_event);
+      ots10[k] = (r.tokens_oracle_tiers_after10 - eq.tokens_after10) /
+                 (r.tokens_oracle_after10 - eq.tokens_after10);
+      json_object_set_new(jr, "oracle_tiers_gap_share", jnum(ots[k]));
+      json_object_set_new(jr, "oracle_tiers_gap_share_after_10min",
+                          jnum(ots10[k]));
       if (k == 0)
         first_eq = eq;
     }
@@ -401,6 +414,7 @@ int cmd_control(int argc, char **argv) {
   json_object_set_new(top, "runs", runs);
   runs = NULL;
   double gm = NAN, gh = NAN, g10m = NAN, g10h = NAN, am = NAN, ah = NAN;
+  double tm = NAN, th = NAN, t10m = NAN, t10h = NAN, om = NAN, o10m = NAN;
   if (compare) {
     pfi_stats_mean_t95(gap, nseeds, &gm, &gh);
     pfi_stats_mean_t95(gap10, nseeds, &g10m, &g10h);
@@ -408,13 +422,21 @@ int cmd_control(int argc, char **argv) {
     json_object_set_new(top, "gap_closed_ci95", jnum(gh));
     json_object_set_new(top, "gap_closed_after_10min_mean", jnum(g10m));
     json_object_set_new(top, "gap_closed_after_10min_ci95", jnum(g10h));
-    double tm, th, t10m, t10h;
     pfi_stats_mean_t95(gapt, nseeds, &tm, &th);
     pfi_stats_mean_t95(gapt10, nseeds, &t10m, &t10h);
     json_object_set_new(top, "gap_closed_tiers_mean", jnum(tm));
     json_object_set_new(top, "gap_closed_tiers_ci95", jnum(th));
     json_object_set_new(top, "gap_closed_tiers_after_10min_mean", jnum(t10m));
     json_object_set_new(top, "gap_closed_tiers_after_10min_ci95", jnum(t10h));
+    double oh, o10h;
+    pfi_stats_mean_t95(ots, nseeds, &om, &oh);
+    pfi_stats_mean_t95(ots10, nseeds, &o10m, &o10h);
+    json_object_set_new(top, "oracle_tiers_gap_share_mean", jnum(om));
+    json_object_set_new(top, "oracle_tiers_gap_share_ci95", jnum(oh));
+    json_object_set_new(top, "oracle_tiers_gap_share_after_10min_mean",
+                        jnum(o10m));
+    json_object_set_new(top, "oracle_tiers_gap_share_after_10min_ci95",
+                        jnum(o10h));
   }
   if (have_em) {
     pfi_stats_mean_t95(away, nseeds, &am, &ah);
@@ -478,6 +500,15 @@ int cmd_control(int argc, char **argv) {
       printf(" +- %.3f", g10h);
     printf(" after 10 min (%lu seed%s, 95 %% t interval)\n", nseeds,
            nseeds > 1 ? "s" : "");
+    printf("  gap closed against the oracle held to the tiers: %.3f", tm);
+    if (isfinite(th))
+      printf(" +- %.3f", th);
+    printf(" whole event; %.3f", t10m);
+    if (isfinite(t10h))
+      printf(" +- %.3f", t10h);
+    printf(" after 10 min; that oracle closes %.3f (%.3f after 10 min) of "
+           "the gap above\n",
+           om, o10m);
   }
   if (have_em) {
     printf("  Emerald AI, Phoenix (PUBLISHED data, 256 A100): mean cut %.1f "
@@ -506,6 +537,8 @@ out:
   free(gap10);
   free(gapt);
   free(gapt10);
+  free(ots);
+  free(ots10);
   free(away);
   return status;
 }

@@ -255,7 +255,19 @@ int pfi__ctl_observe(struct pfi_ctl *c, struct pfi__ctl_job *j,
    * the step; the job is held like a paused one, classify()) says nothing
    * about the curve or the draw at its caps: not learned from. */
   int stopped = !(o->tokens_per_s > 0);
+  /* Drawing under 75 % of the draw modelled at its caps: its GPUs idle
+   * part of the time (a stall), not a draw to learn (a model that took the
+   * stall's draw would let the fault's end lift cluster power by the
+   * difference in one period; a job that does not use its caps draws its
+   * P_max, which the model holds). Starved: so, and slower than its curve
+   * at the power it draws, wherever the curve is known or not: flagged
+   * below, its caps then held to its draw. */
+  int under = draw < 0.75 * pfi__ctl_draw_at(c, j, j->cap);
+  int starved = train && under && isfinite(j->pmax) && isfinite(j->tmax) &&
+                o->tokens_per_s <
+                    pfi__ctl_believe(c, j, draw, 0) * (1.0 - cf->anomaly_frac);
   int learn_draw = cf->draw_learn && train && !stopped && !j->anomaly &&
+                   !under &&
                    (c->in_event || c->recovering) && j->cap < hi - 0.5 &&
                    draw > 0 &&
                    (j->last_dir <= 0 ||
@@ -304,6 +316,9 @@ int pfi__ctl_observe(struct pfi_ctl *c, struct pfi__ctl_job *j,
         o->tokens_per_s < q->tokens * thr)
       slow = 1;
   }
+  /* (c) starved (below). */
+  if (starved)
+    slow = 1;
   /* At its ceiling the uncapped point is the point learned at its caps
    * (windows there are not learned, below). */
   if (j->cap >= hi - 0.5 && draw < 0.9 * j->pmax &&

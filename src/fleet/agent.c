@@ -55,6 +55,9 @@ struct pfi_agent {
     double mono_s;       /* when the newest report arrived */
     double rate;         /* its rate, < 0 none */
     double tokens, t_s;  /* its cumulative tokens and time, NaN none */
+    int phase;           /* its phase, -1 none */
+    double pause_at;     /* its announced next pause, monotonic (NaN none) */
+    double pause_len;    /* and its length, s (NaN unknown) */
   } post[PFI_FLEET_MAX_JOBS];
   unsigned n_post;
   char gpu_job[PFI_FLEET_MAX_GPUS][PFI_FLEET_NAME_MAX]; /* newest tick's */
@@ -439,6 +442,8 @@ int pfi_agent_tick(struct pfi_agent *ag, double now_s, double mono_s,
     t->job[j].tokens_per_s = -1;
     t->job[j].max_loss = -1;
     t->job[j].max_event_s = t->job[j].notice_s = t->job[j].deadline_tput = 0;
+    t->job[j].phase = -1;
+    t->job[j].pause_in_s = t->job[j].pause_len_s = -1;
     t->n_jobs++;
     if (ag->tiers[0]) {
       char path[600], buf[128];
@@ -452,25 +457,47 @@ int pfi_agent_tick(struct pfi_agent *ag, double now_s, double mono_s,
         pfi_fleet_tier_line(buf, &t->job[j]);
       }
     }
-    double rate = -1;
+    double rate = -1, pause_at = NAN, pause_len = NAN;
+    int phase = -1, posted = 0;
     pthread_mutex_lock(&ag->post_mu);
     for (unsigned q = 0; q < ag->n_post; q++)
-      if (strcmp(ag->post[q].id, g->job) == 0 && ag->post[q].rate >= 0 &&
-          mono_s - ag->post[q].mono_s <= PFI_AGENT_POST_TTL_S)
+      if (strcmp(ag->post[q].id, g->job) == 0 &&
+          mono_s - ag->post[q].mono_s <= PFI_AGENT_POST_TTL_S) {
+        posted = 1;
         rate = ag->post[q].rate;
+        phase = ag->post[q].phase;
+        pause_at = ag->post[q].pause_at;
+        pause_len = ag->post[q].pause_len;
+      }
     pthread_mutex_unlock(&ag->post_mu);
-    if (rate >= 0) {
+    if (posted && rate >= 0) {
       /* posted by the job itself: newer than any file */
     } else if (ag->emu_job) {
       if (pfi_emu_progress(ag->dev, NULL, &rate, NULL, NULL) < 0)
         rate = -1;
     } else if (ag->tput[0]) {
       char path[600];
+      struct pfi_step_phase ph;
+      double line_t = NAN;
       snprintf(path, sizeof path, "%s/%s.jsonl", ag->tput, g->job);
-      if (pfi_fleet_tail_rate(path, &rate, NULL) != 1)
+      if (pfi_fleet_tail_report(path, &rate, &ph, &line_t, NULL) != 1)
         rate = -1;
+      else if (!posted) {
+        phase = ph.phase;
+        /* A pause announced after the line's Unix time. */
+        if (isfinite(ph.next_pause_s) && isfinite(line_t) &&
+            fabs(line_t - now_s) < 3600) {
+          pause_at = mono_s + (line_t + ph.next_pause_s - now_s);
+          pause_len = ph.next_pause_len_s;
+        }
+      }
     }
     t->job[j].tokens_per_s = isfinite(rate) && rate >= 0 ? rate : -1;
+    t->job[j].phase = phase;
+    if (isfinite(pause_at) && pause_at >= mono_s) {
+      t->job[j].pause_in_s = pause_at - mono_s;
+      t->job[j].pause_len_s = pause_len > 0 ? pause_len : -1;
+    }
   }
   return first;
 }
@@ -696,7 +723,8 @@ int pfi_agent_post_throughput(struct pfi_agent *ag, const char *job,
                          "starts at byte %zu)",
                          (size_t)(nl - body) + 2);
   struct pfi_step st;
-  int rc = pfi_jsonl_parse_line("body", 1, body, l, &st, NULL, err);
+  struct pfi_step_phase ph;
+  int rc = pfi_jsonl_parse_line_phase("body", 1, body, l, &st, NULL, &ph, err);
   if (rc < 0)
     return rc;
   if (rc == 0)
@@ -719,6 +747,8 @@ int pfi_agent_post_throughput(struct pfi_agent *ag, const char *job,
     snprintf(ag->post[q].id, sizeof ag->post[q].id, "%s", job);
     ag->post[q].tokens = ag->post[q].t_s = NAN;
     ag->post[q].rate = -1;
+    ag->post[q].phase = -1;
+    ag->post[q].pause_at = ag->post[q].pause_len = NAN;
   }
   struct posted *p = &ag->post[q];
   double r = -1;
@@ -732,6 +762,11 @@ int pfi_agent_post_throughput(struct pfi_agent *ag, const char *job,
   p->tokens = st.tokens;
   p->t_s = st.job_t_s;
   p->mono_s = mono_s;
+  /* The phase and the next pause its trainer announced, from the time the
+   * report arrived. */
+  p->phase = ph.phase;
+  p->pause_at = isfinite(ph.next_pause_s) ? mono_s + ph.next_pause_s : NAN;
+  p->pause_len = ph.next_pause_len_s;
   p->rate = isfinite(r) && r >= 0 ? r : -1;
   pthread_mutex_unlock(&ag->post_mu);
   if (!(r >= 0 && isfinite(r)))
@@ -744,6 +779,19 @@ int pfi_agent_post_throughput(struct pfi_agent *ag, const char *job,
  */
 
 int pfi_fleet_tail_rate(const char *path, double *rate, struct pfi_error *err) {
+  return pfi_fleet_tail_report(path, rate, NULL, NULL, err);
+}
+
+int pfi_fleet_tail_report(const char *path, double *rate,
+                          struct pfi_step_phase *ph, double *line_t,
+                          struct pfi_error *err) {
+  struct pfi_step_phase ph0;
+  if (!ph)
+    ph = &ph0;
+  ph->phase = -1;
+  ph->next_pause_s = ph->next_pause_len_s = NAN;
+  if (line_t)
+    *line_t = NAN;
   enum { TAIL = 65536 };
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
@@ -773,8 +821,11 @@ int pfi_fleet_tail_rate(const char *path, double *rate, struct pfi_error *err) {
     char *line = start ? start + 1 : buf;
     if (!start && k == TAIL)
       break; /* a line cut by the window */
-    if (pfi_jsonl_parse_line(path, 0, line, strlen(line), &s[got], NULL,
-                             NULL) == 1) {
+    int el = 0;
+    if (pfi_jsonl_parse_line_phase(path, 0, line, strlen(line), &s[got], &el,
+                                   got == 0 ? ph : NULL, NULL) == 1) {
+      if (got == 0 && line_t && !el)
+        *line_t = s[0].job_t_s;
       if (got == 0 && isfinite(s[0].tokens_per_s)) {
         *rate = s[0].tokens_per_s;
         free(buf);

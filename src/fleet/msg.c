@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pfi/phase.h"
 #include "pfi/store.h"
 
 int pfi_fleet_name_ok(const char *s) {
@@ -345,6 +346,24 @@ int pfi_fleet_telemetry_decode(const char *buf, size_t len,
     }
     t->job[i].tokens_per_s = -1;
     t->job[i].max_loss = -1;
+    t->job[i].phase = -1;
+    t->job[i].pause_in_s = t->job[i].pause_len_s = -1;
+    char phase[16] = "";
+    if ((rc = get_str(o, "phase", phase, sizeof phase, 0, 1, TE, err)) ||
+        (rc = get_num(o, "pause_in_s", 0, 1e7, 0, &t->job[i].pause_in_s, TE,
+                      err)) ||
+        (rc = get_num(o, "pause_len_s", 0, 1e7, 0, &t->job[i].pause_len_s, TE,
+                      err)))
+      goto out;
+    if (phase[0]) {
+      for (int q = PFI_PHASE_WARMUP; q <= PFI_PHASE_PAUSE; q++)
+        if (strcmp(phase, pfi_phase_name((enum pfi_phase)q)) == 0)
+          t->job[i].phase = q;
+      if (t->job[i].phase < 0) {
+        rc = bad(err, TE, "phase", "not warmup, startup, training or pause");
+        goto out;
+      }
+    }
     if ((rc = get_num(o, "max_loss", 0, 1, 0, &t->job[i].max_loss, TE, err)) ||
         (rc = get_str(o, "id", t->job[i].id, sizeof t->job[i].id, 1, 0, TE,
                       err)) ||
@@ -411,6 +430,17 @@ int pfi_fleet_telemetry_encode(const struct pfi_fleet_telemetry *t, char *buf,
     if (o && t->job[i].deadline_tput > 0 && t->job[i].deadline_tput <= 1e15)
       json_object_set_new(o, "deadline_tput",
                           json_real(t->job[i].deadline_tput));
+    const char *ph = t->job[i].phase >= 0
+                         ? pfi_phase_name((enum pfi_phase)t->job[i].phase)
+                         : NULL;
+    if (o && ph)
+      json_object_set_new(o, "phase", json_string(ph));
+    if (o && t->job[i].pause_in_s >= 0 && t->job[i].pause_in_s <= 1e7) {
+      json_object_set_new(o, "pause_in_s", json_real(t->job[i].pause_in_s));
+      if (t->job[i].pause_len_s > 0 && t->job[i].pause_len_s <= 1e7)
+        json_object_set_new(o, "pause_len_s",
+                            json_real(t->job[i].pause_len_s));
+    }
     json_array_append_new(jb, o);
   }
   if (j) {

@@ -375,8 +375,19 @@ int pfid_ctl_period(struct pfi_pfid *d, const struct pfi_fleet_event *ev,
     for (unsigned j = 0; n && !n->stale && j < n->tel.n_jobs; j++) {
       int s = pfi_ctl_job_find(d->ctl, n->tel.job[j].id);
       if (s >= 0 && (size_t)s < ns && n->tel.job[j].tokens_per_s >= 0) {
+        const struct pfi_fleet_job *fj = &n->tel.job[j];
         jo[s].valid = 1;
-        jo[s].tokens_per_s = n->tel.job[j].tokens_per_s;
+        jo[s].tokens_per_s = fj->tokens_per_s;
+        jo[s].phase = fj->phase;
+        /* Its trainer's announced pause, from the telemetry's arrival to
+         * now (docs/control.md "Announced pauses"; the nodes' clocks are
+         * not compared). */
+        double in = fj->pause_in_s - (pfid_mono() - n->seen_mono);
+        if (fj->pause_in_s >= 0 && in >= 0) {
+          jo[s].pause_announced = 1;
+          jo[s].pause_in_s = in;
+          jo[s].pause_len_s = fj->pause_len_s > 0 ? fj->pause_len_s : NAN;
+        }
       }
     }
   }

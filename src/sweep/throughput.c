@@ -3,6 +3,7 @@
 #include "pfi/throughput.h"
 
 #include "pfi/csv.h"
+#include "pfi/phase.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -251,8 +252,57 @@ static int num_field(json_t *o, const char *key, double *out, int nonneg,
 int pfi_jsonl_parse_line(const char *name, long line, const char *text,
                          size_t len, struct pfi_step *step, int *is_elapsed,
                          struct pfi_error *err) {
+  return pfi_jsonl_parse_line_phase(name, line, text, len, step, is_elapsed,
+                                    NULL, err);
+}
+
+/* The phase fields of a line (struct pfi_step_phase). */
+static int phase_fields(json_t *o, struct pfi_step_phase *ph, const char *name,
+                        long line, struct pfi_error *err) {
+  static const struct {
+    const char *k;
+    int ph;
+  } names[] = {{"training", PFI_PHASE_TRAINING}, {"startup", PFI_PHASE_STARTUP},
+               {"warmup", PFI_PHASE_WARMUP},     {"pause", PFI_PHASE_PAUSE},
+               {"evaluation", PFI_PHASE_PAUSE},  {"eval", PFI_PHASE_PAUSE},
+               {"validation", PFI_PHASE_PAUSE},  {"checkpoint", PFI_PHASE_PAUSE}};
+  int rc;
+  json_t *v = json_object_get(o, "phase");
+  if (v && !json_is_null(v)) {
+    const char *t = json_string_value(v);
+    for (size_t k = 0; t && k < sizeof names / sizeof names[0]; k++)
+      if (strcmp(t, names[k].k) == 0)
+        ph->phase = names[k].ph;
+    if (ph->phase < 0)
+      return pfi_error_setloc(err, PFI_EPARSE, name, line, 1,
+                              "\"phase\" is not training, startup, warmup, "
+                              "pause, evaluation, eval, validation or "
+                              "checkpoint");
+  }
+  static const char *const keys[2] = {"next_pause_s", "next_pause_len_s"};
+  double *out[2] = {&ph->next_pause_s, &ph->next_pause_len_s};
+  for (int k = 0; k < 2; k++) {
+    if ((rc = num_field(o, keys[k], out[k], 1, name, line, err)) < 0)
+      return rc;
+    if (*out[k] > 1e7)
+      return pfi_error_setloc(err, PFI_EPARSE, name, line, 1,
+                              "\"%s\" above 1e7 s", keys[k]);
+  }
+  if (!(ph->next_pause_len_s > 0))
+    ph->next_pause_len_s = NAN;
+  return 0;
+}
+
+int pfi_jsonl_parse_line_phase(const char *name, long line, const char *text,
+                               size_t len, struct pfi_step *step,
+                               int *is_elapsed, struct pfi_step_phase *ph,
+                               struct pfi_error *err) {
   int rc;
   json_t *o = NULL;
+  if (ph) {
+    ph->phase = -1;
+    ph->next_pause_s = ph->next_pause_len_s = NAN;
+  }
   step->t_s = step->job_t_s = step->tokens = step->tokens_per_s = NAN;
   step->step = step->loss = step->mfu = NAN;
   if (is_elapsed)
@@ -300,6 +350,8 @@ int pfi_jsonl_parse_line(const char *name, long line, const char *text,
       (rc = num_field(o, "step", &step->step, 1, name, line, err)) < 0 ||
       (rc = num_field(o, "loss", &step->loss, 0, name, line, err)) < 0 ||
       (rc = num_field(o, "mfu", &step->mfu, 1, name, line, err)) < 0)
+    goto out;
+  if (ph && (rc = phase_fields(o, ph, name, line, err)) < 0)
     goto out;
   if (isfinite(t)) {
     step->job_t_s = t;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* Fuzz target: the fleet's message decoders (assignments, telemetry,
- * events, tiers, the control state). Whatever a decoder accepts must satisfy its own checks and
+/* Fuzz target: the fleet's message decoders (assignments, telemetry with
+ * the jobs' phases and announced pauses, events, tiers, the control state). Whatever a decoder accepts must satisfy its own checks and
  * survive an encode/decode round trip unchanged. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -39,8 +39,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         (pfi_fleet_telemetry_decode(out, (size_t)len, &t2, &err) != 0 ||
          t2.n != t.n || t2.seq_applied != t.seq_applied ||
          t2.node_w != t.node_w || t2.node_age_s != t.node_age_s ||
-         strcmp(t2.node_source, t.node_source) != 0))
+         strcmp(t2.node_source, t.node_source) != 0 || t2.n_jobs != t.n_jobs))
       abort();
+    /* A job's phase and announced pause: in range, and kept. */
+    for (unsigned i = 0; i < t.n_jobs; i++) {
+      const struct pfi_fleet_job *a = &t.job[i], *b = &t2.job[i];
+      if (a->phase < -1 || a->phase > 3 || a->pause_in_s > 1e7 ||
+          a->pause_len_s > 1e7)
+        abort();
+      if (len > 0 &&
+          (b->phase != a->phase || b->pause_in_s != a->pause_in_s ||
+           (a->pause_in_s >= 0 && a->pause_len_s > 0 &&
+            b->pause_len_s != a->pause_len_s)))
+        abort();
+    }
   }
   struct pfi_fleet_event e, e2;
   if (pfi_fleet_event_decode(s, size, &e, &err) == 0) {

@@ -2,12 +2,14 @@
 /* Fuzz target: JSONL throughput lines and the collector's line splitting
  * (through the regex source, which shares it), and the sweep's GPU-list
  * parser on the input's first bytes. Every accepted report must carry
- * finite, non-negative throughput when it carries any. */
+ * finite, non-negative throughput when it carries any, and its phase
+ * fields (a trainer's phase and announced pause) in range. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "pfi/phase.h"
 #include "pfi/sweep.h"
 #include "pfi/throughput.h"
 
@@ -19,9 +21,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const char *nl = memchr(s + i, '\n', size - i);
     size_t n = nl ? (size_t)(nl - (s + i)) : size - i;
     struct pfi_step st;
+    struct pfi_step_phase ph;
     struct pfi_error err;
-    int r = pfi_jsonl_parse_line("fuzz", ++line, s + i, n, &st, NULL, &err);
+    int r = pfi_jsonl_parse_line_phase("fuzz", ++line, s + i, n, &st, NULL,
+                                       &ph, &err);
     if (r == 1 && isfinite(st.tokens_per_s) && st.tokens_per_s < 0)
+      abort();
+    /* The phase fields: a phase or none, a pause time in range or none. */
+    if (r == 1 && (ph.phase < -1 || ph.phase > PFI_PHASE_PAUSE ||
+                   !(isnan(ph.next_pause_s) ||
+                     (ph.next_pause_s >= 0 && ph.next_pause_s <= 1e7)) ||
+                   !(isnan(ph.next_pause_len_s) ||
+                     (ph.next_pause_len_s > 0 && ph.next_pause_len_s <= 1e7))))
       abort();
     if (r < 0 && (err.line != line || err.column < 1))
       abort();

@@ -307,6 +307,43 @@ static void test_stall(void **state) {
  * the stop. Learned, its idle draw would have been taken for what its
  * caps draw (in the validation a job's draw at its lowest cap fell from
  * 1,573 W to 759 W so, and a 10 % tier job was held at its lowest cap). */
+/* A stall that begins as the target rises and the job's caps are raised
+ * (periods after a cap change, where the draw at the new caps is learned):
+ * a period drawing under 75 % of the draw modelled at its caps is not
+ * learned from, and the job, slower than its curve at the power it draws,
+ * is flagged. When the stall ends, realized power stays within the target
+ * + 1 %: a draw model that took the stall's draw held its caps where its
+ * return lifted cluster power by more than the allowance in one period. */
+static void test_stall_unknown(void **state) {
+  (void)state;
+  struct run r;
+  run_open(&r, NULL, 0);
+  double base = baseline_w();
+  for (int t = 1; t <= 30; t++)
+    run_step(&r, t, 0, NAN);
+  for (int t = 31; t <= 200; t++)
+    run_step(&r, t, 1, 0.7 * base);
+  int flagged = 0;
+  double worst = 0, target = 0.8 * base;
+  r.pl.stall[0] = 0.4;
+  for (int t = 201; t <= 330; t++) {
+    if (t == 290)
+      r.pl.stall[0] = 1; /* the stall ends */
+    double p = run_step(&r, t, 1, target);
+    for (size_t i = 0; i < r.out.nrec; i++)
+      if (r.out.rec[i].reason == PFI_CTL_ANOMALY &&
+          strcmp(r.out.rec[i].job, "job0") == 0)
+        flagged = 1;
+    if (t >= 290 && p > worst)
+      worst = p;
+  }
+  assert_true(flagged);
+  if (!(worst <= 1.01 * target))
+    fail_msg("the stall's end: %g W, target %g W (+1 %%: %g W)", worst, target,
+             1.01 * target);
+  pfi_ctl_close(r.ctl);
+}
+
 static void test_stopped_not_learned(void **state) {
   (void)state;
   struct run r;
@@ -1525,6 +1562,7 @@ int main(void) {
       cmocka_unit_test(test_tracking),
       cmocka_unit_test(test_infeasible),
       cmocka_unit_test(test_stall),
+      cmocka_unit_test(test_stall_unknown),
       cmocka_unit_test(test_stopped_not_learned),
       cmocka_unit_test(test_rollback),
       cmocka_unit_test(test_deterministic),

@@ -14,6 +14,7 @@
 #include "pfi/control.h"
 #include "pfi/device.h"
 #include "pfi/fleet.h"
+#include "pfi/phase.h"
 #include "testutil.h"
 
 static char dir[] = "/tmp/pfi-test-fleet-XXXXXX";
@@ -613,6 +614,52 @@ static void test_agent_jobs(void **state) {
   /* The poster's own cgroup: this process is in no Slurm job (allowed). */
   assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", p1, sizeof p1 - 1,
                                              (long)getpid(), 21, &r, &err), 1);
+  /* The trainer's phase and announced pause (docs/throughput-protocol.md):
+   * from the file, its pause 7 s after the line's Unix time 5030, seen at
+   * 5032: 5 s after the telemetry's time. */
+  fp = fopen(f, "w");
+  fputs("{\"t\": 5030, \"tokens_per_s\": 4000, \"phase\": \"training\", "
+        "\"next_pause_s\": 7, \"next_pause_len_s\": 45}\n",
+        fp);
+  fclose(fp);
+  assert_int_equal(pfi_agent_tick(ag, 5032, 40, &t, &err), 0);
+  assert_int_equal(t.job[0].phase, PFI_PHASE_TRAINING);
+  ASSERT_NEAR(t.job[0].pause_in_s, 5, 1e-9);
+  ASSERT_NEAR(t.job[0].pause_len_s, 45, 0);
+  /* Posted: a checkpoint in progress (no pause announced), then a pause
+   * announced 3 s after the post's arrival (at 43; the tick at 44.5: 1.5 s
+   * on), none once its start has passed. */
+  static const char q1[] = "{\"tokens_per_s\": 0, \"phase\": \"checkpoint\"}",
+                    q2[] = "{\"tokens_per_s\": 10, \"phase\": \"training\", "
+                           "\"next_pause_s\": 3}";
+  assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", q1, sizeof q1 - 1,
+                                             -1, 41, &r, &err), 1);
+  assert_int_equal(pfi_agent_tick(ag, 5033, 42, &t, &err), 0);
+  assert_int_equal(t.job[0].phase, PFI_PHASE_PAUSE);
+  assert_true(t.job[0].pause_in_s < 0);
+  assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", q2, sizeof q2 - 1,
+                                             -1, 43, &r, &err), 1);
+  assert_int_equal(pfi_agent_tick(ag, 5034, 44.5, &t, &err), 0);
+  assert_int_equal(t.job[0].phase, PFI_PHASE_TRAINING);
+  ASSERT_NEAR(t.job[0].pause_in_s, 1.5, 1e-9);
+  assert_true(t.job[0].pause_len_s < 0);
+  /* Through the telemetry message unchanged. */
+  char msg[PFI_FLEET_MSG_MAX];
+  static struct pfi_fleet_telemetry back;
+  int len = pfi_fleet_telemetry_encode(&t, msg, sizeof msg, &err);
+  assert_true(len > 0);
+  assert_int_equal(pfi_fleet_telemetry_decode(msg, (size_t)len, &back, &err),
+                   0);
+  assert_int_equal(back.job[0].phase, PFI_PHASE_TRAINING);
+  ASSERT_NEAR(back.job[0].pause_in_s, 1.5, 1e-9);
+  assert_int_equal(pfi_agent_tick(ag, 5036, 46.5, &t, &err), 0);
+  assert_true(t.job[0].pause_in_s < 0);
+  /* A phase no trainer sends: refused, naming the field. */
+  static const char q3[] = "{\"tokens_per_s\": 1, \"phase\": \"nap\"}";
+  assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", q3, sizeof q3 - 1,
+                                             -1, 47, &r, &err),
+                   PFI_EPARSE);
+  assert_non_null(strstr(err.msg, "phase"));
   pfi_agent_close(ag);
 }
 

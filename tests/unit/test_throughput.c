@@ -6,12 +6,73 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "pfi/phase.h"
 #include "pfi/throughput.h"
 #include "testutil.h"
 
 static int parse(const char *s, struct pfi_step *st, int *el,
                  struct pfi_error *err) {
   return pfi_jsonl_parse_line("t.jsonl", 7, s, strlen(s), st, el, err);
+}
+
+/* A trainer's phase and announced pause (struct pfi_step_phase): read
+ * when asked, each name to its phase, absent fields -1 / NaN, a bad value
+ * an error naming the field at the line. */
+static void jsonl_phase(void **state) {
+  (void)state;
+  struct pfi_step st;
+  struct pfi_step_phase ph;
+  struct pfi_error err;
+  const char *ok = "{\"t\": 10, \"tokens_per_s\": 5, \"phase\": "
+                   "\"training\", \"next_pause_s\": 4.5, "
+                   "\"next_pause_len_s\": 45}";
+  assert_int_equal(pfi_jsonl_parse_line_phase("t.jsonl", 3, ok, strlen(ok),
+                                              &st, NULL, &ph, &err),
+                   1);
+  assert_int_equal(ph.phase, PFI_PHASE_TRAINING);
+  ASSERT_NEAR(ph.next_pause_s, 4.5, 0);
+  ASSERT_NEAR(ph.next_pause_len_s, 45, 0);
+  static const struct {
+    const char *name;
+    int ph;
+  } names[] = {{"checkpoint", PFI_PHASE_PAUSE}, {"evaluation", PFI_PHASE_PAUSE},
+               {"eval", PFI_PHASE_PAUSE},       {"validation", PFI_PHASE_PAUSE},
+               {"pause", PFI_PHASE_PAUSE},      {"startup", PFI_PHASE_STARTUP},
+               {"warmup", PFI_PHASE_WARMUP}};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    char line[128];
+    snprintf(line, sizeof line, "{\"tokens_per_s\": 0, \"phase\": \"%s\"}",
+             names[i].name);
+    assert_int_equal(pfi_jsonl_parse_line_phase("t.jsonl", 3, line,
+                                                strlen(line), &st, NULL, &ph,
+                                                &err),
+                     1);
+    assert_int_equal(ph.phase, names[i].ph);
+    assert_true(isnan(ph.next_pause_s) && isnan(ph.next_pause_len_s));
+  }
+  const char *none = "{\"tokens_per_s\": 5}";
+  assert_int_equal(pfi_jsonl_parse_line_phase("t.jsonl", 3, none, strlen(none),
+                                              &st, NULL, &ph, &err),
+                   1);
+  assert_int_equal(ph.phase, -1);
+  static const char *const bad[][2] = {
+      {"{\"tokens_per_s\": 5, \"phase\": \"nap\"}", "\"phase\""},
+      {"{\"tokens_per_s\": 5, \"phase\": 2}", "\"phase\""},
+      {"{\"tokens_per_s\": 5, \"next_pause_s\": -1}", "next_pause_s"},
+      {"{\"tokens_per_s\": 5, \"next_pause_s\": 2e7}", "next_pause_s"},
+      {"{\"tokens_per_s\": 5, \"next_pause_len_s\": \"1\"}",
+       "next_pause_len_s"}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    assert_int_equal(pfi_jsonl_parse_line_phase("t.jsonl", 3, bad[i][0],
+                                                strlen(bad[i][0]), &st, NULL,
+                                                &ph, &err),
+                     PFI_EPARSE);
+    ASSERT_EQ_INT(err.line, 3);
+    if (!strstr(err.msg, bad[i][1]))
+      fail_msg("%s: '%s' does not name %s", bad[i][0], err.msg, bad[i][1]);
+  }
+  /* Not asked: the plain parser takes a line with a bad phase as before. */
+  assert_int_equal(parse(bad[0][0], &st, NULL, &err), 1);
 }
 
 static void jsonl_lines(void **state) {
@@ -223,6 +284,7 @@ static void regex_expansion_bound(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(jsonl_lines),
+      cmocka_unit_test(jsonl_phase),
       cmocka_unit_test(jsonl_collector),
       cmocka_unit_test(jsonl_counter_reset),
       cmocka_unit_test(regex_collector),
