@@ -98,7 +98,17 @@ static void classify(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
       est += c->draw[g] > 0 ? c->draw[g] : c->cap[g];
     }
     s->model = s->next = est;
-    s->jump = full > est ? full - est : 0;
+    /* Paused as its trainer still reports: next period at most the draw
+     * through its pause (its last readings, which realized power keeps
+     * too, may be of the pause's first period, which trained part of the
+     * time). */
+    if (j->phase == PFI_PHASE_PAUSE && isfinite(j->pause_t0) &&
+        j->pause_pre > 0) {
+      double d = pfi__ctl_pause_draw(c, j, j->pause_len, j->pause_pre, 0);
+      if (d < est)
+        s->next = d;
+    }
+    s->jump = full > s->next ? full - s->next : 0;
     return;
   }
   /* A training job that reports no throughput at all (a failed worker
