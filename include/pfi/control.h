@@ -100,6 +100,10 @@ struct pfi_ctl_config {
                             at its floor and the shortfall recorded.
                             1: the target wins over the tiers (they are
                             dropped while the budget is below them) */
+  /* Appended in API version 6. */
+  double recovery_margin; /* the recovery stays this share below the
+                             pre-event baseline (0.004; before, the
+                             tracking margin served both) */
 };
 
 void pfi_ctl_config_init(struct pfi_ctl_config *c);

@@ -41,6 +41,8 @@ static const struct pfi_opt opts[] = {
     {"out", 'o', 0, PFI_ARG_REQ, "F", "the JSON summary also to F"},
     {"margin", 'm', 0, PFI_ARG_REQ, "M",
      "the controller's margin below the target (0.004)"},
+    {"recovery-margin", 1007, 0, PFI_ARG_REQ, "M",
+     "the recovery's margin below the pre-event baseline (0.004)"},
     {"probe-horizon", 'p', 0, PFI_ARG_REQ, "S",
      "probes: seconds a lesson is valued over (0: none, default; 600)"},
     {"draw-learn", 'd', 0, PFI_ARG_REQ, "0|1",
@@ -55,7 +57,8 @@ static const struct pfi_cmd_help help = {
     "                   [--hold H] [--tail S] [--notice D] [--seed N]\n"
     "                   [--seeds K]\n"
     "                   [--records DB] [--series FILE] [--out FILE.json]\n"
-    "                   [--margin M] [--probe-horizon S] [--draw-learn 0|1]\n"
+    "                   [--margin M] [--recovery-margin M]\n"
+    "                   [--probe-horizon S] [--draw-learn 0|1]\n"
     "                   [--no-compare] [--format F]\n"
     "       pfi control --emulate CLUSTER --phoenix [--seeds K] ...\n",
     "Runs the controller (docs/control.md) against an EMULATED cluster in\n"
@@ -245,6 +248,13 @@ int cmd_control(int argc, char **argv) {
       if (pfi_cli_parse_double(optarg, &cfg.margin) < 0 ||
           !(cfg.margin >= 0 && cfg.margin < 0.5))
         return pfi_cli_usage("control", "--margin: '%s' is not in 0..0.5",
+                             optarg);
+      break;
+    case 1007:
+      if (pfi_cli_parse_double(optarg, &cfg.recovery_margin) < 0 ||
+          !(cfg.recovery_margin >= 0 && cfg.recovery_margin < 0.5))
+        return pfi_cli_usage("control",
+                             "--recovery-margin: '%s' is not in 0..0.5",
                              optarg);
       break;
     case 'p':

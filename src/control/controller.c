@@ -32,6 +32,7 @@ void pfi_ctl_config_init(struct pfi_ctl_config *c) {
   memset(c, 0, sizeof *c);
   c->period_s = 1.0;
   c->margin = 0.004;
+  c->recovery_margin = 0.004;
   c->ramp_up_w_s = 100.0;
   c->ramp_down_w_s = 0.0;
   c->settle_s = 3.0;
@@ -52,6 +53,8 @@ static int check_config(const struct pfi_ctl_config *c, struct pfi_error *err) {
                          "controller setting %s out of range", field);
   CHECK(c->period_s > 0 && c->period_s <= 3600, "period_s");
   CHECK(c->margin >= 0 && c->margin < 0.5, "margin");
+  CHECK(c->recovery_margin >= 0 && c->recovery_margin < 0.5,
+        "recovery_margin");
   CHECK(c->ramp_up_w_s > 0 && isfinite(c->ramp_up_w_s), "ramp_up_w_s");
   CHECK(c->ramp_down_w_s >= 0 && isfinite(c->ramp_down_w_s), "ramp_down_w_s");
   CHECK(c->settle_s >= 0 && c->settle_s <= 3600, "settle_s");

@@ -536,7 +536,7 @@ static int allocate(struct pfi_ctl *c, const struct pfi_ctl_input *in,
     rc = pfi_error_set(err, rc, "out of memory");
     goto out;
   }
-  double sum_lo = 0, sum_lo_hw = 0, sum_hi = 0, sum_tier = 0, ex[2] = {0, 0};
+  double sum_lo = 0, sum_lo_hw = 0, sum_tier = 0, ex[2] = {0, 0};
   for (size_t s = 0; s < c->nslots; s++) {
     if (!c->job[s].used || !st[s].movable)
       continue;
@@ -555,7 +555,6 @@ static int allocate(struct pfi_ctl *c, const struct pfi_ctl_input *in,
     sum_tier += tier;
     sum_lo += st[s].lo_t;
     sum_lo_hw += st[s].lo_hw;
-    sum_hi += st[s].hi;
   }
   int tiers = 1, infeasible = 0;
   double shortfall = 0;
@@ -755,13 +754,13 @@ static int recover(struct pfi_ctl *c, const struct pfi_ctl_input *in,
     if (!early)
       ceil += st.jump;
   }
-  /* The raises aim below the baseline by the event's margin (the readings'
+  /* The raises aim below the baseline by the recovery margin (the readings'
    * noise, a raise not yet drawn and a job resuming before it is seen
    * otherwise put the cluster above the baseline whenever it sat on it);
    * only the last job to come back may take the cluster to the baseline
    * itself, so that the recovery can finish when the cluster's full draw
    * fits under it. */
-  double margin_w = cf->margin * c->baseline;
+  double margin_w = cf->recovery_margin * c->baseline;
   double allow = c->baseline - margin_w - ceil;
   /* Jobs that started since the order was drawn join at its end. */
   for (size_t s = 0; s < c->nslots; s++) {

@@ -883,18 +883,23 @@ static void test_recovery_pause(void **state) {
   pfi_ctl_close(r.ctl);
 }
 
-/* The recovery aims below the baseline by the margin (0.4 %) while more
+/* The recovery aims below the baseline by its margin (0.4 %) while more
  * than one job is still to come back: the readings' noise and a job
  * resuming before it is seen put the cluster above the baseline whenever
  * it sat on it. A job already back whose own draw rises (by 1 % of the
  * baseline) puts the cluster above the baseline: the jobs last in the
  * order give it back at once, down to the aim. Baseline and aim worked
  * from the plant (its uncapped draw, P_max per job). */
-static void test_recovery_margin(void **state) {
-  (void)state;
+static void recovery_margin_run(double margin, double recovery_margin) {
+  struct pfi_ctl_config cfg;
+  pfi_ctl_config_init(&cfg);
+  cfg.margin = margin;
+  cfg.recovery_margin = recovery_margin;
+  run_cfg = &cfg;
   struct run r;
   run_open(&r, NULL, 0);
-  double base = baseline_w(), aim = base * (1 - 0.004);
+  run_cfg = NULL;
+  double base = baseline_w(), aim = base * (1 - recovery_margin);
   for (int t = 1; t <= 60; t++)
     run_step(&r, t, 0, NAN);
   for (int t = 61; t <= 160; t++)
@@ -927,6 +932,14 @@ static void test_recovery_margin(void **state) {
   assert_true(bumped >= 0);
   assert_true(gave);
   pfi_ctl_close(r.ctl);
+}
+
+/* The defaults (0.4 % both), and a recovery margin of its own (1 %)
+ * beside a tracking margin of 0.2 %: the recovery keeps its own. */
+static void test_recovery_margin(void **state) {
+  (void)state;
+  recovery_margin_run(0.004, 0.004);
+  recovery_margin_run(0.002, 0.01);
 }
 
 /* Job 0 is protected, its prior right (PFI 1.74: the exponent the prior
