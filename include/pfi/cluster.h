@@ -125,6 +125,10 @@ struct pfi_cluster_obs {
    * NaN when none is announced (not training, or none due within
    * announce_s). */
   const double *pause_in, *pause_len;
+  /* ... and its end (its GPUs idle from then: the emulated job stops at
+   * the start of the period its end falls in), s after t_s; NaN when not
+   * within announce_s. */
+  const double *end_in;
   const int *started;        /* ids that started this period */
   size_t nstarted;
   const int *ended; /* ids that ended this period */

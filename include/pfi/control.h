@@ -164,6 +164,9 @@ struct pfi_ctl_job_obs {
                           (>= 0) */
   double pause_len_s;  /* and is expected to last this long, s (NaN or
                           <= 0: unknown) */
+  int end_announced;   /* 1: end_in_s is given */
+  double end_in_s;     /* the job ends (its last step) this long after t_s,
+                          s (>= 0): its GPUs fall to idle */
 };
 
 /* A recovery in progress, to hand to a controller that takes over. */

@@ -104,11 +104,12 @@ struct pfi_fleet_job {
   double max_event_s, notice_s, deadline_tput;
   /* What its trainer reported of its phase and its next pause (optional
    * fields "phase", "pause_in_s", "pause_len_s"; throughput.h's struct
-   * pfi_step_phase): phase enum pfi_phase or -1 unknown; pause_in_s the
-   * next pause's start, s after this message's t (< 0: none announced);
-   * pause_len_s its expected length (<= 0: unknown). */
+   * pfi_step_phase, and "end_in_s"): phase enum pfi_phase or -1 unknown;
+   * pause_in_s the next pause's start, s after this message's t (< 0:
+   * none announced); pause_len_s its expected length (<= 0: unknown);
+   * end_in_s the job's announced end, s after t (< 0: none). */
   int phase;
-  double pause_in_s, pause_len_s;
+  double pause_in_s, pause_len_s, end_in_s;
 };
 
 /* A tier file's line (pfi-agent --tier-dir, written by the Slurm prolog):

@@ -42,11 +42,13 @@ int pfi_jsonl_parse_line(const char *name, long line, const char *text,
  * "validation", "checkpoint" (the last four are PFI_PHASE_PAUSE);
  * "next_pause_s" when its next evaluation or checkpoint starts, seconds
  * after the line's time; "next_pause_len_s" how long it is expected to
- * last. */
+ * last; "end_in_s" when the job ends (its last step), seconds after the
+ * line's time. */
 struct pfi_step_phase {
   int phase;               /* enum pfi_phase, -1 when absent */
   double next_pause_s;     /* >= 0, NaN when absent */
   double next_pause_len_s; /* > 0, NaN when absent */
+  double end_in_s;         /* >= 0, NaN when absent */
 };
 
 /*

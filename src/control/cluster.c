@@ -253,7 +253,7 @@ struct pfi_cluster {
   struct pfi_ctl_gpu_obs *gobs;
   int *run_ids, *started, *ended, *phase, *tvalid;
   double *tok, *true_tok;
-  double *ann_in, *ann_len; /* the trainers' announcements, per running job */
+  double *ann_in, *ann_len, *ann_end; /* the trainers' announcements */
   size_t nstarted, nended;
   struct pfi_model model;
   double model_rmse;
@@ -701,6 +701,7 @@ void pfi_cluster_close(struct pfi_cluster *cl) {
   free(cl->true_tok);
   free(cl->ann_in);
   free(cl->ann_len);
+  free(cl->ann_end);
   free(cl);
 }
 
@@ -739,6 +740,7 @@ static int grow_obs(struct pfi_cluster *cl) {
   GROW(cl->true_tok, double);
   GROW(cl->ann_in, double);
   GROW(cl->ann_len, double);
+  GROW(cl->ann_end, double);
 #undef GROW
   return 0;
 }
@@ -951,7 +953,14 @@ int pfi_cluster_step(struct pfi_cluster *cl, const double *cap_w, double dt,
     cl->tvalid[nrun] = tvalid;
     /* The trainer announces its next pause announce_s ahead (it knows the
      * step of its next evaluation and checkpoint; exact here). */
-    cl->ann_in[nrun] = cl->ann_len[nrun] = NAN;
+    cl->ann_in[nrun] = cl->ann_len[nrun] = cl->ann_end[nrun] = NAN;
+    if (cl->cfg.announce_s > 0) {
+      /* Its end: the emulated job stops at the start of the period its end
+       * falls in. */
+      double at = floor((j->info.end_s - t1) / dt) * dt;
+      if (at >= 0 && at <= cl->cfg.announce_s)
+        cl->ann_end[nrun] = at;
+    }
     if (cl->cfg.announce_s > 0 && ph == PFI_PHASE_TRAINING &&
         phase_at(cl, j, t1) == PFI_PHASE_TRAINING) {
       double len, at = next_pause(cl, j, t1, &len) - t1;
@@ -1012,6 +1021,7 @@ int pfi_cluster_step(struct pfi_cluster *cl, const double *cap_w, double dt,
   obs->tvalid = cl->tvalid;
   obs->pause_in = cl->ann_in;
   obs->pause_len = cl->ann_len;
+  obs->end_in = cl->ann_end;
   obs->started = cl->started;
   obs->nstarted = cl->nstarted;
   obs->ended = cl->ended;

@@ -95,6 +95,7 @@ int pfi_ctl_open(struct pfi_ctl **out, const struct pfi_ctl_config *cfg,
   struct pfi_ctl *c = calloc(1, sizeof *c);
   if (c) {
     c->pause_min_all = c->startup_min_all = NAN;
+    c->idle_w = NAN;
     c->raise_share = 1.0; /* until raises are seen: shown at once */
   }
   if (!c)
@@ -275,6 +276,7 @@ int pfi_ctl_job_add(struct pfi_ctl *c, const struct pfi_ctl_job *in,
   j->phase = -1;
   j->pause_t0 = j->pause_min = j->start_t0 = j->pause_len = NAN;
   j->ann_at = j->ann_len = j->ann_pre = NAN;
+  j->end_at = j->end_pre = NAN;
   j->draw_1 = j->draw_2 = j->pause_pre = j->pause_depth = NAN;
   j->raise_t = -INFINITY;
   j->rollback_floor = 0;

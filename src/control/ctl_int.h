@@ -111,6 +111,9 @@ struct pfi__ctl_job {
    * the last period before that start. */
   int announces;
   double ann_at, ann_len, ann_pre;
+  /* Its announced end on the t_s clock (NaN: none) and its draw in the
+   * last period before it. */
+  double end_at, end_pre;
   /* Its draw one and two periods back; the pause in progress: the draw
    * before it began and its depth (the draw of its second paused period
    * over that one). */
@@ -140,6 +143,7 @@ struct pfi_ctl {
   /* The shortest pause and startup seen on any job (NaN: none yet): the
    * earliest a job without its own history resumes. */
   double pause_min_all, startup_min_all;
+  double idle_w; /* a free GPU's draw, the newest mean (NaN: none seen) */
   /* The cluster's pause kinds: length and the period last shown by a
    * job's pauses of that length (len_s and period_s used). */
   struct pfi__ctl_kind pop[PFI__CTL_KINDS];

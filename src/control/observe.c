@@ -182,6 +182,15 @@ int pfi__ctl_observe(struct pfi_ctl *c, struct pfi__ctl_job *j,
              in->t_s > j->ann_at + 2 * cf->period_s + 1e-9) {
     j->ann_at = NAN;
   }
+  /* Its announced end, likewise. */
+  if (o->end_announced && isfinite(o->end_in_s) && o->end_in_s >= 0 &&
+      o->end_in_s < 1e7) {
+    j->end_at = in->t_s + o->end_in_s;
+    j->end_pre = draw;
+  } else if (isfinite(j->end_at) &&
+             in->t_s > j->end_at + 2 * cf->period_s + 1e-9) {
+    j->end_at = NAN;
+  }
   /* Whether the period before this one was held for a foreseen pause
    * (then its draw is not the job's training draw). */
   int held_before = j->foreseen_prev;

@@ -238,6 +238,10 @@ int pfi_run_closed_loop(const struct pfi_cluster_config *cc,
         jo[s].pause_in_s = o.pause_in[i];
         jo[s].pause_len_s = o.pause_len[i];
       }
+      if (isfinite(o.end_in[i])) {
+        jo[s].end_announced = 1;
+        jo[s].end_in_s = o.end_in[i];
+      }
     }
     /* The baseline: median realized power of the pre-event periods, known
      * at the end of the last of them (the event's start), so that the

@@ -170,7 +170,16 @@ static void classify(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
      * (docs/control.md "Announced pauses"): one starting within the next
      * period, counted at the share of the period it covers. */
     double r = NAN, per = c->cfg.period_s;
-    if (!j->announces) {
+    int ending = 0;
+    if (isfinite(j->end_at) && j->end_at < t_s + per && j->end_pre > 0 &&
+        isfinite(c->idle_w)) {
+      ending = 1;
+      /* Its announced end: its GPUs fall to a free GPU's draw. */
+      double f = (t_s + per - j->end_at) / per;
+      if (f > 1)
+        f = 1;
+      r = ((1 - f) * j->end_pre + f * c->idle_w * (double)j->ngpus) / j->draw;
+    } else if (!j->announces) {
       r = pfi__ctl_foreseen_pause(c, j, t_s + per, FORESEE_LATE_S, NULL);
     } else if (isfinite(j->ann_at) && j->ann_at < t_s + per &&
                j->ann_pre > 0) {
@@ -189,6 +198,8 @@ static void classify(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
       s->model = full;
       s->next = r * j->draw;
       s->jump = full > s->next ? full - s->next : 0;
+      if (ending)
+        s->soon = 0; /* it does not come back */
       return;
     }
   }
@@ -423,12 +434,19 @@ static int allocate(struct pfi_ctl *c, const struct pfi_ctl_input *in,
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
   /* Free GPUs: held at their lowest cap so that a job starting on them
    * during the event starts low. */
-  double free_draw = 0, model = 0;
+  double free_draw = 0, model = 0, idle = 0;
+  size_t nidle = 0;
   for (size_t g = 0; g < c->ngpus; g++)
     if (c->slot[g] < 0) {
       free_draw += in->gpu[g].valid ? c->draw[g] : c->cap[g];
       c->cap[g] = c->min_w[g];
+      if (in->gpu[g].valid) {
+        idle += c->draw[g];
+        nidle++;
+      }
     }
+  if (nidle)
+    c->idle_w = idle / (double)nidle;
   size_t nmov = 0, npts = 0;
   for (size_t s = 0; s < c->nslots; s++) {
     if (!c->job[s].used)

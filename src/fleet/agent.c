@@ -58,6 +58,7 @@ struct pfi_agent {
     int phase;           /* its phase, -1 none */
     double pause_at;     /* its announced next pause, monotonic (NaN none) */
     double pause_len;    /* and its length, s (NaN unknown) */
+    double end_at;       /* its announced end, monotonic (NaN none) */
   } post[PFI_FLEET_MAX_JOBS];
   unsigned n_post;
   char gpu_job[PFI_FLEET_MAX_GPUS][PFI_FLEET_NAME_MAX]; /* newest tick's */
@@ -443,7 +444,7 @@ int pfi_agent_tick(struct pfi_agent *ag, double now_s, double mono_s,
     t->job[j].max_loss = -1;
     t->job[j].max_event_s = t->job[j].notice_s = t->job[j].deadline_tput = 0;
     t->job[j].phase = -1;
-    t->job[j].pause_in_s = t->job[j].pause_len_s = -1;
+    t->job[j].pause_in_s = t->job[j].pause_len_s = t->job[j].end_in_s = -1;
     t->n_jobs++;
     if (ag->tiers[0]) {
       char path[600], buf[128];
@@ -457,7 +458,7 @@ int pfi_agent_tick(struct pfi_agent *ag, double now_s, double mono_s,
         pfi_fleet_tier_line(buf, &t->job[j]);
       }
     }
-    double rate = -1, pause_at = NAN, pause_len = NAN;
+    double rate = -1, pause_at = NAN, pause_len = NAN, end_at = NAN;
     int phase = -1, posted = 0;
     pthread_mutex_lock(&ag->post_mu);
     for (unsigned q = 0; q < ag->n_post; q++)
@@ -468,6 +469,7 @@ int pfi_agent_tick(struct pfi_agent *ag, double now_s, double mono_s,
         phase = ag->post[q].phase;
         pause_at = ag->post[q].pause_at;
         pause_len = ag->post[q].pause_len;
+        end_at = ag->post[q].end_at;
       }
     pthread_mutex_unlock(&ag->post_mu);
     if (posted && rate >= 0) {
@@ -490,6 +492,9 @@ int pfi_agent_tick(struct pfi_agent *ag, double now_s, double mono_s,
           pause_at = mono_s + (line_t + ph.next_pause_s - now_s);
           pause_len = ph.next_pause_len_s;
         }
+        if (isfinite(ph.end_in_s) && isfinite(line_t) &&
+            fabs(line_t - now_s) < 3600)
+          end_at = mono_s + (line_t + ph.end_in_s - now_s);
       }
     }
     t->job[j].tokens_per_s = isfinite(rate) && rate >= 0 ? rate : -1;
@@ -498,6 +503,8 @@ int pfi_agent_tick(struct pfi_agent *ag, double now_s, double mono_s,
       t->job[j].pause_in_s = pause_at - mono_s;
       t->job[j].pause_len_s = pause_len > 0 ? pause_len : -1;
     }
+    if (isfinite(end_at) && end_at >= mono_s)
+      t->job[j].end_in_s = end_at - mono_s;
   }
   return first;
 }
@@ -748,7 +755,7 @@ int pfi_agent_post_throughput(struct pfi_agent *ag, const char *job,
     ag->post[q].tokens = ag->post[q].t_s = NAN;
     ag->post[q].rate = -1;
     ag->post[q].phase = -1;
-    ag->post[q].pause_at = ag->post[q].pause_len = NAN;
+    ag->post[q].pause_at = ag->post[q].pause_len = ag->post[q].end_at = NAN;
   }
   struct posted *p = &ag->post[q];
   double r = -1;
@@ -767,6 +774,7 @@ int pfi_agent_post_throughput(struct pfi_agent *ag, const char *job,
   p->phase = ph.phase;
   p->pause_at = isfinite(ph.next_pause_s) ? mono_s + ph.next_pause_s : NAN;
   p->pause_len = ph.next_pause_len_s;
+  p->end_at = isfinite(ph.end_in_s) ? mono_s + ph.end_in_s : NAN;
   p->rate = isfinite(r) && r >= 0 ? r : -1;
   pthread_mutex_unlock(&ag->post_mu);
   if (!(r >= 0 && isfinite(r)))
@@ -789,7 +797,7 @@ int pfi_fleet_tail_report(const char *path, double *rate,
   if (!ph)
     ph = &ph0;
   ph->phase = -1;
-  ph->next_pause_s = ph->next_pause_len_s = NAN;
+  ph->next_pause_s = ph->next_pause_len_s = ph->end_in_s = NAN;
   if (line_t)
     *line_t = NAN;
   enum { TAIL = 65536 };

@@ -347,13 +347,14 @@ int pfi_fleet_telemetry_decode(const char *buf, size_t len,
     t->job[i].tokens_per_s = -1;
     t->job[i].max_loss = -1;
     t->job[i].phase = -1;
-    t->job[i].pause_in_s = t->job[i].pause_len_s = -1;
+    t->job[i].pause_in_s = t->job[i].pause_len_s = t->job[i].end_in_s = -1;
     char phase[16] = "";
     if ((rc = get_str(o, "phase", phase, sizeof phase, 0, 1, TE, err)) ||
         (rc = get_num(o, "pause_in_s", 0, 1e7, 0, &t->job[i].pause_in_s, TE,
                       err)) ||
         (rc = get_num(o, "pause_len_s", 0, 1e7, 0, &t->job[i].pause_len_s, TE,
-                      err)))
+                      err)) ||
+        (rc = get_num(o, "end_in_s", 0, 1e7, 0, &t->job[i].end_in_s, TE, err)))
       goto out;
     if (phase[0]) {
       for (int q = PFI_PHASE_WARMUP; q <= PFI_PHASE_PAUSE; q++)
@@ -441,6 +442,8 @@ int pfi_fleet_telemetry_encode(const struct pfi_fleet_telemetry *t, char *buf,
         json_object_set_new(o, "pause_len_s",
                             json_real(t->job[i].pause_len_s));
     }
+    if (o && t->job[i].end_in_s >= 0 && t->job[i].end_in_s <= 1e7)
+      json_object_set_new(o, "end_in_s", json_real(t->job[i].end_in_s));
     json_array_append_new(jb, o);
   }
   if (j) {

@@ -388,6 +388,11 @@ int pfid_ctl_period(struct pfi_pfid *d, const struct pfi_fleet_event *ev,
           jo[s].pause_in_s = in;
           jo[s].pause_len_s = fj->pause_len_s > 0 ? fj->pause_len_s : NAN;
         }
+        double end = fj->end_in_s - (pfid_mono() - n->seen_mono);
+        if (fj->end_in_s >= 0 && end >= 0) {
+          jo[s].end_announced = 1;
+          jo[s].end_in_s = end;
+        }
       }
     }
   }

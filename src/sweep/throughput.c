@@ -279,9 +279,10 @@ static int phase_fields(json_t *o, struct pfi_step_phase *ph, const char *name,
                               "pause, evaluation, eval, validation or "
                               "checkpoint");
   }
-  static const char *const keys[2] = {"next_pause_s", "next_pause_len_s"};
-  double *out[2] = {&ph->next_pause_s, &ph->next_pause_len_s};
-  for (int k = 0; k < 2; k++) {
+  static const char *const keys[3] = {"next_pause_s", "next_pause_len_s",
+                                      "end_in_s"};
+  double *out[3] = {&ph->next_pause_s, &ph->next_pause_len_s, &ph->end_in_s};
+  for (int k = 0; k < 3; k++) {
     if ((rc = num_field(o, keys[k], out[k], 1, name, line, err)) < 0)
       return rc;
     if (*out[k] > 1e7)
@@ -301,7 +302,7 @@ int pfi_jsonl_parse_line_phase(const char *name, long line, const char *text,
   json_t *o = NULL;
   if (ph) {
     ph->phase = -1;
-    ph->next_pause_s = ph->next_pause_len_s = NAN;
+    ph->next_pause_s = ph->next_pause_len_s = ph->end_in_s = NAN;
   }
   step->t_s = step->job_t_s = step->tokens = step->tokens_per_s = NAN;
   step->step = step->loss = step->mfu = NAN;

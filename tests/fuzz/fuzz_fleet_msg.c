@@ -45,10 +45,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (unsigned i = 0; i < t.n_jobs; i++) {
       const struct pfi_fleet_job *a = &t.job[i], *b = &t2.job[i];
       if (a->phase < -1 || a->phase > 3 || a->pause_in_s > 1e7 ||
-          a->pause_len_s > 1e7)
+          a->pause_len_s > 1e7 || a->end_in_s > 1e7)
         abort();
       if (len > 0 &&
           (b->phase != a->phase || b->pause_in_s != a->pause_in_s ||
+           b->end_in_s != a->end_in_s ||
            (a->pause_in_s >= 0 && a->pause_len_s > 0 &&
             b->pause_len_s != a->pause_len_s)))
         abort();

@@ -32,7 +32,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                    !(isnan(ph.next_pause_s) ||
                      (ph.next_pause_s >= 0 && ph.next_pause_s <= 1e7)) ||
                    !(isnan(ph.next_pause_len_s) ||
-                     (ph.next_pause_len_s > 0 && ph.next_pause_len_s <= 1e7))))
+                     (ph.next_pause_len_s > 0 && ph.next_pause_len_s <= 1e7)) ||
+                   !(isnan(ph.end_in_s) ||
+                     (ph.end_in_s >= 0 && ph.end_in_s <= 1e7))))
       abort();
     if (r < 0 && (err.line != line || err.column < 1))
       abort();

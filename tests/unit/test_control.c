@@ -38,6 +38,9 @@ struct plant {
   int ann[NJ];
   double ann_in[NJ], ann_len[NJ];
   double pause_w[NJ]; /* a GPU's draw while paused (0: 220 W) */
+  int gone[NJ];       /* 1: ended, its GPUs idle at 60 W */
+  int end_ann[NJ];    /* its trainer announces its end end_in s ahead */
+  double end_in[NJ];
 };
 
 static void plant_init(struct plant *p) {
@@ -55,6 +58,8 @@ static void plant_init(struct plant *p) {
 
 static double gpu_draw(const struct plant *p, int g) {
   int j = g / GPJ;
+  if (p->gone[j])
+    return 60.0;
   if (p->paused[j]) {
     double w = p->pause_w[j] > 0 ? p->pause_w[j] : 220.0;
     return w < 0.99 * p->cap[g] ? w : 0.99 * p->cap[g];
@@ -174,6 +179,8 @@ static double run_step(struct run *r, double t, int event, double target) {
     r->jo[j].pause_announced = r->pl.ann[j];
     r->jo[j].pause_in_s = r->pl.ann_in[j];
     r->jo[j].pause_len_s = r->pl.ann_len[j];
+    r->jo[j].end_announced = r->pl.end_ann[j];
+    r->jo[j].end_in_s = r->pl.end_in[j];
   }
   struct pfi_ctl_input in = {t,   event, run_event, target, r->go,     r->jo,
                              NAN, 0,     0,         0,      run_pre, run_resume};
@@ -721,6 +728,63 @@ static double announced_run(int announce, double *drop, double *cap_before,
   }
   pfi_ctl_close(r.ctl);
   return first;
+}
+
+/* An announced end: job 0 has ended (its GPUs idle at 60 W: a free GPU's
+ * draw), job 1 ends after the call at 200 (the period ending at 201 finds
+ * its GPUs idle). Announced 5 s ahead, the controller holds it for that
+ * period at the free GPUs' draw and gives its watts to jobs 2 and 3 in
+ * it: within 1 % of the target; not announced, that period falls by its
+ * drop (worked from the plant) below 99 %. Ramp 400 W/s so that the two
+ * can take the watts in one period. */
+static double end_run(int announce, double *drop) {
+  struct pfi_ctl_config cfg;
+  pfi_ctl_config_init(&cfg);
+  cfg.ramp_up_w_s = 400;
+  run_cfg = &cfg;
+  struct run r;
+  run_open(&r, NULL, 0);
+  run_cfg = NULL;
+  double target = 0.5 * baseline_w(), first = NAN;
+  struct pfi_error err;
+  for (int t = 1; t <= 60; t++)
+    run_step(&r, t, 0, NAN);
+  for (int t = 61; t <= 230; t++) {
+    if (t == 100) {
+      r.pl.gone[0] = 1;
+      assert_int_equal(pfi_ctl_job_remove(r.ctl, r.slot[0], &err), 0);
+    }
+    if (t == 201) {
+      r.pl.gone[1] = 1;
+      r.pl.end_ann[1] = 0;
+    }
+    if (t < 201) {
+      r.pl.end_ann[1] = announce && 200 - t <= 5;
+      r.pl.end_in[1] = 200 - t;
+    }
+    if (t == 200)
+      *drop = job_draw(&r.pl, 1) - GPJ * 60.0;
+    double p = run_step(&r, t, 1, target);
+    if (t == 201) {
+      first = p / target;
+      assert_int_equal(pfi_ctl_job_remove(r.ctl, r.slot[1], &err), 0);
+    }
+  }
+  pfi_ctl_close(r.ctl);
+  return first;
+}
+
+static void test_announced_end(void **state) {
+  (void)state;
+  double drop, drop_n;
+  double with = end_run(1, &drop), without = end_run(0, &drop_n);
+  double target = 0.5 * baseline_w();
+  assert_true(drop > 0.05 * target);
+  if (!(without < 0.99))
+    fail_msg("unannounced end: its period %g of the target", without);
+  if (!(fabs(with - 1) <= 0.01))
+    fail_msg("announced end: its period %g of the target (drop %g W)", with,
+             drop);
 }
 
 static void test_announced_pause(void **state) {
@@ -1592,6 +1656,7 @@ int main(void) {
       cmocka_unit_test(test_belief_shape),
       cmocka_unit_test(test_foreseen_pause),
       cmocka_unit_test(test_announced_pause),
+      cmocka_unit_test(test_announced_end),
       cmocka_unit_test(test_recovery_pause),
       cmocka_unit_test(test_raise_lead),
       cmocka_unit_test(test_silent_node),

@@ -631,18 +631,19 @@ static void test_agent_jobs(void **state) {
    * on), none once its start has passed. */
   static const char q1[] = "{\"tokens_per_s\": 0, \"phase\": \"checkpoint\"}",
                     q2[] = "{\"tokens_per_s\": 10, \"phase\": \"training\", "
-                           "\"next_pause_s\": 3}";
+                           "\"next_pause_s\": 3, \"end_in_s\": 9}";
   assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", q1, sizeof q1 - 1,
                                              -1, 41, &r, &err), 1);
   assert_int_equal(pfi_agent_tick(ag, 5033, 42, &t, &err), 0);
   assert_int_equal(t.job[0].phase, PFI_PHASE_PAUSE);
-  assert_true(t.job[0].pause_in_s < 0);
+  assert_true(t.job[0].pause_in_s < 0 && t.job[0].end_in_s < 0);
   assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", q2, sizeof q2 - 1,
                                              -1, 43, &r, &err), 1);
   assert_int_equal(pfi_agent_tick(ag, 5034, 44.5, &t, &err), 0);
   assert_int_equal(t.job[0].phase, PFI_PHASE_TRAINING);
   ASSERT_NEAR(t.job[0].pause_in_s, 1.5, 1e-9);
   assert_true(t.job[0].pause_len_s < 0);
+  ASSERT_NEAR(t.job[0].end_in_s, 7.5, 1e-9); /* its end, 9 s after 43 */
   /* Through the telemetry message unchanged. */
   char msg[PFI_FLEET_MSG_MAX];
   static struct pfi_fleet_telemetry back;
@@ -652,6 +653,7 @@ static void test_agent_jobs(void **state) {
                    0);
   assert_int_equal(back.job[0].phase, PFI_PHASE_TRAINING);
   ASSERT_NEAR(back.job[0].pause_in_s, 1.5, 1e-9);
+  ASSERT_NEAR(back.job[0].end_in_s, 7.5, 1e-9);
   assert_int_equal(pfi_agent_tick(ag, 5036, 46.5, &t, &err), 0);
   assert_true(t.job[0].pause_in_s < 0);
   /* A phase no trainer sends: refused, naming the field. */

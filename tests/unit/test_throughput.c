@@ -25,13 +25,14 @@ static void jsonl_phase(void **state) {
   struct pfi_error err;
   const char *ok = "{\"t\": 10, \"tokens_per_s\": 5, \"phase\": "
                    "\"training\", \"next_pause_s\": 4.5, "
-                   "\"next_pause_len_s\": 45}";
+                   "\"next_pause_len_s\": 45, \"end_in_s\": 7}";
   assert_int_equal(pfi_jsonl_parse_line_phase("t.jsonl", 3, ok, strlen(ok),
                                               &st, NULL, &ph, &err),
                    1);
   assert_int_equal(ph.phase, PFI_PHASE_TRAINING);
   ASSERT_NEAR(ph.next_pause_s, 4.5, 0);
   ASSERT_NEAR(ph.next_pause_len_s, 45, 0);
+  ASSERT_NEAR(ph.end_in_s, 7, 0);
   static const struct {
     const char *name;
     int ph;
@@ -48,7 +49,8 @@ static void jsonl_phase(void **state) {
                                                 &err),
                      1);
     assert_int_equal(ph.phase, names[i].ph);
-    assert_true(isnan(ph.next_pause_s) && isnan(ph.next_pause_len_s));
+    assert_true(isnan(ph.next_pause_s) && isnan(ph.next_pause_len_s) &&
+                isnan(ph.end_in_s));
   }
   const char *none = "{\"tokens_per_s\": 5}";
   assert_int_equal(pfi_jsonl_parse_line_phase("t.jsonl", 3, none, strlen(none),
@@ -61,7 +63,8 @@ static void jsonl_phase(void **state) {
       {"{\"tokens_per_s\": 5, \"next_pause_s\": -1}", "next_pause_s"},
       {"{\"tokens_per_s\": 5, \"next_pause_s\": 2e7}", "next_pause_s"},
       {"{\"tokens_per_s\": 5, \"next_pause_len_s\": \"1\"}",
-       "next_pause_len_s"}};
+       "next_pause_len_s"},
+      {"{\"tokens_per_s\": 5, \"end_in_s\": -3}", "end_in_s"}};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     assert_int_equal(pfi_jsonl_parse_line_phase("t.jsonl", 3, bad[i][0],
                                                 strlen(bad[i][0]), &st, NULL,
