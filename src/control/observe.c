@@ -19,7 +19,8 @@
 #define KIND_TOL_S 2.0
 
 /* A pause of the job seen end to end (docs/control.md "Foreseen pauses"):
- * its kind's last start, period (start to start) and draw ratio. */
+ * its kind's last start, period (start to start), draw ratio and depth
+ * (from a draw of `pre` before it). */
 static void note_pause(struct pfi_ctl *c, struct pfi__ctl_job *j, double start,
                        double len, double ratio, double depth, double pre) {
   struct pfi__ctl_kind *k = NULL;
@@ -51,9 +52,10 @@ static void note_pause(struct pfi_ctl *c, struct pfi__ctl_job *j, double start,
     k->ratio = ratio;
   if (has_depth)
     k->depth = depth;
-  /* The cluster's kinds: the period and the draw ratio its jobs' pauses
-   * of this length last showed (a kind a job has shown once takes the
-   * period; an announced pause of a job that has shown none, the depth). */
+  /* The cluster's kinds: the period and the depth its jobs' pauses of
+   * this length last showed, and the fit of a GPU's pause draw on its draw
+   * before (a kind a job has shown once takes the period; a pause of a
+   * kind the job has not shown, the fit or the depth). */
   struct pfi__ctl_kind *q = NULL;
   for (size_t i = 0; i < c->npop && !q; i++)
     if (fabs(c->pop[i].len_s - len) <= KIND_TOL_S)
@@ -325,7 +327,7 @@ int pfi__ctl_observe(struct pfi_ctl *c, struct pfi__ctl_job *j,
         o->tokens_per_s < q->tokens * thr)
       slow = 1;
   }
-  /* (c) starved (below). */
+  /* (c) starved (above). */
   if (starved)
     slow = 1;
   /* At its ceiling the uncapped point is the point learned at its caps
