@@ -27,6 +27,10 @@ struct pfi_pfid_opts {
   double ramp_up_w_s;     /* most a GPU's cap rises per second, in an event
                              and its recovery (0: the control module's
                              default, 100 W/s) */
+  double margin;          /* aim this share below the event's target, and */
+  double recovery_margin; /* stay this share below the pre-event baseline
+                             in the recovery (0: the control module's
+                             defaults, 0.004 each) */
   /* Live flexible capacity (docs/fleet.md): a tier file (tier,max_loss,
    * max_event_s,notice_s: each job's longest event is its tier's, found
    * by max_loss), and a PFI model with the features of the jobs (each

@@ -25,6 +25,8 @@ enum {
   O_LLEASE,
   O_STALE,
   O_RAMP,
+  O_MARGIN,
+  O_RMARGIN,
   O_TIERS,
   O_MODEL,
   O_FEATURES,
@@ -58,6 +60,12 @@ static const struct pfi_opt opts[] = {
     {"ramp-up", O_RAMP, 0, PFI_ARG_REQ, "W/S",
      "most a GPU's cap rises per second in an event and its recovery, "
      "1..10000 (default 100)"},
+    {"margin", O_MARGIN, 0, PFI_ARG_REQ, "M",
+     "aim this share below an event's target, 0.0001..0.2 (default "
+     "0.004)"},
+    {"recovery-margin", O_RMARGIN, 0, PFI_ARG_REQ, "M",
+     "stay this share below the pre-event baseline in the recovery, "
+     "0.0001..0.2 (default 0.004)"},
     {"tiers", O_TIERS, 0, PFI_ARG_REQ, "FILE",
      "tiers' longest events for the live capacity "
      "(tier,max_loss[,max_event_s][,notice_s])"},
@@ -149,6 +157,15 @@ int main(int argc, char **argv) {
       break;
     case O_RAMP:
       if (num("--ramp-up", optarg, 1, 10000, &o.ramp_up_w_s) < 0)
+        return 2;
+      break;
+    case O_MARGIN:
+      if (num("--margin", optarg, 0.0001, 0.2, &o.margin) < 0)
+        return 2;
+      break;
+    case O_RMARGIN:
+      if (num("--recovery-margin", optarg, 0.0001, 0.2, &o.recovery_margin) <
+          0)
         return 2;
       break;
     case O_TIERS:

@@ -123,6 +123,10 @@ static int build(struct pfi_pfid *d, char *sig, int log,
   cfg.period_s = d->o.period_s;
   if (d->o.ramp_up_w_s > 0)
     cfg.ramp_up_w_s = d->o.ramp_up_w_s;
+  if (d->o.margin > 0)
+    cfg.margin = d->o.margin;
+  if (d->o.recovery_margin > 0)
+    cfg.recovery_margin = d->o.recovery_margin;
   if ((rc = pfi_ctl_open(&d->ctl, &cfg, ng, lo, hi, err)) < 0)
     goto out;
   /* Jobs: the GPUs that report the same job id, across nodes. */

@@ -20,7 +20,7 @@ check_help() { # check_help PROG OPTION...: each option is in --help
     fail "$(basename "$prog") --help lists $(grep -c '^  --' "$T/help") options, expected $#"
 }
 check_help "$PFID" id nats user password-file records api token-file period lease \
-  leader-lease stale ramp-up tiers model features meter-config help
+  leader-lease stale ramp-up margin recovery-margin tiers model features meter-config help
 check_help "$PFI_AGENT" node nats user password-file backend params emulate emu-job record \
   jobmap-dir tput-dir tier-dir period metrics cap-file cap-listen tput-listen \
   powercap bmc bmc-period \
@@ -41,6 +41,7 @@ usage_err "pfid: option '--lease' needs a value
 Try 'pfid --help'." "$PFID" --lease
 usage_err "pfid: --period 99: expected 0.1..60" "$PFID" --period 99
 usage_err "pfid: --ramp-up 0: expected 1..10000" "$PFID" --ramp-up 0
+usage_err "pfid: --margin 0.5: expected 0.0001..0.2" "$PFID" --margin 0.5
 usage_err "pfid: unexpected argument 'extra'
 Try 'pfid --help'." "$PFID" --period 1 extra
 usage_err "pfi-agent: unknown option '--tier-dri'; did you mean '--tier-dir'?
