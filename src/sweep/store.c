@@ -54,6 +54,25 @@ int pfi__store_exec(struct pfi_store *st, const char *sql,
   return pfi__store_exec_db(st->db, st->path, sql, err);
 }
 
+int pfi__store_exec_db_waiting(sqlite3 *db, const char *path, const char *sql,
+                               struct pfi_error *err) {
+  for (int waited_ms = 0;; waited_ms += 10) {
+    char *msg = NULL;
+    int src = sqlite3_exec(db, sql, NULL, NULL, &msg);
+    if (src == SQLITE_OK || (src & 0xff) != SQLITE_BUSY ||
+        waited_ms >= 10000) {
+      int rc = src == SQLITE_OK
+                   ? 0
+                   : pfi_error_set(err, pfi__store_sqlite_code(src), "%s: %s",
+                                   path, msg ? msg : sqlite3_errmsg(db));
+      sqlite3_free(msg);
+      return rc;
+    }
+    sqlite3_free(msg);
+    usleep(10000);
+  }
+}
+
 static int prepare(struct pfi_store *st, int which, const char *sql,
                    struct pfi_error *err) {
   if (sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT,
@@ -210,11 +229,11 @@ int pfi_store_open(struct pfi_store **out, const char *path, unsigned flags,
      * written a few hundred rows a transaction, where large pages write
      * fewer bytes a row (docs/sweep.md). The -wal is checkpointed at about
      * 2 MiB whatever the page size. */
-    if ((rc =
-             pfi__store_exec(st,
-                             "PRAGMA page_size=16384; PRAGMA journal_mode=WAL; "
-                             "PRAGMA synchronous=NORMAL;",
-                             err)) < 0 ||
+    if ((rc = pfi__store_exec_db_waiting(
+             st->db, st->path,
+             "PRAGMA page_size=16384; PRAGMA journal_mode=WAL; "
+             "PRAGMA synchronous=NORMAL;",
+             err)) < 0 ||
         (rc = wal_pages(st, err)) < 0 ||
         (rc = pfi__store_exec(st, "BEGIN IMMEDIATE;", err)) < 0)
       goto out;

@@ -79,7 +79,8 @@ int pfi_db_open(struct pfi_db **out, const char *path,
     }
   }
   if (create &&
-      ((rc = db_exec(d, "PRAGMA journal_mode=WAL;", err)) < 0 ||
+      ((rc = pfi__store_exec_db_waiting(d->db, d->path,
+                                        "PRAGMA journal_mode=WAL;", err)) < 0 ||
        (rc = db_exec(
             d, durable ? "PRAGMA synchronous=FULL;" : "PRAGMA synchronous=OFF;",
             err)) < 0))

@@ -125,6 +125,14 @@ int pfi__store_sqlite_code(int src);
 /* Runs `sql` on db (the file at `path`): 0, or the error with its message. */
 int pfi__store_exec_db(sqlite3 *db, const char *path, const char *sql,
                        struct pfi_error *err);
+/* The same, tried again every 10 ms while SQLite answers busy without
+ * waiting itself, up to 10 s: a new database's change into WAL takes an
+ * exclusive lock that SQLite does not wait for (the busy timeout does not
+ * apply), so of writers opening one new database at once (concurrent
+ * sweeps, two daemons on one records file) all but one failed with
+ * "database is locked" (unit.test_store concurrent_create). */
+int pfi__store_exec_db_waiting(sqlite3 *db, const char *path, const char *sql,
+                               struct pfi_error *err);
 /* The same on the store's connection. */
 int pfi__store_exec(struct pfi_store *st, const char *sql,
                     struct pfi_error *err);
