@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "ctl_int.h"
+#include "step_int.h"
 #include "pfi/alloc.h"
 
 /* The largest overshoot above the target, as a share of it, that a job
@@ -31,20 +32,10 @@
  * other jobs for them restarts their settling (less learned). */
 #define FILL_MIN 0.0025
 
-/* A paused job's resumption is provided for from this many seconds before
- * the end of its shortest pause seen. */
-#define PAUSE_LEAD_S 5.0
 
 /* A foreseen pause that has not come this long after it was due, s, is
  * no longer provided for (its job goes back into the allocation). */
 #define FORESEE_LATE_S 2.0
-
-static uint64_t mix64(uint64_t z) {
-  z += 0x9e3779b97f4a7c15ull;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -61,25 +52,9 @@ static double median(const double *v, size_t n) {
 }
 
 
-/* The job's contribution to cluster power and whether the allocation may
- * move it this period. */
-struct jstate {
-  double model; /* modelled draw at its current caps, W */
-  double jump;  /* rise if it resumed full draw now, W */
-  int movable;  /* 1: in the allocation */
-  int paused;   /* 1: starting, evaluation or checkpoint: its caps may be
-                   lowered to bound its resumption */
-  int soon;     /* 1: its jump can come this period (held in reserve) */
-  int foreseen; /* 1: training, a pause of its schedule due next period */
-  int falls;    /* 1: paused, its draw expected to fall further by itself */
-  double next;  /* draw counted for the next period, W (model, but for a
-                   foreseen pause the draw expected in it) */
-  double lo_t, lo_hw, hi; /* floor with and without its tier, ceiling, W */
-  int term;               /* the contract term raising lo_t, or -1 */
-};
 
-static void classify(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
-                     double t_s, struct jstate *s) {
+void pfi__ctl_classify(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
+                       double t_s, struct jstate *s) {
   double full = pfi__ctl_draw_at(c, j, j->cap);
   s->jump = 0;
   s->soon = 1;
@@ -237,9 +212,9 @@ static int grow_scratch(struct pfi_ctl *c, size_t njobs, size_t npts) {
 }
 
 /* Sets job j's requested cap, recording the decision when it moves. */
-static int set_job_cap(struct pfi_ctl *c, struct pfi__ctl_job *j,
-                       const struct pfi_ctl_input *in, double cap, int reason,
-                       double shortfall) {
+int pfi__ctl_set_job_cap(struct pfi_ctl *c, struct pfi__ctl_job *j,
+                         const struct pfi_ctl_input *in, double cap,
+                         int reason, double shortfall) {
   double lo = pfi__ctl_cap_lo(c, j), hi = pfi__ctl_cap_hi(c, j);
   if (cap < lo)
     cap = lo;
@@ -451,7 +426,7 @@ static int allocate(struct pfi_ctl *c, const struct pfi_ctl_input *in,
   for (size_t s = 0; s < c->nslots; s++) {
     if (!c->job[s].used)
       continue;
-    classify(c, &c->job[s], in->t_s, &st[s]);
+    pfi__ctl_classify(c, &c->job[s], in->t_s, &st[s]);
     c->job[s].foreseen = st[s].foreseen;
     model += st[s].model;
     if (st[s].movable) {
@@ -496,7 +471,7 @@ static int allocate(struct pfi_ctl *c, const struct pfi_ctl_input *in,
       continue;
     double want = j->cap + up_c < hi ? j->cap + up_c : hi;
     if ((rc = pfi__ctl_contract_note(c, j, in, PFI_CTL_CONTRACT)) < 0 ||
-        (rc = set_job_cap(c, j, in, want, PFI_CTL_CONTRACT, 0)) < 0) {
+        (rc = pfi__ctl_set_job_cap(c, j, in, want, PFI_CTL_CONTRACT, 0)) < 0) {
       rc = pfi_error_set(err, rc, "out of memory");
       goto out;
     }
@@ -523,7 +498,7 @@ static int allocate(struct pfi_ctl *c, const struct pfi_ctl_input *in,
           want = floor;
       }
       if (want < j->cap - DEADBAND_W) {
-        if ((rc = set_job_cap(c, j, in, want, PFI_CTL_CUT, 0)) < 0) {
+        if ((rc = pfi__ctl_set_job_cap(c, j, in, want, PFI_CTL_CUT, 0)) < 0) {
           rc = pfi_error_set(err, rc, "out of memory");
           goto out;
         }
@@ -715,7 +690,7 @@ static int allocate(struct pfi_ctl *c, const struct pfi_ctl_input *in,
       if (d > up)
         want = j->cap + up;
     }
-    if ((rc = set_job_cap(c, j, in, want, reason, shortfall)) < 0) {
+    if ((rc = pfi__ctl_set_job_cap(c, j, in, want, reason, shortfall)) < 0) {
       rc = pfi_error_set(err, rc, "out of memory");
       goto out;
     }
@@ -741,202 +716,6 @@ out:
   free(st);
   return rc;
 }
-
-/* The staggered recovery: jobs in a seeded random order, each raised by at
- * most the ramp per period, only while the cluster stays under the
- * pre-event baseline less the margin (the last job: the baseline)
- * counting every paused job at its full draw. */
-static int recover(struct pfi_ctl *c, const struct pfi_ctl_input *in,
-                   double realized, struct pfi_error *err) {
-  const struct pfi_ctl_config *cf = &c->cfg;
-  double ceil = realized;
-  for (size_t s = 0; s < c->nslots; s++) {
-    if (!c->job[s].used)
-      continue;
-    struct jstate st;
-    classify(c, &c->job[s], in->t_s, &st);
-    /* A training job raised last period draws its new caps in a period
-     * or two: counted at them now (beyond 2 %, the readings' noise), so
-     * that the next raise does not stack on one not yet seen. */
-    if (st.movable && st.model - c->job[s].draw > 0.02 * st.model)
-      ceil += st.model - c->job[s].draw;
-    /* A paused job's return is counted from when any pause seen could
-     * end: not before the shortest pause any job has shown has nearly
-     * passed (a kind of pause the job has not shown yet may be that
-     * short). */
-    const struct pfi__ctl_job *j = &c->job[s];
-    double pmin = c->pause_min_all;
-    int early = st.paused && j->phase == PFI_PHASE_PAUSE &&
-                isfinite(j->pause_t0) &&
-                in->t_s - j->pause_t0 < pmin - PAUSE_LEAD_S;
-    if (!early)
-      ceil += st.jump;
-  }
-  /* The raises aim below the baseline by the recovery margin (the readings'
-   * noise, a raise not yet drawn and a job resuming before it is seen
-   * otherwise put the cluster above the baseline whenever it sat on it);
-   * only the last job to come back may take the cluster to the baseline
-   * itself, so that the recovery can finish when the cluster's full draw
-   * fits under it. */
-  double margin_w = cf->recovery_margin * c->baseline;
-  double allow = c->baseline - margin_w - ceil;
-  /* Jobs that started since the order was drawn join at its end. */
-  for (size_t s = 0; s < c->nslots; s++) {
-    struct pfi__ctl_job *j = &c->job[s];
-    if (!j->used || j->in_order)
-      continue;
-    if (c->norder == c->order_cap) {
-      size_t nc = c->order_cap ? 2 * c->order_cap : 16;
-      int *no = realloc(c->order, nc * sizeof *no);
-      if (!no)
-        return pfi_error_set(err, PFI_ENOMEM, "out of memory");
-      c->order = no;
-      c->order_cap = nc;
-    }
-    c->order[c->norder++] = (int)s;
-    j->in_order = 1;
-  }
-  int late = in->t_s - c->recovery_t0 > cf->recovery_s;
-  double up = cf->ramp_up_w_s * cf->period_s;
-  int all_done = 1;
-  size_t nleft = 0;
-  for (size_t k = 0; k < c->norder; k++) {
-    int s = c->order[k];
-    if ((size_t)s < c->nslots && c->job[s].used &&
-        c->job[s].cap < pfi__ctl_cap_hi(c, &c->job[s]) - 1e-9)
-      nleft++;
-  }
-  /* Above the baseline counting every paused job at its full draw (a job
-   * started, one came back from a fault, the uncapped jobs' own draw
-   * rose): the jobs last in the order give the excess back at once, down
-   * to the aim, before anything else rises. While the last job comes back
-   * the cluster may sit on the baseline itself: there, within 0.1 % of it,
-   * the excess is the readings' noise (the allocation's own threshold for
-   * "above"), and chasing it would cut a job every other period and the
-   * recovery would never end. */
-  double excess = ceil - (c->baseline - margin_w);
-  int gave = 0;
-  double over = ceil - c->baseline;
-  if (over > (nleft <= 1 ? 0.001 * c->baseline : 0) && !late) {
-    for (size_t k = c->norder; k-- > 0 && excess > 0;) {
-      int s = c->order[k];
-      if ((size_t)s >= c->nslots || !c->job[s].used)
-        continue;
-      struct pfi__ctl_job *j = &c->job[s];
-      double lo = pfi__ctl_cap_lo(c, j);
-      /* Nor one the contract held in the event (released, too little
-       * notice): it is not cut again after it. */
-      if (j->cap <= lo + 1e-9 || !(j->draw > 0) ||
-          j->ct_term == PFI_CTL_CONTRACT)
-        continue;
-      /* Watts per W of cap: the draw model's slope just below the cap. */
-      double per = (pfi__ctl_draw_at(c, j, j->cap) -
-                    pfi__ctl_draw_at(c, j, j->cap - 5.0)) /
-                   5.0;
-      if (!(per > 0.3 * (double)j->ngpus))
-        per = 0.3 * (double)j->ngpus;
-      double want = j->cap - excess / per;
-      /* Cut only what it draws: a job under its cap gives from its draw. */
-      double now = pfi__ctl_cap_for(c, j, j->draw);
-      if (now <= lo + 1e-9)
-        continue; /* it draws under its lowest cap: a cut gives nothing */
-      if (now < j->cap && want > now - excess / per)
-        want = now - excess / per;
-      if (want < lo)
-        want = lo;
-      excess -= (j->cap - want) * per;
-      int rc = set_job_cap(c, j, in, want, PFI_CTL_RECOVERY, 0);
-      if (rc < 0)
-        return pfi_error_set(err, rc, "out of memory");
-      gave = 1;
-    }
-    /* When no job could give anything (each draws under its lowest cap),
-     * nothing rises below (no room), but the jobs already back are done. */
-    if (gave)
-      return 0;
-  }
-  if (nleft == 1)
-    allow += margin_w; /* the last job to come back: up to the baseline */
-  for (size_t k = 0; k < c->norder; k++) {
-    int s = c->order[k];
-    if ((size_t)s >= c->nslots || !c->job[s].used)
-      continue;
-    struct pfi__ctl_job *j = &c->job[s];
-    double hi = pfi__ctl_cap_hi(c, j);
-    if (j->cap >= hi - 1e-9)
-      continue;
-    all_done = 0;
-    double want = j->cap + up < hi ? j->cap + up : hi;
-    double dp = pfi__ctl_draw_at(c, j, want) - pfi__ctl_draw_at(c, j, j->cap);
-    if (!isfinite(dp))
-      dp = (double)j->ngpus * (want - j->cap);
-    /* A job that already draws its uncapped power, where the draw model
-     * says the raise adds nothing, comes back at once: its cap no longer
-     * binds (probes and learned draws can leave caps above the draw). */
-    int free_raise =
-        !(dp > 0) && isfinite(j->pmax) && j->draw >= 0.99 * j->pmax;
-    if (free_raise)
-      want = hi;
-    if (dp > allow && !late && !free_raise) {
-      /* A part of the step fits: take it; the next jobs wait their turn
-       * (the order is kept). Within 2 W of its cap a job is done. */
-      if (allow > 0 && dp > 0) {
-        /* The cap whose modelled draw takes what fits (not a share of the
-         * step in proportion: the draw is concave in the cap, flat from
-         * the job's uncapped draw on, and a proportional share of a step
-         * reaching there drew more than fits). */
-        double w =
-            pfi__ctl_cap_for(c, j, pfi__ctl_draw_at(c, j, j->cap) + allow);
-        want = w < j->cap ? j->cap : w < want ? w : want;
-        if (hi - want < 2.0)
-          want = hi;
-        int rc = set_job_cap(c, j, in, want, PFI_CTL_RECOVERY, 0);
-        if (rc < 0)
-          return pfi_error_set(err, rc, "out of memory");
-      }
-      break;
-    }
-    allow -= dp;
-    int rc = set_job_cap(c, j, in, want, PFI_CTL_RECOVERY, 0);
-    if (rc < 0)
-      return pfi_error_set(err, rc, "out of memory");
-  }
-  if (all_done) {
-    for (size_t g = 0; g < c->ngpus; g++)
-      c->cap[g] = c->pre[g];
-    c->recovering = 0;
-  }
-  return 0;
-}
-
-static int start_recovery(struct pfi_ctl *c) {
-  free(c->order);
-  c->order = NULL;
-  c->norder = 0;
-  c->order_cap = c->nslots;
-  if (c->nslots && !(c->order = malloc(c->nslots * sizeof *c->order)))
-    return PFI_ENOMEM;
-  for (size_t s = 0; s < c->nslots; s++) {
-    c->job[s].in_order = c->job[s].used;
-    if (c->job[s].used)
-      c->order[c->norder++] = (int)s;
-  }
-  /* Fisher-Yates with a seeded splitmix64 stream. */
-  uint64_t z = mix64(c->cfg.seed ^ 0x7265636f76657279ull);
-  for (size_t i = c->norder; i > 1; i--) {
-    z = mix64(z);
-    size_t k = (size_t)(z % i);
-    int t = c->order[i - 1];
-    c->order[i - 1] = c->order[k];
-    c->order[k] = t;
-  }
-  for (size_t s = 0; s < c->nslots; s++) {
-    c->job[s].rollback_floor = 0;
-    c->job[s].probe_until = 0;
-  }
-  return 0;
-}
-
 
 int pfi_ctl_step(struct pfi_ctl *c, const struct pfi_ctl_input *in,
                  struct pfi_ctl_output *out, struct pfi_error *err) {
@@ -1007,7 +786,7 @@ int pfi_ctl_step(struct pfi_ctl *c, const struct pfi_ctl_input *in,
     c->in_event = 0;
     c->recovering = 1;
     c->recovery_t0 = in->t_s;
-    if ((rc = start_recovery(c)) < 0) {
+    if ((rc = pfi__ctl_start_recovery(c)) < 0) {
       rc = pfi_error_set(err, rc, "out of memory");
       goto out;
     }
@@ -1024,7 +803,7 @@ int pfi_ctl_step(struct pfi_ctl *c, const struct pfi_ctl_input *in,
                       ? p
                       : c->cap[g];
     }
-    if ((rc = start_recovery(c)) < 0) {
+    if ((rc = pfi__ctl_start_recovery(c)) < 0) {
       rc = pfi_error_set(err, rc, "out of memory");
       goto out;
     }
@@ -1038,7 +817,7 @@ int pfi_ctl_step(struct pfi_ctl *c, const struct pfi_ctl_input *in,
   if (c->in_event)
     rc = allocate(c, in, realized, out, err);
   else if (c->recovering)
-    rc = recover(c, in, realized, err);
+    rc = pfi__ctl_recover(c, in, realized, err);
   out->recovering = c->recovering;
 out:
   c->t_last = in->t_s;
