@@ -69,7 +69,8 @@ int pfi_parse_duration(const char *s, enum pfi_duration_kind kind,
     return pfi_error_set(err, PFI_EINVAL,
                          "'%s': unknown unit '%s' (use ms, s, m or h)", s, end);
   v *= mul;
-  if (!in_bounds(kind, v))
+  /* "1e307min" overflows to infinity: outside every range. */
+  if (!isfinite(v) || !in_bounds(kind, v))
     return pfi_error_set(err, PFI_EINVAL, "'%s' is outside %s..%s", s,
                          bounds[kind].lo_s, bounds[kind].hi_s);
   *seconds = v;

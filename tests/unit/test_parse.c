@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "pfi/csv.h"
+#include "pfi/duration.h"
 #include "testutil.h"
 
 static unsigned long long st = 0x9E3779B97F4A7C15ULL;
@@ -117,10 +118,26 @@ static void edge_cases(void **state) {
     check_one(cases[i]);
 }
 
+/* A duration whose unit takes it past the largest double (1e307 min is
+ * 6e308 s: infinity) is refused, not taken as an infinite duration (the
+ * fuzz target found it accepted for the kind without an upper bound). */
+static void duration_overflow(void **state) {
+  (void)state;
+  double v = -1;
+  struct pfi_error err;
+  assert_int_equal(pfi_parse_duration("1e307min", PFI_DUR_ANY, &v, &err),
+                   PFI_EINVAL);
+  assert_int_equal(pfi_parse_duration("1e306h", PFI_DUR_ANY, &v, &err),
+                   PFI_EINVAL);
+  assert_int_equal(pfi_parse_duration("90min", PFI_DUR_ANY, &v, &err), 0);
+  ASSERT_NEAR(v, 5400, 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(random_decimals_match_strtod),
       cmocka_unit_test(edge_cases),
+      cmocka_unit_test(duration_overflow),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
