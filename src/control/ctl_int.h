@@ -50,6 +50,11 @@ struct pfi__ctl_kind {
   double fw, fx, fy, fxx, fxy;
 };
 
+/* The least paused share of a period from which the pause's depth is
+ * taken (observe.c, classify()): below it, the throughput's noise (0.5 %)
+ * makes the depth too uncertain. */
+#define PAUSE_F_MIN 0.15
+
 struct pfi__ctl_job {
   int used;
   char id[96], family[64];
@@ -118,6 +123,10 @@ struct pfi__ctl_job {
    * before it began and its depth (the draw of its second paused period
    * over that one). */
   double draw_1, draw_2, pause_pre, pause_depth;
+  /* The share of a pause's first reported period that was paused, from
+   * the throughput it kept against the training period before (NAN: not
+   * known: caps changed, too small a share to tell). */
+  double pause_f;
   /* Its last raise in an event: when (call time), its draw before it and
    * its modelled draw at the new caps, W. */
   double raise_t, raise_d0, raise_m1;

@@ -199,6 +199,11 @@ int pfi__ctl_observe(struct pfi_ctl *c, struct pfi__ctl_job *j,
   j->foreseen_prev = j->foreseen;
   j->foreseen = 0;
   j->draw = draw;
+  /* The last period's throughput, if it trained (for a pause's share). */
+  double tput_prev = j->tput_valid && j->phase == PFI_PHASE_TRAINING &&
+                             !j->blind && j->tput > 0
+                         ? j->tput
+                         : NAN;
   j->tput_valid = o->valid;
   j->tput = o->valid ? o->tokens_per_s : NAN;
   int prev = j->phase;
@@ -221,6 +226,18 @@ int pfi__ctl_observe(struct pfi_ctl *c, struct pfi__ctl_job *j,
       j->ann_at = NAN;
     }
     j->pause_depth = NAN;
+    /* Which share of the period it paused: a trainer's throughput over
+     * the period is its training share of the rate before, as long as the
+     * caps stayed (no change in the two periods compared, nor the one
+     * before, whose change a step may still carry). */
+    j->pause_f = NAN;
+    if (isfinite(tput_prev) && o->valid && o->tokens_per_s >= 0 &&
+        !held_before && !j->blind &&
+        in->t_s - j->last_change_t >= 3 * cf->period_s - 1e-9) {
+      double f = 1 - o->tokens_per_s / tput_prev;
+      if (f >= PAUSE_F_MIN)
+        j->pause_f = f > 1 ? 1 : f;
+    }
     j->pause_ratio =
         !held_before && !j->blind && prev_draw > 0 ? draw / prev_draw : NAN;
   } else if (j->phase == PFI_PHASE_TRAINING && isfinite(j->pause_t0)) {

@@ -112,6 +112,20 @@ void pfi__ctl_classify(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
     if (c->in_event && j->phase == PFI_PHASE_PAUSE &&
         fabs(t_s - j->pause_t0) < 1e-9 && j->pause_pre > 0) {
       double d = pfi__ctl_pause_draw(c, j, j->pause_len, j->pause_pre, 0);
+      /* A pause of a length not yet seen (its first of a kind): its depth
+       * from the period itself, its draw the training draw before for the
+       * share it trained and the pause's for the rest (observe.c). A share
+       * that would put the pause under an idle GPU's draw (a trainer whose
+       * throughput is not the period's) is not taken. */
+      double f = j->pause_f;
+      if (!isfinite(d) && isfinite(f) && j->draw_1 > 0) {
+        double lo = isfinite(c->idle_w) ? c->idle_w * (double)j->ngpus : 0;
+        d = (j->draw - (1 - f) * j->draw_1) / f;
+        if (d < 0.9 * lo)
+          d = NAN;
+        else if (d < lo)
+          d = lo;
+      }
       if (d < j->draw) {
         s->next = d;
         s->falls = 1;
