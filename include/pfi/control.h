@@ -67,7 +67,7 @@ int pfi_ctl_reason_parse(const char *name);
 /* Tunables. pfi_ctl_config_init() sets the documented defaults. */
 struct pfi_ctl_config {
   double period_s;      /* control period, s (default 1) */
-  double margin;        /* aim this share below the target (0.004) */
+  double margin;        /* aim this share below the target (0.002) */
   double ramp_up_w_s;   /* most a GPU's cap rises per second, W/s (100) */
   double ramp_down_w_s; /* most it falls per second, W/s; 0: no limit (0) */
   double settle_s;      /* after a job's cap change, seconds before its

@@ -30,7 +30,7 @@ struct pfi_pfid_opts {
   double margin;          /* aim this share below the event's target, and */
   double recovery_margin; /* stay this share below the pre-event baseline
                              in the recovery (0: the control module's
-                             defaults, 0.004 each) */
+                             defaults, 0.002 and 0.004) */
   /* Live flexible capacity (docs/fleet.md): a tier file (tier,max_loss,
    * max_event_s,notice_s: each job's longest event is its tier's, found
    * by max_loss), and a PFI model with the features of the jobs (each

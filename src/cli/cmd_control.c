@@ -40,7 +40,7 @@ static const struct pfi_opt opts[] = {
      "(controller)"},
     {"out", 'o', 0, PFI_ARG_REQ, "F", "the JSON summary also to F"},
     {"margin", 'm', 0, PFI_ARG_REQ, "M",
-     "the controller's margin below the target (0.004)"},
+     "the controller's margin below the target (0.002)"},
     {"recovery-margin", 1007, 0, PFI_ARG_REQ, "M",
      "the recovery's margin below the pre-event baseline (0.004)"},
     {"probe-horizon", 'p', 0, PFI_ARG_REQ, "S",

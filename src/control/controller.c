@@ -31,7 +31,7 @@ int pfi_ctl_reason_parse(const char *name) {
 void pfi_ctl_config_init(struct pfi_ctl_config *c) {
   memset(c, 0, sizeof *c);
   c->period_s = 1.0;
-  c->margin = 0.004;
+  c->margin = 0.002;
   c->recovery_margin = 0.004;
   c->ramp_up_w_s = 100.0;
   c->ramp_down_w_s = 0.0;

@@ -62,7 +62,7 @@ static const struct pfi_opt opts[] = {
      "1..10000 (default 100)"},
     {"margin", O_MARGIN, 0, PFI_ARG_REQ, "M",
      "aim this share below an event's target, 0.0001..0.2 (default "
-     "0.004)"},
+     "0.002)"},
     {"recovery-margin", O_RMARGIN, 0, PFI_ARG_REQ, "M",
      "stay this share below the pre-event baseline in the recovery, "
      "0.0001..0.2 (default 0.004)"},

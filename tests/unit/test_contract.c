@@ -286,13 +286,15 @@ static void test_release_given_start(void **state) {
  * four jobs' 200 W floors (4 x 8 x 200 x 0.99 = 6,336 W) but not for
  * job0 back at 4,000 W beside the others' 3 x 1,584 W = 8,752 W: reported
  * as infeasible for the contract with 8,752 W less the aim (7,000 W less
- * the 0.4 % margin) short, job0's records naming the term. */
+ * the default margin) short, job0's records naming the term. */
 static void test_release_infeasible(void **state) {
   (void)state;
   struct terms tm = {.max_event_s = {60, 0, 0, 0}};
   struct run r;
   run_open(&r, &tm);
-  double target = 7000, aim = target * (1 - 0.004);
+  struct pfi_ctl_config dc;
+  pfi_ctl_config_init(&dc);
+  double target = 7000, aim = target * (1 - dc.margin);
   for (int t = 1; t <= 30; t++)
     run_step(&r, t, 0, NAN);
   r.ev_start = 31;

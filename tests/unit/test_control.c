@@ -207,6 +207,13 @@ static double run_step(struct run *r, double t, int event, double target) {
   return total;
 }
 
+/* The controller's default tracking margin (pfi_ctl_config_init). */
+static double dflt_margin(void) {
+  struct pfi_ctl_config cfg;
+  pfi_ctl_config_init(&cfg);
+  return cfg.margin;
+}
+
 static double baseline_w(void) {
   struct plant p;
   plant_init(&p);
@@ -270,7 +277,7 @@ static void test_infeasible(void **state) {
   }
   assert_int_equal(r.out.infeasible, 1);
   assert_true(seen);
-  double floors = NG * 200.0 * 0.99, aim = target * (1 - 0.004);
+  double floors = NG * 200.0 * 0.99, aim = target * (1 - dflt_margin());
   /* Tolerance: the learned draw/cap ratio converges to 0.99 within 0.1 %. */
   ASSERT_NEAR(r.out.shortfall_w, floors - aim, 0.002 * floors);
   for (int g = 0; g < NG; g++)
@@ -447,7 +454,7 @@ static void test_tiers_bound(void **state) {
     double u = 1 - pow(loss[j], 1 / r.pl.g[j]), lo = GPJ * 200 * 0.99;
     floors += u * r.pl.pmax[j] > lo ? u * r.pl.pmax[j] : lo;
   }
-  assert_true(floors < target * (1 - 0.004));
+  assert_true(floors < target * (1 - dflt_margin()));
   for (int t = 1; t <= 60; t++)
     run_step(&r, t, 0, NAN);
   double sum[NJ] = {0};
@@ -507,7 +514,7 @@ static void test_tiers_infeasible(void **state) {
   }
   assert_true(seen);
   assert_int_equal(r.out.infeasible, 1);
-  double aim = target * (1 - 0.004);
+  double aim = target * (1 - dflt_margin());
   if (!(r.out.shortfall_w >= floors - aim - 0.002 * floors &&
         r.out.shortfall_w <= floors - aim + 0.05 * floors))
     fail_msg("shortfall %g W, the true floors are %g W over the aim",
@@ -905,7 +912,7 @@ static void test_raise_lead(void **state) {
   double mod0 = 0, mod1 = 0, drop = 0;
   for (int g = pj * GPJ; g < (pj + 1) * GPJ; g++)
     drop += gpu_draw(&r.pl, g) - 220.0;
-  double aim = target * (1 - 0.004), allowance = target * 1.007 - aim;
+  double aim = target * (1 - dflt_margin()), allowance = target * 1.007 - aim;
   for (int t = 1000; t <= 1060; t++) {
     r.pl.paused[pj] = t >= 1000 && t < 1030;
     if (t == 1000)
@@ -1065,8 +1072,9 @@ static void recovery_margin_run(double margin, double recovery_margin) {
   pfi_ctl_close(r.ctl);
 }
 
-/* The defaults (0.4 % both), and a recovery margin of its own (1 %)
- * beside a tracking margin of 0.2 %: the recovery keeps its own. */
+/* One margin of 0.4 % for both (the recovery's default), and a recovery
+ * margin of its own (1 %) beside a tracking margin of 0.2 %: the recovery
+ * keeps its own. */
 static void test_recovery_margin(void **state) {
   (void)state;
   recovery_margin_run(0.004, 0.004);
