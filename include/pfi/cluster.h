@@ -62,6 +62,9 @@ struct pfi_cluster_config {
   double announce_s; /* each trainer announces its next pause this long
                         before it starts, s (0: none, the default;
                         docs/control.md "Announced pauses") */
+  double announce_err_s; /* each announced start (of a pause, of the end)
+                            is off by up to this many seconds, uniform,
+                            one draw per pause and per end (0: exact) */
 };
 
 void pfi_cluster_config_init(struct pfi_cluster_config *c);

@@ -49,7 +49,8 @@ enum {
   S_PER_T,
   S_STEP,
   S_FAULT,
-  S_TIER
+  S_TIER,
+  S_ANN
 };
 
 /* ---- the cluster -------------------------------------------------------- */
@@ -789,20 +790,31 @@ int pfi_cluster_step(struct pfi_cluster *cl, const double *cap_w, double dt,
     cl->phase[nrun] = ph == -2 ? PFI_PHASE_PAUSE : ph;
     cl->tvalid[nrun] = tvalid;
     /* The trainer announces its next pause announce_s ahead (it knows the
-     * step of its next evaluation and checkpoint; exact here). */
+     * step of its next evaluation and checkpoint, and its step time: its
+     * estimate off by up to announce_err_s, one error per pause, drawn
+     * from the pause's start; an estimate under 0 is announced as 0). */
     cl->ann_in[nrun] = cl->ann_len[nrun] = cl->ann_end[nrun] = NAN;
+    double aerr = cl->cfg.announce_err_s;
     if (cl->cfg.announce_s > 0) {
       /* Its end: the emulated job stops at the start of the period its end
        * falls in. */
       double at = floor((j->info.end_s - t1) / dt) * dt;
-      if (at >= 0 && at <= cl->cfg.announce_s)
-        cl->ann_end[nrun] = at;
+      if (at >= 0 && at <= cl->cfg.announce_s) {
+        if (aerr > 0)
+          at += aerr * (2 * unif(s, S_ANN, 2 * (uint64_t)i) - 1);
+        cl->ann_end[nrun] = at > 0 ? at : 0;
+      }
     }
     if (cl->cfg.announce_s > 0 && ph == PFI_PHASE_TRAINING &&
         phase_at(cl, j, t1) == PFI_PHASE_TRAINING) {
-      double len, at = next_pause(cl, j, t1, &len) - t1;
+      double len, start = next_pause(cl, j, t1, &len), at = start - t1;
       if (at >= 0 && at <= cl->cfg.announce_s) {
-        cl->ann_in[nrun] = at;
+        if (aerr > 0)
+          at += aerr * (2 * unif(s, S_ANN,
+                                 (uint64_t)llround(start * 1000.0) * 8191 +
+                                     2 * (uint64_t)i + 1) -
+                        1);
+        cl->ann_in[nrun] = at > 0 ? at : 0;
         cl->ann_len[nrun] = len;
       }
     }

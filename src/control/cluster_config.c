@@ -74,6 +74,7 @@ int pfi_cluster_config_set(struct pfi_cluster_config *c, const char *key,
       {"deadline_frac", 0, 1, 0, &c->deadline_frac, 'd'},
       {"event_notice_s", 0, 1e7, 0, &c->event_notice_s, 'd'},
       {"announce_s", 0, 3600, 0, &c->announce_s, 'd'},
+      {"announce_err_s", 0, 600, 0, &c->announce_err_s, 'd'},
   };
   if (strcmp(key, "profile") == 0) {
     if (!pfi_emu_profile_find(v))

@@ -4,7 +4,8 @@
  * against the closed form of a dead time and a first-order lag with the
  * fitted constants; the same seed giving the same readings; jobs drawn
  * out of sample; the emulator's telemetry fields with noise of their own;
- * cluster files and targets parsed, with errors naming file and line.
+ * cluster files and targets parsed, with errors naming file and line;
+ * the trainers' announcements, exact and with an error.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -325,6 +326,87 @@ static void test_event_first_period(void **state) {
   pfi_event_release(&ev);
 }
 
+/* Announcements (announce_s 10): each job's announced pause start,
+ * t_s + pause_in, against the period its trainer first reports the pause
+ * in, (t - 1, t]. Exact (announce_err_s 0): within that period. Off by up
+ * to E = 3 s (announce_err_s 3): within E of it, one start per pause
+ * through its countdown (one draw per pause), some more than 0.5 s off
+ * (the errors are drawn, not zero), the same for the same seed. Returns
+ * the number of pauses checked; *spread the largest |error| seen. */
+#define ANN_MAXJ 64
+static int announce_run(double err_s, double *starts, int nstarts,
+                        double *spread) {
+  struct pfi_cluster_config cc;
+  one_job(&cc);
+  cc.eval_every_s = 300;
+  cc.eval_s = 30;
+  cc.announce_s = 10;
+  cc.announce_err_s = err_s;
+  cc.seed = 5;
+  struct pfi_cluster *cl;
+  assert_int_equal(pfi_cluster_open(&cl, &cc, NULL, 3000, NULL), 0);
+  double caps[8], ann[ANN_MAXJ];
+  int prev[ANN_MAXJ], n = 0;
+  for (int k = 0; k < ANN_MAXJ; k++) {
+    ann[k] = NAN;
+    prev[k] = -1;
+  }
+  for (int g = 0; g < 8; g++)
+    caps[g] = 700;
+  *spread = 0;
+  for (int k = 0; k < 2400; k++) {
+    struct pfi_cluster_obs o;
+    assert_int_equal(pfi_cluster_step(cl, caps, 1.0, &o, NULL), 0);
+    for (size_t r = 0; r < o.njobs; r++) {
+      int id = o.job[r];
+      assert_true(id >= 0 && id < ANN_MAXJ);
+      if (o.phase[r] == PFI_PHASE_PAUSE && prev[id] == PFI_PHASE_TRAINING) {
+        /* Its pause begins within (t - 1, t]. */
+        if (!isfinite(ann[id]))
+          fail_msg("job %d: a pause at %g not announced", id, o.t_s);
+        double mid = o.t_s - 0.5, e = ann[id] - mid;
+        if (!(fabs(e) <= 0.5 + err_s + 1e-9))
+          fail_msg("job %d: announced %g, began in (%g, %g]", id, ann[id],
+                   o.t_s - 1, o.t_s);
+        if (fabs(e) > *spread)
+          *spread = fabs(e);
+        if (n < nstarts)
+          starts[n] = ann[id];
+        n++;
+        ann[id] = NAN;
+      }
+      if (isfinite(o.pause_in[r])) {
+        double at = o.t_s + o.pause_in[r];
+        /* One start through the countdown (an estimate under 0 s is
+         * announced as 0: from then on, the period's end). */
+        if (isfinite(ann[id]) && o.pause_in[r] > 0 &&
+            fabs(at - ann[id]) > 1e-6)
+          fail_msg("job %d: announced start moved from %g to %g", id,
+                   ann[id], at);
+        if (!isfinite(ann[id]) || o.pause_in[r] > 0)
+          ann[id] = at;
+        assert_true(o.pause_len[r] == 30);
+      }
+      prev[id] = o.phase[r];
+    }
+  }
+  pfi_cluster_close(cl);
+  return n;
+}
+
+static void test_announce(void **state) {
+  (void)state;
+  double a[64], b[64], c[64], sp0, sp1, sp2;
+  int n0 = announce_run(0, a, 64, &sp0);
+  assert_true(n0 >= 5);
+  int n1 = announce_run(3, b, 64, &sp1);
+  int n2 = announce_run(3, c, 64, &sp2);
+  assert_int_equal(n1, n0);
+  assert_int_equal(n2, n1);
+  assert_true(sp1 > 1.0); /* drawn: some start well off the true one */
+  assert_memory_equal(b, c, (size_t)(n1 < 64 ? n1 : 64) * sizeof *b);
+}
+
 /* The oracle held to the tiers: with no tiered job it is the oracle
  * itself, token for token; with every job tiered (8 nodes, a 25 % cut
  * that the tiers leave feasible) it does strictly less. (Where the tiers
@@ -364,6 +446,7 @@ int main(void) {
       cmocka_unit_test(test_parse),
       cmocka_unit_test(test_event_first_period),
       cmocka_unit_test(test_oracle_tiers),
+      cmocka_unit_test(test_announce),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
