@@ -275,7 +275,9 @@ int pfi_ctl_job_add(struct pfi_ctl *c, const struct pfi_ctl_job *in,
   j->tput = NAN;
   j->phase = -1;
   j->pause_t0 = j->pause_min = j->start_t0 = j->pause_len = NAN;
-  j->ann_at = j->ann_len = j->ann_pre = NAN;
+  j->ann_at = j->ann_len = j->ann_pre = j->ann_acted = NAN;
+  j->ann_late = 0;
+  j->ann_seen = 0;
   j->end_at = j->end_pre = NAN;
   j->draw_1 = j->draw_2 = j->pause_pre = j->pause_depth = j->pause_f = NAN;
   j->raise_t = -INFINITY;

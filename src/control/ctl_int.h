@@ -116,6 +116,12 @@ struct pfi__ctl_job {
    * the last period before that start. */
   int announces;
   double ann_at, ann_len, ann_pre;
+  /* The announced start the controller acted on for the pause to come
+   * (NaN: none), and how late its trainer's pauses began after it: the
+   * latest, decaying (0.8 a pause; 0 until one is seen; a pause that did
+   * not come counts two periods late). */
+  double ann_acted, ann_late;
+  int ann_seen;
   /* Its announced end on the t_s clock (NaN: none) and its draw in the
    * last period before it. */
   double end_at, end_pre;
@@ -152,6 +158,10 @@ struct pfi_ctl {
   /* The shortest pause and startup seen on any job (NaN: none yet): the
    * earliest a job without its own history resumes. */
   double pause_min_all, startup_min_all;
+  /* How late any trainer's announced pauses began after their announced
+   * start, s: the latest, decaying (0.95 a pause; 0 until one is seen).
+   * A job's first announced pause, and every announced end, take it. */
+  double ann_late_all;
   double idle_w; /* a free GPU's draw, the newest mean (NaN: none seen) */
   /* The cluster's pause kinds: length and the period last shown by a
    * job's pauses of that length (len_s and period_s used). */
@@ -266,6 +276,11 @@ double pfi__ctl_foreseen_pause(const struct pfi_ctl *c,
                                const struct pfi__ctl_job *j, double t_next,
                                double tol_s, double *len_s);
 
+/* How late the job's trainer's announced pauses began after their
+ * announced start (its own once it has shown one, else any trainer's;
+ * j NULL: any trainer's), s. */
+double pfi__ctl_ann_late(const struct pfi_ctl *c,
+                         const struct pfi__ctl_job *j);
 /* The draw, W, the job is expected to have through a pause of length
  * `len_s` (NaN: unknown) from a draw of `pre_w` before it: the cluster's
  * fit of its pauses of that length (a + b x per GPU, once three pauses of

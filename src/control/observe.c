@@ -21,6 +21,22 @@
 /* A pause of the job seen end to end (docs/control.md "Foreseen pauses"):
  * its kind's last start, period (start to start), draw ratio and depth
  * (from a draw of `pre` before it). */
+/* An announced pause begun `late` s after the start the controller acted
+ * on (docs/control.md "Announced pauses"). */
+static void note_ann_late(struct pfi_ctl *c, struct pfi__ctl_job *j,
+                          double late) {
+  j->ann_late = late > 0.8 * j->ann_late ? late : 0.8 * j->ann_late;
+  c->ann_late_all =
+      late > 0.95 * c->ann_late_all ? late : 0.95 * c->ann_late_all;
+  j->ann_seen = 1;
+  j->ann_acted = NAN;
+}
+
+double pfi__ctl_ann_late(const struct pfi_ctl *c,
+                         const struct pfi__ctl_job *j) {
+  return j && j->ann_seen ? j->ann_late : c->ann_late_all;
+}
+
 static void note_pause(struct pfi_ctl *c, struct pfi__ctl_job *j, double start,
                        double len, double ratio, double depth, double pre) {
   struct pfi__ctl_kind *k = NULL;
@@ -179,10 +195,20 @@ int pfi__ctl_observe(struct pfi_ctl *c, struct pfi__ctl_job *j,
     j->ann_len = o->pause_len_s > 0 && isfinite(o->pause_len_s)
                      ? o->pause_len_s
                      : NAN;
-    j->ann_pre = draw;
+    /* Its training draw: not one at the caps held for the pause (a
+     * trainer announcing again while its pause is late). */
+    if (!j->foreseen || !(j->ann_pre > 0))
+      j->ann_pre = draw;
+    /* The start the controller acts on (classify(): a start within the
+     * next period, the lateness seen added), kept until the pause. */
+    if (!isfinite(j->ann_acted) &&
+        j->ann_at + pfi__ctl_ann_late(c, j) < in->t_s + cf->period_s)
+      j->ann_acted = j->ann_at;
   } else if (isfinite(j->ann_at) &&
              in->t_s > j->ann_at + 2 * cf->period_s + 1e-9) {
     j->ann_at = NAN;
+    if (isfinite(j->ann_acted))
+      note_ann_late(c, j, 2 * cf->period_s); /* it did not come */
   }
   /* Its announced end, likewise. */
   if (o->end_announced && isfinite(o->end_in_s) && o->end_in_s >= 0 &&
@@ -219,6 +245,13 @@ int pfi__ctl_observe(struct pfi_ctl *c, struct pfi__ctl_job *j,
      * now began in the period before at the earliest), or the one its
      * trainer's announcement marked. */
     j->pause_pre = j->draw_2;
+    if (isfinite(j->ann_acted)) {
+      /* How late it began after the start acted on, at least: it began
+       * within the period (its throughput's share does not tell here: the
+       * caps held for it changed). */
+      double late = in->t_s - cf->period_s - j->ann_acted;
+      note_ann_late(c, j, late > 0 ? late : 0);
+    }
     if (isfinite(j->ann_at) && in->t_s >= j->ann_at - 1e-9) {
       if (j->ann_len > 0)
         j->pause_len = j->ann_len; /* as long as its trainer said */

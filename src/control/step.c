@@ -160,21 +160,26 @@ void pfi__ctl_classify(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
      * period, counted at the share of the period it covers. */
     double r = NAN, per = c->cfg.period_s;
     int ending = 0;
-    if (isfinite(j->end_at) && j->end_at < t_s + per && j->end_pre > 0 &&
+    /* Announced starts are taken as late as the trainers' have come
+     * (observe.c): a start late after the caps were held for it leaves the
+     * job training at them, and the others' raise on top. */
+    double late = pfi__ctl_ann_late(c, j),
+           end_at = j->end_at + pfi__ctl_ann_late(c, NULL),
+           ann_at = j->ann_at + late;
+    if (isfinite(end_at) && end_at < t_s + per && j->end_pre > 0 &&
         isfinite(c->idle_w)) {
       ending = 1;
       /* Its announced end: its GPUs fall to a free GPU's draw. */
-      double f = (t_s + per - j->end_at) / per;
+      double f = (t_s + per - end_at) / per;
       if (f > 1)
         f = 1;
       r = ((1 - f) * j->end_pre + f * c->idle_w * (double)j->ngpus) / j->draw;
     } else if (!j->announces) {
       r = pfi__ctl_foreseen_pause(c, j, t_s + per, FORESEE_LATE_S, NULL);
-    } else if (isfinite(j->ann_at) && j->ann_at < t_s + per &&
-               j->ann_pre > 0) {
+    } else if (isfinite(ann_at) && ann_at < t_s + per && j->ann_pre > 0) {
       /* Through the share of the next period after its start, at the
        * depth its pauses of that length show, from its training draw. */
-      double f = (t_s + per - j->ann_at) / per;
+      double f = (t_s + per - ann_at) / per;
       double d = pfi__ctl_pause_draw(c, j, j->ann_len, j->ann_pre, 1);
       if (f > 1)
         f = 1;

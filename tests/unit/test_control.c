@@ -881,6 +881,56 @@ static void test_first_pause_share(void **state) {
     fail_msg("no tokens reported: period after %g of the target", without);
 }
 
+/* Announced pauses that come late: job 1 pauses 10 s from 110 (its depth
+ * learned), then job 2's trainer announces 10-s pauses starting (after
+ * the calls) at A = 150, 190 and 230, each of which begins 1.5 s later
+ * (the period ending at A + 2 paused half of it), and keeps announcing
+ * 0 s while it still trains. The first: the controller holds the job for
+ * the period after A (its caps lowered by the call at A), gives its watts
+ * to the others, and the job trains on at the held caps: that period is
+ * above the target (more than the 0.2 % margin). It learns how late the
+ * trainer's pauses come (at least 1 s here): for the third, the call at A
+ * no longer lowers its caps. No period after the cut's first is above
+ * the target + 1 %. */
+static void test_announced_late(void **state) {
+  (void)state;
+  struct run r;
+  run_open(&r, NULL, 0);
+  double target = 0.75 * baseline_w(), p_at[3] = {0};
+  double cap_before[3] = {0}, cap_at[3] = {0};
+  for (int t = 1; t <= 60; t++)
+    run_step(&r, t, 0, NAN);
+  const int pb = 2;
+  const int A[3] = {150, 190, 230};
+  for (int t = 61; t <= 250; t++) {
+    int k = t < 180 ? 0 : t < 220 ? 1 : 2, a = A[k];
+    r.pl.paused[1] = t >= 110 && t < 120; /* teaches a 10-s pause's depth */
+    r.pl.paused[pb] = t >= a + 2 && t < a + 12;
+    r.pl.share[pb] = t == a + 2 ? 0.5 : 0;
+    r.pl.ann[pb] = !r.pl.paused[pb] && t >= a - 10 && t <= a + 1;
+    r.pl.ann_in[pb] = r.pl.ann[pb] ? (a - t > 0 ? a - t : 0) : 0;
+    r.pl.ann_len[pb] = r.pl.ann[pb] ? 10 : 0;
+    double p = run_step(&r, t, 1, target);
+    if (t == a - 1)
+      cap_before[k] = r.out.cap_w[pb * GPJ];
+    if (t == a)
+      cap_at[k] = r.out.cap_w[pb * GPJ];
+    if (t == a + 1)
+      p_at[k] = p / target;
+    if (t > 100 && p > target * 1.01) /* after the cut's first periods */
+      fail_msg("late announced pause: %g of the target at %d", p / target, t);
+  }
+  pfi_ctl_close(r.ctl);
+  if (!(cap_at[0] < cap_before[0] - 50))
+    fail_msg("first late pause: caps %g then %g W", cap_before[0], cap_at[0]);
+  if (!(p_at[0] > 1.002))
+    fail_msg("first late pause: its held period %g of the target", p_at[0]);
+  if (!(cap_at[2] > cap_before[2] - 5))
+    fail_msg("third late pause: caps %g then %g W, held at its announced "
+             "start",
+             cap_before[2], cap_at[2]);
+}
+
 /* Lead: the plant's GPUs show 80 % of a rise in draw in its first
  * period. The controller learns that share from the jobs it raised and,
  * after an unforeseen drop (a job's first pause), asks the others for
@@ -1732,6 +1782,7 @@ int main(void) {
       cmocka_unit_test(test_foreseen_pause),
       cmocka_unit_test(test_announced_pause),
       cmocka_unit_test(test_first_pause_share),
+      cmocka_unit_test(test_announced_late),
       cmocka_unit_test(test_announced_end),
       cmocka_unit_test(test_recovery_pause),
       cmocka_unit_test(test_raise_lead),
