@@ -150,7 +150,12 @@ void pfid_records_decision(struct pfi_pfid *d, const struct pfi_ctl_record *r) {
   memset(&w, 0, sizeof w);
   w.epoch = d->ctl_epoch;
   w.seq = (int64_t)r->seq;
-  w.t_s = pfid_wall();
+  /* The decision's own time (r->t_s, on the module's clock: seconds since
+   * its build plus 1 ms, pfid_ctl.c) as Unix time. Its row is written
+   * again when it completes, a period or more later (its job's next
+   * decision, or its settled throughput); stamped at that write, it came
+   * after the decisions made since and the assignment that carried it. */
+  w.t_s = pfid_wall() - (pfid_mono() - d->ctl_t0 + 1e-3 - r->t_s);
   snprintf(w.leader, sizeof w.leader, "%s", d->id);
   snprintf(w.event, sizeof w.event, "%s", r->event);
   w.target_w = r->target_w;

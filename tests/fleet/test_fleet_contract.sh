@@ -94,7 +94,7 @@ ev_on=$(api a GET /v1/status | python3 -c 'import json,sys; print(json.load(sys.
 [ "$ev_on" = ev1 ] || fail "the event ended before the release ('$ev_on')"
 q() { sql "$T/records.db" "$1"; }
 # The decisions in the order they were made (epoch, seq; a row's t_s is
-# when it was last written: its completion): slurm-5's contract ones from
+# the decision's time): slurm-5's contract ones from
 # 15 s after the event's start (the first no earlier), its caps rising from
 # the first of them, never lower after; slurm-6's never below 700 W, its
 # exemption recorded.
