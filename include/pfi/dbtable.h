@@ -57,7 +57,12 @@ struct pfi_db;
  * PFI_EDB naming it. `durable` 1 syncs every commit (FULL), 0 lets SQLite
  * skip the fsync (records of an emulated run); WAL journal either way, so
  * that a reader never waits for the writer. Two processes may share the
- * file (a busy wait of 5 s before an error).
+ * file (a busy wait of 5 s before an error). Opened for writing, a table
+ * the file already has gains the columns of its description it lacks (a
+ * file written before they were added; its rows read them as NULL), in
+ * the same transaction as the tables created; a missing column that is
+ * part of the key or NOT NULL cannot be added, and is PFI_EDB naming the
+ * file, the table and the column.
  */
 int pfi_db_open(struct pfi_db **db, const char *path,
                 const struct pfi_table *const *tables, size_t ntables,

@@ -344,6 +344,8 @@ int cmd_control(int argc, char **argv) {
     goto out;
   }
   if (records && pfi_records_open(&rdb, records, 1, 0, &err) < 0) {
+    if (err.code == PFI_EDB)
+      err.code = PFI_EPARSE; /* not a records file, or one it cannot take */
     status = pfi_cli_fail(&err);
     goto out;
   }

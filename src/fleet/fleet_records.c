@@ -33,7 +33,7 @@ struct decision_row {
   double t_s;
   char leader[PFI_FLEET_NAME_MAX], event[64];
   double target_w;
-  char job[96], reason[32];
+  char job[96], family[64], phase[16], reason[32];
   double cap_req_w, cap_enf_w, draw_w, pfi, pfi_lo, pfi_hi, tput_before,
       tput_pred, tput_after, max_loss;
   int64_t protect;
@@ -77,6 +77,10 @@ static const struct pfi_col decision_cols[] = {
     COL(decision_row, event, PFI_COL_TEXT, NN),
     COL(decision_row, target_w, PFI_COL_REAL, 0),
     COL(decision_row, job, PFI_COL_TEXT, 0),
+    /* Added after the others: a file of an older pfid gains them when
+     * opened, its rows NULL there (dbtable.h). */
+    COL(decision_row, family, PFI_COL_TEXT, 0),
+    COL(decision_row, phase, PFI_COL_TEXT, 0),
     COL(decision_row, reason, PFI_COL_TEXT, NN),
     COL(decision_row, cap_req_w, PFI_COL_REAL, 0),
     COL(decision_row, cap_enf_w, PFI_COL_REAL, 0),
@@ -109,7 +113,16 @@ int pfid_records_open(struct pfi_pfid *d, struct pfi_error *err) {
   /* Two pfid on one host may share the file (the standby writes only once
    * it leads): the store waits for the other's transaction. */
   const struct pfi_table *t[] = {&assign_table, &log_table, &decision_table};
-  return pfi_db_open(&d->db, d->o.records, t, 3, NULL, NULL, 1, 1, err);
+  int rc = pfi_db_open(&d->db, d->o.records, t, 3, NULL, NULL, 1, 1, err);
+  /* A file that is not a database, or whose tables cannot take pfid's
+   * (a missing key or NOT NULL column), is bad input (exit 2), as for the
+   * stores. */
+  if (rc == PFI_EDB) {
+    if (err)
+      err->code = PFI_EPARSE;
+    rc = PFI_EPARSE;
+  }
+  return rc;
 }
 
 void pfid_records_log(struct pfi_pfid *d, const char *what,
@@ -160,6 +173,8 @@ void pfid_records_decision(struct pfi_pfid *d, const struct pfi_ctl_record *r) {
   snprintf(w.event, sizeof w.event, "%s", r->event);
   w.target_w = r->target_w;
   snprintf(w.job, sizeof w.job, "%s", r->job);
+  snprintf(w.family, sizeof w.family, "%s", r->family);
+  snprintf(w.phase, sizeof w.phase, "%s", r->phase);
   snprintf(w.reason, sizeof w.reason, "%s", pfi_ctl_reason_name(r->reason));
   w.cap_req_w = r->cap_req_w;
   w.cap_enf_w = r->cap_enf_w;

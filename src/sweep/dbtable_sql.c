@@ -27,9 +27,10 @@ const struct pfi_col *pfi__db_col(const struct pfi_table *t, const char *name) {
   return NULL;
 }
 
+static const char *const col_type[] = {"TEXT", "REAL", "INTEGER",
+                                       "INTEGER PRIMARY KEY"};
+
 int pfi__db_ddl(const struct pfi_table *t, char *buf, size_t n) {
-  static const char *const type[] = {"TEXT", "REAL", "INTEGER",
-                                     "INTEGER PRIMARY KEY"};
   size_t o = 0, nkey = 0;
   int autokey = 0;
   cat(buf, n, &o, "CREATE TABLE IF NOT EXISTS ");
@@ -40,7 +41,7 @@ int pfi__db_ddl(const struct pfi_table *t, char *buf, size_t n) {
     cat(buf, n, &o, i ? ", " : "");
     cat(buf, n, &o, c->name);
     cat(buf, n, &o, " ");
-    cat(buf, n, &o, type[c->type]);
+    cat(buf, n, &o, col_type[c->type]);
     cat(buf, n, &o, c->flags & PFI_COL_NOTNULL ? " NOT NULL" : "");
     nkey += (c->flags & PFI_COL_KEY) != 0;
     autokey |= c->type == PFI_COL_AUTO;
@@ -59,11 +60,32 @@ int pfi__db_ddl(const struct pfi_table *t, char *buf, size_t n) {
   return o < n ? 0 : PFI_EINVAL;
 }
 
+int pfi__db_add_col_sql(const struct pfi_table *t, const struct pfi_col *c,
+                        char *buf, size_t n) {
+  size_t o = 0;
+  cat(buf, n, &o, "ALTER TABLE ");
+  cat(buf, n, &o, t->name);
+  cat(buf, n, &o, " ADD COLUMN ");
+  cat(buf, n, &o, c->name);
+  cat(buf, n, &o, " ");
+  cat(buf, n, &o, col_type[c->type]);
+  cat(buf, n, &o, ";");
+  return o < n ? 0 : PFI_EINVAL;
+}
+
+/* The columns are named: a column added to an older file's table
+ * (store_db.c) comes after the ones it had, wherever the description puts
+ * it. */
 int pfi__db_put_sql(const struct pfi_table *t, char *buf, size_t n) {
   size_t o = 0;
   cat(buf, n, &o, "INSERT OR REPLACE INTO ");
   cat(buf, n, &o, t->name);
-  cat(buf, n, &o, " VALUES(");
+  cat(buf, n, &o, "(");
+  for (size_t c = 0; c < t->ncol; c++) {
+    cat(buf, n, &o, c ? ", " : "");
+    cat(buf, n, &o, t->col[c].name);
+  }
+  cat(buf, n, &o, ") VALUES(");
   for (size_t c = 0; c < t->ncol; c++)
     cat(buf, n, &o, c ? ",?" : "?");
   cat(buf, n, &o, ")");

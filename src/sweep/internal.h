@@ -62,6 +62,9 @@ void pfi__store_samples_sql(int gpu, int schema, char *sql, size_t n);
 const struct pfi_col *pfi__db_col(const struct pfi_table *t, const char *name);
 int pfi__db_ddl(const struct pfi_table *t, char *buf, size_t n);
 int pfi__db_put_sql(const struct pfi_table *t, char *buf, size_t n);
+/* ALTER TABLE adding column c of t (its type, no constraint). */
+int pfi__db_add_col_sql(const struct pfi_table *t, const struct pfi_col *c,
+                        char *buf, size_t n);
 int pfi__db_select_sql(const struct pfi_table *t, const struct pfi_db_cond *c,
                        size_t nc, size_t limit, char *buf, size_t n,
                        struct pfi_error *err);

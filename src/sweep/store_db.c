@@ -32,6 +32,50 @@ static int db_exec(struct pfi_db *d, const char *sql, struct pfi_error *err) {
   return pfi__store_exec_db(d->db, d->path, sql, err);
 }
 
+/* Gives the file's table t the columns of its description that it lacks:
+ * a table written by an older pfi, before the column was added. Its rows
+ * read NULL there, which only a nullable column that is not part of the
+ * key can take; a missing key or NOT NULL column is an error naming it. */
+static int add_missing_cols(struct pfi_db *d, const struct pfi_table *t,
+                            struct pfi_error *err) {
+  unsigned char *have = calloc(t->ncol ? t->ncol : 1, 1);
+  if (!have)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  sqlite3_stmt *q = NULL;
+  int rc = 0, src = sqlite3_prepare_v2(
+                  d->db, "SELECT name FROM pragma_table_info(?)", -1, &q, NULL);
+  if (src == SQLITE_OK &&
+      (src = sqlite3_bind_text(q, 1, t->name, -1, SQLITE_STATIC)) == SQLITE_OK)
+    while ((src = sqlite3_step(q)) == SQLITE_ROW) {
+      const unsigned char *name = sqlite3_column_text(q, 0);
+      const struct pfi_col *c =
+          name ? pfi__db_col(t, (const char *)name) : NULL;
+      if (c)
+        have[c - t->col] = 1;
+    }
+  if (src != SQLITE_DONE)
+    rc = db_fail(d, err, "table columns");
+  sqlite3_finalize(q);
+  char sql[PFI__DB_SQL_MAX];
+  for (size_t i = 0; rc == 0 && i < t->ncol; i++) {
+    const struct pfi_col *c = &t->col[i];
+    if (have[i])
+      continue;
+    if (c->type == PFI_COL_AUTO || (c->flags & (PFI_COL_KEY | PFI_COL_NOTNULL)))
+      rc = pfi_error_set(err, PFI_EDB,
+                         "%s: table %s has no column %s, and a key or NOT "
+                         "NULL column cannot be added to its rows",
+                         d->path, t->name, c->name);
+    else if (pfi__db_add_col_sql(t, c, sql, sizeof sql) < 0)
+      rc = pfi_error_set(err, PFI_EINVAL, "%s: table %s: column %s too long",
+                         d->path, t->name, c->name);
+    else
+      rc = db_exec(d, sql, err);
+  }
+  free(have);
+  return rc;
+}
+
 void pfi_db_close(struct pfi_db *d) {
   if (!d)
     return;
@@ -52,7 +96,7 @@ int pfi_db_open(struct pfi_db **out, const char *path,
   if (!d)
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
   snprintf(d->path, sizeof d->path, "%s", path);
-  int rc = 0;
+  int rc = 0, txn = 0;
   char sql[PFI__DB_SQL_MAX], put[PFI__DB_SQL_MAX];
   if (sqlite3_open_v2(path, &d->db,
                       create ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
@@ -85,6 +129,17 @@ int pfi_db_open(struct pfi_db **out, const char *path,
             d, durable ? "PRAGMA synchronous=FULL;" : "PRAGMA synchronous=OFF;",
             err)) < 0))
     goto fail;
+  /* The tables are created, and an older file's given their new columns,
+   * in one write transaction: of two writers opening the file together
+   * (two pfid on one records file), the second waits (the busy timeout)
+   * and then finds the tables as the first left them, rather than adding
+   * a column the first has just added. */
+  if (create) {
+    if ((rc = pfi__store_exec_db_waiting(d->db, d->path, "BEGIN IMMEDIATE;",
+                                         err)) < 0)
+      goto fail;
+    txn = 1;
+  }
   for (size_t i = 0; i < ntables; i++) {
     d->t[d->nt++] = tables[i];
     if (!create)
@@ -95,7 +150,8 @@ int pfi_db_open(struct pfi_db **out, const char *path,
                          path, tables[i]->name);
       goto fail;
     }
-    if ((rc = db_exec(d, sql, err)) < 0)
+    if ((rc = db_exec(d, sql, err)) < 0 ||
+        (rc = add_missing_cols(d, tables[i], err)) < 0)
       goto fail;
     if (sqlite3_prepare_v3(d->db, put, -1, SQLITE_PREPARE_PERSISTENT,
                            &d->put[i], NULL) != SQLITE_OK) {
@@ -103,9 +159,13 @@ int pfi_db_open(struct pfi_db **out, const char *path,
       goto fail;
     }
   }
+  if (txn && (rc = db_exec(d, "COMMIT;", err)) < 0)
+    goto fail;
   *out = d;
   return 0;
 fail:
+  if (txn)
+    sqlite3_exec(d->db, "ROLLBACK;", NULL, NULL, NULL);
   pfi_db_close(d);
   return rc;
 }

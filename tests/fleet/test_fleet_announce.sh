@@ -105,6 +105,15 @@ run_case() {
   local tp
   tp=$(free_port)
   load_agent_start "$n" "$job" --tput-listen "127.0.0.1:$tp"
+  # The records file as an older pfid left it: fleet_decisions without
+  # family and phase (its schema then), one decision in it.
+  sql "$T/records.db" "CREATE TABLE fleet_decisions(epoch INTEGER NOT NULL, seq INTEGER NOT NULL,
+    t_s REAL NOT NULL, leader TEXT NOT NULL, event TEXT NOT NULL, target_w REAL, job TEXT,
+    reason TEXT NOT NULL, cap_req_w REAL, cap_enf_w REAL, draw_w REAL, pfi REAL, pfi_lo REAL,
+    pfi_hi REAL, tput_before REAL, tput_pred REAL, tput_after REAL, max_loss REAL,
+    protect INTEGER, shortfall_w REAL, complete INTEGER NOT NULL, PRIMARY KEY(epoch, seq));
+    INSERT INTO fleet_decisions(epoch, seq, t_s, leader, event, job, reason, cap_req_w, complete)
+    VALUES(1, 1, 1700000000, 'old', 'ev0', 'old-job', 'cut', 300, 1);"
   pfid_start a
   local cap="timeout 20 $PFI cap --backend emu --params state=$T/emu.$n,gpus=2 --force"
   IDLE_CMD="$cap --set 200 >/dev/null" BUSY_CMD="$cap --reset >/dev/null" \
@@ -175,14 +184,20 @@ print(sum(u["power_w"] for u in g), sum(u["enforced_w"] for u in g) / len(g))')
   }
   [ "$ann" = 0 ] || until_true 20 completed || fail "the decision to 200 W not completed: $(caps "$n")"
   touch "$T/tr/stop"
-  sql -csv "$T/records.db" "SELECT t_s, reason, cap_req_w FROM fleet_decisions WHERE job='$job' AND event='ev1' ORDER BY seq" >"$T/decisions"
+  sql -csv "$T/records.db" "SELECT t_s, reason, cap_req_w, ifnull(family, 'NULL'), ifnull(phase, 'NULL')
+    FROM fleet_decisions WHERE job='$job' AND event='ev1' ORDER BY seq" >"$T/decisions"
+  # The older pfid's decision: kept, NULL in the columns added.
+  [ "$(sql "$T/records.db" "SELECT count(*) FROM fleet_decisions WHERE job='old-job' AND
+       cap_req_w = 300 AND family IS NULL AND phase IS NULL")" = 1 ] ||
+    fail "the older pfid's row: $(sql "$T/records.db" "SELECT * FROM fleet_decisions WHERE job='old-job'")"
   sql -csv "$T/records.db" "SELECT t_s, caps_mw FROM fleet_assignments WHERE node='$n' AND event='ev1' ORDER BY id" >"$T/assignments"
   python3 - "$ann" "$uncapped" "$target" $drawn "$start" "$first" "$T" <<'PY' || fail "$1: $(cat "$T/why")"
 import csv, sys
 ann = int(sys.argv[1])
 uncapped, target, pev, cev, start, first = map(float, sys.argv[2:8])
 d = sys.argv[8]
-dec = [(float(t), r, float(c)) for t, r, c in csv.reader(open(d + "/decisions"))]
+rows = [(float(t), r, float(c), f, p) for t, r, c, f, p in csv.reader(open(d + "/decisions"))]
+dec = [x[:3] for x in rows]
 asg = [(float(t), c) for t, c in csv.reader(open(d + "/assignments"))]
 smp = [tuple(map(float, l.strip().split(","))) for l in open(d + "/samples") if l.count(",") == 2]
 end = first + 2 # its first report in training after it
@@ -209,6 +224,21 @@ expect = 400.0 / uncapped * pev + 0.011 * target
 if not expect < 200.0 * pev / cev:
     no("setup: the pause's expected draw %.1f W is not under the draw modelled at 200 W caps %.1f W"
        % (expect, 200.0 * pev / cev))
+# The decisions' family and phase, as the controller had them: pfid is
+# told no model family (""); the phase is the one the trainer last posted
+# ("checkpoint" is a pause). From when the pause was requested (its start
+# 5 reports on; the caps settled before) "training" until the trainer's
+# first report of it, "pause" only after that report and up to 2 s (the
+# node's staleness) after its first report in training again.
+if not rows or any(f != "" for t, r, c, f, p in rows):
+    no("family not '' in every decision: %s" % sorted({x[3] for x in rows}))
+wrong = [(t, p) for t, r, c, f, p in rows
+         if p not in ("training", "pause")
+         or t > start - 5 and p == "pause" and not first < t < end + 2
+         or start - 5 < t < first and p != "training"]
+if wrong:
+    no("decisions' (t, phase) %s: expected training, a pause only from %.3f to %.3f"
+       % (wrong, first, end + 2))
 if ann:
     early = [(t, c) for t, r, c in dec if start - 1.5 < t <= start - 0.6 and c < 0.9 * before]
     if early:
@@ -217,6 +247,8 @@ if ann:
     if not held:
         no("no decision to 200 W from the period before the announced start to the "
            "trainer's first report of the pause (caps before %.1f W)" % before)
+    # Made while the job still reported training (checked above): the
+    # announcement, not the pause, brought it.
     # The assignment that carried it: published before the trainer
     # reported the pause, and not before the decision as recorded.
     pub = [t for t, c in asg if c == "200000,200000" and t > start - 0.6]

@@ -3,7 +3,8 @@
 # pfid and pfi-agent parse their options with the pfi commands' option
 # tables (src/cli/opt.h): --help lists every option the daemon accepts, a
 # mistyped option is a usage error with "did you mean", a value out of
-# range or a stray argument is exit status 2 naming it. Needs no server.
+# range or a stray argument is exit status 2 naming it, and so is a
+# records file pfid cannot use. Needs no server.
 . "$(dirname "$0")/../cli/lib.sh"
 PFI_AGENT=${PFI_AGENT:?PFI_AGENT must name pfi-agent}
 PFID=${PFID:?PFID must name pfid}
@@ -44,6 +45,12 @@ usage_err "pfid: --ramp-up 0: expected 1..10000" "$PFID" --ramp-up 0
 usage_err "pfid: --margin 0.5: expected 0.0001..0.2" "$PFID" --margin 0.5
 usage_err "pfid: unexpected argument 'extra'
 Try 'pfid --help'." "$PFID" --period 1 extra
+# A records file whose fleet_decisions lacks a column pfid cannot add to
+# the rows there (t_s, NOT NULL) is bad input, named before pfid connects.
+sqlite3 "$T/old.db" "CREATE TABLE fleet_decisions(epoch INTEGER NOT NULL,
+  seq INTEGER NOT NULL, PRIMARY KEY(epoch, seq))"
+usage_err "pfid: $T/old.db: table fleet_decisions has no column t_s, and a key or NOT NULL \
+column cannot be added to its rows" "$PFID" --records "$T/old.db" --api none
 usage_err "pfi-agent: unknown option '--tier-dri'; did you mean '--tier-dir'?
 Try 'pfi-agent --help'." "$PFI_AGENT" --tier-dri /tmp
 usage_err "pfi-agent: option '--emulate' takes no value
