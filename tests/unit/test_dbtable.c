@@ -320,6 +320,28 @@ static void test_add_columns(void **state) {
  * file for writing with the new description, ten rounds on fresh files;
  * every open succeeds (not one "duplicate column name": the columns are
  * looked up and added in one write transaction), and every row is there. */
+static int add_kid(int k, void *ctx) {
+  const struct pfi_table *t = &new_tab;
+  struct pfi_db *db;
+  struct pfi_error err;
+  if (pfi_db_open(&db, ctx, &t, 1, "meta", "test-kind", 1, 0, &err) < 0) {
+    fprintf(stderr, "kid %d: %s\n", k, err.msg);
+    return 1;
+  }
+  struct r2 w;
+  char name[8];
+  memset(&w, 0, sizeof w);
+  snprintf(name, sizeof name, "k%d", k);
+  memcpy(w.name, name, sizeof name);
+  snprintf(w.note, sizeof w.note, "n%d", k);
+  w.y = k;
+  int rc = pfi_db_put(db, t, &w, &err);
+  if (rc < 0)
+    fprintf(stderr, "kid %d: %s\n", k, err.msg);
+  pfi_db_close(db);
+  return rc < 0 ? 2 : 0;
+}
+
 static void test_add_columns_together(void **state) {
   (void)state;
   enum { KIDS = 8, ROUNDS = 10 };
@@ -327,46 +349,7 @@ static void test_add_columns_together(void **state) {
     char path[64];
     tmp_db(path, sizeof path);
     old_file(path);
-    int gate[2];
-    assert_int_equal(pipe(gate), 0);
-    pid_t kid[KIDS];
-    for (int k = 0; k < KIDS; k++) {
-      kid[k] = fork();
-      assert_true(kid[k] >= 0);
-      if (kid[k] == 0) {
-        char c, name[8];
-        close(gate[1]);
-        if (read(gate[0], &c, 1) != 0)
-          _exit(3);
-        const struct pfi_table *t = &new_tab;
-        struct pfi_db *db;
-        struct pfi_error err;
-        if (pfi_db_open(&db, path, &t, 1, "meta", "test-kind", 1, 0, &err) <
-            0) {
-          fprintf(stderr, "kid %d: %s\n", k, err.msg);
-          _exit(1);
-        }
-        struct r2 w;
-        memset(&w, 0, sizeof w);
-        snprintf(name, sizeof name, "k%d", k);
-        memcpy(w.name, name, sizeof name);
-        snprintf(w.note, sizeof w.note, "n%d", k);
-        w.y = k;
-        int rc = pfi_db_put(db, t, &w, &err);
-        if (rc < 0)
-          fprintf(stderr, "kid %d: %s\n", k, err.msg);
-        pfi_db_close(db);
-        _exit(rc < 0 ? 2 : 0);
-      }
-    }
-    close(gate[0]);
-    close(gate[1]);
-    int failed = 0;
-    for (int k = 0; k < KIDS; k++) {
-      int ws = 0;
-      assert_int_equal(waitpid(kid[k], &ws, 0), kid[k]);
-      failed += !(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
-    }
+    int failed = pfi_test_race(KIDS, add_kid, path);
     if (failed)
       fail_msg("round %d: %d of %d concurrent opens of an old file failed",
                round, failed, KIDS);

@@ -620,6 +620,17 @@ static void schema1_store(void **state) {
  * retried it, one of two sweeps started together on a new store could
  * exit 2 (cli.test_kill_random, seed 171261000 in CI). Eight processes
  * released together by a pipe, twenty rounds on fresh files. */
+static int create_kid(int k, void *ctx) {
+  struct pfi_store *st = NULL;
+  struct pfi_error err;
+  if (pfi_store_open(&st, ctx, PFI_STORE_CREATE, &err) < 0) {
+    fprintf(stderr, "kid %d: %s\n", k, err.msg);
+    return 1;
+  }
+  pfi_store_close(st);
+  return 0;
+}
+
 static void concurrent_create(void **state) {
   (void)state;
   enum { KIDS = 8, ROUNDS = 20 };
@@ -627,36 +638,7 @@ static void concurrent_create(void **state) {
     char path[400], name[32];
     snprintf(name, sizeof name, "race%d.db", round);
     path_of(path, sizeof path, name);
-    int gate[2];
-    assert_int_equal(pipe(gate), 0);
-    pid_t kid[KIDS];
-    for (int k = 0; k < KIDS; k++) {
-      kid[k] = fork();
-      assert_true(kid[k] >= 0);
-      if (kid[k] == 0) {
-        char c;
-        close(gate[1]);
-        if (read(gate[0], &c, 1) != 0)
-          _exit(3);
-        struct pfi_store *st = NULL;
-        struct pfi_error err;
-        int rc = pfi_store_open(&st, path, PFI_STORE_CREATE, &err);
-        if (rc < 0) {
-          fprintf(stderr, "kid %d: %s\n", k, err.msg);
-          _exit(1);
-        }
-        pfi_store_close(st);
-        _exit(0);
-      }
-    }
-    close(gate[0]);
-    close(gate[1]); /* all read EOF at once */
-    int failed = 0;
-    for (int k = 0; k < KIDS; k++) {
-      int ws = 0;
-      assert_int_equal(waitpid(kid[k], &ws, 0), kid[k]);
-      failed += !(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
-    }
+    int failed = pfi_test_race(KIDS, create_kid, path);
     if (failed)
       fail_msg("round %d: %d of %d concurrent opens of a new store failed",
                round, failed, KIDS);
