@@ -248,14 +248,15 @@ int cmd_control(int argc, char **argv) {
     case 'm':
       if (pfi_cli_parse_double(optarg, &cfg.margin) < 0 ||
           !(cfg.margin >= 0 && cfg.margin < 0.5))
-        return pfi_cli_usage("control", "--margin: '%s' is not in 0..0.5",
+        return pfi_cli_usage("control",
+                             "--margin: '%s' is not a share in [0, 0.5)",
                              optarg);
       break;
     case 1007:
       if (pfi_cli_parse_double(optarg, &cfg.recovery_margin) < 0 ||
           !(cfg.recovery_margin >= 0 && cfg.recovery_margin < 0.5))
         return pfi_cli_usage("control",
-                             "--recovery-margin: '%s' is not in 0..0.5",
+                             "--recovery-margin: '%s' is not a share in [0, 0.5)",
                              optarg);
       break;
     case 'p':
