@@ -82,8 +82,9 @@ static const struct pfi_cmd_help help = {
     "notice the event gives, s; --notice); announce_s (each trainer\n"
     "announces its next pause this long before it, s; 0, the default:\n"
     "none); announce_err_s (each announced start is off by up to this\n"
-    "many seconds, uniform; 0: exact). 'default' is 125 nodes x 8 H200, all jobs drawn out of sample;\n"
-    "pairs alone ('announce_s=10') change the default.\n"
+    "many seconds, uniform; 0: exact). 'default' is 125 nodes x 8 H200,\n"
+    "all jobs drawn out of sample; pairs alone ('announce_s=10') change\n"
+    "the default.\n"
     "\n"
     "T: a share of the pre-event baseline (75%, 0.75), a power (300kW), a\n"
     "timeline file ('start_s ramp_s hold_s target' on one line), or\n"
@@ -248,16 +249,15 @@ int cmd_control(int argc, char **argv) {
     case 'm':
       if (pfi_cli_parse_double(optarg, &cfg.margin) < 0 ||
           !(cfg.margin >= 0 && cfg.margin < 0.5))
-        return pfi_cli_usage("control",
-                             "--margin: '%s' is not a share in [0, 0.5)",
-                             optarg);
+        return pfi_cli_usage(
+            "control", "--margin: '%s' is not a share in [0, 0.5)", optarg);
       break;
     case 1007:
       if (pfi_cli_parse_double(optarg, &cfg.recovery_margin) < 0 ||
           !(cfg.recovery_margin >= 0 && cfg.recovery_margin < 0.5))
-        return pfi_cli_usage("control",
-                             "--recovery-margin: '%s' is not a share in [0, 0.5)",
-                             optarg);
+        return pfi_cli_usage(
+            "control", "--recovery-margin: '%s' is not a share in [0, 0.5)",
+            optarg);
       break;
     case 'p':
       if (pfi_cli_parse_double(optarg, &cfg.probe_horizon_s) < 0 ||
