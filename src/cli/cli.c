@@ -4,10 +4,13 @@
 #include "pfi/alloc.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "pfi/csv.h"
 #include "pfi/restab.h"
@@ -142,6 +145,26 @@ int pfi_cli_parse_ulong(const char *s, unsigned long *out) {
     return PFI_EINVAL;
   *out = v;
   return 0;
+}
+
+int pfi_cli_input(const char *what, const char *path) {
+  if (!path || strcmp(path, "-") == 0)
+    return 0;
+  const char *why = NULL;
+  struct stat st;
+  int fd = -1;
+  if (stat(path, &st) != 0)
+    why = strerror(errno);
+  else if (S_ISDIR(st.st_mode))
+    why = "is a directory, not a file";
+  else if ((fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) < 0)
+    why = strerror(errno);
+  if (fd >= 0)
+    close(fd);
+  if (!why)
+    return 0;
+  pfi_cli_err("%s: %s: %s", what, path, why);
+  return PFI_EXIT_USAGE;
 }
 
 int pfi_cli_is_help(const char *s) {

@@ -103,6 +103,16 @@ int pfi_cli_parse_duration(const char *s, double *seconds,
 int pfi_cli_parse_double(const char *s, double *out);
 int pfi_cli_parse_ulong(const char *s, unsigned long *out);
 
+/*
+ * Checks an input file a command is about to read, before it does any
+ * work: `path` must name a file this process can open for reading ("-",
+ * standard input, and NULL, not given, pass). A missing, unreadable or
+ * directory path is bad input, like a malformed file: prints "pfi CMD:
+ * WHAT: PATH: REASON" (WHAT the option, e.g. "--curves", or "input") and
+ * returns PFI_EXIT_USAGE (2); else 0.
+ */
+int pfi_cli_input(const char *what, const char *path);
+
 /* True when `s` is "-h" or "--help". */
 int pfi_cli_is_help(const char *s);
 

@@ -131,6 +131,11 @@ int cmd_allocate(int argc, char **argv) {
     return pfi_cli_usage("allocate", "unexpected argument '%s'", argv[optind]);
   if (!curves)
     return pfi_cli_usage("allocate", "--curves FILE is required");
+  if (pfi_cli_input("--curves", curves) ||
+      pfi_cli_input("--features", features) ||
+      pfi_cli_input("--model", model_path) ||
+      pfi_cli_input("--gpu-map", gpu_map))
+    return PFI_EXIT_USAGE;
   if (!cut_s)
     return pfi_cli_usage("allocate", "--cut R is required (0.3 or 30%%)");
   int s = pfi_strategy_parse(strat_s);

@@ -231,6 +231,8 @@ int cmd_cap(int argc, char **argv) {
                                 "puts every GPU back");
   if (params && !backend)
     return pfi_cli_usage("cap", "--params needs --backend");
+  if (pfi_cli_input("--plan", plan_path))
+    return PFI_EXIT_USAGE;
   if (set_arg) {
     double w;
     /* Watts to integer milliwatts; 10 kW is far above any GPU's limit and

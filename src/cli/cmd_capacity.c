@@ -193,6 +193,10 @@ int cmd_capacity(int argc, char **argv) {
     return pfi_cli_usage("capacity", "unexpected argument '%s'", argv[optind]);
   if (!curves)
     return pfi_cli_usage("capacity", "--curves FILE is required");
+  if (pfi_cli_input("--curves", curves) ||
+      pfi_cli_input("--features", features) ||
+      pfi_cli_input("--model", model_path))
+    return PFI_EXIT_USAGE;
   if (features && true_pfi)
     return pfi_cli_usage("capacity", "--features and --true-pfi exclude each "
                                      "other");

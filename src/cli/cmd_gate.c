@@ -146,6 +146,8 @@ int cmd_gate(int argc, char **argv) {
   if (argc - optind != 2)
     return pfi_cli_usage("gate", "expected REFERENCE and NEW");
   const char *rpath = argv[optind], *npath = argv[optind + 1];
+  if (pfi_cli_input("REFERENCE", rpath) || pfi_cli_input("NEW", npath))
+    return PFI_EXIT_USAGE;
   struct pfi_error err;
   pfi_error_clear(&err);
   struct pfi_curveset rs, ns;

@@ -598,6 +598,18 @@ static int parse(int argc, char **argv, struct opts *o) {
   }
   if (optind != argc)
     return pfi__grid_usage("unexpected argument '%s'", argv[optind]);
+  /* The input files, before any work: missing or unreadable is exit 2. */
+  for (size_t i = 0; i < o->nevents; i++)
+    if (pfi_cli_input("--events", o->events[i]))
+      return PFI_EXIT_USAGE;
+  for (size_t i = 0; i < o->nschedules; i++)
+    if (pfi_cli_input("--schedule", o->schedules[i]))
+      return PFI_EXIT_USAGE;
+  if (pfi_cli_input("--config", o->config) ||
+      pfi_cli_input("--curves", o->curves) ||
+      pfi_cli_input("--tiers", o->tiers) ||
+      pfi_cli_input("--contract", o->contract))
+    return PFI_EXIT_USAGE;
   return 0;
 }
 

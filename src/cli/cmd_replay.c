@@ -218,6 +218,10 @@ int cmd_replay(int argc, char **argv) {
     return pfi_cli_usage("replay", "--curves FILE is required");
   if (!target)
     return pfi_cli_usage("replay", "--target TRACE is required");
+  if (pfi_cli_input("--curves", curves) || pfi_cli_input("--target", target) ||
+      pfi_cli_input("--features", features) ||
+      pfi_cli_input("--model", model_path))
+    return PFI_EXIT_USAGE;
   if (model_path && true_pfi)
     return pfi_cli_usage("replay", "--model and --true-pfi exclude each other");
   unsigned asked;
