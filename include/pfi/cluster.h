@@ -83,7 +83,8 @@ int pfi_cluster_config_set(struct pfi_cluster_config *c, const char *key,
  * Reads a cluster file: one "key = value" per line, '#' comments, blank
  * lines ignored; or, when `spec` contains '=' and names no file, the same
  * pairs comma-separated ("nodes=4,gpus_per_node=8"). Errors name the file,
- * line and key (PFI_EPARSE, PFI_EIO).
+ * line and key (PFI_EPARSE, PFI_EIO); a file without a single pair is
+ * PFI_EPARSE (the default cluster is not read from a file).
  */
 int pfi_cluster_config_read(struct pfi_cluster_config *c, const char *spec,
                             struct pfi_error *err);

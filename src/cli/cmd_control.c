@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "opt.h"
@@ -126,6 +127,39 @@ static int on_period(void *ctx, double t, double tgt, double P,
     fputc('\n', s->fp);
   }
   return 0;
+}
+
+/* Progress on a terminal: a run of the emulated cluster takes seconds to
+ * tens of seconds, and a seed runs up to three. One line, rewritten; kept
+ * off standard error when it is a file or a pipe. `what` NULL ends the
+ * line (before an error message). */
+static void progress(int on, unsigned long k, unsigned long n,
+                     const char *what) {
+  if (on && what)
+    fprintf(stderr, "\rpfi control: seed %lu of %lu: %-26s", k + 1, n, what);
+  else if (on)
+    fputc('\n', stderr);
+}
+
+/* A time in seconds, "-" when there is none (never "nan s"). */
+static void put_s(double v) {
+  if (isfinite(v))
+    printf("%.0f s", v);
+  else
+    fputs("-", stdout);
+}
+
+/* A mean of the seeds with its 95 % half-width when there is one; "-" for
+ * a mean that is not a number (an event shorter than 10 minutes has no
+ * "after 10 min"). */
+static void put_mean(double m, double h) {
+  if (!isfinite(m)) {
+    fputs("-", stdout);
+    return;
+  }
+  printf("%.3f", m);
+  if (isfinite(h))
+    printf(" +- %.3f", h);
 }
 
 static json_t *jnum(double v) {
@@ -301,6 +335,12 @@ int cmd_control(int argc, char **argv) {
                          "--target and --phoenix exclude each other");
   struct pfi_cluster_config cc;
   pfi_cluster_config_init(&cc);
+  /* A file (inline pairs have a '=' and name no file): exit 2 when it
+   * cannot be read, as for a malformed one. */
+  if (strcmp(cluster, "default") &&
+      (!strchr(cluster, '=') || access(cluster, F_OK) == 0) &&
+      pfi_cli_input("--emulate", cluster))
+    return PFI_EXIT_USAGE;
   if (strcmp(cluster, "default") &&
       pfi_cluster_config_read(&cc, cluster, &err) < 0)
     return pfi_cli_fail(&err);
@@ -357,14 +397,17 @@ int cmd_control(int argc, char **argv) {
   }
   if (sfp)
     fputs("t_s,target_w,realized_w,aim_w\n", sfp);
+  int tty = isatty(STDERR_FILENO);
   for (unsigned long k = 0; k < nseeds; k++) {
     struct pfi_run_result r, eq, tr;
     struct series ctx = {k == 0 ? sfp : NULL, rdb, ""};
     cc.seed = seed + k;
     cfg.seed = seed + k;
     snprintf(ctx.run, sizeof ctx.run, "seed%lu", cc.seed);
+    progress(tty, k, nseeds, "controller");
     if (pfi_run_closed_loop(&cc, NULL, &cfg, &ev, tail, PFI_RUN_CONTROLLER,
                             on_period, &ctx, &r, &err) < 0) {
+      progress(tty, k, nseeds, NULL);
       status = pfi_cli_fail(&err);
       goto out;
     }
@@ -372,8 +415,10 @@ int cmd_control(int argc, char **argv) {
     json_object_set_new(jr, "seed", json_integer((json_int_t)cc.seed));
     json_object_set_new(jr, "controller", result_json(&r));
     if (compare) {
+      progress(tty, k, nseeds, "equal-weight cuts");
       if (pfi_run_closed_loop(&cc, NULL, &cfg, &ev, tail, PFI_RUN_EQUAL, NULL,
                               NULL, &eq, &err) < 0) {
+        progress(tty, k, nseeds, NULL);
         status = pfi_cli_fail(&err);
         goto out;
       }
@@ -406,8 +451,10 @@ int cmd_control(int argc, char **argv) {
         first_eq = eq;
     }
     if (have_em) {
+      progress(tty, k, nseeds, "following Emerald's cut");
       if (pfi_run_closed_loop(&cc, NULL, &cfg, &em_ev, tail, PFI_RUN_CONTROLLER,
                               NULL, NULL, &tr, &err) < 0) {
+        progress(tty, k, nseeds, NULL);
         status = pfi_cli_fail(&err);
         goto out;
       }
@@ -419,6 +466,9 @@ int cmd_control(int argc, char **argv) {
     if (k == 0)
       first = r;
   }
+  if (tty)
+    fprintf(stderr, "\rpfi control: %lu seed%s run%*s\n", nseeds,
+            nseeds > 1 ? "s" : "", 30, "");
   json_t *top = json_object();
   json_object_set_new(top, "emulated", json_true());
   json_object_set_new(top, "target",
@@ -492,7 +542,9 @@ int cmd_control(int argc, char **argv) {
   printf("  above target                %.0f s (%.0f W.s); above target + 1 %% "
          "%.0f s\n",
          r->secs_above, r->ws_above, r->secs_above_1pct);
-  printf("  time to target              %.0f s\n", r->time_to_target_s);
+  printf("  time to target              ");
+  put_s(r->time_to_target_s);
+  putchar('\n');
   printf("  recovery peak               %.4f x baseline, caps back after %.0f "
          "s\n",
          r->recovery_peak_w / r->baseline_w, r->recovery_s);
@@ -504,25 +556,24 @@ int cmd_control(int argc, char **argv) {
   if (compare) {
     printf("  tokens: controller %.4g, equal-weight %.4g, oracle %.4g\n",
            r->tokens_event, first_eq.tokens_event, r->tokens_oracle);
-    printf("  gap closed (controller vs equal-weight, of oracle - equal): "
-           "%.3f",
-           gm);
-    if (isfinite(gh))
-      printf(" +- %.3f", gh);
-    printf(" whole event; %.3f", g10m);
-    if (isfinite(g10h))
-      printf(" +- %.3f", g10h);
-    printf(" after 10 min (%lu seed%s, 95 %% t interval)\n", nseeds,
-           nseeds > 1 ? "s" : "");
-    printf("  gap closed against the oracle held to the tiers: %.3f", tm);
-    if (isfinite(th))
-      printf(" +- %.3f", th);
-    printf(" whole event; %.3f", t10m);
-    if (isfinite(t10h))
-      printf(" +- %.3f", t10h);
-    printf(" after 10 min; that oracle closes %.3f (%.3f after 10 min) of "
-           "the gap above\n",
-           om, o10m);
+    printf("  gap closed (controller vs equal-weight, of oracle - equal): ");
+    put_mean(gm, gh);
+    printf(" whole event; ");
+    put_mean(g10m, g10h);
+    if (nseeds > 1)
+      printf(" after 10 min (%lu seeds, 95 %% t interval)\n", nseeds);
+    else
+      printf(" after 10 min (1 seed, no interval: --seeds 2 or more gives "
+             "one)\n");
+    printf("  gap closed against the oracle held to the tiers: ");
+    put_mean(tm, th);
+    printf(" whole event; ");
+    put_mean(t10m, t10h);
+    printf(" after 10 min; that oracle closes ");
+    put_mean(om, NAN);
+    printf(" (");
+    put_mean(o10m, NAN);
+    printf(" after 10 min) of the gap above\n");
   }
   if (have_em) {
     printf("  Emerald AI, Phoenix (PUBLISHED data, 256 A100): mean cut %.1f "

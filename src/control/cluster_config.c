@@ -143,7 +143,7 @@ int pfi_cluster_config_read(struct pfi_cluster_config *c, const char *spec,
     return 0;
   }
   char line[512];
-  long ln = 0;
+  long ln = 0, nkeys = 0;
   int rc = 0;
   while (fgets(line, sizeof line, f)) {
     ln++;
@@ -169,9 +169,16 @@ int pfi_cluster_config_read(struct pfi_cluster_config *c, const char *spec,
       rc = pfi_error_setloc(err, PFI_EPARSE, spec, ln, 1, "%s", e2.msg);
       break;
     }
+    nkeys++;
   }
   if (rc == 0 && ferror(f))
     rc = pfi_error_set(err, PFI_EIO, "%s: read error", spec);
+  /* An empty file (or one of comments) is a mistake, not the default
+   * cluster, which is asked for by name. */
+  else if (rc == 0 && nkeys == 0)
+    rc = pfi_error_setloc(err, PFI_EPARSE, spec, ln ? ln : 1, 1,
+                          "no 'key = value' line (an empty cluster file; "
+                          "the default cluster is 'default')");
   fclose(f);
   return rc;
 }
