@@ -7,6 +7,11 @@
 #include <string.h>
 
 #include "cli.h"
+#include "pfi/version.h"
+
+/* getopt's value for --version of a program of its own (PFI_OPT_PROGRAM):
+ * above any option's character or enum value. */
+#define OPT_VERSION 0x7f00
 
 /* A usage error: pfi_cli_usage()'s, or for a program of its own
  * (PFI_OPT_PROGRAM) the same words under its name. */
@@ -65,6 +70,12 @@ void pfi_opt_start(struct pfi_optparse *p, const struct pfi_cmd_help *help,
     }
   }
   p->so[s] = '\0';
+  if ((help->flags & PFI_OPT_PROGRAM) && n < PFI_OPT_MAX) {
+    p->lo[n].name = "version";
+    p->lo[n].has_arg = no_argument;
+    p->lo[n].flag = NULL;
+    p->lo[n].val = OPT_VERSION;
+  }
   /* 0, not 1: glibc then starts afresh (a command that parsed an action's
    * options before, a new argv). */
   optind = 0;
@@ -137,6 +148,10 @@ static void bad_long(struct pfi_optparse *p, const char *arg, int missing) {
 
 int pfi_opt_next(struct pfi_optparse *p) {
   int c = getopt_long(p->argc, p->argv, p->so, p->lo, NULL);
+  if (c == OPT_VERSION) {
+    printf("%s %s\n", p->h->cmd, PFI_VERSION_STRING);
+    exit(fflush(stdout) == 0 ? PFI_EXIT_OK : PFI_EXIT_FAIL);
+  }
   if (c != '?' && c != ':')
     return c;
   int missing = c == ':';
@@ -264,6 +279,11 @@ void pfi_opt_print_help(const struct pfi_cmd_help *h, FILE *fp) {
       w = 0;
     }
     put_wrapped(fp, o->help, col, w);
+  }
+  if (h->flags & PFI_OPT_PROGRAM) {
+    int w = fprintf(fp, "  --version");
+    put_wrapped(fp, "the version (the same as pfi --version)",
+                col > w + 2 ? col : w + 2, w);
   }
   if (h->footer) {
     fputc('\n', fp);

@@ -60,7 +60,9 @@ struct pfi_opt {
  * an option's help is, rather than printed as it is. */
 #define PFI_OPT_WRAP_ABOUT 2u
 /* `cmd` names a program of its own (the daemons pfid and pfi-agent), not a
- * pfi command: messages read "pfid: ..." and "Try 'pfid --help'.". */
+ * pfi command: messages read "pfid: ..." and "Try 'pfid --help'.". Such a
+ * program also takes --version, listed in its help: pfi_opt_next() prints
+ * "pfid 1.2.3" (the version pfi --version prints) and exits with 0. */
 #define PFI_OPT_PROGRAM 4u
 
 /* An action of a command with actions (pfi trace summarize): its name and

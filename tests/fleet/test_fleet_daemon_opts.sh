@@ -14,11 +14,12 @@ check_help() { # check_help PROG OPTION...: each option is in --help
   shift
   "$prog" --help >"$T/help" 2>"$T/err" || fail "$(basename "$prog") --help: exit $?"
   [ -s "$T/err" ] && fail "$(basename "$prog") --help wrote to stderr: $(cat "$T/err")"
-  for o in "$@"; do
+  # Every program of its own also takes --version (src/cli/opt.h).
+  for o in "$@" version; do
     grep -q -- "^  --$o\b" "$T/help" || fail "$(basename "$prog") --help lacks --$o"
   done
-  [ "$(grep -c '^  --' "$T/help")" = $# ] ||
-    fail "$(basename "$prog") --help lists $(grep -c '^  --' "$T/help") options, expected $#"
+  [ "$(grep -c '^  --' "$T/help")" = $(($# + 1)) ] ||
+    fail "$(basename "$prog") --help lists $(grep -c '^  --' "$T/help") options, expected $(($# + 1))"
 }
 check_help "$PFID" id nats user password-file records api token-file period lease \
   leader-lease stale ramp-up margin recovery-margin tiers model features meter-config help
