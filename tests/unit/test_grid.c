@@ -1019,6 +1019,52 @@ static void test_flexcap(void **state) {
   ASSERT_EQ_INT(err.column, 6);
 }
 
+/* A tier file's names must be distinct: the first row (in file order) that
+ * repeats an earlier name is refused with its line, wherever the earlier one
+ * is; distinct names that sort next to each other pass. 100,000 distinct
+ * rows load (the check sorts; it used to compare every pair), and the same
+ * rows with one name repeated at the end are refused at that row. */
+static void test_tiers_duplicates(void **state) {
+  (void)state;
+  struct pfi_error err;
+  struct pfi_tier *tv = NULL;
+  size_t nt = 0;
+  /* Lines: 2 a, 3 b, 4 c, 5 ab, 6 b (repeats line 3), 7 a (repeats 2). */
+  const char *dup = "tier,max_loss\na,0.1\nb,0.1\nc,0.1\nab,0.1\nb,0.2\n"
+                    "a,0.3\n";
+  assert_int_equal(
+      pfi_tiers_load_mem("d.csv", dup, strlen(dup), &tv, &nt, &err),
+      PFI_EPARSE);
+  ASSERT_EQ_INT(err.line, 6);
+  assert_non_null(strstr(err.msg, "'b' is defined twice"));
+  assert_null(tv);
+  const char *ok = "tier,max_loss\nb,0.1\na,0.1\nab,0.2\nba,0.3\n";
+  assert_int_equal(pfi_tiers_load_mem("o.csv", ok, strlen(ok), &tv, &nt, &err),
+                   0);
+  assert_int_equal(nt, 4);
+  assert_string_equal(tv[0].name, "b");
+  assert_string_equal(tv[3].name, "ba");
+  free(tv);
+  enum { N = 100000 };
+  size_t cap = 32 + (size_t)N * 24;
+  char *big = malloc(cap);
+  assert_non_null(big);
+  size_t len = (size_t)snprintf(big, cap, "tier,max_loss\n");
+  for (int i = 0; i < N; i++)
+    len += (size_t)snprintf(big + len, cap - len, "t%d,0.%d\n", N - i, i % 10);
+  assert_int_equal(pfi_tiers_load_mem("big.csv", big, len, &tv, &nt, &err), 0);
+  assert_int_equal(nt, N);
+  assert_string_equal(tv[0].name, "t100000");
+  free(tv);
+  tv = NULL;
+  len += (size_t)snprintf(big + len, cap - len, "t77,0.5\n");
+  assert_int_equal(pfi_tiers_load_mem("big.csv", big, len, &tv, &nt, &err),
+                   PFI_EPARSE);
+  ASSERT_EQ_INT(err.line, N + 2);
+  assert_non_null(strstr(err.msg, "'t77' is defined twice"));
+  free(big);
+}
+
 /* pfid's GET /v1/nodes as the bridge reads it: n1 with a fresh RAPL
  * reading, n2 with a stale BMC reading below the configured baseline, n3
  * stale (no telemetry for a while: its last GPU power), n4 without node
@@ -1508,6 +1554,7 @@ int main(void) {
       cmocka_unit_test(test_bridge_measured_other),
       cmocka_unit_test(test_oadr_listener),
       cmocka_unit_test(test_flex_live),
+      cmocka_unit_test(test_tiers_duplicates),
       cmocka_unit_test(test_flex_live_belief),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
