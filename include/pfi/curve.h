@@ -65,6 +65,10 @@ enum pfi_curve_col {
 #define PFI_CURVE_NODE_POWER_MAP                                               \
   "power_w=node_power_w,power_sd_w=node_power_sd_w"
 
+/* The largest per-GPU cap a curves file may hold, W: no GPU draws 100 kW,
+ * so a larger cap_w is a wrong column or unit (1e308 is not a cap). */
+#define PFI_CURVE_CAP_W_MAX 100000
+
 /* Name of a canonical column ("cap_w"). */
 const char *pfi_curve_col_name(enum pfi_curve_col col);
 
@@ -80,7 +84,7 @@ const char *pfi_curve_col_name(enum pfi_curve_col col);
  * Validation, each a PFI_EPARSE with file:line:column: missing column, a
  * used column named twice in the header, a record with more fields than
  * the header, non-numeric/NaN/inf value, zero or negative cap, power or
- * throughput, duplicate cap within a job, a job with fewer than 2 points,
+ * throughput, a cap above PFI_CURVE_CAP_W_MAX, duplicate cap within a job, a job with fewer than 2 points,
  * a NUL byte (binary input). A bad --map
  * gives PFI_EINVAL. On success the set is filled (points sorted by cap) and
  * must be released with pfi_curveset_release(); on failure it is empty.

@@ -37,9 +37,11 @@ const char *pfi_duration_name(enum pfi_duration_kind kind);
 
 /*
  * Parses "250ms", "5s", "30m", "30min", "1h" or plain seconds ("12.5") into
- * seconds and checks it against the bounds of `kind`. Returns 0, or
- * PFI_EINVAL with a message naming the text and, when it is out of range,
- * the range ("'1e-300s' is outside 0.1s..10m").
+ * seconds and checks it against the bounds of `kind`. A run length
+ * (PFI_DUR_DURATION, written in minutes as often as in seconds) must say
+ * its unit: a plain number is refused. Returns 0, or PFI_EINVAL with a
+ * message naming the text and, when it is out of range, the range
+ * ("'1e-300s' is outside 0.1s..10m").
  */
 int pfi_parse_duration(const char *s, enum pfi_duration_kind kind,
                        double *seconds, struct pfi_error *err);

@@ -75,9 +75,9 @@ int pfi_plan_read_mem(struct pfi_plan *p, const char *name, const char *data,
 /*
  * Fills each job's gpu_ids from a mapping CSV with columns job and gpu_ids
  * (same list syntax). A job of the plan absent from the map keeps none; a
- * map row for a job not in the plan is ignored; a GPU named twice, or a
- * count differing from the job's known GPU count, is PFI_EPARSE at the map
- * row.
+ * map row for a job not in the plan is ignored; a GPU named twice, an
+ * empty gpu_ids of a job in the plan, or a count differing from the job's
+ * known GPU count, is PFI_EPARSE at the map row.
  */
 int pfi_plan_assign_gpus(struct pfi_plan *p, const char *map_path,
                          struct pfi_error *err);

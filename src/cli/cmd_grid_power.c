@@ -141,7 +141,8 @@ int pfi__grid_curves(const struct opts *o) {
   return ferror(stdout) ? PFI_EXIT_FAIL : 0;
 }
 
-/* "W,W,..." -> array (caller frees). */
+/* "W,W,..." -> array (caller frees). On an error *out is NULL: a value out
+ * of range frees the list here, so the caller's free() is a no-op. */
 static int numlist(const char *s, double **out, size_t *n) {
   struct pfi_error err;
   if (pfi_cli_parse_numlist(s, out, n, &err) < 0)
@@ -149,6 +150,8 @@ static int numlist(const char *s, double **out, size_t *n) {
   for (size_t i = 0; i < *n; i++)
     if (!isfinite((*out)[i]) || (*out)[i] < 0 || (*out)[i] > 1e9) {
       free(*out);
+      *out = NULL;
+      *n = 0;
       return -1;
     }
   return 0;
@@ -220,6 +223,7 @@ int pfi__grid_meter(const struct opts *o) {
         (o->otherw && (numlist(o->otherw, &ot, &no) < 0 || no != ng))) {
       json_decref(j);
       free(g);
+      free(ot);
       return pfi__grid_usage(
           "--gpu-w / --other-w: expected one power >= 0 per node "
           "(the same count in both), got '%s'",

@@ -17,7 +17,8 @@ static const struct pfi_opt opts[] = {
     {"jobs", 'J', 0, PFI_ARG_REQ, "FILE",
      "job library (default data/jobs/jobs.csv)"},
     {"duration", 'D', 0, PFI_ARG_REQ, "D",
-     "run length in device time, 1s..24h (default 30m)"},
+     "run length in device time with its unit, 1s..24h (default 30m; 90s, "
+     "1h also work; a bare 30 is refused)"},
     {"interval", 'I', 0, PFI_ARG_REQ, "D",
      "sampling interval, 0.1s..10m (default 5s)"},
     {"draws", 'd', 0, PFI_ARG_REQ, "N",

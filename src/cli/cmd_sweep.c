@@ -48,7 +48,8 @@ static const struct pfi_opt opts[] = {
     {"caps", O_CAPS, 0, PFI_ARG_REQ, "LIST",
      "per-GPU caps in W: 200,500,700 or 200:700:100"},
     {"duration", O_DURATION, 0, PFI_ARG_REQ, "D",
-     "run length, 1s..24h (default 30m; 30s, 1h, 250ms also work)"},
+     "run length with its unit, 1s..24h (default 30m; 30s, 1h, 250ms also "
+     "work; a bare 30 is refused)"},
     {"interval", O_INTERVAL, 0, PFI_ARG_REQ, "D",
      "telemetry interval, 0.1s..10m (default 5s)"},
     {"cooldown", O_COOLDOWN, 0, PFI_ARG_REQ, "D",

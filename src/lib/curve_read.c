@@ -457,8 +457,9 @@ static int fast_row(struct rows *r, struct pfi_curveset *set,
   }
   if (nf + 1 != nh || jlen == 0)
     return 0;
+  /* A value to refuse: the CSV reader reads the row again and says why. */
   if (!(v[PFI_COL_CAP_W] > 0) || !(v[PFI_COL_POWER_W] > 0) ||
-      !(v[PFI_COL_TOKENS_PER_S] > 0))
+      !(v[PFI_COL_TOKENS_PER_S] > 0) || v[PFI_COL_CAP_W] > PFI_CURVE_CAP_W_MAX)
     return 0;
   double gpus = v[PFI_COL_GPUS];
   if (gpus != 0 && (gpus < 1 || gpus > 1e6 || gpus != (double)(long)gpus))
@@ -586,6 +587,15 @@ int pfi__curve_read_rows(struct rows *r, struct pfi_curveset *set,
                               *dst[k]);
         return rc;
       }
+    }
+    if (pt.cap_w > PFI_CURVE_CAP_W_MAX) {
+      rc = pfi_error_setloc(err, PFI_EPARSE, csv->name,
+                            csv->fline[r->idx[PFI_COL_CAP_W]],
+                            csv->fcol[r->idx[PFI_COL_CAP_W]],
+                            "field 'cap_w': %g W is not a GPU's power cap "
+                            "(at most %g W)",
+                            pt.cap_w, (double)PFI_CURVE_CAP_W_MAX);
+      return rc;
     }
     double gpus = 0;
     const char *gs = pfi_csv_field(csv, r->idx[PFI_COL_GPUS]);

@@ -56,6 +56,14 @@ int pfi_parse_duration(const char *s, enum pfi_duration_kind kind,
         err, PFI_EINVAL,
         "'%s': expected a duration like 250ms, 5s, 30m or 1h (%s..%s)", s,
         bounds[kind].lo_s, bounds[kind].hi_s);
+  /* A run length is usually minutes (the defaults read "30m"): a bare
+   * number, which elsewhere is seconds, would make "--duration 30" a
+   * 30-second run where 30 minutes was meant. It needs its unit. */
+  if (*end == '\0' && kind == PFI_DUR_DURATION)
+    return pfi_error_set(err, PFI_EINVAL,
+                         "'%s': a run length needs its unit: %ss or %sm "
+                         "(%s..%s)",
+                         s, s, s, bounds[kind].lo_s, bounds[kind].hi_s);
   double mul;
   if (*end == '\0' || strcmp(end, "s") == 0)
     mul = 1;

@@ -342,6 +342,15 @@ int pfi_plan_assign_gpus(struct pfi_plan *p, const char *map_path,
                             cell_col(&t, r, cg), "field 'gpu_ids': %s", ge.msg);
       goto out;
     }
+    /* A job the plan caps must have GPUs to cap: an empty list would plan
+     * it and change nothing. */
+    if (n == 0) {
+      rc = pfi_error_setloc(err, PFI_EPARSE, t.name, t.line[r],
+                            cell_col(&t, r, cg),
+                            "field 'gpu_ids': empty: job '%s' needs its GPUs",
+                            job);
+      goto out;
+    }
     for (size_t k = 0; k < n; k++) {
       long o = gpu_owner(p, p->n, ids[k]);
       if (o >= 0) {

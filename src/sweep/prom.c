@@ -136,14 +136,16 @@ static void bad(struct pfi_prom_stats *st, long line, long col,
   }
 }
 
-/* Parses a float token [p, e) the way Prometheus writes them. */
+/* Parses a float token [p, e) the way Prometheus writes them: 0, -1 not a
+ * number, -2 a number beyond the largest double ("1e999": not the reading
+ * it claims, and not "+Inf", which is written so). */
 static int parse_value(const char *p, const char *e, double *out) {
   char buf[64];
   size_t n = (size_t)(e - p);
   /* Plain decimals (nearly every value an exporter writes) exactly, in
    * place; the rest as before. */
   if (pfi_scan_decimal_n(p, n, out))
-    return 0;
+    return isfinite(*out) ? 0 : -2;
   if (n == 0 || n >= sizeof buf)
     return -1;
   memcpy(buf, p, n);
@@ -170,7 +172,9 @@ static int parse_value(const char *p, const char *e, double *out) {
   }
   char *end;
   *out = strtod(buf, &end);
-  return *end == 0 ? 0 : -1;
+  if (*end)
+    return -1;
+  return isfinite(*out) ? 0 : -2;
 }
 
 struct labels {
@@ -490,8 +494,11 @@ int pfi_prom_parse(const char *name, const char *text, size_t len,
     while (q < e && *q != ' ' && *q != '\t')
       q++;
     double v;
-    if (parse_value(vs, q, &v) < 0) {
-      bad(st, line, (long)(vs - ls) + 1, "value is not a number");
+    int pv = parse_value(vs, q, &v);
+    if (pv < 0) {
+      bad(st, line, (long)(vs - ls) + 1,
+          pv == -2 ? "value is beyond the range of a double"
+                   : "value is not a number");
       continue;
     }
     while (q < e && (*q == ' ' || *q == '\t'))

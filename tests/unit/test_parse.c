@@ -133,8 +133,31 @@ static void duration_overflow(void **state) {
   ASSERT_NEAR(v, 5400, 0);
 }
 
+/* A run length must say its unit: "30" would be 30 s where the default is
+ * written "30m". Every other kind still reads a plain number as seconds. */
+static void duration_needs_unit(void **state) {
+  (void)state;
+  double v = -1;
+  struct pfi_error err;
+  assert_int_equal(pfi_parse_duration("30", PFI_DUR_DURATION, &v, &err),
+                   PFI_EINVAL);
+  assert_non_null(strstr(err.msg, "30s or 30m"));
+  ASSERT_NEAR(v, -1, 0);
+  assert_int_equal(pfi_parse_duration("30m", PFI_DUR_DURATION, &v, &err), 0);
+  ASSERT_NEAR(v, 1800, 0);
+  assert_int_equal(pfi_parse_duration("30s", PFI_DUR_DURATION, &v, &err), 0);
+  ASSERT_NEAR(v, 30, 0);
+  assert_int_equal(pfi_parse_duration("30", PFI_DUR_INTERVAL, &v, &err), 0);
+  ASSERT_NEAR(v, 30, 0);
+  assert_int_equal(pfi_parse_duration("30", PFI_DUR_COOLDOWN, &v, &err), 0);
+  ASSERT_NEAR(v, 30, 0);
+  assert_int_equal(pfi_parse_duration("30", PFI_DUR_ANY, &v, &err), 0);
+  ASSERT_NEAR(v, 30, 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(duration_needs_unit),
       cmocka_unit_test(random_decimals_match_strtod),
       cmocka_unit_test(edge_cases),
       cmocka_unit_test(duration_overflow),
