@@ -83,6 +83,12 @@ static int is_store(const char *path) {
 
 static void progress(const char *msg, void *arg) {
   (void)arg;
+  /* The library names its stage ("report: reading ..."), which under pfi
+   * reproduce tells the report from the campaign; here the stage is the
+   * command, which pfi_cli_err() names already. */
+  static const char stage[] = "report: ";
+  if (strncmp(msg, stage, sizeof stage - 1) == 0)
+    msg += sizeof stage - 1;
   pfi_cli_err("%s", msg);
 }
 

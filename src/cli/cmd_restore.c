@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* `pfi restore`: put back the GPU caps a killed sweep left recorded. */
+/* `pfi restore`: put back the GPU caps a killed sweep or pfi cap --db
+ * (--plan) left recorded. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,16 +20,25 @@ static const struct pfi_opt opts[] = {
 static const struct pfi_cmd_help help = {
     "restore",
     "usage: pfi restore --db FILE [--format table|csv|json]\n",
-    "Restores the power caps that a sweep recorded in its trace store before\n"
-    "changing them, when that sweep did not finish (pfi killed with SIGKILL,\n"
-    "a crash, a power loss): each recorded GPU gets its pre-sweep cap back,\n"
-    "the enforced limit is read back to check it, and the record is cleared.\n"
-    "Runs left \"running\" are marked \"interrupted\" so that a resumed sweep\n"
-    "runs them again. Reading a store (pfi trace) never does this; a sweep or\n"
-    "pfi cap that needs these GPUs does it first. Each row is checked before\n"
-    "anything is set: its GPU UUID must be the GPU's, its cap within the "
-    "GPU's\n"
-    "range and equal to the limit this machine recorded before the change (a\n"
+    "Puts back the power caps recorded in a trace store's cap ledger: the\n"
+    "limit each GPU had before a pfi sweep or a pfi cap --db STORE changed\n"
+    "it. Each recorded GPU gets that limit back, the enforced limit is read\n"
+    "back to check it, and the record is cleared.\n"
+    "\n"
+    "Two uses:\n"
+    "  - the undo of pfi cap --plan FILE --db STORE (a cap plan applied for a\n"
+    "    grid event) or of pfi cap --set/--reset --db STORE: pfi restore --db\n"
+    "    STORE returns every GPU the plan changed to its limit from before\n"
+    "    the plan (the first pfi cap into STORE set what is restored);\n"
+    "  - after a sweep that did not finish (pfi killed with SIGKILL, a\n"
+    "    crash, a power loss): each GPU gets its pre-sweep cap back, and runs\n"
+    "    left \"running\" are marked \"interrupted\" so that a resumed sweep\n"
+    "    runs them again. A sweep that ends restores its own caps.\n"
+    "\n"
+    "Reading a store (pfi trace) never restores; a sweep or pfi cap that\n"
+    "needs these GPUs does it first. Each row is checked before anything is\n"
+    "set: its GPU UUID must be the GPU's, its cap within the GPU's range and\n"
+    "equal to the limit this machine recorded before the change (a\n"
     "row the machine has no change pending for is only cleared, when the GPU\n"
     "already reads it); a row that does not check out is refused and kept.\n"
     "Nothing is changed while the sweep that owns the store is still running\n"
