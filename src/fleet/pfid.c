@@ -440,7 +440,25 @@ static int load_assignments(struct pfi_pfid *d, struct pfi_error *err) {
       struct pfid_node *n = node_get(d, a.node, 1);
       if (n)
         pfid_node_from_bucket(n, &a, rev);
+      /* An assignment its agent has not applied (not yet, or refused: one
+       * written by another holder of the bucket's credentials) is taken
+       * no higher than the limits the agent reports: a decrease stands, a
+       * raise it never applied does not. */
+      unsigned lowered = 0;
+      if (n && n->have_tel && n->tel.seq_applied < a.seq && !a.restore &&
+          n->tel.n == a.n)
+        for (unsigned g = 0; g < a.n; g++)
+          if (n->tel.gpu[g].cap_mw && n->tel.gpu[g].cap_mw < n->caps[g]) {
+            n->caps[g] = n->tel.gpu[g].cap_mw;
+            lowered++;
+          }
       pthread_mutex_unlock(&d->mu);
+      if (lowered)
+        pfid_log(d, "leader",
+                 "node %s: assignment %llu in the bucket not applied (the "
+                 "agent at %llu): %u caps taken at the agent's lower limits",
+                 a.node, (unsigned long long)a.seq,
+                 (unsigned long long)n->tel.seq_applied, lowered);
     } else if (r == 1 && pfi_fleet_name_ok(keys[i] + 7)) {
       /* Not an assignment (written by another holder of the bucket's
        * credentials): its revision, so that ours replaces it. */
