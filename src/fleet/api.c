@@ -168,6 +168,18 @@ static void status(struct pfi_pfid *d, struct pfi_http_resp *rs) {
                 (json_int_t)d->tel_rate, "implausible",
                 (json_int_t)d->tel_implausible));
   json_object_set_new(j, "seq_adopted", json_integer((json_int_t)d->seq_adopted));
+  /* Records that could not be written (a full file system): held in
+   * memory until they can be. */
+  struct pfid_records_state rst;
+  pfid_records_state(d, &rst);
+  json_t *rj = json_pack("{s:b s:I s:I s:I s:I}", "ok", !rst.failing, "pending",
+                         (json_int_t)rst.pending, "failed",
+                         (json_int_t)rst.failed, "dropped",
+                         (json_int_t)rst.dropped, "written_late",
+                         (json_int_t)rst.written_late);
+  if (rj && rst.failing)
+    json_object_set_new(rj, "error", json_string(rst.err));
+  json_object_set_new(j, "records", rj);
   json_object_set_new(j, "bucket_recreated",
                       json_integer((json_int_t)d->bucket_recreated));
   if (d->bucket_recreated)
@@ -705,6 +717,26 @@ static void metrics(struct pfi_pfid *d, struct pfi_http_resp *rs) {
                  "pfi_pfid_bucket_recreated_total %lu\n",
                  PFID_SUSPECT_S, suspect, no_record, d->bad_tel, d->tel_rate,
                  d->tel_implausible, d->seq_adopted, d->bucket_recreated);
+  struct pfid_records_state rst;
+  pfid_records_state(d, &rst);
+  pfi_buf_printf(&b,
+                 "# HELP pfi_pfid_records_ok 0 while the records file cannot "
+                 "be written.\n"
+                 "# TYPE pfi_pfid_records_ok gauge\n"
+                 "pfi_pfid_records_ok %d\n"
+                 "# HELP pfi_pfid_records_pending Rows held in memory until "
+                 "the records file can be written.\n"
+                 "# TYPE pfi_pfid_records_pending gauge\n"
+                 "pfi_pfid_records_pending %zu\n"
+                 "# HELP pfi_pfid_records_failed_total Writes of the records "
+                 "file that failed.\n"
+                 "# TYPE pfi_pfid_records_failed_total counter\n"
+                 "pfi_pfid_records_failed_total %lu\n"
+                 "# HELP pfi_pfid_records_dropped_total Rows dropped past "
+                 "the bound of those held.\n"
+                 "# TYPE pfi_pfid_records_dropped_total counter\n"
+                 "pfi_pfid_records_dropped_total %lu\n",
+                 !rst.failing, rst.pending, rst.failed, rst.dropped);
   pfi_buf_printf(&b,
                  "# HELP pfi_fleet_stated_target_watts The active event's "
                  "target at the level it was stated (0 outside one).\n"

@@ -364,7 +364,7 @@ static int pub_all(struct pfi_pfid *d, struct pfid_pub *p, size_t k,
     k = 0;
   }
   /* The records of the period's assignments in one transaction. */
-  int tx = k && d->db && pfi_db_begin(d->db, NULL) == 0;
+  pfid_records_begin(d);
   size_t n_unsent = k;
   for (size_t i = 0; i < k; i++)
     idx[i] = i;
@@ -395,11 +395,7 @@ static int pub_all(struct pfi_pfid *d, struct pfid_pub *p, size_t k,
       break; /* nothing was sent */
     n_unsent = left;
   }
-  if (tx && pfi_db_commit(d->db, NULL) < 0) {
-    pfi_db_rollback(d->db);
-    fprintf(stderr, "pfid %s: records: the period's assignments not kept\n",
-            d->id);
-  }
+  pfid_records_end(d); /* held in memory when they cannot be written */
   for (size_t i = 0; i < k; i++)
     free(p[i].buf);
   free(op);
@@ -907,12 +903,11 @@ static int control_step(struct pfi_pfid *d, struct pfi_error *err) {
     /* Disconnected, the writes would only wait for the timeout. */
     if (pfi_nats_connected(d->nc))
       pfi_nats_kv_cas_batch(d->nc, lop, nl, PFID_PUB_WINDOW, NULL);
-    int tx = d->db && pfi_db_begin(d->db, NULL) == 0;
+    pfid_records_begin(d);
     for (size_t k = 0; k < nl; k++)
       pfid_log(d, strstr(lv[k].val, "true") ? "stale" : "live", "node %s",
                lv[k].key + 5);
-    if (tx && pfi_db_commit(d->db, NULL) < 0)
-      pfi_db_rollback(d->db);
+    pfid_records_end(d);
   }
   free(lv);
   free(lop);
@@ -1154,6 +1149,9 @@ int pfi_pfid_run(struct pfi_pfid *d, volatile sig_atomic_t *stop,
     if (next < pfid_mono())
       next = pfid_mono() + d->o.period_s;
     double t_work = pfid_mono();
+    /* Rows held since a write failed (a full file system), written once
+     * they can be. */
+    pfid_records_flush(d);
     leadership(d);
     /* Events and tiers set through the API (either pfid's). A listing
      * that fails keeps the ones known. */
@@ -1200,6 +1198,7 @@ void pfi_pfid_close(struct pfi_pfid *d) {
   pfi_http_stop(d->http);
   pfi_nats_unsubscribe(d->tel);
   pfi_nats_close(d->nc);
+  pfid_records_close(d);
   pfi_db_close(d->db);
   pfid_ctl_close(d);
   pfid_capacity_close(d);

@@ -66,6 +66,7 @@ struct pfi_pfid {
   struct pfi_nats *nc;
   struct pfi_nats_sub *tel;
   struct pfi_db *db; /* the records file (fleet_records.c) */
+  struct pfid_rec *rec; /* its rows not yet written (fleet_records.c) */
   struct pfi_http *http;
   /* Set by the API when an event was submitted or cancelled: the next
    * period starts at once rather than at its time (__atomic access). */
@@ -243,6 +244,25 @@ struct pfid_assign_rec {
   const char *event, *kind, *caps_mw;
 };
 int pfid_records_open(struct pfi_pfid *d, struct pfi_error *err);
+/* A row that cannot be written (a full file system) is held in memory, at
+ * most PFID_REC_QUEUE rows (the oldest dropped past that), and written
+ * before any newer one once it can: at the next write or the period's
+ * pfid_records_flush. Between pfid_records_begin and _end rows are
+ * written together in one transaction at _end. */
+#define PFID_REC_QUEUE 16384
+void pfid_records_begin(struct pfi_pfid *d);
+void pfid_records_end(struct pfi_pfid *d);
+void pfid_records_flush(struct pfi_pfid *d);
+void pfid_records_close(struct pfi_pfid *d);
+struct pfid_records_state {
+  int failing;            /* the newest write failed */
+  size_t pending;         /* rows held */
+  unsigned long failed;   /* writes that failed */
+  unsigned long dropped;  /* rows dropped past the bound */
+  unsigned long written_late; /* rows written after a failure */
+  char err[256];          /* the newest failure */
+};
+void pfid_records_state(struct pfi_pfid *d, struct pfid_records_state *s);
 void pfid_records_log(struct pfi_pfid *d, const char *what, const char *detail);
 void pfid_records_assign(struct pfi_pfid *d, const struct pfi_fleet_assign *a,
                          const char *kind);
