@@ -69,6 +69,29 @@ int pfi_fleet_assign_encode(const struct pfi_fleet_assign *a, char *buf,
 int pfi_fleet_assign_decode(const char *buf, size_t len,
                             struct pfi_fleet_assign *a, struct pfi_error *err);
 
+/* ---- bounds on what a peer may say (docs/fleet.md "Trust") ---------------
+ * An assignment is fenced by the bucket (only the server republishes on
+ * pfi.assign.<node>) and bounded by the agent: its sequence number may not
+ * jump more than PFI_FLEET_SEQ_JUMP_MAX above the newest seen (a first one,
+ * with none seen, at most PFI_FLEET_SEQ_FIRST_MAX, leaving room to count
+ * on), and its event may not end more than PFI_FLEET_EVENT_AHEAD_MAX_S after
+ * the agent's clock (pfid sends at most that: a longer stretch of events is
+ * carried forward by the next assignments). */
+#define PFI_FLEET_SEQ_JUMP_MAX (1ull << 24)
+#define PFI_FLEET_SEQ_FIRST_MAX (1ull << 52)
+#define PFI_FLEET_EVENT_AHEAD_MAX_S (7 * 86400.0)
+
+/*
+ * Whether an agent that has seen sequence numbers up to `seq_seen` (0:
+ * none) may take assignment `a` at Unix time `now_s`, beyond decoding:
+ * 0, or PFI_EINVAL naming the field ("seq": a jump above the bounds;
+ * "event_end": an end more than PFI_FLEET_EVENT_AHEAD_MAX_S ahead). An
+ * assignment at or below seq_seen is the caller's (old or replayed: 0).
+ */
+struct pfi_fleet_assign;
+int pfi_fleet_assign_check(const struct pfi_fleet_assign *a, uint64_t seq_seen,
+                           double now_s, struct pfi_error *err);
+
 /* The agent's state, as telemetry reports it. */
 enum pfi_agent_mode {
   PFI_AGENT_IDLE = 0,     /* no cap of ours on the GPUs (originals) */
@@ -139,7 +162,38 @@ struct pfi_fleet_telemetry {
   double node_w;        /* W (0..1e6); < 0 when not measured */
   char node_source[16]; /* "" when not measured */
   double node_age_s;    /* age of the reading at t_s, s (0..1e6) */
+  /* 1 when the agent cannot write its local record (the limits it would
+   * restore): it cannot take a cut safely. The message's optional field
+   * "record_ok" (true when absent; written only when false) is its
+   * negation, so that a zeroed struct says the record is fine. */
+  int record_failed;
 };
+
+/* Telemetry bounds against the GPUs' own figures (pfid,
+ * pfi_fleet_telemetry_plausible): a GPU's power at most its maximum limit
+ * times (1 + PFI_FLEET_POWER_MARGIN) plus PFI_FLEET_POWER_SLACK_W (a
+ * board's draw over its limit for less than a sample); no GPU's maximum
+ * above PFI_FLEET_GPU_MAX_MW; the node's power at most its GPUs' maxima
+ * with the same margin plus PFI_FLEET_NODE_OTHER_MAX_W. */
+#define PFI_FLEET_POWER_MARGIN 0.10
+#define PFI_FLEET_POWER_SLACK_W 25.0
+#define PFI_FLEET_GPU_MAX_MW 3000000u
+#define PFI_FLEET_NODE_OTHER_MAX_W 20000.0
+
+/*
+ * Whether telemetry `t` (decoded) is physically plausible for the GPUs it
+ * describes: each GPU's min <= default <= max <= PFI_FLEET_GPU_MAX_MW, its
+ * limit read back within min..max, its power within the margin above its
+ * maximum, the node's power within its bound, no two GPUs with one uuid.
+ * Returns 0 or PFI_EINVAL naming the GPU and field. What the GPUs are is
+ * pfi_fleet_telemetry_gpu_sig's to compare with what the node registered.
+ */
+struct pfi_fleet_telemetry;
+int pfi_fleet_telemetry_plausible(const struct pfi_fleet_telemetry *t,
+                                  struct pfi_error *err);
+/* A signature of the node's GPUs (their count, each uuid and range): a
+ * node whose signature changes is not the node it was. */
+uint64_t pfi_fleet_telemetry_gpu_sig(const struct pfi_fleet_telemetry *t);
 
 /* 1 when `s` names a node power source the message carries. */
 int pfi_fleet_node_source_ok(const char *s);

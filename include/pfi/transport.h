@@ -72,6 +72,15 @@ int pfi_nats_subscribe_checked(struct pfi_nats *nc, const char *subject,
 int pfi_nats_subscribe_many(struct pfi_nats *nc, const char *const *subjects,
                             size_t n, struct pfi_nats_sub **sub,
                             struct pfi_error *err);
+/* An agent's subscription to its assignments, subject pfi.assign.<node>,
+ * fenced by the bucket: pfi_nats_next takes only the server's republication
+ * of key assign.<node> (headers Nats-Stream KV_pfi, Nats-Subject
+ * $KV.pfi.assign.<node>, Nats-Sequence, the key's revision); a message
+ * published on the subject directly is dropped and counted
+ * (pfi_nats_sub_dropped). */
+int pfi_nats_subscribe_assign(struct pfi_nats *nc, const char *node,
+                              struct pfi_nats_sub **sub, struct pfi_error *err);
+unsigned long pfi_nats_sub_dropped(const struct pfi_nats_sub *sub);
 void pfi_nats_unsubscribe(struct pfi_nats_sub *sub);
 /* Waits at most `timeout_s` for the next message: returns 1 with a malloc'd
  * copy in *data (NUL-terminated, *len bytes; caller frees) and its subject
@@ -131,6 +140,12 @@ int pfi_nats_kv_delete(struct pfi_nats *nc, const char *key,
 int pfi_nats_kv_keys(struct pfi_nats *nc, const char *prefix, char ***keys,
                      size_t *n, struct pfi_error *err);
 void pfi_nats_keys_free(char **keys, size_t n);
+/* Makes the bucket again when the server has lost it (its JetStream store
+ * gone: the stream is not found), with the configuration it was opened
+ * with; the connection's handle works on it as before. Returns 0 when it
+ * was there, 1 when it was made again (empty: the caller writes back what
+ * it needs), PFI_EIO when the server cannot say or make it. */
+int pfi_nats_kv_ensure(struct pfi_nats *nc, struct pfi_error *err);
 
 /* Reads a secret (password, token): the first line of `path`, which must
  * be a regular file not readable or writable by group or others. Returns

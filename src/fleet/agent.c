@@ -253,6 +253,12 @@ int pfi_agent_handle(struct pfi_agent *ag, const char *msg, size_t len,
     ag->stats.ignored++;
     return 0;
   }
+  /* A jump of the sequence or an event end beyond the bounds (a forgery
+   * would lock the node out or hold it for years): refused. */
+  if ((rc = pfi_fleet_assign_check(&a, ag->seq, now_s, err)) < 0) {
+    ag->stats.rejected++;
+    return rc;
+  }
   if (!a.restore) {
     if (a.n != ag->n) {
       ag->stats.rejected++;

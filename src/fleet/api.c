@@ -74,6 +74,18 @@ static json_t *node_json(const struct pfid_node *n, double mono) {
       "mode", n->have_tel ? pfi_agent_mode_name(n->tel.mode) : "unknown", "seq",
       (json_int_t)n->seq, "seq_applied", (json_int_t)n->tel.seq_applied,
       "reapplied", (int)n->tel.reapplied, "gpus", g);
+  /* What its agent said that was not believed (docs/fleet.md "Trust"). */
+  if (o) {
+    json_object_set_new(o, "suspect",
+                        pfid_node_suspect(n, mono) ? json_string(n->suspect)
+                                                   : json_null());
+    json_object_set_new(o, "refused", json_integer((json_int_t)n->refused));
+    json_object_set_new(o, "record_ok",
+                        json_boolean(!(n->have_tel && n->tel.record_failed)));
+    if (n->adopted_seq)
+      json_object_set_new(o, "adopted_seq",
+                          json_integer((json_int_t)n->adopted_seq));
+  }
   double gw, ow, age;
   int fresh = pfid_node_power(n, mono, &gw, &ow, &age);
   if (o && n->have_tel)
@@ -129,10 +141,13 @@ static json_t *periods_json(const struct pfi_pfid *d) {
 }
 
 static void status(struct pfi_pfid *d, struct pfi_http_resp *rs) {
-  size_t stale = 0, gpus = 0;
+  size_t stale = 0, gpus = 0, suspect = 0, no_record = 0;
+  double mono = pfid_mono();
   for (size_t i = 0; i < d->n_nodes; i++) {
     stale += d->node[i].stale;
     gpus += d->node[i].tel.n;
+    suspect += pfid_node_suspect(&d->node[i], mono);
+    no_record += d->node[i].have_tel && d->node[i].tel.record_failed;
   }
   json_t *j = json_pack(
       "{s:s s:b s:I s:I s:I s:s s:f s:f s:I s:I}", "id", d->id, "leader",
@@ -141,6 +156,35 @@ static void status(struct pfi_pfid *d, struct pfi_http_resp *rs) {
       "target_w", d->target_w, "power_w", d->power_w, "steps",
       (json_int_t)d->steps, "takeovers", (json_int_t)d->takeovers);
   json_object_set_new(j, "period_work_s", periods_json(d));
+  /* docs/fleet.md "Trust": nodes whose telemetry was refused lately, the
+   * refusals by reason, sequence numbers adopted from the agents, the
+   * bucket made again after it was lost. */
+  json_object_set_new(j, "suspect_nodes", json_integer((json_int_t)suspect));
+  json_object_set_new(j, "record_failed_nodes",
+                      json_integer((json_int_t)no_record));
+  json_object_set_new(
+      j, "telemetry_refused",
+      json_pack("{s:I s:I s:I}", "malformed", (json_int_t)d->bad_tel, "rate",
+                (json_int_t)d->tel_rate, "implausible",
+                (json_int_t)d->tel_implausible));
+  json_object_set_new(j, "seq_adopted", json_integer((json_int_t)d->seq_adopted));
+  /* Records that could not be written (a full file system): held in
+   * memory until they can be. */
+  struct pfid_records_state rst;
+  pfid_records_state(d, &rst);
+  json_t *rj = json_pack("{s:b s:I s:I s:I s:I}", "ok", !rst.failing, "pending",
+                         (json_int_t)rst.pending, "failed",
+                         (json_int_t)rst.failed, "dropped",
+                         (json_int_t)rst.dropped, "written_late",
+                         (json_int_t)rst.written_late);
+  if (rj && rst.failing)
+    json_object_set_new(rj, "error", json_string(rst.err));
+  json_object_set_new(j, "records", rj);
+  json_object_set_new(j, "bucket_recreated",
+                      json_integer((json_int_t)d->bucket_recreated));
+  if (d->bucket_recreated)
+    json_object_set_new(j, "bucket_recreated_t",
+                        json_real(d->bucket_recreated_t));
   /* Levels (docs/fleet.md): the levels events may state (node and meter
    * with --meter-config), the active target as stated and the GPU target
    * it became this period (target_w), the fleet's power at each level. */
@@ -641,6 +685,58 @@ static void metrics(struct pfi_pfid *d, struct pfi_http_resp *rs) {
                  "pfi_pfid_bad_telemetry_total %lu\n",
                  d->id, d->leader, d->n_nodes - stale, stale, d->target_w,
                  d->power_w, d->published, d->takeovers, d->bad_tel);
+  size_t suspect = 0, no_record = 0;
+  double mono = pfid_mono();
+  for (size_t i = 0; i < d->n_nodes; i++) {
+    suspect += pfid_node_suspect(&d->node[i], mono);
+    no_record += d->node[i].have_tel && d->node[i].tel.record_failed;
+  }
+  pfi_buf_printf(&b,
+                 "# HELP pfi_fleet_nodes_suspect Nodes with telemetry "
+                 "refused in the last %.0f s (rate, implausible).\n"
+                 "# TYPE pfi_fleet_nodes_suspect gauge\n"
+                 "pfi_fleet_nodes_suspect %zu\n"
+                 "# HELP pfi_fleet_nodes_record_failed Nodes whose agent "
+                 "cannot write its local record (counted unable to cut).\n"
+                 "# TYPE pfi_fleet_nodes_record_failed gauge\n"
+                 "pfi_fleet_nodes_record_failed %zu\n"
+                 "# HELP pfi_pfid_telemetry_refused_total Telemetry refused, "
+                 "by reason.\n"
+                 "# TYPE pfi_pfid_telemetry_refused_total counter\n"
+                 "pfi_pfid_telemetry_refused_total{reason=\"malformed\"} %lu\n"
+                 "pfi_pfid_telemetry_refused_total{reason=\"rate\"} %lu\n"
+                 "pfi_pfid_telemetry_refused_total{reason=\"implausible\"} "
+                 "%lu\n"
+                 "# HELP pfi_pfid_seq_adopted_total Sequence numbers adopted "
+                 "from a node that applied one above ours.\n"
+                 "# TYPE pfi_pfid_seq_adopted_total counter\n"
+                 "pfi_pfid_seq_adopted_total %lu\n"
+                 "# HELP pfi_pfid_bucket_recreated_total Times the bucket "
+                 "was found lost and made again.\n"
+                 "# TYPE pfi_pfid_bucket_recreated_total counter\n"
+                 "pfi_pfid_bucket_recreated_total %lu\n",
+                 PFID_SUSPECT_S, suspect, no_record, d->bad_tel, d->tel_rate,
+                 d->tel_implausible, d->seq_adopted, d->bucket_recreated);
+  struct pfid_records_state rst;
+  pfid_records_state(d, &rst);
+  pfi_buf_printf(&b,
+                 "# HELP pfi_pfid_records_ok 0 while the records file cannot "
+                 "be written.\n"
+                 "# TYPE pfi_pfid_records_ok gauge\n"
+                 "pfi_pfid_records_ok %d\n"
+                 "# HELP pfi_pfid_records_pending Rows held in memory until "
+                 "the records file can be written.\n"
+                 "# TYPE pfi_pfid_records_pending gauge\n"
+                 "pfi_pfid_records_pending %zu\n"
+                 "# HELP pfi_pfid_records_failed_total Writes of the records "
+                 "file that failed.\n"
+                 "# TYPE pfi_pfid_records_failed_total counter\n"
+                 "pfi_pfid_records_failed_total %lu\n"
+                 "# HELP pfi_pfid_records_dropped_total Rows dropped past "
+                 "the bound of those held.\n"
+                 "# TYPE pfi_pfid_records_dropped_total counter\n"
+                 "pfi_pfid_records_dropped_total %lu\n",
+                 !rst.failing, rst.pending, rst.failed, rst.dropped);
   pfi_buf_printf(&b,
                  "# HELP pfi_fleet_stated_target_watts The active event's "
                  "target at the level it was stated (0 outside one).\n"
@@ -668,7 +764,6 @@ static void metrics(struct pfi_pfid *d, struct pfi_http_resp *rs) {
                    d->node_w, d->meter_w);
   capacity_metrics(d, &b);
   /* Each family in one group, as the exposition format requires. */
-  double mono = pfid_mono();
   for (int k = 0; k < 2; k++) {
     pfi_buf_printf(&b, k ? "# HELP pfi_node_power_age_seconds Age of that "
                            "reading.\n"

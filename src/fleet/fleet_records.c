@@ -5,8 +5,10 @@
  * dbtable.h (docs/fleet.md "Records"; the SQL is in the store).
  */
 #include <math.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "pfi/dbtable.h"
@@ -109,7 +111,136 @@ static const struct pfi_table decision_table =
     TABLE("fleet_decisions", decision_cols, decision_row);
 #undef TABLE
 
+/* ---- rows that could not be written --------------------------------------
+ * Every row goes through a queue (a ring of PFID_REC_QUEUE, oldest first):
+ * written at once (or, between pfid_records_begin and _end, together in one
+ * transaction); a write that fails (a full file system, an I/O error)
+ * leaves its rows queued, and the next write, or the period's
+ * pfid_records_flush, writes them first, in order, once it can. Past the
+ * bound the oldest are dropped and counted. */
+struct pfid_rec_item {
+  const struct pfi_table *t;
+  union {
+    struct assign_row a;
+    struct log_row l;
+    struct decision_row dn;
+  } u;
+};
+
+struct pfid_rec {
+  pthread_mutex_t mu;
+  struct pfid_rec_item *q; /* PFID_REC_QUEUE */
+  size_t head, len;
+  int deferred;   /* between begin and end */
+  int failing;    /* the newest write failed */
+  unsigned long failed, dropped, written_late;
+  char err[256];  /* the newest failure */
+};
+
+/* Writes the queue in one transaction: 0, or -1 (all kept). With r->mu. */
+static int rec_write(struct pfi_pfid *d, struct pfid_rec *r) {
+  struct pfi_error e;
+  if (!r->len)
+    return 0;
+  int rc = pfi_db_begin(d->db, &e);
+  for (size_t i = 0; rc == 0 && i < r->len; i++) {
+    struct pfid_rec_item *it = &r->q[(r->head + i) % PFID_REC_QUEUE];
+    rc = pfi_db_put(d->db, it->t, &it->u, &e);
+  }
+  if (rc == 0)
+    rc = pfi_db_commit(d->db, &e);
+  if (rc < 0) {
+    pfi_db_rollback(d->db);
+    r->failed++;
+    if (!r->failing)
+      fprintf(stderr,
+              "pfid %s: records: cannot write %s: %s (%zu rows held in "
+              "memory until it can)\n",
+              d->id, d->o.records, e.msg, r->len);
+    r->failing = 1;
+    snprintf(r->err, sizeof r->err, "%.250s", e.msg);
+    return -1;
+  }
+  if (r->failing) {
+    r->written_late += r->len;
+    fprintf(stderr, "pfid %s: records: written again (%zu rows held)\n",
+            d->id, r->len);
+  }
+  r->failing = 0;
+  r->head = r->len = 0;
+  return 0;
+}
+
+static void rec_put(struct pfi_pfid *d, const struct pfi_table *t,
+                    const void *row, size_t size) {
+  struct pfid_rec *r = d->rec;
+  if (!r || !d->db)
+    return;
+  pthread_mutex_lock(&r->mu);
+  if (r->len == PFID_REC_QUEUE) {
+    r->head = (r->head + 1) % PFID_REC_QUEUE;
+    r->len--;
+    r->dropped++;
+  }
+  struct pfid_rec_item *it = &r->q[(r->head + r->len++) % PFID_REC_QUEUE];
+  it->t = t;
+  memcpy(&it->u, row, size);
+  if (!r->deferred)
+    rec_write(d, r);
+  pthread_mutex_unlock(&r->mu);
+}
+
+void pfid_records_begin(struct pfi_pfid *d) {
+  if (!d->rec)
+    return;
+  pthread_mutex_lock(&d->rec->mu);
+  d->rec->deferred = 1;
+  pthread_mutex_unlock(&d->rec->mu);
+}
+
+void pfid_records_end(struct pfi_pfid *d) {
+  if (!d->rec)
+    return;
+  pthread_mutex_lock(&d->rec->mu);
+  d->rec->deferred = 0;
+  rec_write(d, d->rec);
+  pthread_mutex_unlock(&d->rec->mu);
+}
+
+void pfid_records_flush(struct pfi_pfid *d) { pfid_records_end(d); }
+
+void pfid_records_state(struct pfi_pfid *d, struct pfid_records_state *s) {
+  memset(s, 0, sizeof *s);
+  if (!d->rec)
+    return;
+  pthread_mutex_lock(&d->rec->mu);
+  s->failing = d->rec->failing;
+  s->pending = d->rec->len;
+  s->failed = d->rec->failed;
+  s->dropped = d->rec->dropped;
+  s->written_late = d->rec->written_late;
+  snprintf(s->err, sizeof s->err, "%.250s", d->rec->err);
+  pthread_mutex_unlock(&d->rec->mu);
+}
+
+void pfid_records_close(struct pfi_pfid *d) {
+  if (!d->rec)
+    return;
+  pfid_records_end(d); /* a last try */
+  pthread_mutex_destroy(&d->rec->mu);
+  free(d->rec->q);
+  free(d->rec);
+  d->rec = NULL;
+}
+
 int pfid_records_open(struct pfi_pfid *d, struct pfi_error *err) {
+  if (!(d->rec = calloc(1, sizeof *d->rec)) ||
+      !(d->rec->q = calloc(PFID_REC_QUEUE, sizeof *d->rec->q))) {
+    free(d->rec);
+    d->rec = NULL;
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  }
+  pthread_mutex_init(&d->rec->mu, NULL);
   /* Two pfid on one host may share the file (the standby writes only once
    * it leads): the store waits for the other's transaction. */
   const struct pfi_table *t[] = {&assign_table, &log_table, &decision_table};
@@ -133,9 +264,7 @@ void pfid_records_log(struct pfi_pfid *d, const char *what,
   snprintf(w.pfid, sizeof w.pfid, "%s", d->id);
   snprintf(w.what, sizeof w.what, "%s", what);
   snprintf(w.detail, sizeof w.detail, "%s", detail);
-  struct pfi_error e;
-  if (d->db && pfi_db_put(d->db, &log_table, &w, &e) < 0)
-    fprintf(stderr, "pfid %s: records: %s\n", d->id, e.msg);
+  rec_put(d, &log_table, &w, sizeof w);
 }
 
 void pfid_records_assign(struct pfi_pfid *d, const struct pfi_fleet_assign *a,
@@ -153,9 +282,7 @@ void pfid_records_assign(struct pfi_pfid *d, const struct pfi_fleet_assign *a,
   snprintf(w.event, sizeof w.event, "%s", a->event);
   snprintf(w.kind, sizeof w.kind, "%s", kind);
   w.target_w = a->event[0] ? d->target_w : NAN;
-  struct pfi_error e;
-  if (pfi_db_put(d->db, &assign_table, &w, &e) < 0)
-    fprintf(stderr, "pfid %s: records: %s\n", d->id, e.msg);
+  rec_put(d, &assign_table, &w, sizeof w);
 }
 
 void pfid_records_decision(struct pfi_pfid *d, const struct pfi_ctl_record *r) {
@@ -189,9 +316,7 @@ void pfid_records_decision(struct pfi_pfid *d, const struct pfi_ctl_record *r) {
   w.protect = r->protect;
   w.shortfall_w = r->shortfall_w;
   w.complete = r->complete;
-  struct pfi_error e;
-  if (pfi_db_put(d->db, &decision_table, &w, &e) < 0)
-    fprintf(stderr, "pfid %s: records: %s\n", d->id, e.msg);
+  rec_put(d, &decision_table, &w, sizeof w);
 }
 
 struct assign_ctx {

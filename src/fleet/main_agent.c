@@ -402,10 +402,8 @@ int main(int argc, char **argv) {
         pfi_agent_mode_name(st.mode), (unsigned long long)st.seq,
         nm && pfi_node_meter_source(nm)[0] ? pfi_node_meter_source(nm)
                                            : "not measured");
-  char subject[PFI_FLEET_NAME_MAX + 32];
-  snprintf(subject, sizeof subject, "pfi.assign.%s", node);
   if ((rc = pfi_nats_open(&nc, &no, &err)) < 0 ||
-      (rc = pfi_nats_subscribe(nc, subject, &sub, &err)) < 0 ||
+      (rc = pfi_nats_subscribe_assign(nc, node, &sub, &err)) < 0 ||
       (metrics && (rc = pfi_http_start(&http, metrics, serve, NULL, &err)) < 0) ||
       (cap_listen &&
        (rc = pfi_http_start(&cap_http, cap_listen, serve, (void *)cap_listen,

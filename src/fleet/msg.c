@@ -337,6 +337,12 @@ int pfi_fleet_telemetry_decode(const char *buf, size_t len,
       goto out;
     }
   }
+  json_t *rok = json_object_get(j, "record_ok");
+  if (rok && !json_is_boolean(rok)) {
+    rc = bad(err, TE, "record_ok", "not true or false");
+    goto out;
+  }
+  t->record_failed = rok && json_is_false(rok);
   t->n_jobs = jb ? (unsigned)json_array_size(jb) : 0;
   for (unsigned i = 0; i < t->n_jobs; i++) {
     json_t *o = json_array_get(jb, i);
@@ -402,6 +408,8 @@ int pfi_fleet_telemetry_encode(const struct pfi_fleet_telemetry *t, char *buf,
                                       ? t->node_age_s
                                       : 0));
   }
+  if (j && t->record_failed)
+    json_object_set_new(j, "record_ok", json_false());
   json_t *g = json_array(), *jb = json_array();
   for (unsigned i = 0; j && g && i < t->n; i++) {
     const struct pfi_fleet_gpu *u = &t->gpu[i];
@@ -666,4 +674,88 @@ int pfi_fleet_ctl_state_encode(const struct pfi_fleet_ctl_state *c,
   json_t *j = json_pack("{si s:s s:f s:f}", "v", PFI_FLEET_VERSION, "event",
                         c->event, "baseline_w", c->baseline_w, "t", c->t_s);
   return dump(j, buf, n, err);
+}
+
+/* ---- bounds on what a peer may say --------------------------------------- */
+
+int pfi_fleet_assign_check(const struct pfi_fleet_assign *a, uint64_t seq_seen,
+                           double now_s, struct pfi_error *err) {
+  if (a->seq > seq_seen && seq_seen > 0 &&
+      a->seq - seq_seen > PFI_FLEET_SEQ_JUMP_MAX)
+    return pfi_error_set(err, PFI_EINVAL,
+                         "assignment message: field \"seq\": %llu jumps "
+                         "more than %llu above the newest seen, %llu",
+                         (unsigned long long)a->seq,
+                         (unsigned long long)PFI_FLEET_SEQ_JUMP_MAX,
+                         (unsigned long long)seq_seen);
+  if (seq_seen == 0 && a->seq > PFI_FLEET_SEQ_FIRST_MAX)
+    return pfi_error_set(err, PFI_EINVAL,
+                         "assignment message: field \"seq\": %llu above "
+                         "%llu for a first assignment",
+                         (unsigned long long)a->seq,
+                         (unsigned long long)PFI_FLEET_SEQ_FIRST_MAX);
+  if (a->event[0] && a->event_end_s > now_s + PFI_FLEET_EVENT_AHEAD_MAX_S)
+    return pfi_error_set(err, PFI_EINVAL,
+                         "assignment message: field \"event_end\": %.3f is "
+                         "more than %.0f s after now (%.3f)",
+                         a->event_end_s, PFI_FLEET_EVENT_AHEAD_MAX_S, now_s);
+  return 0;
+}
+
+int pfi_fleet_telemetry_plausible(const struct pfi_fleet_telemetry *t,
+                                  struct pfi_error *err) {
+  double max_w = 0;
+  for (unsigned i = 0; i < t->n; i++) {
+    const struct pfi_fleet_gpu *u = &t->gpu[i];
+    if (u->max_mw > PFI_FLEET_GPU_MAX_MW)
+      return pfi_error_set(err, PFI_EINVAL,
+                           "telemetry of %s: GPU %u: max_mw %u above %u",
+                           t->node, i, u->max_mw, PFI_FLEET_GPU_MAX_MW);
+    /* 0: a figure the backend could not read, not a claim. */
+    if (u->default_mw && (u->default_mw < u->min_mw || u->default_mw > u->max_mw))
+      return pfi_error_set(err, PFI_EINVAL,
+                           "telemetry of %s: GPU %u: default_mw %u outside "
+                           "%u..%u",
+                           t->node, i, u->default_mw, u->min_mw, u->max_mw);
+    if (u->cap_mw && (u->cap_mw < u->min_mw || u->cap_mw > u->max_mw))
+      return pfi_error_set(err, PFI_EINVAL,
+                           "telemetry of %s: GPU %u: cap_mw %u outside %u..%u",
+                           t->node, i, u->cap_mw, u->min_mw, u->max_mw);
+    double bound = u->max_mw / 1000.0 * (1 + PFI_FLEET_POWER_MARGIN) +
+                   PFI_FLEET_POWER_SLACK_W;
+    if (u->power_w > bound)
+      return pfi_error_set(err, PFI_EINVAL,
+                           "telemetry of %s: GPU %u: power_w %.1f above %.1f "
+                           "(its maximum %.1f W and the margin)",
+                           t->node, i, u->power_w, bound, u->max_mw / 1000.0);
+    max_w += bound;
+    for (unsigned k = 0; u->uuid[0] && k < i; k++)
+      if (strcmp(t->gpu[k].uuid, u->uuid) == 0)
+        return pfi_error_set(err, PFI_EINVAL,
+                             "telemetry of %s: GPUs %u and %u: one uuid %s",
+                             t->node, k, i, u->uuid);
+  }
+  if (t->node_w > max_w + PFI_FLEET_NODE_OTHER_MAX_W)
+    return pfi_error_set(err, PFI_EINVAL,
+                         "telemetry of %s: node_w %.1f above %.1f (its GPUs' "
+                         "maxima and %.0f W of other power)",
+                         t->node, t->node_w, max_w + PFI_FLEET_NODE_OTHER_MAX_W,
+                         PFI_FLEET_NODE_OTHER_MAX_W);
+  return 0;
+}
+
+uint64_t pfi_fleet_telemetry_gpu_sig(const struct pfi_fleet_telemetry *t) {
+  uint64_t h = 1469598103934665603ull; /* FNV-1a over count, uuids, ranges */
+#define SIG_MIX(p, n)                                                          \
+  for (size_t q_ = 0; q_ < (n); q_++)                                          \
+    h = (h ^ ((const unsigned char *)(p))[q_]) * 1099511628211ull;
+  SIG_MIX(&t->n, sizeof t->n);
+  for (unsigned i = 0; i < t->n; i++) {
+    const struct pfi_fleet_gpu *u = &t->gpu[i];
+    SIG_MIX(u->uuid, strlen(u->uuid) + 1);
+    SIG_MIX(&u->min_mw, sizeof u->min_mw);
+    SIG_MIX(&u->max_mw, sizeof u->max_mw);
+  }
+#undef SIG_MIX
+  return h;
 }

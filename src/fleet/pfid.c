@@ -99,26 +99,117 @@ struct pfid_node *pfid_node_find(struct pfi_pfid *d, const char *name) {
   return node_get(d, name, 0);
 }
 
-/* One telemetry message from subject pfi.telemetry.<node>. */
+int pfid_node_suspect(const struct pfid_node *n, double mono) {
+  return n->refused && mono - n->suspect_mono <= PFID_SUSPECT_S;
+}
+
+/* Refuses node n's telemetry: counted, the node suspect, its first refusal
+ * after a quiet PFID_SUSPECT_S logged (not every message of a flood).
+ * Called with d->mu held; *log set to the line to log after it. */
+static void tel_refuse(struct pfid_node *n, double mono, const char *why,
+                       char *log, size_t nlog) {
+  if (!pfid_node_suspect(n, mono))
+    snprintf(log, nlog, "node %s: %.180s", n->name, why);
+  snprintf(n->suspect, sizeof n->suspect, "%.180s", why);
+  n->suspect_mono = mono;
+  n->refused++;
+}
+
+/* One telemetry message from subject pfi.telemetry.<node>. A node speaks
+ * only for itself, on its own subject, at most PFID_TEL_RATE messages a
+ * second (counted before decoding: a flood costs a lookup each), about the
+ * GPUs it registered, within their physical bounds; anything else is
+ * refused and not believed (docs/fleet.md "Trust"). */
 static void take_telemetry(struct pfi_pfid *d, const char *subj,
                            const char *buf, size_t len,
                            struct pfi_fleet_telemetry *t) {
   struct pfi_error e;
   const char *pre = "pfi.telemetry.";
-  if (strncmp(subj, pre, strlen(pre)) != 0 ||
-      pfi_fleet_telemetry_decode(buf, len, t, &e) < 0 ||
-      strcmp(subj + strlen(pre), t->node) != 0) {
-    d->bad_tel++; /* a node speaks only for itself, on its own subject */
+  const char *name = subj + strlen(pre);
+  if (strncmp(subj, pre, strlen(pre)) != 0 || !pfi_fleet_name_ok(name)) {
+    d->bad_tel++;
     return;
   }
+  char log[256] = "", alert[256] = "";
+  double mono = pfid_mono();
   pthread_mutex_lock(&d->mu);
-  struct pfid_node *n = node_get(d, t->node, 1);
-  if (n) {
+  struct pfid_node *n = node_get(d, name, 1);
+  if (!n) {
+    pthread_mutex_unlock(&d->mu);
+    return;
+  }
+  if (!n->tb_mono) {
+    n->tb_tokens = PFID_TEL_BURST;
+    n->tb_mono = mono;
+  }
+  n->tb_tokens += (mono - n->tb_mono) * PFID_TEL_RATE;
+  if (n->tb_tokens > PFID_TEL_BURST)
+    n->tb_tokens = PFID_TEL_BURST;
+  n->tb_mono = mono;
+  if (n->tb_tokens < 1) {
+    d->tel_rate++;
+    tel_refuse(n, mono, "telemetry above the rate limit (refused)", log,
+               sizeof log);
+    pthread_mutex_unlock(&d->mu);
+    if (log[0])
+      pfid_log(d, "suspect", "%s", log);
+    return;
+  }
+  n->tb_tokens -= 1;
+  pthread_mutex_unlock(&d->mu);
+  if (pfi_fleet_telemetry_decode(buf, len, t, &e) < 0 ||
+      strcmp(name, t->node) != 0) {
+    d->bad_tel++;
+    return;
+  }
+  int plausible = pfi_fleet_telemetry_plausible(t, &e) == 0;
+  uint64_t sig = pfi_fleet_telemetry_gpu_sig(t);
+  pthread_mutex_lock(&d->mu);
+  if (plausible && n->registered && sig != n->gpu_sig) {
+    plausible = 0;
+    snprintf(e.msg, sizeof e.msg,
+             "telemetry of %s: its GPUs (count, uuids, ranges) are not the "
+             "ones it registered",
+             t->node);
+  }
+  if (plausible && n->seq && t->seq_applied > n->seq &&
+      t->seq_applied - n->seq > PFI_FLEET_SEQ_JUMP_MAX) {
+    plausible = 0;
+    snprintf(e.msg, sizeof e.msg,
+             "telemetry of %s: seq_applied %llu more than %llu above ours",
+             t->node, (unsigned long long)t->seq_applied,
+             (unsigned long long)PFI_FLEET_SEQ_JUMP_MAX);
+  }
+  if (!plausible) {
+    d->tel_implausible++;
+    tel_refuse(n, mono, e.msg, log, sizeof log);
+  } else {
+    if (!n->registered) {
+      n->registered = 1;
+      n->gpu_sig = sig;
+    }
+    if (d->leader && t->seq_applied > n->seq) {
+      /* An assignment above ours was applied: one not ours (a forgery
+       * through the bucket, another pfid) or ours from before the bucket
+       * was lost. Our next one continues above it, or it would be
+       * ignored. */
+      snprintf(alert, sizeof alert,
+               "node %s applied sequence %llu, above ours (%llu): continuing "
+               "from it",
+               n->name, (unsigned long long)t->seq_applied,
+               (unsigned long long)n->seq);
+      n->seq = n->adopted_seq = t->seq_applied;
+      d->seq_adopted++;
+    }
     n->tel = *t;
     n->have_tel = 1;
-    n->seen_mono = pfid_mono();
+    n->seen_mono = mono;
   }
   pthread_mutex_unlock(&d->mu);
+  if (log[0])
+    pfid_log(d, "suspect", "%s", log);
+  if (alert[0])
+    pfid_log(d, "seq", "%s", alert);
 }
 
 /* ---- publishing ----------------------------------------------------------
@@ -158,6 +249,11 @@ static int pub_prepare(struct pfi_pfid *d, struct pfid_node *n,
   if (ev) {
     snprintf(a->event, sizeof a->event, "%s", ev->id);
     a->event_end_s = ev_end_s; /* the stretch's end, not ev's alone */
+    /* Agents refuse an end more than PFI_FLEET_EVENT_AHEAD_MAX_S ahead:
+     * a longer stretch is carried forward by the next assignments (an hour
+     * inside the bound, for the agents' clocks). */
+    if (a->event_end_s > a->issued_s + PFI_FLEET_EVENT_AHEAD_MAX_S - 3600)
+      a->event_end_s = a->issued_s + PFI_FLEET_EVENT_AHEAD_MAX_S - 3600;
   }
   a->restore = caps == NULL;
   a->n = caps ? ng : 0;
@@ -268,7 +364,7 @@ static int pub_all(struct pfi_pfid *d, struct pfid_pub *p, size_t k,
     k = 0;
   }
   /* The records of the period's assignments in one transaction. */
-  int tx = k && d->db && pfi_db_begin(d->db, NULL) == 0;
+  pfid_records_begin(d);
   size_t n_unsent = k;
   for (size_t i = 0; i < k; i++)
     idx[i] = i;
@@ -299,11 +395,7 @@ static int pub_all(struct pfi_pfid *d, struct pfid_pub *p, size_t k,
       break; /* nothing was sent */
     n_unsent = left;
   }
-  if (tx && pfi_db_commit(d->db, NULL) < 0) {
-    pfi_db_rollback(d->db);
-    fprintf(stderr, "pfid %s: records: the period's assignments not kept\n",
-            d->id);
-  }
+  pfid_records_end(d); /* held in memory when they cannot be written */
   for (size_t i = 0; i < k; i++)
     free(p[i].buf);
   free(op);
@@ -322,6 +414,12 @@ static int load_assignments(struct pfi_pfid *d, struct pfi_error *err) {
   int rc = pfi_nats_kv_keys(d->nc, "assign.", &keys, &nk, err);
   if (rc < 0)
     return rc;
+  /* A node without a key has none to compare and set on (the bucket made
+   * again after it was lost): its next write creates it. */
+  pthread_mutex_lock(&d->mu);
+  for (size_t i = 0; i < d->n_nodes; i++)
+    d->node[i].rev = 0;
+  pthread_mutex_unlock(&d->mu);
   for (size_t i = 0; i < nk && rc == 0; i++) {
     char *val = NULL;
     size_t len = 0;
@@ -338,6 +436,32 @@ static int load_assignments(struct pfi_pfid *d, struct pfi_error *err) {
       struct pfid_node *n = node_get(d, a.node, 1);
       if (n)
         pfid_node_from_bucket(n, &a, rev);
+      /* An assignment its agent has not applied (not yet, or refused: one
+       * written by another holder of the bucket's credentials) is taken
+       * no higher than the limits the agent reports: a decrease stands, a
+       * raise it never applied does not. */
+      unsigned lowered = 0;
+      if (n && n->have_tel && n->tel.seq_applied < a.seq && !a.restore &&
+          n->tel.n == a.n)
+        for (unsigned g = 0; g < a.n; g++)
+          if (n->tel.gpu[g].cap_mw && n->tel.gpu[g].cap_mw < n->caps[g]) {
+            n->caps[g] = n->tel.gpu[g].cap_mw;
+            lowered++;
+          }
+      pthread_mutex_unlock(&d->mu);
+      if (lowered)
+        pfid_log(d, "leader",
+                 "node %s: assignment %llu in the bucket not applied (the "
+                 "agent at %llu): %u caps taken at the agent's lower limits",
+                 a.node, (unsigned long long)a.seq,
+                 (unsigned long long)n->tel.seq_applied, lowered);
+    } else if (r == 1 && pfi_fleet_name_ok(keys[i] + 7)) {
+      /* Not an assignment (written by another holder of the bucket's
+       * credentials): its revision, so that ours replaces it. */
+      pthread_mutex_lock(&d->mu);
+      struct pfid_node *n = node_get(d, keys[i] + 7, 0);
+      if (n)
+        n->rev = rev;
       pthread_mutex_unlock(&d->mu);
     }
     free(val);
@@ -420,6 +544,86 @@ static void leadership(struct pfi_pfid *d) {
   d->pending_raise = 1;
   pfid_log(d, "leader", "took the lease (revision %llu)",
            (unsigned long long)rev);
+}
+
+/* ---- the bucket lost ------------------------------------------------------
+ * A server that lost its JetStream store (its disk, a restart on an empty
+ * one) has no bucket: every write fails and the API answers 503. pfid makes
+ * it again and writes back what it holds: the events, the tiers set
+ * through the API, the control module's state and, leading, its lease; the
+ * nodes' keys are created by the next assignments, whose sequence numbers
+ * continue from the highest each agent reports (take_telemetry). */
+static void bucket_check(struct pfi_pfid *d) {
+  struct pfi_error e;
+  int r = pfi_nats_kv_ensure(d->nc, &e);
+  if (r <= 0)
+    return;
+  size_t ne, nt;
+  struct pfi_fleet_event *ev = malloc(sizeof d->ev);
+  struct pfi_fleet_tier *tier = malloc(sizeof d->tier);
+  struct pfi_fleet_ctl_state cs;
+  int have_cs;
+  pthread_mutex_lock(&d->mu);
+  ne = ev ? d->n_ev : 0;
+  nt = tier ? d->n_tier : 0;
+  if (ne)
+    memcpy(ev, d->ev, ne * sizeof *ev);
+  if (nt)
+    memcpy(tier, d->tier, nt * sizeof *tier);
+  cs = d->ctl_state;
+  have_cs = d->have_ctl_state;
+  for (size_t i = 0; i < d->n_nodes; i++)
+    d->node[i].rev = 0;
+  d->bucket_recreated++;
+  d->bucket_recreated_t = pfid_wall();
+  pthread_mutex_unlock(&d->mu);
+  size_t back = 0, failed = 0;
+  char buf[4096], key[PFI_FLEET_NAME_MAX + 16];
+  for (size_t i = 0; i < ne; i++) {
+    int len = pfi_fleet_event_encode(&ev[i], buf, sizeof buf, &e);
+    snprintf(key, sizeof key, "event.%s", ev[i].id);
+    if (len >= 0 && pfi_nats_kv_put(d->nc, key, buf, (size_t)len, NULL, &e) == 0)
+      back++;
+    else
+      failed++;
+  }
+  for (size_t i = 0; i < nt; i++) {
+    int len = pfi_fleet_tier_encode(&tier[i], buf, sizeof buf, &e);
+    snprintf(key, sizeof key, "tier.%s", tier[i].job);
+    if (len >= 0 && pfi_nats_kv_put(d->nc, key, buf, (size_t)len, NULL, &e) == 0)
+      back++;
+    else
+      failed++;
+  }
+  if (have_cs) {
+    int len = pfi_fleet_ctl_state_encode(&cs, buf, sizeof buf, &e);
+    if (len >= 0 && pfi_nats_kv_put(d->nc, "ctl", buf, (size_t)len, NULL, &e) == 0)
+      back++;
+    else
+      failed++;
+  }
+  free(ev);
+  free(tier);
+  pfid_log(d, "bucket",
+           "the bucket " PFI_NATS_BUCKET " was lost (the server's JetStream "
+           "store): made it again, %zu events, %zu tiers%s written back "
+           "(%zu failed); assignments continue from the agents' sequence "
+           "numbers",
+           ne, nt, have_cs ? " and the control state" : "", failed);
+  (void)back;
+  if (!d->leader)
+    return;
+  /* Our lease, now a new key: created, or another pfid took it first. */
+  char val[160];
+  int len = lease_value(d, val, sizeof val);
+  uint64_t rev = 0;
+  if (pfi_nats_kv_create(d->nc, "leader", val, (size_t)len, &rev, &e) == 0) {
+    d->leader_rev = rev;
+  } else {
+    d->leader = 0;
+    pfid_ctl_close(d);
+    pfid_log(d, "standby", "the lease in the made-again bucket: %s", e.msg);
+  }
 }
 
 /* ---- events -------------------------------------------------------------- */
@@ -699,12 +903,11 @@ static int control_step(struct pfi_pfid *d, struct pfi_error *err) {
     /* Disconnected, the writes would only wait for the timeout. */
     if (pfi_nats_connected(d->nc))
       pfi_nats_kv_cas_batch(d->nc, lop, nl, PFID_PUB_WINDOW, NULL);
-    int tx = d->db && pfi_db_begin(d->db, NULL) == 0;
+    pfid_records_begin(d);
     for (size_t k = 0; k < nl; k++)
       pfid_log(d, strstr(lv[k].val, "true") ? "stale" : "live", "node %s",
                lv[k].key + 5);
-    if (tx && pfi_db_commit(d->db, NULL) < 0)
-      pfi_db_rollback(d->db);
+    pfid_records_end(d);
   }
   free(lv);
   free(lop);
@@ -946,6 +1149,9 @@ int pfi_pfid_run(struct pfi_pfid *d, volatile sig_atomic_t *stop,
     if (next < pfid_mono())
       next = pfid_mono() + d->o.period_s;
     double t_work = pfid_mono();
+    /* Rows held since a write failed (a full file system), written once
+     * they can be. */
+    pfid_records_flush(d);
     leadership(d);
     /* Events and tiers set through the API (either pfid's). A listing
      * that fails keeps the ones known. */
@@ -953,6 +1159,8 @@ int pfi_pfid_run(struct pfi_pfid *d, volatile sig_atomic_t *stop,
     size_t nk = 0;
     if (pfi_nats_kv_keys(d->nc, "event.", &keys, &nk, NULL) == 0)
       load_events(d, keys, nk);
+    else if (pfi_nats_connected(d->nc))
+      bucket_check(d); /* the listing fails: is the bucket lost? */
     pfi_nats_keys_free(keys, nk);
     keys = NULL;
     nk = 0;
@@ -990,6 +1198,7 @@ void pfi_pfid_close(struct pfi_pfid *d) {
   pfi_http_stop(d->http);
   pfi_nats_unsubscribe(d->tel);
   pfi_nats_close(d->nc);
+  pfid_records_close(d);
   pfi_db_close(d->db);
   pfid_ctl_close(d);
   pfid_capacity_close(d);

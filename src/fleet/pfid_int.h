@@ -39,7 +39,25 @@ struct pfid_node {
   uint64_t need_seq; /* a decrease awaiting confirmation, 0 when none */
   char reason[PFI_FLEET_NAME_MAX]; /* the controller's last decision about
                                       its jobs ("" none since the restore) */
+  /* What its agent may say (docs/fleet.md "Trust"): a token bucket of the
+   * messages taken before decoding (PFID_TEL_RATE a second, PFID_TEL_BURST
+   * at once), the signature of the GPUs its first plausible telemetry
+   * registered, and the newest refusal (why, when, how many). A node with
+   * a refusal in the last PFID_SUSPECT_S is suspect; its refused messages
+   * are not believed (it goes stale when none is). */
+  double tb_tokens, tb_mono;
+  uint64_t gpu_sig;
+  int registered;
+  char suspect[192];
+  double suspect_mono;
+  unsigned long refused;
+  uint64_t adopted_seq; /* the last sequence adopted from its telemetry */
 };
+#define PFID_TEL_RATE 20.0
+#define PFID_TEL_BURST 40.0
+#define PFID_SUSPECT_S 10.0
+/* 1 when node n had telemetry refused within PFID_SUSPECT_S of mono. */
+int pfid_node_suspect(const struct pfid_node *n, double mono);
 
 struct pfi_pfid {
   struct pfi_pfid_opts o;
@@ -48,6 +66,7 @@ struct pfi_pfid {
   struct pfi_nats *nc;
   struct pfi_nats_sub *tel;
   struct pfi_db *db; /* the records file (fleet_records.c) */
+  struct pfid_rec *rec; /* its rows not yet written (fleet_records.c) */
   struct pfi_http *http;
   /* Set by the API when an event was submitted or cancelled: the next
    * period starts at once rather than at its time (__atomic access). */
@@ -90,6 +109,12 @@ struct pfi_pfid {
   char infeasible_ev[PFI_FLEET_NAME_MAX]; /* logged as infeasible */
   double node_w, meter_w;
   unsigned long steps, published, cas_lost, takeovers, bad_tel;
+  /* Telemetry refused for its node's rate or as implausible (bad_tel
+   * counts the malformed); sequence numbers adopted from the agents (a
+   * node applied one above ours: an assignment not ours, or the bucket
+   * lost); times the bucket was found gone and made again. */
+  unsigned long tel_rate, tel_implausible, seq_adopted, bucket_recreated;
+  double bucket_recreated_t; /* Unix time of the newest, 0 none */
   /* The control module (pfi/control.h) over the nodes known when it was
    * built: GPU g of ctl_node[i] is controller GPU ctl_first[i] + g. */
   struct pfi_ctl *ctl;
@@ -219,6 +244,25 @@ struct pfid_assign_rec {
   const char *event, *kind, *caps_mw;
 };
 int pfid_records_open(struct pfi_pfid *d, struct pfi_error *err);
+/* A row that cannot be written (a full file system) is held in memory, at
+ * most PFID_REC_QUEUE rows (the oldest dropped past that), and written
+ * before any newer one once it can: at the next write or the period's
+ * pfid_records_flush. Between pfid_records_begin and _end rows are
+ * written together in one transaction at _end. */
+#define PFID_REC_QUEUE 16384
+void pfid_records_begin(struct pfi_pfid *d);
+void pfid_records_end(struct pfi_pfid *d);
+void pfid_records_flush(struct pfi_pfid *d);
+void pfid_records_close(struct pfi_pfid *d);
+struct pfid_records_state {
+  int failing;            /* the newest write failed */
+  size_t pending;         /* rows held */
+  unsigned long failed;   /* writes that failed */
+  unsigned long dropped;  /* rows dropped past the bound */
+  unsigned long written_late; /* rows written after a failure */
+  char err[256];          /* the newest failure */
+};
+void pfid_records_state(struct pfi_pfid *d, struct pfid_records_state *s);
 void pfid_records_log(struct pfi_pfid *d, const char *what, const char *detail);
 void pfid_records_assign(struct pfi_pfid *d, const struct pfi_fleet_assign *a,
                          const char *kind);

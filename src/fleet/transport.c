@@ -27,6 +27,7 @@ struct pfi_nats {
   natsInbox *inbox;
   natsSubscription *replies;
   uint64_t batches;
+  int history; /* the bucket's, to make it again (pfi_nats_kv_ensure) */
   /* The newest asynchronous error (a permissions violation), set by the
    * client's thread. */
   pthread_mutex_t mu;
@@ -49,6 +50,10 @@ struct pfi_nats_sub {
   pthread_cond_t cv;
   natsMsg **q;
   size_t qhead, qlen, qcap;
+  /* pfi_nats_subscribe_assign: the key whose republication alone is taken
+   * ("$KV.pfi.assign.<node>"), and the messages dropped for not being it. */
+  char kv_subject[128];
+  unsigned long dropped;
 };
 
 static int nerr(struct pfi_error *err, natsStatus s, const char *what) {
@@ -116,6 +121,20 @@ static unsigned async_count(struct pfi_nats *p) {
   return n;
 }
 
+/* Creates the bucket: file storage, p->history values per key, every
+ * assign.<node> republished on pfi.assign.<node> (with the headers
+ * pfi_nats_subscribe_assign checks). */
+static natsStatus create_bucket(struct pfi_nats *p, kvStore **kv) {
+  kvConfig cfg;
+  jsRePublish rp = {"$KV." PFI_NATS_BUCKET ".assign.>", "pfi.assign.>", false};
+  kvConfig_Init(&cfg);
+  cfg.Bucket = PFI_NATS_BUCKET;
+  cfg.History = (uint8_t)p->history;
+  cfg.StorageType = js_FileStorage;
+  cfg.RePublish = &rp;
+  return js_CreateKeyValue(kv, p->js, &cfg);
+}
+
 int pfi_nats_open(struct pfi_nats **out, const struct pfi_nats_opts *o,
                   struct pfi_error *err) {
   struct pfi_nats *p = calloc(1, sizeof *p);
@@ -169,9 +188,6 @@ int pfi_nats_open(struct pfi_nats **out, const struct pfi_nats_opts *o,
     goto fail;
   }
   if (o->bucket) {
-    kvConfig cfg;
-    jsRePublish rp = {"$KV." PFI_NATS_BUCKET ".assign.>", "pfi.assign.>",
-                      false};
     jsOptions jo;
     jsOptions_Init(&jo);
     jo.Wait = p->timeout_ms;
@@ -179,18 +195,13 @@ int pfi_nats_open(struct pfi_nats **out, const struct pfi_nats_opts *o,
       rc = nerr(err, s, "JetStream");
       goto fail;
     }
-    kvConfig_Init(&cfg);
-    cfg.Bucket = PFI_NATS_BUCKET;
-    cfg.History =
-        (uint8_t)(o->history >= 1 && o->history <= 64 ? o->history : 16);
-    cfg.StorageType = js_FileStorage;
-    cfg.RePublish = &rp;
+    p->history = o->history >= 1 && o->history <= 64 ? o->history : 16;
     /* Binding first: creating an existing bucket with another history is
      * an error, and the first controller's configuration stands. */
     unsigned before = async_count(p);
     s = js_KeyValue(&p->kv, p->js, PFI_NATS_BUCKET);
     if (s != NATS_OK)
-      s = js_CreateKeyValue(&p->kv, p->js, &cfg);
+      s = create_bucket(p, &p->kv);
     /* Credentials without JetStream's API: the server refuses the
      * request's publish and the request times out; say which. */
     if (s != NATS_OK &&
@@ -306,6 +317,34 @@ int pfi_nats_subscribe_checked(struct pfi_nats *p, const char *subject,
   return rc;
 }
 
+int pfi_nats_subscribe_assign(struct pfi_nats *p, const char *node,
+                              struct pfi_nats_sub **out,
+                              struct pfi_error *err) {
+  char subject[128];
+  snprintf(subject, sizeof subject, "pfi.assign.%s", node);
+  int rc = pfi_nats_subscribe(p, subject, out, err);
+  if (rc == 0)
+    snprintf((*out)->kv_subject, sizeof (*out)->kv_subject,
+             "$KV." PFI_NATS_BUCKET ".assign.%s", node);
+  return rc;
+}
+
+unsigned long pfi_nats_sub_dropped(const struct pfi_nats_sub *sub) {
+  return sub ? sub->dropped : 0;
+}
+
+/* Whether m is the server's republication of the bucket's key `kv_subject`
+ * (RePublish headers: the stream and the subject the value was written
+ * on, with its sequence, the key's revision). */
+static int from_bucket(natsMsg *m, const char *kv_subject) {
+  const char *stream = NULL, *subj = NULL, *seq = NULL;
+  return natsMsgHeader_Get(m, "Nats-Stream", &stream) == NATS_OK &&
+         natsMsgHeader_Get(m, "Nats-Subject", &subj) == NATS_OK &&
+         natsMsgHeader_Get(m, "Nats-Sequence", &seq) == NATS_OK && stream &&
+         subj && seq && strcmp(stream, "KV_" PFI_NATS_BUCKET) == 0 &&
+         strcmp(subj, kv_subject) == 0 && seq[0] >= '1' && seq[0] <= '9';
+}
+
 /* A message of one of the subscriptions of pfi_nats_subscribe_many: into
  * the queue (dropped when it cannot grow). */
 static void on_many(natsConnection *nc, natsSubscription *s, natsMsg *m,
@@ -419,6 +458,12 @@ int pfi_nats_next(struct pfi_nats_sub *sub, double timeout_s, char **data,
     return 0; /* messages were dropped; the next ones still come */
   if (s != NATS_OK)
     return nerr(err, s, "next message");
+  if (sub->kv_subject[0] && !from_bucket(m, sub->kv_subject)) {
+    /* Published on the subject directly, not through the bucket. */
+    natsMsg_Destroy(m);
+    sub->dropped++;
+    return 0;
+  }
   int k = natsMsg_GetDataLength(m);
   char *d = malloc((size_t)k + 1);
   if (!d) {
@@ -714,4 +759,26 @@ int pfi_nats_kv_keys(struct pfi_nats *p, const char *prefix, char ***keys,
   *keys = out;
   *n = k;
   return 0;
+}
+
+int pfi_nats_kv_ensure(struct pfi_nats *p, struct pfi_error *err) {
+  int rc = need_kv(p, err);
+  if (rc < 0)
+    return rc;
+  jsStreamInfo *si = NULL;
+  jsErrCode jerr = 0;
+  natsStatus s = js_GetStreamInfo(&si, p->js, "KV_" PFI_NATS_BUCKET, NULL, &jerr);
+  jsStreamInfo_Destroy(si);
+  if (s == NATS_OK)
+    return 0;
+  if (jerr != JSStreamNotFoundErr)
+    return nerr(err, s, "stream information of the bucket");
+  /* The handle p->kv names the bucket, not the stream's instance: it
+   * works again once the stream is back. */
+  kvStore *kv = NULL;
+  s = create_bucket(p, &kv);
+  kvStore_Destroy(kv);
+  if (s != NATS_OK)
+    return nerr(err, s, "key-value bucket " PFI_NATS_BUCKET " (made again)");
+  return 1;
 }

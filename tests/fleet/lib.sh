@@ -34,15 +34,24 @@ secret() { # secret FILE: a random password, mode 0600
   (umask 077; head -c 18 /dev/urandom | base64 | tr -d '/+=' >"$1")
 }
 
-# nats_config NODE...: users pfid (everything) and agent-NODE (its own
-# subjects only), JetStream in $T/js.
+# The pfid user's permissions as docs/fleet.md gives them: the bucket's
+# keys and the JetStream API requests on its stream only (no subject
+# pfi.assign.*: assignments reach the agents only through the bucket), its
+# replies and the telemetry.
+PFID_PERMS='publish: { allow: ["$KV.pfi.>", "$JS.API.INFO", "$JS.API.STREAM.INFO.KV_pfi", "$JS.API.STREAM.CREATE.KV_pfi", "$JS.API.STREAM.MSG.GET.KV_pfi", "$JS.API.DIRECT.GET.KV_pfi.>"] }, subscribe: { allow: ["pfi.telemetry.*", "_INBOX.>"] }'
+
+# nats_config NODE...: users pfid (PFID_PERMS), agent-NODE (its own
+# subjects only) and admin (everything: the tests' own tools, and what a
+# credential with every right could do), JetStream in $T/js.
 nats_config() {
   secret "$T/pw.pfid"
+  secret "$T/pw.admin"
   {
     echo "listen: ${NATS_HOST:-127.0.0.1}:$NATS_PORT"
     echo "jetstream { store_dir: \"$T/js\", max_memory_store: 64MB, max_file_store: 256MB }"
     echo "authorization { users = ["
-    echo "  { user: pfid, password: \"$(cat "$T/pw.pfid")\", permissions: { publish: \">\", subscribe: \">\" } }"
+    echo "  { user: pfid, password: \"$(cat "$T/pw.pfid")\", permissions: { $PFID_PERMS } }"
+    echo "  { user: admin, password: \"$(cat "$T/pw.admin")\", permissions: { publish: \">\", subscribe: \">\" } }"
     local n
     for n in "$@"; do
       secret "$T/pw.$n"

@@ -7,7 +7,12 @@
  *   pfi-fleet-probe URL USER PWFILE subscribe SUBJECT -
  *   pfi-fleet-probe URL USER PWFILE kvbatch PREFIX N,WINDOW
  *   pfi-fleet-probe URL USER PWFILE submany PREFIX N
+ *   pfi-fleet-probe URL USER PWFILE flood SUBJECT N:FILE
  * Exit 0: accepted; 3: refused (permissions); 1: another failure.
+ *
+ * flood publishes FILE's bytes N times (at most 100,000) on SUBJECT as
+ * fast as the connection takes them, then waits for the server to have
+ * them all (a flush), and prints how many were sent.
  *
  * kvbatch writes N keys PREFIX.0.. by pipelined compare-and-set
  * (pfi_nats_kv_cas_batch, WINDOW answers awaited at once) and prints what
@@ -246,7 +251,9 @@ int main(int argc, char **argv) {
     return 0;
   }
   static char data[70000];
-  FILE *fp = fopen(argv[6], "rb");
+  FILE *fp = strcmp(argv[4], "flood") == 0 ? NULL : fopen(argv[6], "rb");
+  if (!fp && strcmp(argv[4], "flood") == 0)
+    fp = fopen("/dev/null", "rb");
   if (!fp) {
     perror(argv[6]);
     return 2;
@@ -262,8 +269,29 @@ int main(int argc, char **argv) {
                             2};
   struct pfi_nats *nc = NULL;
   struct pfi_error err;
+  unsigned long times = 1;
+  if (strcmp(argv[4], "flood") == 0) {
+    times = strtoul(argv[6], NULL, 10);
+    const char *colon = strchr(argv[6], ':');
+    if (times < 1 || times > 100000 || !colon)
+      return 2;
+    fp = fopen(colon + 1, "rb");
+    if (!fp) {
+      perror(colon + 1);
+      return 2;
+    }
+    n = fread(data, 1, sizeof data, fp);
+    fclose(fp);
+  }
   int rc = pfi_nats_open(&nc, &o, &err);
-  if (rc == 0 && strcmp(argv[4], "publish") == 0)
+  if (rc == 0 && strcmp(argv[4], "flood") == 0) {
+    unsigned long sent = 0;
+    for (; rc == 0 && sent < times; sent++)
+      rc = pfi_nats_publish(nc, argv[5], data, n, &err);
+    if (rc == 0)
+      rc = pfi_nats_publish_checked(nc, argv[5], data, n, &err);
+    printf("flood: %lu sent\n", sent + (rc == 0));
+  } else if (rc == 0 && strcmp(argv[4], "publish") == 0)
     rc = pfi_nats_publish_checked(nc, argv[5], data, n, &err);
   else if (rc == 0)
     rc = pfi_nats_kv_put(nc, argv[5], data, n, NULL, &err);

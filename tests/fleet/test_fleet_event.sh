@@ -75,17 +75,21 @@ last_id=$(python3 -c 'import json, sys; print(max(x["id"] for x in json.load(ope
 metric() { curl -s -m 5 "http://127.0.0.1:$MPORT/metrics" | awk -v m="$1" '$1 ~ "^"m"([{]|$)" { print $2; exit }'; }
 ign0=$(metric pfi_agent_assignments_ignored_total)
 rej0=$(metric pfi_agent_assignments_rejected_total)
-# A replay of n1's first assignment raised to 700 W, by a publisher with
-# the controller's credentials: its sequence number is not new, ignored.
+# A replay of n1's first assignment raised to 700 W, written to the bucket
+# with the controller's credentials: its sequence number is not new,
+# ignored. The controller's credentials cannot publish on the assignment
+# subject directly (docs/fleet.md "Trust").
 seq1=$(sql "$T/records.db" "SELECT min(seq) FROM fleet_assignments WHERE node='n1'")
 printf '{"v":1,"node":"n1","seq":%s,"leader":"a","issued":1,"lease_s":60,"event":"ev1","event_end":9999999999,"caps_mw":[700000,700000]}' \
   "$seq1" >"$T/replay.json"
-probe "$NATS_URL" pfid "$T/pw.pfid" publish pfi.assign.n1 "$T/replay.json" >/dev/null ||
-  fail "probe publish with pfid credentials"
+probe "$NATS_URL" pfid "$T/pw.pfid" publish pfi.assign.n1 "$T/replay.json" 2>/dev/null
+[ $? = 3 ] || fail "pfid's credentials publishing on pfi.assign.n1 directly were not refused"
+probe "$NATS_URL" pfid "$T/pw.pfid" kvput assign.n1 "$T/replay.json" >/dev/null ||
+  fail "probe kvput with pfid credentials"
 echo 'not json {' >"$T/garbage"
-probe "$NATS_URL" pfid "$T/pw.pfid" publish pfi.assign.n1 "$T/garbage" >/dev/null
+probe "$NATS_URL" pfid "$T/pw.pfid" kvput assign.n1 "$T/garbage" >/dev/null
 head -c 70000 /dev/zero | tr '\0' ' ' >"$T/big"
-probe "$NATS_URL" pfid "$T/pw.pfid" publish pfi.assign.n1 "$T/big" >/dev/null
+probe "$NATS_URL" pfid "$T/pw.pfid" kvput assign.n1 "$T/big" >/dev/null
 ignored() { [ "$(metric pfi_agent_assignments_ignored_total)" -gt "$ign0" ]; }
 rejected2() { [ "$(metric pfi_agent_assignments_rejected_total)" -ge $((rej0 + 2)) ]; }
 until_true 10 ignored || fail "the replayed assignment was not counted as ignored"

@@ -6,7 +6,7 @@
 . "$(dirname "$0")/lib.sh"
 PROBE=${PFI_PROBE:?}
 setup_nats
-timeout 60 "$PROBE" "$NATS_URL" pfid "$T/pw.pfid" submany s 500 >"$T/out" 2>"$T/err" ||
+timeout 60 "$PROBE" "$NATS_URL" admin "$T/pw.admin" submany s 500 >"$T/out" 2>"$T/err" ||
   fail "submany: $(cat "$T/err")"
 [ "$(cat "$T/out")" = "submany: 500 messages, 500 subjects once each, 0 other" ] || fail "$(cat "$T/out")"
 [ "$fails" = 0 ] || exit 1

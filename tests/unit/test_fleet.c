@@ -247,6 +247,106 @@ static void test_telemetry_node_power(void **state) {
   }
 }
 
+/* docs/fleet.md "Trust": the bounds an agent puts on an assignment and
+ * pfid on telemetry, at their edges (figures worked by hand). */
+static void test_trust_bounds(void **state) {
+  (void)state;
+  struct pfi_error err;
+  struct pfi_fleet_assign a;
+  memset(&a, 0, sizeof a);
+  strcpy(a.node, "n1");
+  a.lease_s = 5;
+  /* Jump: 100 + 2^24 = 16,777,316 is the last taken after 100. */
+  a.seq = 100 + 16777216ull;
+  assert_int_equal(pfi_fleet_assign_check(&a, 100, 1e9, &err), 0);
+  a.seq++;
+  assert_int_equal(pfi_fleet_assign_check(&a, 100, 1e9, &err), PFI_EINVAL);
+  assert_non_null(strstr(err.msg, "\"seq\""));
+  /* A first assignment: up to 2^52 = 4,503,599,627,370,496. */
+  a.seq = 4503599627370496ull;
+  assert_int_equal(pfi_fleet_assign_check(&a, 0, 1e9, &err), 0);
+  a.seq = 9007199254740992ull; /* the 2^53 */
+  assert_int_equal(pfi_fleet_assign_check(&a, 0, 1e9, &err), PFI_EINVAL);
+  assert_int_equal(pfi_fleet_assign_check(&a, 14, 1e9, &err), PFI_EINVAL);
+  /* Event end: now + 604,800 s taken, a millisecond more refused; the
+   * issue's 1e11 refused. */
+  a.seq = 101;
+  strcpy(a.event, "ev1");
+  a.event_end_s = 1e9 + 604800;
+  assert_int_equal(pfi_fleet_assign_check(&a, 100, 1e9, &err), 0);
+  a.event_end_s = 1e9 + 604800.001;
+  assert_int_equal(pfi_fleet_assign_check(&a, 100, 1e9, &err), PFI_EINVAL);
+  assert_non_null(strstr(err.msg, "\"event_end\""));
+  a.event_end_s = 1e11;
+  assert_int_equal(pfi_fleet_assign_check(&a, 100, 1e9, &err), PFI_EINVAL);
+
+  /* Telemetry: a 700 W GPU may show 700 * 1.1 + 25 = 795 W. */
+  struct pfi_fleet_telemetry t, u;
+  memset(&t, 0, sizeof t);
+  strcpy(t.node, "n1");
+  t.n = 2;
+  t.node_w = -1;
+  for (unsigned i = 0; i < 2; i++) {
+    snprintf(t.gpu[i].uuid, sizeof t.gpu[i].uuid, "GPU-%u", i);
+    t.gpu[i].min_mw = 200000;
+    t.gpu[i].max_mw = t.gpu[i].default_mw = t.gpu[i].cap_mw = 700000;
+    t.gpu[i].power_w = 795;
+  }
+  assert_int_equal(pfi_fleet_telemetry_plausible(&t, &err), 0);
+  t.gpu[1].power_w = 795.01;
+  assert_int_equal(pfi_fleet_telemetry_plausible(&t, &err), PFI_EINVAL);
+  assert_non_null(strstr(err.msg, "GPU 1: power_w"));
+  t.gpu[1].power_w = 50000; /* the 50 kW */
+  assert_int_equal(pfi_fleet_telemetry_plausible(&t, &err), PFI_EINVAL);
+  t.gpu[1].power_w = 300;
+  /* The node: 2 * 795 + 20,000 = 21,590 W. */
+  t.node_w = 21590;
+  assert_int_equal(pfi_fleet_telemetry_plausible(&t, &err), 0);
+  t.node_w = 21590.5;
+  assert_int_equal(pfi_fleet_telemetry_plausible(&t, &err), PFI_EINVAL);
+  assert_non_null(strstr(err.msg, "node_w"));
+  t.node_w = -1;
+  u = t;
+  u.gpu[0].max_mw = 3000001; /* above 3 kW */
+  assert_int_equal(pfi_fleet_telemetry_plausible(&u, &err), PFI_EINVAL);
+  u = t;
+  u.gpu[0].cap_mw = 199999;
+  assert_int_equal(pfi_fleet_telemetry_plausible(&u, &err), PFI_EINVAL);
+  u = t;
+  strcpy(u.gpu[1].uuid, "GPU-0");
+  assert_int_equal(pfi_fleet_telemetry_plausible(&u, &err), PFI_EINVAL);
+  /* The signature follows the GPUs, not their state. */
+  u = t;
+  u.gpu[0].power_w = 10;
+  u.gpu[0].cap_mw = 300000;
+  assert_true(pfi_fleet_telemetry_gpu_sig(&u) == pfi_fleet_telemetry_gpu_sig(&t));
+  strcpy(u.gpu[0].uuid, "GPU-9");
+  assert_true(pfi_fleet_telemetry_gpu_sig(&u) != pfi_fleet_telemetry_gpu_sig(&t));
+  u = t;
+  u.n = 1;
+  assert_true(pfi_fleet_telemetry_gpu_sig(&u) != pfi_fleet_telemetry_gpu_sig(&t));
+
+  /* record_ok: absent is true, false round-trips, a string is refused. */
+  char buf[PFI_FLEET_MSG_MAX];
+  t.record_failed = 1;
+  int len = pfi_fleet_telemetry_encode(&t, buf, sizeof buf, &err);
+  assert_true(len > 0);
+  assert_non_null(strstr(buf, "\"record_ok\":false"));
+  assert_int_equal(pfi_fleet_telemetry_decode(buf, (size_t)len, &u, &err), 0);
+  assert_int_equal(u.record_failed, 1);
+  t.record_failed = 0;
+  len = pfi_fleet_telemetry_encode(&t, buf, sizeof buf, &err);
+  assert_null(strstr(buf, "record_ok"));
+  assert_int_equal(pfi_fleet_telemetry_decode(buf, (size_t)len, &u, &err), 0);
+  assert_int_equal(u.record_failed, 0);
+  static const char badr[] =
+      "{\"v\":1,\"node\":\"n1\",\"t\":100,\"seq_applied\":0,"
+      "\"mode\":\"idle\",\"record_ok\":\"no\",\"gpus\":[]}";
+  assert_int_equal(pfi_fleet_telemetry_decode(badr, strlen(badr), &u, &err),
+                   PFI_EPARSE);
+  assert_non_null(strstr(err.msg, "record_ok"));
+}
+
 static void test_telemetry_event_codec(void **state) {
   struct pfi_fleet_telemetry t, u;
   struct pfi_error err;
@@ -871,6 +971,7 @@ int main(void) {
       cmocka_unit_test(test_assign_codec),
       cmocka_unit_test(test_telemetry_event_codec),
       cmocka_unit_test(test_telemetry_node_power),
+      cmocka_unit_test(test_trust_bounds),
       cmocka_unit_test(test_restore_and_ctl_state),
       cmocka_unit_test(test_agent_rules),
       cmocka_unit_test(test_agent_all_or_none),
