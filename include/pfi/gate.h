@@ -34,12 +34,17 @@
 
 #include "pfi/curve.h"
 #include "pfi/error.h"
+#include "pfi/index.h"
 
 struct pfi_gate_opts {
   double pfi_tol;  /* relative PFI change allowed (default 0.10) */
   double tput_tol; /* throughput drop allowed at a common cap (0.02) */
   size_t draws;    /* Monte Carlo draws (default 2000) */
   unsigned long seed;
+  /* The noise of each sweep's points without sd columns (index.h,
+   * pfi_noise_estimate()); NULL: the paper's default. It drives the PFI
+   * rule, the draws and the throughput check's standard errors. */
+  const struct pfi_noise *ref_noise, *new_noise;
 };
 
 void pfi_gate_opts_init(struct pfi_gate_opts *o);
@@ -61,7 +66,15 @@ struct pfi_gate_job {
   int tput_beyond_noise, tput_fail;
   double tpw_ref, tpw_new, tpw_change; /* throughput per watt, uncapped */
   enum pfi_gate_verdict verdict;
+  size_t ref_points, new_points; /* capped points behind each ratio PFI */
+  int ref_undef, new_undef;      /* enum pfi_index_undefined of each */
+  double tput_z; /* the throughput check's z: PFI_GATE_ALPHA_TPUT split
+                    over the common caps (one-sided, Bonferroni) */
 };
+
+/* The false-alarm level of each check: the PFI interval is 95 % (two-sided
+ * 5 %), and the throughput check's level is split over the common caps. */
+#define PFI_GATE_ALPHA_TPUT 0.025
 
 /*
  * Compares `new_c` with `ref` by `o` (NULL: defaults) into `out`. Returns

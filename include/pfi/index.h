@@ -49,7 +49,25 @@ struct pfi_index {
   int *excluded_why;     /* n_excluded reasons (enum pfi_index_why); owned */
   double loss_floor;     /* R_T of the rule: largest throughput reversal */
   double power_floor;    /* R_P: largest power reversal */
+  size_t points_bound;   /* capped points where the cap bound: power fell
+                            below P_max by more than the noise (the power
+                            half of the rule) */
+  int undefined_why;     /* enum pfi_index_undefined; 0 when pfi_defined */
 };
+
+/* Why the ratio PFI of a job is undefined (pfi_index_undefined_reason()). */
+enum pfi_index_undefined {
+  PFI_UNDEF_NONE = 0,
+  PFI_UNDEF_NEVER_BOUND, /* no capped point drew less power than P_max by
+                            more than the noise: the cap never bound */
+  PFI_UNDEF_NO_LOSS      /* the cap bound, but throughput never fell by more
+                            than the noise (flexible beyond what the sweep
+                            can measure) */
+};
+
+/* "the cap never bound", "throughput never fell beyond the noise", or ""
+ * for PFI_UNDEF_NONE. */
+const char *pfi_index_undefined_reason(int why);
 
 #define PFI_INDEX_NOISE_Z 2.0
 
@@ -93,6 +111,90 @@ int pfi_index_compute(const struct pfi_curve *c, struct pfi_index *out,
  */
 int pfi_index_compute_defs(const struct pfi_curve *c, unsigned defs,
                            struct pfi_index *out, struct pfi_error *err);
+
+/*
+ * The noise of a sweep (docs/index-and-stats.md, "The noise model"): the
+ * relative standard deviation of a point's power and throughput where the
+ * file gives no power_sd_w / tokens_sd, and where it came from. One noise
+ * drives the rule above, the Monte Carlo intervals and pfi gate.
+ */
+enum pfi_noise_source {
+  PFI_NOISE_PAPER = 0,  /* nothing to estimate it from: the paper's
+                           repeatability (a point's standard error) */
+  PFI_NOISE_COLUMNS,    /* every point has power_sd_w and tokens_sd */
+  PFI_NOISE_REPLICATES, /* the scatter of replicate runs of one point */
+  PFI_NOISE_UNBOUND,    /* the scatter of a job's points whose power stays
+                           well below the cap (the cap cannot bind them) */
+  PFI_NOISE_GIVEN       /* given by the caller (--noise) */
+};
+
+struct pfi_noise {
+  double rel_sd_power;  /* relative standard deviation, 0.0004 = 0.04 % */
+  double rel_sd_tokens;
+  int source;           /* enum pfi_noise_source */
+  int per_run;          /* 1: the sd of one run, a point of `runs` runs has
+                           sd / sqrt(runs) (estimates); 0: a point's own
+                           standard error (paper default, given) */
+  size_t dof;           /* degrees of freedom of an estimate (the draws
+                           propagate its uncertainty); 0: taken as known */
+  size_t points;        /* points behind an estimate */
+};
+
+/* A power-to-cap ratio below this (per GPU) is a point the cap cannot bind. */
+#define PFI_NOISE_UNBOUND_FRAC 0.7
+/* An estimate from fewer degrees of freedom is not used. */
+#define PFI_NOISE_MIN_DOF 3
+
+/* The paper's repeatability: PFI_INDEX_DEFAULT_REL_SD_* (below), known. */
+void pfi_noise_paper(struct pfi_noise *n);
+
+/* Noise given by the caller: relative sds (fractions, finite, >= 0), each
+ * a point's standard error, taken as known. */
+void pfi_noise_given(struct pfi_noise *n, double rel_sd_power,
+                     double rel_sd_tokens);
+
+/* "sd columns", "replicate runs", "points the cap cannot bind", "paper
+ * default", "given". */
+const char *pfi_noise_source_name(int source);
+
+/*
+ * Pooled scatter of groups of values that measure the same thing
+ * (replicate runs of one point; the points of one job that no cap binds):
+ * the sum of squared deviations of log power and log throughput from
+ * their group means, and the degrees of freedom (group size - 1, summed).
+ * Zero-initialize, add groups, then finish.
+ */
+struct pfi_noise_acc {
+  double ss_power, ss_tokens;
+  size_t dof, points;
+};
+
+/* Adds one group of k positive values (k < 2 adds nothing). */
+void pfi_noise_acc_add(struct pfi_noise_acc *a, const double *power_w,
+                       const double *tokens, size_t k);
+
+/* The estimate, with `source`, into *n when the pool has at least
+ * PFI_NOISE_MIN_DOF degrees of freedom: returns 1; else 0 (*n untouched). */
+int pfi_noise_acc_finish(const struct pfi_noise_acc *a, int source,
+                         struct pfi_noise *n);
+
+/*
+ * The noise of a set of curves, in order: PFI_NOISE_COLUMNS when every
+ * point has both sd columns; else the scatter of the points the cap cannot
+ * bind (power per GPU, gpus or 1, below PFI_NOISE_UNBOUND_FRAC of the cap;
+ * two or more in a job) when it has PFI_NOISE_MIN_DOF degrees of freedom;
+ * else the paper's default. Deterministic, O(points).
+ */
+void pfi_noise_estimate(const struct pfi_curveset *set, struct pfi_noise *n);
+
+/*
+ * pfi_index_compute_defs() with the rule's noise for points without sd
+ * columns taken from `noise` (NULL: the paper's default, what
+ * pfi_index_compute_defs() uses, bit for bit).
+ */
+int pfi_index_compute_noise(const struct pfi_curve *c, unsigned defs,
+                            const struct pfi_noise *noise,
+                            struct pfi_index *out, struct pfi_error *err);
 
 /* Frees out->excluded_caps and excluded_why. Safe on a zeroed struct. */
 void pfi_index_release(struct pfi_index *out);
@@ -158,5 +260,22 @@ int pfi_index_ci(const struct pfi_curve *c, size_t draws, unsigned long seed,
 int pfi_index_draws(const struct pfi_curve *c, size_t draws, unsigned long seed,
                     double default_rel_sd_power, double default_rel_sd_tokens,
                     double *sample, struct pfi_error *err);
+
+/*
+ * The draws and interval with the noise `noise` (NULL: the paper's
+ * default) for points without sd columns, for both the rule that picks the
+ * points and the draws (the functions above are these with
+ * pfi_noise_given()). When noise->dof > 0 the noise is an estimate: each
+ * draw first scales it by sqrt(dof / X), X a chi-square draw with dof
+ * degrees of freedom (its posterior under a flat prior on log sd), so that
+ * the interval carries the uncertainty of a noise estimated from few
+ * points.
+ */
+int pfi_index_draws_noise(const struct pfi_curve *c, size_t draws,
+                          unsigned long seed, const struct pfi_noise *noise,
+                          double *sample, struct pfi_error *err);
+int pfi_index_ci_noise(const struct pfi_curve *c, size_t draws,
+                       unsigned long seed, const struct pfi_noise *noise,
+                       double *lo, double *hi, struct pfi_error *err);
 
 #endif

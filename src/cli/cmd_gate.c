@@ -28,6 +28,9 @@ static const struct pfi_opt opts[] = {
      "column mapping of NEW when it differs"},
     {"unit", 'u', 0, PFI_ARG_REQ, "NAME",
      "throughput unit in the output (default: as read)"},
+    {"noise", 'e', 0, PFI_ARG_REQ, "P,T",
+     "relative noise, in %, of points without power_sd_w / tokens_sd in both "
+     "files (default: estimated from each file, docs/index-and-stats.md)"},
     {"format", 'F', 0, PFI_ARG_REQ, "F", "table (default), csv or json"},
     PFI_OPT_HELP,
     PFI_OPT_END};
@@ -36,14 +39,15 @@ static const struct pfi_cmd_help help = {
     "gate",
     "usage: pfi gate REFERENCE NEW [--tolerance pfi=R,tput=R] [--ci N]\n"
     "                [--seed S] [--strict] [--map MAP] [--new-map MAP]\n"
-    "                [--unit NAME] [--format F]\n",
+    "                [--unit NAME] [--noise P,T] [--format F]\n",
     "After a driver, training-stack, hardware or policy change, compares a\n"
     "new sweep of representative jobs (NEW) with the reference (REFERENCE):\n"
     "each a curves CSV or a trace store. Jobs are matched by name. Per job:\n"
     "the ratio PFI of each sweep with its 95 % interval, the difference and\n"
     "whether it is beyond noise (its 95 % Monte Carlo interval excludes 0);\n"
     "the largest throughput drop at a cap both sweeps measured and whether\n"
-    "it is beyond noise (more than twice its standard error); throughput\n"
+    "it is beyond noise (more than z standard errors, z from a 2.5 % level\n"
+    "split over the common caps); throughput\n"
     "per watt at the uncapped point; a verdict. A job fails when a change\n"
     "beyond noise is also beyond tolerance. docs/gate.md has the statistics.\n",
     opts,
@@ -94,7 +98,8 @@ int cmd_gate(int argc, char **argv) {
   struct pfi_gate_opts go;
   pfi_gate_opts_init(&go);
   const char *map = NULL, *new_map = NULL, *unit = NULL;
-  int strict = 0;
+  int strict = 0, have_given = 0;
+  struct pfi_noise given, rnz, nnz;
   unsigned long ul;
   enum pfi_format fmt = PFI_FMT_TABLE;
   int o;
@@ -129,6 +134,23 @@ int cmd_gate(int argc, char **argv) {
     case 'u':
       unit = optarg;
       break;
+    case 'e': {
+      double *v = NULL;
+      size_t nv = 0;
+      struct pfi_error e2;
+      if (pfi_cli_parse_numlist(optarg, &v, &nv, &e2) < 0 || nv != 2 ||
+          !(v[0] >= 0) || !(v[1] >= 0) || v[0] > 100 || v[1] > 100) {
+        free(v);
+        return pfi_cli_usage("gate",
+                             "--noise: expected P,T: two percentages from 0 "
+                             "to 100, got '%s'",
+                             optarg);
+      }
+      pfi_noise_given(&given, v[0] / 100.0, v[1] / 100.0);
+      have_given = 1;
+      free(v);
+      break;
+    }
     case 'F':
       if (pfi_cli_format("gate", optarg,
                          PFI_FMT_ALLOW_TABLE | PFI_FMT_ALLOW_CSV |
@@ -165,6 +187,16 @@ int cmd_gate(int argc, char **argv) {
   }
   if (!unit)
     unit = rs.unit ? rs.unit : "tokens/s";
+  /* Each sweep's own noise (or --noise for both): the PFI rule, the draws
+   * and the throughput check's standard errors. */
+  if (have_given) {
+    rnz = nnz = given;
+  } else {
+    pfi_noise_estimate(&rs, &rnz);
+    pfi_noise_estimate(&ns, &nnz);
+  }
+  go.ref_noise = &rnz;
+  go.new_noise = &nnz;
   res = calloc(rs.n + 1, sizeof *res);
   match = calloc(rs.n + 1, sizeof *match);
   if (!res || !match) {
@@ -204,6 +236,15 @@ int cmd_gate(int argc, char **argv) {
     json_object_set_new(j, "tput_tolerance", json_real(go.tput_tol));
     json_object_set_new(j, "draws", json_integer((json_int_t)go.draws));
     json_object_set_new(j, "seed", json_integer((json_int_t)go.seed));
+    for (int k = 0; k < 2; k++) {
+      const struct pfi_noise *z = k ? &nnz : &rnz;
+      json_object_set_new(
+          j, k ? "new_noise" : "reference_noise",
+          json_pack("{sfsfsssI}", "rel_sd_power", z->rel_sd_power,
+                    "rel_sd_tokens", z->rel_sd_tokens, "source",
+                    pfi_noise_source_name(z->source), "dof",
+                    (json_int_t)z->dof));
+    }
     for (size_t i = 0; i < rs.n; i++) {
       if (match[i] < 0) {
         json_array_append_new(miss, pfi_cli_json_str(rs.c[i].job));
@@ -226,6 +267,19 @@ int cmd_gate(int argc, char **argv) {
                                      : json_null());
       json_object_set_new(e, "pfi_beyond_noise",
                           json_boolean(g->pfi_beyond_noise));
+      json_object_set_new(e, "pfi_ref_points",
+                          json_integer((json_int_t)g->ref_points));
+      json_object_set_new(e, "pfi_new_points",
+                          json_integer((json_int_t)g->new_points));
+      json_object_set_new(
+          e, "pfi_ref_undefined",
+          g->ref_ok ? json_null()
+                    : json_string(pfi_index_undefined_reason(g->ref_undef)));
+      json_object_set_new(
+          e, "pfi_new_undefined",
+          g->new_ok ? json_null()
+                    : json_string(pfi_index_undefined_reason(g->new_undef)));
+      json_object_set_new(e, "tput_z", num(g->ncommon, g->tput_z));
       json_object_set_new(e, "common_caps",
                           json_integer((json_int_t)g->ncommon));
       json_object_set_new(e, "worst_cap_w", num(g->ncommon, g->worst_cap_w));
@@ -263,7 +317,7 @@ int cmd_gate(int argc, char **argv) {
       C_JOB, T_REF, T_NEW, T_DIFF, T_WORST, T_TPW, T_VERDICT, C_REF, C_REFLO,
       C_REFHI, C_NEW, C_NEWLO, C_NEWHI, C_DIFF, C_DIFFLO, C_DIFFHI, C_PBN,
       C_NCOMMON, C_WCAP, C_WCHG, C_WSIG, C_TBN, C_TPWREF, C_TPWNEW, C_TPWCHG,
-      C_VERDICT, C_N
+      C_VERDICT, C_RPTS, C_NPTS, C_RWHY, C_NWHY, C_TZ, C_N
     };
 #define T(n, w)                                                                \
   {.name = n, .kind = PFI_RESTAB_TEXT, .width = w, .fixed = 1, .sep = 1,       \
@@ -301,6 +355,13 @@ int cmd_gate(int argc, char **argv) {
         [C_TPWCHG] = G("tput_per_w_change"),
         [C_VERDICT] = {.name = "verdict", .kind = PFI_RESTAB_TEXT,
                        .formats = PFI_RESTAB_IN_CSV},
+        [C_RPTS] = I("pfi_ref_points"),
+        [C_NPTS] = I("pfi_new_points"),
+        [C_RWHY] = {.name = "pfi_ref_undefined", .kind = PFI_RESTAB_TEXT,
+                    .formats = PFI_RESTAB_IN_CSV},
+        [C_NWHY] = {.name = "pfi_new_undefined", .kind = PFI_RESTAB_TEXT,
+                    .formats = PFI_RESTAB_IN_CSV},
+        [C_TZ] = G("tput_z"),
     };
 #undef T
 #undef G
@@ -313,16 +374,24 @@ int cmd_gate(int argc, char **argv) {
       const struct pfi_gate_job *g = &res[i];
       pfi_restab_row(&tab);
       pfi_restab_text(&tab, C_JOB, rs.c[i].job);
+      pfi_restab_int(&tab, C_RPTS, (long long)g->ref_points);
+      pfi_restab_int(&tab, C_NPTS, (long long)g->new_points);
+      if (!g->ref_ok)
+        pfi_restab_text(&tab, C_RWHY, pfi_index_undefined_reason(g->ref_undef));
+      if (!g->new_ok)
+        pfi_restab_text(&tab, C_NWHY, pfi_index_undefined_reason(g->new_undef));
+      if (g->ncommon)
+        pfi_restab_num(&tab, C_TZ, g->tput_z);
       if (g->ref_ok) {
-        pfi_restab_textf(&tab, T_REF, "%.3f [%.3f, %.3f]", g->pfi_ref,
-                         g->ref_lo, g->ref_hi);
+        pfi_restab_textf(&tab, T_REF, "%.3f [%.3f, %.3f]%s", g->pfi_ref,
+                         g->ref_lo, g->ref_hi, g->ref_points == 1 ? " 1pt" : "");
         pfi_restab_num(&tab, C_REF, g->pfi_ref);
         pfi_restab_num(&tab, C_REFLO, g->ref_lo);
         pfi_restab_num(&tab, C_REFHI, g->ref_hi);
       }
       if (g->new_ok) {
-        pfi_restab_textf(&tab, T_NEW, "%.3f [%.3f, %.3f]", g->pfi_new,
-                         g->new_lo, g->new_hi);
+        pfi_restab_textf(&tab, T_NEW, "%.3f [%.3f, %.3f]%s", g->pfi_new,
+                         g->new_lo, g->new_hi, g->new_points == 1 ? " 1pt" : "");
         pfi_restab_num(&tab, C_NEW, g->pfi_new);
         pfi_restab_num(&tab, C_NEWLO, g->new_lo);
         pfi_restab_num(&tab, C_NEWHI, g->new_hi);
@@ -363,13 +432,28 @@ int cmd_gate(int argc, char **argv) {
              "%%; %zu draws, seed %lu\n",
              rpath, rprov, npath, nprov, 100 * go.pfi_tol, 100 * go.tput_tol,
              go.draws, go.seed);
+    if (fmt == PFI_FMT_TABLE)
+      for (int k = 0; k < 2; k++) {
+        const struct pfi_noise *z = k ? &nnz : &rnz;
+        if (z->source == PFI_NOISE_COLUMNS) {
+          printf("noise, %s: each point's own (sd columns)\n",
+                 k ? "new" : "reference");
+          continue;
+        }
+        printf("noise, %s: %.3g %% power, %.3g %% throughput (%s",
+               k ? "new" : "reference", 100 * z->rel_sd_power,
+               100 * z->rel_sd_tokens, pfi_noise_source_name(z->source));
+        if (z->dof)
+          printf(", %zu points, %zu degrees of freedom", z->points, z->dof);
+        printf(")\n");
+      }
     if (pfi_cli_print_table(&tab, fmt) != PFI_EXIT_OK)
       status = PFI_EXIT_FAIL;
     pfi_restab_release(&tab);
   }
   if (fmt == PFI_FMT_TABLE) {
-    printf("(* beyond noise; tput/W: change of throughput per watt, uncapped; "
-           "throughput in %s)\n",
+    printf("(* beyond noise; 1pt: a PFI from one capped point; tput/W: change "
+           "of throughput per watt, uncapped; throughput in %s)\n",
            unit);
     if (only_ref || only_new)
       printf("%zu jobs only in the reference, %zu only in the new sweep%s\n",

@@ -26,9 +26,10 @@ static const struct pfi_opt opts[] = {
      "random seed of the draws (default 1); the same seed gives the same "
      "output"},
     {"noise", 'e', 0, PFI_ARG_REQ, "P,T",
-     "relative noise, in %, of points without power_sd_w / tokens_sd (default "
-     "0.04,0.05: the paper's median standard errors); the output states it "
-     "when used"},
+     "relative noise, in %, of points without power_sd_w / tokens_sd, for "
+     "the noise rule and the interval (default: estimated from the file, "
+     "else 0.04,0.05, the paper's median standard errors); the output states "
+     "the noise used and its source"},
     {"map", 'm', 0, PFI_ARG_REQ, "NAME=COLUMN,...",
      "read canonical column NAME from the file's COLUMN, e.g. "
      "job=Workload,cap_w=GPU power cap,power_w=total GPU "
@@ -62,8 +63,13 @@ static const struct pfi_cmd_help help = {
     "  area   integral of T/T_max over P/P_max from (0,0), minus 1/2\n"
     "  ce     1 - a, a the slope of log T on log P (least squares)\n",
     opts,
+    "The noise of points without sd columns comes from the file (the\n"
+    "scatter of points whose power stays below 70 % of the cap), else the\n"
+    "paper's default, or --noise; the output says which.\n"
     "Undefined values (no capped point bound; all powers equal; no interval)\n"
-    "print as - in table and csv, null in JSON. Bad input (missing column,\n"
+    "print as - in table and csv, null in JSON; the note column says why a\n"
+    "ratio PFI is undefined (the cap never bound; throughput never fell\n"
+    "beyond the noise) or that it rests on one capped point. Bad input (missing column,\n"
     "non-numeric, NaN or infinite value, zero or negative power or\n"
     "throughput, duplicate cap, a job with fewer than 2 points) is reported\n"
     "as FILE:LINE:COLUMN with exit status 2.\n",
@@ -79,6 +85,14 @@ struct row {
   int used_default; /* a point's noise came from the default */
 };
 
+/* Why a ratio PFI is undefined, or that it rests on one capped point
+ * (its interval then reflects one point's noise only); "" otherwise. */
+static const char *note_of(const struct pfi_index *ix) {
+  if (!ix->pfi_defined)
+    return pfi_index_undefined_reason(ix->undefined_why);
+  return ix->points_used == 1 ? "one capped point" : "";
+}
+
 static json_t *num_or_null(int defined, double v) {
   return defined && isfinite(v) ? json_real(v) : json_null();
 }
@@ -86,17 +100,17 @@ static json_t *num_or_null(int defined, double v) {
 /* The index of job i of the set (and its interval with draws > 0) into r,
  * zeroed first. Returns 0, or an error located at the job's first line. */
 static int compute_row(const struct pfi_curveset *set, size_t i, int defs,
-                       unsigned long draws, unsigned long seed, double noise_p,
-                       double noise_t, struct row *r, struct pfi_error *err) {
+                       unsigned long draws, unsigned long seed,
+                       const struct pfi_noise *nz, struct row *r,
+                       struct pfi_error *err) {
   const struct pfi_curve *cv = &set->c[i];
   memset(r, 0, sizeof *r);
   /* ce's logarithms only when it is printed. */
-  int rc = pfi_index_compute_defs(
+  int rc = pfi_index_compute_noise(
       cv, (defs & DEF_CE) ? PFI_INDEX_ALL : PFI_INDEX_RATIO | PFI_INDEX_AREA,
-      &r->ix, err);
+      nz, &r->ix, err);
   if (rc == 0 && draws > 0) {
-    rc = pfi_index_ci(cv, draws, seed, noise_p, noise_t, &r->ci_lo, &r->ci_hi,
-                      err);
+    rc = pfi_index_ci_noise(cv, draws, seed, nz, &r->ci_lo, &r->ci_hi, err);
     if (rc >= 0) {
       r->ci_n = rc;
       rc = 0;
@@ -126,6 +140,8 @@ int cmd_index(int argc, char **argv) {
   unsigned long draws = 0, seed = 1;
   double noise_p = PFI_INDEX_DEFAULT_REL_SD_POWER,
          noise_t = PFI_INDEX_DEFAULT_REL_SD_TOKENS;
+  int noise_given = 0;
+  struct pfi_noise nz;
   const char *map = NULL;
   int node_power = 0;
   char *node_map = NULL;
@@ -200,6 +216,7 @@ int cmd_index(int argc, char **argv) {
       }
       noise_p = v[0] / 100.0;
       noise_t = v[1] / 100.0;
+      noise_given = 1;
       free(v);
       break;
     }
@@ -268,9 +285,27 @@ int cmd_index(int argc, char **argv) {
       status = PFI_EXIT_USAGE;
     goto out;
   }
+  /* One noise for the rule, the interval and what the output says. */
+  if (noise_given)
+    pfi_noise_given(&nz, noise_p, noise_t);
+  else
+    pfi_noise_estimate(&set, &nz);
+  noise_p = nz.rel_sd_power;
+  noise_t = nz.rel_sd_tokens;
+  char noise_line[256], dof_s[64] = "";
+  if (nz.dof)
+    snprintf(dof_s, sizeof dof_s, ", %zu degrees of freedom", nz.dof);
+  if (nz.source == PFI_NOISE_COLUMNS)
+    snprintf(noise_line, sizeof noise_line,
+             "Noise: each point's power_sd_w and tokens_sd (sd columns).");
+  else
+    snprintf(noise_line, sizeof noise_line,
+             "Noise of points without power_sd_w/tokens_sd: %.3g %% of "
+             "power, %.3g %% of throughput (%s%s).",
+             noise_p * 100.0, noise_t * 100.0,
+             pfi_noise_source_name(nz.source), dof_s);
   int progress =
       draws > 0 && isatty(STDERR_FILENO) && (double)draws * (double)set.n > 1e6;
-  int any_default = 0;
   if (fmt == PFI_FMT_JSON) {
     rows = calloc(set.n ? set.n : 1, sizeof *rows);
     if (!rows) {
@@ -279,12 +314,10 @@ int cmd_index(int argc, char **argv) {
       goto out;
     }
     for (size_t i = 0; i < set.n; i++) {
-      if (compute_row(&set, i, defs, draws, seed, noise_p, noise_t, &rows[i],
-                      &err) < 0) {
+      if (compute_row(&set, i, defs, draws, seed, &nz, &rows[i], &err) < 0) {
         status = pfi_cli_fail(&err);
         goto out;
       }
-      any_default |= rows[i].used_default;
       if (progress && (i + 1) % 1000 == 0)
         fprintf(stderr, "\rpfi index: %zu/%zu jobs", i + 1, set.n);
     }
@@ -314,6 +347,7 @@ int cmd_index(int argc, char **argv) {
       }
       json_object_set_new(o, "points_used",
                           json_integer((json_int_t)ix->points_used));
+      json_object_set_new(o, "pfi_note", json_string(note_of(ix)));
       json_t *ex = json_array();
       for (size_t k = 0; k < ix->n_excluded; k++)
         json_array_append_new(ex, json_real(ix->excluded_caps[k]));
@@ -334,6 +368,11 @@ int cmd_index(int argc, char **argv) {
                 ? json_pack("{sfsf}", "power", noise_p, "tokens", noise_t)
                 : json_null());
       }
+      json_object_set_new(
+          o, "noise",
+          json_pack("{sfsfsssI}", "rel_sd_power", noise_p, "rel_sd_tokens",
+                    noise_t, "source", pfi_noise_source_name(nz.source), "dof",
+                    (json_int_t)nz.dof));
       json_array_append_new(arr, o);
     }
     if (!arr || pfi_cli_print_json(arr)) {
@@ -350,7 +389,8 @@ int cmd_index(int argc, char **argv) {
    * interval's bounds, draws, seed and default noise as columns. */
   enum {
     C_JOB, C_PFI, C_CI, C_AREA, C_CE, C_LO, C_HI, C_PTS, C_EXC, C_TMAX,
-    C_PMAX, C_DRAWS, C_SEED, C_NP, C_NT, C_WHY, C_TEXC, C_N
+    C_PMAX, C_DRAWS, C_SEED, C_NP, C_NT, C_WHY, C_NOTE, C_NSRC, C_NSP,
+    C_NST, C_TEXC, C_N
   };
   static const struct pfi_restab_col all[C_N] = {
       [C_JOB] = {.name = "job", .kind = PFI_RESTAB_TEXT, .max_width = 60},
@@ -391,6 +431,14 @@ int cmd_index(int argc, char **argv) {
                  .formats = PFI_RESTAB_IN_CSV},
       [C_TEXC] = {.name = "excluded", .label = "excluded (cap:why)",
                   .kind = PFI_RESTAB_TEXT, .formats = PFI_RESTAB_IN_TERM},
+      [C_NOTE] = {.name = "pfi_note", .label = "note",
+                  .kind = PFI_RESTAB_TEXT},
+      [C_NSRC] = {.name = "noise_source", .kind = PFI_RESTAB_TEXT,
+                  .formats = PFI_RESTAB_IN_CSV},
+      [C_NSP] = {.name = "noise_rel_sd_power", .kind = PFI_RESTAB_NUM,
+                 .style = 'g', .prec = 6, .formats = PFI_RESTAB_IN_CSV},
+      [C_NST] = {.name = "noise_rel_sd_tokens", .kind = PFI_RESTAB_NUM,
+                 .style = 'g', .prec = 6, .formats = PFI_RESTAB_IN_CSV},
   };
   /* The columns this run prints, and where each went (-1: not shown). */
   struct pfi_restab_col cols[C_N];
@@ -404,6 +452,8 @@ int cmd_index(int argc, char **argv) {
       on = defs & DEF_AREA;
     else if (k == C_CE)
       on = defs & DEF_CE;
+    else if (k == C_NOTE)
+      on = defs & DEF_RATIO;
     else if (k == C_CI || k == C_LO || k == C_HI || k == C_DRAWS ||
              k == C_SEED || k == C_NP || k == C_NT)
       on = ci_cols;
@@ -419,7 +469,7 @@ int cmd_index(int argc, char **argv) {
     pfi_restab_csv_stream(&tab, set.n);
   /* The three definitions have different reference points: said above
    * the table, so that its last line is its last row. */
-  char title[300] = "";
+  char title[600] = "";
   if (node_power)
     snprintf(title, sizeof title, "Power: node (node_power_w). ");
   if (defs & DEF_RATIO) {
@@ -437,18 +487,20 @@ int cmd_index(int argc, char **argv) {
              : (defs & DEF_AREA)                  ? "pfi_area"
                                                   : "pfi_ce");
   }
+  {
+    size_t l = strlen(title);
+    snprintf(title + l, sizeof title - l, "%s%s", l ? " " : "", noise_line);
+  }
   pfi_restab_title(&tab, title);
   /* Each job's row is computed as it goes into the table (no array of
    * every job's index): an error still comes before any output. */
   for (size_t i = 0; i < set.n && !tab.failed; i++) {
     struct row one;
-    if (compute_row(&set, i, defs, draws, seed, noise_p, noise_t, &one,
-                    &err) < 0) {
+    if (compute_row(&set, i, defs, draws, seed, &nz, &one, &err) < 0) {
       pfi_restab_release(&tab);
       status = pfi_cli_fail(&err);
       goto out;
     }
-    any_default |= one.used_default;
     if (progress && (i + 1) % 1000 == 0)
       fprintf(stderr, "\rpfi index: %zu/%zu jobs", i + 1, set.n);
     const struct row *rw = &one;
@@ -471,6 +523,14 @@ int cmd_index(int argc, char **argv) {
                          rw->ci_lo, rw->ci_hi);
     }
     pfi_restab_int(&tab, (size_t)at[C_PTS], (long long)ix->points_used);
+    if (defs & DEF_RATIO)
+      pfi_restab_text_ref(&tab, (size_t)at[C_NOTE], note_of(ix));
+    pfi_restab_text_ref(&tab, (size_t)at[C_NSRC],
+                        pfi_noise_source_name(nz.source));
+    if (nz.source != PFI_NOISE_COLUMNS) {
+      SETNUM(C_NSP, noise_p);
+      SETNUM(C_NST, noise_t);
+    }
     SETNUM(C_TMAX, ix->t_max);
     SETNUM(C_PMAX, ix->p_max);
     if (ci_cols) {
@@ -516,11 +576,6 @@ int cmd_index(int argc, char **argv) {
                     "ci95: 2.5-97.5 percentiles of %lu Monte Carlo draws, "
                     "seed %lu.",
                     draws, seed);
-    if (any_default)
-      pfi_restab_note(&tab,
-                      "Points without power_sd_w/tokens_sd used the default "
-                      "relative noise: %g %% of power, %g %% of throughput.",
-                      noise_p * 100.0, noise_t * 100.0);
   }
   status = pfi_cli_print_table(&tab, fmt);
   pfi_restab_release(&tab);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 #include "pfi/gate.h"
 
+#include <gsl/gsl_cdf.h>
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
 #include <math.h>
@@ -9,13 +10,12 @@
 
 #include "pfi/index.h"
 
-#define GATE_Z 2.0
-
 void pfi_gate_opts_init(struct pfi_gate_opts *o) {
   o->pfi_tol = 0.10;
   o->tput_tol = 0.02;
   o->draws = 2000;
   o->seed = 1;
+  o->ref_noise = o->new_noise = NULL;
 }
 
 static int cap_match(double a, double b) {
@@ -23,24 +23,34 @@ static int cap_match(double a, double b) {
   return fabs(a - b) <= 1e-9 * (m > 1.0 ? m : 1.0);
 }
 
-static double rel_sd(const struct pfi_point *p) {
-  return p->tokens_sd >= 0 ? p->tokens_sd / p->tokens_per_s
-                           : PFI_INDEX_DEFAULT_REL_SD_TOKENS;
+/* Relative standard error of a point's throughput under noise `nz`
+ * (index.c's rule: the sd column, else the noise, per run when an
+ * estimate). */
+static double rel_sd(const struct pfi_point *p, const struct pfi_noise *nz) {
+  if (p->tokens_sd >= 0)
+    return p->tokens_sd / p->tokens_per_s;
+  if (!nz)
+    return PFI_INDEX_DEFAULT_REL_SD_TOKENS;
+  if (nz->per_run && p->runs > 1)
+    return nz->rel_sd_tokens / sqrt((double)p->runs);
+  return nz->rel_sd_tokens;
 }
 
 /* PFI estimate, interval and draws of one curve. */
 static int one(const struct pfi_curve *c, const struct pfi_gate_opts *o,
-               unsigned long seed, double *sample, int *ok, double *v,
-               double *lo, double *hi, struct pfi_error *err) {
+               const struct pfi_noise *nz, unsigned long seed, double *sample,
+               int *ok, double *v, double *lo, double *hi, size_t *points,
+               int *undef, struct pfi_error *err) {
   struct pfi_index ix;
-  int rc = pfi_index_compute(c, &ix, err);
+  int rc = pfi_index_compute_noise(c, PFI_INDEX_ALL, nz, &ix, err);
   if (rc < 0)
     return rc;
   *ok = ix.pfi_defined;
   *v = *lo = *hi = ix.pfi_defined ? ix.pfi : 0;
+  *points = ix.points_used;
+  *undef = ix.undefined_why;
   pfi_index_release(&ix);
-  rc = pfi_index_draws(c, o->draws, seed, PFI_INDEX_DEFAULT_REL_SD_POWER,
-                       PFI_INDEX_DEFAULT_REL_SD_TOKENS, sample, err);
+  rc = pfi_index_draws_noise(c, o->draws, seed, nz, sample, err);
   if (rc < 0)
     return rc;
   if (rc > 0 && *ok) {
@@ -82,11 +92,13 @@ int pfi_gate_compare(const struct pfi_curve *ref, const struct pfi_curve *new_c,
   if (!a)
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
   double *b = a + o->draws;
-  int rc = one(ref, o, o->seed, a, &out->ref_ok, &out->pfi_ref, &out->ref_lo,
-               &out->ref_hi, err);
+  int rc = one(ref, o, o->ref_noise, o->seed, a, &out->ref_ok, &out->pfi_ref,
+               &out->ref_lo, &out->ref_hi, &out->ref_points, &out->ref_undef,
+               err);
   if (rc == 0)
-    rc = one(new_c, o, o->seed + 1, b, &out->new_ok, &out->pfi_new,
-             &out->new_lo, &out->new_hi, err);
+    rc = one(new_c, o, o->new_noise, o->seed + 1, b, &out->new_ok,
+             &out->pfi_new, &out->new_lo, &out->new_hi, &out->new_points,
+             &out->new_undef, err);
   if (rc < 0) {
     free(a);
     return rc;
@@ -116,7 +128,8 @@ int pfi_gate_compare(const struct pfi_curve *ref, const struct pfi_curve *new_c,
       if (!cap_match(ref->pts[i].cap_w, new_c->pts[j].cap_w))
         continue;
       double ch = new_c->pts[j].tokens_per_s / ref->pts[i].tokens_per_s - 1;
-      double ra = rel_sd(&ref->pts[i]), rb = rel_sd(&new_c->pts[j]);
+      double ra = rel_sd(&ref->pts[i], o->ref_noise),
+             rb = rel_sd(&new_c->pts[j], o->new_noise);
       double sig = (1 + ch) * sqrt(ra * ra + rb * rb);
       out->ncommon++;
       if (ch < worst) {
@@ -127,8 +140,13 @@ int pfi_gate_compare(const struct pfi_curve *ref, const struct pfi_curve *new_c,
       }
     }
   if (out->ncommon) {
-    out->tput_beyond_noise =
-        out->worst_change < 0 && -out->worst_change > GATE_Z * out->worst_sigma;
+    /* The largest of ncommon drops is tested: its level is split over the
+     * caps (Bonferroni), so that a job without a change fails this check
+     * with probability at most PFI_GATE_ALPHA_TPUT, whatever the grid. */
+    out->tput_z =
+        gsl_cdf_ugaussian_Qinv(PFI_GATE_ALPHA_TPUT / (double)out->ncommon);
+    out->tput_beyond_noise = out->worst_change < 0 &&
+                             -out->worst_change > out->tput_z * out->worst_sigma;
     out->tput_fail = out->tput_beyond_noise && -out->worst_change > o->tput_tol;
   }
   const struct pfi_point *ur = pfi_curve_uncapped(ref),

@@ -204,6 +204,44 @@ int pfi_index_compute(const struct pfi_curve *c, struct pfi_index *out,
 
 int pfi_index_compute_defs(const struct pfi_curve *c, unsigned defs,
                            struct pfi_index *out, struct pfi_error *err) {
+  return pfi_index_compute_noise(c, defs, NULL, out, err);
+}
+
+/* A point's relative standard error of power (tokens) under `nz`. */
+static double point_rel_sd(double sd, double v, int runs, double rel,
+                           const struct pfi_noise *nz) {
+  if (sd >= 0)
+    return sd / v;
+  if (nz->per_run && runs > 1)
+    return rel / sqrt((double)runs);
+  return rel;
+}
+
+/* Capped points where the cap bound: power fell below P_max by more than
+ * the noise (the power half of point_why()). */
+static size_t count_bound(const double *power_w, const double *rsp, size_t n,
+                          size_t r, double rev_p) {
+  size_t k = 0;
+  double pmax = power_w[r];
+  for (size_t i = 0; i < n; i++) {
+    if (i == r)
+      continue;
+    double save = 1.0 - power_w[i] / pmax;
+    double sp = PFI_INDEX_NOISE_Z * (power_w[i] / pmax) *
+                sqrt(rsp[i] * rsp[i] + rsp[r] * rsp[r]);
+    k += save > sp && save > rev_p;
+  }
+  return k;
+}
+
+int pfi_index_compute_noise(const struct pfi_curve *c, unsigned defs,
+                            const struct pfi_noise *noise,
+                            struct pfi_index *out, struct pfi_error *err) {
+  struct pfi_noise paper;
+  if (!noise) {
+    pfi_noise_paper(&paper);
+    noise = &paper;
+  }
   memset(out, 0, sizeof *out);
   size_t n = c->n;
   if (n < 2)
@@ -229,10 +267,10 @@ int pfi_index_compute_defs(const struct pfi_curve *c, unsigned defs,
     cap[i] = pt->cap_w;
     pw[i] = pt->power_w;
     tk[i] = pt->tokens_per_s;
-    rsp[i] = pt->power_sd_w >= 0 ? pt->power_sd_w / pt->power_w
-                                 : PFI_INDEX_DEFAULT_REL_SD_POWER;
-    rst[i] = pt->tokens_sd >= 0 ? pt->tokens_sd / pt->tokens_per_s
-                                : PFI_INDEX_DEFAULT_REL_SD_TOKENS;
+    rsp[i] = point_rel_sd(pt->power_sd_w, pt->power_w, pt->runs,
+                          noise->rel_sd_power, noise);
+    rst[i] = point_rel_sd(pt->tokens_sd, pt->tokens_per_s, pt->runs,
+                          noise->rel_sd_tokens, noise);
   }
   const struct pfi_point *ref = pfi_curve_uncapped(c);
   out->t_max = ref->tokens_per_s;
@@ -249,6 +287,10 @@ int pfi_index_compute_defs(const struct pfi_curve *c, unsigned defs,
       sum += (1.0 - pw[i] / out->p_max) / (1.0 - tk[i] / out->t_max);
   out->points_used = used;
   out->pfi_defined = used > 0;
+  out->points_bound = count_bound(pw, rsp, n, n - 1, out->power_floor);
+  out->undefined_why = used                ? PFI_UNDEF_NONE
+                       : out->points_bound ? PFI_UNDEF_NO_LOSS
+                                           : PFI_UNDEF_NEVER_BOUND;
   out->pfi = used ? sum / (double)used : 0.0;
   int rc;
   rc = pfi_index_area(cap, pw, tk, n, &out->pfi_area);
@@ -323,6 +365,21 @@ void pfi_index_release(struct pfi_index *out) {
 int pfi_index_draws(const struct pfi_curve *c, size_t draws, unsigned long seed,
                     double default_rel_sd_power, double default_rel_sd_tokens,
                     double *sample, struct pfi_error *err) {
+  struct pfi_noise nz;
+  pfi_noise_given(&nz, default_rel_sd_power, default_rel_sd_tokens);
+  return pfi_index_draws_noise(c, draws, seed, &nz, sample, err);
+}
+
+int pfi_index_draws_noise(const struct pfi_curve *c, size_t draws,
+                          unsigned long seed, const struct pfi_noise *noise,
+                          double *sample, struct pfi_error *err) {
+  struct pfi_noise paper;
+  if (!noise) {
+    pfi_noise_paper(&paper);
+    noise = &paper;
+  }
+  double default_rel_sd_power = noise->rel_sd_power,
+         default_rel_sd_tokens = noise->rel_sd_tokens;
   size_t n = c->n;
   if (draws == 0)
     return pfi_error_set(err, PFI_EINVAL, "--ci: needs at least 1 draw");
@@ -348,11 +405,18 @@ int pfi_index_draws(const struct pfi_curve *c, size_t draws, unsigned long seed,
   double *sdp = buf, *sdt = buf + n, *pw = buf + 2 * n, *tk = buf + 3 * n;
   for (size_t i = 0; i < n; i++) {
     const struct pfi_point *pt = &c->pts[i];
-    sdp[i] = pt->power_sd_w >= 0 ? pt->power_sd_w
-                                 : default_rel_sd_power * pt->power_w;
-    sdt[i] = pt->tokens_sd >= 0 ? pt->tokens_sd
-                                : default_rel_sd_tokens * pt->tokens_per_s;
+    sdp[i] = point_rel_sd(pt->power_sd_w, pt->power_w, pt->runs,
+                          default_rel_sd_power, noise) *
+             pt->power_w;
+    sdt[i] = point_rel_sd(pt->tokens_sd, pt->tokens_per_s, pt->runs,
+                          default_rel_sd_tokens, noise) *
+             pt->tokens_per_s;
+    if (pt->power_sd_w >= 0)
+      sdp[i] = pt->power_sd_w;
+    if (pt->tokens_sd >= 0)
+      sdt[i] = pt->tokens_sd;
   }
+  int scaled = noise->dof > 0;
   /* The points averaged are those pfi_index_compute() averages (the rule
    * in index.h, with the points' own standard errors or the default
    * noise); the draws keep that choice fixed. Re-deciding it per draw would
@@ -372,10 +436,10 @@ int pfi_index_draws(const struct pfi_curve *c, size_t draws, unsigned long seed,
     cw[i] = pt->cap_w;
     pw[i] = pt->power_w;
     tk[i] = pt->tokens_per_s;
-    cw[n + i] = pt->power_sd_w >= 0 ? pt->power_sd_w / pt->power_w
-                                    : PFI_INDEX_DEFAULT_REL_SD_POWER;
-    cw[2 * n + i] = pt->tokens_sd >= 0 ? pt->tokens_sd / pt->tokens_per_s
-                                       : PFI_INDEX_DEFAULT_REL_SD_TOKENS;
+    cw[n + i] = point_rel_sd(pt->power_sd_w, pt->power_w, pt->runs,
+                             default_rel_sd_power, noise);
+    cw[2 * n + i] = point_rel_sd(pt->tokens_sd, pt->tokens_per_s, pt->runs,
+                                 default_rel_sd_tokens, noise);
   }
   size_t nused =
       classify(pw, tk, cw + n, cw + 2 * n, n, n - 1,
@@ -387,9 +451,23 @@ int pfi_index_draws(const struct pfi_curve *c, size_t draws, unsigned long seed,
   for (size_t d = 0; d < draws && nused > 0; d++) {
     /* Power then throughput, point by point in cap order: the order of the
      * random stream is part of the reproducibility contract. */
-    for (size_t i = 0; i < n; i++) {
-      pw[i] = c->pts[i].power_w + gsl_ran_gaussian(rng, sdp[i]);
-      tk[i] = c->pts[i].tokens_per_s + gsl_ran_gaussian(rng, sdt[i]);
+    if (scaled) {
+      /* The noise estimate's own uncertainty: one scale per draw, drawn
+       * before the points (a known noise draws nothing here, so its
+       * stream is unchanged). */
+      double x = gsl_ran_chisq(rng, (double)noise->dof);
+      double f = x > 0 ? sqrt((double)noise->dof / x) : 1.0;
+      for (size_t i = 0; i < n; i++) {
+        double fp = c->pts[i].power_sd_w < 0 ? f : 1.0,
+               ft = c->pts[i].tokens_sd < 0 ? f : 1.0;
+        pw[i] = c->pts[i].power_w + gsl_ran_gaussian(rng, sdp[i] * fp);
+        tk[i] = c->pts[i].tokens_per_s + gsl_ran_gaussian(rng, sdt[i] * ft);
+      }
+    } else {
+      for (size_t i = 0; i < n; i++) {
+        pw[i] = c->pts[i].power_w + gsl_ran_gaussian(rng, sdp[i]);
+        tk[i] = c->pts[i].tokens_per_s + gsl_ran_gaussian(rng, sdt[i]);
+      }
     }
     double pmax = pw[n - 1], tmax = tk[n - 1], sum = 0;
     for (size_t i = 0; i + 1 < n; i++)
@@ -415,13 +493,20 @@ out:
 int pfi_index_ci(const struct pfi_curve *c, size_t draws, unsigned long seed,
                  double default_rel_sd_power, double default_rel_sd_tokens,
                  double *lo, double *hi, struct pfi_error *err) {
+  struct pfi_noise nz;
+  pfi_noise_given(&nz, default_rel_sd_power, default_rel_sd_tokens);
+  return pfi_index_ci_noise(c, draws, seed, &nz, lo, hi, err);
+}
+
+int pfi_index_ci_noise(const struct pfi_curve *c, size_t draws,
+                       unsigned long seed, const struct pfi_noise *noise,
+                       double *lo, double *hi, struct pfi_error *err) {
   if (draws == 0)
     return pfi_error_set(err, PFI_EINVAL, "--ci: needs at least 1 draw");
   double *sample = malloc(draws * sizeof *sample);
   if (!sample)
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
-  int rc = pfi_index_draws(c, draws, seed, default_rel_sd_power,
-                           default_rel_sd_tokens, sample, err);
+  int rc = pfi_index_draws_noise(c, draws, seed, noise, sample, err);
   if (rc > 0) {
     size_t ok = 0;
     for (size_t d = 0; d < draws; d++)
@@ -437,4 +522,116 @@ int pfi_index_ci(const struct pfi_curve *c, size_t draws, unsigned long seed,
   }
   free(sample);
   return rc;
+}
+
+void pfi_noise_paper(struct pfi_noise *n) {
+  memset(n, 0, sizeof *n);
+  n->rel_sd_power = PFI_INDEX_DEFAULT_REL_SD_POWER;
+  n->rel_sd_tokens = PFI_INDEX_DEFAULT_REL_SD_TOKENS;
+  n->source = PFI_NOISE_PAPER;
+}
+
+void pfi_noise_given(struct pfi_noise *n, double rel_sd_power,
+                     double rel_sd_tokens) {
+  memset(n, 0, sizeof *n);
+  n->rel_sd_power = rel_sd_power;
+  n->rel_sd_tokens = rel_sd_tokens;
+  n->source = PFI_NOISE_GIVEN;
+}
+
+const char *pfi_noise_source_name(int source) {
+  switch (source) {
+  case PFI_NOISE_COLUMNS:
+    return "sd columns";
+  case PFI_NOISE_REPLICATES:
+    return "replicate runs";
+  case PFI_NOISE_UNBOUND:
+    return "points the cap cannot bind";
+  case PFI_NOISE_GIVEN:
+    return "given";
+  default:
+    return "paper default";
+  }
+}
+
+const char *pfi_index_undefined_reason(int why) {
+  switch (why) {
+  case PFI_UNDEF_NEVER_BOUND:
+    return "the cap never bound";
+  case PFI_UNDEF_NO_LOSS:
+    return "throughput never fell beyond the noise";
+  default:
+    return "";
+  }
+}
+
+void pfi_noise_acc_add(struct pfi_noise_acc *a, const double *power_w,
+                       const double *tokens, size_t k) {
+  if (k < 2)
+    return;
+  double mp = 0, mt = 0;
+  for (size_t i = 0; i < k; i++) {
+    mp += log(power_w[i]);
+    mt += log(tokens[i]);
+  }
+  mp /= (double)k;
+  mt /= (double)k;
+  for (size_t i = 0; i < k; i++) {
+    double dp = log(power_w[i]) - mp, dt = log(tokens[i]) - mt;
+    a->ss_power += dp * dp;
+    a->ss_tokens += dt * dt;
+  }
+  a->dof += k - 1;
+  a->points += k;
+}
+
+int pfi_noise_acc_finish(const struct pfi_noise_acc *a, int source,
+                         struct pfi_noise *n) {
+  if (a->dof < PFI_NOISE_MIN_DOF)
+    return 0;
+  memset(n, 0, sizeof *n);
+  /* Log deviations: the relative sd to first order, the same for every
+   * unit of the columns. */
+  n->rel_sd_power = sqrt(a->ss_power / (double)a->dof);
+  n->rel_sd_tokens = sqrt(a->ss_tokens / (double)a->dof);
+  n->source = source;
+  n->per_run = 1;
+  n->dof = a->dof;
+  n->points = a->points;
+  return 1;
+}
+
+void pfi_noise_estimate(const struct pfi_curveset *set, struct pfi_noise *n) {
+  pfi_noise_paper(n);
+  int all_sd = set->n > 0;
+  for (size_t j = 0; j < set->n && all_sd; j++)
+    for (size_t i = 0; i < set->c[j].n; i++)
+      if (set->c[j].pts[i].power_sd_w < 0 || set->c[j].pts[i].tokens_sd < 0) {
+        all_sd = 0;
+        break;
+      }
+  if (all_sd) {
+    n->source = PFI_NOISE_COLUMNS;
+    return;
+  }
+  struct pfi_noise_acc acc = {0};
+  double pbuf[64], tbuf[64];
+  for (size_t j = 0; j < set->n; j++) {
+    const struct pfi_curve *c = &set->c[j];
+    double g = c->gpus > 0 ? (double)c->gpus : 1.0;
+    size_t k = 0;
+    /* A job's points whose power per GPU stays well below the cap: no cap
+     * slowed them, so their spread is run-to-run noise (a job of more than
+     * 64 such points contributes its first 64). */
+    for (size_t i = 0; i < c->n && k < 64; i++) {
+      const struct pfi_point *pt = &c->pts[i];
+      if (pt->power_w / g < PFI_NOISE_UNBOUND_FRAC * pt->cap_w &&
+          (pt->power_sd_w < 0 || pt->tokens_sd < 0) && pt->runs <= 1) {
+        pbuf[k] = pt->power_w;
+        tbuf[k++] = pt->tokens_per_s;
+      }
+    }
+    pfi_noise_acc_add(&acc, pbuf, tbuf, k);
+  }
+  pfi_noise_acc_finish(&acc, PFI_NOISE_UNBOUND, n);
 }

@@ -34,6 +34,12 @@ int pfi__report_gate(struct pfi__report *r, const char *ref_path,
   pfi_gate_opts_init(&go);
   go.draws = draws;
   go.seed = r->o->seed;
+  /* Each sweep's own noise, as pfi gate estimates it (docs/gate.md). */
+  struct pfi_noise rnz, nnz;
+  pfi_noise_estimate(&ref, &rnz);
+  pfi_noise_estimate(&r->js.cs, &nnz);
+  go.ref_noise = &rnz;
+  go.new_noise = &nnz;
   static const char *const cols[] = {"job",
                                      "pfi_ref",
                                      "pfi_new",

@@ -40,7 +40,7 @@ a,500,800,95,
 a,300,600,80,
 EOF
 "$PFI" index "$T/three.csv" --format csv >"$T/out" || fail "index three.csv"
-head -1 "$T/out" | grep -qx 'job,pfi,pfi_area,pfi_ce,points_used,excluded_caps,t_max,p_max,excluded_why' ||
+head -1 "$T/out" | grep -qx 'job,pfi,pfi_area,pfi_ce,points_used,excluded_caps,t_max,p_max,excluded_why,pfi_note,noise_source,noise_rel_sd_power,noise_rel_sd_tokens' ||
   fail "csv header: $(head -1 "$T/out")"
 IFS=, read -r job pfi area ce used ex tmax pmax why < <(sed -n 2p "$T/out")
 [ "$job" = a ] || fail "job name '$job'"
@@ -62,7 +62,7 @@ cmp -s "$T/out" "$T/out2" || fail "stdin output differs from file output"
 
 # --definition ratio: only the ratio column.
 "$PFI" index "$T/three.csv" --definition ratio --format csv | head -1 |
-  grep -qx 'job,pfi,points_used,excluded_caps,t_max,p_max,excluded_why' || fail "--definition ratio columns"
+  grep -qx 'job,pfi,points_used,excluded_caps,t_max,p_max,excluded_why,pfi_note,noise_source,noise_rel_sd_power,noise_rel_sd_tokens' || fail "--definition ratio columns"
 "$PFI" index "$T/three.csv" --definition area --format json >"$T/out" || fail "json area"
 grep -q '"pfi_area"' "$T/out" && ! grep -q '"pfi":' "$T/out" || fail "--definition area json keys"
 
@@ -101,7 +101,7 @@ tail -n +2 "$T/out" | cut -d, -f2 | grep -q '^-$' && fail "real sweep: undefined
 "$PFI" index data/real/dvfs_sweep.csv --map "$MAP" --ci 2000 --seed 6 >"$T/c" || fail "ci run 3"
 cmp -s "$T/a" "$T/b" || fail "same seed gave different output"
 cmp -s "$T/a" "$T/c" && fail "different seeds gave the same intervals"
-grep -q 'default relative noise: 0.04 % of power, 0.05 % of throughput' "$T/a" ||
+grep -q 'Noise of points without power_sd_w/tokens_sd: 0.04 % of power, 0.05 % of throughput (paper default)' "$T/a" ||
   fail "default noise not stated: $(tail -2 "$T/a")"
 "$PFI" index data/real/dvfs_sweep.csv --map "$MAP" --ci 500 --format json >"$T/out"
 tr -d ' \n' <"$T/out" | grep -q '"ci95":\[[0-9.]*,[0-9.]*\]' || fail "json ci95 pair"
@@ -131,7 +131,7 @@ grep -q ',-,-$' "$T/out" || fail "default noise reported for measured sd"
 # at the estimate (3 for three.csv) and the statement says so.
 "$PFI" index "$T/three.csv" --ci 20 --noise 0,0 >"$T/out" || fail "--noise 0,0"
 grep -Eq '^a +3.0000  \[3.0000, 3.0000\]' "$T/out" || fail "--noise 0,0 interval: $(cat "$T/out")"
-grep -q 'default relative noise: 0 % of power, 0 % of throughput' "$T/out" ||
+grep -q 'Noise of points without power_sd_w/tokens_sd: 0 % of power, 0 % of throughput (given)' "$T/out" ||
   fail "--noise statement: $(cat "$T/out")"
 expect_usage "--noise" index "$T/three.csv" --ci 20 --noise 5
 "$PFI" help index | grep -q '^usage: pfi index' || fail "pfi help index"
@@ -249,7 +249,7 @@ expect_err "ovf2.csv:2:1: job 'a': the area PFI is not a finite number" index "$
 # The three definitions are told apart, each with its reference point
 # (ratio: 1 is proportional; area and constant elasticity: 0).
 "$PFI" index tests/data/predict/curves.csv > "$T/defs"
-head -1 "$T/defs" | grep -q "^pfi_ratio: 1 = throughput falls in proportion to power; above 1 = more flexible. pfi_area, pfi_ce: 0 = proportional; above 0 = more flexible.$" ||
+head -1 "$T/defs" | grep -q "^pfi_ratio: 1 = throughput falls in proportion to power; above 1 = more flexible. pfi_area, pfi_ce: 0 = proportional; above 0 = more flexible. Noise of points without power_sd_w/tokens_sd: 0.04 % of power, 0.05 % of throughput (paper default).$" ||
   fail "table legend of the definitions: $(head -1 "$T/defs")"
 sed -n 2p "$T/defs" | grep -q '^job  *pfi_ratio  *pfi_area  *pfi_ce ' ||
   fail "table header: $(sed -n 2p "$T/defs")"
