@@ -516,10 +516,15 @@ class Reporter:
     def _run(self):
         while True:
             try:
-                rec = self._q.get(timeout=0.2)
+                rec = self._q.get(timeout=min(0.2, max(0.01, self.interval_s)))
             except queue.Empty:
                 if self._stop.is_set():
                     return
+                # Through a pause no step reports: the same state again
+                # every interval (no tokens since the last: a paused
+                # period), so that the agent's newest report stays fresh.
+                if self._phase in _PAUSES and not self._closed:
+                    self._maybe_put(False)
                 continue
             try:
                 ok = True

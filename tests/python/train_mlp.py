@@ -54,6 +54,11 @@ ap.add_argument("--ckpt-at", type=float, action="append", default=[],
 ap.add_argument("--ckpt-s", type=float, default=2.0, help="a checkpoint's length")
 ap.add_argument("--announce-s", type=float, default=0.0,
                 help="announce each checkpoint this long before (0: not)")
+ap.add_argument("--req-dir", default=None,
+                help="a file req.N (LEN ANNOUNCE_S IDLE) makes the N-th checkpoint: LEN s "
+                     "long, from ANNOUNCE_S s on (announced then when > 0; else after 1 s), "
+                     "the GPUs' caps at their minimum through it with IDLE 1 (IDLE_CMD, "
+                     "BUSY_CMD); pause.N gets its start, done.N its end; a file stop ends")
 ap.add_argument("--own", required=True)
 ap.add_argument("--dir", default=None, help="where checkpoints go (default: beside --own)")
 a = ap.parse_args()
@@ -77,23 +82,51 @@ ckpts = sorted(a.ckpt_at)
 t0 = time.time()
 
 
-def checkpoint(k):
+def checkpoint(k, length=None, idle=None):
     # The GPUs' caps to their minimum through it where the test asks
     # (the emulated GPUs draw their training power whatever this job does).
-    if os.environ.get("IDLE_CMD"):
+    length = a.ckpt_s if length is None else length
+    if idle is None:
+        idle = bool(os.environ.get("IDLE_CMD"))
+    if idle:
         subprocess.run(os.environ["IDLE_CMD"], shell=True)
     t_a = time.time()
-    with rep.checkpoint(expected_s=a.ckpt_s):
+    with rep.checkpoint(expected_s=length):
         torch.save(model.state_dict(), os.path.join(d, "ckpt.pt"))
-        time.sleep(max(0.0, t_a + a.ckpt_s - time.time()))
+        time.sleep(max(0.0, t_a + length - time.time()))
     t_b = time.time()
-    if os.environ.get("BUSY_CMD"):
+    if idle:
         subprocess.run(os.environ["BUSY_CMD"], shell=True)
     pauses.append({"k": k, "start": t_a, "end": t_b})
 
 
+def put(name, text):
+    with open(os.path.join(a.req_dir, name + ".tmp"), "w") as f:
+        f.write(text)
+    os.rename(os.path.join(a.req_dir, name + ".tmp"), os.path.join(a.req_dir, name))
+
+
+plan, n_req = None, 1
+
+
 while not stop and time.time() - t0 < a.seconds:
     now = time.time()
+    if a.req_dir:
+        if os.path.exists(os.path.join(a.req_dir, "stop")):
+            break
+        req = os.path.join(a.req_dir, "req.%d" % n_req)
+        if plan is None and os.path.exists(req):
+            f = open(req).read().split()
+            L, A, idle = float(f[0]), float(f[1]), f[2] == "1"
+            plan = (now + (A if A > 0 else 1.0), L, idle)
+            if A > 0:
+                rep.announce(A, L)
+            put("pause.%d" % n_req, "%.3f\n" % plan[0])
+        if plan is not None and now >= plan[0]:
+            checkpoint(n_req, plan[1], plan[2])
+            put("done.%d" % n_req, "%.3f %.3f\n" % (pauses[-1]["start"], pauses[-1]["end"]))
+            plan, n_req = None, n_req + 1
+            continue
     if ckpts and a.announce_s and now >= t0 + ckpts[0] - a.announce_s and \
             not getattr(rep, "_announced", False):
         rep.announce(max(0.0, t0 + ckpts[0] - now), a.ckpt_s)
