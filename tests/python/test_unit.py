@@ -283,6 +283,25 @@ class TestDelivery(unittest.TestCase):
         self.assertEqual(lines[0]["step"], 3)
 
 
+    def test_reports_through_a_pause(self):
+        # No step during a pause: the thread repeats the state every
+        # interval (0.05 s: about 10 lines in 0.5 s; at least 3 asked), the
+        # same tokens (a paused period) and the phase.
+        path = os.path.join(self.d, "p.jsonl")
+        r = pfi_trainer.Reporter(path=path, interval_s=0.05, use_env=False)
+        r.step(tokens=64)
+        with r.checkpoint():
+            time.sleep(0.5)
+        r.close()
+        lines = read_lines(path)
+        ck = [x for x in lines if x["phase"] == "checkpoint"]
+        self.assertGreaterEqual(len(ck), 3, lines)
+        self.assertTrue(all(x["tokens"] == 64 and x["step"] == 1 for x in ck))
+        ts = [x["t"] for x in ck]
+        self.assertEqual(ts, sorted(ts))
+        self.assertEqual(lines[-1]["phase"], "training")
+
+
 class TestSchedule(unittest.TestCase):
     def test_announced_from_steps(self):
         now = [1000.0]
