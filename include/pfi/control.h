@@ -34,7 +34,7 @@
 #include "pfi/error.h"
 #include "pfi/phase.h"
 
-#define PFI_CTL_API_VERSION 6
+#define PFI_CTL_API_VERSION 7
 
 /* Why a job's caps changed (or why a record was written without a
  * change). Append only: values are stored in records databases. */
@@ -81,7 +81,8 @@ struct pfi_ctl_config {
                            believed curve at the realized power with no
                            cap change to explain it (0.05) */
   double tokens_cv;     /* run-to-run noise of throughput, share (0.005) */
-  double recovery_s;    /* length of the staggered recovery, s (3600) */
+  double recovery_s;    /* the recovery window: every job is back at its
+                           pre-event caps within it, s (900) */
   unsigned long seed;   /* randomized recovery order (1) */
   int strategy;         /* 0: the exact oracle on the believed curves
                            (default); 1: equal-weight cuts (every job's
@@ -101,9 +102,17 @@ struct pfi_ctl_config {
                             1: the target wins over the tiers (they are
                             dropped while the budget is below them) */
   /* Appended in API version 6. */
-  double recovery_margin; /* the recovery stays this share below the
-                             pre-event baseline (0.004; before, the
-                             tracking margin served both) */
+  double recovery_margin; /* the recovery's raises aim this share of the
+                             ceiling below the cluster's ramp line (the
+                             readings' noise; 0.004). Once the line passes
+                             the ceiling every job comes back */
+  /* Appended in API version 7 (docs/control.md "Recovery"). */
+  double recovery_ramp_w_s; /* the cluster's ramp after an event, W/s:
+                               its committed draw rises at most this fast;
+                               0 (default): 5 % of the ceiling (the draw
+                               of the jobs at their pre-event caps) per
+                               second. Never slower than what reaches the
+                               ceiling by half the recovery window */
 };
 
 void pfi_ctl_config_init(struct pfi_ctl_config *c);
@@ -172,8 +181,10 @@ struct pfi_ctl_job_obs {
 /* A recovery in progress, to hand to a controller that takes over. */
 struct pfi_ctl_recovery {
   char event[64];    /* the event recovered from */
-  double baseline_w; /* the baseline the recovery stays under, W (> 0) */
-  double t0_s;       /* when it began, on the saving controller's clock */
+  double baseline_w; /* the pre-event baseline, W, for the records (NaN or
+                        0: unknown; the recovery does not depend on it) */
+  double t0_s;       /* when it began, on the saving controller's clock:
+                        its window counts from there */
 };
 
 /* Input of one period. Arrays are borrowed for the call. */
@@ -188,9 +199,10 @@ struct pfi_ctl_input {
   const struct pfi_ctl_gpu_obs *gpu; /* pfi_ctl_ngpus() entries */
   const struct pfi_ctl_job_obs *job; /* pfi_ctl_nslots() entries, by slot;
                                         unused slots are ignored */
-  double baseline_w; /* pre-event baseline the recovery stays under, W,
-                        read when the event starts; NaN or 0: the median
-                        realized power of the last 300 periods before it */
+  double baseline_w; /* pre-event baseline, W, read when the event starts
+                        (reported, pfi_ctl_baseline; the recovery does not
+                        depend on it); NaN or 0: the median realized power
+                        of the last 300 periods before it */
   /* The event's terms (appended in API version 3), read when it starts. */
   double event_start_s; /* the event's start on the t_s clock, s (may be
                            negative: before the clock's origin); NaN or
@@ -262,6 +274,16 @@ struct pfi_ctl_output {
                             PFI_CTL_FLOOR (minimum caps, tiers),
                             PFI_CTL_CONTRACT (longest event, notice) or
                             PFI_CTL_DEADLINE; -1 when feasible */
+  /* Appended in API version 7: while recovering (NaN otherwise). */
+  double recovery_limit_w;   /* the cluster's ramp line for the next
+                                period, at most the ceiling, W */
+  double recovery_ceiling_w; /* the draw with every job at its pre-event
+                                caps, as believed, W */
+  double recovery_rate_w_s;  /* the line's slope, W/s */
+  double recovery_left_s;    /* the window left, s */
+  int recovery_held;         /* 1: no job could rise this period (the
+                                committed draw is on the line: a paused
+                                job's return or a raise still to show) */
 };
 
 struct pfi_ctl;
@@ -334,7 +356,9 @@ struct pfi_ctl_belief {
   double delivered; /* tokens delivered since the event's start (its
                        first period under the controller) */
   double cap_hi_w;  /* its ceiling, W per GPU: during an event and its
-                       recovery its pre-event caps */
+                       recovery its pre-event caps; outside them the caps
+                       in force (an operator's own limit under the GPU's
+                       maximum is the top of the job's range) */
 };
 
 /* Belief of the job in `slot`; returns 0 or PFI_ENOTFOUND. */

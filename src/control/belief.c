@@ -22,7 +22,10 @@ double pfi__ctl_cap_hi(const struct pfi_ctl *c, const struct pfi__ctl_job *j) {
   double hi = INFINITY;
   for (size_t k = 0; k < j->ngpus; k++) {
     size_t g = j->gpu[k];
-    double v = c->in_event || c->recovering ? c->pre[g] : c->max_w[g];
+    /* Outside an event the cap in force is the top of the job's range:
+     * an operator's own limit under the GPU's maximum is never lifted, so
+     * the job at it is the job uncapped (its P_max, T_max learned there). */
+    double v = c->in_event || c->recovering ? c->pre[g] : c->cap[g];
     if (v < hi)
       hi = v;
   }

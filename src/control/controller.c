@@ -40,7 +40,8 @@ void pfi_ctl_config_init(struct pfi_ctl_config *c) {
   c->rollback_z = 4.0;
   c->anomaly_frac = 0.05;
   c->tokens_cv = 0.005;
-  c->recovery_s = 3600.0;
+  c->recovery_s = 900.0;
+  c->recovery_ramp_w_s = 0.0;
   c->probe_horizon_s = 0.0;
   c->draw_learn = 1;
   c->seed = 1;
@@ -63,6 +64,8 @@ static int check_config(const struct pfi_ctl_config *c, struct pfi_error *err) {
   CHECK(c->anomaly_frac > 0 && c->anomaly_frac < 1, "anomaly_frac");
   CHECK(c->tokens_cv >= 0 && c->tokens_cv < 1, "tokens_cv");
   CHECK(c->recovery_s > 0 && isfinite(c->recovery_s), "recovery_s");
+  CHECK(c->recovery_ramp_w_s >= 0 && isfinite(c->recovery_ramp_w_s),
+        "recovery_ramp_w_s");
   CHECK(c->probe_horizon_s >= 0 && isfinite(c->probe_horizon_s),
         "probe_horizon_s");
   CHECK(c->strategy == 0 || c->strategy == 1, "strategy");

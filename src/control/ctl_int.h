@@ -189,6 +189,11 @@ struct pfi_ctl {
   int *order;  /* recovery order of slots */
   size_t norder, order_cap;
   double recovery_t0;
+  /* The recovery's line (recovery.c): from rec_p0 W at rec_tl0 s rising
+   * at rec_rate W/s (NaN: to start at its next period); this period's
+   * limit and ceiling, W, and whether it held every job. */
+  double rec_p0, rec_tl0, rec_rate, rec_line, rec_ceiling;
+  int rec_held;
   int was_infeasible;
   /* The event's terms (contract.c): its start, first period under the
    * controller, planned end (NaN unknown) and the notice it gave, s. */

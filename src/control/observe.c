@@ -482,13 +482,14 @@ int pfi__ctl_check_input(const struct pfi_ctl *c,
   if (in->event && !(isfinite(in->target_w) && in->target_w > 0))
     return pfi_error_set(err, PFI_EINVAL, "target %g W is not positive",
                          in->target_w);
-  if (in->resume && !(isfinite(in->resume->baseline_w) &&
-                      in->resume->baseline_w > 0 &&
-                      isfinite(in->resume->t0_s) && in->resume->t0_s <= in->t_s))
+  if (in->resume &&
+      (!(isfinite(in->resume->t0_s) && in->resume->t0_s <= in->t_s) ||
+       !(isnan(in->resume->baseline_w) ||
+         (isfinite(in->resume->baseline_w) && in->resume->baseline_w >= 0))))
     return pfi_error_set(err, PFI_EINVAL,
-                         "recovery to resume: baseline %g W or start %g s "
+                         "recovery to resume: start %g s or baseline %g W "
                          "not valid",
-                         in->resume->baseline_w, in->resume->t0_s);
+                         in->resume->t0_s, in->resume->baseline_w);
   for (size_t g = 0; g < c->ngpus; g++) {
     const struct pfi_ctl_gpu_obs *o = &in->gpu[g];
     if (o->valid && !(isfinite(o->power_w) && o->power_w >= 0 &&

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
  * The staggered recovery after an event (part of pfi_ctl_step, step.c):
- * the seeded order, the raises under the pre-event baseline less the
- * recovery margin. docs/control.md "Recovery" states the rule.
+ * the seeded order, the raises under the cluster's ramp line up to the
+ * pre-event ceiling. docs/control.md "Recovery" states the rule.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -11,14 +11,27 @@
 #include "ctl_int.h"
 #include "step_int.h"
 
-/* The staggered recovery: jobs in a seeded random order, each raised by at
- * most the ramp per period, only while the cluster stays under the
- * pre-event baseline less the margin (the last job: the baseline)
- * counting every paused job at its full draw. */
+/* The cluster's ramp by default: this share of the ceiling per second. */
+#define RAMP_SHARE_S 0.05
+/* The ramp's line reaches the ceiling by this share of the window at the
+ * latest, whatever ramp was set; from LATE_SHARE of the window on, every
+ * job still under its pre-event caps is given them at once (a backstop:
+ * the recovery window is a promise to the jobs). */
+#define LINE_SHARE 0.5
+#define LATE_SHARE 0.9
+
+/* The staggered recovery (docs/control.md "Recovery"): jobs in a seeded
+ * random order, each raised by at most the ramp per period, only while the
+ * cluster's committed draw (realized, a raise not yet drawn and every
+ * paused job's return counted) stays under the cluster's ramp line: from
+ * its committed draw when the recovery began, rising at the cluster ramp
+ * rate, up to the ceiling, the draw the jobs would have at their pre-event
+ * caps now (the beliefs' draw model). The recovery only raises: nothing is
+ * cut while no target is in force. */
 int pfi__ctl_recover(struct pfi_ctl *c, const struct pfi_ctl_input *in,
                      double realized, struct pfi_error *err) {
   const struct pfi_ctl_config *cf = &c->cfg;
-  double ceil = realized;
+  double committed = realized;
   for (size_t s = 0; s < c->nslots; s++) {
     if (!c->job[s].used)
       continue;
@@ -28,7 +41,7 @@ int pfi__ctl_recover(struct pfi_ctl *c, const struct pfi_ctl_input *in,
      * or two: counted at them now (beyond 2 %, the readings' noise), so
      * that the next raise does not stack on one not yet seen. */
     if (st.movable && st.model - c->job[s].draw > 0.02 * st.model)
-      ceil += st.model - c->job[s].draw;
+      committed += st.model - c->job[s].draw;
     /* A paused job's return is counted from when any pause seen could
      * end: not before the shortest pause any job has shown has nearly
      * passed (a kind of pause the job has not shown yet may be that
@@ -39,16 +52,8 @@ int pfi__ctl_recover(struct pfi_ctl *c, const struct pfi_ctl_input *in,
                 isfinite(j->pause_t0) &&
                 in->t_s - j->pause_t0 < pmin - PAUSE_LEAD_S;
     if (!early)
-      ceil += st.jump;
+      committed += st.jump;
   }
-  /* The raises aim below the baseline by the recovery margin (the readings'
-   * noise, a raise not yet drawn and a job resuming before it is seen
-   * otherwise put the cluster above the baseline whenever it sat on it);
-   * only the last job to come back may take the cluster to the baseline
-   * itself, so that the recovery can finish when the cluster's full draw
-   * fits under it. */
-  double margin_w = cf->recovery_margin * c->baseline;
-  double allow = c->baseline - margin_w - ceil;
   /* Jobs that started since the order was drawn join at its end. */
   for (size_t s = 0; s < c->nslots; s++) {
     struct pfi__ctl_job *j = &c->job[s];
@@ -65,67 +70,55 @@ int pfi__ctl_recover(struct pfi_ctl *c, const struct pfi_ctl_input *in,
     c->order[c->norder++] = (int)s;
     j->in_order = 1;
   }
-  int late = in->t_s - c->recovery_t0 > cf->recovery_s;
-  double up = cf->ramp_up_w_s * cf->period_s;
-  int all_done = 1;
-  size_t nleft = 0;
+  /* The ceiling: the committed draw plus what each job still under its
+   * pre-event caps would add at them (its draw model from its caps now). */
+  double to_come = 0;
   for (size_t k = 0; k < c->norder; k++) {
     int s = c->order[k];
-    if ((size_t)s < c->nslots && c->job[s].used &&
-        c->job[s].cap < pfi__ctl_cap_hi(c, &c->job[s]) - 1e-9)
-      nleft++;
+    if ((size_t)s >= c->nslots || !c->job[s].used)
+      continue;
+    const struct pfi__ctl_job *j = &c->job[s];
+    double hi = pfi__ctl_cap_hi(c, j);
+    if (j->cap >= hi - 1e-9)
+      continue;
+    double d = pfi__ctl_draw_at(c, j, hi) - pfi__ctl_draw_at(c, j, j->cap);
+    if (!isfinite(d) || d < 0)
+      d = 0;
+    to_come += d;
   }
-  /* Above the baseline counting every paused job at its full draw (a job
-   * started, one came back from a fault, the uncapped jobs' own draw
-   * rose): the jobs last in the order give the excess back at once, down
-   * to the aim, before anything else rises. While the last job comes back
-   * the cluster may sit on the baseline itself: there, within 0.1 % of it,
-   * the excess is the readings' noise (the allocation's own threshold for
-   * "above"), and chasing it would cut a job every other period and the
-   * recovery would never end. */
-  double excess = ceil - (c->baseline - margin_w);
-  int gave = 0;
-  double over = ceil - c->baseline;
-  if (over > (nleft <= 1 ? 0.001 * c->baseline : 0) && !late) {
-    for (size_t k = c->norder; k-- > 0 && excess > 0;) {
-      int s = c->order[k];
-      if ((size_t)s >= c->nslots || !c->job[s].used)
-        continue;
-      struct pfi__ctl_job *j = &c->job[s];
-      double lo = pfi__ctl_cap_lo(c, j);
-      /* Nor one the contract held in the event (released, too little
-       * notice): it is not cut again after it. */
-      if (j->cap <= lo + 1e-9 || !(j->draw > 0) ||
-          j->ct_term == PFI_CTL_CONTRACT)
-        continue;
-      /* Watts per W of cap: the draw model's slope just below the cap. */
-      double per = (pfi__ctl_draw_at(c, j, j->cap) -
-                    pfi__ctl_draw_at(c, j, j->cap - 5.0)) /
-                   5.0;
-      if (!(per > 0.3 * (double)j->ngpus))
-        per = 0.3 * (double)j->ngpus;
-      double want = j->cap - excess / per;
-      /* Cut only what it draws: a job under its cap gives from its draw. */
-      double now = pfi__ctl_cap_for(c, j, j->draw);
-      if (now <= lo + 1e-9)
-        continue; /* it draws under its lowest cap: a cut gives nothing */
-      if (now < j->cap && want > now - excess / per)
-        want = now - excess / per;
-      if (want < lo)
-        want = lo;
-      excess -= (j->cap - want) * per;
-      int rc = pfi__ctl_set_job_cap(c, j, in, want, PFI_CTL_RECOVERY, 0);
-      if (rc < 0)
-        return pfi_error_set(err, rc, "out of memory");
-      gave = 1;
-    }
-    /* When no job could give anything (each draws under its lowest cap),
-     * nothing rises below (no room), but the jobs already back are done. */
-    if (gave)
-      return 0;
+  double ceiling = committed + to_come;
+  double elapsed = in->t_s - c->recovery_t0, per = cf->period_s;
+  if (!isfinite(c->rec_rate)) {
+    /* The line starts here (a recovery's first period, or its first in a
+     * controller that took it over): from the committed draw, at the
+     * ramp set (by default a share of the ceiling per second), never so
+     * slow that it would not reach the ceiling by LINE_SHARE of the
+     * window (counted from the recovery's own start). */
+    double rate = cf->recovery_ramp_w_s > 0 ? cf->recovery_ramp_w_s
+                                            : RAMP_SHARE_S * ceiling;
+    double left = LINE_SHARE * cf->recovery_s - elapsed;
+    if (left < per)
+      left = per;
+    if (to_come / left > rate)
+      rate = to_come / left;
+    if (!(rate > 0))
+      rate = RAMP_SHARE_S * (ceiling > 0 ? ceiling : 1.0);
+    c->rec_rate = rate;
+    c->rec_p0 = committed;
+    c->rec_tl0 = in->t_s;
   }
-  if (nleft == 1)
-    allow += margin_w; /* the last job to come back: up to the baseline */
+  /* The caps set now are in force over the next period: the line at its
+   * end. The raises aim under it by the recovery margin (the readings'
+   * noise); once the line passes the ceiling every job comes back. */
+  double line = c->rec_p0 + c->rec_rate * (in->t_s - c->rec_tl0 + per);
+  int late = elapsed >= LATE_SHARE * cf->recovery_s;
+  int open = line >= ceiling || late;
+  double allow = line - cf->recovery_margin * ceiling - committed;
+  c->rec_line = line < ceiling ? line : ceiling;
+  c->rec_ceiling = ceiling;
+  c->rec_held = 0;
+  double up = cf->ramp_up_w_s * per;
+  int all_done = 1, raised = 0, waiting = 0;
   for (size_t k = 0; k < c->norder; k++) {
     int s = c->order[k];
     if ((size_t)s >= c->nslots || !c->job[s].used)
@@ -135,7 +128,10 @@ int pfi__ctl_recover(struct pfi_ctl *c, const struct pfi_ctl_input *in,
     if (j->cap >= hi - 1e-9)
       continue;
     all_done = 0;
-    double want = j->cap + up < hi ? j->cap + up : hi;
+    if (waiting)
+      continue;
+    /* Late in the window: at once. */
+    double want = late ? hi : j->cap + up < hi ? j->cap + up : hi;
     double dp = pfi__ctl_draw_at(c, j, want) - pfi__ctl_draw_at(c, j, j->cap);
     if (!isfinite(dp))
       dp = (double)j->ngpus * (want - j->cap);
@@ -146,30 +142,36 @@ int pfi__ctl_recover(struct pfi_ctl *c, const struct pfi_ctl_input *in,
         !(dp > 0) && isfinite(j->pmax) && j->draw >= 0.99 * j->pmax;
     if (free_raise)
       want = hi;
-    if (dp > allow && !late && !free_raise) {
+    if (!open && !free_raise && dp > allow) {
       /* A part of the step fits: take it; the next jobs wait their turn
        * (the order is kept). Within 2 W of its cap a job is done. */
       if (allow > 0 && dp > 0) {
-        /* The cap whose modelled draw takes what fits (not a share of the
-         * step in proportion: the draw is concave in the cap, flat from
-         * the job's uncapped draw on, and a proportional share of a step
-         * reaching there drew more than fits). */
+        /* The cap whose modelled draw takes what fits (the draw is
+         * concave in the cap, flat from the job's uncapped draw on). */
         double w =
             pfi__ctl_cap_for(c, j, pfi__ctl_draw_at(c, j, j->cap) + allow);
         want = w < j->cap ? j->cap : w < want ? w : want;
         if (hi - want < 2.0)
           want = hi;
-        int rc = pfi__ctl_set_job_cap(c, j, in, want, PFI_CTL_RECOVERY, 0);
-        if (rc < 0)
-          return pfi_error_set(err, rc, "out of memory");
+        if (want > j->cap + 1e-9) {
+          int rc = pfi__ctl_set_job_cap(c, j, in, want, PFI_CTL_RECOVERY, 0);
+          if (rc < 0)
+            return pfi_error_set(err, rc, "out of memory");
+          raised = 1;
+        }
       }
-      break;
+      waiting = 1;
+      continue;
     }
-    allow -= dp;
+    allow -= dp > 0 ? dp : 0;
     int rc = pfi__ctl_set_job_cap(c, j, in, want, PFI_CTL_RECOVERY, 0);
     if (rc < 0)
       return pfi_error_set(err, rc, "out of memory");
+    raised = 1;
   }
+  /* Held: jobs wait and none rose (the cluster sits on the ramp's line:
+   * a paused job's return, a raise still to show). */
+  c->rec_held = !all_done && !raised;
   if (all_done) {
     for (size_t g = 0; g < c->ngpus; g++)
       c->cap[g] = c->pre[g];
@@ -203,5 +205,8 @@ int pfi__ctl_start_recovery(struct pfi_ctl *c) {
     c->job[s].rollback_floor = 0;
     c->job[s].probe_until = 0;
   }
+  c->rec_rate = NAN; /* the line starts at the recovery's next period */
+  c->rec_line = c->rec_ceiling = NAN;
+  c->rec_held = 0;
   return 0;
 }

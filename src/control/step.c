@@ -742,6 +742,8 @@ int pfi_ctl_step(struct pfi_ctl *c, const struct pfi_ctl_input *in,
   out->cap_w = c->out_cap;
   out->aim_w = out->budget_w = NAN;
   out->infeasible_reason = -1;
+  out->recovery_limit_w = out->recovery_ceiling_w = NAN;
+  out->recovery_rate_w_s = out->recovery_left_s = NAN;
   c->nrec = c->ndone = 0;
   int rc = pfi__ctl_check_input(c, in, err);
   if (rc < 0)
@@ -814,7 +816,7 @@ int pfi_ctl_step(struct pfi_ctl *c, const struct pfi_ctl_input *in,
      * returns to given, the caps in force where it left them. */
     c->recovering = 1;
     c->recovery_t0 = in->resume->t0_s;
-    c->baseline = in->resume->baseline_w;
+    c->baseline = in->resume->baseline_w > 0 ? in->resume->baseline_w : NAN;
     snprintf(c->event, sizeof c->event, "%s", in->resume->event);
     for (size_t g = 0; g < c->ngpus; g++) {
       double p = in->pre_cap_w ? in->pre_cap_w[g] : NAN;
@@ -838,6 +840,14 @@ int pfi_ctl_step(struct pfi_ctl *c, const struct pfi_ctl_input *in,
   else if (c->recovering)
     rc = pfi__ctl_recover(c, in, realized, err);
   out->recovering = c->recovering;
+  if (c->recovering && rc == 0) {
+    out->recovery_limit_w = c->rec_line;
+    out->recovery_ceiling_w = c->rec_ceiling;
+    out->recovery_rate_w_s = c->rec_rate;
+    double left = c->cfg.recovery_s - (in->t_s - c->recovery_t0);
+    out->recovery_left_s = left > 0 ? left : 0;
+    out->recovery_held = c->rec_held;
+  }
 out:
   c->t_last = in->t_s;
   c->started = 1;

@@ -6,7 +6,8 @@
  * Tests: tracking from below with the margin; infeasible target with the
  * shortfall worked by hand; a stalled job flagged and not learned from; a
  * protected job steeper than believed rolled back; the same inputs giving
- * the same records; recovery under the baseline.
+ * the same records; the recovery after an event (its cluster ramp, every
+ * cap back within its window, whatever the draw before the event).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,8 @@ struct plant {
    * training at its caps: a pause beginning within it (0: the whole). */
   double share[NJ];
   int zero_tokens[NJ]; /* 1: a period with a pause in it reports no tokens */
+  int starting[NJ];    /* 1: starting up (loading): its GPUs at 100 W, no
+                          tokens, phase startup */
 };
 
 static void plant_init(struct plant *p) {
@@ -64,6 +67,8 @@ static double gpu_draw(const struct plant *p, int g) {
   int j = g / GPJ;
   if (p->gone[j])
     return 60.0;
+  if (p->starting[j])
+    return 100.0 < p->cap[g] ? 100.0 : p->cap[g];
   double d = p->ratio[j] * p->cap[g], u = p->pmax[j] / GPJ;
   if (d > u)
     d = u;
@@ -185,6 +190,10 @@ static double run_step(struct run *r, double t, int event, double target) {
     r->jo[j].tokens_per_s =
         r->pl.paused[j] ? (1 - f) * job_tput(&r->pl, j) : job_tput(&r->pl, j);
     r->jo[j].phase = r->pl.paused[j] ? PFI_PHASE_PAUSE : PFI_PHASE_TRAINING;
+    if (r->pl.starting[j]) {
+      r->jo[j].phase = PFI_PHASE_STARTUP;
+      r->jo[j].tokens_per_s = 0;
+    }
     r->jo[j].pause_announced = r->pl.ann[j];
     r->jo[j].pause_in_s = r->pl.ann_in[j];
     r->jo[j].pause_len_s = r->pl.ann_len[j];
@@ -1020,115 +1029,145 @@ static void test_silent_node(void **state) {
   pfi_ctl_close(r.ctl);
 }
 
-/* The recovery counts a paused job's return from when the shortest pause
- * any job has shown could end, not from its first paused period. Job 3
- * pauses 40 s before the event (so the baseline, the median before it, is
- * the plant's draw with job 3 paused: the uncapped cluster draws more)
- * and again when the event ends. Worked from the plant: counting job 3 at
- * its caps' training draw would leave `old` W under the baseline less the
- * margin for the raises of the first recovery period; they take more
- * than that, and no more than the room with job 3 at its pause draw. */
-static void test_recovery_pause(void **state) {
-  (void)state;
-  struct run r;
+/* The ceiling of the recovery: the plant's draw with every job at 700 W
+ * per GPU (0.99 of the cap, at most P_max / n), summed. */
+static double plant_ceiling(const struct plant *p) {
+  double s = 0;
+  for (int j = 0; j < NJ; j++) {
+    double d = 0.99 * 700.0, u = p->pmax[j] / GPJ;
+    s += GPJ * (d < u ? d : u);
+  }
+  return s;
+}
+
+/* After an event, whatever the cluster drew before it: every cap is back at
+ * its pre-event 700 W within the recovery window (900 s by default), the
+ * cluster's draw rises no faster than the cluster ramp (`rate` W/s: 5 % of
+ * the ceiling per second by default, worked from the plant; 1 % of the
+ * ceiling for the readings and the draw model's error), no cap falls and
+ * every record made outside the event is a recovery raise. `before` shapes
+ * the periods before the event (the first `pre` of them; called with -1
+ * when the quiet moment is over, 30 s into the event), the event runs from
+ * pre + 1 to pre + 200 at 75 % of the ceiling. Before, the recovery stayed
+ * under the median realized power of the periods before the event: in each
+ * of these cases that was a quiet moment's draw, and the fleet sat near its
+ * floor for recovery_s (an hour). The line must bind (the recovery takes at
+ * least the ramp's time, less two periods): the rate is checked, not only
+ * met. */
+static void recovery_window_run(const char *what, int pre,
+                                void (*before)(struct plant *, int t),
+                                double ramp) {
   struct pfi_ctl_config cfg;
   pfi_ctl_config_init(&cfg);
-  cfg.ramp_up_w_s = 1000; /* the raises bounded by the room alone */
+  cfg.recovery_ramp_w_s = ramp;
   run_cfg = &cfg;
+  struct run r;
   run_open(&r, NULL, 0);
   run_cfg = NULL;
-  const int pj = 3;
-  double base = baseline_w() - r.pl.pmax[pj] + GPJ * 220.0;
-  for (int t = 1; t <= 60; t++) {
-    r.pl.paused[pj] = t > 20; /* a pause of 40 s, seen end to end at 61 */
+  double ceil = plant_ceiling(&r.pl);
+  double rate = ramp > 0 ? ramp : 0.05 * ceil;
+  for (int t = 1; t <= pre; t++) {
+    before(&r.pl, t);
     run_step(&r, t, 0, NAN);
   }
-  r.pl.paused[pj] = 0;
-  for (int t = 61; t <= 300; t++)
-    run_step(&r, t, 1, 0.75 * baseline_w());
-  r.pl.paused[pj] = 1;
-  double p = run_step(&r, 301, 0, NAN); /* its pause and the recovery begin */
-  double train = 0;
-  for (int g = pj * GPJ; g < (pj + 1) * GPJ; g++) {
-    double d = 0.99 * r.go[g].cap_w, u = r.pl.pmax[pj] / GPJ;
-    train += d < u ? d : u;
+  before(&r.pl, pre + 1);
+  for (int t = pre + 1; t <= pre + 200; t++) {
+    if (t == pre + 30)
+      before(&r.pl, -1);
+    run_step(&r, t, 1, 0.75 * ceil);
   }
-  double room = base * (1 - 0.004) - p, old = room - (train - GPJ * 220.0);
-  /* The first recovery period's caps were set by the call at 301. */
-  double raised = 0;
-  for (int j = 0; j < NJ; j++)
-    for (int k = 0; k < GPJ; k++) {
-      int g = j * GPJ + k;
-      double u = r.pl.pmax[j] / GPJ;
-      double now = 0.99 * r.go[g].cap_w, next = 0.99 * r.pl.cap[g];
-      now = now < u ? now : u;
-      next = next < u ? next : u;
-      raised += next - now; /* the paused job's at its training draw */
+  int te = pre + 201, t_back = 0;
+  double p0 = NAN, prev[NG];
+  for (int g = 0; g < NG; g++)
+    prev[g] = r.pl.cap[g];
+  for (int t = te; t <= te + 900 && !t_back; t++) {
+    double p = run_step(&r, t, 0, NAN);
+    if (t == te) {
+      p0 = p;
+      assert_int_equal(r.out.recovering, 1);
+    } else if (p > p0 + rate * (t - te) + 0.01 * ceil) {
+      fail_msg("%s: t = %d: %g W, %g W over the ramp from %g W at %g W/s",
+               what, t, p, p - p0 - rate * (t - te), p0, rate);
     }
-  assert_true(old < room - 500);
-  if (!(raised > old + 500 && raised <= room + 1))
-    fail_msg("raises %g W: old rule %g W, room %g W", raised, old, room);
+    for (size_t i = 0; i < r.out.nrec; i++)
+      if (r.out.rec[i].reason != PFI_CTL_RECOVERY)
+        fail_msg("%s: t = %d: %s of %s outside the event", what, t,
+                 pfi_ctl_reason_name(r.out.rec[i].reason), r.out.rec[i].job);
+    for (int g = 0; g < NG; g++) {
+      if (r.pl.cap[g] < prev[g] - 1e-9)
+        fail_msg("%s: t = %d: GPU %d cut from %g to %g W with no target",
+                 what, t, g, prev[g], r.pl.cap[g]);
+      prev[g] = r.pl.cap[g];
+    }
+    if (!r.out.recovering) {
+      t_back = t;
+      for (int g = 0; g < NG; g++)
+        ASSERT_NEAR(r.pl.cap[g], 700, 1e-9);
+    }
+  }
+  if (!t_back)
+    fail_msg("%s: caps not all back 900 s after the event", what);
+  if (!(t_back - te >= (ceil - p0) / rate - 2))
+    fail_msg("%s: back in %d s, the ramp from %g W to %g W at %g W/s takes "
+             "%g s",
+             what, t_back - te, p0, ceil, rate, (ceil - p0) / rate);
   pfi_ctl_close(r.ctl);
 }
 
-/* The recovery aims below the baseline by its margin (0.4 %) while more
- * than one job is still to come back: the readings' noise and a job
- * resuming before it is seen put the cluster above the baseline whenever
- * it sat on it. A job already back whose own draw rises (by 1 % of the
- * baseline) puts the cluster above the baseline: the jobs last in the
- * order give it back at once, down to the aim. Baseline and aim worked
- * from the plant (its uncapped draw, P_max per job). */
-static void recovery_margin_run(double margin, double recovery_margin) {
+/* Right after start-up: the jobs start up (load, their GPUs at 100 W, no
+ * tokens) for 20 s, train 4 s, and the event comes at 25 s: no job's
+ * uncapped point is known in it. */
+static void before_startup(struct plant *p, int t) {
+  for (int j = 0; j < NJ; j++)
+    p->starting[j] = t > 0 && t <= 20;
+}
+/* After an idle period: every job paused (its GPUs at 60 W) for 200 s,
+ * training again 5 s before the event. */
+static void before_idle(struct plant *p, int t) {
+  for (int j = 0; j < NJ; j++) {
+    p->paused[j] = t > 0 && t <= 200;
+    p->pause_w[j] = 60;
+  }
+}
+/* During a checkpoint wave: 20 s of training, then every job checkpointing
+ * (its GPUs at 150 W) from 21 s until 30 s into the event at 46 s. */
+static void before_ckpt(struct plant *p, int t) {
+  for (int j = 0; j < NJ; j++) {
+    p->paused[j] = t > 20;
+    p->pause_w[j] = 150;
+  }
+}
+
+static void test_recovery_window(void **state) {
+  (void)state;
+  recovery_window_run("start-up", 24, before_startup, 0);
+  recovery_window_run("idle", 205, before_idle, 0);
+  recovery_window_run("checkpoint wave", 45, before_ckpt, 0);
+  /* A ramp set in W/s: 300 W/s. */
+  recovery_window_run("start-up, 300 W/s", 24, before_startup, 300);
+  /* A ramp too slow for the window (1 W/s, the shed is about 4 kW) is
+   * raised to reach the ceiling by half of it (450 s): back in the
+   * window. */
   struct pfi_ctl_config cfg;
   pfi_ctl_config_init(&cfg);
-  cfg.margin = margin;
-  cfg.recovery_margin = recovery_margin;
+  cfg.recovery_ramp_w_s = 1;
   run_cfg = &cfg;
   struct run r;
   run_open(&r, NULL, 0);
   run_cfg = NULL;
-  double base = baseline_w(), aim = base * (1 - recovery_margin);
+  double ceil = plant_ceiling(&r.pl);
   for (int t = 1; t <= 60; t++)
     run_step(&r, t, 0, NAN);
-  for (int t = 61; t <= 160; t++)
-    run_step(&r, t, 1, 0.75 * base);
-  int left = NJ, bumped = -1, checked = 0, gave = 0;
-  for (int t = 161; t <= 1200 && (t == 161 || r.out.recovering); t++) {
-    double p = run_step(&r, t, 0, NAN);
-    if (left >= 2 && bumped < 0 && p > aim * (1 + 1e-9))
-      fail_msg("t = %d: %g W above the recovery's aim %g W with %d jobs "
-               "to come back",
-               t, p, aim, left);
-    if (bumped >= 0 && t == checked + 1) {
-      if (!(p <= aim + 0.001 * base))
-        fail_msg("t = %d: %g W after the give-back, aim %g W", t, p, aim);
-      gave = 1;
-    }
-    left = 0;
-    for (int j = 0; j < NJ; j++)
-      left += r.pl.cap[j * GPJ] < 700 - 1e-9;
-    if (bumped < 0 && left >= 2 && left < NJ) {
-      for (int j = 0; j < NJ && bumped < 0; j++)
-        if (r.pl.cap[j * GPJ] >= 700 - 1e-9)
-          bumped = j;
-      if (bumped >= 0) {
-        r.pl.pmax[bumped] += 0.01 * base;
-        checked = t + 1; /* seen at t + 1, given back for t + 2 */
-      }
-    }
+  for (int t = 61; t <= 260; t++)
+    run_step(&r, t, 1, 0.75 * ceil);
+  int back = 0;
+  for (int t = 261; t <= 261 + 900 && !back; t++) {
+    run_step(&r, t, 0, NAN);
+    back = !r.out.recovering ? t : 0;
   }
-  assert_true(bumped >= 0);
-  assert_true(gave);
+  if (!(back > 261 + 400 && back <= 261 + 460))
+    fail_msg("1 W/s: back at %d s, expected about 450 s after 261", back);
   pfi_ctl_close(r.ctl);
-}
-
-/* One margin of 0.4 % for both (the recovery's default), and a recovery
- * margin of its own (1 %) beside a tracking margin of 0.2 %: the recovery
- * keeps its own. */
-static void test_recovery_margin(void **state) {
-  (void)state;
-  recovery_margin_run(0.004, 0.004);
-  recovery_margin_run(0.002, 0.01);
 }
 
 /* Job 0 is protected, its prior right (PFI 1.74: the exponent the prior
@@ -1525,13 +1564,14 @@ static void test_pre_caps_given(void **state) {
  * controller, given the old one's memory, pre-event caps (700 W, the caps
  * before the event) and recovery, goes on recovering from the caps in
  * force: no GPU's cap rises more than the ramp (100 W/s) in a period
- * (but to its pre-event cap, where its draw no longer rises), job0 (401 W,
- * 300 W to go) still under 700 W after the first,
+ * (but to its pre-event cap, where its draw no longer rises), at least
+ * job0 (401 W, 300 W to go) still under 700 W after the first,
  * cluster power never goes above the baseline (the plant's uncapped draw,
  * summed), and every cap is back at 700 W at the end. A controller given
  * no recovery is outside any event: it changes no cap and says it is not
  * recovering (its caller would restore every cap at once). A recovery
- * with no baseline is refused. */
+ * that would start after the period is refused; one with no baseline (the
+ * recovery no longer depends on it) is taken. */
 static void test_recovery_resumed(void **state) {
   (void)state;
   struct run r, r2;
@@ -1571,11 +1611,11 @@ static void test_recovery_resumed(void **state) {
     ASSERT_NEAR(r2.out.cap_w[g], r.pl.cap[g], 1e-9);
   pfi_ctl_close(r2.ctl);
 
-  /* A recovery without a baseline is refused. */
+  /* A recovery starting after the period is refused. */
   run_open(&r2, NULL, 0);
   r2.pl = r.pl;
   struct pfi_ctl_recovery bad = rv;
-  bad.baseline_w = NAN;
+  bad.t0_s = 404;
   struct pfi_ctl_input in = {403, 0, NULL, NAN, r2.go, r2.jo, NAN, 0, 0, 0,
                              pre, &bad};
   struct pfi_ctl_output out;
@@ -1586,7 +1626,9 @@ static void test_recovery_resumed(void **state) {
   assert_int_equal(pfi_ctl_step(r2.ctl, &in, &out, &err), PFI_EINVAL);
   pfi_ctl_close(r2.ctl);
 
-  /* With it: the recovery goes on. */
+  /* With it (its baseline unknown, as a leader that did not keep one
+   * hands it): the recovery goes on. */
+  rv.baseline_w = NAN;
   run_open(&r2, NULL, 0);
   r2.pl = r.pl;
   for (int j = 0; j < NJ; j++)
@@ -1620,7 +1662,7 @@ static void test_recovery_resumed(void **state) {
   }
   assert_true(t_end > 403);
   /* Staggered: after its first period, job0's GPUs still on their way. */
-  assert_int_equal(low_seen[0], GPJ);
+  assert_true(low_seen[0] >= GPJ);
   for (int g = 0; g < NG; g++)
     ASSERT_NEAR(r2.pl.cap[g], 700, 1e-9);
   pfi_ctl_close(r2.ctl);
@@ -1773,7 +1815,6 @@ int main(void) {
       cmocka_unit_test(test_tiers_infeasible),
       cmocka_unit_test(test_recovery_idle),
       cmocka_unit_test(test_pause_fill),
-      cmocka_unit_test(test_recovery_margin),
       cmocka_unit_test(test_no_rollback_draw),
       cmocka_unit_test(test_draw_learned),
       cmocka_unit_test(test_probe),
@@ -1784,7 +1825,7 @@ int main(void) {
       cmocka_unit_test(test_first_pause_share),
       cmocka_unit_test(test_announced_late),
       cmocka_unit_test(test_announced_end),
-      cmocka_unit_test(test_recovery_pause),
+      cmocka_unit_test(test_recovery_window),
       cmocka_unit_test(test_raise_lead),
       cmocka_unit_test(test_silent_node),
       cmocka_unit_test(test_ceiling_window),
