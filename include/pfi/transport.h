@@ -31,13 +31,20 @@ struct pfi_nats_opts {
                                 (the controller); 0: core NATS only */
   int history;               /* values kept per key (1..64), bucket only */
   double timeout_s;          /* per request (key-value operations), s */
+  int background;            /* 1: return at once when the server cannot be
+                                reached (core NATS only): the connection is
+                                made in the background, and a subscription
+                                made before is sent then (pfi-agent: its
+                                hold and restore clock and its signals do
+                                not wait for NATS); 0: wait for it */
 };
 
 struct pfi_nats;
 struct pfi_nats_sub;
 
-/* Connects (retrying in the background when the server is not up yet).
- * Returns 0, PFI_EIO (cannot connect, with the client's message),
+/* Connects (retrying in the background when the server is not up yet:
+ * with o->background the call returns at once, else it waits until the
+ * server answers). Returns 0, PFI_EIO (cannot connect, with the client's message),
  * PFI_ENOPERM (password file readable by others; with bucket = 1, the
  * server refused the credentials JetStream's API), PFI_ENOMEM. */
 int pfi_nats_open(struct pfi_nats **nc, const struct pfi_nats_opts *o,

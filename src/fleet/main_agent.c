@@ -369,6 +369,9 @@ int main(int argc, char **argv) {
   no.name = node;
   ao.node = node;
   no.timeout_s = 2;
+  /* The hold and restore clock, the signals and the endpoints run whatever
+   * NATS does: the connection comes in the background. */
+  no.background = 1;
 
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
@@ -411,6 +414,9 @@ int main(int argc, char **argv) {
       (tlisten &&
        (rc = pfi_http_start(&thttp, tlisten, serve_tput, ag, &err)) < 0))
     goto out;
+  if (!pfi_nats_connected(nc))
+    logf_("NATS %s not reachable yet: connecting in the background",
+          no.url ? no.url : "nats://127.0.0.1:4222");
   if (cap_http)
     logf_("cap status on %s (port %u, GET /v1/cap)", cap_listen,
           pfi_http_port(cap_http));

@@ -87,6 +87,13 @@ static void on_closed(natsConnection *nc, void *closure) {
   pthread_mutex_unlock(&p->mu); /* p is not touched after this */
 }
 
+/* The first connection of a background connect (pfi_nats_opts.background):
+ * nothing to do, the client sends the subscriptions made before it. */
+static void on_connected(natsConnection *nc, void *closure) {
+  (void)nc;
+  (void)closure;
+}
+
 /* Whether the server refused `what` (its -ERR names it; NULL: any
  * permissions violation) since the asynchronous error count was `before`:
  * PFI_ENOPERM naming it, else 0. */
@@ -176,9 +183,13 @@ int pfi_nats_open(struct pfi_nats **out, const struct pfi_nats_opts *o,
     goto fail;
   }
   /* A server that is not up yet is retried in the background: an agent
-   * started before NATS must not exit. */
-  if ((s = natsOptions_SetRetryOnFailedConnect(opts, true, NULL, NULL)) !=
-      NATS_OK) {
+   * started before NATS must not exit. Without a connected callback the
+   * client's connect blocks until the server answers (for ever here, the
+   * reconnects being unlimited); with one it returns NATS_NOT_YET_CONNECTED
+   * at once. */
+  if ((s = natsOptions_SetRetryOnFailedConnect(
+           opts, true, o->background && !o->bucket ? on_connected : NULL,
+           p)) != NATS_OK) {
     rc = nerr(err, s, "options");
     goto fail;
   }
