@@ -279,6 +279,16 @@ int pfi_emu_attach(struct pfi_device *dev, const unsigned *gpus, size_t n,
                    const struct pfi_emu_job *job, unsigned long seed,
                    struct pfi_error *err);
 
+/*
+ * pfi_emu_attach, the job already `job_t_s` seconds into its timeline
+ * (0..1e7; pfi_emu_timeline): attached at its startup_s, the GPUs train at
+ * once. The sweep attaches so when a real command's first throughput report
+ * arrives: the command's own start-up stands for the emulated one.
+ */
+int pfi_emu_attach_at(struct pfi_device *dev, const unsigned *gpus, size_t n,
+                      const struct pfi_emu_job *job, unsigned long seed,
+                      double job_t_s, struct pfi_error *err);
+
 /* The attached job's cumulative tokens since attach, its current logged
  * throughput (0 outside training) and phase. Any output may be NULL.
  * Returns 0 or PFI_ESTATE when no job is attached. */

@@ -92,6 +92,11 @@ int pfi_store_run_begin(struct pfi_store *st, struct pfi_run_info *info,
 /* Sets a run's final state, end time and exit status. */
 int pfi_store_run_end(struct pfi_store *st, int64_t run_id, const char *state,
                       double t_end_s, int exit_status, struct pfi_error *err);
+/* The command line recorded with the newest run of `job` (any state), into
+ * cmd (n bytes, NUL-terminated, cut to fit). Returns 1 when the store holds
+ * a run of the job, 0 when not, or PFI_EDB. */
+int pfi_store_job_command(struct pfi_store *st, const char *job, char *cmd,
+                          size_t n, struct pfi_error *err);
 /* Looks up the newest complete run of (job, cap_w within 1e-6 W). Returns
  * 1 and sets *run_id when found, 0 when not, or PFI_EDB. */
 int pfi_store_run_find_complete(struct pfi_store *st, const char *job,

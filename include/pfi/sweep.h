@@ -61,7 +61,7 @@ struct pfi_sweep_opts {
   const char *throughput; /* "jsonl:PATH" or "regex:PATTERN" */
   const char *emulate;    /* job-library group to emulate instead */
   const char *job;        /* job name in the store; default: the group,
-                             or the command's base name */
+                             or pfi_sweep_job_name() of argv */
   const char *telemetry;  /* NULL/"device", or "dcgm-exporter:URL" */
   int real_time;          /* emulated jobs at wall-clock pace */
   uint64_t seed;          /* recorded; seeds emulated jobs */
@@ -87,6 +87,11 @@ struct pfi_sweep_opts {
    * is then not read). A first reading that fails stops the sweep before
    * any cap changes. */
   const char *bmc;
+  /* Regex throughput (the job's standard output read by pfi): > 0, the
+   * descriptor its output is passed on to as it is read (the CLI: 1); else
+   * not passed on. Either way each run's output is kept in
+   * DB-logs/run-ID.stdout beside the store (meta key run.ID.stdout). */
+  int stdout_fd;
 };
 
 /* Consecutive failed BMC readings after which a sweep stops reading it. */
@@ -118,6 +123,7 @@ struct pfi_sweep_result {
   long bmc_failures;
   struct pfi_error bmc_first;
   int bmc_gave_up;
+  long reports; /* throughput reports stored by the runs of this call */
 };
 
 /*
@@ -131,6 +137,37 @@ struct pfi_sweep_result {
 int pfi_sweep_run(struct pfi_store *st, const struct pfi_sweep_opts *o,
                   struct pfi_sweep_result *res, struct pfi_error *err);
 
+/* `pfi sweep --smoke`: the run length when none is given, s. */
+#define PFI_SMOKE_DURATION_S 20.0
+
+/* What a smoke run saw. */
+struct pfi_sweep_smoke {
+  struct pfi_sweep_result res;
+  double cap_w;      /* the cap it ran at (the highest asked for), W */
+  double duration_s; /* the run length asked for, s */
+  double run_s;      /* how long the run lasted (device clock), NaN */
+  char state[16];    /* the run's state in the store, "" when none began */
+  long reports;      /* throughput reports read */
+  long rates;        /* of them with a rate (tokens/s) */
+  double first_s, last_s; /* first and last rate, s after the run's start
+                             (device clock; NaN when none) */
+  double rate_min, rate_median, rate_max; /* tokens/s, NaN when none */
+  char dir[4096]; /* the smoke store's directory */
+  int kept;       /* it was kept: its ledger still holds caps to restore */
+};
+
+/*
+ * One run of o's command at the highest of o->caps_w, o->duration_s long
+ * (PFI_SMOKE_DURATION_S when 0), sampled every o->interval_s (1 s when 0),
+ * through pfi_sweep_run into a store of its own under $TMPDIR (else /tmp),
+ * removed afterwards unless its ledger still holds caps (out->kept; the
+ * error then names it for pfi restore). Fills *out with what the job's
+ * throughput reports said. Needs a command and o->throughput (PFI_EINVAL);
+ * returns pfi_sweep_run's status otherwise.
+ */
+int pfi_sweep_smoke(const struct pfi_sweep_opts *o, struct pfi_sweep_smoke *out,
+                    struct pfi_error *err);
+
 /*
  * Restores the caps left in `st`'s ledger by a pfi that did not finish
  * (SIGKILL, power loss), opening each recorded backend with its recorded
@@ -141,6 +178,19 @@ int pfi_sweep_run(struct pfi_store *st, const struct pfi_sweep_opts *o,
  * in the ledger.
  */
 int pfi_sweep_recover(struct pfi_store *st, struct pfi_error *err);
+
+/*
+ * The default name of the job that `argv` runs (NULL-terminated): the base
+ * name of what identifies it, the script behind an interpreter or launcher
+ * (python3, pypy3, torchrun, python -m torch.distributed.run, accelerate,
+ * deepspeed, mpirun, srun, uv, bash, sh, env and their options; ".py" and
+ * ".sh" dropped) or a module run with -m, else the program, then '-' and 8
+ * hex digits of a hash (FNV-1a, 64 bits folded to 32) of every word of
+ * argv: `torchrun --nproc-per-node 8 train.py --lr 3e-4` is
+ * "train-xxxxxxxx", and another argument gives another name. Writes at most
+ * n bytes into buf, NUL-terminated.
+ */
+void pfi_sweep_job_name(char *const *argv, char *buf, size_t n);
 
 /* The GPUs named "0,1,2" or "0-3,6" (or "all": *gpus = NULL). */
 int pfi_sweep_parse_gpus(const char *s, unsigned **gpus, size_t *n,

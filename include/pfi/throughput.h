@@ -111,6 +111,18 @@ long pfi_tput_bad_lines(const struct pfi_tput *tp, struct pfi_error *first);
  */
 int pfi_tput_attach(struct pfi_tput *tp, int fd, struct pfi_error *err);
 
+/*
+ * Regex kind, before pfi_tput_attach: every byte of the job's standard
+ * output, as it is read, is also written to `log_fd` (a regular file; a
+ * failed write ends the log, pfi_tput_tee_error says its errno) and then to
+ * `out_fd` (pfi's own output: written once writable, at most PIPE_BUF bytes
+ * at a time, so a stop is never kept waiting; a failed write ends the
+ * passing on). -1: not written. The collector does not own or close them.
+ */
+void pfi_tput_tee(struct pfi_tput *tp, int out_fd, int log_fd);
+/* The errno of a failed write to the tee's log file, or 0. */
+long pfi_tput_tee_error(const struct pfi_tput *tp);
+
 /* Sets the device clock the threads stamp lines with: `dev_now_s` now, and,
  * when `advancing`, moving on with the real (monotonic) clock. */
 void pfi_tput_clock(struct pfi_tput *tp, double dev_now_s, int advancing);

@@ -32,6 +32,10 @@ struct pfi_summary_opts {
    * run.ID.tput_lost, written by the sweep), and the first such run's id. */
   long *runs_tput_lost;
   long long *first_tput_lost;
+  /* 1 when curves.csv was written, 0 when no job had a curve (then no
+   * curves.csv is written, and one left from an earlier summary is
+   * removed: an output file is never empty). */
+  int *curves_written;
 };
 
 /* Fills the paper's defaults. */
@@ -42,7 +46,8 @@ void pfi_summary_opts_init(struct pfi_summary_opts *o);
  * curves.csv, features.csv and mechanism.csv (pfi_trace_mechanism()). Runs
  * that are not complete are ignored; a job needs at least one complete
  * run. Returns the number of jobs written, PFI_ENOTFOUND when the store
- * holds no complete run, PFI_EIO, PFI_EDB.
+ * holds no complete run or no run with training-phase samples (then no
+ * file is written; the message says why), PFI_EIO, PFI_EDB.
  */
 int pfi_trace_summarize(struct pfi_store *st, const char *out_dir,
                         const struct pfi_summary_opts *o,

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "cli_device.h"
@@ -34,7 +35,8 @@ enum {
   O_SEED,
   O_QUIET,
   O_POWERCAP,
-  O_BMC
+  O_BMC,
+  O_SMOKE
 };
 
 static const struct pfi_opt opts[] = {
@@ -75,13 +77,19 @@ static const struct pfi_opt opts[] = {
      "run a job-library entry on the emulator (pfi emulate list); with a "
      "COMMAND, the group is the GPUs' load and the command is the job process"},
     {"job", O_JOB, 0, PFI_ARG_REQ, "NAME",
-     "job name in the store (default: the group, or the command's base name)"},
+     "job name in the store (default: the group, or the script's base name "
+     "and a hash of the command line, e.g. train-1a2b3c4d)"},
     {"real-time", O_REALTIME, 0, PFI_ARG_NONE, NULL,
      "emulator at wall-clock pace (default: virtual time, a 30-minute run "
      "takes milliseconds)"},
     {"seed", O_SEED, 0, PFI_ARG_REQ, "N",
      "seed of the emulator, recorded in the store (default 1)"},
     {"quiet", O_QUIET, 0, PFI_ARG_NONE, NULL, "no progress on stderr"},
+    {"smoke", O_SMOKE, 0, PFI_ARG_NONE, NULL,
+     "check the job's throughput reports end to end: one short run (20s "
+     "unless --duration, sampled every 1s unless --interval) at the highest "
+     "cap, into a store of its own that is removed (--db is not written); "
+     "prints what it read, exit 1 when no rate was read"},
     PFI_OPT_HELP,
     PFI_OPT_END};
 
@@ -95,10 +103,15 @@ static const struct pfi_cmd_help help = {
     "records the GPUs' current caps in the store, sets the cap on every\n"
     "listed GPU and checks the enforced limit, starts the job (fork/exec, no\n"
     "shell; PFI_CAP_W, PFI_RUN_ID, PFI_JOB, PFI_DURATION_S, PFI_GPUS,\n"
-    "PFI_SEED in its environment), samples every interval, ends the job at\n"
+    "PFI_SEED, CUDA_VISIBLE_DEVICES = the swept GPUs and\n"
+    "CUDA_DEVICE_ORDER=PCI_BUS_ID in its environment; an environment that\n"
+    "sets other GPUs is refused), samples every interval, ends the job at\n"
     "the duration (SIGTERM, SIGKILL after the grace period), restores the\n"
     "recorded caps, then waits the cooldown and until GPU memory is freed.\n"
-    "Caps already complete in the store are skipped (resume). Caps are\n"
+    "Caps already complete in the store are skipped (resume); a job name\n"
+    "whose runs in the store had another command is refused. With\n"
+    "--throughput regex: the job's stdout is passed on to pfi's stdout and\n"
+    "kept in DB-logs/run-ID.stdout. Caps are\n"
     "restored on SIGINT/SIGTERM/SIGHUP and when the job fails; after a\n"
     "SIGKILL of pfi, by the next pfi that opens the store or pfi restore.\n",
     opts,
@@ -188,6 +201,94 @@ static void stage_hook(const char *stage, size_t ci, void *arg) {
   }
 }
 
+static void put_rate(const char *what, double v) {
+  if (isfinite(v))
+    printf("%s %.6g", what, v);
+  else
+    printf("%s -", what);
+}
+
+/* --smoke: one short run, then what the job's reports said, on stdout
+ * (after the job's own output, when pfi passes that on). Exit 0 when a
+ * rate was read, 1 when none was (or the run failed), 2 for bad usage. */
+static int run_smoke(const struct pfi_sweep_opts *o, struct pfi_error *err) {
+  struct pfi_sweep_smoke sm;
+  int rc = pfi_sweep_smoke(o, &sm, err);
+  fflush(stdout);
+  if (rc < 0 && !sm.state[0]) {
+    if (rc == PFI_EINVAL || rc == PFI_ENOTFOUND || rc == PFI_ERANGE)
+      err->code = PFI_EINVAL;
+    return pfi_cli_fail(err);
+  }
+  const char *job = o->job ? o->job : "";
+  char name[128];
+  if (!*job && o->emulate)
+    job = o->emulate;
+  if (!*job) {
+    pfi_sweep_job_name(o->argv, name, sizeof name);
+    job = name;
+  }
+  printf("pfi sweep --smoke: job %s, one run at %g W for %g s (%s; run %s, "
+         "%.1f s on the device clock)\n",
+         job, sm.cap_w, sm.duration_s, o->throughput,
+         sm.state[0] ? sm.state : "not started",
+         isfinite(sm.run_s) ? sm.run_s : 0.0);
+  printf("reports: %ld read, %ld with a rate", sm.reports, sm.rates);
+  if (sm.rates)
+    printf(", the first %.1f s and the last %.1f s after the job started",
+           sm.first_s, sm.last_s);
+  printf("\ntokens/s:");
+  put_rate(" min", sm.rate_min);
+  put_rate(", median", sm.rate_median);
+  put_rate(", max", sm.rate_max);
+  putchar('\n');
+  if (sm.res.tput_bad_lines) {
+    char buf[PFI_ERROR_MSG_MAX + 300];
+    printf("lost lines: %ld (malformed, over-long or not matched); the "
+           "first: %s\n",
+           sm.res.tput_bad_lines,
+           pfi_error_format(&sm.res.tput_first_bad, buf, sizeof buf));
+  }
+  if (sm.res.tput_resets) {
+    char buf[PFI_ERROR_MSG_MAX + 300];
+    printf("counter resets: %ld; the first: %s\n", sm.res.tput_resets,
+           pfi_error_format(&sm.res.tput_first_reset, buf, sizeof buf));
+  }
+  int ok = rc == 0 && sm.rates > 0 && sm.rate_median > 0;
+  /* Reports stamped outside the run: a "t" that is not Unix time (a
+   * monotonic clock, milliseconds), or elapsed_s from another origin. */
+  double iv = o->interval_s > 0 ? o->interval_s : 1;
+  if (sm.rates && (sm.first_s < -iv || sm.last_s > sm.run_s + 2 * iv)) {
+    printf("timestamps: the reports fall outside the run (%.6g..%.6g s "
+           "against 0..%.6g s): \"t\" must be Unix time in seconds "
+           "(time.time()), \"elapsed_s\" seconds since the job started\n",
+           sm.first_s, sm.last_s, sm.run_s);
+    ok = 0;
+  }
+  if (rc < 0) {
+    if (sm.kept)
+      fprintf(stderr, "pfi sweep: the smoke run's store is kept: %s\n",
+              sm.dir);
+    return pfi_cli_fail(err);
+  }
+  if (ok) {
+    printf("ok: pfi sweep reads this job's throughput\n");
+    return 0;
+  }
+  if (!sm.rates)
+    fprintf(stderr,
+            "pfi sweep: --smoke: no throughput rate was read in %g s: %s\n",
+            sm.duration_s,
+            strncmp(o->throughput, "jsonl:", 6) == 0
+                ? "the job must append JSON lines with \"t\" or \"elapsed_s\" "
+                  "and \"tokens\" or \"tokens_per_s\" to the file that "
+                  "PFI_THROUGHPUT_JSONL names (docs/throughput-protocol.md)"
+                : "no line of the job's standard output matched the "
+                  "expression with a number in its first group (lines on "
+                  "stderr are not read)");
+  return PFI_EXIT_FAIL;
+}
+
 int cmd_sweep(int argc, char **argv) {
   struct pfi_sweep_opts o;
   memset(&o, 0, sizeof o);
@@ -202,6 +303,7 @@ int cmd_sweep(int argc, char **argv) {
   unsigned *gpus = NULL;
   size_t ngpus = 0;
   struct prog pr = {0};
+  int smoke = 0, dur_given = 0, iv_given = 0;
   struct pfi_error err;
   pfi_error_clear(&err);
   int c, status = 0;
@@ -241,9 +343,9 @@ int cmd_sweep(int argc, char **argv) {
                                                : "grace",
                              err.msg);
       if (c == O_DURATION)
-        o.duration_s = d;
+        o.duration_s = d, dur_given = 1;
       else if (c == O_INTERVAL)
-        o.interval_s = d;
+        o.interval_s = d, iv_given = 1;
       else if (c == O_COOLDOWN)
         o.cooldown_s = d > 0 ? d : -1; /* 0 means none; the library's 0 is
                                           "default" */
@@ -286,6 +388,9 @@ int cmd_sweep(int argc, char **argv) {
     case O_QUIET:
       pr.quiet = 1;
       break;
+    case O_SMOKE:
+      smoke = 1;
+      break;
     case 'h':
       pfi_opt_print_help(&help, stdout);
       return 0;
@@ -310,6 +415,14 @@ int cmd_sweep(int argc, char **argv) {
     o.backend = "emu";
   if (!caps_s)
     return pfi_cli_usage("sweep", "--caps LIST is required");
+  if (smoke && (!o.argv || !o.throughput))
+    return pfi_cli_usage("sweep", "--smoke checks a command's throughput "
+                                  "reports: give --throughput SPEC and -- "
+                                  "COMMAND");
+  if (smoke && !dur_given)
+    o.duration_s = PFI_SMOKE_DURATION_S;
+  if (smoke && !iv_given)
+    o.interval_s = o.duration_s < 1 ? o.duration_s : 1;
   if (o.interval_s > o.duration_s)
     return pfi_cli_usage("sweep", "--interval is longer than --duration");
   if (pfi_cli_parse_numlist(caps_s, &caps, &ncaps, &err) != 0)
@@ -423,6 +536,11 @@ int cmd_sweep(int argc, char **argv) {
   o.progress_arg = &pr;
   clock_gettime(CLOCK_MONOTONIC, &pr.start);
 
+  o.stdout_fd = STDOUT_FILENO; /* regex: the job's output passed on */
+  if (smoke) {
+    status = run_smoke(&o, &err);
+    goto out;
+  }
   struct pfi_store *st = NULL;
   if (pfi_store_open(&st, db, PFI_STORE_CREATE, &err) < 0) {
     if (err.code == PFI_EDB)
@@ -470,6 +588,12 @@ int cmd_sweep(int argc, char **argv) {
             res.bmc_failures, gave,
             pfi_error_format(&res.bmc_first, buf, sizeof buf));
   }
+  if (o.throughput && strncmp(o.throughput, "regex:", 6) == 0 &&
+      res.runs_done && !pr.quiet)
+    fprintf(stderr,
+            "pfi sweep: the job's standard output of each run is kept in "
+            "%s-logs/run-ID.stdout\n",
+            db);
   if (rc < 0) {
     /* Bad requests found by the library are usage errors. */
     if (rc == PFI_EINVAL || rc == PFI_ENOTFOUND || rc == PFI_ERANGE)

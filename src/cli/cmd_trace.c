@@ -184,6 +184,8 @@ static int summarize(int argc, char **argv) {
   so.first_tput_lost = &first_lost;
   so.runs_skipped = &skipped;
   so.jobs_without_curve = &nocurve;
+  int curves_written = 1;
+  so.curves_written = &curves_written;
   const char *out = NULL;
   int c;
   struct pfi_optparse op;
@@ -249,10 +251,17 @@ static int summarize(int argc, char **argv) {
       err.code = PFI_EPARSE; /* nothing usable in the input: bad input */
     return pfi_cli_fail(&err);
   }
-  fprintf(stderr,
-          "pfi trace: %d job(s) -> %s/curves.csv, %s/features.csv, "
-          "%s/mechanism.csv",
-          n, out, out, out);
+  if (curves_written)
+    fprintf(stderr,
+            "pfi trace: %d job(s) -> %s/curves.csv, %s/features.csv, "
+            "%s/mechanism.csv",
+            n, out, out, out);
+  else
+    fprintf(stderr,
+            "pfi trace: %d job(s) -> %s/features.csv, %s/mechanism.csv (no "
+            "job has two runs with throughput at training-phase instants: "
+            "no curves.csv)",
+            n, out, out);
   {
     char np[4096];
     snprintf(np, sizeof np, "%s/node_curves.csv", out);

@@ -681,6 +681,15 @@ static struct emu_ctx *emu_ctx_of(struct pfi_device *dev,
 int pfi_emu_attach(struct pfi_device *dev, const unsigned *gpus, size_t n,
                    const struct pfi_emu_job *job, unsigned long seed,
                    struct pfi_error *err) {
+  return pfi_emu_attach_at(dev, gpus, n, job, seed, 0, err);
+}
+
+int pfi_emu_attach_at(struct pfi_device *dev, const unsigned *gpus, size_t n,
+                      const struct pfi_emu_job *job, unsigned long seed,
+                      double job_t_s, struct pfi_error *err) {
+  if (!(job_t_s >= 0 && job_t_s <= 1e7))
+    return pfi_error_set(err, PFI_EINVAL,
+                         "attach: job time %g s is outside 0..1e7 s", job_t_s);
   struct emu_ctx *c = emu_ctx_of(dev, err);
   if (!c)
     return PFI_EINVAL;
@@ -710,7 +719,7 @@ int pfi_emu_attach(struct pfi_device *dev, const unsigned *gpus, size_t n,
   memcpy(c->rank_gpu, gpus, n * sizeof *gpus);
   c->n_attached = n;
   c->job_seed = seed;
-  c->t_attach = cur_time(c);
+  c->t_attach = cur_time(c) - job_t_s;
   c->cum_tokens = 0;
   free(c->run);
   c->run = NULL;

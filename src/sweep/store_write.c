@@ -168,6 +168,36 @@ out:
   return rc;
 }
 
+int pfi_store_job_command(struct pfi_store *st, const char *job, char *cmd,
+                          size_t n, struct pfi_error *err) {
+  sqlite3_stmt *q = NULL;
+  int rc = pfi__store_sql(st, err);
+  if (rc < 0)
+    return rc;
+  if (sqlite3_prepare_v2(st->db,
+                         "SELECT command FROM runs WHERE job=? ORDER BY id "
+                         "DESC LIMIT 1",
+                         -1, &q, NULL) != SQLITE_OK) {
+    rc = pfi__store_dberr(st, err, "runs");
+    goto out;
+  }
+  sqlite3_bind_text(q, 1, job, -1, SQLITE_TRANSIENT);
+  int s = sqlite3_step(q);
+  if (s == SQLITE_ROW) {
+    const unsigned char *c = sqlite3_column_text(q, 0);
+    if (cmd && n)
+      snprintf(cmd, n, "%s", c ? (const char *)c : "");
+    rc = 1;
+  } else if (s == SQLITE_DONE) {
+    rc = 0;
+  } else {
+    rc = pfi__store_dberr(st, err, "runs");
+  }
+out:
+  sqlite3_finalize(q);
+  return rc;
+}
+
 int pfi_store_runs_mark_interrupted(struct pfi_store *st,
                                     struct pfi_error *err) {
   int rc = pfi__store_sql(st, err);

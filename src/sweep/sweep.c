@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -42,6 +43,10 @@ extern char **environ;
  * this many ms without news) for it to report progress up to the device
  * clock before advancing the clock further. */
 #define LOCKSTEP_IDLE_MS 2000
+/* ... and before its first report, up to this long (ms, and at most the
+ * run's duration): a real job's start-up (imports, building the model,
+ * loading data) is silent. */
+#define LOCKSTEP_FIRST_MS 120000
 /* Longest wait, real seconds, for the job's stdout to be matched to its end
  * once the job is stopped (then 1 s more before the matcher is given up). */
 #define TPUT_DRAIN_S 2.0
@@ -337,9 +342,14 @@ static void lockstep(struct sweep *sw, struct job *jb, int64_t run_id,
   if (!sw->virtual_time || jb->pid <= 0 || !sw->tp || jb->lockstep_off)
     return;
   double quiet_since = mono_now();
+  double run_s = sw->o->duration_s > 0 ? sw->o->duration_s : 1800;
   while (!pfi__sweep_reap(jb, 0) && !stopped(sw->o) &&
          !(isfinite(jb->last_job_t) && jb->last_job_t >= now)) {
-    if ((mono_now() - quiet_since) * 1000.0 >= LOCKSTEP_IDLE_MS) {
+    double limit_ms = LOCKSTEP_IDLE_MS;
+    if (jb->reports == 0)
+      limit_ms = run_s * 1000.0 < LOCKSTEP_FIRST_MS ? run_s * 1000.0
+                                                     : LOCKSTEP_FIRST_MS;
+    if ((mono_now() - quiet_since) * 1000.0 >= limit_ms) {
       jb->lockstep_off = 1;
       return;
     }
@@ -385,6 +395,24 @@ static int cooldown(struct sweep *sw, struct pfi_error *err) {
   return 0;
 }
 
+/* The run's copy of the job's standard output (regex kind, where pfi reads
+ * it): DB-logs/run-ID.stdout beside the store, named in the store's meta
+ * (run.ID.stdout). */
+static int open_stdout_log(struct sweep *sw, int64_t run_id, int *fd,
+                           char *path, size_t n, struct pfi_error *err) {
+  snprintf(path, n, "%s-logs", pfi_store_path(sw->st));
+  if (mkdir(path, 0777) != 0 && errno != EEXIST)
+    return pfi_error_set(err, PFI_EIO, "%s: %s", path, strerror(errno));
+  size_t l = strlen(path);
+  snprintf(path + l, n - l, "/run-%lld.stdout", (long long)run_id);
+  *fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (*fd < 0)
+    return pfi_error_set(err, PFI_EIO, "%s: %s", path, strerror(errno));
+  char key[64];
+  snprintf(key, sizeof key, "run.%lld.stdout", (long long)run_id);
+  return pfi_store_meta_set(sw->st, key, path, err);
+}
+
 static int one_run(struct sweep *sw, size_t ci, struct pfi_sweep_result *res,
                    struct pfi_error *err) {
   const struct pfi_sweep_opts *o = sw->o;
@@ -393,8 +421,12 @@ static int one_run(struct sweep *sw, size_t ci, struct pfi_sweep_result *res,
   double iv = o->interval_s > 0 ? o->interval_s : 5;
   double grace = o->grace_s > 0 ? o->grace_s : 10;
   uint32_t mw = (uint32_t)llround(cap_w * 1000.0);
-  struct job jb = {
-      .pid = -1, .out_fd = -1, .last_rate = NAN, .last_job_t = NAN};
+  struct job jb = {.pid = -1,
+                   .out_fd = -1,
+                   .last_rate = NAN,
+                   .last_job_t = NAN,
+                   .attach_at = NAN,
+                   .first_report_t = NAN};
   struct pfi_run_info ri;
   int rc = 0, recorded = 0, in_batch = 0;
   double batch_t0 = 0;
@@ -402,6 +434,8 @@ static int one_run(struct sweep *sw, size_t ci, struct pfi_sweep_result *res,
   int exit_status = -1;
   sw->rapl_t = NAN; /* RAPL power is over intervals within the run */
   double t0 = 0, now = 0;
+  int log_fd = -1;
+  char log_path[4200] = "";
 
   /* Check the cap against every GPU's limits before changing anything. */
   for (size_t i = 0; i < sw->n; i++) {
@@ -430,6 +464,10 @@ static int one_run(struct sweep *sw, size_t ci, struct pfi_sweep_result *res,
   ri.exit_status = -1;
   if ((rc = pfi_store_run_begin(sw->st, &ri, err)) < 0)
     goto out;
+  if (sw->tp && pfi_tput_kind(sw->tp) == PFI_TPUT_REGEX && o->argv &&
+      (rc = open_stdout_log(sw, ri.id, &log_fd, log_path, sizeof log_path,
+                            err)) < 0)
+    goto out;
   if ((rc = record_caps(sw, err)) < 0)
     goto out;
   recorded = 1;
@@ -441,7 +479,11 @@ static int one_run(struct sweep *sw, size_t ci, struct pfi_sweep_result *res,
   progress(sw, "start", ci, cap_w, 0, NAN, NAN);
 
   /* Start the job. */
-  if (sw->ej) {
+  if (sw->ej && o->argv && o->argv[0] && sw->tp) {
+    /* The command's own start-up stands for the group's (pfi/emu.h,
+     * pfi_emu_attach_at): the load starts at the first report. */
+    jb.attach_pending = 1;
+  } else if (sw->ej) {
     if ((rc = pfi_emu_attach(sw->dev, sw->gpus, sw->n, sw->ej,
                              (unsigned long)o->seed, err)) < 0)
       goto out;
@@ -453,7 +495,9 @@ static int one_run(struct sweep *sw, size_t ci, struct pfi_sweep_result *res,
       (rc = pfi__sweep_start_command(sw, &jb, cap_w, ri.id, err)) < 0)
     goto out;
   if (jb.out_fd >= 0 && sw->tp) {
-    /* Drained continuously from here on, whatever the interval. */
+    /* Drained continuously from here on, whatever the interval; kept in
+     * the run's log and passed on. */
+    pfi_tput_tee(sw->tp, o->stdout_fd > 0 ? o->stdout_fd : -1, log_fd);
     pfi_tput_clock(sw->tp, t0, !sw->virtual_time);
     if ((rc = pfi_tput_attach(sw->tp, jb.out_fd, err)) < 0)
       goto out;
@@ -474,6 +518,17 @@ static int one_run(struct sweep *sw, size_t ci, struct pfi_sweep_result *res,
       goto out;
     if (sw->tp)
       pfi_tput_clock(sw->tp, now, !sw->virtual_time);
+    if (jb.attach_pending && now >= jb.attach_at) {
+      struct pfi_emu_timeline tl;
+      pfi_emu_timeline_init(&tl, sw->ej);
+      if ((rc = pfi_emu_attach_at(sw->dev, sw->gpus, sw->n, sw->ej,
+                                  (unsigned long)o->seed,
+                                  tl.startup_s + (now - jb.attach_at), err)) <
+          0)
+        goto out;
+      jb.attach_pending = 0;
+      jb.attached = 1;
+    }
     elapsed = now - t0;
     if (!in_batch) {
       if ((rc = pfi_store_begin(sw->st, err)) < 0)
@@ -538,6 +593,13 @@ out:
     pfi__sweep_collect(sw, &jb, ri.id, now, 1, &e2);
     if (jb.out_fd >= 0)
       close(jb.out_fd);
+    if (log_fd >= 0 && jb.streaming && pfi_tput_tee_error(sw->tp)) {
+      char key[64], val[4400];
+      snprintf(key, sizeof key, "run.%lld.stdout", (long long)ri.id);
+      snprintf(val, sizeof val, "%s (cut short: %s)", log_path,
+               strerror((int)pfi_tput_tee_error(sw->tp)));
+      pfi_store_meta_set(sw->st, key, val, &e2);
+    }
     if (WIFEXITED(jb.status))
       exit_status = WEXITSTATUS(jb.status);
     else if (WIFSIGNALED(jb.status))
@@ -608,6 +670,9 @@ out:
     }
   }
   progress(sw, "end", ci, cap_w, now - t0, NAN, jb.last_rate);
+  if (log_fd >= 0)
+    close(log_fd); /* the reader thread that wrote it is joined */
+  res->reports += jb.reports;
   return rc;
 }
 
@@ -622,6 +687,172 @@ out:
 static int lock_gpus(struct sweep *sw, struct pfi_error *err) {
   return pfi_capset_open(&sw->cs, sw->st, sw->dev, sw->backend, sw->params,
                          sw->gpus, sw->n, "sweep", 0, err);
+}
+
+/* ---- the job's default name ----------------------------------------------*/
+
+static const char *base_name(const char *p) {
+  const char *b = strrchr(p, '/');
+  return b ? b + 1 : p;
+}
+
+/* python, python3, python3.11, pypy3: an interpreter whose first operand is
+ * the script. */
+static int is_python(const char *b) {
+  const char *rest = NULL;
+  if (strncmp(b, "python", 6) == 0)
+    rest = b + 6;
+  else if (strncmp(b, "pypy", 4) == 0)
+    rest = b + 4;
+  if (!rest)
+    return 0;
+  for (; *rest; rest++)
+    if (!((*rest >= '0' && *rest <= '9') || *rest == '.'))
+      return 0;
+  return 1;
+}
+
+/* Launchers whose options come before the script they start. */
+static int is_launcher(const char *b) {
+  static const char *const names[] = {"torchrun", "accelerate", "deepspeed",
+                                      "mpirun",   "srun",       "uv",
+                                      "bash",     "sh"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (strcmp(b, names[i]) == 0)
+      return 1;
+  return 0;
+}
+
+static int ends_with(const char *s, const char *suf) {
+  size_t a = strlen(s), b = strlen(suf);
+  return a >= b && strcmp(s + a - b, suf) == 0;
+}
+
+/* The word of argv that names what runs: the script behind interpreters and
+ * launchers (python3 -u train.py, torchrun --nproc-per-node 8 train.py,
+ * python -m torch.distributed.run ... train.py, env A=1 python3 x.py), a
+ * module run with -m, else the program itself. */
+static const char *job_word(char *const *argv) {
+  size_t i = 0;
+  while (argv[i] && strcmp(base_name(argv[i]), "env") == 0) {
+    i++;
+    while (argv[i] && (argv[i][0] == '-' || strchr(argv[i], '=')))
+      i++;
+  }
+  if (!argv[i])
+    return argv[0];
+  const char *prog = base_name(argv[i]);
+  int py = is_python(prog), launcher = is_launcher(prog);
+  if (!py && !launcher)
+    return prog;
+  for (size_t j = i + 1; argv[j]; j++) {
+    const char *a = argv[j];
+    if (strcmp(a, "-m") == 0 && argv[j + 1]) {
+      const char *m = argv[++j];
+      if (strcmp(m, "torch.distributed.run") == 0 ||
+          strcmp(m, "torch.distributed.launch") == 0) {
+        py = 0; /* a launcher now: its script ends in .py */
+        continue;
+      }
+      return m;
+    }
+    if (ends_with(a, ".py") || ends_with(a, ".sh"))
+      return base_name(a);
+    if (py && a[0] != '-')
+      return base_name(a);
+    /* python's options that take a value: -X opt, -W arg, -c cmd */
+    if (py && (strcmp(a, "-X") == 0 || strcmp(a, "-W") == 0) && argv[j + 1])
+      j++;
+    else if (py && strcmp(a, "-c") == 0)
+      return prog;
+  }
+  return prog;
+}
+
+void pfi_sweep_job_name(char *const *argv, char *buf, size_t n) {
+  if (!buf || n == 0)
+    return;
+  buf[0] = 0;
+  if (!argv || !argv[0])
+    return;
+  /* FNV-1a (64-bit) of every word, each ended by a NUL byte. */
+  uint64_t h = 1469598103934665603ULL;
+  for (size_t i = 0; argv[i]; i++) {
+    for (const unsigned char *p = (const unsigned char *)argv[i];; p++) {
+      h ^= *p;
+      h *= 1099511628211ULL;
+      if (!*p)
+        break;
+    }
+  }
+  const char *w = job_word(argv);
+  size_t len = strlen(w);
+  if (ends_with(w, ".py") || ends_with(w, ".sh"))
+    len -= 3;
+  if (len > 96)
+    len = 96;
+  snprintf(buf, n, "%.*s-%08x", (int)len, w, (unsigned)(h ^ (h >> 32)));
+}
+
+/* CUDA numbers GPUs in its own order unless CUDA_DEVICE_ORDER=PCI_BUS_ID,
+ * which is NVML's; the job gets CUDA_VISIBLE_DEVICES = the swept GPUs in
+ * that order (sweep_job.c). An environment that already chooses other GPUs,
+ * or another order, would have the job train on GPUs pfi neither caps nor
+ * measures: refused. CUDA_VISIBLE_DEVICES may list the same GPUs by index
+ * or by UUID, in the sweep's order. */
+static int check_cuda_env(struct sweep *sw, struct pfi_error *err) {
+  const char *ord = getenv("CUDA_DEVICE_ORDER");
+  if (ord && *ord && strcmp(ord, "PCI_BUS_ID") != 0)
+    return pfi_error_set(err, PFI_EINVAL,
+                         "the environment sets CUDA_DEVICE_ORDER=%s: the job's "
+                         "GPU numbers would not be NVML's, whose GPUs pfi "
+                         "caps; unset it (pfi sweep sets PCI_BUS_ID)",
+                         ord);
+  const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
+  if (!cvd)
+    return 0;
+  char want[1024] = "", uuids[4096] = "";
+  size_t off = 0, uoff = 0;
+  for (size_t i = 0; i < sw->n && off + 12 < sizeof want; i++)
+    off += (size_t)snprintf(want + off, sizeof want - off, "%s%u", i ? "," : "",
+                            sw->gpus[i]);
+  for (size_t i = 0; i < sw->n && uoff + 100 < sizeof uuids; i++) {
+    char u[96];
+    struct pfi_error e;
+    if (pfi_device_uuid(sw->dev, sw->gpus[i], u, sizeof u, &e) < 0) {
+      uuids[0] = 0;
+      break;
+    }
+    uoff += (size_t)snprintf(uuids + uoff, sizeof uuids - uoff, "%s%s",
+                             i ? "," : "", u);
+  }
+  if (strcmp(cvd, want) == 0 || (uuids[0] && strcmp(cvd, uuids) == 0))
+    return 0;
+  return pfi_error_set(err, PFI_EINVAL,
+                       "the environment sets CUDA_VISIBLE_DEVICES=%s, but the "
+                       "sweep caps and measures GPU(s) %s (NVML's numbers): "
+                       "the job would train on GPUs pfi neither caps nor "
+                       "measures; unset CUDA_VISIBLE_DEVICES (pfi sweep sets "
+                       "it to the swept GPUs) or choose those GPUs with "
+                       "--gpus",
+                       cvd, want);
+}
+
+/* A job's name must say one command: a store that holds runs of `name`
+ * with another command is not resumed with this one. */
+static int check_job_command(struct sweep *sw, struct pfi_error *err) {
+  char had[sizeof sw->command];
+  int r = pfi_store_job_command(sw->st, sw->job_name, had, sizeof had, err);
+  if (r <= 0)
+    return r;
+  if (strcmp(had, sw->command) == 0)
+    return 0;
+  return pfi_error_set(err, PFI_EINVAL,
+                       "%s holds runs of job '%s' made by another command "
+                       "('%s'; this one is '%s'): give this sweep its own "
+                       "name with --job NAME, or use another store",
+                       pfi_store_path(sw->st), sw->job_name, had,
+                       sw->command);
 }
 
 /* ---- the sweep ------------------------------------------------------------*/
@@ -739,10 +970,8 @@ int pfi_sweep_run(struct pfi_store *st, const struct pfi_sweep_opts *o,
     snprintf(sw.job_name, sizeof sw.job_name, "%s", o->job);
   else if (sw.ej)
     snprintf(sw.job_name, sizeof sw.job_name, "%s", sw.ej->id);
-  else {
-    const char *b = strrchr(o->argv[0], '/');
-    snprintf(sw.job_name, sizeof sw.job_name, "%s", b ? b + 1 : o->argv[0]);
-  }
+  else
+    pfi_sweep_job_name(o->argv, sw.job_name, sizeof sw.job_name);
   if (has_cmd) {
     size_t off = 0;
     for (size_t i = 0; o->argv[i] && off + 2 < sizeof sw.command; i++)
@@ -751,6 +980,8 @@ int pfi_sweep_run(struct pfi_store *st, const struct pfi_sweep_opts *o,
   } else {
     snprintf(sw.command, sizeof sw.command, "emulate %s", o->emulate);
   }
+  if ((rc = check_job_command(&sw, err)) < 0)
+    goto out;
   if (o->throughput && *o->throughput) {
     if (!has_cmd) {
       rc = pfi_error_set(err, PFI_EINVAL,
@@ -809,6 +1040,8 @@ int pfi_sweep_run(struct pfi_store *st, const struct pfi_sweep_opts *o,
         strstr(name, "(emulated)"))
       sw.emulated = 1;
   }
+  if (has_cmd && (rc = check_cuda_env(&sw, err)) < 0)
+    goto out;
   if ((rc = lock_gpus(&sw, err)) < 0)
     goto out;
   /* Node power: the emulator's node on emulated GPUs; on measured ones

@@ -29,6 +29,14 @@ struct job {
   double last_rate;
   double last_job_t; /* newest job time reported, device clock */
   int lockstep_off;  /* the job fell silent: stop waiting for it */
+  /* A command with an emulated load (--emulate) that reports its own
+   * throughput: the load starts, past the group's start-up, when the first
+   * report's time (attach_at, device clock; NaN until one arrives) is
+   * reached. */
+  int attach_pending;
+  double attach_at;
+  double first_report_t; /* the run's first throughput report, device clock */
+  long reports;          /* throughput reports stored in this run */
 };
 
 struct sweep {

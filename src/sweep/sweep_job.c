@@ -84,10 +84,22 @@ int pfi__sweep_start_command(struct sweep *sw, struct job *jb, double cap_w,
       off += (size_t)snprintf(list + off, sizeof list - off, "%s%u",
                               i ? "," : "", sw->gpus[i]);
     append_env(&envp, &nenv, "PFI_GPUS=%s", list);
+    /* The job's CUDA sees the swept GPUs, numbered as NVML numbers them
+     * (pfi_sweep_run refused an environment that chose others). */
+    append_env(&envp, &nenv, "CUDA_VISIBLE_DEVICES=%s", list);
+    append_env(&envp, &nenv, "CUDA_DEVICE_ORDER=PCI_BUS_ID");
   }
   size_t ours = nenv;
-  for (size_t i = 0; i < base; i++)
-    envp[nenv++] = environ[i];
+  /* The inherited environment, less the variables set above. */
+  for (size_t i = 0; i < base; i++) {
+    int dup = 0;
+    for (size_t k = 0; k < ours && !dup; k++) {
+      size_t kl = (size_t)(strchr(envp[k], '=') - envp[k]) + 1;
+      dup = strncmp(environ[i], envp[k], kl) == 0;
+    }
+    if (!dup)
+      envp[nenv++] = environ[i];
+  }
   envp[nenv] = NULL;
 
   if (pipe2(errpipe, O_CLOEXEC) != 0 ||
@@ -276,7 +288,12 @@ int pfi__sweep_collect(struct sweep *sw, struct job *jb, int64_t run_id,
       return rc;
     if (steps[i].t_s > jb->last_job_t || !isfinite(jb->last_job_t))
       jb->last_job_t = steps[i].t_s;
+    if (!(steps[i].t_s >= jb->first_report_t))
+      jb->first_report_t = steps[i].t_s;
+    jb->reports++;
   }
+  if (jb->attach_pending && n && isnan(jb->attach_at))
+    jb->attach_at = jb->first_report_t;
   double r = pfi_tput_last_rate(sw->tp);
   if (isfinite(r))
     jb->last_rate = r;

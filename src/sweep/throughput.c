@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <poll.h>
 #include <pthread.h>
@@ -61,6 +62,9 @@ struct pfi_tput {
   long dropped;
   double clk_dev, clk_mono;
   int clk_adv;
+  /* The job's stdout, as read, also to these (pfi_tput_tee; -1: not). */
+  int tee_out, tee_log;
+  long tee_log_err; /* errno of a failed log write, 0 */
   struct pfi_step *taken; /* returned by pfi_tput_take() */
   size_t ctaken;
   char *path; /* jsonl */
@@ -387,6 +391,7 @@ int pfi_tput_open(struct pfi_tput **out, const char *spec,
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
   tp->last_rate = NAN;
   tp->fd = tp->wake[0] = tp->wake[1] = -1;
+  tp->tee_out = tp->tee_log = -1;
   pthread_mutex_init(&tp->mu, NULL);
   pthread_cond_init(&tp->cv, NULL);
   if (strncmp(spec, "jsonl:", 6) == 0 && spec[6]) {
@@ -781,6 +786,63 @@ void pfi_tput_clock(struct pfi_tput *tp, double dev_now_s, int advancing) {
   unlock(tp);
 }
 
+void pfi_tput_tee(struct pfi_tput *tp, int out_fd, int log_fd) {
+  tp->tee_out = out_fd;
+  tp->tee_log = log_fd;
+  tp->tee_log_err = 0;
+}
+
+long pfi_tput_tee_error(const struct pfi_tput *tp) { return tp->tee_log_err; }
+
+/* The job's bytes to the log file (a regular file: writes do not block for
+ * long); a failed write ends the log, and says why. */
+static void tee_log(struct pfi_tput *tp, const char *buf, size_t n) {
+  while (n && tp->tee_log >= 0) {
+    ssize_t w = write(tp->tee_log, buf, n);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0) {
+      tp->tee_log_err = w < 0 ? errno : EIO;
+      tp->tee_log = -1;
+      return;
+    }
+    buf += w;
+    n -= (size_t)w;
+  }
+}
+
+/* The job's bytes on to pfi's output, as if the job wrote there itself: a
+ * reader that does not keep up slows the job, as it would without pfi. In
+ * writes of at most PIPE_BUF bytes, each once the descriptor is writable,
+ * so that a stop request (the wake pipe) is never kept waiting by a stalled
+ * reader. Returns 1 when told to stop. A failed write (the reader gone)
+ * ends the passing on; the job's output is still read and matched. */
+static int tee_out(struct pfi_tput *tp, const char *buf, size_t n) {
+  while (n && tp->tee_out >= 0) {
+    struct pollfd pf[2] = {{tp->tee_out, POLLOUT, 0},
+                           {tp->wake[0], POLLIN, 0}};
+    int r = poll(pf, 2, -1);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0 || pf[1].revents)
+      return 1;
+    if (pf[0].revents & (POLLERR | POLLHUP | POLLNVAL)) {
+      tp->tee_out = -1;
+      return 0;
+    }
+    ssize_t w = write(tp->tee_out, buf, n < PIPE_BUF ? n : PIPE_BUF);
+    if (w < 0 && (errno == EINTR || errno == EAGAIN))
+      continue;
+    if (w <= 0) {
+      tp->tee_out = -1;
+      return 0;
+    }
+    buf += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
 static void *reader_main(void *arg) {
   struct pfi_tput *tp = arg;
   char buf[65536];
@@ -794,7 +856,11 @@ static void *reader_main(void *arg) {
     ssize_t k = read(tp->fd, buf, sizeof buf);
     if (k < 0 && (errno == EINTR || errno == EAGAIN))
       continue;
+    if (k > 0)
+      tee_log(tp, buf, (size_t)k);
     if (k <= 0 || consume(tp, buf, (size_t)k, clock_now(tp), 0) < 0)
+      break;
+    if (tee_out(tp, buf, (size_t)k))
       break;
   }
   consume(tp, "", 0, clock_now(tp), 1);

@@ -232,6 +232,11 @@ struct run_row {
   /* results */
   int ok;      /* power and throughput: a curve point */
   int ok_feat; /* training-phase telemetry: a features row */
+  /* why a run is no curve point: its samples' training-phase count, its
+   * throughput reports, those at training-phase instants, and whether any
+   * sample showed the GPUs busy (utilization > 0) */
+  size_t ntrain, nsteps, nsteps_train;
+  int busy;
   double power_w, tokens, power_sd, tokens_sd;
   double feat[F__COUNT];
   /* Node power (store.h's node_power), the same aggregate over the same
@@ -401,8 +406,15 @@ static int summarize_run(struct pfi_store *st, struct run_row *rr,
   rc = 0;
   {
     size_t ntrain = 0;
-    for (size_t k = 0; k < s.n; k++)
+    for (size_t k = 0; k < s.n; k++) {
       ntrain += s.ph[k] == PFI_PHASE_TRAINING;
+      if (s.util0[k] > 0)
+        rr->busy = 1;
+    }
+    rr->ntrain = ntrain;
+    rr->nsteps = nt;
+    for (size_t k = 0; k < nt; k++)
+      rr->nsteps_train += tph[k] == PFI_PHASE_TRAINING;
     if (ntrain == 0)
       goto out;
   }
@@ -492,6 +504,48 @@ static int close_out(const char *dir, const char *name, const char *tmp,
   if (rename(tmp, final) != 0)
     return pfi_error_set(err, PFI_EIO, "%s: %s", final, strerror(errno));
   return 0;
+}
+
+/* The number of distinct jobs of rows (ordered by job). */
+static long jobs_all(const struct run_row *rows, size_t nr) {
+  long n = 0;
+  for (size_t i = 0; i < nr; i++)
+    n += i == 0 || strcmp(rows[i].job, rows[i - 1].job) != 0;
+  return n;
+}
+
+/* Why no run has training-phase samples, for the message: GPUs that were
+ * never busy (an emulated node with no load: a command on the emu backend
+ * without --emulate GROUP), emulated runs shorter than the emulated jobs'
+ * start-up, or neither. */
+static void no_training_hint(const struct run_row *rows, size_t nr, char *buf,
+                             size_t n) {
+  double longest = 0, need = pfi_emu_min_run_s();
+  int emulated = 0, busy = 0;
+  for (size_t i = 0; i < nr; i++) {
+    busy |= rows[i].busy;
+    if (!strcmp(rows[i].source, PFI_SOURCE_EMULATED)) {
+      emulated = 1;
+      if (rows[i].len_s > longest)
+        longest = rows[i].len_s;
+    }
+  }
+  buf[0] = 0;
+  if (!busy && emulated)
+    snprintf(buf, n,
+             " (the emulated GPUs were idle through every run: a command on "
+             "the emu backend needs --emulate GROUP for their load, and "
+             "with --throughput that load starts at the command's first "
+             "report, so check the reports with pfi sweep --smoke)");
+  else if (!busy)
+    snprintf(buf, n, " (the GPUs were idle through every run)");
+  else if (emulated && longest < need)
+    snprintf(buf, n,
+             " (the emulated runs last %gs, shorter than the emulated jobs' "
+             "warm-up and startup: sweep with --duration %gs or more, or "
+             "run a command that reports throughput, whose first report "
+             "ends the start-up)",
+             longest, need);
 }
 
 int pfi_trace_summarize(struct pfi_store *st, const char *out_dir,
@@ -638,8 +692,39 @@ int pfi_trace_summarize(struct pfi_store *st, const char *out_dir,
     }
     i = j;
   }
-  rc = close_out(out_dir, "curves.csv", tc, fc, err);
-  fc = NULL;
+  if (jobs == 0) {
+    /* Nothing to write: no file is left (the partial ones are removed at
+     * out), and the message says why. */
+    char hint[400];
+    no_training_hint(rows, nr, hint, sizeof hint);
+    rc = pfi_error_set(err, PFI_ENOTFOUND,
+                       "%s: no complete run has training-phase samples%s; "
+                       "nothing written",
+                       pfi_store_path(st), hint);
+    goto out;
+  }
+  {
+    /* A curves.csv of no curve is not written (nor left from an earlier
+     * summary). */
+    size_t points = 0;
+    for (size_t i = 0; i < nr; i++)
+      points += rows[i].ok != 0;
+    if (points == 0 || nocurve == jobs_all(rows, nr)) {
+      char final[4096];
+      fclose(fc);
+      fc = NULL;
+      remove(tc);
+      snprintf(final, sizeof final, "%s/curves.csv", out_dir);
+      remove(final);
+      if (o->curves_written)
+        *o->curves_written = 0;
+    } else {
+      rc = close_out(out_dir, "curves.csv", tc, fc, err);
+      fc = NULL;
+      if (o->curves_written)
+        *o->curves_written = 1;
+    }
+  }
   if (rc == 0)
     rc = close_out(out_dir, "features.csv", tf, ff, err);
   else
@@ -649,30 +734,6 @@ int pfi_trace_summarize(struct pfi_store *st, const char *out_dir,
     rc = write_node_curves(out_dir, rows, nr, err);
   if (rc < 0)
     goto out;
-  if (jobs == 0) {
-    /* Emulated runs shorter than the emulated jobs' startup have no
-     * training phase: name the duration that works. */
-    double longest = 0, need = pfi_emu_min_run_s();
-    int emulated = 0;
-    for (size_t i = 0; i < nr; i++)
-      if (!strcmp(rows[i].source, PFI_SOURCE_EMULATED)) {
-        emulated = 1;
-        if (rows[i].len_s > longest)
-          longest = rows[i].len_s;
-      }
-    char hint[160] = "";
-    if (emulated && longest < need)
-      snprintf(hint, sizeof hint,
-               " (the emulated runs last %gs, shorter than the emulated "
-               "jobs' warm-up and startup: sweep with --duration %gs or "
-               "more)",
-               longest, need);
-    rc = pfi_error_set(err, PFI_ENOTFOUND,
-                       "%s: no complete run has training-phase samples and "
-                       "throughput%s",
-                       pfi_store_path(st), hint);
-    goto out;
-  }
   /* The mechanism summary: the steady-state clocks of every run. */
   {
     char tm[4096], fm[4096];
