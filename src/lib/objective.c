@@ -259,8 +259,8 @@ int pfi_objective_weights_read_mem(const char *name, const char *data,
   }
   for (size_t i = 0; i < n; i++)
     if (!line[i]) {
-      rc = pfi_error_set(err, PFI_EPARSE, "%s: no weight for job %.80s",
-                         t.name, jobs[i]);
+      rc = pfi_error_setloc(err, PFI_EPARSE, t.name, 0, 0,
+                            "no weight for job %.80s", jobs[i]);
       goto out;
     }
   rc = 0;
