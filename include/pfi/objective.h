@@ -87,16 +87,19 @@ int pfi_objective_gpus(const int *gpus, size_t n, const char *const *names,
                        int *known, struct pfi_error *err);
 
 /*
- * The factor s_i of every job of `raw` into scale[0..njobs) (see above;
- * T_i = pfi_problem_eval(raw, i, pfi_problem_hi(raw, i))). gpus and names
- * as pfi_objective_gpus(). Errors (PFI_EINVAL, naming the job): work or
+ * The factor s_i of every job of `raw` into scale[0..njobs) (see above).
+ * T_i is tmax[i], the job's throughput at its highest cap
+ * (pfi_curve_uncapped), when tmax is not NULL; else its throughput at the
+ * top of its range, pfi_problem_eval(raw, i, pfi_problem_hi(raw, i)) (the
+ * same unless realized power fell with the cap raised). gpus and names as
+ * pfi_objective_gpus(). Errors (PFI_EINVAL, naming the job): work or
  * jobs with T_i not positive, a weight negative or not finite, min_share
  * outside [0, 1), GPU counts given for some jobs only.
  */
 int pfi_objective_scale(const struct pfi_problem *raw,
                         const struct pfi_objective *o, const int *gpus,
-                        const char *const *names, double *scale,
-                        struct pfi_error *err);
+                        const double *tmax, const char *const *names,
+                        double *scale, struct pfi_error *err);
 
 /*
  * The problem the strategies solve under `o`: `raw`'s jobs with each
@@ -104,14 +107,15 @@ int pfi_objective_scale(const struct pfi_problem *raw,
  * job's floor raised to the lowest power x such that f_i(x') >= m T_i for
  * every x' in [x, hi_i] (the job's range then starts there; powers are
  * unchanged, so an allocation on `out` applies to `raw`). `out` must be
- * initialized (pfi_problem_init) and is cleared first. *gpus_known (may be
- * NULL) as pfi_objective_gpus(). Errors as pfi_objective_scale(),
+ * initialized (pfi_problem_init) and is cleared first. tmax as
+ * pfi_objective_scale(); *gpus_known (may be NULL) as pfi_objective_gpus(). Errors as pfi_objective_scale(),
  * PFI_ENOMEM.
  */
 int pfi_objective_problem(const struct pfi_problem *raw,
                           const struct pfi_objective *o, const int *gpus,
-                          const char *const *names, struct pfi_problem *out,
-                          int *gpus_known, struct pfi_error *err);
+                          const double *tmax, const char *const *names,
+                          struct pfi_problem *out, int *gpus_known,
+                          struct pfi_error *err);
 
 /*
  * Per-job weights from a CSV with columns `job` and `weight` (other

@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "pfi/alloc.h"
+#include "pfi/curve.h"
 #include "pfi/jobset.h"
 
 void obj_opt_init(struct obj_opt *o) {
@@ -75,13 +76,13 @@ int obj_opt_load(struct obj_opt *o, const char *const *jobs, size_t n,
 }
 
 static int problem(struct obj_opt *o, const char *const *names, const int *gpus,
-                   size_t n, const struct pfi_problem *raw,
+                   const double *tmax, size_t n, const struct pfi_problem *raw,
                    struct pfi_problem *out, int *gpus_known,
                    struct pfi_error *err) {
   int rc = obj_opt_load(o, names, n, err);
   if (rc == 0)
-    rc = pfi_objective_problem(raw, &o->obj, gpus, names, out, gpus_known,
-                               err);
+    rc = pfi_objective_problem(raw, &o->obj, gpus, tmax, names, out,
+                               gpus_known, err);
   return rc;
 }
 
@@ -91,13 +92,16 @@ int obj_opt_problem_js(struct obj_opt *o, const struct pfi_jobset *d,
   size_t n = d->cs.n;
   const char **names = calloc(n + 1, sizeof *names);
   int *gpus = calloc(n + 1, sizeof *gpus);
+  double *tmax = calloc(n + 1, sizeof *tmax);
   int rc = 0;
-  if (!names || !gpus) {
+  if (!names || !gpus || !tmax) {
     rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
     goto out;
   }
   for (size_t i = 0; i < n && rc == 0; i++) {
     names[i] = d->cs.c[i].job;
+    tmax[i] = d->cs.c[i].n ? pfi_curve_uncapped(&d->cs.c[i])->tokens_per_s
+                           : 0.0;
     int g = 0;
     /* Only the work objective reads GPU counts. */
     if (o->obj.kind == PFI_OBJ_WORK) {
@@ -110,10 +114,11 @@ int obj_opt_problem_js(struct obj_opt *o, const struct pfi_jobset *d,
     gpus[i] = g;
   }
   if (rc == 0)
-    rc = problem(o, names, gpus, n, raw, out, gpus_known, err);
+    rc = problem(o, names, gpus, tmax, n, raw, out, gpus_known, err);
 out:
   free(names);
   free(gpus);
+  free(tmax);
   return rc;
 }
 
@@ -123,18 +128,21 @@ int obj_opt_problem_cs(struct obj_opt *o, const struct pfi_curveset *cs,
   size_t n = cs->n;
   const char **names = calloc(n + 1, sizeof *names);
   int *gpus = calloc(n + 1, sizeof *gpus);
+  double *tmax = calloc(n + 1, sizeof *tmax);
   int rc;
-  if (!names || !gpus) {
+  if (!names || !gpus || !tmax) {
     rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
     goto out;
   }
   for (size_t i = 0; i < n; i++) {
     names[i] = cs->c[i].job;
     gpus[i] = cs->c[i].gpus;
+    tmax[i] = cs->c[i].n ? pfi_curve_uncapped(&cs->c[i])->tokens_per_s : 0.0;
   }
-  rc = problem(o, names, gpus, n, raw, out, gpus_known, err);
+  rc = problem(o, names, gpus, tmax, n, raw, out, gpus_known, err);
 out:
   free(names);
   free(gpus);
+  free(tmax);
   return rc;
 }

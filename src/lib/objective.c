@@ -102,9 +102,15 @@ int pfi_objective_gpus(const int *gpus, size_t n, const char *const *names,
 
 /* The factor f_i of job i, such that v = y / T * f (work, jobs) or
  * v = y * f (throughput); *known as pfi_objective_gpus(). */
+static double tmax_of(const struct pfi_problem *raw, const double *tmax,
+                      size_t i) {
+  return tmax ? tmax[i] : pfi_problem_eval(raw, i, pfi_problem_hi(raw, i));
+}
+
 static int factors(const struct pfi_problem *raw, const struct pfi_objective *o,
-                   const int *gpus, const char *const *names, double *f,
-                   int *known, struct pfi_error *err) {
+                   const int *gpus, const double *tmax,
+                   const char *const *names, double *f, int *known,
+                   struct pfi_error *err) {
   size_t n = raw->njobs;
   if ((unsigned)o->kind >= PFI_OBJ__COUNT)
     return pfi_error_set(err, PFI_EINVAL, "unknown objective %d",
@@ -122,7 +128,7 @@ static int factors(const struct pfi_problem *raw, const struct pfi_objective *o,
     double w = o->weight ? o->weight[i] : 1.0;
     if (!isfinite(w) || w < 0)
       return job_err(err, names, i, "weight is negative or not finite", w);
-    double t = pfi_problem_eval(raw, i, pfi_problem_hi(raw, i));
+    double t = tmax_of(raw, tmax, i);
     if ((o->kind != PFI_OBJ_THROUGHPUT || o->min_share > 0) &&
         (!(t > 0) || !isfinite(t)))
       return job_err(err, names, i,
@@ -137,15 +143,15 @@ static int factors(const struct pfi_problem *raw, const struct pfi_objective *o,
 
 int pfi_objective_scale(const struct pfi_problem *raw,
                         const struct pfi_objective *o, const int *gpus,
-                        const char *const *names, double *scale,
-                        struct pfi_error *err) {
+                        const double *tmax, const char *const *names,
+                        double *scale, struct pfi_error *err) {
   int known;
-  int rc = factors(raw, o, gpus, names, scale, &known, err);
+  int rc = factors(raw, o, gpus, tmax, names, scale, &known, err);
   if (rc < 0)
     return rc;
   if (o->kind != PFI_OBJ_THROUGHPUT)
     for (size_t i = 0; i < raw->njobs; i++)
-      scale[i] /= pfi_problem_eval(raw, i, pfi_problem_hi(raw, i));
+      scale[i] /= tmax_of(raw, tmax, i);
   return 0;
 }
 
@@ -170,8 +176,9 @@ static double share_floor(const struct pfi_problem *p, size_t i,
 
 int pfi_objective_problem(const struct pfi_problem *raw,
                           const struct pfi_objective *o, const int *gpus,
-                          const char *const *names, struct pfi_problem *out,
-                          int *gpus_known, struct pfi_error *err) {
+                          const double *tmax, const char *const *names,
+                          struct pfi_problem *out, int *gpus_known,
+                          struct pfi_error *err) {
   size_t n = raw->njobs;
   pfi_problem_clear(out);
   double *f = malloc((n + 1) * sizeof *f);
@@ -185,11 +192,11 @@ int pfi_objective_problem(const struct pfi_problem *raw,
     rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
     goto out;
   }
-  if ((rc = factors(raw, o, gpus, names, f, &known, err)) < 0)
+  if ((rc = factors(raw, o, gpus, tmax, names, f, &known, err)) < 0)
     goto out;
   for (size_t i = 0; i < n; i++) {
     size_t a = raw->off[i], b = raw->off[i + 1];
-    double t = raw->y[b - 1];
+    double t = tmax_of(raw, tmax, i);
     for (size_t k = a; k < b; k++)
       /* y / T first: without weights or GPUs, the bits of dividing by T
        * (pfi_problem_normalize). */

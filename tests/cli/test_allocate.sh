@@ -241,7 +241,7 @@ cmp -s "$T/s1.json" "$T/s2.json" || fail "simulate is not reproducible from its 
 "$PFI" $S --seed 8 --format json >"$T/s3.json" || fail "simulate seed 8"
 cmp -s "$T/s1.json" "$T/s3.json" && fail "different seeds gave the same output"
 keys=$(sed -n 's/^  "\([a-z_]*\)":.*/\1/p' "$T/s1.json" | tr '\n' ' ')
-[ "$keys" = "cuts workloads size mix seed strategies source unit normalized skipped pfi_undefined " ] || fail "simulate JSON keys: $keys"
+[ "$keys" = "cuts workloads size mix seed strategies source unit normalized objective objective_text skipped pfi_undefined " ] || fail "simulate JSON keys: $keys"
 "$PFI" $S --mix production --holdout --format csv >"$T/p.csv" || fail "production mix, holdout"
 # The oracle's own gap is zero at every cut.
 awk -F, '$1=="oracle" && $3 != 0 {exit 1}' "$T/p.csv" || fail "oracle gap not zero"

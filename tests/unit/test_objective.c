@@ -47,7 +47,7 @@ static void solve(const struct pfi_problem *raw, const struct pfi_objective *o,
   struct pfi_problem v;
   struct pfi_error err;
   pfi_problem_init(&v);
-  int rc = pfi_objective_problem(raw, o, gpus, NULL, &v, NULL, &err);
+  int rc = pfi_objective_problem(raw, o, gpus, NULL, NULL, &v, NULL, &err);
   if (rc != 0)
     fail_msg("pfi_objective_problem: %s", err.msg);
   rc = pfi_oracle_solve(&v, budget, pw, NULL, NULL, &err);
@@ -113,7 +113,7 @@ static void test_two_jobs_by_hand(void **state) {
   struct pfi_error err;
   o.kind = PFI_OBJ_WORK;
   o.min_share = 0;
-  assert_int_equal(pfi_objective_scale(&p, &o, gpus, NULL, sc, &err), 0);
+  assert_int_equal(pfi_objective_scale(&p, &o, gpus, NULL, NULL, sc, &err), 0);
   ASSERT_NEAR(sc[0], 32.0 / 1000, 1e-15);
   ASSERT_NEAR(sc[1], 8.0 / 400, 1e-15);
   pfi_problem_release(&p);
@@ -194,9 +194,9 @@ static void test_unit_scaling(void **state) {
         pfi_problem_init(&va);
         pfi_problem_init(&vb);
         assert_int_equal(
-            pfi_objective_problem(&a, &o, gpus, NULL, &va, NULL, &err), 0);
+            pfi_objective_problem(&a, &o, gpus, NULL, NULL, &va, NULL, &err), 0);
         assert_int_equal(
-            pfi_objective_problem(&b, &o, gpus, NULL, &vb, NULL, &err), 0);
+            pfi_objective_problem(&b, &o, gpus, NULL, NULL, &vb, NULL, &err), 0);
         for (size_t s = 0; s < sizeof strat / sizeof *strat; s++) {
           double pa[4], pb[4];
           if (pfi_alloc_run(&va, strat[s], budget, &in, pa, &err) != 0)
@@ -267,18 +267,18 @@ static void test_min_share_dip(void **state) {
   pfi_objective_init(&o);
   o.kind = PFI_OBJ_THROUGHPUT;
   o.min_share = 0.6;
-  assert_int_equal(pfi_objective_problem(&p, &o, NULL, NULL, &v, NULL, &err),
+  assert_int_equal(pfi_objective_problem(&p, &o, NULL, NULL, NULL, &v, NULL, &err),
                    0);
   ASSERT_NEAR(pfi_problem_lo(&v, 0), 1750, 1e-9);
   ASSERT_NEAR(pfi_problem_hi(&v, 0), 2500, 0);
   /* m = 0.4: 500 >= 400 at 1000 W but 300 < 400 at 1500 W: the floor is
    * on the rising segment, 1500 + 100/600 * 500. */
   o.min_share = 0.4;
-  assert_int_equal(pfi_objective_problem(&p, &o, NULL, NULL, &v, NULL, &err),
+  assert_int_equal(pfi_objective_problem(&p, &o, NULL, NULL, NULL, &v, NULL, &err),
                    0);
   ASSERT_NEAR(pfi_problem_lo(&v, 0), 1500 + 100.0 / 600 * 500, 1e-9);
   o.min_share = 1.0;
-  assert_int_equal(pfi_objective_problem(&p, &o, NULL, NULL, &v, NULL, &err),
+  assert_int_equal(pfi_objective_problem(&p, &o, NULL, NULL, NULL, &v, NULL, &err),
                    PFI_EINVAL);
   pfi_problem_release(&p);
   pfi_problem_release(&v);
@@ -294,12 +294,12 @@ static void test_errors(void **state) {
   pfi_objective_init(&o);
   const int some[2] = {8, 0};
   const char *names[2] = {"bert", "resnet"};
-  assert_int_equal(pfi_objective_problem(&p, &o, some, names, &v, NULL, &err),
+  assert_int_equal(pfi_objective_problem(&p, &o, some, NULL, names, &v, NULL, &err),
                    PFI_EINVAL);
   assert_non_null(strstr(err.msg, "resnet has no GPU count"));
   const double bad[2] = {1, -1};
   o.weight = bad;
-  assert_int_equal(pfi_objective_problem(&p, &o, NULL, names, &v, NULL, &err),
+  assert_int_equal(pfi_objective_problem(&p, &o, NULL, NULL, names, &v, NULL, &err),
                    PFI_EINVAL);
   assert_non_null(strstr(err.msg, "job resnet: weight"));
   assert_int_equal(pfi_objective_parse("work"), PFI_OBJ_WORK);
