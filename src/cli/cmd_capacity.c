@@ -237,7 +237,7 @@ int cmd_capacity(int argc, char **argv) {
   pfi_error_clear(&err);
   int status = PFI_EXIT_OK;
   struct pfi_jobcurves d;
-  struct pfi_problem p, raw;
+  struct pfi_problem p;
   struct pfi_capacity cap[MAXS];
   int gpus_known = 0;
   char tunit[200], odesc[300];
@@ -248,7 +248,6 @@ int cmd_capacity(int argc, char **argv) {
   memset(cap, 0, sizeof cap);
   memset(&js, 0, sizeof js);
   pfi_problem_init(&p);
-  pfi_problem_init(&raw);
   if (pfi_jobcurves_load(&d, curves, map, true_pfi, draws, seed, &err) < 0) {
     status = pfi_cli_fail(&err);
     goto out;
@@ -281,9 +280,7 @@ int cmd_capacity(int argc, char **argv) {
   }
   if (!unit)
     unit = d.cs.unit ? d.cs.unit : "tokens/s";
-  if (pfi_capacity_problem(&d.cs, 0, &raw, &err) < 0)
-    goto fail;
-  if (obj_opt_problem_cs(&ob, &d.cs, &raw, &p, &gpus_known, &err) < 0) {
+  if (obj_opt_problem_cs(&ob, &d.cs, &p, &gpus_known, &err) < 0) {
     if (err.code == PFI_EINVAL || err.code == PFI_EPARSE)
       status = pfi_cli_usage("capacity", "%s", err.msg);
     else
@@ -500,7 +497,6 @@ out:
   for (size_t k = 0; k < MAXS; k++)
     pfi_capacity_release(&cap[k]);
   pfi_problem_release(&p);
-  pfi_problem_release(&raw);
   obj_opt_release(&ob);
   pfi_jobcurves_release(&d);
   if (have_model)

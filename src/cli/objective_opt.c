@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "pfi/alloc.h"
+#include "pfi/capacity.h"
 #include "pfi/curve.h"
 #include "pfi/jobset.h"
 
@@ -75,74 +76,32 @@ int obj_opt_load(struct obj_opt *o, const char *const *jobs, size_t n,
   return 0;
 }
 
-static int problem(struct obj_opt *o, const char *const *names, const int *gpus,
-                   const double *tmax, size_t n, const struct pfi_problem *raw,
-                   struct pfi_problem *out, int *gpus_known,
-                   struct pfi_error *err) {
-  int rc = obj_opt_load(o, names, n, err);
-  if (rc == 0)
-    rc = pfi_objective_problem(raw, &o->obj, gpus, tmax, names, out,
-                               gpus_known, err);
-  return rc;
-}
-
 int obj_opt_problem_js(struct obj_opt *o, const struct pfi_jobset *d,
                        const struct pfi_problem *raw, struct pfi_problem *out,
                        int *gpus_known, struct pfi_error *err) {
-  size_t n = d->cs.n;
-  const char **names = calloc(n + 1, sizeof *names);
-  int *gpus = calloc(n + 1, sizeof *gpus);
-  double *tmax = calloc(n + 1, sizeof *tmax);
-  int rc = 0;
-  if (!names || !gpus || !tmax) {
-    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
-    goto out;
-  }
-  for (size_t i = 0; i < n && rc == 0; i++) {
+  const char **names = calloc(d->cs.n + 1, sizeof *names);
+  if (!names)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  for (size_t i = 0; i < d->cs.n; i++)
     names[i] = d->cs.c[i].job;
-    tmax[i] = d->cs.c[i].n ? pfi_curve_uncapped(&d->cs.c[i])->tokens_per_s
-                           : 0.0;
-    int g = 0;
-    /* Only the work objective reads GPU counts. */
-    if (o->obj.kind == PFI_OBJ_WORK) {
-      rc = pfi_jobset_gpus(d, i, &g, err);
-      if (rc == PFI_ENOTFOUND) {
-        g = 0;
-        rc = 0;
-      }
-    }
-    gpus[i] = g;
-  }
-  if (rc == 0)
-    rc = problem(o, names, gpus, tmax, n, raw, out, gpus_known, err);
-out:
+  int rc = obj_opt_load(o, names, d->cs.n, err);
   free(names);
-  free(gpus);
-  free(tmax);
+  if (rc == 0)
+    rc = pfi_jobset_objective_problem(d, &o->obj, raw, out, gpus_known, err);
   return rc;
 }
 
 int obj_opt_problem_cs(struct obj_opt *o, const struct pfi_curveset *cs,
-                       const struct pfi_problem *raw, struct pfi_problem *out,
-                       int *gpus_known, struct pfi_error *err) {
-  size_t n = cs->n;
-  const char **names = calloc(n + 1, sizeof *names);
-  int *gpus = calloc(n + 1, sizeof *gpus);
-  double *tmax = calloc(n + 1, sizeof *tmax);
-  int rc;
-  if (!names || !gpus || !tmax) {
-    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
-    goto out;
-  }
-  for (size_t i = 0; i < n; i++) {
+                       struct pfi_problem *out, int *gpus_known,
+                       struct pfi_error *err) {
+  const char **names = calloc(cs->n + 1, sizeof *names);
+  if (!names)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  for (size_t i = 0; i < cs->n; i++)
     names[i] = cs->c[i].job;
-    gpus[i] = cs->c[i].gpus;
-    tmax[i] = cs->c[i].n ? pfi_curve_uncapped(&cs->c[i])->tokens_per_s : 0.0;
-  }
-  rc = problem(o, names, gpus, tmax, n, raw, out, gpus_known, err);
-out:
+  int rc = obj_opt_load(o, names, cs->n, err);
   free(names);
-  free(gpus);
-  free(tmax);
+  if (rc == 0)
+    rc = pfi_capacity_problem_objective(cs, &o->obj, out, gpus_known, err);
   return rc;
 }

@@ -64,16 +64,16 @@ struct pfi_jobset;
 struct pfi_curveset;
 
 /*
- * The problem to solve under the objective (pfi_objective_problem) from
- * the raw problem of a job set (GPU counts by pfi_jobset_gpus) or of a
- * curve set (the curves' gpus column); reads the weights file first.
+ * The problem to solve under the objective: pfi_jobset_objective_problem
+ * on the raw problem of a job set, or pfi_capacity_problem_objective on a
+ * curve set; reads the weights file first.
  * `out` initialized by the caller.
  */
 int obj_opt_problem_js(struct obj_opt *o, const struct pfi_jobset *d,
                        const struct pfi_problem *raw, struct pfi_problem *out,
                        int *gpus_known, struct pfi_error *err);
 int obj_opt_problem_cs(struct obj_opt *o, const struct pfi_curveset *cs,
-                       const struct pfi_problem *raw, struct pfi_problem *out,
-                       int *gpus_known, struct pfi_error *err);
+                       struct pfi_problem *out, int *gpus_known,
+                       struct pfi_error *err);
 
 #endif
