@@ -24,6 +24,7 @@
 #include "pfi/alloc.h"
 #include "pfi/curve.h"
 #include "pfi/error.h"
+#include "pfi/objective.h"
 #include "pfi/oracle.h"
 
 #define PFI_CAPACITY_NQUOTE 5
@@ -79,5 +80,17 @@ int pfi_capacity_compute(const struct pfi_problem *p, enum pfi_strategy s,
                          struct pfi_error *err);
 
 void pfi_capacity_release(struct pfi_capacity *c);
+
+/*
+ * The problem of `cs` under objective `o` (objective.h): every curve
+ * added (pfi_capacity_problem, raw), then pfi_objective_problem() with
+ * each job's GPU count from the curves' gpus column, T_i its throughput
+ * at its highest cap and its name for messages. `p` initialized by the
+ * caller. Errors as those two.
+ */
+int pfi_capacity_problem_objective(const struct pfi_curveset *cs,
+                                   const struct pfi_objective *o,
+                                   struct pfi_problem *p, int *gpus_known,
+                                   struct pfi_error *err);
 
 #endif

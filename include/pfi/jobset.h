@@ -28,6 +28,7 @@
 #include "pfi/error.h"
 #include "pfi/features.h"
 #include "pfi/model.h"
+#include "pfi/objective.h"
 #include "pfi/oracle.h"
 
 /* ---- provenance ----------------------------------------------------------
@@ -311,6 +312,20 @@ int pfi_jobset_inputs_build(const struct pfi_jobset *js, unsigned strategies,
                             int need_mix, const struct pfi_estimate_opts *est,
                             struct pfi_jobset_inputs *a, struct pfi_error *err);
 void pfi_jobset_inputs_release(struct pfi_jobset_inputs *a);
+
+/*
+ * The problem the strategies solve under objective `o` (objective.h) from
+ * `raw`, the job set's own problem (one job per curve, as
+ * pfi_jobset_inputs_build makes it): pfi_objective_problem() with each
+ * job's GPU count by pfi_jobset_gpus() (read only for the work objective;
+ * a job without one counts as unknown), T_i its throughput at its highest
+ * cap, its name in messages. `out` initialized by the caller.
+ */
+int pfi_jobset_objective_problem(const struct pfi_jobset *js,
+                                 const struct pfi_objective *o,
+                                 const struct pfi_problem *raw,
+                                 struct pfi_problem *out, int *gpus_known,
+                                 struct pfi_error *err);
 
 /* Fails (PFI_EPARSE, naming the curves file) when the uncapped powers or
  * the throughputs of `p`, summed, exceed the floating-point range. */

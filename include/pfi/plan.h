@@ -8,7 +8,7 @@
  *
  * File format (CSV, docs/plan.md), one row per job:
  *   job, gpus, gpu_ids, cap_w, power_w, tokens_per_s, uncapped_power_w,
- *   uncapped_tokens_per_s, retained, strategy, cut, unit
+ *   uncapped_tokens_per_s, retained, strategy, cut, unit, objective
  * Required to apply: job, gpu_ids, cap_w. gpu_ids is a list of device
  * indices separated by ';' with ranges ("0;1;4-7"), empty when unknown.
  */
@@ -38,6 +38,9 @@ struct pfi_plan {
   size_t n, cap;
   struct pfi_plan_job *j; /* owned */
   char *strategy;         /* owned, may be NULL */
+  char *objective;        /* what the allocation maximized (objective.h's
+                             name: work, throughput, jobs); owned, may be
+                             NULL (a plan written before the column) */
   double cut;             /* fraction; NAN when unknown */
   char *unit;             /* throughput unit; owned, may be NULL */
   char *source;           /* file name for messages; owned, may be NULL */

@@ -17,6 +17,7 @@
 #include <stddef.h>
 
 #include "pfi/error.h"
+#include "pfi/objective.h"
 
 /* ---- text buffer -------------------------------------------------------- */
 
@@ -270,6 +271,10 @@ struct pfi_report_opts {
    * same column mapping) the input is compared with by the replay gate
    * (include/pfi/gate.h), shown as a section; NULL for none. */
   const char *gate_reference;
+  /* The operator's page: what its capacity, quotes and cap plan count as
+   * throughput (objective.h; zeroed: work, the default; weight not read).
+   * The paper's report reproduces the paper: raw throughput. */
+  struct pfi_objective objective;
   /* Optional progress messages (the CLI prints them on stderr). */
   void (*progress)(const char *msg, void *arg);
   void *progress_arg;

@@ -7,7 +7,8 @@
 #include "pfi/plan.h"
 
 int alloc_write_plan(const struct pfi_jobset *d, const struct pfi_problem *p,
-                     const double *pw, const char *strategy, double cut,
+                     const double *pw, const char *strategy,
+                     const char *objective, double cut,
                      const char *path, const char *gpu_map,
                      struct pfi_error *err) {
   struct pfi_plan plan;
@@ -15,8 +16,9 @@ int alloc_write_plan(const struct pfi_jobset *d, const struct pfi_problem *p,
   int rc = 0;
   plan.cut = cut;
   plan.strategy = strdup(strategy);
+  plan.objective = strdup(objective);
   plan.unit = strdup(d->cs.unit ? d->cs.unit : "tokens/s");
-  if (!plan.strategy || !plan.unit) {
+  if (!plan.strategy || !plan.objective || !plan.unit) {
     rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
     goto out;
   }

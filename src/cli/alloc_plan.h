@@ -10,7 +10,8 @@
 /* Writes the plan of powers pw[] (one per job of d) to `path`, each job's
  * GPUs from `gpu_map` when not NULL. */
 int alloc_write_plan(const struct pfi_jobset *d, const struct pfi_problem *p,
-                     const double *pw, const char *strategy, double cut,
+                     const double *pw, const char *strategy,
+                     const char *objective, double cut,
                      const char *path, const char *gpu_map,
                      struct pfi_error *err);
 

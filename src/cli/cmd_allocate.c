@@ -8,9 +8,11 @@
 
 #include "alloc_plan.h"
 #include "cli.h"
+#include "objective_opt.h"
 #include "opt.h"
 #include "pfi/alloc.h"
 #include "pfi/jobset.h"
+#include "pfi/objective.h"
 #include "pfi/oracle.h"
 
 static const struct pfi_opt opts[] = {
@@ -18,6 +20,8 @@ static const struct pfi_opt opts[] = {
      "curves CSV (job, cap_w, power_w, tokens_per_s)"},
     {"features", 'f', 0, PFI_ARG_REQ, "FILE", "features CSV with a job column"},
     {"cut", 'r', 0, PFI_ARG_REQ, "R", "the cut: 0.3 or 30%"},
+    {"budget", 'B', 0, PFI_ARG_REQ, "P",
+     "instead of --cut: the jobs' total power, 150kW, 2.5MW or 90000W"},
     {"strategy", 's', 0, PFI_ARG_REQ, "S", "one of the strategies above"},
     {"model", 'm', 0, PFI_ARG_REQ, "FILE", "a model saved by pfi fit --output"},
     {"true-pfi", 't', 0, PFI_ARG_NONE, NULL, "use the curves' own PFI"},
@@ -31,12 +35,14 @@ static const struct pfi_opt opts[] = {
     {"gpu-map", 'G', 0, PFI_ARG_REQ, "FILE",
      "CSV job,gpu_ids (e.g. 0;1;2;3 or 0-3): each job's GPUs in the plan"},
     {"format", 'F', 0, PFI_ARG_REQ, "F", "table (default), csv or json"},
+    OBJ_OPTS,
     PFI_OPT_HELP,
     PFI_OPT_END};
 
 static const struct pfi_cmd_help help = {
     "allocate",
-    "usage: pfi allocate --curves FILE --cut R [--strategy S]\n"
+    "usage: pfi allocate --curves FILE (--cut R | --budget P) [--strategy S]\n"
+    "                    [--objective O] [--weights FILE] [--min-share R]\n"
     "                    [--features FILE] [--model MODEL.json | --true-pfi]\n"
     "                    [--pfi-features LIST] [--map MAP] [--format F]\n"
     "                    [--plan FILE [--gpu-map FILE]]\n",
@@ -45,10 +51,19 @@ static const struct pfi_cmd_help help = {
     "that total, met exactly. Each job stays within [power at its lowest\n"
     "measured cap, uncapped power]; a job that reaches its floor keeps it\n"
     "and the rest of its share goes to the others. A cut below the floors\n"
-    "fails with 'infeasible by X W'.\n"
+    "fails with 'infeasible by X W'. --budget P gives the total power\n"
+    "instead.\n"
+    "\n"
+    "Objective (docs/predict-allocate.md): by default the work kept, each\n"
+    "job counted by its share of its own uncapped throughput times its GPU\n"
+    "count (features' or curves' gpus column; without any, each job once):\n"
+    "no plan depends on the unit a job reports in. --objective throughput\n"
+    "sums raw throughput (the paper's), --objective jobs counts each job\n"
+    "once (--normalize is the same). --weights scales any of them per job;\n"
+    "--min-share R keeps every job at R of its uncapped throughput or more.\n"
     "\n"
     "Strategies:\n"
-    "  oracle           the exact maximum of total throughput (default)\n"
+    "  oracle           the exact maximum of the objective (default)\n"
     "  equal            every job loses the same fraction of its power\n"
     "  moe-ft-weighted  equal, but MoE fine-tuning jobs give twice as much\n"
     "                   (needs features with arch and task)\n"
@@ -66,8 +81,9 @@ static const struct pfi_cmd_help help = {
     "inverse interpolation of its cap-to-power points) and its throughput\n"
     "read off its curve; then totals. JSON keys: strategy, cut, budget_w,\n"
     "total_power_w, total_tokens_per_s, jobs [{job, power_w, cap_w,\n"
-    "tokens_per_s, retained}], retained (throughput kept, fraction of\n"
-    "uncapped). Exit status 0 ok, 1 run-time failure, 2 bad usage,\n"
+    "tokens_per_s, retained}], objective, objective_unit, value,\n"
+    "value_uncapped, retained (the objective's value kept, fraction of\n"
+    "uncapped). The CSV has a column objective. Exit status 0 ok, 1 run-time failure, 2 bad usage,\n"
     "bad input or an infeasible cut.\n",
     0,
     NULL};
@@ -76,13 +92,26 @@ int cmd_allocate(int argc, char **argv) {
   const char *curves = NULL, *features = NULL, *cut_s = NULL,
              *strat_s = "oracle", *model_path = NULL, *pfeat = NULL,
              *map = NULL, *plan_path = NULL, *gpu_map = NULL;
+  const char *budget_s = NULL;
   int true_pfi = 0;
   enum pfi_format fmt = PFI_FMT_TABLE;
+  struct obj_opt ob;
+  obj_opt_init(&ob);
   int o;
   struct pfi_optparse op;
   pfi_opt_start(&op, &help, argc, argv);
   while ((o = pfi_opt_next(&op)) != -1) {
     switch (o) {
+    case OBJ_OPT_OBJECTIVE:
+    case OBJ_OPT_NORMALIZE:
+    case OBJ_OPT_WEIGHTS:
+    case OBJ_OPT_MIN_SHARE:
+      if (obj_opt_handle(&ob, o, optarg, "allocate") != 0)
+        return PFI_EXIT_USAGE;
+      break;
+    case 'B':
+      budget_s = optarg;
+      break;
     case 'c':
       curves = optarg;
       break;
@@ -136,8 +165,11 @@ int cmd_allocate(int argc, char **argv) {
       pfi_cli_input("--model", model_path) ||
       pfi_cli_input("--gpu-map", gpu_map))
     return PFI_EXIT_USAGE;
-  if (!cut_s)
-    return pfi_cli_usage("allocate", "--cut R is required (0.3 or 30%%)");
+  if (!cut_s && !budget_s)
+    return pfi_cli_usage("allocate", "--cut R (0.3 or 30%%) or --budget P "
+                                     "(150kW) is required");
+  if (cut_s && budget_s)
+    return pfi_cli_usage("allocate", "--cut and --budget exclude each other");
   int s = pfi_strategy_parse(strat_s);
   if (s < 0)
     return pfi_cli_usage("allocate", "unknown strategy '%s'", strat_s);
@@ -156,9 +188,11 @@ int cmd_allocate(int argc, char **argv) {
                                      "other");
   struct pfi_error err;
   pfi_error_clear(&err);
-  double cut;
-  if (pfi_cut_parse(cut_s, &cut, &err) < 0)
+  double cut = 0, budget = 0;
+  if (cut_s && pfi_cut_parse(cut_s, &cut, &err) < 0)
     return pfi_cli_usage("allocate", "%s", err.msg);
+  if (budget_s && pfi_power_parse(budget_s, &budget, &err) < 0)
+    return pfi_cli_usage("allocate", "--budget: %s", err.msg);
 
   int status = PFI_EXIT_OK;
   struct pfi_jobset d;
@@ -167,9 +201,14 @@ int cmd_allocate(int argc, char **argv) {
   int have_model = 0;
   memset(&ai, 0, sizeof ai);
   pfi_problem_init(&ai.prob);
+  struct pfi_problem vp; /* the values the strategies maximize */
+  pfi_problem_init(&vp);
+  int gpus_known = 0;
   double *pw = NULL;
-  if (pfi_jobset_load(&d, curves, map, features, &err) < 0)
+  if (pfi_jobset_load(&d, curves, map, features, &err) < 0) {
+    obj_opt_release(&ob);
     return pfi_cli_fail(&err);
+  }
   size_t n = d.cs.n;
   const struct pfi_problem *pp = &ai.prob;
   pw = calloc(n + 1, sizeof *pw);
@@ -192,25 +231,46 @@ int cmd_allocate(int argc, char **argv) {
   if (pfi_jobset_inputs_build(&d, 1u << s, 0, &eo, &ai, &err) < 0)
     goto fail;
   const struct pfi_alloc_inputs in = ai.in;
+  if (obj_opt_problem_js(&ob, &d, pp, &vp, &gpus_known, &err) < 0) {
+    if (err.code == PFI_EINVAL || err.code == PFI_EPARSE) {
+      status = pfi_cli_usage("allocate", "%s", err.msg);
+      goto out;
+    }
+    goto fail;
+  }
   double lo, hi;
   pfi_problem_bounds(pp, &lo, &hi);
-  double budget = (1 - cut) * hi;
-  if (pfi_alloc_run(pp, (enum pfi_strategy)s, budget, &in, pw, &err) < 0) {
+  if (budget_s)
+    cut = 1 - budget / hi;
+  else
+    budget = (1 - cut) * hi;
+  if (pfi_alloc_run(&vp, (enum pfi_strategy)s, budget, &in, pw, &err) < 0) {
     if (err.code == PFI_EINFEASIBLE) {
-      fprintf(stderr, "pfi allocate: cut %g%% is %s\n", 100 * cut, err.msg);
+      if (budget_s)
+        fprintf(stderr, "pfi allocate: budget %.1f W is %s%s\n", budget,
+                err.msg, ob.obj.min_share > 0 ? " (with --min-share)" : "");
+      else
+        fprintf(stderr, "pfi allocate: cut %g%% is %s%s\n", 100 * cut,
+                err.msg, ob.obj.min_share > 0 ? " (with --min-share)" : "");
       status = PFI_EXIT_USAGE;
       goto out;
     }
     goto fail;
   }
-  double tot_p = 0, tot_t = 0, tot_u = 0;
+  double tot_p = 0, tot_t = 0, tot_v = 0, tot_vu = 0;
   for (size_t i = 0; i < n; i++) {
     tot_p += pw[i];
     tot_t += pfi_problem_eval(pp, i, pw[i]);
-    tot_u += pfi_problem_eval(pp, i, pfi_problem_hi(pp, i));
+    tot_v += pfi_problem_eval(&vp, i, pw[i]);
+    tot_vu += pfi_problem_eval(&vp, i, pfi_problem_hi(&vp, i));
   }
-  if (plan_path && alloc_write_plan(&d, pp, pw, pfi_strategy_name(s), cut,
-                                    plan_path, gpu_map, &err) < 0)
+  char vunit[160], odesc[300];
+  pfi_objective_unit(&ob.obj, gpus_known, d.cs.unit, vunit, sizeof vunit);
+  pfi_objective_describe(&ob.obj, gpus_known, odesc, sizeof odesc);
+  if (plan_path &&
+      alloc_write_plan(&d, pp, pw, pfi_strategy_name(s),
+                       pfi_objective_name(ob.obj.kind), cut, plan_path,
+                       gpu_map, &err) < 0)
     goto fail;
   if (fmt == PFI_FMT_JSON) {
     json_t *j = json_object(), *arr = json_array();
@@ -219,7 +279,14 @@ int cmd_allocate(int argc, char **argv) {
     json_object_set_new(j, "budget_w", json_real(budget));
     json_object_set_new(j, "total_power_w", json_real(tot_p));
     json_object_set_new(j, "total_tokens_per_s", json_real(tot_t));
-    json_object_set_new(j, "retained", json_real(tot_t / tot_u));
+    json_object_set_new(j, "objective",
+                        json_string(pfi_objective_name(ob.obj.kind)));
+    json_object_set_new(j, "objective_text", json_string(odesc));
+    json_object_set_new(j, "objective_unit", json_string(vunit));
+    json_object_set_new(j, "min_share", json_real(ob.obj.min_share));
+    json_object_set_new(j, "value", json_real(tot_v));
+    json_object_set_new(j, "value_uncapped", json_real(tot_vu));
+    json_object_set_new(j, "retained", json_real(tot_v / tot_vu));
     for (size_t i = 0; i < n; i++) {
       json_t *e = json_object();
       json_object_set_new(e, "job", pfi_cli_json_str(d.cs.c[i].job));
@@ -243,7 +310,7 @@ int cmd_allocate(int argc, char **argv) {
   } else {
     /* One column list: the terminal shows retained as a percentage, the
      * CSV as a fraction (one column each, shown per format). */
-    enum { C_JOB, C_POW, C_CAP, C_TOK, C_RETP, C_RET, C_N };
+    enum { C_JOB, C_POW, C_CAP, C_TOK, C_RETP, C_RET, C_OBJ, C_N };
     static const struct pfi_restab_col cols[C_N] = {
         [C_JOB] = {.name = "job", .kind = PFI_RESTAB_TEXT, .width = 40,
                    .fixed = 1},
@@ -261,6 +328,8 @@ int cmd_allocate(int argc, char **argv) {
                     .sep = 1, .formats = PFI_RESTAB_IN_TERM},
         [C_RET] = {.name = "retained", .kind = PFI_RESTAB_NUM, .style = 'f',
                    .prec = 6, .formats = PFI_RESTAB_IN_CSV},
+        [C_OBJ] = {.name = "objective", .kind = PFI_RESTAB_TEXT,
+                   .formats = PFI_RESTAB_IN_CSV},
     };
     struct pfi_restab tab;
     pfi_restab_init(&tab, cols, C_N);
@@ -270,11 +339,13 @@ int cmd_allocate(int argc, char **argv) {
              pfi_strategy_name(s), 100 * cut, hi, budget,
              d.any_emulated ? " (emulated data)" : "");
     pfi_restab_title(&tab, title);
+    pfi_restab_note(&tab, "%s; total retained: of the uncapped %s", odesc,
+                    vunit);
     for (size_t i = 0; i <= n && !tab.failed; i++) {
       double p = i < n ? pw[i] : tot_p,
              t = i < n ? pfi_problem_eval(pp, i, pw[i]) : tot_t,
              r = i < n ? t / pfi_problem_eval(pp, i, pfi_problem_hi(pp, i))
-                       : tot_t / tot_u;
+                       : tot_v / tot_vu;
       pfi_restab_row(&tab);
       pfi_restab_text(&tab, C_JOB,
                       i < n ? d.cs.c[i].job
@@ -288,6 +359,7 @@ int cmd_allocate(int argc, char **argv) {
       if (isfinite(100 * r))
         pfi_restab_textf(&tab, C_RETP, "%.2f%%", 100 * r);
       pfi_restab_num(&tab, C_RET, r);
+      pfi_restab_text(&tab, C_OBJ, pfi_objective_name(ob.obj.kind));
     }
     if (pfi_cli_print_table(&tab, fmt) != PFI_EXIT_OK)
       status = PFI_EXIT_FAIL;
@@ -305,6 +377,8 @@ out:
     pfi_model_release(&model);
   pfi_jobset_release(&d);
   pfi_jobset_inputs_release(&ai);
+  pfi_problem_release(&vp);
+  obj_opt_release(&ob);
   free(pw);
   return status;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "objective_opt.h"
 #include "opt.h"
 #include "pfi/capacity.h"
 #include "pfi/jobcurves.h"
@@ -35,10 +36,7 @@ static const struct pfi_opt opts[] = {
      "dram_copy_product)"},
     {"strategy", 's', 0, PFI_ARG_REQ, "LIST",
      "comma-separated strategies (oracle, equal, pfi-aware, pfi-curve)"},
-    {"normalize", 'N', 0, PFI_ARG_NONE, NULL,
-     "count each job's throughput as the fraction of its own uncapped "
-     "throughput (for jobs whose units of work differ); the loss is then in "
-     "job-equivalents"},
+    OBJ_OPTS,
     {"steps", 'n', 0, PFI_ARG_REQ, "N",
      "ladder steps from no cut to the largest (default 20)"},
     {"ci", 'i', 0, PFI_ARG_REQ, "N",
@@ -60,7 +58,8 @@ static const struct pfi_cmd_help help = {
     "usage: pfi capacity --curves FILE [--true-pfi | --features FILE\n"
     "                    [--model MODEL.json | --pfi-features L]]\n"
     "                    [--strategy LIST]\n"
-    "                    [--normalize] [--steps N] [--ci N] [--seed S]\n"
+    "                    [--objective O] [--weights FILE] [--min-share R]\n"
+    "                    [--steps N] [--ci N] [--seed S]\n"
     "                    [--map MAP] [--unit NAME] [--plot FILE.svg]\n"
     "                    [--format F]\n",
     "The flexibility capacity of the jobs of a curves file: the power the\n"
@@ -71,6 +70,13 @@ static const struct pfi_cmd_help help = {
     "throughput loss (the largest shed below which the loss never exceeds\n"
     "it). Strategies as in pfi allocate; default oracle,equal, and with\n"
     "--true-pfi or --features also pfi-aware,pfi-curve.\n"
+    "\n"
+    "Throughput lost is the objective's (docs/predict-allocate.md): by\n"
+    "default the work kept, each job counted by its share of its uncapped\n"
+    "throughput times its GPUs (curves' gpus column; without one, each job\n"
+    "once), so the quote does not depend on the unit a job reports in;\n"
+    "--objective throughput sums raw throughput (the paper's), --objective\n"
+    "jobs (or --normalize) counts each job once.\n"
     "\n"
     "With --features, each job's PFI is the model's prediction from its\n"
     "features and its interval the 95 % prediction interval\n"
@@ -94,15 +100,14 @@ static double pct(double frac) {
 }
 
 static int plot(const char *path, const struct pfi_capacity *cap, size_t ns,
-                const char *unit, int normalize, struct pfi_error *err) {
+                const char *unit, struct pfi_error *err) {
   struct pfi_series ser[2 * MAXS];
   double *buf = malloc(ns * cap[0].n * 4 * sizeof *buf + 1);
   if (!buf)
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
   size_t nser = pfi_capacity_series(cap, ns, buf, ser);
-  char ylabel[200];
-  snprintf(ylabel, sizeof ylabel, "throughput lost, %% (%s)",
-           normalize ? "job-equivalents" : unit);
+  char ylabel[300];
+  snprintf(ylabel, sizeof ylabel, "throughput lost, %% (%s)", unit);
   struct pfi_panel pan;
   pfi_panel_init(&pan);
   pan.title = "Flexibility capacity";
@@ -122,7 +127,9 @@ int cmd_capacity(int argc, char **argv) {
   const char *curves = NULL, *strat_s = NULL, *map = NULL, *unit = NULL,
              *plot_path = NULL, *features = NULL, *model_path = NULL,
              *pfeat = NULL;
-  int true_pfi = 0, normalize = 0;
+  int true_pfi = 0;
+  struct obj_opt ob;
+  obj_opt_init(&ob);
   unsigned long steps = 20, draws = 2000, seed = 1;
   enum pfi_format fmt = PFI_FMT_TABLE;
   int o;
@@ -148,8 +155,12 @@ int cmd_capacity(int argc, char **argv) {
     case 'P':
       pfeat = optarg;
       break;
-    case 'N':
-      normalize = 1;
+    case OBJ_OPT_OBJECTIVE:
+    case OBJ_OPT_NORMALIZE:
+    case OBJ_OPT_WEIGHTS:
+    case OBJ_OPT_MIN_SHARE:
+      if (obj_opt_handle(&ob, o, optarg, "capacity") != 0)
+        return PFI_EXIT_USAGE;
       break;
     case 'n':
       if (pfi_cli_parse_ulong(optarg, &steps) < 0 || steps < 1 || steps > 10000)
@@ -232,6 +243,8 @@ int cmd_capacity(int argc, char **argv) {
   struct pfi_jobcurves d;
   struct pfi_problem p;
   struct pfi_capacity cap[MAXS];
+  int gpus_known = 0;
+  char tunit[200], odesc[300];
   struct pfi_jobset js;
   struct pfi_model model;
   int have_js = 0, have_model = 0, approx = 0;
@@ -271,16 +284,22 @@ int cmd_capacity(int argc, char **argv) {
   }
   if (!unit)
     unit = d.cs.unit ? d.cs.unit : "tokens/s";
-  if (pfi_capacity_problem(&d.cs, normalize, &p, &err) < 0)
-    goto fail;
+  if (obj_opt_problem_cs(&ob, &d.cs, &p, &gpus_known, &err) < 0) {
+    if (err.code == PFI_EINVAL || err.code == PFI_EPARSE)
+      status = pfi_cli_usage("capacity", "%s", err.msg);
+    else
+      status = pfi_cli_fail(&err);
+    goto out;
+  }
+  pfi_objective_unit(&ob.obj, gpus_known, unit, tunit, sizeof tunit);
+  pfi_objective_describe(&ob.obj, gpus_known, odesc, sizeof odesc);
   struct pfi_alloc_inputs in = {pfi, NULL, NULL};
   for (size_t k = 0; k < ns; k++)
     if (pfi_capacity_compute(&p, (enum pfi_strategy)strat[k], &in, pfi_lo,
                              pfi_hi, steps, &cap[k], &err) < 0)
       goto fail;
-  if (plot_path && plot(plot_path, cap, ns, unit, normalize, &err) < 0)
+  if (plot_path && plot(plot_path, cap, ns, tunit, &err) < 0)
     goto fail;
-  const char *tunit = normalize ? "job-equivalents" : unit;
   const char *prov = pfi_jobcurves_provenance(&d);
   if (fmt == PFI_FMT_JSON) {
     json_t *j = json_object(), *arr = json_array();
@@ -288,7 +307,11 @@ int cmd_capacity(int argc, char **argv) {
     json_object_set_new(j, "source", json_string(prov));
     json_object_set_new(j, "jobs", json_integer((json_int_t)d.cs.n));
     json_object_set_new(j, "unit", pfi_cli_json_str(tunit));
-    json_object_set_new(j, "normalized", json_boolean(normalize));
+    json_object_set_new(j, "normalized",
+                        json_boolean(ob.obj.kind == PFI_OBJ_JOBS));
+    json_object_set_new(j, "objective",
+                        json_string(pfi_objective_name(ob.obj.kind)));
+    json_object_set_new(j, "objective_text", json_string(odesc));
     json_object_set_new(j, "uncapped_w", json_real(cap[0].uncapped_w));
     json_object_set_new(j, "floor_w", json_real(cap[0].floor_w));
     json_object_set_new(j, "uncapped_tokens",
@@ -352,6 +375,7 @@ int cmd_capacity(int argc, char **argv) {
       C_LHI,
       C_SLO,
       C_SHI,
+      C_OBJ,
       C_N
     };
 #define G10(n)                                                                 \
@@ -367,6 +391,7 @@ int cmd_capacity(int argc, char **argv) {
         [C_LHI] = G10("loss_hi_frac"),
         [C_SLO] = G10("shed_lo_w"),
         [C_SHI] = G10("shed_hi_w"),
+        [C_OBJ] = {.name = "objective", .kind = PFI_RESTAB_TEXT},
     };
 #undef G10
     struct pfi_restab tab;
@@ -386,6 +411,7 @@ int cmd_capacity(int argc, char **argv) {
         pfi_restab_num(&tab, C_LHI, pt->loss_hi_frac);
         pfi_restab_blank(&tab, C_SLO);
         pfi_restab_blank(&tab, C_SHI);
+        pfi_restab_text(&tab, C_OBJ, pfi_objective_name(ob.obj.kind));
       }
       for (int i = 0; i < PFI_CAPACITY_NQUOTE; i++) {
         pfi_restab_row(&tab);
@@ -399,6 +425,7 @@ int cmd_capacity(int argc, char **argv) {
         pfi_restab_blank(&tab, C_LHI);
         pfi_restab_num(&tab, C_SLO, cap[k].quote_lo_w[i]);
         pfi_restab_num(&tab, C_SHI, cap[k].quote_hi_w[i]);
+        pfi_restab_text(&tab, C_OBJ, pfi_objective_name(ob.obj.kind));
       }
     }
     if (pfi_cli_print_table(&tab, fmt) != PFI_EXIT_OK)
@@ -409,8 +436,8 @@ int cmd_capacity(int argc, char **argv) {
            "(largest cut %.1f %%)\n",
            d.cs.n, curves, prov, cap[0].uncapped_w, cap[0].floor_w,
            100 * (1 - cap[0].floor_w / cap[0].uncapped_w));
-    printf("throughput %.6g %s uncapped%s\n", cap[0].uncapped_tokens, tunit,
-           normalize ? " (each job 1 at its uncapped throughput)" : "");
+    printf("%s\n", odesc);
+    printf("throughput %.6g %s uncapped\n", cap[0].uncapped_tokens, tunit);
     if (features)
       printf("PFI of pfi-aware and pfi-curve: %s on %s, with its 95 %% "
              "prediction interval%s\n",
@@ -474,6 +501,7 @@ out:
   for (size_t k = 0; k < MAXS; k++)
     pfi_capacity_release(&cap[k]);
   pfi_problem_release(&p);
+  obj_opt_release(&ob);
   pfi_jobcurves_release(&d);
   if (have_model)
     pfi_model_release(&model);

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "objective_opt.h"
 #include "opt.h"
 #include "pfi/campaign.h"
 #include "pfi/report.h"
@@ -44,6 +45,14 @@ static const struct pfi_opt opts[] = {
      "on the operator's page, a replay-gate section: the input against the "
      "reference sweep REF.csv (read with --map; docs/gate.md)"},
     {"quiet", 'q', 'q', PFI_ARG_NONE, NULL, "no progress on stderr"},
+    {"objective", OBJ_OPT_OBJECTIVE, 0, PFI_ARG_REQ, "O",
+     "the operator's page: " OBJ_OPT_HELP_OBJECTIVE
+     " (the paper's report always sums raw throughput, as the paper does)"},
+    {"normalize", OBJ_OPT_NORMALIZE, 0, PFI_ARG_NONE, NULL,
+     "the same as --objective jobs"},
+    {"min-share", OBJ_OPT_MIN_SHARE, 0, PFI_ARG_REQ, "R",
+     "the operator's page: every job keeps at least R (0.5 or 50%) of its "
+     "uncapped throughput"},
     PFI_OPT_HELP,
     PFI_OPT_END};
 
@@ -95,7 +104,7 @@ static void progress(const char *msg, void *arg) {
 int cmd_report(int argc, char **argv) {
   const char *cmd = "report";
   const char *out = NULL, *map = NULL, *unit = NULL;
-  int quiet = 0, paper = 0;
+  int quiet = 0, paper = 0, kind_given = 0;
   struct pfi_report_opts o;
   pfi_report_opts_init(&o);
   int c;
@@ -157,6 +166,19 @@ int cmd_report(int argc, char **argv) {
     case 'q':
       quiet = 1;
       break;
+    case OBJ_OPT_OBJECTIVE:
+    case OBJ_OPT_NORMALIZE:
+    case OBJ_OPT_MIN_SHARE: {
+      struct obj_opt ob;
+      obj_opt_init(&ob);
+      ob.obj = o.objective;
+      ob.kind_given = kind_given;
+      if (obj_opt_handle(&ob, c, optarg, cmd) != 0)
+        return PFI_EXIT_USAGE;
+      kind_given = ob.kind_given;
+      o.objective = ob.obj;
+      break;
+    }
     case 'h':
       pfi_opt_print_help(&help, stdout);
       return 0;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "objective_opt.h"
 #include "opt.h"
 #include "pfi/alloc.h"
 #include "pfi/jobset.h"
@@ -52,10 +53,7 @@ static const struct pfi_opt opts[] = {
      "features of the --test-curves jobs"},
     {"map", 'M', 0, PFI_ARG_REQ, "NAME=COLUMN,...",
      "read canonical curve column NAME from the file's COLUMN"},
-    {"normalize", 'N', 0, PFI_ARG_NONE, NULL,
-     "count each job's throughput as the fraction of its own uncapped "
-     "throughput (for jobs whose units of work differ); gaps are then in "
-     "job-equivalents"},
+    OBJ_OPTS,
     PFI_OPT_END};
 
 static const struct pfi_cmd_help help = {
@@ -68,7 +66,8 @@ static const struct pfi_cmd_help help = {
     "                    [--model MODEL.json | --true-pfi]\n"
     "                    [--pfi-features L] [--plot FILE.svg|.png]\n"
     "                    [--test-curves FILE --test-features FILE]\n"
-    "                    [--map MAP] [--normalize] [--format F]\n",
+    "                    [--map MAP] [--objective O] [--weights FILE]\n"
+    "                    [--min-share R] [--format F]\n",
     "Builds WORKLOADS workloads of SIZE jobs each, sampled with replacement\n"
     "from the library (the jobs of the curves file, joined with the features\n"
     "file by job id), cuts each workload's total uncapped power by every\n"
@@ -103,7 +102,14 @@ static const struct pfi_cmd_help help = {
     "oracle and equal, and pfi-aware and pfi-curve with --true-pfi, and says\n"
     "which it skipped; asking for one by name is an error. With --true-pfi a\n"
     "job without a ratio PFI (no cap bound beyond noise) gets PFI 0, as in\n"
-    "pfi capacity.\n",
+    "pfi capacity.\n"
+    "\n"
+    "Objective (docs/predict-allocate.md): the oracle and every gap count\n"
+    "the work kept by default, each job by its share of its uncapped\n"
+    "throughput times its GPUs (features' gpus column; without GPU counts,\n"
+    "each job once), in GPU-equivalents; --objective throughput sums raw\n"
+    "throughput (the paper's, tokens/s), --objective jobs (or --normalize)\n"
+    "counts each job once (shown in % of a job's uncapped throughput).\n",
     opts,
     "JSON keys: cuts, workloads, size, mix, seed, strategies (object by\n"
     "name: gap_tokens_per_s_per_job, gap_ci95 [[lo, hi]...], gap_closed_pct\n"
@@ -244,7 +250,9 @@ int cmd_simulate(int argc, char **argv) {
              *tcurves = NULL, *tfeatures = NULL, *cluster_s = NULL;
   unsigned long workloads = PFI_SIM_DEFAULT_WORKLOADS,
                 size = PFI_SIM_DEFAULT_SIZE, seed = 1;
-  int holdout = 0, true_pfi = 0, normalize = 0, strat_given = 0;
+  int holdout = 0, true_pfi = 0, strat_given = 0;
+  struct obj_opt ob;
+  obj_opt_init(&ob);
   enum pfi_format fmt = PFI_FMT_TABLE;
   int o;
   struct pfi_optparse op;
@@ -276,8 +284,12 @@ int cmd_simulate(int argc, char **argv) {
       strat_s = optarg;
       strat_given = 1;
       break;
-    case 'N':
-      normalize = 1;
+    case OBJ_OPT_OBJECTIVE:
+    case OBJ_OPT_NORMALIZE:
+    case OBJ_OPT_WEIGHTS:
+    case OBJ_OPT_MIN_SHARE:
+      if (obj_opt_handle(&ob, o, optarg, "simulate") != 0)
+        return PFI_EXIT_USAGE;
       break;
     case 'S':
       if (pfi_cli_parse_ulong(optarg, &seed))
@@ -501,15 +513,37 @@ int cmd_simulate(int argc, char **argv) {
                                                   (1u << PFI_STRAT_PFI_CURVE)),
                               mix_path != NULL, &eo, &ai, &err) < 0)
     goto fail;
-  if (normalize && pfi_problem_normalize(&ai.prob, &err) < 0)
-    goto fail;
+  /* The library's jobs as the objective counts them: every sampled copy
+   * of a job is counted alike. */
+  int gpus_known = 0;
+  {
+    struct pfi_problem vp;
+    pfi_problem_init(&vp);
+    if (obj_opt_problem_js(&ob, sd, &ai.prob, &vp, &gpus_known, &err) < 0) {
+      pfi_problem_release(&vp);
+      if (err.code == PFI_EINVAL || err.code == PFI_EPARSE) {
+        status = pfi_cli_usage("simulate", "%s", err.msg);
+        goto out;
+      }
+      goto fail;
+    }
+    pfi_problem_release(&ai.prob);
+    ai.prob = vp;
+  }
+  /* Values that are shares of one job's uncapped throughput are shown in
+   * percent. */
+  int normalize = ob.obj.kind == PFI_OBJ_JOBS ||
+                  (ob.obj.kind == PFI_OBJ_WORK && !gpus_known);
+  char vunit[160], odesc[300];
+  pfi_objective_unit(&ob.obj, gpus_known,
+                     sd->cs.unit ? sd->cs.unit : "tokens/s", vunit,
+                     sizeof vunit);
+  pfi_objective_describe(&ob.obj, gpus_known, odesc, sizeof odesc);
   size_t no_pfi = 0;
   if (true_pfi && need_pfi)
     for (size_t i = 0; i < n; i++)
       no_pfi += !sd->pfi_ok[i];
-  const char *unit = normalize     ? "job-equivalents"
-                     : sd->cs.unit ? sd->cs.unit
-                                   : "tokens/s";
+  const char *unit = vunit;
   size_t fallbacks = 0;
   if (mix_path && pfi_mix_weights(mix_path, ai.is_ft, ai.gpus, n, weight,
                                   &fallbacks, &err) < 0)
@@ -610,6 +644,9 @@ int cmd_simulate(int argc, char **argv) {
                         json_string(emulated ? "emulated" : "input"));
     json_object_set_new(j, "unit", pfi_cli_json_str(unit));
     json_object_set_new(j, "normalized", json_boolean(normalize));
+    json_object_set_new(j, "objective",
+                        json_string(pfi_objective_name(ob.obj.kind)));
+    json_object_set_new(j, "objective_text", json_string(odesc));
     json_t *sk = json_array();
     for (int s = 0; s < PFI_STRAT__COUNT; s++)
       if (skipped & (1u << s))
@@ -675,9 +712,7 @@ int cmd_simulate(int argc, char **argv) {
            workloads, size, mix, seed, n, have_test ? " (test jobs)" : "",
            emulated ? "emulated" : "from the given files", pop_desc, pfi_src,
            cl_desc);
-    if (normalize)
-      printf("Throughput: each job's as the fraction of its own uncapped "
-             "throughput (job-equivalents)\n");
+    printf("Throughput: %s (%s)\n", odesc, unit);
     if (no_pfi)
       printf("%zu library jobs have no ratio PFI (no cap bound beyond noise): "
              "PFI 0 for pfi-aware and pfi-curve\n",
@@ -697,7 +732,7 @@ int cmd_simulate(int argc, char **argv) {
     /* Job-equivalents per job are fractions: shown in percent. */
     double sc = normalize ? 100 : 1;
     const char *per = normalize ? "% of a job's uncapped throughput" : unit;
-    int dp = normalize ? 2 : 1;
+    int dp = normalize ? 2 : ob.obj.kind == PFI_OBJ_WORK ? 3 : 1;
     /* Four tables of one row per strategy and one column per cut. */
     struct cut_table ct;
     if (cut_table_init(&ct, cuts, nc) < 0) {
@@ -840,6 +875,7 @@ out:
   if (have_test)
     pfi_jobset_release(&td);
   pfi_jobset_inputs_release(&ai);
+  obj_opt_release(&ob);
   free(cuts);
   free(weight);
   free(fcuts);

@@ -202,3 +202,34 @@ done:
   free(shed);
   return rc;
 }
+
+int pfi_capacity_problem_objective(const struct pfi_curveset *cs,
+                                   const struct pfi_objective *o,
+                                   struct pfi_problem *p, int *gpus_known,
+                                   struct pfi_error *err) {
+  size_t n = cs->n;
+  struct pfi_problem raw;
+  pfi_problem_init(&raw);
+  const char **names = calloc(n + 1, sizeof *names);
+  int *gpus = calloc(n + 1, sizeof *gpus);
+  double *tmax = calloc(n + 1, sizeof *tmax);
+  int rc;
+  if (!names || !gpus || !tmax) {
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  for (size_t i = 0; i < n; i++) {
+    names[i] = cs->c[i].job;
+    gpus[i] = cs->c[i].gpus;
+    tmax[i] = cs->c[i].n ? pfi_curve_uncapped(&cs->c[i])->tokens_per_s : 0.0;
+  }
+  if ((rc = pfi_capacity_problem(cs, 0, &raw, err)) == 0)
+    rc = pfi_objective_problem(&raw, o, gpus, tmax, names, p, gpus_known,
+                               err);
+out:
+  pfi_problem_release(&raw);
+  free(names);
+  free(gpus);
+  free(tmax);
+  return rc;
+}

@@ -951,3 +951,42 @@ const char *pfi_data_default(const char *rel, char *buf, size_t n) {
     return NULL;
   return access(buf, R_OK) == 0 ? buf : NULL;
 }
+
+int pfi_jobset_objective_problem(const struct pfi_jobset *js,
+                                 const struct pfi_objective *o,
+                                 const struct pfi_problem *raw,
+                                 struct pfi_problem *out, int *gpus_known,
+                                 struct pfi_error *err) {
+  size_t n = js->cs.n;
+  const char **names = calloc(n + 1, sizeof *names);
+  int *gpus = calloc(n + 1, sizeof *gpus);
+  double *tmax = calloc(n + 1, sizeof *tmax);
+  int rc = 0;
+  if (!names || !gpus || !tmax) {
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    const struct pfi_curve *c = &js->cs.c[i];
+    names[i] = c->job;
+    tmax[i] = c->n ? pfi_curve_uncapped(c)->tokens_per_s : 0.0;
+    int g = 0;
+    /* Only the work objective reads GPU counts. */
+    if (o->kind == PFI_OBJ_WORK) {
+      rc = pfi_jobset_gpus(js, i, &g, err);
+      if (rc == PFI_ENOTFOUND) {
+        g = 0;
+        rc = 0;
+      }
+    }
+    gpus[i] = g;
+  }
+  if (rc == 0)
+    rc = pfi_objective_problem(raw, o, gpus, tmax, names, out, gpus_known,
+                               err);
+out:
+  free(names);
+  free(gpus);
+  free(tmax);
+  return rc;
+}

@@ -23,6 +23,7 @@ void pfi_plan_release(struct pfi_plan *p) {
   }
   free(p->j);
   free(p->strategy);
+  free(p->objective);
   free(p->unit);
   free(p->source);
   pfi_plan_init(p);
@@ -183,7 +184,8 @@ static int read_table(struct pfi_plan *p, struct pfi_table *t,
   int cup = pfi_table_find(t, "uncapped_power_w"),
       cut = pfi_table_find(t, "uncapped_tokens_per_s"),
       cr = pfi_table_find(t, "retained"), cs = pfi_table_find(t, "strategy"),
-      ccut = pfi_table_find(t, "cut"), cu = pfi_table_find(t, "unit");
+      ccut = pfi_table_find(t, "cut"), cu = pfi_table_find(t, "unit"),
+      co = pfi_table_find(t, "objective");
   p->source = strdup(t->name);
   if (!p->source)
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
@@ -264,7 +266,9 @@ static int read_table(struct pfi_plan *p, struct pfi_table *t,
     if (r == 0) {
       const char *s = cs >= 0 ? pfi_table_cell(t, r, (size_t)cs) : NULL;
       const char *u = cu >= 0 ? pfi_table_cell(t, r, (size_t)cu) : NULL;
+      const char *ob = co >= 0 ? pfi_table_cell(t, r, (size_t)co) : NULL;
       if ((s && *s && !(p->strategy = strdup(s))) ||
+          (ob && *ob && !(p->objective = strdup(ob))) ||
           (u && *u && !(p->unit = strdup(u))))
         return pfi_error_set(err, PFI_ENOMEM, "out of memory");
       if ((rc = opt_num(t, r, ccut, "cut", &p->cut, err)) < 0)
@@ -411,7 +415,7 @@ int pfi_plan_write(const struct pfi_plan *p, const char *path,
     return pfi_error_set(err, PFI_EIO, "%s: cannot create: %s", path,
                          strerror(errno));
   fputs("job,gpus,gpu_ids,cap_w,power_w,tokens_per_s,uncapped_power_w,"
-        "uncapped_tokens_per_s,retained,strategy,cut,unit\n",
+        "uncapped_tokens_per_s,retained,strategy,cut,unit,objective\n",
         fp);
   for (size_t i = 0; i < p->n; i++) {
     const struct pfi_plan_job *j = &p->j[i];
@@ -433,6 +437,8 @@ int pfi_plan_write(const struct pfi_plan *p, const char *path,
     put_num(fp, p->cut);
     fputc(',', fp);
     put_field(fp, p->unit ? p->unit : "");
+    fputc(',', fp);
+    put_field(fp, p->objective ? p->objective : "");
     fputc('\n', fp);
   }
   int bad = ferror(fp);

@@ -239,7 +239,10 @@ static int sec_capacity(struct pfi__report *r, const struct pfi_problem *p,
   pfi_panel_init(&pan);
   pan.title = "Flexibility capacity";
   pan.xlabel = "power shed, % of the jobs' uncapped power";
-  pan.ylabel = "throughput lost, % (each job counts equally)";
+  char ylabel[360];
+  snprintf(ylabel, sizeof ylabel, "throughput lost, %% (objective %s)",
+           pfi_objective_name(r->o->objective.kind));
+  pan.ylabel = ylabel;
   pan.series = ser;
   pan.nseries = ns;
   pan.key = 1;
@@ -309,8 +312,9 @@ static int sec_plan(struct pfi__report *r, const struct pfi_problem *p,
   struct pfi_rtable *t = pfi__report_table(
       r, "cap_plan",
       "The caps to set (W per GPU) for a ladder of cuts of the jobs' total "
-      "uncapped power, by the exact oracle, with each job's throughput "
-      "retained (fraction of uncapped); last row: the total",
+      "uncapped power, by the exact oracle on the objective below (pfi "
+      "allocate's default: the plan pfi cap --plan applies), with each job's "
+      "throughput retained (fraction of uncapped); last row: the total",
       nc, cols);
   if (!t)
     return pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
@@ -359,7 +363,9 @@ static int sec_plan(struct pfi__report *r, const struct pfi_problem *p,
   }
   long row = pfi_rtable_add_row(t);
   if (row >= 0) {
-    sets(t, row, "job", "TOTAL (retained, each job counts equally)");
+    char what[400];
+    snprintf(what, sizeof what, "TOTAL (retained, %s)", r->objective);
+    sets(t, row, "job", what);
     for (size_t k = 0; k < nl; k++)
       setn(t, row, names[2 * k + 1], tot[k] / unc);
   }
@@ -449,8 +455,12 @@ int pfi_report_operator(const char *curves, const char *map, const char *unit,
     rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
     goto out;
   }
-  if ((rc = pfi_capacity_problem(&r.js.cs, 1, &p, err)) < 0)
+  int gpus_known = 0;
+  if ((rc = pfi_capacity_problem_objective(&r.js.cs, &o->objective, &p,
+                                           &gpus_known, err)) < 0)
     goto out;
+  pfi_objective_describe(&o->objective, gpus_known, r.objective,
+                         sizeof r.objective);
 
   /* First screen: what this is, then the answers. */
   pfi_html_puts(&r.body, "<header id=\"first-screen\">\n<h1>Power "
@@ -463,10 +473,12 @@ int pfi_report_operator(const char *curves, const char *map, const char *unit,
   pfi_html_text(&r.body, unit);
   pfi_html_printf(&r.body,
                   ". PFI intervals: %zu Monte Carlo draws, seed %lu. "
-                  "Throughput lost is counted with each job's throughput as "
-                  "a fraction of its own uncapped throughput (each job "
-                  "counts equally).</p>\n",
+                  "Throughput lost, quotes and the cap plan count by the ",
                   draws, o->seed);
+  pfi_html_text(&r.body, r.objective);
+  pfi_html_puts(&r.body, " (docs/predict-allocate.md); pfi allocate, pfi "
+                         "capacity and pfi cap --plan count the same by "
+                         "default.</p>\n");
   pfi__report_progress(&r, "report: PFI of %zu jobs", n);
   if ((rc = sec_ranked(&r, jobs, n, unit, draws)) < 0)
     goto out;
@@ -500,8 +512,8 @@ int pfi_report_operator(const char *curves, const char *map, const char *unit,
                       "loss_pct", "loss_lo_pct", "loss_hi_pct"};
   struct pfi_rtable *lt = pfi__report_table(
       &r, "capacity",
-      "Throughput lost (%, each job counts equally) at each power shed, by "
-      "strategy",
+      "Throughput lost (%, by the objective the first screen names) at each "
+      "power shed, by strategy",
       6, lc);
   if (!lt) {
     rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");

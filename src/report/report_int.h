@@ -38,6 +38,7 @@ struct pfi__report {
   struct pfi_table pub_head, pub_held, pub_h100, pub_grid, pub_abl;
   int have_pub_head, have_pub_held, have_pub_h100, have_pub_grid, have_pub_abl;
   char source[16]; /* pfi_provenance_name() of the job set */
+  char objective[300]; /* the operator page's objective, described */
   /* The paper's headline numbers (data/paper/published_headlines.csv; NaN
    * when absent): held-out and H100-transfer R^2, share of the gap closed
    * and tokens/s per job over equal at a 30 % cut, production mix. */

@@ -46,11 +46,13 @@ job,arch,task,gpus,dram_copy_product
 a,moe,ft,8,0.4
 b,dense,pt,8,0.1
 CSV
+# The paper's objective (raw throughput) unless said otherwise: the sums
+# below are of tokens/s.
 # Oracle, 30 % of 8600 W: budget 6020 W, 2970 W above the floors (3050 W).
 # Segments by slope: b 1550->3000 (300/1450), b 3000->4400 (200/1400),
 # a 1500->2900 (150/1400), a 2900->4200 (50/1300). Filling: b to 4400
 # (2850 W), the last 120 W to a: a = 1620 W, 800 + 120*150/1400 tokens/s.
-"$PFI" allocate --curves "$T/c.csv" --cut 30% --format json >"$T/o.json" || fail "oracle run"
+"$PFI" allocate --curves "$T/c.csv" --cut 30% --objective throughput --format json >"$T/o.json" || fail "oracle run"
 near "$(json_num budget_w "$T/o.json")" 6020 1e-6 "oracle budget"
 near "$(json_num total_power_w "$T/o.json")" 6020 1e-6 "oracle total power"
 near "$(json_num total_tokens_per_s "$T/o.json")" "$(awk 'BEGIN{printf "%.10f", 800+120*150/1400+1000}')" 1e-6 "oracle tokens"
@@ -59,7 +61,7 @@ near "$(json_num power_w "$T/o.json")" 1620 1e-6 "oracle power of a"
 near "$(json_num cap_w "$T/o.json")" "$(awk 'BEGIN{printf "%.10f", 200+200*120/1400}')" 1e-6 "oracle cap of a"
 # Top-level keys, exactly and in order.
 keys=$(sed -n 's/^  "\([a-z_]*\)":.*/\1/p' "$T/o.json" | tr '\n' ' ')
-[ "$keys" = "strategy cut budget_w total_power_w total_tokens_per_s retained jobs source " ] || fail "allocate JSON keys: $keys"
+[ "$keys" = "strategy cut budget_w total_power_w total_tokens_per_s objective objective_text objective_unit min_share value value_uncapped retained jobs source " ] || fail "allocate JSON keys: $keys"
 # Equal: no floor binds, so each job keeps 70 % of its uncapped power.
 "$PFI" allocate --curves "$T/c.csv" --cut 0.3 --strategy equal --format csv >"$T/e.csv" || fail "equal run"
 near "$(awk -F, '$1=="a"{print $2}' "$T/e.csv")" 2940 1e-6 "equal a"
@@ -69,18 +71,20 @@ near "$(awk -F, '$1=="b"{print $2}' "$T/e.csv")" 3080 1e-6 "equal b"
 # tokens/s; b 3080 W: cap 400 + 300*80/1400, 800 + 200*80/1400 tokens/s.
 # A name holding a comma or a quote is one quoted CSV field.
 sed 's/^a,/"a,""x""",/' "$T/c.csv" >"$T/cq.csv"
-"$PFI" allocate --curves "$T/cq.csv" --cut 0.3 --strategy equal --format csv >"$T/eq.csv" || fail "equal csv run"
-printf '%s\n' 'job,power_w,cap_w,tokens_per_s,retained' \
-  '"a,""x""",2940.000000,409.230769,951.538462,0.951538' \
-  'b,3080.000000,417.142857,811.428571,0.811429' \
-  'TOTAL,6020.000000,,1762.967033,0.881484' | cmp -s - "$T/eq.csv" ||
+"$PFI" allocate --curves "$T/cq.csv" --cut 0.3 --strategy equal --objective throughput --format csv >"$T/eq.csv" || fail "equal csv run"
+printf '%s\n' 'job,power_w,cap_w,tokens_per_s,retained,objective' \
+  '"a,""x""",2940.000000,409.230769,951.538462,0.951538,throughput' \
+  'b,3080.000000,417.142857,811.428571,0.811429,throughput' \
+  'TOTAL,6020.000000,,1762.967033,0.881484,throughput' | cmp -s - "$T/eq.csv" ||
   fail "allocate equal CSV: $(cat "$T/eq.csv")"
-"$PFI" allocate --curves "$T/c.csv" --cut 0.3 --strategy equal >"$T/eq.txt" || fail "equal table run"
+"$PFI" allocate --curves "$T/c.csv" --cut 0.3 --strategy equal --objective throughput >"$T/eq.txt" || fail "equal table run"
 {
   echo 'strategy equal, cut 30 % of 8600.0 W uncapped, budget 6020.0 W'
   printf '%-40s %12s %10s %14s %9s\n' job power_w cap_w tokens_per_s retained
   printf '%-40s %12s %10s %14s %9s\n' a 2940.0 409.2 951.538 95.15% b 3080.0 417.1 811.429 81.14% \
     total 6020.0 '' 1762.97 88.15%
+  echo
+  echo "objective throughput: sum of raw throughput (the paper's; depends on each job's unit); total retained: of the uncapped tokens/s"
 } | cmp -s - "$T/eq.txt" || fail "allocate equal table: $(cat "$T/eq.txt")"
 # moe-ft-weighted: a (MoE FT) has weight 2*4200, b 4400: cut 2580 W split
 # 8400:4400 -> a gives 1693.125 W.
@@ -109,7 +113,7 @@ expect_err "bad.csv:2:" allocate --curves "$T/bad.csv" --cut 10%
 { echo "job,cap_w,power_w,tokens_per_s"
   awk 'BEGIN { for (i = 0; i <= 100; i++) printf "a,%d,%d,%d\n", 200 + 5 * i, 1000 + 10 * i, 100 + 10 * i }'
   printf 'b,200,1000,100\nb,700,2000,600\n'; } >"$T/fine.csv"
-"$PFI" allocate --curves "$T/fine.csv" --cut 25% --format csv >"$T/fine.out" || fail "101-point curve"
+"$PFI" allocate --curves "$T/fine.csv" --cut 25% --objective throughput --format csv >"$T/fine.out" || fail "101-point curve"
 near "$(awk -F, '$1=="TOTAL"{print $4}' "$T/fine.out")" 1200 1e-6 "101-point curve: oracle tokens"
 near "$(awk -F, '$1=="a"{print $2}' "$T/fine.out")" 2000 1e-6 "101-point curve: power of a"
 # Its PFI comes from all 101 points (the reference is the highest cap):
@@ -118,7 +122,7 @@ near "$(awk -F, '$1=="a"{print $2}' "$T/fine.out")" 2000 1e-6 "101-point curve: 
 # the 1000 W cut.
 "$PFI" index "$T/fine.csv" --format csv >"$T/fine.idx" || fail "index of the 101-point curve"
 near "$(awk -F, '$1=="a"{print $2}' "$T/fine.idx")" 0.55 1e-9 "101-point curve: PFI of a"
-"$PFI" allocate --curves "$T/fine.csv" --cut 25% --true-pfi --strategy pfi-aware --format csv >"$T/fine2.out" ||
+"$PFI" allocate --curves "$T/fine.csv" --cut 25% --true-pfi --strategy pfi-aware --objective throughput --format csv >"$T/fine2.out" ||
   fail "101-point curve, pfi-aware"
 near "$(awk -F, '$1=="a"{print $2}' "$T/fine2.out")" "$(awk 'BEGIN{printf "%.10f", 2000-1000/3}')" 1e-6 "101-point curve: pfi-aware power of a"
 # Totals beyond DBL_MAX (1e308 + 1.7e308 tokens/s; 9e307 + 9e307 W): bad
@@ -237,7 +241,7 @@ cmp -s "$T/s1.json" "$T/s2.json" || fail "simulate is not reproducible from its 
 "$PFI" $S --seed 8 --format json >"$T/s3.json" || fail "simulate seed 8"
 cmp -s "$T/s1.json" "$T/s3.json" && fail "different seeds gave the same output"
 keys=$(sed -n 's/^  "\([a-z_]*\)":.*/\1/p' "$T/s1.json" | tr '\n' ' ')
-[ "$keys" = "cuts workloads size mix seed strategies source unit normalized skipped pfi_undefined " ] || fail "simulate JSON keys: $keys"
+[ "$keys" = "cuts workloads size mix seed strategies source unit normalized objective objective_text skipped pfi_undefined " ] || fail "simulate JSON keys: $keys"
 "$PFI" $S --mix production --holdout --format csv >"$T/p.csv" || fail "production mix, holdout"
 # The oracle's own gap is zero at every cut.
 awk -F, '$1=="oracle" && $3 != 0 {exit 1}' "$T/p.csv" || fail "oracle gap not zero"

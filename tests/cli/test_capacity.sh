@@ -21,7 +21,8 @@ b,300,600,90
 c,150,150,30
 c,300,300,58
 CSV
-"$PFI" capacity --curves "$T/c.csv" --steps 8 --format csv >"$T/cap.csv" || fail "capacity c.csv"
+# The reference sums raw throughput: the paper's objective.
+"$PFI" capacity --curves "$T/c.csv" --objective throughput --steps 8 --format csv >"$T/cap.csv" || fail "capacity c.csv"
 python3 - "$T/cap.csv" <<'PY' || fail "capacity: oracle/equal differ from the reference"
 import csv, sys
 jobs = {"a": [(100, 60), (200, 90), (300, 100)], "b": [(200, 50), (400, 80), (600, 90)],
@@ -134,10 +135,10 @@ PY
 grep -q '^22 jobs have no ratio PFI' "$T/t.txt" || fail "undefined PFI not stated: $(head -5 "$T/t.txt")"
 grep -q 'pfi-aware' "$T/t.txt" || fail "pfi-aware missing"
 grep -qi 'nan\|inf' "$T/t.txt" && fail "nan or inf in output"
-"$PFI" capacity --curves "$Z" --map "$M" --unit epochs/s --steps 2 --format json >"$T/j.json" || fail "json"
+"$PFI" capacity --curves "$Z" --map "$M" --objective throughput --unit epochs/s --steps 2 --format json >"$T/j.json" || fail "json"
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["unit"]=="epochs/s" and len(d["strategies"][0]["quotes"])==5' "$T/j.json" ||
   fail "json unit/quotes"
-"$PFI" capacity --curves "$Z" --map "$M" --steps 2 --format json | grep -q '"unit": "1/time_per_epoch"' ||
+"$PFI" capacity --curves "$Z" --map "$M" --objective throughput --steps 2 --format json | grep -q '"unit": "1/time_per_epoch"' ||
   fail "unit as read"
 
 # The figure, and emulated data labelled so.

@@ -11,7 +11,8 @@ export PFI_EMU_STATE="$T/emu"
 M="job=dataset+network+batch_size+optimizer,cap_w=power_limit,power_w=average_power,tokens_per_s=1/time_per_epoch"
 Z=data/real/zeus-nsdi23/summary_power_v100.csv
 
-"$PFI" allocate --curves "$Z" --map "$M" --cut 10% --strategy equal --plan "$T/z.plan" \
+# The total retained below sums raw throughput: --objective throughput.
+"$PFI" allocate --curves "$Z" --map "$M" --cut 10% --strategy equal --objective throughput --plan "$T/z.plan" \
   --format csv >"$T/alloc.csv" || fail "allocate --plan on Zeus V100"
 python3 - "$Z" "$T/z.plan" "$T/alloc.csv" <<'PY' || fail "Zeus V100 plan differs from the reference"
 import csv, sys
@@ -62,7 +63,7 @@ for k, r in plan.items():
     for name, want, tol in (("power_w", P, 1e-6), ("cap_w", cap, 1e-6), ("tokens_per_s", T, 1e-6),
                             ("uncapped_power_w", jobs[k][1], 1e-9), ("retained", T / U, 1e-6)):
         if not close(float(r[name]), want, tol): print(k, name, r[name], want); bad += 1
-    if r["strategy"] != "equal" or float(r["cut"]) != 0.1 or r["unit"] != "1/time_per_epoch" or r["gpu_ids"] != "":
+    if r["strategy"] != "equal" or float(r["cut"]) != 0.1 or r["unit"] != "1/time_per_epoch" or r["gpu_ids"] != "" or r["objective"] != "throughput":
         print(k, "plan header fields", r); bad += 1
 tot = [r for r in csv.reader(open(sys.argv[3]))][-1]
 if tot[0] != "TOTAL" or not close(float(tot[4]), tt / tu, 1e-6) or not close(float(tot[1]), B, 1e-6):

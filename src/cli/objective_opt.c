@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#include "objective_opt.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "pfi/alloc.h"
+#include "pfi/capacity.h"
+#include "pfi/curve.h"
+#include "pfi/jobset.h"
+
+void obj_opt_init(struct obj_opt *o) {
+  memset(o, 0, sizeof *o);
+  pfi_objective_init(&o->obj);
+}
+
+void obj_opt_release(struct obj_opt *o) {
+  free(o->w);
+  o->w = NULL;
+  o->obj.weight = NULL;
+}
+
+int obj_opt_handle(struct obj_opt *o, int c, const char *arg,
+                   const char *cmd) {
+  struct pfi_error err;
+  pfi_error_clear(&err);
+  switch (c) {
+  case OBJ_OPT_OBJECTIVE:
+  case OBJ_OPT_NORMALIZE: {
+    int k = c == OBJ_OPT_NORMALIZE ? PFI_OBJ_JOBS : pfi_objective_parse(arg);
+    if (k < 0)
+      return pfi_cli_usage(cmd,
+                           "--objective: unknown objective '%s' (work, "
+                           "throughput or jobs)",
+                           arg);
+    if (o->kind_given && (int)o->obj.kind != k)
+      return pfi_cli_usage(cmd, "--objective %s and --%s %s contradict each "
+                                "other (--normalize is --objective jobs)",
+                           pfi_objective_name(o->obj.kind),
+                           c == OBJ_OPT_NORMALIZE ? "normalize" : "objective",
+                           c == OBJ_OPT_NORMALIZE ? "" : arg);
+    o->obj.kind = (enum pfi_objective_kind)k;
+    o->kind_given = 1;
+    return 0;
+  }
+  case OBJ_OPT_WEIGHTS:
+    o->weights = arg;
+    return 0;
+  case OBJ_OPT_MIN_SHARE: {
+    double v;
+    if (pfi_cut_parse(arg, &v, &err) < 0)
+      return pfi_cli_usage(cmd,
+                           "--min-share: '%s' is not a share from 0 to "
+                           "below 100%% (0.5 or 50%%)",
+                           arg);
+    o->obj.min_share = v;
+    return 0;
+  }
+  }
+  return pfi_cli_usage(cmd, "unknown option");
+}
+
+int obj_opt_load(struct obj_opt *o, const char *const *jobs, size_t n,
+                 struct pfi_error *err) {
+  if (!o->weights)
+    return 0;
+  free(o->w);
+  o->w = calloc(n + 1, sizeof *o->w);
+  if (!o->w)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  int rc = pfi_objective_weights_read(o->weights, jobs, n, o->w, err);
+  if (rc < 0)
+    return rc;
+  o->obj.weight = o->w;
+  return 0;
+}
+
+int obj_opt_problem_js(struct obj_opt *o, const struct pfi_jobset *d,
+                       const struct pfi_problem *raw, struct pfi_problem *out,
+                       int *gpus_known, struct pfi_error *err) {
+  const char **names = calloc(d->cs.n + 1, sizeof *names);
+  if (!names)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  for (size_t i = 0; i < d->cs.n; i++)
+    names[i] = d->cs.c[i].job;
+  int rc = obj_opt_load(o, names, d->cs.n, err);
+  free(names);
+  if (rc == 0)
+    rc = pfi_jobset_objective_problem(d, &o->obj, raw, out, gpus_known, err);
+  return rc;
+}
+
+int obj_opt_problem_cs(struct obj_opt *o, const struct pfi_curveset *cs,
+                       struct pfi_problem *out, int *gpus_known,
+                       struct pfi_error *err) {
+  const char **names = calloc(cs->n + 1, sizeof *names);
+  if (!names)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  for (size_t i = 0; i < cs->n; i++)
+    names[i] = cs->c[i].job;
+  int rc = obj_opt_load(o, names, cs->n, err);
+  free(names);
+  if (rc == 0)
+    rc = pfi_capacity_problem_objective(cs, &o->obj, out, gpus_known, err);
+  return rc;
+}

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * The objective's options, shared by the commands that allocate (allocate,
+ * capacity, simulate, replay): --objective, --normalize (an alias of
+ * --objective jobs), --weights FILE and --min-share R. The commands only
+ * parse and pass; the objective itself is include/pfi/objective.h.
+ */
+#ifndef PFI_CLI_OBJECTIVE_OPT_H
+#define PFI_CLI_OBJECTIVE_OPT_H
+
+#include <stddef.h>
+
+#include "pfi/error.h"
+#include "pfi/objective.h"
+
+/* The options' values returned by pfi_opt_next(): above every short
+ * option's character. */
+enum {
+  OBJ_OPT_OBJECTIVE = 0x4f01,
+  OBJ_OPT_NORMALIZE,
+  OBJ_OPT_WEIGHTS,
+  OBJ_OPT_MIN_SHARE
+};
+
+#define OBJ_OPT_HELP_OBJECTIVE                                                 \
+  "what the allocation maximizes: work (default: each job's share of its "    \
+  "uncapped throughput x its GPUs, unit-free), throughput (the sum of raw "   \
+  "throughput, the paper's) or jobs (each job counts once)"
+
+/* The four entries of an option table. */
+#define OBJ_OPTS                                                               \
+  {"objective", OBJ_OPT_OBJECTIVE, 0, PFI_ARG_REQ, "O",                       \
+   OBJ_OPT_HELP_OBJECTIVE},                                                    \
+      {"normalize", OBJ_OPT_NORMALIZE, 0, PFI_ARG_NONE, NULL,                  \
+       "the same as --objective jobs"},                                        \
+      {"weights", OBJ_OPT_WEIGHTS, 0, PFI_ARG_REQ, "FILE",                     \
+       "per-job weights (a priority, a price per unit): CSV with columns job " \
+       "and weight (the curves file itself when it has them); they scale "     \
+       "any objective"},                                                       \
+  {                                                                            \
+    "min-share", OBJ_OPT_MIN_SHARE, 0, PFI_ARG_REQ, "R",                       \
+        "every job keeps at least R (0.5 or 50%) of its uncapped throughput"   \
+  }
+
+struct obj_opt {
+  struct pfi_objective obj;
+  int kind_given;      /* --objective or --normalize given */
+  const char *weights; /* --weights FILE */
+  double *w;           /* weights read (owned) */
+};
+
+void obj_opt_init(struct obj_opt *o);
+void obj_opt_release(struct obj_opt *o);
+
+/* Handles option value `c` (one of OBJ_OPT_*) with its argument: 0, or
+ * prints the usage error for `cmd` and returns PFI_EXIT_USAGE. */
+int obj_opt_handle(struct obj_opt *o, int c, const char *arg, const char *cmd);
+
+/* Reads the weights file, if any, for the n jobs named `jobs`. */
+int obj_opt_load(struct obj_opt *o, const char *const *jobs, size_t n,
+                 struct pfi_error *err);
+
+struct pfi_jobset;
+struct pfi_curveset;
+
+/*
+ * The problem to solve under the objective: pfi_jobset_objective_problem
+ * on the raw problem of a job set, or pfi_capacity_problem_objective on a
+ * curve set; reads the weights file first.
+ * `out` initialized by the caller.
+ */
+int obj_opt_problem_js(struct obj_opt *o, const struct pfi_jobset *d,
+                       const struct pfi_problem *raw, struct pfi_problem *out,
+                       int *gpus_known, struct pfi_error *err);
+int obj_opt_problem_cs(struct obj_opt *o, const struct pfi_curveset *cs,
+                       struct pfi_problem *out, int *gpus_known,
+                       struct pfi_error *err);
+
+#endif
