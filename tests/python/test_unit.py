@@ -407,5 +407,49 @@ class TestCap(unittest.TestCase):
         os.rmdir(d)
 
 
+class TestCapFuzz(unittest.TestCase):
+    """Deterministic mutations of the agent's object (types swapped, fields
+    dropped, bytes flipped): parse_cap returns a CapInfo or raises
+    ValueError, nothing else, and never a NaN or an infinite cap."""
+
+    def test_mutations(self):
+        import copy
+        import random
+        rnd = random.Random(29)
+        values = [None, True, 0, -1, 1e308, float("nan"), "x", "", [], [1, "a"], {}, {"gpu": "x"},
+                  [{"cap_w": "x"}], [{"job": "jobA", "gpus": 5}], [None]]
+        text = json.dumps(CAP)
+        n = 0
+        for i in range(3000):
+            d = json.loads(text)
+            for _ in range(rnd.randint(1, 3)):
+                where = d
+                if rnd.random() < 0.5:
+                    key = rnd.choice(["gpus", "jobs"])
+                    lst = d[key] if isinstance(d.get(key), list) else []
+                    if lst and isinstance(lst[0], dict):
+                        where = lst[rnd.randrange(len(lst))]
+                k = rnd.choice(list(where) or ["v"])
+                if rnd.random() < 0.2:
+                    where.pop(k, None)
+                else:
+                    where[k] = copy.deepcopy(rnd.choice(values))
+            body = json.dumps(d)
+            if i % 3 == 0:
+                b = bytearray(body.encode())
+                b[rnd.randrange(len(b))] = rnd.randrange(256)
+                body = bytes(b)
+            try:
+                c = pfi_trainer.parse_cap(body, "jobA")
+            except ValueError:
+                continue
+            n += 1
+            for v in (c.cap_w, c.default_w, c.share):
+                self.assertTrue(v is None or (v == v and abs(v) != float("inf")), (body, v))
+            c.describe()
+            c.key()
+        self.assertGreater(n, 100)
+
+
 if __name__ == "__main__":
     unittest.main()
