@@ -141,8 +141,23 @@ class TestAddress(unittest.TestCase):
         r = pfi_trainer.Reporter(env=env, interval_s=0)
         self.assertEqual(r.job, "jobA")
         r.close(timeout=0.1)
+        # From the environment, a bad value never stops the job: logged,
+        # left out. The same in the code's arguments is a ValueError.
+        with self.assertLogs("pfi_trainer", level="ERROR") as logs:
+            r = pfi_trainer.Reporter(env={"PFI_TPUT_ADDR": "unix:/x"})
+            self.assertFalse(r.active)
+            r = pfi_trainer.Reporter(env={"PFI_TPUT_ADDR": "host:99999", "PFI_JOB": "j",
+                                          "PFI_TPUT_INTERVAL": "-1", "PFI_CAP_ADDR": "x"})
+            self.assertFalse(r.active)
+            self.assertEqual(r.interval_s, 1.0)
+        text = "\n".join(logs.output)
+        for want in ("needs the job's name", "port '99999' is not 1..65535", "PFI_TPUT_INTERVAL",
+                     "PFI_CAP_ADDR"):
+            self.assertIn(want, text)
         with self.assertRaises(ValueError):
-            pfi_trainer.Reporter(env={"PFI_TPUT_ADDR": "unix:/x"})
+            pfi_trainer.Reporter(addr="unix:/x", use_env=False)
+        with self.assertRaises(ValueError):
+            pfi_trainer.Reporter(addr="h:0", job="j", use_env=False)
         # Another rank than 0: nothing sent, nothing started.
         r = pfi_trainer.Reporter(env=dict(env, RANK="3"))
         self.assertFalse(r.active)
