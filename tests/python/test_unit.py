@@ -8,7 +8,6 @@ in each test."""
 
 import http.server
 import json
-import logging
 import os
 import socketserver
 import sys
