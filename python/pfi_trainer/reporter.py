@@ -276,8 +276,12 @@ class Reporter:
         whole job in it (or `samples`: the unit is the job's own; the
         protocol's key stays `tokens`). Never blocks."""
         n = samples if samples is not None else tokens
+        try:
+            n = float(n)  # an int, or a tensor's item
+        except (TypeError, ValueError):
+            n = 0.0
         with self._lock:
-            if _finite(n) and n > 0:
+            if math.isfinite(n) and n > 0:
                 self._tokens += float(n)
             self._step += int(steps)
             if loss is not None:

@@ -316,6 +316,22 @@ class TestDelivery(unittest.TestCase):
         self.assertEqual(lines[-1]["phase"], "training")
 
 
+class TestCounts(unittest.TestCase):
+    def test_step_values(self):
+        class Scalar:  # as a 0-d tensor: float() works, it is no int
+            def __float__(self):
+                return 48.0
+        r = pfi_trainer.Reporter(use_env=False)
+        r.step(tokens=Scalar())
+        r.step(tokens=16)
+        r.step(tokens=float("nan"))
+        r.step(tokens="x")
+        r.step(samples=-3)
+        # 48 + 16; NaN, text and a negative count add nothing; 5 steps.
+        self.assertEqual((r.stats["tokens"], r.stats["step"]), (64.0, 5))
+        r.close()
+
+
 class TestSchedule(unittest.TestCase):
     def test_announced_from_steps(self):
         now = [1000.0]
