@@ -161,7 +161,8 @@ class Reporter:
       queue_size  reports waiting at most (default 64; more are dropped);
       timeout_s   each socket operation's bound (default 0.5);
       cap_poll_s  how often the cap is read (default 5);
-      rank      only rank 0 reports (default: RANK, else 0); other ranks
+      rank      only rank 0 reports (default: RANK, else SLURM_PROCID, else
+                0); other ranks
                 get a reporter that does nothing;
       use_env   False: take nothing from the environment.
     With neither an address nor a file the reporter keeps counting and
@@ -200,7 +201,7 @@ class Reporter:
             raise ValueError("interval_s: %r is not a number >= 0" % interval_s)
         if rank is None:
             try:
-                rank = int(env.get("RANK", "0") or 0)
+                rank = int(env.get("RANK") or env.get("SLURM_PROCID") or 0)
             except ValueError:
                 rank = 0
         agent = None

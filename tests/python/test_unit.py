@@ -161,6 +161,9 @@ class TestAddress(unittest.TestCase):
         r = pfi_trainer.Reporter(env=dict(env, RANK="3"))
         self.assertFalse(r.active)
         r.close()
+        r = pfi_trainer.Reporter(env=dict(env, SLURM_PROCID="1"))
+        self.assertFalse(r.active)
+        r.close()
 
 
 class TestDelivery(unittest.TestCase):
