@@ -524,7 +524,7 @@ class Reporter:
         self.flush(timeout)
         self._stop.set()
         for t in self._threads:
-            t.join(timeout=max(0.1, timeout))
+            t.join(timeout=self.timeout_s + 0.2)
         for s in self._sinks:
             s.sink.close()
         st = self.stats
