@@ -5,6 +5,7 @@
 (PFI_CAP_ADDR)."""
 
 import json
+import math
 import os
 
 from . import _http
@@ -66,8 +67,8 @@ class CapInfo:
 def _num(v, name, where):
     if v is None:
         return None
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v:
-        raise ValueError("%s: field %r is not a number" % (where, name))
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise ValueError("%s: field %r is not a finite number" % (where, name))
     return float(v)
 
 
@@ -105,8 +106,12 @@ def parse_cap(obj, job=None, where="cap"):
                 entry = j
                 break
     if entry is not None:
+        idx = entry.get("gpus", [])
+        if not isinstance(idx, list) or any(isinstance(g, bool) or not isinstance(g, int)
+                                            for g in idx):
+            raise ValueError("%s: field 'jobs.gpus' is not a list of GPU indices" % where)
         info.job = job
-        info.gpus = [g for g in entry.get("gpus", []) if isinstance(g, int)]
+        info.gpus = idx
         info.cap_w = _num(entry.get("cap_w"), "jobs.cap_w", where)
         info.default_w = _num(entry.get("default_w"), "jobs.default_w", where)
         info.share = _num(entry.get("share_of_default"), "jobs.share_of_default", where)
@@ -125,8 +130,10 @@ def parse_cap(obj, job=None, where="cap"):
             idx.append(g.get("gpu"))
     if caps:
         info.gpus = idx
-        info.cap_w = sum(caps) / len(caps)
-        info.default_w = sum(defs) / len(defs)
+        info.cap_w = math.fsum(caps) / len(caps)
+        info.default_w = math.fsum(defs) / len(defs)
+        if not (math.isfinite(info.cap_w) and math.isfinite(info.default_w)):
+            raise ValueError("%s: field 'gpus.cap_w' or 'gpus.default_w' out of range" % where)
         info.share = info.cap_w / info.default_w if info.default_w > 0 else None
     return info
 

@@ -161,7 +161,8 @@ class Reporter:
       queue_size  reports waiting at most (default 64; more are dropped);
       timeout_s   each socket operation's bound (default 0.5);
       cap_poll_s  how often the cap is read (default 5);
-      rank      only rank 0 reports (default: RANK, else 0); other ranks
+      rank      only rank 0 reports (default: RANK, else SLURM_PROCID, else
+                0); other ranks
                 get a reporter that does nothing;
       use_env   False: take nothing from the environment.
     With neither an address nor a file the reporter keeps counting and
@@ -172,6 +173,10 @@ class Reporter:
                  use_env=True, env=None, clock=time.time,
                  monotonic=time.monotonic):
         env = (os.environ if env is None else env) if use_env else {}
+        # What comes from the environment never stops the job: a bad value
+        # is logged (ERROR, naming the variable) and left out. Arguments
+        # given in the code raise ValueError.
+        addr_env, job_env = addr is None, job is None
         if addr is None:
             addr = env.get("PFI_TPUT_ADDR") or None
         if job is None:
@@ -179,16 +184,37 @@ class Reporter:
         if path is None:
             path = env.get("PFI_THROUGHPUT_JSONL") or None
         if cap is None and use_env:
-            cap = cap_source_from_env(env)
+            try:
+                cap = cap_source_from_env(env)
+            except ValueError as e:
+                log.error("pfi: PFI_CAP_ADDR: %s; the cap is not read", e)
         if interval_s is None:
-            interval_s = float(env.get("PFI_TPUT_INTERVAL", "1") or 1)
+            try:
+                interval_s = float(env.get("PFI_TPUT_INTERVAL", "1") or 1)
+            except ValueError:
+                interval_s = float("nan")
+            if not (interval_s >= 0 and math.isfinite(interval_s)):
+                log.error("pfi: PFI_TPUT_INTERVAL=%r is not a number >= 0; 1 s taken",
+                          env.get("PFI_TPUT_INTERVAL"))
+                interval_s = 1.0
         if not (interval_s >= 0 and math.isfinite(interval_s)):
             raise ValueError("interval_s: %r is not a number >= 0" % interval_s)
         if rank is None:
             try:
-                rank = int(env.get("RANK", "0") or 0)
+                rank = int(env.get("RANK") or env.get("SLURM_PROCID") or 0)
             except ValueError:
                 rank = 0
+        agent = None
+        if addr and rank == 0:
+            try:
+                if not job:
+                    raise ValueError("an agent address needs the job's name (PFI_JOB, "
+                                     "SLURM_JOB_ID or job=)")
+                agent = _AgentSink(addr, job, timeout_s)
+            except ValueError as e:
+                if not (addr_env and (job_env or job)):
+                    raise
+                log.error("pfi: PFI_TPUT_ADDR=%r: %s; nothing is posted to the agent", addr, e)
         self.job = job
         self.rank = rank
         self.interval_s = interval_s
@@ -221,11 +247,8 @@ class Reporter:
         self._lead_s = 10.0
         self._closed = False
         if rank == 0:
-            if addr:
-                if not job:
-                    raise ValueError("an agent address (PFI_TPUT_ADDR) needs the job's name "
-                                     "(PFI_JOB, SLURM_JOB_ID or job=)")
-                self._sinks.append(_SinkState(_AgentSink(addr, job, timeout_s)))
+            if agent is not None:
+                self._sinks.append(_SinkState(agent))
             if path:
                 self._sinks.append(_SinkState(_FileSink(path)))
         self._stop = threading.Event()
@@ -254,8 +277,12 @@ class Reporter:
         whole job in it (or `samples`: the unit is the job's own; the
         protocol's key stays `tokens`). Never blocks."""
         n = samples if samples is not None else tokens
+        try:
+            n = float(n)  # an int, or a tensor's item
+        except (TypeError, ValueError):
+            n = 0.0
         with self._lock:
-            if _finite(n) and n > 0:
+            if math.isfinite(n) and n > 0:
                 self._tokens += float(n)
             self._step += int(steps)
             if loss is not None:
@@ -497,7 +524,7 @@ class Reporter:
         self.flush(timeout)
         self._stop.set()
         for t in self._threads:
-            t.join(timeout=max(0.1, timeout))
+            t.join(timeout=self.timeout_s + 0.2)
         for s in self._sinks:
             s.sink.close()
         st = self.stats

@@ -25,7 +25,7 @@ exec "$PY" "$SRC/tests/python/train_mlp.py" --seconds 30 --step-s 0.05 --pace-ca
 EOS
 chmod +x "$T/job.sh"
 timeout 150 "$PFI" sweep --backend emu --params "gpus=1,state=$T/emu" --caps 350,500,700 \
-  --duration 8s --interval 0.5s --cooldown 0 --grace 5s --real-time --db "$DB" \
+  --duration 12s --interval 0.5s --cooldown 0 --grace 5s --real-time --db "$DB" \
   --throughput "jsonl:$T/tput.jsonl" --job mlp-cpu --quiet -- "$T/job.sh" >"$T/out" 2>"$T/err" ||
   { fail "pfi sweep: $(tail -5 "$T/err")"; exit 1; }
 for c in 350 500 700; do
@@ -62,7 +62,8 @@ for cap in sorted(rates):
     # The rates pfi derived from the reports, but the first (startup) one.
     got = rates[cap][1:]
     if len(got) < 5:
-        no("%g W: only %d rates from the reports" % (cap, len(got)))
+        no("%g W: only %d rates from the reports (the job made %d steps; torch imported slowly?)"
+           % (cap, len(got), len(own["steps"])))
     mean = sum(got) / len(got)
     out.append((cap, round(mean), round(mine)))
     if abs(mean - mine) > 0.10 * mine:

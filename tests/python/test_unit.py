@@ -8,7 +8,6 @@ in each test."""
 
 import http.server
 import json
-import logging
 import os
 import socketserver
 import sys
@@ -141,10 +140,28 @@ class TestAddress(unittest.TestCase):
         r = pfi_trainer.Reporter(env=env, interval_s=0)
         self.assertEqual(r.job, "jobA")
         r.close(timeout=0.1)
+        # From the environment, a bad value never stops the job: logged,
+        # left out. The same in the code's arguments is a ValueError.
+        with self.assertLogs("pfi_trainer", level="ERROR") as logs:
+            r = pfi_trainer.Reporter(env={"PFI_TPUT_ADDR": "unix:/x"})
+            self.assertFalse(r.active)
+            r = pfi_trainer.Reporter(env={"PFI_TPUT_ADDR": "host:99999", "PFI_JOB": "j",
+                                          "PFI_TPUT_INTERVAL": "-1", "PFI_CAP_ADDR": "x"})
+            self.assertFalse(r.active)
+            self.assertEqual(r.interval_s, 1.0)
+        text = "\n".join(logs.output)
+        for want in ("needs the job's name", "port '99999' is not 1..65535", "PFI_TPUT_INTERVAL",
+                     "PFI_CAP_ADDR"):
+            self.assertIn(want, text)
         with self.assertRaises(ValueError):
-            pfi_trainer.Reporter(env={"PFI_TPUT_ADDR": "unix:/x"})
+            pfi_trainer.Reporter(addr="unix:/x", use_env=False)
+        with self.assertRaises(ValueError):
+            pfi_trainer.Reporter(addr="h:0", job="j", use_env=False)
         # Another rank than 0: nothing sent, nothing started.
         r = pfi_trainer.Reporter(env=dict(env, RANK="3"))
+        self.assertFalse(r.active)
+        r.close()
+        r = pfi_trainer.Reporter(env=dict(env, SLURM_PROCID="1"))
         self.assertFalse(r.active)
         r.close()
 
@@ -302,6 +319,22 @@ class TestDelivery(unittest.TestCase):
         self.assertEqual(lines[-1]["phase"], "training")
 
 
+class TestCounts(unittest.TestCase):
+    def test_step_values(self):
+        class Scalar:  # as a 0-d tensor: float() works, it is no int
+            def __float__(self):
+                return 48.0
+        r = pfi_trainer.Reporter(use_env=False)
+        r.step(tokens=Scalar())
+        r.step(tokens=16)
+        r.step(tokens=float("nan"))
+        r.step(tokens="x")
+        r.step(samples=-3)
+        # 48 + 16; NaN, text and a negative count add nothing; 5 steps.
+        self.assertEqual((r.stats["tokens"], r.stats["step"]), (64.0, 5))
+        r.close()
+
+
 class TestSchedule(unittest.TestCase):
     def test_announced_from_steps(self):
         now = [1000.0]
@@ -405,6 +438,50 @@ class TestCap(unittest.TestCase):
         self.assertIn("oadr-1764589980-3f2a", lines[1])
         os.unlink(path)
         os.rmdir(d)
+
+
+class TestCapFuzz(unittest.TestCase):
+    """Deterministic mutations of the agent's object (types swapped, fields
+    dropped, bytes flipped): parse_cap returns a CapInfo or raises
+    ValueError, nothing else, and never a NaN or an infinite cap."""
+
+    def test_mutations(self):
+        import copy
+        import random
+        rnd = random.Random(29)
+        values = [None, True, 0, -1, 1e308, float("nan"), "x", "", [], [1, "a"], {}, {"gpu": "x"},
+                  [{"cap_w": "x"}], [{"job": "jobA", "gpus": 5}], [None]]
+        text = json.dumps(CAP)
+        n = 0
+        for i in range(3000):
+            d = json.loads(text)
+            for _ in range(rnd.randint(1, 3)):
+                where = d
+                if rnd.random() < 0.5:
+                    key = rnd.choice(["gpus", "jobs"])
+                    lst = d[key] if isinstance(d.get(key), list) else []
+                    if lst and isinstance(lst[0], dict):
+                        where = lst[rnd.randrange(len(lst))]
+                k = rnd.choice(list(where) or ["v"])
+                if rnd.random() < 0.2:
+                    where.pop(k, None)
+                else:
+                    where[k] = copy.deepcopy(rnd.choice(values))
+            body = json.dumps(d)
+            if i % 3 == 0:
+                b = bytearray(body.encode())
+                b[rnd.randrange(len(b))] = rnd.randrange(256)
+                body = bytes(b)
+            try:
+                c = pfi_trainer.parse_cap(body, "jobA")
+            except ValueError:
+                continue
+            n += 1
+            for v in (c.cap_w, c.default_w, c.share):
+                self.assertTrue(v is None or (v == v and abs(v) != float("inf")), (body, v))
+            c.describe()
+            c.key()
+        self.assertGreater(n, 100)
 
 
 if __name__ == "__main__":
