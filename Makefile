@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 # Convenience front end over CMake. `make demo` and `make check` are the two
 # commands the README opens with; they and `make demo-grid` are the only
-# targets that install packages (through `make deps`, apt-get); every other
-# target only builds and runs.
+# targets that install packages (apt-get: `make deps` everything, `make
+# deps-demo` only what the demo needs); every other target only builds and
+# runs.
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
@@ -16,13 +17,17 @@ demo-grid: deps
 	@bash scripts/demo-grid.sh $(BUILD)
 
 .PHONY: demo-grid
-.PHONY: all build demo check test test-asan fuzz bench install clean deps deps-bench
+.PHONY: all build build-pfi demo check test test-asan fuzz bench install clean deps deps-demo deps-bench
 
 all: build
 
 # Installs the Debian packages the build, the tests and the figures need.
 deps:
 	bash scripts/install-deps.sh
+
+# Only what `make demo` needs: the build of pfi and the report's figures.
+deps-demo:
+	bash scripts/install-deps.sh --demo
 
 # Also the peers `make bench` measures pfi against (numpy, pandas,
 # prometheus_client).
@@ -34,6 +39,11 @@ $(BUILD)/CMakeCache.txt:
 
 build: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
+
+# The command alone (what scripts/demo.sh runs), not the tests, benchmarks
+# and fuzz replayers `make build` adds.
+build-pfi: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS) --target pfi
 
 $(ASAN_BUILD)/CMakeCache.txt:
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DPFI_SANITIZE=ON
@@ -65,8 +75,10 @@ check: deps
 	$(MAKE) fuzz
 	@echo "make check: all test suites passed"
 
-demo: deps
-	$(MAKE) build
+# Installs and builds only what the demo runs (pfi); `make check` adds the
+# rest.
+demo: deps-demo
+	$(MAKE) build-pfi
 	@bash scripts/demo.sh $(BUILD)
 
 # The in-process benchmarks, then pfi against its peers (numpy, pandas,

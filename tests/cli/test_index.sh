@@ -196,19 +196,19 @@ grep -q '^a,0.75,1,' "$T/out" || fail "unused duplicate column: $(cat "$T/out")"
 # An unquoted comma in a job name shifts the columns: refused, not misread.
 printf 'cap_w,power_w,tokens_per_s,job\n100,1,1,llama,8b\n200,2,3,llama,8b\n' >"$T/long.csv"
 expect_err "long.csv:2:15: record has 5 fields, header has 4" index "$T/long.csv"
-# 100 caps that did not bind, one of them 1234560 W: all listed, in full
-# (a fixed buffer cut the list at 163 and %g printed 1.23456e+06).
+# 100 caps that did not bind, one of them 99876.25 W: all listed, in full
+# (a fixed buffer cut the list at 163, and %g prints 99876.25 as 99876.2).
 {
   echo job,cap_w,power_w,tokens_per_s
   for c in $(seq 100 198); do echo "m,$c,$c,6"; done
-  echo m,1234560,1000,6
-  echo m,1234568,2001,6
+  echo m,99876.25,1000,6
+  echo m,99999.5,2001,6
 } >"$T/many.csv"
 "$PFI" index "$T/many.csv" --format csv >"$T/out" || fail "many excluded caps"
 ex=$(tail -1 "$T/out" | cut -d, -f6)
 [ "$(echo "$ex" | tr ';' '\n' | wc -l)" -eq 100 ] || fail "excluded caps not all listed: $ex"
-echo "$ex" | grep -q '^100;101;.*;198;1234560$' || fail "excluded caps list: $ex"
-"$PFI" index "$T/many.csv" | tail -1 | grep -q ';198:no-loss;1234560:no-loss$' || fail "table excluded caps: $("$PFI" index "$T/many.csv" | tail -1)"
+echo "$ex" | grep -q '^100;101;.*;198;99876.25$' || fail "excluded caps list: $ex"
+"$PFI" index "$T/many.csv" | tail -1 | grep -q ';198:no-loss;99876.25:no-loss$' || fail "table excluded caps: $("$PFI" index "$T/many.csv" | tail -1)"
 # A sign after a space is not a non-negative seed (strtoul read " -1" as
 # 2^64 - 1).
 "$PFI" index "$T/many.csv" --ci 10 --seed " -1" >/dev/null 2>&1

@@ -117,7 +117,7 @@ grep -q "s2.prom:1: the scrape starting here repeats the time 1700000000.000 s" 
 # ---- durations: one set of bounds for every command ----
 EMU=(--backend emu --emulate moe-ft-qwen30ba3b-x8 --caps 300 --db "$T/s.db" --quiet)
 expect_err "--interval: '1e-300s' is outside 0.1s..10m" sweep "${EMU[@]}" --interval 1e-300s
-expect_err "--duration: '1e308' is outside 1s..24h" sweep "${EMU[@]}" --duration 1e308
+expect_err "--duration: '1e308s' is outside 1s..24h" sweep "${EMU[@]}" --duration 1e308s
 expect_err "--cooldown: '1e308' is outside 0s..1h" sweep "${EMU[@]}" --cooldown 1e308
 expect_err "--grace: '0' is outside 0.1s..10m" sweep "${EMU[@]}" --grace 0
 expect_err "--interval: '1us': unknown unit" sweep "${EMU[@]}" --interval 1us
