@@ -7,7 +7,9 @@
 # fleet's pre-event draw, the cut Emerald AI's cluster was asked for on
 # 2025-05-04 from 16:10 to 19:30) compressed 120 times (200 minutes in 100
 # seconds); the bridge logs the fleet; `pfi grid event-report` writes the
-# event's page and compliance record. Everything is emulated and says so.
+# event's page and compliance record; at the end each node's caps are shown
+# beside its pre-event ones, every cap back at its pre-event limit (the
+# recovery, docs/control.md). Everything is emulated and says so.
 #
 # Usage: scripts/demo-grid.sh [BUILD_DIR] [OUT_DIR]   (about 7 minutes as
 # stated: 403 s measured on a loaded 2-core machine, 4 minutes of it the
@@ -122,6 +124,11 @@ printf 'ven-secret\n' >"$T/ven.secret"
 chmod 600 "$T/ven.secret"
 sleep "$BASELINE_S"
 BASELINE=$(curl -s -m 2 "http://127.0.0.1:$API/v1/status" | python3 -c 'import json,sys; print(json.load(sys.stdin)["power_w"])')
+# Each node's caps (W, as its agent reports them), before the event.
+node_caps() { curl -s -m 5 "http://127.0.0.1:$API/v1/nodes" | python3 -c 'import json,sys
+for n in sorted(json.load(sys.stdin), key=lambda n: n["node"]):
+    print(n["node"], ",".join("%g" % g["cap_w"] for g in n["gpus"]))'; }
+node_caps >"$T/caps.pre"
 echo "demo-grid: fleet GPU power before the event: $BASELINE W (emulated)"
 "$B/pfi" grid bridge --pfid "http://127.0.0.1:$API" --pfid-token-file "$T/token" \
   --vtn "$BASE" --client-id ven1 --client-secret-file "$T/ven.secret" --program site-flex \
@@ -140,6 +147,17 @@ echo "demo-grid: the VTN announced a 25 % cut from $START for $EVENT_S s (200 mi
 sleep $((5 + EVENT_S + TAIL_S))
 kill "$BRIDGE"
 wait "$BRIDGE" 2>/dev/null || true
+# The recovery ends with every cap at its pre-event limit (bounded wait).
+state() { curl -s -m 5 "http://127.0.0.1:$API/v1/status" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("state", "?"))'; }
+back() { node_caps >"$T/caps.now"; [ "$(state)" = idle ] && cmp -s "$T/caps.pre" "$T/caps.now"; }
+wait_for 120 back || true
+echo "demo-grid: each node's caps now, and before the event"
+join "$T/caps.now" "$T/caps.pre" | while read -r n now pre; do
+  printf '  %s  now %-32s before %-32s %s\n' "$n" "$now" "$pre" \
+    "$([ "$now" = "$pre" ] && echo back || echo 'NOT BACK')"
+done
+cmp -s "$T/caps.pre" "$T/caps.now" || { echo "demo-grid: caps not back at their pre-event limits" >&2; exit 1; }
+echo "demo-grid: every cap back at its pre-event limit"
 
 cat >"$OUT/contract.csv" <<EOF
 job,tier,tenant

@@ -3,8 +3,10 @@
 # An emulated fleet on one machine (EMULATED GPUs, not measurements):
 # nats-server with JetStream on a free loopback port, pfid, and 4 agents of
 # 8 emulated H200 each running a job-library job; an event asks for 75 %
-# of the fleet's power for 40 s, then pfid's API shows nodes, jobs and
-# records. Usage: bash scripts/fleet-demo.sh [BUILD_DIR]
+# of the fleet's power for 40 s; after it the recovery brings every cap back
+# to its pre-event limit (along the recovery's ramp), and pfid's API shows
+# each node's caps beside the pre-event ones, and the records.
+# Usage: bash scripts/fleet-demo.sh [BUILD_DIR]
 set -euo pipefail
 B=${1:-build}
 PFI=$B/pfi AGENT=$B/pfi-agent PFID=$B/pfid
@@ -53,13 +55,36 @@ done
 sleep 15 # uncapped periods: the controller learns each job's uncapped power
 power=$(pw_now)
 target=$(python3 -c "print(round($power * 0.75))")
+# Each node's caps before the event (W, as its agent reports them).
+node_caps() { ctl nodes | python3 -c 'import json,sys
+for n in sorted(json.load(sys.stdin), key=lambda n: n["node"]):
+    print(n["node"], ",".join("%g" % g["cap_w"] for g in n["gpus"]))'; }
+node_caps >"$T/caps.pre"
 echo "fleet: 32 emulated GPUs drawing $power W; event: $target W (75 %) for 40 s"
 ctl submit ev1 +0 +40 "$target" >/dev/null
 for t in 5 10 20 30 40; do
   sleep $((t - ${last:-0})); last=$t
   ctl status | python3 -c 'import json,sys; s=json.load(sys.stdin); print("  t=%2ss  power %8.1f W  target %8.1f W" % ('"$t"', s["power_w"], s["target_w"]))'
 done
-sleep 5
+# The recovery: caps back up along the cluster's ramp (docs/control.md
+# "Recovery"), every one within the recovery window (15 min; here seconds).
+t0=$(date +%s.%N)
+for i in $(seq 240); do
+  st=$(ctl status | python3 -c 'import json,sys; print(json.load(sys.stdin).get("state", "?"))')
+  node_caps >"$T/caps.now"
+  [ "$st" = idle ] && cmp -s "$T/caps.pre" "$T/caps.now" && break
+  sleep 0.5
+done
+echo "after the event ($(python3 -c "print(round($(date +%s.%N) - $t0))") s): each node's caps now, and before the event"
+join "$T/caps.now" "$T/caps.pre" | while read -r n now pre; do
+  printf '  %s  now %-32s before %-32s %s\n' "$n" "$now" "$pre" \
+    "$([ "$now" = "$pre" ] && echo back || echo 'NOT BACK')"
+done
+if ! cmp -s "$T/caps.pre" "$T/caps.now"; then
+  echo "fleet-demo: caps not back at their pre-event limits" >&2
+  exit 1
+fi
+echo "every cap back at its pre-event limit"
 echo "records (assignments that changed caps):"
 ctl records | python3 -c 'import json,sys
 for r in json.load(sys.stdin)[-8:]: print("  %s seq %s %s %s" % (r["node"], r["seq"], r["kind"], r["caps_mw"][:60]))'

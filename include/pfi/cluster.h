@@ -65,6 +65,12 @@ struct pfi_cluster_config {
   double announce_err_s; /* each announced start (of a pause, of the end)
                             is off by up to this many seconds, uniform,
                             one draw per pause and per end (0: exact) */
+  int cold_start;     /* 1: the jobs running at t = 0 all start then (their
+                         start-up, 150 s, first); 0 (default): they started
+                         earlier, past their start-up */
+  double ckpt_wave_s; /* a checkpoint wave: every job's checkpoints aligned
+                         so that one begins at this time, s (0: none; each
+                         job's schedule has its own phase) */
 };
 
 void pfi_cluster_config_init(struct pfi_cluster_config *c);
@@ -74,7 +80,8 @@ void pfi_cluster_config_init(struct pfi_cluster_config *c);
  * gpus_per_node, profile, seed, library_share, fill, job_hours,
  * eval_every_s, eval_s, ckpt_every_s, ckpt_s, faults, protect_share,
  * tiered_share, tier_max_event_s, tier_notice_s, deadline_share,
- * deadline_frac, event_notice_s, announce_s). Returns 0 or PFI_EINVAL naming the key.
+ * deadline_frac, event_notice_s, announce_s, announce_err_s, cold_start,
+ * ckpt_wave_s). Returns 0 or PFI_EINVAL naming the key.
  */
 int pfi_cluster_config_set(struct pfi_cluster_config *c, const char *key,
                            const char *value, struct pfi_error *err);

@@ -302,8 +302,12 @@ int pfi_fleet_tier_decode(const char *buf, size_t len,
  * recovery under this baseline (docs/fleet.md "Takeover"). */
 struct pfi_fleet_ctl_state {
   char event[PFI_FLEET_NAME_MAX]; /* the event */
-  double baseline_w;              /* its pre-event baseline, W (> 0) */
+  double baseline_w;              /* its pre-event baseline, W (0: unknown;
+                                     reported, the recovery does not use
+                                     it) */
   double t_s;                     /* Unix time written */
+  double recovery_t0;             /* Unix time its recovery began (0: not
+                                     yet): the recovery window's start */
 };
 
 int pfi_fleet_ctl_state_encode(const struct pfi_fleet_ctl_state *c,

@@ -28,9 +28,9 @@ struct pfi_pfid_opts {
                              and its recovery (0: the control module's
                              default, 100 W/s) */
   double margin;          /* aim this share below the event's target, and */
-  double recovery_margin; /* stay this share below the pre-event baseline
-                             in the recovery (0: the control module's
-                             defaults, 0.002 and 0.004) */
+  double recovery_margin; /* the recovery's raises aim this share of its
+                             ceiling under its ramp (0: the control
+                             module's defaults, 0.002 and 0.004) */
   /* Live flexible capacity (docs/fleet.md): a tier file (tier,max_loss,
    * max_event_s,notice_s: each job's longest event is its tier's, found
    * by max_loss), and a PFI model with the features of the jobs (each
@@ -42,6 +42,11 @@ struct pfi_pfid_opts {
    * may state their target at the node or meter level, converted to GPU
    * power each period; NULL: GPU targets only. */
   const char *meter_config;
+  /* The recovery after an event (docs/control.md "Recovery"): the fleet's
+   * GPU power rises at most recovery_ramp_w_s W/s (0: the control
+   * module's default, 5 % of the ceiling per second), every job back at
+   * its pre-event caps within recovery_s (0: 900 s). */
+  double recovery_ramp_w_s, recovery_s;
 };
 
 struct pfi_pfid;

@@ -43,7 +43,13 @@ static const struct pfi_opt opts[] = {
     {"margin", 'm', 0, PFI_ARG_REQ, "M",
      "the controller's margin below the target (0.002)"},
     {"recovery-margin", 1007, 0, PFI_ARG_REQ, "M",
-     "the recovery's margin below the pre-event baseline (0.004)"},
+     "the recovery's raises aim this share of the ceiling under its ramp "
+     "(0.004)"},
+    {"recovery-ramp", 1008, 0, PFI_ARG_REQ, "W/S",
+     "after the event cluster power rises at most this fast (default 5 % of "
+     "the draw at the pre-event caps per second)"},
+    {"recovery-window", 1009, 0, PFI_ARG_REQ, "D",
+     "every job back at its pre-event caps within this long (default 15m)"},
     {"probe-horizon", 'p', 0, PFI_ARG_REQ, "S",
      "probes: seconds a lesson is valued over (0: none, default; 600)"},
     {"draw-learn", 'd', 0, PFI_ARG_REQ, "0|1",
@@ -59,6 +65,7 @@ static const struct pfi_cmd_help help = {
     "                   [--seeds K]\n"
     "                   [--records DB] [--series FILE] [--out FILE.json]\n"
     "                   [--margin M] [--recovery-margin M]\n"
+    "                   [--recovery-ramp W/S] [--recovery-window D]\n"
     "                   [--probe-horizon S] [--draw-learn 0|1]\n"
     "                   [--no-compare] [--format F]\n"
     "       pfi control --emulate CLUSTER --phoenix [--seeds K] ...\n",
@@ -83,7 +90,10 @@ static const struct pfi_cmd_help help = {
     "notice the event gives, s; --notice); announce_s (each trainer\n"
     "announces its next pause this long before it, s; 0, the default:\n"
     "none); announce_err_s (each announced start is off by up to this\n"
-    "many seconds, uniform; 0: exact). 'default' is 125 nodes x 8 H200,\n"
+    "many seconds, uniform; 0: exact); cold_start (1: every job starts at\n"
+    "t = 0, its 150 s start-up first); ckpt_wave_s (every job's\n"
+    "checkpoints aligned so that one begins at this time, s: a wave; 0:\n"
+    "none). 'default' is 125 nodes x 8 H200,\n"
     "all jobs drawn out of sample; pairs alone ('announce_s=10') change\n"
     "the default.\n"
     "\n"
@@ -292,6 +302,20 @@ int cmd_control(int argc, char **argv) {
         return pfi_cli_usage(
             "control", "--recovery-margin: '%s' is not a share in [0, 0.5)",
             optarg);
+      break;
+    case 1008:
+      if (pfi_cli_parse_double(optarg, &cfg.recovery_ramp_w_s) < 0 ||
+          !(cfg.recovery_ramp_w_s > 0 && cfg.recovery_ramp_w_s <= 1e12))
+        return pfi_cli_usage("control",
+                             "--recovery-ramp: '%s' is not in W/s, 0..1e12",
+                             optarg);
+      break;
+    case 1009:
+      if (pfi_cli_parse_duration(optarg, &cfg.recovery_s, &err) < 0 ||
+          !(cfg.recovery_s >= 10 && cfg.recovery_s <= 86400))
+        return pfi_cli_usage("control",
+                             "--recovery-window: expected 10s..24h, got '%s'",
+                             optarg);
       break;
     case 'p':
       if (pfi_cli_parse_double(optarg, &cfg.probe_horizon_s) < 0 ||
@@ -545,9 +569,12 @@ int cmd_control(int argc, char **argv) {
   printf("  time to target              ");
   put_s(r->time_to_target_s);
   putchar('\n');
-  printf("  recovery peak               %.4f x baseline, caps back after %.0f "
-         "s\n",
-         r->recovery_peak_w / r->baseline_w, r->recovery_s);
+  printf("  recovery peak               %.4f x baseline, caps back after ",
+         r->recovery_peak_w / r->baseline_w);
+  if (isfinite(r->recovery_s))
+    printf("%.0f s\n", r->recovery_s);
+  else
+    printf("- (not within --tail)\n");
   printf("  cap changes per GPU-hour    %.1f\n", r->cap_changes_per_gpu_h);
   printf("  records %zu, anomalies %zu, rollbacks %zu, infeasible %zu s, "
          "floor violations %zu, tier violations %zu job-s\n",

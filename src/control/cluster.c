@@ -329,6 +329,13 @@ static int add_job(struct pfi_cluster *cl, const size_t *gpu, size_t n,
   j->run_tf = 1 + RUN_CV_TOKENS * gauss(s, S_RUN, (uint64_t)id * 2 + 1);
   j->eval_off = cl->cfg.eval_every_s * unif(s, S_PHASE, (uint64_t)id * 2);
   j->ckpt_off = cl->cfg.ckpt_every_s * unif(s, S_PHASE, (uint64_t)id * 2 + 1);
+  if (cl->cfg.ckpt_wave_s > 0) {
+    /* A checkpoint begins where x + ckpt_off is a multiple of the cadence
+     * (phase_at): at the wave's x. */
+    double x = cl->cfg.ckpt_wave_s - start - STARTUP_S;
+    double m = fmod(x, cl->cfg.ckpt_every_s);
+    j->ckpt_off = m > 0 ? cl->cfg.ckpt_every_s - m : -m;
+  }
   /* What the controller is told: uncapped point and the model's PFI. */
   double pmax = 0;
   for (size_t r = 0; r < n; r++)
@@ -416,10 +423,12 @@ static int fill_free(struct pfi_cluster *cl, double t, int initial,
     for (size_t r = 0; r < n; r++)
       gpus[r] = g + r;
     double len = job_len(cl, k);
-    /* Jobs running at t = 0 started earlier (past their start-up). */
+    /* Jobs running at t = 0 started earlier (past their start-up), or,
+     * cold_start, all start then. */
     double start =
-        initial ? t - len * unif(cl->cfg.seed, S_JOB, k * 8 + 7) - STARTUP_S
-                : t + 60.0 * (1 + 9 * unif(cl->cfg.seed, S_JOB, k * 8 + 7));
+        initial && cl->cfg.cold_start ? t
+        : initial ? t - len * unif(cl->cfg.seed, S_JOB, k * 8 + 7) - STARTUP_S
+                  : t + 60.0 * (1 + 9 * unif(cl->cfg.seed, S_JOB, k * 8 + 7));
     int rc = add_job(cl, gpus, n, start, start + len, err);
     if (rc < 0)
       return rc;

@@ -75,6 +75,8 @@ int pfi_cluster_config_set(struct pfi_cluster_config *c, const char *key,
       {"event_notice_s", 0, 1e7, 0, &c->event_notice_s, 'd'},
       {"announce_s", 0, 3600, 0, &c->announce_s, 'd'},
       {"announce_err_s", 0, 600, 0, &c->announce_err_s, 'd'},
+      {"cold_start", 0, 1, 1, &c->cold_start, 'i'},
+      {"ckpt_wave_s", 0, 1e7, 0, &c->ckpt_wave_s, 'd'},
   };
   if (strcmp(key, "profile") == 0) {
     if (!pfi_emu_profile_find(v))

@@ -206,6 +206,34 @@ static void status(struct pfi_pfid *d, struct pfi_http_resp *rs) {
   json_object_set_new(j, "meter_power_w",
                       isfinite(d->meter_w) ? json_real(d->meter_w)
                                            : json_null());
+  /* What the controller does (docs/fleet.md "Status"): "event" (a target
+   * in force), "recovering" (raising caps back after one), "holding" (the
+   * recovery waits: the fleet's draw is on its ramp), "idle". */
+  int rec = d->leader && d->recovering && !d->event[0];
+  json_object_set_new(j, "state",
+                      json_string(d->event[0] ? "event"
+                                  : rec && d->rec_held ? "holding"
+                                  : rec                ? "recovering"
+                                                       : "idle"));
+  if (rec) {
+    json_t *r = json_pack("{s:s}", "event", d->rec_event);
+#define NUM(k, v) json_object_set_new(r, k, isfinite(v) ? json_real(v) : json_null())
+    NUM("limit_w", d->rec_limit_w);
+    NUM("ceiling_w", d->rec_ceiling_w);
+    NUM("ramp_w_s", d->rec_rate_w_s);
+    NUM("window_left_s", d->rec_left_s);
+#undef NUM
+    json_object_set_new(r, "held", json_boolean(d->rec_held));
+    json_object_set_new(
+        r, "why",
+        json_string(d->rec_held
+                        ? "the fleet's draw is on the recovery's ramp (a "
+                          "raise still to show or a paused job's return "
+                          "counted): raises wait for the ramp"
+                        : "raising caps to their pre-event limits, in a "
+                          "seeded order, along the recovery's ramp"));
+    json_object_set_new(j, "recovery", r);
+  }
   reply_json(rs, 200, j);
 }
 
@@ -749,6 +777,28 @@ static void metrics(struct pfi_pfid *d, struct pfi_http_resp *rs) {
                  "pfi_fleet_target_infeasible %d\n",
                  pfi_fleet_level_name(d->level), d->event[0] ? d->stated_w : 0,
                  d->infeasible);
+  int rec = d->leader && d->recovering && !d->event[0];
+  pfi_buf_printf(&b,
+                 "# HELP pfi_fleet_recovering 1 while caps return to their "
+                 "pre-event limits after an event.\n"
+                 "# TYPE pfi_fleet_recovering gauge\n"
+                 "pfi_fleet_recovering %d\n"
+                 "# HELP pfi_fleet_recovery_held 1 while the recovery waits "
+                 "(the fleet's draw on its ramp).\n"
+                 "# TYPE pfi_fleet_recovery_held gauge\n"
+                 "pfi_fleet_recovery_held %d\n",
+                 rec, rec && d->rec_held);
+  if (rec && isfinite(d->rec_limit_w) && isfinite(d->rec_ceiling_w))
+    pfi_buf_printf(&b,
+                   "# HELP pfi_fleet_recovery_limit_watts The recovery's "
+                   "ramp: the most the fleet's GPUs may draw next period.\n"
+                   "# TYPE pfi_fleet_recovery_limit_watts gauge\n"
+                   "pfi_fleet_recovery_limit_watts %.17g\n"
+                   "# HELP pfi_fleet_recovery_ceiling_watts The draw with "
+                   "every job at its pre-event caps, as believed.\n"
+                   "# TYPE pfi_fleet_recovery_ceiling_watts gauge\n"
+                   "pfi_fleet_recovery_ceiling_watts %.17g\n",
+                   d->rec_limit_w, d->rec_ceiling_w);
   if (isfinite(d->node_w) && isfinite(d->meter_w))
     pfi_buf_printf(&b,
                    "# HELP pfi_fleet_node_power_watts The nodes' DC power "

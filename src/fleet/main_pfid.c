@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "opt.h"
+#include "pfi/duration.h"
 #include "pfi/pfid.h"
 
 static volatile sig_atomic_t stop;
@@ -27,6 +28,8 @@ enum {
   O_RAMP,
   O_MARGIN,
   O_RMARGIN,
+  O_RRAMP,
+  O_RWINDOW,
   O_TIERS,
   O_MODEL,
   O_FEATURES,
@@ -64,8 +67,15 @@ static const struct pfi_opt opts[] = {
      "aim this share below an event's target, 0.0001..0.2 (default "
      "0.002)"},
     {"recovery-margin", O_RMARGIN, 0, PFI_ARG_REQ, "M",
-     "stay this share below the pre-event baseline in the recovery, "
+     "the recovery's raises aim this share of the ceiling under its ramp, "
      "0.0001..0.2 (default 0.004)"},
+    {"recovery-ramp", O_RRAMP, 0, PFI_ARG_REQ, "W/S",
+     "after an event the fleet's GPU power rises at most this fast, "
+     "0.001..1e9 (default 5 % of the draw at the pre-event caps per "
+     "second)"},
+    {"recovery-window", O_RWINDOW, 0, PFI_ARG_REQ, "DURATION",
+     "every job is back at its pre-event caps within this long after an "
+     "event, 10s..24h (default 15m)"},
     {"tiers", O_TIERS, 0, PFI_ARG_REQ, "FILE",
      "tiers' longest events for the live capacity "
      "(tier,max_loss[,max_event_s][,notice_s])"},
@@ -168,6 +178,21 @@ int main(int argc, char **argv) {
           0)
         return 2;
       break;
+    case O_RRAMP:
+      if (num("--recovery-ramp", optarg, 0.001, 1e9, &o.recovery_ramp_w_s) <
+          0)
+        return 2;
+      break;
+    case O_RWINDOW: {
+      struct pfi_error e;
+      if (pfi_parse_duration(optarg, PFI_DUR_ANY, &o.recovery_s, &e) < 0 ||
+          !(o.recovery_s >= 10 && o.recovery_s <= 86400)) {
+        fprintf(stderr, "pfid: --recovery-window %s: expected 10s..24h\n",
+                optarg);
+        return 2;
+      }
+      break;
+    }
     case O_TIERS:
       o.tiers_file = optarg;
       break;

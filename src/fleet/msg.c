@@ -654,12 +654,11 @@ int pfi_fleet_ctl_state_decode(const char *buf, size_t len,
     return rc;
   if ((rc = get_str(j, "event", c->event, sizeof c->event, 1, 0, CS, err)) ||
       (rc = get_num(j, "baseline_w", 0, 1e12, 1, &c->baseline_w, CS, err)) ||
-      (rc = get_num(j, "t", 0, 1e11, 1, &c->t_s, CS, err)))
+      (rc = get_num(j, "t", 0, 1e11, 1, &c->t_s, CS, err)) ||
+      (rc = get_num(j, "recovery_t0", 0, 1e11, 0, &c->recovery_t0, CS, err)))
     goto out;
   if (!c->event[0])
     rc = bad(err, CS, "event", "empty");
-  else if (!(c->baseline_w > 0))
-    rc = bad(err, CS, "baseline_w", "not positive");
 out:
   json_decref(j);
   return rc;
@@ -668,11 +667,14 @@ out:
 int pfi_fleet_ctl_state_encode(const struct pfi_fleet_ctl_state *c,
                                char *buf, size_t n, struct pfi_error *err) {
   if (!pfi_fleet_name_ok(c->event) ||
-      !(c->baseline_w > 0 && c->baseline_w <= 1e12) ||
-      !(c->t_s >= 0 && c->t_s <= 1e11))
+      !(c->baseline_w >= 0 && c->baseline_w <= 1e12) ||
+      !(c->t_s >= 0 && c->t_s <= 1e11) ||
+      !(c->recovery_t0 >= 0 && c->recovery_t0 <= 1e11))
     return pfi_error_set(err, PFI_EINVAL, "control state: bad field");
   json_t *j = json_pack("{si s:s s:f s:f}", "v", PFI_FLEET_VERSION, "event",
                         c->event, "baseline_w", c->baseline_w, "t", c->t_s);
+  if (j && c->recovery_t0 > 0)
+    json_object_set_new(j, "recovery_t0", json_real(c->recovery_t0));
   return dump(j, buf, n, err);
 }
 

@@ -127,6 +127,10 @@ static int build(struct pfi_pfid *d, char *sig, int log,
     cfg.margin = d->o.margin;
   if (d->o.recovery_margin > 0)
     cfg.recovery_margin = d->o.recovery_margin;
+  if (d->o.recovery_ramp_w_s > 0)
+    cfg.recovery_ramp_w_s = d->o.recovery_ramp_w_s;
+  if (d->o.recovery_s > 0)
+    cfg.recovery_s = d->o.recovery_s;
   if ((rc = pfi_ctl_open(&d->ctl, &cfg, ng, lo, hi, err)) < 0)
     goto out;
   /* Jobs: the GPUs that report the same job id, across nodes. */
@@ -259,10 +263,11 @@ int pfid_ctl_period(struct pfi_pfid *d, const struct pfi_fleet_event *ev,
   if (!d->ctl && !ev && d->takeover_check) {
     /* Just took the lead outside any event: nodes that still hold caps
      * of ours (the bucket's assignments: outside an event every node is
-     * restored) were in the previous leader's recovery. It goes on here,
-     * under the baseline that leader kept ("ctl"); without one they are
-     * restored at once, as before. Until the first telemetry they keep
-     * what they hold, for at most the stale time. */
+     * restored) were in the previous leader's recovery. It goes on here to
+     * its end, within the window that began when that leader's recovery
+     * did (the state it kept, "ctl"; without one, the window starts now).
+     * Until the first telemetry they keep what they hold, for at most the
+     * stale time. */
     int held = 0;
     for (size_t i = 0; i < d->n_nodes; i++)
       held |= !d->node[i].restore && d->node[i].seq > 0;
@@ -278,17 +283,13 @@ int pfid_ctl_period(struct pfi_pfid *d, const struct pfi_fleet_event *ev,
       d->takeover_check = 0;
     } else {
       d->takeover_check = 0;
-      if (d->have_ctl_state) {
-        memset(&resume, 0, sizeof resume);
-        snprintf(resume.event, sizeof resume.event, "%s",
-                 d->ctl_state.event);
-        resume.baseline_w = d->ctl_state.baseline_w;
-        resuming = resume_takeover = 1;
-      } else {
-        pfid_log(d, "leader",
-                 "nodes hold an event's caps, but no baseline was kept: "
-                 "restored at once");
-      }
+      memset(&resume, 0, sizeof resume);
+      snprintf(resume.event, sizeof resume.event, "%s",
+               d->have_ctl_state ? d->ctl_state.event : "event");
+      resume.baseline_w = d->have_ctl_state && d->ctl_state.baseline_w > 0
+                              ? d->ctl_state.baseline_w
+                              : NAN;
+      resuming = resume_takeover = 1;
     }
   } else if (ev) {
     d->takeover_check = 0;
@@ -431,8 +432,13 @@ int pfid_ctl_period(struct pfi_pfid *d, const struct pfi_fleet_event *ev,
     in.baseline_w = d->ctl_state.baseline_w;
   if (resuming) {
     /* Its start on the new module's clock (monotonic since each build);
-     * a takeover's: now (the old leader's is not known). */
-    if (resume_takeover)
+     * a takeover's: when the old leader's began (its wall-clock time in
+     * the state it kept), else now. */
+    if (resume_takeover && d->have_ctl_state &&
+        d->ctl_state.recovery_t0 > 0 &&
+        strcmp(d->ctl_state.event, resume.event) == 0)
+      resume.t0_s = t - (wall - d->ctl_state.recovery_t0);
+    else if (resume_takeover)
       resume.t0_s = t;
     else
       resume.t0_s += old_t0 - d->ctl_t0;
@@ -455,14 +461,34 @@ int pfid_ctl_period(struct pfi_pfid *d, const struct pfi_fleet_event *ev,
   d->aim_w = out.aim_w;
   d->budget_w = out.budget_w;
   d->recovering = out.recovering;
+  d->rec_limit_w = out.recovery_limit_w;
+  d->rec_ceiling_w = out.recovery_ceiling_w;
+  d->rec_rate_w_s = out.recovery_rate_w_s;
+  d->rec_left_s = out.recovery_left_s;
+  d->rec_held = out.recovery_held;
+  if (out.recovering)
+    snprintf(d->rec_event, sizeof d->rec_event, "%s",
+             pfi_ctl_recovery_save(d->ctl, &resume) ? resume.event : "");
   /* The event and its baseline kept in the bucket for a leader after us
    * (written once per event, and when the baseline changes). */
   double base = pfi_ctl_baseline(d->ctl);
-  if (ev && isfinite(base) && base > 0 && pfi_nats_connected(d->nc) &&
-      (!d->have_ctl_state || strcmp(d->ctl_state.event, ev->id) != 0 ||
-       d->ctl_state.baseline_w != base)) {
-    struct pfi_fleet_ctl_state cs = {.baseline_w = base, .t_s = wall};
-    snprintf(cs.event, sizeof cs.event, "%s", ev->id);
+  /* And when its recovery begins, with that start: a leader after us goes
+   * on within the same window. */
+  struct pfi_ctl_recovery rv;
+  int rec_new = !ev && out.recovering &&
+                pfi_ctl_recovery_save(d->ctl, &rv) &&
+                (!d->have_ctl_state || d->ctl_state.recovery_t0 <= 0 ||
+                 strcmp(d->ctl_state.event, rv.event) != 0);
+  if (pfi_nats_connected(d->nc) &&
+      ((ev && isfinite(base) && base > 0 &&
+        (!d->have_ctl_state || strcmp(d->ctl_state.event, ev->id) != 0 ||
+         d->ctl_state.baseline_w != base)) ||
+       (rec_new && pfi_fleet_name_ok(rv.event)))) {
+    struct pfi_fleet_ctl_state cs = {
+        .baseline_w = isfinite(base) && base > 0 ? base : 0, .t_s = wall};
+    snprintf(cs.event, sizeof cs.event, "%s", ev ? ev->id : rv.event);
+    if (rec_new)
+      cs.recovery_t0 = wall - (t - rv.t0_s);
     char buf[256];
     struct pfi_error e2;
     int len = pfi_fleet_ctl_state_encode(&cs, buf, sizeof buf, &e2);

@@ -126,6 +126,12 @@ struct pfi_pfid {
   long long ctl_epoch; /* names its records */
   double aim_w;
   int recovering;
+  /* The recovery this period (control.h pfi_ctl_output): the event, the
+   * ramp's limit, the ceiling, W, the rate, W/s, the window left, s, and
+   * whether it held every job. */
+  char rec_event[64];
+  double rec_limit_w, rec_ceiling_w, rec_rate_w_s, rec_left_s;
+  int rec_held;
   /* The work of each period led (lease, bucket, control module,
    * publishing), s: the newest PFID_PERIODS in a ring, and a histogram of
    * all of them for /metrics. */

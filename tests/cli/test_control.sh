@@ -84,4 +84,30 @@ grep -q "bad.cluster:2" "$T/e" || fail "bad cluster file not located: $(cat "$T/
 [ $? -eq 2 ] || fail "not a records database: exit 2"
 "$PFI" records data/real/SRP_total_power.csv 2>/dev/null
 [ $? -eq 2 ] || fail "CSV as records database: exit 2"
+# A cluster whose jobs all start cold at t = 0, a checkpoint wave before
+# the event: every cap back within the recovery window (15 min by default:
+# recovery_s in 0..900), said in the table as a number of seconds; a tail
+# too short for it prints '-', never nan. --recovery-ramp and
+# --recovery-window out of range: exit 2 naming the option.
+CW='nodes=8,cold_start=1,ckpt_wave_s=500,ckpt_s=45'
+"$PFI" control --emulate "$CW" --target 75% --start 540 --hold 5m --tail 15m \
+  --no-compare --format json >"$T/cw.json" || fail "cold_start run"
+python3 - "$T/cw.json" <<'PY' || fail "cold start: caps not back in the window: $(head -c 600 "$T/cw.json")"
+import json, sys
+rs = json.load(open(sys.argv[1]))["runs"][0]["controller"]["recovery_s"]
+assert rs is not None and 0 <= rs <= 900, rs
+PY
+"$PFI" control --emulate "$CW" --target 75% --start 540 --hold 5m --tail 15m \
+  --no-compare >"$T/cw.txt" || fail "cold_start run (table)"
+grep -Eq 'caps back after [0-9]+ s' "$T/cw.txt" || fail "caps back: $(grep 'caps back' "$T/cw.txt")"
+"$PFI" control --emulate "$CW" --target 75% --start 540 --hold 5m --tail 1s \
+  --no-compare >"$T/cw1.txt" || fail "cold_start run, 1 s tail"
+grep -q 'caps back after - ' "$T/cw1.txt" || fail "1 s tail: $(grep 'caps back' "$T/cw1.txt")"
+grep -qi 'caps back after nan' "$T/cw1.txt" && fail "nan printed"
+"$PFI" control --emulate "$C" --target 75% --recovery-ramp 0 2>"$T/e"
+[ $? -eq 2 ] && grep -q -- "--recovery-ramp" "$T/e" || fail "bad --recovery-ramp"
+"$PFI" control --emulate "$C" --target 75% --recovery-window 1s 2>"$T/e"
+[ $? -eq 2 ] && grep -q -- "--recovery-window" "$T/e" || fail "bad --recovery-window"
+"$PFI" control --emulate 'nodes=2,cold_start=2' --target 75% 2>"$T/e"
+[ $? -eq 2 ] && grep -q "cold_start" "$T/e" || fail "bad cold_start"
 exit $((fails > 0))

@@ -9,7 +9,8 @@
 # (target against realized power, the delivered cut beside Emerald's
 # measured one, capacity over time), the measured-beside-emulated table
 # against values computed here from the published file and from the
-# bridge's log, and the job table.
+# bridge's log, and the job table; every node's caps back at their
+# pre-event limits at the end (the demo's own comparison, node by node).
 . "$(dirname "$0")/lib.sh"
 B=${PFI_BUILD_DIR:?}
 command -v nats-server >/dev/null || { echo "SKIP: nats-server is not installed (make deps)"; exit 77; }
@@ -27,6 +28,9 @@ PFI_DEMO_SPEED=6 PFI_DEMO_COMPRESS=600 PFI_DEMO_BASELINE_S=5 PFI_DEMO_TAIL_S=5 \
   { fail "demo-grid exit $? ($(tail -n 5 "$art/demo.log"))"; exit 1; }
 [ -s "$art/event.html" ] || { fail "no event.html"; exit 1; }
 grep -q "for 20 s (200 minutes at 600x)" "$art/demo.log" || fail "the event was not compressed 600x: $(cat "$art/demo.log")"
+# Every cap back at its pre-event limit at the end, shown node by node.
+grep -q "every cap back at its pre-event limit" "$art/demo.log" || fail "caps not back: $(tail -n 8 "$art/demo.log")"
+[ "$(grep -c ' back$' "$art/demo.log")" = 4 ] || fail "not four nodes back: $(grep 'now ' "$art/demo.log")"
 
 # Emerald's delivery by awk on the published file (baseline the median of
 # the first 15 minutes, 16:10-19:30 on 2025-05-04), as in test_grid.sh;

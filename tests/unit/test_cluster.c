@@ -102,6 +102,50 @@ static void test_same_seed(void **state) {
   assert_memory_equal(a, b, sizeof a);
 }
 
+/* cold_start = 1: every job running at t = 0 starts then (start_s 0), in
+ * its start-up (150 s) for the first periods; ckpt_wave_s = 400 (45 s
+ * checkpoints every 2400 s): every job reports a pause through the wave
+ * (periods ending at 401..445 s, the checkpoint's first 45 s) and trains
+ * just before and after it (the evaluations off). */
+static void test_cold_start_wave(void **state) {
+  (void)state;
+  struct pfi_cluster_config cc;
+  pfi_cluster_config_init(&cc);
+  cc.nodes = 4;
+  cc.fill = 1;
+  cc.faults = 0;
+  cc.eval_s = 0;
+  cc.job_hours = 1000;
+  assert_int_equal(pfi_cluster_config_set(&cc, "cold_start", "1", NULL), 0);
+  assert_int_equal(pfi_cluster_config_set(&cc, "ckpt_wave_s", "400", NULL), 0);
+  struct pfi_cluster *cl;
+  assert_int_equal(pfi_cluster_open(&cl, &cc, NULL, 600, NULL), 0);
+  size_t n0 = pfi_cluster_njobs_total(cl);
+  assert_true(n0 > 0);
+  for (size_t i = 0; i < n0; i++)
+    ASSERT_NEAR(pfi_cluster_job_at(cl, (int)i)->start_s, 0, 0);
+  double caps[32];
+  for (int g = 0; g < 32; g++)
+    caps[g] = 700;
+  for (int k = 1; k <= 460; k++) {
+    struct pfi_cluster_obs o;
+    assert_int_equal(pfi_cluster_step(cl, caps, 1.0, &o, NULL), 0);
+    for (size_t i = 0; i < o.njobs; i++) {
+      int want = k <= 150               ? PFI_PHASE_STARTUP
+                 : k > 401 && k <= 445 ? PFI_PHASE_PAUSE
+                 : k >= 390 && k <= 400 ? PFI_PHASE_TRAINING
+                 : k >= 450            ? PFI_PHASE_TRAINING
+                                       : -9;
+      if (want != -9 && o.phase[i] != want)
+        fail_msg("t = %d s: job %d in phase %d, expected %d", k, o.job[i],
+                 o.phase[i], want);
+    }
+  }
+  pfi_cluster_close(cl);
+  assert_int_not_equal(pfi_cluster_config_set(&cc, "cold_start", "2", NULL),
+                       0);
+}
+
 /* Drawn jobs are in no library file: their four calibrated parameters
  * match no library entry. */
 static void test_out_of_sample(void **state) {
@@ -441,6 +485,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_step_response),
       cmocka_unit_test(test_same_seed),
+      cmocka_unit_test(test_cold_start_wave),
       cmocka_unit_test(test_out_of_sample),
       cmocka_unit_test(test_telemetry_fields),
       cmocka_unit_test(test_parse),

@@ -123,7 +123,8 @@ static void test_assign_codec(void **state) {
  * age or power out of range is refused naming the field. */
 /* A GPU's restore limit in telemetry (optional "restore_mw": absent in an
  * older agent's message, 0 after decoding) and the control state pfid
- * keeps in the bucket (key "ctl"): round trips, and bad fields named. */
+ * keeps in the bucket (key "ctl", its recovery's start optional): round
+ * trips, and bad fields named. */
 static void test_restore_and_ctl_state(void **state) {
   (void)state;
   struct pfi_fleet_telemetry t, u;
@@ -169,13 +170,23 @@ static void test_restore_and_ctl_state(void **state) {
   assert_string_equal(c2.event, "ev-7");
   ASSERT_NEAR(c2.baseline_w, 4321.5, 0);
   ASSERT_NEAR(c2.t_s, 1.7e9, 0);
+  ASSERT_NEAR(c2.recovery_t0, 0, 0); /* absent: no recovery yet */
+  /* Its recovery's start round-trips; a baseline unknown (0) too. */
   c.baseline_w = 0;
+  c.recovery_t0 = 1.7e9 + 12.25;
+  len = pfi_fleet_ctl_state_encode(&c, buf, sizeof buf, &err);
+  assert_true(len > 0);
+  assert_int_equal(pfi_fleet_ctl_state_decode(buf, (size_t)len, &c2, &err), 0);
+  ASSERT_NEAR(c2.baseline_w, 0, 0);
+  ASSERT_NEAR(c2.recovery_t0, 1.7e9 + 12.25, 0);
+  c.baseline_w = -1;
   assert_int_equal(pfi_fleet_ctl_state_encode(&c, buf, sizeof buf, &err),
                    PFI_EINVAL);
   static const struct {
     const char *m, *field;
   } bad[] = {
-      {"{\"v\":1,\"event\":\"e\",\"baseline_w\":0,\"t\":1}", "baseline_w"},
+      {"{\"v\":1,\"event\":\"e\",\"baseline_w\":1,\"t\":1,\"recovery_t0\":-2}",
+       "recovery_t0"},
       {"{\"v\":1,\"event\":\"e\",\"baseline_w\":-3,\"t\":1}", "baseline_w"},
       {"{\"v\":1,\"event\":\"e\",\"t\":1}", "baseline_w"},
       {"{\"v\":1,\"event\":\"\",\"baseline_w\":5,\"t\":1}", "event"},
