@@ -98,6 +98,16 @@ done
 grep -q 'objective work' "$T/u/rep/report.html" || fail "report page does not name its objective"
 cmp -s "$T/u/sim.json" "$T/k/sim.json" || fail "simulate depends on ResNet's unit: $(diff "$T/u/sim.json" "$T/k/sim.json" | head)"
 grep -q '"objective": "work"' "$T/u/sim.json" || fail "simulate JSON does not name its objective"
+# Replay of an event (the caps at each step, every total): the same bytes.
+printf 'time,power_w\n0,13000\n600,13000\n1200,11000\n1800,10400\n2400,13000\n' >"$T/tgt.csv"
+for d in u k; do
+  (cd "$T/$d" && "$PFI" replay --curves c.csv --target "$T/tgt.csv" --baseline 13680 --show caps --format csv \
+    >replay.csv && "$PFI" replay --curves c.csv --target "$T/tgt.csv" --baseline 13680 >replay.txt) ||
+    fail "replay ($d)"
+done
+cmp -s "$T/u/replay.csv" "$T/k/replay.csv" || fail "replay caps depend on ResNet's unit: $(diff "$T/u/replay.csv" "$T/k/replay.csv" | head)"
+cmp -s "$T/u/replay.txt" "$T/k/replay.txt" || fail "replay totals depend on ResNet's unit"
+grep -q '^objective work' "$T/u/replay.txt" || fail "replay does not name its objective"
 # The report's cap plan at a 10 % cut is the plan pfi allocate writes.
 python3 - "$T/u/rep/cap_plan.csv" "$T/u/plan-oracle.csv" <<'PY' || fail "report cap table differs from pfi allocate's plan"
 import csv, sys
