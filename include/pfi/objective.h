@@ -94,7 +94,7 @@ int pfi_objective_gpus(const int *gpus, size_t n, const char *const *names,
  * same unless realized power fell with the cap raised). gpus and names as
  * pfi_objective_gpus(). Errors (PFI_EINVAL, naming the job): work or
  * jobs with T_i not positive, a weight negative or not finite, min_share
- * outside [0, 1), GPU counts given for some jobs only.
+ * outside [0, 1), GPU counts given for some jobs only, every weight 0.
  */
 int pfi_objective_scale(const struct pfi_problem *raw,
                         const struct pfi_objective *o, const int *gpus,

@@ -138,6 +138,12 @@ static int factors(const struct pfi_problem *raw, const struct pfi_objective *o,
     double g = o->kind == PFI_OBJ_WORK && *known ? (double)gpus[i] : 1.0;
     f[i] = w * g;
   }
+  int any = n == 0;
+  for (size_t i = 0; i < n && !any; i++)
+    any = f[i] > 0;
+  if (!any)
+    return pfi_error_set(err, PFI_EINVAL,
+                         "every job's weight is 0: nothing to maximize");
   return 0;
 }
 

@@ -186,6 +186,8 @@ printf 'job,weight\nA,3\nB,-1\n' >"$T/wbad.csv"
 expect_usage "wbad.csv:3:3: weight" allocate --curves "$T/two.csv" --cut 25% --weights "$T/wbad.csv"
 printf 'job,weight\nA,3\n' >"$T/wmiss.csv"
 expect_usage "wmiss.csv: no weight for job B" allocate --curves "$T/two.csv" --cut 25% --weights "$T/wmiss.csv"
+printf 'job,weight\nA,0\nB,0\n' >"$T/wzero.csv"
+expect_usage "every job's weight is 0" allocate --curves "$T/two.csv" --cut 25% --weights "$T/wzero.csv"
 # GPU counts for some jobs only: the work objective cannot weigh them.
 sed 's/^B,\(.*\),8$/B,\1,/' "$T/two.csv" >"$T/some.csv"
 expect_usage "job B has no GPU count" allocate --curves "$T/some.csv" --cut 25%
