@@ -34,7 +34,7 @@
 #include "pfi/error.h"
 #include "pfi/phase.h"
 
-#define PFI_CTL_API_VERSION 7
+#define PFI_CTL_API_VERSION 8
 
 /* Why a job's caps changed (or why a record was written without a
  * change). Append only: values are stored in records databases. */
@@ -113,6 +113,14 @@ struct pfi_ctl_config {
                                of the jobs at their pre-event caps) per
                                second. Never slower than what reaches the
                                ceiling by half the recovery window */
+  /* Appended in API version 8. */
+  /* What the oracle's split maximizes (enum pfi_objective_kind,
+   * objective.h): PFI_OBJ_THROUGHPUT (the default here until the
+   * validation of docs/control.md is rerun under work), the believed
+   * tokens/s summed across jobs; PFI_OBJ_WORK, each job's believed share
+   * of its uncapped throughput times its GPUs (unit-free); PFI_OBJ_JOBS,
+   * the share alone. */
+  int objective;
 };
 
 void pfi_ctl_config_init(struct pfi_ctl_config *c);
@@ -268,7 +276,9 @@ struct pfi_ctl_output {
   double budget_w;    /* what the oracle allocated, W */
   int infeasible;     /* 1: the floors exceed the target */
   double shortfall_w; /* by how many watts */
-  double pred_tokens; /* believed total throughput at the new caps */
+  double pred_tokens; /* believed total value at the new caps, by the
+                         config's objective (tokens/s under throughput,
+                         GPU-equivalents under work) */
   int recovering;     /* 1 while the staggered recovery runs */
   int infeasible_reason; /* the term whose floors exceed the target:
                             PFI_CTL_FLOOR (minimum caps, tiers),

@@ -47,6 +47,16 @@ struct pfi_objective {
   double min_share;     /* in [0, 1): 0 for none */
 };
 
+/*
+ * The factor s_i of one job (see above): w g / tmax (work), w (throughput),
+ * w / tmax (jobs); w the weight, g the GPU count (0 or less: 1). 1 when
+ * tmax is not positive and finite and the kind needs it (nothing to scale
+ * by yet). For callers that hold one job's curve at a time (the
+ * controller's beliefs).
+ */
+double pfi_objective_factor(enum pfi_objective_kind k, double weight,
+                            double gpus, double tmax);
+
 /* work, no weights, no minimum share. */
 void pfi_objective_init(struct pfi_objective *o);
 
@@ -94,7 +104,7 @@ int pfi_objective_gpus(const int *gpus, size_t n, const char *const *names,
  * same unless realized power fell with the cap raised). gpus and names as
  * pfi_objective_gpus(). Errors (PFI_EINVAL, naming the job): work or
  * jobs with T_i not positive, a weight negative or not finite, min_share
- * outside [0, 1), GPU counts given for some jobs only.
+ * outside [0, 1), GPU counts given for some jobs only, every weight 0.
  */
 int pfi_objective_scale(const struct pfi_problem *raw,
                         const struct pfi_objective *o, const int *gpus,
@@ -108,8 +118,8 @@ int pfi_objective_scale(const struct pfi_problem *raw,
  * every x' in [x, hi_i] (the job's range then starts there; powers are
  * unchanged, so an allocation on `out` applies to `raw`). `out` must be
  * initialized (pfi_problem_init) and is cleared first. tmax as
- * pfi_objective_scale(); *gpus_known (may be NULL) as pfi_objective_gpus(). Errors as pfi_objective_scale(),
- * PFI_ENOMEM.
+ * pfi_objective_scale(); *gpus_known (may be NULL) as pfi_objective_gpus().
+ * Errors as pfi_objective_scale(), PFI_ENOMEM.
  */
 int pfi_objective_problem(const struct pfi_problem *raw,
                           const struct pfi_objective *o, const int *gpus,

@@ -231,13 +231,8 @@ int cmd_allocate(int argc, char **argv) {
   if (pfi_jobset_inputs_build(&d, 1u << s, 0, &eo, &ai, &err) < 0)
     goto fail;
   const struct pfi_alloc_inputs in = ai.in;
-  if (obj_opt_problem_js(&ob, &d, pp, &vp, &gpus_known, &err) < 0) {
-    if (err.code == PFI_EINVAL || err.code == PFI_EPARSE) {
-      status = pfi_cli_usage("allocate", "%s", err.msg);
-      goto out;
-    }
+  if (obj_opt_problem_js(&ob, &d, pp, &vp, &gpus_known, &err) < 0)
     goto fail;
-  }
   double lo, hi;
   pfi_problem_bounds(pp, &lo, &hi);
   if (budget_s)

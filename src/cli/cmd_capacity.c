@@ -284,13 +284,8 @@ int cmd_capacity(int argc, char **argv) {
   }
   if (!unit)
     unit = d.cs.unit ? d.cs.unit : "tokens/s";
-  if (obj_opt_problem_cs(&ob, &d.cs, &p, &gpus_known, &err) < 0) {
-    if (err.code == PFI_EINVAL || err.code == PFI_EPARSE)
-      status = pfi_cli_usage("capacity", "%s", err.msg);
-    else
-      status = pfi_cli_fail(&err);
-    goto out;
-  }
+  if (obj_opt_problem_cs(&ob, &d.cs, &p, &gpus_known, &err) < 0)
+    goto fail;
   pfi_objective_unit(&ob.obj, gpus_known, unit, tunit, sizeof tunit);
   pfi_objective_describe(&ob.obj, gpus_known, odesc, sizeof odesc);
   struct pfi_alloc_inputs in = {pfi, NULL, NULL};

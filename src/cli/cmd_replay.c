@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "objective_opt.h"
 #include "opt.h"
 #include "pfi/alloc.h"
 #include "pfi/fmt.h"
@@ -49,6 +50,7 @@ static const struct pfi_opt opts[] = {
      "job's power and per-GPU cap at each step)"},
     {"format", 'F', 0, PFI_ARG_REQ, "F",
      "table (default), csv or json (everything)"},
+    OBJ_OPTS,
     PFI_OPT_HELP,
     PFI_OPT_END};
 
@@ -59,6 +61,7 @@ static const struct pfi_cmd_help help = {
     "                  [--baseline W|auto] [--strategies LIST]\n"
     "                  [--model MODEL.json | --true-pfi] [--pfi-features L]\n"
     "                  [--map MAP] [--show summary|series|jobs|caps]\n"
+    "                  [--objective O] [--weights FILE] [--min-share R]\n"
     "                  [--format table|csv|json]\n",
     "Replays a grid event: TRACE gives the cluster's power over time; the\n"
     "cut at each step is max(0, 1 - target / baseline), and each strategy\n"
@@ -66,7 +69,15 @@ static const struct pfi_cmd_help help = {
     "pfi allocate does, at every step. A step whose cut goes below the\n"
     "jobs' floors is infeasible: every job runs at its floor and the watts\n"
     "above the budget are reported. The exact oracle always runs, for the\n"
-    "gap to it.\n",
+    "gap to it.\n"
+    "\n"
+    "Objective (docs/predict-allocate.md), as in pfi allocate: by default\n"
+    "the work kept, each job by its share of its uncapped throughput times\n"
+    "its GPUs; --objective throughput sums raw throughput (the paper's),\n"
+    "--objective jobs (or --normalize) counts each job once. The columns\n"
+    "tokens_per_s and normalized, and every retained, count in the\n"
+    "objective's unit (JSON key objective_unit; tokens/s only under\n"
+    "--objective throughput).\n",
     opts,
     "Timestamps: 2025-05-04 14:40:00-07:00 (date, time, optional offset),\n"
     "14:00 or 14:00:30 (time of day), or seconds; one form per file, in\n"
@@ -133,6 +144,8 @@ int cmd_replay(int argc, char **argv) {
              *power_col = NULL, *base_s = "auto", *strat_s = "oracle,equal",
              *model_path = NULL, *pfeat = NULL, *map = NULL;
   int true_pfi = 0;
+  struct obj_opt ob;
+  obj_opt_init(&ob);
   double event_min = PFI_REPLAY_EVENT_MIN_CUT;
   enum show show = SHOW_SUMMARY;
   enum pfi_format fmt = PFI_FMT_TABLE;
@@ -170,6 +183,13 @@ int cmd_replay(int argc, char **argv) {
       break;
     case 'P':
       pfeat = optarg;
+      break;
+    case OBJ_OPT_OBJECTIVE:
+    case OBJ_OPT_NORMALIZE:
+    case OBJ_OPT_WEIGHTS:
+    case OBJ_OPT_MIN_SHARE:
+      if (obj_opt_handle(&ob, o, optarg, "replay") != 0)
+        return PFI_EXIT_USAGE;
       break;
     case 'M':
       map = optarg;
@@ -270,6 +290,22 @@ int cmd_replay(int argc, char **argv) {
   }
   if (pfi_jobset_inputs_build(&d, asked, 0, &eo, &ai, &err) < 0)
     goto fail;
+  /* The jobs as the objective counts them: every strategy and every total
+   * below works on these values. */
+  int gpus_known = 0;
+  char vunit[160], odesc[300];
+  {
+    struct pfi_problem vp;
+    pfi_problem_init(&vp);
+    if (obj_opt_problem_js(&ob, &d, &ai.prob, &vp, &gpus_known, &err) < 0) {
+      pfi_problem_release(&vp);
+      goto fail;
+    }
+    pfi_problem_release(&ai.prob);
+    ai.prob = vp;
+  }
+  pfi_objective_unit(&ob.obj, gpus_known, d.cs.unit, vunit, sizeof vunit);
+  pfi_objective_describe(&ob.obj, gpus_known, odesc, sizeof odesc);
   double sum_lo, sum_hi;
   pfi_problem_bounds(pp, &sum_lo, &sum_hi);
   double baseline = base_auto ? pfi_target_baseline_auto(&tg) : base_given;
@@ -303,6 +339,10 @@ int cmd_replay(int argc, char **argv) {
     json_object_set_new(j, "target", pfi_cli_json_str(tg.name));
     json_object_set_new(j, "source",
                         json_string(emulated ? "emulated" : "input"));
+    json_object_set_new(j, "objective",
+                        json_string(pfi_objective_name(ob.obj.kind)));
+    json_object_set_new(j, "objective_text", json_string(odesc));
+    json_object_set_new(j, "objective_unit", json_string(vunit));
     json_object_set_new(j, "baseline_w", json_real(baseline));
     json_object_set_new(j, "baseline_rule", json_string(rule));
     json_object_set_new(j, "steps", json_integer((json_int_t)tg.n));
@@ -511,6 +551,7 @@ int cmd_replay(int argc, char **argv) {
   printf("%zu jobs: uncapped %s W, floors %s W (largest feasible cut "
          "%.1f %%)\n",
          n, wb[1], wb[2], sum_hi > 0 ? 100 * (1 - sum_lo / sum_hi) : 0.0);
+  printf("%s (%s)\n", odesc, vunit);
   printf(
       "cut: max %.1f %%, mean %.1f %% over %zu event steps (cut >= %.3g %%); "
       "infeasible steps: %zu",
@@ -672,6 +713,7 @@ out:
     pfi_model_release(&model);
   pfi_jobset_release(&d);
   pfi_jobset_inputs_release(&ai);
+  obj_opt_release(&ob);
   pfi_target_release(&tg);
   return status;
 }

@@ -521,10 +521,6 @@ int cmd_simulate(int argc, char **argv) {
     pfi_problem_init(&vp);
     if (obj_opt_problem_js(&ob, sd, &ai.prob, &vp, &gpus_known, &err) < 0) {
       pfi_problem_release(&vp);
-      if (err.code == PFI_EINVAL || err.code == PFI_EPARSE) {
-        status = pfi_cli_usage("simulate", "%s", err.msg);
-        goto out;
-      }
       goto fail;
     }
     pfi_problem_release(&ai.prob);

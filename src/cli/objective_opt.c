@@ -21,8 +21,7 @@ void obj_opt_release(struct obj_opt *o) {
   o->obj.weight = NULL;
 }
 
-int obj_opt_handle(struct obj_opt *o, int c, const char *arg,
-                   const char *cmd) {
+int obj_opt_handle(struct obj_opt *o, int c, const char *arg, const char *cmd) {
   struct pfi_error err;
   pfi_error_clear(&err);
   switch (c) {
@@ -35,8 +34,9 @@ int obj_opt_handle(struct obj_opt *o, int c, const char *arg,
                            "throughput or jobs)",
                            arg);
     if (o->kind_given && (int)o->obj.kind != k)
-      return pfi_cli_usage(cmd, "--objective %s and --%s %s contradict each "
-                                "other (--normalize is --objective jobs)",
+      return pfi_cli_usage(cmd,
+                           "--objective %s and --%s %s contradict each "
+                           "other (--normalize is --objective jobs)",
                            pfi_objective_name(o->obj.kind),
                            c == OBJ_OPT_NORMALIZE ? "normalize" : "objective",
                            c == OBJ_OPT_NORMALIZE ? "" : arg);

@@ -23,17 +23,23 @@ enum {
 };
 
 #define OBJ_OPT_HELP_OBJECTIVE                                                 \
-  "what the allocation maximizes: work (default: each job's share of its "    \
-  "uncapped throughput x its GPUs, unit-free), throughput (the sum of raw "   \
+  "what the allocation maximizes: work (default: each job's share of its "     \
+  "uncapped throughput x its GPUs, unit-free), throughput (the sum of raw "    \
   "throughput, the paper's) or jobs (each job counts once)"
 
 /* The four entries of an option table. */
 #define OBJ_OPTS                                                               \
-  {"objective", OBJ_OPT_OBJECTIVE, 0, PFI_ARG_REQ, "O",                       \
-   OBJ_OPT_HELP_OBJECTIVE},                                                    \
-      {"normalize", OBJ_OPT_NORMALIZE, 0, PFI_ARG_NONE, NULL,                  \
-       "the same as --objective jobs"},                                        \
-      {"weights", OBJ_OPT_WEIGHTS, 0, PFI_ARG_REQ, "FILE",                     \
+  {                                                                            \
+      "objective", OBJ_OPT_OBJECTIVE,     0, PFI_ARG_REQ,                      \
+      "O",         OBJ_OPT_HELP_OBJECTIVE},                                    \
+      {"normalize", OBJ_OPT_NORMALIZE,                                         \
+       0,           PFI_ARG_NONE,                                              \
+       NULL,        "the same as --objective jobs"},                           \
+      {"weights",                                                              \
+       OBJ_OPT_WEIGHTS,                                                        \
+       0,                                                                      \
+       PFI_ARG_REQ,                                                            \
+       "FILE",                                                                 \
        "per-job weights (a priority, a price per unit): CSV with columns job " \
        "and weight (the curves file itself when it has them); they scale "     \
        "any objective"},                                                       \

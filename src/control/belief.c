@@ -9,6 +9,7 @@
 
 #include "ctl_int.h"
 #include "pfi/alloc.h"
+#include "pfi/objective.h"
 
 /* The prior when the telemetry model gave no estimate: a moderately
  * inelastic job, with a wide interval. */
@@ -337,7 +338,15 @@ size_t pfi__ctl_curve(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
       x[m++] = x[i];
   for (size_t i = 0; i < m; i++)
     y[i] = pfi__ctl_believe(c, j, x[i], lcb);
-  return concave_hull(x, y, m);
+  m = concave_hull(x, y, m);
+  /* The allocation's objective (objective.h): under work each job is
+   * valued by its share of its uncapped throughput times its GPUs, so that
+   * no job's unit (tokens/s, samples/s) weighs in the split. */
+  double s = pfi_objective_factor((enum pfi_objective_kind)c->cfg.objective,
+                                  1.0, (double)j->ngpus, j->tmax);
+  for (size_t i = 0; i < m; i++)
+    y[i] *= s;
+  return m;
 }
 
 void pfi__ctl_learn(struct pfi__ctl_job *j, double cap_w, double power_w,

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "ctl_int.h"
+#include "pfi/objective.h"
 
 static const char *const reason_names[PFI_CTL_REASON__COUNT] = {
     "cut",     "raise",      "rollback", "floor",    "recovery",
@@ -45,6 +46,7 @@ void pfi_ctl_config_init(struct pfi_ctl_config *c) {
   c->probe_horizon_s = 0.0;
   c->draw_learn = 1;
   c->seed = 1;
+  c->objective = PFI_OBJ_THROUGHPUT;
 }
 
 static int check_config(const struct pfi_ctl_config *c, struct pfi_error *err) {
@@ -53,6 +55,7 @@ static int check_config(const struct pfi_ctl_config *c, struct pfi_error *err) {
     return pfi_error_set(err, PFI_EINVAL,                                      \
                          "controller setting %s out of range", field);
   CHECK(c->period_s > 0 && c->period_s <= 3600, "period_s");
+  CHECK(c->objective >= 0 && c->objective < PFI_OBJ__COUNT, "objective");
   CHECK(c->margin >= 0 && c->margin < 0.5, "margin");
   CHECK(c->recovery_margin >= 0 && c->recovery_margin < 0.5,
         "recovery_margin");

@@ -242,8 +242,9 @@ double pfi__ctl_probe_value(const struct pfi_ctl *c,
 /* Ceiling (highest cap the controller may give the job), W per GPU. */
 double pfi__ctl_cap_hi(const struct pfi_ctl *c, const struct pfi__ctl_job *j);
 double pfi__ctl_cap_lo(const struct pfi_ctl *c, const struct pfi__ctl_job *j);
-/* Writes up to `max` breakpoints of the believed curve on [lo, hi];
- * returns how many. */
+/* Writes up to `max` breakpoints of the believed curve on [lo, hi], the
+ * throughput valued by the config's objective (work: times GPUs /
+ * uncapped throughput); returns how many. */
 size_t pfi__ctl_curve(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
                       double lo, double hi, double *x, double *y, size_t max);
 /* Adds a settled point to the job's belief. */

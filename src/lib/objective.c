@@ -11,13 +11,22 @@
 
 #include "pfi/csv.h"
 
-static const char *const kinds[PFI_OBJ__COUNT] = {"work", "throughput",
-                                                  "jobs"};
+static const char *const kinds[PFI_OBJ__COUNT] = {"work", "throughput", "jobs"};
 
 void pfi_objective_init(struct pfi_objective *o) {
   o->kind = PFI_OBJ_WORK;
   o->weight = NULL;
   o->min_share = 0;
+}
+
+double pfi_objective_factor(enum pfi_objective_kind k, double weight,
+                            double gpus, double tmax) {
+  double g = k == PFI_OBJ_WORK && gpus > 0 ? gpus : 1.0;
+  if (k == PFI_OBJ_THROUGHPUT)
+    return weight;
+  if (!(tmax > 0) || !isfinite(tmax))
+    return 1.0;
+  return weight * g / tmax;
 }
 
 const char *pfi_objective_name(enum pfi_objective_kind k) {
@@ -57,8 +66,7 @@ const char *pfi_objective_describe(const struct pfi_objective *o,
           : "each job counts once, by its share of its uncapped throughput";
   char ms[64] = "";
   if (o->min_share > 0)
-    snprintf(ms, sizeof ms, ", each job keeps >= %.4g %%",
-             100 * o->min_share);
+    snprintf(ms, sizeof ms, ", each job keeps >= %.4g %%", 100 * o->min_share);
   snprintf(buf, n, "objective %s: %s%s%s", pfi_objective_name(o->kind), what,
            o->weight ? ", weighted per job" : "", ms);
   return buf;
@@ -67,10 +75,9 @@ const char *pfi_objective_describe(const struct pfi_objective *o,
 static int job_err(struct pfi_error *err, const char *const *names, size_t i,
                    const char *fmt_tail, double v) {
   if (names && names[i])
-    return pfi_error_set(err, PFI_EINVAL, "job %s: %s (%g)", names[i],
-                         fmt_tail, v);
-  return pfi_error_set(err, PFI_EINVAL, "job %zu: %s (%g)", i + 1, fmt_tail,
-                       v);
+    return pfi_error_set(err, PFI_EINVAL, "job %s: %s (%g)", names[i], fmt_tail,
+                         v);
+  return pfi_error_set(err, PFI_EINVAL, "job %zu: %s (%g)", i + 1, fmt_tail, v);
 }
 
 int pfi_objective_gpus(const int *gpus, size_t n, const char *const *names,
@@ -113,11 +120,10 @@ static int factors(const struct pfi_problem *raw, const struct pfi_objective *o,
                    struct pfi_error *err) {
   size_t n = raw->njobs;
   if ((unsigned)o->kind >= PFI_OBJ__COUNT)
-    return pfi_error_set(err, PFI_EINVAL, "unknown objective %d",
-                         (int)o->kind);
+    return pfi_error_set(err, PFI_EINVAL, "unknown objective %d", (int)o->kind);
   if (!(o->min_share >= 0 && o->min_share < 1))
-    return pfi_error_set(err, PFI_EINVAL,
-                         "minimum share %g is outside [0, 1)", o->min_share);
+    return pfi_error_set(err, PFI_EINVAL, "minimum share %g is outside [0, 1)",
+                         o->min_share);
   *known = 0;
   if (o->kind == PFI_OBJ_WORK) {
     int rc = pfi_objective_gpus(gpus, n, names, known, err);
@@ -138,6 +144,12 @@ static int factors(const struct pfi_problem *raw, const struct pfi_objective *o,
     double g = o->kind == PFI_OBJ_WORK && *known ? (double)gpus[i] : 1.0;
     f[i] = w * g;
   }
+  int any = n == 0;
+  for (size_t i = 0; i < n && !any; i++)
+    any = f[i] > 0;
+  if (!any)
+    return pfi_error_set(err, PFI_EINVAL,
+                         "every job's weight is 0: nothing to maximize");
   return 0;
 }
 
@@ -284,8 +296,7 @@ int pfi_objective_weights_read(const char *path, const char *const *jobs,
   int rc = pfi_read_file(path, &data, &len, err);
   if (rc < 0)
     return rc;
-  rc = pfi_objective_weights_read_mem(strcmp(path, "-") == 0 ? "<stdin>"
-                                                             : path,
+  rc = pfi_objective_weights_read_mem(strcmp(path, "-") == 0 ? "<stdin>" : path,
                                       data, len, jobs, n, w, err);
   free(data);
   return rc;

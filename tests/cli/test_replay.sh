@@ -48,7 +48,7 @@ time,total
 14:01,800
 14:03,400
 CSV
-"$PFI" replay --curves "$T/c.csv" --target "$T/t.csv" --baseline 1000 \
+"$PFI" replay --curves "$T/c.csv" --target "$T/t.csv" --baseline 1000 --objective throughput \
   --format csv >"$T/s.csv" 2>"$T/err" || fail "hand replay: exit $? ($(cat "$T/err"))"
 # Printed with 6 decimals: 1e-6 covers the rounding.
 near "$(field "$T/s.csv" oracle retained)" 0.812903 1e-6 "oracle retained"
@@ -61,14 +61,14 @@ near "$(field "$T/s.csv" oracle mean_power_w)" 288 1e-6 "mean power"
 near "$(field "$T/s.csv" oracle infeasible_steps)" 1 0 "infeasible steps"
 near "$(field "$T/s.csv" oracle infeasible_max_w)" 40 1e-6 "infeasible by"
 near "$(field "$T/s.csv" oracle mean_cut)" 0.4 1e-6 "mean cut"
-"$PFI" replay --curves "$T/c.csv" --target "$T/t.csv" --baseline 1000 \
+"$PFI" replay --curves "$T/c.csv" --target "$T/t.csv" --baseline 1000 --objective throughput \
   --format csv --show series >"$T/ser.csv" || fail "hand series: exit $?"
 [ "$(wc -l <"$T/ser.csv")" -eq 7 ] || fail "hand series: $(wc -l <"$T/ser.csv") lines, expected 7"
 grep -q '^oracle,"14:01",60.000,0.200000,320.000000,320.000000,275.000000,0.887097,1,0.000000$' "$T/ser.csv" ||
   fail "oracle step 14:01 (275/310 = 0.887097): $(grep '^oracle,"14:01"' "$T/ser.csv")"
 grep -q '^equal,"14:03",180.000,0.600000,160.000000,200.000000,200.000000,0.645161,0,40.000000$' "$T/ser.csv" ||
   fail "equal step 14:03 (infeasible by 40 W): $(grep '^equal,"14:03"' "$T/ser.csv")"
-"$PFI" replay --curves "$T/c.csv" --target "$T/t.csv" --baseline 1000 \
+"$PFI" replay --curves "$T/c.csv" --target "$T/t.csv" --baseline 1000 --objective throughput \
   --format csv --show jobs >"$T/j.csv" || fail "hand jobs: exit $?"
 # A in the event under the oracle: (120*135 + 120*100)/(240*150) = 0.783333.
 grep -q '^oracle,A,.*,0.783333,' "$T/j.csv" || fail "oracle job A: $(grep '^oracle,A' "$T/j.csv")"

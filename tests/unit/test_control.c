@@ -15,6 +15,7 @@
 #include "../../src/control/ctl_int.h"
 #include "pfi/alloc.h"
 #include "pfi/control.h"
+#include "pfi/objective.h"
 #include "testutil.h"
 
 #define NJ 4
@@ -1801,6 +1802,49 @@ static void test_memory_carried(void **state) {
   pfi_ctl_close(r.ctl);
 }
 
+/* The objective (docs/predict-allocate.md "The objective"): the same event
+ * with job 0's throughput reported 1024 times larger (another unit) gives
+ * the same caps at every period, bit for bit, under the work objective:
+ * the controller values each job by its share of its own uncapped
+ * throughput times its GPUs; the raw tokens/s summed across jobs
+ * (throughput, the controller's default for now) gives job 0 other watts. */
+static int run_unit_scaled(int objective) {
+  struct pfi_ctl_config cfg;
+  pfi_ctl_config_init(&cfg);
+  cfg.objective = objective;
+  run_cfg = &cfg;
+  struct run a, b;
+  run_open(&a, NULL, 0);
+  run_open(&b, NULL, 0);
+  run_cfg = NULL;
+  b.pl.tmax[0] *= 1024;
+  int differ = 0;
+  double target = 0.75 * baseline_w();
+  for (int t = 1; t <= 400; t++) {
+    int ev = t > 60;
+    run_step(&a, t, ev, ev ? target : NAN);
+    run_step(&b, t, ev, ev ? target : NAN);
+    for (int g = 0; g < NG; g++)
+      if (memcmp(&a.pl.cap[g], &b.pl.cap[g], sizeof a.pl.cap[g]) != 0) {
+        if (objective == PFI_OBJ_WORK)
+          fail_msg("t = %d, GPU %d: cap %.17g W, %.17g W with job 0's "
+                   "throughput x 1024",
+                   t, g, a.pl.cap[g], b.pl.cap[g]);
+        differ++;
+      }
+  }
+  pfi_ctl_close(a.ctl);
+  pfi_ctl_close(b.ctl);
+  return differ;
+}
+
+static void test_unit_free(void **state) {
+  (void)state;
+  assert_int_equal(run_unit_scaled(PFI_OBJ_WORK), 0);
+  /* The raw sum depends on the unit: job 0 gets other watts. */
+  assert_true(run_unit_scaled(PFI_OBJ_THROUGHPUT) > 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_tracking),
@@ -1832,6 +1876,7 @@ int main(void) {
       cmocka_unit_test(test_pre_caps_given),
       cmocka_unit_test(test_memory_carried),
       cmocka_unit_test(test_recovery_resumed),
+      cmocka_unit_test(test_unit_free),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -177,9 +177,9 @@ static void test_unit_scaling(void **state) {
         assert_int_equal(pfi_problem_add(&a, x[i], y[i], m[i], x[i][0],
                                          x[i][m[i] - 1], &err),
                          0);
-        assert_int_equal(pfi_problem_add(&b, x[i], ys, m[i], x[i][0],
-                                         x[i][m[i] - 1], &err),
-                         0);
+        assert_int_equal(
+            pfi_problem_add(&b, x[i], ys, m[i], x[i][0], x[i][m[i] - 1], &err),
+            0);
       }
       double lo, hi;
       pfi_problem_bounds(&a, &lo, &hi);
@@ -194,9 +194,11 @@ static void test_unit_scaling(void **state) {
         pfi_problem_init(&va);
         pfi_problem_init(&vb);
         assert_int_equal(
-            pfi_objective_problem(&a, &o, gpus, NULL, NULL, &va, NULL, &err), 0);
+            pfi_objective_problem(&a, &o, gpus, NULL, NULL, &va, NULL, &err),
+            0);
         assert_int_equal(
-            pfi_objective_problem(&b, &o, gpus, NULL, NULL, &vb, NULL, &err), 0);
+            pfi_objective_problem(&b, &o, gpus, NULL, NULL, &vb, NULL, &err),
+            0);
         for (size_t s = 0; s < sizeof strat / sizeof *strat; s++) {
           double pa[4], pb[4];
           if (pfi_alloc_run(&va, strat[s], budget, &in, pa, &err) != 0)
@@ -267,19 +269,20 @@ static void test_min_share_dip(void **state) {
   pfi_objective_init(&o);
   o.kind = PFI_OBJ_THROUGHPUT;
   o.min_share = 0.6;
-  assert_int_equal(pfi_objective_problem(&p, &o, NULL, NULL, NULL, &v, NULL, &err),
-                   0);
+  assert_int_equal(
+      pfi_objective_problem(&p, &o, NULL, NULL, NULL, &v, NULL, &err), 0);
   ASSERT_NEAR(pfi_problem_lo(&v, 0), 1750, 1e-9);
   ASSERT_NEAR(pfi_problem_hi(&v, 0), 2500, 0);
   /* m = 0.4: 500 >= 400 at 1000 W but 300 < 400 at 1500 W: the floor is
    * on the rising segment, 1500 + 100/600 * 500. */
   o.min_share = 0.4;
-  assert_int_equal(pfi_objective_problem(&p, &o, NULL, NULL, NULL, &v, NULL, &err),
-                   0);
+  assert_int_equal(
+      pfi_objective_problem(&p, &o, NULL, NULL, NULL, &v, NULL, &err), 0);
   ASSERT_NEAR(pfi_problem_lo(&v, 0), 1500 + 100.0 / 600 * 500, 1e-9);
   o.min_share = 1.0;
-  assert_int_equal(pfi_objective_problem(&p, &o, NULL, NULL, NULL, &v, NULL, &err),
-                   PFI_EINVAL);
+  assert_int_equal(
+      pfi_objective_problem(&p, &o, NULL, NULL, NULL, &v, NULL, &err),
+      PFI_EINVAL);
   pfi_problem_release(&p);
   pfi_problem_release(&v);
 }
@@ -294,13 +297,15 @@ static void test_errors(void **state) {
   pfi_objective_init(&o);
   const int some[2] = {8, 0};
   const char *names[2] = {"bert", "resnet"};
-  assert_int_equal(pfi_objective_problem(&p, &o, some, NULL, names, &v, NULL, &err),
-                   PFI_EINVAL);
+  assert_int_equal(
+      pfi_objective_problem(&p, &o, some, NULL, names, &v, NULL, &err),
+      PFI_EINVAL);
   assert_non_null(strstr(err.msg, "resnet has no GPU count"));
   const double bad[2] = {1, -1};
   o.weight = bad;
-  assert_int_equal(pfi_objective_problem(&p, &o, NULL, NULL, names, &v, NULL, &err),
-                   PFI_EINVAL);
+  assert_int_equal(
+      pfi_objective_problem(&p, &o, NULL, NULL, names, &v, NULL, &err),
+      PFI_EINVAL);
   assert_non_null(strstr(err.msg, "job resnet: weight"));
   assert_int_equal(pfi_objective_parse("work"), PFI_OBJ_WORK);
   assert_int_equal(pfi_objective_parse("throughput"), PFI_OBJ_THROUGHPUT);
@@ -316,9 +321,9 @@ static void test_weights_file(void **state) {
   const char *jobs[2] = {"a", "b"};
   double w[2] = {0, 0};
   const char *ok = "job,cap_w,weight\na,200,2.5\na,300,2.5\nb,200,0\nc,1,x\n";
-  assert_int_equal(pfi_objective_weights_read_mem("w.csv", ok, strlen(ok),
-                                                  jobs, 2, w, &err),
-                   0);
+  assert_int_equal(
+      pfi_objective_weights_read_mem("w.csv", ok, strlen(ok), jobs, 2, w, &err),
+      0);
   ASSERT_NEAR(w[0], 2.5, 0);
   ASSERT_NEAR(w[1], 0, 0);
   const char *dis = "job,weight\na,1\nb,2\na,3\n";
@@ -339,8 +344,8 @@ static void test_weights_file(void **state) {
   assert_non_null(strstr(pfi_error_format(&err, b, sizeof b),
                          "w.csv: no weight for job b"));
   const char *nocol = "job,prio\na,1\n";
-  assert_int_equal(pfi_objective_weights_read_mem(
-                       "w.csv", nocol, strlen(nocol), jobs, 2, w, &err),
+  assert_int_equal(pfi_objective_weights_read_mem("w.csv", nocol, strlen(nocol),
+                                                  jobs, 2, w, &err),
                    PFI_EPARSE);
   assert_non_null(strstr(err.msg, "job and weight"));
 }

@@ -1,0 +1,201 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
+# The allocation objective (docs/predict-allocate.md, "The objective"):
+#  - a plan does not depend on the unit a job reports in: the same three
+#    jobs with ResNet in images/s and in kimages/s give byte-identical
+#    plans, capacity quotes, operator-report tables and simulations under
+#    the default objective, while the raw sum (--objective throughput)
+#    moves ResNet's cap;
+#  - a two-job split worked by hand under each objective, weights, the
+#    minimum share and --budget;
+#  - bad input: exit 2 with one line naming the field.
+. "$(dirname "$0")/lib.sh"
+expect_usage() {
+  local pat=$1
+  shift
+  "$PFI" "$@" >"$T/out" 2>"$T/err"
+  local rc=$?
+  [ "$rc" -eq 2 ] || fail "pfi $*: exit status $rc, expected 2"
+  head -n 1 "$T/err" | grep -Eq -- "$pat" || fail "pfi $*: stderr '$(cat "$T/err")' does not match '$pat'"
+}
+
+# ---- unit-free by default -------------------------------------------------
+# BERT and GPT report samples/s, ResNet images/s (u/) or kimages/s (k/):
+# the same measurements, ResNet's divided by 1000 as text. GPT runs on 32
+# GPUs, the others on 8.
+mkdir -p "$T/u" "$T/k"
+cat >"$T/u/c.csv" <<'CSV'
+job,cap_w,power_w,tokens_per_s,gpus
+bert,150,1150,610,8
+bert,200,1500,760,8
+bert,250,1820,840,8
+bert,300,2100,870,8
+gpt,150,4600,95,32
+gpt,200,6000,120,32
+gpt,250,7300,133,32
+gpt,300,8400,138,32
+resnet,150,1180,9050,8
+resnet,200,1540,11200,8
+resnet,250,1860,12350,8
+resnet,300,2150,12800,8
+CSV
+awk -F, 'BEGIN { OFS = "," } $1 == "resnet" { $4 = $4 / 1000 } { print }' "$T/u/c.csv" >"$T/k/c.csv"
+grep -q '^resnet,150,1180,9.05,8$' "$T/k/c.csv" || fail "kimages/s fixture: $(cat "$T/k/c.csv")"
+cat >"$T/f.csv" <<'CSV'
+job,arch,task,gpus,dram_copy_product
+bert,dense,ft,8,0.2
+gpt,dense,pt,32,0.5
+resnet,dense,pt,8,0.1
+CSV
+cp "$T/f.csv" "$T/u/f.csv"
+cp "$T/f.csv" "$T/k/f.csv"
+# drop_tokens FILE: a CSV without its throughput columns (the only ones
+# in the job's unit).
+drop_tokens() {
+  python3 - "$1" <<'PY'
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1])))
+keep = [i for i, h in enumerate(rows[0]) if h not in ("tokens_per_s", "uncapped_tokens_per_s", "unit")]
+for r in rows:
+    print(",".join(r[i] for i in keep if i < len(r)))
+PY
+}
+for d in u k; do
+  for s in oracle equal pfi-aware pfi-curve; do
+    "$PFI" allocate --curves "$T/$d/c.csv" --cut 10% --strategy $s --true-pfi --format csv \
+      --plan "$T/$d/plan-$s.csv" >"$T/$d/a-$s.csv" || fail "allocate $s ($d)"
+  done
+  "$PFI" allocate --curves "$T/$d/c.csv" --cut 10% --objective throughput --format csv \
+    --plan "$T/$d/plan-raw.csv" >"$T/$d/a-raw.csv" || fail "allocate raw ($d)"
+  (cd "$T/$d" && "$PFI" capacity --curves c.csv --steps 10 >cap.txt) || fail "capacity ($d)"
+  (cd "$T/$d" && "$PFI" capacity --curves c.csv --steps 10 --format csv >cap.csv) || fail "capacity csv ($d)"
+  "$PFI" report --quiet --no-figures --out "$T/$d/rep" "$T/$d/c.csv" >/dev/null 2>"$T/$d/rep.err" ||
+    fail "report ($d): $(cat "$T/$d/rep.err")"
+  (cd "$T/$d" && "$PFI" simulate --curves c.csv --features f.csv --true-pfi --workloads 30 --size 6 \
+    --cuts 10,20 --strategies oracle,equal,pfi-aware,pfi-curve --format json >sim.json) ||
+    fail "simulate ($d)"
+done
+for s in oracle equal pfi-aware pfi-curve; do
+  cmp -s <(drop_tokens "$T/u/a-$s.csv") <(drop_tokens "$T/k/a-$s.csv") ||
+    fail "allocate $s: the plan depends on ResNet's unit: $(cat "$T/u/a-$s.csv") vs $(cat "$T/k/a-$s.csv")"
+  cmp -s <(drop_tokens "$T/u/plan-$s.csv") <(drop_tokens "$T/k/plan-$s.csv") ||
+    fail "plan $s depends on ResNet's unit"
+done
+# The raw sum does depend on it (the defect the default removes): ResNet's
+# cap moves.
+rcap() { awk -F, '$1 == "resnet" { print $3 }' "$1"; }
+[ "$(rcap "$T/u/a-raw.csv")" != "$(rcap "$T/k/a-raw.csv")" ] ||
+  fail "--objective throughput: ResNet's cap the same in images/s and kimages/s ($(rcap "$T/u/a-raw.csv"))"
+[ "$(rcap "$T/u/a-raw.csv")" != "$(rcap "$T/u/a-oracle.csv")" ] ||
+  fail "the default objective gave the raw sum's plan in images/s"
+cmp -s "$T/u/cap.txt" "$T/k/cap.txt" || fail "capacity depends on ResNet's unit: $(diff "$T/u/cap.txt" "$T/k/cap.txt")"
+cmp -s "$T/u/cap.csv" "$T/k/cap.csv" || fail "capacity CSV depends on ResNet's unit"
+grep -q '^objective work: ' "$T/u/cap.txt" || fail "capacity does not name its objective: $(head -3 "$T/u/cap.txt")"
+for t in cap_plan capacity capacity_quote; do
+  [ -f "$T/u/rep/$t.csv" ] || { fail "report: no $t.csv ($(ls "$T/u/rep"))"; continue; }
+  cmp -s "$T/u/rep/$t.csv" "$T/k/rep/$t.csv" || fail "report $t.csv depends on ResNet's unit: $(diff "$T/u/rep/$t.csv" "$T/k/rep/$t.csv")"
+done
+grep -q 'objective work' "$T/u/rep/report.html" || fail "report page does not name its objective"
+cmp -s "$T/u/sim.json" "$T/k/sim.json" || fail "simulate depends on ResNet's unit: $(diff "$T/u/sim.json" "$T/k/sim.json" | head)"
+grep -q '"objective": "work"' "$T/u/sim.json" || fail "simulate JSON does not name its objective"
+# Replay of an event (the caps at each step, every total): the same bytes.
+printf 'time,power_w\n0,13000\n600,13000\n1200,11000\n1800,10400\n2400,13000\n' >"$T/tgt.csv"
+for d in u k; do
+  (cd "$T/$d" && "$PFI" replay --curves c.csv --target "$T/tgt.csv" --baseline 13680 --show caps --format csv \
+    >replay.csv && "$PFI" replay --curves c.csv --target "$T/tgt.csv" --baseline 13680 >replay.txt) ||
+    fail "replay ($d)"
+done
+cmp -s "$T/u/replay.csv" "$T/k/replay.csv" || fail "replay caps depend on ResNet's unit: $(diff "$T/u/replay.csv" "$T/k/replay.csv" | head)"
+cmp -s "$T/u/replay.txt" "$T/k/replay.txt" || fail "replay totals depend on ResNet's unit"
+grep -q '^objective work' "$T/u/replay.txt" || fail "replay does not name its objective"
+# The report's cap plan at a 10 % cut is the plan pfi allocate writes.
+python3 - "$T/u/rep/cap_plan.csv" "$T/u/plan-oracle.csv" <<'PY' || fail "report cap table differs from pfi allocate's plan"
+import csv, sys
+rep = {r["job"]: r for r in csv.DictReader(open(sys.argv[1]))}
+plan = {r["job"]: r for r in csv.DictReader(open(sys.argv[2]))}
+bad = 0
+for j, r in plan.items():
+    a, b = float(rep[j]["cap_w_cut_10"]), float(r["cap_w"])
+    if abs(a - b) > 0.05 + 1e-9:  # the report rounds to 0.1 W
+        print(j, a, b); bad += 1
+sys.exit(bad)
+PY
+
+# ---- a two-job split worked by hand ---------------------------------------
+# A: 32 GPUs, 1000 W -> 2000 W, 600 -> 1000 units/s (slope 0.4/W, T 1000).
+# B: 8 GPUs, 1000 W -> 2000 W, 100 -> 400 units/s (slope 0.3/W, T 400).
+# A 25 % cut of 4000 W leaves 3000 W, 1000 W above the floors: one job's
+# room; both curves are lines, so it all goes to the larger value per W:
+#   throughput  A 0.4 > B 0.3                         -> A 2000, B 1000
+#   jobs        A 0.4/1000 = 4e-4 < B 0.3/400 = 7.5e-4 -> A 1000, B 2000
+#   work        A 4e-4 x 32 = 0.0128 > B 7.5e-4 x 8    -> A 2000, B 1000
+#   jobs, weights A 3, B 1: 1.2e-3 > 7.5e-4            -> A 2000, B 1000
+#   throughput, min share 50 %: B >= 1000 + 100/0.3 = 1333.33 W, A the
+#               rest, 1666.67 W
+cat >"$T/two.csv" <<'CSV'
+job,cap_w,power_w,tokens_per_s,gpus
+A,100,1000,600,32
+A,200,2000,1000,32
+B,100,1000,100,8
+B,200,2000,400,8
+CSV
+pw() { awk -F, -v j="$1" '$1 == j { print $2 }' "$T/o.csv"; }
+split_is() { # OBJECTIVE-ARGS... -- A B
+  local args=() a b
+  while [ "$1" != -- ]; do args+=("$1"); shift; done
+  a=$2 b=$3
+  "$PFI" allocate --curves "$T/two.csv" "${args[@]}" --format csv >"$T/o.csv" 2>"$T/o.err" ||
+    { fail "allocate ${args[*]}: $(cat "$T/o.err")"; return; }
+  near "$(pw A)" "$a" 1e-3 "${args[*]}: power of A"
+  near "$(pw B)" "$b" 1e-3 "${args[*]}: power of B"
+}
+split_is --cut 25% --objective throughput -- 2000 1000
+split_is --cut 25% --objective jobs -- 1000 2000
+split_is --cut 25% --normalize -- 1000 2000
+split_is --cut 25% -- 2000 1000
+split_is --cut 25% --objective work -- 2000 1000
+split_is --budget 3kW -- 2000 1000
+printf 'job,weight\nA,3\nB,1\n' >"$T/w.csv"
+split_is --cut 25% --objective jobs --weights "$T/w.csv" -- 2000 1000
+split_is --cut 25% --objective throughput --min-share 50% -- 1666.6667 1333.3333
+# Every table says which objective it used.
+"$PFI" allocate --curves "$T/two.csv" --cut 25% >"$T/t.txt" || fail "allocate table"
+grep -q '^objective work: work kept' "$T/t.txt" || fail "allocate table: no objective line: $(cat "$T/t.txt")"
+"$PFI" allocate --curves "$T/two.csv" --cut 25% --format csv | head -n 1 | grep -q ',objective$' ||
+  fail "allocate CSV: no objective column"
+"$PFI" allocate --curves "$T/two.csv" --cut 25% --plan "$T/p.csv" >/dev/null || fail "allocate --plan"
+awk -F, 'NR > 1 && $NF != "work" { bad = 1 } END { exit bad }' "$T/p.csv" || fail "plan: objective column: $(cat "$T/p.csv")"
+# The value kept under work: A at 2000 W keeps 32, B at 1000 W 8 x 100/400
+# = 2 of 8: 34 of 40 GPU-equivalents, 85 %.
+"$PFI" allocate --curves "$T/two.csv" --cut 25% --format json >"$T/o.json" || fail "allocate json"
+python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["objective"] == "work" and d["objective_unit"] == "GPU-equivalents", d
+assert abs(d["value"] - 34) < 1e-9 and abs(d["value_uncapped"] - 40) < 1e-9, d
+assert abs(d["retained"] - 0.85) < 1e-12, d
+' "$T/o.json" || fail "allocate JSON value: $(cat "$T/o.json")"
+
+# ---- bad input --------------------------------------------------------------
+expect_usage "unknown objective 'tokens'" allocate --curves "$T/two.csv" --cut 25% --objective tokens
+expect_usage "contradict" allocate --curves "$T/two.csv" --cut 25% --objective throughput --normalize
+expect_usage "exclude each other" allocate --curves "$T/two.csv" --cut 25% --budget 3kW
+expect_usage "--budget: power '3 GW'" allocate --curves "$T/two.csv" --budget "3 GW"
+expect_usage "--min-share" allocate --curves "$T/two.csv" --cut 25% --min-share 100%
+printf 'job,weight\nA,3\nB,-1\n' >"$T/wbad.csv"
+expect_usage "wbad.csv:3:3: weight" allocate --curves "$T/two.csv" --cut 25% --weights "$T/wbad.csv"
+printf 'job,weight\nA,3\n' >"$T/wmiss.csv"
+expect_usage "wmiss.csv: no weight for job B" allocate --curves "$T/two.csv" --cut 25% --weights "$T/wmiss.csv"
+printf 'job,weight\nA,0\nB,0\n' >"$T/wzero.csv"
+expect_usage "every job's weight is 0" allocate --curves "$T/two.csv" --cut 25% --weights "$T/wzero.csv"
+# GPU counts for some jobs only: the work objective cannot weigh them.
+sed 's/^B,\(.*\),8$/B,\1,/' "$T/two.csv" >"$T/some.csv"
+expect_usage "job B has no GPU count" allocate --curves "$T/some.csv" --cut 25%
+"$PFI" allocate --curves "$T/some.csv" --cut 25% --objective jobs >/dev/null || fail "jobs objective needs no GPU count"
+# A minimum share that leaves no room for the cut: infeasible, exit 2.
+expect_usage "infeasible by .* \(with --min-share\)" allocate --curves "$T/two.csv" --cut 40% --min-share 90%
+"$PFI" capacity --curves "$T/two.csv" --objective nope >/dev/null 2>&1
+[ $? -eq 2 ] || fail "capacity --objective nope: exit status"
+
+[ "$fails" -eq 0 ] && echo "all passed"
+exit $((fails > 0))
