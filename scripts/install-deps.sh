@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian packages pfi needs to build, test and draw figures,
-# skipping those already present. Needs root (or sudo).
+# skipping those already present. Needs root (or sudo). python3-torch is
+# Debian's PyTorch: the real training job of tests/cli/test_sweep_real.sh.
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev
       libgsl-dev libjansson-dev libsqlite3-dev libcurl4-openssl-dev
       libcmocka-dev libglpk-dev glpk-utils gnuplot-nox chromium sqlite3
-      python3
+      python3 python3-torch
       nats-server libnats-dev libmicrohttpd-dev curl iproute2
       slurm-wlm munge prometheus)
 # --bench: also the peers `make bench` measures pfi against.

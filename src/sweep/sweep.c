@@ -554,6 +554,9 @@ static int one_run(struct sweep *sw, size_t ci, struct pfi_sweep_result *res,
     stage(sw, "sample", ci);
     if (elapsed >= duration - 1e-9)
       break;
+    if (o->report_window_s > 0 && isfinite(jb.first_report_t) &&
+        now >= jb.first_report_t + o->report_window_s)
+      break;
     /* A command that exits ends the run once the device clock has
      * reached the last throughput it reported. */
     if (jb.pid > 0 && pfi__sweep_reap(&jb, 0) &&
