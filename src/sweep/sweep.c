@@ -739,8 +739,13 @@ static const char *job_word(char *const *argv) {
   size_t i = 0;
   while (argv[i] && strcmp(base_name(argv[i]), "env") == 0) {
     i++;
-    while (argv[i] && (argv[i][0] == '-' || strchr(argv[i], '=')))
+    while (argv[i] && (argv[i][0] == '-' || strchr(argv[i], '='))) {
+      /* env's options with a value: -u NAME, -C DIR */
+      if ((strcmp(argv[i], "-u") == 0 || strcmp(argv[i], "-C") == 0) &&
+          argv[i + 1])
+        i++;
       i++;
+    }
   }
   if (!argv[i])
     return argv[0];
