@@ -784,7 +784,7 @@ void pfi_sweep_job_name(char *const *argv, char *buf, size_t n) {
   if (!argv || !argv[0])
     return;
   /* FNV-1a (64-bit) of every word, each ended by a NUL byte. */
-  uint64_t h = 1469598103934665603ULL;
+  uint64_t h = 14695981039346656037ULL;
   for (size_t i = 0; argv[i]; i++) {
     for (const unsigned char *p = (const unsigned char *)argv[i];; p++) {
       h ^= *p;

@@ -31,7 +31,7 @@ runs() { sqlite3 "$1" "select job from runs order by id"; }
 hash8() {
   python3 - "$@" <<'PY'
 import sys
-h = 1469598103934665603
+h = 14695981039346656037
 for w in sys.argv[1:]:
     for b in w.encode() + b"\0":
         h ^= b

@@ -198,11 +198,13 @@ static void gpu_lists(void **state) {
 }
 
 /* The default job name: the word that identifies the job (worked out by
- * hand from the rules in include/pfi/sweep.h), '-', 8 hex digits. The
- * hash of {"a", NULL} by hand: FNV-1a 64 of the bytes 'a', 0 is
- * 0x089be207b544f1e4 (offset 0xcbf29ce484222325 ^ 0x61, times the prime
- * 0x100000001b3, then ^ 0 and times the prime again), folded:
- * 0x089be207 ^ 0xb544f1e4 = 0xbddf13e3. */
+ * hand from the rules in include/pfi/sweep.h), '-', 8 hex digits. The hash
+ * of {"a", NULL}, from a reference implementation (Python's integers):
+ * FNV-1a 64 of the bytes 'a', 0 (offset basis 0xcbf29ce484222325 ^ 0x61,
+ * times the prime 0x100000001b3 mod 2^64, then ^ 0 and times the prime
+ * again; of 'a' alone it is 0xaf63dc4c8601ec8c, the published test
+ * vector) is 0x089be207b544f1e4; folded, 0x089be207 ^ 0xb544f1e4 =
+ * 0xbddf13e3. */
 static void job_names(void **state) {
   (void)state;
   static const struct {
