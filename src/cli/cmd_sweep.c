@@ -103,7 +103,7 @@ static const struct pfi_cmd_help help = {
     "records the GPUs' current caps in the store, sets the cap on every\n"
     "listed GPU and checks the enforced limit, starts the job (fork/exec, no\n"
     "shell; PFI_CAP_W, PFI_RUN_ID, PFI_JOB, PFI_DURATION_S, PFI_GPUS,\n"
-    "PFI_SEED, CUDA_VISIBLE_DEVICES = the swept GPUs and\n"
+    "PFI_SEED and, but on emu, CUDA_VISIBLE_DEVICES = the swept GPUs and\n"
     "CUDA_DEVICE_ORDER=PCI_BUS_ID in its environment; an environment that\n"
     "sets other GPUs is refused), samples every interval, ends the job at\n"
     "the duration (SIGTERM, SIGKILL after the grace period), restores the\n"

@@ -673,8 +673,19 @@ out:
     }
   }
   progress(sw, "end", ci, cap_w, now - t0, NAN, jb.last_rate);
-  if (log_fd >= 0)
-    close(log_fd); /* the reader thread that wrote it is joined */
+  if (log_fd >= 0) {
+    /* The reader thread that wrote it is joined. A job that wrote nothing
+     * leaves no empty file: the meta key says so instead. */
+    struct stat sb;
+    if (fstat(log_fd, &sb) == 0 && sb.st_size == 0 && unlink(log_path) == 0) {
+      char key[64];
+      struct pfi_error e2;
+      snprintf(key, sizeof key, "run.%lld.stdout", (long long)ri.id);
+      pfi_store_meta_set(sw->st, key, "none (the job wrote nothing to it)",
+                         &e2);
+    }
+    close(log_fd);
+  }
   res->reports += jb.reports;
   return rc;
 }
@@ -1048,7 +1059,10 @@ int pfi_sweep_run(struct pfi_store *st, const struct pfi_sweep_opts *o,
         strstr(name, "(emulated)"))
       sw.emulated = 1;
   }
-  if (has_cmd && (rc = check_cuda_env(&sw, err)) < 0)
+  /* The emu backend's GPUs are seen by no CUDA program: a job there keeps
+   * the CUDA environment it was given. */
+  sw.cuda_env = has_cmd && strcmp(sw.backend, "emu") != 0;
+  if (sw.cuda_env && (rc = check_cuda_env(&sw, err)) < 0)
     goto out;
   if ((rc = lock_gpus(&sw, err)) < 0)
     goto out;
