@@ -92,6 +92,9 @@ struct pfi_sweep_opts {
    * not passed on. Either way each run's output is kept in
    * DB-logs/run-ID.stdout beside the store (meta key run.ID.stdout). */
   int stdout_fd;
+  /* > 0: a run ends this many seconds (device clock) after the job's first
+   * throughput report, if it has not ended before (pfi_sweep_smoke). */
+  double report_window_s;
 };
 
 /* Consecutive failed BMC readings after which a sweep stops reading it. */
@@ -137,8 +140,11 @@ struct pfi_sweep_result {
 int pfi_sweep_run(struct pfi_store *st, const struct pfi_sweep_opts *o,
                   struct pfi_sweep_result *res, struct pfi_error *err);
 
-/* `pfi sweep --smoke`: the run length when none is given, s. */
-#define PFI_SMOKE_DURATION_S 20.0
+/* `pfi sweep --smoke`: the longest run when none is given (the job's
+ * start-up included), s, and how long it runs after the job's first
+ * throughput report, s. */
+#define PFI_SMOKE_DURATION_S 120.0
+#define PFI_SMOKE_WINDOW_S 5.0
 
 /* What a smoke run saw. */
 struct pfi_sweep_smoke {
@@ -157,8 +163,10 @@ struct pfi_sweep_smoke {
 };
 
 /*
- * One run of o's command at the highest of o->caps_w, o->duration_s long
- * (PFI_SMOKE_DURATION_S when 0), sampled every o->interval_s (1 s when 0),
+ * One run of o's command at the highest of o->caps_w, ending
+ * PFI_SMOKE_WINDOW_S after the job's first throughput report, or when the
+ * job exits, or at o->duration_s (PFI_SMOKE_DURATION_S when 0), sampled
+ * every o->interval_s (1 s when 0),
  * through pfi_sweep_run into a store of its own under $TMPDIR (else /tmp),
  * removed afterwards unless its ledger still holds caps (out->kept; the
  * error then names it for pfi restore). Fills *out with what the job's

@@ -86,10 +86,11 @@ static const struct pfi_opt opts[] = {
      "seed of the emulator, recorded in the store (default 1)"},
     {"quiet", O_QUIET, 0, PFI_ARG_NONE, NULL, "no progress on stderr"},
     {"smoke", O_SMOKE, 0, PFI_ARG_NONE, NULL,
-     "check the job's throughput reports end to end: one short run (20s "
-     "unless --duration, sampled every 1s unless --interval) at the highest "
-     "cap, into a store of its own that is removed (--db is not written); "
-     "prints what it read, exit 1 when no rate was read"},
+     "check the job's throughput reports end to end: one run at the "
+     "highest cap until 5s after the job's first report (at most 120s, or "
+     "--duration; sampled every 1s unless --interval), into a store of its "
+     "own that is removed (--db is not written); prints what it read, exit "
+     "1 when no rate was read"},
     PFI_OPT_HELP,
     PFI_OPT_END};
 
@@ -103,7 +104,7 @@ static const struct pfi_cmd_help help = {
     "records the GPUs' current caps in the store, sets the cap on every\n"
     "listed GPU and checks the enforced limit, starts the job (fork/exec, no\n"
     "shell; PFI_CAP_W, PFI_RUN_ID, PFI_JOB, PFI_DURATION_S, PFI_GPUS,\n"
-    "PFI_SEED, CUDA_VISIBLE_DEVICES = the swept GPUs and\n"
+    "PFI_SEED and, but on emu, CUDA_VISIBLE_DEVICES = the swept GPUs and\n"
     "CUDA_DEVICE_ORDER=PCI_BUS_ID in its environment; an environment that\n"
     "sets other GPUs is refused), samples every interval, ends the job at\n"
     "the duration (SIGTERM, SIGKILL after the grace period), restores the\n"
@@ -228,9 +229,10 @@ static int run_smoke(const struct pfi_sweep_opts *o, struct pfi_error *err) {
     pfi_sweep_job_name(o->argv, name, sizeof name);
     job = name;
   }
-  printf("pfi sweep --smoke: job %s, one run at %g W for %g s (%s; run %s, "
-         "%.1f s on the device clock)\n",
-         job, sm.cap_w, sm.duration_s, o->throughput,
+  printf("pfi sweep --smoke: job %s, one run at %g W until %g s after the "
+         "first report (at most %g s; %s): %s after %.1f s on the device "
+         "clock\n",
+         job, sm.cap_w, PFI_SMOKE_WINDOW_S, sm.duration_s, o->throughput,
          sm.state[0] ? sm.state : "not started",
          isfinite(sm.run_s) ? sm.run_s : 0.0);
   printf("reports: %ld read, %ld with a rate", sm.reports, sm.rates);

@@ -122,6 +122,7 @@ int pfi_sweep_smoke(const struct pfi_sweep_opts *o, struct pfi_sweep_smoke *out,
   if (!(so.interval_s > 0))
     so.interval_s = so.duration_s < 1 ? so.duration_s : 1;
   so.cooldown_s = -1;
+  so.report_window_s = PFI_SMOKE_WINDOW_S;
   out->cap_w = cap;
   out->duration_s = so.duration_s;
   const char *tmp = getenv("TMPDIR");

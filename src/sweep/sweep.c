@@ -554,6 +554,9 @@ static int one_run(struct sweep *sw, size_t ci, struct pfi_sweep_result *res,
     stage(sw, "sample", ci);
     if (elapsed >= duration - 1e-9)
       break;
+    if (o->report_window_s > 0 && isfinite(jb.first_report_t) &&
+        now >= jb.first_report_t + o->report_window_s)
+      break;
     /* A command that exits ends the run once the device clock has
      * reached the last throughput it reported. */
     if (jb.pid > 0 && pfi__sweep_reap(&jb, 0) &&
@@ -670,8 +673,19 @@ out:
     }
   }
   progress(sw, "end", ci, cap_w, now - t0, NAN, jb.last_rate);
-  if (log_fd >= 0)
-    close(log_fd); /* the reader thread that wrote it is joined */
+  if (log_fd >= 0) {
+    /* The reader thread that wrote it is joined. A job that wrote nothing
+     * leaves no empty file: the meta key says so instead. */
+    struct stat sb;
+    if (fstat(log_fd, &sb) == 0 && sb.st_size == 0 && unlink(log_path) == 0) {
+      char key[64];
+      struct pfi_error e2;
+      snprintf(key, sizeof key, "run.%lld.stdout", (long long)ri.id);
+      pfi_store_meta_set(sw->st, key, "none (the job wrote nothing to it)",
+                         &e2);
+    }
+    close(log_fd);
+  }
   res->reports += jb.reports;
   return rc;
 }
@@ -736,8 +750,13 @@ static const char *job_word(char *const *argv) {
   size_t i = 0;
   while (argv[i] && strcmp(base_name(argv[i]), "env") == 0) {
     i++;
-    while (argv[i] && (argv[i][0] == '-' || strchr(argv[i], '=')))
+    while (argv[i] && (argv[i][0] == '-' || strchr(argv[i], '='))) {
+      /* env's options with a value: -u NAME, -C DIR */
+      if ((strcmp(argv[i], "-u") == 0 || strcmp(argv[i], "-C") == 0) &&
+          argv[i + 1])
+        i++;
       i++;
+    }
   }
   if (!argv[i])
     return argv[0];
@@ -776,7 +795,7 @@ void pfi_sweep_job_name(char *const *argv, char *buf, size_t n) {
   if (!argv || !argv[0])
     return;
   /* FNV-1a (64-bit) of every word, each ended by a NUL byte. */
-  uint64_t h = 1469598103934665603ULL;
+  uint64_t h = 14695981039346656037ULL;
   for (size_t i = 0; argv[i]; i++) {
     for (const unsigned char *p = (const unsigned char *)argv[i];; p++) {
       h ^= *p;
@@ -1040,7 +1059,10 @@ int pfi_sweep_run(struct pfi_store *st, const struct pfi_sweep_opts *o,
         strstr(name, "(emulated)"))
       sw.emulated = 1;
   }
-  if (has_cmd && (rc = check_cuda_env(&sw, err)) < 0)
+  /* The emu backend's GPUs are seen by no CUDA program: a job there keeps
+   * the CUDA environment it was given. */
+  sw.cuda_env = has_cmd && strcmp(sw.backend, "emu") != 0;
+  if (sw.cuda_env && (rc = check_cuda_env(&sw, err)) < 0)
     goto out;
   if ((rc = lock_gpus(&sw, err)) < 0)
     goto out;

@@ -53,6 +53,7 @@ struct sweep {
   char job_name[128];
   char command[512];
   int virtual_time;
+  int cuda_env; /* the job gets CUDA_VISIBLE_DEVICES (not on emu) */
   struct pfi_sample *samples;
   struct pfi_sweep_result *res;
   int emulated;          /* the GPUs are the emulator's, behind any backend */

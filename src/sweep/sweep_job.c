@@ -86,8 +86,10 @@ int pfi__sweep_start_command(struct sweep *sw, struct job *jb, double cap_w,
     append_env(&envp, &nenv, "PFI_GPUS=%s", list);
     /* The job's CUDA sees the swept GPUs, numbered as NVML numbers them
      * (pfi_sweep_run refused an environment that chose others). */
-    append_env(&envp, &nenv, "CUDA_VISIBLE_DEVICES=%s", list);
-    append_env(&envp, &nenv, "CUDA_DEVICE_ORDER=PCI_BUS_ID");
+    if (sw->cuda_env) {
+      append_env(&envp, &nenv, "CUDA_VISIBLE_DEVICES=%s", list);
+      append_env(&envp, &nenv, "CUDA_DEVICE_ORDER=PCI_BUS_ID");
+    }
   }
   size_t ours = nenv;
   /* The inherited environment, less the variables set above. */

@@ -234,7 +234,8 @@ struct run_row {
   int ok_feat; /* training-phase telemetry: a features row */
   /* why a run is no curve point: its samples' training-phase count, its
    * throughput reports, those at training-phase instants, and whether any
-   * sample showed the GPUs busy (utilization > 0) */
+   * sample showed the GPUs loaded (frame buffer past the warm-up threshold)
+   * or computing (utilization > 0) */
   size_t ntrain, nsteps, nsteps_train;
   int busy;
   double power_w, tokens, power_sd, tokens_sd;
@@ -408,7 +409,8 @@ static int summarize_run(struct pfi_store *st, struct run_row *rr,
     size_t ntrain = 0;
     for (size_t k = 0; k < s.n; k++) {
       ntrain += s.ph[k] == PFI_PHASE_TRAINING;
-      if (s.util0[k] > 0)
+      /* Loaded (past the frame-buffer threshold) or computing. */
+      if (s.util0[k] > 0 || s.ph[k] != PFI_PHASE_WARMUP)
         rr->busy = 1;
     }
     rr->ntrain = ntrain;
@@ -515,7 +517,7 @@ static long jobs_all(const struct run_row *rows, size_t nr) {
 }
 
 /* Why no run has training-phase samples, for the message: GPUs that were
- * never busy (an emulated node with no load: a command on the emu backend
+ * never loaded or computing (an emulated node with no load: a command on the emu backend
  * without --emulate GROUP), emulated runs shorter than the emulated jobs'
  * start-up, or neither. */
 static void no_training_hint(const struct run_row *rows, size_t nr, char *buf,

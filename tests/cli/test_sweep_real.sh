@@ -12,7 +12,8 @@
 . "$(dirname "$0")/lib.sh"
 TRAINER=${PFI_BUILD_DIR:-build}/pfi-test-trainer
 export PFI_EMU_STATE=$T/emu
-unset PFI_EMU_REALTIME PFI_SWEEP_KILL_AT CUDA_VISIBLE_DEVICES CUDA_DEVICE_ORDER
+unset PFI_EMU_REALTIME PFI_SWEEP_KILL_AT CUDA_VISIBLE_DEVICES CUDA_DEVICE_ORDER PFI_FAKE_NVML_FAIL \
+  PFI_FAKE_NVML_LOST_AFTER PFI_FAKE_NVML_NO_GPM PFI_FAKE_NVML_MAX_MW PFI_FAKE_NVML_INIT PFI_FAKE_NVML_JOB PFI_FAKE_NVML_AT
 G=moe-ft-qwen30ba3b-x8
 EMU4="--backend emu --params gpus=4"
 # Debian's interpreter, whose python3-torch the test runs (scripts/install-deps.sh).
@@ -31,7 +32,7 @@ runs() { sqlite3 "$1" "select job from runs order by id"; }
 hash8() {
   python3 - "$@" <<'PY'
 import sys
-h = 1469598103934665603
+h = 14695981039346656037
 for w in sys.argv[1:]:
     for b in w.encode() + b"\0":
         h ^= b
@@ -115,27 +116,41 @@ grep -q "holds runs of job 'a-$ha' made by another command ('/bin/sh $T/a.sh $T'
 [ "$(caps)" = "650,650,650,650" ] || fail "caps after a refused sweep: $(caps)"
 
 # ---- CUDA_VISIBLE_DEVICES: the swept GPUs, in NVML's order ----
+# Through the nvml backend on the test NVML library (tests/fake-nvml), as on
+# real GPUs; the emu backend's GPUs are seen by no CUDA program.
+NVENV=(env PFI_NVML_LIB=${PFI_BUILD_DIR:-build}/fake-nvml/libnvidia-ml.so.1 PFI_FAKE_NVML_EMU=profile=h200,gpus=4)
+NSW=(sweep --backend nvml --caps 700 --duration 1s --interval 0.5s --cooldown 0)
+nvcaps() { "${NVENV[@]}" "$PFI" devices --backend nvml --format json 2>/dev/null | python3 -c 'import json,sys; print(",".join("%g" % g["cap_w"] for g in json.load(sys.stdin)))'; }
+before=$(nvcaps)
 rm -f "$T"/env-*
-"$PFI" "${SW[@]}" --gpus 2,3 --caps 700 --db "$T/c.db" -- /bin/sh "$T/a.sh" "$T" 2>"$T/err" || fail "sweep --gpus 2,3: $(tail -2 "$T/err")"
+"${NVENV[@]}" "$PFI" "${NSW[@]}" --gpus 2,3 --db "$T/c.db" -- /bin/sh "$T/a.sh" "$T" 2>"$T/err" || fail "sweep --gpus 2,3: $(tail -2 "$T/err")"
 for kv in CUDA_VISIBLE_DEVICES=2,3 CUDA_DEVICE_ORDER=PCI_BUS_ID PFI_GPUS=2,3; do
   [ "$(grep -c "^${kv%%=*}=" "$T/env-700")" = 1 ] && grep -qx "$kv" "$T/env-700" || fail "job environment: no single $kv: $(grep CUDA "$T/env-700")"
 done
 # The same GPUs named by the environment, by index or by UUID: accepted.
-CUDA_VISIBLE_DEVICES=2,3 "$PFI" "${SW[@]}" --gpus 2,3 --caps 700 --db "$T/c2.db" -- /bin/sh "$T/a.sh" "$T" 2>"$T/err" ||
+rm -f "$T"/env-*
+"${NVENV[@]}" CUDA_VISIBLE_DEVICES=2,3 "$PFI" "${NSW[@]}" --gpus 2,3 --db "$T/c2.db" -- /bin/sh "$T/a.sh" "$T" 2>"$T/err" ||
   fail "CUDA_VISIBLE_DEVICES=2,3 with --gpus 2,3: $(tail -2 "$T/err")"
-uu=$("$PFI" devices $EMU4 --format json | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d[2]["uuid"] + "," + d[3]["uuid"])')
-CUDA_VISIBLE_DEVICES=$uu "$PFI" "${SW[@]}" --gpus 2,3 --caps 700 --db "$T/c3.db" -- /bin/sh "$T/a.sh" "$T" 2>"$T/err" ||
+uu=$("${NVENV[@]}" "$PFI" devices --backend nvml --format json | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d[2]["uuid"] + "," + d[3]["uuid"])')
+rm -f "$T"/env-*
+"${NVENV[@]}" CUDA_VISIBLE_DEVICES="$uu" "$PFI" "${NSW[@]}" --gpus 2,3 --db "$T/c3.db" -- /bin/sh "$T/a.sh" "$T" 2>"$T/err" ||
   fail "CUDA_VISIBLE_DEVICES by UUID: $(tail -2 "$T/err")"
 grep -qx "CUDA_VISIBLE_DEVICES=2,3" "$T/env-700" || fail "job environment with UUIDs given: $(grep CUDA "$T/env-700")"
 # Other GPUs, or another order: refused before any cap changes.
-CUDA_VISIBLE_DEVICES=0 "$PFI" "${SW[@]}" --gpus 2,3 --caps 300 --db "$T/c4.db" -- /bin/sh "$T/a.sh" "$T" 2>"$T/err"
+"${NVENV[@]}" CUDA_VISIBLE_DEVICES=0 "$PFI" "${NSW[@]}" --gpus 2,3 --caps 300 --db "$T/c4.db" -- /bin/sh "$T/a.sh" "$T" 2>"$T/err"
 [ $? -eq 2 ] || fail "CUDA_VISIBLE_DEVICES=0 with --gpus 2,3: exit status"
 grep -q "the environment sets CUDA_VISIBLE_DEVICES=0, but the sweep caps and measures GPU(s) 2,3" "$T/err" ||
   fail "CUDA_VISIBLE_DEVICES conflict: message: $(cat "$T/err")"
-CUDA_DEVICE_ORDER=FASTEST_FIRST "$PFI" "${SW[@]}" --caps 300 --db "$T/c5.db" -- /bin/sh "$T/a.sh" "$T" 2>"$T/err"
+"${NVENV[@]}" CUDA_DEVICE_ORDER=FASTEST_FIRST "$PFI" "${NSW[@]}" --caps 300 --db "$T/c5.db" -- /bin/sh "$T/a.sh" "$T" 2>"$T/err"
 [ $? -eq 2 ] || fail "CUDA_DEVICE_ORDER=FASTEST_FIRST: exit status"
 grep -q "CUDA_DEVICE_ORDER=FASTEST_FIRST" "$T/err" || fail "CUDA_DEVICE_ORDER conflict: message: $(cat "$T/err")"
-[ "$(caps)" = "650,650,650,650" ] || fail "caps after refused sweeps: $(caps)"
+[ "$(nvcaps)" = "$before" ] || fail "caps after refused sweeps: $(nvcaps), before $before"
+# On the emu backend the job keeps the CUDA environment it was given.
+rm -f "$T"/env-*
+CUDA_VISIBLE_DEVICES=5 "$PFI" "${SW[@]}" --caps 700 --db "$T/c6.db" -- /bin/sh "$T/a.sh" "$T" 2>"$T/err" ||
+  fail "emu sweep with CUDA_VISIBLE_DEVICES=5: $(tail -2 "$T/err")"
+grep -qx "CUDA_VISIBLE_DEVICES=5" "$T/env-700" && ! grep -q "^CUDA_DEVICE_ORDER=" "$T/env-700" ||
+  fail "emu job's CUDA environment: $(grep CUDA "$T/env-700")"
 
 # ---- regex throughput: the job's stdout passed on and kept ----
 "$PFI" sweep $EMU4 --emulate $G --caps 500,700 --db "$T/r.db" --job rx --cooldown 0 \
@@ -154,12 +169,20 @@ cat "$T/r.db-logs/run-1.stdout" "$T/r.db-logs/run-2.stdout" | cmp -s - "$T/rx.ou
 [ "$(sqlite3 "$T/r.db" "select count(*) from steps")" = "$n" ] ||
   fail "steps $(sqlite3 "$T/r.db" "select count(*) from steps") vs $n lines"
 
+# A job that writes nothing to its standard output leaves no empty log.
+"$PFI" sweep $EMU4 --caps 700 --duration 1s --interval 0.5s --real-time --db "$T/q.db" \
+  --throughput 'regex:tokens_per_s=([0-9.]+)' -- /bin/true >"$T/q.out" 2>"$T/err" || fail "silent regex job: $(tail -2 "$T/err")"
+[ -e "$T/q.db-logs/run-1.stdout" ] && fail "a job that wrote nothing left an empty log"
+[ "$(sqlite3 "$T/q.db" "select value from meta where key='run.1.stdout'")" = "none (the job wrote nothing to it)" ] ||
+  fail "silent job: meta run.1.stdout: $(sqlite3 "$T/q.db" "select value from meta where key='run.1.stdout'")"
+
 # ---- --smoke: one short run, what the reports said ----
 mkdir -p "$T/tmp"
 TMPDIR=$T/tmp "$PFI" sweep $EMU4 --emulate $G --caps 300,700 --smoke --db "$T/sm.db" \
   --throughput "jsonl:$T/sm.jsonl" -- $PY $TORCH --seconds 3 >"$T/sm.out" 2>"$T/err" ||
   fail "smoke of the torch job: $(cat "$T/sm.out" "$T/err" | tail -5)"
-grep -q "one run at 700 W for 20 s" "$T/sm.out" || fail "smoke: cap and length: $(cat "$T/sm.out")"
+grep -q "one run at 700 W until 5 s after the first report (at most 120 s; jsonl:$T/sm.jsonl): complete after" "$T/sm.out" ||
+  fail "smoke: cap and length: $(cat "$T/sm.out")"
 grep -q "^ok: pfi sweep reads this job's throughput" "$T/sm.out" || fail "smoke: verdict: $(cat "$T/sm.out")"
 # The rates it printed are the job's, computed here from its own lines.
 python3 - "$T/sm.out" "$T/sm.jsonl" <<'PY' || fail "smoke rates: $(cat "$T/sm.out")"

@@ -197,11 +197,62 @@ static void gpu_lists(void **state) {
     assert_int_equal(pfi_sweep_parse_gpus(bad[i], &g, &n, &err), PFI_EINVAL);
 }
 
+/* The default job name: the word that identifies the job (worked out by
+ * hand from the rules in include/pfi/sweep.h), '-', 8 hex digits. The hash
+ * of {"a", NULL}, from a reference implementation (Python's integers):
+ * FNV-1a 64 of the bytes 'a', 0 (offset basis 0xcbf29ce484222325 ^ 0x61,
+ * times the prime 0x100000001b3 mod 2^64, then ^ 0 and times the prime
+ * again; of 'a' alone it is 0xaf63dc4c8601ec8c, the published test
+ * vector) is 0x089be207b544f1e4; folded, 0x089be207 ^ 0xb544f1e4 =
+ * 0xbddf13e3. */
+static void job_names(void **state) {
+  (void)state;
+  static const struct {
+    const char *argv[10];
+    const char *word;
+  } cases[] = {
+      {{"python3", "-X", "dev", "-u", "/x/train.py", "--lr", "3", NULL},
+       "train"},
+      {{"env", "A=1", "-u", "B", "python3", "-m", "pkg.train", NULL},
+       "pkg.train"},
+      {{"python", "-m", "torch.distributed.run", "--nproc_per_node=2",
+        "x.py", NULL},
+       "x"},
+      {{"torchrun", "--nproc-per-node", "8", "run.py", NULL}, "run"},
+      {{"bash", "go.sh", "1", NULL}, "go"},
+      {{"python3", "-c", "print(1)", NULL}, "python3"},
+      {{"/usr/bin/app", "--x", "y.py", NULL}, "app"},
+      {{"python3.11", "t.py", NULL}, "t"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char buf[128];
+    pfi_sweep_job_name((char *const *)cases[i].argv, buf, sizeof buf);
+    size_t l = strlen(cases[i].word);
+    assert_int_equal(strlen(buf), l + 9);
+    assert_memory_equal(buf, cases[i].word, l);
+    assert_int_equal(buf[l], '-');
+    assert_int_equal(strspn(buf + l + 1, "0123456789abcdef"), 8);
+  }
+  /* Another argument, another name; the same words, the same name. */
+  char a[128], b[128], c[128];
+  char *const one[] = {"python3", "t.py", "--lr", "1", NULL};
+  char *const two[] = {"python3", "t.py", "--lr", "2", NULL};
+  pfi_sweep_job_name(one, a, sizeof a);
+  pfi_sweep_job_name(two, b, sizeof b);
+  pfi_sweep_job_name(one, c, sizeof c);
+  assert_string_not_equal(a, b);
+  assert_string_equal(a, c);
+  char *const lone[] = {"a", NULL};
+  pfi_sweep_job_name(lone, a, sizeof a);
+  assert_string_equal(a, "a-bddf13e3");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(stop_restore_resume),
       cmocka_unit_test(bad_requests),
       cmocka_unit_test(gpu_lists),
+      cmocka_unit_test(job_names),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
