@@ -4,8 +4,12 @@
  * rules of the fleet's leases. No network of its own: pfi-agent feeds it
  * the assignments that arrive over NATS and publishes the telemetry it
  * returns; tests and benchmarks drive it directly. Times are passed in by
- * the caller (Unix time for event ends, a monotonic clock for leases), so
- * that every rule can be tested without waiting.
+ * the caller, so that every rule can be tested without waiting: the
+ * monotonic clock, which the lease, the hold and the event's end run on,
+ * and Unix time, used only at the edges (an event's end is converted to
+ * the monotonic clock once, when it arrives or at the first call after
+ * open for an end from the record; telemetry's time; a step of the wall
+ * clock is counted, pfi_agent_stats).
  *
  * The rules (docs/fleet.md):
  *  - An assignment is applied only when its sequence number is above every
@@ -105,8 +109,22 @@ struct pfi_agent_stats {
   unsigned reapplied; /* drift re-applications */
   unsigned restores;  /* restores of the recorded limits */
   double event_end_s; /* the held event's end, 0 when none */
+  unsigned clock_steps; /* steps of the wall clock seen (its difference to
+                           the monotonic clock changed by more than
+                           PFI_AGENT_CLOCK_STEP_S between two calls) */
+  double clock_step_s;  /* the newest step, s (+: the wall clock jumped
+                           ahead) */
 };
 void pfi_agent_stats(const struct pfi_agent *ag, struct pfi_agent_stats *s);
+
+/* A change of the wall clock against the monotonic one between two calls
+ * larger than this, s, is a step (NTP slews by far less). */
+#define PFI_AGENT_CLOCK_STEP_S 1.0
+
+/* Seconds left of the event whose caps the agent holds or tracks, on the
+ * monotonic clock (`mono_s`): its end converted once when it arrived, so a
+ * step of the wall clock moves neither the hold nor this. 0 outside one. */
+double pfi_agent_event_left(const struct pfi_agent *ag, double mono_s);
 
 /*
  * What the job on the node is told about its cap (docs/fleet.md, "The cap

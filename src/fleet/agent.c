@@ -39,6 +39,14 @@ struct pfi_agent {
   uint64_t seq;
   char event[PFI_FLEET_NAME_MAX];
   double event_end_s;
+  /* The event's end on the monotonic clock, which the hold runs on:
+   * event_end_s converted once, when the end arrives (an assignment that
+   * brings another end, or the record at the first tick), never again, so
+   * that a step of the wall clock moves no hold. NaN: not converted yet. */
+  double event_end_mono;
+  /* The wall clock less the monotonic one at the newest call (NaN before
+   * the first): a change larger than PFI_AGENT_CLOCK_STEP_S is a step. */
+  double clock_off;
   uint32_t assigned[PFI_FLEET_MAX_GPUS];
   int ledger;         /* the ledger holds this node's originals */
   double lease_until; /* monotonic clock */
@@ -182,6 +190,7 @@ int pfi_agent_restore(struct pfi_agent *ag, struct pfi_error *err) {
   ag->mode = PFI_AGENT_IDLE;
   ag->event[0] = 0;
   ag->event_end_s = 0;
+  ag->event_end_mono = NAN;
   memset(ag->assigned, 0, sizeof ag->assigned);
   int r = save_state(ag, err);
   return r < 0 ? r : rc;
@@ -238,6 +247,22 @@ static int apply_caps(struct pfi_agent *ag, const uint32_t *caps,
   return 0;
 }
 
+/* The wall clock at the edges: a step (the wall clock less the monotonic
+ * one changed by more than PFI_AGENT_CLOCK_STEP_S since the previous call)
+ * is counted for the log; the end of a held event is converted to the
+ * monotonic clock once (from the record, at the first call after open). */
+static void see_clock(struct pfi_agent *ag, double now_s, double mono_s) {
+  double off = now_s - mono_s;
+  if (isfinite(ag->clock_off) && fabs(off - ag->clock_off) >
+                                     PFI_AGENT_CLOCK_STEP_S) {
+    ag->stats.clock_steps++;
+    ag->stats.clock_step_s = off - ag->clock_off;
+  }
+  ag->clock_off = off;
+  if (ag->event[0] && ag->event_end_s > 0 && isnan(ag->event_end_mono))
+    ag->event_end_mono = mono_s + (ag->event_end_s - now_s);
+}
+
 int pfi_agent_handle(struct pfi_agent *ag, const char *msg, size_t len,
                      double now_s, double mono_s, struct pfi_error *err) {
   struct pfi_fleet_assign a;
@@ -249,6 +274,7 @@ int pfi_agent_handle(struct pfi_agent *ag, const char *msg, size_t len,
   if (strcmp(a.node, ag->node) != 0)
     return 0;
   ag->now_s = now_s;
+  see_clock(ag, now_s, mono_s);
   if (a.seq <= ag->seq) {
     ag->stats.ignored++;
     return 0;
@@ -284,13 +310,19 @@ int pfi_agent_handle(struct pfi_agent *ag, const char *msg, size_t len,
   uint32_t prev[PFI_FLEET_MAX_GPUS];
   enum pfi_agent_mode prev_mode = ag->mode;
   char prev_event[PFI_FLEET_NAME_MAX];
-  double prev_end = ag->event_end_s;
+  double prev_end = ag->event_end_s, prev_end_mono = ag->event_end_mono;
   memcpy(prev, ag->assigned, sizeof prev);
   memcpy(prev_event, ag->event, sizeof prev_event);
   if ((rc = record_originals(ag, err)) < 0)
     return rc;
   memcpy(ag->assigned, a.cap_mw, sizeof a.cap_mw);
   memcpy(ag->event, a.event, sizeof ag->event);
+  /* An end already held keeps its conversion: the same end seen again
+   * through a wall clock stepped since is not moved. */
+  if (!a.event[0])
+    ag->event_end_mono = NAN;
+  else if (a.event_end_s != prev_end || isnan(ag->event_end_mono))
+    ag->event_end_mono = mono_s + (a.event_end_s - now_s);
   ag->event_end_s = a.event_end_s;
   ag->mode = PFI_AGENT_TRACKING;
   if ((rc = save_state(ag, err)) < 0 ||
@@ -300,6 +332,7 @@ int pfi_agent_handle(struct pfi_agent *ag, const char *msg, size_t len,
     memcpy(ag->assigned, prev, sizeof prev);
     memcpy(ag->event, prev_event, sizeof ag->event);
     ag->event_end_s = prev_end;
+    ag->event_end_mono = prev_end_mono;
     save_state(ag, NULL);
     ag->stats.rejected++;
     /* From idle, the GPUs are back at their originals: their records go
@@ -382,13 +415,16 @@ int pfi_agent_tick(struct pfi_agent *ag, double now_s, double mono_s,
                    struct pfi_fleet_telemetry *t, struct pfi_error *err) {
   int first = 0, rc;
   ag->now_s = now_s;
+  see_clock(ag, now_s, mono_s);
+  /* The event's end and the lease on the monotonic clock. */
+  int in_event = ag->event[0] && mono_s < ag->event_end_mono;
   if (ag->mode == PFI_AGENT_TRACKING && mono_s > ag->lease_until) {
-    if (ag->event_end_s > now_s) {
+    if (in_event) {
       ag->mode = PFI_AGENT_HOLD; /* lost during an event: hold */
       set_reason(ag, "hold");
     } else
       first = pfi_agent_restore(ag, err); /* lost outside an event */
-  } else if (ag->mode == PFI_AGENT_HOLD && now_s >= ag->event_end_s)
+  } else if (ag->mode == PFI_AGENT_HOLD && !in_event)
     first = pfi_agent_restore(ag, err); /* held to the event's end */
   else if (ag->mode == PFI_AGENT_IDLE && ag->ledger)
     first = pfi_agent_restore(ag, err); /* a restore that failed before */
@@ -516,6 +552,13 @@ void pfi_agent_stats(const struct pfi_agent *ag, struct pfi_agent_stats *s) {
   s->event_end_s = ag->event_end_s;
 }
 
+double pfi_agent_event_left(const struct pfi_agent *ag, double mono_s) {
+  if (!ag->event[0] || ag->mode == PFI_AGENT_IDLE ||
+      !(ag->event_end_mono > mono_s))
+    return 0;
+  return ag->event_end_mono - mono_s;
+}
+
 /* ---- open / close ----------------------------------------------------------
  */
 
@@ -555,6 +598,7 @@ int pfi_agent_open(struct pfi_agent **out, const struct pfi_agent_opts *o,
   int rc, caps_ok = 0;
   if (!ag)
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  ag->event_end_mono = ag->clock_off = NAN;
   pthread_mutex_init(&ag->post_mu, NULL);
   if (!o->node || !pfi_fleet_name_ok(o->node)) {
     rc = pfi_error_set(err, PFI_EINVAL,

@@ -465,7 +465,12 @@ int main(int argc, char **argv) {
       next = mono_now() + period;
     if ((rc = pfi_agent_tick(ag, wall_now(), mono_now(), t, &err)) < 0)
       logf_("%s", pfi_error_format(&err, msg, sizeof msg));
+    unsigned steps = st.clock_steps;
     pfi_agent_stats(ag, &st);
+    if (st.clock_steps != steps)
+      logf_("the wall clock stepped %+.3f s: the hold and the lease run on "
+            "the monotonic clock (%.0f s left of the event)",
+            st.clock_step_s, pfi_agent_event_left(ag, mono_now()));
     if (st.mode != last_mode)
       logf_("%s -> %s", pfi_agent_mode_name(last_mode),
             pfi_agent_mode_name(st.mode));
@@ -522,7 +527,7 @@ out:
   if (rc < 0)
     fprintf(stderr, "pfi-agent: %s\n", pfi_error_format(&err, msg, sizeof msg));
   pfi_agent_stats(ag, &st);
-  if (restore_on_exit || !(st.event_end_s > wall_now())) {
+  if (restore_on_exit || !(pfi_agent_event_left(ag, mono_now()) > 0)) {
     /* Outside an event nothing of ours may stay on the GPUs. During one the
      * caps stay for the event (the grid was promised them): the record
      * keeps them, the next start resumes, and restores at the end. */

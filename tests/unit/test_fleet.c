@@ -456,29 +456,30 @@ static void test_agent_rules(void **state) {
   ASSERT_EQ_INT(st.seq, 4);
   ASSERT_EQ_INT(other_get(0), 380000);
   ASSERT_EQ_INT(other_get(1), 390000);
+  /* (The restarted agent's monotonic clock: Unix time - 1020.) */
   assert_int_equal(pfi_agent_handle(ag, buf, len, 1020, 0, &err), 0);
   /* The event ends while held: the limits recorded before the first
    * change come back (650 W, not the 700 W default). */
-  assert_int_equal(pfi_agent_tick(ag, 1999.9, 1, &t, &err), 0);
+  assert_int_equal(pfi_agent_tick(ag, 1999.9, 979.9, &t, &err), 0);
   ASSERT_EQ_INT(other_get(0), 380000);
-  assert_int_equal(pfi_agent_tick(ag, 2000, 2, &t, &err), 0);
+  assert_int_equal(pfi_agent_tick(ag, 2000, 980, &t, &err), 0);
   ASSERT_EQ_INT(t.mode, PFI_AGENT_IDLE);
   ASSERT_EQ_INT(other_get(0), 650000);
   ASSERT_EQ_INT(other_get(1), 650000);
   /* Outside an event a lost controller means restore at once. */
   len = assign(buf, sizeof buf, 5, NULL, 0, 5, 300000, 300000, 0);
-  assert_int_equal(pfi_agent_handle(ag, buf, len, 2001, 10, &err), 1);
+  assert_int_equal(pfi_agent_handle(ag, buf, len, 2001, 981, &err), 1);
   ASSERT_EQ_INT(other_get(1), 300000);
-  assert_int_equal(pfi_agent_tick(ag, 2002, 14.9, &t, &err), 0);
+  assert_int_equal(pfi_agent_tick(ag, 2002, 985.9, &t, &err), 0);
   ASSERT_EQ_INT(other_get(1), 300000);
-  assert_int_equal(pfi_agent_tick(ag, 2003, 15.1, &t, &err), 0);
+  assert_int_equal(pfi_agent_tick(ag, 2003, 986.1, &t, &err), 0);
   ASSERT_EQ_INT(other_get(1), 650000);
   ASSERT_EQ_INT(t.mode, PFI_AGENT_IDLE);
   /* An explicit restore. */
   len = assign(buf, sizeof buf, 6, NULL, 0, 5, 300000, 300000, 0);
-  assert_int_equal(pfi_agent_handle(ag, buf, len, 2004, 16, &err), 1);
+  assert_int_equal(pfi_agent_handle(ag, buf, len, 2004, 984, &err), 1);
   len = assign(buf, sizeof buf, 7, NULL, 0, 5, 0, 0, 1);
-  assert_int_equal(pfi_agent_handle(ag, buf, len, 2004, 16, &err), 1);
+  assert_int_equal(pfi_agent_handle(ag, buf, len, 2004, 984, &err), 1);
   ASSERT_EQ_INT(other_get(0), 650000);
   pfi_agent_stats(ag, &st);
   ASSERT_EQ_INT(st.restores, 3);
@@ -489,6 +490,68 @@ static void test_agent_rules(void **state) {
   struct pfi_agent_opts o = {"n1", "emu", params, record,
                              NULL, NULL,  NULL,   NULL};
   assert_int_equal(pfi_agent_open(&ag2, &o, 3000, &err), PFI_EBUSY);
+  pfi_agent_close(ag);
+}
+
+/* A step of the wall clock (issue 27, item 9): the hold and the event's end
+ * run on the monotonic clock, the end converted once when it arrived. The
+ * monotonic clock here is Unix time - 1000 until the step. */
+static void test_agent_clock_step(void **state) {
+  char buf[4096];
+  struct pfi_error err;
+  struct pfi_agent_stats st;
+  struct pfi_fleet_telemetry t;
+  other_set(0, 700000);
+  other_set(1, 700000);
+  struct pfi_agent *ag = open_agent("emu", params, 1000);
+  /* (Sequence numbers above test_agent_rules's, kept in the record.) */
+  /* Event ev1 ends at Unix 2000: monotonic 1000. */
+  size_t len = assign(buf, sizeof buf, 11, "ev1", 2000, 5, 300000, 300000, 0);
+  assert_int_equal(pfi_agent_handle(ag, buf, len, 1000, 0, &err), 1);
+  assert_int_equal(pfi_agent_tick(ag, 1001, 1, &t, &err), 0);
+  ASSERT_NEAR(pfi_agent_event_left(ag, 1), 999, 1e-9);
+  /* The wall clock steps +3600 s; the same event and end arrive again: the
+   * end keeps its conversion (999 s left, not none). */
+  len = assign(buf, sizeof buf, 12, "ev1", 2000, 5, 300000, 300000, 0);
+  assert_int_equal(pfi_agent_handle(ag, buf, len, 4602, 2, &err), 1);
+  pfi_agent_stats(ag, &st);
+  ASSERT_EQ_INT(st.clock_steps, 1);
+  ASSERT_NEAR(st.clock_step_s, 3600, 1e-6);
+  ASSERT_NEAR(pfi_agent_event_left(ag, 2), 998, 1e-9);
+  /* The lease is lost (monotonic 8 > 2 + 5) with the wall clock 2,610 s
+   * past the event's Unix end: held, caps unchanged. */
+  assert_int_equal(pfi_agent_tick(ag, 4608, 8, &t, &err), 0);
+  ASSERT_EQ_INT(t.mode, PFI_AGENT_HOLD);
+  ASSERT_EQ_INT(other_get(0), 300000);
+  /* Stepped back by 3,200 s (before the event's end by the wall clock):
+   * the hold still ends at monotonic 1000. */
+  assert_int_equal(pfi_agent_tick(ag, 1409, 9, &t, &err), 0);
+  pfi_agent_stats(ag, &st);
+  ASSERT_EQ_INT(st.clock_steps, 2);
+  ASSERT_NEAR(st.clock_step_s, -3200, 1e-6);
+  assert_int_equal(pfi_agent_tick(ag, 2399.9, 999.9, &t, &err), 0);
+  ASSERT_EQ_INT(t.mode, PFI_AGENT_HOLD);
+  ASSERT_EQ_INT(other_get(1), 300000);
+  assert_int_equal(pfi_agent_tick(ag, 2400, 1000, &t, &err), 0);
+  ASSERT_EQ_INT(t.mode, PFI_AGENT_IDLE);
+  ASSERT_EQ_INT(other_get(0), 700000);
+  ASSERT_EQ_INT(other_get(1), 700000);
+  ASSERT_NEAR(pfi_agent_event_left(ag, 1000), 0, 0);
+  /* A start during the event (by the record and the wall clock at open):
+   * its end is converted at the first call, then a step moves nothing. */
+  len = assign(buf, sizeof buf, 13, "ev2", 3000, 5, 250000, 250000, 0);
+  assert_int_equal(pfi_agent_handle(ag, buf, len, 2500, 1100, &err), 1);
+  pfi_agent_close(ag);
+  ag = open_agent("emu", params, 2600);
+  assert_int_equal(pfi_agent_tick(ag, 2600, 50, &t, &err), 0);
+  ASSERT_EQ_INT(t.mode, PFI_AGENT_HOLD);
+  ASSERT_NEAR(pfi_agent_event_left(ag, 50), 400, 1e-9);
+  assert_int_equal(pfi_agent_tick(ag, 6201, 51, &t, &err), 0);
+  ASSERT_EQ_INT(t.mode, PFI_AGENT_HOLD);
+  ASSERT_EQ_INT(other_get(0), 250000);
+  assert_int_equal(pfi_agent_tick(ag, 6550, 450, &t, &err), 0);
+  ASSERT_EQ_INT(t.mode, PFI_AGENT_IDLE);
+  ASSERT_EQ_INT(other_get(0), 700000);
   pfi_agent_close(ag);
 }
 
@@ -873,6 +936,7 @@ int main(void) {
       cmocka_unit_test(test_telemetry_node_power),
       cmocka_unit_test(test_restore_and_ctl_state),
       cmocka_unit_test(test_agent_rules),
+      cmocka_unit_test(test_agent_clock_step),
       cmocka_unit_test(test_agent_all_or_none),
       cmocka_unit_test(test_tail_rate),
       cmocka_unit_test(test_agent_jobs),
