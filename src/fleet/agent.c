@@ -70,6 +70,9 @@ struct pfi_agent {
   } post[PFI_FLEET_MAX_JOBS];
   unsigned n_post;
   char gpu_job[PFI_FLEET_MAX_GPUS][PFI_FLEET_NAME_MAX]; /* newest tick's */
+  long gpu_uid[PFI_FLEET_MAX_GPUS]; /* who owns that job on the GPU: its
+                                       mapping file's owner, or its compute
+                                       process's user; -1 none known */
 };
 
 /* ---- the record ------------------------------------------------------------
@@ -373,9 +376,15 @@ static int fix_drift(struct pfi_agent *ag, struct pfi_error *err) {
   return first;
 }
 
-/* The job on GPU `gpu` from the mapping directory, into buf ("" none). */
-static void job_of(struct pfi_agent *ag, unsigned gpu, char *buf, size_t n) {
+/* The job on GPU `gpu` from the mapping directory, into buf ("" none), and
+ * in *uid the user it belongs to (the mapping file's owner, the Slurm
+ * prolog giving it to the job's user; the compute process's user), -1 when
+ * none is known or it is root's. */
+static void job_of(struct pfi_agent *ag, unsigned gpu, char *buf, size_t n,
+                   long *uid) {
+  struct stat sb;
   buf[0] = 0;
+  *uid = -1;
   if (ag->emu_job) {
     if ((size_t)snprintf(buf, n, "emu-%.58s", ag->node) >= n ||
         !pfi_fleet_name_ok(buf))
@@ -391,8 +400,13 @@ static void job_of(struct pfi_agent *ag, unsigned gpu, char *buf, size_t n) {
       return;
     for (size_t i = 0; i < np && i < 64; i++)
       if (pfi_fleet_cgroup_job((long)pids[i], NULL, buf, n, NULL) == 1 &&
-          pfi_fleet_name_ok(buf))
+          pfi_fleet_name_ok(buf)) {
+        char proc[32];
+        snprintf(proc, sizeof proc, "/proc/%u", pids[i]);
+        if (stat(proc, &sb) == 0 && sb.st_uid != 0)
+          *uid = (long)sb.st_uid;
         return;
+      }
     buf[0] = 0;
     return;
   }
@@ -402,13 +416,16 @@ static void job_of(struct pfi_agent *ag, unsigned gpu, char *buf, size_t n) {
   if (fd < 0)
     return;
   ssize_t k = read(fd, line, sizeof line - 1);
+  long owner = fstat(fd, &sb) == 0 && sb.st_uid != 0 ? (long)sb.st_uid : -1;
   close(fd);
   if (k <= 0)
     return;
   line[k] = 0;
   line[strcspn(line, "\r\n \t")] = 0;
-  if (pfi_fleet_name_ok(line) && strlen(line) < n)
+  if (pfi_fleet_name_ok(line) && strlen(line) < n) {
     memcpy(buf, line, strlen(line) + 1);
+    *uid = owner;
+  }
 }
 
 int pfi_agent_tick(struct pfi_agent *ag, double now_s, double mono_s,
@@ -464,9 +481,11 @@ int pfi_agent_tick(struct pfi_agent *ag, double now_s, double mono_s,
     if (pfi_device_sample(ag->dev, i, &s, NULL) == 0 &&
         pfi_sample_has(&s, PFI_FIELD_POWER) && isfinite(s.v[PFI_FIELD_POWER]))
       g->power_w = s.v[PFI_FIELD_POWER];
-    job_of(ag, i, g->job, sizeof g->job);
+    long owner;
+    job_of(ag, i, g->job, sizeof g->job, &owner);
     pthread_mutex_lock(&ag->post_mu);
     memcpy(ag->gpu_job[i], g->job, sizeof g->job);
+    ag->gpu_uid[i] = owner;
     pthread_mutex_unlock(&ag->post_mu);
     if (!g->job[0])
       continue;
@@ -532,6 +551,12 @@ int pfi_agent_tick(struct pfi_agent *ag, double now_s, double mono_s,
             fabs(line_t - now_s) < 3600)
           end_at = mono_s + (line_t + ph.end_in_s - now_s);
       }
+    }
+    /* One job's report beyond what pfid takes must not make the node's
+     * whole telemetry refused: its throughput is left out (unknown). */
+    if (isfinite(rate) && rate > PFI_FLEET_TPUT_MAX) {
+      ag->stats.tput_dropped++;
+      rate = -1;
     }
     t->job[j].tokens_per_s = isfinite(rate) && rate >= 0 ? rate : -1;
     t->job[j].phase = phase;
@@ -729,7 +754,7 @@ int pfi_fleet_cgroup_job(long pid, const char *cgroup_path, char *buf,
 
 int pfi_agent_post_throughput(struct pfi_agent *ag, const char *job,
                               const char *body, size_t len, long peer_pid,
-                              double mono_s, double *rate,
+                              long peer_uid, double mono_s, double *rate,
                               struct pfi_error *err) {
   if (!pfi_fleet_name_ok(job))
     return pfi_error_set(err, PFI_ENOTFOUND,
@@ -739,27 +764,42 @@ int pfi_agent_post_throughput(struct pfi_agent *ag, const char *job,
   /* The jobs of the newest tick; the mapping files when they name it
    * already (a job that just started). Processes are looked at by the
    * tick only (the device belongs to its thread). */
-  int here = 0;
+  int here = 0, owned = 0;
   char on[PFI_FLEET_NAME_MAX];
   pthread_mutex_lock(&ag->post_mu);
-  for (unsigned i = 0; i < ag->n && !here; i++)
-    here = strcmp(ag->gpu_job[i], job) == 0;
+  for (unsigned i = 0; i < ag->n; i++)
+    if (strcmp(ag->gpu_job[i], job) == 0) {
+      here = 1;
+      owned |= peer_uid > 0 && ag->gpu_uid[i] == peer_uid;
+    }
   pthread_mutex_unlock(&ag->post_mu);
-  for (unsigned i = 0; i < ag->n && !here && (ag->jobmap[0] || ag->emu_job);
-       i++) {
-    job_of(ag, i, on, sizeof on);
-    here = strcmp(on, job) == 0;
+  for (unsigned i = 0; i < ag->n && (ag->jobmap[0] || ag->emu_job); i++) {
+    long owner;
+    job_of(ag, i, on, sizeof on, &owner);
+    if (strcmp(on, job) == 0) {
+      here = 1;
+      owned |= peer_uid > 0 && owner == peer_uid;
+    }
   }
   if (!here)
     return pfi_error_set(err, PFI_ENOTFOUND, "no GPU of node %s runs job %s",
                          ag->node, job);
   if (peer_pid > 0) {
+    /* The poster must be in the job: a process of Slurm job N posts for
+     * slurm-N only; one in no Slurm job, for a job its user owns on this
+     * node (the mapping file's owner, the job's compute processes' user);
+     * root for any. */
     char mine[PFI_FLEET_NAME_MAX];
     int r = pfi_fleet_cgroup_job(peer_pid, NULL, mine, sizeof mine, NULL);
     if (r == 1 && strcmp(mine, job) != 0)
       return pfi_error_set(err, PFI_ENOPERM,
                            "process %ld belongs to job %s, not %s", peer_pid,
                            mine, job);
+    if (r != 1 && peer_uid != 0 && !owned)
+      return pfi_error_set(err, PFI_ENOPERM,
+                           "process %ld (uid %ld) is not in job %s: neither "
+                           "in its Slurm job nor its user",
+                           peer_pid, peer_uid, job);
   }
   /* One line: a trailing newline is allowed, nothing after it. */
   size_t l = len;
@@ -784,6 +824,26 @@ int pfi_agent_post_throughput(struct pfi_agent *ag, const char *job,
   unsigned q = 0;
   while (q < ag->n_post && strcmp(ag->post[q].id, job) != 0)
     q++;
+  const struct posted *was = q < ag->n_post ? &ag->post[q] : NULL;
+  double r = -1;
+  if (isfinite(st.tokens_per_s)) {
+    r = st.tokens_per_s;
+  } else if (was && isfinite(st.tokens) && isfinite(st.job_t_s) &&
+             isfinite(was->tokens) && isfinite(was->t_s) &&
+             st.job_t_s > was->t_s && st.tokens >= was->tokens) {
+    r = (st.tokens - was->tokens) / (st.job_t_s - was->t_s);
+  }
+  /* pfid's bound: a report above it is refused whole, and nothing of the
+   * job's changes. */
+  if (!(r <= PFI_FLEET_TPUT_MAX)) {
+    pthread_mutex_unlock(&ag->post_mu);
+    return pfi_error_set(err, PFI_ERANGE,
+                         "body:1: %s %.6g tokens/s is above %.0e, the most "
+                         "telemetry carries",
+                         isfinite(st.tokens_per_s) ? "tokens_per_s"
+                                                   : "the rate of tokens",
+                         r, PFI_FLEET_TPUT_MAX);
+  }
   if (q == ag->n_post) {
     /* A new job: reuse the stalest entry when the table is full. */
     if (q == PFI_FLEET_MAX_JOBS) {
@@ -802,14 +862,6 @@ int pfi_agent_post_throughput(struct pfi_agent *ag, const char *job,
     ag->post[q].pause_at = ag->post[q].pause_len = ag->post[q].end_at = NAN;
   }
   struct posted *p = &ag->post[q];
-  double r = -1;
-  if (isfinite(st.tokens_per_s)) {
-    r = st.tokens_per_s;
-  } else if (isfinite(st.tokens) && isfinite(st.job_t_s) &&
-             isfinite(p->tokens) && isfinite(p->t_s) && st.job_t_s > p->t_s &&
-             st.tokens >= p->tokens) {
-    r = (st.tokens - p->tokens) / (st.job_t_s - p->t_s);
-  }
   p->tokens = st.tokens;
   p->t_s = st.job_t_s;
   p->mono_s = mono_s;

@@ -643,16 +643,16 @@ static void test_agent_jobs(void **state) {
   double r = -1;
   static const char p1[] = "{\"t\": 6, \"tokens_per_s\": 99.5}\n";
   assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", p1, sizeof p1 - 1,
-                                             -1, 1, &r, &err), 1);
+                                             -1, -1, 1, &r, &err), 1);
   ASSERT_NEAR(r, 99.5, 0);
   assert_int_equal(pfi_agent_tick(ag, 5001, 2, &t, &err), 0);
   ASSERT_NEAR(t.job[0].tokens_per_s, 99.5, 0);
   static const char c1[] = "{\"t\": 10, \"tokens\": 1000}",
                     c2[] = "{\"t\": 14, \"tokens\": 9000}";
   assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", c1, sizeof c1 - 1,
-                                             -1, 3, &r, &err), 0);
+                                             -1, -1, 3, &r, &err), 0);
   assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", c2, sizeof c2 - 1,
-                                             -1, 4, &r, &err), 1);
+                                             -1, -1, 4, &r, &err), 1);
   ASSERT_NEAR(r, 2000, 0); /* 8000 tokens in 4 s */
   assert_int_equal(pfi_agent_tick(ag, 5002, 5, &t, &err), 0);
   ASSERT_NEAR(t.job[0].tokens_per_s, 2000, 0);
@@ -661,22 +661,59 @@ static void test_agent_jobs(void **state) {
                                   &err), 0);
   ASSERT_NEAR(t.job[0].tokens_per_s, 4321.5, 0);
   assert_int_equal(pfi_agent_post_throughput(ag, "slurm-8", p1, sizeof p1 - 1,
-                                             -1, 20, &r, &err),
+                                             -1, -1, 20, &r, &err),
                    PFI_ENOTFOUND);
   static const char b1[] = "{\"t\": 1, \"tokens_per_s\": \"fast\"}";
   assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", b1, sizeof b1 - 1,
-                                             -1, 20, &r, &err),
+                                             -1, -1, 20, &r, &err),
                    PFI_EPARSE);
   assert_string_equal(err.file, "body");
   ASSERT_EQ_INT(err.line, 1);
   static const char b2[] = "{\"tokens_per_s\": 1}\n{\"tokens_per_s\": 2}\n";
   assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", b2, sizeof b2 - 1,
-                                             -1, 20, &r, &err),
+                                             -1, -1, 20, &r, &err),
                    PFI_EPARSE);
   assert_non_null(strstr(err.msg, "body:2"));
-  /* The poster's own cgroup: this process is in no Slurm job (allowed). */
+  /* The poster's own cgroup: this process is in no Slurm job; root may
+   * post for any job, another user only for a job it owns (the mapping
+   * file's owner; root's here). */
   assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", p1, sizeof p1 - 1,
-                                             (long)getpid(), 21, &r, &err), 1);
+                                             (long)getpid(), 0, 21, &r, &err),
+                   1);
+  assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", p1, sizeof p1 - 1,
+                                             (long)getpid(), 65534, 21, &r,
+                                             &err),
+                   PFI_ENOPERM);
+  assert_non_null(strstr(err.msg, "uid 65534"));
+  snprintf(f, sizeof f, "%s/1", jm);
+  if (geteuid() == 0) {
+    assert_int_equal(chown(f, 65534, 65534), 0);
+    assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", p1,
+                                               sizeof p1 - 1, (long)getpid(),
+                                               65534, 21, &r, &err),
+                     1);
+    assert_int_equal(chown(f, 0, 0), 0);
+  }
+  snprintf(f, sizeof f, "%s/slurm-7.jsonl", tp);
+  /* Above pfid's bound (PFI_FLEET_TPUT_MAX = 1e15 tokens/s): refused, the
+   * rate stays 99.5 (the post above); a cumulative count whose rate is
+   * above it too. */
+  static const char big[] = "{\"tokens_per_s\": 1e16}",
+                    k1[] = "{\"t\": 30, \"tokens\": 0}",
+                    k2[] = "{\"t\": 31, \"tokens\": 2e15}";
+  assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", big,
+                                             sizeof big - 1, -1, -1, 21.5, &r,
+                                             &err),
+                   PFI_ERANGE);
+  assert_non_null(strstr(err.msg, "tokens_per_s"));
+  assert_int_equal(pfi_agent_tick(ag, 5021, 22, &t, &err), 0);
+  ASSERT_NEAR(t.job[0].tokens_per_s, 99.5, 0);
+  assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", k1, sizeof k1 - 1,
+                                             -1, -1, 22, &r, &err),
+                   0);
+  assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", k2, sizeof k2 - 1,
+                                             -1, -1, 22.5, &r, &err),
+                   PFI_ERANGE);
   /* The trainer's phase and announced pause (docs/throughput-protocol.md):
    * from the file, its pause 7 s after the line's Unix time 5030, seen at
    * 5032: 5 s after the telemetry's time. */
@@ -696,12 +733,12 @@ static void test_agent_jobs(void **state) {
                     q2[] = "{\"tokens_per_s\": 10, \"phase\": \"training\", "
                            "\"next_pause_s\": 3, \"end_in_s\": 9}";
   assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", q1, sizeof q1 - 1,
-                                             -1, 41, &r, &err), 1);
+                                             -1, -1, 41, &r, &err), 1);
   assert_int_equal(pfi_agent_tick(ag, 5033, 42, &t, &err), 0);
   assert_int_equal(t.job[0].phase, PFI_PHASE_PAUSE);
   assert_true(t.job[0].pause_in_s < 0 && t.job[0].end_in_s < 0);
   assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", q2, sizeof q2 - 1,
-                                             -1, 43, &r, &err), 1);
+                                             -1, -1, 43, &r, &err), 1);
   assert_int_equal(pfi_agent_tick(ag, 5034, 44.5, &t, &err), 0);
   assert_int_equal(t.job[0].phase, PFI_PHASE_TRAINING);
   ASSERT_NEAR(t.job[0].pause_in_s, 1.5, 1e-9);
@@ -722,9 +759,33 @@ static void test_agent_jobs(void **state) {
   /* A phase no trainer sends: refused, naming the field. */
   static const char q3[] = "{\"tokens_per_s\": 1, \"phase\": \"nap\"}";
   assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", q3, sizeof q3 - 1,
-                                             -1, 47, &r, &err),
+                                             -1, -1, 47, &r, &err),
                    PFI_EPARSE);
   assert_non_null(strstr(err.msg, "phase"));
+  /* A file's throughput above the bound: left out of the job's telemetry
+   * (unknown), counted, and the node's message still decodes. */
+  fp = fopen(f, "w");
+  fputs("{\"t\": 5040, \"tokens_per_s\": 1e16}\n", fp);
+  fclose(fp);
+  assert_int_equal(pfi_agent_tick(ag, 5060, 47 + PFI_AGENT_POST_TTL_S + 1, &t,
+                                  &err),
+                   0);
+  assert_true(t.job[0].tokens_per_s < 0);
+  struct pfi_agent_stats st;
+  pfi_agent_stats(ag, &st);
+  ASSERT_EQ_INT(st.tput_dropped, 1);
+  len = pfi_fleet_telemetry_encode(&t, msg, sizeof msg, &err);
+  assert_true(len > 0);
+  assert_int_equal(pfi_fleet_telemetry_decode(msg, (size_t)len, &back, &err),
+                   0);
+  assert_true(back.job[0].tokens_per_s < 0);
+  assert_string_equal(back.job[0].id, "slurm-7");
+  /* The encoder leaves out what the decoder would refuse. */
+  t.job[0].tokens_per_s = 1e16;
+  len = pfi_fleet_telemetry_encode(&t, msg, sizeof msg, &err);
+  assert_int_equal(pfi_fleet_telemetry_decode(msg, (size_t)len, &back, &err),
+                   0);
+  assert_true(back.job[0].tokens_per_s < 0);
   pfi_agent_close(ag);
 }
 
