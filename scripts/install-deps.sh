@@ -43,6 +43,7 @@ if [ "$mode" != demo ]; then
   need "the report pages' browser tests" chromium
   need "the test scripts" sqlite3 python3
   need "the fleet tests" nats-server curl iproute2
+  need "the fleet tests' clock steps (libfaketime)" faketime
   need "the Slurm tests" slurm-wlm munge
   need "the Prometheus tests" prometheus
   need "the trainer package's and real-job sweep tests (a real PyTorch loop)" python3-torch

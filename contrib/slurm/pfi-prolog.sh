@@ -42,8 +42,13 @@ if [ -n "$dl" ]; then
 elif [ -n "$loss" ]; then
   printf '%s\n' "$loss" >"$TIERS/.$name.$$" && mv -f "$TIERS/.$name.$$" "$TIERS/$name"
 fi
+# Each GPU's file belongs to the job's user: the agent takes that user's
+# throughput posts for the job from processes in no Slurm job (without
+# Slurm's cgroup plugins).
 for g in ${gpus//,/ }; do
   case $g in *[!0-9]*|'') continue ;; esac
-  printf '%s\n' "$name" >"$DIR/.$g.$$" && mv -f "$DIR/.$g.$$" "$DIR/$g"
+  printf '%s\n' "$name" >"$DIR/.$g.$$" &&
+    { [ -z "${SLURM_JOB_UID:-}" ] || chown "$SLURM_JOB_UID" "$DIR/.$g.$$" 2>/dev/null || true; } &&
+    mv -f "$DIR/.$g.$$" "$DIR/$g"
 done
 exit 0

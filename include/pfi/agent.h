@@ -4,8 +4,12 @@
  * rules of the fleet's leases. No network of its own: pfi-agent feeds it
  * the assignments that arrive over NATS and publishes the telemetry it
  * returns; tests and benchmarks drive it directly. Times are passed in by
- * the caller (Unix time for event ends, a monotonic clock for leases), so
- * that every rule can be tested without waiting.
+ * the caller, so that every rule can be tested without waiting: the
+ * monotonic clock, which the lease, the hold and the event's end run on,
+ * and Unix time, used only at the edges (an event's end is converted to
+ * the monotonic clock once, when it arrives or at the first call after
+ * open for an end from the record; telemetry's time; a step of the wall
+ * clock is counted, pfi_agent_stats).
  *
  * The rules (docs/fleet.md):
  *  - An assignment is applied only when its sequence number is above every
@@ -104,9 +108,26 @@ struct pfi_agent_stats {
   unsigned rejected;  /* malformed or unfit assignments */
   unsigned reapplied; /* drift re-applications */
   unsigned restores;  /* restores of the recorded limits */
+  unsigned tput_dropped; /* a job's throughput left out of telemetry: above
+                            PFI_FLEET_TPUT_MAX (a file's; posts above it
+                            are refused) */
   double event_end_s; /* the held event's end, 0 when none */
+  unsigned clock_steps; /* steps of the wall clock seen (its difference to
+                           the monotonic clock changed by more than
+                           PFI_AGENT_CLOCK_STEP_S between two calls) */
+  double clock_step_s;  /* the newest step, s (+: the wall clock jumped
+                           ahead) */
 };
 void pfi_agent_stats(const struct pfi_agent *ag, struct pfi_agent_stats *s);
+
+/* A change of the wall clock against the monotonic one between two calls
+ * larger than this, s, is a step (NTP slews by far less). */
+#define PFI_AGENT_CLOCK_STEP_S 1.0
+
+/* Seconds left of the event whose caps the agent holds or tracks, on the
+ * monotonic clock (`mono_s`): its end converted once when it arrived, so a
+ * step of the wall clock moves neither the hold nor this. 0 outside one. */
+double pfi_agent_event_left(const struct pfi_agent *ag, double mono_s);
 
 /*
  * What the job on the node is told about its cap (docs/fleet.md, "The cap
@@ -132,21 +153,27 @@ int pfi_agent_cap_write(const char *path, const char *json, size_t len,
  * A throughput report a trainer posted for job `job` (pfi-agent's
  * --tput-listen endpoint): `len` bytes holding one line of the throughput
  * protocol (docs/throughput-protocol.md), received at monotonic `mono_s`.
- * `peer_pid` > 0 is the posting process (a Unix socket's peer): when its
- * cgroup (/proc/PID/cgroup) places it in a Slurm job, that must be `job`.
- * The report's tokens_per_s, or its cumulative tokens over the job's
- * previous report, is the job's throughput in telemetry for
- * PFI_AGENT_POST_TTL_S (it wins over --tput-dir). Returns 1 and sets *rate,
- * 0 when the report gives no rate yet (the first cumulative one, or a
- * counter that went down), PFI_ENOTFOUND (no GPU of this node runs `job`),
- * PFI_NOPERM (the poster is another job's), PFI_EPARSE (err located as
- * "body", line 1 and the column). Safe to call from another thread than
+ * `peer_pid` > 0 is the posting process (a Unix socket's peer) and
+ * `peer_uid` its user: it must be in the job. When its cgroup
+ * (/proc/PID/cgroup) places it in a Slurm job, that must be `job`; in none,
+ * its user must own the job on this node (the owner of a mapping file that
+ * names it, or the user of the job's compute process on a GPU), or be root
+ * (0, which may post for any job). `peer_pid` <= 0: the poster is not
+ * known (loopback TCP), nothing is checked. The report's tokens_per_s, or
+ * its cumulative tokens over the job's previous report, is the job's
+ * throughput in telemetry for PFI_AGENT_POST_TTL_S (it wins over
+ * --tput-dir). Returns 1 and sets *rate, 0 when the report gives no rate
+ * yet (the first cumulative one, or a counter that went down),
+ * PFI_ENOTFOUND (no GPU of this node runs `job`), PFI_ENOPERM (the poster
+ * is not in the job), PFI_ERANGE (a rate above PFI_FLEET_TPUT_MAX, which
+ * pfid would refuse: nothing changes), PFI_EPARSE (err located as "body",
+ * line 1 and the column). Safe to call from another thread than
  * pfi_agent_tick's.
  */
 #define PFI_AGENT_POST_TTL_S 10.0
 int pfi_agent_post_throughput(struct pfi_agent *ag, const char *job,
                               const char *body, size_t len, long peer_pid,
-                              double mono_s, double *rate,
+                              long peer_uid, double mono_s, double *rate,
                               struct pfi_error *err);
 
 /* The Slurm job a process belongs to from its cgroup file (a path

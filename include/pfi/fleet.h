@@ -36,6 +36,11 @@
 #define PFI_FLEET_MAX_JOBS 64
 /* Names (nodes, events, leaders, jobs): 1..63 bytes of [A-Za-z0-9_-]. */
 #define PFI_FLEET_NAME_MAX 64
+/* The largest throughput a telemetry message carries, tokens/s (a job's
+ * tokens_per_s and deadline_tput): pfid's decoder refuses a message above
+ * it, and the agent takes no report above it (its endpoint refuses the
+ * post, a file's value is left out of the job's telemetry). */
+#define PFI_FLEET_TPUT_MAX 1e15
 /* Version of the message format, the "v" field. */
 #define PFI_FLEET_VERSION 1
 

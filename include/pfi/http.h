@@ -24,6 +24,7 @@ struct pfi_http_req {
   const char *(*arg)(const struct pfi_http_req *rq, const char *key);
   void *conn; /* for arg() */
   long peer_pid; /* a Unix socket's peer process (SO_PEERCRED), or -1 */
+  long peer_uid; /* and its user id, or -1 */
 };
 
 struct pfi_http_resp {

@@ -39,6 +39,14 @@ struct pfi_agent {
   uint64_t seq;
   char event[PFI_FLEET_NAME_MAX];
   double event_end_s;
+  /* The event's end on the monotonic clock, which the hold runs on:
+   * event_end_s converted once, when the end arrives (an assignment that
+   * brings another end, or the record at the first tick), never again, so
+   * that a step of the wall clock moves no hold. NaN: not converted yet. */
+  double event_end_mono;
+  /* The wall clock less the monotonic one at the newest call (NaN before
+   * the first): a change larger than PFI_AGENT_CLOCK_STEP_S is a step. */
+  double clock_off;
   uint32_t assigned[PFI_FLEET_MAX_GPUS];
   int ledger;         /* the ledger holds this node's originals */
   double lease_until; /* monotonic clock */
@@ -62,6 +70,9 @@ struct pfi_agent {
   } post[PFI_FLEET_MAX_JOBS];
   unsigned n_post;
   char gpu_job[PFI_FLEET_MAX_GPUS][PFI_FLEET_NAME_MAX]; /* newest tick's */
+  long gpu_uid[PFI_FLEET_MAX_GPUS]; /* who owns that job on the GPU: its
+                                       mapping file's owner, or its compute
+                                       process's user; -1 none known */
 };
 
 /* ---- the record ------------------------------------------------------------
@@ -182,6 +193,7 @@ int pfi_agent_restore(struct pfi_agent *ag, struct pfi_error *err) {
   ag->mode = PFI_AGENT_IDLE;
   ag->event[0] = 0;
   ag->event_end_s = 0;
+  ag->event_end_mono = NAN;
   memset(ag->assigned, 0, sizeof ag->assigned);
   int r = save_state(ag, err);
   return r < 0 ? r : rc;
@@ -238,6 +250,22 @@ static int apply_caps(struct pfi_agent *ag, const uint32_t *caps,
   return 0;
 }
 
+/* The wall clock at the edges: a step (the wall clock less the monotonic
+ * one changed by more than PFI_AGENT_CLOCK_STEP_S since the previous call)
+ * is counted for the log; the end of a held event is converted to the
+ * monotonic clock once (from the record, at the first call after open). */
+static void see_clock(struct pfi_agent *ag, double now_s, double mono_s) {
+  double off = now_s - mono_s;
+  if (isfinite(ag->clock_off) && fabs(off - ag->clock_off) >
+                                     PFI_AGENT_CLOCK_STEP_S) {
+    ag->stats.clock_steps++;
+    ag->stats.clock_step_s = off - ag->clock_off;
+  }
+  ag->clock_off = off;
+  if (ag->event[0] && ag->event_end_s > 0 && isnan(ag->event_end_mono))
+    ag->event_end_mono = mono_s + (ag->event_end_s - now_s);
+}
+
 int pfi_agent_handle(struct pfi_agent *ag, const char *msg, size_t len,
                      double now_s, double mono_s, struct pfi_error *err) {
   struct pfi_fleet_assign a;
@@ -249,6 +277,7 @@ int pfi_agent_handle(struct pfi_agent *ag, const char *msg, size_t len,
   if (strcmp(a.node, ag->node) != 0)
     return 0;
   ag->now_s = now_s;
+  see_clock(ag, now_s, mono_s);
   if (a.seq <= ag->seq) {
     ag->stats.ignored++;
     return 0;
@@ -290,13 +319,19 @@ int pfi_agent_handle(struct pfi_agent *ag, const char *msg, size_t len,
   uint32_t prev[PFI_FLEET_MAX_GPUS];
   enum pfi_agent_mode prev_mode = ag->mode;
   char prev_event[PFI_FLEET_NAME_MAX];
-  double prev_end = ag->event_end_s;
+  double prev_end = ag->event_end_s, prev_end_mono = ag->event_end_mono;
   memcpy(prev, ag->assigned, sizeof prev);
   memcpy(prev_event, ag->event, sizeof prev_event);
   if ((rc = record_originals(ag, err)) < 0)
     return rc;
   memcpy(ag->assigned, a.cap_mw, sizeof a.cap_mw);
   memcpy(ag->event, a.event, sizeof ag->event);
+  /* An end already held keeps its conversion: the same end seen again
+   * through a wall clock stepped since is not moved. */
+  if (!a.event[0])
+    ag->event_end_mono = NAN;
+  else if (a.event_end_s != prev_end || isnan(ag->event_end_mono))
+    ag->event_end_mono = mono_s + (a.event_end_s - now_s);
   ag->event_end_s = a.event_end_s;
   ag->mode = PFI_AGENT_TRACKING;
   if ((rc = save_state(ag, err)) < 0 ||
@@ -306,6 +341,7 @@ int pfi_agent_handle(struct pfi_agent *ag, const char *msg, size_t len,
     memcpy(ag->assigned, prev, sizeof prev);
     memcpy(ag->event, prev_event, sizeof ag->event);
     ag->event_end_s = prev_end;
+    ag->event_end_mono = prev_end_mono;
     save_state(ag, NULL);
     ag->stats.rejected++;
     /* From idle, the GPUs are back at their originals: their records go
@@ -346,9 +382,15 @@ static int fix_drift(struct pfi_agent *ag, struct pfi_error *err) {
   return first;
 }
 
-/* The job on GPU `gpu` from the mapping directory, into buf ("" none). */
-static void job_of(struct pfi_agent *ag, unsigned gpu, char *buf, size_t n) {
+/* The job on GPU `gpu` from the mapping directory, into buf ("" none), and
+ * in *uid the user it belongs to (the mapping file's owner, the Slurm
+ * prolog giving it to the job's user; the compute process's user), -1 when
+ * none is known or it is root's. */
+static void job_of(struct pfi_agent *ag, unsigned gpu, char *buf, size_t n,
+                   long *uid) {
+  struct stat sb;
   buf[0] = 0;
+  *uid = -1;
   if (ag->emu_job) {
     if ((size_t)snprintf(buf, n, "emu-%.58s", ag->node) >= n ||
         !pfi_fleet_name_ok(buf))
@@ -364,8 +406,13 @@ static void job_of(struct pfi_agent *ag, unsigned gpu, char *buf, size_t n) {
       return;
     for (size_t i = 0; i < np && i < 64; i++)
       if (pfi_fleet_cgroup_job((long)pids[i], NULL, buf, n, NULL) == 1 &&
-          pfi_fleet_name_ok(buf))
+          pfi_fleet_name_ok(buf)) {
+        char proc[32];
+        snprintf(proc, sizeof proc, "/proc/%u", pids[i]);
+        if (stat(proc, &sb) == 0 && sb.st_uid != 0)
+          *uid = (long)sb.st_uid;
         return;
+      }
     buf[0] = 0;
     return;
   }
@@ -375,26 +422,32 @@ static void job_of(struct pfi_agent *ag, unsigned gpu, char *buf, size_t n) {
   if (fd < 0)
     return;
   ssize_t k = read(fd, line, sizeof line - 1);
+  long owner = fstat(fd, &sb) == 0 && sb.st_uid != 0 ? (long)sb.st_uid : -1;
   close(fd);
   if (k <= 0)
     return;
   line[k] = 0;
   line[strcspn(line, "\r\n \t")] = 0;
-  if (pfi_fleet_name_ok(line) && strlen(line) < n)
+  if (pfi_fleet_name_ok(line) && strlen(line) < n) {
     memcpy(buf, line, strlen(line) + 1);
+    *uid = owner;
+  }
 }
 
 int pfi_agent_tick(struct pfi_agent *ag, double now_s, double mono_s,
                    struct pfi_fleet_telemetry *t, struct pfi_error *err) {
   int first = 0, rc;
   ag->now_s = now_s;
+  see_clock(ag, now_s, mono_s);
+  /* The event's end and the lease on the monotonic clock. */
+  int in_event = ag->event[0] && mono_s < ag->event_end_mono;
   if (ag->mode == PFI_AGENT_TRACKING && mono_s > ag->lease_until) {
-    if (ag->event_end_s > now_s) {
+    if (in_event) {
       ag->mode = PFI_AGENT_HOLD; /* lost during an event: hold */
       set_reason(ag, "hold");
     } else
       first = pfi_agent_restore(ag, err); /* lost outside an event */
-  } else if (ag->mode == PFI_AGENT_HOLD && now_s >= ag->event_end_s)
+  } else if (ag->mode == PFI_AGENT_HOLD && !in_event)
     first = pfi_agent_restore(ag, err); /* held to the event's end */
   else if (ag->mode == PFI_AGENT_IDLE && ag->ledger)
     first = pfi_agent_restore(ag, err); /* a restore that failed before */
@@ -434,9 +487,11 @@ int pfi_agent_tick(struct pfi_agent *ag, double now_s, double mono_s,
     if (pfi_device_sample(ag->dev, i, &s, NULL) == 0 &&
         pfi_sample_has(&s, PFI_FIELD_POWER) && isfinite(s.v[PFI_FIELD_POWER]))
       g->power_w = s.v[PFI_FIELD_POWER];
-    job_of(ag, i, g->job, sizeof g->job);
+    long owner;
+    job_of(ag, i, g->job, sizeof g->job, &owner);
     pthread_mutex_lock(&ag->post_mu);
     memcpy(ag->gpu_job[i], g->job, sizeof g->job);
+    ag->gpu_uid[i] = owner;
     pthread_mutex_unlock(&ag->post_mu);
     if (!g->job[0])
       continue;
@@ -503,6 +558,12 @@ int pfi_agent_tick(struct pfi_agent *ag, double now_s, double mono_s,
           end_at = mono_s + (line_t + ph.end_in_s - now_s);
       }
     }
+    /* One job's report beyond what pfid takes must not make the node's
+     * whole telemetry refused: its throughput is left out (unknown). */
+    if (isfinite(rate) && rate > PFI_FLEET_TPUT_MAX) {
+      ag->stats.tput_dropped++;
+      rate = -1;
+    }
     t->job[j].tokens_per_s = isfinite(rate) && rate >= 0 ? rate : -1;
     t->job[j].phase = phase;
     if (isfinite(pause_at) && pause_at >= mono_s) {
@@ -520,6 +581,13 @@ void pfi_agent_stats(const struct pfi_agent *ag, struct pfi_agent_stats *s) {
   s->mode = ag->mode;
   s->seq = ag->seq;
   s->event_end_s = ag->event_end_s;
+}
+
+double pfi_agent_event_left(const struct pfi_agent *ag, double mono_s) {
+  if (!ag->event[0] || ag->mode == PFI_AGENT_IDLE ||
+      !(ag->event_end_mono > mono_s))
+    return 0;
+  return ag->event_end_mono - mono_s;
 }
 
 /* ---- open / close ----------------------------------------------------------
@@ -561,6 +629,7 @@ int pfi_agent_open(struct pfi_agent **out, const struct pfi_agent_opts *o,
   int rc, caps_ok = 0;
   if (!ag)
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  ag->event_end_mono = ag->clock_off = NAN;
   pthread_mutex_init(&ag->post_mu, NULL);
   if (!o->node || !pfi_fleet_name_ok(o->node)) {
     rc = pfi_error_set(err, PFI_EINVAL,
@@ -691,7 +760,7 @@ int pfi_fleet_cgroup_job(long pid, const char *cgroup_path, char *buf,
 
 int pfi_agent_post_throughput(struct pfi_agent *ag, const char *job,
                               const char *body, size_t len, long peer_pid,
-                              double mono_s, double *rate,
+                              long peer_uid, double mono_s, double *rate,
                               struct pfi_error *err) {
   if (!pfi_fleet_name_ok(job))
     return pfi_error_set(err, PFI_ENOTFOUND,
@@ -701,27 +770,42 @@ int pfi_agent_post_throughput(struct pfi_agent *ag, const char *job,
   /* The jobs of the newest tick; the mapping files when they name it
    * already (a job that just started). Processes are looked at by the
    * tick only (the device belongs to its thread). */
-  int here = 0;
+  int here = 0, owned = 0;
   char on[PFI_FLEET_NAME_MAX];
   pthread_mutex_lock(&ag->post_mu);
-  for (unsigned i = 0; i < ag->n && !here; i++)
-    here = strcmp(ag->gpu_job[i], job) == 0;
+  for (unsigned i = 0; i < ag->n; i++)
+    if (strcmp(ag->gpu_job[i], job) == 0) {
+      here = 1;
+      owned |= peer_uid > 0 && ag->gpu_uid[i] == peer_uid;
+    }
   pthread_mutex_unlock(&ag->post_mu);
-  for (unsigned i = 0; i < ag->n && !here && (ag->jobmap[0] || ag->emu_job);
-       i++) {
-    job_of(ag, i, on, sizeof on);
-    here = strcmp(on, job) == 0;
+  for (unsigned i = 0; i < ag->n && (ag->jobmap[0] || ag->emu_job); i++) {
+    long owner;
+    job_of(ag, i, on, sizeof on, &owner);
+    if (strcmp(on, job) == 0) {
+      here = 1;
+      owned |= peer_uid > 0 && owner == peer_uid;
+    }
   }
   if (!here)
     return pfi_error_set(err, PFI_ENOTFOUND, "no GPU of node %s runs job %s",
                          ag->node, job);
   if (peer_pid > 0) {
+    /* The poster must be in the job: a process of Slurm job N posts for
+     * slurm-N only; one in no Slurm job, for a job its user owns on this
+     * node (the mapping file's owner, the job's compute processes' user);
+     * root for any. */
     char mine[PFI_FLEET_NAME_MAX];
     int r = pfi_fleet_cgroup_job(peer_pid, NULL, mine, sizeof mine, NULL);
     if (r == 1 && strcmp(mine, job) != 0)
       return pfi_error_set(err, PFI_ENOPERM,
                            "process %ld belongs to job %s, not %s", peer_pid,
                            mine, job);
+    if (r != 1 && peer_uid != 0 && !owned)
+      return pfi_error_set(err, PFI_ENOPERM,
+                           "process %ld (uid %ld) is not in job %s: neither "
+                           "in its Slurm job nor its user",
+                           peer_pid, peer_uid, job);
   }
   /* One line: a trailing newline is allowed, nothing after it. */
   size_t l = len;
@@ -746,6 +830,26 @@ int pfi_agent_post_throughput(struct pfi_agent *ag, const char *job,
   unsigned q = 0;
   while (q < ag->n_post && strcmp(ag->post[q].id, job) != 0)
     q++;
+  const struct posted *was = q < ag->n_post ? &ag->post[q] : NULL;
+  double r = -1;
+  if (isfinite(st.tokens_per_s)) {
+    r = st.tokens_per_s;
+  } else if (was && isfinite(st.tokens) && isfinite(st.job_t_s) &&
+             isfinite(was->tokens) && isfinite(was->t_s) &&
+             st.job_t_s > was->t_s && st.tokens >= was->tokens) {
+    r = (st.tokens - was->tokens) / (st.job_t_s - was->t_s);
+  }
+  /* pfid's bound: a report above it is refused whole, and nothing of the
+   * job's changes. */
+  if (!(r <= PFI_FLEET_TPUT_MAX)) {
+    pthread_mutex_unlock(&ag->post_mu);
+    return pfi_error_set(err, PFI_ERANGE,
+                         "body:1: %s %.6g tokens/s is above %.0e, the most "
+                         "telemetry carries",
+                         isfinite(st.tokens_per_s) ? "tokens_per_s"
+                                                   : "the rate of tokens",
+                         r, PFI_FLEET_TPUT_MAX);
+  }
   if (q == ag->n_post) {
     /* A new job: reuse the stalest entry when the table is full. */
     if (q == PFI_FLEET_MAX_JOBS) {
@@ -764,14 +868,6 @@ int pfi_agent_post_throughput(struct pfi_agent *ag, const char *job,
     ag->post[q].pause_at = ag->post[q].pause_len = ag->post[q].end_at = NAN;
   }
   struct posted *p = &ag->post[q];
-  double r = -1;
-  if (isfinite(st.tokens_per_s)) {
-    r = st.tokens_per_s;
-  } else if (isfinite(st.tokens) && isfinite(st.job_t_s) &&
-             isfinite(p->tokens) && isfinite(p->t_s) && st.job_t_s > p->t_s &&
-             st.tokens >= p->tokens) {
-    r = (st.tokens - p->tokens) / (st.job_t_s - p->t_s);
-  }
   p->tokens = st.tokens;
   p->t_s = st.job_t_s;
   p->mono_s = mono_s;

@@ -93,6 +93,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
       b->len,
       req_arg,
       c,
+      -1,
       -1};
   if (h->unix_path[0]) {
     const union MHD_ConnectionInfo *ci =
@@ -101,8 +102,10 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
     socklen_t cl = sizeof cr;
     if (ci && getsockopt(ci->connect_fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) ==
                   0 &&
-        cr.pid > 0)
+        cr.pid > 0) {
       rq.peer_pid = cr.pid;
+      rq.peer_uid = (long)cr.uid;
+    }
   }
   struct pfi_http_resp rs = {200, "application/json", NULL, 0, NULL};
   h->fn(h->arg, &rq, &rs);

@@ -223,7 +223,8 @@ static void serve_tput(void *arg, const struct pfi_http_req *rq,
   char msg[PFI_ERROR_MSG_MAX + 300], esc[2 * sizeof msg];
   double rate = -1;
   int r = pfi_agent_post_throughput(arg, job, rq->body, rq->body_len,
-                                    rq->peer_pid, mono_now(), &rate, &err);
+                                    rq->peer_pid, rq->peer_uid, mono_now(),
+                                    &rate, &err);
   if (r < 0) {
     json_text(esc, sizeof esc, pfi_error_format(&err, msg, sizeof msg));
     reply(rs,
@@ -463,7 +464,12 @@ int main(int argc, char **argv) {
       next = mono_now() + period;
     if ((rc = pfi_agent_tick(ag, wall_now(), mono_now(), t, &err)) < 0)
       logf_("%s", pfi_error_format(&err, msg, sizeof msg));
+    unsigned steps = st.clock_steps;
     pfi_agent_stats(ag, &st);
+    if (st.clock_steps != steps)
+      logf_("the wall clock stepped %+.3f s: the hold and the lease run on "
+            "the monotonic clock (%.0f s left of the event)",
+            st.clock_step_s, pfi_agent_event_left(ag, mono_now()));
     if (st.mode != last_mode)
       logf_("%s -> %s", pfi_agent_mode_name(last_mode),
             pfi_agent_mode_name(st.mode));
@@ -520,7 +526,7 @@ out:
   if (rc < 0)
     fprintf(stderr, "pfi-agent: %s\n", pfi_error_format(&err, msg, sizeof msg));
   pfi_agent_stats(ag, &st);
-  if (restore_on_exit || !(st.event_end_s > wall_now())) {
+  if (restore_on_exit || !(pfi_agent_event_left(ag, mono_now()) > 0)) {
     /* Outside an event nothing of ours may stay on the GPUs. During one the
      * caps stay for the event (the grid was promised them): the record
      * keeps them, the next start resumes, and restores at the end. */

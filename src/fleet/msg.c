@@ -374,8 +374,8 @@ int pfi_fleet_telemetry_decode(const char *buf, size_t len,
     if ((rc = get_num(o, "max_loss", 0, 1, 0, &t->job[i].max_loss, TE, err)) ||
         (rc = get_str(o, "id", t->job[i].id, sizeof t->job[i].id, 1, 0, TE,
                       err)) ||
-        (rc = get_num(o, "tokens_per_s", 0, 1e15, 0, &t->job[i].tokens_per_s,
-                      TE, err)) ||
+        (rc = get_num(o, "tokens_per_s", 0, PFI_FLEET_TPUT_MAX, 0,
+                      &t->job[i].tokens_per_s, TE, err)) ||
         (rc = get_num(o, "max_event_s", 0, 1e9, 0, &t->job[i].max_event_s, TE,
                       err)) ||
         (rc =
@@ -428,7 +428,8 @@ int pfi_fleet_telemetry_encode(const struct pfi_fleet_telemetry *t, char *buf,
   }
   for (unsigned i = 0; j && jb && i < t->n_jobs; i++) {
     json_t *o = json_pack("{s:s}", "id", t->job[i].id);
-    if (o && t->job[i].tokens_per_s >= 0 && isfinite(t->job[i].tokens_per_s))
+    if (o && t->job[i].tokens_per_s >= 0 &&
+        t->job[i].tokens_per_s <= PFI_FLEET_TPUT_MAX)
       json_object_set_new(o, "tokens_per_s", json_real(t->job[i].tokens_per_s));
     if (o && t->job[i].max_loss >= 0 && t->job[i].max_loss <= 1)
       json_object_set_new(o, "max_loss", json_real(t->job[i].max_loss));

@@ -567,29 +567,30 @@ static void test_agent_rules(void **state) {
   ASSERT_EQ_INT(st.seq, 4);
   ASSERT_EQ_INT(other_get(0), 380000);
   ASSERT_EQ_INT(other_get(1), 390000);
+  /* (The restarted agent's monotonic clock: Unix time - 1020.) */
   assert_int_equal(pfi_agent_handle(ag, buf, len, 1020, 0, &err), 0);
   /* The event ends while held: the limits recorded before the first
    * change come back (650 W, not the 700 W default). */
-  assert_int_equal(pfi_agent_tick(ag, 1999.9, 1, &t, &err), 0);
+  assert_int_equal(pfi_agent_tick(ag, 1999.9, 979.9, &t, &err), 0);
   ASSERT_EQ_INT(other_get(0), 380000);
-  assert_int_equal(pfi_agent_tick(ag, 2000, 2, &t, &err), 0);
+  assert_int_equal(pfi_agent_tick(ag, 2000, 980, &t, &err), 0);
   ASSERT_EQ_INT(t.mode, PFI_AGENT_IDLE);
   ASSERT_EQ_INT(other_get(0), 650000);
   ASSERT_EQ_INT(other_get(1), 650000);
   /* Outside an event a lost controller means restore at once. */
   len = assign(buf, sizeof buf, 5, NULL, 0, 5, 300000, 300000, 0);
-  assert_int_equal(pfi_agent_handle(ag, buf, len, 2001, 10, &err), 1);
+  assert_int_equal(pfi_agent_handle(ag, buf, len, 2001, 981, &err), 1);
   ASSERT_EQ_INT(other_get(1), 300000);
-  assert_int_equal(pfi_agent_tick(ag, 2002, 14.9, &t, &err), 0);
+  assert_int_equal(pfi_agent_tick(ag, 2002, 985.9, &t, &err), 0);
   ASSERT_EQ_INT(other_get(1), 300000);
-  assert_int_equal(pfi_agent_tick(ag, 2003, 15.1, &t, &err), 0);
+  assert_int_equal(pfi_agent_tick(ag, 2003, 986.1, &t, &err), 0);
   ASSERT_EQ_INT(other_get(1), 650000);
   ASSERT_EQ_INT(t.mode, PFI_AGENT_IDLE);
   /* An explicit restore. */
   len = assign(buf, sizeof buf, 6, NULL, 0, 5, 300000, 300000, 0);
-  assert_int_equal(pfi_agent_handle(ag, buf, len, 2004, 16, &err), 1);
+  assert_int_equal(pfi_agent_handle(ag, buf, len, 2004, 984, &err), 1);
   len = assign(buf, sizeof buf, 7, NULL, 0, 5, 0, 0, 1);
-  assert_int_equal(pfi_agent_handle(ag, buf, len, 2004, 16, &err), 1);
+  assert_int_equal(pfi_agent_handle(ag, buf, len, 2004, 984, &err), 1);
   ASSERT_EQ_INT(other_get(0), 650000);
   pfi_agent_stats(ag, &st);
   ASSERT_EQ_INT(st.restores, 3);
@@ -600,6 +601,68 @@ static void test_agent_rules(void **state) {
   struct pfi_agent_opts o = {"n1", "emu", params, record,
                              NULL, NULL,  NULL,   NULL};
   assert_int_equal(pfi_agent_open(&ag2, &o, 3000, &err), PFI_EBUSY);
+  pfi_agent_close(ag);
+}
+
+/* A step of the wall clock (issue 27, item 9): the hold and the event's end
+ * run on the monotonic clock, the end converted once when it arrived. The
+ * monotonic clock here is Unix time - 1000 until the step. */
+static void test_agent_clock_step(void **state) {
+  char buf[4096];
+  struct pfi_error err;
+  struct pfi_agent_stats st;
+  struct pfi_fleet_telemetry t;
+  other_set(0, 700000);
+  other_set(1, 700000);
+  struct pfi_agent *ag = open_agent("emu", params, 1000);
+  /* (Sequence numbers above test_agent_rules's, kept in the record.) */
+  /* Event ev1 ends at Unix 2000: monotonic 1000. */
+  size_t len = assign(buf, sizeof buf, 11, "ev1", 2000, 5, 300000, 300000, 0);
+  assert_int_equal(pfi_agent_handle(ag, buf, len, 1000, 0, &err), 1);
+  assert_int_equal(pfi_agent_tick(ag, 1001, 1, &t, &err), 0);
+  ASSERT_NEAR(pfi_agent_event_left(ag, 1), 999, 1e-9);
+  /* The wall clock steps +3600 s; the same event and end arrive again: the
+   * end keeps its conversion (999 s left, not none). */
+  len = assign(buf, sizeof buf, 12, "ev1", 2000, 5, 300000, 300000, 0);
+  assert_int_equal(pfi_agent_handle(ag, buf, len, 4602, 2, &err), 1);
+  pfi_agent_stats(ag, &st);
+  ASSERT_EQ_INT(st.clock_steps, 1);
+  ASSERT_NEAR(st.clock_step_s, 3600, 1e-6);
+  ASSERT_NEAR(pfi_agent_event_left(ag, 2), 998, 1e-9);
+  /* The lease is lost (monotonic 8 > 2 + 5) with the wall clock 2,610 s
+   * past the event's Unix end: held, caps unchanged. */
+  assert_int_equal(pfi_agent_tick(ag, 4608, 8, &t, &err), 0);
+  ASSERT_EQ_INT(t.mode, PFI_AGENT_HOLD);
+  ASSERT_EQ_INT(other_get(0), 300000);
+  /* Stepped back by 3,200 s (before the event's end by the wall clock):
+   * the hold still ends at monotonic 1000. */
+  assert_int_equal(pfi_agent_tick(ag, 1409, 9, &t, &err), 0);
+  pfi_agent_stats(ag, &st);
+  ASSERT_EQ_INT(st.clock_steps, 2);
+  ASSERT_NEAR(st.clock_step_s, -3200, 1e-6);
+  assert_int_equal(pfi_agent_tick(ag, 2399.9, 999.9, &t, &err), 0);
+  ASSERT_EQ_INT(t.mode, PFI_AGENT_HOLD);
+  ASSERT_EQ_INT(other_get(1), 300000);
+  assert_int_equal(pfi_agent_tick(ag, 2400, 1000, &t, &err), 0);
+  ASSERT_EQ_INT(t.mode, PFI_AGENT_IDLE);
+  ASSERT_EQ_INT(other_get(0), 700000);
+  ASSERT_EQ_INT(other_get(1), 700000);
+  ASSERT_NEAR(pfi_agent_event_left(ag, 1000), 0, 0);
+  /* A start during the event (by the record and the wall clock at open):
+   * its end is converted at the first call, then a step moves nothing. */
+  len = assign(buf, sizeof buf, 13, "ev2", 3000, 5, 250000, 250000, 0);
+  assert_int_equal(pfi_agent_handle(ag, buf, len, 2500, 1100, &err), 1);
+  pfi_agent_close(ag);
+  ag = open_agent("emu", params, 2600);
+  assert_int_equal(pfi_agent_tick(ag, 2600, 50, &t, &err), 0);
+  ASSERT_EQ_INT(t.mode, PFI_AGENT_HOLD);
+  ASSERT_NEAR(pfi_agent_event_left(ag, 50), 400, 1e-9);
+  assert_int_equal(pfi_agent_tick(ag, 6201, 51, &t, &err), 0);
+  ASSERT_EQ_INT(t.mode, PFI_AGENT_HOLD);
+  ASSERT_EQ_INT(other_get(0), 250000);
+  assert_int_equal(pfi_agent_tick(ag, 6550, 450, &t, &err), 0);
+  ASSERT_EQ_INT(t.mode, PFI_AGENT_IDLE);
+  ASSERT_EQ_INT(other_get(0), 700000);
   pfi_agent_close(ag);
 }
 
@@ -691,16 +754,16 @@ static void test_agent_jobs(void **state) {
   double r = -1;
   static const char p1[] = "{\"t\": 6, \"tokens_per_s\": 99.5}\n";
   assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", p1, sizeof p1 - 1,
-                                             -1, 1, &r, &err), 1);
+                                             -1, -1, 1, &r, &err), 1);
   ASSERT_NEAR(r, 99.5, 0);
   assert_int_equal(pfi_agent_tick(ag, 5001, 2, &t, &err), 0);
   ASSERT_NEAR(t.job[0].tokens_per_s, 99.5, 0);
   static const char c1[] = "{\"t\": 10, \"tokens\": 1000}",
                     c2[] = "{\"t\": 14, \"tokens\": 9000}";
   assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", c1, sizeof c1 - 1,
-                                             -1, 3, &r, &err), 0);
+                                             -1, -1, 3, &r, &err), 0);
   assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", c2, sizeof c2 - 1,
-                                             -1, 4, &r, &err), 1);
+                                             -1, -1, 4, &r, &err), 1);
   ASSERT_NEAR(r, 2000, 0); /* 8000 tokens in 4 s */
   assert_int_equal(pfi_agent_tick(ag, 5002, 5, &t, &err), 0);
   ASSERT_NEAR(t.job[0].tokens_per_s, 2000, 0);
@@ -709,22 +772,59 @@ static void test_agent_jobs(void **state) {
                                   &err), 0);
   ASSERT_NEAR(t.job[0].tokens_per_s, 4321.5, 0);
   assert_int_equal(pfi_agent_post_throughput(ag, "slurm-8", p1, sizeof p1 - 1,
-                                             -1, 20, &r, &err),
+                                             -1, -1, 20, &r, &err),
                    PFI_ENOTFOUND);
   static const char b1[] = "{\"t\": 1, \"tokens_per_s\": \"fast\"}";
   assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", b1, sizeof b1 - 1,
-                                             -1, 20, &r, &err),
+                                             -1, -1, 20, &r, &err),
                    PFI_EPARSE);
   assert_string_equal(err.file, "body");
   ASSERT_EQ_INT(err.line, 1);
   static const char b2[] = "{\"tokens_per_s\": 1}\n{\"tokens_per_s\": 2}\n";
   assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", b2, sizeof b2 - 1,
-                                             -1, 20, &r, &err),
+                                             -1, -1, 20, &r, &err),
                    PFI_EPARSE);
   assert_non_null(strstr(err.msg, "body:2"));
-  /* The poster's own cgroup: this process is in no Slurm job (allowed). */
+  /* The poster's own cgroup: this process is in no Slurm job; root may
+   * post for any job, another user only for a job it owns (the mapping
+   * file's owner; root's here). */
   assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", p1, sizeof p1 - 1,
-                                             (long)getpid(), 21, &r, &err), 1);
+                                             (long)getpid(), 0, 21, &r, &err),
+                   1);
+  assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", p1, sizeof p1 - 1,
+                                             (long)getpid(), 65534, 21, &r,
+                                             &err),
+                   PFI_ENOPERM);
+  assert_non_null(strstr(err.msg, "uid 65534"));
+  snprintf(f, sizeof f, "%s/1", jm);
+  if (geteuid() == 0) {
+    assert_int_equal(chown(f, 65534, 65534), 0);
+    assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", p1,
+                                               sizeof p1 - 1, (long)getpid(),
+                                               65534, 21, &r, &err),
+                     1);
+    assert_int_equal(chown(f, 0, 0), 0);
+  }
+  snprintf(f, sizeof f, "%s/slurm-7.jsonl", tp);
+  /* Above pfid's bound (PFI_FLEET_TPUT_MAX = 1e15 tokens/s): refused, the
+   * rate stays 99.5 (the post above); a cumulative count whose rate is
+   * above it too. */
+  static const char big[] = "{\"tokens_per_s\": 1e16}",
+                    k1[] = "{\"t\": 30, \"tokens\": 0}",
+                    k2[] = "{\"t\": 31, \"tokens\": 2e15}";
+  assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", big,
+                                             sizeof big - 1, -1, -1, 21.5, &r,
+                                             &err),
+                   PFI_ERANGE);
+  assert_non_null(strstr(err.msg, "tokens_per_s"));
+  assert_int_equal(pfi_agent_tick(ag, 5021, 22, &t, &err), 0);
+  ASSERT_NEAR(t.job[0].tokens_per_s, 99.5, 0);
+  assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", k1, sizeof k1 - 1,
+                                             -1, -1, 22, &r, &err),
+                   0);
+  assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", k2, sizeof k2 - 1,
+                                             -1, -1, 22.5, &r, &err),
+                   PFI_ERANGE);
   /* The trainer's phase and announced pause (docs/throughput-protocol.md):
    * from the file, its pause 7 s after the line's Unix time 5030, seen at
    * 5032: 5 s after the telemetry's time. */
@@ -744,12 +844,12 @@ static void test_agent_jobs(void **state) {
                     q2[] = "{\"tokens_per_s\": 10, \"phase\": \"training\", "
                            "\"next_pause_s\": 3, \"end_in_s\": 9}";
   assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", q1, sizeof q1 - 1,
-                                             -1, 41, &r, &err), 1);
+                                             -1, -1, 41, &r, &err), 1);
   assert_int_equal(pfi_agent_tick(ag, 5033, 42, &t, &err), 0);
   assert_int_equal(t.job[0].phase, PFI_PHASE_PAUSE);
   assert_true(t.job[0].pause_in_s < 0 && t.job[0].end_in_s < 0);
   assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", q2, sizeof q2 - 1,
-                                             -1, 43, &r, &err), 1);
+                                             -1, -1, 43, &r, &err), 1);
   assert_int_equal(pfi_agent_tick(ag, 5034, 44.5, &t, &err), 0);
   assert_int_equal(t.job[0].phase, PFI_PHASE_TRAINING);
   ASSERT_NEAR(t.job[0].pause_in_s, 1.5, 1e-9);
@@ -770,9 +870,33 @@ static void test_agent_jobs(void **state) {
   /* A phase no trainer sends: refused, naming the field. */
   static const char q3[] = "{\"tokens_per_s\": 1, \"phase\": \"nap\"}";
   assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", q3, sizeof q3 - 1,
-                                             -1, 47, &r, &err),
+                                             -1, -1, 47, &r, &err),
                    PFI_EPARSE);
   assert_non_null(strstr(err.msg, "phase"));
+  /* A file's throughput above the bound: left out of the job's telemetry
+   * (unknown), counted, and the node's message still decodes. */
+  fp = fopen(f, "w");
+  fputs("{\"t\": 5040, \"tokens_per_s\": 1e16}\n", fp);
+  fclose(fp);
+  assert_int_equal(pfi_agent_tick(ag, 5060, 47 + PFI_AGENT_POST_TTL_S + 1, &t,
+                                  &err),
+                   0);
+  assert_true(t.job[0].tokens_per_s < 0);
+  struct pfi_agent_stats st;
+  pfi_agent_stats(ag, &st);
+  ASSERT_EQ_INT(st.tput_dropped, 1);
+  len = pfi_fleet_telemetry_encode(&t, msg, sizeof msg, &err);
+  assert_true(len > 0);
+  assert_int_equal(pfi_fleet_telemetry_decode(msg, (size_t)len, &back, &err),
+                   0);
+  assert_true(back.job[0].tokens_per_s < 0);
+  assert_string_equal(back.job[0].id, "slurm-7");
+  /* The encoder leaves out what the decoder would refuse. */
+  t.job[0].tokens_per_s = 1e16;
+  len = pfi_fleet_telemetry_encode(&t, msg, sizeof msg, &err);
+  assert_int_equal(pfi_fleet_telemetry_decode(msg, (size_t)len, &back, &err),
+                   0);
+  assert_true(back.job[0].tokens_per_s < 0);
   pfi_agent_close(ag);
 }
 
@@ -985,6 +1109,7 @@ int main(void) {
       cmocka_unit_test(test_trust_bounds),
       cmocka_unit_test(test_restore_and_ctl_state),
       cmocka_unit_test(test_agent_rules),
+      cmocka_unit_test(test_agent_clock_step),
       cmocka_unit_test(test_agent_all_or_none),
       cmocka_unit_test(test_tail_rate),
       cmocka_unit_test(test_agent_jobs),
