@@ -32,7 +32,8 @@ static char *signature(struct pfi_pfid *d) {
     const struct pfid_node *n = &d->node[i];
     if (!n->have_tel || !n->tel.n)
       continue;
-    pfi_buf_printf(&b, "%s:%u", n->name, n->tel.n);
+    pfi_buf_printf(&b, "%s:%u%s", n->name, n->tel.n,
+                   n->tel.record_failed ? "!" : "");
     for (unsigned g = 0; g < n->tel.n; g++) {
       /* The tier the module would be given (the API's, else the node's):
        * a node's tier file written after its job's GPUs were mapped (the
@@ -114,6 +115,13 @@ static int build(struct pfi_pfid *d, char *sig, int log,
     for (unsigned g = 0; g < n->tel.n; g++, g0++) {
       lo[g0] = n->tel.gpu[g].min_mw / 1000.0;
       hi[g0] = n->tel.gpu[g].max_mw / 1000.0;
+      /* An agent that cannot record the limits it would restore refuses
+       * every cut: its GPUs count at the limit they hold, not cuttable
+       * (docs/fleet.md "Trust", record_ok). */
+      uint32_t c = n->tel.gpu[g].cap_mw;
+      if (n->tel.record_failed && c >= n->tel.gpu[g].min_mw &&
+          c <= n->tel.gpu[g].max_mw && c > 0)
+        lo[g0] = hi[g0] = c / 1000.0;
     }
   }
   d->ctl_nn = nn;

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* Fuzz target: the fleet's message decoders (assignments, telemetry with
- * the jobs' phases and announced pauses, events, tiers, the control state). Whatever a decoder accepts must satisfy its own checks and
+ * the jobs' phases and announced pauses, events, tiers, the control state)
+ * and the bounds checked after them (pfi_fleet_assign_check,
+ * pfi_fleet_telemetry_plausible). Whatever a decoder accepts must satisfy its own checks and
  * survive an encode/decode round trip unchanged. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -24,6 +26,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         memcmp(a2.cap_mw, a.cap_mw, sizeof a.cap_mw) != 0 ||
         a2.event_end_s != a.event_end_s || strcmp(a2.event, a.event) != 0)
       abort();
+    /* The agent's bounds (fleet.h pfi_fleet_assign_check): a jump above
+     * 2^24 or an end a week ahead is refused, whatever else it says. */
+    int ck = pfi_fleet_assign_check(&a, 1, 1e9, &err);
+    if ((a.seq > 1 + PFI_FLEET_SEQ_JUMP_MAX ||
+         (a.event[0] && a.event_end_s > 1e9 + PFI_FLEET_EVENT_AHEAD_MAX_S)) !=
+        (ck != 0))
+      abort();
   }
   static struct pfi_fleet_telemetry t, t2;
   if (pfi_fleet_telemetry_decode(s, size, &t, &err) == 0) {
@@ -34,10 +43,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                           pfi_fleet_node_source_ok(t.node_source))
                       : t.node_source[0] != 0)
       abort();
+    /* Plausible telemetry (pfid's bounds) has no GPU above its maximum
+     * and the margin. */
+    if (pfi_fleet_telemetry_plausible(&t, &err) == 0)
+      for (unsigned i = 0; i < t.n; i++)
+        if (t.gpu[i].power_w > t.gpu[i].max_mw / 1000.0 * 1.1 + 25 + 1e-9 ||
+            t.gpu[i].max_mw > PFI_FLEET_GPU_MAX_MW)
+          abort();
+    (void)pfi_fleet_telemetry_gpu_sig(&t);
     int len = pfi_fleet_telemetry_encode(&t, out, sizeof out, &err);
     if (len > 0 &&
         (pfi_fleet_telemetry_decode(out, (size_t)len, &t2, &err) != 0 ||
          t2.n != t.n || t2.seq_applied != t.seq_applied ||
+         t2.record_failed != t.record_failed ||
          t2.node_w != t.node_w || t2.node_age_s != t.node_age_s ||
          strcmp(t2.node_source, t.node_source) != 0 || t2.n_jobs != t.n_jobs))
       abort();
