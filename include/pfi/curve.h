@@ -44,6 +44,13 @@ struct pfi_curveset {
   void *pool; /* the blocks that hold the names and points of curves read
                  from a file (few allocations instead of two per job);
                  owned, NULL otherwise */
+  /* Replicate rows (a job's cap repeated in a file without sd or runs
+   * columns): the pooled squared deviations of power and throughput from
+   * their point's mean, relative to it, their degrees of freedom (rows
+   * beyond the first of each point) and the points that had replicates.
+   * pfi_noise_estimate() (index.h) turns them into the noise. */
+  double rep_ss_power, rep_ss_tokens;
+  size_t rep_dof, rep_groups;
 };
 
 /* Canonical column names, in the order used by --map. */
@@ -84,7 +91,10 @@ const char *pfi_curve_col_name(enum pfi_curve_col col);
  * Validation, each a PFI_EPARSE with file:line:column: missing column, a
  * used column named twice in the header, a record with more fields than
  * the header, non-numeric/NaN/inf value, zero or negative cap, power or
- * throughput, a cap above PFI_CURVE_CAP_W_MAX, duplicate cap within a job, a job with fewer than 2 points,
+ * throughput, a cap above PFI_CURVE_CAP_W_MAX, duplicate cap within a job in a file with sd or runs
+ * columns (without them, rows repeating a job's cap are replicate runs:
+ * the point is their mean, runs their count, and their scatter is pooled
+ * in rep_ss_*), a job with fewer than 2 points,
  * a NUL byte (binary input). A bad --map
  * gives PFI_EINVAL. On success the set is filled (points sorted by cap) and
  * must be released with pfi_curveset_release(); on failure it is empty.

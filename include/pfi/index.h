@@ -180,7 +180,9 @@ int pfi_noise_acc_finish(const struct pfi_noise_acc *a, int source,
 
 /*
  * The noise of a set of curves, in order: PFI_NOISE_COLUMNS when every
- * point has both sd columns; else the scatter of the points the cap cannot
+ * point has both sd columns; else the pooled scatter of replicate rows
+ * (set->rep_ss_*, curve.h) when it has PFI_NOISE_MIN_DOF degrees of
+ * freedom; else the scatter of the points the cap cannot
  * bind (power per GPU, gpus or 1, below PFI_NOISE_UNBOUND_FRAC of the cap;
  * two or more in a job) when it has PFI_NOISE_MIN_DOF degrees of freedom;
  * else the paper's default. Deterministic, O(points).

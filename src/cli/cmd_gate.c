@@ -317,7 +317,8 @@ int cmd_gate(int argc, char **argv) {
       C_JOB, T_REF, T_NEW, T_DIFF, T_WORST, T_TPW, T_VERDICT, C_REF, C_REFLO,
       C_REFHI, C_NEW, C_NEWLO, C_NEWHI, C_DIFF, C_DIFFLO, C_DIFFHI, C_PBN,
       C_NCOMMON, C_WCAP, C_WCHG, C_WSIG, C_TBN, C_TPWREF, C_TPWNEW, C_TPWCHG,
-      C_VERDICT, C_RPTS, C_NPTS, C_RWHY, C_NWHY, C_TZ, C_N
+      C_VERDICT, C_RPTS, C_NPTS, C_RWHY, C_NWHY, C_TZ, C_RNS, C_RNP, C_RNT,
+      C_NNS, C_NNP, C_NNT, C_N
     };
 #define T(n, w)                                                                \
   {.name = n, .kind = PFI_RESTAB_TEXT, .width = w, .fixed = 1, .sep = 1,       \
@@ -362,6 +363,14 @@ int cmd_gate(int argc, char **argv) {
         [C_NWHY] = {.name = "pfi_new_undefined", .kind = PFI_RESTAB_TEXT,
                     .formats = PFI_RESTAB_IN_CSV},
         [C_TZ] = G("tput_z"),
+        [C_RNS] = {.name = "ref_noise_source", .kind = PFI_RESTAB_TEXT,
+                   .formats = PFI_RESTAB_IN_CSV},
+        [C_RNP] = G("ref_noise_rel_sd_power"),
+        [C_RNT] = G("ref_noise_rel_sd_tokens"),
+        [C_NNS] = {.name = "new_noise_source", .kind = PFI_RESTAB_TEXT,
+                   .formats = PFI_RESTAB_IN_CSV},
+        [C_NNP] = G("new_noise_rel_sd_power"),
+        [C_NNT] = G("new_noise_rel_sd_tokens"),
     };
 #undef T
 #undef G
@@ -382,6 +391,18 @@ int cmd_gate(int argc, char **argv) {
         pfi_restab_text(&tab, C_NWHY, pfi_index_undefined_reason(g->new_undef));
       if (g->ncommon)
         pfi_restab_num(&tab, C_TZ, g->tput_z);
+      /* The noise each sweep's points without sd columns used ('-' when
+       * every point has its own). */
+      pfi_restab_text(&tab, C_RNS, pfi_noise_source_name(rnz.source));
+      pfi_restab_text(&tab, C_NNS, pfi_noise_source_name(nnz.source));
+      if (rnz.source != PFI_NOISE_COLUMNS) {
+        pfi_restab_num(&tab, C_RNP, rnz.rel_sd_power);
+        pfi_restab_num(&tab, C_RNT, rnz.rel_sd_tokens);
+      }
+      if (nnz.source != PFI_NOISE_COLUMNS) {
+        pfi_restab_num(&tab, C_NNP, nnz.rel_sd_power);
+        pfi_restab_num(&tab, C_NNT, nnz.rel_sd_tokens);
+      }
       if (g->ref_ok) {
         pfi_restab_textf(&tab, T_REF, "%.3f [%.3f, %.3f]%s", g->pfi_ref,
                          g->ref_lo, g->ref_hi, g->ref_points == 1 ? " 1pt" : "");

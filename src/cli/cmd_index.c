@@ -64,15 +64,17 @@ static const struct pfi_cmd_help help = {
     "  ce     1 - a, a the slope of log T on log P (least squares)\n",
     opts,
     "The noise of points without sd columns comes from the file (the\n"
-    "scatter of points whose power stays below 70 % of the cap), else the\n"
-    "paper's default, or --noise; the output says which.\n"
+    "scatter of replicate rows, a job's cap repeated; else of the points\n"
+    "whose power stays below 70 % of the cap), else the paper's default, or\n"
+    "--noise; the output says which.\n"
     "Undefined values (no capped point bound; all powers equal; no interval)\n"
     "print as - in table and csv, null in JSON; the note column says why a\n"
     "ratio PFI is undefined (the cap never bound; throughput never fell\n"
-    "beyond the noise) or that it rests on one capped point. Bad input (missing column,\n"
-    "non-numeric, NaN or infinite value, zero or negative power or\n"
-    "throughput, duplicate cap, a job with fewer than 2 points) is reported\n"
-    "as FILE:LINE:COLUMN with exit status 2.\n",
+    "beyond the noise) or that it rests on one capped point.\n"
+    "Bad input (missing column, non-numeric, NaN or infinite value, zero or\n"
+    "negative power or throughput, duplicate cap with sd or runs columns, a\n"
+    "job with fewer than 2 points) is reported as FILE:LINE:COLUMN with exit\n"
+    "status 2.\n",
     0,
     NULL};
 

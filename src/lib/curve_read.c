@@ -496,6 +496,35 @@ static int fast_row(struct rows *r, struct pfi_curveset *set,
   return 1;
 }
 
+/*
+ * Folds a replicate row into the point of curve c with its cap: the point
+ * becomes the mean of its runs (runs counts them), and the set's pool
+ * gains the row's squared deviation relative to the mean (Welford's
+ * update, (x - m_old)(x - m_new) / m_new^2: the relative scatter to first
+ * order in the noise).
+ */
+static void replicate(struct pfi_curveset *set, struct pfi_curve *c,
+                      const struct pfi_point *pt) {
+  struct pfi_point *p = NULL;
+  for (size_t i = 0; i < c->n && !p; i++)
+    if (c->pts[i].cap_w == pt->cap_w)
+      p = &c->pts[i];
+  if (!p)
+    return;
+  double k = p->runs > 1 ? (double)p->runs : 1.0;
+  double mp = p->power_w + (pt->power_w - p->power_w) / (k + 1),
+         mt = p->tokens_per_s + (pt->tokens_per_s - p->tokens_per_s) / (k + 1);
+  set->rep_ss_power += (pt->power_w - p->power_w) * (pt->power_w - mp) /
+                       (mp * mp);
+  set->rep_ss_tokens += (pt->tokens_per_s - p->tokens_per_s) *
+                        (pt->tokens_per_s - mt) / (mt * mt);
+  set->rep_dof++;
+  set->rep_groups += k == 1.0;
+  p->power_w = mp;
+  p->tokens_per_s = mt;
+  p->runs = (int)k + 1;
+}
+
 int pfi__curve_read_rows(struct rows *r, struct pfi_curveset *set,
                          struct pfi_csv *csv, struct pfi_error *err) {
   int rc;
@@ -663,6 +692,15 @@ int pfi__curve_read_rows(struct rows *r, struct pfi_curveset *set,
                             "row but %g here",
                             job, set->c[r->last].gpus, gpus);
       return rc;
+    }
+    if (rc == 2 && r->idx[PFI_COL_POWER_SD_W] < 0 &&
+        r->idx[PFI_COL_TOKENS_SD] < 0 && r->idx[PFI_COL_RUNS] < 0) {
+      /* A file without sd or runs columns that repeats a job's cap holds
+       * replicate runs (formats.md): the point becomes their mean, and
+       * their scatter goes to the set's pool (pfi_noise_estimate()). */
+      replicate(set, &set->c[r->last], &pt);
+      rc = 0;
+      continue;
     }
     if (rc == 2) {
       rc = pfi_error_setloc(

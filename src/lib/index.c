@@ -614,6 +614,11 @@ void pfi_noise_estimate(const struct pfi_curveset *set, struct pfi_noise *n) {
     n->source = PFI_NOISE_COLUMNS;
     return;
   }
+  /* Replicate rows: their pooled scatter (curve.h, rep_ss_*). */
+  struct pfi_noise_acc rep = {set->rep_ss_power, set->rep_ss_tokens,
+                              set->rep_dof, set->rep_dof + set->rep_groups};
+  if (pfi_noise_acc_finish(&rep, PFI_NOISE_REPLICATES, n))
+    return;
   struct pfi_noise_acc acc = {0};
   double pbuf[64], tbuf[64];
   for (size_t j = 0; j < set->n; j++) {

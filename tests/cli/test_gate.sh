@@ -82,6 +82,11 @@ for k, r in rows.items():
     pfail = int(r["pfi_beyond_noise"]) and r["pfi_diff"] != "-" and abs(float(r["pfi_diff"])) > 0.10 * abs(a)
     fail = pfail or (tb and -w > 0.02) or (r["pfi_diff"] == "-" and not ch)
     if r["verdict"] != ("fail" if fail else "pass"): print(k, "verdict", r["verdict"]); bad += 1
+    for w, nz in (("ref", nref), ("new", nnew)):   # the noise used, per row
+        if r[w + "_noise_source"] != "points the cap cannot bind" or \
+           not close(float(r[w + "_noise_rel_sd_power"]), nz[0], 1e-8) or \
+           not close(float(r[w + "_noise_rel_sd_tokens"]), nz[1], 1e-8):
+            print(k, "noise", w); bad += 1
 print(len(rows), "jobs compared")
 sys.exit(1 if bad else 0)
 PY

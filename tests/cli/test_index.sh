@@ -168,8 +168,22 @@ printf 'job,cap_w,power_w,tokens_per_s\na,700,1000,100\na,500,0,90\n' >"$T/zero.
 expect_err "zero.csv:3:7: field 'power_w': must be positive" index "$T/zero.csv"
 printf 'job,cap_w,power_w,tokens_per_s\na,700,1000,100\na,500,800,-5\n' >"$T/neg.csv"
 expect_err "neg.csv:3:11: field 'tokens_per_s': must be positive" index "$T/neg.csv"
-printf 'job,cap_w,power_w,tokens_per_s\na,700,1000,100\na,700,800,90\n' >"$T/dup.csv"
+printf 'job,cap_w,power_w,tokens_per_s,tokens_sd\na,700,1000,100,1\na,700,800,90,1\n' >"$T/dup.csv"
 expect_err "dup.csv:3:3: field 'cap_w': duplicate cap 700 W" index "$T/dup.csv"
+# Without sd or runs columns a repeated cap is a replicate run: the point
+# is the mean (700 W: P 1000, T 100; 300 W: P 600, T 80, as three.csv, PFI
+# (1 - 0.6)/(1 - 0.8) = 2), and the noise is the replicates' scatter
+# (throughput +-2 % and +-1 %, power +-1 % and 0: 2 degrees of freedom per
+# point, 4 in all; sd sqrt((2*0.02^2 + 2*0.01^2)/4) = 1.58 % of throughput).
+printf 'job,cap_w,power_w,tokens_per_s\na,700,1010,102\na,700,990,98\na,700,1000,100\na,300,606,80.8\na,300,594,79.2\na,300,600,80\n' >"$T/rep.csv"
+"$PFI" index "$T/rep.csv" --format csv >"$T/out" || fail "replicate rows: $(cat "$T/out")"
+IFS=, read -r _ pfi _ _ used _ tmax pmax _ note src np nt < <(sed -n 2p "$T/out")
+near "$pfi" 2 1e-9 "replicate rows: ratio PFI"
+[ "$tmax" = 100 ] && [ "$pmax" = 1000 ] && [ "$src" = "replicate runs" ] ||
+  fail "replicate rows: $(cat "$T/out")"
+near "$nt" 0.0158 0.0003 "replicate rows: throughput noise"
+"$PFI" index "$T/rep.csv" | head -1 | grep -q '(replicate runs, 4 degrees of freedom)' ||
+  fail "replicate noise not stated: $("$PFI" index "$T/rep.csv" | head -1)"
 printf 'job,cap_w,power_w,tokens_per_s\na,700,1000,100\nb,700,1000,100\nb,500,800,90\n' >"$T/one.csv"
 expect_err "one.csv:2:1: job 'a': has 1 point, needs at least 2" index "$T/one.csv"
 printf 'job,cap_w,power_w,tokens_per_s\na,700,1000,100\na,500,"80\n' >"$T/quote.csv"

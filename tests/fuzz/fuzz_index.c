@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
  * Fuzz target: the curves reader with a --map string, the --caps
- * restriction and the Monte Carlo interval. The input's first line is the
+ * restriction, the noise estimate and the Monte Carlo interval with the
+ * default and the estimated noise. The input's first line is the
  * map (empty for none), the rest the curves CSV. The caps kept are the
  * first job's lowest and highest, so that restriction both succeeds and
  * fails (a job lacking them) on generated inputs.
@@ -35,8 +36,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       double caps[2] = {c0->pts[0].cap_w, c0->pts[c0->n - 1].cap_w};
       (void)pfi_curveset_restrict(&set, caps, 2, &err);
     }
+    struct pfi_noise nz;
+    pfi_noise_estimate(&set, &nz);
+    if (!isfinite(nz.rel_sd_power) || !(nz.rel_sd_power >= 0) ||
+        !isfinite(nz.rel_sd_tokens) || !(nz.rel_sd_tokens >= 0))
+      abort();
     for (size_t i = 0; i < set.n; i++) {
       struct pfi_index ix;
+      if (pfi_index_compute_noise(&set.c[i], PFI_INDEX_ALL, &nz, &ix, &err) ==
+          0) {
+        if ((ix.pfi_defined && !isfinite(ix.pfi)) ||
+            (ix.pfi_defined != (ix.undefined_why == PFI_UNDEF_NONE)))
+          abort();
+        pfi_index_release(&ix);
+      }
+      double nlo, nhi;
+      if (pfi_index_ci_noise(&set.c[i], 8, 1, &nz, &nlo, &nhi, &err) > 0 &&
+          (!isfinite(nlo) || !isfinite(nhi) || nlo > nhi))
+        abort();
       if (pfi_index_compute(&set.c[i], &ix, &err) == 0) {
         /* A computed index is finite, or it is an error: never inf/nan. */
         if ((ix.pfi_defined && !isfinite(ix.pfi)) || !isfinite(ix.pfi_area) ||

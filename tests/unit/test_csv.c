@@ -97,7 +97,10 @@ static void curves_sorted_and_validated(void **state) {
   ASSERT_NEAR(pfi_curve_cap_at(&set.c[1], 3000), 500, 1e-12);
   pfi_curveset_release(&set);
 
-  const char dup[] = "job,cap_w,power_w,tokens_per_s\na,300,1,1\na,300,2,2\n";
+  /* A repeated cap is an error in a file with sd or runs columns (without
+   * them it is a replicate run, test_index_noise.c). */
+  const char dup[] =
+      "job,cap_w,power_w,tokens_per_s,runs\na,300,1,1,1\na,300,2,2,1\n";
   assert_int_equal(
       pfi_curveset_read_mem(&set, "d.csv", dup, sizeof dup - 1, NULL, &err),
       PFI_EPARSE);

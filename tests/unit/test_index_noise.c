@@ -81,6 +81,55 @@ static void estimate_from_unbound_points(void **state) {
   pfi_curveset_release(&set);
 }
 
+static void replicate_rows(void **state) {
+  (void)state;
+  /* Caps 100 and 200 W measured three times each, 300 W once; no sd or
+   * runs columns: replicate runs. Relative deviations from each point's
+   * mean: throughput {0, +3 %, -3 %}, power {0, +2 %, -2 %}. Pooled over
+   * 2 x (3 - 1) = 4 degrees of freedom: sd = sqrt(2 * 2 * 0.03^2 / 4) =
+   * 3 % (2 % for power). The reader pools the scatter relative to the
+   * running mean (first order in the noise: here 0.4 % of the sd off the
+   * exact value); tolerance 1 % of the sd. */
+  const char csv[] = "job,cap_w,power_w,tokens_per_s\n"
+                     "a,100,90,10\na,200,180,20\na,100,91.8,10.3\n"
+                     "a,300,250,25\na,200,183.6,20.6\na,100,88.2,9.7\n"
+                     "a,200,176.4,19.4\n";
+  for (int threads = 1; threads <= 2; threads++) {
+    struct pfi_curveset set;
+    struct pfi_error err;
+    assert_int_equal(pfi_curveset_read_mem_threads(&set, "r.csv", csv,
+                                                   strlen(csv), NULL, threads,
+                                                   &err),
+                     0);
+    assert_int_equal(set.n, 1);
+    ASSERT_EQ_INT(set.c[0].n, 3);
+    ASSERT_NEAR(set.c[0].pts[0].power_w, 90, 1e-12);
+    ASSERT_NEAR(set.c[0].pts[0].tokens_per_s, 10, 1e-12);
+    ASSERT_NEAR(set.c[0].pts[1].power_w, 180, 1e-12);
+    ASSERT_NEAR(set.c[0].pts[1].tokens_per_s, 20, 1e-12);
+    assert_int_equal(set.c[0].pts[0].runs, 3);
+    assert_int_equal(set.c[0].pts[1].runs, 3);
+    assert_int_equal(set.c[0].pts[2].runs, 0);
+    struct pfi_noise nz;
+    pfi_noise_estimate(&set, &nz);
+    assert_int_equal(nz.source, PFI_NOISE_REPLICATES);
+    ASSERT_EQ_INT(nz.dof, 4);
+    ASSERT_EQ_INT(nz.points, 6);
+    ASSERT_NEAR(nz.rel_sd_tokens, 0.03, 0.0003);
+    ASSERT_NEAR(nz.rel_sd_power, 0.02, 0.0002);
+    pfi_curveset_release(&set);
+  }
+  /* With an sd column a repeated cap is still an error. */
+  const char sd[] = "job,cap_w,power_w,tokens_per_s,tokens_sd\n"
+                    "a,100,90,10,0.1\na,100,91,10.2,0.1\na,200,180,20,0.1\n";
+  struct pfi_curveset set;
+  struct pfi_error err;
+  assert_int_equal(
+      pfi_curveset_read_mem(&set, "s.csv", sd, strlen(sd), NULL, &err),
+      PFI_EPARSE);
+  assert_non_null(strstr(err.msg, "duplicate cap 100 W"));
+}
+
 /* A job with a 5 % loss at 600 W and a 30 % loss at 300 W. */
 static const char two_losses[] = "job,cap_w,power_w,tokens_per_s\n"
                                  "a,700,1000,100\n"
@@ -346,6 +395,7 @@ static void interval_calibration(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(estimate_from_unbound_points),
+      cmocka_unit_test(replicate_rows),
       cmocka_unit_test(one_noise_for_rule_and_interval),
       cmocka_unit_test(cap_never_bound_is_undefined),
       cmocka_unit_test(reference_is_highest_cap),
