@@ -114,7 +114,9 @@ static const struct pfi_cmd_help help = {
     "JSON keys: cuts, workloads, size, mix, seed, strategies (object by\n"
     "name: gap_tokens_per_s_per_job, gap_ci95 [[lo, hi]...], gap_closed_pct\n"
     "(null where the equal-to-oracle gap is zero), vs_pfi_aware_tokens_per_s\n"
-    "_per_job, vs_pfi_aware_ci95).\n",
+    "_per_job, vs_pfi_aware_ci95), source, unit (the objective's), normalized,\n"
+    "objective, objective_text, skipped, pfi_undefined. The gaps count in\n"
+    "the objective's unit whatever their key says.\n",
     0,
     NULL};
 

@@ -160,7 +160,7 @@ sys.exit(1 if bad else 0)
 PY
 for size in 2 3; do
   for norm in 0 1; do
-    nflag=
+    nflag="--objective throughput"
     [ "$norm" = 1 ] && nflag=--normalize
     "$PFI" simulate --curves "$T/one.csv" --map "$M" --workloads 2 --size $size \
       --cuts 10,30 --strategies oracle,equal $nflag --format csv >"$T/sim1.csv" ||
@@ -178,7 +178,7 @@ grep -q "^Skipped (they read features; none given): moe-ft-weighted, dram-copy$"
   fail "simulate does not say what it skipped: $(head -8 "$T/sim.txt")"
 grep -q "^22 library jobs have no ratio PFI" "$T/sim.txt" || fail "simulate does not count the jobs without PFI"
 grep -q "% of a job's uncapped throughput per job" "$T/sim.txt" || fail "normalized gap unit not said"
-"$PFI" simulate --curves "$Z/summary_power_v100.csv" --map "$M" --workloads 20 --cuts 10 \
+"$PFI" simulate --curves "$Z/summary_power_v100.csv" --map "$M" --objective throughput --workloads 20 --cuts 10 \
   --format json >"$T/sim.json" || fail "simulate json"
 python3 - "$T/sim.json" <<'PY' || fail "simulate JSON without features"
 import json, sys
