@@ -87,13 +87,15 @@ const char *pfi_curve_col_name(enum pfi_curve_col col);
  * Validation, each a PFI_EPARSE with file:line:column: missing column, a
  * used column named twice in the header, a record with more fields than
  * the header, non-numeric/NaN/inf value, zero or negative cap, power or
- * throughput, duplicate cap within a job in a file with sd or runs
- * columns (without them, rows repeating a job's cap are replicate runs:
- * the point is their mean, runs their count, and their scatter is pooled
- * in rep_ss_*), a job with fewer than 2 points,
+ * throughput, duplicate cap within a job, a job with fewer than 2 points,
  * a NUL byte (binary input). A bad --map
  * gives PFI_EINVAL. On success the set is filled (points sorted by cap) and
  * must be released with pfi_curveset_release(); on failure it is empty.
+ *
+ * Replicate rows: in a file without power_sd_w, tokens_sd and runs
+ * columns, rows repeating a job's cap are replicate runs, not a duplicate
+ * cap: the point is their mean, its runs their count, and their scatter
+ * is pooled in rep_ss_* (pfi_noise_estimate(), index.h).
  */
 int pfi_curveset_read(struct pfi_curveset *set, const char *path,
                       const char *map, struct pfi_error *err);
