@@ -18,8 +18,9 @@
  *   save_i = 1 - P_i/P_max > max(z s_P,i, R_P)
  * with z = PFI_INDEX_NOISE_Z (2), s_T,i the standard error of T_i/T_max
  * ((T_i/T_max) sqrt(r_i^2 + r_max^2), r the points' relative standard
- * errors, from tokens_sd or the default 0.05 %), s_P,i the same for power
- * (default 0.04 %), and R_T, R_P the curve's own noise floor: the largest
+ * errors, from tokens_sd or the noise (struct pfi_noise below; the
+ * paper's 0.05 % by default), s_P,i the same for power (default 0.04 %),
+ * and R_T, R_P the curve's own noise floor: the largest
  * rise of throughput (power) from any cap to a lower one, relative to
  * T_max (P_max); 0 on a monotone curve. A cap cannot speed a job up, so a
  * rise measures the noise of the curve. Points left out are reported with
@@ -129,15 +130,15 @@ enum pfi_noise_source {
 };
 
 struct pfi_noise {
-  double rel_sd_power;  /* relative standard deviation, 0.0004 = 0.04 % */
+  double rel_sd_power; /* relative standard deviation, 0.0004 = 0.04 % */
   double rel_sd_tokens;
-  int source;           /* enum pfi_noise_source */
-  int per_run;          /* 1: the sd of one run, a point of `runs` runs has
-                           sd / sqrt(runs) (estimates); 0: a point's own
-                           standard error (paper default, given) */
-  size_t dof;           /* degrees of freedom of an estimate (the draws
-                           propagate its uncertainty); 0: taken as known */
-  size_t points;        /* points behind an estimate */
+  int source;    /* enum pfi_noise_source */
+  int per_run;   /* 1: the sd of one run, a point of `runs` runs has
+                    sd / sqrt(runs) (estimates); 0: a point's own
+                    standard error (paper default, given) */
+  size_t dof;    /* degrees of freedom of an estimate (the draws
+                    propagate its uncertainty); 0: taken as known */
+  size_t points; /* points behind an estimate */
 };
 
 /* A power-to-cap ratio below this (per GPU) is a point the cap cannot bind. */

@@ -238,12 +238,12 @@ int cmd_gate(int argc, char **argv) {
     json_object_set_new(j, "seed", json_integer((json_int_t)go.seed));
     for (int k = 0; k < 2; k++) {
       const struct pfi_noise *z = k ? &nnz : &rnz;
-      json_object_set_new(
-          j, k ? "new_noise" : "reference_noise",
-          json_pack("{sfsfsssI}", "rel_sd_power", z->rel_sd_power,
-                    "rel_sd_tokens", z->rel_sd_tokens, "source",
-                    pfi_noise_source_name(z->source), "dof",
-                    (json_int_t)z->dof));
+      json_object_set_new(j, k ? "new_noise" : "reference_noise",
+                          json_pack("{sfsfsssI}", "rel_sd_power",
+                                    z->rel_sd_power, "rel_sd_tokens",
+                                    z->rel_sd_tokens, "source",
+                                    pfi_noise_source_name(z->source), "dof",
+                                    (json_int_t)z->dof));
     }
     for (size_t i = 0; i < rs.n; i++) {
       if (match[i] < 0) {
@@ -405,14 +405,16 @@ int cmd_gate(int argc, char **argv) {
       }
       if (g->ref_ok) {
         pfi_restab_textf(&tab, T_REF, "%.3f [%.3f, %.3f]%s", g->pfi_ref,
-                         g->ref_lo, g->ref_hi, g->ref_points == 1 ? " 1pt" : "");
+                         g->ref_lo, g->ref_hi,
+                         g->ref_points == 1 ? " 1pt" : "");
         pfi_restab_num(&tab, C_REF, g->pfi_ref);
         pfi_restab_num(&tab, C_REFLO, g->ref_lo);
         pfi_restab_num(&tab, C_REFHI, g->ref_hi);
       }
       if (g->new_ok) {
         pfi_restab_textf(&tab, T_NEW, "%.3f [%.3f, %.3f]%s", g->pfi_new,
-                         g->new_lo, g->new_hi, g->new_points == 1 ? " 1pt" : "");
+                         g->new_lo, g->new_hi,
+                         g->new_points == 1 ? " 1pt" : "");
         pfi_restab_num(&tab, C_NEW, g->pfi_new);
         pfi_restab_num(&tab, C_NEWLO, g->new_lo);
         pfi_restab_num(&tab, C_NEWHI, g->new_hi);

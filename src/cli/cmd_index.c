@@ -304,8 +304,8 @@ int cmd_index(int argc, char **argv) {
     snprintf(noise_line, sizeof noise_line,
              "Noise of points without power_sd_w/tokens_sd: %.3g %% of "
              "power, %.3g %% of throughput (%s%s).",
-             noise_p * 100.0, noise_t * 100.0,
-             pfi_noise_source_name(nz.source), dof_s);
+             noise_p * 100.0, noise_t * 100.0, pfi_noise_source_name(nz.source),
+             dof_s);
   int progress =
       draws > 0 && isatty(STDERR_FILENO) && (double)draws * (double)set.n > 1e6;
   if (fmt == PFI_FMT_JSON) {
@@ -370,11 +370,11 @@ int cmd_index(int argc, char **argv) {
                 ? json_pack("{sfsf}", "power", noise_p, "tokens", noise_t)
                 : json_null());
       }
-      json_object_set_new(
-          o, "noise",
-          json_pack("{sfsfsssI}", "rel_sd_power", noise_p, "rel_sd_tokens",
-                    noise_t, "source", pfi_noise_source_name(nz.source), "dof",
-                    (json_int_t)nz.dof));
+      json_object_set_new(o, "noise",
+                          json_pack("{sfsfsssI}", "rel_sd_power", noise_p,
+                                    "rel_sd_tokens", noise_t, "source",
+                                    pfi_noise_source_name(nz.source), "dof",
+                                    (json_int_t)nz.dof));
       json_array_append_new(arr, o);
     }
     if (!arr || pfi_cli_print_json(arr)) {

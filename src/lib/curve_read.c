@@ -514,8 +514,8 @@ static void replicate(struct pfi_curveset *set, struct pfi_curve *c,
   double k = p->runs > 1 ? (double)p->runs : 1.0;
   double mp = p->power_w + (pt->power_w - p->power_w) / (k + 1),
          mt = p->tokens_per_s + (pt->tokens_per_s - p->tokens_per_s) / (k + 1);
-  set->rep_ss_power += (pt->power_w - p->power_w) * (pt->power_w - mp) /
-                       (mp * mp);
+  set->rep_ss_power +=
+      (pt->power_w - p->power_w) * (pt->power_w - mp) / (mp * mp);
   set->rep_ss_tokens += (pt->tokens_per_s - p->tokens_per_s) *
                         (pt->tokens_per_s - mt) / (mt * mt);
   set->rep_dof++;

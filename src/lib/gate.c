@@ -92,13 +92,13 @@ int pfi_gate_compare(const struct pfi_curve *ref, const struct pfi_curve *new_c,
   if (!a)
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
   double *b = a + o->draws;
-  int rc = one(ref, o, o->ref_noise, o->seed, a, &out->ref_ok, &out->pfi_ref,
-               &out->ref_lo, &out->ref_hi, &out->ref_points, &out->ref_undef,
-               err);
+  int rc =
+      one(ref, o, o->ref_noise, o->seed, a, &out->ref_ok, &out->pfi_ref,
+          &out->ref_lo, &out->ref_hi, &out->ref_points, &out->ref_undef, err);
   if (rc == 0)
-    rc = one(new_c, o, o->new_noise, o->seed + 1, b, &out->new_ok,
-             &out->pfi_new, &out->new_lo, &out->new_hi, &out->new_points,
-             &out->new_undef, err);
+    rc =
+        one(new_c, o, o->new_noise, o->seed + 1, b, &out->new_ok, &out->pfi_new,
+            &out->new_lo, &out->new_hi, &out->new_points, &out->new_undef, err);
   if (rc < 0) {
     free(a);
     return rc;
@@ -145,8 +145,9 @@ int pfi_gate_compare(const struct pfi_curve *ref, const struct pfi_curve *new_c,
      * with probability at most PFI_GATE_ALPHA_TPUT, whatever the grid. */
     out->tput_z =
         gsl_cdf_ugaussian_Qinv(PFI_GATE_ALPHA_TPUT / (double)out->ncommon);
-    out->tput_beyond_noise = out->worst_change < 0 &&
-                             -out->worst_change > out->tput_z * out->worst_sigma;
+    out->tput_beyond_noise =
+        out->worst_change < 0 &&
+        -out->worst_change > out->tput_z * out->worst_sigma;
     out->tput_fail = out->tput_beyond_noise && -out->worst_change > o->tput_tol;
   }
   const struct pfi_point *ur = pfi_curve_uncapped(ref),

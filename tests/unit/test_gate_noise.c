@@ -19,7 +19,7 @@
 #include "testutil.h"
 
 #define ZEUS_MAP                                                               \
-  "job=dataset+network+batch_size+optimizer,cap_w=power_limit,power_w="       \
+  "job=dataset+network+batch_size+optimizer,cap_w=power_limit,power_w="        \
   "average_power,tokens_per_s=1/time_per_epoch"
 
 static void read_zeus(struct pfi_curveset *set, const char *gpu) {

@@ -97,9 +97,8 @@ static void replicate_rows(void **state) {
   for (int threads = 1; threads <= 2; threads++) {
     struct pfi_curveset set;
     struct pfi_error err;
-    assert_int_equal(pfi_curveset_read_mem_threads(&set, "r.csv", csv,
-                                                   strlen(csv), NULL, threads,
-                                                   &err),
+    assert_int_equal(pfi_curveset_read_mem_threads(
+                         &set, "r.csv", csv, strlen(csv), NULL, threads, &err),
                      0);
     assert_int_equal(set.n, 1);
     ASSERT_EQ_INT(set.c[0].n, 3);
@@ -142,9 +141,8 @@ static void one_noise_for_rule_and_interval(void **state) {
   struct pfi_index ix;
   /* The paper's noise: both points bind. (1-0.9)/(1-0.95) = 2 and
    * (1-0.5)/(1-0.7) = 5/3: PFI 11/6. */
-  assert_int_equal(pfi_index_compute_noise(&set.c[0], PFI_INDEX_ALL, NULL, &ix,
-                                           NULL),
-                   0);
+  assert_int_equal(
+      pfi_index_compute_noise(&set.c[0], PFI_INDEX_ALL, NULL, &ix, NULL), 0);
   ASSERT_EQ_INT(ix.points_used, 2);
   ASSERT_NEAR(ix.pfi, 11.0 / 6.0, 1e-12);
   pfi_index_release(&ix);
@@ -356,8 +354,8 @@ static int coverage(double sigma, int replicates, unsigned long seed,
     const struct pfi_curve *c = pfi_curveset_find(&set, "a");
     assert_non_null(c);
     struct pfi_index ix;
-    assert_int_equal(pfi_index_compute_noise(c, PFI_INDEX_RATIO, &nz, &ix, NULL),
-                     0);
+    assert_int_equal(
+        pfi_index_compute_noise(c, PFI_INDEX_RATIO, &nz, &ix, NULL), 0);
     double lo, hi;
     int rc = pfi_index_ci_noise(c, 1000, (unsigned long)sim + 1, &nz, &lo, &hi,
                                 NULL);
@@ -382,8 +380,8 @@ static void interval_calibration(void **state) {
   for (int rep = 0; rep < 2; rep++)
     for (int s = 0; s < 3; s++) {
       int undef;
-      int cov = coverage(sigmas[s], rep, 1000u + 10u * (unsigned)s + rep,
-                         truth, &undef);
+      int cov = coverage(sigmas[s], rep, 1000u + 10u * (unsigned)s + rep, truth,
+                         &undef);
       printf("# sigma %.1f %%, %s: %d of 1000 intervals contain the true PFI "
              "%.4f (%d undefined)\n",
              100 * sigmas[s], rep ? "3 replicates" : "measured once", cov,

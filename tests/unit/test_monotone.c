@@ -108,15 +108,26 @@ static void monotone_curve(void **state) {
   (void)state;
   /* Caps 100, 200, 300 W with runs 1 (unknown), 3, 1. Power 150 at 200 W
    * (weight 3) above the 140 of 300 W: pooled to (450 + 140)/4 = 147.5 at
-   * both; throughput 10 and 9 (weight 3) pool to (10 + 27)/4 = 9.25. The caps, runs and
-   * order stay; the highest cap is still the reference. */
-  struct pfi_point pts[3] = {
-      {.cap_w = 100, .power_w = 90, .tokens_per_s = 10, .power_sd_w = -1,
-       .tokens_sd = -1, .runs = 0},
-      {.cap_w = 200, .power_w = 150, .tokens_per_s = 9, .power_sd_w = -1,
-       .tokens_sd = -1, .runs = 3},
-      {.cap_w = 300, .power_w = 140, .tokens_per_s = 12, .power_sd_w = -1,
-       .tokens_sd = -1, .runs = 1}};
+   * both; throughput 10 and 9 (weight 3) pool to (10 + 27)/4 = 9.25. The caps,
+   * runs and order stay; the highest cap is still the reference. */
+  struct pfi_point pts[3] = {{.cap_w = 100,
+                              .power_w = 90,
+                              .tokens_per_s = 10,
+                              .power_sd_w = -1,
+                              .tokens_sd = -1,
+                              .runs = 0},
+                             {.cap_w = 200,
+                              .power_w = 150,
+                              .tokens_per_s = 9,
+                              .power_sd_w = -1,
+                              .tokens_sd = -1,
+                              .runs = 3},
+                             {.cap_w = 300,
+                              .power_w = 140,
+                              .tokens_per_s = 12,
+                              .power_sd_w = -1,
+                              .tokens_sd = -1,
+                              .runs = 1}};
   struct pfi_curve c = {.job = "a", .n = 3, .cap = 3, .pts = pts};
   struct pfi_point out[3];
   assert_int_equal(pfi_curve_monotone(&c, out), 0);
