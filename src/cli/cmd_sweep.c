@@ -111,9 +111,9 @@ static const struct pfi_cmd_help help = {
     "Caps already complete in the store are skipped (resume); a job name\n"
     "whose runs in the store had another command is refused. With\n"
     "--throughput regex: the job's stdout is passed on to pfi's stdout and\n"
-    "kept in DB-logs/run-ID.stdout. Caps are\n"
-    "restored on SIGINT/SIGTERM/SIGHUP and when the job fails; after a\n"
-    "SIGKILL of pfi, by the next pfi that opens the store or pfi restore.\n",
+    "kept in DB-logs/run-ID.stdout. Caps are restored on SIGINT/SIGTERM/\n"
+    "SIGHUP and when the job fails; after a SIGKILL of pfi, by the next\n"
+    "pfi that opens the store or pfi restore.\n",
     opts,
     "Data from the emu backend is labelled emulated in the store and in\n"
     "every summary. Exit status: 0 ok, 1 run-time failure (job failed, cap\n"
