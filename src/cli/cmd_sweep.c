@@ -268,8 +268,7 @@ static int run_smoke(const struct pfi_sweep_opts *o, struct pfi_error *err) {
   }
   if (rc < 0) {
     if (sm.kept)
-      fprintf(stderr, "pfi sweep: the smoke run's store is kept: %s\n",
-              sm.dir);
+      fprintf(stderr, "pfi sweep: the smoke run's store is kept: %s\n", sm.dir);
     return pfi_cli_fail(err);
   }
   if (ok) {
