@@ -149,17 +149,17 @@ int pfi_sweep_run(struct pfi_store *st, const struct pfi_sweep_opts *o,
 /* What a smoke run saw. */
 struct pfi_sweep_smoke {
   struct pfi_sweep_result res;
-  double cap_w;      /* the cap it ran at (the highest asked for), W */
-  double duration_s; /* the run length asked for, s */
-  double run_s;      /* how long the run lasted (device clock), NaN */
-  char state[16];    /* the run's state in the store, "" when none began */
-  long reports;      /* throughput reports read */
-  long rates;        /* of them with a rate (tokens/s) */
+  double cap_w;           /* the cap it ran at (the highest asked for), W */
+  double duration_s;      /* the run length asked for, s */
+  double run_s;           /* how long the run lasted (device clock), NaN */
+  char state[16];         /* the run's state in the store, "" when none began */
+  long reports;           /* throughput reports read */
+  long rates;             /* of them with a rate (tokens/s) */
   double first_s, last_s; /* first and last rate, s after the run's start
                              (device clock; NaN when none) */
   double rate_min, rate_median, rate_max; /* tokens/s, NaN when none */
-  char dir[4096]; /* the smoke store's directory */
-  int kept;       /* it was kept: its ledger still holds caps to restore */
+  char dir[4096];                         /* the smoke store's directory */
+  int kept; /* it was kept: its ledger still holds caps to restore */
 };
 
 /*

@@ -112,9 +112,9 @@ static const struct pfi_cmd_help help = {
     "Caps already complete in the store are skipped (resume); a job name\n"
     "whose runs in the store had another command is refused. With\n"
     "--throughput regex: the job's stdout is passed on to pfi's stdout and\n"
-    "kept in DB-logs/run-ID.stdout. Caps are\n"
-    "restored on SIGINT/SIGTERM/SIGHUP and when the job fails; after a\n"
-    "SIGKILL of pfi, by the next pfi that opens the store or pfi restore.\n",
+    "kept in DB-logs/run-ID.stdout. Caps are restored on SIGINT/SIGTERM/\n"
+    "SIGHUP and when the job fails; after a SIGKILL of pfi, by the next\n"
+    "pfi that opens the store or pfi restore.\n",
     opts,
     "Data from the emu backend is labelled emulated in the store and in\n"
     "every summary. Exit status: 0 ok, 1 run-time failure (job failed, cap\n"
@@ -269,8 +269,7 @@ static int run_smoke(const struct pfi_sweep_opts *o, struct pfi_error *err) {
   }
   if (rc < 0) {
     if (sm.kept)
-      fprintf(stderr, "pfi sweep: the smoke run's store is kept: %s\n",
-              sm.dir);
+      fprintf(stderr, "pfi sweep: the smoke run's store is kept: %s\n", sm.dir);
     return pfi_cli_fail(err);
   }
   if (ok) {

@@ -348,7 +348,7 @@ static void lockstep(struct sweep *sw, struct job *jb, int64_t run_id,
     double limit_ms = LOCKSTEP_IDLE_MS;
     if (jb->reports == 0)
       limit_ms = run_s * 1000.0 < LOCKSTEP_FIRST_MS ? run_s * 1000.0
-                                                     : LOCKSTEP_FIRST_MS;
+                                                    : LOCKSTEP_FIRST_MS;
     if ((mono_now() - quiet_since) * 1000.0 >= limit_ms) {
       jb->lockstep_off = 1;
       return;
@@ -521,10 +521,9 @@ static int one_run(struct sweep *sw, size_t ci, struct pfi_sweep_result *res,
     if (jb.attach_pending && now >= jb.attach_at) {
       struct pfi_emu_timeline tl;
       pfi_emu_timeline_init(&tl, sw->ej);
-      if ((rc = pfi_emu_attach_at(sw->dev, sw->gpus, sw->n, sw->ej,
-                                  (unsigned long)o->seed,
-                                  tl.startup_s + (now - jb.attach_at), err)) <
-          0)
+      if ((rc = pfi_emu_attach_at(
+               sw->dev, sw->gpus, sw->n, sw->ej, (unsigned long)o->seed,
+               tl.startup_s + (now - jb.attach_at), err)) < 0)
         goto out;
       jb.attach_pending = 0;
       jb.attached = 1;
@@ -870,8 +869,7 @@ static int check_job_command(struct sweep *sw, struct pfi_error *err) {
                        "%s holds runs of job '%s' made by another command "
                        "('%s'; this one is '%s'): give this sweep its own "
                        "name with --job NAME, or use another store",
-                       pfi_store_path(sw->st), sw->job_name, had,
-                       sw->command);
+                       pfi_store_path(sw->st), sw->job_name, had, sw->command);
 }
 
 /* ---- the sweep ------------------------------------------------------------*/

@@ -64,7 +64,7 @@ struct pfi_tput {
   int clk_adv;
   /* The job's stdout, as read, also to these (pfi_tput_tee; -1: not). */
   int tee_out, tee_log;
-  long tee_log_err; /* errno of a failed log write, 0 */
+  long tee_log_err;       /* errno of a failed log write, 0 */
   struct pfi_step *taken; /* returned by pfi_tput_take() */
   size_t ctaken;
   char *path; /* jsonl */
@@ -819,8 +819,7 @@ static void tee_log(struct pfi_tput *tp, const char *buf, size_t n) {
  * ends the passing on; the job's output is still read and matched. */
 static int tee_out(struct pfi_tput *tp, const char *buf, size_t n) {
   while (n && tp->tee_out >= 0) {
-    struct pollfd pf[2] = {{tp->tee_out, POLLOUT, 0},
-                           {tp->wake[0], POLLIN, 0}};
+    struct pollfd pf[2] = {{tp->tee_out, POLLOUT, 0}, {tp->wake[0], POLLIN, 0}};
     int r = poll(pf, 2, -1);
     if (r < 0 && errno == EINTR)
       continue;

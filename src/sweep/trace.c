@@ -517,9 +517,9 @@ static long jobs_all(const struct run_row *rows, size_t nr) {
 }
 
 /* Why no run has training-phase samples, for the message: GPUs that were
- * never loaded or computing (an emulated node with no load: a command on the emu backend
- * without --emulate GROUP), emulated runs shorter than the emulated jobs'
- * start-up, or neither. */
+ * never loaded or computing (an emulated node with no load: a command on the
+ * emu backend without --emulate GROUP), emulated runs shorter than the emulated
+ * jobs' start-up, or neither. */
 static void no_training_hint(const struct run_row *rows, size_t nr, char *buf,
                              size_t n) {
   double longest = 0, need = pfi_emu_min_run_s();

@@ -34,8 +34,14 @@ touch "$1"
 exec sleep 30
 SH
 timeout 60 "$PFI" "${RT[@]}" --db "$T/c.db" --throughput 'regex:tok/s=([0-9]+)' \
-  -- sh "$T/chatty.sh" "$T/done" 2>"$T/err" || fail "chatty job: $(head -3 "$T/err")"
+  -- sh "$T/chatty.sh" "$T/done" >"$T/chatty.out" 2>"$T/err" || fail "chatty job: $(head -3 "$T/err")"
 [ -e "$T/done" ] || fail "the chatty job was throttled: it never got past its 2 MB of output"
+# All of it passed on to pfi's stdout and kept beside the store: 2 000 000
+# x's folded in lines of 99 (20 203 lines, 20 202 newlines between them;
+# fold adds none after the last, 2 bytes), then the report's 17 bytes.
+want=$((2000000 + 20202 + 17))
+[ "$(wc -c <"$T/chatty.out")" -eq "$want" ] || fail "chatty job's output passed on: $(wc -c <"$T/chatty.out") bytes, expected $want"
+cmp -s "$T/chatty.out" "$T/c.db-logs/run-1.stdout" || fail "chatty job's kept output differs from what was passed on"
 [ "$(sqlite3 "$T/c.db" "select count(*) || ' ' || max(tokens_per_s) from steps")" = "1 321.0" ] ||
   fail "chatty job steps: $(sqlite3 "$T/c.db" "select * from steps")"
 caps_are 650 "after the chatty job"
@@ -50,7 +56,7 @@ echo "tok/s=7"
 exec sleep 30
 SH
 timeout 60 "$PFI" "${RT[@]}" --db "$T/l.db" --throughput 'regex:tok/s=([0-9]+)' \
-  -- sh "$T/long.sh" 2>"$T/err" || fail "long-line job: $(head -3 "$T/err")"
+  -- sh "$T/long.sh" >/dev/null 2>"$T/err" || fail "long-line job: $(head -3 "$T/err")"
 grep -q "warning: 1 throughput line(s) lost .* in 1 run(s), marked in the store; the first: <stdout>:2:1: line longer than 65536 bytes" "$T/err" ||
   fail "over-long line warning: $(head -3 "$T/err")"
 [ "$(sqlite3 "$T/l.db" "select group_concat(tokens_per_s, ' ') from (select tokens_per_s from steps order by t_s)")" = "5.0 7.0" ] ||
