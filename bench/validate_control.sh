@@ -62,5 +62,7 @@ print(f"rollbacks {sum(r['rollbacks'] for r in rs)}, anomalies "
       f"cap changes {st.mean(r['cap_changes_per_gpu_h'] for r in rs):.0f} per GPU-hour")
 rec = [r["recovery_s"] for r in rs]
 done = [x for x in rec if x is not None]
-print(f"caps all back within the 20-minute tail: {len(done)} of {len(rec)} seeds")
+print(f"caps all back within the 20-minute tail: {len(done)} of {len(rec)} seeds; "
+      f"caps all back after (s, per seed): "
+      f"{', '.join('-' if x is None else f'{x:.0f}' for x in rec)}")
 PY

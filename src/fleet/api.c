@@ -210,11 +210,18 @@ static void status(struct pfi_pfid *d, struct pfi_http_resp *rs) {
    * in force), "recovering" (raising caps back after one), "holding" (the
    * recovery waits: the fleet's draw is on its ramp), "idle". */
   int rec = d->leader && d->recovering && !d->event[0];
+  int wait = d->leader && d->takeover_wait && !d->event[0];
   json_object_set_new(j, "state",
-                      json_string(d->event[0] ? "event"
-                                  : rec && d->rec_held ? "holding"
-                                  : rec                ? "recovering"
-                                                       : "idle"));
+                      json_string(d->event[0]                  ? "event"
+                                  : wait || (rec && d->rec_held) ? "holding"
+                                  : rec                          ? "recovering"
+                                                                 : "idle"));
+  if (wait && !rec)
+    json_object_set_new(
+        j, "recovery",
+        json_pack("{s:b s:s}", "held", 1, "why",
+                  "took the lead: the nodes keep the previous leader's caps "
+                  "until their telemetry, then its recovery goes on"));
   if (rec) {
     json_t *r = json_pack("{s:s}", "event", d->rec_event);
 #define NUM(k, v) json_object_set_new(r, k, isfinite(v) ? json_real(v) : json_null())

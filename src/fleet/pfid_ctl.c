@@ -208,6 +208,7 @@ out:
 int pfid_ctl_period(struct pfi_pfid *d, const struct pfi_fleet_event *ev,
                     uint32_t (*want)[PFI_FLEET_MAX_GPUS],
                     struct pfi_error *err) {
+  d->takeover_wait = 0;
   char *sig = signature(d);
   int rc = 0;
   if (!sig)
@@ -286,6 +287,7 @@ int pfid_ctl_period(struct pfi_pfid *d, const struct pfi_fleet_event *ev,
         free(sig);
         free(mem);
         free(pre);
+        d->takeover_wait = 1; /* status: holding */
         return 1; /* every node keeps its caps */
       }
       d->takeover_check = 0;

@@ -132,6 +132,8 @@ struct pfi_pfid {
   char rec_event[64];
   double rec_limit_w, rec_ceiling_w, rec_rate_w_s, rec_left_s;
   int rec_held;
+  int takeover_wait; /* took the lead: nodes keep the previous leader's
+                        caps until their first telemetry */
   /* The work of each period led (lease, bucket, control module,
    * publishing), s: the newest PFID_PERIODS in a ring, and a histogram of
    * all of them for /metrics. */

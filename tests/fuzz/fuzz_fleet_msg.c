@@ -93,12 +93,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   struct pfi_fleet_ctl_state c, c2;
   if (pfi_fleet_ctl_state_decode(s, size, &c, &err) == 0) {
-    if (!pfi_fleet_name_ok(c.event) || !(c.baseline_w > 0))
+    if (!pfi_fleet_name_ok(c.event) || !(c.baseline_w >= 0) ||
+        !(c.recovery_t0 >= 0))
       abort();
     int len = pfi_fleet_ctl_state_encode(&c, out, sizeof out, &err);
     if (len < 0 || pfi_fleet_ctl_state_decode(out, (size_t)len, &c2, &err) != 0 ||
         c2.baseline_w != c.baseline_w || c2.t_s != c.t_s ||
-        strcmp(c2.event, c.event) != 0)
+        c2.recovery_t0 != c.recovery_t0 || strcmp(c2.event, c.event) != 0)
       abort();
   }
   return 0;

@@ -1171,6 +1171,65 @@ static void test_recovery_window(void **state) {
   pfi_ctl_close(r.ctl);
 }
 
+/* An operator's own limit under the GPU's maximum: job2's GPUs held at
+ * 650 W (700 W GPUs) before the controller starts, the job drawing 0.99 of
+ * it (its P_max 680 W a GPU, over the limit). Its uncapped point is learned
+ * at its limit (8 x 643.5 W, the plant's draw), it is cut in the event like
+ * the others (under 630 W), never above 650 W, and after the event it is
+ * back at 650 W, not lowered and not raised past it. Before, the top of
+ * its range was the GPU's maximum: never seen uncapped, no curve, held out
+ * of the allocation at its caps. */
+static void test_operator_limit(void **state) {
+  (void)state;
+  struct run r;
+  run_open(&r, NULL, 0);
+  r.pl.pmax[2] = GPJ * 680.0;
+  for (int k = 0; k < GPJ; k++)
+    r.pl.cap[2 * GPJ + k] = 650;
+  for (int t = 1; t <= 60; t++)
+    run_step(&r, t, 0, NAN);
+  struct pfi_ctl_belief b;
+  assert_int_equal(pfi_ctl_job_belief(r.ctl, 2, &b, NULL), 0);
+  ASSERT_NEAR(b.pmax_w, GPJ * 0.99 * 650, 1e-6 * GPJ * 650);
+  ASSERT_NEAR(b.cap_hi_w, 650, 1e-9);
+  double ceil = 0;
+  for (int j = 0; j < NJ; j++) {
+    double cap = j == 2 ? 650 : 700, d = 0.99 * cap, u = r.pl.pmax[j] / GPJ;
+    ceil += GPJ * (d < u ? d : u);
+  }
+  double low = 700;
+  for (int t = 61; t <= 300; t++) {
+    run_step(&r, t, 1, 0.7 * ceil);
+    for (int k = 0; k < GPJ; k++) {
+      double c = r.pl.cap[2 * GPJ + k];
+      if (c > 650 + 1e-9)
+        fail_msg("t = %d: job2's GPU at %g W, over its 650 W limit", t, c);
+      low = c < low ? c : low;
+    }
+  }
+  if (!(low < 630))
+    fail_msg("job2 not cut in the event: lowest cap %g W", low);
+  int back = 0;
+  double prev = r.pl.cap[2 * GPJ];
+  for (int t = 301; t <= 1200 && !back; t++) {
+    run_step(&r, t, 0, NAN);
+    double c = r.pl.cap[2 * GPJ];
+    if (c < prev - 1e-9 || c > 650 + 1e-9)
+      fail_msg("t = %d: job2 from %g to %g W with no target", t, prev, c);
+    prev = c;
+    back = !r.out.recovering;
+  }
+  assert_true(back);
+  for (int g = 0; g < NG; g++)
+    ASSERT_NEAR(r.pl.cap[g], g / GPJ == 2 ? 650 : 700, 1e-9);
+  /* Outside the event it stays there. */
+  for (int t = 1201; t <= 1260; t++)
+    run_step(&r, t, 0, NAN);
+  for (int k = 0; k < GPJ; k++)
+    ASSERT_NEAR(r.pl.cap[2 * GPJ + k], 650, 1e-9);
+  pfi_ctl_close(r.ctl);
+}
+
 /* Job 0 is protected, its prior right (PFI 1.74: the exponent the prior
  * gives it, 1 - ln(PFI) / ln(1 - u_m) with u_m = (1360 / 4000 + 1) / 2
  * at its true draw per cap, is 1.5, its true curve's), but its GPUs draw
@@ -1870,6 +1929,7 @@ int main(void) {
       cmocka_unit_test(test_announced_late),
       cmocka_unit_test(test_announced_end),
       cmocka_unit_test(test_recovery_window),
+      cmocka_unit_test(test_operator_limit),
       cmocka_unit_test(test_raise_lead),
       cmocka_unit_test(test_silent_node),
       cmocka_unit_test(test_ceiling_window),
