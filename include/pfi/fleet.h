@@ -144,6 +144,10 @@ struct pfi_fleet_telemetry {
   double node_w;        /* W (0..1e6); < 0 when not measured */
   char node_source[16]; /* "" when not measured */
   double node_age_s;    /* age of the reading at t_s, s (0..1e6) */
+  /* 1: the agent cannot write its local record (a full disk): it applies
+   * cuts only and keeps its state in memory (optional field
+   * "cannot_record", true, written only when set; absent: 0). */
+  int cannot_record;
 };
 
 /* 1 when `s` names a node power source the message carries. */

@@ -441,6 +441,7 @@ int main(int argc, char **argv) {
   }
   int cap_failing = 0;
   enum pfi_agent_mode last_mode = st.mode;
+  int last_cr = 0;
   int pub_failing = 0;
   double next = mono_now();
   while (!stop) {
@@ -472,6 +473,15 @@ int main(int argc, char **argv) {
       logf_("the wall clock stepped %+.3f s: the hold and the lease run on "
             "the monotonic clock (%.0f s left of the event)",
             st.clock_step_s, pfi_agent_event_left(ag, mono_now()));
+    if (st.cannot_record != last_cr) {
+      if (st.cannot_record && pfi_agent_record_error(ag, &err))
+        logf_("cannot write the record %s (%s): cuts only, the limits "
+              "before the event kept in memory, written again when it can",
+              ao.record, pfi_error_format(&err, msg, sizeof msg));
+      else if (!st.cannot_record)
+        logf_("the record %s is written again", ao.record);
+      last_cr = st.cannot_record;
+    }
     if (st.mode != last_mode)
       logf_("%s -> %s", pfi_agent_mode_name(last_mode),
             pfi_agent_mode_name(st.mode));

@@ -324,6 +324,12 @@ int pfi_fleet_telemetry_decode(const char *buf, size_t len,
     rc = bad(err, TE, "jobs", "not an array of at most 64 jobs");
     goto out;
   }
+  json_t *cr = json_object_get(j, "cannot_record");
+  if (cr && !json_is_boolean(cr)) {
+    rc = bad(err, TE, "cannot_record", "not true or false");
+    goto out;
+  }
+  t->cannot_record = cr && json_is_true(cr);
   t->node_w = -1;
   if ((rc = get_num(j, "node_w", 0, 1e6, 0, &t->node_w, TE, err)))
     goto out;
@@ -402,6 +408,8 @@ int pfi_fleet_telemetry_encode(const struct pfi_fleet_telemetry *t, char *buf,
                                       ? t->node_age_s
                                       : 0));
   }
+  if (j && t->cannot_record)
+    json_object_set_new(j, "cannot_record", json_true());
   json_t *g = json_array(), *jb = json_array();
   for (unsigned i = 0; j && g && i < t->n; i++) {
     const struct pfi_fleet_gpu *u = &t->gpu[i];

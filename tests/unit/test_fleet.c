@@ -206,10 +206,19 @@ static void test_telemetry_node_power(void **state) {
   assert_int_equal(pfi_fleet_telemetry_decode(old, strlen(old), &u, &err), 0);
   assert_true(u.node_w < 0);
   assert_string_equal(u.node_source, "");
+  ASSERT_EQ_INT(u.cannot_record, 0); /* an older agent's: records */
   /* Re-encoded, it still carries no node power. */
   int len = pfi_fleet_telemetry_encode(&u, buf, sizeof buf, &err);
   assert_true(len > 0);
   assert_null(strstr(buf, "node_w"));
+  assert_null(strstr(buf, "cannot_record"));
+  /* An agent that cannot write its record says so (true only). */
+  u.cannot_record = 1;
+  len = pfi_fleet_telemetry_encode(&u, buf, sizeof buf, &err);
+  assert_non_null(strstr(buf, "\"cannot_record\":true"));
+  memset(&t, 0, sizeof t);
+  assert_int_equal(pfi_fleet_telemetry_decode(buf, (size_t)len, &t, &err), 0);
+  ASSERT_EQ_INT(t.cannot_record, 1);
 
   memset(&t, 0, sizeof t);
   strcpy(t.node, "n1");
@@ -234,6 +243,7 @@ static void test_telemetry_node_power(void **state) {
       {"\"node_w\":2e6,\"node_source\":\"rapl\"", "node_w"},
       {"\"node_w\":100,\"node_source\":\"rapl\",\"node_age_s\":-1",
        "node_age_s"},
+      {"\"cannot_record\":1", "cannot_record"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     char m[512];
