@@ -250,8 +250,11 @@ int pfi_agent_restore(struct pfi_agent *ag, struct pfi_error *err) {
   ag->event_end_s = 0;
   ag->event_end_mono = NAN;
   memset(ag->assigned, 0, sizeof ag->assigned);
-  int r = save_state(ag, err);
-  return r < 0 ? r : rc;
+  /* The GPUs are back: a state that cannot be written (a full disk) is
+   * kept in memory, reported (ag->unrecorded) and written by a later
+   * tick; an agent started on a full disk runs. */
+  save_state(ag, NULL);
+  return rc;
 }
 
 /* Sets caps[0..n) all-or-none; on failure every GPU changed goes back to
