@@ -195,7 +195,6 @@ static int record_originals(struct pfi_agent *ag, struct pfi_error *err) {
   return rc;
 }
 
-
 static void set_reason(struct pfi_agent *ag, const char *why) {
   if (strcmp(ag->reason, why) != 0) {
     snprintf(ag->reason, sizeof ag->reason, "%s", why);
@@ -314,8 +313,8 @@ static int apply_caps(struct pfi_agent *ag, const uint32_t *caps,
  * monotonic clock once (from the record, at the first call after open). */
 static void see_clock(struct pfi_agent *ag, double now_s, double mono_s) {
   double off = now_s - mono_s;
-  if (isfinite(ag->clock_off) && fabs(off - ag->clock_off) >
-                                     PFI_AGENT_CLOCK_STEP_S) {
+  if (isfinite(ag->clock_off) &&
+      fabs(off - ag->clock_off) > PFI_AGENT_CLOCK_STEP_S) {
     ag->stats.clock_steps++;
     ag->stats.clock_step_s = off - ag->clock_off;
   }
@@ -393,8 +392,8 @@ int pfi_agent_handle(struct pfi_agent *ag, const char *msg, size_t len,
     ag->event_end_mono = mono_s + (a.event_end_s - now_s);
   ag->event_end_s = a.event_end_s;
   ag->mode = PFI_AGENT_TRACKING;
-  if ((rc = save_state(ag, err)) < 0 && !bare &&
-      all_originals(ag) && within_originals(ag, a.cap_mw))
+  if ((rc = save_state(ag, err)) < 0 && !bare && all_originals(ag) &&
+      within_originals(ag, a.cap_mw))
     bare = 1;
   if ((rc < 0 && !bare) ||
       (rc = apply_caps(ag, a.cap_mw, prev_mode != PFI_AGENT_IDLE ? prev : NULL,

@@ -222,9 +222,9 @@ static void serve_tput(void *arg, const struct pfi_http_req *rq,
   struct pfi_error err;
   char msg[PFI_ERROR_MSG_MAX + 300], esc[2 * sizeof msg];
   double rate = -1;
-  int r = pfi_agent_post_throughput(arg, job, rq->body, rq->body_len,
-                                    rq->peer_pid, rq->peer_uid, mono_now(),
-                                    &rate, &err);
+  int r =
+      pfi_agent_post_throughput(arg, job, rq->body, rq->body_len, rq->peer_pid,
+                                rq->peer_uid, mono_now(), &rate, &err);
   if (r < 0) {
     json_text(esc, sizeof esc, pfi_error_format(&err, msg, sizeof msg));
     reply(rs,

@@ -653,16 +653,19 @@ static void test_agent_jobs(void **state) {
   double r = -1;
   static const char p1[] = "{\"t\": 6, \"tokens_per_s\": 99.5}\n";
   assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", p1, sizeof p1 - 1,
-                                             -1, -1, 1, &r, &err), 1);
+                                             -1, -1, 1, &r, &err),
+                   1);
   ASSERT_NEAR(r, 99.5, 0);
   assert_int_equal(pfi_agent_tick(ag, 5001, 2, &t, &err), 0);
   ASSERT_NEAR(t.job[0].tokens_per_s, 99.5, 0);
   static const char c1[] = "{\"t\": 10, \"tokens\": 1000}",
                     c2[] = "{\"t\": 14, \"tokens\": 9000}";
   assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", c1, sizeof c1 - 1,
-                                             -1, -1, 3, &r, &err), 0);
+                                             -1, -1, 3, &r, &err),
+                   0);
   assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", c2, sizeof c2 - 1,
-                                             -1, -1, 4, &r, &err), 1);
+                                             -1, -1, 4, &r, &err),
+                   1);
   ASSERT_NEAR(r, 2000, 0); /* 8000 tokens in 4 s */
   assert_int_equal(pfi_agent_tick(ag, 5002, 5, &t, &err), 0);
   ASSERT_NEAR(t.job[0].tokens_per_s, 2000, 0);
@@ -698,9 +701,9 @@ static void test_agent_jobs(void **state) {
   snprintf(f, sizeof f, "%s/1", jm);
   if (geteuid() == 0) {
     assert_int_equal(chown(f, 65534, 65534), 0);
-    assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", p1,
-                                               sizeof p1 - 1, (long)getpid(),
-                                               65534, 21, &r, &err),
+    assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", p1, sizeof p1 - 1,
+                                               (long)getpid(), 65534, 21, &r,
+                                               &err),
                      1);
     assert_int_equal(chown(f, 0, 0), 0);
   }
@@ -711,9 +714,8 @@ static void test_agent_jobs(void **state) {
   static const char big[] = "{\"tokens_per_s\": 1e16}",
                     k1[] = "{\"t\": 30, \"tokens\": 0}",
                     k2[] = "{\"t\": 31, \"tokens\": 2e15}";
-  assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", big,
-                                             sizeof big - 1, -1, -1, 21.5, &r,
-                                             &err),
+  assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", big, sizeof big - 1,
+                                             -1, -1, 21.5, &r, &err),
                    PFI_ERANGE);
   assert_non_null(strstr(err.msg, "tokens_per_s"));
   assert_int_equal(pfi_agent_tick(ag, 5021, 22, &t, &err), 0);
@@ -743,12 +745,14 @@ static void test_agent_jobs(void **state) {
                     q2[] = "{\"tokens_per_s\": 10, \"phase\": \"training\", "
                            "\"next_pause_s\": 3, \"end_in_s\": 9}";
   assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", q1, sizeof q1 - 1,
-                                             -1, -1, 41, &r, &err), 1);
+                                             -1, -1, 41, &r, &err),
+                   1);
   assert_int_equal(pfi_agent_tick(ag, 5033, 42, &t, &err), 0);
   assert_int_equal(t.job[0].phase, PFI_PHASE_PAUSE);
   assert_true(t.job[0].pause_in_s < 0 && t.job[0].end_in_s < 0);
   assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", q2, sizeof q2 - 1,
-                                             -1, -1, 43, &r, &err), 1);
+                                             -1, -1, 43, &r, &err),
+                   1);
   assert_int_equal(pfi_agent_tick(ag, 5034, 44.5, &t, &err), 0);
   assert_int_equal(t.job[0].phase, PFI_PHASE_TRAINING);
   ASSERT_NEAR(t.job[0].pause_in_s, 1.5, 1e-9);
@@ -777,9 +781,8 @@ static void test_agent_jobs(void **state) {
   fp = fopen(f, "w");
   fputs("{\"t\": 5040, \"tokens_per_s\": 1e16}\n", fp);
   fclose(fp);
-  assert_int_equal(pfi_agent_tick(ag, 5060, 47 + PFI_AGENT_POST_TTL_S + 1, &t,
-                                  &err),
-                   0);
+  assert_int_equal(
+      pfi_agent_tick(ag, 5060, 47 + PFI_AGENT_POST_TTL_S + 1, &t, &err), 0);
   assert_true(t.job[0].tokens_per_s < 0);
   struct pfi_agent_stats st;
   pfi_agent_stats(ag, &st);
