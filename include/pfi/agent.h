@@ -117,8 +117,19 @@ struct pfi_agent_stats {
                            PFI_AGENT_CLOCK_STEP_S between two calls) */
   double clock_step_s;  /* the newest step, s (+: the wall clock jumped
                            ahead) */
+  int cannot_record;    /* 1 while the local record cannot be written (a
+                           full disk): the state is kept in memory and
+                           written again every tick (telemetry's
+                           record_ok false) */
 };
 void pfi_agent_stats(const struct pfi_agent *ag, struct pfi_agent_stats *s);
+
+/* 1 and *err (the newest failure) while the local record cannot be
+ * written, else 0. Meanwhile the agent applies an assignment only when no
+ * cap is above its GPU's limit before the first change (known in memory: a
+ * cut is always safe; anything else is refused), restores from memory, and
+ * each pfi_agent_tick tries to write the record again. */
+int pfi_agent_record_error(const struct pfi_agent *ag, struct pfi_error *err);
 
 /* A change of the wall clock against the monotonic one between two calls
  * larger than this, s, is a step (NTP slews by far less). */

@@ -44,9 +44,9 @@ struct pfi_nats_sub;
 
 /* Connects (retrying in the background when the server is not up yet:
  * with o->background the call returns at once, else it waits until the
- * server answers). Returns 0, PFI_EIO (cannot connect, with the client's message),
- * PFI_ENOPERM (password file readable by others; with bucket = 1, the
- * server refused the credentials JetStream's API), PFI_ENOMEM. */
+ * server answers). Returns 0, PFI_EIO (cannot connect, with the client's
+ * message), PFI_ENOPERM (password file readable by others; with bucket =
+ * 1, the server refused the credentials JetStream's API), PFI_ENOMEM. */
 int pfi_nats_open(struct pfi_nats **nc, const struct pfi_nats_opts *o,
                   struct pfi_error *err);
 void pfi_nats_close(struct pfi_nats *nc);

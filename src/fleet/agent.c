@@ -49,6 +49,11 @@ struct pfi_agent {
   double clock_off;
   uint32_t assigned[PFI_FLEET_MAX_GPUS];
   int ledger;         /* the ledger holds this node's originals */
+  /* The record could not be written (a full or read-only disk): the state
+   * is in memory only (the originals in the capset, the assignment here),
+   * cuts still applied, and every tick tries to write it again. */
+  int unrecorded;
+  struct pfi_error record_err; /* why, the newest failure */
   double lease_until; /* monotonic clock */
   struct pfi_agent_stats stats;
   /* What the job is told (pfi_agent_cap_json): why the caps are what they
@@ -87,6 +92,9 @@ static int save_state(struct pfi_agent *ag, struct pfi_error *err) {
     for (unsigned i = 0; i < ag->n; i++)
       k += (size_t)snprintf(caps + k, sizeof caps - k, "%s%u", i ? "," : "",
                             ag->assigned[i]);
+  struct pfi_error e;
+  if (!err)
+    err = &e;
   int rc = pfi_store_begin(ag->st, err);
   if (rc == 0 &&
       (rc = pfi_store_meta_set(ag->st, "fleet.seq", seq, err)) == 0 &&
@@ -94,8 +102,11 @@ static int save_state(struct pfi_agent *ag, struct pfi_error *err) {
       (rc = pfi_store_meta_set(ag->st, "fleet.event_end", end, err)) == 0 &&
       (rc = pfi_store_meta_set(ag->st, "fleet.caps", caps, err)) == 0)
     rc = pfi_store_commit(ag->st, err);
-  if (rc < 0)
+  if (rc < 0) {
     pfi_store_rollback(ag->st);
+    ag->unrecorded = 1;
+    ag->record_err = *err;
+  }
   return rc;
 }
 
@@ -145,14 +156,42 @@ static double dev_now(struct pfi_agent *ag) {
   return t;
 }
 
+/* Every GPU's limit before the first change is known (recorded, or in
+ * memory when the record could not be written). */
+static int all_originals(const struct pfi_agent *ag) {
+  uint32_t mw;
+  for (unsigned i = 0; i < ag->n; i++)
+    if (!pfi_capset_original(ag->cs, i, &mw))
+      return 0;
+  return ag->n > 0;
+}
+
+/* No cap above the GPU's limit before the first change (in memory): what
+ * the agent may apply without a record, since a restore gives back at
+ * least that much whatever happens to the record (a cut is always safe). */
+static int within_originals(const struct pfi_agent *ag, const uint32_t *caps) {
+  uint32_t mw;
+  for (unsigned i = 0; i < ag->n; i++)
+    if (!pfi_capset_original(ag->cs, i, &mw) || caps[i] > mw)
+      return 0;
+  return 1;
+}
+
 /* Records every GPU's present limit as its original (machine record and
  * ledger; an older record wins). */
 static int record_originals(struct pfi_agent *ag, struct pfi_error *err) {
   if (ag->ledger)
     return 0;
+  struct pfi_error e;
+  if (!err)
+    err = &e;
   int rc = pfi_capset_record(ag->cs, err);
   if (rc == 0)
     ag->ledger = 1;
+  else if (all_originals(ag)) {
+    ag->unrecorded = 1; /* known, in memory: the next ticks write them */
+    ag->record_err = *err;
+  }
   return rc;
 }
 
@@ -169,8 +208,23 @@ int pfi_agent_restore(struct pfi_agent *ag, struct pfi_error *err) {
     set_reason(ag, "restore");
   else if (!ag->reason[0])
     set_reason(ag, "none");
-  if (ag->ledger) {
+  uint32_t mw;
+  int kept = 0; /* originals known in memory only (not recorded) */
+  for (unsigned i = 0; i < ag->n && !ag->ledger; i++)
+    kept |= pfi_capset_original(ag->cs, i, &mw);
+  if (ag->ledger || kept) {
     rc = pfi_capset_restore(ag->cs, NULL, NULL, err);
+    /* Every GPU back at its original (read back) and only the record of it
+     * failed (a full disk): restored, the record written by a later tick. */
+    int back = 1;
+    for (unsigned i = 0; i < ag->n; i++)
+      back &= !pfi_capset_original(ag->cs, i, &mw);
+    if (rc < 0 && back && ag->n > 0) {
+      ag->unrecorded = 1;
+      if (err)
+        ag->record_err = *err;
+      rc = 0;
+    }
     /* Rows the ledger holds that the machine's records lost (they are
      * cleared by a restore, so only a damaged record leaves these). */
     struct pfi_saved_cap *rows = NULL;
@@ -195,8 +249,11 @@ int pfi_agent_restore(struct pfi_agent *ag, struct pfi_error *err) {
   ag->event_end_s = 0;
   ag->event_end_mono = NAN;
   memset(ag->assigned, 0, sizeof ag->assigned);
-  int r = save_state(ag, err);
-  return r < 0 ? r : rc;
+  /* The GPUs are back: a state that cannot be written (a full disk) is
+   * kept in memory, reported (ag->unrecorded) and written by a later
+   * tick; an agent started on a full disk runs. */
+  save_state(ag, NULL);
+  return rc;
 }
 
 /* Sets caps[0..n) all-or-none; on failure every GPU changed goes back to
@@ -256,8 +313,8 @@ static int apply_caps(struct pfi_agent *ag, const uint32_t *caps,
  * monotonic clock once (from the record, at the first call after open). */
 static void see_clock(struct pfi_agent *ag, double now_s, double mono_s) {
   double off = now_s - mono_s;
-  if (isfinite(ag->clock_off) && fabs(off - ag->clock_off) >
-                                     PFI_AGENT_CLOCK_STEP_S) {
+  if (isfinite(ag->clock_off) &&
+      fabs(off - ag->clock_off) > PFI_AGENT_CLOCK_STEP_S) {
     ag->stats.clock_steps++;
     ag->stats.clock_step_s = off - ag->clock_off;
   }
@@ -322,8 +379,15 @@ int pfi_agent_handle(struct pfi_agent *ag, const char *msg, size_t len,
   double prev_end = ag->event_end_s, prev_end_mono = ag->event_end_mono;
   memcpy(prev, ag->assigned, sizeof prev);
   memcpy(prev_event, ag->event, sizeof prev_event);
-  if ((rc = record_originals(ag, err)) < 0)
-    return rc;
+  /* A record that cannot be written (a full disk) stops no cut: with every
+   * GPU's original known in memory, caps at or below it are applied (the
+   * record is written by a later tick), anything else is refused. */
+  int bare = 0;
+  if ((rc = record_originals(ag, err)) < 0) {
+    if (!all_originals(ag) || !within_originals(ag, a.cap_mw))
+      return rc;
+    bare = 1;
+  }
   memcpy(ag->assigned, a.cap_mw, sizeof a.cap_mw);
   memcpy(ag->event, a.event, sizeof ag->event);
   /* An end already held keeps its conversion: the same end seen again
@@ -334,7 +398,10 @@ int pfi_agent_handle(struct pfi_agent *ag, const char *msg, size_t len,
     ag->event_end_mono = mono_s + (a.event_end_s - now_s);
   ag->event_end_s = a.event_end_s;
   ag->mode = PFI_AGENT_TRACKING;
-  if ((rc = save_state(ag, err)) < 0 ||
+  if ((rc = save_state(ag, err)) < 0 && !bare && all_originals(ag) &&
+      within_originals(ag, a.cap_mw))
+    bare = 1;
+  if ((rc < 0 && !bare) ||
       (rc = apply_caps(ag, a.cap_mw, prev_mode != PFI_AGENT_IDLE ? prev : NULL,
                        err)) < 0) {
     ag->mode = prev_mode;
@@ -355,6 +422,44 @@ int pfi_agent_handle(struct pfi_agent *ag, const char *msg, size_t len,
       strcmp(prev_event, a.event) != 0)
     ag->since_s = now_s; /* the caps in force changed */
   set_reason(ag, a.reason[0] ? a.reason : a.event[0] ? "event" : "assigned");
+  return 1;
+}
+
+/* Writes what the record could not take (ag->unrecorded): the originals
+ * kept in memory and the state; idle, the ledger rows of a restore whose
+ * record failed (each GPU is already back: only the record is written). */
+static void record_retry(struct pfi_agent *ag) {
+  struct pfi_error e;
+  int rc = 0;
+  if (ag->mode != PFI_AGENT_IDLE && !ag->ledger) {
+    rc = record_originals(ag, &e);
+  } else if (ag->mode == PFI_AGENT_IDLE) {
+    struct pfi_saved_cap *rows = NULL;
+    size_t nr = 0;
+    rc = pfi_store_caps_pending(ag->st, &rows, &nr, &e);
+    for (size_t i = 0; rc >= 0 && i < nr; i++) {
+      int restored = 0;
+      if (strcmp(rows[i].backend, ag->backend) == 0 && rows[i].gpu < ag->n)
+        rc = pfi__restore_gpu(ag->st, ag->dev, ag->backend, rows[i].gpu,
+                              rows[i].uuid, rows[i].cap_mw, &restored, &e);
+    }
+    free(rows);
+    if (rc >= 0)
+      ag->ledger = 0;
+  }
+  if (rc >= 0)
+    rc = save_state(ag, &e);
+  if (rc >= 0)
+    ag->unrecorded = 0;
+  else
+    ag->record_err = e;
+}
+
+int pfi_agent_record_error(const struct pfi_agent *ag, struct pfi_error *err) {
+  if (!ag->unrecorded)
+    return 0;
+  if (err)
+    *err = ag->record_err;
   return 1;
 }
 
@@ -439,6 +544,8 @@ int pfi_agent_tick(struct pfi_agent *ag, double now_s, double mono_s,
   int first = 0, rc;
   ag->now_s = now_s;
   see_clock(ag, now_s, mono_s);
+  if (ag->unrecorded)
+    record_retry(ag);
   /* The event's end and the lease on the monotonic clock. */
   int in_event = ag->event[0] && mono_s < ag->event_end_mono;
   if (ag->mode == PFI_AGENT_TRACKING && mono_s > ag->lease_until) {
@@ -463,6 +570,7 @@ int pfi_agent_tick(struct pfi_agent *ag, double now_s, double mono_s,
   t->t_s = now_s;
   t->seq_applied = ag->seq;
   t->mode = ag->mode;
+  t->record_failed = ag->unrecorded;
   t->reapplied = ag->stats.reapplied;
   t->n = ag->n;
   for (unsigned i = 0; i < ag->n; i++) {
@@ -581,6 +689,7 @@ void pfi_agent_stats(const struct pfi_agent *ag, struct pfi_agent_stats *s) {
   s->mode = ag->mode;
   s->seq = ag->seq;
   s->event_end_s = ag->event_end_s;
+  s->cannot_record = ag->unrecorded;
 }
 
 double pfi_agent_event_left(const struct pfi_agent *ag, double mono_s) {

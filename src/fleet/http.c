@@ -100,8 +100,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
         pfi__mhd_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
     struct ucred cr;
     socklen_t cl = sizeof cr;
-    if (ci && getsockopt(ci->connect_fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) ==
-                  0 &&
+    if (ci &&
+        getsockopt(ci->connect_fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) == 0 &&
         cr.pid > 0) {
       rq.peer_pid = cr.pid;
       rq.peer_uid = (long)cr.uid;

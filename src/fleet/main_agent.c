@@ -222,9 +222,9 @@ static void serve_tput(void *arg, const struct pfi_http_req *rq,
   struct pfi_error err;
   char msg[PFI_ERROR_MSG_MAX + 300], esc[2 * sizeof msg];
   double rate = -1;
-  int r = pfi_agent_post_throughput(arg, job, rq->body, rq->body_len,
-                                    rq->peer_pid, rq->peer_uid, mono_now(),
-                                    &rate, &err);
+  int r =
+      pfi_agent_post_throughput(arg, job, rq->body, rq->body_len, rq->peer_pid,
+                                rq->peer_uid, mono_now(), &rate, &err);
   if (r < 0) {
     json_text(esc, sizeof esc, pfi_error_format(&err, msg, sizeof msg));
     reply(rs,
@@ -439,6 +439,7 @@ int main(int argc, char **argv) {
   }
   int cap_failing = 0;
   enum pfi_agent_mode last_mode = st.mode;
+  int last_cr = 0;
   int pub_failing = 0;
   double next = mono_now();
   while (!stop) {
@@ -470,6 +471,15 @@ int main(int argc, char **argv) {
       logf_("the wall clock stepped %+.3f s: the hold and the lease run on "
             "the monotonic clock (%.0f s left of the event)",
             st.clock_step_s, pfi_agent_event_left(ag, mono_now()));
+    if (st.cannot_record != last_cr) {
+      if (st.cannot_record && pfi_agent_record_error(ag, &err))
+        logf_("cannot write the record %s (%s): cuts only, the limits "
+              "before the event kept in memory, written again when it can",
+              ao.record, pfi_error_format(&err, msg, sizeof msg));
+      else if (!st.cannot_record)
+        logf_("the record %s is written again", ao.record);
+      last_cr = st.cannot_record;
+    }
     if (st.mode != last_mode)
       logf_("%s -> %s", pfi_agent_mode_name(last_mode),
             pfi_agent_mode_name(st.mode));

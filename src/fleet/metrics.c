@@ -131,6 +131,10 @@ void pfi_fleet_metrics_agent(struct pfi_buf *b,
        "Power limits re-applied after they drifted."},
       {"pfi_agent_restores_total", "Restores of the recorded limits."},
   };
+  head(b, "pfi_agent_cannot_record", "gauge",
+       "1 while the agent cannot write its local record (cuts only).");
+  pfi_buf_printf(b, "pfi_agent_cannot_record{node=\"%s\"} %d\n", t->node,
+                 s->cannot_record);
   unsigned v[] = {s->applied, s->ignored, s->rejected, s->reapplied,
                   s->restores};
   for (size_t k = 0; k < 5; k++) {

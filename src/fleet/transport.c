@@ -188,8 +188,8 @@ int pfi_nats_open(struct pfi_nats **out, const struct pfi_nats_opts *o,
    * reconnects being unlimited); with one it returns NATS_NOT_YET_CONNECTED
    * at once. */
   if ((s = natsOptions_SetRetryOnFailedConnect(
-           opts, true, o->background && !o->bucket ? on_connected : NULL,
-           p)) != NATS_OK) {
+           opts, true, o->background && !o->bucket ? on_connected : NULL, p)) !=
+      NATS_OK) {
     rc = nerr(err, s, "options");
     goto fail;
   }

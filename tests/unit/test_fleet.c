@@ -217,10 +217,19 @@ static void test_telemetry_node_power(void **state) {
   assert_int_equal(pfi_fleet_telemetry_decode(old, strlen(old), &u, &err), 0);
   assert_true(u.node_w < 0);
   assert_string_equal(u.node_source, "");
+  ASSERT_EQ_INT(u.record_failed, 0); /* an older agent's: records */
   /* Re-encoded, it still carries no node power. */
   int len = pfi_fleet_telemetry_encode(&u, buf, sizeof buf, &err);
   assert_true(len > 0);
   assert_null(strstr(buf, "node_w"));
+  assert_null(strstr(buf, "record_ok"));
+  /* An agent that cannot write its record says so (false only). */
+  u.record_failed = 1;
+  len = pfi_fleet_telemetry_encode(&u, buf, sizeof buf, &err);
+  assert_non_null(strstr(buf, "\"record_ok\":false"));
+  memset(&t, 0, sizeof t);
+  assert_int_equal(pfi_fleet_telemetry_decode(buf, (size_t)len, &t, &err), 0);
+  ASSERT_EQ_INT(t.record_failed, 1);
 
   memset(&t, 0, sizeof t);
   strcpy(t.node, "n1");
@@ -245,6 +254,7 @@ static void test_telemetry_node_power(void **state) {
       {"\"node_w\":2e6,\"node_source\":\"rapl\"", "node_w"},
       {"\"node_w\":100,\"node_source\":\"rapl\",\"node_age_s\":-1",
        "node_age_s"},
+      {"\"record_ok\":1", "record_ok"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     char m[512];
@@ -754,16 +764,19 @@ static void test_agent_jobs(void **state) {
   double r = -1;
   static const char p1[] = "{\"t\": 6, \"tokens_per_s\": 99.5}\n";
   assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", p1, sizeof p1 - 1,
-                                             -1, -1, 1, &r, &err), 1);
+                                             -1, -1, 1, &r, &err),
+                   1);
   ASSERT_NEAR(r, 99.5, 0);
   assert_int_equal(pfi_agent_tick(ag, 5001, 2, &t, &err), 0);
   ASSERT_NEAR(t.job[0].tokens_per_s, 99.5, 0);
   static const char c1[] = "{\"t\": 10, \"tokens\": 1000}",
                     c2[] = "{\"t\": 14, \"tokens\": 9000}";
   assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", c1, sizeof c1 - 1,
-                                             -1, -1, 3, &r, &err), 0);
+                                             -1, -1, 3, &r, &err),
+                   0);
   assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", c2, sizeof c2 - 1,
-                                             -1, -1, 4, &r, &err), 1);
+                                             -1, -1, 4, &r, &err),
+                   1);
   ASSERT_NEAR(r, 2000, 0); /* 8000 tokens in 4 s */
   assert_int_equal(pfi_agent_tick(ag, 5002, 5, &t, &err), 0);
   ASSERT_NEAR(t.job[0].tokens_per_s, 2000, 0);
@@ -799,9 +812,9 @@ static void test_agent_jobs(void **state) {
   snprintf(f, sizeof f, "%s/1", jm);
   if (geteuid() == 0) {
     assert_int_equal(chown(f, 65534, 65534), 0);
-    assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", p1,
-                                               sizeof p1 - 1, (long)getpid(),
-                                               65534, 21, &r, &err),
+    assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", p1, sizeof p1 - 1,
+                                               (long)getpid(), 65534, 21, &r,
+                                               &err),
                      1);
     assert_int_equal(chown(f, 0, 0), 0);
   }
@@ -812,9 +825,8 @@ static void test_agent_jobs(void **state) {
   static const char big[] = "{\"tokens_per_s\": 1e16}",
                     k1[] = "{\"t\": 30, \"tokens\": 0}",
                     k2[] = "{\"t\": 31, \"tokens\": 2e15}";
-  assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", big,
-                                             sizeof big - 1, -1, -1, 21.5, &r,
-                                             &err),
+  assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", big, sizeof big - 1,
+                                             -1, -1, 21.5, &r, &err),
                    PFI_ERANGE);
   assert_non_null(strstr(err.msg, "tokens_per_s"));
   assert_int_equal(pfi_agent_tick(ag, 5021, 22, &t, &err), 0);
@@ -844,12 +856,14 @@ static void test_agent_jobs(void **state) {
                     q2[] = "{\"tokens_per_s\": 10, \"phase\": \"training\", "
                            "\"next_pause_s\": 3, \"end_in_s\": 9}";
   assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", q1, sizeof q1 - 1,
-                                             -1, -1, 41, &r, &err), 1);
+                                             -1, -1, 41, &r, &err),
+                   1);
   assert_int_equal(pfi_agent_tick(ag, 5033, 42, &t, &err), 0);
   assert_int_equal(t.job[0].phase, PFI_PHASE_PAUSE);
   assert_true(t.job[0].pause_in_s < 0 && t.job[0].end_in_s < 0);
   assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", q2, sizeof q2 - 1,
-                                             -1, -1, 43, &r, &err), 1);
+                                             -1, -1, 43, &r, &err),
+                   1);
   assert_int_equal(pfi_agent_tick(ag, 5034, 44.5, &t, &err), 0);
   assert_int_equal(t.job[0].phase, PFI_PHASE_TRAINING);
   ASSERT_NEAR(t.job[0].pause_in_s, 1.5, 1e-9);
@@ -878,9 +892,8 @@ static void test_agent_jobs(void **state) {
   fp = fopen(f, "w");
   fputs("{\"t\": 5040, \"tokens_per_s\": 1e16}\n", fp);
   fclose(fp);
-  assert_int_equal(pfi_agent_tick(ag, 5060, 47 + PFI_AGENT_POST_TTL_S + 1, &t,
-                                  &err),
-                   0);
+  assert_int_equal(
+      pfi_agent_tick(ag, 5060, 47 + PFI_AGENT_POST_TTL_S + 1, &t, &err), 0);
   assert_true(t.job[0].tokens_per_s < 0);
   struct pfi_agent_stats st;
   pfi_agent_stats(ag, &st);
