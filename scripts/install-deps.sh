@@ -7,7 +7,7 @@ pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev
       libcmocka-dev libglpk-dev glpk-utils gnuplot-nox chromium sqlite3
       python3
       nats-server libnats-dev libmicrohttpd-dev curl iproute2
-      slurm-wlm munge prometheus)
+      slurm-wlm munge prometheus faketime)
 # --bench: also the peers `make bench` measures pfi against.
 if [ "${1:-}" = "--bench" ]; then
   pkgs+=(python3-numpy python3-pandas python3-prometheus-client)
