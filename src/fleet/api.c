@@ -180,6 +180,8 @@ static void status(struct pfi_pfid *d, struct pfi_http_resp *rs) {
   if (rj && rst.failing)
     json_object_set_new(rj, "error", json_string(rst.err));
   json_object_set_new(j, "records", rj);
+  json_object_set_new(j, "clock_step_s", json_real(d->clock_step ? d->clock_diff_s : 0));
+  json_object_set_new(j, "clock_steps", json_integer((json_int_t)d->clock_steps));
   json_object_set_new(j, "bucket_recreated",
                       json_integer((json_int_t)d->bucket_recreated));
   if (d->bucket_recreated)

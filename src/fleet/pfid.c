@@ -11,7 +11,7 @@
 #include "pfi/transport.h"
 #include "pfid_int.h"
 
-double pfid_wall(void) {
+static double real_wall(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return (double)ts.tv_sec + ts.tv_nsec / 1e9;
@@ -21,6 +21,60 @@ double pfid_mono(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* pfid's Unix time is its monotonic clock plus an offset, ns, taken from
+ * the wall clock at the first reading and then kept by pfid_clock_check:
+ * the wall clock's small corrections (NTP's slew) followed, a step of more
+ * than PFID_CLOCK_STEP_S logged and not followed (approached at
+ * PFID_CLOCK_SLEW of the time passing, as ntpd slews), so that a clock
+ * stepped an hour neither ends an event an hour early nor stamps the
+ * records an hour ahead (docs/fleet.md "Clocks"). Shared with the API's
+ * thread: atomic. */
+#define PFID_CLOCK_STEP_S 1.0
+#define PFID_CLOCK_SLEW 0.0005
+static int64_t clock_off_ns;
+static int clock_set;
+
+double pfid_wall(void) {
+  if (!__atomic_load_n(&clock_set, __ATOMIC_ACQUIRE)) {
+    int64_t off = (int64_t)((real_wall() - pfid_mono()) * 1e9);
+    int64_t zero = 0;
+    __atomic_compare_exchange_n(&clock_off_ns, &zero, off, 0, __ATOMIC_ACQ_REL,
+                                __ATOMIC_ACQUIRE);
+    __atomic_store_n(&clock_set, 1, __ATOMIC_RELEASE);
+  }
+  return pfid_mono() + __atomic_load_n(&clock_off_ns, __ATOMIC_ACQUIRE) / 1e9;
+}
+
+/* Once a period: compares the wall clock with pfid's; a step is logged
+ * once (until the two agree again) and approached slowly. */
+static void pfid_clock_check(struct pfi_pfid *d) {
+  double mono = pfid_mono(), ours = pfid_wall(), diff = real_wall() - ours;
+  double since = d->clock_mono > 0 ? mono - d->clock_mono : 0;
+  d->clock_mono = mono;
+  int64_t adj;
+  if (fabs(diff) <= PFID_CLOCK_STEP_S) {
+    adj = (int64_t)(diff * 1e9);
+    if (d->clock_step)
+      pfid_log(d, "clock", "the wall clock agrees with pfid's again (%+.3f s)",
+               diff);
+    d->clock_step = 0;
+  } else {
+    double step = PFID_CLOCK_SLEW * since;
+    adj = (int64_t)((diff > 0 ? step : -step) * 1e9);
+    if (!d->clock_step) {
+      d->clock_steps++;
+      pfid_log(d, "clock",
+               "the wall clock stepped %+.3f s: event times stay on pfid's "
+               "monotonic clock (approached at %.1f ms/s; restart pfid to "
+               "take the wall clock at once)",
+               diff, PFID_CLOCK_SLEW * 1e3);
+    }
+    d->clock_step = 1;
+  }
+  __atomic_add_fetch(&clock_off_ns, adj, __ATOMIC_ACQ_REL);
+  d->clock_diff_s = diff;
 }
 
 /* ---- records ------------------------------------------------------------- */
@@ -1149,6 +1203,7 @@ int pfi_pfid_run(struct pfi_pfid *d, volatile sig_atomic_t *stop,
     if (next < pfid_mono())
       next = pfid_mono() + d->o.period_s;
     double t_work = pfid_mono();
+    pfid_clock_check(d);
     /* Rows held since a write failed (a full file system), written once
      * they can be. */
     pfid_records_flush(d);

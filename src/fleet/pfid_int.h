@@ -115,6 +115,12 @@ struct pfi_pfid {
    * lost); times the bucket was found gone and made again. */
   unsigned long tel_rate, tel_implausible, seq_adopted, bucket_recreated;
   double bucket_recreated_t; /* Unix time of the newest, 0 none */
+  /* The wall clock against pfid's (pfid_wall, pfid.c): when last
+   * compared (monotonic), the difference then, s, whether it is a step
+   * (more than 1 s) and how many steps were seen. */
+  double clock_mono, clock_diff_s;
+  int clock_step;
+  unsigned long clock_steps;
   /* The control module (pfi/control.h) over the nodes known when it was
    * built: GPU g of ctl_node[i] is controller GPU ctl_first[i] + g. */
   struct pfi_ctl *ctl;
@@ -239,6 +245,9 @@ const struct pfi_flex_estimate *pfid_estimate(const struct pfi_pfid *d,
 /* The HTTP API's handler (api.c). */
 void pfid_api(void *arg, const struct pfi_http_req *rq,
               struct pfi_http_resp *rs);
+/* pfid's Unix time (its monotonic clock plus an offset that follows the
+ * wall clock's slews, not its steps: docs/fleet.md "Clocks"), and its
+ * monotonic clock, s. */
 double pfid_wall(void);
 double pfid_mono(void);
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-3.0-or-later
-# A step of the agent's wall clock (issue 27, item 9), under libfaketime
+# A step of the agent's wall clock, under libfaketime
 # (Debian's faketime; its monotonic clock left real, as NTP leaves it): agent
 # n1 caps for an event of 40 s, its controller (pfid) is killed and it holds;
 # its wall clock then steps +1 h, past the event's end: the caps stay as

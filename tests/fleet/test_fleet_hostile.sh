@@ -21,6 +21,9 @@
 PROBE=${PFI_PROBE:?}
 probe() { timeout 60 "$PROBE" "$@"; }
 
+# A node is stale after 5 s without telemetry (not 2: the flood's check
+# must not fail on a loaded machine's slow agents).
+STALE=5
 setup_nats n1 n2 n3
 load_agent_start n1 slurm-1
 load_agent_start n2 slurm-2
@@ -48,6 +51,10 @@ seqof() { sql "$T/agent.$1.db" "SELECT value FROM meta WHERE key='fleet.seq'"; }
 # ---- forged assignments -------------------------------------------------
 s0=$(seqof n1)
 c0=$(maxcap n1)
+# n1's highest limit, sampled through the forgeries.
+(while [ ! -e "$T/stop" ]; do maxcap n1; sleep 0.2; done) >"$T/forged.caps" &
+SAMPLER=$!
+PIDS+=("$SAMPLER")
 forge() { # forge SEQ CAPS_MW EVENT_END FILE
   printf '{"v":1,"node":"n1","seq":%s,"leader":"mallory","issued":%s,"lease_s":3600,"event":"ev1","event_end":%s,"caps_mw":[%s,%s]}' \
     "$1" "$(date +%s)" "$3" "$2" "$2" >"$4"
@@ -72,10 +79,15 @@ later() { [ "$(seqof n1)" -gt "$(($1 + 3))" ]; }
 s2=$(seqof n1)
 until_true 30 later "$s2" || fail "pfid's assignments not applied after the forgeries: n1 at $(seqof n1) from $s2 $(tail -3 "$T/pfid.a.log")"
 [ "$(seqof n1)" -lt 9007199254740992 ] || fail "n1 took seq 2^53"
-c1=$(maxcap n1)
-below "$c1" 700 && [ "$c1" != 650 ] || fail "n1's caps after the forgeries: $(caps n1) (before: max $c0)"
-grep -q "$(sed -n 's/.*"seq":\([0-9]*\).*/\1/p' "$T/f1.json")" "$T/agent.n1.log" &&
-  fail "the agent saw the directly published assignment: $(grep "$((s0 + 10))" "$T/agent.n1.log")"
+touch "$T/stop"
+wait "$SAMPLER"
+rm -f "$T/stop"
+# Neither the direct one's 700 W nor the bucket's 650 W (n1 is cut to
+# about 300 W by the event at 70 %: checked below the 640 W between).
+below "$c0" 640 || fail "n1 not cut well below 640 W before the forgeries: $c0"
+up=$(awk '$1 >= 640 { print; exit }' "$T/forged.caps")
+[ -z "$up" ] || fail "n1's limit rose to $up W during the forgeries (before: $c0 W)"
+[ "$(wc -l <"$T/forged.caps")" -ge 5 ] || fail "too few samples of n1"
 
 # ---- implausible telemetry ----------------------------------------------
 # n3's registered GPUs as pfid shows them; each now claimed at 50 kW.
@@ -95,45 +107,57 @@ json.dump(tel(90.0), open(sys.argv[3], "w"))
 EOS
 ref1=$(mincap n1)
 ref2=$(mincap n2)
-# The honest nodes' lowest caps and the fleet's power as pfid reads it.
-(while [ ! -e "$T/stop" ]; do
-   pw=$(curl -s -m 5 "http://127.0.0.1:${API[a]}/v1/status" | python3 -c 'import json,sys; print(json.load(sys.stdin)["power_w"])' 2>/dev/null)
-   echo "$(mincap n1) $(mincap n2) ${pw:-0}"; sleep 0.2
- done) >"$T/samples" &
+# The honest nodes' lowest caps, and the fleet's power as pfid reads it
+# (sampled apart: reading the caps takes seconds on a loaded machine).
+(while [ ! -e "$T/stop" ]; do echo "$(mincap n1) $(mincap n2)"; sleep 0.2; done) >"$T/samples" &
 SAMPLER=$!
 PIDS+=("$SAMPLER")
-# For 10 s, about as often as n3's own agent speaks or more.
-end=$(($(date +%s) + 10))
-while [ "$(date +%s)" -lt "$end" ]; do
-  probe "$NATS_URL" agent-n3 "$T/pw.n3" flood pfi.telemetry.n3 "4:$T/tel.bad" >/dev/null ||
-    fail "agent-n3 could not publish its telemetry"
-  sleep 0.2
-done
+(while [ ! -e "$T/stop" ]; do
+   curl -s -m 5 "http://127.0.0.1:${API[a]}/v1/status" |
+     python3 -c 'import json,sys; print(json.load(sys.stdin)["power_w"])' 2>/dev/null
+   sleep 0.1
+ done) >"$T/power" &
+PSAMPLER=$!
+PIDS+=("$PSAMPLER")
+# For 15 s, about as often as n3's own agent speaks or more; the checks
+# of n3's state run meanwhile (it is suspect for 10 s after a refusal).
+end=$(($(date +%s) + 15))
+(while [ "$(date +%s)" -lt "$end" ]; do
+   probe "$NATS_URL" agent-n3 "$T/pw.n3" flood pfi.telemetry.n3 "4:$T/tel.bad" >/dev/null ||
+     echo "agent-n3 could not publish its telemetry" >>"$T/forger.err"
+   sleep 0.2
+ done) &
+FORGER=$!
+PIDS+=("$FORGER")
+sleep 5
 suspect() { api a GET /v1/nodes | python3 -c '
 import json, sys
 n = {x["node"]: x for x in json.load(sys.stdin)}
 assert n["n3"]["suspect"] and "power_w" in n["n3"]["suspect"], n["n3"]
 assert n["n1"]["suspect"] is None and n["n2"]["suspect"] is None'; }
-suspect || fail "n3 not suspect for its power: $(api a GET /v1/nodes)"
+until_true 10 suspect || fail "n3 not suspect for its power: $(api a GET /v1/nodes)"
 api a GET /v1/status | python3 -c '
 import json, sys
 s = json.load(sys.stdin)
 assert s["suspect_nodes"] == 1, s
-assert s["telemetry_refused"]["implausible"] >= 20, s' || fail "status: $(api a GET /v1/status)"
+assert s["telemetry_refused"]["implausible"] >= 10, s' || fail "status: $(api a GET /v1/status)"
 curl -s -m 5 "$M" | grep -q '^pfi_pfid_telemetry_refused_total{reason="implausible"} [1-9]' ||
   fail "/metrics: no implausible telemetry counted"
 curl -s -m 5 "$M" | grep -q '^pfi_fleet_nodes_suspect 1$' || fail "/metrics: n3 not suspect"
 [ "$(sql "$T/records.db" "SELECT count(*) FROM fleet_log WHERE what='suspect' AND detail LIKE 'node n3:%power_w%'")" -ge 1 ] ||
   fail "no log row for n3's implausible telemetry"
+wait "$FORGER"
+[ ! -s "$T/forger.err" ] || fail "$(head -n 1 "$T/forger.err")"
 touch "$T/stop"
-wait "$SAMPLER"
+wait "$SAMPLER" "$PSAMPLER"
 rm -f "$T/stop"
 low=$(awk -v a="$ref1" -v b="$ref2" '$1 != "" && $2 != "" && ($1 < a - 60 || $2 < b - 60) { print; exit }' "$T/samples")
 [ -z "$low" ] || fail "an honest node was cut by n3's claim: $low (before: $ref1 $ref2)"
 # Six GPUs of 700 W: at most 6 x (700 x 1.1 + 25) = 4,770 W believed.
-high=$(awk '$3 > 4770 { print; exit }' "$T/samples")
-[ -z "$high" ] || fail "pfid believed n3's claim: fleet power $high"
-[ "$(wc -l <"$T/samples")" -ge 5 ] || fail "too few samples"
+high=$(awk '$1 > 4770 { print; exit }' "$T/power")
+[ -z "$high" ] || fail "pfid believed n3's claim: fleet power $high W"
+[ "$(wc -l <"$T/power")" -ge 3 ] || fail "too few samples of the power: $(wc -l <"$T/power")"
+[ "$(wc -l <"$T/samples")" -ge 3 ] || fail "too few samples of the caps: $(wc -l <"$T/samples")"
 
 # ---- a flood ------------------------------------------------------------
 (while [ ! -e "$T/stop" ]; do api a GET /v1/nodes; echo; sleep 0.2; done) >"$T/live" &

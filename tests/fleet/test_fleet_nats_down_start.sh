@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-3.0-or-later
-# An agent started while NATS is down (issue 27, item 3): its hold and
+# An agent started while NATS is down: its hold and
 # restore clock and its signals do not wait for the connection. Agent n1
 # caps for an event (30 s), is killed (-9) and nats-server stopped; started
 # again with NATS down it resumes its recorded caps in hold, answers SIGTERM

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-3.0-or-later
-# An agent whose record is on a full file system (issue 27, item 8, the
-# agent's half): agent n1's record on a tmpfs of 1 MiB that the test fills.
+# An agent whose record is on a full file system: agent
+# n1's record on a tmpfs of 1 MiB that the test fills.
 # An event still cuts it (200 W, read from the emulator's state), its
 # /metrics and log say it cannot record (telemetry's record_ok false); space
 # back, the record is written (the limits before the event, 700 W, in its

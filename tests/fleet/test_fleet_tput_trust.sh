@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-3.0-or-later
-# What a local user can do through the agent's throughput socket (issue 27,
-# item 6). Agent n1: job slurm-8 on GPU 0, slurm-9 on GPU 1 (mapping files
+# What a local user can do through the agent's throughput socket.
+# Agent n1: job slurm-8 on GPU 0, slurm-9 on GPU 1 (mapping files
 # as the Slurm prolog writes them, root's), slurm-9's throughput file holding
 # 1e16 tokens/s, above what pfid takes (1e15). Checked: the node's
 # telemetry is taken by pfid throughout (never stale, no bad telemetry

@@ -614,7 +614,7 @@ static void test_agent_rules(void **state) {
   pfi_agent_close(ag);
 }
 
-/* A step of the wall clock (issue 27, item 9): the hold and the event's end
+/* A step of the wall clock: the hold and the event's end
  * run on the monotonic clock, the end converted once when it arrived. The
  * monotonic clock here is Unix time - 1000 until the step. */
 static void test_agent_clock_step(void **state) {
