@@ -22,7 +22,8 @@ Test-only knobs, under /_mock/ (not part of OpenADR; no token needed):
   POST /_mock/expire-tokens  every issued token expires now
   POST /_mock/fail-next      body {"status": N, "count": k}: the next k API
                              answers are HTTP N
-  GET  /_mock/log            the requests seen, as JSON: method, path, auth
+  GET  /_mock/log            the requests seen, as JSON: t (Unix time),
+                             method, path, auth
                              (an Authorization header), bearer (its token),
                              status (of the answer), issued (the token a
                              POST /auth/token gave)
@@ -221,7 +222,8 @@ class Handler(BaseHTTPRequestHandler):
         q = urllib.parse.parse_qs(url.query)
         raw = self.body()
         h = self.headers.get("Authorization") or ""
-        self.entry = {"method": method, "path": self.path, "auth": bool(h),
+        self.entry = {"t": time.time(), "method": method, "path": self.path,
+                      "auth": bool(h),
                       "bearer": h[7:] if h.startswith("Bearer ") else None}
         with LOCK:
             STATE["log"].append(self.entry)
