@@ -82,7 +82,10 @@ int pfi_oadr_decode_events(const char *name, const char *json, size_t len,
 
 /*
  * Decodes a webhook notification body (OpenADR 3 `notification`:
- * objectType, operation, object). For an EVENT object with operation CREATE
+ * objectType, operation, object). The body may also be a JSON string
+ * holding that JSON, and its keys snake_case (object_type, program_id,
+ * interval_period...: each read as its camelCase name where that is not
+ * there too), as some VTNs send them. For an EVENT object with operation CREATE
  * or UPDATE, appends its spans as pfi_oadr_decode_events() would and sets
  * *event_id (the caller drops that event's earlier spans first); for DELETE
  * sets *deleted = 1 and *event_id. READ and other object types return 0
@@ -220,14 +223,18 @@ struct pfi_oadr_note {
   char operation[8];                  /* CREATE, UPDATE, DELETE, READ */
   char event_id[PFI_TIMELINE_ID_MAX]; /* for EVENT objects */
   size_t spans; /* CREATE/UPDATE of an EVENT: the spans it decodes to */
+  int undecoded; /* 1: sent with the bearer token but not decoded (the
+                    fields above empty): a reason to poll, no data */
 };
 
 /* What the listener answered since it started. */
 struct pfi_oadr_listener_stats {
   size_t accepted;     /* 200: decoded notifications */
   size_t unauthorized; /* 401 (no bearer token) and 403 (another token) */
-  size_t malformed;    /* 400: a body pfi_oadr_decode_notification refused */
-  size_t other;        /* 404 (another path), 405 (not POST) */
+  size_t malformed;    /* 400: a body pfi_oadr_decode_notification refused
+                          (queued as an undecoded note all the same) */
+  size_t other;        /* 404 (another path), 405 (not POST), a bad echo */
+  size_t echo;         /* 200: callback checks (GET <path>/echo?echo=V) */
 };
 
 struct pfi_oadr_listener;
@@ -241,8 +248,13 @@ struct pfi_oadr_listener;
  * another token 403. Bodies over PFI_OADR_NOTIFY_BODY_MAX are 413. The
  * body is decoded with pfi_oadr_decode_notification (cfg's "now" taken at
  * each request): a malformed one is 400 with an RFC 7807 problem object
- * whose detail names the field; an accepted one is 200, queued (the last
- * 64 are kept) and makes pfi_oadr_listener_fd readable. The listener acts
+ * whose detail names the field, and queued as an undecoded note (it came
+ * with the token: the VTN has news, so its owner polls; nothing of it is
+ * used); an accepted one is 200 and queued. A queued note (the last 64 are
+ * kept) makes pfi_oadr_listener_fd readable. GET <path>/echo?echo=VALUE,
+ * the callback check a VTN may make before it keeps a subscription, is
+ * answered 200 with VALUE as a text/plain body, without a token (VALUE: 1
+ * to 256 letters, digits or _.~-; else 400). The listener acts
  * on nothing itself: its owner wakes, takes the notes and polls the VTN,
  * whose answer stays the source of truth. Copies bearer and cfg.
  */

@@ -108,6 +108,11 @@ static void say_notes(struct pfi_oadr_listener *hook,
   struct pfi_oadr_listener_stats st;
   size_t n = pfi_oadr_listener_take(hook, notes, 16, &st);
   for (size_t i = 0; i < n && i < 16; i++) {
+    if (notes[i].undecoded) {
+      puts("bridge: notification with our token, not decoded: polling the "
+           "VTN now");
+      continue;
+    }
     printf("bridge: notification %s %s", notes[i].operation,
            notes[i].object_type);
     if (notes[i].event_id[0]) {

@@ -6,6 +6,8 @@
 
 #include <stddef.h>
 
+#include "pfi/error.h"
+
 struct pfi__http_body {
   char *buf;    /* NUL-terminated; owned, free() */
   size_t len;   /* bytes in buf */
@@ -16,5 +18,13 @@ struct pfi__http_body {
 /* A libcurl CURLOPT_WRITEFUNCTION appending to a struct pfi__http_body
  * (CURLOPT_WRITEDATA); stops the transfer past b->max or without memory. */
 size_t pfi__http_body_write(char *p, size_t sz, size_t n, void *ud);
+
+/* A webhook notification's JSON: the body, or when the body is a JSON
+ * string, the JSON that string holds; snake_case keys (object_type,
+ * program_id...) given their OpenADR camelCase names beside them, at every
+ * depth. NULL (err set, with line and column) when either is not JSON. */
+typedef struct json_t json_t;
+json_t *pfi__oadr_notification_load(const char *json, size_t len,
+                                    struct pfi_error *err);
 
 #endif

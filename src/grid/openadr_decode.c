@@ -10,6 +10,8 @@
  * event.duration cuts the event short or repeats its intervals. */
 #include "pfi/openadr.h"
 
+#include "grid_int.h"
+
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -518,14 +520,14 @@ static int decode_root(const char *name, json_t *root, int single,
 }
 
 static json_t *load(const char *name, const char *json, size_t len,
-                    struct pfi_error *err) {
+                    size_t flags, struct pfi_error *err) {
   if (len > PFI_OADR_MAX_BODY) {
     pfi_error_set(err, PFI_EPARSE, "%s: more than %u bytes", name,
                   PFI_OADR_MAX_BODY);
     return NULL;
   }
   json_error_t je;
-  json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
+  json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES | flags, &je);
   if (!root)
     pfi_error_setloc(err, PFI_EPARSE, name, je.line > 0 ? je.line : 1,
                      je.column > 0 ? je.column : 1, "JSON: %s", je.text);
@@ -537,12 +539,80 @@ int pfi_oadr_decode_events(const char *name, const char *json, size_t len,
                            struct pfi_timeline *out,
                            struct pfi_oadr_stats *stats,
                            struct pfi_error *err) {
-  json_t *root = load(name, json, len, err);
+  json_t *root = load(name, json, len, 0, err);
   if (!root)
     return PFI_EPARSE;
   int rc = decode_root(name, root, 0, cfg, out, stats, err);
   json_decref(root);
   return rc;
+}
+
+/* A snake_case key in OpenADR's camelCase ("created_date_time" ->
+ * "createdDateTime", "program_id" -> "programID"); 0 when `k` has no '_'
+ * or does not fit. */
+static int camel_key(const char *k, char *out, size_t n) {
+  if (!strchr(k, '_') || k[0] == '_')
+    return 0;
+  size_t o = 0;
+  for (const char *p = k; *p; p++) {
+    if (o + 3 > n)
+      return 0;
+    if (*p != '_') {
+      out[o++] = *p;
+      continue;
+    }
+    if (!p[1] || p[1] == '_')
+      return 0;
+    if (!strcmp(p + 1, "id")) { /* the ID suffix: programID, eventID */
+      out[o++] = 'I';
+      out[o++] = 'D';
+      break;
+    }
+    p++;
+    out[o++] = (char)(*p >= 'a' && *p <= 'z' ? *p - 'a' + 'A' : *p);
+  }
+  out[o] = 0;
+  return 1;
+}
+
+/* Adds the camelCase name beside each snake_case key, at every depth
+ * (a camelCase key already present wins). */
+static void camel_keys(json_t *j, int depth) {
+  if (depth > 64)
+    return;
+  if (json_is_array(j)) {
+    size_t i;
+    json_t *v;
+    json_array_foreach(j, i, v) camel_keys(v, depth + 1);
+    return;
+  }
+  if (!json_is_object(j))
+    return;
+  const char *k;
+  json_t *v;
+  char c[128];
+  json_t *add = json_object();
+  json_object_foreach(j, k, v) {
+    camel_keys(v, depth + 1);
+    if (add && camel_key(k, c, sizeof c) && !json_object_get(j, c))
+      json_object_set(add, c, v);
+  }
+  json_object_update_missing(j, add);
+  json_decref(add);
+}
+
+json_t *pfi__oadr_notification_load(const char *json, size_t len,
+                                    struct pfi_error *err) {
+  json_t *root = load("notification", json, len, JSON_DECODE_ANY, err);
+  if (json_is_string(root)) {
+    /* A notification sent as a JSON string holding its JSON. */
+    json_t *in = load("notification (the string's JSON)",
+                      json_string_value(root), json_string_length(root), 0, err);
+    json_decref(root);
+    root = in;
+  }
+  camel_keys(root, 0);
+  return root;
 }
 
 int pfi_oadr_decode_notification(const char *json, size_t len,
@@ -551,7 +621,7 @@ int pfi_oadr_decode_notification(const char *json, size_t len,
                                  int *deleted, struct pfi_error *err) {
   *deleted = 0;
   event_id[0] = 0;
-  json_t *root = load("notification", json, len, err);
+  json_t *root = pfi__oadr_notification_load(json, len, err);
   if (!root)
     return PFI_EPARSE;
   int rc = 0;

@@ -241,8 +241,10 @@ static int ensure_token(struct pfi_ven *v, struct pfi_error *err) {
   return 0;
 }
 
-/* A request to the VTN's API with the token; a 401 fetches a new token and
- * tries once more. Non-2xx answers are PFI_EIO naming path and status. */
+/* A request to the VTN's API with the token; a 401 or 403 fetches a new
+ * token and tries once more (some VTNs answer an unknown or expired token
+ * 403, and give tokens no expires_in: such a token is held until refused).
+ * Non-2xx answers are PFI_EIO naming path and status. */
 static int api(struct pfi_ven *v, const char *method, const char *path,
                const char *body, struct body *b, struct pfi_error *err) {
   char url[9000];
@@ -258,7 +260,7 @@ static int api(struct pfi_ven *v, const char *method, const char *path,
     if (rc < 0)
       return rc;
     v->last_status = st;
-    if (st == 401 && attempt == 0) {
+    if ((st == 401 || st == 403) && attempt == 0) {
       free(b->buf);
       b->buf = NULL;
       v->token[0] = 0;
@@ -563,11 +565,98 @@ static int sub_matches(json_t *j, const struct pfi_ven *v,
   return 0;
 }
 
+/* Deletes every subscription of ours at the VTN (our clientName, our
+ * program, EVENT notifications to callback_url with `bearer`: see
+ * sub_matches), as GET /subscriptions lists them (filtered by programID and
+ * clientName, and here again, in pages of 50). Counts them in *deleted. */
+static int sub_purge(struct pfi_ven *v, const char *callback_url,
+                     const char *bearer, size_t *deleted,
+                     struct pfi_error *err) {
+  CURL *esc = pfi__curl_easy_init();
+  char *pid = esc ? pfi__curl_easy_escape(esc, v->program_id, 0) : NULL;
+  char *cn = esc ? pfi__curl_easy_escape(esc, v->ven_name, 0) : NULL;
+  int rc = 0;
+  if (!pid || !cn)
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  for (int skip = 0; rc == 0 && skip < 100000; skip += 50) {
+    char path[1200];
+    snprintf(path, sizeof path,
+             "/subscriptions?programID=%.500s&clientName=%.500s&skip=%d&"
+             "limit=50",
+             pid, cn, skip);
+    struct body b;
+    if ((rc = api(v, "GET", path, NULL, &b, err)) < 0)
+      break;
+    json_t *j = json_loadb(b.buf ? b.buf : "", b.len, 0, NULL);
+    free(b.buf);
+    if (!json_is_array(j)) {
+      json_decref(j);
+      rc = pfi_error_set(err, PFI_EPARSE,
+                         "VEN: GET /subscriptions: expected an array");
+      break;
+    }
+    size_t i, n = json_array_size(j), gone = 0;
+    json_t *o;
+    json_array_foreach(j, i, o) {
+      json_t *jid = json_object_get(o, "id");
+      json_t *c = json_object_get(o, "clientName");
+      if (!json_is_string(jid) ||
+          (json_is_string(c) && strcmp(json_string_value(c), v->ven_name)) ||
+          !sub_matches(o, v, callback_url, bearer))
+        continue;
+      if ((rc = pfi_ven_subscription_delete(v, json_string_value(jid), err)) <
+          0)
+        break;
+      gone++;
+      if (deleted)
+        (*deleted)++;
+    }
+    json_decref(j);
+    /* Deleted ones leave the list: the next page starts that much
+     * earlier. */
+    skip -= (int)gone;
+    if (n < 50)
+      break;
+  }
+  pfi__curl_free(pid);
+  pfi__curl_free(cn);
+  if (esc)
+    pfi__curl_easy_cleanup(esc);
+  return rc;
+}
+
+/* Makes our one subscription: first deletes any of ours the VTN holds
+ * (kept after a create it answered with an error), then creates it; when
+ * the VTN answers the create with an error, deletes what it may have kept
+ * all the same. So the VTN holds at most one of ours, whatever it does
+ * with refused creates. */
+static int sub_make(struct pfi_ven *v, char *id, const char *callback_url,
+                    const char *bearer, struct pfi_error *err) {
+  if (!v->program_id[0]) {
+    int rc = find_program(v, err);
+    if (rc < 0)
+      return rc;
+  }
+  size_t gone = 0;
+  int rc = sub_purge(v, callback_url, bearer, &gone, err);
+  if (rc < 0)
+    return rc;
+  rc = pfi_ven_subscription_create(v, callback_url, bearer, id, err);
+  if (rc < 0 && v->last_status >= 300) {
+    long st = v->last_status;
+    struct pfi_error e2;
+    pfi_error_clear(&e2);
+    sub_purge(v, callback_url, bearer, &gone, &e2);
+    v->last_status = st;
+  }
+  return rc;
+}
+
 int pfi_ven_subscription_keep(struct pfi_ven *v, char *id,
                               const char *callback_url, const char *bearer,
                               struct pfi_error *err) {
   if (!id[0]) {
-    int rc = pfi_ven_subscription_create(v, callback_url, bearer, id, err);
+    int rc = sub_make(v, id, callback_url, bearer, err);
     return rc < 0 ? rc : 2;
   }
   char path[600];
@@ -580,7 +669,7 @@ int pfi_ven_subscription_keep(struct pfi_ven *v, char *id,
     /* Gone at the VTN (dropped, or the VTN lost its state): again. */
     char old[PFI_TIMELINE_ID_MAX];
     snprintf(old, sizeof old, "%s", id);
-    rc = pfi_ven_subscription_create(v, callback_url, bearer, id, err);
+    rc = sub_make(v, id, callback_url, bearer, err);
     if (rc < 0)
       snprintf(id, PFI_TIMELINE_ID_MAX, "%s", old);
     return rc < 0 ? rc : 2;

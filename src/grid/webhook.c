@@ -7,6 +7,8 @@
 #include "pfi/http.h"
 #include "pfi/transport.h"
 
+#include "grid_int.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -126,9 +128,52 @@ static void count(struct pfi_oadr_listener *l, size_t *c) {
   pthread_mutex_unlock(&l->mu);
 }
 
+/* Queues a note for the owner (the oldest dropped past RING), counts it in
+ * *c and wakes the owner. */
+static void queue(struct pfi_oadr_listener *l, const struct pfi_oadr_note *note,
+                  size_t *c) {
+  pthread_mutex_lock(&l->mu);
+  (*c)++;
+  l->pending++;
+  if (l->n == RING) {
+    l->first = (l->first + 1) % RING;
+    l->n--;
+  }
+  l->ring[(l->first + l->n++) % RING] = *note;
+  pthread_mutex_unlock(&l->mu);
+  char one = 1;
+  if (write(l->fd[1], &one, 1) < 0) {
+    /* full (EAGAIN): the owner is already woken */
+  }
+}
+
 static void handle(void *arg, const struct pfi_http_req *rq,
                    struct pfi_http_resp *rs) {
   struct pfi_oadr_listener *l = arg;
+  size_t pl = strlen(l->path);
+  if (!strcmp(rq->method, "GET") && !strncmp(rq->path, l->path, pl) &&
+      !strcmp(rq->path + pl, l->path[pl - 1] == '/' ? "echo" : "/echo")) {
+    /* The callback check some VTNs make before they keep a subscription
+     * (GET <callbackUrl>/echo?echo=VALUE, the value answered back). It
+     * gives nothing away, so it needs no token. */
+    const char *e = rq->arg ? rq->arg(rq, "echo") : NULL;
+    size_t el = e ? strlen(e) : 0;
+    if (!e || el < 1 || el > 256 ||
+        strspn(e, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                  "0123456789_.~-") != el) {
+      count(l, &l->st.other);
+      problem(rs, 400, "Bad Request",
+              "echo: expected ?echo=VALUE, 1 to 256 letters, digits or "
+              "_.~-");
+      return;
+    }
+    count(l, &l->st.echo);
+    rs->status = 200;
+    rs->type = "text/plain";
+    rs->body = strdup(e);
+    rs->len = rs->body ? strlen(rs->body) : 0;
+    return;
+  }
   if (strcmp(rq->path, l->path) != 0) {
     count(l, &l->st.other);
     problem(rs, 404, "Not Found", "the notification callback is elsewhere");
@@ -166,32 +211,24 @@ static void handle(void *arg, const struct pfi_http_req *rq,
                                         note.event_id, &deleted, &err);
   pfi_timeline_release(&tl);
   if (rc < 0) {
+    /* Sent with our token but not understood: the VTN has news of some
+     * kind, so the owner polls it now; nothing of the body is used. */
     char b[PFI_ERROR_MSG_MAX + PFI_ERROR_FILE_MAX + 64];
-    count(l, &l->st.malformed);
+    memset(&note, 0, sizeof note);
+    note.undecoded = 1;
+    queue(l, &note, &l->st.malformed);
     problem(rs, 400, "Bad Request", pfi_error_format(&err, b, sizeof b));
     return;
   }
   note.spans = (size_t)rc;
   /* Decoded: objectType and operation are strings. */
-  json_t *j = json_loadb(rq->body, rq->body_len, 0, NULL);
+  json_t *j = pfi__oadr_notification_load(rq->body, rq->body_len, NULL);
   snprintf(note.object_type, sizeof note.object_type, "%s",
            json_string_value(json_object_get(j, "objectType")));
   snprintf(note.operation, sizeof note.operation, "%s",
            json_string_value(json_object_get(j, "operation")));
   json_decref(j);
-  pthread_mutex_lock(&l->mu);
-  l->st.accepted++;
-  l->pending++;
-  if (l->n == RING) {
-    l->first = (l->first + 1) % RING;
-    l->n--;
-  }
-  l->ring[(l->first + l->n++) % RING] = note;
-  pthread_mutex_unlock(&l->mu);
-  char one = 1;
-  if (write(l->fd[1], &one, 1) < 0) {
-    /* full (EAGAIN): the owner is already woken */
-  }
+  queue(l, &note, &l->st.accepted);
   rs->status = 200;
   rs->body = strdup("{}");
   rs->len = rs->body ? 2 : 0;

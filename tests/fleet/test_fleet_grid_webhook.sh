@@ -95,7 +95,9 @@ until_true 20 oadr_target 600 || fail "UPDATE: pfid's oadr- event is not at 600 
 
 # Refused: no token (401, WWW-Authenticate: Bearer), another token (403),
 # a malformed body with the right token (400, a problem object naming the
-# field), a body over 1 MiB (413). None reaches pfid or wakes the bridge.
+# field), a body over 1 MiB (413). None reaches pfid; the malformed ones,
+# which carry the bridge's token, wake it to poll (the VTN's answer, not
+# the body, is what it acts on).
 NOTE='{"objectType":"EVENT","operation":"CREATE","object":{"id":"forged","programID":"'"$PID"'","intervalPeriod":{"start":"0001-01-01","duration":"PT10M"},"intervals":[{"id":0,"payloads":[{"type":"IMPORT_CAPACITY_LIMIT","values":[0.1]}]}]}}'
 hook() { # hook FILE AUTH-HEADER-OR-EMPTY: POSTs FILE, prints the status
   curl -sS -m 10 -o "$T/hook.body" -D "$T/hook.head" -w '%{http_code}' -H 'Content-Type: application/json' \
@@ -156,12 +158,16 @@ SUB2=$(sed -n 's/^bridge: subscription \(.*\) made at the VTN/\1/p' "$T/bridge.l
 vtn "$BL" DELETE "events/$EV" >/dev/null
 until_true 20 no_oadr || fail "DELETE: pfid's oadr- event is not cancelled: $(api a GET /v1/events) $(cat "$T/bridge.log" "$T/bridge.err")"
 
-# The notifications the bridge took: the VTN's three for EV and the test's
-# two, in order; none of the refused ones.
+# The notifications the bridge took: the VTN's three for EV, the test's
+# three malformed ones with the token (a reason to poll, nothing more) and
+# its two well-formed ones, in order; none of those refused for their token.
 grep '^bridge: notification' "$T/bridge.log" >"$T/notes"
 cat >"$T/want" <<WANT
 bridge: notification CREATE EVENT $EV: polling the VTN now
 bridge: notification UPDATE EVENT $EV: polling the VTN now
+bridge: notification with our token, not decoded: polling the VTN now
+bridge: notification with our token, not decoded: polling the VTN now
+bridge: notification with our token, not decoded: polling the VTN now
 bridge: notification CREATE EVENT forged: polling the VTN now
 bridge: notification CREATE EVENT forged: polling the VTN now
 bridge: notification DELETE EVENT $EV: polling the VTN now

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* Fuzz target: the grid side's decoders on one input: OpenADR 3 event
- * arrays and webhook notifications, schedule files, meter configurations
- * and BMC (DCMI) power readings. Every span accepted must be a non-empty
+ * arrays and webhook notifications (also a JSON string holding one, and
+ * snake_case keys: corpus notification_reference*.json), schedule files,
+ * meter configurations and BMC (DCMI) power readings. Every span accepted must be a non-empty
  * interval with a finite limit >= 0; every located error must carry a
  * line and column >= 1. */
 #include <math.h>

@@ -22,18 +22,35 @@ Test-only knobs, under /_mock/ (not part of OpenADR; no token needed):
   POST /_mock/expire-tokens  every issued token expires now
   POST /_mock/fail-next      body {"status": N, "count": k}: the next k API
                              answers are HTTP N
-  GET  /_mock/log            the requests seen, as JSON: method, path, auth
+  GET  /_mock/log            the requests seen, as JSON: t (Unix time),
+                             method, path, auth
                              (an Authorization header), bearer (its token),
                              status (of the answer), issued (the token a
                              POST /auth/token gave)
 
+  POST /_mock/fail-echo      body {"count": k}: (--reference) the next k
+                             callback checks fail, as if the callback had
+                             answered another value
+
+--reference behaves as the OpenADR Alliance's 3.1.0 reference VTN was seen
+to: POST /subscriptions first calls GET <callbackUrl>/echo?echo=test_echo
+for each callbackUrl and, unless the answer is 200 with the body
+"test_echo", answers 500 "Echo issue" while keeping the subscription;
+webhook bodies are a JSON string holding the notification, its keys
+snake_case at every depth (object_type, operation, object, program_id,
+interval_period...); a missing token is 401 but an unknown or expired one
+403; tokens come without expires_in; roles are not enforced (the VEN client
+may write programs and events); createdDateTime and modificationDateTime
+are "YYYY-MM-DD HH:MM:SS" (UTC, no zone).
+
 Usage: mock_vtn.py --port-file F [--ven ID:SECRET] [--bl ID:SECRET]
-                   [--token-ttl S] [--prefix /openadr3]
+                   [--token-ttl S] [--prefix /openadr3] [--reference]
 Binds 127.0.0.1 on a free port and writes the port to F.
 """
 import argparse
 import datetime
 import json
+import re
 import secrets
 import threading
 import time
@@ -44,14 +61,47 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 STATE = {
     "programs": [], "events": [], "reports": [], "subscriptions": [],
     "raw_events": [], "tokens": {}, "fail": None, "log": [], "next_id": 1,
+    "fail_echo": 0,
 }
 LOCK = threading.Lock()
 ARGS = None
 
 
 def now_iso():
-    return datetime.datetime.now(datetime.timezone.utc).strftime(
-        "%Y-%m-%dT%H:%M:%S.%fZ")
+    fmt = "%Y-%m-%d %H:%M:%S" if ARGS.reference else "%Y-%m-%dT%H:%M:%S.%fZ"
+    return datetime.datetime.now(datetime.timezone.utc).strftime(fmt)
+
+
+def snake(o):
+    """camelCase keys -> snake_case, at every depth (programID ->
+    program_id)."""
+    if isinstance(o, list):
+        return [snake(x) for x in o]
+    if not isinstance(o, dict):
+        return o
+    out = {}
+    for k, v in o.items():
+        k2 = re.sub(r"ID$", "Id", k)
+        k2 = re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), k2)
+        out[k2] = snake(v)
+    return out
+
+
+def echo_ok(url):
+    """The reference VTN's callback check: GET <url>/echo?echo=test_echo."""
+    with LOCK:
+        if STATE["fail_echo"] > 0:
+            STATE["fail_echo"] -= 1
+            return False
+    host = urllib.parse.urlparse(url).hostname
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        return False
+    try:
+        with urllib.request.urlopen(url + "/echo?echo=test_echo",
+                                    timeout=2) as r:
+            return r.status == 200 and r.read() == b"test_echo"
+    except Exception:
+        return False
 
 
 def new_id():
@@ -76,9 +126,12 @@ def notify(object_type, operation, obj):
                 continue
             if operation not in oo.get("operations", []):
                 continue
-            body = json.dumps({"objectType": object_type,
-                               "operation": operation,
-                               "object": obj}).encode()
+            note = {"objectType": object_type, "operation": operation,
+                    "object": obj}
+            if ARGS.reference:
+                body = json.dumps(json.dumps(snake(note))).encode()
+            else:
+                body = json.dumps(note).encode()
             req = urllib.request.Request(oo["callbackUrl"], data=body,
                                          method="POST")
             req.add_header("Content-Type", "application/json")
@@ -169,7 +222,8 @@ class Handler(BaseHTTPRequestHandler):
         q = urllib.parse.parse_qs(url.query)
         raw = self.body()
         h = self.headers.get("Authorization") or ""
-        self.entry = {"method": method, "path": self.path, "auth": bool(h),
+        self.entry = {"t": time.time(), "method": method, "path": self.path,
+                      "auth": bool(h),
                       "bearer": h[7:] if h.startswith("Bearer ") else None}
         with LOCK:
             STATE["log"].append(self.entry)
@@ -187,6 +241,9 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/auth/token" and method == "POST":
             return self.token(raw)
         role = self.role()
+        if role is None and ARGS.reference and h:
+            return self.send(*problem(403, "Forbidden",
+                                      "unknown or expired token"))
         if role is None:
             return self.send(*problem(401, "Unauthorized",
                                       "missing, unknown or expired token"))
@@ -207,10 +264,11 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(*problem(404, "Not Found"))
         writer = {"programs": "bl", "events": "bl", "reports": "ven",
                   "subscriptions": "ven"}[coll]
-        if method != "GET" and role != writer:
+        if method != "GET" and role != writer and not ARGS.reference:
             return self.send(*problem(403, "Forbidden",
                                       "this client may not write " + coll))
-        if coll == "reports" and method == "GET" and role != "bl":
+        if coll == "reports" and method == "GET" and role != "bl" and \
+                not ARGS.reference:
             return self.send(*problem(403, "Forbidden"))
         items = STATE[coll]
         if len(parts) == 1:
@@ -262,13 +320,18 @@ class Handler(BaseHTTPRequestHandler):
         with LOCK:
             STATE["tokens"][tok] = (role, time.time() + ARGS.token_ttl)
             self.entry["issued"] = tok
-        return self.send(200, {"access_token": tok, "token_type": "Bearer",
-                               "expires_in": int(ARGS.token_ttl)})
+        ans = {"access_token": tok, "token_type": "Bearer"}
+        if not ARGS.reference:
+            ans["expires_in"] = int(ARGS.token_ttl)
+        return self.send(200, ans)
 
     def search(self, coll, items, q):
         res = list(items)
-        if coll == "events" and "programID" in q:
+        if coll in ("events", "subscriptions") and "programID" in q:
             res = [e for e in res if e.get("programID") == q["programID"][0]]
+        if coll == "subscriptions" and "clientName" in q:
+            res = [e for e in res
+                   if e.get("clientName") == q["clientName"][0]]
         try:
             skip = int((q.get("skip") or ["0"])[0])
             limit = int((q.get("limit") or ["50"])[0])
@@ -306,6 +369,12 @@ class Handler(BaseHTTPRequestHandler):
             STATE[coll].append(obj)
         if coll == "events":
             notify("EVENT", "CREATE", obj)
+        if coll == "subscriptions" and ARGS.reference and not all(
+                echo_ok(oo.get("callbackUrl") or "")
+                for oo in obj.get("objectOperations") or []):
+            # Kept all the same, as the reference VTN does.
+            return self.send(*problem(500, "Echo issue",
+                                      "the callback did not echo"))
         return self.send(201, obj)
 
     def mock(self, method, path, raw):
@@ -321,6 +390,10 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/_mock/fail-next" and method == "POST":
             with LOCK:
                 STATE["fail"] = json.loads(raw)
+            return self.send(200, {})
+        if path == "/_mock/fail-echo" and method == "POST":
+            with LOCK:
+                STATE["fail_echo"] = int(json.loads(raw)["count"])
             return self.send(200, {})
         if path == "/_mock/log" and method == "GET":
             return self.send(200, STATE["log"])
@@ -347,6 +420,9 @@ def main():
     ap.add_argument("--bl", default="bl1:bl-secret")
     ap.add_argument("--token-ttl", type=float, default=3600)
     ap.add_argument("--prefix", default="/openadr3")
+    ap.add_argument("--reference", action="store_true",
+                    help="behave as the OpenADR Alliance's 3.1.0 reference "
+                         "VTN (see the module's text)")
     ap.add_argument("--lifetime", type=float, default=600,
                     help="exit after this many seconds (a bound for tests)")
     ARGS = ap.parse_args()

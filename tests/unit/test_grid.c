@@ -2,6 +2,7 @@
 /* Timelines, OpenADR 3 event decoding, meter power and compliance. Every
  * expected value is worked by hand in the comment beside it. */
 #include <arpa/inet.h>
+#include <jansson.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -571,6 +572,75 @@ static void test_notification(void **state) {
   assert_int_equal(
       pfi_oadr_decode_notification(d, strlen(d), &cfg, &tl, id, &del, &err), 0);
   assert_int_equal(del, 1);
+  pfi_timeline_release(&tl);
+}
+
+/* The reference VTN's notifications: a JSON string holding the JSON, keys
+ * snake_case at every depth; its "YYYY-MM-DD HH:MM:SS" times, read as UTC
+ * (2026-01-01 00:10:00 is NOW + 600). Each decodes as its camelCase
+ * original would. */
+static void test_notification_reference(void **state) {
+  (void)state;
+  struct pfi_oadr_config cfg;
+  pfi_oadr_config_init(&cfg, NOW);
+  struct pfi_timeline tl;
+  pfi_timeline_init(&tl);
+  struct pfi_error err;
+  char id[PFI_TIMELINE_ID_MAX];
+  int del;
+  /* snake_case, "do it now" (start 0001-01-01: the modification time),
+   * 2 kW for an hour. */
+  const char *n =
+      "{\"object_type\":\"EVENT\",\"operation\":\"CREATE\",\"object\":{"
+      "\"id\":\"9\",\"program_id\":\"p\",\"created_date_time\":"
+      "\"2026-01-01 00:05:00\",\"modification_date_time\":\"2026-01-01 "
+      "00:10:00\",\"payload_descriptors\":[{\"object_type\":"
+      "\"EVENT_PAYLOAD_DESCRIPTOR\",\"payload_type\":"
+      "\"IMPORT_CAPACITY_LIMIT\",\"units\":\"W\"}],\"interval_period\":{"
+      "\"start\":\"0001-01-01\",\"duration\":\"PT1H\"},\"intervals\":[{"
+      "\"id\":0,\"payloads\":[{\"type\":\"IMPORT_CAPACITY_LIMIT\","
+      "\"values\":[2000]}]}]}}";
+  assert_int_equal(
+      pfi_oadr_decode_notification(n, strlen(n), &cfg, &tl, id, &del, &err), 1);
+  assert_string_equal(id, "9");
+  ASSERT_EQ_INT(tl.spans[0].start_s, NOW + 600);
+  ASSERT_EQ_INT(tl.spans[0].end_s, NOW + 600 + 3600);
+  ASSERT_NEAR(tl.spans[0].limit_w, 2000, 0); /* units W, not the kW default */
+  ASSERT_EQ_INT(tl.spans[0].created_s, NOW + 300);
+  /* The same as a JSON string holding it. */
+  json_t *str = json_string(n);
+  char *wrapped = json_dumps(str, JSON_ENCODE_ANY);
+  json_decref(str);
+  assert_non_null(wrapped);
+  assert_true(wrapped[0] == '"');
+  tl.n = 0;
+  assert_int_equal(pfi_oadr_decode_notification(wrapped, strlen(wrapped), &cfg,
+                                                &tl, id, &del, &err),
+                   1);
+  assert_string_equal(id, "9");
+  ASSERT_EQ_INT(tl.spans[0].start_s, NOW + 600);
+  ASSERT_NEAR(tl.spans[0].limit_w, 2000, 0);
+  free(wrapped);
+  /* A camelCase key wins over its snake_case twin. */
+  const char *both =
+      "{\"objectType\":\"EVENT\",\"object_type\":\"PROGRAM\","
+      "\"operation\":\"DELETE\",\"object\":{\"id\":\"4\"}}";
+  assert_int_equal(pfi_oadr_decode_notification(both, strlen(both), &cfg, &tl,
+                                                id, &del, &err),
+                   0);
+  ASSERT_EQ_INT(del, 1);
+  assert_string_equal(id, "4");
+  /* A string that holds no JSON, or JSON that is no notification: errors
+   * naming it. */
+  const char *bad = "\"{nope\"";
+  assert_int_equal(pfi_oadr_decode_notification(bad, strlen(bad), &cfg, &tl,
+                                                id, &del, &err),
+                   PFI_EPARSE);
+  assert_non_null(strstr(err.file, "the string's JSON"));
+  const char *num = "\"42\"";
+  assert_int_equal(pfi_oadr_decode_notification(num, strlen(num), &cfg, &tl,
+                                                id, &del, &err),
+                   PFI_EPARSE);
   pfi_timeline_release(&tl);
 }
 
@@ -1264,18 +1334,38 @@ static void test_oadr_listener(void **state) {
                          ans, sizeof ans),
                 200);
   free(big);
+  /* The callback check (GET <path>/echo?echo=V): V back, no token needed;
+   * a value of other characters, or none, is 400; the check is no
+   * notification. */
+  ASSERT_EQ_INT(raw_http(port, "GET", "/notify/echo?echo=test_echo", NULL, "",
+                         0, ans, sizeof ans),
+                200);
+  assert_non_null(strstr(ans, "Content-Type: text/plain"));
+  assert_non_null(strstr(ans, "\r\n\r\ntest_echo"));
+  ASSERT_EQ_INT(raw_http(port, "GET", "/notify/echo?echo=%3Cb%3E", NULL, "", 0,
+                         ans, sizeof ans),
+                400);
+  ASSERT_EQ_INT(
+      raw_http(port, "GET", "/notify/echo", NULL, "", 0, ans, sizeof ans), 400);
   ASSERT_EQ_INT(readable(fd), 1);
-  /* Only the one accepted is queued. */
+  /* The accepted one is queued, and so are the two malformed ones that
+   * came with the token, before it, as undecoded notes (a reason to poll,
+   * no data); nothing refused for its token or path is. */
   struct pfi_oadr_note n[4];
   struct pfi_oadr_listener_stats st;
-  ASSERT_EQ_INT(pfi_oadr_listener_take(l, n, 4, &st), 1);
-  assert_string_equal(n[0].object_type, "EVENT");
-  assert_string_equal(n[0].operation, "DELETE");
-  assert_string_equal(n[0].event_id, "7");
+  ASSERT_EQ_INT(pfi_oadr_listener_take(l, n, 4, &st), 3);
+  ASSERT_EQ_INT(n[0].undecoded, 1);
+  assert_string_equal(n[0].event_id, "");
+  ASSERT_EQ_INT(n[1].undecoded, 1);
+  ASSERT_EQ_INT(n[2].undecoded, 0);
+  assert_string_equal(n[2].object_type, "EVENT");
+  assert_string_equal(n[2].operation, "DELETE");
+  assert_string_equal(n[2].event_id, "7");
   ASSERT_EQ_INT(st.accepted, 1);
   ASSERT_EQ_INT(st.unauthorized, 4);
   ASSERT_EQ_INT(st.malformed, 2);
-  ASSERT_EQ_INT(st.other, 2);
+  ASSERT_EQ_INT(st.other, 4);
+  ASSERT_EQ_INT(st.echo, 1);
   ASSERT_EQ_INT(readable(fd), 0);
   ASSERT_EQ_INT(pfi_oadr_listener_take(l, n, 4, NULL), 0);
   /* A CREATE of an event with two hour-long intervals from now (the
@@ -1302,6 +1392,23 @@ static void test_oadr_listener(void **state) {
   ASSERT_EQ_INT(n[0].spans, 2);
   assert_string_equal(n[1].event_id, "e8");
   ASSERT_EQ_INT(st.accepted, 72);
+  /* The reference VTN's shape: a JSON string holding the notification,
+   * snake_case keys: decoded as the camelCase one. */
+  const char *ref =
+      "\"{\\\"object_type\\\": \\\"EVENT\\\", \\\"operation\\\": "
+      "\\\"UPDATE\\\", \\\"object\\\": {\\\"id\\\": \\\"r1\\\", "
+      "\\\"program_id\\\": \\\"1\\\", \\\"interval_period\\\": "
+      "{\\\"start\\\": \\\"0001-01-01\\\", \\\"duration\\\": \\\"PT1H\\\"}, "
+      "\\\"intervals\\\": [{\\\"id\\\": 0, \\\"payloads\\\": [{\\\"type\\\": "
+      "\\\"IMPORT_CAPACITY_LIMIT\\\", \\\"values\\\": [5]}]}]}}\"";
+  ASSERT_EQ_INT(raw_http(port, "POST", "/notify", "Bearer s3cret", ref,
+                         strlen(ref), ans, sizeof ans),
+                200);
+  ASSERT_EQ_INT(pfi_oadr_listener_take(l, n, 4, &st), 1);
+  assert_string_equal(n[0].object_type, "EVENT");
+  assert_string_equal(n[0].operation, "UPDATE");
+  assert_string_equal(n[0].event_id, "r1");
+  ASSERT_EQ_INT(n[0].spans, 1);
   pfi_oadr_listener_close(l);
   /* A bad address is PFI_EINVAL; no token, no listener. */
   assert_int_equal(
@@ -1542,6 +1649,7 @@ int main(void) {
       cmocka_unit_test(test_oadr_other_program),
       cmocka_unit_test(test_ven_other_program),
       cmocka_unit_test(test_notification),
+      cmocka_unit_test(test_notification_reference),
       cmocka_unit_test(test_report_json),
       cmocka_unit_test(test_meter),
       cmocka_unit_test(test_meter_power_at),
