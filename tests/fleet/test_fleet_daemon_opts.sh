@@ -22,7 +22,8 @@ check_help() { # check_help PROG OPTION...: each option is in --help
     fail "$(basename "$prog") --help lists $(grep -c '^  --' "$T/help") options, expected $(($# + 1))"
 }
 check_help "$PFID" id nats user password-file records api token-file period lease \
-  leader-lease stale ramp-up margin recovery-margin tiers model features meter-config help
+  leader-lease stale ramp-up margin recovery-margin tiers model features meter-config \
+  event-max event-ahead help
 check_help "$PFI_AGENT" node nats user password-file backend params emulate emu-job record \
   jobmap-dir tput-dir tier-dir period metrics cap-file cap-listen tput-listen \
   powercap bmc bmc-period \
