@@ -13,7 +13,7 @@ until_true 30 up || fail "pfid: no status"
 post() { # post BODY EXPECTED_CODE [NEEDLE]
   api a POST /v1/events "$1" >"$T/resp"
   [ "$(cat "$T/code")" = "$2" ] || fail "$1: HTTP $(cat "$T/code"), expected $2: $(cat "$T/resp")"
-  [ -z "$3" ] || grep -qF -- "$3" "$T/resp" || fail "$1: '$(cat "$T/resp")' lacks '$3'"
+  [ -z "${3:-}" ] || grep -qF -- "$3" "$T/resp" || fail "$1: '$(cat "$T/resp")' lacks '$3'"
 }
 t=$(date +%s)
 # The year 5138 (end 1e11), accepted before.
