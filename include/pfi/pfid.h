@@ -47,6 +47,10 @@ struct pfi_pfid_opts {
    * module's default, 5 % of the ceiling per second), every job back at
    * its pre-event caps within recovery_s (0: 900 s). */
   double recovery_ramp_w_s, recovery_s;
+  /* Bounds on an event posted to the API (400 beyond them): it lasts at
+   * most event_max_s (0: 48 h) and starts at most event_ahead_s after its
+   * submission (0: 7 days). */
+  double event_max_s, event_ahead_s;
 };
 
 struct pfi_pfid;

@@ -304,6 +304,49 @@ static void event_post(struct pfi_pfid *d, const struct pfi_http_req *rq,
     reply_err(rs, 400, err.msg);
     return;
   }
+  /* Unknown fields are refused, as a tier body's are: a misspelt field
+   * would otherwise be dropped without a word. */
+  json_t *jb = json_loadb(rq->body, rq->body_len, 0, NULL);
+  const char *k, *unk = NULL;
+  json_t *v;
+  static const char *const known[] = {"v",        "id",        "start",
+                                      "end",      "target_w",  "cancelled",
+                                      "known",    "level"};
+  json_object_foreach(jb, k, v) {
+    size_t i = 0;
+    while (i < sizeof known / sizeof *known && strcmp(k, known[i]) != 0)
+      i++;
+    if (i == sizeof known / sizeof *known && !unk)
+      unk = k;
+  }
+  if (unk) {
+    char why[160];
+    snprintf(why, sizeof why, "event message: field \"%.64s\": unknown", unk);
+    json_decref(jb);
+    reply_err(rs, 400, why);
+    return;
+  }
+  json_decref(jb);
+  /* Bounds (pfid --event-max, --event-ahead): an event of years, or one
+   * decades ahead, is a mistake or an attack, never a grid program's. */
+  double now = pfid_wall();
+  double max_s = d->o.event_max_s > 0 ? d->o.event_max_s : 48 * 3600.0;
+  double ahead_s = d->o.event_ahead_s > 0 ? d->o.event_ahead_s : 7 * 86400.0;
+  if (e.end_s - e.start_s > max_s || e.start_s - now > ahead_s) {
+    char why[200];
+    if (e.end_s - e.start_s > max_s)
+      snprintf(why, sizeof why,
+               "event message: field \"end\": the event lasts %.0f s, more "
+               "than %.0f s (pfid --event-max)",
+               e.end_s - e.start_s, max_s);
+    else
+      snprintf(why, sizeof why,
+               "event message: field \"start\": %.0f s after now, more than "
+               "%.0f s ahead (pfid --event-ahead)",
+               e.start_s - now, ahead_s);
+    reply_err(rs, 400, why);
+    return;
+  }
   if (e.level != PFI_LEVEL_GPU && !d->have_meter) {
     reply_err(rs, 400,
               "event message: field \"level\": a node or meter target needs "
@@ -313,7 +356,6 @@ static void event_post(struct pfi_pfid *d, const struct pfi_http_req *rq,
   /* Known from its submission, unless the source says when it was (the
    * bridge: the grid event's creation time); not after that. An event
    * posted again (the bridge's sync) keeps the time it was first known. */
-  double now = pfid_wall();
   if (!(e.known_s > 0) || e.known_s > now)
     e.known_s = now;
   char buf[1024], key[PFI_FLEET_NAME_MAX + 8], *old = NULL;

@@ -34,6 +34,8 @@ enum {
   O_MODEL,
   O_FEATURES,
   O_METER,
+  O_EVMAX,
+  O_EVAHEAD,
   O_HELP
 };
 
@@ -90,6 +92,11 @@ static const struct pfi_opt opts[] = {
      "psu_rated_w, psu_curve, pue, facility_other_w): events may then state "
      "their target at the node or meter level, converted to GPU power each "
      "period"},
+    {"event-max", O_EVMAX, 0, PFI_ARG_REQ, "DURATION",
+     "the API refuses an event longer than this, 1m..366d (default 48h)"},
+    {"event-ahead", O_EVAHEAD, 0, PFI_ARG_REQ, "DURATION",
+     "the API refuses an event starting more than this after its "
+     "submission, 1m..366d (default 7d)"},
     {"help", O_HELP, 0, PFI_ARG_NONE, NULL, "this text"},
     PFI_OPT_END};
 static const struct pfi_cmd_help help = {
@@ -189,6 +196,18 @@ int main(int argc, char **argv) {
           !(o.recovery_s >= 10 && o.recovery_s <= 86400)) {
         fprintf(stderr, "pfid: --recovery-window %s: expected 10s..24h\n",
                 optarg);
+        return 2;
+      }
+      break;
+    }
+    case O_EVMAX:
+    case O_EVAHEAD: {
+      struct pfi_error e;
+      double *x = c == O_EVMAX ? &o.event_max_s : &o.event_ahead_s;
+      if (pfi_parse_duration(optarg, PFI_DUR_ANY, x, &e) < 0 ||
+          !(*x >= 60 && *x <= 366 * 86400.0)) {
+        fprintf(stderr, "pfid: --%s %s: expected 1m..366d\n",
+                c == O_EVMAX ? "event-max" : "event-ahead", optarg);
         return 2;
       }
       break;

@@ -23,7 +23,7 @@ check_help() { # check_help PROG OPTION...: each option is in --help
 }
 check_help "$PFID" id nats user password-file records api token-file period lease \
   leader-lease stale ramp-up margin recovery-margin recovery-ramp recovery-window tiers model \
-  features meter-config help
+  features meter-config event-max event-ahead help
 check_help "$PFI_AGENT" node nats user password-file backend params emulate emu-job record \
   jobmap-dir tput-dir tier-dir period metrics cap-file cap-listen tput-listen \
   powercap bmc bmc-period \
