@@ -65,12 +65,12 @@ struct pfi_cluster_config {
   double announce_err_s; /* each announced start (of a pause, of the end)
                             is off by up to this many seconds, uniform,
                             one draw per pause and per end (0: exact) */
-  int cold_start;     /* 1: the jobs running at t = 0 all start then (their
-                         start-up, 150 s, first); 0 (default): they started
-                         earlier, past their start-up */
-  double ckpt_wave_s; /* a checkpoint wave: every job's checkpoints aligned
-                         so that one begins at this time, s (0: none; each
-                         job's schedule has its own phase) */
+  int cold_start;        /* 1: the jobs running at t = 0 all start then (their
+                            start-up, 150 s, first); 0 (default): they started
+                            earlier, past their start-up */
+  double ckpt_wave_s;    /* a checkpoint wave: every job's checkpoints aligned
+                            so that one begins at this time, s (0: none; each
+                            job's schedule has its own phase) */
 };
 
 void pfi_cluster_config_init(struct pfi_cluster_config *c);

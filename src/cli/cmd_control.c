@@ -306,9 +306,8 @@ int cmd_control(int argc, char **argv) {
     case 1008:
       if (pfi_cli_parse_double(optarg, &cfg.recovery_ramp_w_s) < 0 ||
           !(cfg.recovery_ramp_w_s > 0 && cfg.recovery_ramp_w_s <= 1e12))
-        return pfi_cli_usage("control",
-                             "--recovery-ramp: '%s' is not in W/s, 0..1e12",
-                             optarg);
+        return pfi_cli_usage(
+            "control", "--recovery-ramp: '%s' is not in W/s, 0..1e12", optarg);
       break;
     case 1009:
       if (pfi_cli_parse_duration(optarg, &cfg.recovery_s, &err) < 0 ||

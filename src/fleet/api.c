@@ -214,7 +214,7 @@ static void status(struct pfi_pfid *d, struct pfi_http_resp *rs) {
   int rec = d->leader && d->recovering && !d->event[0];
   int wait = d->leader && d->takeover_wait && !d->event[0];
   json_object_set_new(j, "state",
-                      json_string(d->event[0]                  ? "event"
+                      json_string(d->event[0]                    ? "event"
                                   : wait || (rec && d->rec_held) ? "holding"
                                   : rec                          ? "recovering"
                                                                  : "idle"));
@@ -226,7 +226,8 @@ static void status(struct pfi_pfid *d, struct pfi_http_resp *rs) {
                   "until their telemetry, then its recovery goes on"));
   if (rec) {
     json_t *r = json_pack("{s:s}", "event", d->rec_event);
-#define NUM(k, v) json_object_set_new(r, k, isfinite(v) ? json_real(v) : json_null())
+#define NUM(k, v)                                                              \
+  json_object_set_new(r, k, isfinite(v) ? json_real(v) : json_null())
     NUM("limit_w", d->rec_limit_w);
     NUM("ceiling_w", d->rec_ceiling_w);
     NUM("ramp_w_s", d->rec_rate_w_s);

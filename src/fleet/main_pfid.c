@@ -186,8 +186,7 @@ int main(int argc, char **argv) {
         return 2;
       break;
     case O_RRAMP:
-      if (num("--recovery-ramp", optarg, 0.001, 1e9, &o.recovery_ramp_w_s) <
-          0)
+      if (num("--recovery-ramp", optarg, 0.001, 1e9, &o.recovery_ramp_w_s) < 0)
         return 2;
       break;
     case O_RWINDOW: {

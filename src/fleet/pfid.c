@@ -1019,6 +1019,18 @@ static int control_step(struct pfi_pfid *d, struct pfi_error *err) {
       current_caps(&d->node[i], want[i]);
   }
   const struct pfi_fleet_event *pev = evp ? &ev : NULL;
+  /* No target in force (the recovery after an event): caps only rise. A
+   * cap the module holds under the one a node has (its reading back of a
+   * cap a GPU rounds down) is never sent as a cut. */
+  for (size_t i = 0; !pev && i < d->n_nodes; i++) {
+    if (!d->node[i].have_tel)
+      continue;
+    uint32_t cur[PFI_FLEET_MAX_GPUS];
+    current_caps(&d->node[i], cur);
+    for (unsigned g = 0; g < d->node[i].tel.n; g++)
+      if (want[i][g] < cur[g])
+        want[i][g] = cur[g];
+  }
   /* A node known only from the bucket (an assignment of the previous
    * leader) that has not reported within the stale time since we took
    * the lead is gone: its assignment does not hold the raises back. */

@@ -444,8 +444,7 @@ int pfid_ctl_period(struct pfi_pfid *d, const struct pfi_fleet_event *ev,
     /* Its start on the new module's clock (monotonic since each build);
      * a takeover's: when the old leader's began (its wall-clock time in
      * the state it kept), else now. */
-    if (resume_takeover && d->have_ctl_state &&
-        d->ctl_state.recovery_t0 > 0 &&
+    if (resume_takeover && d->have_ctl_state && d->ctl_state.recovery_t0 > 0 &&
         strcmp(d->ctl_state.event, resume.event) == 0)
       resume.t0_s = t - (wall - d->ctl_state.recovery_t0);
     else if (resume_takeover)
@@ -485,8 +484,7 @@ int pfid_ctl_period(struct pfi_pfid *d, const struct pfi_fleet_event *ev,
   /* And when its recovery begins, with that start: a leader after us goes
    * on within the same window. */
   struct pfi_ctl_recovery rv;
-  int rec_new = !ev && out.recovering &&
-                pfi_ctl_recovery_save(d->ctl, &rv) &&
+  int rec_new = !ev && out.recovering && pfi_ctl_recovery_save(d->ctl, &rv) &&
                 (!d->have_ctl_state || d->ctl_state.recovery_t0 <= 0 ||
                  strcmp(d->ctl_state.event, rv.event) != 0);
   if (pfi_nats_connected(d->nc) &&

@@ -14,8 +14,9 @@
 # 60 W) and never above 650 W from the event's start on; a dies (kill -9)
 # in its recovery, b goes on with it, and every GPU is back at its
 # pre-event limit (n1 700,700, n2 650,650, n3 700,700); from the event's
-# end on no assignment cuts a node. Before, b's recovery raised for a few
-# periods and then stopped (the jobs it had not yet learned counted at
+# end on no assignment cuts a node; in the recovery a's status says
+# "recovering" (or "holding") and its metrics pfi_fleet_recovering 1.
+# Before, b's recovery raised for a few periods and then stopped (the jobs it had not yet learned counted at
 # their caps' full draw against a baseline of the periods before the
 # event), and n2's job was never cut (never seen uncapped: no curve) and
 # was lowered after the event.
@@ -63,8 +64,11 @@ t_end=$(now)
 api a DELETE /v1/events/ev1 >/dev/null
 recovering() { [ -n "$(sql "$T/records.db" "SELECT 1 FROM fleet_decisions WHERE leader='a' AND reason='recovery' LIMIT 1")" ]; }
 until_true 20 recovering || fail "a never recovered: $(sql "$T/records.db" "SELECT reason, count(*) FROM fleet_decisions GROUP BY reason")"
+met=$(curl -s -m 5 "$M")
 st=$(api a GET /v1/status)
 echo "$st" | grep -q '"state":"\(recovering\|holding\)"' || fail "a's status in its recovery: $st"
+echo "$met" | grep -q '^pfi_fleet_recovering 1$' || fail "a's metrics in its recovery: $(echo "$met" | grep recover)"
+echo "$met" | grep -q '^pfi_fleet_recovery_ceiling_watts [0-9]' || fail "no recovery ceiling in the metrics"
 { kill -9 "${PFID_PID[a]}"; wait "${PFID_PID[a]}"; } 2>/dev/null
 until_true 20 leads b || fail "b never took over"
 back() { caps_are n1 700,700 && caps_are n2 650,650 && caps_are n3 700,700; }

@@ -56,6 +56,9 @@ sleep 0.3
 { kill -9 "${PFID_PID[a]}"; wait "${PFID_PID[a]}"; } 2>/dev/null
 until_true 20 leads b || fail "b never took over"
 sleep 8
+# (not a check) enough samples, however slowly a loaded machine takes them
+enough() { [ "$(wc -l <"$T/samples")" -ge 22 ]; }
+until_true 30 enough || true
 touch "$T/stop"
 wait "$SAMPLER"
 

@@ -132,18 +132,17 @@ static void test_cold_start_wave(void **state) {
     assert_int_equal(pfi_cluster_step(cl, caps, 1.0, &o, NULL), 0);
     for (size_t i = 0; i < o.njobs; i++) {
       int want = k <= 150               ? PFI_PHASE_STARTUP
-                 : k > 401 && k <= 445 ? PFI_PHASE_PAUSE
+                 : k > 401 && k <= 445  ? PFI_PHASE_PAUSE
                  : k >= 390 && k <= 400 ? PFI_PHASE_TRAINING
-                 : k >= 450            ? PFI_PHASE_TRAINING
-                                       : -9;
+                 : k >= 450             ? PFI_PHASE_TRAINING
+                                        : -9;
       if (want != -9 && o.phase[i] != want)
         fail_msg("t = %d s: job %d in phase %d, expected %d", k, o.job[i],
                  o.phase[i], want);
     }
   }
   pfi_cluster_close(cl);
-  assert_int_not_equal(pfi_cluster_config_set(&cc, "cold_start", "2", NULL),
-                       0);
+  assert_int_not_equal(pfi_cluster_config_set(&cc, "cold_start", "2", NULL), 0);
 }
 
 /* Drawn jobs are in no library file: their four calibrated parameters

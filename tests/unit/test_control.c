@@ -1087,8 +1087,8 @@ static void recovery_window_run(const char *what, int pre,
       p0 = p;
       assert_int_equal(r.out.recovering, 1);
     } else if (p > p0 + rate * (t - te) + 0.01 * ceil) {
-      fail_msg("%s: t = %d: %g W, %g W over the ramp from %g W at %g W/s",
-               what, t, p, p - p0 - rate * (t - te), p0, rate);
+      fail_msg("%s: t = %d: %g W, %g W over the ramp from %g W at %g W/s", what,
+               t, p, p - p0 - rate * (t - te), p0, rate);
     }
     for (size_t i = 0; i < r.out.nrec; i++)
       if (r.out.rec[i].reason != PFI_CTL_RECOVERY)
@@ -1096,8 +1096,8 @@ static void recovery_window_run(const char *what, int pre,
                  pfi_ctl_reason_name(r.out.rec[i].reason), r.out.rec[i].job);
     for (int g = 0; g < NG; g++) {
       if (r.pl.cap[g] < prev[g] - 1e-9)
-        fail_msg("%s: t = %d: GPU %d cut from %g to %g W with no target",
-                 what, t, g, prev[g], r.pl.cap[g]);
+        fail_msg("%s: t = %d: GPU %d cut from %g to %g W with no target", what,
+                 t, g, prev[g], r.pl.cap[g]);
       prev[g] = r.pl.cap[g];
     }
     if (!r.out.recovering) {
