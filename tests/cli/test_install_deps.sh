@@ -48,8 +48,8 @@ libjansson-dev libmicrohttpd-dev libnats-dev libsqlite3-dev pkg-config "
 install "$demo" --demo
 head -1 "$T/out" | grep -q "^install-deps: installing 12 of the 12 packages make demo needs (apt-get):$" ||
   fail "install-deps --demo: $(head -1 "$T/out")"
-all=$(printf '%s\n' $demo chromium clang curl glpk-utils iproute2 libclang-rt-14-dev munge nats-server \
-  prometheus python3 slurm-wlm sqlite3 | sort | tr '\n' ' ')
+all=$(printf '%s\n' $demo chromium clang curl faketime glpk-utils iproute2 libclang-rt-14-dev munge nats-server \
+  prometheus python3 python3-torch slurm-wlm sqlite3 | sort | tr '\n' ' ')
 install "$all"
 # Not root: the same packages, through sudo.
 printf '#!/bin/sh\necho 1000\n' >"$T/bin/id"
