@@ -490,7 +490,8 @@ int pfid_ctl_period(struct pfi_pfid *d, const struct pfi_fleet_event *ev,
   if (pfi_nats_connected(d->nc) &&
       ((ev && isfinite(base) && base > 0 &&
         (!d->have_ctl_state || strcmp(d->ctl_state.event, ev->id) != 0 ||
-         d->ctl_state.baseline_w != base)) ||
+         d->ctl_state.baseline_w != base ||
+         d->ctl_state.recovery_t0 > 0)) || /* an event again: no recovery */
        (rec_new && pfi_fleet_name_ok(rv.event)))) {
     struct pfi_fleet_ctl_state cs = {
         .baseline_w = isfinite(base) && base > 0 ? base : 0, .t_s = wall};
