@@ -7,7 +7,8 @@
 # into a credentials directory (0500, files 0400) named by
 # $CREDENTIALS_DIRECTORY, /etc/pfi, /var/lib/pfi and the $*_ARGS of
 # /etc/default/* pointed at the test's own. pfid then takes the token of
-# its credential, and the agent's telemetry reaches it.
+# its credential, and the agent's telemetry reaches it. The Kubernetes
+# manifest is checked by its structure (no cluster here).
 . "$(dirname "$0")/lib.sh"
 U=contrib/systemd
 if command -v systemd-analyze >/dev/null; then
