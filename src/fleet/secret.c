@@ -66,6 +66,8 @@ static int resolve(const char *path, char *out, size_t n, int *followed,
     res[0] = 0;
   else if (!getcwd(res, sizeof res))
     return pfi_error_set(err, PFI_EIO, "%s: %s", path, strerror(errno));
+  else if (strcmp(res, "/") == 0)
+    res[0] = 0; /* components are appended as "/NAME" */
   if (strlen(path) >= sizeof rest)
     return pfi_error_set(err, PFI_EIO, "%s: path too long", path);
   strcpy(rest, path);

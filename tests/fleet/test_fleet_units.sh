@@ -7,7 +7,8 @@
 # into a credentials directory (0500, files 0400) named by
 # $CREDENTIALS_DIRECTORY, /etc/pfi, /var/lib/pfi and the $*_ARGS of
 # /etc/default/* pointed at the test's own. pfid then takes the token of
-# its credential, and the agent's telemetry reaches it.
+# its credential, and the agent's telemetry reaches it. The Kubernetes
+# manifest is checked by its structure (no cluster here).
 . "$(dirname "$0")/lib.sh"
 U=contrib/systemd
 if command -v systemd-analyze >/dev/null; then
@@ -63,6 +64,35 @@ until_true 30 live1 || fail "pfid.service and pfi-agent.service: no live node: $
 "$PFI" ctl --url "http://127.0.0.1:${API[a]}" --token-file "$T/etc/api.token" \
   submit ev1 +3600 +7200 1000 >"$T/ctl.out" 2>&1 || fail "submit with the unit's token: $(cat "$T/ctl.out")"
 [ -s "$T/state/pfid.db" ] || fail "pfid.service: no records in its state directory"
+
+# The Kubernetes manifest (no cluster here: its structure only): every
+# secret file an argument names lies in a Secret volume's mount, pfid's
+# records on a PersistentVolumeClaim, and no listener on 0.0.0.0.
+python3 - contrib/kubernetes/pfi-fleet.yaml >"$T/k8s" 2>&1 <<'PY' || fail "manifest: $(cat "$T/k8s")"
+import sys, yaml
+bad = []
+for d in yaml.safe_load_all(open(sys.argv[1])):
+    if d["kind"] not in ("DaemonSet", "Deployment", "StatefulSet"):
+        continue
+    spec = d["spec"]["template"]["spec"]
+    vols = {v["name"]: v for v in spec.get("volumes", [])}
+    claims = {c["metadata"]["name"] for c in d["spec"].get("volumeClaimTemplates", [])}
+    for c in spec["containers"]:
+        mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
+        for a in c["args"]:
+            k, _, v = a.partition("=")
+            where = lambda path: next((n for m, n in mounts.items() if path.startswith(m + "/")), None)
+            if k in ("--password-file", "--token-file"):
+                n = where(v)
+                if not n or "secret" not in vols.get(n, {}):
+                    bad.append("%s %s: not in a Secret volume" % (c["name"], a))
+            if k == "--records" and where(v) not in claims:
+                bad.append("%s %s: not on a PersistentVolumeClaim" % (c["name"], a))
+            if "0.0.0.0" in v:
+                bad.append("%s %s: every address" % (c["name"], a))
+if bad:
+    sys.exit("\n".join(bad))
+PY
 
 [ "$fails" = 0 ] || { cat "$T/units.log"; tail -n 20 "$T"/*.log >&2; exit 1; }
 echo "fleet units: ok"

@@ -108,9 +108,18 @@ static void k8s_volume_accepted(void **st) {
   struct pfi_error err;
   char b2[64];
   rc = pfi_read_secret("./vol/../vol/token", b2, sizeof b2, &err);
-  assert_int_equal(chdir(cwd), 0);
   if (rc < 0)
     fail_msg("relative path refused: %s", err.msg);
+  assert_string_equal(b2, "s3cret-token");
+  /* Relative to the root directory. */
+  assert_int_equal(chdir("/"), 0);
+  char rel[PATH_MAX];
+  snprintf(rel, sizeof rel, "%s/vol/token", base + 1);
+  b2[0] = 0;
+  rc = pfi_read_secret(rel, b2, sizeof b2, &err);
+  assert_int_equal(chdir(cwd), 0);
+  if (rc < 0)
+    fail_msg("%s from /: refused: %s", rel, err.msg);
   assert_string_equal(b2, "s3cret-token");
   /* The link loop the old reader reported is now a bounded walk. */
   lnk("loop-b", "loop-a");
