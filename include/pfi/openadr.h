@@ -186,8 +186,12 @@ int pfi_ven_subscription_create(struct pfi_ven *v, const char *callback_url,
  * when the VTN no longer has it (404: dropped, or a VTN that lost its
  * state), creates it again and writes the new id (2); when it no longer
  * sends EVENT notifications to callback_url with `bearer` (changed at the
- * VTN), puts ours back (PUT /subscriptions/{id}: 1); else 0. Errors as
- * pfi_ven_poll (id unchanged).
+ * VTN), puts ours back (PUT /subscriptions/{id}: 1); else 0. Before each
+ * create, and after the VTN answered one with an error (some VTNs keep the
+ * subscription all the same), it deletes the subscriptions of ours the VTN
+ * holds (GET /subscriptions?programID=&clientName=: our clientName, our
+ * program, EVENT to callback_url with `bearer`), so that the VTN holds at
+ * most one of ours. Errors as pfi_ven_poll (id unchanged).
  */
 int pfi_ven_subscription_keep(struct pfi_ven *v, char *id,
                               const char *callback_url, const char *bearer,

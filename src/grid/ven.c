@@ -578,7 +578,10 @@ static int sub_purge(struct pfi_ven *v, const char *callback_url,
   int rc = 0;
   if (!pid || !cn)
     rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
-  for (int skip = 0; rc == 0 && skip < 100000; skip += 50) {
+  /* Pages bounded in number too: a VTN whose deletions do not take would
+   * otherwise give the same page for ever. */
+  for (int skip = 0, pages = 0; rc == 0 && skip < 100000 && pages < 2000;
+       skip += 50, pages++) {
     char path[1200];
     snprintf(path, sizeof path,
              "/subscriptions?programID=%.500s&clientName=%.500s&skip=%d&"
@@ -639,7 +642,9 @@ static int sub_make(struct pfi_ven *v, char *id, const char *callback_url,
   }
   size_t gone = 0;
   int rc = sub_purge(v, callback_url, bearer, &gone, err);
-  if (rc < 0)
+  /* A VTN that lets the VEN list no subscriptions (a 4xx) cannot be
+   * tidied: create all the same. Unreachable, or a 5xx: later. */
+  if (rc < 0 && !(v->last_status >= 400 && v->last_status < 500))
     return rc;
   rc = pfi_ven_subscription_create(v, callback_url, bearer, id, err);
   if (rc < 0 && v->last_status >= 300) {
