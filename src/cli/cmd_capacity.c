@@ -13,6 +13,8 @@
 #include "pfi/capacity.h"
 #include "pfi/jobcurves.h"
 #include "pfi/jobset.h"
+#include "curve_note.h"
+#include "pfi/monotone.h"
 #include "pfi/model.h"
 #include "pfi/report.h"
 
@@ -49,6 +51,10 @@ static const struct pfi_opt opts[] = {
      "1/time_per_epoch)"},
     {"plot", 'p', 0, PFI_ARG_REQ, "FILE.svg",
      "draw loss against shed (needs gnuplot)"},
+    {"curve", 'K', 0, PFI_ARG_REQ, "FIT",
+     "monotone (default: a curve whose power or throughput falls as the cap "
+     "rises is decided on its monotone fit; the PFI stays the raw points') "
+     "or raw"},
     {"format", 'F', 0, PFI_ARG_REQ, "F", "table (default), csv or json"},
     PFI_OPT_HELP,
     PFI_OPT_END};
@@ -128,6 +134,7 @@ int cmd_capacity(int argc, char **argv) {
              *plot_path = NULL, *features = NULL, *model_path = NULL,
              *pfeat = NULL;
   int true_pfi = 0;
+  enum pfi_curve_fit curve_fit = PFI_CURVE_MONOTONE;
   struct obj_opt ob;
   obj_opt_init(&ob);
   unsigned long steps = 20, draws = 2000, seed = 1;
@@ -142,6 +149,11 @@ int cmd_capacity(int argc, char **argv) {
       break;
     case 't':
       true_pfi = 1;
+      break;
+    case 'K':
+      if (pfi_curve_fit_parse(optarg, &curve_fit) < 0)
+        return pfi_cli_usage("capacity", "--curve must be monotone or raw, not '%s'",
+                             optarg);
       break;
     case 's':
       strat_s = optarg;
@@ -284,8 +296,10 @@ int cmd_capacity(int argc, char **argv) {
   }
   if (!unit)
     unit = d.cs.unit ? d.cs.unit : "tokens/s";
+  p.curve_fit = curve_fit;
   if (obj_opt_problem_cs(&ob, &d.cs, &p, &gpus_known, &err) < 0)
     goto fail;
+  curve_note("capacity", &d.cs, curve_fit);
   pfi_objective_unit(&ob.obj, gpus_known, unit, tunit, sizeof tunit);
   pfi_objective_describe(&ob.obj, gpus_known, odesc, sizeof odesc);
   struct pfi_alloc_inputs in = {pfi, NULL, NULL};
@@ -440,8 +454,8 @@ int cmd_capacity(int argc, char **argv) {
              features,
              approx ? " (residual only: the model has no covariance)" : "");
     if (true_pfi && d.n_undefined)
-      printf("%zu jobs have no ratio PFI (no cap bound beyond noise): PFI 0 "
-             "for pfi-aware and pfi-curve\n",
+      printf("%zu jobs have no ratio PFI (pfi index gives each one's reason): "
+             "PFI 0, the least flexible, for pfi-aware and pfi-curve\n",
              d.n_undefined);
     printf("\npower shed at <= Y %% throughput loss");
     if (have_pfi)

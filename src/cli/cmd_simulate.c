@@ -12,6 +12,8 @@
 #include "opt.h"
 #include "pfi/alloc.h"
 #include "pfi/jobset.h"
+#include "pfi/monotone.h"
+#include "curve_note.h"
 #include "pfi/report.h"
 #include "pfi/sim.h"
 
@@ -35,6 +37,10 @@ static const struct pfi_opt opts[] = {
      "random seed (default 1); same seed, same bytes"},
     {"plot", 'p', 0, PFI_ARG_REQ, "FILE",
      "draw the gap chart with gnuplot (.svg or .png)"},
+    {"curve", 'K', 0, PFI_ARG_REQ, "FIT",
+     "monotone (default: a curve whose power or throughput falls as the cap "
+     "rises is decided on its monotone fit; the PFI stays the raw points') "
+     "or raw"},
     {"format", 'F', 0, PFI_ARG_REQ, "F", "table (default), csv or json"},
     PFI_OPT_HELP,
     {"holdout", 'H', 0, PFI_ARG_OPT, "job|cluster",
@@ -253,6 +259,7 @@ int cmd_simulate(int argc, char **argv) {
   unsigned long workloads = PFI_SIM_DEFAULT_WORKLOADS,
                 size = PFI_SIM_DEFAULT_SIZE, seed = 1;
   int holdout = 0, true_pfi = 0, strat_given = 0;
+  enum pfi_curve_fit curve_fit = PFI_CURVE_MONOTONE;
   struct obj_opt ob;
   obj_opt_init(&ob);
   enum pfi_format fmt = PFI_FMT_TABLE;
@@ -316,6 +323,11 @@ int cmd_simulate(int argc, char **argv) {
       break;
     case 't':
       true_pfi = 1;
+      break;
+    case 'K':
+      if (pfi_curve_fit_parse(optarg, &curve_fit) < 0)
+        return pfi_cli_usage("simulate", "--curve must be monotone or raw, not '%s'",
+                             optarg);
       break;
     case 'P':
       pfeat = optarg;
@@ -464,6 +476,7 @@ int cmd_simulate(int argc, char **argv) {
     free(cuts);
     return pfi_cli_fail(&err);
   }
+  d.curve_fit = curve_fit;
   if (features && pfi_jobset_require_features(&d, "the simulation", &err) < 0)
     goto fail;
   if (tcurves) {
@@ -471,6 +484,7 @@ int cmd_simulate(int argc, char **argv) {
      * predicts the test jobs, which the workloads are drawn from. */
     if (pfi_jobset_load(&td, tcurves, map, tfeatures, &err) < 0)
       goto fail;
+    td.curve_fit = curve_fit;
     have_test = 1;
     sd = &td;
     if (pfi_jobset_require_features(&td, "the simulation", &err) < 0)
@@ -496,7 +510,6 @@ int cmd_simulate(int argc, char **argv) {
   struct pfi_estimate_opts eo;
   pfi_estimate_opts_init(&eo);
   eo.true_pfi = true_pfi;
-  eo.undefined_zero = true_pfi;
   eo.features = pfeat;
   eo.holdout = holdout;
   pfi_clusters_parse(&eo.clusters, cluster_s);
@@ -515,6 +528,7 @@ int cmd_simulate(int argc, char **argv) {
                                                   (1u << PFI_STRAT_PFI_CURVE)),
                               mix_path != NULL, &eo, &ai, &err) < 0)
     goto fail;
+  curve_note("simulate", &sd->cs, curve_fit);
   /* The library's jobs as the objective counts them: every sampled copy
    * of a job is counted alike. */
   int gpus_known = 0;
@@ -711,10 +725,13 @@ int cmd_simulate(int argc, char **argv) {
            emulated ? "emulated" : "from the given files", pop_desc, pfi_src,
            cl_desc);
     printf("Throughput: %s (%s)\n", odesc, unit);
-    if (no_pfi)
-      printf("%zu library jobs have no ratio PFI (no cap bound beyond noise): "
-             "PFI 0 for pfi-aware and pfi-curve\n",
-             no_pfi);
+    if (no_pfi) {
+      char why[400];
+      pfi_jobset_undefined_note(sd, why, sizeof why);
+      printf("%zu library jobs have no ratio PFI, counted as PFI 0 (the least "
+             "flexible) by pfi-aware and pfi-curve: %s\n",
+             no_pfi, why);
+    }
     if (skipped) {
       printf("Skipped (they read features; none given):");
       const char *sep = " ";
