@@ -61,6 +61,13 @@ int pfi_curve_violates(const struct pfi_curve *c);
  */
 double pfi_curve_fit_top(const struct pfi_curve *c, enum pfi_curve_fit f);
 
+/* The per-GPU cap that realizes aggregate power `power_w` on the curve
+ * decisions read: pfi_curve_cap_at() of the monotone fit under
+ * PFI_CURVE_MONOTONE when c violates monotonicity, else of c itself (bit
+ * for bit). NAN for a curve without points. */
+double pfi_curve_fit_cap_at(const struct pfi_curve *c, enum pfi_curve_fit f,
+                            double power_w);
+
 /* The count of curves of `cs` that pfi_curve_violates(). */
 size_t pfi_curveset_violations(const struct pfi_curveset *cs);
 

@@ -302,7 +302,7 @@ int cmd_allocate(int argc, char **argv) {
       json_object_set_new(e, "job", pfi_cli_json_str(d.cs.c[i].job));
       json_object_set_new(e, "power_w", json_real(pw[i]));
       json_object_set_new(e, "cap_w",
-                          json_real(pfi_curve_cap_at(&d.cs.c[i], pw[i])));
+                          json_real(pfi_curve_fit_cap_at(&d.cs.c[i], (enum pfi_curve_fit)d.curve_fit, pw[i])));
       json_object_set_new(e, "tokens_per_s",
                           json_real(pfi_problem_eval(pp, i, pw[i])));
       json_object_set_new(
@@ -362,7 +362,7 @@ int cmd_allocate(int argc, char **argv) {
                             : fmt == PFI_FMT_CSV ? "TOTAL" : "total");
       pfi_restab_num(&tab, C_POW, p);
       if (i < n)
-        pfi_restab_num(&tab, C_CAP, pfi_curve_cap_at(&d.cs.c[i], pw[i]));
+        pfi_restab_num(&tab, C_CAP, pfi_curve_fit_cap_at(&d.cs.c[i], (enum pfi_curve_fit)d.curve_fit, pw[i]));
       else
         pfi_restab_blank(&tab, C_CAP);
       pfi_restab_num(&tab, C_TOK, t);

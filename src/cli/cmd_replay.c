@@ -424,7 +424,7 @@ int cmd_replay(int argc, char **argv) {
         for (size_t i = 0; i < n; i++) {
           double x = r->job_power_w[k * n + i];
           json_array_append_new(jp, json_real(x));
-          json_array_append_new(jc, json_real(pfi_curve_cap_at(&d.cs.c[i], x)));
+          json_array_append_new(jc, json_real(pfi_curve_fit_cap_at(&d.cs.c[i], (enum pfi_curve_fit)d.curve_fit, x)));
         }
         json_object_set_new(o2, "job_power_w", jp);
         json_object_set_new(o2, "job_cap_w", jc);
@@ -518,7 +518,7 @@ int cmd_replay(int argc, char **argv) {
             pfi_restab_num(&tab, 2, tg.t_s[k] - tg.t_s[0]);
             pfi_restab_text(&tab, 3, d.cs.c[i].job);
             pfi_restab_num(&tab, 4, x);
-            pfi_restab_num(&tab, 5, pfi_curve_cap_at(&d.cs.c[i], x));
+            pfi_restab_num(&tab, 5, pfi_curve_fit_cap_at(&d.cs.c[i], (enum pfi_curve_fit)d.curve_fit, x));
             pfi_restab_num(&tab, 6, pfi_problem_eval(pp, i, x));
           }
       } else if (show == SHOW_JOBS) {
@@ -595,7 +595,7 @@ int cmd_replay(int argc, char **argv) {
         pfi_cli_put_name(stdout, tg.label[k], 26);
         for (size_t i = 0; i < n; i++) {
           pfi_fmt_fixed(wb[0],
-                        pfi_curve_cap_at(&d.cs.c[i], r->job_power_w[k * n + i]),
+                        pfi_curve_fit_cap_at(&d.cs.c[i], (enum pfi_curve_fit)d.curve_fit, r->job_power_w[k * n + i]),
                         1);
           printf(" %-*s", colw(d.cs.c[i].job), wb[0]);
         }

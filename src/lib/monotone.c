@@ -129,3 +129,23 @@ size_t pfi_curveset_violations(const struct pfi_curveset *cs) {
     k += (size_t)pfi_curve_violates(&cs->c[i]);
   return k;
 }
+
+double pfi_curve_fit_cap_at(const struct pfi_curve *c, enum pfi_curve_fit f,
+                            double power_w) {
+  if (f == PFI_CURVE_RAW || c->n == 0 || !pfi_curve_violates(c))
+    return pfi_curve_cap_at(c, power_w);
+  struct pfi_point sbuf[64];
+  struct pfi_point *fit = c->n <= 64 ? sbuf : malloc(c->n * sizeof *fit);
+  if (!fit)
+    return pfi_curve_cap_at(c, power_w);
+  double cap;
+  struct pfi_curve fc = *c;
+  fc.pts = fit;
+  if (pfi_curve_monotone(c, fit) == 0)
+    cap = pfi_curve_cap_at(&fc, power_w);
+  else
+    cap = pfi_curve_cap_at(c, power_w);
+  if (fit != sbuf)
+    free(fit);
+  return cap;
+}
