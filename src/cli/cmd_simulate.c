@@ -130,6 +130,33 @@ static const struct pfi_cmd_help help = {
  * zero prints as 0.0, not -0.0. */
 static double t1(double v) { return fabs(v) < 0.05 ? 0.0 : v; }
 
+/* Percent of the workloads that could not take cut c (its budget below
+ * the sampled jobs' floors). */
+static double infeasible_pct(const struct pfi_sim_result *r, size_t c) {
+  for (int s = 0; s < PFI_STRAT__COUNT; s++)
+    if (r->cell[s] && r->workloads)
+      return 100.0 * (double)(r->workloads - r->cell[s][c].feasible) /
+             (double)r->workloads;
+  return 0.0;
+}
+
+/* "Infeasible workloads: ..." per cut, when any cut had one. */
+static void print_infeasible(FILE *fp, const struct pfi_sim_result *r,
+                             const double *cuts, size_t nc) {
+  int any = 0;
+  for (size_t c = 0; c < nc; c++)
+    any |= infeasible_pct(r, c) > 0;
+  if (!any)
+    return;
+  fprintf(fp,
+          "Workloads that could not take the cut (its budget below the "
+          "sampled jobs' floors), left out of its values:");
+  for (size_t c = 0; c < nc; c++)
+    fprintf(fp, "%s %g %%: %.1f %%", c ? "," : "", cuts[c],
+            infeasible_pct(r, c));
+  fprintf(fp, "\n");
+}
+
 /* A terminal table of one row per strategy (its name in 16 columns) and one
  * column per cut, headed "30%" and one blank apart; each table's cell
  * column is `proto` with that header, printed after an empty line. */
@@ -214,7 +241,11 @@ static int plot(const char *path, const double *cuts, size_t nc,
     if (!(mask & (1u << s)) || s == PFI_STRAT_ORACLE || !res->cell[s])
       continue;
     double *y = buf + ns * 4 * nc, *lo = y + nc, *hi = lo + nc;
-    for (size_t c = 0; c < nc; c++) {
+    /* A series ends before the first cut too few workloads could take. */
+    size_t nd = 0;
+    while (nd < nc && res->cell[s][nd].feasible >= 2)
+      nd++;
+    for (size_t c = 0; c < nd; c++) {
       y[c] = sc * res->cell[s][c].gap_mean;
       lo[c] = sc * res->cell[s][c].gap_lo;
       hi[c] = sc * res->cell[s][c].gap_hi;
@@ -225,7 +256,7 @@ static int plot(const char *path, const double *cuts, size_t nc,
     ser[ns].y = y;
     ser[ns].ylo = lo;
     ser[ns].yhi = hi;
-    ser[ns].n = nc;
+    ser[ns].n = nd;
     ser[ns].style = PFI_STYLE_ERRORLINES;
     /* One fixed colour per strategy, so that charts of different runs
      * compare. */
@@ -626,8 +657,10 @@ int cmd_simulate(int argc, char **argv) {
              *cl = json_array(), *va = json_array(), *vci = json_array();
       for (size_t c = 0; c < nc; c++) {
         const struct pfi_sim_cell *e = &res.cell[s][c];
-        json_array_append_new(g, json_real(e->gap_mean));
-        json_array_append_new(ci, json_pack("[f,f]", e->gap_lo, e->gap_hi));
+        int ok = e->feasible >= 2;
+        json_array_append_new(g, ok ? json_real(e->gap_mean) : json_null());
+        json_array_append_new(ci, ok ? json_pack("[f,f]", e->gap_lo, e->gap_hi)
+                                     : json_null());
         json_array_append_new(cl, e->closed_defined ? json_real(e->closed_pct)
                                                     : json_null());
         if (e->vs_aware_defined) {
@@ -642,7 +675,9 @@ int cmd_simulate(int argc, char **argv) {
       json_object_set_new(o2, "gap_tokens_per_s_per_job", g);
       json_t *tk = json_array();
       for (size_t c = 0; c < nc; c++)
-        json_array_append_new(tk, json_real(res.cell[s][c].tokens_mean));
+        json_array_append_new(tk, res.cell[s][c].feasible >= 2
+                                      ? json_real(res.cell[s][c].tokens_mean)
+                                      : json_null());
       json_object_set_new(o2, "tokens_per_job", tk);
       json_object_set_new(o2, "gap_ci95", ci);
       json_object_set_new(o2, "gap_closed_pct", cl);
@@ -651,6 +686,10 @@ int cmd_simulate(int argc, char **argv) {
       json_object_set_new(js, pfi_strategy_name(s), o2);
     }
     json_object_set_new(j, "strategies", js);
+    json_t *inf = json_array();
+    for (size_t c = 0; c < nc; c++)
+      json_array_append_new(inf, json_real(infeasible_pct(&res, c)));
+    json_object_set_new(j, "infeasible_pct", inf);
     /* Provenance beside the required keys: emulated data say so. */
     json_object_set_new(j, "source",
                         json_string(emulated ? "emulated" : "input"));
@@ -696,9 +735,15 @@ int cmd_simulate(int argc, char **argv) {
         pfi_restab_row(&tab);
         pfi_restab_text(&tab, C_STRAT, pfi_strategy_name(s));
         pfi_restab_num(&tab, C_CUT, cuts[c]);
-        pfi_restab_num(&tab, C_GAP, e->gap_mean);
-        pfi_restab_num(&tab, C_GLO, e->gap_lo);
-        pfi_restab_num(&tab, C_GHI, e->gap_hi);
+        if (e->feasible >= 2) {
+          pfi_restab_num(&tab, C_GAP, e->gap_mean);
+          pfi_restab_num(&tab, C_GLO, e->gap_lo);
+          pfi_restab_num(&tab, C_GHI, e->gap_hi);
+        } else {
+          pfi_restab_blank(&tab, C_GAP);
+          pfi_restab_blank(&tab, C_GLO);
+          pfi_restab_blank(&tab, C_GHI);
+        }
         if (e->closed_defined)
           pfi_restab_num(&tab, C_CLOSED, e->closed_pct);
         else
@@ -712,12 +757,16 @@ int cmd_simulate(int argc, char **argv) {
           pfi_restab_blank(&tab, C_VLO);
           pfi_restab_blank(&tab, C_VHI);
         }
-        pfi_restab_num(&tab, C_TOK, e->tokens_mean);
+        if (e->feasible >= 2)
+          pfi_restab_num(&tab, C_TOK, e->tokens_mean);
+        else
+          pfi_restab_blank(&tab, C_TOK);
       }
     }
     if (pfi_cli_print_table(&tab, fmt) != PFI_EXIT_OK)
       status = PFI_EXIT_FAIL;
     pfi_restab_release(&tab);
+    print_infeasible(stderr, &res, cuts, nc);
   } else {
     printf("Simulation: %lu workloads x %lu jobs, mix %s, seed %lu; library "
            "%zu jobs%s (%s)\nPopulation: %s\nPFI estimates: %s%s\n",
@@ -773,6 +822,8 @@ int cmd_simulate(int argc, char **argv) {
       cut_table_row(&ct, pfi_strategy_name(s));
       for (size_t c = 0; c < nc; c++) {
         const struct pfi_sim_cell *e = &res.cell[s][c];
+        if (e->feasible < 2)
+          continue;
         pfi_restab_textf(tab, 1 + c, "%.*f [%.*f, %.*f]", dp,
                          t1(sc * e->gap_mean), dp, t1(sc * e->gap_lo), dp,
                          t1(sc * e->gap_hi));
@@ -788,7 +839,8 @@ int cmd_simulate(int argc, char **argv) {
         continue;
       cut_table_row(&ct, pfi_strategy_name(s));
       for (size_t c = 0; c < nc; c++)
-        pfi_restab_num(tab, 1 + c, sc * res.cell[s][c].tokens_mean);
+        if (res.cell[s][c].feasible >= 2)
+          pfi_restab_num(tab, 1 + c, sc * res.cell[s][c].tokens_mean);
     }
     prc |= cut_table_print(&ct);
     tab = cut_table_start(&ct, &closed);
@@ -827,12 +879,15 @@ int cmd_simulate(int argc, char **argv) {
     cut_table_release(&ct);
     if (prc)
       status = PFI_EXIT_FAIL;
-    printf("\n'-': undefined (no gap to close at this cut).\n");
+    printf("\n'-': undefined (no gap to close at this cut, or fewer than 2 "
+           "workloads could take it).\n");
+    print_infeasible(stdout, &res, cuts, nc);
     /* The paper's one published simulation figure (Figure 8), beside ours
      * when this run has the same setting and the same population. */
     for (size_t c = 0; c < nc; c++)
       if (strcmp(mix, "production") == 0 && cuts[c] == 30 &&
-          res.cell[PFI_STRAT_PFI_AWARE] && res.cell[PFI_STRAT_EQUAL]) {
+          res.cell[PFI_STRAT_PFI_AWARE] && res.cell[PFI_STRAT_EQUAL] &&
+          res.cell[PFI_STRAT_EQUAL][c].feasible >= 2) {
         const struct pfi_sim_cell *a = &res.cell[PFI_STRAT_PFI_AWARE][c],
                                   *e = &res.cell[PFI_STRAT_EQUAL][c];
         printf("\nProduction mix, 30 %% cut: pfi-aware recovers %.0f tokens/s "

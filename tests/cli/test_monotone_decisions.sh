@@ -95,4 +95,25 @@ CSV
 grep -q '1 job without a ratio PFI count as PFI 0, the least flexible.*: b (the cap never bound)' "$T/err" ||
   fail "undefined PFI not stated: $(cat "$T/err")"
 grep -q '^b,50.000000,' "$T/o.csv" || fail "b not left at its power: $(cat "$T/o.csv")"
+# pfi simulate goes on past cuts some workloads cannot take (the A40 set:
+# ten jobs' floors exceed 60 % of their uncapped power in every draw and
+# 40 % in some) and says, per cut, what share of workloads could not.
+"$PFI" simulate --curves "$ZD/summary_power_a40.csv" --map "$M" --workloads 50 --size 10 \
+  --cuts 10,40,60 --strategies oracle,equal --format json >"$T/s.json" 2>"$T/err" ||
+  fail "simulate past an infeasible cut: exit $? $(cat "$T/err")"
+python3 - "$T/s.json" <<'PY' || fail "simulate: infeasible shares"
+import json, sys
+j = json.load(open(sys.argv[1]))
+inf = j["infeasible_pct"]
+assert inf[0] == 0 and 0 < inf[1] < 100 and inf[2] == 100, inf
+# a share of 50 workloads is a multiple of 2 %
+assert abs(inf[1] / 2 - round(inf[1] / 2)) < 1e-9, inf
+for s in ("oracle", "equal"):
+    g = j["strategies"][s]["gap_tokens_per_s_per_job"]
+    assert g[0] is not None and g[1] is not None and g[2] is None, g
+PY
+"$PFI" simulate --curves "$ZD/summary_power_a40.csv" --map "$M" --workloads 50 --size 10 \
+  --cuts 10,40,60 --strategies oracle,equal >"$T/s.txt" 2>/dev/null || fail "simulate table past an infeasible cut"
+grep -q "could not take the cut.*10 %: 0.0 %, 40 %: [0-9.]* %, 60 %: 100.0 %" "$T/s.txt" ||
+  fail "simulate table: $(tail -3 "$T/s.txt")"
 exit $((fails > 0))
