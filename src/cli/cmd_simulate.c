@@ -120,9 +120,12 @@ static const struct pfi_cmd_help help = {
     "JSON keys: cuts, workloads, size, mix, seed, strategies (object by\n"
     "name: gap_tokens_per_s_per_job, gap_ci95 [[lo, hi]...], gap_closed_pct\n"
     "(null where the equal-to-oracle gap is zero), vs_pfi_aware_tokens_per_s\n"
-    "_per_job, vs_pfi_aware_ci95), source, unit (the objective's), normalized,\n"
-    "objective, objective_text, skipped, pfi_undefined. The gaps count in\n"
-    "the objective's unit whatever their key says.\n",
+    "_per_job, vs_pfi_aware_ci95; a value is null at a cut fewer than 2\n"
+    "workloads could take), source, unit (the objective's), normalized,\n"
+    "objective, objective_text, skipped, pfi_undefined, infeasible_pct (per\n"
+    "cut, the percent of workloads whose floors exceed its budget: they are\n"
+    "left out of its values). The gaps count in the objective's unit\n"
+    "whatever their key says.\n",
     0,
     NULL};
 
@@ -686,10 +689,6 @@ int cmd_simulate(int argc, char **argv) {
       json_object_set_new(js, pfi_strategy_name(s), o2);
     }
     json_object_set_new(j, "strategies", js);
-    json_t *inf = json_array();
-    for (size_t c = 0; c < nc; c++)
-      json_array_append_new(inf, json_real(infeasible_pct(&res, c)));
-    json_object_set_new(j, "infeasible_pct", inf);
     /* Provenance beside the required keys: emulated data say so. */
     json_object_set_new(j, "source",
                         json_string(emulated ? "emulated" : "input"));
@@ -704,6 +703,10 @@ int cmd_simulate(int argc, char **argv) {
         json_array_append_new(sk, json_string(pfi_strategy_name(s)));
     json_object_set_new(j, "skipped", sk);
     json_object_set_new(j, "pfi_undefined", json_integer((json_int_t)no_pfi));
+    json_t *inf = json_array();
+    for (size_t c = 0; c < nc; c++)
+      json_array_append_new(inf, json_real(infeasible_pct(&res, c)));
+    json_object_set_new(j, "infeasible_pct", inf);
     if (pfi_cli_print_json(j))
       status = PFI_EXIT_FAIL;
   } else if (fmt == PFI_FMT_CSV) {
