@@ -209,8 +209,7 @@ int pfi_jobset_estimate(const struct pfi_jobset *js,
 
 /* Why job i's ratio PFI is undefined: pfi_index_undefined_reason() of its
  * index ("the cap never bound", ...); "" when it is defined. */
-const char *pfi_jobset_undefined_reason(const struct pfi_jobset *js,
-                                        size_t i);
+const char *pfi_jobset_undefined_reason(const struct pfi_jobset *js, size_t i);
 
 /* The count of jobs whose ratio PFI is undefined; `buf` (n bytes) gets the
  * first three as "JOB (reason), ..." ("" when none). */

@@ -76,7 +76,7 @@ struct pfi_sim_cell {
 
 struct pfi_sim_result {
   size_t ncuts;
-  size_t workloads; /* simulated, feasible or not */
+  size_t workloads;                            /* simulated, feasible or not */
   struct pfi_sim_cell *cell[PFI_STRAT__COUNT]; /* ncuts each, NULL when the
                                                   strategy was not run */
 };
@@ -87,7 +87,8 @@ struct pfi_sim_result {
  * Errors: PFI_EINVAL (empty library, zero workloads or size, a cut outside
  * [0, 1), all sampling weights zero, fewer than 2 workloads), PFI_ENUMERIC,
  * PFI_ENOMEM. A cut below the floors of a sampled workload is not an error:
- * that workload is left out of the cut's cell (pfi_sim_cell.feasible). Release `out` with pfi_sim_result_release().
+ * that workload is left out of the cut's cell (pfi_sim_cell.feasible). Release
+ * `out` with pfi_sim_result_release().
  */
 int pfi_sim_run(const struct pfi_problem *lib,
                 const struct pfi_alloc_inputs *in,

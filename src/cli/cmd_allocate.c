@@ -8,12 +8,12 @@
 
 #include "alloc_plan.h"
 #include "cli.h"
+#include "curve_note.h"
 #include "objective_opt.h"
 #include "opt.h"
 #include "pfi/alloc.h"
 #include "pfi/jobset.h"
 #include "pfi/monotone.h"
-#include "curve_note.h"
 #include "pfi/objective.h"
 #include "pfi/oracle.h"
 
@@ -139,8 +139,8 @@ int cmd_allocate(int argc, char **argv) {
       break;
     case 'K':
       if (pfi_curve_fit_parse(optarg, &curve_fit) < 0)
-        return pfi_cli_usage("allocate", "--curve must be monotone or raw, not '%s'",
-                             optarg);
+        return pfi_cli_usage(
+            "allocate", "--curve must be monotone or raw, not '%s'", optarg);
       break;
     case 'P':
       pfeat = optarg;
@@ -301,8 +301,10 @@ int cmd_allocate(int argc, char **argv) {
       json_t *e = json_object();
       json_object_set_new(e, "job", pfi_cli_json_str(d.cs.c[i].job));
       json_object_set_new(e, "power_w", json_real(pw[i]));
-      json_object_set_new(e, "cap_w",
-                          json_real(pfi_curve_fit_cap_at(&d.cs.c[i], (enum pfi_curve_fit)d.curve_fit, pw[i])));
+      json_object_set_new(
+          e, "cap_w",
+          json_real(pfi_curve_fit_cap_at(
+              &d.cs.c[i], (enum pfi_curve_fit)d.curve_fit, pw[i])));
       json_object_set_new(e, "tokens_per_s",
                           json_real(pfi_problem_eval(pp, i, pw[i])));
       json_object_set_new(
@@ -362,7 +364,9 @@ int cmd_allocate(int argc, char **argv) {
                             : fmt == PFI_FMT_CSV ? "TOTAL" : "total");
       pfi_restab_num(&tab, C_POW, p);
       if (i < n)
-        pfi_restab_num(&tab, C_CAP, pfi_curve_fit_cap_at(&d.cs.c[i], (enum pfi_curve_fit)d.curve_fit, pw[i]));
+        pfi_restab_num(&tab, C_CAP,
+                       pfi_curve_fit_cap_at(
+                           &d.cs.c[i], (enum pfi_curve_fit)d.curve_fit, pw[i]));
       else
         pfi_restab_blank(&tab, C_CAP);
       pfi_restab_num(&tab, C_TOK, t);

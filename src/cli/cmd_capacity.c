@@ -8,14 +8,14 @@
 #include <string.h>
 
 #include "cli.h"
+#include "curve_note.h"
 #include "objective_opt.h"
 #include "opt.h"
 #include "pfi/capacity.h"
 #include "pfi/jobcurves.h"
 #include "pfi/jobset.h"
-#include "curve_note.h"
-#include "pfi/monotone.h"
 #include "pfi/model.h"
+#include "pfi/monotone.h"
 #include "pfi/report.h"
 
 static const struct pfi_opt opts[] = {
@@ -152,8 +152,8 @@ int cmd_capacity(int argc, char **argv) {
       break;
     case 'K':
       if (pfi_curve_fit_parse(optarg, &curve_fit) < 0)
-        return pfi_cli_usage("capacity", "--curve must be monotone or raw, not '%s'",
-                             optarg);
+        return pfi_cli_usage(
+            "capacity", "--curve must be monotone or raw, not '%s'", optarg);
       break;
     case 's':
       strat_s = optarg;

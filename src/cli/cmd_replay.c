@@ -8,13 +8,13 @@
 #include <string.h>
 
 #include "cli.h"
+#include "curve_note.h"
 #include "objective_opt.h"
 #include "opt.h"
 #include "pfi/alloc.h"
 #include "pfi/fmt.h"
 #include "pfi/jobset.h"
 #include "pfi/monotone.h"
-#include "curve_note.h"
 #include "pfi/oracle.h"
 #include "pfi/replay.h"
 
@@ -190,8 +190,8 @@ int cmd_replay(int argc, char **argv) {
       break;
     case 'K':
       if (pfi_curve_fit_parse(optarg, &curve_fit) < 0)
-        return pfi_cli_usage("replay", "--curve must be monotone or raw, not '%s'",
-                             optarg);
+        return pfi_cli_usage(
+            "replay", "--curve must be monotone or raw, not '%s'", optarg);
       break;
     case 'P':
       pfeat = optarg;
@@ -303,8 +303,8 @@ int cmd_replay(int argc, char **argv) {
   if (pfi_jobset_inputs_build(&d, asked, 0, &eo, &ai, &err) < 0)
     goto fail;
   curve_note("replay", &d.cs, curve_fit);
-  if (true_pfi && (asked & ((1u << PFI_STRAT_PFI_AWARE) |
-                            (1u << PFI_STRAT_PFI_CURVE))))
+  if (true_pfi &&
+      (asked & ((1u << PFI_STRAT_PFI_AWARE) | (1u << PFI_STRAT_PFI_CURVE))))
     undefined_note("replay", &d);
   /* The jobs as the objective counts them: every strategy and every total
    * below works on these values. */
@@ -424,7 +424,9 @@ int cmd_replay(int argc, char **argv) {
         for (size_t i = 0; i < n; i++) {
           double x = r->job_power_w[k * n + i];
           json_array_append_new(jp, json_real(x));
-          json_array_append_new(jc, json_real(pfi_curve_fit_cap_at(&d.cs.c[i], (enum pfi_curve_fit)d.curve_fit, x)));
+          json_array_append_new(
+              jc, json_real(pfi_curve_fit_cap_at(
+                      &d.cs.c[i], (enum pfi_curve_fit)d.curve_fit, x)));
         }
         json_object_set_new(o2, "job_power_w", jp);
         json_object_set_new(o2, "job_cap_w", jc);
@@ -518,7 +520,9 @@ int cmd_replay(int argc, char **argv) {
             pfi_restab_num(&tab, 2, tg.t_s[k] - tg.t_s[0]);
             pfi_restab_text(&tab, 3, d.cs.c[i].job);
             pfi_restab_num(&tab, 4, x);
-            pfi_restab_num(&tab, 5, pfi_curve_fit_cap_at(&d.cs.c[i], (enum pfi_curve_fit)d.curve_fit, x));
+            pfi_restab_num(&tab, 5,
+                           pfi_curve_fit_cap_at(
+                               &d.cs.c[i], (enum pfi_curve_fit)d.curve_fit, x));
             pfi_restab_num(&tab, 6, pfi_problem_eval(pp, i, x));
           }
       } else if (show == SHOW_JOBS) {
@@ -595,7 +599,9 @@ int cmd_replay(int argc, char **argv) {
         pfi_cli_put_name(stdout, tg.label[k], 26);
         for (size_t i = 0; i < n; i++) {
           pfi_fmt_fixed(wb[0],
-                        pfi_curve_fit_cap_at(&d.cs.c[i], (enum pfi_curve_fit)d.curve_fit, r->job_power_w[k * n + i]),
+                        pfi_curve_fit_cap_at(&d.cs.c[i],
+                                             (enum pfi_curve_fit)d.curve_fit,
+                                             r->job_power_w[k * n + i]),
                         1);
           printf(" %-*s", colw(d.cs.c[i].job), wb[0]);
         }

@@ -8,12 +8,12 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "curve_note.h"
 #include "objective_opt.h"
 #include "opt.h"
 #include "pfi/alloc.h"
 #include "pfi/jobset.h"
 #include "pfi/monotone.h"
-#include "curve_note.h"
 #include "pfi/report.h"
 #include "pfi/sim.h"
 
@@ -151,9 +151,8 @@ static void print_infeasible(FILE *fp, const struct pfi_sim_result *r,
     any |= infeasible_pct(r, c) > 0;
   if (!any)
     return;
-  fprintf(fp,
-          "Workloads that could not take the cut (its budget below the "
-          "sampled jobs' floors), left out of its values:");
+  fprintf(fp, "Workloads that could not take the cut (its budget below the "
+              "sampled jobs' floors), left out of its values:");
   for (size_t c = 0; c < nc; c++)
     fprintf(fp, "%s %g %%: %.1f %%", c ? "," : "", cuts[c],
             infeasible_pct(r, c));
@@ -360,8 +359,8 @@ int cmd_simulate(int argc, char **argv) {
       break;
     case 'K':
       if (pfi_curve_fit_parse(optarg, &curve_fit) < 0)
-        return pfi_cli_usage("simulate", "--curve must be monotone or raw, not '%s'",
-                             optarg);
+        return pfi_cli_usage(
+            "simulate", "--curve must be monotone or raw, not '%s'", optarg);
       break;
     case 'P':
       pfeat = optarg;

@@ -265,8 +265,7 @@ int pfi_jobset_subset(const struct pfi_jobset *src, const unsigned char *keep,
   if (src->cs.source)
     dst->cs.source = strdup(src->cs.source);
   if (!dst->cs.c || !dst->frow || !dst->true_pfi || !dst->pfi_ok ||
-      !dst->pfi_why ||
-      (src->cs.source && !dst->cs.source))
+      !dst->pfi_why || (src->cs.source && !dst->cs.source))
     goto nomem;
   for (size_t i = 0; i < src->cs.n; i++) {
     if (!keep[i])
@@ -513,8 +512,7 @@ out:
   return rc;
 }
 
-const char *pfi_jobset_undefined_reason(const struct pfi_jobset *js,
-                                        size_t i) {
+const char *pfi_jobset_undefined_reason(const struct pfi_jobset *js, size_t i) {
   if (js->pfi_ok[i])
     return "";
   const char *r = pfi_index_undefined_reason(js->pfi_why ? js->pfi_why[i] : 0);

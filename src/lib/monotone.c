@@ -112,8 +112,7 @@ double pfi_curve_fit_top(const struct pfi_curve *c, enum pfi_curve_fit f) {
   /* The last value of the isotonic fit is the weighted mean of the
    * trailing block: the fit of the whole curve gives it. */
   struct pfi_point sbuf[64];
-  struct pfi_point *fit =
-      c->n <= 64 ? sbuf : malloc(c->n * sizeof *fit);
+  struct pfi_point *fit = c->n <= 64 ? sbuf : malloc(c->n * sizeof *fit);
   if (!fit)
     return top;
   if (pfi_curve_monotone(c, fit) == 0)

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pfi/oracle.h"
 #include "pfi/monotone.h"
+#include "pfi/oracle.h"
 #include "problem_int.h"
 
 void pfi_problem_init(struct pfi_problem *p) { memset(p, 0, sizeof *p); }
@@ -186,8 +186,8 @@ int pfi_problem_add_curve(struct pfi_problem *p, const struct pfi_curve *c,
     if ((rc = pfi_curve_monotone(c, fp)) < 0) {
       rc = rc == PFI_ENOMEM
                ? pfi_error_set(err, PFI_ENOMEM, "out of memory")
-               : pfi_error_set(err, PFI_EINVAL,
-                               "job %s: a point is not finite", c->job);
+               : pfi_error_set(err, PFI_EINVAL, "job %s: a point is not finite",
+                               c->job);
       goto out;
     }
     pts = fp;

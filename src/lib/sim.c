@@ -435,8 +435,7 @@ int pfi_sim_run(const struct pfi_problem *lib,
         continue;
       }
       size_t nw = nf; /* the values below are over these */
-      const double *o = tot[PFI_STRAT_ORACLE] + c * W,
-                   *v = tot[s] + c * W;
+      const double *o = tot[PFI_STRAT_ORACLE] + c * W, *v = tot[s] + c * W;
       /* The oracle is optimal to a relative 1e-9 (oracle.h): a strategy
        * "above" it by less is rounding, counted as no gap. */
       for (size_t w = 0; w < nw; w++) {

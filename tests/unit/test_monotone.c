@@ -183,8 +183,7 @@ static void problem_of_curve(void **state) {
   /* Caps: 118.75 W is halfway from 90 W (100 W cap) to 147.5 W, first
    * reached at the 200 W cap: 150 W. On the raw points by power, 115 W
    * is halfway from 90 W (100 W) to 140 W (300 W): 200 W. */
-  ASSERT_NEAR(pfi_curve_fit_cap_at(&c, PFI_CURVE_MONOTONE, 118.75), 150,
-              1e-12);
+  ASSERT_NEAR(pfi_curve_fit_cap_at(&c, PFI_CURVE_MONOTONE, 118.75), 150, 1e-12);
   ASSERT_NEAR(pfi_curve_fit_cap_at(&c, PFI_CURVE_RAW, 115), 200, 1e-12);
   pfi_problem_release(&m);
   pfi_problem_release(&r);
