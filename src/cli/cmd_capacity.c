@@ -13,6 +13,7 @@
 #include "opt.h"
 #include "pfi/capacity.h"
 #include "pfi/jobcurves.h"
+#include "pfi/index.h"
 #include "pfi/jobset.h"
 #include "pfi/model.h"
 #include "pfi/monotone.h"
@@ -453,10 +454,24 @@ int cmd_capacity(int argc, char **argv) {
              model_path ? model_path : "a model fitted to the curves' PFI",
              features,
              approx ? " (residual only: the model has no covariance)" : "");
-    if (true_pfi && d.n_undefined)
-      printf("%zu jobs have no ratio PFI (pfi index gives each one's reason): "
-             "PFI 0, the least flexible, for pfi-aware and pfi-curve\n",
+    if (true_pfi && d.n_undefined) {
+      /* The first three with the index's reason. */
+      printf("%zu jobs have no ratio PFI, counted as PFI 0 (the least "
+             "flexible) by pfi-aware and pfi-curve:",
              d.n_undefined);
+      for (size_t i = 0, k = 0; i < d.cs.n && k < 4; i++) {
+        if (d.pfi_ok[i])
+          continue;
+        if (k++ == 3) {
+          printf(", ...");
+          break;
+        }
+        const char *r = pfi_index_undefined_reason(d.pfi_why[i]);
+        printf("%s %s (%s)", k > 1 ? "," : "", d.cs.c[i].job,
+               r && r[0] ? r : "no capped point beyond the noise");
+      }
+      printf("\n");
+    }
     printf("\npower shed at <= Y %% throughput loss");
     if (have_pfi)
       printf(" [range over the PFI intervals]");

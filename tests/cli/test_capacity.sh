@@ -135,6 +135,9 @@ PY
 "$PFI" capacity --curves "$Z" --map "$M" --normalize --true-pfi --steps 4 --ci 200 >"$T/t.txt" ||
   fail "capacity --true-pfi"
 grep -q '^22 jobs have no ratio PFI' "$T/t.txt" || fail "undefined PFI not stated: $(head -5 "$T/t.txt")"
+# ... with the index's reason for each one named, not a reason for all.
+grep -q '^22 jobs have no ratio PFI, counted as PFI 0 (the least flexible) by pfi-aware and pfi-curve: [^ ]* (\(the cap never bound\|throughput never fell beyond the noise\)),' "$T/t.txt" ||
+  fail "undefined PFI reasons: $(grep 'no ratio PFI' "$T/t.txt")"
 grep -q 'pfi-aware' "$T/t.txt" || fail "pfi-aware missing"
 grep -qi 'nan\|inf' "$T/t.txt" && fail "nan or inf in output"
 "$PFI" capacity --curves "$Z" --map "$M" --objective throughput --unit epochs/s --steps 2 --format json >"$T/j.json" || fail "json"
