@@ -16,6 +16,7 @@ struct pfi_jobcurves {
   struct pfi_curveset cs;
   double *pfi, *pfi_lo, *pfi_hi; /* cs.n each when with_pfi, else NULL */
   int *pfi_ok;                   /* 1: the ratio PFI is defined */
+  int *pfi_why; /* cs.n with_pfi: enum pfi_index_undefined when not */
   size_t n_undefined;            /* jobs without a ratio PFI */
   int emulated, measured;        /* what the file's source column says */
 };

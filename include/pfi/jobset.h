@@ -121,6 +121,12 @@ struct pfi_jobset {
   enum pfi_provenance prov; /* of the curves and features together */
   int any_emulated;         /* some row of either file is emulated */
   int features_borrowed;    /* f belongs to another set (pfi_jobset_subset) */
+  /* The curve decisions read (enum pfi_curve_fit, monotone.h): 0, the
+   * monotone fit, after pfi_jobset_load(); a command's --curve raw sets
+   * PFI_CURVE_RAW. true_pfi and everything an index reports come from the
+   * raw points either way. */
+  int curve_fit;
+  int *pfi_why; /* cs.n: enum pfi_index_undefined of a job without a PFI */
 };
 
 /*
@@ -180,12 +186,6 @@ struct pfi_estimate_opts {
    * Every job gets an estimate: a job not fitted on is predicted by the
    * model fitted on the others. */
   const unsigned char *fit_on;
-  /* With true_pfi, appended to "job J: PFI undefined" (may be NULL). */
-  const char *undefined_note;
-  /* With true_pfi, a job whose ratio PFI is undefined (no capped point
-   * beyond noise, docs/index-and-stats.md) gets PFI 0, as in pfi capacity,
-   * instead of an error. */
-  int undefined_zero;
 };
 
 /* Defaults: a model on pfi_default_model_features fitted in sample on
@@ -196,13 +196,25 @@ void pfi_estimate_opts_init(struct pfi_estimate_opts *o);
  * PFI of every job into est[cs.n] by `o`. A model needs features for every
  * job (PFI_EPARSE otherwise) and at least 3 fitted jobs with a defined PFI
  * (PFI_EINVAL); an estimate that is not finite (the model's terms
- * overflow) is PFI_EPARSE at the job's features line; with true_pfi a job
- * whose PFI is undefined is PFI_EPARSE at its first curves line. Returns 0
- * or the error.
+ * overflow) is PFI_EPARSE at the job's features line. With true_pfi a job
+ * whose ratio PFI is undefined (docs/index-and-stats.md: the cap never
+ * bound, or throughput never fell beyond the noise) gets PFI 0, the least
+ * flexible, in every command alike (allocate, capacity, simulate, replay);
+ * pfi_jobset_undefined_note() names those jobs and their reasons. Returns
+ * 0 or the error.
  */
 int pfi_jobset_estimate(const struct pfi_jobset *js,
                         const struct pfi_estimate_opts *o, double *est,
                         struct pfi_error *err);
+
+/* Why job i's ratio PFI is undefined: pfi_index_undefined_reason() of its
+ * index ("the cap never bound", ...); "" when it is defined. */
+const char *pfi_jobset_undefined_reason(const struct pfi_jobset *js, size_t i);
+
+/* The count of jobs whose ratio PFI is undefined; `buf` (n bytes) gets the
+ * first three as "JOB (reason), ..." ("" when none). */
+size_t pfi_jobset_undefined_note(const struct pfi_jobset *js, char *buf,
+                                 size_t n);
 
 /*
  * Each job's PFI predicted by `m` from its features row, with the 95 %

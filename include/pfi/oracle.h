@@ -35,6 +35,10 @@ struct pfi_problem {
   size_t *off; /* njobs + 1 offsets */
   size_t npts, pts_cap;
   double *x, *y; /* npts breakpoints */
+  /* What pfi_problem_add_curve() reads of a curve: enum pfi_curve_fit
+   * (monotone.h); 0, the default of pfi_problem_init(), is the monotone
+   * fit. Kept by pfi_problem_clear(). */
+  int curve_fit;
 };
 
 /* Initializes an empty problem (no allocation). */
@@ -69,8 +73,15 @@ int pfi_problem_add(struct pfi_problem *p, const double *power_w,
 /*
  * Appends a measured curve: its points ordered by power, range
  * [power at the lowest cap, power at the highest (uncapped) cap] (the two
- * swapped if realized power fell with the cap raised). Errors as
- * pfi_problem_add().
+ * swapped if realized power fell with the cap raised). Under p->curve_fit
+ * PFI_CURVE_MONOTONE (the default) a curve whose power or throughput falls
+ * as the cap rises is replaced by its monotone fit (pfi_curve_monotone(),
+ * monotone.h) first, and of points the fit gives equal power the highest
+ * cap's is kept: no lower budget then yields more throughput, and the top
+ * of the range is the fit's uncapped point. A curve without such a fall is
+ * added as it is, bit for bit. This is the one place where curves become
+ * the jobs allocation, the oracle, capacity, plans, simulate and replay
+ * decide on. Errors as pfi_problem_add().
  */
 int pfi_problem_add_curve(struct pfi_problem *p, const struct pfi_curve *c,
                           struct pfi_error *err);

@@ -68,10 +68,15 @@ struct pfi_sim_cell {
                            (positive: better than pfi-aware) */
   double vs_aware_lo, vs_aware_hi; /* its paired 95 % t-interval */
   int vs_aware_defined; /* pfi-aware simulated and more than 1 workload */
+  /* Workloads that could take the cut (its budget at or above the sampled
+   * jobs' floors); the values above are over these. Fewer than 2: every
+   * value is NaN and undefined. workloads - feasible were infeasible. */
+  size_t feasible;
 };
 
 struct pfi_sim_result {
   size_t ncuts;
+  size_t workloads;                            /* simulated, feasible or not */
   struct pfi_sim_cell *cell[PFI_STRAT__COUNT]; /* ncuts each, NULL when the
                                                   strategy was not run */
 };
@@ -80,9 +85,10 @@ struct pfi_sim_result {
  * Simulates. `lib` holds one job per library entry (its true curve), `in`
  * per-library-job inputs (estimated PFI, DRAM copy product, MoE-FT flag).
  * Errors: PFI_EINVAL (empty library, zero workloads or size, a cut outside
- * [0, 1), all sampling weights zero, fewer than 2 workloads), PFI_EINFEASIBLE
- * (a cut below the floors of a sampled workload: the message names the cut),
- * PFI_ENUMERIC, PFI_ENOMEM. Release `out` with pfi_sim_result_release().
+ * [0, 1), all sampling weights zero, fewer than 2 workloads), PFI_ENUMERIC,
+ * PFI_ENOMEM. A cut below the floors of a sampled workload is not an error:
+ * that workload is left out of the cut's cell (pfi_sim_cell.feasible). Release
+ * `out` with pfi_sim_result_release().
  */
 int pfi_sim_run(const struct pfi_problem *lib,
                 const struct pfi_alloc_inputs *in,

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pfi/monotone.h"
 #include "pfi/plan.h"
 
 int alloc_write_plan(const struct pfi_jobset *d, const struct pfi_problem *p,
@@ -30,7 +31,8 @@ int alloc_write_plan(const struct pfi_jobset *d, const struct pfi_problem *p,
     int g = 0;
     if (pfi_jobset_gpus(d, i, &g, &ge) == 0)
       j.gpus = g;
-    j.cap_w = pfi_curve_cap_at(&d->cs.c[i], pw[i]);
+    j.cap_w = pfi_curve_fit_cap_at(&d->cs.c[i],
+                                   (enum pfi_curve_fit)d->curve_fit, pw[i]);
     j.power_w = pw[i];
     j.tokens = pfi_problem_eval(p, i, pw[i]);
     j.uncapped_power_w = pfi_problem_hi(p, i);

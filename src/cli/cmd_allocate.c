@@ -8,10 +8,12 @@
 
 #include "alloc_plan.h"
 #include "cli.h"
+#include "curve_note.h"
 #include "objective_opt.h"
 #include "opt.h"
 #include "pfi/alloc.h"
 #include "pfi/jobset.h"
+#include "pfi/monotone.h"
 #include "pfi/objective.h"
 #include "pfi/oracle.h"
 
@@ -34,6 +36,10 @@ static const struct pfi_opt opts[] = {
      "--db STORE"},
     {"gpu-map", 'G', 0, PFI_ARG_REQ, "FILE",
      "CSV job,gpu_ids (e.g. 0;1;2;3 or 0-3): each job's GPUs in the plan"},
+    {"curve", 'K', 0, PFI_ARG_REQ, "FIT",
+     "monotone (default: a curve whose power or throughput falls as the cap "
+     "rises is decided on its monotone fit; the PFI stays the raw points') "
+     "or raw"},
     {"format", 'F', 0, PFI_ARG_REQ, "F", "table (default), csv or json"},
     OBJ_OPTS,
     PFI_OPT_HELP,
@@ -94,6 +100,7 @@ int cmd_allocate(int argc, char **argv) {
              *map = NULL, *plan_path = NULL, *gpu_map = NULL;
   const char *budget_s = NULL;
   int true_pfi = 0;
+  enum pfi_curve_fit curve_fit = PFI_CURVE_MONOTONE;
   enum pfi_format fmt = PFI_FMT_TABLE;
   struct obj_opt ob;
   obj_opt_init(&ob);
@@ -129,6 +136,11 @@ int cmd_allocate(int argc, char **argv) {
       break;
     case 't':
       true_pfi = 1;
+      break;
+    case 'K':
+      if (pfi_curve_fit_parse(optarg, &curve_fit) < 0)
+        return pfi_cli_usage(
+            "allocate", "--curve must be monotone or raw, not '%s'", optarg);
       break;
     case 'P':
       pfeat = optarg;
@@ -220,7 +232,6 @@ int cmd_allocate(int argc, char **argv) {
   pfi_estimate_opts_init(&eo);
   eo.true_pfi = true_pfi;
   eo.features = pfeat;
-  eo.undefined_note = " (no capped point lowered throughput)";
   if ((s == PFI_STRAT_PFI_AWARE || s == PFI_STRAT_PFI_CURVE) && model_path) {
     if (pfi_jobset_require_features(&d, "PFI estimation", &err) < 0 ||
         pfi_model_load(&model, model_path, &err) < 0)
@@ -228,8 +239,12 @@ int cmd_allocate(int argc, char **argv) {
     have_model = 1;
     eo.model = &model;
   }
+  d.curve_fit = curve_fit;
   if (pfi_jobset_inputs_build(&d, 1u << s, 0, &eo, &ai, &err) < 0)
     goto fail;
+  curve_note("allocate", &d.cs, curve_fit);
+  if (true_pfi && (s == PFI_STRAT_PFI_AWARE || s == PFI_STRAT_PFI_CURVE))
+    undefined_note("allocate", &d);
   const struct pfi_alloc_inputs in = ai.in;
   if (obj_opt_problem_js(&ob, &d, pp, &vp, &gpus_known, &err) < 0)
     goto fail;
@@ -286,8 +301,10 @@ int cmd_allocate(int argc, char **argv) {
       json_t *e = json_object();
       json_object_set_new(e, "job", pfi_cli_json_str(d.cs.c[i].job));
       json_object_set_new(e, "power_w", json_real(pw[i]));
-      json_object_set_new(e, "cap_w",
-                          json_real(pfi_curve_cap_at(&d.cs.c[i], pw[i])));
+      json_object_set_new(
+          e, "cap_w",
+          json_real(pfi_curve_fit_cap_at(
+              &d.cs.c[i], (enum pfi_curve_fit)d.curve_fit, pw[i])));
       json_object_set_new(e, "tokens_per_s",
                           json_real(pfi_problem_eval(pp, i, pw[i])));
       json_object_set_new(
@@ -347,7 +364,9 @@ int cmd_allocate(int argc, char **argv) {
                             : fmt == PFI_FMT_CSV ? "TOTAL" : "total");
       pfi_restab_num(&tab, C_POW, p);
       if (i < n)
-        pfi_restab_num(&tab, C_CAP, pfi_curve_cap_at(&d.cs.c[i], pw[i]));
+        pfi_restab_num(&tab, C_CAP,
+                       pfi_curve_fit_cap_at(
+                           &d.cs.c[i], (enum pfi_curve_fit)d.curve_fit, pw[i]));
       else
         pfi_restab_blank(&tab, C_CAP);
       pfi_restab_num(&tab, C_TOK, t);

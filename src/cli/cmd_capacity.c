@@ -8,12 +8,15 @@
 #include <string.h>
 
 #include "cli.h"
+#include "curve_note.h"
 #include "objective_opt.h"
 #include "opt.h"
 #include "pfi/capacity.h"
+#include "pfi/index.h"
 #include "pfi/jobcurves.h"
 #include "pfi/jobset.h"
 #include "pfi/model.h"
+#include "pfi/monotone.h"
 #include "pfi/report.h"
 
 static const struct pfi_opt opts[] = {
@@ -49,6 +52,10 @@ static const struct pfi_opt opts[] = {
      "1/time_per_epoch)"},
     {"plot", 'p', 0, PFI_ARG_REQ, "FILE.svg",
      "draw loss against shed (needs gnuplot)"},
+    {"curve", 'K', 0, PFI_ARG_REQ, "FIT",
+     "monotone (default: a curve whose power or throughput falls as the cap "
+     "rises is decided on its monotone fit; the PFI stays the raw points') "
+     "or raw"},
     {"format", 'F', 0, PFI_ARG_REQ, "F", "table (default), csv or json"},
     PFI_OPT_HELP,
     PFI_OPT_END};
@@ -128,6 +135,7 @@ int cmd_capacity(int argc, char **argv) {
              *plot_path = NULL, *features = NULL, *model_path = NULL,
              *pfeat = NULL;
   int true_pfi = 0;
+  enum pfi_curve_fit curve_fit = PFI_CURVE_MONOTONE;
   struct obj_opt ob;
   obj_opt_init(&ob);
   unsigned long steps = 20, draws = 2000, seed = 1;
@@ -142,6 +150,11 @@ int cmd_capacity(int argc, char **argv) {
       break;
     case 't':
       true_pfi = 1;
+      break;
+    case 'K':
+      if (pfi_curve_fit_parse(optarg, &curve_fit) < 0)
+        return pfi_cli_usage(
+            "capacity", "--curve must be monotone or raw, not '%s'", optarg);
       break;
     case 's':
       strat_s = optarg;
@@ -284,8 +297,10 @@ int cmd_capacity(int argc, char **argv) {
   }
   if (!unit)
     unit = d.cs.unit ? d.cs.unit : "tokens/s";
+  p.curve_fit = curve_fit;
   if (obj_opt_problem_cs(&ob, &d.cs, &p, &gpus_known, &err) < 0)
     goto fail;
+  curve_note("capacity", &d.cs, curve_fit);
   pfi_objective_unit(&ob.obj, gpus_known, unit, tunit, sizeof tunit);
   pfi_objective_describe(&ob.obj, gpus_known, odesc, sizeof odesc);
   struct pfi_alloc_inputs in = {pfi, NULL, NULL};
@@ -439,10 +454,24 @@ int cmd_capacity(int argc, char **argv) {
              model_path ? model_path : "a model fitted to the curves' PFI",
              features,
              approx ? " (residual only: the model has no covariance)" : "");
-    if (true_pfi && d.n_undefined)
-      printf("%zu jobs have no ratio PFI (no cap bound beyond noise): PFI 0 "
-             "for pfi-aware and pfi-curve\n",
+    if (true_pfi && d.n_undefined) {
+      /* The first three with the index's reason. */
+      printf("%zu jobs have no ratio PFI, counted as PFI 0 (the least "
+             "flexible) by pfi-aware and pfi-curve:",
              d.n_undefined);
+      for (size_t i = 0, k = 0; i < d.cs.n && k < 4; i++) {
+        if (d.pfi_ok[i])
+          continue;
+        if (k++ == 3) {
+          printf(", ...");
+          break;
+        }
+        const char *r = pfi_index_undefined_reason(d.pfi_why[i]);
+        printf("%s %s (%s)", k > 1 ? "," : "", d.cs.c[i].job,
+               r && r[0] ? r : "no capped point beyond the noise");
+      }
+      printf("\n");
+    }
     printf("\npower shed at <= Y %% throughput loss");
     if (have_pfi)
       printf(" [range over the PFI intervals]");

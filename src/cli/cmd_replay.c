@@ -8,11 +8,13 @@
 #include <string.h>
 
 #include "cli.h"
+#include "curve_note.h"
 #include "objective_opt.h"
 #include "opt.h"
 #include "pfi/alloc.h"
 #include "pfi/fmt.h"
 #include "pfi/jobset.h"
+#include "pfi/monotone.h"
 #include "pfi/oracle.h"
 #include "pfi/replay.h"
 
@@ -48,6 +50,10 @@ static const struct pfi_opt opts[] = {
      "table and CSV output: summary (default; totals per strategy and per "
      "job), series (the time series) jobs (per job and strategy) or caps (each "
      "job's power and per-GPU cap at each step)"},
+    {"curve", 'K', 0, PFI_ARG_REQ, "FIT",
+     "monotone (default: a curve whose power or throughput falls as the cap "
+     "rises is decided on its monotone fit; the PFI stays the raw points') "
+     "or raw"},
     {"format", 'F', 0, PFI_ARG_REQ, "F",
      "table (default), csv or json (everything)"},
     OBJ_OPTS,
@@ -144,6 +150,7 @@ int cmd_replay(int argc, char **argv) {
              *power_col = NULL, *base_s = "auto", *strat_s = "oracle,equal",
              *model_path = NULL, *pfeat = NULL, *map = NULL;
   int true_pfi = 0;
+  enum pfi_curve_fit curve_fit = PFI_CURVE_MONOTONE;
   struct obj_opt ob;
   obj_opt_init(&ob);
   double event_min = PFI_REPLAY_EVENT_MIN_CUT;
@@ -180,6 +187,11 @@ int cmd_replay(int argc, char **argv) {
       break;
     case 't':
       true_pfi = 1;
+      break;
+    case 'K':
+      if (pfi_curve_fit_parse(optarg, &curve_fit) < 0)
+        return pfi_cli_usage(
+            "replay", "--curve must be monotone or raw, not '%s'", optarg);
       break;
     case 'P':
       pfeat = optarg;
@@ -279,7 +291,6 @@ int cmd_replay(int argc, char **argv) {
   pfi_estimate_opts_init(&eo);
   eo.true_pfi = true_pfi;
   eo.features = pfeat;
-  eo.undefined_note = " (no capped point lowered throughput)";
   if ((asked & ((1u << PFI_STRAT_PFI_AWARE) | (1u << PFI_STRAT_PFI_CURVE))) &&
       model_path) {
     if (pfi_jobset_require_features(&d, "PFI estimation", &err) < 0 ||
@@ -288,8 +299,13 @@ int cmd_replay(int argc, char **argv) {
     have_model = 1;
     eo.model = &model;
   }
+  d.curve_fit = curve_fit;
   if (pfi_jobset_inputs_build(&d, asked, 0, &eo, &ai, &err) < 0)
     goto fail;
+  curve_note("replay", &d.cs, curve_fit);
+  if (true_pfi &&
+      (asked & ((1u << PFI_STRAT_PFI_AWARE) | (1u << PFI_STRAT_PFI_CURVE))))
+    undefined_note("replay", &d);
   /* The jobs as the objective counts them: every strategy and every total
    * below works on these values. */
   int gpus_known = 0;
@@ -408,7 +424,9 @@ int cmd_replay(int argc, char **argv) {
         for (size_t i = 0; i < n; i++) {
           double x = r->job_power_w[k * n + i];
           json_array_append_new(jp, json_real(x));
-          json_array_append_new(jc, json_real(pfi_curve_cap_at(&d.cs.c[i], x)));
+          json_array_append_new(
+              jc, json_real(pfi_curve_fit_cap_at(
+                      &d.cs.c[i], (enum pfi_curve_fit)d.curve_fit, x)));
         }
         json_object_set_new(o2, "job_power_w", jp);
         json_object_set_new(o2, "job_cap_w", jc);
@@ -502,7 +520,9 @@ int cmd_replay(int argc, char **argv) {
             pfi_restab_num(&tab, 2, tg.t_s[k] - tg.t_s[0]);
             pfi_restab_text(&tab, 3, d.cs.c[i].job);
             pfi_restab_num(&tab, 4, x);
-            pfi_restab_num(&tab, 5, pfi_curve_cap_at(&d.cs.c[i], x));
+            pfi_restab_num(&tab, 5,
+                           pfi_curve_fit_cap_at(
+                               &d.cs.c[i], (enum pfi_curve_fit)d.curve_fit, x));
             pfi_restab_num(&tab, 6, pfi_problem_eval(pp, i, x));
           }
       } else if (show == SHOW_JOBS) {
@@ -579,7 +599,9 @@ int cmd_replay(int argc, char **argv) {
         pfi_cli_put_name(stdout, tg.label[k], 26);
         for (size_t i = 0; i < n; i++) {
           pfi_fmt_fixed(wb[0],
-                        pfi_curve_cap_at(&d.cs.c[i], r->job_power_w[k * n + i]),
+                        pfi_curve_fit_cap_at(&d.cs.c[i],
+                                             (enum pfi_curve_fit)d.curve_fit,
+                                             r->job_power_w[k * n + i]),
                         1);
           printf(" %-*s", colw(d.cs.c[i].job), wb[0]);
         }

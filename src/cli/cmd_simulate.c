@@ -8,10 +8,12 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "curve_note.h"
 #include "objective_opt.h"
 #include "opt.h"
 #include "pfi/alloc.h"
 #include "pfi/jobset.h"
+#include "pfi/monotone.h"
 #include "pfi/report.h"
 #include "pfi/sim.h"
 
@@ -35,6 +37,10 @@ static const struct pfi_opt opts[] = {
      "random seed (default 1); same seed, same bytes"},
     {"plot", 'p', 0, PFI_ARG_REQ, "FILE",
      "draw the gap chart with gnuplot (.svg or .png)"},
+    {"curve", 'K', 0, PFI_ARG_REQ, "FIT",
+     "monotone (default: a curve whose power or throughput falls as the cap "
+     "rises is decided on its monotone fit; the PFI stays the raw points') "
+     "or raw"},
     {"format", 'F', 0, PFI_ARG_REQ, "F", "table (default), csv or json"},
     PFI_OPT_HELP,
     {"holdout", 'H', 0, PFI_ARG_OPT, "job|cluster",
@@ -114,15 +120,44 @@ static const struct pfi_cmd_help help = {
     "JSON keys: cuts, workloads, size, mix, seed, strategies (object by\n"
     "name: gap_tokens_per_s_per_job, gap_ci95 [[lo, hi]...], gap_closed_pct\n"
     "(null where the equal-to-oracle gap is zero), vs_pfi_aware_tokens_per_s\n"
-    "_per_job, vs_pfi_aware_ci95), source, unit (the objective's), normalized,\n"
-    "objective, objective_text, skipped, pfi_undefined. The gaps count in\n"
-    "the objective's unit whatever their key says.\n",
+    "_per_job, vs_pfi_aware_ci95; a value is null at a cut fewer than 2\n"
+    "workloads could take), source, unit (the objective's), normalized,\n"
+    "objective, objective_text, skipped, pfi_undefined, infeasible_pct (per\n"
+    "cut, the percent of workloads whose floors exceed its budget: they are\n"
+    "left out of its values). The gaps count in the objective's unit\n"
+    "whatever their key says.\n",
     0,
     NULL};
 
 /* A value for a one-decimal table: rounding noise of either sign around
  * zero prints as 0.0, not -0.0. */
 static double t1(double v) { return fabs(v) < 0.05 ? 0.0 : v; }
+
+/* Percent of the workloads that could not take cut c (its budget below
+ * the sampled jobs' floors). */
+static double infeasible_pct(const struct pfi_sim_result *r, size_t c) {
+  for (int s = 0; s < PFI_STRAT__COUNT; s++)
+    if (r->cell[s] && r->workloads)
+      return 100.0 * (double)(r->workloads - r->cell[s][c].feasible) /
+             (double)r->workloads;
+  return 0.0;
+}
+
+/* "Infeasible workloads: ..." per cut, when any cut had one. */
+static void print_infeasible(FILE *fp, const struct pfi_sim_result *r,
+                             const double *cuts, size_t nc) {
+  int any = 0;
+  for (size_t c = 0; c < nc; c++)
+    any |= infeasible_pct(r, c) > 0;
+  if (!any)
+    return;
+  fprintf(fp, "Workloads that could not take the cut (its budget below the "
+              "sampled jobs' floors), left out of its values:");
+  for (size_t c = 0; c < nc; c++)
+    fprintf(fp, "%s %g %%: %.1f %%", c ? "," : "", cuts[c],
+            infeasible_pct(r, c));
+  fprintf(fp, "\n");
+}
 
 /* A terminal table of one row per strategy (its name in 16 columns) and one
  * column per cut, headed "30%" and one blank apart; each table's cell
@@ -208,7 +243,11 @@ static int plot(const char *path, const double *cuts, size_t nc,
     if (!(mask & (1u << s)) || s == PFI_STRAT_ORACLE || !res->cell[s])
       continue;
     double *y = buf + ns * 4 * nc, *lo = y + nc, *hi = lo + nc;
-    for (size_t c = 0; c < nc; c++) {
+    /* A series ends before the first cut too few workloads could take. */
+    size_t nd = 0;
+    while (nd < nc && res->cell[s][nd].feasible >= 2)
+      nd++;
+    for (size_t c = 0; c < nd; c++) {
       y[c] = sc * res->cell[s][c].gap_mean;
       lo[c] = sc * res->cell[s][c].gap_lo;
       hi[c] = sc * res->cell[s][c].gap_hi;
@@ -219,7 +258,7 @@ static int plot(const char *path, const double *cuts, size_t nc,
     ser[ns].y = y;
     ser[ns].ylo = lo;
     ser[ns].yhi = hi;
-    ser[ns].n = nc;
+    ser[ns].n = nd;
     ser[ns].style = PFI_STYLE_ERRORLINES;
     /* One fixed colour per strategy, so that charts of different runs
      * compare. */
@@ -253,6 +292,7 @@ int cmd_simulate(int argc, char **argv) {
   unsigned long workloads = PFI_SIM_DEFAULT_WORKLOADS,
                 size = PFI_SIM_DEFAULT_SIZE, seed = 1;
   int holdout = 0, true_pfi = 0, strat_given = 0;
+  enum pfi_curve_fit curve_fit = PFI_CURVE_MONOTONE;
   struct obj_opt ob;
   obj_opt_init(&ob);
   enum pfi_format fmt = PFI_FMT_TABLE;
@@ -316,6 +356,11 @@ int cmd_simulate(int argc, char **argv) {
       break;
     case 't':
       true_pfi = 1;
+      break;
+    case 'K':
+      if (pfi_curve_fit_parse(optarg, &curve_fit) < 0)
+        return pfi_cli_usage(
+            "simulate", "--curve must be monotone or raw, not '%s'", optarg);
       break;
     case 'P':
       pfeat = optarg;
@@ -464,6 +509,7 @@ int cmd_simulate(int argc, char **argv) {
     free(cuts);
     return pfi_cli_fail(&err);
   }
+  d.curve_fit = curve_fit;
   if (features && pfi_jobset_require_features(&d, "the simulation", &err) < 0)
     goto fail;
   if (tcurves) {
@@ -471,6 +517,7 @@ int cmd_simulate(int argc, char **argv) {
      * predicts the test jobs, which the workloads are drawn from. */
     if (pfi_jobset_load(&td, tcurves, map, tfeatures, &err) < 0)
       goto fail;
+    td.curve_fit = curve_fit;
     have_test = 1;
     sd = &td;
     if (pfi_jobset_require_features(&td, "the simulation", &err) < 0)
@@ -496,7 +543,6 @@ int cmd_simulate(int argc, char **argv) {
   struct pfi_estimate_opts eo;
   pfi_estimate_opts_init(&eo);
   eo.true_pfi = true_pfi;
-  eo.undefined_zero = true_pfi;
   eo.features = pfeat;
   eo.holdout = holdout;
   pfi_clusters_parse(&eo.clusters, cluster_s);
@@ -515,6 +561,7 @@ int cmd_simulate(int argc, char **argv) {
                                                   (1u << PFI_STRAT_PFI_CURVE)),
                               mix_path != NULL, &eo, &ai, &err) < 0)
     goto fail;
+  curve_note("simulate", &sd->cs, curve_fit);
   /* The library's jobs as the objective counts them: every sampled copy
    * of a job is counted alike. */
   int gpus_known = 0;
@@ -612,8 +659,10 @@ int cmd_simulate(int argc, char **argv) {
              *cl = json_array(), *va = json_array(), *vci = json_array();
       for (size_t c = 0; c < nc; c++) {
         const struct pfi_sim_cell *e = &res.cell[s][c];
-        json_array_append_new(g, json_real(e->gap_mean));
-        json_array_append_new(ci, json_pack("[f,f]", e->gap_lo, e->gap_hi));
+        int ok = e->feasible >= 2;
+        json_array_append_new(g, ok ? json_real(e->gap_mean) : json_null());
+        json_array_append_new(ci, ok ? json_pack("[f,f]", e->gap_lo, e->gap_hi)
+                                     : json_null());
         json_array_append_new(cl, e->closed_defined ? json_real(e->closed_pct)
                                                     : json_null());
         if (e->vs_aware_defined) {
@@ -628,7 +677,9 @@ int cmd_simulate(int argc, char **argv) {
       json_object_set_new(o2, "gap_tokens_per_s_per_job", g);
       json_t *tk = json_array();
       for (size_t c = 0; c < nc; c++)
-        json_array_append_new(tk, json_real(res.cell[s][c].tokens_mean));
+        json_array_append_new(tk, res.cell[s][c].feasible >= 2
+                                      ? json_real(res.cell[s][c].tokens_mean)
+                                      : json_null());
       json_object_set_new(o2, "tokens_per_job", tk);
       json_object_set_new(o2, "gap_ci95", ci);
       json_object_set_new(o2, "gap_closed_pct", cl);
@@ -651,6 +702,10 @@ int cmd_simulate(int argc, char **argv) {
         json_array_append_new(sk, json_string(pfi_strategy_name(s)));
     json_object_set_new(j, "skipped", sk);
     json_object_set_new(j, "pfi_undefined", json_integer((json_int_t)no_pfi));
+    json_t *inf = json_array();
+    for (size_t c = 0; c < nc; c++)
+      json_array_append_new(inf, json_real(infeasible_pct(&res, c)));
+    json_object_set_new(j, "infeasible_pct", inf);
     if (pfi_cli_print_json(j))
       status = PFI_EXIT_FAIL;
   } else if (fmt == PFI_FMT_CSV) {
@@ -682,9 +737,15 @@ int cmd_simulate(int argc, char **argv) {
         pfi_restab_row(&tab);
         pfi_restab_text(&tab, C_STRAT, pfi_strategy_name(s));
         pfi_restab_num(&tab, C_CUT, cuts[c]);
-        pfi_restab_num(&tab, C_GAP, e->gap_mean);
-        pfi_restab_num(&tab, C_GLO, e->gap_lo);
-        pfi_restab_num(&tab, C_GHI, e->gap_hi);
+        if (e->feasible >= 2) {
+          pfi_restab_num(&tab, C_GAP, e->gap_mean);
+          pfi_restab_num(&tab, C_GLO, e->gap_lo);
+          pfi_restab_num(&tab, C_GHI, e->gap_hi);
+        } else {
+          pfi_restab_blank(&tab, C_GAP);
+          pfi_restab_blank(&tab, C_GLO);
+          pfi_restab_blank(&tab, C_GHI);
+        }
         if (e->closed_defined)
           pfi_restab_num(&tab, C_CLOSED, e->closed_pct);
         else
@@ -698,12 +759,16 @@ int cmd_simulate(int argc, char **argv) {
           pfi_restab_blank(&tab, C_VLO);
           pfi_restab_blank(&tab, C_VHI);
         }
-        pfi_restab_num(&tab, C_TOK, e->tokens_mean);
+        if (e->feasible >= 2)
+          pfi_restab_num(&tab, C_TOK, e->tokens_mean);
+        else
+          pfi_restab_blank(&tab, C_TOK);
       }
     }
     if (pfi_cli_print_table(&tab, fmt) != PFI_EXIT_OK)
       status = PFI_EXIT_FAIL;
     pfi_restab_release(&tab);
+    print_infeasible(stderr, &res, cuts, nc);
   } else {
     printf("Simulation: %lu workloads x %lu jobs, mix %s, seed %lu; library "
            "%zu jobs%s (%s)\nPopulation: %s\nPFI estimates: %s%s\n",
@@ -711,10 +776,13 @@ int cmd_simulate(int argc, char **argv) {
            emulated ? "emulated" : "from the given files", pop_desc, pfi_src,
            cl_desc);
     printf("Throughput: %s (%s)\n", odesc, unit);
-    if (no_pfi)
-      printf("%zu library jobs have no ratio PFI (no cap bound beyond noise): "
-             "PFI 0 for pfi-aware and pfi-curve\n",
-             no_pfi);
+    if (no_pfi) {
+      char why[400];
+      pfi_jobset_undefined_note(sd, why, sizeof why);
+      printf("%zu library jobs have no ratio PFI, counted as PFI 0 (the least "
+             "flexible) by pfi-aware and pfi-curve: %s\n",
+             no_pfi, why);
+    }
     if (skipped) {
       printf("Skipped (they read features; none given):");
       const char *sep = " ";
@@ -756,6 +824,8 @@ int cmd_simulate(int argc, char **argv) {
       cut_table_row(&ct, pfi_strategy_name(s));
       for (size_t c = 0; c < nc; c++) {
         const struct pfi_sim_cell *e = &res.cell[s][c];
+        if (e->feasible < 2)
+          continue;
         pfi_restab_textf(tab, 1 + c, "%.*f [%.*f, %.*f]", dp,
                          t1(sc * e->gap_mean), dp, t1(sc * e->gap_lo), dp,
                          t1(sc * e->gap_hi));
@@ -771,7 +841,8 @@ int cmd_simulate(int argc, char **argv) {
         continue;
       cut_table_row(&ct, pfi_strategy_name(s));
       for (size_t c = 0; c < nc; c++)
-        pfi_restab_num(tab, 1 + c, sc * res.cell[s][c].tokens_mean);
+        if (res.cell[s][c].feasible >= 2)
+          pfi_restab_num(tab, 1 + c, sc * res.cell[s][c].tokens_mean);
     }
     prc |= cut_table_print(&ct);
     tab = cut_table_start(&ct, &closed);
@@ -810,12 +881,15 @@ int cmd_simulate(int argc, char **argv) {
     cut_table_release(&ct);
     if (prc)
       status = PFI_EXIT_FAIL;
-    printf("\n'-': undefined (no gap to close at this cut).\n");
+    printf("\n'-': undefined (no gap to close at this cut, or fewer than 2 "
+           "workloads could take it).\n");
+    print_infeasible(stdout, &res, cuts, nc);
     /* The paper's one published simulation figure (Figure 8), beside ours
      * when this run has the same setting and the same population. */
     for (size_t c = 0; c < nc; c++)
       if (strcmp(mix, "production") == 0 && cuts[c] == 30 &&
-          res.cell[PFI_STRAT_PFI_AWARE] && res.cell[PFI_STRAT_EQUAL]) {
+          res.cell[PFI_STRAT_PFI_AWARE] && res.cell[PFI_STRAT_EQUAL] &&
+          res.cell[PFI_STRAT_EQUAL][c].feasible >= 2) {
         const struct pfi_sim_cell *a = &res.cell[PFI_STRAT_PFI_AWARE][c],
                                   *e = &res.cell[PFI_STRAT_EQUAL][c];
         printf("\nProduction mix, 30 %% cut: pfi-aware recovers %.0f tokens/s "

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 #include "pfi/capacity.h"
+#include "pfi/monotone.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -210,6 +211,7 @@ int pfi_capacity_problem_objective(const struct pfi_curveset *cs,
   size_t n = cs->n;
   struct pfi_problem raw;
   pfi_problem_init(&raw);
+  raw.curve_fit = p->curve_fit;
   const char **names = calloc(n + 1, sizeof *names);
   int *gpus = calloc(n + 1, sizeof *gpus);
   double *tmax = calloc(n + 1, sizeof *tmax);
@@ -221,7 +223,7 @@ int pfi_capacity_problem_objective(const struct pfi_curveset *cs,
   for (size_t i = 0; i < n; i++) {
     names[i] = cs->c[i].job;
     gpus[i] = cs->c[i].gpus;
-    tmax[i] = cs->c[i].n ? pfi_curve_uncapped(&cs->c[i])->tokens_per_s : 0.0;
+    tmax[i] = pfi_curve_fit_top(&cs->c[i], (enum pfi_curve_fit)p->curve_fit);
   }
   if ((rc = pfi_capacity_problem(cs, 0, &raw, err)) == 0)
     rc = pfi_objective_problem(&raw, o, gpus, tmax, names, p, gpus_known,

@@ -17,6 +17,7 @@ void pfi_jobcurves_release(struct pfi_jobcurves *d) {
   pfi_curveset_release(&d->cs);
   free(d->pfi);
   free(d->pfi_ok);
+  free(d->pfi_why);
   memset(d, 0, sizeof *d);
 }
 
@@ -56,7 +57,8 @@ int pfi_jobcurves_load(struct pfi_jobcurves *d, const char *path,
   size_t n = d->cs.n;
   d->pfi = calloc(3 * n + 1, sizeof *d->pfi);
   d->pfi_ok = calloc(n + 1, sizeof *d->pfi_ok);
-  if (!d->pfi || !d->pfi_ok)
+  d->pfi_why = calloc(n + 1, sizeof *d->pfi_why);
+  if (!d->pfi || !d->pfi_ok || !d->pfi_why)
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
   d->pfi_lo = d->pfi + n;
   d->pfi_hi = d->pfi + 2 * n;
@@ -67,6 +69,7 @@ int pfi_jobcurves_load(struct pfi_jobcurves *d, const char *path,
       return rc;
     int ok = ix.pfi_defined;
     d->pfi[i] = ok ? ix.pfi : 0;
+    d->pfi_why[i] = ok ? 0 : ix.undefined_why;
     pfi_index_release(&ix);
     d->pfi_ok[i] = ok;
     d->pfi_lo[i] = d->pfi_hi[i] = d->pfi[i];

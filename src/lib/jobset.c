@@ -13,6 +13,7 @@
 #include "pfi/csv.h"
 #include "pfi/data.h"
 #include "pfi/index.h"
+#include "pfi/monotone.h"
 
 /* ---- provenance ---------------------------------------------------------- */
 
@@ -176,6 +177,8 @@ static int true_pfi_all(struct pfi_jobset *js, struct pfi_error *err) {
     if (rc == 0 && idx.pfi_defined && isfinite(idx.pfi)) {
       js->true_pfi[i] = idx.pfi;
       js->pfi_ok[i] = 1;
+    } else if (rc == 0) {
+      js->pfi_why[i] = idx.undefined_why;
     }
     if (rc == 0)
       pfi_index_release(&idx);
@@ -215,7 +218,8 @@ int pfi_jobset_load(struct pfi_jobset *js, const char *cpath, const char *map,
   js->frow = calloc(n + 1, sizeof *js->frow);
   js->true_pfi = calloc(n + 1, sizeof *js->true_pfi);
   js->pfi_ok = calloc(n + 1, sizeof *js->pfi_ok);
-  if (!js->frow || !js->true_pfi || !js->pfi_ok) {
+  js->pfi_why = calloc(n + 1, sizeof *js->pfi_why);
+  if (!js->frow || !js->true_pfi || !js->pfi_ok || !js->pfi_why) {
     rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
     goto fail;
   }
@@ -257,10 +261,11 @@ int pfi_jobset_subset(const struct pfi_jobset *src, const unsigned char *keep,
   dst->frow = calloc(n + 1, sizeof *dst->frow);
   dst->true_pfi = calloc(n + 1, sizeof *dst->true_pfi);
   dst->pfi_ok = calloc(n + 1, sizeof *dst->pfi_ok);
+  dst->pfi_why = calloc(n + 1, sizeof *dst->pfi_why);
   if (src->cs.source)
     dst->cs.source = strdup(src->cs.source);
   if (!dst->cs.c || !dst->frow || !dst->true_pfi || !dst->pfi_ok ||
-      (src->cs.source && !dst->cs.source))
+      !dst->pfi_why || (src->cs.source && !dst->cs.source))
     goto nomem;
   for (size_t i = 0; i < src->cs.n; i++) {
     if (!keep[i])
@@ -282,6 +287,7 @@ int pfi_jobset_subset(const struct pfi_jobset *src, const unsigned char *keep,
     dst->frow[j] = src->frow[i];
     dst->true_pfi[j] = src->true_pfi[i];
     dst->pfi_ok[j] = src->pfi_ok[i];
+    dst->pfi_why[j] = src->pfi_why ? src->pfi_why[i] : 0;
     dst->nmissing += src->frow[i] < 0;
   }
   dst->have_curves = src->have_curves;
@@ -294,6 +300,7 @@ int pfi_jobset_subset(const struct pfi_jobset *src, const unsigned char *keep,
   }
   dst->prov = src->prov;
   dst->any_emulated = src->any_emulated;
+  dst->curve_fit = src->curve_fit;
   return 0;
 nomem:
   pfi_jobset_release(dst);
@@ -307,6 +314,7 @@ void pfi_jobset_release(struct pfi_jobset *js) {
   free(js->frow);
   free(js->true_pfi);
   free(js->pfi_ok);
+  free(js->pfi_why);
   memset(js, 0, sizeof *js);
 }
 
@@ -504,22 +512,43 @@ out:
   return rc;
 }
 
+const char *pfi_jobset_undefined_reason(const struct pfi_jobset *js, size_t i) {
+  if (js->pfi_ok[i])
+    return "";
+  const char *r = pfi_index_undefined_reason(js->pfi_why ? js->pfi_why[i] : 0);
+  return r && r[0] ? r : "no capped point beyond the noise";
+}
+
+size_t pfi_jobset_undefined_note(const struct pfi_jobset *js, char *buf,
+                                 size_t n) {
+  size_t k = 0, used = 0;
+  if (n)
+    buf[0] = 0;
+  for (size_t i = 0; i < js->cs.n; i++) {
+    if (js->pfi_ok[i])
+      continue;
+    if (k < 3 && used < n) {
+      int w = snprintf(buf + used, n - used, "%s%s (%s)", k ? ", " : "",
+                       js->cs.c[i].job, pfi_jobset_undefined_reason(js, i));
+      used += w > 0 ? (size_t)w : 0;
+    } else if (k == 3 && used < n) {
+      int w = snprintf(buf + used, n - used, ", ...");
+      used += w > 0 ? (size_t)w : 0;
+    }
+    k++;
+  }
+  return k;
+}
+
 int pfi_jobset_estimate(const struct pfi_jobset *js,
                         const struct pfi_estimate_opts *o, double *est,
                         struct pfi_error *err) {
   if (o->true_pfi) {
-    for (size_t i = 0; i < js->cs.n; i++) {
-      if (!js->pfi_ok[i] && o->undefined_zero) {
-        est[i] = 0;
-        continue;
-      }
-      if (!js->pfi_ok[i])
-        return pfi_error_setloc(err, PFI_EPARSE, js->cs.source,
-                                js->cs.c[i].first_line, 0,
-                                "job %s: PFI undefined%s", js->cs.c[i].job,
-                                o->undefined_note ? o->undefined_note : "");
-      est[i] = js->true_pfi[i];
-    }
+    /* One rule for every command: an undefined PFI is 0, the least
+     * flexible (pfi-aware takes no power from the job; pfi-curve's model
+     * is flat). pfi_jobset_undefined_note() says which and why. */
+    for (size_t i = 0; i < js->cs.n; i++)
+      est[i] = js->pfi_ok[i] ? js->true_pfi[i] : 0.0;
     return 0;
   }
   int rc = pfi_jobset_require_features(js, "PFI estimation", err);
@@ -788,6 +817,7 @@ int pfi_jobset_inputs_build(const struct pfi_jobset *js, unsigned strategies,
                             struct pfi_error *err) {
   memset(a, 0, sizeof *a);
   pfi_problem_init(&a->prob);
+  a->prob.curve_fit = js->curve_fit;
   size_t n = js->cs.n;
   int rc;
   for (size_t i = 0; i < n; i++)
@@ -969,7 +999,8 @@ int pfi_jobset_objective_problem(const struct pfi_jobset *js,
   for (size_t i = 0; i < n && rc == 0; i++) {
     const struct pfi_curve *c = &js->cs.c[i];
     names[i] = c->job;
-    tmax[i] = c->n ? pfi_curve_uncapped(c)->tokens_per_s : 0.0;
+    /* T_i of the curve the problem holds (its monotone fit by default). */
+    tmax[i] = pfi_curve_fit_top(c, (enum pfi_curve_fit)js->curve_fit);
     int g = 0;
     /* Only the work objective reads GPU counts. */
     if (o->kind == PFI_OBJ_WORK) {

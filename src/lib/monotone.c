@@ -80,3 +80,71 @@ int pfi_curve_monotone(const struct pfi_curve *c, struct pfi_point *out) {
     free(buf);
   return rc;
 }
+
+const char *pfi_curve_fit_name(enum pfi_curve_fit f) {
+  return f == PFI_CURVE_RAW ? "raw" : "monotone";
+}
+
+int pfi_curve_fit_parse(const char *s, enum pfi_curve_fit *f) {
+  if (s && strcmp(s, "monotone") == 0)
+    *f = PFI_CURVE_MONOTONE;
+  else if (s && strcmp(s, "raw") == 0)
+    *f = PFI_CURVE_RAW;
+  else
+    return PFI_EINVAL;
+  return 0;
+}
+
+int pfi_curve_violates(const struct pfi_curve *c) {
+  for (size_t i = 1; i < c->n; i++)
+    if (c->pts[i].power_w < c->pts[i - 1].power_w ||
+        c->pts[i].tokens_per_s < c->pts[i - 1].tokens_per_s)
+      return 1;
+  return 0;
+}
+
+double pfi_curve_fit_top(const struct pfi_curve *c, enum pfi_curve_fit f) {
+  if (c->n == 0)
+    return 0.0;
+  double top = c->pts[c->n - 1].tokens_per_s;
+  if (f == PFI_CURVE_RAW || !pfi_curve_violates(c))
+    return top;
+  /* The last value of the isotonic fit is the weighted mean of the
+   * trailing block: the fit of the whole curve gives it. */
+  struct pfi_point sbuf[64];
+  struct pfi_point *fit = c->n <= 64 ? sbuf : malloc(c->n * sizeof *fit);
+  if (!fit)
+    return top;
+  if (pfi_curve_monotone(c, fit) == 0)
+    top = fit[c->n - 1].tokens_per_s;
+  if (fit != sbuf)
+    free(fit);
+  return top;
+}
+
+size_t pfi_curveset_violations(const struct pfi_curveset *cs) {
+  size_t k = 0;
+  for (size_t i = 0; i < cs->n; i++)
+    k += (size_t)pfi_curve_violates(&cs->c[i]);
+  return k;
+}
+
+double pfi_curve_fit_cap_at(const struct pfi_curve *c, enum pfi_curve_fit f,
+                            double power_w) {
+  if (f == PFI_CURVE_RAW || c->n == 0 || !pfi_curve_violates(c))
+    return pfi_curve_cap_at(c, power_w);
+  struct pfi_point sbuf[64];
+  struct pfi_point *fit = c->n <= 64 ? sbuf : malloc(c->n * sizeof *fit);
+  if (!fit)
+    return pfi_curve_cap_at(c, power_w);
+  double cap;
+  struct pfi_curve fc = *c;
+  fc.pts = fit;
+  if (pfi_curve_monotone(c, fit) == 0)
+    cap = pfi_curve_cap_at(&fc, power_w);
+  else
+    cap = pfi_curve_cap_at(c, power_w);
+  if (fit != sbuf)
+    free(fit);
+  return cap;
+}

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pfi/monotone.h"
 #include "pfi/oracle.h"
 #include "problem_int.h"
 
@@ -169,30 +170,52 @@ int pfi_problem_add_curve(struct pfi_problem *p, const struct pfi_curve *c,
     return pfi_error_set(err, PFI_EINVAL, "job %s has no points", c->job);
   /* Any number of points: a sweep in 5 W steps has a hundred. */
   double sx[64], sy[64];
+  struct pfi_point sf[64];
   size_t n = c->n;
+  int fit = p->curve_fit == PFI_CURVE_MONOTONE && pfi_curve_violates(c);
   double *px = n <= 64 ? sx : malloc(n * sizeof *px);
   double *ty = n <= 64 ? sy : malloc(n * sizeof *ty);
+  struct pfi_point *fp = !fit ? NULL : n <= 64 ? sf : malloc(n * sizeof *fp);
   int rc;
-  if (!px || !ty) {
+  if (!px || !ty || (fit && !fp)) {
     rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
     goto out;
   }
-  for (size_t i = 0; i < n; i++) {
-    px[i] = c->pts[i].power_w;
-    ty[i] = c->pts[i].tokens_per_s;
+  const struct pfi_point *pts = c->pts;
+  if (fit) {
+    if ((rc = pfi_curve_monotone(c, fp)) < 0) {
+      rc = rc == PFI_ENOMEM
+               ? pfi_error_set(err, PFI_ENOMEM, "out of memory")
+               : pfi_error_set(err, PFI_EINVAL, "job %s: a point is not finite",
+                               c->job);
+      goto out;
+    }
+    pts = fp;
   }
-  double lo = c->pts[0].power_w, hi = c->pts[c->n - 1].power_w;
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++) {
+    /* Points the fit pooled to one power: the highest cap's (the most
+     * throughput at that power) stands for them. */
+    if (fit && i + 1 < n && pts[i + 1].power_w == pts[i].power_w)
+      continue;
+    px[m] = pts[i].power_w;
+    ty[m] = pts[i].tokens_per_s;
+    m++;
+  }
+  double lo = pts[0].power_w, hi = pts[n - 1].power_w;
   if (lo > hi) {
     double t = lo;
     lo = hi;
     hi = t;
   }
-  rc = pfi_problem_add(p, px, ty, n, lo, hi, err);
+  rc = pfi_problem_add(p, px, ty, m, lo, hi, err);
 out:
   if (px && px != sx)
     free(px);
   if (ty && ty != sy)
     free(ty);
+  if (fp && fp != sf)
+    free(fp);
   return rc;
 }
 

@@ -230,11 +230,13 @@ static void *sim_work(void *arg) {
     for (size_t c = 0; c < C; c++) {
       double B = (1 - cfg->cuts[c]) * hi;
       if (B < lo) {
-        rc = pfi_error_set(err, PFI_EINFEASIBLE,
-                           "cut %g%% is infeasible by %.3f W in workload %zu: "
-                           "the sampled jobs' floors sum to %.3f W",
-                           100 * cfg->cuts[c], lo - B, w + 1, lo);
-        goto out;
+        /* The cut lies below the sampled jobs' floors: this workload
+         * cannot take it. Counted per cut (pfi_sim_cell.feasible), not an
+         * error: the other workloads still answer. */
+        for (int s = 0; s < PFI_STRAT__COUNT; s++)
+          if (sh->run & (1u << s))
+            sh->tot[s][c * W + w] = NAN;
+        continue;
       }
       for (int s = 0; s < PFI_STRAT__COUNT; s++) {
         if (!(sh->run & (1u << s)))
@@ -311,6 +313,7 @@ int pfi_sim_run(const struct pfi_problem *lib,
   /* tot[s][c * W + w]: tokens/s per job of strategy s. */
   double *tot[PFI_STRAT__COUNT] = {0};
   double *tmp = malloc(W * sizeof *tmp);
+  size_t *nfeas = NULL; /* per cut: workloads that could take it */
   if (!rng || !pick || !tmp)
     goto nomem;
   for (int s = 0; s < PFI_STRAT__COUNT; s++)
@@ -400,6 +403,21 @@ int pfi_sim_run(const struct pfi_problem *lib,
       goto out;
   }
   out->ncuts = C;
+  out->workloads = W;
+  /* The workloads that could take each cut, moved to the front of every
+   * strategy's row, in order (with every workload feasible nothing moves
+   * and the sums below are the same bit for bit). */
+  if (!(nfeas = calloc(C, sizeof *nfeas)))
+    goto nomem;
+  for (size_t c = 0; c < C; c++)
+    for (size_t w = 0; w < W; w++) {
+      if (isnan(tot[PFI_STRAT_ORACLE][c * W + w]))
+        continue;
+      for (int s2 = 0; s2 < PFI_STRAT__COUNT; s2++)
+        if (tot[s2])
+          tot[s2][c * W + nfeas[c]] = tot[s2][c * W + w];
+      nfeas[c]++;
+    }
   for (int s = 0; s < PFI_STRAT__COUNT; s++) {
     if (!(want & (1u << s)))
       continue;
@@ -407,26 +425,36 @@ int pfi_sim_run(const struct pfi_problem *lib,
       goto nomem;
     for (size_t c = 0; c < C; c++) {
       struct pfi_sim_cell *cell = &out->cell[s][c];
+      size_t nf = nfeas[c];
+      cell->feasible = nf;
+      if (nf < 2) {
+        /* Fewer than two workloads: no mean with an interval. */
+        cell->gap_mean = cell->gap_lo = cell->gap_hi = NAN;
+        cell->tokens_mean = cell->closed_pct = NAN;
+        cell->vs_aware_mean = cell->vs_aware_lo = cell->vs_aware_hi = NAN;
+        continue;
+      }
+      size_t nw = nf; /* the values below are over these */
       const double *o = tot[PFI_STRAT_ORACLE] + c * W, *v = tot[s] + c * W;
       /* The oracle is optimal to a relative 1e-9 (oracle.h): a strategy
        * "above" it by less is rounding, counted as no gap. */
-      for (size_t w = 0; w < W; w++) {
+      for (size_t w = 0; w < nw; w++) {
         tmp[w] = o[w] - v[w];
         if (tmp[w] < 0 && -tmp[w] <= 1e-9 * (fabs(o[w]) + 1e-300))
           tmp[w] = 0;
       }
-      mean_ci(tmp, W, &cell->gap_mean, &cell->gap_lo, &cell->gap_hi);
+      mean_ci(tmp, nw, &cell->gap_mean, &cell->gap_lo, &cell->gap_hi);
       double tm = 0;
-      for (size_t w = 0; w < W; w++)
+      for (size_t w = 0; w < nw; w++)
         tm += v[w];
-      cell->tokens_mean = tm / (double)W;
+      cell->tokens_mean = tm / (double)nw;
       double geq = 0, omean = 0;
-      for (size_t w = 0; w < W; w++) {
+      for (size_t w = 0; w < nw; w++) {
         geq += o[w] - tot[PFI_STRAT_EQUAL][c * W + w];
         omean += o[w];
       }
-      geq /= (double)W;
-      omean /= (double)W;
+      geq /= (double)nw;
+      omean /= (double)nw;
       /* The share of a zero gap is undefined (no cut, or equal optimal). */
       if (geq > 1e-9 * (fabs(omean) + 1e-300)) {
         cell->closed_defined = 1;
@@ -436,9 +464,9 @@ int pfi_sim_run(const struct pfi_problem *lib,
       }
       if (tot[PFI_STRAT_PFI_AWARE]) {
         const double *a = tot[PFI_STRAT_PFI_AWARE] + c * W;
-        for (size_t w = 0; w < W; w++)
+        for (size_t w = 0; w < nw; w++)
           tmp[w] = v[w] - a[w];
-        mean_ci(tmp, W, &cell->vs_aware_mean, &cell->vs_aware_lo,
+        mean_ci(tmp, nw, &cell->vs_aware_mean, &cell->vs_aware_lo,
                 &cell->vs_aware_hi);
         cell->vs_aware_defined = 1;
       }
@@ -458,6 +486,7 @@ out:
     gsl_ran_discrete_free(disc);
   free(pick);
   free(tmp);
+  free(nfeas);
   return rc;
 }
 

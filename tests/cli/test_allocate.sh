@@ -241,7 +241,7 @@ cmp -s "$T/s1.json" "$T/s2.json" || fail "simulate is not reproducible from its 
 "$PFI" $S --seed 8 --format json >"$T/s3.json" || fail "simulate seed 8"
 cmp -s "$T/s1.json" "$T/s3.json" && fail "different seeds gave the same output"
 keys=$(sed -n 's/^  "\([a-z_]*\)":.*/\1/p' "$T/s1.json" | tr '\n' ' ')
-[ "$keys" = "cuts workloads size mix seed strategies source unit normalized objective objective_text skipped pfi_undefined " ] || fail "simulate JSON keys: $keys"
+[ "$keys" = "cuts workloads size mix seed strategies source unit normalized objective objective_text skipped pfi_undefined infeasible_pct " ] || fail "simulate JSON keys: $keys"
 "$PFI" $S --mix production --holdout --format csv >"$T/p.csv" || fail "production mix, holdout"
 # The oracle's own gap is zero at every cut.
 awk -F, '$1=="oracle" && $3 != 0 {exit 1}' "$T/p.csv" || fail "oracle gap not zero"
@@ -285,7 +285,11 @@ grep -q "gnuplot not found" "$T/err" || fail "missing gnuplot: message '$(cat "$
 grep -q "cannot write .*g.svg" "$T/pj.err" || fail "unwritable plot: message '$(cat "$T/pj.err")'"
 grep -q "gnuplot>" "$T/pj.out" && fail "gnuplot messages in the JSON output"
 [ "$(tail -n 1 "$T/pj.out")" = "}" ] || fail "unwritable plot: JSON output does not end with }"
-expect_err "infeasible" $S --cuts 90
+# A cut no workload can take is not an error: its values are undefined
+# and 100 % of the workloads infeasible.
+"$PFI" $S --cuts 10,90 --format json >"$T/inf.json" || fail "simulate --cuts 10,90: exit $?"
+python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["infeasible_pct"] == [0, 100], j["infeasible_pct"]; assert j["strategies"]["equal"]["gap_tokens_per_s_per_job"][1] is None' "$T/inf.json" ||
+  fail "simulate --cuts 10,90: $(head -c 300 "$T/inf.json")"
 # A library of one job is too small for the telemetry model, but strategies
 # that need no PFI still compare: copies of one concave job, so splitting
 # equally is optimal and equal's gap is zero (no share to close).

@@ -77,7 +77,9 @@ grep -q '^ladder,oracle,750,0.625,' "$T/cap.csv" || fail "largest cut: $(grep la
 
 # The shipped Zeus V100 traces, normalized: the equal strategy against the
 # reference, and the oracle never worse than equal (it is the optimum).
-"$PFI" capacity --curves "$Z" --map "$M" --normalize --steps 10 --format csv >"$T/z.csv" ||
+# The reference reads the raw points: --curve raw (tests/cli/
+# test_monotone_decisions.sh checks the default, the monotone fit).
+"$PFI" capacity --curves "$Z" --map "$M" --normalize --curve raw --steps 10 --format csv >"$T/z.csv" ||
   fail "capacity on Zeus V100"
 python3 - "$Z" "$T/z.csv" <<'PY' || fail "Zeus V100: capacity differs from the reference"
 import csv, sys
@@ -133,6 +135,9 @@ PY
 "$PFI" capacity --curves "$Z" --map "$M" --normalize --true-pfi --steps 4 --ci 200 >"$T/t.txt" ||
   fail "capacity --true-pfi"
 grep -q '^22 jobs have no ratio PFI' "$T/t.txt" || fail "undefined PFI not stated: $(head -5 "$T/t.txt")"
+# ... with the index's reason for each one named, not a reason for all.
+grep -q '^22 jobs have no ratio PFI, counted as PFI 0 (the least flexible) by pfi-aware and pfi-curve: [^ ]* (\(the cap never bound\|throughput never fell beyond the noise\)),' "$T/t.txt" ||
+  fail "undefined PFI reasons: $(grep 'no ratio PFI' "$T/t.txt")"
 grep -q 'pfi-aware' "$T/t.txt" || fail "pfi-aware missing"
 grep -qi 'nan\|inf' "$T/t.txt" && fail "nan or inf in output"
 "$PFI" capacity --curves "$Z" --map "$M" --objective throughput --unit epochs/s --steps 2 --format json >"$T/j.json" || fail "json"

@@ -12,7 +12,8 @@ M="job=dataset+network+batch_size+optimizer,cap_w=power_limit,power_w=average_po
 Z=data/real/zeus-nsdi23/summary_power_v100.csv
 
 # The total retained below sums raw throughput: --objective throughput.
-"$PFI" allocate --curves "$Z" --map "$M" --cut 10% --strategy equal --objective throughput --plan "$T/z.plan" \
+# The reference reads the raw points: --curve raw.
+"$PFI" allocate --curves "$Z" --map "$M" --cut 10% --strategy equal --objective throughput --curve raw --plan "$T/z.plan" \
   --format csv >"$T/alloc.csv" || fail "allocate --plan on Zeus V100"
 python3 - "$Z" "$T/z.plan" "$T/alloc.csv" <<'PY' || fail "Zeus V100 plan differs from the reference"
 import csv, sys

@@ -14,6 +14,7 @@
 #include "pfi/curve.h"
 #include "pfi/error.h"
 #include "pfi/monotone.h"
+#include "pfi/oracle.h"
 #include "testutil.h"
 
 static void by_hand(void **state) {
@@ -145,11 +146,70 @@ static void monotone_curve(void **state) {
   ASSERT_NEAR(pts[1].power_w, 150, 0);
 }
 
+/* The jobs decisions read (pfi_problem_add_curve) from the curve of
+ * monotone_curve: the fit's power 90, 147.5, 147.5 and throughput 9.25,
+ * 9.25, 12 become breakpoints (90, 9.25) and (147.5, 12), the pooled pair
+ * standing as the highest cap's point; the raw points are (90, 10) and
+ * (140, 12), the top of the range the 300 W cap's 140 W (150 W at 200 W
+ * lies beyond it). A curve without a fall is the same problem, bit for
+ * bit, under either setting. */
+static void problem_of_curve(void **state) {
+  (void)state;
+  struct pfi_point pts[3] = {
+      {.cap_w = 100, .power_w = 90, .tokens_per_s = 10, .runs = 0},
+      {.cap_w = 200, .power_w = 150, .tokens_per_s = 9, .runs = 3},
+      {.cap_w = 300, .power_w = 140, .tokens_per_s = 12, .runs = 1}};
+  struct pfi_curve c = {.job = "a", .n = 3, .cap = 3, .pts = pts};
+  struct pfi_error err;
+  struct pfi_problem m, r;
+  pfi_problem_init(&m);
+  pfi_problem_init(&r);
+  r.curve_fit = PFI_CURVE_RAW;
+  assert_int_equal(pfi_curve_violates(&c), 1);
+  assert_int_equal(pfi_problem_add_curve(&m, &c, &err), 0);
+  assert_int_equal(pfi_problem_add_curve(&r, &c, &err), 0);
+  assert_int_equal(m.npts, 2);
+  ASSERT_NEAR(m.x[0], 90, 0);
+  ASSERT_NEAR(m.y[0], 9.25, 1e-12);
+  ASSERT_NEAR(m.x[1], 147.5, 1e-12);
+  ASSERT_NEAR(m.y[1], 12, 0);
+  assert_int_equal(r.npts, 2);
+  ASSERT_NEAR(r.x[0], 90, 0);
+  ASSERT_NEAR(r.y[0], 10, 0);
+  ASSERT_NEAR(r.x[1], 140, 0);
+  ASSERT_NEAR(r.y[1], 12, 0);
+  /* No lower budget yields more: 9.25 at the floor, 12 at the top. */
+  ASSERT_NEAR(pfi_curve_fit_top(&c, PFI_CURVE_MONOTONE), 12, 0);
+  /* Caps: 118.75 W is halfway from 90 W (100 W cap) to 147.5 W, first
+   * reached at the 200 W cap: 150 W. On the raw points by power, 115 W
+   * is halfway from 90 W (100 W) to 140 W (300 W): 200 W. */
+  ASSERT_NEAR(pfi_curve_fit_cap_at(&c, PFI_CURVE_MONOTONE, 118.75), 150, 1e-12);
+  ASSERT_NEAR(pfi_curve_fit_cap_at(&c, PFI_CURVE_RAW, 115), 200, 1e-12);
+  pfi_problem_release(&m);
+  pfi_problem_release(&r);
+
+  /* Monotone already: identical problems. */
+  pts[1].power_w = 120;
+  pts[1].tokens_per_s = 11;
+  assert_int_equal(pfi_curve_violates(&c), 0);
+  pfi_problem_init(&m);
+  pfi_problem_init(&r);
+  r.curve_fit = PFI_CURVE_RAW;
+  assert_int_equal(pfi_problem_add_curve(&m, &c, &err), 0);
+  assert_int_equal(pfi_problem_add_curve(&r, &c, &err), 0);
+  assert_int_equal(m.npts, r.npts);
+  assert_int_equal(memcmp(m.x, r.x, m.npts * sizeof *m.x), 0);
+  assert_int_equal(memcmp(m.y, r.y, m.npts * sizeof *m.y), 0);
+  pfi_problem_release(&m);
+  pfi_problem_release(&r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(by_hand),
       cmocka_unit_test(against_minmax_formula),
       cmocka_unit_test(monotone_curve),
+      cmocka_unit_test(problem_of_curve),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -98,12 +98,69 @@ static void test_gaps_by_hand(void **state) {
   assert_int_equal(pfi_sim_run(&lib, NULL, &huge, &res, &err), PFI_EINVAL);
   assert_non_null(strstr(err.msg, "too large"));
 
-  /* A cut below the floors: 60 % leaves 160 W under 200 W of floors. */
+  /* A cut below the floors of every workload: 60 % leaves 160 W under
+   * 200 W of floors. Not an error: no workload takes it, no values. */
   double deep[] = {0.6};
   cfg.cuts = deep;
   cfg.ncuts = 1;
-  assert_int_equal(pfi_sim_run(&lib, NULL, &cfg, &res, &err), PFI_EINFEASIBLE);
-  assert_non_null(strstr(err.msg, "infeasible by 40.000 W"));
+  assert_int_equal(pfi_sim_run(&lib, NULL, &cfg, &res, &err), 0);
+  assert_int_equal(res.workloads, 1000);
+  assert_int_equal(res.cell[PFI_STRAT_EQUAL][0].feasible, 0);
+  assert_true(isnan(res.cell[PFI_STRAT_EQUAL][0].gap_mean));
+  assert_false(res.cell[PFI_STRAT_EQUAL][0].closed_defined);
+  pfi_sim_result_release(&res);
+  pfi_problem_release(&lib);
+}
+
+/* Past an infeasible cut: workloads of one job, A of make_lib (floor
+ * 100 W, top 200 W) or C, (190 W, 90) to (200 W, 100). A 10 % cut leaves
+ * 180 W: A takes it (100 + 0.5 * 80 = 140 tokens/s, oracle and equal
+ * alike), C cannot (180 < 190). Each cut's values are over the A
+ * workloads only, their count from the same draws; no cut has them all
+ * but the first. */
+static void test_past_infeasible(void **state) {
+  (void)state;
+  struct pfi_error err;
+  struct pfi_problem lib;
+  double xa[] = {100, 200}, ya[] = {100, 150};
+  double xc[] = {190, 200}, yc[] = {90, 100};
+  pfi_problem_init(&lib);
+  assert_int_equal(pfi_problem_add(&lib, xa, ya, 2, 100, 200, &err), 0);
+  assert_int_equal(pfi_problem_add(&lib, xc, yc, 2, 190, 200, &err), 0);
+  double cuts[] = {0.0, 0.1, 0.5};
+  struct pfi_sim_config cfg = {.workloads = 200,
+                               .size = 1,
+                               .cuts = cuts,
+                               .ncuts = 3,
+                               .strategies = (1u << PFI_STRAT_ORACLE) |
+                                             (1u << PFI_STRAT_EQUAL),
+                               .seed = 7};
+  struct pfi_sim_result res;
+  assert_int_equal(pfi_sim_run(&lib, NULL, &cfg, &res, &err), 0);
+  gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+  gsl_rng_set(r, 7);
+  size_t na = 0;
+  for (size_t w = 0; w < 200; w++)
+    na += gsl_rng_uniform_int(r, 2) == 0;
+  gsl_rng_free(r);
+  assert_true(na >= 2 && na < 200);
+  for (int s = PFI_STRAT_ORACLE; s <= PFI_STRAT_EQUAL; s++) {
+    if (!res.cell[s])
+      continue;
+    const struct pfi_sim_cell *e = res.cell[s];
+    /* No cut: every workload, A at 150 and C at 100 tokens/s. */
+    assert_int_equal(e[0].feasible, 200);
+    ASSERT_NEAR(e[0].tokens_mean, (150.0 * na + 100.0 * (200 - na)) / 200.0,
+                1e-9);
+    /* 10 % and 50 %: the A workloads, at 140 and 100 tokens/s. */
+    assert_int_equal(e[1].feasible, na);
+    ASSERT_NEAR(e[1].tokens_mean, 140, 1e-9);
+    ASSERT_NEAR(e[1].gap_mean, 0, 1e-9);
+    assert_int_equal(e[2].feasible, na);
+    ASSERT_NEAR(e[2].tokens_mean, 100, 1e-9);
+  }
+  assert_non_null(res.cell[PFI_STRAT_EQUAL]);
+  pfi_sim_result_release(&res);
   pfi_problem_release(&lib);
 }
 
@@ -169,6 +226,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_default_cuts),
       cmocka_unit_test(test_gaps_by_hand),
+      cmocka_unit_test(test_past_infeasible),
       cmocka_unit_test(test_mix_weights),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
