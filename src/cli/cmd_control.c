@@ -12,6 +12,7 @@
 #include "opt.h"
 #include "pfi/cluster.h"
 #include "pfi/data.h"
+#include "pfi/objective.h"
 #include "pfi/records.h"
 #include "pfi/stats.h"
 
@@ -54,6 +55,10 @@ static const struct pfi_opt opts[] = {
      "probes: seconds a lesson is valued over (0: none, default; 600)"},
     {"draw-learn", 'd', 0, PFI_ARG_REQ, "0|1",
      "1: the draw per cap learned per job (default); 0: one smoothed ratio"},
+    {"objective", 1010, 0, PFI_ARG_REQ, "O",
+     "what the controller's split maximizes: work (default: each job's "
+     "share of its uncapped throughput x its GPUs, unit-free), throughput "
+     "(the sum of raw throughput) or jobs (each job counts once)"},
     {"format", 'f', 0, PFI_ARG_REQ, "F", "table (default) or json"},
     PFI_OPT_HELP,
     PFI_OPT_END};
@@ -67,7 +72,7 @@ static const struct pfi_cmd_help help = {
     "                   [--margin M] [--recovery-margin M]\n"
     "                   [--recovery-ramp W/S] [--recovery-window D]\n"
     "                   [--probe-horizon S] [--draw-learn 0|1]\n"
-    "                   [--no-compare] [--format F]\n"
+    "                   [--objective O] [--no-compare] [--format F]\n"
     "       pfi control --emulate CLUSTER --phoenix [--seeds K] ...\n",
     "Runs the controller (docs/control.md) against an EMULATED cluster in\n"
     "virtual time: a pre-event period of --start, the event (--ramp down to\n"
@@ -328,6 +333,15 @@ int cmd_control(int argc, char **argv) {
                              optarg);
       cfg.draw_learn = optarg[0] == '1';
       break;
+    case 1010: {
+      int k = pfi_objective_parse(optarg);
+      if (k < 0)
+        return pfi_cli_usage(
+            "control", "--objective: '%s' is not work, throughput or jobs",
+            optarg);
+      cfg.objective = k;
+      break;
+    }
     case 'n':
       compare = 0;
       break;
@@ -498,6 +512,9 @@ int cmd_control(int argc, char **argv) {
                       json_string(phoenix ? "phoenix" : ev.desc));
   json_object_set_new(top, "gpus",
                       json_integer((json_int_t)cc.nodes * cc.gpus_per_node));
+  json_object_set_new(
+      top, "objective",
+      json_string(pfi_objective_name((enum pfi_objective_kind)cfg.objective)));
   json_object_set_new(top, "runs", runs);
   runs = NULL;
   double gm = NAN, gh = NAN, g10m = NAN, g10h = NAN, am = NAN, ah = NAN;
@@ -558,6 +575,8 @@ int cmd_control(int argc, char **argv) {
          cc.gpus_per_node, cc.profile, seed,
          nseeds > 1 ? " (first of the seeds below)" : "",
          phoenix ? "Phoenix 2025-05-04, 25 % cut" : ev.desc);
+  printf("  controller objective        %s\n",
+         pfi_objective_name((enum pfi_objective_kind)cfg.objective));
   printf("  baseline                    %12.0f W\n", r->baseline_w);
   printf("  tracking after the ramp     mean %.3f %%, p99 %.3f %%, within 1 %% "
          "in %.2f %% of seconds\n",

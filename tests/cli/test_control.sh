@@ -27,6 +27,18 @@ job=$(awk -F, 'NR == 2 {print $6}' "$T/r1.csv")
 "$PFI" records "$T/r1.db" --job "$job" --format csv | awk -F, -v j="$job" \
   'NR > 1 && $6 != j {exit 1}' || fail "--job filter"
 grep -q "EMULATED" "$T/out1.txt" || fail "output not labelled emulated"
+# The objective (docs/control.md "Objective"): work by default, said in
+# the table; --objective throughput reaches the controller (the same seed
+# gives other records), a name it does not know is exit 2.
+grep -q "controller objective *work$" "$T/out1.txt" || fail "table: no objective work"
+"$PFI" control --emulate "$C" --target 75% --hold 10m --tail 5m --seed 3 \
+  --records "$T/rt.db" --no-compare --objective throughput >"$T/outt.txt" 2>&1 ||
+  fail "control --objective throughput"
+grep -q "controller objective *throughput$" "$T/outt.txt" || fail "table: no objective throughput"
+"$PFI" records "$T/rt.db" --format csv >"$T/rt.csv" || fail "records throughput"
+cmp -s "$T/r1.csv" "$T/rt.csv" && fail "--objective throughput: the same records as work"
+"$PFI" control --emulate "$C" --target 75% --objective tokens 2>"$T/e"
+[ $? -eq 2 ] && grep -q -- "--objective: 'tokens'" "$T/e" || fail "bad --objective: $(cat "$T/e")"
 
 # JSON summary: shares in [0, 1], the oracle at or above both strategies
 # (it has the true curves and perfect tracking). No tiers in this run: the
@@ -39,6 +51,7 @@ python3 - "$T/sum.json" <<'PY' || fail "summary invariants"
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["emulated"] is True
+assert d["objective"] == "work", d.get("objective")
 r = d["runs"][0]
 for k in ("controller", "equal"):
     x = r[k]
