@@ -201,6 +201,15 @@ static json_t *result_json(const struct pfi_run_result *r) {
   json_object_set_new(o, "tokens_oracle_tiers", jnum(r->tokens_oracle_tiers));
   json_object_set_new(o, "tokens_oracle_tiers_after_10min",
                       jnum(r->tokens_oracle_tiers_after10));
+  /* The same valued by the controller's objective (the gap closed). */
+  json_object_set_new(o, "value_event", jnum(r->value_event));
+  json_object_set_new(o, "value_after_10min", jnum(r->value_after10));
+  json_object_set_new(o, "value_oracle", jnum(r->value_oracle));
+  json_object_set_new(o, "value_oracle_after_10min",
+                      jnum(r->value_oracle_after10));
+  json_object_set_new(o, "value_oracle_tiers", jnum(r->value_oracle_tiers));
+  json_object_set_new(o, "value_oracle_tiers_after_10min",
+                      jnum(r->value_oracle_tiers_after10));
   json_object_set_new(o, "recovery_peak_w", jnum(r->recovery_peak_w));
   json_object_set_new(o, "recovery_s", jnum(r->recovery_s));
   json_object_set_new(o, "cap_changes_per_gpu_h",
@@ -460,27 +469,27 @@ int cmd_control(int argc, char **argv) {
         goto out;
       }
       json_object_set_new(jr, "equal", result_json(&eq));
-      gap[k] = (r.tokens_event - eq.tokens_event) /
-               (r.tokens_oracle - eq.tokens_event);
-      gap10[k] = (r.tokens_after10 - eq.tokens_after10) /
-                 (r.tokens_oracle_after10 - eq.tokens_after10);
+      gap[k] = (r.value_event - eq.value_event) /
+               (r.value_oracle - eq.value_event);
+      gap10[k] = (r.value_after10 - eq.value_after10) /
+                 (r.value_oracle_after10 - eq.value_after10);
       json_object_set_new(jr, "gap_closed", jnum(gap[k]));
       json_object_set_new(jr, "gap_closed_after_10min", jnum(gap10[k]));
       /* Against the oracle held to the tiers (which the controller and
        * equal-weight cuts both keep): the gap any tier-keeping allocation
        * could close. */
-      gapt[k] = (r.tokens_event - eq.tokens_event) /
-                (r.tokens_oracle_tiers - eq.tokens_event);
-      gapt10[k] = (r.tokens_after10 - eq.tokens_after10) /
-                  (r.tokens_oracle_tiers_after10 - eq.tokens_after10);
+      gapt[k] = (r.value_event - eq.value_event) /
+                (r.value_oracle_tiers - eq.value_event);
+      gapt10[k] = (r.value_after10 - eq.value_after10) /
+                  (r.value_oracle_tiers_after10 - eq.value_after10);
       json_object_set_new(jr, "gap_closed_tiers", jnum(gapt[k]));
       json_object_set_new(jr, "gap_closed_tiers_after_10min", jnum(gapt10[k]));
       /* The share of the gap the tier-held oracle itself closes: the most
        * any tier-keeping controller can close of it. */
-      ots[k] = (r.tokens_oracle_tiers - eq.tokens_event) /
-               (r.tokens_oracle - eq.tokens_event);
-      ots10[k] = (r.tokens_oracle_tiers_after10 - eq.tokens_after10) /
-                 (r.tokens_oracle_after10 - eq.tokens_after10);
+      ots[k] = (r.value_oracle_tiers - eq.value_event) /
+               (r.value_oracle - eq.value_event);
+      ots10[k] = (r.value_oracle_tiers_after10 - eq.value_after10) /
+                 (r.value_oracle_after10 - eq.value_after10);
       json_object_set_new(jr, "oracle_tiers_gap_share", jnum(ots[k]));
       json_object_set_new(jr, "oracle_tiers_gap_share_after_10min",
                           jnum(ots10[k]));
