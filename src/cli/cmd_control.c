@@ -473,8 +473,8 @@ int cmd_control(int argc, char **argv) {
         goto out;
       }
       json_object_set_new(jr, "equal", result_json(&eq));
-      gap[k] = (r.value_event - eq.value_event) /
-               (r.value_oracle - eq.value_event);
+      gap[k] =
+          (r.value_event - eq.value_event) / (r.value_oracle - eq.value_event);
       gap10[k] = (r.value_after10 - eq.value_after10) /
                  (r.value_oracle_after10 - eq.value_after10);
       json_object_set_new(jr, "gap_closed", jnum(gap[k]));

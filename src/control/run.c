@@ -331,8 +331,8 @@ int pfi_run_closed_loop(const struct pfi_cluster_config *cc,
       }
       double ot = 0, ott = 0;
       const int thr = PFI_OBJ_THROUGHPUT;
-      if ((rc = oracle_tokens(cl, &o, tgt, 0, thr, &pb, oin, alloc, &ot,
-                              err)) < 0 ||
+      if ((rc = oracle_tokens(cl, &o, tgt, 0, thr, &pb, oin, alloc, &ot, err)) <
+              0 ||
           (rc = oracle_tokens(cl, &o, tgt, 1, thr, &pb, oin, alloc, &ott,
                               err)) < 0)
         goto out;
