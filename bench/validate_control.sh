@@ -28,7 +28,8 @@ rs = [r["controller"] for r in d["runs"]]
 w = [r["within_1pct"] for r in rs]
 a = [r["seconds_above_1pct"] for r in rs]
 pk = [r["recovery_peak_w"] / r["baseline_w"] for r in rs]
-print(f"EMULATED: {len(rs)} seeds, {d['gpus']} GPUs, target {d['target']}, cluster {os.environ.get('PFI_CLUSTER', 'default')}")
+print(f"EMULATED: {len(rs)} seeds, {d['gpus']} GPUs, target {d['target']}, cluster {os.environ.get('PFI_CLUSTER', 'default')}, "
+      f"objective {d.get('objective', 'throughput')} (the gap closed is in its value)")
 print(f"within 1 % of the target after the ramp: mean {st.mean(w):.3f} "
       f"(min {min(w):.3f}, max {max(w):.3f}); goal >= 0.99 in every seed")
 print(f"  per seed {', '.join(f'{x:.4f}' for x in w)}")

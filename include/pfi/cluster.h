@@ -273,6 +273,12 @@ struct pfi_run_result {
    * with a deadline that ran the whole event, and those of them whose
    * mean observed throughput over it fell below their deadline. */
   size_t contract_records, deadline_records, deadline_jobs, deadline_missed;
+  /* The tokens above valued by the controller's objective (objective.h:
+   * each job's true tokens times its factor, work: its GPUs over its true
+   * uncapped throughput; throughput: 1, the same numbers), the oracle's
+   * maximizing that objective: what the gap closed is measured in. */
+  double value_event, value_after10, value_oracle, value_oracle_after10;
+  double value_oracle_tiers, value_oracle_tiers_after10;
 };
 
 /* Per-second callback (figures, JSON): t, target (NaN outside), realized,

@@ -115,11 +115,11 @@ struct pfi_ctl_config {
                                ceiling by half the recovery window */
   /* Appended in API version 8. */
   /* What the oracle's split maximizes (enum pfi_objective_kind,
-   * objective.h): PFI_OBJ_THROUGHPUT (the default here until the
-   * validation of docs/control.md is rerun under work), the believed
-   * tokens/s summed across jobs; PFI_OBJ_WORK, each job's believed share
-   * of its uncapped throughput times its GPUs (unit-free); PFI_OBJ_JOBS,
-   * the share alone. */
+   * objective.h): PFI_OBJ_WORK (the default), each job's believed share
+   * of its uncapped throughput times its GPUs (unit-free);
+   * PFI_OBJ_THROUGHPUT, the believed tokens/s summed across jobs (the
+   * default before API version 8's validation, docs/control.md);
+   * PFI_OBJ_JOBS, the share alone. */
   int objective;
 };
 

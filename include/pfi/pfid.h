@@ -51,6 +51,10 @@ struct pfi_pfid_opts {
    * most event_max_s (0: 48 h) and starts at most event_ahead_s after its
    * submission (0: 7 days). */
   double event_max_s, event_ahead_s;
+  /* What the controller's split maximizes (enum pfi_objective_kind,
+   * objective.h; docs/control.md "Objective"): 0, PFI_OBJ_WORK, the
+   * default. */
+  int objective;
 };
 
 struct pfi_pfid;

@@ -12,6 +12,7 @@
 #include "opt.h"
 #include "pfi/cluster.h"
 #include "pfi/data.h"
+#include "pfi/objective.h"
 #include "pfi/records.h"
 #include "pfi/stats.h"
 
@@ -54,6 +55,10 @@ static const struct pfi_opt opts[] = {
      "probes: seconds a lesson is valued over (0: none, default; 600)"},
     {"draw-learn", 'd', 0, PFI_ARG_REQ, "0|1",
      "1: the draw per cap learned per job (default); 0: one smoothed ratio"},
+    {"objective", 1010, 0, PFI_ARG_REQ, "O",
+     "what the controller's split maximizes: work (default: each job's "
+     "share of its uncapped throughput x its GPUs, unit-free), throughput "
+     "(the sum of raw throughput) or jobs (each job counts once)"},
     {"format", 'f', 0, PFI_ARG_REQ, "F", "table (default) or json"},
     PFI_OPT_HELP,
     PFI_OPT_END};
@@ -67,7 +72,7 @@ static const struct pfi_cmd_help help = {
     "                   [--margin M] [--recovery-margin M]\n"
     "                   [--recovery-ramp W/S] [--recovery-window D]\n"
     "                   [--probe-horizon S] [--draw-learn 0|1]\n"
-    "                   [--no-compare] [--format F]\n"
+    "                   [--objective O] [--no-compare] [--format F]\n"
     "       pfi control --emulate CLUSTER --phoenix [--seeds K] ...\n",
     "Runs the controller (docs/control.md) against an EMULATED cluster in\n"
     "virtual time: a pre-event period of --start, the event (--ramp down to\n"
@@ -77,6 +82,10 @@ static const struct pfi_cmd_help help = {
     "is evaluated on the same seconds; the throughput retained is reported\n"
     "as the share of the gap between equal-weight and the oracle that the\n"
     "controller closes, with a 95 % interval over seeds (t interval).\n"
+    "The throughput is valued by --objective (work by default: each job's\n"
+    "tokens over its uncapped throughput times its GPUs; throughput: raw\n"
+    "tokens), and the oracle maximizes that value (JSON value_*; tokens_*\n"
+    "stay raw tokens).\n"
     "\n"
     "CLUSTER is a file of 'key = value' lines or inline pairs\n"
     "('nodes=4,gpus_per_node=8'); keys: nodes, gpus_per_node, profile,\n"
@@ -196,6 +205,15 @@ static json_t *result_json(const struct pfi_run_result *r) {
   json_object_set_new(o, "tokens_oracle_tiers", jnum(r->tokens_oracle_tiers));
   json_object_set_new(o, "tokens_oracle_tiers_after_10min",
                       jnum(r->tokens_oracle_tiers_after10));
+  /* The same valued by the controller's objective (the gap closed). */
+  json_object_set_new(o, "value_event", jnum(r->value_event));
+  json_object_set_new(o, "value_after_10min", jnum(r->value_after10));
+  json_object_set_new(o, "value_oracle", jnum(r->value_oracle));
+  json_object_set_new(o, "value_oracle_after_10min",
+                      jnum(r->value_oracle_after10));
+  json_object_set_new(o, "value_oracle_tiers", jnum(r->value_oracle_tiers));
+  json_object_set_new(o, "value_oracle_tiers_after_10min",
+                      jnum(r->value_oracle_tiers_after10));
   json_object_set_new(o, "recovery_peak_w", jnum(r->recovery_peak_w));
   json_object_set_new(o, "recovery_s", jnum(r->recovery_s));
   json_object_set_new(o, "cap_changes_per_gpu_h",
@@ -328,6 +346,15 @@ int cmd_control(int argc, char **argv) {
                              optarg);
       cfg.draw_learn = optarg[0] == '1';
       break;
+    case 1010: {
+      int k = pfi_objective_parse(optarg);
+      if (k < 0)
+        return pfi_cli_usage(
+            "control", "--objective: '%s' is not work, throughput or jobs",
+            optarg);
+      cfg.objective = k;
+      break;
+    }
     case 'n':
       compare = 0;
       break;
@@ -446,27 +473,27 @@ int cmd_control(int argc, char **argv) {
         goto out;
       }
       json_object_set_new(jr, "equal", result_json(&eq));
-      gap[k] = (r.tokens_event - eq.tokens_event) /
-               (r.tokens_oracle - eq.tokens_event);
-      gap10[k] = (r.tokens_after10 - eq.tokens_after10) /
-                 (r.tokens_oracle_after10 - eq.tokens_after10);
+      gap[k] =
+          (r.value_event - eq.value_event) / (r.value_oracle - eq.value_event);
+      gap10[k] = (r.value_after10 - eq.value_after10) /
+                 (r.value_oracle_after10 - eq.value_after10);
       json_object_set_new(jr, "gap_closed", jnum(gap[k]));
       json_object_set_new(jr, "gap_closed_after_10min", jnum(gap10[k]));
       /* Against the oracle held to the tiers (which the controller and
        * equal-weight cuts both keep): the gap any tier-keeping allocation
        * could close. */
-      gapt[k] = (r.tokens_event - eq.tokens_event) /
-                (r.tokens_oracle_tiers - eq.tokens_event);
-      gapt10[k] = (r.tokens_after10 - eq.tokens_after10) /
-                  (r.tokens_oracle_tiers_after10 - eq.tokens_after10);
+      gapt[k] = (r.value_event - eq.value_event) /
+                (r.value_oracle_tiers - eq.value_event);
+      gapt10[k] = (r.value_after10 - eq.value_after10) /
+                  (r.value_oracle_tiers_after10 - eq.value_after10);
       json_object_set_new(jr, "gap_closed_tiers", jnum(gapt[k]));
       json_object_set_new(jr, "gap_closed_tiers_after_10min", jnum(gapt10[k]));
       /* The share of the gap the tier-held oracle itself closes: the most
        * any tier-keeping controller can close of it. */
-      ots[k] = (r.tokens_oracle_tiers - eq.tokens_event) /
-               (r.tokens_oracle - eq.tokens_event);
-      ots10[k] = (r.tokens_oracle_tiers_after10 - eq.tokens_after10) /
-                 (r.tokens_oracle_after10 - eq.tokens_after10);
+      ots[k] = (r.value_oracle_tiers - eq.value_event) /
+               (r.value_oracle - eq.value_event);
+      ots10[k] = (r.value_oracle_tiers_after10 - eq.value_after10) /
+                 (r.value_oracle_after10 - eq.value_after10);
       json_object_set_new(jr, "oracle_tiers_gap_share", jnum(ots[k]));
       json_object_set_new(jr, "oracle_tiers_gap_share_after_10min",
                           jnum(ots10[k]));
@@ -498,6 +525,9 @@ int cmd_control(int argc, char **argv) {
                       json_string(phoenix ? "phoenix" : ev.desc));
   json_object_set_new(top, "gpus",
                       json_integer((json_int_t)cc.nodes * cc.gpus_per_node));
+  json_object_set_new(
+      top, "objective",
+      json_string(pfi_objective_name((enum pfi_objective_kind)cfg.objective)));
   json_object_set_new(top, "runs", runs);
   runs = NULL;
   double gm = NAN, gh = NAN, g10m = NAN, g10h = NAN, am = NAN, ah = NAN;
@@ -558,6 +588,8 @@ int cmd_control(int argc, char **argv) {
          cc.gpus_per_node, cc.profile, seed,
          nseeds > 1 ? " (first of the seeds below)" : "",
          phoenix ? "Phoenix 2025-05-04, 25 % cut" : ev.desc);
+  printf("  controller objective        %s\n",
+         pfi_objective_name((enum pfi_objective_kind)cfg.objective));
   printf("  baseline                    %12.0f W\n", r->baseline_w);
   printf("  tracking after the ramp     mean %.3f %%, p99 %.3f %%, within 1 %% "
          "in %.2f %% of seconds\n",

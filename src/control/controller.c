@@ -46,7 +46,7 @@ void pfi_ctl_config_init(struct pfi_ctl_config *c) {
   c->probe_horizon_s = 0.0;
   c->draw_learn = 1;
   c->seed = 1;
-  c->objective = PFI_OBJ_THROUGHPUT;
+  c->objective = PFI_OBJ_WORK;
 }
 
 static int check_config(const struct pfi_ctl_config *c, struct pfi_error *err) {

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "pfi/cluster.h"
+#include "pfi/objective.h"
 #include "pfi/oracle.h"
 
 static int cmp_d(const void *a, const void *b) {
@@ -21,12 +22,20 @@ static int cmp_d(const void *a, const void *b) {
  * jobs without a fault share the target less what every other job and
  * idle GPU draws; returns its total tokens/s (the other jobs' observed
  * true tokens added). */
+/* A job's value per token under the objective (the measures' value_*). */
+static double job_factor(const struct pfi_cluster_job *j, int objective) {
+  return pfi_objective_factor((enum pfi_objective_kind)objective, 1.0,
+                              (double)j->ngpus, j->tmax);
+}
+
+/* Under `objective` (objective.h): the oracle maximizes the jobs' value,
+ * their true tokens times their factors (PFI_OBJ_THROUGHPUT: tokens/s). */
 static int oracle_tokens(struct pfi_cluster *cl,
                          const struct pfi_cluster_obs *o, double target,
-                         int tiers, struct pfi_problem *pb, int *in,
-                         double *alloc, double *tokens_out,
+                         int tiers, int objective, struct pfi_problem *pb,
+                         int *in, double *alloc, double *value_out,
                          struct pfi_error *err) {
-  double fixed = 0, other = 0;
+  double fixed = 0, other_v = 0;
   size_t G = pfi_cluster_ngpus(cl);
   char *used = calloc(G, 1);
   if (!used)
@@ -73,6 +82,9 @@ static int oracle_tokens(struct pfi_cluster *cl,
           }
       }
       if (normal) {
+        double f = job_factor(j, objective);
+        for (int i = 0; i < n; i++)
+          y[i] *= f;
         int rc = pfi_problem_add(pb, x, y, (size_t)n, lo, hi, err);
         if (rc < 0) {
           free(used);
@@ -83,7 +95,7 @@ static int oracle_tokens(struct pfi_cluster *cl,
       }
     }
     fixed += pw;
-    other += o->true_tokens[k];
+    other_v += o->true_tokens[k] * job_factor(j, objective);
   }
   for (size_t g = 0; g < G; g++)
     if (!used[g])
@@ -98,7 +110,7 @@ static int oracle_tokens(struct pfi_cluster *cl,
     if (rc < 0)
       return rc;
   }
-  *tokens_out = tot + other;
+  *value_out = tot + other_v;
   return 0;
 }
 
@@ -224,10 +236,12 @@ int pfi_run_closed_loop(const struct pfi_cluster_config *cc,
     }
     if (ns)
       memset(jo, 0, ns * sizeof *jo);
-    double tokens_now = 0;
+    double tokens_now = 0, value_now = 0;
     for (size_t i = 0; i < o.njobs; i++) {
       int s = slot_of[o.job[i]];
       tokens_now += o.true_tokens[i];
+      value_now += o.true_tokens[i] *
+                   job_factor(pfi_cluster_job_at(cl, o.job[i]), cfg.objective);
       if (s < 0)
         continue;
       jo[s].valid = o.tvalid[i];
@@ -287,6 +301,7 @@ int pfi_run_closed_loop(const struct pfi_cluster_config *cc,
         errs[nerrs++] = fabs(e);
       }
       res->tokens_event += tokens_now * dt;
+      res->value_event += value_now * dt;
       for (size_t i = 0; i < o.njobs; i++)
         dl_tok[o.job[i]] += o.tokens[i] * dt;
       ev_p += P * dt;
@@ -298,8 +313,10 @@ int pfi_run_closed_loop(const struct pfi_cluster_config *cc,
         min_p = min_t = 0;
         min_n = 0;
       }
-      if (t - dt >= tg->start_s + 600 - 1e-9)
+      if (t - dt >= tg->start_s + 600 - 1e-9) {
         res->tokens_after10 += tokens_now * dt;
+        res->value_after10 += value_now * dt;
+      }
       /* Oracle reference on the same second. */
       size_t nj = o.njobs + 1;
       int *a = realloc(oin, nj * sizeof *a);
@@ -313,14 +330,30 @@ int pfi_run_closed_loop(const struct pfi_cluster_config *cc,
         goto out;
       }
       double ot = 0, ott = 0;
-      if ((rc = oracle_tokens(cl, &o, tgt, 0, &pb, oin, alloc, &ot, err)) < 0 ||
-          (rc = oracle_tokens(cl, &o, tgt, 1, &pb, oin, alloc, &ott, err)) < 0)
+      const int thr = PFI_OBJ_THROUGHPUT;
+      if ((rc = oracle_tokens(cl, &o, tgt, 0, thr, &pb, oin, alloc, &ot, err)) <
+              0 ||
+          (rc = oracle_tokens(cl, &o, tgt, 1, thr, &pb, oin, alloc, &ott,
+                              err)) < 0)
+        goto out;
+      /* The same under the controller's objective (the raw tokens' split
+       * again under throughput). */
+      double ov = ot, ovt = ott;
+      if (cfg.objective != PFI_OBJ_THROUGHPUT &&
+          ((rc = oracle_tokens(cl, &o, tgt, 0, cfg.objective, &pb, oin, alloc,
+                               &ov, err)) < 0 ||
+           (rc = oracle_tokens(cl, &o, tgt, 1, cfg.objective, &pb, oin, alloc,
+                               &ovt, err)) < 0))
         goto out;
       res->tokens_oracle += ot * dt;
       res->tokens_oracle_tiers += ott * dt;
+      res->value_oracle += ov * dt;
+      res->value_oracle_tiers += ovt * dt;
       if (t - dt >= tg->start_s + 600 - 1e-9) {
         res->tokens_oracle_after10 += ot * dt;
         res->tokens_oracle_tiers_after10 += ott * dt;
+        res->value_oracle_after10 += ov * dt;
+        res->value_oracle_tiers_after10 += ovt * dt;
       }
       /* Tier violations: a training job under its tier's share of its
        * uncapped throughput by more than the noise (1 %). */

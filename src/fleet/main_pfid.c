@@ -8,6 +8,7 @@
 
 #include "opt.h"
 #include "pfi/duration.h"
+#include "pfi/objective.h"
 #include "pfi/pfid.h"
 
 static volatile sig_atomic_t stop;
@@ -36,6 +37,7 @@ enum {
   O_METER,
   O_EVMAX,
   O_EVAHEAD,
+  O_OBJECTIVE,
   O_HELP
 };
 
@@ -78,6 +80,10 @@ static const struct pfi_opt opts[] = {
     {"recovery-window", O_RWINDOW, 0, PFI_ARG_REQ, "DURATION",
      "every job is back at its pre-event caps within this long after an "
      "event, 10s..24h (default 15m)"},
+    {"objective", O_OBJECTIVE, 0, PFI_ARG_REQ, "O",
+     "what the controller's split maximizes: work (default: each job's "
+     "share of its uncapped throughput x its GPUs, unit-free), throughput "
+     "(the sum of raw throughput) or jobs (each job counts once)"},
     {"tiers", O_TIERS, 0, PFI_ARG_REQ, "FILE",
      "tiers' longest events for the live capacity "
      "(tier,max_loss[,max_event_s][,notice_s])"},
@@ -175,6 +181,15 @@ int main(int argc, char **argv) {
     case O_RAMP:
       if (num("--ramp-up", optarg, 1, 10000, &o.ramp_up_w_s) < 0)
         return 2;
+      break;
+    case O_OBJECTIVE:
+      o.objective = pfi_objective_parse(optarg);
+      if (o.objective < 0) {
+        fprintf(stderr,
+                "pfid: --objective: '%s' is not work, throughput or jobs\n",
+                optarg);
+        return 2;
+      }
       break;
     case O_MARGIN:
       if (num("--margin", optarg, 0.0001, 0.2, &o.margin) < 0)

@@ -131,6 +131,7 @@ static int build(struct pfi_pfid *d, char *sig, int log,
   cfg.period_s = d->o.period_s;
   if (d->o.ramp_up_w_s > 0)
     cfg.ramp_up_w_s = d->o.ramp_up_w_s;
+  cfg.objective = d->o.objective;
   if (d->o.margin > 0)
     cfg.margin = d->o.margin;
   if (d->o.recovery_margin > 0)

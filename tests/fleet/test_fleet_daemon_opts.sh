@@ -22,7 +22,7 @@ check_help() { # check_help PROG OPTION...: each option is in --help
     fail "$(basename "$prog") --help lists $(grep -c '^  --' "$T/help") options, expected $(($# + 1))"
 }
 check_help "$PFID" id nats user password-file records api token-file period lease \
-  leader-lease stale ramp-up margin recovery-margin recovery-ramp recovery-window tiers model \
+  leader-lease stale ramp-up margin recovery-margin recovery-ramp recovery-window objective tiers model \
   features meter-config event-max event-ahead help
 check_help "$PFI_AGENT" node nats user password-file backend params emulate emu-job record \
   jobmap-dir tput-dir tier-dir period metrics cap-file cap-listen tput-listen \
@@ -45,6 +45,7 @@ Try 'pfid --help'." "$PFID" --lease
 usage_err "pfid: --period 99: expected 0.1..60" "$PFID" --period 99
 usage_err "pfid: --ramp-up 0: expected 1..10000" "$PFID" --ramp-up 0
 usage_err "pfid: --margin 0.5: expected 0.0001..0.2" "$PFID" --margin 0.5
+usage_err "pfid: --objective: 'tokens' is not work, throughput or jobs" "$PFID" --objective tokens
 usage_err "pfid: --recovery-ramp 0: expected 0.001..1e+09" "$PFID" --recovery-ramp 0
 usage_err "pfid: --recovery-window 5s: expected 10s..24h" "$PFID" --recovery-window 5s
 usage_err "pfid: --recovery-window soon: expected 10s..24h" "$PFID" --recovery-window soon

@@ -405,15 +405,58 @@ static void test_stopped_not_learned(void **state) {
   pfi_ctl_close(r.ctl);
 }
 
+/* A protected job is valued at its lower bound (belief.c), which with no
+ * point learned is proportional to power: T / T_max = P / P_max, 1 / 4000
+ * of its share a watt for job 0. Under the work objective every job here
+ * weighs its 8 GPUs, and the others' believed curves (PFI 1.5) lose at
+ * most about 2.2e-4 of their share a watt down to 2400 W (their beliefs
+ * at 2400 and 3200 W: job1 0.677, 0.851; job2 0.649, 0.819; job3 0.622,
+ * 0.789), while a 20 % cut (3488 W) taken from them alone leaves them
+ * 3317 W on average: job 0 is never the cheapest to cut and keeps its
+ * caps. Under the raw sum job 0, with a quarter of job 3's tokens/s, is
+ * the cheapest (0.25 tokens/s a watt against 0.42 at the top of job 3's
+ * curve) and is cut to its floor: the rollback tests below need that cut,
+ * so they run under throughput, and under work check this instead. */
+static void protected_kept(const double *prior, double ratio0) {
+  struct pfi_ctl_config cfg;
+  pfi_ctl_config_init(&cfg);
+  assert_int_equal(cfg.objective, PFI_OBJ_WORK);
+  run_cfg = &cfg;
+  struct run r;
+  run_open(&r, prior, 1);
+  run_cfg = NULL;
+  r.pl.ratio[0] = ratio0;
+  double target = 0.8 * baseline_w();
+  for (int t = 1; t <= 30; t++)
+    run_step(&r, t, 0, NAN);
+  for (int t = 31; t <= 300; t++) {
+    run_step(&r, t, 1, target);
+    for (int k = 0; k < GPJ; k++)
+      if (!(r.pl.cap[k] == 700))
+        fail_msg("t = %d: protected job0's GPU %d capped at %g W", t, k,
+                 r.pl.cap[k]);
+  }
+  struct pfi_ctl_belief b;
+  pfi_ctl_job_belief(r.ctl, 0, &b, NULL);
+  assert_int_equal(b.rollbacks, 0);
+  pfi_ctl_close(r.ctl);
+}
+
 /* Job 0 is protected and its prior says PFI 5 (nearly flat), but its true
  * curve is steep (g = 1.5: ratio PFI about 1.3): its first settled point
  * after the cut is far below the prediction, and the rollback returns its
- * power. */
+ * power. Under throughput (the cut needs the raw sum: protected_kept). */
 static void test_rollback(void **state) {
   (void)state;
   struct run r;
   double prior[NJ] = {5.0, 1.5, 1.5, 1.5};
+  protected_kept(prior, 0.99);
+  struct pfi_ctl_config cfg;
+  pfi_ctl_config_init(&cfg);
+  cfg.objective = PFI_OBJ_THROUGHPUT;
+  run_cfg = &cfg;
   run_open(&r, prior, 1);
+  run_cfg = NULL;
   double target = 0.8 * baseline_w();
   for (int t = 1; t <= 30; t++)
     run_step(&r, t, 0, NAN);
@@ -1238,12 +1281,19 @@ static void test_operator_limit(void **state) {
  * loses more throughput than predicted at the caps, not at the power it
  * drew. That is no reason for a rollback (which holds its floor at the
  * draw before the cut for the rest of the event): the learned draw ratio
- * corrects the caps. */
+ * corrects the caps. Under throughput (the cut needs the raw sum:
+ * protected_kept). */
 static void test_no_rollback_draw(void **state) {
   (void)state;
   struct run r;
   double prior[NJ] = {1.74, 1.5, 1.5, 1.5};
+  protected_kept(prior, 0.85);
+  struct pfi_ctl_config cfg;
+  pfi_ctl_config_init(&cfg);
+  cfg.objective = PFI_OBJ_THROUGHPUT;
+  run_cfg = &cfg;
   run_open(&r, prior, 1);
+  run_cfg = NULL;
   r.pl.ratio[0] = 0.85;
   double target = 0.8 * baseline_w();
   for (int t = 1; t <= 30; t++)
@@ -1866,11 +1916,14 @@ static void test_memory_carried(void **state) {
  * the same caps at every period, bit for bit, under the work objective:
  * the controller values each job by its share of its own uncapped
  * throughput times its GPUs; the raw tokens/s summed across jobs
- * (throughput, the controller's default for now) gives job 0 other watts. */
+ * (throughput) gives job 0 other watts. The default is work. */
 static int run_unit_scaled(int objective) {
   struct pfi_ctl_config cfg;
   pfi_ctl_config_init(&cfg);
-  cfg.objective = objective;
+  if (objective >= 0)
+    cfg.objective = objective;
+  else
+    objective = cfg.objective; /* the default */
   run_cfg = &cfg;
   struct run a, b;
   run_open(&a, NULL, 0);
@@ -1899,6 +1952,10 @@ static int run_unit_scaled(int objective) {
 
 static void test_unit_free(void **state) {
   (void)state;
+  struct pfi_ctl_config cfg;
+  pfi_ctl_config_init(&cfg);
+  assert_int_equal(cfg.objective, PFI_OBJ_WORK);
+  assert_int_equal(run_unit_scaled(-1), 0); /* the default */
   assert_int_equal(run_unit_scaled(PFI_OBJ_WORK), 0);
   /* The raw sum depends on the unit: job 0 gets other watts. */
   assert_true(run_unit_scaled(PFI_OBJ_THROUGHPUT) > 0);
