@@ -95,7 +95,7 @@ reach() {
   for _ in $(seq 600); do
     if [[ "$(curl -s -m 2 -H "Authorization: Bearer $(<"$T/token")" "http://127.0.0.1:${API[a]}/v1/events")" == *"$want"* ]]; then
       t1=$(date +%s%N)
-      echo $(((t1 - t0) / 1000000)) | sed 's/^\(.*\)\(...\)$/\1.\2/; s/^\./0./'
+      awk -v ns=$((t1 - t0)) 'BEGIN { printf "%.3f\n", ns / 1e9 }'
       return
     fi
     sleep 0.05

@@ -19,12 +19,14 @@ chmod 0500 "$T/creds"
 cp "$T/creds/api-token" "$T/token" # the tests' api helper sends $T/token
 export CREDENTIALS_DIRECTORY="$T/creds"
 pfid_start a --password-file cred:nats-password --token-file cred:api-token
-up_a() { api a GET /v1/status | grep -q '"leader"'; }
-until_true 30 up_a || fail "pfid with credentials: no status"
+# Leading, so that the event submitted next is in its list once taken.
+up_a() { api a GET /v1/status | grep -q '"leader":true'; }
+until_true 30 up_a || fail "pfid with credentials: not leading"
 "$PFI" ctl --url "http://127.0.0.1:${API[a]}" --token-file cred:api-token \
   submit ev1 "$(date -d '+1 hour' +%s)" "$(date -d '+2 hours' +%s)" 1000 >"$T/ctl.out" 2>&1 ||
   fail "pfi ctl submit with cred:api-token: $(cat "$T/ctl.out")"
-api a GET /v1/events | grep -q '"id":"ev1"' || fail "ev1 not in /v1/events: $(cat "$T/body")"
+has_ev1() { api a GET /v1/events | grep -q '"id":"ev1"'; }
+until_true 10 has_ev1 || fail "ev1 not in /v1/events: $(cat "$T/body")"
 "$PFI" ctl --url "http://127.0.0.1:${API[a]}" --token-file cred:nats-password \
   cancel ev1 >"$T/ctl.out" 2>&1
 [ $? = 1 ] && grep -q 'HTTP 401' "$T/ctl.out" || fail "another credential as token: $(cat "$T/ctl.out")"
