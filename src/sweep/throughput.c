@@ -188,15 +188,19 @@ static double regex_expansion(const char *re) {
 static const char *regex_unsafe(const char *re) {
   if (strlen(re) > REGEX_MAX_LEN)
     return "longer than 1024 characters";
-  int in_bracket = 0, prev_rep = 0;
+  int prev_rep = 0;
+  /* The bracket expression open, by its first character after '[' and
+   * '^' (a ']' there is a literal; any later ']' closes it, even after a
+   * '[' inside it, as in "[0-[]"). */
+  const char *bracket = NULL;
   for (const char *p = re; *p; p++) {
-    if (in_bracket) {
-      if (*p == ']' && !(p[-1] == '[' || (p[-1] == '^' && p[-2] == '[')))
-        in_bracket = 0;
+    if (bracket) {
+      if (*p == ']' && p != bracket)
+        bracket = NULL;
       continue;
     }
     if (*p == '[') {
-      in_bracket = 1;
+      bracket = p + 1 + (p[1] == '^');
       prev_rep = 0;
       continue;
     }

@@ -273,7 +273,10 @@ static void regex_expansion_bound(void **state) {
    * would expand to; an escaped '*' or '+' is a character, not one. */
   const char *stacked[] = {"regex:([0-9]+)a++", "regex:([0-9]+)a**",
                            "regex:([0-9]+)a{2}+", "regex:([0-9]+) x?*",
-                           "regex:=*****++$([0-9]+)"};
+                           "regex:=*****++$([0-9]+)",
+                           /* after a bracket holding a '[' (the fuzzer's
+                            * "[\\0-[]1().++***++9", over 30 s) */
+                           "regex:[\\0-[]1().++***++9([0-9]+)"};
   for (size_t i = 0; i < sizeof stacked / sizeof *stacked; i++) {
     assert_int_equal(pfi_tput_open(&tp, stacked[i], &err), PFI_EINVAL);
     assert_non_null(strstr(err.msg, "repetition of a repetition"));
@@ -281,6 +284,11 @@ static void regex_expansion_bound(void **state) {
   assert_int_equal(pfi_tput_open(&tp, "regex:a\\*+ ([0-9]+)", &err), 0);
   pfi_tput_close(tp);
   assert_int_equal(pfi_tput_open(&tp, "regex:[*+]+ ([0-9]+)", &err), 0);
+  pfi_tput_close(tp);
+  /* A ']' first in a bracket is a character: "[]*+]+" is one repetition. */
+  assert_int_equal(pfi_tput_open(&tp, "regex:[]*+]+ ([0-9]+)", &err), 0);
+  pfi_tput_close(tp);
+  assert_int_equal(pfi_tput_open(&tp, "regex:[^]*+]+ ([0-9]+)", &err), 0);
   pfi_tput_close(tp);
 }
 
