@@ -1,30 +1,19 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 # The fleet (src/fleet): the NATS transport, the node agent's core, pfid's
-# core and the HTTP API are part of libpfi; pfi-agent and pfid are their
-# daemons. Needs libnats (NATS C client) and libmicrohttpd (loaded at run
-# time).
+# core and the HTTP API are part of libpfi; its daemons pfi-agent and pfid
+# are programs of the top floor (CMakeLists.txt). Needs libnats (NATS C
+# client) and libmicrohttpd (loaded at run time).
 pkg_check_modules(NATS REQUIRED IMPORTED_TARGET libnats)
 pkg_check_modules(MHD REQUIRED IMPORTED_TARGET libmicrohttpd)
 file(GLOB PFI_FLEET_SOURCES CONFIGURE_DEPENDS src/fleet/*.c)
-list(FILTER PFI_FLEET_SOURCES EXCLUDE REGEX ".*/main_[a-z]+\\.c$")
 target_sources(pfi_obj PRIVATE ${PFI_FLEET_SOURCES})
 target_link_libraries(pfi_obj PUBLIC PkgConfig::NATS)
 target_link_libraries(pfi_static PUBLIC PkgConfig::NATS)
 target_link_libraries(pfi_shared PUBLIC PkgConfig::NATS)
 # libmicrohttpd's headers only: the HTTP server loads it on first use
-# (src/lib/mhd_dl.c), as libcurl is, so that `pfi` starts without it.
+# (src/base/mhd_dl.c), as libcurl is, so that `pfi` starts without it.
 target_include_directories(pfi_obj PRIVATE ${MHD_INCLUDE_DIRS})
 
-# The daemons parse their options with the pfi command's option tables
-# (src/cli/opt.h: getopt, --help and did-you-mean from one table).
-set(PFI_DAEMON_CLI src/cli/opt.c src/cli/cli.c src/cli/suggest.c)
-add_executable(pfi-agent src/fleet/main_agent.c ${PFI_DAEMON_CLI})
-target_link_libraries(pfi-agent PRIVATE pfi_static PkgConfig::JANSSON)
-target_include_directories(pfi-agent PRIVATE src/cli)
-add_executable(pfid src/fleet/main_pfid.c ${PFI_DAEMON_CLI})
-target_link_libraries(pfid PRIVATE pfi_static PkgConfig::JANSSON)
-target_include_directories(pfid PRIVATE src/cli)
-install(TARGETS pfi-agent pfid RUNTIME DESTINATION ${CMAKE_INSTALL_SBINDIR})
 install(DIRECTORY contrib/slurm/ DESTINATION ${CMAKE_INSTALL_DATADIR}/pfi/slurm
         USE_SOURCE_PERMISSIONS)
 install(DIRECTORY contrib/systemd/ DESTINATION ${CMAKE_INSTALL_LIBDIR}/systemd/system)

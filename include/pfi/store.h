@@ -134,7 +134,7 @@ int pfi_store_add_step(struct pfi_store *st, int64_t run_id,
  * `source` says: "rapl" (CPU packages and DRAM through Linux powercap,
  * the interval ending at t_s; the node's other parts are not in it),
  * "emulated" (the emulator's host model, include/pfi/emu.h), "dcmi" (the
- * BMC's reading of the whole node at t_s, include/pfi/meter.h's
+ * BMC's reading of the whole node at t_s, include/pfi/sensor.h's
  * pfi_bmc_read: node_w is that reading, on most servers the supplies'
  * input, and other_w = node_w - gpu_w).
  */

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "pfi/error.h"
+#include "pfi/secret.h" /* pfi_read_secret: password_file */
 
 #define PFI_NATS_BUCKET "pfi"
 
@@ -153,17 +154,5 @@ void pfi_nats_keys_free(char **keys, size_t n);
  * was there, 1 when it was made again (empty: the caller writes back what
  * it needs), PFI_EIO when the server cannot say or make it. */
 int pfi_nats_kv_ensure(struct pfi_nats *nc, struct pfi_error *err);
-
-/* Reads a secret (password, token): the first line of `path`, which must
- * be a regular file not readable or writable by group or others (nor
- * through a POSIX ACL, but by the reader). "cred:NAME" is NAME in
- * $CREDENTIALS_DIRECTORY (systemd's LoadCredential=). Symlinks (a
- * Kubernetes Secret volume's) are followed only through directories owned
- * by root or the reader and not writable by others (sticky ones aside),
- * to a file owned by root or the reader (docs/security.md "Secrets").
- * Returns its length, PFI_ENOPERM (mode, owner), PFI_EINVAL (a cred: name
- * without $CREDENTIALS_DIRECTORY), PFI_EIO, PFI_EPARSE (empty, too long). */
-int pfi_read_secret(const char *path, char *buf, size_t n,
-                    struct pfi_error *err);
 
 #endif

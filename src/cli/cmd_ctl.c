@@ -9,7 +9,7 @@
 #include "opt.h"
 #include "pfi/fleet.h"
 #include "pfi/transport.h"
-#include "../lib/curl_dl.h"
+#include "../base/curl_dl.h"
 
 static const struct pfi_opt opts[] = {
     {"url", 'u', 0, PFI_ARG_REQ, "URL",

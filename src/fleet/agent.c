@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../sweep/internal.h"
+#include "../sweep/ledger.h"
 #include "pfi/capset.h"
 #include "pfi/device.h"
 #include "pfi/emu.h"

@@ -4,7 +4,7 @@
 #include "pfi/bridge.h"
 
 #include "grid_int.h"
-#include "../lib/curl_dl.h"
+#include "../base/curl_dl.h"
 
 #include <jansson.h>
 #include <math.h>

@@ -5,7 +5,7 @@
 #include "pfi/openadr.h"
 
 #include "pfi/http.h"
-#include "pfi/transport.h"
+#include "pfi/secret.h"
 
 #include "grid_int.h"
 

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "curve_int.h"
-#include "fmt_int.h"
+#include "../base/scan_decimal.h"
 #include "pfi/csv.h"
 #include "pfi/fmt.h"
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "huge_int.h"
+#include "../base/huge.h"
 #include "pfi/error.h"
 #include "pfi/fmt.h"
 

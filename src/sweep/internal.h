@@ -8,33 +8,11 @@
 #include "pfi/error.h"
 #include "pfi/store.h"
 
-/*
- * The sweep lock: an exclusive flock(2) on the store's file, held by the pfi
- * that owns the caps in the ledger for as long as it runs. The kernel drops
- * it when that process dies (even by SIGKILL), which is how a later pfi
- * tells a crashed sweep from a live one. Returns 0 (held), PFI_EBUSY
- * (another live process holds it) or PFI_EIO.
- */
-int pfi__store_lock(struct pfi_store *st, struct pfi_error *err);
-void pfi__store_unlock(struct pfi_store *st);
-int pfi__store_locked(const struct pfi_store *st);
+#include "ledger.h"
 
 /* Fills `err` with SQLite's message for a failed call. Returns PFI_EDB. */
 int pfi__store_dberr(struct pfi_store *st, struct pfi_error *err,
                      const char *what);
-
-/*
- * Puts GPU `gpu` of `dev` back to `mw`, checked: the GPU's UUID must be
- * `uuid` (non-empty), `mw` within its range; a GPU already at `mw` is not
- * written; the set is tried twice and read back. *restored says whether
- * the limit now reads `mw`. With a store, logs a "restore" event and
- * removes the (backend, gpu) ledger row (an error then says the GPU is
- * back and only the record failed).
- */
-struct pfi_device;
-int pfi__restore_gpu(struct pfi_store *st, struct pfi_device *dev,
-                     const char *backend, unsigned gpu, const char *uuid,
-                     uint32_t mw, int *restored, struct pfi_error *err);
 
 /* store_file.c: the UTC time now as 2026-01-31T12:00:00Z; the samples
  * table's CREATE (schema 1 or 2) and schema-1 INSERT text (malloc'd, NULL

@@ -3,7 +3,7 @@
 #include "pfi/prom.h"
 
 #include "pfi/fmt.h"
-#include "../lib/curl_dl.h"
+#include "../base/curl_dl.h"
 
 #include <math.h>
 #include <stddef.h>

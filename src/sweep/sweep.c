@@ -26,7 +26,7 @@
 #include "pfi/device.h"
 #include "pfi/duration.h"
 #include "pfi/emu.h"
-#include "pfi/meter.h"
+#include "pfi/sensor.h"
 #include "pfi/prom.h"
 #include "pfi/throughput.h"
 #include "pfi/version.h"

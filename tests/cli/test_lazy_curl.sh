@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-3.0-or-later
-# libcurl is loaded on a process's first HTTP request (src/lib/curl_dl.c),
+# libcurl is loaded on a process's first HTTP request (src/base/curl_dl.c),
 # not at start: pfi does not name it among the libraries it needs, a
 # command that makes no request never loads it (the dynamic loader's own
 # account, LD_DEBUG=files), and one that makes a request loads it and gets
 # libcurl's answer (a refused connection to a closed loopback port, here
 # the discard port 9, nothing listening on it). pfi does not need the NATS
 # client either (linked --as-needed; only pfid and pfi-agent speak NATS).
-# libmicrohttpd likewise (src/lib/mhd_dl.c): loaded by the first server a
+# libmicrohttpd likewise (src/base/mhd_dl.c): loaded by the first server a
 # process starts (pfid's API, `pfi grid bridge --listen`), by no other.
 . "$(dirname "$0")/lib.sh"
 command -v readelf >/dev/null || { echo "test_lazy_curl: no readelf, skipped"; exit 0; }

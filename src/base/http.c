@@ -2,7 +2,7 @@
 /* The HTTP server under pfid's API and the /metrics endpoints. */
 #include "pfi/http.h"
 
-#include "../lib/mhd_dl.h"
+#include "mhd_dl.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -12,8 +12,8 @@
  * why, and the other wrappers fail as libcurl's own would on a NULL
  * handle. The prototypes are libcurl's (curl/curl.h, 7.x/8.x ABI 4).
  */
-#ifndef PFI_LIB_CURL_DL_H
-#define PFI_LIB_CURL_DL_H
+#ifndef PFI_BASE_CURL_DL_H
+#define PFI_BASE_CURL_DL_H
 
 #include <curl/curl.h>
 

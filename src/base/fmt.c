@@ -11,7 +11,7 @@
  */
 #include "pfi/fmt.h"
 
-#include "fmt_int.h"
+#include "scan_decimal.h"
 
 #include <math.h>
 #include <stdint.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* The BMC's DCMI power reading through ipmitool or freeipmi's ipmi-dcmi:
  * fork/exec without a shell, output bounded, a deadline with a kill. See
- * include/pfi/meter.h. */
+ * include/pfi/sensor.h. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "pfi/meter.h"
+#include "pfi/sensor.h"
 
 static const struct {
   const char *name, *package;

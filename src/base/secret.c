@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* pfi_read_secret (pfi/transport.h): a password or token file's first line.
+/* pfi_read_secret (pfi/secret.h): a password or token file's first line.
  * Apart from the NATS transport, so that a program that reads a token but
  * speaks no NATS (pfi ctl) does not link the NATS client.
  *
@@ -20,7 +20,7 @@
  *   others, except a sticky directory (1777: a Secret volume's own
  *   directory) where no one else can replace root's or the reader's
  *   entries. */
-#include "pfi/transport.h"
+#include "pfi/secret.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -10,8 +10,8 @@
  * and pfi__mhd_error says why. The prototypes are libmicrohttpd's
  * (microhttpd.h, ABI 12).
  */
-#ifndef PFI_LIB_MHD_DL_H
-#define PFI_LIB_MHD_DL_H
+#ifndef PFI_BASE_MHD_DL_H
+#define PFI_BASE_MHD_DL_H
 
 #include <microhttpd.h>
 #include <stddef.h>

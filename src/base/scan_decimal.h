@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* Internal to libpfi: pfi_scan_decimal_prefix() in line, for the readers
  * that call it for every field. */
-#ifndef PFI_FMT_INT_H
-#define PFI_FMT_INT_H
+#ifndef PFI_BASE_SCAN_DECIMAL_H
+#define PFI_BASE_SCAN_DECIMAL_H
 
 #include <stdint.h>
 

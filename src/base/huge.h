@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* Internal to libpfi: advice that a large block about to be filled be
  * backed by huge pages. */
-#ifndef PFI_HUGE_INT_H
-#define PFI_HUGE_INT_H
+#ifndef PFI_BASE_HUGE_H
+#define PFI_BASE_HUGE_H
 
 #include <stddef.h>
 #include <stdint.h>
