@@ -53,6 +53,9 @@ cleanup_ns() {
   ip link del "$BR" 2>/dev/null
 }
 trap cleanup_ns EXIT
+# Stopped by a signal (ctest's timeout, ^C): exit, so that the namespaces
+# and processes go too.
+trap 'exit 1' INT TERM HUP
 netns_ok=0
 if ip link add "$BR" type bridge 2>/dev/null && ip addr add "$BR_IP/24" dev "$BR" &&
   ip link set "$BR" up; then
