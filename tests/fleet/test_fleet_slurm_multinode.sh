@@ -298,25 +298,25 @@ sql "$T/records.db" "SELECT printf('%.6f', t_s), node, seq, kind, caps_mw FROM f
 python3 - "$T/assign.txt" <<'EOS' || fail "unequal caps within the job: $(cat "$T/assign.txt")"
 import sys
 rows = [l.rstrip("\n").split("|") for l in open(sys.argv[1]) if l.strip()]
-# A period's rows (one per node whose caps change), written one after the
-# other in one batch: apart by less than 20 ms (periods are 0.5 s apart,
-# one started at once by an event at least a few ms after the last).
-rows.sort(key=lambda r: float(r[0]))
-groups, last = [], None
-for t, node, seq, kind, caps in rows:
-    if last is None or float(t) - last > 0.02:
-        groups.append([])
-    groups[-1].append((node, kind, caps))
-    last = float(t)
+# A period's rows (one per node whose caps change) are written one after
+# the other in one batch, microseconds apart; periods are at least some
+# ms apart (one started at once by an event). Each cut or raise of one
+# node: the other node's row closest in time is of the same kind, with
+# the same caps, within 50 ms. (In the recovery the cut-off n2, stale,
+# gets none: its agent restores on its own.)
 bad = 0
-for rs in groups:
-    caps = {c for n, k, cs in rs if k != "restore" for c in cs.split(",")}
-    if len(caps) > 1:
-        print("unequal: %s" % rs); bad += 1
-    # A cut or raise goes to both nodes together (in the recovery the
-    # cut-off n2, stale, gets none: its agent restores on its own).
-    if any(k in ("cut", "raise") for n, k, c in rs) and {n for n, k, c in rs} != {"n1", "n2"}:
-        print("one node only: %s" % rs); bad += 1
+for t, node, seq, kind, caps in rows:
+    if len(set(caps.split(","))) > 1 and kind != "restore":
+        print("unequal on %s: %s" % (node, (t, kind, caps))); bad += 1
+    if kind not in ("cut", "raise"):
+        continue
+    other = [r for r in rows if r[1] != node]
+    if not other:
+        print("one node only: %s" % ((t, node, kind, caps),)); bad += 1
+        continue
+    o = min(other, key=lambda r: abs(float(r[0]) - float(t)))
+    if abs(float(o[0]) - float(t)) > 0.05 or o[3] != kind or o[4] != caps:
+        print("%s %s %s at %s; %s's closest: %s" % (node, kind, caps, t, o[1], o)); bad += 1
 sys.exit(1 if bad or not rows else 0)
 EOS
 # A raise went out only after both nodes had applied the decrease before
