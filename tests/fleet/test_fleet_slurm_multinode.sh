@@ -20,7 +20,8 @@
 #   and n1 holds too (no cut, no raise, under a new lower target) while n2
 #   is away; at the event's end the caps come back on both (n2 by its own
 #   agent, n1 through the recovery);
-# - when the job ends each node's Epilog removes that node's files.
+# - when the job ends each node's Epilog removes that node's files (and
+#   nothing of another job's).
 # Needs root (namespaces, slurmd, mknod); skipped (77) where namespaces or
 # the device nodes cannot be made, or without the packages.
 . "$(dirname "$0")/lib.sh"
@@ -215,6 +216,8 @@ cat >"$S/train.sh" <<EOS
 srun --ntasks-per-node=1 -l bash "$S/task.sh"
 EOS
 chmod 755 "$S/task.sh" "$S/train.sh"
+# Another job's tier file on n2 (not this job's): no Epilog removes it.
+echo 0.5 >"$S/tiers.n2/slurm-999"
 JOB=$(timeout 20 sbatch --parsable -N2 --ntasks-per-node=1 --gres=gpu:2 --time=4 \
   -o "$S/job.out" "$S/train.sh") || { fail "sbatch: $JOB"; exit 1; }
 J="slurm-$JOB"
@@ -242,7 +245,7 @@ tc=$(awk -v p="$p0" 'BEGIN { printf "%.0f", 0.4 * p }')
 # ev ID TARGET_W: an event from now until END.
 ev() { awk -v id="$1" -v w="$2" -v t="$(now)" -v e="$END" \
   'BEGIN { printf "{\"v\":1,\"id\":\"%s\",\"start\":%.3f,\"end\":%.3f,\"target_w\":%g}", id, t, e, w }'; }
-END=$(awk -v t="$(now)" 'BEGIN { printf "%.3f", t + 40 }')
+END=$(awk -v t="$(now)" 'BEGIN { printf "%.3f", t + 75 }')
 api a POST /v1/events "$(ev evb "$tb")" >/dev/null
 [ "$(cat "$T/code")" = 201 ] || fail "POST event B: HTTP $(cat "$T/code")"
 api a POST /v1/events "$(ev eva "$ta")" >/dev/null
@@ -267,6 +270,10 @@ until_true 20 eval 'equal_under 700 && [ "$(both)" != "$cut" ]' || fail "caps af
 # n2 cut off: its agent holds, pfid marks it stale; n1 holds too, whatever
 # the target (event C, lower still, until the same end): no cap of the
 # job moves on either node while n2 is away.
+# Settled first: no assignment for 2 s (a period's caps in flight as the
+# link goes down would reach n1 and not n2 before pfid can know n2 is away).
+quiet() { sql "$T/records.db" "SELECT max(t_s) < $(now) - 2 FROM fleet_assignments" | grep -qx 1; }
+until_true 30 eval 'quiet && equal_under 700' || fail "the caps did not settle: $(both)"
 ip link set "${VETH[n2]}" down
 stale2() { api a GET /v1/nodes | grep -q '"node":"n2","stale":true'; }
 until_true 20 stale2 || fail "pfid did not mark n2 stale"
@@ -277,16 +284,19 @@ api a POST /v1/events "$(ev evc "$tc")" >/dev/null
 [ "$(cat "$T/code")" = 201 ] || fail "POST event C: HTTP $(cat "$T/code")"
 in_c() { api a GET /v1/status | grep -q '"event":"evc"'; }
 until_true 10 in_c || fail "pfid not in event C: $(api a GET /v1/status)"
+# Watched for 4 s, to 2 s before the events' end at the latest.
 for i in $(seq 8); do
   sleep 0.5
+  awk -v e="$END" -v t="$(now)" 'BEGIN { exit !(t < e - 2) }' || break
   [ "$(both)" = "$held" ] || { fail "caps moved while n2 was cut off: $(both), held $held"; break; }
 done
+[ "$i" -ge 3 ] || fail "n2 cut off too late to watch the hold (the events end at $END)"
 moved=$(sql "$T/records.db" "SELECT count(*) FROM fleet_assignments WHERE t_s > $t_cut AND node='n1' AND kind IN ('cut','raise')")
 [ "$moved" = 0 ] || fail "n1 got $moved assignments while n2 was cut off"
 
 # The events' end: n2's agent restores on its own (it holds until then),
 # n1 comes back through the recovery; then n2's link is back.
-wait_end=$(awk -v e="$END" -v t="$(date +%s)" 'BEGIN { printf "%d", e - t + 40 }')
+wait_end=$(awk -v e="$END" -v t="$(date +%s)" 'BEGIN { printf "%d", e - t + 75 }')
 until_true "$wait_end" caps_are n2 "700,700" || fail "n2 caps after the event: $(caps n2)"
 until_true 40 caps_are n1 "700,700" || fail "n1 caps after the event: $(caps n1)"
 ip link set "${VETH[n2]}" up
@@ -371,7 +381,7 @@ EOS
 # longer lists the job.
 touch "$S/stop"
 until_true 60 eval '[ -z "$(timeout 20 squeue -h 2>/dev/null)" ]' || fail "job still queued: $(squeue 2>&1)"
-gone() { [ -z "$(find "$S/map.n1" "$S/map.n2" "$S/tiers.n1" "$S/tiers.n2" -type f)" ] && ! api a GET /v1/jobs | grep -q "$J"; }
+gone() { [ "$(find "$S/map.n1" "$S/map.n2" "$S/tiers.n1" "$S/tiers.n2" -type f)" = "$S/tiers.n2/slurm-999" ] && ! api a GET /v1/jobs | grep -q "$J"; }
 until_true 30 gone || fail "after the job: $(find "$S"/map.n* "$S"/tiers.n* -type f), jobs $(api a GET /v1/jobs)"
 [ "$fails" = 0 ] || {
   tail -n 8 "$S/log/slurmctld.log" "$S"/log/slurmd.n*.log "$T/pfid.a.log" "$T"/agent.n*.log >&2
