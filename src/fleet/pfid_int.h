@@ -200,6 +200,19 @@ int pfid_confirmed(const struct pfid_node *n);
 void pfid_node_from_bucket(struct pfid_node *n, const struct pfi_fleet_assign *a,
                            uint64_t rev);
 int pfid_raises_wait(const struct pfid_node *node, size_t n);
+/* What a period publishes under the two-phase rule: PFID_PUB_WANT the
+ * caps wanted, PFID_PUB_DOWN their decreases only (the raises wait),
+ * PFID_PUB_HOLD the caps in force. `unconfirmed`: some node's decrease is
+ * not confirmed (pfid_raises_wait); `pending_raise`: the previous period
+ * held raises back behind its decreases; `any_down`/`any_up`: this period
+ * lowers/raises some GPU; `raise_waited`: periods raises have waited
+ * behind new decreases. A raise never goes out while a decrease of an
+ * earlier period is unconfirmed, whether that period raised too or only
+ * cut. *with_down: 1 when the raises go out with this period's decreases
+ * (PFID_RAISE_WAIT_MAX). */
+enum { PFID_PUB_WANT, PFID_PUB_DOWN, PFID_PUB_HOLD };
+int pfid_phase(int pending_raise, int unconfirmed, int any_down, int any_up,
+               int raise_waited, int *with_down);
 /* A job's throughput as the control module observes it, from one node's
  * report more (`tokens_per_s` >= 0; `*nrep` the reports taken so far,
  * counted here): a job spanning nodes, reported by several (each task
