@@ -245,7 +245,7 @@ tc=$(awk -v p="$p0" 'BEGIN { printf "%.0f", 0.4 * p }')
 # ev ID TARGET_W: an event from now until END.
 ev() { awk -v id="$1" -v w="$2" -v t="$(now)" -v e="$END" \
   'BEGIN { printf "{\"v\":1,\"id\":\"%s\",\"start\":%.3f,\"end\":%.3f,\"target_w\":%g}", id, t, e, w }'; }
-END=$(awk -v t="$(now)" 'BEGIN { printf "%.3f", t + 75 }')
+END=$(awk -v t="$(now)" 'BEGIN { printf "%.3f", t + 60 }')
 api a POST /v1/events "$(ev evb "$tb")" >/dev/null
 [ "$(cat "$T/code")" = 201 ] || fail "POST event B: HTTP $(cat "$T/code")"
 api a POST /v1/events "$(ev eva "$ta")" >/dev/null
@@ -296,7 +296,7 @@ moved=$(sql "$T/records.db" "SELECT count(*) FROM fleet_assignments WHERE t_s > 
 
 # The events' end: n2's agent restores on its own (it holds until then),
 # n1 comes back through the recovery; then n2's link is back.
-wait_end=$(awk -v e="$END" -v t="$(date +%s)" 'BEGIN { printf "%d", e - t + 75 }')
+wait_end=$(awk -v e="$END" -v t="$(date +%s)" 'BEGIN { printf "%d", e - t + 60 }')
 until_true "$wait_end" caps_are n2 "700,700" || fail "n2 caps after the event: $(caps n2)"
 until_true 40 caps_are n1 "700,700" || fail "n1 caps after the event: $(caps n1)"
 ip link set "${VETH[n2]}" up
