@@ -5,6 +5,9 @@
 #   Prolog=/usr/local/share/pfi/slurm/pfi-prolog.sh
 #   Epilog=/usr/local/share/pfi/slurm/pfi-epilog.sh
 #   PrologFlags=Alloc
+#   TaskProlog=/usr/local/share/pfi/slurm/pfi-task-prolog.sh  (PFI_JOB, PFI_TPUT_ADDR)
+# On a job of several nodes it runs on each (Alloc), mapping that node's
+# GPUs; the Epilog of each node removes what it wrote there.
 # Writes the GPU -> job mapping pfi-agent reads (--jobmap-dir), in the
 # format of dcgm-exporter's HPC job-mapping directory: one file per GPU
 # index holding the job's name, "slurm-<jobid>". The job's tier (the

@@ -288,12 +288,13 @@ int pfi_ctl_job_add(struct pfi_ctl *c, const struct pfi_ctl_job *in,
   j->draw_1 = j->draw_2 = j->pause_pre = j->pause_depth = j->pause_f = NAN;
   j->raise_t = -INFINITY;
   j->rollback_floor = 0;
-  double capsum = 0;
+  /* Its cap: its lowest GPU's (the pace of a synchronous job). */
+  j->cap = INFINITY;
   for (size_t k = 0; k < in->ngpus; k++) {
     c->slot[gpu[k]] = (int)s;
-    capsum += c->cap[gpu[k]];
+    if (c->cap[gpu[k]] < j->cap)
+      j->cap = c->cap[gpu[k]];
   }
-  j->cap = capsum / (double)in->ngpus;
   return (int)s;
 }
 

@@ -771,10 +771,14 @@ int pfi_ctl_step(struct pfi_ctl *c, const struct pfi_ctl_input *in,
     if (!j->used)
       continue;
     if (!c->in_event && !c->recovering) {
-      double sum = 0;
+      /* The job's cap is its lowest GPU's: a synchronous job (data or
+       * model parallel, on one node or across several) steps at its
+       * slowest GPU's pace, so that is the cap its throughput is seen
+       * at (docs/control.md "One cap per job"). */
+      double cap = INFINITY;
       for (size_t k = 0; k < j->ngpus; k++)
-        sum += c->cap[j->gpu[k]];
-      double cap = sum / (double)j->ngpus;
+        if (c->cap[j->gpu[k]] < cap)
+          cap = c->cap[j->gpu[k]];
       if (fabs(cap - j->cap) > 1e-9)
         j->last_change_t = in->t_s;
       j->cap = cap;
@@ -802,6 +806,22 @@ int pfi_ctl_step(struct pfi_ctl *c, const struct pfi_ctl_input *in,
                       : c->cap[g];
     }
     c->bias = 0;
+    /* One cap per job from the event's start: GPUs of a job above its
+     * lowest one (an operator's limit on one node, a node that kept an
+     * older cap) come down to it, a cut that costs the job nothing (it
+     * runs at its slowest GPU's pace) and frees what they drew above it.
+     * Every later decision sets all of a job's GPUs together
+     * (pfi__ctl_set_job_cap). */
+    for (size_t s = 0; s < c->nslots; s++) {
+      struct pfi__ctl_job *j = &c->job[s];
+      for (size_t k = 0; j->used && k < j->ngpus; k++) {
+        size_t g = j->gpu[k];
+        if (c->cap[g] > j->cap + 1e-9) {
+          c->cap[g] = j->cap;
+          c->pend_dec[g] = 1;
+        }
+      }
+    }
     pfi__ctl_contract_start(c, in);
   } else if (!in->event && c->in_event) {
     c->in_event = 0;

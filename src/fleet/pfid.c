@@ -826,6 +826,22 @@ int pfid_raises_wait(const struct pfid_node *node, size_t n) {
   return 0;
 }
 
+int pfid_phase(int pending_raise, int unconfirmed, int any_down, int any_up,
+               int raise_waited, int *with_down) {
+  int wait = pending_raise && unconfirmed;
+  *with_down = !wait && !unconfirmed && any_down && any_up &&
+               raise_waited >= PFID_RAISE_WAIT_MAX;
+  if (wait)
+    return PFID_PUB_HOLD;
+  /* A period that only cut, then one that only raises: the raise waits
+   * for the cut's confirmation too (before, it went out at once, and a
+   * job across two nodes could be raised on one while the other had not
+   * applied its cut). */
+  if ((any_down && !*with_down) || (any_up && unconfirmed))
+    return PFID_PUB_DOWN;
+  return PFID_PUB_WANT;
+}
+
 /* The nodes' state for the meter chain (docs/fleet.md "Levels"): every
  * node with telemetry, a stale one at its last GPU power (it still draws,
  * and the control module counts its GPUs), its other power from its
@@ -1038,7 +1054,8 @@ static int control_step(struct pfi_pfid *d, struct pfi_error *err) {
     for (size_t i = 0; i < d->n_nodes; i++)
       if (!d->node[i].have_tel)
         d->node[i].need_seq = 0;
-  int wait = d->pending_raise && pfid_raises_wait(d->node, d->n_nodes);
+  int unconfirmed = pfid_raises_wait(d->node, d->n_nodes);
+  int wait = d->pending_raise && unconfirmed;
   /* Phase 1 (decreases) or phase 2 (the rest), or a lease refresh of the
    * caps in force while decreases are unconfirmed. */
   int any_down = 0, any_up = 0;
@@ -1063,8 +1080,9 @@ static int control_step(struct pfi_pfid *d, struct pfi_error *err) {
    * waited PFID_RAISE_WAIT_MAX periods, they go out with the period's
    * decreases (the control module made them with its own decreases shown
    * in the realized draw: control.md "Two phases"). */
-  int with_down = !wait && any_down && any_up &&
-                  d->raise_waited >= PFID_RAISE_WAIT_MAX;
+  int with_down;
+  int mode = pfid_phase(d->pending_raise, unconfirmed, any_down, any_up,
+                        d->raise_waited, &with_down);
   if (any_down && any_up && !with_down)
     d->raise_waited++;
   else
@@ -1086,9 +1104,9 @@ static int control_step(struct pfi_pfid *d, struct pfi_error *err) {
     }
     uint32_t cur[PFI_FLEET_MAX_GPUS];
     current_caps(n, cur);
-    const uint32_t *caps = wait                    ? cur
-                           : any_down && !with_down ? p1[i]
-                                                    : want[i];
+    const uint32_t *caps = mode == PFID_PUB_HOLD   ? cur
+                           : mode == PFID_PUB_DOWN ? p1[i]
+                                                   : want[i];
     int down = 0;
     for (unsigned g = 0; g < n->tel.n; g++)
       down |= caps[g] < cur[g];
@@ -1100,7 +1118,8 @@ static int control_step(struct pfi_pfid *d, struct pfi_error *err) {
                     : up ? (pev ? "raise" : "recovery")
                          : "refresh",
                     &pub[k], err) == 0)
-      pub[k++].need = down ? 1 : !wait && (!any_down || with_down) ? 2 : 0;
+      /* Decreases confirmed, the wanted caps out: nothing awaited. */
+      pub[k++].need = down ? 1 : mode == PFID_PUB_WANT && !unconfirmed ? 2 : 0;
   }
   /* All of the period's writes are answered before it ends: a raise of a
    * later period never overtakes this one's decreases. */

@@ -71,6 +71,18 @@ static const char *node_get_job(struct pfi_pfid *d, const char *node,
   return n && g < n->tel.n ? n->tel.gpu[g].job : NULL;
 }
 
+void pfid_job_tput_add(struct pfi_ctl_job_obs *o, unsigned *nrep,
+                       double tokens_per_s) {
+  if (!(tokens_per_s >= 0))
+    return;
+  o->tokens_per_s = *nrep && o->valid
+                        ? o->tokens_per_s +
+                              (tokens_per_s - o->tokens_per_s) / (*nrep + 1)
+                        : tokens_per_s;
+  o->valid = 1;
+  ++*nrep;
+}
+
 static void record(struct pfi_pfid *d, const struct pfi_ctl_record *r) {
   pfid_records_decision(d, r);
   /* The reason travels with the node's next assignment (the agent shows
@@ -371,9 +383,11 @@ int pfid_ctl_period(struct pfi_pfid *d, const struct pfi_fleet_event *ev,
   free(pre);
   struct pfi_ctl_gpu_obs *go = calloc(ng ? ng : 1, sizeof *go);
   struct pfi_ctl_job_obs *jo = calloc(ns ? ns : 1, sizeof *jo);
-  if (!go || !jo) {
+  unsigned *nrep = calloc(ns ? ns : 1, sizeof *nrep);
+  if (!go || !jo || !nrep) {
     free(go);
     free(jo);
+    free(nrep);
     free(pre_in);
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
   }
@@ -392,8 +406,7 @@ int pfid_ctl_period(struct pfi_pfid *d, const struct pfi_fleet_event *ev,
       int s = pfi_ctl_job_find(d->ctl, n->tel.job[j].id);
       if (s >= 0 && (size_t)s < ns && n->tel.job[j].tokens_per_s >= 0) {
         const struct pfi_fleet_job *fj = &n->tel.job[j];
-        jo[s].valid = 1;
-        jo[s].tokens_per_s = fj->tokens_per_s;
+        pfid_job_tput_add(&jo[s], &nrep[s], fj->tokens_per_s);
         jo[s].phase = fj->phase;
         /* Its trainer's announced pause, from the telemetry's arrival to
          * now (docs/control.md "Announced pauses"; the nodes' clocks are
@@ -461,6 +474,7 @@ int pfid_ctl_period(struct pfi_pfid *d, const struct pfi_fleet_event *ev,
   rc = pfi_ctl_step(d->ctl, &in, &out, err);
   free(go);
   free(jo);
+  free(nrep);
   free(pre_in);
   if (rc < 0)
     return rc;

@@ -200,6 +200,27 @@ int pfid_confirmed(const struct pfid_node *n);
 void pfid_node_from_bucket(struct pfid_node *n, const struct pfi_fleet_assign *a,
                            uint64_t rev);
 int pfid_raises_wait(const struct pfid_node *node, size_t n);
+/* What a period publishes under the two-phase rule: PFID_PUB_WANT the
+ * caps wanted, PFID_PUB_DOWN their decreases only (the raises wait),
+ * PFID_PUB_HOLD the caps in force. `unconfirmed`: some node's decrease is
+ * not confirmed (pfid_raises_wait); `pending_raise`: the previous period
+ * held raises back behind its decreases; `any_down`/`any_up`: this period
+ * lowers/raises some GPU; `raise_waited`: periods raises have waited
+ * behind new decreases. A raise never goes out while a decrease of an
+ * earlier period is unconfirmed, whether that period raised too or only
+ * cut. *with_down: 1 when the raises go out with this period's decreases
+ * (PFID_RAISE_WAIT_MAX). */
+enum { PFID_PUB_WANT, PFID_PUB_DOWN, PFID_PUB_HOLD };
+int pfid_phase(int pending_raise, int unconfirmed, int any_down, int any_up,
+               int raise_waited, int *with_down);
+/* A job's throughput as the control module observes it, from one node's
+ * report more (`tokens_per_s` >= 0; `*nrep` the reports taken so far,
+ * counted here): a job spanning nodes, reported by several (each task
+ * reporting the whole job's rate, docs/throughput-protocol.md), is
+ * observed at their mean, whichever node's came last; one reported by a
+ * single node (rank 0's, pfi_trainer) at that node's. */
+void pfid_job_tput_add(struct pfi_ctl_job_obs *o, unsigned *nrep,
+                       double tokens_per_s);
 /* A node's measured power now (docs/fleet.md, "Node power"): -1 when its
  * telemetry carries none; else its age (the reading's age when sent plus
  * the time since it arrived) and 1 when fresh (the node live and the age

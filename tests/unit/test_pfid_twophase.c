@@ -94,11 +94,47 @@ static void test_takeover(void **state) {
   assert_int_equal(pfid_raises_wait(f, 2), 0);
 }
 
+/* What a period publishes. A period that only cut (sequence 7 to n1, not
+ * yet applied), then one that only raises: the raise waits (the
+ * decreases only, none here: the caps in force), though no raise was held
+ * back behind that cut. Before, only a period that cut and raised
+ * together held the next periods' raises: this one went out at once, and
+ * a job spanning two nodes was raised on one while the other had not
+ * applied its cut (fleet.test_fleet_slurm_multinode, under load). */
+static void test_phase(void **state) {
+  (void)state;
+  int wd;
+  /* Nothing pending: the wanted caps, a raise included. */
+  assert_int_equal(pfid_phase(0, 0, 0, 1, 0, &wd), PFID_PUB_WANT);
+  assert_int_equal(wd, 0);
+  /* An earlier cut unconfirmed, the period only raises: it waits. */
+  assert_int_equal(pfid_phase(0, 1, 0, 1, 0, &wd), PFID_PUB_DOWN);
+  /* ... and it cuts and raises: the cuts go, the raises wait, also past
+   * PFID_RAISE_WAIT_MAX periods (the earlier cut is unconfirmed). */
+  assert_int_equal(pfid_phase(0, 1, 1, 1, PFID_RAISE_WAIT_MAX, &wd),
+                   PFID_PUB_DOWN);
+  assert_int_equal(wd, 0);
+  /* Raises held behind the previous period's cuts, unconfirmed: the
+   * caps in force. */
+  assert_int_equal(pfid_phase(1, 1, 1, 1, 0, &wd), PFID_PUB_HOLD);
+  /* Confirmed: cuts and raises of one period, the raises after the cuts
+   * until they have waited PFID_RAISE_WAIT_MAX periods, then together. */
+  assert_int_equal(pfid_phase(1, 0, 1, 1, 0, &wd), PFID_PUB_DOWN);
+  assert_int_equal(pfid_phase(1, 0, 1, 1, PFID_RAISE_WAIT_MAX, &wd),
+                   PFID_PUB_WANT);
+  assert_int_equal(wd, 1);
+  /* Only cuts, or nothing: the wanted caps. */
+  assert_int_equal(pfid_phase(0, 1, 1, 0, 0, &wd), PFID_PUB_DOWN);
+  assert_int_equal(pfid_phase(0, 0, 1, 0, 0, &wd), PFID_PUB_DOWN);
+  assert_int_equal(pfid_phase(0, 1, 0, 0, 0, &wd), PFID_PUB_WANT);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_confirmed),
       cmocka_unit_test(test_stale_blocks),
       cmocka_unit_test(test_takeover),
+      cmocka_unit_test(test_phase),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
