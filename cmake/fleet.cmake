@@ -32,4 +32,9 @@ if(PFI_TESTS)
       "${PFI_TEST_ENV};PFI_AGENT=$<TARGET_FILE:pfi-agent>;PFID=$<TARGET_FILE:pfid>;PFI_PROBE=$<TARGET_FILE:pfi-fleet-probe>"
       SKIP_RETURN_CODE 77 TIMEOUT 240)
   endforeach()
+  # Two slurmd in their own namespaces, slurmctld, munged, NATS, pfid and
+  # two agents start before the job: about 2 minutes idle, more under ASan.
+  if(TEST fleet.test_fleet_slurm_multinode)
+    set_tests_properties(fleet.test_fleet_slurm_multinode PROPERTIES TIMEOUT 480)
+  endif()
 endif()
