@@ -27,7 +27,8 @@ struct pfi_nats {
   natsInbox *inbox;
   natsSubscription *replies;
   uint64_t batches;
-  int history; /* the bucket's, to make it again (pfi_nats_kv_ensure) */
+  int history;  /* the bucket's, to make it again (pfi_nats_kv_ensure) */
+  int replicas; /* the bucket's stream's replicas when made (1 or 3) */
   /* The newest asynchronous error (a permissions violation), set by the
    * client's thread. */
   pthread_mutex_t mu;
@@ -139,7 +140,50 @@ static natsStatus create_bucket(struct pfi_nats *p, kvStore **kv) {
   cfg.History = (uint8_t)p->history;
   cfg.StorageType = js_FileStorage;
   cfg.RePublish = &rp;
+  cfg.Replicas = p->replicas;
   return js_CreateKeyValue(kv, p->js, &cfg);
+}
+
+/* The servers of a comma-separated list "nats://a:4222,nats://b:4222"
+ * (spaces around each allowed) into the client's options: it connects to
+ * one of them (in random order: agents spread over a cluster) and, when
+ * that one is lost, reconnects to the others. Returns the count, or
+ * PFI_EINVAL naming an empty entry; at most PFI_NATS_SERVERS_MAX. */
+static int set_servers(natsOptions *opts, const char *list,
+                       struct pfi_error *err) {
+  char buf[4096];
+  const char *url[PFI_NATS_SERVERS_MAX];
+  int n = 0;
+  if (strlen(list) >= sizeof buf)
+    return pfi_error_set(err, PFI_EINVAL, "--nats: list longer than %zu bytes",
+                         sizeof buf - 1);
+  memcpy(buf, list, strlen(list) + 1);
+  char *save = NULL;
+  for (char *tok = buf;; tok = NULL) {
+    char *u = strtok_r(tok, ",", &save);
+    if (!u)
+      break;
+    while (*u == ' ')
+      u++;
+    size_t k = strlen(u);
+    while (k > 0 && u[k - 1] == ' ')
+      u[--k] = 0;
+    if (!k)
+      continue;
+    if (n == PFI_NATS_SERVERS_MAX)
+      return pfi_error_set(err, PFI_EINVAL,
+                           "--nats: more than %d servers in '%s'",
+                           PFI_NATS_SERVERS_MAX, list);
+    url[n++] = u;
+  }
+  if (!n)
+    return pfi_error_set(err, PFI_EINVAL, "--nats: no server URL in '%s'",
+                         list);
+  natsStatus s = n == 1 ? natsOptions_SetURL(opts, url[0])
+                        : natsOptions_SetServers(opts, url, n);
+  if (s != NATS_OK)
+    return nerr(err, s, list);
+  return n;
 }
 
 int pfi_nats_open(struct pfi_nats **out, const struct pfi_nats_opts *o,
@@ -161,10 +205,19 @@ int pfi_nats_open(struct pfi_nats **out, const struct pfi_nats_opts *o,
   if (o->password_file &&
       (rc = pfi_read_secret(o->password_file, pw, sizeof pw, err)) < 0)
     goto fail;
-  if ((s = natsOptions_Create(&opts)) != NATS_OK ||
-      (s = natsOptions_SetURL(
-           opts, o->url ? o->url : "nats://127.0.0.1:4222")) != NATS_OK ||
-      (s = natsOptions_SetTimeout(opts, p->timeout_ms)) != NATS_OK ||
+  if ((s = natsOptions_Create(&opts)) != NATS_OK) {
+    rc = nerr(err, s, "options");
+    goto fail;
+  }
+  int nserv = set_servers(opts, o->url ? o->url : "nats://127.0.0.1:4222", err);
+  if (nserv < 0) {
+    rc = nserv;
+    goto fail;
+  }
+  /* Replicated only where the bucket can survive a server: three of a
+   * cluster's servers hold it, a quorum of two keeps it writable. */
+  p->replicas = o->replicas > 0 ? o->replicas : nserv >= 3 ? 3 : 1;
+  if ((s = natsOptions_SetTimeout(opts, p->timeout_ms)) != NATS_OK ||
       (s = natsOptions_SetMaxReconnect(opts, -1)) != NATS_OK ||
       (s = natsOptions_SetReconnectWait(opts, 250)) != NATS_OK ||
       (s = natsOptions_SetPingInterval(opts, 1000)) != NATS_OK ||
