@@ -82,17 +82,21 @@ until_true 90 caps_are n1 700,700 || fail "n1 at $(caps n1) after the recovery, 
 until_true 30 caps_are n2 700,700 || fail "n2 at $(caps n2) after the recovery, expected 700,700"
 touch "$T/stop"
 wait "$SAMPLER"
-restored() { api a GET /v1/nodes | jq -e 'length == 2 and all(.[]; .seq == .seq_applied)' >/dev/null; }
-until_true 20 restored || fail "nodes: $(api a GET /v1/nodes | jq -c '[.[] | {name, seq, seq_applied, mode}]')"
-
-awk -F, -v u="$uncapped" -v p6="$s1" -v p7="$s2" '
+for n in n1 n2; do
+  want=$(api a GET /v1/nodes | jq --arg n $n '.[] | select(.node == $n) | .seq')
+  reached() { [ "$(seqof "$1")" -ge "$2" ]; }
+  until_true 20 reached $n "$want" || fail "$n applied sequence $(seqof $n), pfid had published $want"
+  idle() { grep -q "tracking -> idle" "$T/agent.$1.log"; }
+  until_true 20 idle $n || fail "$n not restored (idle): $(tail -n 3 "$T/agent.$n.log")"
+done
+awk -F, -v u="$uncapped" '
   NF != 7 || $6 == "" || $7 == "" { next }
   { rows++
     if (rows > 1)
       for (i = 2; i <= 5; i++)
         if (c[i] < u - 10 && $i > c[i] + 10 * ($1 - t) + 10) {
           printf "GPU %d rose %g -> %g W in %.2f s\n", i - 2, c[i], $i, $1 - t; bad = 1 }
-    if ($6 < p6 || $7 < p7) { print "sequence went back: " $0; bad = 1 }
+    if (rows > 1 && ($6 < p6 || $7 < p7)) { print "sequence went back: " $0; bad = 1 }
     t = $1; for (i = 2; i <= 5; i++) c[i] = $i; p6 = $6; p7 = $7 }
   END { if (rows < 10) { print "only " rows " samples"; bad = 1 } exit bad }' "$T/samples" ||
   fail "samples in the recovery"
