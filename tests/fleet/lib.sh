@@ -123,10 +123,11 @@ print(" ".join(str(s.getsockname()[1]) for s in ss))' $((3 * NATS_N))))
 # nats_srv_start I: starts (or restarts) cluster server I, waits until ready.
 nats_srv_start() {
   local i=$1 k
+  # The log's "ready" lines before this start: a restart adds one.
+  k=$(grep -c "Server is ready" "$T/nats.$i.log" 2>/dev/null)
   nats-server -c "$T/nats.$i.conf" >>"$T/nats.$i.log" 2>&1 &
   NSRV_PID[i]=$!
   PIDS+=("$!")
-  k=$(grep -c "Server is ready" "$T/nats.$i.log" 2>/dev/null)
   up() { [ "$(grep -c "Server is ready" "$T/nats.$1.log" 2>/dev/null)" -gt "$2" ]; }
   until_true 20 up "$i" "${k:-0}" || { fail "nats-server s$i did not start"; tail -n 20 "$T/nats.$i.log" >&2; exit 1; }
 }
