@@ -52,6 +52,14 @@ struct pfi_nats_opts {
 struct pfi_nats;
 struct pfi_nats_sub;
 
+/* Splits a server list (pfi_nats_opts.url: URLs separated by commas,
+ * spaces around each allowed, empty entries skipped) into url[0..count-1],
+ * pointers into buf (n bytes, where list is copied and cut). Returns the
+ * count, 1..max; PFI_EINVAL (naming --nats) for a list without a URL, one
+ * of more than max, or one that does not fit in buf. */
+int pfi_nats_servers_split(const char *list, char *buf, size_t n,
+                           const char **url, int max, struct pfi_error *err);
+
 /* Connects (retrying in the background when the server is not up yet:
  * with o->background the call returns at once, else it waits until the
  * server answers). Returns 0, PFI_EIO (cannot connect, with the client's

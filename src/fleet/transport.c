@@ -144,41 +144,48 @@ static natsStatus create_bucket(struct pfi_nats *p, kvStore **kv) {
   return js_CreateKeyValue(kv, p->js, &cfg);
 }
 
-/* The servers of a comma-separated list "nats://a:4222,nats://b:4222"
- * (spaces around each allowed) into the client's options: it connects to
- * one of them (in random order: agents spread over a cluster) and, when
- * that one is lost, reconnects to the others. Returns the count, or
- * PFI_EINVAL naming an empty entry; at most PFI_NATS_SERVERS_MAX. */
+int pfi_nats_servers_split(const char *list, char *buf, size_t n,
+                           const char **url, int max, struct pfi_error *err) {
+  size_t len = list ? strlen(list) : 0;
+  if (!list || !buf || len >= n)
+    return pfi_error_set(err, PFI_EINVAL, "--nats: list longer than %zu bytes",
+                         n ? n - 1 : 0);
+  memcpy(buf, list, len + 1);
+  int k = 0;
+  for (char *u = buf; u;) {
+    char *comma = strchr(u, ',');
+    if (comma)
+      *comma = 0;
+    while (*u == ' ')
+      u++;
+    size_t m = strlen(u);
+    while (m > 0 && u[m - 1] == ' ')
+      u[--m] = 0;
+    if (m) {
+      if (k == max)
+        return pfi_error_set(err, PFI_EINVAL,
+                             "--nats: more than %d servers in '%s'", max, list);
+      url[k++] = u;
+    }
+    u = comma ? comma + 1 : NULL;
+  }
+  if (!k)
+    return pfi_error_set(err, PFI_EINVAL, "--nats: no server URL in '%s'",
+                         list);
+  return k;
+}
+
+/* The servers of pfi_nats_opts.url into the client's options: it connects
+ * to one of them (in random order: agents spread over a cluster) and, when
+ * that one is lost, reconnects to the others. Returns the count. */
 static int set_servers(natsOptions *opts, const char *list,
                        struct pfi_error *err) {
   char buf[4096];
   const char *url[PFI_NATS_SERVERS_MAX];
-  int n = 0;
-  if (strlen(list) >= sizeof buf)
-    return pfi_error_set(err, PFI_EINVAL, "--nats: list longer than %zu bytes",
-                         sizeof buf - 1);
-  memcpy(buf, list, strlen(list) + 1);
-  char *save = NULL;
-  for (char *tok = buf;; tok = NULL) {
-    char *u = strtok_r(tok, ",", &save);
-    if (!u)
-      break;
-    while (*u == ' ')
-      u++;
-    size_t k = strlen(u);
-    while (k > 0 && u[k - 1] == ' ')
-      u[--k] = 0;
-    if (!k)
-      continue;
-    if (n == PFI_NATS_SERVERS_MAX)
-      return pfi_error_set(err, PFI_EINVAL,
-                           "--nats: more than %d servers in '%s'",
-                           PFI_NATS_SERVERS_MAX, list);
-    url[n++] = u;
-  }
-  if (!n)
-    return pfi_error_set(err, PFI_EINVAL, "--nats: no server URL in '%s'",
-                         list);
+  int n = pfi_nats_servers_split(list, buf, sizeof buf, url,
+                                 PFI_NATS_SERVERS_MAX, err);
+  if (n < 0)
+    return n;
   natsStatus s = n == 1 ? natsOptions_SetURL(opts, url[0])
                         : natsOptions_SetServers(opts, url, n);
   if (s != NATS_OK)

@@ -24,6 +24,10 @@
 . "$(dirname "$0")/lib.sh"
 command -v jq >/dev/null || { echo "SKIP: no jq"; exit 77; }
 
+# A list without a URL: a usage error naming the option.
+out=$("$PFID" --id x --nats " , " --records "$T/x.db" --api none 2>&1)
+rc=$?
+[ "$rc" = 2 ] && grep -q -- "--nats: no server URL" <<<"$out" || fail "--nats ' , ': exit $rc, '$out'"
 setup_nats_cluster n1 n2
 mkdir -p "$T/emu.n1" "$T/emu.n2"
 timeout 20 "$PFI" cap --backend emu --params "state=$T/emu.n1,gpus=2" --set 650 >/dev/null || fail "pfi cap"
