@@ -11,10 +11,9 @@
 #  - every agent and pfid connected to a live server again;
 #  - no GPU whose cap still binds (under the job's uncapped draw, measured
 #    before the event) rises faster than the ramp (10 W/s, plus 10 W for
-#    the sampling's slack): the recovery goes on from where it was, no
-#    assignment re-applied from before it;
-#  - the agents' sequence numbers (their records) never go back and go on
-#    past the kill;
+#    the sampling's slack): the recovery goes on from where it was;
+#  - the agents' sequence numbers (their records) never go back (no older
+#    assignment applied again) and go on past the kill;
 #  - the recovery ends: every GPU back at the limit it had before the event
 #    (700 W), every node restored (pfid's newest assignment the one it
 #    applied);
