@@ -159,7 +159,7 @@ static int worker(const struct run *r, unsigned w, unsigned lo, unsigned hi) {
   struct pfi_error err;
   char name[32];
   snprintf(name, sizeof name, "bench-%u", w);
-  struct pfi_nats_opts no = {r->url, r->user, r->pwf, name, 0, 0, 10, 0};
+  struct pfi_nats_opts no = {r->url, r->user, r->pwf, name, 0, 0, 10, 0, 0};
   struct pfi_nats *nc = NULL;
   struct pfi_nats_sub *sub = NULL;
   unsigned n = hi - lo;

@@ -22,8 +22,15 @@
 
 #define PFI_NATS_BUCKET "pfi"
 
+/* Servers at most in pfi_nats_opts.url. */
+#define PFI_NATS_SERVERS_MAX 16
+
 struct pfi_nats_opts {
-  const char *url;           /* "nats://127.0.0.1:4222"; NULL: that */
+  const char *url;           /* "nats://127.0.0.1:4222"; NULL: that. A
+                                comma-separated list names a cluster's
+                                servers: the client connects to one (in
+                                random order) and reconnects to the
+                                others when it is lost */
   const char *user;          /* NULL: no user */
   const char *password_file; /* the user's password, first line of a file
                                 readable by its owner only (0600) */
@@ -38,16 +45,28 @@ struct pfi_nats_opts {
                                 made before is sent then (pfi-agent: its
                                 hold and restore clock and its signals do
                                 not wait for NATS); 0: wait for it */
+  int replicas;              /* the bucket's stream's replicas when this
+                                connection creates it; 0: 3 when url lists
+                                three servers or more, else 1 */
 };
 
 struct pfi_nats;
 struct pfi_nats_sub;
 
+/* Splits a server list (pfi_nats_opts.url: URLs separated by commas,
+ * spaces around each allowed, empty entries skipped) into url[0..count-1],
+ * pointers into buf (n bytes, where list is copied and cut). Returns the
+ * count, 1..max; PFI_EINVAL (naming --nats) for a list without a URL, one
+ * of more than max, or one that does not fit in buf. */
+int pfi_nats_servers_split(const char *list, char *buf, size_t n,
+                           const char **url, int max, struct pfi_error *err);
+
 /* Connects (retrying in the background when the server is not up yet:
  * with o->background the call returns at once, else it waits until the
  * server answers). Returns 0, PFI_EIO (cannot connect, with the client's
  * message), PFI_ENOPERM (password file readable by others; with bucket =
- * 1, the server refused the credentials JetStream's API), PFI_ENOMEM. */
+ * 1, the server refused the credentials JetStream's API), PFI_EINVAL (a
+ * server list with no URL, or more than PFI_NATS_SERVERS_MAX), PFI_ENOMEM. */
 int pfi_nats_open(struct pfi_nats **nc, const struct pfi_nats_opts *o,
                   struct pfi_error *err);
 void pfi_nats_close(struct pfi_nats *nc);

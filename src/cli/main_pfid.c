@@ -46,7 +46,8 @@ static const struct pfi_opt opts[] = {
     {"id", O_ID, 0, PFI_ARG_REQ, "NAME",
      "this instance's name (default: the host name)"},
     {"nats", O_NATS, 0, PFI_ARG_REQ, "URL",
-     "NATS server (default nats://127.0.0.1:4222)"},
+     "NATS server, or a cluster's servers comma-separated (default "
+     "nats://127.0.0.1:4222)"},
     {"user", O_USER, 0, PFI_ARG_REQ, "USER", "NATS user (default pfid)"},
     {"password-file", O_PW, 0, PFI_ARG_REQ, "FILE",
      "the user's password (mode 0600)"},

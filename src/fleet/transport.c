@@ -27,7 +27,8 @@ struct pfi_nats {
   natsInbox *inbox;
   natsSubscription *replies;
   uint64_t batches;
-  int history; /* the bucket's, to make it again (pfi_nats_kv_ensure) */
+  int history;  /* the bucket's, to make it again (pfi_nats_kv_ensure) */
+  int replicas; /* the bucket's stream's replicas when made (1 or 3) */
   /* The newest asynchronous error (a permissions violation), set by the
    * client's thread. */
   pthread_mutex_t mu;
@@ -139,7 +140,57 @@ static natsStatus create_bucket(struct pfi_nats *p, kvStore **kv) {
   cfg.History = (uint8_t)p->history;
   cfg.StorageType = js_FileStorage;
   cfg.RePublish = &rp;
+  cfg.Replicas = p->replicas;
   return js_CreateKeyValue(kv, p->js, &cfg);
+}
+
+int pfi_nats_servers_split(const char *list, char *buf, size_t n,
+                           const char **url, int max, struct pfi_error *err) {
+  size_t len = list ? strlen(list) : 0;
+  if (!list || !buf || len >= n)
+    return pfi_error_set(err, PFI_EINVAL, "--nats: list longer than %zu bytes",
+                         n ? n - 1 : 0);
+  memcpy(buf, list, len + 1);
+  int k = 0;
+  for (char *u = buf; u;) {
+    char *comma = strchr(u, ',');
+    if (comma)
+      *comma = 0;
+    while (*u == ' ')
+      u++;
+    size_t m = strlen(u);
+    while (m > 0 && u[m - 1] == ' ')
+      u[--m] = 0;
+    if (m) {
+      if (k == max)
+        return pfi_error_set(err, PFI_EINVAL,
+                             "--nats: more than %d servers in '%s'", max, list);
+      url[k++] = u;
+    }
+    u = comma ? comma + 1 : NULL;
+  }
+  if (!k)
+    return pfi_error_set(err, PFI_EINVAL, "--nats: no server URL in '%s'",
+                         list);
+  return k;
+}
+
+/* The servers of pfi_nats_opts.url into the client's options: it connects
+ * to one of them (in random order: agents spread over a cluster) and, when
+ * that one is lost, reconnects to the others. Returns the count. */
+static int set_servers(natsOptions *opts, const char *list,
+                       struct pfi_error *err) {
+  char buf[4096];
+  const char *url[PFI_NATS_SERVERS_MAX];
+  int n = pfi_nats_servers_split(list, buf, sizeof buf, url,
+                                 PFI_NATS_SERVERS_MAX, err);
+  if (n < 0)
+    return n;
+  natsStatus s = n == 1 ? natsOptions_SetURL(opts, url[0])
+                        : natsOptions_SetServers(opts, url, n);
+  if (s != NATS_OK)
+    return nerr(err, s, list);
+  return n;
 }
 
 int pfi_nats_open(struct pfi_nats **out, const struct pfi_nats_opts *o,
@@ -161,10 +212,19 @@ int pfi_nats_open(struct pfi_nats **out, const struct pfi_nats_opts *o,
   if (o->password_file &&
       (rc = pfi_read_secret(o->password_file, pw, sizeof pw, err)) < 0)
     goto fail;
-  if ((s = natsOptions_Create(&opts)) != NATS_OK ||
-      (s = natsOptions_SetURL(
-           opts, o->url ? o->url : "nats://127.0.0.1:4222")) != NATS_OK ||
-      (s = natsOptions_SetTimeout(opts, p->timeout_ms)) != NATS_OK ||
+  if ((s = natsOptions_Create(&opts)) != NATS_OK) {
+    rc = nerr(err, s, "options");
+    goto fail;
+  }
+  int nserv = set_servers(opts, o->url ? o->url : "nats://127.0.0.1:4222", err);
+  if (nserv < 0) {
+    rc = nserv;
+    goto fail;
+  }
+  /* Replicated only where the bucket can survive a server: three of a
+   * cluster's servers hold it, a quorum of two keeps it writable. */
+  p->replicas = o->replicas > 0 ? o->replicas : nserv >= 3 ? 3 : 1;
+  if ((s = natsOptions_SetTimeout(opts, p->timeout_ms)) != NATS_OK ||
       (s = natsOptions_SetMaxReconnect(opts, -1)) != NATS_OK ||
       (s = natsOptions_SetReconnectWait(opts, 250)) != NATS_OK ||
       (s = natsOptions_SetPingInterval(opts, 1000)) != NATS_OK ||

@@ -40,25 +40,31 @@ secret() { # secret FILE: a random password, mode 0600
 # replies and the telemetry.
 PFID_PERMS='publish: { allow: ["$KV.pfi.>", "$JS.API.INFO", "$JS.API.STREAM.INFO.KV_pfi", "$JS.API.STREAM.CREATE.KV_pfi", "$JS.API.STREAM.MSG.GET.KV_pfi", "$JS.API.DIRECT.GET.KV_pfi.>"] }, subscribe: { allow: ["pfi.telemetry.*", "_INBOX.>"] }'
 
-# nats_config NODE...: users pfid (PFID_PERMS), agent-NODE (its own
-# subjects only) and admin (everything: the tests' own tools, and what a
-# credential with every right could do), JetStream in $T/js.
-nats_config() {
+# nats_users NODE...: the authorization block: users pfid (PFID_PERMS),
+# agent-NODE (its own subjects only) and admin (everything: the tests' own
+# tools, and what a credential with every right could do).
+nats_users() {
   secret "$T/pw.pfid"
   secret "$T/pw.admin"
+  echo "authorization { users = ["
+  echo "  { user: pfid, password: \"$(cat "$T/pw.pfid")\", permissions: { $PFID_PERMS } }"
+  echo "  { user: admin, password: \"$(cat "$T/pw.admin")\", permissions: { publish: \">\", subscribe: \">\" } }"
+  local n
+  for n in "$@"; do
+    secret "$T/pw.$n"
+    echo "  { user: agent-$n, password: \"$(cat "$T/pw.$n")\","
+    echo "    permissions: { publish: { allow: [\"pfi.telemetry.$n\"] }, subscribe: { allow: [\"pfi.assign.$n\"] } } }"
+  done
+  echo "] }"
+}
+
+# nats_config NODE...: one server, the users of nats_users, JetStream in
+# $T/js.
+nats_config() {
   {
     echo "listen: ${NATS_HOST:-127.0.0.1}:$NATS_PORT"
     echo "jetstream { store_dir: \"$T/js\", max_memory_store: 64MB, max_file_store: 256MB }"
-    echo "authorization { users = ["
-    echo "  { user: pfid, password: \"$(cat "$T/pw.pfid")\", permissions: { $PFID_PERMS } }"
-    echo "  { user: admin, password: \"$(cat "$T/pw.admin")\", permissions: { publish: \">\", subscribe: \">\" } }"
-    local n
-    for n in "$@"; do
-      secret "$T/pw.$n"
-      echo "  { user: agent-$n, password: \"$(cat "$T/pw.$n")\","
-      echo "    permissions: { publish: { allow: [\"pfi.telemetry.$n\"] }, subscribe: { allow: [\"pfi.assign.$n\"] } } }"
-    done
-    echo "] }"
+    nats_users "$@"
   } >"$T/nats.conf"
 }
 
@@ -75,6 +81,83 @@ nats_start() {
 }
 
 nats_stop() { kill "$NATS_PID"; wait "$NATS_PID" 2>/dev/null; }
+
+# setup_nats_cluster NODE...: a cluster of NATS_SERVERS (default 3)
+# servers s0, s1, ... on loopback as docs/fleet.md gives it for a site:
+# routes between every two, JetStream on each (its own store, $T/js.I),
+# the users of nats_users on each; NATS_URL lists every server's client
+# URL (comma-separated, what pfid and the agents take). Server I: client
+# port NPORT[I], monitoring port MPORT[I], PID NSRV_PID[I], log
+# $T/nats.I.log. Returns once the JetStream cluster has a metadata leader.
+declare -a NPORT MPORT CPORT NSRV_PID
+setup_nats_cluster() {
+  NATS_N=${NATS_SERVERS:-3}
+  local i routes="" users ports
+  users=$(nats_users "$@")
+  # Three ports a server, found at once (distinct: all bound together).
+  ports=($(python3 -c 'import socket, sys
+ss = [socket.socket() for _ in range(int(sys.argv[1]))]
+for s in ss: s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in ss))' $((3 * NATS_N))))
+  for ((i = 0; i < NATS_N; i++)); do
+    NPORT[i]=${ports[3 * i]} MPORT[i]=${ports[3 * i + 1]} CPORT[i]=${ports[3 * i + 2]}
+    routes+="${routes:+, }nats-route://127.0.0.1:${CPORT[i]}"
+  done
+  NATS_URL=""
+  for ((i = 0; i < NATS_N; i++)); do
+    NATS_URL+="${NATS_URL:+,}nats://127.0.0.1:${NPORT[i]}"
+    {
+      echo "server_name: s$i"
+      echo "listen: 127.0.0.1:${NPORT[i]}"
+      echo "http: 127.0.0.1:${MPORT[i]}"
+      echo "jetstream { store_dir: \"$T/js.$i\", max_memory_store: 64MB, max_file_store: 256MB }"
+      echo "cluster { name: pfi, listen: 127.0.0.1:${CPORT[i]}, routes: [ $routes ] }"
+      echo "$users"
+    } >"$T/nats.$i.conf"
+  done
+  for ((i = 0; i < NATS_N; i++)); do nats_srv_start "$i"; done
+  meta() { jsz 0 | jq -e '.meta_cluster.leader // "" | length > 0' >/dev/null 2>&1; }
+  until_true 30 meta || { fail "no JetStream metadata leader"; tail -n 20 "$T"/nats.*.log >&2; exit 1; }
+}
+
+# nats_srv_start I: starts (or restarts) cluster server I, waits until ready.
+nats_srv_start() {
+  local i=$1 k
+  # The log's "ready" lines before this start: a restart adds one.
+  k=$(grep -c "Server is ready" "$T/nats.$i.log" 2>/dev/null)
+  nats-server -c "$T/nats.$i.conf" >>"$T/nats.$i.log" 2>&1 &
+  NSRV_PID[i]=$!
+  PIDS+=("$!")
+  up() { [ "$(grep -c "Server is ready" "$T/nats.$1.log" 2>/dev/null)" -gt "$2" ]; }
+  until_true 20 up "$i" "${k:-0}" || { fail "nats-server s$i did not start"; tail -n 20 "$T/nats.$i.log" >&2; exit 1; }
+}
+
+# nats_srv_kill I: SIGKILL of cluster server I (no goodbye to its peers or
+# clients).
+nats_srv_kill() { kill -9 "${NSRV_PID[$1]}"; wait "${NSRV_PID[$1]}" 2>/dev/null; }
+
+# jsz I: server I's JetStream report with every stream (monitoring port).
+jsz() { curl -s -m 5 "http://127.0.0.1:${MPORT[$1]}/jsz?accounts=true&streams=true"; }
+
+# stream_info I: "LEADER LAST_SEQ" of the bucket's stream (KV_pfi) as
+# server I reports it (its own replica's last sequence); nothing when it
+# has none or does not answer.
+stream_info() {
+  jsz "$1" | jq -r '.account_details[]?.stream_detail[]? | select(.name == "KV_pfi") |
+    "\(.cluster.leader // "-") \(.state.last_seq)"' 2>/dev/null
+}
+
+# stream_leader: the index of the server that leads the bucket's stream,
+# as the first live server reports it; nothing while there is none.
+stream_leader() {
+  local i l
+  for ((i = 0; i < NATS_N; i++)); do
+    kill -0 "${NSRV_PID[i]}" 2>/dev/null || continue
+    l=$(stream_info "$i" | awk '{print $1}')
+    case $l in s[0-9]*) echo "${l#s}"; return 0 ;; esac
+  done
+  return 1
+}
 
 setup_nats() { # setup_nats NODE...
   NATS_PORT=$(free_port)
@@ -177,4 +260,53 @@ EOS
     "$@" >>"$T/agent.$n.log" 2>&1 &
   AGENT_PID[$n]=$!
   PIDS+=("$!")
+}
+
+# nats_req I SUBJECT [BODY]: a request as admin to cluster server I in
+# NATS's own text protocol (the tests need no NATS tool); prints the
+# answer's payload, nothing when none came within 5 s.
+nats_req() {
+  local fd line n body=${3:-} ans
+  exec {fd}<>"/dev/tcp/127.0.0.1/${NPORT[$1]}" || return 1
+  read -r -t 5 line <&"$fd" # INFO
+  printf 'CONNECT {"user":"admin","pass":"%s","verbose":false,"pedantic":false}\r\nSUB _INBOX.req 1\r\nPUB %s _INBOX.req %d\r\n%s\r\nPING\r\n' \
+    "$(cat "$T/pw.admin")" "$2" "${#body}" "$body" >&"$fd"
+  while read -r -t 5 line <&"$fd"; do
+    line=${line%$'\r'}
+    case $line in
+    PING) printf 'PONG\r\n' >&"$fd" ;;
+    MSG*) n=${line##* }; read -r -t 5 -N "$n" ans <&"$fd"; echo "$ans"; break ;;
+    -ERR*) echo "$line" >&2; break ;;
+    esac
+  done
+  exec {fd}>&-
+}
+
+# conn_server USER: the index of the cluster server USER (pfid, agent-n1)
+# is connected to, as the servers' monitoring ports say (/connz).
+conn_server() {
+  local i
+  for ((i = 0; i < NATS_N; i++)); do
+    kill -0 "${NSRV_PID[i]}" 2>/dev/null || continue
+    curl -s -m 5 "http://127.0.0.1:${MPORT[i]}/connz?auth=true" |
+      jq -e --arg u "$1" 'any(.connections[]?; .authorized_user == $u)' >/dev/null &&
+      { echo "$i"; return 0; }
+  done
+  return 1
+}
+
+# stream_leader_to I: asks the bucket's stream's leader to step down
+# until server I leads it (each step-down elects one of the others); 1
+# when it did not within 15 tries.
+stream_leader_to() {
+  local k l
+  for k in $(seq 15); do
+    until_true 20 stream_leader >/dev/null || return 1
+    l=$(stream_leader)
+    [ "$l" = "$1" ] && return 0
+    nats_req "$l" '$JS.API.STREAM.LEADER.STEPDOWN.KV_pfi' >/dev/null
+    moved() { local x; x=$(stream_leader) && [ "$x" != "$1" ]; }
+    until_true 20 moved "$l" || return 1
+  done
+  return 1
 }

@@ -219,7 +219,7 @@ int main(int argc, char **argv) {
   if (strcmp(argv[4], "kvbatch") == 0 || strcmp(argv[4], "submany") == 0) {
     struct pfi_nats_opts o = {argv[1], strcmp(argv[2], "-") ? argv[2] : NULL,
                               strcmp(argv[3], "-") ? argv[3] : NULL,
-                              "probe", strcmp(argv[4], "kvbatch") == 0, 0, 5, 0};
+                              "probe", strcmp(argv[4], "kvbatch") == 0, 0, 5, 0, 0};
     struct pfi_nats *nc = NULL;
     struct pfi_error err;
     if (pfi_nats_open(&nc, &o, &err) < 0) {
@@ -234,7 +234,7 @@ int main(int argc, char **argv) {
   if (strcmp(argv[4], "subscribe") == 0) {
     struct pfi_nats_opts o = {argv[1], strcmp(argv[2], "-") ? argv[2] : NULL,
                               strcmp(argv[3], "-") ? argv[3] : NULL,
-                              "probe", 0, 0, 2, 0};
+                              "probe", 0, 0, 2, 0, 0};
     struct pfi_nats *nc = NULL;
     struct pfi_nats_sub *sub = NULL;
     struct pfi_error err;
@@ -267,6 +267,7 @@ int main(int argc, char **argv) {
                             strcmp(argv[4], "kvput") == 0,
                             0,
                             2,
+                            0,
                             0};
   struct pfi_nats *nc = NULL;
   struct pfi_error err;

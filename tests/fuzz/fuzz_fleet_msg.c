@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "pfi/fleet.h"
+#include "pfi/transport.h"
 
 static char out[PFI_FLEET_MSG_MAX + 1];
 
@@ -100,6 +101,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (len < 0 || pfi_fleet_ctl_state_decode(out, (size_t)len, &c2, &err) != 0 ||
         c2.baseline_w != c.baseline_w || c2.t_s != c.t_s ||
         c2.recovery_t0 != c.recovery_t0 || strcmp(c2.event, c.event) != 0)
+      abort();
+  }
+  /* The server list: every URL it gives is non-empty, within the input,
+   * with no comma and no space at either end. */
+  static char list[1024], buf[1024];
+  const char *url[PFI_NATS_SERVERS_MAX];
+  size_t k = size < sizeof list - 1 ? size : sizeof list - 1;
+  memcpy(list, data, k);
+  list[k] = 0;
+  int nu = pfi_nats_servers_split(list, buf, sizeof buf, url,
+                                  PFI_NATS_SERVERS_MAX, &err);
+  if (nu == 0 || nu > PFI_NATS_SERVERS_MAX)
+    abort();
+  for (int i = 0; i < nu; i++) {
+    size_t m = strlen(url[i]);
+    if (!m || url[i] < buf || url[i] + m > buf + sizeof buf ||
+        strchr(url[i], ',') || url[i][0] == ' ' || url[i][m - 1] == ' ')
       abort();
   }
   return 0;

@@ -15,6 +15,7 @@
 #include "pfi/device.h"
 #include "pfi/fleet.h"
 #include "pfi/phase.h"
+#include "pfi/transport.h"
 #include "testutil.h"
 
 static char dir[] = "/tmp/pfi-test-fleet-XXXXXX";
@@ -1105,6 +1106,37 @@ static void test_contract_codec(void **state) {
   assert_non_null(strstr(err.msg, "\"known\""));
 }
 
+/* --nats: a cluster's servers, comma-separated (docs/fleet.md "A NATS
+ * cluster"); the expected URLs written out by hand. */
+static void test_nats_servers_split(void **state) {
+  (void)state;
+  char buf[128];
+  const char *u[3];
+  struct pfi_error err;
+  assert_int_equal(pfi_nats_servers_split("nats://a:4222", buf, sizeof buf, u,
+                                          3, &err),
+                   1);
+  assert_string_equal(u[0], "nats://a:4222");
+  assert_int_equal(pfi_nats_servers_split(" nats://a:1 ,nats://b:2,, nats://c:3 ",
+                                          buf, sizeof buf, u, 3, &err),
+                   3);
+  assert_string_equal(u[0], "nats://a:1");
+  assert_string_equal(u[1], "nats://b:2");
+  assert_string_equal(u[2], "nats://c:3");
+  /* No URL, one too many, longer than the buffer: refused, naming --nats. */
+  const char *bad[] = {"", " , ,", "a,b,c,d"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    assert_int_equal(
+        pfi_nats_servers_split(bad[i], buf, sizeof buf, u, 3, &err),
+        PFI_EINVAL);
+    assert_non_null(strstr(err.msg, "--nats"));
+  }
+  char small[8];
+  assert_int_equal(pfi_nats_servers_split("nats://a:4222", small, sizeof small,
+                                          u, 3, &err),
+                   PFI_EINVAL);
+}
+
 int main(void) {
   if (!mkdtemp(dir))
     return 1;
@@ -1131,6 +1163,7 @@ int main(void) {
       cmocka_unit_test(test_tier_codec),
       cmocka_unit_test(test_contract_codec),
       cmocka_unit_test(test_event_levels),
+      cmocka_unit_test(test_nats_servers_split),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[400];
