@@ -185,7 +185,7 @@ int pfi_cluster_true_curve(const struct pfi_cluster *cl, int id,
 /* ---- targets ------------------------------------------------------------ */
 
 /*
- * The event's target over time. Forms (docs/control.md "Targets"):
+ * The event's target over time. Forms:
  *   "75%"  / "0.75"     a constant share of the pre-event baseline
  *   "300000W" / "300kW" a constant power
  *   a timeline file     lines "start_s ramp_s hold_s target" (target W or

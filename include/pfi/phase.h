@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
  * Phase segmentation of one GPU telemetry time series, and the steady-state
- * aggregate of a run (docs/sweep.md, "pfi trace summarize").
+ * aggregate of a run (docs/sweep.md, "`pfi trace`").
  *
  * A training run's samples fall into phases:
  *   warmup    frame-buffer use below `loaded_mib` (10 GiB): the process is

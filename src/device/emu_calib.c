@@ -13,7 +13,7 @@
 #include "pfi/emu.h"
 #include "pfi/index.h"
 
-/* Uncapped per-GPU power must stay in this band (issue 3). */
+/* Uncapped per-GPU power must stay in this band (docs/emulator.md). */
 #define P_LO 450.0
 #define P_HI 650.0
 

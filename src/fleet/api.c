@@ -208,7 +208,7 @@ static void status(struct pfi_pfid *d, struct pfi_http_resp *rs) {
   json_object_set_new(j, "meter_power_w",
                       isfinite(d->meter_w) ? json_real(d->meter_w)
                                            : json_null());
-  /* What the controller does (docs/fleet.md "Status"): "event" (a target
+  /* What the controller does (docs/fleet.md, `GET /v1/status`): "event" (a target
    * in force), "recovering" (raising caps back after one), "holding" (the
    * recovery waits: the fleet's draw is on its ramp), "idle". */
   int rec = d->leader && d->recovering && !d->event[0];

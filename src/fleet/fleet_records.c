@@ -2,7 +2,8 @@
 /*
  * pfid's records file: the published assignments, the log of what pfid
  * did, and the decisions of its control module, three tables of
- * dbtable.h (docs/fleet.md "Records"; the SQL is in the store).
+ * dbtable.h (docs/fleet.md, "The control module in pfid" and `pfid`;
+ * the SQL is in the store).
  */
 #include <math.h>
 #include <pthread.h>

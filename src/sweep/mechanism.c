@@ -3,7 +3,7 @@
  * The mechanism summary of a trace store (mechanism.csv, one of the
  * summaries `pfi trace summarize` writes): the steady-state clocks of every
  * run, for the report's mechanism figure: the SM clock falls under a cap
- * while the memory clock stays (the method's section 3). curves.csv and
+ * while the memory clock stays (the report's section 2). curves.csv and
  * features.csv keep only power, throughput and the uncapped run's
  * telemetry, so the clocks of every run are read from its samples here.
  */

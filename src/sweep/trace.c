@@ -21,8 +21,8 @@ void pfi_summary_opts_init(struct pfi_summary_opts *o) {
   o->top_fraction = 0.10;
 }
 
-/* The columns of features.csv after job, arch, task, gpus (issue 4 item
- * 6), in this order. */
+/* The columns of features.csv after job, arch, task, gpus, in this
+ * order. */
 enum feat {
   F_DRAM_ACTIVE,
   F_MEM_COPY_UTIL,

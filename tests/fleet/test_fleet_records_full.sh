@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-3.0-or-later
-# pfid's records on a full file system (docs/fleet.md "Records"): the
+# pfid's records on a full file system (docs/fleet.md, `pfid --records`): the
 # records file on a small tmpfs that the test fills; an event then cuts two
 # agents. The rows that cannot be written show in /v1/status (records.ok
 # false, pending > 0, the error), /metrics (pfi_pfid_records_ok 0,

@@ -84,11 +84,11 @@ static void test_library_covers_published_groups(void **state) {
 }
 
 /*
- * The issue's acceptance test: every group's emulated sweep (default seed)
+ * The calibration's acceptance test: every group's emulated sweep (default seed)
  * gives its published PFI on its own grid within 0.02, and the 8-GPU
  * groups also on the coarse grid. The expected values are the published
  * tables (data/paper), not anything the emulator computed; the tolerance
- * 0.02 is the issue's. The uncapped per-GPU power must sit in 450..650 W.
+ * 0.02 is docs/emulator.md's. The uncapped per-GPU power must sit in 450..650 W.
  */
 static void test_calibration_all_groups(void **state) {
   (void)state;

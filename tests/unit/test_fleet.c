@@ -287,11 +287,11 @@ static void test_trust_bounds(void **state) {
   /* A first assignment: up to 2^52 = 4,503,599,627,370,496. */
   a.seq = 4503599627370496ull;
   assert_int_equal(pfi_fleet_assign_check(&a, 0, 1e9, &err), 0);
-  a.seq = 9007199254740992ull; /* the 2^53 */
+  a.seq = 9007199254740992ull; /* 2^53 */
   assert_int_equal(pfi_fleet_assign_check(&a, 0, 1e9, &err), PFI_EINVAL);
   assert_int_equal(pfi_fleet_assign_check(&a, 14, 1e9, &err), PFI_EINVAL);
-  /* Event end: now + 604,800 s taken, a millisecond more refused; the
-   * issue's 1e11 refused. */
+  /* Event end: now + 604,800 s taken, a millisecond more refused; 1e11
+   * refused. */
   a.seq = 101;
   strcpy(a.event, "ev1");
   a.event_end_s = 1e9 + 604800;
@@ -318,7 +318,7 @@ static void test_trust_bounds(void **state) {
   t.gpu[1].power_w = 795.01;
   assert_int_equal(pfi_fleet_telemetry_plausible(&t, &err), PFI_EINVAL);
   assert_non_null(strstr(err.msg, "GPU 1: power_w"));
-  t.gpu[1].power_w = 50000; /* the 50 kW */
+  t.gpu[1].power_w = 50000; /* 50 kW */
   assert_int_equal(pfi_fleet_telemetry_plausible(&t, &err), PFI_EINVAL);
   t.gpu[1].power_w = 300;
   /* The node: 2 * 795 + 20,000 = 21,590 W. */

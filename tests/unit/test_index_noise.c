@@ -183,7 +183,7 @@ static void one_noise_for_rule_and_interval(void **state) {
 
 static void cap_never_bound_is_undefined(void **state) {
   (void)state;
-  /* The issue's two jobs: 33-34 W at every cap from 125 to 250 W, and a
+  /* Two jobs: 33-34 W at every cap from 125 to 250 W, and a
    * job measured at 250 and 260 W drawing 69 W at both. With a noise of
    * 2 % (what such sweeps show) no power fell beyond it: undefined, "the
    * cap never bound", never a number near 0. */
