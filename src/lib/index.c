@@ -6,6 +6,7 @@
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -554,6 +555,23 @@ const char *pfi_noise_source_name(int source) {
   }
 }
 
+const char *pfi_noise_describe(const struct pfi_noise *n, char *buf,
+                               size_t len) {
+  if (len == 0)
+    return buf;
+  if (n->source == PFI_NOISE_COLUMNS) {
+    snprintf(buf, len, "each point's sd columns");
+    return buf;
+  }
+  char dof[64] = "";
+  if (n->dof)
+    snprintf(dof, sizeof dof, ", %zu degrees of freedom", n->dof);
+  snprintf(buf, len, "%.3g %% of power, %.3g %% of throughput (%s%s)",
+           n->rel_sd_power * 100.0, n->rel_sd_tokens * 100.0,
+           pfi_noise_source_name(n->source), dof);
+  return buf;
+}
+
 const char *pfi_index_undefined_reason(int why) {
   switch (why) {
   case PFI_UNDEF_NEVER_BOUND:
@@ -639,4 +657,11 @@ void pfi_noise_estimate(const struct pfi_curveset *set, struct pfi_noise *n) {
     pfi_noise_acc_add(&acc, pbuf, tbuf, k);
   }
   pfi_noise_acc_finish(&acc, PFI_NOISE_UNBOUND, n);
+}
+
+void pfi_noise_of(const struct pfi_curveset *set, int emulated,
+                  struct pfi_noise *n) {
+  pfi_noise_estimate(set, n);
+  if (emulated && n->source != PFI_NOISE_COLUMNS)
+    pfi_noise_paper(n);
 }

@@ -32,6 +32,7 @@ struct job {
   double area, ce;
   int ce_ok;
   size_t used;
+  int why; /* enum pfi_index_undefined when !ok */
   char excluded[512];
 };
 
@@ -138,10 +139,13 @@ static int sec_ranked(struct pfi__report *r, struct job *jobs, size_t n,
     const struct pfi_curve *c = &r->js.cs.c[k];
     j->i = k;
     struct pfi_index ix;
-    int rc = pfi_index_compute(c, &ix, r->err);
+    /* The data's own noise (r->js.noise), as pfi index takes it. */
+    int rc = pfi_index_compute_noise(c, PFI_INDEX_ALL, &r->js.noise, &ix,
+                                     r->err);
     if (rc < 0)
       return rc;
     j->ok = ix.pfi_defined;
+    j->why = ix.undefined_why;
     j->pfi = j->lo = j->hi = ix.pfi;
     j->area = ix.pfi_area;
     j->ce = ix.pfi_ce;
@@ -156,8 +160,8 @@ static int sec_ranked(struct pfi__report *r, struct job *jobs, size_t n,
     pfi_index_release(&ix);
     if (j->ok) {
       double lo, hi;
-      rc = pfi_index_ci(c, draws, r->o->seed, PFI_INDEX_DEFAULT_REL_SD_POWER,
-                        PFI_INDEX_DEFAULT_REL_SD_TOKENS, &lo, &hi, r->err);
+      rc = pfi_index_ci_noise(c, draws, r->o->seed, &r->js.noise, &lo, &hi,
+                              r->err);
       if (rc < 0)
         return rc;
       if (rc > 0) {
@@ -169,15 +173,20 @@ static int sec_ranked(struct pfi__report *r, struct job *jobs, size_t n,
   qsort(jobs, n, sizeof *jobs, by_pfi);
   char tmax[96];
   snprintf(tmax, sizeof tmax, "t_max (%s)", unit);
-  const char *cols[] = {"rank",     "job",      "pfi",    "pfi_lo",
-                        "pfi_hi",   "pfi_area", "pfi_ce", "points_used",
-                        "left_out", tmax,       "p_max_w"};
+  const char *cols[] = {"rank",     "job",      "pfi",      "pfi_lo",
+                        "pfi_hi",   "note",     "pfi_area", "pfi_ce",
+                        "points_used", "left_out", tmax,    "p_max_w"};
+  char noise[200], title[600];
+  pfi_noise_describe(&r->js.noise, noise, sizeof noise);
+  snprintf(title, sizeof title,
+           "Jobs from most to least flexible: cap the first ones first (ratio "
+           "PFI with its 95 %% interval at the noise %s; note: why a job has "
+           "no ratio PFI, or that it rests on one capped point; area and "
+           "constant-elasticity definitions beside it; points the noise rule "
+           "left out, with the reason)",
+           noise);
   struct pfi_rtable *t = pfi__report_table(
-      r, "jobs_ranked",
-      "Jobs from most to least flexible: cap the first ones first (ratio PFI "
-      "with its 95 % interval; area and constant-elasticity definitions "
-      "beside it; points the noise rule left out, with the reason)",
-      sizeof cols / sizeof cols[0], cols);
+      r, "jobs_ranked", title, sizeof cols / sizeof cols[0], cols);
   if (!t)
     return pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
   dec(t, "rank", 0);
@@ -203,6 +212,10 @@ static int sec_ranked(struct pfi__report *r, struct job *jobs, size_t n,
       setn(t, row, "pfi_lo", j->lo);
       setn(t, row, "pfi_hi", j->hi);
     }
+    sets(t, row, "note",
+         !j->ok         ? pfi_index_undefined_reason(j->why)
+         : j->used == 1 ? "one capped point"
+                        : "");
     setn(t, row, "pfi_area", j->area);
     if (j->ce_ok)
       setn(t, row, "pfi_ce", j->ce);
@@ -471,8 +484,26 @@ int pfi_report_operator(const char *curves, const char *map, const char *unit,
   pfi_html_text(&r.body, curves);
   pfi_html_puts(&r.body, "; throughput in ");
   pfi_html_text(&r.body, unit);
+  char noise[200];
+  pfi_noise_describe(&r.js.noise, noise, sizeof noise);
+  pfi_html_puts(&r.body, ".</p>\n<p id=\"noise\"><strong>Run-to-run "
+                         "noise.</strong> ");
+  pfi_html_puts(&r.body, r.js.noise.source == PFI_NOISE_COLUMNS
+                             ? "Each point's own standard errors: "
+                             : "Of points without sd columns: ");
+  pfi_html_text(&r.body, noise);
+  pfi_html_puts(&r.body,
+                r.js.noise.source == PFI_NOISE_PAPER
+                    ? ", the paper's repeatability: the data gives nothing "
+                      "to estimate it from (no sd columns, replicate runs or "
+                      "points the cap cannot bind)"
+                    : "");
   pfi_html_printf(&r.body,
-                  ". PFI intervals: %zu Monte Carlo draws, seed %lu. "
+                  ". It decides which capped points enter each PFI (a loss "
+                  "or power saving within twice its standard error is "
+                  "left out) and sets the intervals' width "
+                  "(docs/index-and-stats.md, the noise model).</p>\n<p>"
+                  "PFI intervals: %zu Monte Carlo draws, seed %lu. "
                   "Throughput lost, quotes and the cap plan count by the ",
                   draws, o->seed);
   pfi_html_text(&r.body, r.objective);
@@ -490,13 +521,20 @@ int pfi_report_operator(const char *curves, const char *map, const char *unit,
     pfi[2 * n + i] = jobs[k].ok ? jobs[k].hi : 0;
     nundef += !jobs[k].ok;
   }
-  if (nundef)
+  if (nundef) {
+    size_t never = 0;
+    for (size_t k = 0; k < n; k++)
+      never += !jobs[k].ok && jobs[k].why == PFI_UNDEF_NEVER_BOUND;
     pfi_html_printf(&r.body,
-                    "<p class=\"note\">%zu job%s no ratio PFI: no cap bound "
-                    "beyond the noise (docs/index-and-stats.md, the noise "
-                    "rule). They are ranked last by the area definition, and "
-                    "PFI-aware takes nothing from them first.</p>\n",
-                    nundef, nundef == 1 ? " has" : "s have");
+                    "<p class=\"note\">%zu job%s no ratio PFI at this "
+                    "noise (their note says why: %zu the cap never bound, "
+                    "%zu throughput never fell beyond the noise; "
+                    "docs/index-and-stats.md, the noise rule). They are "
+                    "ranked last by the area definition, and PFI-aware "
+                    "takes nothing from them first.</p>\n",
+                    nundef, nundef == 1 ? " has" : "s have", never,
+                    nundef - never);
+  }
   pfi__report_progress(&r, "report: capacity");
   if ((rc = sec_capacity(&r, &p, pfi, pfi + n, pfi + 2 * n, cap, &ncap)) < 0)
     goto out;
