@@ -228,7 +228,8 @@ int pfi_jobset_estimate(const struct pfi_jobset *js,
 const char *pfi_jobset_undefined_reason(const struct pfi_jobset *js, size_t i);
 
 /* The count of jobs whose ratio PFI is undefined; `buf` (n bytes) gets the
- * first three as "JOB (reason), ..." ("" when none). */
+ * first three as "JOB (reason), ...; noise NOISE" (pfi_noise_describe() of
+ * js->noise; "" when none). */
 size_t pfi_jobset_undefined_note(const struct pfi_jobset *js, char *buf,
                                  size_t n);
 

@@ -454,6 +454,11 @@ int cmd_capacity(int argc, char **argv) {
              model_path ? model_path : "a model fitted to the curves' PFI",
              features,
              approx ? " (residual only: the model has no covariance)" : "");
+    if (true_pfi) {
+      char nz[200];
+      printf("PFI and intervals at the noise %s\n",
+             pfi_noise_describe(&d.noise, nz, sizeof nz));
+    }
     if (true_pfi && d.n_undefined) {
       /* The first three with the index's reason. */
       printf("%zu jobs have no ratio PFI, counted as PFI 0 (the least "

@@ -552,6 +552,12 @@ size_t pfi_jobset_undefined_note(const struct pfi_jobset *js, char *buf,
     }
     k++;
   }
+  if (k && used < n) {
+    /* The noise that decided it, as pfi index states it. */
+    char nz[200];
+    snprintf(buf + used, n - used, "; noise %s",
+             pfi_noise_describe(&js->noise, nz, sizeof nz));
+  }
   return k;
 }
 

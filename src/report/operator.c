@@ -36,6 +36,20 @@ struct job {
   char excluded[512];
 };
 
+/* The noise as this page states it: pfi_noise_describe(), except that the
+ * default is named for what it is, not for where it was published (the
+ * page has no paper scaffolding). */
+static const char *noise_text(const struct pfi_noise *nz, char *buf,
+                              size_t n) {
+  if (nz->source != PFI_NOISE_PAPER)
+    return pfi_noise_describe(nz, buf, n);
+  snprintf(buf, n,
+           "%.3g %% of power, %.3g %% of throughput (the default "
+           "repeatability of a point)",
+           nz->rel_sd_power * 100.0, nz->rel_sd_tokens * 100.0);
+  return buf;
+}
+
 static int by_pfi(const void *a, const void *b) {
   const struct job *x = a, *y = b;
   if (x->ok != y->ok)
@@ -177,7 +191,7 @@ static int sec_ranked(struct pfi__report *r, struct job *jobs, size_t n,
                         "pfi_hi",   "note",     "pfi_area", "pfi_ce",
                         "points_used", "left_out", tmax,    "p_max_w"};
   char noise[200], title[600];
-  pfi_noise_describe(&r->js.noise, noise, sizeof noise);
+  noise_text(&r->js.noise, noise, sizeof noise);
   snprintf(title, sizeof title,
            "Jobs from most to least flexible: cap the first ones first (ratio "
            "PFI with its 95 %% interval at the noise %s; note: why a job has "
@@ -485,7 +499,7 @@ int pfi_report_operator(const char *curves, const char *map, const char *unit,
   pfi_html_puts(&r.body, "; throughput in ");
   pfi_html_text(&r.body, unit);
   char noise[200];
-  pfi_noise_describe(&r.js.noise, noise, sizeof noise);
+  noise_text(&r.js.noise, noise, sizeof noise);
   pfi_html_puts(&r.body, ".</p>\n<p id=\"noise\"><strong>Run-to-run "
                          "noise.</strong> ");
   pfi_html_puts(&r.body, r.js.noise.source == PFI_NOISE_COLUMNS
@@ -494,9 +508,9 @@ int pfi_report_operator(const char *curves, const char *map, const char *unit,
   pfi_html_text(&r.body, noise);
   pfi_html_puts(&r.body,
                 r.js.noise.source == PFI_NOISE_PAPER
-                    ? ", the paper's repeatability: the data gives nothing "
-                      "to estimate it from (no sd columns, replicate runs or "
-                      "points the cap cannot bind)"
+                    ? ": the data gives nothing to estimate it from (no sd "
+                      "columns, replicate runs or points the cap cannot "
+                      "bind)"
                     : "");
   pfi_html_printf(&r.body,
                   ". It decides which capped points enter each PFI (a loss "
