@@ -154,6 +154,12 @@ void pfi_noise_paper(struct pfi_noise *n);
 void pfi_noise_given(struct pfi_noise *n, double rel_sd_power,
                      double rel_sd_tokens);
 
+/* Parses a --noise value "P,T": the relative noise of power and
+ * throughput in % (each from 0 to 100, finite) into *n by
+ * pfi_noise_given(). PFI_EINVAL with the expected form otherwise (*n
+ * untouched). */
+int pfi_noise_parse(const char *s, struct pfi_noise *n, struct pfi_error *err);
+
 /* "sd columns", "replicate runs", "points the cap cannot bind", "paper
  * default", "given". */
 const char *pfi_noise_source_name(int source);

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pfi/csv.h"
+
 static size_t ref_index(const double *cap_w, size_t n) {
   size_t r = 0;
   for (size_t i = 1; i < n; i++)
@@ -553,6 +555,29 @@ const char *pfi_noise_source_name(int source) {
   default:
     return "paper default";
   }
+}
+
+int pfi_noise_parse(const char *s, struct pfi_noise *n,
+                    struct pfi_error *err) {
+  const char *c = s ? strchr(s, ',') : NULL;
+  double v[2];
+  char a[64];
+  size_t la = c ? (size_t)(c - s) : 0;
+  int ok = c && la < sizeof a;
+  if (ok) {
+    memcpy(a, s, la);
+    a[la] = '\0';
+    /* Two finite numbers (pfi_parse_double()), each from 0 to 100. */
+    ok = pfi_parse_double(a, &v[0]) == 0 && pfi_parse_double(c + 1, &v[1]) == 0 &&
+         v[0] >= 0 && v[0] <= 100 && v[1] >= 0 && v[1] <= 100;
+  }
+  if (!ok)
+    return pfi_error_set(err, PFI_EINVAL,
+                         "--noise: expected P,T: two percentages from 0 to "
+                         "100, got '%s'",
+                         s ? s : "");
+  pfi_noise_given(n, v[0] / 100.0, v[1] / 100.0);
+  return 0;
 }
 
 const char *pfi_noise_describe(const struct pfi_noise *n, char *buf,

@@ -337,6 +337,17 @@ static void test_noise(void **state) {
   assert_int_equal(pfi_jobset_subset(&js, keep, &sub, &err), 0);
   ASSERT_NEAR(sub.noise.rel_sd_tokens, js.noise.rel_sd_tokens, 0);
   pfi_jobset_release(&sub);
+  /* --noise P,T: percentages from 0 to 100. */
+  struct pfi_noise g;
+  assert_int_equal(pfi_noise_parse("2,3.5", &g, &err), 0);
+  ASSERT_EQ_INT(g.source, PFI_NOISE_GIVEN);
+  ASSERT_NEAR(g.rel_sd_power, 0.02, 1e-15);
+  ASSERT_NEAR(g.rel_sd_tokens, 0.035, 1e-15);
+  static const char *const bad[] = {"nan,1", "1", "1,2,3", "101,1", "-1,2",
+                                    "1,inf", ",1", "1,", ""};
+  for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++)
+    if (pfi_noise_parse(bad[b], &g, &err) != PFI_EINVAL)
+      fail_msg("--noise '%s' accepted", bad[b]);
   /* --noise: the paper's noise, given. */
   struct pfi_noise paper;
   pfi_noise_paper(&paper);
