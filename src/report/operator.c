@@ -190,15 +190,11 @@ static int sec_ranked(struct pfi__report *r, struct job *jobs, size_t n,
   const char *cols[] = {"rank",     "job",      "pfi",      "pfi_lo",
                         "pfi_hi",   "note",     "pfi_area", "pfi_ce",
                         "points_used", "left_out", tmax,    "p_max_w"};
-  char noise[200], title[600];
-  noise_text(&r->js.noise, noise, sizeof noise);
-  snprintf(title, sizeof title,
-           "Jobs from most to least flexible: cap the first ones first (ratio "
-           "PFI with its 95 %% interval at the noise %s; note: why a job has "
-           "no ratio PFI, or that it rests on one capped point; area and "
-           "constant-elasticity definitions beside it; points the noise rule "
-           "left out, with the reason)",
-           noise);
+  const char *title =
+      "Jobs from most to least flexible: cap the first ones first (ratio "
+      "PFI with its 95 % interval at the noise stated above, or the note "
+      "why it has none; area and constant-elasticity definitions beside it; "
+      "points the noise rule left out, with the reason)";
   struct pfi_rtable *t = pfi__report_table(
       r, "jobs_ranked", title, sizeof cols / sizeof cols[0], cols);
   if (!t)
@@ -500,23 +496,21 @@ int pfi_report_operator(const char *curves, const char *map, const char *unit,
   pfi_html_text(&r.body, unit);
   char noise[200];
   noise_text(&r.js.noise, noise, sizeof noise);
-  pfi_html_puts(&r.body, ".</p>\n<p id=\"noise\"><strong>Run-to-run "
-                         "noise.</strong> ");
+  /* The noise decides which capped points enter each PFI and the
+   * intervals' width: stated where the page says what it read, short
+   * enough to keep the cap plan on the first screen. */
+  pfi_html_puts(&r.body, ". <span id=\"noise\"><strong>Run-to-run "
+                         "noise</strong> ");
   pfi_html_puts(&r.body, r.js.noise.source == PFI_NOISE_COLUMNS
-                             ? "Each point's own standard errors: "
-                             : "Of points without sd columns: ");
+                             ? ": "
+                             : "of points without sd columns: ");
   pfi_html_text(&r.body, noise);
   pfi_html_puts(&r.body,
                 r.js.noise.source == PFI_NOISE_PAPER
-                    ? ": the data gives nothing to estimate it from (no sd "
-                      "columns, replicate runs or points the cap cannot "
-                      "bind)"
+                    ? ", as the data gives nothing to estimate it from"
                     : "");
   pfi_html_printf(&r.body,
-                  ". It decides which capped points enter each PFI (a loss "
-                  "or power saving within twice its standard error is "
-                  "left out) and sets the intervals' width "
-                  "(docs/index-and-stats.md, the noise model).</p>\n<p>"
+                  ".</span> "
                   "PFI intervals: %zu Monte Carlo draws, seed %lu. "
                   "Throughput lost, quotes and the cap plan count by the ",
                   draws, o->seed);
