@@ -36,9 +36,8 @@ int pfi_jobcurves_load(struct pfi_jobcurves *d, const char *path,
 /* pfi_jobcurves_load() under the noise `given` (a command's --noise;
  * NULL: the curves' own, pfi_noise_estimate()). */
 int pfi_jobcurves_load_noise(struct pfi_jobcurves *d, const char *path,
-                             const char *map, int with_pfi,
-                             unsigned long draws, unsigned long seed,
-                             const struct pfi_noise *given,
+                             const char *map, int with_pfi, unsigned long draws,
+                             unsigned long seed, const struct pfi_noise *given,
                              struct pfi_error *err);
 void pfi_jobcurves_release(struct pfi_jobcurves *d);
 

@@ -19,11 +19,13 @@
  * option table's row. */
 #define NOISE_OPT 0x4e01
 #define NOISE_OPT_ROW                                                          \
-  {"noise", NOISE_OPT, 0, PFI_ARG_REQ, "P,T",                                 \
-   "relative noise, in %, of points without power_sd_w / tokens_sd, behind "  \
-   "each job's own PFI and interval (as pfi index --noise; default: "        \
-   "estimated from the file as pfi index does, the paper's 0.04,0.05 for "    \
-   "emulated data or when nothing gives an estimate)"}
+  {                                                                            \
+    "noise", NOISE_OPT, 0, PFI_ARG_REQ, "P,T",                                 \
+        "relative noise, in %, of points without power_sd_w / tokens_sd, "     \
+        "behind each job's own PFI and interval (as pfi index --noise; "       \
+        "default: estimated from the file as pfi index does, the paper's "     \
+        "0.04,0.05 for emulated data or when nothing gives an estimate)"       \
+  }
 
 /* Parses --noise for `cmd`: 0, or prints the usage error and returns
  * PFI_EXIT_USAGE. */

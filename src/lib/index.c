@@ -557,8 +557,7 @@ const char *pfi_noise_source_name(int source) {
   }
 }
 
-int pfi_noise_parse(const char *s, struct pfi_noise *n,
-                    struct pfi_error *err) {
+int pfi_noise_parse(const char *s, struct pfi_noise *n, struct pfi_error *err) {
   const char *c = s ? strchr(s, ',') : NULL;
   double v[2];
   char a[64];
@@ -568,8 +567,9 @@ int pfi_noise_parse(const char *s, struct pfi_noise *n,
     memcpy(a, s, la);
     a[la] = '\0';
     /* Two finite numbers (pfi_parse_double()), each from 0 to 100. */
-    ok = pfi_parse_double(a, &v[0]) == 0 && pfi_parse_double(c + 1, &v[1]) == 0 &&
-         v[0] >= 0 && v[0] <= 100 && v[1] >= 0 && v[1] <= 100;
+    ok = pfi_parse_double(a, &v[0]) == 0 &&
+         pfi_parse_double(c + 1, &v[1]) == 0 && v[0] >= 0 && v[0] <= 100 &&
+         v[1] >= 0 && v[1] <= 100;
   }
   if (!ok)
     return pfi_error_set(err, PFI_EINVAL,

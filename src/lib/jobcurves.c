@@ -52,9 +52,8 @@ int pfi_jobcurves_load(struct pfi_jobcurves *d, const char *path,
 }
 
 int pfi_jobcurves_load_noise(struct pfi_jobcurves *d, const char *path,
-                             const char *map, int with_pfi,
-                             unsigned long draws, unsigned long seed,
-                             const struct pfi_noise *given,
+                             const char *map, int with_pfi, unsigned long draws,
+                             unsigned long seed, const struct pfi_noise *given,
                              struct pfi_error *err) {
   memset(d, 0, sizeof *d);
   int rc =
@@ -93,8 +92,7 @@ int pfi_jobcurves_load_noise(struct pfi_jobcurves *d, const char *path,
       continue;
     }
     double lo, hi;
-    rc = pfi_index_ci_noise(&d->cs.c[i], draws, seed, &d->noise, &lo, &hi,
-                            err);
+    rc = pfi_index_ci_noise(&d->cs.c[i], draws, seed, &d->noise, &lo, &hi, err);
     if (rc < 0)
       return rc;
     if (rc > 0) {

@@ -39,8 +39,7 @@ struct job {
 /* The noise as this page states it: pfi_noise_describe(), except that the
  * default is named for what it is, not for where it was published (the
  * page has no paper scaffolding). */
-static const char *noise_text(const struct pfi_noise *nz, char *buf,
-                              size_t n) {
+static const char *noise_text(const struct pfi_noise *nz, char *buf, size_t n) {
   if (nz->source != PFI_NOISE_PAPER)
     return pfi_noise_describe(nz, buf, n);
   snprintf(buf, n,
@@ -154,8 +153,8 @@ static int sec_ranked(struct pfi__report *r, struct job *jobs, size_t n,
     j->i = k;
     struct pfi_index ix;
     /* The data's own noise (r->js.noise), as pfi index takes it. */
-    int rc = pfi_index_compute_noise(c, PFI_INDEX_ALL, &r->js.noise, &ix,
-                                     r->err);
+    int rc =
+        pfi_index_compute_noise(c, PFI_INDEX_ALL, &r->js.noise, &ix, r->err);
     if (rc < 0)
       return rc;
     j->ok = ix.pfi_defined;
@@ -187,16 +186,16 @@ static int sec_ranked(struct pfi__report *r, struct job *jobs, size_t n,
   qsort(jobs, n, sizeof *jobs, by_pfi);
   char tmax[96];
   snprintf(tmax, sizeof tmax, "t_max (%s)", unit);
-  const char *cols[] = {"rank",     "job",      "pfi",      "pfi_lo",
-                        "pfi_hi",   "note",     "pfi_area", "pfi_ce",
-                        "points_used", "left_out", tmax,    "p_max_w"};
+  const char *cols[] = {"rank",        "job",      "pfi",      "pfi_lo",
+                        "pfi_hi",      "note",     "pfi_area", "pfi_ce",
+                        "points_used", "left_out", tmax,       "p_max_w"};
   const char *title =
       "Jobs from most to least flexible: cap the first ones first (ratio "
       "PFI with its 95 % interval at the noise stated above, or the note "
       "why it has none; area and constant-elasticity definitions beside it; "
       "points the noise rule left out, with the reason)";
-  struct pfi_rtable *t = pfi__report_table(
-      r, "jobs_ranked", title, sizeof cols / sizeof cols[0], cols);
+  struct pfi_rtable *t = pfi__report_table(r, "jobs_ranked", title,
+                                           sizeof cols / sizeof cols[0], cols);
   if (!t)
     return pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
   dec(t, "rank", 0);
@@ -505,10 +504,9 @@ int pfi_report_operator(const char *curves, const char *map, const char *unit,
                              ? ": "
                              : "of points without sd columns: ");
   pfi_html_text(&r.body, noise);
-  pfi_html_puts(&r.body,
-                r.js.noise.source == PFI_NOISE_PAPER
-                    ? ", as the data gives nothing to estimate it from"
-                    : "");
+  pfi_html_puts(&r.body, r.js.noise.source == PFI_NOISE_PAPER
+                             ? ", as the data gives nothing to estimate it from"
+                             : "");
   pfi_html_printf(&r.body,
                   ".</span> "
                   "PFI intervals: %zu Monte Carlo draws, seed %lu. "

@@ -343,8 +343,8 @@ static void test_noise(void **state) {
   ASSERT_EQ_INT(g.source, PFI_NOISE_GIVEN);
   ASSERT_NEAR(g.rel_sd_power, 0.02, 1e-15);
   ASSERT_NEAR(g.rel_sd_tokens, 0.035, 1e-15);
-  static const char *const bad[] = {"nan,1", "1", "1,2,3", "101,1", "-1,2",
-                                    "1,inf", ",1", "1,", ""};
+  static const char *const bad[] = {"nan,1", "1",  "1,2,3", "101,1", "-1,2",
+                                    "1,inf", ",1", "1,",    ""};
   for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++)
     if (pfi_noise_parse(bad[b], &g, &err) != PFI_EINVAL)
       fail_msg("--noise '%s' accepted", bad[b]);
@@ -367,8 +367,8 @@ static void test_noise(void **state) {
                   (int)(nl - q), q);
     q = nl + 1;
   }
-  assert_int_equal(
-      pfi_jobset_load(&js, put("ne.csv", ebuf), NULL, NULL, &err), 0);
+  assert_int_equal(pfi_jobset_load(&js, put("ne.csv", ebuf), NULL, NULL, &err),
+                   0);
   ASSERT_EQ_INT(js.noise.source, PFI_NOISE_PAPER);
   ASSERT_EQ_INT(js.pfi_ok[4], 1);
   ASSERT_NEAR(js.true_pfi[4], (1 - 190.0 / 280) / 0.05, 1e-9);
