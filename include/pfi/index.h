@@ -154,9 +154,25 @@ void pfi_noise_paper(struct pfi_noise *n);
 void pfi_noise_given(struct pfi_noise *n, double rel_sd_power,
                      double rel_sd_tokens);
 
+/* Parses a --noise value "P,T": the relative noise of power and
+ * throughput in % (each from 0 to 100, finite) into *n by
+ * pfi_noise_given(). PFI_EINVAL with the expected form otherwise (*n
+ * untouched). */
+int pfi_noise_parse(const char *s, struct pfi_noise *n, struct pfi_error *err);
+
 /* "sd columns", "replicate runs", "points the cap cannot bind", "paper
  * default", "given". */
 const char *pfi_noise_source_name(int source);
+
+/*
+ * The noise as outputs state it, into buf (len bytes; returns buf):
+ * "each point's sd columns" (PFI_NOISE_COLUMNS), else "2.08 % of power,
+ * 3.71 % of throughput (points the cap cannot bind, 162 degrees of
+ * freedom)", the source by pfi_noise_source_name(), the degrees of
+ * freedom only for an estimate.
+ */
+const char *pfi_noise_describe(const struct pfi_noise *n, char *buf,
+                               size_t len);
 
 /*
  * Pooled scatter of groups of values that measure the same thing
@@ -189,6 +205,15 @@ int pfi_noise_acc_finish(const struct pfi_noise_acc *a, int source,
  * else the paper's default. Deterministic, O(points).
  */
 void pfi_noise_estimate(const struct pfi_curveset *set, struct pfi_noise *n);
+
+/*
+ * The noise of a set of curves by its provenance: an emulated set (any
+ * row says so; `emulated` 1) is the emulator's, the paper's repeatability
+ * (pfi_noise_paper(), or PFI_NOISE_COLUMNS when every point has sd
+ * columns), known by construction; any other set is pfi_noise_estimate()'s.
+ */
+void pfi_noise_of(const struct pfi_curveset *set, int emulated,
+                  struct pfi_noise *n);
 
 /*
  * pfi_index_compute_defs() with the rule's noise for points without sd

@@ -11,6 +11,7 @@
 
 #include "pfi/curve.h"
 #include "pfi/error.h"
+#include "pfi/index.h"
 
 struct pfi_jobcurves {
   struct pfi_curveset cs;
@@ -19,6 +20,10 @@ struct pfi_jobcurves {
   int *pfi_why; /* cs.n with_pfi: enum pfi_index_undefined when not */
   size_t n_undefined;            /* jobs without a ratio PFI */
   int emulated, measured;        /* what the file's source column says */
+  /* with_pfi: the noise of points without sd columns behind pfi and its
+   * interval: the caller's, else pfi_noise_estimate() of the curves (the
+   * paper's repeatability when they give nothing to estimate it from). */
+  struct pfi_noise noise;
 };
 
 /* Reads `path` (with `map`); with `with_pfi` also each job's ratio PFI
@@ -28,6 +33,12 @@ struct pfi_jobcurves {
 int pfi_jobcurves_load(struct pfi_jobcurves *d, const char *path,
                        const char *map, int with_pfi, unsigned long draws,
                        unsigned long seed, struct pfi_error *err);
+/* pfi_jobcurves_load() under the noise `given` (a command's --noise;
+ * NULL: the curves' own, pfi_noise_estimate()). */
+int pfi_jobcurves_load_noise(struct pfi_jobcurves *d, const char *path,
+                             const char *map, int with_pfi, unsigned long draws,
+                             unsigned long seed, const struct pfi_noise *given,
+                             struct pfi_error *err);
 void pfi_jobcurves_release(struct pfi_jobcurves *d);
 
 /* "emulated", "measured" or "input" (the file does not say). */

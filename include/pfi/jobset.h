@@ -27,6 +27,7 @@
 #include "pfi/curve.h"
 #include "pfi/error.h"
 #include "pfi/features.h"
+#include "pfi/index.h"
 #include "pfi/model.h"
 #include "pfi/objective.h"
 #include "pfi/oracle.h"
@@ -127,18 +128,33 @@ struct pfi_jobset {
    * raw points either way. */
   int curve_fit;
   int *pfi_why; /* cs.n: enum pfi_index_undefined of a job without a PFI */
+  /* The noise true_pfi's rule used for points without sd columns:
+   * pfi_noise_of() of the curves after pfi_jobset_load() (the data's
+   * estimate; the paper's repeatability for emulated curves and where the
+   * data gives no estimate), or the caller's by pfi_jobset_set_noise();
+   * the same as `pfi index`'s. */
+  struct pfi_noise noise;
 };
 
 /*
  * Loads a curves file (`cpath`, with an optional column mapping `map`, see
  * curve.h; NULL: no curves) and, when `fpath` is not NULL, a features
- * file, joins them by job id and computes each job's true PFI and the
+ * file, joins them by job id and computes each job's true PFI under the
+ * curves' own noise (js->noise, pfi_noise_of()) and the
  * provenance. Returns 0 or an error (bad input: file:line:column;
  * PFI_ENOMEM). Release with pfi_jobset_release() (also after a failure).
  */
 int pfi_jobset_load(struct pfi_jobset *js, const char *cpath, const char *map,
                     const char *fpath, struct pfi_error *err);
 void pfi_jobset_release(struct pfi_jobset *js);
+
+/*
+ * Recomputes every job's true PFI (true_pfi, pfi_ok, pfi_why) under the
+ * noise `n` (a command's --noise), kept in js->noise. Returns 0 or
+ * PFI_ENOMEM.
+ */
+int pfi_jobset_set_noise(struct pfi_jobset *js, const struct pfi_noise *n,
+                         struct pfi_error *err);
 
 /*
  * The jobs of `src` with keep[i] set, in their order, as a set of their
@@ -212,7 +228,8 @@ int pfi_jobset_estimate(const struct pfi_jobset *js,
 const char *pfi_jobset_undefined_reason(const struct pfi_jobset *js, size_t i);
 
 /* The count of jobs whose ratio PFI is undefined; `buf` (n bytes) gets the
- * first three as "JOB (reason), ..." ("" when none). */
+ * first three as "JOB (reason), ...; noise NOISE" (pfi_noise_describe() of
+ * js->noise; "" when none). */
 size_t pfi_jobset_undefined_note(const struct pfi_jobset *js, char *buf,
                                  size_t n);
 

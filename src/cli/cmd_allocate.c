@@ -42,6 +42,7 @@ static const struct pfi_opt opts[] = {
      "or raw"},
     {"format", 'F', 0, PFI_ARG_REQ, "F", "table (default), csv or json"},
     OBJ_OPTS,
+    NOISE_OPT_ROW,
     PFI_OPT_HELP,
     PFI_OPT_END};
 
@@ -104,6 +105,8 @@ int cmd_allocate(int argc, char **argv) {
   enum pfi_format fmt = PFI_FMT_TABLE;
   struct obj_opt ob;
   obj_opt_init(&ob);
+  struct pfi_noise nz;
+  int have_nz = 0;
   int o;
   struct pfi_optparse op;
   pfi_opt_start(&op, &help, argc, argv);
@@ -115,6 +118,11 @@ int cmd_allocate(int argc, char **argv) {
     case OBJ_OPT_MIN_SHARE:
       if (obj_opt_handle(&ob, o, optarg, "allocate") != 0)
         return PFI_EXIT_USAGE;
+      break;
+    case NOISE_OPT:
+      if (noise_opt_parse("allocate", optarg, &nz) != 0)
+        return PFI_EXIT_USAGE;
+      have_nz = 1;
       break;
     case 'B':
       budget_s = optarg;
@@ -228,6 +236,8 @@ int cmd_allocate(int argc, char **argv) {
     pfi_error_set(&err, PFI_ENOMEM, "out of memory");
     goto fail;
   }
+  if (have_nz && pfi_jobset_set_noise(&d, &nz, &err) < 0)
+    goto fail;
   struct pfi_estimate_opts eo;
   pfi_estimate_opts_init(&eo);
   eo.true_pfi = true_pfi;

@@ -57,6 +57,7 @@ static const struct pfi_opt opts[] = {
      "rises is decided on its monotone fit; the PFI stays the raw points') "
      "or raw"},
     {"format", 'F', 0, PFI_ARG_REQ, "F", "table (default), csv or json"},
+    NOISE_OPT_ROW,
     PFI_OPT_HELP,
     PFI_OPT_END};
 
@@ -138,6 +139,8 @@ int cmd_capacity(int argc, char **argv) {
   enum pfi_curve_fit curve_fit = PFI_CURVE_MONOTONE;
   struct obj_opt ob;
   obj_opt_init(&ob);
+  struct pfi_noise nz;
+  int have_nz = 0;
   unsigned long steps = 20, draws = 2000, seed = 1;
   enum pfi_format fmt = PFI_FMT_TABLE;
   int o;
@@ -145,6 +148,11 @@ int cmd_capacity(int argc, char **argv) {
   pfi_opt_start(&op, &help, argc, argv);
   while ((o = pfi_opt_next(&op)) != -1) {
     switch (o) {
+    case NOISE_OPT:
+      if (noise_opt_parse("capacity", optarg, &nz) != 0)
+        return PFI_EXIT_USAGE;
+      have_nz = 1;
+      break;
     case 'c':
       curves = optarg;
       break;
@@ -265,7 +273,8 @@ int cmd_capacity(int argc, char **argv) {
   memset(cap, 0, sizeof cap);
   memset(&js, 0, sizeof js);
   pfi_problem_init(&p);
-  if (pfi_jobcurves_load(&d, curves, map, true_pfi, draws, seed, &err) < 0) {
+  if (pfi_jobcurves_load_noise(&d, curves, map, true_pfi, draws, seed,
+                               have_nz ? &nz : NULL, &err) < 0) {
     status = pfi_cli_fail(&err);
     goto out;
   }
@@ -275,6 +284,8 @@ int cmd_capacity(int argc, char **argv) {
      * (pfi_jobset_predict_interval). */
     have_js = 1; /* released also after a failed load */
     if (pfi_jobset_load(&js, curves, map, features, &err) < 0)
+      goto fail;
+    if (have_nz && pfi_jobset_set_noise(&js, &nz, &err) < 0)
       goto fail;
     if (js.cs.n != d.cs.n) {
       pfi_error_set(&err, PFI_EINVAL, "the curves read differently");
@@ -454,6 +465,11 @@ int cmd_capacity(int argc, char **argv) {
              model_path ? model_path : "a model fitted to the curves' PFI",
              features,
              approx ? " (residual only: the model has no covariance)" : "");
+    if (true_pfi) {
+      char nz[200];
+      printf("PFI and intervals at the noise %s\n",
+             pfi_noise_describe(&d.noise, nz, sizeof nz));
+    }
     if (true_pfi && d.n_undefined) {
       /* The first three with the index's reason. */
       printf("%zu jobs have no ratio PFI, counted as PFI 0 (the least "

@@ -12,6 +12,7 @@
 #include "pfi/curve.h"
 #include "pfi/fmt.h"
 #include "pfi/index.h"
+#include "pfi/jobset.h"
 
 static const struct pfi_opt opts[] = {
     {"definition", 'd', 0, PFI_ARG_REQ, "D",
@@ -93,6 +94,19 @@ static const char *note_of(const struct pfi_index *ix) {
   if (!ix->pfi_defined)
     return pfi_index_undefined_reason(ix->undefined_why);
   return ix->points_used == 1 ? "one capped point" : "";
+}
+
+/* 1 when a row of the curves file says it is emulated (the job set's
+ * provenance rule): its noise is the paper's (pfi_noise_of()). */
+static int file_emulated(const char *path) {
+  struct pfi_table t;
+  struct pfi_error e;
+  int em = 0;
+  if (!path || strcmp(path, "-") == 0 || pfi_table_load(&t, path, &e) < 0)
+    return 0;
+  pfi_table_provenance(&t, &em);
+  pfi_table_release(&t);
+  return em;
 }
 
 static json_t *num_or_null(int defined, double v) {
@@ -290,8 +304,14 @@ int cmd_index(int argc, char **argv) {
   /* One noise for the rule, the interval and what the output says. */
   if (noise_given)
     pfi_noise_given(&nz, noise_p, noise_t);
-  else
+  else {
+    /* pfi_noise_of(), the file read again for its provenance only when
+     * that could change the noise. */
     pfi_noise_estimate(&set, &nz);
+    if (nz.source != PFI_NOISE_PAPER && nz.source != PFI_NOISE_COLUMNS &&
+        file_emulated(path))
+      pfi_noise_paper(&nz);
+  }
   noise_p = nz.rel_sd_power;
   noise_t = nz.rel_sd_tokens;
   char noise_line[256], dof_s[64] = "";

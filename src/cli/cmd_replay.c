@@ -57,6 +57,7 @@ static const struct pfi_opt opts[] = {
     {"format", 'F', 0, PFI_ARG_REQ, "F",
      "table (default), csv or json (everything)"},
     OBJ_OPTS,
+    NOISE_OPT_ROW,
     PFI_OPT_HELP,
     PFI_OPT_END};
 
@@ -153,6 +154,8 @@ int cmd_replay(int argc, char **argv) {
   enum pfi_curve_fit curve_fit = PFI_CURVE_MONOTONE;
   struct obj_opt ob;
   obj_opt_init(&ob);
+  struct pfi_noise nz;
+  int have_nz = 0;
   double event_min = PFI_REPLAY_EVENT_MIN_CUT;
   enum show show = SHOW_SUMMARY;
   enum pfi_format fmt = PFI_FMT_TABLE;
@@ -161,6 +164,11 @@ int cmd_replay(int argc, char **argv) {
   pfi_opt_start(&op, &help, argc, argv);
   while ((o = pfi_opt_next(&op)) != -1) {
     switch (o) {
+    case NOISE_OPT:
+      if (noise_opt_parse("replay", optarg, &nz) != 0)
+        return PFI_EXIT_USAGE;
+      have_nz = 1;
+      break;
     case 'c':
       curves = optarg;
       break;
@@ -285,6 +293,8 @@ int cmd_replay(int argc, char **argv) {
     return pfi_cli_fail(&err);
   size_t n = d.cs.n;
   const struct pfi_problem *pp = &ai.prob;
+  if (have_nz && pfi_jobset_set_noise(&d, &nz, &err) < 0)
+    goto fail;
   if (pfi_target_load(&tg, target, time_col, power_col, &err) < 0)
     goto fail;
   struct pfi_estimate_opts eo;

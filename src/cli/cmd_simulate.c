@@ -42,6 +42,7 @@ static const struct pfi_opt opts[] = {
      "rises is decided on its monotone fit; the PFI stays the raw points') "
      "or raw"},
     {"format", 'F', 0, PFI_ARG_REQ, "F", "table (default), csv or json"},
+    NOISE_OPT_ROW,
     PFI_OPT_HELP,
     {"holdout", 'H', 0, PFI_ARG_OPT, "job|cluster",
      "predict each job's PFI with a fit that did not see it (job, the "
@@ -295,12 +296,19 @@ int cmd_simulate(int argc, char **argv) {
   enum pfi_curve_fit curve_fit = PFI_CURVE_MONOTONE;
   struct obj_opt ob;
   obj_opt_init(&ob);
+  struct pfi_noise nz;
+  int have_nz = 0;
   enum pfi_format fmt = PFI_FMT_TABLE;
   int o;
   struct pfi_optparse op;
   pfi_opt_start(&op, &help, argc, argv);
   while ((o = pfi_opt_next(&op)) != -1) {
     switch (o) {
+    case NOISE_OPT:
+      if (noise_opt_parse("simulate", optarg, &nz) != 0)
+        return PFI_EXIT_USAGE;
+      have_nz = 1;
+      break;
     case 'c':
       curves = optarg;
       break;
@@ -510,6 +518,8 @@ int cmd_simulate(int argc, char **argv) {
     return pfi_cli_fail(&err);
   }
   d.curve_fit = curve_fit;
+  if (have_nz && pfi_jobset_set_noise(&d, &nz, &err) < 0)
+    goto fail;
   if (features && pfi_jobset_require_features(&d, "the simulation", &err) < 0)
     goto fail;
   if (tcurves) {
@@ -519,6 +529,8 @@ int cmd_simulate(int argc, char **argv) {
       goto fail;
     td.curve_fit = curve_fit;
     have_test = 1;
+    if (have_nz && pfi_jobset_set_noise(&td, &nz, &err) < 0)
+      goto fail;
     sd = &td;
     if (pfi_jobset_require_features(&td, "the simulation", &err) < 0)
       goto fail;

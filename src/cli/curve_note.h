@@ -9,8 +9,33 @@
 
 #include <stdio.h>
 
+#include "cli.h"
+#include "pfi/index.h"
 #include "pfi/jobset.h"
 #include "pfi/monotone.h"
+
+/* --noise P,T of the deciding commands, as pfi index's: the value
+ * pfi_opt_next() returns (above every short option's character), and the
+ * option table's row. */
+#define NOISE_OPT 0x4e01
+#define NOISE_OPT_ROW                                                          \
+  {                                                                            \
+    "noise", NOISE_OPT, 0, PFI_ARG_REQ, "P,T",                                 \
+        "relative noise, in %, of points without power_sd_w / tokens_sd, "     \
+        "behind each job's own PFI and interval (as pfi index --noise; "       \
+        "default: estimated from the file as pfi index does, the paper's "     \
+        "0.04,0.05 for emulated data or when nothing gives an estimate)"       \
+  }
+
+/* Parses --noise for `cmd`: 0, or prints the usage error and returns
+ * PFI_EXIT_USAGE. */
+static inline int noise_opt_parse(const char *cmd, const char *arg,
+                                  struct pfi_noise *nz) {
+  struct pfi_error e;
+  if (pfi_noise_parse(arg, nz, &e) == 0)
+    return 0;
+  return pfi_cli_usage(cmd, "%s", e.msg);
+}
 
 static inline void curve_note(const char *cmd, const struct pfi_curveset *cs,
                               enum pfi_curve_fit fit) {

@@ -9,6 +9,7 @@
 
 #include "ctl_int.h"
 #include "pfi/alloc.h"
+#include "pfi/monotone.h"
 #include "pfi/objective.h"
 
 /* The prior when the telemetry model gave no estimate: a moderately
@@ -189,36 +190,69 @@ static double pt_se(const struct pfi__ctl_pt *q) {
   return se > floor ? se : floor;
 }
 
+size_t pfi__ctl_anchors(const struct pfi__ctl_job *j, int lcb, double *ax,
+                        double *ay) {
+  /* The learned points below P_max in cap order, each weighted by the
+   * periods behind it. */
+  double cap[PFI__CTL_MAXPTS], pw[PFI__CTL_MAXPTS], y[PFI__CTL_MAXPTS],
+      w[PFI__CTL_MAXPTS];
+  size_t n = 0;
+  for (size_t i = 0; i < j->npts; i++) {
+    const struct pfi__ctl_pt *q = &j->pts[i];
+    if (!(q->power_w < j->pmax * 0.998))
+      continue;
+    size_t k = n;
+    while (k > 0 && cap[k - 1] > q->cap_w) {
+      cap[k] = cap[k - 1];
+      pw[k] = pw[k - 1];
+      y[k] = y[k - 1];
+      w[k] = w[k - 1];
+      k--;
+    }
+    cap[k] = q->cap_w;
+    pw[k] = q->power_w;
+    y[k] = q->tokens + (lcb < 0 ? 2.0 : lcb > 0 ? -2.0 : 0) * pt_se(q);
+    w[k] = q->n >= 1 ? q->n : 1;
+    n++;
+  }
+  if (n == 0)
+    return 0;
+  /* The fit allocation, capacity and the oracle decide on
+   * (pfi_problem_add_curve(), monotone.h): power and throughput each the
+   * closest sequence, in least squares weighted by the periods, that does
+   * not fall as the cap rises, so that one noisy window neither drags the
+   * curve below it down nor makes a lower cap look faster. The uncapped
+   * point is measured over far more periods than any capped one: it stays
+   * fixed, and a fit above it is clipped to it (the isotonic fit under an
+   * upper bound is the fit clipped). Inputs are finite: the fit cannot
+   * fail; if it did the raw points would stand. */
+  if (pfi_isotonic(pw, w, n, pw) < 0 || pfi_isotonic(y, w, n, y) < 0)
+    return 0;
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++) {
+    /* Points the fit pooled to one power: the highest cap's (the most
+     * throughput at that power) stands for them. */
+    if (i + 1 < n && !(pw[i + 1] > pw[i]))
+      continue;
+    ax[m] = pw[i];
+    ay[m] = y[i] < j->tmax ? y[i] : j->tmax;
+    m++;
+  }
+  return m;
+}
+
 double pfi__ctl_believe(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
                         double p, int lcb) {
   if (!isfinite(j->pmax) || !isfinite(j->tmax) || j->pmax <= 0)
     return NAN;
   if (p >= j->pmax)
     return j->tmax;
-  /* Anchors: learned points below P_max by power, then (P_max, T_max);
-   * throughput made non-increasing toward lower power. */
+  /* Anchors: the monotone fit of the learned points below P_max, then
+   * (P_max, T_max). */
   double ax[PFI__CTL_MAXPTS + 1], ay[PFI__CTL_MAXPTS + 1];
-  size_t n = 0;
-  for (size_t i = 0; i < j->npts; i++) {
-    const struct pfi__ctl_pt *q = &j->pts[i];
-    if (!(q->power_w < j->pmax * 0.998))
-      continue;
-    double y = q->tokens - (lcb ? 2.0 * pt_se(q) : 0);
-    size_t k = n;
-    while (k > 0 && ax[k - 1] > q->power_w) {
-      ax[k] = ax[k - 1];
-      ay[k] = ay[k - 1];
-      k--;
-    }
-    ax[k] = q->power_w;
-    ay[k] = y;
-    n++;
-  }
+  size_t n = pfi__ctl_anchors(j, lcb, ax, ay);
   ax[n] = j->pmax;
   ay[n] = j->tmax;
-  for (size_t i = n; i-- > 0;)
-    if (ay[i] > ay[i + 1])
-      ay[i] = ay[i + 1];
   if (n == 0 || p <= ax[0]) {
     /* Below every learned point: the prior's shape through the lowest
      * anchor. */
@@ -273,13 +307,14 @@ double pfi__ctl_floor(const struct pfi_ctl *c, const struct pfi__ctl_job *j,
      * bisection's floor on that step, where the job's true throughput is
      * the lower one. The floor clears such a point by TIER_CLEAR of P_max
      * (the realized draw wanders around its caps by more than a point's
-     * power error). */
-    for (size_t i = 0; i < j->npts; i++) {
-      const struct pfi__ctl_pt *q = &j->pts[i];
-      if (q->power_w < j->pmax * 0.998 && q->tokens + 2.0 * pt_se(q) < want &&
-          q->power_w + TIER_CLEAR * j->pmax > f)
-        f = q->power_w + TIER_CLEAR * j->pmax;
-    }
+     * power error). The points are read on their monotone fit, as the
+     * curve is: one short window that read low among well-measured points
+     * at lower caps does not hold the job at its cap. */
+    double ax[PFI__CTL_MAXPTS], ay[PFI__CTL_MAXPTS];
+    size_t na = pfi__ctl_anchors(j, -1, ax, ay);
+    for (size_t i = 0; i < na; i++)
+      if (ay[i] < want && ax[i] + TIER_CLEAR * j->pmax > f)
+        f = ax[i] + TIER_CLEAR * j->pmax;
   }
   if (j->rollback_floor > f)
     f = j->rollback_floor;

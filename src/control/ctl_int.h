@@ -211,6 +211,17 @@ struct pfi_ctl {
   size_t pcap;
 };
 
+/* The anchors of job j's belief (belief.c): its learned points below
+ * P_max on their monotone fit (the fit pfi_problem_add_curve() decides on:
+ * power and throughput, lcb 1 or 2 each point's lower bound (two
+ * standard errors under it), -1 its upper bound, not falling
+ * as the cap rises, weighted by the periods behind each point; pooled
+ * points stand as the highest cap's; throughput clipped at T_max), in
+ * increasing power, into ax, ay (PFI__CTL_MAXPTS each). Returns their
+ * count. */
+size_t pfi__ctl_anchors(const struct pfi__ctl_job *j, int lcb, double *ax,
+                        double *ay);
+
 /* Belief (belief.c). Tokens/s of job j at aggregate power p under the
  * belief; `lcb` 1 gives the lower confidence bound, 2 the cautious bound
  * the tier floors are read on (the lower bound, its prior no more elastic

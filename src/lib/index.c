@@ -6,8 +6,11 @@
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "pfi/csv.h"
 
 static size_t ref_index(const double *cap_w, size_t n) {
   size_t r = 0;
@@ -554,6 +557,46 @@ const char *pfi_noise_source_name(int source) {
   }
 }
 
+int pfi_noise_parse(const char *s, struct pfi_noise *n, struct pfi_error *err) {
+  const char *c = s ? strchr(s, ',') : NULL;
+  double v[2];
+  char a[64];
+  size_t la = c ? (size_t)(c - s) : 0;
+  int ok = c && la < sizeof a;
+  if (ok) {
+    memcpy(a, s, la);
+    a[la] = '\0';
+    /* Two finite numbers (pfi_parse_double()), each from 0 to 100. */
+    ok = pfi_parse_double(a, &v[0]) == 0 &&
+         pfi_parse_double(c + 1, &v[1]) == 0 && v[0] >= 0 && v[0] <= 100 &&
+         v[1] >= 0 && v[1] <= 100;
+  }
+  if (!ok)
+    return pfi_error_set(err, PFI_EINVAL,
+                         "--noise: expected P,T: two percentages from 0 to "
+                         "100, got '%s'",
+                         s ? s : "");
+  pfi_noise_given(n, v[0] / 100.0, v[1] / 100.0);
+  return 0;
+}
+
+const char *pfi_noise_describe(const struct pfi_noise *n, char *buf,
+                               size_t len) {
+  if (len == 0)
+    return buf;
+  if (n->source == PFI_NOISE_COLUMNS) {
+    snprintf(buf, len, "each point's sd columns");
+    return buf;
+  }
+  char dof[64] = "";
+  if (n->dof)
+    snprintf(dof, sizeof dof, ", %zu degrees of freedom", n->dof);
+  snprintf(buf, len, "%.3g %% of power, %.3g %% of throughput (%s%s)",
+           n->rel_sd_power * 100.0, n->rel_sd_tokens * 100.0,
+           pfi_noise_source_name(n->source), dof);
+  return buf;
+}
+
 const char *pfi_index_undefined_reason(int why) {
   switch (why) {
   case PFI_UNDEF_NEVER_BOUND:
@@ -639,4 +682,11 @@ void pfi_noise_estimate(const struct pfi_curveset *set, struct pfi_noise *n) {
     pfi_noise_acc_add(&acc, pbuf, tbuf, k);
   }
   pfi_noise_acc_finish(&acc, PFI_NOISE_UNBOUND, n);
+}
+
+void pfi_noise_of(const struct pfi_curveset *set, int emulated,
+                  struct pfi_noise *n) {
+  pfi_noise_estimate(set, n);
+  if (emulated && n->source != PFI_NOISE_COLUMNS)
+    pfi_noise_paper(n);
 }

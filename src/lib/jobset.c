@@ -162,16 +162,20 @@ const char *pfi_clusters_of(const struct pfi_clusters *c,
 
 /* ---- loading ------------------------------------------------------------- */
 
-/* Ratio PFI of every curve by pfi_index_compute(), the definition `pfi
- * index` prints and the report shows: every point, each with its own noise
- * (standard errors where the curve has them). A curve whose PFI is not
- * defined or not finite has pfi_ok 0. */
+/* Ratio PFI of every curve by the rule `pfi index` prints and the report
+ * shows: every point, each with its own noise (standard errors where the
+ * curve has them, else js->noise). A curve whose PFI is not defined or
+ * not finite has pfi_ok 0. */
 static int true_pfi_all(struct pfi_jobset *js, struct pfi_error *err) {
   for (size_t i = 0; i < js->cs.n; i++) {
     struct pfi_index idx;
     struct pfi_error e;
     memset(&idx, 0, sizeof idx);
-    int rc = pfi_index_compute(&js->cs.c[i], &idx, &e);
+    js->true_pfi[i] = 0;
+    js->pfi_ok[i] = 0;
+    js->pfi_why[i] = 0;
+    int rc = pfi_index_compute_noise(&js->cs.c[i], PFI_INDEX_RATIO, &js->noise,
+                                     &idx, &e);
     if (rc == PFI_ENOMEM)
       return pfi_error_set(err, PFI_ENOMEM, "out of memory");
     if (rc == 0 && idx.pfi_defined && isfinite(idx.pfi)) {
@@ -184,6 +188,12 @@ static int true_pfi_all(struct pfi_jobset *js, struct pfi_error *err) {
       pfi_index_release(&idx);
   }
   return 0;
+}
+
+int pfi_jobset_set_noise(struct pfi_jobset *js, const struct pfi_noise *n,
+                         struct pfi_error *err) {
+  js->noise = *n;
+  return true_pfi_all(js, err);
 }
 
 /* Provenance of the curves file (read again as a table: the curves reader
@@ -225,9 +235,13 @@ int pfi_jobset_load(struct pfi_jobset *js, const char *cpath, const char *map,
   }
   for (size_t i = 0; i < n; i++)
     js->frow[i] = -1;
-  if ((rc = true_pfi_all(js, err)) < 0)
-    goto fail;
   if ((rc = curves_provenance(js, cpath, err)) < 0)
+    goto fail;
+  /* The data's own noise, as pfi index estimates it (the paper's
+   * repeatability for emulated curves and when the curves give nothing to
+   * estimate it from). */
+  pfi_noise_of(&js->cs, js->any_emulated, &js->noise);
+  if ((rc = true_pfi_all(js, err)) < 0)
     goto fail;
   js->nmissing = n;
   if (fpath) {
@@ -301,6 +315,7 @@ int pfi_jobset_subset(const struct pfi_jobset *src, const unsigned char *keep,
   dst->prov = src->prov;
   dst->any_emulated = src->any_emulated;
   dst->curve_fit = src->curve_fit;
+  dst->noise = src->noise;
   return 0;
 nomem:
   pfi_jobset_release(dst);
@@ -536,6 +551,12 @@ size_t pfi_jobset_undefined_note(const struct pfi_jobset *js, char *buf,
       used += w > 0 ? (size_t)w : 0;
     }
     k++;
+  }
+  if (k && used < n) {
+    /* The noise that decided it, as pfi index states it. */
+    char nz[200];
+    snprintf(buf + used, n - used, "; noise %s",
+             pfi_noise_describe(&js->noise, nz, sizeof nz));
   }
   return k;
 }

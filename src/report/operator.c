@@ -32,8 +32,22 @@ struct job {
   double area, ce;
   int ce_ok;
   size_t used;
+  int why; /* enum pfi_index_undefined when !ok */
   char excluded[512];
 };
+
+/* The noise as this page states it: pfi_noise_describe(), except that the
+ * default is named for what it is, not for where it was published (the
+ * page has no paper scaffolding). */
+static const char *noise_text(const struct pfi_noise *nz, char *buf, size_t n) {
+  if (nz->source != PFI_NOISE_PAPER)
+    return pfi_noise_describe(nz, buf, n);
+  snprintf(buf, n,
+           "%.3g %% of power, %.3g %% of throughput (the default "
+           "repeatability of a point)",
+           nz->rel_sd_power * 100.0, nz->rel_sd_tokens * 100.0);
+  return buf;
+}
 
 static int by_pfi(const void *a, const void *b) {
   const struct job *x = a, *y = b;
@@ -138,10 +152,13 @@ static int sec_ranked(struct pfi__report *r, struct job *jobs, size_t n,
     const struct pfi_curve *c = &r->js.cs.c[k];
     j->i = k;
     struct pfi_index ix;
-    int rc = pfi_index_compute(c, &ix, r->err);
+    /* The data's own noise (r->js.noise), as pfi index takes it. */
+    int rc =
+        pfi_index_compute_noise(c, PFI_INDEX_ALL, &r->js.noise, &ix, r->err);
     if (rc < 0)
       return rc;
     j->ok = ix.pfi_defined;
+    j->why = ix.undefined_why;
     j->pfi = j->lo = j->hi = ix.pfi;
     j->area = ix.pfi_area;
     j->ce = ix.pfi_ce;
@@ -156,8 +173,8 @@ static int sec_ranked(struct pfi__report *r, struct job *jobs, size_t n,
     pfi_index_release(&ix);
     if (j->ok) {
       double lo, hi;
-      rc = pfi_index_ci(c, draws, r->o->seed, PFI_INDEX_DEFAULT_REL_SD_POWER,
-                        PFI_INDEX_DEFAULT_REL_SD_TOKENS, &lo, &hi, r->err);
+      rc = pfi_index_ci_noise(c, draws, r->o->seed, &r->js.noise, &lo, &hi,
+                              r->err);
       if (rc < 0)
         return rc;
       if (rc > 0) {
@@ -169,15 +186,16 @@ static int sec_ranked(struct pfi__report *r, struct job *jobs, size_t n,
   qsort(jobs, n, sizeof *jobs, by_pfi);
   char tmax[96];
   snprintf(tmax, sizeof tmax, "t_max (%s)", unit);
-  const char *cols[] = {"rank",     "job",      "pfi",    "pfi_lo",
-                        "pfi_hi",   "pfi_area", "pfi_ce", "points_used",
-                        "left_out", tmax,       "p_max_w"};
-  struct pfi_rtable *t = pfi__report_table(
-      r, "jobs_ranked",
-      "Jobs from most to least flexible: cap the first ones first (ratio PFI "
-      "with its 95 % interval; area and constant-elasticity definitions "
-      "beside it; points the noise rule left out, with the reason)",
-      sizeof cols / sizeof cols[0], cols);
+  const char *cols[] = {"rank",        "job",      "pfi",      "pfi_lo",
+                        "pfi_hi",      "note",     "pfi_area", "pfi_ce",
+                        "points_used", "left_out", tmax,       "p_max_w"};
+  const char *title =
+      "Jobs from most to least flexible: cap the first ones first (ratio "
+      "PFI with its 95 % interval at the noise stated above, or the note "
+      "why it has none; area and constant-elasticity definitions beside it; "
+      "points the noise rule left out, with the reason)";
+  struct pfi_rtable *t = pfi__report_table(r, "jobs_ranked", title,
+                                           sizeof cols / sizeof cols[0], cols);
   if (!t)
     return pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
   dec(t, "rank", 0);
@@ -203,6 +221,10 @@ static int sec_ranked(struct pfi__report *r, struct job *jobs, size_t n,
       setn(t, row, "pfi_lo", j->lo);
       setn(t, row, "pfi_hi", j->hi);
     }
+    sets(t, row, "note",
+         !j->ok         ? pfi_index_undefined_reason(j->why)
+         : j->used == 1 ? "one capped point"
+                        : "");
     setn(t, row, "pfi_area", j->area);
     if (j->ce_ok)
       setn(t, row, "pfi_ce", j->ce);
@@ -471,8 +493,23 @@ int pfi_report_operator(const char *curves, const char *map, const char *unit,
   pfi_html_text(&r.body, curves);
   pfi_html_puts(&r.body, "; throughput in ");
   pfi_html_text(&r.body, unit);
+  char noise[200];
+  noise_text(&r.js.noise, noise, sizeof noise);
+  /* The noise decides which capped points enter each PFI and the
+   * intervals' width: stated where the page says what it read, short
+   * enough to keep the cap plan on the first screen. */
+  pfi_html_puts(&r.body, ". <span id=\"noise\"><strong>Run-to-run "
+                         "noise</strong> ");
+  pfi_html_puts(&r.body, r.js.noise.source == PFI_NOISE_COLUMNS
+                             ? ": "
+                             : "of points without sd columns: ");
+  pfi_html_text(&r.body, noise);
+  pfi_html_puts(&r.body, r.js.noise.source == PFI_NOISE_PAPER
+                             ? ", as the data gives nothing to estimate it from"
+                             : "");
   pfi_html_printf(&r.body,
-                  ". PFI intervals: %zu Monte Carlo draws, seed %lu. "
+                  ".</span> "
+                  "PFI intervals: %zu Monte Carlo draws, seed %lu. "
                   "Throughput lost, quotes and the cap plan count by the ",
                   draws, o->seed);
   pfi_html_text(&r.body, r.objective);
@@ -490,13 +527,20 @@ int pfi_report_operator(const char *curves, const char *map, const char *unit,
     pfi[2 * n + i] = jobs[k].ok ? jobs[k].hi : 0;
     nundef += !jobs[k].ok;
   }
-  if (nundef)
+  if (nundef) {
+    size_t never = 0;
+    for (size_t k = 0; k < n; k++)
+      never += !jobs[k].ok && jobs[k].why == PFI_UNDEF_NEVER_BOUND;
     pfi_html_printf(&r.body,
-                    "<p class=\"note\">%zu job%s no ratio PFI: no cap bound "
-                    "beyond the noise (docs/index-and-stats.md, the noise "
-                    "rule). They are ranked last by the area definition, and "
-                    "PFI-aware takes nothing from them first.</p>\n",
-                    nundef, nundef == 1 ? " has" : "s have");
+                    "<p class=\"note\">%zu job%s no ratio PFI at this "
+                    "noise (their note says why: %zu the cap never bound, "
+                    "%zu throughput never fell beyond the noise; "
+                    "docs/index-and-stats.md, the noise rule). They are "
+                    "ranked last by the area definition, and PFI-aware "
+                    "takes nothing from them first.</p>\n",
+                    nundef, nundef == 1 ? " has" : "s have", never,
+                    nundef - never);
+  }
   pfi__report_progress(&r, "report: capacity");
   if ((rc = sec_capacity(&r, &p, pfi, pfi + n, pfi + 2 * n, cap, &ncap)) < 0)
     goto out;

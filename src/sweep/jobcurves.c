@@ -47,6 +47,14 @@ const char *pfi_jobcurves_provenance(const struct pfi_jobcurves *d) {
 int pfi_jobcurves_load(struct pfi_jobcurves *d, const char *path,
                        const char *map, int with_pfi, unsigned long draws,
                        unsigned long seed, struct pfi_error *err) {
+  return pfi_jobcurves_load_noise(d, path, map, with_pfi, draws, seed, NULL,
+                                  err);
+}
+
+int pfi_jobcurves_load_noise(struct pfi_jobcurves *d, const char *path,
+                             const char *map, int with_pfi, unsigned long draws,
+                             unsigned long seed, const struct pfi_noise *given,
+                             struct pfi_error *err) {
   memset(d, 0, sizeof *d);
   int rc =
       pfi_curves_read_any(&d->cs, path, map, &d->emulated, &d->measured, err);
@@ -54,6 +62,11 @@ int pfi_jobcurves_load(struct pfi_jobcurves *d, const char *path,
     return rc;
   if (!with_pfi)
     return 0;
+  /* One noise for the rule and the interval, as pfi index takes it. */
+  if (given)
+    d->noise = *given;
+  else
+    pfi_noise_of(&d->cs, d->emulated, &d->noise);
   size_t n = d->cs.n;
   d->pfi = calloc(3 * n + 1, sizeof *d->pfi);
   d->pfi_ok = calloc(n + 1, sizeof *d->pfi_ok);
@@ -64,7 +77,8 @@ int pfi_jobcurves_load(struct pfi_jobcurves *d, const char *path,
   d->pfi_hi = d->pfi + 2 * n;
   for (size_t i = 0; i < n; i++) {
     struct pfi_index ix;
-    rc = pfi_index_compute(&d->cs.c[i], &ix, err);
+    rc = pfi_index_compute_noise(&d->cs.c[i], PFI_INDEX_RATIO, &d->noise, &ix,
+                                 err);
     if (rc < 0)
       return rc;
     int ok = ix.pfi_defined;
@@ -78,8 +92,7 @@ int pfi_jobcurves_load(struct pfi_jobcurves *d, const char *path,
       continue;
     }
     double lo, hi;
-    rc = pfi_index_ci(&d->cs.c[i], draws, seed, PFI_INDEX_DEFAULT_REL_SD_POWER,
-                      PFI_INDEX_DEFAULT_REL_SD_TOKENS, &lo, &hi, err);
+    rc = pfi_index_ci_noise(&d->cs.c[i], draws, seed, &d->noise, &lo, &hi, err);
     if (rc < 0)
       return rc;
     if (rc > 0) {

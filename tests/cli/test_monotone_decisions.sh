@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 # Decisions on the monotone fit (the default, --curve monotone) against the
 # raw points (--curve raw): a hand-made curve whose power and throughput
-# fall at the top cap, worked out by hand; the shipped real sets (Zeus V100
-# and A40), where no default capacity quote or ladder step has a negative
+# fall at the top cap, worked out by hand; the Phoenix A100 columns of
+# docs/operator.md's before/after table, computed; the shipped real sets
+# (Zeus V100 and A40), where no default capacity quote or ladder step has a negative
 # loss and no allocation keeps more than all of a job's throughput (both
 # happen on the raw points); and --true-pfi with a job whose PFI is
 # undefined.
@@ -78,6 +79,45 @@ for g in v100 a40; do
   n=$(check "$ZD/summary_power_$g.csv" raw)
   [ "$n" -gt 0 ] 2>/dev/null || fail "$g: the raw points show no negative loss or share above 1 (the check cannot fail)"
 done
+
+# The Phoenix A100 columns of docs/operator.md's before/after table (raw
+# points, then the fit), computed with the commands the table names and
+# compared with the page: curves that fall, negative ladder steps, the 1 %
+# and 5 % quotes (oracle / equal, W, rounded) and the throughput the oracle
+# keeps at a 1 % cut.
+AM="job=Workload,cap_w=GPU power cap,power_w=total GPU power,tokens_per_s=throughput"
+A=data/real/dvfs_sweep.csv
+for mode in raw monotone; do
+  "$PFI" capacity --curves "$A" --map "$AM" --curve "$mode" --steps 20 --format csv >"$T/a100_$mode.csv" 2>/dev/null ||
+    fail "A100 capacity $mode"
+  "$PFI" allocate --curves "$A" --map "$AM" --curve "$mode" --cut 1% --strategy oracle --objective throughput \
+    --format csv >"$T/a100_alloc_$mode.csv" 2>"$T/a100_err_$mode" || fail "A100 allocate $mode"
+done
+python3 - "$T" docs/operator.md <<'PY' || fail "A100 columns of docs/operator.md differ from what pfi computes"
+import csv, re, sys
+t, doc = sys.argv[1], open(sys.argv[2]).read()
+cols = []
+for mode in ("raw", "monotone"):
+    rows = list(csv.DictReader(open(f"{t}/a100_{mode}.csv")))
+    neg = sum(1 for r in rows if r["kind"] == "ladder" and float(r["loss_frac"]) < 0)
+    q = {(r["strategy"], float(r["loss_frac"])): float(r["shed_w"]) for r in rows if r["kind"] == "quote"}
+    tot = [r for r in csv.DictReader(open(f"{t}/a100_alloc_{mode}.csv"))][-1]
+    err = open(f"{t}/a100_err_{mode}").read()
+    m = re.search(r"(\d+) of (\d+) curves fall", err)
+    fall = f"{m.group(1)} of {m.group(2)}" if m else "0 of 8"
+    cols.append([fall, str(neg),
+                 "%.0f / %.0f W" % (q[("oracle", 0.01)], q[("equal", 0.01)]),
+                 "%.0f / %.0f W" % (q[("oracle", 0.05)], q[("equal", 0.05)]),
+                 "%.2f %%" % (100 * float(tot["retained"]))])
+labels = ["curves that fall as the cap rises", "capacity ladder steps with a negative loss",
+          "capacity quote at <= 1 % loss", "capacity quote at <= 5 % loss",
+          "throughput the oracle keeps at a 1 % cut"]
+for k, lab in enumerate(labels):
+    line = next(l for l in doc.splitlines() if l.startswith("| " + lab))
+    cells = [c.strip() for c in line.strip().strip("|").split("|")]
+    want = [cols[0][k], cols[1][k]]
+    assert cells[-2:] == want, (lab, cells[-2:], want)
+PY
 
 # --true-pfi with a job whose PFI is undefined (b draws 50 W at every cap:
 # the cap never bound): pfi-aware counts it as PFI 0, says so, exits 0.

@@ -105,7 +105,34 @@ M="job=dataset+network+batch_size+optimizer,cap_w=power_limit,power_w=average_po
 [ "$(($(wc -l <"$T/z/jobs_ranked.csv") - 1))" -eq 68 ] || fail "Zeus: jobs_ranked rows"
 grep -q 'The first 15 of 68 rows; all of them are in <a href="jobs_ranked.csv">' "$T/z/report.html" ||
   fail "long table not summarized"
-grep -q '22 jobs have no ratio PFI' "$T/z/report.html" || fail "undefined PFI not said"
+# The first screen states the noise the file gives (as pfi index
+# estimates it), and the PFIs, their intervals' presence and the notes are
+# pfi index's under that noise (before: the fixed default noise, 22
+# undefined where pfi index has 23).
+"$PFI" index data/real/zeus-nsdi23/summary_power_v100.csv --map "$M" --format csv >"$T/zi.csv"
+nz=$("$PFI" index data/real/zeus-nsdi23/summary_power_v100.csv --map "$M" | head -1 |
+  grep -o 'Noise of points without power_sd_w/tokens_sd: .*)' | sed 's/^Noise of points without power_sd_w\/tokens_sd: //')
+[ -n "$nz" ] || fail "pfi index states no noise"
+tr -d '\n' <"$T/z/report.html" | grep -o '<header id="first-screen">.*</header>' | grep -qF "$nz" ||
+  fail "first screen without the noise '$nz'"
+nu=$(python3 -c 'import csv,sys; print(sum(1 for r in csv.DictReader(open(sys.argv[1])) if r["pfi"] in ("", "-")))' "$T/zi.csv")
+grep -q "$nu jobs have no ratio PFI at this noise" "$T/z/report.html" || fail "undefined PFI not said ($nu)"
+python3 - "$T/z/jobs_ranked.csv" "$T/zi.csv" <<'PY' || fail "jobs_ranked differs from pfi index"
+import csv, sys
+a = {r["job"]: r for r in csv.DictReader(open(sys.argv[1]))}
+b = {r["job"]: r for r in csv.DictReader(open(sys.argv[2]))}
+assert set(a) == set(b)
+for k, r in a.items():
+    s = b[k]
+    und = s["pfi"] in ("", "-")
+    assert (r["pfi"] == "") == und, (k, r["pfi"], s["pfi"])
+    if not und:
+        # The page rounds to its decimals: within half its last digit.
+        d = len(r["pfi"].split(".")[1]) if "." in r["pfi"] else 0
+        assert abs(float(r["pfi"]) - float(s["pfi"])) <= 0.5 * 10 ** -d + 1e-9, (k, r["pfi"], s["pfi"])
+        assert r["pfi_lo"] != "" and float(r["pfi_lo"]) <= float(r["pfi_hi"]), k
+    assert r["note"] == s["pfi_note"], (k, r["note"], s["pfi_note"])
+PY
 grep -q 't_max (1/time_per_epoch)' "$T/z/report.html" || fail "Zeus unit"
 grep -qi 'nan\|inf' "$T/z/jobs_ranked.csv" && fail "nan/inf in jobs_ranked.csv"
 # The left-out points are named with their reason.

@@ -6,7 +6,9 @@
  * what it can, or a different double). The same for
  * pfi_scan_decimal_prefix(), the scan of the curves rows read in place: a
  * number it takes is strtod's double of the bytes it read, and
- * pfi_scan_decimal_n()'s.
+ * pfi_scan_decimal_n()'s. And pfi_noise_parse() (--noise P,T): what it
+ * takes has a comma and gives finite fractions from 0 to 1, given; what it
+ * refuses leaves the noise untouched.
  */
 #include <math.h>
 #include <stddef.h>
@@ -16,6 +18,7 @@
 
 #include "pfi/csv.h"
 #include "pfi/fmt.h"
+#include "pfi/index.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size > 256)
@@ -49,6 +52,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (memcmp(&pv, &pref, sizeof pv) != 0 || !pfi_scan_decimal_n(s, n, &nv) ||
         memcmp(&pv, &nv, sizeof pv) != 0)
       abort();
+  }
+  struct pfi_noise nz;
+  struct pfi_error e;
+  memset(&nz, 0xa5, sizeof nz);
+  struct pfi_noise before = nz;
+  if (pfi_noise_parse(s, &nz, &e) == 0) {
+    if (!strchr(s, ',') || nz.source != PFI_NOISE_GIVEN ||
+        !(nz.rel_sd_power >= 0 && nz.rel_sd_power <= 1) ||
+        !(nz.rel_sd_tokens >= 0 && nz.rel_sd_tokens <= 1) || nz.dof != 0)
+      abort();
+  } else if (memcmp(&nz, &before, sizeof nz) != 0 || !e.msg[0]) {
+    abort();
   }
   return 0;
 }

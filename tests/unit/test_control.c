@@ -1450,6 +1450,75 @@ static void test_tier_floor_clears(void **state) {
   pfi_ctl_close(c);
 }
 
+/* Decisions read the learned points on their monotone fit (the fit
+ * pfi_problem_add_curve() gives allocation and capacity). Known truth: a
+ * job of 8 GPUs, P_max 4000 W, T_max 1000, T = T_max sqrt(P / P_max),
+ * learned at 300, 350, 400 and 450 W a GPU (2400, 2800, 3200, 3600 W) over
+ * 60 periods each, except the window at 400 W: one period that read 740
+ * (its truth 894.4), below the point at 350 W (837.0): a curve that falls
+ * as the cap rises. Its fit, in cap order weighted by periods, pools 837.0
+ * (60) and 740 (1) to (60 x 837.0 + 740) / 61 = 835.41 at both caps; the
+ * others stand. With a 25 % tier (750) the job may be cut to its 2400 W
+ * point (775 x 0.996 = 771.9 on its lower bound, over the tier): the
+ * floor lies at or under 2400 W. On the raw points the 740 window (742.96
+ * on its upper bound) is under the tier and held the job at 3200 W + 1 %
+ * of P_max = 3240 W, and the belief fell to 740 from 3200 W down (the
+ * minimum from the top). */
+static void test_belief_monotone(void **state) {
+  (void)state;
+  struct pfi_error err;
+  double mn[GPJ], mx[GPJ];
+  size_t gpus[GPJ];
+  for (int g = 0; g < GPJ; g++) {
+    mn[g] = 200;
+    mx[g] = 700;
+    gpus[g] = (size_t)g;
+  }
+  struct pfi_ctl *c;
+  assert_int_equal(pfi_ctl_open(&c, NULL, GPJ, mn, mx, &err), 0);
+  struct pfi_ctl_job jb = {.id = "noisy",
+                           .ngpus = GPJ,
+                           .gpu = gpus,
+                           .pfi = 1.5,
+                           .pfi_lo = NAN,
+                           .pfi_hi = NAN,
+                           .max_loss = 0.25,
+                           .pmax_w = 4000,
+                           .tmax = 1000};
+  int s = pfi_ctl_job_add(c, &jb, &err);
+  assert_true(s >= 0);
+  struct pfi__ctl_job *j = &c->job[s];
+  const double cap[4] = {300, 350, 400, 450}, n[4] = {60, 60, 1, 60};
+  double t[4];
+  for (int i = 0; i < 4; i++)
+    t[i] = 1000 * sqrt(8 * cap[i] / 4000);
+  t[2] = 740; /* the noisy window */
+  for (int i = 0; i < 4; i++)
+    pfi__ctl_learn(j, cap[i], 8 * cap[i], t[i], n[i], 0);
+  assert_int_equal(j->npts, 4);
+  double pooled = (60 * t[1] + 740) / 61;
+  const double want[4][2] = {
+      {2400, t[0]}, {2800, pooled}, {3200, pooled}, {3600, t[3]}};
+  double ax[PFI__CTL_MAXPTS], ay[PFI__CTL_MAXPTS];
+  assert_int_equal(pfi__ctl_anchors(j, 0, ax, ay), 4);
+  for (int i = 0; i < 4; i++) {
+    if (!(fabs(ax[i] - want[i][0]) < 1e-9 && fabs(ay[i] - want[i][1]) < 1e-9))
+      fail_msg("anchor %d: (%.4f, %.4f), want (%.4f, %.4f)", i, ax[i], ay[i],
+               want[i][0], want[i][1]);
+    double b = pfi_ctl_job_predict(c, s, want[i][0]);
+    if (!(fabs(b - want[i][1]) < 1e-9))
+      fail_msg("belief at %.0f W: %.4f, want %.4f", want[i][0], b, want[i][1]);
+  }
+  /* Between the two pooled anchors the belief is flat at their value. */
+  double mid = pfi_ctl_job_predict(c, s, 3000);
+  if (!(fabs(mid - pooled) < 1e-9))
+    fail_msg("belief at 3000 W: %.4f, want %.4f", mid, pooled);
+  double f = pfi__ctl_floor(c, j, 1);
+  if (!(f <= 2400 + 1e-6 && f > 8 * 200 * 0.5))
+    fail_msg("tier floor %.2f W, want at most 2400 W (raw points: 3240 W)", f);
+  pfi_ctl_close(c);
+}
+
 /* Between learned points the belief follows its prior's shape: job 0's
  * prior is right (PFI 1.82 gives the exponent 1 - ln(1.82) / ln(1 - u_m)
  * = 1.50 of its true curve, u_m = (0.99 x 1600 / 4000 + 1) / 2 at its
@@ -1979,6 +2048,7 @@ int main(void) {
       cmocka_unit_test(test_draw_learned),
       cmocka_unit_test(test_probe),
       cmocka_unit_test(test_tier_floor_clears),
+      cmocka_unit_test(test_belief_monotone),
       cmocka_unit_test(test_belief_shape),
       cmocka_unit_test(test_foreseen_pause),
       cmocka_unit_test(test_announced_pause),

@@ -294,11 +294,93 @@ static void test_population(void **state) {
   pfi_table_release(&t);
 }
 
+/* The job set's PFI under the data's own noise, as pfi index takes it.
+ * Simulated sweeps of known noise: four jobs drawing far under every cap
+ * (no cap binds them), each measured at two caps whose log power differs
+ * by 0.04 and log throughput by 0.06: the pooled scatter of log values is
+ * sqrt(4 x 2 x 0.02^2 / 4) = 0.02 sqrt 2 of power and 0.03 sqrt 2 of
+ * throughput, 4 degrees of freedom. Job j loses 5 % of throughput for
+ * 32.14 % of power: within twice the noise of its loss (0.95 x sqrt 2 x
+ * 0.0424 = 0.057), so undefined at the data's noise; PFI 0.3214 / 0.05 =
+ * 6.43 at the paper's 0.05 %. Job k loses 40 % for 46.43 %: PFI 1.1607 at
+ * either. The same file labelled emulated takes the paper's noise. */
+static void test_noise(void **state) {
+  (void)state;
+  char buf[2048];
+  int w = snprintf(buf, sizeof buf, "job,cap_w,power_w,tokens_per_s\n");
+  for (int u = 0; u < 4; u++)
+    w += snprintf(buf + w, sizeof buf - (size_t)w,
+                  "u%d,300,100,50\nu%d,400,%.17g,%.17g\n", u, u,
+                  100 * exp(0.04), 50 * exp(0.06));
+  snprintf(buf + w, sizeof buf - (size_t)w,
+           "j,200,190,95\nj,300,280,100\nk,200,150,60\nk,300,280,100\n");
+  struct pfi_jobset js;
+  struct pfi_error err;
+  assert_int_equal(pfi_jobset_load(&js, put("n.csv", buf), NULL, NULL, &err),
+                   0);
+  ASSERT_EQ_INT(js.noise.source, PFI_NOISE_UNBOUND);
+  ASSERT_EQ_INT(js.noise.dof, 4);
+  ASSERT_NEAR(js.noise.rel_sd_power, 0.02 * sqrt(2.0), 1e-12);
+  ASSERT_NEAR(js.noise.rel_sd_tokens, 0.03 * sqrt(2.0), 1e-12);
+  ASSERT_EQ_INT(js.pfi_ok[4], 0);
+  ASSERT_EQ_INT(js.pfi_why[4], PFI_UNDEF_NO_LOSS);
+  ASSERT_EQ_INT(js.pfi_ok[5], 1);
+  ASSERT_NEAR(js.true_pfi[5], (1 - 150.0 / 280) / 0.4, 1e-12);
+  char note[400];
+  ASSERT_EQ_INT(pfi_jobset_undefined_note(&js, note, sizeof note), 5);
+  if (!strstr(note, "; noise 2.83 % of power, 4.24 % of throughput (points "
+                    "the cap cannot bind, 4 degrees of freedom)"))
+    fail_msg("note without the noise: %s", note);
+  /* A subset keeps the set's noise. */
+  unsigned char keep[6] = {0, 0, 0, 0, 1, 1};
+  struct pfi_jobset sub;
+  assert_int_equal(pfi_jobset_subset(&js, keep, &sub, &err), 0);
+  ASSERT_NEAR(sub.noise.rel_sd_tokens, js.noise.rel_sd_tokens, 0);
+  pfi_jobset_release(&sub);
+  /* --noise P,T: percentages from 0 to 100. */
+  struct pfi_noise g;
+  assert_int_equal(pfi_noise_parse("2,3.5", &g, &err), 0);
+  ASSERT_EQ_INT(g.source, PFI_NOISE_GIVEN);
+  ASSERT_NEAR(g.rel_sd_power, 0.02, 1e-15);
+  ASSERT_NEAR(g.rel_sd_tokens, 0.035, 1e-15);
+  static const char *const bad[] = {"nan,1", "1",  "1,2,3", "101,1", "-1,2",
+                                    "1,inf", ",1", "1,",    ""};
+  for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++)
+    if (pfi_noise_parse(bad[b], &g, &err) != PFI_EINVAL)
+      fail_msg("--noise '%s' accepted", bad[b]);
+  /* --noise: the paper's noise, given. */
+  struct pfi_noise paper;
+  pfi_noise_paper(&paper);
+  assert_int_equal(pfi_jobset_set_noise(&js, &paper, &err), 0);
+  ASSERT_EQ_INT(js.pfi_ok[4], 1);
+  ASSERT_NEAR(js.true_pfi[4], (1 - 190.0 / 280) / 0.05, 1e-9);
+  ASSERT_NEAR(js.true_pfi[5], (1 - 150.0 / 280) / 0.4, 1e-12);
+  pfi_jobset_release(&js);
+  /* Emulated: the emulator's noise is the paper's. */
+  char *e = strstr(buf, "\n");
+  assert_non_null(e);
+  char ebuf[2300];
+  w = snprintf(ebuf, sizeof ebuf, "job,cap_w,power_w,tokens_per_s,source\n");
+  for (const char *q = e + 1; *q;) {
+    const char *nl = strchr(q, '\n');
+    w += snprintf(ebuf + w, sizeof ebuf - (size_t)w, "%.*s,emulated\n",
+                  (int)(nl - q), q);
+    q = nl + 1;
+  }
+  assert_int_equal(pfi_jobset_load(&js, put("ne.csv", ebuf), NULL, NULL, &err),
+                   0);
+  ASSERT_EQ_INT(js.noise.source, PFI_NOISE_PAPER);
+  ASSERT_EQ_INT(js.pfi_ok[4], 1);
+  ASSERT_NEAR(js.true_pfi[4], (1 - 190.0 / 280) / 0.05, 1e-9);
+  pfi_jobset_release(&js);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_load_join), cmocka_unit_test(test_provenance),
       cmocka_unit_test(test_gpus),      cmocka_unit_test(test_clusters),
       cmocka_unit_test(test_estimates), cmocka_unit_test(test_population),
+      cmocka_unit_test(test_noise),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
