@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "huge_int.h"
+#include "../base/huge_int.h"
 
 /* Line and column (1-based) of byte `at` in buf, counting "\n", "\r\n" and
  * a lone "\r" as line ends, as the CSV reader does; a UTF-8 byte-order mark

@@ -13,7 +13,7 @@
 #include <sys/mman.h>
 
 #include "curve_int.h"
-#include "huge_int.h"
+#include "../base/huge_int.h"
 
 void pfi_curveset_init(struct pfi_curveset *set) {
   memset(set, 0, sizeof *set);

@@ -11,7 +11,7 @@
 #include "pfi/csv.h"
 #include "pfi/curve.h"
 
-#include "huge_int.h"
+#include "../base/huge_int.h"
 
 /* A new curve for job (len bytes) at the end of set; its name and room
  * for six points cut from set's pool when `pooled`. */
