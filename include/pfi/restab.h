@@ -32,7 +32,9 @@
  * terminal). A table wider than that is wrapped: its columns are split
  * into panels that fit, one under the other, each repeating the first
  * column (the row's name); when even one column beside the first does not
- * fit, each row prints as a block of "header: value" lines.
+ * fit, each row prints as a block of "header: value" lines. Titles and
+ * notes are prose, printed as they are (a terminal wraps prose itself;
+ * what it cannot wrap is a table's rows).
  * pfi_restab_print_term() with width 0 prints at full width (`--wide`).
  */
 #ifndef PFI_RESTAB_H
@@ -49,19 +51,19 @@ enum pfi_restab_kind {
 
 /* The kind of quantity a number column holds: in the terminal, it shows
  * pfi_restab_qty_digits() significant digits in fixed point (19572.2499
- * W as "19572", 312.46 W as "312.5", 0.0512 as "0.0512"): all the
+ * W as "19572", 312.46 W as "312", 5.126 W as "5.13"): all the
  * integer digits, never an exponent below 1e15, the same reading in every
  * table. CSV, JSON and HTML keep the column's style and prec. */
 enum pfi_restab_qty {
   PFI_RESTAB_Q_NONE,       /* style and prec decide, in every format */
-  PFI_RESTAB_Q_POWER,      /* W, kW, MW: 4 digits */
-  PFI_RESTAB_Q_ENERGY,     /* J, Wh: 4 digits */
+  PFI_RESTAB_Q_POWER,      /* W, kW, MW: 3 digits */
+  PFI_RESTAB_Q_ENERGY,     /* J, Wh: 3 digits */
   PFI_RESTAB_Q_THROUGHPUT, /* tokens/s, samples/s: 4 digits */
   PFI_RESTAB_Q_SHARE,      /* %, a fraction: 3 digits */
   PFI_RESTAB_Q_SECONDS,    /* s, a duration or a time: 3 digits */
   PFI_RESTAB_Q_RATIO,      /* an index, a coefficient, a ratio: 3 digits */
-  PFI_RESTAB_Q_CLOCK,      /* MHz: 4 digits */
-  PFI_RESTAB_Q_TEMP,       /* degrees C: 3 digits */
+  PFI_RESTAB_Q_CLOCK,      /* MHz: 3 digits */
+  PFI_RESTAB_Q_TEMP,       /* degrees C: 2 digits */
   PFI_RESTAB_Q__COUNT
 };
 

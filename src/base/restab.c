@@ -207,16 +207,17 @@ int pfi_restab_note(struct pfi_restab *t, const char *fmt, ...) {
 
 int pfi_restab_qty_digits(enum pfi_restab_qty q) {
   switch (q) {
+  case PFI_RESTAB_Q_THROUGHPUT:
+    return 4;
   case PFI_RESTAB_Q_POWER:
   case PFI_RESTAB_Q_ENERGY:
-  case PFI_RESTAB_Q_THROUGHPUT:
-  case PFI_RESTAB_Q_CLOCK:
-    return 4;
   case PFI_RESTAB_Q_SHARE:
   case PFI_RESTAB_Q_SECONDS:
   case PFI_RESTAB_Q_RATIO:
-  case PFI_RESTAB_Q_TEMP:
+  case PFI_RESTAB_Q_CLOCK:
     return 3;
+  case PFI_RESTAB_Q_TEMP:
+    return 2;
   default:
     return 0;
   }

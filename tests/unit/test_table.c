@@ -385,7 +385,8 @@ static void sig_digits(void **state) {
   }
   assert_int_equal(pfi_restab_fmt_sig(buf, NAN, 3), 0);
   assert_string_equal(buf, "");
-  assert_int_equal(pfi_restab_qty_digits(PFI_RESTAB_Q_POWER), 4);
+  assert_int_equal(pfi_restab_qty_digits(PFI_RESTAB_Q_POWER), 3);
+  assert_int_equal(pfi_restab_qty_digits(PFI_RESTAB_Q_THROUGHPUT), 4);
   assert_int_equal(pfi_restab_qty_digits(PFI_RESTAB_Q_SHARE), 3);
   assert_int_equal(pfi_restab_qty_digits(PFI_RESTAB_Q_NONE), 0);
 }
@@ -457,7 +458,7 @@ static void fit_full(void **state) {
   (void)state;
   static const char full[] = "gpu   power [W]  share [%]  time [s]  note\n"
                              "gpu0      19572       12.3    0.0975  a, \"b\"\n"
-                             "gpu1      700.0          -      3600  ?x\xff\n";
+                             "gpu1        700          -      3600  ?x\xff\n";
   expect(qprint(0, PFI_RESTAB_TERM), full);  /* --wide */
   expect(qprint(44, PFI_RESTAB_TERM), full); /* exactly fits */
 }
@@ -468,7 +469,7 @@ static void fit_wrap(void **state) {
   (void)state;
   expect(qprint(30, PFI_RESTAB_TERM), "gpu   power [W]  share [%]\n"
                                       "gpu0      19572       12.3\n"
-                                      "gpu1      700.0          -\n"
+                                      "gpu1        700          -\n"
                                       "\n"
                                       "gpu   time [s]  note\n"
                                       "gpu0    0.0975  a, \"b\"\n"
@@ -487,7 +488,7 @@ static void fit_records(void **state) {
                                       "note:      a, \"b\"\n"
                                       "\n"
                                       "gpu:       gpu1\n"
-                                      "power [W]: 700.0\n"
+                                      "power [W]: 700\n"
                                       "share [%]: -\n"
                                       "time [s]:  3600\n"
                                       "note:      ?x\xff\n");
