@@ -201,6 +201,25 @@ int pfi_restab_print(const struct pfi_restab *t, enum pfi_restab_format f,
  * width. Returns as pfi_restab_print(). */
 int pfi_restab_print_term(const struct pfi_restab *t, FILE *fp, int width);
 
+/*
+ * A JSON document (an API's answer) as result tables in format f
+ * (PFI_RESTAB_TERM, fitted to `width` columns, 0 full; or PFI_RESTAB_CSV):
+ * a list of objects is one table, a column per key in order of first
+ * appearance; an object is a table of its fields ("field value" lines, a
+ * header-less table), then each nested object and list of objects a section
+ * of its own titled by its path ("event", "power.gpus"), 16 levels deep
+ * (deeper parts, like lists of plain values, print as compact JSON in their
+ * cell). A field name's unit suffix gives the header's unit and the digits
+ * (power_w: "power [W]", 3 significant digits; _s, _pct, _mhz alike). In
+ * CSV an object's fields are field,value rows named by their path
+ * ("power.total_w", "nodes.0.name"), numbers in 15 significant digits (17
+ * where 15 do not read back). Returns 0, PFI_EPARSE when `json` is not
+ * JSON (nothing printed), PFI_EINVAL for another format, PFI_ENOMEM or
+ * PFI_EIO.
+ */
+int pfi_restab_print_doc(const char *json, enum pfi_restab_format f,
+                         FILE *fp, int width);
+
 /* Default width of terminal tables when the output is not a terminal and
  * $COLUMNS is not set: a file or a pipe reads as a classic terminal. */
 #define PFI_RESTAB_WIDTH_DEFAULT 80

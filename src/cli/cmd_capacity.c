@@ -57,6 +57,7 @@ static const struct pfi_opt opts[] = {
      "rises is decided on its monotone fit; the PFI stays the raw points') "
      "or raw"},
     {"format", 'F', 0, PFI_ARG_REQ, "F", "table (default), csv or json"},
+    PFI_OPT_WIDE,
     PFI_OPT_HELP,
     PFI_OPT_END};
 

@@ -39,6 +39,7 @@ static const struct pfi_opt opts[] = {
     {"format", 'f', 0, PFI_ARG_REQ, "F",
      "jobs: table|csv|json (default table); sweep: csv|table|json (default "
      "csv)"},
+    PFI_OPT_WIDE,
     PFI_OPT_HELP,
     PFI_OPT_END};
 

@@ -12,6 +12,7 @@ static const struct pfi_opt opts[] = {
     {"event", 'e', 0, PFI_ARG_REQ, "E", "only records of event E"},
     {"job", 'j', 0, PFI_ARG_REQ, "J", "only records of job J"},
     {"format", 'f', 0, PFI_ARG_REQ, "F", "table (default), csv or json"},
+    PFI_OPT_WIDE,
     PFI_OPT_HELP,
     PFI_OPT_END};
 
