@@ -586,7 +586,9 @@ static int csv_room(struct csvbuf *b, size_t more) {
 }
 
 static void csv_put(struct csvbuf *b, const char *s, size_t n) {
-  if (csv_room(b, n) == 0) {
+  /* Nothing to add (an empty field first in the text): no copy to a
+   * buffer that may not exist yet. */
+  if (n > 0 && csv_room(b, n) == 0) {
     memcpy(b->p + b->len, s, n);
     b->len += n;
   }

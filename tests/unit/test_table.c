@@ -521,6 +521,28 @@ static void fit_files(void **state) {
                                       "]\n");
 }
 
+/* A first column named "" starts the CSV text with nothing: no copy into
+ * the buffer that does not exist yet (UBSan flagged the zero-length
+ * memcpy to NULL, found by fuzz_restab_doc). */
+static void csv_empty_first(void **state) {
+  (void)state;
+  static const struct pfi_restab_col c[] = {
+      {.name = "", .kind = PFI_RESTAB_TEXT},
+      {.name = "x", .kind = PFI_RESTAB_INT}};
+  struct pfi_restab t;
+  assert_int_equal(pfi_restab_init(&t, c, 2), 0);
+  pfi_restab_row(&t);
+  pfi_restab_text(&t, 0, "");
+  pfi_restab_int(&t, 1, 1);
+  char *buf = NULL;
+  size_t n = 0;
+  FILE *fp = open_memstream(&buf, &n);
+  assert_int_equal(pfi_restab_print(&t, PFI_RESTAB_CSV, fp), 0);
+  fclose(fp);
+  pfi_restab_release(&t);
+  expect(buf, ",x\n,1\n");
+}
+
 /* $COLUMNS when a whole number from 20 up, else (not a terminal: a memory
  * stream) the default, 80. */
 static void term_width(void **state) {
@@ -547,7 +569,7 @@ int main(void) {
       cmocka_unit_test(csv_long_row), cmocka_unit_test(sig_digits),
       cmocka_unit_test(fit_full),     cmocka_unit_test(fit_wrap),
       cmocka_unit_test(fit_records),  cmocka_unit_test(fit_files),
-      cmocka_unit_test(term_width),
+      cmocka_unit_test(term_width),   cmocka_unit_test(csv_empty_first),
   };
   /* Terminal tables fit $COLUMNS: the tests above expect the default. */
   unsetenv("COLUMNS");
