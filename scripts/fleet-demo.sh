@@ -42,7 +42,7 @@ for i in 1 2 3 4; do
 done
 "$PFID" --id demo --nats "nats://127.0.0.1:$NP" --password-file "$T/pw.pfid" --records "$T/records.db" \
   --api "127.0.0.1:$AP" --token-file "$T/token" >"$T/pfid.log" 2>&1 & PIDS+=($!)
-ctl() { "$PFI" ctl --url "http://127.0.0.1:$AP" --token-file "$T/token" "$@"; }
+ctl() { "$PFI" ctl --url "http://127.0.0.1:$AP" --token-file "$T/token" --format json "$@"; }
 for i in $(seq 100); do ctl status 2>/dev/null | grep -q '"nodes":4,"stale_nodes":0' && break; sleep 0.2; done
 echo "fleet: 4 agents of 8 emulated GPUs; the jobs start up (150 s emulated startup) ..."
 pw_now() { ctl status 2>/dev/null | python3 -c 'import json,sys

@@ -17,13 +17,25 @@
  *   pfi_restab_release(&t);
  *
  * Numbers print through pfi/fmt.h (printf's text, fixed point switching to
- * %g beyond 1e15), and a NaN or infinite value prints as the table's null
+ * %g beyond 1e15); in the terminal, a column of a kind of quantity
+ * (`qty`: power, share, throughput, seconds...) shows that kind's number of
+ * significant digits in fixed point, never an exponent. A NaN or infinite value prints as the table's null
  * text ("-" in the terminal and CSV unless set otherwise, null in JSON,
  * "&ndash;" in HTML): no output shows inf or nan. Names are the user's: in
  * the terminal a control character prints as '?' (a tab or line break would
  * break the rows and columns), CSV quotes a field holding a comma, a quote
  * or a line break (quotes doubled), JSON escapes it (bytes that are not
  * UTF-8 become U+FFFD), HTML escapes & < > " and '.
+ *
+ * The terminal table fits the terminal (pfi_restab_term_width(): $COLUMNS,
+ * else the terminal's width, else 80 columns when the output is not a
+ * terminal). A table wider than that is wrapped: its columns are split
+ * into panels that fit, one under the other, each repeating the first
+ * column (the row's name); when even one column beside the first does not
+ * fit, each row prints as a block of "header: value" lines. Titles and
+ * notes are prose, printed as they are (a terminal wraps prose itself;
+ * what it cannot wrap is a table's rows).
+ * pfi_restab_print_term() with width 0 prints at full width (`--wide`).
  */
 #ifndef PFI_RESTAB_H
 #define PFI_RESTAB_H
@@ -35,6 +47,24 @@ enum pfi_restab_kind {
   PFI_RESTAB_TEXT, /* a string */
   PFI_RESTAB_NUM,  /* a double, `style` and `prec` */
   PFI_RESTAB_INT   /* a long long */
+};
+
+/* The kind of quantity a number column holds: in the terminal, it shows
+ * pfi_restab_qty_digits() significant digits in fixed point (19572.2499
+ * W as "19572", 312.46 W as "312", 5.126 W as "5.13"): all the
+ * integer digits, never an exponent below 1e15, the same reading in every
+ * table. CSV, JSON and HTML keep the column's style and prec. */
+enum pfi_restab_qty {
+  PFI_RESTAB_Q_NONE,       /* style and prec decide, in every format */
+  PFI_RESTAB_Q_POWER,      /* W, kW, MW: 3 digits */
+  PFI_RESTAB_Q_ENERGY,     /* J, Wh: 3 digits */
+  PFI_RESTAB_Q_THROUGHPUT, /* tokens/s, samples/s: 4 digits */
+  PFI_RESTAB_Q_SHARE,      /* %, a fraction: 3 digits */
+  PFI_RESTAB_Q_SECONDS,    /* s, a duration or a time: 3 digits */
+  PFI_RESTAB_Q_RATIO,      /* an index, a coefficient, a ratio: 3 digits */
+  PFI_RESTAB_Q_CLOCK,      /* MHz: 3 digits */
+  PFI_RESTAB_Q_TEMP,       /* degrees C: 2 digits */
+  PFI_RESTAB_Q__COUNT
 };
 
 enum pfi_restab_align {
@@ -60,7 +90,7 @@ enum pfi_restab_format {
 struct pfi_restab_col {
   const char *name;  /* CSV header, JSON key, HTML header */
   const char *label; /* terminal header; NULL: name */
-  const char *unit;  /* shown "label (unit)" in terminal and HTML headers;
+  const char *unit;  /* shown "label [unit]" in terminal and HTML headers;
                         NULL: none */
   enum pfi_restab_kind kind;
   /* Numbers: 'f' (pfi_fmt_fixed: `prec` decimals) or 'g' (pfi_fmt_g: `prec`
@@ -85,6 +115,8 @@ struct pfi_restab_col {
   int csv_quote;
   /* JSON: an integer column as true (non-zero) or false. */
   int json_bool;
+  /* Terminal: the significant digits of the column's numbers by kind. */
+  enum pfi_restab_qty qty;
 };
 
 struct pfi_restab_cell {
@@ -158,10 +190,53 @@ int pfi_restab_title(struct pfi_restab *t, const char *title);
 int pfi_restab_note(struct pfi_restab *t, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* Prints the table. Returns 0, PFI_ENOMEM when a call above ran out of
- * memory, or PFI_EIO when writing failed. */
+/* Prints the table; the terminal format fitted to
+ * pfi_restab_term_width(fp). Returns 0, PFI_ENOMEM when a call above ran
+ * out of memory, or PFI_EIO when writing failed. */
 int pfi_restab_print(const struct pfi_restab *t, enum pfi_restab_format f,
                      FILE *fp);
+
+/* The terminal table fitted to `width` columns (wrapped into panels, or
+ * one "header: value" block per row, when wider); width 0: at its full
+ * width. Returns as pfi_restab_print(). */
+int pfi_restab_print_term(const struct pfi_restab *t, FILE *fp, int width);
+
+/*
+ * A JSON document (an API's answer) as result tables in format f
+ * (PFI_RESTAB_TERM, fitted to `width` columns, 0 full; or PFI_RESTAB_CSV):
+ * a list of objects is one table, a column per key in order of first
+ * appearance; an object is a table of its fields ("field value" lines, a
+ * header-less table), then each nested object and list of objects a section
+ * of its own titled by its path ("event", "power.gpus"), 16 levels deep
+ * (deeper parts, like lists of plain values, print as compact JSON in their
+ * cell). A field name's unit suffix gives the header's unit and the digits
+ * (power_w: "power [W]", 3 significant digits; _s, _pct, _mhz alike). In
+ * CSV an object's fields are field,value rows named by their path
+ * ("power.total_w", "nodes.0.name"), numbers in 15 significant digits (17
+ * where 15 do not read back). Returns 0, PFI_EPARSE when `json` is not
+ * JSON (nothing printed), PFI_EINVAL for another format, PFI_ENOMEM or
+ * PFI_EIO.
+ */
+int pfi_restab_print_doc(const char *json, enum pfi_restab_format f,
+                         FILE *fp, int width);
+
+/* Default width of terminal tables when the output is not a terminal and
+ * $COLUMNS is not set: a file or a pipe reads as a classic terminal. */
+#define PFI_RESTAB_WIDTH_DEFAULT 80
+
+/* The width terminal tables on `fp` fit: $COLUMNS when it is a whole number
+ * from 20 to 100000, else the terminal's width when fp is a terminal, else
+ * PFI_RESTAB_WIDTH_DEFAULT. */
+int pfi_restab_term_width(FILE *fp);
+
+/* Significant digits the terminal shows for a kind of quantity (0 for
+ * PFI_RESTAB_Q_NONE and unknown kinds). */
+int pfi_restab_qty_digits(enum pfi_restab_qty q);
+
+/* v with `digits` significant digits in fixed point (all integer digits
+ * kept, at most 9 decimals; printf's %g beyond 1e15 in magnitude) into buf
+ * (PFI_FMT_MAX bytes); "" for a non-finite value. Returns the length. */
+size_t pfi_restab_fmt_sig(char *buf, double v, int digits);
 
 /* The building blocks, for output the table does not cover: `s` as one CSV
  * field; `s` left-aligned in `width` bytes with control characters as '?';

@@ -86,11 +86,16 @@ int pfi_cli_format(const char *cmd, const char *s, unsigned allowed,
   return 0;
 }
 
+int pfi_cli_wide;
+
 int pfi_cli_print_table(const struct pfi_restab *t, enum pfi_format fmt) {
   enum pfi_restab_format f = fmt == PFI_FMT_CSV    ? PFI_RESTAB_CSV
                              : fmt == PFI_FMT_JSON ? PFI_RESTAB_JSON
                                                    : PFI_RESTAB_TERM;
-  int rc = pfi_restab_print(t, f, stdout);
+  int rc = f == PFI_RESTAB_TERM
+               ? pfi_restab_print_term(
+                     t, stdout, pfi_cli_wide ? 0 : pfi_restab_term_width(stdout))
+               : pfi_restab_print(t, f, stdout);
   if (rc == PFI_ENOMEM)
     pfi_cli_err("out of memory");
   return rc ? PFI_EXIT_FAIL : 0;

@@ -52,9 +52,14 @@ enum pfi_format { PFI_FMT_TABLE, PFI_FMT_CSV, PFI_FMT_JSON };
 int pfi_cli_format(const char *cmd, const char *s, unsigned allowed,
                    enum pfi_format *out);
 
-/* Prints result table `t` to stdout in `fmt` (table, CSV or JSON).
- * Returns 0, or 1 after a message when memory or writing failed. */
+/* Prints result table `t` to stdout in `fmt` (table, CSV or JSON), a
+ * terminal table fitted to the terminal's width (pfi_restab_term_width())
+ * unless pfi_cli_wide. Returns 0, or 1 after a message when memory or
+ * writing failed. */
 int pfi_cli_print_table(const struct pfi_restab *t, enum pfi_format fmt);
+
+/* Set by --wide (PFI_OPT_WIDE): terminal tables at their full width. */
+extern int pfi_cli_wide;
 
 /* Prints `j` to stdout (indented, keys in insertion order, newline) and
  * decrefs it. Returns 0, or 1 when writing failed. */

@@ -37,6 +37,7 @@ static const struct pfi_opt opts[] = {
      "change GPUs a running sweep holds (the sweep will still restore its own "
      "starting limit when it ends)"},
     {"format", 'f', 0, PFI_ARG_REQ, "F", "table (default), csv or json"},
+    PFI_OPT_WIDE,
     PFI_OPT_HELP,
     PFI_OPT_END};
 

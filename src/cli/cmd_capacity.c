@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "pfi/fmt.h"
 #include "curve_note.h"
 #include "objective_opt.h"
 #include "opt.h"
@@ -58,6 +59,7 @@ static const struct pfi_opt opts[] = {
      "or raw"},
     {"format", 'F', 0, PFI_ARG_REQ, "F", "table (default), csv or json"},
     NOISE_OPT_ROW,
+    PFI_OPT_WIDE,
     PFI_OPT_HELP,
     PFI_OPT_END};
 
@@ -488,49 +490,62 @@ int cmd_capacity(int argc, char **argv) {
       }
       printf("\n");
     }
-    printf("\npower shed at <= Y %% throughput loss");
-    if (have_pfi)
-      printf(" [range over the PFI intervals]");
-    printf("\n%-7s", "Y");
+    /* Two tables, a column per strategy: the power each sheds at a
+     * throughput loss, and the loss at each step of power shed. */
+    struct pfi_restab_col qc[1 + PFI_STRAT__COUNT],
+        lc[1 + PFI_STRAT__COUNT];
+    qc[0] = (struct pfi_restab_col){.name = "Y", .kind = PFI_RESTAB_TEXT};
+    lc[0] = (struct pfi_restab_col){.name = "shed", .kind = PFI_RESTAB_TEXT};
     for (size_t k = 0; k < ns; k++)
-      printf("  %-26s", pfi_strategy_name(cap[k].strategy));
-    printf("\n");
+      qc[1 + k] = lc[1 + k] =
+          (struct pfi_restab_col){.name = pfi_strategy_name(cap[k].strategy),
+                                  .kind = PFI_RESTAB_TEXT,
+                                  .align = PFI_RESTAB_RIGHT};
+    struct pfi_restab qt, lt;
+    pfi_restab_init(&qt, qc, 1 + ns);
+    pfi_restab_init(&lt, lc, 1 + ns);
+    pfi_restab_title(&qt, have_pfi ? "power shed at <= Y % throughput loss "
+                                     "[range over the PFI intervals]"
+                                   : "power shed at <= Y % throughput loss");
+    pfi_restab_title(&lt, "throughput lost, % of uncapped, by power shed");
+    char w[PFI_FMT_MAX], lo[PFI_FMT_MAX], hi[PFI_FMT_MAX];
     for (int i = 0; i < PFI_CAPACITY_NQUOTE; i++) {
-      char yb[16];
-      snprintf(yb, sizeof yb, "%g %%", 100 * pfi_capacity_quotes[i]);
-      printf("%-7s", yb);
+      pfi_restab_row(&qt);
+      pfi_restab_textf(&qt, 0, "%g %%", 100 * pfi_capacity_quotes[i]);
       for (size_t k = 0; k < ns; k++) {
-        char b[64];
-        if (cap[k].has_interval)
-          snprintf(b, sizeof b, "%.1f W [%.1f, %.1f]", cap[k].quote_w[i],
-                   cap[k].quote_lo_w[i], cap[k].quote_hi_w[i]);
-        else
-          snprintf(b, sizeof b, "%.1f W (%.1f %%)", cap[k].quote_w[i],
-                   100 * cap[k].quote_w[i] / cap[k].uncapped_w);
-        printf("  %-26s", b);
+        pfi_restab_fmt_sig(w, cap[k].quote_w[i], 3);
+        if (cap[k].has_interval) {
+          pfi_restab_fmt_sig(lo, cap[k].quote_lo_w[i], 3);
+          pfi_restab_fmt_sig(hi, cap[k].quote_hi_w[i], 3);
+          pfi_restab_textf(&qt, 1 + k, "%s W [%s, %s]", w, lo, hi);
+        } else {
+          pfi_restab_textf(&qt, 1 + k, "%s W (%.1f %%)", w,
+                           100 * cap[k].quote_w[i] / cap[k].uncapped_w);
+        }
       }
-      printf("\n");
     }
-    printf("\nthroughput lost, %% of uncapped, by power shed\n%-18s", "shed");
-    for (size_t k = 0; k < ns; k++)
-      printf("  %-22s", pfi_strategy_name(cap[k].strategy));
-    printf("\n");
     for (size_t i = 0; i < cap[0].n; i++) {
-      char b[64];
-      snprintf(b, sizeof b, "%.1f W (%.1f %%)", cap[0].pts[i].shed_w,
-               100 * cap[0].pts[i].shed_frac);
-      printf("%-18s", b);
+      pfi_restab_row(&lt);
+      pfi_restab_fmt_sig(w, cap[0].pts[i].shed_w, 3);
+      pfi_restab_textf(&lt, 0, "%s W (%.1f %%)", w,
+                       100 * cap[0].pts[i].shed_frac);
       for (size_t k = 0; k < ns; k++) {
         const struct pfi_capacity_point *pt = &cap[k].pts[i];
         if (cap[k].has_interval)
-          snprintf(b, sizeof b, "%.2f [%.2f, %.2f]", pct(pt->loss_frac),
-                   pct(pt->loss_lo_frac), pct(pt->loss_hi_frac));
+          pfi_restab_textf(&lt, 1 + k, "%.2f [%.2f, %.2f]", pct(pt->loss_frac),
+                           pct(pt->loss_lo_frac), pct(pt->loss_hi_frac));
         else
-          snprintf(b, sizeof b, "%.2f", pct(pt->loss_frac));
-        printf("  %-22s", b);
+          pfi_restab_textf(&lt, 1 + k, "%.2f", pct(pt->loss_frac));
       }
-      printf("\n");
     }
+    putchar('\n');
+    if (pfi_cli_print_table(&qt, PFI_FMT_TABLE) != 0)
+      status = PFI_EXIT_FAIL;
+    putchar('\n');
+    if (pfi_cli_print_table(&lt, PFI_FMT_TABLE) != 0)
+      status = PFI_EXIT_FAIL;
+    pfi_restab_release(&qt);
+    pfi_restab_release(&lt);
   }
   if (fflush(stdout) != 0)
     status = PFI_EXIT_FAIL;

@@ -16,13 +16,20 @@ static const struct pfi_opt opts[] = {
      "pfid's API (default http://127.0.0.1:8470)"},
     {"token-file", 't', 0, PFI_ARG_REQ, "FILE",
      "bearer token for submit and cancel (mode 0600; default $PFI_TOKEN_FILE)"},
+    {"format", 'f', 0, PFI_ARG_REQ, "FMT",
+     "table (default: the answer's fields and lists as tables), json "
+     "(pfid's answer as it is) or csv (a list's rows; an object's fields as "
+     "field,value rows, nested ones as a.b)"},
+    PFI_OPT_WIDE,
     PFI_OPT_HELP,
     PFI_OPT_END};
 
 static const struct pfi_cmd_help help = {
     "ctl",
-    "usage: pfi ctl [--url URL] [--token-file FILE] COMMAND [ARGS]\n",
-    "Talks to pfid's HTTP API (docs/fleet.md) and prints its JSON answer.\n"
+    "usage: pfi ctl [--url URL] [--token-file FILE] [--format FMT] COMMAND "
+    "[ARGS]\n",
+    "Talks to pfid's HTTP API (docs/fleet.md) and prints its answer as\n"
+    "tables (--format json: the JSON answer as it is).\n"
     "\n"
     "Commands:\n"
     "  status                     leader, nodes, stale nodes, event, power;\n"
@@ -80,8 +87,28 @@ static int when(const char *s, double now, double *t) {
   return 0;
 }
 
+/* pfid's answer `body` in `fmt`: as it is for JSON (and for an answer
+ * that is not JSON), else as tables. Returns 0 or 1. */
+static int print_answer(const char *body, enum pfi_format fmt) {
+  if (fmt == PFI_FMT_JSON) {
+    fputs(body, stdout);
+    return 0;
+  }
+  int rc = pfi_restab_print_doc(
+      body, fmt == PFI_FMT_CSV ? PFI_RESTAB_CSV : PFI_RESTAB_TERM, stdout,
+      pfi_cli_wide ? 0 : pfi_restab_term_width(stdout));
+  if (rc == PFI_EPARSE) {
+    fputs(body, stdout);
+    return 0;
+  }
+  if (rc == PFI_ENOMEM)
+    pfi_cli_err("out of memory");
+  return rc != 0;
+}
+
 int cmd_ctl(int argc, char **argv) {
   const char *url = "http://127.0.0.1:8470", *tokf = getenv("PFI_TOKEN_FILE");
+  enum pfi_format fmt = PFI_FMT_TABLE;
   int c;
   struct pfi_optparse op;
   pfi_opt_start(&op, &help, argc, argv);
@@ -90,7 +117,13 @@ int cmd_ctl(int argc, char **argv) {
       url = optarg;
     else if (c == 't')
       tokf = optarg;
-    else if (c == 'h') {
+    else if (c == 'f') {
+      if (pfi_cli_format("ctl", optarg,
+                         PFI_FMT_ALLOW_TABLE | PFI_FMT_ALLOW_CSV |
+                             PFI_FMT_ALLOW_JSON,
+                         &fmt))
+        return PFI_EXIT_USAGE;
+    } else if (c == 'h') {
       pfi_opt_print_help(&help, stdout);
       return 0;
     } else {
@@ -258,7 +291,7 @@ int cmd_ctl(int argc, char **argv) {
     fprintf(stderr, "pfi ctl: %s: HTTP %ld: %s", full, code, b.s ? b.s : "\n");
     rc = code == 400 && !strcmp(cmd, "submit") ? 2 : 1;
   } else if (b.s) {
-    fputs(b.s, stdout);
+    rc = print_answer(b.s, fmt);
   }
   free(b.s);
   return rc;

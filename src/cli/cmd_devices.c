@@ -19,6 +19,7 @@ static const struct pfi_opt opts[] = {
      "backend parameters, e.g. for emu profile=h100,gpus=4 (see docs/nvml.md "
      "and docs/emulator.md)"},
     {"format", 'f', 0, PFI_ARG_REQ, "F", "table (default), csv or json"},
+    PFI_OPT_WIDE,
     PFI_OPT_HELP,
     PFI_OPT_END};
 
@@ -169,27 +170,25 @@ int cmd_devices(int argc, char **argv) {
     C_MEM, C_TEMP, C_FB, C_BACKEND, C_EMU, C_EMUJ, C_N
   };
 #define W1(n, l)                                                               \
-  {.name = n, .label = l, .kind = PFI_RESTAB_NUM, .style = 'f', .prec = 1,     \
-   .width = 8, .fixed = 1, .sep = 1}
-#define W0(n, l, w)                                                            \
-  {.name = n, .label = l, .kind = PFI_RESTAB_NUM, .style = 'f', .prec = 0,     \
-   .width = w, .fixed = 1, .sep = 1}
+  {.name = n, .label = l, .unit = "W", .kind = PFI_RESTAB_NUM, .style = 'f',   \
+   .prec = 1, .qty = PFI_RESTAB_Q_POWER}
+#define W0(n, l, u, q)                                                         \
+  {.name = n, .label = l, .unit = u, .kind = PFI_RESTAB_NUM, .style = 'f',     \
+   .prec = 0, .qty = q}
   static const struct pfi_restab_col cols[C_N] = {
-      [C_INDEX] = {.name = "index", .kind = PFI_RESTAB_INT,
-                   .align = PFI_RESTAB_LEFT, .width = 5, .fixed = 1},
-      [C_NAME] = {.name = "name", .kind = PFI_RESTAB_TEXT, .width = 26,
-                  .fixed = 1, .sep = 1},
-      [C_UUID] = {.name = "uuid", .kind = PFI_RESTAB_TEXT, .width = 40,
-                  .fixed = 1, .sep = 1},
-      [C_MIN] = W1("min_cap_w", "min_w"),
-      [C_MAX] = W1("max_cap_w", "max_w"),
-      [C_DEF] = W1("default_cap_w", "def_w"),
-      [C_CAP] = W1("cap_w", NULL),
-      [C_ENF] = W1("enforced_cap_w", "enf_w"),
-      [C_POW] = W1("power_w", NULL),
-      [C_SM] = W0("sm_clock_mhz", "sm_mhz", 7),
-      [C_MEM] = W0("mem_clock_mhz", "mem_mhz", 7),
-      [C_TEMP] = W0("gpu_temp_c", "temp", 5),
+      [C_INDEX] = {.name = "index", .label = "gpu", .kind = PFI_RESTAB_INT,
+                   .align = PFI_RESTAB_LEFT},
+      [C_NAME] = {.name = "name", .kind = PFI_RESTAB_TEXT, .max_width = 26},
+      [C_UUID] = {.name = "uuid", .kind = PFI_RESTAB_TEXT},
+      [C_MIN] = W1("min_cap_w", "min"),
+      [C_MAX] = W1("max_cap_w", "max"),
+      [C_DEF] = W1("default_cap_w", "default"),
+      [C_CAP] = W1("cap_w", "cap"),
+      [C_ENF] = W1("enforced_cap_w", "enforced"),
+      [C_POW] = W1("power_w", "power"),
+      [C_SM] = W0("sm_clock_mhz", "sm", "MHz", PFI_RESTAB_Q_CLOCK),
+      [C_MEM] = W0("mem_clock_mhz", "mem", "MHz", PFI_RESTAB_Q_CLOCK),
+      [C_TEMP] = W0("gpu_temp_c", "temp", "C", PFI_RESTAB_Q_TEMP),
       [C_FB] = {.name = "fb_used_mib", .kind = PFI_RESTAB_NUM, .style = 'f',
                 .prec = 0, .formats = PFI_RESTAB_IN_FILES},
       [C_BACKEND] = {.name = "backend", .kind = PFI_RESTAB_TEXT,

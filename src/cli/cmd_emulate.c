@@ -39,6 +39,7 @@ static const struct pfi_opt opts[] = {
     {"format", 'f', 0, PFI_ARG_REQ, "F",
      "jobs: table|csv|json (default table); sweep: csv|table|json (default "
      "csv)"},
+    PFI_OPT_WIDE,
     PFI_OPT_HELP,
     PFI_OPT_END};
 
@@ -209,34 +210,68 @@ static int do_jobs(const struct opts *o) {
     pfi_emu_jobs_release(&jobs);
     return pfi_cli_print_json(a);
   }
-  if (fmt == PFI_FMT_CSV)
-    printf("id,profile,arch,task,model,variant,gpus,grid,caps,mem_share,"
-           "comm_share,sm_power_w,pfi_published,pfi_coarse_published,source\n");
-  else
-    printf("# job library: %s\n%-36s %-5s %-5s %-3s %4s %-6s %6s %6s %7s %9s\n",
-           NOTICE, "id", "prof", "arch", "task", "gpus", "grid", "mem", "comm",
-           "sm_w", "pfi(pub)");
+  /* The terminal shows the columns a reader compares; CSV has them all,
+   * with the digits it always had. */
+  enum {
+    C_ID, C_PROF, C_ARCH, C_TASK, C_MODEL, C_VAR, C_GPUS, C_GRID, C_CAPS,
+    C_MEM, C_COMM, C_SM, C_PUB, C_COARSE, C_SRC, C_N
+  };
+#define FILES(n) {.name = n, .kind = PFI_RESTAB_TEXT, .formats = PFI_RESTAB_IN_CSV}
+  static const struct pfi_restab_col cols[C_N] = {
+      [C_ID] = {.name = "id", .kind = PFI_RESTAB_TEXT},
+      [C_PROF] = {.name = "profile", .label = "prof", .kind = PFI_RESTAB_TEXT},
+      [C_ARCH] = {.name = "arch", .kind = PFI_RESTAB_TEXT},
+      [C_TASK] = {.name = "task", .kind = PFI_RESTAB_TEXT},
+      [C_MODEL] = FILES("model"),
+      [C_VAR] = FILES("variant"),
+      [C_GPUS] = {.name = "gpus", .kind = PFI_RESTAB_INT},
+      [C_GRID] = {.name = "grid", .kind = PFI_RESTAB_TEXT},
+      [C_CAPS] = FILES("caps"),
+      [C_MEM] = {.name = "mem_share", .label = "mem", .kind = PFI_RESTAB_NUM,
+                 .style = 'f', .prec = 3, .csv_style = 'f', .csv_prec = 6},
+      [C_COMM] = {.name = "comm_share", .label = "comm",
+                  .kind = PFI_RESTAB_NUM, .style = 'f', .prec = 3,
+                  .csv_style = 'f', .csv_prec = 6},
+      [C_SM] = {.name = "sm_power_w", .label = "sm", .unit = "W",
+                .kind = PFI_RESTAB_NUM, .style = 'f', .prec = 3,
+                .qty = PFI_RESTAB_Q_POWER},
+      [C_PUB] = {.name = "pfi_published", .label = "pfi (pub)",
+                 .kind = PFI_RESTAB_NUM, .style = 'f', .prec = 2},
+      [C_COARSE] = {.name = "pfi_coarse_published", .kind = PFI_RESTAB_NUM,
+                    .style = 'f', .prec = 2, .formats = PFI_RESTAB_IN_CSV},
+      [C_SRC] = FILES("source"),
+  };
+#undef FILES
+  struct pfi_restab t;
+  pfi_restab_init(&t, cols, C_N);
+  t.csv_null = ""; /* no published PFI: an empty field, as always */
+  char title[256];
+  snprintf(title, sizeof title, "# job library: %s", NOTICE);
+  pfi_restab_title(&t, title);
   for (size_t i = 0; i < jobs.n; i++) {
     const struct pfi_emu_job *j = &jobs.job[i];
     caps_str(j, caps, sizeof caps);
-    if (fmt == PFI_FMT_CSV) {
-      printf("%s,%s,%s,%s,%s,%s,%u,%s,%s,%.6f,%.6f,%.3f,", j->id, j->profile,
-             j->arch, j->task, j->model, j->variant, j->gpus, j->grid, caps,
-             j->mem_share, j->comm_share, j->sm_power_w);
-      if (!isnan(j->pfi_published))
-        printf("%.2f", j->pfi_published);
-      putchar(',');
-      if (!isnan(j->pfi_coarse_published))
-        printf("%.2f", j->pfi_coarse_published);
-      printf(",emulated\n");
-    } else {
-      printf("%-36s %-5s %-5s %-4s %4u %-6s %6.3f %6.3f %7.1f %9.2f\n", j->id,
-             j->profile, j->arch, j->task, j->gpus, j->grid, j->mem_share,
-             j->comm_share, j->sm_power_w, j->pfi_published);
-    }
+    pfi_restab_row(&t);
+    pfi_restab_text(&t, C_ID, j->id);
+    pfi_restab_text(&t, C_PROF, j->profile);
+    pfi_restab_text(&t, C_ARCH, j->arch);
+    pfi_restab_text(&t, C_TASK, j->task);
+    pfi_restab_text(&t, C_MODEL, j->model);
+    pfi_restab_text(&t, C_VAR, j->variant);
+    pfi_restab_int(&t, C_GPUS, j->gpus);
+    pfi_restab_text(&t, C_GRID, j->grid);
+    pfi_restab_text(&t, C_CAPS, caps);
+    pfi_restab_num(&t, C_MEM, j->mem_share);
+    pfi_restab_num(&t, C_COMM, j->comm_share);
+    pfi_restab_num(&t, C_SM, j->sm_power_w);
+    pfi_restab_num(&t, C_PUB, j->pfi_published);
+    pfi_restab_num(&t, C_COARSE, j->pfi_coarse_published);
+    pfi_restab_text(&t, C_SRC, "emulated");
   }
   pfi_emu_jobs_release(&jobs);
-  return fflush(stdout) == 0 ? 0 : PFI_EXIT_FAIL;
+  st = pfi_cli_print_table(&t, fmt);
+  pfi_restab_release(&t);
+  return st == 0 && fflush(stdout) == 0 ? 0 : PFI_EXIT_FAIL;
 }
 
 /* ---- sweep -------------------------------------------------------------- */

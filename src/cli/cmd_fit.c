@@ -32,6 +32,7 @@ static const struct pfi_opt opts[] = {
     {"map", 'M', 0, PFI_ARG_REQ, "MAP",
      "curves column mapping NAME=COLUMN,..."},
     {"format", 'F', 0, PFI_ARG_REQ, "F", "table (default), csv or json"},
+    PFI_OPT_WIDE,
     PFI_OPT_HELP,
     PFI_OPT_END};
 

@@ -32,6 +32,7 @@ static const struct pfi_opt opts[] = {
      "relative noise, in %, of points without power_sd_w / tokens_sd in both "
      "files (default: estimated from each file, docs/index-and-stats.md)"},
     {"format", 'F', 0, PFI_ARG_REQ, "F", "table (default), csv or json"},
+    PFI_OPT_WIDE,
     PFI_OPT_HELP,
     PFI_OPT_END};
 
@@ -321,15 +322,13 @@ int cmd_gate(int argc, char **argv) {
       C_NNS, C_NNP, C_NNT, C_N
     };
 #define T(n, w)                                                                \
-  {.name = n, .kind = PFI_RESTAB_TEXT, .width = w, .fixed = 1, .sep = 1,       \
-   .formats = PFI_RESTAB_IN_TERM}
+  {.name = n, .kind = PFI_RESTAB_TEXT, .formats = PFI_RESTAB_IN_TERM}
 #define G(n)                                                                   \
   {.name = n, .kind = PFI_RESTAB_NUM, .style = 'g', .prec = 10,                \
    .formats = PFI_RESTAB_IN_CSV}
 #define I(n) {.name = n, .kind = PFI_RESTAB_INT, .formats = PFI_RESTAB_IN_CSV}
     static const struct pfi_restab_col cols[C_N] = {
-        [C_JOB] = {.name = "job", .kind = PFI_RESTAB_TEXT, .width = 36,
-                   .fixed = 1},
+        [C_JOB] = {.name = "job", .kind = PFI_RESTAB_TEXT, .max_width = 36},
         [T_REF] = T("pfi ref [95%]", 22),
         [T_NEW] = T("pfi new [95%]", 22),
         [T_DIFF] = T("diff [95%]", 24),

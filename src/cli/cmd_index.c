@@ -40,6 +40,7 @@ static const struct pfi_opt opts[] = {
      "read from node_power_w and node_power_sd_w (node_curves.csv of pfi "
      "trace summarize)"},
     {"format", 'f', 0, PFI_ARG_REQ, "F", "table (default), csv or json"},
+    PFI_OPT_WIDE,
     PFI_OPT_HELP,
     PFI_OPT_END};
 
@@ -436,11 +437,11 @@ int cmd_index(int argc, char **argv) {
       [C_EXC] = {.name = "excluded_caps", .kind = PFI_RESTAB_TEXT,
                  .formats = PFI_RESTAB_IN_CSV},
       [C_TMAX] = {.name = "t_max", .kind = PFI_RESTAB_NUM, .style = 'g',
-                  .prec = 6, .csv_style = 'g', .csv_prec = 10, .width = 12,
-                  .fixed = 1},
-      [C_PMAX] = {.name = "p_max", .kind = PFI_RESTAB_NUM, .style = 'g',
-                  .prec = 6, .csv_style = 'g', .csv_prec = 10, .width = 12,
-                  .fixed = 1},
+                  .prec = 6, .csv_style = 'g', .csv_prec = 10,
+                  .qty = PFI_RESTAB_Q_THROUGHPUT},
+      [C_PMAX] = {.name = "p_max", .unit = "W", .kind = PFI_RESTAB_NUM,
+                  .style = 'g', .prec = 6, .csv_style = 'g', .csv_prec = 10,
+                  .qty = PFI_RESTAB_Q_POWER},
       [C_DRAWS] = {.name = "ci_draws", .kind = PFI_RESTAB_INT,
                    .formats = PFI_RESTAB_IN_CSV},
       [C_SEED] = {.name = "ci_seed", .kind = PFI_RESTAB_INT,

@@ -21,6 +21,7 @@ static const struct pfi_opt opts[] = {
      "curves column mapping NAME=COLUMN,..."},
     {"format", 'F', 0, PFI_ARG_REQ, "F",
      "table (default), csv or json (an array of {job, pfi [, pfi_true]})"},
+    PFI_OPT_WIDE,
     PFI_OPT_HELP,
     PFI_OPT_END};
 

@@ -12,6 +12,7 @@ static const struct pfi_opt opts[] = {
     {"event", 'e', 0, PFI_ARG_REQ, "E", "only records of event E"},
     {"job", 'j', 0, PFI_ARG_REQ, "J", "only records of job J"},
     {"format", 'f', 0, PFI_ARG_REQ, "F", "table (default), csv or json"},
+    PFI_OPT_WIDE,
     PFI_OPT_HELP,
     PFI_OPT_END};
 
@@ -52,32 +53,32 @@ enum {
 #define CSVONLY(n, k)                                                          \
   {.name = n, .kind = k, .style = 'g', .prec = 10,                             \
    .formats = PFI_RESTAB_IN_FILES}
-#define TERM(n, l, st, p, w)                                                   \
-  {.name = n, .label = l, .kind = PFI_RESTAB_NUM, .style = st, .prec = p,      \
-   .csv_style = 'g', .csv_prec = 10, .width = w, .fixed = 1, .sep = 1}
+#define TERM(n, l, u, st, p, q)                                                \
+  {.name = n, .label = l, .unit = u, .kind = PFI_RESTAB_NUM, .style = st,      \
+   .prec = p, .csv_style = 'g', .csv_prec = 10, .qty = q}
 static const struct pfi_restab_col cols[C_N] = {
-    [C_RUN] = {.name = "run", .kind = PFI_RESTAB_TEXT, .width = 8,
-               .fixed = 1},
-    [C_SEQ] = {.name = "seq", .kind = PFI_RESTAB_INT, .width = 7, .fixed = 1,
-               .sep = 1},
-    [C_T] = TERM("t_s", NULL, 'f', 0, 8),
+    [C_RUN] = {.name = "run", .kind = PFI_RESTAB_TEXT},
+    [C_SEQ] = {.name = "seq", .kind = PFI_RESTAB_INT},
+    [C_T] = TERM("t_s", "t", "s", 'f', 0, PFI_RESTAB_Q_NONE),
     [C_EVENT] = CSVONLY("event", PFI_RESTAB_TEXT),
     [C_TARGET] = CSVONLY("target_w", PFI_RESTAB_NUM),
-    [C_JOB] = {.name = "job", .kind = PFI_RESTAB_TEXT, .width = 34,
-               .fixed = 1, .sep = 1},
-    [T_REASON] = {.name = "reason", .kind = PFI_RESTAB_TEXT, .width = 10,
-                  .fixed = 1, .sep = 1, .formats = PFI_RESTAB_IN_TERM},
+    [C_JOB] = {.name = "job", .kind = PFI_RESTAB_TEXT, .max_width = 34},
+    [T_REASON] = {.name = "reason", .kind = PFI_RESTAB_TEXT,
+                  .formats = PFI_RESTAB_IN_TERM},
     [C_FAMILY] = CSVONLY("family", PFI_RESTAB_TEXT),
     [C_PHASE] = CSVONLY("phase", PFI_RESTAB_TEXT),
-    [C_REQ] = TERM("cap_req_w", "cap_req", 'f', 1, 7),
-    [C_ENF] = TERM("cap_enf_w", "cap_enf", 'f', 1, 7),
-    [C_DRAW] = TERM("draw_w", NULL, 'f', 0, 9),
+    [C_REQ] = TERM("cap_req_w", "cap req", "W", 'f', 1, PFI_RESTAB_Q_POWER),
+    [C_ENF] = TERM("cap_enf_w", "cap enf", "W", 'f', 1, PFI_RESTAB_Q_POWER),
+    [C_DRAW] = TERM("draw_w", "draw", "W", 'f', 0, PFI_RESTAB_Q_POWER),
     [C_PFI] = CSVONLY("pfi", PFI_RESTAB_NUM),
     [C_PFILO] = CSVONLY("pfi_lo", PFI_RESTAB_NUM),
     [C_PFIHI] = CSVONLY("pfi_hi", PFI_RESTAB_NUM),
-    [C_TBEF] = TERM("tput_before", "tput_bef", 'g', 4, 10),
-    [C_TPRED] = TERM("tput_pred", NULL, 'g', 4, 10),
-    [C_TAFT] = TERM("tput_after", "tput_aft", 'g', 4, 10),
+    [C_TBEF] = TERM("tput_before", "tput bef", NULL, 'g', 4,
+                    PFI_RESTAB_Q_THROUGHPUT),
+    [C_TPRED] = TERM("tput_pred", "tput pred", NULL, 'g', 4,
+                     PFI_RESTAB_Q_THROUGHPUT),
+    [C_TAFT] = TERM("tput_after", "tput aft", NULL, 'g', 4,
+                    PFI_RESTAB_Q_THROUGHPUT),
     [C_REASON] = CSVONLY("reason", PFI_RESTAB_TEXT),
     [C_MAXLOSS] = CSVONLY("max_loss", PFI_RESTAB_NUM),
     [C_PROTECT] = {.name = "protect", .kind = PFI_RESTAB_INT, .json_bool = 1,

@@ -58,6 +58,7 @@ static const struct pfi_opt opts[] = {
      "table (default), csv or json (everything)"},
     OBJ_OPTS,
     NOISE_OPT_ROW,
+    PFI_OPT_WIDE,
     PFI_OPT_HELP,
     PFI_OPT_END};
 
@@ -663,22 +664,20 @@ int cmd_replay(int argc, char **argv) {
   }
   if (show == SHOW_SUMMARY) {
     static const struct pfi_restab_col cols[] = {
-        {.name = "strategy", .kind = PFI_RESTAB_TEXT, .width = 16,
-         .fixed = 1},
-        {.name = "retained_%", .kind = PFI_RESTAB_NUM, .style = 'f',
-         .prec = 3, .width = 10, .fixed = 1, .sep = 1},
-        {.name = "in_event_%", .kind = PFI_RESTAB_NUM, .style = 'f',
-         .prec = 3, .width = 12, .fixed = 1, .sep = 1},
-        {.name = "gap_pp", .kind = PFI_RESTAB_NUM, .style = 'f', .prec = 3,
-         .width = 9, .fixed = 1, .sep = 1},
-        {.name = "gap_ev_pp", .kind = PFI_RESTAB_NUM, .style = 'f',
-         .prec = 3, .width = 11, .fixed = 1, .sep = 1},
-        {.name = "energy_kwh", .kind = PFI_RESTAB_NUM, .style = 'f',
-         .prec = 3, .width = 12, .fixed = 1, .sep = 1},
-        {.name = "mean_power_w", .kind = PFI_RESTAB_NUM, .style = 'f',
-         .prec = 1, .width = 12, .fixed = 1, .sep = 1},
-        {.name = "infeasible", .kind = PFI_RESTAB_INT, .width = 10,
-         .fixed = 1, .sep = 1},
+        {.name = "strategy", .kind = PFI_RESTAB_TEXT},
+        {.name = "retained_pct", .label = "retained", .unit = "%",
+         .kind = PFI_RESTAB_NUM, .style = 'f', .prec = 3},
+        {.name = "in_event_pct", .label = "in event", .unit = "%",
+         .kind = PFI_RESTAB_NUM, .style = 'f', .prec = 3},
+        {.name = "gap_pp", .label = "gap", .unit = "pp",
+         .kind = PFI_RESTAB_NUM, .style = 'f', .prec = 3},
+        {.name = "gap_ev_pp", .label = "gap in event", .unit = "pp",
+         .kind = PFI_RESTAB_NUM, .style = 'f', .prec = 3},
+        {.name = "energy_kwh", .label = "energy", .unit = "kWh",
+         .kind = PFI_RESTAB_NUM, .qty = PFI_RESTAB_Q_ENERGY},
+        {.name = "mean_power_w", .label = "mean power", .unit = "W",
+         .kind = PFI_RESTAB_NUM, .qty = PFI_RESTAB_Q_POWER},
+        {.name = "infeasible", .kind = PFI_RESTAB_INT},
     };
     struct pfi_restab tab;
     pfi_restab_init(&tab, cols, 8);
@@ -706,17 +705,14 @@ int cmd_replay(int argc, char **argv) {
   int jat[PFI_STRAT__COUNT];
   size_t jn = 0;
   jcols[jn++] = (struct pfi_restab_col){
-      .name = "job", .kind = PFI_RESTAB_TEXT, .width = 32, .fixed = 1};
+      .name = "job", .kind = PFI_RESTAB_TEXT, .max_width = 32};
   for (int s = 0; s < PFI_STRAT__COUNT; s++)
     if (asked & (1u << s)) {
       jat[s] = (int)jn;
       jcols[jn++] = (struct pfi_restab_col){.name = pfi_strategy_name(s),
                                             .kind = PFI_RESTAB_NUM,
                                             .style = 'f',
-                                            .prec = 2,
-                                            .width = 16,
-                                            .fixed = 1,
-                                            .sep = 1};
+                                            .prec = 2};
     }
   struct pfi_restab jt;
   pfi_restab_init(&jt, jcols, jn);

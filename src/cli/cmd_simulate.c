@@ -43,6 +43,7 @@ static const struct pfi_opt opts[] = {
      "or raw"},
     {"format", 'F', 0, PFI_ARG_REQ, "F", "table (default), csv or json"},
     NOISE_OPT_ROW,
+    PFI_OPT_WIDE,
     PFI_OPT_HELP,
     {"holdout", 'H', 0, PFI_ARG_OPT, "job|cluster",
      "predict each job's PFI with a fit that did not see it (job, the "
@@ -160,9 +161,9 @@ static void print_infeasible(FILE *fp, const struct pfi_sim_result *r,
   fprintf(fp, "\n");
 }
 
-/* A terminal table of one row per strategy (its name in 16 columns) and one
- * column per cut, headed "30%" and one blank apart; each table's cell
- * column is `proto` with that header, printed after an empty line. */
+/* A terminal table of one row per strategy and one column per cut, headed
+ * "30%"; each table's cell column is `proto` with that header, printed
+ * after an empty line (wrapped into panels on a narrow terminal). */
 struct cut_table {
   struct pfi_restab tab;
   struct pfi_restab_col *cols;
@@ -191,14 +192,10 @@ static int cut_table_init(struct cut_table *ct, const double *cuts,
 static struct pfi_restab *cut_table_start(struct cut_table *ct,
                                           const struct pfi_restab_col *proto) {
   ct->cols[0] = (struct pfi_restab_col){.name = "strategy",
-                                        .kind = PFI_RESTAB_TEXT,
-                                        .width = 16,
-                                        .fixed = 1};
+                                        .kind = PFI_RESTAB_TEXT};
   for (size_t c = 0; c < ct->nc; c++) {
     ct->cols[1 + c] = *proto;
     ct->cols[1 + c].name = ct->lab[c];
-    ct->cols[1 + c].fixed = 1;
-    ct->cols[1 + c].sep = 1;
   }
   pfi_restab_init(&ct->tab, ct->cols, ct->nc + 1);
   return &ct->tab;
@@ -818,11 +815,11 @@ int cmd_simulate(int argc, char **argv) {
       goto fail;
     }
     static const struct pfi_restab_col interval = {
-        .kind = PFI_RESTAB_TEXT, .align = PFI_RESTAB_RIGHT, .width = 23};
+        .kind = PFI_RESTAB_TEXT, .align = PFI_RESTAB_RIGHT};
     static const struct pfi_restab_col tokens = {
-        .kind = PFI_RESTAB_NUM, .style = 'g', .prec = 6, .width = 12};
+        .kind = PFI_RESTAB_NUM, .qty = PFI_RESTAB_Q_THROUGHPUT};
     static const struct pfi_restab_col closed = {
-        .kind = PFI_RESTAB_NUM, .style = 'f', .prec = 1, .width = 9};
+        .kind = PFI_RESTAB_NUM, .qty = PFI_RESTAB_Q_SHARE};
     struct pfi_restab *tab = cut_table_start(&ct, &interval);
     char title[256];
     snprintf(title, sizeof title,

@@ -19,6 +19,7 @@ static const struct pfi_opt opts[] = {
     {"value", 'v', 0, PFI_ARG_REQ, "COL", "kruskal: the value column"},
     {"p", 'p', 0, PFI_ARG_REQ, "COL", "fdr: the column of p-values"},
     {"format", 'f', 0, PFI_ARG_REQ, "F", "table (default) or json"},
+    PFI_OPT_WIDE,
     PFI_OPT_HELP,
     PFI_OPT_END};
 

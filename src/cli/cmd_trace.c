@@ -110,6 +110,7 @@ static const struct pfi_cmd_help export_help = {
 
 static const struct pfi_opt runs_opts[] = {
     {"format", 'f', 0, PFI_ARG_REQ, "F", "table (default), csv or json"},
+    PFI_OPT_WIDE,
     PFI_OPT_HELP,
     PFI_OPT_END};
 static const struct pfi_cmd_help runs_help = {

@@ -147,7 +147,10 @@ static void bad_long(struct pfi_optparse *p, const char *arg, int missing) {
 }
 
 int pfi_opt_next(struct pfi_optparse *p) {
-  int c = getopt_long(p->argc, p->argv, p->so, p->lo, NULL);
+  int c;
+  while ((c = getopt_long(p->argc, p->argv, p->so, p->lo, NULL)) ==
+         PFI_OPT_WIDE_VAL)
+    pfi_cli_wide = 1;
   if (c == OPT_VERSION) {
     printf("%s %s\n", p->h->cmd, PFI_VERSION_STRING);
     exit(fflush(stdout) == 0 ? PFI_EXIT_OK : PFI_EXIT_FAIL);

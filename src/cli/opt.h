@@ -50,6 +50,13 @@ struct pfi_opt {
 };
 
 #define PFI_OPT_HELP {"help", 'h', 'h', PFI_ARG_NONE, NULL, "this text"}
+/* --wide: terminal tables at their full width (pfi_cli_wide), handled by
+ * pfi_opt_next() itself, which never returns its value. */
+#define PFI_OPT_WIDE_VAL 0x7f01
+#define PFI_OPT_WIDE                                                         \
+  {"wide", PFI_OPT_WIDE_VAL, 0, PFI_ARG_NONE, NULL,                          \
+   "tables at their full width, not fitted to the terminal's ($COLUMNS, "   \
+   "else the terminal's, else 80 columns)"}
 #define PFI_OPT_GROUP(title) {NULL, 0, 0, PFI_ARG_NONE, NULL, title}
 #define PFI_OPT_END {NULL, 0, 0, PFI_ARG_NONE, NULL, NULL}
 

@@ -80,9 +80,10 @@ printf '%s\n' 'job,power_w,cap_w,tokens_per_s,retained,objective' \
 "$PFI" allocate --curves "$T/c.csv" --cut 0.3 --strategy equal --objective throughput >"$T/eq.txt" || fail "equal table run"
 {
   echo 'strategy equal, cut 30 % of 8600.0 W uncapped, budget 6020.0 W'
-  printf '%-40s %12s %10s %14s %9s\n' job power_w cap_w tokens_per_s retained
-  printf '%-40s %12s %10s %14s %9s\n' a 2940.0 409.2 951.538 95.15% b 3080.0 417.1 811.429 81.14% \
-    total 6020.0 '' 1762.97 88.15%
+  # Terminal digits: power 3 significant, throughput 4 (pfi/restab.h).
+  printf '%-5s  %9s  %7s  %8s  %8s\n' job 'power [W]' 'cap [W]' tokens/s retained
+  printf '%-5s  %9s  %7s  %8s  %8s\n' a 2940 409 951.5 95.15% b 3080 417 811.4 81.14% \
+    total 6020 '' 1763 88.15%
   echo
   echo "objective throughput: sum of raw throughput (the paper's; depends on each job's unit); total retained: of the uncapped tokens/s"
 } | cmp -s - "$T/eq.txt" || fail "allocate equal table: $(cat "$T/eq.txt")"

@@ -238,8 +238,9 @@ LC_ALL=C grep -q "\"job\": \"$(printf '\357\277\275\357\277\275')ab\"" "$T/out" 
 # A quoted job name holding a line break split its table row in two; the
 # table shows it as '?' (CSV keeps it, quoted).
 printf 'job,cap_w,power_w,tokens_per_s\n"a\nb",100,1,1\n"a\nb",200,2,3\n' >"$T/nl.csv"
-# (The table is the legend of the definitions, the header and one row.)
-[ "$("$PFI" index "$T/nl.csv" | wc -l)" -eq 3 ] || fail "table row split: $("$PFI" index "$T/nl.csv")"
+# (The table at full width is the legend of the definitions, the header
+# and one row.)
+[ "$("$PFI" index "$T/nl.csv" --wide | wc -l)" -eq 3 ] || fail "table row split: $("$PFI" index "$T/nl.csv" --wide)"
 "$PFI" index "$T/nl.csv" | tail -1 | grep -q '^a?b ' || fail "table name with a line break"
 "$PFI" index "$T/nl.csv" --format csv | tail -2 | head -1 | grep -q '^"a$' || fail "CSV name with a line break"
 # Positive finite values whose ratio overflows: an error, never inf or nan

@@ -121,7 +121,7 @@ api a POST /v1/events "$(event_json evm 0 300 "$L" | sed 's/}$/,"level":"kW"}/')
 [ "$(api a GET /v1/events)" = "[]" ] || fail "a refused event was booked: $(cat "$T/body")"
 
 # The meter event through pfi ctl.
-"$PFI" ctl --url "http://127.0.0.1:${API[a]}" --token-file "$T/token" submit evm +0 +300 "$L" meter >"$T/ctl.out" ||
+"$PFI" ctl --url "http://127.0.0.1:${API[a]}" --token-file "$T/token" --format json submit evm +0 +300 "$L" meter >"$T/ctl.out" ||
   fail "pfi ctl submit meter: $(cat "$T/ctl.out")"
 grep -q '"level": *"meter"' "$T/ctl.out" || fail "the event's answer: $(cat "$T/ctl.out")"
 # matches L: pfid's GPU target against python's over the nodes read just

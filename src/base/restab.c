@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "../base/huge.h"
 #include "pfi/error.h"
@@ -203,9 +205,62 @@ int pfi_restab_note(struct pfi_restab *t, const char *fmt, ...) {
   return 0;
 }
 
+int pfi_restab_qty_digits(enum pfi_restab_qty q) {
+  switch (q) {
+  case PFI_RESTAB_Q_THROUGHPUT:
+    return 4;
+  case PFI_RESTAB_Q_POWER:
+  case PFI_RESTAB_Q_ENERGY:
+  case PFI_RESTAB_Q_SHARE:
+  case PFI_RESTAB_Q_SECONDS:
+  case PFI_RESTAB_Q_RATIO:
+  case PFI_RESTAB_Q_CLOCK:
+    return 3;
+  case PFI_RESTAB_Q_TEMP:
+    return 2;
+  default:
+    return 0;
+  }
+}
+
+size_t pfi_restab_fmt_sig(char *buf, double v, int digits) {
+  buf[0] = '\0';
+  if (!isfinite(v))
+    return 0;
+  if (digits < 1)
+    digits = 1;
+  if (fabs(v) >= 1e15)
+    return pfi_fmt_g(buf, v, digits);
+  /* Decimals for `digits` significant digits: digits - 1 - the power of
+   * ten of the leading digit, none below 0 (integer digits are all kept)
+   * and at most 9. */
+  int e = v == 0 ? 0 : (int)floor(log10(fabs(v)));
+  int dec = digits - 1 - e;
+  if (dec < 0)
+    dec = 0;
+  if (dec > 9)
+    dec = 9;
+  size_t n = pfi_fmt_fixed(buf, v, dec);
+  /* Rounding may carry into a new leading digit (9.996 with 3 digits
+   * reads "10.00"): one decimal fewer then. */
+  if (dec > 0 && fabs(strtod(buf, NULL)) >= pow(10.0, e + 1))
+    n = pfi_fmt_fixed(buf, v, dec - 1);
+  /* Zero, and a value that rounds to zero in 9 decimals ("-0.000000000"),
+   * read "0". */
+  size_t sign = buf[0] == '-';
+  if (strspn(buf + sign, "0.") == n - sign) {
+    buf[0] = '0';
+    buf[1] = '\0';
+    n = 1;
+  }
+  return n;
+}
+
 /* pfi_restab_fmt_num(), returning the length. */
 static size_t fmt_num(const struct pfi_restab_col *c, enum pfi_restab_format f,
                       double v, char *buf) {
+  if (f == PFI_RESTAB_TERM && pfi_restab_qty_digits(c->qty) > 0)
+    return pfi_restab_fmt_sig(buf, v, pfi_restab_qty_digits(c->qty));
   char style = c->style;
   int prec = c->prec;
   if (f != PFI_RESTAB_TERM && c->csv_style) {
@@ -331,13 +386,13 @@ static int right(const struct pfi_restab_col *c) {
          (c->align == PFI_RESTAB_ALIGN_AUTO && c->kind != PFI_RESTAB_TEXT);
 }
 
-/* The terminal header of a column, "label (unit)", into buf. */
+/* The terminal header of a column, "label [unit]", into buf. */
 static const char *term_head(const struct pfi_restab_col *c, char *buf,
                              size_t n) {
   const char *l = c->label ? c->label : c->name;
   if (!c->unit)
     return l;
-  snprintf(buf, n, "%s (%s)", l, c->unit);
+  snprintf(buf, n, "%s [%s]", l, c->unit);
   return buf;
 }
 
@@ -354,57 +409,144 @@ static void put_term(FILE *fp, const struct pfi_restab_col *c, const char *s,
   }
 }
 
-static int print_term(const struct pfi_restab *t, FILE *fp) {
+int pfi_restab_term_width(FILE *fp) {
+  const char *e = getenv("COLUMNS");
+  if (e && *e) {
+    char *end;
+    long v = strtol(e, &end, 10);
+    if (*end == '\0' && v >= 20 && v <= 100000)
+      return (int)v;
+  }
+  struct winsize ws;
+  int fd = fp ? fileno(fp) : -1;
+  if (fd >= 0 && isatty(fd) && ioctl(fd, TIOCGWINSZ, &ws) == 0 &&
+      ws.ws_col > 0)
+    return ws.ws_col;
+  return PFI_RESTAB_WIDTH_DEFAULT;
+}
+
+/* The text of row i's cell in column j for the terminal (-1: the header). */
+static const char *term_text(const struct pfi_restab *t, long i, size_t j,
+                             char *buf, char *hb, size_t hn) {
+  const struct pfi_restab_col *c = &t->cols[j];
+  if (i < 0)
+    return term_head(c, hb, hn);
+  const char *s =
+      cell_text(c, &t->cells[(size_t)i * t->ncols + j], PFI_RESTAB_TERM, buf);
+  return s ? s : t->term_null;
+}
+
+/* Rows of t in the columns vis[0..nv) (widths w, by column). */
+static void put_panel(const struct pfi_restab *t, FILE *fp, const size_t *vis,
+                      size_t nv, const int *w) {
+  char buf[PFI_FMT_MAX], hb[256];
+  for (long i = t->header ? -1 : 0; i < (long)t->nrows; i++) {
+    for (size_t k = 0; k < nv; k++) {
+      const struct pfi_restab_col *c = &t->cols[vis[k]];
+      if (k > 0)
+        put_pad(fp, c->sep > 0 ? c->sep : 2);
+      put_term(fp, c, term_text(t, i, vis[k], buf, hb, sizeof hb), w[vis[k]],
+               k + 1 == nv);
+    }
+    fputc('\n', fp);
+  }
+}
+
+/* Each row as a block of "header: value" lines, the values aligned, a
+ * blank line between rows. */
+static void put_records(const struct pfi_restab *t, FILE *fp,
+                        const size_t *vis, size_t nv) {
+  char buf[PFI_FMT_MAX], hb[256];
+  int kw = 0;
+  for (size_t k = 0; k < nv; k++) {
+    int l = (int)strlen(term_head(&t->cols[vis[k]], hb, sizeof hb));
+    if (l > kw)
+      kw = l;
+  }
+  for (size_t i = 0; i < t->nrows; i++) {
+    if (i > 0)
+      fputc('\n', fp);
+    for (size_t k = 0; k < nv; k++) {
+      const char *h = term_head(&t->cols[vis[k]], hb, sizeof hb);
+      pfi_restab_put_name(fp, h, 0);
+      fputc(':', fp);
+      put_pad(fp, kw - (int)strlen(h) + 1);
+      pfi_restab_put_name(
+          fp, term_text(t, (long)i, vis[k], buf, hb, sizeof hb), 0);
+      fputc('\n', fp);
+    }
+  }
+}
+
+int pfi_restab_print_term(const struct pfi_restab *t, FILE *fp, int width) {
   size_t nc = t->ncols;
   int *w = calloc(nc, sizeof *w);
-  if (!w)
+  size_t *vis = calloc(nc, sizeof *vis), *pv = calloc(nc, sizeof *pv);
+  if (!w || !vis || !pv) {
+    free(w);
+    free(vis);
+    free(pv);
     return PFI_ENOMEM;
+  }
   char buf[PFI_FMT_MAX], hb[256];
-  size_t lastvis = 0;
+  size_t nv = 0;
+  long total = 0;
   for (size_t j = 0; j < nc; j++) {
     const struct pfi_restab_col *c = &t->cols[j];
     if (!shown(c, PFI_RESTAB_TERM))
       continue;
-    lastvis = j;
+    vis[nv++] = j;
     w[j] = c->width;
-    if (c->fixed)
-      continue;
-    int hl = t->header ? (int)strlen(term_head(c, hb, sizeof hb)) : 0;
-    if (hl > w[j])
-      w[j] = hl;
-    for (size_t i = 0; i < t->nrows; i++) {
-      const char *s = cell_text(c, &t->cells[i * nc + j], PFI_RESTAB_TERM, buf);
-      int l = (int)strlen(s ? s : t->term_null);
-      if (l > w[j])
-        w[j] = l;
+    if (!c->fixed) {
+      int hl = t->header ? (int)strlen(term_head(c, hb, sizeof hb)) : 0;
+      if (hl > w[j])
+        w[j] = hl;
+      for (size_t i = 0; i < t->nrows; i++) {
+        int l = (int)strlen(term_text(t, (long)i, j, buf, hb, sizeof hb));
+        if (l > w[j])
+          w[j] = l;
+      }
+      if (c->max_width > 0 && w[j] > c->max_width)
+        w[j] = c->max_width > c->width ? c->max_width : c->width;
     }
-    if (c->max_width > 0 && w[j] > c->max_width)
-      w[j] = c->max_width > c->width ? c->max_width : c->width;
+    total += w[j] + (nv > 1 ? (c->sep > 0 ? c->sep : 2) : 0);
   }
   if (t->title)
     fprintf(fp, "%s\n", t->title);
-  for (long i = t->header ? -1 : 0; i < (long)t->nrows; i++) {
-    int first = 1;
-    for (size_t j = 0; j < nc; j++) {
-      const struct pfi_restab_col *c = &t->cols[j];
-      if (!shown(c, PFI_RESTAB_TERM))
-        continue;
-      if (!first)
-        put_pad(fp, c->sep > 0 ? c->sep : 2);
-      first = 0;
-      const char *s;
-      if (i < 0)
-        s = term_head(c, hb, sizeof hb);
-      else {
-        s = cell_text(c, &t->cells[(size_t)i * nc + j], PFI_RESTAB_TERM, buf);
-        if (!s)
-          s = t->term_null;
-      }
-      put_term(fp, c, s, w[j], j == lastvis);
+  if (width <= 0 || total <= width || nv < 2 || !t->header) {
+    put_panel(t, fp, vis, nv, w);
+  } else {
+    /* Panels: the first column, then as many of the next as fit. */
+    int kw = w[vis[0]], fits = 1;
+    for (size_t k = 1; k < nv && fits; k++) {
+      const struct pfi_restab_col *c = &t->cols[vis[k]];
+      fits = kw + (c->sep > 0 ? c->sep : 2) + w[vis[k]] <= width;
     }
-    fputc('\n', fp);
+    if (!fits) {
+      put_records(t, fp, vis, nv);
+    } else {
+      size_t k = 1;
+      while (k < nv) {
+        size_t np = 0;
+        long used = kw;
+        pv[np++] = vis[0];
+        while (k < nv) {
+          const struct pfi_restab_col *c = &t->cols[vis[k]];
+          long add = (c->sep > 0 ? c->sep : 2) + w[vis[k]];
+          if (np > 1 && used + add > width)
+            break;
+          used += add;
+          pv[np++] = vis[k++];
+        }
+        if (pv[1] != vis[1])
+          fputc('\n', fp);
+        put_panel(t, fp, pv, np, w);
+      }
+    }
   }
   free(w);
+  free(vis);
+  free(pv);
   if (t->nnotes) {
     fputc('\n', fp);
     for (size_t k = 0; k < t->nnotes; k++)
@@ -444,7 +586,9 @@ static int csv_room(struct csvbuf *b, size_t more) {
 }
 
 static void csv_put(struct csvbuf *b, const char *s, size_t n) {
-  if (csv_room(b, n) == 0) {
+  /* Nothing to add (an empty field first in the text): no copy to a
+   * buffer that may not exist yet. */
+  if (n > 0 && csv_room(b, n) == 0) {
     memcpy(b->p + b->len, s, n);
     b->len += n;
   }
@@ -686,9 +830,9 @@ static int print_html(const struct pfi_restab *t, FILE *fp) {
     fputs("<th>", fp);
     pfi_restab_put_html(fp, c->name);
     if (c->unit) {
-      fputs(" (", fp);
+      fputs(" [", fp);
       pfi_restab_put_html(fp, c->unit);
-      fputc(')', fp);
+      fputc(']', fp);
     }
     fputs("</th>", fp);
   }
@@ -727,7 +871,7 @@ int pfi_restab_print(const struct pfi_restab *t, enum pfi_restab_format f,
   int rc;
   switch (f) {
   case PFI_RESTAB_TERM:
-    rc = print_term(t, fp);
+    rc = pfi_restab_print_term(t, fp, pfi_restab_term_width(fp));
     break;
   case PFI_RESTAB_CSV:
     rc = print_csv(t, fp);
