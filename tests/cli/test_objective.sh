@@ -248,6 +248,50 @@ assert abs(d["value"] - 34) < 1e-9 and abs(d["value_uncapped"] - 40) < 1e-9, d
 assert abs(d["retained"] - 0.85) < 1e-12, d
 ' "$T/o.json" || fail "allocate JSON value: $(cat "$T/o.json")"
 
+# pfi report takes the objective's options as allocate does, with the same
+# meaning: --weights under --objective jobs (A 3, B 1) makes B (7.5e-4 per
+# W against A's 1.2e-3) give first. A 10 % cut (400 W) takes B from 2000
+# to 1600 W: cap 160 W, B keeps (100 + 0.3 x 600) / 400 = 0.70; a 40 % cut
+# (1600 W) takes B to its floor and A to 1400 W (cap 140 W, keeps 0.76):
+# weighted total (3 x 0.76 + 0.25) / 4 = 0.6325. Without weights A gives
+# first. Each column is the plan pfi allocate writes with the same options.
+repcol() { # DIR JOB COLUMN
+  python3 -c 'import csv, sys
+for r in csv.DictReader(open(sys.argv[1] + "/cap_plan.csv")):
+    if r["job"].startswith(sys.argv[2]):
+        print(r[sys.argv[3]])' "$@"
+}
+"$PFI" report --quiet --no-figures --out "$T/rw" "$T/two.csv" --objective jobs --weights "$T/w.csv" \
+  >/dev/null 2>"$T/rw.err" || fail "report --weights: $(cat "$T/rw.err")"
+"$PFI" report --quiet --no-figures --out "$T/rn" "$T/two.csv" --objective jobs >/dev/null 2>&1 ||
+  fail "report --objective jobs"
+near "$(repcol "$T/rw" B cap_w_cut_10)" 160 0.05 "report --weights: B's cap at 10 %"
+near "$(repcol "$T/rw" A cap_w_cut_10)" 200 0.05 "report --weights: A's cap at 10 %"
+near "$(repcol "$T/rw" B retained_cut_10)" 0.70 0.0005 "report --weights: B keeps at 10 %"
+near "$(repcol "$T/rw" A cap_w_cut_40)" 140 0.05 "report --weights: A's cap at 40 %"
+near "$(repcol "$T/rw" TOTAL retained_cut_40)" 0.6325 0.00051 "report --weights: total kept at 40 % (3 decimals)"
+near "$(repcol "$T/rn" A cap_w_cut_10)" 160 0.05 "report, no weights: A's cap at 10 %"
+grep -q 'weighted per job' "$T/rw/report.html" || fail "report page does not say it is weighted"
+# C's realized power falls at its top cap (1600 -> 1500 W); D is a line.
+# The report's cap table reads caps off the same curve as the plan pfi
+# allocate writes (the monotone fit by default; --curve raw both raw).
+printf 'job,cap_w,power_w,tokens_per_s,gpus\nC,100,1000,500,8\nC,200,1600,800,8\nC,300,1500,780,8\nD,100,1000,300,8\nD,200,1500,380,8\nD,300,2000,400,8\n' >"$T/dip2.csv"
+for fit in monotone raw; do
+  "$PFI" report --quiet --no-figures --out "$T/rd-$fit" "$T/dip2.csv" --curve $fit >/dev/null 2>"$T/rd.err" ||
+    fail "report --curve $fit: $(cat "$T/rd.err")"
+  for k in 5 10 20 30; do
+    "$PFI" allocate --curves "$T/dip2.csv" --cut $k% --curve $fit --plan "$T/pd.csv" >/dev/null 2>&1 ||
+      fail "allocate --curve $fit --cut $k%"
+    for j in C D; do
+      near "$(repcol "$T/rd-$fit" $j cap_w_cut_$k)" "$(awk -F, -v j=$j '$1 == j { print $4 }' "$T/pd.csv")" 0.05 \
+        "report --curve $fit: $j's cap at $k % against pfi allocate's plan"
+    done
+  done
+done
+expect_usage "--curve must be monotone or raw" report --curve smooth "$T/two.csv"
+printf 'job,weight\nA,3\n' >"$T/wmiss2.csv"
+expect_usage "wmiss2.csv: no weight for job B" report --quiet --no-figures --out "$T/rx" --weights "$T/wmiss2.csv" "$T/two.csv"
+
 # ---- bad input --------------------------------------------------------------
 expect_usage "unknown objective 'tokens'" allocate --curves "$T/two.csv" --cut 25% --objective tokens
 expect_usage "contradict" allocate --curves "$T/two.csv" --cut 25% --objective throughput --normalize
