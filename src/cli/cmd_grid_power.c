@@ -39,9 +39,9 @@ int pfi__grid_capacity(const struct opts *o) {
   struct pfi_meter_config cfg;
   pfi_meter_config_init(&cfg);
   struct obj_opt ob = o->ob; /* the weights read are this copy's */
-  int rc = pfi_flex_jobs_load_fit(&cj, o->curves, o->map, o->tiers,
-                                  o->contract, o->tier,
-                                  (enum pfi_curve_fit)o->curve_fit, &err),
+  int rc = pfi_flex_jobs_load_fit(&cj, o->curves, o->map, o->tiers, o->contract,
+                                  o->tier, (enum pfi_curve_fit)o->curve_fit,
+                                  &err),
       status = 0, gpus_known = 0;
   char odesc[256];
   json_t *arr = json_array();
@@ -113,9 +113,8 @@ int pfi__grid_capacity(const struct opts *o) {
                        dur[d], "jobs_eligible", (int)fc.eligible, "uncapped_w",
                        fc.uncapped_w, "floor_w", fc.floor_w, "interval",
                        fc.has_interval, "level", pfi__grid_level_name(level),
-                       "objective", pfi_objective_name(ob.obj.kind),
-                       "curve", pfi_curve_fit_name(cj.curve_fit), "quotes",
-                       q));
+                       "objective", pfi_objective_name(ob.obj.kind), "curve",
+                       pfi_curve_fit_name(cj.curve_fit), "quotes", q));
   }
   if (o->fmt == PFI_FMT_TABLE)
     printf("(event length in s; %zu job(s); %s; %s; %s curves)\n", cj.n,

@@ -159,19 +159,18 @@ int pfi_flexcap_compute_objective(const struct pfi_flex_job *jobs, size_t nj,
                            "flexible capacity: job %s: intervals for every "
                            "job or for none",
                            jobs[i].job);
-  int rc =
-      quotes(jobs, nj, duration_s, notice_s, steps, 0, obj, out, out->quote_w,
-             err);
+  int rc = quotes(jobs, nj, duration_s, notice_s, steps, 0, obj, out,
+                  out->quote_w, err);
   if (rc < 0)
     return rc;
   struct pfi_flexcap mid = *out;
   if (has_iv) {
     struct pfi_flexcap tmp;
     double lo[PFI_CAPACITY_NQUOTE], hi[PFI_CAPACITY_NQUOTE];
-    if ((rc = quotes(jobs, nj, duration_s, notice_s, steps, 1, obj, &tmp, lo, err)) <
-            0 ||
-        (rc = quotes(jobs, nj, duration_s, notice_s, steps, 2, obj, &tmp, hi, err)) <
-            0)
+    if ((rc = quotes(jobs, nj, duration_s, notice_s, steps, 1, obj, &tmp, lo,
+                     err)) < 0 ||
+        (rc = quotes(jobs, nj, duration_s, notice_s, steps, 2, obj, &tmp, hi,
+                     err)) < 0)
       return rc;
     for (size_t k = 0; k < PFI_CAPACITY_NQUOTE; k++) {
       double a = fmin(lo[k], hi[k]), b = fmax(lo[k], hi[k]);

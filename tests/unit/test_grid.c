@@ -1118,9 +1118,8 @@ static void test_flexcap_objective(void **state) {
   ASSERT_NEAR(fc.quote_w[0], 149.55, 1e-3);
   struct pfi_objective o;
   pfi_objective_init(&o);
-  assert_int_equal(pfi_flexcap_compute_objective(jobs, 2, 1800, 0, 400, &o,
-                                                 &fc, &err),
-                   0);
+  assert_int_equal(
+      pfi_flexcap_compute_objective(jobs, 2, 1800, 0, 400, &o, &fc, &err), 0);
   double want[] = {100, 200, 500, 600, 600};
   for (int k = 0; k < 5; k++)
     ASSERT_NEAR(fc.quote_w[k], want[k], 1e-3);
@@ -1130,34 +1129,31 @@ static void test_flexcap_objective(void **state) {
   double tb1[] = {90, 100};
   jobs[1].tput = tb1;
   struct pfi_flexcap fc1;
-  assert_int_equal(pfi_flexcap_compute_objective(jobs, 2, 1800, 0, 400, &o,
-                                                 &fc1, &err),
-                   0);
+  assert_int_equal(
+      pfi_flexcap_compute_objective(jobs, 2, 1800, 0, 400, &o, &fc1, &err), 0);
   for (int k = 0; k < 5; k++)
     ASSERT_NEAR(fc1.quote_w[k], fc.quote_w[k], 1e-9);
   jobs[1].tput = tb;
   /* GPU counts. */
   jobs[0].gpus = 8;
   jobs[1].gpus = 32;
-  assert_int_equal(pfi_flexcap_compute_objective(jobs, 2, 1800, 0, 400, &o,
-                                                 &fc, &err),
-                   0);
+  assert_int_equal(
+      pfi_flexcap_compute_objective(jobs, 2, 1800, 0, 400, &o, &fc, &err), 0);
   double want8[] = {62.5, 125, 312.5, 600, 600};
   for (int k = 0; k < 5; k++)
     ASSERT_NEAR(fc.quote_w[k], want8[k], 1e-3);
   /* A minimum share raises the floors. */
   o.min_share = 0.95;
-  assert_int_equal(pfi_flexcap_compute_objective(jobs, 2, 1800, 0, 400, &o,
-                                                 &fc, &err),
-                   0);
+  assert_int_equal(
+      pfi_flexcap_compute_objective(jobs, 2, 1800, 0, 400, &o, &fc, &err), 0);
   ASSERT_NEAR(fc.floor_w, 1100, 1e-6);
   assert_true(fc.quote_w[4] <= 300 + 1e-6);
   /* GPU counts for one job only: the work objective cannot weigh them. */
   o.min_share = 0;
   jobs[0].gpus = 0;
-  assert_int_equal(pfi_flexcap_compute_objective(jobs, 2, 1800, 0, 400, &o,
-                                                 &fc, &err),
-                   PFI_EINVAL);
+  assert_int_equal(
+      pfi_flexcap_compute_objective(jobs, 2, 1800, 0, 400, &o, &fc, &err),
+      PFI_EINVAL);
   assert_non_null(strstr(err.msg, "job a has no GPU count"));
 }
 
