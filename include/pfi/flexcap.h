@@ -28,6 +28,8 @@
 #include "pfi/compliance.h"
 #include "pfi/curve.h"
 #include "pfi/error.h"
+#include "pfi/monotone.h"
+#include "pfi/objective.h"
 
 struct pfi_flex_job {
   const char *job;
@@ -36,6 +38,7 @@ struct pfi_flex_job {
   const double *tput_lo, *tput_hi; /* the interval's ends, or both NULL */
   size_t n;
   const struct pfi_tier *tier;
+  int gpus; /* the job's GPU count, for the work objective; 0 unknown */
 };
 
 struct pfi_flexcap {
@@ -57,8 +60,25 @@ int pfi_flex_floor(const struct pfi_flex_job *j, double duration_s,
                    double notice_s, const double *tput, double *floor_w,
                    struct pfi_error *err);
 
-/* Capacity for one event length. `steps` as pfi_capacity_compute (e.g.
- * 200). */
+/*
+ * Capacity for one event length. `steps` as pfi_capacity_compute (e.g.
+ * 200). The loss is the objective's (include/pfi/objective.h): each job's
+ * throughput is turned into its value by pfi_objective_problem() with the
+ * jobs' `gpus` (all or none known) and, for the interval's ends, each
+ * end's own uncapped throughput; `obj` NULL sums raw throughput (the
+ * objective throughput without weights). Under work or jobs the quotes do
+ * not depend on the unit a job reports in. A minimum share raises the
+ * floors (and floor_w). Errors: pfi_objective_problem's besides the
+ * curves'.
+ *
+ * pfi_flexcap_compute is pfi_flexcap_compute_objective with obj NULL
+ * (pfid's live quote, pfi_flex_live, whose jobs have no GPU counts).
+ */
+int pfi_flexcap_compute_objective(const struct pfi_flex_job *jobs, size_t nj,
+                                  double duration_s, double notice_s,
+                                  size_t steps, const struct pfi_objective *obj,
+                                  struct pfi_flexcap *out,
+                                  struct pfi_error *err);
 int pfi_flexcap_compute(const struct pfi_flex_job *jobs, size_t nj,
                         double duration_s, double notice_s, size_t steps,
                         struct pfi_flexcap *out, struct pfi_error *err);
@@ -147,7 +167,11 @@ int pfi_tiers_load(const char *path, struct pfi_tier **out, size_t *n,
 
 /*
  * The jobs of a curves file with their tiers, for pfi_flexcap(): each
- * job's points sorted by realized power (equal powers keep the first) and,
+ * job's points sorted by realized power (equal powers keep the first), the
+ * monotone fit's points (include/pfi/monotone.h) instead for a curve whose
+ * power or throughput falls as the cap rises unless `fit` is
+ * PFI_CURVE_RAW (pfi_flex_jobs_load: the fit, the decisions' default;
+ * tier floors are then read down the fit too), its GPU count, and,
  * when every point has a throughput SD, the 95 % band t +- 1.96 SD
  * (floored at 0). Each job's tier is `tier`, or its row of the `contract`
  * CSV (columns job and tier), looked up in the `tiers` file. Release with
@@ -160,10 +184,15 @@ struct pfi_flex_jobs {
   struct pfi_flex_job *jobs; /* n */
   double *buf;
   int has_sd;
+  enum pfi_curve_fit curve_fit; /* the fit the points are of */
 };
 int pfi_flex_jobs_load(struct pfi_flex_jobs *c, const char *curves,
                        const char *map, const char *tiers, const char *contract,
                        const char *tier, struct pfi_error *err);
+int pfi_flex_jobs_load_fit(struct pfi_flex_jobs *c, const char *curves,
+                           const char *map, const char *tiers,
+                           const char *contract, const char *tier,
+                           enum pfi_curve_fit fit, struct pfi_error *err);
 void pfi_flex_jobs_release(struct pfi_flex_jobs *c);
 
 /*

@@ -275,6 +275,12 @@ struct pfi_report_opts {
    * throughput (objective.h; zeroed: work, the default; weight not read).
    * The paper's report reproduces the paper: raw throughput. */
   struct pfi_objective objective;
+  /* The operator's page: per-job weights, a CSV with columns job and
+   * weight (pfi_objective_weights_read; they replace objective.weight),
+   * or NULL; and which curve decisions read (enum pfi_curve_fit,
+   * monotone.h; 0, the default: the monotone fit). */
+  const char *weights;
+  int curve_fit;
   /* Optional progress messages (the CLI prints them on stderr). */
   void (*progress)(const char *msg, void *arg);
   void *progress_arg;

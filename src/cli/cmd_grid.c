@@ -18,6 +18,7 @@
 #include "pfi/curve.h"
 #include "pfi/flexcap.h"
 #include "pfi/meter.h"
+#include "pfi/monotone.h"
 #include "pfi/openadr.h"
 #include "pfi/timeline.h"
 
@@ -123,6 +124,11 @@ static const struct pfi_opt opts[] = {
      "curves column mapping NAME=COLUMN,... (docs/formats.md)"},
     {"gpus-per-node", O_GPN, 0, PFI_ARG_REQ, "N",
      "curves: GPUs per node (default 8)"},
+    PFI_OPT_GROUP("capacity: the objective (docs/predict-allocate.md):"),
+    OBJ_OPTS,
+    {"curve", O_CURVE, 0, PFI_ARG_REQ, "FIT",
+     "monotone (default: a curve whose power or throughput falls as the cap "
+     "rises is decided on by its monotone fit) or raw"},
     PFI_OPT_GROUP("meter options:"),
     {"gpu-w", O_GPUW, 0, PFI_ARG_REQ, "W[,W...]",
      "GPU power, for the node and facility power by the chain"},
@@ -147,6 +153,8 @@ static const struct pfi_cmd_help help = {
     "       pfi grid capacity --curves FILE --tiers FILE\n"
     "                         (--contract FILE | --tier NAME)\n"
     "                         [--duration D]... [--notice D]\n"
+    "                         [--objective O] [--weights FILE]\n"
+    "                         [--min-share R] [--curve monotone|raw]\n"
     "                         [--config FILE --level node|meter\n"
     "                          [--gpus-per-node N]]\n"
     "       pfi grid bridge --pfid URL --pfid-token-file FILE [SOURCES]\n"
@@ -215,9 +223,15 @@ static const struct pfi_cmd_help help = {
     "2h, 4h) and the notice given (--notice, default 0): a job whose tier's\n"
     "longest event is shorter, or needs more notice, is not cut. With the\n"
     "curves' standard errors (tokens_sd), the quotes come with the range\n"
-    "over the curves' 95 % intervals. The number to bid, and to report as\n"
-    "LOAD_SHED_DELTA_AVAILABLE. --level node|meter with --config states it\n"
-    "at the node or meter level (each curve restated as for curves below).\n"
+    "over the curves' 95 % intervals. The loss is the objective's, as in\n"
+    "pfi capacity: by default the work kept (each job's share of its\n"
+    "uncapped throughput times its GPUs: the quote does not depend on the\n"
+    "unit a job reports in); --objective throughput sums raw throughput.\n"
+    "Curves whose power or throughput falls as the cap rises are read by\n"
+    "their monotone fit (--curve raw: as measured). The number to bid, and\n"
+    "to report as LOAD_SHED_DELTA_AVAILABLE. --level node|meter with\n"
+    "--config states it at the node or meter level (each curve restated as\n"
+    "for curves below).\n"
     "\n"
     "curves: rewrites a curves file with each point's power at the node or\n"
     "meter level (the job's GPUs spread over ceil(gpus / --gpus-per-node,\n"
@@ -587,6 +601,21 @@ static int parse(int argc, char **argv, struct opts *o) {
                          &o->fmt) != 0)
         return PFI_EXIT_USAGE;
       break;
+    case OBJ_OPT_OBJECTIVE:
+    case OBJ_OPT_NORMALIZE:
+    case OBJ_OPT_WEIGHTS:
+    case OBJ_OPT_MIN_SHARE:
+      if (obj_opt_handle(&o->ob, c, optarg, "grid") != 0)
+        return PFI_EXIT_USAGE;
+      break;
+    case O_CURVE: {
+      enum pfi_curve_fit f;
+      if (pfi_curve_fit_parse(optarg, &f) < 0)
+        return pfi__grid_usage("--curve must be monotone or raw, not '%s'",
+                               optarg);
+      o->curve_fit = (int)f;
+      break;
+    }
     case 'h':
       pfi_opt_print_help(&help, stdout);
       return -1;
@@ -802,6 +831,7 @@ int cmd_grid(int argc, char **argv) {
   o.seed = 1;
   o.level = PFI_LEVEL_METER;
   o.overlap = -1;
+  obj_opt_init(&o.ob);
   optind = 1;
   int rc = parse(argc - 1, argv + 1, &o);
   if (rc < 0)

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "cli.h"
+#include "objective_opt.h"
 #include "pfi/error.h"
 
 enum {
@@ -57,7 +58,8 @@ enum {
   O_SHED_LOSS,
   O_BMC,
   O_LISTEN,
-  O_BEARER_FILE
+  O_BEARER_FILE,
+  O_CURVE
 };
 
 struct opts {
@@ -88,6 +90,8 @@ struct opts {
   double interval, limit, floor;
   int phoenix;  /* event-report: Emerald's measured Phoenix delivery beside */
   int emulated; /* event-report: the log is of an emulated fleet */
+  struct obj_opt ob; /* capacity: --objective, --weights, --min-share */
+  int curve_fit;     /* capacity: enum pfi_curve_fit (--curve) */
 };
 
 int pfi__grid_usage(const char *fmt, const char *arg);

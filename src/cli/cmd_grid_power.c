@@ -13,6 +13,8 @@
 #include "pfi/curve.h"
 #include "pfi/flexcap.h"
 #include "pfi/meter.h"
+#include "pfi/monotone.h"
+#include "pfi/objective.h"
 #include "pfi/timeline.h"
 
 int pfi__grid_capacity(const struct opts *o) {
@@ -36,10 +38,30 @@ int pfi__grid_capacity(const struct opts *o) {
                            pfi__grid_level_name(level));
   struct pfi_meter_config cfg;
   pfi_meter_config_init(&cfg);
-  int rc = pfi_flex_jobs_load(&cj, o->curves, o->map, o->tiers, o->contract,
-                              o->tier, &err),
-      status = 0;
+  struct obj_opt ob = o->ob; /* the weights read are this copy's */
+  int rc = pfi_flex_jobs_load_fit(&cj, o->curves, o->map, o->tiers, o->contract,
+                                  o->tier, (enum pfi_curve_fit)o->curve_fit,
+                                  &err),
+      status = 0, gpus_known = 0;
+  char odesc[256];
   json_t *arr = json_array();
+  const char **names = calloc(cj.n + 1, sizeof *names);
+  for (size_t i = 0; rc >= 0 && names && i < cj.n; i++)
+    names[i] = cj.jobs[i].job;
+  if (rc >= 0 && !names)
+    rc = pfi_error_set(&err, PFI_ENOMEM, "out of memory");
+  if (rc >= 0)
+    rc = obj_opt_load(&ob, names, cj.n, &err);
+  free(names);
+  if (rc >= 0) {
+    int *g = calloc(cj.n + 1, sizeof *g);
+    for (size_t i = 0; g && i < cj.n; i++)
+      g[i] = cj.jobs[i].gpus;
+    rc = g ? pfi_objective_gpus(g, cj.n, NULL, &gpus_known, &err)
+           : pfi_error_set(&err, PFI_ENOMEM, "out of memory");
+    free(g);
+  }
+  pfi_objective_describe(&ob.obj, gpus_known, odesc, sizeof odesc);
   if (rc >= 0 && level != PFI_LEVEL_GPU)
     rc = pfi_meter_config_load(o->config, &cfg, &err);
   if (rc >= 0)
@@ -60,8 +82,8 @@ int pfi__grid_capacity(const struct opts *o) {
                                      : "");
   for (size_t d = 0; d < nd; d++) {
     struct pfi_flexcap fc;
-    if ((rc = pfi_flexcap_compute(cj.jobs, cj.n, dur[d], o->notice, 400, &fc,
-                                  &err)) < 0) {
+    if ((rc = pfi_flexcap_compute_objective(cj.jobs, cj.n, dur[d], o->notice,
+                                            400, &ob.obj, &fc, &err)) < 0) {
       status = pfi__grid_fail(&err);
       goto out;
     }
@@ -87,22 +109,25 @@ int pfi__grid_capacity(const struct opts *o) {
       putchar('\n');
     }
     json_array_append_new(
-        arr, json_pack("{s:f,s:i,s:f,s:f,s:b,s:s,s:o}", "duration_s", dur[d],
-                       "jobs_eligible", (int)fc.eligible, "uncapped_w",
+        arr, json_pack("{s:f,s:i,s:f,s:f,s:b,s:s,s:s,s:s,s:o}", "duration_s",
+                       dur[d], "jobs_eligible", (int)fc.eligible, "uncapped_w",
                        fc.uncapped_w, "floor_w", fc.floor_w, "interval",
                        fc.has_interval, "level", pfi__grid_level_name(level),
-                       "quotes", q));
+                       "objective", pfi_objective_name(ob.obj.kind), "curve",
+                       pfi_curve_fit_name(cj.curve_fit), "quotes", q));
   }
   if (o->fmt == PFI_FMT_TABLE)
-    printf("(event length in s; %zu job(s); %s)\n", cj.n,
+    printf("(event length in s; %zu job(s); %s; %s; %s curves)\n", cj.n,
            cj.has_sd ? "ranges over the curves' 95 % intervals"
-                     : "no standard errors in the curves: no ranges");
+                     : "no standard errors in the curves: no ranges",
+           odesc, pfi_curve_fit_name(cj.curve_fit));
   if (o->fmt == PFI_FMT_JSON) {
     status = pfi_cli_print_json(arr);
     arr = NULL;
   }
 out:
   json_decref(arr);
+  obj_opt_release(&ob);
   pfi_flex_jobs_release(&cj);
   return status;
 }

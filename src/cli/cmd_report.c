@@ -9,6 +9,7 @@
 #include "objective_opt.h"
 #include "opt.h"
 #include "pfi/campaign.h"
+#include "pfi/monotone.h"
 #include "pfi/report.h"
 #include "pfi/sim.h"
 #include "pfi/store.h"
@@ -53,6 +54,14 @@ static const struct pfi_opt opts[] = {
     {"min-share", OBJ_OPT_MIN_SHARE, 0, PFI_ARG_REQ, "R",
      "the operator's page: every job keeps at least R (0.5 or 50%) of its "
      "uncapped throughput"},
+    {"weights", OBJ_OPT_WEIGHTS, 0, PFI_ARG_REQ, "FILE",
+     "the operator's page: per-job weights (a priority, a price per unit): "
+     "CSV with columns job and weight (the curves file itself when it has "
+     "them); they scale any objective"},
+    {"curve", 'K', 0, PFI_ARG_REQ, "FIT",
+     "the operator's page: monotone (default: a curve whose power or "
+     "throughput falls as the cap rises is decided on by its monotone fit) "
+     "or raw"},
     PFI_OPT_HELP,
     PFI_OPT_END};
 
@@ -166,6 +175,17 @@ int cmd_report(int argc, char **argv) {
     case 'q':
       quiet = 1;
       break;
+    case OBJ_OPT_WEIGHTS:
+      o.weights = optarg;
+      break;
+    case 'K': {
+      enum pfi_curve_fit f;
+      if (pfi_curve_fit_parse(optarg, &f) < 0)
+        return pfi_cli_usage(cmd, "--curve must be monotone or raw, not '%s'",
+                             optarg);
+      o.curve_fit = (int)f;
+      break;
+    }
     case OBJ_OPT_OBJECTIVE:
     case OBJ_OPT_NORMALIZE:
     case OBJ_OPT_MIN_SHARE: {

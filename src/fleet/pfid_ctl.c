@@ -43,6 +43,12 @@ static char *signature(struct pfi_pfid *d) {
                         ? pfid_job_tier(d, n->tel.gpu[g].job, n, &tsrc)
                         : -1;
       pfi_buf_printf(&b, ",%s", n->tel.gpu[g].job);
+      /* A node that cannot record is held at the limit it holds (the
+       * ranges of pfid_ctl_open below): a new limit (its restore after an
+       * event) rebuilds the module, else it stayed held at a cut taken
+       * before it said so, and was cut again in the next event. */
+      if (n->tel.record_failed)
+        pfi_buf_printf(&b, "=%u", (unsigned)n->tel.gpu[g].cap_mw);
       if (loss >= 0) /* a tier that changes rebuilds the module */
         pfi_buf_printf(&b, "@%.17g", loss);
       if (n->tel.gpu[g].job[0]) {

@@ -13,6 +13,8 @@
 #include "pfi/features.h"
 #include "pfi/meter.h"
 #include "pfi/model.h"
+#include "pfi/monotone.h"
+#include "pfi/objective.h"
 #include "pfi/oracle.h"
 
 static int check_curve(const struct pfi_flex_job *j, const double *t,
@@ -73,13 +75,20 @@ int pfi_flex_floor(const struct pfi_flex_job *j, double duration_s,
 }
 
 /* The oracle's quotes over jobs' [floor, uncapped] with throughput `which`
- * (0 mid, 1 lo, 2 hi). */
+ * (0 mid, 1 lo, 2 hi), each job's throughput turned into its value under
+ * `obj` (NULL: the sum of raw throughput, pfid's live quote). */
 static int quotes(const struct pfi_flex_job *jobs, size_t nj, double duration_s,
                   double notice_s, size_t steps, int which,
-                  struct pfi_flexcap *out, double *q, struct pfi_error *err) {
-  struct pfi_problem pr;
+                  const struct pfi_objective *obj, struct pfi_flexcap *out,
+                  double *q, struct pfi_error *err) {
+  struct pfi_problem raw, pr;
+  pfi_problem_init(&raw);
   pfi_problem_init(&pr);
   int rc = 0;
+  const char **names = calloc(nj + 1, sizeof *names);
+  int *gpus = calloc(nj + 1, sizeof *gpus);
+  if (!names || !gpus)
+    rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
   out->eligible = 0;
   out->uncapped_w = out->floor_w = 0;
   for (size_t i = 0; i < nj && rc >= 0; i++) {
@@ -90,11 +99,22 @@ static int quotes(const struct pfi_flex_job *jobs, size_t nj, double duration_s,
     double fl;
     if ((rc = pfi_flex_floor(j, duration_s, notice_s, t, &fl, err)) < 0)
       break;
-    double top = j->power_w[j->n - 1];
-    out->uncapped_w += top;
-    out->floor_w += fl;
-    out->eligible += fl < top;
-    rc = pfi_problem_add(&pr, j->power_w, t, j->n, fl, top, err);
+    names[i] = j->job;
+    gpus[i] = j->gpus;
+    rc = pfi_problem_add(&raw, j->power_w, t, j->n, fl, j->power_w[j->n - 1],
+                         err);
+  }
+  const struct pfi_problem *use = &raw;
+  if (rc >= 0 && obj) {
+    rc = pfi_objective_problem(&raw, obj, gpus, NULL, names, &pr, NULL, err);
+    use = &pr;
+  }
+  /* Floors read from the problem solved: a minimum share may raise them. */
+  for (size_t i = 0; rc >= 0 && i < use->njobs; i++) {
+    double lo = pfi_problem_lo(use, i), hi = pfi_problem_hi(use, i);
+    out->uncapped_w += hi;
+    out->floor_w += lo;
+    out->eligible += lo < hi;
   }
   if (rc >= 0) {
     struct pfi_capacity cap;
@@ -102,20 +122,32 @@ static int quotes(const struct pfi_flex_job *jobs, size_t nj, double duration_s,
     if (out->uncapped_w - out->floor_w <= 1e-9 * out->uncapped_w) {
       for (size_t k = 0; k < PFI_CAPACITY_NQUOTE; k++)
         q[k] = 0; /* nothing may be cut for this event */
-    } else if ((rc = pfi_capacity_compute(&pr, PFI_STRAT_ORACLE, NULL, NULL,
+    } else if ((rc = pfi_capacity_compute(use, PFI_STRAT_ORACLE, NULL, NULL,
                                           NULL, steps, &cap, err)) >= 0) {
       for (size_t k = 0; k < PFI_CAPACITY_NQUOTE; k++)
         q[k] = cap.quote_w[k];
     }
     pfi_capacity_release(&cap);
   }
+  pfi_problem_release(&raw);
   pfi_problem_release(&pr);
+  free(names);
+  free(gpus);
   return rc < 0 ? rc : 0;
 }
 
 int pfi_flexcap_compute(const struct pfi_flex_job *jobs, size_t nj,
                         double duration_s, double notice_s, size_t steps,
                         struct pfi_flexcap *out, struct pfi_error *err) {
+  return pfi_flexcap_compute_objective(jobs, nj, duration_s, notice_s, steps,
+                                       NULL, out, err);
+}
+
+int pfi_flexcap_compute_objective(const struct pfi_flex_job *jobs, size_t nj,
+                                  double duration_s, double notice_s,
+                                  size_t steps, const struct pfi_objective *obj,
+                                  struct pfi_flexcap *out,
+                                  struct pfi_error *err) {
   memset(out, 0, sizeof *out);
   out->duration_s = duration_s;
   if (nj == 0)
@@ -127,18 +159,18 @@ int pfi_flexcap_compute(const struct pfi_flex_job *jobs, size_t nj,
                            "flexible capacity: job %s: intervals for every "
                            "job or for none",
                            jobs[i].job);
-  int rc =
-      quotes(jobs, nj, duration_s, notice_s, steps, 0, out, out->quote_w, err);
+  int rc = quotes(jobs, nj, duration_s, notice_s, steps, 0, obj, out,
+                  out->quote_w, err);
   if (rc < 0)
     return rc;
   struct pfi_flexcap mid = *out;
   if (has_iv) {
     struct pfi_flexcap tmp;
     double lo[PFI_CAPACITY_NQUOTE], hi[PFI_CAPACITY_NQUOTE];
-    if ((rc = quotes(jobs, nj, duration_s, notice_s, steps, 1, &tmp, lo, err)) <
-            0 ||
-        (rc = quotes(jobs, nj, duration_s, notice_s, steps, 2, &tmp, hi, err)) <
-            0)
+    if ((rc = quotes(jobs, nj, duration_s, notice_s, steps, 1, obj, &tmp, lo,
+                     err)) < 0 ||
+        (rc = quotes(jobs, nj, duration_s, notice_s, steps, 2, obj, &tmp, hi,
+                     err)) < 0)
       return rc;
     for (size_t k = 0; k < PFI_CAPACITY_NQUOTE; k++) {
       double a = fmin(lo[k], hi[k]), b = fmax(lo[k], hi[k]);
@@ -236,7 +268,7 @@ int pfi_flex_live_event(const struct pfi_flex_live_job *jobs, size_t nj,
                               ? j->max_event_s
                               : INFINITY;
     tier[m].notice_s = 0;
-    fj[m] = (struct pfi_flex_job){j->job, p, t, tl, th, n, &tier[m]};
+    fj[m] = (struct pfi_flex_job){j->job, p, t, tl, th, n, &tier[m], 0};
     m++;
   }
   if (skipped)
@@ -488,7 +520,16 @@ static int cmp_point_power(const void *a, const void *b) {
 int pfi_flex_jobs_load(struct pfi_flex_jobs *c, const char *curves,
                        const char *map, const char *tiers, const char *contract,
                        const char *tier, struct pfi_error *err) {
+  return pfi_flex_jobs_load_fit(c, curves, map, tiers, contract, tier,
+                                PFI_CURVE_MONOTONE, err);
+}
+
+int pfi_flex_jobs_load_fit(struct pfi_flex_jobs *c, const char *curves,
+                           const char *map, const char *tiers,
+                           const char *contract, const char *tier,
+                           enum pfi_curve_fit fit, struct pfi_error *err) {
   memset(c, 0, sizeof *c);
+  c->curve_fit = fit;
   pfi_curveset_init(&c->cs);
   int rc;
   struct pfi_table ct;
@@ -545,17 +586,36 @@ int pfi_flex_jobs_load(struct pfi_flex_jobs *c, const char *curves,
                          cv->job, tn, tiers);
       goto out;
     }
-    /* Sorted by realized power; equal powers keep the first. */
+    /* The points decisions read: the monotone fit under
+     * PFI_CURVE_MONOTONE when the curve's power or throughput falls as the
+     * cap rises (already ordered by power; of points the fit pooled to one
+     * power, the highest cap's stands for them, as pfi_problem_add_curve
+     * keeps), else the raw points sorted by realized power (equal powers
+     * keep the first). */
+    int fitted = fit == PFI_CURVE_MONOTONE && pfi_curve_violates(cv);
     struct pfi_point *pts = malloc(cv->n * sizeof *pts);
     if (!pts) {
       rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
       goto out;
     }
-    memcpy(pts, cv->pts, cv->n * sizeof *pts);
-    qsort(pts, cv->n, sizeof *pts, cmp_point_power);
+    if (fitted) {
+      if ((rc = pfi_curve_monotone(cv, pts)) < 0) {
+        free(pts);
+        rc = rc == PFI_ENOMEM
+                 ? pfi_error_set(err, PFI_ENOMEM, "out of memory")
+                 : pfi_error_set(err, PFI_EINVAL,
+                                 "job %s: a point is not finite", cv->job);
+        goto out;
+      }
+    } else {
+      memcpy(pts, cv->pts, cv->n * sizeof *pts);
+      qsort(pts, cv->n, sizeof *pts, cmp_point_power);
+    }
     size_t m = 0;
     double *pw = b, *t = b + cv->n, *lo = b + 2 * cv->n, *hi = b + 3 * cv->n;
     for (size_t k = 0; k < cv->n; k++) {
+      if (fitted && k + 1 < cv->n && pts[k + 1].power_w == pts[k].power_w)
+        continue;
       if (m > 0 && !(pts[k].power_w > pw[m - 1]))
         continue;
       pw[m] = pts[k].power_w;
@@ -571,6 +631,7 @@ int pfi_flex_jobs_load(struct pfi_flex_jobs *c, const char *curves,
     j->tput_lo = c->has_sd ? lo : NULL;
     j->tput_hi = c->has_sd ? hi : NULL;
     j->n = m;
+    j->gpus = cv->gpus;
     b += 4 * cv->n;
   }
   rc = 0;

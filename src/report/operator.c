@@ -14,6 +14,8 @@
 #include "pfi/alloc.h"
 #include "pfi/capacity.h"
 #include "pfi/index.h"
+#include "pfi/monotone.h"
+#include "pfi/objective.h"
 #include "pfi/report.h"
 #include "pfi/version.h"
 
@@ -377,7 +379,8 @@ static int sec_plan(struct pfi__report *r, const struct pfi_problem *p,
     setn(t, row, "uncapped_cap_w", pfi_curve_uncapped(c)->cap_w);
     for (size_t k = 0; k < nl; k++) {
       double x = pw[k * n + i];
-      setn(t, row, names[2 * k], pfi_curve_cap_at(c, x));
+      setn(t, row, names[2 * k],
+           pfi_curve_fit_cap_at(c, (enum pfi_curve_fit)p->curve_fit, x));
       setn(t, row, names[2 * k + 1],
            pfi_problem_eval(p, i, x) /
                pfi_problem_eval(p, i, pfi_problem_hi(p, i)));
@@ -457,7 +460,7 @@ int pfi_report_operator(const char *curves, const char *map, const char *unit,
   memset(cap, 0, sizeof cap);
   size_t ncap = 0;
   struct job *jobs = NULL;
-  double *pfi = NULL;
+  double *pfi = NULL, *weights = NULL;
   struct pfi_html first;
   pfi_html_init(&first);
   int rc = pfi_report_mkdirs(out_dir, err);
@@ -478,11 +481,28 @@ int pfi_report_operator(const char *curves, const char *map, const char *unit,
     goto out;
   }
   int gpus_known = 0;
-  if ((rc = pfi_capacity_problem_objective(&r.js.cs, &o->objective, &p,
-                                           &gpus_known, err)) < 0)
+  struct pfi_objective obj = o->objective;
+  if (o->weights) {
+    const char **names = calloc(n + 1, sizeof *names);
+    weights = calloc(n + 1, sizeof *weights);
+    if (!names || !weights) {
+      free(names);
+      rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+      goto out;
+    }
+    for (size_t i = 0; i < n; i++)
+      names[i] = r.js.cs.c[i].job;
+    rc = pfi_objective_weights_read(o->weights, names, n, weights, err);
+    free(names);
+    if (rc < 0)
+      goto out;
+    obj.weight = weights;
+  }
+  p.curve_fit = o->curve_fit;
+  if ((rc = pfi_capacity_problem_objective(&r.js.cs, &obj, &p, &gpus_known,
+                                           err)) < 0)
     goto out;
-  pfi_objective_describe(&o->objective, gpus_known, r.objective,
-                         sizeof r.objective);
+  pfi_objective_describe(&obj, gpus_known, r.objective, sizeof r.objective);
 
   /* First screen: what this is, then the answers. */
   pfi_html_puts(&r.body, "<header id=\"first-screen\">\n<h1>Power "
@@ -620,6 +640,7 @@ out:
   for (size_t s = 0; s < 3; s++)
     pfi_capacity_release(&cap[s]);
   pfi_problem_release(&p);
+  free(weights);
   pfi_jobset_release(&r.js);
   pfi_html_release(&r.body);
   pfi_html_release(&first);

@@ -121,6 +121,78 @@ for j, r in plan.items():
 sys.exit(bad)
 PY
 
+# pfi grid capacity (the tier contract's quotes): the same bytes in
+# images/s and kimages/s under the default, in table, CSV and JSON, with
+# and without standard errors (the quotes' ranges); the raw sum's quote
+# moves with ResNet's unit.
+printf 'tier,max_loss\nflex,30%%\n' >"$T/tiers.csv"
+for d in u k; do
+  awk -F, 'BEGIN { OFS = "," } NR == 1 { print $0, "tokens_sd"; next } { print $0, $4 * 0.01 }' \
+    "$T/$d/c.csv" >"$T/$d/csd.csv"
+  for f in c csd; do
+    for fmt in table csv json; do
+      (cd "$T/$d" && "$PFI" grid capacity --curves $f.csv --tiers "$T/tiers.csv" --tier flex \
+        --format $fmt >gc-$f.$fmt) || fail "grid capacity $f $fmt ($d)"
+    done
+  done
+  (cd "$T/$d" && "$PFI" grid capacity --curves c.csv --tiers "$T/tiers.csv" --tier flex \
+    --objective throughput --format csv >gc-raw.csv) || fail "grid capacity raw ($d)"
+done
+for f in c csd; do
+  for fmt in table csv json; do
+    cmp -s "$T/u/gc-$f.$fmt" "$T/k/gc-$f.$fmt" ||
+      fail "grid capacity ($f, $fmt) depends on ResNet's unit: $(diff "$T/u/gc-$f.$fmt" "$T/k/gc-$f.$fmt")"
+  done
+done
+! cmp -s "$T/u/gc-raw.csv" "$T/k/gc-raw.csv" ||
+  fail "grid capacity --objective throughput: the same quotes in images/s and kimages/s"
+! cmp -s "$T/u/gc-raw.csv" "$T/u/gc-c.csv" || fail "grid capacity: the default gave the raw sum's quotes"
+grep -q 'objective work: ' "$T/u/gc-c.table" || fail "grid capacity does not name its objective: $(cat "$T/u/gc-c.table")"
+grep -q '"objective": "work"' "$T/u/gc-c.json" || fail "grid capacity JSON does not name its objective"
+# By hand, the two-job case below (A 32 GPUs 1000 -> 2000 W, 600 -> 1000;
+# B 8 GPUs, 100 -> 400), a 100 % tier (no floor above the curves'):
+# under work B sheds first (7.5e-4 x 8 = 0.006 per W against A's 0.0128)
+# out of 40 GPU-equivalents: the 1 % quote (0.4) is 0.4 / 0.006 = 66.667 W,
+# 5 % (2) 333.33 W; under throughput A's 0.4/W against B's 0.3/W, B first
+# out of 1400: 1 % (14) is 46.667 W; with weights A 1, B 4 under work B's
+# slope is 0.024 and A's still 0.0128: A first, out of 64: 1 % (0.64) is
+# 50 W.
+cat >"$T/two_gc.csv" <<'CSV'
+job,cap_w,power_w,tokens_per_s,gpus
+A,100,1000,600,32
+A,200,2000,1000,32
+B,100,1000,100,8
+B,200,2000,400,8
+CSV
+printf 'tier,max_loss\nall,100%%\n' >"$T/tall.csv"
+printf 'job,weight\nA,1\nB,4\n' >"$T/w14.csv"
+gcq() { # LOSS-PCT ARGS...: the shed quoted at that loss for a 15 min event
+  local l=$1
+  shift
+  "$PFI" grid capacity --curves "$T/two_gc.csv" --tiers "$T/tall.csv" --tier all --duration 900 \
+    --format csv "$@" | awk -F, -v l="$l" '$3 == l { print $4 }'
+}
+near "$(gcq 1)" 66.6667 0.01 "grid capacity work 1 %"
+near "$(gcq 5)" 333.333 0.01 "grid capacity work 5 %"
+near "$(gcq 1 --objective throughput)" 46.6667 0.01 "grid capacity throughput 1 %"
+near "$(gcq 1 --weights "$T/w14.csv")" 50 0.01 "grid capacity weighted 1 %"
+# Monotone fits: C's throughput falls at its top cap (800 -> 780); the fit
+# pools the two to 790, so the default quotes C as the curve
+# (1000, 500), (1500, 790), (2000, 790) written out by hand; --curve raw
+# reads the fall as measured.
+printf 'job,cap_w,power_w,tokens_per_s,gpus\nC,100,1000,500,8\nC,200,1500,800,8\nC,300,2000,780,8\n' >"$T/dip.csv"
+printf 'job,cap_w,power_w,tokens_per_s,gpus\nC,100,1000,500,8\nC,200,1500,790,8\nC,300,2000,790,8\n' >"$T/dipfit.csv"
+for f in dip dipfit; do
+  "$PFI" grid capacity --curves "$T/$f.csv" --tiers "$T/tall.csv" --tier all --format csv >"$T/$f.gc" ||
+    fail "grid capacity $f"
+done
+"$PFI" grid capacity --curves "$T/dip.csv" --tiers "$T/tall.csv" --tier all --curve raw --format csv \
+  >"$T/dipraw.gc" || fail "grid capacity --curve raw"
+cmp -s "$T/dip.gc" "$T/dipfit.gc" || fail "grid capacity: not the monotone fit: $(diff "$T/dip.gc" "$T/dipfit.gc")"
+! cmp -s "$T/dip.gc" "$T/dipraw.gc" || fail "grid capacity --curve raw: the fit's quotes"
+expect_usage "--curve must be monotone or raw" grid capacity --curves "$T/dip.csv" --tiers "$T/tall.csv" --tier all --curve smooth
+expect_usage "unknown objective 'tokens'" grid capacity --curves "$T/dip.csv" --tiers "$T/tall.csv" --tier all --objective tokens
+
 # ---- a two-job split worked by hand ---------------------------------------
 # A: 32 GPUs, 1000 W -> 2000 W, 600 -> 1000 units/s (slope 0.4/W, T 1000).
 # B: 8 GPUs, 1000 W -> 2000 W, 100 -> 400 units/s (slope 0.3/W, T 400).
@@ -175,6 +247,50 @@ assert d["objective"] == "work" and d["objective_unit"] == "GPU-equivalents", d
 assert abs(d["value"] - 34) < 1e-9 and abs(d["value_uncapped"] - 40) < 1e-9, d
 assert abs(d["retained"] - 0.85) < 1e-12, d
 ' "$T/o.json" || fail "allocate JSON value: $(cat "$T/o.json")"
+
+# pfi report takes the objective's options as allocate does, with the same
+# meaning: --weights under --objective jobs (A 3, B 1) makes B (7.5e-4 per
+# W against A's 1.2e-3) give first. A 10 % cut (400 W) takes B from 2000
+# to 1600 W: cap 160 W, B keeps (100 + 0.3 x 600) / 400 = 0.70; a 40 % cut
+# (1600 W) takes B to its floor and A to 1400 W (cap 140 W, keeps 0.76):
+# weighted total (3 x 0.76 + 0.25) / 4 = 0.6325. Without weights A gives
+# first. Each column is the plan pfi allocate writes with the same options.
+repcol() { # DIR JOB COLUMN
+  python3 -c 'import csv, sys
+for r in csv.DictReader(open(sys.argv[1] + "/cap_plan.csv")):
+    if r["job"].startswith(sys.argv[2]):
+        print(r[sys.argv[3]])' "$@"
+}
+"$PFI" report --quiet --no-figures --out "$T/rw" "$T/two.csv" --objective jobs --weights "$T/w.csv" \
+  >/dev/null 2>"$T/rw.err" || fail "report --weights: $(cat "$T/rw.err")"
+"$PFI" report --quiet --no-figures --out "$T/rn" "$T/two.csv" --objective jobs >/dev/null 2>&1 ||
+  fail "report --objective jobs"
+near "$(repcol "$T/rw" B cap_w_cut_10)" 160 0.05 "report --weights: B's cap at 10 %"
+near "$(repcol "$T/rw" A cap_w_cut_10)" 200 0.05 "report --weights: A's cap at 10 %"
+near "$(repcol "$T/rw" B retained_cut_10)" 0.70 0.0005 "report --weights: B keeps at 10 %"
+near "$(repcol "$T/rw" A cap_w_cut_40)" 140 0.05 "report --weights: A's cap at 40 %"
+near "$(repcol "$T/rw" TOTAL retained_cut_40)" 0.6325 0.00051 "report --weights: total kept at 40 % (3 decimals)"
+near "$(repcol "$T/rn" A cap_w_cut_10)" 160 0.05 "report, no weights: A's cap at 10 %"
+grep -q 'weighted per job' "$T/rw/report.html" || fail "report page does not say it is weighted"
+# C's realized power falls at its top cap (1600 -> 1500 W); D is a line.
+# The report's cap table reads caps off the same curve as the plan pfi
+# allocate writes (the monotone fit by default; --curve raw both raw).
+printf 'job,cap_w,power_w,tokens_per_s,gpus\nC,100,1000,500,8\nC,200,1600,800,8\nC,300,1500,780,8\nD,100,1000,300,8\nD,200,1500,380,8\nD,300,2000,400,8\n' >"$T/dip2.csv"
+for fit in monotone raw; do
+  "$PFI" report --quiet --no-figures --out "$T/rd-$fit" "$T/dip2.csv" --curve $fit >/dev/null 2>"$T/rd.err" ||
+    fail "report --curve $fit: $(cat "$T/rd.err")"
+  for k in 5 10 20 30; do
+    "$PFI" allocate --curves "$T/dip2.csv" --cut $k% --curve $fit --plan "$T/pd.csv" >/dev/null 2>&1 ||
+      fail "allocate --curve $fit --cut $k%"
+    for j in C D; do
+      near "$(repcol "$T/rd-$fit" $j cap_w_cut_$k)" "$(awk -F, -v j=$j '$1 == j { print $4 }' "$T/pd.csv")" 0.05 \
+        "report --curve $fit: $j's cap at $k % against pfi allocate's plan"
+    done
+  done
+done
+expect_usage "--curve must be monotone or raw" report --curve smooth "$T/two.csv"
+printf 'job,weight\nA,3\n' >"$T/wmiss2.csv"
+expect_usage "wmiss2.csv: no weight for job B" report --quiet --no-figures --out "$T/rx" --weights "$T/wmiss2.csv" "$T/two.csv"
 
 # ---- bad input --------------------------------------------------------------
 expect_usage "unknown objective 'tokens'" allocate --curves "$T/two.csv" --cut 25% --objective tokens

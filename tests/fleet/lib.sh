@@ -253,8 +253,8 @@ EOS
   echo "$job" >"$T/map.$n/0"; echo "$job" >"$T/map.$n/1"
   echo '{"t": 1, "tokens_per_s": 2000}' >"$T/tput.$n/$job.jsonl"
   PFI_LOCK_DIR= PFI_NVML_LIB="${PFI_BUILD_DIR:?}/fake-nvml/libnvidia-ml.so.1" PFI_EMU_STATE="$T/emu.$n" \
-    PFI_FAKE_NVML_EMU="gpus=2,state=$T/emu.$n" PFI_FAKE_NVML_JOBS="$T/jobs.csv" \
-    PFI_FAKE_NVML_JOB=test-load PFI_FAKE_NVML_AT=300 \
+    PFI_FAKE_NVML_EMU="gpus=2,state=$T/emu.$n${FAKE_NVML_EMU:+,$FAKE_NVML_EMU}" PFI_FAKE_NVML_JOBS="$T/jobs.csv" \
+    PFI_FAKE_NVML_JOB=test-load PFI_FAKE_NVML_AT="${FAKE_NVML_AT:-300}" \
     "$PFI_AGENT" --node "$n" --nats "$NATS_URL" --password-file "$T/pw.$n" --backend nvml \
     --record "$T/agent.$n.db" --period 0.5 --jobmap-dir "$T/map.$n" --tput-dir "$T/tput.$n" \
     "$@" >>"$T/agent.$n.log" 2>&1 &

@@ -1040,8 +1040,8 @@ static void test_flexcap(void **state) {
                              {"flex25", 0.25, 3600, 0}};
   double p[] = {200, 700}, ta[] = {50, 100}, tb[] = {90, 100};
   double tb_lo[] = {85, 100}, tb_hi[] = {95, 100};
-  struct pfi_flex_job jobs[] = {{"a", p, ta, NULL, NULL, 2, &tiers[0]},
-                                {"b", p, tb, NULL, NULL, 2, &tiers[1]}};
+  struct pfi_flex_job jobs[] = {{"a", p, ta, NULL, NULL, 2, &tiers[0], 0},
+                                {"b", p, tb, NULL, NULL, 2, &tiers[1], 0}};
   struct pfi_flexcap fc;
   struct pfi_error err;
   double fl;
@@ -1087,6 +1087,74 @@ static void test_flexcap(void **state) {
       PFI_EPARSE);
   ASSERT_EQ_INT(err.line, 2);
   ASSERT_EQ_INT(err.column, 6);
+}
+
+/* The quotes under an objective (pfi_flexcap_compute_objective): the jobs
+ * of test_flexcap with b's throughput reported in a unit 1000 times
+ * smaller (90,000 -> 100,000 per s).
+ *  - Raw sum: a sheds first (0.1/W against b's 20/W) down to its floor,
+ *    10 units at 100 W, then b: the 1 % quote (1 % of 100,100 = 1001
+ *    units) is 100 + (1001 - 10) / 20 = 149.55 W.
+ *  - work without GPU counts (each job counts once: a 0.5 -> 1, slope
+ *    0.001/W; b 0.9 -> 1, 0.0002/W; 2 in all): b first, 0.0002 S up to
+ *    500 W, then a, 0.1 + 0.001 (S - 500) up to 600 W: quotes at 0.02,
+ *    0.04, 0.1, 0.2, 0.4 are 100, 200, 500, 600, 600 W, test_flexcap's,
+ *    whatever b's unit.
+ *  - work with a on 8 GPUs and b on 32 (a 0.008/W, b 0.0064/W; 40 in all):
+ *    b 0.0064 S up to 500 W (3.2), then 3.2 + 0.008 (S - 500) up to 600 W
+ *    (4.0): quotes at 0.4, 0.8, 2, 4, 8 are 62.5, 125, 312.5, 600, 600 W.
+ *  - a minimum share of 95 % under work: a's floor rises to 650 W (T =
+ *    95), b's to 450 W: floor_w 1100, and at most 300 W to shed. */
+static void test_flexcap_objective(void **state) {
+  (void)state;
+  struct pfi_tier tiers[] = {{"flex10", 0.10, INFINITY, 0},
+                             {"flex25", 0.25, 3600, 0}};
+  double p[] = {200, 700}, ta[] = {50, 100}, tb[] = {90000, 100000};
+  struct pfi_flex_job jobs[] = {{"a", p, ta, NULL, NULL, 2, &tiers[0], 0},
+                                {"b", p, tb, NULL, NULL, 2, &tiers[1], 0}};
+  struct pfi_flexcap fc;
+  struct pfi_error err;
+  assert_int_equal(pfi_flexcap_compute(jobs, 2, 1800, 0, 400, &fc, &err), 0);
+  ASSERT_NEAR(fc.quote_w[0], 149.55, 1e-3);
+  struct pfi_objective o;
+  pfi_objective_init(&o);
+  assert_int_equal(
+      pfi_flexcap_compute_objective(jobs, 2, 1800, 0, 400, &o, &fc, &err), 0);
+  double want[] = {100, 200, 500, 600, 600};
+  for (int k = 0; k < 5; k++)
+    ASSERT_NEAR(fc.quote_w[k], want[k], 1e-3);
+  ASSERT_NEAR(fc.floor_w, 800, 1e-9);
+  ASSERT_NEAR(fc.uncapped_w, 1400, 1e-9);
+  /* The same with b in its original units: the same quotes. */
+  double tb1[] = {90, 100};
+  jobs[1].tput = tb1;
+  struct pfi_flexcap fc1;
+  assert_int_equal(
+      pfi_flexcap_compute_objective(jobs, 2, 1800, 0, 400, &o, &fc1, &err), 0);
+  for (int k = 0; k < 5; k++)
+    ASSERT_NEAR(fc1.quote_w[k], fc.quote_w[k], 1e-9);
+  jobs[1].tput = tb;
+  /* GPU counts. */
+  jobs[0].gpus = 8;
+  jobs[1].gpus = 32;
+  assert_int_equal(
+      pfi_flexcap_compute_objective(jobs, 2, 1800, 0, 400, &o, &fc, &err), 0);
+  double want8[] = {62.5, 125, 312.5, 600, 600};
+  for (int k = 0; k < 5; k++)
+    ASSERT_NEAR(fc.quote_w[k], want8[k], 1e-3);
+  /* A minimum share raises the floors. */
+  o.min_share = 0.95;
+  assert_int_equal(
+      pfi_flexcap_compute_objective(jobs, 2, 1800, 0, 400, &o, &fc, &err), 0);
+  ASSERT_NEAR(fc.floor_w, 1100, 1e-6);
+  assert_true(fc.quote_w[4] <= 300 + 1e-6);
+  /* GPU counts for one job only: the work objective cannot weigh them. */
+  o.min_share = 0;
+  jobs[0].gpus = 0;
+  assert_int_equal(
+      pfi_flexcap_compute_objective(jobs, 2, 1800, 0, 400, &o, &fc, &err),
+      PFI_EINVAL);
+  assert_non_null(strstr(err.msg, "job a has no GPU count"));
 }
 
 /* A tier file's names must be distinct: the first row (in file order) that
@@ -1658,6 +1726,7 @@ int main(void) {
       cmocka_unit_test(test_compliance),
       cmocka_unit_test(test_compliance_held),
       cmocka_unit_test(test_flexcap),
+      cmocka_unit_test(test_flexcap_objective),
       cmocka_unit_test(test_bridge),
       cmocka_unit_test(test_bridge_measured_other),
       cmocka_unit_test(test_oadr_listener),
