@@ -116,7 +116,8 @@ int pfi_api_tokens_parse(const char *text, size_t len, const char *file,
         rc = pfi_error_setloc(err, PFI_EPARSE, file, line, 1,
                               "field NAME: '%s' given twice", t[i].name);
       else if (strlen(t[i].token) == l2 && memcmp(t[i].token, f2, l2) == 0)
-        rc = pfi_error_setloc(err, PFI_EPARSE, file, line, 0,
+        rc = pfi_error_setloc(err, PFI_EPARSE, file, line,
+                              (long)(f2 - ls) + 1,
                               "field TOKEN: the same token as '%s'",
                               t[i].name);
     }
