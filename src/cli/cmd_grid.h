@@ -57,7 +57,8 @@ enum {
   O_SHED_LOSS,
   O_BMC,
   O_LISTEN,
-  O_BEARER_FILE
+  O_BEARER_FILE,
+  O_TOKEN_URL
 };
 
 struct opts {
@@ -88,6 +89,7 @@ struct opts {
   double interval, limit, floor;
   int phoenix;  /* event-report: Emerald's measured Phoenix delivery beside */
   int emulated; /* event-report: the log is of an emulated fleet */
+  const char *token_url; /* --token-url */
 };
 
 int pfi__grid_usage(const char *fmt, const char *arg);
