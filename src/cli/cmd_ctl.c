@@ -15,7 +15,9 @@ static const struct pfi_opt opts[] = {
     {"url", 'u', 0, PFI_ARG_REQ, "URL",
      "pfid's API (default http://127.0.0.1:8470)"},
     {"token-file", 't', 0, PFI_ARG_REQ, "FILE",
-     "bearer token for submit and cancel (mode 0600; default $PFI_TOKEN_FILE)"},
+     "bearer token, needed for submit and cancel and sent with every "
+     "request when given (pfid --tokens) (mode 0600; default "
+     "$PFI_TOKEN_FILE)"},
     PFI_OPT_HELP,
     PFI_OPT_END};
 
@@ -207,7 +209,7 @@ int cmd_ctl(int argc, char **argv) {
     return 2;
   }
   char auth[300] = "";
-  if (strcmp(method, "GET") != 0) {
+  if (strcmp(method, "GET") != 0 || tokf) {
     char tok[256];
     struct pfi_error err;
     if (!tokf) {
