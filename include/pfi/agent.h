@@ -178,10 +178,10 @@ int pfi_agent_cap_write(const char *path, const char *json, size_t len,
  * PFI_ENOTFOUND (no GPU of this node runs `job`), PFI_ENOPERM (the poster
  * is not in the job), PFI_EBUSY (the job posted more than
  * PFI_AGENT_POST_RATE reports a second, beyond a burst of
- * PFI_AGENT_POST_BURST: dropped, nothing changes), PFI_ERANGE (a rate above PFI_FLEET_TPUT_MAX, which
- * pfid would refuse: nothing changes), PFI_EPARSE (err located as "body",
- * line 1 and the column). Safe to call from another thread than
- * pfi_agent_tick's.
+ * PFI_AGENT_POST_BURST: dropped, nothing changes), PFI_ERANGE (a rate above
+ * PFI_FLEET_TPUT_MAX, which pfid would refuse: nothing changes), PFI_EPARSE
+ * (err located as "body", line 1 and the column). Safe to call from another
+ * thread than pfi_agent_tick's.
  */
 #define PFI_AGENT_POST_TTL_S 10.0
 #define PFI_AGENT_POST_RATE 20.0

@@ -2,9 +2,9 @@
 /*
  * A small HTTP server (libmicrohttpd, one internal thread, the library
  * loaded on first use) for pfid's API, the /metrics endpoints and the
- * OpenADR webhook of `pfi grid bridge --listen`. The handler runs on that thread: it must
- * take its own locks. Request bodies are limited to PFI_HTTP_BODY_MAX bytes
- * (larger ones get 413 without reaching the handler).
+ * OpenADR webhook of `pfi grid bridge --listen`. The handler runs on that
+ * thread: it must take its own locks. Request bodies are limited to
+ * PFI_HTTP_BODY_MAX bytes (larger ones get 413 without reaching the handler).
  *
  * Bounds against slow and flooding clients (docs/security.md): each
  * request must be received and answered within PFI_HTTP_DEADLINE_S of its

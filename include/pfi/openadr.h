@@ -128,11 +128,11 @@ void pfi_ven_close(struct pfi_ven *v);
  * Gets a token when none is held or it expires within 30 s (GET
  * /auth/server for the token URL, then POST it with grant_type
  * client_credentials; a token URL on another origin than the VTN's is
- * refused, PFI_ENOPERM, the secret not sent: see pfi_ven_config), finds the program by name (GET /programs), and reads
- * its events (GET /events?programID=..., pages of 50; an event of
- * another program in the answer is skipped, as a VTN that ignores the
- * filter would send it). A 401 answer drops
- * the token and retries once with a new one. The events' spans are
+ * refused, PFI_ENOPERM, the secret not sent: see pfi_ven_config), finds the
+ * program by name (GET /programs), and reads its events (GET
+ * /events?programID=..., pages of 50; an event of another program in the answer
+ * is skipped, as a VTN that ignores the filter would send it). A 401 answer
+ * drops the token and retries once with a new one. The events' spans are
  * appended to `out`. Errors: PFI_EIO (network, HTTP status; the message
  * names the path and status), PFI_ENOPERM (credentials refused),
  * PFI_ENOTFOUND (no such program), PFI_EPARSE (a malformed answer, naming

@@ -921,11 +921,11 @@ static void metrics(struct pfi_pfid *d, struct pfi_http_resp *rs) {
 }
 
 static int audit_json(void *ctx, const struct pfid_audit_rec *r) {
-  json_t *o = json_pack("{s:I s:f s:s s:s s:s s:s s:s s:s s:s s:I}", "id",
-                        (json_int_t)r->id, "t", r->t_s, "pfid", r->pfid, "who",
-                        r->who, "role", r->role, "peer", r->peer, "method",
-                        r->method, "path", r->path, "body", r->body, "status",
-                        (json_int_t)r->status);
+  json_t *o =
+      json_pack("{s:I s:f s:s s:s s:s s:s s:s s:s s:s s:I}", "id",
+                (json_int_t)r->id, "t", r->t_s, "pfid", r->pfid, "who", r->who,
+                "role", r->role, "peer", r->peer, "method", r->method, "path",
+                r->path, "body", r->body, "status", (json_int_t)r->status);
   if (o && r->error && r->error[0])
     json_object_set_new(o, "error", json_string(r->error));
   json_array_append_new((json_t *)ctx, o);
@@ -970,7 +970,7 @@ void pfid_api(void *arg, const struct pfi_http_req *rq,
   }
   /* Checked before anything else is looked at. */
   long t = pfi_api_token_find(d->tokens, d->n_tokens, rq->auth);
-  enum pfi_api_role role = t >= 0 ? d->tokens[t].role
+  enum pfi_api_role role = t >= 0         ? d->tokens[t].role
                            : d->tokens_on ? PFI_ROLE_NONE
                                           : PFI_ROLE_READ;
   const char *tbl = get ? rq->arg(rq, "table") : NULL;

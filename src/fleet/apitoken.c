@@ -97,8 +97,7 @@ int pfi_api_tokens_parse(const char *text, size_t len, const char *file,
           memcmp(pfi_api_role_name(r), f1, l1) == 0)
         role = (enum pfi_api_role)r;
     if (role == PFI_ROLE_NONE) {
-      rc = pfi_error_setloc(err, PFI_EPARSE, file, line,
-                            (long)(f1 - ls) + 1,
+      rc = pfi_error_setloc(err, PFI_EPARSE, file, line, (long)(f1 - ls) + 1,
                             "field ROLE: expected read, operate or admin");
       break;
     }
@@ -116,10 +115,8 @@ int pfi_api_tokens_parse(const char *text, size_t len, const char *file,
         rc = pfi_error_setloc(err, PFI_EPARSE, file, line, 1,
                               "field NAME: '%s' given twice", t[i].name);
       else if (strlen(t[i].token) == l2 && memcmp(t[i].token, f2, l2) == 0)
-        rc = pfi_error_setloc(err, PFI_EPARSE, file, line,
-                              (long)(f2 - ls) + 1,
-                              "field TOKEN: the same token as '%s'",
-                              t[i].name);
+        rc = pfi_error_setloc(err, PFI_EPARSE, file, line, (long)(f2 - ls) + 1,
+                              "field TOKEN: the same token as '%s'", t[i].name);
     }
     if (rc)
       break;

@@ -395,9 +395,9 @@ struct audit_ctx {
 static int audit_row_cb(void *ctx, const void *p) {
   const struct audit_ctx *c = ctx;
   const struct audit_row *w = p;
-  struct pfid_audit_rec a = {w->id,     w->t_s,    w->pfid, w->who,
-                             w->role,   w->peer,   w->method, w->path,
-                             w->body,   w->status, w->error};
+  struct pfid_audit_rec a = {w->id,   w->t_s,    w->pfid,   w->who,
+                             w->role, w->peer,   w->method, w->path,
+                             w->body, w->status, w->error};
   return c->fn(c->ctx, &a);
 }
 
@@ -406,6 +406,5 @@ int pfid_records_audits(struct pfi_pfid *d, int64_t since, size_t limit,
                         void *ctx, struct pfi_error *err) {
   struct pfi_db_cond c = {"id", PFI_DB_GT, NULL, (double)since};
   struct audit_ctx ac = {fn, ctx};
-  return pfi_db_each(d->db, &audit_table, &c, 1, limit, audit_row_cb, &ac,
-                     err);
+  return pfi_db_each(d->db, &audit_table, &c, 1, limit, audit_row_cb, &ac, err);
 }

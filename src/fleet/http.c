@@ -21,9 +21,9 @@
 struct conn {
   struct conn *next, *prev;
   int fd;
-  double t0;    /* monotonic s: accepted, or its previous request answered */
-  int cut;      /* shut down by us */
-  char key[48]; /* the client: "uid N" (Unix socket, loopback) or address */
+  double t0;     /* monotonic s: accepted, or its previous request answered */
+  int cut;       /* shut down by us */
+  char key[48];  /* the client: "uid N" (Unix socket, loopback) or address */
   char peer[80]; /* for the handler (pfi_http_req.peer) */
 };
 
@@ -361,10 +361,10 @@ static struct pfi_http *http_new(const struct pfi_http_limits *lim,
   h->fn = fn;
   h->arg = arg;
   h->body_max = lim && lim->body_max ? lim->body_max : PFI_HTTP_BODY_MAX;
-  h->deadline_s = lim && lim->deadline_s > 0 ? lim->deadline_s
-                                             : PFI_HTTP_DEADLINE_S;
-  h->per_client = lim && lim->per_client ? lim->per_client
-                                         : PFI_HTTP_PER_CLIENT;
+  h->deadline_s =
+      lim && lim->deadline_s > 0 ? lim->deadline_s : PFI_HTTP_DEADLINE_S;
+  h->per_client =
+      lim && lim->per_client ? lim->per_client : PFI_HTTP_PER_CLIENT;
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -396,16 +396,14 @@ static int http_run(struct pfi_http *h, unsigned flags, uint16_t port,
   if (fd >= 0)
     h->d = pfi__mhd_start_daemon(
         flags, 0, handler, h, MHD_OPTION_LISTEN_SOCKET, fd,
-        MHD_OPTION_NOTIFY_COMPLETED, completed, h,
-        MHD_OPTION_NOTIFY_CONNECTION, notify, h,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
+        MHD_OPTION_NOTIFY_COMPLETED, completed, h, MHD_OPTION_NOTIFY_CONNECTION,
+        notify, h, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_END);
   else
     h->d = pfi__mhd_start_daemon(
         flags, port, handler, h, MHD_OPTION_SOCK_ADDR, sa,
-        MHD_OPTION_NOTIFY_COMPLETED, completed, h,
-        MHD_OPTION_NOTIFY_CONNECTION, notify, h,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
+        MHD_OPTION_NOTIFY_COMPLETED, completed, h, MHD_OPTION_NOTIFY_CONNECTION,
+        notify, h, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_END);
   return h->d ? 0 : -1;
 }
@@ -455,8 +453,8 @@ static int start_unix(struct pfi_http **out, const char *path,
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
   }
   memcpy(h->unix_path, path, strlen(path) + 1);
-  if (http_run(h, MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL, 0, NULL,
-               fd) < 0) {
+  if (http_run(h, MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL, 0, NULL, fd) <
+      0) {
     close(fd);
     unlink(path);
     http_free(h);

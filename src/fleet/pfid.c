@@ -1145,8 +1145,7 @@ static int api_tokens(struct pfi_pfid *d, const struct pfi_pfid_opts *o,
     d->tokens_on = 1;
   }
   if (d->token[0]) {
-    struct pfi_api_token *t =
-        calloc(d->n_tokens + 1, sizeof *t);
+    struct pfi_api_token *t = calloc(d->n_tokens + 1, sizeof *t);
     if (!t)
       return pfi_error_set(err, PFI_ENOMEM, "out of memory");
     if (d->n_tokens)

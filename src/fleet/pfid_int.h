@@ -6,11 +6,11 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "pfi/apitoken.h"
 #include "pfi/control.h"
 #include "pfi/dbtable.h"
 #include "pfi/fleet.h"
 #include "pfi/flexcap.h"
-#include "pfi/apitoken.h"
 #include "pfi/http.h"
 #include "pfi/meter.h"
 #include "pfi/pfid.h"

@@ -843,11 +843,11 @@ static void test_agent_jobs(void **state) {
    * instant pass, the 41st is refused (nothing changes: the rate is the
    * 40th's), 0.05 s later one more token (0.05 x 20 = 1) lets one pass, and
    * the next at that instant is refused. */
-  static const char f1[] = "{\"tokens_per_s\": 77}", f2[] = "{\"tokens_per_s\": 78}";
+  static const char f1[] = "{\"tokens_per_s\": 77}",
+                    f2[] = "{\"tokens_per_s\": 78}";
   for (int i = 0; i < 40; i++)
-    assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", f1,
-                                               sizeof f1 - 1, -1, -1, 25, &r,
-                                               &err),
+    assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", f1, sizeof f1 - 1,
+                                               -1, -1, 25, &r, &err),
                      1);
   assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", f2, sizeof f2 - 1,
                                              -1, -1, 25, &r, &err),

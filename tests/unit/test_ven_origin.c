@@ -13,9 +13,9 @@ static void same_origin(void **state) {
                                        "https://vtn.example/auth/token"),
                    1);
   /* The default port written out, the host's case. */
-  assert_int_equal(pfi_ven_same_origin("https://VTN.example:443/x",
-                                       "https://vtn.example/y"),
-                   1);
+  assert_int_equal(
+      pfi_ven_same_origin("https://VTN.example:443/x", "https://vtn.example/y"),
+      1);
   assert_int_equal(
       pfi_ven_same_origin("http://127.0.0.1:8080/a", "http://127.0.0.1:8080"),
       1);
