@@ -176,12 +176,16 @@ int pfi_agent_cap_write(const char *path, const char *json, size_t len,
  * --tput-dir). Returns 1 and sets *rate, 0 when the report gives no rate
  * yet (the first cumulative one, or a counter that went down),
  * PFI_ENOTFOUND (no GPU of this node runs `job`), PFI_ENOPERM (the poster
- * is not in the job), PFI_ERANGE (a rate above PFI_FLEET_TPUT_MAX, which
- * pfid would refuse: nothing changes), PFI_EPARSE (err located as "body",
- * line 1 and the column). Safe to call from another thread than
- * pfi_agent_tick's.
+ * is not in the job), PFI_EBUSY (the job posted more than
+ * PFI_AGENT_POST_RATE reports a second, beyond a burst of
+ * PFI_AGENT_POST_BURST: dropped, nothing changes), PFI_ERANGE (a rate above
+ * PFI_FLEET_TPUT_MAX, which pfid would refuse: nothing changes), PFI_EPARSE
+ * (err located as "body", line 1 and the column). Safe to call from another
+ * thread than pfi_agent_tick's.
  */
 #define PFI_AGENT_POST_TTL_S 10.0
+#define PFI_AGENT_POST_RATE 20.0
+#define PFI_AGENT_POST_BURST 40.0
 int pfi_agent_post_throughput(struct pfi_agent *ag, const char *job,
                               const char *body, size_t len, long peer_pid,
                               long peer_uid, double mono_s, double *rate,

@@ -2,9 +2,18 @@
 /*
  * A small HTTP server (libmicrohttpd, one internal thread, the library
  * loaded on first use) for pfid's API, the /metrics endpoints and the
- * OpenADR webhook of `pfi grid bridge --listen`. The handler runs on that thread: it must
- * take its own locks. Request bodies are limited to PFI_HTTP_BODY_MAX bytes
- * (larger ones get 413 without reaching the handler).
+ * OpenADR webhook of `pfi grid bridge --listen`. The handler runs on that
+ * thread: it must take its own locks. Request bodies are limited to
+ * PFI_HTTP_BODY_MAX bytes (larger ones get 413 without reaching the handler).
+ *
+ * Bounds against slow and flooding clients (docs/security.md): each
+ * request must be received and answered within PFI_HTTP_DEADLINE_S of its
+ * connection's accept or of the previous answer on it (its socket is shut
+ * down past that, however steadily it trickles); each client holds at most
+ * PFI_HTTP_PER_CLIENT connections (more are shut down as they are
+ * accepted), a client being a local user (a Unix socket's peer, or a
+ * loopback TCP peer by its socket's owner) or a remote address; 256
+ * connections in all, 10 s idle at most.
  */
 #ifndef PFI_HTTP_H
 #define PFI_HTTP_H
@@ -14,6 +23,8 @@
 #include "pfi/error.h"
 
 #define PFI_HTTP_BODY_MAX 65536
+#define PFI_HTTP_DEADLINE_S 10.0
+#define PFI_HTTP_PER_CLIENT 16
 
 struct pfi_http_req {
   const char *method; /* "GET", "POST", "DELETE" ... */
@@ -25,6 +36,8 @@ struct pfi_http_req {
   void *conn; /* for arg() */
   long peer_pid; /* a Unix socket's peer process (SO_PEERCRED), or -1 */
   long peer_uid; /* and its user id, or -1 */
+  const char *peer; /* who connected, for records: "127.0.0.1:40312 uid
+                       1000", "[::1]:5000", "unix uid 0 pid 42"; "" unknown */
 };
 
 struct pfi_http_resp {
@@ -56,6 +69,19 @@ int pfi_http_start(struct pfi_http **h, const char *listen, pfi_http_fn fn,
 int pfi_http_start_max(struct pfi_http **h, const char *listen,
                        size_t body_max, pfi_http_fn fn, void *arg,
                        struct pfi_error *err);
+/* The bounds of pfi_http_start_limits; 0 is the default. */
+struct pfi_http_limits {
+  size_t body_max;     /* bytes (PFI_HTTP_BODY_MAX) */
+  double deadline_s;   /* a request's, s (PFI_HTTP_DEADLINE_S) */
+  unsigned per_client; /* open connections (PFI_HTTP_PER_CLIENT) */
+};
+int pfi_http_start_limits(struct pfi_http **h, const char *listen,
+                          const struct pfi_http_limits *lim, pfi_http_fn fn,
+                          void *arg, struct pfi_error *err);
+/* Connections shut down so far: *refused over the per-client limit, *cut
+ * past the deadline. */
+void pfi_http_stats(struct pfi_http *h, unsigned long *refused,
+                    unsigned long *cut);
 /* The port listened on (0 on a Unix socket). */
 unsigned pfi_http_port(const struct pfi_http *h);
 void pfi_http_stop(struct pfi_http *h);

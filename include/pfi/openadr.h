@@ -105,7 +105,17 @@ struct pfi_ven_config {
   const char *program_name; /* the program whose events are acted on */
   const char *ven_name;     /* clientName in reports */
   long timeout_ms;          /* per request (default 5000) */
+  /* Where the client secret is posted (an http(s) URL, https when the
+   * VTN's is); NULL: the token URL the VTN's /auth/server names, only
+   * when on the VTN's own origin (scheme, host and port), else
+   * <vtn_url>/auth/token. */
+  const char *token_url;
 };
+
+/* 1 when two http(s) URLs have the same origin: scheme, host (case aside)
+ * and port (80 and 443 by default); 0 otherwise, or for a URL with user
+ * information or no host. */
+int pfi_ven_same_origin(const char *a, const char *b);
 
 struct pfi_ven;
 
@@ -117,11 +127,12 @@ void pfi_ven_close(struct pfi_ven *v);
 /*
  * Gets a token when none is held or it expires within 30 s (GET
  * /auth/server for the token URL, then POST it with grant_type
- * client_credentials), finds the program by name (GET /programs), and reads
- * its events (GET /events?programID=..., pages of 50; an event of
- * another program in the answer is skipped, as a VTN that ignores the
- * filter would send it). A 401 answer drops
- * the token and retries once with a new one. The events' spans are
+ * client_credentials; a token URL on another origin than the VTN's is
+ * refused, PFI_ENOPERM, the secret not sent: see pfi_ven_config), finds the
+ * program by name (GET /programs), and reads its events (GET
+ * /events?programID=..., pages of 50; an event of another program in the answer
+ * is skipped, as a VTN that ignores the filter would send it). A 401 answer
+ * drops the token and retries once with a new one. The events' spans are
  * appended to `out`. Errors: PFI_EIO (network, HTTP status; the message
  * names the path and status), PFI_ENOPERM (credentials refused),
  * PFI_ENOTFOUND (no such program), PFI_EPARSE (a malformed answer, naming

@@ -55,6 +55,11 @@ struct pfi_pfid_opts {
    * objective.h; docs/control.md "Objective"): 0, PFI_OBJ_WORK, the
    * default. */
   int objective;
+  /* Named API tokens with roles (pfi/apitoken.h; a secret file read by
+   * pfi_read_secret's rules): with them every API request needs a token
+   * of its role, reads included; NULL: none. token_file's token, if
+   * also given, is one more, named "token-file", role admin. */
+  const char *tokens_file;
 };
 
 struct pfi_pfid;

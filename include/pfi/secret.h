@@ -20,5 +20,9 @@
  * without $CREDENTIALS_DIRECTORY), PFI_EIO, PFI_EPARSE (empty, too long). */
 int pfi_read_secret(const char *path, char *buf, size_t n,
                     struct pfi_error *err);
+/* As pfi_read_secret, the whole file (at most n - 2 bytes, no NUL byte,
+ * NUL-terminated in buf): a file of several secrets (pfid --tokens). */
+int pfi_read_secret_file(const char *path, char *buf, size_t n,
+                         struct pfi_error *err);
 
 #endif

@@ -7,13 +7,25 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
+
+/* An open connection, for the per-client limit and the deadline (below). */
+struct conn {
+  struct conn *next, *prev;
+  int fd;
+  double t0;     /* monotonic s: accepted, or its previous request answered */
+  int cut;       /* shut down by us */
+  char key[48];  /* the client: "uid N" (Unix socket, loopback) or address */
+  char peer[80]; /* for the handler (pfi_http_req.peer) */
+};
 
 struct pfi_http {
   struct MHD_Daemon *d;
@@ -22,7 +34,20 @@ struct pfi_http {
   unsigned port;
   size_t body_max;
   char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+  /* The bounds (pfi_http_limits) and the connections they apply to: the
+   * list is changed by libmicrohttpd's thread (connection started,
+   * closed) and read by the reaper's, under mu. */
+  double deadline_s;
+  unsigned per_client;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  pthread_t reaper;
+  int reaper_on, stopping;
+  struct conn *conns;
+  unsigned long refused, cut;
 };
+
+static double mono(void);
 
 /* A request being received. */
 struct body {
@@ -94,7 +119,12 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
       req_arg,
       c,
       -1,
-      -1};
+      -1,
+      ""};
+  const union MHD_ConnectionInfo *sci =
+      pfi__mhd_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  if (sci && sci->socket_context)
+    rq.peer = ((struct conn *)sci->socket_context)->peer;
   if (h->unix_path[0]) {
     const union MHD_ConnectionInfo *ci =
         pfi__mhd_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
@@ -115,17 +145,280 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
 
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
                       enum MHD_RequestTerminationCode toe) {
+  struct pfi_http *h = cls;
   struct body *b = *con_cls;
   if (b) {
     free(b->buf);
     free(b);
     *con_cls = NULL;
   }
+  /* The next request on this connection has its own deadline. */
+  const union MHD_ConnectionInfo *sci =
+      pfi__mhd_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  if (sci && sci->socket_context) {
+    pthread_mutex_lock(&h->mu);
+    ((struct conn *)sci->socket_context)->t0 = mono();
+    pthread_mutex_unlock(&h->mu);
+  }
+}
+
+static double mono(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- the clients' bounds ----------------------------------------------
+ * A client is a user on this host (a Unix socket's peer, SO_PEERCRED, or a
+ * loopback TCP peer, whose socket's owner /proc/net/tcp names: local users
+ * all connect from 127.0.0.1), otherwise its address. Each may hold
+ * per_client connections; one more is shut down as it is accepted. A
+ * connection's request must be received and answered within deadline_s of
+ * its accept or of its previous answer (libmicrohttpd's timeout is idle
+ * time only: a client trickling a byte a second would hold its connection
+ * for ever); the reaper shuts down those past it. Both only shut the
+ * socket down (libmicrohttpd sees the end of it and closes it), under mu,
+ * before libmicrohttpd's notification that it closed, so the descriptor is
+ * still its. */
+
+/* The owner of the loopback TCP socket whose local end is `cl` and remote
+ * end `sv` (/proc/net/tcp or tcp6), or -1. */
+static long tcp_owner(const struct sockaddr_storage *cl,
+                      const struct sockaddr_storage *sv) {
+  char want_l[64], want_r[64], line[512];
+  const char *file;
+  if (cl->ss_family == AF_INET) {
+    const struct sockaddr_in *a = (const void *)cl, *b = (const void *)sv;
+    snprintf(want_l, sizeof want_l, "%08X:%04X", (unsigned)a->sin_addr.s_addr,
+             (unsigned)ntohs(a->sin_port));
+    snprintf(want_r, sizeof want_r, "%08X:%04X", (unsigned)b->sin_addr.s_addr,
+             (unsigned)ntohs(b->sin_port));
+    file = "/proc/net/tcp";
+  } else {
+    const struct sockaddr_in6 *a = (const void *)cl, *b = (const void *)sv;
+    uint32_t wa[4], wb[4];
+    memcpy(wa, &a->sin6_addr, 16);
+    memcpy(wb, &b->sin6_addr, 16);
+    snprintf(want_l, sizeof want_l, "%08X%08X%08X%08X:%04X", (unsigned)wa[0],
+             (unsigned)wa[1], (unsigned)wa[2], (unsigned)wa[3],
+             (unsigned)ntohs(a->sin6_port));
+    snprintf(want_r, sizeof want_r, "%08X%08X%08X%08X:%04X", (unsigned)wb[0],
+             (unsigned)wb[1], (unsigned)wb[2], (unsigned)wb[3],
+             (unsigned)ntohs(b->sin6_port));
+    file = "/proc/net/tcp6";
+  }
+  FILE *f = fopen(file, "re");
+  long uid = -1;
+  if (!f)
+    return -1;
+  while (uid < 0 && fgets(line, sizeof line, f)) {
+    char l[64], r[64];
+    unsigned long u;
+    if (sscanf(line, " %*s %63s %63s %*s %*s %*s %*s %lu", l, r, &u) == 3 &&
+        strcmp(l, want_l) == 0 && strcmp(r, want_r) == 0)
+      uid = (long)u;
+  }
+  fclose(f);
+  return uid;
+}
+
+static int loopback(const struct sockaddr_storage *a) {
+  if (a->ss_family == AF_INET)
+    return (ntohl(((const struct sockaddr_in *)a)->sin_addr.s_addr) >> 24) ==
+           127;
+  if (a->ss_family != AF_INET6)
+    return 0;
+  const struct in6_addr *x = &((const struct sockaddr_in6 *)a)->sin6_addr;
+  return IN6_IS_ADDR_LOOPBACK(x) ||
+         (IN6_IS_ADDR_V4MAPPED(x) && x->s6_addr[12] == 127);
+}
+
+/* Sets c->key and c->peer for the connection on fd. */
+static void client_of(struct conn *c, int fd, int unix_sock) {
+  if (unix_sock) {
+    struct ucred cr;
+    socklen_t cl = sizeof cr;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) == 0) {
+      snprintf(c->key, sizeof c->key, "uid %ld", (long)cr.uid);
+      snprintf(c->peer, sizeof c->peer, "unix uid %ld pid %ld", (long)cr.uid,
+               (long)cr.pid);
+    } else {
+      snprintf(c->key, sizeof c->key, "unix");
+      snprintf(c->peer, sizeof c->peer, "unix");
+    }
+    return;
+  }
+  struct sockaddr_storage pa, sa;
+  socklen_t pl = sizeof pa, sl = sizeof sa;
+  char ip[INET6_ADDRSTRLEN] = "?";
+  unsigned port = 0;
+  if (getpeername(fd, (struct sockaddr *)&pa, &pl) != 0 ||
+      getsockname(fd, (struct sockaddr *)&sa, &sl) != 0 ||
+      (pa.ss_family != AF_INET && pa.ss_family != AF_INET6)) {
+    snprintf(c->key, sizeof c->key, "?");
+    snprintf(c->peer, sizeof c->peer, "?");
+    return;
+  }
+  if (pa.ss_family == AF_INET) {
+    inet_ntop(AF_INET, &((struct sockaddr_in *)&pa)->sin_addr, ip, sizeof ip);
+    port = ntohs(((struct sockaddr_in *)&pa)->sin_port);
+    snprintf(c->peer, sizeof c->peer, "%s:%u", ip, port);
+  } else {
+    inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&pa)->sin6_addr, ip,
+              sizeof ip);
+    port = ntohs(((struct sockaddr_in6 *)&pa)->sin6_port);
+    snprintf(c->peer, sizeof c->peer, "[%s]:%u", ip, port);
+  }
+  long uid = loopback(&pa) ? tcp_owner(&pa, &sa) : -1;
+  if (uid >= 0) {
+    snprintf(c->key, sizeof c->key, "uid %ld", uid);
+    size_t n = strlen(c->peer);
+    snprintf(c->peer + n, sizeof c->peer - n, " uid %ld", uid);
+  } else {
+    snprintf(c->key, sizeof c->key, "%s", ip);
+  }
+}
+
+static void notify(void *cls, struct MHD_Connection *mc, void **ctx,
+                   enum MHD_ConnectionNotificationCode code) {
+  struct pfi_http *h = cls;
+  if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+    struct conn *c = *ctx;
+    if (!c)
+      return;
+    pthread_mutex_lock(&h->mu);
+    if (c->prev)
+      c->prev->next = c->next;
+    else
+      h->conns = c->next;
+    if (c->next)
+      c->next->prev = c->prev;
+    pthread_mutex_unlock(&h->mu);
+    free(c);
+    *ctx = NULL;
+    return;
+  }
+  if (code != MHD_CONNECTION_NOTIFY_STARTED)
+    return;
+  const union MHD_ConnectionInfo *ci =
+      pfi__mhd_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+  struct conn *c = ci ? calloc(1, sizeof *c) : NULL;
+  if (!c) {
+    if (ci)
+      shutdown(ci->connect_fd, SHUT_RDWR);
+    return;
+  }
+  c->fd = ci->connect_fd;
+  c->t0 = mono();
+  client_of(c, c->fd, h->unix_path[0] != 0);
+  pthread_mutex_lock(&h->mu);
+  unsigned same = 0;
+  for (const struct conn *o = h->conns; o; o = o->next)
+    same += !o->cut && strcmp(o->key, c->key) == 0;
+  if (same >= h->per_client) {
+    c->cut = 1;
+    h->refused++;
+    shutdown(c->fd, SHUT_RDWR);
+  }
+  c->next = h->conns;
+  if (h->conns)
+    h->conns->prev = c;
+  h->conns = c;
+  pthread_mutex_unlock(&h->mu);
+  *ctx = c;
+}
+
+static void *reaper(void *arg) {
+  struct pfi_http *h = arg;
+  pthread_mutex_lock(&h->mu);
+  while (!h->stopping) {
+    double now = mono();
+    for (struct conn *c = h->conns; c; c = c->next)
+      if (!c->cut && now - c->t0 > h->deadline_s) {
+        c->cut = 1;
+        h->cut++;
+        shutdown(c->fd, SHUT_RDWR);
+      }
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_nsec += 200 * 1000 * 1000; /* a fifth of a second */
+    if (ts.tv_nsec >= 1000000000L) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&h->cv, &h->mu, &ts);
+  }
+  pthread_mutex_unlock(&h->mu);
+  return NULL;
+}
+
+/* A new server's state with the limits (defaults where 0). */
+static struct pfi_http *http_new(const struct pfi_http_limits *lim,
+                                 pfi_http_fn fn, void *arg) {
+  struct pfi_http *h = calloc(1, sizeof *h);
+  if (!h)
+    return NULL;
+  h->fn = fn;
+  h->arg = arg;
+  h->body_max = lim && lim->body_max ? lim->body_max : PFI_HTTP_BODY_MAX;
+  h->deadline_s =
+      lim && lim->deadline_s > 0 ? lim->deadline_s : PFI_HTTP_DEADLINE_S;
+  h->per_client =
+      lim && lim->per_client ? lim->per_client : PFI_HTTP_PER_CLIENT;
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_mutex_init(&h->mu, NULL);
+  pthread_cond_init(&h->cv, &ca);
+  pthread_condattr_destroy(&ca);
+  return h;
+}
+
+static void http_free(struct pfi_http *h) {
+  if (h->reaper_on) {
+    pthread_mutex_lock(&h->mu);
+    h->stopping = 1;
+    pthread_cond_signal(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+    pthread_join(h->reaper, NULL);
+  }
+  pthread_mutex_destroy(&h->mu);
+  pthread_cond_destroy(&h->cv);
+  free(h);
+}
+
+/* Starts the daemon and the reaper: 0, or -1 (h untouched but freeable). */
+static int http_run(struct pfi_http *h, unsigned flags, uint16_t port,
+                    const struct sockaddr *sa, int fd) {
+  if (pthread_create(&h->reaper, NULL, reaper, h) != 0)
+    return -1;
+  h->reaper_on = 1;
+  if (fd >= 0)
+    h->d = pfi__mhd_start_daemon(
+        flags, 0, handler, h, MHD_OPTION_LISTEN_SOCKET, fd,
+        MHD_OPTION_NOTIFY_COMPLETED, completed, h, MHD_OPTION_NOTIFY_CONNECTION,
+        notify, h, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_END);
+  else
+    h->d = pfi__mhd_start_daemon(
+        flags, port, handler, h, MHD_OPTION_SOCK_ADDR, sa,
+        MHD_OPTION_NOTIFY_COMPLETED, completed, h, MHD_OPTION_NOTIFY_CONNECTION,
+        notify, h, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_END);
+  return h->d ? 0 : -1;
+}
+
+void pfi_http_stats(struct pfi_http *h, unsigned long *refused,
+                    unsigned long *cut) {
+  pthread_mutex_lock(&h->mu);
+  *refused = h->refused;
+  *cut = h->cut;
+  pthread_mutex_unlock(&h->mu);
 }
 
 static int start_unix(struct pfi_http **out, const char *path,
-                      size_t body_max, pfi_http_fn fn, void *arg,
-                      struct pfi_error *err) {
+                      const struct pfi_http_limits *lim, pfi_http_fn fn,
+                      void *arg, struct pfi_error *err) {
   struct sockaddr_un sa;
   memset(&sa, 0, sizeof sa);
   sa.sun_family = AF_UNIX;
@@ -153,25 +446,18 @@ static int start_unix(struct pfi_http **out, const char *path,
     return pfi_error_set(err, PFI_EIO, "cannot listen on unix:%s: %s", path,
                          strerror(e));
   }
-  struct pfi_http *h = calloc(1, sizeof *h);
+  struct pfi_http *h = http_new(lim, fn, arg);
   if (!h) {
     close(fd);
     unlink(path);
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
   }
-  h->fn = fn;
-  h->arg = arg;
-  h->body_max = body_max;
   memcpy(h->unix_path, path, strlen(path) + 1);
-  h->d = pfi__mhd_start_daemon(
-      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL, 0, handler, h,
-      MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, completed,
-      h, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
-      MHD_OPTION_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_END);
-  if (!h->d) {
+  if (http_run(h, MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL, 0, NULL, fd) <
+      0) {
     close(fd);
     unlink(path);
-    free(h);
+    http_free(h);
     return pfi_error_set(err, PFI_EIO, "cannot serve on unix:%s", path);
   }
   *out = h;
@@ -186,11 +472,18 @@ int pfi_http_start(struct pfi_http **out, const char *listen, pfi_http_fn fn,
 int pfi_http_start_max(struct pfi_http **out, const char *listen,
                        size_t body_max, pfi_http_fn fn, void *arg,
                        struct pfi_error *err) {
+  struct pfi_http_limits lim = {body_max, 0, 0};
+  return pfi_http_start_limits(out, listen, &lim, fn, arg, err);
+}
+
+int pfi_http_start_limits(struct pfi_http **out, const char *listen,
+                          const struct pfi_http_limits *lim, pfi_http_fn fn,
+                          void *arg, struct pfi_error *err) {
   if (pfi__mhd_error())
     return pfi_error_set(err, PFI_EIO, "cannot serve HTTP: %s",
                          pfi__mhd_error());
   if (listen && strncmp(listen, "unix:", 5) == 0)
-    return start_unix(out, listen + 5, body_max, fn, arg, err);
+    return start_unix(out, listen + 5, lim, fn, arg, err);
   char host[128];
   const char *colon = listen ? strrchr(listen, ':') : NULL;
   if (!colon || (size_t)(colon - listen) >= sizeof host)
@@ -228,19 +521,11 @@ int pfi_http_start_max(struct pfi_http **out, const char *listen,
                            "listen address '%s': expected an IP address",
                            listen);
   }
-  struct pfi_http *h = calloc(1, sizeof *h);
+  struct pfi_http *h = http_new(lim, fn, arg);
   if (!h)
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
-  h->fn = fn;
-  h->arg = arg;
-  h->body_max = body_max;
-  h->d = pfi__mhd_start_daemon(
-      flags, (uint16_t)port, handler, h, MHD_OPTION_SOCK_ADDR,
-      (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, completed, h,
-      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_CONNECTION_LIMIT,
-      (unsigned)256, MHD_OPTION_END);
-  if (!h->d) {
-    free(h);
+  if (http_run(h, flags, (uint16_t)port, (struct sockaddr *)&ss, -1) < 0) {
+    http_free(h);
     return pfi_error_set(err, PFI_EIO, "cannot listen on %s", listen);
   }
   const union MHD_DaemonInfo *di =
@@ -258,7 +543,7 @@ void pfi_http_stop(struct pfi_http *h) {
   pfi__mhd_stop_daemon(h->d);
   if (h->unix_path[0])
     unlink(h->unix_path);
-  free(h);
+  http_free(h);
 }
 
 int pfi_http_bearer_ok(const char *auth, const char *token) {

@@ -202,8 +202,8 @@ static int private_ok(int fd, const struct stat *sb, char *why, size_t n) {
   return 0;
 }
 
-int pfi_read_secret(const char *path, char *buf, size_t n,
-                    struct pfi_error *err) {
+static int read_private(const char *path, char *buf, size_t n, int whole,
+                        struct pfi_error *err) {
   char cpath[PATH_MAX], rpath[PATH_MAX];
   const char *shown = path;
   if (strncmp(path, "cred:", 5) == 0) {
@@ -252,6 +252,14 @@ int pfi_read_secret(const char *path, char *buf, size_t n,
   if (k < 0)
     return pfi_error_set(err, PFI_EIO, "%s: %s", shown, strerror(errno));
   buf[k] = 0;
+  if (whole) {
+    if ((size_t)k == n - 1)
+      return pfi_error_set(err, PFI_EPARSE, "%s: longer than %zu bytes", shown,
+                           n - 2);
+    if (memchr(buf, 0, (size_t)k))
+      return pfi_error_set(err, PFI_EPARSE, "%s: a NUL byte", shown);
+    return (int)k;
+  }
   size_t len = strcspn(buf, "\r\n");
   if ((size_t)k == n - 1 && len == (size_t)k)
     return pfi_error_set(err, PFI_EPARSE, "%s: secret longer than %zu bytes",
@@ -260,4 +268,14 @@ int pfi_read_secret(const char *path, char *buf, size_t n,
   if (len == 0)
     return pfi_error_set(err, PFI_EPARSE, "%s: empty first line", shown);
   return (int)len;
+}
+
+int pfi_read_secret(const char *path, char *buf, size_t n,
+                    struct pfi_error *err) {
+  return read_private(path, buf, n, 0, err);
+}
+
+int pfi_read_secret_file(const char *path, char *buf, size_t n,
+                         struct pfi_error *err) {
+  return read_private(path, buf, n, 1, err);
 }

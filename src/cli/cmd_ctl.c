@@ -15,7 +15,9 @@ static const struct pfi_opt opts[] = {
     {"url", 'u', 0, PFI_ARG_REQ, "URL",
      "pfid's API (default http://127.0.0.1:8470)"},
     {"token-file", 't', 0, PFI_ARG_REQ, "FILE",
-     "bearer token for submit and cancel (mode 0600; default $PFI_TOKEN_FILE)"},
+     "bearer token, needed for submit and cancel and sent with every "
+     "request when given (pfid --tokens) (mode 0600; default "
+     "$PFI_TOKEN_FILE)"},
     {"format", 'f', 0, PFI_ARG_REQ, "FMT",
      "table (default: the answer's fields and lists as tables), json "
      "(pfid's answer as it is) or csv (a list's rows; an object's fields as "
@@ -240,7 +242,7 @@ int cmd_ctl(int argc, char **argv) {
     return 2;
   }
   char auth[300] = "";
-  if (strcmp(method, "GET") != 0) {
+  if (strcmp(method, "GET") != 0 || tokf) {
     char tok[256];
     struct pfi_error err;
     if (!tokf) {

@@ -38,6 +38,9 @@ static const struct pfi_opt opts[] = {
      "PFI_VEN_CLIENT_SECRET variable)"},
     {"program", O_PROGRAM, 0, PFI_ARG_REQ, "NAME",
      "the program whose events apply"},
+    {"token-url", O_TOKEN_URL, 0, PFI_ARG_REQ, "URL",
+     "post the client secret here (default: the token URL the VTN names, "
+     "only on the VTN's own scheme, host and port)"},
     {"baseline", O_BASELINE, 0, PFI_ARG_REQ, "W",
      "the baseline for relative, SIMPLE and % limits, in W (default: none)"},
     {"simple", O_SIMPLE, 0, PFI_ARG_REQ, "F1,F2,F3",
@@ -408,6 +411,9 @@ static int parse(int argc, char **argv, struct opts *o) {
     case O_SECRET:
       o->secret_file = optarg;
       break;
+    case O_TOKEN_URL:
+      o->token_url = optarg;
+      break;
     case O_PROGRAM:
       o->program = optarg;
       break;
@@ -654,6 +660,16 @@ int pfi__grid_fail(const struct pfi_error *err) {
   return pfi_cli_status(code);
 }
 
+/* 1 when an http URL's host is this host's loopback (127.0.0.0/8, ::1,
+ * localhost). */
+static int loopback_url(const char *url) {
+  const char *h = strstr(url, "://");
+  h = h ? h + 3 : url;
+  return strncmp(h, "127.", 4) == 0 || strncmp(h, "[::1]", 5) == 0 ||
+         (strncasecmp(h, "localhost", 9) == 0 &&
+          (h[9] == 0 || h[9] == ':' || h[9] == '/'));
+}
+
 static int open_ven(const struct opts *o, struct pfi_ven **v) {
   if (!o->id || !o->program)
     return pfi__grid_usage("--vtn needs --client-id and --program%s", "");
@@ -665,9 +681,19 @@ static int open_ven(const struct opts *o, struct pfi_ven **v) {
                               .client_id = o->id,
                               .client_secret = secret,
                               .program_name = o->program,
-                              .ven_name = o->id};
+                              .ven_name = o->id,
+                              .token_url = o->token_url};
   struct pfi_error err;
   pfi_error_clear(&err);
+  /* Plain http off this host: the client secret, the token and the
+   * events cross the network in clear (docs/security.md). */
+  const char *u[2] = {o->vtn, o->token_url};
+  for (int i = 0; i < 2; i++)
+    if (u[i] && strncasecmp(u[i], "http://", 7) == 0 && !loopback_url(u[i]))
+      fprintf(stderr,
+              "pfi grid: warning: %s %s is plain http: the client secret and "
+              "the events cross the network unencrypted; use https\n",
+              i ? "--token-url" : "--vtn", u[i]);
   rc = pfi_ven_open(&vc, v, &err);
   memset(secret, 0, sizeof secret);
   return rc < 0 ? pfi__grid_fail(&err) : 0;

@@ -59,7 +59,8 @@ enum {
   O_BMC,
   O_LISTEN,
   O_BEARER_FILE,
-  O_CURVE
+  O_CURVE,
+  O_TOKEN_URL
 };
 
 struct opts {
@@ -92,6 +93,7 @@ struct opts {
   int emulated; /* event-report: the log is of an emulated fleet */
   struct obj_opt ob; /* capacity: --objective, --weights, --min-share */
   int curve_fit;     /* capacity: enum pfi_curve_fit (--curve) */
+  const char *token_url; /* --token-url */
 };
 
 int pfi__grid_usage(const char *fmt, const char *arg);

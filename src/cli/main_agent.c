@@ -231,6 +231,7 @@ static void serve_tput(void *arg, const struct pfi_http_req *rq,
     reply(rs,
           r == PFI_ENOTFOUND ? 404
           : r == PFI_ENOPERM ? 403
+          : r == PFI_EBUSY   ? 429
                              : 400,
           "{\"error\":\"%s\"}\n", esc);
     return;

@@ -38,6 +38,7 @@ enum {
   O_EVMAX,
   O_EVAHEAD,
   O_OBJECTIVE,
+  O_TOKENS,
   O_HELP
 };
 
@@ -58,6 +59,10 @@ static const struct pfi_opt opts[] = {
     {"token-file", O_TOKEN, 0, PFI_ARG_REQ, "FILE",
      "bearer token for API mutations (mode 0600); without one the API is "
      "read-only"},
+    {"tokens", O_TOKENS, 0, PFI_ARG_REQ, "FILE",
+     "named API tokens with roles, lines 'NAME read|operate|admin TOKEN' "
+     "(mode 0600, as --token-file; docs/security.md): every request then "
+     "needs a token, reads included"},
     {"period", O_PERIOD, 0, PFI_ARG_REQ, "S",
      "control period, 0.1..60 s (default 1)"},
     {"lease", O_LEASE, 0, PFI_ARG_REQ, "S", "agents' lease, s (default 5)"},
@@ -162,6 +167,9 @@ int main(int argc, char **argv) {
       break;
     case O_TOKEN:
       o.token_file = optarg;
+      break;
+    case O_TOKENS:
+      o.tokens_file = optarg;
       break;
     case O_PERIOD:
       if (num("--period", optarg, 0.1, 60, &o.period_s) < 0)

@@ -74,6 +74,14 @@ struct pfi_agent {
     double end_at;       /* its announced end, monotonic (NaN none) */
   } post[PFI_FLEET_MAX_JOBS];
   unsigned n_post;
+  /* Each job's posts, a token bucket of PFI_AGENT_POST_BURST refilled at
+   * PFI_AGENT_POST_RATE a second (under post_mu); the stalest job's is
+   * reused when the table is full. */
+  struct post_rate {
+    char id[PFI_FLEET_NAME_MAX];
+    double tokens, mono_s;
+  } post_rl[PFI_FLEET_MAX_JOBS];
+  unsigned n_post_rl;
   char gpu_job[PFI_FLEET_MAX_GPUS][PFI_FLEET_NAME_MAX]; /* newest tick's */
   long gpu_uid[PFI_FLEET_MAX_GPUS]; /* who owns that job on the GPU: its
                                        mapping file's owner, or its compute
@@ -916,6 +924,41 @@ int pfi_agent_post_throughput(struct pfi_agent *ag, const char *job,
                            "in its Slurm job nor its user",
                            peer_pid, peer_uid, job);
   }
+  /* The job's rate, once the poster is known to be in it (so that no one
+   * else can spend it where the poster is known). */
+  pthread_mutex_lock(&ag->post_mu);
+  unsigned k = 0;
+  while (k < ag->n_post_rl && strcmp(ag->post_rl[k].id, job) != 0)
+    k++;
+  if (k == ag->n_post_rl) {
+    if (k == PFI_FLEET_MAX_JOBS) {
+      k = 0;
+      for (unsigned i = 1; i < ag->n_post_rl; i++)
+        if (ag->post_rl[i].mono_s < ag->post_rl[k].mono_s)
+          k = i;
+    } else {
+      ag->n_post_rl++;
+    }
+    snprintf(ag->post_rl[k].id, sizeof ag->post_rl[k].id, "%s", job);
+    ag->post_rl[k].tokens = PFI_AGENT_POST_BURST;
+    ag->post_rl[k].mono_s = mono_s;
+  }
+  struct post_rate *rl = &ag->post_rl[k];
+  if (mono_s > rl->mono_s) {
+    rl->tokens += (mono_s - rl->mono_s) * PFI_AGENT_POST_RATE;
+    if (rl->tokens > PFI_AGENT_POST_BURST)
+      rl->tokens = PFI_AGENT_POST_BURST;
+    rl->mono_s = mono_s;
+  }
+  int over = rl->tokens < 1;
+  if (!over)
+    rl->tokens -= 1;
+  pthread_mutex_unlock(&ag->post_mu);
+  if (over)
+    return pfi_error_set(err, PFI_EBUSY,
+                         "job %s: more than %.0f reports a second (a burst "
+                         "of %.0f): this one is dropped",
+                         job, PFI_AGENT_POST_RATE, PFI_AGENT_POST_BURST);
   /* One line: a trailing newline is allowed, nothing after it. */
   size_t l = len;
   if (l && body[l - 1] == '\n')

@@ -920,6 +920,44 @@ static void metrics(struct pfi_pfid *d, struct pfi_http_resp *rs) {
   rs->len = b.len;
 }
 
+static int audit_json(void *ctx, const struct pfid_audit_rec *r) {
+  json_t *o =
+      json_pack("{s:I s:f s:s s:s s:s s:s s:s s:s s:s s:I}", "id",
+                (json_int_t)r->id, "t", r->t_s, "pfid", r->pfid, "who", r->who,
+                "role", r->role, "peer", r->peer, "method", r->method, "path",
+                r->path, "body", r->body, "status", (json_int_t)r->status);
+  if (o && r->error && r->error[0])
+    json_object_set_new(o, "error", json_string(r->error));
+  json_array_append_new((json_t *)ctx, o);
+  return 0;
+}
+
+/* GET /v1/records?table=audit: the mutations, who made them and from
+ * where (admin). */
+static void audits(struct pfi_pfid *d, const struct pfi_http_req *rq,
+                   struct pfi_http_resp *rs) {
+  const char *since = rq->arg(rq, "since");
+  json_t *a = json_array();
+  struct pfi_error e;
+  if (pfid_records_audits(d, since ? strtoll(since, NULL, 10) : 0, 10000,
+                          audit_json, a, &e) < 0) {
+    json_decref(a);
+    reply_err(rs, 500, e.msg);
+    return;
+  }
+  reply_json(rs, 200, a);
+}
+
+static void route(struct pfi_pfid *d, const struct pfi_http_req *rq,
+                  struct pfi_http_resp *rs, int get, int mut,
+                  enum pfi_api_role role);
+
+/* Who may do what (docs/security.md "API tokens"): with --tokens every
+ * request needs a token, GET the role read, a mutation operate, the audit
+ * trail admin; with only --token-file, reads are open and mutations need
+ * its token; with neither, the API is read-only. 401 without a known
+ * token, 403 with one whose role is too low. Every mutation by a known
+ * token is recorded with its answer (fleet_audit). */
 void pfid_api(void *arg, const struct pfi_http_req *rq,
               struct pfi_http_resp *rs) {
   struct pfi_pfid *d = arg;
@@ -930,12 +968,64 @@ void pfid_api(void *arg, const struct pfi_http_req *rq,
     reply_err(rs, 405, "method not allowed");
     return;
   }
-  /* Every mutation needs the token; without a token file none is
-   * possible. Checked before anything else is looked at. */
-  if (mut && !pfi_http_bearer_ok(rq->auth, d->token)) {
+  /* Checked before anything else is looked at. */
+  long t = pfi_api_token_find(d->tokens, d->n_tokens, rq->auth);
+  enum pfi_api_role role = t >= 0         ? d->tokens[t].role
+                           : d->tokens_on ? PFI_ROLE_NONE
+                                          : PFI_ROLE_READ;
+  const char *tbl = get ? rq->arg(rq, "table") : NULL;
+  enum pfi_api_role need =
+      mut ? PFI_ROLE_OPERATE
+      : tbl && strcmp(rq->path, "/v1/records") == 0 && strcmp(tbl, "audit") == 0
+          ? PFI_ROLE_ADMIN
+          : PFI_ROLE_READ;
+  if (t < 0 && role < need) {
+    rs->www_authenticate = "Bearer";
     reply_err(rs, 401, "a valid bearer token is required");
     return;
   }
+  if (role < need) {
+    char why[200];
+    snprintf(why, sizeof why, "token '%s' has the role %s; this needs %s",
+             d->tokens[t].name, pfi_api_role_name(role),
+             pfi_api_role_name(need));
+    reply_err(rs, 403, why);
+  } else {
+    route(d, rq, rs, get, mut, role);
+  }
+  if (mut && t >= 0) {
+    char body[384];
+    size_t k = 0;
+    /* The body's first bytes, its controls as spaces: what was asked. */
+    for (size_t i = 0; i < rq->body_len && k + 1 < sizeof body; i++)
+      body[k++] = (unsigned char)rq->body[i] < 0x20 ? ' ' : rq->body[i];
+    body[k] = 0;
+    const char *error = NULL;
+    json_t *rj = rs->status >= 400 && rs->body
+                     ? json_loadb(rs->body, rs->len, 0, NULL)
+                     : NULL;
+    if (json_is_string(json_object_get(rj, "error")))
+      error = json_string_value(json_object_get(rj, "error"));
+    struct pfid_audit_rec a = {0,
+                               pfid_wall(),
+                               d->id,
+                               d->tokens[t].name,
+                               pfi_api_role_name(d->tokens[t].role),
+                               rq->peer ? rq->peer : "",
+                               rq->method,
+                               rq->path,
+                               body,
+                               rs->status,
+                               error};
+    pfid_records_audit(d, &a);
+    json_decref(rj);
+  }
+}
+
+static void route(struct pfi_pfid *d, const struct pfi_http_req *rq,
+                  struct pfi_http_resp *rs, int get, int mut,
+                  enum pfi_api_role role) {
+  (void)role;
   const char *p = rq->path;
   if (get && strcmp(p, "/metrics") == 0) {
     pthread_mutex_lock(&d->mu);
@@ -983,7 +1073,13 @@ void pfid_api(void *arg, const struct pfi_http_req *rq,
   } else if (strcmp(p, "/v1/tiers") == 0) {
     tiers_get(d, rs);
   } else if (strcmp(p, "/v1/records") == 0) {
-    records(d, rq, rs);
+    const char *tbl = rq->arg(rq, "table");
+    if (!tbl || strcmp(tbl, "assignments") == 0)
+      records(d, rq, rs);
+    else if (strcmp(tbl, "audit") == 0)
+      audits(d, rq, rs);
+    else
+      reply_err(rs, 400, "table: expected assignments or audit");
   } else if (strcmp(p, "/v1/capacity") == 0) {
     capacity(d, rs);
   } else {

@@ -31,6 +31,15 @@ struct log_row {
   char pfid[PFI_FLEET_NAME_MAX], what[32], detail[512];
 };
 
+struct audit_row {
+  int64_t id;
+  double t_s;
+  char pfid[PFI_FLEET_NAME_MAX], who[PFI_API_TOKEN_NAME_MAX], role[16],
+      peer[80], method[8], path[128], body[384];
+  int64_t status;
+  char error[256];
+};
+
 struct decision_row {
   int64_t epoch, seq;
   double t_s;
@@ -72,6 +81,20 @@ static const struct pfi_col log_cols[] = {
     COL(log_row, detail, PFI_COL_TEXT, NN),
 };
 
+static const struct pfi_col audit_cols[] = {
+    COL(audit_row, id, PFI_COL_AUTO, 0),
+    COL(audit_row, t_s, PFI_COL_REAL, NN),
+    COL(audit_row, pfid, PFI_COL_TEXT, NN),
+    COL(audit_row, who, PFI_COL_TEXT, NN),
+    COL(audit_row, role, PFI_COL_TEXT, NN),
+    COL(audit_row, peer, PFI_COL_TEXT, NN),
+    COL(audit_row, method, PFI_COL_TEXT, NN),
+    COL(audit_row, path, PFI_COL_TEXT, NN),
+    COL(audit_row, body, PFI_COL_TEXT, NN),
+    COL(audit_row, status, PFI_COL_INT, NN),
+    COL(audit_row, error, PFI_COL_TEXT, 0),
+};
+
 static const struct pfi_col decision_cols[] = {
     COL(decision_row, epoch, PFI_COL_INT, KEY),
     COL(decision_row, seq, PFI_COL_INT, KEY),
@@ -110,6 +133,8 @@ static const struct pfi_table assign_table =
 static const struct pfi_table log_table = TABLE("fleet_log", log_cols, log_row);
 static const struct pfi_table decision_table =
     TABLE("fleet_decisions", decision_cols, decision_row);
+static const struct pfi_table audit_table =
+    TABLE("fleet_audit", audit_cols, audit_row);
 #undef TABLE
 
 /* ---- rows that could not be written --------------------------------------
@@ -125,6 +150,7 @@ struct pfid_rec_item {
     struct assign_row a;
     struct log_row l;
     struct decision_row dn;
+    struct audit_row au;
   } u;
 };
 
@@ -244,8 +270,9 @@ int pfid_records_open(struct pfi_pfid *d, struct pfi_error *err) {
   pthread_mutex_init(&d->rec->mu, NULL);
   /* Two pfid on one host may share the file (the standby writes only once
    * it leads): the store waits for the other's transaction. */
-  const struct pfi_table *t[] = {&assign_table, &log_table, &decision_table};
-  int rc = pfi_db_open(&d->db, d->o.records, t, 3, NULL, NULL, 1, 1, err);
+  const struct pfi_table *t[] = {&assign_table, &log_table, &decision_table,
+                                 &audit_table};
+  int rc = pfi_db_open(&d->db, d->o.records, t, 4, NULL, NULL, 1, 1, err);
   /* A file that is not a database, or whose tables cannot take pfid's
    * (a missing key or NOT NULL column), is bad input (exit 2), as for the
    * stores. */
@@ -341,4 +368,44 @@ int pfid_records_assignments(struct pfi_pfid *d, int64_t since, size_t limit,
   struct assign_ctx ac = {fn, ctx};
   return pfi_db_each(d->db, &assign_table, &c, 1, limit, assign_row_cb, &ac,
                      err);
+}
+
+/* The audit trail (docs/security.md "Audit"): text fields are cut to their
+ * column's size. */
+void pfid_records_audit(struct pfi_pfid *d, const struct pfid_audit_rec *a) {
+  struct audit_row w;
+  memset(&w, 0, sizeof w);
+  w.t_s = a->t_s;
+  snprintf(w.pfid, sizeof w.pfid, "%s", d->id);
+  snprintf(w.who, sizeof w.who, "%s", a->who);
+  snprintf(w.role, sizeof w.role, "%s", a->role);
+  snprintf(w.peer, sizeof w.peer, "%s", a->peer);
+  snprintf(w.method, sizeof w.method, "%s", a->method);
+  snprintf(w.path, sizeof w.path, "%s", a->path);
+  snprintf(w.body, sizeof w.body, "%s", a->body);
+  w.status = a->status;
+  snprintf(w.error, sizeof w.error, "%s", a->error ? a->error : "");
+  rec_put(d, &audit_table, &w, sizeof w);
+}
+
+struct audit_ctx {
+  int (*fn)(void *ctx, const struct pfid_audit_rec *a);
+  void *ctx;
+};
+
+static int audit_row_cb(void *ctx, const void *p) {
+  const struct audit_ctx *c = ctx;
+  const struct audit_row *w = p;
+  struct pfid_audit_rec a = {w->id,   w->t_s,    w->pfid,   w->who,
+                             w->role, w->peer,   w->method, w->path,
+                             w->body, w->status, w->error};
+  return c->fn(c->ctx, &a);
+}
+
+int pfid_records_audits(struct pfi_pfid *d, int64_t since, size_t limit,
+                        int (*fn)(void *ctx, const struct pfid_audit_rec *a),
+                        void *ctx, struct pfi_error *err) {
+  struct pfi_db_cond c = {"id", PFI_DB_GT, NULL, (double)since};
+  struct audit_ctx ac = {fn, ctx};
+  return pfi_db_each(d->db, &audit_table, &c, 1, limit, audit_row_cb, &ac, err);
 }

@@ -1140,6 +1140,54 @@ static int control_step(struct pfi_pfid *d, struct pfi_error *err) {
 
 /* ---- open / run / close -------------------------------------------------- */
 
+/* The API's tokens: --tokens (a secret file of NAME ROLE TOKEN lines) and
+ * --token-file's one, named "token-file" with role admin. A file that
+ * cannot be read or parsed is bad input (exit 2). */
+static int api_tokens(struct pfi_pfid *d, const struct pfi_pfid_opts *o,
+                      struct pfi_error *err) {
+  size_t cap = 64 * 1024;
+  char *text = NULL;
+  int rc = 0;
+  if (o->tokens_file) {
+    if (!(text = malloc(cap)))
+      return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    int len = pfi_read_secret_file(o->tokens_file, text, cap, err);
+    if (len < 0)
+      rc = len;
+    else
+      rc = pfi_api_tokens_parse(text, (size_t)len, o->tokens_file, &d->tokens,
+                                &d->n_tokens, err);
+    memset(text, 0, cap);
+    free(text);
+    if (rc < 0)
+      return rc;
+    d->tokens_on = 1;
+  }
+  if (d->token[0]) {
+    struct pfi_api_token *t = calloc(d->n_tokens + 1, sizeof *t);
+    if (!t)
+      return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+    if (d->n_tokens)
+      memcpy(t, d->tokens, d->n_tokens * sizeof *t);
+    for (size_t i = 0; i < d->n_tokens; i++)
+      if (strcmp(d->tokens[i].name, "token-file") == 0 ||
+          strcmp(d->tokens[i].token, d->token) == 0) {
+        pfi_api_tokens_free(t, d->n_tokens + 1);
+        return pfi_error_set(err, PFI_EPARSE,
+                             "%s: token '%s' has the name or the token of "
+                             "--token-file's",
+                             o->tokens_file, d->tokens[i].name);
+      }
+    snprintf(t[d->n_tokens].name, sizeof t->name, "token-file");
+    t[d->n_tokens].role = PFI_ROLE_ADMIN;
+    snprintf(t[d->n_tokens].token, sizeof t->token, "%s", d->token);
+    pfi_api_tokens_free(d->tokens, d->n_tokens);
+    d->tokens = t;
+    d->n_tokens++;
+  }
+  return 0;
+}
+
 int pfi_pfid_open(struct pfi_pfid **out, const struct pfi_pfid_opts *o,
                   struct pfi_error *err) {
   struct pfi_pfid *d = calloc(1, sizeof *d);
@@ -1169,6 +1217,8 @@ int pfi_pfid_open(struct pfi_pfid **out, const struct pfi_pfid_opts *o,
   }
   if (o->token_file &&
       (rc = pfi_read_secret(o->token_file, d->token, sizeof d->token, err)) < 0)
+    goto fail;
+  if ((rc = api_tokens(d, o, err)) < 0)
     goto fail;
   d->o.nats.bucket = 1;
   pfi_meter_config_init(&d->meter);
@@ -1291,5 +1341,7 @@ void pfi_pfid_close(struct pfi_pfid *d) {
   pthread_mutex_destroy(&d->mu);
   free(d->node);
   free(d->node_ix);
+  pfi_api_tokens_free(d->tokens, d->n_tokens);
+  memset(d->token, 0, sizeof d->token);
   free(d);
 }

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "pfi/apitoken.h"
 #include "pfi/control.h"
 #include "pfi/dbtable.h"
 #include "pfi/fleet.h"
@@ -63,6 +64,12 @@ struct pfi_pfid {
   struct pfi_pfid_opts o;
   char id[PFI_FLEET_NAME_MAX];
   char token[256];
+  /* The API's tokens (pfid --tokens, and --token-file's as "token-file",
+   * admin), none when neither is given; tokens_on: --tokens was given,
+   * so reads need a token too. */
+  struct pfi_api_token *tokens;
+  size_t n_tokens;
+  int tokens_on;
   struct pfi_nats *nc;
   struct pfi_nats_sub *tel;
   struct pfi_db *db; /* the records file (fleet_records.c) */
@@ -305,6 +312,21 @@ void pfid_records_log(struct pfi_pfid *d, const char *what, const char *detail);
 void pfid_records_assign(struct pfi_pfid *d, const struct pfi_fleet_assign *a,
                          const char *kind);
 void pfid_records_decision(struct pfi_pfid *d, const struct pfi_ctl_record *r);
+/* One API mutation (event, cancel, tier) as its request was answered:
+ * who (the token's name and role), from where (pfi_http_req.peer), what
+ * (method, path, the body's first bytes) and the HTTP status. */
+struct pfid_audit_rec {
+  int64_t id;
+  double t_s;
+  const char *pfid, *who, *role, *peer, *method, *path, *body;
+  int64_t status;
+  const char *error;
+};
+void pfid_records_audit(struct pfi_pfid *d, const struct pfid_audit_rec *a);
+/* The audit rows with id > since, in id order, at most `limit`. */
+int pfid_records_audits(struct pfi_pfid *d, int64_t since, size_t limit,
+                        int (*fn)(void *ctx, const struct pfid_audit_rec *a),
+                        void *ctx, struct pfi_error *err);
 /* The assignments with id > since, in id order, at most `limit`. */
 int pfid_records_assignments(struct pfi_pfid *d, int64_t since, size_t limit,
                              int (*fn)(void *ctx,

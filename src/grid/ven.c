@@ -17,6 +17,7 @@
 
 struct pfi_ven {
   char *base, *client_id, *secret, *program, *ven_name;
+  char *token_url; /* configured (pfi_ven_config.token_url), or NULL */
   long timeout_ms;
   char token[4097];
   int64_t token_expiry; /* Unix s; 0 = unknown (valid until a 401) */
@@ -45,6 +46,43 @@ size_t pfi__http_body_write(char *p, size_t sz, size_t n, void *ud) {
 
 static char *dup(const char *s) { return s ? strdup(s) : strdup(""); }
 
+/* A URL's origin, "scheme://host:port" with the scheme and host in lower
+ * case and the port always given (80, 443 by default), into out. 0, or -1
+ * for a URL that is not http(s), has user information ('@') or no host. */
+static int origin(const char *url, char *out, size_t n) {
+  int https = strncasecmp(url, "https://", 8) == 0;
+  if (!https && strncasecmp(url, "http://", 7) != 0)
+    return -1;
+  const char *h = url + (https ? 8 : 7);
+  size_t hl = strcspn(h, "/?#");
+  if (hl == 0 || memchr(h, '@', hl) || memchr(h, '\\', hl))
+    return -1;
+  char host[300];
+  if (hl >= sizeof host)
+    return -1;
+  for (size_t i = 0; i < hl; i++)
+    host[i] = (char)((h[i] >= 'A' && h[i] <= 'Z') ? h[i] - 'A' + 'a' : h[i]);
+  host[hl] = 0;
+  /* The port: after the last ':' past an IPv6 literal's ']'. */
+  char *rb = strrchr(host, ']'), *colon = strrchr(rb ? rb : host, ':');
+  const char *port = https ? "443" : "80";
+  if (colon) {
+    *colon = 0;
+    if (colon[1])
+      port = colon + 1;
+  }
+  if (!host[0])
+    return -1;
+  snprintf(out, n, "%s://%s:%s", https ? "https" : "http", host, port);
+  return 0;
+}
+
+int pfi_ven_same_origin(const char *a, const char *b) {
+  char oa[400], ob[400];
+  return origin(a, oa, sizeof oa) == 0 && origin(b, ob, sizeof ob) == 0 &&
+         strcmp(oa, ob) == 0;
+}
+
 int pfi_ven_open(const struct pfi_ven_config *cfg, struct pfi_ven **out,
                  struct pfi_error *err) {
   if (!cfg->vtn_url || !*cfg->vtn_url || !cfg->client_id ||
@@ -57,9 +95,22 @@ int pfi_ven_open(const struct pfi_ven_config *cfg, struct pfi_ven **out,
     return pfi_error_set(err, PFI_EINVAL,
                          "VEN: VTN URL '%.200s' is not http:// or https://",
                          cfg->vtn_url);
+  char o[400];
+  if (cfg->token_url && (origin(cfg->token_url, o, sizeof o) < 0 ||
+                         (strncasecmp(cfg->vtn_url, "https://", 8) == 0 &&
+                          strncasecmp(cfg->token_url, "https://", 8) != 0)))
+    return pfi_error_set(err, PFI_EINVAL,
+                         "VEN: token URL '%.200s': expected an http(s) URL "
+                         "with a host and no user information, https when "
+                         "the VTN's is",
+                         cfg->token_url);
   struct pfi_ven *v = calloc(1, sizeof *v);
   if (!v)
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  if (cfg->token_url && !(v->token_url = strdup(cfg->token_url))) {
+    free(v);
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  }
   v->base = dup(cfg->vtn_url);
   v->client_id = dup(cfg->client_id);
   v->secret = dup(cfg->client_secret);
@@ -81,6 +132,7 @@ void pfi_ven_close(struct pfi_ven *v) {
   if (!v)
     return;
   free(v->base);
+  free(v->token_url);
   free(v->client_id);
   if (v->secret)
     memset(v->secret, 0, strlen(v->secret));
@@ -149,16 +201,34 @@ static int fetch_token(struct pfi_ven *v, struct pfi_error *err) {
   char url[9000], token_url[8100];
   long st = 0;
   struct body b;
+  memset(&b, 0, sizeof b);
   snprintf(url, sizeof url, "%s/auth/server", v->base);
   snprintf(token_url, sizeof token_url, "%s/auth/token", v->base);
-  if (http(v, "GET", url, NULL, NULL, 0, &st, &b, NULL) == 0 && st == 200) {
+  /* The client secret goes only to the configured token URL or to one on
+   * the VTN's own origin (scheme, host and port: no other host, no
+   * https -> http): a VTN, or whoever answers for it, naming another
+   * server would otherwise be handed the secret (docs/security.md). */
+  if (v->token_url) {
+    snprintf(token_url, sizeof token_url, "%s", v->token_url);
+  } else if (http(v, "GET", url, NULL, NULL, 0, &st, &b, NULL) == 0 &&
+             st == 200) {
     json_t *j = json_loadb(b.buf ? b.buf : "", b.len, 0, NULL);
     json_t *tu = json_object_get(j, "tokenURL");
+    int rc = 0;
     if (json_is_string(tu)) {
       const char *s = json_string_value(tu);
-      if (strncmp(s, "http://", 7) == 0 || strncmp(s, "https://", 8) == 0)
-        snprintf(token_url, sizeof token_url, "%s", s);
-      else if (s[0] == '/') { /* relative to the VTN's origin */
+      if (strncasecmp(s, "http://", 7) == 0 ||
+          strncasecmp(s, "https://", 8) == 0) {
+        if (pfi_ven_same_origin(s, v->base))
+          snprintf(token_url, sizeof token_url, "%s", s);
+        else
+          rc = pfi_error_set(err, PFI_ENOPERM,
+                             "VEN: the VTN's /auth/server names the token "
+                             "URL %.300s, not on the VTN's origin (%.300s): "
+                             "the client secret is not sent there (give "
+                             "--token-url to trust it)",
+                             s, v->base);
+      } else if (s[0] == '/' && s[1] != '/') { /* on the VTN's origin */
         const char *p = strstr(v->base, "://");
         const char *slash = p ? strchr(p + 3, '/') : NULL;
         int ol = slash ? (int)(slash - v->base) : (int)strlen(v->base);
@@ -166,6 +236,10 @@ static int fetch_token(struct pfi_ven *v, struct pfi_error *err) {
       }
     }
     json_decref(j);
+    if (rc < 0) {
+      free(b.buf);
+      return rc;
+    }
   }
   free(b.buf);
   CURL *esc = pfi__curl_easy_init();

@@ -21,7 +21,7 @@ check_help() { # check_help PROG OPTION...: each option is in --help
   [ "$(grep -c '^  --' "$T/help")" = $(($# + 1)) ] ||
     fail "$(basename "$prog") --help lists $(grep -c '^  --' "$T/help") options, expected $(($# + 1))"
 }
-check_help "$PFID" id nats user password-file records api token-file period lease \
+check_help "$PFID" id nats user password-file records api token-file tokens period lease \
   leader-lease stale ramp-up margin recovery-margin recovery-ramp recovery-window objective tiers model \
   features meter-config event-max event-ahead help
 check_help "$PFI_AGENT" node nats user password-file backend params emulate emu-job record \

@@ -82,7 +82,7 @@ for d in yaml.safe_load_all(open(sys.argv[1])):
         for a in c["args"]:
             k, _, v = a.partition("=")
             where = lambda path: next((n for m, n in mounts.items() if path.startswith(m + "/")), None)
-            if k in ("--password-file", "--token-file"):
+            if k in ("--password-file", "--token-file", "--tokens"):
                 n = where(v)
                 if not n or "secret" not in vols.get(n, {}):
                     bad.append("%s %s: not in a Secret volume" % (c["name"], a))

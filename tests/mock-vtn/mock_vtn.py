@@ -22,6 +22,8 @@ Test-only knobs, under /_mock/ (not part of OpenADR; no token needed):
   POST /_mock/expire-tokens  every issued token expires now
   POST /_mock/fail-next      body {"status": N, "count": k}: the next k API
                              answers are HTTP N
+  POST /_mock/token-url      body {"url": U}: GET /auth/server answers
+                             tokenURL U (null: its own /auth/token again)
   GET  /_mock/log            the requests seen, as JSON: t (Unix time),
                              method, path, auth
                              (an Authorization header), bearer (its token),
@@ -61,7 +63,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 STATE = {
     "programs": [], "events": [], "reports": [], "subscriptions": [],
     "raw_events": [], "tokens": {}, "fail": None, "log": [], "next_id": 1,
-    "fail_echo": 0,
+    "fail_echo": 0, "token_url": None,
 }
 LOCK = threading.Lock()
 ARGS = None
@@ -236,6 +238,10 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(*problem(404, "Not Found"))
         path = path[len(pre):] or "/"
         if path == "/auth/server" and method == "GET":
+            with LOCK:
+                tu = STATE["token_url"]
+            if tu:
+                return self.send(200, {"tokenURL": tu})
             host = "http://127.0.0.1:%d" % self.server.server_port
             return self.send(200, {"tokenURL": host + pre + "/auth/token"})
         if path == "/auth/token" and method == "POST":
@@ -394,6 +400,10 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/_mock/fail-echo" and method == "POST":
             with LOCK:
                 STATE["fail_echo"] = int(json.loads(raw)["count"])
+            return self.send(200, {})
+        if path == "/_mock/token-url" and method == "POST":
+            with LOCK:
+                STATE["token_url"] = json.loads(raw).get("url")
             return self.send(200, {})
         if path == "/_mock/log" and method == "GET":
             return self.send(200, STATE["log"])

@@ -838,6 +838,30 @@ static void test_agent_jobs(void **state) {
   assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", k2, sizeof k2 - 1,
                                              -1, -1, 22.5, &r, &err),
                    PFI_ERANGE);
+  /* The job's rate (PFI_AGENT_POST_RATE 20/s, a burst of 40): at 25, 2.5 s
+   * after the posts above (fewer than 10 tokens spent, 50 refilled since),
+   * its bucket is full again (40); 40 posts at one
+   * instant pass, the 41st is refused (nothing changes: the rate is the
+   * 40th's), 0.05 s later one more token (0.05 x 20 = 1) lets one pass, and
+   * the next at that instant is refused. */
+  static const char f1[] = "{\"tokens_per_s\": 77}",
+                    f2[] = "{\"tokens_per_s\": 78}";
+  for (int i = 0; i < 40; i++)
+    assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", f1, sizeof f1 - 1,
+                                               -1, -1, 25, &r, &err),
+                     1);
+  assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", f2, sizeof f2 - 1,
+                                             -1, -1, 25, &r, &err),
+                   PFI_EBUSY);
+  assert_non_null(strstr(err.msg, "more than 20 reports a second"));
+  assert_int_equal(pfi_agent_tick(ag, 5022, 25.01, &t, &err), 0);
+  ASSERT_NEAR(t.job[0].tokens_per_s, 77, 0);
+  assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", f2, sizeof f2 - 1,
+                                             -1, -1, 25.05, &r, &err),
+                   1);
+  assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", f2, sizeof f2 - 1,
+                                             -1, -1, 25.05, &r, &err),
+                   PFI_EBUSY);
   /* The trainer's phase and announced pause (docs/throughput-protocol.md):
    * from the file, its pause 7 s after the line's Unix time 5030, seen at
    * 5032: 5 s after the telemetry's time. */
