@@ -59,7 +59,7 @@ expect 200 "$VIEW" GET '/v1/records?table=assignments'
 # pfi ctl sends its token with reads too: with the read token, status;
 # without one, 401 (exit 1).
 (umask 077; echo "$VIEW" >"$T/view.token")
-"$PFI" ctl --url "http://127.0.0.1:${API[a]}" --token-file "$T/view.token" status >"$T/ctl.out" 2>&1 ||
+"$PFI" ctl --url "http://127.0.0.1:${API[a]}" --token-file "$T/view.token" --format json status >"$T/ctl.out" 2>&1 ||
   fail "pfi ctl status with the read token: $(cat "$T/ctl.out")"
 grep -q '"id":"a"' "$T/ctl.out" || fail "pfi ctl status: $(cat "$T/ctl.out")"
 env -u PFI_TOKEN_FILE "$PFI" ctl --url "http://127.0.0.1:${API[a]}" status >"$T/ctl.out" 2>&1
