@@ -15,15 +15,14 @@ target_link_libraries(pfi_shared PUBLIC PkgConfig::NATS)
 # (src/lib/mhd_dl.c), as libcurl is, so that `pfi` starts without it.
 target_include_directories(pfi_obj PRIVATE ${MHD_INCLUDE_DIRS})
 
-# The daemons parse their options with the pfi command's option tables
-# (src/cli/opt.h: getopt, --help and did-you-mean from one table).
-set(PFI_DAEMON_CLI src/cli/opt.c src/cli/cli.c src/cli/suggest.c)
-add_executable(pfi-agent src/fleet/main_agent.c ${PFI_DAEMON_CLI})
+# The daemons parse their options with the option tables of src/base/opt.h
+# (the library's; getopt, --help and did-you-mean from one table).
+add_executable(pfi-agent src/fleet/main_agent.c)
 target_link_libraries(pfi-agent PRIVATE pfi_static PkgConfig::JANSSON)
-target_include_directories(pfi-agent PRIVATE src/cli)
-add_executable(pfid src/fleet/main_pfid.c ${PFI_DAEMON_CLI})
+target_include_directories(pfi-agent PRIVATE src/base)
+add_executable(pfid src/fleet/main_pfid.c)
 target_link_libraries(pfid PRIVATE pfi_static PkgConfig::JANSSON)
-target_include_directories(pfid PRIVATE src/cli)
+target_include_directories(pfid PRIVATE src/base)
 install(TARGETS pfi-agent pfid RUNTIME DESTINATION ${CMAKE_INSTALL_SBINDIR})
 install(DIRECTORY contrib/slurm/ DESTINATION ${CMAKE_INSTALL_DATADIR}/pfi/slurm
         USE_SOURCE_PERMISSIONS)

@@ -10,6 +10,7 @@
 #include "pfi/duration.h" /* durations: pfi_parse_duration() */
 #include "pfi/error.h"
 #include "pfi/restab.h" /* result tables: pfi_cli_print_table() */
+#include "opt.h"          /* options, pfi_suggest() */
 
 /* Exit statuses, the same for every command (README.md, `pfi help`): 0 ok,
  * 1 failure at run time, 2 bad usage or bad input. */
@@ -116,18 +117,7 @@ int pfi_cli_input(const char *what, const char *path);
 /* True when `s` is "-h" or "--help". */
 int pfi_cli_is_help(const char *s);
 
-/* Optimal string alignment distance between a and b: the fewest single
- * character insertions, deletions, substitutions and transpositions of two
- * neighbours that turn one into the other ("simulat" -> "simulate": 1;
- * "stpe" -> "step": 1). (size_t)-1 when out of memory. */
-size_t pfi_cli_edit_distance(const char *a, const char *b);
-
-/* The names of `names[0..n)` nearest `name` by pfi_cli_edit_distance(),
- * when near enough to be a typo (at most 2 edits, and at most a third of
- * name's length, at least 1): up to `max` of them, all at the smallest
- * distance, in the table's order, into out[]. Returns how many. */
-size_t pfi_cli_suggest(const char *name, const char *const *names, size_t n,
-                       const char **out, size_t max);
+/* "Did you mean": pfi_edit_distance() and pfi_suggest() (src/base/opt.h). */
 
 /* Parses a comma-separated strategy list into strat[] (at most
  * PFI_STRAT__COUNT, no repeats); NULL gives the default: oracle, equal and,

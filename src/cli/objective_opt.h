@@ -48,6 +48,30 @@ enum {
         "every job keeps at least R (0.5 or 50%) of its uncapped throughput"   \
   }
 
+/* The same four rows bound to `ob` (a struct obj_opt *), for
+ * pfi_opt_parse(). */
+#define OBJ_OPTS_BOUND(ob)                                                     \
+  PFI_OPT_CALLBACK("objective", ob, obj_opt_cb, "O", OBJ_OPT_HELP_OBJECTIVE),  \
+      {.lng = "normalize",                                                     \
+       .arg = PFI_ARG_NONE,                                                    \
+       .help = "the same as --objective jobs",                                 \
+       .type = PFI_OT_CALLBACK,                                                \
+       .var = ob,                                                              \
+       .cb = obj_opt_cb},                                                      \
+      PFI_OPT_CALLBACK(                                                        \
+          "weights", ob, obj_opt_cb, "FILE",                                   \
+          "per-job weights (a priority, a price per unit): CSV with columns "  \
+          "job and weight (the curves file itself when it has them); they "    \
+          "scale any objective"),                                              \
+      PFI_OPT_CALLBACK(                                                        \
+          "min-share", ob, obj_opt_cb, "R",                                    \
+          "every job keeps at least R (0.5 or 50%) of its uncapped "           \
+          "throughput")
+
+struct pfi_opt;
+/* The rows' parser (pfi_opt_cb): row o's var is the struct obj_opt. */
+int obj_opt_cb(const struct pfi_opt *o, const char *v, char *why, size_t n);
+
 struct obj_opt {
   struct pfi_objective obj;
   int kind_given;      /* --objective or --normalize given */
