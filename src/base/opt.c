@@ -67,8 +67,8 @@ int pfi_opt_usage(const struct pfi_cmd_help *h, const char *fmt, ...) {
 #define HELP_WIDTH 79
 #define OPT_COL 24
 
-void pfi_opt_start(struct pfi_optparse *p, const struct pfi_cmd_help *help,
-                   int argc, char **argv) {
+static void opt_start(struct pfi_optparse *p, const struct pfi_cmd_help *help,
+                      int argc, char **argv) {
   memset(p, 0, sizeof *p);
   p->h = help;
   p->argc = argc;
@@ -89,7 +89,7 @@ void pfi_opt_start(struct pfi_optparse *p, const struct pfi_cmd_help *help,
                          : o->arg == PFI_ARG_OPT ? optional_argument
                                                  : no_argument;
       p->lo[n].flag = NULL;
-      p->lo[n].val = o->val;
+      p->lo[n].val = 0; /* pfi_opt_parse() numbers the rows */
       n++;
     }
     if (o->shrt && s + 3 < sizeof p->so) {
@@ -179,7 +179,7 @@ static void bad_long(struct pfi_optparse *p, const char *arg, int missing) {
     usage_err(cmd, "unknown option '--%s'", buf);
 }
 
-int pfi_opt_next(struct pfi_optparse *p) {
+static int opt_next(struct pfi_optparse *p) {
   int c = getopt_long(p->argc, p->argv, p->so, p->lo, NULL);
   if (c == OPT_VERSION) {
     printf("%s %s\n", p->h->cmd, PFI_VERSION_STRING);
@@ -329,8 +329,12 @@ static int whole(const char *v, int is_unsigned, double *x, long long *sl,
  * Stores `v`, the value of row o, in its variable. Returns 0, or -1 with
  * the reason in why.
  */
+/* Set by store() when `why` names the value itself. */
+static int why_named;
+
 static int store(const struct pfi_opt *o, const char *v, char *why, size_t n) {
   double x = 0;
+  why_named = o->type == PFI_OT_CALLBACK;
   char rt[96];
   switch (o->type) {
   case PFI_OT_FLAG:
@@ -408,16 +412,9 @@ static int store(const struct pfi_opt *o, const char *v, char *why, size_t n) {
     struct pfi_error e;
     if (pfi_parse_duration(v, (enum pfi_duration_kind)o->ival, &x, &e) < 0) {
       /* The parser's message names the text already ("'30': a run
-       * length needs its unit"); the caller adds it again. */
-      const char *m = e.msg;
-      size_t vl = strlen(v);
-      if (m[0] == '\'' && strncmp(m + 1, v, vl) == 0 && m[vl + 1] == '\'' &&
-          m[vl + 2] == ':' && m[vl + 3] == ' ')
-        m += vl + 4;
-      else if (m[0] == '\'' && strncmp(m + 1, v, vl) == 0 &&
-               m[vl + 1] == '\'' && m[vl + 2] == ' ')
-        m += vl + 3;
-      snprintf(why, n, "%s", m);
+       * length needs its unit"): printed as it is. */
+      snprintf(why, n, "%s", e.msg);
+      why_named = 1;
       return -1;
     }
     if (!in_range(o, x)) {
@@ -519,6 +516,13 @@ static int check_rules(struct pfi_optparse *p) {
         return pfi_opt_usage(h, "one of %s is required", buf);
       }
       break;
+    case PFI_RULE_ONE:
+      if (ng == 0) {
+        names_text(r, 0, " or ", buf, sizeof buf);
+        return pfi_opt_usage(h, "exactly one of %s is required", buf);
+      }
+      /* More than one: as PFI_RULE_EXCL. */
+      /* fall through */
     case PFI_RULE_EXCL:
       if (ng > 1)
         return pfi_opt_usage(h, "--%s and --%s exclude each other", g[0],
@@ -549,7 +553,7 @@ static int check_rules(struct pfi_optparse *p) {
 int pfi_opt_parse(struct pfi_optparse *p, const struct pfi_cmd_help *help,
                   int argc, char **argv) {
   char why[512];
-  pfi_opt_start(p, help, argc, argv);
+  opt_start(p, help, argc, argv);
   /* The long options return their row's index, so that a row needs no
    * `val` of its own. */
   size_t nrow = 0, nlo = 0;
@@ -562,16 +566,16 @@ int pfi_opt_parse(struct pfi_optparse *p, const struct pfi_cmd_help *help,
   }
   /* The defaults, through the same parsing as a value given. */
   for (const struct pfi_opt *o = help->opts; o && (o->lng || o->help); o++) {
-    if (!o->lng || !o->def || o->type == PFI_OT_CALLER)
+    if (!o->lng || !o->def || o->type == PFI_OT_NONE)
       continue;
     if (store(o, o->def, why, sizeof why) < 0)
       return pfi_opt_usage(help, "--%s: default '%s': %s", o->lng, o->def,
                            why);
   }
   int c;
-  while ((c = pfi_opt_next(p)) != -1) {
+  while ((c = opt_next(p)) != -1) {
     if (c == '?')
-      return EXIT_USAGE; /* said by pfi_opt_next() */
+      return EXIT_USAGE; /* said by opt_next() */
     const struct pfi_opt *o = NULL;
     size_t idx = 0;
     if (c >= ROW_VAL && (size_t)(c - ROW_VAL) < nrow) {
@@ -587,7 +591,7 @@ int pfi_opt_parse(struct pfi_optparse *p, const struct pfi_cmd_help *help,
           break;
         }
     }
-    if (!o || o->type == PFI_OT_CALLER) {
+    if (!o || o->type == PFI_OT_NONE) {
       /* A row of the older form in a bound table. */
       return pfi_opt_usage(help, "option '--%s' is not taken here",
                            o ? o->lng : "?");
@@ -600,7 +604,7 @@ int pfi_opt_parse(struct pfi_optparse *p, const struct pfi_cmd_help *help,
     const char *v = optarg;
     if (store(o, v ? v : "", why, sizeof why) < 0) {
       /* A callback's reason names the part of the value it refuses. */
-      if (!v || o->type == PFI_OT_CALLBACK)
+      if (!v || why_named)
         return pfi_opt_usage(help, "--%s: %s", o->lng, why);
       return pfi_opt_usage(help, "--%s: '%s': %s", o->lng, v, why);
     }

@@ -27,24 +27,6 @@
  *   if (st != PFI_OPT_GO)
  *     return st;            (0 after --help, 2 after a usage error)
  *   ... argv[op.rest .. argc) are the arguments ...
- *
- * The older form, still taken by pfi_opt_next(), leaves the values to the
- * caller:
- *
- *   static const struct pfi_opt opts[] = {
- *       {"caps", 'c', 0, PFI_ARG_REQ, "LIST", "keep only these caps"},
- *       PFI_OPT_HELP,
- *       PFI_OPT_END};
- *   static const struct pfi_cmd_help help = {"index",
- *       "usage: pfi index [options] FILE\n", "Computes ...\n", opts, NULL, 0};
- *   struct pfi_optparse op;
- *   pfi_opt_start(&op, &help, argc, argv);
- *   while ((c = pfi_opt_next(&op)) != -1)
- *     switch (c) {
- *     case 'h': return pfi_opt_help(&help);
- *     case 'c': ... optarg ...
- *     default: return PFI_EXIT_USAGE;   (the error is printed already)
- *     }
  */
 #ifndef PFI_BASE_OPT_H
 #define PFI_BASE_OPT_H
@@ -61,15 +43,14 @@ enum pfi_opt_arg {
 
 /*
  * One option. `lng` NULL ends the table, or, with `help` set, is a heading
- * that starts a group of options in the help ("Sweep options:"). `val` is
- * what pfi_opt_next() returns; `shrt`, when not 0, is also accepted as -c
- * (and must equal `val`). `help` is one paragraph, wrapped to the terminal
+ * that starts a group of options in the help ("Sweep options:"). `shrt`,
+ * when not 0, is also accepted as -c. `help` is one paragraph, wrapped to the terminal
  * width of 79 columns; a '\n' in it starts a new line. It is printed as it
  * is: a percent sign is "%", never "%%".
  */
 /* What a bound row does with its value (pfi_opt_parse()). */
 enum pfi_opt_type {
-  PFI_OT_CALLER = 0, /* nothing: pfi_opt_next() returns `val` */
+  PFI_OT_NONE = 0,   /* a heading or the end of the table */
   PFI_OT_HELP,       /* prints the help; the command exits with 0 */
   PFI_OT_FLAG,       /* int *var = 1 */
   PFI_OT_SET,        /* int *var = ival */
@@ -119,12 +100,11 @@ typedef int (*pfi_opt_cb)(const struct pfi_opt *o, const char *value,
 
 struct pfi_opt {
   const char *lng;
-  int val;
   char shrt;
   enum pfi_opt_arg arg;
   const char *argname; /* the value in the help: FILE, N, LIST */
   const char *help;
-  /* Bound rows (pfi_opt_parse()); all 0 in a row of the older form. */
+  /* What the value does, where it goes. */
   enum pfi_opt_type type;
   void *var;
   void *var2;  /* PFI_OT_LIST: size_t count */
@@ -141,7 +121,7 @@ struct pfi_opt {
 #define PFI_OPT_VAR(type, var) ((void *)(1 ? (var) : (type *)0))
 
 #define PFI_OPT_HELP                                                           \
-  {"help", 'h', 'h', PFI_ARG_NONE, NULL, "this text", PFI_OT_HELP}
+  {.lng = "help", .shrt = 'h', .help = "this text", .type = PFI_OT_HELP}
 #define PFI_OPT_FLAG(l, s, v, h)                                               \
   {.lng = l, .shrt = s, .arg = PFI_ARG_NONE, .help = h, .type = PFI_OT_FLAG,   \
    .var = PFI_OPT_VAR(int, v)}
@@ -188,8 +168,8 @@ struct pfi_opt {
 #define PFI_OPT_CALLBACK(l, v, f, an, h)                                       \
   {.lng = l, .arg = PFI_ARG_REQ, .argname = an, .help = h,                     \
    .type = PFI_OT_CALLBACK, .var = v, .cb = f}
-#define PFI_OPT_GROUP(title) {NULL, 0, 0, PFI_ARG_NONE, NULL, title}
-#define PFI_OPT_END {NULL, 0, 0, PFI_ARG_NONE, NULL, NULL}
+#define PFI_OPT_GROUP(title) {.lng = NULL, .help = title}
+#define PFI_OPT_END {.lng = NULL, .help = NULL}
 
 /* Stop at the first argument that is not an option (getopt's "+"): a
  * command whose actions take options of their own. */
@@ -199,7 +179,7 @@ struct pfi_opt {
 #define PFI_OPT_WRAP_ABOUT 2u
 /* `cmd` names a program of its own (the daemons pfid and pfi-agent), not a
  * pfi command: messages read "pfid: ..." and "Try 'pfid --help'.". Such a
- * program also takes --version, listed in its help: pfi_opt_next() prints
+ * program also takes --version, listed in its help: pfi_opt_parse() prints
  * "pfid 1.2.3" (the version pfi --version prints) and exits with 0. */
 #define PFI_OPT_PROGRAM 4u
 
@@ -216,7 +196,8 @@ enum pfi_opt_rule_kind {
   PFI_RULE_REQ,      /* at least one of the names is given */
   PFI_RULE_EXCL,     /* at most one of the names is given */
   PFI_RULE_TOGETHER, /* all of the names or none */
-  PFI_RULE_NEEDS     /* the first, given, needs each of the others */
+  PFI_RULE_NEEDS,    /* the first, given, needs each of the others */
+  PFI_RULE_ONE       /* exactly one of the names is given */
 };
 
 #define PFI_RULE_MAX_NAMES 4
@@ -229,6 +210,7 @@ struct pfi_opt_rule {
 #define PFI_RULE_EXCLUSIVE(...) {PFI_RULE_EXCL, {__VA_ARGS__}}
 #define PFI_RULE_TOGETHER(...) {PFI_RULE_TOGETHER, {__VA_ARGS__}}
 #define PFI_RULE_NEEDS(...) {PFI_RULE_NEEDS, {__VA_ARGS__}}
+#define PFI_RULE_ONE_OF(...) {PFI_RULE_ONE, {__VA_ARGS__}}
 #define PFI_RULE_END {PFI_RULE_NONE, {NULL}}
 
 /* args_max for any number of arguments. */
@@ -284,7 +266,7 @@ struct pfi_optparse {
  * after the options), 0 after printing the help, or 2 after printing a
  * usage error "pfi CMD: --NAME: 'VALUE': WHY" (a program of its own,
  * PFI_OPT_PROGRAM: "pfid: ..."). Rows of the older form (PFI_OT_CALLER)
- * are refused as unknown: a table is bound or not.
+ * are not taken.
  */
 int pfi_opt_parse(struct pfi_optparse *p, const struct pfi_cmd_help *help,
                   int argc, char **argv);
@@ -305,19 +287,6 @@ const char *pfi_opt_cmd(void);
 /* Writes a row's range as the help shows it ("[0, 0.5)", "[10s, 24h]",
  * ">= 1") into buf; "" for a row without one. */
 void pfi_opt_range_text(const struct pfi_opt *o, char *buf, size_t n);
-
-/* Prepares parsing argv[1..argc-1] (argv[0] is the command's name) with
- * help->opts, and makes help->cmd the name messages print. */
-void pfi_opt_start(struct pfi_optparse *p, const struct pfi_cmd_help *help,
-                   int argc, char **argv);
-
-/*
- * The next option's `val` with its value in optarg (NULL for none), or -1
- * at the end (optind: the first argument left). A problem (an unknown,
- * ambiguous or mistyped option, a missing or unexpected value) is printed
- * as a usage error and returns '?': the caller then exits with status 2.
- */
-int pfi_opt_next(struct pfi_optparse *p);
 
 /* Prints the help to fp. */
 void pfi_opt_print_help(const struct pfi_cmd_help *help, FILE *fp);

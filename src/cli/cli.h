@@ -27,7 +27,7 @@ enum { PFI_EXIT_OK = 0, PFI_EXIT_FAIL = 1, PFI_EXIT_USAGE = 2 };
 int pfi_cli_fail(const struct pfi_error *err);
 
 /* The command that messages name ("index", "trace summarize"); set by
- * pfi_opt_start(). NULL: messages start with "pfi:". */
+ * pfi_opt_parse(). NULL: messages start with "pfi:". */
 void pfi_cli_set_cmd(const char *cmd);
 const char *pfi_cli_cmd(void);
 

@@ -11,11 +11,16 @@
 #include "pfi/transport.h"
 #include "../lib/curl_dl.h"
 
+/* The options, bound to these (src/base/opt.h). */
+static const char *url, *tokf;
+
 static const struct pfi_opt opts[] = {
-    {"url", 'u', 0, PFI_ARG_REQ, "URL",
-     "pfid's API (default http://127.0.0.1:8470)"},
-    {"token-file", 't', 0, PFI_ARG_REQ, "FILE",
-     "bearer token for submit and cancel (mode 0600; default $PFI_TOKEN_FILE)"},
+    {.lng = "url", .arg = PFI_ARG_REQ, .argname = "URL",
+     .help = "pfid's API", .type = PFI_OT_STRING, .var = &url,
+     .def = "http://127.0.0.1:8470"},
+    PFI_OPT_STRING("token-file", 0, &tokf, "FILE",
+                   "bearer token for submit and cancel (mode 0600; default "
+                   "$PFI_TOKEN_FILE)"),
     PFI_OPT_HELP,
     PFI_OPT_END};
 
@@ -49,6 +54,10 @@ static const struct pfi_cmd_help help = {
     "refuses as bad input, HTTP 400: a node or meter level without\n"
     "--meter-config).\n",
     PFI_OPT_IN_ORDER,
+    NULL,
+    NULL,
+    0,
+    PFI_ARGS_ANY,
     NULL};
 
 struct body {
@@ -81,22 +90,11 @@ static int when(const char *s, double now, double *t) {
 }
 
 int cmd_ctl(int argc, char **argv) {
-  const char *url = "http://127.0.0.1:8470", *tokf = getenv("PFI_TOKEN_FILE");
-  int c;
+  tokf = getenv("PFI_TOKEN_FILE");
   struct pfi_optparse op;
-  pfi_opt_start(&op, &help, argc, argv);
-  while ((c = pfi_opt_next(&op)) != -1) {
-    if (c == 'u')
-      url = optarg;
-    else if (c == 't')
-      tokf = optarg;
-    else if (c == 'h') {
-      pfi_opt_print_help(&help, stdout);
-      return 0;
-    } else {
-      return PFI_EXIT_USAGE; /* said by pfi_opt_next() */
-    }
-  }
+  int ost = pfi_opt_parse(&op, &help, argc, argv);
+  if (ost != PFI_OPT_GO)
+    return ost;
   if (optind >= argc) {
     fprintf(stderr, "pfi ctl: a command is needed\n");
     pfi_opt_print_help(&help, stderr);

@@ -8,58 +8,6 @@
 #include "cli.h"
 #include "pfi/error.h"
 
-enum {
-  O_VTN = 256,
-  O_EVENTS,
-  O_SCHEDULE,
-  O_ID,
-  O_SECRET,
-  O_PROGRAM,
-  O_BASELINE,
-  O_SIMPLE,
-  O_UNIT,
-  O_LEVEL,
-  O_NOW,
-  O_SEED,
-  O_FORMAT,
-  O_EVENT,
-  O_START,
-  O_DURATION,
-  O_USAGE,
-  O_DEMAND,
-  O_BASEW,
-  O_SHED,
-  O_CONFIG,
-  O_GPUW,
-  O_OTHERW,
-  O_POWERCAP,
-  O_INTERVAL,
-  O_LIMIT,
-  O_FLOOR,
-  O_CALLBACK,
-  O_CURVES,
-  O_MAP,
-  O_TIERS,
-  O_CONTRACT,
-  O_TIER,
-  O_NOTICE,
-  O_GPN,
-  O_PFID,
-  O_PFID_TOKEN,
-  O_OVERLAP,
-  O_REPORT,
-  O_ONCE,
-  O_LOG,
-  O_OUT,
-  O_NODES,
-  O_PHOENIX,
-  O_EMULATED,
-  O_SHED_LOSS,
-  O_BMC,
-  O_LISTEN,
-  O_BEARER_FILE
-};
-
 struct opts {
   const char *vtn, *id, *secret_file, *program, *event;
   const char *events[16], *schedules[16];

@@ -22,46 +22,6 @@ void obj_opt_release(struct obj_opt *o) {
   o->obj.weight = NULL;
 }
 
-int obj_opt_handle(struct obj_opt *o, int c, const char *arg, const char *cmd) {
-  struct pfi_error err;
-  pfi_error_clear(&err);
-  switch (c) {
-  case OBJ_OPT_OBJECTIVE:
-  case OBJ_OPT_NORMALIZE: {
-    int k = c == OBJ_OPT_NORMALIZE ? PFI_OBJ_JOBS : pfi_objective_parse(arg);
-    if (k < 0)
-      return pfi_cli_usage(cmd,
-                           "--objective: unknown objective '%s' (work, "
-                           "throughput or jobs)",
-                           arg);
-    if (o->kind_given && (int)o->obj.kind != k)
-      return pfi_cli_usage(cmd,
-                           "--objective %s and --%s %s contradict each "
-                           "other (--normalize is --objective jobs)",
-                           pfi_objective_name(o->obj.kind),
-                           c == OBJ_OPT_NORMALIZE ? "normalize" : "objective",
-                           c == OBJ_OPT_NORMALIZE ? "" : arg);
-    o->obj.kind = (enum pfi_objective_kind)k;
-    o->kind_given = 1;
-    return 0;
-  }
-  case OBJ_OPT_WEIGHTS:
-    o->weights = arg;
-    return 0;
-  case OBJ_OPT_MIN_SHARE: {
-    double v;
-    if (pfi_cut_parse(arg, &v, &err) < 0)
-      return pfi_cli_usage(cmd,
-                           "--min-share: '%s' is not a share from 0 to "
-                           "below 100%% (0.5 or 50%%)",
-                           arg);
-    o->obj.min_share = v;
-    return 0;
-  }
-  }
-  return pfi_cli_usage(cmd, "unknown option");
-}
-
 int obj_opt_cb(const struct pfi_opt *row, const char *v, char *why,
                size_t n) {
   struct obj_opt *o = row->var;

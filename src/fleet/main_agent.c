@@ -93,7 +93,7 @@ static const struct pfi_opt opts[] = {
     PFI_OPT_FLAG("restore-on-exit", 0, &restore_on_exit,
                  "restore the recorded limits on exit even during an event "
                  "(default: only outside one)"),
-    {"help", 0, 0, PFI_ARG_NONE, NULL, "this text", PFI_OT_HELP},
+    {.lng = "help", .help = "this text", .type = PFI_OT_HELP},
     PFI_OPT_END};
 static const struct pfi_cmd_help help = {
     .cmd = "pfi-agent",

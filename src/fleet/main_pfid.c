@@ -109,7 +109,7 @@ static const struct pfi_opt opts[] = {
              "submission (default 7 days)",
      .type = PFI_OT_DURATION, .var = &o.event_ahead_s, .ival = PFI_DUR_ANY,
      .lo = 60, .hi = 366 * 86400.0},
-    {"help", 0, 0, PFI_ARG_NONE, NULL, "this text", PFI_OT_HELP},
+    {.lng = "help", .help = "this text", .type = PFI_OT_HELP},
     PFI_OPT_END};
 static const struct pfi_cmd_help help = {
     .cmd = "pfid",

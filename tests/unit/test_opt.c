@@ -65,7 +65,8 @@ static const struct pfi_cmd_help help = {.cmd = "t",
                                          .args = "FILE"};
 
 static const struct pfi_opt_rule req_rules[] = {
-    PFI_RULE_REQUIRED("out", "int"), PFI_RULE_END};
+    PFI_RULE_REQUIRED("out", "int"), PFI_RULE_ONE_OF("flag", "set", "verbose"),
+    PFI_RULE_END};
 static const struct pfi_cmd_help help_req = {
     .cmd = "r", .opts = opts, .rules = req_rules, .args_max = PFI_ARGS_ANY};
 
@@ -220,7 +221,13 @@ static void rules_and_args(void **state) {
   ASSERT_EQ_INT(run(&help_req, ""), 2);
   assert_string_equal(err, "pfi r: one of --out or --int is required\n"
                            "Try 'pfi r --help'.\n");
-  ASSERT_EQ_INT(run(&help_req, "--int 1 a b c d"), PFI_OPT_GO);
+  ASSERT_EQ_INT(run(&help_req, "--int 1"), 2);
+  assert_string_equal(err, "pfi r: exactly one of --flag, --set or --verbose "
+                           "is required\nTry 'pfi r --help'.\n");
+  ASSERT_EQ_INT(run(&help_req, "--int 1 -v -f"), 2);
+  assert_string_equal(err, "pfi r: --flag and --verbose exclude each other\n"
+                           "Try 'pfi r --help'.\n");
+  ASSERT_EQ_INT(run(&help_req, "--int 1 -v a b c d"), PFI_OPT_GO);
 }
 
 static void getopt_errors(void **state) {
