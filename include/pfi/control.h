@@ -64,6 +64,12 @@ const char *pfi_ctl_reason_name(int reason);
 /* Reason by name, or -1. */
 int pfi_ctl_reason_parse(const char *name);
 
+/* The range of a margin (margin, recovery_margin), the one every option
+ * that sets one states: from PFI_CTL_MARGIN_MIN up to, not including,
+ * PFI_CTL_MARGIN_MAX. */
+#define PFI_CTL_MARGIN_MIN 0.0
+#define PFI_CTL_MARGIN_MAX 0.5
+
 /* Tunables. pfi_ctl_config_init() sets the documented defaults. */
 struct pfi_ctl_config {
   double period_s;      /* control period, s (default 1) */

@@ -30,13 +30,12 @@ int pfi_cli_status(int code) {
   }
 }
 
-static const char *cli_cmd;
+void pfi_cli_set_cmd(const char *cmd) { pfi_opt_set_cmd(cmd); }
 
-void pfi_cli_set_cmd(const char *cmd) { cli_cmd = cmd; }
-
-const char *pfi_cli_cmd(void) { return cli_cmd; }
+const char *pfi_cli_cmd(void) { return pfi_opt_cmd(); }
 
 static void put_prefix(void) {
+  const char *cli_cmd = pfi_opt_cmd();
   if (cli_cmd)
     fprintf(stderr, "pfi %s: ", cli_cmd);
   else

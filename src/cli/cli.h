@@ -10,6 +10,7 @@
 #include "pfi/duration.h" /* durations: pfi_parse_duration() */
 #include "pfi/error.h"
 #include "pfi/restab.h" /* result tables: pfi_cli_print_table() */
+#include "opt.h"          /* options, pfi_suggest() */
 
 /* Exit statuses, the same for every command (README.md, `pfi help`): 0 ok,
  * 1 failure at run time, 2 bad usage or bad input. */
@@ -26,7 +27,7 @@ enum { PFI_EXIT_OK = 0, PFI_EXIT_FAIL = 1, PFI_EXIT_USAGE = 2 };
 int pfi_cli_fail(const struct pfi_error *err);
 
 /* The command that messages name ("index", "trace summarize"); set by
- * pfi_opt_start(). NULL: messages start with "pfi:". */
+ * pfi_opt_parse(). NULL: messages start with "pfi:". */
 void pfi_cli_set_cmd(const char *cmd);
 const char *pfi_cli_cmd(void);
 
@@ -60,6 +61,11 @@ int pfi_cli_print_table(const struct pfi_restab *t, enum pfi_format fmt);
 
 /* Set by --wide (PFI_OPT_WIDE): terminal tables at their full width. */
 extern int pfi_cli_wide;
+/* --wide, bound to pfi_cli_wide: a row of every command printing tables. */
+#define PFI_OPT_WIDE                                                           \
+  PFI_OPT_FLAG("wide", 0, &pfi_cli_wide,                                       \
+               "tables at their full width, not fitted to the terminal's "    \
+               "($COLUMNS, else the terminal's, else 80 columns)")
 
 /* Prints `j` to stdout (indented, keys in insertion order, newline) and
  * decrefs it. Returns 0, or 1 when writing failed. */
@@ -121,18 +127,7 @@ int pfi_cli_input(const char *what, const char *path);
 /* True when `s` is "-h" or "--help". */
 int pfi_cli_is_help(const char *s);
 
-/* Optimal string alignment distance between a and b: the fewest single
- * character insertions, deletions, substitutions and transpositions of two
- * neighbours that turn one into the other ("simulat" -> "simulate": 1;
- * "stpe" -> "step": 1). (size_t)-1 when out of memory. */
-size_t pfi_cli_edit_distance(const char *a, const char *b);
-
-/* The names of `names[0..n)` nearest `name` by pfi_cli_edit_distance(),
- * when near enough to be a typo (at most 2 edits, and at most a third of
- * name's length, at least 1): up to `max` of them, all at the smallest
- * distance, in the table's order, into out[]. Returns how many. */
-size_t pfi_cli_suggest(const char *name, const char *const *names, size_t n,
-                       const char **out, size_t max);
+/* "Did you mean": pfi_edit_distance() and pfi_suggest() (src/base/opt.h). */
 
 /* Parses a comma-separated strategy list into strat[] (at most
  * PFI_STRAT__COUNT, no repeats); NULL gives the default: oracle, equal and,

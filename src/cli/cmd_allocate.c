@@ -17,35 +17,60 @@
 #include "pfi/objective.h"
 #include "pfi/oracle.h"
 
+/* The options, bound to these (src/base/opt.h). */
+static const char *curves, *features, *cut_s, *strat_s, *model_path, *pfeat,
+    *map, *plan_path, *gpu_map, *budget_s;
+static int true_pfi, curve_fit, fmt;
+static struct obj_opt ob;
+
+static const struct pfi_opt_word fits[] = {
+    {"monotone", PFI_CURVE_MONOTONE}, {"raw", PFI_CURVE_RAW}, {NULL, 0}};
+
+static struct noise_opt nopt; /* --noise */
 static const struct pfi_opt opts[] = {
-    {"curves", 'c', 0, PFI_ARG_REQ, "FILE",
-     "curves CSV (job, cap_w, power_w, tokens_per_s)"},
-    {"features", 'f', 0, PFI_ARG_REQ, "FILE", "features CSV with a job column"},
-    {"cut", 'r', 0, PFI_ARG_REQ, "R", "the cut: 0.3 or 30%"},
-    {"budget", 'B', 0, PFI_ARG_REQ, "P",
-     "instead of --cut: the jobs' total power, 150kW, 2.5MW or 90000W"},
-    {"strategy", 's', 0, PFI_ARG_REQ, "S", "one of the strategies above"},
-    {"model", 'm', 0, PFI_ARG_REQ, "FILE", "a model saved by pfi fit --output"},
-    {"true-pfi", 't', 0, PFI_ARG_NONE, NULL, "use the curves' own PFI"},
-    {"pfi-features", 'P', 0, PFI_ARG_REQ, "L",
-     "features of the fitted model (comma-separated)"},
-    {"map", 'M', 0, PFI_ARG_REQ, "MAP",
-     "curves column mapping NAME=COLUMN,..."},
-    {"plan", 'L', 0, PFI_ARG_REQ, "FILE",
-     "also write the cap plan (docs/plan.md) to FILE, for pfi cap --plan FILE "
-     "--db STORE"},
-    {"gpu-map", 'G', 0, PFI_ARG_REQ, "FILE",
-     "CSV job,gpu_ids (e.g. 0;1;2;3 or 0-3): each job's GPUs in the plan"},
-    {"curve", 'K', 0, PFI_ARG_REQ, "FIT",
-     "monotone (default: a curve whose power or throughput falls as the cap "
-     "rises is decided on its monotone fit; the PFI stays the raw points') "
-     "or raw"},
-    {"format", 'F', 0, PFI_ARG_REQ, "F", "table (default), csv or json"},
-    OBJ_OPTS,
-    NOISE_OPT_ROW,
+    PFI_OPT_STRING("curves", 0, &curves, "FILE",
+                   "curves CSV (job, cap_w, power_w, tokens_per_s)"),
+    PFI_OPT_STRING("features", 0, &features, "FILE",
+                   "features CSV with a job column"),
+    PFI_OPT_STRING("cut", 0, &cut_s, "R", "the cut: 0.3 or 30%"),
+    PFI_OPT_STRING("budget", 0, &budget_s, "P",
+                   "instead of --cut: the jobs' total power, 150kW, 2.5MW or "
+                   "90000W"),
+    {.lng = "strategy", .arg = PFI_ARG_REQ, .argname = "S",
+     .help = "one of the strategies above", .type = PFI_OT_STRING,
+     .var = &strat_s, .def = "oracle"},
+    PFI_OPT_STRING("model", 0, &model_path, "FILE",
+                   "a model saved by pfi fit --output"),
+    PFI_OPT_FLAG("true-pfi", 0, &true_pfi, "use the curves' own PFI"),
+    PFI_OPT_STRING("pfi-features", 0, &pfeat, "L",
+                   "features of the fitted model (comma-separated)"),
+    PFI_OPT_STRING("map", 0, &map, "MAP",
+                   "curves column mapping NAME=COLUMN,..."),
+    PFI_OPT_STRING("plan", 0, &plan_path, "FILE",
+                   "also write the cap plan (docs/plan.md) to FILE, for pfi "
+                   "cap --plan FILE --db STORE"),
+    PFI_OPT_STRING("gpu-map", 0, &gpu_map, "FILE",
+                   "CSV job,gpu_ids (e.g. 0;1;2;3 or 0-3): each job's GPUs in "
+                   "the plan"),
+    {.lng = "curve", .arg = PFI_ARG_REQ, .argname = "FIT",
+     .help = "monotone (a curve whose power or throughput falls as the cap "
+             "rises is decided on its monotone fit; the PFI stays the raw "
+             "points') or raw",
+     .type = PFI_OT_CHOICE, .var = &curve_fit, .words = fits,
+     .def = "monotone"},
+    {.lng = "format", .arg = PFI_ARG_REQ, .argname = "F",
+     .help = "table, csv or json", .type = PFI_OT_CHOICE, .var = &fmt,
+     .words = pfi_opt_formats, .def = "table"},
+    OBJ_OPTS_BOUND(&ob),
+    NOISE_OPT_BOUND(&nopt),
     PFI_OPT_WIDE,
     PFI_OPT_HELP,
     PFI_OPT_END};
+
+static const struct pfi_opt_rule rules[] = {
+    PFI_RULE_REQUIRED("curves"), PFI_RULE_ONE_OF("cut", "budget"),
+    PFI_RULE_NEEDS("gpu-map", "plan"), PFI_RULE_EXCLUSIVE("model", "true-pfi"),
+    PFI_RULE_END};
 
 static const struct pfi_cmd_help help = {
     "allocate",
@@ -94,108 +119,28 @@ static const struct pfi_cmd_help help = {
     "uncapped). The CSV has a column objective. Exit status 0 ok, 1 run-time failure, 2 bad usage,\n"
     "bad input or an infeasible cut.\n",
     0,
+    NULL,
+    rules,
+    0,
+    0,
     NULL};
 
 int cmd_allocate(int argc, char **argv) {
-  const char *curves = NULL, *features = NULL, *cut_s = NULL,
-             *strat_s = "oracle", *model_path = NULL, *pfeat = NULL,
-             *map = NULL, *plan_path = NULL, *gpu_map = NULL;
-  const char *budget_s = NULL;
-  int true_pfi = 0;
-  enum pfi_curve_fit curve_fit = PFI_CURVE_MONOTONE;
-  enum pfi_format fmt = PFI_FMT_TABLE;
-  struct obj_opt ob;
   obj_opt_init(&ob);
-  struct pfi_noise nz;
-  int have_nz = 0;
-  int o;
   struct pfi_optparse op;
-  pfi_opt_start(&op, &help, argc, argv);
-  while ((o = pfi_opt_next(&op)) != -1) {
-    switch (o) {
-    case OBJ_OPT_OBJECTIVE:
-    case OBJ_OPT_NORMALIZE:
-    case OBJ_OPT_WEIGHTS:
-    case OBJ_OPT_MIN_SHARE:
-      if (obj_opt_handle(&ob, o, optarg, "allocate") != 0)
-        return PFI_EXIT_USAGE;
-      break;
-    case NOISE_OPT:
-      if (noise_opt_parse("allocate", optarg, &nz) != 0)
-        return PFI_EXIT_USAGE;
-      have_nz = 1;
-      break;
-    case 'B':
-      budget_s = optarg;
-      break;
-    case 'c':
-      curves = optarg;
-      break;
-    case 'f':
-      features = optarg;
-      break;
-    case 'r':
-      cut_s = optarg;
-      break;
-    case 's':
-      strat_s = optarg;
-      break;
-    case 'm':
-      model_path = optarg;
-      break;
-    case 't':
-      true_pfi = 1;
-      break;
-    case 'K':
-      if (pfi_curve_fit_parse(optarg, &curve_fit) < 0)
-        return pfi_cli_usage(
-            "allocate", "--curve must be monotone or raw, not '%s'", optarg);
-      break;
-    case 'P':
-      pfeat = optarg;
-      break;
-    case 'M':
-      map = optarg;
-      break;
-    case 'L':
-      plan_path = optarg;
-      break;
-    case 'G':
-      gpu_map = optarg;
-      break;
-    case 'F':
-      if (pfi_cli_format("allocate", optarg,
-                         PFI_FMT_ALLOW_TABLE | PFI_FMT_ALLOW_CSV |
-                             PFI_FMT_ALLOW_JSON,
-                         &fmt))
-        return PFI_EXIT_USAGE;
-      break;
-    case 'h':
-      pfi_opt_print_help(&help, stdout);
-      return PFI_EXIT_OK;
-    default: /* said by pfi_opt_next() */
-      return PFI_EXIT_USAGE;
-    }
-  }
-  if (optind < argc)
-    return pfi_cli_usage("allocate", "unexpected argument '%s'", argv[optind]);
-  if (!curves)
-    return pfi_cli_usage("allocate", "--curves FILE is required");
+  int ost = pfi_opt_parse(&op, &help, argc, argv);
+  if (ost != PFI_OPT_GO)
+    return ost;
+  struct pfi_noise nz = nopt.nz;
+  int have_nz = nopt.given;
   if (pfi_cli_input("--curves", curves) ||
       pfi_cli_input("--features", features) ||
       pfi_cli_input("--model", model_path) ||
       pfi_cli_input("--gpu-map", gpu_map))
     return PFI_EXIT_USAGE;
-  if (!cut_s && !budget_s)
-    return pfi_cli_usage("allocate", "--cut R (0.3 or 30%%) or --budget P "
-                                     "(150kW) is required");
-  if (cut_s && budget_s)
-    return pfi_cli_usage("allocate", "--cut and --budget exclude each other");
   int s = pfi_strategy_parse(strat_s);
   if (s < 0)
     return pfi_cli_usage("allocate", "unknown strategy '%s'", strat_s);
-  if (gpu_map && !plan_path)
-    return pfi_cli_usage("allocate", "--gpu-map needs --plan FILE");
   if ((s == PFI_STRAT_PFI_AWARE || s == PFI_STRAT_PFI_CURVE) && !true_pfi &&
       !features)
     return pfi_cli_usage("allocate",
@@ -204,9 +149,6 @@ int cmd_allocate(int argc, char **argv) {
                          "fitted on them), or --true-pfi to use the curves' "
                          "own PFI",
                          strat_s);
-  if (model_path && true_pfi)
-    return pfi_cli_usage("allocate", "--model and --true-pfi exclude each "
-                                     "other");
   struct pfi_error err;
   pfi_error_clear(&err);
   double cut = 0, budget = 0;

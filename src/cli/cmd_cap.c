@@ -14,32 +14,47 @@
 #include "pfi/plan.h"
 #include "pfi/store.h"
 
+/* The options, bound to these (src/base/opt.h). */
+static const char *backend, *params, *gpus_arg, *db, *plan_path;
+static double set_w;
+static int reset, dry, force, format;
+
 static const struct pfi_opt opts[] = {
-    {"backend", 'b', 0, PFI_ARG_REQ, "B",
-     "nvml or emu (default: $PFI_BACKEND, else nvml; never the emulator "
-     "unless named)"},
-    {"params", 'p', 0, PFI_ARG_REQ, "P",
-     "backend parameters, e.g. for emu profile=h100,gpus=4"},
-    {"gpus", 'g', 0, PFI_ARG_REQ, "LIST",
-     "GPU indices: all (default), 0,2,5 or ranges 0-3"},
-    {"set", 's', 0, PFI_ARG_REQ, "W",
-     "the new limit in watts (e.g. 500 or 412.5)"},
-    {"reset", 'r', 0, PFI_ARG_NONE, NULL, "the GPUs' default limits"},
-    {"plan", 'P', 0, PFI_ARG_REQ, "FILE",
-     "a cap plan (pfi allocate --plan; docs/plan.md): each job's cap on each "
-     "of its GPUs, all or none; needs --db (pfi restore --db STORE puts every "
-     "GPU back to the limit it had before)"},
-    {"db", 'd', 0, PFI_ARG_REQ, "FILE",
-     "record the change in FILE for pfi restore --db FILE"},
-    {"dry-run", 'n', 0, PFI_ARG_NONE, NULL,
-     "check and print the changes without making them"},
-    {"force", 'F', 0, PFI_ARG_NONE, NULL,
-     "change GPUs a running sweep holds (the sweep will still restore its own "
-     "starting limit when it ends)"},
-    {"format", 'f', 0, PFI_ARG_REQ, "F", "table (default), csv or json"},
+    PFI_OPT_STRING("backend", 0, &backend, "B",
+                   "nvml or emu (default: $PFI_BACKEND, else nvml; never the "
+                   "emulator unless named)"),
+    PFI_OPT_STRING("params", 0, &params, "P",
+                   "backend parameters, e.g. for emu profile=h100,gpus=4"),
+    {.lng = "gpus", .arg = PFI_ARG_REQ, .argname = "LIST",
+     .help = "GPU indices: all, 0,2,5 or ranges 0-3", .type = PFI_OT_STRING,
+     .var = &gpus_arg, .def = "all"},
+    /* 10 kW is far above any GPU's limit and keeps the conversion to
+     * integer milliwatts exact in 32 bits. */
+    PFI_OPT_NUMBER("set", &set_w, 0, 10000, PFI_RANGE_LO_OPEN, "W",
+                   "the new limit in watts (e.g. 500 or 412.5)"),
+    PFI_OPT_FLAG("reset", 0, &reset, "the GPUs' default limits"),
+    PFI_OPT_STRING("plan", 0, &plan_path, "FILE",
+                   "a cap plan (pfi allocate --plan; docs/plan.md): each "
+                   "job's cap on each of its GPUs, all or none; needs --db "
+                   "(pfi restore --db STORE puts every GPU back to the limit "
+                   "it had before)"),
+    PFI_OPT_STRING("db", 0, &db, "FILE",
+                   "record the change in FILE for pfi restore --db FILE"),
+    PFI_OPT_FLAG("dry-run", 0, &dry,
+                 "check and print the changes without making them"),
+    PFI_OPT_FLAG("force", 0, &force,
+                 "change GPUs a running sweep holds (the sweep will still "
+                 "restore its own starting limit when it ends)"),
+    {.lng = "format", .arg = PFI_ARG_REQ, .argname = "F",
+     .help = "table, csv or json", .type = PFI_OT_CHOICE, .var = &format,
+     .words = pfi_opt_formats, .def = "table"},
     PFI_OPT_WIDE,
     PFI_OPT_HELP,
     PFI_OPT_END};
+
+static const struct pfi_opt_rule rules[] = {
+    PFI_RULE_ONE_OF("set", "reset", "plan"),
+    PFI_RULE_NEEDS("params", "backend"), PFI_RULE_END};
 
 static const struct pfi_cmd_help help = {
     "cap",
@@ -81,6 +96,10 @@ static const struct pfi_cmd_help help = {
     "ok, 1 a device error (no permission, GPU lost; the message says which\n"
     "GPUs were restored) or a GPU held by a running sweep, 2 bad usage or "
     "a target outside a GPU's range.\n",
+    0,
+    NULL,
+    rules,
+    0,
     0,
     NULL};
 
@@ -157,12 +176,10 @@ static void plan_target(const struct pfi_plan *plan, struct item *it) {
 }
 
 int cmd_cap(int argc, char **argv) {
-  const char *backend = NULL, *params = NULL, *chosen = NULL;
-  const char *gpus_arg = "all", *set_arg = NULL, *db = NULL, *plan_path = NULL;
+  const char *chosen = NULL;
   struct pfi_plan plan;
   pfi_plan_init(&plan);
-  int reset = 0, dry = 0, force = 0, status = 0, c, rc = 0;
-  enum pfi_format format = PFI_FMT_TABLE;
+  int status = 0, rc = 0;
   struct pfi_device *dev = NULL;
   struct pfi_error err;
   unsigned *gpus = NULL;
@@ -175,76 +192,20 @@ int cmd_cap(int argc, char **argv) {
   uint32_t set_mw = 0;
   pfi_error_clear(&err);
   struct pfi_optparse op;
-  pfi_opt_start(&op, &help, argc, argv);
-  while ((c = pfi_opt_next(&op)) != -1) {
-    switch (c) {
-    case 'b':
-      backend = optarg;
-      break;
-    case 'p':
-      params = optarg;
-      break;
-    case 'g':
-      gpus_arg = optarg;
-      break;
-    case 's':
-      set_arg = optarg;
-      break;
-    case 'r':
-      reset = 1;
-      break;
-    case 'n':
-      dry = 1;
-      break;
-    case 'F':
-      force = 1;
-      break;
-    case 'd':
-      db = optarg;
-      break;
-    case 'P':
-      plan_path = optarg;
-      break;
-    case 'f':
-      if ((status = pfi_cli_format("cap", optarg,
-                                   PFI_FMT_ALLOW_TABLE | PFI_FMT_ALLOW_CSV |
-                                       PFI_FMT_ALLOW_JSON,
-                                   &format)))
-        return status;
-      break;
-    case 'h':
-      pfi_opt_print_help(&help, stdout);
-      return 0;
-    default: /* said by pfi_opt_next() */
-      return PFI_EXIT_USAGE;
-    }
-  }
-  if (optind < argc)
-    return pfi_cli_usage("cap", "unexpected argument '%s'", argv[optind]);
-  if (!!set_arg + reset + !!plan_path != 1)
-    return pfi_cli_usage(
-        "cap", "give exactly one of --set W, --reset and --plan FILE");
+  int ost = pfi_opt_parse(&op, &help, argc, argv);
+  if (ost != PFI_OPT_GO)
+    return ost;
   if (plan_path && strcmp(gpus_arg, "all") != 0)
     return pfi_cli_usage("cap", "--plan names the GPUs itself; drop --gpus");
   if (plan_path && !db && !dry)
     return pfi_cli_usage("cap", "--plan needs --db STORE: the limits found are "
                                 "recorded there, and pfi restore --db STORE "
                                 "puts every GPU back");
-  if (params && !backend)
-    return pfi_cli_usage("cap", "--params needs --backend");
   if (pfi_cli_input("--plan", plan_path))
     return PFI_EXIT_USAGE;
-  if (set_arg) {
-    double w;
-    /* Watts to integer milliwatts; 10 kW is far above any GPU's limit and
-     * keeps the conversion exact in 32 bits. */
-    if (pfi_cli_parse_double(set_arg, &w) != 0 || !(w > 0.0) || w > 10000.0)
-      return pfi_cli_usage("cap",
-                           "--set: '%s' is not a power in watts (0 < W <= "
-                           "10000)",
-                           set_arg);
-    set_mw = (uint32_t)llround(w * 1000.0);
-  }
+  /* Watts to integer milliwatts (--set's range keeps it exact). */
+  if (pfi_opt_given(&op, "set"))
+    set_mw = (uint32_t)llround(set_w * 1000.0);
 
   rc = pfi__cli_open_device("cap", backend, params, &dev, &chosen, &err);
   if (rc == 0)

@@ -20,48 +20,77 @@
 #include "pfi/monotone.h"
 #include "pfi/report.h"
 
+/* The options, bound to these (src/base/opt.h). */
+static const char *curves, *strat_s, *map, *unit, *plot_path, *features,
+    *model_path, *pfeat;
+static int true_pfi, curve_fit, fmt;
+static unsigned long steps, draws, seed;
+static struct obj_opt ob;
+
+static const struct pfi_opt_word fits[] = {
+    {"monotone", PFI_CURVE_MONOTONE}, {"raw", PFI_CURVE_RAW}, {NULL, 0}};
+
+static struct noise_opt nopt; /* --noise */
 static const struct pfi_opt opts[] = {
-    {"curves", 'c', 0, PFI_ARG_REQ, "FILE",
-     "curves CSV (job, cap_w, power_w, tokens_per_s)"},
-    {"true-pfi", 't', 0, PFI_ARG_NONE, NULL,
-     "PFI of pfi-aware / pfi-curve: each curve's own ratio PFI, with its Monte "
-     "Carlo 95 % interval propagated: the loss and the quote are given as the "
-     "range over runs with every PFI at its interval's ends. A job without a "
-     "ratio PFI (no cap bound beyond noise) gets PFI 0: nothing is taken from "
-     "it first."},
-    {"features", 'f', 0, PFI_ARG_REQ, "FILE",
-     "PFI of pfi-aware / pfi-curve estimated from these telemetry features "
-     "(a job column) by --model, or by a model on --pfi-features fitted to "
-     "the curves' own PFI; the model's 95 % prediction interval is "
-     "propagated as with --true-pfi"},
-    {"model", 'm', 0, PFI_ARG_REQ, "FILE", "a model saved by pfi fit --output"},
-    {"pfi-features", 'P', 0, PFI_ARG_REQ, "L",
-     "features of the fitted model (comma-separated; default "
-     "dram_copy_product)"},
-    {"strategy", 's', 0, PFI_ARG_REQ, "LIST",
-     "comma-separated strategies (oracle, equal, pfi-aware, pfi-curve)"},
-    OBJ_OPTS,
-    {"steps", 'n', 0, PFI_ARG_REQ, "N",
-     "ladder steps from no cut to the largest (default 20)"},
-    {"ci", 'i', 0, PFI_ARG_REQ, "N",
-     "Monte Carlo draws of the PFI interval (default 2000)"},
-    {"seed", 'S', 0, PFI_ARG_REQ, "S", "seed of the draws (default 1)"},
-    {"map", 'M', 0, PFI_ARG_REQ, "MAP",
-     "curves column mapping (docs/formats.md)"},
-    {"unit", 'u', 0, PFI_ARG_REQ, "NAME",
-     "the throughput's unit in the output (default: as read, e.g. tokens/s or "
-     "1/time_per_epoch)"},
-    {"plot", 'p', 0, PFI_ARG_REQ, "FILE.svg",
-     "draw loss against shed (needs gnuplot)"},
-    {"curve", 'K', 0, PFI_ARG_REQ, "FIT",
-     "monotone (default: a curve whose power or throughput falls as the cap "
-     "rises is decided on its monotone fit; the PFI stays the raw points') "
-     "or raw"},
-    {"format", 'F', 0, PFI_ARG_REQ, "F", "table (default), csv or json"},
-    NOISE_OPT_ROW,
+    PFI_OPT_STRING("curves", 0, &curves, "FILE",
+                   "curves CSV (job, cap_w, power_w, tokens_per_s)"),
+    PFI_OPT_FLAG("true-pfi", 0, &true_pfi,
+                 "PFI of pfi-aware / pfi-curve: each curve's own ratio PFI, "
+                 "with its Monte Carlo 95 % interval propagated: the loss and "
+                 "the quote are given as the range over runs with every PFI "
+                 "at its interval's ends. A job without a ratio PFI (no cap "
+                 "bound beyond noise) gets PFI 0: nothing is taken from it "
+                 "first."),
+    PFI_OPT_STRING("features", 0, &features, "FILE",
+                   "PFI of pfi-aware / pfi-curve estimated from these "
+                   "telemetry features (a job column) by --model, or by a "
+                   "model on --pfi-features fitted to the curves' own PFI; the "
+                   "model's 95 % prediction interval is propagated as with "
+                   "--true-pfi"),
+    PFI_OPT_STRING("model", 0, &model_path, "FILE",
+                   "a model saved by pfi fit --output"),
+    PFI_OPT_STRING("pfi-features", 0, &pfeat, "L",
+                   "features of the fitted model (comma-separated; default "
+                   "dram_copy_product)"),
+    PFI_OPT_STRING("strategy", 0, &strat_s, "LIST",
+                   "comma-separated strategies (oracle, equal, pfi-aware, "
+                   "pfi-curve)"),
+    OBJ_OPTS_BOUND(&ob),
+    {.lng = "steps", .arg = PFI_ARG_REQ, .argname = "N",
+     .help = "ladder steps from no cut to the largest", .type = PFI_OT_ULONG,
+     .var = &steps, .lo = 1, .hi = 10000, .def = "20"},
+    {.lng = "ci", .arg = PFI_ARG_REQ, .argname = "N",
+     .help = "Monte Carlo draws of the PFI interval", .type = PFI_OT_ULONG,
+     .var = &draws, .lo = 1, .hi = 1000000, .def = "2000"},
+    {.lng = "seed", .arg = PFI_ARG_REQ, .argname = "S",
+     .help = "seed of the draws", .type = PFI_OT_ULONG, .var = &seed,
+     .def = "1"},
+    PFI_OPT_STRING("map", 0, &map, "MAP",
+                   "curves column mapping (docs/formats.md)"),
+    PFI_OPT_STRING("unit", 0, &unit, "NAME",
+                   "the throughput's unit in the output (default: as read, "
+                   "e.g. tokens/s or 1/time_per_epoch)"),
+    PFI_OPT_STRING("plot", 0, &plot_path, "FILE.svg",
+                   "draw loss against shed (needs gnuplot)"),
+    {.lng = "curve", .arg = PFI_ARG_REQ, .argname = "FIT",
+     .help = "monotone (a curve whose power or throughput falls as the cap "
+             "rises is decided on its monotone fit; the PFI stays the raw "
+             "points') or raw",
+     .type = PFI_OT_CHOICE, .var = &curve_fit, .words = fits,
+     .def = "monotone"},
+    {.lng = "format", .arg = PFI_ARG_REQ, .argname = "F",
+     .help = "table, csv or json", .type = PFI_OT_CHOICE, .var = &fmt,
+     .words = pfi_opt_formats, .def = "table"},
+    NOISE_OPT_BOUND(&nopt),
     PFI_OPT_WIDE,
     PFI_OPT_HELP,
     PFI_OPT_END};
+
+static const struct pfi_opt_rule rules[] = {
+    PFI_RULE_REQUIRED("curves"), PFI_RULE_EXCLUSIVE("features", "true-pfi"),
+    PFI_RULE_NEEDS("model", "features"),
+    PFI_RULE_NEEDS("pfi-features", "features"),
+    PFI_RULE_EXCLUSIVE("model", "pfi-features"), PFI_RULE_END};
 
 static const struct pfi_cmd_help help = {
     "capacity",
@@ -99,6 +128,10 @@ static const struct pfi_cmd_help help = {
     opts,
     "Exit status 0 ok, 1 run-time failure, 2 bad usage or bad input.\n",
     0,
+    NULL,
+    rules,
+    0,
+    0,
     NULL};
 
 #define MAXS PFI_STRAT__COUNT
@@ -134,112 +167,17 @@ static int plot(const char *path, const struct pfi_capacity *cap, size_t ns,
 }
 
 int cmd_capacity(int argc, char **argv) {
-  const char *curves = NULL, *strat_s = NULL, *map = NULL, *unit = NULL,
-             *plot_path = NULL, *features = NULL, *model_path = NULL,
-             *pfeat = NULL;
-  int true_pfi = 0;
-  enum pfi_curve_fit curve_fit = PFI_CURVE_MONOTONE;
-  struct obj_opt ob;
   obj_opt_init(&ob);
-  struct pfi_noise nz;
-  int have_nz = 0;
-  unsigned long steps = 20, draws = 2000, seed = 1;
-  enum pfi_format fmt = PFI_FMT_TABLE;
-  int o;
   struct pfi_optparse op;
-  pfi_opt_start(&op, &help, argc, argv);
-  while ((o = pfi_opt_next(&op)) != -1) {
-    switch (o) {
-    case NOISE_OPT:
-      if (noise_opt_parse("capacity", optarg, &nz) != 0)
-        return PFI_EXIT_USAGE;
-      have_nz = 1;
-      break;
-    case 'c':
-      curves = optarg;
-      break;
-    case 't':
-      true_pfi = 1;
-      break;
-    case 'K':
-      if (pfi_curve_fit_parse(optarg, &curve_fit) < 0)
-        return pfi_cli_usage(
-            "capacity", "--curve must be monotone or raw, not '%s'", optarg);
-      break;
-    case 's':
-      strat_s = optarg;
-      break;
-    case 'f':
-      features = optarg;
-      break;
-    case 'm':
-      model_path = optarg;
-      break;
-    case 'P':
-      pfeat = optarg;
-      break;
-    case OBJ_OPT_OBJECTIVE:
-    case OBJ_OPT_NORMALIZE:
-    case OBJ_OPT_WEIGHTS:
-    case OBJ_OPT_MIN_SHARE:
-      if (obj_opt_handle(&ob, o, optarg, "capacity") != 0)
-        return PFI_EXIT_USAGE;
-      break;
-    case 'n':
-      if (pfi_cli_parse_ulong(optarg, &steps) < 0 || steps < 1 || steps > 10000)
-        return pfi_cli_usage("capacity", "--steps: expected 1..10000, got '%s'",
-                             optarg);
-      break;
-    case 'i':
-      if (pfi_cli_parse_ulong(optarg, &draws) < 0 || draws < 1 ||
-          draws > 1000000)
-        return pfi_cli_usage("capacity", "--ci: expected 1..1000000, got '%s'",
-                             optarg);
-      break;
-    case 'S':
-      if (pfi_cli_parse_ulong(optarg, &seed) < 0)
-        return pfi_cli_usage("capacity", "--seed: not a number: '%s'", optarg);
-      break;
-    case 'M':
-      map = optarg;
-      break;
-    case 'u':
-      unit = optarg;
-      break;
-    case 'p':
-      plot_path = optarg;
-      break;
-    case 'F':
-      if (pfi_cli_format("capacity", optarg,
-                         PFI_FMT_ALLOW_TABLE | PFI_FMT_ALLOW_CSV |
-                             PFI_FMT_ALLOW_JSON,
-                         &fmt))
-        return PFI_EXIT_USAGE;
-      break;
-    case 'h':
-      pfi_opt_print_help(&help, stdout);
-      return PFI_EXIT_OK;
-    default: /* said by pfi_opt_next() */
-      return PFI_EXIT_USAGE;
-    }
-  }
-  if (optind < argc)
-    return pfi_cli_usage("capacity", "unexpected argument '%s'", argv[optind]);
-  if (!curves)
-    return pfi_cli_usage("capacity", "--curves FILE is required");
+  int ost = pfi_opt_parse(&op, &help, argc, argv);
+  if (ost != PFI_OPT_GO)
+    return ost;
+  struct pfi_noise nz = nopt.nz;
+  int have_nz = nopt.given;
   if (pfi_cli_input("--curves", curves) ||
       pfi_cli_input("--features", features) ||
       pfi_cli_input("--model", model_path))
     return PFI_EXIT_USAGE;
-  if (features && true_pfi)
-    return pfi_cli_usage("capacity", "--features and --true-pfi exclude each "
-                                     "other");
-  if ((model_path || pfeat) && !features)
-    return pfi_cli_usage("capacity", "%s needs --features FILE",
-                         model_path ? "--model" : "--pfi-features");
-  if (model_path && pfeat)
-    return pfi_cli_usage("capacity", "--model and --pfi-features exclude "
-                                     "each other");
   int have_pfi = true_pfi || features != NULL;
   int strat[MAXS];
   size_t ns = 0;

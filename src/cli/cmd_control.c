@@ -16,52 +16,95 @@
 #include "pfi/records.h"
 #include "pfi/stats.h"
 
+/* The options, bound to these (src/base/opt.h); cfg holds the
+ * controller's defaults (pfi_ctl_config_init()) before parsing. */
+static const char *cluster, *target, *records, *series, *outfile;
+static double start, ramp, hold, tail, notice = NAN;
+static unsigned long seed, nseeds;
+static int compare = 1, phoenix, format;
+static struct pfi_ctl_config cfg;
+
+static const struct pfi_opt_word objectives[] = {
+    {"work", PFI_OBJ_WORK},
+    {"throughput", PFI_OBJ_THROUGHPUT},
+    {"jobs", PFI_OBJ_JOBS},
+    {NULL, 0}};
+static const struct pfi_opt_word bits[] = {{"0", 0}, {"1", 1}, {NULL, 0}};
+
+/* A duration of the event's timeline. */
+#define SPAN(l, v, an, h, d)                                                   \
+  {.lng = l, .arg = PFI_ARG_REQ, .argname = an, .help = h,                     \
+   .type = PFI_OT_DURATION, .var = v, .ival = PFI_DUR_ANY, .def = d}
+/* A margin: the controller's range (include/pfi/control.h). */
+#define MARGIN(l, v, h)                                                        \
+  PFI_OPT_NUMBER(l, v, PFI_CTL_MARGIN_MIN, PFI_CTL_MARGIN_MAX,                 \
+                 PFI_RANGE_HI_OPEN, "M", h)
+
 static const struct pfi_opt opts[] = {
-    {"emulate", 'e', 0, PFI_ARG_REQ, "CLUSTER",
-     "the emulated cluster: a file or inline pairs, or 'default' (above)"},
-    {"target", 't', 0, PFI_ARG_REQ, "T", "the event's power target (above)"},
-    {"phoenix", 'P', 0, PFI_ARG_NONE, NULL,
-     "the Phoenix event of 2025-05-04 instead of --target (above)"},
-    {"start", 'S', 0, PFI_ARG_REQ, "S",
-     "pre-event time (default 15m: the baseline's median)"},
-    {"ramp", 'R', 0, PFI_ARG_REQ, "R",
-     "ramp from the baseline to the target (default 60s)"},
-    {"hold", 'H', 0, PFI_ARG_REQ, "H",
-     "event length after the ramp (default 3h)"},
-    {"tail", 'T', 0, PFI_ARG_REQ, "S", "after the event (default 20m)"},
-    {"notice", 'N', 0, PFI_ARG_REQ, "D",
-     "the notice the event gives (default 0; as event_notice_s)"},
-    {"seed", 's', 0, PFI_ARG_REQ, "N", "first seed (default 1)"},
-    {"seeds", 'k', 0, PFI_ARG_REQ, "K", "seeds N..N+K-1 (default 1)"},
-    {"no-compare", 'n', 0, PFI_ARG_NONE, NULL,
-     "the controller alone: no equal-weight run, no oracle"},
-    {"records", 'r', 0, PFI_ARG_REQ, "DB",
-     "SQLite records of the controller runs (pfi records)"},
-    {"series", 'q', 0, PFI_ARG_REQ, "F",
-     "per-second CSV of the first seed: t_s, target_w, realized_w, aim_w "
-     "(controller)"},
-    {"out", 'o', 0, PFI_ARG_REQ, "F", "the JSON summary also to F"},
-    {"margin", 'm', 0, PFI_ARG_REQ, "M",
-     "the controller's margin below the target (0.002)"},
-    {"recovery-margin", 1007, 0, PFI_ARG_REQ, "M",
-     "the recovery's raises aim this share of the ceiling under its ramp "
-     "(0.004)"},
-    {"recovery-ramp", 1008, 0, PFI_ARG_REQ, "W/S",
-     "after the event cluster power rises at most this fast (default 5 % of "
-     "the draw at the pre-event caps per second)"},
-    {"recovery-window", 1009, 0, PFI_ARG_REQ, "D",
-     "every job back at its pre-event caps within this long (default 15m)"},
-    {"probe-horizon", 'p', 0, PFI_ARG_REQ, "S",
-     "probes: seconds a lesson is valued over (0: none, default; 600)"},
-    {"draw-learn", 'd', 0, PFI_ARG_REQ, "0|1",
-     "1: the draw per cap learned per job (default); 0: one smoothed ratio"},
-    {"objective", 1010, 0, PFI_ARG_REQ, "O",
-     "what the controller's split maximizes: work (default: each job's "
-     "share of its uncapped throughput x its GPUs, unit-free), throughput "
-     "(the sum of raw throughput) or jobs (each job counts once)"},
-    {"format", 'f', 0, PFI_ARG_REQ, "F", "table (default) or json"},
+    PFI_OPT_STRING("emulate", 0, &cluster, "CLUSTER",
+                   "the emulated cluster: a file or inline pairs, or "
+                   "'default' (above)"),
+    PFI_OPT_STRING("target", 0, &target, "T",
+                   "the event's power target (above)"),
+    PFI_OPT_FLAG("phoenix", 0, &phoenix,
+                 "the Phoenix event of 2025-05-04 instead of --target "
+                 "(above)"),
+    SPAN("start", &start, "S", "pre-event time (the baseline's median)",
+         "15m"),
+    SPAN("ramp", &ramp, "R", "ramp from the baseline to the target", "60s"),
+    SPAN("hold", &hold, "H", "event length after the ramp", "3h"),
+    SPAN("tail", &tail, "S", "after the event", "20m"),
+    {.lng = "notice", .arg = PFI_ARG_REQ, .argname = "D",
+     .help = "the notice the event gives (default 0; as event_notice_s)",
+     .type = PFI_OT_DURATION, .var = &notice, .ival = PFI_DUR_ANY, .lo = 0,
+     .hi = 1e7},
+    {.lng = "seed", .arg = PFI_ARG_REQ, .argname = "N", .help = "first seed",
+     .type = PFI_OT_ULONG, .var = &seed, .def = "1"},
+    {.lng = "seeds", .arg = PFI_ARG_REQ, .argname = "K",
+     .help = "seeds N..N+K-1", .type = PFI_OT_ULONG, .var = &nseeds, .lo = 1,
+     .hi = 1000, .def = "1"},
+    PFI_OPT_SET("no-compare", 0, &compare, 0,
+                "the controller alone: no equal-weight run, no oracle"),
+    PFI_OPT_STRING("records", 0, &records, "DB",
+                   "SQLite records of the controller runs (pfi records)"),
+    PFI_OPT_STRING("series", 0, &series, "F",
+                   "per-second CSV of the first seed: t_s, target_w, "
+                   "realized_w, aim_w (controller)"),
+    PFI_OPT_STRING("out", 0, &outfile, "F", "the JSON summary also to F"),
+    MARGIN("margin", &cfg.margin,
+           "the controller's margin below the target (0.002)"),
+    MARGIN("recovery-margin", &cfg.recovery_margin,
+           "the recovery's raises aim this share of the ceiling under its "
+           "ramp (0.004)"),
+    PFI_OPT_NUMBER("recovery-ramp", &cfg.recovery_ramp_w_s, 0, 1e12,
+                   PFI_RANGE_LO_OPEN, "W/S",
+                   "after the event cluster power rises at most this fast "
+                   "(default 5 % of the draw at the pre-event caps per "
+                   "second)"),
+    {.lng = "recovery-window", .arg = PFI_ARG_REQ, .argname = "D",
+     .help = "every job back at its pre-event caps within this long",
+     .type = PFI_OT_DURATION, .var = &cfg.recovery_s, .ival = PFI_DUR_ANY,
+     .lo = 10, .hi = 86400, .def = "15m"},
+    PFI_OPT_NUMBER("probe-horizon", &cfg.probe_horizon_s, 0, 1e6, 0, "S",
+                   "probes: seconds a lesson is valued over (0: none, "
+                   "default; 600)"),
+    PFI_OPT_CHOICE("draw-learn", &cfg.draw_learn, bits, "0|1",
+                   "1: the draw per cap learned per job (default); 0: one "
+                   "smoothed ratio"),
+    PFI_OPT_CHOICE("objective", &cfg.objective, objectives, "O",
+                   "what the controller's split maximizes: work (default: "
+                   "each job's share of its uncapped throughput x its GPUs, "
+                   "unit-free), throughput (the sum of raw throughput) or "
+                   "jobs (each job counts once)"),
+    {.lng = "format", .arg = PFI_ARG_REQ, .argname = "F",
+     .help = "table or json", .type = PFI_OT_CHOICE, .var = &format,
+     .words = pfi_opt_formats_tj, .def = "table"},
     PFI_OPT_HELP,
     PFI_OPT_END};
+
+static const struct pfi_opt_rule rules[] = {
+    PFI_RULE_REQUIRED("emulate"), PFI_RULE_REQUIRED("target", "phoenix"),
+    PFI_RULE_EXCLUSIVE("target", "phoenix"), PFI_RULE_END};
 
 static const struct pfi_cmd_help help = {
     "control",
@@ -119,6 +162,10 @@ static const struct pfi_cmd_help help = {
     opts,
     "Everything is EMULATED. Exit status 0 ok, 1 run-time failure, 2 bad\n"
     "usage or input.\n",
+    0,
+    NULL,
+    rules,
+    0,
     0,
     NULL};
 
@@ -239,150 +286,13 @@ static json_t *result_json(const struct pfi_run_result *r) {
 }
 
 int cmd_control(int argc, char **argv) {
-  const char *cluster = NULL, *target = NULL, *records = NULL, *series = NULL;
-  const char *outfile = NULL;
-  double start = 900, ramp = 60, hold = 3 * 3600, tail = 1200, notice = NAN;
-  unsigned long seed = 1, nseeds = 1;
-  int compare = 1, phoenix = 0, c;
-  enum pfi_format format = PFI_FMT_TABLE;
-  struct pfi_ctl_config cfg;
   struct pfi_error err;
   pfi_error_clear(&err);
   pfi_ctl_config_init(&cfg);
   struct pfi_optparse op;
-  pfi_opt_start(&op, &help, argc, argv);
-  while ((c = pfi_opt_next(&op)) != -1) {
-    switch (c) {
-    case 'e':
-      cluster = optarg;
-      break;
-    case 't':
-      target = optarg;
-      break;
-    case 'N':
-      if (pfi_cli_parse_duration(optarg, &notice, &err) < 0 || !(notice >= 0) ||
-          notice > 1e7)
-        return pfi_cli_usage("control",
-                             "--notice: expected a duration "
-                             "(30m), got '%s'",
-                             optarg);
-      break;
-    case 'S':
-    case 'R':
-    case 'H':
-    case 'T': {
-      double v;
-      if (pfi_cli_parse_duration(optarg, &v, &err) < 0)
-        return pfi_cli_usage("control", "--%s: %s",
-                             c == 'S'   ? "start"
-                             : c == 'R' ? "ramp"
-                             : c == 'H' ? "hold"
-                                        : "tail",
-                             err.msg);
-      if (c == 'S')
-        start = v;
-      else if (c == 'R')
-        ramp = v;
-      else if (c == 'H')
-        hold = v;
-      else
-        tail = v;
-      break;
-    }
-    case 's':
-      if (pfi_cli_parse_ulong(optarg, &seed) < 0)
-        return pfi_cli_usage("control", "--seed: '%s' is not a seed", optarg);
-      break;
-    case 'k':
-      if (pfi_cli_parse_ulong(optarg, &nseeds) < 0 || nseeds < 1 ||
-          nseeds > 1000)
-        return pfi_cli_usage("control", "--seeds: '%s' is not in 1..1000",
-                             optarg);
-      break;
-    case 'r':
-      records = optarg;
-      break;
-    case 'q':
-      series = optarg;
-      break;
-    case 'o':
-      outfile = optarg;
-      break;
-    case 'm':
-      if (pfi_cli_parse_double(optarg, &cfg.margin) < 0 ||
-          !(cfg.margin >= 0 && cfg.margin < 0.5))
-        return pfi_cli_usage(
-            "control", "--margin: '%s' is not a share in [0, 0.5)", optarg);
-      break;
-    case 1007:
-      if (pfi_cli_parse_double(optarg, &cfg.recovery_margin) < 0 ||
-          !(cfg.recovery_margin >= 0 && cfg.recovery_margin < 0.5))
-        return pfi_cli_usage(
-            "control", "--recovery-margin: '%s' is not a share in [0, 0.5)",
-            optarg);
-      break;
-    case 1008:
-      if (pfi_cli_parse_double(optarg, &cfg.recovery_ramp_w_s) < 0 ||
-          !(cfg.recovery_ramp_w_s > 0 && cfg.recovery_ramp_w_s <= 1e12))
-        return pfi_cli_usage(
-            "control", "--recovery-ramp: '%s' is not in W/s, 0..1e12", optarg);
-      break;
-    case 1009:
-      if (pfi_cli_parse_duration(optarg, &cfg.recovery_s, &err) < 0 ||
-          !(cfg.recovery_s >= 10 && cfg.recovery_s <= 86400))
-        return pfi_cli_usage("control",
-                             "--recovery-window: expected 10s..24h, got '%s'",
-                             optarg);
-      break;
-    case 'p':
-      if (pfi_cli_parse_double(optarg, &cfg.probe_horizon_s) < 0 ||
-          !(cfg.probe_horizon_s >= 0 && cfg.probe_horizon_s <= 1e6))
-        return pfi_cli_usage("control",
-                             "--probe-horizon: '%s' is not in 0..1e6", optarg);
-      break;
-    case 'd':
-      if (strcmp(optarg, "0") && strcmp(optarg, "1"))
-        return pfi_cli_usage("control", "--draw-learn: '%s' is not 0 or 1",
-                             optarg);
-      cfg.draw_learn = optarg[0] == '1';
-      break;
-    case 1010: {
-      int k = pfi_objective_parse(optarg);
-      if (k < 0)
-        return pfi_cli_usage(
-            "control", "--objective: '%s' is not work, throughput or jobs",
-            optarg);
-      cfg.objective = k;
-      break;
-    }
-    case 'n':
-      compare = 0;
-      break;
-    case 'P':
-      phoenix = 1;
-      break;
-    case 'f':
-      if (pfi_cli_format("control", optarg,
-                         PFI_FMT_ALLOW_TABLE | PFI_FMT_ALLOW_JSON, &format))
-        return PFI_EXIT_USAGE;
-      break;
-    case 'h':
-      pfi_opt_print_help(&help, stdout);
-      return 0;
-    default: /* said by pfi_opt_next() */
-      return PFI_EXIT_USAGE;
-    }
-  }
-  if (optind < argc)
-    return pfi_cli_usage("control", "unexpected argument '%s'", argv[optind]);
-  if (!cluster)
-    return pfi_cli_usage("control", "--emulate CLUSTER is required (only "
-                                    "the emulated cluster is supported)");
-  if (!target && !phoenix)
-    return pfi_cli_usage("control", "--target T or --phoenix is required");
-  if (target && phoenix)
-    return pfi_cli_usage("control",
-                         "--target and --phoenix exclude each other");
+  int st = pfi_opt_parse(&op, &help, argc, argv);
+  if (st != PFI_OPT_GO)
+    return st;
   struct pfi_cluster_config cc;
   pfi_cluster_config_init(&cc);
   /* A file (inline pairs have a '=' and name no file): exit 2 when it

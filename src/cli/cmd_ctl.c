@@ -11,17 +11,24 @@
 #include "pfi/transport.h"
 #include "../base/curl_dl.h"
 
+/* The options, bound to these (src/base/opt.h). */
+static const char *url, *tokf;
+static int fmt; /* enum pfi_format */
+
 static const struct pfi_opt opts[] = {
-    {"url", 'u', 0, PFI_ARG_REQ, "URL",
-     "pfid's API (default http://127.0.0.1:8470)"},
-    {"token-file", 't', 0, PFI_ARG_REQ, "FILE",
-     "bearer token, needed for submit and cancel and sent with every "
-     "request when given (pfid --tokens) (mode 0600; default "
-     "$PFI_TOKEN_FILE)"},
-    {"format", 'f', 0, PFI_ARG_REQ, "FMT",
-     "table (default: the answer's fields and lists as tables), json "
-     "(pfid's answer as it is) or csv (a list's rows; an object's fields as "
-     "field,value rows, nested ones as a.b)"},
+    {.lng = "url", .arg = PFI_ARG_REQ, .argname = "URL",
+     .help = "pfid's API", .type = PFI_OT_STRING, .var = &url,
+     .def = "http://127.0.0.1:8470"},
+    PFI_OPT_STRING("token-file", 0, &tokf, "FILE",
+                   "bearer token, needed for submit and cancel and sent with every "
+                   "request when given (pfid --tokens) (mode 0600; default "
+                   "$PFI_TOKEN_FILE)"),
+    {.lng = "format", .arg = PFI_ARG_REQ, .argname = "FMT",
+     .help = "table (the answer's fields and lists as tables), json (pfid's "
+             "answer as it is) or csv (a list's rows; an object's fields as "
+             "field,value rows, nested ones as a.b)",
+     .type = PFI_OT_CHOICE, .var = &fmt, .words = pfi_opt_formats,
+     .def = "table"},
     PFI_OPT_WIDE,
     PFI_OPT_HELP,
     PFI_OPT_END};
@@ -58,6 +65,10 @@ static const struct pfi_cmd_help help = {
     "refuses as bad input, HTTP 400: a node or meter level without\n"
     "--meter-config).\n",
     PFI_OPT_IN_ORDER,
+    NULL,
+    NULL,
+    0,
+    PFI_ARGS_ANY,
     NULL};
 
 struct body {
@@ -109,29 +120,11 @@ static int print_answer(const char *body, enum pfi_format fmt) {
 }
 
 int cmd_ctl(int argc, char **argv) {
-  const char *url = "http://127.0.0.1:8470", *tokf = getenv("PFI_TOKEN_FILE");
-  enum pfi_format fmt = PFI_FMT_TABLE;
-  int c;
+  tokf = getenv("PFI_TOKEN_FILE");
   struct pfi_optparse op;
-  pfi_opt_start(&op, &help, argc, argv);
-  while ((c = pfi_opt_next(&op)) != -1) {
-    if (c == 'u')
-      url = optarg;
-    else if (c == 't')
-      tokf = optarg;
-    else if (c == 'f') {
-      if (pfi_cli_format("ctl", optarg,
-                         PFI_FMT_ALLOW_TABLE | PFI_FMT_ALLOW_CSV |
-                             PFI_FMT_ALLOW_JSON,
-                         &fmt))
-        return PFI_EXIT_USAGE;
-    } else if (c == 'h') {
-      pfi_opt_print_help(&help, stdout);
-      return 0;
-    } else {
-      return PFI_EXIT_USAGE; /* said by pfi_opt_next() */
-    }
-  }
+  int ost = pfi_opt_parse(&op, &help, argc, argv);
+  if (ost != PFI_OPT_GO)
+    return ost;
   if (optind >= argc) {
     fprintf(stderr, "pfi ctl: a command is needed\n");
     pfi_opt_print_help(&help, stderr);

@@ -9,19 +9,29 @@
 #include "cli_device.h"
 #include "opt.h"
 
+/* The options, bound to these (src/base/opt.h). */
+static const char *backend, *params;
+static int format;
+
 static const struct pfi_opt opts[] = {
-    {"backend", 'b', 0, PFI_ARG_REQ, "B",
-     "nvml (NVIDIA GPUs through libnvidia-ml.so.1; $PFI_NVML_LIB overrides the "
-     "library path) or emu (emulated H200/H100 GPUs). Default: $PFI_BACKEND, "
-     "else nvml, which must load and find a GPU: never the emulator unless "
-     "named."},
-    {"params", 'p', 0, PFI_ARG_REQ, "P",
-     "backend parameters, e.g. for emu profile=h100,gpus=4 (see docs/nvml.md "
-     "and docs/emulator.md)"},
-    {"format", 'f', 0, PFI_ARG_REQ, "F", "table (default), csv or json"},
+    PFI_OPT_STRING("backend", 0, &backend, "B",
+                   "nvml (NVIDIA GPUs through libnvidia-ml.so.1; "
+                   "$PFI_NVML_LIB overrides the library path) or emu "
+                   "(emulated H200/H100 GPUs). Default: $PFI_BACKEND, else "
+                   "nvml, which must load and find a GPU: never the emulator "
+                   "unless named."),
+    PFI_OPT_STRING("params", 0, &params, "P",
+                   "backend parameters, e.g. for emu profile=h100,gpus=4 (see "
+                   "docs/nvml.md and docs/emulator.md)"),
+    {.lng = "format", .arg = PFI_ARG_REQ, .argname = "F",
+     .help = "table, csv or json", .type = PFI_OT_CHOICE, .var = &format,
+     .words = pfi_opt_formats, .def = "table"},
     PFI_OPT_WIDE,
     PFI_OPT_HELP,
     PFI_OPT_END};
+
+static const struct pfi_opt_rule rules[] = {
+    PFI_RULE_NEEDS("params", "backend"), PFI_RULE_END};
 
 static const struct pfi_cmd_help help = {
     "devices",
@@ -37,6 +47,10 @@ static const struct pfi_cmd_help help = {
     "GPU or backend does not provide is null in JSON and - in table and csv.\n"
     "Exit status: 0 ok, 1 a device error (GPU lost, permission, NVML not\n"
     "available: no libnvidia-ml.so.1, no GPU), 2 bad usage.\n",
+    0,
+    NULL,
+    rules,
+    0,
     0,
     NULL};
 
@@ -111,42 +125,17 @@ static int read_row(struct pfi_device *dev, unsigned i, struct row *r,
 }
 
 int cmd_devices(int argc, char **argv) {
-  const char *backend = NULL, *params = NULL, *chosen = NULL;
-  enum pfi_format format = PFI_FMT_TABLE;
+  const char *chosen = NULL;
   struct pfi_device *dev = NULL;
   struct row *rows = NULL;
   struct pfi_error err;
-  int status = 0, c, rc;
+  int status = 0, rc;
   unsigned n = 0;
   pfi_error_clear(&err);
   struct pfi_optparse op;
-  pfi_opt_start(&op, &help, argc, argv);
-  while ((c = pfi_opt_next(&op)) != -1) {
-    switch (c) {
-    case 'b':
-      backend = optarg;
-      break;
-    case 'p':
-      params = optarg;
-      break;
-    case 'f':
-      if ((status = pfi_cli_format("devices", optarg,
-                                   PFI_FMT_ALLOW_TABLE | PFI_FMT_ALLOW_CSV |
-                                       PFI_FMT_ALLOW_JSON,
-                                   &format)))
-        return status;
-      break;
-    case 'h':
-      pfi_opt_print_help(&help, stdout);
-      return 0;
-    default: /* said by pfi_opt_next() */
-      return PFI_EXIT_USAGE;
-    }
-  }
-  if (optind < argc)
-    return pfi_cli_usage("devices", "unexpected argument '%s'", argv[optind]);
-  if (params && !backend)
-    return pfi_cli_usage("devices", "--params needs --backend");
+  int ost = pfi_opt_parse(&op, &help, argc, argv);
+  if (ost != PFI_OPT_GO)
+    return ost;
 
   rc = pfi__cli_open_device("devices", backend, params, &dev, &chosen, &err);
   if (rc == 0)

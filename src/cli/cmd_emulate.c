@@ -18,27 +18,51 @@
 
 #define NOTICE "emulated (H200/H100 model calibrated to published PFI values)"
 
+struct opts {
+  const char *job, *caps, *jobs, *out, *format;
+  double cap_w, interval_s;
+  unsigned long seed;
+  long gpu;
+};
+
+/* The options, bound to these (src/base/opt.h). */
+static struct opts eo;
+
+/* --gpu N: a rank of the emulator's GPUs. */
+static int gpu_cb(const struct pfi_opt *o, const char *v, char *why,
+                  size_t n) {
+  unsigned long g;
+  if (pfi_cli_parse_ulong(v, &g) < 0 || g >= PFI_EMU_MAX_GPUS) {
+    snprintf(why, n, "'%s' is not a GPU rank (0..%d)", v,
+             PFI_EMU_MAX_GPUS - 1);
+    return -1;
+  }
+  eo.gpu = (long)g;
+  return 0;
+}
+
 static const struct pfi_opt opts[] = {
-    {"job", 'j', 0, PFI_ARG_REQ, "GROUP",
-     "job id (a published group; H100 ids end in @h100)"},
-    {"caps", 'c', 0, PFI_ARG_REQ, "LIST",
-     "caps in W: 200,500,700 or LO:HI:STEP (sweep; default: the group's "
-     "published grid)"},
-    {"cap", 'C', 0, PFI_ARG_REQ, "W", "per-GPU cap in W (trace; default 700)"},
-    {"seed", 's', 0, PFI_ARG_REQ, "S",
-     "seed (default 1); same seed, same bytes"},
-    {"interval", 'i', 0, PFI_ARG_REQ, "D",
-     "telemetry sample interval, 0.1s..10m (default 5s)"},
-    {"gpu", 'g', 0, PFI_ARG_REQ, "N",
-     "trace only this rank (default: every GPU of the job)"},
-    {"jobs", 'J', 0, PFI_ARG_REQ, "FILE",
-     "job library (default: data/jobs/jobs.csv)"},
-    {"out", 'o', 0, PFI_ARG_REQ, "FILE",
-     "calibrate: where to write the library (default: the data directory's "
-     "jobs/jobs.csv)"},
-    {"format", 'f', 0, PFI_ARG_REQ, "F",
-     "jobs: table|csv|json (default table); sweep: csv|table|json (default "
-     "csv)"},
+    PFI_OPT_STRING("job", 0, &eo.job, "GROUP",
+                   "job id (a published group; H100 ids end in @h100)"),
+    PFI_OPT_STRING("caps", 0, &eo.caps, "LIST",
+                   "caps in W: 200,500,700 or LO:HI:STEP (sweep; default: "
+                   "the group's published grid)"),
+    PFI_OPT_NUMBER("cap", &eo.cap_w, 0, 0, PFI_RANGE_ANY, "W",
+                   "per-GPU cap in W (trace; default 700)"),
+    PFI_OPT_ULONG("seed", &eo.seed, 0, 0, "S",
+                  "seed (default 1); same seed, same bytes"),
+    PFI_OPT_DURATION("interval", &eo.interval_s, PFI_DUR_INTERVAL, 0, 0, "D",
+                     "telemetry sample interval (default 5s)"),
+    PFI_OPT_CALLBACK("gpu", NULL, gpu_cb, "N",
+                     "trace only this rank (default: every GPU of the job)"),
+    PFI_OPT_STRING("jobs", 0, &eo.jobs, "FILE",
+                   "job library (default: data/jobs/jobs.csv)"),
+    PFI_OPT_STRING("out", 0, &eo.out, "FILE",
+                   "calibrate: where to write the library (default: the data "
+                   "directory's jobs/jobs.csv)"),
+    PFI_OPT_STRING("format", 0, &eo.format, "F",
+                   "jobs: table|csv|json (default table); sweep: "
+                   "csv|table|json (default csv)"),
     PFI_OPT_WIDE,
     PFI_OPT_HELP,
     PFI_OPT_END};
@@ -60,75 +84,21 @@ static const struct pfi_cmd_help help = {
     PFI_OPT_IN_ORDER,
     NULL};
 
-struct opts {
-  const char *job, *caps, *jobs, *out, *format;
-  double cap_w, interval_s;
-  unsigned long seed;
-  long gpu;
-};
 
+/* The options of an action into *o; 0, -1 after --help, or the exit
+ * status of a usage error. */
 static int parse_opts(int argc, char **argv, struct opts *o) {
-  memset(o, 0, sizeof *o);
-  o->cap_w = 700;
-  o->interval_s = 5;
-  o->seed = PFI_EMU_DEFAULT_SEED;
-  o->gpu = -1;
-  int c;
-  struct pfi_error e;
+  memset(&eo, 0, sizeof eo);
+  eo.cap_w = 700;
+  eo.interval_s = 5;
+  eo.seed = PFI_EMU_DEFAULT_SEED;
+  eo.gpu = -1;
   struct pfi_optparse op;
-  pfi_opt_start(&op, &help, argc, argv);
-  while ((c = pfi_opt_next(&op)) != -1) {
-    switch (c) {
-    case 'j':
-      o->job = optarg;
-      break;
-    case 'c':
-      o->caps = optarg;
-      break;
-    case 'J':
-      o->jobs = optarg;
-      break;
-    case 'o':
-      o->out = optarg;
-      break;
-    case 'f':
-      o->format = optarg;
-      break;
-    case 'C':
-      if (pfi_cli_parse_double(optarg, &o->cap_w) < 0)
-        return pfi_cli_usage("emulate", "--cap: '%s' is not a number", optarg);
-      break;
-    case 's':
-      if (pfi_cli_parse_ulong(optarg, &o->seed) < 0)
-        return pfi_cli_usage("emulate",
-                             "--seed: '%s' is not a non-negative "
-                             "integer",
-                             optarg);
-      break;
-    case 'i':
-      if (pfi_parse_duration(optarg, PFI_DUR_INTERVAL, &o->interval_s, &e) < 0)
-        return pfi_cli_usage("emulate", "--interval: %s", e.msg);
-      break;
-    case 'g': {
-      unsigned long g;
-      if (pfi_cli_parse_ulong(optarg, &g) < 0 || g >= PFI_EMU_MAX_GPUS)
-        return pfi_cli_usage("emulate",
-                             "--gpu: '%s' is not a GPU rank "
-                             "(0..%d)",
-                             optarg, PFI_EMU_MAX_GPUS - 1);
-      o->gpu = (long)g;
-      break;
-    }
-    case 'h':
-      pfi_opt_print_help(&help, stdout);
-      return -1;
-    default: /* said by pfi_opt_next() */
-      return PFI_EXIT_USAGE;
-    }
-  }
-  if (optind < argc)
-    return pfi_cli_usage("emulate", "unexpected argument '%s'", argv[optind]);
-  return 0;
+  int st = pfi_opt_parse(&op, &help, argc, argv);
+  *o = eo;
+  if (st == PFI_OPT_GO)
+    return 0;
+  return st == 0 ? -1 : st;
 }
 
 static int load_jobs(const struct opts *o, struct pfi_emu_jobs *jobs) {

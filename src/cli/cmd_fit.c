@@ -14,27 +14,39 @@
 #include "pfi/jobset.h"
 #include "pfi/model.h"
 
+/* The options, bound to these (src/base/opt.h). */
+static const char *curves, *pfi_col, *feats, *evals, *cluster, *output, *map;
+static int abl, fmt;
+
 static const struct pfi_opt opts[] = {
-    {"curves", 'c', 0, PFI_ARG_REQ, "FILE",
-     "curves CSV; PFI of each job from its curve"},
-    {"pfi-column", 'p', 0, PFI_ARG_REQ, "COL",
-     "read PFI from this column of FEATURES.csv instead"},
-    {"features", 'f', 0, PFI_ARG_REQ, "LIST", "predictors (comma-separated)"},
-    {"eval", 'e', 0, PFI_ARG_REQ, "LIST",
-     "loo, loco or both (default loo,loco)"},
-    {"cluster", 'C', 0, PFI_ARG_REQ, "C",
-     "LOCO clusters: archtask (default, the 4 arch x task clusters), pooled "
-     "(3), or a column name"},
-    {"output", 'o', 'o', PFI_ARG_REQ, "FILE",
-     "save the model as JSON (pfi predict reads it)"},
-    {"ablation", 'a', 0, PFI_ARG_NONE, NULL,
-     "the seven-set table instead of one model"},
-    {"map", 'M', 0, PFI_ARG_REQ, "MAP",
-     "curves column mapping NAME=COLUMN,..."},
-    {"format", 'F', 0, PFI_ARG_REQ, "F", "table (default), csv or json"},
+    PFI_OPT_STRING("curves", 0, &curves, "FILE",
+                   "curves CSV; PFI of each job from its curve"),
+    PFI_OPT_STRING("pfi-column", 0, &pfi_col, "COL",
+                   "read PFI from this column of FEATURES.csv instead"),
+    PFI_OPT_STRING("features", 0, &feats, "LIST",
+                   "predictors (comma-separated)"),
+    {.lng = "eval", .arg = PFI_ARG_REQ, .argname = "LIST",
+     .help = "loo, loco or both", .type = PFI_OT_STRING, .var = &evals,
+     .def = "loo,loco"},
+    PFI_OPT_STRING("cluster", 0, &cluster, "C",
+                   "LOCO clusters: archtask (default, the 4 arch x task "
+                   "clusters), pooled (3), or a column name"),
+    PFI_OPT_STRING("output", 'o', &output, "FILE",
+                   "save the model as JSON (pfi predict reads it)"),
+    PFI_OPT_FLAG("ablation", 0, &abl,
+                 "the seven-set table instead of one model"),
+    PFI_OPT_STRING("map", 0, &map, "MAP",
+                   "curves column mapping NAME=COLUMN,..."),
+    {.lng = "format", .arg = PFI_ARG_REQ, .argname = "F",
+     .help = "table, csv or json", .type = PFI_OT_CHOICE, .var = &fmt,
+     .words = pfi_opt_formats, .def = "table"},
     PFI_OPT_WIDE,
     PFI_OPT_HELP,
     PFI_OPT_END};
+
+static const struct pfi_opt_rule rules[] = {
+    PFI_RULE_ONE_OF("curves", "pfi-column"),
+    PFI_RULE_EXCLUSIVE("ablation", "features"), PFI_RULE_END};
 
 static const struct pfi_cmd_help help = {
     "fit",
@@ -77,7 +89,11 @@ static const struct pfi_cmd_help help = {
     opts,
     NULL,
     0,
-    NULL};
+    NULL,
+    rules,
+    1,
+    1,
+    "FEATURES.csv"};
 
 static json_t *jnum(double v, int ok) {
   return ok && isfinite(v) ? json_real(v) : json_null();
@@ -333,62 +349,11 @@ out:
 }
 
 int cmd_fit(int argc, char **argv) {
-  const char *curves = NULL, *pfi_col = NULL, *feats = NULL,
-             *evals = "loo,loco", *cluster = NULL, *output = NULL, *map = NULL;
-  int abl = 0;
-  enum pfi_format fmt = PFI_FMT_TABLE;
-  int o;
   struct pfi_optparse op;
-  pfi_opt_start(&op, &help, argc, argv);
-  while ((o = pfi_opt_next(&op)) != -1) {
-    switch (o) {
-    case 'c':
-      curves = optarg;
-      break;
-    case 'p':
-      pfi_col = optarg;
-      break;
-    case 'f':
-      feats = optarg;
-      break;
-    case 'e':
-      evals = optarg;
-      break;
-    case 'C':
-      cluster = optarg;
-      break;
-    case 'o':
-      output = optarg;
-      break;
-    case 'a':
-      abl = 1;
-      break;
-    case 'M':
-      map = optarg;
-      break;
-    case 'F':
-      if (pfi_cli_format("fit", optarg,
-                         PFI_FMT_ALLOW_TABLE | PFI_FMT_ALLOW_CSV |
-                             PFI_FMT_ALLOW_JSON,
-                         &fmt))
-        return PFI_EXIT_USAGE;
-      break;
-    case 'h':
-      pfi_opt_print_help(&help, stdout);
-      return PFI_EXIT_OK;
-    default: /* said by pfi_opt_next() */
-      return PFI_EXIT_USAGE;
-    }
-  }
-  if (optind + 1 != argc)
-    return pfi_cli_usage("fit", "expected one FEATURES.csv argument");
+  int ost = pfi_opt_parse(&op, &help, argc, argv);
+  if (ost != PFI_OPT_GO)
+    return ost;
   const char *fpath = argv[optind];
-  if (!curves == !pfi_col)
-    return pfi_cli_usage("fit", "give exactly one of --curves FILE and "
-                                "--pfi-column COL");
-  if (abl && feats)
-    return pfi_cli_usage("fit", "--ablation fits its own predictor sets; "
-                                "drop --features");
   int do_loo = 0, do_loco = 0;
   {
     char **ev;

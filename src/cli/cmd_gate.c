@@ -12,26 +12,95 @@
 #include "pfi/gate.h"
 #include "pfi/jobcurves.h"
 
+/* The options, bound to these (src/base/opt.h); go holds the library's
+ * defaults (pfi_gate_opts_init()) before parsing. */
+static struct pfi_gate_opts go;
+static const char *map, *new_map, *unit;
+static int strict, fmt;
+static struct pfi_noise given;
+
+/* --tolerance pfi=R,tput=R. */
+static int tol_cb(const struct pfi_opt *o, const char *s, char *why,
+                  size_t n) {
+  char *dup = strdup(s);
+  if (!dup) {
+    snprintf(why, n, "out of memory");
+    return -1;
+  }
+  int rc = 0;
+  char *save = NULL;
+  for (char *t = strtok_r(dup, ",", &save); t && rc == 0;
+       t = strtok_r(NULL, ",", &save)) {
+    char *eq = strchr(t, '=');
+    double v;
+    struct pfi_error e;
+    if (!eq) {
+      snprintf(why, n, "expected pfi=R or tput=R, got '%s'", t);
+      rc = -1;
+      break;
+    }
+    *eq = '\0';
+    if (pfi_cut_parse(eq + 1, &v, &e) < 0) {
+      snprintf(why, n, "%s: %s", t, e.msg);
+      rc = -1;
+      break;
+    }
+    if (strcmp(t, "pfi") == 0)
+      go.pfi_tol = v;
+    else if (strcmp(t, "tput") == 0)
+      go.tput_tol = v;
+    else {
+      snprintf(why, n, "unknown '%s' (pfi or tput)", t);
+      rc = -1;
+    }
+  }
+  free(dup);
+  return rc;
+}
+
+/* --noise P,T: two percentages. */
+static int noise_cb(const struct pfi_opt *o, const char *v, char *why,
+                    size_t n) {
+  struct pfi_error err;
+  double *x = NULL;
+  size_t nx = 0;
+  if (pfi_cli_parse_numlist(v, &x, &nx, &err) < 0 || nx != 2 ||
+      !(x[0] >= 0) || !(x[1] >= 0) || x[0] > 100 || x[1] > 100) {
+    free(x);
+    snprintf(why, n, "expected P,T: two percentages from 0 to 100, got '%s'",
+             v);
+    return -1;
+  }
+  pfi_noise_given(&given, x[0] / 100.0, x[1] / 100.0);
+  free(x);
+  return 0;
+}
+
 static const struct pfi_opt opts[] = {
-    {"tolerance", 't', 0, PFI_ARG_REQ, "L",
-     "pfi=R (relative PFI change, default 10%) and/or tput=R (throughput drop "
-     "at a common cap, default 2%)"},
-    {"ci", 'i', 0, PFI_ARG_REQ, "N", "Monte Carlo draws (default 2000)"},
-    {"seed", 'S', 0, PFI_ARG_REQ, "S",
-     "seed (default 1; NEW is drawn with S + 1)"},
-    {"strict", 's', 0, PFI_ARG_NONE, NULL,
-     "a job in only one of the files fails the gate (by default it is listed "
-     "and left out of the verdict)"},
-    {"map", 'M', 0, PFI_ARG_REQ, "MAP",
-     "column mapping of both curves files (formats.md)"},
-    {"new-map", 'N', 0, PFI_ARG_REQ, "MAP",
-     "column mapping of NEW when it differs"},
-    {"unit", 'u', 0, PFI_ARG_REQ, "NAME",
-     "throughput unit in the output (default: as read)"},
-    {"noise", 'e', 0, PFI_ARG_REQ, "P,T",
-     "relative noise, in %, of points without power_sd_w / tokens_sd in both "
-     "files (default: estimated from each file, docs/index-and-stats.md)"},
-    {"format", 'F', 0, PFI_ARG_REQ, "F", "table (default), csv or json"},
+    PFI_OPT_CALLBACK("tolerance", NULL, tol_cb, "L",
+                     "pfi=R (relative PFI change, default 10%) and/or tput=R "
+                     "(throughput drop at a common cap, default 2%)"),
+    {.lng = "ci", .arg = PFI_ARG_REQ, .argname = "N",
+     .help = "Monte Carlo draws", .type = PFI_OT_SIZE, .var = &go.draws,
+     .lo = 1, .hi = 1000000, .def = "2000"},
+    PFI_OPT_ULONG("seed", &go.seed, 0, 0, "S",
+                  "seed (default 1; NEW is drawn with S + 1)"),
+    PFI_OPT_FLAG("strict", 0, &strict,
+                 "a job in only one of the files fails the gate (by default "
+                 "it is listed and left out of the verdict)"),
+    PFI_OPT_STRING("map", 0, &map, "MAP",
+                   "column mapping of both curves files (formats.md)"),
+    PFI_OPT_STRING("new-map", 0, &new_map, "MAP",
+                   "column mapping of NEW when it differs"),
+    PFI_OPT_STRING("unit", 0, &unit, "NAME",
+                   "throughput unit in the output (default: as read)"),
+    PFI_OPT_CALLBACK("noise", NULL, noise_cb, "P,T",
+                     "relative noise, in %, of points without power_sd_w / "
+                     "tokens_sd in both files (default: estimated from each "
+                     "file, docs/index-and-stats.md)"),
+    {.lng = "format", .arg = PFI_ARG_REQ, .argname = "F",
+     .help = "table, csv or json", .type = PFI_OT_CHOICE, .var = &fmt,
+     .words = pfi_opt_formats, .def = "table"},
     PFI_OPT_WIDE,
     PFI_OPT_HELP,
     PFI_OPT_END};
@@ -55,119 +124,25 @@ static const struct pfi_cmd_help help = {
     "Exit status 0: every compared job passes; 1: a job fails (or none\n"
     "could be compared); 2: bad usage or bad input.\n",
     0,
-    NULL};
+    NULL,
+    NULL,
+    2,
+    2,
+    "REFERENCE and NEW"};
 
-static int parse_tol(const char *s, struct pfi_gate_opts *o) {
-  char *dup = strdup(s);
-  if (!dup)
-    return -1;
-  int rc = 0;
-  char *save = NULL;
-  for (char *t = strtok_r(dup, ",", &save); t && rc == 0;
-       t = strtok_r(NULL, ",", &save)) {
-    char *eq = strchr(t, '=');
-    double v;
-    struct pfi_error e;
-    if (!eq) {
-      rc = pfi_cli_usage("gate",
-                         "--tolerance: expected pfi=R or tput=R, "
-                         "got '%s'",
-                         t);
-      break;
-    }
-    *eq = '\0';
-    if (pfi_cut_parse(eq + 1, &v, &e) < 0) {
-      rc = pfi_cli_usage("gate", "--tolerance %s: %s", t, e.msg);
-      break;
-    }
-    if (strcmp(t, "pfi") == 0)
-      o->pfi_tol = v;
-    else if (strcmp(t, "tput") == 0)
-      o->tput_tol = v;
-    else
-      rc = pfi_cli_usage("gate", "--tolerance: unknown '%s' (pfi or tput)", t);
-  }
-  free(dup);
-  return rc;
-}
 
 static json_t *num(int ok, double v) {
   return ok && isfinite(v) ? json_real(v) : json_null();
 }
 
 int cmd_gate(int argc, char **argv) {
-  struct pfi_gate_opts go;
   pfi_gate_opts_init(&go);
-  const char *map = NULL, *new_map = NULL, *unit = NULL;
-  int strict = 0, have_given = 0;
-  struct pfi_noise given, rnz, nnz;
-  unsigned long ul;
-  enum pfi_format fmt = PFI_FMT_TABLE;
-  int o;
+  struct pfi_noise rnz, nnz;
   struct pfi_optparse op;
-  pfi_opt_start(&op, &help, argc, argv);
-  while ((o = pfi_opt_next(&op)) != -1) {
-    switch (o) {
-    case 't':
-      if (parse_tol(optarg, &go) != 0)
-        return PFI_EXIT_USAGE;
-      break;
-    case 'i':
-      if (pfi_cli_parse_ulong(optarg, &ul) < 0 || ul < 1 || ul > 1000000)
-        return pfi_cli_usage("gate", "--ci: expected 1..1000000, got '%s'",
-                             optarg);
-      go.draws = ul;
-      break;
-    case 'S':
-      if (pfi_cli_parse_ulong(optarg, &ul) < 0)
-        return pfi_cli_usage("gate", "--seed: not a number: '%s'", optarg);
-      go.seed = ul;
-      break;
-    case 's':
-      strict = 1;
-      break;
-    case 'M':
-      map = optarg;
-      break;
-    case 'N':
-      new_map = optarg;
-      break;
-    case 'u':
-      unit = optarg;
-      break;
-    case 'e': {
-      double *v = NULL;
-      size_t nv = 0;
-      struct pfi_error e2;
-      if (pfi_cli_parse_numlist(optarg, &v, &nv, &e2) < 0 || nv != 2 ||
-          !(v[0] >= 0) || !(v[1] >= 0) || v[0] > 100 || v[1] > 100) {
-        free(v);
-        return pfi_cli_usage("gate",
-                             "--noise: expected P,T: two percentages from 0 "
-                             "to 100, got '%s'",
-                             optarg);
-      }
-      pfi_noise_given(&given, v[0] / 100.0, v[1] / 100.0);
-      have_given = 1;
-      free(v);
-      break;
-    }
-    case 'F':
-      if (pfi_cli_format("gate", optarg,
-                         PFI_FMT_ALLOW_TABLE | PFI_FMT_ALLOW_CSV |
-                             PFI_FMT_ALLOW_JSON,
-                         &fmt))
-        return PFI_EXIT_USAGE;
-      break;
-    case 'h':
-      pfi_opt_print_help(&help, stdout);
-      return PFI_EXIT_OK;
-    default: /* said by pfi_opt_next() */
-      return PFI_EXIT_USAGE;
-    }
-  }
-  if (argc - optind != 2)
-    return pfi_cli_usage("gate", "expected REFERENCE and NEW");
+  int ost = pfi_opt_parse(&op, &help, argc, argv);
+  if (ost != PFI_OPT_GO)
+    return ost;
+  int have_given = pfi_opt_given(&op, "noise") > 0;
   const char *rpath = argv[optind], *npath = argv[optind + 1];
   if (pfi_cli_input("REFERENCE", rpath) || pfi_cli_input("NEW", npath))
     return PFI_EXIT_USAGE;

@@ -22,126 +22,295 @@
 #include "pfi/openadr.h"
 #include "pfi/timeline.h"
 
+/* The options, bound to these (src/base/opt.h); parse() sets the
+ * defaults first and hands them on. */
+static struct opts g;
+static int fmt;
+static const struct pfi_opt_word curve_fits[] = {
+    {"monotone", PFI_CURVE_MONOTONE}, {"raw", PFI_CURVE_RAW}, {NULL, 0}};
+
+static int parse_time(const char *s, int64_t *out);
+
+/* --simple F1,F2,F3: three fractions of the baseline. */
+static int simple_cb(const struct pfi_opt *o, const char *v, char *why,
+                     size_t n) {
+  if (sscanf(v, "%lf,%lf,%lf", &g.simple[0], &g.simple[1], &g.simple[2]) !=
+      3) {
+    snprintf(why, n, "expected three fractions F1,F2,F3, got '%s'", v);
+    return -1;
+  }
+  for (int i = 0; i < 3; i++)
+    if (!(g.simple[i] >= 0 && g.simple[i] <= 1)) {
+      snprintf(why, n, "fractions must be in [0, 1]: '%s'", v);
+      return -1;
+    }
+  g.have_simple = 1;
+  return 0;
+}
+
+/* --level gpu|node|meter. */
+static int level_cb(const struct pfi_opt *o, const char *v, char *why,
+                    size_t n) {
+  g.level_given = 1;
+  if (strcmp(v, "gpu") == 0)
+    g.level = PFI_LEVEL_GPU;
+  else if (strcmp(v, "node") == 0)
+    g.level = PFI_LEVEL_NODE;
+  else if (strcmp(v, "meter") == 0)
+    g.level = PFI_LEVEL_METER;
+  else {
+    snprintf(why, n, "expected gpu, node or meter, got '%s'", v);
+    return -1;
+  }
+  return 0;
+}
+
+/* --now, --start: RFC 3339 or Unix seconds. */
+static int time_cb(const struct pfi_opt *o, const char *v, char *why,
+                   size_t n) {
+  if (parse_time(v, strcmp(o->lng, "now") == 0 ? &g.now : &g.start) < 0) {
+    snprintf(why, n, "expected an RFC 3339 time or Unix seconds, got '%s'",
+             v);
+    return -1;
+  }
+  return 0;
+}
+
+/* --duration (repeatable for capacity: up to 16) and --interval: a
+ * positive duration, at most a year and a day. */
+static int dur_cb(const struct pfi_opt *o, const char *v, char *why,
+                  size_t n) {
+  struct pfi_error err;
+  int is_dur = strcmp(o->lng, "duration") == 0;
+  double *d = is_dur ? &g.duration : &g.interval;
+  if (pfi_cli_parse_duration(v, d, &err) < 0 || !(*d > 0) ||
+      (!is_dur && *d > 86400) || (is_dur && *d > 366 * 86400.0)) {
+    snprintf(why, n,
+             "expected a duration (15m, 1s; at most a day for --interval, a "
+             "year for --duration), got '%s'",
+             v);
+    return -1;
+  }
+  if (is_dur) {
+    if (g.ndur == 16) {
+      snprintf(why, n, "at most 16 --duration values");
+      return -1;
+    }
+    g.durations[g.ndur++] = g.duration;
+  }
+  return 0;
+}
+
+/* --shed-loss L: one of the capacity's quoted losses. */
+static int shed_loss_cb(const struct pfi_opt *o, const char *v, char *why,
+                        size_t n) {
+  char *end;
+  double x = strtod(v, &end);
+  if (*end == '%') {
+    x /= 100;
+    end++;
+  }
+  int ok = end != v && !*end;
+  size_t k = 0;
+  while (ok && k < PFI_CAPACITY_NQUOTE &&
+         fabs(pfi_capacity_quotes[k] - x) > 1e-9)
+    k++;
+  if (!ok || k == PFI_CAPACITY_NQUOTE) {
+    snprintf(why, n, "expected 1%%, 2%%, 5%%, 10%% or 20%%, got '%s'", v);
+    return -1;
+  }
+  g.shed_loss = pfi_capacity_quotes[k];
+  return 0;
+}
+
 static const struct pfi_opt opts[] = {
     PFI_OPT_GROUP("Sources (timeline, bridge; any number, at least one):"),
-    {"vtn", O_VTN, 0, PFI_ARG_REQ, "URL",
-     "poll an OpenADR 3.1 VTN (with --client-id, --client-secret-file and "
-     "--program); report, subscribe: the VTN"},
-    {"events", O_EVENTS, 0, PFI_ARG_REQ, "FILE",
-     "OpenADR 3 events as JSON (GET /events' body)"},
-    {"schedule", O_SCHEDULE, 0, PFI_ARG_REQ, "FILE",
-     "CSV: start,end,limit[,level][,priority]"},
+    {.lng = "vtn", .arg = PFI_ARG_REQ, .argname = "URL",
+     .help = "poll an OpenADR 3.1 VTN (with --client-id, --client-secret-file and "
+     "--program); report, subscribe: the VTN",
+     .type = PFI_OT_STRING, .var = &g.vtn},
+    {.lng = "events", .arg = PFI_ARG_REQ, .argname = "FILE",
+     .help = "OpenADR 3 events as JSON (GET /events' body)",
+     .type = PFI_OT_LIST, .var = g.events, .var2 = &g.nevents, .hi = 16},
+    {.lng = "schedule", .arg = PFI_ARG_REQ, .argname = "FILE",
+     .help = "CSV: start,end,limit[,level][,priority]",
+     .type = PFI_OT_LIST, .var = g.schedules, .var2 = &g.nschedules, .hi = 16},
     PFI_OPT_GROUP("Timeline options:"),
-    {"client-id", O_ID, 0, PFI_ARG_REQ, "ID", "OAuth2 client id of this VEN"},
-    {"client-secret-file", O_SECRET, 0, PFI_ARG_REQ, "F",
-     "file holding the client secret (mode 0600; or the "
-     "PFI_VEN_CLIENT_SECRET variable)"},
-    {"program", O_PROGRAM, 0, PFI_ARG_REQ, "NAME",
-     "the program whose events apply"},
-    {"token-url", O_TOKEN_URL, 0, PFI_ARG_REQ, "URL",
-     "post the client secret here (default: the token URL the VTN names, "
-     "only on the VTN's own scheme, host and port)"},
-    {"baseline", O_BASELINE, 0, PFI_ARG_REQ, "W",
-     "the baseline for relative, SIMPLE and % limits, in W (default: none)"},
-    {"simple", O_SIMPLE, 0, PFI_ARG_REQ, "F1,F2,F3",
-     "SIMPLE levels 1-3 as fractions of the baseline (default "
-     "0.90,0.75,0.50; level 0 is no limit)"},
-    {"unit", O_UNIT, 0, PFI_ARG_REQ, "W",
-     "watts per payload unit when an event states none (default 1000: kW)"},
-    {"level", O_LEVEL, 0, PFI_ARG_REQ, "gpu|node|meter",
-     "where IMPORT_CAPACITY_LIMIT and setpoints apply (default meter); "
-     "curves, meter: the level of the power"},
-    {"now", O_NOW, 0, PFI_ARG_REQ, "TIME",
-     "RFC 3339 or Unix seconds (default: now)"},
-    {"seed", O_SEED, 0, PFI_ARG_REQ, "N", "randomizeStart draws (default 1)"},
-    {"floor", O_FLOOR, 0, PFI_ARG_REQ, "W",
-     "the least power the site can reach at the same level: a limit below it "
-     "is shown as infeasible, with the shortfall"},
-    {"format", O_FORMAT, 0, PFI_ARG_REQ, "F", "table (default), csv or json"},
+    {.lng = "client-id", .arg = PFI_ARG_REQ, .argname = "ID",
+     .help = "OAuth2 client id of this VEN",
+     .type = PFI_OT_STRING, .var = &g.id},
+    {.lng = "client-secret-file", .arg = PFI_ARG_REQ, .argname = "F",
+     .help = "file holding the client secret (mode 0600; or the "
+     "PFI_VEN_CLIENT_SECRET variable)",
+     .type = PFI_OT_STRING, .var = &g.secret_file},
+    {.lng = "program", .arg = PFI_ARG_REQ, .argname = "NAME",
+     .help = "the program whose events apply",
+     .type = PFI_OT_STRING, .var = &g.program},
+    {.lng = "token-url", .arg = PFI_ARG_REQ, .argname = "URL",
+     .help = "post the client secret here (default: the token URL the VTN "
+     "names, only on the VTN's own scheme, host and port)",
+     .type = PFI_OT_STRING, .var = &g.token_url},
+    {.lng = "baseline", .arg = PFI_ARG_REQ, .argname = "W",
+     .help = "the baseline for relative, SIMPLE and % limits, in W (default: none)",
+     .type = PFI_OT_NUMBER, .var = &g.baseline, .lo = 0, .hi = 1e12},
+    {.lng = "simple", .arg = PFI_ARG_REQ, .argname = "F1,F2,F3",
+     .help = "SIMPLE levels 1-3 as fractions of the baseline (default "
+     "0.90,0.75,0.50; level 0 is no limit)",
+     .type = PFI_OT_CALLBACK, .cb = simple_cb},
+    {.lng = "unit", .arg = PFI_ARG_REQ, .argname = "W",
+     .help = "watts per payload unit when an event states none (default 1000: kW)",
+     .type = PFI_OT_NUMBER, .var = &g.unit, .lo = 0, .hi = 1e12},
+    {.lng = "level", .arg = PFI_ARG_REQ, .argname = "gpu|node|meter",
+     .help = "where IMPORT_CAPACITY_LIMIT and setpoints apply (default meter); "
+     "curves, meter: the level of the power",
+     .type = PFI_OT_CALLBACK, .cb = level_cb},
+    {.lng = "now", .arg = PFI_ARG_REQ, .argname = "TIME",
+     .help = "RFC 3339 or Unix seconds (default: now)",
+     .type = PFI_OT_CALLBACK, .cb = time_cb},
+    {.lng = "seed", .arg = PFI_ARG_REQ, .argname = "N",
+     .help = "randomizeStart draws (default 1)",
+     .type = PFI_OT_ULONG, .var = &g.seed, .lo = 0, .hi = 0},
+    {.lng = "floor", .arg = PFI_ARG_REQ, .argname = "W",
+     .help = "the least power the site can reach at the same level: a limit below it "
+     "is shown as infeasible, with the shortfall",
+     .type = PFI_OT_NUMBER, .var = &g.floor, .lo = 0, .hi = 1e12},
+    {.lng = "format", .arg = PFI_ARG_REQ, .argname = "F",
+     .help = "table, csv or json",
+     .type = PFI_OT_CHOICE, .var = &fmt, .words = pfi_opt_formats,
+     .def = "table"},
     PFI_OPT_GROUP("report options:"),
-    {"event", O_EVENT, 0, PFI_ARG_REQ, "ID", "the event reported on"},
-    {"start", O_START, 0, PFI_ARG_REQ, "TIME", "the interval's start"},
-    {"duration", O_DURATION, 0, PFI_ARG_REQ, "D",
-     "the interval's length (seconds or 15m); capacity: an event length, "
-     "repeatable (default 15m, 1h, 2h, 4h)"},
-    {"usage", O_USAGE, 0, PFI_ARG_REQ, "WH", "USAGE in Wh"},
-    {"demand", O_DEMAND, 0, PFI_ARG_REQ, "W", "DEMAND in W"},
-    {"baseline-w", O_BASEW, 0, PFI_ARG_REQ, "W", "BASELINE in W"},
-    {"shed-available", O_SHED, 0, PFI_ARG_REQ, "W",
-     "LOAD_SHED_DELTA_AVAILABLE in W"},
+    {.lng = "event", .arg = PFI_ARG_REQ, .argname = "ID",
+     .help = "the event reported on",
+     .type = PFI_OT_STRING, .var = &g.event},
+    {.lng = "start", .arg = PFI_ARG_REQ, .argname = "TIME",
+     .help = "the interval's start",
+     .type = PFI_OT_CALLBACK, .cb = time_cb},
+    {.lng = "duration", .arg = PFI_ARG_REQ, .argname = "D",
+     .help = "the interval's length (seconds or 15m); capacity: an event length, "
+     "repeatable (default 15m, 1h, 2h, 4h)",
+     .type = PFI_OT_CALLBACK, .cb = dur_cb},
+    {.lng = "usage", .arg = PFI_ARG_REQ, .argname = "WH",
+     .help = "USAGE in Wh",
+     .type = PFI_OT_NUMBER, .var = &g.usage, .lo = 0, .hi = 1e12},
+    {.lng = "demand", .arg = PFI_ARG_REQ, .argname = "W",
+     .help = "DEMAND in W",
+     .type = PFI_OT_NUMBER, .var = &g.demand, .lo = 0, .hi = 1e12},
+    {.lng = "baseline-w", .arg = PFI_ARG_REQ, .argname = "W",
+     .help = "BASELINE in W",
+     .type = PFI_OT_NUMBER, .var = &g.basew, .lo = 0, .hi = 1e12},
+    {.lng = "shed-available", .arg = PFI_ARG_REQ, .argname = "W",
+     .help = "LOAD_SHED_DELTA_AVAILABLE in W",
+     .type = PFI_OT_NUMBER, .var = &g.shed, .lo = 0, .hi = 1e12},
     PFI_OPT_GROUP("subscribe options:"),
-    {"callback", O_CALLBACK, 0, PFI_ARG_REQ, "URL",
-     "where the VTN POSTs event notifications; bridge: the URL of --listen "
-     "as the VTN reaches it (default http://HOST:PORT/notify)"},
-    {"bearer-token-file", O_BEARER_FILE, 0, PFI_ARG_REQ, "FILE",
-     "the subscription's bearer token, which the callback checks: read "
+    {.lng = "callback", .arg = PFI_ARG_REQ, .argname = "URL",
+     .help = "where the VTN POSTs event notifications; bridge: the URL of --listen "
+     "as the VTN reaches it (default http://HOST:PORT/notify)",
+     .type = PFI_OT_STRING, .var = &g.callback},
+    {.lng = "bearer-token-file", .arg = PFI_ARG_REQ, .argname = "FILE",
+     .help = "the subscription's bearer token, which the callback checks: read "
      "from FILE (mode 0600), or made and written there when FILE does not "
-     "exist"},
+     "exist",
+     .type = PFI_OT_STRING, .var = &g.bearer_file},
     PFI_OPT_GROUP("bridge options:"),
-    {"pfid", O_PFID, 0, PFI_ARG_REQ, "URL", "pfid's API"},
-    {"pfid-token-file", O_PFID_TOKEN, 0, PFI_ARG_REQ, "FILE",
-     "bearer token for pfid (mode 0600)"},
-    {"config", O_CONFIG, 0, PFI_ARG_REQ, "FILE",
-     "the power chain from GPU to meter (docs/grid.md); also event-report, "
-     "curves, meter"},
-    {"interval", O_INTERVAL, 0, PFI_ARG_REQ, "D",
-     "time between syncs (default 30s, at most 1 day); meter: the measuring "
-     "interval (default 1s, at most 600 s)"},
-    {"report", O_REPORT, 0, PFI_ARG_REQ, "D",
-     "with --vtn, report every D during an event (default 15m)"},
-    {"overlap", O_OVERLAP, 0, PFI_ARG_REQ, "D",
-     "back-to-back spans overlap by D (default 2s)"},
-    {"shed-loss", O_SHED_LOSS, 0, PFI_ARG_REQ, "L",
-     "report (--report) and log (--log) pfid's live capacity at <= L "
+    {.lng = "pfid", .arg = PFI_ARG_REQ, .argname = "URL",
+     .help = "pfid's API",
+     .type = PFI_OT_STRING, .var = &g.pfid},
+    {.lng = "pfid-token-file", .arg = PFI_ARG_REQ, .argname = "FILE",
+     .help = "bearer token for pfid (mode 0600)",
+     .type = PFI_OT_STRING, .var = &g.pfid_token},
+    {.lng = "config", .arg = PFI_ARG_REQ, .argname = "FILE",
+     .help = "the power chain from GPU to meter (docs/grid.md); also event-report, "
+     "curves, meter",
+     .type = PFI_OT_STRING, .var = &g.config},
+    {.lng = "interval", .arg = PFI_ARG_REQ, .argname = "D",
+     .help = "time between syncs (default 30s, at most 1 day); meter: the measuring "
+     "interval (default 1s, at most 600 s)",
+     .type = PFI_OT_CALLBACK, .cb = dur_cb},
+    {.lng = "report", .arg = PFI_ARG_REQ, .argname = "D",
+     .help = "with --vtn, report every D during an event (default 15m)",
+     .type = PFI_OT_DURATION, .var = &g.report_s, .ival = PFI_DUR_ANY, .lo = 0,
+     .hi = 86400},
+    {.lng = "overlap", .arg = PFI_ARG_REQ, .argname = "D",
+     .help = "back-to-back spans overlap by D (default 2s)",
+     .type = PFI_OT_DURATION, .var = &g.overlap, .ival = PFI_DUR_ANY, .lo = 0,
+     .hi = 86400},
+    {.lng = "shed-loss", .arg = PFI_ARG_REQ, .argname = "L",
+     .help = "report (--report) and log (--log) pfid's live capacity at <= L "
      "throughput loss (1, 2, 5, 10 or 20 %; default 10%), reported as "
-     "LOAD_SHED_DELTA_AVAILABLE"},
-    {"listen", O_LISTEN, 0, PFI_ARG_REQ, "HOST:PORT",
-     "with --vtn, serve the VTN's event notifications here (a PORT alone: "
+     "LOAD_SHED_DELTA_AVAILABLE",
+     .type = PFI_OT_CALLBACK, .cb = shed_loss_cb},
+    {.lng = "listen", .arg = PFI_ARG_REQ, .argname = "HOST:PORT",
+     .help = "with --vtn, serve the VTN's event notifications here (a PORT alone: "
      "on 127.0.0.1; port 0 picks a free one), subscribe to them, and sync "
-     "at once on each"},
-    {"once", O_ONCE, 0, PFI_ARG_NONE, NULL, "one sync, then exit"},
-    {"log", O_LOG, 0, PFI_ARG_REQ, "DIR",
-     "append series.csv and jobs.csv every sync; event-report: the logged "
-     "event"},
+     "at once on each",
+     .type = PFI_OT_STRING, .var = &g.listen},
+    {.lng = "once", .arg = PFI_ARG_NONE,
+     .help = "one sync, then exit",
+     .type = PFI_OT_FLAG, .var = &g.once},
+    {.lng = "log", .arg = PFI_ARG_REQ, .argname = "DIR",
+     .help = "append series.csv and jobs.csv every sync; event-report: the logged "
+     "event",
+     .type = PFI_OT_STRING, .var = &g.logdir},
     PFI_OPT_GROUP("event-report and capacity options:"),
-    {"contract", O_CONTRACT, 0, PFI_ARG_REQ, "FILE",
-     "CSV job,tier[,tenant][,deadline_tput]"},
-    {"tiers", O_TIERS, 0, PFI_ARG_REQ, "FILE",
-     "CSV tier,max_loss[,max_event_s][,notice_s]"},
-    {"tier", O_TIER, 0, PFI_ARG_REQ, "NAME",
-     "capacity: every job in this tier (instead of --contract)"},
-    {"out", O_OUT, 0, PFI_ARG_REQ, "DIR",
-     "event-report: where compliance.csv and event.html go"},
-    {"nodes", O_NODES, 0, PFI_ARG_REQ, "N",
-     "event-report: the nodes the GPU power is spread over"},
-    {"phoenix", O_PHOENIX, 0, PFI_ARG_NONE, NULL,
-     "event-report: beside the event, Emerald AI's measured delivery of the "
-     "Phoenix event's 25 % cut (data/real/SRP_total_power.csv)"},
-    {"emulated", O_EMULATED, 0, PFI_ARG_NONE, NULL,
-     "event-report: the log is of an emulated fleet (labelled emulated)"},
-    {"notice", O_NOTICE, 0, PFI_ARG_REQ, "D",
-     "capacity: the notice given (default 0)"},
+    {.lng = "contract", .arg = PFI_ARG_REQ, .argname = "FILE",
+     .help = "CSV job,tier[,tenant][,deadline_tput]",
+     .type = PFI_OT_STRING, .var = &g.contract},
+    {.lng = "tiers", .arg = PFI_ARG_REQ, .argname = "FILE",
+     .help = "CSV tier,max_loss[,max_event_s][,notice_s]",
+     .type = PFI_OT_STRING, .var = &g.tiers},
+    {.lng = "tier", .arg = PFI_ARG_REQ, .argname = "NAME",
+     .help = "capacity: every job in this tier (instead of --contract)",
+     .type = PFI_OT_STRING, .var = &g.tier},
+    {.lng = "out", .arg = PFI_ARG_REQ, .argname = "DIR",
+     .help = "event-report: where compliance.csv and event.html go",
+     .type = PFI_OT_STRING, .var = &g.outdir},
+    {.lng = "nodes", .arg = PFI_ARG_REQ, .argname = "N",
+     .help = "event-report: the nodes the GPU power is spread over",
+     .type = PFI_OT_ULONG, .var = &g.nodes, .lo = 1, .hi = 1000000},
+    {.lng = "phoenix", .arg = PFI_ARG_NONE,
+     .help = "event-report: beside the event, Emerald AI's measured delivery of the "
+     "Phoenix event's 25 % cut (data/real/SRP_total_power.csv)",
+     .type = PFI_OT_FLAG, .var = &g.phoenix},
+    {.lng = "emulated", .arg = PFI_ARG_NONE,
+     .help = "event-report: the log is of an emulated fleet (labelled emulated)",
+     .type = PFI_OT_FLAG, .var = &g.emulated},
+    {.lng = "notice", .arg = PFI_ARG_REQ, .argname = "D",
+     .help = "capacity: the notice given (default 0)",
+     .type = PFI_OT_DURATION, .var = &g.notice, .ival = PFI_DUR_ANY, .lo = 0,
+     .hi = 366 * 86400.0},
     PFI_OPT_GROUP("capacity and curves options:"),
-    {"curves", O_CURVES, 0, PFI_ARG_REQ, "FILE", "the jobs' curves CSV"},
-    {"map", O_MAP, 0, PFI_ARG_REQ, "MAP",
-     "curves column mapping NAME=COLUMN,... (docs/formats.md)"},
-    {"gpus-per-node", O_GPN, 0, PFI_ARG_REQ, "N",
-     "curves: GPUs per node (default 8)"},
+    {.lng = "curves", .arg = PFI_ARG_REQ, .argname = "FILE",
+     .help = "the jobs' curves CSV",
+     .type = PFI_OT_STRING, .var = &g.curves},
+    {.lng = "map", .arg = PFI_ARG_REQ, .argname = "MAP",
+     .help = "curves column mapping NAME=COLUMN,... (docs/formats.md)",
+     .type = PFI_OT_STRING, .var = &g.map},
+    {.lng = "gpus-per-node", .arg = PFI_ARG_REQ, .argname = "N",
+     .help = "curves: GPUs per node (default 8)",
+     .type = PFI_OT_ULONG, .var = &g.gpn, .lo = 1, .hi = 1024},
     PFI_OPT_GROUP("capacity: the objective (docs/predict-allocate.md):"),
-    OBJ_OPTS,
-    {"curve", O_CURVE, 0, PFI_ARG_REQ, "FIT",
-     "monotone (default: a curve whose power or throughput falls as the cap "
-     "rises is decided on by its monotone fit) or raw"},
+    OBJ_OPTS_BOUND(&g.ob),
+    {.lng = "curve", .arg = PFI_ARG_REQ, .argname = "FIT",
+     .help = "monotone (a curve whose power or throughput falls as the cap "
+     "rises is decided on by its monotone fit) or raw",
+     .type = PFI_OT_CHOICE, .var = &g.curve_fit, .words = curve_fits,
+     .def = "monotone"},
     PFI_OPT_GROUP("meter options:"),
-    {"gpu-w", O_GPUW, 0, PFI_ARG_REQ, "W[,W...]",
-     "GPU power, for the node and facility power by the chain"},
-    {"other-w", O_OTHERW, 0, PFI_ARG_REQ, "W[,W...]", "the node's other power"},
-    {"powercap", O_POWERCAP, 0, PFI_ARG_REQ, "DIR",
-     "the powercap tree (default /sys/class/powercap)"},
-    {"bmc", O_BMC, 0, PFI_ARG_REQ, "TOOL",
-     "also the BMC's DCMI reading: ipmitool, ipmi-dcmi or TOOL:PROGRAM"},
-    {"limit", O_LIMIT, 0, PFI_ARG_REQ, "W",
-     "with --level, the GPU power that meets this limit now"},
+    {.lng = "gpu-w", .arg = PFI_ARG_REQ, .argname = "W[,W...]",
+     .help = "GPU power, for the node and facility power by the chain",
+     .type = PFI_OT_STRING, .var = &g.gpuw},
+    {.lng = "other-w", .arg = PFI_ARG_REQ, .argname = "W[,W...]",
+     .help = "the node's other power",
+     .type = PFI_OT_STRING, .var = &g.otherw},
+    {.lng = "powercap", .arg = PFI_ARG_REQ, .argname = "DIR",
+     .help = "the powercap tree (default /sys/class/powercap)",
+     .type = PFI_OT_STRING, .var = &g.powercap},
+    {.lng = "bmc", .arg = PFI_ARG_REQ, .argname = "TOOL",
+     .help = "also the BMC's DCMI reading: ipmitool, ipmi-dcmi or TOOL:PROGRAM",
+     .type = PFI_OT_STRING, .var = &g.bmc},
+    {.lng = "limit", .arg = PFI_ARG_REQ, .argname = "W",
+     .help = "with --level, the GPU power that meets this limit now",
+     .type = PFI_OT_NUMBER, .var = &g.limit, .lo = 0, .hi = 1e12},
     PFI_OPT_GROUP(""),
     PFI_OPT_HELP,
     PFI_OPT_END};
@@ -385,256 +554,16 @@ static int print_timeline(const struct pfi_timeline *tl, enum pfi_format fmt,
   return ferror(stdout) ? PFI_EXIT_FAIL : 0;
 }
 
+/* The options into *o (its defaults set by the caller); 0, -1 after
+ * --help, or the exit status of a usage error. */
 static int parse(int argc, char **argv, struct opts *o) {
-  int c;
-  struct pfi_error err;
+  g = *o;
   struct pfi_optparse op;
-  pfi_opt_start(&op, &help, argc, argv);
-  while ((c = pfi_opt_next(&op)) != -1) {
-    double *dst = NULL;
-    switch (c) {
-    case O_VTN:
-      o->vtn = optarg;
-      break;
-    case O_EVENTS:
-    case O_SCHEDULE: {
-      size_t *n = c == O_EVENTS ? &o->nevents : &o->nschedules;
-      if (*n == 16)
-        return pfi__grid_usage("at most 16 %s files",
-                               c == O_EVENTS ? "--events" : "--schedule");
-      (c == O_EVENTS ? o->events : o->schedules)[(*n)++] = optarg;
-      break;
-    }
-    case O_ID:
-      o->id = optarg;
-      break;
-    case O_SECRET:
-      o->secret_file = optarg;
-      break;
-    case O_TOKEN_URL:
-      o->token_url = optarg;
-      break;
-    case O_PROGRAM:
-      o->program = optarg;
-      break;
-    case O_EVENT:
-      o->event = optarg;
-      break;
-    case O_CONFIG:
-      o->config = optarg;
-      break;
-    case O_CALLBACK:
-      o->callback = optarg;
-      break;
-    case O_BEARER_FILE:
-      o->bearer_file = optarg;
-      break;
-    case O_LISTEN:
-      o->listen = optarg;
-      break;
-    case O_CURVES:
-      o->curves = optarg;
-      break;
-    case O_MAP:
-      o->map = optarg;
-      break;
-    case O_TIERS:
-      o->tiers = optarg;
-      break;
-    case O_CONTRACT:
-      o->contract = optarg;
-      break;
-    case O_TIER:
-      o->tier = optarg;
-      break;
-    case O_PFID:
-      o->pfid = optarg;
-      break;
-    case O_PFID_TOKEN:
-      o->pfid_token = optarg;
-      break;
-    case O_ONCE:
-      o->once = 1;
-      break;
-    case O_LOG:
-      o->logdir = optarg;
-      break;
-    case O_OUT:
-      o->outdir = optarg;
-      break;
-    case O_PHOENIX:
-      o->phoenix = 1;
-      break;
-    case O_EMULATED:
-      o->emulated = 1;
-      break;
-    case O_NODES:
-      if (pfi_cli_parse_ulong(optarg, &o->nodes) < 0 || o->nodes == 0 ||
-          o->nodes > 1000000)
-        return pfi__grid_usage("--nodes: expected 1-1000000, got '%s'", optarg);
-      break;
-    case O_OVERLAP:
-    case O_REPORT: {
-      double *d = c == O_OVERLAP ? &o->overlap : &o->report_s;
-      if (pfi_cli_parse_duration(optarg, d, &err) < 0 || !(*d >= 0) ||
-          *d > 86400)
-        return pfi__grid_usage("expected a duration up to a day, got '%s'",
-                               optarg);
-      break;
-    }
-    case O_SHED_LOSS: {
-      char *end;
-      double v = strtod(optarg, &end);
-      if (*end == '%') {
-        v /= 100;
-        end++;
-      }
-      int ok = end != optarg && !*end;
-      size_t k = 0;
-      while (ok && k < PFI_CAPACITY_NQUOTE &&
-             fabs(pfi_capacity_quotes[k] - v) > 1e-9)
-        k++;
-      if (!ok || k == PFI_CAPACITY_NQUOTE)
-        return pfi__grid_usage("--shed-loss: expected 1%, 2%, 5%, 10% or 20%, "
-                               "got '%s'",
-                               optarg);
-      o->shed_loss = pfi_capacity_quotes[k];
-      break;
-    }
-    case O_GPN:
-      if (pfi_cli_parse_ulong(optarg, &o->gpn) < 0 || o->gpn == 0 ||
-          o->gpn > 1024)
-        return pfi__grid_usage("--gpus-per-node: expected 1-1024, got '%s'",
-                               optarg);
-      break;
-    case O_NOTICE:
-      if (pfi_cli_parse_duration(optarg, &o->notice, &err) < 0 ||
-          !(o->notice >= 0) || o->notice > 366 * 86400.0)
-        return pfi__grid_usage("--notice: expected a duration (30m), got '%s'",
-                               optarg);
-      break;
-    case O_GPUW:
-      o->gpuw = optarg;
-      break;
-    case O_OTHERW:
-      o->otherw = optarg;
-      break;
-    case O_POWERCAP:
-      o->powercap = optarg;
-      break;
-    case O_BMC:
-      o->bmc = optarg;
-      break;
-    case O_BASELINE:
-      dst = &o->baseline;
-      break;
-    case O_UNIT:
-      dst = &o->unit;
-      break;
-    case O_USAGE:
-      dst = &o->usage;
-      break;
-    case O_DEMAND:
-      dst = &o->demand;
-      break;
-    case O_BASEW:
-      dst = &o->basew;
-      break;
-    case O_SHED:
-      dst = &o->shed;
-      break;
-    case O_LIMIT:
-      dst = &o->limit;
-      break;
-    case O_FLOOR:
-      dst = &o->floor;
-      break;
-    case O_SIMPLE:
-      if (sscanf(optarg, "%lf,%lf,%lf", &o->simple[0], &o->simple[1],
-                 &o->simple[2]) != 3)
-        return pfi__grid_usage(
-            "--simple: expected three fractions F1,F2,F3, got '%s'", optarg);
-      for (int i = 0; i < 3; i++)
-        if (!(o->simple[i] >= 0 && o->simple[i] <= 1))
-          return pfi__grid_usage("--simple: fractions must be in [0, 1]: '%s'",
-                                 optarg);
-      o->have_simple = 1;
-      break;
-    case O_LEVEL:
-      o->level_given = 1;
-      if (strcmp(optarg, "gpu") == 0)
-        o->level = PFI_LEVEL_GPU;
-      else if (strcmp(optarg, "node") == 0)
-        o->level = PFI_LEVEL_NODE;
-      else if (strcmp(optarg, "meter") == 0)
-        o->level = PFI_LEVEL_METER;
-      else
-        return pfi__grid_usage("--level: expected gpu, node or meter, got '%s'",
-                               optarg);
-      break;
-    case O_NOW:
-    case O_START:
-      if (parse_time(optarg, c == O_NOW ? &o->now : &o->start) < 0)
-        return pfi__grid_usage(
-            "expected an RFC 3339 time or Unix seconds, got '%s'", optarg);
-      break;
-    case O_SEED:
-      if (pfi_cli_parse_ulong(optarg, &o->seed) < 0)
-        return pfi__grid_usage("--seed: expected an integer, got '%s'", optarg);
-      break;
-    case O_DURATION:
-    case O_INTERVAL:
-      if (pfi_cli_parse_duration(optarg,
-                                 c == O_DURATION ? &o->duration : &o->interval,
-                                 &err) < 0 ||
-          !((c == O_DURATION ? o->duration : o->interval) > 0) ||
-          (c == O_INTERVAL && o->interval > 86400) ||
-          (c == O_DURATION && o->duration > 366 * 86400.0))
-        return pfi__grid_usage(
-            "expected a duration (15m, 1s; at most a day for "
-            "--interval, a year for --duration), got '%s'",
-            optarg);
-      if (c == O_DURATION) {
-        if (o->ndur == 16)
-          return pfi__grid_usage("at most 16 --duration values%s", "");
-        o->durations[o->ndur++] = o->duration;
-      }
-      break;
-    case O_FORMAT:
-      if (pfi_cli_format("grid", optarg,
-                         PFI_FMT_ALLOW_TABLE | PFI_FMT_ALLOW_CSV |
-                             PFI_FMT_ALLOW_JSON,
-                         &o->fmt) != 0)
-        return PFI_EXIT_USAGE;
-      break;
-    case OBJ_OPT_OBJECTIVE:
-    case OBJ_OPT_NORMALIZE:
-    case OBJ_OPT_WEIGHTS:
-    case OBJ_OPT_MIN_SHARE:
-      if (obj_opt_handle(&o->ob, c, optarg, "grid") != 0)
-        return PFI_EXIT_USAGE;
-      break;
-    case O_CURVE: {
-      enum pfi_curve_fit f;
-      if (pfi_curve_fit_parse(optarg, &f) < 0)
-        return pfi__grid_usage("--curve must be monotone or raw, not '%s'",
-                               optarg);
-      o->curve_fit = (int)f;
-      break;
-    }
-    case 'h':
-      pfi_opt_print_help(&help, stdout);
-      return -1;
-    default: /* said by pfi_opt_next() */
-      return PFI_EXIT_USAGE;
-    }
-    if (dst && (pfi_cli_parse_double(optarg, dst) < 0 || !isfinite(*dst) ||
-                *dst < 0 || *dst > 1e12))
-      return pfi__grid_usage("expected a number in [0, 1e12], got '%s'",
-                             optarg);
-  }
-  if (optind != argc)
-    return pfi__grid_usage("unexpected argument '%s'", argv[optind]);
+  int st = pfi_opt_parse(&op, &help, argc, argv);
+  if (st != PFI_OPT_GO)
+    return st == 0 ? -1 : st;
+  g.fmt = fmt;
+  *o = g;
   /* The input files, before any work: missing or unreadable is exit 2. */
   for (size_t i = 0; i < o->nevents; i++)
     if (pfi_cli_input("--events", o->events[i]))

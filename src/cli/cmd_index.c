@@ -14,32 +14,89 @@
 #include "pfi/index.h"
 #include "pfi/jobset.h"
 
+enum { DEF_RATIO = 1, DEF_AREA = 2, DEF_CE = 4, DEF_ALL = 7 };
+
+/* The options, bound to these (src/base/opt.h). */
+static int defs, node_power, fmt;
+static double *caps; /* --caps, malloc'd */
+static size_t ncaps;
+static unsigned long draws, seed;
+static double noise_p = PFI_INDEX_DEFAULT_REL_SD_POWER,
+              noise_t = PFI_INDEX_DEFAULT_REL_SD_TOKENS;
+static const char *map;
+
+/* --caps LIST: the caps kept. */
+static int caps_cb(const struct pfi_opt *o, const char *v, char *why,
+                   size_t n) {
+  struct pfi_error err;
+  free(caps);
+  caps = NULL;
+  if (pfi_cli_parse_numlist(v, &caps, &ncaps, &err) < 0) {
+    snprintf(why, n, "%s", err.msg);
+    return -1;
+  }
+  return 0;
+}
+
+/* --noise P,T: two percentages. */
+static int noise_cb(const struct pfi_opt *o, const char *v, char *why,
+                    size_t n) {
+  struct pfi_error err;
+  double *x = NULL;
+  size_t nx = 0;
+  if (pfi_cli_parse_numlist(v, &x, &nx, &err) < 0 || nx != 2 ||
+      !(x[0] >= 0) || !(x[1] >= 0) || x[0] > 100 || x[1] > 100) {
+    free(x);
+    snprintf(why, n, "expected P,T: two percentages from 0 to 100, got '%s'",
+             v);
+    return -1;
+  }
+  noise_p = x[0] / 100.0;
+  noise_t = x[1] / 100.0;
+  free(x);
+  return 0;
+}
+
+static const struct pfi_opt_word definitions[] = {{"ratio", DEF_RATIO},
+                                                 {"area", DEF_AREA},
+                                                 {"ce", DEF_CE},
+                                                 {"all", DEF_ALL},
+                                                 {NULL, 0}};
+static const struct pfi_opt_word powers[] = {
+    {"gpu", 0}, {"node", 1}, {NULL, 0}};
+
 static const struct pfi_opt opts[] = {
-    {"definition", 'd', 0, PFI_ARG_REQ, "D",
-     "ratio, area, ce or all (default all)"},
-    {"caps", 'c', 0, PFI_ARG_REQ, "LIST",
-     "keep only these caps in every job, e.g. 200,500,600,700 or 200:700:100; "
-     "a job lacking one is an error"},
-    {"ci", 'n', 0, PFI_ARG_REQ, "N",
-     "95 % interval of the ratio PFI from N Monte Carlo draws (default 0: "
-     "none; the paper uses 10000)"},
-    {"seed", 's', 0, PFI_ARG_REQ, "S",
-     "random seed of the draws (default 1); the same seed gives the same "
-     "output"},
-    {"noise", 'e', 0, PFI_ARG_REQ, "P,T",
-     "relative noise, in %, of points without power_sd_w / tokens_sd, for "
-     "the noise rule and the interval (default: estimated from the file, "
-     "else 0.04,0.05, the paper's median standard errors); the output states "
-     "the noise used and its source"},
-    {"map", 'm', 0, PFI_ARG_REQ, "NAME=COLUMN,...",
-     "read canonical column NAME from the file's COLUMN, e.g. "
-     "job=Workload,cap_w=GPU power cap,power_w=total GPU "
-     "power,tokens_per_s=throughput"},
-    {"power", 'w', 0, PFI_ARG_REQ, "P",
-     "gpu (default: the power_w column) or node: Eq. 1 over node power, "
-     "read from node_power_w and node_power_sd_w (node_curves.csv of pfi "
-     "trace summarize)"},
-    {"format", 'f', 0, PFI_ARG_REQ, "F", "table (default), csv or json"},
+    {.lng = "definition", .arg = PFI_ARG_REQ, .argname = "D",
+     .help = "ratio, area, ce or all", .type = PFI_OT_CHOICE, .var = &defs,
+     .words = definitions, .def = "all"},
+    PFI_OPT_CALLBACK("caps", NULL, caps_cb, "LIST",
+                     "keep only these caps in every job, e.g. 200,500,600,700 "
+                     "or 200:700:100; a job lacking one is an error"),
+    PFI_OPT_ULONG("ci", &draws, 0, 100000000, "N",
+                  "95 % interval of the ratio PFI from N Monte Carlo draws "
+                  "(default 0: none; the paper uses 10000)"),
+    {.lng = "seed", .arg = PFI_ARG_REQ, .argname = "S",
+     .help = "random seed of the draws; the same seed gives the same output",
+     .type = PFI_OT_ULONG, .var = &seed, .def = "1"},
+    PFI_OPT_CALLBACK(
+        "noise", NULL, noise_cb, "P,T",
+        "relative noise, in %, of points without power_sd_w / tokens_sd, for "
+        "the noise rule and the interval (default: estimated from the file, "
+        "else 0.04,0.05, the paper's median standard errors); the output "
+        "states the noise used and its source"),
+    PFI_OPT_STRING("map", 0, &map, "NAME=COLUMN,...",
+                   "read canonical column NAME from the file's COLUMN, e.g. "
+                   "job=Workload,cap_w=GPU power cap,power_w=total GPU "
+                   "power,tokens_per_s=throughput"),
+    {.lng = "power", .arg = PFI_ARG_REQ, .argname = "P",
+     .help = "gpu (the power_w column) or node: Eq. 1 over node power, read "
+             "from node_power_w and node_power_sd_w (node_curves.csv of pfi "
+             "trace summarize)",
+     .type = PFI_OT_CHOICE, .var = &node_power, .words = powers,
+     .def = "gpu"},
+    {.lng = "format", .arg = PFI_ARG_REQ, .argname = "F",
+     .help = "table, csv or json", .type = PFI_OT_CHOICE, .var = &fmt,
+     .words = pfi_opt_formats, .def = "table"},
     PFI_OPT_WIDE,
     PFI_OPT_HELP,
     PFI_OPT_END};
@@ -78,9 +135,11 @@ static const struct pfi_cmd_help help = {
     "job with fewer than 2 points) is reported as FILE:LINE:COLUMN with exit\n"
     "status 2.\n",
     0,
-    NULL};
-
-enum { DEF_RATIO = 1, DEF_AREA = 2, DEF_CE = 4, DEF_ALL = 7 };
+    NULL,
+    NULL,
+    1,
+    1,
+    "FILE (use - for standard input)"};
 
 struct row {
   struct pfi_index ix;
@@ -151,18 +210,8 @@ static int compute_row(const struct pfi_curveset *set, size_t i, int defs,
 
 int cmd_index(int argc, char **argv) {
   const char *cmd = "index";
-  int defs = DEF_ALL;
-  double *caps = NULL;
-  size_t ncaps = 0;
-  unsigned long draws = 0, seed = 1;
-  double noise_p = PFI_INDEX_DEFAULT_REL_SD_POWER,
-         noise_t = PFI_INDEX_DEFAULT_REL_SD_TOKENS;
-  int noise_given = 0;
   struct pfi_noise nz;
-  const char *map = NULL;
-  int node_power = 0;
   char *node_map = NULL;
-  enum pfi_format fmt = PFI_FMT_TABLE;
   struct pfi_error err;
   struct pfi_curveset set;
   struct row *rows = NULL;
@@ -170,104 +219,12 @@ int cmd_index(int argc, char **argv) {
   pfi_error_clear(&err);
   pfi_curveset_init(&set);
 
-  int c;
   struct pfi_optparse op;
-  pfi_opt_start(&op, &help, argc, argv);
-  while ((c = pfi_opt_next(&op)) != -1) {
-    switch (c) {
-    case 'h':
-      pfi_opt_print_help(&help, stdout);
-      goto out;
-    case 'd':
-      if (strcmp(optarg, "ratio") == 0)
-        defs = DEF_RATIO;
-      else if (strcmp(optarg, "area") == 0)
-        defs = DEF_AREA;
-      else if (strcmp(optarg, "ce") == 0)
-        defs = DEF_CE;
-      else if (strcmp(optarg, "all") == 0)
-        defs = DEF_ALL;
-      else {
-        status = pfi_cli_usage(cmd,
-                               "--definition: unknown '%s' (expected ratio, "
-                               "area, ce or all)",
-                               optarg);
-        goto out;
-      }
-      break;
-    case 'c':
-      free(caps);
-      caps = NULL;
-      if (pfi_cli_parse_numlist(optarg, &caps, &ncaps, &err) < 0) {
-        status = pfi_cli_usage(cmd, "--caps: %s", err.msg);
-        goto out;
-      }
-      break;
-    case 'n':
-      if (pfi_cli_parse_ulong(optarg, &draws) < 0 || draws > 100000000UL) {
-        status = pfi_cli_usage(
-            cmd,
-            "--ci: expected a number of draws from 0 to 100000000, got '%s'",
-            optarg);
-        goto out;
-      }
-      break;
-    case 's':
-      if (pfi_cli_parse_ulong(optarg, &seed) < 0) {
-        status = pfi_cli_usage(
-            cmd, "--seed: expected a non-negative integer, got '%s'", optarg);
-        goto out;
-      }
-      break;
-    case 'e': {
-      double *v = NULL;
-      size_t nv = 0;
-      if (pfi_cli_parse_numlist(optarg, &v, &nv, &err) < 0 || nv != 2 ||
-          !(v[0] >= 0) || !(v[1] >= 0) || v[0] > 100 || v[1] > 100) {
-        free(v);
-        status = pfi_cli_usage(cmd,
-                               "--noise: expected P,T: two percentages from 0 "
-                               "to 100, got '%s'",
-                               optarg);
-        goto out;
-      }
-      noise_p = v[0] / 100.0;
-      noise_t = v[1] / 100.0;
-      noise_given = 1;
-      free(v);
-      break;
-    }
-    case 'm':
-      map = optarg;
-      break;
-    case 'w':
-      if (strcmp(optarg, "gpu") == 0 || strcmp(optarg, "node") == 0) {
-        node_power = optarg[0] == 'n';
-        break;
-      }
-      status =
-          pfi_cli_usage(cmd, "--power: expected gpu or node, got '%s'", optarg);
-      goto out;
-    case 'f':
-      status = pfi_cli_format(
-          cmd, optarg,
-          PFI_FMT_ALLOW_TABLE | PFI_FMT_ALLOW_CSV | PFI_FMT_ALLOW_JSON, &fmt);
-      if (status)
-        goto out;
-      break;
-    default: /* said by pfi_opt_next() */
-      status = PFI_EXIT_USAGE;
-      goto out;
-    }
-  }
-  if (optind >= argc) {
-    status = pfi_cli_usage(cmd, "missing FILE (use - for standard input)");
+  status = pfi_opt_parse(&op, &help, argc, argv);
+  if (status != PFI_OPT_GO)
     goto out;
-  }
-  if (optind + 1 < argc) {
-    status = pfi_cli_usage(cmd, "unexpected argument '%s'", argv[optind + 1]);
-    goto out;
-  }
+  status = 0;
+  int noise_given = pfi_opt_given(&op, "noise") > 0;
   const char *path = argv[optind];
   if (node_power) {
     /* Node power is the file's node_power_w: a --map of its own power

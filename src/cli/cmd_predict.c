@@ -14,13 +14,18 @@
 #include "pfi/model.h"
 #include "pfi/stats.h"
 
+/* The options, bound to these (src/base/opt.h). */
+static const char *curves, *map;
+static int fmt;
+
 static const struct pfi_opt opts[] = {
-    {"curves", 'c', 0, PFI_ARG_REQ, "FILE",
-     "curves of (some of) the jobs, for validation"},
-    {"map", 'M', 0, PFI_ARG_REQ, "MAP",
-     "curves column mapping NAME=COLUMN,..."},
-    {"format", 'F', 0, PFI_ARG_REQ, "F",
-     "table (default), csv or json (an array of {job, pfi [, pfi_true]})"},
+    PFI_OPT_STRING("curves", 0, &curves, "FILE",
+                   "curves of (some of) the jobs, for validation"),
+    PFI_OPT_STRING("map", 0, &map, "MAP",
+                   "curves column mapping NAME=COLUMN,..."),
+    {.lng = "format", .arg = PFI_ARG_REQ, .argname = "F",
+     .help = "table, csv or json (an array of {job, pfi [, pfi_true]})", .type = PFI_OT_CHOICE, .var = &fmt,
+     .words = pfi_opt_formats, .def = "table"},
     PFI_OPT_WIDE,
     PFI_OPT_HELP,
     PFI_OPT_END};
@@ -41,38 +46,17 @@ static const struct pfi_cmd_help help = {
     opts,
     NULL,
     0,
-    NULL};
+    NULL,
+    NULL,
+    2,
+    2,
+    "MODEL.json FEATURES.csv"};
 
 int cmd_predict(int argc, char **argv) {
-  const char *curves = NULL, *map = NULL;
-  enum pfi_format fmt = PFI_FMT_TABLE;
-  int o;
   struct pfi_optparse op;
-  pfi_opt_start(&op, &help, argc, argv);
-  while ((o = pfi_opt_next(&op)) != -1) {
-    switch (o) {
-    case 'F':
-      if (pfi_cli_format("predict", optarg,
-                         PFI_FMT_ALLOW_TABLE | PFI_FMT_ALLOW_CSV |
-                             PFI_FMT_ALLOW_JSON,
-                         &fmt))
-        return PFI_EXIT_USAGE;
-      break;
-    case 'c':
-      curves = optarg;
-      break;
-    case 'M':
-      map = optarg;
-      break;
-    case 'h':
-      pfi_opt_print_help(&help, stdout);
-      return PFI_EXIT_OK;
-    default: /* said by pfi_opt_next() */
-      return PFI_EXIT_USAGE;
-    }
-  }
-  if (optind + 2 != argc)
-    return pfi_cli_usage("predict", "expected MODEL.json FEATURES.csv");
+  int ost = pfi_opt_parse(&op, &help, argc, argv);
+  if (ost != PFI_OPT_GO)
+    return ost;
   struct pfi_error err;
   pfi_error_clear(&err);
   struct pfi_model m;

@@ -8,10 +8,16 @@
 #include "opt.h"
 #include "pfi/records.h"
 
+/* The options, bound to these (src/base/opt.h). */
+static const char *event, *job;
+static int fmt;
+
 static const struct pfi_opt opts[] = {
-    {"event", 'e', 0, PFI_ARG_REQ, "E", "only records of event E"},
-    {"job", 'j', 0, PFI_ARG_REQ, "J", "only records of job J"},
-    {"format", 'f', 0, PFI_ARG_REQ, "F", "table (default), csv or json"},
+    PFI_OPT_STRING("event", 0, &event, "E", "only records of event E"),
+    PFI_OPT_STRING("job", 0, &job, "J", "only records of job J"),
+    {.lng = "format", .arg = PFI_ARG_REQ, .argname = "F",
+     .help = "table, csv or json", .type = PFI_OT_CHOICE, .var = &fmt,
+     .words = pfi_opt_formats, .def = "table"},
     PFI_OPT_WIDE,
     PFI_OPT_HELP,
     PFI_OPT_END};
@@ -31,7 +37,11 @@ static const struct pfi_cmd_help help = {
     "Exit status 0 ok, 1 a database error, 2 bad usage or a file that is\n"
     "not a records database.\n",
     0,
-    NULL};
+    NULL,
+    NULL,
+    1,
+    1,
+    "DB (a records database)"};
 
 struct ctx {
   enum pfi_format fmt;
@@ -124,35 +134,11 @@ static int row(void *p, const struct pfi_records_row *r) {
 }
 
 int cmd_records(int argc, char **argv) {
-  const char *event = NULL, *job = NULL;
-  struct ctx c = {PFI_FMT_TABLE, NULL, 0};
-  int o;
   struct pfi_optparse op;
-  pfi_opt_start(&op, &help, argc, argv);
-  while ((o = pfi_opt_next(&op)) != -1) {
-    switch (o) {
-    case 'e':
-      event = optarg;
-      break;
-    case 'j':
-      job = optarg;
-      break;
-    case 'f':
-      if (pfi_cli_format("records", optarg,
-                         PFI_FMT_ALLOW_TABLE | PFI_FMT_ALLOW_CSV |
-                             PFI_FMT_ALLOW_JSON,
-                         &c.fmt))
-        return PFI_EXIT_USAGE;
-      break;
-    case 'h':
-      pfi_opt_print_help(&help, stdout);
-      return 0;
-    default: /* said by pfi_opt_next() */
-      return PFI_EXIT_USAGE;
-    }
-  }
-  if (optind + 1 != argc)
-    return pfi_cli_usage("records", "expected one records database");
+  int ost = pfi_opt_parse(&op, &help, argc, argv);
+  if (ost != PFI_OPT_GO)
+    return ost;
+  struct ctx c = {fmt, NULL, 0};
   struct pfi_error err;
   pfi_error_clear(&err);
   struct pfi_records *r;

@@ -17,50 +17,82 @@
 #include "pfi/monotone.h"
 #include "pfi/oracle.h"
 #include "pfi/replay.h"
+#include "pfi/sim.h" /* PFI_STR */
 
+enum show { SHOW_SUMMARY, SHOW_SERIES, SHOW_JOBS, SHOW_CAPS };
+
+/* The options, bound to these (src/base/opt.h). */
+static const char *curves, *features, *target, *time_col, *power_col, *base_s,
+    *strat_s, *model_path, *pfeat, *map;
+static int true_pfi, curve_fit, show, fmt;
+static double event_min;
+static struct obj_opt ob;
+
+static const struct pfi_opt_word fits[] = {
+    {"monotone", PFI_CURVE_MONOTONE}, {"raw", PFI_CURVE_RAW}, {NULL, 0}};
+static const struct pfi_opt_word shows[] = {{"summary", SHOW_SUMMARY},
+                                            {"series", SHOW_SERIES},
+                                            {"jobs", SHOW_JOBS},
+                                            {"caps", SHOW_CAPS},
+                                            {NULL, 0}};
+
+static struct noise_opt nopt; /* --noise */
 static const struct pfi_opt opts[] = {
-    {"curves", 'c', 0, PFI_ARG_REQ, "FILE",
-     "curves CSV (job, cap_w, power_w, tokens_per_s)"},
-    {"target", 'T', 0, PFI_ARG_REQ, "TRACE",
-     "power trace CSV: a time and a power column"},
-    {"time-col", 'x', 0, PFI_ARG_REQ, "NAME",
-     "time column (default: timestamp, time or t)"},
-    {"power-col", 'y', 0, PFI_ARG_REQ, "NAME",
-     "power column in W (default: total, power_w or power)"},
-    {"baseline", 'b', 0, PFI_ARG_REQ, "W|auto",
-     "the pre-event power in W; auto (default): the median of the samples of "
-     "the first 15 minutes"},
-    {"strategies", 's', 0, PFI_ARG_REQ, "LIST",
-     "comma-separated (default oracle,equal): oracle, equal, moe-ft-weighted, "
-     "pfi-aware, dram-copy, pfi-curve, or all"},
-    {"features", 'f', 0, PFI_ARG_REQ, "FILE",
-     "features CSV (for strategies that need them)"},
-    {"model", 'm', 0, PFI_ARG_REQ, "FILE",
-     "PFI model saved by pfi fit --output"},
-    {"true-pfi", 't', 0, PFI_ARG_NONE, NULL,
-     "pfi-aware/pfi-curve use the curves' own PFI"},
-    {"pfi-features", 'P', 0, PFI_ARG_REQ, "L",
-     "features of the fitted PFI model"},
-    {"map", 'M', 0, PFI_ARG_REQ, "MAP",
-     "curves column mapping NAME=COLUMN,..."},
-    {"event-min-cut", 'e', 0, PFI_ARG_REQ, "R",
-     "least cut of an event step (default 5%): steps closer to the baseline "
-     "are not the event's"},
-    {"show", 'S', 0, PFI_ARG_REQ, "WHAT",
-     "table and CSV output: summary (default; totals per strategy and per "
-     "job), series (the time series) jobs (per job and strategy) or caps (each "
-     "job's power and per-GPU cap at each step)"},
-    {"curve", 'K', 0, PFI_ARG_REQ, "FIT",
-     "monotone (default: a curve whose power or throughput falls as the cap "
-     "rises is decided on its monotone fit; the PFI stays the raw points') "
-     "or raw"},
-    {"format", 'F', 0, PFI_ARG_REQ, "F",
-     "table (default), csv or json (everything)"},
-    OBJ_OPTS,
-    NOISE_OPT_ROW,
+    PFI_OPT_STRING("curves", 0, &curves, "FILE",
+                   "curves CSV (job, cap_w, power_w, tokens_per_s)"),
+    PFI_OPT_STRING("target", 0, &target, "TRACE",
+                   "power trace CSV: a time and a power column"),
+    PFI_OPT_STRING("time-col", 0, &time_col, "NAME",
+                   "time column (default: timestamp, time or t)"),
+    PFI_OPT_STRING("power-col", 0, &power_col, "NAME",
+                   "power column in W (default: total, power_w or power)"),
+    {.lng = "baseline", .arg = PFI_ARG_REQ, .argname = "W|auto",
+     .help = "the pre-event power in W; auto: the median of the samples of "
+             "the first 15 minutes",
+     .type = PFI_OT_STRING, .var = &base_s, .def = "auto"},
+    {.lng = "strategies", .arg = PFI_ARG_REQ, .argname = "LIST",
+     .help = "comma-separated: oracle, equal, moe-ft-weighted, pfi-aware, "
+             "dram-copy, pfi-curve, or all",
+     .type = PFI_OT_STRING, .var = &strat_s, .def = "oracle,equal"},
+    PFI_OPT_STRING("features", 0, &features, "FILE",
+                   "features CSV (for strategies that need them)"),
+    PFI_OPT_STRING("model", 0, &model_path, "FILE",
+                   "PFI model saved by pfi fit --output"),
+    PFI_OPT_FLAG("true-pfi", 0, &true_pfi,
+                 "pfi-aware/pfi-curve use the curves' own PFI"),
+    PFI_OPT_STRING("pfi-features", 0, &pfeat, "L",
+                   "features of the fitted PFI model"),
+    PFI_OPT_STRING("map", 0, &map, "MAP",
+                   "curves column mapping NAME=COLUMN,..."),
+    {.lng = "event-min-cut", .arg = PFI_ARG_REQ, .argname = "R",
+     .help = "least cut of an event step (0.05 or 5%): steps closer to the "
+             "baseline are not the event's",
+     .type = PFI_OT_SHARE, .var = &event_min, .lo = 0, .hi = 1,
+     .range = PFI_RANGE_LO_OPEN | PFI_RANGE_HI_OPEN,
+     .def = PFI_STR(PFI_REPLAY_EVENT_MIN_CUT)},
+    {.lng = "show", .arg = PFI_ARG_REQ, .argname = "WHAT",
+     .help = "table and CSV output: summary (totals per strategy and per "
+             "job), series (the time series) jobs (per job and strategy) or "
+             "caps (each job's power and per-GPU cap at each step)",
+     .type = PFI_OT_CHOICE, .var = &show, .words = shows, .def = "summary"},
+    {.lng = "curve", .arg = PFI_ARG_REQ, .argname = "FIT",
+     .help = "monotone (a curve whose power or throughput falls as the cap "
+             "rises is decided on its monotone fit; the PFI stays the raw "
+             "points') or raw",
+     .type = PFI_OT_CHOICE, .var = &curve_fit, .words = fits,
+     .def = "monotone"},
+    {.lng = "format", .arg = PFI_ARG_REQ, .argname = "F",
+     .help = "table, csv or json (everything)", .type = PFI_OT_CHOICE,
+     .var = &fmt, .words = pfi_opt_formats, .def = "table"},
+    OBJ_OPTS_BOUND(&ob),
+    NOISE_OPT_BOUND(&nopt),
     PFI_OPT_WIDE,
     PFI_OPT_HELP,
     PFI_OPT_END};
+
+static const struct pfi_opt_rule rules[] = {
+    PFI_RULE_REQUIRED("curves"), PFI_RULE_REQUIRED("target"),
+    PFI_RULE_EXCLUSIVE("model", "true-pfi"), PFI_RULE_END};
 
 static const struct pfi_cmd_help help = {
     "replay",
@@ -107,9 +139,11 @@ static const struct pfi_cmd_help help = {
     "job_power_w [..], job_cap_w [..] (in the order of jobs)}]}].\n"
     "Exit status 0 ok, 1 run-time failure, 2 bad usage or bad input.\n",
     0,
+    NULL,
+    rules,
+    0,
+    0,
     NULL};
-
-enum show { SHOW_SUMMARY, SHOW_SERIES, SHOW_JOBS, SHOW_CAPS };
 
 /* Width of a job's column in the caps table. */
 static int colw(const char *job) {
@@ -148,123 +182,17 @@ static int parse_strategies(const char *s, unsigned *asked) {
 }
 
 int cmd_replay(int argc, char **argv) {
-  const char *curves = NULL, *features = NULL, *target = NULL, *time_col = NULL,
-             *power_col = NULL, *base_s = "auto", *strat_s = "oracle,equal",
-             *model_path = NULL, *pfeat = NULL, *map = NULL;
-  int true_pfi = 0;
-  enum pfi_curve_fit curve_fit = PFI_CURVE_MONOTONE;
-  struct obj_opt ob;
   obj_opt_init(&ob);
-  struct pfi_noise nz;
-  int have_nz = 0;
-  double event_min = PFI_REPLAY_EVENT_MIN_CUT;
-  enum show show = SHOW_SUMMARY;
-  enum pfi_format fmt = PFI_FMT_TABLE;
-  int o;
   struct pfi_optparse op;
-  pfi_opt_start(&op, &help, argc, argv);
-  while ((o = pfi_opt_next(&op)) != -1) {
-    switch (o) {
-    case NOISE_OPT:
-      if (noise_opt_parse("replay", optarg, &nz) != 0)
-        return PFI_EXIT_USAGE;
-      have_nz = 1;
-      break;
-    case 'c':
-      curves = optarg;
-      break;
-    case 'f':
-      features = optarg;
-      break;
-    case 'T':
-      target = optarg;
-      break;
-    case 'x':
-      time_col = optarg;
-      break;
-    case 'y':
-      power_col = optarg;
-      break;
-    case 'b':
-      base_s = optarg;
-      break;
-    case 's':
-      strat_s = optarg;
-      break;
-    case 'm':
-      model_path = optarg;
-      break;
-    case 't':
-      true_pfi = 1;
-      break;
-    case 'K':
-      if (pfi_curve_fit_parse(optarg, &curve_fit) < 0)
-        return pfi_cli_usage(
-            "replay", "--curve must be monotone or raw, not '%s'", optarg);
-      break;
-    case 'P':
-      pfeat = optarg;
-      break;
-    case OBJ_OPT_OBJECTIVE:
-    case OBJ_OPT_NORMALIZE:
-    case OBJ_OPT_WEIGHTS:
-    case OBJ_OPT_MIN_SHARE:
-      if (obj_opt_handle(&ob, o, optarg, "replay") != 0)
-        return PFI_EXIT_USAGE;
-      break;
-    case 'M':
-      map = optarg;
-      break;
-    case 'e': {
-      struct pfi_error e2;
-      if (pfi_cut_parse(optarg, &event_min, &e2) < 0 || !(event_min > 0))
-        return pfi_cli_usage("replay",
-                             "--event-min-cut: expected a cut in (0, 1) such "
-                             "as 0.05 or 5%%, got '%s'",
-                             optarg);
-      break;
-    }
-    case 'S':
-      if (strcmp(optarg, "summary") == 0)
-        show = SHOW_SUMMARY;
-      else if (strcmp(optarg, "series") == 0)
-        show = SHOW_SERIES;
-      else if (strcmp(optarg, "jobs") == 0)
-        show = SHOW_JOBS;
-      else if (strcmp(optarg, "caps") == 0)
-        show = SHOW_CAPS;
-      else
-        return pfi_cli_usage("replay",
-                             "--show: expected summary, series, jobs or caps, "
-                             "got '%s'",
-                             optarg);
-      break;
-    case 'F':
-      if (pfi_cli_format("replay", optarg,
-                         PFI_FMT_ALLOW_TABLE | PFI_FMT_ALLOW_CSV |
-                             PFI_FMT_ALLOW_JSON,
-                         &fmt))
-        return PFI_EXIT_USAGE;
-      break;
-    case 'h':
-      pfi_opt_print_help(&help, stdout);
-      return PFI_EXIT_OK;
-    default: /* said by pfi_opt_next() */
-      return PFI_EXIT_USAGE;
-    }
-  }
-  if (optind < argc)
-    return pfi_cli_usage("replay", "unexpected argument '%s'", argv[optind]);
-  if (!curves)
-    return pfi_cli_usage("replay", "--curves FILE is required");
-  if (!target)
-    return pfi_cli_usage("replay", "--target TRACE is required");
+  int st = pfi_opt_parse(&op, &help, argc, argv);
+  if (st != PFI_OPT_GO)
+    return st;
+  struct pfi_noise nz = nopt.nz;
+  int have_nz = nopt.given;
   if (pfi_cli_input("--curves", curves) || pfi_cli_input("--target", target) ||
       pfi_cli_input("--features", features) ||
       pfi_cli_input("--model", model_path))
     return PFI_EXIT_USAGE;
-  if (model_path && true_pfi)
-    return pfi_cli_usage("replay", "--model and --true-pfi exclude each other");
   unsigned asked;
   if (parse_strategies(strat_s, &asked))
     return PFI_EXIT_USAGE;

@@ -15,53 +15,75 @@
 #include "pfi/store.h"
 #include "pfi/trace.h"
 
+/* The options, bound to these (src/base/opt.h); ro holds the library's
+ * defaults (pfi_report_opts_init()) before parsing. */
+static struct pfi_report_opts ro;
+static const struct pfi_opt_word fits[] = {
+    {"monotone", PFI_CURVE_MONOTONE}, {"raw", PFI_CURVE_RAW}, {NULL, 0}};
+static struct obj_opt rob; /* the operator's page's objective */
+static const char *out, *map, *unit;
+static int quiet, paper, cluster_k;
+
+static const struct pfi_opt_word clusters[] = {
+    {"archtask", 0}, {"pooled", 1}, {NULL, 0}};
+
 static const struct pfi_opt opts[] = {
-    {"out", 'o', 'o', PFI_ARG_REQ, "DIR",
-     "output directory, created with its parents when absent (default: DIR "
-     "itself; for a DB, its path without .db plus -report)"},
-    {"seed", 's', 0, PFI_ARG_REQ, "S",
-     "seed of the intervals and the simulation (default 1); the same seed "
-     "gives the same bytes"},
-    {"draws", 'd', 0, PFI_ARG_REQ, "N",
-     "Monte Carlo draws per group for the 95 % intervals (default 10000)"},
-    {"workloads", 'w', 0, PFI_ARG_REQ, "N",
-     "allocation simulation workloads (default " PFI_STR(
-         PFI_SIM_DEFAULT_WORKLOADS) ")"},
-    {"jobs-per-workload", 'j', 0, PFI_ARG_REQ, "N",
-     "jobs per workload (default " PFI_STR(PFI_SIM_DEFAULT_SIZE) ")"},
-    {"cluster", 'C', 0, PFI_ARG_REQ, "C",
-     "leave-one-cluster-out clusters: archtask (default, the paper's 4 "
-     "architecture x task clusters) or pooled (3 classes, dense pretraining "
-     "and fine-tuning pooled)"},
-    {"no-figures", 'n', 0, PFI_ARG_NONE, NULL,
-     "tables only (figures need gnuplot)"},
-    {"map", 'M', 0, PFI_ARG_REQ, "MAP",
-     "curves column mapping (docs/formats.md), for a FILE.csv or the "
-     "operator's page"},
-    {"unit", 'U', 0, PFI_ARG_REQ, "NAME",
-     "the throughput's unit on the operator's page"},
-    {"paper", 'P', 0, PFI_ARG_NONE, NULL,
-     "the paper-reproduction page even without the paper's groups (DIR or DB)"},
-    {"gate", 'G', 0, PFI_ARG_REQ, "REF.csv",
-     "on the operator's page, a replay-gate section: the input against the "
-     "reference sweep REF.csv (read with --map; docs/gate.md)"},
-    {"quiet", 'q', 'q', PFI_ARG_NONE, NULL, "no progress on stderr"},
-    {"objective", OBJ_OPT_OBJECTIVE, 0, PFI_ARG_REQ, "O",
-     "the operator's page: " OBJ_OPT_HELP_OBJECTIVE
-     " (the paper's report always sums raw throughput, as the paper does)"},
-    {"normalize", OBJ_OPT_NORMALIZE, 0, PFI_ARG_NONE, NULL,
-     "the same as --objective jobs"},
-    {"min-share", OBJ_OPT_MIN_SHARE, 0, PFI_ARG_REQ, "R",
-     "the operator's page: every job keeps at least R (0.5 or 50%) of its "
-     "uncapped throughput"},
-    {"weights", OBJ_OPT_WEIGHTS, 0, PFI_ARG_REQ, "FILE",
-     "the operator's page: per-job weights (a priority, a price per unit): "
-     "CSV with columns job and weight (the curves file itself when it has "
-     "them); they scale any objective"},
-    {"curve", 'K', 0, PFI_ARG_REQ, "FIT",
-     "the operator's page: monotone (default: a curve whose power or "
-     "throughput falls as the cap rises is decided on by its monotone fit) "
-     "or raw"},
+    PFI_OPT_STRING("out", 'o', &out, "DIR",
+                   "output directory, created with its parents when absent "
+                   "(default: DIR itself; for a DB, its path without .db plus "
+                   "-report)"),
+    PFI_OPT_ULONG("seed", &ro.seed, 0, 0, "S",
+                  "seed of the intervals and the simulation (default 1); the "
+                  "same seed gives the same bytes"),
+    PFI_OPT_SIZE("draws", &ro.ci_draws, 1, 10000000, "N",
+                 "Monte Carlo draws per group for the 95 % intervals "
+                 "(default 10000)"),
+    PFI_OPT_SIZE("workloads", &ro.sim_workloads, 2, 1000000, "N",
+                 "allocation simulation workloads (default " PFI_STR(
+                     PFI_SIM_DEFAULT_WORKLOADS) ")"),
+    PFI_OPT_SIZE("jobs-per-workload", &ro.sim_jobs, 1, 1000000, "N",
+                 "jobs per workload (default " PFI_STR(PFI_SIM_DEFAULT_SIZE) ")"),
+    {.lng = "cluster", .arg = PFI_ARG_REQ, .argname = "C",
+     .help = "leave-one-cluster-out clusters: archtask (default, the paper's "
+             "4 architecture x task clusters) or pooled (3 classes, dense "
+             "pretraining and fine-tuning pooled)",
+     .type = PFI_OT_CHOICE, .var = &cluster_k, .var2 = &ro.clusters,
+     .words = clusters},
+    PFI_OPT_FLAG("no-figures", 0, &ro.no_figures,
+                 "tables only (figures need gnuplot)"),
+    PFI_OPT_STRING("map", 0, &map, "MAP",
+                   "curves column mapping (docs/formats.md), for a FILE.csv "
+                   "or the operator's page"),
+    PFI_OPT_STRING("unit", 0, &unit, "NAME",
+                   "the throughput's unit on the operator's page"),
+    PFI_OPT_FLAG("paper", 0, &paper,
+                 "the paper-reproduction page even without the paper's "
+                 "groups (DIR or DB)"),
+    PFI_OPT_STRING("gate", 0, &ro.gate_reference, "REF.csv",
+                   "on the operator's page, a replay-gate section: the input "
+                   "against the reference sweep REF.csv (read with --map; "
+                   "docs/gate.md)"),
+    PFI_OPT_FLAG("quiet", 'q', &quiet, "no progress on stderr"),
+    PFI_OPT_CALLBACK("objective", &rob, obj_opt_cb, "O",
+                     "the operator's page: " OBJ_OPT_HELP_OBJECTIVE
+                     " (the paper's report always sums raw throughput, as the "
+                     "paper does)"),
+    {.lng = "normalize", .arg = PFI_ARG_NONE,
+     .help = "the same as --objective jobs", .type = PFI_OT_CALLBACK,
+     .var = &rob, .cb = obj_opt_cb},
+    PFI_OPT_CALLBACK("min-share", &rob, obj_opt_cb, "R",
+                     "the operator's page: every job keeps at least R (0.5 or "
+                     "50%) of its uncapped throughput"),
+    PFI_OPT_STRING("weights", 0, &ro.weights, "FILE",
+                   "the operator's page: per-job weights (a priority, a price "
+                   "per unit): CSV with columns job and weight (the curves "
+                   "file itself when it has them); they scale any objective"),
+    {.lng = "curve", .arg = PFI_ARG_REQ, .argname = "FIT",
+     .help = "the operator's page: monotone (a curve whose power or "
+             "throughput falls as the cap rises is decided on by its "
+             "monotone fit) or raw",
+     .type = PFI_OT_CHOICE, .var = &ro.curve_fit, .words = fits,
+     .def = "monotone"},
     PFI_OPT_HELP,
     PFI_OPT_END};
 
@@ -86,7 +108,11 @@ static const struct pfi_cmd_help help = {
     "Exit status: 0 ok, 1 run-time failure (gnuplot missing or failing),\n"
     "2 bad usage or bad input (FILE:LINE:COLUMN).\n",
     0,
-    NULL};
+    NULL,
+    NULL,
+    1,
+    1,
+    "DB or DIR"};
 
 /* A trace store is an SQLite file. */
 static int is_store(const char *path) {
@@ -112,102 +138,15 @@ static void progress(const char *msg, void *arg) {
 
 int cmd_report(int argc, char **argv) {
   const char *cmd = "report";
-  const char *out = NULL, *map = NULL, *unit = NULL;
-  int quiet = 0, paper = 0, kind_given = 0;
-  struct pfi_report_opts o;
-  pfi_report_opts_init(&o);
-  int c;
-  unsigned long u;
+  pfi_report_opts_init(&ro);
+  obj_opt_init(&rob);
+  rob.obj = ro.objective;
   struct pfi_optparse op;
-  pfi_opt_start(&op, &help, argc, argv);
-  while ((c = pfi_opt_next(&op)) != -1) {
-    switch (c) {
-    case 'o':
-      out = optarg;
-      break;
-    case 's':
-      if (pfi_cli_parse_ulong(optarg, &u))
-        return pfi_cli_usage(cmd, "--seed: not a non-negative integer: '%s'",
-                             optarg);
-      o.seed = u;
-      break;
-    case 'd':
-      if (pfi_cli_parse_ulong(optarg, &u) || u == 0 || u > 10000000)
-        return pfi_cli_usage(cmd, "--draws: expected 1..10000000, got '%s'",
-                             optarg);
-      o.ci_draws = u;
-      break;
-    case 'w':
-      if (pfi_cli_parse_ulong(optarg, &u) || u < 2 || u > 1000000)
-        return pfi_cli_usage(cmd, "--workloads: expected 2..1000000, got '%s'",
-                             optarg);
-      o.sim_workloads = u;
-      break;
-    case 'j':
-      if (pfi_cli_parse_ulong(optarg, &u) || u == 0 || u > 1000000)
-        return pfi_cli_usage(
-            cmd, "--jobs-per-workload: expected 1..1000000, got '%s'", optarg);
-      o.sim_jobs = u;
-      break;
-    case 'C':
-      if (strcmp(optarg, "archtask") != 0 && strcmp(optarg, "pooled") != 0)
-        return pfi_cli_usage(cmd,
-                             "--cluster takes archtask or pooled, not "
-                             "'%s'",
-                             optarg);
-      o.clusters = optarg;
-      break;
-    case 'n':
-      o.no_figures = 1;
-      break;
-    case 'M':
-      map = optarg;
-      break;
-    case 'U':
-      unit = optarg;
-      break;
-    case 'P':
-      paper = 1;
-      break;
-    case 'G':
-      o.gate_reference = optarg;
-      break;
-    case 'q':
-      quiet = 1;
-      break;
-    case OBJ_OPT_WEIGHTS:
-      o.weights = optarg;
-      break;
-    case 'K': {
-      enum pfi_curve_fit f;
-      if (pfi_curve_fit_parse(optarg, &f) < 0)
-        return pfi_cli_usage(cmd, "--curve must be monotone or raw, not '%s'",
-                             optarg);
-      o.curve_fit = (int)f;
-      break;
-    }
-    case OBJ_OPT_OBJECTIVE:
-    case OBJ_OPT_NORMALIZE:
-    case OBJ_OPT_MIN_SHARE: {
-      struct obj_opt ob;
-      obj_opt_init(&ob);
-      ob.obj = o.objective;
-      ob.kind_given = kind_given;
-      if (obj_opt_handle(&ob, c, optarg, cmd) != 0)
-        return PFI_EXIT_USAGE;
-      kind_given = ob.kind_given;
-      o.objective = ob.obj;
-      break;
-    }
-    case 'h':
-      pfi_opt_print_help(&help, stdout);
-      return 0;
-    default: /* said by pfi_opt_next() */
-      return PFI_EXIT_USAGE;
-    }
-  }
-  if (optind != argc - 1)
-    return pfi_cli_usage(cmd, "expected one DB-or-DIR argument");
+  int ost = pfi_opt_parse(&op, &help, argc, argv);
+  if (ost != PFI_OPT_GO)
+    return ost;
+  ro.objective = rob.obj;
+  struct pfi_report_opts o = ro;
   const char *in = argv[optind];
   if (!quiet)
     o.progress = progress;

@@ -10,30 +10,43 @@
 #include "pfi/reproduce.h"
 #include "pfi/sim.h"
 
+/* The options, bound to these (src/base/opt.h); ro holds the library's
+ * defaults (pfi_reproduce_opts_init()) before parsing. */
+static struct pfi_reproduce_opts ro;
+static int quiet, cluster_k;
+
+static const struct pfi_opt_word clusters[] = {
+    {"archtask", 0}, {"pooled", 1}, {NULL, 0}};
+
 static const struct pfi_opt opts[] = {
-    {"out", 'o', 'o', PFI_ARG_REQ, "DIR", "output directory (default out)"},
-    {"seed", 's', 0, PFI_ARG_REQ, "S",
-     "seed of the emulator, intervals and simulation (default 1)"},
-    {"jobs", 'J', 0, PFI_ARG_REQ, "FILE",
-     "job library (default data/jobs/jobs.csv)"},
-    {"duration", 'D', 0, PFI_ARG_REQ, "D",
-     "run length in device time with its unit, 1s..24h (default 30m; 90s, "
-     "1h also work; a bare 30 is refused)"},
-    {"interval", 'I', 0, PFI_ARG_REQ, "D",
-     "sampling interval, 0.1s..10m (default 5s)"},
-    {"draws", 'd', 0, PFI_ARG_REQ, "N",
-     "Monte Carlo draws per group (default 10000)"},
-    {"workloads", 'w', 0, PFI_ARG_REQ, "N",
-     "simulation workloads (default " PFI_STR(PFI_SIM_DEFAULT_WORKLOADS) ")"},
-    {"jobs-per-workload", 'j', 0, PFI_ARG_REQ, "N",
-     "jobs per workload (default " PFI_STR(PFI_SIM_DEFAULT_SIZE) ")"},
-    {"cluster", 'C', 0, PFI_ARG_REQ, "C",
-     "leave-one-cluster-out clusters: archtask (default, the paper's 4 "
-     "architecture x task clusters) or pooled (3 classes, dense pretraining "
-     "and fine-tuning pooled)"},
-    {"no-figures", 'n', 0, PFI_ARG_NONE, NULL,
-     "tables only (figures need gnuplot)"},
-    {"quiet", 'q', 'q', PFI_ARG_NONE, NULL, "no progress on stderr"},
+    PFI_OPT_STRING("out", 'o', &ro.out_dir, "DIR",
+                   "output directory (default out)"),
+    PFI_OPT_ULONG("seed", &ro.seed, 0, 0, "S",
+                  "seed of the emulator, intervals and simulation (default "
+                  "1)"),
+    PFI_OPT_STRING("jobs", 0, &ro.jobs_path, "FILE",
+                   "job library (default data/jobs/jobs.csv)"),
+    PFI_OPT_DURATION("duration", &ro.duration_s, PFI_DUR_DURATION, 0, 0, "D",
+                     "run length in device time with its unit (default 30m; "
+                     "90s, 1h also work; a bare 30 is refused)"),
+    PFI_OPT_DURATION("interval", &ro.interval_s, PFI_DUR_INTERVAL, 0, 0, "D",
+                     "sampling interval (default 5s)"),
+    PFI_OPT_SIZE("draws", &ro.report.ci_draws, 1, 10000000, "N",
+                 "Monte Carlo draws per group (default 10000)"),
+    PFI_OPT_SIZE("workloads", &ro.report.sim_workloads, 2, 1000000, "N",
+                 "simulation workloads (default " PFI_STR(
+                     PFI_SIM_DEFAULT_WORKLOADS) ")"),
+    PFI_OPT_SIZE("jobs-per-workload", &ro.report.sim_jobs, 1, 1000000, "N",
+                 "jobs per workload (default " PFI_STR(PFI_SIM_DEFAULT_SIZE) ")"),
+    {.lng = "cluster", .arg = PFI_ARG_REQ, .argname = "C",
+     .help = "leave-one-cluster-out clusters: archtask (default, the paper's "
+             "4 architecture x task clusters) or pooled (3 classes, dense "
+             "pretraining and fine-tuning pooled)",
+     .type = PFI_OT_CHOICE, .var = &cluster_k, .var2 = &ro.report.clusters,
+     .words = clusters},
+    PFI_OPT_FLAG("no-figures", 0, &ro.report.no_figures,
+                 "tables only (figures need gnuplot)"),
+    PFI_OPT_FLAG("quiet", 'q', &quiet, "no progress on stderr"),
     PFI_OPT_HELP,
     PFI_OPT_END};
 
@@ -77,79 +90,14 @@ static void progress(const char *msg, void *arg) {
 }
 
 int cmd_reproduce(int argc, char **argv) {
-  const char *cmd = "reproduce";
-  struct pfi_reproduce_opts o;
-  pfi_reproduce_opts_init(&o);
-  int quiet = 0;
-  int c;
-  unsigned long u;
+  pfi_reproduce_opts_init(&ro);
   struct pfi_error err;
   pfi_error_clear(&err);
   struct pfi_optparse op;
-  pfi_opt_start(&op, &help, argc, argv);
-  while ((c = pfi_opt_next(&op)) != -1) {
-    switch (c) {
-    case 'o':
-      o.out_dir = optarg;
-      break;
-    case 's':
-      if (pfi_cli_parse_ulong(optarg, &u))
-        return pfi_cli_usage(cmd, "--seed: not a non-negative integer: '%s'",
-                             optarg);
-      o.seed = u;
-      break;
-    case 'J':
-      o.jobs_path = optarg;
-      break;
-    case 'D':
-      if (pfi_parse_duration(optarg, PFI_DUR_DURATION, &o.duration_s, &err))
-        return pfi_cli_usage(cmd, "--duration: %s", err.msg);
-      break;
-    case 'I':
-      if (pfi_parse_duration(optarg, PFI_DUR_INTERVAL, &o.interval_s, &err))
-        return pfi_cli_usage(cmd, "--interval: %s", err.msg);
-      break;
-    case 'd':
-      if (pfi_cli_parse_ulong(optarg, &u) || u == 0 || u > 10000000)
-        return pfi_cli_usage(cmd, "--draws: expected 1..10000000, got '%s'",
-                             optarg);
-      o.report.ci_draws = u;
-      break;
-    case 'w':
-      if (pfi_cli_parse_ulong(optarg, &u) || u < 2 || u > 1000000)
-        return pfi_cli_usage(cmd, "--workloads: expected 2..1000000, got '%s'",
-                             optarg);
-      o.report.sim_workloads = u;
-      break;
-    case 'j':
-      if (pfi_cli_parse_ulong(optarg, &u) || u == 0 || u > 1000000)
-        return pfi_cli_usage(
-            cmd, "--jobs-per-workload: expected 1..1000000, got '%s'", optarg);
-      o.report.sim_jobs = u;
-      break;
-    case 'C':
-      if (strcmp(optarg, "archtask") != 0 && strcmp(optarg, "pooled") != 0)
-        return pfi_cli_usage(cmd,
-                             "--cluster takes archtask or pooled, not "
-                             "'%s'",
-                             optarg);
-      o.report.clusters = optarg;
-      break;
-    case 'n':
-      o.report.no_figures = 1;
-      break;
-    case 'q':
-      quiet = 1;
-      break;
-    case 'h':
-      pfi_opt_print_help(&help, stdout);
-      return 0;
-    default: /* said by pfi_opt_next() */
-      return PFI_EXIT_USAGE;
-    }
-  }
-  if (optind != argc)
-    return pfi_cli_usage(cmd, "unexpected argument '%s'", argv[optind]);
+  int ost = pfi_opt_parse(&op, &help, argc, argv);
+  if (ost != PFI_OPT_GO)
+    return ost;
+  struct pfi_reproduce_opts o = ro;
   if (!quiet)
     o.progress = progress;
   /* The handlers only set a flag; the sweep notices it between samples and

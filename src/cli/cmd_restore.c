@@ -11,11 +11,20 @@
 #include "pfi/store.h"
 #include "pfi/sweep.h"
 
+/* The options, bound to these (src/base/opt.h). */
+static const char *db;
+static int fmt;
+
 static const struct pfi_opt opts[] = {
-    {"db", 'd', 0, PFI_ARG_REQ, "FILE", "the sweep's trace store"},
-    {"format", 'f', 0, PFI_ARG_REQ, "F", "table (default), csv or json"},
+    PFI_OPT_STRING("db", 0, &db, "FILE", "the sweep's trace store"),
+    {.lng = "format", .arg = PFI_ARG_REQ, .argname = "F",
+     .help = "table, csv or json", .type = PFI_OT_CHOICE, .var = &fmt,
+     .words = pfi_opt_formats, .def = "table"},
     PFI_OPT_HELP,
     PFI_OPT_END};
+
+static const struct pfi_opt_rule rules[] = {PFI_RULE_REQUIRED("db"),
+                                            PFI_RULE_END};
 
 static const struct pfi_cmd_help help = {
     "restore",
@@ -55,37 +64,17 @@ static const struct pfi_cmd_help help = {
     opts,
     NULL,
     0,
+    NULL,
+    rules,
+    0,
+    0,
     NULL};
 
 int cmd_restore(int argc, char **argv) {
-  const char *db = NULL;
-  enum pfi_format fmt = PFI_FMT_TABLE;
-  int c;
   struct pfi_optparse op;
-  pfi_opt_start(&op, &help, argc, argv);
-  while ((c = pfi_opt_next(&op)) != -1) {
-    switch (c) {
-    case 'd':
-      db = optarg;
-      break;
-    case 'f':
-      if (pfi_cli_format("restore", optarg,
-                         PFI_FMT_ALLOW_TABLE | PFI_FMT_ALLOW_CSV |
-                             PFI_FMT_ALLOW_JSON,
-                         &fmt) != 0)
-        return PFI_EXIT_USAGE;
-      break;
-    case 'h':
-      pfi_opt_print_help(&help, stdout);
-      return 0;
-    default: /* said by pfi_opt_next() */
-      return PFI_EXIT_USAGE;
-    }
-  }
-  if (optind != argc)
-    return pfi_cli_usage("restore", "unexpected argument '%s'", argv[optind]);
-  if (!db)
-    return pfi_cli_usage("restore", "--db FILE is required");
+  int ost = pfi_opt_parse(&op, &help, argc, argv);
+  if (ost != PFI_OPT_GO)
+    return ost;
   struct pfi_error err;
   pfi_error_clear(&err);
   struct pfi_store *st = NULL;

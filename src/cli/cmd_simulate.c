@@ -17,52 +17,86 @@
 #include "pfi/report.h"
 #include "pfi/sim.h"
 
+/* The options, bound to these (src/base/opt.h). */
+static const char *curves, *features, *mix, *cuts_s, *strat_s, *model_path,
+    *pfeat, *plot_path, *map, *tcurves, *tfeatures, *cluster_s;
+static unsigned long workloads, size, seed;
+static int holdout, true_pfi, cluster_k, curve_fit, fmt;
+static struct obj_opt ob;
+
+static const struct pfi_opt_word holdouts[] = {
+    {"job", 1}, {"cluster", 2}, {"", 1}, {NULL, 0}};
+static const struct pfi_opt_word clusters[] = {
+    {"archtask", 0}, {"pooled", 1}, {NULL, 0}};
+static const struct pfi_opt_word fits[] = {
+    {"monotone", PFI_CURVE_MONOTONE}, {"raw", PFI_CURVE_RAW}, {NULL, 0}};
+
+static struct noise_opt nopt; /* --noise */
 static const struct pfi_opt opts[] = {
-    {"curves", 'c', 0, PFI_ARG_REQ, "FILE",
-     "curves CSV (default data/jobs/curves.csv)"},
-    {"features", 'f', 0, PFI_ARG_REQ, "FILE",
-     "features CSV (default data/jobs/features.csv when --curves is not "
-     "given; with --curves: none unless given)"},
-    {"workloads", 'w', 0, PFI_ARG_REQ, "N",
-     "workloads (default " PFI_STR(PFI_SIM_DEFAULT_WORKLOADS) ")"},
-    {"size", 'n', 0, PFI_ARG_REQ, "N",
-     "jobs per workload (default " PFI_STR(PFI_SIM_DEFAULT_SIZE) ")"},
-    {"mix", 'x', 0, PFI_ARG_REQ, "M",
-     "random (default), production or a mix file"},
-    {"cuts", 'r', 0, PFI_ARG_REQ, "LIST",
-     "reductions in percent (default " PFI_SIM_DEFAULT_CUTS ")"},
-    {"strategies", 's', 0, PFI_ARG_REQ, "LIST",
-     "default: oracle,equal,moe-ft-weighted,pfi-aware, dram-copy,pfi-curve"},
-    {"seed", 'S', 0, PFI_ARG_REQ, "S",
-     "random seed (default 1); same seed, same bytes"},
-    {"plot", 'p', 0, PFI_ARG_REQ, "FILE",
-     "draw the gap chart with gnuplot (.svg or .png)"},
-    {"curve", 'K', 0, PFI_ARG_REQ, "FIT",
-     "monotone (default: a curve whose power or throughput falls as the cap "
-     "rises is decided on its monotone fit; the PFI stays the raw points') "
-     "or raw"},
-    {"format", 'F', 0, PFI_ARG_REQ, "F", "table (default), csv or json"},
-    NOISE_OPT_ROW,
+    PFI_OPT_STRING("curves", 0, &curves, "FILE",
+                   "curves CSV (default data/jobs/curves.csv)"),
+    PFI_OPT_STRING("features", 0, &features, "FILE",
+                   "features CSV (default data/jobs/features.csv when "
+                   "--curves is not given; with --curves: none unless given)"),
+    {.lng = "workloads", .arg = PFI_ARG_REQ, .argname = "N",
+     .help = "workloads", .type = PFI_OT_ULONG, .var = &workloads, .lo = 2,
+     .hi = 10000000, .def = PFI_STR(PFI_SIM_DEFAULT_WORKLOADS)},
+    {.lng = "size", .arg = PFI_ARG_REQ, .argname = "N",
+     .help = "jobs per workload", .type = PFI_OT_ULONG, .var = &size,
+     .lo = 1, .hi = 10000000, .def = PFI_STR(PFI_SIM_DEFAULT_SIZE)},
+    {.lng = "mix", .arg = PFI_ARG_REQ, .argname = "M",
+     .help = "random, production or a mix file", .type = PFI_OT_STRING,
+     .var = &mix, .def = "random"},
+    {.lng = "cuts", .arg = PFI_ARG_REQ, .argname = "LIST",
+     .help = "reductions in percent", .type = PFI_OT_STRING, .var = &cuts_s,
+     .def = PFI_SIM_DEFAULT_CUTS},
+    {.lng = "strategies", .arg = PFI_ARG_REQ, .argname = "LIST",
+     .help = "the strategies", .type = PFI_OT_STRING, .var = &strat_s,
+     .def = "oracle,equal,moe-ft-weighted,pfi-aware,dram-copy,pfi-curve"},
+    {.lng = "seed", .arg = PFI_ARG_REQ, .argname = "S",
+     .help = "random seed; same seed, same bytes", .type = PFI_OT_ULONG,
+     .var = &seed, .def = "1"},
+    PFI_OPT_STRING("plot", 0, &plot_path, "FILE",
+                   "draw the gap chart with gnuplot (.svg or .png)"),
+    {.lng = "curve", .arg = PFI_ARG_REQ, .argname = "FIT",
+     .help = "monotone (a curve whose power or throughput falls as the cap "
+             "rises is decided on its monotone fit; the PFI stays the raw "
+             "points') or raw",
+     .type = PFI_OT_CHOICE, .var = &curve_fit, .words = fits,
+     .def = "monotone"},
+    {.lng = "format", .arg = PFI_ARG_REQ, .argname = "F",
+     .help = "table, csv or json", .type = PFI_OT_CHOICE, .var = &fmt,
+     .words = pfi_opt_formats, .def = "table"},
+    NOISE_OPT_BOUND(&nopt),
     PFI_OPT_WIDE,
     PFI_OPT_HELP,
-    {"holdout", 'H', 0, PFI_ARG_OPT, "job|cluster",
-     "predict each job's PFI with a fit that did not see it (job, the "
-     "default) or its cluster"},
-    {"cluster", 'C', 0, PFI_ARG_REQ, "archtask|pooled",
-     "the clusters of --holdout=cluster (default archtask)"},
-    {"model", 'm', 0, PFI_ARG_REQ, "MODEL.json",
-     "PFI from a saved model (pfi fit --output)"},
-    {"true-pfi", 't', 0, PFI_ARG_NONE, NULL, "PFI of the curves themselves"},
-    {"pfi-features", 'P', 0, PFI_ARG_REQ, "LIST",
-     "features of the telemetry model (default dram_copy_product)"},
-    {"test-curves", 'T', 0, PFI_ARG_REQ, "FILE",
-     "draw workloads from these jobs instead (with --test-features)"},
-    {"test-features", 'U', 0, PFI_ARG_REQ, "FILE",
-     "features of the --test-curves jobs"},
-    {"map", 'M', 0, PFI_ARG_REQ, "NAME=COLUMN,...",
-     "read canonical curve column NAME from the file's COLUMN"},
-    OBJ_OPTS,
+    {.lng = "holdout", .arg = PFI_ARG_OPT, .argname = "job|cluster",
+     .help = "predict each job's PFI with a fit that did not see it (job, "
+             "the default) or its cluster",
+     .type = PFI_OT_CHOICE, .var = &holdout, .words = holdouts},
+    {.lng = "cluster", .arg = PFI_ARG_REQ, .argname = "archtask|pooled",
+     .help = "the clusters of --holdout=cluster (default archtask)",
+     .type = PFI_OT_CHOICE, .var = &cluster_k, .var2 = &cluster_s,
+     .words = clusters},
+    PFI_OPT_STRING("model", 0, &model_path, "MODEL.json",
+                   "PFI from a saved model (pfi fit --output)"),
+    PFI_OPT_FLAG("true-pfi", 0, &true_pfi, "PFI of the curves themselves"),
+    PFI_OPT_STRING("pfi-features", 0, &pfeat, "LIST",
+                   "features of the telemetry model (default "
+                   "dram_copy_product)"),
+    PFI_OPT_STRING("test-curves", 0, &tcurves, "FILE",
+                   "draw workloads from these jobs instead (with "
+                   "--test-features)"),
+    PFI_OPT_STRING("test-features", 0, &tfeatures, "FILE",
+                   "features of the --test-curves jobs"),
+    PFI_OPT_STRING("map", 0, &map, "NAME=COLUMN,...",
+                   "read canonical curve column NAME from the file's COLUMN"),
+    OBJ_OPTS_BOUND(&ob),
     PFI_OPT_END};
+
+static const struct pfi_opt_rule rules[] = {
+    PFI_RULE_EXCLUSIVE("model", "true-pfi", "holdout"),
+    PFI_RULE_TOGETHER("test-curves", "test-features"), PFI_RULE_END};
 
 static const struct pfi_cmd_help help = {
     "simulate",
@@ -128,6 +162,10 @@ static const struct pfi_cmd_help help = {
     "cut, the percent of workloads whose floors exceed its budget: they are\n"
     "left out of its values). The gaps count in the objective's unit\n"
     "whatever their key says.\n",
+    0,
+    NULL,
+    rules,
+    0,
     0,
     NULL};
 
@@ -281,129 +319,14 @@ static int plot(const char *path, const double *cuts, size_t nc,
 }
 
 int cmd_simulate(int argc, char **argv) {
-  const char *curves = NULL, *features = NULL, *mix = "random",
-             *cuts_s = PFI_SIM_DEFAULT_CUTS,
-             *strat_s = "oracle,equal,moe-ft-weighted,pfi-aware,dram-copy,"
-                        "pfi-curve",
-             *model_path = NULL, *pfeat = NULL, *plot_path = NULL, *map = NULL,
-             *tcurves = NULL, *tfeatures = NULL, *cluster_s = NULL;
-  unsigned long workloads = PFI_SIM_DEFAULT_WORKLOADS,
-                size = PFI_SIM_DEFAULT_SIZE, seed = 1;
-  int holdout = 0, true_pfi = 0, strat_given = 0;
-  enum pfi_curve_fit curve_fit = PFI_CURVE_MONOTONE;
-  struct obj_opt ob;
   obj_opt_init(&ob);
-  struct pfi_noise nz;
-  int have_nz = 0;
-  enum pfi_format fmt = PFI_FMT_TABLE;
-  int o;
   struct pfi_optparse op;
-  pfi_opt_start(&op, &help, argc, argv);
-  while ((o = pfi_opt_next(&op)) != -1) {
-    switch (o) {
-    case NOISE_OPT:
-      if (noise_opt_parse("simulate", optarg, &nz) != 0)
-        return PFI_EXIT_USAGE;
-      have_nz = 1;
-      break;
-    case 'c':
-      curves = optarg;
-      break;
-    case 'f':
-      features = optarg;
-      break;
-    case 'w':
-      if (pfi_cli_parse_ulong(optarg, &workloads) || workloads < 2 ||
-          workloads > 10000000)
-        return pfi_cli_usage("simulate", "--workloads must be 2..10000000");
-      break;
-    case 'n':
-      if (pfi_cli_parse_ulong(optarg, &size) || size < 1 || size > 10000000)
-        return pfi_cli_usage("simulate", "--size must be 1..10000000");
-      break;
-    case 'x':
-      mix = optarg;
-      break;
-    case 'r':
-      cuts_s = optarg;
-      break;
-    case 's':
-      strat_s = optarg;
-      strat_given = 1;
-      break;
-    case OBJ_OPT_OBJECTIVE:
-    case OBJ_OPT_NORMALIZE:
-    case OBJ_OPT_WEIGHTS:
-    case OBJ_OPT_MIN_SHARE:
-      if (obj_opt_handle(&ob, o, optarg, "simulate") != 0)
-        return PFI_EXIT_USAGE;
-      break;
-    case 'S':
-      if (pfi_cli_parse_ulong(optarg, &seed))
-        return pfi_cli_usage("simulate", "--seed must be a non-negative "
-                                         "integer");
-      break;
-    case 'H':
-      if (!optarg || strcmp(optarg, "job") == 0)
-        holdout = 1;
-      else if (strcmp(optarg, "cluster") == 0)
-        holdout = 2;
-      else
-        return pfi_cli_usage("simulate", "--holdout takes job or cluster");
-      break;
-    case 'C':
-      if (strcmp(optarg, "archtask") != 0 && strcmp(optarg, "pooled") != 0)
-        return pfi_cli_usage("simulate", "--cluster takes archtask or pooled");
-      cluster_s = optarg;
-      break;
-    case 'm':
-      model_path = optarg;
-      break;
-    case 't':
-      true_pfi = 1;
-      break;
-    case 'K':
-      if (pfi_curve_fit_parse(optarg, &curve_fit) < 0)
-        return pfi_cli_usage(
-            "simulate", "--curve must be monotone or raw, not '%s'", optarg);
-      break;
-    case 'P':
-      pfeat = optarg;
-      break;
-    case 'p':
-      plot_path = optarg;
-      break;
-    case 'T':
-      tcurves = optarg;
-      break;
-    case 'U':
-      tfeatures = optarg;
-      break;
-    case 'M':
-      map = optarg;
-      break;
-    case 'F':
-      if (pfi_cli_format("simulate", optarg,
-                         PFI_FMT_ALLOW_TABLE | PFI_FMT_ALLOW_CSV |
-                             PFI_FMT_ALLOW_JSON,
-                         &fmt))
-        return PFI_EXIT_USAGE;
-      break;
-    case 'h':
-      pfi_opt_print_help(&help, stdout);
-      return PFI_EXIT_OK;
-    default: /* said by pfi_opt_next() */
-      return PFI_EXIT_USAGE;
-    }
-  }
-  if (optind < argc)
-    return pfi_cli_usage("simulate", "unexpected argument '%s'", argv[optind]);
-  if ((model_path != NULL) + true_pfi + (holdout != 0) > 1)
-    return pfi_cli_usage("simulate", "--model, --true-pfi and --holdout "
-                                     "exclude each other");
-  if (!tcurves != !tfeatures)
-    return pfi_cli_usage("simulate", "--test-curves and --test-features go "
-                                     "together");
+  int st = pfi_opt_parse(&op, &help, argc, argv);
+  if (st != PFI_OPT_GO)
+    return st;
+  int strat_given = pfi_opt_given(&op, "strategies") > 0;
+  struct pfi_noise nz = nopt.nz;
+  int have_nz = nopt.given;
   if (cluster_s && holdout != 2)
     return pfi_cli_usage("simulate", "--cluster goes with --holdout=cluster");
   if (tcurves && (holdout || true_pfi))

@@ -11,14 +11,20 @@
 #include "pfi/csv.h"
 #include "pfi/stats.h"
 
+/* The options, bound to these (src/base/opt.h). */
+static const char *xc, *yc, *gc, *vc, *pc;
+static int fmt;
+
 static const struct pfi_opt opts[] = {
-    {"x", 'x', 0, PFI_ARG_REQ, "COL",
-     "the x column (ols: a comma-separated list of columns)"},
-    {"y", 'y', 0, PFI_ARG_REQ, "COL", "the y column"},
-    {"group", 'g', 0, PFI_ARG_REQ, "COL", "kruskal: the group column"},
-    {"value", 'v', 0, PFI_ARG_REQ, "COL", "kruskal: the value column"},
-    {"p", 'p', 0, PFI_ARG_REQ, "COL", "fdr: the column of p-values"},
-    {"format", 'f', 0, PFI_ARG_REQ, "F", "table (default) or json"},
+    PFI_OPT_STRING("x", 0, &xc, "COL",
+                   "the x column (ols: a comma-separated list of columns)"),
+    PFI_OPT_STRING("y", 0, &yc, "COL", "the y column"),
+    PFI_OPT_STRING("group", 0, &gc, "COL", "kruskal: the group column"),
+    PFI_OPT_STRING("value", 0, &vc, "COL", "kruskal: the value column"),
+    PFI_OPT_STRING("p", 0, &pc, "COL", "fdr: the column of p-values"),
+    {.lng = "format", .arg = PFI_ARG_REQ, .argname = "F",
+     .help = "table or json", .type = PFI_OT_CHOICE, .var = &fmt,
+     .words = pfi_opt_formats_tj, .def = "table"},
     PFI_OPT_WIDE,
     PFI_OPT_HELP,
     PFI_OPT_END};
@@ -50,6 +56,10 @@ static const struct pfi_cmd_help help = {
     "FILE:LINE:COLUMN with exit status 2; so is a missing column. Undefined\n"
     "results (r2 of a constant y) print as - or null.\n",
     0,
+    NULL,
+    NULL,
+    0,
+    PFI_ARGS_ANY,
     NULL};
 
 enum sub { SUB_SPEARMAN, SUB_PEARSON, SUB_OLS, SUB_KRUSKAL, SUB_FDR };
@@ -505,47 +515,16 @@ out:
 
 int cmd_stats(int argc, char **argv) {
   const char *cmd = "stats";
-  const char *xc = NULL, *yc = NULL, *gc = NULL, *vc = NULL, *pc = NULL;
-  enum pfi_format fmt = PFI_FMT_TABLE;
   struct pfi_error err;
   struct pfi_table t;
   memset(&t, 0, sizeof t);
   pfi_error_clear(&err);
   int status = 0;
 
-  int c;
   struct pfi_optparse op;
-  pfi_opt_start(&op, &help, argc, argv);
-  while ((c = pfi_opt_next(&op)) != -1) {
-    switch (c) {
-    case 'h':
-      pfi_opt_print_help(&help, stdout);
-      return 0;
-    case 'x':
-      xc = optarg;
-      break;
-    case 'y':
-      yc = optarg;
-      break;
-    case 'g':
-      gc = optarg;
-      break;
-    case 'v':
-      vc = optarg;
-      break;
-    case 'p':
-      pc = optarg;
-      break;
-    case 'f':
-      status = pfi_cli_format(cmd, optarg,
-                              PFI_FMT_ALLOW_TABLE | PFI_FMT_ALLOW_JSON, &fmt);
-      if (status)
-        return status;
-      break;
-    default: /* said by pfi_opt_next() */
-      return PFI_EXIT_USAGE;
-    }
-  }
+  int ost = pfi_opt_parse(&op, &help, argc, argv);
+  if (ost != PFI_OPT_GO)
+    return ost;
   if (optind >= argc)
     return pfi_cli_usage(cmd, "missing test: spearman, pearson, ols, "
                               "kruskal or fdr");

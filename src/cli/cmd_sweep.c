@@ -17,82 +17,94 @@
 #include "pfi/sweep.h"
 #include "pfi/throughput.h"
 
-enum {
-  O_BACKEND = 256,
-  O_PARAMS,
-  O_GPUS,
-  O_CAPS,
-  O_DURATION,
-  O_INTERVAL,
-  O_COOLDOWN,
-  O_GRACE,
-  O_DB,
-  O_TPUT,
-  O_TELEMETRY,
-  O_EMULATE,
-  O_JOB,
-  O_REALTIME,
-  O_SEED,
-  O_QUIET,
-  O_POWERCAP,
-  O_BMC,
-  O_SMOKE
-};
+
+/* The options, bound to these (src/base/opt.h); sw holds the defaults
+ * before parsing. */
+static struct pfi_sweep_opts sw;
+static const char *db, *gpus_s, *caps_s;
+static unsigned long seed;
+static int smoke, quiet;
+
+/* --cooldown D: 0 is none, which the library writes as < 0 (its 0 is
+ * "default"). */
+static int cooldown_cb(const struct pfi_opt *o, const char *v, char *why,
+                       size_t n) {
+  struct pfi_error err;
+  double d;
+  if (pfi_parse_duration(v, PFI_DUR_COOLDOWN, &d, &err) != 0) {
+    snprintf(why, n, "%s", err.msg);
+    return -1;
+  }
+  sw.cooldown_s = d > 0 ? d : -1;
+  return 0;
+}
+
+#define DUR(l, v, kind, h)                                                     \
+  PFI_OPT_DURATION(l, v, kind, 0, 0, "D", h)
 
 static const struct pfi_opt opts[] = {
-    {"backend", O_BACKEND, 0, PFI_ARG_REQ, "B",
-     "emu or nvml (required with a COMMAND unless $PFI_BACKEND is set; emu "
-     "with --emulate)"},
-    {"params", O_PARAMS, 0, PFI_ARG_REQ, "P",
-     "backend parameters (docs/emulator.md, docs/nvml.md)"},
-    {"gpus", O_GPUS, 0, PFI_ARG_REQ, "LIST",
-     "GPUs to cap and sample: all (default), 0,1 or 0-3"},
-    {"caps", O_CAPS, 0, PFI_ARG_REQ, "LIST",
-     "per-GPU caps in W: 200,500,700 or 200:700:100"},
-    {"duration", O_DURATION, 0, PFI_ARG_REQ, "D",
-     "run length with its unit, 1s..24h (default 30m; 30s, 1h, 250ms also "
-     "work; a bare 30 is refused)"},
-    {"interval", O_INTERVAL, 0, PFI_ARG_REQ, "D",
-     "telemetry interval, 0.1s..10m (default 5s)"},
-    {"cooldown", O_COOLDOWN, 0, PFI_ARG_REQ, "D",
-     "pause after each run, 0..1h (default 60s)"},
-    {"grace", O_GRACE, 0, PFI_ARG_REQ, "D",
-     "SIGTERM-to-SIGKILL grace for the job, 0.1s..10m (default 10s)"},
-    {"db", O_DB, 0, PFI_ARG_REQ, "FILE",
-     "trace store (default sweep.db), created when absent"},
-    {"powercap", O_POWERCAP, 0, PFI_ARG_REQ, "DIR",
-     "node power on measured GPUs from the RAPL zones under DIR (default "
-     "/sys/class/powercap; none: not read); emulated GPUs get the "
-     "emulator's node model"},
-    {"bmc", O_BMC, 0, PFI_ARG_REQ, "TOOL",
-     "node power on measured GPUs from the BMC's DCMI reading: ipmitool, "
-     "ipmi-dcmi (freeipmi), TOOL:PROGRAM or none (default); the whole "
-     "node, so it replaces RAPL"},
-    {"throughput", O_TPUT, 0, PFI_ARG_REQ, "S",
-     "jsonl:PATH (the job appends JSON lines; see docs/throughput-protocol.md) "
-     "or regex:PATTERN on the job's stdout (first capture group = tokens/s)"},
-    {"telemetry", O_TELEMETRY, 0, PFI_ARG_REQ, "S",
-     "device (default) or dcgm-exporter:URL (scraped every interval)"},
-    {"emulate", O_EMULATE, 0, PFI_ARG_REQ, "GROUP",
-     "run a job-library entry on the emulator (pfi emulate list); with a "
-     "COMMAND, the group is the GPUs' load and the command is the job process"},
-    {"job", O_JOB, 0, PFI_ARG_REQ, "NAME",
-     "job name in the store (default: the group, or the script's base name "
-     "and a hash of the command line, e.g. train-1a2b3c4d)"},
-    {"real-time", O_REALTIME, 0, PFI_ARG_NONE, NULL,
-     "emulator at wall-clock pace (default: virtual time, a 30-minute run "
-     "takes milliseconds)"},
-    {"seed", O_SEED, 0, PFI_ARG_REQ, "N",
-     "seed of the emulator, recorded in the store (default 1)"},
-    {"quiet", O_QUIET, 0, PFI_ARG_NONE, NULL, "no progress on stderr"},
-    {"smoke", O_SMOKE, 0, PFI_ARG_NONE, NULL,
-     "check the job's throughput reports end to end: one run at the "
-     "highest cap until 5s after the job's first report (at most 120s, or "
-     "--duration; sampled every 1s unless --interval), into a store of its "
-     "own that is removed (--db is not written); prints what it read, exit "
-     "1 when no rate was read"},
+    PFI_OPT_STRING("backend", 0, &sw.backend, "B",
+                   "emu or nvml (required with a COMMAND unless $PFI_BACKEND "
+                   "is set; emu with --emulate)"),
+    PFI_OPT_STRING("params", 0, &sw.backend_params, "P",
+                   "backend parameters (docs/emulator.md, docs/nvml.md)"),
+    PFI_OPT_STRING("gpus", 0, &gpus_s, "LIST",
+                   "GPUs to cap and sample: all (default), 0,1 or 0-3"),
+    PFI_OPT_STRING("caps", 0, &caps_s, "LIST",
+                   "per-GPU caps in W: 200,500,700 or 200:700:100"),
+    DUR("duration", &sw.duration_s, PFI_DUR_DURATION,
+        "run length with its unit (default 30m; 30s, 1h, 250ms also work; a "
+        "bare 30 is refused)"),
+    DUR("interval", &sw.interval_s, PFI_DUR_INTERVAL,
+        "telemetry interval (default 5s)"),
+    PFI_OPT_CALLBACK("cooldown", NULL, cooldown_cb, "D",
+                     "pause after each run, 0..1h (default 60s)"),
+    DUR("grace", &sw.grace_s, PFI_DUR_GRACE,
+        "SIGTERM-to-SIGKILL grace for the job (default 10s)"),
+    {.lng = "db", .arg = PFI_ARG_REQ, .argname = "FILE",
+     .help = "trace store, created when absent", .type = PFI_OT_STRING,
+     .var = &db, .def = "sweep.db"},
+    PFI_OPT_STRING("powercap", 0, &sw.powercap, "DIR",
+                   "node power on measured GPUs from the RAPL zones under DIR "
+                   "(default /sys/class/powercap; none: not read); emulated "
+                   "GPUs get the emulator's node model"),
+    PFI_OPT_STRING("bmc", 0, &sw.bmc, "TOOL",
+                   "node power on measured GPUs from the BMC's DCMI reading: "
+                   "ipmitool, ipmi-dcmi (freeipmi), TOOL:PROGRAM or none "
+                   "(default); the whole node, so it replaces RAPL"),
+    PFI_OPT_STRING("throughput", 0, &sw.throughput, "S",
+                   "jsonl:PATH (the job appends JSON lines; see "
+                   "docs/throughput-protocol.md) or regex:PATTERN on the "
+                   "job's stdout (first capture group = tokens/s)"),
+    PFI_OPT_STRING("telemetry", 0, &sw.telemetry, "S",
+                   "device (default) or dcgm-exporter:URL (scraped every "
+                   "interval)"),
+    PFI_OPT_STRING("emulate", 0, &sw.emulate, "GROUP",
+                   "run a job-library entry on the emulator (pfi emulate "
+                   "list); with a COMMAND, the group is the GPUs' load and the "
+                   "command is the job process"),
+    PFI_OPT_STRING("job", 0, &sw.job, "NAME",
+                   "job name in the store (default: the group, or the "
+                   "script's base name and a hash of the command line, e.g. "
+                   "train-1a2b3c4d)"),
+    PFI_OPT_FLAG("real-time", 0, &sw.real_time,
+                 "emulator at wall-clock pace (default: virtual time, a "
+                 "30-minute run takes milliseconds)"),
+    PFI_OPT_ULONG("seed", &seed, 0, 0, "N",
+                  "seed of the emulator, recorded in the store (default 1)"),
+    PFI_OPT_FLAG("quiet", 0, &quiet, "no progress on stderr"),
+    PFI_OPT_FLAG("smoke", 0, &smoke,
+                 "check the job's throughput reports end to end: one run at "
+                 "the highest cap until 5s after the job's first report (at "
+                 "most 120s, or --duration; sampled every 1s unless "
+                 "--interval), into a store of its own that is removed (--db "
+                 "is not written); prints what it read, exit 1 when no rate "
+                 "was read"),
     PFI_OPT_HELP,
     PFI_OPT_END};
+
+static const struct pfi_opt_rule rules[] = {PFI_RULE_REQUIRED("caps"),
+                                            PFI_RULE_END};
 
 static const struct pfi_cmd_help help = {
     "sweep",
@@ -120,6 +132,10 @@ static const struct pfi_cmd_help help = {
     "every summary. Exit status: 0 ok, 1 run-time failure (job failed, cap\n"
     "read-back mismatch, interrupted: caps restored), 2 bad usage or input.\n",
     PFI_OPT_IN_ORDER,
+    NULL,
+    rules,
+    0,
+    PFI_ARGS_ANY,
     NULL};
 
 static volatile sig_atomic_t stop_flag;
@@ -291,114 +307,31 @@ static int run_smoke(const struct pfi_sweep_opts *o, struct pfi_error *err) {
 }
 
 int cmd_sweep(int argc, char **argv) {
-  struct pfi_sweep_opts o;
-  memset(&o, 0, sizeof o);
-  o.duration_s = 1800;
-  o.interval_s = 5;
-  o.cooldown_s = 60;
-  o.grace_s = 10;
-  o.seed = PFI_EMU_DEFAULT_SEED;
-  const char *db = "sweep.db", *gpus_s = NULL, *caps_s = NULL;
+  memset(&sw, 0, sizeof sw);
+  sw.duration_s = 1800;
+  sw.interval_s = 5;
+  sw.cooldown_s = 60;
+  sw.grace_s = 10;
+  seed = PFI_EMU_DEFAULT_SEED;
   double *caps = NULL;
   size_t ncaps = 0;
   unsigned *gpus = NULL;
   size_t ngpus = 0;
-  struct prog pr = {0};
-  int smoke = 0, dur_given = 0, iv_given = 0;
   struct pfi_error err;
   pfi_error_clear(&err);
-  int c, status = 0;
-  /* "+": options end at the first non-option, the COMMAND. */
+  int status = 0;
+  /* PFI_OPT_IN_ORDER: options end at the first non-option, the COMMAND. */
   struct pfi_optparse op;
-  pfi_opt_start(&op, &help, argc, argv);
-  while ((c = pfi_opt_next(&op)) != -1) {
-    double d;
-    unsigned long ul;
-    switch (c) {
-    case O_BACKEND:
-      o.backend = optarg;
-      break;
-    case O_PARAMS:
-      o.backend_params = optarg;
-      break;
-    case O_GPUS:
-      gpus_s = optarg;
-      break;
-    case O_CAPS:
-      caps_s = optarg;
-      break;
-    case O_DURATION:
-    case O_INTERVAL:
-    case O_COOLDOWN:
-    case O_GRACE:
-      if (pfi_parse_duration(optarg,
-                             c == O_DURATION   ? PFI_DUR_DURATION
-                             : c == O_INTERVAL ? PFI_DUR_INTERVAL
-                             : c == O_COOLDOWN ? PFI_DUR_COOLDOWN
-                                               : PFI_DUR_GRACE,
-                             &d, &err) != 0)
-        return pfi_cli_usage("sweep", "--%s: %s",
-                             c == O_DURATION   ? "duration"
-                             : c == O_INTERVAL ? "interval"
-                             : c == O_COOLDOWN ? "cooldown"
-                                               : "grace",
-                             err.msg);
-      if (c == O_DURATION)
-        o.duration_s = d, dur_given = 1;
-      else if (c == O_INTERVAL)
-        o.interval_s = d, iv_given = 1;
-      else if (c == O_COOLDOWN)
-        o.cooldown_s = d > 0 ? d : -1; /* 0 means none; the library's 0 is
-                                          "default" */
-      else
-        o.grace_s = d;
-      break;
-    case O_DB:
-      db = optarg;
-      break;
-    case O_POWERCAP:
-      o.powercap = optarg;
-      break;
-    case O_BMC:
-      o.bmc = optarg;
-      break;
-    case O_TPUT:
-      o.throughput = optarg;
-      break;
-    case O_TELEMETRY:
-      o.telemetry = optarg;
-      break;
-    case O_EMULATE:
-      o.emulate = optarg;
-      break;
-    case O_JOB:
-      o.job = optarg;
-      break;
-    case O_REALTIME:
-      o.real_time = 1;
-      break;
-    case O_SEED:
-      if (pfi_cli_parse_ulong(optarg, &ul) != 0)
-        return pfi_cli_usage("sweep",
-                             "--seed: '%s' is not a non-negative "
-                             "integer",
-                             optarg);
-      o.seed = ul;
-      o.has_seed = 1;
-      break;
-    case O_QUIET:
-      pr.quiet = 1;
-      break;
-    case O_SMOKE:
-      smoke = 1;
-      break;
-    case 'h':
-      pfi_opt_print_help(&help, stdout);
-      return 0;
-    default: /* said by pfi_opt_next() */
-      return PFI_EXIT_USAGE;
-    }
-  }
+  int ost = pfi_opt_parse(&op, &help, argc, argv);
+  if (ost != PFI_OPT_GO)
+    return ost;
+  struct pfi_sweep_opts o = sw;
+  o.seed = seed;
+  o.has_seed = pfi_opt_given(&op, "seed") > 0;
+  struct prog pr = {0};
+  pr.quiet = quiet;
+  int dur_given = pfi_opt_given(&op, "duration") > 0,
+      iv_given = pfi_opt_given(&op, "interval") > 0;
   if (optind < argc && strcmp(argv[optind], "--") == 0)
     optind++;
   if (optind < argc)
@@ -414,8 +347,6 @@ int cmd_sweep(int argc, char **argv) {
                                   "power limits)");
   if (!o.backend)
     o.backend = "emu";
-  if (!caps_s)
-    return pfi_cli_usage("sweep", "--caps LIST is required");
   if (smoke && (!o.argv || !o.throughput))
     return pfi_cli_usage("sweep", "--smoke checks a command's throughput "
                                   "reports: give --throughput SPEC and -- "

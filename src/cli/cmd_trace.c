@@ -80,58 +80,100 @@ static const struct pfi_cmd_help help = {
     0,
     actions};
 
+/* The actions' options, bound to these (src/base/opt.h). */
+static struct pfi_summary_opts sso; /* the library's defaults first */
+static const char *out, *db, *job;
+static double cap, interval;
+static int strict, fmt;
+
 static const struct pfi_opt summarize_opts[] = {
-    {"out", 'o', 'o', PFI_ARG_REQ, "DIR",
-     "where curves.csv, features.csv and mechanism.csv go (required)"},
-    {"warmup-fb-gib", 'w', 0, PFI_ARG_REQ, "G",
-     "warmup: frame buffer under G GiB (default 10)"},
-    {"train-util", 'u', 0, PFI_ARG_REQ, "PCT",
-     "training: GPU utilization >= PCT % (default 50)"},
-    {"top-fraction", 't', 0, PFI_ARG_REQ, "F",
-     "aggregate the top F of the training-phase samples (default 0.10)"},
+    PFI_OPT_STRING("out", 'o', &out, "DIR",
+                   "where curves.csv, features.csv and mechanism.csv go "
+                   "(required)"),
+    PFI_OPT_NUMBER("warmup-fb-gib", &sso.warmup_fb_gib, 0, 0, PFI_RANGE_NO_HI,
+                   "G", "warmup: frame buffer under G GiB (default 10)"),
+    PFI_OPT_NUMBER("train-util", &sso.train_util_pct, 0, 100, 0, "PCT",
+                   "training: GPU utilization >= PCT % (default 50)"),
+    PFI_OPT_NUMBER("top-fraction", &sso.top_fraction, 0, 1, PFI_RANGE_LO_OPEN,
+                   "F",
+                   "aggregate the top F of the training-phase samples "
+                   "(default 0.10)"),
     PFI_OPT_HELP,
     PFI_OPT_END};
-static const struct pfi_cmd_help summarize_help = {"trace summarize",
-                                                   "usage: " SUMMARIZE_USAGE,
-                                                   summarize_about,
-                                                   summarize_opts,
-                                                   TRACE_FOOTER,
-                                                   PFI_OPT_WRAP_ABOUT,
-                                                   NULL};
+static const struct pfi_cmd_help summarize_help = {
+    .cmd = "trace summarize",
+    .usage = "usage: " SUMMARIZE_USAGE,
+    .about = summarize_about,
+    .opts = summarize_opts,
+    .footer = TRACE_FOOTER,
+    .flags = PFI_OPT_WRAP_ABOUT,
+    .args_min = 1,
+    .args_max = 1,
+    .args = "DB"};
 
 static const struct pfi_opt export_opts[] = {
-    {"out", 'o', 'o', PFI_ARG_REQ, "FILE",
-     "the CSV file (default: standard output)"},
+    PFI_OPT_STRING("out", 'o', &out, "FILE",
+                   "the CSV file (default: standard output)"),
     PFI_OPT_HELP,
     PFI_OPT_END};
 static const struct pfi_cmd_help export_help = {
-    "trace export", "usage: " EXPORT_USAGE, export_about, export_opts,
-    TRACE_FOOTER,   PFI_OPT_WRAP_ABOUT,     NULL};
+    .cmd = "trace export",
+    .usage = "usage: " EXPORT_USAGE,
+    .about = export_about,
+    .opts = export_opts,
+    .footer = TRACE_FOOTER,
+    .flags = PFI_OPT_WRAP_ABOUT,
+    .args_min = 1,
+    .args_max = 1,
+    .args = "DB"};
 
 static const struct pfi_opt runs_opts[] = {
-    {"format", 'f', 0, PFI_ARG_REQ, "F", "table (default), csv or json"},
+    {.lng = "format", .arg = PFI_ARG_REQ, .argname = "F",
+     .help = "table, csv or json", .type = PFI_OT_CHOICE, .var = &fmt,
+     .words = pfi_opt_formats, .def = "table"},
     PFI_OPT_WIDE,
     PFI_OPT_HELP,
     PFI_OPT_END};
 static const struct pfi_cmd_help runs_help = {
-    "trace runs", "usage: " RUNS_USAGE, runs_about, runs_opts,
-    TRACE_FOOTER, PFI_OPT_WRAP_ABOUT,   NULL};
+    .cmd = "trace runs",
+    .usage = "usage: " RUNS_USAGE,
+    .about = runs_about,
+    .opts = runs_opts,
+    .footer = TRACE_FOOTER,
+    .flags = PFI_OPT_WRAP_ABOUT,
+    .args_min = 1,
+    .args_max = 1,
+    .args = "DB"};
 
 static const struct pfi_opt import_opts[] = {
-    {"db", 'd', 0, PFI_ARG_REQ, "DB", "the trace store to write (required)"},
-    {"job", 'j', 0, PFI_ARG_REQ, "NAME",
-     "job name of the run (default: the first file's base name)"},
-    {"cap", 'c', 0, PFI_ARG_REQ, "W",
-     "cap of the run in W (default 0: unknown)"},
-    {"interval", 'i', 0, PFI_ARG_REQ, "D",
-     "time between scrapes without timestamps, 0.1s..10m (default 5s)"},
-    {"strict", 's', 0, PFI_ARG_NONE, NULL,
-     "a malformed line fails the import (exit 2); nothing is stored"},
+    PFI_OPT_STRING("db", 0, &db, "DB", "the trace store to write (required)"),
+    PFI_OPT_STRING("job", 0, &job, "NAME",
+                   "job name of the run (default: the first file's base "
+                   "name)"),
+    PFI_OPT_NUMBER("cap", &cap, 0, 0, PFI_RANGE_NO_HI, "W",
+                   "cap of the run in W (default 0: unknown)"),
+    {.lng = "interval", .arg = PFI_ARG_REQ, .argname = "D",
+     .help = "time between scrapes without timestamps",
+     .type = PFI_OT_DURATION, .var = &interval, .ival = PFI_DUR_INTERVAL,
+     .def = "5s"},
+    PFI_OPT_FLAG("strict", 0, &strict,
+                 "a malformed line fails the import (exit 2); nothing is "
+                 "stored"),
     PFI_OPT_HELP,
     PFI_OPT_END};
+static const struct pfi_opt_rule import_rules[] = {PFI_RULE_REQUIRED("db"),
+                                                   PFI_RULE_END};
 static const struct pfi_cmd_help import_help = {
-    "trace import-prom", "usage: " IMPORT_USAGE, import_about, import_opts,
-    TRACE_FOOTER,        PFI_OPT_WRAP_ABOUT,     NULL};
+    .cmd = "trace import-prom",
+    .usage = "usage: " IMPORT_USAGE,
+    .about = import_about,
+    .opts = import_opts,
+    .footer = TRACE_FOOTER,
+    .flags = PFI_OPT_WRAP_ABOUT,
+    .rules = import_rules,
+    .args_min = 1,
+    .args_max = PFI_ARGS_ANY,
+    .args = "FILE"};
 
 /* Reading a store never changes a device: a ledger that a killed sweep
  * left is only reported (pfi restore, or a sweep or pfi cap that needs
@@ -176,8 +218,12 @@ static int open_store(const char *cmd, const char *path, unsigned flags,
 }
 
 static int summarize(int argc, char **argv) {
-  struct pfi_summary_opts so;
-  pfi_summary_opts_init(&so);
+  pfi_summary_opts_init(&sso);
+  struct pfi_optparse op;
+  int ost = pfi_opt_parse(&op, &summarize_help, argc, argv);
+  if (ost != PFI_OPT_GO)
+    return ost;
+  struct pfi_summary_opts so = sso;
   long skipped = 0, nocurve = 0;
   long lost = 0;
   long long first_lost = -1;
@@ -187,47 +233,6 @@ static int summarize(int argc, char **argv) {
   so.jobs_without_curve = &nocurve;
   int curves_written = 1;
   so.curves_written = &curves_written;
-  const char *out = NULL;
-  int c;
-  struct pfi_optparse op;
-  pfi_opt_start(&op, &summarize_help, argc, argv);
-  while ((c = pfi_opt_next(&op)) != -1) {
-    double v;
-    switch (c) {
-    case 'o':
-      out = optarg;
-      break;
-    case 'w':
-    case 'u':
-    case 't':
-      if (pfi_cli_parse_double(optarg, &v) != 0)
-        return pfi_cli_usage("trace summarize", "%s: '%s' is not a number",
-                             c == 'w'   ? "--warmup-fb-gib"
-                             : c == 'u' ? "--train-util"
-                                        : "--top-fraction",
-                             optarg);
-      if (c == 'w')
-        so.warmup_fb_gib = v;
-      else if (c == 'u')
-        so.train_util_pct = v;
-      else
-        so.top_fraction = v;
-      break;
-    case 'h':
-      pfi_opt_print_help(&summarize_help, stdout);
-      return 0;
-    default:
-      return PFI_EXIT_USAGE; /* said by pfi_opt_next() */
-    }
-  }
-  if (optind + 1 != argc)
-    return pfi_cli_usage("trace summarize", "summarize takes one DB");
-  if (!(so.warmup_fb_gib >= 0) ||
-      !(so.train_util_pct >= 0 && so.train_util_pct <= 100) ||
-      !(so.top_fraction > 0 && so.top_fraction <= 1))
-    return pfi_cli_usage("trace summarize",
-                         "thresholds: --warmup-fb-gib >= 0, --train-util "
-                         "0..100, --top-fraction in (0, 1]");
   /* The input first: a missing store is the first thing to fix. */
   struct pfi_store *st = NULL;
   int rc = open_store("trace summarize", argv[optind],
@@ -289,21 +294,10 @@ static int summarize(int argc, char **argv) {
 }
 
 static int export_cmd(int argc, char **argv) {
-  const char *out = NULL;
-  int c;
   struct pfi_optparse op;
-  pfi_opt_start(&op, &export_help, argc, argv);
-  while ((c = pfi_opt_next(&op)) != -1) {
-    if (c == 'o')
-      out = optarg;
-    else if (c == 'h') {
-      pfi_opt_print_help(&export_help, stdout);
-      return 0;
-    } else
-      return PFI_EXIT_USAGE; /* said by pfi_opt_next() */
-  }
-  if (optind + 1 != argc)
-    return pfi_cli_usage("trace export", "export takes one DB");
+  int ost = pfi_opt_parse(&op, &export_help, argc, argv);
+  if (ost != PFI_OPT_GO)
+    return ost;
   struct pfi_store *st = NULL;
   int rc = open_store("trace export", argv[optind],
                       PFI_STORE_READONLY, &st);
@@ -444,45 +438,12 @@ static int cmp_order(const void *a, const void *b) {
 }
 
 static int import_prom(int argc, char **argv) {
-  const char *db = NULL, *job = NULL;
-  double cap = 0, interval = 5;
-  int strict = 0, c;
   struct pfi_error err;
   pfi_error_clear(&err);
   struct pfi_optparse op;
-  pfi_opt_start(&op, &import_help, argc, argv);
-  while ((c = pfi_opt_next(&op)) != -1) {
-    switch (c) {
-    case 'd':
-      db = optarg;
-      break;
-    case 'j':
-      job = optarg;
-      break;
-    case 'c':
-      if (pfi_cli_parse_double(optarg, &cap) != 0 || cap < 0)
-        return pfi_cli_usage("trace import-prom",
-                             "--cap: '%s' is not a cap in W", optarg);
-      break;
-    case 'i':
-      if (pfi_parse_duration(optarg, PFI_DUR_INTERVAL, &interval, &err) != 0)
-        return pfi_cli_usage("trace import-prom", "--interval: %s", err.msg);
-      break;
-    case 's':
-      strict = 1;
-      break;
-    case 'h':
-      pfi_opt_print_help(&import_help, stdout);
-      return 0;
-    default:
-      return PFI_EXIT_USAGE; /* said by pfi_opt_next() */
-    }
-  }
-  if (optind >= argc)
-    return pfi_cli_usage("trace import-prom",
-                         "import-prom needs at least one FILE");
-  if (!db)
-    return pfi_cli_usage("trace import-prom", "import-prom needs --db DB");
+  int ost = pfi_opt_parse(&op, &import_help, argc, argv);
+  if (ost != PFI_OPT_GO)
+    return ost;
   int nfiles = argc - optind;
   char **texts = calloc((size_t)nfiles, sizeof *texts);
   size_t *lens = calloc((size_t)nfiles, sizeof *lens);
@@ -715,26 +676,10 @@ out:
 
 /* `pfi trace runs`: one row per run, with its sample and step counts. */
 static int runs_cmd(int argc, char **argv) {
-  enum pfi_format fmt = PFI_FMT_TABLE;
-  int c;
   struct pfi_optparse op;
-  pfi_opt_start(&op, &runs_help, argc, argv);
-  while ((c = pfi_opt_next(&op)) != -1) {
-    if (c == 'f') {
-      if (pfi_cli_format("trace", optarg,
-                         PFI_FMT_ALLOW_TABLE | PFI_FMT_ALLOW_CSV |
-                             PFI_FMT_ALLOW_JSON,
-                         &fmt) != 0)
-        return PFI_EXIT_USAGE;
-    } else if (c == 'h') {
-      pfi_opt_print_help(&runs_help, stdout);
-      return 0;
-    } else {
-      return PFI_EXIT_USAGE; /* said by pfi_opt_next() */
-    }
-  }
-  if (optind + 1 != argc)
-    return pfi_cli_usage("trace runs", "runs takes one DB");
+  int ost = pfi_opt_parse(&op, &runs_help, argc, argv);
+  if (ost != PFI_OPT_GO)
+    return ost;
   struct pfi_store *st = NULL;
   int rc = open_store("trace runs", argv[optind],
                       PFI_STORE_READONLY, &st);

@@ -14,28 +14,34 @@
 #include "pfi/jobset.h"
 #include "pfi/monotone.h"
 
-/* --noise P,T of the deciding commands, as pfi index's: the value
- * pfi_opt_next() returns (above every short option's character), and the
- * option table's row. */
-#define NOISE_OPT 0x4e01
-#define NOISE_OPT_ROW                                                          \
-  {                                                                            \
-    "noise", NOISE_OPT, 0, PFI_ARG_REQ, "P,T",                                 \
-        "relative noise, in %, of points without power_sd_w / tokens_sd, "     \
-        "behind each job's own PFI and interval (as pfi index --noise; "       \
-        "default: estimated from the file as pfi index does, the paper's "     \
-        "0.04,0.05 for emulated data or when nothing gives an estimate)"       \
-  }
+/* --noise P,T of the deciding commands, as pfi index's: the value read
+ * (pfi_noise_parse()) and whether it was given. */
+struct noise_opt {
+  struct pfi_noise nz;
+  int given;
+};
 
-/* Parses --noise for `cmd`: 0, or prints the usage error and returns
- * PFI_EXIT_USAGE. */
-static inline int noise_opt_parse(const char *cmd, const char *arg,
-                                  struct pfi_noise *nz) {
+/* The row's parser (pfi_opt_cb): row o's var is the struct noise_opt. */
+static inline int noise_opt_cb(const struct pfi_opt *o, const char *v,
+                               char *why, size_t n) {
+  struct noise_opt *no = o->var;
   struct pfi_error e;
-  if (pfi_noise_parse(arg, nz, &e) == 0)
-    return 0;
-  return pfi_cli_usage(cmd, "%s", e.msg);
+  if (pfi_noise_parse(v, &no->nz, &e) != 0) {
+    snprintf(why, n, "%s", e.msg);
+    return -1;
+  }
+  no->given = 1;
+  return 0;
 }
+
+/* The option table's row, bound to `no` (a struct noise_opt *). */
+#define NOISE_OPT_BOUND(no)                                                    \
+  PFI_OPT_CALLBACK(                                                            \
+      "noise", no, noise_opt_cb, "P,T",                                        \
+      "relative noise, in %, of points without power_sd_w / tokens_sd, "       \
+      "behind each job's own PFI and interval (as pfi index --noise; "         \
+      "default: estimated from the file as pfi index does, the paper's "       \
+      "0.04,0.05 for emulated data or when nothing gives an estimate)")
 
 static inline void curve_note(const char *cmd, const struct pfi_curveset *cs,
                               enum pfi_curve_fit fit) {

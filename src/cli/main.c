@@ -59,7 +59,7 @@ static int not_a_command(const char *name) {
     names[n++] = c->name;
   names[n++] = "help";
   names[n++] = "version";
-  size_t k = pfi_cli_suggest(name, names, n, near, MAX);
+  size_t k = pfi_suggest(name, names, n, near, MAX);
   fprintf(stderr, "pfi: '%s' is not a pfi command.", name);
   if (k == 0)
     fprintf(stderr, " See 'pfi help'.\n");

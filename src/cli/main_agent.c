@@ -19,88 +19,94 @@
 static volatile sig_atomic_t stop;
 static void on_signal(int sig) { stop = sig; }
 
-enum {
-  O_NODE = 1,
-  O_NATS,
-  O_USER,
-  O_PW,
-  O_BACKEND,
-  O_PARAMS,
-  O_EMULATE,
-  O_EMUJOB,
-  O_RECORD,
-  O_JOBMAP,
-  O_TPUT,
-  O_PERIOD,
-  O_METRICS,
-  O_RESTORE,
-  O_TIER,
-  O_CAPFILE,
-  O_CAPLISTEN,
-  O_TLISTEN,
-  O_POWERCAP,
-  O_BMC,
-  O_BMCPERIOD,
-  O_HELP
-};
+static char node[PFI_FLEET_NAME_MAX];
 
-/* The options, their getopt call and --help (src/cli/opt.h). */
+/* The options, bound to these (src/base/opt.h). */
+static struct pfi_agent_opts ao;
+static struct pfi_nats_opts no;
+static const char *metrics, *cap_file, *cap_listen, *tlisten;
+static int emulate, restore_on_exit;
+static double period;
+static struct pfi_node_meter_opts nmo;
+
+/* --node: the name, kept whole; a name too long is refused with the
+ * others that are not names. */
+static int set_node(const struct pfi_opt *o, const char *v, char *why,
+                    size_t n) {
+  snprintf(node, sizeof node, "%s", v);
+  if (strlen(v) >= sizeof node)
+    node[0] = '.'; /* rejected after parsing */
+  return 0;
+}
+
 static const struct pfi_opt opts[] = {
-    {"node", O_NODE, 0, PFI_ARG_REQ, "NAME",
-     "this node's name (default: the host name)"},
-    {"nats", O_NATS, 0, PFI_ARG_REQ, "URL",
-     "NATS server, or a cluster's servers comma-separated (default "
-     "nats://127.0.0.1:4222)"},
-    {"user", O_USER, 0, PFI_ARG_REQ, "USER", "NATS user (default: agent-NODE)"},
-    {"password-file", O_PW, 0, PFI_ARG_REQ, "FILE",
-     "the user's password (mode 0600)"},
-    {"backend", O_BACKEND, 0, PFI_ARG_REQ, "emu|nvml",
-     "device backend (default nvml)"},
-    {"params", O_PARAMS, 0, PFI_ARG_REQ, "P", "backend parameters"},
-    {"emulate", O_EMULATE, 0, PFI_ARG_NONE, NULL,
-     "the emulator in real time (backend emu)"},
-    {"emu-job", O_EMUJOB, 0, PFI_ARG_REQ, "ID",
-     "emulate: run this job-library job on the GPUs"},
-    {"record", O_RECORD, 0, PFI_ARG_REQ, "PATH",
-     "local record (default /var/lib/pfi/agent.db)"},
-    {"jobmap-dir", O_JOBMAP, 0, PFI_ARG_REQ, "DIR",
-     "GPU -> job files (Slurm prolog, dcgm format)"},
-    {"tput-dir", O_TPUT, 0, PFI_ARG_REQ, "DIR",
-     "per-job throughput, DIR/JOB.jsonl"},
-    {"tier-dir", O_TIER, 0, PFI_ARG_REQ, "DIR",
-     "per-job tier, DIR/JOB: max_loss[,max_event_s[,notice_s[,deadline]]]"},
-    {"period", O_PERIOD, 0, PFI_ARG_REQ, "S",
-     "telemetry period, 0.1..60 s (default 1)"},
-    {"metrics", O_METRICS, 0, PFI_ARG_REQ, "HOST:PORT",
-     "serve Prometheus /metrics there (and /v1/cap)"},
-    {"cap-file", O_CAPFILE, 0, PFI_ARG_REQ, "PATH",
-     "write the node's caps and their reason there, JSON, every period "
-     "(atomic rename): what a job reads"},
-    {"cap-listen", O_CAPLISTEN, 0, PFI_ARG_REQ, "HOST:PORT",
-     "serve the same at GET /v1/cap (e.g. 127.0.0.1:9401)"},
-    {"tput-listen", O_TLISTEN, 0, PFI_ARG_REQ, "ADDR",
-     "accept POST /v1/jobs/JOB/throughput there: HOST:PORT or unix:PATH (a "
-     "Unix socket)"},
-    {"powercap", O_POWERCAP, 0, PFI_ARG_REQ, "DIR|none",
-     "node power: the GPUs plus RAPL packages and DRAM (DIR: a powercap root, "
-     "e.g. /sys/class/powercap)"},
-    {"bmc", O_BMC, 0, PFI_ARG_REQ, "TOOL|none",
-     "node power: the BMC's DCMI reading (ipmitool, ipmi-dcmi, TOOL:PROGRAM), "
-     "read off the loop (default: emulated node power with --emulate, else "
-     "none; 'none' turns either off)"},
-    {"bmc-period", O_BMCPERIOD, 0, PFI_ARG_REQ, "S",
-     "BMC reading every S s, 1..3600 (default 10)"},
-    {"restore-on-exit", O_RESTORE, 0, PFI_ARG_NONE, NULL,
-     "restore the recorded limits on exit even during an event (default: "
-     "only outside one)"},
-    {"help", O_HELP, 0, PFI_ARG_NONE, NULL, "this text"},
+    PFI_OPT_CALLBACK("node", NULL, set_node, "NAME",
+                     "this node's name (default: the host name)"),
+    PFI_OPT_STRING("nats", 0, &no.url, "URL",
+                   "NATS server, or a cluster's servers comma-separated "
+                   "(default nats://127.0.0.1:4222)"),
+    PFI_OPT_STRING("user", 0, &no.user, "USER",
+                   "NATS user (default: agent-NODE)"),
+    PFI_OPT_STRING("password-file", 0, &no.password_file, "FILE",
+                   "the user's password (mode 0600)"),
+    {.lng = "backend", .arg = PFI_ARG_REQ, .argname = "emu|nvml",
+     .help = "device backend", .type = PFI_OT_STRING, .var = &ao.backend,
+     .def = "nvml"},
+    PFI_OPT_STRING("params", 0, &ao.params, "P", "backend parameters"),
+    PFI_OPT_FLAG("emulate", 0, &emulate,
+                 "the emulator in real time (backend emu)"),
+    PFI_OPT_STRING("emu-job", 0, &ao.emu_job, "ID",
+                   "emulate: run this job-library job on the GPUs"),
+    {.lng = "record", .arg = PFI_ARG_REQ, .argname = "PATH",
+     .help = "local record", .type = PFI_OT_STRING, .var = &ao.record,
+     .def = "/var/lib/pfi/agent.db"},
+    PFI_OPT_STRING("jobmap-dir", 0, &ao.jobmap_dir, "DIR",
+                   "GPU -> job files (Slurm prolog, dcgm format)"),
+    PFI_OPT_STRING("tput-dir", 0, &ao.tput_dir, "DIR",
+                   "per-job throughput, DIR/JOB.jsonl"),
+    PFI_OPT_STRING("tier-dir", 0, &ao.tier_dir, "DIR",
+                   "per-job tier, DIR/JOB: "
+                   "max_loss[,max_event_s[,notice_s[,deadline]]]"),
+    {.lng = "period", .arg = PFI_ARG_REQ, .argname = "S",
+     .help = "telemetry period, s", .type = PFI_OT_NUMBER, .var = &period,
+     .lo = 0.1, .hi = 60, .def = "1"},
+    PFI_OPT_STRING("metrics", 0, &metrics, "HOST:PORT",
+                   "serve Prometheus /metrics there (and /v1/cap)"),
+    PFI_OPT_STRING("cap-file", 0, &cap_file, "PATH",
+                   "write the node's caps and their reason there, JSON, "
+                   "every period (atomic rename): what a job reads"),
+    PFI_OPT_STRING("cap-listen", 0, &cap_listen, "HOST:PORT",
+                   "serve the same at GET /v1/cap (e.g. 127.0.0.1:9401)"),
+    PFI_OPT_STRING("tput-listen", 0, &tlisten, "ADDR",
+                   "accept POST /v1/jobs/JOB/throughput there: HOST:PORT or "
+                   "unix:PATH (a Unix socket)"),
+    PFI_OPT_STRING("powercap", 0, &nmo.powercap, "DIR|none",
+                   "node power: the GPUs plus RAPL packages and DRAM (DIR: a "
+                   "powercap root, e.g. /sys/class/powercap)"),
+    PFI_OPT_STRING("bmc", 0, &nmo.bmc, "TOOL|none",
+                   "node power: the BMC's DCMI reading (ipmitool, ipmi-dcmi, "
+                   "TOOL:PROGRAM), read off the loop (default: emulated node "
+                   "power with --emulate, else none; 'none' turns either "
+                   "off)"),
+    {.lng = "bmc-period", .arg = PFI_ARG_REQ, .argname = "S",
+     .help = "BMC reading every S s", .type = PFI_OT_NUMBER,
+     .var = &nmo.bmc_period_s, .lo = 1, .hi = 3600, .def = "10"},
+    PFI_OPT_FLAG("restore-on-exit", 0, &restore_on_exit,
+                 "restore the recorded limits on exit even during an event "
+                 "(default: only outside one)"),
+    {.lng = "help", .help = "this text", .type = PFI_OT_HELP},
     PFI_OPT_END};
 static const struct pfi_cmd_help help = {
-    "pfi-agent", "usage: pfi-agent [options]\n",
-    "One node's GPUs under pfid's assignments over NATS: applies them all or "
-    "none, reads the limits back, records each GPU's limit before its first "
-    "change and restores that one (docs/fleet.md).",
-    opts, NULL, PFI_OPT_PROGRAM | PFI_OPT_WRAP_ABOUT, NULL};
+    .cmd = "pfi-agent",
+    .usage = "usage: pfi-agent [options]\n",
+    .about = "One node's GPUs under pfid's assignments over NATS: applies "
+             "them all or none, reads the limits back, records each GPU's "
+             "limit before its first change and restores that one "
+             "(docs/fleet.md).",
+    .opts = opts,
+    .flags = PFI_OPT_PROGRAM | PFI_OPT_WRAP_ABOUT,
+    .args_min = 0,
+    .args_max = 0};
 
 static double wall_now(void) {
   struct timespec ts;
@@ -114,7 +120,6 @@ static double mono_now(void) {
   return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static char node[PFI_FLEET_NAME_MAX];
 
 static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void logf_(const char *fmt, ...) {
@@ -243,111 +248,15 @@ static void serve_tput(void *arg, const struct pfi_http_req *rq,
 }
 
 int main(int argc, char **argv) {
-  struct pfi_agent_opts ao = {0};
-  struct pfi_nats_opts no = {0};
-  const char *metrics = NULL, *cap_file = NULL, *cap_listen = NULL,
-             *tlisten = NULL;
   char user[PFI_FLEET_NAME_MAX + 8], params[300];
-  int emulate = 0, restore_on_exit = 0, c;
   struct pfi_optparse op;
-  double period = 1.0;
-  struct pfi_node_meter_opts nmo = {0, NULL, NULL, 10.0};
-  ao.backend = "nvml";
-  ao.record = "/var/lib/pfi/agent.db";
   if (gethostname(node, sizeof node) != 0)
     node[0] = 0;
   node[sizeof node - 1] = 0;
   node[strcspn(node, ".")] = 0;
-  pfi_opt_start(&op, &help, argc, argv);
-  while ((c = pfi_opt_next(&op)) != -1) {
-    char *end;
-    switch (c) {
-    case O_NODE:
-      snprintf(node, sizeof node, "%s", optarg);
-      if (strlen(optarg) >= sizeof node)
-        node[0] = '.'; /* rejected below */
-      break;
-    case O_NATS:
-      no.url = optarg;
-      break;
-    case O_USER:
-      no.user = optarg;
-      break;
-    case O_PW:
-      no.password_file = optarg;
-      break;
-    case O_BACKEND:
-      ao.backend = optarg;
-      break;
-    case O_PARAMS:
-      ao.params = optarg;
-      break;
-    case O_EMULATE:
-      emulate = 1;
-      break;
-    case O_EMUJOB:
-      ao.emu_job = optarg;
-      break;
-    case O_RECORD:
-      ao.record = optarg;
-      break;
-    case O_JOBMAP:
-      ao.jobmap_dir = optarg;
-      break;
-    case O_TIER:
-      ao.tier_dir = optarg;
-      break;
-    case O_CAPFILE:
-      cap_file = optarg;
-      break;
-    case O_CAPLISTEN:
-      cap_listen = optarg;
-      break;
-    case O_TPUT:
-      ao.tput_dir = optarg;
-      break;
-    case O_PERIOD:
-      period = strtod(optarg, &end);
-      if (*end || !(period >= 0.1 && period <= 60)) {
-        fprintf(stderr, "pfi-agent: --period %s: expected 0.1..60 s\n", optarg);
-        return 2;
-      }
-      break;
-    case O_METRICS:
-      metrics = optarg;
-      break;
-    case O_TLISTEN:
-      tlisten = optarg;
-      break;
-    case O_RESTORE:
-      restore_on_exit = 1;
-      break;
-    case O_POWERCAP:
-      nmo.powercap = optarg;
-      break;
-    case O_BMC:
-      nmo.bmc = optarg;
-      break;
-    case O_BMCPERIOD:
-      nmo.bmc_period_s = strtod(optarg, &end);
-      if (*end || !(nmo.bmc_period_s >= 1 && nmo.bmc_period_s <= 3600)) {
-        fprintf(stderr, "pfi-agent: --bmc-period %s: expected 1..3600 s\n",
-                optarg);
-        return 2;
-      }
-      break;
-    case O_HELP:
-      return pfi_opt_help(&help);
-    default:
-      return 2; /* the problem is printed */
-    }
-  }
-  if (optind < argc) {
-    fprintf(stderr,
-            "pfi-agent: unexpected argument '%s'\nTry 'pfi-agent --help'.\n",
-            argv[optind]);
-    return 2;
-  }
+  int ost = pfi_opt_parse(&op, &help, argc, argv);
+  if (ost != PFI_OPT_GO)
+    return ost;
   if (!pfi_fleet_name_ok(node)) {
     fprintf(stderr,
             "pfi-agent: node name '%s': expected 1..63 letters, digits, _ "

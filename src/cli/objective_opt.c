@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 #include "objective_opt.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,44 +22,41 @@ void obj_opt_release(struct obj_opt *o) {
   o->obj.weight = NULL;
 }
 
-int obj_opt_handle(struct obj_opt *o, int c, const char *arg, const char *cmd) {
-  struct pfi_error err;
-  pfi_error_clear(&err);
-  switch (c) {
-  case OBJ_OPT_OBJECTIVE:
-  case OBJ_OPT_NORMALIZE: {
-    int k = c == OBJ_OPT_NORMALIZE ? PFI_OBJ_JOBS : pfi_objective_parse(arg);
-    if (k < 0)
-      return pfi_cli_usage(cmd,
-                           "--objective: unknown objective '%s' (work, "
-                           "throughput or jobs)",
-                           arg);
-    if (o->kind_given && (int)o->obj.kind != k)
-      return pfi_cli_usage(cmd,
-                           "--objective %s and --%s %s contradict each "
-                           "other (--normalize is --objective jobs)",
-                           pfi_objective_name(o->obj.kind),
-                           c == OBJ_OPT_NORMALIZE ? "normalize" : "objective",
-                           c == OBJ_OPT_NORMALIZE ? "" : arg);
-    o->obj.kind = (enum pfi_objective_kind)k;
-    o->kind_given = 1;
+int obj_opt_cb(const struct pfi_opt *row, const char *v, char *why,
+               size_t n) {
+  struct obj_opt *o = row->var;
+  if (strcmp(row->lng, "weights") == 0) {
+    o->weights = v;
     return 0;
   }
-  case OBJ_OPT_WEIGHTS:
-    o->weights = arg;
-    return 0;
-  case OBJ_OPT_MIN_SHARE: {
-    double v;
-    if (pfi_cut_parse(arg, &v, &err) < 0)
-      return pfi_cli_usage(cmd,
-                           "--min-share: '%s' is not a share from 0 to "
-                           "below 100%% (0.5 or 50%%)",
-                           arg);
-    o->obj.min_share = v;
+  if (strcmp(row->lng, "min-share") == 0) {
+    struct pfi_error err;
+    double x;
+    if (pfi_cut_parse(v, &x, &err) < 0) {
+      snprintf(why, n,
+               "'%s' is not a share from 0 to below 100%% (0.5 or 50%%)", v);
+      return -1;
+    }
+    o->obj.min_share = x;
     return 0;
   }
+  int norm = strcmp(row->lng, "normalize") == 0;
+  int k = norm ? PFI_OBJ_JOBS : pfi_objective_parse(v);
+  if (k < 0) {
+    snprintf(why, n, "unknown objective '%s' (work, throughput or jobs)", v);
+    return -1;
   }
-  return pfi_cli_usage(cmd, "unknown option");
+  if (o->kind_given && (int)o->obj.kind != k) {
+    snprintf(why, n,
+             "%s%s%scontradicts --objective %s (--normalize is --objective "
+             "jobs)",
+             norm ? "" : "'", norm ? "" : v, norm ? "" : "' ",
+             pfi_objective_name(o->obj.kind));
+    return -1;
+  }
+  o->obj.kind = (enum pfi_objective_kind)k;
+  o->kind_given = 1;
+  return 0;
 }
 
 int obj_opt_load(struct obj_opt *o, const char *const *jobs, size_t n,

@@ -13,40 +13,34 @@
 #include "pfi/error.h"
 #include "pfi/objective.h"
 
-/* The options' values returned by pfi_opt_next(): above every short
- * option's character. */
-enum {
-  OBJ_OPT_OBJECTIVE = 0x4f01,
-  OBJ_OPT_NORMALIZE,
-  OBJ_OPT_WEIGHTS,
-  OBJ_OPT_MIN_SHARE
-};
-
 #define OBJ_OPT_HELP_OBJECTIVE                                                 \
   "what the allocation maximizes: work (default: each job's share of its "     \
   "uncapped throughput x its GPUs, unit-free), throughput (the sum of raw "    \
   "throughput, the paper's) or jobs (each job counts once)"
 
-/* The four entries of an option table. */
-#define OBJ_OPTS                                                               \
-  {                                                                            \
-      "objective", OBJ_OPT_OBJECTIVE,     0, PFI_ARG_REQ,                      \
-      "O",         OBJ_OPT_HELP_OBJECTIVE},                                    \
-      {"normalize", OBJ_OPT_NORMALIZE,                                         \
-       0,           PFI_ARG_NONE,                                              \
-       NULL,        "the same as --objective jobs"},                           \
-      {"weights",                                                              \
-       OBJ_OPT_WEIGHTS,                                                        \
-       0,                                                                      \
-       PFI_ARG_REQ,                                                            \
-       "FILE",                                                                 \
-       "per-job weights (a priority, a price per unit): CSV with columns job " \
-       "and weight (the curves file itself when it has them); they scale "     \
-       "any objective"},                                                       \
-  {                                                                            \
-    "min-share", OBJ_OPT_MIN_SHARE, 0, PFI_ARG_REQ, "R",                       \
-        "every job keeps at least R (0.5 or 50%) of its uncapped throughput"   \
-  }
+/* The four rows of an option table, bound to `ob` (a struct obj_opt *),
+ * for pfi_opt_parse(). */
+#define OBJ_OPTS_BOUND(ob)                                                     \
+  PFI_OPT_CALLBACK("objective", ob, obj_opt_cb, "O", OBJ_OPT_HELP_OBJECTIVE),  \
+      {.lng = "normalize",                                                     \
+       .arg = PFI_ARG_NONE,                                                    \
+       .help = "the same as --objective jobs",                                 \
+       .type = PFI_OT_CALLBACK,                                                \
+       .var = ob,                                                              \
+       .cb = obj_opt_cb},                                                      \
+      PFI_OPT_CALLBACK(                                                        \
+          "weights", ob, obj_opt_cb, "FILE",                                   \
+          "per-job weights (a priority, a price per unit): CSV with columns "  \
+          "job and weight (the curves file itself when it has them); they "    \
+          "scale any objective"),                                              \
+      PFI_OPT_CALLBACK(                                                        \
+          "min-share", ob, obj_opt_cb, "R",                                    \
+          "every job keeps at least R (0.5 or 50%) of its uncapped "           \
+          "throughput")
+
+struct pfi_opt;
+/* The rows' parser (pfi_opt_cb): row o's var is the struct obj_opt. */
+int obj_opt_cb(const struct pfi_opt *o, const char *v, char *why, size_t n);
 
 struct obj_opt {
   struct pfi_objective obj;
@@ -58,9 +52,6 @@ struct obj_opt {
 void obj_opt_init(struct obj_opt *o);
 void obj_opt_release(struct obj_opt *o);
 
-/* Handles option value `c` (one of OBJ_OPT_*) with its argument: 0, or
- * prints the usage error for `cmd` and returns PFI_EXIT_USAGE. */
-int obj_opt_handle(struct obj_opt *o, int c, const char *arg, const char *cmd);
 
 /* Reads the weights file, if any, for the n jobs named `jobs`. */
 int obj_opt_load(struct obj_opt *o, const char *const *jobs, size_t n,

@@ -56,8 +56,10 @@ static int check_config(const struct pfi_ctl_config *c, struct pfi_error *err) {
                          "controller setting %s out of range", field);
   CHECK(c->period_s > 0 && c->period_s <= 3600, "period_s");
   CHECK(c->objective >= 0 && c->objective < PFI_OBJ__COUNT, "objective");
-  CHECK(c->margin >= 0 && c->margin < 0.5, "margin");
-  CHECK(c->recovery_margin >= 0 && c->recovery_margin < 0.5,
+  CHECK(c->margin >= PFI_CTL_MARGIN_MIN && c->margin < PFI_CTL_MARGIN_MAX,
+        "margin");
+  CHECK(c->recovery_margin >= PFI_CTL_MARGIN_MIN &&
+            c->recovery_margin < PFI_CTL_MARGIN_MAX,
         "recovery_margin");
   CHECK(c->ramp_up_w_s > 0 && isfinite(c->ramp_up_w_s), "ramp_up_w_s");
   CHECK(c->ramp_down_w_s >= 0 && isfinite(c->ramp_down_w_s), "ramp_down_w_s");

@@ -108,7 +108,7 @@ TXT
 
 # A format ctl does not have: usage, exit status 2, nothing asked.
 "$PFI" ctl --url "$U" --format xml status >/dev/null 2>"$T/e"
-[ $? -eq 2 ] && grep -q "unknown format 'xml'" "$T/e" || fail "--format xml: $(cat "$T/e")"
+[ $? -eq 2 ] && grep -q "\-\-format: 'xml': expected table, csv or json" "$T/e" || fail "--format xml: $(cat "$T/e")"
 
 [ "$fails" -eq 0 ] || { echo "$fails check(s) failed" >&2; exit 1; }
 echo "test_ctl_format: all checks passed"

@@ -35,7 +35,7 @@ grep -q '1 of 1 curves fall as the cap rises' "$T/err" || fail "no note of the f
   fail "allocate --curve raw"
 grep -q '^a,99.000000,[0-9.]*,59.000000,0.842857,' "$T/r.csv" || fail "raw points: $(cat "$T/r.csv")"
 "$PFI" allocate --curves "$T/c.csv" --cut 10% --curve flat >/dev/null 2>"$T/err"
-[ $? -eq 2 ] && grep -q -- '--curve must be monotone or raw' "$T/err" || fail "bad --curve: $(cat "$T/err")"
+[ $? -eq 2 ] && grep -q -- "--curve: 'flat': expected monotone or raw" "$T/err" || fail "bad --curve: $(cat "$T/err")"
 # The capacity of the same job: 25 W can be shed, and every step of the
 # ladder loses (75 - (50 + 25 (1 - s/25))) / 75 = s / 75 of the fit.
 "$PFI" capacity --curves "$T/c.csv" --objective throughput --steps 5 --format csv >"$T/cap.csv" 2>/dev/null ||

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-3.0-or-later
 # pfid and pfi-agent parse their options with the pfi commands' option
-# tables (src/cli/opt.h): --help lists every option the daemon accepts, a
+# tables (src/base/opt.h): --help lists every option the daemon accepts, a
 # mistyped option is a usage error with "did you mean", a value out of
 # range or a stray argument is exit status 2 naming it, and so is a
 # records file pfid cannot use. Needs no server.
@@ -14,7 +14,7 @@ check_help() { # check_help PROG OPTION...: each option is in --help
   shift
   "$prog" --help >"$T/help" 2>"$T/err" || fail "$(basename "$prog") --help: exit $?"
   [ -s "$T/err" ] && fail "$(basename "$prog") --help wrote to stderr: $(cat "$T/err")"
-  # Every program of its own also takes --version (src/cli/opt.h).
+  # Every program of its own also takes --version (src/base/opt.h).
   for o in "$@" version; do
     grep -q -- "^  --$o\b" "$T/help" || fail "$(basename "$prog") --help lacks --$o"
   done
@@ -42,13 +42,25 @@ usage_err "pfid: unknown option '--perod'; did you mean '--period'?
 Try 'pfid --help'." "$PFID" --perod 2
 usage_err "pfid: option '--lease' needs a value
 Try 'pfid --help'." "$PFID" --lease
-usage_err "pfid: --period 99: expected 0.1..60" "$PFID" --period 99
-usage_err "pfid: --ramp-up 0: expected 1..10000" "$PFID" --ramp-up 0
-usage_err "pfid: --margin 0.5: expected 0.0001..0.2" "$PFID" --margin 0.5
-usage_err "pfid: --objective: 'tokens' is not work, throughput or jobs" "$PFID" --objective tokens
-usage_err "pfid: --recovery-ramp 0: expected 0.001..1e+09" "$PFID" --recovery-ramp 0
-usage_err "pfid: --recovery-window 5s: expected 10s..24h" "$PFID" --recovery-window 5s
-usage_err "pfid: --recovery-window soon: expected 10s..24h" "$PFID" --recovery-window soon
+usage_err "pfid: --period: '99': expected 0.1 <= S <= 60
+Try 'pfid --help'." "$PFID" --period 99
+usage_err "pfid: --ramp-up: '0': expected 1 <= W/S <= 10000
+Try 'pfid --help'." "$PFID" --ramp-up 0
+usage_err "pfid: --margin: '0.5': expected 0 < M < 0.5
+Try 'pfid --help'." "$PFID" --margin 0.5
+usage_err "pfid: --objective: 'tokens': expected work, throughput or jobs
+Try 'pfid --help'." "$PFID" --objective tokens
+usage_err "pfid: --recovery-ramp: '0': expected 0.001 <= W/S <= 1e+09
+Try 'pfid --help'." "$PFID" --recovery-ramp 0
+usage_err "pfid: --recovery-window: '5s': expected 10s <= DURATION <= 24h
+Try 'pfid --help'." "$PFID" --recovery-window 5s
+usage_err "pfid: --recovery-window: 'soon': expected a duration like 250ms, 5s, 30m or 1h (0s..any)
+Try 'pfid --help'." "$PFID" --recovery-window soon
+# The margin's range is the controller's (include/pfi/control.h), less 0,
+# which stands for the default; the help states it from the same row.
+usage_err "pfid: --margin: '0': expected 0 < M < 0.5
+Try 'pfid --help'." "$PFID" --margin 0
+"$PFID" --help | grep -q -- "0 < M < 0.5" || fail "pfid --help: no range of --margin"
 usage_err "pfid: unexpected argument 'extra'
 Try 'pfid --help'." "$PFID" --period 1 extra
 # A records file whose fleet_decisions lacks a column pfid cannot add to
@@ -61,8 +73,10 @@ usage_err "pfi-agent: unknown option '--tier-dri'; did you mean '--tier-dir'?
 Try 'pfi-agent --help'." "$PFI_AGENT" --tier-dri /tmp
 usage_err "pfi-agent: option '--emulate' takes no value
 Try 'pfi-agent --help'." "$PFI_AGENT" --emulate=1
-usage_err "pfi-agent: --period 0: expected 0.1..60 s" "$PFI_AGENT" --period 0
-usage_err "pfi-agent: --bmc-period 0.5: expected 1..3600 s" "$PFI_AGENT" --bmc-period 0.5
+usage_err "pfi-agent: --period: '0': expected 0.1 <= S <= 60
+Try 'pfi-agent --help'." "$PFI_AGENT" --period 0
+usage_err "pfi-agent: --bmc-period: '0.5': expected 1 <= S <= 3600
+Try 'pfi-agent --help'." "$PFI_AGENT" --bmc-period 0.5
 usage_err "pfi-agent: node name 'a.b': expected 1..63 letters, digits, _ or - (--node)" \
   "$PFI_AGENT" --node a.b
 [ "$fails" = 0 ] || exit 1

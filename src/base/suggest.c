@@ -3,9 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "opt.h"
 
-size_t pfi_cli_edit_distance(const char *a, const char *b) {
+size_t pfi_edit_distance(const char *a, const char *b) {
   size_t na = strlen(a), nb = strlen(b);
   /* Three rows of the (na+1) x (nb+1) table: the one before the previous
    * is needed for a transposition. */
@@ -39,14 +39,14 @@ size_t pfi_cli_edit_distance(const char *a, const char *b) {
   return d;
 }
 
-size_t pfi_cli_suggest(const char *name, const char *const *names, size_t n,
+size_t pfi_suggest(const char *name, const char *const *names, size_t n,
                        const char **out, size_t max) {
   size_t best = (size_t)-1, len = strlen(name), k = 0;
   /* Near enough to be a typo: at most 2 edits and at most a third of the
    * name's letters, but 1 for any name ("cpa" -> "cap"). */
   size_t limit = len / 3 > 2 ? 2 : len / 3 ? len / 3 : 1;
   for (size_t i = 0; i < n; i++) {
-    size_t d = pfi_cli_edit_distance(name, names[i]);
+    size_t d = pfi_edit_distance(name, names[i]);
     if (d == 0 || d > limit || d > best)
       continue;
     if (d < best) {
