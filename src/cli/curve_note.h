@@ -8,6 +8,7 @@
 #define PFI_CLI_CURVE_NOTE_H
 
 #include <stdio.h>
+#include <string.h>
 
 #include "cli.h"
 #include "pfi/index.h"
@@ -27,7 +28,10 @@ static inline int noise_opt_cb(const struct pfi_opt *o, const char *v,
   struct noise_opt *no = o->var;
   struct pfi_error e;
   if (pfi_noise_parse(v, &no->nz, &e) != 0) {
-    snprintf(why, n, "%s", e.msg);
+    const char *m = e.msg; /* the parser's message names the option */
+    if (strncmp(m, "--noise: ", 9) == 0)
+      m += 9;
+    snprintf(why, n, "%s", m);
     return -1;
   }
   no->given = 1;

@@ -190,7 +190,7 @@ done
   >"$T/dipraw.gc" || fail "grid capacity --curve raw"
 cmp -s "$T/dip.gc" "$T/dipfit.gc" || fail "grid capacity: not the monotone fit: $(diff "$T/dip.gc" "$T/dipfit.gc")"
 ! cmp -s "$T/dip.gc" "$T/dipraw.gc" || fail "grid capacity --curve raw: the fit's quotes"
-expect_usage "--curve must be monotone or raw" grid capacity --curves "$T/dip.csv" --tiers "$T/tall.csv" --tier all --curve smooth
+expect_usage "--curve: 'smooth': expected monotone or raw" grid capacity --curves "$T/dip.csv" --tiers "$T/tall.csv" --tier all --curve smooth
 expect_usage "unknown objective 'tokens'" grid capacity --curves "$T/dip.csv" --tiers "$T/tall.csv" --tier all --objective tokens
 
 # ---- a two-job split worked by hand ---------------------------------------
@@ -288,7 +288,7 @@ for fit in monotone raw; do
     done
   done
 done
-expect_usage "--curve must be monotone or raw" report --curve smooth "$T/two.csv"
+expect_usage "--curve: 'smooth': expected monotone or raw" report --curve smooth "$T/two.csv"
 printf 'job,weight\nA,3\n' >"$T/wmiss2.csv"
 expect_usage "wmiss2.csv: no weight for job B" report --quiet --no-figures --out "$T/rx" --weights "$T/wmiss2.csv" "$T/two.csv"
 
