@@ -84,7 +84,7 @@ api a PUT /v1/tiers/slurm-7 '{"tier":"flex0"}' >/dev/null
 until_true 10 eval '[ "$(tier slurm-7)" = "0.0 api" ]' || fail "slurm-7: '$(tier slurm-7)'"
 # The same through pfi ctl: a named tier, a largest loss, a removal, and
 # the lists (its answer is pfid's JSON, as GET gives it).
-CTL=("$PFI" ctl --url "http://127.0.0.1:${API[a]}" --token-file "$T/token")
+CTL=("$PFI" ctl --url "http://127.0.0.1:${API[a]}" --token-file "$T/token" --format json)
 "${CTL[@]}" tier slurm-8 flex10 >/dev/null || fail "pfi ctl tier slurm-8 flex10: exit $?"
 "${CTL[@]}" tier slurm-9 0.4 >/dev/null || fail "pfi ctl tier slurm-9 0.4: exit $?"
 until_true 10 eval '[ "$(tier slurm-8)" = "0.1 api" ] && [ "$(tier slurm-9)" = "0.4 api" ]' ||
