@@ -706,6 +706,11 @@ void pfi_opt_print_help(const struct pfi_cmd_help *h, FILE *fp) {
     pfi_opt_print_man(h, fp);
     return;
   }
+  const char *hf = getenv("PFI_HELP_FORMAT");
+  if (fp == stdout && hf && strcmp(hf, "complete") == 0) {
+    pfi_opt_print_words(h, fp);
+    return;
+  }
   if (h->usage)
     fputs(h->usage, fp);
   if (h->about) {
@@ -966,4 +971,23 @@ void pfi_opt_print_man(const struct pfi_cmd_help *h, FILE *fp) {
     fputs(".SH NOTES\n", fp);
     roff_block(fp, h->footer);
   }
+}
+
+void pfi_opt_print_words(const struct pfi_cmd_help *h, FILE *fp) {
+  for (const struct pfi_opt *o = h->opts; o && (o->lng || o->help); o++) {
+    if (!o->lng)
+      continue;
+    fprintf(fp, "--%s", o->lng);
+    if (o->type == PFI_OT_CHOICE && o->words) {
+      const char *sep = "\t";
+      for (const struct pfi_opt_word *w = o->words; w->word; w++)
+        if (*w->word) {
+          fprintf(fp, "%s%s", sep, w->word);
+          sep = " ";
+        }
+    }
+    fputc('\n', fp);
+  }
+  if (h->flags & PFI_OPT_PROGRAM)
+    fputs("--version\n", fp);
 }

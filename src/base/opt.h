@@ -305,6 +305,11 @@ void pfi_opt_print_help(const struct pfi_cmd_help *help, FILE *fp);
 void pfi_opt_print_man(const struct pfi_cmd_help *help, FILE *fp);
 int pfi_opt_man_wanted(void);
 
+/* The words a shell completes (PFI_HELP_FORMAT=complete in place of the
+ * help): one line per option, "--NAME", and for a choice "--NAME<TAB>W1
+ * W2 ...", its words. */
+void pfi_opt_print_words(const struct pfi_cmd_help *help, FILE *fp);
+
 /* Writes text[0..len) as roff text: '\' as "\e", '-' as "\-", a '.' or
  * '\'' that starts a line behind "\&". verbatim 0 (filled text): a '\n'
  * becomes a break (".br"), runs of spaces one space, a line's leading

@@ -81,6 +81,12 @@ complete_words pfi gri >"$T/c"
 [ "$(cat "$T/c")" = grid ] || fail "completion of pfi gri: $(cat "$T/c")"
 complete_words pfi trace s >"$T/c"
 grep -qx summarize "$T/c" || fail "completion of pfi trace s: $(cat "$T/c")"
+# A choice's words after its option, by the table (index's --definition:
+# ratio, area, ce or all, as its --help says).
+complete_words pfi index --definition "" >"$T/c"
+[ "$(tr '\n' ' ' <"$T/c")" = "all area ce ratio " ] || fail "completion of pfi index --definition: $(cat "$T/c")"
+complete_words pfi ctl --format j >"$T/c"
+[ "$(cat "$T/c")" = json ] || fail "completion of pfi ctl --format j: $(cat "$T/c")"
 complete_words pfid --ver >"$T/c"
 [ "$(cat "$T/c")" = --version ] || fail "completion of pfid --ver: $(cat "$T/c")"
 

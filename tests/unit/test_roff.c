@@ -106,10 +106,41 @@ static void test_page(void **state) {
   free(buf);
 }
 
+static int fmt;
+static const struct pfi_opt_word fmt_words[] = {
+    {"table", 0}, {"csv", 1}, {"", 2}, {NULL, 0}};
+static const struct pfi_opt wopts[] = {
+    PFI_OPT_CHOICE("format", &fmt, fmt_words, "F", "how"),
+    PFI_OPT_FLAG("wide", 0, &flag, "wide"), PFI_OPT_HELP, PFI_OPT_END};
+
+/* The completion's words: each long option, a choice's words (the empty
+ * word, an optional value left out, is no word to offer). */
+static void test_words(void **state) {
+  (void)state;
+  struct pfi_cmd_help h = {.cmd = "demo", .opts = wopts};
+  char *buf = NULL;
+  size_t n = 0;
+  FILE *fp = open_memstream(&buf, &n);
+  assert_non_null(fp);
+  pfi_opt_print_words(&h, fp);
+  assert_int_equal(fclose(fp), 0);
+  assert_string_equal(buf, "--format\ttable csv\n--wide\n--help\n");
+  free(buf);
+  h.flags = PFI_OPT_PROGRAM;
+  fp = open_memstream(&buf, &n);
+  assert_non_null(fp);
+  pfi_opt_print_words(&h, fp);
+  assert_int_equal(fclose(fp), 0);
+  assert_string_equal(buf,
+                      "--format\ttable csv\n--wide\n--help\n--version\n");
+  free(buf);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_escapes),
       cmocka_unit_test(test_page),
+      cmocka_unit_test(test_words),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
