@@ -16,7 +16,8 @@ target_include_directories(pfi_obj PRIVATE ${MHD_INCLUDE_DIRS})
 
 install(DIRECTORY contrib/slurm/ DESTINATION ${CMAKE_INSTALL_DATADIR}/pfi/slurm
         USE_SOURCE_PERMISSIONS)
-install(DIRECTORY contrib/systemd/ DESTINATION ${CMAKE_INSTALL_LIBDIR}/systemd/system)
+# The systemd units (contrib/systemd) are installed with the prefix in place
+# of /usr/local: CMakeLists.txt.
 
 if(PFI_TESTS)
   # The fleet tests' probe: publishes or writes keys with given

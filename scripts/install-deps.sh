@@ -42,6 +42,7 @@ if [ "$mode" != demo ]; then
   need "the oracle's test against an independent solver" glpk-utils
   need "the report pages' browser tests" chromium
   need "the test scripts" sqlite3 python3
+  need "the manual pages' test (groff)" groff-base
   need "the fleet tests" nats-server curl iproute2 jq
   need "the fleet tests' clock steps (libfaketime)" faketime
   need "the Slurm tests" slurm-wlm munge

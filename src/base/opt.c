@@ -11,6 +11,7 @@
 
 #include "pfi/duration.h"
 #include "pfi/version.h"
+#include "pfi/version.h"
 
 /* The exit statuses every program uses (README.md): 0 ok, 1 failure at
  * run time, 2 bad usage or bad input. */
@@ -682,7 +683,34 @@ static int opt_left(const struct pfi_opt *o, char *buf, size_t n) {
   return k;
 }
 
+/* A row's help with its range and default, from the row itself. */
+static void row_text(const struct pfi_opt *o, char *text, size_t n) {
+  char rt[96];
+  pfi_opt_range_text(o, rt, sizeof rt);
+  size_t hl = strlen(o->help);
+  if (*rt && !o->def && hl > 0 && o->help[hl - 1] == ')')
+    /* Help that ends in a remark of its own: the range joins it. */
+    snprintf(text, n, "%.*s; %s)", (int)(hl - 1), o->help, rt);
+  else if (*rt && o->def)
+    snprintf(text, n, "%s (%s; default %s)", o->help, rt, o->def);
+  else if (*rt)
+    snprintf(text, n, "%s (%s)", o->help, rt);
+  else if (o->def)
+    snprintf(text, n, "%s (default %s)", o->help, o->def);
+  else
+    snprintf(text, n, "%s", o->help);
+}
+
 void pfi_opt_print_help(const struct pfi_cmd_help *h, FILE *fp) {
+  if (fp == stdout && pfi_opt_man_wanted()) {
+    pfi_opt_print_man(h, fp);
+    return;
+  }
+  const char *hf = getenv("PFI_HELP_FORMAT");
+  if (fp == stdout && hf && strcmp(hf, "complete") == 0) {
+    pfi_opt_print_words(h, fp);
+    return;
+  }
   if (h->usage)
     fputs(h->usage, fp);
   if (h->about) {
@@ -735,21 +763,8 @@ void pfi_opt_print_help(const struct pfi_cmd_help *h, FILE *fp) {
       fputc('\n', fp);
       w = 0;
     }
-    /* A bound row's range and default, from the row itself. */
-    char rt[96], text[2048];
-    pfi_opt_range_text(o, rt, sizeof rt);
-    size_t hl = strlen(o->help);
-    if (*rt && !o->def && hl > 0 && o->help[hl - 1] == ')')
-      /* Help that ends in a remark of its own: the range joins it. */
-      snprintf(text, sizeof text, "%.*s; %s)", (int)(hl - 1), o->help, rt);
-    else if (*rt && o->def)
-      snprintf(text, sizeof text, "%s (%s; default %s)", o->help, rt, o->def);
-    else if (*rt)
-      snprintf(text, sizeof text, "%s (%s)", o->help, rt);
-    else if (o->def)
-      snprintf(text, sizeof text, "%s (default %s)", o->help, o->def);
-    else
-      snprintf(text, sizeof text, "%s", o->help);
+    char text[2048];
+    row_text(o, text, sizeof text);
     put_wrapped(fp, text, col, w);
   }
   if (h->flags & PFI_OPT_PROGRAM) {
@@ -766,4 +781,213 @@ void pfi_opt_print_help(const struct pfi_cmd_help *h, FILE *fp) {
 int pfi_opt_help(const struct pfi_cmd_help *h) {
   pfi_opt_print_help(h, stdout);
   return fflush(stdout) == 0 ? EXIT_OK : EXIT_FAIL;
+}
+
+/* Manual pages. */
+
+int pfi_opt_man_wanted(void) {
+  const char *f = getenv("PFI_HELP_FORMAT");
+  return f && strcmp(f, "man") == 0;
+}
+
+void pfi_roff_put(FILE *fp, const char *text, size_t len, int verbatim) {
+  int bol = 1;
+  for (size_t i = 0; i < len; i++) {
+    char c = text[i];
+    if (!verbatim && c == ' ' && bol)
+      continue; /* a leading space would start a new line in filled text */
+    if (bol && (c == '.' || c == '\''))
+      fputs("\\&", fp);
+    bol = 0;
+    if (c == '\\') {
+      fputs("\\e", fp);
+    } else if (c == '-') {
+      fputs("\\-", fp);
+    } else if (c == '\n') {
+      /* A line of its own: in filled text, a break. */
+      fputs(verbatim ? "\n" : "\n.br\n", fp);
+      bol = 1;
+    } else {
+      fputc(c, fp);
+    }
+    if (c == ' ' && !verbatim && i + 1 < len && text[i + 1] == ' ')
+      while (i + 1 < len && text[i + 1] == ' ')
+        i++;
+  }
+}
+
+static void roff_line(FILE *fp, const char *text, int verbatim) {
+  pfi_roff_put(fp, text, strlen(text), verbatim);
+  fputc('\n', fp);
+}
+
+/* Text printed as it is (usage, about, footer): no-fill lines, a blank
+ * line kept as one; a trailing newline dropped. */
+static void roff_block(FILE *fp, const char *text) {
+  size_t len = strlen(text);
+  while (len > 0 && text[len - 1] == '\n')
+    len--;
+  fputs(".nf\n", fp);
+  const char *s = text, *end = text + len;
+  while (s < end) {
+    const char *nl = memchr(s, '\n', (size_t)(end - s));
+    size_t ll = nl ? (size_t)(nl - s) : (size_t)(end - s);
+    if (ll == 0)
+      fputs(".sp\n", fp);
+    else {
+      pfi_roff_put(fp, s, ll, 1);
+      fputc('\n', fp);
+    }
+    s += ll + (nl ? 1 : 0);
+  }
+  fputs(".fi\n", fp);
+}
+
+void pfi_opt_print_man(const struct pfi_cmd_help *h, FILE *fp) {
+  const char *prog = (h->flags & PFI_OPT_PROGRAM) ? "" : "pfi ";
+  char name[128];
+  snprintf(name, sizeof name, "%s%s", prog, h->cmd ? h->cmd : "");
+  char title[128];
+  size_t k = 0;
+  for (const char *s = name; *s && k + 1 < sizeof title; s++)
+    title[k++] = *s == ' ' ? '-' : (char)(*s >= 'a' && *s <= 'z'
+                                              ? *s - 'a' + 'A'
+                                              : *s);
+  title[k] = 0;
+  fputs(".TH ", fp);
+  pfi_roff_put(fp, title, strlen(title), 1);
+  fprintf(fp, " %s \"\" \"pfi %s\" \"pfi manual\"\n",
+          (h->flags & PFI_OPT_PROGRAM) ? "8" : "1", PFI_VERSION_STRING);
+  fputs(".SH NAME\n", fp);
+  for (k = 0; name[k]; k++)
+    if (name[k] == ' ')
+      name[k] = '-';
+  pfi_roff_put(fp, name, strlen(name), 1);
+  /* What the command does: PFI_MAN_WHATIS (the one line `pfi --help`
+   * gives it), else the about text's first sentence on one line. */
+  char what[512];
+  const char *w = getenv("PFI_MAN_WHATIS");
+  const char *about = w && *w ? w : h->about ? h->about : "";
+  size_t al = 0;
+  for (const char *a = about; *a && al + 1 < sizeof what; a++) {
+    if ((*a == '.' || *a == ':') && (a[1] == ' ' || a[1] == '\n' || !a[1]))
+      break;
+    if (*a == '\n' && a[1] == '\n')
+      break;
+    what[al++] = *a == '\n' ? ' ' : *a;
+  }
+  while (al > 0 && what[al - 1] == ' ')
+    al--;
+  if (al > 0) {
+    fputs(" \\- ", fp);
+    pfi_roff_put(fp, what, al, 0);
+  }
+  fputc('\n', fp);
+  if (h->usage) {
+    fputs(".SH SYNOPSIS\n", fp);
+    /* "usage: " and the indent of the lines after it go. */
+    char buf[4096];
+    const char *u = h->usage;
+    size_t n = 0;
+    while (*u && n + 1 < sizeof buf) {
+      if (strncmp(u, "usage: ", 7) == 0)
+        u += 7;
+      else if (strncmp(u, "       ", 7) == 0)
+        u += 7;
+      while (*u && *u != '\n' && n + 1 < sizeof buf)
+        buf[n++] = *u++;
+      if (*u == '\n' && n + 1 < sizeof buf)
+        buf[n++] = *u++;
+    }
+    buf[n] = 0;
+    roff_block(fp, buf);
+  }
+  if (h->about) {
+    fputs(".SH DESCRIPTION\n", fp);
+    if (h->flags & PFI_OPT_WRAP_ABOUT) {
+      size_t l = strlen(h->about);
+      while (l > 0 && h->about[l - 1] == '\n')
+        l--;
+      pfi_roff_put(fp, h->about, l, 0);
+      fputc('\n', fp);
+    } else {
+      roff_block(fp, h->about);
+    }
+  }
+  if (h->actions) {
+    fputs(".SH ACTIONS\n", fp);
+    for (const struct pfi_action *a = h->actions; a->name; a++) {
+      fputs(".TP\n.B ", fp);
+      roff_line(fp, a->name, 1);
+      roff_line(fp, a->help, 0);
+    }
+  }
+  int started = 0;
+  for (const struct pfi_opt *o = h->opts; o && (o->lng || o->help); o++) {
+    if (!started) {
+      fputs(".SH OPTIONS\n", fp);
+      started = 1;
+    }
+    if (!o->lng) {
+      fputs(".SS ", fp);
+      size_t l = strlen(o->help);
+      if (l > 0 && o->help[l - 1] == ':')
+        l--;
+      pfi_roff_put(fp, o->help, l, 1);
+      fputc('\n', fp);
+      continue;
+    }
+    fputs(".TP\n", fp);
+    if (o->shrt)
+      fprintf(fp, "\\fB\\-%c\\fR, ", o->shrt);
+    fputs("\\fB\\-\\-", fp);
+    pfi_roff_put(fp, o->lng, strlen(o->lng), 1);
+    fputs("\\fR", fp);
+    const char *an = o->argname ? o->argname : "VALUE";
+    if (o->arg == PFI_ARG_REQ) {
+      fputs(" \\fI", fp);
+      pfi_roff_put(fp, an, strlen(an), 1);
+      fputs("\\fR", fp);
+    } else if (o->arg == PFI_ARG_OPT) {
+      fputs("[=\\fI", fp);
+      pfi_roff_put(fp, an, strlen(an), 1);
+      fputs("\\fR]", fp);
+    }
+    fputc('\n', fp);
+    if (o->help && *o->help) {
+      char text[2048];
+      row_text(o, text, sizeof text);
+      roff_line(fp, text, 0);
+    }
+  }
+  if (h->flags & PFI_OPT_PROGRAM) {
+    if (!started)
+      fputs(".SH OPTIONS\n", fp);
+    fputs(".TP\n\\fB\\-\\-version\\fR\n"
+          "the version (the same as pfi \\-\\-version)\n",
+          fp);
+  }
+  if (h->footer) {
+    fputs(".SH NOTES\n", fp);
+    roff_block(fp, h->footer);
+  }
+}
+
+void pfi_opt_print_words(const struct pfi_cmd_help *h, FILE *fp) {
+  for (const struct pfi_opt *o = h->opts; o && (o->lng || o->help); o++) {
+    if (!o->lng)
+      continue;
+    fprintf(fp, "--%s", o->lng);
+    if (o->type == PFI_OT_CHOICE && o->words) {
+      const char *sep = "\t";
+      for (const struct pfi_opt_word *w = o->words; w->word; w++)
+        if (*w->word) {
+          fprintf(fp, "%s%s", sep, w->word);
+          sep = " ";
+        }
+    }
+    fputc('\n', fp);
+  }
+  if (h->flags & PFI_OPT_PROGRAM)
+    fputs("--version\n", fp);
 }

@@ -291,6 +291,31 @@ void pfi_opt_range_text(const struct pfi_opt *o, char *buf, size_t n);
 /* Prints the help to fp. */
 void pfi_opt_print_help(const struct pfi_cmd_help *help, FILE *fp);
 
+/*
+ * The help as a manual page (roff, man(7)): NAME, SYNOPSIS (the usage),
+ * DESCRIPTION (the about text), ACTIONS, OPTIONS (each row with its
+ * argument, range and default as --help shows them), NOTES (the footer);
+ * section 8 for a program of its own (PFI_OPT_PROGRAM), else 1.
+ * NAME's line says what the command does: PFI_MAN_WHATIS when set in the
+ * environment, else the about text's first sentence.
+ * pfi_opt_print_help() prints this instead when the environment has
+ * PFI_HELP_FORMAT=man and fp is standard output (how the build writes the
+ * pages: `PFI_HELP_FORMAT=man pfi grid timeline --help`).
+ */
+void pfi_opt_print_man(const struct pfi_cmd_help *help, FILE *fp);
+int pfi_opt_man_wanted(void);
+
+/* The words a shell completes (PFI_HELP_FORMAT=complete in place of the
+ * help): one line per option, "--NAME", and for a choice "--NAME<TAB>W1
+ * W2 ...", its words. */
+void pfi_opt_print_words(const struct pfi_cmd_help *help, FILE *fp);
+
+/* Writes text[0..len) as roff text: '\' as "\e", '-' as "\-", a '.' or
+ * '\'' that starts a line behind "\&". verbatim 0 (filled text): a '\n'
+ * becomes a break (".br"), runs of spaces one space, a line's leading
+ * spaces dropped; verbatim 1 (no-fill text): kept as they are. */
+void pfi_roff_put(FILE *fp, const char *text, size_t len, int verbatim);
+
 /* Prints the help to standard output and returns 0, the exit status. */
 int pfi_opt_help(const struct pfi_cmd_help *help);
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "opt.h"
 #include "pfi/version.h"
 
 struct command {
@@ -19,7 +20,39 @@ static const struct command commands[] = {
 #undef PFI_CMD
     {NULL, NULL, NULL}};
 
+/* pfi(1): the commands, each with its own page pfi-CMD(1). */
+static void usage_man(FILE *fp) {
+  fprintf(fp,
+          ".TH PFI 1 \"\" \"pfi %s\" \"pfi manual\"\n"
+          ".SH NAME\n"
+          "pfi \\- Power Flexibility Index toolkit: measure, index, predict "
+          "and allocate GPU power\n"
+          ".SH SYNOPSIS\n"
+          ".nf\n"
+          "pfi [\\-\\-version] [\\-\\-help] <command> [<args>]\n"
+          ".fi\n"
+          ".SH COMMANDS\n",
+          PFI_VERSION_STRING);
+  for (const struct command *c = commands; c->name; c++) {
+    fprintf(fp, ".TP\n.B %s\n", c->name);
+    pfi_roff_put(fp, c->help, strlen(c->help), 0);
+    fputc('\n', fp);
+  }
+  fputs(".TP\n.B help\nShow help for pfi or a command\n"
+        ".SH EXIT STATUS\n"
+        "0 ok, 1 run\\-time failure, 2 bad usage or input.\n"
+        ".SH SEE ALSO\n",
+        fp);
+  for (const struct command *c = commands; c->name; c++)
+    fprintf(fp, ".BR pfi\\-%s (1),\n", c->name);
+  fputs(".BR pfid (8),\n.BR pfi\\-agent (8)\n", fp);
+}
+
 static void usage(FILE *fp) {
+  if (fp == stdout && pfi_opt_man_wanted()) {
+    usage_man(fp);
+    return;
+  }
   fprintf(fp,
           "usage: pfi [--version] [--help] <command> [<args>]\n"
           "\n"
