@@ -52,7 +52,7 @@ done
 
 # lintian, where installed: its tags are printed, and an error fails.
 if command -v lintian >/dev/null; then
-  timeout 180 lintian --no-tag-display-limit "$deb" >"$T/lintian" 2>&1
+  timeout 180 lintian --tag-display-limit 0 "$deb" >"$T/lintian" 2>&1
   cat "$T/lintian"
   ! grep -q '^E: ' "$T/lintian" || fail "lintian errors: $(grep '^E: ' "$T/lintian")"
 fi
