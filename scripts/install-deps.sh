@@ -47,6 +47,7 @@ if [ "$mode" != demo ]; then
   need "the fleet tests' clock steps (libfaketime)" faketime
   need "the Slurm tests" slurm-wlm munge
   need "the Prometheus tests" prometheus
+  need "the Debian package's test (dpkg-buildpackage, lintian)" debhelper dpkg-dev lintian
   need "the trainer package's and real-job sweep tests (a real PyTorch loop)" python3-torch
 fi
 if [ "$mode" = bench ]; then

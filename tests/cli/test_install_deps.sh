@@ -48,7 +48,8 @@ libjansson-dev libmicrohttpd-dev libnats-dev libsqlite3-dev pkg-config "
 install "$demo" --demo
 head -1 "$T/out" | grep -q "^install-deps: installing 12 of the 12 packages make demo needs (apt-get):$" ||
   fail "install-deps --demo: $(head -1 "$T/out")"
-all=$(printf '%s\n' $demo chromium clang curl faketime glpk-utils groff-base iproute2 jq libclang-rt-14-dev munge nats-server \
+all=$(printf '%s\n' $demo chromium clang curl debhelper dpkg-dev faketime glpk-utils groff-base iproute2 jq \
+  libclang-rt-14-dev lintian munge nats-server \
   prometheus python3 python3-torch slurm-wlm sqlite3 | sort | tr '\n' ' ')
 install "$all"
 # Not root: the same packages, through sudo.
