@@ -17,6 +17,7 @@
 #include "pfi/monotone.h"
 #include "pfi/objective.h"
 #include "pfi/report.h"
+#include "pfi/stats.h"
 #include "pfi/version.h"
 
 #include "report_int.h"
@@ -404,6 +405,186 @@ static int sec_plan(struct pfi__report *r, const struct pfi_problem *p,
   return show(r, t);
 }
 
+
+/* One row of the before/after table: a measure, its value before and
+ * after, shown to `d` decimals; NAN leaves a cell empty. */
+static void ba_row(struct pfi_rtable *t, const char *what, double before,
+                   double after, int d) {
+  long row = pfi_rtable_add_row(t);
+  if (row < 0)
+    return;
+  pfi_rtable_set_str(t, (size_t)row, 0, what);
+  if (!isnan(before))
+    pfi_rtable_set_num_dec(t, (size_t)row, 1, before, d);
+  if (!isnan(after))
+    pfi_rtable_set_num_dec(t, (size_t)row, 2, after, d);
+}
+
+/* Median of the n values of x (NAN when n is 0). */
+static double median_of(const double *x, size_t n, struct pfi_error *err) {
+  double m;
+  return n && pfi_stats_median(x, n, &m, err) == 0 ? m : NAN;
+}
+
+/* Negative-loss steps of the oracle's and the equal cut's ladders, and
+ * the lowest loss (%) among them (NAN when none). */
+static size_t negative_steps(const struct pfi_capacity *cap, double *lowest) {
+  size_t neg = 0;
+  *lowest = NAN;
+  for (size_t s = 0; s < 2; s++)
+    for (size_t k = 0; k < cap[s].n; k++)
+      if (cap[s].pts[k].loss_frac < -1e-9) { /* below rounding */
+        neg++;
+        if (isnan(*lowest) || 100 * cap[s].pts[k].loss_frac < *lowest)
+          *lowest = 100 * cap[s].pts[k].loss_frac;
+      }
+  return neg;
+}
+
+/*
+ * Before and after the noise model and the monotone fit, on this file:
+ * "before" reads every file at the fixed default noise (pfi_noise_paper())
+ * and decides on the raw points; "after" is this page (the data's own
+ * noise, the curves decisions read). `jobs` are the page's PFIs, `cap`
+ * its oracle and equal-cut capacity (cap[0], cap[1]).
+ */
+static int sec_before_after(struct pfi__report *r,
+                            const struct pfi_objective *obj,
+                            const struct job *jobs, size_t n, size_t draws,
+                            const struct pfi_capacity *cap) {
+  struct pfi_noise paper;
+  pfi_noise_paper(&paper);
+  struct pfi_problem pb;
+  pfi_problem_init(&pb);
+  struct pfi_capacity cb[2];
+  memset(cb, 0, sizeof cb);
+  double *v = malloc(3 * (n + 1) * sizeof *v);
+  if (!v)
+    return pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
+  double *pb_pfi = v, *pf = v + (n + 1), *wd = v + 2 * (n + 1);
+  size_t def_b = 0, one_b = 0, def_a = 0, one_a = 0;
+  int rc = 0;
+  /* Before: the ratio PFI and its interval at the fixed noise. */
+  for (size_t i = 0; i < n; i++) {
+    const struct pfi_curve *c = &r->js.cs.c[i];
+    struct pfi_index ix;
+    pb_pfi[i] = 0;
+    if ((rc = pfi_index_compute_noise(c, PFI_INDEX_ALL, &paper, &ix,
+                                      r->err)) < 0)
+      goto out;
+    int ok = ix.pfi_defined;
+    double x = ix.pfi, lo = x, hi = x;
+    one_b += ok && ix.points_used == 1;
+    pfi_index_release(&ix);
+    if (!ok)
+      continue;
+    if ((rc = pfi_index_ci_noise(c, draws, r->o->seed, &paper, &lo, &hi,
+                                 r->err)) < 0)
+      goto out;
+    if (rc == 0)
+      lo = hi = x;
+    rc = 0;
+    pb_pfi[i] = x;
+    pf[def_b] = x;
+    wd[def_b] = x != 0 ? 100 * (hi - lo) / fabs(x) : 0;
+    def_b++;
+  }
+  double med_b = median_of(pf, def_b, r->err);
+  double wid_b = median_of(wd, def_b, r->err);
+  for (size_t k = 0; k < n; k++) {
+    if (!jobs[k].ok)
+      continue;
+    pf[def_a] = jobs[k].pfi;
+    wd[def_a] = jobs[k].pfi != 0
+                    ? 100 * (jobs[k].hi - jobs[k].lo) / fabs(jobs[k].pfi)
+                    : 0;
+    one_a += jobs[k].used == 1;
+    def_a++;
+  }
+  double med_a = median_of(pf, def_a, r->err);
+  double wid_a = median_of(wd, def_a, r->err);
+  /* Before: capacity on the raw points, same objective and ladder. */
+  int gk = 0;
+  pb.curve_fit = PFI_CURVE_RAW;
+  if ((rc = pfi_capacity_problem_objective(&r->js.cs, obj, &pb, &gk,
+                                           r->err)) < 0)
+    goto out;
+  static const enum pfi_strategy strat[] = {PFI_STRAT_ORACLE,
+                                            PFI_STRAT_EQUAL};
+  struct pfi_alloc_inputs in = {pb_pfi, NULL, NULL};
+  for (size_t s = 0; s < 2; s++)
+    if ((rc = pfi_capacity_compute(&pb, strat[s], &in, NULL, NULL, 20, &cb[s],
+                                   r->err)) < 0)
+      goto out;
+
+  pfi_html_puts(&r->body, "<section id=\"before-after\"><h2>Before and after "
+                          "the noise model</h2>\n<p><strong>Before</strong> "
+                          "reads this file as every file was read before "
+                          "the noise model: ");
+  char nb[200];
+  pfi_html_text(&r->body, noise_text(&paper, nb, sizeof nb));
+  pfi_html_printf(
+      &r->body,
+      " for every point without sd columns, and decisions (capacity) on the "
+      "raw points. <strong>After</strong> is this page: the noise stated on "
+      "its first screen, and decisions on %s. PFIs always read the raw "
+      "points; intervals: %zu draws, seed %lu; capacity: the oracle and "
+      "the equal cut, 20 steps, by the objective the first screen "
+      "names.</p>\n",
+      r->o->curve_fit == PFI_CURVE_RAW ? "the raw points (--curve raw)"
+                                       : "each curve's monotone fit",
+      draws, r->o->seed);
+  const char *cols[] = {"measure", "before", "after"};
+  struct pfi_rtable *t = pfi__report_table(
+      r, "before_after",
+      "This file before and after the noise model and the monotone fit",
+      3, cols);
+  if (!t) {
+    rc = pfi_error_set(r->err, PFI_ENOMEM, "out of memory");
+    goto out;
+  }
+  ba_row(t, "noise of power, % (points without sd columns)",
+         100 * paper.rel_sd_power, 100 * r->js.noise.rel_sd_power, 3);
+  ba_row(t, "noise of throughput, %", 100 * paper.rel_sd_tokens,
+         100 * r->js.noise.rel_sd_tokens, 3);
+  char what[120];
+  snprintf(what, sizeof what, "jobs with a ratio PFI (of %zu)", n);
+  ba_row(t, what, (double)def_b, (double)def_a, 0);
+  ba_row(t, "PFIs from one capped point", (double)one_b, (double)one_a, 0);
+  ba_row(t, "median ratio PFI", med_b, med_a, 3);
+  ba_row(t, "median 95 % interval width, % of the PFI", wid_b, wid_a, 1);
+  snprintf(what, sizeof what, "curves that fall as the cap rises (of %zu)",
+           n);
+  double fall = (double)pfi_curveset_violations(&r->js.cs);
+  ba_row(t, what, fall, fall, 0);
+  double low_b, low_a;
+  size_t neg_b = negative_steps(cb, &low_b), neg_a = negative_steps(cap, &low_a);
+  ba_row(t, "capacity ladder steps with a negative loss (oracle, equal)",
+         (double)neg_b, (double)neg_a, 0);
+  if (neg_b || neg_a)
+    ba_row(t, "lowest loss on those ladders, %", low_b, low_a, 2);
+  for (int q = 0; q < PFI_CAPACITY_NQUOTE; q++) {
+    double y = pfi_capacity_quotes[q];
+    if (fabs(y - 0.01) > 1e-12 && fabs(y - 0.05) > 1e-12)
+      continue;
+    snprintf(what, sizeof what, "capacity quote at <= %.0f %% loss, oracle, W",
+             100 * y);
+    ba_row(t, what, cb[0].quote_w[q], cap[0].quote_w[q], 1);
+    snprintf(what, sizeof what,
+             "capacity quote at <= %.0f %% loss, equal cut, W", 100 * y);
+    ba_row(t, what, cb[1].quote_w[q], cap[1].quote_w[q], 1);
+  }
+  if ((rc = show(r, t)) < 0)
+    goto out;
+  pfi_html_puts(&r->body, "</section>\n");
+out:
+  for (size_t s = 0; s < 2; s++)
+    pfi_capacity_release(&cb[s]);
+  pfi_problem_release(&pb);
+  free(v);
+  return rc;
+}
+
 static int write_page(struct pfi__report *r, const char *out_dir,
                       const char *first, size_t first_len, const char *rest,
                       size_t rest_len) {
@@ -601,6 +782,9 @@ int pfi_report_operator(const char *curves, const char *map, const char *unit,
   if ((rc = show(&r, lt)) < 0)
     goto out;
   pfi_html_puts(&r.body, "</section>\n");
+  pfi__report_progress(&r, "report: before and after");
+  if ((rc = sec_before_after(&r, &obj, jobs, n, draws, cap)) < 0)
+    goto out;
   if (o->gate_reference) {
     pfi__report_progress(&r, "report: gate against %s", o->gate_reference);
     if ((rc = pfi__report_gate(&r, o->gate_reference, map,
