@@ -291,6 +291,7 @@ static const struct pfi_opt report_opts[] = {
      .help = "the interval's start (RFC 3339 or Unix seconds)",
      .type = PFI_OT_CALLBACK, .cb = time_cb},
     ROW_DURATION("the interval's length (seconds or 15m)"),
+    PFI_OPT_HELP,
     PFI_OPT_GROUP("Values (at least one):"),
     {.lng = "usage", .arg = PFI_ARG_REQ, .argname = "WH",
      .help = "USAGE in Wh", .type = PFI_OT_NUMBER, .var = &g.usage, .lo = 0,
@@ -304,8 +305,6 @@ static const struct pfi_opt report_opts[] = {
     {.lng = "shed-available", .arg = PFI_ARG_REQ, .argname = "W",
      .help = "LOAD_SHED_DELTA_AVAILABLE in W", .type = PFI_OT_NUMBER,
      .var = &g.shed, .lo = 0, .hi = 1e12},
-    PFI_OPT_GROUP(""),
-    PFI_OPT_HELP,
     PFI_OPT_END};
 
 static const struct pfi_opt subscribe_opts[] = {
@@ -401,6 +400,7 @@ static const struct pfi_opt capacity_opts[] = {
     ROW_LEVEL("the level the capacity is stated at (default gpu)"),
     ROW_GPN,
     ROW_FORMAT,
+    PFI_OPT_HELP,
     PFI_OPT_GROUP("The objective (docs/predict-allocate.md):"),
     OBJ_OPTS_BOUND(&g.ob),
     {.lng = "curve", .arg = PFI_ARG_REQ, .argname = "FIT",
@@ -408,8 +408,6 @@ static const struct pfi_opt capacity_opts[] = {
              "rises is decided on by its monotone fit) or raw",
      .type = PFI_OT_CHOICE, .var = &g.curve_fit, .words = curve_fits,
      .def = "monotone"},
-    PFI_OPT_GROUP(""),
-    PFI_OPT_HELP,
     PFI_OPT_END};
 
 static const struct pfi_opt curves_opts[] = {
@@ -523,8 +521,9 @@ static const struct pfi_cmd_help bridge_help = {
     "--interval; GET <callback>/echo?echo=V answers V (a VTN's callback\n"
     "check). The subscription is checked at every poll (re-made if the VTN\n"
     "lost it; ones of its own the VTN kept after refusing a create are\n"
-    "deleted) and deleted on SIGTERM or SIGINT. --callback URL: the URL the VTN posts to, when it\n"
-    "reaches the listener by another name (default http://HOST:PORT/notify).\n"
+    "deleted) and deleted on SIGTERM or SIGINT. --callback URL: the URL\n"
+    "the VTN posts to, when it reaches the listener by another name\n"
+    "(default http://HOST:PORT/notify).\n"
     "--once: one sync, then exit. --log DIR appends the fleet's target and\n"
     "power with pfid's live capacity at <= --shed-loss loss (shed, its\n"
     "interval and the longest event it holds for, GET /v1/capacity) to\n"
