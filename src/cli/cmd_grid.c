@@ -123,109 +123,221 @@ static int shed_loss_cb(const struct pfi_opt *o, const char *v, char *why,
   return 0;
 }
 
-static const struct pfi_opt opts[] = {
-    PFI_OPT_GROUP("Sources (timeline, bridge; any number, at least one):"),
-    {.lng = "vtn", .arg = PFI_ARG_REQ, .argname = "URL",
-     .help = "poll an OpenADR 3.1 VTN (with --client-id, --client-secret-file and "
-     "--program); report, subscribe: the VTN",
-     .type = PFI_OT_STRING, .var = &g.vtn},
-    {.lng = "events", .arg = PFI_ARG_REQ, .argname = "FILE",
-     .help = "OpenADR 3 events as JSON (GET /events' body)",
-     .type = PFI_OT_LIST, .var = g.events, .var2 = &g.nevents, .hi = 16},
-    {.lng = "schedule", .arg = PFI_ARG_REQ, .argname = "FILE",
-     .help = "CSV: start,end,limit[,level][,priority]",
-     .type = PFI_OT_LIST, .var = g.schedules, .var2 = &g.nschedules, .hi = 16},
-    PFI_OPT_GROUP("Timeline options:"),
-    {.lng = "client-id", .arg = PFI_ARG_REQ, .argname = "ID",
-     .help = "OAuth2 client id of this VEN",
-     .type = PFI_OT_STRING, .var = &g.id},
-    {.lng = "client-secret-file", .arg = PFI_ARG_REQ, .argname = "F",
-     .help = "file holding the client secret (mode 0600; or the "
-     "PFI_VEN_CLIENT_SECRET variable)",
-     .type = PFI_OT_STRING, .var = &g.secret_file},
-    {.lng = "program", .arg = PFI_ARG_REQ, .argname = "NAME",
-     .help = "the program whose events apply",
-     .type = PFI_OT_STRING, .var = &g.program},
-    {.lng = "token-url", .arg = PFI_ARG_REQ, .argname = "URL",
-     .help = "post the client secret here (default: the token URL the VTN "
-     "names, only on the VTN's own scheme, host and port)",
-     .type = PFI_OT_STRING, .var = &g.token_url},
-    {.lng = "baseline", .arg = PFI_ARG_REQ, .argname = "W",
-     .help = "the baseline for relative, SIMPLE and % limits, in W (default: none)",
-     .type = PFI_OT_NUMBER, .var = &g.baseline, .lo = 0, .hi = 1e12},
-    {.lng = "simple", .arg = PFI_ARG_REQ, .argname = "F1,F2,F3",
-     .help = "SIMPLE levels 1-3 as fractions of the baseline (default "
-     "0.90,0.75,0.50; level 0 is no limit)",
-     .type = PFI_OT_CALLBACK, .cb = simple_cb},
-    {.lng = "unit", .arg = PFI_ARG_REQ, .argname = "W",
-     .help = "watts per payload unit when an event states none (default 1000: kW)",
-     .type = PFI_OT_NUMBER, .var = &g.unit, .lo = 0, .hi = 1e12},
-    {.lng = "level", .arg = PFI_ARG_REQ, .argname = "gpu|node|meter",
-     .help = "where IMPORT_CAPACITY_LIMIT and setpoints apply (default meter); "
-     "curves, meter: the level of the power",
-     .type = PFI_OT_CALLBACK, .cb = level_cb},
+/* The rows, each written once; an action's table takes the ones it reads.
+ * Rows whose meaning differs by action take their help text. */
+#define ROW_VTN(h)                                                             \
+  {.lng = "vtn", .arg = PFI_ARG_REQ, .argname = "URL", .help = h,              \
+   .type = PFI_OT_STRING, .var = &g.vtn}
+#define ROW_EVENTS                                                             \
+  {.lng = "events", .arg = PFI_ARG_REQ, .argname = "FILE",                     \
+   .help = "OpenADR 3 events as JSON (GET /events' body)",                     \
+   .type = PFI_OT_LIST, .var = g.events, .var2 = &g.nevents, .hi = 16}
+#define ROW_SCHEDULE                                                           \
+  {.lng = "schedule", .arg = PFI_ARG_REQ, .argname = "FILE",                   \
+   .help = "CSV: start,end,limit[,level][,priority]",                          \
+   .type = PFI_OT_LIST, .var = g.schedules, .var2 = &g.nschedules, .hi = 16}
+/* The VEN's credentials (open_ven()). */
+#define ROWS_VEN                                                               \
+  {.lng = "client-id", .arg = PFI_ARG_REQ, .argname = "ID",                    \
+   .help = "OAuth2 client id of this VEN",                                     \
+   .type = PFI_OT_STRING, .var = &g.id},                                       \
+      {.lng = "client-secret-file", .arg = PFI_ARG_REQ, .argname = "F",        \
+       .help = "file holding the client secret (mode 0600; or the "            \
+               "PFI_VEN_CLIENT_SECRET variable)",                              \
+       .type = PFI_OT_STRING, .var = &g.secret_file},                          \
+      {.lng = "program", .arg = PFI_ARG_REQ, .argname = "NAME",                \
+       .help = "the program whose events apply",                               \
+       .type = PFI_OT_STRING, .var = &g.program},                              \
+      {.lng = "token-url", .arg = PFI_ARG_REQ, .argname = "URL",               \
+       .help = "post the client secret here (default: the token URL the VTN "  \
+               "names, only on the VTN's own scheme, host and port)",          \
+       .type = PFI_OT_STRING, .var = &g.token_url}
+/* How OpenADR events become limits (oadr_config(), the bridge's
+ * make_cfg()). */
+#define ROW_BASELINE                                                           \
+  {.lng = "baseline", .arg = PFI_ARG_REQ, .argname = "W",                      \
+   .help = "the baseline for relative, SIMPLE and % limits, in W (default: "   \
+           "none)",                                                            \
+   .type = PFI_OT_NUMBER, .var = &g.baseline, .lo = 0, .hi = 1e12}
+#define ROW_SIMPLE                                                             \
+  {.lng = "simple", .arg = PFI_ARG_REQ, .argname = "F1,F2,F3",                 \
+   .help = "SIMPLE levels 1-3 as fractions of the baseline (default "          \
+           "0.90,0.75,0.50; level 0 is no limit)",                             \
+   .type = PFI_OT_CALLBACK, .cb = simple_cb}
+#define ROW_UNIT                                                               \
+  {.lng = "unit", .arg = PFI_ARG_REQ, .argname = "W",                          \
+   .help = "watts per payload unit when an event states none (default 1000: " \
+           "kW)",                                                              \
+   .type = PFI_OT_NUMBER, .var = &g.unit, .lo = 0, .hi = 1e12}
+#define ROW_LEVEL(h)                                                           \
+  {.lng = "level", .arg = PFI_ARG_REQ, .argname = "gpu|node|meter", .help = h, \
+   .type = PFI_OT_CALLBACK, .cb = level_cb}
+#define LEVEL_OADR                                                             \
+  "where IMPORT_CAPACITY_LIMIT and setpoints apply (default meter)"
+#define ROW_SEED                                                               \
+  {.lng = "seed", .arg = PFI_ARG_REQ, .argname = "N",                          \
+   .help = "randomizeStart draws (default 1)",                                 \
+   .type = PFI_OT_ULONG, .var = &g.seed, .lo = 0, .hi = 0}
+#define ROW_FORMAT                                                             \
+  {.lng = "format", .arg = PFI_ARG_REQ, .argname = "F",                        \
+   .help = "table, csv or json", .type = PFI_OT_CHOICE, .var = &fmt,           \
+   .words = pfi_opt_formats, .def = "table"}
+#define ROW_DURATION(h)                                                        \
+  {.lng = "duration", .arg = PFI_ARG_REQ, .argname = "D", .help = h,           \
+   .type = PFI_OT_CALLBACK, .cb = dur_cb}
+#define ROW_INTERVAL(h)                                                        \
+  {.lng = "interval", .arg = PFI_ARG_REQ, .argname = "D", .help = h,           \
+   .type = PFI_OT_CALLBACK, .cb = dur_cb}
+#define ROW_CALLBACK(h)                                                        \
+  {.lng = "callback", .arg = PFI_ARG_REQ, .argname = "URL", .help = h,         \
+   .type = PFI_OT_STRING, .var = &g.callback}
+#define ROW_CONFIG(h)                                                          \
+  {.lng = "config", .arg = PFI_ARG_REQ, .argname = "FILE", .help = h,          \
+   .type = PFI_OT_STRING, .var = &g.config}
+#define CONFIG_CHAIN "the power chain from GPU to meter (docs/grid.md)"
+#define ROW_LOG(h)                                                             \
+  {.lng = "log", .arg = PFI_ARG_REQ, .argname = "DIR", .help = h,              \
+   .type = PFI_OT_STRING, .var = &g.logdir}
+#define ROW_CONTRACT                                                           \
+  {.lng = "contract", .arg = PFI_ARG_REQ, .argname = "FILE",                   \
+   .help = "CSV job,tier[,tenant][,deadline_tput]",                            \
+   .type = PFI_OT_STRING, .var = &g.contract}
+#define ROW_TIERS                                                              \
+  {.lng = "tiers", .arg = PFI_ARG_REQ, .argname = "FILE",                      \
+   .help = "CSV tier,max_loss[,max_event_s][,notice_s]",                       \
+   .type = PFI_OT_STRING, .var = &g.tiers}
+#define ROW_NOTICE                                                             \
+  {.lng = "notice", .arg = PFI_ARG_REQ, .argname = "D",                        \
+   .help = "the notice given (default 0)", .type = PFI_OT_DURATION,            \
+   .var = &g.notice, .ival = PFI_DUR_ANY, .lo = 0, .hi = 366 * 86400.0}
+#define ROW_CURVES                                                             \
+  {.lng = "curves", .arg = PFI_ARG_REQ, .argname = "FILE",                     \
+   .help = "the jobs' curves CSV", .type = PFI_OT_STRING, .var = &g.curves}
+#define ROW_MAP                                                                \
+  {.lng = "map", .arg = PFI_ARG_REQ, .argname = "MAP",                         \
+   .help = "curves column mapping NAME=COLUMN,... (docs/formats.md)",          \
+   .type = PFI_OT_STRING, .var = &g.map}
+#define ROW_GPN                                                                \
+  {.lng = "gpus-per-node", .arg = PFI_ARG_REQ, .argname = "N",                 \
+   .help = "GPUs per node (default 8)", .type = PFI_OT_ULONG, .var = &g.gpn,   \
+   .lo = 1, .hi = 1024}
+
+#define USAGE_TIMELINE "pfi grid timeline [SOURCES] [OPTIONS]\n"
+#define USAGE_REPORT                                                           \
+  "pfi grid report --vtn URL --client-id ID --program NAME\n"                  \
+  "                       --event ID --start TIME --duration D VALUES\n"
+#define USAGE_SUBSCRIBE                                                        \
+  "pfi grid subscribe --vtn URL --client-id ID --program NAME\n"               \
+  "                          --callback URL\n"
+#define USAGE_CAPACITY                                                         \
+  "pfi grid capacity --curves FILE --tiers FILE\n"                             \
+  "                         (--contract FILE | --tier NAME)\n"                 \
+  "                         [--duration D]... [--notice D]\n"                  \
+  "                         [--objective O] [--weights FILE]\n"                \
+  "                         [--min-share R] [--curve monotone|raw]\n"          \
+  "                         [--config FILE --level node|meter\n"               \
+  "                          [--gpus-per-node N]]\n"
+#define USAGE_BRIDGE                                                           \
+  "pfi grid bridge --pfid URL --pfid-token-file FILE [SOURCES]\n"              \
+  "                       [--config FILE] [--interval D] [--report D]\n"       \
+  "                       [--overlap D] [--shed-loss L] [--once]\n"            \
+  "                       [--listen HOST:PORT [--callback URL]]\n"
+#define USAGE_EVENT_REPORT                                                     \
+  "pfi grid event-report --log DIR --contract FILE --tiers FILE\n"             \
+  "                             --out DIR [--config FILE] [--nodes N]\n"
+#define USAGE_CURVES                                                           \
+  "pfi grid curves --curves FILE --config FILE --level node|meter\n"           \
+  "                       [--gpus-per-node N]\n"
+#define USAGE_METER                                                            \
+  "pfi grid meter [--config FILE] [--gpu-w W[,W...]]\n"                        \
+  "                      [--other-w W[,W...]] [--powercap DIR] [--bmc TOOL]\n" \
+  "                      [--interval D] [--limit W --level node|meter]\n"
+
+#define GRID_FOOTER                                                            \
+  "Exit status: 0 ok, 1 a VTN or device failure (network, HTTP, refused\n"     \
+  "credentials), 2 bad usage or bad input (file:line:column or the JSON\n"     \
+  "field).\n"
+
+static const struct pfi_opt timeline_opts[] = {
+    PFI_OPT_GROUP("Sources (any number, at least one):"),
+    ROW_VTN("poll an OpenADR 3.1 VTN (with --client-id, --client-secret-file "
+            "and --program)"),
+    ROW_EVENTS,
+    ROW_SCHEDULE,
+    PFI_OPT_GROUP("Options:"),
+    ROWS_VEN,
+    ROW_BASELINE,
+    ROW_SIMPLE,
+    ROW_UNIT,
+    ROW_LEVEL(LEVEL_OADR),
     {.lng = "now", .arg = PFI_ARG_REQ, .argname = "TIME",
      .help = "RFC 3339 or Unix seconds (default: now)",
      .type = PFI_OT_CALLBACK, .cb = time_cb},
-    {.lng = "seed", .arg = PFI_ARG_REQ, .argname = "N",
-     .help = "randomizeStart draws (default 1)",
-     .type = PFI_OT_ULONG, .var = &g.seed, .lo = 0, .hi = 0},
+    ROW_SEED,
     {.lng = "floor", .arg = PFI_ARG_REQ, .argname = "W",
-     .help = "the least power the site can reach at the same level: a limit below it "
-     "is shown as infeasible, with the shortfall",
+     .help = "the least power the site can reach at the same level: a limit "
+             "below it is shown as infeasible, with the shortfall",
      .type = PFI_OT_NUMBER, .var = &g.floor, .lo = 0, .hi = 1e12},
-    {.lng = "format", .arg = PFI_ARG_REQ, .argname = "F",
-     .help = "table, csv or json",
-     .type = PFI_OT_CHOICE, .var = &fmt, .words = pfi_opt_formats,
-     .def = "table"},
-    PFI_OPT_GROUP("report options:"),
+    ROW_FORMAT,
+    PFI_OPT_HELP,
+    PFI_OPT_END};
+
+static const struct pfi_opt report_opts[] = {
+    ROW_VTN("the VTN"),
+    ROWS_VEN,
     {.lng = "event", .arg = PFI_ARG_REQ, .argname = "ID",
-     .help = "the event reported on",
-     .type = PFI_OT_STRING, .var = &g.event},
+     .help = "the event reported on", .type = PFI_OT_STRING, .var = &g.event},
     {.lng = "start", .arg = PFI_ARG_REQ, .argname = "TIME",
-     .help = "the interval's start",
+     .help = "the interval's start (RFC 3339 or Unix seconds)",
      .type = PFI_OT_CALLBACK, .cb = time_cb},
-    {.lng = "duration", .arg = PFI_ARG_REQ, .argname = "D",
-     .help = "the interval's length (seconds or 15m); capacity: an event length, "
-     "repeatable (default 15m, 1h, 2h, 4h)",
-     .type = PFI_OT_CALLBACK, .cb = dur_cb},
+    ROW_DURATION("the interval's length (seconds or 15m)"),
+    PFI_OPT_HELP,
+    PFI_OPT_GROUP("Values (at least one):"),
     {.lng = "usage", .arg = PFI_ARG_REQ, .argname = "WH",
-     .help = "USAGE in Wh",
-     .type = PFI_OT_NUMBER, .var = &g.usage, .lo = 0, .hi = 1e12},
+     .help = "USAGE in Wh", .type = PFI_OT_NUMBER, .var = &g.usage, .lo = 0,
+     .hi = 1e12},
     {.lng = "demand", .arg = PFI_ARG_REQ, .argname = "W",
-     .help = "DEMAND in W",
-     .type = PFI_OT_NUMBER, .var = &g.demand, .lo = 0, .hi = 1e12},
+     .help = "DEMAND in W", .type = PFI_OT_NUMBER, .var = &g.demand, .lo = 0,
+     .hi = 1e12},
     {.lng = "baseline-w", .arg = PFI_ARG_REQ, .argname = "W",
-     .help = "BASELINE in W",
-     .type = PFI_OT_NUMBER, .var = &g.basew, .lo = 0, .hi = 1e12},
+     .help = "BASELINE in W", .type = PFI_OT_NUMBER, .var = &g.basew,
+     .lo = 0, .hi = 1e12},
     {.lng = "shed-available", .arg = PFI_ARG_REQ, .argname = "W",
-     .help = "LOAD_SHED_DELTA_AVAILABLE in W",
-     .type = PFI_OT_NUMBER, .var = &g.shed, .lo = 0, .hi = 1e12},
-    PFI_OPT_GROUP("subscribe options:"),
-    {.lng = "callback", .arg = PFI_ARG_REQ, .argname = "URL",
-     .help = "where the VTN POSTs event notifications; bridge: the URL of --listen "
-     "as the VTN reaches it (default http://HOST:PORT/notify)",
-     .type = PFI_OT_STRING, .var = &g.callback},
+     .help = "LOAD_SHED_DELTA_AVAILABLE in W", .type = PFI_OT_NUMBER,
+     .var = &g.shed, .lo = 0, .hi = 1e12},
+    PFI_OPT_END};
+
+static const struct pfi_opt subscribe_opts[] = {
+    ROW_VTN("the VTN"),
+    ROWS_VEN,
+    ROW_CALLBACK("where the VTN POSTs event notifications"),
     {.lng = "bearer-token-file", .arg = PFI_ARG_REQ, .argname = "FILE",
-     .help = "the subscription's bearer token, which the callback checks: read "
-     "from FILE (mode 0600), or made and written there when FILE does not "
-     "exist",
+     .help = "the subscription's bearer token, which the callback checks: "
+             "read from FILE (mode 0600), or made and written there when "
+             "FILE does not exist",
      .type = PFI_OT_STRING, .var = &g.bearer_file},
-    PFI_OPT_GROUP("bridge options:"),
-    {.lng = "pfid", .arg = PFI_ARG_REQ, .argname = "URL",
-     .help = "pfid's API",
+    PFI_OPT_HELP,
+    PFI_OPT_END};
+
+static const struct pfi_opt bridge_opts[] = {
+    PFI_OPT_GROUP("Sources (as for timeline):"),
+    ROW_VTN("poll an OpenADR 3.1 VTN (with --client-id, --client-secret-file "
+            "and --program)"),
+    ROW_EVENTS,
+    ROW_SCHEDULE,
+    PFI_OPT_GROUP("Options:"),
+    ROWS_VEN,
+    ROW_BASELINE,
+    ROW_SIMPLE,
+    ROW_LEVEL(LEVEL_OADR),
+    ROW_SEED,
+    {.lng = "pfid", .arg = PFI_ARG_REQ, .argname = "URL", .help = "pfid's API",
      .type = PFI_OT_STRING, .var = &g.pfid},
     {.lng = "pfid-token-file", .arg = PFI_ARG_REQ, .argname = "FILE",
-     .help = "bearer token for pfid (mode 0600)",
-     .type = PFI_OT_STRING, .var = &g.pfid_token},
-    {.lng = "config", .arg = PFI_ARG_REQ, .argname = "FILE",
-     .help = "the power chain from GPU to meter (docs/grid.md); also event-report, "
-     "curves, meter",
-     .type = PFI_OT_STRING, .var = &g.config},
-    {.lng = "interval", .arg = PFI_ARG_REQ, .argname = "D",
-     .help = "time between syncs (default 30s, at most 1 day); meter: the measuring "
-     "interval (default 1s, at most 600 s)",
-     .type = PFI_OT_CALLBACK, .cb = dur_cb},
+     .help = "bearer token for pfid (mode 0600)", .type = PFI_OT_STRING,
+     .var = &g.pfid_token},
+    ROW_CONFIG(CONFIG_CHAIN),
+    ROW_INTERVAL("time between syncs (default 30s, at most 1 day)"),
     {.lng = "report", .arg = PFI_ARG_REQ, .argname = "D",
      .help = "with --vtn, report every D during an event (default 15m)",
      .type = PFI_OT_DURATION, .var = &g.report_s, .ival = PFI_DUR_ANY, .lo = 0,
@@ -236,122 +348,161 @@ static const struct pfi_opt opts[] = {
      .hi = 86400},
     {.lng = "shed-loss", .arg = PFI_ARG_REQ, .argname = "L",
      .help = "report (--report) and log (--log) pfid's live capacity at <= L "
-     "throughput loss (1, 2, 5, 10 or 20 %; default 10%), reported as "
-     "LOAD_SHED_DELTA_AVAILABLE",
+             "throughput loss (1, 2, 5, 10 or 20 %; default 10%), reported as "
+             "LOAD_SHED_DELTA_AVAILABLE",
      .type = PFI_OT_CALLBACK, .cb = shed_loss_cb},
     {.lng = "listen", .arg = PFI_ARG_REQ, .argname = "HOST:PORT",
-     .help = "with --vtn, serve the VTN's event notifications here (a PORT alone: "
-     "on 127.0.0.1; port 0 picks a free one), subscribe to them, and sync "
-     "at once on each",
+     .help = "with --vtn, serve the VTN's event notifications here (a PORT "
+             "alone: on 127.0.0.1; port 0 picks a free one), subscribe to "
+             "them, and sync at once on each",
      .type = PFI_OT_STRING, .var = &g.listen},
-    {.lng = "once", .arg = PFI_ARG_NONE,
-     .help = "one sync, then exit",
+    ROW_CALLBACK("the URL of --listen as the VTN reaches it (default "
+                 "http://HOST:PORT/notify)"),
+    {.lng = "once", .arg = PFI_ARG_NONE, .help = "one sync, then exit",
      .type = PFI_OT_FLAG, .var = &g.once},
-    {.lng = "log", .arg = PFI_ARG_REQ, .argname = "DIR",
-     .help = "append series.csv and jobs.csv every sync; event-report: the logged "
-     "event",
-     .type = PFI_OT_STRING, .var = &g.logdir},
-    PFI_OPT_GROUP("event-report and capacity options:"),
-    {.lng = "contract", .arg = PFI_ARG_REQ, .argname = "FILE",
-     .help = "CSV job,tier[,tenant][,deadline_tput]",
-     .type = PFI_OT_STRING, .var = &g.contract},
-    {.lng = "tiers", .arg = PFI_ARG_REQ, .argname = "FILE",
-     .help = "CSV tier,max_loss[,max_event_s][,notice_s]",
-     .type = PFI_OT_STRING, .var = &g.tiers},
-    {.lng = "tier", .arg = PFI_ARG_REQ, .argname = "NAME",
-     .help = "capacity: every job in this tier (instead of --contract)",
-     .type = PFI_OT_STRING, .var = &g.tier},
+    ROW_LOG("append series.csv and jobs.csv every sync"),
+    PFI_OPT_HELP,
+    PFI_OPT_END};
+
+static const struct pfi_opt event_report_opts[] = {
+    ROW_LOG("the logged event (bridge --log's directory)"),
+    ROW_CONTRACT,
+    ROW_TIERS,
     {.lng = "out", .arg = PFI_ARG_REQ, .argname = "DIR",
-     .help = "event-report: where compliance.csv and event.html go",
-     .type = PFI_OT_STRING, .var = &g.outdir},
+     .help = "where compliance.csv and event.html go", .type = PFI_OT_STRING,
+     .var = &g.outdir},
+    ROW_CONFIG(CONFIG_CHAIN),
     {.lng = "nodes", .arg = PFI_ARG_REQ, .argname = "N",
-     .help = "event-report: the nodes the GPU power is spread over",
-     .type = PFI_OT_ULONG, .var = &g.nodes, .lo = 1, .hi = 1000000},
+     .help = "the nodes the GPU power is spread over", .type = PFI_OT_ULONG,
+     .var = &g.nodes, .lo = 1, .hi = 1000000},
+    ROW_NOTICE,
     {.lng = "phoenix", .arg = PFI_ARG_NONE,
-     .help = "event-report: beside the event, Emerald AI's measured delivery of the "
-     "Phoenix event's 25 % cut (data/real/SRP_total_power.csv)",
+     .help = "beside the event, Emerald AI's measured delivery of the "
+             "Phoenix event's 25 % cut (data/real/SRP_total_power.csv)",
      .type = PFI_OT_FLAG, .var = &g.phoenix},
     {.lng = "emulated", .arg = PFI_ARG_NONE,
-     .help = "event-report: the log is of an emulated fleet (labelled emulated)",
+     .help = "the log is of an emulated fleet (labelled emulated)",
      .type = PFI_OT_FLAG, .var = &g.emulated},
-    {.lng = "notice", .arg = PFI_ARG_REQ, .argname = "D",
-     .help = "capacity: the notice given (default 0)",
-     .type = PFI_OT_DURATION, .var = &g.notice, .ival = PFI_DUR_ANY, .lo = 0,
-     .hi = 366 * 86400.0},
-    PFI_OPT_GROUP("capacity and curves options:"),
-    {.lng = "curves", .arg = PFI_ARG_REQ, .argname = "FILE",
-     .help = "the jobs' curves CSV",
-     .type = PFI_OT_STRING, .var = &g.curves},
-    {.lng = "map", .arg = PFI_ARG_REQ, .argname = "MAP",
-     .help = "curves column mapping NAME=COLUMN,... (docs/formats.md)",
-     .type = PFI_OT_STRING, .var = &g.map},
-    {.lng = "gpus-per-node", .arg = PFI_ARG_REQ, .argname = "N",
-     .help = "curves: GPUs per node (default 8)",
-     .type = PFI_OT_ULONG, .var = &g.gpn, .lo = 1, .hi = 1024},
-    PFI_OPT_GROUP("capacity: the objective (docs/predict-allocate.md):"),
+    PFI_OPT_HELP,
+    PFI_OPT_END};
+
+static const struct pfi_opt capacity_opts[] = {
+    ROW_CURVES,
+    ROW_MAP,
+    ROW_TIERS,
+    ROW_CONTRACT,
+    {.lng = "tier", .arg = PFI_ARG_REQ, .argname = "NAME",
+     .help = "every job in this tier (instead of --contract)",
+     .type = PFI_OT_STRING, .var = &g.tier},
+    ROW_DURATION("an event length, repeatable (default 15m, 1h, 2h, 4h)"),
+    ROW_NOTICE,
+    ROW_CONFIG(CONFIG_CHAIN ", with --level"),
+    ROW_LEVEL("the level the capacity is stated at (default gpu)"),
+    ROW_GPN,
+    ROW_FORMAT,
+    PFI_OPT_HELP,
+    PFI_OPT_GROUP("The objective (docs/predict-allocate.md):"),
     OBJ_OPTS_BOUND(&g.ob),
     {.lng = "curve", .arg = PFI_ARG_REQ, .argname = "FIT",
      .help = "monotone (a curve whose power or throughput falls as the cap "
-     "rises is decided on by its monotone fit) or raw",
+             "rises is decided on by its monotone fit) or raw",
      .type = PFI_OT_CHOICE, .var = &g.curve_fit, .words = curve_fits,
      .def = "monotone"},
-    PFI_OPT_GROUP("meter options:"),
+    PFI_OPT_END};
+
+static const struct pfi_opt curves_opts[] = {
+    ROW_CURVES,
+    ROW_MAP,
+    ROW_CONFIG(CONFIG_CHAIN),
+    ROW_LEVEL("the level of the power (node or meter)"),
+    ROW_GPN,
+    PFI_OPT_HELP,
+    PFI_OPT_END};
+
+static const struct pfi_opt meter_opts[] = {
+    ROW_CONFIG(CONFIG_CHAIN),
     {.lng = "gpu-w", .arg = PFI_ARG_REQ, .argname = "W[,W...]",
      .help = "GPU power, for the node and facility power by the chain",
      .type = PFI_OT_STRING, .var = &g.gpuw},
     {.lng = "other-w", .arg = PFI_ARG_REQ, .argname = "W[,W...]",
-     .help = "the node's other power",
-     .type = PFI_OT_STRING, .var = &g.otherw},
+     .help = "the node's other power", .type = PFI_OT_STRING, .var = &g.otherw},
     {.lng = "powercap", .arg = PFI_ARG_REQ, .argname = "DIR",
      .help = "the powercap tree (default /sys/class/powercap)",
      .type = PFI_OT_STRING, .var = &g.powercap},
     {.lng = "bmc", .arg = PFI_ARG_REQ, .argname = "TOOL",
-     .help = "also the BMC's DCMI reading: ipmitool, ipmi-dcmi or TOOL:PROGRAM",
+     .help = "also the BMC's DCMI reading: ipmitool, ipmi-dcmi or "
+             "TOOL:PROGRAM",
      .type = PFI_OT_STRING, .var = &g.bmc},
+    ROW_INTERVAL("the measuring interval (default 1s, at most 600 s)"),
     {.lng = "limit", .arg = PFI_ARG_REQ, .argname = "W",
      .help = "with --level, the GPU power that meets this limit now",
      .type = PFI_OT_NUMBER, .var = &g.limit, .lo = 0, .hi = 1e12},
-    PFI_OPT_GROUP(""),
+    ROW_LEVEL("the level of --limit (node or meter)"),
+    ROW_FORMAT,
     PFI_OPT_HELP,
     PFI_OPT_END};
 
-static const struct pfi_cmd_help help = {
-    "grid",
-    "usage: pfi grid timeline [SOURCES] [OPTIONS]\n"
-    "       pfi grid report --vtn URL --client-id ID --program NAME\n"
-    "                       --event ID --start TIME --duration D VALUES\n"
-    "       pfi grid subscribe --vtn URL --client-id ID --program NAME\n"
-    "                          --callback URL\n"
-    "       pfi grid capacity --curves FILE --tiers FILE\n"
-    "                         (--contract FILE | --tier NAME)\n"
-    "                         [--duration D]... [--notice D]\n"
-    "                         [--objective O] [--weights FILE]\n"
-    "                         [--min-share R] [--curve monotone|raw]\n"
-    "                         [--config FILE --level node|meter\n"
-    "                          [--gpus-per-node N]]\n"
-    "       pfi grid bridge --pfid URL --pfid-token-file FILE [SOURCES]\n"
-    "                       [--config FILE] [--interval D] [--report D]\n"
-    "                       [--overlap D] [--shed-loss L] [--once]\n"
-    "                       [--listen HOST:PORT [--callback URL]]\n"
-    "       pfi grid event-report --log DIR --contract FILE --tiers FILE\n"
-    "                             --out DIR [--config FILE] [--nodes N]\n"
-    "       pfi grid curves --curves FILE --config FILE --level node|meter\n"
-    "                       [--gpus-per-node N]\n"
-    "       pfi grid meter [--config FILE] [--gpu-w W[,W...]]\n"
-    "                      [--other-w W[,W...]] [--powercap DIR] [--bmc TOOL]\n"
-    "                      [--interval D] [--limit W --level node|meter]\n",
-    "timeline: the power limits the site must keep, from every source, merged\n"
+static const struct pfi_opt grid_opts[] = {PFI_OPT_HELP, PFI_OPT_END};
+
+static const struct pfi_cmd_help timeline_help = {
+    .cmd = "grid timeline",
+    .usage = "usage: " USAGE_TIMELINE,
+    .about = "timeline: the power limits the site must keep, from every source, merged\n"
     "by one rule (docs/grid.md): within a source the event of higher priority\n"
     "(lower OpenADR priority number) wins an overlap, then the "
     "later-scheduled\n"
     "one; across sources the lowest limit wins at every instant.\n"
-    "The sources and options are listed below.\n"
-    "\n"
-    "report: POSTs one interval's report for an event: any of --usage WH,\n"
+    "The sources and options are listed below.\n",
+    .opts = timeline_opts,
+    .footer = GRID_FOOTER};
+
+static const struct pfi_cmd_help report_help = {
+    .cmd = "grid report",
+    .usage = "usage: " USAGE_REPORT,
+    .about = "report: POSTs one interval's report for an event: any of --usage WH,\n"
     "--demand W, --baseline-w W, --shed-available W (OpenADR USAGE, DEMAND,\n"
-    "BASELINE, LOAD_SHED_DELTA_AVAILABLE); --duration in seconds or 15m.\n"
-    "\n"
-    "bridge: keeps pfid's events in step with the timeline of SOURCES (as\n"
+    "BASELINE, LOAD_SHED_DELTA_AVAILABLE); --duration in seconds or 15m.\n",
+    .opts = report_opts,
+    .footer = GRID_FOOTER};
+
+static const struct pfi_cmd_help subscribe_help = {
+    .cmd = "grid subscribe",
+    .usage = "usage: " USAGE_SUBSCRIBE,
+    .about = "subscribe: asks the VTN to POST event notifications (CREATE, UPDATE,\n"
+    "DELETE) to --callback with a bearer token the callback checks: with\n"
+    "--bearer-token-file, the file's (a random one made there, mode 0600,\n"
+    "when it does not exist); without it the VEN's OAuth2 access token of\n"
+    "the moment, which expires (a warning says so). bridge --listen serves\n"
+    "such a callback itself, with a random token of its own.\n",
+    .opts = subscribe_opts,
+    .footer = GRID_FOOTER};
+
+static const struct pfi_cmd_help capacity_help = {
+    .cmd = "grid capacity",
+    .usage = "usage: " USAGE_CAPACITY,
+    .about = "capacity: the power the jobs could shed at <= 1, 2, 5, 10, 20 %\n"
+    "throughput loss with every job kept within its tier (--tiers: CSV\n"
+    "tier,max_loss[,max_event_s][,notice_s]; --contract: CSV job,tier, or\n"
+    "--tier for all), for each event length --duration (default 15m, 1h,\n"
+    "2h, 4h) and the notice given (--notice, default 0): a job whose tier's\n"
+    "longest event is shorter, or needs more notice, is not cut. With the\n"
+    "curves' standard errors (tokens_sd), the quotes come with the range\n"
+    "over the curves' 95 % intervals. The loss is the objective's, as in\n"
+    "pfi capacity: by default the work kept (each job's share of its\n"
+    "uncapped throughput times its GPUs: the quote does not depend on the\n"
+    "unit a job reports in); --objective throughput sums raw throughput.\n"
+    "Curves whose power or throughput falls as the cap rises are read by\n"
+    "their monotone fit (--curve raw: as measured). The number to bid, and\n"
+    "to report as LOAD_SHED_DELTA_AVAILABLE. --level node|meter with\n"
+    "--config states it at the node or meter level (each curve restated as\n"
+    "for curves below).\n",
+    .opts = capacity_opts,
+    .footer = GRID_FOOTER};
+
+static const struct pfi_cmd_help bridge_help = {
+    .cmd = "grid bridge",
+    .usage = "usage: " USAGE_BRIDGE,
+    .about = "bridge: keeps pfid's events in step with the timeline of SOURCES (as\n"
     "for timeline): every --interval (default 30s) and at every span's start\n"
     "and end, limits at the node or meter level are converted to GPU power at\n"
     "the fleet's current draw (GET /v1/nodes, the --config chain), each span\n"
@@ -370,66 +521,98 @@ static const struct pfi_cmd_help help = {
     "--interval; GET <callback>/echo?echo=V answers V (a VTN's callback\n"
     "check). The subscription is checked at every poll (re-made if the VTN\n"
     "lost it; ones of its own the VTN kept after refusing a create are\n"
-    "deleted) and deleted on SIGTERM or SIGINT. --callback URL: the URL the VTN posts to, when it\n"
-    "reaches the listener by another name (default http://HOST:PORT/notify).\n"
+    "deleted) and deleted on SIGTERM or SIGINT. --callback URL: the URL\n"
+    "the VTN posts to, when it reaches the listener by another name\n"
+    "(default http://HOST:PORT/notify).\n"
     "--once: one sync, then exit. --log DIR appends the fleet's target and\n"
     "power with pfid's live capacity at <= --shed-loss loss (shed, its\n"
     "interval and the longest event it holds for, GET /v1/capacity) to\n"
     "series.csv and each job's throughput to jobs.csv every sync (with\n"
     "held: 1 while pfid's controller holds the job under its pre-event caps,\n"
-    "0 once never cut or released by its contract).\n"
-    "\n"
-    "event-report: one logged event against the contract (--contract: CSV\n"
+    "0 once never cut or released by its contract).\n",
+    .opts = bridge_opts,
+    .footer = GRID_FOOTER};
+
+static const struct pfi_cmd_help event_report_help = {
+    .cmd = "grid event-report",
+    .usage = "usage: " USAGE_EVENT_REPORT,
+    .about = "event-report: one logged event against the contract (--contract: CSV\n"
     "job,tier[,tenant][,deadline_tput]): per job and tenant the throughput\n"
     "lost against the tier's allowance and any violation with its reason,\n"
     "requested and realized cut, time above target, energy shed at the meter\n"
     "(GPU power spread over --nodes nodes through the --config chain); the\n"
     "tier's longest event and notice (--tiers) judged on how long each job\n"
     "was held (jobs.csv's held column; without it, the whole event); writes\n"
-    "compliance.csv and event.html into --out and prints a JSON summary.\n"
-    "\n"
-    "capacity: the power the jobs could shed at <= 1, 2, 5, 10, 20 %\n"
-    "throughput loss with every job kept within its tier (--tiers: CSV\n"
-    "tier,max_loss[,max_event_s][,notice_s]; --contract: CSV job,tier, or\n"
-    "--tier for all), for each event length --duration (default 15m, 1h,\n"
-    "2h, 4h) and the notice given (--notice, default 0): a job whose tier's\n"
-    "longest event is shorter, or needs more notice, is not cut. With the\n"
-    "curves' standard errors (tokens_sd), the quotes come with the range\n"
-    "over the curves' 95 % intervals. The loss is the objective's, as in\n"
-    "pfi capacity: by default the work kept (each job's share of its\n"
-    "uncapped throughput times its GPUs: the quote does not depend on the\n"
-    "unit a job reports in); --objective throughput sums raw throughput.\n"
-    "Curves whose power or throughput falls as the cap rises are read by\n"
-    "their monotone fit (--curve raw: as measured). The number to bid, and\n"
-    "to report as LOAD_SHED_DELTA_AVAILABLE. --level node|meter with\n"
-    "--config states it at the node or meter level (each curve restated as\n"
-    "for curves below).\n"
-    "\n"
-    "curves: rewrites a curves file with each point's power at the node or\n"
+    "compliance.csv and event.html into --out and prints a JSON summary.\n",
+    .opts = event_report_opts,
+    .footer = GRID_FOOTER};
+
+static const struct pfi_cmd_help curves_help = {
+    .cmd = "grid curves",
+    .usage = "usage: " USAGE_CURVES,
+    .about = "curves: rewrites a curves file with each point's power at the node or\n"
     "meter level (the job's GPUs spread over ceil(gpus / --gpus-per-node,\n"
     "default 8) nodes, each with the configured node_other_w; docs/grid.md),\n"
-    "so that pfi index computes PFI over the broader power signal.\n"
-    "\n"
-    "subscribe: asks the VTN to POST event notifications (CREATE, UPDATE,\n"
-    "DELETE) to --callback with a bearer token the callback checks: with\n"
-    "--bearer-token-file, the file's (a random one made there, mode 0600,\n"
-    "when it does not exist); without it the VEN's OAuth2 access token of\n"
-    "the moment, which expires (a warning says so). bridge --listen serves\n"
-    "such a callback itself, with a random token of its own.\n"
-    "\n"
-    "meter: what this node can measure (Linux powercap RAPL zones: package\n"
+    "so that pfi index computes PFI over the broader power signal.\n",
+    .opts = curves_opts,
+    .footer = GRID_FOOTER};
+
+static const struct pfi_cmd_help meter_help = {
+    .cmd = "grid meter",
+    .usage = "usage: " USAGE_METER,
+    .about = "meter: what this node can measure (Linux powercap RAPL zones: package\n"
     "and DRAM power over --interval, default 1s; with --bmc, the BMC's DCMI\n"
     "reading of the whole node through ipmitool or freeipmi's ipmi-dcmi)\n"
     "and, with --gpu-w, GPU,\n"
     "node and facility power by the configured chain (--config: node_other_w,\n"
     "psu_rated_w, psu_curve, pue, facility_other_w; docs/grid.md); with\n"
     "--limit and --level, the GPU power that meets that limit now.\n",
-    opts,
-    "Exit status: 0 ok, 1 a VTN or device failure (network, HTTP, refused\n"
-    "credentials), 2 bad usage or bad input (file:line:column or the JSON\n"
-    "field).\n",
-    0,
-    NULL};
+    .opts = meter_opts,
+    .footer = GRID_FOOTER};
+
+static const struct pfi_action actions[] = {
+    {"timeline", "the power limits the site must keep, from every source, merged into one timeline"},
+    {"report", "POSTs one interval's report for an event to the VTN"},
+    {"subscribe", "asks the VTN to POST event notifications to a callback"},
+    {"capacity", "the power the jobs could shed at each throughput loss, within their tiers"},
+    {"bridge", "keeps pfid's events in step with the timeline"},
+    {"event-report", "one logged event against the contract"},
+    {"curves", "rewrites a curves file with power at the node or meter level"},
+    {"meter", "what this node can measure, and the chain's node and facility power"},
+    {NULL, NULL}};
+
+/* The overview: `pfi grid --help`. */
+static const struct pfi_cmd_help help = {
+    .cmd = "grid",
+    .usage = "usage: pfi grid ACTION [OPTIONS]\n"
+             "       pfi grid ACTION --help\n",
+    .about = "Power targets from the grid (OpenADR 3 VTN, event files, "
+             "schedule files) merged into one timeline, reports back to the "
+             "VTN, and power at the meter.",
+    .opts = grid_opts,
+    .footer = "'pfi grid ACTION --help' lists the options of an action.\n"
+              "\n" GRID_FOOTER,
+    .flags = PFI_OPT_WRAP_ABOUT,
+    .actions = actions};
+
+/* Each action with its help page and the function that runs it. */
+static int grid_timeline(const struct opts *o);
+static int grid_report(const struct opts *o);
+static int grid_subscribe(const struct opts *o);
+static int grid_bridge(const struct opts *o);
+static const struct grid_action {
+  const struct pfi_cmd_help *help;
+  int (*run)(const struct opts *o);
+} grid_actions[] = {
+    {&timeline_help, grid_timeline},
+    {&report_help, grid_report},
+    {&subscribe_help, grid_subscribe},
+    {&capacity_help, pfi__grid_capacity},
+    {&bridge_help, grid_bridge},
+    {&event_report_help, pfi__grid_event_report},
+    {&curves_help, pfi__grid_curves},
+    {&meter_help, pfi__grid_meter}};
+#define N_ACTIONS (sizeof grid_actions / sizeof grid_actions[0])
 
 int pfi__grid_usage(const char *fmt, const char *arg) {
   return pfi_cli_usage("grid", fmt, arg);
@@ -554,12 +737,58 @@ static int print_timeline(const struct pfi_timeline *tl, enum pfi_format fmt,
   return ferror(stdout) ? PFI_EXIT_FAIL : 0;
 }
 
-/* The options into *o (its defaults set by the caller); 0, -1 after
- * --help, or the exit status of a usage error. */
-static int parse(int argc, char **argv, struct opts *o) {
+static const struct pfi_opt *find_row(const struct pfi_opt *t,
+                                      const char *name, size_t len) {
+  for (; t->lng || t->help; t++)
+    if (t->lng && strlen(t->lng) == len && strncmp(t->lng, name, len) == 0)
+      return t;
+  return NULL;
+}
+
+/* An option another action takes but this one does not is a usage error
+ * naming it, before getopt would call it unknown: 0, or the exit status. */
+static int foreign_option(const struct pfi_cmd_help *h, int argc,
+                          char **argv) {
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "--") == 0)
+      break;
+    if (strncmp(a, "--", 2) != 0 || !a[2])
+      continue;
+    const char *name = a + 2, *eq = strchr(name, '=');
+    size_t len = eq ? (size_t)(eq - name) : strlen(name);
+    const struct pfi_opt *own = find_row(h->opts, name, len);
+    if (own) {
+      if (own->arg == PFI_ARG_REQ && !eq)
+        i++; /* its value */
+      continue;
+    }
+    char others[160] = "";
+    size_t k = 0;
+    for (size_t j = 0; j < N_ACTIONS; j++)
+      if (grid_actions[j].help != h &&
+          find_row(grid_actions[j].help->opts, name, len) && k < 140)
+        k += (size_t)snprintf(others + k, sizeof others - k, "%s%s",
+                              k ? ", " : "",
+                              grid_actions[j].help->cmd + strlen("grid "));
+    if (k)
+      return pfi_opt_usage(h, "option '--%.*s' is not one of %s's (%s %s it)",
+                           (int)len, name, h->cmd + strlen("grid "), others,
+                           strchr(others, ',') ? "take" : "takes");
+  }
+  return 0;
+}
+
+/* The action's options into *o (its defaults set by the caller); 0, -1
+ * after --help, or the exit status of a usage error. */
+static int parse(const struct pfi_cmd_help *h, int argc, char **argv,
+                 struct opts *o) {
+  int st = foreign_option(h, argc, argv);
+  if (st)
+    return st;
   g = *o;
   struct pfi_optparse op;
-  int st = pfi_opt_parse(&op, &help, argc, argv);
+  st = pfi_opt_parse(&op, h, argc, argv);
   if (st != PFI_OPT_GO)
     return st == 0 ? -1 : st;
   g.fmt = fmt;
@@ -774,12 +1003,38 @@ static int grid_subscribe(const struct opts *o) {
   return 0;
 }
 
+static int grid_bridge(const struct opts *o) {
+  struct pfi_ven *ven = NULL;
+  int rc;
+  if (o->vtn && (rc = open_ven(o, &ven)) != 0)
+    return rc;
+  rc = pfi__grid_bridge(o, ven);
+  pfi_ven_close(ven);
+  return rc;
+}
+
 int cmd_grid(int argc, char **argv) {
   if (argc < 2 || pfi_cli_is_help(argv[1])) {
     pfi_opt_print_help(&help, argc < 2 ? stderr : stdout);
     return argc < 2 ? PFI_EXIT_USAGE : 0;
   }
   const char *sub = argv[1];
+  const struct grid_action *act = NULL;
+  for (size_t i = 0; i < N_ACTIONS && !act; i++)
+    if (strcmp(sub, grid_actions[i].help->cmd + strlen("grid ")) == 0)
+      act = &grid_actions[i];
+  if (!act) {
+    const char *names[N_ACTIONS], *near[1];
+    for (size_t i = 0; i < N_ACTIONS; i++)
+      names[i] = grid_actions[i].help->cmd + strlen("grid ");
+    if (pfi_suggest(sub, names, N_ACTIONS, near, 1) == 1)
+      return pfi_opt_usage(&help, "unknown action '%s'; did you mean '%s'?",
+                           sub, near[0]);
+    return pfi_opt_usage(&help,
+                         "unknown action '%s' (timeline, report, subscribe, "
+                         "capacity, bridge, event-report, curves, meter)",
+                         sub);
+  }
   struct opts o;
   memset(&o, 0, sizeof o);
   o.now = (int64_t)time(NULL);
@@ -788,35 +1043,10 @@ int cmd_grid(int argc, char **argv) {
   o.overlap = -1;
   obj_opt_init(&o.ob);
   optind = 1;
-  int rc = parse(argc - 1, argv + 1, &o);
+  int rc = parse(act->help, argc - 1, argv + 1, &o);
   if (rc < 0)
     return 0; /* --help */
   if (rc)
     return rc;
-  if (strcmp(sub, "timeline") == 0)
-    return grid_timeline(&o);
-  if (strcmp(sub, "report") == 0)
-    return grid_report(&o);
-  if (strcmp(sub, "meter") == 0)
-    return pfi__grid_meter(&o);
-  if (strcmp(sub, "subscribe") == 0)
-    return grid_subscribe(&o);
-  if (strcmp(sub, "capacity") == 0)
-    return pfi__grid_capacity(&o);
-  if (strcmp(sub, "curves") == 0)
-    return pfi__grid_curves(&o);
-  if (strcmp(sub, "event-report") == 0)
-    return pfi__grid_event_report(&o);
-  if (strcmp(sub, "bridge") == 0) {
-    struct pfi_ven *ven = NULL;
-    if (o.vtn && (rc = open_ven(&o, &ven)) != 0)
-      return rc;
-    rc = pfi__grid_bridge(&o, ven);
-    pfi_ven_close(ven);
-    return rc;
-  }
-  return pfi__grid_usage(
-      "unknown subcommand '%s' (timeline, report, subscribe, "
-      "capacity, curves, meter)",
-      sub);
+  return act->run(&o);
 }

@@ -72,6 +72,31 @@ sed -n 2p "$T/me" | grep -qx "Try 'pfi replay --help'." || fail "mistype: no hin
 "$PFI" index --zzzzzz x 2>"$T/e"
 [ $? -eq 2 ] || fail "unknown option: exit status not 2"
 grep -q "did you mean" "$T/e" && fail "suggestion for an option close to nothing: $(cat "$T/e")"
+# pfi grid: an option of another action is a usage error that names it and
+# the actions that take it (it was ignored when the actions shared a table).
+expect_foreign() { # WANT ARGS...
+  local want=$1
+  shift
+  "$PFI" "$@" >"$T/fo" 2>"$T/fe"
+  local st=$?
+  [ $st -eq 2 ] || fail "pfi $*: exit status $st, expected 2"
+  head -n 1 "$T/fe" | grep -qxF -- "$want" || fail "pfi $*: $(head -n 1 "$T/fe")"
+  [ -s "$T/fo" ] && fail "pfi $*: output on stdout"
+}
+expect_foreign "pfi grid timeline: option '--pfid' is not one of timeline's (bridge takes it)" \
+  grid timeline --schedule /dev/null --pfid http://127.0.0.1:1
+expect_foreign "pfi grid capacity: option '--interval' is not one of capacity's (bridge, meter take it)" \
+  grid capacity --format=json --interval 1s
+expect_foreign "pfi grid meter: option '--once' is not one of meter's (bridge takes it)" \
+  grid meter --once
+# An option's value is not taken for an option: --event's value here.
+"$PFI" grid report --event --pfid 2>"$T/fe"
+[ $? -eq 2 ] || fail "pfi grid report --event --pfid: exit status not 2"
+grep -q "not one of" "$T/fe" && fail "pfi grid report --event --pfid: the value taken for an option"
+# An unknown action: did you mean.
+"$PFI" grid timelin 2>"$T/fe"
+[ $? -eq 2 ] || fail "pfi grid timelin: exit status not 2"
+grep -q "did you mean 'timeline'?" "$T/fe" || fail "pfi grid timelin: $(head -n 1 "$T/fe")"
 # An ambiguous prefix names the candidates.
 "$PFI" index --c 1 x 2>"$T/e"
 [ $? -eq 2 ] || fail "ambiguous option: exit status not 2"
