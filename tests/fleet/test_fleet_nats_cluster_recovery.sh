@@ -88,18 +88,23 @@ for n in n1 n2; do
   idle() { grep -q "tracking -> idle" "$T/agent.$1.log"; }
   until_true 20 idle $n || fail "$n not restored (idle): $(tail -n 3 "$T/agent.$n.log")"
 done
-# The ramp is a rate: measured over at least 2 s (a sample's time is when
-# the sampler read it, and two periods' raises may land between two
-# samples under load), a GPU below the uncapped limit rises at most 10 W/s
-# plus one period's step.
+# The ramp is a rate: a GPU below the uncapped limit rises at most 10 W
+# a second since its cap last changed, plus one period's step (a sample's
+# time is when the sampler read it). Assignments published while an agent
+# reconnects arrive together, so one rise may carry several periods' raises;
+# it may not exceed what the time since the last change allows.
 awk -F, -v u="$uncapped" '
   NF != 7 || $6 == "" || $7 == "" { next }
-  { rows++; T[rows] = $1; for (i = 2; i <= 5; i++) C[rows, i] = $i
-    while (b + 1 < rows && T[b + 1] <= $1 - 2) b++
-    if (b >= 1)
-      for (i = 2; i <= 5; i++)
-        if (C[b, i] < u - 10 && $i > C[b, i] + 10 * ($1 - T[b]) + 10) {
-          printf "GPU %d rose %g -> %g W in %.2f s\n", i - 2, C[b, i], $i, $1 - T[b]; bad = 1 }
+  { rows++
+    for (i = 2; i <= 5; i++) {
+      if (rows > 1 && $i != c[i]) {
+        if (c[i] < u - 10 && $i > c[i] + 10 * ($1 - tc[i]) + 10) {
+          printf "GPU %d rose %g -> %g W %.2f s after its last change\n", i - 2, c[i], $i, $1 - tc[i]; bad = 1 }
+        tc[i] = $1
+      }
+      if (rows == 1) tc[i] = $1
+      c[i] = $i
+    }
     if (rows > 1 && ($6 < p6 || $7 < p7)) { print "sequence went back: " $0; bad = 1 }
     p6 = $6; p7 = $7 }
   END { if (rows < 10) { print "only " rows " samples"; bad = 1 } exit bad }' "$T/samples" ||
