@@ -90,7 +90,8 @@ for n in n1 n2; do
 done
 # The ramp is a rate: a GPU below the uncapped limit rises at most 10 W
 # a second since its cap last changed, plus one period's step (a sample's
-# time is when the sampler read it). Assignments published while an agent
+# time is when the sampler read it, so a change happened after the sample
+# before it: the time since the last change is taken from there). Assignments published while an agent
 # reconnects arrive together, so one rise may carry several periods' raises;
 # it may not exceed what the time since the last change allows.
 awk -F, -v u="$uncapped" '
@@ -100,13 +101,13 @@ awk -F, -v u="$uncapped" '
       if (rows > 1 && $i != c[i]) {
         if (c[i] < u - 10 && $i > c[i] + 10 * ($1 - tc[i]) + 10) {
           printf "GPU %d rose %g -> %g W %.2f s after its last change\n", i - 2, c[i], $i, $1 - tc[i]; bad = 1 }
-        tc[i] = $1
+        tc[i] = tp
       }
       if (rows == 1) tc[i] = $1
       c[i] = $i
     }
     if (rows > 1 && ($6 < p6 || $7 < p7)) { print "sequence went back: " $0; bad = 1 }
-    p6 = $6; p7 = $7 }
+    p6 = $6; p7 = $7; tp = $1 }
   END { if (rows < 10) { print "only " rows " samples"; bad = 1 } exit bad }' "$T/samples" ||
   fail "samples in the recovery"
 ! grep -q "assignment rejected" "$T"/agent.*.log || fail "an agent rejected an assignment: $(grep -h "assignment rejected" "$T"/agent.*.log | head -3)"
