@@ -26,8 +26,6 @@
  * defaults first and hands them on. */
 static struct opts g;
 static int fmt;
-static const struct pfi_opt_word curve_fits[] = {
-    {"monotone", PFI_CURVE_MONOTONE}, {"raw", PFI_CURVE_RAW}, {NULL, 0}};
 
 static int parse_time(const char *s, int64_t *out);
 
@@ -406,7 +404,7 @@ static const struct pfi_opt capacity_opts[] = {
     {.lng = "curve", .arg = PFI_ARG_REQ, .argname = "FIT",
      .help = "monotone (a curve whose power or throughput falls as the cap "
              "rises is decided on by its monotone fit) or raw",
-     .type = PFI_OT_CHOICE, .var = &g.curve_fit, .words = curve_fits,
+     .type = PFI_OT_CHOICE, .var = &g.curve_fit, .words = obj_opt_curve_fits,
      .def = "monotone"},
     PFI_OPT_END};
 

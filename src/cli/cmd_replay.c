@@ -28,8 +28,6 @@ static int true_pfi, curve_fit, show, fmt;
 static double event_min;
 static struct obj_opt ob;
 
-static const struct pfi_opt_word fits[] = {
-    {"monotone", PFI_CURVE_MONOTONE}, {"raw", PFI_CURVE_RAW}, {NULL, 0}};
 static const struct pfi_opt_word shows[] = {{"summary", SHOW_SUMMARY},
                                             {"series", SHOW_SERIES},
                                             {"jobs", SHOW_JOBS},
@@ -79,7 +77,7 @@ static const struct pfi_opt opts[] = {
      .help = "monotone (a curve whose power or throughput falls as the cap "
              "rises is decided on its monotone fit; the PFI stays the raw "
              "points') or raw",
-     .type = PFI_OT_CHOICE, .var = &curve_fit, .words = fits,
+     .type = PFI_OT_CHOICE, .var = &curve_fit, .words = obj_opt_curve_fits,
      .def = "monotone"},
     {.lng = "format", .arg = PFI_ARG_REQ, .argname = "F",
      .help = "table, csv or json (everything)", .type = PFI_OT_CHOICE,

@@ -18,8 +18,6 @@
 /* The options, bound to these (src/base/opt.h); ro holds the library's
  * defaults (pfi_report_opts_init()) before parsing. */
 static struct pfi_report_opts ro;
-static const struct pfi_opt_word fits[] = {
-    {"monotone", PFI_CURVE_MONOTONE}, {"raw", PFI_CURVE_RAW}, {NULL, 0}};
 static struct obj_opt rob; /* the operator's page's objective */
 static const char *out, *map, *unit;
 static int quiet, paper, cluster_k;
@@ -82,7 +80,7 @@ static const struct pfi_opt opts[] = {
      .help = "the operator's page: monotone (a curve whose power or "
              "throughput falls as the cap rises is decided on by its "
              "monotone fit) or raw",
-     .type = PFI_OT_CHOICE, .var = &ro.curve_fit, .words = fits,
+     .type = PFI_OT_CHOICE, .var = &ro.curve_fit, .words = obj_opt_curve_fits,
      .def = "monotone"},
     PFI_OPT_HELP,
     PFI_OPT_END};

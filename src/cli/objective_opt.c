@@ -10,6 +10,7 @@
 #include "pfi/capacity.h"
 #include "pfi/curve.h"
 #include "pfi/jobset.h"
+#include "pfi/monotone.h"
 
 void obj_opt_init(struct obj_opt *o) {
   memset(o, 0, sizeof *o);
@@ -103,3 +104,6 @@ int obj_opt_problem_cs(struct obj_opt *o, const struct pfi_curveset *cs,
     rc = pfi_capacity_problem_objective(cs, &o->obj, out, gpus_known, err);
   return rc;
 }
+
+const struct pfi_opt_word obj_opt_curve_fits[] = {
+    {"monotone", PFI_CURVE_MONOTONE}, {"raw", PFI_CURVE_RAW}, {NULL, 0}};

@@ -8,6 +8,7 @@
 #ifndef PFI_CLI_OBJECTIVE_OPT_H
 #define PFI_CLI_OBJECTIVE_OPT_H
 
+#include "opt.h"
 #include <stddef.h>
 
 #include "pfi/error.h"
@@ -39,6 +40,10 @@
           "throughput")
 
 struct pfi_opt;
+
+/* The words of --curve (monotone, raw: enum pfi_curve_fit), for the
+ * deciding commands' choice rows. */
+extern const struct pfi_opt_word obj_opt_curve_fits[];
 /* The rows' parser (pfi_opt_cb): row o's var is the struct obj_opt. */
 int obj_opt_cb(const struct pfi_opt *o, const char *v, char *why, size_t n);
 
