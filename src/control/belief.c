@@ -35,6 +35,29 @@ double pfi__ctl_cap_hi(const struct pfi_ctl *c, const struct pfi__ctl_job *j) {
   return hi < lo ? lo : hi;
 }
 
+/* A raise goes on from the caps the job's GPUs have, not only from the
+ * caps decided: raises decided while its node did not hear them (it was
+ * away, its assignments lost or held) would otherwise reach it together,
+ * one jump of as many ramp steps. One step may be set and not yet read
+ * back (the node reports after it applied it), so two steps above the
+ * lowest cap read back; a cap not read back (0, not finite) limits
+ * nothing. */
+double pfi__ctl_raise_limit(const struct pfi_ctl *c,
+                            const struct pfi__ctl_job *j,
+                            const struct pfi_ctl_input *in, double up) {
+  (void)c;
+  double seen = INFINITY;
+  for (size_t k = 0; k < j->ngpus; k++) {
+    const struct pfi_ctl_gpu_obs *o = &in->gpu[j->gpu[k]];
+    if (!o->valid)
+      return -INFINITY;
+    if (isfinite(o->cap_w) && o->cap_w > 0 && o->cap_w < seen)
+      seen = o->cap_w;
+  }
+  double lim = j->cap + up;
+  return seen + 2 * up < lim ? seen + 2 * up : lim;
+}
+
 double pfi__ctl_cap_lo(const struct pfi_ctl *c, const struct pfi__ctl_job *j) {
   (void)c;
   return j->cap_lo; /* fixed when the job is added */

@@ -253,6 +253,13 @@ double pfi__ctl_probe_value(const struct pfi_ctl *c,
 /* Ceiling (highest cap the controller may give the job), W per GPU. */
 double pfi__ctl_cap_hi(const struct pfi_ctl *c, const struct pfi__ctl_job *j);
 double pfi__ctl_cap_lo(const struct pfi_ctl *c, const struct pfi__ctl_job *j);
+/* Highest cap a raise of the job may set this period, W per GPU: `up` (a
+ * ramp step) above its cap or, where its GPUs read back a lower cap (a
+ * raise set and not applied: a node away), two steps above the lowest
+ * cap read back; -INFINITY (no raise) while a GPU of it is silent. */
+double pfi__ctl_raise_limit(const struct pfi_ctl *c,
+                            const struct pfi__ctl_job *j,
+                            const struct pfi_ctl_input *in, double up);
 /* Writes up to `max` breakpoints of the believed curve on [lo, hi], the
  * throughput valued by the config's objective (work: times GPUs /
  * uncapped throughput); returns how many. */

@@ -130,8 +130,17 @@ int pfi__ctl_recover(struct pfi_ctl *c, const struct pfi_ctl_input *in,
     all_done = 0;
     if (waiting)
       continue;
-    /* Late in the window: at once. */
+    /* Late in the window: at once. Else a ramp step from the caps its
+     * GPUs have: a job whose node did not apply the last raises (away,
+     * silent) does not take them all at once when it is back. */
     double want = late ? hi : j->cap + up < hi ? j->cap + up : hi;
+    if (!late) {
+      double lim = pfi__ctl_raise_limit(c, j, in, up);
+      if (!(lim > j->cap + 1e-9))
+        continue;
+      if (want > lim)
+        want = lim;
+    }
     double dp = pfi__ctl_draw_at(c, j, want) - pfi__ctl_draw_at(c, j, j->cap);
     if (!isfinite(dp))
       dp = (double)j->ngpus * (want - j->cap);

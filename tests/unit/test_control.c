@@ -49,6 +49,8 @@ struct plant {
   int zero_tokens[NJ]; /* 1: a period with a pause in it reports no tokens */
   int starting[NJ];    /* 1: starting up (loading): its GPUs at 100 W, no
                           tokens, phase startup */
+  int deaf[NJ];        /* 1: its node does not hear the caps decided (they
+                          are not applied; it reads back the ones it has) */
 };
 
 static void plant_init(struct plant *p) {
@@ -207,7 +209,8 @@ static double run_step(struct run *r, double t, int event, double target) {
   if (rc != 0)
     fail_msg("step at %g: %s", t, err.msg);
   for (int g = 0; g < NG; g++)
-    r->pl.cap[g] = r->out.cap_w[g];
+    if (!r->pl.deaf[g / GPJ])
+      r->pl.cap[g] = r->out.cap_w[g];
   if (r->log) {
     for (size_t i = 0; i < r->out.nrec; i++)
       dump(r->log, &r->out.rec[i]);
@@ -1848,6 +1851,58 @@ static void test_recovery_resumed(void **state) {
   pfi_ctl_close(r.ctl);
 }
 
+/* A node away in the recovery: 10 s into the recovery after a 25 % cut
+ * (ramp 10 W/s a GPU, 1 s periods), every node stops hearing the caps for
+ * 20 s (they are not applied; each reads back the cap it has), then job1's
+ * node is silent for 10 s (no readings). The caps decided never rise more
+ * than two ramp steps (20 W) above the cap the GPU reads back (one step
+ * set and not yet read back, one now), so that a node back applies at most
+ * that jump, not the raises decided while it was away (to the pre-event
+ * 700 W only where the job's draw no longer rises with its cap: its cap
+ * does not bind); a silent job's caps do not rise at all; afterwards the
+ * recovery still ends with every cap at 700 W. */
+static void test_recovery_node_away(void **state) {
+  (void)state;
+  struct pfi_ctl_config cfg;
+  pfi_ctl_config_init(&cfg);
+  cfg.ramp_up_w_s = 10;
+  run_cfg = &cfg;
+  struct run r;
+  run_open(&r, NULL, 0);
+  run_cfg = NULL;
+  double up = 10, target = 0.75 * baseline_w();
+  for (int t = 1; t <= 60; t++)
+    run_step(&r, t, 0, NAN);
+  for (int t = 61; t <= 400; t++)
+    run_step(&r, t, 1, target);
+  int end = 0, raised_away = 0;
+  for (int t = 401; t <= 1300 && !end; t++) {
+    for (int j = 0; j < NJ; j++)
+      r.pl.deaf[j] = t >= 411 && t < 431;
+    r.pl.silent[1] = t >= 431 && t < 441;
+    double before[NG];
+    for (int g = 0; g < NG; g++)
+      before[g] = r.out.cap_w ? r.out.cap_w[g] : r.pl.cap[g];
+    run_step(&r, t, 0, NAN);
+    for (int g = 0; g < NG; g++) {
+      double c = r.out.cap_w[g], seen = r.go[g].cap_w;
+      if (c > before[g] + 1e-9 && c < 700 - 1e-9 && c > seen + 2 * up + 1e-9)
+        fail_msg("t = %d: GPU %d raised to %g W, reads back %g W", t, g, c,
+                 seen);
+      if (r.pl.silent[1] && g / GPJ == 1 && c > before[g] + 1e-9)
+        fail_msg("t = %d: silent GPU %d raised %g -> %g W", t, g, before[g],
+                 c);
+      raised_away += r.pl.deaf[g / GPJ] && c > before[g] + 1e-9;
+    }
+    end = !r.out.recovering;
+  }
+  assert_true(raised_away > 0); /* the check was reached */
+  assert_true(end);
+  for (int g = 0; g < NG; g++)
+    ASSERT_NEAR(r.pl.cap[g], 700, 1e-9);
+  pfi_ctl_close(r.ctl);
+}
+
 /* A job's memory carried into a fresh controller (pfi_ctl_job_save,
  * pfi_ctl_job_restore): after 30 s before an event and 270 s in it every
  * job has learned points and its uncapped point; restored into a new
@@ -2063,6 +2118,7 @@ int main(void) {
       cmocka_unit_test(test_pre_caps_given),
       cmocka_unit_test(test_memory_carried),
       cmocka_unit_test(test_recovery_resumed),
+      cmocka_unit_test(test_recovery_node_away),
       cmocka_unit_test(test_unit_free),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
