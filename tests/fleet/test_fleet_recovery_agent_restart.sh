@@ -2,20 +2,23 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 # An event right after the jobs' start-up, and an agent killed (kill -9)
 # and restarted in the recovery: every cap comes back to its pre-event
-# limit within the recovery window (docs/control.md "Recovery"; issue 23's
-# worst defect). The jobs start cold with pfid (their emulated 150 s
-# start-up, GPUs loaded but idle, at 5 times the wall clock's pace: 30 s),
-# and the event comes as soon as they train, so the periods before it are
-# mostly idle. A
-# recovery bounded by a measurement of the draw before the event (the
-# median of the periods before it, as pfid had) holds the cluster near
-# that idle draw: the cuts stay until its 1 h limit. The recovery bounded
-# by the draw the running jobs would have at their pre-event caps (the
-# controller's beliefs) gives every cap back. Two nodes, a 2-GPU training
-# job on each (lib.sh load_agent_start), pfid with --recovery-window 60s
-# and a slow ramp (--ramp-up 20 W/s per GPU) so that the recovery is under
-# way when the agent dies. Checked on the GPUs' limits as the emulators
-# hold them (pfi devices, independent of pfid and the agents).
+# limit within the recovery window (docs/control.md "Recovery"). The jobs
+# start cold with pfid (their emulated 150 s start-up, GPUs loaded but
+# idle, at 5 times the wall clock's pace: 30 s), and the event comes as
+# soon as they train, so the periods before it are mostly idle. The
+# trainers report no phase and their last rate stands through the start-up
+# (lib.sh): those idle periods must not be learned as the jobs' uncapped
+# draw, or the event is infeasible with nothing cut (docs/control.md "An
+# event right after a cold start"). A recovery bounded by a measurement of
+# the draw before the event (the median of the periods before it, as pfid
+# had) holds the cluster near that idle draw: the cuts stay until its 1 h
+# limit. The recovery bounded by the draw the running jobs would have at
+# their pre-event caps (the controller's beliefs) gives every cap back.
+# Two nodes, a 2-GPU training job on each (lib.sh load_agent_start), pfid
+# with --recovery-window 60s and a slow ramp (--ramp-up 20 W/s per GPU) so
+# that the recovery is under way when the agent dies. Checked on the GPUs'
+# limits as the emulators hold them (pfi devices, independent of pfid and
+# the agents).
 . "$(dirname "$0")/lib.sh"
 
 setup_nats n1 n2

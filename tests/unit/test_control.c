@@ -7,7 +7,8 @@
  * shortfall worked by hand; a stalled job flagged and not learned from; a
  * protected job steeper than believed rolled back; the same inputs giving
  * the same records; the recovery after an event (its cluster ramp, every
- * cap back within its window, whatever the draw before the event).
+ * cap back within its window, whatever the draw before the event); an
+ * event right after the jobs' cold start tracked and cut.
  */
 #include <stdlib.h>
 #include <string.h>
