@@ -1233,13 +1233,15 @@ static void test_recovery_window(void **state) {
  * tail; the fleet's emulated jobs). From the second period after the jobs
  * train in the event realized power is never above target + 1 %, from 30 s
  * after that (test_tracking) it is within 1 % of the target, no decision
- * is infeasible (the floors, 8 x 0.99 x 200 W a job, 6,336 W, are far
- * under the target), and the caps come down: their sum is under what the
- * target allows at the plant's 0.99 W a W of cap (the jobs draw their caps
- * once cut), within 2 %. Before, the start-up's idle periods were learned
- * as the jobs' uncapped draw, the draw modelled at 700 W was the idle
- * draw, every job's floor its ceiling: every decision infeasible, the
- * shortfall the whole cut, caps at 700 W. */
+ * is infeasible once they train (the floors, 32 x 0.99 x 200 W = 6,336 W,
+ * are far under the target), and the caps come down: their sum is under
+ * what the target allows at the plant's 0.99 W a W of cap (the jobs draw
+ * their caps once cut), within 2 %. Before: with no phase, the start-up's
+ * idle periods were learned as the jobs' uncapped draw (the draw modelled
+ * at 700 W the idle draw, each floor at its ceiling), infeasible from the
+ * event's first period and 37 % above the target two periods in; in the
+ * start-up, the jobs were never seen uncapped, held at 700 W, infeasible
+ * and uncut. */
 static void cold_event_run(const char *what, int nophase, int up_s, int ev_s,
                            double share) {
   struct run r;
