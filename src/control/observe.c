@@ -17,6 +17,11 @@
  * kind's period keeps the period (a pause merged into another one or not
  * seen in between). */
 #define KIND_TOL_S 2.0
+/* An uncapped period drawing under this share of the job's P_max is not
+ * its training draw (idle GPUs under their caps, a stall), and a P_max
+ * under this share of a period's draw was not learned from one: the
+ * share under which a period's draw is not learned either ("under"). */
+#define UNCAPPED_IDLE 0.75
 
 /* A pause of the job seen end to end (docs/control.md "Foreseen pauses"):
  * its kind's last start, period (start to start), draw ratio and depth
@@ -304,7 +309,14 @@ int pfi__ctl_observe(struct pfi_ctl *c, struct pfi__ctl_job *j,
   int train = o->valid && is_training(j) && !j->blind;
   int settled = in->t_s - j->last_change_t >= cf->settle_s;
   double hi = pfi__ctl_cap_hi(c, j);
-  int uncapped = !c->in_event && !c->recovering && j->cap >= hi - 0.5;
+  /* At its ceiling nothing binds it: outside an event and its recovery,
+   * and in them for a job whose uncapped point is not known (one that
+   * starts, cold, in the event: until it is known the job cannot be
+   * allocated, and it would draw its full power at its pre-event caps
+   * through the event; docs/control.md "Beliefs"). */
+  int top = j->cap >= hi - 0.5;
+  int uncapped = top && ((!c->in_event && !c->recovering) ||
+                         !isfinite(j->pmax) || !isfinite(j->tmax));
   /* The draw at its caps, learned from every training period under them
    * in an event or its recovery (docs/control.md "Draw"): a decrease shows
    * within the period (tens of ms), an increase from the second period
@@ -340,7 +352,23 @@ int pfi__ctl_observe(struct pfi_ctl *c, struct pfi__ctl_job *j,
     j->anom_run = 0;
     return 0;
   }
-  if (uncapped && o->tokens_per_s > 0 && !j->anomaly) {
+  /* Its uncapped point is its training draw. A period at its ceiling
+   * drawing more than a third above the P_max learned so far says that
+   * those periods were not (a start-up or a pause whose trainer reports
+   * no phase, its last rate standing: GPUs loaded but idle under their
+   * caps): the means start again from it, in an event too. One drawing
+   * under three quarters of it is such a period (or a stall), not
+   * learned. A P_max learned from idle periods left the draw modelled at
+   * the ceiling at the idle draw and the floor at the ceiling: an event
+   * right after a cold start was infeasible, nothing cut. A hint is
+   * taken as before (the first period's weight). */
+  if (top && j->nmax > 0 && draw > j->pmax / UNCAPPED_IDLE &&
+      o->tokens_per_s > 0 && !j->anomaly) {
+    j->nmax = 0;
+    uncapped = 1;
+  }
+  int idle = j->nmax > 0 && draw < UNCAPPED_IDLE * j->pmax;
+  if (uncapped && o->tokens_per_s > 0 && !j->anomaly && !idle) {
     /* Running means of the uncapped point (capped at 600 periods, so it
      * follows slow drift). */
     double w = j->nmax < 600 ? j->nmax : 600;
