@@ -124,6 +124,11 @@ static int shed_loss_cb(const struct pfi_opt *o, const char *v, char *why,
   {.lng = "schedule", .arg = PFI_ARG_REQ, .argname = "FILE",                   \
    .help = "CSV: start,end,limit[,level][,priority]",                          \
    .type = PFI_OT_LIST, .var = g.schedules, .var2 = &g.nschedules, .hi = 16}
+/* The sources a timeline merges (timeline, bridge). */
+#define ROWS_SOURCES                                                           \
+  ROW_VTN("poll an OpenADR 3.1 VTN (with --client-id, --client-secret-file "   \
+          "and --program)"),                                                   \
+      ROW_EVENTS, ROW_SCHEDULE
 /* The VEN's credentials (open_ven()). */
 #define ROWS_VEN                                                               \
   {.lng = "client-id", .arg = PFI_ARG_REQ, .argname = "ID",                    \
@@ -248,10 +253,7 @@ static int shed_loss_cb(const struct pfi_opt *o, const char *v, char *why,
 
 static const struct pfi_opt timeline_opts[] = {
     PFI_OPT_GROUP("Sources (any number, at least one):"),
-    ROW_VTN("poll an OpenADR 3.1 VTN (with --client-id, --client-secret-file "
-            "and --program)"),
-    ROW_EVENTS,
-    ROW_SCHEDULE,
+    ROWS_SOURCES,
     PFI_OPT_GROUP("Options:"),
     ROWS_VEN,
     ROW_BASELINE,
@@ -309,10 +311,7 @@ static const struct pfi_opt subscribe_opts[] = {
 
 static const struct pfi_opt bridge_opts[] = {
     PFI_OPT_GROUP("Sources (as for timeline):"),
-    ROW_VTN("poll an OpenADR 3.1 VTN (with --client-id, --client-secret-file "
-            "and --program)"),
-    ROW_EVENTS,
-    ROW_SCHEDULE,
+    ROWS_SOURCES,
     PFI_OPT_GROUP("Options:"),
     ROWS_VEN,
     ROW_BASELINE,
@@ -432,43 +431,39 @@ static const struct pfi_opt meter_opts[] = {
 
 static const struct pfi_opt grid_opts[] = {PFI_OPT_HELP, PFI_OPT_END};
 
-const struct pfi_cmd_help pfi__grid_timeline_help = {
-    .cmd = "grid timeline",
-    .usage = "usage: " USAGE_TIMELINE,
-    .about = "timeline: the power limits the site must keep, from every source, merged\n"
+/* An action's help page: `pfi grid NAME`'s USAGE, what it does (ABOUT),
+ * its OPTS and the exit statuses every action shares. */
+#define GRID_HELP(NAME, USAGE, OPTS, ABOUT)                                    \
+  {.cmd = "grid " NAME, .usage = "usage: " USAGE, .about = ABOUT,              \
+   .opts = OPTS, .footer = GRID_FOOTER}
+
+const struct pfi_cmd_help pfi__grid_timeline_help =
+    GRID_HELP("timeline", USAGE_TIMELINE, timeline_opts,
+    "timeline: the power limits the site must keep, from every source, merged\n"
     "by one rule (docs/grid.md): within a source the event of higher priority\n"
     "(lower OpenADR priority number) wins an overlap, then the "
     "later-scheduled\n"
     "one; across sources the lowest limit wins at every instant.\n"
-    "The sources and options are listed below.\n",
-    .opts = timeline_opts,
-    .footer = GRID_FOOTER};
+    "The sources and options are listed below.\n");
 
-const struct pfi_cmd_help pfi__grid_report_help = {
-    .cmd = "grid report",
-    .usage = "usage: " USAGE_REPORT,
-    .about = "report: POSTs one interval's report for an event: any of --usage WH,\n"
+const struct pfi_cmd_help pfi__grid_report_help =
+    GRID_HELP("report", USAGE_REPORT, report_opts,
+    "report: POSTs one interval's report for an event: any of --usage WH,\n"
     "--demand W, --baseline-w W, --shed-available W (OpenADR USAGE, DEMAND,\n"
-    "BASELINE, LOAD_SHED_DELTA_AVAILABLE); --duration in seconds or 15m.\n",
-    .opts = report_opts,
-    .footer = GRID_FOOTER};
+    "BASELINE, LOAD_SHED_DELTA_AVAILABLE); --duration in seconds or 15m.\n");
 
-const struct pfi_cmd_help pfi__grid_subscribe_help = {
-    .cmd = "grid subscribe",
-    .usage = "usage: " USAGE_SUBSCRIBE,
-    .about = "subscribe: asks the VTN to POST event notifications (CREATE, UPDATE,\n"
+const struct pfi_cmd_help pfi__grid_subscribe_help =
+    GRID_HELP("subscribe", USAGE_SUBSCRIBE, subscribe_opts,
+    "subscribe: asks the VTN to POST event notifications (CREATE, UPDATE,\n"
     "DELETE) to --callback with a bearer token the callback checks: with\n"
     "--bearer-token-file, the file's (a random one made there, mode 0600,\n"
     "when it does not exist); without it the VEN's OAuth2 access token of\n"
     "the moment, which expires (a warning says so). bridge --listen serves\n"
-    "such a callback itself, with a random token of its own.\n",
-    .opts = subscribe_opts,
-    .footer = GRID_FOOTER};
+    "such a callback itself, with a random token of its own.\n");
 
-const struct pfi_cmd_help pfi__grid_capacity_help = {
-    .cmd = "grid capacity",
-    .usage = "usage: " USAGE_CAPACITY,
-    .about = "capacity: the power the jobs could shed at <= 1, 2, 5, 10, 20 %\n"
+const struct pfi_cmd_help pfi__grid_capacity_help =
+    GRID_HELP("capacity", USAGE_CAPACITY, capacity_opts,
+    "capacity: the power the jobs could shed at <= 1, 2, 5, 10, 20 %\n"
     "throughput loss with every job kept within its tier (--tiers: CSV\n"
     "tier,max_loss[,max_event_s][,notice_s]; --contract: CSV job,tier, or\n"
     "--tier for all), for each event length --duration (default 15m, 1h,\n"
@@ -483,14 +478,11 @@ const struct pfi_cmd_help pfi__grid_capacity_help = {
     "their monotone fit (--curve raw: as measured). The number to bid, and\n"
     "to report as LOAD_SHED_DELTA_AVAILABLE. --level node|meter with\n"
     "--config states it at the node or meter level (each curve restated as\n"
-    "for curves below).\n",
-    .opts = capacity_opts,
-    .footer = GRID_FOOTER};
+    "for curves below).\n");
 
-const struct pfi_cmd_help pfi__grid_bridge_help = {
-    .cmd = "grid bridge",
-    .usage = "usage: " USAGE_BRIDGE,
-    .about = "bridge: keeps pfid's events in step with the timeline of SOURCES (as\n"
+const struct pfi_cmd_help pfi__grid_bridge_help =
+    GRID_HELP("bridge", USAGE_BRIDGE, bridge_opts,
+    "bridge: keeps pfid's events in step with the timeline of SOURCES (as\n"
     "for timeline): every --interval (default 30s) and at every span's start\n"
     "and end, limits at the node or meter level are converted to GPU power at\n"
     "the fleet's current draw (GET /v1/nodes, the --config chain), each span\n"
@@ -517,46 +509,35 @@ const struct pfi_cmd_help pfi__grid_bridge_help = {
     "interval and the longest event it holds for, GET /v1/capacity) to\n"
     "series.csv and each job's throughput to jobs.csv every sync (with\n"
     "held: 1 while pfid's controller holds the job under its pre-event caps,\n"
-    "0 once never cut or released by its contract).\n",
-    .opts = bridge_opts,
-    .footer = GRID_FOOTER};
+    "0 once never cut or released by its contract).\n");
 
-const struct pfi_cmd_help pfi__grid_event_report_help = {
-    .cmd = "grid event-report",
-    .usage = "usage: " USAGE_EVENT_REPORT,
-    .about = "event-report: one logged event against the contract (--contract: CSV\n"
+const struct pfi_cmd_help pfi__grid_event_report_help =
+    GRID_HELP("event-report", USAGE_EVENT_REPORT, event_report_opts,
+    "event-report: one logged event against the contract (--contract: CSV\n"
     "job,tier[,tenant][,deadline_tput]): per job and tenant the throughput\n"
     "lost against the tier's allowance and any violation with its reason,\n"
     "requested and realized cut, time above target, energy shed at the meter\n"
     "(GPU power spread over --nodes nodes through the --config chain); the\n"
     "tier's longest event and notice (--tiers) judged on how long each job\n"
     "was held (jobs.csv's held column; without it, the whole event); writes\n"
-    "compliance.csv and event.html into --out and prints a JSON summary.\n",
-    .opts = event_report_opts,
-    .footer = GRID_FOOTER};
+    "compliance.csv and event.html into --out and prints a JSON summary.\n");
 
-const struct pfi_cmd_help pfi__grid_curves_help = {
-    .cmd = "grid curves",
-    .usage = "usage: " USAGE_CURVES,
-    .about = "curves: rewrites a curves file with each point's power at the node or\n"
+const struct pfi_cmd_help pfi__grid_curves_help =
+    GRID_HELP("curves", USAGE_CURVES, curves_opts,
+    "curves: rewrites a curves file with each point's power at the node or\n"
     "meter level (the job's GPUs spread over ceil(gpus / --gpus-per-node,\n"
     "default 8) nodes, each with the configured node_other_w; docs/grid.md),\n"
-    "so that pfi index computes PFI over the broader power signal.\n",
-    .opts = curves_opts,
-    .footer = GRID_FOOTER};
+    "so that pfi index computes PFI over the broader power signal.\n");
 
-const struct pfi_cmd_help pfi__grid_meter_help = {
-    .cmd = "grid meter",
-    .usage = "usage: " USAGE_METER,
-    .about = "meter: what this node can measure (Linux powercap RAPL zones: package\n"
+const struct pfi_cmd_help pfi__grid_meter_help =
+    GRID_HELP("meter", USAGE_METER, meter_opts,
+    "meter: what this node can measure (Linux powercap RAPL zones: package\n"
     "and DRAM power over --interval, default 1s; with --bmc, the BMC's DCMI\n"
     "reading of the whole node through ipmitool or freeipmi's ipmi-dcmi)\n"
     "and, with --gpu-w, GPU,\n"
     "node and facility power by the configured chain (--config: node_other_w,\n"
     "psu_rated_w, psu_curve, pue, facility_other_w; docs/grid.md); with\n"
-    "--limit and --level, the GPU power that meets that limit now.\n",
-    .opts = meter_opts,
-    .footer = GRID_FOOTER};
+    "--limit and --level, the GPU power that meets that limit now.\n");
 
 static const struct pfi_action actions[] = {
     {"timeline", "the power limits the site must keep, from every source, merged into one timeline"},
