@@ -42,6 +42,18 @@ struct opts {
   const char *token_url; /* --token-url */
 };
 
+/* cmd_grid_opts.c: the overview's help page and each action's, their
+ * options bound to one set of variables. */
+extern const struct pfi_cmd_help pfi__grid_help, pfi__grid_timeline_help,
+    pfi__grid_report_help, pfi__grid_subscribe_help, pfi__grid_capacity_help,
+    pfi__grid_bridge_help, pfi__grid_event_report_help, pfi__grid_curves_help,
+    pfi__grid_meter_help;
+/* The options of the action whose help page is H into *o (its defaults
+ * set by the caller): 0, -1 after --help, or the exit status of a usage
+ * error. */
+int pfi__grid_bind(const struct pfi_cmd_help *h, int argc, char **argv,
+                   struct opts *o);
+
 int pfi__grid_usage(const char *fmt, const char *arg);
 int pfi__grid_fail(const struct pfi_error *err);
 const char *pfi__grid_level_name(int l);

@@ -16,6 +16,7 @@
 # with the same indices. No cgroups (proctrack/linuxproc, task/none). Needs root (slurmd, mknod); skipped (77) without the packages
 # (scripts/install-deps.sh installs them) or root.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/slurm_lib.sh"
 for c in munged slurmctld slurmd sbatch squeue scontrol; do
   command -v $c >/dev/null || { echo "SKIP: no $c (Debian slurm-wlm, munge)"; exit 77; }
 done
@@ -24,61 +25,19 @@ S="$T/slurm"
 mkdir -p "$S"/{spool,state,dev,map,tiers,tput,log}
 chmod 755 "$T" "$S"
 mknod "$S/dev/nvidia0" c 1 3 && mknod "$S/dev/nvidia1" c 1 3 || { echo "SKIP: mknod refused"; exit 77; }
-dd if=/dev/urandom of="$S/munge.key" bs=1024 count=1 2>/dev/null
-chmod 400 "$S/munge.key"
-munged -F -f --key-file="$S/munge.key" --socket="$S/munge.sock" --pid-file="$S/munged.pid" \
-  --seed-file="$S/munge.seed" --log-file="$S/log/munged.log" >"$S/log/munged.out" 2>&1 &
-PIDS+=("$!")
-until_true 10 test -S "$S/munge.sock" || { fail "munged did not start: $(cat "$S/log/munged.out")"; exit 1; }
+slurm_munge_start
 
 CP=$(free_port) DP=$(free_port)
-for h in prolog epilog; do
-  cat >"$S/$h.sh" <<EOS
-#!/bin/bash
-export PFI_JOBMAP_DIR="$S/map" PFI_TIER_DIR="$S/tiers" SLURM_CONF="$S/slurm.conf"
-exec bash "$PWD/contrib/slurm/pfi-$h.sh"
-EOS
-  chmod 755 "$S/$h.sh"
-done
-cat >"$S/slurm.conf" <<EOS
-ClusterName=pfitest
-SlurmctldHost=localhost(127.0.0.1)
-SlurmctldPort=$CP
-SlurmdPort=$DP
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-CredType=cred/munge
-AuthInfo=socket=$S/munge.sock
-StateSaveLocation=$S/state
-SlurmdSpoolDir=$S/spool/%n
-SlurmctldPidFile=$S/slurmctld.pid
-SlurmdPidFile=$S/slurmd.%n.pid
-SlurmctldLogFile=$S/log/slurmctld.log
-SlurmdLogFile=$S/log/slurmd.%n.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-GresTypes=gpu
-MpiDefault=none
-ReturnToService=2
-Prolog=$S/prolog.sh
-Epilog=$S/epilog.sh
-PrologFlags=Alloc
+slurm_hooks "$S/map" "$S/tiers"
+slurm_conf "localhost(127.0.0.1)" <<EOS
 NodeName=n1 NodeAddr=127.0.0.1 NodeHostname=localhost CPUs=2 RealMemory=100 Gres=gpu:2 State=UNKNOWN
 PartitionName=p Nodes=n1 Default=YES MaxTime=5 State=UP
 EOS
 echo "NodeName=n1 Name=gpu File=$S/dev/nvidia[0-1]" >"$S/gres.conf"
-export SLURM_CONF="$S/slurm.conf"
-slurmctld -D -f "$SLURM_CONF" >"$S/log/slurmctld.out" 2>&1 &
-PIDS+=("$!")
+slurm_ctld_start
 slurmd -D -N n1 -f "$SLURM_CONF" >"$S/log/slurmd.out" 2>&1 &
 PIDS+=("$!")
-idle() { [ "$(timeout 20 sinfo -h -n n1 -o %T 2>/dev/null)" = idle ]; }
-until_true 30 idle || { fail "node n1 not idle: $(sinfo 2>&1) $(tail -5 "$S/log/slurmctld.log")"; exit 1; }
+until_true 30 slurm_idle n1 || { fail "node n1 not idle: $(sinfo 2>&1) $(tail -5 "$S/log/slurmctld.log")"; exit 1; }
 
 setup_nats n1
 # The node's GPUs: the fake libnvidia-ml of tests/fake-nvml on the
@@ -86,10 +45,7 @@ setup_nats n1
 # written here) so that they draw power and caps matter; the agent on the
 # nvml backend, jobs named by the prolog's files.
 FAKE="${PFI_BUILD_DIR:?}/fake-nvml/libnvidia-ml.so.1"
-cat >"$T/jobs.csv" <<EOS
-id,source,profile,arch,task,model,variant,gpus,grid,caps,params_b,active_b,seq_len,tokens_per_step,fb_gib,mem_share,comm_share,sm_power_w,mem_sm_weight,pfi_published,pfi_coarse_published
-slurm-test-load,emulated,h200,dense,pt,test-8b,v1,2,fine,200;300;400;500;600;700,8,8,4096,1048576,60,0.3,0.1,400,0.3,,
-EOS
+slurm_jobs slurm-test-load
 mkdir -p "$T/emu.n1"
 PFI_LOCK_DIR= PFI_NVML_LIB="$FAKE" PFI_EMU_STATE="$T/emu.n1" PFI_FAKE_NVML_EMU="gpus=2,state=$T/emu.n1" \
   PFI_FAKE_NVML_JOBS="$T/jobs.csv" PFI_FAKE_NVML_JOB=slurm-test-load PFI_FAKE_NVML_AT=300 \

@@ -25,6 +25,7 @@
 # Needs root (namespaces, slurmd, mknod); skipped (77) where namespaces or
 # the device nodes cannot be made, or without the packages.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/slurm_lib.sh"
 for c in munged slurmctld slurmd sbatch squeue scontrol sinfo ip nsenter sqlite3; do
   command -v $c >/dev/null || { echo "SKIP: no $c (Debian slurm-wlm, munge, iproute2, sqlite3)"; exit 77; }
 done
@@ -85,23 +86,12 @@ chmod 755 "$T" "$S"
 for n in $NODES; do
   mknod "$S/dev/$n/nvidia0" c 1 3 && mknod "$S/dev/$n/nvidia1" c 1 3 || { echo "SKIP: mknod refused"; exit 77; }
 done
-dd if=/dev/urandom of="$S/munge.key" bs=1024 count=1 2>/dev/null
-chmod 400 "$S/munge.key"
-munged -F -f --key-file="$S/munge.key" --socket="$S/munge.sock" --pid-file="$S/munged.pid" \
-  --seed-file="$S/munge.seed" --log-file="$S/log/munged.log" >"$S/log/munged.out" 2>&1 &
-PIDS+=("$!")
-until_true 10 test -S "$S/munge.sock" || { fail "munged did not start: $(cat "$S/log/munged.out")"; exit 1; }
+slurm_munge_start
 
 # The hooks: pfi's scripts, each node's files in its own directories
 # (SLURMD_NODENAME: the nodes share this file system); the agent's
 # throughput socket likewise per node.
-for h in prolog epilog; do
-  cat >"$S/$h.sh" <<EOS
-#!/bin/bash
-export PFI_JOBMAP_DIR="$S/map.\$SLURMD_NODENAME" PFI_TIER_DIR="$S/tiers.\$SLURMD_NODENAME" SLURM_CONF="$S/slurm.conf"
-exec bash "$PWD/contrib/slurm/pfi-$h.sh"
-EOS
-done
+slurm_hooks "$S/map.\$SLURMD_NODENAME" "$S/tiers.\$SLURMD_NODENAME"
 cat >"$S/taskprolog.sh" <<EOS
 #!/bin/bash
 export PFI_AGENT_TPUT_ADDR="unix:$S/tput.\$SLURMD_NODENAME.sock"
@@ -109,35 +99,8 @@ exec bash "$PWD/contrib/slurm/pfi-task-prolog.sh"
 EOS
 chmod 755 "$S"/*.sh
 CP=$(free_port) DP=$(free_port)
-cat >"$S/slurm.conf" <<EOS
-ClusterName=pfitest
-SlurmctldHost=$(hostname -s)($BR_IP)
-SlurmctldPort=$CP
-SlurmdPort=$DP
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-CredType=cred/munge
-AuthInfo=socket=$S/munge.sock
-StateSaveLocation=$S/state
-SlurmdSpoolDir=$S/spool/%n
-SlurmctldPidFile=$S/slurmctld.pid
-SlurmdPidFile=$S/slurmd.%n.pid
-SlurmctldLogFile=$S/log/slurmctld.log
-SlurmdLogFile=$S/log/slurmd.%n.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-GresTypes=gpu
-MpiDefault=none
-ReturnToService=2
-Prolog=$S/prolog.sh
-Epilog=$S/epilog.sh
+slurm_conf "$(hostname -s)($BR_IP)" <<EOS
 TaskProlog=$S/taskprolog.sh
-PrologFlags=Alloc
 NodeName=n1 NodeAddr=${IPN[n1]} CPUs=2 RealMemory=100 Gres=gpu:2 State=UNKNOWN
 NodeName=n2 NodeAddr=${IPN[n2]} CPUs=2 RealMemory=100 Gres=gpu:2 State=UNKNOWN
 PartitionName=p Nodes=n1,n2 Default=YES MaxTime=5 State=UP
@@ -146,9 +109,7 @@ EOS
   echo "NodeName=n1 Name=gpu File=$S/dev/n1/nvidia[0-1]"
   echo "NodeName=n2 Name=gpu File=$S/dev/n2/nvidia[0-1]"
 } >"$S/gres.conf"
-export SLURM_CONF="$S/slurm.conf"
-slurmctld -D -f "$SLURM_CONF" >"$S/log/slurmctld.out" 2>&1 &
-PIDS+=("$!")
+slurm_ctld_start
 # Each namespace reaches slurmctld on the bridge.
 reach() { ip netns exec "${NS[$1]}" python3 -c 'import socket, sys; socket.create_connection((sys.argv[1], int(sys.argv[2])), 1).close()' "$BR_IP" "$CP" 2>/dev/null; }
 for n in $NODES; do
@@ -158,9 +119,8 @@ for n in $NODES; do
   nsenter --net="/run/netns/${NS[$n]}" slurmd -D -N "$n" -f "$SLURM_CONF" >"$S/log/slurmd.$n.out" 2>&1 &
   PIDS+=("$!")
 done
-idle() { [ "$(timeout 20 sinfo -h -n "$1" -o %T 2>/dev/null)" = idle ]; }
 for n in $NODES; do
-  until_true 40 idle $n || { fail "node $n not idle: $(sinfo 2>&1) $(tail -5 "$S/log/slurmctld.log") $(tail -5 "$S/log/slurmd.$n.log")"; exit 1; }
+  until_true 40 slurm_idle $n || { fail "node $n not idle: $(sinfo 2>&1) $(tail -5 "$S/log/slurmctld.log") $(tail -5 "$S/log/slurmd.$n.log")"; exit 1; }
 done
 
 # NATS on the bridge's address; an agent per node in its namespace, on
@@ -173,10 +133,7 @@ NATS_URL="nats://$BR_IP:$NATS_PORT"
 nats_config $NODES
 nats_start
 FAKE="${PFI_BUILD_DIR:?}/fake-nvml/libnvidia-ml.so.1"
-cat >"$T/jobs.csv" <<EOS
-id,source,profile,arch,task,model,variant,gpus,grid,caps,params_b,active_b,seq_len,tokens_per_step,fb_gib,mem_share,comm_share,sm_power_w,mem_sm_weight,pfi_published,pfi_coarse_published
-mn-load,emulated,h200,dense,pt,test-8b,v1,2,fine,200;300;400;500;600;700,8,8,4096,1048576,60,0.3,0.1,400,0.3,,
-EOS
+slurm_jobs mn-load
 for n in $NODES; do
   mkdir -p "$T/emu.$n"
   nsenter --net="/run/netns/${NS[$n]}" env PFI_LOCK_DIR= PFI_NVML_LIB="$FAKE" PFI_EMU_STATE="$T/emu.$n" \

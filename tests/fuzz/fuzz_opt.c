@@ -15,43 +15,21 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../unit/opt_rows.h"
 #include "opt.h"
 #include "pfi/duration.h"
 
-static int flag, set, count, ival, choice;
-static unsigned long ul;
-static size_t sz, nlist;
-static double num, share, dur, openr;
-static const char *str, *list[3], *cbval;
-
-static int cb(const struct pfi_opt *o, const char *v, char *why, size_t n) {
-  if (!*v) {
-    snprintf(why, n, "empty");
-    return -1;
-  }
-  *(const char **)o->var = v;
-  return 0;
-}
+static const char *list[3];
 
 static const struct pfi_opt_word words[] = {
     {"table", 0}, {"csv", 1}, {"json", 2}, {NULL, 0}};
 
 static const struct pfi_opt opts[] = {
-    PFI_OPT_FLAG("flag", 'f', &flag, "a flag"),
-    PFI_OPT_SET("set", 0, &set, 7, "sets 7"),
-    PFI_OPT_COUNT("verbose", 'v', &count, "more"),
-    PFI_OPT_STRING("out", 'o', &str, "DIR", "where"),
-    PFI_OPT_INT("int", &ival, -3, 5, "N", "an int"),
-    PFI_OPT_ULONG("seed", &ul, 0, 0, "N", "a seed"),
-    PFI_OPT_SIZE("size", &sz, 1, 100, "K", "a size"),
-    PFI_OPT_NUMBER("num", &num, 0, 0.5, PFI_RANGE_HI_OPEN, "M", "a number"),
-    PFI_OPT_NUMBER("open", &openr, 0, 0, PFI_RANGE_LO_OPEN | PFI_RANGE_NO_HI,
-                   "X", "positive"),
-    PFI_OPT_SHARE("share", &share, 0, 0, 0, "R", "a share"),
+    OPT_ROWS_TYPES,
     PFI_OPT_DURATION("dur", &dur, PFI_DUR_INTERVAL, 0, 0, "D", "a duration"),
     PFI_OPT_CHOICE("format", &choice, words, "F", "a format"),
     PFI_OPT_LIST("item", list, &nlist, 3, "I", "items"),
-    PFI_OPT_CALLBACK("word", &cbval, cb, "W", "a word"),
+    OPT_ROW_WORD,
     {.lng = "opt", .shrt = 'p', .arg = PFI_ARG_OPT, .argname = "V",
      .help = "an optional value", .type = PFI_OT_STRING, .var = &str},
     PFI_OPT_GROUP("More:"),
@@ -101,11 +79,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     s = nl + 1;
   }
   argv[argc] = NULL;
-  flag = set = count = ival = choice = 0;
-  ul = 0;
-  sz = nlist = 0;
-  num = share = dur = openr = 0;
-  str = cbval = NULL;
+  opt_rows_reset();
   struct pfi_optparse op;
   fflush(stdout);
   fflush(stderr);

@@ -10,43 +10,22 @@
 #include <string.h>
 
 #include "opt.h"
+#include "opt_rows.h"
 #include "pfi/duration.h"
 #include "testutil.h"
 
-static int flag, set, count, ival, choice;
-static unsigned long ul;
-static size_t sz, nlist;
-static double num, share, dur, openr, defd;
-static const char *str, *list[2], *cbval;
-
-static int cb(const struct pfi_opt *o, const char *v, char *why, size_t n) {
-  if (strcmp(v, "bad") == 0) {
-    snprintf(why, n, "not a good word");
-    return -1;
-  }
-  *(const char **)o->var = v;
-  return 0;
-}
+static double defd;
+static const char *list[2];
 
 static const struct pfi_opt_word colours[] = {
     {"red", 10}, {"green", 20}, {"blue", 30}, {NULL, 0}};
 
 static const struct pfi_opt opts[] = {
-    PFI_OPT_FLAG("flag", 'f', &flag, "a flag"),
-    PFI_OPT_SET("set", 0, &set, 7, "sets 7"),
-    PFI_OPT_COUNT("verbose", 'v', &count, "more"),
-    PFI_OPT_STRING("out", 'o', &str, "DIR", "where"),
-    PFI_OPT_INT("int", &ival, -3, 5, "N", "an int"),
-    PFI_OPT_ULONG("seed", &ul, 0, 0, "N", "a seed"),
-    PFI_OPT_SIZE("size", &sz, 1, 100, "K", "a size"),
-    PFI_OPT_NUMBER("num", &num, 0, 0.5, PFI_RANGE_HI_OPEN, "M", "a number"),
-    PFI_OPT_NUMBER("open", &openr, 0, 0, PFI_RANGE_LO_OPEN | PFI_RANGE_NO_HI,
-                   "X", "positive"),
-    PFI_OPT_SHARE("share", &share, 0, 0, 0, "R", "a share"),
+    OPT_ROWS_TYPES,
     PFI_OPT_DURATION("dur", &dur, PFI_DUR_ANY, 10, 86400, "D", "a duration"),
     PFI_OPT_CHOICE("colour", &choice, colours, "C", "a colour"),
     PFI_OPT_LIST("item", list, &nlist, 2, "I", "items"),
-    PFI_OPT_CALLBACK("word", &cbval, cb, "W", "a word"),
+    OPT_ROW_WORD,
     {.lng = "def", .arg = PFI_ARG_REQ, .argname = "S", .help = "defaulted",
      .type = PFI_OT_NUMBER, .var = &defd, .lo = 0.5, .hi = 60, .def = "3"},
     PFI_OPT_HELP,
@@ -71,11 +50,8 @@ static const struct pfi_cmd_help help_req = {
     .cmd = "r", .opts = opts, .rules = req_rules, .args_max = PFI_ARGS_ANY};
 
 static void reset(void) {
-  flag = set = count = ival = choice = 0;
-  ul = 0;
-  sz = nlist = 0;
-  num = share = dur = openr = defd = 0;
-  str = cbval = NULL;
+  opt_rows_reset();
+  defd = 0;
   list[0] = list[1] = NULL;
 }
 
