@@ -328,6 +328,7 @@ static int hold(struct prof *p, size_t i, double *elapsed,
   uint32_t mw = (uint32_t)llround(p->caps[i] * 1000.0);
   struct pfi_run_info ri;
   int rc, in_batch = 0;
+  size_t instants = 0;
   double t0 = 0, now = 0, batch_t0 = 0;
   memset(&ri, 0, sizeof ri);
   memset(pt, 0, sizeof *pt);
@@ -384,8 +385,10 @@ static int hold(struct prof *p, size_t i, double *elapsed,
     }
     pt->hold_s = now - t0;
     /* Only training instants count: a pause (evaluation, checkpoint) is
-     * neither throughput nor the power of training at this cap. */
-    if (isfinite(rate) && rate > 0 && isfinite(power) &&
+     * neither throughput nor the power of training at this cap. Nor is the
+     * first instant: its interval began under the previous cap (a job's
+     * reports of that interval mix both). */
+    if (++instants > 1 && isfinite(rate) && rate > 0 && isfinite(power) &&
         (rc = push(p, rate, power, err)) < 0)
       goto out;
     pt->samples = p->ns;

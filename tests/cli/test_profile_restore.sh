@@ -101,6 +101,41 @@ rc=$?
 caps_are 650 "after SIGTERM"
 [ "$(sqlite3 "$T/t.db" "select state from runs")" = "interrupted" ] || fail "SIGTERM hold state"
 
+# A running process's JSON lines (--throughput): a job whose throughput
+# is 1000 tokens/s x min(cap, 500 W) / 500 W, reading GPU 0's cap from the
+# emulator's state file every 10 ms. The profile's throughput at each cap
+# is that closed form (the first instant of each hold, which straddles the
+# change, is not counted), its reports are in the store, the caps are back.
+cat >"$T/job.py" <<'PY'
+import json, os, sys, time
+state, out = sys.argv[1], sys.argv[2]
+fp = open(out, "a", buffering=1)
+while True:
+    cap = 700.0
+    try:
+        for line in open(os.path.join(state, "caps-h200.txt")):
+            w = line.split()
+            if len(w) == 2 and w[0] == "0":
+                cap = int(w[1]) / 1000.0
+    except OSError:
+        pass
+    fp.write(json.dumps({"tokens_per_s": 1000.0 * min(cap, 500.0) / 500.0}) + "\n")
+    time.sleep(0.01)
+PY
+python3 "$T/job.py" "$PFI_EMU_STATE" "$T/j.jsonl" &
+job=$!
+"$PFI" profile --backend emu --params gpus=2,realtime=1,speed=4 --throughput "jsonl:$T/j.jsonl" \
+  --caps 700,400,300 --min-hold 5s --db "$T/j.db" --curve "$T/j.csv" --job running --quiet >"$T/out" 2>"$T/err" ||
+  fail "jsonl profile: $(cat "$T/err")"
+kill $job
+wait $job 2>/dev/null
+caps_are 650 "after a running process's profile"
+awk -F, 'NR > 1 { w = $2 < 500 ? $2 : 500; want = 1000 * w / 500; d = $4 / want - 1; if (d < 0) d = -d
+  if (!(d <= 0.005)) { printf "%s W: %s tokens/s, expected %s\n", $2, $4, want; bad = 1 }; n++ }
+  END { exit bad || n != 3 }' "$T/j.csv" >"$T/cmp" || fail "jsonl throughput: $(cat "$T/cmp") $(cat "$T/j.csv")"
+n=$(sqlite3 "$T/j.db" "select count(distinct run_id) from steps where tokens_per_s > 0")
+[ "$n" -eq 3 ] || fail "the job's reports are in $n holds' steps, expected 3"
+
 # Bad usage: exit 2, nothing changed.
 "$PFI" profile $EMU --emulate nope --db "$T/u.db" >/dev/null 2>"$T/err"
 [ $? -eq 2 ] || fail "unknown group: exit status"
