@@ -603,8 +603,18 @@ static int setup(struct prof *p, struct pfi_error *err) {
   if ((rc = pfi_capset_open(&p->cs, p->st, p->dev, p->backend, p->params,
                             p->gpus, p->n, "profile", 0, err)) < 0)
     return rc;
-  char seed[32];
+  char seed[32], had[32];
   snprintf(seed, sizeof seed, "%llu", (unsigned long long)o->seed);
+  /* One store, one seed, as a sweep's (its summaries' "same seed, same
+   * bytes"). */
+  int g = pfi_store_meta_get(p->st, "seed", had, sizeof had, err);
+  if (g < 0)
+    return g;
+  if (g == 1 && strcmp(had, seed) != 0)
+    return pfi_error_set(err, PFI_EINVAL,
+                         "%s holds data of seed %s: profile into it with "
+                         "--seed %s, or use another store",
+                         pfi_store_path(p->st), had, had);
   if ((rc = pfi_store_meta_set(p->st, "seed", seed, err)) < 0 ||
       (rc = pfi_store_meta_set(p->st, "backend", p->backend, err)) < 0 ||
       (rc = pfi_store_meta_set(p->st, "source",

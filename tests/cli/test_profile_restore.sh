@@ -144,6 +144,10 @@ n=$(sqlite3 "$T/j.db" "select count(distinct run_id) from steps where tokens_per
 "$PFI" profile $EMU --emulate $G --caps 700,100 --db "$T/u.db" >/dev/null 2>"$T/err"
 [ $? -eq 2 ] || fail "cap below the range: exit status"
 grep -q "outside GPU 0's range" "$T/err" || fail "range message: $(cat "$T/err")"
+# A store of another seed is refused before anything changes.
+"$PFI" profile $EMU $PROF --db "$T/ok.db" --seed 2 >/dev/null 2>"$T/err"
+[ $? -eq 2 ] || fail "another seed: exit status"
+grep -q "holds data of seed 1" "$T/err" || fail "seed message: $(cat "$T/err")"
 caps_are 650 "after bad usage"
 
 [ "$fails" -eq 0 ] && echo "test_profile_restore: all passed"
