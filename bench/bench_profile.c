@@ -27,6 +27,7 @@
  * whether |PFI - PFI_sweep| <= max(0.1, 5 % of PFI_sweep, the spread).
  * One CSV row per job and budget; a summary per budget on stdout.
  */
+#include <ftw.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdint.h>
@@ -44,6 +45,14 @@
 #define NCAP 6
 #define NEW_JOBS 24
 #define MAX_SEEDS 32
+
+/* Removes one entry of the directory the run made (nftw, depth first). */
+static int rm_one(const char *path, const struct stat *sb, int flag,
+                  struct FTW *ftw) {
+  (void)sb;
+  (void)ftw;
+  return flag == FTW_DP ? rmdir(path) : unlink(path);
+}
 
 static uint64_t rng_state = 1;
 static double rng01(void) {
@@ -506,18 +515,8 @@ int main(int argc, char **argv) {
 done:
   if (out)
     fclose(out);
-  if (dir == tmpdir) {
-    char p[sizeof tmpdir + 64];
-    snprintf(p, sizeof p, "%s/emu/caps-h200.txt", tmpdir);
-    unlink(p);
-    snprintf(p, sizeof p, "%s/emu/caps-h100.txt", tmpdir);
-    unlink(p);
-    snprintf(p, sizeof p, "%s/emu/lock", tmpdir);
-    unlink(p);
-    snprintf(p, sizeof p, "%s/emu", tmpdir);
-    rmdir(p);
-    rmdir(tmpdir);
-  }
+  if (dir == tmpdir)
+    nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
   pfi_emu_jobs_release(&lib);
   return status;
 }
