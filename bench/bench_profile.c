@@ -369,8 +369,8 @@ static int plot(const char *csv, const char *csv2, const char *svg) {
 
 int main(int argc, char **argv) {
   static const struct option lo[] = {
-      {"jobs", 1, 0, 'j'},  {"limit", 1, 0, 'l'}, {"budgets", 1, 0, 'b'},
-      {"seeds", 1, 0, 's'}, {"dir", 1, 0, 'd'},   {"csv", 1, 0, 'c'},
+      {"jobs", 1, 0, 'j'},  {"limit", 1, 0, 'l'},    {"budgets", 1, 0, 'b'},
+      {"seeds", 1, 0, 's'}, {"dir", 1, 0, 'd'},      {"csv", 1, 0, 'c'},
       {"plot", 1, 0, 'p'},  {"hold-all", 0, 0, 'H'}, {0, 0, 0, 0}};
   const char *which = "library", *dir = NULL, *csv = NULL, *plot_csv = NULL;
   const char *budgets = "10";
@@ -381,15 +381,32 @@ int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
     switch (c) {
-    case 'j': which = optarg; break;
-    case 'l': limit = (size_t)atol(optarg); break;
-    case 'b': budgets = optarg; break;
-    case 's': seeds = (unsigned)atoi(optarg); break;
-    case 'd': dir = optarg; break;
-    case 'c': csv = optarg; break;
-    case 'p': plot_csv = optarg; break;
-    case 'H': hold_all = 1; break;
-    default: return 2;
+    case 'j':
+      which = optarg;
+      break;
+    case 'l':
+      limit = (size_t)atol(optarg);
+      break;
+    case 'b':
+      budgets = optarg;
+      break;
+    case 's':
+      seeds = (unsigned)atoi(optarg);
+      break;
+    case 'd':
+      dir = optarg;
+      break;
+    case 'c':
+      csv = optarg;
+      break;
+    case 'p':
+      plot_csv = optarg;
+      break;
+    case 'H':
+      hold_all = 1;
+      break;
+    default:
+      return 2;
     }
   }
   if (plot_csv) {
@@ -482,8 +499,9 @@ int main(int argc, char **argv) {
       }
       double tol = fmax(0.1, fmax(0.05 * fabs(ref.pfi1), ref.sd));
       if (out)
-        fprintf(out, "%s,%s,%g,%.1f,%.6f,%.6f,%.4f,%.4f,%.4f,%.4f,%d,%.6f,%.6f,"
-                     "%d,%.6f\n",
+        fprintf(out,
+                "%s,%s,%g,%.1f,%.6f,%.6f,%.4f,%.4f,%.4f,%.4f,%d,%.6f,%.6f,"
+                "%d,%.6f\n",
                 setname[k], j->id, bl[b], rw.profile_s, rw.err_same,
                 rw.err_other, rw.pfi_prof, ref.pfi1, ref.sd, tol, rw.pfi_ok,
                 rw.lost, rw.over, rw.holds_steady, ref.sweep_err);

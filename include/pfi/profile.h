@@ -60,8 +60,8 @@ struct pfi_steady {
 
 /* Applies the rule to x[0..n) (finite values). Returns 1 (steady), 0 (not
  * yet), PFI_EINVAL for a rule out of range (rel_precision not > 0, z < 0). */
-int pfi_steady_check(const double *x, size_t n,
-                     const struct pfi_steady_rule *r, struct pfi_steady *out);
+int pfi_steady_check(const double *x, size_t n, const struct pfi_steady_rule *r,
+                     struct pfi_steady *out);
 
 /* ---- the profile --------------------------------------------------------*/
 
@@ -106,12 +106,12 @@ struct pfi_profile_opts {
   double job_t_s; /* how far it is into its timeline (default: its
                      start-up is over) */
   /* ... or the JSON-lines reports a running process appends. */
-  const char *throughput; /* "jsonl:PATH" */
-  const char *job;        /* job name in the store (default: the group, or
-                             "profile") */
-  uint64_t seed;          /* emulator seed, recorded */
-  unsigned long ci_seed;  /* seed of the interval's draws */
-  size_t draws;           /* interval draws (PFI_PROFILE_DRAWS when 0) */
+  const char *throughput;      /* "jsonl:PATH" */
+  const char *job;             /* job name in the store (default: the group, or
+                                  "profile") */
+  uint64_t seed;               /* emulator seed, recorded */
+  unsigned long ci_seed;       /* seed of the interval's draws */
+  size_t draws;                /* interval draws (PFI_PROFILE_DRAWS when 0) */
   volatile sig_atomic_t *stop; /* set by the caller's signal handlers */
   void (*progress)(const struct pfi_profile_progress *p, void *arg);
   void *progress_arg;
@@ -141,7 +141,7 @@ struct pfi_profile_point {
 
 struct pfi_profile_result {
   char job[128];
-  size_t n; /* holds done (n_caps unless stopped) */
+  size_t n;                      /* holds done (n_caps unless stopped) */
   struct pfi_profile_point *pts; /* n_caps entries; owned */
   double total_s;                /* device seconds of profiling */
   struct pfi_index index;        /* of the curve; owned */

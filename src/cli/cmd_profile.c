@@ -50,9 +50,13 @@ static const struct pfi_opt opts[] = {
                   "a hold is steady when the standard error of its window's "
                   "mean throughput and power is at most this share of the "
                   "mean (default 0.2%; never finer than the noise model's)"),
-    {.lng = "db", .arg = PFI_ARG_REQ, .argname = "FILE",
-     .help = "trace store, created when absent", .type = PFI_OT_STRING,
-     .var = &db, .def = "profile.db"},
+    {.lng = "db",
+     .arg = PFI_ARG_REQ,
+     .argname = "FILE",
+     .help = "trace store, created when absent",
+     .type = PFI_OT_STRING,
+     .var = &db,
+     .def = "profile.db"},
     PFI_OPT_STRING("throughput", 0, &po.throughput, "S",
                    "jsonl:PATH, the JSON lines the running job appends "
                    "(docs/throughput-protocol.md); read from the profile's "
@@ -176,8 +180,8 @@ static void print_result(const struct pfi_profile_result *r, size_t draws_n,
     else
       snprintf(st, sizeof st, "no");
     printf("%5.0f  %7.1f  %12.1f  %10.3g  %9.3g  %6.0f  %s\n", p->cap_w,
-           p->power_w, p->tokens_per_s, p->power_sd_w, p->tokens_sd,
-           p->hold_s, st);
+           p->power_w, p->tokens_per_s, p->power_sd_w, p->tokens_sd, p->hold_s,
+           st);
   }
   if (!r->index_ok) {
     printf("pfi_ratio: - (fewer than 2 points)\n");
@@ -259,8 +263,9 @@ int cmd_profile(int argc, char **argv) {
   if (o.emulate && o.throughput)
     return pfi_cli_usage("profile", "--emulate and --throughput: give one");
   if (o.throughput && strncmp(o.throughput, "jsonl:", 6) != 0)
-    return pfi_cli_usage("profile", "--throughput '%s': a running job's "
-                                    "reports are read from jsonl:PATH",
+    return pfi_cli_usage("profile",
+                         "--throughput '%s': a running job's "
+                         "reports are read from jsonl:PATH",
                          o.throughput);
   if (o.throughput)
     o.backend = pfi__cli_backend(o.backend);

@@ -34,8 +34,8 @@ static void mean_se(const double *x, size_t n, double *mean, double *se) {
   *se = sqrt(ss / (double)(n - 1) / (double)n);
 }
 
-int pfi_steady_check(const double *x, size_t n,
-                     const struct pfi_steady_rule *r, struct pfi_steady *out) {
+int pfi_steady_check(const double *x, size_t n, const struct pfi_steady_rule *r,
+                     struct pfi_steady *out) {
   double z = r && r->z > 0 ? r->z : PFI_INDEX_NOISE_Z;
   size_t min = r && r->min_samples ? r->min_samples : 8;
   memset(out, 0, sizeof *out);
@@ -119,9 +119,8 @@ static void progress(const struct prof *p, const char *event, size_t i,
                      double hold, double power, double rate) {
   if (!p->o->progress)
     return;
-  struct pfi_profile_progress pr = {p->job,        i,    p->ncaps,
-                                    p->caps[i],    hold, power,
-                                    rate,          event};
+  struct pfi_profile_progress pr = {p->job, i,     p->ncaps, p->caps[i],
+                                    hold,   power, rate,     event};
   p->o->progress(&pr, p->o->progress_arg);
 }
 
@@ -192,8 +191,7 @@ static int sample_power(struct prof *p, int64_t id, double now, double *power,
   if (any) {
     *power = sum;
     if (p->emulated) {
-      struct pfi_node_power np = {now, sum, NAN, NAN,
-                                  PFI_NODE_SOURCE_EMULATED};
+      struct pfi_node_power np = {now, sum, NAN, NAN, PFI_NODE_SOURCE_EMULATED};
       np.other_w = pfi_emu_node_other_w((unsigned)p->n, sum);
       np.node_w = sum + np.other_w;
       if (isfinite(np.node_w) &&
@@ -268,9 +266,8 @@ static int set_caps(struct prof *p, int64_t id, uint32_t mw,
 }
 
 /* The point of hold i from the window x[start..start+n) of its instants. */
-static int summarize(struct prof *p, struct pfi_profile_point *pt,
-                     size_t start, size_t n, double *window_mean,
-                     struct pfi_error *err) {
+static int summarize(struct prof *p, struct pfi_profile_point *pt, size_t start,
+                     size_t n, double *window_mean, struct pfi_error *err) {
   int rc = 0;
   pt->window = n;
   double m, se;
@@ -398,7 +395,8 @@ static int hold(struct prof *p, size_t i, double *elapsed,
     int ok = pt->hold_s >= min_hold - 1e-9 &&
              pfi_steady_check(p->tok, p->ns, &rt, &st_t) == 1 &&
              pfi_steady_check(p->pw, p->ns, &rp, &st_p) == 1;
-    int budget_hit = o->budget_s > 0 && *elapsed + pt->hold_s >= o->budget_s - 1e-9;
+    int budget_hit =
+        o->budget_s > 0 && *elapsed + pt->hold_s >= o->budget_s - 1e-9;
     if (ok || pt->hold_s >= max_hold - 1e-9 || budget_hit) {
       if (!ok) {
         pfi_steady_check(p->tok, p->ns, &rt, &st_t);
@@ -441,7 +439,7 @@ out:
                pt->hold_s);
     if (rc == 0)
       pfi_store_meta_set(p->st, key, val, &e2);
-    const char *state = rc == 0   ? PFI_RUN_COMPLETE
+    const char *state = rc == 0           ? PFI_RUN_COMPLETE
                         : rc == PFI_EINTR ? PFI_RUN_INTERRUPTED
                                           : PFI_RUN_FAILED;
     if (pfi_store_run_end(p->st, ri.id, state, now, -1, &e2) < 0 && rc == 0) {
@@ -595,10 +593,9 @@ static int setup(struct prof *p, struct pfi_error *err) {
       if ((rc = pfi_device_limits(p->dev, p->gpus[i], &lim, err)) < 0)
         return rc;
       if (!(p->caps[k] > 0) || mw < lim.min_mw || mw > lim.max_mw)
-        return pfi_error_set(err, PFI_ERANGE,
-                             "cap %g W is outside GPU %u's range %.0f..%.0f W",
-                             p->caps[k], p->gpus[i], lim.min_mw / 1000.0,
-                             lim.max_mw / 1000.0);
+        return pfi_error_set(
+            err, PFI_ERANGE, "cap %g W is outside GPU %u's range %.0f..%.0f W",
+            p->caps[k], p->gpus[i], lim.min_mw / 1000.0, lim.max_mw / 1000.0);
     }
   if ((rc = pfi_capset_open(&p->cs, p->st, p->dev, p->backend, p->params,
                             p->gpus, p->n, "profile", 0, err)) < 0)
@@ -617,10 +614,9 @@ static int setup(struct prof *p, struct pfi_error *err) {
                          pfi_store_path(p->st), had, had);
   if ((rc = pfi_store_meta_set(p->st, "seed", seed, err)) < 0 ||
       (rc = pfi_store_meta_set(p->st, "backend", p->backend, err)) < 0 ||
-      (rc = pfi_store_meta_set(p->st, "source",
-                               p->emulated ? PFI_SOURCE_EMULATED
-                                           : PFI_SOURCE_MEASURED,
-                               err)) < 0 ||
+      (rc = pfi_store_meta_set(
+           p->st, "source",
+           p->emulated ? PFI_SOURCE_EMULATED : PFI_SOURCE_MEASURED, err)) < 0 ||
       (rc = pfi_store_meta_set(p->st, "pfi_version_last", PFI_VERSION_STRING,
                                err)) < 0)
     return rc;
@@ -700,8 +696,13 @@ int pfi_profile_curves(const struct pfi_profile_result *res,
     if (!(isfinite(pt->tokens_per_s) && pt->tokens_per_s > 0 &&
           isfinite(pt->power_w) && pt->power_w > 0))
       continue;
-    struct pfi_point q = {pt->cap_w,      pt->power_w, pt->tokens_per_s,
-                          pt->power_sd_w, pt->tokens_sd, 1, 0};
+    struct pfi_point q = {pt->cap_w,
+                          pt->power_w,
+                          pt->tokens_per_s,
+                          pt->power_sd_w,
+                          pt->tokens_sd,
+                          1,
+                          0};
     int rc = pfi_curveset_add(set, res->job, &q, err);
     if (rc < 0) {
       pfi_curveset_release(set);
@@ -732,7 +733,8 @@ int pfi_profile_run(struct pfi_store *st, const struct pfi_profile_opts *o,
   res->ci_lo = res->ci_hi = res->lost_share = res->overhead_share = NAN;
   p.st = st;
   p.o = o;
-  if ((o->interval_s != 0 && !(o->interval_s >= 0.01 && o->interval_s <= 600)) ||
+  if ((o->interval_s != 0 &&
+       !(o->interval_s >= 0.01 && o->interval_s <= 600)) ||
       o->min_hold_s < 0 || o->max_hold_s < 0 || o->budget_s < 0 ||
       o->rel_precision < 0 || !(o->rel_precision < 1))
     return pfi_error_set(err, PFI_EINVAL,
