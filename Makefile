@@ -17,7 +17,7 @@ demo-grid: deps
 	@bash scripts/demo-grid.sh $(BUILD)
 
 .PHONY: demo-grid
-.PHONY: all build build-pfi demo check test test-asan fuzz bench install clean deps deps-demo deps-bench
+.PHONY: all build build-pfi demo check test test-asan fuzz bench profile-accuracy install clean deps deps-demo deps-bench
 
 all: build
 
@@ -86,6 +86,11 @@ demo: deps-demo
 bench: build
 	@set -e; for b in $(BUILD)/bench_*; do echo "== $$b"; $$b; done
 	/usr/bin/python3 bench/compare.py $(BUILD)
+
+# pfi profile against the full sweep on the emulator (a few minutes):
+# docs/figures/profile-accuracy.{csv,txt,svg}.
+profile-accuracy: build
+	scripts/profile-accuracy.sh $(BUILD)
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
