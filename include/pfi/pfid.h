@@ -11,6 +11,7 @@
 #include <signal.h>
 
 #include "pfi/error.h"
+#include "pfi/http.h"
 #include "pfi/transport.h"
 
 struct pfi_pfid_opts {
@@ -60,6 +61,10 @@ struct pfi_pfid_opts {
    * of its role, reads included; NULL: none. token_file's token, if
    * also given, is one more, named "token-file", role admin. */
   const char *tokens_file;
+  /* The API's bounds against slow and flooding clients (pfi/http.h): a
+   * request's deadline and the connections one client may hold; 0: the
+   * defaults, PFI_HTTP_DEADLINE_S and PFI_HTTP_PER_CLIENT. */
+  struct pfi_http_limits api_limits;
 };
 
 struct pfi_pfid;
