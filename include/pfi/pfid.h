@@ -81,4 +81,19 @@ int pfi_pfid_run(struct pfi_pfid *d, volatile sig_atomic_t *stop,
 unsigned pfi_pfid_api_port(const struct pfi_pfid *d);
 void pfi_pfid_close(struct pfi_pfid *d);
 
+struct pfi_restab;
+/*
+ * pfid's answer to GET /v1/records?table=audit (`len` bytes of JSON: a list
+ * of rows with id, t, pfid, who, role, peer, method, path, body, status and
+ * optionally error) as a result table (pfi/restab.h, initialized here) of
+ * the columns id, time (t in UTC as RFC 3339, whole seconds), pfid, who,
+ * role, peer, method, path, status, error (empty when none) and body, one
+ * row per row: what `pfi ctl audit` prints. Returns 0 (the caller
+ * releases t with pfi_restab_release), PFI_EPARSE (not JSON, not a list,
+ * or "row N: field "F": missing or of the wrong type"; t released) or
+ * PFI_ENOMEM.
+ */
+int pfi_pfid_audit_table(const char *json, size_t len, struct pfi_restab *t,
+                         struct pfi_error *err);
+
 #endif

@@ -13,6 +13,7 @@
 #include "pfi/apitoken.h"
 #include "pfi/duration.h"
 #include "pfi/fleet.h"
+#include "pfi/pfid.h"
 #include "pfi/restab.h"
 #include "pfi/timeline.h"
 #include "pfi/transport.h"
@@ -164,88 +165,19 @@ static const struct pfi_cmd_help audit_help = {
     .args_min = 0,
     .args_max = 0};
 
-static const struct pfi_restab_col audit_cols[] = {
-    {.name = "id", .kind = PFI_RESTAB_INT},
-    {.name = "time", .kind = PFI_RESTAB_TEXT},
-    {.name = "pfid", .kind = PFI_RESTAB_TEXT},
-    {.name = "who", .kind = PFI_RESTAB_TEXT},
-    {.name = "role", .kind = PFI_RESTAB_TEXT},
-    {.name = "peer", .kind = PFI_RESTAB_TEXT},
-    {.name = "method", .kind = PFI_RESTAB_TEXT},
-    {.name = "path", .kind = PFI_RESTAB_TEXT},
-    {.name = "status", .kind = PFI_RESTAB_INT},
-    {.name = "error", .kind = PFI_RESTAB_TEXT, .max_width = 40},
-    {.name = "body", .kind = PFI_RESTAB_TEXT, .max_width = 40},
-};
-#define AUDIT_NCOLS (sizeof audit_cols / sizeof *audit_cols)
-
-/* A text field of an audit row, or NULL when it is not a string. */
-static const char *audit_str(json_t *r, const char *k) {
-  return json_string_value(json_object_get(r, k));
-}
-
 /* pfid's audit answer `body` as a table or CSV. Returns 0 or 1. */
 static int print_audit(const char *body, enum pfi_format f) {
-  json_error_t je;
-  json_t *a = json_loads(body, 0, &je);
   struct pfi_restab t;
-  int rc = 1;
-  if (!json_is_array(a)) {
-    fprintf(stderr,
-            "pfi ctl audit: pfid's answer: expected a list of rows (line %d: "
-            "%s)\n",
-            je.line, a ? "not a list" : je.text);
-    json_decref(a);
+  struct pfi_error err;
+  int rc = pfi_pfid_audit_table(body, strlen(body), &t, &err);
+  if (rc < 0) {
+    fprintf(stderr, "pfi ctl audit: %s\n", err.msg);
     return 1;
   }
-  if (pfi_restab_init(&t, audit_cols, AUDIT_NCOLS) < 0) {
-    json_decref(a);
-    pfi_cli_err("out of memory");
-    return 1;
-  }
-  size_t i;
-  json_t *r;
-  json_array_foreach(a, i, r) {
-    json_t *id = json_object_get(r, "id"), *tj = json_object_get(r, "t"),
-           *st = json_object_get(r, "status");
-    static const char *const txt[] = {"pfid", "who", "role", "peer", "method",
-                                      "path", "body"};
-    const char *bad = !json_is_integer(id)   ? "id"
-                      : !json_is_number(tj)  ? "t"
-                      : !json_is_integer(st) ? "status"
-                                             : NULL;
-    for (size_t k = 0; !bad && k < sizeof txt / sizeof *txt; k++)
-      if (!audit_str(r, txt[k]))
-        bad = txt[k];
-    double ts = json_number_value(tj);
-    if (!bad && !(ts >= 0 && ts < 253402300800.0)) /* before year 10000 */
-      bad = "t";
-    if (bad) {
-      fprintf(stderr,
-              "pfi ctl audit: pfid's answer: row %zu: field \"%s\": "
-              "missing or of the wrong type\n",
-              i + 1, bad);
-      goto out;
-    }
-    char when[32];
-    pfi_time_format_rfc3339((int64_t)floor(ts), when, sizeof when);
-    pfi_restab_row(&t);
-    pfi_restab_int(&t, 0, (long long)json_integer_value(id));
-    pfi_restab_text(&t, 1, when);
-    for (size_t k = 0; k < 6; k++)
-      pfi_restab_text(&t, 2 + k, audit_str(r, txt[k]));
-    pfi_restab_int(&t, 8, (long long)json_integer_value(st));
-    if (audit_str(r, "error"))
-      pfi_restab_text(&t, 9, audit_str(r, "error"));
-    pfi_restab_text(&t, 10, audit_str(r, "body"));
-  }
-  if (f == PFI_FMT_TABLE && audit_limit > 0 &&
-      json_array_size(a) == (size_t)audit_limit)
+  if (f == PFI_FMT_TABLE && audit_limit > 0 && t.nrows == (size_t)audit_limit)
     pfi_restab_note(&t, "The newest %d; --limit for more.", audit_limit);
   rc = pfi_cli_print_table(&t, f);
-out:
   pfi_restab_release(&t);
-  json_decref(a);
   return rc;
 }
 
