@@ -44,7 +44,8 @@ static const struct pfi_opt opts[] = {
 static const struct pfi_cmd_help help = {
     "ctl",
     "usage: pfi ctl [--url URL] [--token-file FILE] [--format FMT] COMMAND "
-    "[ARGS]\n",
+    "[ARGS]\n"
+    "       pfi ctl audit [--since WHEN] [--who NAME] [--limit N]\n",
     "Talks to pfid's HTTP API (docs/fleet.md) and prints its answer as\n"
     "tables (--format json: the JSON answer as it is).\n"
     "\n"
@@ -150,12 +151,13 @@ static const struct pfi_cmd_help audit_help = {
     .usage = "usage: pfi ctl [--url URL] [--token-file FILE] audit [--since "
              "WHEN] [--who NAME]\n"
              "                [--limit N] [--format FMT]\n",
-    .about = "pfid's audit trail (docs/security.md \"Audit\"): every "
-             "mutation of its API (an event submitted or cancelled, a tier "
-             "set or removed) by a known token, refused ones included, "
-             "oldest first: its row id, time (UTC), the pfid that answered, "
-             "who (the token's name) and its role, from where (address, "
-             "port and, on this host, the user), the method and path, the "
+    .about = "Prints pfid's audit trail, the mutations of its API "
+             "(docs/security.md \"Audit\"): each event submitted or "
+             "cancelled and each tier set or removed by a known token, "
+             "refused ones included, oldest first, with its row id, time "
+             "(UTC), the pfid that answered, who (the token's name) and its "
+             "role, from where (address, port and, on this host, the user), "
+             "the method and path, the "
              "HTTP status, pfid's error and the body's first bytes. Reading "
              "it needs an admin token (--token-file).",
     .opts = audit_opts,

@@ -25,7 +25,7 @@ static const struct pfi_restab_col cols[] = {
 };
 
 /* The text fields, in the table's order from column 2. */
-static const char *const txt[] = {"pfid", "who",  "role", "peer",
+static const char *const txt[] = {"pfid",   "who",  "role", "peer",
                                   "method", "path", "body"};
 
 /* The first field of row r that is missing or of the wrong type, or NULL. */
@@ -65,7 +65,8 @@ int pfi_pfid_audit_table(const char *json, size_t len, struct pfi_restab *t,
     goto out;
   }
   if (!json_is_array(a)) {
-    rc = pfi_error_set(err, PFI_EPARSE, "audit answer: expected a list of rows");
+    rc =
+        pfi_error_set(err, PFI_EPARSE, "audit answer: expected a list of rows");
     goto out;
   }
   size_t i;
@@ -73,10 +74,11 @@ int pfi_pfid_audit_table(const char *json, size_t len, struct pfi_restab *t,
   json_array_foreach(a, i, r) {
     const char *bad = bad_field(r);
     if (bad) {
-      rc = pfi_error_set(err, PFI_EPARSE,
-                         "audit answer: row %zu: field \"%s\": missing or of the "
-                         "wrong type",
-                         i + 1, bad);
+      rc = pfi_error_set(
+          err, PFI_EPARSE,
+          "audit answer: row %zu: field \"%s\": missing or of the "
+          "wrong type",
+          i + 1, bad);
       goto out;
     }
     char when[32];
@@ -84,7 +86,8 @@ int pfi_pfid_audit_table(const char *json, size_t len, struct pfi_restab *t,
         (int64_t)floor(json_number_value(json_object_get(r, "t"))), when,
         sizeof when);
     pfi_restab_row(t);
-    pfi_restab_int(t, 0, (long long)json_integer_value(json_object_get(r, "id")));
+    pfi_restab_int(t, 0,
+                   (long long)json_integer_value(json_object_get(r, "id")));
     pfi_restab_text(t, 1, when);
     for (size_t k = 0; k < 6; k++)
       pfi_restab_text(t, 2 + k, json_string_value(json_object_get(r, txt[k])));
