@@ -56,6 +56,10 @@ struct pfi_agent_opts {
                              prolog writes it), or NULL */
   const char *emu_job;    /* emu backend: a job-library id to run on all
                              GPUs (EMULATED throughput), or NULL */
+  /* Each job's throughput reports (pfi_agent_post_throughput): at most
+   * post_rate a second, beyond a burst of post_burst (0: the defaults,
+   * PFI_AGENT_POST_RATE and PFI_AGENT_POST_BURST). */
+  double post_rate, post_burst;
 };
 
 /* An agent. Opaque. */
@@ -176,9 +180,9 @@ int pfi_agent_cap_write(const char *path, const char *json, size_t len,
  * --tput-dir). Returns 1 and sets *rate, 0 when the report gives no rate
  * yet (the first cumulative one, or a counter that went down),
  * PFI_ENOTFOUND (no GPU of this node runs `job`), PFI_ENOPERM (the poster
- * is not in the job), PFI_EBUSY (the job posted more than
- * PFI_AGENT_POST_RATE reports a second, beyond a burst of
- * PFI_AGENT_POST_BURST: dropped, nothing changes), PFI_ERANGE (a rate above
+ * is not in the job), PFI_EBUSY (the job posted more than the agent's
+ * post_rate reports a second, beyond a burst of post_burst: dropped,
+ * nothing changes), PFI_ERANGE (a rate above
  * PFI_FLEET_TPUT_MAX, which pfid would refuse: nothing changes), PFI_EPARSE
  * (err located as "body", line 1 and the column). Safe to call from another
  * thread than pfi_agent_tick's.

@@ -102,5 +102,12 @@ int pfi_db_each(struct pfi_db *db, const struct pfi_table *t,
                 const struct pfi_db_cond *cond, size_t ncond, size_t limit,
                 int (*fn)(void *ctx, const void *row), void *ctx,
                 struct pfi_error *err);
+/* As pfi_db_each(), but the last `limit` rows of that order (the newest
+ * of a table numbered by an AUTO column), still in that order; limit 0:
+ * every row, as pfi_db_each(). */
+int pfi_db_each_last(struct pfi_db *db, const struct pfi_table *t,
+                     const struct pfi_db_cond *cond, size_t ncond, size_t limit,
+                     int (*fn)(void *ctx, const void *row), void *ctx,
+                     struct pfi_error *err);
 
 #endif

@@ -11,6 +11,7 @@
 #include <signal.h>
 
 #include "pfi/error.h"
+#include "pfi/http.h"
 #include "pfi/transport.h"
 
 struct pfi_pfid_opts {
@@ -60,6 +61,10 @@ struct pfi_pfid_opts {
    * of its role, reads included; NULL: none. token_file's token, if
    * also given, is one more, named "token-file", role admin. */
   const char *tokens_file;
+  /* The API's bounds against slow and flooding clients (pfi/http.h): a
+   * request's deadline and the connections one client may hold; 0: the
+   * defaults, PFI_HTTP_DEADLINE_S and PFI_HTTP_PER_CLIENT. */
+  struct pfi_http_limits api_limits;
 };
 
 struct pfi_pfid;
@@ -75,5 +80,20 @@ int pfi_pfid_run(struct pfi_pfid *d, volatile sig_atomic_t *stop,
 /* The API's port (0 when none). */
 unsigned pfi_pfid_api_port(const struct pfi_pfid *d);
 void pfi_pfid_close(struct pfi_pfid *d);
+
+struct pfi_restab;
+/*
+ * pfid's answer to GET /v1/records?table=audit (`len` bytes of JSON: a list
+ * of rows with id, t, pfid, who, role, peer, method, path, body, status and
+ * optionally error) as a result table (pfi/restab.h, initialized here) of
+ * the columns id, time (t in UTC as RFC 3339, whole seconds), pfid, who,
+ * role, peer, method, path, status, error (empty when none) and body, one
+ * row per row: what `pfi ctl audit` prints. Returns 0 (the caller
+ * releases t with pfi_restab_release), PFI_EPARSE (not JSON, not a list,
+ * or "row N: field "F": missing or of the wrong type"; t released) or
+ * PFI_ENOMEM.
+ */
+int pfi_pfid_audit_table(const char *json, size_t len, struct pfi_restab *t,
+                         struct pfi_error *err);
 
 #endif

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* `pfi ctl`: a client of pfid's HTTP API. */
+#include <ctype.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,7 +10,12 @@
 
 #include "cli.h"
 #include "opt.h"
+#include "pfi/apitoken.h"
+#include "pfi/duration.h"
 #include "pfi/fleet.h"
+#include "pfi/pfid.h"
+#include "pfi/restab.h"
+#include "pfi/timeline.h"
 #include "pfi/transport.h"
 #include "../base/curl_dl.h"
 
@@ -36,7 +44,8 @@ static const struct pfi_opt opts[] = {
 static const struct pfi_cmd_help help = {
     "ctl",
     "usage: pfi ctl [--url URL] [--token-file FILE] [--format FMT] COMMAND "
-    "[ARGS]\n",
+    "[ARGS]\n"
+    "       pfi ctl audit [--since WHEN] [--who NAME] [--limit N]\n",
     "Talks to pfid's HTTP API (docs/fleet.md) and prints its answer as\n"
     "tables (--format json: the JSON answer as it is).\n"
     "\n"
@@ -58,7 +67,12 @@ static const struct pfi_cmd_help help = {
     "  cancel ID                  ends event ID now (recovery follows)\n"
     "  tier JOB TIER|LOSS         sets a job's tier: a named one (flex25) or\n"
     "                             its largest loss, a fraction 0..1\n"
-    "  untier JOB                 removes the tier set for JOB\n",
+    "  untier JOB                 removes the tier set for JOB\n"
+    "  audit [--since WHEN] [--who NAME] [--limit N]\n"
+    "                             the audit trail: each mutation (event,\n"
+    "                             cancel, tier) with who, from where, when\n"
+    "                             and pfid's answer (an admin token; 'pfi\n"
+    "                             ctl audit --help')\n",
     opts,
     "Exit status: 0 answered 2xx, 1 pfid unreachable or refused (the HTTP\n"
     "status and pfid's message are printed), 2 bad usage (and a submit pfid\n"
@@ -70,6 +84,104 @@ static const struct pfi_cmd_help help = {
     0,
     PFI_ARGS_ANY,
     NULL};
+
+/* `pfi ctl audit`'s options. */
+static double audit_after = NAN; /* Unix time; NaN: any */
+static const char *audit_who;
+static int audit_limit;
+
+/* --since: a duration before now ("90s", "15m", "2h"), an RFC 3339
+ * date-time or date, or "@T", a Unix time. */
+static int set_since(const struct pfi_opt *o, const char *v, char *why,
+                     size_t n) {
+  (void)o;
+  struct pfi_error e;
+  struct timeval tv;
+  gettimeofday(&tv, NULL);
+  if (v[0] == '@') {
+    char *end;
+    double t = strtod(v + 1, &end);
+    if (!v[1] || *end || !(t >= 0 && t <= 1e11)) {
+      snprintf(why, n, "'%s': expected @ and a Unix time, seconds", v);
+      return -1;
+    }
+    audit_after = t;
+  } else if (strlen(v) >= 5 && isdigit((unsigned char)v[0]) && v[4] == '-') {
+    int64_t t;
+    if (pfi_time_parse_rfc3339(v, &t, &e) < 0) {
+      snprintf(why, n, "%s", e.msg);
+      return -1;
+    }
+    audit_after = (double)t;
+  } else {
+    double d;
+    if (pfi_parse_duration(v, PFI_DUR_ANY, &d, &e) < 0 || !(d <= 1e10)) {
+      snprintf(why, n,
+               "'%s': expected a duration before now (90s, 15m, 2h), a "
+               "date-time (2025-05-04T16:10:00Z) or @UNIX_TIME",
+               v);
+      return -1;
+    }
+    audit_after = (double)tv.tv_sec + tv.tv_usec / 1e6 - d;
+  }
+  return 0;
+}
+
+static const struct pfi_opt audit_opts[] = {
+    PFI_OPT_CALLBACK("since", NULL, set_since, "WHEN",
+                     "mutations after WHEN: a duration before now (90s, 15m, "
+                     "2h), a date-time (2025-05-04T16:10:00Z, or a date) or "
+                     "@UNIX_TIME (default: any time)"),
+    PFI_OPT_STRING("who", 0, &audit_who, "NAME",
+                   "those of the token named NAME (pfid --tokens; "
+                   "token-file for --token-file's)"),
+    {.lng = "limit", .arg = PFI_ARG_REQ, .argname = "N",
+     .help = "the newest N of them", .type = PFI_OT_INT, .var = &audit_limit,
+     .lo = 1, .hi = 10000, .def = "1000"},
+    /* No default: pfi ctl's --format stands unless this is given. */
+    {.lng = "format", .arg = PFI_ARG_REQ, .argname = "FMT",
+     .help = "table, csv (a row a mutation) or json (pfid's answer as it "
+             "is); default pfi ctl's --format, table",
+     .type = PFI_OT_CHOICE, .var = &fmt, .words = pfi_opt_formats},
+    PFI_OPT_HELP,
+    PFI_OPT_END};
+
+static const struct pfi_cmd_help audit_help = {
+    .cmd = "ctl audit",
+    .usage = "usage: pfi ctl [--url URL] [--token-file FILE] audit [--since "
+             "WHEN] [--who NAME]\n"
+             "                [--limit N] [--format FMT]\n",
+    .about = "Prints pfid's audit trail, the mutations of its API "
+             "(docs/security.md \"Audit\"): each event submitted or "
+             "cancelled and each tier set or removed by a known token, "
+             "refused ones included, oldest first, with its row id, time "
+             "(UTC), the pfid that answered, who (the token's name) and its "
+             "role, from where (address, port and, on this host, the user), "
+             "the method and path, the "
+             "HTTP status, pfid's error and the body's first bytes. Reading "
+             "it needs an admin token (--token-file).",
+    .opts = audit_opts,
+    .footer = "Exit status: 0 answered, 1 pfid unreachable or refused (a\n"
+              "token without the admin role: HTTP 403), 2 bad usage.\n",
+    .flags = PFI_OPT_WRAP_ABOUT,
+    .args_min = 0,
+    .args_max = 0};
+
+/* pfid's audit answer `body` as a table or CSV. Returns 0 or 1. */
+static int print_audit(const char *body, enum pfi_format f) {
+  struct pfi_restab t;
+  struct pfi_error err;
+  int rc = pfi_pfid_audit_table(body, strlen(body), &t, &err);
+  if (rc < 0) {
+    fprintf(stderr, "pfi ctl audit: %s\n", err.msg);
+    return 1;
+  }
+  if (f == PFI_FMT_TABLE && audit_limit > 0 && t.nrows == (size_t)audit_limit)
+    pfi_restab_note(&t, "The newest %d; --limit for more.", audit_limit);
+  rc = pfi_cli_print_table(&t, f);
+  pfi_restab_release(&t);
+  return rc;
+}
 
 struct body {
   char *s;
@@ -225,6 +337,29 @@ int cmd_ctl(int argc, char **argv) {
         return 2;
       }
     }
+  } else if (!strcmp(cmd, "audit")) {
+    struct pfi_optparse aop;
+    int ast = pfi_opt_parse(&aop, &audit_help, argc - optind, argv + optind);
+    if (ast != PFI_OPT_GO)
+      return ast;
+    if (audit_who) {
+      size_t n = strlen(audit_who), ok = n > 0 && n < PFI_API_TOKEN_NAME_MAX;
+      for (size_t i = 0; ok && i < n; i++)
+        ok = isalnum((unsigned char)audit_who[i]) ||
+             strchr("_-.", audit_who[i]);
+      if (!ok)
+        return pfi_opt_usage(&audit_help,
+                             "--who: '%s': expected a token's name, 1..63 "
+                             "letters, digits, _, - or .",
+                             audit_who);
+    }
+    int k = snprintf(path, sizeof path, "/v1/records?table=audit&limit=%d",
+                     audit_limit);
+    if (!isnan(audit_after))
+      k += snprintf(path + k, sizeof path - (size_t)k, "&after=%.6f",
+                    audit_after);
+    if (audit_who)
+      snprintf(path + k, sizeof path - (size_t)k, "&who=%s", audit_who);
   } else if (!strcmp(cmd, "cancel") && nargs == 1 &&
              pfi_fleet_name_ok(argv[optind + 1])) {
     method = "DELETE";
@@ -235,12 +370,13 @@ int cmd_ctl(int argc, char **argv) {
     return 2;
   }
   char auth[300] = "";
-  if (strcmp(method, "GET") != 0 || tokf) {
+  int audit = !strcmp(cmd, "audit");
+  if (strcmp(method, "GET") != 0 || tokf || audit) {
     char tok[256];
     struct pfi_error err;
     if (!tokf) {
-      fprintf(stderr, "pfi ctl %s: needs --token-file (or PFI_TOKEN_FILE)\n",
-              cmd);
+      fprintf(stderr, "pfi ctl %s: needs --token-file (or PFI_TOKEN_FILE)%s\n",
+              cmd, audit ? ", an admin token" : "");
       return 2;
     }
     if (pfi_read_secret(tokf, tok, sizeof tok, &err) < 0) {
@@ -286,7 +422,8 @@ int cmd_ctl(int argc, char **argv) {
     fprintf(stderr, "pfi ctl: %s: HTTP %ld: %s", full, code, b.s ? b.s : "\n");
     rc = code == 400 && !strcmp(cmd, "submit") ? 2 : 1;
   } else if (b.s) {
-    rc = print_answer(b.s, fmt);
+    rc = audit && fmt != PFI_FMT_JSON ? print_audit(b.s, fmt)
+                                      : print_answer(b.s, fmt);
   }
   free(b.s);
   return rc;

@@ -12,6 +12,7 @@
 
 #include "opt.h"
 #include "pfi/agent.h"
+#include "pfi/duration.h"
 #include "pfi/fleet.h"
 #include "pfi/http.h"
 #include "pfi/transport.h"
@@ -28,6 +29,10 @@ static const char *metrics, *cap_file, *cap_listen, *tlisten;
 static int emulate, restore_on_exit;
 static double period;
 static struct pfi_node_meter_opts nmo;
+/* The bounds of the HTTP endpoints (--metrics, --cap-listen,
+ * --tput-listen). */
+static struct pfi_http_limits hl;
+static int per_client;
 
 /* --node: the name, kept whole; a name too long is refused with the
  * others that are not names. */
@@ -91,6 +96,28 @@ static const struct pfi_opt opts[] = {
     {.lng = "bmc-period", .arg = PFI_ARG_REQ, .argname = "S",
      .help = "BMC reading every S s", .type = PFI_OT_NUMBER,
      .var = &nmo.bmc_period_s, .lo = 1, .hi = 3600, .def = "10"},
+    {.lng = "tput-rate", .arg = PFI_ARG_REQ, .argname = "R",
+     .help = "--tput-listen takes at most R reports a second of each job "
+             "(more get 429)",
+     .type = PFI_OT_NUMBER, .var = &ao.post_rate, .lo = 0.01, .hi = 10000,
+     .def = "20"},
+    {.lng = "tput-burst", .arg = PFI_ARG_REQ, .argname = "N",
+     .help = "beyond a burst of N reports of a job",
+     .type = PFI_OT_NUMBER, .var = &ao.post_burst, .lo = 1, .hi = 100000,
+     .def = "40"},
+    {.lng = "request-deadline", .arg = PFI_ARG_REQ, .argname = "DURATION",
+     .help = "the HTTP endpoints shut a connection down whose request is "
+             "not received and answered within this long of its accept or "
+             "of its previous answer (docs/security.md)",
+     .type = PFI_OT_DURATION, .var = &hl.deadline_s, .ival = PFI_DUR_ANY,
+     .lo = 1, .hi = 600, .def = "10s"},
+    {.lng = "max-conn-per-client", .arg = PFI_ARG_REQ, .argname = "N",
+     .help = "connections one client may hold open on each HTTP endpoint, "
+             "a client being a local user (a Unix socket's or loopback "
+             "peer) or a remote address; more are shut down as they are "
+             "accepted (256 in all)",
+     .type = PFI_OT_INT, .var = &per_client, .lo = 1, .hi = 256,
+     .def = "16"},
     PFI_OPT_FLAG("restore-on-exit", 0, &restore_on_exit,
                  "restore the recorded limits on exit even during an event "
                  "(default: only outside one)"),
@@ -257,6 +284,7 @@ int main(int argc, char **argv) {
   int ost = pfi_opt_parse(&op, &help, argc, argv);
   if (ost != PFI_OPT_GO)
     return ost;
+  hl.per_client = (unsigned)per_client;
   if (!pfi_fleet_name_ok(node)) {
     fprintf(stderr,
             "pfi-agent: node name '%s': expected 1..63 letters, digits, _ "
@@ -319,12 +347,13 @@ int main(int argc, char **argv) {
                                            : "not measured");
   if ((rc = pfi_nats_open(&nc, &no, &err)) < 0 ||
       (rc = pfi_nats_subscribe_assign(nc, node, &sub, &err)) < 0 ||
-      (metrics && (rc = pfi_http_start(&http, metrics, serve, NULL, &err)) < 0) ||
+      (metrics && (rc = pfi_http_start_limits(&http, metrics, &hl, serve,
+                                              NULL, &err)) < 0) ||
       (cap_listen &&
-       (rc = pfi_http_start(&cap_http, cap_listen, serve, (void *)cap_listen,
-                            &err)) < 0) ||
-      (tlisten &&
-       (rc = pfi_http_start(&thttp, tlisten, serve_tput, ag, &err)) < 0))
+       (rc = pfi_http_start_limits(&cap_http, cap_listen, &hl, serve,
+                                   (void *)cap_listen, &err)) < 0) ||
+      (tlisten && (rc = pfi_http_start_limits(&thttp, tlisten, &hl,
+                                              serve_tput, ag, &err)) < 0))
     goto out;
   if (!pfi_nats_connected(nc))
     logf_("NATS %s not reachable yet: connecting in the background",

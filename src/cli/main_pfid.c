@@ -18,6 +18,7 @@ static void on_signal(int sig) { stop = sig; }
 /* The options, bound to the fields of `o` (src/base/opt.h). */
 static struct pfi_pfid_opts o;
 static const char *api = "127.0.0.1:8470";
+static int per_client; /* o.api_limits.per_client */
 
 static const struct pfi_opt_word objectives[] = {{"work", PFI_OBJ_WORK},
                                                  {"throughput", PFI_OBJ_THROUGHPUT},
@@ -112,9 +113,23 @@ static const struct pfi_opt opts[] = {
      .lo = 60, .hi = 366 * 86400.0, .def = "48h"},
     {.lng = "event-ahead", .arg = PFI_ARG_REQ, .argname = "DURATION",
      .help = "the API refuses an event starting more than this after its "
-             "submission (default 7 days)",
+             "submission (168h: 7 days)",
      .type = PFI_OT_DURATION, .var = &o.event_ahead_s, .ival = PFI_DUR_ANY,
-     .lo = 60, .hi = 366 * 86400.0},
+     .lo = 60, .hi = 366 * 86400.0, .def = "168h"},
+    {.lng = "request-deadline", .arg = PFI_ARG_REQ, .argname = "DURATION",
+     .help = "the API shuts a connection down whose request is not "
+             "received and answered within this long of its accept or of "
+             "its previous answer, however steadily it trickles "
+             "(docs/security.md)",
+     .type = PFI_OT_DURATION, .var = &o.api_limits.deadline_s,
+     .ival = PFI_DUR_ANY, .lo = 1, .hi = 600, .def = "10s"},
+    {.lng = "max-conn-per-client", .arg = PFI_ARG_REQ, .argname = "N",
+     .help = "connections one client may hold open on the API, a client "
+             "being a local user (a loopback peer, by its socket's owner) "
+             "or a remote address; more are shut down as they are accepted "
+             "(256 in all)",
+     .type = PFI_OT_INT, .var = &per_client, .lo = 1, .hi = 256,
+     .def = "16"},
     {.lng = "help", .help = "this text", .type = PFI_OT_HELP},
     PFI_OPT_END};
 static const struct pfi_cmd_help help = {
@@ -141,6 +156,7 @@ int main(int argc, char **argv) {
   if (st != PFI_OPT_GO)
     return st;
   o.api_listen = strcmp(api, "none") ? api : NULL;
+  o.api_limits.per_client = (unsigned)per_client;
   if (!o.nats.password_file)
     o.nats.user = NULL;
   struct sigaction sa;

@@ -74,9 +74,10 @@ struct pfi_agent {
     double end_at;       /* its announced end, monotonic (NaN none) */
   } post[PFI_FLEET_MAX_JOBS];
   unsigned n_post;
-  /* Each job's posts, a token bucket of PFI_AGENT_POST_BURST refilled at
-   * PFI_AGENT_POST_RATE a second (under post_mu); the stalest job's is
-   * reused when the table is full. */
+  /* Each job's posts, a token bucket of post_burst refilled at post_rate a
+   * second (under post_mu; pfi_agent_opts); the stalest job's is reused
+   * when the table is full. */
+  double post_rate, post_burst;
   struct post_rate {
     char id[PFI_FLEET_NAME_MAX];
     double tokens, mono_s;
@@ -759,6 +760,18 @@ int pfi_agent_open(struct pfi_agent **out, const struct pfi_agent_opts *o,
     rc = pfi_error_set(err, PFI_EINVAL, "no record path");
     goto fail;
   }
+  /* A burst under one report would refuse every report. */
+  if (!(o->post_rate >= 0 && o->post_rate <= 1e6) ||
+      !(o->post_burst == 0 || (o->post_burst >= 1 && o->post_burst <= 1e6))) {
+    rc = pfi_error_set(err, PFI_EINVAL,
+                       "throughput posts: rate %g a second and burst %g: "
+                       "expected 0 (the default) or a rate up to 1e6 and a "
+                       "burst of 1..1e6",
+                       o->post_rate, o->post_burst);
+    goto fail;
+  }
+  ag->post_rate = o->post_rate > 0 ? o->post_rate : PFI_AGENT_POST_RATE;
+  ag->post_burst = o->post_burst > 0 ? o->post_burst : PFI_AGENT_POST_BURST;
   snprintf(ag->node, sizeof ag->node, "%s", o->node);
   snprintf(ag->backend, sizeof ag->backend, "%s",
            o->backend ? o->backend : "emu");
@@ -940,14 +953,14 @@ int pfi_agent_post_throughput(struct pfi_agent *ag, const char *job,
       ag->n_post_rl++;
     }
     snprintf(ag->post_rl[k].id, sizeof ag->post_rl[k].id, "%s", job);
-    ag->post_rl[k].tokens = PFI_AGENT_POST_BURST;
+    ag->post_rl[k].tokens = ag->post_burst;
     ag->post_rl[k].mono_s = mono_s;
   }
   struct post_rate *rl = &ag->post_rl[k];
   if (mono_s > rl->mono_s) {
-    rl->tokens += (mono_s - rl->mono_s) * PFI_AGENT_POST_RATE;
-    if (rl->tokens > PFI_AGENT_POST_BURST)
-      rl->tokens = PFI_AGENT_POST_BURST;
+    rl->tokens += (mono_s - rl->mono_s) * ag->post_rate;
+    if (rl->tokens > ag->post_burst)
+      rl->tokens = ag->post_burst;
     rl->mono_s = mono_s;
   }
   int over = rl->tokens < 1;
@@ -956,9 +969,9 @@ int pfi_agent_post_throughput(struct pfi_agent *ag, const char *job,
   pthread_mutex_unlock(&ag->post_mu);
   if (over)
     return pfi_error_set(err, PFI_EBUSY,
-                         "job %s: more than %.0f reports a second (a burst "
-                         "of %.0f): this one is dropped",
-                         job, PFI_AGENT_POST_RATE, PFI_AGENT_POST_BURST);
+                         "job %s: more than %g reports a second (a burst "
+                         "of %g): this one is dropped",
+                         job, ag->post_rate, ag->post_burst);
   /* One line: a trailing newline is allowed, nothing after it. */
   size_t l = len;
   if (l && body[l - 1] == '\n')

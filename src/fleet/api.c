@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* pfid's HTTP API and its /metrics page. */
+#include <ctype.h>
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -932,15 +934,57 @@ static int audit_json(void *ctx, const struct pfid_audit_rec *r) {
   return 0;
 }
 
+#define AUDIT_ROWS_MAX 10000
+
 /* GET /v1/records?table=audit: the mutations, who made them and from
- * where (admin). */
+ * where (admin), filtered by since (a row id), after (Unix time), who (a
+ * token's name) and limit (the newest N; without it the first
+ * AUDIT_ROWS_MAX after since). 400 naming the parameter for a bad one. */
 static void audits(struct pfi_pfid *d, const struct pfi_http_req *rq,
                    struct pfi_http_resp *rs) {
-  const char *since = rq->arg(rq, "since");
+  const char *since = rq->arg(rq, "since"), *after = rq->arg(rq, "after"),
+             *who = rq->arg(rq, "who"), *limit = rq->arg(rq, "limit");
+  struct pfid_audit_filter f = {0, NAN, who, AUDIT_ROWS_MAX, 0};
+  char *end;
+  if (since) {
+    errno = 0;
+    long long v = strtoll(since, &end, 10);
+    if (!*since || *end || v < 0 || errno) {
+      reply_err(rs, 400, "since: expected a row id, a whole number >= 0");
+      return;
+    }
+    f.since = v;
+  }
+  if (after) {
+    f.after_s = strtod(after, &end);
+    if (!*after || *end || !isfinite(f.after_s)) {
+      reply_err(rs, 400, "after: expected a Unix time, seconds");
+      return;
+    }
+  }
+  if (who) {
+    size_t n = strlen(who), ok = n > 0 && n < PFI_API_TOKEN_NAME_MAX;
+    for (size_t i = 0; ok && i < n; i++)
+      ok = isalnum((unsigned char)who[i]) || strchr("_-.", who[i]);
+    if (!ok) {
+      reply_err(rs, 400,
+                "who: expected a token's name, 1..63 letters, digits, _, - "
+                "or .");
+      return;
+    }
+  }
+  if (limit) {
+    long v = strtol(limit, &end, 10);
+    if (!*limit || *end || v < 1 || v > AUDIT_ROWS_MAX) {
+      reply_err(rs, 400, "limit: expected a whole number 1..10000");
+      return;
+    }
+    f.limit = (size_t)v;
+    f.last = 1;
+  }
   json_t *a = json_array();
   struct pfi_error e;
-  if (pfid_records_audits(d, since ? strtoll(since, NULL, 10) : 0, 10000,
-                          audit_json, a, &e) < 0) {
+  if (pfid_records_audits(d, &f, audit_json, a, &e) < 0) {
     json_decref(a);
     reply_err(rs, 500, e.msg);
     return;

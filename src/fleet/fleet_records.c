@@ -402,10 +402,18 @@ static int audit_row_cb(void *ctx, const void *p) {
   return c->fn(c->ctx, &a);
 }
 
-int pfid_records_audits(struct pfi_pfid *d, int64_t since, size_t limit,
+int pfid_records_audits(struct pfi_pfid *d, const struct pfid_audit_filter *f,
                         int (*fn)(void *ctx, const struct pfid_audit_rec *a),
                         void *ctx, struct pfi_error *err) {
-  struct pfi_db_cond c = {"id", PFI_DB_GT, NULL, (double)since};
+  struct pfi_db_cond c[3] = {{"id", PFI_DB_GT, NULL, (double)f->since}};
+  size_t nc = 1;
+  if (!isnan(f->after_s))
+    c[nc++] = (struct pfi_db_cond){"t_s", PFI_DB_GT, NULL, f->after_s};
+  if (f->who)
+    c[nc++] = (struct pfi_db_cond){"who", PFI_DB_EQ, f->who, 0};
   struct audit_ctx ac = {fn, ctx};
-  return pfi_db_each(d->db, &audit_table, &c, 1, limit, audit_row_cb, &ac, err);
+  return f->last ? pfi_db_each_last(d->db, &audit_table, c, nc, f->limit,
+                                    audit_row_cb, &ac, err)
+                 : pfi_db_each(d->db, &audit_table, c, nc, f->limit,
+                               audit_row_cb, &ac, err);
 }

@@ -1239,7 +1239,8 @@ int pfi_pfid_open(struct pfi_pfid **out, const struct pfi_pfid_opts *o,
       (rc = pfi_nats_subscribe(d->nc, "pfi.telemetry.*", &d->tel, err)) < 0)
     goto fail;
   if (o->api_listen &&
-      (rc = pfi_http_start(&d->http, o->api_listen, pfid_api, d, err)) < 0)
+      (rc = pfi_http_start_limits(&d->http, o->api_listen, &o->api_limits,
+                                  pfid_api, d, err)) < 0)
     goto fail;
   pfid_log(d, "start", "standby; records %s", o->records);
   *out = d;

@@ -323,8 +323,18 @@ struct pfid_audit_rec {
   const char *error;
 };
 void pfid_records_audit(struct pfi_pfid *d, const struct pfid_audit_rec *a);
-/* The audit rows with id > since, in id order, at most `limit`. */
-int pfid_records_audits(struct pfi_pfid *d, int64_t since, size_t limit,
+/* Which audit rows pfid_records_audits() reads: those with id > since,
+ * t > after_s (Unix time; NaN: any) and, when who is set, that token's
+ * name; at most `limit`, the first ones in id order or, with `last`, the
+ * newest ones (still in id order). */
+struct pfid_audit_filter {
+  int64_t since;
+  double after_s;
+  const char *who;
+  size_t limit;
+  int last;
+};
+int pfid_records_audits(struct pfi_pfid *d, const struct pfid_audit_filter *f,
                         int (*fn)(void *ctx, const struct pfid_audit_rec *a),
                         void *ctx, struct pfi_error *err);
 /* The assignments with id > since, in id order, at most `limit`. */

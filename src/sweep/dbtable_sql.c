@@ -92,17 +92,51 @@ int pfi__db_put_sql(const struct pfi_table *t, char *buf, size_t n) {
   return o < n ? 0 : PFI_EINVAL;
 }
 
+/* " ORDER BY" the AUTO column, else the key columns in their order; each
+ * " DESC" when desc. */
+static void order_by(const struct pfi_table *t, int desc, char *buf, size_t n,
+                     size_t *o) {
+  const char *sep = " ORDER BY ";
+  for (size_t i = 0; i < t->ncol; i++)
+    if (t->col[i].type == PFI_COL_AUTO) {
+      cat(buf, n, o, sep);
+      cat(buf, n, o, t->col[i].name);
+      cat(buf, n, o, desc ? " DESC" : "");
+      return;
+    }
+  for (size_t i = 0; i < t->ncol; i++)
+    if (t->col[i].flags & PFI_COL_KEY) {
+      cat(buf, n, o, sep);
+      cat(buf, n, o, t->col[i].name);
+      cat(buf, n, o, desc ? " DESC" : "");
+      sep = ", ";
+    }
+}
+
+static void col_list(const struct pfi_table *t, char *buf, size_t n,
+                     size_t *o) {
+  for (size_t i = 0; i < t->ncol; i++) {
+    cat(buf, n, o, i ? ", " : "");
+    cat(buf, n, o, t->col[i].name);
+  }
+}
+
 int pfi__db_select_sql(const struct pfi_table *t, const struct pfi_db_cond *c,
-                       size_t nc, size_t limit, char *buf, size_t n,
+                       size_t nc, size_t limit, int last, char *buf, size_t n,
                        struct pfi_error *err) {
   size_t o = 0;
   if (nc > 4)
     return pfi_error_set(err, PFI_EINVAL, "%s: too many conditions", t->name);
-  cat(buf, n, &o, "SELECT ");
-  for (size_t i = 0; i < t->ncol; i++) {
-    cat(buf, n, &o, i ? ", " : "");
-    cat(buf, n, &o, t->col[i].name);
+  /* The last rows: the first ones of the reverse order, put back in order
+   * by the outer query. */
+  last = last && limit;
+  if (last) {
+    cat(buf, n, &o, "SELECT ");
+    col_list(t, buf, n, &o);
+    cat(buf, n, &o, " FROM (");
   }
+  cat(buf, n, &o, "SELECT ");
+  col_list(t, buf, n, &o);
   cat(buf, n, &o, " FROM ");
   cat(buf, n, &o, t->name);
   cat(buf, n, &o, " WHERE 1");
@@ -114,24 +148,14 @@ int pfi__db_select_sql(const struct pfi_table *t, const struct pfi_db_cond *c,
     cat(buf, n, &o, c[i].col);
     cat(buf, n, &o, c[i].op == PFI_DB_GT ? ">?" : "=?");
   }
-  /* Ordered by the AUTO column, else by the key columns in their order. */
-  const char *sep = " ORDER BY ";
-  for (size_t i = 0; i < t->ncol; i++)
-    if (t->col[i].type == PFI_COL_AUTO) {
-      cat(buf, n, &o, sep);
-      cat(buf, n, &o, t->col[i].name);
-      sep = NULL;
-      break;
-    }
-  for (size_t i = 0; sep && i < t->ncol; i++)
-    if (t->col[i].flags & PFI_COL_KEY) {
-      cat(buf, n, &o, sep);
-      cat(buf, n, &o, t->col[i].name);
-      sep = ", ";
-    }
+  order_by(t, last, buf, n, &o);
   char lim[32];
   snprintf(lim, sizeof lim, " LIMIT %zu", limit);
   cat(buf, n, &o, limit ? lim : "");
+  if (last) {
+    cat(buf, n, &o, ")");
+    order_by(t, 0, buf, n, &o);
+  }
   if (o >= n)
     return pfi_error_set(err, PFI_EINVAL, "%s: query too long", t->name);
   return 0;

@@ -43,8 +43,9 @@ int pfi__db_put_sql(const struct pfi_table *t, char *buf, size_t n);
 /* ALTER TABLE adding column c of t (its type, no constraint). */
 int pfi__db_add_col_sql(const struct pfi_table *t, const struct pfi_col *c,
                         char *buf, size_t n);
+/* last 1: the last `limit` rows of the order (still in that order). */
 int pfi__db_select_sql(const struct pfi_table *t, const struct pfi_db_cond *c,
-                       size_t nc, size_t limit, char *buf, size_t n,
+                       size_t nc, size_t limit, int last, char *buf, size_t n,
                        struct pfi_error *err);
 int pfi__db_meta_sql(const char *meta, const char *kind, char *buf, size_t n);
 int pfi__db_kind_sql(const char *meta, char *buf, size_t n);

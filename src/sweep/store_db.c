@@ -216,12 +216,32 @@ int pfi_db_put(struct pfi_db *d, const struct pfi_table *t, const void *row,
   return src == SQLITE_DONE ? 0 : db_fail(d, err, "write");
 }
 
+static int db_each(struct pfi_db *d, const struct pfi_table *t,
+                   const struct pfi_db_cond *cond, size_t ncond, size_t limit,
+                   int last, int (*fn)(void *ctx, const void *row), void *ctx,
+                   struct pfi_error *err);
+
 int pfi_db_each(struct pfi_db *d, const struct pfi_table *t,
                 const struct pfi_db_cond *cond, size_t ncond, size_t limit,
                 int (*fn)(void *ctx, const void *row), void *ctx,
                 struct pfi_error *err) {
+  return db_each(d, t, cond, ncond, limit, 0, fn, ctx, err);
+}
+
+int pfi_db_each_last(struct pfi_db *d, const struct pfi_table *t,
+                     const struct pfi_db_cond *cond, size_t ncond,
+                     size_t limit, int (*fn)(void *ctx, const void *row),
+                     void *ctx, struct pfi_error *err) {
+  return db_each(d, t, cond, ncond, limit, 1, fn, ctx, err);
+}
+
+static int db_each(struct pfi_db *d, const struct pfi_table *t,
+                   const struct pfi_db_cond *cond, size_t ncond, size_t limit,
+                   int last, int (*fn)(void *ctx, const void *row), void *ctx,
+                   struct pfi_error *err) {
   char sql[PFI__DB_SQL_MAX];
-  int rc = pfi__db_select_sql(t, cond, ncond, limit, sql, sizeof sql, err);
+  int rc =
+      pfi__db_select_sql(t, cond, ncond, limit, last, sql, sizeof sql, err);
   if (rc < 0)
     return rc;
   sqlite3_stmt *q = NULL;

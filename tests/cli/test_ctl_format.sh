@@ -20,6 +20,16 @@ ANS = {
                  {"job": "b", "gpus": 4, "cap_w": 650, "power_w": 299.1,
                   "tier": "flex25"}],
     "/v1/records?since=0": [],
+    "/v1/records?table=audit&limit=1000": [
+        {"id": 41, "t": 1796670131.25, "pfid": "a", "who": "bridge",
+         "role": "operate", "peer": "10.0.4.7:51288", "method": "POST",
+         "path": "/v1/events", "body": "{\"v\":1,\"id\":\"ev7\"}",
+         "status": 201},
+        {"id": 42, "t": 1796672403.999, "pfid": "a", "who": "grafana",
+         "role": "read", "peer": "127.0.0.1:40312 uid 1000",
+         "method": "DELETE", "path": "/v1/events/ev7", "body": "",
+         "status": 403, "error": "token 'grafana' has the role read"}],
+    "/v1/records?table=audit&limit=2&who=bridge": [{"id": 41, "t": "x"}],
 }
 class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
@@ -105,6 +115,28 @@ event.level,gpu
 power.total_w,19572.2499511953
 power.cap_w,22400
 TXT
+
+# pfi ctl audit (its own table): the time of "t" in UTC, whole seconds
+# (1796670131.25 and 1796672403.999 by GNU date: 19:02:11 and 19:40:03),
+# no error "-", an empty body blank (the row still ends with the two
+# spaces before that column); CSV quotes the body's quotes and
+# commas; a row pfid answered with a field of the wrong type is exit 1
+# naming it.
+(umask 077; echo 0123456789abcdef0123 >"$T/tok")
+"$PFI" ctl --url "$U" --token-file "$T/tok" --wide audit >"$T/au" || fail "ctl audit"
+cmp -s "$T/au" - <<'TXT' || fail "ctl audit table: $(cat "$T/au")"
+id  time                  pfid  who      role     peer                      method  path            status  error                              body
+41  2026-12-07T19:02:11Z  a     bridge   operate  10.0.4.7:51288            POST    /v1/events         201  -                                  {"v":1,"id":"ev7"}
+42  2026-12-07T19:40:03Z  a     grafana  read     127.0.0.1:40312 uid 1000  DELETE  /v1/events/ev7     403  token 'grafana' has the role read  
+TXT
+"$PFI" ctl --url "$U" --token-file "$T/tok" audit --format csv >"$T/auc" || fail "ctl audit csv"
+cmp -s "$T/auc" - <<'TXT' || fail "ctl audit csv: $(cat "$T/auc")"
+id,time,pfid,who,role,peer,method,path,status,error,body
+41,2026-12-07T19:02:11Z,a,bridge,operate,10.0.4.7:51288,POST,/v1/events,201,-,"{""v"":1,""id"":""ev7""}"
+42,2026-12-07T19:40:03Z,a,grafana,read,127.0.0.1:40312 uid 1000,DELETE,/v1/events/ev7,403,token 'grafana' has the role read,
+TXT
+"$PFI" ctl --url "$U" --token-file "$T/tok" audit --limit 2 --who bridge >"$T/aub" 2>"$T/e"
+[ $? -eq 1 ] && grep -qF 'row 1: field "t": missing or of the wrong type' "$T/e" || fail "ctl audit, a bad row: $(cat "$T/e")"
 
 # A format ctl does not have: usage, exit status 2, nothing asked.
 "$PFI" ctl --url "$U" --format xml status >/dev/null 2>"$T/e"

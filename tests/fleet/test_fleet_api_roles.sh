@@ -6,7 +6,8 @@
 # are 401; only admin reads the audit trail. Every mutation by a known
 # token is recorded with who, role, from where, what and its answer, on
 # /v1/records?table=audit and in the records file (fleet_audit), the
-# refused ones too; a request with no known token is not. A tokens file
+# refused ones too; a request with no known token is not. `pfi ctl audit`
+# prints them, filtered by --who, --limit and --since. A tokens file
 # with a bad line, or one others may read, is refused at start, exit 2.
 . "$(dirname "$0")/lib.sh"
 setup_nats
@@ -94,6 +95,81 @@ jq -e --argjson a "$t0" --argjson b "$((t1 + 1))" --arg uid "$(id -u)" \
 got=$(sql "$T/records.db" "SELECT who || ' ' || role || ' ' || method || ' ' || path || ' ' || status FROM fleet_audit ORDER BY id")
 [ "$got" = "$want" ] || fail "audit in the records file:
 $got"
+
+# pfi ctl audit, with the admin token: the same rows, each with who, role,
+# from where, what and when (the time of pfid's "t", UTC, as jq writes
+# it), the body as sent; filtered by token name, the newest N, and time.
+(umask 077; echo "$BOSS" >"$T/boss.token")
+U="http://127.0.0.1:${API[a]}"
+ctl_audit() { "$PFI" ctl --url "$U" --token-file "$T/boss.token" audit "$@"; }
+col() { # col FILE N: the Nth column of a CSV file's rows (parsed as CSV)
+  python3 -c 'import csv, sys
+for r in list(csv.reader(open(sys.argv[1])))[1:]: print(r[int(sys.argv[2]) - 1])' "$1" "$2"
+}
+wmrs() { # wmrs FILE: "who role method path status" of each row
+  python3 -c 'import csv, sys
+for r in list(csv.reader(open(sys.argv[1])))[1:]: print(*(r[i] for i in (3, 4, 6, 7, 8)))' "$1"
+}
+ctl_audit --format csv >"$T/audit.csv" 2>"$T/ctl.err" || fail "pfi ctl audit: exit $?, $(cat "$T/ctl.err")"
+[ "$(head -n 1 "$T/audit.csv")" = "id,time,pfid,who,role,peer,method,path,status,error,body" ] ||
+  fail "pfi ctl audit's header: $(head -n 1 "$T/audit.csv")"
+[ "$(wmrs "$T/audit.csv")" = "$want" ] || fail "pfi ctl audit:
+$(wmrs "$T/audit.csv")
+expected
+$want"
+[ "$(col "$T/audit.csv" 1)" = "$(jq -r '.[].id' "$T/audit.json")" ] || fail "pfi ctl audit's ids: $(col "$T/audit.csv" 1)"
+[ "$(col "$T/audit.csv" 2)" = "$(jq -r '.[] | .t | floor | todate' "$T/audit.json")" ] ||
+  fail "pfi ctl audit's times: $(col "$T/audit.csv" 2), pfid's: $(jq -r '.[].t' "$T/audit.json")"
+[ "$(col "$T/audit.csv" 6 | grep -cE "^127\.0\.0\.1:[0-9]+ uid $(id -u)$")" = 7 ] ||
+  fail "pfi ctl audit's peers: $(col "$T/audit.csv" 6)"
+[ "$(col "$T/audit.csv" 11 | sed -n 2p)" = "$ev" ] || fail "pfi ctl audit's body: $(col "$T/audit.csv" 11 | sed -n 2p)"
+[ "$(col "$T/audit.csv" 10 | sed -n 1p)" = "token 'grafana' has the role read; this needs operate" ] ||
+  fail "pfi ctl audit's error: $(col "$T/audit.csv" 10 | sed -n 1p)"
+ctl_audit --who bridge --format csv >"$T/a.csv" || fail "pfi ctl audit --who bridge: exit $?"
+[ "$(wmrs "$T/a.csv")" = "$(grep '^bridge ' <<<"$want")" ] || fail "--who bridge: $(wmrs "$T/a.csv")"
+ctl_audit --limit 2 --format csv >"$T/a.csv" || fail "pfi ctl audit --limit 2: exit $?"
+[ "$(wmrs "$T/a.csv")" = "$(tail -n 2 <<<"$want")" ] || fail "--limit 2: $(wmrs "$T/a.csv")"
+ctl_audit --who grafana --limit 1 --format csv >"$T/a.csv" || fail "pfi ctl audit --who grafana --limit 1: exit $?"
+[ "$(wmrs "$T/a.csv")" = "grafana read PUT /v1/tiers/job7 403" ] || fail "--who grafana --limit 1: $(wmrs "$T/a.csv")"
+# The terminal table: a row of oncall's cancel.
+COLUMNS=300 ctl_audit --who oncall >"$T/a.txt" || fail "pfi ctl audit --who oncall: exit $?"
+grep -qE "^ *[0-9]+ +20[0-9-]+T[0-9:]+Z +a +oncall +admin +127\.0\.0\.1:[0-9]+ uid [0-9]+ +DELETE +/v1/events/ev1 +200( |$)" "$T/a.txt" ||
+  fail "pfi ctl audit's table: $(cat "$T/a.txt")"
+[ "$(grep -c oncall "$T/a.txt")" = 1 ] || fail "pfi ctl audit --who oncall: $(cat "$T/a.txt")"
+[ "$(ctl_audit --limit 3 --format json | jq length)" = 3 ] || fail "pfi ctl audit --format json --limit 3"
+# --since: a mutation after a time a second past the seventh's; a
+# date-time, @UNIX_TIME or a duration before now.
+sleep 1.1
+mid=$(date -u +%Y-%m-%dT%H:%M:%SZ) mids=$(date +%s.%N)
+expect 201 "$OPS" POST /v1/events "$(event_json ev2 3600 7200 1000)"
+for w in "$mid" "@$mids"; do
+  ctl_audit --since "$w" --format csv >"$T/a.csv" || fail "pfi ctl audit --since $w: exit $?"
+  [ "$(wmrs "$T/a.csv")" = "bridge operate POST /v1/events 201" ] || fail "--since $w: $(wmrs "$T/a.csv")"
+done
+ctl_audit --since 1h --who bridge --format csv >"$T/a.csv" || fail "pfi ctl audit --since 1h: exit $?"
+[ "$(wmrs "$T/a.csv" | wc -l)" = 3 ] || fail "--since 1h --who bridge: $(wmrs "$T/a.csv")"
+ctl_audit --since 2025-01-01 --format csv >"$T/a.csv" || fail "pfi ctl audit --since 2025-01-01: exit $?"
+[ "$(wmrs "$T/a.csv" | wc -l)" = 8 ] || fail "--since 2025-01-01: $(wmrs "$T/a.csv")"
+# Refused: a token without the admin role (403, exit 1), none (exit 2),
+# bad filters (exit 2 naming the option; pfid's 400 naming the parameter).
+"$PFI" ctl --url "$U" --token-file "$T/view.token" audit >"$T/ctl.out" 2>&1
+rc=$?
+[ "$rc" = 1 ] && grep -q 'HTTP 403' "$T/ctl.out" || fail "pfi ctl audit with the read token: exit $rc, $(cat "$T/ctl.out")"
+env -u PFI_TOKEN_FILE "$PFI" ctl --url "$U" audit >"$T/ctl.out" 2>&1
+rc=$?
+[ "$rc" = 2 ] && grep -q 'needs --token-file' "$T/ctl.out" || fail "pfi ctl audit without a token: exit $rc, $(cat "$T/ctl.out")"
+for a in "--since soon" "--since 2025-13-01" "--since @x" "--who a/b" "--limit 0" "--limit 10001"; do
+  read -r -a av <<<"$a"
+  ctl_audit "${av[@]}" >"$T/ctl.out" 2>&1
+  rc=$?
+  [ "$rc" = 2 ] && grep -F -- "${av[0]}: " "$T/ctl.out" | grep -qF -- "'${av[1]}'" ||
+    fail "pfi ctl audit $a: exit $rc, $(cat "$T/ctl.out")"
+done
+for q in since=-1 after=x who=a%2Fb limit=0 limit=10001; do
+  apit "$BOSS" GET "/v1/records?table=audit&$q" >/dev/null
+  [ "$(cat "$T/code")" = 400 ] && grep -q "\"${q%%=*}: expected" "$T/body" ||
+    fail "audit with $q: HTTP $(cat "$T/code") $(cat "$T/body")"
+done
 
 # Tokens files pfid refuses, exit 2, naming the file, line and field.
 bad() { # bad EXPECTED_GREP: pfid on $T/bad-tokens

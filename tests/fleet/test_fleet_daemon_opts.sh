@@ -23,10 +23,10 @@ check_help() { # check_help PROG OPTION...: each option is in --help
 }
 check_help "$PFID" id nats user password-file records api token-file tokens period lease \
   leader-lease stale ramp-up margin recovery-margin recovery-ramp recovery-window objective tiers model \
-  features meter-config event-max event-ahead help
+  features meter-config event-max event-ahead request-deadline max-conn-per-client help
 check_help "$PFI_AGENT" node nats user password-file backend params emulate emu-job record \
   jobmap-dir tput-dir tier-dir period metrics cap-file cap-listen tput-listen \
-  powercap bmc bmc-period \
+  powercap bmc bmc-period tput-rate tput-burst request-deadline max-conn-per-client \
   restore-on-exit help
 
 usage_err() { # usage_err EXPECTED_STDERR PROG ARGS...: exit 2 and that message

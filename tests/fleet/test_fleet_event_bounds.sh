@@ -40,9 +40,14 @@ pfid_start b --event-max 1h --event-ahead 10m
 upb() { api b GET /v1/status | grep -q '"leader"'; }
 until_true 30 upb || fail "pfid b: no status"
 api b POST /v1/events "{\"v\":1,\"id\":\"b1\",\"start\":$((t + 60)),\"end\":$((t + 60 + 3601)),\"target_w\":1000}" >"$T/resp"
-[ "$(cat "$T/code")" = 400 ] && grep -qF 'more than 3600 s' "$T/resp" || fail "--event-max 1h: HTTP $(cat "$T/code") $(cat "$T/resp")"
+[ "$(cat "$T/code")" = 400 ] && grep -qF 'field \"end\": the event lasts 3601 s, more than 3600 s (pfid --event-max)' "$T/resp" ||
+  fail "--event-max 1h: HTTP $(cat "$T/code") $(cat "$T/resp")"
 api b POST /v1/events "{\"v\":1,\"id\":\"b2\",\"start\":$((t + 900)),\"end\":$((t + 960)),\"target_w\":1000}" >"$T/resp"
-[ "$(cat "$T/code")" = 400 ] && grep -qF 'more than 600 s ahead' "$T/resp" || fail "--event-ahead 10m: HTTP $(cat "$T/code") $(cat "$T/resp")"
+[ "$(cat "$T/code")" = 400 ] && grep -qF 'field \"start\":' "$T/resp" && grep -qF 'more than 600 s ahead (pfid --event-ahead)' "$T/resp" ||
+  fail "--event-ahead 10m: HTTP $(cat "$T/code") $(cat "$T/resp")"
+# Inside b's bounds: taken.
+api b POST /v1/events "{\"v\":1,\"id\":\"b3\",\"start\":$((t + 300)),\"end\":$((t + 300 + 3600)),\"target_w\":1000}" >"$T/resp"
+[ "$(cat "$T/code")" = 201 ] || fail "b3 inside --event-max 1h and --event-ahead 10m: HTTP $(cat "$T/code") $(cat "$T/resp")"
 "$PFID" --event-max 10s --api none >"$T/o" 2>&1
 [ $? = 2 ] && grep -q -- "--event-max: '10s': expected 1m <= DURATION <= 8784h" "$T/o" || fail "--event-max 10s: $(cat "$T/o")"
 

@@ -92,6 +92,32 @@ static void test_roundtrip(void **state) {
   assert_int_equal(pfi_db_each(db, &tab, &eq, 1, 0, collect, &g, &err), 0);
   ASSERT_EQ_INT(g.n, 1);
   ASSERT_EQ_INT(g.row[0].k, 2);
+  /* The last 2 by id: a (3) then longnam (4), in id order; of those with
+   * id > 2 the last 5: the same two; of name "b" the last 1: b; limit 0:
+   * all three. */
+  g.n = 0;
+  assert_int_equal(pfi_db_each_last(db, &tab, NULL, 0, 2, collect, &g, &err),
+                   0);
+  ASSERT_EQ_INT(g.n, 2);
+  ASSERT_EQ_INT(g.row[0].id, 3);
+  ASSERT_EQ_INT(g.row[1].id, 4);
+  g.n = 0;
+  assert_int_equal(pfi_db_each_last(db, &tab, &gt, 1, 5, collect, &g, &err),
+                   0);
+  ASSERT_EQ_INT(g.n, 2);
+  ASSERT_EQ_INT(g.row[0].id, 3);
+  ASSERT_EQ_INT(g.row[1].id, 4);
+  g.n = 0;
+  assert_int_equal(pfi_db_each_last(db, &tab, &eq, 1, 1, collect, &g, &err),
+                   0);
+  ASSERT_EQ_INT(g.n, 1);
+  assert_string_equal(g.row[0].name, "b");
+  g.n = 0;
+  assert_int_equal(pfi_db_each_last(db, &tab, NULL, 0, 0, collect, &g, &err),
+                   0);
+  ASSERT_EQ_INT(g.n, 3);
+  ASSERT_EQ_INT(g.row[0].id, 2);
+  ASSERT_EQ_INT(g.row[2].id, 4);
   struct pfi_db_cond bad = {"nosuch", PFI_DB_EQ, "b", 0};
   assert_int_equal(pfi_db_each(db, &tab, &bad, 1, 0, collect, &g, &err),
                    PFI_EINVAL);

@@ -936,6 +936,34 @@ static void test_agent_jobs(void **state) {
                    0);
   assert_true(back.job[0].tokens_per_s < 0);
   pfi_agent_close(ag);
+  /* The rate and burst as options (pfi-agent --tput-rate, --tput-burst):
+   * 2 a second beyond a burst of 3. At 100 three posts pass and the 4th
+   * is refused naming both; 0.5 s later one token (0.5 x 2) lets one
+   * pass, and the next at that instant is refused. A negative rate or a
+   * burst under one report is refused at open. */
+  o.post_rate = 2;
+  o.post_burst = 3;
+  assert_int_equal(pfi_agent_open(&ag, &o, 5100, &err), 0);
+  for (int i = 0; i < 3; i++)
+    assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", p1, sizeof p1 - 1,
+                                               -1, -1, 100, &r, &err),
+                     1);
+  assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", p1, sizeof p1 - 1,
+                                             -1, -1, 100, &r, &err),
+                   PFI_EBUSY);
+  assert_non_null(strstr(err.msg, "more than 2 reports a second (a burst of 3)"));
+  assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", p1, sizeof p1 - 1,
+                                             -1, -1, 100.5, &r, &err),
+                   1);
+  assert_int_equal(pfi_agent_post_throughput(ag, "slurm-7", p1, sizeof p1 - 1,
+                                             -1, -1, 100.5, &r, &err),
+                   PFI_EBUSY);
+  pfi_agent_close(ag);
+  o.post_rate = -1;
+  assert_int_equal(pfi_agent_open(&ag, &o, 5100, &err), PFI_EINVAL);
+  o.post_rate = 2;
+  o.post_burst = 0.5;
+  assert_int_equal(pfi_agent_open(&ag, &o, 5100, &err), PFI_EINVAL);
 }
 
 /* A process's Slurm job from its cgroup file, v1 and v2 layouts. */
