@@ -60,6 +60,9 @@ struct pfi_agent_opts {
    * post_rate a second, beyond a burst of post_burst (0: the defaults,
    * PFI_AGENT_POST_RATE and PFI_AGENT_POST_BURST). */
   double post_rate, post_burst;
+  double tput_max_age_s;  /* a tput_dir line older than this, s, is not
+                             the job's throughput (pfi_fleet_tput_current);
+                             0: PFI_AGENT_TPUT_MAX_AGE_S */
 };
 
 /* An agent. Opaque. */
@@ -115,6 +118,11 @@ struct pfi_agent_stats {
   unsigned tput_dropped; /* a job's throughput left out of telemetry: above
                             PFI_FLEET_TPUT_MAX (a file's; posts above it
                             are refused) */
+  unsigned tput_stale;   /* reads of a job's throughput file whose newest
+                            line was not current (pfi_fleet_tput_current):
+                            left out of telemetry, one a job a tick */
+  unsigned tput_stale_jobs; /* jobs whose file's newest line was not
+                               current at the newest tick */
   double event_end_s; /* the held event's end, 0 when none */
   unsigned clock_steps; /* steps of the wall clock seen (its difference to
                            the monotonic clock changed by more than
@@ -209,11 +217,29 @@ int pfi_fleet_cgroup_job(long pid, const char *cgroup_path, char *buf,
  * sets *rate (tokens/s), 0 when the file has no usable line, or PFI_EIO.
  */
 int pfi_fleet_tail_rate(const char *path, double *rate, struct pfi_error *err);
-/* The same, and the newest line's phase fields into *ph and its Unix time
- * "t" into *line_t (NaN: none, or "elapsed_s"); either may be NULL. */
+/* The same, and the newest line's phase fields into *ph, its Unix time
+ * "t" into *line_t (NaN: none, or "elapsed_s") and the file's modification
+ * time (Unix time, s) into *mtime_s (NaN: not read); any may be NULL. */
 int pfi_fleet_tail_report(const char *path, double *rate,
                           struct pfi_step_phase *ph, double *line_t,
-                          struct pfi_error *err);
+                          double *mtime_s, struct pfi_error *err);
+
+/*
+ * Whether a job's newest throughput line is its current throughput at
+ * `now_s` (Unix time), or what a job that stopped writing left behind (its
+ * start-up, a pause, a hang, its end, a crash). Its age is now_s less the
+ * line's own Unix time `line_t` ("t", "timestamp" or "time"), or, for a
+ * line without one (NaN: "elapsed_s" only, or no timestamp), less the
+ * file's modification time `mtime_s`. Sets *age_s (may be NULL; NaN when
+ * neither is known). Returns 1 when the age is within -max_age_s..max_age_s,
+ * else 0: older, dated ahead of the clock by more (a wrong unit, e.g.
+ * milliseconds), of no known age, or max_age_s not a positive number.
+ * pfi-agent reports a line that is not current as no throughput, its phase
+ * and announcements unknown, and counts it (pfi_agent_stats' tput_stale).
+ */
+#define PFI_AGENT_TPUT_MAX_AGE_S 30.0
+int pfi_fleet_tput_current(double now_s, double line_t, double mtime_s,
+                           double max_age_s, double *age_s);
 
 /* ---- node power --------------------------------------------------------
  * What the agent reports as the node's power (telemetry's node_w,

@@ -69,6 +69,11 @@ static const struct pfi_opt opts[] = {
                    "GPU -> job files (Slurm prolog, dcgm format)"),
     PFI_OPT_STRING("tput-dir", 0, &ao.tput_dir, "DIR",
                    "per-job throughput, DIR/JOB.jsonl"),
+    {.lng = "tput-max-age", .arg = PFI_ARG_REQ, .argname = "S",
+     .help = "a JOB.jsonl line older than S s (its \"t\", else the file's "
+             "time) is no throughput: the job stopped writing",
+     .type = PFI_OT_NUMBER, .var = &ao.tput_max_age_s, .lo = 1, .hi = 86400,
+     .def = "30"},
     PFI_OPT_STRING("tier-dir", 0, &ao.tier_dir, "DIR",
                    "per-job tier, DIR/JOB: "
                    "max_loss[,max_event_s[,notice_s[,deadline]]]"),
@@ -380,6 +385,7 @@ int main(int argc, char **argv) {
   int cap_failing = 0;
   enum pfi_agent_mode last_mode = st.mode;
   int last_cr = 0;
+  unsigned last_stale = 0;
   int pub_failing = 0;
   double next = mono_now();
   while (!stop) {
@@ -420,6 +426,13 @@ int main(int argc, char **argv) {
         logf_("the record %s is written again", ao.record);
       last_cr = st.cannot_record;
     }
+    if (st.tput_stale_jobs != last_stale && st.tput_stale_jobs)
+      logf_("%u job(s) with a throughput file whose newest line is older "
+            "than %g s (--tput-max-age): reported with no throughput",
+            st.tput_stale_jobs, ao.tput_max_age_s);
+    else if (st.tput_stale_jobs != last_stale)
+      logf_("no job's throughput file is stale now");
+    last_stale = st.tput_stale_jobs;
     if (st.mode != last_mode)
       logf_("%s -> %s", pfi_agent_mode_name(last_mode),
             pfi_agent_mode_name(st.mode));

@@ -26,6 +26,7 @@ struct pfi_agent {
   char backend[32];
   char params[256];
   char jobmap[512], tput[512], tiers[512];
+  double tput_max_age; /* a tput file's line older than this is stale, s */
   struct pfi_device *dev;
   struct pfi_store *st;
   struct pfi_emu_jobs jobs;
@@ -582,6 +583,7 @@ int pfi_agent_tick(struct pfi_agent *ag, double now_s, double mono_s,
   t->record_failed = ag->unrecorded;
   t->reapplied = ag->stats.reapplied;
   t->n = ag->n;
+  unsigned stale_jobs = 0;
   for (unsigned i = 0; i < ag->n; i++) {
     struct pfi_fleet_gpu *g = &t->gpu[i];
     snprintf(g->uuid, sizeof g->uuid, "%s", ag->uuid[i]);
@@ -658,11 +660,18 @@ int pfi_agent_tick(struct pfi_agent *ag, double now_s, double mono_s,
     } else if (ag->tput[0]) {
       char path[600];
       struct pfi_step_phase ph;
-      double line_t = NAN;
+      double line_t = NAN, mtime = NAN;
       snprintf(path, sizeof path, "%s/%s.jsonl", ag->tput, g->job);
-      if (pfi_fleet_tail_report(path, &rate, &ph, &line_t, NULL) != 1)
+      if (pfi_fleet_tail_report(path, &rate, &ph, &line_t, &mtime, NULL) != 1)
         rate = -1;
-      else if (!posted) {
+      else if (!pfi_fleet_tput_current(now_s, line_t, mtime, ag->tput_max_age,
+                                       NULL)) {
+        /* A job that stopped writing: its last line is not its throughput
+         * now, nor its phase. */
+        ag->stats.tput_stale++;
+        stale_jobs++;
+        rate = -1;
+      } else if (!posted) {
         phase = ph.phase;
         /* A pause announced after the line's Unix time. */
         if (isfinite(ph.next_pause_s) && isfinite(line_t) &&
@@ -690,6 +699,7 @@ int pfi_agent_tick(struct pfi_agent *ag, double now_s, double mono_s,
     if (isfinite(end_at) && end_at >= mono_s)
       t->job[j].end_in_s = end_at - mono_s;
   }
+  ag->stats.tput_stale_jobs = stale_jobs;
   return first;
 }
 
@@ -783,6 +793,8 @@ int pfi_agent_open(struct pfi_agent **out, const struct pfi_agent_opts *o,
   snprintf(ag->jobmap, sizeof ag->jobmap, "%s",
            o->jobmap_dir ? o->jobmap_dir : "");
   snprintf(ag->tput, sizeof ag->tput, "%s", o->tput_dir ? o->tput_dir : "");
+  ag->tput_max_age = o->tput_max_age_s > 0 ? o->tput_max_age_s
+                                           : PFI_AGENT_TPUT_MAX_AGE_S;
   snprintf(ag->tiers, sizeof ag->tiers, "%s", o->tier_dir ? o->tier_dir : "");
   if ((rc = pfi_store_open(&ag->st, o->record, PFI_STORE_CREATE, err)) < 0)
     goto fail;
@@ -1053,13 +1065,24 @@ int pfi_agent_post_throughput(struct pfi_agent *ag, const char *job,
 /* ---- throughput from a job's JSONL file ------------------------------------
  */
 
+int pfi_fleet_tput_current(double now_s, double line_t, double mtime_s,
+                           double max_age_s, double *age_s) {
+  double age = isfinite(line_t)    ? now_s - line_t
+               : isfinite(mtime_s) ? now_s - mtime_s
+                                   : NAN;
+  if (age_s)
+    *age_s = isfinite(age) ? age : NAN;
+  /* NaN anywhere (no time known, a bound not given) fails the test. */
+  return max_age_s > 0 && age <= max_age_s && age >= -max_age_s;
+}
+
 int pfi_fleet_tail_rate(const char *path, double *rate, struct pfi_error *err) {
-  return pfi_fleet_tail_report(path, rate, NULL, NULL, err);
+  return pfi_fleet_tail_report(path, rate, NULL, NULL, NULL, err);
 }
 
 int pfi_fleet_tail_report(const char *path, double *rate,
                           struct pfi_step_phase *ph, double *line_t,
-                          struct pfi_error *err) {
+                          double *mtime_s, struct pfi_error *err) {
   struct pfi_step_phase ph0;
   if (!ph)
     ph = &ph0;
@@ -1067,6 +1090,8 @@ int pfi_fleet_tail_report(const char *path, double *rate,
   ph->next_pause_s = ph->next_pause_len_s = ph->end_in_s = NAN;
   if (line_t)
     *line_t = NAN;
+  if (mtime_s)
+    *mtime_s = NAN;
   enum { TAIL = 65536 };
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
@@ -1079,6 +1104,8 @@ int pfi_fleet_tail_report(const char *path, double *rate,
   if (buf && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode)) {
     off_t off = sb.st_size > TAIL ? sb.st_size - TAIL : 0;
     k = pread(fd, buf, TAIL, off);
+    if (mtime_s)
+      *mtime_s = (double)sb.st_mtim.tv_sec + sb.st_mtim.tv_nsec / 1e9;
   }
   close(fd);
   if (k < 0) {

@@ -131,6 +131,15 @@ void pfi_fleet_metrics_agent(struct pfi_buf *b,
        "Power limits re-applied after they drifted."},
       {"pfi_agent_restores_total", "Restores of the recorded limits."},
   };
+  head(b, "pfi_agent_tput_stale_jobs", "gauge",
+       "Jobs whose throughput file's newest line is older than "
+       "--tput-max-age (reported with no throughput).");
+  pfi_buf_printf(b, "pfi_agent_tput_stale_jobs{node=\"%s\"} %u\n", t->node,
+                 s->tput_stale_jobs);
+  head(b, "pfi_agent_tput_stale_reads_total", "counter",
+       "Reads of a job's throughput file whose newest line was too old.");
+  pfi_buf_printf(b, "pfi_agent_tput_stale_reads_total{node=\"%s\"} %u\n",
+                 t->node, s->tput_stale);
   head(b, "pfi_agent_cannot_record", "gauge",
        "1 while the agent cannot write its local record (cuts only).");
   pfi_buf_printf(b, "pfi_agent_cannot_record{node=\"%s\"} %d\n", t->node,

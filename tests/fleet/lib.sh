@@ -235,12 +235,28 @@ event_json() {
 
 sql() { timeout 20 sqlite3 -cmd '.timeout 5000' "$@"; }
 
+# tput_writer FILE RATE: a training job's reports, one line with the time
+# ("t") and RATE tokens/s appended to FILE every 0.5 s in the background
+# (pfi-agent takes a line older than --tput-max-age for no throughput). One
+# writer a file; PID in TPUT_WRITER[FILE].
+declare -A TPUT_WRITER
+tput_writer() {
+  [ -n "${TPUT_WRITER[$1]:-}" ] && kill -0 "${TPUT_WRITER[$1]}" 2>/dev/null && return 0
+  (while :; do
+    echo "{\"t\": $(date +%s.%N), \"tokens_per_s\": $2}" >>"$1"
+    sleep 0.5
+  done) &
+  TPUT_WRITER[$1]=$!
+  PIDS+=("$!")
+}
+
 # load_agent_start NODE JOB [agent options...]: an agent on the nvml
 # backend over the fake libnvidia-ml of tests/fake-nvml on the emulator,
 # its two GPUs running a 2-GPU training workload (test-load, a job library
 # of one job written here), so that they draw power and caps matter; the
 # job named by the Slurm prolog's files ($T/map.NODE), its throughput by
-# its lines ($T/tput.NODE: 2,000 tokens/s whatever its caps). PID in
+# its lines ($T/tput.NODE: 2,000 tokens/s whatever its caps, written on by
+# tput_writer). PID in
 # AGENT_PID[NODE].
 load_agent_start() {
   local n=$1 job=$2
@@ -251,7 +267,7 @@ test-load,emulated,h200,dense,pt,test-8b,v1,2,fine,200;300;400;500;600;700,8,8,4
 EOS
   mkdir -p "$T/map.$n" "$T/tput.$n" "$T/emu.$n"
   echo "$job" >"$T/map.$n/0"; echo "$job" >"$T/map.$n/1"
-  echo '{"t": 1, "tokens_per_s": 2000}' >"$T/tput.$n/$job.jsonl"
+  tput_writer "$T/tput.$n/$job.jsonl" 2000
   PFI_LOCK_DIR= PFI_NVML_LIB="${PFI_BUILD_DIR:?}/fake-nvml/libnvidia-ml.so.1" PFI_EMU_STATE="$T/emu.$n" \
     PFI_FAKE_NVML_EMU="gpus=2,state=$T/emu.$n${FAKE_NVML_EMU:+,$FAKE_NVML_EMU}" PFI_FAKE_NVML_JOBS="$T/jobs.csv" \
     PFI_FAKE_NVML_JOB=test-load PFI_FAKE_NVML_AT="${FAKE_NVML_AT:-300}" \

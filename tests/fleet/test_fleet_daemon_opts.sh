@@ -25,7 +25,7 @@ check_help "$PFID" id nats user password-file records api token-file tokens peri
   leader-lease stale ramp-up margin recovery-margin recovery-ramp recovery-window objective tiers model \
   features meter-config event-max event-ahead request-deadline max-conn-per-client help
 check_help "$PFI_AGENT" node nats user password-file backend params emulate emu-job record \
-  jobmap-dir tput-dir tier-dir period metrics cap-file cap-listen tput-listen \
+  jobmap-dir tput-dir tput-max-age tier-dir period metrics cap-file cap-listen tput-listen \
   powercap bmc bmc-period tput-rate tput-burst request-deadline max-conn-per-client \
   restore-on-exit help
 
@@ -77,6 +77,8 @@ usage_err "pfi-agent: --period: '0': expected 0.1 <= S <= 60
 Try 'pfi-agent --help'." "$PFI_AGENT" --period 0
 usage_err "pfi-agent: --bmc-period: '0.5': expected 1 <= S <= 3600
 Try 'pfi-agent --help'." "$PFI_AGENT" --bmc-period 0.5
+usage_err "pfi-agent: --tput-max-age: '0': expected 1 <= S <= 86400
+Try 'pfi-agent --help'." "$PFI_AGENT" --tput-max-age 0
 usage_err "pfi-agent: node name 'a.b': expected 1..63 letters, digits, _ or - (--node)" \
   "$PFI_AGENT" --node a.b
 [ "$fails" = 0 ] || exit 1

@@ -15,8 +15,8 @@ for n in n1 n2; do mkdir -p "$T/map.$n" "$T/tput.$n" "$T/tiers.$n"; done
 echo slurm-5 >"$T/map.n1/0"; echo slurm-5 >"$T/map.n1/1"
 echo slurm-6 >"$T/map.n2/0"; echo slurm-6 >"$T/map.n2/1"
 echo 0.1 >"$T/tiers.n1/slurm-5"
-echo '{"t": 1, "tokens_per_s": 2000}' >"$T/tput.n1/slurm-5.jsonl"
-echo '{"t": 1, "tokens_per_s": 1500}' >"$T/tput.n2/slurm-6.jsonl"
+tput_writer "$T/tput.n1/slurm-5.jsonl" 2000
+tput_writer "$T/tput.n2/slurm-6.jsonl" 1500
 for n in n1 n2; do
   agent_start $n 2 --jobmap-dir "$T/map.$n" --tput-dir "$T/tput.$n" --tier-dir "$T/tiers.$n"
 done

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 # What a local user can do through the agent's throughput socket.
 # Agent n1: job slurm-8 on GPU 0, slurm-9 on GPU 1 (mapping files
-# as the Slurm prolog writes them, root's), slurm-9's throughput file holding
-# 1e16 tokens/s, above what pfid takes (1e15). Checked: the node's
+# as the Slurm prolog writes them, root's), slurm-9's throughput file written
+# on at 1e16 tokens/s, above what pfid takes (1e15). Checked: the node's
 # telemetry is taken by pfid throughout (never stale, no bad telemetry
 # counted), slurm-9's throughput unknown and slurm-8's as posted; a post of
 # 1e16 is 400 and changes nothing; uid nobody, in no job, is refused for
@@ -16,7 +16,7 @@ id nobody >/dev/null 2>&1 || { echo "SKIP: no user nobody"; exit 77; }
 setup_nats n1
 mkdir -p "$T/map" "$T/tput"
 echo slurm-8 >"$T/map/0"; echo slurm-9 >"$T/map/1"
-echo '{"t": 1, "tokens_per_s": 1e16}' >"$T/tput/slurm-9.jsonl"
+tput_writer "$T/tput/slurm-9.jsonl" 1e16
 agent_start n1 2 --jobmap-dir "$T/map" --tput-dir "$T/tput" --tput-listen "unix:$T/tput.sock"
 pfid_start a
 chmod 711 "$T" # nobody reaches the socket (mode 0666) through it

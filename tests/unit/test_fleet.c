@@ -2,6 +2,7 @@
 /* The fleet's messages and the agent's safety rules, without a network:
  * the agent runs on emulated GPUs and the test reads their limits through
  * a second device session, as any other tool would. */
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -729,6 +730,113 @@ static void test_tail_rate(void **state) {
   assert_int_equal(pfi_fleet_tail_rate(path, &rate, &err), 0);
 }
 
+/* The age of a job's newest throughput line against a bound of 30 s,
+ * worked by hand: now 1000. */
+static void test_tput_current(void **state) {
+  double age = -1;
+  /* The line's own "t": 5 s old, current; 30 s old exactly, current; 30.5
+   * s, not. */
+  assert_int_equal(pfi_fleet_tput_current(1000, 995, NAN, 30, &age), 1);
+  ASSERT_NEAR(age, 5, 1e-12);
+  assert_int_equal(pfi_fleet_tput_current(1000, 970, NAN, 30, &age), 1);
+  ASSERT_NEAR(age, 30, 1e-12);
+  assert_int_equal(pfi_fleet_tput_current(1000, 969.5, NAN, 30, &age), 0);
+  ASSERT_NEAR(age, 30.5, 1e-12);
+  /* The line's time wins over the file's: an old line in a file touched
+   * now is old, a new line in a file whose time was set back is new. */
+  assert_int_equal(pfi_fleet_tput_current(1000, 900, 1000, 30, &age), 0);
+  ASSERT_NEAR(age, 100, 1e-12);
+  assert_int_equal(pfi_fleet_tput_current(1000, 999, 1, 30, &age), 1);
+  ASSERT_NEAR(age, 1, 1e-12);
+  /* No "t" (elapsed_s, or none): the file's modification time. */
+  assert_int_equal(pfi_fleet_tput_current(1000, NAN, 990, 30, &age), 1);
+  ASSERT_NEAR(age, 10, 1e-12);
+  assert_int_equal(pfi_fleet_tput_current(1000, NAN, 960, 30, &age), 0);
+  ASSERT_NEAR(age, 40, 1e-12);
+  /* Ahead of the clock: by 20 s, current; by 31 s or in milliseconds
+   * (1e6: 999,000 s ahead), not. */
+  assert_int_equal(pfi_fleet_tput_current(1000, 1020, NAN, 30, &age), 1);
+  ASSERT_NEAR(age, -20, 1e-12);
+  assert_int_equal(pfi_fleet_tput_current(1000, 1031, NAN, 30, &age), 0);
+  assert_int_equal(pfi_fleet_tput_current(1000, 1e6, NAN, 30, &age), 0);
+  ASSERT_NEAR(age, -999000, 1e-6);
+  /* No time at all, or no bound: not current. */
+  assert_int_equal(pfi_fleet_tput_current(1000, NAN, NAN, 30, &age), 0);
+  assert_true(isnan(age));
+  assert_int_equal(pfi_fleet_tput_current(1000, 995, NAN, 0, NULL), 0);
+  assert_int_equal(pfi_fleet_tput_current(1000, 995, NAN, NAN, NULL), 0);
+}
+
+/* A job whose throughput file stops being written (--tput-max-age 10 s):
+ * its last line is its throughput for 10 s, then none (its phase and
+ * announced pause with it), counted; a new line brings it back. */
+static void test_agent_tput_stale(void **state) {
+  char jm[400], tp[400], f[500];
+  struct pfi_error err;
+  snprintf(jm, sizeof jm, "%s/stalemap", dir);
+  snprintf(tp, sizeof tp, "%s/staletput", dir);
+  assert_int_equal(mkdir(jm, 0700) | mkdir(tp, 0700), 0);
+  snprintf(f, sizeof f, "%s/0", jm);
+  FILE *fp = fopen(f, "w");
+  fputs("slurm-3\n", fp);
+  fclose(fp);
+  snprintf(f, sizeof f, "%s/slurm-3.jsonl", tp);
+  fp = fopen(f, "w");
+  fputs("{\"t\": 7000, \"tokens_per_s\": 500, \"phase\": \"training\", "
+        "\"next_pause_s\": 60}\n",
+        fp);
+  fclose(fp);
+  struct pfi_agent_opts o = {"n1", "emu", params, record, jm, tp, NULL, NULL,
+                             10};
+  struct pfi_agent *ag = NULL;
+  assert_int_equal(pfi_agent_open(&ag, &o, 7000, &err), 0);
+  struct pfi_fleet_telemetry t;
+  struct pfi_agent_stats st;
+  /* 9.5 s old: current. */
+  assert_int_equal(pfi_agent_tick(ag, 7009.5, 100, &t, &err), 0);
+  ASSERT_EQ_INT(t.n_jobs, 1);
+  assert_string_equal(t.job[0].id, "slurm-3");
+  ASSERT_NEAR(t.job[0].tokens_per_s, 500, 0);
+  assert_int_equal(t.job[0].phase, PFI_PHASE_TRAINING);
+  ASSERT_NEAR(t.job[0].pause_in_s, 60 - 9.5, 1e-9);
+  pfi_agent_stats(ag, &st);
+  ASSERT_EQ_INT(st.tput_stale, 0);
+  ASSERT_EQ_INT(st.tput_stale_jobs, 0);
+  /* 10.5 s and 40 s old: no throughput, phase and pause unknown; two stale
+   * reads, one job. */
+  assert_int_equal(pfi_agent_tick(ag, 7010.5, 101, &t, &err), 0);
+  assert_true(t.job[0].tokens_per_s < 0);
+  assert_int_equal(t.job[0].phase, -1);
+  assert_true(t.job[0].pause_in_s < 0);
+  assert_int_equal(pfi_agent_tick(ag, 7040, 130, &t, &err), 0);
+  assert_true(t.job[0].tokens_per_s < 0);
+  pfi_agent_stats(ag, &st);
+  ASSERT_EQ_INT(st.tput_stale, 2);
+  ASSERT_EQ_INT(st.tput_stale_jobs, 1);
+  /* The job writes again: its rate is back, the count of stale jobs 0. */
+  fp = fopen(f, "a");
+  fputs("{\"t\": 7041, \"tokens_per_s\": 650}\n", fp);
+  fclose(fp);
+  assert_int_equal(pfi_agent_tick(ag, 7042, 132, &t, &err), 0);
+  ASSERT_NEAR(t.job[0].tokens_per_s, 650, 0);
+  pfi_agent_stats(ag, &st);
+  ASSERT_EQ_INT(st.tput_stale, 2);
+  ASSERT_EQ_INT(st.tput_stale_jobs, 0);
+  /* A line without "t": the file's modification time, set to 7050. */
+  fp = fopen(f, "w");
+  fputs("{\"tokens_per_s\": 800}\n", fp);
+  fclose(fp);
+  struct timespec tm[2] = {{7050, 0}, {7050, 0}};
+  assert_int_equal(utimensat(AT_FDCWD, f, tm, 0), 0);
+  assert_int_equal(pfi_agent_tick(ag, 7055, 140, &t, &err), 0);
+  ASSERT_NEAR(t.job[0].tokens_per_s, 800, 0);
+  assert_int_equal(pfi_agent_tick(ag, 7061, 146, &t, &err), 0);
+  assert_true(t.job[0].tokens_per_s < 0);
+  pfi_agent_stats(ag, &st);
+  ASSERT_EQ_INT(st.tput_stale, 3);
+  pfi_agent_close(ag);
+}
+
 /* Jobs as the Slurm prolog maps them: a file per GPU index holding the
  * job's name, its tier in the tier directory, its throughput JSONL. */
 static void test_agent_jobs(void **state) {
@@ -748,7 +856,7 @@ static void test_agent_jobs(void **state) {
   fclose(fp);
   snprintf(f, sizeof f, "%s/slurm-7.jsonl", tp);
   fp = fopen(f, "w");
-  fputs("{\"t\": 5, \"tokens_per_s\": 4321.5}\n", fp);
+  fputs("{\"t\": 4998, \"tokens_per_s\": 4321.5}\n", fp);
   fclose(fp);
   struct pfi_agent_opts o = {"n1", "emu", params, record, jm, tp, td, NULL};
   struct pfi_agent *ag = NULL;
@@ -781,7 +889,8 @@ static void test_agent_jobs(void **state) {
   ASSERT_NEAR(r, 2000, 0); /* 8000 tokens in 4 s */
   assert_int_equal(pfi_agent_tick(ag, 5002, 5, &t, &err), 0);
   ASSERT_NEAR(t.job[0].tokens_per_s, 2000, 0);
-  /* Stale (older than PFI_AGENT_POST_TTL_S): the file again. */
+  /* Stale (older than PFI_AGENT_POST_TTL_S): the file again (its line 22 s
+   * old, within PFI_AGENT_TPUT_MAX_AGE_S). */
   assert_int_equal(pfi_agent_tick(ag, 5020, 4 + PFI_AGENT_POST_TTL_S + 1, &t,
                                   &err), 0);
   ASSERT_NEAR(t.job[0].tokens_per_s, 4321.5, 0);
@@ -1210,6 +1319,8 @@ int main(void) {
       cmocka_unit_test(test_agent_all_or_none),
       cmocka_unit_test(test_tail_rate),
       cmocka_unit_test(test_agent_jobs),
+      cmocka_unit_test(test_tput_current),
+      cmocka_unit_test(test_agent_tput_stale),
       cmocka_unit_test(test_cgroup_job),
       cmocka_unit_test(test_job_metrics),
       cmocka_unit_test(test_tier_codec),
