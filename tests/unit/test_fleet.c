@@ -786,8 +786,13 @@ static void test_agent_tput_stale(void **state) {
         "\"next_pause_s\": 60}\n",
         fp);
   fclose(fp);
-  struct pfi_agent_opts o = {"n1", "emu", params, record, jm, tp, NULL, NULL,
-                             10};
+  struct pfi_agent_opts o = {.node = "n1",
+                             .backend = "emu",
+                             .params = params,
+                             .record = record,
+                             .jobmap_dir = jm,
+                             .tput_dir = tp,
+                             .tput_max_age_s = 10};
   struct pfi_agent *ag = NULL;
   assert_int_equal(pfi_agent_open(&ag, &o, 7000, &err), 0);
   struct pfi_fleet_telemetry t;
