@@ -541,46 +541,41 @@ out:
   return status;
 }
 
-int cmd_stats(int argc, char **argv) {
-  const char *cmd = "stats";
-  struct pfi_error err;
-  struct pfi_table t;
-  memset(&t, 0, sizeof t);
-  pfi_error_clear(&err);
-  int status = 0;
-
-  struct pfi_optparse op;
-  int ost = pfi_opt_parse(&op, &help, argc, argv);
-  if (ost != PFI_OPT_GO)
-    return ost;
+/* The test named by the first argument, and the arguments' count: the
+ * test and a FILE. 0 or PFI_EXIT_USAGE. */
+static int parse_test(int argc, char **argv, enum sub *sub) {
   if (optind >= argc)
-    return pfi_cli_usage(cmd, "missing test: spearman, pearson, ols, "
-                              "kruskal or fdr");
+    return pfi_cli_usage("stats", "missing test: spearman, pearson, ols, "
+                                  "kruskal or fdr");
   const char *name = argv[optind];
-  enum sub sub;
   if (strcmp(name, "spearman") == 0)
-    sub = SUB_SPEARMAN;
+    *sub = SUB_SPEARMAN;
   else if (strcmp(name, "pearson") == 0)
-    sub = SUB_PEARSON;
+    *sub = SUB_PEARSON;
   else if (strcmp(name, "ols") == 0)
-    sub = SUB_OLS;
+    *sub = SUB_OLS;
   else if (strcmp(name, "kruskal") == 0)
-    sub = SUB_KRUSKAL;
+    *sub = SUB_KRUSKAL;
   else if (strcmp(name, "fdr") == 0)
-    sub = SUB_FDR;
+    *sub = SUB_FDR;
   else
-    return pfi_cli_usage(cmd,
+    return pfi_cli_usage("stats",
                          "unknown test '%s' (expected spearman, pearson, ols, "
                          "kruskal or fdr)",
                          name);
   if (optind + 1 >= argc)
-    return pfi_cli_usage(cmd, "%s: missing FILE (use - for standard input)",
+    return pfi_cli_usage("stats", "%s: missing FILE (use - for standard input)",
                          name);
   if (optind + 2 < argc)
-    return pfi_cli_usage(cmd, "unexpected argument '%s'", argv[optind + 2]);
-  const char *path = argv[optind + 1];
-  /* Options that belong to another test are a usage error: silently
-   * ignoring --group on a correlation would hide a typo'd command. */
+    return pfi_cli_usage("stats", "unexpected argument '%s'",
+                         argv[optind + 2]);
+  return 0;
+}
+
+/* The options the test needs are given, and no other test's: silently
+ * ignoring --group on a correlation would hide a typo'd command. 0 or
+ * PFI_EXIT_USAGE. */
+static int check_test_options(enum sub sub, const char *name) {
   const char *need1 = NULL, *need2 = NULL;
   int ok_x = 0, ok_y = 0, ok_g = 0, ok_v = 0, ok_p = 0;
   switch (sub) {
@@ -602,21 +597,37 @@ int cmd_stats(int argc, char **argv) {
     break;
   }
   if (need1 || need2)
-    return pfi_cli_usage(cmd, "%s: missing option %s", name,
+    return pfi_cli_usage("stats", "%s: missing option %s", name,
                          need1 ? need1 : need2);
   if ((xc && !ok_x) || (yc && !ok_y) || (gc && !ok_g) || (vc && !ok_v) ||
       (pc && !ok_p))
-    return pfi_cli_usage(cmd,
+    return pfi_cli_usage("stats",
                          "%s: an option given does not apply to this "
                          "test",
                          name);
+  return 0;
+}
 
-  if (pfi_table_load(&t, path, &err) < 0) {
-    status = pfi_cli_fail(&err);
+int cmd_stats(int argc, char **argv) {
+  struct pfi_optparse op;
+  int ost = pfi_opt_parse(&op, &help, argc, argv);
+  if (ost != PFI_OPT_GO)
+    return ost;
+  enum sub sub = SUB_SPEARMAN;
+  if (parse_test(argc, argv, &sub) ||
+      check_test_options(sub, argv[optind]))
+    return PFI_EXIT_USAGE;
+  struct pfi_error err;
+  pfi_error_clear(&err);
+  struct pfi_table t;
+  memset(&t, 0, sizeof t);
+  if (pfi_table_load(&t, argv[optind + 1], &err) < 0) {
+    int status = pfi_cli_fail(&err);
     /* A file that cannot be read is bad input to this command, like a
      * malformed one: exit status 2. */
     return err.code == PFI_EIO ? PFI_EXIT_USAGE : status;
   }
+  int status = 0;
   switch (sub) {
   case SUB_SPEARMAN:
   case SUB_PEARSON:
