@@ -148,6 +148,19 @@ int pfi_model_design(const struct pfi_features *f, const size_t *rows, size_t n,
                      struct pfi_error *err);
 
 /*
+ * The model's prediction for every row of f, into pred[0..f->t.nrows)
+ * (caller-allocated). A column the model needs that f lacks is bad input:
+ * PFI_EPARSE (pfi_features_value()'s PFI_ENOTFOUND, its message kept). A
+ * prediction that is not finite (coefficients times features that
+ * overflow) is PFI_EPARSE located at its row's line, naming the job:
+ * never inf or NaN in pred. Other errors as pfi_features_value();
+ * PFI_ENOMEM.
+ */
+int pfi_model_predict_features(const struct pfi_model *m,
+                               const struct pfi_features *f, double *pred,
+                               struct pfi_error *err);
+
+/*
  * Saves to / loads from a JSON file: {"kind": "pfi-linear-model",
  * "target": "pfi", "features": [...], "intercept": b0, "intercept_se",
  * "coefficients": [{"feature", "estimate", "se"}], "n", "r2_in", "sigma",

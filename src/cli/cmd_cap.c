@@ -175,22 +175,241 @@ static void plan_target(const struct pfi_plan *plan, struct item *it) {
       }
 }
 
-int cmd_cap(int argc, char **argv) {
-  const char *chosen = NULL;
+/* One change: the device, the GPUs with their old and new limits, the
+ * store and the cap set that changes them all or none. */
+struct change {
+  const char *chosen; /* the backend */
   struct pfi_plan plan;
-  pfi_plan_init(&plan);
-  int status = 0, rc = 0;
-  struct pfi_device *dev = NULL;
-  struct pfi_error err;
-  unsigned *gpus = NULL;
-  struct item *items = NULL;
-  struct pfi_store *st = NULL;
-  struct pfi_capset *cs = NULL;
-  uint32_t *target = NULL;
-  size_t n = 0;
-  unsigned count = 0;
-  uint32_t set_mw = 0;
-  pfi_error_clear(&err);
+  struct pfi_device *dev;
+  unsigned count; /* GPUs of the device */
+  unsigned *gpus;
+  struct item *items;
+  size_t n;
+  struct pfi_store *st;
+  struct pfi_capset *cs;
+  uint32_t *target; /* per item, mW */
+};
+
+/* The device, the GPUs (--gpus or --plan's) with their UUIDs and names,
+ * which name their locks, and the store. 0 or -1 with err set. */
+static int open_gpus(struct change *c, struct pfi_error *err) {
+  int rc = pfi__cli_open_device("cap", backend, params, &c->dev, &c->chosen,
+                                err);
+  if (rc == 0)
+    rc = pfi_device_count(c->dev, &c->count, err);
+  if (rc == 0 && plan_path)
+    rc = plan_gpus(plan_path, c->count, &c->plan, &c->gpus, &c->n, err);
+  else if (rc == 0)
+    rc = pfi__cli_parse_gpus(gpus_arg, c->count, &c->gpus, &c->n, err);
+  if (rc < 0)
+    return rc;
+  c->items = calloc(c->n ? c->n : 1, sizeof *c->items);
+  c->target = calloc(c->n ? c->n : 1, sizeof *c->target);
+  if (!c->items || !c->target)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  for (size_t k = 0; k < c->n; k++) {
+    struct item *it = &c->items[k];
+    it->gpu = c->gpus[k];
+    if (plan_path)
+      plan_target(&c->plan, it);
+    snprintf(it->uuid, sizeof it->uuid, "-");
+    snprintf(it->name, sizeof it->name, "-");
+    rc = pfi_device_uuid(c->dev, it->gpu, it->uuid, sizeof it->uuid, err);
+    if (rc == 0)
+      rc = pfi_device_name(c->dev, it->gpu, it->name, sizeof it->name, err);
+    if (rc == PFI_ENOTSUP)
+      rc = 0;
+    if (rc < 0)
+      return rc;
+  }
+  if (db && !dry)
+    return pfi_store_open(&c->st, db, PFI_STORE_CREATE, err);
+  return 0;
+}
+
+/* The locks before the limits are read, so that the old limits (printed,
+ * and restored on a failure) are not another pfi's passing ones. A dry
+ * run takes them too: it says what the real command would do, and that
+ * would be refused. 0 or -1 with err set. */
+static int take_locks(struct change *c, struct pfi_error *err) {
+  int rc = pfi_capset_open(
+      &c->cs, c->st, c->dev, c->chosen, params, c->gpus, c->n, "cap",
+      (force ? PFI_CAPSET_FORCE : 0u) | (c->st ? PFI_CAPSET_KEEP : 0u), err);
+  if (rc == PFI_EBUSY && !strstr(err->msg, "pfi restore --db")) {
+    size_t l = strlen(err->msg);
+    snprintf(err->msg + l, sizeof err->msg - l, "; --force changes it anyway");
+  }
+  if (rc < 0)
+    return rc;
+  warn_forced(c->cs, c->items, c->n);
+  return 0;
+}
+
+/* Every GPU's limits, old limit and new one, each new one within its
+ * range, before any is changed. 0 or -1 with err set. */
+static int check_limits(struct change *c, uint32_t set_mw,
+                        struct pfi_error *err) {
+  for (size_t k = 0; k < c->n; k++) {
+    struct item *it = &c->items[k];
+    int rc = pfi_device_limits(c->dev, it->gpu, &it->lim, err);
+    if (rc == 0)
+      rc = pfi_device_get_cap(c->dev, it->gpu, &it->old_mw, err);
+    if (rc < 0)
+      return rc;
+    it->new_mw = plan_path ? it->plan_mw : reset ? it->lim.default_mw : set_mw;
+    c->target[k] = it->new_mw;
+    if (plan_path &&
+        (it->new_mw < it->lim.min_mw || it->new_mw > it->lim.max_mw))
+      return pfi_error_set(err, PFI_ERANGE,
+                           "the plan's cap %.3f W for job '%s' is outside GPU "
+                           "%u's power-limit range %.3f..%.3f W; nothing was "
+                           "changed",
+                           it->new_mw / 1000.0, it->job, it->gpu,
+                           it->lim.min_mw / 1000.0, it->lim.max_mw / 1000.0);
+    if (it->new_mw < it->lim.min_mw || it->new_mw > it->lim.max_mw)
+      return pfi_error_set(err, PFI_ERANGE,
+                           "%s %.3f W is outside GPU %u's power-limit range "
+                           "%.3f..%.3f W; nothing was changed",
+                           reset ? "the default limit" : "--set",
+                           it->new_mw / 1000.0, it->gpu,
+                           it->lim.min_mw / 1000.0, it->lim.max_mw / 1000.0);
+  }
+  return 0;
+}
+
+/* After a failed apply: which GPUs were put back, and which could not
+ * be. */
+static void report_undone(const struct change *c) {
+  int bad = 0;
+  for (size_t k = c->n; k-- > 0;) {
+    int u = pfi_capset_undone(c->cs, k);
+    if (u > 0)
+      fprintf(stderr, "pfi cap: GPU %u restored to %.3f W\n", c->items[k].gpu,
+              c->items[k].old_mw / 1000.0);
+    else if (u < 0) {
+      fprintf(stderr, "pfi cap: GPU %u could NOT be restored to %.3f W\n",
+              c->items[k].gpu, c->items[k].old_mw / 1000.0);
+      bad++;
+    }
+  }
+  if (bad)
+    fprintf(stderr,
+            "pfi cap: %d GPU%s left at a changed limit; check "
+            "with 'pfi devices'%s\n",
+            bad, bad == 1 ? "" : "s",
+            c->st ? "" : " (the next pfi that takes its lock restores it)");
+}
+
+/* Applies the new limits, all or none, each read back (pfi/capset.h),
+ * then reads the limits the GPUs enforce. 0; -1 with err set; or, when
+ * the apply failed, an exit status with the message and what was undone
+ * printed. */
+static int apply(struct change *c, struct pfi_error *err) {
+  if (!dry) {
+    if (pfi_capset_apply(c->cs, c->target, err) < 0) {
+      int status = pfi_cli_fail(err);
+      report_undone(c);
+      return status;
+    }
+    /* Without a store the new limits are simply the GPUs' limits now. */
+    if (!c->st && pfi_capset_commit(c->cs, err) < 0)
+      return -1;
+  }
+  for (size_t k = 0; k < c->n; k++) {
+    struct item *it = &c->items[k];
+    uint32_t mw;
+    struct pfi_error e;
+    if (pfi_device_enforced_cap(c->dev, it->gpu, &mw, &e) == 0) {
+      it->enforced_mw = mw;
+      it->have_enforced = 1;
+    }
+  }
+  return 0;
+}
+
+static int print_json(const struct change *c) {
+  json_t *arr = json_array();
+  for (size_t k = 0; k < c->n; k++) {
+    const struct item *it = &c->items[k];
+    int emulated = pfi__cli_emulated(c->dev, it->name);
+    json_t *o = json_object();
+    json_object_set_new(o, "index", json_integer(it->gpu));
+    if (it->job)
+      json_object_set_new(o, "job", pfi_cli_json_str(it->job));
+    json_object_set_new(o, "uuid", pfi_cli_json_str(it->uuid));
+    json_object_set_new(o, "old_cap_w", json_real(it->old_mw / 1000.0));
+    json_object_set_new(o, "new_cap_w", json_real(it->new_mw / 1000.0));
+    json_object_set_new(o, "enforced_cap_w",
+                        it->have_enforced ? json_real(it->enforced_mw / 1000.0)
+                                          : json_null());
+    json_object_set_new(o, "changed",
+                        json_boolean(!dry && it->new_mw != it->old_mw));
+    json_object_set_new(o, "dry_run", json_boolean(dry));
+    json_object_set_new(o, "backend", json_string(c->chosen));
+    json_object_set_new(o, "emulated", json_boolean(emulated));
+    json_array_append_new(arr, o);
+  }
+  return pfi_cli_print_json(arr);
+}
+
+/* '-' where the enforced limit could not be read. */
+static int print_csv(const struct change *c) {
+  enum { C_IDX, C_UUID, C_OLD, C_NEW, C_ENF, C_CHG, C_DRY, C_BACK, C_EMU,
+         C_N };
+#define W3(n) {.name = n, .kind = PFI_RESTAB_NUM, .style = 'f', .prec = 3}
+#define TXT(n) {.name = n, .kind = PFI_RESTAB_TEXT}
+  static const struct pfi_restab_col cols[C_N] = {
+      [C_IDX] = {.name = "index", .kind = PFI_RESTAB_INT},
+      [C_UUID] = TXT("uuid"),
+      [C_OLD] = W3("old_cap_w"),
+      [C_NEW] = W3("new_cap_w"),
+      [C_ENF] = W3("enforced_cap_w"),
+      [C_CHG] = TXT("changed"),
+      [C_DRY] = TXT("dry_run"),
+      [C_BACK] = TXT("backend"),
+      [C_EMU] = TXT("emulated"),
+  };
+#undef W3
+#undef TXT
+  struct pfi_restab tab;
+  pfi_restab_init(&tab, cols, C_N);
+  for (size_t k = 0; k < c->n && !tab.failed; k++) {
+    const struct item *it = &c->items[k];
+    int changed = !dry && it->new_mw != it->old_mw;
+    pfi_restab_row(&tab);
+    pfi_restab_int(&tab, C_IDX, it->gpu);
+    pfi_restab_text(&tab, C_UUID, it->uuid);
+    pfi_restab_num(&tab, C_OLD, it->old_mw / 1000.0);
+    pfi_restab_num(&tab, C_NEW, it->new_mw / 1000.0);
+    if (it->have_enforced)
+      pfi_restab_num(&tab, C_ENF, it->enforced_mw / 1000.0);
+    pfi_restab_text(&tab, C_CHG, changed ? "true" : "false");
+    pfi_restab_text(&tab, C_DRY, dry ? "true" : "false");
+    pfi_restab_text(&tab, C_BACK, c->chosen);
+    pfi_restab_text(&tab, C_EMU,
+                    pfi__cli_emulated(c->dev, it->name) ? "true" : "false");
+  }
+  int status = pfi_cli_print_table(&tab, PFI_FMT_CSV);
+  pfi_restab_release(&tab);
+  return status;
+}
+
+/* One sentence per GPU, not a table. */
+static void print_sentences(const struct change *c) {
+  for (size_t k = 0; k < c->n; k++) {
+    const struct item *it = &c->items[k];
+    int emulated = pfi__cli_emulated(c->dev, it->name);
+    int changed = !dry && it->new_mw != it->old_mw;
+    printf("GPU %u%s%s: %.1f W -> %.1f W%s%s\n", it->gpu, it->job ? " " : "",
+           it->job ? it->job : "", it->old_mw / 1000.0, it->new_mw / 1000.0,
+           dry       ? " (dry run)"
+           : changed ? ""
+                     : " (unchanged)",
+           emulated ? " [emulated]" : "");
+  }
+}
+
+int cmd_cap(int argc, char **argv) {
   struct pfi_optparse op;
   int ost = pfi_opt_parse(&op, &help, argc, argv);
   if (ost != PFI_OPT_GO)
@@ -204,223 +423,34 @@ int cmd_cap(int argc, char **argv) {
   if (pfi_cli_input("--plan", plan_path))
     return PFI_EXIT_USAGE;
   /* Watts to integer milliwatts (--set's range keeps it exact). */
+  uint32_t set_mw = 0;
   if (pfi_opt_given(&op, "set"))
     set_mw = (uint32_t)llround(set_w * 1000.0);
-
-  rc = pfi__cli_open_device("cap", backend, params, &dev, &chosen, &err);
-  if (rc == 0)
-    rc = pfi_device_count(dev, &count, &err);
-  if (rc == 0 && plan_path)
-    rc = plan_gpus(plan_path, count, &plan, &gpus, &n, &err);
-  else if (rc == 0)
-    rc = pfi__cli_parse_gpus(gpus_arg, count, &gpus, &n, &err);
-  if (rc < 0)
-    goto fail;
-  items = calloc(n ? n : 1, sizeof *items);
-  target = calloc(n ? n : 1, sizeof *target);
-  if (!items || !target) {
-    rc = pfi_error_set(&err, PFI_ENOMEM, "out of memory");
-    goto fail;
+  struct change ch, *c = &ch;
+  memset(c, 0, sizeof *c);
+  pfi_plan_init(&c->plan);
+  struct pfi_error err;
+  pfi_error_clear(&err);
+  int status;
+  if (open_gpus(c, &err) < 0 || take_locks(c, &err) < 0 ||
+      check_limits(c, set_mw, &err) < 0 || (status = apply(c, &err)) < 0) {
+    status = pfi_cli_fail(&err);
+  } else if (status == 0 && format == PFI_FMT_JSON) {
+    status = print_json(c);
+  } else if (status == 0) {
+    if (format == PFI_FMT_CSV)
+      status = print_csv(c);
+    else
+      print_sentences(c);
+    if (fflush(stdout) != 0)
+      status = PFI_EXIT_FAIL;
   }
-
-  /* Which GPUs: their UUIDs name their locks. */
-  for (size_t k = 0; k < n; k++) {
-    struct item *it = &items[k];
-    it->gpu = gpus[k];
-    if (plan_path)
-      plan_target(&plan, it);
-    snprintf(it->uuid, sizeof it->uuid, "-");
-    snprintf(it->name, sizeof it->name, "-");
-    rc = pfi_device_uuid(dev, it->gpu, it->uuid, sizeof it->uuid, &err);
-    if (rc == 0)
-      rc = pfi_device_name(dev, it->gpu, it->name, sizeof it->name, &err);
-    if (rc == PFI_ENOTSUP)
-      rc = 0;
-    if (rc < 0)
-      goto fail;
-  }
-  if (db && !dry) {
-    rc = pfi_store_open(&st, db, PFI_STORE_CREATE, &err);
-    if (rc < 0)
-      goto fail;
-  }
-
-  /* The locks before the limits are read, so that the old limits (printed,
-   * and restored on a failure) are not another pfi's passing ones. A dry
-   * run takes them too: it says what the real command would do, and that
-   * would be refused. */
-  rc = pfi_capset_open(
-      &cs, st, dev, chosen, params, gpus, n, "cap",
-      (force ? PFI_CAPSET_FORCE : 0u) | (st ? PFI_CAPSET_KEEP : 0u), &err);
-  if (rc == PFI_EBUSY && !strstr(err.msg, "pfi restore --db")) {
-    size_t l = strlen(err.msg);
-    snprintf(err.msg + l, sizeof err.msg - l, "; --force changes it anyway");
-  }
-  if (rc < 0)
-    goto fail;
-  warn_forced(cs, items, n);
-
-  /* Check every GPU before changing any. */
-  for (size_t k = 0; k < n; k++) {
-    struct item *it = &items[k];
-    rc = pfi_device_limits(dev, it->gpu, &it->lim, &err);
-    if (rc == 0)
-      rc = pfi_device_get_cap(dev, it->gpu, &it->old_mw, &err);
-    if (rc < 0)
-      goto fail;
-    it->new_mw = plan_path ? it->plan_mw : reset ? it->lim.default_mw : set_mw;
-    target[k] = it->new_mw;
-    if (plan_path &&
-        (it->new_mw < it->lim.min_mw || it->new_mw > it->lim.max_mw)) {
-      rc = pfi_error_set(&err, PFI_ERANGE,
-                         "the plan's cap %.3f W for job '%s' is outside GPU "
-                         "%u's power-limit range %.3f..%.3f W; nothing was "
-                         "changed",
-                         it->new_mw / 1000.0, it->job, it->gpu,
-                         it->lim.min_mw / 1000.0, it->lim.max_mw / 1000.0);
-      goto fail;
-    }
-    if (it->new_mw < it->lim.min_mw || it->new_mw > it->lim.max_mw) {
-      rc = pfi_error_set(&err, PFI_ERANGE,
-                         "%s %.3f W is outside GPU %u's power-limit range "
-                         "%.3f..%.3f W; nothing was changed",
-                         reset ? "the default limit" : "--set",
-                         it->new_mw / 1000.0, it->gpu, it->lim.min_mw / 1000.0,
-                         it->lim.max_mw / 1000.0);
-      goto fail;
-    }
-  }
-
-  /* Apply, all or none, each read back (pfi/capset.h). */
-  if (!dry) {
-    rc = pfi_capset_apply(cs, target, &err);
-    if (rc < 0) {
-      status = pfi_cli_fail(&err);
-      int bad = 0;
-      for (size_t k = n; k-- > 0;) {
-        int u = pfi_capset_undone(cs, k);
-        if (u > 0)
-          fprintf(stderr, "pfi cap: GPU %u restored to %.3f W\n", items[k].gpu,
-                  items[k].old_mw / 1000.0);
-        else if (u < 0) {
-          fprintf(stderr, "pfi cap: GPU %u could NOT be restored to %.3f W\n",
-                  items[k].gpu, items[k].old_mw / 1000.0);
-          bad++;
-        }
-      }
-      if (bad)
-        fprintf(stderr,
-                "pfi cap: %d GPU%s left at a changed limit; check "
-                "with 'pfi devices'%s\n",
-                bad, bad == 1 ? "" : "s",
-                st ? "" : " (the next pfi that takes its lock restores it)");
-      goto out;
-    }
-    /* Without a store the new limits are simply the GPUs' limits now. */
-    if (!st && (rc = pfi_capset_commit(cs, &err)) < 0)
-      goto fail;
-  }
-  for (size_t k = 0; k < n; k++) {
-    struct item *it = &items[k];
-    uint32_t mw;
-    struct pfi_error e;
-    if (pfi_device_enforced_cap(dev, it->gpu, &mw, &e) == 0) {
-      it->enforced_mw = mw;
-      it->have_enforced = 1;
-    }
-  }
-
-  if (format == PFI_FMT_JSON) {
-    json_t *arr = json_array();
-    for (size_t k = 0; k < n; k++) {
-      const struct item *it = &items[k];
-      int emulated = pfi__cli_emulated(dev, it->name);
-      json_t *o = json_object();
-      json_object_set_new(o, "index", json_integer(it->gpu));
-      if (it->job)
-        json_object_set_new(o, "job", pfi_cli_json_str(it->job));
-      json_object_set_new(o, "uuid", pfi_cli_json_str(it->uuid));
-      json_object_set_new(o, "old_cap_w", json_real(it->old_mw / 1000.0));
-      json_object_set_new(o, "new_cap_w", json_real(it->new_mw / 1000.0));
-      json_object_set_new(o, "enforced_cap_w",
-                          it->have_enforced
-                              ? json_real(it->enforced_mw / 1000.0)
-                              : json_null());
-      json_object_set_new(o, "changed",
-                          json_boolean(!dry && it->new_mw != it->old_mw));
-      json_object_set_new(o, "dry_run", json_boolean(dry));
-      json_object_set_new(o, "backend", json_string(chosen));
-      json_object_set_new(o, "emulated", json_boolean(emulated));
-      json_array_append_new(arr, o);
-    }
-    status = pfi_cli_print_json(arr);
-    goto out;
-  }
-  if (format == PFI_FMT_CSV) {
-    /* '-' where the enforced limit could not be read. */
-    enum { C_IDX, C_UUID, C_OLD, C_NEW, C_ENF, C_CHG, C_DRY, C_BACK, C_EMU,
-           C_N };
-#define W3(n) {.name = n, .kind = PFI_RESTAB_NUM, .style = 'f', .prec = 3}
-#define TXT(n) {.name = n, .kind = PFI_RESTAB_TEXT}
-    static const struct pfi_restab_col cols[C_N] = {
-        [C_IDX] = {.name = "index", .kind = PFI_RESTAB_INT},
-        [C_UUID] = TXT("uuid"),
-        [C_OLD] = W3("old_cap_w"),
-        [C_NEW] = W3("new_cap_w"),
-        [C_ENF] = W3("enforced_cap_w"),
-        [C_CHG] = TXT("changed"),
-        [C_DRY] = TXT("dry_run"),
-        [C_BACK] = TXT("backend"),
-        [C_EMU] = TXT("emulated"),
-    };
-#undef W3
-#undef TXT
-    struct pfi_restab tab;
-    pfi_restab_init(&tab, cols, C_N);
-    for (size_t k = 0; k < n && !tab.failed; k++) {
-      const struct item *it = &items[k];
-      int changed = !dry && it->new_mw != it->old_mw;
-      pfi_restab_row(&tab);
-      pfi_restab_int(&tab, C_IDX, it->gpu);
-      pfi_restab_text(&tab, C_UUID, it->uuid);
-      pfi_restab_num(&tab, C_OLD, it->old_mw / 1000.0);
-      pfi_restab_num(&tab, C_NEW, it->new_mw / 1000.0);
-      if (it->have_enforced)
-        pfi_restab_num(&tab, C_ENF, it->enforced_mw / 1000.0);
-      pfi_restab_text(&tab, C_CHG, changed ? "true" : "false");
-      pfi_restab_text(&tab, C_DRY, dry ? "true" : "false");
-      pfi_restab_text(&tab, C_BACK, chosen);
-      pfi_restab_text(&tab, C_EMU,
-                      pfi__cli_emulated(dev, it->name) ? "true" : "false");
-    }
-    status = pfi_cli_print_table(&tab, format);
-    pfi_restab_release(&tab);
-  } else {
-    /* One sentence per GPU, not a table. */
-    for (size_t k = 0; k < n; k++) {
-      const struct item *it = &items[k];
-      int emulated = pfi__cli_emulated(dev, it->name);
-      int changed = !dry && it->new_mw != it->old_mw;
-      printf("GPU %u%s%s: %.1f W -> %.1f W%s%s\n", it->gpu, it->job ? " " : "",
-             it->job ? it->job : "", it->old_mw / 1000.0, it->new_mw / 1000.0,
-             dry       ? " (dry run)"
-             : changed ? ""
-                       : " (unchanged)",
-             emulated ? " [emulated]" : "");
-    }
-  }
-  if (fflush(stdout) != 0)
-    status = PFI_EXIT_FAIL;
-  goto out;
-fail:
-  status = pfi_cli_fail(&err);
-out:
-  pfi_capset_close(cs);
-  pfi_store_close(st);
-  pfi_plan_release(&plan);
-  free(target);
-  free(items);
-  free(gpus);
-  pfi_device_close(dev);
+  pfi_capset_close(c->cs);
+  pfi_store_close(c->st);
+  pfi_plan_release(&c->plan);
+  free(c->target);
+  free(c->items);
+  free(c->gpus);
+  pfi_device_close(c->dev);
   return status;
 }

@@ -285,16 +285,30 @@ static json_t *result_json(const struct pfi_run_result *r) {
   return o;
 }
 
-int cmd_control(int argc, char **argv) {
+/* The cluster, the event and what the runs of every seed gave. */
+struct ctl_run {
+  struct pfi_cluster_config cc;
+  struct pfi_event ev, em_ev; /* em_ev: following Emerald's cut */
+  struct pfi_emerald em;
+  int have_em; /* --phoenix */
+  /* Per seed: the gap closed (whole event, after 10 min), against the
+   * tier-held oracle, that oracle's share of the gap, and the throughput
+   * given away by following Emerald's cut. */
+  double *gap, *gap10, *gapt, *gapt10, *ots, *ots10, *away;
+  json_t *runs; /* per seed */
+  struct pfi_run_result first, first_eq; /* the first seed's runs */
+  struct pfi_records *rdb; /* --records */
+  FILE *sfp;               /* --series */
+  /* Their means and 95 % half-widths. */
+  double gm, gh, g10m, g10h, tm, th, t10m, t10h, om, o10m, am, ah;
+};
+
+/* The cluster (--emulate) and the event (--target, or --phoenix's). 0 or
+ * an exit status, the message printed. */
+static int load_setting(struct ctl_run *c) {
   struct pfi_error err;
   pfi_error_clear(&err);
-  pfi_ctl_config_init(&cfg);
-  struct pfi_optparse op;
-  int st = pfi_opt_parse(&op, &help, argc, argv);
-  if (st != PFI_OPT_GO)
-    return st;
-  struct pfi_cluster_config cc;
-  pfi_cluster_config_init(&cc);
+  pfi_cluster_config_init(&c->cc);
   /* A file (inline pairs have a '=' and name no file): exit 2 when it
    * cannot be read, as for a malformed one. */
   if (strcmp(cluster, "default") &&
@@ -302,202 +316,203 @@ int cmd_control(int argc, char **argv) {
       pfi_cli_input("--emulate", cluster))
     return PFI_EXIT_USAGE;
   if (strcmp(cluster, "default") &&
-      pfi_cluster_config_read(&cc, cluster, &err) < 0)
+      pfi_cluster_config_read(&c->cc, cluster, &err) < 0)
     return pfi_cli_fail(&err);
   if (!isnan(notice))
-    cc.event_notice_s = notice;
-  struct pfi_event ev, em_ev;
-  struct pfi_emerald em;
-  int have_em = 0;
-  memset(&em_ev, 0, sizeof em_ev);
+    c->cc.event_notice_s = notice;
   if (phoenix) {
     char path[1024];
     if (pfi_data_path("real/SRP_total_power.csv", path, sizeof path, &err) < 0)
       return pfi_cli_fail(&err);
-    if (pfi_event_srp(&em_ev, path, "2025-05-04", "16:10", "19:30", 0.25, &em,
-                      &err) < 0)
+    if (pfi_event_srp(&c->em_ev, path, "2025-05-04", "16:10", "19:30", 0.25,
+                      &c->em, &err) < 0)
       return pfi_cli_fail(&err);
-    em_ev.start_s = start;
-    have_em = 1;
-    hold = em_ev.hold_s - ramp;
-    if (pfi_event_parse(&ev, "75%", start, ramp, hold, &err) < 0)
+    c->em_ev.start_s = start;
+    c->have_em = 1;
+    hold = c->em_ev.hold_s - ramp;
+    if (pfi_event_parse(&c->ev, "75%", start, ramp, hold, &err) < 0)
       return pfi_cli_fail(&err);
-  } else if (pfi_event_parse(&ev, target, start, ramp, hold, &err) < 0) {
+  } else if (pfi_event_parse(&c->ev, target, start, ramp, hold, &err) < 0) {
     return pfi_cli_fail(&err);
   }
-  int status = 0;
-  struct pfi_records *rdb = NULL;
-  FILE *sfp = NULL;
-  double *gap = calloc(nseeds, sizeof *gap),
-         *gap10 = calloc(nseeds, sizeof *gap10);
-  double *away = calloc(nseeds, sizeof *away);
-  double *gapt = calloc(nseeds, sizeof *gapt),
-         *gapt10 = calloc(nseeds, sizeof *gapt10);
-  double *ots = calloc(nseeds, sizeof *ots),
-         *ots10 = calloc(nseeds, sizeof *ots10);
-  json_t *runs = json_array();
-  struct pfi_run_result first, first_eq;
-  memset(&first, 0, sizeof first);
-  memset(&first_eq, 0, sizeof first_eq);
-  if (!gap || !gap10 || !away || !gapt || !gapt10 || !ots || !ots10) {
-    pfi_error_set(&err, PFI_ENOMEM, "out of memory");
-    status = pfi_cli_fail(&err);
-    goto out;
+  return 0;
+}
+
+/* The gaps closed of seed k from the controller's run r and the
+ * equal-weight run eq, into c's arrays and the seed's JSON object. */
+static void gaps_of(struct ctl_run *c, unsigned long k,
+                    const struct pfi_run_result *r,
+                    const struct pfi_run_result *eq, json_t *jr) {
+  c->gap[k] =
+      (r->value_event - eq->value_event) / (r->value_oracle - eq->value_event);
+  c->gap10[k] = (r->value_after10 - eq->value_after10) /
+                (r->value_oracle_after10 - eq->value_after10);
+  json_object_set_new(jr, "gap_closed", jnum(c->gap[k]));
+  json_object_set_new(jr, "gap_closed_after_10min", jnum(c->gap10[k]));
+  /* Against the oracle held to the tiers (which the controller and
+   * equal-weight cuts both keep): the gap any tier-keeping allocation
+   * could close. */
+  c->gapt[k] = (r->value_event - eq->value_event) /
+               (r->value_oracle_tiers - eq->value_event);
+  c->gapt10[k] = (r->value_after10 - eq->value_after10) /
+                 (r->value_oracle_tiers_after10 - eq->value_after10);
+  json_object_set_new(jr, "gap_closed_tiers", jnum(c->gapt[k]));
+  json_object_set_new(jr, "gap_closed_tiers_after_10min", jnum(c->gapt10[k]));
+  /* The share of the gap the tier-held oracle itself closes: the most
+   * any tier-keeping controller can close of it. */
+  c->ots[k] = (r->value_oracle_tiers - eq->value_event) /
+              (r->value_oracle - eq->value_event);
+  c->ots10[k] = (r->value_oracle_tiers_after10 - eq->value_after10) /
+                (r->value_oracle_after10 - eq->value_after10);
+  json_object_set_new(jr, "oracle_tiers_gap_share", jnum(c->ots[k]));
+  json_object_set_new(jr, "oracle_tiers_gap_share_after_10min",
+                      jnum(c->ots10[k]));
+}
+
+/* Seed k: the controller, equal-weight cuts (--compare) and following
+ * Emerald's cut (--phoenix). 0 or -1 with err set. */
+static int run_seed(struct ctl_run *c, unsigned long k, FILE *sfp,
+                    struct pfi_records *rdb, int tty, struct pfi_error *err) {
+  struct pfi_run_result r, eq, tr;
+  struct series ctx = {k == 0 ? sfp : NULL, rdb, ""};
+  c->cc.seed = seed + k;
+  cfg.seed = seed + k;
+  snprintf(ctx.run, sizeof ctx.run, "seed%lu", c->cc.seed);
+  progress(tty, k, nseeds, "controller");
+  if (pfi_run_closed_loop(&c->cc, NULL, &cfg, &c->ev, tail, PFI_RUN_CONTROLLER,
+                          on_period, &ctx, &r, err) < 0)
+    goto fail;
+  json_t *jr = json_object();
+  json_array_append_new(c->runs, jr);
+  json_object_set_new(jr, "seed", json_integer((json_int_t)c->cc.seed));
+  json_object_set_new(jr, "controller", result_json(&r));
+  if (compare) {
+    progress(tty, k, nseeds, "equal-weight cuts");
+    if (pfi_run_closed_loop(&c->cc, NULL, &cfg, &c->ev, tail, PFI_RUN_EQUAL,
+                            NULL, NULL, &eq, err) < 0)
+      goto fail;
+    json_object_set_new(jr, "equal", result_json(&eq));
+    gaps_of(c, k, &r, &eq, jr);
+    if (k == 0)
+      c->first_eq = eq;
   }
-  if (records && pfi_records_open(&rdb, records, 1, 0, &err) < 0) {
+  if (c->have_em) {
+    progress(tty, k, nseeds, "following Emerald's cut");
+    if (pfi_run_closed_loop(&c->cc, NULL, &cfg, &c->em_ev, tail,
+                            PFI_RUN_CONTROLLER, NULL, NULL, &tr, err) < 0)
+      goto fail;
+    c->away[k] = 1.0 - tr.tokens_event / r.tokens_event;
+    json_object_set_new(jr, "following_emerald", result_json(&tr));
+    json_object_set_new(jr, "throughput_given_away", jnum(c->away[k]));
+  }
+  if (k == 0)
+    c->first = r;
+  return 0;
+fail:
+  progress(tty, k, nseeds, NULL);
+  return -1;
+}
+
+/* --records and --series, opened for the runs. 0 or an exit status, the
+ * message printed. */
+static int open_outputs(struct ctl_run *c) {
+  struct pfi_error err;
+  pfi_error_clear(&err);
+  if (records && pfi_records_open(&c->rdb, records, 1, 0, &err) < 0) {
     if (err.code == PFI_EDB)
       err.code = PFI_EPARSE; /* not a records file, or one it cannot take */
-    status = pfi_cli_fail(&err);
-    goto out;
+    return pfi_cli_fail(&err);
   }
-  if (series && !(sfp = fopen(series, "w"))) {
+  if (series && !(c->sfp = fopen(series, "w"))) {
     pfi_error_set(&err, PFI_EIO, "%s: cannot write", series);
-    status = pfi_cli_fail(&err);
-    goto out;
+    return pfi_cli_fail(&err);
   }
-  if (sfp)
-    fputs("t_s,target_w,realized_w,aim_w\n", sfp);
+  if (c->sfp)
+    fputs("t_s,target_w,realized_w,aim_w\n", c->sfp);
+  return 0;
+}
+
+/* Every seed, the first one's periods to --series and every one's to
+ * --records. 0 or an exit status, the message printed. */
+static int run_seeds(struct ctl_run *c) {
+  struct pfi_error err;
+  pfi_error_clear(&err);
   int tty = isatty(STDERR_FILENO);
-  for (unsigned long k = 0; k < nseeds; k++) {
-    struct pfi_run_result r, eq, tr;
-    struct series ctx = {k == 0 ? sfp : NULL, rdb, ""};
-    cc.seed = seed + k;
-    cfg.seed = seed + k;
-    snprintf(ctx.run, sizeof ctx.run, "seed%lu", cc.seed);
-    progress(tty, k, nseeds, "controller");
-    if (pfi_run_closed_loop(&cc, NULL, &cfg, &ev, tail, PFI_RUN_CONTROLLER,
-                            on_period, &ctx, &r, &err) < 0) {
-      progress(tty, k, nseeds, NULL);
-      status = pfi_cli_fail(&err);
-      goto out;
-    }
-    json_t *jr = json_object();
-    json_object_set_new(jr, "seed", json_integer((json_int_t)cc.seed));
-    json_object_set_new(jr, "controller", result_json(&r));
-    if (compare) {
-      progress(tty, k, nseeds, "equal-weight cuts");
-      if (pfi_run_closed_loop(&cc, NULL, &cfg, &ev, tail, PFI_RUN_EQUAL, NULL,
-                              NULL, &eq, &err) < 0) {
-        progress(tty, k, nseeds, NULL);
-        status = pfi_cli_fail(&err);
-        goto out;
-      }
-      json_object_set_new(jr, "equal", result_json(&eq));
-      gap[k] =
-          (r.value_event - eq.value_event) / (r.value_oracle - eq.value_event);
-      gap10[k] = (r.value_after10 - eq.value_after10) /
-                 (r.value_oracle_after10 - eq.value_after10);
-      json_object_set_new(jr, "gap_closed", jnum(gap[k]));
-      json_object_set_new(jr, "gap_closed_after_10min", jnum(gap10[k]));
-      /* Against the oracle held to the tiers (which the controller and
-       * equal-weight cuts both keep): the gap any tier-keeping allocation
-       * could close. */
-      gapt[k] = (r.value_event - eq.value_event) /
-                (r.value_oracle_tiers - eq.value_event);
-      gapt10[k] = (r.value_after10 - eq.value_after10) /
-                  (r.value_oracle_tiers_after10 - eq.value_after10);
-      json_object_set_new(jr, "gap_closed_tiers", jnum(gapt[k]));
-      json_object_set_new(jr, "gap_closed_tiers_after_10min", jnum(gapt10[k]));
-      /* The share of the gap the tier-held oracle itself closes: the most
-       * any tier-keeping controller can close of it. */
-      ots[k] = (r.value_oracle_tiers - eq.value_event) /
-               (r.value_oracle - eq.value_event);
-      ots10[k] = (r.value_oracle_tiers_after10 - eq.value_after10) /
-                 (r.value_oracle_after10 - eq.value_after10);
-      json_object_set_new(jr, "oracle_tiers_gap_share", jnum(ots[k]));
-      json_object_set_new(jr, "oracle_tiers_gap_share_after_10min",
-                          jnum(ots10[k]));
-      if (k == 0)
-        first_eq = eq;
-    }
-    if (have_em) {
-      progress(tty, k, nseeds, "following Emerald's cut");
-      if (pfi_run_closed_loop(&cc, NULL, &cfg, &em_ev, tail, PFI_RUN_CONTROLLER,
-                              NULL, NULL, &tr, &err) < 0) {
-        progress(tty, k, nseeds, NULL);
-        status = pfi_cli_fail(&err);
-        goto out;
-      }
-      away[k] = 1.0 - tr.tokens_event / r.tokens_event;
-      json_object_set_new(jr, "following_emerald", result_json(&tr));
-      json_object_set_new(jr, "throughput_given_away", jnum(away[k]));
-    }
-    json_array_append_new(runs, jr);
-    if (k == 0)
-      first = r;
-  }
+  for (unsigned long k = 0; k < nseeds; k++)
+    if (run_seed(c, k, c->sfp, c->rdb, tty, &err) < 0)
+      return pfi_cli_fail(&err);
   if (tty)
     fprintf(stderr, "\rpfi control: %lu seed%s run%*s\n", nseeds,
             nseeds > 1 ? "s" : "", 30, "");
+  return 0;
+}
+
+/* The result as JSON: the setting, every seed's runs and the means over
+ * the seeds (which it also leaves in c). */
+static json_t *summary_json(struct ctl_run *c) {
   json_t *top = json_object();
   json_object_set_new(top, "emulated", json_true());
   json_object_set_new(top, "target",
-                      json_string(phoenix ? "phoenix" : ev.desc));
-  json_object_set_new(top, "gpus",
-                      json_integer((json_int_t)cc.nodes * cc.gpus_per_node));
+                      json_string(phoenix ? "phoenix" : c->ev.desc));
+  json_object_set_new(
+      top, "gpus", json_integer((json_int_t)c->cc.nodes * c->cc.gpus_per_node));
   json_object_set_new(
       top, "objective",
       json_string(pfi_objective_name((enum pfi_objective_kind)cfg.objective)));
-  json_object_set_new(top, "runs", runs);
-  runs = NULL;
-  double gm = NAN, gh = NAN, g10m = NAN, g10h = NAN, am = NAN, ah = NAN;
-  double tm = NAN, th = NAN, t10m = NAN, t10h = NAN, om = NAN, o10m = NAN;
+  json_object_set_new(top, "runs", c->runs);
+  c->runs = NULL;
+  c->gm = c->gh = c->g10m = c->g10h = c->am = c->ah = NAN;
+  c->tm = c->th = c->t10m = c->t10h = c->om = c->o10m = NAN;
   if (compare) {
-    pfi_stats_mean_t95(gap, nseeds, &gm, &gh);
-    pfi_stats_mean_t95(gap10, nseeds, &g10m, &g10h);
-    json_object_set_new(top, "gap_closed_mean", jnum(gm));
-    json_object_set_new(top, "gap_closed_ci95", jnum(gh));
-    json_object_set_new(top, "gap_closed_after_10min_mean", jnum(g10m));
-    json_object_set_new(top, "gap_closed_after_10min_ci95", jnum(g10h));
-    pfi_stats_mean_t95(gapt, nseeds, &tm, &th);
-    pfi_stats_mean_t95(gapt10, nseeds, &t10m, &t10h);
-    json_object_set_new(top, "gap_closed_tiers_mean", jnum(tm));
-    json_object_set_new(top, "gap_closed_tiers_ci95", jnum(th));
-    json_object_set_new(top, "gap_closed_tiers_after_10min_mean", jnum(t10m));
-    json_object_set_new(top, "gap_closed_tiers_after_10min_ci95", jnum(t10h));
+    pfi_stats_mean_t95(c->gap, nseeds, &c->gm, &c->gh);
+    pfi_stats_mean_t95(c->gap10, nseeds, &c->g10m, &c->g10h);
+    json_object_set_new(top, "gap_closed_mean", jnum(c->gm));
+    json_object_set_new(top, "gap_closed_ci95", jnum(c->gh));
+    json_object_set_new(top, "gap_closed_after_10min_mean", jnum(c->g10m));
+    json_object_set_new(top, "gap_closed_after_10min_ci95", jnum(c->g10h));
+    pfi_stats_mean_t95(c->gapt, nseeds, &c->tm, &c->th);
+    pfi_stats_mean_t95(c->gapt10, nseeds, &c->t10m, &c->t10h);
+    json_object_set_new(top, "gap_closed_tiers_mean", jnum(c->tm));
+    json_object_set_new(top, "gap_closed_tiers_ci95", jnum(c->th));
+    json_object_set_new(top, "gap_closed_tiers_after_10min_mean",
+                        jnum(c->t10m));
+    json_object_set_new(top, "gap_closed_tiers_after_10min_ci95",
+                        jnum(c->t10h));
     double oh, o10h;
-    pfi_stats_mean_t95(ots, nseeds, &om, &oh);
-    pfi_stats_mean_t95(ots10, nseeds, &o10m, &o10h);
-    json_object_set_new(top, "oracle_tiers_gap_share_mean", jnum(om));
+    pfi_stats_mean_t95(c->ots, nseeds, &c->om, &oh);
+    pfi_stats_mean_t95(c->ots10, nseeds, &c->o10m, &o10h);
+    json_object_set_new(top, "oracle_tiers_gap_share_mean", jnum(c->om));
     json_object_set_new(top, "oracle_tiers_gap_share_ci95", jnum(oh));
     json_object_set_new(top, "oracle_tiers_gap_share_after_10min_mean",
-                        jnum(o10m));
+                        jnum(c->o10m));
     json_object_set_new(top, "oracle_tiers_gap_share_after_10min_ci95",
                         jnum(o10h));
   }
-  if (have_em) {
-    pfi_stats_mean_t95(away, nseeds, &am, &ah);
+  if (c->have_em) {
+    pfi_stats_mean_t95(c->away, nseeds, &c->am, &c->ah);
+    const struct pfi_emerald *em = &c->em;
     json_t *e = json_object();
     json_object_set_new(e, "source",
                         json_string("published data: "
                                     "data/real/SRP_total_power.csv"));
-    json_object_set_new(e, "baseline_w", jnum(em.baseline_w));
-    json_object_set_new(e, "mean_cut", jnum(em.mean_cut));
-    json_object_set_new(e, "minutes", jnum(em.minutes));
-    json_object_set_new(e, "minutes_above_target", jnum(em.minutes_above));
-    json_object_set_new(e, "throughput_given_away_emulated_mean", jnum(am));
-    json_object_set_new(e, "throughput_given_away_emulated_ci95", jnum(ah));
+    json_object_set_new(e, "baseline_w", jnum(em->baseline_w));
+    json_object_set_new(e, "mean_cut", jnum(em->mean_cut));
+    json_object_set_new(e, "minutes", jnum(em->minutes));
+    json_object_set_new(e, "minutes_above_target", jnum(em->minutes_above));
+    json_object_set_new(e, "throughput_given_away_emulated_mean", jnum(c->am));
+    json_object_set_new(e, "throughput_given_away_emulated_ci95", jnum(c->ah));
     json_object_set_new(top, "emerald", e);
   }
-  if (outfile) {
-    if (json_dump_file(top, outfile, JSON_INDENT(2) | JSON_PRESERVE_ORDER) <
-        0) {
-      pfi_error_set(&err, PFI_EIO, "%s: cannot write", outfile);
-      json_decref(top);
-      status = pfi_cli_fail(&err);
-      goto out;
-    }
-  }
-  if (format == PFI_FMT_JSON) {
-    status = pfi_cli_print_json(top);
-    goto out;
-  }
-  json_decref(top);
-  const struct pfi_run_result *r = &first;
-  printf("EMULATED cluster: %u x %u %s, seed %lu%s; target %s\n", cc.nodes,
-         cc.gpus_per_node, cc.profile, seed,
+  return top;
+}
+
+/* The terminal's account of the first seed's controller run. */
+static void print_first(const struct ctl_run *c) {
+  const struct pfi_run_result *r = &c->first;
+  printf("EMULATED cluster: %u x %u %s, seed %lu%s; target %s\n", c->cc.nodes,
+         c->cc.gpus_per_node, c->cc.profile, seed,
          nseeds > 1 ? " (first of the seeds below)" : "",
-         phoenix ? "Phoenix 2025-05-04, 25 % cut" : ev.desc);
+         phoenix ? "Phoenix 2025-05-04, 25 % cut" : c->ev.desc);
   printf("  controller objective        %s\n",
          pfi_objective_name((enum pfi_objective_kind)cfg.objective));
   printf("  baseline                    %12.0f W\n", r->baseline_w);
@@ -521,57 +536,108 @@ int cmd_control(int argc, char **argv) {
          "floor violations %zu, tier violations %zu job-s\n",
          r->records, r->anomalies, r->rollbacks, r->infeasible_s,
          r->floor_violations, r->tier_violations);
-  if (compare) {
-    printf("  tokens: controller %.4g, equal-weight %.4g, oracle %.4g\n",
-           r->tokens_event, first_eq.tokens_event, r->tokens_oracle);
-    printf("  gap closed (controller vs equal-weight, of oracle - equal): ");
-    put_mean(gm, gh);
-    printf(" whole event; ");
-    put_mean(g10m, g10h);
-    if (nseeds > 1)
-      printf(" after 10 min (%lu seeds, 95 %% t interval)\n", nseeds);
-    else
-      printf(" after 10 min (1 seed, no interval: --seeds 2 or more gives "
-             "one)\n");
-    printf("  gap closed against the oracle held to the tiers: ");
-    put_mean(tm, th);
-    printf(" whole event; ");
-    put_mean(t10m, t10h);
-    printf(" after 10 min; that oracle closes ");
-    put_mean(om, NAN);
-    printf(" (");
-    put_mean(o10m, NAN);
-    printf(" after 10 min) of the gap above\n");
+}
+
+/* The terminal's comparison with equal-weight cuts (the means over the
+ * seeds). */
+static void print_compare(const struct ctl_run *c) {
+  printf("  tokens: controller %.4g, equal-weight %.4g, oracle %.4g\n",
+         c->first.tokens_event, c->first_eq.tokens_event,
+         c->first.tokens_oracle);
+  printf("  gap closed (controller vs equal-weight, of oracle - equal): ");
+  put_mean(c->gm, c->gh);
+  printf(" whole event; ");
+  put_mean(c->g10m, c->g10h);
+  if (nseeds > 1)
+    printf(" after 10 min (%lu seeds, 95 %% t interval)\n", nseeds);
+  else
+    printf(" after 10 min (1 seed, no interval: --seeds 2 or more gives "
+           "one)\n");
+  printf("  gap closed against the oracle held to the tiers: ");
+  put_mean(c->tm, c->th);
+  printf(" whole event; ");
+  put_mean(c->t10m, c->t10h);
+  printf(" after 10 min; that oracle closes ");
+  put_mean(c->om, NAN);
+  printf(" (");
+  put_mean(c->o10m, NAN);
+  printf(" after 10 min) of the gap above\n");
+}
+
+/* The terminal's comparison with Emerald AI's published Phoenix event. */
+static void print_emerald(const struct ctl_run *c) {
+  printf("  Emerald AI, Phoenix (PUBLISHED data, 256 A100): mean cut %.1f "
+         "%% over %.0f min, %.0f min above target\n",
+         100 * c->em.mean_cut, c->em.minutes, c->em.minutes_above);
+  printf("  ours (EMULATED, seed %lu): mean cut %.1f %%, %.0f min above "
+         "target (minute means), %.0f s above target\n",
+         seed, 100 * c->first.mean_cut, c->first.minutes_above,
+         c->first.secs_above);
+  printf("  throughput given away by following Emerald's delivered cut "
+         "(EMULATED): %.2f %%",
+         100 * c->am);
+  if (isfinite(c->ah))
+    printf(" +- %.2f %%", 100 * c->ah);
+  printf("\n");
+}
+
+/* The JSON to --output and, by --format, to standard output or the
+ * terminal's account. An exit status. */
+static int print_result(struct ctl_run *c) {
+  json_t *top = summary_json(c);
+  if (outfile &&
+      json_dump_file(top, outfile, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0) {
+    struct pfi_error err;
+    pfi_error_set(&err, PFI_EIO, "%s: cannot write", outfile);
+    json_decref(top);
+    return pfi_cli_fail(&err);
   }
-  if (have_em) {
-    printf("  Emerald AI, Phoenix (PUBLISHED data, 256 A100): mean cut %.1f "
-           "%% over %.0f min, %.0f min above target\n",
-           100 * em.mean_cut, em.minutes, em.minutes_above);
-    printf("  ours (EMULATED, seed %lu): mean cut %.1f %%, %.0f min above "
-           "target (minute means), %.0f s above target\n",
-           seed, 100 * first.mean_cut, first.minutes_above, first.secs_above);
-    printf("  throughput given away by following Emerald's delivered cut "
-           "(EMULATED): %.2f %%",
-           100 * am);
-    if (isfinite(ah))
-      printf(" +- %.2f %%", 100 * ah);
-    printf("\n");
+  if (format == PFI_FMT_JSON)
+    return pfi_cli_print_json(top);
+  json_decref(top);
+  print_first(c);
+  if (compare)
+    print_compare(c);
+  if (c->have_em)
+    print_emerald(c);
+  return 0;
+}
+
+int cmd_control(int argc, char **argv) {
+  pfi_ctl_config_init(&cfg);
+  struct pfi_optparse op;
+  int st = pfi_opt_parse(&op, &help, argc, argv);
+  if (st != PFI_OPT_GO)
+    return st;
+  struct ctl_run run, *c = &run;
+  memset(c, 0, sizeof *c);
+  int status = load_setting(c);
+  if (status)
+    return status;
+  double **arrays[] = {&c->gap,    &c->gap10, &c->away, &c->gapt,
+                       &c->gapt10, &c->ots,   &c->ots10};
+  int oom = 0;
+  for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
+    oom |= !(*arrays[i] = calloc(nseeds, sizeof **arrays[i]));
+  c->runs = json_array();
+  if (oom) {
+    struct pfi_error err;
+    pfi_error_set(&err, PFI_ENOMEM, "out of memory");
+    status = pfi_cli_fail(&err);
+  } else if ((status = open_outputs(c)) == 0 &&
+             (status = run_seeds(c)) == 0) {
+    status = print_result(c);
   }
-out:
-  json_decref(runs);
-  if (sfp && fclose(sfp) != 0 && status == 0) {
+  json_decref(c->runs);
+  if (c->sfp && fclose(c->sfp) != 0 && status == 0) {
+    struct pfi_error err;
     pfi_error_set(&err, PFI_EIO, "%s: write error", series);
     status = pfi_cli_fail(&err);
   }
-  pfi_records_close(rdb);
-  pfi_event_release(&ev);
-  pfi_event_release(&em_ev);
-  free(gap);
-  free(gap10);
-  free(gapt);
-  free(gapt10);
-  free(ots);
-  free(ots10);
-  free(away);
+  pfi_records_close(c->rdb);
+  pfi_event_release(&c->ev);
+  pfi_event_release(&c->em_ev);
+  for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
+    free(*arrays[i]);
   return status;
 }

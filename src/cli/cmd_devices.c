@@ -124,71 +124,48 @@ static int read_row(struct pfi_device *dev, unsigned i, struct row *r,
   return 0;
 }
 
-int cmd_devices(int argc, char **argv) {
-  const char *chosen = NULL;
-  struct pfi_device *dev = NULL;
-  struct row *rows = NULL;
-  struct pfi_error err;
-  int status = 0, rc;
-  unsigned n = 0;
-  pfi_error_clear(&err);
-  struct pfi_optparse op;
-  int ost = pfi_opt_parse(&op, &help, argc, argv);
-  if (ost != PFI_OPT_GO)
-    return ost;
-
-  rc = pfi__cli_open_device("devices", backend, params, &dev, &chosen, &err);
-  if (rc == 0)
-    rc = pfi_device_count(dev, &n, &err);
-  if (rc < 0)
-    goto fail;
-  rows = calloc(n ? n : 1, sizeof *rows);
-  if (!rows) {
-    rc = pfi_error_set(&err, PFI_ENOMEM, "out of memory");
-    goto fail;
-  }
-  for (unsigned i = 0; i < n; i++)
-    if ((rc = read_row(dev, i, &rows[i], &err)) < 0)
-      goto fail;
-
-  int any_emulated = 0;
-  /* One column list for the three formats; '-' where a reading is
-   * missing (null in JSON). emulated is text in CSV, a boolean in JSON. */
-  enum {
-    C_INDEX, C_NAME, C_UUID, C_MIN, C_MAX, C_DEF, C_CAP, C_ENF, C_POW, C_SM,
-    C_MEM, C_TEMP, C_FB, C_BACKEND, C_EMU, C_EMUJ, C_N
-  };
+/* One column list for the three formats; '-' where a reading is missing
+ * (null in JSON). emulated is text in CSV, a boolean in JSON. */
+enum {
+  C_INDEX, C_NAME, C_UUID, C_MIN, C_MAX, C_DEF, C_CAP, C_ENF, C_POW, C_SM,
+  C_MEM, C_TEMP, C_FB, C_BACKEND, C_EMU, C_EMUJ, C_N
+};
 #define W1(n, l)                                                               \
   {.name = n, .label = l, .unit = "W", .kind = PFI_RESTAB_NUM, .style = 'f',   \
    .prec = 1, .qty = PFI_RESTAB_Q_POWER}
 #define W0(n, l, u, q)                                                         \
   {.name = n, .label = l, .unit = u, .kind = PFI_RESTAB_NUM, .style = 'f',     \
    .prec = 0, .qty = q}
-  static const struct pfi_restab_col cols[C_N] = {
-      [C_INDEX] = {.name = "index", .label = "gpu", .kind = PFI_RESTAB_INT,
-                   .align = PFI_RESTAB_LEFT},
-      [C_NAME] = {.name = "name", .kind = PFI_RESTAB_TEXT, .max_width = 26},
-      [C_UUID] = {.name = "uuid", .kind = PFI_RESTAB_TEXT},
-      [C_MIN] = W1("min_cap_w", "min"),
-      [C_MAX] = W1("max_cap_w", "max"),
-      [C_DEF] = W1("default_cap_w", "default"),
-      [C_CAP] = W1("cap_w", "cap"),
-      [C_ENF] = W1("enforced_cap_w", "enforced"),
-      [C_POW] = W1("power_w", "power"),
-      [C_SM] = W0("sm_clock_mhz", "sm", "MHz", PFI_RESTAB_Q_CLOCK),
-      [C_MEM] = W0("mem_clock_mhz", "mem", "MHz", PFI_RESTAB_Q_CLOCK),
-      [C_TEMP] = W0("gpu_temp_c", "temp", "C", PFI_RESTAB_Q_TEMP),
-      [C_FB] = {.name = "fb_used_mib", .kind = PFI_RESTAB_NUM, .style = 'f',
-                .prec = 0, .formats = PFI_RESTAB_IN_FILES},
-      [C_BACKEND] = {.name = "backend", .kind = PFI_RESTAB_TEXT,
-                     .formats = PFI_RESTAB_IN_FILES},
-      [C_EMU] = {.name = "emulated", .kind = PFI_RESTAB_TEXT,
-                 .formats = PFI_RESTAB_IN_CSV},
-      [C_EMUJ] = {.name = "emulated", .kind = PFI_RESTAB_INT, .json_bool = 1,
-                  .formats = PFI_RESTAB_IN_JSON},
-  };
+static const struct pfi_restab_col cols[C_N] = {
+    [C_INDEX] = {.name = "index", .label = "gpu", .kind = PFI_RESTAB_INT,
+                 .align = PFI_RESTAB_LEFT},
+    [C_NAME] = {.name = "name", .kind = PFI_RESTAB_TEXT, .max_width = 26},
+    [C_UUID] = {.name = "uuid", .kind = PFI_RESTAB_TEXT},
+    [C_MIN] = W1("min_cap_w", "min"),
+    [C_MAX] = W1("max_cap_w", "max"),
+    [C_DEF] = W1("default_cap_w", "default"),
+    [C_CAP] = W1("cap_w", "cap"),
+    [C_ENF] = W1("enforced_cap_w", "enforced"),
+    [C_POW] = W1("power_w", "power"),
+    [C_SM] = W0("sm_clock_mhz", "sm", "MHz", PFI_RESTAB_Q_CLOCK),
+    [C_MEM] = W0("mem_clock_mhz", "mem", "MHz", PFI_RESTAB_Q_CLOCK),
+    [C_TEMP] = W0("gpu_temp_c", "temp", "C", PFI_RESTAB_Q_TEMP),
+    [C_FB] = {.name = "fb_used_mib", .kind = PFI_RESTAB_NUM, .style = 'f',
+              .prec = 0, .formats = PFI_RESTAB_IN_FILES},
+    [C_BACKEND] = {.name = "backend", .kind = PFI_RESTAB_TEXT,
+                   .formats = PFI_RESTAB_IN_FILES},
+    [C_EMU] = {.name = "emulated", .kind = PFI_RESTAB_TEXT,
+               .formats = PFI_RESTAB_IN_CSV},
+    [C_EMUJ] = {.name = "emulated", .kind = PFI_RESTAB_INT, .json_bool = 1,
+                .formats = PFI_RESTAB_IN_JSON},
+};
 #undef W1
 #undef W0
+
+/* Every GPU's row, in the format asked for. An exit status. */
+static int print_devices(struct pfi_device *dev, const char *chosen,
+                         const struct row *rows, unsigned n) {
+  int any_emulated = 0;
   struct pfi_restab tab;
   pfi_restab_init(&tab, cols, C_N);
   for (unsigned i = 0; i < n && !tab.failed; i++) {
@@ -208,16 +185,39 @@ int cmd_devices(int argc, char **argv) {
     pfi_restab_text(&tab, C_EMU, emulated ? "true" : "false");
     pfi_restab_int(&tab, C_EMUJ, emulated);
   }
-  status = pfi_cli_print_table(&tab, format);
+  int status = pfi_cli_print_table(&tab, format);
   pfi_restab_release(&tab);
   if (format == PFI_FMT_TABLE && any_emulated)
     printf("(emulated GPUs; not a measurement)\n");
-  if (fflush(stdout) != 0)
-    status = PFI_EXIT_FAIL;
-  goto out;
-fail:
-  status = pfi_cli_fail(&err);
-out:
+  return status;
+}
+
+int cmd_devices(int argc, char **argv) {
+  const char *chosen = NULL;
+  struct pfi_device *dev = NULL;
+  struct row *rows = NULL;
+  struct pfi_error err;
+  int status = 0, rc;
+  unsigned n = 0;
+  pfi_error_clear(&err);
+  struct pfi_optparse op;
+  int ost = pfi_opt_parse(&op, &help, argc, argv);
+  if (ost != PFI_OPT_GO)
+    return ost;
+  rc = pfi__cli_open_device("devices", backend, params, &dev, &chosen, &err);
+  if (rc == 0)
+    rc = pfi_device_count(dev, &n, &err);
+  if (rc == 0 && !(rows = calloc(n ? n : 1, sizeof *rows)))
+    rc = pfi_error_set(&err, PFI_ENOMEM, "out of memory");
+  for (unsigned i = 0; i < n && rc == 0; i++)
+    rc = read_row(dev, i, &rows[i], &err);
+  if (rc < 0) {
+    status = pfi_cli_fail(&err);
+  } else {
+    status = print_devices(dev, chosen, rows, n);
+    if (fflush(stdout) != 0)
+      status = PFI_EXIT_FAIL;
+  }
   free(rows);
   pfi_device_close(dev);
   return status;

@@ -133,53 +133,45 @@ static void caps_str(const struct pfi_emu_job *j, char *buf, size_t n) {
 
 /* ---- jobs --------------------------------------------------------------- */
 
-static int do_jobs(const struct opts *o) {
-  struct pfi_emu_jobs jobs = {0};
-  enum pfi_format fmt = PFI_FMT_TABLE;
-  int st;
-  if (o->format &&
-      (st = pfi_cli_format("emulate", o->format,
-                           PFI_FMT_ALLOW_TABLE | PFI_FMT_ALLOW_CSV |
-                               PFI_FMT_ALLOW_JSON,
-                           &fmt)) != 0)
-    return st;
-  if ((st = load_jobs(o, &jobs)) != 0)
-    return st;
-  char caps[128];
-  if (fmt == PFI_FMT_JSON) {
-    json_t *a = json_array();
-    for (size_t i = 0; i < jobs.n; i++) {
-      const struct pfi_emu_job *j = &jobs.job[i];
-      json_t *c = json_array();
-      for (size_t k = 0; k < j->n_caps; k++)
-        json_array_append_new(c, json_real(j->caps[k]));
-      json_t *x = json_object();
-      json_object_set_new(x, "id", json_string(j->id));
-      json_object_set_new(x, "profile", json_string(j->profile));
-      json_object_set_new(x, "arch", json_string(j->arch));
-      json_object_set_new(x, "task", json_string(j->task));
-      json_object_set_new(x, "model", json_string(j->model));
-      json_object_set_new(x, "variant", json_string(j->variant));
-      json_object_set_new(x, "gpus", json_integer(j->gpus));
-      json_object_set_new(x, "grid", json_string(j->grid));
-      json_object_set_new(x, "caps", c);
-      json_object_set_new(x, "mem_share", json_real(j->mem_share));
-      json_object_set_new(x, "comm_share", json_real(j->comm_share));
-      json_object_set_new(x, "sm_power_w", json_real(j->sm_power_w));
-      json_object_set_new(x, "mem_sm_weight", json_real(j->mem_sm_weight));
-      json_object_set_new(
-          x, "pfi_published",
-          isnan(j->pfi_published) ? json_null() : json_real(j->pfi_published));
-      json_object_set_new(x, "pfi_coarse_published",
-                          isnan(j->pfi_coarse_published)
-                              ? json_null()
-                              : json_real(j->pfi_coarse_published));
-      json_object_set_new(x, "source", json_string("emulated"));
-      json_array_append_new(a, x);
-    }
-    pfi_emu_jobs_release(&jobs);
-    return pfi_cli_print_json(a);
+/* The job library as JSON. */
+static int print_jobs_json(const struct pfi_emu_jobs *jobs) {
+  json_t *a = json_array();
+  for (size_t i = 0; i < jobs->n; i++) {
+    const struct pfi_emu_job *j = &jobs->job[i];
+    json_t *c = json_array();
+    for (size_t k = 0; k < j->n_caps; k++)
+      json_array_append_new(c, json_real(j->caps[k]));
+    json_t *x = json_object();
+    json_object_set_new(x, "id", json_string(j->id));
+    json_object_set_new(x, "profile", json_string(j->profile));
+    json_object_set_new(x, "arch", json_string(j->arch));
+    json_object_set_new(x, "task", json_string(j->task));
+    json_object_set_new(x, "model", json_string(j->model));
+    json_object_set_new(x, "variant", json_string(j->variant));
+    json_object_set_new(x, "gpus", json_integer(j->gpus));
+    json_object_set_new(x, "grid", json_string(j->grid));
+    json_object_set_new(x, "caps", c);
+    json_object_set_new(x, "mem_share", json_real(j->mem_share));
+    json_object_set_new(x, "comm_share", json_real(j->comm_share));
+    json_object_set_new(x, "sm_power_w", json_real(j->sm_power_w));
+    json_object_set_new(x, "mem_sm_weight", json_real(j->mem_sm_weight));
+    json_object_set_new(
+        x, "pfi_published",
+        isnan(j->pfi_published) ? json_null() : json_real(j->pfi_published));
+    json_object_set_new(x, "pfi_coarse_published",
+                        isnan(j->pfi_coarse_published)
+                            ? json_null()
+                            : json_real(j->pfi_coarse_published));
+    json_object_set_new(x, "source", json_string("emulated"));
+    json_array_append_new(a, x);
   }
+  return pfi_cli_print_json(a);
+}
+
+/* The job library as a terminal table or CSV. */
+static int print_jobs_table(const struct pfi_emu_jobs *jobs,
+                            enum pfi_format fmt) {
+  char caps[128];
   /* The terminal shows the columns a reader compares; CSV has them all,
    * with the digits it always had. */
   enum {
@@ -218,8 +210,8 @@ static int do_jobs(const struct opts *o) {
   char title[256];
   snprintf(title, sizeof title, "# job library: %s", NOTICE);
   pfi_restab_title(&t, title);
-  for (size_t i = 0; i < jobs.n; i++) {
-    const struct pfi_emu_job *j = &jobs.job[i];
+  for (size_t i = 0; i < jobs->n; i++) {
+    const struct pfi_emu_job *j = &jobs->job[i];
     caps_str(j, caps, sizeof caps);
     pfi_restab_row(&t);
     pfi_restab_text(&t, C_ID, j->id);
@@ -238,10 +230,27 @@ static int do_jobs(const struct opts *o) {
     pfi_restab_num(&t, C_COARSE, j->pfi_coarse_published);
     pfi_restab_text(&t, C_SRC, "emulated");
   }
-  pfi_emu_jobs_release(&jobs);
-  st = pfi_cli_print_table(&t, fmt);
+  int st = pfi_cli_print_table(&t, fmt);
   pfi_restab_release(&t);
   return st == 0 && fflush(stdout) == 0 ? 0 : PFI_EXIT_FAIL;
+}
+
+static int do_jobs(const struct opts *o) {
+  struct pfi_emu_jobs jobs = {0};
+  enum pfi_format fmt = PFI_FMT_TABLE;
+  int st;
+  if (o->format &&
+      (st = pfi_cli_format("emulate", o->format,
+                           PFI_FMT_ALLOW_TABLE | PFI_FMT_ALLOW_CSV |
+                               PFI_FMT_ALLOW_JSON,
+                           &fmt)) != 0)
+    return st;
+  if ((st = load_jobs(o, &jobs)) != 0)
+    return st;
+  st = fmt == PFI_FMT_JSON ? print_jobs_json(&jobs)
+                           : print_jobs_table(&jobs, fmt);
+  pfi_emu_jobs_release(&jobs);
+  return st;
 }
 
 /* ---- sweep -------------------------------------------------------------- */

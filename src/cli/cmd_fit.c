@@ -348,250 +348,287 @@ out:
   return rc;
 }
 
+/* --eval as two flags. 0 or PFI_EXIT_USAGE. */
+static int parse_evals(int *do_loo, int *do_loco) {
+  char **ev;
+  size_t ne;
+  struct pfi_error e;
+  if (pfi_strlist_split(evals, &ev, &ne, &e) < 0)
+    return pfi_cli_usage("fit", "%s", e.msg);
+  int rc = 0;
+  for (size_t i = 0; i < ne && !rc; i++) {
+    if (strcmp(ev[i], "loo") == 0)
+      *do_loo = 1;
+    else if (strcmp(ev[i], "loco") == 0)
+      *do_loco = 1;
+    else
+      rc = pfi_cli_usage("fit", "--eval takes loo and/or loco, not '%s'",
+                         ev[i]);
+  }
+  pfi_strlist_free(ev);
+  return rc ? PFI_EXIT_USAGE : 0;
+}
+
+/* The jobs left out of the fit, on standard error: a curve without a
+ * features row, a PFI that is not defined, a features row without a
+ * curve. */
+static void note_left_out(const struct pfi_jobset *d,
+                          const struct pfi_fitrows *r) {
+  size_t shown = 0;
+  for (size_t i = 0; i < d->cs.n; i++) {
+    if (d->frow[i] < 0) {
+      if (shown++ < 5)
+        fprintf(stderr, "pfi fit: job %s has a curve but no features row\n",
+                d->cs.c[i].job);
+    } else if (!d->pfi_ok[i]) {
+      fprintf(stderr,
+              "pfi fit: job %s left out: PFI undefined (no capped point "
+              "lowered throughput)\n",
+              d->cs.c[i].job);
+    }
+  }
+  if (r->no_features)
+    fprintf(stderr,
+            "pfi fit: %zu job(s) of %s have no features row and "
+            "are left out\n",
+            r->no_features, d->cs.source ? d->cs.source : "the curves");
+  if (r->no_curve)
+    fprintf(stderr,
+            "pfi fit: %zu features row(s) have no curve and are "
+            "left out\n",
+            r->no_curve);
+}
+
+/* The rows of the fit (jobs with both PFI and features), at least 3, and
+ * the population they are. 0 or -1 with err set. */
+static int load_rows(struct pfi_jobset *d, struct pfi_fitrows *r,
+                     struct pfi_population *pop, struct pfi_error *err) {
+  struct pfi_clusters cl;
+  pfi_clusters_parse(&cl, cluster);
+  if (pfi_fitrows_build(d, pfi_col, NULL, &cl, r, err) < 0)
+    return -1;
+  if (!pfi_col)
+    note_left_out(d, r);
+  if (r->n < 3)
+    return pfi_error_set(err, PFI_EINVAL,
+                         "only %zu jobs with both PFI and features: a fit "
+                         "needs at least 3",
+                         r->n);
+  const char **ids = malloc((r->n + 1) * sizeof *ids);
+  struct pfi_error pe;
+  if (!ids)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  for (size_t i = 0; i < r->n; i++)
+    ids[i] = pfi_features_job(&d->f, r->row[i]);
+  int prc = pfi_population_of(ids, r->n, pop, &pe);
+  free(ids);
+  if (prc == PFI_ENOMEM) {
+    *err = pe;
+    return -1;
+  }
+  return 0;
+}
+
+/* One model: its rows, its features and the fit with its evaluations. */
+struct fit {
+  const struct pfi_fitrows *r;
+  char **ex; /* the features */
+  size_t k;
+  struct pfi_fit_result res;
+  const char *label; /* "emulated" or "this data" */
+};
+
+static int print_json(const struct fit *f) {
+  const struct pfi_fit_result *res = &f->res;
+  json_t *j = json_object(), *co = json_array(), *fe = json_array();
+  json_object_set_new(j, "n", json_integer((json_int_t)f->r->n));
+  json_object_set_new(j, "data", json_string(f->label));
+  for (size_t q = 0; q < f->k; q++) {
+    json_array_append_new(fe, pfi_cli_json_str(f->ex[q]));
+    json_t *c = json_object();
+    json_object_set_new(c, "feature", pfi_cli_json_str(f->ex[q]));
+    json_object_set_new(c, "estimate", json_real(res->m.coef[1 + q]));
+    json_object_set_new(c, "se", jnum(res->m.se[1 + q], res->m.has_se));
+    json_array_append_new(co, c);
+  }
+  json_object_set_new(j, "features", fe);
+  json_object_set_new(j, "intercept", json_real(res->m.coef[0]));
+  json_object_set_new(j, "intercept_se", jnum(res->m.se[0], res->m.has_se));
+  json_object_set_new(j, "coefficients", co);
+  json_object_set_new(j, "r2_in", jnum(res->m.r2, 1));
+  json_object_set_new(j, "loo", eval_json(&res->loo));
+  json_t *lo = eval_json(&res->loco);
+  if (json_is_object(lo)) {
+    json_t *cl = json_object();
+    for (size_t q = 0; q < f->r->nfolds; q++)
+      json_object_set_new(cl, f->r->fold_name[q],
+                          json_integer((json_int_t)f->r->fold_n[q]));
+    json_object_set_new(lo, "clusters", cl);
+    json_object_set_new(lo, "cluster_definition",
+                        json_string(pfi_clusters_name(&f->r->clusters)));
+  }
+  json_object_set_new(j, "loco", lo);
+  return pfi_cli_print_json(j) ? PFI_EXIT_FAIL : PFI_EXIT_OK;
+}
+
+/* Coefficient rows, then the fit's rows: one table, the columns a row does
+ * not have blank. The evaluations' cells are fmt_num()'s text. */
+static int print_csv(const struct fit *f) {
+  const struct pfi_fit_result *res = &f->res;
+  enum { C_TERM, C_EST, C_SE, C_R2, C_RMSE, C_RHO, C_N };
+  static const struct pfi_restab_col cols[C_N] = {
+      [C_TERM] = {.name = "term", .kind = PFI_RESTAB_TEXT},
+      [C_EST] = {.name = "estimate", .kind = PFI_RESTAB_NUM, .style = 'g',
+                 .prec = 9},
+      [C_SE] = {.name = "se", .kind = PFI_RESTAB_TEXT},
+      [C_R2] = {.name = "r2", .kind = PFI_RESTAB_TEXT},
+      [C_RMSE] = {.name = "rmse", .kind = PFI_RESTAB_TEXT},
+      [C_RHO] = {.name = "rho", .kind = PFI_RESTAB_TEXT},
+  };
+  char a[32], b[32], c[32];
+  struct pfi_restab tab;
+  pfi_restab_init(&tab, cols, C_N);
+  for (size_t q = 0; q <= f->k; q++) {
+    pfi_restab_row(&tab);
+    pfi_restab_text(&tab, C_TERM, q ? f->ex[q - 1] : "(intercept)");
+    pfi_restab_num(&tab, C_EST, res->m.coef[q]);
+    fmt_se(a, 32, res->m.se[q], res->m.has_se, 9);
+    pfi_restab_text(&tab, C_SE, a);
+    for (int col = C_R2; col <= C_RHO; col++)
+      pfi_restab_blank(&tab, (size_t)col);
+  }
+  fmt_num(a, 32, res->m.r2, 1);
+  pfi_restab_row(&tab);
+  pfi_restab_text(&tab, C_TERM, "in-sample");
+  pfi_restab_blank(&tab, C_EST);
+  pfi_restab_blank(&tab, C_SE);
+  pfi_restab_text(&tab, C_R2, a);
+  pfi_restab_textf(&tab, C_RMSE, "%.6f", res->m.rmse);
+  pfi_restab_blank(&tab, C_RHO);
+  const struct pfi_eval *evs[2] = {&res->loo, &res->loco};
+  for (int q = 0; q < 2; q++) {
+    fmt_num(a, 32, evs[q]->r2, evs[q]->defined);
+    fmt_num(b, 32, evs[q]->rmse, evs[q]->defined);
+    fmt_num(c, 32, evs[q]->rho, evs[q]->defined && evs[q]->rho_defined);
+    pfi_restab_row(&tab);
+    pfi_restab_text(&tab, C_TERM, q ? "loco" : "loo");
+    pfi_restab_blank(&tab, C_EST);
+    pfi_restab_blank(&tab, C_SE);
+    pfi_restab_text(&tab, C_R2, a);
+    pfi_restab_text(&tab, C_RMSE, b);
+    pfi_restab_text(&tab, C_RHO, c);
+  }
+  int status = pfi_cli_print_table(&tab, PFI_FMT_CSV) != PFI_EXIT_OK
+                   ? PFI_EXIT_FAIL
+                   : PFI_EXIT_OK;
+  pfi_restab_release(&tab);
+  return status;
+}
+
+/* The coefficients' table, then the fit and its evaluations. */
+static int print_terminal(const struct fit *f) {
+  const struct pfi_fit_result *res = &f->res;
+  char a[32], b[32], c[32];
+  printf("PFI model on %zu jobs (%s)\n", f->r->n, f->label);
+  static const struct pfi_restab_col cols[] = {
+      {.name = "term", .kind = PFI_RESTAB_TEXT, .width = 28, .fixed = 1},
+      {.name = "estimate", .kind = PFI_RESTAB_NUM, .style = 'g', .prec = 6,
+       .width = 12, .fixed = 1, .sep = 1},
+      {.name = "se", .kind = PFI_RESTAB_TEXT, .align = PFI_RESTAB_RIGHT,
+       .width = 12, .fixed = 1, .sep = 1},
+  };
+  struct pfi_restab tab;
+  pfi_restab_init(&tab, cols, 3);
+  for (size_t q = 0; q <= f->k; q++) {
+    pfi_restab_row(&tab);
+    pfi_restab_text(&tab, 0, q ? f->ex[q - 1] : "(intercept)");
+    pfi_restab_num(&tab, 1, res->m.coef[q]);
+    fmt_se(a, 32, res->m.se[q], res->m.has_se, 3);
+    pfi_restab_text(&tab, 2, a);
+  }
+  int status = pfi_cli_print_table(&tab, PFI_FMT_TABLE) != PFI_EXIT_OK
+                   ? PFI_EXIT_FAIL
+                   : PFI_EXIT_OK;
+  pfi_restab_release(&tab);
+  fmt_num(a, 32, res->m.r2, 1);
+  printf("\n%-10s %8s %8s %8s\n", "", "R^2", "RMSE", "rho");
+  printf("%-10s %8s %8.3f %8s\n", "in-sample", a, res->m.rmse, "");
+  const struct pfi_eval *evs[2] = {&res->loo, &res->loco};
+  for (int q = 0; q < 2; q++) {
+    if (!evs[q]->defined) {
+      printf("%-10s n/a: %s\n", q ? "LOCO" : "LOO", evs[q]->why);
+      continue;
+    }
+    fmt_num(a, 32, evs[q]->r2, 1);
+    fmt_num(b, 32, evs[q]->rmse, 1);
+    fmt_num(c, 32, evs[q]->rho, evs[q]->rho_defined);
+    printf("%-10s %8s %8s %8s\n", q ? "LOCO" : "LOO", a, b, c);
+  }
+  if (res->loco.defined) {
+    printf("LOCO clusters (%s):", pfi_clusters_name(&f->r->clusters));
+    for (size_t q = 0; q < f->r->nfolds; q++)
+      printf(" %s (%zu)", f->r->fold_name[q], f->r->fold_n[q]);
+    printf("\n");
+  }
+  if (output)
+    printf("model saved to %s\n", output);
+  return status;
+}
+
+/* Fits the model of --features (saved to --output) and evaluates it. 0 or
+ * -1 with err set. */
+static int fit_model(const struct pfi_jobset *d, struct fit *f, int do_loo,
+                     int do_loco, struct pfi_error *err) {
+  if (pfi_strlist_split(feats ? feats : pfi_default_model_features, &f->ex,
+                        &f->k, err) < 0)
+    return -1;
+  if (pfi_fitrows_evaluate(&d->f, f->r, (const char *const *)f->ex, f->k,
+                           (do_loo ? PFI_EVAL_LOO : 0) |
+                               (do_loco ? PFI_EVAL_LOCO : 0),
+                           &f->res, NULL, NULL, err) < 0)
+    return -1;
+  if (!f->res.ok)
+    return pfi_table_missing(&d->f.t, err, "features absent from the file: %s",
+                             f->res.absent);
+  if (output && pfi_model_save(&f->res.m, output, err) < 0)
+    return -1;
+  return 0;
+}
+
 int cmd_fit(int argc, char **argv) {
   struct pfi_optparse op;
   int ost = pfi_opt_parse(&op, &help, argc, argv);
   if (ost != PFI_OPT_GO)
     return ost;
-  const char *fpath = argv[optind];
   int do_loo = 0, do_loco = 0;
-  {
-    char **ev;
-    size_t ne;
-    struct pfi_error e;
-    if (pfi_strlist_split(evals, &ev, &ne, &e) < 0)
-      return pfi_cli_usage("fit", "%s", e.msg);
-    for (size_t i = 0; i < ne; i++) {
-      if (strcmp(ev[i], "loo") == 0)
-        do_loo = 1;
-      else if (strcmp(ev[i], "loco") == 0)
-        do_loco = 1;
-      else {
-        pfi_cli_usage("fit", "--eval takes loo and/or loco, not '%s'", ev[i]);
-        pfi_strlist_free(ev);
-        return PFI_EXIT_USAGE;
-      }
-    }
-    pfi_strlist_free(ev);
-  }
+  if (parse_evals(&do_loo, &do_loco))
+    return PFI_EXIT_USAGE;
   struct pfi_error err;
   pfi_error_clear(&err);
   struct pfi_jobset d;
-  int status = PFI_EXIT_OK;
   struct pfi_fitrows r;
   memset(&r, 0, sizeof r);
-  char **ex = NULL;
-  size_t k = 0;
-  struct pfi_fit_result res;
-  memset(&res, 0, sizeof res);
-  if (pfi_jobset_load(&d, curves, map, fpath, &err) < 0)
+  struct fit f;
+  memset(&f, 0, sizeof f);
+  f.r = &r;
+  if (pfi_jobset_load(&d, curves, map, argv[optind], &err) < 0)
     return pfi_cli_fail(&err);
-  struct pfi_clusters cl;
-  pfi_clusters_parse(&cl, cluster);
-  if (pfi_fitrows_build(&d, pfi_col, NULL, &cl, &r, &err) < 0)
-    goto fail;
-  if (!pfi_col) {
-    size_t shown = 0;
-    for (size_t i = 0; i < d.cs.n; i++) {
-      if (d.frow[i] < 0) {
-        if (shown++ < 5)
-          fprintf(stderr, "pfi fit: job %s has a curve but no features row\n",
-                  d.cs.c[i].job);
-      } else if (!d.pfi_ok[i]) {
-        fprintf(stderr,
-                "pfi fit: job %s left out: PFI undefined (no capped point "
-                "lowered throughput)\n",
-                d.cs.c[i].job);
-      }
-    }
-    if (r.no_features)
-      fprintf(stderr,
-              "pfi fit: %zu job(s) of %s have no features row and "
-              "are left out\n",
-              r.no_features, d.cs.source ? d.cs.source : "the curves");
-    if (r.no_curve)
-      fprintf(stderr,
-              "pfi fit: %zu features row(s) have no curve and are "
-              "left out\n",
-              r.no_curve);
-  }
-  if (r.n < 3) {
-    pfi_error_set(&err, PFI_EINVAL,
-                  "only %zu jobs with both PFI and features: a fit needs at "
-                  "least 3",
-                  r.n);
-    goto fail;
-  }
-  const char *label = d.any_emulated ? "emulated" : "this data";
+  f.label = d.any_emulated ? "emulated" : "this data";
   struct pfi_population pop;
-  {
-    /* The population the rows are: the jobs fitted on. */
-    const char **ids = malloc((r.n + 1) * sizeof *ids);
-    struct pfi_error pe;
-    if (!ids) {
-      pfi_error_set(&err, PFI_ENOMEM, "out of memory");
-      goto fail;
-    }
-    for (size_t i = 0; i < r.n; i++)
-      ids[i] = pfi_features_job(&d.f, r.row[i]);
-    int prc = pfi_population_of(ids, r.n, &pop, &pe);
-    free(ids);
-    if (prc == PFI_ENOMEM) {
-      err = pe;
-      goto fail;
-    }
-  }
-  if (abl) {
-    if (ablation(&d.f, &r, label, &pop, fmt, &err) < 0)
-      goto fail;
-    goto out;
-  }
-  if (pfi_strlist_split(feats ? feats : pfi_default_model_features, &ex, &k,
-                        &err) < 0)
-    goto fail;
-  if (pfi_fitrows_evaluate(&d.f, &r, (const char *const *)ex, k,
-                           (do_loo ? PFI_EVAL_LOO : 0) |
-                               (do_loco ? PFI_EVAL_LOCO : 0),
-                           &res, NULL, NULL, &err) < 0)
-    goto fail;
-  if (!res.ok) {
-    pfi_table_missing(&d.f.t, &err, "features absent from the file: %s",
-                      res.absent);
-    goto fail;
-  }
-  if (output && pfi_model_save(&res.m, output, &err) < 0)
-    goto fail;
-  if (fmt == PFI_FMT_JSON) {
-    json_t *j = json_object(), *co = json_array(), *fe = json_array();
-    json_object_set_new(j, "n", json_integer((json_int_t)r.n));
-    json_object_set_new(j, "data", json_string(label));
-    for (size_t q = 0; q < k; q++) {
-      json_array_append_new(fe, pfi_cli_json_str(ex[q]));
-      json_t *c = json_object();
-      json_object_set_new(c, "feature", pfi_cli_json_str(ex[q]));
-      json_object_set_new(c, "estimate", json_real(res.m.coef[1 + q]));
-      json_object_set_new(c, "se", jnum(res.m.se[1 + q], res.m.has_se));
-      json_array_append_new(co, c);
-    }
-    json_object_set_new(j, "features", fe);
-    json_object_set_new(j, "intercept", json_real(res.m.coef[0]));
-    json_object_set_new(j, "intercept_se", jnum(res.m.se[0], res.m.has_se));
-    json_object_set_new(j, "coefficients", co);
-    json_object_set_new(j, "r2_in", jnum(res.m.r2, 1));
-    json_object_set_new(j, "loo", eval_json(&res.loo));
-    json_t *lo = eval_json(&res.loco);
-    if (json_is_object(lo)) {
-      json_t *cl = json_object();
-      for (size_t q = 0; q < r.nfolds; q++)
-        json_object_set_new(cl, r.fold_name[q],
-                            json_integer((json_int_t)r.fold_n[q]));
-      json_object_set_new(lo, "clusters", cl);
-      json_object_set_new(lo, "cluster_definition",
-                          json_string(pfi_clusters_name(&r.clusters)));
-    }
-    json_object_set_new(j, "loco", lo);
-    if (pfi_cli_print_json(j))
-      status = PFI_EXIT_FAIL;
-  } else if (fmt == PFI_FMT_CSV) {
-    /* Coefficient rows, then the fit's rows: one table, the columns a row
-     * does not have blank. The evaluations' cells are fmt_num()'s text. */
-    enum { C_TERM, C_EST, C_SE, C_R2, C_RMSE, C_RHO, C_N };
-    static const struct pfi_restab_col cols[C_N] = {
-        [C_TERM] = {.name = "term", .kind = PFI_RESTAB_TEXT},
-        [C_EST] = {.name = "estimate", .kind = PFI_RESTAB_NUM, .style = 'g',
-                   .prec = 9},
-        [C_SE] = {.name = "se", .kind = PFI_RESTAB_TEXT},
-        [C_R2] = {.name = "r2", .kind = PFI_RESTAB_TEXT},
-        [C_RMSE] = {.name = "rmse", .kind = PFI_RESTAB_TEXT},
-        [C_RHO] = {.name = "rho", .kind = PFI_RESTAB_TEXT},
-    };
-    char a[32], b[32], c[32];
-    struct pfi_restab tab;
-    pfi_restab_init(&tab, cols, C_N);
-    for (size_t q = 0; q <= k; q++) {
-      pfi_restab_row(&tab);
-      pfi_restab_text(&tab, C_TERM, q ? ex[q - 1] : "(intercept)");
-      pfi_restab_num(&tab, C_EST, res.m.coef[q]);
-      fmt_se(a, 32, res.m.se[q], res.m.has_se, 9);
-      pfi_restab_text(&tab, C_SE, a);
-      for (int col = C_R2; col <= C_RHO; col++)
-        pfi_restab_blank(&tab, (size_t)col);
-    }
-    fmt_num(a, 32, res.m.r2, 1);
-    pfi_restab_row(&tab);
-    pfi_restab_text(&tab, C_TERM, "in-sample");
-    pfi_restab_blank(&tab, C_EST);
-    pfi_restab_blank(&tab, C_SE);
-    pfi_restab_text(&tab, C_R2, a);
-    pfi_restab_textf(&tab, C_RMSE, "%.6f", res.m.rmse);
-    pfi_restab_blank(&tab, C_RHO);
-    const struct pfi_eval *evs[2] = {&res.loo, &res.loco};
-    for (int q = 0; q < 2; q++) {
-      fmt_num(a, 32, evs[q]->r2, evs[q]->defined);
-      fmt_num(b, 32, evs[q]->rmse, evs[q]->defined);
-      fmt_num(c, 32, evs[q]->rho, evs[q]->defined && evs[q]->rho_defined);
-      pfi_restab_row(&tab);
-      pfi_restab_text(&tab, C_TERM, q ? "loco" : "loo");
-      pfi_restab_blank(&tab, C_EST);
-      pfi_restab_blank(&tab, C_SE);
-      pfi_restab_text(&tab, C_R2, a);
-      pfi_restab_text(&tab, C_RMSE, b);
-      pfi_restab_text(&tab, C_RHO, c);
-    }
-    if (pfi_cli_print_table(&tab, fmt) != PFI_EXIT_OK)
-      status = PFI_EXIT_FAIL;
-    pfi_restab_release(&tab);
-  } else {
-    char a[32], b[32], c[32];
-    printf("PFI model on %zu jobs (%s)\n", r.n, label);
-    static const struct pfi_restab_col cols[] = {
-        {.name = "term", .kind = PFI_RESTAB_TEXT, .width = 28, .fixed = 1},
-        {.name = "estimate", .kind = PFI_RESTAB_NUM, .style = 'g', .prec = 6,
-         .width = 12, .fixed = 1, .sep = 1},
-        {.name = "se", .kind = PFI_RESTAB_TEXT, .align = PFI_RESTAB_RIGHT,
-         .width = 12, .fixed = 1, .sep = 1},
-    };
-    struct pfi_restab tab;
-    pfi_restab_init(&tab, cols, 3);
-    for (size_t q = 0; q <= k; q++) {
-      pfi_restab_row(&tab);
-      pfi_restab_text(&tab, 0, q ? ex[q - 1] : "(intercept)");
-      pfi_restab_num(&tab, 1, res.m.coef[q]);
-      fmt_se(a, 32, res.m.se[q], res.m.has_se, 3);
-      pfi_restab_text(&tab, 2, a);
-    }
-    if (pfi_cli_print_table(&tab, fmt) != PFI_EXIT_OK)
-      status = PFI_EXIT_FAIL;
-    pfi_restab_release(&tab);
-    fmt_num(a, 32, res.m.r2, 1);
-    printf("\n%-10s %8s %8s %8s\n", "", "R^2", "RMSE", "rho");
-    printf("%-10s %8s %8.3f %8s\n", "in-sample", a, res.m.rmse, "");
-    const struct pfi_eval *evs[2] = {&res.loo, &res.loco};
-    for (int q = 0; q < 2; q++) {
-      if (!evs[q]->defined) {
-        printf("%-10s n/a: %s\n", q ? "LOCO" : "LOO", evs[q]->why);
-        continue;
-      }
-      fmt_num(a, 32, evs[q]->r2, 1);
-      fmt_num(b, 32, evs[q]->rmse, 1);
-      fmt_num(c, 32, evs[q]->rho, evs[q]->rho_defined);
-      printf("%-10s %8s %8s %8s\n", q ? "LOCO" : "LOO", a, b, c);
-    }
-    if (res.loco.defined) {
-      printf("LOCO clusters (%s):", pfi_clusters_name(&r.clusters));
-      for (size_t q = 0; q < r.nfolds; q++)
-        printf(" %s (%zu)", r.fold_name[q], r.fold_n[q]);
-      printf("\n");
-    }
-    if (output)
-      printf("model saved to %s\n", output);
-  }
-  goto out;
-fail:
-  status = pfi_cli_fail(&err);
-out:
-  pfi_fit_result_release(&res);
-  pfi_strlist_free(ex);
+  int status = PFI_EXIT_OK;
+  if (load_rows(&d, &r, &pop, &err) < 0)
+    status = pfi_cli_fail(&err);
+  else if (abl) {
+    if (ablation(&d.f, &r, f.label, &pop, fmt, &err) < 0)
+      status = pfi_cli_fail(&err);
+  } else if (fit_model(&d, &f, do_loo, do_loco, &err) < 0)
+    status = pfi_cli_fail(&err);
+  else
+    status = fmt == PFI_FMT_JSON  ? print_json(&f)
+             : fmt == PFI_FMT_CSV ? print_csv(&f)
+                                  : print_terminal(&f);
+  pfi_fit_result_release(&f.res);
+  pfi_strlist_free(f.ex);
   pfi_fitrows_release(&r);
   pfi_jobset_release(&d);
   return status;

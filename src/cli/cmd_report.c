@@ -134,8 +134,74 @@ static void progress(const char *msg, void *arg) {
   pfi_cli_err("%s", msg);
 }
 
+/* A directory of summaries: the paper's page when its groups are there
+ * (or --paper), else the operator's. An exit status. */
+static int report_dir(const char *in, const struct pfi_report_opts *o) {
+  struct pfi_error err;
+  pfi_error_clear(&err);
+  char cpath[4200];
+  snprintf(cpath, sizeof cpath, "%s/curves.csv", in);
+  int is_paper = paper;
+  if (!paper && pfi_report_has_paper_groups(cpath, map, &is_paper, &err) < 0)
+    return pfi_cli_fail(&err);
+  int rc = is_paper
+               ? pfi_report_build(in, out ? out : in, o, &err)
+               : pfi_report_operator(cpath, map, unit, out ? out : in, o, &err);
+  return rc < 0 ? pfi_cli_fail(&err) : 0;
+}
+
+/* --out, or IN without `ext` and with "-report" in defout (n bytes). 0 or
+ * PFI_EXIT_USAGE. */
+static int default_out(const char *in, const char *ext, char *defout,
+                       size_t size) {
+  if (out)
+    return 0;
+  size_t n = strlen(in), l = strlen(ext);
+  if (n > l && strcmp(in + n - l, ext) == 0)
+    n -= l;
+  if (n + 8 > size)
+    return pfi_cli_usage("report", "path too long");
+  snprintf(defout, size, "%.*s-report", (int)n, in);
+  out = defout;
+  return 0;
+}
+
+/* A trace store: summarized into the output directory first (curves.csv,
+ * features.csv, mechanism.csv); the page is the paper's only when the
+ * paper's groups are there. An exit status. */
+static int report_store(const char *in, const struct pfi_report_opts *o) {
+  struct pfi_error err;
+  pfi_error_clear(&err);
+  struct pfi_store *st = NULL;
+  int rc = pfi_store_open(&st, in, PFI_STORE_READONLY, &err);
+  if (rc >= 0 && (rc = pfi_report_mkdirs(out, &err)) < 0) {
+    pfi_store_close(st);
+    return pfi_cli_fail(&err);
+  }
+  if (rc < 0) {
+    /* A file that is not a trace store is bad input, not a failure. */
+    if (err.code == PFI_EDB)
+      err.code = PFI_EPARSE;
+    return pfi_cli_fail(&err);
+  }
+  if (!quiet)
+    pfi_cli_err("summarizing %s into %s", in, out);
+  struct pfi_summary_opts so;
+  pfi_summary_opts_init(&so);
+  rc = pfi_trace_summarize(st, out, &so, &err);
+  pfi_store_close(st);
+  int is_paper = paper;
+  char cpath[8300];
+  snprintf(cpath, sizeof cpath, "%s/curves.csv", out);
+  if (rc >= 0 && !paper)
+    rc = pfi_report_has_paper_groups(cpath, NULL, &is_paper, &err);
+  if (rc >= 0)
+    rc = is_paper ? pfi_report_build(out, out, o, &err)
+                  : pfi_report_operator(cpath, NULL, unit, out, o, &err);
+  return rc < 0 ? pfi_cli_fail(&err) : 0;
+}
+
 int cmd_report(int argc, char **argv) {
-  const char *cmd = "report";
   pfi_report_opts_init(&ro);
   obj_opt_init(&rob);
   rob.obj = ro.objective;
@@ -148,85 +214,37 @@ int cmd_report(int argc, char **argv) {
   const char *in = argv[optind];
   if (!quiet)
     o.progress = progress;
-
-  struct pfi_error err;
-  pfi_error_clear(&err);
   struct stat stbuf;
   if (stat(in, &stbuf) != 0) {
+    struct pfi_error err;
     pfi_error_set(&err, PFI_ENOTFOUND, "%s: no such file or directory", in);
     return pfi_cli_fail(&err);
   }
-  int rc;
-  /* The default output directory for a store; at function scope because
+  /* The default output directory for a file; at function scope because
    * `out` points into it until the path is printed at the end. */
   char defout[4096];
+  int status;
   if (S_ISDIR(stbuf.st_mode)) {
-    char cpath[4200];
-    snprintf(cpath, sizeof cpath, "%s/curves.csv", in);
-    int is_paper = paper;
-    if (!paper &&
-        (rc = pfi_report_has_paper_groups(cpath, map, &is_paper, &err)) < 0)
-      return pfi_cli_fail(&err);
-    rc = is_paper
-             ? pfi_report_build(in, out ? out : in, &o, &err)
-             : pfi_report_operator(cpath, map, unit, out ? out : in, &o, &err);
+    status = report_dir(in, &o);
   } else if (!is_store(in) &&
              !(strlen(in) > 3 && strcmp(in + strlen(in) - 3, ".db") == 0)) {
     /* A curves file: the operator's page, beside it by default. */
     if (paper)
-      return pfi_cli_usage(cmd, "--paper needs a DIR or a DB");
-    if (!out) {
-      size_t n = strlen(in);
-      if (n > 4 && strcmp(in + n - 4, ".csv") == 0)
-        n -= 4;
-      if (n + 8 > sizeof defout)
-        return pfi_cli_usage(cmd, "path too long");
-      snprintf(defout, sizeof defout, "%.*s-report", (int)n, in);
-      out = defout;
+      return pfi_cli_usage("report", "--paper needs a DIR or a DB");
+    status = default_out(in, ".csv", defout, sizeof defout);
+    if (!status) {
+      struct pfi_error err;
+      pfi_error_clear(&err);
+      if (pfi_report_operator(in, map, unit, out, &o, &err) < 0)
+        status = pfi_cli_fail(&err);
     }
-    rc = pfi_report_operator(in, map, unit, out, &o, &err);
   } else {
-    /* A trace store: summarize into the output directory first. */
-    if (!out) {
-      size_t n = strlen(in);
-      if (n > 3 && strcmp(in + n - 3, ".db") == 0)
-        n -= 3;
-      if (n + 8 > sizeof defout)
-        return pfi_cli_usage(cmd, "path too long");
-      snprintf(defout, sizeof defout, "%.*s-report", (int)n, in);
-      out = defout;
-    }
-    struct pfi_store *st = NULL;
-    rc = pfi_store_open(&st, in, PFI_STORE_READONLY, &err);
-    if (rc >= 0 && (rc = pfi_report_mkdirs(out, &err)) < 0) {
-      pfi_store_close(st);
-      return pfi_cli_fail(&err);
-    }
-    if (rc < 0) {
-      /* A file that is not a trace store is bad input, not a failure. */
-      if (err.code == PFI_EDB)
-        err.code = PFI_EPARSE;
-      return pfi_cli_fail(&err);
-    }
-    if (!quiet)
-      pfi_cli_err("summarizing %s into %s", in, out);
-    /* The summaries first (curves.csv, features.csv, mechanism.csv); the
-     * page is the paper's only when the paper's groups are there. */
-    struct pfi_summary_opts so;
-    pfi_summary_opts_init(&so);
-    rc = pfi_trace_summarize(st, out, &so, &err);
-    pfi_store_close(st);
-    int is_paper = paper;
-    char cpath[8300];
-    snprintf(cpath, sizeof cpath, "%s/curves.csv", out);
-    if (rc >= 0 && !paper)
-      rc = pfi_report_has_paper_groups(cpath, NULL, &is_paper, &err);
-    if (rc >= 0)
-      rc = is_paper ? pfi_report_build(out, out, &o, &err)
-                    : pfi_report_operator(cpath, NULL, unit, out, &o, &err);
+    status = default_out(in, ".db", defout, sizeof defout);
+    if (!status)
+      status = report_store(in, &o);
   }
-  if (rc < 0)
-    return pfi_cli_fail(&err);
+  if (status)
+    return status;
   printf("%s/report.html\n", out ? out : in);
   return 0;
 }

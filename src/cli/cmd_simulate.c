@@ -316,570 +316,642 @@ static int plot(const char *path, const double *cuts, size_t nc,
   return rc;
 }
 
+/* One run: the inputs as loaded, the strategies asked for and the result;
+ * what the printers read. */
+struct sim {
+  char cbuf[4096], fbuf[4096], mbuf[4096]; /* default file names */
+  double *cuts;                            /* percent */
+  size_t nc;
+  unsigned mask;    /* the strategies that run */
+  unsigned skipped; /* dropped from the default list: no features */
+  int need_pfi;     /* pfi-aware or pfi-curve runs */
+  const char *mix_path;
+  struct pfi_jobset d, td;
+  struct pfi_jobset *sd; /* the jobs workloads are drawn from */
+  int have_d, have_test, have_model;
+  struct pfi_jobset_inputs ai;
+  struct pfi_model model;
+  struct pfi_estimate_opts eo;
+  double *weight, *fcuts;
+  struct pfi_sim_result res;
+  /* What the output says about the values. */
+  int gpus_known, normalize, emulated;
+  char vunit[160], odesc[300];
+  size_t no_pfi; /* library jobs without a ratio PFI (--true-pfi) */
+  struct pfi_population pop;
+  char pop_desc[160];
+};
+
+/* --strategies as a mask of the strategies that run; those that read
+ * features are dropped from the default list when there are none
+ * (s->skipped), an error when named. 0 or PFI_EXIT_USAGE. */
+static int parse_strategies(struct sim *s, int strat_given) {
+  const unsigned pfi_bits =
+      (1u << PFI_STRAT_PFI_AWARE) | (1u << PFI_STRAT_PFI_CURVE);
+  unsigned needs_features = (1u << PFI_STRAT_DRAM_COPY) |
+                            (1u << PFI_STRAT_MOE_FT_WEIGHTED) |
+                            (true_pfi ? 0u : pfi_bits);
+  struct pfi_error err;
+  char **list;
+  size_t ns;
+  if (pfi_strlist_split(strat_s, &list, &ns, &err) < 0)
+    return pfi_cli_usage("simulate", "--strategies: %s", err.msg);
+  int rc = 0;
+  for (size_t i = 0; i < ns && !rc; i++) {
+    int st = pfi_strategy_parse(list[i]);
+    if (st < 0) {
+      rc = pfi_cli_usage("simulate", "unknown strategy '%s'", list[i]);
+    } else if (!features && (needs_features & (1u << st))) {
+      if (strat_given)
+        rc = pfi_cli_usage("simulate",
+                           "strategy %s needs a features file (--features)%s",
+                           list[i],
+                           (1u << st) & pfi_bits
+                               ? ", or --true-pfi to use the curves' own PFI"
+                               : "");
+      else
+        s->skipped |= 1u << st;
+    } else {
+      s->mask |= 1u << st;
+    }
+  }
+  pfi_strlist_free(list);
+  return rc ? PFI_EXIT_USAGE : 0;
+}
+
+/* The checks between options the rules cannot state, the default files,
+ * --cuts, --strategies and --mix. 0 or PFI_EXIT_USAGE. */
+static int check_options(struct sim *s, int strat_given) {
+  if (cluster_s && holdout != 2)
+    return pfi_cli_usage("simulate", "--cluster goes with --holdout=cluster");
+  if (tcurves && (holdout || true_pfi))
+    return pfi_cli_usage("simulate", "test jobs are out of sample already: "
+                                     "drop --holdout and --true-pfi");
+  /* The default features go with the default curves only: a curves file
+   * of one's own is not joined with the library's features. */
+  int default_files = !curves;
+  if (!curves && !(curves = pfi_data_default("jobs/curves.csv", s->cbuf,
+                                             sizeof s->cbuf)))
+    return pfi_cli_usage("simulate", "--curves FILE is required (no "
+                                     "data/jobs/curves.csv; 'pfi reproduce' "
+                                     "writes OUT/curves.csv)");
+  if (!features && default_files &&
+      !(features =
+            pfi_data_default("jobs/features.csv", s->fbuf, sizeof s->fbuf)))
+    return pfi_cli_usage("simulate", "--features FILE is required (no "
+                                     "data/jobs/features.csv; 'pfi "
+                                     "reproduce' writes OUT/features.csv)");
+  struct pfi_error err;
+  pfi_error_clear(&err);
+  if (pfi_cli_parse_numlist(cuts_s, &s->cuts, &s->nc, &err) < 0)
+    return pfi_cli_usage("simulate", "--cuts: %s", err.msg);
+  for (size_t c = 0; c < s->nc; c++)
+    if (!(s->cuts[c] >= 0 && s->cuts[c] < 100))
+      return pfi_cli_usage("simulate", "--cuts are percentages in [0, 100)");
+  if (parse_strategies(s, strat_given))
+    return PFI_EXIT_USAGE;
+  if (!features &&
+      (holdout || model_path || tcurves || strcmp(mix, "random") != 0))
+    return pfi_cli_usage("simulate", "%s needs a features file (--features)",
+                         holdout      ? "--holdout"
+                         : model_path ? "--model"
+                         : tcurves    ? "--test-curves"
+                                      : "a mix other than random");
+  if (strcmp(mix, "production") == 0) {
+    if (!(s->mix_path = pfi_data_default("mixes/production.csv", s->mbuf,
+                                         sizeof s->mbuf)))
+      return pfi_cli_usage("simulate", "data/mixes/production.csv not found "
+                                       "(set PFI_DATA)");
+  } else if (strcmp(mix, "random") != 0) {
+    s->mix_path = mix;
+  }
+  return 0;
+}
+
+/* The library (and the test jobs), the PFI estimates the strategies read,
+ * the problem as the objective counts it and the mix's sampling weights.
+ * 0 or -1 with err set. */
+static int load_inputs(struct sim *s, struct pfi_error *err) {
+  struct pfi_noise nz = nopt.nz;
+  if (pfi_jobset_load(&s->d, curves, map, features, err) < 0)
+    return -1;
+  s->have_d = 1;
+  s->d.curve_fit = curve_fit;
+  if (nopt.given && pfi_jobset_set_noise(&s->d, &nz, err) < 0)
+    return -1;
+  if (features &&
+      pfi_jobset_require_features(&s->d, "the simulation", err) < 0)
+    return -1;
+  s->sd = &s->d;
+  if (tcurves) {
+    /* Out-of-sample jobs: the telemetry model is fitted on the library and
+     * predicts the test jobs, which the workloads are drawn from. */
+    if (pfi_jobset_load(&s->td, tcurves, map, tfeatures, err) < 0)
+      return -1;
+    s->td.curve_fit = curve_fit;
+    s->have_test = 1;
+    if (nopt.given && pfi_jobset_set_noise(&s->td, &nz, err) < 0)
+      return -1;
+    s->sd = &s->td;
+    if (pfi_jobset_require_features(&s->td, "the simulation", err) < 0)
+      return -1;
+    if (!model_path) {
+      if (pfi_jobset_fit_model(&s->d, pfeat, &s->model, err) < 0)
+        return -1;
+      s->have_model = 1;
+    }
+  }
+  struct pfi_jobset *sd = s->sd;
+  size_t n = sd->cs.n;
+  s->weight = calloc(n + 1, sizeof *s->weight);
+  s->fcuts = calloc(s->nc + 1, sizeof *s->fcuts);
+  if (!s->weight || !s->fcuts)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  /* PFI estimates only where a requested strategy uses them (pfi-aware,
+   * pfi-curve; the paired differences to pfi-aware come with them): a
+   * library too small for the telemetry model still compares the others. */
+  const unsigned pfi_bits =
+      (1u << PFI_STRAT_PFI_AWARE) | (1u << PFI_STRAT_PFI_CURVE);
+  s->need_pfi = (s->mask & pfi_bits) != 0;
+  pfi_estimate_opts_init(&s->eo);
+  s->eo.true_pfi = true_pfi;
+  s->eo.features = pfeat;
+  s->eo.holdout = holdout;
+  pfi_clusters_parse(&s->eo.clusters, cluster_s);
+  if (s->need_pfi && model_path) {
+    if (pfi_model_load(&s->model, model_path, err) < 0)
+      return -1;
+    s->have_model = 1;
+  }
+  if (s->have_model)
+    s->eo.model = &s->model;
+  /* Everything the strategies read (moe-ft-weighted, the production mix
+   * and the telemetry model need the features read for every job). */
+  if (pfi_jobset_inputs_build(sd, s->need_pfi ? s->mask : s->mask & ~pfi_bits,
+                              s->mix_path != NULL, &s->eo, &s->ai, err) < 0)
+    return -1;
+  curve_note("simulate", &sd->cs, curve_fit);
+  /* The library's jobs as the objective counts them: every sampled copy
+   * of a job is counted alike. */
+  struct pfi_problem vp;
+  pfi_problem_init(&vp);
+  if (obj_opt_problem_js(&ob, sd, &s->ai.prob, &vp, &s->gpus_known, err) <
+      0) {
+    pfi_problem_release(&vp);
+    return -1;
+  }
+  pfi_problem_release(&s->ai.prob);
+  s->ai.prob = vp;
+  /* Values that are shares of one job's uncapped throughput are shown in
+   * percent. */
+  s->normalize = ob.obj.kind == PFI_OBJ_JOBS ||
+                 (ob.obj.kind == PFI_OBJ_WORK && !s->gpus_known);
+  pfi_objective_unit(&ob.obj, s->gpus_known,
+                     sd->cs.unit ? sd->cs.unit : "tokens/s", s->vunit,
+                     sizeof s->vunit);
+  pfi_objective_describe(&ob.obj, s->gpus_known, s->odesc, sizeof s->odesc);
+  if (true_pfi && s->need_pfi)
+    for (size_t i = 0; i < n; i++)
+      s->no_pfi += !sd->pfi_ok[i];
+  size_t fallbacks = 0;
+  if (s->mix_path && pfi_mix_weights(s->mix_path, s->ai.is_ft, s->ai.gpus, n,
+                                     s->weight, &fallbacks, err) < 0)
+    return -1;
+  if (fallbacks)
+    fprintf(stderr,
+            "pfi simulate: %zu row(s) of mix %s matched no job by GPU count; "
+            "their share went to every job of their task\n",
+            fallbacks, s->mix_path);
+  return 0;
+}
+
+/* Runs the simulation into s->res, then reads the population the output
+ * names. 0 or -1 with err set. */
+static int run(struct sim *s, struct pfi_error *err) {
+  for (size_t c = 0; c < s->nc; c++)
+    s->fcuts[c] = s->cuts[c] / 100.0;
+  const struct pfi_alloc_inputs in = s->ai.in;
+  struct pfi_sim_config cfg = {.workloads = workloads,
+                               .size = size,
+                               .cuts = s->fcuts,
+                               .ncuts = s->nc,
+                               .strategies = s->mask,
+                               .seed = seed,
+                               .sample_weight = s->mix_path ? s->weight : NULL,
+                               .progress = isatty(2) ? progress : NULL,
+                               .progress_arg = NULL};
+  if (pfi_sim_run(&s->ai.prob, &in, &cfg, &s->res, err) < 0)
+    return -1;
+  s->emulated = s->d.any_emulated || (s->have_test && s->td.any_emulated);
+  /* The paper's published figure is over its 25 H200 headline groups:
+   * shown beside ours only on that population. */
+  struct pfi_error perr;
+  if (pfi_jobset_population(s->sd, &s->pop, &perr) < 0 &&
+      perr.code == PFI_ENOMEM) {
+    *err = perr;
+    return -1;
+  }
+  pfi_population_describe(&s->pop, s->pop_desc, sizeof s->pop_desc);
+  return 0;
+}
+
+/* A JSON array of one value per cut: get(cell) where ok(cell), else null. */
+static json_t *json_per_cut(const struct sim *s, int st,
+                            json_t *(*get)(const struct pfi_sim_cell *)) {
+  json_t *a = json_array();
+  for (size_t c = 0; c < s->nc; c++)
+    json_array_append_new(a, get(&s->res.cell[st][c]));
+  return a;
+}
+
+static json_t *j_gap(const struct pfi_sim_cell *e) {
+  return e->feasible >= 2 ? json_real(e->gap_mean) : json_null();
+}
+static json_t *j_gap_ci(const struct pfi_sim_cell *e) {
+  return e->feasible >= 2 ? json_pack("[f,f]", e->gap_lo, e->gap_hi)
+                          : json_null();
+}
+static json_t *j_tokens(const struct pfi_sim_cell *e) {
+  return e->feasible >= 2 ? json_real(e->tokens_mean) : json_null();
+}
+static json_t *j_closed(const struct pfi_sim_cell *e) {
+  return e->closed_defined ? json_real(e->closed_pct) : json_null();
+}
+static json_t *j_vs(const struct pfi_sim_cell *e) {
+  return e->vs_aware_defined ? json_real(e->vs_aware_mean) : json_null();
+}
+static json_t *j_vs_ci(const struct pfi_sim_cell *e) {
+  return e->vs_aware_defined
+             ? json_pack("[f,f]", e->vs_aware_lo, e->vs_aware_hi)
+             : json_null();
+}
+
+static int print_json(const struct sim *s) {
+  json_t *j = json_object(), *jc = json_array(), *js = json_object();
+  for (size_t c = 0; c < s->nc; c++)
+    json_array_append_new(jc, json_real(s->cuts[c]));
+  json_object_set_new(j, "cuts", jc);
+  json_object_set_new(j, "workloads", json_integer((json_int_t)workloads));
+  json_object_set_new(j, "size", json_integer((json_int_t)size));
+  json_object_set_new(j, "mix", json_string(mix));
+  json_object_set_new(j, "seed", json_integer((json_int_t)seed));
+  for (int st = 0; st < PFI_STRAT__COUNT; st++) {
+    if (!s->res.cell[st])
+      continue;
+    json_t *o2 = json_object();
+    json_object_set_new(o2, "gap_tokens_per_s_per_job",
+                        json_per_cut(s, st, j_gap));
+    json_object_set_new(o2, "tokens_per_job", json_per_cut(s, st, j_tokens));
+    json_object_set_new(o2, "gap_ci95", json_per_cut(s, st, j_gap_ci));
+    json_object_set_new(o2, "gap_closed_pct", json_per_cut(s, st, j_closed));
+    json_object_set_new(o2, "vs_pfi_aware_tokens_per_s_per_job",
+                        json_per_cut(s, st, j_vs));
+    json_object_set_new(o2, "vs_pfi_aware_ci95", json_per_cut(s, st, j_vs_ci));
+    json_object_set_new(js, pfi_strategy_name(st), o2);
+  }
+  json_object_set_new(j, "strategies", js);
+  /* Provenance beside the required keys: emulated data say so. */
+  json_object_set_new(j, "source",
+                      json_string(s->emulated ? "emulated" : "input"));
+  json_object_set_new(j, "unit", pfi_cli_json_str(s->vunit));
+  json_object_set_new(j, "normalized", json_boolean(s->normalize));
+  json_object_set_new(j, "objective",
+                      json_string(pfi_objective_name(ob.obj.kind)));
+  json_object_set_new(j, "objective_text", json_string(s->odesc));
+  json_t *sk = json_array();
+  for (int st = 0; st < PFI_STRAT__COUNT; st++)
+    if (s->skipped & (1u << st))
+      json_array_append_new(sk, json_string(pfi_strategy_name(st)));
+  json_object_set_new(j, "skipped", sk);
+  json_object_set_new(j, "pfi_undefined",
+                      json_integer((json_int_t)s->no_pfi));
+  json_t *inf = json_array();
+  for (size_t c = 0; c < s->nc; c++)
+    json_array_append_new(inf, json_real(infeasible_pct(&s->res, c)));
+  json_object_set_new(j, "infeasible_pct", inf);
+  return pfi_cli_print_json(j) ? PFI_EXIT_FAIL : PFI_EXIT_OK;
+}
+
+/* Three values of a cell, or three blanks where it is not defined. */
+static void csv_three(struct pfi_restab *tab, int col, int ok, double a,
+                      double b, double c) {
+  for (int k = 0; k < 3; k++) {
+    if (ok)
+      pfi_restab_num(tab, col + k, k == 0 ? a : k == 1 ? b : c);
+    else
+      pfi_restab_blank(tab, col + k);
+  }
+}
+
+static int print_csv(const struct sim *s) {
+  enum { C_STRAT, C_CUT, C_GAP, C_GLO, C_GHI, C_CLOSED, C_VS, C_VLO, C_VHI,
+         C_TOK, C_N };
+#define F6(n) {.name = n, .kind = PFI_RESTAB_NUM, .style = 'f', .prec = 6}
+  static const struct pfi_restab_col cols[C_N] = {
+      [C_STRAT] = {.name = "strategy", .kind = PFI_RESTAB_TEXT},
+      [C_CUT] = {.name = "cut_pct", .kind = PFI_RESTAB_NUM},
+      [C_GAP] = F6("gap_tokens_per_s_per_job"),
+      [C_GLO] = F6("gap_ci95_lo"),
+      [C_GHI] = F6("gap_ci95_hi"),
+      [C_CLOSED] = {.name = "gap_closed_pct", .kind = PFI_RESTAB_NUM,
+                    .style = 'f', .prec = 4},
+      [C_VS] = F6("vs_pfi_aware"),
+      [C_VLO] = F6("vs_pfi_aware_lo"),
+      [C_VHI] = F6("vs_pfi_aware_hi"),
+      [C_TOK] = {.name = "tokens_per_job", .kind = PFI_RESTAB_NUM,
+                 .style = 'g', .prec = 10},
+  };
+#undef F6
+  struct pfi_restab tab;
+  pfi_restab_init(&tab, cols, C_N);
+  for (int st = 0; st < PFI_STRAT__COUNT && !tab.failed; st++) {
+    if (!s->res.cell[st])
+      continue;
+    for (size_t c = 0; c < s->nc; c++) {
+      const struct pfi_sim_cell *e = &s->res.cell[st][c];
+      pfi_restab_row(&tab);
+      pfi_restab_text(&tab, C_STRAT, pfi_strategy_name(st));
+      pfi_restab_num(&tab, C_CUT, s->cuts[c]);
+      csv_three(&tab, C_GAP, e->feasible >= 2, e->gap_mean, e->gap_lo,
+                e->gap_hi);
+      if (e->closed_defined)
+        pfi_restab_num(&tab, C_CLOSED, e->closed_pct);
+      else
+        pfi_restab_blank(&tab, C_CLOSED);
+      csv_three(&tab, C_VS, e->vs_aware_defined, e->vs_aware_mean,
+                e->vs_aware_lo, e->vs_aware_hi);
+      if (e->feasible >= 2)
+        pfi_restab_num(&tab, C_TOK, e->tokens_mean);
+      else
+        pfi_restab_blank(&tab, C_TOK);
+    }
+  }
+  int status = pfi_cli_print_table(&tab, PFI_FMT_CSV) != PFI_EXIT_OK
+                   ? PFI_EXIT_FAIL
+                   : PFI_EXIT_OK;
+  pfi_restab_release(&tab);
+  print_infeasible(stderr, &s->res, s->cuts, s->nc);
+  return status;
+}
+
+/* The lines above the tables: the setting, where the PFI comes from, the
+ * objective, the jobs without PFI and the strategies skipped. */
+static void print_setting(const struct sim *s) {
+  const char *pfi_src = s->have_test
+                            ? "telemetry model fitted on the library, "
+                              "applied to the test jobs"
+                        : true_pfi      ? "true PFI of the curves"
+                        : s->have_model ? "saved model"
+                        : holdout == 1  ? "telemetry model, held out by job"
+                        : holdout == 2
+                            ? "telemetry model, held out by cluster"
+                            : "telemetry model fitted on the library";
+  char cl_desc[96] = "";
+  if (holdout == 2 && !s->have_test && !true_pfi && !s->have_model) {
+    char d2[80];
+    snprintf(cl_desc, sizeof cl_desc, " (%s)",
+             pfi_clusters_describe(&s->eo.clusters, d2, sizeof d2));
+  }
+  printf("Simulation: %lu workloads x %lu jobs, mix %s, seed %lu; library "
+         "%zu jobs%s (%s)\nPopulation: %s\nPFI estimates: %s%s\n",
+         workloads, size, mix, seed, s->sd->cs.n,
+         s->have_test ? " (test jobs)" : "",
+         s->emulated ? "emulated" : "from the given files", s->pop_desc,
+         pfi_src, cl_desc);
+  printf("Throughput: %s (%s)\n", s->odesc, s->vunit);
+  if (s->no_pfi) {
+    char why[400];
+    pfi_jobset_undefined_note(s->sd, why, sizeof why);
+    printf("%zu library jobs have no ratio PFI, counted as PFI 0 (the least "
+           "flexible) by pfi-aware and pfi-curve: %s\n",
+           s->no_pfi, why);
+  }
+  if (s->skipped) {
+    printf("Skipped (they read features; none given):");
+    const char *sep = " ";
+    for (int st = 0; st < PFI_STRAT__COUNT; st++)
+      if (s->skipped & (1u << st)) {
+        printf("%s%s", sep, pfi_strategy_name(st));
+        sep = ", ";
+      }
+    printf("%s\n", true_pfi ? ""
+                            : "; pfi-aware and pfi-curve run with "
+                              "--true-pfi");
+  }
+}
+
+/* The four tables of one row per strategy and one column per cut: the gap
+ * to the oracle, the throughput, the share of the gap closed and the
+ * difference to pfi-aware. PFI_EXIT_OK, PFI_EXIT_FAIL when one could not
+ * be printed, or -1 with err set. */
+static int print_cut_tables(const struct sim *s, struct pfi_error *err) {
+  /* Job-equivalents per job are fractions: shown in percent. */
+  double sc = s->normalize ? 100 : 1;
+  const char *per =
+      s->normalize ? "% of a job's uncapped throughput" : s->vunit;
+  int dp = s->normalize ? 2 : ob.obj.kind == PFI_OBJ_WORK ? 3 : 1;
+  struct cut_table ct;
+  if (cut_table_init(&ct, s->cuts, s->nc) < 0)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  static const struct pfi_restab_col interval = {.kind = PFI_RESTAB_TEXT,
+                                                 .align = PFI_RESTAB_RIGHT};
+  static const struct pfi_restab_col tokens = {
+      .kind = PFI_RESTAB_NUM, .qty = PFI_RESTAB_Q_THROUGHPUT};
+  static const struct pfi_restab_col closed = {.kind = PFI_RESTAB_NUM,
+                                               .qty = PFI_RESTAB_Q_SHARE};
+  const struct pfi_sim_result *res = &s->res;
+  struct pfi_restab *tab = cut_table_start(&ct, &interval);
+  char title[256];
+  snprintf(title, sizeof title,
+           "Throughput gap to the oracle, %s per job: mean "
+           "[95 %% interval]",
+           per);
+  pfi_restab_title(tab, title);
+  for (int st = 0; st < PFI_STRAT__COUNT; st++) {
+    if (!res->cell[st])
+      continue;
+    cut_table_row(&ct, pfi_strategy_name(st));
+    for (size_t c = 0; c < s->nc; c++) {
+      const struct pfi_sim_cell *e = &res->cell[st][c];
+      if (e->feasible < 2)
+        continue;
+      pfi_restab_textf(tab, 1 + c, "%.*f [%.*f, %.*f]", dp,
+                       t1(sc * e->gap_mean), dp, t1(sc * e->gap_lo), dp,
+                       t1(sc * e->gap_hi));
+    }
+  }
+  int prc = cut_table_print(&ct);
+  tab = cut_table_start(&ct, &tokens);
+  snprintf(title, sizeof title, "Throughput per job, %s: mean over workloads",
+           per);
+  pfi_restab_title(tab, title);
+  for (int st = 0; st < PFI_STRAT__COUNT; st++) {
+    if (!res->cell[st])
+      continue;
+    cut_table_row(&ct, pfi_strategy_name(st));
+    for (size_t c = 0; c < s->nc; c++)
+      if (res->cell[st][c].feasible >= 2)
+        pfi_restab_num(tab, 1 + c, sc * res->cell[st][c].tokens_mean);
+  }
+  prc |= cut_table_print(&ct);
+  tab = cut_table_start(&ct, &closed);
+  pfi_restab_title(tab, "Share of the equal-to-oracle gap closed, %");
+  for (int st = 0; st < PFI_STRAT__COUNT; st++) {
+    if (!res->cell[st])
+      continue;
+    cut_table_row(&ct, pfi_strategy_name(st));
+    for (size_t c = 0; c < s->nc; c++)
+      if (res->cell[st][c].closed_defined)
+        pfi_restab_num(tab, 1 + c, t1(res->cell[st][c].closed_pct));
+  }
+  prc |= cut_table_print(&ct);
+  if (s->need_pfi) {
+    tab = cut_table_start(&ct, &interval);
+    snprintf(title, sizeof title,
+             "Difference to pfi-aware, %s per job (positive: better "
+             "than pfi-aware): mean [95 %% paired interval]",
+             per);
+    pfi_restab_title(tab, title);
+    for (int st = 0; st < PFI_STRAT__COUNT; st++) {
+      if (!res->cell[st] || st == PFI_STRAT_PFI_AWARE)
+        continue;
+      cut_table_row(&ct, pfi_strategy_name(st));
+      for (size_t c = 0; c < s->nc; c++) {
+        const struct pfi_sim_cell *e = &res->cell[st][c];
+        if (e->vs_aware_defined)
+          pfi_restab_textf(tab, 1 + c, "%.*f [%.*f, %.*f]", dp,
+                           t1(sc * e->vs_aware_mean), dp,
+                           t1(sc * e->vs_aware_lo), dp,
+                           t1(sc * e->vs_aware_hi));
+      }
+    }
+    prc |= cut_table_print(&ct);
+  }
+  cut_table_release(&ct);
+  return prc ? PFI_EXIT_FAIL : PFI_EXIT_OK;
+}
+
+/* The paper's one published simulation figure (Figure 8), beside ours
+ * when this run has the same setting and the same population. */
+static void print_figure8(const struct sim *s) {
+  const struct pfi_sim_result *res = &s->res;
+  for (size_t c = 0; c < s->nc; c++) {
+    if (!(strcmp(mix, "production") == 0 && s->cuts[c] == 30 &&
+          res->cell[PFI_STRAT_PFI_AWARE] && res->cell[PFI_STRAT_EQUAL] &&
+          res->cell[PFI_STRAT_EQUAL][c].feasible >= 2))
+      continue;
+    const struct pfi_sim_cell *a = &res->cell[PFI_STRAT_PFI_AWARE][c],
+                              *e = &res->cell[PFI_STRAT_EQUAL][c];
+    printf("\nProduction mix, 30 %% cut: pfi-aware recovers %.0f tokens/s "
+           "per job over equal, %.0f %% of the gap (%s).\n",
+           e->gap_mean - a->gap_mean, a->closed_defined ? a->closed_pct : 0.0,
+           s->emulated ? "emulated" : "these data");
+    double ptok, pgap;
+    struct pfi_error pe;
+    if (s->pop.paper &&
+        pfi_paper_headline("tokens_over_equal_production_30", &ptok, &pe) ==
+            0 &&
+        pfi_paper_headline("gap_closed_pct_production_30", &pgap, &pe) == 0 &&
+        ptok >= 0 && ptok < 1e6) {
+      /* Thousands with a separator, as the paper writes them. */
+      char tok[32];
+      int it = (int)ptok;
+      if (it >= 1000)
+        snprintf(tok, sizeof tok, "%d,%03d", it / 1000, it % 1000);
+      else
+        snprintf(tok, sizeof tok, "%d", it);
+      printf("Published (paper, Figure 8, the same %zu groups): about %s "
+             "tokens/s per job, %.0f %%.\n",
+             s->pop.n, tok, pgap);
+    } else
+      printf("Published value not shown: the paper's figure is over its "
+             "%zu H200 headline groups; this library is %s.\n",
+             s->pop.headline_total ? s->pop.headline_total : (size_t)25,
+             s->pop_desc);
+  }
+}
+
+/* The terminal output: the setting, the tables and the notes below them.
+ * A status, or -1 with err set. */
+static int print_terminal(const struct sim *s, struct pfi_error *err) {
+  print_setting(s);
+  int status = print_cut_tables(s, err);
+  if (status < 0)
+    return -1;
+  printf("\n'-': undefined (no gap to close at this cut, or fewer than 2 "
+         "workloads could take it).\n");
+  print_infeasible(stdout, &s->res, s->cuts, s->nc);
+  print_figure8(s);
+  return status;
+}
+
+/* --plot: the gap chart. 0 or -1 with err set. */
+static int plot_gaps(const struct sim *s, struct pfi_error *err) {
+  char title[256];
+  snprintf(title, sizeof title, "Gap to oracle, %s mix, %lu x %lu jobs%s",
+           s->mix_path && strcmp(mix, "production") != 0 ? "custom" : mix,
+           workloads, size, s->emulated ? " (emulated library)" : "");
+  char ylabel[200];
+  snprintf(ylabel, sizeof ylabel, "Throughput gap to oracle (%s per job)",
+           s->normalize ? "% of uncapped" : s->vunit);
+  return plot(plot_path, s->cuts, s->nc, &s->res, s->mask, title, ylabel,
+              s->normalize ? 100 : 1, err);
+}
+
+static void sim_release(struct sim *s) {
+  pfi_sim_result_release(&s->res);
+  if (s->have_model)
+    pfi_model_release(&s->model);
+  if (s->have_d)
+    pfi_jobset_release(&s->d);
+  if (s->have_test)
+    pfi_jobset_release(&s->td);
+  pfi_jobset_inputs_release(&s->ai);
+  free(s->cuts);
+  free(s->weight);
+  free(s->fcuts);
+}
+
 int cmd_simulate(int argc, char **argv) {
   obj_opt_init(&ob);
   struct pfi_optparse op;
   int st = pfi_opt_parse(&op, &help, argc, argv);
   if (st != PFI_OPT_GO)
     return st;
-  int strat_given = pfi_opt_given(&op, "strategies") > 0;
-  struct pfi_noise nz = nopt.nz;
-  int have_nz = nopt.given;
-  if (cluster_s && holdout != 2)
-    return pfi_cli_usage("simulate", "--cluster goes with --holdout=cluster");
-  if (tcurves && (holdout || true_pfi))
-    return pfi_cli_usage("simulate", "test jobs are out of sample already: "
-                                     "drop --holdout and --true-pfi");
-  char cbuf[4096], fbuf[4096], mbuf[4096];
-  /* The default features go with the default curves only: a curves file
-   * of one's own is not joined with the library's features. */
-  int default_files = !curves;
-  if (!curves &&
-      !(curves = pfi_data_default("jobs/curves.csv", cbuf, sizeof cbuf)))
-    return pfi_cli_usage("simulate", "--curves FILE is required (no "
-                                     "data/jobs/curves.csv; 'pfi reproduce' "
-                                     "writes OUT/curves.csv)");
-  if (!features && default_files &&
-      !(features = pfi_data_default("jobs/features.csv", fbuf, sizeof fbuf)))
-    return pfi_cli_usage("simulate", "--features FILE is required (no "
-                                     "data/jobs/features.csv; 'pfi "
-                                     "reproduce' writes OUT/features.csv)");
+  struct sim sim, *s = &sim;
+  memset(s, 0, sizeof *s);
+  pfi_problem_init(&s->ai.prob);
+  int status = check_options(s, pfi_opt_given(&op, "strategies") > 0);
+  if (status) {
+    free(s->cuts);
+    return status;
+  }
   struct pfi_error err;
   pfi_error_clear(&err);
-  double *cuts = NULL;
-  size_t nc = 0;
-  if (pfi_cli_parse_numlist(cuts_s, &cuts, &nc, &err) < 0)
-    return pfi_cli_usage("simulate", "--cuts: %s", err.msg);
-  for (size_t c = 0; c < nc; c++)
-    if (!(cuts[c] >= 0 && cuts[c] < 100)) {
-      free(cuts);
-      return pfi_cli_usage("simulate", "--cuts are percentages in [0, 100)");
-    }
-  unsigned mask = 0;
-  /* What cannot run without features: named, or dropped from the default
-   * list (skipped, said in the output). */
-  unsigned skipped = 0;
-  const unsigned pfi_bits =
-      (1u << PFI_STRAT_PFI_AWARE) | (1u << PFI_STRAT_PFI_CURVE);
-  unsigned needs_features = (1u << PFI_STRAT_DRAM_COPY) |
-                            (1u << PFI_STRAT_MOE_FT_WEIGHTED) |
-                            (true_pfi ? 0u : pfi_bits);
-  {
-    char **list;
-    size_t ns;
-    if (pfi_strlist_split(strat_s, &list, &ns, &err) < 0) {
-      free(cuts);
-      return pfi_cli_usage("simulate", "--strategies: %s", err.msg);
-    }
-    for (size_t i = 0; i < ns; i++) {
-      int s = pfi_strategy_parse(list[i]);
-      if (s < 0) {
-        pfi_cli_usage("simulate", "unknown strategy '%s'", list[i]);
-        pfi_strlist_free(list);
-        free(cuts);
-        return PFI_EXIT_USAGE;
-      }
-      if (!features && (needs_features & (1u << s))) {
-        if (strat_given) {
-          pfi_cli_usage("simulate",
-                        "strategy %s needs a features file (--features)%s",
-                        list[i],
-                        (1u << s) & pfi_bits
-                            ? ", or --true-pfi to use the curves' own PFI"
-                            : "");
-          pfi_strlist_free(list);
-          free(cuts);
-          return PFI_EXIT_USAGE;
-        }
-        skipped |= 1u << s;
-        continue;
-      }
-      mask |= 1u << s;
-    }
-    pfi_strlist_free(list);
-  }
-  if (!features &&
-      (holdout || model_path || tcurves || strcmp(mix, "random") != 0)) {
-    free(cuts);
-    return pfi_cli_usage("simulate", "%s needs a features file (--features)",
-                         holdout      ? "--holdout"
-                         : model_path ? "--model"
-                         : tcurves    ? "--test-curves"
-                                      : "a mix other than random");
-  }
-  const char *mix_path = NULL;
-  if (strcmp(mix, "production") == 0) {
-    if (!(mix_path =
-              pfi_data_default("mixes/production.csv", mbuf, sizeof mbuf))) {
-      free(cuts);
-      return pfi_cli_usage("simulate", "data/mixes/production.csv not found "
-                                       "(set PFI_DATA)");
-    }
-  } else if (strcmp(mix, "random") != 0) {
-    mix_path = mix;
-  }
-
-  int status = PFI_EXIT_OK;
-  struct pfi_jobset d, td;
-  struct pfi_jobset *sd = &d; /* the jobs workloads are drawn from */
-  int have_test = 0;
-  struct pfi_jobset_inputs ai;
-  struct pfi_model model;
-  int have_model = 0;
-  struct pfi_sim_result res;
-  memset(&res, 0, sizeof res);
-  memset(&ai, 0, sizeof ai);
-  pfi_problem_init(&ai.prob);
-  double *weight = NULL, *fcuts = NULL;
-  if (pfi_jobset_load(&d, curves, map, features, &err) < 0) {
-    free(cuts);
-    return pfi_cli_fail(&err);
-  }
-  d.curve_fit = curve_fit;
-  if (have_nz && pfi_jobset_set_noise(&d, &nz, &err) < 0)
+  if (load_inputs(s, &err) < 0)
     goto fail;
-  if (features && pfi_jobset_require_features(&d, "the simulation", &err) < 0)
-    goto fail;
-  if (tcurves) {
-    /* Out-of-sample jobs: the telemetry model is fitted on the library and
-     * predicts the test jobs, which the workloads are drawn from. */
-    if (pfi_jobset_load(&td, tcurves, map, tfeatures, &err) < 0)
+  if (run(s, &err) < 0) {
+    if (err.code != PFI_EINFEASIBLE)
       goto fail;
-    td.curve_fit = curve_fit;
-    have_test = 1;
-    if (have_nz && pfi_jobset_set_noise(&td, &nz, &err) < 0)
-      goto fail;
-    sd = &td;
-    if (pfi_jobset_require_features(&td, "the simulation", &err) < 0)
-      goto fail;
-    if (!model_path) {
-      if (pfi_jobset_fit_model(&d, pfeat, &model, &err) < 0)
-        goto fail;
-      have_model = 1;
-    }
+    fprintf(stderr, "pfi simulate: %s\n", err.msg);
+    status = PFI_EXIT_USAGE;
+    goto out;
   }
-  size_t n = sd->cs.n;
-  weight = calloc(n + 1, sizeof *weight);
-  fcuts = calloc(nc + 1, sizeof *fcuts);
-  if (!weight || !fcuts) {
-    pfi_error_set(&err, PFI_ENOMEM, "out of memory");
+  if (fmt == PFI_FMT_JSON)
+    status = print_json(s);
+  else if (fmt == PFI_FMT_CSV)
+    status = print_csv(s);
+  else if ((status = print_terminal(s, &err)) < 0)
     goto fail;
-  }
-  /* PFI estimates only where a requested strategy uses them (pfi-aware,
-   * pfi-curve; the paired differences to pfi-aware come with them): a
-   * library too small for the telemetry model still compares the others. */
-  int need_pfi =
-      (mask & ((1u << PFI_STRAT_PFI_AWARE) | (1u << PFI_STRAT_PFI_CURVE))) != 0;
-  struct pfi_estimate_opts eo;
-  pfi_estimate_opts_init(&eo);
-  eo.true_pfi = true_pfi;
-  eo.features = pfeat;
-  eo.holdout = holdout;
-  pfi_clusters_parse(&eo.clusters, cluster_s);
-  if (need_pfi && model_path) {
-    if (pfi_model_load(&model, model_path, &err) < 0)
-      goto fail;
-    have_model = 1;
-  }
-  if (have_model)
-    eo.model = &model;
-  /* Everything the strategies read (moe-ft-weighted, the production mix
-   * and the telemetry model need the features read for every job). */
-  if (pfi_jobset_inputs_build(sd,
-                              need_pfi ? mask
-                                       : mask & ~((1u << PFI_STRAT_PFI_AWARE) |
-                                                  (1u << PFI_STRAT_PFI_CURVE)),
-                              mix_path != NULL, &eo, &ai, &err) < 0)
-    goto fail;
-  curve_note("simulate", &sd->cs, curve_fit);
-  /* The library's jobs as the objective counts them: every sampled copy
-   * of a job is counted alike. */
-  int gpus_known = 0;
-  {
-    struct pfi_problem vp;
-    pfi_problem_init(&vp);
-    if (obj_opt_problem_js(&ob, sd, &ai.prob, &vp, &gpus_known, &err) < 0) {
-      pfi_problem_release(&vp);
-      goto fail;
-    }
-    pfi_problem_release(&ai.prob);
-    ai.prob = vp;
-  }
-  /* Values that are shares of one job's uncapped throughput are shown in
-   * percent. */
-  int normalize = ob.obj.kind == PFI_OBJ_JOBS ||
-                  (ob.obj.kind == PFI_OBJ_WORK && !gpus_known);
-  char vunit[160], odesc[300];
-  pfi_objective_unit(&ob.obj, gpus_known,
-                     sd->cs.unit ? sd->cs.unit : "tokens/s", vunit,
-                     sizeof vunit);
-  pfi_objective_describe(&ob.obj, gpus_known, odesc, sizeof odesc);
-  size_t no_pfi = 0;
-  if (true_pfi && need_pfi)
-    for (size_t i = 0; i < n; i++)
-      no_pfi += !sd->pfi_ok[i];
-  const char *unit = vunit;
-  size_t fallbacks = 0;
-  if (mix_path && pfi_mix_weights(mix_path, ai.is_ft, ai.gpus, n, weight,
-                                  &fallbacks, &err) < 0)
-    goto fail;
-  if (fallbacks)
-    fprintf(stderr,
-            "pfi simulate: %zu row(s) of mix %s matched no job by GPU count; "
-            "their share went to every job of their task\n",
-            fallbacks, mix_path);
-  for (size_t c = 0; c < nc; c++)
-    fcuts[c] = cuts[c] / 100.0;
-  const struct pfi_alloc_inputs in = ai.in;
-  struct pfi_sim_config cfg = {.workloads = workloads,
-                               .size = size,
-                               .cuts = fcuts,
-                               .ncuts = nc,
-                               .strategies = mask,
-                               .seed = seed,
-                               .sample_weight = mix_path ? weight : NULL,
-                               .progress = isatty(2) ? progress : NULL,
-                               .progress_arg = NULL};
-  if (pfi_sim_run(&ai.prob, &in, &cfg, &res, &err) < 0) {
-    if (err.code == PFI_EINFEASIBLE) {
-      fprintf(stderr, "pfi simulate: %s\n", err.msg);
-      status = PFI_EXIT_USAGE;
-      goto out;
-    }
-    goto fail;
-  }
-  int emulated = d.any_emulated || (have_test && td.any_emulated);
-  const char *pfi_src = have_test    ? "telemetry model fitted on the library, "
-                                       "applied to the test jobs"
-                        : true_pfi   ? "true PFI of the curves"
-                        : have_model ? "saved model"
-                        : holdout == 1 ? "telemetry model, held out by job"
-                        : holdout == 2
-                            ? "telemetry model, held out by cluster"
-                            : "telemetry model fitted on the library";
-  char cl_desc[96] = "";
-  if (holdout == 2 && !have_test && !true_pfi && !have_model) {
-    char d2[80];
-    snprintf(cl_desc, sizeof cl_desc, " (%s)",
-             pfi_clusters_describe(&eo.clusters, d2, sizeof d2));
-  }
-  /* The paper's published figure is over its 25 H200 headline groups:
-   * shown beside ours only on that population. */
-  struct pfi_population pop;
-  struct pfi_error perr;
-  if (pfi_jobset_population(sd, &pop, &perr) < 0 && perr.code == PFI_ENOMEM) {
-    err = perr;
-    goto fail;
-  }
-  char pop_desc[160];
-  pfi_population_describe(&pop, pop_desc, sizeof pop_desc);
-  if (fmt == PFI_FMT_JSON) {
-    json_t *j = json_object(), *jc = json_array(), *js = json_object();
-    for (size_t c = 0; c < nc; c++)
-      json_array_append_new(jc, json_real(cuts[c]));
-    json_object_set_new(j, "cuts", jc);
-    json_object_set_new(j, "workloads", json_integer((json_int_t)workloads));
-    json_object_set_new(j, "size", json_integer((json_int_t)size));
-    json_object_set_new(j, "mix", json_string(mix));
-    json_object_set_new(j, "seed", json_integer((json_int_t)seed));
-    for (int s = 0; s < PFI_STRAT__COUNT; s++) {
-      if (!res.cell[s])
-        continue;
-      json_t *o2 = json_object(), *g = json_array(), *ci = json_array(),
-             *cl = json_array(), *va = json_array(), *vci = json_array();
-      for (size_t c = 0; c < nc; c++) {
-        const struct pfi_sim_cell *e = &res.cell[s][c];
-        int ok = e->feasible >= 2;
-        json_array_append_new(g, ok ? json_real(e->gap_mean) : json_null());
-        json_array_append_new(ci, ok ? json_pack("[f,f]", e->gap_lo, e->gap_hi)
-                                     : json_null());
-        json_array_append_new(cl, e->closed_defined ? json_real(e->closed_pct)
-                                                    : json_null());
-        if (e->vs_aware_defined) {
-          json_array_append_new(va, json_real(e->vs_aware_mean));
-          json_array_append_new(
-              vci, json_pack("[f,f]", e->vs_aware_lo, e->vs_aware_hi));
-        } else {
-          json_array_append_new(va, json_null());
-          json_array_append_new(vci, json_null());
-        }
-      }
-      json_object_set_new(o2, "gap_tokens_per_s_per_job", g);
-      json_t *tk = json_array();
-      for (size_t c = 0; c < nc; c++)
-        json_array_append_new(tk, res.cell[s][c].feasible >= 2
-                                      ? json_real(res.cell[s][c].tokens_mean)
-                                      : json_null());
-      json_object_set_new(o2, "tokens_per_job", tk);
-      json_object_set_new(o2, "gap_ci95", ci);
-      json_object_set_new(o2, "gap_closed_pct", cl);
-      json_object_set_new(o2, "vs_pfi_aware_tokens_per_s_per_job", va);
-      json_object_set_new(o2, "vs_pfi_aware_ci95", vci);
-      json_object_set_new(js, pfi_strategy_name(s), o2);
-    }
-    json_object_set_new(j, "strategies", js);
-    /* Provenance beside the required keys: emulated data say so. */
-    json_object_set_new(j, "source",
-                        json_string(emulated ? "emulated" : "input"));
-    json_object_set_new(j, "unit", pfi_cli_json_str(unit));
-    json_object_set_new(j, "normalized", json_boolean(normalize));
-    json_object_set_new(j, "objective",
-                        json_string(pfi_objective_name(ob.obj.kind)));
-    json_object_set_new(j, "objective_text", json_string(odesc));
-    json_t *sk = json_array();
-    for (int s = 0; s < PFI_STRAT__COUNT; s++)
-      if (skipped & (1u << s))
-        json_array_append_new(sk, json_string(pfi_strategy_name(s)));
-    json_object_set_new(j, "skipped", sk);
-    json_object_set_new(j, "pfi_undefined", json_integer((json_int_t)no_pfi));
-    json_t *inf = json_array();
-    for (size_t c = 0; c < nc; c++)
-      json_array_append_new(inf, json_real(infeasible_pct(&res, c)));
-    json_object_set_new(j, "infeasible_pct", inf);
-    if (pfi_cli_print_json(j))
-      status = PFI_EXIT_FAIL;
-  } else if (fmt == PFI_FMT_CSV) {
-    enum { C_STRAT, C_CUT, C_GAP, C_GLO, C_GHI, C_CLOSED, C_VS, C_VLO, C_VHI,
-           C_TOK, C_N };
-#define F6(n) {.name = n, .kind = PFI_RESTAB_NUM, .style = 'f', .prec = 6}
-    static const struct pfi_restab_col cols[C_N] = {
-        [C_STRAT] = {.name = "strategy", .kind = PFI_RESTAB_TEXT},
-        [C_CUT] = {.name = "cut_pct", .kind = PFI_RESTAB_NUM},
-        [C_GAP] = F6("gap_tokens_per_s_per_job"),
-        [C_GLO] = F6("gap_ci95_lo"),
-        [C_GHI] = F6("gap_ci95_hi"),
-        [C_CLOSED] = {.name = "gap_closed_pct", .kind = PFI_RESTAB_NUM,
-                      .style = 'f', .prec = 4},
-        [C_VS] = F6("vs_pfi_aware"),
-        [C_VLO] = F6("vs_pfi_aware_lo"),
-        [C_VHI] = F6("vs_pfi_aware_hi"),
-        [C_TOK] = {.name = "tokens_per_job", .kind = PFI_RESTAB_NUM,
-                   .style = 'g', .prec = 10},
-    };
-#undef F6
-    struct pfi_restab tab;
-    pfi_restab_init(&tab, cols, C_N);
-    for (int s = 0; s < PFI_STRAT__COUNT && !tab.failed; s++) {
-      if (!res.cell[s])
-        continue;
-      for (size_t c = 0; c < nc; c++) {
-        const struct pfi_sim_cell *e = &res.cell[s][c];
-        pfi_restab_row(&tab);
-        pfi_restab_text(&tab, C_STRAT, pfi_strategy_name(s));
-        pfi_restab_num(&tab, C_CUT, cuts[c]);
-        if (e->feasible >= 2) {
-          pfi_restab_num(&tab, C_GAP, e->gap_mean);
-          pfi_restab_num(&tab, C_GLO, e->gap_lo);
-          pfi_restab_num(&tab, C_GHI, e->gap_hi);
-        } else {
-          pfi_restab_blank(&tab, C_GAP);
-          pfi_restab_blank(&tab, C_GLO);
-          pfi_restab_blank(&tab, C_GHI);
-        }
-        if (e->closed_defined)
-          pfi_restab_num(&tab, C_CLOSED, e->closed_pct);
-        else
-          pfi_restab_blank(&tab, C_CLOSED);
-        if (e->vs_aware_defined) {
-          pfi_restab_num(&tab, C_VS, e->vs_aware_mean);
-          pfi_restab_num(&tab, C_VLO, e->vs_aware_lo);
-          pfi_restab_num(&tab, C_VHI, e->vs_aware_hi);
-        } else {
-          pfi_restab_blank(&tab, C_VS);
-          pfi_restab_blank(&tab, C_VLO);
-          pfi_restab_blank(&tab, C_VHI);
-        }
-        if (e->feasible >= 2)
-          pfi_restab_num(&tab, C_TOK, e->tokens_mean);
-        else
-          pfi_restab_blank(&tab, C_TOK);
-      }
-    }
-    if (pfi_cli_print_table(&tab, fmt) != PFI_EXIT_OK)
-      status = PFI_EXIT_FAIL;
-    pfi_restab_release(&tab);
-    print_infeasible(stderr, &res, cuts, nc);
-  } else {
-    printf("Simulation: %lu workloads x %lu jobs, mix %s, seed %lu; library "
-           "%zu jobs%s (%s)\nPopulation: %s\nPFI estimates: %s%s\n",
-           workloads, size, mix, seed, n, have_test ? " (test jobs)" : "",
-           emulated ? "emulated" : "from the given files", pop_desc, pfi_src,
-           cl_desc);
-    printf("Throughput: %s (%s)\n", odesc, unit);
-    if (no_pfi) {
-      char why[400];
-      pfi_jobset_undefined_note(sd, why, sizeof why);
-      printf("%zu library jobs have no ratio PFI, counted as PFI 0 (the least "
-             "flexible) by pfi-aware and pfi-curve: %s\n",
-             no_pfi, why);
-    }
-    if (skipped) {
-      printf("Skipped (they read features; none given):");
-      const char *sep = " ";
-      for (int s = 0; s < PFI_STRAT__COUNT; s++)
-        if (skipped & (1u << s)) {
-          printf("%s%s", sep, pfi_strategy_name(s));
-          sep = ", ";
-        }
-      printf("%s\n", true_pfi ? ""
-                              : "; pfi-aware and pfi-curve run with "
-                                "--true-pfi");
-    }
-    /* Job-equivalents per job are fractions: shown in percent. */
-    double sc = normalize ? 100 : 1;
-    const char *per = normalize ? "% of a job's uncapped throughput" : unit;
-    int dp = normalize ? 2 : ob.obj.kind == PFI_OBJ_WORK ? 3 : 1;
-    /* Four tables of one row per strategy and one column per cut. */
-    struct cut_table ct;
-    if (cut_table_init(&ct, cuts, nc) < 0) {
-      pfi_error_set(&err, PFI_ENOMEM, "out of memory");
-      goto fail;
-    }
-    static const struct pfi_restab_col interval = {
-        .kind = PFI_RESTAB_TEXT, .align = PFI_RESTAB_RIGHT};
-    static const struct pfi_restab_col tokens = {
-        .kind = PFI_RESTAB_NUM, .qty = PFI_RESTAB_Q_THROUGHPUT};
-    static const struct pfi_restab_col closed = {
-        .kind = PFI_RESTAB_NUM, .qty = PFI_RESTAB_Q_SHARE};
-    struct pfi_restab *tab = cut_table_start(&ct, &interval);
-    char title[256];
-    snprintf(title, sizeof title,
-             "Throughput gap to the oracle, %s per job: mean "
-             "[95 %% interval]",
-             per);
-    pfi_restab_title(tab, title);
-    for (int s = 0; s < PFI_STRAT__COUNT; s++) {
-      if (!res.cell[s])
-        continue;
-      cut_table_row(&ct, pfi_strategy_name(s));
-      for (size_t c = 0; c < nc; c++) {
-        const struct pfi_sim_cell *e = &res.cell[s][c];
-        if (e->feasible < 2)
-          continue;
-        pfi_restab_textf(tab, 1 + c, "%.*f [%.*f, %.*f]", dp,
-                         t1(sc * e->gap_mean), dp, t1(sc * e->gap_lo), dp,
-                         t1(sc * e->gap_hi));
-      }
-    }
-    int prc = cut_table_print(&ct);
-    tab = cut_table_start(&ct, &tokens);
-    snprintf(title, sizeof title,
-             "Throughput per job, %s: mean over workloads", per);
-    pfi_restab_title(tab, title);
-    for (int s = 0; s < PFI_STRAT__COUNT; s++) {
-      if (!res.cell[s])
-        continue;
-      cut_table_row(&ct, pfi_strategy_name(s));
-      for (size_t c = 0; c < nc; c++)
-        if (res.cell[s][c].feasible >= 2)
-          pfi_restab_num(tab, 1 + c, sc * res.cell[s][c].tokens_mean);
-    }
-    prc |= cut_table_print(&ct);
-    tab = cut_table_start(&ct, &closed);
-    pfi_restab_title(tab, "Share of the equal-to-oracle gap closed, %");
-    for (int s = 0; s < PFI_STRAT__COUNT; s++) {
-      if (!res.cell[s])
-        continue;
-      cut_table_row(&ct, pfi_strategy_name(s));
-      for (size_t c = 0; c < nc; c++)
-        if (res.cell[s][c].closed_defined)
-          pfi_restab_num(tab, 1 + c, t1(res.cell[s][c].closed_pct));
-    }
-    prc |= cut_table_print(&ct);
-    if (need_pfi) {
-      tab = cut_table_start(&ct, &interval);
-      snprintf(title, sizeof title,
-               "Difference to pfi-aware, %s per job (positive: better "
-               "than pfi-aware): mean [95 %% paired interval]",
-               per);
-      pfi_restab_title(tab, title);
-      for (int s = 0; s < PFI_STRAT__COUNT; s++) {
-        if (!res.cell[s] || s == PFI_STRAT_PFI_AWARE)
-          continue;
-        cut_table_row(&ct, pfi_strategy_name(s));
-        for (size_t c = 0; c < nc; c++) {
-          const struct pfi_sim_cell *e = &res.cell[s][c];
-          if (e->vs_aware_defined)
-            pfi_restab_textf(tab, 1 + c, "%.*f [%.*f, %.*f]", dp,
-                             t1(sc * e->vs_aware_mean), dp,
-                             t1(sc * e->vs_aware_lo), dp,
-                             t1(sc * e->vs_aware_hi));
-        }
-      }
-      prc |= cut_table_print(&ct);
-    }
-    cut_table_release(&ct);
-    if (prc)
-      status = PFI_EXIT_FAIL;
-    printf("\n'-': undefined (no gap to close at this cut, or fewer than 2 "
-           "workloads could take it).\n");
-    print_infeasible(stdout, &res, cuts, nc);
-    /* The paper's one published simulation figure (Figure 8), beside ours
-     * when this run has the same setting and the same population. */
-    for (size_t c = 0; c < nc; c++)
-      if (strcmp(mix, "production") == 0 && cuts[c] == 30 &&
-          res.cell[PFI_STRAT_PFI_AWARE] && res.cell[PFI_STRAT_EQUAL] &&
-          res.cell[PFI_STRAT_EQUAL][c].feasible >= 2) {
-        const struct pfi_sim_cell *a = &res.cell[PFI_STRAT_PFI_AWARE][c],
-                                  *e = &res.cell[PFI_STRAT_EQUAL][c];
-        printf("\nProduction mix, 30 %% cut: pfi-aware recovers %.0f tokens/s "
-               "per job over equal, %.0f %% of the gap (%s).\n",
-               e->gap_mean - a->gap_mean,
-               a->closed_defined ? a->closed_pct : 0.0,
-               emulated ? "emulated" : "these data");
-        double ptok, pgap;
-        struct pfi_error pe;
-        if (pop.paper &&
-            pfi_paper_headline("tokens_over_equal_production_30", &ptok, &pe) ==
-                0 &&
-            pfi_paper_headline("gap_closed_pct_production_30", &pgap, &pe) ==
-                0 &&
-            ptok >= 0 && ptok < 1e6) {
-          /* Thousands with a separator, as the paper writes them. */
-          char tok[32];
-          int it = (int)ptok;
-          if (it >= 1000)
-            snprintf(tok, sizeof tok, "%d,%03d", it / 1000, it % 1000);
-          else
-            snprintf(tok, sizeof tok, "%d", it);
-          printf("Published (paper, Figure 8, the same %zu groups): about %s "
-                 "tokens/s per job, %.0f %%.\n",
-                 pop.n, tok, pgap);
-        } else
-          printf("Published value not shown: the paper's figure is over its "
-                 "%zu H200 headline groups; this library is %s.\n",
-                 pop.headline_total ? pop.headline_total : (size_t)25,
-                 pop_desc);
-      }
-  }
   if (fflush(stdout) != 0)
     status = PFI_EXIT_FAIL;
-  if (plot_path) {
-    char title[256];
-    snprintf(title, sizeof title, "Gap to oracle, %s mix, %lu x %lu jobs%s",
-             mix_path && strcmp(mix, "production") != 0 ? "custom" : mix,
-             workloads, size, emulated ? " (emulated library)" : "");
-    char ylabel[200];
-    snprintf(ylabel, sizeof ylabel, "Throughput gap to oracle (%s per job)",
-             normalize ? "% of uncapped" : unit);
-    if (plot(plot_path, cuts, nc, &res, mask, title, ylabel,
-             normalize ? 100 : 1, &err) < 0)
-      goto fail;
-  }
+  if (plot_path && plot_gaps(s, &err) < 0)
+    goto fail;
   goto out;
 fail:
   status = pfi_cli_fail(&err);
 out:
-  pfi_sim_result_release(&res);
-  if (have_model)
-    pfi_model_release(&model);
-  pfi_jobset_release(&d);
-  if (have_test)
-    pfi_jobset_release(&td);
-  pfi_jobset_inputs_release(&ai);
+  sim_release(s);
   obj_opt_release(&ob);
-  free(cuts);
-  free(weight);
-  free(fcuts);
   return status;
 }

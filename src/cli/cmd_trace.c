@@ -437,240 +437,287 @@ static int cmp_order(const void *a, const void *b) {
   return (x->order > y->order) - (x->order < y->order);
 }
 
-static int import_prom(int argc, char **argv) {
+/* Every scrape of the files given, parsed, with the count of malformed
+ * lines; and the state of storing them. */
+struct import {
+  char **texts; /* per file */
+  size_t *lens;
+  struct scrape *sc;
+  size_t nsc, csc;
+  long malformed;
+  struct hosts hosts;
+  struct seen seen;
+  long duplicates, skipped, samples;
+  double t_end;
+};
+
+/* One scrape of `path`, text [start, end) from line line0 + 1: parsed
+ * into the next slot of im->sc, its bad lines reported. 0 or an exit
+ * status, the message printed. */
+static int parse_scrape(struct import *im, const char *path,
+                        const char *start, const char *end, long line0) {
+  struct pfi_error err;
+  struct pfi_prom_stats ps;
+  if (im->nsc == im->csc) {
+    size_t nc = im->csc ? 2 * im->csc : 8;
+    struct scrape *nv = realloc(im->sc, nc * sizeof *nv);
+    if (!nv) {
+      pfi_error_set(&err, PFI_ENOMEM, "out of memory");
+      return pfi_cli_fail(&err);
+    }
+    im->sc = nv;
+    im->csc = nc;
+  }
+  struct scrape *cur = &im->sc[im->nsc];
+  cur->g = NULL;
+  cur->path = path;
+  cur->line = line0 + 1;
+  int n = pfi_prom_parse(path, start, (size_t)(end - start), &cur->g, &ps, &err);
+  if (n < 0) {
+    err.line += line0;
+    return pfi_cli_fail(&err);
+  }
+  cur->n = n;
+  im->nsc++;
+  im->malformed += ps.malformed;
+  for (int k = 0; k < ps.nbad; k++) {
+    struct pfi_error be;
+    char buf[PFI_ERROR_MSG_MAX + 300];
+    pfi_error_setloc(&be, PFI_EPARSE, path, ps.bad[k].line + line0,
+                     ps.bad[k].column, "%s", ps.bad[k].msg);
+    pfi_cli_err("%s%s", pfi_error_format(&be, buf, sizeof buf),
+                strict ? "" : " (line skipped)");
+  }
+  if (ps.malformed > ps.nbad)
+    pfi_cli_err("%s: %ld more malformed line(s)", path,
+                ps.malformed - ps.nbad);
+  if (n == 0)
+    fprintf(stderr,
+            "pfi trace: warning: %s: a scrape with no DCGM field with a "
+            "gpu label (%ld sample line(s), %ld unknown metric(s))\n",
+            path, ps.samples, ps.unknown);
+  return 0;
+}
+
+/* A file may hold several scrapes appended one after the other: a new one
+ * starts where the file's first comment line comes again. Each is parsed
+ * (parse_scrape()). 0 or an exit status, the message printed. */
+static int parse_file(struct import *im, const char *path, const char *t,
+                      size_t len) {
+  const char *end = t + len;
+  const char *first = NULL;
+  size_t first_len = 0;
+  for (const char *q = t; q < end;) {
+    const char *nl = memchr(q, '\n', (size_t)(end - q));
+    size_t l = (size_t)((nl ? nl : end) - q);
+    if (l > 1 && q[0] == '#') {
+      first = q;
+      first_len = l;
+      break;
+    }
+    q = nl ? nl + 1 : end;
+  }
+  const char *start = t;
+  long line0 = 0, line = 0;
+  for (const char *q = t;;) {
+    const char *nl = q < end ? memchr(q, '\n', (size_t)(end - q)) : NULL;
+    size_t l = (size_t)((nl ? nl : end) - q);
+    int split =
+        q > first && first && l == first_len && memcmp(q, first, l) == 0;
+    if (split || q >= end) {
+      int status = parse_scrape(im, path, start, q, line0);
+      if (status)
+        return status;
+      start = q;
+      line0 = line;
+      if (q >= end)
+        break;
+    }
+    line++;
+    q = nl ? nl + 1 : end;
+  }
+  return 0;
+}
+
+/* The run the import stores: its job (--job, else the first file's name
+ * without its extension), cap and GPU count (the most of any scrape). */
+static void import_run_info(struct pfi_run_info *ri, const char *first_path,
+                            const struct import *im) {
+  memset(ri, 0, sizeof *ri);
+  if (job) {
+    snprintf(ri->job, sizeof ri->job, "%s", job);
+  } else {
+    const char *b = strrchr(first_path, '/');
+    snprintf(ri->job, sizeof ri->job, "%s", b ? b + 1 : first_path);
+    char *dot = strrchr(ri->job, '.');
+    if (dot && dot != ri->job)
+      *dot = 0;
+  }
+  ri->cap_w = cap;
+  snprintf(ri->source, sizeof ri->source, "%s", PFI_SOURCE_MEASURED);
+  snprintf(ri->command, sizeof ri->command, "import-prom");
+  ri->exit_status = -1;
+  int maxg = 0;
+  for (size_t i = 0; i < im->nsc; i++)
+    if (im->sc[i].n > maxg)
+      maxg = im->sc[i].n;
+  ri->gpus = (unsigned)maxg;
+}
+
+/* Scrape i's samples into run `run` of the store, its GPUs in order of
+ * appearance (so that hosts are numbered as they come); a (GPU, time)
+ * stored before is left out and said. 0 or -1 with err set. */
+static int store_scrape(struct import *im, size_t i, struct pfi_store *st,
+                        int64_t run, struct pfi_error *err) {
+  const struct scrape *sc = &im->sc[i];
+  struct pfi_prom_gpu **byorder =
+      malloc((sc->n ? (size_t)sc->n : 1) * sizeof *byorder);
+  if (!byorder)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  for (int k = 0; k < sc->n; k++)
+    byorder[k] = &sc->g[k];
+  qsort(byorder, (size_t)sc->n, sizeof *byorder, cmp_order);
+  long dups = 0;
+  double dup_t = 0;
+  int rc = 0;
+  for (int k = 0; k < sc->n && rc == 0; k++) {
+    struct pfi_prom_gpu *g = byorder[k];
+    long h = host_rank(&im->hosts, g->host);
+    if (h < 0) {
+      rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+      break;
+    }
+    if (g->gpu > 255 || h >= HOSTS_MAX) {
+      fprintf(stderr,
+              "pfi trace: GPU %d of host '%s' skipped (more than "
+              "256 GPUs per host or %d hosts)\n",
+              g->gpu, g->host, HOSTS_MAX);
+      im->skipped++;
+      continue;
+    }
+    unsigned gid = (unsigned)(256 * h + g->gpu);
+    struct pfi_sample s = g->s;
+    if (!(s.t_s > 0))
+      s.t_s = (double)i * interval;
+    int r = seen_add(&im->seen, gid, s.t_s);
+    if (r < 0) {
+      rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
+      break;
+    }
+    if (r > 0) {
+      if (dups++ == 0)
+        dup_t = s.t_s;
+      continue;
+    }
+    if (s.t_s > im->t_end)
+      im->t_end = s.t_s;
+    rc = pfi_store_add_sample(st, run, gid, &s, err);
+    if (rc == 0)
+      im->samples++;
+  }
+  free(byorder);
+  if (rc == 0 && dups) {
+    fprintf(stderr,
+            "pfi trace: warning: %s:%ld: the scrape starting here repeats "
+            "the time %.3f s of an earlier one for %ld GPU sample(s); the "
+            "earlier kept\n",
+            sc->path, sc->line, dup_t, dups);
+    im->duplicates += dups;
+  }
+  return rc < 0 ? -1 : 0;
+}
+
+/* Every scrape as one run, in one transaction. An exit status. */
+static int store_import(struct import *im, const char *first_path) {
   struct pfi_error err;
   pfi_error_clear(&err);
+  struct pfi_store *st = NULL;
+  int status = open_store("trace import-prom", db, PFI_STORE_CREATE, &st);
+  if (status != 0) {
+    pfi_store_close(st);
+    return status;
+  }
+  struct pfi_run_info ri;
+  import_run_info(&ri, first_path, im);
+  int in_batch = 0;
+  if (pfi_store_begin(st, &err) < 0)
+    goto fail;
+  in_batch = 1;
+  if (pfi_store_run_begin(st, &ri, &err) < 0)
+    goto fail;
+  for (size_t i = 0; i < im->nsc; i++)
+    if (store_scrape(im, i, st, ri.id, &err) < 0)
+      goto fail;
+  if (pfi_store_run_end(st, ri.id, PFI_RUN_COMPLETE, im->t_end, -1, &err) <
+          0 ||
+      pfi_store_commit(st, &err) < 0)
+    goto fail;
+  pfi_store_close(st);
+  char extra[128] = "";
+  if (im->duplicates || im->skipped)
+    snprintf(extra, sizeof extra, " (%ld repeated, %ld out of range skipped)",
+             im->duplicates, im->skipped);
+  fprintf(stderr,
+          "pfi trace: imported %zu scrape(s), %ld GPU sample(s) as run %lld "
+          "of job %s%s%s\n",
+          im->nsc, im->samples, (long long)ri.id, ri.job, extra,
+          im->malformed ? " (malformed lines skipped)" : "");
+  return 0;
+fail:
+  status = pfi_cli_fail(&err);
+  if (in_batch)
+    pfi_store_rollback(st);
+  pfi_store_close(st);
+  return status;
+}
+
+static int import_prom(int argc, char **argv) {
   struct pfi_optparse op;
   int ost = pfi_opt_parse(&op, &import_help, argc, argv);
   if (ost != PFI_OPT_GO)
     return ost;
   int nfiles = argc - optind;
-  char **texts = calloc((size_t)nfiles, sizeof *texts);
-  size_t *lens = calloc((size_t)nfiles, sizeof *lens);
-  struct scrape *sc = NULL;
-  size_t nsc = 0, csc = 0;
-  struct hosts hosts = {0};
-  struct seen seen = {0};
-  struct pfi_prom_gpu **byorder = NULL;
-  long duplicates = 0, skipped = 0;
-  struct pfi_store *st = NULL;
-  int status = 0, in_batch = 0;
-  long malformed = 0, samples = 0;
-  if (!texts || !lens) {
+  struct import im;
+  memset(&im, 0, sizeof im);
+  im.texts = calloc((size_t)nfiles, sizeof *im.texts);
+  im.lens = calloc((size_t)nfiles, sizeof *im.lens);
+  struct pfi_error err;
+  pfi_error_clear(&err);
+  int status = 0;
+  if (!im.texts || !im.lens) {
     pfi_error_set(&err, PFI_ENOMEM, "out of memory");
     status = pfi_cli_fail(&err);
-    goto out;
   }
   /* Parse everything first: with --strict nothing is stored on a bad
    * line, and a missing file stores nothing either. */
-  for (int i = 0; i < nfiles; i++) {
+  for (int i = 0; i < nfiles && !status; i++) {
     const char *path = argv[optind + i];
-    if (pfi_read_file(path, &texts[i], &lens[i], &err) < 0) {
+    if (pfi_read_file(path, &im.texts[i], &im.lens[i], &err) < 0) {
       err.code = PFI_EPARSE;
       status = pfi_cli_fail(&err);
-      goto out;
-    }
-    /* A file may hold several scrapes appended one after the other: a new
-     * one starts where the file's first comment line comes again. */
-    const char *t = texts[i], *end = t + lens[i];
-    const char *first = NULL;
-    size_t first_len = 0;
-    for (const char *q = t; q < end;) {
-      const char *nl = memchr(q, '\n', (size_t)(end - q));
-      size_t l = (size_t)((nl ? nl : end) - q);
-      if (l > 1 && q[0] == '#') {
-        first = q;
-        first_len = l;
-        break;
-      }
-      q = nl ? nl + 1 : end;
-    }
-    const char *start = t;
-    long line0 = 0, line = 0;
-    for (const char *q = t;;) {
-      const char *nl = q < end ? memchr(q, '\n', (size_t)(end - q)) : NULL;
-      size_t l = (size_t)((nl ? nl : end) - q);
-      int split =
-          q > first && first && l == first_len && memcmp(q, first, l) == 0;
-      if (split || q >= end) {
-        struct pfi_prom_stats ps;
-        if (nsc == csc) {
-          size_t nc = csc ? 2 * csc : 8;
-          struct scrape *nv = realloc(sc, nc * sizeof *nv);
-          if (!nv) {
-            pfi_error_set(&err, PFI_ENOMEM, "out of memory");
-            status = pfi_cli_fail(&err);
-            goto out;
-          }
-          sc = nv;
-          csc = nc;
-        }
-        struct scrape *cur = &sc[nsc];
-        cur->g = NULL;
-        cur->path = path;
-        cur->line = line0 + 1;
-        int n = pfi_prom_parse(path, start, (size_t)(q - start), &cur->g, &ps,
-                               &err);
-        if (n < 0) {
-          err.line += line0;
-          status = pfi_cli_fail(&err);
-          goto out;
-        }
-        cur->n = n;
-        nsc++;
-        malformed += ps.malformed;
-        for (int k = 0; k < ps.nbad; k++) {
-          struct pfi_error be;
-          char buf[PFI_ERROR_MSG_MAX + 300];
-          pfi_error_setloc(&be, PFI_EPARSE, path, ps.bad[k].line + line0,
-                           ps.bad[k].column, "%s", ps.bad[k].msg);
-          pfi_cli_err("%s%s", pfi_error_format(&be, buf, sizeof buf),
-                      strict ? "" : " (line skipped)");
-        }
-        if (ps.malformed > ps.nbad)
-          pfi_cli_err("%s: %ld more malformed line(s)", path,
-                      ps.malformed - ps.nbad);
-        if (n == 0)
-          fprintf(stderr,
-                  "pfi trace: warning: %s: a scrape with no DCGM field with a "
-                  "gpu label (%ld sample line(s), %ld unknown metric(s))\n",
-                  path, ps.samples, ps.unknown);
-        start = q;
-        line0 = line;
-        if (q >= end)
-          break;
-      }
-      line++;
-      q = nl ? nl + 1 : end;
+    } else {
+      status = parse_file(&im, path, im.texts[i], im.lens[i]);
     }
   }
-  if (strict && malformed) {
+  if (!status && strict && im.malformed) {
     fprintf(stderr,
             "pfi trace: %ld malformed line(s); nothing imported "
             "(--strict)\n",
-            malformed);
+            im.malformed);
     status = PFI_EXIT_USAGE;
-    goto out;
   }
-  if ((status = open_store("trace import-prom", db, PFI_STORE_CREATE, &st)) !=
-      0)
-    goto out;
-  struct pfi_run_info ri;
-  memset(&ri, 0, sizeof ri);
-  if (job) {
-    snprintf(ri.job, sizeof ri.job, "%s", job);
-  } else {
-    const char *p = argv[optind], *b = strrchr(p, '/');
-    snprintf(ri.job, sizeof ri.job, "%s", b ? b + 1 : p);
-    char *dot = strrchr(ri.job, '.');
-    if (dot && dot != ri.job)
-      *dot = 0;
-  }
-  ri.cap_w = cap;
-  snprintf(ri.source, sizeof ri.source, "%s", PFI_SOURCE_MEASURED);
-  snprintf(ri.command, sizeof ri.command, "import-prom");
-  ri.exit_status = -1;
-  {
-    int maxg = 0;
-    for (size_t i = 0; i < nsc; i++)
-      if (sc[i].n > maxg)
-        maxg = sc[i].n;
-    ri.gpus = (unsigned)maxg;
-  }
-  if (pfi_store_begin(st, &err) < 0)
-    goto dbfail;
-  in_batch = 1;
-  if (pfi_store_run_begin(st, &ri, &err) < 0)
-    goto dbfail;
-  double t_end = 0;
-  for (size_t i = 0; i < nsc; i++) {
-    /* In order of appearance, so that hosts are numbered as they come. */
-    free(byorder);
-    byorder = malloc((sc[i].n ? (size_t)sc[i].n : 1) * sizeof *byorder);
-    if (!byorder) {
-      pfi_error_set(&err, PFI_ENOMEM, "out of memory");
-      goto dbfail;
-    }
-    for (int k = 0; k < sc[i].n; k++)
-      byorder[k] = &sc[i].g[k];
-    qsort(byorder, (size_t)sc[i].n, sizeof *byorder, cmp_order);
-    long dups = 0;
-    double dup_t = 0;
-    for (int k = 0; k < sc[i].n; k++) {
-      struct pfi_prom_gpu *g = byorder[k];
-      long h = host_rank(&hosts, g->host);
-      if (h < 0) {
-        pfi_error_set(&err, PFI_ENOMEM, "out of memory");
-        goto dbfail;
-      }
-      if (g->gpu > 255 || h >= HOSTS_MAX) {
-        fprintf(stderr,
-                "pfi trace: GPU %d of host '%s' skipped (more than "
-                "256 GPUs per host or %d hosts)\n",
-                g->gpu, g->host, HOSTS_MAX);
-        skipped++;
-        continue;
-      }
-      unsigned gid = (unsigned)(256 * h + g->gpu);
-      struct pfi_sample s = g->s;
-      if (!(s.t_s > 0))
-        s.t_s = (double)i * interval;
-      int r = seen_add(&seen, gid, s.t_s);
-      if (r < 0) {
-        pfi_error_set(&err, PFI_ENOMEM, "out of memory");
-        goto dbfail;
-      }
-      if (r > 0) {
-        if (dups++ == 0)
-          dup_t = s.t_s;
-        continue;
-      }
-      if (s.t_s > t_end)
-        t_end = s.t_s;
-      if (pfi_store_add_sample(st, ri.id, gid, &s, &err) < 0)
-        goto dbfail;
-      samples++;
-    }
-    if (dups) {
-      fprintf(stderr,
-              "pfi trace: warning: %s:%ld: the scrape starting here repeats "
-              "the time %.3f s of an earlier one for %ld GPU sample(s); the "
-              "earlier kept\n",
-              sc[i].path, sc[i].line, dup_t, dups);
-      duplicates += dups;
-    }
-  }
-  if (pfi_store_run_end(st, ri.id, PFI_RUN_COMPLETE, t_end, -1, &err) < 0 ||
-      pfi_store_commit(st, &err) < 0)
-    goto dbfail;
-  in_batch = 0;
-  char extra[128] = "";
-  if (duplicates || skipped)
-    snprintf(extra, sizeof extra, " (%ld repeated, %ld out of range skipped)",
-             duplicates, skipped);
-  fprintf(stderr,
-          "pfi trace: imported %zu scrape(s), %ld GPU sample(s) as run %lld "
-          "of job %s%s%s\n",
-          nsc, samples, (long long)ri.id, ri.job, extra,
-          malformed ? " (malformed lines skipped)" : "");
-  goto out;
-dbfail:
-  status = pfi_cli_fail(&err);
-out:
-  if (in_batch)
-    pfi_store_rollback(st);
-  pfi_store_close(st);
-  for (int i = 0; texts && i < nfiles; i++)
-    free(texts[i]);
-  for (size_t i = 0; i < nsc; i++)
-    free(sc[i].g);
-  free(sc);
-  free(texts);
-  free(lens);
-  free(hosts.name);
-  free(hosts.h);
-  free(seen.k);
-  free(byorder);
+  if (!status)
+    status = store_import(&im, argv[optind]);
+  for (int i = 0; im.texts && i < nfiles; i++)
+    free(im.texts[i]);
+  for (size_t i = 0; i < im.nsc; i++)
+    free(im.sc[i].g);
+  free(im.sc);
+  free(im.texts);
+  free(im.lens);
+  free(im.hosts.name);
+  free(im.hosts.h);
+  free(im.seen.k);
   return status;
 }
 

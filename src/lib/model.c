@@ -621,6 +621,32 @@ int pfi_model_design(const struct pfi_features *f, const size_t *rows, size_t n,
   return 0;
 }
 
+int pfi_model_predict_features(const struct pfi_model *m,
+                               const struct pfi_features *f, double *pred,
+                               struct pfi_error *err) {
+  double *x = malloc((m->k + 1) * sizeof *x);
+  if (!x)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  int rc = 0;
+  for (size_t r = 0; r < f->t.nrows && rc == 0; r++) {
+    rc = pfi_model_design(f, &r, 1, (const char *const *)m->features, m->k, x,
+                          err);
+    if (rc == PFI_ENOTFOUND)
+      rc = err->code = PFI_EPARSE; /* a column the model needs: bad input */
+    if (rc < 0)
+      break;
+    pred[r] = pfi_model_predict(m, x);
+    if (!isfinite(pred[r]))
+      rc = pfi_error_setloc(err, PFI_EPARSE, f->t.name,
+                            f->t.line ? f->t.line[r] : 0, 0,
+                            "job %s: the model's PFI estimate is not finite "
+                            "(its terms overflow)",
+                            pfi_features_job(f, r));
+  }
+  free(x);
+  return rc;
+}
+
 /* ---- JSON ---- */
 
 static json_t *num_or_null(double v) {

@@ -192,6 +192,40 @@ static void test_features(void **state) {
       PFI_EPARSE);
 }
 
+/* Predictions for a features file: the fit of X, Y is y = 1.1 + 1.1 x
+ * (Sxy 5.5, Sxx 5: slope 1.1; intercept 2.75 - 1.1 * 1.5 = 1.1). */
+static void test_predict_features(void **state) {
+  (void)state;
+  struct pfi_model m;
+  struct pfi_features f;
+  struct pfi_error err;
+  const char *names[] = {"x"};
+  assert_int_equal(pfi_model_fit(X, 4, 1, Y, names, &m, &err), 0);
+  static const char ok[] = "job,x\na,10\nb,-2\n";
+  assert_int_equal(pfi_features_load_mem(&f, "p.csv", ok, strlen(ok), &err), 0);
+  double pred[3];
+  assert_int_equal(pfi_model_predict_features(&m, &f, pred, &err), 0);
+  ASSERT_NEAR(pred[0], 12.1, 1e-12); /* 1.1 + 11 */
+  ASSERT_NEAR(pred[1], -1.1, 1e-12); /* 1.1 - 2.2 */
+  pfi_features_release(&f);
+  /* 1.1 * 1.7e308 overflows: an error at the job's line, never inf. */
+  static const char big[] = "job,x\na,1\nc,1.7e308\n";
+  assert_int_equal(pfi_features_load_mem(&f, "b.csv", big, strlen(big), &err),
+                   0);
+  assert_int_equal(pfi_model_predict_features(&m, &f, pred, &err), PFI_EPARSE);
+  ASSERT_EQ_INT(err.line, 3);
+  assert_non_null(strstr(err.msg, "job c"));
+  pfi_features_release(&f);
+  /* A column the model needs is missing: bad input, not "not found". */
+  static const char nox[] = "job,y\na,1\n";
+  assert_int_equal(pfi_features_load_mem(&f, "n.csv", nox, strlen(nox), &err),
+                   0);
+  assert_int_equal(pfi_model_predict_features(&m, &f, pred, &err), PFI_EPARSE);
+  ASSERT_EQ_INT(err.code, PFI_EPARSE);
+  pfi_features_release(&f);
+  pfi_model_release(&m);
+}
+
 static void test_model_json(void **state) {
   (void)state;
   struct pfi_model m, m2;
@@ -354,6 +388,7 @@ int main(void) {
       cmocka_unit_test(test_rank_deficient),
       cmocka_unit_test(test_features),
       cmocka_unit_test(test_model_json),
+      cmocka_unit_test(test_predict_features),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
