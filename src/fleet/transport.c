@@ -387,6 +387,15 @@ static int refused_for_good(natsStatus s, int tls) {
          (tls && (s == NATS_PROTOCOL_ERROR || s == NATS_IO_ERROR));
 }
 
+/* A certificate or key file the TLS library refused: PFI_EPARSE naming it
+ * with the library's words. */
+static int bad_pem(struct pfi_error *err, natsStatus s, const char *file) {
+  nerr(err, s, file);
+  if (err)
+    err->code = PFI_EPARSE;
+  return PFI_EPARSE;
+}
+
 /* The TLS and account options of `o` into opts. The key and the seed are
  * read with pfi_read_secret's rules. */
 static int set_security(struct pfi_nats *p, natsOptions *opts,
@@ -397,9 +406,10 @@ static int set_security(struct pfi_nats *p, natsOptions *opts,
   if (tls) {
     if ((s = natsOptions_SetSecure(opts, true)) != NATS_OK)
       return nerr(err, s, "TLS");
+    /* A file that is not PEM certificates is bad input (exit 2). */
     if (o->tls_ca &&
         (s = natsOptions_LoadCATrustedCertificates(opts, o->tls_ca)) != NATS_OK)
-      return nerr(err, s, o->tls_ca);
+      return bad_pem(err, s, o->tls_ca);
     if (name[0] &&
         (s = natsOptions_SetExpectedHostname(opts, name)) != NATS_OK)
       return nerr(err, s, "TLS name");
@@ -413,7 +423,7 @@ static int set_security(struct pfi_nats *p, natsOptions *opts,
              (rc = pfi_read_secret_file(o->tls_key, key, CMAX, err)) >= 0) {
       rc = 0;
       if ((s = natsOptions_SetCertificatesChain(opts, cert, key)) != NATS_OK)
-        rc = nerr(err, s, o->tls_cert);
+        rc = bad_pem(err, s, o->tls_cert);
     }
     if (key)
       memset(key, 0, CMAX);

@@ -189,5 +189,24 @@ kill "$n4"
 timeout -k 5 20 "$PFID" --id x --api none --records "$T/x.db" --nats-insecure --nats-ca "$T/ca.pem" >"$T/x.out" 2>&1
 [ $? = 2 ] || fail "--nats-insecure with --nats-ca: $(cat "$T/x.out")"
 
+# Usage errors, before any connection (exit 2): a certificate without its
+# key, two ways of naming the user, an nkey without its public key, a CA
+# file that is not PEM certificates (named).
+usage2() { # usage2 PATTERN PFID-OPTIONS...
+  local pat=$1
+  shift
+  timeout -k 5 20 "$PFID" --id x --api none --records "$T/x.db" "$@" >"$T/x.out" 2>&1
+  local rc=$?
+  [ "$rc" = 2 ] && grep -q -- "$pat" "$T/x.out" || fail "pfid $*: exit $rc, expected 2 and '$pat': $(cat "$T/x.out")"
+}
+usage2 "pfid: --nats-cert and --nats-key go together" --nats-cert "$T/pfid.pem"
+usage2 "pfid: --password-file and --nats-nkey exclude each other" \
+  --password-file "$T/pfid.nk" --nats-nkey "$T/pfid.nk" --user "$(cat "$T/pfid.pub")"
+usage2 "pfid: --nats-nkey needs --user" --nats-nkey "$T/pfid.nk"
+usage2 "pfid: --nats-nkey: --user must be the nkey's public key" --nats-nkey "$T/pfid.nk" --user pfid
+usage2 "NATS: $T/openssl.log: SSL Error" --nats "$NATS_URL" --nats-ca "$T/openssl.log"
+usage2 "not an nkey user seed" --nats "$NATS_URL" --nats-ca "$T/ca.pem" --nats-nkey "$T/ca.key" \
+  --user "$(cat "$T/pfid.pub")"
+
 [ "$fails" = 0 ] || { tail -n 20 "$T"/*.log >&2; exit 1; }
 echo "fleet nats tls: ok"
