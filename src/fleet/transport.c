@@ -526,7 +526,8 @@ int pfi_nats_open(struct pfi_nats **out, const struct pfi_nats_opts *o,
     goto fail;
   /* One try first: a server that refuses us for good (a certificate not
    * verified, the credentials refused) is an error now, not retried for
-   * ever. */
+   * ever. (libnats releases a connection that failed so without its
+   * callbacks: on_closed runs only for the one kept.) */
   s = natsConnection_Connect(&p->nc, opts);
   if (s != NATS_OK && refused_for_good(s, tls)) {
     rc = nerr(err, s, o->url ? o->url : "connect");
