@@ -52,27 +52,27 @@ struct pfi_nats_opts {
    * or tls_cert is set; the servers' certificates are then verified (the
    * chain against tls_ca, else the system's CAs, and the name, see
    * tls_name). */
-  const char *tls_ca;        /* CA certificates (PEM) the servers'
-                                certificates must chain to */
-  const char *tls_cert;      /* client certificate chain (PEM), for a
-                                server that requires one (mTLS); with
-                                tls_key */
-  const char *tls_key;       /* its private key (PEM), a secret file
-                                (pfi_read_secret's rules) */
-  const char *tls_name;      /* the name the servers' certificates must
-                                carry; NULL: the URLs' host when they all
-                                name the same one and it is not an IP
-                                address, else the name is not checked */
+  const char *tls_ca;   /* CA certificates (PEM) the servers'
+                           certificates must chain to */
+  const char *tls_cert; /* client certificate chain (PEM), for a
+                           server that requires one (mTLS); with
+                           tls_key */
+  const char *tls_key;  /* its private key (PEM), a secret file
+                           (pfi_read_secret's rules) */
+  const char *tls_name; /* the name the servers' certificates must
+                           carry; NULL: the URLs' host when they all
+                           name the same one and it is not an IP
+                           address, else the name is not checked */
   /* A NATS account's user, instead of user and password_file (at most one
    * of the three ways): */
-  const char *creds_file;    /* credentials file (user JWT and nkey seed,
-                                as nsc writes it), a secret file */
-  const char *nkey_file;     /* an nkey user's seed (first line, SU...), a
-                                secret file; user is then the nkey's
-                                public key (U...) */
-  int insecure;              /* 1: plain text to a server that is not on
-                                loopback allowed; 0: refused
-                                (PFI_EINVAL) */
+  const char *creds_file; /* credentials file (user JWT and nkey seed,
+                             as nsc writes it), a secret file */
+  const char *nkey_file;  /* an nkey user's seed (first line, SU...), a
+                             secret file; user is then the nkey's
+                             public key (U...) */
+  int insecure;           /* 1: plain text to a server that is not on
+                             loopback allowed; 0: refused
+                             (PFI_EINVAL) */
 };
 
 struct pfi_nats;

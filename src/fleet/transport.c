@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 struct pfi_nats {
@@ -277,9 +277,8 @@ static int check_opts(const struct pfi_nats_opts *o, int *tls, char *name,
                       char *remote, size_t n, struct pfi_error *err) {
   char buf[4096], host[256];
   const char *url[PFI_NATS_SERVERS_MAX];
-  int k = pfi_nats_servers_split(o->url ? o->url : "nats://127.0.0.1:4222",
-                                 buf, sizeof buf, url, PFI_NATS_SERVERS_MAX,
-                                 err);
+  int k = pfi_nats_servers_split(o->url ? o->url : "nats://127.0.0.1:4222", buf,
+                                 sizeof buf, url, PFI_NATS_SERVERS_MAX, err);
   if (k < 0)
     return k;
   int ways = !!o->password_file + !!o->creds_file + !!o->nkey_file;
@@ -360,8 +359,8 @@ static int read_small(const char *path, char *buf, size_t n,
   int bad = ferror(fp) || (k == n - 1 && fgetc(fp) != EOF);
   fclose(fp);
   if (bad)
-    return pfi_error_set(err, PFI_EIO, "%s: unreadable or over %zu bytes",
-                         path, n - 1);
+    return pfi_error_set(err, PFI_EIO, "%s: unreadable or over %zu bytes", path,
+                         n - 1);
   buf[k] = 0;
   return (int)k;
 }
@@ -410,8 +409,7 @@ static int set_security(struct pfi_nats *p, natsOptions *opts,
     if (o->tls_ca &&
         (s = natsOptions_LoadCATrustedCertificates(opts, o->tls_ca)) != NATS_OK)
       return bad_pem(err, s, o->tls_ca);
-    if (name[0] &&
-        (s = natsOptions_SetExpectedHostname(opts, name)) != NATS_OK)
+    if (name[0] && (s = natsOptions_SetExpectedHostname(opts, name)) != NATS_OK)
       return nerr(err, s, "TLS name");
   }
   if (o->tls_cert) {

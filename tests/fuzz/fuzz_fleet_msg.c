@@ -123,7 +123,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
      * its length the answer. */
     char host[64];
     int hl = pfi_nats_url_host(url[i], host, sizeof host, &err);
-    if (hl == 0 || hl >= (int)sizeof host || (hl > 0 && strlen(host) != (size_t)hl))
+    if (hl == 0 || hl >= (int)sizeof host ||
+        (hl > 0 && strlen(host) != (size_t)hl))
       abort();
     if (hl > 0)
       (void)pfi_nats_host_loopback(host);

@@ -1185,20 +1185,22 @@ static void test_nats_url_host(void **state) {
   const char *bad[] = {"", "nats://", "nats://u@:4222", "tls://[::1:4222",
                        ":4222"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-    assert_int_equal(pfi_nats_url_host(bad[i], h, sizeof h, &err),
-                     PFI_EINVAL);
+    assert_int_equal(pfi_nats_url_host(bad[i], h, sizeof h, &err), PFI_EINVAL);
     assert_non_null(strstr(err.msg, "--nats"));
   }
   char small[4];
-  assert_int_equal(pfi_nats_url_host("nats://abcd:1", small, sizeof small, &err),
-                   PFI_EINVAL);
+  assert_int_equal(
+      pfi_nats_url_host("nats://abcd:1", small, sizeof small, &err),
+      PFI_EINVAL);
   const char *loop[] = {"localhost", "LOCALHOST", "127.0.0.1", "127.1.2.3",
                         "::1"};
   for (size_t i = 0; i < sizeof loop / sizeof *loop; i++)
     assert_int_equal(pfi_nats_host_loopback(loop[i]), 1);
-  const char *off[] = {"10.0.0.5", "127.0.0.1.example", "127.0.0",
-                       "127.0.0.256", "127.0.0.1.", "1127.0.0.1", "::2",
-                       "localhost.example", "127.0.0.0001", ""};
+  const char *off[] = {"10.0.0.5",     "127.0.0.1.example",
+                       "127.0.0",      "127.0.0.256",
+                       "127.0.0.1.",   "1127.0.0.1",
+                       "::2",          "localhost.example",
+                       "127.0.0.0001", ""};
   for (size_t i = 0; i < sizeof off / sizeof *off; i++)
     assert_int_equal(pfi_nats_host_loopback(off[i]), 0);
 }
@@ -1221,7 +1223,8 @@ static void test_nats_describe(void **state) {
   o.url = "tls://nats.example:1,nats.example:2";
   o.tls_ca = "ca.pem";
   assert_int_equal(pfi_nats_describe(&o, d, sizeof d, &err), 0);
-  assert_string_equal(d, "TLS, server certificates from ca.pem for nats.example");
+  assert_string_equal(d,
+                      "TLS, server certificates from ca.pem for nats.example");
   o.url = "tls://a.example:1,tls://b.example:2";
   assert_int_equal(pfi_nats_describe(&o, d, sizeof d, &err), 0);
   assert_string_equal(
@@ -1232,9 +1235,10 @@ static void test_nats_describe(void **state) {
   o.nkey_file = "u.nk";
   o.user = "UABCDEFGHIJKLMNOPQRSTUVWXYZ234567ABCDEFGHIJKLMNOPQRSTUVW";
   assert_int_equal(pfi_nats_describe(&o, d, sizeof d, &err), 0);
-  assert_string_equal(d, "TLS, server certificates from ca.pem for "
-                         "nats.example, client certificate, nkey user "
-                         "UABCDEFGHIJKLMNOPQRSTUVWXYZ234567ABCDEFGHIJKLMNOPQRSTUVW");
+  assert_string_equal(
+      d, "TLS, server certificates from ca.pem for "
+         "nats.example, client certificate, nkey user "
+         "UABCDEFGHIJKLMNOPQRSTUVWXYZ234567ABCDEFGHIJKLMNOPQRSTUVW");
   o.user = "pfid";
   assert_int_equal(pfi_nats_describe(&o, d, sizeof d, &err), PFI_EINVAL);
   assert_non_null(strstr(err.msg, "public key"));
