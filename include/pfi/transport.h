@@ -48,6 +48,31 @@ struct pfi_nats_opts {
   int replicas;              /* the bucket's stream's replicas when this
                                 connection creates it; 0: 3 when url lists
                                 three servers or more, else 1 */
+  /* TLS (docs/fleet.md "Security"): used when a URL is tls:// or tls_ca
+   * or tls_cert is set; the servers' certificates are then verified (the
+   * chain against tls_ca, else the system's CAs, and the name, see
+   * tls_name). */
+  const char *tls_ca;   /* CA certificates (PEM) the servers'
+                           certificates must chain to */
+  const char *tls_cert; /* client certificate chain (PEM), for a
+                           server that requires one (mTLS); with
+                           tls_key */
+  const char *tls_key;  /* its private key (PEM), a secret file
+                           (pfi_read_secret's rules) */
+  const char *tls_name; /* the name the servers' certificates must
+                           carry; NULL: the URLs' host when they all
+                           name the same one and it is not an IP
+                           address, else the name is not checked */
+  /* A NATS account's user, instead of user and password_file (at most one
+   * of the three ways): */
+  const char *creds_file; /* credentials file (user JWT and nkey seed,
+                             as nsc writes it), a secret file */
+  const char *nkey_file;  /* an nkey user's seed (first line, SU...), a
+                             secret file; user is then the nkey's
+                             public key (U...) */
+  int insecure;           /* 1: plain text to a server that is not on
+                             loopback allowed; 0: refused
+                             (PFI_EINVAL) */
 };
 
 struct pfi_nats;
@@ -61,12 +86,36 @@ struct pfi_nats_sub;
 int pfi_nats_servers_split(const char *list, char *buf, size_t n,
                            const char **url, int max, struct pfi_error *err);
 
+/* The host of a NATS URL ("nats://u:p@host:4222", "tls://[::1]:4222",
+ * "host:4222", "host") into host (n bytes, brackets of an IPv6 address
+ * removed). Returns its length, or PFI_EINVAL (no host, or longer than
+ * n - 1). */
+int pfi_nats_url_host(const char *url, char *host, size_t n,
+                      struct pfi_error *err);
+/* 1 when host is a loopback address: "localhost", 127.0.0.0/8 in dotted
+ * form, "::1"; else 0. */
+int pfi_nats_host_loopback(const char *host);
+
+/* What a connection with `o` will be, in one line for the start-up log
+ * (buf, n bytes): "TLS, CA ca.pem, certificate name nats.example,
+ * client certificate, nkey user UA..." or "plain text (loopback)" or
+ * "plain text to 10.0.0.5 (insecure)". Returns 0, or PFI_EINVAL (naming
+ * the option) for plain text to a server not on loopback without
+ * o->insecure, two of user/password, creds_file and nkey_file, tls_cert
+ * without tls_key or the reverse, nkey_file without a user that is an
+ * nkey public key, a server list pfi_nats_servers_split refuses. */
+int pfi_nats_describe(const struct pfi_nats_opts *o, char *buf, size_t n,
+                      struct pfi_error *err);
+
 /* Connects (retrying in the background when the server is not up yet:
  * with o->background the call returns at once, else it waits until the
- * server answers). Returns 0, PFI_EIO (cannot connect, with the client's
- * message), PFI_ENOPERM (password file readable by others; with bucket =
- * 1, the server refused the credentials JetStream's API), PFI_EINVAL (a
- * server list with no URL, or more than PFI_NATS_SERVERS_MAX), PFI_ENOMEM. */
+ * server answers). A server that refuses the connection for good (its
+ * certificate not verified, the client's refused, the credentials
+ * refused) is an error at once rather than retried. Returns 0, PFI_EIO
+ * (cannot connect, with the client's message), PFI_ENOPERM (a secret file
+ * readable by others; the server refused the credentials, or with bucket
+ * = 1 JetStream's API), PFI_EINVAL (what pfi_nats_describe refuses),
+ * PFI_ENOMEM. */
 int pfi_nats_open(struct pfi_nats **nc, const struct pfi_nats_opts *o,
                   struct pfi_error *err);
 void pfi_nats_close(struct pfi_nats *nc);

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "nats_opt.h"
 #include "opt.h"
 #include "pfi/agent.h"
 #include "pfi/duration.h"
@@ -47,13 +48,8 @@ static int set_node(const struct pfi_opt *o, const char *v, char *why,
 static const struct pfi_opt opts[] = {
     PFI_OPT_CALLBACK("node", NULL, set_node, "NAME",
                      "this node's name (default: the host name)"),
-    PFI_OPT_STRING("nats", 0, &no.url, "URL",
-                   "NATS server, or a cluster's servers comma-separated "
-                   "(default nats://127.0.0.1:4222)"),
-    PFI_OPT_STRING("user", 0, &no.user, "USER",
-                   "NATS user (default: agent-NODE)"),
-    PFI_OPT_STRING("password-file", 0, &no.password_file, "FILE",
-                   "the user's password (mode 0600)"),
+    NATS_OPTS(&no, "NATS user (default agent-NODE with --password-file; "
+                   "with --nats-nkey the nkey's public key)"),
     {.lng = "backend", .arg = PFI_ARG_REQ, .argname = "emu|nvml",
      .help = "device backend", .type = PFI_OT_STRING, .var = &ao.backend,
      .def = "nvml"},
@@ -128,6 +124,7 @@ static const struct pfi_opt opts[] = {
                  "(default: only outside one)"),
     {.lng = "help", .help = "this text", .type = PFI_OT_HELP},
     PFI_OPT_END};
+static const struct pfi_opt_rule rules[] = {NATS_OPT_RULES, PFI_RULE_END};
 static const struct pfi_cmd_help help = {
     .cmd = "pfi-agent",
     .usage = "usage: pfi-agent [options]\n",
@@ -137,6 +134,7 @@ static const struct pfi_cmd_help help = {
              "(docs/fleet.md).",
     .opts = opts,
     .flags = PFI_OPT_PROGRAM | PFI_OPT_WRAP_ABOUT,
+    .rules = rules,
     .args_min = 0,
     .args_max = 0};
 
@@ -314,6 +312,12 @@ int main(int argc, char **argv) {
   no.name = node;
   ao.node = node;
   no.timeout_s = 2;
+  /* How it speaks to NATS, said at start-up (plain text to a server off
+   * loopback refused unless asked). */
+  char sec[512];
+  struct pfi_error serr;
+  if (pfi_nats_describe(&no, sec, sizeof sec, &serr) < 0)
+    return pfi_opt_usage(&help, "%s", serr.msg);
   /* The hold and restore clock, the signals and the endpoints run whatever
    * NATS does: the connection comes in the background. */
   no.background = 1;
@@ -350,6 +354,7 @@ int main(int argc, char **argv) {
         pfi_agent_mode_name(st.mode), (unsigned long long)st.seq,
         nm && pfi_node_meter_source(nm)[0] ? pfi_node_meter_source(nm)
                                            : "not measured");
+  logf_("NATS %s: %s", no.url ? no.url : "nats://127.0.0.1:4222", sec);
   if ((rc = pfi_nats_open(&nc, &no, &err)) < 0 ||
       (rc = pfi_nats_subscribe_assign(nc, node, &sub, &err)) < 0 ||
       (metrics && (rc = pfi_http_start_limits(&http, metrics, &hl, serve,

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "nats_opt.h"
 #include "opt.h"
 #include "pfi/control.h"
 #include "pfi/duration.h"
@@ -34,13 +35,8 @@ static const struct pfi_opt_word objectives[] = {{"work", PFI_OBJ_WORK},
 static const struct pfi_opt opts[] = {
     PFI_OPT_STRING("id", 0, &o.id, "NAME",
                    "this instance's name (default: the host name)"),
-    PFI_OPT_STRING("nats", 0, &o.nats.url, "URL",
-                   "NATS server, or a cluster's servers comma-separated "
-                   "(default nats://127.0.0.1:4222)"),
-    {.lng = "user", .arg = PFI_ARG_REQ, .argname = "USER", .help = "NATS user",
-     .type = PFI_OT_STRING, .var = &o.nats.user, .def = "pfid"},
-    PFI_OPT_STRING("password-file", 0, &o.nats.password_file, "FILE",
-                   "the user's password (mode 0600)"),
+    NATS_OPTS(&o.nats, "NATS user (default pfid with --password-file; "
+                       "with --nats-nkey the nkey's public key)"),
     {.lng = "records", .arg = PFI_ARG_REQ, .argname = "PATH",
      .help = "decision records, SQLite", .type = PFI_OT_STRING,
      .var = &o.records, .def = "/var/lib/pfi/pfid.db"},
@@ -132,6 +128,7 @@ static const struct pfi_opt opts[] = {
      .def = "16"},
     {.lng = "help", .help = "this text", .type = PFI_OT_HELP},
     PFI_OPT_END};
+static const struct pfi_opt_rule rules[] = {NATS_OPT_RULES, PFI_RULE_END};
 static const struct pfi_cmd_help help = {
     .cmd = "pfid",
     .usage = "usage: pfid [options]\n",
@@ -140,6 +137,7 @@ static const struct pfi_cmd_help help = {
              "JetStream key-value bucket (docs/fleet.md).",
     .opts = opts,
     .flags = PFI_OPT_PROGRAM | PFI_OPT_WRAP_ABOUT,
+    .rules = rules,
     .args_min = 0,
     .args_max = 0};
 
@@ -157,16 +155,25 @@ int main(int argc, char **argv) {
     return st;
   o.api_listen = strcmp(api, "none") ? api : NULL;
   o.api_limits.per_client = (unsigned)per_client;
-  if (!o.nats.password_file)
+  if (!o.nats.password_file && !o.nats.nkey_file)
     o.nats.user = NULL;
+  else if (!o.nats.user)
+    o.nats.user = "pfid";
+  struct pfi_error err;
+  char msg[PFI_ERROR_MSG_MAX + 300];
+  /* How it speaks to NATS, said at start-up (plain text to a server off
+   * loopback refused unless asked). */
+  char sec[512];
+  if (pfi_nats_describe(&o.nats, sec, sizeof sec, &err) < 0)
+    return pfi_opt_usage(&help, "%s", err.msg);
+  fprintf(stderr, "pfid %s: NATS %s: %s\n", o.id,
+          o.nats.url ? o.nats.url : "nats://127.0.0.1:4222", sec);
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_signal;
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
   signal(SIGPIPE, SIG_IGN);
-  struct pfi_error err;
-  char msg[PFI_ERROR_MSG_MAX + 300];
   struct pfi_pfid *d = NULL;
   int rc = pfi_pfid_open(&d, &o, &err);
   if (rc < 0) {

@@ -166,6 +166,12 @@ setup_nats() { # setup_nats NODE...
   nats_start
 }
 
+# nats_auth WHO (pfid or a node's name): sets the array NATS_AUTH to the
+# options that make WHO known to NATS, for agent_start and pfid_start: its
+# password file (the users of nats_users). A test of other accounts or of
+# TLS redefines it.
+nats_auth() { NATS_AUTH=(--password-file "$T/pw.$1"); }
+
 # agent_start NODE GPUS [options...]: an emulated agent in real time with
 # its own emulator state $T/emu.NODE, record $T/agent.NODE.db. PID in
 # AGENT_PID[NODE].
@@ -174,7 +180,8 @@ agent_start() {
   local n=$1 g=$2
   shift 2
   mkdir -p "$T/emu.$n"
-  PFI_LOCK_DIR= "$PFI_AGENT" --node "$n" --nats "$NATS_URL" --password-file "$T/pw.$n" \
+  nats_auth "$n"
+  PFI_LOCK_DIR= "$PFI_AGENT" --node "$n" --nats "$NATS_URL" "${NATS_AUTH[@]}" \
     --emulate --params "gpus=$g,state=$T/emu.$n" --record "$T/agent.$n.db" \
     --period "${AGENT_PERIOD:-0.5}" "$@" >>"$T/agent.$n.log" 2>&1 &
   AGENT_PID[$n]=$!
@@ -188,7 +195,8 @@ pfid_start() {
   shift
   [ -f "$T/token" ] || secret "$T/token"
   API[$id]=$(free_port)
-  "$PFID" --id "$id" --nats "$NATS_URL" --password-file "$T/pw.pfid" \
+  nats_auth pfid
+  "$PFID" --id "$id" --nats "$NATS_URL" "${NATS_AUTH[@]}" \
     --records "$T/records.db" --api "127.0.0.1:${API[$id]}" --token-file "$T/token" \
     --period "${PFID_PERIOD:-0.5}" --lease "${LEASE:-3}" --leader-lease "${LEADER_LEASE:-1.5}" \
     --stale "${STALE:-2}" "$@" >>"$T/pfid.$id.log" 2>&1 &
@@ -325,4 +333,69 @@ stream_leader_to() {
     until_true 20 moved "$l" || return 1
   done
   return 1
+}
+
+# ---- TLS and NATS accounts (docs/fleet.md "Security") ----------------------
+
+# tls_ca NAME: a CA made now, $T/NAME.pem and its key $T/NAME.key.
+tls_ca() {
+  (umask 077
+   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+     -subj "/CN=$1" -keyout "$T/$1.key" -out "$T/$1.pem" \
+     -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign) \
+    >>"$T/openssl.log" 2>&1 || { fail "openssl: CA $1"; cat "$T/openssl.log" >&2; exit 1; }
+}
+
+# tls_cert NAME CA SAN: a certificate for NAME signed by CA (tls_ca), for
+# servers and clients both, subjectAltName SAN ("DNS:localhost,IP:127.0.0.1");
+# CA "self" signs it with its own key. $T/NAME.pem, key $T/NAME.key (0600).
+tls_cert() {
+  local n=$1 ca=$2 san=$3
+  printf 'subjectAltName=%s\nextendedKeyUsage=serverAuth,clientAuth\nbasicConstraints=CA:FALSE\n' \
+    "$san" >"$T/$n.ext"
+  (umask 077
+   if [ "$ca" = self ]; then
+     openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+       -subj "/CN=$n" -keyout "$T/$n.key" -out "$T/$n.pem" -addext "subjectAltName=$san"
+   else
+     openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$n" \
+       -keyout "$T/$n.key" -out "$T/$n.csr" &&
+       openssl x509 -req -in "$T/$n.csr" -CA "$T/$ca.pem" -CAkey "$T/$ca.key" \
+         -CAcreateserial -days 2 -extfile "$T/$n.ext" -out "$T/$n.pem"
+   fi) >>"$T/openssl.log" 2>&1 || { fail "openssl: certificate $n"; cat "$T/openssl.log" >&2; exit 1; }
+}
+
+# nkey_user NAME: an nkey user made now, encoded as NATS's nkeys are (the
+# seed: prefix bytes of a user seed, the 32-byte Ed25519 seed, CRC-16/XMODEM
+# little-endian, base32 without padding; the public key: prefix 'U' (20 <<
+# 3), the 32-byte public key, its CRC): the seed in $T/NAME.nk (0600), the
+# public key in $T/NAME.pub. The server checks both (a seed that does not
+# decode cannot sign, a public key with a bad CRC is refused by its config).
+nkey_user() {
+  python3 - "$T/$1" <<'PY' || { fail "nkey_user $1"; exit 1; }
+import base64, os, sys
+from cryptography.hazmat.primitives import serialization as ser
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+def crc16(b):
+    c = 0
+    for x in b:
+        c ^= x << 8
+        for _ in range(8):
+            c = ((c << 1) ^ 0x1021) if c & 0x8000 else c << 1
+            c &= 0xFFFF
+    return c
+def enc(raw):
+    c = crc16(raw)
+    return base64.b32encode(raw + bytes([c & 0xFF, c >> 8])).decode().rstrip("=")
+k = Ed25519PrivateKey.generate()
+seed = k.private_bytes(ser.Encoding.Raw, ser.PrivateFormat.Raw, ser.NoEncryption())
+pub = k.public_key().public_bytes(ser.Encoding.Raw, ser.PublicFormat.Raw)
+SEED, USER = 18 << 3, 20 << 3
+s, p = enc(bytes([SEED | USER >> 5, (USER & 31) << 3]) + seed), enc(bytes([USER]) + pub)
+assert len(s) == 58 and s.startswith("SU") and len(p) == 56 and p.startswith("U")
+fd = os.open(sys.argv[1] + ".nk", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+os.write(fd, (s + "\n").encode())
+os.close(fd)
+open(sys.argv[1] + ".pub", "w").write(p + "\n")
+PY
 }

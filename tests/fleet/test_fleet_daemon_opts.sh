@@ -21,10 +21,13 @@ check_help() { # check_help PROG OPTION...: each option is in --help
   [ "$(grep -c '^  --' "$T/help")" = $(($# + 1)) ] ||
     fail "$(basename "$prog") --help lists $(grep -c '^  --' "$T/help") options, expected $(($# + 1))"
 }
-check_help "$PFID" id nats user password-file records api token-file tokens period lease \
+# The NATS rows both daemons share (src/cli/nats_opt.h).
+NATS_ROWS="nats user password-file nats-creds nats-nkey nats-ca nats-cert nats-key
+  nats-server-name nats-insecure"
+check_help "$PFID" id $NATS_ROWS records api token-file tokens period lease \
   leader-lease stale ramp-up margin recovery-margin recovery-ramp recovery-window objective tiers model \
   features meter-config event-max event-ahead request-deadline max-conn-per-client help
-check_help "$PFI_AGENT" node nats user password-file backend params emulate emu-job record \
+check_help "$PFI_AGENT" node $NATS_ROWS backend params emulate emu-job record \
   jobmap-dir tput-dir tput-max-age tier-dir period metrics cap-file cap-listen tput-listen \
   powercap bmc bmc-period tput-rate tput-burst request-deadline max-conn-per-client \
   restore-on-exit help
@@ -67,7 +70,8 @@ Try 'pfid --help'." "$PFID" --period 1 extra
 # the rows there (t_s, NOT NULL) is bad input, named before pfid connects.
 sqlite3 "$T/old.db" "CREATE TABLE fleet_decisions(epoch INTEGER NOT NULL,
   seq INTEGER NOT NULL, PRIMARY KEY(epoch, seq))"
-usage_err "pfid: $T/old.db: table fleet_decisions has no column t_s, and a key or NOT NULL \
+usage_err "pfid $(hostname -s): NATS nats://127.0.0.1:4222: plain text (loopback)
+pfid: $T/old.db: table fleet_decisions has no column t_s, and a key or NOT NULL \
 column cannot be added to its rows" "$PFID" --records "$T/old.db" --api none
 usage_err "pfi-agent: unknown option '--tier-dri'; did you mean '--tier-dir'?
 Try 'pfi-agent --help'." "$PFI_AGENT" --tier-dri /tmp

@@ -130,6 +130,9 @@ done
 NATS_HOST=$BR_IP
 NATS_PORT=$(free_port)
 NATS_URL="nats://$BR_IP:$NATS_PORT"
+# Plain text off loopback, on a bridge private to this machine: asked for
+# (docs/fleet.md "Security").
+nats_auth() { NATS_AUTH=(--password-file "$T/pw.$1" --nats-insecure); }
 nats_config $NODES
 nats_start
 FAKE="${PFI_BUILD_DIR:?}/fake-nvml/libnvidia-ml.so.1"
@@ -139,7 +142,7 @@ for n in $NODES; do
   nsenter --net="/run/netns/${NS[$n]}" env PFI_LOCK_DIR= PFI_NVML_LIB="$FAKE" PFI_EMU_STATE="$T/emu.$n" \
     PFI_FAKE_NVML_EMU="gpus=2,state=$T/emu.$n" PFI_FAKE_NVML_JOBS="$T/jobs.csv" \
     PFI_FAKE_NVML_JOB=mn-load PFI_FAKE_NVML_AT=300 \
-    "$PFI_AGENT" --node "$n" --nats "$NATS_URL" --password-file "$T/pw.$n" --backend nvml \
+    "$PFI_AGENT" --node "$n" --nats "$NATS_URL" --password-file "$T/pw.$n" --nats-insecure --backend nvml \
     --record "$T/agent.$n.db" --period 0.5 --jobmap-dir "$S/map.$n" --tier-dir "$S/tiers.$n" \
     --tput-listen "unix:$S/tput.$n.sock" >>"$T/agent.$n.log" 2>&1 &
   AGENT_PID[$n]=$!

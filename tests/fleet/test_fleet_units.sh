@@ -67,7 +67,8 @@ until_true 30 live1 || fail "pfid.service and pfi-agent.service: no live node: $
 
 # The Kubernetes manifest (no cluster here: its structure only): every
 # secret file an argument names lies in a Secret volume's mount, pfid's
-# records on a PersistentVolumeClaim, and no listener on 0.0.0.0.
+# records on a PersistentVolumeClaim, NATS over TLS with its CA file in a
+# mounted volume, and no listener on 0.0.0.0.
 python3 - contrib/kubernetes/pfi-fleet.yaml >"$T/k8s" 2>&1 <<'PY' || fail "manifest: $(cat "$T/k8s")"
 import sys, yaml
 bad = []
@@ -82,10 +83,14 @@ for d in yaml.safe_load_all(open(sys.argv[1])):
         for a in c["args"]:
             k, _, v = a.partition("=")
             where = lambda path: next((n for m, n in mounts.items() if path.startswith(m + "/")), None)
-            if k in ("--password-file", "--token-file", "--tokens"):
+            if k in ("--password-file", "--token-file", "--tokens", "--nats-key", "--nats-nkey", "--nats-creds"):
                 n = where(v)
                 if not n or "secret" not in vols.get(n, {}):
                     bad.append("%s %s: not in a Secret volume" % (c["name"], a))
+            if k == "--nats" and not all(u.strip().startswith("tls://") for u in v.split(",")):
+                bad.append("%s %s: NATS not over TLS" % (c["name"], a))
+            if k == "--nats-ca" and not where(v):
+                bad.append("%s %s: not in a mounted volume" % (c["name"], a))
             if k == "--records" and where(v) not in claims:
                 bad.append("%s %s: not on a PersistentVolumeClaim" % (c["name"], a))
             if "0.0.0.0" in v:

@@ -119,6 +119,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!m || url[i] < buf || url[i] + m > buf + sizeof buf ||
         strchr(url[i], ',') || url[i][0] == ' ' || url[i][m - 1] == ' ')
       abort();
+    /* Each URL's host (the plain-text rule): within the buffer, not empty,
+     * its length the answer. */
+    char host[64];
+    int hl = pfi_nats_url_host(url[i], host, sizeof host, &err);
+    if (hl == 0 || hl >= (int)sizeof host ||
+        (hl > 0 && strlen(host) != (size_t)hl))
+      abort();
+    if (hl > 0)
+      (void)pfi_nats_host_loopback(host);
   }
   return 0;
 }

@@ -1303,6 +1303,98 @@ static void test_nats_servers_split(void **state) {
                    PFI_EINVAL);
 }
 
+/* The host of a NATS URL and whether it is loopback (the plain-text rule,
+ * docs/fleet.md "Security"); the expected hosts written out by hand. */
+static void test_nats_url_host(void **state) {
+  (void)state;
+  char h[64];
+  struct pfi_error err;
+  const char *cases[][2] = {
+      {"nats://127.0.0.1:4222", "127.0.0.1"},
+      {"tls://nats.example:4222", "nats.example"},
+      {"nats://user:p@ss@10.0.0.5:4222", "10.0.0.5"},
+      {"tls://[::1]:4222", "::1"},
+      {"[fe80::1]:4222", "fe80::1"},
+      {"localhost:4222", "localhost"},
+      {"nats.example", "nats.example"},
+      {"nats://a.b/x@y", "a.b"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    assert_int_equal(pfi_nats_url_host(cases[i][0], h, sizeof h, &err),
+                     (int)strlen(cases[i][1]));
+    assert_string_equal(h, cases[i][1]);
+  }
+  const char *bad[] = {"", "nats://", "nats://u@:4222", "tls://[::1:4222",
+                       ":4222"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    assert_int_equal(pfi_nats_url_host(bad[i], h, sizeof h, &err), PFI_EINVAL);
+    assert_non_null(strstr(err.msg, "--nats"));
+  }
+  char small[4];
+  assert_int_equal(
+      pfi_nats_url_host("nats://abcd:1", small, sizeof small, &err),
+      PFI_EINVAL);
+  const char *loop[] = {"localhost", "LOCALHOST", "127.0.0.1", "127.1.2.3",
+                        "::1"};
+  for (size_t i = 0; i < sizeof loop / sizeof *loop; i++)
+    assert_int_equal(pfi_nats_host_loopback(loop[i]), 1);
+  const char *off[] = {"10.0.0.5",     "127.0.0.1.example",
+                       "127.0.0",      "127.0.0.256",
+                       "127.0.0.1.",   "1127.0.0.1",
+                       "::2",          "localhost.example",
+                       "127.0.0.0001", ""};
+  for (size_t i = 0; i < sizeof off / sizeof *off; i++)
+    assert_int_equal(pfi_nats_host_loopback(off[i]), 0);
+}
+
+/* The plain-text rule and the accounts' rules, before any connection. */
+static void test_nats_describe(void **state) {
+  (void)state;
+  char d[512];
+  struct pfi_error err;
+  struct pfi_nats_opts o = {0};
+  assert_int_equal(pfi_nats_describe(&o, d, sizeof d, &err), 0);
+  assert_string_equal(d, "plain text (loopback)");
+  o.url = "nats://127.0.0.1:1,nats://10.0.0.5:2";
+  assert_int_equal(pfi_nats_describe(&o, d, sizeof d, &err), PFI_EINVAL);
+  assert_non_null(strstr(err.msg, "10.0.0.5 is not on loopback"));
+  o.insecure = 1;
+  assert_int_equal(pfi_nats_describe(&o, d, sizeof d, &err), 0);
+  assert_string_equal(d, "PLAIN TEXT to 10.0.0.5 (--nats-insecure)");
+  o.insecure = 0;
+  o.url = "tls://nats.example:1,nats.example:2";
+  o.tls_ca = "ca.pem";
+  assert_int_equal(pfi_nats_describe(&o, d, sizeof d, &err), 0);
+  assert_string_equal(d,
+                      "TLS, server certificates from ca.pem for nats.example");
+  o.url = "tls://a.example:1,tls://b.example:2";
+  assert_int_equal(pfi_nats_describe(&o, d, sizeof d, &err), 0);
+  assert_string_equal(
+      d, "TLS, server certificates from ca.pem, their name not checked");
+  o.tls_name = "nats.example";
+  o.tls_cert = "c.pem";
+  o.tls_key = "c.key";
+  o.nkey_file = "u.nk";
+  o.user = "UABCDEFGHIJKLMNOPQRSTUVWXYZ234567ABCDEFGHIJKLMNOPQRSTUVW";
+  assert_int_equal(pfi_nats_describe(&o, d, sizeof d, &err), 0);
+  assert_string_equal(
+      d, "TLS, server certificates from ca.pem for "
+         "nats.example, client certificate, nkey user "
+         "UABCDEFGHIJKLMNOPQRSTUVWXYZ234567ABCDEFGHIJKLMNOPQRSTUVW");
+  o.user = "pfid";
+  assert_int_equal(pfi_nats_describe(&o, d, sizeof d, &err), PFI_EINVAL);
+  assert_non_null(strstr(err.msg, "public key"));
+  o.user = NULL;
+  o.nkey_file = NULL;
+  o.tls_key = NULL;
+  assert_int_equal(pfi_nats_describe(&o, d, sizeof d, &err), PFI_EINVAL);
+  o.tls_key = "c.key";
+  o.creds_file = "u.creds";
+  o.password_file = "pw";
+  assert_int_equal(pfi_nats_describe(&o, d, sizeof d, &err), PFI_EINVAL);
+  assert_non_null(strstr(err.msg, "at most one"));
+}
+
 int main(void) {
   if (!mkdtemp(dir))
     return 1;
@@ -1332,6 +1424,8 @@ int main(void) {
       cmocka_unit_test(test_contract_codec),
       cmocka_unit_test(test_event_levels),
       cmocka_unit_test(test_nats_servers_split),
+      cmocka_unit_test(test_nats_url_host),
+      cmocka_unit_test(test_nats_describe),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[400];
