@@ -44,6 +44,7 @@ if [ "$mode" != demo ]; then
   need "the test scripts" sqlite3 python3
   need "the manual pages' test (groff)" groff-base
   need "the fleet tests" nats-server curl iproute2 jq
+  need "the TLS tests' certificates" openssl
   need "the fleet tests' clock steps (libfaketime)" faketime
   need "the Slurm tests" slurm-wlm munge
   need "the Prometheus tests" prometheus
