@@ -111,7 +111,7 @@ struct pfi_http_tls {
 };
 
 /* As pfi_http_start_limits (lim may be NULL), with TLS per `tls` (NULL:
- * plain HTTP, anywhere). Returns 0, PFI_EINVAL (bad address; a key without
+ * none, as all fields 0: plain HTTP on loopback only). Returns 0, PFI_EINVAL (bad address; a key without
  * a certificate or the reverse; client_ca without them; plain HTTP on a
  * non-loopback address without insecure), PFI_ENOPERM (the key file is
  * readable by others), PFI_EIO (a file cannot be read, the certificate and
