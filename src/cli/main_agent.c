@@ -82,9 +82,10 @@ static const struct pfi_opt opts[] = {
                    "accept POST /v1/jobs/JOB/throughput there: HOST:PORT or "
                    "unix:PATH (a Unix socket)"),
     PFI_OPT_STRING("tls-cert", 0, &tls.cert, "FILE",
-                   "serve --metrics, --cap-listen and a HOST:PORT "
-                   "--tput-listen over HTTPS with this PEM certificate "
-                   "(chain), with --tls-key"),
+                   "serve --metrics over HTTPS with this PEM certificate "
+                   "(chain), with --tls-key, and --cap-listen and "
+                   "--tput-listen when not on loopback (the jobs' plain "
+                   "HTTP stays there)"),
     PFI_OPT_STRING("tls-key", 0, &tls.key, "FILE",
                    "the certificate's PEM private key (mode 0600)"),
     PFI_OPT_STRING("tls-client-ca", 0, &tls.client_ca, "FILE",
@@ -260,6 +261,15 @@ static void serve_tput(void *arg, const struct pfi_http_req *rq,
     reply(rs, 200, "{\"job\":\"%s\",\"tokens_per_s\":null}\n", job);
 }
 
+/* The TLS of an endpoint the node's jobs use (--cap-listen,
+ * --tput-listen): none on loopback or a Unix socket, where the trainers
+ * on the node speak plain HTTP (python/pfi_trainer) and nothing crosses
+ * the network; --tls-cert's elsewhere. */
+static const struct pfi_http_tls *job_tls(const char *listen) {
+  static struct pfi_http_tls plain;
+  return pfi_http_listen_local(listen) ? &plain : &tls;
+}
+
 /* How an endpoint is served, for its start-up line. */
 static const char *served(const struct pfi_http *h, const char *listen) {
   switch (pfi_http_tls_mode(h)) {
@@ -350,10 +360,12 @@ int main(int argc, char **argv) {
       (metrics && (rc = pfi_http_start_tls(&http, metrics, NULL, &tls, serve,
                                            NULL, &err)) < 0) ||
       (cap_listen &&
-       (rc = pfi_http_start_tls(&cap_http, cap_listen, NULL, &tls, serve,
+       (rc = pfi_http_start_tls(&cap_http, cap_listen, NULL,
+                                job_tls(cap_listen), serve,
                                 (void *)cap_listen, &err)) < 0) ||
-      (tlisten && (rc = pfi_http_start_tls(&thttp, tlisten, NULL, &tls,
-                                           serve_tput, ag, &err)) < 0)) {
+      (tlisten &&
+       (rc = pfi_http_start_tls(&thttp, tlisten, NULL, job_tls(tlisten),
+                                serve_tput, ag, &err)) < 0)) {
     /* An endpoint's options refused (plain HTTP off loopback, a key others
      * may read, a file that is not PEM): a usage error. */
     bad_opts = rc == PFI_EINVAL || rc == PFI_ENOPERM || rc == PFI_EPARSE;

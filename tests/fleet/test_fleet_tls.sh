@@ -15,7 +15,8 @@
 #   (exit 2, before listening), pfid and agent alike; a key file others
 #   may read is refused (the secret reader's rule); a key that is not the
 #   certificate's is refused at start.
-# - the agent's --metrics over HTTPS answers a client that trusts the CA.
+# - the agent's --metrics over HTTPS answers a client that trusts the CA;
+#   its --cap-listen on loopback stays plain HTTP (the trainers' protocol).
 . "$(dirname "$0")/lib.sh"
 tls_certs "$T/tls"
 C=$T/tls
@@ -134,11 +135,17 @@ rc=$?
 [ "$rc" != 0 ] && grep -q "cannot listen on 127.0.0.1:$p_port (or the TLS certificate and key are refused" "$T/start.out" ||
   fail "a key that is not the certificate's: exit $rc, $(cat "$T/start.out")"
 
-# The agent's /metrics over HTTPS.
-MP=$(free_port)
-agent_start n2 1 --metrics "127.0.0.1:$MP" --tls-cert "$C/server.pem" --tls-key "$C/server.key"
+# The agent's /metrics over HTTPS; its cap endpoint on loopback stays
+# plain HTTP for the node's trainers.
+MP=$(free_port) CP=$(free_port)
+agent_start n2 1 --metrics "127.0.0.1:$MP" --cap-listen "127.0.0.1:$CP" \
+  --tls-cert "$C/server.pem" --tls-key "$C/server.key"
 metrics() { curl -s -m 5 --cacert "$C/ca.pem" "https://127.0.0.1:$MP/metrics" | grep -q '^pfi_agent_'; }
 until_true 30 metrics || fail "agent /metrics over HTTPS: $(tail -n 5 "$T/agent.n2.log")"
+cap_plain() { curl -s -m 5 "http://127.0.0.1:$CP/v1/cap" | jq -e '.gpus | length == 1' >/dev/null; }
+until_true 30 cap_plain || fail "agent /v1/cap on loopback, plain HTTP: $(curl -s -m 5 "http://127.0.0.1:$CP/v1/cap")"
+grep -q "cap status on 127.0.0.1:$CP (port $CP, GET /v1/cap), plain HTTP (loopback or Unix socket)" "$T/agent.n2.log" ||
+  fail "agent cap start-up line: $(cat "$T/agent.n2.log")"
 grep -q "metrics on 127.0.0.1:$MP (port $MP), HTTPS" "$T/agent.n2.log" || fail "agent start-up line: $(cat "$T/agent.n2.log")"
 code=$(curl -s -m 5 -o /dev/null -w '%{http_code}' "https://127.0.0.1:$MP/metrics")
 [ "$code" = 000 ] || fail "agent /metrics to a client without the CA: HTTP $code"
