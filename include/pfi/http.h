@@ -90,7 +90,6 @@ void pfi_http_stop(struct pfi_http *h);
  * independent of where they differ. 1 when equal. */
 int pfi_http_bearer_ok(const char *auth, const char *token);
 
-
 /* ---- TLS ---------------------------------------------------------------
  * A server's TLS (libmicrohttpd's GnuTLS; docs/security.md "TLS"). With a
  * certificate and key it serves HTTPS on a TCP address (a Unix socket stays
@@ -111,12 +110,13 @@ struct pfi_http_tls {
 };
 
 /* As pfi_http_start_limits (lim may be NULL), with TLS per `tls` (NULL:
- * none, as all fields 0: plain HTTP on loopback only). Returns 0, PFI_EINVAL (bad address; a key without
- * a certificate or the reverse; client_ca without them; plain HTTP on a
- * non-loopback address without insecure), PFI_ENOPERM (the key file is
- * readable by others), PFI_EIO (a file cannot be read, the certificate and
- * key are refused, libmicrohttpd lacks TLS or cannot listen) or
- * PFI_EPARSE (a file is empty or not PEM). */
+ * none, as all fields 0: plain HTTP on loopback only). Returns 0,
+ * PFI_EINVAL (bad address; a key without a certificate or the reverse;
+ * client_ca without them; plain HTTP on a non-loopback address without
+ * insecure), PFI_ENOPERM (the key file is readable by others), PFI_EIO (a
+ * file cannot be read, the certificate and key are refused, libmicrohttpd
+ * lacks TLS or cannot listen) or PFI_EPARSE (a file is empty or not
+ * PEM). */
 int pfi_http_start_tls(struct pfi_http **h, const char *listen,
                        const struct pfi_http_limits *lim,
                        const struct pfi_http_tls *tls, pfi_http_fn fn,

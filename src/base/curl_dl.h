@@ -36,7 +36,6 @@ CURLcode pfi__curl_setopt_ptr(CURL *h, CURLoption o, const void *v);
 CURLcode pfi__curl_setopt_write(CURL *h, CURLoption o, curl_write_callback f);
 CURLcode pfi__curl_getinfo_long(CURL *h, CURLINFO i, long *v);
 
-
 /* A client's TLS (pfi/http.h struct pfi_http_client_tls) made ready for
  * its requests by pfi__curl_tls_load: the file names copied, the private
  * key read into memory by pfi_read_secret's rules. */

@@ -415,32 +415,31 @@ static int http_run(struct pfi_http *h, unsigned flags, uint16_t port,
   size_t k = 0;
   if (h->tls_cert) {
     flags |= MHD_USE_TLS;
-    tls[k++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0,
-                                       h->tls_cert};
-    tls[k++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0,
-                                       h->tls_key};
+    tls[k++] =
+        (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, h->tls_cert};
+    tls[k++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, h->tls_key};
     if (h->tls_ca)
-      tls[k++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0,
-                                         h->tls_ca};
+      tls[k++] =
+          (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0, h->tls_ca};
   }
   tls[k] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
   if (pthread_create(&h->reaper, NULL, reaper, h) != 0)
     return -1;
   h->reaper_on = 1;
   if (fd >= 0)
-    h->d = pfi__mhd_start_daemon(
-        flags, 0, handler, h, MHD_OPTION_LISTEN_SOCKET, fd,
-        MHD_OPTION_NOTIFY_COMPLETED, completed, h, MHD_OPTION_NOTIFY_CONNECTION,
-        notify, h, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_ARRAY, tls,
-        MHD_OPTION_END);
+    h->d = pfi__mhd_start_daemon(flags, 0, handler, h, MHD_OPTION_LISTEN_SOCKET,
+                                 fd, MHD_OPTION_NOTIFY_COMPLETED, completed, h,
+                                 MHD_OPTION_NOTIFY_CONNECTION, notify, h,
+                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
+                                 MHD_OPTION_CONNECTION_LIMIT, (unsigned)256,
+                                 MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
   else
-    h->d = pfi__mhd_start_daemon(
-        flags, port, handler, h, MHD_OPTION_SOCK_ADDR, sa,
-        MHD_OPTION_NOTIFY_COMPLETED, completed, h, MHD_OPTION_NOTIFY_CONNECTION,
-        notify, h, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_ARRAY, tls,
-        MHD_OPTION_END);
+    h->d = pfi__mhd_start_daemon(flags, port, handler, h, MHD_OPTION_SOCK_ADDR,
+                                 sa, MHD_OPTION_NOTIFY_COMPLETED, completed, h,
+                                 MHD_OPTION_NOTIFY_CONNECTION, notify, h,
+                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
+                                 MHD_OPTION_CONNECTION_LIMIT, (unsigned)256,
+                                 MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
   return h->d ? 0 : -1;
 }
 
@@ -515,8 +514,8 @@ int pfi_http_start_max(struct pfi_http **out, const char *listen,
 /* A PEM file's text, malloc'd and NUL-terminated, into *out (*len its
  * length): the key by pfi_read_secret's rules, the others (certificates)
  * as they are. */
-static int read_pem(const char *what, const char *path, int secret,
-                    char **out, size_t *len, struct pfi_error *err) {
+static int read_pem(const char *what, const char *path, int secret, char **out,
+                    size_t *len, struct pfi_error *err) {
   enum { MAX = 1 << 20 }; /* a certificate chain or CA bundle, at most */
   char *buf = malloc(MAX);
   int rc = 0;
@@ -528,11 +527,11 @@ static int read_pem(const char *what, const char *path, int secret,
     FILE *f = fopen(path, "re");
     size_t k = f ? fread(buf, 1, MAX - 1, f) : 0;
     if (!f)
-      rc = pfi_error_set(err, PFI_EIO, "%s %s: %s", what, path,
-                         strerror(errno));
+      rc =
+          pfi_error_set(err, PFI_EIO, "%s %s: %s", what, path, strerror(errno));
     else if (ferror(f) || k == MAX - 1)
-      rc = pfi_error_set(err, ferror(f) ? PFI_EIO : PFI_EPARSE,
-                         "%s %s: %s", what, path,
+      rc = pfi_error_set(err, ferror(f) ? PFI_EIO : PFI_EPARSE, "%s %s: %s",
+                         what, path,
                          ferror(f) ? "cannot read it" : "larger than 1 MiB");
     else
       buf[k] = 0;
@@ -672,8 +671,8 @@ static int start(struct pfi_http **out, const char *listen,
   if (tls && tls->cert &&
       ((rc = read_pem("certificate", tls->cert, 0, &h->tls_cert, &unused,
                       err)) < 0 ||
-       (rc = read_pem("key", tls->key, 1, &h->tls_key, &h->tls_key_len,
-                      err)) < 0 ||
+       (rc = read_pem("key", tls->key, 1, &h->tls_key, &h->tls_key_len, err)) <
+           0 ||
        (tls->client_ca && (rc = read_pem("client CA", tls->client_ca, 0,
                                          &h->tls_ca, &unused, err)) < 0))) {
     http_free(h);

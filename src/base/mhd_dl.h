@@ -45,7 +45,6 @@ enum MHD_Result pfi__mhd_queue_response(struct MHD_Connection *c,
                                         struct MHD_Response *r);
 void pfi__mhd_destroy_response(struct MHD_Response *r);
 
-
 /* 1 when the loaded libmicrohttpd was built with TLS (MHD_FEATURE_TLS);
  * 0 otherwise or when it cannot be loaded. */
 int pfi__mhd_tls_supported(void);

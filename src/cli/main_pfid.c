@@ -186,8 +186,8 @@ int main(int argc, char **argv) {
     return rc == PFI_EINVAL || rc == PFI_EPARSE || rc == PFI_ENOPERM ? 2 : 1;
   }
   if (pfi_pfid_api_port(d))
-    fprintf(stderr, "pfid %s: API on port %u, %s\n", o.id,
-            pfi_pfid_api_port(d), api_tls_words(d));
+    fprintf(stderr, "pfid %s: API on port %u, %s\n", o.id, pfi_pfid_api_port(d),
+            api_tls_words(d));
   rc = pfi_pfid_run(d, &stop, &err);
   if (rc < 0)
     fprintf(stderr, "pfid: %s\n", pfi_error_format(&err, msg, sizeof msg));

@@ -21,20 +21,28 @@ static void listen_local(void **st) {
     const char *listen;
     int local;
   } t[] = {
-      {"127.0.0.1:8470", 1},     {"127.1.2.3:0", 1},
-      {"[::1]:9400", 1},         {"[::ffff:127.0.0.1]:9400", 1},
-      {"unix:/run/pfi.sock", 1}, {":9400", 0},
-      {"0.0.0.0:9400", 0},       {"[::]:9400", 0},
-      {"10.0.0.12:9403", 0},     {"128.0.0.1:80", 0},
-      {"126.255.255.255:80", 0}, {"[::2]:80", 0},
-      {"[::ffff:10.0.0.1]:80", 0}, {"localhost:80", 0}, /* not an IP */
-      {"127.0.0.1", 0},          /* no port: not an address */
-      {"", 0},                   {"[::1:80", 0},
+      {"127.0.0.1:8470", 1},
+      {"127.1.2.3:0", 1},
+      {"[::1]:9400", 1},
+      {"[::ffff:127.0.0.1]:9400", 1},
+      {"unix:/run/pfi.sock", 1},
+      {":9400", 0},
+      {"0.0.0.0:9400", 0},
+      {"[::]:9400", 0},
+      {"10.0.0.12:9403", 0},
+      {"128.0.0.1:80", 0},
+      {"126.255.255.255:80", 0},
+      {"[::2]:80", 0},
+      {"[::ffff:10.0.0.1]:80", 0},
+      {"localhost:80", 0}, /* not an IP */
+      {"127.0.0.1", 0},    /* no port: not an address */
+      {"", 0},
+      {"[::1:80", 0},
   };
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
     if (pfi_http_listen_local(t[i].listen) != t[i].local)
-      fail_msg("pfi_http_listen_local(\"%s\") = %d, expected %d",
-               t[i].listen, pfi_http_listen_local(t[i].listen), t[i].local);
+      fail_msg("pfi_http_listen_local(\"%s\") = %d, expected %d", t[i].listen,
+               pfi_http_listen_local(t[i].listen), t[i].local);
   ASSERT_EQ_INT(pfi_http_listen_local(NULL), 0);
 }
 
@@ -88,11 +96,10 @@ static void put(const char *name, const char *text, mode_t mode, char *path,
     pfi_error_clear(&e_);                                                      \
     int rc_ = pfi_http_client_tls_check(url, tls, &e_);                        \
     if (rc_ != (code))                                                         \
-      fail_msg("check(%s) = %d (%s), expected %d", url, rc_, e_.msg,          \
+      fail_msg("check(%s) = %d (%s), expected %d", url, rc_, e_.msg,           \
                (int)(code));                                                   \
     if ((code) < 0 && !strstr(e_.msg, needle))                                 \
-      fail_msg("check(%s): \"%s\" does not say \"%s\"", url, e_.msg,          \
-               needle);                                                        \
+      fail_msg("check(%s): \"%s\" does not say \"%s\"", url, e_.msg, needle);  \
   } while (0)
 
 static void client_check(void **st) {
@@ -161,32 +168,32 @@ static void server_refusals(void **st) {
   struct pfi_error err;
   struct pfi_http_tls plain = {NULL, NULL, NULL, 0};
   pfi_error_clear(&err);
-  ASSERT_EQ_INT(pfi_http_start_tls(&h, "0.0.0.0:0", NULL, &plain, never, NULL,
-                                   &err),
-                PFI_EINVAL);
+  ASSERT_EQ_INT(
+      pfi_http_start_tls(&h, "0.0.0.0:0", NULL, &plain, never, NULL, &err),
+      PFI_EINVAL);
   assert_non_null(strstr(err.msg, "not a loopback address"));
   assert_null(h);
-  ASSERT_EQ_INT(
-      pfi_http_start_tls(&h, ":0", NULL, NULL, never, NULL, &err), PFI_EINVAL);
-  struct pfi_http_tls half = {NULL, "/nonexistent.key", NULL, 0};
-  ASSERT_EQ_INT(pfi_http_start_tls(&h, "127.0.0.1:0", NULL, &half, never, NULL,
-                                   &err),
+  ASSERT_EQ_INT(pfi_http_start_tls(&h, ":0", NULL, NULL, never, NULL, &err),
                 PFI_EINVAL);
+  struct pfi_http_tls half = {NULL, "/nonexistent.key", NULL, 0};
+  ASSERT_EQ_INT(
+      pfi_http_start_tls(&h, "127.0.0.1:0", NULL, &half, never, NULL, &err),
+      PFI_EINVAL);
   assert_non_null(strstr(err.msg, "go together"));
   struct pfi_http_tls ca_only = {NULL, NULL, "/nonexistent.pem", 1};
-  ASSERT_EQ_INT(pfi_http_start_tls(&h, "127.0.0.1:0", NULL, &ca_only, never,
-                                   NULL, &err),
-                PFI_EINVAL);
-  struct pfi_http_tls missing = {"/nonexistent.pem", "/nonexistent.key",
-                                 NULL, 0};
-  ASSERT_EQ_INT(pfi_http_start_tls(&h, "127.0.0.1:0", NULL, &missing, never,
-                                   NULL, &err),
-                PFI_EIO);
+  ASSERT_EQ_INT(
+      pfi_http_start_tls(&h, "127.0.0.1:0", NULL, &ca_only, never, NULL, &err),
+      PFI_EINVAL);
+  struct pfi_http_tls missing = {"/nonexistent.pem", "/nonexistent.key", NULL,
+                                 0};
+  ASSERT_EQ_INT(
+      pfi_http_start_tls(&h, "127.0.0.1:0", NULL, &missing, never, NULL, &err),
+      PFI_EIO);
   assert_non_null(strstr(err.msg, "/nonexistent.pem"));
   assert_null(h);
-  ASSERT_EQ_INT(pfi_http_start_tls(&h, "127.0.0.1:0", NULL, &plain, never,
-                                   NULL, &err),
-                0);
+  ASSERT_EQ_INT(
+      pfi_http_start_tls(&h, "127.0.0.1:0", NULL, &plain, never, NULL, &err),
+      0);
   ASSERT_EQ_INT(pfi_http_tls_mode(h), 0);
   assert_true(pfi_http_port(h) > 0);
   pfi_http_stop(h);
