@@ -122,6 +122,14 @@ int pfi_http_start_tls(struct pfi_http **h, const char *listen,
                        const struct pfi_http_tls *tls, pfi_http_fn fn,
                        void *arg, struct pfi_error *err);
 
+/* The checks pfi_http_start_tls makes of `tls` for `listen` before it
+ * listens (the certificate and key together, client_ca with them, plain
+ * HTTP off loopback only with insecure; on a TCP address the key read by
+ * pfi_read_secret's rules and the certificate readable), for a program
+ * that wants them before it opens anything else. 0, or its errors. */
+int pfi_http_tls_check(const char *listen, const struct pfi_http_tls *tls,
+                       struct pfi_error *err);
+
 /* 1 when h serves HTTPS, 2 when it also asks for client certificates, 0
  * plain HTTP. */
 int pfi_http_tls_mode(const struct pfi_http *h);

@@ -563,10 +563,10 @@ int pfi_http_start_limits(struct pfi_http **out, const char *listen,
   return start(out, listen, lim, NULL, fn, arg, err);
 }
 
-int pfi_http_start_tls(struct pfi_http **out, const char *listen,
-                       const struct pfi_http_limits *lim,
-                       const struct pfi_http_tls *tls, pfi_http_fn fn,
-                       void *arg, struct pfi_error *err) {
+/* The policy of pfi_http_tls_check without the files; plain_check: also
+ * plain HTTP off loopback (start() checks that once the address parses). */
+static int tls_policy(const char *listen, const struct pfi_http_tls *tls,
+                      int plain_check, struct pfi_error *err) {
   if (tls && !tls->cert != !tls->key)
     return pfi_error_set(err, PFI_EINVAL,
                          "a TLS certificate and its key go together "
@@ -575,6 +575,49 @@ int pfi_http_start_tls(struct pfi_http **out, const char *listen,
     return pfi_error_set(err, PFI_EINVAL,
                          "client certificates (--tls-client-ca) need TLS: "
                          "--tls-cert and --tls-key");
+  if (plain_check && (!tls || (!tls->cert && !tls->insecure)) &&
+      !pfi_http_listen_local(listen))
+    return pfi_error_set(err, PFI_EINVAL,
+                         "plain HTTP on %s, which is not a loopback address: "
+                         "bearer tokens and answers would cross the network "
+                         "in clear (serve TLS with --tls-cert and --tls-key, "
+                         "or allow plain HTTP with --insecure)",
+                         listen);
+  return 0;
+}
+
+int pfi_http_tls_check(const char *listen, const struct pfi_http_tls *tls,
+                       struct pfi_error *err) {
+  int rc = tls_policy(listen, tls, 1, err);
+  if (rc < 0 || !tls || !tls->cert || !listen ||
+      strncmp(listen, "unix:", 5) == 0)
+    return rc;
+  char *text = NULL;
+  size_t len = 0;
+  if ((rc = read_pem("certificate", tls->cert, 0, &text, &len, err)) < 0)
+    return rc;
+  free(text);
+  text = NULL;
+  if ((rc = read_pem("key", tls->key, 1, &text, &len, err)) < 0)
+    return rc;
+  memset(text, 0, len);
+  free(text);
+  if (tls->client_ca) {
+    text = NULL;
+    if ((rc = read_pem("client CA", tls->client_ca, 0, &text, &len, err)) < 0)
+      return rc;
+    free(text);
+  }
+  return 0;
+}
+
+int pfi_http_start_tls(struct pfi_http **out, const char *listen,
+                       const struct pfi_http_limits *lim,
+                       const struct pfi_http_tls *tls, pfi_http_fn fn,
+                       void *arg, struct pfi_error *err) {
+  int rc = tls_policy(listen, tls, 0, err);
+  if (rc < 0)
+    return rc;
   static const struct pfi_http_tls plain_local = {NULL, NULL, NULL, 0};
   return start(out, listen, lim, tls ? tls : &plain_local, fn, arg, err);
 }

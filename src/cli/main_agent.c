@@ -335,8 +335,17 @@ int main(int argc, char **argv) {
   struct pfi_nats *nc = NULL;
   struct pfi_nats_sub *sub = NULL;
   struct pfi_http *http = NULL, *cap_http = NULL, *thttp = NULL;
-  int bad_opts = 0;
   struct pfi_node_meter *nm = NULL;
+  /* The endpoints' TLS options (plain HTTP off loopback, a key others may
+   * read, a file that is not PEM): a usage error, before anything opens. */
+  const char *eps[3] = {metrics, cap_listen, tlisten};
+  for (int i = 0; i < 3; i++)
+    if (eps[i] &&
+        pfi_http_tls_check(eps[i], i ? job_tls(eps[i]) : &tls, &err) < 0) {
+      fprintf(stderr, "pfi-agent: %s\n",
+              pfi_error_format(&err, msg, sizeof msg));
+      return 2;
+    }
   nmo.emulated = emulate;
   int rc = pfi_node_meter_open(&nm, &nmo, &err);
   if (rc < 0) {
@@ -365,12 +374,8 @@ int main(int argc, char **argv) {
                                 (void *)cap_listen, &err)) < 0) ||
       (tlisten &&
        (rc = pfi_http_start_tls(&thttp, tlisten, NULL, job_tls(tlisten),
-                                serve_tput, ag, &err)) < 0)) {
-    /* An endpoint's options refused (plain HTTP off loopback, a key others
-     * may read, a file that is not PEM): a usage error. */
-    bad_opts = rc == PFI_EINVAL || rc == PFI_ENOPERM || rc == PFI_EPARSE;
+                                serve_tput, ag, &err)) < 0))
     goto out;
-  }
   if (!pfi_nats_connected(nc))
     logf_("NATS %s not reachable yet: connecting in the background",
           no.url ? no.url : "nats://127.0.0.1:4222");
@@ -524,5 +529,5 @@ out:
   pfi_node_meter_close(nm);
   free(page);
   free(cap_page);
-  return rc < 0 ? (bad_opts ? 2 : 1) : 0;
+  return rc < 0 ? 1 : 0;
 }

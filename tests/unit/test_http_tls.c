@@ -199,12 +199,35 @@ static void server_refusals(void **st) {
   pfi_http_stop(h);
 }
 
+/* pfi_http_tls_check: the server's rules without listening. */
+static void server_check(void **st) {
+  (void)st;
+  struct pfi_error err;
+  pfi_error_clear(&err);
+  struct pfi_http_tls plain = {NULL, NULL, NULL, 0},
+                      insecure = {NULL, NULL, NULL, 1},
+                      missing = {"/nonexistent.pem", "/nonexistent.key", NULL,
+                                 0},
+                      half = {"/nonexistent.pem", NULL, NULL, 0};
+  ASSERT_EQ_INT(pfi_http_tls_check("127.0.0.1:8470", &plain, &err), 0);
+  ASSERT_EQ_INT(pfi_http_tls_check("unix:/run/x.sock", NULL, &err), 0);
+  ASSERT_EQ_INT(pfi_http_tls_check(":9400", &plain, &err), PFI_EINVAL);
+  assert_non_null(strstr(err.msg, "plain HTTP on :9400"));
+  ASSERT_EQ_INT(pfi_http_tls_check("10.0.0.12:9403", NULL, &err), PFI_EINVAL);
+  ASSERT_EQ_INT(pfi_http_tls_check("10.0.0.12:9403", &insecure, &err), 0);
+  ASSERT_EQ_INT(pfi_http_tls_check("10.0.0.12:9403", &half, &err), PFI_EINVAL);
+  /* The files are read for a TCP address, not for a Unix socket (which
+   * stays plain). */
+  ASSERT_EQ_INT(pfi_http_tls_check("10.0.0.12:9403", &missing, &err), PFI_EIO);
+  assert_non_null(strstr(err.msg, "/nonexistent.pem"));
+  ASSERT_EQ_INT(pfi_http_tls_check("unix:/run/x.sock", &missing, &err), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(listen_local),
-      cmocka_unit_test(url_local),
-      cmocka_unit_test(client_check),
-      cmocka_unit_test(server_refusals),
+      cmocka_unit_test(listen_local), cmocka_unit_test(url_local),
+      cmocka_unit_test(client_check), cmocka_unit_test(server_refusals),
+      cmocka_unit_test(server_check),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
