@@ -427,19 +427,19 @@ static int http_run(struct pfi_http *h, unsigned flags, uint16_t port,
     return -1;
   h->reaper_on = 1;
   if (fd >= 0)
-    h->d = pfi__mhd_start_daemon(flags, 0, handler, h, MHD_OPTION_LISTEN_SOCKET,
-                                 fd, MHD_OPTION_NOTIFY_COMPLETED, completed, h,
-                                 MHD_OPTION_NOTIFY_CONNECTION, notify, h,
-                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
-                                 MHD_OPTION_CONNECTION_LIMIT, (unsigned)256,
-                                 MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
+    h->d = pfi__mhd_start_daemon(
+        flags, 0, handler, h, MHD_OPTION_LISTEN_SOCKET, fd,
+        MHD_OPTION_NOTIFY_COMPLETED, completed, h, MHD_OPTION_NOTIFY_CONNECTION,
+        notify, h, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_ARRAY, tls,
+        MHD_OPTION_END);
   else
-    h->d = pfi__mhd_start_daemon(flags, port, handler, h, MHD_OPTION_SOCK_ADDR,
-                                 sa, MHD_OPTION_NOTIFY_COMPLETED, completed, h,
-                                 MHD_OPTION_NOTIFY_CONNECTION, notify, h,
-                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
-                                 MHD_OPTION_CONNECTION_LIMIT, (unsigned)256,
-                                 MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
+    h->d = pfi__mhd_start_daemon(
+        flags, port, handler, h, MHD_OPTION_SOCK_ADDR, sa,
+        MHD_OPTION_NOTIFY_COMPLETED, completed, h, MHD_OPTION_NOTIFY_CONNECTION,
+        notify, h, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_ARRAY, tls,
+        MHD_OPTION_END);
   return h->d ? 0 : -1;
 }
 
