@@ -310,4 +310,3 @@ stream_leader_to() {
   done
   return 1
 }
-
