@@ -28,6 +28,7 @@
 #include <stddef.h>
 
 #include "pfi/error.h"
+#include "pfi/http.h"
 #include "pfi/meter.h"
 #include "pfi/timeline.h"
 
@@ -85,9 +86,17 @@ void pfi_bridge_diff(const struct pfi_bridge_event *want, size_t nwant,
 
 struct pfi_pfid_client;
 
-/* `url` "http://127.0.0.1:8470"; token (may be NULL: read-only). */
+/* `url` "http://127.0.0.1:8470" or "https://pfid.example:8470"; token
+ * (may be NULL: read-only). Without pfi_pfid_client_tls, the first request
+ * refuses plain http to a host that is not loopback (PFI_EINVAL). */
 int pfi_pfid_client_open(const char *url, const char *token,
                          struct pfi_pfid_client **out, struct pfi_error *err);
+/* The client's TLS (pfi_http_client_tls_check's rules, its errors): the CA
+ * pfid's certificate is verified against, a client certificate and key
+ * (read now) for a pfid that asks for one, or insecure. */
+int pfi_pfid_client_tls(struct pfi_pfid_client *c,
+                        const struct pfi_http_client_tls *tls,
+                        struct pfi_error *err);
 void pfi_pfid_client_close(struct pfi_pfid_client *c);
 
 /* GPU power per node (GET /v1/nodes): gpu_w gets up to max entries, a

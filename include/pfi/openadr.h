@@ -110,6 +110,10 @@ struct pfi_ven_config {
    * when on the VTN's own origin (scheme, host and port), else
    * <vtn_url>/auth/token. */
   const char *token_url;
+  /* A PEM CA file that an https VTN's (and token URL's) certificate must
+   * chain to, only it trusted; NULL: the system's CAs. The certificate is
+   * always verified. Only with an https VTN URL. */
+  const char *cacert;
 };
 
 /* 1 when two http(s) URLs have the same origin: scheme, host (case aside)

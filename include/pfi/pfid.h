@@ -65,6 +65,10 @@ struct pfi_pfid_opts {
    * request's deadline and the connections one client may hold; 0: the
    * defaults, PFI_HTTP_DEADLINE_S and PFI_HTTP_PER_CLIENT. */
   struct pfi_http_limits api_limits;
+  /* The API's TLS (pfi/http.h): HTTPS with a certificate and key, client
+   * certificates with a client CA; without a certificate, plain HTTP on a
+   * non-loopback api_listen only with insecure set. */
+  struct pfi_http_tls api_tls;
 };
 
 struct pfi_pfid;
@@ -79,6 +83,9 @@ int pfi_pfid_run(struct pfi_pfid *d, volatile sig_atomic_t *stop,
                  struct pfi_error *err);
 /* The API's port (0 when none). */
 unsigned pfi_pfid_api_port(const struct pfi_pfid *d);
+/* The API's TLS as pfi_http_tls_mode (0 plain or no API, 1 HTTPS, 2
+ * HTTPS with client certificates). */
+int pfi_pfid_api_tls(const struct pfi_pfid *d);
 void pfi_pfid_close(struct pfi_pfid *d);
 
 struct pfi_restab;

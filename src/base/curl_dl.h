@@ -36,4 +36,27 @@ CURLcode pfi__curl_setopt_ptr(CURL *h, CURLoption o, const void *v);
 CURLcode pfi__curl_setopt_write(CURL *h, CURLoption o, curl_write_callback f);
 CURLcode pfi__curl_getinfo_long(CURL *h, CURLINFO i, long *v);
 
+/* A client's TLS (pfi/http.h struct pfi_http_client_tls) made ready for
+ * its requests by pfi__curl_tls_load: the file names copied, the private
+ * key read into memory by pfi_read_secret's rules. */
+struct pfi_http_client_tls;
+struct pfi_error;
+struct pfi__curl_tls {
+  char *cacert, *cert; /* malloc'd, or NULL */
+  char *key;           /* the key's PEM, malloc'd, or NULL */
+  size_t key_len;
+  int insecure;
+};
+/* Checks tls against url (pfi_http_client_tls_check) and loads it into t
+ * (zeroed first; tls NULL: no settings, plain http to loopback only).
+ * Returns 0 or the check's error; t is released on error. */
+int pfi__curl_tls_load(struct pfi__curl_tls *t, const char *url,
+                       const struct pfi_http_client_tls *tls,
+                       struct pfi_error *err);
+/* Sets t on a request: the CA (only it trusted), the client certificate
+ * and key, or no verification with insecure. */
+void pfi__curl_tls_apply(CURL *h, const struct pfi__curl_tls *t);
+/* Frees t's copies, the key's bytes zeroed first. */
+void pfi__curl_tls_release(struct pfi__curl_tls *t);
+
 #endif

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* The HTTP server under pfid's API and the /metrics endpoints. */
 #include "pfi/http.h"
+#include "pfi/secret.h"
 
 #include "mhd_dl.h"
 
@@ -45,6 +46,12 @@ struct pfi_http {
   int reaper_on, stopping;
   struct conn *conns;
   unsigned long refused, cut;
+  /* TLS (pfi_http_start_tls): the PEM texts libmicrohttpd was given, kept
+   * until it stops (the key's bytes zeroed then); tls_mode as
+   * pfi_http_tls_mode. */
+  char *tls_cert, *tls_key, *tls_ca;
+  size_t tls_key_len;
+  int tls_mode;
 };
 
 static double mono(void);
@@ -89,6 +96,12 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
     if (!(b = calloc(1, sizeof *b)))
       return MHD_NO;
     *con_cls = b;
+    /* Mutual TLS: refused before its body is read. */
+    if (h->tls_mode == 2 && !pfi__mhd_client_cert_ok(c)) {
+      static const char m[] = "{\"error\":\"a client certificate signed by "
+                              "the server's client CA is needed\"}\n";
+      return reply(c, 403, "application/json", strdup(m), sizeof m - 1, NULL);
+    }
     return MHD_YES;
   }
   if (*data_len) {
@@ -384,12 +397,32 @@ static void http_free(struct pfi_http *h) {
   }
   pthread_mutex_destroy(&h->mu);
   pthread_cond_destroy(&h->cv);
+  if (h->tls_key) {
+    memset(h->tls_key, 0, h->tls_key_len);
+    free(h->tls_key);
+  }
+  free(h->tls_cert);
+  free(h->tls_ca);
   free(h);
 }
 
-/* Starts the daemon and the reaper: 0, or -1 (h untouched but freeable). */
+/* Starts the daemon and the reaper: 0, or -1 (h untouched but freeable).
+ * With h->tls_cert set, serves TLS with h's certificate, key and client
+ * CA. */
 static int http_run(struct pfi_http *h, unsigned flags, uint16_t port,
                     const struct sockaddr *sa, int fd) {
+  struct MHD_OptionItem tls[4];
+  size_t k = 0;
+  if (h->tls_cert) {
+    flags |= MHD_USE_TLS;
+    tls[k++] =
+        (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, h->tls_cert};
+    tls[k++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, h->tls_key};
+    if (h->tls_ca)
+      tls[k++] =
+          (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0, h->tls_ca};
+  }
+  tls[k] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
   if (pthread_create(&h->reaper, NULL, reaper, h) != 0)
     return -1;
   h->reaper_on = 1;
@@ -398,13 +431,15 @@ static int http_run(struct pfi_http *h, unsigned flags, uint16_t port,
         flags, 0, handler, h, MHD_OPTION_LISTEN_SOCKET, fd,
         MHD_OPTION_NOTIFY_COMPLETED, completed, h, MHD_OPTION_NOTIFY_CONNECTION,
         notify, h, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_END);
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_ARRAY, tls,
+        MHD_OPTION_END);
   else
     h->d = pfi__mhd_start_daemon(
         flags, port, handler, h, MHD_OPTION_SOCK_ADDR, sa,
         MHD_OPTION_NOTIFY_COMPLETED, completed, h, MHD_OPTION_NOTIFY_CONNECTION,
         notify, h, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_END);
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_ARRAY, tls,
+        MHD_OPTION_END);
   return h->d ? 0 : -1;
 }
 
@@ -476,9 +511,147 @@ int pfi_http_start_max(struct pfi_http **out, const char *listen,
   return pfi_http_start_limits(out, listen, &lim, fn, arg, err);
 }
 
+/* A PEM file's text, malloc'd and NUL-terminated, into *out (*len its
+ * length): the key by pfi_read_secret's rules, the others (certificates)
+ * as they are. */
+static int read_pem(const char *what, const char *path, int secret, char **out,
+                    size_t *len, struct pfi_error *err) {
+  enum { MAX = 1 << 20 }; /* a certificate chain or CA bundle, at most */
+  char *buf = malloc(MAX);
+  int rc = 0;
+  if (!buf)
+    return pfi_error_set(err, PFI_ENOMEM, "out of memory");
+  if (secret) {
+    rc = pfi_read_secret_file(path, buf, MAX, err);
+  } else {
+    FILE *f = fopen(path, "re");
+    size_t k = f ? fread(buf, 1, MAX - 1, f) : 0;
+    if (!f)
+      rc =
+          pfi_error_set(err, PFI_EIO, "%s %s: %s", what, path, strerror(errno));
+    else if (ferror(f) || k == MAX - 1)
+      rc = pfi_error_set(err, ferror(f) ? PFI_EIO : PFI_EPARSE, "%s %s: %s",
+                         what, path,
+                         ferror(f) ? "cannot read it" : "larger than 1 MiB");
+    else
+      buf[k] = 0;
+    rc = rc < 0 ? rc : (int)k;
+    if (f)
+      fclose(f);
+  }
+  if (rc >= 0 && !strstr(buf, "-----BEGIN "))
+    rc = pfi_error_set(err, PFI_EPARSE, "%s %s: not PEM (no -----BEGIN line)",
+                       what, path);
+  if (rc < 0) {
+    memset(buf, 0, MAX);
+    free(buf);
+    return rc;
+  }
+  *out = buf;
+  *len = (size_t)rc;
+  return 0;
+}
+
+static int start(struct pfi_http **out, const char *listen,
+                 const struct pfi_http_limits *lim,
+                 const struct pfi_http_tls *tls, pfi_http_fn fn, void *arg,
+                 struct pfi_error *err);
+
 int pfi_http_start_limits(struct pfi_http **out, const char *listen,
                           const struct pfi_http_limits *lim, pfi_http_fn fn,
                           void *arg, struct pfi_error *err) {
+  return start(out, listen, lim, NULL, fn, arg, err);
+}
+
+/* The policy of pfi_http_tls_check without the files; plain_check: also
+ * plain HTTP off loopback (start() checks that once the address parses). */
+static int tls_policy(const char *listen, const struct pfi_http_tls *tls,
+                      int plain_check, struct pfi_error *err) {
+  if (tls && !tls->cert != !tls->key)
+    return pfi_error_set(err, PFI_EINVAL,
+                         "a TLS certificate and its key go together "
+                         "(--tls-cert, --tls-key)");
+  if (tls && tls->client_ca && !tls->cert)
+    return pfi_error_set(err, PFI_EINVAL,
+                         "client certificates (--tls-client-ca) need TLS: "
+                         "--tls-cert and --tls-key");
+  if (plain_check && (!tls || (!tls->cert && !tls->insecure)) &&
+      !pfi_http_listen_local(listen))
+    return pfi_error_set(err, PFI_EINVAL,
+                         "plain HTTP on %s, which is not a loopback address: "
+                         "bearer tokens and answers would cross the network "
+                         "in clear (serve TLS with --tls-cert and --tls-key, "
+                         "or allow plain HTTP with --insecure)",
+                         listen);
+  return 0;
+}
+
+int pfi_http_tls_check(const char *listen, const struct pfi_http_tls *tls,
+                       struct pfi_error *err) {
+  int rc = tls_policy(listen, tls, 1, err);
+  if (rc < 0 || !tls || !tls->cert || !listen ||
+      strncmp(listen, "unix:", 5) == 0)
+    return rc;
+  char *text = NULL;
+  size_t len = 0;
+  if ((rc = read_pem("certificate", tls->cert, 0, &text, &len, err)) < 0)
+    return rc;
+  free(text);
+  text = NULL;
+  if ((rc = read_pem("key", tls->key, 1, &text, &len, err)) < 0)
+    return rc;
+  memset(text, 0, len);
+  free(text);
+  if (tls->client_ca) {
+    text = NULL;
+    if ((rc = read_pem("client CA", tls->client_ca, 0, &text, &len, err)) < 0)
+      return rc;
+    free(text);
+  }
+  return 0;
+}
+
+int pfi_http_start_tls(struct pfi_http **out, const char *listen,
+                       const struct pfi_http_limits *lim,
+                       const struct pfi_http_tls *tls, pfi_http_fn fn,
+                       void *arg, struct pfi_error *err) {
+  int rc = tls_policy(listen, tls, 0, err);
+  if (rc < 0)
+    return rc;
+  static const struct pfi_http_tls plain_local = {NULL, NULL, NULL, 0};
+  return start(out, listen, lim, tls ? tls : &plain_local, fn, arg, err);
+}
+
+int pfi_http_tls_mode(const struct pfi_http *h) { return h->tls_mode; }
+
+int pfi_http_listen_local(const char *listen) {
+  if (!listen)
+    return 0;
+  if (strncmp(listen, "unix:", 5) == 0)
+    return 1;
+  const char *colon = strrchr(listen, ':');
+  char host[128];
+  if (!colon || (size_t)(colon - listen) >= sizeof host)
+    return 0;
+  memcpy(host, listen, (size_t)(colon - listen));
+  host[colon - listen] = 0;
+  size_t hl = strlen(host);
+  struct in_addr a4;
+  struct in6_addr a6;
+  if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') {
+    host[hl - 1] = 0;
+    return inet_pton(AF_INET6, host + 1, &a6) == 1 &&
+           (IN6_IS_ADDR_LOOPBACK(&a6) ||
+            (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127));
+  }
+  return inet_pton(AF_INET, host, &a4) == 1 && (ntohl(a4.s_addr) >> 24) == 127;
+}
+
+/* tls NULL: plain HTTP anywhere (pfi_http_start_limits). */
+static int start(struct pfi_http **out, const char *listen,
+                 const struct pfi_http_limits *lim,
+                 const struct pfi_http_tls *tls, pfi_http_fn fn, void *arg,
+                 struct pfi_error *err) {
   if (pfi__mhd_error())
     return pfi_error_set(err, PFI_EIO, "cannot serve HTTP: %s",
                          pfi__mhd_error());
@@ -521,12 +694,44 @@ int pfi_http_start_limits(struct pfi_http **out, const char *listen,
                            "listen address '%s': expected an IP address",
                            listen);
   }
+  if (tls && !tls->cert && !tls->insecure && !pfi_http_listen_local(listen))
+    return pfi_error_set(err, PFI_EINVAL,
+                         "plain HTTP on %s, which is not a loopback address: "
+                         "bearer tokens and answers would cross the network "
+                         "in clear (serve TLS with --tls-cert and --tls-key, "
+                         "or allow plain HTTP with --insecure)",
+                         listen);
+  if (tls && tls->cert && !pfi__mhd_tls_supported())
+    return pfi_error_set(err, PFI_EIO,
+                         "cannot serve TLS on %s: this libmicrohttpd was "
+                         "built without it",
+                         listen);
   struct pfi_http *h = http_new(lim, fn, arg);
   if (!h)
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
-  if (http_run(h, flags, (uint16_t)port, (struct sockaddr *)&ss, -1) < 0) {
+  size_t unused;
+  int rc;
+  if (tls && tls->cert &&
+      ((rc = read_pem("certificate", tls->cert, 0, &h->tls_cert, &unused,
+                      err)) < 0 ||
+       (rc = read_pem("key", tls->key, 1, &h->tls_key, &h->tls_key_len, err)) <
+           0 ||
+       (tls->client_ca && (rc = read_pem("client CA", tls->client_ca, 0,
+                                         &h->tls_ca, &unused, err)) < 0))) {
     http_free(h);
-    return pfi_error_set(err, PFI_EIO, "cannot listen on %s", listen);
+    return rc;
+  }
+  if (h->tls_cert)
+    h->tls_mode = h->tls_ca ? 2 : 1;
+  if (http_run(h, flags, (uint16_t)port, (struct sockaddr *)&ss, -1) < 0) {
+    int tls_on = h->tls_mode != 0;
+    http_free(h);
+    return pfi_error_set(err, PFI_EIO,
+                         tls_on ? "cannot listen on %s (or the TLS "
+                                  "certificate and key are refused: do they "
+                                  "match?)"
+                                : "cannot listen on %s",
+                         listen);
   }
   const union MHD_DaemonInfo *di =
       pfi__mhd_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);

@@ -31,6 +31,10 @@ static struct {
   enum MHD_Result (*queue_response)(struct MHD_Connection *, unsigned int,
                                     struct MHD_Response *);
   void (*destroy_response)(struct MHD_Response *);
+  enum MHD_Result (*is_feature_supported)(enum MHD_FEATURE);
+  /* GnuTLS's, for client certificates (gnutls/gnutls.h: the session is
+   * a pointer). */
+  int (*verify_peers2)(void *session, unsigned *status);
 } api;
 static const char *load_error;
 static int loaded;
@@ -48,6 +52,7 @@ static int bind_all(void *h) {
   SYM(h, add_response_header, "MHD_add_response_header");
   SYM(h, queue_response, "MHD_queue_response");
   SYM(h, destroy_response, "MHD_destroy_response");
+  SYM(h, is_feature_supported, "MHD_is_feature_supported");
   return 1;
 }
 
@@ -61,6 +66,15 @@ static void load(void) {
   if (!bind_all(h)) {
     load_error = PFI_MHD_SONAME " lacks a function pfi needs";
     return;
+  }
+  /* libmicrohttpd built with TLS has loaded GnuTLS (ABI 30, every
+   * release since 3.4) already; without it, no client certificate is
+   * taken as verified. */
+  if (api.is_feature_supported(MHD_FEATURE_TLS) == MHD_YES) {
+    void *g = dlopen("libgnutls.so.30", RTLD_NOW | RTLD_LOCAL);
+    void *p = g ? dlsym(g, "gnutls_certificate_verify_peers2") : NULL;
+    if (p)
+      memcpy(&api.verify_peers2, &p, sizeof p);
   }
   loaded = 1;
 }
@@ -128,4 +142,20 @@ enum MHD_Result pfi__mhd_queue_response(struct MHD_Connection *c,
 void pfi__mhd_destroy_response(struct MHD_Response *r) {
   if (r && ready())
     api.destroy_response(r);
+}
+
+int pfi__mhd_tls_supported(void) {
+  return ready() && api.is_feature_supported(MHD_FEATURE_TLS) == MHD_YES;
+}
+
+int pfi__mhd_client_cert_ok(struct MHD_Connection *c) {
+  if (!c || !ready() || !api.verify_peers2)
+    return 0;
+  const union MHD_ConnectionInfo *ci =
+      api.get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+  unsigned status = ~0u;
+  /* Negative without a certificate (GNUTLS_E_NO_CERTIFICATE_FOUND);
+   * status 0 when it chains to the trust list and is within its dates. */
+  return ci && ci->tls_session &&
+         api.verify_peers2(ci->tls_session, &status) == 0 && status == 0;
 }

@@ -45,4 +45,15 @@ enum MHD_Result pfi__mhd_queue_response(struct MHD_Connection *c,
                                         struct MHD_Response *r);
 void pfi__mhd_destroy_response(struct MHD_Response *r);
 
+/* 1 when the loaded libmicrohttpd was built with TLS (MHD_FEATURE_TLS);
+ * 0 otherwise or when it cannot be loaded. */
+int pfi__mhd_tls_supported(void);
+
+/* 1 when the TLS connection c's client presented a certificate that the
+ * daemon's trust list (MHD_OPTION_HTTPS_MEM_TRUST) verifies (GnuTLS's
+ * gnutls_certificate_verify_peers2, GnuTLS being loaded already by
+ * libmicrohttpd); 0 when it presented none, one that does not verify, or
+ * GnuTLS cannot be reached. */
+int pfi__mhd_client_cert_ok(struct MHD_Connection *c);
+
 #endif

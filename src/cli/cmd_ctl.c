@@ -13,6 +13,7 @@
 #include "pfi/apitoken.h"
 #include "pfi/duration.h"
 #include "pfi/fleet.h"
+#include "pfi/http.h"
 #include "pfi/pfid.h"
 #include "pfi/restab.h"
 #include "pfi/timeline.h"
@@ -22,6 +23,7 @@
 /* The options, bound to these (src/base/opt.h). */
 static const char *url, *tokf;
 static int fmt; /* enum pfi_format */
+static struct pfi_http_client_tls tls; /* --cacert, --cert, --key, --insecure */
 
 static const struct pfi_opt opts[] = {
     {.lng = "url", .arg = PFI_ARG_REQ, .argname = "URL",
@@ -31,6 +33,18 @@ static const struct pfi_opt opts[] = {
                    "bearer token, needed for submit and cancel and sent with every "
                    "request when given (pfid --tokens) (mode 0600; default "
                    "$PFI_TOKEN_FILE)"),
+    PFI_OPT_STRING("cacert", 0, &tls.cacert, "FILE",
+                   "with an https --url, the PEM CA that pfid's certificate "
+                   "must chain to (default: the system's CAs); the server "
+                   "is always verified unless --insecure"),
+    PFI_OPT_STRING("cert", 0, &tls.cert, "FILE",
+                   "this client's PEM certificate, for a pfid that asks for "
+                   "one (--tls-client-ca), with --key"),
+    PFI_OPT_STRING("key", 0, &tls.key, "FILE",
+                   "the client certificate's PEM private key (mode 0600)"),
+    PFI_OPT_FLAG("insecure", 0, &tls.insecure,
+                 "allow plain http to a host that is not loopback, and an "
+                 "https server without verifying its certificate"),
     {.lng = "format", .arg = PFI_ARG_REQ, .argname = "FMT",
      .help = "table (the answer's fields and lists as tables), json (pfid's "
              "answer as it is) or csv (a list's rows; an object's fields as "
@@ -388,6 +402,12 @@ int cmd_ctl(int argc, char **argv) {
   }
   char full[1024];
   snprintf(full, sizeof full, "%s%s", url, path);
+  struct pfi__curl_tls ct;
+  struct pfi_error terr;
+  if (pfi__curl_tls_load(&ct, url, &tls, &terr) < 0) {
+    fprintf(stderr, "pfi ctl: %s\n", terr.msg);
+    return 2;
+  }
   CURL *h = pfi__curl_easy_init();
   struct curl_slist *hdr = NULL;
   struct body b = {NULL, 0};
@@ -395,8 +415,10 @@ int cmd_ctl(int argc, char **argv) {
   if (!h) {
     fprintf(stderr, "pfi ctl: %s\n",
             pfi__curl_error() ? pfi__curl_error() : "cannot start libcurl");
+    pfi__curl_tls_release(&ct);
     return 1;
   }
+  pfi__curl_tls_apply(h, &ct);
   if (auth[0])
     hdr = pfi__curl_slist_append(hdr, auth);
   hdr = pfi__curl_slist_append(hdr, "Content-Type: application/json");
@@ -414,6 +436,7 @@ int cmd_ctl(int argc, char **argv) {
   memset(auth, 0, sizeof auth);
   pfi__curl_slist_free_all(hdr);
   pfi__curl_easy_cleanup(h);
+  pfi__curl_tls_release(&ct);
   int rc = 0;
   if (cr != CURLE_OK) {
     fprintf(stderr, "pfi ctl: %s: %s\n", full, pfi__curl_easy_strerror(cr));

@@ -248,7 +248,8 @@ static int open_ven(const struct opts *o, struct pfi_ven **v) {
                               .client_secret = secret,
                               .program_name = o->program,
                               .ven_name = o->id,
-                              .token_url = o->token_url};
+                              .token_url = o->token_url,
+                              .cacert = o->cacert};
   struct pfi_error err;
   pfi_error_clear(&err);
   /* Plain http off this host: the client secret, the token and the

@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "objective_opt.h"
 #include "pfi/error.h"
+#include "pfi/http.h"
 
 struct opts {
   const char *vtn, *id, *secret_file, *program, *event;
@@ -40,6 +41,9 @@ struct opts {
   struct obj_opt ob; /* capacity: --objective, --weights, --min-share */
   int curve_fit;     /* capacity: enum pfi_curve_fit (--curve) */
   const char *token_url; /* --token-url */
+  const char *cacert;    /* the VEN's --cacert */
+  /* bridge: --pfid-cacert, --pfid-cert, --pfid-key, --pfid-insecure */
+  struct pfi_http_client_tls pfid_tls;
 };
 
 /* cmd_grid_opts.c: the overview's help page and each action's, their

@@ -264,8 +264,12 @@ int pfi__grid_bridge(const struct opts *o, struct pfi_ven *ven) {
     return PFI_EXIT_FAIL;
   }
   struct pfi_pfid_client *pc = NULL;
-  if (pfi_pfid_client_open(o->pfid, token, &pc, &err) < 0)
+  if (pfi_pfid_client_open(o->pfid, token, &pc, &err) < 0 ||
+      pfi_pfid_client_tls(pc, &o->pfid_tls, &err) < 0) {
+    memset(token, 0, sizeof token);
+    pfi_pfid_client_close(pc);
     return pfi__grid_fail(&err);
+  }
   memset(token, 0, sizeof token);
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
@@ -372,6 +376,8 @@ int pfi__grid_bridge(const struct opts *o, struct pfi_ven *ven) {
       char b[PFI_ERROR_MSG_MAX + 64];
       fprintf(stderr, "pfi grid bridge: %s\n",
               pfi_error_format(&err, b, sizeof b));
+      if (o->once) /* its one sync failed: say so by the exit status */
+        status = PFI_EXIT_FAIL;
     } else if (posted || cancelled || infeasible)
       printf("bridge: %zu event(s) posted, %zu cancelled%s\n", posted,
              cancelled,

@@ -144,7 +144,11 @@ static int shed_loss_cb(const struct pfi_opt *o, const char *v, char *why,
       {.lng = "token-url", .arg = PFI_ARG_REQ, .argname = "URL",               \
        .help = "post the client secret here (default: the token URL the VTN "  \
                "names, only on the VTN's own scheme, host and port)",          \
-       .type = PFI_OT_STRING, .var = &g.token_url}
+       .type = PFI_OT_STRING, .var = &g.token_url},                            \
+      {.lng = "cacert", .arg = PFI_ARG_REQ, .argname = "FILE",                 \
+       .help = "with an https --vtn, the PEM CA its certificate must chain "   \
+               "to (default: the system's CAs; always verified)",              \
+       .type = PFI_OT_STRING, .var = &g.cacert}
 /* How OpenADR events become limits (oadr_config(), the bridge's
  * make_cfg()). */
 #define ROW_BASELINE                                                           \
@@ -323,6 +327,18 @@ static const struct pfi_opt bridge_opts[] = {
     {.lng = "pfid-token-file", .arg = PFI_ARG_REQ, .argname = "FILE",
      .help = "bearer token for pfid (mode 0600)", .type = PFI_OT_STRING,
      .var = &g.pfid_token},
+    PFI_OPT_STRING("pfid-cacert", 0, &g.pfid_tls.cacert, "FILE",
+                   "with an https --pfid, the PEM CA pfid's certificate must "
+                   "chain to (default: the system's CAs; always verified "
+                   "unless --pfid-insecure)"),
+    PFI_OPT_STRING("pfid-cert", 0, &g.pfid_tls.cert, "FILE",
+                   "a PEM client certificate for a pfid that asks for one, "
+                   "with --pfid-key"),
+    PFI_OPT_STRING("pfid-key", 0, &g.pfid_tls.key, "FILE",
+                   "the client certificate's PEM private key (mode 0600)"),
+    PFI_OPT_FLAG("pfid-insecure", 0, &g.pfid_tls.insecure,
+                 "allow plain http to a pfid that is not on this host, and "
+                 "an https pfid without verifying its certificate"),
     ROW_CONFIG(CONFIG_CHAIN),
     ROW_INTERVAL("time between syncs (default 30s, at most 1 day)"),
     {.lng = "report", .arg = PFI_ARG_REQ, .argname = "D",
@@ -504,12 +520,12 @@ const struct pfi_cmd_help pfi__grid_bridge_help =
     "deleted) and deleted on SIGTERM or SIGINT. --callback URL: the URL\n"
     "the VTN posts to, when it reaches the listener by another name\n"
     "(default http://HOST:PORT/notify).\n"
-    "--once: one sync, then exit. --log DIR appends the fleet's target and\n"
-    "power with pfid's live capacity at <= --shed-loss loss (shed, its\n"
-    "interval and the longest event it holds for, GET /v1/capacity) to\n"
-    "series.csv and each job's throughput to jobs.csv every sync (with\n"
-    "held: 1 while pfid's controller holds the job under its pre-event caps,\n"
-    "0 once never cut or released by its contract).\n");
+    "--once: one sync, then exit (1 when it failed). --log DIR appends the\n"
+    "fleet's target and power with pfid's live capacity at <= --shed-loss\n"
+    "loss (shed, its interval and the longest event it holds for, GET\n"
+    "/v1/capacity) to series.csv and each job's throughput to jobs.csv\n"
+    "every sync (with held: 1 while pfid's controller holds the job under\n"
+    "its pre-event caps, 0 once never cut or released by its contract).\n");
 
 const struct pfi_cmd_help pfi__grid_event_report_help =
     GRID_HELP("event-report", USAGE_EVENT_REPORT, event_report_opts,

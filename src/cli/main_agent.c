@@ -34,6 +34,7 @@ static struct pfi_node_meter_opts nmo;
  * --tput-listen). */
 static struct pfi_http_limits hl;
 static int per_client;
+static struct pfi_http_tls tls; /* the endpoints' (--tls-*, --insecure) */
 
 /* --node: the name, kept whole; a name too long is refused with the
  * others that are not names. */
@@ -86,6 +87,19 @@ static const struct pfi_opt opts[] = {
     PFI_OPT_STRING("tput-listen", 0, &tlisten, "ADDR",
                    "accept POST /v1/jobs/JOB/throughput there: HOST:PORT or "
                    "unix:PATH (a Unix socket)"),
+    PFI_OPT_STRING("tls-cert", 0, &tls.cert, "FILE",
+                   "serve --metrics over HTTPS with this PEM certificate "
+                   "(chain), with --tls-key, and --cap-listen and "
+                   "--tput-listen when not on loopback (the jobs' plain "
+                   "HTTP stays there)"),
+    PFI_OPT_STRING("tls-key", 0, &tls.key, "FILE",
+                   "the certificate's PEM private key (mode 0600)"),
+    PFI_OPT_STRING("tls-client-ca", 0, &tls.client_ca, "FILE",
+                   "with --tls-cert, refuse clients without a certificate "
+                   "this PEM CA signed (mutual TLS)"),
+    PFI_OPT_FLAG("insecure", 0, &tls.insecure,
+                 "allow plain HTTP on an endpoint address that is not "
+                 "loopback (without it the agent refuses to start)"),
     PFI_OPT_STRING("powercap", 0, &nmo.powercap, "DIR|none",
                    "node power: the GPUs plus RAPL packages and DRAM (DIR: a "
                    "powercap root, e.g. /sys/class/powercap)"),
@@ -277,6 +291,29 @@ static void serve_tput(void *arg, const struct pfi_http_req *rq,
     reply(rs, 200, "{\"job\":\"%s\",\"tokens_per_s\":null}\n", job);
 }
 
+/* The TLS of an endpoint the node's jobs use (--cap-listen,
+ * --tput-listen): none on loopback or a Unix socket, where the trainers
+ * on the node speak plain HTTP (python/pfi_trainer) and nothing crosses
+ * the network; --tls-cert's elsewhere. */
+static const struct pfi_http_tls *job_tls(const char *listen) {
+  static struct pfi_http_tls plain;
+  return pfi_http_listen_local(listen) ? &plain : &tls;
+}
+
+/* How an endpoint is served, for its start-up line. */
+static const char *served(const struct pfi_http *h, const char *listen) {
+  switch (pfi_http_tls_mode(h)) {
+  case 2:
+    return "HTTPS, client certificates required";
+  case 1:
+    return "HTTPS";
+  default:
+    return pfi_http_listen_local(listen)
+               ? "plain HTTP (loopback or Unix socket)"
+               : "plain HTTP on a non-loopback address (--insecure)";
+  }
+}
+
 int main(int argc, char **argv) {
   char user[PFI_FLEET_NAME_MAX + 8], params[300];
   struct pfi_optparse op;
@@ -336,6 +373,16 @@ int main(int argc, char **argv) {
   struct pfi_nats_sub *sub = NULL;
   struct pfi_http *http = NULL, *cap_http = NULL, *thttp = NULL;
   struct pfi_node_meter *nm = NULL;
+  /* The endpoints' TLS options (plain HTTP off loopback, a key others may
+   * read, a file that is not PEM): a usage error, before anything opens. */
+  const char *eps[3] = {metrics, cap_listen, tlisten};
+  for (int i = 0; i < 3; i++)
+    if (eps[i] &&
+        pfi_http_tls_check(eps[i], i ? job_tls(eps[i]) : &tls, &err) < 0) {
+      fprintf(stderr, "pfi-agent: %s\n",
+              pfi_error_format(&err, msg, sizeof msg));
+      return 2;
+    }
   nmo.emulated = emulate;
   int rc = pfi_node_meter_open(&nm, &nmo, &err);
   if (rc < 0) {
@@ -357,24 +404,27 @@ int main(int argc, char **argv) {
   logf_("NATS %s: %s", no.url ? no.url : "nats://127.0.0.1:4222", sec);
   if ((rc = pfi_nats_open(&nc, &no, &err)) < 0 ||
       (rc = pfi_nats_subscribe_assign(nc, node, &sub, &err)) < 0 ||
-      (metrics && (rc = pfi_http_start_limits(&http, metrics, &hl, serve,
-                                              NULL, &err)) < 0) ||
+      (metrics && (rc = pfi_http_start_tls(&http, metrics, &hl, &tls, serve,
+                                           NULL, &err)) < 0) ||
       (cap_listen &&
-       (rc = pfi_http_start_limits(&cap_http, cap_listen, &hl, serve,
-                                   (void *)cap_listen, &err)) < 0) ||
-      (tlisten && (rc = pfi_http_start_limits(&thttp, tlisten, &hl,
-                                              serve_tput, ag, &err)) < 0))
+       (rc = pfi_http_start_tls(&cap_http, cap_listen, &hl,
+                                job_tls(cap_listen), serve,
+                                (void *)cap_listen, &err)) < 0) ||
+      (tlisten &&
+       (rc = pfi_http_start_tls(&thttp, tlisten, &hl, job_tls(tlisten),
+                                serve_tput, ag, &err)) < 0))
     goto out;
   if (!pfi_nats_connected(nc))
     logf_("NATS %s not reachable yet: connecting in the background",
           no.url ? no.url : "nats://127.0.0.1:4222");
   if (cap_http)
-    logf_("cap status on %s (port %u, GET /v1/cap)", cap_listen,
-          pfi_http_port(cap_http));
+    logf_("cap status on %s (port %u, GET /v1/cap), %s", cap_listen,
+          pfi_http_port(cap_http), served(cap_http, cap_listen));
   if (thttp)
-    logf_("throughput endpoint on %s", tlisten);
+    logf_("throughput endpoint on %s, %s", tlisten, served(thttp, tlisten));
   if (http)
-    logf_("metrics on %s (port %u)", metrics, pfi_http_port(http));
+    logf_("metrics on %s (port %u), %s", metrics, pfi_http_port(http),
+          served(http, metrics));
   char tsubj[PFI_FLEET_NAME_MAX + 32];
   snprintf(tsubj, sizeof tsubj, "pfi.telemetry.%s", node);
   char *buf = malloc(PFI_FLEET_MSG_MAX + 1);

@@ -10,6 +10,7 @@
 #include "opt.h"
 #include "pfi/control.h"
 #include "pfi/duration.h"
+#include "pfi/http.h"
 #include "pfi/objective.h"
 #include "pfi/pfid.h"
 
@@ -43,6 +44,18 @@ static const struct pfi_opt opts[] = {
     {.lng = "api", .arg = PFI_ARG_REQ, .argname = "HOST:PORT",
      .help = "HTTP API ('none': off)", .type = PFI_OT_STRING, .var = &api,
      .def = "127.0.0.1:8470"},
+    PFI_OPT_STRING("tls-cert", 0, &o.api_tls.cert, "FILE",
+                   "serve the API over HTTPS with this PEM certificate "
+                   "(chain), with --tls-key"),
+    PFI_OPT_STRING("tls-key", 0, &o.api_tls.key, "FILE",
+                   "the certificate's PEM private key (mode 0600, as "
+                   "--token-file)"),
+    PFI_OPT_STRING("tls-client-ca", 0, &o.api_tls.client_ca, "FILE",
+                   "with --tls-cert, refuse clients without a certificate "
+                   "this PEM CA signed (mutual TLS)"),
+    PFI_OPT_FLAG("insecure", 0, &o.api_tls.insecure,
+                 "allow plain HTTP on an --api address that is not loopback "
+                 "(tokens in clear; without it pfid refuses to start)"),
     PFI_OPT_STRING("token-file", 0, &o.token_file, "FILE",
                    "bearer token for API mutations (mode 0600); without one "
                    "the API is read-only"),
@@ -141,6 +154,21 @@ static const struct pfi_cmd_help help = {
     .args_min = 0,
     .args_max = 0};
 
+/* How the API is served, for the start-up line. */
+static const char *api_tls_words(const struct pfi_pfid *d) {
+  switch (pfi_pfid_api_tls(d)) {
+  case 2:
+    return "HTTPS, client certificates required";
+  case 1:
+    return "HTTPS";
+  default:
+    return pfi_http_listen_local(o.api_listen)
+               ? "plain HTTP (loopback)"
+               : "plain HTTP on a non-loopback address (--insecure): tokens "
+                 "and answers cross the network in clear";
+  }
+}
+
 int main(int argc, char **argv) {
   char host[64];
   if (gethostname(host, sizeof host) != 0)
@@ -181,7 +209,8 @@ int main(int argc, char **argv) {
     return rc == PFI_EINVAL || rc == PFI_EPARSE || rc == PFI_ENOPERM ? 2 : 1;
   }
   if (pfi_pfid_api_port(d))
-    fprintf(stderr, "pfid %s: API on port %u\n", o.id, pfi_pfid_api_port(d));
+    fprintf(stderr, "pfid %s: API on port %u, %s\n", o.id, pfi_pfid_api_port(d),
+            api_tls_words(d));
   rc = pfi_pfid_run(d, &stop, &err);
   if (rc < 0)
     fprintf(stderr, "pfid: %s\n", pfi_error_format(&err, msg, sizeof msg));

@@ -1239,8 +1239,8 @@ int pfi_pfid_open(struct pfi_pfid **out, const struct pfi_pfid_opts *o,
       (rc = pfi_nats_subscribe(d->nc, "pfi.telemetry.*", &d->tel, err)) < 0)
     goto fail;
   if (o->api_listen &&
-      (rc = pfi_http_start_limits(&d->http, o->api_listen, &o->api_limits,
-                                  pfid_api, d, err)) < 0)
+      (rc = pfi_http_start_tls(&d->http, o->api_listen, &o->api_limits,
+                               &o->api_tls, pfid_api, d, err)) < 0)
     goto fail;
   pfid_log(d, "start", "standby; records %s", o->records);
   *out = d;
@@ -1252,6 +1252,10 @@ fail:
 
 unsigned pfi_pfid_api_port(const struct pfi_pfid *d) {
   return d->http ? pfi_http_port(d->http) : 0;
+}
+
+int pfi_pfid_api_tls(const struct pfi_pfid *d) {
+  return d->http ? pfi_http_tls_mode(d->http) : 0;
 }
 
 int pfi_pfid_run(struct pfi_pfid *d, volatile sig_atomic_t *stop,

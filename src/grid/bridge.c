@@ -116,6 +116,8 @@ void pfi_bridge_diff(const struct pfi_bridge_event *want, size_t nwant,
 
 struct pfi_pfid_client {
   char *url, *token;
+  struct pfi__curl_tls tls;
+  int tls_set; /* tls loaded: by pfi_pfid_client_tls, or the first call */
 };
 
 int pfi_pfid_client_open(const char *url, const char *token,
@@ -136,6 +138,19 @@ int pfi_pfid_client_open(const char *url, const char *token,
   return 0;
 }
 
+int pfi_pfid_client_tls(struct pfi_pfid_client *c,
+                        const struct pfi_http_client_tls *tls,
+                        struct pfi_error *err) {
+  struct pfi__curl_tls t;
+  int rc = pfi__curl_tls_load(&t, c->url, tls, err);
+  if (rc < 0)
+    return rc;
+  pfi__curl_tls_release(&c->tls);
+  c->tls = t;
+  c->tls_set = 1;
+  return 0;
+}
+
 void pfi_pfid_client_close(struct pfi_pfid_client *c) {
   if (!c)
     return;
@@ -143,6 +158,7 @@ void pfi_pfid_client_close(struct pfi_pfid_client *c) {
   if (c->token)
     memset(c->token, 0, strlen(c->token));
   free(c->token);
+  pfi__curl_tls_release(&c->tls);
   free(c);
 }
 
@@ -151,6 +167,14 @@ static int call(struct pfi_pfid_client *c, const char *method, const char *path,
                 const char *body, json_t **out, struct pfi_error *err) {
   char url[1024], auth[600];
   snprintf(url, sizeof url, "%s%s", c->url, path);
+  /* No TLS settings given: plain http to this host only, https verified
+   * against the system's CAs. */
+  if (!c->tls_set) {
+    int rc = pfi__curl_tls_load(&c->tls, c->url, NULL, err);
+    if (rc < 0)
+      return rc;
+    c->tls_set = 1;
+  }
   CURL *h = pfi__curl_easy_init();
   if (!h)
     return pfi__curl_error()
@@ -169,6 +193,7 @@ static int call(struct pfi_pfid_client *c, const char *method, const char *path,
   pfi__curl_setopt_ptr(h, CURLOPT_HTTPHEADER, hd);
   pfi__curl_setopt_long(h, CURLOPT_TIMEOUT_MS, 5000L);
   pfi__curl_setopt_long(h, CURLOPT_NOSIGNAL, 1L);
+  pfi__curl_tls_apply(h, &c->tls);
   pfi__curl_setopt_write(h, CURLOPT_WRITEFUNCTION, pfi__http_body_write);
   pfi__curl_setopt_ptr(h, CURLOPT_WRITEDATA, &b);
   if (body)
@@ -182,8 +207,11 @@ static int call(struct pfi_pfid_client *c, const char *method, const char *path,
   else {
     pfi__curl_getinfo_long(h, CURLINFO_RESPONSE_CODE, &st);
     if (st == 401 || st == 403)
-      rc = pfi_error_set(err, PFI_ENOPERM, "pfid: %s %s: HTTP %ld (token)",
-                         method, path, st);
+      rc = pfi_error_set(err, PFI_ENOPERM,
+                         "pfid: %s %s: HTTP %ld (token or client "
+                         "certificate)%s%.200s",
+                         method, path, st, b.buf ? ": " : "",
+                         b.buf ? b.buf : "");
     else if (st < 200 || st > 299)
       rc = pfi_error_set(err, PFI_EIO, "pfid: %s %s: HTTP %ld%s%.200s", method,
                          path, st, b.buf ? ": " : "", b.buf ? b.buf : "");

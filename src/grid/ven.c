@@ -2,6 +2,7 @@
 /* The OpenADR 3.1 VEN client over libcurl: OAuth2 client credentials,
  * programs, events, reports, subscriptions. See include/pfi/openadr.h. */
 #include "pfi/openadr.h"
+#include "pfi/http.h"
 
 #include "grid_int.h"
 #include "../base/curl_dl.h"
@@ -18,6 +19,7 @@
 struct pfi_ven {
   char *base, *client_id, *secret, *program, *ven_name;
   char *token_url; /* configured (pfi_ven_config.token_url), or NULL */
+  char *cacert;    /* pfi_ven_config.cacert, or NULL */
   long timeout_ms;
   char token[4097];
   int64_t token_expiry; /* Unix s; 0 = unknown (valid until a 401) */
@@ -104,10 +106,23 @@ int pfi_ven_open(const struct pfi_ven_config *cfg, struct pfi_ven **out,
                          "with a host and no user information, https when "
                          "the VTN's is",
                          cfg->token_url);
+  if (cfg->cacert) {
+    const struct pfi_http_client_tls t = {cfg->cacert, NULL, NULL, 0};
+    int rc;
+    if (strncasecmp(cfg->vtn_url, "https://", 8) != 0)
+      return pfi_error_set(err, PFI_EINVAL,
+                           "VEN: a CA file (--cacert) goes with an https "
+                           "VTN URL, not '%.200s'",
+                           cfg->vtn_url);
+    if ((rc = pfi_http_client_tls_check(cfg->vtn_url, &t, err)) < 0)
+      return rc;
+  }
   struct pfi_ven *v = calloc(1, sizeof *v);
   if (!v)
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
-  if (cfg->token_url && !(v->token_url = strdup(cfg->token_url))) {
+  if ((cfg->token_url && !(v->token_url = strdup(cfg->token_url))) ||
+      (cfg->cacert && !(v->cacert = strdup(cfg->cacert)))) {
+    free(v->token_url);
     free(v);
     return pfi_error_set(err, PFI_ENOMEM, "out of memory");
   }
@@ -133,6 +148,7 @@ void pfi_ven_close(struct pfi_ven *v) {
     return;
   free(v->base);
   free(v->token_url);
+  free(v->cacert);
   free(v->client_id);
   if (v->secret)
     memset(v->secret, 0, strlen(v->secret));
@@ -181,6 +197,11 @@ static int http(struct pfi_ven *v, const char *method, const char *url,
   pfi__curl_setopt_ptr(c, CURLOPT_WRITEDATA, b);
   pfi__curl_setopt_ptr(c, CURLOPT_PROTOCOLS_STR, "http,https");
   pfi__curl_setopt_long(c, CURLOPT_FOLLOWLOCATION, 0L);
+  if (v->cacert) {
+    /* Only this CA: not the system's as well. */
+    pfi__curl_setopt_ptr(c, CURLOPT_CAINFO, v->cacert);
+    pfi__curl_setopt_ptr(c, CURLOPT_CAPATH, NULL);
+  }
   if (body)
     pfi__curl_setopt_ptr(c, CURLOPT_POSTFIELDS, body);
   CURLcode cr = pfi__curl_easy_perform(c);

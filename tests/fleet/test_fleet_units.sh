@@ -68,7 +68,7 @@ until_true 30 live1 || fail "pfid.service and pfi-agent.service: no live node: $
 # The Kubernetes manifest (no cluster here: its structure only): every
 # secret file an argument names lies in a Secret volume's mount, pfid's
 # records on a PersistentVolumeClaim, NATS over TLS with its CA file in a
-# mounted volume, and no listener on 0.0.0.0.
+# mounted volume, no listener on 0.0.0.0, and pfid's API over HTTPS.
 python3 - contrib/kubernetes/pfi-fleet.yaml >"$T/k8s" 2>&1 <<'PY' || fail "manifest: $(cat "$T/k8s")"
 import sys, yaml
 bad = []
@@ -83,7 +83,7 @@ for d in yaml.safe_load_all(open(sys.argv[1])):
         for a in c["args"]:
             k, _, v = a.partition("=")
             where = lambda path: next((n for m, n in mounts.items() if path.startswith(m + "/")), None)
-            if k in ("--password-file", "--token-file", "--tokens", "--nats-key", "--nats-nkey", "--nats-creds"):
+            if k in ("--password-file", "--token-file", "--tokens", "--nats-key", "--nats-nkey", "--nats-creds", "--tls-key"):
                 n = where(v)
                 if not n or "secret" not in vols.get(n, {}):
                     bad.append("%s %s: not in a Secret volume" % (c["name"], a))
@@ -95,6 +95,10 @@ for d in yaml.safe_load_all(open(sys.argv[1])):
                 bad.append("%s %s: not on a PersistentVolumeClaim" % (c["name"], a))
             if "0.0.0.0" in v:
                 bad.append("%s %s: every address" % (c["name"], a))
+        # pfid's API off loopback is HTTPS (docs/security.md "TLS").
+        keys = {a.partition("=")[0] for a in c["args"]}
+        if any(a.startswith("--api=") for a in c["args"]) and not {"--tls-cert", "--tls-key"} <= keys:
+            bad.append("%s: --api without --tls-cert and --tls-key" % c["name"])
 if bad:
     sys.exit("\n".join(bad))
 PY

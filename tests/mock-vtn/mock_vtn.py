@@ -47,7 +47,9 @@ are "YYYY-MM-DD HH:MM:SS" (UTC, no zone).
 
 Usage: mock_vtn.py --port-file F [--ven ID:SECRET] [--bl ID:SECRET]
                    [--token-ttl S] [--prefix /openadr3] [--reference]
-Binds 127.0.0.1 on a free port and writes the port to F.
+                   [--tls-cert PEM --tls-key PEM]
+Binds 127.0.0.1 on a free port and writes the port to F; with --tls-cert,
+serves HTTPS.
 """
 import argparse
 import datetime
@@ -242,7 +244,8 @@ class Handler(BaseHTTPRequestHandler):
                 tu = STATE["token_url"]
             if tu:
                 return self.send(200, {"tokenURL": tu})
-            host = "http://127.0.0.1:%d" % self.server.server_port
+            host = "%s://127.0.0.1:%d" % ("https" if ARGS.tls_cert else "http",
+                                          self.server.server_port)
             return self.send(200, {"tokenURL": host + pre + "/auth/token"})
         if path == "/auth/token" and method == "POST":
             return self.token(raw)
@@ -435,9 +438,18 @@ def main():
                          "VTN (see the module's text)")
     ap.add_argument("--lifetime", type=float, default=600,
                     help="exit after this many seconds (a bound for tests)")
+    ap.add_argument("--tls-cert",
+                    help="serve HTTPS with this PEM certificate (and "
+                         "--tls-key)")
+    ap.add_argument("--tls-key")
     ARGS = ap.parse_args()
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     srv.daemon_threads = True
+    if ARGS.tls_cert:
+        import ssl
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(ARGS.tls_cert, ARGS.tls_key)
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
     with open(ARGS.port_file + ".tmp", "w") as f:
         f.write(str(srv.server_port))
     import os
