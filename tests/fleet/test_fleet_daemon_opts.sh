@@ -26,11 +26,12 @@ NATS_ROWS="nats user password-file nats-creds nats-nkey nats-ca nats-cert nats-k
   nats-server-name nats-insecure"
 check_help "$PFID" id $NATS_ROWS records api token-file tokens period lease \
   leader-lease stale ramp-up margin recovery-margin recovery-ramp recovery-window objective tiers model \
-  features meter-config event-max event-ahead request-deadline max-conn-per-client help
+  features meter-config event-max event-ahead request-deadline max-conn-per-client \
+  tls-cert tls-key tls-client-ca insecure help
 check_help "$PFI_AGENT" node $NATS_ROWS backend params emulate emu-job record \
   jobmap-dir tput-dir tput-max-age tier-dir period metrics cap-file cap-listen tput-listen \
   powercap bmc bmc-period tput-rate tput-burst request-deadline max-conn-per-client \
-  restore-on-exit help
+  tls-cert tls-key tls-client-ca insecure restore-on-exit help
 
 usage_err() { # usage_err EXPECTED_STDERR PROG ARGS...: exit 2 and that message
   local want=$1 prog=$2
