@@ -2,9 +2,12 @@
 #include "cli_device.h"
 
 #include "../device/params.h"
+#include "cli.h"
+#include "pfi/emu.h"
 #include "pfi/fault.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,4 +103,69 @@ int pfi__cli_emulated(struct pfi_device *dev, const char *gpu_name) {
   if (ops && strcmp(ops->name, "emu") == 0)
     return 1;
   return gpu_name && strstr(gpu_name, "(emulated)") != NULL;
+}
+
+static void kill_at_hook(const char *stage, size_t ci, void *arg) {
+  struct pfi__cli_kill_at *k = arg;
+  if (strcmp(stage, k->stage) != 0 || (k->cap >= 0 && (long)ci != k->cap))
+    return;
+  if (++k->seen >= k->nth) {
+    fflush(NULL);
+    raise(SIGKILL);
+  }
+}
+
+int pfi__cli_kill_at_init(struct pfi__cli_kill_at *k,
+                          void (**hook)(const char *, size_t, void *),
+                          void **arg) {
+  memset(k, 0, sizeof *k);
+  k->cap = -1;
+  k->nth = 1;
+  const char *ka = getenv("PFI_SWEEP_KILL_AT");
+  if (!ka || !*ka)
+    return 0;
+  char tmp[64];
+  snprintf(tmp, sizeof tmp, "%s", ka);
+  char *c1 = strchr(tmp, ':');
+  if (c1) {
+    *c1++ = 0;
+    char *c2 = strchr(c1, ':');
+    if (c2) {
+      *c2++ = 0;
+      k->nth = atol(c2) > 0 ? atol(c2) : 1;
+    }
+    k->cap = *c1 ? atol(c1) : -1;
+  }
+  snprintf(k->stage, sizeof k->stage, "%s", tmp);
+  *hook = kill_at_hook;
+  *arg = k;
+  return 1;
+}
+
+void pfi__cli_cap_signals(void (*on_stop)(int)) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_stop;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGHUP, &sa, NULL);
+  sa.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &sa, NULL);
+  sigaction(SIGXFSZ, &sa, NULL);
+}
+
+int pfi__cli_emulate_known(const char *cmd, const char *id) {
+  struct pfi_emu_jobs lib;
+  struct pfi_error err;
+  if (pfi_emu_jobs_load(&lib, NULL, &err) < 0)
+    return pfi_cli_fail(&err);
+  int found = pfi_emu_job_find(&lib, id) != NULL;
+  pfi_emu_jobs_release(&lib);
+  if (!found)
+    return pfi_cli_usage(cmd,
+                         "--emulate: no job '%s' in the job library (pfi "
+                         "emulate jobs)",
+                         id);
+  return 0;
 }

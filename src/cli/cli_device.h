@@ -54,4 +54,38 @@ int pfi__cli_emulated(struct pfi_device *dev, const char *gpu_name);
 int pfi__cli_parse_gpus(const char *s, unsigned count, unsigned **out,
                         size_t *n, struct pfi_error *err);
 
+/*
+ * The test hook of the commands that cap GPUs (pfi sweep, pfi profile):
+ * PFI_SWEEP_KILL_AT=STAGE[:CAP[:N]] makes pfi kill itself with SIGKILL at
+ * the N-th (default 1st) time the library reaches stage STAGE during cap
+ * index CAP (0-based; default any). pfi__cli_kill_at_init reads the
+ * variable into *k and returns 1 when it is set, then *hook and *arg are
+ * the library's stage hook and its argument; 0 when it is not.
+ */
+struct pfi__cli_kill_at {
+  char stage[64];
+  long cap, nth, seen;
+};
+int pfi__cli_kill_at_init(struct pfi__cli_kill_at *k,
+                          void (**hook)(const char *, size_t, void *),
+                          void **arg);
+
+/*
+ * The signals of a command that caps GPUs: SIGINT, SIGTERM and SIGHUP call
+ * `on_stop` (without SA_RESTART: a sleeping device wait returns early), and
+ * the signals whose default action would kill pfi with the GPUs capped are
+ * ignored, so that they become failed writes on the ordinary error path
+ * (which restores the caps): SIGPIPE when stderr is a pipe whose reader has
+ * gone (`... 2>&1 | tee log` and a dropped SSH session), SIGXFSZ when the
+ * store outgrows the file size limit.
+ */
+void pfi__cli_cap_signals(void (*on_stop)(int));
+
+/*
+ * Checks that --emulate ID names a job of the job library. Returns 0, or
+ * the command's exit status: 2 (usage, "pfi CMD: --emulate: no job ...")
+ * or the status of a library that cannot be read.
+ */
+int pfi__cli_emulate_known(const char *cmd, const char *id);
+
 #endif

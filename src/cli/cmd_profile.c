@@ -128,44 +128,6 @@ static void on_progress(const struct pfi_profile_progress *p, void *arg) {
             p->hold_s);
 }
 
-/* PFI_SWEEP_KILL_AT=STAGE[:CAP[:N]], as pfi sweep: SIGKILL at the N-th time
- * STAGE is reached during hold CAP (0-based; default any). */
-struct killer {
-  char stage[64];
-  long cap, nth, seen;
-};
-
-static void stage_hook(const char *stage, size_t ci, void *arg) {
-  struct killer *k = arg;
-  if (strcmp(stage, k->stage) != 0 || (k->cap >= 0 && (long)ci != k->cap))
-    return;
-  if (++k->seen >= k->nth) {
-    fflush(NULL);
-    raise(SIGKILL);
-  }
-}
-
-static void killer_init(struct killer *k, struct pfi_profile_opts *o) {
-  const char *ka = getenv("PFI_SWEEP_KILL_AT");
-  if (!ka || !*ka)
-    return;
-  char tmp[64];
-  snprintf(tmp, sizeof tmp, "%s", ka);
-  char *c1 = strchr(tmp, ':');
-  if (c1) {
-    *c1++ = 0;
-    char *c2 = strchr(c1, ':');
-    if (c2) {
-      *c2++ = 0;
-      k->nth = atol(c2) > 0 ? atol(c2) : 1;
-    }
-    k->cap = *c1 ? atol(c1) : -1;
-  }
-  snprintf(k->stage, sizeof k->stage, "%s", tmp);
-  o->stage_hook = stage_hook;
-  o->stage_arg = k;
-}
-
 static void print_result(const struct pfi_profile_result *r, size_t draws_n,
                          unsigned long cseed) {
   printf("%s%s: %zu hold(s), %.0f s of profiling\n", r->job,
@@ -296,22 +258,8 @@ int cmd_profile(int argc, char **argv) {
     free(caps);
     return pfi_cli_usage("profile", "%s", err.msg);
   }
-  if (o.emulate) {
-    struct pfi_emu_jobs lib;
-    if (pfi_emu_jobs_load(&lib, NULL, &err) < 0) {
-      status = pfi_cli_fail(&err);
-      goto out;
-    }
-    int found = pfi_emu_job_find(&lib, o.emulate) != NULL;
-    pfi_emu_jobs_release(&lib);
-    if (!found) {
-      status = pfi_cli_usage("profile",
-                             "--emulate: no job '%s' in the job library "
-                             "(pfi emulate jobs)",
-                             o.emulate);
-      goto out;
-    }
-  }
+  if (o.emulate && (status = pfi__cli_emulate_known("profile", o.emulate)))
+    goto out;
   if (pfi__cli_probe_device(o.backend, o.backend_params, &err) < 0) {
     status = pfi_cli_fail(&err);
     goto out;
@@ -320,21 +268,11 @@ int cmd_profile(int argc, char **argv) {
   o.n_caps = ncaps;
   o.gpus = gpus;
   o.n_gpus = ngpus;
-  struct killer k = {.cap = -1, .nth = 1};
-  killer_init(&k, &o);
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  /* No SA_RESTART: a sleeping device wait returns early on a signal. */
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-  sigaction(SIGHUP, &sa, NULL);
+  struct pfi__cli_kill_at k;
+  pfi__cli_kill_at_init(&k, &o.stage_hook, &o.stage_arg);
   /* As pfi sweep: a reader gone from stderr, or a store past the file size
    * limit, is a failed write on the ordinary error path (caps restored). */
-  sa.sa_handler = SIG_IGN;
-  sigaction(SIGPIPE, &sa, NULL);
-  sigaction(SIGXFSZ, &sa, NULL);
+  pfi__cli_cap_signals(on_signal);
   o.stop = &stop_flag;
   o.progress = on_progress;
   struct pfi_store *st = NULL;

@@ -200,24 +200,6 @@ static void on_progress(const struct pfi_sweep_progress *p, void *arg) {
   }
 }
 
-/* Fault injection for the restore tests: PFI_SWEEP_KILL_AT=STAGE[:CAP[:N]]
- * makes pfi kill itself with SIGKILL at the N-th (default 1st) time stage
- * STAGE is reached during cap index CAP (0-based; default any). */
-struct killer {
-  char stage[64];
-  long cap, nth, seen;
-};
-
-static void stage_hook(const char *stage, size_t ci, void *arg) {
-  struct killer *k = arg;
-  if (strcmp(stage, k->stage) != 0 || (k->cap >= 0 && (long)ci != k->cap))
-    return;
-  if (++k->seen >= k->nth) {
-    fflush(NULL);
-    raise(SIGKILL);
-  }
-}
-
 static void put_rate(const char *what, double v) {
   if (isfinite(v))
     printf("%s %.6g", what, v);
@@ -402,22 +384,8 @@ int cmd_sweep(int argc, char **argv) {
       goto out;
     }
   }
-  if (o.emulate) {
-    struct pfi_emu_jobs lib;
-    if (pfi_emu_jobs_load(&lib, NULL, &err) < 0) {
-      status = pfi_cli_fail(&err);
-      goto out;
-    }
-    int found = pfi_emu_job_find(&lib, o.emulate) != NULL;
-    pfi_emu_jobs_release(&lib);
-    if (!found) {
-      status = pfi_cli_usage("sweep",
-                             "--emulate: no job '%s' in the job "
-                             "library (pfi emulate jobs)",
-                             o.emulate);
-      goto out;
-    }
-  }
+  if (o.emulate && (status = pfi__cli_emulate_known("sweep", o.emulate)))
+    goto out;
   if (pfi__cli_probe_device(o.backend, o.backend_params, &err) < 0) {
     status = pfi_cli_fail(&err);
     goto out;
@@ -425,43 +393,10 @@ int cmd_sweep(int argc, char **argv) {
   o.gpus = gpus;
   o.n_gpus = ngpus;
 
-  struct killer k = {.cap = -1, .nth = 1};
-  const char *ka = getenv("PFI_SWEEP_KILL_AT");
-  if (ka && *ka) {
-    char tmp[64];
-    snprintf(tmp, sizeof tmp, "%s", ka);
-    char *c1 = strchr(tmp, ':');
-    if (c1) {
-      *c1++ = 0;
-      char *c2 = strchr(c1, ':');
-      if (c2) {
-        *c2++ = 0;
-        k.nth = atol(c2) > 0 ? atol(c2) : 1;
-      }
-      k.cap = *c1 ? atol(c1) : -1;
-    }
-    snprintf(k.stage, sizeof k.stage, "%s", tmp);
-    o.stage_hook = stage_hook;
-    o.stage_arg = &k;
-  }
-
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  /* No SA_RESTART: a sleeping device wait returns early on a signal. */
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-  sigaction(SIGHUP, &sa, NULL);
-  /* Signals whose default action would kill pfi with the GPUs capped are
-   * turned into failed writes that take the ordinary error path (which
-   * restores the caps): SIGPIPE when stderr is a pipe whose reader has gone
-   * (`pfi sweep ... 2>&1 | tee log` and a dropped SSH session), SIGXFSZ
-   * when the store outgrows the file size limit. The job gets the default
-   * actions back before exec. */
-  sa.sa_handler = SIG_IGN;
-  sigaction(SIGPIPE, &sa, NULL);
-  sigaction(SIGXFSZ, &sa, NULL);
+  struct pfi__cli_kill_at k;
+  pfi__cli_kill_at_init(&k, &o.stage_hook, &o.stage_arg);
+  /* The job gets the signals' default actions back before exec. */
+  pfi__cli_cap_signals(on_signal);
   pr.label = strcmp(o.backend, "emu") == 0 ? " on emulated GPUs" : "";
   o.stop = &stop_flag;
   o.progress = on_progress;
