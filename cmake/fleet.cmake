@@ -33,6 +33,16 @@ if(PFI_TESTS)
       "${PFI_TEST_ENV};PFI_AGENT=$<TARGET_FILE:pfi-agent>;PFID=$<TARGET_FILE:pfid>;PFI_PROBE=$<TARGET_FILE:pfi-fleet-probe>"
       SKIP_RETURN_CODE 77 TIMEOUT 240)
   endforeach()
+  # The main flows again over TLS everywhere (tests/fleet/lib.sh
+  # FLEET_TLS): an event, a failover of the leader, an agent cut off.
+  foreach(name test_fleet_event test_fleet_failover test_fleet_cutoff)
+    add_test(NAME fleet.${name}_tls
+             COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tests/fleet/${name}.sh
+             WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
+    set_tests_properties(fleet.${name}_tls PROPERTIES ENVIRONMENT
+      "${PFI_TEST_ENV};FLEET_TLS=1;PFI_AGENT=$<TARGET_FILE:pfi-agent>;PFID=$<TARGET_FILE:pfid>;PFI_PROBE=$<TARGET_FILE:pfi-fleet-probe>"
+      SKIP_RETURN_CODE 77 TIMEOUT 240)
+  endforeach()
   # Two slurmd in their own namespaces, slurmctld, munged, NATS, pfid and
   # two agents start before the job: about 2 minutes idle, more under ASan.
   if(TEST fleet.test_fleet_slurm_multinode)

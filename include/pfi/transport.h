@@ -60,9 +60,9 @@ struct pfi_nats_opts {
   const char *tls_key;  /* its private key (PEM), a secret file
                            (pfi_read_secret's rules) */
   const char *tls_name; /* the name the servers' certificates must
-                           carry; NULL: the URLs' host when they all
-                           name the same one and it is not an IP
-                           address, else the name is not checked */
+                           carry; NULL: each server's certificate must
+                           name the host (DNS name or IP address) of
+                           the URL it was reached by (libnats) */
   /* A NATS account's user, instead of user and password_file (at most one
    * of the three ways): */
   const char *creds_file; /* credentials file (user JWT and nkey seed,

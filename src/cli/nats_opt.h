@@ -38,8 +38,8 @@
                      "TLS: the private key of --nats-cert (PEM, mode 0600)"),  \
       PFI_OPT_STRING("nats-server-name", 0, &(no)->tls_name, "NAME",           \
                      "TLS: the name the servers' certificates must carry "     \
-                     "(default: the URLs' host when they all name one host "   \
-                     "by name; else only the chain is verified)"),             \
+                     "(default: each server's, the host of the URL it was "    \
+                     "reached by)"),                                           \
       PFI_OPT_FLAG("nats-insecure", 0, &(no)->insecure,                        \
                    "allow plain text to a NATS server not on loopback "        \
                    "(passwords and assignments readable on the network)")

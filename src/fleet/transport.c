@@ -338,7 +338,7 @@ int pfi_nats_describe(const struct pfi_nats_opts *o, char *out, size_t n,
   if (tls)
     snprintf(out, n, "TLS, server certificates from %s%s%s%s%s%s",
              o->tls_ca ? o->tls_ca : "the system's CAs",
-             name[0] ? " for " : ", their name not checked",
+             name[0] ? " for " : ", each for its URL's host",
              name[0] ? name : "", o->tls_cert ? ", client certificate" : "",
              who, user ? user : "");
   else if (remote[0])

@@ -5,6 +5,30 @@
 # of them (pfi devices on the emulator's state). Every wait is bounded.
 
 . "$(dirname "$0")/../cli/lib.sh"
+
+# FLEET_TLS=1 (the fleet.*_tls tests, cmake/fleet.cmake): the same flows
+# over TLS everywhere. A CA and certificates made at test time
+# (tls_certs: $T/tls); nats-server requires TLS and client certificates
+# (setup_nats, nats_config), pfid and the agents connect with --nats-ca,
+# --nats-cert and --nats-key (NATS_TLS, in nats_auth and
+# load_agent_start); pfid's API serves HTTPS and requires client
+# certificates (pfid_start), and api(), api_url, CURL_TLS and CTL_TLS
+# reach it with the CA and a client certificate.
+NATS_SCHEME=nats API_SCHEME=http
+NATS_TLS=() API_TLS=() CURL_TLS=() CTL_TLS=()
+if [ "${FLEET_TLS:-0}" = 1 ]; then
+  tls_certs "$T/tls"
+  NATS_SCHEME=tls API_SCHEME=https
+  NATS_TLS=(--nats-ca "$T/tls/ca.pem" --nats-cert "$T/tls/client.pem" --nats-key "$T/tls/client.key")
+  API_TLS=(--tls-cert "$T/tls/server.pem" --tls-key "$T/tls/server.key" --tls-client-ca "$T/tls/ca.pem")
+  CURL_TLS=(--cacert "$T/tls/ca.pem" --cert "$T/tls/client.pem" --key "$T/tls/client.key")
+  CTL_TLS=(--cacert "$T/tls/ca.pem" --cert "$T/tls/client.pem" --key "$T/tls/client.key")
+  # The probe (tests/fleet/probe.c) reads its TLS from these.
+  export PFI_PROBE_NATS_CA="$T/tls/ca.pem" PFI_PROBE_NATS_CERT="$T/tls/client.pem"
+  export PFI_PROBE_NATS_KEY="$T/tls/client.key"
+fi
+# api_url ID: pfid ID's API, http or https.
+api_url() { echo "$API_SCHEME://127.0.0.1:${API[$1]}"; }
 PFI_AGENT=${PFI_AGENT:?PFI_AGENT must name pfi-agent}
 PFID=${PFID:?PFID must name pfid}
 command -v nats-server >/dev/null || { echo "SKIP: no nats-server"; exit 77; }
@@ -64,6 +88,8 @@ nats_config() {
   {
     echo "listen: ${NATS_HOST:-127.0.0.1}:$NATS_PORT"
     echo "jetstream { store_dir: \"$T/js\", max_memory_store: 64MB, max_file_store: 256MB }"
+    [ "$NATS_SCHEME" = tls ] &&
+      echo "tls { cert_file: \"$T/tls/server.pem\", key_file: \"$T/tls/server.key\", ca_file: \"$T/tls/ca.pem\", verify: true, timeout: 5 }"
     nats_users "$@"
   } >"$T/nats.conf"
 }
@@ -161,7 +187,7 @@ stream_leader() {
 
 setup_nats() { # setup_nats NODE...
   NATS_PORT=$(free_port)
-  NATS_URL="nats://127.0.0.1:$NATS_PORT"
+  NATS_URL="$NATS_SCHEME://127.0.0.1:$NATS_PORT"
   nats_config "$@"
   nats_start
 }
@@ -170,7 +196,7 @@ setup_nats() { # setup_nats NODE...
 # options that make WHO known to NATS, for agent_start and pfid_start: its
 # password file (the users of nats_users). A test of other accounts or of
 # TLS redefines it.
-nats_auth() { NATS_AUTH=(--password-file "$T/pw.$1"); }
+nats_auth() { NATS_AUTH=(--password-file "$T/pw.$1" "${NATS_TLS[@]}"); }
 
 # agent_start NODE GPUS [options...]: an emulated agent in real time with
 # its own emulator state $T/emu.NODE, record $T/agent.NODE.db. PID in
@@ -197,7 +223,7 @@ pfid_start() {
   API[$id]=$(free_port)
   nats_auth pfid
   "$PFID" --id "$id" --nats "$NATS_URL" "${NATS_AUTH[@]}" \
-    --records "$T/records.db" --api "127.0.0.1:${API[$id]}" --token-file "$T/token" \
+    --records "$T/records.db" --api "127.0.0.1:${API[$id]}" --token-file "$T/token" "${API_TLS[@]}" \
     --period "${PFID_PERIOD:-0.5}" --lease "${LEASE:-3}" --leader-lease "${LEADER_LEASE:-1.5}" \
     --stale "${STALE:-2}" "$@" >>"$T/pfid.$id.log" 2>&1 &
   PFID_PID[$id]=$!
@@ -207,9 +233,9 @@ pfid_start() {
 api() { # api ID METHOD PATH [BODY]: prints the body, HTTP code in $T/code
   local id=$1 m=$2 p=$3
   shift 3
-  curl -s -m 5 -o "$T/body" -w '%{http_code}' -X "$m" \
+  curl "${CURL_TLS[@]}" -s -m 5 -o "$T/body" -w '%{http_code}' -X "$m" \
     -H "Authorization: Bearer $(cat "$T/token")" ${1:+--data-binary "$1"} \
-    "http://127.0.0.1:${API[$id]}$p" >"$T/code" || echo 000 >"$T/code"
+    "$(api_url "$id")$p" >"$T/code" || echo 000 >"$T/code"
   cat "$T/body" 2>/dev/null
 }
 
@@ -279,7 +305,7 @@ EOS
   PFI_LOCK_DIR= PFI_NVML_LIB="${PFI_BUILD_DIR:?}/fake-nvml/libnvidia-ml.so.1" PFI_EMU_STATE="$T/emu.$n" \
     PFI_FAKE_NVML_EMU="gpus=2,state=$T/emu.$n${FAKE_NVML_EMU:+,$FAKE_NVML_EMU}" PFI_FAKE_NVML_JOBS="$T/jobs.csv" \
     PFI_FAKE_NVML_JOB=test-load PFI_FAKE_NVML_AT="${FAKE_NVML_AT:-300}" \
-    "$PFI_AGENT" --node "$n" --nats "$NATS_URL" --password-file "$T/pw.$n" --backend nvml \
+    "$PFI_AGENT" --node "$n" --nats "$NATS_URL" --password-file "$T/pw.$n" "${NATS_TLS[@]}" --backend nvml \
     --record "$T/agent.$n.db" --period 0.5 --jobmap-dir "$T/map.$n" --tput-dir "$T/tput.$n" \
     "$@" >>"$T/agent.$n.log" 2>&1 &
   AGENT_PID[$n]=$!

@@ -206,6 +206,18 @@ static int submany(struct pfi_nats *nc, const char *prefix, const char *ns) {
   return 0;
 }
 
+/* The TLS of the connection, from the environment (tests/fleet/lib.sh
+ * FLEET_TLS sets them): PFI_PROBE_NATS_CA, _CERT and _KEY, as --nats-ca,
+ * --nats-cert and --nats-key. */
+static void probe_tls(struct pfi_nats_opts *o) {
+  const char *ca = getenv("PFI_PROBE_NATS_CA");
+  const char *cert = getenv("PFI_PROBE_NATS_CERT");
+  const char *key = getenv("PFI_PROBE_NATS_KEY");
+  o->tls_ca = ca && *ca ? ca : NULL;
+  o->tls_cert = cert && *cert ? cert : NULL;
+  o->tls_key = key && *key ? key : NULL;
+}
+
 int main(int argc, char **argv) {
   if (argc != 7) {
     fprintf(stderr,
@@ -220,6 +232,7 @@ int main(int argc, char **argv) {
     struct pfi_nats_opts o = {argv[1], strcmp(argv[2], "-") ? argv[2] : NULL,
                               strcmp(argv[3], "-") ? argv[3] : NULL,
                               "probe", strcmp(argv[4], "kvbatch") == 0, 0, 5, 0, 0};
+    probe_tls(&o);
     struct pfi_nats *nc = NULL;
     struct pfi_error err;
     if (pfi_nats_open(&nc, &o, &err) < 0) {
@@ -235,6 +248,7 @@ int main(int argc, char **argv) {
     struct pfi_nats_opts o = {argv[1], strcmp(argv[2], "-") ? argv[2] : NULL,
                               strcmp(argv[3], "-") ? argv[3] : NULL,
                               "probe", 0, 0, 2, 0, 0};
+    probe_tls(&o);
     struct pfi_nats *nc = NULL;
     struct pfi_nats_sub *sub = NULL;
     struct pfi_error err;
@@ -269,6 +283,7 @@ int main(int argc, char **argv) {
                             2,
                             0,
                             0};
+  probe_tls(&o);
   struct pfi_nats *nc = NULL;
   struct pfi_error err;
   unsigned long times = 1;

@@ -38,23 +38,28 @@ trap cleanup_ns EXIT
 # NATS on the veth address (private to this machine).
 NATS_HOST=$HOST_IP
 NATS_PORT=$(free_port)
-NATS_URL="nats://$NATS_HOST:$NATS_PORT"
+NATS_URL="$NATS_SCHEME://$NATS_HOST:$NATS_PORT"
 # Plain text off loopback, on a network private to this machine: asked
 # for (docs/fleet.md "Security").
-nats_auth() { NATS_AUTH=(--password-file "$T/pw.$1" --nats-insecure); }
+# (Over TLS, FLEET_TLS: the certificates instead.)
+OFF_LO=(--nats-insecure)
+# (The test's server certificate is for 127.0.0.1 and localhost, reached
+# here at the veth address: the name it carries is given.)
+[ "$NATS_SCHEME" = tls ] && OFF_LO=("${NATS_TLS[@]}" --nats-server-name localhost)
+nats_auth() { NATS_AUTH=(--password-file "$T/pw.$1" "${OFF_LO[@]}"); }
 nats_config n1 n2 n3
 nats_start
 mkdir -p "$T/emu.n1" "$T/emu.n2" "$T/emu.n3"
 agent_start n1 2
 agent_start n2 2
-ip netns exec "$NETNS" "$PFI_AGENT" --node n3 --nats "$NATS_URL" --password-file "$T/pw.n3" --nats-insecure \
+ip netns exec "$NETNS" "$PFI_AGENT" --node n3 --nats "$NATS_URL" --password-file "$T/pw.n3" "${OFF_LO[@]}" \
   --emulate --params "gpus=2,state=$T/emu.n3" --record "$T/agent.n3.db" --period 0.5 \
   >>"$T/agent.n3.log" 2>&1 &
 AGENT_PID[n3]=$!
 PIDS+=("$!")
 pfid_start a
 live() { api a GET /v1/status | grep -q '"nodes":3,"stale_nodes":0'; }
-until_true 30 live || { fail "3 live nodes"; exit 1; }
+until_true 30 live || { fail "3 live nodes"; tail -n 5 "$T"/agent.*.log "$T"/pfid.a.log "$T"/nats.log >&2; exit 1; }
 # No job runs: the control module holds free GPUs at their lowest cap
 # (200 W) during the event.
 api a POST /v1/events "$(event_json ev1 0 120 1800)" >/dev/null

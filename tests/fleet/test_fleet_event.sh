@@ -28,11 +28,11 @@ until_true 30 live2 || fail "two live nodes"
 
 # Mutations without the token, or with a wrong one: 401 and no event.
 ev=$(event_json ev1 0 120 1600)
-code=$(curl -s -m 5 -o /dev/null -w '%{http_code}' -X POST --data-binary "$ev" \
-  "http://127.0.0.1:${API[a]}/v1/events")
+code=$(curl "${CURL_TLS[@]}" -s -m 5 -o /dev/null -w '%{http_code}' -X POST --data-binary "$ev" \
+  "$(api_url a)/v1/events")
 [ "$code" = 401 ] || fail "POST without token: HTTP $code, expected 401"
-code=$(curl -s -m 5 -o /dev/null -w '%{http_code}' -X POST -H 'Authorization: Bearer nope' \
-  --data-binary "$ev" "http://127.0.0.1:${API[a]}/v1/events")
+code=$(curl "${CURL_TLS[@]}" -s -m 5 -o /dev/null -w '%{http_code}' -X POST -H 'Authorization: Bearer nope' \
+  --data-binary "$ev" "$(api_url a)/v1/events")
 [ "$code" = 401 ] || fail "POST with a wrong token: HTTP $code, expected 401"
 [ "$(api a GET /v1/events)" = "[]" ] || fail "an unauthorized POST created an event"
 api a POST /v1/events '{"v":1,"id":"bad","start":5,"end":4,"target_w":1}' >/dev/null
@@ -62,14 +62,14 @@ for x in r:
     assert float(os.environ["t_post"]) - 1 <= x["t"] <= float(os.environ["t_now"]), x
     assert x["seq"] >= 1 and x["id"] >= 1, x
 ' "$(api a GET /v1/records)" || fail "GET /v1/records: $(cat "$T/body")"
-"$PFI" ctl --url "http://127.0.0.1:${API[a]}" --format json records >"$T/ctl.rec" || fail "pfi ctl records"
+"$PFI" ctl "${CTL_TLS[@]}" --url "$(api_url a)" --format json records >"$T/ctl.rec" || fail "pfi ctl records"
 python3 -c 'import json, sys; assert json.load(open(sys.argv[1])) == json.loads(sys.argv[2])' \
   "$T/ctl.rec" "$(api a GET /v1/records)" || fail "pfi ctl records differs from /v1/records: $(cat "$T/ctl.rec")"
 last_id=$(python3 -c 'import json, sys; print(max(x["id"] for x in json.load(open(sys.argv[1]))))' "$T/ctl.rec")
-"$PFI" ctl --url "http://127.0.0.1:${API[a]}" --format json records "$last_id" >"$T/ctl.rec2" || fail "pfi ctl records $last_id"
+"$PFI" ctl "${CTL_TLS[@]}" --url "$(api_url a)" --format json records "$last_id" >"$T/ctl.rec2" || fail "pfi ctl records $last_id"
 [ "$(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))))' "$T/ctl.rec2")" = 0 ] ||
   fail "pfi ctl records $last_id: rows after the last: $(cat "$T/ctl.rec2")"
-"$PFI" ctl --url "http://127.0.0.1:${API[a]}" --format json records -1 2>/dev/null
+"$PFI" ctl "${CTL_TLS[@]}" --url "$(api_url a)" --format json records -1 2>/dev/null
 [ $? = 2 ] || fail "pfi ctl records -1: not a usage error"
 
 metric() { curl -s -m 5 "http://127.0.0.1:$MPORT/metrics" | awk -v m="$1" '$1 ~ "^"m"([{]|$)" { print $2; exit }'; }
@@ -137,25 +137,25 @@ grep -q '^# TYPE pfi_agent_reapplied_total counter$' "$T/metrics" || fail "count
 grep -q '^pfi_agent_mode{node="n1",mode="tracking"} 1$' "$T/metrics" || fail "mode tracking"
 
 # Cancel (token needed): every node gets its recorded limits back.
-code=$(curl -s -m 5 -o /dev/null -w '%{http_code}' -X DELETE "http://127.0.0.1:${API[a]}/v1/events/ev1")
+code=$(curl "${CURL_TLS[@]}" -s -m 5 -o /dev/null -w '%{http_code}' -X DELETE "$(api_url a)/v1/events/ev1")
 [ "$code" = 401 ] || fail "DELETE without token: HTTP $code"
 [ "$(caps n1)" = "$want,$want" ] || fail "an unauthorized DELETE changed caps"
 # pfi ctl: a wrong token is refused (exit 1, HTTP 401, nothing changed);
 # the right one cancels.
 secret "$T/wrong"
-"$PFI" ctl --url "http://127.0.0.1:${API[a]}" --token-file "$T/wrong" cancel ev1 2>"$T/ctl.err"
+"$PFI" ctl "${CTL_TLS[@]}" --url "$(api_url a)" --token-file "$T/wrong" cancel ev1 2>"$T/ctl.err"
 [ $? = 1 ] && grep -q 'HTTP 401' "$T/ctl.err" || fail "pfi ctl with a wrong token: $(cat "$T/ctl.err")"
 [ "$(caps n1)" = "$want,$want" ] || fail "a refused cancel changed caps"
-"$PFI" ctl --url "http://127.0.0.1:${API[a]}" --format json status | grep -q '"leader":true,"nodes":2' ||
+"$PFI" ctl "${CTL_TLS[@]}" --url "$(api_url a)" --format json status | grep -q '"leader":true,"nodes":2' ||
   fail "pfi ctl status"
-"$PFI" ctl --url "http://127.0.0.1:${API[a]}" --token-file "$T/token" cancel ev1 >/dev/null ||
+"$PFI" ctl "${CTL_TLS[@]}" --url "$(api_url a)" --token-file "$T/token" cancel ev1 >/dev/null ||
   fail "pfi ctl cancel"
 until_true 20 caps_are n1 650,650 || fail "n1 restored to $(caps n1), expected the recorded 650,650"
 until_true 20 caps_are n2 700,700 || fail "n2 restored to $(caps n2), expected 700,700"
 n=$(sql "$T/records.db" "SELECT count(*) FROM fleet_assignments WHERE kind='restore'")
 [ "$n" = 2 ] || fail "records: $n restore rows, expected 2"
 # pfi ctl records after the cuts' rows: the two restores, no event, no caps.
-"$PFI" ctl --url "http://127.0.0.1:${API[a]}" --format json records "$last_id" >"$T/ctl.rec3" || fail "pfi ctl records $last_id"
+"$PFI" ctl "${CTL_TLS[@]}" --url "$(api_url a)" --format json records "$last_id" >"$T/ctl.rec3" || fail "pfi ctl records $last_id"
 python3 -c '
 import json, sys
 r = [x for x in json.load(open(sys.argv[1])) if x["kind"] == "restore"]

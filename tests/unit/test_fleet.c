@@ -1370,7 +1370,7 @@ static void test_nats_describe(void **state) {
   o.url = "tls://a.example:1,tls://b.example:2";
   assert_int_equal(pfi_nats_describe(&o, d, sizeof d, &err), 0);
   assert_string_equal(
-      d, "TLS, server certificates from ca.pem, their name not checked");
+      d, "TLS, server certificates from ca.pem, each for its URL's host");
   o.tls_name = "nats.example";
   o.tls_cert = "c.pem";
   o.tls_key = "c.key";
