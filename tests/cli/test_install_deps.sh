@@ -49,8 +49,8 @@ install "$demo" --demo
 head -1 "$T/out" | grep -q "^install-deps: installing 12 of the 12 packages make demo needs (apt-get):$" ||
   fail "install-deps --demo: $(head -1 "$T/out")"
 all=$(printf '%s\n' $demo chromium clang curl debhelper dpkg-dev faketime glpk-utils groff-base iproute2 jq \
-  libclang-rt-14-dev lintian munge nats-server \
-  prometheus python3 python3-torch slurm-wlm sqlite3 | sort | tr '\n' ' ')
+  libclang-rt-14-dev lintian munge nats-server openssl \
+  prometheus python3 python3-cryptography python3-torch slurm-wlm sqlite3 | sort | tr '\n' ' ')
 install "$all"
 # Not root: the same packages, through sudo.
 printf '#!/bin/sh\necho 1000\n' >"$T/bin/id"
