@@ -3,6 +3,8 @@
 #ifndef PFI_SWEEP_INTERNAL_H
 #define PFI_SWEEP_INTERNAL_H
 
+#include <time.h>
+
 #include <stdint.h>
 
 #include "pfi/error.h"
@@ -49,5 +51,18 @@ int pfi__db_select_sql(const struct pfi_table *t, const struct pfi_db_cond *c,
                        struct pfi_error *err);
 int pfi__db_meta_sql(const char *meta, const char *kind, char *buf, size_t n);
 int pfi__db_kind_sql(const char *meta, char *buf, size_t n);
+
+/* The clocks of sweeps, profiles and the samples journal, in seconds:
+ * monotonic (intervals) and real (timestamps). */
+static inline double pfi__mono_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+static inline double pfi__wall_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 #endif

@@ -94,18 +94,6 @@ struct prof {
   size_t ns, cap_ns;
 };
 
-static double mono_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static double wall_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static int stopped(const struct pfi_profile_opts *o) {
   return o->stop && *o->stop;
 }
@@ -365,7 +353,7 @@ static int hold(struct prof *p, size_t i, double *elapsed,
       if ((rc = pfi_store_begin(p->st, err)) < 0)
         goto out;
       in_batch = 1;
-      batch_t0 = mono_now();
+      batch_t0 = pfi__mono_now();
     }
     if ((rc = dev_wait(p, iv, err)) < 0)
       goto out;
@@ -375,7 +363,7 @@ static int hold(struct prof *p, size_t i, double *elapsed,
     if ((rc = sample_power(p, ri.id, now, &power, err)) < 0 ||
         (rc = sample_tokens(p, ri.id, now, &rate, err)) < 0)
       goto out;
-    if (!p->virtual_time || mono_now() - batch_t0 >= 0.25) {
+    if (!p->virtual_time || pfi__mono_now() - batch_t0 >= 0.25) {
       if ((rc = pfi_store_commit(p->st, err)) < 0)
         goto out;
       in_batch = 0;
@@ -631,7 +619,7 @@ static int setup(struct prof *p, struct pfi_error *err) {
   } else {
     double t0 = 0;
     pfi_device_now(p->dev, &t0, NULL);
-    if ((rc = pfi_tput_start(p->tp, t0, wall_now(), err)) < 0)
+    if ((rc = pfi_tput_start(p->tp, t0, pfi__wall_now(), err)) < 0)
       return rc;
   }
   return 0;

@@ -51,18 +51,6 @@ extern char **environ;
  * once the job is stopped (then 1 s more before the matcher is given up). */
 #define TPUT_DRAIN_S 2.0
 
-static double wall_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static double mono_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static int stopped(const struct pfi_sweep_opts *o) {
   return o->stop && *o->stop;
 }
@@ -341,7 +329,7 @@ static void lockstep(struct sweep *sw, struct job *jb, int64_t run_id,
                      double now, struct pfi_error *err) {
   if (!sw->virtual_time || jb->pid <= 0 || !sw->tp || jb->lockstep_off)
     return;
-  double quiet_since = mono_now();
+  double quiet_since = pfi__mono_now();
   double run_s = sw->o->duration_s > 0 ? sw->o->duration_s : 1800;
   while (!pfi__sweep_reap(jb, 0) && !stopped(sw->o) &&
          !(isfinite(jb->last_job_t) && jb->last_job_t >= now)) {
@@ -349,7 +337,7 @@ static void lockstep(struct sweep *sw, struct job *jb, int64_t run_id,
     if (jb->reports == 0)
       limit_ms = run_s * 1000.0 < LOCKSTEP_FIRST_MS ? run_s * 1000.0
                                                     : LOCKSTEP_FIRST_MS;
-    if ((mono_now() - quiet_since) * 1000.0 >= limit_ms) {
+    if ((pfi__mono_now() - quiet_since) * 1000.0 >= limit_ms) {
       jb->lockstep_off = 1;
       return;
     }
@@ -364,7 +352,7 @@ static void lockstep(struct sweep *sw, struct job *jb, int64_t run_id,
       return;
     if (!(jb->last_job_t == before) &&
         !(isnan(before) && isnan(jb->last_job_t)))
-      quiet_since = mono_now();
+      quiet_since = pfi__mono_now();
   }
 }
 
@@ -489,7 +477,7 @@ static int one_run(struct sweep *sw, size_t ci, struct pfi_sweep_result *res,
       goto out;
     jb.attached = 1;
   }
-  if (sw->tp && (rc = pfi_tput_start(sw->tp, t0, wall_now(), err)) < 0)
+  if (sw->tp && (rc = pfi_tput_start(sw->tp, t0, pfi__wall_now(), err)) < 0)
     goto out;
   if (o->argv && o->argv[0] &&
       (rc = pfi__sweep_start_command(sw, &jb, cap_w, ri.id, err)) < 0)
@@ -533,7 +521,7 @@ static int one_run(struct sweep *sw, size_t ci, struct pfi_sweep_result *res,
       if ((rc = pfi_store_begin(sw->st, err)) < 0)
         goto out;
       in_batch = 1;
-      batch_t0 = mono_now();
+      batch_t0 = pfi__mono_now();
     }
     double power;
     if ((rc = sample_all(sw, ri.id, now, &power, err)) < 0)
@@ -544,7 +532,7 @@ static int one_run(struct sweep *sw, size_t ci, struct pfi_sweep_result *res,
     /* One transaction per interval at wall-clock pace; in virtual time,
      * where intervals pass in microseconds, one per quarter second of wall
      * time (a commit costs far more than an interval's rows). */
-    if (!sw->virtual_time || mono_now() - batch_t0 >= 0.25) {
+    if (!sw->virtual_time || pfi__mono_now() - batch_t0 >= 0.25) {
       if ((rc = pfi_store_commit(sw->st, err)) < 0)
         goto out;
       in_batch = 0;
