@@ -16,33 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-struct pfi_nats {
-  natsConnection *nc;
-  jsCtx *js;
-  kvStore *kv;
-  int64_t timeout_ms;
-  /* pfi_nats_kv_cas_batch: the answers' inbox (a subscription on
-   * INBOX.>, made at the first batch) and the batch count, which names each
-   * batch's reply subjects so that a late answer to an older one is
-   * ignored. */
-  natsInbox *inbox;
-  natsSubscription *replies;
-  uint64_t batches;
-  int history;  /* the bucket's, to make it again (pfi_nats_kv_ensure) */
-  int replicas; /* the bucket's stream's replicas when made (1 or 3) */
-  /* The newest asynchronous error (a permissions violation), set by the
-   * client's thread. */
-  pthread_mutex_t mu;
-  unsigned async_errs;
-  char async_msg[256];
-  /* Set by the client's thread when the connection is closed: its last
-   * callback (pfi_nats_close waits for it before freeing what the others
-   * use). */
-  pthread_cond_t closed_cv;
-  int closed;
-  /* pfi_nats_opts.nkey_file's seed, for on_sign (wiped at close). */
-  char seed[128];
-};
+#include "transport_int.h"
 
 struct pfi_nats_sub {
   natsSubscription *sub;
@@ -60,7 +34,7 @@ struct pfi_nats_sub {
   unsigned long dropped;
 };
 
-static int nerr(struct pfi_error *err, natsStatus s, const char *what) {
+int pfi__nats_err(struct pfi_error *err, natsStatus s, const char *what) {
   const char *last = nats_GetLastError(NULL);
   int code = s == NATS_NOT_PERMITTED || s == NATS_CONNECTION_AUTH_FAILED
                  ? PFI_ENOPERM
@@ -149,323 +123,6 @@ static natsStatus create_bucket(struct pfi_nats *p, kvStore **kv) {
   return js_CreateKeyValue(kv, p->js, &cfg);
 }
 
-int pfi_nats_servers_split(const char *list, char *buf, size_t n,
-                           const char **url, int max, struct pfi_error *err) {
-  size_t len = list ? strlen(list) : 0;
-  if (!list || !buf || len >= n)
-    return pfi_error_set(err, PFI_EINVAL, "--nats: list longer than %zu bytes",
-                         n ? n - 1 : 0);
-  memcpy(buf, list, len + 1);
-  int k = 0;
-  for (char *u = buf; u;) {
-    char *comma = strchr(u, ',');
-    if (comma)
-      *comma = 0;
-    while (*u == ' ')
-      u++;
-    size_t m = strlen(u);
-    while (m > 0 && u[m - 1] == ' ')
-      u[--m] = 0;
-    if (m) {
-      if (k == max)
-        return pfi_error_set(err, PFI_EINVAL,
-                             "--nats: more than %d servers in '%s'", max, list);
-      url[k++] = u;
-    }
-    u = comma ? comma + 1 : NULL;
-  }
-  if (!k)
-    return pfi_error_set(err, PFI_EINVAL, "--nats: no server URL in '%s'",
-                         list);
-  return k;
-}
-
-/* The servers of pfi_nats_opts.url into the client's options: it connects
- * to one of them (in random order: agents spread over a cluster) and, when
- * that one is lost, reconnects to the others. Returns the count. */
-static int set_servers(natsOptions *opts, const char *list,
-                       struct pfi_error *err) {
-  char buf[4096];
-  const char *url[PFI_NATS_SERVERS_MAX];
-  int n = pfi_nats_servers_split(list, buf, sizeof buf, url,
-                                 PFI_NATS_SERVERS_MAX, err);
-  if (n < 0)
-    return n;
-  natsStatus s = n == 1 ? natsOptions_SetURL(opts, url[0])
-                        : natsOptions_SetServers(opts, url, n);
-  if (s != NATS_OK)
-    return nerr(err, s, list);
-  return n;
-}
-
-int pfi_nats_url_host(const char *url, char *host, size_t n,
-                      struct pfi_error *err) {
-  const char *p = url ? url : "";
-  const char *scheme = strstr(p, "://");
-  if (scheme)
-    p = scheme + 3;
-  /* The authority ends at the first '/'; user info before its last '@'. */
-  size_t alen = strcspn(p, "/?#");
-  for (size_t i = alen; i > 0; i--)
-    if (p[i - 1] == '@') {
-      p += i;
-      alen -= i;
-      break;
-    }
-  size_t len;
-  if (alen && *p == '[') {
-    const char *rb = memchr(p, ']', alen);
-    if (!rb)
-      return pfi_error_set(err, PFI_EINVAL, "--nats: '%s': no ']' after '['",
-                           url ? url : "");
-    p++;
-    len = (size_t)(rb - p);
-  } else {
-    const char *colon = memchr(p, ':', alen);
-    len = colon ? (size_t)(colon - p) : alen;
-  }
-  if (len == 0)
-    return pfi_error_set(err, PFI_EINVAL, "--nats: '%s': no host",
-                         url ? url : "");
-  if (len >= n)
-    return pfi_error_set(err, PFI_EINVAL, "--nats: '%s': host too long",
-                         url ? url : "");
-  memcpy(host, p, len);
-  host[len] = 0;
-  return (int)len;
-}
-
-int pfi_nats_host_loopback(const char *h) {
-  if (!h)
-    return 0;
-  if (strcasecmp(h, "localhost") == 0 || strcmp(h, "::1") == 0)
-    return 1;
-  /* 127.a.b.c: four decimal parts of at most three digits, each <= 255. */
-  if (strncmp(h, "127.", 4) != 0)
-    return 0;
-  int parts = 0;
-  for (const char *q = h; *q;) {
-    int v = 0, d = 0;
-    while (*q >= '0' && *q <= '9' && d < 4) {
-      v = 10 * v + (*q++ - '0');
-      d++;
-    }
-    if (!d || d > 3 || v > 255 || ++parts > 4)
-      return 0;
-    if (*q == '.' && q[1])
-      q++;
-    else if (*q)
-      return 0;
-  }
-  return parts == 4;
-}
-
-static int is_ip(const char *h) {
-  /* Dotted decimal or any form with ':' (IPv6): not a DNS name. */
-  if (strchr(h, ':'))
-    return 1;
-  for (const char *q = h; *q; q++)
-    if (!((*q >= '0' && *q <= '9') || *q == '.'))
-      return 0;
-  return 1;
-}
-
-/* What pfi_nats_describe and pfi_nats_open share: the checks, whether TLS
- * is on, the certificates' expected name (name, n bytes; "" none), the
- * first host that is not on loopback (remote, n bytes; "" none). */
-static int check_opts(const struct pfi_nats_opts *o, int *tls, char *name,
-                      char *remote, size_t n, struct pfi_error *err) {
-  char buf[4096], host[256];
-  const char *url[PFI_NATS_SERVERS_MAX];
-  int k = pfi_nats_servers_split(o->url ? o->url : "nats://127.0.0.1:4222", buf,
-                                 sizeof buf, url, PFI_NATS_SERVERS_MAX, err);
-  if (k < 0)
-    return k;
-  int ways = !!o->password_file + !!o->creds_file + !!o->nkey_file;
-  if (ways > 1)
-    return pfi_error_set(err, PFI_EINVAL,
-                         "--password-file, --nats-creds and --nats-nkey: at "
-                         "most one of them");
-  if (!o->tls_cert != !o->tls_key)
-    return pfi_error_set(err, PFI_EINVAL,
-                         "--nats-cert and --nats-key go together");
-  if (o->nkey_file && (!o->user || o->user[0] != 'U' || strlen(o->user) != 56))
-    return pfi_error_set(err, PFI_EINVAL,
-                         "--nats-nkey: --user must be the nkey's public key "
-                         "(56 characters, U...), not '%s'",
-                         o->user ? o->user : "");
-  *tls = o->tls_ca || o->tls_cert || o->tls_name;
-  name[0] = remote[0] = 0;
-  int same = 1;
-  for (int i = 0; i < k; i++) {
-    if (strncasecmp(url[i], "tls://", 6) == 0)
-      *tls = 1;
-    int rc = pfi_nats_url_host(url[i], host, sizeof host, err);
-    if (rc < 0)
-      return rc;
-    if (!pfi_nats_host_loopback(host) && !remote[0])
-      snprintf(remote, n, "%s", host);
-    if (i == 0)
-      snprintf(name, n, "%s", host);
-    else if (strcasecmp(name, host) != 0)
-      same = 0;
-  }
-  if (!same || is_ip(name))
-    name[0] = 0;
-  if (o->tls_name)
-    snprintf(name, n, "%s", o->tls_name);
-  if (!*tls && remote[0] && !o->insecure)
-    return pfi_error_set(err, PFI_EINVAL,
-                         "--nats: %s is not on loopback and the connection "
-                         "would be plain text: give the servers' CA "
-                         "(--nats-ca) or a tls:// URL, or --nats-insecure",
-                         remote);
-  return 0;
-}
-
-int pfi_nats_describe(const struct pfi_nats_opts *o, char *out, size_t n,
-                      struct pfi_error *err) {
-  int tls;
-  char name[256], remote[256];
-  int rc = check_opts(o, &tls, name, remote, sizeof name, err);
-  if (rc < 0)
-    return rc;
-  const char *who = o->creds_file      ? ", credentials file"
-                    : o->nkey_file     ? ", nkey user "
-                    : o->password_file ? ", user "
-                                       : "";
-  const char *user = o->nkey_file || o->password_file ? o->user : "";
-  if (tls)
-    snprintf(out, n, "TLS, server certificates from %s%s%s%s%s%s",
-             o->tls_ca ? o->tls_ca : "the system's CAs",
-             name[0] ? " for " : ", each for its URL's host",
-             name[0] ? name : "", o->tls_cert ? ", client certificate" : "",
-             who, user ? user : "");
-  else if (remote[0])
-    snprintf(out, n, "PLAIN TEXT to %s (--nats-insecure)%s%s", remote, who,
-             user ? user : "");
-  else
-    snprintf(out, n, "plain text (loopback)%s%s", who, user ? user : "");
-  return 0;
-}
-
-/* Reads a file whole (at most n - 1 bytes) into buf, NUL-terminated. */
-static int read_small(const char *path, char *buf, size_t n,
-                      struct pfi_error *err) {
-  FILE *fp = fopen(path, "rb");
-  if (!fp)
-    return pfi_error_set(err, PFI_EIO, "%s: %s", path, strerror(errno));
-  size_t k = fread(buf, 1, n - 1, fp);
-  int bad = ferror(fp) || (k == n - 1 && fgetc(fp) != EOF);
-  fclose(fp);
-  if (bad)
-    return pfi_error_set(err, PFI_EIO, "%s: unreadable or over %zu bytes", path,
-                         n - 1);
-  buf[k] = 0;
-  return (int)k;
-}
-
-/* natsOptions_SetNKey's signer: the nonce signed with the seed read at
- * open. */
-static natsStatus on_sign(char **txt, unsigned char **sig, int *len,
-                          const char *nonce, void *closure) {
-  (void)txt;
-  struct pfi_nats *p = closure;
-  return nats_Sign(p->seed, nonce, sig, len);
-}
-
-/* A connection the server refused for good: TLS (its certificate, ours),
- * the credentials. Not retried. Over TLS 1.3 a server that refuses the
- * client's certificate, or its lack of one, does so after the client's
- * handshake is done: the client then reads an alert (an I/O error) or
- * nothing (a protocol error: no answer to its CONNECT). */
-static int refused_for_good(natsStatus s, int tls) {
-  return s == NATS_SSL_ERROR || s == NATS_CONNECTION_AUTH_FAILED ||
-         s == NATS_NOT_PERMITTED || s == NATS_SECURE_CONNECTION_WANTED ||
-         s == NATS_SECURE_CONNECTION_REQUIRED ||
-         (tls && (s == NATS_PROTOCOL_ERROR || s == NATS_IO_ERROR));
-}
-
-/* A certificate or key file the TLS library refused: PFI_EPARSE naming it
- * with the library's words. */
-static int bad_pem(struct pfi_error *err, natsStatus s, const char *file) {
-  nerr(err, s, file);
-  if (err)
-    err->code = PFI_EPARSE;
-  return PFI_EPARSE;
-}
-
-/* The TLS and account options of `o` into opts. The key and the seed are
- * read with pfi_read_secret's rules. */
-static int set_security(struct pfi_nats *p, natsOptions *opts,
-                        const struct pfi_nats_opts *o, int tls,
-                        const char *name, struct pfi_error *err) {
-  natsStatus s = NATS_OK;
-  int rc = 0;
-  if (tls) {
-    if ((s = natsOptions_SetSecure(opts, true)) != NATS_OK)
-      return nerr(err, s, "TLS");
-    /* A file that is not PEM certificates is bad input (exit 2). */
-    if (o->tls_ca &&
-        (s = natsOptions_LoadCATrustedCertificates(opts, o->tls_ca)) != NATS_OK)
-      return bad_pem(err, s, o->tls_ca);
-    if (name[0] && (s = natsOptions_SetExpectedHostname(opts, name)) != NATS_OK)
-      return nerr(err, s, "TLS name");
-  }
-  if (o->tls_cert) {
-    enum { CMAX = 1 << 16 };
-    char *cert = malloc(CMAX), *key = malloc(CMAX);
-    if (!cert || !key)
-      rc = pfi_error_set(err, PFI_ENOMEM, "out of memory");
-    else if ((rc = read_small(o->tls_cert, cert, CMAX, err)) >= 0 &&
-             (rc = pfi_read_secret_file(o->tls_key, key, CMAX, err)) >= 0) {
-      rc = 0;
-      if ((s = natsOptions_SetCertificatesChain(opts, cert, key)) != NATS_OK)
-        rc = bad_pem(err, s, o->tls_cert);
-    }
-    if (key)
-      memset(key, 0, CMAX);
-    free(cert);
-    free(key);
-    if (rc < 0)
-      return rc;
-  }
-  if (o->creds_file) {
-    /* Checked by the rules here; the client reads it at each connect. */
-    enum { CMAX = 1 << 14 };
-    char *c = malloc(CMAX);
-    if (!c)
-      return pfi_error_set(err, PFI_ENOMEM, "out of memory");
-    rc = pfi_read_secret_file(o->creds_file, c, CMAX, err);
-    int ok = rc >= 0 && strstr(c, "BEGIN NATS USER JWT") &&
-             strstr(c, "BEGIN USER NKEY SEED");
-    memset(c, 0, CMAX);
-    free(c);
-    if (rc < 0)
-      return rc;
-    if (!ok)
-      return pfi_error_set(err, PFI_EPARSE,
-                           "%s: not a NATS credentials file (a user JWT and "
-                           "its nkey seed, as nsc writes them)",
-                           o->creds_file);
-    if ((s = natsOptions_SetUserCredentialsFromFiles(opts, o->creds_file,
-                                                     NULL)) != NATS_OK)
-      return nerr(err, s, o->creds_file);
-  }
-  if (o->nkey_file) {
-    if ((rc = pfi_read_secret(o->nkey_file, p->seed, sizeof p->seed, err)) < 0)
-      return rc;
-    if (strncmp(p->seed, "SU", 2) != 0 || strlen(p->seed) != 58) {
-      memset(p->seed, 0, sizeof p->seed);
-      return pfi_error_set(err, PFI_EPARSE,
-                           "%s: not an nkey user seed (58 characters, SU...)",
-                           o->nkey_file);
-    }
-    if ((s = natsOptions_SetNKey(opts, o->user, on_sign, p)) != NATS_OK)
-      return nerr(err, s, o->nkey_file);
-  }
-  return 0;
-}
 
 int pfi_nats_open(struct pfi_nats **out, const struct pfi_nats_opts *o,
                   struct pfi_error *err) {
@@ -485,16 +142,16 @@ int pfi_nats_open(struct pfi_nats **out, const struct pfi_nats_opts *o,
   p->timeout_ms = (int64_t)((o->timeout_s > 0 ? o->timeout_s : 2.0) * 1000);
   int tls;
   char name[256], remote[256];
-  if ((rc = check_opts(o, &tls, name, remote, sizeof name, err)) < 0)
+  if ((rc = pfi__nats_check_opts(o, &tls, name, remote, sizeof name, err)) < 0)
     goto fail;
   if (o->password_file &&
       (rc = pfi_read_secret(o->password_file, pw, sizeof pw, err)) < 0)
     goto fail;
   if ((s = natsOptions_Create(&opts)) != NATS_OK) {
-    rc = nerr(err, s, "options");
+    rc = pfi__nats_err(err, s, "options");
     goto fail;
   }
-  int nserv = set_servers(opts, o->url ? o->url : "nats://127.0.0.1:4222", err);
+  int nserv = pfi__nats_set_servers(opts, o->url ? o->url : "nats://127.0.0.1:4222", err);
   if (nserv < 0) {
     rc = nserv;
     goto fail;
@@ -517,18 +174,18 @@ int pfi_nats_open(struct pfi_nats **out, const struct pfi_nats_opts *o,
       (o->user && (s = natsOptions_SetUserInfo(opts, o->user,
                                                o->password_file ? pw : NULL)) !=
                       NATS_OK)) {
-    rc = nerr(err, s, "options");
+    rc = pfi__nats_err(err, s, "options");
     goto fail;
   }
-  if ((rc = set_security(p, opts, o, tls, name, err)) < 0)
+  if ((rc = pfi__nats_set_security(p, opts, o, tls, name, err)) < 0)
     goto fail;
   /* One try first: a server that refuses us for good (a certificate not
    * verified, the credentials refused) is an error now, not retried for
    * ever. (libnats releases a connection that failed so without its
    * callbacks: on_closed runs only for the one kept.) */
   s = natsConnection_Connect(&p->nc, opts);
-  if (s != NATS_OK && refused_for_good(s, tls)) {
-    rc = nerr(err, s, o->url ? o->url : "connect");
+  if (s != NATS_OK && pfi__nats_refused_for_good(s, tls)) {
+    rc = pfi__nats_err(err, s, o->url ? o->url : "connect");
     if ((s == NATS_PROTOCOL_ERROR || s == NATS_IO_ERROR) && tls && err) {
       char m[PFI_ERROR_MSG_MAX];
       snprintf(m, sizeof m, "%s", err->msg);
@@ -552,7 +209,7 @@ int pfi_nats_open(struct pfi_nats **out, const struct pfi_nats_opts *o,
           NATS_OK)
     s = natsConnection_Connect(&p->nc, opts);
   if (s != NATS_OK && s != NATS_NOT_YET_CONNECTED) {
-    rc = nerr(err, s, o->url ? o->url : "connect");
+    rc = pfi__nats_err(err, s, o->url ? o->url : "connect");
     goto fail;
   }
   if (o->bucket) {
@@ -560,7 +217,7 @@ int pfi_nats_open(struct pfi_nats **out, const struct pfi_nats_opts *o,
     jsOptions_Init(&jo);
     jo.Wait = p->timeout_ms;
     if ((s = natsConnection_JetStream(&p->js, p->nc, &jo)) != NATS_OK) {
-      rc = nerr(err, s, "JetStream");
+      rc = pfi__nats_err(err, s, "JetStream");
       goto fail;
     }
     p->history = o->history >= 1 && o->history <= 64 ? o->history : 16;
@@ -574,7 +231,7 @@ int pfi_nats_open(struct pfi_nats **out, const struct pfi_nats_opts *o,
      * request's publish and the request times out; say which. */
     if (s != NATS_OK &&
         (rc = refused_since(p, before, "$JS.API", err)) == 0)
-      rc = nerr(err, s, "key-value bucket " PFI_NATS_BUCKET);
+      rc = pfi__nats_err(err, s, "key-value bucket " PFI_NATS_BUCKET);
     if (s != NATS_OK)
       goto fail;
   }
@@ -632,7 +289,7 @@ int pfi_nats_publish(struct pfi_nats *p, const char *subject, const void *data,
   /* The client's flusher thread sends it; while disconnected it waits in
    * the reconnect buffer (an error once that is full). */
   natsStatus s = natsConnection_Publish(p->nc, subject, data, (int)len);
-  return s == NATS_OK ? 0 : nerr(err, s, subject);
+  return s == NATS_OK ? 0 : pfi__nats_err(err, s, subject);
 }
 
 int pfi_nats_publish_checked(struct pfi_nats *p, const char *subject,
@@ -641,9 +298,9 @@ int pfi_nats_publish_checked(struct pfi_nats *p, const char *subject,
   unsigned before = async_count(p);
   natsStatus s = natsConnection_Publish(p->nc, subject, data, (int)len);
   if (s != NATS_OK)
-    return nerr(err, s, subject);
+    return pfi__nats_err(err, s, subject);
   if ((s = natsConnection_FlushTimeout(p->nc, p->timeout_ms)) != NATS_OK)
-    return nerr(err, s, subject);
+    return pfi__nats_err(err, s, subject);
   /* The server answers a refused publish with -ERR before the flush's
    * PONG, so a violation is known by now. */
   return refused_since(p, before, subject, err);
@@ -660,7 +317,7 @@ int pfi_nats_subscribe(struct pfi_nats *p, const char *subject,
   if (s != NATS_OK) {
     natsSubscription_Destroy(sub->sub);
     free(sub);
-    return nerr(err, s, subject);
+    return pfi__nats_err(err, s, subject);
   }
   *out = sub;
   return 0;
@@ -676,7 +333,7 @@ int pfi_nats_subscribe_checked(struct pfi_nats *p, const char *subject,
   natsStatus s = natsConnection_FlushTimeout(p->nc, p->timeout_ms);
   /* A refused subscription is answered with -ERR before the PONG. */
   if (s != NATS_OK)
-    rc = nerr(err, s, subject);
+    rc = pfi__nats_err(err, s, subject);
   else
     rc = refused_since(p, before, subject, err);
   if (rc < 0) {
@@ -756,7 +413,7 @@ int pfi_nats_subscribe_many(struct pfi_nats *p, const char *const *subjects,
     if (s == NATS_OK)
       s = natsSubscription_SetPendingLimits(sub->subs[i], -1, -1);
     if (s != NATS_OK) {
-      int rc = nerr(err, s, subjects[i]);
+      int rc = pfi__nats_err(err, s, subjects[i]);
       sub->nsubs = i + 1;
       pfi_nats_unsubscribe(sub);
       return rc;
@@ -826,7 +483,7 @@ int pfi_nats_next(struct pfi_nats_sub *sub, double timeout_s, char **data,
   if (s == NATS_SLOW_CONSUMER)
     return 0; /* messages were dropped; the next ones still come */
   if (s != NATS_OK)
-    return nerr(err, s, "next message");
+    return pfi__nats_err(err, s, "next message");
   if (sub->kv_subject[0] && !from_bucket(m, sub->kv_subject)) {
     /* Published on the subject directly, not through the bucket. */
     natsMsg_Destroy(m);
@@ -868,7 +525,7 @@ int pfi_nats_kv_get(struct pfi_nats *p, const char *key, char **val,
   if (s == NATS_NOT_FOUND)
     return 0;
   if (s != NATS_OK)
-    return nerr(err, s, key);
+    return pfi__nats_err(err, s, key);
   int k = kvEntry_ValueLen(e);
   char *d = malloc((size_t)k + 1);
   if (!d) {
@@ -893,7 +550,7 @@ int pfi_nats_kv_put(struct pfi_nats *p, const char *key, const void *val,
   if (rc < 0)
     return rc;
   natsStatus s = kvStore_Put(rev, p->kv, key, val, (int)len);
-  return s == NATS_OK ? 0 : nerr(err, s, key);
+  return s == NATS_OK ? 0 : pfi__nats_err(err, s, key);
 }
 
 /* The server's answer to a compare-and-set that lost. */
@@ -913,7 +570,7 @@ int pfi_nats_kv_create(struct pfi_nats *p, const char *key, const void *val,
     return 0;
   if (wrong_last())
     return pfi_error_set(err, PFI_EBUSY, "key %s exists", key);
-  return nerr(err, s, key);
+  return pfi__nats_err(err, s, key);
 }
 
 int pfi_nats_kv_update(struct pfi_nats *p, const char *key, const void *val,
@@ -928,7 +585,7 @@ int pfi_nats_kv_update(struct pfi_nats *p, const char *key, const void *val,
   if (wrong_last())
     return pfi_error_set(err, PFI_ESTATE, "key %s changed since revision %llu",
                          key, (unsigned long long)last);
-  return nerr(err, s, key);
+  return pfi__nats_err(err, s, key);
 }
 
 /* JetStream's answer to a publish: 0 with the stored message's sequence (the
@@ -980,7 +637,7 @@ int pfi_nats_kv_cas_batch(struct pfi_nats *p, struct pfi_nats_kv_op *ops,
   if (!p->replies) {
     char subj[128];
     if ((s = natsInbox_Create(&p->inbox)) != NATS_OK)
-      return nerr(err, s, "inbox");
+      return pfi__nats_err(err, s, "inbox");
     snprintf(subj, sizeof subj, "%s.>", p->inbox);
     if ((s = natsConnection_SubscribeSync(&p->replies, p->nc, subj)) !=
             NATS_OK ||
@@ -988,7 +645,7 @@ int pfi_nats_kv_cas_batch(struct pfi_nats *p, struct pfi_nats_kv_op *ops,
             NATS_OK) {
       natsSubscription_Destroy(p->replies);
       p->replies = NULL;
-      return nerr(err, s, "inbox");
+      return pfi__nats_err(err, s, "inbox");
     }
   }
   uint64_t batch = ++p->batches;
@@ -1017,7 +674,7 @@ int pfi_nats_kv_cas_batch(struct pfi_nats *p, struct pfi_nats_kv_op *ops,
         s = natsConnection_PublishMsg(p->nc, m);
       natsMsg_Destroy(m);
       if (s != NATS_OK) {
-        o->rc = nerr(err, s, o->key);
+        o->rc = pfi__nats_err(err, s, o->key);
         stop = 1;
         break;
       }
@@ -1079,7 +736,7 @@ int pfi_nats_kv_delete(struct pfi_nats *p, const char *key,
   if (rc < 0)
     return rc;
   natsStatus s = kvStore_Delete(p->kv, key);
-  return s == NATS_OK ? 0 : nerr(err, s, key);
+  return s == NATS_OK ? 0 : pfi__nats_err(err, s, key);
 }
 
 void pfi_nats_keys_free(char **keys, size_t n) {
@@ -1108,7 +765,7 @@ int pfi_nats_kv_keys(struct pfi_nats *p, const char *prefix, char ***keys,
   *n = 0;
   natsStatus s = js_GetStreamInfo(&si, p->js, "KV_" PFI_NATS_BUCKET, &jo, &jerr);
   if (s != NATS_OK)
-    return nerr(err, s, "keys");
+    return pfi__nats_err(err, s, "keys");
   const jsStreamStateSubjects *l = si->State.Subjects;
   int count = l ? l->Count : 0;
   char **out = calloc((size_t)count + 1, sizeof *out);
@@ -1141,13 +798,13 @@ int pfi_nats_kv_ensure(struct pfi_nats *p, struct pfi_error *err) {
   if (s == NATS_OK)
     return 0;
   if (jerr != JSStreamNotFoundErr)
-    return nerr(err, s, "stream information of the bucket");
+    return pfi__nats_err(err, s, "stream information of the bucket");
   /* The handle p->kv names the bucket, not the stream's instance: it
    * works again once the stream is back. */
   kvStore *kv = NULL;
   s = create_bucket(p, &kv);
   kvStore_Destroy(kv);
   if (s != NATS_OK)
-    return nerr(err, s, "key-value bucket " PFI_NATS_BUCKET " (made again)");
+    return pfi__nats_err(err, s, "key-value bucket " PFI_NATS_BUCKET " (made again)");
   return 1;
 }
